@@ -1,0 +1,7 @@
+"""``python -m toolbench_lib``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

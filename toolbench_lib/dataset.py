@@ -1,0 +1,130 @@
+"""The processed dataset: merged registry plus query sets, cached as parquet by source fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .paths import PROCESSED_DIR, find_data_dir
+from .queries import available_sets, load_queries
+from .registry import api_text, merge_registry
+
+log = logging.getLogger(__name__)
+
+# Bump when the merge, the resolution or the document text changes.
+PROCESSING_VERSION = "1"
+
+
+def source_files(data_dir: Path) -> list[Path]:
+    """Every file the processed dataset is built from."""
+    patterns = ["toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_instruction/*.json",
+                "test_instruction_original/*.json", "retrieval_corpus/*.jsonl"]
+    return sorted(p for pat in patterns for p in data_dir.glob(pat))
+
+
+def sources_fingerprint(data_dir: Path) -> str:
+    """sha256 over relative path, size and modification time of every source file."""
+    h = hashlib.sha256(PROCESSING_VERSION.encode())
+    for p in source_files(data_dir):
+        st = p.stat()
+        h.update(f"{p.relative_to(data_dir)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Dataset:
+    """Registry, queries and the provenance of both."""
+
+    data_dir: Path
+    fingerprint: str
+    registry: pd.DataFrame
+    queries: pd.DataFrame
+    stats: dict = field(default_factory=dict)
+    _texts: list[str] | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        """Embedding text of every registry API, in registry order."""
+        if self._texts is None:
+            self._texts = self.registry["doc_text"].tolist()
+        return self._texts
+
+    def subset_queries(self, subset: str, limit: int | None = None) -> pd.DataFrame:
+        from .queries import resolve_subset
+
+        q = self.queries[self.queries["subset"] == resolve_subset(subset)]
+        return q.head(limit) if limit else q
+
+    def row_of(self) -> dict[str, int]:
+        """Registry row position of every API id."""
+        return {a: i for i, a in enumerate(self.registry["api_id"])}
+
+
+def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path | None = None,
+                 rebuild: bool = False) -> Dataset:
+    """Load the processed dataset, building and caching it when the sources changed."""
+    root = find_data_dir(data_dir)
+    fp = sources_fingerprint(root)
+    out = (processed_dir or PROCESSED_DIR) / fp
+    reg_path, q_path, stats_path = out / "registry.parquet", out / "queries.parquet", out / "stats.json"
+    if not rebuild and reg_path.exists() and q_path.exists() and stats_path.exists():
+        log.info("processed dataset %s from %s", fp, out)
+        return Dataset(root, fp, pd.read_parquet(reg_path), pd.read_parquet(q_path),
+                       json.loads(stats_path.read_text()))
+    log.info("building processed dataset %s from %s", fp, root)
+    registry, merge_stats = merge_registry(root)
+    registry["doc_text"] = [api_text(r) for r in registry.to_dict("records")]
+    queries = load_queries(root, available_sets(root), registry)
+    for col in ("candidates", "relevant"):
+        queries[col] = queries[col].map(list)
+    stats = {
+        "data_dir": str(root),
+        "fingerprint": fp,
+        "tool_files_read": merge_stats.files_read,
+        "malformed_files": len(merge_stats.malformed_files),
+        "malformed_file_paths": merge_stats.malformed_files[:50],
+        "duplicate_api_names_skipped": merge_stats.duplicate_api_names,
+        "added_by_source": merge_stats.added,
+        "skipped_existing_by_source": merge_stats.skipped_existing,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    for df, path in ((registry, reg_path), (queries, q_path)):
+        tmp = path.with_suffix(".tmp")
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    stats_path.write_text(json.dumps(stats, indent=2))
+    return Dataset(root, fp, registry, queries, stats)
+
+
+def summary(ds: Dataset) -> dict:
+    """Counts of the registry, the query sets and the ground truth (``data summary --json``)."""
+    reg, q = ds.registry, ds.queries
+    subsets = q.groupby("subset").size().to_dict()
+    cand_pairs = int(q["n_candidate_pairs"].sum())
+    rel_pairs = int(q["n_relevant_pairs"].sum())
+    unres_c, unres_r = int(q["unresolved_candidates"].sum()), int(q["unresolved_relevant"].sum())
+    return {
+        "data_dir": str(ds.data_dir),
+        "fingerprint": ds.fingerprint,
+        "apis": int(len(reg)),
+        "tools": int(reg.groupby(["category", "tool_key"]).ngroups),
+        "categories": int(reg["category"].nunique()),
+        "apis_by_source": reg["source"].value_counts().to_dict(),
+        "malformed_files": ds.stats.get("malformed_files", 0),
+        "subsets": {k: int(v) for k, v in subsets.items()},
+        "gt_pairs": cand_pairs,
+        "gt_pairs_relevant": rel_pairs,
+        "unresolved_gt_pairs": unres_c + unres_r,
+        "unresolved_gt_pairs_by_definition": {"candidates": unres_c, "relevant": unres_r},
+        "mean_gt_size": {
+            gt: {s: round(float(v), 3) for s, v in q.groupby("subset")[gt].apply(
+                lambda x: x.map(len).mean()).items()}
+            for gt in ("candidates", "relevant")
+        },
+    }

@@ -1,0 +1,85 @@
+"""Exact cosine search: FAISS flat inner product over L2-normalised vectors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from .dataset import Dataset
+from .embedding import Embedder, embed_cached
+from .paths import CACHE_DIR
+
+log = logging.getLogger(__name__)
+
+
+class VectorIndex:
+    """A FAISS ``IndexFlatIP`` whose result positions map back to registry rows.
+
+    ``rows[i]`` is the registry row of the index's i-th vector, so a sub-registry index built from
+    rows of the full embedding matrix reports registry rows and never re-embeds anything.
+    """
+
+    def __init__(self, vectors: np.ndarray, rows: np.ndarray | None = None) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.rows = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
+        if len(self.rows) != len(vectors):
+            raise ValueError("rows and vectors differ in length")
+        self.index = faiss.IndexFlatIP(vectors.shape[1])
+        self.index.add(vectors)
+        self._vectors = vectors
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    @property
+    def dim(self) -> int:
+        return self.index.d
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, registry rows) for each query vector; ``k`` is capped at the index size."""
+        k = min(k, len(self))
+        scores, pos = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        return scores, self.rows[pos]
+
+    def subset(self, rows: np.ndarray) -> VectorIndex:
+        """An index over the given registry rows (positions in this index's own row space)."""
+        lookup = {r: i for i, r in enumerate(self.rows)}
+        local = np.array([lookup[int(r)] for r in rows], dtype=np.int64)
+        return VectorIndex(self._vectors[local], self.rows[local])
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(self.index, str(path))
+        np.save(path.with_suffix(".rows.npy"), self.rows)
+
+
+def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
+                     cache_dir: Path | None = None, progress: bool = True) -> np.ndarray:
+    """Embeddings of the registry (or of ``rows`` of it), from the on-disk cache when possible.
+
+    With ``rows`` and a complete cache of the full registry, rows are taken from it; otherwise
+    only the requested APIs are embedded (and cached under their own fingerprint).
+    """
+    texts = ds.texts
+    if rows is None:
+        return embed_cached(embedder, texts, "registry", cache_dir, progress=progress)
+    from .embedding import cached_complete
+
+    if cached_complete(embedder, texts, "registry", cache_dir):
+        return embed_cached(embedder, texts, "registry", cache_dir, progress=False)[rows]
+    return embed_cached(embedder, [texts[int(r)] for r in rows], "registry-slice", cache_dir,
+                        progress=progress)
+
+
+def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
+                cache_dir: Path | None = None, progress: bool = True) -> VectorIndex:
+    """A flat index over the registry or over a sub-registry of it."""
+    vecs = registry_vectors(ds, embedder, rows, cache_dir, progress)
+    return VectorIndex(vecs, rows)
+
+
+def index_path(ds: Dataset, embedder: Embedder, n: int) -> Path:
+    return CACHE_DIR / "index" / embedder.slug / f"{ds.fingerprint}-{n}.faiss"

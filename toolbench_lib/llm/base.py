@@ -1,0 +1,55 @@
+"""The one LLM interface every backend implements.
+
+Nothing outside :mod:`toolbench_lib.llm` knows which backend runs: pipelines call
+``backend.generate(prompt, system, json_schema, temperature, run)`` and get an :class:`LLMResponse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Protocol, runtime_checkable
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed for good (retries exhausted, malformed reply, replay miss, ...)."""
+
+
+@dataclass
+class LLMResponse:
+    """One LLM reply with its cost.
+
+    ``backend`` is the backend that produced the text originally (a replayed or cached reply keeps
+    the recording backend's name and model); ``cached`` says whether this call was answered from a
+    cache or cassette rather than by the model.
+    """
+
+    text: str
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    model: str
+    backend: str
+    cached: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """A text generator. ``is_llm`` is False for the rule-based baseline."""
+
+    name: str
+    model: str
+    is_llm: bool
+
+    def generate(
+        self,
+        prompt: str,
+        system: str = "",
+        json_schema: dict | None = None,
+        temperature: float = 0.0,
+        run: int = 0,
+    ) -> LLMResponse:
+        """Reply to ``prompt``. ``run`` is the index of an independent sample (seeded where possible)."""
+        ...

@@ -1,0 +1,25 @@
+"""Name normalisation shared by the registry and the query loaders."""
+
+from __future__ import annotations
+
+import re
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$", re.IGNORECASE)
+_NON_ALNUM = re.compile(r"[^a-z0-9]")
+
+
+def strip_version(name: str) -> str:
+    """Remove ToolBench's ``_vN`` disambiguation suffix (``Yahoo Finance_v2`` -> ``Yahoo Finance``)."""
+    return _VERSION_SUFFIX.sub("", name.strip())
+
+
+def norm_name(name: str | None) -> str:
+    """Normalised key of a tool or API name: lower case, alphanumerics only, ``_vN`` removed."""
+    if not name:
+        return ""
+    return _NON_ALNUM.sub("", strip_version(str(name)).lower())
+
+
+def norm_key(tool: str | None, api: str | None) -> tuple[str, str]:
+    """Normalised (tool, API) key."""
+    return norm_name(tool), norm_name(api)

@@ -1,0 +1,64 @@
+"""Where the ToolBench data and the project's caches live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_ROOT = PROJECT_ROOT / "data"
+PROCESSED_DIR = DATA_ROOT / "processed"
+CACHE_DIR = DATA_ROOT / "cache"
+OUTPUTS_DIR = PROJECT_ROOT / "outputs"
+
+EXPECTED_LAYOUT = (
+    "toolenv/tools/<Category>/<tool>.json, test_instruction/G1_instruction.json ... "
+    "(optional: toolenv_2023/tools/, test_instruction_original/, retrieval_corpus/G3_corpus.jsonl)"
+)
+
+
+class DataNotFoundError(FileNotFoundError):
+    """No ToolBench data folder was found in any of the places looked in."""
+
+
+def candidate_data_dirs(data_dir: str | os.PathLike | None = None) -> list[tuple[str, Path]]:
+    """The places looked in, in order, each with the reason it is looked at."""
+    places: list[tuple[str, Path]] = []
+    if data_dir:
+        places.append(("--data-dir", Path(data_dir)))
+    env = os.environ.get("TOOLBENCH_DATA")
+    if env:
+        places.append(("TOOLBENCH_DATA", Path(env)))
+    places.append(("default", DATA_ROOT / "raw" / "toolbench"))
+    places.append(("shared", PROJECT_ROOT.parent / "shared" / "toolbench"))
+    return places
+
+
+def is_toolbench_dir(path: Path) -> bool:
+    """True when ``path`` holds at least the registry and the test queries."""
+    return (path / "toolenv" / "tools").is_dir() and (path / "test_instruction").is_dir()
+
+
+def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """Resolve the ToolBench data folder: ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``, ``../shared/toolbench``.
+
+    An explicit ``data_dir`` that is not a ToolBench folder is an error, never silently skipped.
+    """
+    places = candidate_data_dirs(data_dir)
+    if data_dir is not None:
+        label, path = places[0]
+        if is_toolbench_dir(path):
+            return path.resolve()
+        raise DataNotFoundError(
+            f"{label} {path} is not a ToolBench data folder. Expected layout: {EXPECTED_LAYOUT}"
+        )
+    for _label, path in places:
+        if is_toolbench_dir(path):
+            return path.resolve()
+    looked = "\n".join(f"  - {label}: {path}" for label, path in places)
+    raise DataNotFoundError(
+        "No ToolBench data folder found. Looked in:\n"
+        f"{looked}\n"
+        f"Expected layout: {EXPECTED_LAYOUT}\n"
+        "Pass --data-dir, set TOOLBENCH_DATA, or place the data under data/raw/toolbench/."
+    )

@@ -1,0 +1,162 @@
+"""ToolBench query sets and their ground truth, resolved to registry ids.
+
+Two ground-truth definitions are supported everywhere:
+
+* ``candidates`` (default): the query's whole ``api_list``, the APIs of the tools sampled for it.
+  The paper's numbers correspond to this definition.
+* ``relevant``: ToolBench's ``relevant APIs``, the APIs the query was written to need (a strict
+  subset of ``candidates``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .normalize import norm_name
+
+GT_DEFINITIONS = ("candidates", "relevant")
+DEFAULT_GT = "candidates"
+
+# Every query set by name: (folder, file stem).
+QUERY_SETS: dict[str, tuple[str, str]] = {
+    "G1_instruction": ("test_instruction", "G1_instruction"),
+    "G1_category": ("test_instruction", "G1_category"),
+    "G1_tool": ("test_instruction", "G1_tool"),
+    "G2_instruction": ("test_instruction", "G2_instruction"),
+    "G2_category": ("test_instruction", "G2_category"),
+    "G3_instruction": ("test_instruction", "G3_instruction"),
+    "G2_category_original": ("test_instruction_original", "G2_category"),
+    "G3_instruction_original": ("test_instruction_original", "G3_instruction"),
+}
+# The study's default subsets.
+DEFAULT_SUBSETS: dict[str, str] = {
+    "G1": "G1_instruction",
+    "G2": "G2_category_original",
+    "G3": "G3_instruction_original",
+}
+
+
+class UnknownSubsetError(KeyError):
+    """A query-set name that is neither a set nor a default-subset alias."""
+
+
+def resolve_subset(name: str) -> str:
+    """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``)."""
+    if name in DEFAULT_SUBSETS:
+        return DEFAULT_SUBSETS[name]
+    if name in QUERY_SETS:
+        return name
+    known = ", ".join([*DEFAULT_SUBSETS, *QUERY_SETS])
+    raise UnknownSubsetError(f"unknown query set {name!r}; known: {known}")
+
+
+def check_gt(gt: str) -> str:
+    """Validate a ground-truth definition name."""
+    if gt not in GT_DEFINITIONS:
+        raise ValueError(f"unknown ground truth {gt!r}; choose one of {GT_DEFINITIONS}")
+    return gt
+
+
+def query_set_path(data_dir: Path, name: str) -> Path:
+    folder, stem = QUERY_SETS[resolve_subset(name)]
+    return data_dir / folder / f"{stem}.json"
+
+
+def available_sets(data_dir: Path) -> list[str]:
+    """Query sets present in the data folder."""
+    return [n for n in QUERY_SETS if query_set_path(data_dir, n).exists()]
+
+
+@dataclass
+class ApiResolver:
+    """Maps (category, tool, API) names to registry ids through normalised keys."""
+
+    by_cat: dict[tuple[str, str, str], str]
+    by_name: dict[tuple[str, str], str]
+
+    @classmethod
+    def from_registry(cls, registry: pd.DataFrame) -> ApiResolver:
+        by_cat: dict[tuple[str, str, str], str] = {}
+        by_name: dict[tuple[str, str], str] = {}
+        cols = zip(registry["api_id"], registry["category"], registry["norm_tool"],
+                   registry["norm_api"], strict=True)
+        for api_id, cat, tool, api in cols:
+            by_cat.setdefault((norm_name(cat), tool, api), api_id)
+            by_name.setdefault((tool, api), api_id)
+        return cls(by_cat, by_name)
+
+    def resolve(self, category: str | None, tool: str, api: str) -> str | None:
+        """Registry id of an API, preferring the same category; ``None`` when unresolved."""
+        key = (norm_name(tool), norm_name(api))
+        if category:
+            hit = self.by_cat.get((norm_name(category), *key))
+            if hit:
+                return hit
+        return self.by_name.get(key)
+
+
+def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame) -> pd.DataFrame:
+    """Queries of the named sets with both ground truths as lists of registry ids.
+
+    Columns: ``subset, query_id, query, candidates, relevant, unresolved_candidates,
+    unresolved_relevant`` (the last two count ground-truth pairs that found no registry id).
+    """
+    resolver = ApiResolver.from_registry(registry)
+    rows = []
+    for name in names:
+        subset = resolve_subset(name)
+        path = query_set_path(data_dir, subset)
+        if not path.exists():
+            raise FileNotFoundError(f"query set {subset} not found at {path}")
+        for q in json.loads(path.read_text(encoding="utf-8")):
+            cats: dict[tuple[str, str], str] = {}
+            cand, unres_c = [], 0
+            for api in q.get("api_list", []):
+                tool, name_ = str(api.get("tool_name", "")), str(api.get("api_name", ""))
+                cats.setdefault((norm_name(tool), norm_name(name_)), api.get("category_name", ""))
+                api_id = resolver.resolve(api.get("category_name"), tool, name_)
+                if api_id is None:
+                    unres_c += 1
+                elif api_id not in cand:
+                    cand.append(api_id)
+            rel, unres_r = [], 0
+            for tool, name_ in q.get("relevant APIs", []):
+                cat = cats.get((norm_name(tool), norm_name(name_)))
+                api_id = resolver.resolve(cat, tool, name_)
+                if api_id is None:
+                    unres_r += 1
+                elif api_id not in rel:
+                    rel.append(api_id)
+            rows.append({
+                "subset": subset,
+                "query_id": str(q.get("query_id")),
+                "query": str(q.get("query", "")).strip(),
+                "candidates": cand,
+                "relevant": rel,
+                "n_candidate_pairs": len(q.get("api_list", [])),
+                "n_relevant_pairs": len(q.get("relevant APIs", [])),
+                "unresolved_candidates": unres_c,
+                "unresolved_relevant": unres_r,
+            })
+    return pd.DataFrame(rows)
+
+
+def qrels(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, set[str]]:
+    """``{query key: set of relevant registry ids}`` under one ground-truth definition.
+
+    The query key is ``"<subset>:<query_id>"``, unique across sets.
+    """
+    check_gt(gt)
+    out: dict[str, set[str]] = defaultdict(set)
+    for subset, qid, ids in zip(queries["subset"], queries["query_id"], queries[gt], strict=True):
+        out[f"{subset}:{qid}"].update(ids)
+    return dict(out)
+
+
+def query_keys(queries: pd.DataFrame) -> list[str]:
+    return [f"{s}:{q}" for s, q in zip(queries["subset"], queries["query_id"], strict=True)]

@@ -1,0 +1,275 @@
+"""The merged ToolBench API registry.
+
+Sources are merged in a fixed order, keeping the first API of each normalised key:
+
+1. ``toolenv/tools/<Category>/<tool>.json`` (the 2024 re-crawl; a tool is told apart by its file),
+2. the ``api_list`` docs carried by the test queries,
+3. ``toolenv_2023/tools/`` (the 2023 naming the queries use),
+4. ``retrieval_corpus/*.jsonl`` (ToolBench's retriever corpus text form).
+
+Within ``toolenv`` a tool is identified by ``(category, file name)``, so tools that share a display
+name stay distinct; a repeated API name inside one tool is kept once. An API from a later source is
+added only when no earlier API has the same normalised (category, tool, API) key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .normalize import norm_name
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("toolenv", "query_api_list", "toolenv_2023", "retrieval_corpus")
+COLUMNS = [
+    "api_id",
+    "category",
+    "tool_key",
+    "tool_name",
+    "tool_description",
+    "api_name",
+    "api_description",
+    "method",
+    "required_parameters",
+    "optional_parameters",
+    "source",
+    "norm_tool",
+    "norm_api",
+]
+DOC_TEXT_MAX_CHARS = 1200
+
+
+@dataclass
+class MergeStats:
+    """Counters of what the merge read, skipped and kept."""
+
+    files_read: int = 0
+    malformed_files: list[str] = field(default_factory=list)
+    duplicate_api_names: int = 0
+    added: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SOURCES})
+    skipped_existing: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SOURCES})
+
+
+def slug(text: str) -> str:
+    """File-name-like slug of a display name (keeps a ``_vN`` suffix)."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "unnamed"
+
+
+def _params(value: object) -> list[dict]:
+    """Parameters as a list of ``{name, type, description, default}`` dicts."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for p in value:
+        if isinstance(p, dict) and p.get("name"):
+            out.append(
+                {
+                    "name": str(p.get("name")),
+                    "type": str(p.get("type", "")),
+                    "description": str(p.get("description", "") or ""),
+                    "default": p.get("default"),
+                }
+            )
+    return out
+
+
+def _row(
+    category: str,
+    tool_key: str,
+    tool_name: str,
+    tool_description: str,
+    api: dict,
+    source: str,
+    required: object,
+    optional: object,
+) -> dict:
+    api_name = str(api.get("name") or api.get("api_name") or "").strip()
+    return {
+        "category": category,
+        "tool_key": tool_key,
+        "tool_name": tool_name.strip(),
+        "tool_description": str(tool_description or "").strip(),
+        "api_name": api_name,
+        "api_description": str(api.get("description") or api.get("api_description") or "").strip(),
+        "method": str(api.get("method") or "").upper(),
+        "required_parameters": json.dumps(_params(required), default=str),
+        "optional_parameters": json.dumps(_params(optional), default=str),
+        "source": source,
+        "norm_tool": norm_name(tool_name),
+        "norm_api": norm_name(api_name),
+    }
+
+
+def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
+    """APIs of every tool file under ``root/tools/<Category>/<tool>.json``; malformed files are skipped."""
+    for path in sorted((root / "tools").glob("*/*.json")):
+        stats.files_read += 1
+        try:
+            tool = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(tool, dict) or not isinstance(tool.get("api_list"), list):
+                raise ValueError("no api_list")
+        except (OSError, ValueError) as exc:
+            log.warning("skipping malformed tool file %s: %s", path, exc)
+            stats.malformed_files.append(str(path))
+            continue
+        category = path.parent.name
+        tool_name = str(tool.get("tool_name") or tool.get("name") or path.stem)
+        seen: set[str] = set()
+        for api in tool["api_list"]:
+            if not isinstance(api, dict):
+                continue
+            name = norm_name(api.get("name"))
+            if not name:
+                continue
+            if name in seen:
+                stats.duplicate_api_names += 1
+                continue
+            seen.add(name)
+            if "parameters" in api and "required_parameters" not in api:
+                params = api.get("parameters") or []
+                required = [p for p in params if isinstance(p, dict) and p.get("required")]
+                optional = [p for p in params if isinstance(p, dict) and not p.get("required")]
+            else:
+                required = api.get("required_parameters")
+                optional = api.get("optional_parameters")
+            yield _row(
+                category, f"{path.stem}", tool_name, tool.get("tool_description", ""), api,
+                source, required, optional,
+            )
+
+
+def iter_query_docs(query_files: Iterable[Path]) -> Iterator[dict]:
+    """API docs carried in the queries' ``api_list``."""
+    for path in query_files:
+        for query in json.loads(path.read_text(encoding="utf-8")):
+            for api in query.get("api_list", []):
+                tool_name = str(api.get("tool_name", ""))
+                yield _row(
+                    str(api.get("category_name", "")), slug(tool_name), tool_name, "",
+                    api, "query_api_list", api.get("required_parameters"),
+                    api.get("optional_parameters"),
+                )
+
+
+_CORPUS_RE = re.compile(
+    r"^category_name:(?P<category>.*?), tool_name:(?P<tool>.*?), api_name:(?P<api>.*?), "
+    r"api_description:(?P<desc>.*?), required_params: (?P<req>\[.*?\]), "
+    r"optional_params: (?P<opt>\[.*?\])(?:, return_schema: .*)?$",
+    re.DOTALL,
+)
+
+
+def parse_corpus_text(text: str) -> dict | None:
+    """Parse one retriever-corpus document; ``None`` when it does not have the expected shape."""
+    m = _CORPUS_RE.match(text)
+    if not m:
+        return None
+
+    def load(s: str) -> list:
+        try:
+            v = json.loads(s)
+            return v if isinstance(v, list) else []
+        except ValueError:
+            return []
+
+    return {
+        "category": m["category"].strip(),
+        "tool_name": m["tool"].strip(),
+        "api": {"name": m["api"].strip(), "description": m["desc"].strip()},
+        "required": load(m["req"]),
+        "optional": load(m["opt"]),
+    }
+
+
+def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
+    """APIs of ToolBench retriever-corpus files (``{"_id", "text"}`` per line)."""
+    for path in files:
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                doc = parse_corpus_text(json.loads(line)["text"])
+            except (ValueError, KeyError, TypeError):
+                doc = None
+            if doc is None:
+                log.warning("skipping malformed corpus line %s:%d", path, lineno)
+                stats.malformed_files.append(f"{path}:{lineno}")
+                continue
+            yield _row(
+                doc["category"], slug(doc["tool_name"]), doc["tool_name"], "", doc["api"],
+                "retrieval_corpus", doc["required"], doc["optional"],
+            )
+
+
+def query_files(data_dir: Path) -> list[Path]:
+    """Every query file of the data folder, in a fixed order."""
+    files = sorted((data_dir / "test_instruction").glob("*.json"))
+    files += sorted((data_dir / "test_instruction_original").glob("*.json"))
+    return files
+
+
+def merge_registry(data_dir: Path) -> tuple[pd.DataFrame, MergeStats]:
+    """Build the merged registry from a ToolBench data folder."""
+    stats = MergeStats()
+    rows: list[dict] = []
+    keys: set[tuple[str, str, str]] = set()
+
+    def add(items: Iterable[dict], source: str, dedup_within_source: bool) -> None:
+        new_keys: set[tuple[str, str, str]] = set()
+        for row in items:
+            key = (norm_name(row["category"]), row["norm_tool"], row["norm_api"])
+            if not row["norm_api"] or key in keys or (dedup_within_source and key in new_keys):
+                stats.skipped_existing[source] += 1
+                continue
+            new_keys.add(key)
+            rows.append(row)
+            stats.added[source] += 1
+        keys.update(new_keys)
+
+    add(iter_toolenv(data_dir / "toolenv", "toolenv", stats), "toolenv", False)
+    add(iter_query_docs(query_files(data_dir)), "query_api_list", True)
+    if (data_dir / "toolenv_2023").is_dir():
+        add(iter_toolenv(data_dir / "toolenv_2023", "toolenv_2023", stats), "toolenv_2023", True)
+    corpus = sorted((data_dir / "retrieval_corpus").glob("*.jsonl"))
+    add(iter_corpus(corpus, stats), "retrieval_corpus", True)
+
+    df = pd.DataFrame(rows)
+    df.insert(0, "api_id", _stable_ids(df))
+    return df[COLUMNS].reset_index(drop=True), stats
+
+
+def _stable_ids(df: pd.DataFrame) -> list[str]:
+    """``Category/tool_key/api_name`` ids, made unique with a ``#n`` suffix when needed."""
+    seen: dict[str, int] = {}
+    ids = []
+    for cat, tool, api in zip(df["category"], df["tool_key"], df["norm_api"], strict=True):
+        base = f"{cat}/{tool}/{api}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        ids.append(base if n == 0 else f"{base}#{n}")
+    return ids
+
+
+def api_text(row: dict | pd.Series, max_chars: int = DOC_TEXT_MAX_CHARS) -> str:
+    """The text an API is embedded as.
+
+    ``"<tool name> (<category>): <tool description> | <API name>: <API description> | parameters: a, b"``,
+    with whitespace collapsed and the whole capped at ``max_chars`` characters. The tool and API
+    names come first so that a cap never cuts them.
+    """
+    params = [p["name"] for p in json.loads(row["required_parameters"])]
+    params += [p["name"] for p in json.loads(row["optional_parameters"])]
+    category = str(row["category"]).replace("_", " ")
+    parts = [f"{row['tool_name']} ({category}): {row['tool_description']}".rstrip(": "),
+             f"{row['api_name']}: {row['api_description']}".rstrip(": ")]
+    if params:
+        parts.append("parameters: " + ", ".join(params))
+    text = re.sub(r"\s+", " ", " | ".join(parts)).strip()
+    return text[:max_chars]

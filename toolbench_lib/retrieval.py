@@ -1,0 +1,81 @@
+"""Retrieval over the index: per-text rankings and their max-similarity merge.
+
+RtP hands one text per query (the query itself); PtR hands several (one per stub). Every text
+keeps its own ranking and scores, and a query's final ranking merges them by each API's best
+cosine over its texts. Top-k of that max-merge is exact when each text contributes its own top-k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .index import VectorIndex
+
+
+@dataclass
+class TextHits:
+    """One text's ranked hits: registry rows and cosine scores, best first."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+
+
+def search_texts(index: VectorIndex, vectors: np.ndarray, k: int) -> list[TextHits]:
+    """Top-``k`` hits of each text vector."""
+    if len(vectors) == 0:
+        return []
+    scores, rows = index.search(vectors, k)
+    return [TextHits(r, s) for r, s in zip(rows, scores, strict=True)]
+
+
+def merge_max(hits: Sequence[TextHits], k: int) -> TextHits:
+    """Union of the texts' hits re-ranked by each API's best score over the texts; top ``k``.
+
+    Ties keep the order of first appearance (text order, then rank), so the merge is deterministic.
+    """
+    best: dict[int, float] = {}
+    for h in hits:
+        for r, s in zip(h.rows.tolist(), h.scores.tolist(), strict=True):
+            if r not in best or s > best[r]:
+                best[r] = s
+    order = sorted(best, key=lambda r: -best[r])[:k]
+    return TextHits(np.array(order, dtype=np.int64), np.array([best[r] for r in order], dtype=np.float32))
+
+
+def hits_frame(keys: Sequence[str], method: str, per_query: Sequence[Sequence[TextHits]],
+               merged: Sequence[TextHits], api_ids: Sequence[str]) -> pd.DataFrame:
+    """Long table of every query's per-text hits (``text_idx`` >= 0) and merged ranking (-1).
+
+    Columns: ``qkey, method, text_idx, rank, row, api_id, score``.
+    """
+    recs = []
+    for key, texts, final in zip(keys, per_query, merged, strict=True):
+        for t, h in enumerate(texts):
+            for rank, (r, s) in enumerate(zip(h.rows.tolist(), h.scores.tolist(), strict=True), 1):
+                recs.append((key, method, t, rank, r, api_ids[r], s))
+        for rank, (r, s) in enumerate(zip(final.rows.tolist(), final.scores.tolist(), strict=True), 1):
+            recs.append((key, method, -1, rank, r, api_ids[r], s))
+    return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+
+
+def retrieve_multi(index: VectorIndex, texts_per_query: Sequence[Sequence[str]], encode, k: int,
+                   depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
+    """Search every text of every query and merge per query.
+
+    ``encode`` maps a list of texts to L2-normalised vectors (all texts are encoded in one batch).
+    ``depth`` is how many hits each text keeps (default ``k``).
+    """
+    flat = [t for texts in texts_per_query for t in texts]
+    vecs = encode(flat) if flat else np.zeros((0, index.dim), dtype=np.float32)
+    all_hits = search_texts(index, vecs, depth or k)
+    per_query, merged, pos = [], [], 0
+    for texts in texts_per_query:
+        mine = all_hits[pos:pos + len(texts)]
+        pos += len(texts)
+        per_query.append(mine)
+        merged.append(merge_max(mine, k))
+    return per_query, merged
