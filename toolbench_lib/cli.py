@@ -17,7 +17,8 @@ log = logging.getLogger("toolbench_lib")
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--data-dir", default=None,
-                   help="ToolBench data folder (else TOOLBENCH_DATA, data/raw/toolbench, ../shared/toolbench)")
+                   help="ToolBench data folder (else TOOLBENCH_DATA, data/raw/toolbench, "
+                        "../shared/toolbench)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
 
@@ -39,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--model", default=None, help="sentence-transformers model name or local folder")
     build.add_argument("--max-apis", type=int, default=None, help="index a sub-registry of N APIs")
     build.add_argument("--seed", type=int, default=0, help="sub-registry sampling seed")
+    build.add_argument("--no-keep-gt", action="store_true",
+                       help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
 
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
     ev.add_argument("--method", default="rtp", help="rtp")
@@ -81,7 +84,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     rows = None
     if args.max_apis:
         q = ds.queries[ds.queries["subset"].isin(list(DEFAULT_SUBSETS.values()))]
-        keep = {a for ids in q["candidates"] for a in ids}
+        keep = set() if args.no_keep_gt else {a for ids in q["candidates"] for a in ids}
         rows = sample_subregistry(ds.registry, args.max_apis, args.seed, keep)
     t0 = time.time()
     index = build_index(ds, emb, rows)
@@ -130,6 +133,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "index":
             return cmd_index_build(args)
         return cmd_evaluate(args)
-    except (DataNotFoundError, UnknownSubsetError, FileNotFoundError) as exc:
+    except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -69,7 +69,9 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get())
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """L2-normalised float32 embeddings of ``texts``."""
@@ -131,12 +133,14 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
-def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str, cache_dir: Path | None = None) -> Path:
+def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str,
+                 cache_dir: Path | None = None) -> Path:
     """Folder of the cached embeddings of ``texts`` under ``embedder``."""
     return (cache_dir or CACHE_DIR / "embeddings") / embedder.slug / f"{kind}-{texts_fingerprint(texts)}"
 
 
-def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str, cache_dir: Path | None = None) -> bool:
+def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str,
+                    cache_dir: Path | None = None) -> bool:
     """True when every chunk of ``texts`` is already on disk."""
     folder = cache_folder(embedder, texts, kind, cache_dir)
     meta = folder / "meta.json"

@@ -40,7 +40,9 @@ def is_toolbench_dir(path: Path) -> bool:
 
 
 def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """Resolve the ToolBench data folder: ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``, ``../shared/toolbench``.
+    """Resolve the ToolBench data folder.
+
+    Order: ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``, ``../shared/toolbench``.
 
     An explicit ``data_dir`` that is not a ToolBench folder is an error, never silently skipped.
     """

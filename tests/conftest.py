@@ -1,0 +1,102 @@
+"""Shared fixtures: the real data, the real offline embedder, a small synthetic ToolBench folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SLICE_APIS = 2500
+SLICE_QUERIES = 15
+
+
+@pytest.fixture(scope="session")
+def ds():
+    from toolbench_lib.dataset import load_dataset
+
+    return load_dataset()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from toolbench_lib.embedding import load_embedder
+
+    return load_embedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def slice_setup(ds, embedder):
+    """RtP setup on a sub-registry of 2,500 APIs holding the first 15 queries' ground truth per set."""
+    from toolbench_lib.evaluate import prepare
+
+    return prepare(ds, embedder, ["G1", "G2", "G3"], max_apis=SLICE_APIS, limit=SLICE_QUERIES, seed=0)
+
+
+def _write(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj, encoding="utf-8")
+
+
+def _api(name: str, desc: str = "", req=None, opt=None) -> dict:
+    return {"name": name, "url": "", "description": desc, "method": "GET",
+            "required_parameters": req or [], "optional_parameters": opt or []}
+
+
+@pytest.fixture()
+def mini_toolbench(tmp_path: Path) -> Path:
+    """A tiny ToolBench folder exercising every merge rule and naming quirk."""
+    root = tmp_path / "toolbench"
+    tools = root / "toolenv" / "tools"
+    _write(tools / "Weather" / "weather_now.json", {
+        "tool_name": "Weather Now", "tool_description": "Current weather.",
+        "api_list": [_api("Current Weather", "Weather for a city",
+                          req=[{"name": "city", "type": "STRING", "description": ""}]),
+                     _api("current_weather", "duplicate name, dropped"),
+                     _api("Forecast", "Five-day forecast")]})
+    # Two tools share a display name in one category; the file name tells them apart.
+    _write(tools / "Music" / "shazamapi.json", {
+        "tool_name": "ShazamAPI", "tool_description": "a", "api_list": [_api("Search", "track search")]})
+    _write(tools / "Music" / "shazam_api.json", {
+        "tool_name": "Shazam api", "tool_description": "b", "api_list": [_api("Search", "other search")]})
+    _write(tools / "Finance" / "yahoo_finance.json", {
+        "tool_name": "Yahoo Finance", "tool_description": "Quotes", "api_list": [_api("Get Quote", "q")]})
+    _write(tools / "Finance" / "broken.json", "{not json")
+    queries = [
+        {"query": "What is the weather in Paris and the forecast?", "query_id": 1,
+         "api_list": [
+             {"category_name": "Weather", "tool_name": "Weather Now", "api_name": "Current Weather",
+              "api_description": "x", "required_parameters": [], "optional_parameters": [], "method": "GET"},
+             {"category_name": "Weather", "tool_name": "Weather Now", "api_name": "Old Forecast API",
+              "api_description": "renamed since", "required_parameters": [], "optional_parameters": [],
+              "method": "GET"}],
+         "relevant APIs": [["Weather Now", "current weather"], ["Weather Now", "Old Forecast API"]]},
+        {"query": "Quote for AAPL", "query_id": 2,
+         "api_list": [{"category_name": "Finance", "tool_name": "Yahoo Finance_v2", "api_name": "Get-Quote",
+                       "api_description": "", "required_parameters": [], "optional_parameters": [],
+                       "method": "GET"},
+                      {"category_name": "Finance", "tool_name": "Old Tool", "api_name": "Legacy",
+                       "api_description": "", "required_parameters": [], "optional_parameters": [],
+                       "method": "GET"}],
+         "relevant APIs": [["Yahoo Finance_v2", "Get Quote"]]},
+    ]
+    _write(root / "test_instruction" / "G1_instruction.json", queries)
+    _write(root / "toolenv_2023" / "tools" / "Finance" / "old_tool.json", {
+        "tool_name": "Old Tool", "tool_description": "2023 tool",
+        "api_list": [{"name": "Legacy", "description": "from 2023", "method": "GET",
+                      "parameters": [{"name": "id", "type": "STRING", "required": True}]},
+                     {"name": "Extra", "description": "only in 2023", "method": "POST", "parameters": []}]})
+    corpus = [
+        {"_id": "0", "text": "category_name:Food, tool_name:The Cocktail DB, api_name:List of Cocktails, "
+                             "api_description:Lists cocktails, with names, required_params: [], "
+                             "optional_params: [{\"name\": \"page\"}], return_schema: {\"id\": \"str\"}"},
+        {"_id": "1", "text": "category_name:Weather, tool_name:Weather Now, api_name:Forecast, "
+                             "api_description:dup, required_params: [], optional_params: []"},
+        {"_id": "2", "text": "garbage"},
+    ]
+    _write(root / "retrieval_corpus" / "G3_corpus.jsonl", "\n".join(json.dumps(c) for c in corpus))
+    return root

@@ -1,0 +1,81 @@
+"""The command line, run as users run it."""
+
+import json
+import os
+import subprocess
+import sys
+
+from .conftest import SLICE_APIS, SLICE_QUERIES
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolbench_lib", *args], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=900)
+
+
+def test_data_summary_json():
+    out = cli("data", "summary", "--json")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    for key in ("apis", "tools", "categories", "subsets", "gt_pairs", "unresolved_gt_pairs"):
+        assert key in s
+    assert s["unresolved_gt_pairs"] == 0 and s["categories"] == 49
+    assert s["subsets"]["G1_instruction"] == 163
+
+
+def test_data_summary_counts_malformed_files(mini_toolbench):
+    out = cli("data", "summary", "--json", "--data-dir", str(mini_toolbench))
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    assert s["malformed_files"] == 2 and s["apis"] == 9
+    assert "broken.json" in out.stderr
+
+
+def test_missing_data_dir_is_a_clear_error(tmp_path):
+    out = cli("data", "summary", "--data-dir", str(tmp_path / "nowhere"))
+    assert out.returncode == 2
+    assert "not a ToolBench data folder" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unknown_subset(tmp_path):
+    out = cli("evaluate", "--subset", "G9", "--limit", "1")
+    assert out.returncode == 2 and "unknown query set 'G9'" in out.stderr
+
+
+def test_evaluate_json_matches_library(slice_setup):
+    from toolbench_lib.evaluate import run_rtp, score_hits, summarise
+
+    out = cli("evaluate", "--method", "rtp", "--subset", "G1", "--subset", "G2", "--subset", "G3",
+              "--k", "5", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
+              "--model", "all-MiniLM-L6-v2", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["model"] == "all-MiniLM-L6-v2" and res["registry_size"] == SLICE_APIS
+    assert res["k"] == 5 and res["gt"] == "candidates"
+    expected = summarise(slice_setup, score_hits(slice_setup, run_rtp(slice_setup, 5), 5, "candidates"),
+                         ["G1", "G2", "G3"], 5, "candidates", "rtp")
+    for name in ("G1", "G2", "G3"):
+        got = res["subsets"][name]
+        assert got["n_queries"] == SLICE_QUERIES
+        assert abs(got["recall"] - expected["subsets"][name]["recall"]) < 1e-9
+        assert abs(got["precision"] - expected["subsets"][name]["precision"]) < 1e-9
+
+
+def test_default_model_falls_back_offline():
+    out = cli("evaluate", "--subset", "G3", "--limit", "2", "--max-apis", str(SLICE_APIS), "--json",
+              env={"HF_HOME": "/nonexistent-hf-home"})
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["model"] == "all-MiniLM-L6-v2" and res["model_requested"] == "thenlper/gte-base"
+    assert res["embedder_fallback"] is True
+    assert "falling back" in out.stderr
+
+
+def test_index_build_slice():
+    too_small = cli("index", "build", "--model", "all-MiniLM-L6-v2", "--max-apis", "300")
+    assert too_small.returncode == 2 and "do not fit in a sub-registry of 300" in too_small.stderr
+    out = cli("index", "build", "--model", "all-MiniLM-L6-v2", "--max-apis", "300", "--no-keep-gt")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["apis"] == 300 and info["dim"] == 384
+    assert os.path.exists(info["index"])

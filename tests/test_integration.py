@@ -1,0 +1,74 @@
+"""RtP end to end with the real offline model and FAISS on a 2,500-API registry slice."""
+
+import numpy as np
+import pytest
+
+from toolbench_lib.dataset import load_dataset
+from toolbench_lib.embedding import embed_cached
+from toolbench_lib.evaluate import run_rtp, score_hits, summarise
+from toolbench_lib.index import registry_vectors
+
+from .conftest import SLICE_APIS, SLICE_QUERIES
+
+
+def test_slice_keeps_ground_truth(slice_setup):
+    s = slice_setup
+    assert len(s.index) == SLICE_APIS
+    in_index = {s.api_ids[r] for r in s.index.rows}
+    gt = {a for ids in s.queries["candidates"] for a in ids}
+    assert gt <= in_index
+    assert len(s.queries) == 3 * SLICE_QUERIES
+
+
+def test_rtp_on_slice(slice_setup):
+    hits = run_rtp(slice_setup, k=5)
+    final = hits[hits["text_idx"] == -1]
+    assert (final.groupby("qkey").size() == 5).all()
+    assert final.groupby("qkey")["score"].apply(lambda s: s.is_monotonic_decreasing).all()
+    res = summarise(slice_setup, score_hits(slice_setup, hits, 5, "candidates"), ["G1", "G2", "G3"], 5,
+                    "candidates", "rtp")
+    assert res["model"] == "all-MiniLM-L6-v2" and res["registry_size"] == SLICE_APIS
+    for name in ("G1", "G2", "G3"):
+        assert res["subsets"][name]["n_queries"] == SLICE_QUERIES
+    # Semantic retrieval on a slice that holds the ground truth must beat chance by far:
+    # chance recall@5 is about 5 / 2500.
+    assert res["subsets"]["G1"]["recall"] > 0.2
+    strict = summarise(slice_setup, score_hits(slice_setup, hits, 5, "relevant"), ["G1"], 5, "relevant",
+                       "rtp")
+    assert strict["gt"] == "relevant"
+    assert strict["subsets"]["G1"]["recall"] != res["subsets"]["G1"]["recall"]
+
+
+def test_query_scores_are_cosines(slice_setup):
+    hits = run_rtp(slice_setup, k=3)
+    top = hits[(hits["text_idx"] == -1) & (hits["rank"] == 1)].iloc[0]
+    query = slice_setup.queries.set_index("qkey").loc[top["qkey"], "query"]
+    qv = slice_setup.embedder.encode([query])[0]
+    dv = slice_setup.embedder.encode([slice_setup.ds.texts[top["row"]]])[0]
+    assert float(qv @ dv) == pytest.approx(top["score"], abs=1e-3)
+
+
+def test_sub_registry_reuses_cached_vectors(mini_toolbench, tmp_path, embedder):
+    """With the full registry embedded, a sub-registry takes its rows and embeds nothing."""
+    from .test_embedding import Counting
+
+    ds = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
+    counting = Counting(embedder)
+    full = embed_cached(counting, ds.texts, "registry", tmp_path / "emb", progress=False)
+    assert counting.encoded == len(ds.texts)
+    rows = np.array([1, 3, 4])
+    sub = registry_vectors(ds, counting, rows, cache_dir=tmp_path / "emb")
+    assert counting.encoded == len(ds.texts)
+    assert np.array_equal(sub, full[rows])
+
+
+def test_processed_cache_is_rebuilt_when_sources_change(mini_toolbench, tmp_path):
+    a = load_dataset(mini_toolbench, processed_dir=tmp_path)
+    assert a.stats["malformed_files"] == 2
+    b = load_dataset(mini_toolbench, processed_dir=tmp_path)
+    assert b.fingerprint == a.fingerprint and len(b.registry) == len(a.registry)
+    (mini_toolbench / "toolenv/tools/Finance/broken.json").write_text(
+        '{"tool_name": "Fixed", "api_list": [{"name": "Now Valid"}]}')
+    c = load_dataset(mini_toolbench, processed_dir=tmp_path)
+    assert c.fingerprint != a.fingerprint
+    assert len(c.registry) == len(a.registry) + 1 and c.stats["malformed_files"] == 1

@@ -1,0 +1,49 @@
+"""The project's own files agree with each other: README, CI, pyproject, environment.yml, lock."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pins(lines: list[str]) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^\s;]+)", line.strip())
+        if m:
+            out[m[1].lower().replace("_", "-")] = m[2]
+    return out
+
+
+def _pyproject_pins() -> dict[str, str]:
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = proj["dependencies"] + proj["optional-dependencies"]["test"]
+    pins = _pins(deps)
+    assert len(pins) == len(deps), "every pyproject dependency is pinned with =="
+    return pins
+
+
+def test_environment_yml_matches_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert _pins(pip) == _pyproject_pins()
+    assert "python=3.11" in env["dependencies"]
+
+
+def test_lock_agrees_with_pyproject():
+    lock = _pins((ROOT / "requirements.lock").read_text().splitlines())
+    for name, version in _pyproject_pins().items():
+        assert lock.get(name) == version, f"{name}: lock {lock.get(name)} vs pyproject {version}"
+    assert lock["torch"] == "2.13.0"
+
+
+def test_ci_runs_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    m = re.search(r"^make test$", readme, re.M)
+    assert m, "README gives `make test` as the test command"
+    assert re.search(r"^make test$", ci, re.M)
+    assert re.search(r"^make run$", readme, re.M)
