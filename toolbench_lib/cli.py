@@ -8,6 +8,8 @@ import logging
 import sys
 import time
 
+from .llm.base import LLMError
+from .llm.factory import BACKENDS
 from .paths import DataNotFoundError
 from .queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError, resolve_subset
 
@@ -44,7 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
 
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
-    ev.add_argument("--method", default="rtp", help="rtp")
+    ev.add_argument("--method", default="rtp", help="rtp, ptr or rtp,ptr (both on the same runs)")
+    ev.add_argument("--backend", choices=BACKENDS, default=None,
+                    help="LLM backend for stubs, plans and judge (default: replay of the committed cassette "
+                         "when PtR is evaluated; RtP alone is retrieval only unless a backend is given)")
+    ev.add_argument("--cassette", default=None, help="cassette file for --backend replay")
+    ev.add_argument("--llm-model", default=None,
+                    help="backend model (gemini model id, GGUF path, replay filter)")
+    ev.add_argument("--runs", type=int, default=4, help="independent runs (LLM samples)")
+    ev.add_argument("--temperature", type=float, default=0.0, help="temperature of run 0")
+    ev.add_argument("--run-temperature", type=float, default=0.3,
+                    help="temperature of runs 1.. (seed = run); negative: same as --temperature")
+    ev.add_argument("--plan-limit", type=int, default=None,
+                    help="plan and judge only the first N queries of each set (0: retrieval only)")
+    ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
+    ev.add_argument("--workers", type=int, default=None,
+                    help="concurrent LLM calls (default 4 for gemini, else 1)")
+    ev.add_argument("--depth", type=int, default=20, help="hits kept per searched text (>= k)")
+    ev.add_argument("--save", default=None, help="folder to store the run's tables (parquet) in")
     ev.add_argument("--subset", action="append", default=None,
                     help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}); repeatable; default all three")
     ev.add_argument("--k", type=int, default=5)
@@ -105,20 +124,62 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for s in subsets:
         resolve_subset(s)
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
-    if methods != ["rtp"]:
-        raise SystemExit(f"unknown method(s) {args.method!r}; available: rtp")
+    unknown = [m for m in methods if m not in ("rtp", "ptr")]
+    if unknown or not methods:
+        raise ValueError(f"unknown method(s) {args.method!r}; choose rtp, ptr or rtp,ptr")
+    if args.k > args.depth:
+        args.depth = args.k
     ds = load_dataset(args.data_dir)
-    emb = load_embedder(args.model)
-    result = evaluate_rtp(ds, emb, subsets, args.k, args.gt, args.max_apis, args.limit, args.seed)
-    if args.json:
-        print(json.dumps(result, indent=2))
+    backend = args.backend or ("replay" if "ptr" in methods else None)
+    if backend is None:
+        emb = load_embedder(args.model)
+        result = evaluate_rtp(ds, emb, subsets, args.k, args.gt, args.max_apis, args.limit, args.seed)
     else:
-        print(f"{result['method']} k={result['k']} gt={result['gt']} model={result['model']} "
-              f"registry={result['registry_size']}")
-        for name, r in result["subsets"].items():
-            print(f"  {name:4s} {r['subset']:26s} n={r['n_queries']:4d} "
-                  f"recall={r['recall']:.3f} precision={r['precision']:.3f}")
+        result = _evaluate_study(args, ds, subsets, methods, backend)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _print_result(result)
     return 0
+
+
+def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: list[str],
+                    backend: str) -> dict:
+    from pathlib import Path
+
+    from .embedding import load_embedder
+    from .evaluate import prepare
+    from .llm.factory import make_backend
+    from .study import StudySettings, run_study, summarise_study
+
+    llm = make_backend(backend, cassette=args.cassette, model=args.llm_model)
+    emb = load_embedder(args.model)
+    setup = prepare(ds, emb, subsets, args.max_apis, args.limit, args.seed)
+    settings = StudySettings(
+        k=args.k, depth=args.depth, runs=args.runs, temperature=args.temperature,
+        run_temperature=None if args.run_temperature < 0 else args.run_temperature,
+        plan_limit=args.plan_limit, methods=tuple(methods),
+        workers=args.workers or (4 if backend == "gemini" else 1), judge=not args.no_judge,
+    )
+    result = run_study(setup, llm, settings)
+    if args.save:
+        result.save(Path(args.save))
+    out = summarise_study(result, subsets, args.k, args.gt)
+    out["method"] = ",".join(methods)
+    return out
+
+
+def _print_result(result: dict) -> None:
+    print(f"{result['method']} k={result['k']} gt={result['gt']} model={result['model']} "
+          f"registry={result['registry_size']}" + (f" backend={result['backend']} ({result['llm_model']})"
+                                                   if "backend" in result else ""))
+    for name, r in result["subsets"].items():
+        methods = r.get("methods") or {result["method"]: r}
+        for m, v in methods.items():
+            extra = f" pass_rate={v['pass_rate']:.3f}" if v.get("pass_rate") == v.get("pass_rate") and \
+                "pass_rate" in v else ""
+            print(f"  {name:4s} {r['subset']:26s} {m:4s} n={r['n_queries']:4d} "
+                  f"recall={v['recall']:.3f} precision={v['precision']:.3f}{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +194,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "index":
             return cmd_index_build(args)
         return cmd_evaluate(args)
-    except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError) as exc:
+    except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

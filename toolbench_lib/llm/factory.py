@@ -1,0 +1,49 @@
+"""Build a backend by name (``gemini``, ``local``, ``rules``, ``replay``), live ones behind the call cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..paths import CACHE_DIR, DATA_ROOT
+from .base import LLMBackend
+
+BACKENDS = ("replay", "rules", "local", "gemini")
+CASSETTE_DIR = DATA_ROOT / "cassettes"
+DEFAULT_CASSETTE = CASSETTE_DIR / "local-qwen2.5-coder-1.5b.jsonl.gz"
+DEFAULT_STORE = CACHE_DIR / "llm" / "calls.sqlite"
+
+
+def make_backend(name: str, cassette: str | Path | None = None, model: str | None = None,
+                 store: str | Path | None = DEFAULT_STORE) -> LLMBackend:
+    """A backend by name. Live backends (``gemini``, ``local``) are wrapped in the durable call cache.
+
+    ``replay`` reads ``cassette`` (default: the committed local-model cassette). ``store=None``
+    disables the cache.
+    """
+    if name == "replay":
+        from .cache import ReplayBackend
+
+        path = Path(cassette) if cassette else DEFAULT_CASSETTE
+        if not path.exists():
+            raise FileNotFoundError(f"cassette {path} not found")
+        return ReplayBackend(path, model=model)
+    if name == "rules":
+        from .rules import RulesBackend
+
+        return RulesBackend()
+    if name == "local":
+        from .local import LocalBackend
+
+        backend: LLMBackend = LocalBackend() if model is None else LocalBackend(model_path=Path(model))
+    elif name == "gemini":
+        from .gemini import GeminiBackend
+
+        backend = GeminiBackend(model=model) if model else GeminiBackend()
+    else:
+        raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
+    if store is None:
+        return backend
+    from .cache import CachedLLM, CallStore
+
+    Path(store).parent.mkdir(parents=True, exist_ok=True)
+    return CachedLLM(backend, CallStore(store))
