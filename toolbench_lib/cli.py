@@ -73,7 +73,36 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0, help="sub-registry sampling seed")
     ev.add_argument("--model", default=None, help="embedding model (default thenlper/gte-base)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
+    cas = sub.add_parser("cassette", help="export, import and describe recorded LLM calls")
+    cas_sub = cas.add_subparsers(dest="action", required=True)
+    exp = cas_sub.add_parser("export", help="write the call cache (or part of it) to a jsonl.gz cassette")
+    exp.add_argument("--store", default=None, help="call cache (default data/cache/llm/calls.sqlite)")
+    exp.add_argument("--out", required=True, help="cassette path (.jsonl.gz)")
+    exp.add_argument("--llm-model", default=None, help="only calls of this model")
+    imp = cas_sub.add_parser("import", help="load a cassette into the call cache")
+    imp.add_argument("cassette")
+    imp.add_argument("--store", default=None)
+    info = cas_sub.add_parser("info", help="what a cassette covers")
+    info.add_argument("cassette")
     return parser
+
+
+def cmd_cassette(args: argparse.Namespace) -> int:
+    from .llm.cache import CallStore, import_cassette
+    from .llm.cassettes import cassette_info, export_filtered
+    from .llm.factory import DEFAULT_STORE
+
+    if args.action == "info":
+        print(json.dumps(cassette_info(args.cassette), indent=2))
+        return 0
+    store = CallStore(args.store or DEFAULT_STORE)
+    if args.action == "export":
+        n = export_filtered(store, args.out, model=args.llm_model)
+        print(json.dumps({"cassette": args.out, "records": n}))
+    else:
+        added = import_cassette(args.cassette, store)
+        print(json.dumps({"store": str(args.store or DEFAULT_STORE), "added": added}))
+    return 0
 
 
 def cmd_data_summary(args: argparse.Namespace) -> int:
@@ -193,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_data_summary(args)
         if args.command == "index":
             return cmd_index_build(args)
+        if args.command == "cassette":
+            return cmd_cassette(args)
         return cmd_evaluate(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,0 +1,46 @@
+"""Cassette helpers beyond plain export/import: filtered export and a coverage summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+from .cache import CallStore, _write_gzip_deterministic, read_cassette
+
+
+def export_filtered(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
+    """Write the store's records (only ``model``'s when given) to a deterministic cassette."""
+    records = [r for r in store.iter_records() if model is None or r["model"] == model]
+    lines = (json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+    _write_gzip_deterministic(Path(path), lines)
+    return len(records)
+
+
+_QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
+
+
+def cassette_info(path: str | os.PathLike[str]) -> dict:
+    """Records per model, prompt version and run, and how many distinct queries each version covers."""
+    by = Counter()
+    queries: dict[str, set[str]] = {}
+    tokens = Counter()
+    for r in read_cassette(path):
+        by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
+        m = _QUERY.search(r["prompt"])
+        queries.setdefault(r["prompt_version"], set()).add(m.group(1) if m else r["prompt"])
+        tokens["in"] += int(r["tokens_in"])
+        tokens["out"] += int(r["tokens_out"])
+        tokens["latency_s"] += float(r["latency_s"])
+    return {
+        "cassette": str(path),
+        "records": sum(by.values()),
+        "groups": [{"backend": b, "model": m, "prompt_version": v, "run": run, "temperature": t, "records": n}
+                   for (b, m, v, run, t), n in sorted(by.items())],
+        "distinct_queries_by_prompt_version": {v: len(q) for v, q in sorted(queries.items())},
+        "tokens_in": tokens["in"],
+        "tokens_out": tokens["out"],
+        "recorded_latency_s": round(tokens["latency_s"], 1),
+    }
