@@ -118,7 +118,8 @@ def provenance_line(result) -> str:
     p = result.provenance
     s = p.get("settings", {})
     return (f"embedder {p.get('model')} (requested {p.get('model_requested')}), "
-            f"registry {p.get('registry_size')} APIs, data {p.get('data_fingerprint')}, backend {p.get('backend')} ({p.get('llm_model')}), "
+            f"registry {p.get('registry_size')} APIs, data {p.get('data_fingerprint')}, "
+            f"backend {p.get('backend')} ({p.get('llm_model')}), "
             f"k={s.get('k')}, runs={s.get('runs')}, plan_limit={s.get('plan_limit')}")
 
 
