@@ -41,6 +41,14 @@ DEFAULT_SUBSETS: dict[str, str] = {
 }
 
 
+def subset_alias(name: str) -> str:
+    """Short alias of a canonical set name (``G1_instruction`` -> ``G1``), else the name itself."""
+    for alias, canonical in DEFAULT_SUBSETS.items():
+        if canonical == name:
+            return alias
+    return name
+
+
 class UnknownSubsetError(KeyError):
     """A query-set name that is neither a set nor a default-subset alias."""
 

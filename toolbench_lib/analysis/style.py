@@ -1,0 +1,19 @@
+"""One figure style for every notebook and report figure."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+METHOD_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "router": "#2ca02c", "oracle": "#7f7f7f"}
+METHOD_LABELS = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
+
+
+def use_style() -> None:
+    """Seaborn whitegrid, colour-blind palette, readable sizes."""
+    sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
+    plt.rcParams.update({"figure.figsize": (7, 4), "figure.dpi": 100, "axes.titleweight": "bold"})
