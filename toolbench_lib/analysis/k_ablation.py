@@ -1,0 +1,113 @@
+"""Recall and precision as functions of the cut-off ``k``, read from the stored rankings.
+
+The study stores every merged ranking to depth 20, so any ``k`` up to that depth is a slice of the
+stored hits: nothing is retrieved again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..study import METHODS, StudyResult
+from .main_results import alias_order
+from .style import METHOD_COLORS, METHOD_LABELS
+
+ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
+BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
+
+
+def stored_depth(result: StudyResult) -> int:
+    """The depth of the stored merged rankings."""
+    return int(result.provenance.get("settings", {}).get("depth", result.hits["rank"].max()))
+
+
+def _gt_flags(result: StudyResult, gt: str) -> pd.DataFrame:
+    """Merged-ranking rows with ``is_gt`` (the API is in the query's ground truth)."""
+    q = result.queries
+    gt_pairs = {(key, a) for key, ids in zip(q["qkey"], q[gt], strict=True) for a in ids}
+    final = result.hits[result.hits["text_idx"] == -1][["qkey", "method", "run", "rank", "api_id"]]
+    flags = [(key, a) in gt_pairs for key, a in zip(final["qkey"], final["api_id"], strict=True)]
+    return final.assign(is_gt=np.asarray(flags, dtype=bool))
+
+
+def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
+               gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """Recall@k and precision@k per subset, method and ground truth for every ``k`` in ``ks``.
+
+    Per run, means over the subset's queries (a query without ground truth has recall 0; precision
+    divides by ``k`` even when fewer APIs were retrieved); then the mean over runs.
+    """
+    ks = list(ks)
+    depth = stored_depth(result)
+    if ks and (min(ks) < 1 or max(ks) > depth):
+        raise ValueError(f"k must lie in 1..{depth} (the stored depth), got {min(ks)}..{max(ks)}")
+    q = result.queries[["qkey", "subset"]]
+    rows = []
+    for gt in [check_gt(g) for g in gts]:
+        n_gt = result.queries.set_index("qkey")[gt].map(len)
+        flags = _gt_flags(result, gt)
+        for (method, run), h in flags.groupby(["method", "run"], sort=False):
+            base = q.assign(n_gt=q["qkey"].map(n_gt).to_numpy())
+            for k in ks:
+                hits_k = h[(h["rank"] <= k) & h["is_gt"]].groupby("qkey").size()
+                found = base["qkey"].map(hits_k).fillna(0).to_numpy(dtype=float)
+                n = base["n_gt"].to_numpy(dtype=float)
+                recall = np.divide(found, n, out=np.zeros_like(found), where=n > 0)
+                per_q = base.assign(recall=recall, precision=found / k)
+                means = per_q.groupby("subset", sort=False)[["recall", "precision"]].mean()
+                for subset, m in means.iterrows():
+                    rows.append({"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
+                                 "run": run, "recall": m["recall"], "precision": m["precision"]})
+    per_run = pd.DataFrame(rows)
+    if per_run.empty:
+        return pd.DataFrame(columns=ABLATION_COLUMNS)
+    out = (per_run.groupby(["subset", "method", "gt", "k"], sort=False)[["recall", "precision"]].mean()
+           .reset_index())
+    order = {s: i for i, s in enumerate(alias_order(result))}
+    out = out.assign(_g=out["gt"].map(GT_DEFINITIONS.index), _s=out["subset"].map(order),
+                     _m=out["method"].map(METHODS.index))
+    return out.sort_values(["_g", "_s", "_m", "k"]).drop(columns=["_g", "_s", "_m"]).reset_index(drop=True)
+
+
+def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """RtP's recall at k = 10 beside PtR's at k = 5 (PtR's stubs search several times the APIs RtP does).
+
+    Extra columns give RtP at 5 and PtR at 10 so both sides of the comparison are visible.
+    """
+    ab = k_ablation(result, [5, 10], gts)
+    wide = ab.pivot_table(index=["subset", "gt"], columns=["method", "k"], values="recall", sort=False)
+    rows = []
+    for (subset, gt), r in wide.iterrows():
+        rows.append({"subset": subset, "gt": gt, "rtp_k10_recall": r.get(("rtp", 10), np.nan),
+                     "ptr_k5_recall": r.get(("ptr", 5), np.nan), "rtp_k5_recall": r.get(("rtp", 5), np.nan),
+                     "ptr_k10_recall": r.get(("ptr", 10), np.nan)})
+    return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, "rtp_k5_recall", "ptr_k10_recall"])
+
+
+def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates"):
+    """Recall (top row) and precision (bottom row) against ``k``, one column per subset."""
+    t = table[table["gt"] == gt]
+    subsets = list(dict.fromkeys(t["subset"]))
+    fig, axes = plt.subplots(2, max(1, len(subsets)), figsize=(3.4 * max(1, len(subsets)), 5.6),
+                             sharex=True, sharey="row", squeeze=False)
+    for j, subset in enumerate(subsets):
+        for i, metric in enumerate(("recall", "precision")):
+            ax = axes[i][j]
+            for method in METHODS:
+                m = t[(t["subset"] == subset) & (t["method"] == method)]
+                if len(m):
+                    ax.plot(m["k"], m[metric], marker="o", markersize=3, color=METHOD_COLORS.get(method),
+                            label=METHOD_LABELS.get(method, method))
+            ax.set_title(subset if i == 0 else "")
+            ax.set_ylabel(metric if j == 0 else "")
+            if i == 1:
+                ax.set_xlabel("k")
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle(f"Recall and precision against k (ground truth: {gt})")
+    fig.tight_layout()
+    return fig

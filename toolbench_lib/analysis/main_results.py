@@ -1,0 +1,258 @@
+"""The headline comparison: recall, precision and pass rate per subset and method, tests and wins.
+
+Every number is a mean over runs of a per-run mean over queries. RtP's retrieval is deterministic (stored
+once and repeated for every run), so its standard deviation over runs is 0; PtR's varies with the stubs.
+A standard deviation needs two runs: with one run it is NaN.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..metrics import wins as metric_wins
+from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..study import METHODS, StudyResult, per_query_runs
+from .style import METHOD_COLORS, METHOD_LABELS
+
+MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
+                "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"]
+TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean",
+                 "n_rtp", "n_ptr", "note"]
+WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries"]
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def study_k(result: StudyResult) -> int:
+    """The ``k`` the study's planner saw (the default cut-off of every analysis)."""
+    return int(result.provenance.get("settings", {}).get("k", 5))
+
+
+def study_runs(result: StudyResult) -> int:
+    """Number of independent runs of the study."""
+    return int(result.provenance.get("settings", {}).get("runs", 1))
+
+
+def study_methods(result: StudyResult) -> list[str]:
+    """Methods of the study in the canonical order (RtP first)."""
+    present = set(result.provenance.get("settings", {}).get("methods", [])) or set(result.hits["method"])
+    return [m for m in METHODS if m in present]
+
+
+def subset_order(result: StudyResult) -> list[str]:
+    """Canonical subset names in the order the queries list them."""
+    return list(dict.fromkeys(result.queries["subset"]))
+
+
+def alias_order(result: StudyResult) -> list[str]:
+    """Subset aliases (G1, G2, G3) in query order."""
+    return [subset_alias(s) for s in subset_order(result)]
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1); the std is NaN with fewer than two values."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else float("nan")
+
+
+def _check_gts(gts: Sequence[str]) -> list[str]:
+    return [check_gt(g) for g in gts]
+
+
+# --------------------------------------------------------------------------- per-run numbers
+
+
+def run_means(result: StudyResult, k: int, gt: str) -> pd.DataFrame:
+    """``subset, method, run, recall, precision, n_queries``: per-run means over each subset's queries."""
+    pq = per_query_runs(result, k, gt)
+    out = (pq.groupby(["subset", "method", "run"], sort=False)
+           .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
+           .reset_index())
+    return out
+
+
+def pass_rates(result: StudyResult) -> pd.DataFrame:
+    """``subset, method, run, pass_rate, n_judged, n_planned``: share of judged plans rated Solved."""
+    cols = ["subset", "method", "run", "pass_rate", "n_judged", "n_planned"]
+    plans = result.plans
+    if plans.empty or "verdict" not in plans:
+        return pd.DataFrame(columns=cols)
+    p = plans.merge(result.queries[["qkey", "subset"]], on="qkey")
+    p = p.assign(judged=p["verdict"].notna(), solved=p["verdict"] == "Solved")
+    out = (p.groupby(["subset", "method", "run"], sort=False)
+           .agg(n_judged=("judged", "sum"), n_solved=("solved", "sum"), n_planned=("qkey", "nunique"))
+           .reset_index())
+    out["pass_rate"] = np.where(out["n_judged"] > 0, out["n_solved"] / out["n_judged"].clip(lower=1), np.nan)
+    return out[cols]
+
+
+# --------------------------------------------------------------------------- the main table
+
+
+def main_results(result: StudyResult, k: int | None = None,
+                 gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """Recall@k, precision@k and pass rate per subset, method and ground truth (mean ± std over runs).
+
+    Pass rate does not depend on the ground truth; it is repeated on the rows of each definition.
+    ``n_planned`` is the number of queries with plans (the first ``plan_limit`` of each set).
+    """
+    k = k or study_k(result)
+    pr = pass_rates(result)
+    rows = []
+    for gt in _check_gts(gts):
+        rm = run_means(result, k, gt)
+        for subset in subset_order(result):
+            for method in study_methods(result):
+                m = rm[(rm["subset"] == subset) & (rm["method"] == method)]
+                p = pr[(pr["subset"] == subset) & (pr["method"] == method)]
+                rec, rec_sd = mean_std(m["recall"])
+                pre, pre_sd = mean_std(m["precision"])
+                pas, pas_sd = mean_std(p["pass_rate"].dropna())
+                rows.append({"subset": subset_alias(subset), "method": method, "gt": gt,
+                             "n_queries": int(m["n_queries"].max()) if len(m) else 0,
+                             "n_runs": int(m["run"].nunique()), "recall_mean": rec, "recall_std": rec_sd,
+                             "precision_mean": pre, "precision_std": pre_sd, "pass_rate_mean": pas,
+                             "pass_rate_std": pas_sd,
+                             "n_planned": int(p["n_planned"].max()) if len(p) else 0, "k": k})
+    return pd.DataFrame(rows, columns=[*MAIN_COLUMNS, "k"])
+
+
+# --------------------------------------------------------------------------- significance tests
+
+
+def _no_variance(values: np.ndarray) -> bool:
+    return bool(np.ptp(values) <= 1e-12 * max(1.0, float(np.max(np.abs(values)))))
+
+
+def one_sample_test(ptr_values: Sequence[float], rtp_value: float) -> tuple[float, float, str]:
+    """``(t, p, note)`` of PtR's run means against RtP's deterministic value; NaN with a reason."""
+    x = np.asarray(ptr_values, dtype=float)
+    if np.isnan(rtp_value):
+        return float("nan"), float("nan"), "not computable: no RtP value"
+    if x.size < 2:
+        return float("nan"), float("nan"), f"not computable: {x.size} PtR run(s), a t-test needs >= 2"
+    if _no_variance(x):
+        return float("nan"), float("nan"), "not computable: PtR run means have zero variance"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_1samp(x, rtp_value)
+    return float(res.statistic), float(res.pvalue), ""
+
+
+def two_sample_test(rtp_values: Sequence[float], ptr_values: Sequence[float]) -> tuple[float, float, str]:
+    """``(t, p, note)`` of Welch's two-sample t-test (per-run values of each method); NaN with a reason."""
+    a, b = np.asarray(rtp_values, dtype=float), np.asarray(ptr_values, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return (float("nan"), float("nan"),
+                f"not computable: {a.size} RtP and {b.size} PtR run(s), each needs >= 2")
+    if _no_variance(a) and _no_variance(b):
+        return float("nan"), float("nan"), "not computable: both methods' per-run values have zero variance"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_ind(a, b, equal_var=False)
+    return float(res.statistic), float(res.pvalue), ""
+
+
+def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """PtR against RtP per subset and ground truth.
+
+    Recall and precision: one-sample t-test of PtR's run means against RtP's value (RtP is
+    deterministic). Pass rate: Welch's two-sample t-test of the two methods' per-run pass rates (the
+    planner and judge sample RtP too); it does not depend on the ground truth and is repeated per ``gt``.
+    """
+    k = k or study_k(result)
+    pr = pass_rates(result).dropna(subset=["pass_rate"])
+    rows = []
+    for gt in _check_gts(gts):
+        rm = run_means(result, k, gt)
+        for subset in subset_order(result):
+            s = rm[rm["subset"] == subset]
+            rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
+            for metric in ("recall", "precision"):
+                rtp_value = float(rtp[metric].mean()) if len(rtp) else float("nan")
+                t, p, note = one_sample_test(ptr[metric].to_numpy(), rtp_value)
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
+                             "test": "one_sample_t", "statistic": t, "p_value": p, "rtp_value": rtp_value,
+                             "ptr_mean": float(ptr[metric].mean()) if len(ptr) else float("nan"),
+                             "n_rtp": int(rtp["run"].nunique()), "n_ptr": int(len(ptr)), "note": note})
+            ps = pr[pr["subset"] == subset]
+            a = ps[ps["method"] == "rtp"]["pass_rate"].to_numpy()
+            b = ps[ps["method"] == "ptr"]["pass_rate"].to_numpy()
+            t, p, note = two_sample_test(a, b)
+            rows.append({"subset": subset_alias(subset), "gt": gt, "metric": "pass_rate", "test": "welch_t",
+                         "statistic": t, "p_value": p,
+                         "rtp_value": float(a.mean()) if a.size else float("nan"),
+                         "ptr_mean": float(b.mean()) if b.size else float("nan"),
+                         "n_rtp": int(a.size), "n_ptr": int(b.size), "note": note})
+    return pd.DataFrame(rows, columns=TTEST_COLUMNS)
+
+
+# --------------------------------------------------------------------------- per-query wins
+
+
+def per_query_scores(result: StudyResult, k: int, gt: str, basis: str = "run0") -> pd.DataFrame:
+    """``qkey, subset, method, recall, precision`` per query: run 0 (``basis="run0"``) or mean over runs."""
+    if basis not in ("run0", "mean"):
+        raise ValueError(f"basis must be 'run0' or 'mean', not {basis!r}")
+    pq = per_query_runs(result, k, gt)
+    if basis == "run0":
+        return pq[pq["run"] == 0][["qkey", "subset", "method", "recall", "precision"]].reset_index(drop=True)
+    return (pq.groupby(["qkey", "subset", "method"], sort=False)[["recall", "precision"]].mean()
+            .reset_index())
+
+
+def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
+         metrics: Sequence[str] = ("recall",), basis: str = "run0") -> pd.DataFrame:
+    """Per-query wins of RtP and PtR on each metric; ``basis`` says whether run 0 or the run mean counts.
+
+    Recall and precision at a fixed ``k`` order queries identically (both count ground-truth hits in the
+    top ``k``), so recall alone is the default.
+    """
+    k = k or study_k(result)
+    rows = []
+    for gt in _check_gts(gts):
+        pq = per_query_scores(result, k, gt, basis)
+        for subset in subset_order(result):
+            s = pq[pq["subset"] == subset]
+            a, b = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
+            for metric in metrics:
+                w = metric_wins(a, b, metric, names=("rtp", "ptr"))
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric, "rtp_wins": w["rtp"],
+                             "ptr_wins": w["ptr"], "ties": w["tie"], "basis": basis,
+                             "n_queries": w["rtp"] + w["ptr"] + w["tie"]})
+    return pd.DataFrame(rows, columns=WINS_COLUMNS)
+
+
+# --------------------------------------------------------------------------- figure
+
+
+def headline_figure(table: pd.DataFrame, gt: str = "candidates", metric: str = "recall"):
+    """Grouped bars of ``metric`` per subset and method; error bars are the std over runs."""
+    t = table[table["gt"] == gt]
+    subsets = list(dict.fromkeys(t["subset"]))
+    methods = [m for m in METHODS if m in set(t["method"])]
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    width = 0.8 / max(1, len(methods))
+    x = np.arange(len(subsets))
+    for i, method in enumerate(methods):
+        m = t[t["method"] == method].set_index("subset").reindex(subsets)
+        err = m[f"{metric}_std"].fillna(0.0).to_numpy()
+        ax.bar(x + (i - (len(methods) - 1) / 2) * width, m[f"{metric}_mean"], width, yerr=err, capsize=4,
+               color=METHOD_COLORS.get(method), label=METHOD_LABELS.get(method, method))
+    k = int(t["k"].iloc[0]) if "k" in t and len(t) else None
+    ax.set_xticks(x, subsets)
+    ax.set_ylabel(f"{metric}@{k}" if k else metric)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{metric.capitalize()} per subset (ground truth: {gt})")
+    ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,334 @@
+"""Adaptive routing between RtP and PtR, validated by K-fold cross-validation.
+
+Two routers send each query to RtP or to PtR:
+
+* ``router_top1_cosine``: RtP's own confidence, the cosine of its best API. Low confidence sends the
+  query to PtR. The threshold is the one that maximises recall on the training folds (ties: the one
+  routing fewest queries to PtR, the cheaper choice).
+* ``router_features``: cheap features of the query text (words, clauses, conjunctions, requests) in
+  a ridge-penalised logistic regression of "PtR beats RtP on this query" (fit by Newton's method in
+  numpy, which stays finite under the perfect separation small folds often show); its probability
+  is thresholded like the cosine, the threshold again chosen on the training folds only.
+
+Every query's route comes from a model fit on the other folds (folds are stratified by query set and
+drawn with a seed); nothing is tuned on the queries it is evaluated on. Both are compared with
+always-RtP, always-PtR and the per-query oracle (the better of the two on each query; ties go to RtP).
+
+Per-query PtR numbers are means over the study's runs. Token costs come from the ``calls`` table:
+RtP pays its plan call, PtR its stub call plus its plan call (judge calls are evaluation, not cost);
+queries without a plan call are given their set's mean plan tokens for that method.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from ..queries import DEFAULT_GT, subset_alias
+from ..study import StudyResult, per_query_runs
+from .style import METHOD_COLORS
+
+FEATURES = ("n_words", "n_clauses", "n_conjunctions", "n_requests")
+CONJUNCTIONS = frozenset({"and", "also", "plus", "additionally", "moreover", "furthermore", "then",
+                          "besides", "another"})
+REQUEST_PHRASES = ("can you", "could you", "would you", "please", "i want", "i need", "i'd like",
+                   "i would like", "help me", "tell me", "give me", "provide me", "let me know",
+                   "suggest", "recommend")
+POLICIES = ("always_rtp", "always_ptr", "router_top1_cosine", "router_features", "oracle")
+# Signals oriented so that a higher value is expected to favour PtR (fixed before looking at data).
+SIGNALS = {"rtp_top1_cosine_low": "low RtP top-1 cosine", "n_words": "more words",
+           "n_clauses": "more clauses", "n_conjunctions": "more conjunctions",
+           "n_requests": "more requests", "router_features": "cross-validated feature-model probability"}
+
+
+def query_features(queries: Sequence[str]) -> pd.DataFrame:
+    """Cheap text features of each query (one row per query, columns :data:`FEATURES`).
+
+    ``n_clauses``: segments separated by sentence ends, semicolons, colons or commas;
+    ``n_conjunctions``: words such as "and", "also", "additionally", plus "as well";
+    ``n_requests``: question marks plus request phrases ("can you", "please", "i need", ...).
+    """
+    rows = []
+    for q in queries:
+        low = q.lower()
+        words = re.findall(r"[a-z0-9']+", low)
+        clauses = [s for s in re.split(r"[.!?;:]+|,", low) if re.search(r"[a-z0-9]", s)]
+        n_conj = sum(w in CONJUNCTIONS for w in words) + low.count("as well")
+        n_req = low.count("?") + sum(len(re.findall(rf"\b{re.escape(p)}\b", low)) for p in REQUEST_PHRASES)
+        rows.append({"n_words": len(words), "n_clauses": max(1, len(clauses)), "n_conjunctions": n_conj,
+                     "n_requests": n_req})
+    return pd.DataFrame(rows, columns=list(FEATURES))
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve of ``scores`` for ``labels`` (Mann-Whitney U over n_pos * n_neg).
+
+    Ties count one half (average ranks). NaN when either class is empty.
+    """
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(s)
+    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2
+    return float(u / (n_pos * n_neg))
+
+
+def fold_ids(strata: Sequence, folds: int, seed: int) -> np.ndarray:
+    """A fold number per item: shuffled with ``seed`` within each stratum, then dealt round-robin."""
+    strata = np.asarray(strata)
+    rng = np.random.default_rng(seed)
+    out = np.empty(len(strata), dtype=np.int64)
+    offset = 0
+    for value in pd.unique(strata):
+        idx = np.flatnonzero(strata == value)
+        idx = idx[rng.permutation(len(idx))]
+        out[idx] = (np.arange(len(idx)) + offset) % folds
+        offset += len(idx)
+    return out
+
+
+def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
+    """The threshold ``t`` for "route to PtR when signal > t" that maximises the summed ``gain``.
+
+    ``gain`` is PtR's minus RtP's recall per query. Cuts fall between distinct signal values; among
+    equally good cuts the one routing fewest queries wins. ``inf`` routes nothing, ``-inf`` everything.
+    """
+    signal = np.asarray(signal, dtype=float)
+    if len(signal) == 0:
+        return float("inf")
+    order = np.argsort(-signal, kind="stable")
+    s, g = signal[order], np.asarray(gain, dtype=float)[order]
+    total = np.concatenate([[0.0], np.cumsum(g)])
+    valid = np.ones(len(total), dtype=bool)
+    valid[1:-1] = s[:-1] != s[1:]  # a cut after position i needs s[i] > s[i+1]
+    total = np.where(valid, total, -np.inf)
+    cut = int(np.argmax(np.round(total, 12)))
+    if cut == 0:
+        return float("inf")
+    if cut == len(s):
+        return float("-inf")
+    return float((s[cut - 1] + s[cut]) / 2)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, max_iter: int = 100) -> np.ndarray:
+    """Weights ``[intercept, coefs...]`` of a ridge-penalised logistic regression (Newton's method)."""
+    xb = np.column_stack([np.ones(len(x)), x])
+    w = np.zeros(xb.shape[1])
+    pen = np.full(len(w), float(l2))
+    pen[0] = 1e-6
+    y = np.asarray(y, dtype=float)
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -30, 30)))
+        grad = xb.T @ (p - y) + pen * w
+        hess = (xb.T * (p * (1 - p))) @ xb + np.diag(pen)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w
+
+
+def predict_logistic(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(w[0] + x @ w[1:], -30, 30)))
+
+
+def cv_threshold_routes(signal: np.ndarray, gain: np.ndarray,
+                        folds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold routes (True = PtR) and the threshold applied to each item, chosen on other folds."""
+    signal = np.asarray(signal, dtype=float)
+    routes = np.zeros(len(signal), dtype=bool)
+    thresholds = np.zeros(len(signal))
+    for f in np.unique(folds):
+        test = folds == f
+        t = best_threshold(signal[~test], gain[~test])
+        routes[test] = signal[test] > t
+        thresholds[test] = t
+    return routes, thresholds
+
+
+def cv_feature_routes(x: np.ndarray, label: np.ndarray, gain: np.ndarray, folds: np.ndarray,
+                      l2: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold (probability, route) of the feature model; model and threshold fit on other folds.
+
+    Features are standardised with the training folds' means and deviations.
+    """
+    x = np.asarray(x, dtype=float)
+    prob = np.zeros(len(x))
+    routes = np.zeros(len(x), dtype=bool)
+    for f in np.unique(folds):
+        test = folds == f
+        mu, sd = x[~test].mean(axis=0), x[~test].std(axis=0)
+        sd[sd == 0] = 1.0
+        w = fit_logistic((x[~test] - mu) / sd, label[~test], l2)
+        train_p = predict_logistic(w, (x[~test] - mu) / sd)
+        t = best_threshold(train_p, gain[~test])
+        prob[test] = predict_logistic(w, (x[test] - mu) / sd)
+        routes[test] = prob[test] > t
+    return prob, routes
+
+
+def query_tokens(result: StudyResult) -> pd.DataFrame:
+    """Per query: RtP's and PtR's method tokens (in + out, mean over runs) and whether plan tokens
+    were imputed from the set's mean (queries without a plan call)."""
+    q = result.queries[["qkey", "subset"]]
+    calls = result.calls
+    out = q.copy()
+    if calls.empty:
+        return out.assign(rtp_tokens=np.nan, ptr_tokens=np.nan, plan_tokens_imputed=True)
+    cost = calls[calls["stage"] != "judge"].assign(tokens=lambda d: d["tokens_in"] + d["tokens_out"])
+    per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
+    per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
+    imputed = np.zeros(len(out), dtype=bool)
+    for method in ("rtp", "ptr"):
+        plan = out["qkey"].map(per_q[(method, "plan")]) if (method, "plan") in per_q else pd.Series(
+            np.nan, index=out.index)
+        missing = plan.isna().to_numpy()
+        imputed |= missing
+        set_mean = plan.groupby(out["subset"]).transform("mean")
+        plan = plan.fillna(set_mean).fillna(plan.mean())
+        out[f"{method}_plan_tokens"] = plan
+    stubs = out["qkey"].map(per_q[("ptr", "stubs")]) if ("ptr", "stubs") in per_q else np.nan
+    out["rtp_tokens"] = out["rtp_plan_tokens"]
+    out["ptr_tokens"] = out["ptr_plan_tokens"] + stubs
+    out["plan_tokens_imputed"] = imputed
+    return out.drop(columns=["rtp_plan_tokens", "ptr_plan_tokens"])
+
+
+def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """Per query: recall/precision of both methods (PtR: mean over runs), the label "PtR beats RtP",
+    RtP's top-1 cosine, text features and token costs."""
+    pq = per_query_runs(result, k, gt)
+    mean = pq.groupby(["qkey", "method"])[["recall", "precision"]].mean().unstack("method")
+    q = result.queries
+    out = q[["qkey", "subset", "query"]].copy()
+    for method in ("rtp", "ptr"):
+        for metric in ("recall", "precision"):
+            out[f"{method}_{metric}"] = out["qkey"].map(mean[(metric, method)]).fillna(0.0).to_numpy()
+    out["gain"] = out["ptr_recall"] - out["rtp_recall"]
+    out["ptr_wins"] = out["gain"] > 1e-12
+    h = result.hits
+    top1 = h[(h["method"] == "rtp") & (h["text_idx"] == -1) & (h["rank"] == 1)].set_index("qkey")["score"]
+    out["rtp_top1_cosine"] = out["qkey"].map(top1).to_numpy(dtype=float)
+    out = pd.concat([out.reset_index(drop=True), query_features(out["query"].tolist())], axis=1)
+    tokens = query_tokens(result)[["qkey", "rtp_tokens", "ptr_tokens", "plan_tokens_imputed"]]
+    out = out.merge(tokens, on="qkey", how="left")
+    out["subset"] = out["subset"].map(subset_alias)
+    return out
+
+
+def route_queries(frame: pd.DataFrame, folds: int = 5, seed: int = 0, l2: float = 1.0) -> pd.DataFrame:
+    """Add cross-validated routes (``route_<policy>``, True = PtR), scores and fold numbers."""
+    out = frame.copy()
+    n_folds = max(2, min(folds, len(out)))
+    out["fold"] = fold_ids(out["subset"].to_numpy(), n_folds, seed)
+    gain = out["gain"].to_numpy()
+    low_cos = -out["rtp_top1_cosine"].fillna(out["rtp_top1_cosine"].mean()).to_numpy()
+    out["rtp_top1_cosine_low"] = low_cos
+    routes, thresholds = cv_threshold_routes(low_cos, gain, out["fold"].to_numpy())
+    out["route_router_top1_cosine"] = routes
+    out["top1_cosine_threshold"] = -thresholds  # PtR when the top-1 cosine is below it
+    prob, routes = cv_feature_routes(out[list(FEATURES)].to_numpy(float), out["ptr_wins"].to_numpy(),
+                                     gain, out["fold"].to_numpy(), l2)
+    out["router_features"] = prob
+    out["route_router_features"] = routes
+    out["route_always_rtp"] = False
+    out["route_always_ptr"] = True
+    out["route_oracle"] = out["ptr_wins"]
+    return out
+
+
+def _policy_row(part: pd.DataFrame, policy: str, ptr_tokens_ref: float) -> dict:
+    r = part[f"route_{policy}"].to_numpy(bool)
+    recall = np.where(r, part["ptr_recall"], part["rtp_recall"])
+    precision = np.where(r, part["ptr_precision"], part["rtp_precision"])
+    tokens = np.where(r, part["ptr_tokens"], part["rtp_tokens"]).astype(float)
+    tpq = float(np.mean(tokens)) if len(tokens) else float("nan")
+    return {"policy": policy, "recall": float(recall.mean()), "precision": float(precision.mean()),
+            "tokens_per_query": tpq, "share_routed_ptr": float(r.mean()),
+            "tokens_saved_vs_ptr_pct": 100 * (1 - tpq / ptr_tokens_ref) if ptr_tokens_ref else float("nan"),
+            "n_queries": len(part)}
+
+
+def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
+    """The ``routing`` table: per set (or pooled, ``subset="all"``) and policy."""
+    groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
+    rows = []
+    for subset, part in groups:
+        ref = float(part["ptr_tokens"].mean())
+        for policy in POLICIES:
+            rows.append({"subset": subset, **_policy_row(part, policy, ref),
+                         "plan_tokens_imputed_share": float(part["plan_tokens_imputed"].mean())})
+    return pd.DataFrame(rows)
+
+
+def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
+    """The ``routing_signal`` table: AUROC of each signal for "PtR beats RtP on this query", per set
+    (or pooled, ``subset="all"``)."""
+    groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
+    rows = []
+    for subset, part in groups:
+        y = part["ptr_wins"].to_numpy(bool)
+        for signal, meaning in SIGNALS.items():
+            rows.append({"subset": subset, "signal": signal, "auroc": auroc(part[signal].to_numpy(float), y),
+                         "higher_means": meaning, "n_ptr_wins": int(y.sum()), "n_queries": len(part)})
+    return pd.DataFrame(rows)
+
+
+def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:
+    """Recall against share routed to PtR for every cut of ``signal`` (in-sample, descriptive)."""
+    rows = []
+    for subset, part in routed.groupby("subset", sort=False):
+        order = np.argsort(-part[signal].to_numpy(float), kind="stable")
+        gain = part["gain"].to_numpy()[order]
+        base = part["rtp_recall"].sum()
+        n = len(part)
+        cum = np.concatenate([[0.0], np.cumsum(gain)])
+        rows.extend({"subset": subset, "signal": signal, "share_routed_ptr": i / n,
+                     "recall": (base + cum[i]) / n} for i in range(n + 1))
+    return pd.DataFrame(rows)
+
+
+def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> plt.Figure:
+    """Recall@k against the share routed to PtR, one panel per set, with every policy's point."""
+    subsets = list(dict.fromkeys(routed["subset"]))
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.8), sharey=True, squeeze=False)
+    curves = pd.concat([threshold_curve(routed, s) for s in ("rtp_top1_cosine_low", "router_features")])
+    styles = {"rtp_top1_cosine_low": ("RtP top-1 cosine (low first)", "-"),
+              "router_features": ("feature model (out-of-fold)", "--")}
+    marks = {"always_rtp": ("o", METHOD_COLORS["rtp"]), "always_ptr": ("o", METHOD_COLORS["ptr"]),
+             "router_top1_cosine": ("s", METHOD_COLORS["router"]),
+             "router_features": ("D", METHOD_COLORS["router"]),
+             "oracle": ("*", METHOD_COLORS["oracle"])}
+    for ax, subset in zip(axes[0], subsets, strict=True):
+        for signal, (label, ls) in styles.items():
+            c = curves[(curves["subset"] == subset) & (curves["signal"] == signal)]
+            ax.plot(c["share_routed_ptr"], c["recall"], ls=ls, color="0.35", label=label, lw=1.2)
+        for _, row in table[table["subset"] == subset].iterrows():
+            marker, color = marks[row["policy"]]
+            ax.scatter(row["share_routed_ptr"], row["recall"], marker=marker, color=color, s=60, zorder=3,
+                       label=row["policy"])
+        ax.set_title(subset)
+        ax.set_xlabel("share of queries routed to PtR")
+        ax.set_ylabel(f"recall@{k}")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.suptitle("Routing: recall against the share sent to PtR (curves: every threshold, in-sample)")
+    fig.tight_layout()
+    return fig
+
+
+def routing_analysis(result: StudyResult, k: int, gt: str = DEFAULT_GT, folds: int = 5,
+                     seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(routing, routing_signal, per-query routed frame)`` of a stored study."""
+    routed = route_queries(routing_frame(result, k, gt), folds, seed)
+    table = routing_table(routed)
+    table.insert(2, "k", k)
+    table.insert(3, "gt", gt)
+    return table, routing_signal_table(routed), routed

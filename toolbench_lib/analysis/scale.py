@@ -1,0 +1,195 @@
+"""The scale study: RtP and PtR on sub-registries of growing size, from cached cosines.
+
+For every target size and seed, each query set gets its own sub-registry sampled from the study's
+index in proportion to category sizes, keeping that set's ground-truth APIs (so small sizes can still
+hold them). Top-k comes from the :class:`~toolbench_lib.analysis.similarity.SimilarityCache`
+restricted to the sampled columns: nothing is re-embedded or re-searched. PtR's numbers are the mean
+over the study's runs (every run's stubs scored on the same sub-registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+from tqdm.auto import tqdm
+
+from ..queries import DEFAULT_GT, check_gt, subset_alias
+from ..subregistry import sample_subregistry
+from .similarity import SimilarityCache, topk_columns
+from .style import METHOD_COLORS, METHOD_LABELS
+
+KEEP_GT = ("candidates", "relevant", None)
+
+
+@dataclass
+class SubRegistry:
+    """One sampled sub-registry: column positions in the similarity cache and how it was drawn."""
+
+    cols: np.ndarray
+    target_size: int
+    note: str = ""
+
+
+def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) -> np.ndarray:
+    """Cache columns of every ground-truth API (under ``gt``) of the given queries; none for ``None``."""
+    if gt is None:
+        return np.zeros(0, dtype=np.int64)
+    return cache.columns_of({a for ids in queries[check_gt(gt)] for a in ids})
+
+
+def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
+                     keep_ids: set[str]) -> SubRegistry:
+    """Sample ``size`` rows of ``registry`` (its positions) keeping ``keep_ids``; ``None`` = all of it.
+
+    When the kept APIs outnumber ``size``, the size is raised to their count and a note says so.
+    """
+    n = len(registry)
+    if size is None or size >= n:
+        return SubRegistry(np.arange(n), n if size is None else size,
+                           "" if size is None or size == n else f"capped at the index size {n}")
+    n_keep = int(registry["api_id"].isin(keep_ids).sum())
+    note = ""
+    target = size
+    if n_keep > size:
+        note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold"
+        size = n_keep
+    return SubRegistry(sample_subregistry(registry, size, seed, keep_ids), target, note)
+
+
+def _hits_per_query(top: np.ndarray, gt_sets: list[set[int]]) -> np.ndarray:
+    return np.array([len(gt & set(row.tolist())) for row, gt in zip(top, gt_sets, strict=True)])
+
+
+def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query recall and precision at ``k`` of top-k column positions against ground-truth columns.
+
+    Recall divides by the full ground-truth size (0 without ground truth), precision by ``k``, as in
+    :mod:`toolbench_lib.metrics`.
+    """
+    hits = _hits_per_query(top, gt_sets)
+    n_gt = np.array([len(g) for g in gt_sets])
+    recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
+    return recall, hits / k
+
+
+def no_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row: True when the two top-k sets share no API."""
+    return np.array([not set(x.tolist()) & set(y.tolist()) for x, y in zip(a, b, strict=True)], dtype=bool)
+
+
+def _gt_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> list[set[int]]:
+    """Ground truth of each query as cache columns; APIs outside the index count via placeholders."""
+    lookup = {a: i for i, a in enumerate(cache.api_ids)}
+    out = []
+    for ids in queries[gt]:
+        # An id missing from the index can never be retrieved but still counts in recall's denominator.
+        out.append({lookup.get(a, -1 - j) for j, a in enumerate(dict.fromkeys(ids))})
+    return out
+
+
+def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
+                sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5, gt: str = DEFAULT_GT,
+                keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
+                progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(scale, scale_divergence)`` tables over sizes, seeds and query sets.
+
+    ``registry`` is the full registry (``ds.registry``); sampling uses only the rows of the cache's
+    index. A size that is the whole index is evaluated once (seed 0), as every seed gives the same set.
+    PtR is averaged over ``runs`` (default: every run in the cache).
+    """
+    check_gt(gt)
+    if keep_gt not in KEEP_GT:
+        raise ValueError(f"keep_gt must be one of {KEEP_GT}")
+    runs = list(cache.runs if runs is None else runs)
+    local = registry.iloc[cache.rows].reset_index(drop=True)
+    subsets = list(dict.fromkeys(queries["subset"]))
+    per_subset = {}
+    for subset in subsets:
+        sq = queries[queries["subset"] == subset]
+        keep = set(cache.api_ids[gt_columns(cache, sq, keep_gt)])
+        per_subset[subset] = (sq, cache.query_positions(sq["qkey"].tolist()), keep, _gt_sets(cache, sq, gt))
+    n = cache.n_columns
+    plan = [(size, seed) for size in sizes for seed in (seeds if size is not None and size < n else [0])]
+    scale_rows, div_rows = [], []
+    for size, seed in tqdm(plan, desc="scale (size, seed)", disable=not progress):
+        for subset in subsets:
+            sq, qpos, keep, gt_sets = per_subset[subset]
+            sub = draw_subregistry(local, size, seed, keep)
+            base = {"size": len(sub.cols), "target_size": sub.target_size, "seed": seed,
+                    "subset": subset_alias(subset)}
+            rtp_top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
+            rec, pre = recall_precision(rtp_top, gt_sets, k)
+            metrics = {"rtp": [(rec.mean(), pre.mean())], "ptr": []}
+            diverge = []
+            for run in runs:
+                ptr_top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
+                rec, pre = recall_precision(ptr_top, gt_sets, k)
+                metrics["ptr"].append((rec.mean(), pre.mean()))
+                diverge.append(no_overlap(rtp_top, ptr_top).mean())
+            extra = {"k": k, "n_queries": len(sq), "keep_gt": keep_gt, "note": sub.note}
+            for method, values in metrics.items():
+                if not values:
+                    continue
+                arr = np.array(values)
+                scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
+                                   "precision": arr[:, 1].mean(),
+                                   "n_runs": len(values) if method == "ptr" else 1, **extra})
+            if diverge:
+                div_rows.append({**base, "no_overlap_share": float(np.mean(diverge)), "n_runs": len(diverge),
+                                 **extra})
+    return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
+
+
+def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation over seeds of recall per size, set and method (wide, for reading)."""
+    g = scale.groupby(["subset", "method", "size"])["recall"]
+    out = g.agg(recall_mean="mean", recall_std="std", n_seeds="size").reset_index()
+    out["recall_std"] = out["recall_std"].fillna(0.0)
+    return out
+
+
+def plot_scale_recall(scale: pd.DataFrame, k: int) -> plt.Figure:
+    """Recall@k against sub-registry size (log x), one panel per set, spread over seeds."""
+    subsets = list(dict.fromkeys(scale["subset"]))
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.8), sharey=True, squeeze=False)
+    for ax, subset in zip(axes[0], subsets, strict=True):
+        part = scale[scale["subset"] == subset]
+        sns.lineplot(part, x="size", y="recall", hue="method", palette=METHOD_COLORS, marker="o",
+                     errorbar="sd", ax=ax, hue_order=[m for m in ("rtp", "ptr") if m in set(part["method"])])
+        _size_axis(ax, part["size"])
+        ax.set_title(subset)
+        ax.set_ylabel(f"recall@{k}")
+        handles, labels = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+    fig.legend(handles, [METHOD_LABELS.get(lb, lb) for lb in labels], loc="lower center", ncol=2,
+               bbox_to_anchor=(0.5, -0.06), frameon=False)
+    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def _size_axis(ax: plt.Axes, sizes: pd.Series) -> None:
+    """Log-scaled x axis with a tick at every size, labelled in thousands."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(sizes))))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:.3g}k"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("APIs in the sub-registry (log scale)")
+
+
+def plot_divergence(divergence: pd.DataFrame, k: int) -> plt.Figure:
+    """Share of queries whose RtP and PtR top-k sets share no API, against size (log x)."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    sns.lineplot(divergence, x="size", y="no_overlap_share", hue="subset", marker="o", errorbar="sd", ax=ax)
+    _size_axis(ax, divergence["size"])
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel(f"queries with disjoint top-{k} sets")
+    ax.set_title("Tool-selection divergence between RtP and PtR")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,192 @@
+"""Query-to-API cosines computed once per study and reused across k, seeds and sub-registries.
+
+A :class:`SimilarityCache` holds, for every evaluated query and every API of the study's index,
+
+* ``rtp``: the cosine of the raw query to the API (RtP's retrieval score), and
+* ``ptr[run]``: the best cosine over the query's stubs of that run (PtR's max-merge score; a query
+  without stubs is searched with the raw query, as in the study).
+
+Top-k over any set of columns (a sub-registry) is then a partial sort of these matrices, with the
+same scores the flat index returns, so the scale study and the ablations never re-embed or re-search.
+The query-side vectors come from ``setup.encode`` called with exactly the text lists the study
+encoded, so they are read from the embedding cache written by the study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..parsing import Stub, stub_text
+
+log = logging.getLogger(__name__)
+
+BLOCK_ROWS = 512
+
+
+@dataclass
+class SimilarityCache:
+    """Cosine matrices of a study's queries against its index (columns = ``rows``)."""
+
+    qkeys: list[str]
+    rows: np.ndarray
+    api_ids: np.ndarray
+    rtp: np.ndarray
+    ptr: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.rows)
+
+    @property
+    def runs(self) -> list[int]:
+        return sorted(self.ptr)
+
+    def matrix(self, method: str, run: int = 0) -> np.ndarray:
+        """The score matrix of ``method`` (``"rtp"`` or ``"ptr"``; PtR needs a run)."""
+        if method == "rtp":
+            return self.rtp
+        if method == "ptr":
+            return self.ptr[run]
+        raise ValueError(f"unknown method {method!r}")
+
+    def query_positions(self, qkeys: Sequence[str]) -> np.ndarray:
+        """Matrix row of each query key."""
+        lookup = {k: i for i, k in enumerate(self.qkeys)}
+        return np.array([lookup[k] for k in qkeys], dtype=np.int64)
+
+    def columns_of(self, api_ids: Sequence[str]) -> np.ndarray:
+        """Column positions of the given registry ids that are in the index (others are skipped)."""
+        wanted = set(api_ids)
+        return np.flatnonzero(np.isin(self.api_ids, list(wanted))) if wanted else np.zeros(0, np.int64)
+
+    def top_rows(self, method: str, k: int, cols: np.ndarray | None = None, run: int = 0,
+                 queries: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (registry rows, scores) per query over ``cols`` (default: the whole index)."""
+        m = self.matrix(method, run)
+        if queries is not None:
+            m = m[queries]
+        cols = np.arange(self.n_columns) if cols is None else cols
+        pos, scores = topk_columns(m, cols, k)
+        return self.rows[pos], scores
+
+
+def topk_columns(matrix: np.ndarray, cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` (column positions, scores) of each row of ``matrix`` restricted to ``cols``, best first.
+
+    ``k`` is capped at ``len(cols)``; ties are broken by the lower column position.
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    n = matrix.shape[0]
+    k = min(k, len(cols))
+    if k <= 0 or n == 0:
+        return np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
+    sub = matrix[:, cols]
+    part = np.argpartition(-sub, k - 1, axis=1)[:, :k] if k < len(cols) else np.tile(np.arange(k), (n, 1))
+    scores = np.take_along_axis(sub, part, axis=1)
+    order = np.lexsort((part, -scores), axis=1)
+    part = np.take_along_axis(part, order, axis=1)
+    return cols[part], np.take_along_axis(scores, order, axis=1)
+
+
+def topk_rows(matrix: np.ndarray, cols: np.ndarray, k: int,
+              rows: np.ndarray | None = None) -> np.ndarray:
+    """Top-``k`` registry rows per matrix row over ``cols``; with ``rows=None`` the column positions."""
+    pos, _ = topk_columns(matrix, cols, k)
+    return pos if rows is None else np.asarray(rows)[pos]
+
+
+def max_over_groups(texts_vecs: np.ndarray, group_sizes: Sequence[int], api_vecs: np.ndarray,
+                    block_rows: int = BLOCK_ROWS) -> np.ndarray:
+    """Per group of consecutive text vectors, the max cosine to every API (groups x APIs, float32).
+
+    Text rows are processed in blocks of about ``block_rows`` (whole groups per block), so memory is
+    bounded by ``block_rows x n_apis`` floats besides the output.
+    """
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    if (sizes <= 0).any():
+        raise ValueError("every group needs at least one text")
+    out = np.empty((len(sizes), api_vecs.shape[0]), dtype=np.float32)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    g = 0
+    while g < len(sizes):
+        g_end = g + 1
+        while g_end < len(sizes) and starts[g_end + 1] - starts[g] <= block_rows:
+            g_end += 1
+        block = texts_vecs[starts[g]:starts[g_end]] @ api_vecs.T
+        out[g:g_end] = np.maximum.reduceat(block, starts[g:g_end] - starts[g], axis=0)
+        g = g_end
+    return out
+
+
+def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
+    """The texts PtR searched per query in one run (its stubs, else the raw query), in study order."""
+    mine = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
+    by_q = {q: [stub_text(Stub(n, r)) for n, r in zip(g["name"], g["reasoning"], strict=True)]
+            for q, g in mine.groupby("qkey", sort=False)}
+    return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
+
+
+def _fingerprint(*parts: object) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+def _load_or_compute(path: Path | None, compute) -> np.ndarray:
+    if path is not None and path.exists():
+        return np.load(path)
+    m = compute()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, m)
+        tmp.replace(path)
+    return m
+
+
+def query_similarities(setup, result, cache_dir: Path | None = None, runs: Sequence[int] | None = None,
+                       block_rows: int = BLOCK_ROWS) -> SimilarityCache:
+    """RtP and per-run PtR cosine matrices of a study's queries against the setup's index.
+
+    With ``cache_dir`` (e.g. the study's run folder), each matrix is stored as ``.npy`` under a name
+    keyed by method, run and a fingerprint of embedder, index rows and texts, and read back later.
+    """
+    queries = result.queries
+    index = setup.index
+    api_vecs = index._vectors
+    rows = np.asarray(index.rows, dtype=np.int64)
+    api_ids = setup.ds.registry["api_id"].to_numpy()[rows]
+    base = [setup.embedder.name, int(len(rows)), hashlib.sha256(rows.tobytes()).hexdigest()[:16]]
+
+    def path(name: str, texts: list) -> Path | None:
+        return cache_dir / f"{name}-{_fingerprint(*base, texts)}.npy" if cache_dir is not None else None
+
+    q_texts = queries["query"].tolist()
+    rtp = _load_or_compute(path("rtp", q_texts),
+                           lambda: max_over_groups(setup.encode(q_texts), [1] * len(q_texts), api_vecs,
+                                                   block_rows))
+    all_runs = sorted(int(r) for r in result.stubs["run"].unique()) if len(result.stubs) else []
+    ptr: dict[int, np.ndarray] = {}
+    for run in all_runs if runs is None else runs:
+        texts = ptr_texts(queries, result.stubs, run)
+        flat = [t for ts in texts for t in ts]
+        ptr[run] = _load_or_compute(
+            path(f"ptr-run{run}", texts),
+            lambda flat=flat, texts=texts: max_over_groups(setup.encode(flat), [len(t) for t in texts],
+                                                           api_vecs, block_rows))
+    return SimilarityCache(queries["qkey"].tolist(), rows, api_ids, rtp, ptr)
+
+
+def similarity_dir(cfg) -> Path:
+    """Where a configuration's similarity matrices are stored: next to its study tables."""
+    return cfg.out_dir / "runs" / cfg.study_key() / "similarity"

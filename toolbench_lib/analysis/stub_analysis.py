@@ -1,0 +1,156 @@
+"""PtR's stubs: how many, how varied, how often their own best match is right, and what they cost.
+
+A stub's *top-1* is the first hit of the stub's own search (``hits`` rows with ``text_idx`` = the stub's
+index), before the merge over the query's stubs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..queries import DEFAULT_GT, check_gt, subset_alias
+from ..study import StudyResult
+from .main_results import subset_order
+
+STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                "cos_incorrect", "fallback_share"]
+STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets"]
+EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
+OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
+OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs"]
+
+
+def _norm_name(name: str) -> str:
+    return " ".join(str(name).lower().split())
+
+
+def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """Every stub with its subset, query, own top-1 API, cosine and whether that API is ground truth."""
+    check_gt(gt)
+    st = result.stubs.merge(result.queries[["qkey", "subset", "query"]], on="qkey")
+    h = result.hits
+    top1 = h[(h["method"] == "ptr") & (h["text_idx"] >= 0) & (h["rank"] == 1)]
+    top1 = top1[["qkey", "run", "text_idx", "api_id", "score"]].rename(columns={"text_idx": "stub_idx"})
+    st = st.merge(top1, on=["qkey", "run", "stub_idx"], how="left")
+    truth = {key: set(ids) for key, ids in zip(result.queries["qkey"], result.queries[gt], strict=True)}
+    correct = [isinstance(a, str) and a in truth.get(q, set()) for q, a in
+               zip(st["qkey"], st["api_id"], strict=True)]
+    return st.assign(correct=np.asarray(correct, dtype=bool))
+
+
+def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
+    """``(pooled, per_query)`` shares of distinct lower-cased stub names.
+
+    Pooled: distinct names / stubs over all stubs of the table, per run, averaged over runs.
+    Per query: the same within each query's stub set (one run), averaged over stub sets.
+    """
+    if stubs.empty:
+        return float("nan"), float("nan")
+    names = stubs.assign(norm=stubs["name"].map(_norm_name))
+    pooled = names.groupby("run")["norm"].agg(lambda s: s.nunique() / len(s)).mean()
+    per_query = names.groupby(["run", "qkey"])["norm"].agg(lambda s: s.nunique() / len(s)).mean()
+    return float(pooled), float(per_query)
+
+
+def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """Per subset: stubs per query, name variety, top-1 hit share and cosines, fallback share.
+
+    ``unique_name_share`` is the pooled share (see :func:`unique_name_shares`): the parser already drops
+    duplicate names within one reply, so the per-query share is close to 1 by construction and is given
+    as ``unique_name_share_per_query``. ``stub_hit_share`` is the share of stubs whose own top-1 API is
+    ground truth; ``cos_correct`` / ``cos_incorrect`` are the mean cosines of those top-1 matches that
+    are / are not. ``fallback_share`` is the share of stub sets (query, run) where the reply held no
+    usable stub and the raw query stood in.
+    """
+    st = stub_top1(result, gt)
+    rows = []
+    for subset in subset_order(result):
+        s = st[st["subset"] == subset]
+        if s.empty:
+            continue
+        sets = s.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
+        pooled, per_query = unique_name_shares(s)
+        matched = s[s["api_id"].notna()]
+        rows.append({"subset": subset_alias(subset), "stubs_per_query": float(sets["n"].mean()),
+                     "unique_name_share": pooled, "stub_hit_share": float(matched["correct"].mean()),
+                     "cos_correct": float(matched[matched["correct"]]["score"].mean()),
+                     "cos_incorrect": float(matched[~matched["correct"]]["score"].mean()),
+                     "fallback_share": float(sets["fb"].astype(float).mean()),
+                     "unique_name_share_per_query": per_query, "gt": gt, "n_stubs": int(len(s)),
+                     "n_stub_sets": int(len(sets))})
+    return pd.DataFrame(rows, columns=STUB_COLUMNS + STUB_EXTRA)
+
+
+def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: int = 0) -> pd.DataFrame:
+    """Per subset, the ``n`` most confident correct and ``n`` most confident incorrect stub matches.
+
+    Chosen deterministically from ``run``: highest top-1 cosine first, ties by query key and stub index;
+    fallback stubs (the raw query) are left out.
+    """
+    st = stub_top1(result, gt)
+    st = st[(st["run"] == run) & st["api_id"].notna() & ~st["fell_back"].astype(bool)]
+    st = st.sort_values(["score", "qkey", "stub_idx"], ascending=[False, True, True])
+    parts = []
+    for subset in subset_order(result):
+        for correct in (True, False):
+            pick = st[(st["subset"] == subset) & (st["correct"] == correct)].head(n)
+            parts.append(pick.assign(subset=subset_alias(subset)))
+    if not parts:
+        return pd.DataFrame(columns=EXAMPLE_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    out = out.rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
+    return out[EXAMPLE_COLUMNS].reset_index(drop=True)
+
+
+def method_costs(result: StudyResult) -> pd.DataFrame:
+    """``qkey, run, method, stage, tokens, latency_s`` of the methods' own calls (stubs and plan)."""
+    c = result.calls
+    if c.empty:
+        return pd.DataFrame(columns=["qkey", "run", "method", "stage", "tokens", "latency_s"])
+    c = c[c["stage"].isin(["stubs", "plan"])]
+    return c.assign(tokens=c["tokens_in"] + c["tokens_out"])[["qkey", "run", "method", "stage", "tokens",
+                                                             "latency_s"]]
+
+
+def _mean_of(frame: pd.DataFrame, column: str) -> float:
+    """Mean of a cost column; 0 when the call never happened (column absent)."""
+    return float(frame[column].mean()) if column in frame else 0.0
+
+
+def token_overhead(result: StudyResult) -> pd.DataFrame:
+    """Tokens (in + out) and latency per query of each method's own calls, and PtR's overhead in %.
+
+    Only queries with plans count, for both methods (RtP's only call is the plan): per (query, run)
+    with an RtP plan call, RtP's cost is its plan call and PtR's is its stub call plus its plan call;
+    then the mean over those (query, run) pairs. ``overhead_pct`` = 100 * (PtR - RtP) / RtP.
+    The judge is evaluation, not method cost, and is excluded.
+    """
+    costs = method_costs(result)
+    rtp_plans = costs[(costs["method"] == "rtp") & (costs["stage"] == "plan")]
+    planned = rtp_plans[["qkey", "run"]].drop_duplicates()
+    mine = costs.merge(planned, on=["qkey", "run"])
+    if mine.empty:
+        return pd.DataFrame({"subset": [subset_alias(s) for s in subset_order(result)], "n_queries": 0,
+                             "n_query_runs": 0}, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)
+    per = mine.pivot_table(index=["qkey", "run"], columns=["method", "stage"], values=["tokens", "latency_s"],
+                           aggfunc="sum", fill_value=0.0)
+    per.columns = ["_".join(c) for c in per.columns]
+    per = per.reset_index().merge(result.queries[["qkey", "subset"]], on="qkey")
+    rows = []
+    for subset in subset_order(result):
+        s = per[per["subset"] == subset]
+        if s.empty:
+            rows.append({"subset": subset_alias(subset), "n_queries": 0, "n_query_runs": 0})
+            continue
+        rtp_tok = _mean_of(s, "tokens_rtp_plan")
+        stub_tok = _mean_of(s, "tokens_ptr_stubs")
+        ptr_tok = stub_tok + _mean_of(s, "tokens_ptr_plan")
+        stub_lat = _mean_of(s, "latency_s_ptr_stubs")
+        rows.append({"subset": subset_alias(subset), "rtp_tokens": rtp_tok, "ptr_tokens": ptr_tok,
+                     "overhead_pct": 100.0 * (ptr_tok - rtp_tok) / rtp_tok if rtp_tok else np.nan,
+                     "rtp_latency_s": _mean_of(s, "latency_s_rtp_plan"),
+                     "ptr_latency_s": stub_lat + _mean_of(s, "latency_s_ptr_plan"),
+                     "ptr_stub_tokens": stub_tok, "ptr_stub_latency_s": stub_lat,
+                     "n_queries": int(s["qkey"].nunique()), "n_query_runs": int(len(s))})
+    return pd.DataFrame(rows, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)

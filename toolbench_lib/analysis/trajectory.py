@@ -1,0 +1,126 @@
+"""What the planner does with what it was shown: fidelity, divergence between methods, refusals.
+
+Plans exist for the first ``plan_limit`` queries of each set and every run. A plan's *top-k* is the
+merged ranking the planner saw (RtP: the query's, the same in every run; PtR: that run's stubs').
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..queries import DEFAULT_GT, check_gt, subset_alias
+from ..study import METHODS, StudyResult
+from .main_results import study_k, subset_order
+
+TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
+                      "mean_apis_named", "refusal_rate", "n_plans"]
+TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named"]
+MISS_COLUMNS = ["subset", "method", "n_complete_miss", "refusal_rate_on_miss", "wrong_tool_rate_on_miss"]
+MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss"]
+
+
+def jaccard(a: set, b: set) -> float:
+    """|A ∩ B| / |A ∪ B|; NaN when both sets are empty (nothing to compare)."""
+    union = a | b
+    return len(a & b) / len(union) if union else float("nan")
+
+
+def retrieved_top_k(result: StudyResult, k: int) -> dict[tuple[str, str, int], list[str]]:
+    """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` merged ranking (RtP under run -1)."""
+    final = result.hits[(result.hits["text_idx"] == -1) & (result.hits["rank"] <= k)].sort_values("rank")
+    grouped = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list)
+    return grouped.to_dict()
+
+
+def plan_table(result: StudyResult, k: int | None = None) -> pd.DataFrame:
+    """One row per plan with its subset, named APIs as a set, the top-``k`` it saw and their overlap."""
+    k = k or study_k(result)
+    p = result.plans.merge(result.queries[["qkey", "subset"]], on="qkey")
+    top = retrieved_top_k(result, k)
+    named = [set(x) if x is not None else set() for x in p["named_ids"]]
+    shown = [top.get((q, m, -1 if m == "rtp" else r), []) for q, m, r in
+             zip(p["qkey"], p["method"], p["run"], strict=True)]
+    used = [len(n & set(s)) / len(s) if s else np.nan for n, s in zip(named, shown, strict=True)]
+    return p.assign(named=named, shown=shown, n_named=[len(n) for n in named], used_share=used)
+
+
+def jaccard_pairs(plans: pd.DataFrame) -> pd.DataFrame:
+    """``qkey, subset, run, jaccard`` of RtP's and PtR's named APIs for the same query and run."""
+    r = plans[plans["method"] == "rtp"][["qkey", "subset", "run", "named"]]
+    p = plans[plans["method"] == "ptr"][["qkey", "run", "named"]]
+    m = r.merge(p, on=["qkey", "run"], suffixes=("_rtp", "_ptr"))
+    values = [jaccard(a, b) for a, b in zip(m["named_rtp"], m["named_ptr"], strict=True)]
+    return m[["qkey", "subset", "run"]].assign(jaccard=values)
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(columns=columns)
+
+
+def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
+    """Per subset and method: fidelity, RtP–PtR Jaccard, used share, plan size and refusal rate.
+
+    ``fidelity`` is the mean over plans that named an API of the share of named APIs among those shown.
+    ``jaccard_rtp_ptr`` is the mean over (query, run) pairs of the Jaccard index of the two methods'
+    named APIs (pairs where neither plan named an API are left out); it is the same on both rows.
+    ``used_share`` is the mean over plans of the share of the shown top-``k`` APIs that the plan named.
+    """
+    if result.plans.empty:
+        return _empty(TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
+    plans = plan_table(result, k)
+    jac = jaccard_pairs(plans)
+    rows = []
+    for subset in subset_order(result):
+        js = jac[jac["subset"] == subset]["jaccard"].dropna()
+        for method in METHODS:
+            m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
+            if m.empty:
+                continue
+            unresolved = m["n_named_unresolved"].mean() if "n_named_unresolved" in m else np.nan
+            rows.append({"subset": subset_alias(subset), "method": method,
+                         "fidelity": float(m["fidelity"].dropna().mean()) if m["fidelity"].notna().any()
+                         else np.nan,
+                         "jaccard_rtp_ptr": float(js.mean()) if len(js) else np.nan,
+                         "used_share": float(m["used_share"].mean()),
+                         "mean_steps": float(m["n_steps"].mean()),
+                         "mean_apis_named": float(m["n_named"].mean()),
+                         "refusal_rate": float(m["refusal"].astype(float).mean()), "n_plans": int(len(m)),
+                         "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
+                         "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
+                         "mean_unresolved_named": float(unresolved)})
+    return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
+
+
+def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = None) -> pd.DataFrame:
+    """What plans do when the shown top-``k`` holds no ground-truth API at all (a complete miss).
+
+    Counted over plans, i.e. (query, run) pairs: ``n_complete_miss`` plans, of which the share that
+    refused (``refusal_rate_on_miss``), the share that did not refuse and named at least one API anyway
+    (``wrong_tool_rate_on_miss``, necessarily a wrong tool) and the share that did neither
+    (``no_api_rate_on_miss``). Rates are NaN when there is no complete miss.
+    """
+    check_gt(gt)
+    if result.plans.empty:
+        return _empty(MISS_COLUMNS + MISS_EXTRA)
+    plans = plan_table(result, k)
+    truth = {key: set(ids) for key, ids in zip(result.queries["qkey"], result.queries[gt], strict=True)}
+    miss = np.array([not (set(s) & truth.get(q, set())) for q, s in
+                     zip(plans["qkey"], plans["shown"], strict=True)], dtype=bool)
+    plans = plans.assign(complete_miss=miss)
+    rows = []
+    for subset in subset_order(result):
+        for method in METHODS:
+            m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
+            if m.empty:
+                continue
+            mm = m[m["complete_miss"]]
+            refused = mm["refusal"].astype(bool)
+            named = (mm["n_named"] > 0) & ~refused
+            n = len(mm)
+            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": n,
+                         "refusal_rate_on_miss": float(refused.mean()) if n else np.nan,
+                         "wrong_tool_rate_on_miss": float(named.mean()) if n else np.nan,
+                         "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
+                         "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan})
+    return pd.DataFrame(rows, columns=MISS_COLUMNS + MISS_EXTRA)
