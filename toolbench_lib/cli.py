@@ -12,6 +12,8 @@ from .llm.base import LLMError
 from .llm.factory import BACKENDS
 from .paths import DataNotFoundError
 from .queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError, resolve_subset
+from .reproduce import add_parser as add_reproduce_parser
+from .reproduce import cmd_reproduce
 
 log = logging.getLogger("toolbench_lib")
 
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--store", default=None)
     info = cas_sub.add_parser("info", help="what a cassette covers")
     info.add_argument("cassette")
+    add_reproduce_parser(sub, common)
     return parser
 
 
@@ -224,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_index_build(args)
         if args.command == "cassette":
             return cmd_cassette(args)
+        if args.command == "reproduce":
+            return cmd_reproduce(args)
         return cmd_evaluate(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,0 +1,282 @@
+"""The query explorer: widgets drive the HTML, which shows stored rankings, hits, stubs and plans."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolbench_lib.analysis.explorer import FILTERS, NO_PLAN, NO_QUERY, QueryExplorer, query_outcomes
+from toolbench_lib.study import StudyResult, per_query_runs
+
+DEPTH = 20
+N_APIS = 40
+# Per query: subset, ranks (1-based) of its ground-truth APIs in RtP's ranking, in PtR's run 0 and run 1.
+DESIGN = {
+    "G1_instruction:0": ("G1_instruction", [1, 4], [2], [1, 2, 3]),
+    "G1_instruction:1": ("G1_instruction", [], [], [6]),
+    "G1_instruction:2": ("G1_instruction", [3], [1, 5], []),
+    "G1_instruction:3": ("G1_instruction", [2, 8], [9], [2]),
+    "G2_category_original:4": ("G2_category_original", [1], [1], [4]),
+    "G2_category_original:5": ("G2_category_original", [], [2, 3], [1]),
+    "G2_category_original:6": ("G2_category_original", [7], [3], []),
+}
+
+
+def _registry() -> pd.DataFrame:
+    rows = [{"api_id": f"Cat{i % 3}/tool{i // 4}/api{i}", "category": f"Cat{i % 3}",
+             "tool_name": f"Tool {i // 4}", "api_name": f"Endpoint {i}"} for i in range(N_APIS)]
+    return pd.DataFrame(rows)
+
+
+def _ranking(gt: list[str], ranks: list[int], others: list[str]) -> list[str]:
+    """A depth-20 ranking with ``gt[j]`` at ``ranks[j]`` and non-ground-truth APIs elsewhere."""
+    out: list[str | None] = [None] * DEPTH
+    for api, rank in zip(gt, ranks, strict=False):
+        out[rank - 1] = api
+    fill = iter(others)
+    return [a if a is not None else next(fill) for a in out]
+
+
+def _hit_rows(qkey: str, method: str, run: int, text_idx: int, ranking: list[str]) -> list[dict]:
+    return [{"qkey": qkey, "method": method, "run": run, "text_idx": text_idx, "rank": r + 1, "row": 0,
+             "api_id": a, "score": 0.9 - 0.01 * r} for r, a in enumerate(ranking)]
+
+
+def _steps(names: list[tuple[str, str]]) -> str:
+    return json.dumps([{"step": i + 1, "tool_name": t, "api_name": a, "purpose": f"purpose {i + 1}"}
+                       for i, (t, a) in enumerate(names)])
+
+
+@pytest.fixture(scope="module")
+def study() -> tuple[pd.DataFrame, StudyResult]:
+    reg = _registry()
+    ids = reg["api_id"].tolist()
+    rng = np.random.default_rng(0)
+    queries, hits, stubs = [], [], []
+    for n, (qkey, (subset, rtp, ptr0, ptr1)) in enumerate(DESIGN.items()):
+        gt = ids[3 * n: 3 * n + 3]
+        others = [a for a in rng.permutation(ids).tolist() if a not in gt]
+        queries.append({"qkey": qkey, "subset": subset, "query_id": qkey.split(":")[1],
+                        "query": f"Please do task number {n} for me.", "candidates": gt, "relevant": gt[:1]})
+        hits += _hit_rows(qkey, "rtp", -1, 0, _ranking(gt, rtp, others))
+        hits += _hit_rows(qkey, "rtp", -1, -1, _ranking(gt, rtp, others))
+        for run, ranks in ((0, ptr0), (1, ptr1)):
+            merged = _ranking(gt, ranks, others)
+            hits += _hit_rows(qkey, "ptr", run, -1, merged)
+            hits += _hit_rows(qkey, "ptr", run, 0, merged)
+            hits += _hit_rows(qkey, "ptr", run, 1, _ranking(gt[1:], [1], others[::-1]))
+            for i in range(2):
+                stubs.append({"qkey": qkey, "run": run, "stub_idx": i, "name": f"Stub {n}-{run}-{i}",
+                              "reasoning": f"because {i}", "fell_back": False})
+    q0 = "G1_instruction:0"
+    plans = pd.DataFrame([
+        {"qkey": q0, "method": "rtp", "run": 0, "refusal": False, "parse_ok": True, "n_steps": 2,
+         "named_ids": [ids[0], ids[30]], "fidelity": 1.0, "verdict": "Solved",
+         "steps_json": _steps([("Tool 0", "Endpoint 0"), ("Tool 7", "Endpoint 30")])},
+        {"qkey": "G1_instruction:2", "method": "ptr", "run": 0, "refusal": True, "parse_ok": True,
+         "n_steps": 0, "named_ids": [], "fidelity": np.nan, "verdict": "Unsolved", "steps_json": "[]"},
+    ])
+    prov = {"settings": {"runs": 2, "depth": DEPTH, "k": 5, "methods": ["rtp", "ptr"]}}
+    result = StudyResult(pd.DataFrame(queries), pd.DataFrame(stubs), pd.DataFrame(hits), plans,
+                         pd.DataFrame(), prov)
+    return reg, result
+
+
+def _explorer(study, **kw) -> QueryExplorer:
+    reg, result = study
+    return QueryExplorer(None, result, registry=reg, **kw)
+
+
+def _section(html: str, start: str, end: str) -> str:
+    i = html.index(start)
+    return html[i: html.index(end, i)]
+
+
+def _top(result: StudyResult, qkey: str, method: str, run: int, k: int, text_idx: int = -1) -> list[str]:
+    h = result.hits
+    h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == (-1 if method == "rtp" else run))
+          & (h["text_idx"] == text_idx)]
+    return h.sort_values("rank")["api_id"].head(k).tolist()
+
+
+def test_filter_ptr_wins_lists_exactly_those_queries(study):
+    _, result = study
+    ex = _explorer(study)
+    ex.subset.value = "G2"
+    ex.run.value = 1
+    ex.k.value = 3
+    ex.filter.value = "PtR wins"
+    pq = per_query_runs(result, 3)
+    pq = pq[(pq["run"] == 1) & (pq["subset"] == "G2_category_original")]
+    wide = pq.pivot(index="qkey", columns="method", values="recall")
+    expected = sorted(wide.index[wide["ptr"] > wide["rtp"]])
+    shown = sorted(v for _, v in ex.query.options)
+    assert shown == expected == ["G2_category_original:5"]
+    ex.filter.value = "RtP wins"
+    assert sorted(v for _, v in ex.query.options) == sorted(wide.index[wide["rtp"] > wide["ptr"]])
+    assert "1 of 3 queries" in ex.count.value
+
+
+def test_filters_partition_the_subset(study):
+    ex = _explorer(study)
+    for run in (0, 1):
+        for k in (1, 5, 10):
+            ex.run.value, ex.k.value = run, k
+            shown = {}
+            for name in FILTERS:
+                ex.filter.value = name
+                shown[name] = {v for _, v in ex.query.options}
+            ties = shown["all"] - shown["RtP wins"] - shown["PtR wins"]
+            assert not shown["RtP wins"] & shown["PtR wins"]
+            assert shown["both missed"] <= ties
+            assert shown["both hit"] | shown["both missed"] | shown["RtP wins"] | shown["PtR wins"] \
+                == shown["all"]
+    ex.run.value, ex.k.value, ex.filter.value = 0, 5, "both missed"
+    assert [v for _, v in ex.query.options] == ["G1_instruction:1"]
+
+
+def test_marked_hits_are_the_ground_truth_in_the_top_k(study):
+    _, result = study
+    ex = _explorer(study)
+    gt_of = dict(zip(result.queries["qkey"], result.queries["candidates"], strict=True))
+    for k in (1, 3, 5, 8):
+        ex.k.value = k
+        ex.filter.value = "all"
+        for subset in ("G1", "G2"):
+            ex.subset.value = subset
+            for _, qkey in ex.query.options:
+                ex.query.value = qkey
+                for method in ("rtp", "ptr"):
+                    ex.method.value = method
+                    expected = len(set(_top(result, qkey, method, 0, k)) & set(gt_of[qkey]))
+                    ranking = _section(ex.output.value, "<h4>Ranking</h4>", "</ol>")
+                    assert ranking.count('<li class="hit">✓') == expected, (qkey, method, k)
+    assert ex.output.value == ex.render()
+
+
+def test_ground_truth_switch_marks_relevant_only(study):
+    _, result = study
+    ex = _explorer(study, k=5)
+    ex.method.value = "rtp"
+    ex.query.value = "G1_instruction:0"
+    assert _section(ex.render(), "<h4>Ranking</h4>", "</ol>").count('class="hit"') == 2
+    ex.gt.value = "relevant"
+    # Only the first candidate is relevant; RtP ranks it first.
+    assert _section(ex.render(), "<h4>Ranking</h4>", "</ol>").count('class="hit"') == 1
+    html = ex.render()
+    gt = _section(html, "<h4>Ground truth", "</ul>")
+    assert gt.count("<li>") == 3 and gt.count(">relevant</span>") == 1
+    assert "<span class='tag active'>relevant</span>" in gt
+
+
+def test_k_sets_the_list_length(study):
+    ex = _explorer(study)
+    ex.method.value = "rtp"
+    lengths = {}
+    for k in (2, 7, 20):
+        ex.k.value = k
+        lengths[k] = _section(ex.output.value, "<h4>Ranking</h4>", "</ol>").count("<li")
+    assert lengths == {2: 2, 7: 7, 20: 20}
+    assert ex.k.max == 20 and ex.k.min == 1
+
+
+def test_both_methods_side_by_side(study):
+    _, result = study
+    ex = _explorer(study, k=5)
+    ex.query.value = "G1_instruction:0"
+    html = ex.render()
+    assert "method-rtp" in html and "method-ptr" in html
+    gt = set(result.queries.loc[0, "candidates"])
+    expected = sum(len(set(_top(result, "G1_instruction:0", m, 0, 5)) & gt) for m in ("rtp", "ptr"))
+    assert html.count('<li class="hit">') == expected == 3
+    ex.method.value = "ptr"
+    assert "method-rtp" not in ex.render()
+
+
+def test_stubs_show_their_own_top_hits(study):
+    _, result = study
+    ex = _explorer(study, k=4)
+    ex.method.value = "ptr"
+    ex.run.value = 1
+    ex.query.value = "G1_instruction:3"
+    html = ex.render()
+    stubs_html = _section(html, "<h4>Stubs", "<h4>Plan")
+    assert "Stub 3-1-0" in stubs_html and "Stub 3-1-1" in stubs_html and "Stub 3-0-0" not in stubs_html
+    lists = re.findall(r"<ol>(.*?)</ol>", stubs_html)
+    assert [li.count("<li") for li in lists] == [4, 4]
+    gt = set(result.queries.set_index("qkey").loc["G1_instruction:3", "candidates"])
+    for text_idx, li in enumerate(lists):
+        expected = len(set(_top(result, "G1_instruction:3", "ptr", 1, 4, text_idx)) & gt)
+        assert li.count('class="stub-hit"') == expected
+    assert stubs_html.count('class="stub-hit"') >= 1
+
+
+def test_plans_shown_where_recorded(study):
+    ex = _explorer(study)
+    ex.query.value = "G1_instruction:0"
+    html = ex.render()
+    rtp = _section(html, "method-rtp", "method-ptr")
+    assert "Solved" in rtp and "Tool 7" in rtp and "Endpoint 30" in rtp and "purpose 2" in rtp
+    assert "refusal: <b>no</b>" in rtp
+    assert rtp.count('<li class="named-hit">') == 1  # api0 is ground truth, api30 is not
+    assert NO_PLAN in _section(html, "method-ptr", "</div></div></div>")
+    ex.query.value = "G1_instruction:2"
+    ptr = _section(ex.render(), "method-ptr", "</div></div></div>")
+    assert "refusal: <b>yes</b>" in ptr and "Unsolved" in ptr
+    ex.run.value = 1
+    assert NO_PLAN in ex.render()
+
+
+def test_empty_filter_says_so(study):
+    ex = _explorer(study)
+    ex.subset.value = "G2"
+    ex.run.value = 0
+    ex.k.value = 5
+    ex.filter.value = "both missed"
+    assert ex.query.value is None and NO_QUERY in ex.output.value
+
+
+def test_outcomes_agree_with_per_query_runs(study):
+    _, result = study
+    pq = per_query_runs(result, 5)
+    out = query_outcomes(result, 1, 5).set_index("qkey")
+    for method in ("rtp", "ptr"):
+        mine = pq[(pq["run"] == 1) & (pq["method"] == method)].set_index("qkey")["recall"]
+        assert np.allclose(out.loc[mine.index, f"{method}_recall"], mine)
+
+
+@pytest.fixture(scope="module")
+def real_study(slice_setup):
+    from toolbench_lib.llm.rules import RulesBackend
+    from toolbench_lib.study import StudySettings, run_study
+
+    return run_study(slice_setup, RulesBackend(), StudySettings(runs=1, plan_limit=2), progress=False)
+
+
+def test_explorer_on_a_real_study(slice_setup, real_study):
+    ex = QueryExplorer(slice_setup, real_study)
+    assert list(ex.subset.options) == ["G1", "G2", "G3"]
+    assert ex.run.options == (0,)
+    ex.subset.value = "G2"
+    ex.filter.value = "PtR wins"
+    pq = per_query_runs(real_study, 5)
+    pq = pq[pq["subset"] == "G2_category_original"].pivot(index="qkey", columns="method", values="recall")
+    assert sorted(v for _, v in ex.query.options) == sorted(pq.index[pq["ptr"] > pq["rtp"]])
+    ex.filter.value = "all"
+    keys = [v for _, v in ex.query.options]
+    assert len(keys) == 15
+    reg = slice_setup.ds.registry.set_index("api_id")
+    ex.query.value = keys[0]
+    html = ex.render()
+    top = _top(real_study, keys[0], "rtp", 0, 5)
+    assert escape(str(reg.loc[top[0], "api_name"])) in html
+    assert NO_PLAN not in html and "verdict: <b>" in html
+    ex.query.value = keys[2]
+    assert ex.render().count(NO_PLAN) == 2
+    ex.k.value = 3
+    assert _section(ex.render(), "<h4>Ranking</h4>", "</ol>").count("<li") == 3

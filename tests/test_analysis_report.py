@@ -1,0 +1,227 @@
+"""The reference file and the report that compares it with a run's saved tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+import yaml
+
+from toolbench_lib.analysis.report import (
+    REFERENCES_FILE,
+    TABLE_SCHEMAS,
+    TableCache,
+    build_report,
+    check_locator,
+    compare,
+    compare_entries,
+    evaluate_expr,
+    load_references,
+    locate,
+    paper_text,
+    write_report,
+)
+from toolbench_lib.experiment import ExperimentConfig, save_figure, save_table
+
+
+@pytest.fixture()
+def cfg(tmp_path: Path) -> ExperimentConfig:
+    return ExperimentConfig(run_name="report_test", outputs_dir=str(tmp_path / "run"))
+
+
+def _main_results() -> pd.DataFrame:
+    rows = []
+    for subset, rtp, ptr in (("G1", 0.372, 0.30), ("G2", 0.10, 0.188), ("G3", 0.20, 0.25)):
+        for gt in ("candidates", "relevant"):
+            for method, recall in (("rtp", rtp), ("ptr", ptr)):
+                shift = 0 if gt == "candidates" else 0.5
+                rows.append({"subset": subset, "method": method, "gt": gt, "n_queries": 15, "n_runs": 2,
+                             "recall_mean": recall + shift, "recall_std": 0.01, "precision_mean": 0.2 + shift,
+                             "precision_std": 0.01, "pass_rate_mean": 0.5, "pass_rate_std": 0.1,
+                             "n_planned": 5})
+    return pd.DataFrame(rows)
+
+
+def _entry(locator: dict, paper=1.0, **extra) -> dict:
+    return {"id": "x", "description": "d", "subset": "G1", "paper": paper, "locator": locator, **extra}
+
+
+def test_reference_file_is_valid_and_holds_the_papers_numbers():
+    refs = load_references()
+    assert refs["version"] >= 1 and "Plan or Retrieve First" in refs["source"]
+    by_id = {e["id"]: e for e in refs["entries"]}
+    assert by_id["g1_rtp_recall"]["paper"] == 0.372 and by_id["g1_ptr_recall"]["paper"] == 0.289
+    assert by_id["g2_ptr_wins"]["paper"] == 69 and by_id["g1_rtp_wins"]["paper"] == 63
+    assert by_id["g1_budget_rtp_k10"]["paper"] == 0.453 and by_id["g2_budget_ptr_k5"]["paper"] == 0.184
+    assert by_id["g2_stubs_per_query"]["paper"] == {"min": 2.4, "max": 2.5}
+    assert by_id["trajectory_fidelity"]["paper"] == {"min": 0.96}
+    assert by_id["divergence_smallest"]["locator"]["where"] == {"size": "$min"}
+    assert by_id["divergence_full"]["locator"]["where"] == {"size": "$max"}
+    assert "expr" in by_id["router_tokens_saved"]["locator"]
+    assert len(by_id) == len(refs["entries"]) >= 30
+    tables = {e["locator"].get("table") for e in refs["entries"]} - {None}
+    assert tables <= set(TABLE_SCHEMAS)
+
+
+def test_reference_file_rejects_malformed_entries(tmp_path):
+    good = yaml.safe_load(REFERENCES_FILE.read_text())
+    for broken in ({"table": "nope", "column": "x"}, {"table": "wins", "column": "recall_mean"},
+                   {"table": "wins", "column": "rtp_wins", "agg": "median"},
+                   {"table": "wins", "column": "rtp_wins", "where": ["subset", "G1"]},
+                   {"expr": "a / c", "a": {"table": "wins", "column": "rtp_wins"}}):
+        with pytest.raises(ValueError):
+            check_locator(broken)
+        data = {**good, "entries": [*good["entries"], _entry(broken)]}
+        path = tmp_path / "refs.yaml"
+        path.write_text(yaml.safe_dump(data))
+        with pytest.raises(ValueError):
+            load_references(path)
+    dup = {**good, "entries": [*good["entries"], good["entries"][0]]}
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump(dup))
+    with pytest.raises(ValueError, match="duplicate"):
+        load_references(path)
+
+
+def test_compare_statuses_and_differences():
+    assert compare(0.372, {"value": 0.372}) == (pytest.approx(0.0), "matches")
+    assert compare(0.3724, {"value": 0.372})[1] == "matches"
+    diff, status = compare(0.40, {"value": 0.372})
+    assert status == "above" and diff == pytest.approx(0.028)
+    assert compare(0.30, {"value": 0.372})[1] == "below"
+    assert compare(64, {"value": 63})[1] == "above" and compare(63, {"value": 63})[1] == "matches"
+    assert compare(17.0, {"value": 16.0}, tolerance=1)[1] == "matches"
+    assert compare(2.45, {"min": 2.4, "max": 2.5}) == (0.0, "within range")
+    diff, status = compare(2.7, {"min": 2.4, "max": 2.5})
+    assert status == "above" and diff == pytest.approx(0.2)
+    diff, status = compare(2.0, {"min": 2.4, "max": 2.5})
+    assert status == "below" and diff == pytest.approx(-0.4)
+    assert compare(0.99, {"min": 0.96}) == (0.0, "within range")
+    assert compare(0.90, {"min": 0.96})[1] == "below"
+    assert paper_text({"min": 2.4, "max": 2.5}) == "2.4–2.5" and paper_text({"min": 0.96}) == "≥ 0.96"
+    assert paper_text({"value": 63.0}) == "63"
+
+
+def test_locate_filters_aggregates_and_scales(cfg):
+    save_table(_main_results(), "main_results", cfg)
+    tables = TableCache(cfg.tables_dir)
+    loc = {"table": "main_results", "where": {"subset": "G2", "method": "ptr", "gt": "candidates"},
+           "column": "recall_mean"}
+    assert locate(loc, tables) == (pytest.approx(0.188), None)
+    assert locate({**loc, "scale": 100}, tables)[0] == pytest.approx(18.8)
+    mean_loc = {"table": "main_results", "where": {"gt": "candidates", "method": "rtp"},
+                "column": "recall_mean", "agg": "mean"}
+    assert locate(mean_loc, tables)[0] == pytest.approx((0.372 + 0.10 + 0.20) / 3)
+    assert locate({**mean_loc, "agg": "max"}, tables)[0] == pytest.approx(0.372)
+    assert locate({**loc, "where": {"subset": "G9"}}, tables) == (pytest.approx(math.nan, nan_ok=True),
+                                                                  "no matching rows")
+    assert locate({"table": "wins", "column": "rtp_wins"}, tables)[1] == "missing table"
+    assert locate({**loc, "column": "pass_rate_mean", "where": {"n_runs": 2, "subset": "G1"}},
+                  tables)[0] == pytest.approx(0.5)
+
+
+def test_locate_missing_column_is_reported(cfg):
+    save_table(pd.DataFrame({"subset": ["G1"], "gt": ["candidates"], "rtp_k10_recall": [0.4]}),
+               "budget_check", cfg)
+    value, problem = locate({"table": "budget_check", "where": {"subset": "G1"}, "column": "ptr_k5_recall"},
+                            TableCache(cfg.tables_dir))
+    assert math.isnan(value) and problem == "missing column ptr_k5_recall"
+    # Filters may name extra columns; one the table lacks is reported the same way.
+    value, problem = locate({"table": "budget_check", "where": {"k": 5}, "column": "rtp_k10_recall"},
+                            TableCache(cfg.tables_dir))
+    assert math.isnan(value) and problem == "missing column k"
+
+
+def test_extreme_sizes_then_mean_over_seeds(cfg):
+    rows = [(1000, 0, "G1", 0.8), (1000, 1, "G1", 0.9), (1000, 0, "G2", 1.0), (5000, 0, "G1", 0.1),
+            (47651, 0, "G1", 0.97), (47651, 1, "G1", 0.99)]
+    table = pd.DataFrame(rows, columns=["size", "seed", "subset", "no_overlap_share"])
+    save_table(table, "scale_divergence", cfg)
+    tables = TableCache(cfg.tables_dir)
+    base = {"table": "scale_divergence", "column": "no_overlap_share", "agg": "mean"}
+    assert locate({**base, "where": {"size": "$min"}}, tables)[0] == pytest.approx(0.9)
+    assert locate({**base, "where": {"size": "$max"}}, tables)[0] == pytest.approx(0.98)
+    assert locate({**base, "where": {"size": "$min", "subset": "G1"}}, tables)[0] == pytest.approx(0.85)
+    # "$max" applies after the other filters: G2 has only the smallest size.
+    assert locate({**base, "where": {"size": "$max", "subset": "G2"}}, tables)[0] == pytest.approx(1.0)
+
+
+def test_expression_over_two_located_values(cfg):
+    routing = pd.DataFrame({"subset": ["G1", "G1", "G2", "G2", "G3"],
+                            "policy": ["router", "ptr", "router", "ptr", "rtp"],
+                            "recall": 0.3, "precision": 0.2, "tokens_per_query": [80, 100, 90, 100, 40],
+                            "share_routed_ptr": 0.5})
+    save_table(routing, "routing", cfg)
+    tokens = {"table": "routing", "column": "tokens_per_query", "agg": "mean"}
+    loc = {"expr": "100 * (1 - a / b)", "a": {**tokens, "where": {"policy": "router"}},
+           "b": {**tokens, "where": {"policy": "ptr"}}}
+    check_locator(loc)
+    assert locate(loc, TableCache(cfg.tables_dir))[0] == pytest.approx(15.0)
+    row = compare_entries([_entry(loc, paper=16, tolerance=1)], cfg.tables_dir).iloc[0]
+    assert row["status"] == "matches" and row["difference"] == pytest.approx(-1.0)
+    zero = {**loc, "b": {**loc["b"], "where": {"policy": "rtp"}, "column": "recall"}}
+    assert locate({**zero, "expr": "a / (b - b)"}, TableCache(cfg.tables_dir))[1] == "no value"
+    missing = {**loc, "b": {"table": "wins", "column": "ptr_wins"}}
+    assert locate(missing, TableCache(cfg.tables_dir))[1] == "missing table"
+
+
+def test_expressions_allow_arithmetic_only():
+    assert evaluate_expr("100*(1 - a/b)", {"a": 84, "b": 100}) == pytest.approx(16.0)
+    assert evaluate_expr("-a + 2 ** 3", {"a": 1}) == 7
+    assert math.isnan(evaluate_expr("a / b", {"a": 1, "b": 0}))
+    for bad in ("__import__('os').getcwd()", "a.real", "c + 1", "[a]", "a if b else 1"):
+        with pytest.raises(ValueError):
+            evaluate_expr(bad, {"a": 1.0, "b": 2.0})
+
+
+def test_build_report_one_row_per_entry_with_missing_tables(cfg):
+    save_table(_main_results(), "main_results", cfg)
+    report = build_report(cfg)
+    refs = load_references()
+    assert list(report["id"]) == [e["id"] for e in refs["entries"]]
+    assert {"id", "description", "subset", "paper", "this_run", "difference", "status"} <= set(report.columns)
+    rows = report.set_index("id")
+    assert rows.loc["g1_rtp_recall", "status"] == "matches"
+    assert rows.loc["g1_ptr_recall", "status"] == "above"
+    assert rows.loc["g1_ptr_recall", "difference"] == pytest.approx(0.30 - 0.289)
+    assert rows.loc["g2_rtp_recall", "status"] == "below"
+    assert rows.loc["g2_ptr_recall", "this_run"] == pytest.approx(0.188)
+    assert rows.loc["g1_rtp_precision", "this_run"] == pytest.approx(0.2)
+    missing = rows[~rows.index.str.contains("recall|precision") | rows.index.str.contains("budget")]
+    assert (missing["status"] == "missing table").all() and missing["this_run"].isna().all()
+    assert rows.loc["g1_stubs_per_query", "paper"] == "2.4–2.5"
+
+
+def test_write_report_with_provenance_and_figures(cfg):
+    save_table(_main_results(), "main_results", cfg)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    save_figure(fig, "recall_by_subset", cfg)
+    plt.close(fig)
+    study = cfg.out_dir / "runs" / cfg.study_key()
+    study.mkdir(parents=True)
+    prov = {"model": "all-MiniLM-L6-v2", "model_requested": "thenlper/gte-base", "backend": "rules",
+            "llm_model": "rules-v1", "data_fingerprint": "77e6f89f20bc2417", "registry_size": 2500,
+            "registry_full_size": 47651, "settings": {"k": 5, "runs": 2, "plan_limit": 5}}
+    (study / "provenance.json").write_text(json.dumps(prov))
+    path = write_report(cfg)
+    assert path == cfg.out_dir / "report.md"
+    text = path.read_text()
+    assert text.startswith("# Reproduction report: report_test")
+    for needle in ("rules-v1", "all-MiniLM-L6-v2 (requested thenlper/gte-base)", "77e6f89f20bc2417",
+                   "runs=2", "plan_limit=5", "![recall_by_subset](figures/recall_by_subset.png)",
+                   "| g1_rtp_recall", "missing table", "version 1"):
+        assert needle in text, needle
+    csv = pd.read_csv(cfg.out_dir / "report.csv")
+    assert len(csv) == len(load_references()["entries"])
+    assert csv.set_index("id").loc["g1_rtp_recall", "status"] == "matches"
+
+
+def test_write_report_without_any_outputs(cfg):
+    text = write_report(cfg).read_text()
+    assert "No stored study found" in text and "No figures were saved" in text
+    assert pd.read_csv(cfg.out_dir / "report.csv")["status"].eq("missing table").all()

@@ -1,0 +1,160 @@
+"""``reproduce``: every notebook in order under papermill, the report, failures and secrets."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from toolbench_lib.analysis.report import TABLE_SCHEMAS
+from toolbench_lib.paths import OUTPUTS_DIR
+from toolbench_lib.reproduce import (
+    KERNEL_NAME,
+    NOTEBOOKS_DIR,
+    NotebookFailure,
+    interpreter_kernel,
+    notebook_parameters,
+    reproduce,
+    select_notebooks,
+)
+
+SECRET = "sk-test-secret-123"
+ANALYSIS_NOTEBOOKS = [f"{n:02d}" for n in range(1, 8)]
+
+
+def _cli(*args: str, env: dict | None = None, timeout: int = 3000) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "toolbench_lib", "reproduce", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+@pytest.fixture()
+def run_name():
+    """A unique run name whose outputs folder is removed afterwards."""
+    name = f"pytest_reproduce_{uuid.uuid4().hex[:8]}"
+    yield name
+    shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+
+
+def _notebook(path: Path, *sources: str) -> None:
+    cells = [new_markdown_cell(f"# {path.stem}"),
+             new_code_cell('run_name = "default"\nsmoke = False', metadata={"tags": ["parameters"]})]
+    cells += [new_code_cell(s) for s in sources]
+    nbformat.write(new_notebook(cells=cells), path)
+
+
+def test_select_notebooks_in_order(tmp_path):
+    for name in ("02_b", "01_a", "10_c", "notes", "1_bad"):
+        _notebook(tmp_path / f"{name}.ipynb", "pass")
+    assert [p.name for p in select_notebooks(tmp_path)] == ["01_a.ipynb", "02_b.ipynb", "10_c.ipynb"]
+    assert [p.name for p in select_notebooks(tmp_path, ["10", "01_a"])] == ["01_a.ipynb", "10_c.ipynb"]
+    with pytest.raises(ValueError, match="03"):
+        select_notebooks(tmp_path, ["01", "03"])
+
+
+def test_parameters_leave_out_what_was_not_given():
+    assert notebook_parameters(run_name="r", smoke=True, backend=None, runs=3, plan_limit=None) == \
+        {"run_name": "r", "smoke": True, "runs": 3}
+    with pytest.raises(ValueError):
+        notebook_parameters(colour="red")
+
+
+def test_kernel_runs_this_interpreter():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    before = os.environ.get("JUPYTER_PATH")
+    with interpreter_kernel() as name:
+        spec = KernelSpecManager().get_kernel_spec(name)
+        assert name == KERNEL_NAME and spec.argv[0] == sys.executable
+        assert spec.argv[1:3] == ["-m", "ipykernel_launcher"]
+    assert os.environ.get("JUPYTER_PATH") == before
+
+
+def test_failing_notebook_stops_the_run(tmp_path, run_name):
+    marker = tmp_path / "third_ran"
+    _notebook(tmp_path / "01_ok.ipynb", "print(run_name, smoke)")
+    _notebook(tmp_path / "02_broken.ipynb", "x = 1", "y = x / 0", "z = 2")
+    _notebook(tmp_path / "03_after.ipynb", f"open({str(marker)!r}, 'w').write('ran')")
+    with pytest.raises(NotebookFailure) as info:
+        reproduce(run_name=run_name, notebooks_dir=tmp_path, echo=lambda *_: None)
+    exc = info.value
+    assert exc.notebook == "02_broken.ipynb" and exc.cell_index == 3 and exc.ename == "ZeroDivisionError"
+    assert "02_broken.ipynb" in str(exc) and "cell 3" in str(exc) and "y = x / 0" in str(exc)
+    assert [name for name, _ in exc.completed] == ["01_ok.ipynb"]
+    out = OUTPUTS_DIR / run_name
+    assert not marker.exists() and not (out / "notebooks" / "03_after.ipynb").exists()
+    assert not (out / "report.md").exists()
+    ok = nbformat.read(out / "notebooks" / "01_ok.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in ok.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"{run_name} False" in printed
+
+    cli = _cli("--run-name", run_name, "--notebooks-dir", str(tmp_path), "--notebooks", "02", timeout=600)
+    assert cli.returncode == 1
+    assert "02_broken.ipynb" in cli.stderr and "cell 3" in cli.stderr and "ZeroDivisionError" in cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
+def test_unreadable_notebook_is_named(tmp_path, run_name):
+    (tmp_path / "01_corrupt.ipynb").write_text("{not a notebook")
+    with pytest.raises(NotebookFailure) as info:
+        reproduce(run_name=run_name, notebooks_dir=tmp_path, echo=lambda *_: None)
+    assert info.value.notebook == "01_corrupt.ipynb" and info.value.cell_index == -1
+    assert "01_corrupt.ipynb" in str(info.value) and "before any cell" in str(info.value)
+
+
+def _errors(nb) -> list[str]:
+    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+
+
+@pytest.mark.slow
+def test_smoke_run_of_every_notebook(run_name):
+    """The end-to-end run: all numbered notebooks in smoke mode, then the report; no secret leaks."""
+    notebooks = select_notebooks(NOTEBOOKS_DIR)
+    assert notebooks, "notebooks/ holds numbered notebooks"
+    t0 = time.time()
+    out = _cli("--smoke", "--run-name", run_name, env={"GEMINI_API_KEY": SECRET})
+    seconds = time.time() - t0
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    run_dir = OUTPUTS_DIR / run_name
+    assert str(run_dir) in out.stdout
+
+    for path in notebooks:
+        assert path.name in out.stdout
+        executed = nbformat.read(run_dir / "notebooks" / path.name, as_version=4)
+        assert not _errors(executed), (path.name, _errors(executed))
+        params = executed.metadata["papermill"]["parameters"]
+        assert params["run_name"] == run_name and params["smoke"] is True
+        assert "backend" not in params  # not given: the notebook's default (smoke: rules) applies
+
+    produced = {name: run_dir / "tables" / f"{name}.csv" for name in TABLE_SCHEMAS}
+    produced = {name: path for name, path in produced.items() if path.exists()}
+    for name, path in produced.items():
+        table = pd.read_csv(path)
+        assert len(table) > 0, f"{name}.csv is empty"
+        missing = set(TABLE_SCHEMAS[name]) - set(table.columns)
+        assert not missing, f"{name}.csv lacks {missing}"
+    stems = {p.stem[:2] for p in notebooks}
+    if set(ANALYSIS_NOTEBOOKS) <= stems:
+        assert set(produced) == set(TABLE_SCHEMAS), f"not written: {set(TABLE_SCHEMAS) - set(produced)}"
+
+    report = (run_dir / "report.md").read_text()
+    assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
+    report_csv = pd.read_csv(run_dir / "report.csv")
+    found = report_csv["this_run"].notna().sum()
+    assert found == (report_csv["status"].isin(["matches", "within range", "above", "below"])).sum()
+
+    leaks = [str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()
+             and SECRET.encode() in p.read_bytes()]
+    assert not leaks, f"the API key appears in {leaks}"
+    print(f"smoke reproduce of {len(notebooks)} notebooks: {seconds:.0f} s; "
+          f"{found} of {len(report_csv)} reference numbers found")

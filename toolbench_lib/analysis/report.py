@@ -1,0 +1,379 @@
+"""The paper's numbers against this run's: ``references/paper.yaml`` read over the saved tables.
+
+Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
+filters, a column, an aggregate); :func:`build_report` looks each one up and compares it with the paper.
+A table or column that is not there is reported as such, never raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import operator
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..experiment import ExperimentConfig
+from ..paths import PROJECT_ROOT
+
+REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
+AGGREGATES = ("first", "mean", "min", "max")
+EXTREMES = {"$min": "min", "$max": "max"}
+REPORT_COLUMNS = ["id", "description", "subset", "paper", "this_run", "difference", "status", "source"]
+
+# The saved tables and the columns the analyses write (extra columns are allowed).
+TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
+    "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
+                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"),
+    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties"),
+    "ttests": ("subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean"),
+    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision"),
+    "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall"),
+    "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
+    "scale_divergence": ("size", "seed", "subset", "no_overlap_share"),
+    "trajectory": ("subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
+                   "mean_apis_named", "refusal_rate", "n_plans"),
+    "miss_behaviour": ("subset", "method", "n_complete_miss", "refusal_rate_on_miss",
+                       "wrong_tool_rate_on_miss"),
+    "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                   "cos_incorrect", "fallback_share"),
+    "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
+                       "ptr_latency_s"),
+    "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "routing_signal": ("subset", "signal", "auroc"),
+}
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_LOCATOR_KEYS = {"table", "where", "column", "agg", "scale"}
+
+
+# -- the reference file -----------------------------------------------------------------------------------
+
+def paper_bounds(paper) -> dict[str, float]:
+    """``{"value": x}`` or ``{"min": a, "max": b}`` (either bound alone) from an entry's ``paper`` field."""
+    if isinstance(paper, int | float) and not isinstance(paper, bool):
+        return {"value": float(paper)}
+    if isinstance(paper, Mapping) and paper and set(paper) <= {"value", "min", "max"}:
+        if "value" in paper and len(paper) > 1:
+            raise ValueError(f"paper: give a value or min/max, not both ({dict(paper)})")
+        return {key: float(v) for key, v in paper.items()}
+    raise ValueError(f"paper must be a number or a mapping of value/min/max, got {paper!r}")
+
+
+def expression_names(expr: str) -> set[str]:
+    """Names an ``expr`` uses (checked against the locator's keys)."""
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
+def check_locator(locator: Mapping, where: str = "locator") -> None:
+    """Raise ``ValueError`` when a locator is malformed or names an unknown table or column."""
+    if "expr" in locator:
+        names = expression_names(str(locator["expr"]))
+        missing = names - set(locator)
+        if missing:
+            raise ValueError(f"{where}: expr uses {sorted(missing)} without a locator for them")
+        for name in names:
+            check_locator(locator[name], f"{where}.{name}")
+        return
+    unknown = set(locator) - _LOCATOR_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    table, column = locator.get("table"), locator.get("column")
+    if table not in TABLE_SCHEMAS:
+        raise ValueError(f"{where}: unknown table {table!r}")
+    columns = TABLE_SCHEMAS[table]
+    if column not in columns:
+        raise ValueError(f"{where}: table {table} has no column {column!r}")
+    if not isinstance(locator.get("where") or {}, Mapping):
+        raise ValueError(f"{where}: where must be a mapping of column to value")
+    if locator.get("agg", "first") not in AGGREGATES:
+        raise ValueError(f"{where}: agg must be one of {AGGREGATES}")
+
+
+def load_references(path: Path = REFERENCES_FILE) -> dict:
+    """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    for key in ("version", "source", "entries"):
+        if key not in data:
+            raise ValueError(f"{path}: missing top-level {key!r}")
+    seen: set[str] = set()
+    for entry in data["entries"]:
+        for key in ("id", "description", "subset", "paper", "locator"):
+            if key not in entry:
+                raise ValueError(f"{path}: entry {entry.get('id', '?')} lacks {key!r}")
+        if entry["id"] in seen:
+            raise ValueError(f"{path}: duplicate id {entry['id']!r}")
+        seen.add(entry["id"])
+        paper_bounds(entry["paper"])
+        check_locator(entry["locator"], entry["id"])
+    return data
+
+
+# -- locating this run's value ------------------------------------------------------------------------------
+
+class TableCache:
+    """Tables of one run, each read once; ``None`` for a table that was not saved."""
+
+    def __init__(self, tables_dir: Path):
+        self.tables_dir = Path(tables_dir)
+        self._tables: dict[str, pd.DataFrame | None] = {}
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        if name not in self._tables:
+            path = self.tables_dir / f"{name}.csv"
+            try:
+                self._tables[name] = pd.read_csv(path) if path.exists() else None
+            except pd.errors.EmptyDataError:
+                self._tables[name] = pd.DataFrame()
+        return self._tables[name]
+
+
+def _equal_to(series: pd.Series, value) -> pd.Series:
+    if isinstance(value, bool):
+        return series.astype(str).str.lower() == str(value).lower()
+    if isinstance(value, int | float):
+        numbers = pd.to_numeric(series, errors="coerce")
+        return pd.Series(np.isclose(numbers, float(value)), index=series.index) & numbers.notna()
+    return series.astype(str) == str(value)
+
+
+def select_rows(df: pd.DataFrame, where: Mapping | None) -> pd.DataFrame:
+    """Rows equal to every filter; ``"$min"``/``"$max"`` then keep the extreme of a numeric column."""
+    where = dict(where or {})
+    extremes = {c: v for c, v in where.items() if isinstance(v, str) and v in EXTREMES}
+    for col, value in where.items():
+        if col not in extremes:
+            df = df[_equal_to(df[col], value)]
+    for col, value in extremes.items():
+        numbers = pd.to_numeric(df[col], errors="coerce")
+        if numbers.notna().any():
+            target = numbers.min() if EXTREMES[value] == "min" else numbers.max()
+            df = df[np.isclose(numbers, target)]
+        else:
+            df = df.iloc[0:0]
+    return df
+
+
+def _aggregate(values: pd.Series, agg: str) -> float:
+    numbers = pd.to_numeric(values, errors="coerce")
+    if agg == "first":
+        return float(numbers.iloc[0])
+    numbers = numbers.dropna()
+    if numbers.empty:
+        return math.nan
+    return float(getattr(numbers, agg)())
+
+
+def evaluate_expr(expr: str, values: Mapping[str, float]) -> float:
+    """Arithmetic (``+ - * / **``, numbers, parentheses) over named values; NaN on division by zero."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in values:
+            return float(values[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.operand))
+        raise ValueError(f"unsupported expression element {ast.dump(node)} in {expr!r}")
+
+    try:
+        return ev(ast.parse(expr, mode="eval"))
+    except ZeroDivisionError:
+        return math.nan
+
+
+def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
+    """This run's value and ``None``, or NaN and why it is missing (``missing table``, ...)."""
+    if "expr" in locator:
+        values = {}
+        for name in sorted(expression_names(str(locator["expr"]))):
+            value, problem = locate(locator[name], tables)
+            if problem:
+                return math.nan, problem
+            values[name] = value
+        value = evaluate_expr(str(locator["expr"]), values)
+        return (value, None) if not math.isnan(value) else (math.nan, "no value")
+    df = tables.get(locator["table"])
+    if df is None:
+        return math.nan, "missing table"
+    where = locator.get("where") or {}
+    for col in [*where, locator["column"]]:
+        if col not in df.columns:
+            return math.nan, f"missing column {col}"
+    rows = select_rows(df, where)
+    if rows.empty:
+        return math.nan, "no matching rows"
+    value = _aggregate(rows[locator["column"]], locator.get("agg", "first"))
+    if math.isnan(value):
+        return math.nan, "no value"
+    return value * float(locator.get("scale", 1)), None
+
+
+def locator_source(locator: Mapping) -> str:
+    """Where a value comes from, for the report's ``source`` column."""
+    if "expr" in locator:
+        names = sorted(expression_names(str(locator["expr"])))
+        parts = [f"{n} = {locator_source(locator[n])}" for n in names]
+        return f"{locator['expr']} with " + "; ".join(parts)
+    where = ", ".join(f"{k}={v}" for k, v in (locator.get("where") or {}).items())
+    agg = locator.get("agg", "first")
+    text = f"{locator['table']}.{locator['column']}" + (f" [{where}]" if where else "")
+    text += f" ({agg})" if agg != "first" else ""
+    return text + (f" ×{locator['scale']}" if "scale" in locator else "")
+
+
+# -- comparing ----------------------------------------------------------------------------------------------
+
+def default_tolerance(value: float) -> float:
+    """Half a unit of the paper's last decimal (at least two decimals for a non-integer)."""
+    if float(value).is_integer():
+        return 0.5
+    decimals = max(2, len(repr(float(value)).split(".")[1]))
+    return 0.5 * 10 ** -decimals
+
+
+def compare(this_run: float, bounds: Mapping[str, float],
+            tolerance: float | None = None) -> tuple[float, str]:
+    """``(difference, status)``: this run minus the paper, or the distance outside the paper's range."""
+    if "value" in bounds:
+        diff = this_run - bounds["value"]
+        tol = default_tolerance(bounds["value"]) if tolerance is None else float(tolerance)
+        if abs(diff) <= tol + 1e-12:
+            return diff, "matches"
+        return diff, "above" if diff > 0 else "below"
+    low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+    if this_run < low:
+        return this_run - low, "below"
+    if this_run > high:
+        return this_run - high, "above"
+    return 0.0, "within range"
+
+
+def paper_text(bounds: Mapping[str, float]) -> str:
+    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``."""
+
+    def fmt(x: float) -> str:
+        return f"{x:g}"
+
+    if "value" in bounds:
+        return fmt(bounds["value"])
+    if "min" in bounds and "max" in bounds:
+        return f"{fmt(bounds['min'])}–{fmt(bounds['max'])}"
+    return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
+
+
+def compare_entries(entries: list[dict], tables_dir: Path) -> pd.DataFrame:
+    """One row per reference entry: the paper's number, this run's, their difference and a status."""
+    tables = TableCache(tables_dir)
+    rows = []
+    for entry in entries:
+        bounds = paper_bounds(entry["paper"])
+        value, problem = locate(entry["locator"], tables)
+        diff, status = (math.nan, problem) if problem else compare(value, bounds, entry.get("tolerance"))
+        rows.append({"id": entry["id"], "description": entry["description"], "subset": entry["subset"],
+                     "paper": paper_text(bounds), "this_run": value, "difference": diff, "status": status,
+                     "source": locator_source(entry["locator"])})
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS)
+
+
+def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """The paper's reference numbers against the tables this run saved under ``cfg.tables_dir``."""
+    return compare_entries(load_references(references)["entries"], cfg.tables_dir)
+
+
+# -- the written report -------------------------------------------------------------------------------------
+
+def run_provenance(cfg: ExperimentConfig) -> list[dict]:
+    """Provenance of the studies stored for this run; the configuration's own study first."""
+    files = sorted((cfg.out_dir / "runs").glob("*/provenance.json"))
+    own = cfg.out_dir / "runs" / cfg.study_key() / "provenance.json"
+    files.sort(key=lambda p: p != own)
+    out = []
+    for path in files:
+        prov = json.loads(path.read_text())
+        prov["study_folder"] = str(path.parent.relative_to(cfg.out_dir))
+        out.append(prov)
+    return out
+
+
+def provenance_markdown(prov: Mapping) -> str:
+    """A study's model, backend, data and parameters as a Markdown list."""
+    s = prov.get("settings", {})
+    requested = prov.get("model_requested")
+    embedder = prov.get("model") if requested in (None, prov.get("model")) else \
+        f"{prov.get('model')} (requested {requested})"
+    lines = [
+        f"- embedder: {embedder}",
+        f"- backend: {prov.get('backend')} (model {prov.get('llm_model')}); pass rate: "
+        f"{prov.get('pass_rate_kind', 'n/a')}",
+        f"- data: fingerprint {prov.get('data_fingerprint')}, registry {prov.get('registry_size')} of "
+        f"{prov.get('registry_full_size')} APIs (sub-registry seed {prov.get('sub_registry_seed')})",
+        f"- parameters: k={s.get('k')}, depth={s.get('depth')}, runs={s.get('runs')}, "
+        f"plan_limit={s.get('plan_limit')}, temperature={s.get('temperature')}, "
+        f"run_temperature={s.get('run_temperature')}, queries={prov.get('n_queries')} "
+        f"({prov.get('n_planned_queries')} planned)",
+        f"- prompts: {', '.join(prov.get('prompt_versions', [])) or 'n/a'}",
+        f"- stored in: `{prov.get('study_folder')}`",
+    ]
+    return "\n".join(lines)
+
+
+def _report_table(report: pd.DataFrame) -> str:
+    shown = report.drop(columns=["source"]).copy()
+    shown["this_run"] = shown["this_run"].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    shown["difference"] = shown["difference"].map(lambda v: "" if pd.isna(v) else f"{v:+.3f}")
+    return shown.to_markdown(index=False)
+
+
+def figure_links(cfg: ExperimentConfig) -> list[str]:
+    """Markdown image links, relative to the run folder, of every figure saved for this run."""
+    folder = cfg.figures_dir
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
+    return [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})" for p in paths]
+
+
+def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
+                    provenance: list[dict]) -> str:
+    """The whole ``report.md``: provenance, the comparison table, the figures."""
+    counts = report["status"].value_counts()
+    parts = [f"# Reproduction report: {cfg.run_name}", "",
+             f"Reference numbers: {references['source']} (`references/paper.yaml`, version "
+             f"{references['version']}).", "", "## This run", ""]
+    if provenance:
+        parts.append(provenance_markdown(provenance[0]))
+        if len(provenance) > 1:
+            others = ", ".join(f"`{p['study_folder']}`" for p in provenance[1:])
+            parts += ["", f"Other studies stored for this run: {others}."]
+    else:
+        parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
+    parts += ["", f"Run settings: smoke={cfg.smoke}, subsets={', '.join(cfg.subsets)}.", "",
+              "## The paper against this run", "",
+              "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
+              "`difference` is this run minus the paper, or for a range the distance outside it.", "",
+              _report_table(report), "", "## Figures", ""]
+    links = figure_links(cfg)
+    parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> Path:
+    """Write ``outputs/<run>/report.md`` and ``report.csv``; returns the Markdown path."""
+    refs = load_references(references)
+    report = compare_entries(refs["entries"], cfg.tables_dir)
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    report.to_csv(cfg.out_dir / "report.csv", index=False)
+    path = cfg.out_dir / "report.md"
+    path.write_text(report_markdown(cfg, report, refs, run_provenance(cfg)), encoding="utf-8")
+    return path

@@ -1,0 +1,221 @@
+"""``python -m toolbench_lib reproduce``: run every numbered notebook in order, then write the report.
+
+The notebooks ``notebooks/NN_*.ipynb`` run under papermill in a kernel of the interpreter that runs this
+command (a kernelspec named ``toolbench`` is written to a temporary Jupyter path for the duration of the
+run, so nothing has to be registered beforehand and a fresh virtual environment works). Every notebook
+gets the same parameters; those not given are left out so the notebook's defaults apply. Executed copies
+go to ``outputs/<run>/notebooks/``. The first failing notebook stops the run with its name and cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .llm.factory import BACKENDS
+from .paths import PROJECT_ROOT
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
+KERNEL_NAME = "toolbench"
+PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit")
+SMOKE_FIXED = ("backend", "runs", "plan_limit")
+
+
+class NotebookFailure(RuntimeError):
+    """A notebook raised: which one, in which cell (index in the source notebook), and what."""
+
+    def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, executed: Path,
+                 source_line: str = ""):
+        self.notebook, self.cell_index, self.ename, self.evalue = notebook, cell_index, ename, evalue
+        self.executed = executed
+        self.completed: list[tuple[str, float]] = []
+        if cell_index < 0:
+            where = "before any cell ran to completion (kernel or papermill error)"
+        else:
+            first = f"; first line: {source_line}" if source_line else ""
+            where = f"in cell {cell_index} (counting from 0 in the source notebook{first})"
+        super().__init__(f"notebook {notebook} failed {where}: {ename}: {evalue}\n"
+                         f"executed copy: {executed}")
+
+
+@dataclass
+class ReproduceSummary:
+    """What a run did: notebooks with their seconds, the outputs folder and the report."""
+
+    run_name: str
+    out_dir: Path
+    notebooks: list[tuple[str, float]] = field(default_factory=list)
+    report: Path | None = None
+
+    def text(self) -> str:
+        lines = [f"run {self.run_name}: {len(self.notebooks)} notebook(s)"]
+        lines += [f"  {name:36s} {seconds:7.1f} s" for name, seconds in self.notebooks]
+        lines.append(f"outputs: {self.out_dir}")
+        if self.report:
+            lines.append(f"report:  {self.report}")
+        return "\n".join(lines)
+
+
+def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks in order; ``only`` keeps those whose number or stem is listed."""
+    found = sorted(Path(notebooks_dir).glob(NOTEBOOK_PATTERN))
+    if not only:
+        return found
+    wanted = {w.strip().removesuffix(".ipynb") for w in only if w.strip()}
+    chosen = [p for p in found if p.stem in wanted or p.stem[:2] in wanted]
+    matched = {p.stem for p in chosen} | {p.stem[:2] for p in chosen}
+    unknown = sorted(wanted - matched)
+    if unknown:
+        names = ", ".join(p.name for p in found) or "none"
+        raise ValueError(f"no notebook matches {unknown} in {notebooks_dir} (found: {names})")
+    return chosen
+
+
+def notebook_parameters(**given) -> dict:
+    """The parameters passed to every notebook: the known names that were given (not None)."""
+    unknown = set(given) - set(PASSED_PARAMETERS)
+    if unknown:
+        raise ValueError(f"unknown notebook parameter(s) {sorted(unknown)}")
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def kernel_spec() -> dict:
+    """A kernelspec running ipykernel in this interpreter."""
+    return {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
+            "language": "python", "metadata": {"debugger": True}}
+
+
+@contextmanager
+def interpreter_kernel() -> Iterator[str]:
+    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration; yields its name.
+
+    The spec goes to a temporary folder put first on ``JUPYTER_PATH``, so it wins over any other spec of
+    that name and nothing is written to the environment or the home folder.
+    """
+    previous = os.environ.get("JUPYTER_PATH")
+    with tempfile.TemporaryDirectory(prefix="toolbench-kernel-") as tmp:
+        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1))
+        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([previous] if previous else [])])
+        try:
+            yield KERNEL_NAME
+        finally:
+            if previous is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = previous
+
+
+def _source_cell_index(executed: Path, cell_index: int) -> tuple[int, str]:
+    """Index of a failing cell in the source notebook (papermill inserts cells) and its first line."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return cell_index, ""
+    cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.get("metadata", {}).get("tags", [])]
+    if cell_index >= len(cells):
+        return cell_index, ""
+    injected = sum("injected-parameters" in c.get("metadata", {}).get("tags", []) for c in cells[:cell_index])
+    first = next((ln for ln in cells[cell_index].source.splitlines() if ln.strip()), "")
+    return cell_index - injected, first.strip()[:80]
+
+
+def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
+                 cwd: Path | None = None) -> float:
+    """Execute one notebook with papermill; seconds taken, or :class:`NotebookFailure`."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    try:
+        pm.execute_notebook(str(path), str(executed), parameters=parameters, kernel_name=kernel_name,
+                            language="python", cwd=str(cwd or path.parent), progress_bar=False,
+                            log_output=False)
+    except PapermillExecutionError as exc:
+        index, line = _source_cell_index(executed, exc.cell_index)
+        raise NotebookFailure(path.name, index, exc.ename, exc.evalue, executed, line) from exc
+    except Exception as exc:  # a dead kernel, a timeout, an unreadable notebook: still name the notebook
+        raise NotebookFailure(path.name, -1, type(exc).__name__, str(exc), executed) from exc
+    return time.time() - t0
+
+
+def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
+              embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
+              plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
+              notebooks_dir: Path = NOTEBOOKS_DIR, echo=print) -> ReproduceSummary:
+    """Run the numbered notebooks in order with shared parameters, then write the report."""
+    from .analysis.report import write_report
+    from .experiment import ExperimentConfig
+
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    run_name = run_name or ("smoke" if smoke else "default")
+    params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
+                                 cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
+    cfg = ExperimentConfig.from_params(**params)
+    paths = select_notebooks(notebooks_dir, notebooks)
+    if not paths:
+        raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
+    if smoke:
+        fixed = [k for k in SMOKE_FIXED if params.get(k) is not None]
+        if fixed:
+            echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
+    summary = ReproduceSummary(run_name, cfg.out_dir)
+    with interpreter_kernel() as kernel:
+        for i, path in enumerate(paths, 1):
+            echo(f"[{i}/{len(paths)}] {path.name} ...")
+            try:
+                seconds = run_notebook(path, cfg.out_dir / "notebooks" / path.name, params, kernel)
+            except NotebookFailure as exc:
+                exc.completed = list(summary.notebooks)
+                raise
+            summary.notebooks.append((path.name, seconds))
+            echo(f"[{i}/{len(paths)}] {path.name} done in {seconds:.1f} s")
+    summary.report = write_report(cfg)
+    return summary
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The ``reproduce`` subcommand."""
+    rep = sub.add_parser("reproduce", parents=[common],
+                         help="run every numbered notebook under papermill, then write the report")
+    rep.add_argument("--smoke", action="store_true", help="CI-sized slice with the rules backend")
+    rep.add_argument("--backend", choices=BACKENDS, default=None, help="LLM backend (default: replay)")
+    rep.add_argument("--embedder", default=None, help="embedding model")
+    rep.add_argument("--run-name", default=None, help="outputs/<run-name>/ (default: smoke or default)")
+    rep.add_argument("--cassette", default=None, help="cassette for --backend replay")
+    rep.add_argument("--runs", type=int, default=None, help="independent runs")
+    rep.add_argument("--plan-limit", type=int, default=None, help="plan the first N queries of each set")
+    rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
+    rep.add_argument("--notebooks-dir", default=None, help="folder of the notebooks (default notebooks/)")
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Run ``reproduce`` from parsed arguments; 1 when a notebook fails."""
+    only = [n for n in args.notebooks.split(",") if n.strip()] if args.notebooks else None
+    try:
+        summary = reproduce(run_name=args.run_name, smoke=args.smoke, backend=args.backend,
+                            embedder=args.embedder, cassette=args.cassette, runs=args.runs,
+                            plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
+                            notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR)
+    except NotebookFailure as exc:
+        done = ", ".join(f"{name} ({seconds:.1f} s)" for name, seconds in exc.completed) or "none"
+        print(f"notebooks completed before the failure: {done}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(summary.text())
+    return 0
