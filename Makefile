@@ -4,7 +4,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 LOCAL_STAMP := $(VENV)/.local-installed-$(shell cat requirements-local.lock | sha256sum | cut -c1-12)
-SUBSETS := --subset G1 --subset G2 --subset G3
 
 .PHONY: run test install install-local lint clean-cache
 
@@ -27,11 +26,16 @@ $(LOCAL_STAMP): $(STAMP)
 
 install-local: $(LOCAL_STAMP)
 
+# The main job, offline: the replay backend answers from the committed cassette, whose plans were
+# recorded with this embedder on the full registry for the first PLAN_LIMIT queries of each subset.
+EMBEDDER ?= all-MiniLM-L6-v2
+PLAN_LIMIT ?= 10
+RUN_NAME ?= default
 run: install
 	$(PY) -m toolbench_lib data summary
-	$(PY) -m toolbench_lib index build
-	$(PY) -m toolbench_lib evaluate --method rtp $(SUBSETS) --k 5 --gt candidates
-	$(PY) -m toolbench_lib evaluate --method rtp $(SUBSETS) --k 5 --gt relevant
+	$(PY) -m toolbench_lib index build --model $(EMBEDDER)
+	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
+		--runs 1 --plan-limit $(PLAN_LIMIT)
 
 lint: install
 	$(VENV)/bin/ruff check toolbench_lib tests

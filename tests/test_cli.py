@@ -79,3 +79,33 @@ def test_index_build_slice():
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["apis"] == 300 and info["dim"] == 384
     assert os.path.exists(info["index"])
+
+
+def test_evaluate_both_methods_with_rules_backend(tmp_path):
+    out = cli("evaluate", "--method", "rtp,ptr", "--backend", "rules", "--subset", "G1", "--subset", "G2",
+              "--subset", "G3", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
+              "--model", "all-MiniLM-L6-v2", "--runs", "2", "--plan-limit", "2", "--json",
+              "--save", str(tmp_path / "run"))
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["backend"] == "rules" and res["is_llm"] is False and res["method"] == "rtp,ptr"
+    for name in ("G1", "G2", "G3"):
+        methods = res["subsets"][name]["methods"]
+        for key in ("recall", "recall_std", "precision", "precision_std", "pass_rate", "tokens_in",
+                    "tokens_out"):
+            assert key in methods["rtp"] and key in methods["ptr"]
+        assert methods["ptr"]["stubs_per_query"] > 0 and methods["ptr"]["fallback_stubs"] == 0
+    assert (tmp_path / "run" / "stubs.parquet").exists()
+
+
+def test_replay_miss_is_a_clear_error(tmp_path):
+    import gzip
+
+    empty = tmp_path / "empty.jsonl.gz"
+    with gzip.open(empty, "wt") as fh:
+        fh.write("")
+    out = cli("evaluate", "--method", "ptr", "--backend", "replay", "--cassette", str(empty),
+              "--subset", "G3",
+              "--limit", "1", "--max-apis", str(SLICE_APIS), "--model", "all-MiniLM-L6-v2", "--runs", "1")
+    assert out.returncode == 2
+    assert "stubs-v1" in out.stderr and "Traceback" not in out.stderr
