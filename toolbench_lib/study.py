@@ -286,11 +286,14 @@ def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = D
                 res["fidelity"] = float(pm["fidelity"].dropna().mean()) if len(pm) else float("nan")
                 res["refusal_rate"] = float(pm["refusal"].mean()) if len(pm) else float("nan")
             mc = calls[(calls["method"] == method) & calls["qkey"].isin(keys)] if len(calls) else calls
+            # A method's cost per query: the mean call of each of its own stages (stubs, plan), summed;
+            # plans exist only for planned queries, so each stage is averaged over the calls it has.
             cost = mc[mc["stage"] != "judge"] if len(mc) else mc
-            n_runs = max(1, int(result.provenance["settings"]["runs"]))
-            per = n_runs * max(1, len(sq))
-            res["tokens_in"] = float(cost["tokens_in"].sum() / per) if len(cost) else 0.0
-            res["tokens_out"] = float(cost["tokens_out"].sum() / per) if len(cost) else 0.0
+            by_stage = cost.groupby("stage")[["tokens_in", "tokens_out", "latency_s"]].mean() if len(cost) \
+                else pd.DataFrame(columns=["tokens_in", "tokens_out", "latency_s"])
+            res["tokens_in"] = float(by_stage["tokens_in"].sum())
+            res["tokens_out"] = float(by_stage["tokens_out"].sum())
+            res["latency_s"] = float(by_stage["latency_s"].sum())
             if method == "ptr" and len(result.stubs):
                 st = result.stubs[result.stubs["qkey"].isin(keys)]
                 per_q = st.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
