@@ -299,8 +299,10 @@ def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = D
                 per_q = st.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
                 res["stubs_per_query"] = float(per_q["n"].mean())
                 res["fallback_stubs"] = int(per_q["fb"].sum())
-                names = st.groupby(["run", "qkey"])["name"].apply(lambda s: s.str.lower().nunique() / len(s))
-                res["unique_stub_name_share"] = float(names.mean())
+                pooled = st.groupby("run")["name"].apply(lambda s: s.str.lower().nunique() / len(s))
+                res["unique_stub_name_share"] = float(pooled.mean())  # distinct names / stubs of the set
+                per_query = st.groupby(["run", "qkey"])["name"].apply(lambda s: s.str.lower().nunique() / len(s))
+                res["unique_stub_name_share_per_query"] = float(per_query.mean())
             entry["methods"][method] = res
         if len(entry["methods"]) == 1:
             only = next(iter(entry["methods"].values()))

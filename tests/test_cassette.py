@@ -1,0 +1,57 @@
+"""The committed cassette of the local model: what it covers, and that PtR replays from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolbench_lib.llm.cache import ReplayBackend, read_cassette
+from toolbench_lib.llm.cassettes import cassette_info
+from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+from toolbench_lib.prompts import STUB_PROMPT
+from toolbench_lib.study import StudySettings, run_study, summarise_study
+
+MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+@pytest.fixture(scope="module")
+def records():
+    assert DEFAULT_CASSETTE.exists(), f"{DEFAULT_CASSETTE} is committed"
+    return list(read_cassette(DEFAULT_CASSETTE))
+
+
+def test_recorded_by_the_local_model(records):
+    assert records
+    assert {r["backend"] for r in records} == {"local"}
+    assert {r["model"] for r in records} == {MODEL}
+    assert all(r["is_llm"] for r in records)
+    assert all(r["tokens_in"] > 0 and r["latency_s"] > 0 for r in records)
+
+
+def test_stubs_cover_every_default_query(records, ds):
+    stub_prompts = {r["prompt"] for r in records
+                    if r["prompt_version"] == STUB_PROMPT.version and r["run"] == 0 and r["temperature"] == 0}
+    default = ds.queries[ds.queries["subset"].isin(
+        ["G1_instruction", "G2_category_original", "G3_instruction_original"])]
+    missing = [q for q in default["query"] if STUB_PROMPT.render(query=q) not in stub_prompts]
+    assert len(default) == 462
+    assert not missing, f"{len(missing)} default-subset queries have no recorded stubs"
+
+
+def test_plans_and_verdicts_recorded_for_both_methods(records):
+    info = cassette_info(DEFAULT_CASSETTE)
+    covered = info["distinct_queries_by_prompt_version"]
+    assert covered.get("plan-v1", 0) >= 30 and covered.get("judge-v1", 0) >= 30
+
+
+def test_ptr_replays_on_the_slice(slice_setup):
+    """Stubs depend only on the query, so they replay on any registry."""
+    result = run_study(slice_setup, ReplayBackend(DEFAULT_CASSETTE), StudySettings(runs=1, plan_limit=0),
+                       progress=False)
+    s = summarise_study(result, ["G1", "G2", "G3"], 5)
+    assert s["backend"] == "replay" and s["llm_model"] == MODEL and s["is_llm"] is True
+    for name in ("G1", "G2", "G3"):
+        ptr = s["subsets"][name]["methods"]["ptr"]
+        assert 1.0 <= ptr["stubs_per_query"] <= 8.0
+        assert ptr["fallback_stubs"] < 15
+        assert ptr["recall"] > 0.1
+    assert result.calls["cached"].all()
