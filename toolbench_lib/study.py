@@ -301,8 +301,8 @@ def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = D
                 res["fallback_stubs"] = int(per_q["fb"].sum())
                 pooled = st.groupby("run")["name"].apply(lambda s: s.str.lower().nunique() / len(s))
                 res["unique_stub_name_share"] = float(pooled.mean())  # distinct names / stubs of the set
-                per_query = st.groupby(["run", "qkey"])["name"].apply(lambda s: s.str.lower().nunique() / len(s))
-                res["unique_stub_name_share_per_query"] = float(per_query.mean())
+                per_q = st.groupby(["run", "qkey"])["name"].apply(lambda s: s.str.lower().nunique() / len(s))
+                res["unique_stub_name_share_per_query"] = float(per_q.mean())
             entry["methods"][method] = res
         if len(entry["methods"]) == 1:
             only = next(iter(entry["methods"].values()))
