@@ -91,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_cassette(args: argparse.Namespace) -> int:
-    from .llm.cache import CallStore, import_cassette
-    from .llm.cassettes import cassette_info, export_filtered
+    from .llm.cache import CallStore, export_cassette, import_cassette
+    from .llm.cassettes import cassette_info
     from .llm.factory import DEFAULT_STORE
 
     if args.action == "info":
@@ -100,7 +100,7 @@ def cmd_cassette(args: argparse.Namespace) -> int:
         return 0
     store = CallStore(args.store or DEFAULT_STORE)
     if args.action == "export":
-        n = export_filtered(store, args.out, model=args.llm_model)
+        n = export_cassette(store, args.out, model=args.llm_model)
         print(json.dumps({"cassette": args.out, "records": n}))
     else:
         added = import_cassette(args.cassette, store)
@@ -159,8 +159,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in ("rtp", "ptr")]
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {args.method!r}; choose rtp, ptr or rtp,ptr")
-    if args.k > args.depth:
-        args.depth = args.k
     ds = load_dataset(args.data_dir)
     backend = args.backend or ("replay" if "ptr" in methods else None)
     if backend is None:
@@ -181,7 +179,7 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
 
     from .embedding import load_embedder
     from .evaluate import prepare
-    from .llm.factory import make_backend
+    from .llm.factory import default_workers, make_backend
     from .study import StudySettings, run_study, summarise_study
 
     llm = make_backend(backend, cassette=args.cassette, model=args.llm_model)
@@ -191,7 +189,7 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
         k=args.k, depth=args.depth, runs=args.runs, temperature=args.temperature,
         run_temperature=None if args.run_temperature < 0 else args.run_temperature,
         plan_limit=args.plan_limit, methods=tuple(methods),
-        workers=args.workers or (4 if backend == "gemini" else 1), judge=not args.no_judge,
+        workers=args.workers or default_workers(backend), judge=not args.no_judge,
     )
     result = run_study(setup, llm, settings)
     if args.save:

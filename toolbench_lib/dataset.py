@@ -61,10 +61,6 @@ class Dataset:
         q = self.queries[self.queries["subset"] == resolve_subset(subset)]
         return q.head(limit) if limit else q
 
-    def row_of(self) -> dict[str, int]:
-        """Registry row position of every API id."""
-        return {a: i for i, a in enumerate(self.registry["api_id"])}
-
 
 def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path | None = None,
                  rebuild: bool = False) -> Dataset:

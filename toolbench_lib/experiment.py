@@ -95,7 +95,7 @@ def build_setup(cfg: ExperimentConfig):
 
 def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     """``(setup, StudyResult)``: the stored study of this configuration, run and saved when missing."""
-    from .llm.factory import make_backend
+    from .llm.factory import default_workers, make_backend
     from .study import StudyResult, StudySettings, run_study
 
     setup = setup or build_setup(cfg)
@@ -104,9 +104,9 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
         log.info("study tables from %s", folder)
         return setup, StudyResult.load(folder)
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
-    settings = StudySettings(k=cfg.k, depth=max(cfg.depth, cfg.k), runs=cfg.runs, temperature=cfg.temperature,
+    settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
                              run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
-                             workers=4 if cfg.backend == "gemini" else 1)
+                             workers=default_workers(cfg.backend))
     result = run_study(setup, llm, settings, progress=progress)
     result.provenance["config"] = cfg.to_dict()
     result.save(folder)

@@ -53,6 +53,9 @@ class StudySettings:
     workers: int = 1
     judge: bool = True
 
+    def __post_init__(self) -> None:
+        self.depth = max(self.depth, self.k)  # the planner sees the top k, so every text keeps at least k
+
     def temperature_of(self, run: int) -> float:
         if run == 0 or self.run_temperature is None:
             return self.temperature
@@ -135,16 +138,19 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
     return pd.DataFrame(rows), calls
 
 
-def ptr_hits(setup: RetrievalSetup, queries: pd.DataFrame, stubs: pd.DataFrame, run: int,
-             depth: int) -> pd.DataFrame:
-    """PtR retrieval: every stub searched, merged by each API's best cosine over the query's stubs."""
+def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
+    """The texts PtR searches per query in one run (its stubs, else the raw query), in query order."""
     mine = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
     by_q = {q: [stub_text(Stub(n, r)) for n, r in zip(g["name"], g["reasoning"], strict=True)]
             for q, g in mine.groupby("qkey", sort=False)}
-    keys = queries["qkey"].tolist()
-    texts = [by_q.get(k) or [q] for k, q in zip(keys, queries["query"], strict=True)]
-    per_query, merged = retrieve_multi(setup.index, texts, setup.encode, depth)
-    hits = hits_frame(keys, "ptr", per_query, merged, setup.api_ids)
+    return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
+
+
+def ptr_hits(setup: RetrievalSetup, queries: pd.DataFrame, stubs: pd.DataFrame, run: int,
+             depth: int) -> pd.DataFrame:
+    """PtR retrieval: every stub searched, merged by each API's best cosine over the query's stubs."""
+    per_query, merged = retrieve_multi(setup.index, ptr_texts(queries, stubs, run), setup.encode, depth)
+    hits = hits_frame(queries["qkey"].tolist(), "ptr", per_query, merged, setup.api_ids)
     hits.insert(2, "run", run)
     return hits
 
@@ -202,23 +208,25 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend, settings: StudySettings,
     q = setup.queries
     planned = plan_queries(q, settings.plan_limit)
     stubs, hits, plans, calls = [], [], [], []
+    method_hits: dict[str, pd.DataFrame] = {}
     if "rtp" in settings.methods:
         rtp = run_rtp(setup, settings.depth)
         rtp.insert(2, "run", -1)
         hits.append(rtp)
+        method_hits["rtp"] = rtp
     for run in range(settings.runs):
         temp = settings.temperature_of(run)
         if "ptr" in settings.methods:
             s, c = generate_stubs(llm, q, run, temp, settings.workers, progress)
             stubs.append(s)
             calls.extend(c)
-            hits.append(ptr_hits(setup, q, s, run, settings.depth))
+            method_hits["ptr"] = ptr_hits(setup, q, s, run, settings.depth)
+            hits.append(method_hits["ptr"])
         if settings.plan_limit == 0:
             continue
         for method in settings.methods:
-            mh = hits[0] if method == "rtp" else hits[-1]
-            p, c = plan_and_judge(llm, setup, planned, mh, method, run, temp, settings.k, settings.judge,
-                                  settings.workers, progress)
+            p, c = plan_and_judge(llm, setup, planned, method_hits[method], method, run, temp, settings.k,
+                                  settings.judge, settings.workers, progress)
             plans.append(p)
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])

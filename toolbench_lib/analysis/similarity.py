@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from ..parsing import Stub, stub_text
+from ..study import ptr_texts
 
 log = logging.getLogger(__name__)
 
@@ -124,14 +123,6 @@ def max_over_groups(texts_vecs: np.ndarray, group_sizes: Sequence[int], api_vecs
         out[g:g_end] = np.maximum.reduceat(block, starts[g:g_end] - starts[g], axis=0)
         g = g_end
     return out
-
-
-def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
-    """The texts PtR searched per query in one run (its stubs, else the raw query), in study order."""
-    mine = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
-    by_q = {q: [stub_text(Stub(n, r)) for n, r in zip(g["name"], g["reasoning"], strict=True)]
-            for q, g in mine.groupby("qkey", sort=False)}
-    return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
 
 
 def _fingerprint(*parts: object) -> str:

@@ -385,9 +385,10 @@ def _write_gzip_deterministic(path: Path, lines: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
-def export_cassette(store: CallStore, path: str | os.PathLike[str]) -> int:
-    """Write every record of ``store`` to a ``.jsonl.gz`` cassette, sorted by key; returns the count."""
-    records = list(store.iter_records())
+def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
+    """Write the records of ``store`` (only ``model``'s when given) to a ``.jsonl.gz`` cassette, sorted by
+    key; returns the count."""
+    records = [r for r in store.iter_records() if model is None or r["model"] == model]
     lines = (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n" for record in records)
     _write_gzip_deterministic(Path(path), lines)
     return len(records)

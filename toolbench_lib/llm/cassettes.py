@@ -1,23 +1,12 @@
-"""Cassette helpers beyond plain export/import: filtered export and a coverage summary."""
+"""What a cassette covers: records per model, prompt version and run."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
-from pathlib import Path
 
-from .cache import CallStore, _write_gzip_deterministic, read_cassette
-
-
-def export_filtered(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
-    """Write the store's records (only ``model``'s when given) to a deterministic cassette."""
-    records = [r for r in store.iter_records() if model is None or r["model"] == model]
-    lines = (json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
-    _write_gzip_deterministic(Path(path), lines)
-    return len(records)
-
+from .cache import read_cassette
 
 _QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
 

@@ -13,6 +13,11 @@ DEFAULT_CASSETTE = CASSETTE_DIR / "local-qwen2.5-coder-1.5b.jsonl.gz"
 DEFAULT_STORE = CACHE_DIR / "llm" / "calls.sqlite"
 
 
+def default_workers(name: str) -> int:
+    """Concurrent calls a backend takes by default: a remote API several, a local model or replay one."""
+    return 4 if name == "gemini" else 1
+
+
 def make_backend(name: str, cassette: str | Path | None = None, model: str | None = None,
                  store: str | Path | None = DEFAULT_STORE) -> LLMBackend:
     """A backend by name. Live backends (``gemini``, ``local``) are wrapped in the durable call cache.
