@@ -139,16 +139,23 @@ def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str,
     return (cache_dir or CACHE_DIR / "embeddings") / embedder.slug / f"{kind}-{texts_fingerprint(texts)}"
 
 
+def _chunk_size_of(folder: Path, default: int) -> int:
+    """The chunk size a cache folder was written with (``default`` for a new folder)."""
+    meta = folder / "meta.json"
+    return int(json.loads(meta.read_text())["chunk_size"]) if meta.exists() else default
+
+
+def _chunk_paths(folder: Path, n_texts: int, chunk_size: int) -> list[Path]:
+    return [folder / f"chunk_{i:05d}.npy" for i in range((n_texts + chunk_size - 1) // chunk_size)]
+
+
 def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str,
                     cache_dir: Path | None = None) -> bool:
     """True when every chunk of ``texts`` is already on disk."""
     folder = cache_folder(embedder, texts, kind, cache_dir)
-    meta = folder / "meta.json"
-    if not meta.exists():
+    if not (folder / "meta.json").exists():
         return False
-    chunk = int(json.loads(meta.read_text())["chunk_size"])
-    n_chunks = (len(texts) + chunk - 1) // chunk
-    return all((folder / f"chunk_{i:05d}.npy").exists() for i in range(n_chunks))
+    return all(p.exists() for p in _chunk_paths(folder, len(texts), _chunk_size_of(folder, CHUNK_SIZE)))
 
 
 def embed_cached(
@@ -163,27 +170,25 @@ def embed_cached(
     """Embeddings of ``texts``, computed once and cached on disk by model and text fingerprint.
 
     Written in chunks of ``chunk_size`` texts, each saved atomically, so a killed build resumes at
-    the first missing chunk. Returns an ``(n, dim)`` float32 array of L2-normalised rows.
+    the first missing chunk (a folder keeps the chunk size it was started with). Returns an
+    ``(n, dim)`` float32 array of L2-normalised rows.
     """
     folder = cache_folder(embedder, texts, kind, cache_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    chunk_size = _chunk_size_of(folder, chunk_size)
     meta = {"model": embedder.name, "n": len(texts), "chunk_size": chunk_size, "kind": kind}
-    meta_path = folder / "meta.json"
-    if meta_path.exists() and json.loads(meta_path.read_text()).get("chunk_size") != chunk_size:
-        chunk_size = int(json.loads(meta_path.read_text())["chunk_size"])
-        meta["chunk_size"] = chunk_size
-    meta_path.write_text(json.dumps(meta))
-    n_chunks = (len(texts) + chunk_size - 1) // chunk_size
-    missing = [i for i in range(n_chunks) if not (folder / f"chunk_{i:05d}.npy").exists()]
+    (folder / "meta.json").write_text(json.dumps(meta))
+    paths = _chunk_paths(folder, len(texts), chunk_size)
+    missing = [i for i, p in enumerate(paths) if not p.exists()]
     if missing:
         todo = sum(min(chunk_size, len(texts) - i * chunk_size) for i in missing)
         log.info("embedding %d of %d %s texts with %s", todo, len(texts), kind, embedder.name)
         bar = tqdm(total=todo, desc=f"embed {kind}", unit="doc", disable=not progress)
         for i in missing:
             chunk = texts[i * chunk_size:(i + 1) * chunk_size]
-            _atomic_save(folder / f"chunk_{i:05d}.npy", embedder.encode(chunk, batch_size=batch_size))
+            _atomic_save(paths[i], embedder.encode(chunk, batch_size=batch_size))
             bar.update(len(chunk))
         bar.close()
-    if n_chunks == 0:
+    if not paths:
         return np.zeros((0, embedder.dim), dtype=np.float32)
-    return np.concatenate([np.load(folder / f"chunk_{i:05d}.npy") for i in range(n_chunks)])
+    return np.concatenate([np.load(p) for p in paths])
