@@ -206,8 +206,8 @@ def _print_result(result: dict) -> None:
     for name, r in result["subsets"].items():
         methods = r.get("methods") or {result["method"]: r}
         for m, v in methods.items():
-            extra = f" pass_rate={v['pass_rate']:.3f}" if v.get("pass_rate") == v.get("pass_rate") and \
-                "pass_rate" in v else ""
+            rate = v.get("pass_rate")
+            extra = f" pass_rate={rate:.3f}" if rate is not None and rate == rate else ""  # NaN: no plans
             print(f"  {name:4s} {r['subset']:26s} {m:4s} n={r['n_queries']:4d} "
                   f"recall={v['recall']:.3f} precision={v['precision']:.3f}{extra}")
 
