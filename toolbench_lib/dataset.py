@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .atomic import atomic_path
 from .paths import PROCESSED_DIR, find_data_dir
 from .queries import available_sets, load_queries
 from .registry import api_text, merge_registry
@@ -89,12 +90,11 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
         "added_by_source": merge_stats.added,
         "skipped_existing_by_source": merge_stats.skipped_existing,
     }
-    out.mkdir(parents=True, exist_ok=True)
     for df, path in ((registry, reg_path), (queries, q_path)):
-        tmp = path.with_suffix(".tmp")
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    stats_path.write_text(json.dumps(stats, indent=2))
+        with atomic_path(path) as tmp:
+            df.to_parquet(tmp, index=False)
+    with atomic_path(stats_path) as tmp:
+        tmp.write_text(json.dumps(stats, indent=2))
     return Dataset(root, fp, registry, queries, stats)
 
 

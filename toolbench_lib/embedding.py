@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from .atomic import atomic_path
 from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
@@ -128,9 +129,8 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        np.save(tmp, array)
 
 
 def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str,

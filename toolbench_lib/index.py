@@ -8,6 +8,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from .atomic import atomic_path
 from .dataset import Dataset
 from .embedding import Embedder, embed_cached
 from .paths import CACHE_DIR
@@ -51,9 +52,10 @@ class VectorIndex:
         return VectorIndex(self._vectors[local], self.rows[local])
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(self.index, str(path))
-        np.save(path.with_suffix(".rows.npy"), self.rows)
+        with atomic_path(path.with_suffix(".rows.npy")) as tmp:
+            np.save(tmp, self.rows)
+        with atomic_path(path) as tmp:
+            faiss.write_index(self.index, str(tmp))
 
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,

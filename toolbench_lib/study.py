@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .atomic import atomic_path
 from .evaluate import RetrievalSetup, ranked_lists, run_rtp
 from .llm.base import LLMBackend, LLMResponse
 from .metrics import per_query_metrics
@@ -76,10 +77,12 @@ class StudyResult:
     TABLES = ("queries", "stubs", "hits", "plans", "calls")
 
     def save(self, folder: Path) -> Path:
-        folder.mkdir(parents=True, exist_ok=True)
+        """Write every table, then ``provenance.json`` last: its presence marks a complete study."""
         for name in self.TABLES:
-            getattr(self, name).to_parquet(folder / f"{name}.parquet", index=False)
-        (folder / "provenance.json").write_text(json.dumps(self.provenance, indent=2, default=str))
+            with atomic_path(folder / f"{name}.parquet") as tmp:
+                getattr(self, name).to_parquet(tmp, index=False)
+        with atomic_path(folder / "provenance.json") as tmp:
+            tmp.write_text(json.dumps(self.provenance, indent=2, default=str))
         return folder
 
     @classmethod

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_path
 from ..study import ptr_texts
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,8 @@ def _load_or_compute(path: Path | None, compute) -> np.ndarray:
         return np.load(path)
     m = compute()
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, m)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            np.save(tmp, m)
     return m
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_path
 from .base import LLMBackend, LLMError, LLMResponse
 
 KEY_SCHEME_VERSION = 1
@@ -376,13 +377,10 @@ def _write_gzip_deterministic(path: Path, lines: Iterable[str]) -> None:
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
         for line in lines:
             gz.write(line.encode("utf-8"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         handle.write(buffer.getvalue())
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
