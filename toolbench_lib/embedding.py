@@ -177,7 +177,8 @@ def embed_cached(
     folder.mkdir(parents=True, exist_ok=True)
     chunk_size = _chunk_size_of(folder, chunk_size)
     meta = {"model": embedder.name, "n": len(texts), "chunk_size": chunk_size, "kind": kind}
-    (folder / "meta.json").write_text(json.dumps(meta))
+    with atomic_path(folder / "meta.json") as tmp:
+        tmp.write_text(json.dumps(meta))
     paths = _chunk_paths(folder, len(texts), chunk_size)
     missing = [i for i, p in enumerate(paths) if not p.exists()]
     if missing:
