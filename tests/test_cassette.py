@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 import pytest
 
 from toolbench_lib.llm.cache import ReplayBackend, read_cassette
-from toolbench_lib.llm.cassettes import cassette_info
+from toolbench_lib.llm.cassettes import cassette_info, prompt_query
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-from toolbench_lib.prompts import STUB_PROMPT
+from toolbench_lib.paths import PROJECT_ROOT
+from toolbench_lib.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 from toolbench_lib.study import StudySettings, run_study, summarise_study
 
 MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -37,10 +41,33 @@ def test_stubs_cover_every_default_query(records, ds):
     assert not missing, f"{len(missing)} default-subset queries have no recorded stubs"
 
 
-def test_plans_and_verdicts_recorded_for_both_methods(records):
+PLANNED_PER_SUBSET = 50  # the Makefile's PLAN_LIMIT: `make run` replays plans of this many queries
+
+
+def _queries_in(records, version: str) -> list[str]:
+    return [prompt_query(r["prompt"]) for r in records if r["prompt_version"] == version and r["run"] == 0]
+
+
+def test_plans_and_verdicts_cover_the_first_queries_of_each_subset(records, ds):
+    """Both methods' plans and verdicts for the first PLANNED_PER_SUBSET queries of G1, G2 and G3."""
+    plans = Counter(_queries_in(records, PLAN_PROMPT.version))
+    verdicts = set(_queries_in(records, JUDGE_PROMPT.version))
+    for name in ("G1", "G2", "G3"):
+        first = ds.subset_queries(name, PLANNED_PER_SUBSET)["query"].tolist()
+        assert len(first) == PLANNED_PER_SUBSET
+        unplanned = [q for q in first if q not in plans]
+        unjudged = [q for q in first if q not in verdicts]
+        assert not unplanned, f"{name}: {len(unplanned)} of the first queries have no plan"
+        assert not unjudged, f"{name}: {len(unjudged)} of the first queries have no verdict"
+        # One plan per method, unless both methods retrieved the same APIs in the same order (one prompt).
+        assert sum(plans[q] >= 2 for q in first) >= PLANNED_PER_SUBSET // 2
+
+
+def test_makefile_replays_what_the_cassette_covers():
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    assert re.search(rf"^PLAN_LIMIT \?= {PLANNED_PER_SUBSET}$", makefile, re.M)
     info = cassette_info(DEFAULT_CASSETTE)
-    covered = info["distinct_queries_by_prompt_version"]
-    assert covered.get("plan-v1", 0) >= 30 and covered.get("judge-v1", 0) >= 30
+    assert info["distinct_queries_by_prompt_version"][PLAN_PROMPT.version] >= 3 * PLANNED_PER_SUBSET - 2
 
 
 def test_ptr_replays_on_the_slice(slice_setup):

@@ -11,6 +11,12 @@ from .cache import read_cassette
 _QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
 
 
+def prompt_query(prompt: str) -> str | None:
+    """The query a templated prompt was rendered for (``None`` for a prompt without one)."""
+    m = _QUERY.search(prompt)
+    return m.group(1) if m else None
+
+
 def cassette_info(path: str | os.PathLike[str]) -> dict:
     """Records per model, prompt version and run, and how many distinct queries each version covers."""
     by = Counter()
@@ -18,8 +24,7 @@ def cassette_info(path: str | os.PathLike[str]) -> dict:
     tokens = Counter()
     for r in read_cassette(path):
         by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
-        m = _QUERY.search(r["prompt"])
-        queries.setdefault(r["prompt_version"], set()).add(m.group(1) if m else r["prompt"])
+        queries.setdefault(r["prompt_version"], set()).add(prompt_query(r["prompt"]) or r["prompt"])
         tokens["in"] += int(r["tokens_in"])
         tokens["out"] += int(r["tokens_out"])
         tokens["latency_s"] += float(r["latency_s"])
