@@ -29,7 +29,7 @@ install-local: $(LOCAL_STAMP)
 # The main job, offline: the replay backend answers from the committed cassette, whose plans were
 # recorded with this embedder on the full registry for the first PLAN_LIMIT queries of each subset.
 EMBEDDER ?= all-MiniLM-L6-v2
-PLAN_LIMIT ?= 75
+PLAN_LIMIT ?= 100
 RUN_NAME ?= default
 run: install
 	$(PY) -m toolbench_lib data summary

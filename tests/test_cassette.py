@@ -41,7 +41,7 @@ def test_stubs_cover_every_default_query(records, ds):
     assert not missing, f"{len(missing)} default-subset queries have no recorded stubs"
 
 
-PLANNED_PER_SUBSET = 75  # the Makefile's PLAN_LIMIT: `make run` replays plans of this many queries
+PLANNED_PER_SUBSET = 100  # the Makefile's PLAN_LIMIT: `make run` replays plans of this many queries
 
 
 def _queries_in(records, version: str) -> list[str]:
