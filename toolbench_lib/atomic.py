@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 
 def temp_path(path: Path) -> Path:
     """A hidden per-process temporary name beside ``path`` that keeps its suffix (``np.save`` needs it)."""
@@ -28,3 +30,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:
+    """``np.save`` through :func:`atomic_path`: readers see the old array or the whole new one."""
+    with atomic_path(path) as tmp:
+        np.save(tmp, array)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .atomic import atomic_path
+from .atomic import atomic_path, save_npy
 from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
@@ -128,11 +128,6 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def _atomic_save(path: Path, array: np.ndarray) -> None:
-    with atomic_path(path) as tmp:
-        np.save(tmp, array)
-
-
 def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str,
                  cache_dir: Path | None = None) -> Path:
     """Folder of the cached embeddings of ``texts`` under ``embedder``."""
@@ -187,7 +182,7 @@ def embed_cached(
         bar = tqdm(total=todo, desc=f"embed {kind}", unit="doc", disable=not progress)
         for i in missing:
             chunk = texts[i * chunk_size:(i + 1) * chunk_size]
-            _atomic_save(paths[i], embedder.encode(chunk, batch_size=batch_size))
+            save_npy(paths[i], embedder.encode(chunk, batch_size=batch_size))
             bar.update(len(chunk))
         bar.close()
     if not paths:

@@ -8,7 +8,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from .atomic import atomic_path
+from .atomic import atomic_path, save_npy
 from .dataset import Dataset
 from .embedding import Embedder, embed_cached
 from .paths import CACHE_DIR
@@ -52,8 +52,7 @@ class VectorIndex:
         return VectorIndex(self._vectors[local], self.rows[local])
 
     def save(self, path: Path) -> None:
-        with atomic_path(path.with_suffix(".rows.npy")) as tmp:
-            np.save(tmp, self.rows)
+        save_npy(path.with_suffix(".rows.npy"), self.rows)
         with atomic_path(path) as tmp:
             faiss.write_index(self.index, str(tmp))
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_path
+from ..atomic import save_npy
 from ..study import ptr_texts
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,7 @@ def _load_or_compute(path: Path | None, compute) -> np.ndarray:
         return np.load(path)
     m = compute()
     if path is not None:
-        with atomic_path(path) as tmp:
-            np.save(tmp, m)
+        save_npy(path, m)
     return m
 
 
