@@ -26,11 +26,16 @@ def _pyproject_pins() -> dict[str, str]:
     return pins
 
 
-def test_environment_yml_matches_pyproject():
+def test_environment_yml_installs_exactly_the_lock():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert _pins(pip) == _pyproject_pins()
-    assert "python=3.11" in env["dependencies"]
+    lock = _pins((ROOT / "requirements.lock").read_text().splitlines())
+    env_pins = _pins(pip)
+    assert env_pins == lock, (f"environment.yml and requirements.lock differ: only in the yml "
+                              f"{sorted(set(env_pins.items()) - set(lock.items()))}, only in the lock "
+                              f"{sorted(set(lock.items()) - set(env_pins.items()))}")
+    assert set(_pyproject_pins().items()) <= set(env_pins.items())
+    assert "python=3.11" in env["dependencies"] and "-e ." in pip
 
 
 def test_lock_agrees_with_pyproject():
