@@ -3,6 +3,10 @@
 Replies from small models come wrapped in code fences or prose, with trailing commas, Python-style
 quotes, one object where a list was asked for, or cut off mid-list. These parsers recover what they
 can and say when they could not (``fell_back`` for stubs, ``parse_ok`` for plans).
+
+They never raise on any string: huge integers, deep nesting, NUL bytes and lone surrogates are
+handled, and the work per reply is bounded (a token and a character budget), so a 1 MB reply is
+parsed in well under a second; a reply that exhausts the budget keeps what was found so far.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .normalize import norm_name
+from .plan_names import fidelity, resolve_plan_apis, resolve_step, resolve_step_strict  # noqa: F401 (re-export)
 
 _MAX_FAILED_STARTS = 64
 _MAX_TRUNCATION_TRIES = 16
+_SCAN_TOKEN_BUDGET = 100_000  # brackets and string literals looked at per reply (a decode costs 20)
+_LOAD_CHAR_BUDGET = 8_000_000  # characters handed to the JSON decoders per reply
+_LITERAL_EVAL_MAX_CHARS = 100_000  # Python-literal fallback only for replies of a sane size
+_MAX_STEP_NUMBER = 10_000
 _OPEN_TO_CLOSE = {"[": "]", "{": "}"}
 _STUB_LIST_KEYS = ("stubs", "tools", "tool_stubs", "apis", "items", "results", "capabilities")
 _NAME_KEYS = ("name", "tool_name", "tool", "api_name", "api", "title")
@@ -24,37 +32,53 @@ _STEP_LIST_KEYS = ("steps", "plan", "calls", "actions", "tools", "apis")
 _STEP_TOOL_KEYS = ("tool_name", "tool")
 _STEP_API_KEYS = ("api_name", "api", "endpoint", "name")
 _STEP_PURPOSE_KEYS = ("purpose", "reason", "reasoning", "description")
-_INDEX_REF = re.compile(r"^\s*\[(\d+)\]")
-_BARE_INDEX = re.compile(r"^\s*#?(\d+)\s*$")
 
 
 # --------------------------------------------------------------------------- JSON extraction
 
 
+_STRING = {
+    '"': r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*"?',
+    "'": r"'[^'\\]*(?:\\(?:.|\Z)[^'\\]*)*'?",
+}
+_STRINGS = {quotes: re.compile("|".join(_STRING[q] for q in quotes), re.S) for quotes in ('"', "\"'")}
+_TOKEN = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(")?|[\[\]{}]', re.S)
+_OPEN = re.compile(r"[\[{]")
+
+
+class _BudgetSpent(Exception):
+    """The reply used up its parsing budget."""
+
+
+class _Budget:
+    """Work left for one reply: tokens scanned and characters decoded."""
+
+    def __init__(self) -> None:
+        self.tokens = _SCAN_TOKEN_BUDGET
+        self.chars = _LOAD_CHAR_BUDGET
+        self.best: object | None = None  # the best value found so far
+
+    def spend(self, tokens: int, chars: int = 0) -> None:
+        self.tokens -= tokens
+        self.chars -= chars
+        if self.tokens < 0 or self.chars < 0:
+            raise _BudgetSpent
+
+
 def _segments(text: str, quotes: str) -> list[tuple[bool, str]]:
-    """Split ``text`` into ``(is_string, chunk)`` pieces; strings use any quote char in ``quotes``."""
+    """Split ``text`` into ``(is_string, chunk)`` pieces; strings use any quote char in ``quotes``.
+
+    An unterminated string runs to the end of ``text``.
+    """
     out: list[tuple[bool, str]] = []
-    buf: list[str] = []
-    quote = ""
-    escaped = False
-    for ch in text:
-        if quote:
-            buf.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                out.append((True, "".join(buf)))
-                buf, quote = [], ""
-        elif ch in quotes:
-            if buf:
-                out.append((False, "".join(buf)))
-            buf, quote = [ch], ch
-        else:
-            buf.append(ch)
-    if buf:
-        out.append((bool(quote), "".join(buf)))
+    pos = 0
+    for m in _STRINGS[quotes].finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
     return out
 
 
@@ -86,45 +110,43 @@ def _as_container(value: object) -> object | None:
     return value if isinstance(value, (dict, list)) else None
 
 
-def _loads(text: str) -> object | None:
+def _loads(text: str, budget: _Budget | None = None) -> object | None:
     """Parse a JSON-ish container: strict, then without trailing commas, then as a Python literal."""
+    if budget is not None:
+        budget.spend(20, len(text))
     for attempt in (text, _drop_trailing_commas(text)):
         try:
             return _as_container(json.loads(attempt))
         except (ValueError, RecursionError):
             continue
+    if len(text) > _LITERAL_EVAL_MAX_CHARS:
+        return None
     try:
         return _as_container(ast.literal_eval(_pythonish(text)))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
-def _match_end(text: str, start: int) -> tuple[int | None, list[str]]:
+def _match_end(text: str, start: int, budget: _Budget) -> tuple[int | None, list[str]]:
     """Index after the bracket closing ``text[start]`` (None if unclosed/mismatched) and the open stack."""
     stack: list[str] = []
-    in_str = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in _OPEN_TO_CLOSE:
-            stack.append(_OPEN_TO_CLOSE[ch])
-        elif ch in "]}":
-            if not stack or stack.pop() != ch:
-                return None, []
-            if not stack:
-                return i + 1, []
+    for m in _TOKEN.finditer(text, start):
+        budget.spend(1)
+        tok = m.group()
+        if tok[0] == '"':
+            if m.group(1) is None:  # an unterminated string runs to the end
+                return None, stack
+            continue
+        if tok in _OPEN_TO_CLOSE:
+            stack.append(_OPEN_TO_CLOSE[tok])
+        elif not stack or stack.pop() != tok:
+            return None, []
+        elif not stack:
+            return m.end(), []
     return None, stack
 
 
-def _repair_truncated(text: str, start: int) -> object | None:
+def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
     """Best effort for a reply cut off mid-structure: keep complete items and close the brackets."""
     tried = 0
     end = len(text)
@@ -133,9 +155,9 @@ def _repair_truncated(text: str, start: int) -> object | None:
         if pos <= start:
             return None
         piece = text[start : pos + 1]
-        _, stack = _match_end(piece, 0)
+        _, stack = _match_end(piece, 0, budget)
         if stack:
-            value = _loads(piece + "".join(reversed(stack)))
+            value = _loads(piece + "".join(reversed(stack)), budget)
             if value is not None:
                 return value
         tried += 1
@@ -148,36 +170,46 @@ def extract_json(text: str | None) -> object | None:
 
     Tolerates code fences, prose around the payload, trailing commas, Python literals / single quotes
     and a reply truncated mid-list. When several bracketed spans parse, the longest wins. Bare scalars
-    (numbers, strings) do not count as usable.
+    (numbers, strings) do not count as usable. Never raises; the work per reply is bounded.
     """
-    if not text or not text.strip():
+    if not isinstance(text, str) or not text.strip():
         return None
+    budget = _Budget()
+    try:
+        return _extract(text, budget)
+    except _BudgetSpent:
+        return budget.best
+    except (RecursionError, MemoryError):
+        return None
+
+
+def _extract(text: str, budget: _Budget) -> object | None:
+    """:func:`extract_json`'s search, spending ``budget``."""
     whole = text.strip()
     if whole[0] in "[{":
-        value = _loads(whole)
+        value = _loads(whole, budget)
         if value is not None:
             return value
     best: tuple[int, int, object] | None = None  # (span length, start, value)
     first_unclosed: int | None = None
     failed = 0
-    i = 0
-    while i < len(text) and failed < _MAX_FAILED_STARTS:
-        if text[i] not in _OPEN_TO_CLOSE:
-            i += 1
-            continue
-        end, stack = _match_end(text, i)
-        value = _loads(text[i:end]) if end is not None else None
+    m = _OPEN.search(text)
+    while m is not None and failed < _MAX_FAILED_STARTS:
+        i = m.start()
+        end, stack = _match_end(text, i, budget)
+        value = _loads(text[i:end], budget) if end is not None else None
         if value is not None:
             if best is None or end - i > best[0]:
                 best = (end - i, i, value)
-            i = end
+                budget.best = value
+            m = _OPEN.search(text, end)
             continue
         if end is None and stack and first_unclosed is None:
             first_unclosed = i
         failed += 1
-        i += 1
+        m = _OPEN.search(text, i + 1)
     if first_unclosed is not None and (best is None or first_unclosed < best[1]):
-        repaired = _repair_truncated(text, first_unclosed)
+        repaired = _repair_truncated(text, first_unclosed, budget)
         if repaired is not None:
             return repaired
     return best[2] if best is not None else None
@@ -187,10 +219,21 @@ def extract_json(text: str | None) -> object | None:
 
 
 def _clean(value: object) -> str:
-    """A scalar as a one-line string; containers, None and booleans give ''."""
+    """A scalar as a one-line string; containers, None, booleans and unprintable numbers give ''.
+
+    Lone surrogates become ``?`` so that the text can be encoded (stored, embedded) later.
+    """
     if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
         return ""
-    return " ".join(str(value).split())
+    try:
+        text = " ".join(str(value).split())
+    except (ValueError, RecursionError, MemoryError):  # e.g. an int of more than 4,300 digits
+        return ""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def _first(d: dict, keys: tuple[str, ...]) -> str:
@@ -305,6 +348,8 @@ def _to_step(item: object, position: int) -> dict | None:
         step = int(number) if not isinstance(number, bool) and number is not None else position
     except (TypeError, ValueError, OverflowError):
         step = position
+    if not 0 <= step <= _MAX_STEP_NUMBER:
+        step = position
     return {"step": step, "tool_name": tool.strip(), "api_name": api.strip(), "purpose": purpose}
 
 
@@ -340,54 +385,7 @@ def parse_plan(text: str | None) -> Plan:
 
 
 # --------------------------------------------------------------------------- resolution
-
-
-def _index_ref(step: dict, n_retrieved: int) -> int | None:
-    """0-based index named by a ``[3]``-style (or bare ``3``) reference in the step, if in range."""
-    for key in ("api_name", "tool_name"):
-        value = str(step.get(key) or "")
-        m = _INDEX_REF.match(value) or _BARE_INDEX.match(value)
-        if m and 1 <= int(m.group(1)) <= n_retrieved:
-            return int(m.group(1)) - 1
-    return None
-
-
-def _strip_ref(name: object) -> str:
-    """A name without a leading ``[n]`` reference."""
-    return _INDEX_REF.sub("", str(name or "")).strip()
-
-
-def resolve_step(step: dict, retrieved: list[dict]) -> str | None:
-    """The api_id among ``retrieved`` that a step names, or None."""
-    tool, api = norm_name(_strip_ref(step.get("tool_name"))), norm_name(_strip_ref(step.get("api_name")))
-    keys = [(norm_name(r.get("tool_name")), norm_name(r.get("api_name"))) for r in retrieved]
-    if api:
-        for r, key in zip(retrieved, keys, strict=True):
-            if key == (tool, api):
-                return r["api_id"]
-        same_api = [r for r, key in zip(retrieved, keys, strict=True) if key[1] == api]
-        if len(same_api) == 1:
-            return same_api[0]["api_id"]
-    idx = _index_ref(step, len(retrieved))
-    return retrieved[idx]["api_id"] if idx is not None else None
-
-
-def resolve_plan_apis(plan: Plan, retrieved: list[dict]) -> list[str | None]:
-    """For each plan step, the retrieved api_id it names (None when it names nothing retrieved).
-
-    Matching order: normalised (tool, API) pair (first hit wins, i.e. the better-ranked), then an
-    API-name-only match when unique among ``retrieved``, then a ``[n]`` index into ``retrieved``.
-    """
-    return [resolve_step(step, retrieved) for step in plan.steps]
-
-
-def fidelity(named_ids: list[str | None], retrieved_ids) -> float | None:
-    """Share of named APIs (one per step) that are in the retrieved set; None when none were named."""
-    if not named_ids:
-        return None
-    pool = set(retrieved_ids)
-    return sum(1 for x in named_ids if x is not None and x in pool) / len(named_ids)
-
+# Plan-name resolution lives in :mod:`toolbench_lib.plan_names` (imported above for existing callers).
 
 # --------------------------------------------------------------------------- verdicts
 
