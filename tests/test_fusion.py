@@ -1,0 +1,145 @@
+"""Fused discovery methods on a synthetic stored study (no data, no model): exact lists, CV honesty."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolbench_lib import fusion
+from toolbench_lib.study import StudyResult
+
+
+def _hits(key: str, method: str, run: int, text_idx: int, ranking: list[tuple[str, float]]) -> list[dict]:
+    return [{"qkey": key, "method": method, "run": run, "text_idx": text_idx, "rank": i, "row": 0,
+             "api_id": a, "score": s} for i, (a, s) in enumerate(ranking, 1)]
+
+
+def synthetic_study(n_per_set: int = 12, seed: int = 0) -> StudyResult:
+    """Two sets: in "S1" the query's ranking finds the ground truth, in "S2" the stubs do.
+
+    Each query has two ground-truth APIs; RtP's top-1 cosine is high in S1 and low in S2.
+    """
+    rng = np.random.default_rng(seed)
+    queries, hits = [], []
+    for subset in ("S1", "S2"):
+        for i in range(n_per_set):
+            key = f"{subset}:{i}"
+            gt = [f"{key}/gt0", f"{key}/gt1"]
+            noise = [f"{key}/n{j}" for j in range(30)]
+            good = subset == "S1"
+            top = 0.8 if good else 0.4
+            q_rank = ([(gt[0], top), (gt[1], top - 0.01)] if good else []) + \
+                [(n, top - 0.02 - 0.01 * j) for j, n in enumerate(noise[:8])]
+            s0 = ([(gt[0], 0.7)] if not good else []) + \
+                [(n, 0.6 - 0.01 * j) for j, n in enumerate(noise[8:14])]
+            s1 = ([(gt[1], 0.69)] if not good else []) + \
+                [(n, 0.55 - 0.01 * j) for j, n in enumerate(noise[14:20])]
+            best: dict[str, float] = {}
+            for a, s in s0 + s1:
+                best[a] = max(best.get(a, -1), s)
+            merged = sorted(best.items(), key=lambda x: -x[1])[:8]
+            hits += _hits(key, "rtp", -1, 0, q_rank) + _hits(key, "rtp", -1, -1, q_rank)
+            hits += _hits(key, "ptr", 0, 0, s0) + _hits(key, "ptr", 0, 1, s1)
+            hits += _hits(key, "ptr", 0, -1, merged)
+            queries.append({"qkey": key, "subset": subset, "query": f"query {key} {rng.integers(1000)}",
+                            "candidates": gt, "relevant": gt[:1]})
+    q = pd.DataFrame(queries)
+    stubs = pd.DataFrame([{"qkey": k, "run": 0, "stub_idx": j, "name": f"s{j}", "reasoning": "r",
+                           "fell_back": False} for k in q["qkey"] for j in range(2)])
+    calls = pd.DataFrame([{"qkey": k, "method": "ptr", "run": 0, "stage": "stubs", "tokens_in": 100,
+                           "tokens_out": 40, "latency_s": 1.0, "cached": True, "backend": "x", "model": "m"}
+                          for k in q["qkey"]])
+    prov = {"model": "synthetic", "settings": {"runs": 1, "methods": ["rtp", "ptr"], "k": 5}}
+    return StudyResult(q, stubs, pd.DataFrame(hits), pd.DataFrame(), calls, prov)
+
+
+def _recall(lists: dict[str, list[str]], result: StudyResult, subset: str, k: int = 5) -> float:
+    q = result.queries[result.queries["subset"] == subset]
+    return float(np.mean([len(set(lists[key][:k]) & set(gt)) / len(gt)
+                          for key, gt in zip(q["qkey"], q["candidates"], strict=True)]))
+
+
+def test_round_robin_dedupes_and_cuts() -> None:
+    assert fusion.round_robin([["a", "b", "c"], ["b", "d"], ["e"]], 4) == ["a", "b", "e", "d"]
+    assert fusion.round_robin([["a"], []], 5) == ["a"]
+    assert fusion.round_robin([], 3) == []
+
+
+def test_baselines_reproduce_stored_rankings() -> None:
+    res = synthetic_study()
+    runs = fusion.fused_runs(res, ["rtp", "ptr"], 5)
+    h = res.hits
+    for method, run in (("rtp", -1), ("ptr", 0)):
+        final = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == -1) & (h["rank"] <= 5)]
+        expected = final.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
+        assert runs[method] == expected
+
+
+def test_rtp_and_ptr_each_win_one_set_and_fusion_wins_both() -> None:
+    res = synthetic_study()
+    runs = fusion.fused_runs(res, ["rtp", "ptr", "rr", "rrf", "maxsim", "combmax"], 5)
+    assert _recall(runs["rtp"], res, "S1") == 1.0 and _recall(runs["rtp"], res, "S2") == 0.0
+    assert _recall(runs["ptr"], res, "S1") == 0.0 and _recall(runs["ptr"], res, "S2") == 1.0
+    for name in ("rr", "rrf", "maxsim"):
+        assert _recall(runs[name], res, "S1") == 1.0, name
+        assert _recall(runs[name], res, "S2") == 1.0, name
+    assert runs["maxsim"] == runs["combmax"]  # CombMAX on raw cosines is max-sim
+    assert all(len(v) == 5 and len(set(v)) == 5 for v in runs["rrf"].values())
+
+
+def test_maxsim_keeps_best_score_order() -> None:
+    res = synthetic_study()
+    key = "S2:0"
+    lists = fusion.fused_runs(res, ["maxsim"], 3)["maxsim"][key]
+    assert lists == [f"{key}/gt0", f"{key}/gt1", f"{key}/n8"]
+
+
+def test_route_threshold_is_cross_validated_and_routes_by_top1() -> None:
+    res = synthetic_study()
+    inp = fusion.study_inputs(res)
+    lists, chosen = fusion.cv_lists(inp, "route-cv", 5, folds=3, seed=1)
+    # Every fold's threshold separates the two sets' top-1 cosines (0.8 against 0.4).
+    assert all(0.4 < t <= 0.8 for t in chosen.values())
+    assert _recall(lists, res, "S1") == 1.0 and _recall(lists, res, "S2") == 1.0
+    needs = fusion.stub_call_share("route-cv", chosen, inp)
+    assert not any(needs[k] for k in inp.keys if k.startswith("S1"))
+    assert all(needs[k] for k in inp.keys if k.startswith("S2"))
+
+
+def test_cv_never_uses_the_query_own_ground_truth() -> None:
+    """Corrupting one fold's ground truth cannot change that fold's chosen parameters."""
+    res = synthetic_study()
+    inp = fusion.study_inputs(res)
+    _, chosen = fusion.cv_lists(inp, "wsum-cv", 5, folds=3, seed=0)
+    from sklearn.model_selection import StratifiedKFold
+
+    keys = inp.keys
+    groups = [inp.subsets[k] for k in keys]
+    _, test = next(StratifiedKFold(3, shuffle=True, random_state=0).split(np.zeros(len(keys)), groups))
+    for j in test:
+        inp.qrels[keys[j]] = {"nothing"}
+    _, chosen2 = fusion.cv_lists(inp, "wsum-cv", 5, folds=3, seed=0)
+    assert all(chosen[keys[j]] == chosen2[keys[j]] for j in test)
+
+
+def test_fit_then_apply_matches_grid() -> None:
+    res = synthetic_study()
+    inp = fusion.study_inputs(res)
+    params = fusion.fit_params(inp, ["wsum-cv", "wrrf-cv", "route-cv"], 5)
+    assert set(params) == {"wsum-cv", "wrrf-cv", "route-cv"}
+    for name, p in params.items():
+        lists = fusion.apply_params(inp, name, p, 5)
+        assert _recall(lists, res, "S1") == 1.0 and _recall(lists, res, "S2") == 1.0, name
+    with pytest.raises(ValueError, match="not in its grid"):
+        fusion.apply_params(inp, "wsum-cv", 0.123, 5)
+
+
+def test_unknown_method_and_missing_setup_are_clear() -> None:
+    res = synthetic_study(4)
+    with pytest.raises(ValueError, match="unknown method"):
+        fusion.fused_runs(res, ["nope"], 5)
+    with pytest.raises(ValueError, match="meanemb needs"):
+        fusion.fused_runs(res, ["meanemb"], 5)
+    with pytest.raises(ValueError, match="no PtR hits for run 3"):
+        fusion.fused_runs(res, ["rr"], 5, run=3)

@@ -1,0 +1,381 @@
+"""Fused discovery methods built from rankings a study already stored: no new LLM call, no new search.
+
+Per query, a stored study holds RtP's ranking (the query's own top ``depth`` hits with cosines) and, per
+PtR run, every stub's own top ``depth`` hits and PtR's merged ranking. The methods here combine them:
+
+* ``rr``: round-robin over the query's ranking and each stub's ranking (query first; dedupe; cut at k);
+  ``rr2`` alternates RtP's and PtR's final rankings.
+* ranx fusion of the query's and every stub's ranking (each text one run): ``rrf``; ``combmax``,
+  ``combsum``, ``combmnz`` on raw cosines and, with a ``-mm`` suffix, on min-max normalised scores.
+  ``combmax`` on raw cosines is max-sim over the query plus the stubs (HyDE-style: the query is one
+  more stub), also named ``maxsim``.
+* ``meanemb``: the mean of the query's and the stubs' embeddings searched once (needs the index and the
+  embedder, so only with a retrieval setup).
+* cross-validated forms (``-cv``): ``wsum-cv`` (ranx ``wsum`` of RtP's and PtR's min-max normalised
+  rankings, weight ``w`` on RtP), ``wrrf-cv`` (the same over reciprocal-rank scores), and ``route-cv``
+  (route-then-fuse: RtP's ranking when its top-1 cosine is at least ``t``, else the ``rrf`` list;
+  such a query needs no stub call).
+
+A ``-cv`` method's parameter is chosen by K-fold cross-validation over queries (folds stratified by query
+set, seeded): every query's list comes from the parameter that maximised mean recall@k, averaged over
+sets, on the other folds. :func:`fit_params` fits on all queries instead, for use unchanged elsewhere.
+Nothing looks at a query's own ground truth to build that query's list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from ranx import Run, fuse
+from sklearn.model_selection import StratifiedKFold
+
+Ranking = list[tuple[str, float]]  # (api_id, score), best first
+Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
+
+RRF_K = 60
+FIXED = ("rtp", "ptr", "rr", "rr2", "maxsim", "rrf", "combmax", "combsum", "combmnz", "combmax-mm",
+         "combsum-mm", "combmnz-mm", "rrf2", "combsum2-mm")
+NEEDS_SETUP = ("meanemb",)
+CV = ("wsum-cv", "wrrf-cv", "route-cv")
+METHODS = (*FIXED, *NEEDS_SETUP, *CV)
+WEIGHT_GRID = tuple(round(w, 2) for w in np.linspace(0.0, 1.0, 21))
+DESCRIPTIONS = {
+    "rtp": "RtP: the query's own ranking",
+    "ptr": "PtR: stubs' rankings merged by best cosine",
+    "rr": "round-robin: query, then each stub, rank by rank",
+    "rr2": "round-robin of RtP's and PtR's final rankings",
+    "maxsim": "max-sim over query + stubs (HyDE-style)",
+    "rrf": "ranx RRF of query + each stub",
+    "combmax": "ranx CombMAX of query + each stub (raw cosine; = maxsim)",
+    "combsum": "ranx CombSUM of query + each stub (raw cosine)",
+    "combmnz": "ranx CombMNZ of query + each stub (raw cosine)",
+    "combmax-mm": "ranx CombMAX, min-max normalised",
+    "combsum-mm": "ranx CombSUM, min-max normalised",
+    "combmnz-mm": "ranx CombMNZ, min-max normalised",
+    "rrf2": "ranx RRF of RtP's and PtR's final rankings",
+    "combsum2-mm": "ranx CombSUM of RtP's and PtR's final rankings, min-max normalised",
+    "meanemb": "mean embedding of query + stubs, searched once",
+    "wsum-cv": "ranx wsum of RtP and PtR (min-max), weight by CV",
+    "wrrf-cv": "weighted RRF of RtP and PtR, weight by CV",
+    "route-cv": "RtP if its top-1 cosine >= t, else rrf; t by CV",
+}
+
+
+@dataclass
+class QueryRankings:
+    """One query's stored rankings in one PtR run."""
+
+    query: Ranking
+    stubs: list[Ranking]
+    ptr: Ranking
+
+    @property
+    def top1(self) -> float:
+        """RtP's top-1 cosine (NaN when the query has no hit)."""
+        return self.query[0][1] if self.query else float("nan")
+
+
+@dataclass
+class FusionInputs:
+    """Every query's rankings in one run, with its set and ground truth (used only for tuning)."""
+
+    rankings: dict[str, QueryRankings]
+    subsets: dict[str, str]
+    qrels: dict[str, set[str]]
+    run: int = 0
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.rankings)
+
+
+def _ranking(frame: pd.DataFrame) -> Ranking:
+    f = frame.sort_values("rank")
+    return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+
+
+def study_inputs(result, run: int = 0, gt: str = "candidates") -> FusionInputs:
+    """The rankings of ``result`` (a stored study) for PtR run ``run``, keyed by query."""
+    h = result.hits
+    rtp = h[(h["method"] == "rtp") & (h["text_idx"] == 0)]
+    ptr = h[(h["method"] == "ptr") & (h["run"] == run)]
+    if ptr.empty:
+        raise ValueError(f"the study has no PtR hits for run {run}")
+    q_by = {k: _ranking(g) for k, g in rtp.groupby("qkey", sort=False)}
+    stubs: dict[str, dict[int, Ranking]] = {}
+    merged: dict[str, Ranking] = {}
+    for (key, t), g in ptr.groupby(["qkey", "text_idx"], sort=False):
+        if t == -1:
+            merged[key] = _ranking(g)
+        else:
+            stubs.setdefault(key, {})[int(t)] = _ranking(g)
+    q = result.queries
+    rankings = {key: QueryRankings(q_by.get(key, []), [s for _, s in sorted(stubs.get(key, {}).items())],
+                                   merged.get(key, []))
+                for key in q["qkey"]}
+    return FusionInputs(rankings, dict(zip(q["qkey"], q["subset"], strict=True)),
+                        {k: set(v) for k, v in zip(q["qkey"], q[gt], strict=True)}, run,
+                        {"gt": gt, "run": run})
+
+
+# -- fixed methods ------------------------------------------------------------------------------------------
+
+def round_robin(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
+    """Interleave ranked lists rank by rank (list order within a rank), dropping repeats; first ``k``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for depth in range(max((len(r) for r in rankings), default=0)):
+        for r in rankings:
+            if depth < len(r) and r[depth] not in seen:
+                seen.add(r[depth])
+                out.append(r[depth])
+                if len(out) == k:
+                    return out
+    return out
+
+
+def _ids(r: Ranking) -> list[str]:
+    return [a for a, _ in r]
+
+
+def _top(scores: Mapping[str, float], k: int) -> list[str]:
+    """The ``k`` best ids by score; ties by id, so every list is deterministic."""
+    return [a for a, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]]
+
+
+def _run(per_query: Mapping[str, Mapping[str, float]]) -> Run:
+    return Run.from_dict({q: {d: float(s) for d, s in docs.items()} for q, docs in per_query.items()})
+
+
+def _as_scores(r: Ranking) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for a, s in r:
+        out.setdefault(a, s)
+    return out
+
+
+def _rr_scores(r: Ranking) -> dict[str, float]:
+    """Reciprocal-rank scores ``1 / (60 + rank)`` of a ranking."""
+    return {a: 1.0 / (RRF_K + i) for i, a in enumerate(dict.fromkeys(_ids(r)), 1)}
+
+
+def ranx_fuse(texts: Mapping[str, Sequence[Ranking]], method: str, norm: str | None, k: int,
+              params: dict | None = None) -> Lists:
+    """ranx fusion of each query's texts (each text one run); queries grouped by their number of texts."""
+    by_n: dict[int, list[str]] = {}
+    for key, rs in texts.items():
+        by_n.setdefault(len(rs), []).append(key)
+    out: Lists = {}
+    for n, keys in by_n.items():
+        if n == 1:  # one text: its own ranking (ranx needs two runs)
+            out.update({key: _ids(texts[key][0])[:k] for key in keys})
+            continue
+        runs = [_run({key: _as_scores(texts[key][i]) or {"": 0.0} for key in keys}) for i in range(n)]
+        fused = fuse(runs, norm=norm, method=method, params=params or {})
+        out.update({key: [d for d in _top(dict(fused[key]), k + 1) if d][:k] for key in keys})
+    return out
+
+
+def _query_texts(inp: FusionInputs) -> dict[str, list[Ranking]]:
+    return {key: [r.query, *r.stubs] for key, r in inp.rankings.items()}
+
+
+def _two_way(inp: FusionInputs) -> dict[str, list[Ranking]]:
+    return {key: [r.query, r.ptr] for key, r in inp.rankings.items()}
+
+
+def maxsim(inp: FusionInputs, k: int) -> Lists:
+    """Each API's best cosine over the query and its stubs (the query is one more stub)."""
+    out = {}
+    for key, r in inp.rankings.items():
+        best: dict[str, float] = {}
+        for text in [r.query, *r.stubs]:
+            for a, s in text:
+                best[a] = max(best.get(a, -np.inf), s)
+        out[key] = _top(best, k)
+    return out
+
+
+def fixed_lists(inp: FusionInputs, name: str, k: int) -> Lists:
+    """The top-``k`` lists of one fixed method."""
+    R = inp.rankings
+    if name == "rtp":
+        return {key: _ids(r.query)[:k] for key, r in R.items()}
+    if name == "ptr":
+        return {key: _ids(r.ptr)[:k] for key, r in R.items()}
+    if name == "rr":
+        return {key: round_robin([_ids(r.query), *map(_ids, r.stubs)], k) for key, r in R.items()}
+    if name == "rr2":
+        return {key: round_robin([_ids(r.query), _ids(r.ptr)], k) for key, r in R.items()}
+    if name == "maxsim":
+        return maxsim(inp, k)
+    if name == "rrf":
+        return ranx_fuse(_query_texts(inp), "rrf", None, k)
+    if name == "rrf2":
+        return ranx_fuse(_two_way(inp), "rrf", None, k)
+    if name == "combsum2-mm":
+        return ranx_fuse(_two_way(inp), "sum", "min-max", k)
+    if name.startswith("comb"):
+        base, _, norm = name.partition("-")
+        return ranx_fuse(_query_texts(inp), base.removeprefix("comb"), "min-max" if norm == "mm" else None, k)
+    raise ValueError(f"unknown fixed method {name!r}; choose one of {', '.join(FIXED)}")
+
+
+def mean_embedding_lists(inp: FusionInputs, setup, queries: pd.DataFrame, stubs: pd.DataFrame,
+                         k: int) -> Lists:
+    """Search the normalised mean of each query's and its stubs' embeddings (one search per query)."""
+    from .study import ptr_texts
+
+    q = queries.set_index("qkey").loc[inp.keys].reset_index()
+    texts = [[query, *(t for t in st if t != query)]
+             for query, st in zip(q["query"], ptr_texts(q, stubs, inp.run), strict=True)]
+    flat = [t for ts in texts for t in ts]
+    vecs = setup.encode(flat)
+    means, pos = [], 0
+    for ts in texts:
+        m = vecs[pos:pos + len(ts)].mean(axis=0)
+        pos += len(ts)
+        means.append(m / (np.linalg.norm(m) or 1.0))
+    scores, rows = setup.index.search(np.asarray(means, dtype=np.float32), k)
+    ids = setup.api_ids
+    return {key: [ids[int(r)] for r in rr] for key, rr in zip(inp.keys, rows, strict=True)}
+
+
+# -- cross-validated methods --------------------------------------------------------------------------------
+
+def param_grid(inp: FusionInputs, name: str, k: int) -> dict[float, Lists]:
+    """Every candidate parameter of a ``-cv`` method and the lists it gives."""
+    if name == "wsum-cv":
+        two = _two_way(inp)
+        return {w: ranx_fuse(two, "wsum", "min-max", k, {"weights": [w, 1 - w]}) for w in WEIGHT_GRID}
+    if name == "wrrf-cv":
+        two = {key: [list(_rr_scores(r).items()) for r in rs] for key, rs in _two_way(inp).items()}
+        return {w: ranx_fuse(two, "wsum", None, k, {"weights": [w, 1 - w]}) for w in WEIGHT_GRID}
+    if name == "route-cv":
+        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, "rrf", k)
+        top1 = {key: r.top1 for key, r in inp.rankings.items()}
+        cuts = sorted({round(v, 4) for v in top1.values() if v == v})
+        grid = [-np.inf, *cuts, np.inf]  # -inf: always RtP; inf: always the fused list
+        return {t: {key: rtp[key] if top1[key] >= t else fused[key] for key in inp.keys} for t in grid}
+    raise ValueError(f"unknown cross-validated method {name!r}; choose one of {', '.join(CV)}")
+
+
+def _recall_matrix(grid: Mapping[float, Lists], keys: Sequence[str], qrels: Mapping[str, set[str]],
+                   k: int) -> np.ndarray:
+    """Recall@k of every (parameter, query)."""
+    out = np.zeros((len(grid), len(keys)))
+    for i, lists in enumerate(grid.values()):
+        for j, key in enumerate(keys):
+            rel = qrels.get(key) or set()
+            out[i, j] = len(set(lists[key][:k]) & rel) / len(rel) if rel else 0.0
+    return out
+
+
+def _best(recall: np.ndarray, groups: np.ndarray) -> int:
+    """Index of the parameter with the best recall averaged within each group, then over groups.
+
+    Ties go to the first parameter in grid order (a weight of 0 / a threshold of -inf: plain RtP first).
+    """
+    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
+    score = per_group.mean(axis=1)
+    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
+
+
+def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5,
+             seed: int = 0) -> tuple[Lists, dict[str, float]]:
+    """Out-of-fold lists of a ``-cv`` method and each query's chosen parameter."""
+    grid = param_grid(inp, name, k)
+    params = list(grid)
+    keys = inp.keys
+    groups = np.array([inp.subsets[key] for key in keys])
+    recall = _recall_matrix(grid, keys, inp.qrels, k)
+    n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
+    splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    lists: Lists = {}
+    chosen: dict[str, float] = {}
+    for train, test in splitter.split(np.zeros(len(keys)), groups):
+        p = params[_best(recall[:, train], groups[train])]
+        for j in test:
+            lists[keys[j]] = grid[p][keys[j]]
+            chosen[keys[j]] = float(p)
+    return {key: lists[key] for key in keys}, chosen
+
+
+def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, float]:
+    """Each ``-cv`` method's parameter fitted on all of ``inp``'s queries (to be used unchanged elsewhere)."""
+    keys = inp.keys
+    groups = np.array([inp.subsets[key] for key in keys])
+    out = {}
+    for name in names:
+        grid = param_grid(inp, name, k)
+        out[name] = float(list(grid)[_best(_recall_matrix(grid, keys, inp.qrels, k), groups)])
+    return out
+
+
+def apply_params(inp: FusionInputs, name: str, param: float, k: int) -> Lists:
+    """A ``-cv`` method's lists with a given parameter (fitted elsewhere)."""
+    if name == "route-cv":
+        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, "rrf", k)
+        return {key: rtp[key] if r.top1 >= param else fused[key] for key, r in inp.rankings.items()}
+    grid = param_grid(inp, name, k)
+    if param not in grid:
+        raise ValueError(f"{name}: parameter {param} is not in its grid")
+    return grid[param]
+
+
+def check_methods(names: Iterable[str], have_setup: bool = False) -> list[str]:
+    """The method names, checked; ``ValueError`` naming the known ones otherwise."""
+    names = list(names)
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(METHODS)}")
+    if not have_setup and any(n in NEEDS_SETUP for n in names):
+        raise ValueError("meanemb needs the index and the embedder (a retrieval setup)")
+    return names
+
+
+def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
+                 params: Mapping[str, float] | None = None, folds: int = 5, seed: int = 0, setup=None,
+                 result=None) -> tuple[dict[str, Lists], dict]:
+    """``({method: {qkey: [api_id, ...]}}, chosen parameters)`` of one run's inputs.
+
+    ``-cv`` methods use ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation.
+    """
+    names = check_methods(names, setup is not None)
+    out: dict[str, Lists] = {}
+    chosen: dict = {}
+    for name in names:
+        if name in CV:
+            if params and name in params:
+                out[name] = apply_params(inp, name, params[name], k)
+                chosen[name] = {"fitted_elsewhere": params[name]}
+            else:
+                out[name], per_query = cv_lists(inp, name, k, folds, seed)
+                chosen[name] = per_query
+        elif name == "meanemb":
+            out[name] = mean_embedding_lists(inp, setup, result.queries, result.stubs, k)
+        else:
+            out[name] = fixed_lists(inp, name, k)
+    return out, chosen
+
+
+def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
+               setup=None, params: Mapping[str, float] | None = None) -> dict[str, Lists]:
+    """``{method: {qkey: [api_id, ...]}}`` (top ``k``) of the named methods on a stored study's run."""
+    inp = study_inputs(result, run, gt)
+    return method_lists(inp, names, k, params=params, setup=setup, result=result)[0]
+
+
+def stub_call_share(name: str, lists_chosen: Mapping | None, inp: FusionInputs) -> dict[str, bool]:
+    """Per query, whether the method needed PtR's stub call (route-then-fuse skips it above the cut)."""
+    if name == "rtp":
+        return dict.fromkeys(inp.keys, False)
+    if name == "route-cv" and lists_chosen is not None:
+        t_of: Callable[[str], float] = (lambda key: lists_chosen["fitted_elsewhere"]) \
+            if "fitted_elsewhere" in lists_chosen else (lambda key: lists_chosen[key])
+        return {key: not (r.top1 >= t_of(key)) for key, r in inp.rankings.items()}
+    return dict.fromkeys(inp.keys, True)
