@@ -1,0 +1,88 @@
+"""Leaderboard metrics through ranx against hand-computed values, CIs, paired tests, goal and costs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.test_fusion import synthetic_study
+from toolbench_lib.analysis import beyond
+from toolbench_lib.metrics import per_query_metrics
+
+
+def _value(df: pd.DataFrame, key: str, metric: str, k: int) -> float:
+    return float(df[(df["qkey"] == key) & (df["metric"] == metric) & (df["k"] == k)]["value"].iloc[0])
+
+
+def test_ranx_metrics_match_hand_computed_values() -> None:
+    lists = {"a": ["x", "g1", "y", "g2"], "b": ["g3"], "c": [], "d": ["z"]}
+    qrels = {"a": {"g1", "g2"}, "b": {"g3", "g4", "g5"}, "c": {"g6"}, "d": set()}
+    df = beyond.ranx_per_query(lists, qrels, [1, 2, 4])
+    assert _value(df, "a", "recall", 2) == 0.5 and _value(df, "a", "recall", 4) == 1.0
+    assert _value(df, "a", "precision", 4) == 0.5 and _value(df, "a", "precision", 1) == 0.0
+    assert _value(df, "a", "mrr", 4) == 0.5 and _value(df, "a", "mrr", 1) == 0.0
+    ideal = 1 + 1 / math.log2(3)
+    assert _value(df, "a", "ndcg", 4) == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / ideal)
+    assert _value(df, "a", "comp", 4) == 1.0 and _value(df, "a", "comp", 2) == 0.0
+    assert _value(df, "b", "recall", 1) == pytest.approx(1 / 3) and _value(df, "b", "comp", 4) == 0.0
+    for key in ("c", "d"):  # nothing retrieved, or no ground truth: zero everywhere
+        assert (df[df["qkey"] == key]["value"] == 0).all()
+
+
+def test_ranx_recall_precision_equal_the_project_metrics() -> None:
+    rng = np.random.default_rng(3)
+    docs = [f"d{i}" for i in range(40)]
+    lists = {f"q{i}": list(rng.choice(docs, 12, replace=False)) for i in range(30)}
+    qrels = {f"q{i}": set(rng.choice(docs, int(rng.integers(1, 6)), replace=False)) for i in range(30)}
+    df = beyond.ranx_per_query(lists, qrels, [5])
+    ours = per_query_metrics(lists, qrels, 5).set_index("qkey")
+    for metric in ("recall", "precision"):
+        got = df[df["metric"] == metric].set_index("qkey")["value"]
+        assert np.allclose(got.loc[ours.index].to_numpy(), ours[metric].to_numpy())
+
+
+def test_bootstrap_and_paired_test() -> None:
+    v = np.array([0.0, 1.0] * 50)
+    lo, hi = beyond.bootstrap_ci(v, seed=1)
+    assert lo < 0.5 < hi and hi - lo < 0.3
+    assert beyond.bootstrap_ci(np.array([0.3] * 5)) == (pytest.approx(0.3), pytest.approx(0.3))
+    same = beyond.paired_test(v, v)
+    assert same["p_value"] == 1.0 and same["ties"] == 100 and same["diff"] == 0.0
+    better = beyond.paired_test(v + 0.2, v)
+    assert better["diff"] == pytest.approx(0.2) and better["wins"] == 100
+
+
+@pytest.fixture(scope="module")
+def scored():
+    res = synthetic_study()
+    scores, decisions = beyond.method_scores(res, ["rtp", "ptr", "rrf", "route-cv"], ks=[1, 5], folds=3)
+    return res, scores, decisions
+
+
+def test_leaderboard_compares_with_the_better_architecture(scored) -> None:
+    _, scores, _ = scored
+    board = beyond.leaderboard(scores, 5)
+    rec = board[board["metric"] == "recall"].set_index(["subset", "method"])
+    assert rec.loc[("S1", "rrf"), "reference"] == "rtp" and rec.loc[("S2", "rrf"), "reference"] == "ptr"
+    assert rec.loc[("S1", "rtp"), "mean"] == 1.0 and rec.loc[("S1", "ptr"), "mean"] == 0.0
+    assert rec.loc[("S2", "rrf"), "diff"] == 0.0 and rec.loc[("S1", "ptr"), "diff"] == -1.0
+    wide = beyond.leaderboard_wide(board)
+    assert {"recall", "precision", "ndcg", "comp", "recall_p_value"} <= set(wide.columns)
+    assert wide.iloc[0]["method"] == "rtp"
+
+
+def test_goal_table_and_costs(scored) -> None:
+    res, scores, decisions = scored
+    goal = beyond.goal_table(scores, 5).set_index("method")
+    assert goal.loc["rrf", "meets_goal"] and goal.loc["route-cv", "meets_goal"]
+    assert not goal.loc["rtp", "meets_goal"] and goal.loc["ptr", "min_margin"] == -1.0
+    costs = beyond.cost_table(res, decisions).set_index(["subset", "method"])
+    assert costs.loc[("S1", "rtp"), "stub_tokens_per_query"] == 0.0
+    assert costs.loc[("S2", "rrf"), "stub_tokens_per_query"] == 140.0
+    assert costs.loc[("S1", "route-cv"), "stub_calls_per_query"] == 0.0  # confident RtP: no stub call
+    assert costs.loc[("S2", "route-cv"), "llm_calls_per_query"] == 2.0
+    ev = beyond.query_evidence(scores, res.queries, "ptr", 5, n=2)
+    assert len(ev) == 4 and (ev[ev["subset"] == "S1"]["diff"] == -1.0).all()

@@ -1,0 +1,312 @@
+"""Beyond the paper: fused discovery methods scored with ranx, with bootstrap CIs, paired tests and costs.
+
+Metrics per query come from ``ranx.evaluate`` (``recall@k``, ``precision@k``, ``ndcg@k``, ``mrr@k``);
+COMP@k, the share of queries whose whole ground truth is in the top k (ToolRet's completeness), is
+mapped from ranx's per-query recall@k (a query is complete when its recall@k is 1). A query without
+ground truth scores 0 on every metric, as in :mod:`toolbench_lib.metrics`. PtR-based methods are scored
+per run and averaged per query over the study's runs.
+
+Each leaderboard row has the method's mean with a percentile bootstrap 95% CI over queries, and a paired
+comparison with the better of RtP and PtR on that set and metric (the one with the higher mean): the mean
+difference, its paired bootstrap 95% CI and a paired t-test p-value (``scipy.stats.ttest_rel``).
+
+Costs: RtP makes no LLM call before planning; PtR and every fused method make one stub call per query,
+except route-then-fuse, which makes it only for the queries it sends to the fused list. Tokens per query
+are the recorded stub calls' prompt plus output tokens, plus the mean plan call of the study (the planner
+sees k APIs whichever method found them), so that methods compare at the same budget k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from ranx import Qrels, Run, evaluate
+from scipy.stats import ttest_rel
+
+from .. import fusion
+from ..queries import DEFAULT_GT, subset_alias
+from .style import METHOD_COLORS
+
+METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
+RANX_METRICS = ("recall", "precision", "ndcg", "mrr")
+KS = tuple(range(1, 21))
+BASELINES = ("rtp", "ptr")
+
+
+def ranx_per_query(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
+                   ks: Iterable[int] = KS) -> pd.DataFrame:
+    """Long frame ``qkey, metric, k, value`` of every query of ``qrels`` for one method's ranked lists."""
+    ks = list(ks)
+    keys = list(qrels)
+    with_gt = sorted(k for k in keys if qrels[k])
+    names = [f"{m}@{k}" for m in RANX_METRICS for k in ks]
+    values = {n: np.zeros(len(keys)) for n in names}
+    if with_gt:
+        q = Qrels.from_dict({key: dict.fromkeys(qrels[key], 1) for key in with_gt})
+        run_dict = {key: {a: float(len(lst) - i) for i, a in enumerate(dict.fromkeys(lst))}
+                    for key in with_gt if (lst := list(lists.get(key, [])))}
+        if run_dict:
+            scores = evaluate(q, Run.from_dict(run_dict), names, return_mean=False, make_comparable=True)
+        else:
+            scores = {n: np.zeros(len(with_gt)) for n in names}
+        pos = {key: i for i, key in enumerate(keys)}
+        idx = np.array([pos[key] for key in with_gt])  # ranx reports queries sorted by id
+        for n in names:
+            values[n][idx] = np.asarray(scores[n], dtype=float)
+    frames = []
+    for m in RANX_METRICS:
+        for k in ks:
+            frames.append(pd.DataFrame({"qkey": keys, "metric": m, "k": k, "value": values[f"{m}@{k}"]}))
+    for k in ks:
+        frames.append(pd.DataFrame({"qkey": keys, "metric": "comp", "k": k,
+                                    "value": (values[f"recall@{k}"] >= 1 - 1e-9).astype(float)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterable[int] = KS,
+                  params: Mapping[str, float] | None = None, setup=None, folds: int = 5,
+                  seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(scores, decisions)`` of the named methods on a stored study.
+
+    ``scores``: ``qkey, subset, method, metric, k, value`` (mean over PtR runs). ``decisions``:
+    per query, run and method, the ``-cv`` parameter used and whether a stub call was needed.
+    """
+    ks = list(ks)
+    kmax = max(ks)
+    runs = sorted(int(r) for r in result.hits.loc[result.hits["method"] == "ptr", "run"].unique())
+    frames, decisions = [], []
+    for run in runs:
+        inp = fusion.study_inputs(result, run, gt)
+        lists, chosen = fusion.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
+                                            setup=setup, result=result)
+        for name, per_q in lists.items():
+            frames.append(ranx_per_query(per_q, inp.qrels, ks).assign(method=name, run=run))
+            needs = fusion.stub_call_share(name, chosen.get(name), inp)
+            ch = chosen.get(name) or {}
+            decisions.append(pd.DataFrame({
+                "qkey": inp.keys, "run": run, "method": name, "stub_call": [needs[k] for k in inp.keys],
+                "rtp_top1_cosine": [inp.rankings[k].top1 for k in inp.keys],
+                "param": [ch.get("fitted_elsewhere", ch.get(k, np.nan)) if ch else np.nan
+                          for k in inp.keys]}))
+    scores = pd.concat(frames, ignore_index=True)
+    scores = scores.groupby(["qkey", "method", "metric", "k"], as_index=False, sort=False)["value"].mean()
+    sub = result.queries.set_index("qkey")["subset"].map(subset_alias)
+    scores.insert(1, "subset", scores["qkey"].map(sub))
+    dec = pd.concat(decisions, ignore_index=True)
+    dec.insert(1, "subset", dec["qkey"].map(sub))
+    return scores, dec
+
+
+def bootstrap_ci(values: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean (NaN for an empty sample)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def paired_test(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Mean of ``a - b``, its paired bootstrap 95% CI and the paired t-test p-value (1 when a == b)."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    lo, hi = bootstrap_ci(d, n_boot, seed)
+    if len(d) < 2 or np.all(np.abs(d) <= 1e-12):
+        p = 1.0
+    elif np.ptp(d) <= 1e-12:  # a constant, non-zero difference: no variance, certainly not chance
+        p = 0.0
+    else:
+        p = float(ttest_rel(a, b).pvalue)
+    return {"diff": float(d.mean()) if len(d) else float("nan"), "diff_lo": lo, "diff_hi": hi, "p_value": p,
+            "wins": int(np.sum(d > 1e-12)), "losses": int(np.sum(d < -1e-12)),
+            "ties": int(np.sum(np.abs(d) <= 1e-12))}
+
+
+def leaderboard(scores: pd.DataFrame, k: int = 5, metrics: Sequence[str] = METRICS, n_boot: int = 2000,
+                seed: int = 0) -> pd.DataFrame:
+    """Per set, method and metric at ``k``: mean, bootstrap CI, and the paired comparison with the
+    better of RtP and PtR on that set and metric."""
+    at = scores[scores["k"] == k]
+    rows = []
+    for (subset, metric), part in at[at["metric"].isin(metrics)].groupby(["subset", "metric"], sort=False):
+        wide = part.pivot_table(index="qkey", columns="method", values="value")
+        base_means = {b: wide[b].mean() for b in BASELINES if b in wide}
+        best = max(base_means, key=lambda b: base_means[b]) if base_means else None
+        for method in wide.columns:
+            v = wide[method].to_numpy()
+            lo, hi = bootstrap_ci(v, n_boot, seed)
+            row = {"subset": subset, "method": method, "metric": metric, "k": k, "n_queries": len(v),
+                   "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
+                   "reference_mean": base_means.get(best, np.nan)}
+            if best is not None:
+                row.update(paired_test(v, wide[best].to_numpy(), n_boot, seed))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def leaderboard_wide(board: pd.DataFrame, metrics: Sequence[str] = ("recall", "precision", "ndcg", "comp"),
+                     ) -> pd.DataFrame:
+    """One row per set and method, ``metric [lo, hi]`` per column; recall's paired difference and p."""
+    b = board[board["metric"].isin(metrics)]
+    cells = b.assign(cell=b.apply(lambda r: f"{r['mean']:.3f} [{r['ci_lo']:.3f}, {r['ci_hi']:.3f}]", axis=1))
+    wide = cells.pivot_table(index=["subset", "method"], columns="metric", values="cell", aggfunc="first")
+    wide = wide[[m for m in metrics if m in wide.columns]].reset_index()
+    rec = board[board["metric"] == "recall"].set_index(["subset", "method"])
+    for col in ("reference", "diff", "p_value"):
+        wide[f"recall_{col}"] = [rec[col].get((s, m), np.nan) for s, m in zip(wide["subset"], wide["method"],
+                                                                               strict=True)]
+    order = {m: i for i, m in enumerate(fusion.METHODS)}
+    return wide.sort_values(["subset", "method"], key=lambda s: s.map(order) if s.name == "method" else s,
+                            kind="stable").reset_index(drop=True)
+
+
+def goal_table(scores: pd.DataFrame, k: int = 5) -> pd.DataFrame:
+    """Per method: recall@k on every set minus the better of RtP and PtR there, and the smallest margin.
+
+    ``meets_goal`` is True when the method is at least as good as the better architecture on every set.
+    """
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
+    means = r.groupby(["method", "subset"])["value"].mean().unstack("subset")
+    best = means.loc[[b for b in BASELINES if b in means.index]].max(axis=0)
+    margin = means - best
+    out = margin.add_prefix("margin_")
+    out.insert(0, "min_margin", margin.min(axis=1))
+    out["meets_goal"] = out["min_margin"] >= -1e-12
+    for s in means.columns:
+        out[f"recall_{s}"] = means[s]
+    return out.sort_values("min_margin", ascending=False).reset_index()
+
+
+def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = 5,
+                   n: int = 5) -> pd.DataFrame:
+    """Per set, the ``n`` queries where ``method`` loses most recall@k against the better architecture."""
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
+    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    text = queries.set_index("qkey")["query"]
+    rows = []
+    for _, part in wide.groupby("subset", sort=False):
+        best = max(BASELINES, key=lambda b: part[b].mean())
+        d = part.assign(reference=best, diff=part[method] - part[best],
+                        query=part["qkey"].map(text).str.slice(0, 140))
+        rows.append(d.nsmallest(n, "diff")[["subset", "qkey", "reference", "rtp", "ptr", method, "diff",
+                                            "query"]])
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
+    """Per set and method: LLM calls and tokens per query before planning, and with the plan call."""
+    calls = result.calls
+    if calls is None or calls.empty:
+        stub_tok = pd.Series(dtype=float)
+        plan_tok = float("nan")
+    else:
+        c = calls.assign(tokens=calls["tokens_in"] + calls["tokens_out"])
+        stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
+        plan = c[c["stage"] == "plan"]
+        plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
+    d = decisions.copy()
+    idx = pd.MultiIndex.from_arrays([d["qkey"], d["run"]])
+    d["stub_tokens"] = np.where(d["stub_call"], stub_tok.reindex(idx).to_numpy(dtype=float), 0.0)
+    g = d.groupby(["subset", "method"], sort=False)
+    out = g.agg(stub_calls_per_query=("stub_call", "mean"), stub_tokens_per_query=("stub_tokens", "mean"))
+    out["llm_calls_per_query"] = out["stub_calls_per_query"] + 1.0
+    out["tokens_per_query"] = out["stub_tokens_per_query"] + plan_tok
+    out["plan_tokens_mean"] = plan_tok
+    return out.reset_index()
+
+
+def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "recall") -> plt.Figure:
+    """A metric against k (1..20), one panel per set, one line per method."""
+    s = scores[(scores["metric"] == metric) & scores["method"].isin(methods)]
+    mean = s.groupby(["subset", "method", "k"], as_index=False)["value"].mean()
+    subsets = list(dict.fromkeys(mean["subset"]))
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), sharey=True, squeeze=False)
+    for ax, subset in zip(axes[0], subsets, strict=True):
+        for method in methods:
+            m = mean[(mean["subset"] == subset) & (mean["method"] == method)]
+            ax.plot(m["k"], m["value"], label=method, color=METHOD_COLORS.get(method),
+                    lw=2.2 if method in BASELINES else 1.3, ls="-" if method in BASELINES else "--")
+        ax.set_title(subset)
+        ax.set_xlabel("k")
+        ax.set_ylabel(f"{metric}@k")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = 5) -> plt.Figure:
+    """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted."""
+    r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
+    subsets = list(dict.fromkeys(r["subset"]))
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), squeeze=False)
+    for ax, subset in zip(axes[0], subsets, strict=True):
+        p = r[r["subset"] == subset]
+        for _, row in p.iterrows():
+            base = row["method"] in BASELINES
+            ax.errorbar(row["tokens_per_query"], row["mean"], yerr=[[row["mean"] - row["ci_lo"]],
+                        [row["ci_hi"] - row["mean"]]], fmt="o" if base else "s", ms=7 if base else 4,
+                        color=METHOD_COLORS.get(row["method"], "0.4"), alpha=0.9, capsize=2)
+            ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=7,
+                        xytext=(3, 2), textcoords="offset points")
+        ax.set_title(subset)
+        ax.set_xlabel("LLM tokens per query (stubs + plan)")
+        ax.set_ylabel(f"recall@{k} (95% CI)")
+    fig.tight_layout()
+    return fig
+
+
+def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: float, k: int = 5,
+                     fused: str = "rrf") -> plt.Figure:
+    """Per query: RtP's top-1 cosine against the recall@k the fused list gains over RtP, and the cut."""
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k) & scores["method"].isin(["rtp", fused])]
+    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    cos = decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"]
+    wide["cos"] = wide["qkey"].map(cos)
+    wide["gain"] = wide[fused] - wide["rtp"]
+    subsets = list(dict.fromkeys(wide["subset"]))
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), sharey=True, squeeze=False)
+    rng = np.random.default_rng(0)
+    for ax, subset in zip(axes[0], subsets, strict=True):
+        p = wide[wide["subset"] == subset]
+        jitter = rng.uniform(-0.02, 0.02, len(p))
+        colors = np.where(p["gain"] > 0, METHOD_COLORS["ptr"], np.where(p["gain"] < 0, METHOD_COLORS["rtp"],
+                                                                         "0.6"))
+        ax.scatter(p["cos"], p["gain"] + jitter, c=colors, s=12, alpha=0.7)
+        if np.isfinite(threshold):
+            ax.axvline(threshold, color="k", ls="--", lw=1)
+            right = max(p["cos"].max(), threshold) + 0.01
+            ax.axvspan(threshold, right, color=METHOD_COLORS["rtp"], alpha=0.07)
+        ax.axhline(0, color="0.5", lw=0.8)
+        ax.set_title(subset)
+        ax.set_xlabel("RtP top-1 cosine")
+        ax.set_ylabel(f"recall@{k}: {fused} minus RtP")
+    fig.suptitle("route-then-fuse: right of the line RtP's list is used (no stub call), left the fused list")
+    fig.tight_layout()
+    return fig
+
+
+def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str]) -> int:
+    """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs."""
+    from ..stub_recording import recorded_stub_queries
+
+    have = recorded_stub_queries(cassette)
+    n = 0
+    sizes = {s: int((queries["subset"] == s).sum()) for s in sets}
+    while True:
+        nxt = n + 1
+        ok = True
+        for s in sets:
+            q = queries[queries["subset"] == s]["query"].tolist()
+            if nxt <= len(q) and q[nxt - 1] not in have:
+                ok = False
+                break
+        if not ok or nxt > max(sizes.values(), default=0):
+            return n
+        n = nxt
