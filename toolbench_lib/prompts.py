@@ -207,4 +207,48 @@ JUDGE_PROMPT = PromptTemplate(
     json_schema=JUDGE_SCHEMA,
 )
 
-TEMPLATES: dict[str, PromptTemplate] = {t.version: t for t in (STUB_PROMPT, PLAN_PROMPT, JUDGE_PROMPT)}
+JUDGE_V2_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "uncovered": {"type": "array", "items": {"type": "string"}},
+        "verdict": {"type": "string", "enum": ["Solved", "Unsolved"]},
+    },
+    "required": ["uncovered", "verdict"],
+}
+
+# A stricter rubric in the manner of ToolEval: the judge sees the APIs the planner was shown, checks that
+# each step's API can do its sub-task and that every sub-task is covered, then answers.
+JUDGE_PROMPT_V2 = PromptTemplate(
+    name="judge",
+    version="judge-v2",
+    system="You grade tool-use plans strictly. Reply with JSON only.",
+    template=(
+        "# task: judge-v2\n"
+        "Check whether the plan can fulfil the request, using the API list the planner was given.\n"
+        "1. Split the request into its sub-tasks.\n"
+        "2. A sub-task is covered only by a step whose listed API, by its description, can do it.\n"
+        "   A step naming an API that is not listed, or an API that does something else, covers nothing.\n"
+        '3. "uncovered": every sub-task no step covers. "verdict": "Solved" only if "uncovered" is '
+        'empty; a refusal or an empty plan is "Unsolved".\n'
+        "<query>\n{query}\n</query>\n"
+        "<apis>\n{api_docs}\n</apis>\n"
+        "<plan>\n{plan}\n</plan>\n"
+        'Reply with only JSON: {{"uncovered": ["..."], "verdict": "Solved" or "Unsolved"}}\n'
+    ),
+    json_schema=JUDGE_V2_SCHEMA,
+)
+
+# judge-v1 stays the default: the recorded studies were judged with it and replay by its version.
+JUDGE_PROMPTS: dict[str, PromptTemplate] = {t.version: t for t in (JUDGE_PROMPT, JUDGE_PROMPT_V2)}
+DEFAULT_JUDGE = JUDGE_PROMPT.version
+
+
+def judge_prompt(version: str = DEFAULT_JUDGE) -> PromptTemplate:
+    """The judge template of ``version`` (``judge-v1`` or ``judge-v2``); an unknown one raises ValueError."""
+    if version not in JUDGE_PROMPTS:
+        raise ValueError(f"unknown judge prompt {version!r}; choose one of {sorted(JUDGE_PROMPTS)}")
+    return JUDGE_PROMPTS[version]
+
+
+TEMPLATES: dict[str, PromptTemplate] = {t.version: t for t in (STUB_PROMPT, PLAN_PROMPT, JUDGE_PROMPT,
+                                                               JUDGE_PROMPT_V2)}

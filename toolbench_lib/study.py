@@ -5,7 +5,9 @@ A study run stores four tables, each once per configuration, that every analysis
 * ``stubs``: ``qkey, run, stub_idx, name, reasoning, fell_back`` (PtR's generated stubs),
 * ``hits``: ``qkey, method, run, text_idx, rank, row, api_id, score`` (per-text and merged rankings;
   RtP is deterministic and stored once with ``run = -1``),
-* ``plans``: ``qkey, method, run, refusal, parse_ok, n_steps, named_ids, fidelity, verdict``,
+* ``plans``: ``qkey, method, run, refusal, parse_ok, n_steps, named_ids, fidelity, named_ids_strict,
+  fidelity_strict, steps_json, reason, verdict, judge_version`` (tolerant and strict plan-name
+  resolution; steps and reason let another judge re-judge a stored plan),
 * ``calls``: ``qkey, method, run, stage, tokens_in, tokens_out, latency_s, cached, backend, model``.
 
 Runs are independent samples. Run 0 uses ``temperature`` (0, as in the paper); later runs use
@@ -30,8 +32,26 @@ from .atomic import atomic_path
 from .evaluate import RetrievalSetup, ranked_lists, run_rtp
 from .llm.base import LLMBackend, LLMResponse
 from .metrics import per_query_metrics
-from .parsing import Stub, fidelity, parse_plan, parse_stubs, parse_verdict, resolve_plan_apis, stub_text
-from .prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT, PromptTemplate, format_api_docs, format_plan
+from .parsing import (
+    Plan,
+    Stub,
+    fidelity,
+    parse_plan,
+    parse_stubs,
+    parse_verdict,
+    resolve_plan_apis,
+    stub_text,
+)
+from .plan_names import registry_names
+from .prompts import (
+    DEFAULT_JUDGE,
+    PLAN_PROMPT,
+    STUB_PROMPT,
+    PromptTemplate,
+    format_api_docs,
+    format_plan,
+    judge_prompt,
+)
 from .queries import DEFAULT_GT, check_gt, resolve_subset
 from .retrieval import hits_frame, retrieve_multi
 
@@ -53,6 +73,7 @@ class StudySettings:
     methods: tuple[str, ...] = METHODS
     workers: int = 1
     judge: bool = True
+    judge_version: str = DEFAULT_JUDGE
 
     def __post_init__(self) -> None:
         self.depth = max(self.depth, self.k)  # the planner sees the top k, so every text keeps at least k
@@ -164,10 +185,24 @@ def _api_docs(setup: RetrievalSetup, rows: Sequence[int]) -> list[dict]:
     return reg.iloc[list(rows)][cols].to_dict("records")
 
 
+def judge_plan(llm: LLMBackend, template: PromptTemplate, query: str, plan: Plan, api_docs: str, run: int,
+               temperature: float) -> LLMResponse:
+    """The judge's call on one plan; ``api_docs`` is the API list the planner saw (judge-v2 reads it)."""
+    return call(llm, template, run, temperature, query=query, api_docs=api_docs,
+                plan=format_plan(plan.steps, plan.refusal, plan.reason))
+
+
 def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame, hits: pd.DataFrame,
                    method: str, run: int, temperature: float, k: int, judge: bool = True, workers: int = 1,
-                   progress: bool = True) -> tuple[pd.DataFrame, list[dict]]:
-    """The planner on each query's top-``k`` retrieved APIs, then the pass-rate judge on its plan."""
+                   progress: bool = True,
+                   judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
+    """The planner on each query's top-``k`` retrieved APIs, then the pass-rate judge on its plan.
+
+    Plan steps are resolved both ways (:mod:`toolbench_lib.plan_names`): ``named_ids`` / ``fidelity``
+    tolerantly (shown APIs first, then the registry), ``named_ids_strict`` / ``fidelity_strict`` strictly.
+    """
+    judge_template = judge_prompt(judge_version)
+    names = registry_names(setup.ds.registry)
     final = hits[(hits["text_idx"] == -1) & (hits["rank"] <= k)].sort_values(["qkey", "rank"])
     rows_by_q = final.groupby("qkey", sort=False)["row"].apply(list).to_dict()
     items = list(zip(queries["qkey"], queries["query"], strict=True))
@@ -175,18 +210,22 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
     def one(item: tuple[str, str]) -> tuple[dict, list[dict]]:
         qkey, query = item
         docs = _api_docs(setup, rows_by_q.get(qkey, []))
-        resp = call(llm, PLAN_PROMPT, run, temperature, query=query, api_docs=format_api_docs(docs))
+        shown = format_api_docs(docs)
+        resp = call(llm, PLAN_PROMPT, run, temperature, query=query, api_docs=shown)
         plan = parse_plan(resp.text)
-        named = resolve_plan_apis(plan, docs)
+        named = resolve_plan_apis(plan, docs, names)
+        strict = resolve_plan_apis(plan, docs, strict=True)
         retrieved = [d["api_id"] for d in docs]
         row = {"qkey": qkey, "method": method, "run": run, "refusal": plan.refusal, "parse_ok": plan.parse_ok,
                "n_steps": len(plan.steps), "named_ids": [n for n in named if n],
                "n_named_unresolved": sum(n is None for n in named), "fidelity": fidelity(named, retrieved),
-               "steps_json": json.dumps(plan.steps), "verdict": None}
+               "named_ids_strict": [n for n in strict if n], "fidelity_strict": fidelity(strict, retrieved),
+               "steps_json": json.dumps(plan.steps), "reason": plan.reason, "verdict": None,
+               "judge_version": None}
         calls = [_call_row(qkey, method, run, "plan", resp)]
         if judge:
-            jr = call(llm, JUDGE_PROMPT, run, temperature, query=query,
-                      plan=format_plan(plan.steps, plan.refusal, plan.reason))
+            jr = judge_plan(llm, judge_template, query, plan, shown, run, temperature)
+            row["judge_version"] = judge_template.version
             row["verdict"] = parse_verdict(jr.text)
             calls.append(_call_row(qkey, method, run, "judge", jr))
         return row, calls
@@ -229,7 +268,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend, settings: StudySettings,
             continue
         for method in settings.methods:
             p, c = plan_and_judge(llm, setup, planned, method_hits[method], method, run, temp, settings.k,
-                                  settings.judge, settings.workers, progress)
+                                  settings.judge, settings.workers, progress, settings.judge_version)
             plans.append(p)
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
@@ -239,7 +278,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend, settings: StudySettings,
         "llm_model": llm.model,
         "is_llm": bool(llm.is_llm),
         "pass_rate_kind": "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
-        "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version],
+        "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, settings.judge_version],
         "settings": json.loads(json.dumps(asdict(settings))),
         "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,

@@ -1,0 +1,162 @@
+"""Judge validity and the objective pass rate on a hand-built study, and re-judging recorded plans."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolbench_lib.analysis.judge import (
+    PASS_RATE_COLUMNS,
+    confusion,
+    equivalence_keys,
+    judge_validity,
+    kappa,
+    pass_rate_table,
+    plan_evidence,
+    verdict_stability,
+)
+from toolbench_lib.llm.cache import ReplayBackend, read_cassette
+from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+from toolbench_lib.prompts import judge_prompt
+from toolbench_lib.rejudge import cassette_plans, record_verdicts
+from toolbench_lib.study import StudyResult
+
+G1, G2 = "G1_instruction", "G2_category_original"
+
+
+def _study(runs: int = 1) -> StudyResult:
+    queries = pd.DataFrame([
+        {"qkey": "q1", "subset": G1, "query": "a", "relevant": ["T/x/a", "T/x/b"],
+         "candidates": ["T/x/a", "T/x/b", "T/x/c"]},
+        {"qkey": "q2", "subset": G1, "query": "b", "relevant": ["T/y/a"], "candidates": ["T/y/a"]},
+        {"qkey": "q3", "subset": G1, "query": "c", "relevant": ["T/z/a"], "candidates": ["T/z/a", "T/z/b"]},
+        {"qkey": "q4", "subset": G2, "query": "d", "relevant": ["T/w/old"], "candidates": ["T/w/old"]},
+    ])
+    # (qkey, method): named ids, refusal, verdict of run 0
+    plans0 = {
+        ("q1", "rtp"): (["T/x/a", "T/x/b"], False, "Solved"),   # all
+        ("q1", "ptr"): (["T/x/a"], False, "Solved"),            # some
+        ("q2", "rtp"): (["T/q/q"], False, "Solved"),            # none, judged Solved
+        ("q2", "ptr"): ([], True, "Unsolved"),                  # refusal: none
+        ("q3", "rtp"): (["T/z/a", "T/z/b"], False, "Unsolved"), # all, judged Unsolved
+        ("q3", "ptr"): (["T/z/b"], False, None),                # none, no verdict
+        ("q4", "rtp"): (["T/w/new"], False, "Solved"),          # equivalent only with the registry
+        ("q4", "ptr"): (["T/w/old"], False, "Solved"),          # all
+    }
+    rows = []
+    for run in range(runs):
+        for (q, m), (named, refusal, verdict) in plans0.items():
+            v = verdict if run == 0 or (q, m) != ("q1", "rtp") else "Unsolved"
+            rows.append({"qkey": q, "method": m, "run": run, "refusal": refusal, "parse_ok": True,
+                         "n_steps": len(named), "named_ids": named, "steps_json": json.dumps(named),
+                         "verdict": v, "judge_version": "judge-v1"})
+    prov = {"settings": {"runs": runs, "k": 5, "methods": ["rtp", "ptr"]}}
+    return StudyResult(queries, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(), prov)
+
+
+REGISTRY = pd.DataFrame([
+    {"api_id": "T/w/old", "category": "T", "tool_name": "W", "api_name": "title/get-videos (Deprecated)"},
+    {"api_id": "T/w/new", "category": "T", "tool_name": "W", "api_name": "title/v2/get-videos"},
+    {"api_id": "T/w/other", "category": "T", "tool_name": "W", "api_name": "title/v2/get-awards"},
+])
+
+
+def test_evidence_and_objective_pass():
+    ev = plan_evidence(_study()).set_index(["qkey", "method"])
+    assert ev.loc[("q1", "rtp"), "evidence"] == "all" and ev.loc[("q1", "rtp"), "objective_pass"]
+    assert ev.loc[("q1", "ptr"), ["evidence", "n_covered", "n_gt"]].tolist() == ["some", 1, 2]
+    assert ev.loc[("q2", "rtp"), "evidence"] == "none"
+    assert ev.loc[("q2", "ptr"), "evidence"] == "none" and not ev.loc[("q2", "ptr"), "objective_pass"]
+    assert ev.loc[("q4", "rtp"), "evidence"] == "none"  # without a registry only the API itself counts
+    with_reg = plan_evidence(_study(), registry=REGISTRY).set_index(["qkey", "method"])
+    assert with_reg.loc[("q4", "rtp"), "evidence"] == "all"
+    cand = plan_evidence(_study(), gt="candidates").set_index(["qkey", "method"])
+    assert cand.loc[("q1", "rtp"), "evidence"] == "some"  # T/x/c is a candidate it does not name
+
+
+def test_equivalence_keys_strip_versions_and_deprecation():
+    keys = equivalence_keys(REGISTRY)
+    assert keys["T/w/old"] == keys["T/w/new"] != keys["T/w/other"]
+
+
+def test_confusion_and_validity():
+    ev = plan_evidence(_study())
+    table = confusion(ev).set_index("verdict")
+    assert table.loc["Solved", ["all", "some", "none"]].tolist() == [2, 1, 2]
+    assert table.loc["Unsolved", ["all", "some", "none"]].tolist() == [1, 0, 1]
+    assert table.loc["none", "none"] == 1 and table["total"].sum() == 8
+    v = judge_validity(ev).set_index(["subset", "method"])
+    g1r = v.loc[("G1", "rtp")]
+    assert (g1r["n_plans"], g1r["judged_pass_rate"], g1r["objective_pass_rate"]) == (3, 2 / 3, 2 / 3)
+    assert g1r["solved_rate_none"] == 1.0 and g1r["solved_rate_all"] == 0.5
+    # rtp on G1: verdicts S, S, U against objective 1, 0, 1 -> observed 1/3, expected 5/9
+    assert g1r["kappa"] == pytest.approx((1 / 3 - 5 / 9) / (1 - 5 / 9))
+    assert v.loc[("G1", "ptr"), "n_judged"] == 2 and np.isnan(v.loc[("G1", "ptr"), "solved_rate_all"])
+
+
+def test_kappa_undefined_and_perfect():
+    assert np.isnan(kappa(pd.Series(["Solved", "Solved"]), pd.Series([True, True])))
+    assert np.isnan(kappa(pd.Series(["Solved"]), pd.Series([True])))
+    assert kappa(pd.Series(["Solved", "Unsolved", None]), pd.Series([True, False, True])) == 1.0
+
+
+def test_pass_rate_table_columns_and_values():
+    table = pass_rate_table(_study(runs=2), registry=REGISTRY)
+    assert list(table.columns[: len(PASS_RATE_COLUMNS)]) == PASS_RATE_COLUMNS
+    assert len(table) == 2 * 2 * 2  # subsets x methods x runs
+    row = table.set_index(["subset", "method", "run"]).loc[(G2, "rtp", 0)]
+    assert (row["judged_pass_rate"], row["objective_pass_rate"], row["n_plans"]) == (1.0, 1.0, 1)
+    g1 = table[(table["subset"] == G1) & (table["method"] == "rtp")].sort_values("run")
+    assert g1["judged_pass_rate"].tolist() == [2 / 3, 1 / 3]  # run 1 judged q1 Unsolved
+    assert (table["gt"] == "relevant").all() and (table["judge_version"] == "judge-v1").all()
+
+
+def test_other_verdicts_replace_the_studys():
+    other = pd.DataFrame([{"qkey": "q1", "method": "rtp", "run": 0, "verdict": "Unsolved",
+                           "judge_version": "judge-v2"}])
+    ev = plan_evidence(_study(), verdicts=other)
+    assert ev[["qkey", "verdict", "judge_version"]].values.tolist() == [["q1", "Unsolved", "judge-v2"]]
+
+
+def test_verdict_stability():
+    assert verdict_stability(_study(runs=1)).empty
+    s = verdict_stability(_study(runs=2)).set_index(["subset", "method"])
+    assert s.loc[("G1", "rtp"), ["n_pairs", "same_verdict"]].tolist() == [3, 2 / 3]
+    assert s.loc[("G1", "rtp"), "same_verdict_same_plan"] == 2 / 3  # the plans are identical across runs
+    assert s.loc[("G1", "ptr"), "n_pairs"] == 2  # q3's plan has no verdict
+
+
+def test_judge_v2_is_selectable_and_v1_stays_default():
+    assert judge_prompt().version == "judge-v1"
+    v2 = judge_prompt("judge-v2")
+    prompt = v2.render(query="q", api_docs="[1] T / A (C): d", plan="1. T / A")
+    assert prompt.startswith("# task: judge-v2\n") and "<apis>\n[1] T / A (C): d\n</apis>" in prompt
+    with pytest.raises(ValueError, match="unknown judge prompt"):
+        judge_prompt("judge-v9")
+
+
+def test_recorded_plans_rejudged_with_v1_replay_the_recorded_verdicts():
+    queries = pd.DataFrame([{"subset": s, "query": r}
+                            for s, r in _first_queries_of_cassette(per_subset=3)])
+    plans = cassette_plans(DEFAULT_CASSETTE, queries, per_subset=3)
+    assert len(plans) == 2 * len(queries)  # both methods' plans of every query
+    table = record_verdicts(plans, ReplayBackend(DEFAULT_CASSETTE), "judge-v1", progress=False)
+    assert table["verdict"].notna().all() and table["cached"].all()
+    assert table["position"].tolist()[:6] == [0, 0, 0, 0, 0, 0]  # subsets interleaved by position
+
+
+def _first_queries_of_cassette(per_subset: int) -> list[tuple[str, str]]:
+    """(subset, query) of queries with recorded plans, a few per pretend subset (no dataset needed)."""
+    from toolbench_lib.prompts import extract_section
+
+    seen: list[str] = []
+    for r in read_cassette(DEFAULT_CASSETTE):
+        if r["prompt_version"] == "plan-v1":
+            q = extract_section(r["prompt"], "query")
+            if q not in seen:
+                seen.append(q)
+    subsets = ["G1_instruction", "G2_category_original", "G3_instruction_original"]
+    return [(s, q) for i, s in enumerate(subsets) for q in seen[i * per_subset:(i + 1) * per_subset]]

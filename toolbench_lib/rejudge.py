@@ -1,0 +1,164 @@
+"""Re-judge plans with another judge prompt version, without planning again.
+
+Two sources of plans:
+
+* :func:`cassette_plans` / :func:`record_verdicts`: the plan records of a cassette. A plan record holds
+  the query and the API list the planner was shown (its prompt) and the reply, which is everything a
+  judge prompt is rendered from, so the new verdicts can be recorded without an embedding index. The
+  judge prompt is rendered by :func:`toolbench_lib.study.judge_plan`, exactly as a study renders it, so
+  a study that replays the cassette with that judge version finds every recorded verdict.
+* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.StudyResult` (steps, refusal and
+  reason), with the API lists rebuilt from its hits.
+
+``python -m toolbench_lib.rejudge --judge judge-v2 --per-subset 50`` records judge-v2 verdicts with the
+local model behind the call cache (resumable: a cached call is never repeated); export them with
+``python -m toolbench_lib cassette export``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .llm.base import LLMBackend
+from .llm.cache import read_cassette
+from .parsing import Plan, parse_plan, parse_verdict
+from .prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
+from .queries import DEFAULT_SUBSETS, resolve_subset
+from .study import StudyResult, _api_docs, judge_plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StoredPlan:
+    """A plan as recorded: what the planner was asked and what it replied."""
+
+    subset: str
+    position: int
+    query: str
+    api_docs: str
+    plan: Plan
+    run: int
+    temperature: float
+
+
+def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int | None = None,
+                   subsets: Sequence[str] = tuple(DEFAULT_SUBSETS),
+                   runs: Sequence[int] = (0,)) -> list[StoredPlan]:
+    """The cassette's plan records of the first ``per_subset`` queries of each subset (all when None).
+
+    ``queries`` is the dataset's query table (``subset, query``); records are matched to it by query
+    text. Every method's plan of a query is included (a query's plans differ by the API list shown).
+    """
+    wanted: dict[str, tuple[str, int]] = {}
+    for name in subsets:
+        canonical = resolve_subset(name)
+        texts = queries.loc[queries["subset"] == canonical, "query"].tolist()
+        for i, text in enumerate(texts[:per_subset] if per_subset is not None else texts):
+            wanted.setdefault(text, (canonical, i))
+    out = []
+    for r in read_cassette(cassette):
+        if r["prompt_version"] != PLAN_PROMPT.version or int(r["run"]) not in runs:
+            continue
+        query = extract_section(r["prompt"], "query")
+        if query not in wanted:
+            continue
+        subset, pos = wanted[query]
+        out.append(StoredPlan(subset, pos, query, extract_section(r["prompt"], "apis") or "",
+                              parse_plan(r["text"]), int(r["run"]), float(r["temperature"])))
+    # Subsets interleaved by position, so an interrupted recording covers the first N of every subset.
+    order = {resolve_subset(name): i for i, name in enumerate(subsets)}
+    return sorted(out, key=lambda p: (p.position, order[p.subset], p.api_docs))
+
+
+def record_verdicts(plans: Sequence[StoredPlan], llm: LLMBackend, version: str,
+                    progress: bool = True) -> pd.DataFrame:
+    """Judge each stored plan with judge prompt ``version``; ``subset, position, run, verdict, ...``."""
+    template = judge_prompt(version)
+    rows = []
+    for p in tqdm(plans, desc=f"{version} verdicts", disable=not progress):
+        resp = judge_plan(llm, template, p.query, p.plan, p.api_docs, p.run, p.temperature)
+        rows.append({"subset": p.subset, "position": p.position, "run": p.run,
+                     "verdict": parse_verdict(resp.text), "judge_version": version, "cached": resp.cached,
+                     "latency_s": resp.latency_s, "tokens_in": resp.tokens_in, "tokens_out": resp.tokens_out})
+    return pd.DataFrame(rows)
+
+
+def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
+            per_subset: int | None = None) -> pd.DataFrame:
+    """Verdicts of judge ``version`` on a study's stored plans (first ``per_subset`` queries per subset).
+
+    ``setup`` is the study's :class:`~toolbench_lib.evaluate.RetrievalSetup` (for the API docs).
+    Returns ``qkey, method, run, verdict, judge_version``.
+    """
+    plans = result.plans
+    if plans.empty:
+        return pd.DataFrame(columns=["qkey", "method", "run", "verdict", "judge_version"])
+    if "reason" not in plans:
+        raise ValueError("these stored plans lack their 'reason' column (stored by an older version); "
+                         "run the study again to re-judge them")
+    template = judge_prompt(version)
+    k = int(result.provenance.get("settings", {}).get("k", 5))
+    settings = result.provenance.get("settings", {})
+    q = result.queries.set_index("qkey")
+    keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
+        else set(q.index)
+    final = result.hits[(result.hits["text_idx"] == -1) & (result.hits["rank"] <= k)].sort_values("rank")
+    rows_of = final.groupby(["qkey", "method", "run"])["row"].apply(list).to_dict()
+    out = []
+    for p in plans[plans["qkey"].isin(keep)].to_dict("records"):
+        run = int(p["run"])
+        rows = rows_of.get((p["qkey"], p["method"], run), rows_of.get((p["qkey"], p["method"], -1), []))
+        plan = Plan(steps=json.loads(p["steps_json"]), refusal=bool(p["refusal"]), reason=p["reason"] or "",
+                    parse_ok=bool(p["parse_ok"]))
+        later = settings.get("run_temperature")
+        temp = settings.get("temperature", 0.0) if run == 0 or later is None else later
+        resp = judge_plan(llm, template, q.loc[p["qkey"], "query"], plan,
+                          format_api_docs(_api_docs(setup, rows)), run, temp)
+        out.append({"qkey": p["qkey"], "method": p["method"], "run": run, "verdict": parse_verdict(resp.text),
+                    "judge_version": version})
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
+    from .dataset import load_dataset
+    from .llm.factory import DEFAULT_CASSETTE, make_backend
+
+    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.rejudge", description=__doc__.split("\n")[0])
+    ap.add_argument("--judge", default="judge-v2", help="judge prompt version")
+    ap.add_argument("--cassette", default=str(DEFAULT_CASSETTE), help="cassette holding the plans")
+    ap.add_argument("--per-subset", type=int, default=50, help="first N queries of each subset")
+    ap.add_argument("--subset", action="append", default=None, help="subset (repeatable; default G1, G2, G3)")
+    ap.add_argument("--backend", default="local", help="backend of the judge (behind the call cache)")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--out", default=None, help="CSV of the verdicts")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        ds = load_dataset(args.data_dir)
+        subsets = args.subset or list(DEFAULT_SUBSETS)
+        plans = cassette_plans(args.cassette, ds.queries, args.per_subset, subsets)
+        log.info("%d recorded plans to judge with %s", len(plans), args.judge)
+        table = record_verdicts(plans, make_backend(args.backend), args.judge)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        table.to_csv(args.out, index=False)
+    summary = table.groupby("subset")["verdict"].value_counts().unstack(fill_value=0) if len(table) else table
+    print(summary.to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
