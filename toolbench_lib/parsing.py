@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -219,11 +220,14 @@ def _extract(text: str, budget: _Budget) -> object | None:
 
 
 def _clean(value: object) -> str:
-    """A scalar as a one-line string; containers, None, booleans and unprintable numbers give ''.
+    """A scalar as a one-line string; containers, None, booleans and unprintable or non-finite numbers
+    give ''.
 
     Lone surrogates become ``?`` so that the text can be encoded (stored, embedded) later.
     """
     if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):  # 1e999, NaN, Infinity name nothing
         return ""
     try:
         text = " ".join(str(value).split())
