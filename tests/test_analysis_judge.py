@@ -12,8 +12,10 @@ from toolbench_lib.analysis.judge import (
     PASS_RATE_COLUMNS,
     confusion,
     equivalence_keys,
+    fidelity_table,
     judge_validity,
     kappa,
+    ordering,
     pass_rate_table,
     plan_evidence,
     verdict_stability,
@@ -160,3 +162,30 @@ def _first_queries_of_cassette(per_subset: int) -> list[tuple[str, str]]:
                 seen.append(q)
     subsets = ["G1_instruction", "G2_category_original", "G3_instruction_original"]
     return [(s, q) for i, s in enumerate(subsets) for q in seen[i * per_subset:(i + 1) * per_subset]]
+
+
+def test_ordering_retests_the_paper_claims():
+    ev = plan_evidence(_study(runs=2))
+    table = ordering(ev).set_index(["subset", "pass_rate"])
+    g1 = table.loc[("G1", "judged")]
+    # judged pairs on G1: q1 (run 0: S/S, run 1: U/S), q2 (S/U) twice; q3 lacks PtR's verdict
+    assert (g1["n_pairs"], g1["rtp_only"], g1["ptr_only"]) == (4, 2, 1)
+    assert (g1["rtp"], g1["ptr"], g1["leader"], g1["holds"]) == (0.75, 0.5, "rtp", True)
+    assert g1["p_value"] == pytest.approx(1.0)  # exact McNemar, 2 vs 1 discordant pairs
+    obj = table.loc[("G1", "objective")]
+    assert (obj["n_pairs"], obj["rtp"], obj["ptr"], obj["leader"]) == (6, 2 / 3, 0.0, "rtp")
+    g2 = table.loc[("G2", "objective")]
+    assert (g2["leader"], g2["paper_leader"], g2["holds"]) == ("ptr", "ptr", True)
+    assert np.isnan(table.loc[("G2", "judged"), "p_value"])  # no discordant pair
+
+
+def test_fidelity_table_strict_and_tolerant():
+    s = _study()
+    s.plans["named_ids_strict"] = [x[:1] for x in s.plans["named_ids"]]
+    s.plans["fidelity_strict"] = [0.5 if x else None for x in s.plans["named_ids"]]
+    s.plans["fidelity"] = [1.0 if x else None for x in s.plans["named_ids"]]
+    s.plans["n_named_unresolved"] = 0
+    t = fidelity_table(s).set_index(["subset", "method"])
+    assert t.loc[("G1", "rtp"), ["fidelity_strict", "fidelity", "n_steps"]].tolist() == [0.5, 1.0, 5]
+    assert t.loc[("G1", "rtp"), "resolved_strict"] == 3 / 5 and t.loc[("G1", "rtp"), "resolved"] == 1.0
+    assert fidelity_table(_study()).empty  # a study stored before strict resolution was kept

@@ -18,6 +18,9 @@ Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground
   among those whose evidence is ``none`` (``solved_rate_none``; a valid judge keeps it low).
 * **verdict stability**: where a study has several runs, the share of pairs of runs in which the same
   query and method got the same verdict, and the same share restricted to pairs whose plans are identical.
+* **ordering**: the paper's pass-rate claims (RtP ahead on G1, PtR ahead on G2 and G3) re-tested under a
+  pass rate: each method's rate over the (query, run) pairs both methods planned, which one leads, and an
+  exact McNemar test (statsmodels) on the pairs where exactly one of the two passes.
 
 Kappa is NaN when it is undefined (fewer than two plans, or both labels constant).
 """
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.contingency_tables import mcnemar
 
 from ..normalize import norm_name
 from ..queries import check_gt, subset_alias
@@ -43,6 +47,12 @@ PASS_RATE_COLUMNS = ["subset", "method", "run", "judged_pass_rate", "objective_p
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",
                     "objective_pass_rate", "evidence_all", "evidence_some", "evidence_none", "kappa",
                     "solved_rate_none", "solved_rate_some", "solved_rate_all", "gt"]
+ORDERING_COLUMNS = ["subset", "pass_rate", "judge_version", "rtp", "ptr", "leader", "paper_leader", "holds",
+                    "n_pairs", "rtp_only", "ptr_only", "p_value"]
+FIDELITY_COLUMNS = ["subset", "method", "fidelity_strict", "fidelity", "resolved_strict", "resolved",
+                    "n_plans", "n_steps"]
+PAPER_PASS_LEADER = {"G1": "rtp", "G2": "ptr", "G3": "ptr"}  # paper: G1 0.884 vs 0.840, G2 0.747 vs 0.855,
+# G3 0.732 vs 0.820 (RtP vs PtR)
 STABILITY_COLUMNS = ["subset", "method", "n_pairs", "same_verdict", "n_same_plan_pairs",
                      "same_verdict_same_plan"]
 _VERSION_SEGMENT = re.compile(r"/v\d+(?=/)", re.IGNORECASE)
@@ -201,3 +211,62 @@ def verdict_stability(result: StudyResult) -> pd.DataFrame:
                      "n_same_plan_pairs": len(same_plan),
                      "same_verdict_same_plan": float(np.mean(same_plan)) if same_plan else float("nan")})
     return pd.DataFrame(rows, columns=STABILITY_COLUMNS)
+
+
+def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:
+    a, b = pairs[rtp].astype(bool), pairs[ptr].astype(bool)
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    table = [[int((a & b).sum()), only_a], [only_b, int((~a & ~b).sum())]]
+    p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else float("nan")
+    ra, rb = float(a.mean()), float(b.mean())
+    leader = "rtp" if ra > rb else "ptr" if rb > ra else "tie"
+    return {"rtp": ra, "ptr": rb, "leader": leader, "n_pairs": int(len(pairs)), "rtp_only": only_a,
+            "ptr_only": only_b, "p_value": p}
+
+
+def ordering(ev: pd.DataFrame) -> pd.DataFrame:
+    """The paper's pass-rate ordering re-tested per subset, under the judged and the objective pass rate.
+
+    Pairs are (query, run) with a plan of both methods (and, for the judged rate, a verdict of both).
+    ``holds`` is True when the leader here is the paper's leader.
+    """
+    rows = []
+    for (subset, version), g in ev.groupby(["subset", "judge_version"], sort=False, dropna=False):
+        alias = subset_alias(subset)
+        w = g.assign(solved=g["verdict"] == "Solved", judged=g["verdict"].notna())
+        wide = w.pivot_table(index=["qkey", "run"], columns="method",
+                             values=["solved", "judged", "objective_pass"], aggfunc="first")
+        if not {("solved", "rtp"), ("solved", "ptr")} <= set(wide.columns):
+            continue
+        wide.columns = [f"{v}_{m}" for v, m in wide.columns]
+        wide = wide.dropna()
+        judged = wide[wide["judged_rtp"].astype(bool) & wide["judged_ptr"].astype(bool)]
+        for kind, pairs, cols in (("judged", judged, ("solved_rtp", "solved_ptr")),
+                                  ("objective", wide, ("objective_pass_rtp", "objective_pass_ptr"))):
+            if pairs.empty:
+                continue
+            row = _ordering_row(pairs, *cols)
+            paper = PAPER_PASS_LEADER.get(alias)
+            rows.append({"subset": alias, "pass_rate": kind, "judge_version": version, **row,
+                         "paper_leader": paper, "holds": (row["leader"] == paper) if paper else None})
+    return pd.DataFrame(rows, columns=ORDERING_COLUMNS)
+
+
+def fidelity_table(result: StudyResult) -> pd.DataFrame:
+    """Per subset and method: strict and tolerant fidelity (mean over plans naming an API) and the share
+    of plan steps each resolver resolves."""
+    p = result.plans
+    if p.empty or "fidelity_strict" not in p:
+        return pd.DataFrame(columns=FIDELITY_COLUMNS)
+    p = p.merge(result.queries[["qkey", "subset"]], on="qkey")
+    rows = []
+    for (subset, method), g in p.groupby(["subset", "method"], sort=False):
+        steps = int(g["n_steps"].sum())
+        strict = sum(len(x) for x in g["named_ids_strict"])
+        rows.append({"subset": subset_alias(subset), "method": method,
+                     "fidelity_strict": float(g["fidelity_strict"].dropna().mean()),
+                     "fidelity": float(g["fidelity"].dropna().mean()),
+                     "resolved_strict": strict / steps if steps else float("nan"),
+                     "resolved": 1 - int(g["n_named_unresolved"].sum()) / steps if steps else float("nan"),
+                     "n_plans": int(len(g)), "n_steps": steps})
+    return pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
