@@ -146,3 +146,13 @@ def test_bad_fields_resolve_to_nothing(value):
     # Fields are cut to MAX_FIELD_CHARS and at most MAX_SPLITS slash readings are tried, so even these
     # finish at once (a quadratic scan of the 200,000 slashes would not).
     assert resolve_plan_apis(_steps((value, value)), SHOWN, RegistryNames()) == [None]
+
+
+def test_committed_cassette_tolerant_resolution():
+    from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+    from toolbench_lib.plan_names import cassette_resolution
+
+    out = cassette_resolution(DEFAULT_CASSETTE)
+    assert out["plans"] >= 600 and out["steps"] == sum(out["steps_by_rule"].values())
+    assert out["fidelity_tolerant"] >= 0.9 > out["fidelity_strict"]
+    assert out["resolved_shown"] >= 0.95 and out["resolved_strict"] < 0.5

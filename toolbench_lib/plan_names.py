@@ -288,3 +288,42 @@ def fidelity(named_ids: Sequence[str | None], retrieved_ids) -> float | None:
         return None
     pool = set(retrieved_ids)
     return sum(1 for x in named_ids if x is not None and x in pool) / len(named_ids)
+
+
+def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
+    """Strict against tolerant resolution of every recorded plan of a cassette (``plan-v1`` records).
+
+    The shown list is read back from each plan prompt (:func:`parse_api_docs`). Returns the plans and
+    steps counted, mean strict and tolerant fidelity over plans that name an API, and the steps each
+    tolerant rule resolved (``none``: unresolved).
+    """
+    from collections import Counter
+
+    from .llm.cache import read_cassette
+    from .parsing import parse_plan
+    from .prompts import PLAN_PROMPT, extract_section
+
+    rules: Counter = Counter()
+    strict_f, tolerant_f, n_plans, strict_steps = [], [], 0, 0
+    for record in read_cassette(path):
+        if record["prompt_version"] != PLAN_PROMPT.version:
+            continue
+        n_plans += 1
+        docs = parse_api_docs(extract_section(record["prompt"], "apis") or "", registry)
+        plan = parse_plan(record["text"])
+        ids = [d["api_id"] for d in docs]
+        strict = resolve_plan_apis(plan, docs, strict=True)
+        detail = resolve_plan_detail(plan, docs, registry)
+        strict_steps += sum(x is not None for x in strict)
+        rules.update((d.rule if d.shown else f"{d.rule}, not shown") if d.api_id else "none" for d in detail)
+        if plan.steps:
+            strict_f.append(fidelity(strict, ids))
+            tolerant_f.append(fidelity([d.api_id for d in detail], ids))
+    steps = sum(rules.values())
+    shown = sum(n for r, n in rules.items() if r in RULES)
+    return {"plans": n_plans, "steps": steps, "plans_with_steps": len(strict_f),
+            "fidelity_strict": sum(strict_f) / len(strict_f) if strict_f else float("nan"),
+            "fidelity_tolerant": sum(tolerant_f) / len(tolerant_f) if tolerant_f else float("nan"),
+            "resolved_strict": strict_steps / steps if steps else float("nan"),
+            "resolved_shown": shown / steps if steps else float("nan"),
+            "steps_by_rule": dict(rules.most_common())}
