@@ -86,3 +86,17 @@ def test_goal_table_and_costs(scored) -> None:
     assert costs.loc[("S2", "route-cv"), "llm_calls_per_query"] == 2.0
     ev = beyond.query_evidence(scores, res.queries, "ptr", 5, n=2)
     assert len(ev) == 4 and (ev[ev["subset"] == "S1"]["diff"] == -1.0).all()
+
+
+def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
+    from toolbench_lib.analysis.report import write_report
+    from toolbench_lib.experiment import ExperimentConfig, save_table
+
+    cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
+    assert "Beyond the paper" not in write_report(cfg).read_text()
+    _, scores, _ = scored
+    wide = beyond.leaderboard_wide(beyond.leaderboard(scores, 5, n_boot=200))
+    save_table(wide, "beyond_leaderboard", cfg, "provenance line")
+    text = write_report(cfg).read_text()
+    assert "## Beyond the paper" in text and "route-cv" in text and "provenance line" in text
+    assert text.index("## Beyond the paper") < text.index("## Figures")

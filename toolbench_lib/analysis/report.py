@@ -344,6 +344,21 @@ def figure_links(cfg: ExperimentConfig) -> list[str]:
     return [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})" for p in paths]
 
 
+BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),
+                 ("beyond_goal", "Recall margin over the better architecture per set"),
+                 ("beyond_validation", "The same methods on sets not used for design"))
+
+
+def beyond_section(cfg: ExperimentConfig) -> list[str]:
+    """Notebook 10's leaderboards, as saved under ``tables/``; nothing when that notebook did not run."""
+    parts = []
+    for name, title in BEYOND_TABLES:
+        path = cfg.tables_dir / f"{name}.md"
+        if path.exists():
+            parts += [f"### {title}", "", path.read_text(encoding="utf-8").strip(), ""]
+    return ["## Beyond the paper", "", *parts] if parts else []
+
+
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
                     provenance: list[dict]) -> str:
     """The whole ``report.md``: provenance, the comparison table, the figures."""
@@ -362,7 +377,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "## The paper against this run", "",
               "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
               "`difference` is this run minus the paper, or for a range the distance outside it.", "",
-              _report_table(report), "", "## Figures", ""]
+              _report_table(report), "", *beyond_section(cfg), "## Figures", ""]
     links = figure_links(cfg)
     parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
     return "\n".join(parts).rstrip() + "\n"
