@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
+
+# ``.<name>.<pid>.tmp<suffix>``, as :func:`temp_path` names them.
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.tmp(\.[^.]*)?$")
+STALE_AFTER_S = 3600.0
 
 
 def temp_path(path: Path) -> Path:
@@ -30,6 +39,43 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return True
+
+
+def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the temporary files of :func:`atomic_path` left by dead processes or older than ``max_age_s``.
+
+    Looks through ``folders`` recursively; returns the removed paths (each is logged).
+    """
+    removed: list[Path] = []
+    now = time.time()
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            continue
+        for path in folder.rglob(".*.tmp*"):
+            m = _TEMP_NAME.match(path.name)
+            if not m or not path.is_file():
+                continue
+            try:
+                age = now - path.stat().st_mtime
+                if _process_alive(int(m.group(1))) and age < max_age_s:
+                    continue
+                path.unlink()
+            except OSError:  # gone meanwhile, or not ours to remove
+                continue
+            log.info("removed stale temporary file %s", path)
+            removed.append(path)
+    return removed
 
 
 def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:

@@ -11,16 +11,28 @@ import time
 from .llm.base import LLMError
 from .llm.factory import BACKENDS
 from .paths import DataNotFoundError
-from .queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError, resolve_subset
+from .queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError
 from .reproduce import add_parser as add_reproduce_parser
 from .reproduce import cmd_reproduce
+from .validation import (
+    OneLineParser,
+    check_max_apis,
+    check_subsets,
+    data_dir,
+    existing_file,
+    int_at_least,
+    output_dir,
+    report,
+    subset_name,
+    temperature,
+)
 
 log = logging.getLogger("toolbench_lib")
 
 
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--data-dir", default=None,
+    p.add_argument("--data-dir", default=None, type=data_dir,
                    help="ToolBench data folder (else TOOLBENCH_DATA, data/raw/toolbench, "
                         "../shared/toolbench)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -29,7 +41,7 @@ def _common() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = argparse.ArgumentParser(prog="python -m toolbench_lib", description=__doc__)
+    parser = OneLineParser(prog="python -m toolbench_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="registry and query sets")
@@ -42,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     index_sub = index.add_subparsers(dest="action", required=True)
     build = index_sub.add_parser("build", parents=[common], help="embed the registry (cached) and index it")
     build.add_argument("--model", default=None, help="sentence-transformers model name or local folder")
-    build.add_argument("--max-apis", type=int, default=None, help="index a sub-registry of N APIs")
-    build.add_argument("--seed", type=int, default=0, help="sub-registry sampling seed")
+    build.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
+    build.add_argument("--seed", type=int_at_least(0), default=0, help="sub-registry sampling seed")
     build.add_argument("--no-keep-gt", action="store_true",
                        help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
 
@@ -52,27 +64,27 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--backend", choices=BACKENDS, default=None,
                     help="LLM backend for stubs, plans and judge (default: replay of the committed cassette "
                          "when PtR is evaluated; RtP alone is retrieval only unless a backend is given)")
-    ev.add_argument("--cassette", default=None, help="cassette file for --backend replay")
+    ev.add_argument("--cassette", default=None, type=existing_file, help="cassette file for --backend replay")
     ev.add_argument("--llm-model", default=None,
                     help="backend model (gemini model id, GGUF path, replay filter)")
-    ev.add_argument("--runs", type=int, default=4, help="independent runs (LLM samples)")
-    ev.add_argument("--temperature", type=float, default=0.0, help="temperature of run 0")
-    ev.add_argument("--run-temperature", type=float, default=0.3,
+    ev.add_argument("--runs", type=int_at_least(1), default=4, help="independent runs (LLM samples)")
+    ev.add_argument("--temperature", type=temperature(), default=0.0, help="temperature of run 0")
+    ev.add_argument("--run-temperature", type=temperature(True), default=0.3,
                     help="temperature of runs 1.. (seed = run); negative: same as --temperature")
-    ev.add_argument("--plan-limit", type=int, default=None,
+    ev.add_argument("--plan-limit", type=int_at_least(0), default=None,
                     help="plan and judge only the first N queries of each set (0: retrieval only)")
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
-    ev.add_argument("--workers", type=int, default=None,
+    ev.add_argument("--workers", type=int_at_least(1), default=None,
                     help="concurrent LLM calls (default 4 for gemini, else 1)")
-    ev.add_argument("--depth", type=int, default=20, help="hits kept per searched text (>= k)")
-    ev.add_argument("--save", default=None, help="folder to store the run's tables (parquet) in")
-    ev.add_argument("--subset", action="append", default=None,
+    ev.add_argument("--depth", type=int_at_least(1), default=20, help="hits kept per searched text (>= k)")
+    ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
+    ev.add_argument("--subset", action="append", default=None, type=subset_name,
                     help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}); repeatable; default all three")
-    ev.add_argument("--k", type=int, default=5)
+    ev.add_argument("--k", type=int_at_least(1), default=5, help="APIs per query scored (>= 1)")
     ev.add_argument("--gt", choices=GT_DEFINITIONS, default=DEFAULT_GT, help="ground-truth definition")
-    ev.add_argument("--max-apis", type=int, default=None, help="evaluate on a sub-registry of N APIs")
-    ev.add_argument("--limit", type=int, default=None, help="first N queries of each set")
-    ev.add_argument("--seed", type=int, default=0, help="sub-registry sampling seed")
+    ev.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
+    ev.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
+    ev.add_argument("--seed", type=int_at_least(0), default=0, help="sub-registry sampling seed")
     ev.add_argument("--model", default=None, help="embedding model (default thenlper/gte-base)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     cas = sub.add_parser("cassette", help="export, import and describe recorded LLM calls")
@@ -82,10 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", required=True, help="cassette path (.jsonl.gz)")
     exp.add_argument("--llm-model", default=None, help="only calls of this model")
     imp = cas_sub.add_parser("import", help="load a cassette into the call cache")
-    imp.add_argument("cassette")
+    imp.add_argument("cassette", type=existing_file)
     imp.add_argument("--store", default=None)
     info = cas_sub.add_parser("info", help="what a cassette covers")
-    info.add_argument("cassette")
+    info.add_argument("cassette", type=existing_file)
     add_reproduce_parser(sub, common)
     return parser
 
@@ -131,6 +143,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from .subregistry import sample_subregistry
 
     ds = load_dataset(args.data_dir)
+    check_max_apis(args.max_apis, len(ds.registry))
     emb = load_embedder(args.model)
     rows = None
     if args.max_apis:
@@ -152,14 +165,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .embedding import load_embedder
     from .evaluate import evaluate_rtp
 
-    subsets = args.subset or list(DEFAULT_SUBSETS)
-    for s in subsets:
-        resolve_subset(s)
+    subsets = check_subsets("--subset", args.subset or list(DEFAULT_SUBSETS))  # a set named twice: once
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
     unknown = [m for m in methods if m not in ("rtp", "ptr")]
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {args.method!r}; choose rtp, ptr or rtp,ptr")
     ds = load_dataset(args.data_dir)
+    check_max_apis(args.max_apis, len(ds.registry))
     backend = args.backend or ("replay" if "ptr" in methods else None)
     if backend is None:
         emb = load_embedder(args.model)
@@ -214,11 +226,15 @@ def _print_result(result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .atomic import clean_stale_temps
+    from .paths import CACHE_DIR, PROCESSED_DIR
+
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     for noisy in ("faiss.loader", "httpx", "sentence_transformers.base.model"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
+        clean_stale_temps(PROCESSED_DIR, CACHE_DIR)
         if args.command == "data":
             return cmd_data_summary(args)
         if args.command == "index":
@@ -229,5 +245,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_reproduce(args)
         return cmd_evaluate(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report(exc)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - whatever is left still ends as one line, never a traceback
+        if getattr(args, "verbose", False):
+            log.exception("failed")
+        return report(exc)
