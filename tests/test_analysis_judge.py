@@ -13,6 +13,7 @@ from toolbench_lib.analysis.judge import (
     confusion,
     equivalence_keys,
     fidelity_table,
+    findings,
     judge_validity,
     kappa,
     ordering,
@@ -189,3 +190,14 @@ def test_fidelity_table_strict_and_tolerant():
     assert t.loc[("G1", "rtp"), ["fidelity_strict", "fidelity", "n_steps"]].tolist() == [0.5, 1.0, 5]
     assert t.loc[("G1", "rtp"), "resolved_strict"] == 3 / 5 and t.loc[("G1", "rtp"), "resolved"] == 1.0
     assert fidelity_table(_study()).empty  # a study stored before strict resolution was kept
+
+
+def test_findings_are_written_from_the_tables():
+    ev = plan_evidence(_study(runs=2))
+    lines = findings(ev, ordering(ev))
+    # 14 of 16 plans judged (q3's PtR plan never is), 9 Solved; objective: 3 of 8 plans per run pass
+    assert lines[0].startswith("judge-v1: 14 plans judged, 0.64 rated Solved against an objective pass rate "
+                               "of 0.38; kappa")
+    assert "Solved for 0.67 of the 6 judged plans that name no ground-truth API" in lines[0]
+    assert "G1, judged by judge-v1 pass rate: RtP 0.750 vs PtR 0.500 over 4 pairs" in lines[1]
+    assert lines[1].endswith("paper: RtP ahead; the ordering holds.")

@@ -270,3 +270,37 @@ def fidelity_table(result: StudyResult) -> pd.DataFrame:
                      "resolved": 1 - int(g["n_named_unresolved"].sum()) / steps if steps else float("nan"),
                      "n_plans": int(len(g)), "n_steps": steps})
     return pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+
+
+def pass_rate_comparison(validity: pd.DataFrame) -> pd.DataFrame:
+    """Per subset and method: each judge version's judged pass rate and kappa beside the objective rate
+    (over the plans that version judged), one row per subset, method and judge version."""
+    cols = ["subset", "method", "judge_version", "n_judged", "judged_pass_rate", "objective_pass_rate",
+            "kappa", "solved_rate_none"]
+    return validity[cols].sort_values(["subset", "method", "judge_version"]).reset_index(drop=True)
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if x != x else f"{x:.2f}"
+
+
+def findings(ev: pd.DataFrame, order: pd.DataFrame) -> list[str]:
+    """One line per judge version (pooled over subsets and methods) and one per re-tested claim, written
+    from ``ev`` (:func:`plan_evidence`, one or several judge versions) and :func:`ordering`."""
+    lines = []
+    for version, g in ev.groupby("judge_version", sort=True):
+        r = _validity_row(g)
+        judged = g[g["verdict"].notna()]["evidence"].value_counts()
+        lines.append(f"{version}: {r['n_judged']} plans judged, {_fmt(r['judged_pass_rate'])} rated Solved "
+                     f"against an objective pass rate of {_fmt(r['objective_pass_rate'])}; kappa "
+                     f"{_fmt(r['kappa'])}; Solved for {_fmt(r['solved_rate_none'])} of the "
+                     f"{judged.get('none', 0)} judged plans that name no ground-truth API and for "
+                     f"{_fmt(r['solved_rate_all'])} of the {judged.get('all', 0)} that name all of it.")
+    for r in order.itertuples():
+        paper = {"rtp": "RtP ahead", "ptr": "PtR ahead"}.get(r.paper_leader, "no claim")
+        verdict = "holds" if r.holds else "does not hold" if r.holds is False else "n/a"
+        label = f"judged by {r.judge_version}" if r.pass_rate == "judged" \
+            else f"objective (on {r.judge_version}'s plans)"
+        lines.append(f"{r.subset}, {label} pass rate: RtP {r.rtp:.3f} vs PtR {r.ptr:.3f} over {r.n_pairs} "
+                     f"pairs (McNemar p = {_fmt(r.p_value)}); paper: {paper}; the ordering {verdict}.")
+    return lines
