@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path
+from .atomic import atomic_path, clean_stale_temps
 from .paths import PROCESSED_DIR, find_data_dir
 from .queries import available_sets, load_queries
 from .registry import api_text, merge_registry
@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 # Bump when the merge, the resolution or the document text changes.
 PROCESSING_VERSION = "1"
+CACHED_FILES = ("registry.parquet", "queries.parquet", "stats.json")
+CHECKSUMS = "checksums.json"  # sha256 of each cached file, written last: a complete, verifiable cache
 
 
 def source_files(data_dir: Path) -> list[Path]:
@@ -60,7 +62,50 @@ class Dataset:
         from .queries import resolve_subset
 
         q = self.queries[self.queries["subset"] == resolve_subset(subset)]
+        if q.empty:
+            from .queries import query_set_path
+
+            raise ValueError(f"query set {resolve_subset(subset)} has no queries in this data folder "
+                             f"({query_set_path(self.data_dir, subset)} is missing or empty)")
         return q.head(limit) if limit else q
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verified_cache(out: Path) -> str | None:
+    """None when every cached file of ``out`` matches its checksum, else what is wrong (for the log)."""
+    try:
+        expected = json.loads((out / CHECKSUMS).read_text())
+    except (OSError, ValueError) as exc:
+        return f"no readable {CHECKSUMS} ({type(exc).__name__})"
+    for name in CACHED_FILES:
+        path = out / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if not isinstance(expected, dict) or file_sha256(path) != expected.get(name):
+            return f"{name} does not match its checksum"
+    return None
+
+
+def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
+    """The cached dataset of ``out`` when it verifies and loads, else None (the reason is logged)."""
+    problem = verified_cache(out)
+    if problem is None:
+        try:
+            return Dataset(root, fp, pd.read_parquet(out / "registry.parquet"),
+                           pd.read_parquet(out / "queries.parquet"),
+                           json.loads((out / "stats.json").read_text()))
+        except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors too
+            problem = f"unreadable ({type(exc).__name__}: {exc})"
+    if (out / CHECKSUMS).exists() or any((out / n).exists() for n in CACHED_FILES):
+        log.warning("processed dataset cache %s: %s; rebuilding it", out, problem)
+    return None
 
 
 def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path | None = None,
@@ -69,11 +114,12 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     root = find_data_dir(data_dir)
     fp = sources_fingerprint(root)
     out = (processed_dir or PROCESSED_DIR) / fp
-    reg_path, q_path, stats_path = out / "registry.parquet", out / "queries.parquet", out / "stats.json"
-    if not rebuild and reg_path.exists() and q_path.exists() and stats_path.exists():
+    reg_path, q_path, stats_path = (out / name for name in CACHED_FILES)
+    clean_stale_temps(out)
+    cached = None if rebuild else _read_cache(root, fp, out)
+    if cached is not None:
         log.info("processed dataset %s from %s", fp, out)
-        return Dataset(root, fp, pd.read_parquet(reg_path), pd.read_parquet(q_path),
-                       json.loads(stats_path.read_text()))
+        return cached
     log.info("building processed dataset %s from %s", fp, root)
     registry, merge_stats = merge_registry(root)
     registry["doc_text"] = [api_text(r) for r in registry.to_dict("records")]
@@ -95,6 +141,8 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
             df.to_parquet(tmp, index=False)
     with atomic_path(stats_path) as tmp:
         tmp.write_text(json.dumps(stats, indent=2))
+    with atomic_path(out / CHECKSUMS) as tmp:
+        tmp.write_text(json.dumps({name: file_sha256(out / name) for name in CACHED_FILES}, indent=2))
     return Dataset(root, fp, registry, queries, stats)
 
 

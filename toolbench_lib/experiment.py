@@ -49,6 +49,16 @@ class ExperimentConfig:
     smoke: bool = False
     outputs_dir: str | None = None
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> ExperimentConfig:
+        """Check every field: a bad one is a ``UsageError`` naming it, the value and what is allowed."""
+        from .validation import validate_config
+
+        validate_config(self)
+        return self
+
     @classmethod
     def from_params(cls, **params) -> ExperimentConfig:
         """Build from notebook parameters; ``smoke=True`` overrides sizes with the CI slice."""

@@ -70,6 +70,57 @@ def check_gt(gt: str) -> str:
     return gt
 
 
+class QueryFileError(ValueError):
+    """A query file that is not a JSON list of query objects."""
+
+
+def _json_type(value: object) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
+
+
+def _query_problem(q: object) -> str | None:
+    """What is wrong with one query object, or None."""
+    if not isinstance(q, dict):
+        return f"a JSON {_json_type(q)} instead of a query object"
+    if not isinstance(q.get("query"), str) or not q["query"].strip():
+        return "no query text"
+    if q.get("query_id") is None or isinstance(q["query_id"], (dict, list)):
+        return "no scalar query_id"
+    apis = q.get("api_list", [])
+    if not isinstance(apis, list) or not all(isinstance(a, dict) for a in apis):
+        return "api_list is not a list of objects"
+    pairs = q.get("relevant APIs", [])
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        return "'relevant APIs' is not a list of [tool, API] pairs"
+    return None
+
+
+def read_query_file(path: Path) -> list[dict]:
+    """The queries of one ToolBench query file, checked; a bad file is a :class:`QueryFileError` naming it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise QueryFileError(f"query file {path} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise QueryFileError(f"query file {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                             f"column {exc.colno}") from None
+    except RecursionError:
+        raise QueryFileError(f"query file {path} is nested too deeply to be a query list") from None
+    if not isinstance(data, list):
+        raise QueryFileError(f"query file {path} holds a JSON {_json_type(data)}; expected a list of "
+                             "query objects")
+    seen: dict[str, int] = {}
+    for i, q in enumerate(data):
+        problem = _query_problem(q)
+        if problem is None and str(q["query_id"]) in seen:
+            problem = f"query_id {q['query_id']} again (first at item {seen[str(q['query_id'])]})"
+        if problem:
+            raise QueryFileError(f"query file {path}: item {i}: {problem}")
+        seen[str(q["query_id"])] = i
+    return data
+
+
 def query_set_path(data_dir: Path, name: str) -> Path:
     folder, stem = QUERY_SETS[resolve_subset(name)]
     return data_dir / folder / f"{stem}.json"
@@ -121,7 +172,7 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame) -> pd
         path = query_set_path(data_dir, subset)
         if not path.exists():
             raise FileNotFoundError(f"query set {subset} not found at {path}")
-        for q in json.loads(path.read_text(encoding="utf-8")):
+        for q in read_query_file(path):
             cats: dict[tuple[str, str], str] = {}
             cand, unres_c = [], 0
             for api in q.get("api_list", []):

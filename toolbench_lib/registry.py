@@ -147,8 +147,10 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
 
 def iter_query_docs(query_files: Iterable[Path]) -> Iterator[dict]:
     """API docs carried in the queries' ``api_list``."""
+    from .queries import read_query_file
+
     for path in query_files:
-        for query in json.loads(path.read_text(encoding="utf-8")):
+        for query in read_query_file(path):
             for api in query.get("api_list", []):
                 tool_name = str(api.get("tool_name", ""))
                 yield _row(

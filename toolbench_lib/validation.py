@@ -78,7 +78,8 @@ def check_subsets(name: str, values: object) -> list[str]:
         try:
             canonical = resolve_subset(value)
         except (UnknownSubsetError, TypeError) as exc:
-            raise UsageError(f"{name}: {exc.args[0] if exc.args else value!r}") from None
+            message = exc.args[0] if exc.args else repr(value)
+            raise UsageError(f"{name}: {message}") from None
         out.setdefault(canonical, value)
     return list(out.values())
 
@@ -213,3 +214,48 @@ def report(exc: BaseException) -> int:
     """Print ``exc`` as one line on stderr; returns the exit code."""
     print(error_line(exc), file=sys.stderr)
     return exit_code(exc)
+
+
+# --------------------------------------------------------------------------- the notebooks' configuration
+
+
+def check_run_name(value: object) -> str:
+    """A run name is one folder name under ``outputs/``."""
+    if (not isinstance(value, str) or not value.strip() or value in (".", "..")
+            or any(c in value for c in "/\\\x00")):
+        raise UsageError(f"run_name: {value!r} is not allowed; expected a folder name (no '/', not '..')")
+    return value
+
+
+def validate_config(cfg) -> None:
+    """Check every field of an :class:`~toolbench_lib.experiment.ExperimentConfig` (subsets deduplicated).
+
+    A bad field is a :class:`UsageError` naming it, its value and what is allowed.
+    """
+    from .llm.factory import BACKENDS
+
+    check_run_name(cfg.run_name)
+    cfg.subsets = check_subsets("subsets", cfg.subsets)
+    check_choice("backend", cfg.backend, BACKENDS)
+    for name in ("k", "plan_k", "depth", "runs", "scale_seeds"):
+        if hasattr(cfg, name):
+            check_int(name, getattr(cfg, name), 1)
+    check_int("seed", cfg.seed, 0)
+    check_int("plan_limit", cfg.plan_limit, 0, allow_none=True)
+    check_int("max_apis", cfg.max_apis, 1, allow_none=True)
+    check_int("limit", cfg.limit, 1, allow_none=True)
+    check_temperature("temperature", cfg.temperature)
+    check_temperature("run_temperature", cfg.run_temperature, allow_none=True)
+    if not isinstance(cfg.scale_sizes, (list, tuple)) or not cfg.scale_sizes:
+        raise UsageError(f"scale_sizes: {cfg.scale_sizes!r} is not allowed; expected a non-empty list of "
+                         "sizes (None: the full registry)")
+    for size in cfg.scale_sizes:
+        check_int("scale_sizes", size, 1, allow_none=True)
+    if not isinstance(cfg.smoke, bool):
+        raise UsageError(f"smoke: {cfg.smoke!r} is not allowed; expected True or False")
+    if cfg.data_dir is not None and not Path(cfg.data_dir).is_dir():
+        raise UsageError(f"data_dir: {str(cfg.data_dir)!r} is not allowed; no such folder")
+    if cfg.cassette is not None and not Path(cfg.cassette).is_file():
+        raise UsageError(f"cassette: {str(cfg.cassette)!r} is not allowed; no such file")
+    if cfg.outputs_dir is not None:
+        check_output_dir("outputs_dir", cfg.outputs_dir)

@@ -18,6 +18,7 @@ import json
 import os
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,6 +67,10 @@ CREATE TABLE IF NOT EXISTS calls (
     created_at TEXT NOT NULL
 )
 """
+
+
+class CacheFileError(ValueError):
+    """A call store or cassette that cannot be read as one; the message names the file."""
 
 
 def _canonical_schema(json_schema: dict | None) -> str | None:
@@ -187,11 +192,38 @@ class CallStore:
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
         self._conn.row_factory = sqlite3.Row
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+        try:
+            with self._lock:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
+                problem = self._check()
+        except sqlite3.DatabaseError as exc:
+            problem = f"not a usable SQLite database ({exc})"
+        if problem:
+            self._conn.close()
+            raise CacheFileError(
+                f"call store {self.path}: {problem}; move it aside or delete it (calls exported to a "
+                "cassette can be imported again)"
+            )
+
+    def _check(self) -> str | None:
+        """What is wrong with the open database (integrity, table columns), or None."""
+        verdict = self._conn.execute("PRAGMA quick_check").fetchone()[0]
+        if verdict != "ok":
+            return f"damaged ({verdict})"
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
+        missing = [name for name in RECORD_FIELDS if name not in columns]
+        return f"its calls table lacks columns {missing}" if missing else None
+
+    def _record(self, row: sqlite3.Row) -> dict:
+        """A row as a record; a damaged row is an error naming the store and the key."""
+        try:
+            return _row_to_record(row)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CacheFileError(f"call store {self.path}: record {str(row['key'])[:12]}... is damaged "
+                                 f"({type(exc).__name__}: {exc}); delete that row or the store") from None
 
     def __repr__(self) -> str:
         return f"CallStore({str(self.path)!r})"
@@ -224,7 +256,7 @@ class CallStore:
         """The full stored record for ``key``, or None."""
         with self._lock:
             row = self._conn.execute("SELECT * FROM calls WHERE key = ?", (key,)).fetchone()
-        return _row_to_record(row) if row is not None else None
+        return self._record(row) if row is not None else None
 
     def put(self, key: str, request: CallRequest, response: LLMResponse) -> bool:
         """Store one call and commit at once; returns False if ``key`` was already stored (kept as is)."""
@@ -267,7 +299,7 @@ class CallStore:
         with self._lock:
             rows = self._conn.execute("SELECT * FROM calls ORDER BY key").fetchall()
         for row in rows:
-            yield _row_to_record(row)
+            yield self._record(row)
 
 
 class CachedLLM:
@@ -393,18 +425,34 @@ def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str |
 
 
 def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
-    """Validated records of one cassette, in file order."""
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("a record must be a JSON object")
-                yield _validate_record(record)
-            except ValueError as err:
-                raise ValueError(f"{path}: line {number}: {err}") from None
+    """Validated records of one cassette, in file order.
+
+    A file that is not a whole gzip stream of UTF-8 text, or a bad record, is a :class:`CacheFileError`
+    naming the file (and the line).
+    """
+    number = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise ValueError("a record must be a JSON object")
+                    clean = _validate_record(record)
+                except (ValueError, TypeError, OverflowError, RecursionError) as err:
+                    raise CacheFileError(f"cassette {path}: line {number}: {err}") from None
+                yield clean
+    except (gzip.BadGzipFile, zlib.error) as err:
+        raise CacheFileError(f"cassette {path} is not a readable gzip file ({err}); restore or re-export "
+                             "it") from None
+    except EOFError:
+        raise CacheFileError(f"cassette {path} is truncated after line {number}; restore or re-export "
+                             "it") from None
+    except UnicodeDecodeError as err:
+        raise CacheFileError(f"cassette {path}: line {number + 1} is not UTF-8 text ({err.reason}); restore "
+                             "or re-export it") from None
 
 
 def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
