@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .llm.factory import BACKENDS
 from .paths import PROJECT_ROOT
+from .validation import existing_file, int_at_least
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
@@ -197,9 +198,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     rep.add_argument("--backend", choices=BACKENDS, default=None, help="LLM backend (default: replay)")
     rep.add_argument("--embedder", default=None, help="embedding model")
     rep.add_argument("--run-name", default=None, help="outputs/<run-name>/ (default: smoke or default)")
-    rep.add_argument("--cassette", default=None, help="cassette for --backend replay")
-    rep.add_argument("--runs", type=int, default=None, help="independent runs")
-    rep.add_argument("--plan-limit", type=int, default=None, help="plan the first N queries of each set")
+    rep.add_argument("--cassette", default=None, type=existing_file, help="cassette for --backend replay")
+    rep.add_argument("--runs", type=int_at_least(1), default=None, help="independent runs")
+    rep.add_argument("--plan-limit", type=int_at_least(0), default=None,
+                     help="plan the first N queries of each set")
     rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
     rep.add_argument("--notebooks-dir", default=None, help="folder of the notebooks (default notebooks/)")
 
