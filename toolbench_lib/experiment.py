@@ -2,7 +2,14 @@
 
 A notebook's ``parameters`` cell sets the fields of :class:`ExperimentConfig`; ``smoke=True`` shrinks
 everything to a CI-sized slice. The study tables of a configuration are stored once under
-``outputs/<run_name>/runs/<config hash>/`` and every later notebook reads them instead of recomputing.
+``outputs/<run_name>/runs/<study key>/`` and every later notebook reads them instead of recomputing.
+The study key hashes what the tables depend on (data fingerprint, embedder, backend, prompt versions,
+sizes and runs), never analysis-only parameters such as the cut-off ``k``.
+
+A run folder is made with one set of parameters, recorded in ``outputs/<run_name>/run.json`` by the
+first command that writes there. A notebook whose parameters differ (``papermill ... -p k 10``) never
+writes into that folder: its outputs go to a derived run, ``outputs/<run_name>-k10/``, which reuses the
+stored study (see :meth:`ExperimentConfig.from_params`). ``reproduce`` refuses instead.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,6 +30,28 @@ log = logging.getLogger(__name__)
 SMOKE = {"max_apis": 2500, "limit": 15, "runs": 2, "plan_limit": 5, "backend": "rules",
          "scale_sizes": [1500, 2000, 2500], "scale_seeds": 2}
 FULL_SCALE_SIZES = [1000, 2000, 5000, 10000, 20000, None]
+# The notebooks' defaults are `make run`'s: the replay cassette was recorded with this embedder.
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_PLAN_LIMIT = 100
+STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
+                "run_temperature", "plan_limit", "max_apis", "limit", "seed")
+RUN_RECORD = "run.json"
+# Fields that name where outputs go, not what they hold: never compared between runs.
+PLACE_FIELDS = ("run_name", "outputs_dir", "base_run")
+
+
+class RunConflict(RuntimeError):
+    """A run folder was made with other parameters than the ones given."""
+
+
+def _plain(value):
+    """A JSON round trip, so that tuples and lists (or ints and floats) compare as stored."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _slug(value) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+    return re.sub(r"[^A-Za-z0-9.,_]+", "_", text).strip("_") or "none"
 
 
 @dataclass
@@ -34,13 +64,14 @@ class ExperimentConfig:
     backend: str = "replay"
     cassette: str | None = None
     llm_model: str | None = None
-    embedder: str | None = None
+    embedder: str | None = DEFAULT_EMBEDDER
     k: int = 5
+    plan_k: int = 5
     depth: int = 20
     runs: int = 1
     temperature: float = 0.0
     run_temperature: float | None = 0.3
-    plan_limit: int | None = 50
+    plan_limit: int | None = DEFAULT_PLAN_LIMIT
     max_apis: int | None = None
     limit: int | None = None
     seed: int = 0
@@ -48,6 +79,10 @@ class ExperimentConfig:
     scale_seeds: int = 5
     smoke: bool = False
     outputs_dir: str | None = None
+    # A notebook's own parameters (e.g. notebook 04's ``gt``): recorded with the run, not in the study key.
+    extra: dict = field(default_factory=dict)
+    # Set when the outputs were redirected from a run made with other parameters.
+    base_run: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -60,25 +95,149 @@ class ExperimentConfig:
         return self
 
     @classmethod
-    def from_params(cls, **params) -> ExperimentConfig:
-        """Build from notebook parameters; ``smoke=True`` overrides sizes with the CI slice."""
+    def build(cls, **params) -> ExperimentConfig:
+        """The configuration of these parameters (unknown names go to ``extra``); no run folder is read."""
         known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__}
+        extra = {k: v for k, v in params.items() if k not in cls.__dataclass_fields__}
         cfg = cls(**known)
+        cfg.extra = {**cfg.extra, **extra}
         if cfg.smoke:
             for key, value in SMOKE.items():
                 setattr(cfg, key, value)
         return cfg
 
+    @classmethod
+    def from_params(cls, echo=print, **params) -> ExperimentConfig:
+        """Build from notebook parameters; ``smoke=True`` overrides sizes with the CI slice.
+
+        When ``outputs/<run_name>/`` was made with other parameters, the configuration is redirected to
+        a derived run (``<run_name>-<changed parameters>``) and ``echo`` says so: a notebook never writes
+        into a run folder made with other parameters.
+        """
+        return cls.build(**params).redirected(echo)
+
+    # -- the study key ------------------------------------------------------------------------------
+
+    def embedder_name(self) -> str:
+        """The requested embedder, with the library default filled in."""
+        import os
+
+        from .embedding import DEFAULT_MODEL
+
+        return self.embedder or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
+
+    def data_fingerprint(self) -> str:
+        """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
+        if getattr(self, "_fingerprint", None) is None:
+            from .dataset import sources_fingerprint
+            from .paths import find_data_dir
+
+            self._fingerprint = sources_fingerprint(find_data_dir(self.data_dir))
+        return self._fingerprint
+
+    def study_fields(self) -> dict:
+        """Everything the study tables depend on, as hashed by :meth:`study_key`."""
+        from .prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+
+        fields = {k: getattr(self, k) for k in STUDY_FIELDS}
+        fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
+                      prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
+        return _plain(fields)
+
     def study_key(self) -> str:
-        """Hash of the fields the study tables depend on."""
-        keys = ["data_dir", "subsets", "backend", "cassette", "llm_model", "embedder", "depth", "runs",
-                "temperature", "run_temperature", "plan_limit", "max_apis", "limit", "seed", "k"]
-        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True, default=str)
+        """Hash of the fields the study tables depend on (analysis-only parameters such as k left out)."""
+        blob = json.dumps(self.study_fields(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def study_dir(self) -> Path:
+        """This run's folder of the study tables."""
+        return self.out_dir / "runs" / self.study_key()
+
+    # -- the run folder and its record --------------------------------------------------------------
 
     @property
     def out_dir(self) -> Path:
         return Path(self.outputs_dir) if self.outputs_dir else OUTPUTS_DIR / self.run_name
+
+    def parameters(self) -> dict:
+        """What the run's outputs depend on: every field except where they go, with ``extra`` flattened."""
+        d = {k: v for k, v in self.to_dict().items() if k not in PLACE_FIELDS and k != "extra"}
+        return _plain({**d, **{f"extra.{k}": v for k, v in self.extra.items()}})
+
+    def read_record(self, out_dir: Path | None = None) -> dict | None:
+        """The run record of a run folder (this run's by default), or None when there is none."""
+        path = (out_dir or self.out_dir) / RUN_RECORD
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except ValueError as exc:
+            raise RunConflict(f"{path} is not a readable run record ({exc}); remove it or choose another "
+                              f"run_name") from exc
+
+    def differences(self, record: dict | None) -> dict[str, tuple]:
+        """``{name: (recorded, given)}`` for every parameter both the record and this config have."""
+        if not record:
+            return {}
+        recorded, given = record.get("parameters", {}), self.parameters()
+        return {k: (recorded[k], v) for k, v in given.items() if k in recorded and recorded[k] != v}
+
+    def derived_run_name(self, diff: dict[str, tuple]) -> str:
+        """``<run>-<name><value>...`` for the changed parameters (a hash when that gets long)."""
+        parts = [f"{k.removeprefix('extra.')}{_slug(v)}" for k, (_, v) in sorted(diff.items())]
+        name = f"{self.run_name}-{'-'.join(parts)}"
+        if len(name) > 80:
+            blob = json.dumps(self.parameters(), sort_keys=True).encode()
+            name = f"{self.run_name}-{hashlib.sha256(blob).hexdigest()[:8]}"
+        return name
+
+    def _move_to(self, run_name: str) -> None:
+        base_dir = self.out_dir
+        self.base_run = self.base_run or self.run_name
+        self.run_name = run_name
+        if self.outputs_dir:
+            self.outputs_dir = str(base_dir.parent / run_name)
+
+    def redirected(self, echo=print) -> ExperimentConfig:
+        """Itself, or moved to a derived run when its run folder was made with other parameters."""
+        diff = self.differences(self.read_record())
+        if not diff:
+            return self
+        base_dir = self.out_dir
+        changes = ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in sorted(diff.items()))
+        self._move_to(self.derived_run_name(diff))
+        if self.differences(self.read_record()):
+            raise RunConflict(f"{base_dir} was made with other parameters ({changes}) and so was "
+                              f"{self.out_dir}; pass another run_name")
+        echo(f"note: {base_dir} was made with other parameters ({changes}); this notebook writes to "
+             f"{self.out_dir} instead and leaves that run as it is")
+        return self
+
+    def claim_run(self, study: str | None = None) -> Path:
+        """Write (or extend) the run record before anything is written to the run folder.
+
+        Raises :class:`RunConflict` when the folder was recorded with other parameters.
+        """
+        record = self.read_record()
+        diff = self.differences(record)
+        if diff:
+            changes = ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in sorted(diff.items()))
+            raise RunConflict(f"{self.out_dir} was made with other parameters ({changes}); choose another "
+                              f"run name or remove that folder")
+        record = record or {"run_name": self.run_name, "base_run": self.base_run, "parameters": {}}
+        merged = {**self.parameters(), **record["parameters"]}
+        studies = list(record.get("studies", []))
+        if study and study not in studies:
+            studies.append(study)
+        if merged == record["parameters"] and studies == record.get("studies", []):
+            return self.out_dir / RUN_RECORD
+        record.update(parameters=merged, studies=studies)
+        from .atomic import atomic_path
+
+        with atomic_path(self.out_dir / RUN_RECORD) as tmp:
+            tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        return self.out_dir / RUN_RECORD
 
     @property
     def figures_dir(self) -> Path:
@@ -103,24 +262,76 @@ def build_setup(cfg: ExperimentConfig):
     return prepare(ds, emb, cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
 
 
+def _stored_study(folder: Path, model: str):
+    """The study stored in ``folder`` when it is complete and made with ``model``; else None."""
+    from .study import StudyResult
+
+    if not (folder / "provenance.json").exists():
+        return None
+    result = StudyResult.load(folder)
+    if result.provenance.get("model") != model:
+        log.warning("study in %s was made with embedder %s, not %s: not used", folder,
+                    result.provenance.get("model"), model)
+        return None
+    return result
+
+
 def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
-    """``(setup, StudyResult)``: the stored study of this configuration, run and saved when missing."""
+    """``(setup, StudyResult)``: the stored study of this configuration, run and saved when missing.
+
+    A derived run (see :meth:`ExperimentConfig.redirected`) reuses its base run's study and keeps a copy.
+    """
     from .llm.factory import default_workers, make_backend
-    from .study import StudyResult, StudySettings, run_study
+    from .study import StudySettings, run_study
 
     setup = setup or build_setup(cfg)
-    folder = cfg.out_dir / "runs" / cfg.study_key()
-    if (folder / "provenance.json").exists():
-        log.info("study tables from %s", folder)
-        return setup, StudyResult.load(folder)
+    cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
+    key, folder, model = cfg.study_key(), cfg.study_dir, setup.provenance.get("model")
+    places = [folder] + ([cfg.out_dir.parent / cfg.base_run / "runs" / key] if cfg.base_run else [])
+    for place in places:
+        result = _stored_study(place, model)
+        if result is not None:
+            log.info("study tables from %s", place)
+            cfg.claim_run(study=key)
+            if place != folder:
+                result.save(folder)
+            return setup, result
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
-    settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
+    settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
                              run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
                              workers=default_workers(cfg.backend))
     result = run_study(setup, llm, settings, progress=progress)
-    result.provenance["config"] = cfg.to_dict()
+    result.provenance["config"] = _plain(cfg.to_dict())
+    result.provenance["study_key"] = key
+    result.provenance["study_fields"] = cfg.study_fields()
+    cfg.claim_run(study=key)
     result.save(folder)
     return setup, result
+
+
+def stored_study_dir(run_name: str = "default", study: str | None = None,
+                     outputs_dir: str | Path | None = None) -> Path:
+    """The folder of a run's stored study: ``study`` when given, else the one its run record names,
+    else the only one there is. A clear error names what to run or choose otherwise."""
+    out = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR / run_name
+    runs = out / "runs"
+    found = sorted(p.parent.name for p in runs.glob("*/provenance.json"))
+    if study:
+        if study not in found:
+            raise FileNotFoundError(f"no stored study {study!r} under {runs} (stored: {found or 'none'})")
+        return runs / study
+    if not found:
+        raise FileNotFoundError(f"no stored study under {runs}: run `make run` (or `python -m toolbench_lib "
+                                f"reproduce --run-name {run_name}`) first")
+    record_path = out / RUN_RECORD
+    if record_path.exists():
+        named = [s for s in json.loads(record_path.read_text()).get("studies", []) if s in found]
+        if named:
+            return runs / named[-1]
+    if len(found) == 1:
+        return runs / found[0]
+    raise FileNotFoundError(f"{runs} holds several studies ({', '.join(found)}) and no run record names "
+                            f"one: pass study=<one of them>")
 
 
 def provenance_line(result) -> str:
@@ -135,6 +346,7 @@ def provenance_line(result) -> str:
 
 def save_table(df: pd.DataFrame, name: str, cfg: ExperimentConfig, provenance: str | None = None) -> Path:
     """Write a table as CSV and Markdown under ``outputs/<run>/tables/``; returns the CSV path."""
+    cfg.claim_run()
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)
     csv = cfg.tables_dir / f"{name}.csv"
     df.to_csv(csv, index=False)
@@ -147,6 +359,7 @@ def save_table(df: pd.DataFrame, name: str, cfg: ExperimentConfig, provenance: s
 
 def save_figure(fig, name: str, cfg: ExperimentConfig) -> Path:
     """Save a matplotlib figure as PNG under ``outputs/<run>/figures/``."""
+    cfg.claim_run()
     cfg.figures_dir.mkdir(parents=True, exist_ok=True)
     path = cfg.figures_dir / f"{name}.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")

@@ -5,6 +5,10 @@ command (a kernelspec named ``toolbench`` is written to a temporary Jupyter path
 run, so nothing has to be registered beforehand and a fresh virtual environment works). Every notebook
 gets the same parameters; those not given are left out so the notebook's defaults apply. Executed copies
 go to ``outputs/<run>/notebooks/``. The first failing notebook stops the run with its name and cell.
+
+A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
+parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
+(every executed notebook in order, code hidden, figures inline) are written.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .experiment import RunConflict
 from .llm.factory import BACKENDS
 from .paths import PROJECT_ROOT
 from .validation import existing_file, int_at_least
@@ -57,6 +62,7 @@ class ReproduceSummary:
     out_dir: Path
     notebooks: list[tuple[str, float]] = field(default_factory=list)
     report: Path | None = None
+    html: Path | None = None
 
     def text(self) -> str:
         lines = [f"run {self.run_name}: {len(self.notebooks)} notebook(s)"]
@@ -64,6 +70,8 @@ class ReproduceSummary:
         lines.append(f"outputs: {self.out_dir}")
         if self.report:
             lines.append(f"report:  {self.report}")
+        if self.html:
+            lines.append(f"html:    {self.html}")
         return "\n".join(lines)
 
 
@@ -155,6 +163,41 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
     return time.time() - t0
 
 
+def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
+    """``<out_dir>/report.html``: the executed notebooks in order as one page, inputs and prompts hidden.
+
+    Log and warning streams (stderr) are left out; figures stay inline (they are embedded PNGs).
+    """
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    notebooks = notebooks or sorted((out_dir / "notebooks").glob(NOTEBOOK_PATTERN))
+    if not notebooks:
+        raise FileNotFoundError(f"no executed notebooks under {out_dir / 'notebooks'}")
+    merged = nbformat.v4.new_notebook()
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        merged.metadata = merged.metadata or nb.metadata
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "parameters" in tags or "injected-parameters" in tags:
+                continue
+            if cell.cell_type == "code":
+                cell.outputs = [o for o in cell.outputs
+                                if not (o.output_type == "stream" and o.get("name") == "stderr")]
+            merged.cells.append(cell)
+    merged.metadata.pop("widgets", None)  # no live kernel: every widget shows its static HTML fallback
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(merged, resources={"metadata": {"name": out_dir.name}})
+    path = out_dir / "report.html"
+    from .atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(body, encoding="utf-8")
+    return path
+
+
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
               embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
@@ -167,7 +210,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     run_name = run_name or ("smoke" if smoke else "default")
     params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
                                  cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
-    cfg = ExperimentConfig.from_params(**params)
+    cfg = ExperimentConfig.build(**params)
     paths = select_notebooks(notebooks_dir, notebooks)
     if not paths:
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
@@ -175,6 +218,10 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
         fixed = [k for k in SMOKE_FIXED if params.get(k) is not None]
         if fixed:
             echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
+    try:
+        cfg.claim_run()
+    except RunConflict as exc:
+        raise RunConflict(f"{exc} (reproduce never mixes two configurations in one run folder)") from None
     summary = ReproduceSummary(run_name, cfg.out_dir)
     with interpreter_kernel() as kernel:
         for i, path in enumerate(paths, 1):
@@ -187,6 +234,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
             summary.notebooks.append((path.name, seconds))
             echo(f"[{i}/{len(paths)}] {path.name} done in {seconds:.1f} s")
     summary.report = write_report(cfg)
+    summary.html = write_html_report(cfg.out_dir)
     return summary
 
 
@@ -214,6 +262,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                             embedder=args.embedder, cassette=args.cassette, runs=args.runs,
                             plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
                             notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR)
+    except RunConflict as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except NotebookFailure as exc:
         done = ", ".join(f"{name} ({seconds:.1f} s)" for name, seconds in exc.completed) or "none"
         print(f"notebooks completed before the failure: {done}", file=sys.stderr)

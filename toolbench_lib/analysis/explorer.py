@@ -4,12 +4,19 @@
 ``gt``, ``k``, ``run``) and shows the selected query in ``output`` (an ``ipywidgets.HTML``);
 ``render()`` returns the same HTML as a string. Everything shown comes from the stored tables: the
 rankings are the stored hits cut at ``k`` (never a new retrieval).
+
+:meth:`QueryExplorer.from_run` opens the study a run stored (``outputs/<run>/runs/<key>/``) from its
+tables alone, without an embedder or an index. Displayed in a notebook, the explorer is one output
+holding both the live widget and a static HTML rendering of the query it shows: a frontend with a live
+kernel shows the widget, an exported copy (nbconvert, ``report.html``) the static rendering.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
+from pathlib import Path
 
 import ipywidgets as widgets
 import pandas as pd
@@ -25,11 +32,17 @@ METHOD_NAMES = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retr
 MAX_K = 20
 NO_PLAN = "no plan recorded for this query"
 NO_QUERY = "no query matches this filter"
+LABEL_COLUMNS = ["api_id", "tool_name", "api_name", "category"]
+
+log = logging.getLogger(__name__)
 
 STYLE = """<style>
-.qx {font-family: sans-serif; font-size: 13px; line-height: 1.35}
+.qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
 .qx .cols {display: flex; gap: 24px; align-items: flex-start}
 .qx .col {flex: 1 1 0; min-width: 0}
+.qx code, .qx li, .qx td, .qx blockquote {overflow-wrap: anywhere; word-break: break-word;
+  white-space: normal}
+.qx .prov {font-size: 11px}
 .qx li.hit, .qx li.stub-hit, .qx li.named-hit {color: #1a7f37; font-weight: bold}
 .qx .tag {font-size: 11px; padding: 0 4px; border-radius: 3px; background: #eee; margin-left: 4px}
 .qx .tag.active {background: #cfe8d6}
@@ -80,6 +93,28 @@ def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
     return {a: f"{t} / {n} ({c})" for a, t, n, c in cols}
 
 
+def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
+    """Names of the APIs a study shows, read from the processed registry of its data fingerprint.
+
+    Only the label columns of the ids in the study's hits and ground truth are read; None (ids shown
+    alone) when that registry is not on this machine.
+    """
+    from ..paths import PROCESSED_DIR
+
+    fp = result.provenance.get("data_fingerprint")
+    path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
+    if not fp or not path.exists():
+        log.info("no processed registry %s: API ids are shown without names", path)
+        return None
+    q = result.queries
+    ids = set(result.hits["api_id"].astype(str))
+    for column in ("candidates", "relevant"):
+        ids.update(str(a) for v in q[column] for a in _ids(v))
+    if len(result.plans) and "named_ids" in result.plans:
+        ids.update(str(a) for v in result.plans["named_ids"] for a in _ids(v))
+    return pd.read_parquet(path, columns=LABEL_COLUMNS, filters=[("api_id", "in", sorted(ids))])
+
+
 class QueryExplorer:
     """Browse a study query by query: filters by per-query outcome, both rankings, stubs and plans.
 
@@ -87,11 +122,12 @@ class QueryExplorer:
     """
 
     def __init__(self, setup=None, result: StudyResult | None = None, k: int = 5, gt: str = DEFAULT_GT,
-                 registry: pd.DataFrame | None = None):
+                 registry: pd.DataFrame | None = None, source: str | None = None):
         if result is None:
             raise ValueError("QueryExplorer needs a StudyResult")
         check_gt(gt)
         self.result = result
+        self.source = source
         if registry is None and setup is not None:
             registry = setup.ds.registry
         self.labels = api_labels(registry)
@@ -112,7 +148,11 @@ class QueryExplorer:
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth")
         self.query = widgets.Dropdown(options=[], description="Query", layout=widgets.Layout(width="95%"))
         self.count = widgets.HTML()
-        self.output = widgets.HTML()
+        self.output = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.provenance = widgets.HTML(self._provenance_html())
+        for name in ("subset", "filter", "run", "k", "method", "gt", "query", "count", "output",
+                     "provenance"):
+            getattr(self, name).add_class(f"qx-{name}")
         for control in (self.subset, self.filter, self.run, self.k, self.gt):
             control.observe(self._on_selection_change, names="value")
         for control in (self.query, self.method):
@@ -123,8 +163,32 @@ class QueryExplorer:
             self.method,
             widgets.HBox([self.query, self.count]),
             self.output,
-        ])
+            self.provenance,
+        ], layout=widgets.Layout(width="100%"))
+        self.widget.add_class("query-explorer")
         self._refresh_queries()
+
+    @classmethod
+    def from_run(cls, run_name: str = "default", study: str | None = None, k: int = 5, gt: str = DEFAULT_GT,
+                 outputs_dir: str | Path | None = None, processed_dir: Path | None = None) -> QueryExplorer:
+        """The explorer of the study stored for a run, from its tables alone (no embedder, no index).
+
+        ``study`` picks one stored study by key when the run holds several; by default it is the one the
+        run record names. Nothing is computed or written.
+        """
+        from ..experiment import stored_study_dir
+
+        folder = stored_study_dir(run_name, study, outputs_dir)
+        result = StudyResult.load(folder)
+        return cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
+                   source=str(folder))
+
+    def _provenance_html(self) -> str:
+        from ..experiment import provenance_line
+
+        where = f"; stored in {html.escape(self.source)}" if self.source else ""
+        return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
+                f"{where}</p></div>")
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -303,7 +367,9 @@ class QueryExplorer:
             self.filter.value = "all"
         self.query.value = qkey
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display hook for notebooks
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The live widget and, for a copy without a kernel, a static rendering of the shown query."""
+        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/html"] = self.render() + self._provenance_html()
+        bundle["text/plain"] = f"QueryExplorer ({len(self.queries)} queries)"
+        return bundle

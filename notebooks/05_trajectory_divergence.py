@@ -1,0 +1,122 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · What the planner does with what it retrieved
+#
+# Retrieval decides what the planner is shown; this notebook looks at what the planner then does. It reports,
+# per set and method:
+#
+# - **fidelity**: the share of APIs a plan names that were among those it was shown (the paper finds at least
+#   96%: planners rarely invent tools);
+# - **Jaccard overlap** between the APIs RtP's and PtR's plans name for the same query (the paper: 0.40 on G1,
+#   falling to 0.28 on G3, so the two architectures lead to different plans);
+# - **used share**: the share of the shown top-k APIs that the plan used;
+# - plan size (steps and APIs named) and the **refusal rate**;
+# - and what plans do when retrieval **missed completely** (none of the shown APIs is correct): refuse, or name
+#   a wrong tool anyway.
+#
+# Plans exist only for the first `plan_limit` queries of each set (every run); the counts are printed below.
+
+# %% tags=["parameters"]
+run_name = "default"
+smoke = False
+data_dir = None
+subsets = ["G1", "G2", "G3"]
+backend = "replay"
+cassette = None
+embedder = "all-MiniLM-L6-v2"
+k = 5
+runs = 1
+plan_limit = 100
+max_apis = None
+limit = None
+seed = 0
+scale_seeds = 5
+
+# %%
+from IPython.display import display
+
+from toolbench_lib.analysis import trajectory as tr
+from toolbench_lib.analysis.style import use_style
+from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_table
+from toolbench_lib.queries import subset_alias
+
+# %matplotlib inline
+cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
+                                   backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,
+                                   plan_limit=plan_limit, max_apis=max_apis, limit=limit, seed=seed,
+                                   scale_seeds=scale_seeds)
+use_style()
+setup, result = get_study(cfg)
+prov = provenance_line(result)
+print(prov)
+
+# %%
+per_set = result.queries.groupby("subset", sort=False)["qkey"].nunique()
+if result.plans.empty:
+    planned = per_set * 0
+else:
+    with_subset = result.plans.merge(result.queries[["qkey", "subset"]], on="qkey")
+    planned = with_subset.groupby("subset")["qkey"].nunique()
+for subset, n in per_set.items():
+    print(f"{subset_alias(subset)}: plans for {int(planned.get(subset, 0))} of {n} queries")
+print(f"each over {result.provenance['settings'].get('runs')} run(s) and both methods; "
+      f"the planner saw the top {result.provenance['settings'].get('k')} APIs")
+
+# %% [markdown]
+# ## Plan statistics
+#
+# `fidelity` averages over plans that named at least one API. `jaccard_rtp_ptr` compares, for the same query
+# and run, the sets of APIs the two methods' plans name, then averages over queries and runs (pairs where
+# neither plan names an API are left out; `n_jaccard_pairs` counts the rest); it is one number per set, shown
+# on both rows. `used_share` is the share of the shown APIs the plan named, `mean_steps` and
+# `mean_apis_named` the plan's size (APIs named that matched no shown API are counted apart in
+# `mean_unresolved_named`), `refusal_rate` the share of plans that declined to plan.
+
+# %%
+traj = tr.trajectory(result)
+save_table(traj, "trajectory", cfg, prov)
+if traj.empty:
+    print("no plans in this study (plan_limit = 0)")
+display(traj.round(3))
+
+# %%
+if not traj.empty:
+    print(f"lowest fidelity over sets and methods: {traj['fidelity'].min():.3f} (paper: at least 0.96)")
+    jac = traj.drop_duplicates("subset").set_index("subset")["jaccard_rtp_ptr"]
+    print("RtP-PtR Jaccard of named APIs: " + ", ".join(f"{s} {v:.2f}" for s, v in jac.items())
+          + " (paper: 0.40 on G1 falling to 0.28 on G3)")
+
+# %% [markdown]
+# ## When retrieval misses completely
+#
+# A complete miss is a plan whose shown top-k holds no ground-truth API (candidates definition). Such a plan
+# cannot be right; the honest reaction is to refuse. `refusal_rate_on_miss` is the share of those plans that
+# refused, `wrong_tool_rate_on_miss` the share that named some API anyway (necessarily a wrong one) and
+# `no_api_rate_on_miss` the rest (no refusal, no API named). Counts are over plans, that is queries times
+# runs (`n_miss_queries` counts distinct queries). The second table repeats the analysis under the relevant
+# ground truth, where misses are more frequent.
+
+# %%
+miss = tr.miss_behaviour(result)
+save_table(miss, "miss_behaviour", cfg, prov)
+display(miss.round(3))
+display(tr.miss_behaviour(result, gt="relevant").round(3))
+
+# %%
+if not miss.empty:
+    total = miss.groupby("method")[["n_complete_miss", "n_plans"]].sum()
+    for method, r in total.iterrows():
+        print(f"{method}: {int(r['n_complete_miss'])} of {int(r['n_plans'])} plans saw no correct API")

@@ -1,0 +1,63 @@
+"""``make explore``: the query explorer (notebook 08) served as an app by Voilà on 127.0.0.1.
+
+The app opens the study a run stored (``--run-name``, passed to the notebook through
+``TOOLBENCH_EXPLORE_RUN``) from its tables alone. Only the loopback interface is served; a kernel whose
+page was closed is shut down after ``--cull-idle`` seconds without activity; code cells are hidden and
+progress bars are off, so the page shows the explorer and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .reproduce import NOTEBOOKS_DIR
+
+EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8866
+CULL_IDLE_S = 300
+CULL_INTERVAL_S = 60
+
+
+def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
+               cull_interval_s: int = CULL_INTERVAL_S, notebook: Path = EXPLORER_NOTEBOOK) -> list[str]:
+    """The command serving the explorer with this interpreter's Voilà."""
+    return [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--Voila.ip={HOST}",
+            f"--port={port}", "--Voila.port_retries=0", "--strip_sources=True", "--show_tracebacks=True",
+            f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
+            f"--MappingKernelManager.cull_interval={cull_interval_s}",
+            "--MappingKernelManager.cull_connected=False"]
+
+
+def voila_env(run_name: str, base: dict | None = None) -> dict[str, str]:
+    """The environment of the app: the run to open, offline, no progress bars."""
+    env = dict(os.environ if base is None else base)
+    env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
+               PYTHONWARNINGS="ignore")
+    return env
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the explorer until interrupted (replaces this process with Voilà)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-name", default="default", help="the run whose stored study to open")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--cull-idle", type=int, default=CULL_IDLE_S,
+                        help="seconds after which an idle kernel (closed page) is shut down")
+    args = parser.parse_args(argv)
+    from .experiment import stored_study_dir
+
+    try:
+        folder = stored_study_dir(args.run_name)
+    except FileNotFoundError as exc:
+        sys.exit(f"error: {exc}")
+    print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
+    cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
+    os.execve(cmd[0], cmd, voila_env(args.run_name))
+
+
+if __name__ == "__main__":
+    main()
