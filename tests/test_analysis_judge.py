@@ -201,3 +201,11 @@ def test_findings_are_written_from_the_tables():
     assert "Solved for 0.67 of the 6 judged plans that name no ground-truth API" in lines[0]
     assert "G1, judged by judge-v1 pass rate: RtP 0.750 vs PtR 0.500 over 4 pairs" in lines[1]
     assert lines[1].endswith("paper: RtP ahead; the ordering holds.")
+
+
+def test_recorded_judge_versions_of_the_committed_cassette():
+    from toolbench_lib.rejudge import recorded_judge_versions
+
+    versions = recorded_judge_versions(DEFAULT_CASSETTE)
+    assert versions.get("judge-v1", 0) >= 597
+    assert set(versions) <= {"judge-v1", "judge-v2"}

@@ -129,6 +129,15 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
     return pd.DataFrame(out)
 
 
+def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
+    """``{judge version: records}`` of a cassette (a replayed study can re-judge only with these)."""
+    out: dict[str, int] = {}
+    for r in read_cassette(cassette):
+        if r["prompt_version"].startswith("judge-"):
+            out[r["prompt_version"]] = out.get(r["prompt_version"], 0) + 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
     from .dataset import load_dataset
