@@ -135,3 +135,82 @@ query_wins = mr.wins(result, cfg.k)
 save_table(query_wins, "wins", cfg, prov)
 display(query_wins)
 display(mr.wins(result, cfg.k, basis="mean"))
+
+# %% [markdown]
+# ## How much of the pass rate is the judge's? Judge validity and an objective pass rate
+#
+# The pass rate above is a verdict of a judge, and the judge is the same small model that writes the plans.
+# To see how far its verdicts track whether a plan can work, each plan is set against the ground truth (the
+# query's `relevant` APIs, those it was written to need). Its *evidence* is `all` when the APIs it names
+# cover every relevant API (the API itself, or one of the same tool that differs only by a version or
+# deprecation marker), `some` when they cover at least one and `none` otherwise. A plan *passes objectively*
+# when it is not a refusal and its evidence is `all`: the objective pass rate needs only the ground truth and
+# the plan, so a reader can check it by hand. Cohen's kappa is the agreement of "Solved" with the objective
+# pass beyond chance (0: none, 1: perfect).
+#
+# Plan steps name APIs in free text, often copying the list's decorations (`Kick.com API /Get Channel Clips
+# (Media)`); the table below sets the strict name resolution of earlier versions beside the tolerant one that
+# the analyses use (`fidelity`: share of a plan's steps naming an API it was shown; `resolved`: share of steps
+# naming any API).
+
+# %%
+import pandas as pd
+
+from toolbench_lib.analysis import judge as jv
+from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
+from toolbench_lib.rejudge import recorded_judge_versions, rejudge
+
+fid = jv.fidelity_table(result)
+save_table(fid, "plan_name_fidelity", cfg, prov)
+display(fid.round(3))
+
+# %% [markdown]
+# Two judges: `judge-v1`, the study's, sees the query and the plan; `judge-v2`, a stricter rubric in the
+# manner of ToolEval, also sees the API list the planner was shown and must list the sub-tasks that no step
+# with a suitable API covers. It re-judges the stored plans of the first `JUDGE_V2_PER_SUBSET` planned queries
+# of each set (with the replay backend its verdicts come from the cassette). Both judges are compared on the
+# same plans; judge-v1 is also shown on all of its plans.
+
+# %%
+JUDGE_V2_PER_SUBSET = 50
+registry = setup.ds.registry
+ev_v1 = jv.plan_evidence(result, "relevant", registry)
+has_v2 = cfg.backend != "replay" or "judge-v2" in recorded_judge_versions(cfg.cassette or DEFAULT_CASSETTE)
+if has_v2:
+    v2 = rejudge(result, setup, make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model),
+                 "judge-v2", per_subset=JUDGE_V2_PER_SUBSET)
+    ev_v2 = jv.plan_evidence(result, "relevant", registry, verdicts=v2)
+    same = ev_v1.merge(ev_v2[["qkey", "method", "run"]], on=["qkey", "method", "run"])
+    paired = pd.concat([same, ev_v2], ignore_index=True)
+else:
+    print("this cassette holds no judge-v2 verdicts: judge-v1 only")
+    ev_v2, paired = ev_v1.iloc[:0], ev_v1
+validity = pd.concat([jv.judge_validity(ev_v1).assign(plans="all"),
+                      jv.judge_validity(paired).assign(plans="same")], ignore_index=True)
+save_table(validity, "judge_validity", cfg, prov)
+display(jv.pass_rate_comparison(validity[validity["plans"] == "same"]).round(3))
+confusion = jv.confusion(paired, by=["judge_version", "subset", "method"])
+save_table(confusion, "judge_confusion", cfg, prov)
+display(jv.confusion(paired, by=["judge_version"]))
+
+# %% [markdown]
+# ### The paper's pass-rate ordering under both pass rates
+#
+# The paper reports RtP ahead on G1 (0.884 vs 0.840) and PtR ahead on G2 (0.855 vs 0.747) and G3 (0.820 vs
+# 0.732). Each row compares the two methods on the (query, run) pairs both planned: the judged pass rate of a
+# judge version, or the objective pass rate on that judge version's plans, with an exact McNemar test on the
+# pairs where only one method passes. `holds` says whether the leader here is the paper's.
+
+# %%
+order = jv.ordering(pd.concat([ev_v1, ev_v2], ignore_index=True))
+save_table(order, "pass_rate_ordering", cfg, prov)
+display(order.round(4))
+if cfg.backend == "rules":
+    print("(rules backend: the judged pass rate is a word-overlap proxy, not a judgement)")
+
+# %% [markdown]
+# ### What this run found
+
+# %%
+for line in jv.findings(pd.concat([ev_v1, ev_v2], ignore_index=True), order):
+    print("- " + line)
