@@ -188,7 +188,9 @@ else:
 validity = pd.concat([jv.judge_validity(ev_v1).assign(plans="all"),
                       jv.judge_validity(paired).assign(plans="same")], ignore_index=True)
 save_table(validity, "judge_validity", cfg, prov)
-display(jv.pass_rate_comparison(validity[validity["plans"] == "same"]).round(3))
+comparison = jv.pass_rate_comparison(validity[validity["plans"] == "same"])
+save_table(comparison.round(3), "pass_rate_judged_objective", cfg, prov)
+display(comparison.round(3))
 confusion = jv.confusion(paired, by=["judge_version", "subset", "method"])
 save_table(confusion, "judge_confusion", cfg, prov)
 display(jv.confusion(paired, by=["judge_version"]))
@@ -203,7 +205,7 @@ display(jv.confusion(paired, by=["judge_version"]))
 
 # %%
 order = jv.ordering(pd.concat([ev_v1, ev_v2], ignore_index=True))
-save_table(order, "pass_rate_ordering", cfg, prov)
+save_table(order.round(4), "pass_rate_ordering", cfg, prov)
 display(order.round(4))
 if cfg.backend == "rules":
     print("(rules backend: the judged pass rate is a word-overlap proxy, not a judgement)")
@@ -212,5 +214,7 @@ if cfg.backend == "rules":
 # ### What this run found
 
 # %%
-for line in jv.findings(pd.concat([ev_v1, ev_v2], ignore_index=True), order):
+found = jv.findings(pd.concat([ev_v1, ev_v2], ignore_index=True), order)
+save_table(pd.DataFrame({"finding": found}), "judge_findings", cfg, prov)
+for line in found:
     print("- " + line)

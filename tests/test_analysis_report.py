@@ -225,3 +225,16 @@ def test_write_report_without_any_outputs(cfg):
     text = write_report(cfg).read_text()
     assert "No stored study found" in text and "No figures were saved" in text
     assert pd.read_csv(cfg.out_dir / "report.csv")["status"].eq("missing table").all()
+
+
+def test_report_shows_the_judge_tables_when_saved(cfg):
+    assert "The pass rate: judged and objective" not in write_report(cfg).read_text()
+    found = pd.DataFrame({"finding": ["judge-v1: 4 plans judged, 0.75 rated Solved"]})
+    save_table(found, "judge_findings", cfg)
+    save_table(pd.DataFrame({"subset": ["G1"], "rtp": [0.5], "ptr": [0.25], "holds": [True]}),
+               "pass_rate_ordering", cfg)
+    text = write_report(cfg).read_text()
+    section = text.split("## The pass rate: judged and objective")[1].split("## Figures")[0]
+    assert "judge-v1: 4 plans judged, 0.75 rated Solved" in section
+    assert "The paper's pass-rate ordering" in section and "| G1 " in section
+    assert "Judged against objective" not in section  # that table was not saved

@@ -359,6 +359,21 @@ def beyond_section(cfg: ExperimentConfig) -> list[str]:
     return ["## Beyond the paper", "", *parts] if parts else []
 
 
+JUDGE_TABLES = (("judge_findings", "What the judge analysis found (notebook 02)"),
+                ("pass_rate_judged_objective", "Judged against objective pass rates, with the judge's kappa"),
+                ("pass_rate_ordering", "The paper's pass-rate ordering under each pass rate"))
+
+
+def judge_section(cfg: ExperimentConfig) -> list[str]:
+    """Notebook 02's judge validity tables, as saved under ``tables/``; nothing when they are absent."""
+    parts = []
+    for name, title in JUDGE_TABLES:
+        path = cfg.tables_dir / f"{name}.md"
+        if path.exists():
+            parts += [f"### {title}", "", path.read_text(encoding="utf-8").strip(), ""]
+    return ["## The pass rate: judged and objective", "", *parts] if parts else []
+
+
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
                     provenance: list[dict]) -> str:
     """The whole ``report.md``: provenance, the comparison table, the figures."""
@@ -377,7 +392,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "## The paper against this run", "",
               "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
               "`difference` is this run minus the paper, or for a range the distance outside it.", "",
-              _report_table(report), "", *beyond_section(cfg), "## Figures", ""]
+              _report_table(report), "", *judge_section(cfg), *beyond_section(cfg), "## Figures", ""]
     links = figure_links(cfg)
     parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
     return "\n".join(parts).rstrip() + "\n"
