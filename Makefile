@@ -37,6 +37,18 @@ run: install
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
 		--runs 1 --plan-limit $(PLAN_LIMIT)
 
+# The query explorer as an app: notebook 08 served by Voila on 127.0.0.1:EXPLORE_PORT over the study of
+# RUN_NAME (what `make run` stored); the kernel of a closed page is shut down after EXPLORE_CULL idle seconds.
+EXPLORE_PORT ?= 8866
+EXPLORE_CULL ?= 300
+.PHONY: explore sync-notebooks
+explore: install
+	$(PY) -m toolbench_lib.explore_app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL)
+
+# Pair every notebook with its py:percent script (notebooks/jupytext.toml): the newer side updates the other.
+sync-notebooks: install
+	$(VENV)/bin/jupytext --sync notebooks/[0-9][0-9]_*.ipynb
+
 lint: install
 	$(VENV)/bin/ruff check toolbench_lib tests
 

@@ -146,7 +146,7 @@ class QueryExplorer:
         self.k = widgets.IntSlider(value=min(k, depth), min=1, max=min(MAX_K, depth), description="k")
         self.method = widgets.ToggleButtons(options=list(METHOD_VIEWS), value="both", description="Method")
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth")
-        self.query = widgets.Dropdown(options=[], description="Query", layout=widgets.Layout(width="95%"))
+        self.query = widgets.Dropdown(options=[], description="Query", layout=widgets.Layout(width="80%"))
         self.count = widgets.HTML()
         self.output = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.provenance = widgets.HTML(self._provenance_html())
