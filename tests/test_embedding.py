@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import subprocess
@@ -8,7 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from toolbench_lib.embedding import OFFLINE_MODEL, cache_folder, cached_complete, embed_cached, load_embedder
+from toolbench_lib.embed_store import CorruptPackError, EmbeddingStore, read_pack, write_pack
+from toolbench_lib.embedding import (
+    OFFLINE_MODEL,
+    cached_complete,
+    embed_cached,
+    load_embedder,
+    store_folder,
+    texts_fingerprint,
+)
 
 TEXTS = [f"API number {i}: returns the weather forecast for city {i}" for i in range(240)]
 KILL_TEMPLATE = "Endpoint {i} of a long build: looks up hotel offers, flight prices and reviews"
@@ -41,6 +50,7 @@ class Counting:
     def __init__(self, inner):
         self.inner, self.encoded = inner, 0
         self.name, self.slug, self.dim = inner.name, inner.slug, inner.dim
+        self.backend, self.cache_key = inner.backend, inner.cache_key
 
     def encode(self, texts, batch_size=64, progress=False):
         self.encoded += len(texts)
@@ -57,7 +67,7 @@ def test_cache_hit_encodes_nothing(embedder, tmp_path):
 
 
 def test_killed_build_resumes(embedder, tmp_path):
-    """A build killed with SIGKILL mid-way leaves whole chunks; the rerun embeds only the rest."""
+    """A build killed with SIGKILL mid-way leaves whole packs; the rerun embeds only the rest."""
     script = textwrap.dedent(f"""
         import sys
         from toolbench_lib.embedding import load_embedder, embed_cached
@@ -67,18 +77,149 @@ def test_killed_build_resumes(embedder, tmp_path):
                      progress=False, batch_size=8)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    folder = cache_folder(embedder, KILL_TEXTS, "t", tmp_path)
+    folder = store_folder(embedder, tmp_path)
     n_chunks = len(KILL_TEXTS) // 8
     deadline = time.time() + 120
-    while time.time() < deadline and len(list(folder.glob("chunk_*.npy"))) < 3:
+    while time.time() < deadline and len(list(folder.glob("pack-*.npz"))) < 3:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done = len(list(folder.glob("chunk_*.npy")))
+    done = len(list(folder.glob("pack-*.npz")))
     assert 3 <= done < n_chunks, "the build should have been killed part-way"
     c = Counting(embedder)
     resumed = embed_cached(c, KILL_TEXTS, "t", tmp_path, chunk_size=8, progress=False)
     assert c.encoded == 8 * (n_chunks - done)
-    sample = [0, 5, done * 8 - 1, done * 8, len(KILL_TEXTS) - 1]
+    sample = [0, 5, 700, 1200, len(KILL_TEXTS) - 1]
     fresh = embedder.encode([KILL_TEXTS[i] for i in sample])
     assert np.allclose(resumed[sample], fresh, atol=1e-4)
+
+
+def test_content_addressed_reuse_across_lists(embedder, tmp_path):
+    """Another list sharing texts (reordered, with duplicates and new texts) embeds only the new ones."""
+    c = Counting(embedder)
+    first = embed_cached(c, TEXTS[:100], "registry", tmp_path, chunk_size=32, progress=False)
+    assert c.encoded == 100
+    grown = TEXTS[150:160] + TEXTS[:100][::-1] + [TEXTS[3], TEXTS[3]]
+    second = embed_cached(c, grown, "queries", tmp_path, chunk_size=32, progress=False)
+    assert c.encoded == 110
+    assert np.array_equal(second[10:110], first[::-1])
+    assert np.array_equal(second[-1], first[3]) and np.array_equal(second[-2], first[3])
+    assert np.allclose(second[:10], embedder.encode(TEXTS[150:160]), atol=1e-5)
+
+
+def test_backend_and_model_key_the_store(embedder, tmp_path):
+    """Vectors of one backend are never served to another: the folder is keyed by both."""
+    c = Counting(embedder)
+    embed_cached(c, TEXTS[:10], "t", tmp_path, progress=False)
+    c.backend, c.cache_key = "int8", "int8-s256"
+    embed_cached(c, TEXTS[:10], "t", tmp_path, progress=False)
+    assert c.encoded == 20
+    assert store_folder(embedder, tmp_path).name == f"fp32-s{embedder.max_seq_length}"
+    assert store_folder(c, tmp_path).name == "int8-s256"
+
+
+def _garble_in_place(path, seed=0):
+    """Overwrite a file's bytes in place with same-size garbage (keeps its size)."""
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(seed)
+    start = len(data) // 2
+    data[start:start + 256] = rng.integers(0, 256, 256, dtype=np.uint8).tobytes()
+    with open(path, "r+b") as f:
+        f.write(bytes(data))
+
+
+def test_corrupted_pack_is_detected_and_reembedded(embedder, tmp_path, caplog):
+    c = Counting(embedder)
+    good = embed_cached(c, TEXTS[:64], "t", tmp_path, chunk_size=32, progress=False)
+    packs = sorted(store_folder(embedder, tmp_path).glob("pack-*.npz"))
+    assert len(packs) == 2
+    size = packs[0].stat().st_size
+    _garble_in_place(packs[0])
+    assert packs[0].stat().st_size == size
+    EmbeddingStore._cache.clear()  # as a new process would see it
+    with caplog.at_level("WARNING"):
+        again = embed_cached(c, TEXTS[:64], "t", tmp_path, chunk_size=32, progress=False)
+    assert c.encoded == 64 + 32
+    assert [r.levelname for r in caplog.records if packs[0].name in r.getMessage()] == ["WARNING"]
+    assert np.allclose(again, good, atol=1e-5)
+    for p in store_folder(embedder, tmp_path).glob("pack-*.npz"):
+        read_pack(p)  # every pack left verifies
+
+
+def test_pack_whose_content_does_not_match_its_checksum_is_refused(tmp_path):
+    """A well-formed file whose vectors changed after the checksum was taken (not only a torn file)."""
+    path = write_pack(tmp_path, [b"k" * 16, b"j" * 16], np.eye(2, 4, dtype=np.float32), {"model": "m"})
+    with np.load(path) as z:
+        parts = {k: z[k] for k in z.files}
+    parts["vectors"][0, 0] = 0.5
+    np.savez(path, **parts)
+    with pytest.raises(CorruptPackError, match="checksum"):
+        read_pack(path)
+    store = EmbeddingStore(tmp_path, 4)
+    vecs, found = store.get([b"k" * 16])
+    assert not found.any() and not path.exists()
+
+
+def _write_former_layout(embedder, texts, root, kind="registry", chunk_size=16, chunks=None):
+    """The cache layout before content addressing: <model>/<kind>-<fingerprint>/chunk_NNNNN.npy."""
+    folder = root / embedder.slug / f"{kind}-{texts_fingerprint(texts)}"
+    folder.mkdir(parents=True)
+    (folder / "meta.json").write_text(json.dumps(
+        {"model": embedder.name, "n": len(texts), "chunk_size": chunk_size, "kind": kind}))
+    n_chunks = (len(texts) + chunk_size - 1) // chunk_size
+    for i in range(n_chunks if chunks is None else chunks):
+        np.save(folder / f"chunk_{i:05d}.npy", embedder.encode(texts[i * chunk_size:(i + 1) * chunk_size]))
+    return folder
+
+
+def test_former_cache_is_imported_without_reembedding(embedder, tmp_path):
+    texts = TEXTS[:80]
+    old = _write_former_layout(embedder, texts, tmp_path, chunk_size=16)
+    before = sorted(p.name for p in old.iterdir())
+    c = Counting(embedder)
+    vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
+    assert c.encoded == 5  # one text per former chunk, to check it belongs to these texts
+    assert np.array_equal(vecs[16:32], np.load(old / "chunk_00001.npy"))
+    assert sorted(p.name for p in old.iterdir()) == before  # the former folder is left as it was
+    # a sub-list (another order) now comes from the store: nothing is embedded
+    sub = embed_cached(c, texts[40:10:-3], "registry", tmp_path, progress=False)
+    assert c.encoded == 5 and np.array_equal(sub, vecs[40:10:-3])
+
+
+def test_former_cache_being_written_is_imported_as_far_as_it_goes(embedder, tmp_path):
+    texts = TEXTS[:80]
+    _write_former_layout(embedder, texts, tmp_path, chunk_size=16, chunks=3)
+    c = Counting(embedder)
+    vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
+    assert c.encoded == 3 + 32  # three checks, two chunks still missing
+    assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)
+
+
+def test_former_cache_that_does_not_match_is_not_used(embedder, tmp_path, caplog):
+    texts = TEXTS[:48]
+    old = _write_former_layout(embedder, texts, tmp_path, chunk_size=16)
+    np.save(old / "chunk_00001.npy", embedder.encode(TEXTS[200:216]))  # rows of other texts
+    arr = np.load(old / "chunk_00002.npy")
+    arr[3] *= 2  # not unit norm
+    np.save(old / "chunk_00002.npy", arr)
+    c = Counting(embedder)
+    with caplog.at_level("WARNING"):
+        vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
+    assert c.encoded == 2 + 32  # chunk 0 and 1 checked, 1 and 2 embedded again
+    assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)
+    assert sum("former embedding cache" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_sub_registry_of_former_full_cache(mini_toolbench, tmp_path, embedder):
+    """A sub-registry is served from a former cache of the whole registry (the full text list)."""
+    from toolbench_lib.dataset import load_dataset
+    from toolbench_lib.index import registry_vectors
+
+    ds = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
+    _write_former_layout(embedder, ds.texts, tmp_path / "emb", chunk_size=4)
+    c = Counting(embedder)
+    rows = np.array([1, 3, 4])
+    sub = registry_vectors(ds, c, rows, cache_dir=tmp_path / "emb")
+    n_chunks = (len(ds.texts) + 3) // 4
+    assert c.encoded == n_chunks
+    assert np.allclose(sub, embedder.encode([ds.texts[r] for r in rows]), atol=1e-5)

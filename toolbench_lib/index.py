@@ -10,7 +10,7 @@ import numpy as np
 
 from .atomic import atomic_path, save_npy
 from .dataset import Dataset
-from .embedding import Embedder, embed_cached
+from .embedding import Embedder, adopt_former_cache, embed_cached
 from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
@@ -59,20 +59,16 @@ class VectorIndex:
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
                      cache_dir: Path | None = None, progress: bool = True) -> np.ndarray:
-    """Embeddings of the registry (or of ``rows`` of it), from the on-disk cache when possible.
+    """Embeddings of the registry (or of ``rows`` of it) from the content-addressed cache.
 
-    With ``rows`` and a complete cache of the full registry, rows are taken from it; otherwise
-    only the requested APIs are embedded (and cached under their own fingerprint).
+    Only texts never embedded with this model and backend are embedded; a sub-registry of an
+    embedded registry embeds nothing.
     """
     texts = ds.texts
     if rows is None:
         return embed_cached(embedder, texts, "registry", cache_dir, progress=progress)
-    from .embedding import cached_complete
-
-    if cached_complete(embedder, texts, "registry", cache_dir):
-        return embed_cached(embedder, texts, "registry", cache_dir, progress=False)[rows]
-    return embed_cached(embedder, [texts[int(r)] for r in rows], "registry-slice", cache_dir,
-                        progress=progress)
+    adopt_former_cache(embedder, texts, cache_dir)
+    return embed_cached(embedder, [texts[int(r)] for r in rows], "registry", cache_dir, progress=progress)
 
 
 def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
@@ -83,4 +79,4 @@ def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
 
 
 def index_path(ds: Dataset, embedder: Embedder, n: int) -> Path:
-    return CACHE_DIR / "index" / embedder.slug / f"{ds.fingerprint}-{n}.faiss"
+    return CACHE_DIR / "index" / embedder.slug / embedder.cache_key / f"{ds.fingerprint}-{n}.faiss"
