@@ -10,9 +10,9 @@ Two sources of plans:
 * :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.StudyResult` (steps, refusal and
   reason), with the API lists rebuilt from its hits.
 
-``python -m toolbench_lib.rejudge --judge judge-v2 --per-subset 50`` records judge-v2 verdicts with the
-local model behind the call cache (resumable: a cached call is never repeated); export them with
-``python -m toolbench_lib cassette export``.
+``python -m toolbench_lib.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2 verdicts
+with the local model behind the call cache (resumable: a cached call is never repeated), then merges the
+cache into the cassette (which must keep every record it held).
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="local", help="backend of the judge (behind the call cache)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--out", default=None, help="CSV of the verdicts")
+    ap.add_argument("--export", action="store_true",
+                    help="then merge the call cache (this model) into the cassette, keeping all its records")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
@@ -158,8 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         subsets = args.subset or list(DEFAULT_SUBSETS)
         plans = cassette_plans(args.cassette, ds.queries, args.per_subset, subsets)
         log.info("%d recorded plans to judge with %s", len(plans), args.judge)
-        table = record_verdicts(plans, make_backend(args.backend), args.judge)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
+        llm = make_backend(args.backend)
+        if args.export and not hasattr(llm, "store"):
+            raise ValueError(f"--export needs a live backend behind the call cache, not {args.backend!r}")
+        table = record_verdicts(plans, llm, args.judge)
+        if args.export:
+            from .stub_recording import merge_export
+
+            before, after = merge_export(llm.store, args.cassette, llm.model)
+            log.info("cassette %s: %d -> %d records", args.cassette, before, after)
+    except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.out:
