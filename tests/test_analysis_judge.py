@@ -220,3 +220,11 @@ def test_rejudge_command(tmp_path, capsys):
     assert len(table) == 6 and set(table["judge_version"]) == {"judge-v2"}  # 3 sets x 2 methods
     assert main(["--backend", "rules", "--per-subset", "1", "--export"]) == 2
     assert "--export needs a live backend" in capsys.readouterr().err
+
+
+def test_coverage_and_lax_kappa():
+    v = judge_validity(plan_evidence(_study())).set_index(["subset", "method"])
+    # G1 PtR: q1 covers 1 of 2, q2 (refusal) and q3 none of 1 -> coverage (0.5 + 0 + 0) / 3
+    assert v.loc[("G1", "ptr"), "coverage"] == pytest.approx(1 / 6)
+    # G1 RtP: verdicts S, S, U; named some GT: yes, no, yes -> observed 1/3, expected 5/9
+    assert v.loc[("G1", "rtp"), "kappa_any"] == pytest.approx((1 / 3 - 5 / 9) / (1 - 5 / 9))

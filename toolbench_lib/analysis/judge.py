@@ -14,8 +14,10 @@ Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground
 * **objective pass**: not a refusal and evidence ``all``. The **objective pass rate** is its mean over
   plans; it needs only the ground truth and the plan, so a reviewer can recompute it by hand.
 * **judge validity**: the confusion table of verdicts (Solved / Unsolved) against evidence, Cohen's
-  kappa (scikit-learn) between "Solved" and the objective pass, and the share of plans judged "Solved"
-  among those whose evidence is ``none`` (``solved_rate_none``; a valid judge keeps it low).
+  kappa (scikit-learn) between "Solved" and the objective pass (``kappa``) and between "Solved" and
+  naming at least one ground-truth API (``kappa_any``, a laxer yardstick), and the share of plans judged
+  "Solved" among those whose evidence is ``none`` (``solved_rate_none``; a valid judge keeps it low).
+  ``coverage`` is the mean share of a plan's ground-truth APIs that it covers.
 * **verdict stability**: where a study has several runs, the share of pairs of runs in which the same
   query and method got the same verdict, and the same share restricted to pairs whose plans are identical.
 * **ordering**: the paper's pass-rate claims (RtP ahead on G1, PtR ahead on G2 and G3) re-tested under a
@@ -45,8 +47,8 @@ EVIDENCE = ("all", "some", "none")
 VERDICTS = ("Solved", "Unsolved")
 PASS_RATE_COLUMNS = ["subset", "method", "run", "judged_pass_rate", "objective_pass_rate", "kappa", "n_plans"]
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",
-                    "objective_pass_rate", "evidence_all", "evidence_some", "evidence_none", "kappa",
-                    "solved_rate_none", "solved_rate_some", "solved_rate_all", "gt"]
+                    "objective_pass_rate", "coverage", "evidence_all", "evidence_some", "evidence_none",
+                    "kappa", "kappa_any", "solved_rate_none", "solved_rate_some", "solved_rate_all", "gt"]
 ORDERING_COLUMNS = ["subset", "pass_rate", "judge_version", "rtp", "ptr", "leader", "paper_leader", "holds",
                     "n_pairs", "rtp_only", "ptr_only", "p_value"]
 FIDELITY_COLUMNS = ["subset", "method", "fidelity_strict", "fidelity", "resolved_strict", "resolved",
@@ -151,6 +153,8 @@ def _validity_row(g: pd.DataFrame) -> dict:
             "objective_pass_rate": float(g["objective_pass"].mean()) if len(g) else float("nan"),
             **{f"evidence_{e}": int((g["evidence"] == e).sum()) for e in EVIDENCE},
             "kappa": kappa(g["verdict"], g["objective_pass"]),
+            "kappa_any": kappa(g["verdict"], g["evidence"] != "none"),
+            "coverage": float((g["n_covered"] / g["n_gt"].clip(lower=1)).mean()) if len(g) else float("nan"),
             **{f"solved_rate_{e}": _rate(ev == e, solved) for e in ("none", "some", "all")}}
 
 
@@ -276,7 +280,7 @@ def pass_rate_comparison(validity: pd.DataFrame) -> pd.DataFrame:
     """Per subset and method: each judge version's judged pass rate and kappa beside the objective rate
     (over the plans that version judged), one row per subset, method and judge version."""
     cols = ["subset", "method", "judge_version", "n_judged", "judged_pass_rate", "objective_pass_rate",
-            "kappa", "solved_rate_none"]
+            "coverage", "kappa", "kappa_any", "solved_rate_none"]
     return validity[cols].sort_values(["subset", "method", "judge_version"]).reset_index(drop=True)
 
 
