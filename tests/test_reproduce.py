@@ -111,6 +111,32 @@ def test_unreadable_notebook_is_named(tmp_path, run_name):
     assert "01_corrupt.ipynb" in str(info.value) and "before any cell" in str(info.value)
 
 
+def test_html_report_hides_code_and_noise(tmp_path):
+    """report.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
+    from nbformat.v4 import new_output
+
+    from toolbench_lib.reproduce import write_html_report
+
+    widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    first = new_code_cell("print('secret code')", outputs=[
+        new_output("stream", name="stdout", text="shown line\n"),
+        new_output("stream", name="stderr", text="a warning\n"),
+        new_output("display_data", data={"text/plain": "bar 0%|", "application/vnd.jupyter.widget-view+json":
+                                         widget}),
+        new_output("display_data", data={"text/plain": "x", "text/html": "<b>static explorer</b>",
+                                         "application/vnd.jupyter.widget-view+json": widget})])
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# 01 · First"), first]),
+                   tmp_path / "notebooks" / "01_a.ipynb")
+    second = new_notebook(cells=[new_markdown_cell("# 02 · Second")])
+    nbformat.write(second, tmp_path / "notebooks" / "02_b.ipynb")
+    html = write_html_report(tmp_path).read_text()
+    assert html.index("01 · First") < html.index("shown line") < html.index("02 · Second")
+    assert "<b>static explorer</b>" in html
+    for absent in ("secret code", "a warning", "bar 0%|"):
+        assert absent not in html, absent
+
+
 def _errors(nb) -> list[str]:
     return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
             if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -149,6 +175,9 @@ def test_smoke_run_of_every_notebook(run_name):
 
     report = (run_dir / "report.md").read_text()
     assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
+    html = (run_dir / "report.html").read_text()
+    assert "08 · Query explorer" in html and "class='qx'" in html and ".000000" not in html
+    assert "from toolbench_lib" not in html and "data:image/png;base64" in html
     report_csv = pd.read_csv(run_dir / "report.csv")
     found = report_csv["this_run"].notna().sum()
     assert found == (report_csv["status"].isin(["matches", "within range", "above", "below"])).sum()

@@ -127,6 +127,21 @@ def interpreter_kernel() -> Iterator[str]:
                 os.environ["JUPYTER_PATH"] = previous
 
 
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables (seen by the kernels started meanwhile), restored afterwards."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _source_cell_index(executed: Path, cell_index: int) -> tuple[int, str]:
     """Index of a failing cell in the source notebook (papermill inserts cells) and its first line."""
     import nbformat
@@ -163,10 +178,23 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
     return time.time() - t0
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC_TYPES = ("text/html", "image/png", "image/svg+xml", "text/markdown", "application/pdf")
+
+
+def _static_output(output) -> bool:
+    """Whether an output belongs in a static page: no stderr, no widget without a static rendering."""
+    if output.get("output_type") == "stream":
+        return output.get("name") != "stderr"
+    data = output.get("data", {})
+    return WIDGET_VIEW not in data or any(t in data for t in STATIC_TYPES)
+
+
 def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
     """``<out_dir>/report.html``: the executed notebooks in order as one page, inputs and prompts hidden.
 
-    Log and warning streams (stderr) are left out; figures stay inline (they are embedded PNGs).
+    Log and warning streams (stderr) and widgets without a static fallback (progress bars) are left out;
+    a widget with one (the query explorer) shows it; figures stay inline (they are embedded PNGs).
     """
     import nbformat
     from nbconvert import HTMLExporter
@@ -183,13 +211,17 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
             if "parameters" in tags or "injected-parameters" in tags:
                 continue
             if cell.cell_type == "code":
-                cell.outputs = [o for o in cell.outputs
-                                if not (o.output_type == "stream" and o.get("name") == "stderr")]
+                cell.outputs = [o for o in cell.outputs if _static_output(o)]
             merged.cells.append(cell)
     merged.metadata.pop("widgets", None)  # no live kernel: every widget shows its static HTML fallback
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(merged, resources={"metadata": {"name": out_dir.name}})
+    level = exporter.log.level
+    exporter.log.setLevel(logging.ERROR)  # not a warning per figure without alternative text
+    try:
+        body, _ = exporter.from_notebook_node(merged, resources={"metadata": {"name": out_dir.name}})
+    finally:
+        exporter.log.setLevel(level)
     path = out_dir / "report.html"
     from .atomic import atomic_path
 
@@ -223,7 +255,8 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     except RunConflict as exc:
         raise RunConflict(f"{exc} (reproduce never mixes two configurations in one run folder)") from None
     summary = ReproduceSummary(run_name, cfg.out_dir)
-    with interpreter_kernel() as kernel:
+    # Progress bars would only add frozen widgets to the executed copies.
+    with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for i, path in enumerate(paths, 1):
             echo(f"[{i}/{len(paths)}] {path.name} ...")
             try:
