@@ -280,3 +280,26 @@ def test_explorer_on_a_real_study(slice_setup, real_study):
     assert ex.render().count(NO_PLAN) == 2
     ex.k.value = 3
     assert _section(ex.render(), "<h4>Ranking</h4>", "</ol>").count("<li") == 3
+
+
+def test_one_output_holds_the_live_widget_and_its_static_rendering(study):
+    ex = _explorer(study)
+    ex.query.value = "G1_instruction:2"
+    bundle = ex._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.widget.model_id
+    assert bundle["text/html"].startswith(ex.render()) and "G1 query 2" in bundle["text/html"]
+    assert "overflow-wrap: anywhere" in bundle["text/html"]  # long API ids wrap instead of clipping
+
+
+def test_changing_k_keeps_the_query_while_it_passes_the_filter(study):
+    ex = _explorer(study)
+    ex.subset.value, ex.filter.value = "G1", "all"
+    ex.query.value = "G1_instruction:3"
+    for k in (3, 8, 1, 20):
+        ex.k.value = k
+        assert ex.query.value == "G1_instruction:3" and "G1 query 3 " in ex.output.value
+    ex.filter.value = "both missed"
+    kept = ex.query.value
+    ex.k.value = 2
+    visible = ex.visible_queries()
+    assert ex.query.value == (kept if kept in visible else (visible[0] if visible else None))
