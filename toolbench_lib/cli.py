@@ -16,6 +16,7 @@ from .reproduce import add_parser as add_reproduce_parser
 from .reproduce import cmd_reproduce
 from .validation import (
     OneLineParser,
+    check_dataset,
     check_max_apis,
     check_subsets,
     data_dir,
@@ -171,7 +172,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {args.method!r}; choose rtp, ptr or rtp,ptr")
     ds = load_dataset(args.data_dir)
-    check_max_apis(args.max_apis, len(ds.registry))
+    check_dataset(ds, args.max_apis, subsets)
     backend = args.backend or ("replay" if "ptr" in methods else None)
     if backend is None:
         emb = load_embedder(args.model)

@@ -259,3 +259,10 @@ def validate_config(cfg) -> None:
         raise UsageError(f"cassette: {str(cfg.cassette)!r} is not allowed; no such file")
     if cfg.outputs_dir is not None:
         check_output_dir("outputs_dir", cfg.outputs_dir)
+
+
+def check_dataset(ds, max_apis: int | None, subsets: Iterable[str]) -> None:
+    """What can only be checked once the data is loaded: the sub-registry size and non-empty query sets."""
+    check_max_apis(max_apis, len(ds.registry))
+    for name in subsets:
+        ds.subset_queries(name)  # raises, naming the file, when the set has no queries

@@ -1,0 +1,472 @@
+"""Bad inputs and damaged caches, each tried as a user would: ``python -m toolbench_lib ...`` in a subprocess.
+
+Every case either fails with a non-zero exit and exactly one line on stderr that names the problem
+(log lines aside, never a traceback), or is repaired by the toolkit and gives the numbers of a clean
+run. The data cases work on a small copy of the real data (two toolenv categories linked, the first
+queries of three sets), built once for the module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from toolbench_lib.dataset import CHECKSUMS, sources_fingerprint
+from toolbench_lib.paths import PROCESSED_DIR, find_data_dir
+
+CATEGORIES = ("Reward", "Storage")  # two small categories of toolenv, linked, not copied
+QUERY_FILES = (("test_instruction", "G1_instruction"), ("test_instruction_original", "G2_category"),
+               ("test_instruction_original", "G3_instruction"))
+N_QUERIES = 4
+MAX_APIS = "60"
+LOG_LINE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: ")
+OUTCOMES: dict[str, str] = {}
+
+
+def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolbench_lib", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+
+
+def problem_lines(stderr: str) -> list[str]:
+    """stderr without log lines."""
+    return [line for line in stderr.splitlines() if line.strip() and not LOG_LINE.match(line)]
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _write_small_folder(root: Path) -> Path:
+    real = find_data_dir()
+    tools = root / "toolenv" / "tools"
+    tools.mkdir(parents=True)
+    for cat in CATEGORIES:
+        (tools / cat).symlink_to(real / "toolenv" / "tools" / cat, target_is_directory=True)
+    for folder, stem in QUERY_FILES:
+        queries = json.loads((real / folder / f"{stem}.json").read_text(encoding="utf-8"))[:N_QUERIES]
+        (root / folder).mkdir(exist_ok=True)
+        (root / folder / f"{stem}.json").write_text(json.dumps(queries), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def made_folders():
+    """Data folders made by this module; their processed caches are removed afterwards."""
+    folders: list[Path] = []
+    yield folders
+    for folder in folders:
+        if folder.exists():
+            shutil.rmtree(PROCESSED_DIR / sources_fingerprint(folder), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory, made_folders) -> Path:
+    root = _write_small_folder(tmp_path_factory.mktemp("bad_inputs") / "toolbench")
+    made_folders.append(root)
+    return root
+
+
+def evaluate_args(data: Path, *extra: str) -> list[str]:
+    return ["evaluate", "--method", "rtp", "--data-dir", str(data), "--model", "all-MiniLM-L6-v2",
+            "--subset", "G1", "--subset", "G3", "--limit", "3", "--max-apis", MAX_APIS, "--json", *extra]
+
+
+def numbers(result: dict) -> dict:
+    return {"registry_size": result["registry_size"], "model": result["model"],
+            **{name: (r["n_queries"], round(r["recall"], 12), round(r["precision"], 12))
+               for name, r in result["subsets"].items()}}
+
+
+@pytest.fixture(scope="module")
+def clean(small_data) -> dict:
+    """The clean run's numbers on the small data folder."""
+    out = cli(*evaluate_args(small_data))
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["subsets"]["G1"]["n_queries"] == 3 and res["registry_size"] == int(MAX_APIS)
+    return numbers(res)
+
+
+@dataclass
+class Ctx:
+    data: Path  # the module's small data folder (do not damage it)
+    tmp: Path  # this case's own folder
+    made: list[Path]
+
+    def variant(self, mutate: Callable[[Path], None]) -> Path:
+        """A copy of the small data folder (toolenv linked) with ``mutate`` applied."""
+        root = self.tmp / "toolbench"
+        (root / "toolenv").mkdir(parents=True)
+        (root / "toolenv" / "tools").symlink_to(self.data / "toolenv" / "tools", target_is_directory=True)
+        for folder, _ in QUERY_FILES:
+            if not (root / folder).exists():
+                shutil.copytree(self.data / folder, root / folder)
+        mutate(root)
+        self.made.append(root)
+        return root
+
+    def query_file(self, content: str | bytes, folder: str = "test_instruction",
+                   stem: str = "G1_instruction") -> Path:
+        def write(root: Path) -> None:
+            path = root / folder / f"{stem}.json"
+            path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+        return self.variant(write)
+
+    def queries(self, edit: Callable[[list], object]) -> Path:
+        """A variant whose G1 query list is replaced by ``edit(list)``."""
+        first = json.loads((self.data / "test_instruction" / "G1_instruction.json").read_text())
+        return self.query_file(json.dumps(edit(first)))
+
+
+# --------------------------------------------------------------------------- cassettes and call stores
+
+
+def _records(n: int = 3) -> list[dict]:
+    from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+
+    with gzip.open(DEFAULT_CASSETTE, "rt", encoding="utf-8") as fh:
+        return [json.loads(next(fh)) for _ in range(n)]
+
+
+def _cassette(tmp: Path, lines: list[str] | bytes, name: str = "c.jsonl.gz", raw: bool = False) -> Path:
+    path = tmp / name
+    data = lines if isinstance(lines, bytes) else "".join(line + "\n" for line in lines).encode()
+    path.write_bytes(data if raw else gzip.compress(data))
+    return path
+
+
+def good_cassette(tmp: Path) -> Path:
+    return _cassette(tmp, [json.dumps(r) for r in _records()])
+
+
+def tampered_cassette(tmp: Path) -> Path:
+    records = _records()
+    records[1]["prompt"] += " changed"
+    return _cassette(tmp, [json.dumps(r) for r in records])
+
+
+def truncated_cassette(tmp: Path) -> Path:
+    data = good_cassette(tmp).read_bytes()
+    return _cassette(tmp, data[: len(data) // 2], "t.jsonl.gz", raw=True)
+
+
+def call_store(tmp: Path) -> Path:
+    """A real call store holding the cassette's first records."""
+    from toolbench_lib.llm.cache import CallStore, import_cassette
+
+    path = tmp / "calls.sqlite"
+    with CallStore(path) as store:
+        import_cassette(good_cassette(tmp), store)
+    return path
+
+
+def damaged_row_store(tmp: Path) -> Path:
+    path = call_store(tmp)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE calls SET json_schema = '{not json' WHERE rowid = 1")
+    return path
+
+
+def foreign_store(tmp: Path) -> Path:
+    path = tmp / "foreign.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, answer TEXT)")
+    return path
+
+
+def truncated_store(tmp: Path) -> Path:
+    from toolbench_lib.llm.cache import CallStore, call_key
+
+    path = tmp / "big.sqlite"
+    records = _records(1)
+    with CallStore(path) as store:
+        for i in range(200):
+            record = {**records[0], "prompt": f"{records[0]['prompt']} {i}" * 3}
+            record["key"] = call_key(record["backend"], record["model"], record["prompt_version"],
+                                     record["system"], record["prompt"], record["json_schema"],
+                                     record["temperature"], record["run"])
+            store.put_record(record)
+        store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    return path
+
+
+def garbage_file(tmp: Path, name: str, content: bytes = b"this is not what it should be\n" * 50) -> Path:
+    path = tmp / name
+    path.write_bytes(content)
+    return path
+
+
+# --------------------------------------------------------------------------- the table
+
+def ev(c: Ctx, *extra: str) -> list[str]:
+    return evaluate_args(c.data, *extra)
+
+
+def export(c: Ctx, store: Path) -> list[str]:
+    return ["cassette", "export", "--store", str(store), "--out", str(c.tmp / "o.jsonl.gz")]
+
+
+# (id, command builder, words the one line must hold)
+ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
+    # options
+    ("k-zero", lambda c: ev(c, "--k", "0"), ("--k", "0", ">= 1")),
+    ("k-negative", lambda c: ev(c, "--k", "-1"), ("--k", "-1", ">= 1")),
+    ("k-text", lambda c: ev(c, "--k", "five"), ("--k", "five")),
+    ("k-float", lambda c: ev(c, "--k", "2.5"), ("--k", "2.5")),
+    ("runs-zero", lambda c: ev(c, "--method", "ptr", "--runs", "0"), ("--runs", "0", ">= 1")),
+    ("runs-negative", lambda c: ev(c, "--runs", "-3"), ("--runs", "-3")),
+    ("limit-zero", lambda c: ev(c, "--limit", "0"), ("--limit", "0", ">= 1")),
+    ("limit-negative", lambda c: ev(c, "--limit", "-1"), ("--limit", "-1")),
+    ("plan-limit-negative", lambda c: ev(c, "--plan-limit", "-1"), ("--plan-limit", "-1", ">= 0")),
+    ("max-apis-zero", lambda c: ev(c, "--max-apis", "0"), ("--max-apis", "0", ">= 1")),
+    ("max-apis-negative", lambda c: ev(c, "--max-apis", "-5"), ("--max-apis", "-5")),
+    ("max-apis-above-registry", lambda c: ev(c, "--max-apis", "1000000"),
+     ("--max-apis", "1000000", "registry has")),
+    ("subset-unknown", lambda c: ev(c, "--subset", "G9"), ("--subset", "G9")),
+    ("subset-empty", lambda c: ev(c, "--subset", ""), ("--subset", "''")),
+    ("gt-unknown", lambda c: ev(c, "--gt", "all"), ("--gt", "all")),
+    ("backend-unknown", lambda c: ev(c, "--backend", "gpt"), ("--backend", "gpt")),
+    ("method-unknown", lambda c: ev(c, "--method", "rag"), ("method", "rag")),
+    ("method-empty", lambda c: ev(c, "--method", ","), ("method",)),
+    ("temperature-nan", lambda c: ev(c, "--temperature", "nan"), ("--temperature", "nan")),
+    ("temperature-negative", lambda c: ev(c, "--temperature", "-1"), ("--temperature", "-1")),
+    ("temperature-too-high", lambda c: ev(c, "--temperature", "7"), ("--temperature", "7")),
+    ("run-temperature-inf", lambda c: ev(c, "--run-temperature", "inf"),
+     ("--run-temperature", "inf")),
+    ("depth-zero", lambda c: ev(c, "--depth", "0"), ("--depth", "0")),
+    ("workers-zero", lambda c: ev(c, "--workers", "0"), ("--workers", "0")),
+    ("seed-negative", lambda c: ev(c, "--seed", "-1"), ("--seed", "-1")),
+    ("data-dir-missing", lambda c: evaluate_args(c.tmp / "nowhere"), ("--data-dir", "nowhere")),
+    ("data-dir-is-a-file", lambda c: evaluate_args(garbage_file(c.tmp, "f.txt")), ("--data-dir", "f.txt")),
+    ("data-dir-wrong-layout", lambda c: ["data", "summary", "--data-dir", str(c.tmp)],
+     ("not a ToolBench data folder", "Expected layout")),
+    ("save-is-a-file", lambda c: ev(c, "--save", str(garbage_file(c.tmp, "out"))),
+     ("--save", "not a folder")),
+    ("cassette-missing", lambda c: ev(c, "--method", "ptr", "--cassette", str(c.tmp / "no.gz")),
+     ("--cassette", "no.gz")),
+    ("cassette-is-a-folder", lambda c: ev(c, "--method", "ptr", "--cassette", str(c.tmp)),
+     ("--cassette", "not a file")),
+    ("index-max-apis-zero", lambda c: ["index", "build", "--max-apis", "0"], ("--max-apis", "0")),
+    ("index-seed-text", lambda c: ["index", "build", "--seed", "x"], ("--seed", "'x'")),
+    ("reproduce-runs-zero", lambda c: ["reproduce", "--runs", "0"], ("--runs", "0")),
+    ("reproduce-plan-limit-negative", lambda c: ["reproduce", "--plan-limit", "-2"], ("--plan-limit", "-2")),
+    # cassettes
+    ("cassette-info-missing", lambda c: ["cassette", "info", str(c.tmp / "none.jsonl.gz")],
+     ("none.jsonl.gz",)),
+    ("cassette-not-gzip", lambda c: ["cassette", "info", str(garbage_file(c.tmp, "plain.jsonl.gz"))],
+     ("plain.jsonl.gz", "not a readable gzip")),
+    ("cassette-truncated", lambda c: ["cassette", "info", str(truncated_cassette(c.tmp))],
+     ("t.jsonl.gz", "truncated")),
+    ("cassette-bad-json-line", lambda c: ["cassette", "info", str(_cassette(c.tmp, ["{not json"]))],
+     ("c.jsonl.gz", "line 1")),
+    ("cassette-list-line", lambda c: ["cassette", "info", str(_cassette(c.tmp, ["[1, 2, 3]"]))],
+     ("c.jsonl.gz", "line 1", "JSON object")),
+    ("cassette-missing-fields", lambda c: ["cassette", "info", str(_cassette(c.tmp, ['{"key": "x"}']))],
+     ("c.jsonl.gz", "line 1", "lacks fields")),
+    ("cassette-not-utf8", lambda c: ["cassette", "info", str(_cassette(c.tmp, b"\xff\xfe\xfa\n"))],
+     ("c.jsonl.gz", "UTF-8")),
+    ("cassette-tampered-record", lambda c: ["cassette", "info", str(tampered_cassette(c.tmp))],
+     ("c.jsonl.gz", "line 2", "does not match")),
+    ("cassette-import-truncated", lambda c: ["cassette", "import", str(truncated_cassette(c.tmp)),
+                                             "--store", str(c.tmp / "s.sqlite")],
+     ("t.jsonl.gz", "truncated")),
+    ("replay-truncated-cassette", lambda c: ev(c, "--method", "ptr", "--backend", "replay",
+                                                          "--cassette", str(truncated_cassette(c.tmp))),
+     ("t.jsonl.gz", "truncated")),
+    ("replay-not-gzip-cassette", lambda c: ev(c, "--method", "ptr", "--cassette",
+                                                         str(garbage_file(c.tmp, "x.gz"))),
+     ("x.gz", "gzip")),
+    # the call store
+    ("store-garbage", lambda c: export(c, garbage_file(c.tmp, "calls.sqlite")),
+     ("calls.sqlite", "not a usable SQLite")),
+    ("store-garbage-import", lambda c: ["cassette", "import", str(good_cassette(c.tmp)), "--store",
+                                        str(garbage_file(c.tmp, "calls.sqlite"))],
+     ("calls.sqlite", "SQLite")),
+    ("store-foreign-table", lambda c: export(c, foreign_store(c.tmp)), ("foreign.sqlite", "lacks columns")),
+    ("store-damaged-row", lambda c: export(c, damaged_row_store(c.tmp)), ("calls.sqlite", "damaged")),
+    ("store-truncated", lambda c: export(c, truncated_store(c.tmp)), ("big.sqlite",)),
+    # query files
+    ("queries-json-object", lambda c: evaluate_args(c.query_file('{"queries": []}')),
+     ("G1_instruction.json", "JSON object")),
+    ("queries-list-of-numbers", lambda c: evaluate_args(c.query_file("[1, 2, 3]")),
+     ("G1_instruction.json", "item 0", "number")),
+    ("queries-not-json", lambda c: evaluate_args(c.query_file('[{"query": "cut off')),
+     ("G1_instruction.json", "not valid JSON")),
+    ("queries-not-utf8", lambda c: evaluate_args(c.query_file(b"[\xff\xfe]")),
+     ("G1_instruction.json", "UTF-8")),
+    ("queries-empty-list", lambda c: evaluate_args(c.query_file("[]")), ("G1_instruction", "no queries")),
+    ("queries-no-text", lambda c: evaluate_args(c.queries(lambda q: [{**q[0], "query": ""}, *q[1:]])),
+     ("G1_instruction.json", "item 0", "no query text")),
+    ("queries-duplicate-id", lambda c: evaluate_args(c.queries(lambda q: [q[0], q[0], *q[1:]])),
+     ("G1_instruction.json", "item 1", "again")),
+    ("queries-api-list-not-list", lambda c: evaluate_args(c.queries(lambda q: [{**q[0], "api_list": "x"}])),
+     ("G1_instruction.json", "api_list")),
+    ("queries-relevant-not-pairs",
+     lambda c: evaluate_args(c.queries(lambda q: [{**q[0], "relevant APIs": [1]}])),
+     ("G1_instruction.json", "relevant APIs")),
+    ("query-set-absent",
+     lambda c: evaluate_args(c.variant(lambda r: shutil.rmtree(r / "test_instruction_original"))),
+     ("G3_instruction_original", "no queries")),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_bad_input_is_one_clear_line(case, small_data, made_folders, tmp_path):
+    name, build, words = case
+    out = cli(*build(Ctx(small_data, tmp_path, made_folders)))
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode in (1, 2), (out.returncode, out.stderr)
+    lines = problem_lines(out.stderr)
+    assert len(lines) == 1, out.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert out.stdout.strip() == ""  # no partial result
+    OUTCOMES[name] = "clear error"
+
+
+# --------------------------------------------------------------------------- repaired damage
+
+
+def _processed(data: Path) -> Path:
+    folder = PROCESSED_DIR / sources_fingerprint(data)
+    assert (folder / CHECKSUMS).exists()
+    return folder
+
+
+def _overwrite_same_size(path: Path) -> None:
+    size = path.stat().st_size
+    path.write_bytes((b"\x00garbage" * (size // 8 + 1))[:size])
+
+
+def _dead_pid() -> int:
+    for pid in range(4_000_000, 3_000_000, -7919):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    raise RuntimeError("no free pid found")
+
+
+REPAIRED_CASES: list[tuple[str, Callable[[Path], None]]] = [
+    ("processed-registry-overwritten", lambda f: _overwrite_same_size(f / "registry.parquet")),
+    ("processed-queries-truncated",
+     lambda f: (f / "queries.parquet").write_bytes((f / "queries.parquet").read_bytes()[:100])),
+    ("processed-queries-empty", lambda f: (f / "queries.parquet").write_bytes(b"")),
+    ("processed-checksums-missing", lambda f: (f / CHECKSUMS).unlink()),
+    ("processed-checksums-garbage", lambda f: (f / CHECKSUMS).write_text("[1,")),
+    ("processed-stats-garbage", lambda f: (f / "stats.json").write_text("{")),
+    ("processed-registry-missing", lambda f: (f / "registry.parquet").unlink()),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", REPAIRED_CASES, ids=[c[0] for c in REPAIRED_CASES])
+def test_damaged_processed_cache_is_rebuilt(case, small_data, clean):
+    name, damage = case
+    damage(_processed(small_data))
+    out = cli(*evaluate_args(small_data))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert numbers(json.loads(out.stdout)) == clean
+    assert "rebuilding" in out.stderr
+    assert _processed(small_data)  # written again, with its checksums
+    OUTCOMES[name] = "repaired"
+
+
+@pytest.mark.slow
+def test_subset_named_twice_counts_once(small_data, clean):
+    for extra in (["--subset", "G1"], ["--subset", "G1_instruction", "--subset", "G3_instruction_original"]):
+        out = cli(*evaluate_args(small_data, *extra))
+        assert out.returncode == 0, out.stderr
+        assert numbers(json.loads(out.stdout)) == clean
+    OUTCOMES["subset-named-twice"] = "repaired"
+
+
+@pytest.mark.slow
+def test_stale_temporary_files_are_removed(small_data, clean):
+    folder = _processed(small_data)
+    dead = folder / f".registry.parquet.{_dead_pid()}.tmp.parquet"
+    old_live = folder / f".queries.parquet.{os.getpid()}.tmp.parquet"
+    fresh_live = folder / f".stats.json.{os.getpid()}.tmp.json"
+    for path in (dead, old_live, fresh_live):
+        path.write_bytes(b"half-written")
+    two_hours_ago = time.time() - 7200
+    os.utime(old_live, (two_hours_ago, two_hours_ago))
+    out = cli(*evaluate_args(small_data))
+    assert out.returncode == 0, out.stderr
+    assert numbers(json.loads(out.stdout)) == clean
+    assert not dead.exists() and not old_live.exists()
+    assert fresh_live.exists()  # a live process may still be writing it
+    fresh_live.unlink()
+    OUTCOMES["stale-temporary-files"] = "repaired"
+
+
+# --------------------------------------------------------------------------- an adversarial recorded reply
+
+
+@pytest.mark.slow
+def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
+    """One recorded stub reply is a 4,300-digit integer: the run completes and only that stub falls back."""
+    from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
+    from toolbench_lib.llm.rules import RulesBackend
+    from toolbench_lib.prompts import STUB_PROMPT
+    from toolbench_lib.study import call
+
+    queries = json.loads((small_data / "test_instruction" / "G1_instruction.json").read_text())[:3]
+    with CallStore(tmp_path / "calls.sqlite") as store:
+        llm = CachedLLM(RulesBackend(), store)
+        for q in queries:
+            call(llm, STUB_PROMPT, 0, 0.0, query=str(q["query"]).strip())
+        clean_cassette = tmp_path / "clean.jsonl.gz"
+        assert export_cassette(store, clean_cassette) == 3
+    with gzip.open(clean_cassette, "rt") as fh:
+        records = [json.loads(line) for line in fh]
+    target = next(r for r in records if str(queries[1]["query"]).strip() in r["prompt"])
+    target["text"] = "[0x" + "f" * 4000 + "]"
+    bad_cassette = _cassette(tmp_path, [json.dumps(r) for r in records], "adversarial.jsonl.gz")
+
+    def run(cassette: Path, save: Path) -> tuple[dict, dict]:
+        out = cli("evaluate", "--method", "ptr", "--backend", "replay", "--cassette", cassette, "--runs", "1",
+                  "--plan-limit", "0", "--data-dir", small_data, "--model", "all-MiniLM-L6-v2",
+                  "--subset", "G1", "--limit", "3", "--max-apis", MAX_APIS, "--save", save, "--json")
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        import pandas as pd
+
+        stubs = pd.read_parquet(save / "stubs.parquet")
+        per_query = {k: (list(g["name"]), bool(g["fell_back"].iloc[0])) for k, g in stubs.groupby("qkey")}
+        return json.loads(out.stdout), per_query
+
+    _, clean_stubs = run(clean_cassette, tmp_path / "clean")
+    result, stubs = run(bad_cassette, tmp_path / "bad")
+    assert not any(fb for _, fb in clean_stubs.values())
+    fell_back = {k for k, (_, fb) in stubs.items() if fb}
+    assert len(fell_back) == 1
+    (key,) = fell_back
+    assert stubs[key][0] == [str(queries[1]["query"]).strip()]  # the raw query is the one stub
+    assert {k: v for k, v in stubs.items() if k != key} == {k: v for k, v in clean_stubs.items() if k != key}
+    assert json.dumps(result).count('"fallback_stubs": 1') == 1
+    OUTCOMES["adversarial-reply-in-cassette"] = "fell back"
+
+
+def test_table_size():
+    """At least 40 bad inputs and damaged caches are tried."""
+    assert len(ERROR_CASES) + len(REPAIRED_CASES) + 3 >= 40
+    assert len({name for name, *_ in ERROR_CASES}) == len(ERROR_CASES)
