@@ -30,9 +30,7 @@ from toolbench_lib.analysis.main_results import (
     TTEST_COLUMNS,
     WINS_COLUMNS,
     main_results,
-    one_sample_test,
     ttests,
-    two_sample_test,
     wins,
 )
 from toolbench_lib.analysis.stub_analysis import (
@@ -188,23 +186,28 @@ def test_ttests_by_hand(study):
     assert (r["rtp_value"], r["ptr_mean"]) == pytest.approx((0.25, 0.875)) and r["note"] == ""
     for metric in ("recall", "precision"):
         z = row(t, subset="G2", metric=metric)
-        assert np.isnan(z["statistic"]) and np.isnan(z["p_value"]) and "zero variance" in z["note"]
+        # No test is NaN: PtR's run means are all 0.5 against RtP's 0.25, a difference with no variance.
+        assert (z["statistic"], z["p_value"]) == (0.0, 0.0) and "no variance" in z["note"]
     pr = row(t, subset="G1", metric="pass_rate")
-    # Welch: RtP [1, 0], PtR [1, 1] -> t = -0.5 / sqrt(0.5 / 2) = -1 with 1 degree of freedom.
-    assert pr["test"] == "welch_t" and pr["statistic"] == pytest.approx(-1.0)
+    # Welch: PtR [1, 1] against RtP [1, 0] -> t = 0.5 / sqrt(0.5 / 2) = -1 with 1 degree of freedom.
+    assert pr["test"] == "welch_t" and pr["statistic"] == pytest.approx(1.0)  # PtR minus RtP
     assert pr["p_value"] == pytest.approx(0.5)
     g2 = row(t, subset="G2", metric="pass_rate")
-    assert np.isnan(g2["statistic"]) and "1 PtR" in g2["note"]
+    assert (g2["statistic"], g2["p_value"]) == (0.0, 1.0) and "1 of B" in g2["note"]
 
 
 def test_tests_refuse_what_they_cannot_compute():
-    assert "1 PtR run" in one_sample_test([0.4], 0.3)[2]
-    assert "no RtP" in one_sample_test([0.4, 0.5], float("nan"))[2]
-    assert math.isnan(one_sample_test([0.4, 0.4, 0.4], 0.3)[0])
-    t, p, note = one_sample_test([0.4, 0.6], 0.3)
-    assert t == pytest.approx(2.0) and note == ""
-    assert "zero variance" in two_sample_test([0.5, 0.5], [0.2, 0.2])[2]
-    assert two_sample_test([0.5, 0.7], [0.2, 0.2])[2] == ""
+    from toolbench_lib.eval.stats import runs_test
+
+    assert "1 run(s) of A and 1 of B" in runs_test([0.3], [0.4], a_deterministic=True)["note"]
+    flat = runs_test([0.3], [0.4, 0.4, 0.4], a_deterministic=True)
+    assert (flat["statistic"], flat["p_value"]) == (0.0, 0.0) and "no variance" in flat["note"]
+    r = runs_test([0.3], [0.4, 0.6], a_deterministic=True)
+    assert r["statistic"] == pytest.approx(2.0) and r["note"] == "" and r["test"] == "one_sample_t"
+    both = runs_test([0.5, 0.5], [0.2, 0.2], a_deterministic=False)
+    assert both["p_value"] == 0.0 and "no variance" in both["note"]
+    w = runs_test([0.2, 0.2], [0.5, 0.7], a_deterministic=False)
+    assert w["note"] == "" and w["test"] == "welch_t" and w["statistic"] > 0
 
 
 def test_wins_by_hand(study):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -154,24 +155,48 @@ def test_bad_model_file_is_an_llm_error(tmp_path):
         LocalBackend(model_path=path).generate("hello")
 
 
+REAL_CALL = """
+import json
+from toolbench_lib.llm.local import LocalBackend
+from toolbench_lib.parsing import parse_stubs
+from toolbench_lib.prompts import STUB_PROMPT
+
+query = "What's the weather in Paris tomorrow, and find me a cheap hotel there for two nights."
+backend = LocalBackend(n_ctx=2048, max_tokens=128)
+reply = backend.generate(
+    STUB_PROMPT.render(query=query), system=STUB_PROMPT.system, json_schema=STUB_PROMPT.json_schema
+)
+stubs, fell_back = parse_stubs(reply.text, query)
+print(json.dumps({"text": reply.text, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+                  "backend": reply.backend, "model": reply.model, "cached": reply.cached,
+                  "expected_model": backend.model, "n_stubs": len(stubs), "fell_back": fell_back}))
+"""
+
+
 @pytest.mark.local_llm
 def test_real_stub_call_to_local_model():
+    """One real call, in a child process: a llama.cpp build this CPU cannot run fails this test alone."""
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed (make install-local)")
-    from toolbench_lib.parsing import parse_stubs
-    from toolbench_lib.prompts import STUB_PROMPT
+    from toolbench_lib.llm.cpu_check import run_isolated
 
-    query = "What's the weather in Paris tomorrow, and find me a cheap hotel there for two nights."
-    backend = LocalBackend(n_ctx=2048, max_tokens=128)
-    reply = backend.generate(
-        STUB_PROMPT.render(query=query), system=STUB_PROMPT.system, json_schema=STUB_PROMPT.json_schema
-    )
-    assert reply.text.strip()
-    assert reply.tokens_in > 0 and reply.tokens_out > 0
-    assert (reply.backend, reply.model, reply.cached) == ("local", backend.model, False)
-    stubs, fell_back = parse_stubs(reply.text, query)
-    assert stubs
-    assert not fell_back, f"no stub JSON in the reply: {reply.text!r}"
+    result = run_isolated(REAL_CALL, timeout=900)
+    assert result.returncode == 0, f"local model call failed: {result.describe()}\n{result.stderr[-2000:]}"
+    reply = json.loads(result.stdout.strip().splitlines()[-1])
+    assert reply["text"].strip()
+    assert reply["tokens_in"] > 0 and reply["tokens_out"] > 0
+    assert (reply["backend"], reply["model"], reply["cached"]) == ("local", reply["expected_model"], False)
+    assert reply["n_stubs"] > 0
+    assert not reply["fell_back"], f"no stub JSON in the reply: {reply['text']!r}"
+
+
+def test_child_process_crash_is_reported_not_fatal():
+    """A child killed by a signal (here SIGILL, as from an unsupported instruction) is named, not fatal."""
+    from toolbench_lib.llm.cpu_check import run_isolated
+
+    result = run_isolated("import os, signal; os.kill(os.getpid(), signal.SIGILL)")
+    assert result.crashed
+    assert result.describe().startswith("killed by SIGILL")
 
 
 class _FakeLlama:

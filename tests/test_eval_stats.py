@@ -1,0 +1,118 @@
+"""The statistics module, the study's accessors and the ablation tables on the hand-made study (no data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from toolbench_lib.analysis.ablations import (
+    brand_words,
+    coverage,
+    decomposition_ablation,
+    remove_words,
+    stub_counts,
+    stub_text_variants,
+)
+from toolbench_lib.analysis.main_results import paired_tests
+from toolbench_lib.eval.stats import bootstrap_ci, holm, paired_test, runs_test
+from toolbench_lib.eval.summary import summary_table
+
+from .test_analysis_tables import key, study  # noqa: F401 (fixture)
+
+
+def test_paired_test_matches_scipy():
+    a = np.array([0.0, 0.5, 1.0, 0.2, 0.0, 0.3])
+    b = np.array([0.5, 0.5, 0.0, 0.6, 0.4, 0.9])
+    r = paired_test(a, b, n_resamples=2000, seed=1)
+    t = stats.ttest_rel(b, a)
+    w = stats.wilcoxon(b - a, zero_method="pratt")
+    assert (r["t"], r["p_t"]) == pytest.approx((t.statistic, t.pvalue))
+    assert (r["wilcoxon_w"], r["p_wilcoxon"]) == pytest.approx((w.statistic, w.pvalue))
+    assert (r["wins_a"], r["wins_b"], r["ties"]) == (1, 4, 1)
+    assert r["p_sign"] == pytest.approx(stats.binomtest(4, 5).pvalue)
+    assert r["ci_low"] < r["diff"] < r["ci_high"]
+    assert r["diff"] == pytest.approx((b - a).mean())
+
+
+def test_paired_test_never_nan():
+    same = paired_test([0.2, 0.4], [0.2, 0.4])
+    assert (same["p_t"], same["p_wilcoxon"], same["p_sign"]) == (1.0, 1.0, 1.0)
+    assert "no variance" in same["note"] and "every difference is zero" in same["note"]
+    one = paired_test([0.1], [0.6])
+    assert not any(isinstance(v, float) and np.isnan(v) for v in one.values())
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_test([1.0], [1.0, 2.0])
+
+
+def test_bootstrap_and_holm():
+    d = np.array([0.1, 0.2, 0.3, 0.4])
+    lo, hi = bootstrap_ci(d, 5000, seed=0)
+    assert 0.1 <= lo < d.mean() < hi <= 0.4
+    assert bootstrap_ci(np.array([0.3, 0.3]), 100) == (0.3, 0.3)
+    p = [0.01, 0.04, 0.03]
+    assert holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_runs_test_directions():
+    r = runs_test([0.2], [0.3, 0.5], a_deterministic=True)
+    assert r["statistic"] > 0 and r["test"] == "one_sample_t"
+
+
+def test_paired_tests_on_the_hand_study(study):  # noqa: F811
+    t = paired_tests(study, gts=["candidates"])
+    assert not t.drop(columns=["note"]).isna().any().any()
+    g1 = t[(t["subset"] == "G1") & (t["metric"] == "recall")].iloc[0]
+    # Per query, mean over runs at k = 2: q1 RtP 0.5, PtR (0.5 + 1) / 2; q2 RtP 0, PtR (1 + 1) / 2.
+    assert (g1["rtp_mean"], g1["ptr_mean"]) == pytest.approx((0.25, 0.875))
+    assert (g1["rtp_wins"], g1["ptr_wins"], g1["ties"]) == (0, 2, 0)
+    assert (t["p_t_holm"] >= t["p_t"] - 1e-12).all()
+
+
+def test_study_accessors_decode_the_tables(study):  # noqa: F811
+    assert study.ranking("rtp", 1, k=3)[key("q1")] == ["a", "x", "b"]  # RtP is stored once, for every run
+    assert study.ranking("ptr", 1, k=2)[key("q2")] == ["y", "c"]
+    assert [list(r) for r in study.text_rankings("ptr", 0)[key("q1")]] == [["x", "a"], ["a"]]
+    with pytest.raises(KeyError, match="run 5"):
+        study.ranking("ptr", 5)
+    with pytest.raises(KeyError, match="no hits of method"):
+        study.ranking("fused")
+
+
+def test_summary_table_single_run_has_ci_not_std(study):  # noqa: F811
+    one_run = type(study)(study.queries, study.stubs[study.stubs["run"] == 0],
+                          study.hits[study.hits["run"] <= 0], study.plans[study.plans["run"] == 0],
+                          study.calls[study.calls["run"] == 0],
+                          {"settings": {**study.provenance["settings"], "runs": 1}})
+    t = summary_table(one_run, 2, ["candidates"])
+    assert t["recall_std"].isna().all() and (t["n_runs"] == 1).all()
+    assert (t["recall_ci_low"] <= t["recall_mean"]).all() and (t["recall_mean"] <= t["recall_ci_high"]).all()
+
+
+def test_decomposition_ablation_by_hand(study):  # noqa: F811
+    n = stub_counts(study, 0)
+    assert n[key("q1")] == 2 and n[key("q4")] == 0  # q4 fell back to the raw query
+    cov = coverage(study, k=1, gt="candidates", run=0)
+    # q1's stubs find x and a at rank 1: a of {a, b}; q3's stubs find x, y: none of {d, e, f, g}.
+    assert cov[key("q1")] == 0.5 and cov[key("q3")] == 0.0 and cov[key("q2")] == 1.0
+    table, by_stubs, verdict = decomposition_ablation(study, study, k=2)
+    assert set(table["decomposer"]) == {"llm", "rules"} and len(table) == 4
+    g1 = table[(table["subset"] == "G1") & (table["decomposer"] == "llm")].iloc[0]
+    assert (g1["ptr_recall"], g1["rtp_recall"]) == pytest.approx((0.75, 0.25))
+    assert "G1: PtR beats RtP (0.250)" in verdict
+    assert by_stubs["n_queries"].sum() == 2 * 4
+
+
+def test_brand_words_and_stub_variants():
+    q = "I need YouTube videos about Paris. Also check the Web3 price on Binance."
+    assert brand_words(q) == {"youtube", "paris", "web3", "binance"}
+    assert remove_words("YouTube Search: find videos", {"youtube"}) == "Search: find videos"
+    assert remove_words("YouTube", {"youtube"}) == "YouTube"
+    queries = pd.DataFrame({"qkey": ["a", "b"], "query": [q, "plain"]})
+    stubs = pd.DataFrame({"qkey": ["a"], "run": [0], "stub_idx": [0], "name": ["YouTube Search"],
+                          "reasoning": ["find YouTube videos"], "fell_back": [False]})
+    v = stub_text_variants(queries, stubs)
+    assert v["name"] == [["YouTube Search"], ["plain"]] and v["reasoning"][0] == ["find YouTube videos"]
+    assert "youtube" not in v["name+reasoning-brand"][0][0].lower()
+    assert v["query"] == [[q], ["plain"]]

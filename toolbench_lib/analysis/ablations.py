@@ -1,0 +1,306 @@
+"""Ablations that name the causes of this toolkit's gaps to the paper; each returns tables and a verdict.
+
+* :func:`decomposition_ablation`: the same architecture (PtR) with two decomposers, the LLM's stubs and
+  the rule-based sub-goal splitter, against RtP; stubs per query, sub-goal coverage (share of a query's
+  ground-truth APIs that at least one stub finds in its own top ``k``) and recall by number of stubs.
+* :func:`stub_text_ablation`: what part of a stub does the work: name only, reasoning only, both (PtR as
+  run), both with the query's brand words removed.
+* :func:`divergence_ablation`: the RtP/PtR top-k disjointness on small sub-registries under three designs
+  (keep the ground truth of the whole set, of the scored query only, or none), the ground-truth share of
+  the sub-registry, and how close stubs are to their query (stub echo).
+* :func:`embedder_ablation`: RtP and PtR (the same recorded stubs) under several embedders on one
+  sub-registry.
+
+Every verdict is a sentence built from the numbers of its table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..eval.runs import score_rankings
+from ..queries import DEFAULT_GT, subset_alias
+from ..retrieval import retrieve_multi
+from ..retrievers import ptr_texts
+
+STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
+_WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
+
+
+def _subset_of(queries: pd.DataFrame) -> dict[str, str]:
+    return dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
+
+
+def _mean_by_subset(per_query: pd.DataFrame, queries: pd.DataFrame, col: str) -> pd.Series:
+    sub = per_query["qkey"].map(_subset_of(queries))
+    return per_query.groupby(sub, sort=False)[col].mean()
+
+
+def _rankings_of(setup, queries: pd.DataFrame, texts: list[list[str]], depth: int) -> dict[str, list[str]]:
+    """Search each query's texts on the setup's index, merge by best cosine, return id lists."""
+    _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)
+    ids = setup.api_ids
+    return {q: [ids[r] for r in m.rows.tolist()] for q, m in zip(queries["qkey"], merged, strict=True)}
+
+
+# --------------------------------------------------------------------------- decomposition
+
+
+def stub_counts(result, run: int = 0) -> pd.Series:
+    """Stubs per query in one run (0 for a query whose stubs fell back to the raw query)."""
+    st = result.stubs[result.stubs["run"] == run]
+    fell = st.groupby("qkey")["fell_back"].first()
+    n = st.groupby("qkey").size()
+    return n.where(~fell.reindex(n.index, fill_value=False), 0).reindex(result.queries["qkey"], fill_value=0)
+
+
+def coverage(result, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.Series:
+    """Per query: share of its ground-truth APIs found by at least one of its stubs in that stub's top k."""
+    own = result.text_rankings("ptr", run)
+    qrels = result.qrels(gt)
+    out = {}
+    for q, rel in qrels.items():
+        found = set()
+        for ranking in own.get(q, []):
+            found |= set(list(ranking)[:k])
+        out[q] = len(found & rel) / len(rel) if rel else 0.0
+    return pd.Series(out)
+
+
+def decomposition_ablation(llm_result, rules_result, k: int = 5, gt: str = DEFAULT_GT,
+                           run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set.
+
+    ``table``: ``subset, decomposer, method_recall, rtp_recall, stubs_per_query, coverage, n_queries``.
+    ``by_stubs``: recall of PtR and RtP by the number of stubs a query got (1, 2, 3, 4+).
+    """
+    q = llm_result.queries
+    rtp = score_rankings(llm_result.ranking("rtp"), q, gt, k)
+    rows, by_stub_rows = [], []
+    for name, res in (("llm", llm_result), ("rules", rules_result)):
+        ptr = score_rankings(res.ranking("ptr", run), q, gt, k)
+        n_stubs = stub_counts(res, run)
+        cov = coverage(res, k, gt, run)
+        frame = pd.DataFrame({"qkey": q["qkey"], "subset": q["subset"].map(subset_alias),
+                              "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
+                              "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
+        for subset, g in frame.groupby("subset", sort=False):
+            rows.append({"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
+                         "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
+                         "coverage": g["coverage"].mean(), "n_queries": len(g)})
+        frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
+        for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
+            by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
+                                 "ptr_recall": g["ptr"].mean(), "rtp_recall": g["rtp"].mean()})
+    table = pd.DataFrame(rows)
+    return table, pd.DataFrame(by_stub_rows), decomposition_verdict(table)
+
+
+def decomposition_verdict(table: pd.DataFrame) -> str:
+    """One sentence per set: which decomposer puts PtR ahead of RtP, with the numbers."""
+    parts = []
+    for subset, g in table.groupby("subset", sort=False):
+        g = g.set_index("decomposer")
+        rtp = g["rtp_recall"].iloc[0]
+        ahead = [d for d in g.index if g.loc[d, "ptr_recall"] > rtp]
+        nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
+                         f"coverage {g.loc[d, 'coverage']:.2f})" for d in g.index)
+        lead = f"PtR beats RtP ({rtp:.3f}) with the {' and '.join(ahead)} decomposer" if ahead else \
+            f"no decomposer puts PtR ahead of RtP ({rtp:.3f})"
+        parts.append(f"{subset}: {lead}: {nums}")
+    return "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------- stub text
+
+
+def brand_words(query: str) -> set[str]:
+    """The query's proper names: capitalised words not opening a sentence, and words with digits or inner
+    capitals (``YouTube``, ``Web3``), lower-cased."""
+    words = set()
+    for sentence in re.split(r"(?<=[.!?])\s+", query):
+        tokens = _WORD.findall(sentence)
+        for i, w in enumerate(tokens):
+            inner = any(c.isupper() for c in w[1:]) or any(c.isdigit() for c in w)
+            if (i > 0 and w[0].isupper() and w.lower() not in {"i", "i'm", "i'd"}) or inner:
+                words.add(w.lower())
+    return words
+
+
+def remove_words(text: str, words: set[str]) -> str:
+    """``text`` without any of ``words`` (case-insensitive, whole words); the raw text if nothing is left."""
+    kept = [w for w in text.split() if w.strip(".,;:!?()\"'").lower() not in words]
+    return " ".join(kept) if kept else text
+
+
+def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
+                       run: int = 0) -> dict[str, list[list[str]]]:
+    """The texts each variant searches per query (a query without stubs searches itself)."""
+    st = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
+    by_q = {q: g for q, g in st.groupby("qkey", sort=False)}
+    out: dict[str, list[list[str]]] = {v: [] for v in STUB_TEXT_VARIANTS}
+    full = ptr_texts(queries, stubs, run)
+    for (qkey, query), texts in zip(zip(queries["qkey"], queries["query"], strict=True), full, strict=True):
+        g = by_q.get(qkey)
+        brands = brand_words(query)
+        out["query"].append([query])
+        out["name+reasoning"].append(texts)
+        out["name+reasoning-brand"].append([remove_words(t, brands) for t in texts])
+        if g is None or g.empty:
+            out["name"].append([query])
+            out["reasoning"].append([query])
+            continue
+        out["name"].append([n or query for n in g["name"].astype(str)])
+        out["reasoning"].append([r or n or query for n, r in zip(g["name"].astype(str),
+                                                                  g["reasoning"].astype(str), strict=True)])
+    return out
+
+
+def stub_text_ablation(setup, result, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+                       depth: int = 20) -> tuple[pd.DataFrame, str]:
+    """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
+    precision, n_queries``)."""
+    q = result.queries
+    rows = []
+    for variant, texts in stub_text_variants(q, result.stubs, run).items():
+        pq = score_rankings(_rankings_of(setup, q, texts, depth), q, gt, k)
+        for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
+            rows.append({"subset": subset, "variant": variant, "recall": g["recall"].mean(),
+                         "precision": g["precision"].mean(), "n_queries": len(g)})
+    table = pd.DataFrame(rows)
+    return table, stub_text_verdict(table)
+
+
+def stub_text_verdict(table: pd.DataFrame) -> str:
+    parts = []
+    for subset, g in table.groupby("subset", sort=False):
+        r = g.set_index("variant")["recall"]
+        best = r.drop("query").idxmax()
+        parts.append(f"{subset}: best stub text is {best} ({r[best]:.3f}; query {r['query']:.3f}, name "
+                     f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
+                     f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
+    return "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")
+
+
+def _topk_sets(matrix_rows: np.ndarray, cols: np.ndarray, k: int) -> list[set[int]]:
+    sub = matrix_rows[:, cols]
+    kk = min(k, sub.shape[1])
+    part = np.argpartition(-sub, kk - 1, axis=1)[:, :kk]
+    return [set(cols[p].tolist()) for p in part]
+
+
+def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: Sequence[int] = (0, 1, 2),
+                        k: int = 5, gt: str = DEFAULT_GT, keep: str = "candidates",
+                        run: int = 0) -> tuple[pd.DataFrame, str]:
+    """``(table, verdict)``: share of queries whose RtP and PtR top-k share no API, per set and design.
+
+    Designs: ``set_gt`` keeps the ground truth of every query of the set (the scale study's design),
+    ``own_gt`` draws one sub-registry per query keeping only that query's ground truth, ``no_gt`` keeps
+    none; ``full`` is the whole index. Also the ground-truth share of the sub-registry and both recalls.
+    """
+    n = cache.n_columns
+    lookup = {a: i for i, a in enumerate(cache.api_ids)}
+    rows = []
+    for subset, sq in queries.groupby("subset", sort=False):
+        pos = cache.query_positions(sq["qkey"].tolist())
+        rtp, ptr = cache.rtp[pos], cache.ptr[run][pos]
+        keep_sets = [{lookup[a] for a in ids if a in lookup} for ids in sq[keep]]
+        gt_sets = [{lookup[a] for a in ids if a in lookup} for ids in sq[gt]]
+        n_gt = np.array([len(set(ids)) for ids in sq[gt]])
+        set_keep = set().union(*keep_sets) if keep_sets else set()
+        designs = [("full", None)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
+        for design, seed in designs:
+            disjoint, gt_share, rec_r, rec_p = [], [], [], []
+            for i in range(len(sq)):
+                if design == "full":
+                    cols = np.arange(n)
+                else:
+                    rng = np.random.default_rng([int(seed), i if design == "own_gt" else 0])
+                    kept = {"set_gt": set_keep, "own_gt": keep_sets[i], "no_gt": set()}[design]
+                    kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
+                    rest = np.setdiff1d(np.arange(n), kept_arr)
+                    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
+                    cols = np.concatenate([kept_arr, extra])
+                    gt_share.append(len(kept_arr) / len(cols))
+                a = _topk_sets(rtp[i:i + 1], cols, k)[0]
+                b = _topk_sets(ptr[i:i + 1], cols, k)[0]
+                disjoint.append(not (a & b))
+                denom = max(int(n_gt[i]), 1)
+                rec_r.append(len(a & gt_sets[i]) / denom)
+                rec_p.append(len(b & gt_sets[i]) / denom)
+            rows.append({"subset": subset_alias(subset), "design": design, "seed": seed,
+                         "size": n if design == "full" else size,
+                         "no_overlap_share": float(np.mean(disjoint)),
+                         "gt_share": float(np.mean(gt_share)) if gt_share else float("nan"),
+                         "rtp_recall": float(np.mean(rec_r)), "ptr_recall": float(np.mean(rec_p)),
+                         "n_queries": len(sq)})
+    table = (pd.DataFrame(rows).groupby(["subset", "design", "size"], sort=False)
+             .agg(no_overlap_share=("no_overlap_share", "mean"), gt_share=("gt_share", "mean"),
+                  rtp_recall=("rtp_recall", "mean"), ptr_recall=("ptr_recall", "mean"),
+                  n_seeds=("seed", "count"), n_queries=("n_queries", "first")).reset_index())
+    return table, divergence_verdict(table)
+
+
+def divergence_verdict(table: pd.DataFrame) -> str:
+    t = table.groupby("design", sort=False)[["no_overlap_share", "gt_share"]].mean()
+    parts = [f"{d}: {t.loc[d, 'no_overlap_share']:.0%} of queries with disjoint top-5"
+             + (f" (ground truth {t.loc[d, 'gt_share']:.0%} of the sub-registry)"
+                if not np.isnan(t.loc[d, "gt_share"]) else "") for d in t.index]
+    return "Averaged over sets, " + "; ".join(parts) + "."
+
+
+def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
+    """Per query: mean and max cosine between its stubs' texts and the query itself (``subset, qkey,
+    mean_cos, max_cos, n_stubs``); high values mean the stubs restate the query."""
+    q = result.queries
+    texts = ptr_texts(q, result.stubs, run)
+    qv = setup.encode(q["query"].tolist())
+    flat = [t for ts in texts for t in ts]
+    sv = setup.encode(flat)
+    rows, pos = [], 0
+    for i, (qkey, ts) in enumerate(zip(q["qkey"], texts, strict=True)):
+        cos = sv[pos:pos + len(ts)] @ qv[i]
+        pos += len(ts)
+        rows.append({"subset": subset_alias(q["subset"].iloc[i]), "qkey": qkey, "mean_cos": float(cos.mean()),
+                     "max_cos": float(cos.max()), "n_stubs": len(ts)})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- embedder
+
+
+def embedder_ablation(studies: dict[str, object], k: int = 5,
+                      gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, str]:
+    """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
+    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``."""
+    rows = []
+    for name, res in studies.items():
+        q = res.queries
+        for method in res.methods:
+            runs = range(res.n_runs)
+            pq = pd.concat([score_rankings(res.ranking(method, r), q, gt, k) for r in runs])
+            pq["subset"] = np.tile(q["subset"].map(subset_alias).to_numpy(), len(runs))
+            for subset, g in pq.groupby("subset", sort=False):
+                rows.append({"subset": subset, "embedder": name, "method": method,
+                             "recall": g["recall"].mean(),
+                             "precision": g["precision"].mean(), "registry_size":
+                             res.provenance.get("registry_size"), "n_queries": g["qkey"].nunique()})
+    table = pd.DataFrame(rows)
+    parts = []
+    for subset, g in table.groupby("subset", sort=False):
+        w = g.pivot(index="embedder", columns="method", values="recall")
+        desc = ", ".join(f"{e}: RtP {w.loc[e, 'rtp']:.3f} / PtR {w.loc[e, 'ptr']:.3f}" for e in w.index)
+        flips = {e: ("PtR" if w.loc[e, "ptr"] > w.loc[e, "rtp"] else "RtP") for e in w.index}
+        same = len(set(flips.values())) == 1
+        parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
+    return table, "; ".join(parts) + "."

@@ -1,0 +1,1 @@
+"""Evaluation: ranx runs and qrels from a study, one summary, one statistics module."""

@@ -1,0 +1,84 @@
+"""ranx ``Run`` and ``Qrels`` as the one currency between retrieval and evaluation.
+
+A ranking is ``{qkey: [api_id, ...]}`` best first. It is handed to ranx with strictly decreasing scores
+derived from the rank, so ranx orders every list exactly as the retriever did (ties in cosine included),
+and recall/precision@k equal the plain set definitions (precision divides by ``k`` even for a shorter list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..queries import check_gt
+
+# ranx metric names of the measures this toolkit reports, and the column each becomes.
+METRICS = {"recall": "recall@{k}", "precision": "precision@{k}", "ndcg": "ndcg@{k}", "mrr": "mrr@{k}",
+           "comp": "comp@{k}"}
+
+
+def qrels_dict(queries: pd.DataFrame, gt: str) -> dict[str, dict[str, int]]:
+    """``{qkey: {api_id: 1}}`` of one ground-truth definition (every query, even one without ground truth)."""
+    check_gt(gt)
+    return {key: {a: 1 for a in ids} for key, ids in zip(queries["qkey"], queries[gt], strict=True)}
+
+
+def ranx_qrels(queries: pd.DataFrame, gt: str):
+    """The queries' ground truth as a ``ranx.Qrels`` (queries without ground truth are left out)."""
+    from ranx import Qrels
+
+    return Qrels({k: v for k, v in qrels_dict(queries, gt).items() if v})
+
+
+def ranx_run(rankings: Mapping[str, Sequence[str]], name: str = "run"):
+    """A ``ranx.Run`` whose scores keep each list's order (``len - position``)."""
+    from ranx import Run
+
+    body = {q: {a: float(len(ids) - i) for i, a in enumerate(ids)} for q, ids in rankings.items() if len(ids)}
+    return Run(body, name=name)
+
+
+def _comp(ranked: Sequence[str], rel: set[str], k: int) -> float:
+    """COMP@k: 1 when every ground-truth API is in the top ``k`` (ToolRet's completeness)."""
+    return float(bool(rel) and rel <= set(ranked[:k]))
+
+
+def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame, gt: str, k: int,
+                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """Per-query metrics at ``k`` computed by ranx: ``qkey, <metric>..., n_gt`` for every query.
+
+    A query without ground truth scores 0; a query the ranking misses has retrieved nothing.
+    """
+    from ranx import evaluate
+
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {sorted(METRICS)}")
+    qd = qrels_dict(queries, gt)
+    keys = list(qd)
+    out = pd.DataFrame({"qkey": keys, "n_gt": [len(qd[q]) for q in keys]})
+    judged = [q for q in keys if qd[q]]
+    ranx_names = [METRICS[m].format(k=k) for m in metrics if m != "comp"]
+    per_query: dict[str, dict[str, float]] = {m: {} for m in metrics}
+    if judged and ranx_names:
+        from ranx import Qrels, Run
+
+        qrels = Qrels({q: qd[q] for q in judged})
+        # Every judged query is in the run (an empty list becomes one impossible id scoring 0).
+        body = {}
+        for q in judged:
+            ids = list(rankings.get(q, []))
+            body[q] = {a: float(len(ids) - i) for i, a in enumerate(ids)} if ids else {"__none__": 0.0}
+        run = Run(body)
+        evaluate(qrels, run, ranx_names, return_mean=False, make_comparable=True)
+        for m, name in zip([m for m in metrics if m != "comp"], ranx_names, strict=True):
+            per_query[m] = dict(run.scores[name])
+    if "comp" in metrics:
+        per_query["comp"] = {q: _comp(list(rankings.get(q, [])), set(qd[q]), k) for q in keys}
+    for m in metrics:
+        out[m] = np.array([float(per_query[m].get(q, 0.0)) for q in keys], dtype=float)
+    return out[["qkey", *metrics, "n_gt"]]

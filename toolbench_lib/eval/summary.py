@@ -1,0 +1,169 @@
+"""The one summary of a study: per subset, method and ground truth, every metric over runs, pass rate, cost.
+
+Every number is a mean over runs of a per-run mean over the subset's queries. The standard deviation over
+runs needs two runs: with one run it is NaN in tables and ``null`` in JSON, and ``n_runs`` says why. The
+bootstrap CI is over queries (each query's mean over runs), so it exists from a single run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+from .stats import bootstrap_ci
+
+RETRIEVAL_METRICS = ("recall", "precision")
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else float("nan")
+
+
+def pass_rates(result) -> pd.DataFrame:
+    """``subset, method, run, pass_rate, n_judged, n_planned``: share of judged plans rated Solved."""
+    cols = ["subset", "method", "run", "pass_rate", "n_judged", "n_planned"]
+    plans = result.plans
+    if plans.empty or "verdict" not in plans:
+        return pd.DataFrame(columns=cols)
+    p = plans.merge(result.queries[["qkey", "subset"]], on="qkey")
+    p = p.assign(judged=p["verdict"].notna(), solved=p["verdict"] == "Solved")
+    out = (p.groupby(["subset", "method", "run"], sort=False)
+           .agg(n_judged=("judged", "sum"), n_solved=("solved", "sum"), n_planned=("qkey", "nunique"))
+           .reset_index())
+    out["pass_rate"] = np.where(out["n_judged"] > 0, out["n_solved"] / out["n_judged"].clip(lower=1), np.nan)
+    return out[cols]
+
+
+def method_cost(result) -> pd.DataFrame:
+    """``subset, method, tokens_in, tokens_out, latency_s, llm_calls``: per query, the mean call of each of
+    the method's own stages (stubs, plan; the judge is not the method's cost), summed over stages."""
+    cols = ["subset", "method", "tokens_in", "tokens_out", "latency_s", "llm_calls"]
+    calls = result.calls
+    if calls is None or calls.empty:
+        return pd.DataFrame(columns=cols)
+    c = calls[calls["stage"] != "judge"].merge(result.queries[["qkey", "subset"]], on="qkey")
+    by_stage = (c.groupby(["subset", "method", "stage"], sort=False)[["tokens_in", "tokens_out", "latency_s"]]
+                .mean().reset_index())
+    out = by_stage.groupby(["subset", "method"], sort=False)[["tokens_in", "tokens_out", "latency_s"]].sum()
+    out["llm_calls"] = by_stage.groupby(["subset", "method"], sort=False)["stage"].size()
+    return out.reset_index()[cols]
+
+
+def stub_stats(result) -> pd.DataFrame:
+    """``subset, stubs_per_query, fallback_stubs, unique_stub_name_share``: PtR's stubs per set.
+
+    The unique-name share is distinct (case-folded, whitespace-collapsed) stub names over stubs, pooled per
+    set and run, then averaged over runs.
+    """
+    cols = ["subset", "stubs_per_query", "fallback_stubs", "unique_stub_name_share"]
+    st = result.stubs
+    if st is None or st.empty:
+        return pd.DataFrame(columns=cols)
+    st = st.merge(result.queries[["qkey", "subset"]], on="qkey")
+    st = st.assign(norm=st["name"].astype(str).str.lower().str.split().str.join(" "))
+    rows = []
+    for subset, g in st.groupby("subset", sort=False):
+        per_q = g.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
+        share = g.groupby("run")["norm"].apply(lambda s: s.nunique() / len(s))
+        rows.append({"subset": subset, "stubs_per_query": float(per_q["n"].mean()),
+                     "fallback_stubs": int(per_q["fb"].sum()), "unique_stub_name_share": float(share.mean())})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def plan_stats(result, subset: str, method: str) -> dict:
+    """Mean fidelity (tolerant, and strict where stored) and refusal rate of the method's plans in a set."""
+    plans = result.plans
+    if plans is None or plans.empty:
+        return {}
+    keys = set(result.queries.loc[result.queries["subset"] == subset, "qkey"])
+    pm = plans[(plans["method"] == method) & plans["qkey"].isin(keys)]
+    if pm.empty:
+        return {}
+    out = {"refusal_rate": float(pm["refusal"].mean())}
+    for col in ("fidelity", "fidelity_strict"):
+        if col in pm:
+            out[col] = float(pd.to_numeric(pm[col], errors="coerce").dropna().mean())
+    return out
+
+
+def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
+                  metrics: Sequence[str] = RETRIEVAL_METRICS, n_resamples: int = 2000) -> pd.DataFrame:
+    """One row per subset, method and ground truth.
+
+    Columns: ``subset`` (alias), ``subset_name``, ``method``, ``gt``, ``k``, ``n_queries``, ``n_runs``,
+    per metric ``<m>_mean``, ``<m>_std`` (over runs), ``<m>_ci_low``, ``<m>_ci_high`` (bootstrap over
+    queries), then ``pass_rate_mean``, ``pass_rate_std``, ``n_planned``, the method's cost per query and
+    PtR's stub statistics.
+    """
+    from ..study import per_query_runs
+
+    k = k or int(result.provenance.get("settings", {}).get("k", 5))
+    pr = pass_rates(result)
+    cost = method_cost(result).set_index(["subset", "method"])
+    stubs = stub_stats(result).set_index("subset")
+    subsets = list(dict.fromkeys(result.queries["subset"]))
+    rows = []
+    for gt in [check_gt(g) for g in gts]:
+        pq = per_query_runs(result, k, gt, metrics)
+        for subset in subsets:
+            for method in result.methods:
+                m = pq[(pq["subset"] == subset) & (pq["method"] == method)]
+                row = {"subset": subset_alias(subset), "subset_name": subset, "method": method, "gt": gt,
+                       "k": k, "n_queries": int(m["qkey"].nunique()), "n_runs": int(m["run"].nunique())}
+                by_run = m.groupby("run")[list(metrics)].mean()
+                by_query = m.groupby("qkey")[list(metrics)].mean()
+                for metric in metrics:
+                    row[f"{metric}_mean"], row[f"{metric}_std"] = _mean_std(by_run[metric])
+                    row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = bootstrap_ci(
+                        by_query[metric].to_numpy(), n_resamples)
+                p = pr[(pr["subset"] == subset) & (pr["method"] == method)]
+                row["pass_rate_mean"], row["pass_rate_std"] = _mean_std(p["pass_rate"].dropna())
+                row["n_planned"] = int(p["n_planned"].max()) if len(p) else 0
+                row[f"{metrics[0]}_by_run"] = [round(float(v), 6) for v in by_run[metrics[0]]]
+                row.update(plan_stats(result, subset, method))
+                if (subset, method) in cost.index:
+                    row.update(cost.loc[(subset, method)].to_dict())
+                if method != "rtp" and subset in stubs.index:
+                    row.update(stubs.loc[subset].to_dict())
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _clean(value):
+    """JSON-ready scalar: NaN becomes ``None``, numpy scalars become Python ones."""
+    if isinstance(value, float | np.floating):
+        return None if np.isnan(value) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def summary_json(result, subsets: Sequence[str], k: int, gt: str) -> dict:
+    """The ``evaluate --json`` object: provenance, then per subset alias and method the summary's row."""
+    from ..queries import resolve_subset
+
+    table = summary_table(result, k, [gt])
+    out = {**result.provenance, "k": k, "gt": gt, "subsets": {}}
+    skip = {"subset", "subset_name", "method", "gt", "k"}
+    for name in subsets:
+        subset = resolve_subset(name)
+        part = table[table["subset_name"] == subset]
+        n = int(part["n_queries"].max()) if len(part) else 0
+        entry = {"subset": subset, "n_queries": n, "methods": {}}
+        for _, row in part.iterrows():
+            res = {c: _clean(v) for c, v in row.items() if c not in skip}
+            res["recall_std"] = res.get("recall_std")
+            res["recall"], res["precision"] = res.pop("recall_mean"), res.pop("precision_mean")
+            res["pass_rate"] = res.pop("pass_rate_mean", None)
+            entry["methods"][row["method"]] = res
+        if len(entry["methods"]) == 1:
+            only = next(iter(entry["methods"].values()))
+            entry.update({"recall": only["recall"], "precision": only["precision"]})
+        out["subsets"][name] = entry
+    return out

@@ -1,0 +1,83 @@
+"""Check that the installed llama.cpp library runs on this CPU, in a child process.
+
+A llama.cpp build that uses instructions this CPU lacks dies with SIGILL the moment it is used, taking the
+whole Python process with it. :func:`run_isolated` runs a snippet in a child interpreter and turns such a
+death into a one-line message naming the signal; ``python -m toolbench_lib.llm.cpu_check`` prints the CPU's
+vector extensions beside the ones the library was built with and exits 1 when the library cannot run here.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+FLAGS_OF_INTEREST = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512bw",
+                     "avx512vl",
+                     "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16")
+
+SYSTEM_INFO_SNIPPET = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
+
+
+@dataclass
+class ChildResult:
+    """What a child interpreter printed and how it ended."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def crashed(self) -> bool:
+        return self.returncode < 0
+
+    def describe(self) -> str:
+        """One line: ``ok``, ``exit N: <last stderr line>`` or ``killed by SIGILL (...)``."""
+        if self.returncode == 0:
+            return "ok"
+        if self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            hint = (" (an instruction this CPU lacks: rebuild with `make install-local`)"
+                    if name == "SIGILL" else "")
+            return f"killed by {name}{hint}"
+        last = (self.stderr.strip().splitlines() or [""])[-1]
+        return f"exit {self.returncode}: {last}"
+
+
+def run_isolated(code: str, timeout: float = 600.0, env: dict | None = None) -> ChildResult:
+    """Run ``code`` with this interpreter in a child process; a crash there cannot kill the caller."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+    return ChildResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def host_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def main() -> int:
+    flags = host_flags()
+    print("CPU reports:", " ".join(f for f in FLAGS_OF_INTEREST if f in flags) or "(unknown)")
+    result = run_isolated(SYSTEM_INFO_SNIPPET, timeout=120)
+    if result.returncode != 0:
+        print(f"llama.cpp cannot run on this CPU: {result.describe()}", file=sys.stderr)
+        return 1
+    print("llama.cpp built with:", result.stdout.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
