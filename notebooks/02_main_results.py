@@ -43,7 +43,7 @@ seed = 0
 scale_seeds = 5
 
 # %%
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from toolbench_lib.analysis import main_results as mr
 from toolbench_lib.analysis.style import use_style
@@ -85,7 +85,10 @@ save_table(main, "main_results", cfg, prov)
 display(main.round(3))
 
 # %%
-PAPER_RECALL = {"G1": {"rtp": 0.372, "ptr": 0.289}, "G2": {"rtp": 0.143, "ptr": 0.188}, "G3": {"rtp": 0.160}}
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+
+PAPER_RECALL = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
+                for s in ("G1", "G2", "G3")}
 cand = main[main["gt"] == "candidates"].set_index(["subset", "method"])["recall_mean"]
 for subset in dict.fromkeys(main["subset"]):
     rtp, ptr = cand.get((subset, "rtp")), cand.get((subset, "ptr"))
@@ -109,18 +112,32 @@ print(f"saved {save_figure(fig, 'headline', cfg)}")
 #
 # RtP is deterministic, so PtR's run means are tested against RtP's single value with a one-sample t-test, for
 # recall and for precision. The pass rate varies for both methods (both plans and judge verdicts are sampled),
-# so the per-run pass rates of the two methods are compared with Welch's two-sample t-test. With few runs
-# these tests have little power; a test that cannot be computed (fewer than two runs, or no variation at all
-# between runs) is reported as NaN and the `note` column says why.
+# so the per-run pass rates of the two methods are compared with Welch's two-sample t-test (statistics are
+# PtR minus RtP). With few runs these tests have little power; a test that cannot decide (fewer than two runs,
+# or no variation between runs) reports p = 1 (or p = 0 for a constant, non-zero difference) and the `note`
+# column says why. No test is NaN.
 
 # %%
 tests = mr.ttests(result, cfg.k)
 save_table(tests, "ttests", cfg, prov)
 display(tests.round(4))
-skipped = tests[tests["statistic"].isna()]
-print(f"{len(tests) - len(skipped)} of {len(tests)} tests computed")
-for note, n in skipped["note"].value_counts().items():
-    print(f"  {n} not computed: {note}")
+undecided = tests[tests["note"] != ""]
+print(f"{len(tests) - len(undecided)} of {len(tests)} tests over runs decided")
+for note, n in undecided["note"].value_counts().items():
+    print(f"  {n}: {note}")
+
+# %% [markdown]
+# ### Paired per-query tests (they work from a single run)
+#
+# The same queries are scored by both methods, so the sharper comparison is paired: per query, PtR's score
+# (mean over runs) minus RtP's. Paired t-test, Wilcoxon signed-rank (zero differences kept, Pratt), an exact
+# sign test on per-query wins (ties dropped), and a bootstrap 95% CI of the mean difference (10,000 resamples
+# of queries). Every p-value is Holm-corrected over the whole table (`*_holm`).
+
+# %%
+paired = mr.paired_tests(result, cfg.k)
+save_table(paired, "paired_tests", cfg, prov)
+display(paired.drop(columns=["a", "b"]).round(4))
 
 # %% [markdown]
 # ## Query by query
@@ -218,3 +235,11 @@ found = jv.findings(pd.concat([ev_v1, ev_v2], ignore_index=True), order)
 save_table(pd.DataFrame({"finding": found}), "judge_findings", cfg, prov)
 for line in found:
     print("- " + line)
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from toolbench_lib.analysis.findings import main_findings  # noqa: E402
+
+display(Markdown(main_findings(main, paired, PAPER_RECALL)))

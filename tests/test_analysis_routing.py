@@ -152,6 +152,8 @@ def test_routers_match_the_oracle_on_a_separating_signal():
             assert by.loc[(subset, router), "recall"] == pytest.approx(1.0)
             assert by.loc[(subset, router), "share_routed_ptr"] == pytest.approx(0.5)
         assert by.loc[(subset, "always_ptr"), "share_routed_ptr"] == 1.0
+        # The paper's routing by subset: RtP for G1, PtR for the multi-tool sets.
+        assert by.loc[(subset, "by_subset"), "share_routed_ptr"] == (0.0 if subset == "G1" else 1.0)
         saved = by.loc[(subset, "router_top1_cosine"), "tokens_saved_vs_ptr_pct"]
         assert 0 < saved < 100 and by.loc[(subset, "always_ptr"), "tokens_saved_vs_ptr_pct"] == 0
     auc = signal.set_index(["subset", "signal"])["auroc"]

@@ -43,7 +43,7 @@ def test_unknown_subset(tmp_path):
 
 
 def test_evaluate_json_matches_library(slice_setup):
-    from toolbench_lib.evaluate import run_rtp, score_hits, summarise
+    from toolbench_lib.study import StudySettings, run_study, summarise_study
 
     out = cli("evaluate", "--method", "rtp", "--subset", "G1", "--subset", "G2", "--subset", "G3",
               "--k", "5", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
@@ -52,8 +52,9 @@ def test_evaluate_json_matches_library(slice_setup):
     res = json.loads(out.stdout)
     assert res["model"] == "all-MiniLM-L6-v2" and res["registry_size"] == SLICE_APIS
     assert res["k"] == 5 and res["gt"] == "candidates"
-    expected = summarise(slice_setup, score_hits(slice_setup, run_rtp(slice_setup, 5), 5, "candidates"),
-                         ["G1", "G2", "G3"], 5, "candidates", "rtp")
+    settings = StudySettings(runs=1, plan_limit=0, methods=("rtp",))
+    study = run_study(slice_setup, None, settings, progress=False)
+    expected = summarise_study(study, ["G1", "G2", "G3"], 5, "candidates")
     for name in ("G1", "G2", "G3"):
         got = res["subsets"][name]
         assert got["n_queries"] == SLICE_QUERIES

@@ -5,8 +5,9 @@ import pytest
 
 from toolbench_lib.dataset import load_dataset
 from toolbench_lib.embedding import embed_cached
-from toolbench_lib.evaluate import run_rtp, score_hits, summarise
 from toolbench_lib.index import registry_vectors
+from toolbench_lib.metrics import per_query_metrics
+from toolbench_lib.study import StudySettings, run_study, summarise_study
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 
@@ -20,27 +21,43 @@ def test_slice_keeps_ground_truth(slice_setup):
     assert len(s.queries) == 3 * SLICE_QUERIES
 
 
+def rtp_study(setup, depth: int):
+    """Retrieval-only RtP: the study pipeline without an LLM and without plans."""
+    return run_study(setup, None, StudySettings(k=depth, depth=depth, runs=1, plan_limit=0, methods=("rtp",)),
+                     progress=False)
+
+
 def test_rtp_on_slice(slice_setup):
-    hits = run_rtp(slice_setup, k=5)
-    final = hits[hits["text_idx"] == -1]
-    assert (final.groupby("qkey").size() == 5).all()
-    assert final.groupby("qkey")["score"].apply(lambda s: s.is_monotonic_decreasing).all()
-    res = summarise(slice_setup, score_hits(slice_setup, hits, 5, "candidates"), ["G1", "G2", "G3"], 5,
-                    "candidates", "rtp")
+    study = rtp_study(slice_setup, 5)
+    ranking = study.ranking("rtp")
+    assert all(len(v) == 5 for v in ranking.values()) and len(ranking) == len(slice_setup.queries)
+    scores = study.scored_ranking("rtp")
+    assert all(list(s.values()) == sorted(s.values(), reverse=True) for s in scores.values())
+    res = summarise_study(study, ["G1", "G2", "G3"], 5, "candidates")
     assert res["model"] == "all-MiniLM-L6-v2" and res["registry_size"] == SLICE_APIS
     for name in ("G1", "G2", "G3"):
         assert res["subsets"][name]["n_queries"] == SLICE_QUERIES
     # Semantic retrieval on a slice that holds the ground truth must beat chance by far:
     # chance recall@5 is about 5 / 2500.
     assert res["subsets"]["G1"]["recall"] > 0.2
-    strict = summarise(slice_setup, score_hits(slice_setup, hits, 5, "relevant"), ["G1"], 5, "relevant",
-                       "rtp")
+    strict = summarise_study(study, ["G1"], 5, "relevant")
     assert strict["gt"] == "relevant"
     assert strict["subsets"]["G1"]["recall"] != res["subsets"]["G1"]["recall"]
+    # ranx's scores equal the plain set definitions (the old hand-written metrics are the oracle).
+    for gt in ("candidates", "relevant"):
+        oracle = per_query_metrics(ranking, study.qrels(gt), 5)
+        q = study.queries
+        for name in ("G1", "G2", "G3"):
+            keys = set(q.loc[q["subset"] == {"G1": "G1_instruction", "G2": "G2_category_original",
+                                             "G3": "G3_instruction_original"}[name], "qkey"])
+            want = oracle[oracle["qkey"].isin(keys)][["recall", "precision"]].mean()
+            got = summarise_study(study, [name], 5, gt)["subsets"][name]
+            assert got["recall"] == pytest.approx(want["recall"], abs=1e-12)
+            assert got["precision"] == pytest.approx(want["precision"], abs=1e-12)
 
 
 def test_query_scores_are_cosines(slice_setup):
-    hits = run_rtp(slice_setup, k=3)
+    hits = rtp_study(slice_setup, 3).hits
     top = hits[(hits["text_idx"] == -1) & (hits["rank"] == 1)].iloc[0]
     query = slice_setup.queries.set_index("qkey").loc[top["qkey"], "query"]
     qv = slice_setup.embedder.encode([query])[0]

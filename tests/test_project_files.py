@@ -52,3 +52,11 @@ def test_ci_runs_readme_test_command():
     assert m, "README gives `make test` as the test command"
     assert re.search(r"^make test$", ci, re.M)
     assert re.search(r"^make run$", readme, re.M)
+
+
+def test_ablation_lock_agrees_with_its_extra():
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extra = _pins(proj["optional-dependencies"]["ablation"])
+    lock = _pins((ROOT / "requirements-ablation.lock").read_text().splitlines())
+    assert extra == lock and len(lock) == 5
+    assert "requirements-ablation.lock" in (ROOT / "Makefile").read_text()

@@ -8,6 +8,8 @@ import logging
 import sys
 import time
 
+from .bench.command import add_parser as add_bench_parser
+from .bench.command import cmd_bench
 from .llm.base import LLMError
 from .llm.factory import BACKENDS
 from .paths import DataNotFoundError
@@ -99,8 +101,33 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--store", default=None)
     info = cas_sub.add_parser("info", help="what a cassette covers")
     info.add_argument("cassette", type=existing_file)
+    rec = sub.add_parser("record", help="record a live backend's replies for replay")
+    rec_sub = rec.add_subparsers(dest="action", required=True)
+    rst = rec_sub.add_parser("stubs", parents=[common],
+                             help="PtR stubs only (no registry needed), first N of every set and run first")
+    rst.add_argument("--backend", choices=("local", "gemini"), default="local")
+    rst.add_argument("--llm-model", default=None, help="backend model (gemini model id, GGUF path)")
+    rst.add_argument("--subset", action="append", default=None, help="query set or alias; repeatable")
+    rst.add_argument("--runs", default="0", help="comma-separated run indices, e.g. 1,2,3")
+    rst.add_argument("--chunk", type=int, default=25, help="queries per set per round")
+    rst.add_argument("--limit", type=int, default=None, help="first N queries of each set")
     add_reproduce_parser(sub, common)
+    add_bench_parser(sub, common)
     return parser
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .dataset import load_dataset
+    from .llm.factory import make_backend
+    from .recording import record_stubs
+
+    subsets = list(dict.fromkeys(args.subset or DEFAULT_SUBSETS))
+    runs = [int(r) for r in args.runs.split(",") if r.strip()]
+    llm = make_backend(args.backend, model=args.llm_model)
+    made = record_stubs(llm, load_dataset(args.data_dir), subsets, runs, args.chunk, args.limit)
+    print(json.dumps({"calls": made, "new": getattr(llm, "misses", None),
+                      "cached": getattr(llm, "hits", None)}))
+    return 0
 
 
 def cmd_cassette(args: argparse.Namespace) -> int:
@@ -163,22 +190,19 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .dataset import load_dataset
-    from .embedding import load_embedder
-    from .evaluate import evaluate_rtp
+    from .retrievers import RETRIEVERS
 
     subsets = check_subsets("--subset", args.subset or list(DEFAULT_SUBSETS))  # a set named twice: once
-    methods = [m.strip() for m in args.method.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in ("rtp", "ptr")]
+    methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
+    unknown = [m for m in methods if m not in RETRIEVERS]
     if unknown or not methods:
-        raise ValueError(f"unknown method(s) {args.method!r}; choose rtp, ptr or rtp,ptr")
+        raise ValueError(f"--method: unknown method(s) in {args.method!r}; "
+                         f"choose from {', '.join(RETRIEVERS)}")
     ds = load_dataset(args.data_dir)
     check_dataset(ds, args.max_apis, subsets)
-    backend = args.backend or ("replay" if "ptr" in methods else None)
-    if backend is None:
-        emb = load_embedder(args.model)
-        result = evaluate_rtp(ds, emb, subsets, args.k, args.gt, args.max_apis, args.limit, args.seed)
-    else:
-        result = _evaluate_study(args, ds, subsets, methods, backend)
+    needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
+    backend = args.backend or ("replay" if needs_llm else None)
+    result = _evaluate_study(args, ds, subsets, methods, backend)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:
@@ -187,7 +211,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: list[str],
-                    backend: str) -> dict:
+                    backend: str | None) -> dict:
+    """The one pipeline: ``run_study`` (retrieval only when there is no backend), then the one summary."""
     from pathlib import Path
 
     from .embedding import load_embedder
@@ -195,16 +220,16 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     from .llm.factory import default_workers, make_backend
     from .study import StudySettings, run_study, summarise_study
 
-    llm = make_backend(backend, cassette=args.cassette, model=args.llm_model)
+    llm = make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
     emb = load_embedder(args.model)
     setup = prepare(ds, emb, subsets, args.max_apis, args.limit, args.seed)
     settings = StudySettings(
-        k=args.k, depth=args.depth, runs=args.runs, temperature=args.temperature,
+        k=args.k, depth=args.depth, runs=args.runs if llm is not None else 1, temperature=args.temperature,
         run_temperature=None if args.run_temperature < 0 else args.run_temperature,
-        plan_limit=args.plan_limit, methods=tuple(methods),
-        workers=args.workers or default_workers(backend), judge=not args.no_judge,
+        plan_limit=args.plan_limit if llm is not None else 0, methods=tuple(methods),
+        workers=args.workers or default_workers(backend or ""), judge=not args.no_judge,
     )
-    result = run_study(setup, llm, settings)
+    result = run_study(setup, llm, settings, progress=False)
     if args.save:
         result.save(Path(args.save))
     out = summarise_study(result, subsets, args.k, args.gt)
@@ -244,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_cassette(args)
         if args.command == "reproduce":
             return cmd_reproduce(args)
+        if args.command == "bench":
+            return cmd_bench(args)
+        if args.command == "record":
+            return cmd_record(args)
         return cmd_evaluate(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         return report(exc)

@@ -1,4 +1,8 @@
-"""Evaluation of retrieval methods on query sets: the ``evaluate`` command's engine."""
+"""What every retrieval run depends on: the data, the embedder, the (sub-)registry index and the queries.
+
+Evaluation itself is :func:`toolbench_lib.study.run_study` (retrieval only with ``plan_limit=0``) scored by
+:mod:`toolbench_lib.eval`.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,7 @@ import pandas as pd
 from .dataset import Dataset
 from .embedding import Embedder, embed_cached
 from .index import VectorIndex, build_index
-from .metrics import mean_metrics, per_query_metrics
-from .queries import DEFAULT_GT, check_gt, query_keys, resolve_subset
-from .retrieval import hits_frame, retrieve_multi
+from .queries import query_keys
 from .subregistry import sample_subregistry
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int |
         "model": embedder.name,
         "model_requested": embedder.fallback_from or embedder.name,
         "embedder_fallback": embedder.fallback_from is not None,
+        "embedder_backend": getattr(embedder, "backend", "fp32"),
         "registry_size": len(index),
         "registry_full_size": len(ds.registry),
         "data_dir": str(ds.data_dir),
@@ -71,42 +74,7 @@ def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int |
     return RetrievalSetup(ds, embedder, index, queries, max_apis, seed, prov)
 
 
-def run_rtp(setup: RetrievalSetup, k: int) -> pd.DataFrame:
-    """Retrieve-then-Plan retrieval: the raw query is the one text searched."""
-    texts = [[q] for q in setup.queries["query"]]
-    per_query, merged = retrieve_multi(setup.index, texts, setup.encode, k)
-    return hits_frame(setup.queries["qkey"].tolist(), "rtp", per_query, merged, setup.api_ids)
-
-
 def ranked_lists(hits: pd.DataFrame) -> dict[str, list[str]]:
-    """``{qkey: [api_id, ...]}`` of the merged rankings in a hits table."""
+    """``{qkey: [api_id, ...]}`` of the final rankings in a hits table (prefer ``StudyResult.ranking``)."""
     final = hits[hits["text_idx"] == -1].sort_values(["qkey", "rank"])
     return final.groupby("qkey", sort=False)["api_id"].apply(list).to_dict()
-
-
-def score_hits(setup: RetrievalSetup, hits: pd.DataFrame, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """Per-query recall and precision at ``k`` with the subset of each query."""
-    check_gt(gt)
-    q = setup.queries
-    qrels = {key: set(ids) for key, ids in zip(q["qkey"], q[gt], strict=True)}
-    pq = per_query_metrics(ranked_lists(hits), qrels, k)
-    return pq.merge(q[["qkey", "subset"]], on="qkey")
-
-
-def summarise(setup: RetrievalSetup, per_query: pd.DataFrame, subsets: list[str], k: int, gt: str,
-              method: str) -> dict:
-    """The ``evaluate --json`` object for one method."""
-    out = {"method": method, **setup.provenance, "k": k, "gt": gt, "subsets": {}}
-    for name in subsets:
-        part = per_query[per_query["subset"] == resolve_subset(name)]
-        out["subsets"][name] = {"subset": resolve_subset(name), "n_queries": int(len(part)),
-                                **mean_metrics(part)}
-    return out
-
-
-def evaluate_rtp(ds: Dataset, embedder: Embedder, subsets: list[str], k: int = 5, gt: str = DEFAULT_GT,
-                 max_apis: int | None = None, limit: int | None = None, seed: int = 0) -> dict:
-    """Evaluate RtP on the chosen sets and return the result object."""
-    setup = prepare(ds, embedder, subsets, max_apis, limit, seed)
-    hits = run_rtp(setup, k)
-    return summarise(setup, score_hits(setup, hits, k, gt), subsets, k, gt, "rtp")

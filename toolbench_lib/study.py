@@ -24,14 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from .atomic import atomic_path
-from .evaluate import RetrievalSetup, ranked_lists, run_rtp
+from .evaluate import RetrievalSetup
 from .llm.base import LLMBackend, LLMResponse
-from .metrics import per_query_metrics
 from .parsing import (
     Plan,
     Stub,
@@ -40,7 +38,6 @@ from .parsing import (
     parse_stubs,
     parse_verdict,
     resolve_plan_apis,
-    stub_text,
 )
 from .plan_names import registry_names
 from .prompts import (
@@ -52,12 +49,14 @@ from .prompts import (
     format_plan,
     judge_prompt,
 )
-from .queries import DEFAULT_GT, check_gt, resolve_subset
-from .retrieval import hits_frame, retrieve_multi
+from .queries import DEFAULT_GT, check_gt
+from .retrievers import RunContext, get_retriever, ptr_texts  # noqa: F401 (ptr_texts re-exported)
 
 log = logging.getLogger(__name__)
 
 METHODS = ("rtp", "ptr")
+MERGED = -1  # ``text_idx`` of a query's final (merged) ranking in the hits table
+SHARED_RUN = -1  # ``run`` of a method whose retrieval is deterministic and stored once (RtP)
 
 
 @dataclass
@@ -111,6 +110,58 @@ class StudyResult:
         tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in cls.TABLES}
         return cls(**tables, provenance=json.loads((folder / "provenance.json").read_text()))
 
+    # The conventions of the ``hits`` table are decoded here and nowhere else.
+    @property
+    def n_runs(self) -> int:
+        """Independent runs of the study."""
+        return int(self.provenance.get("settings", {}).get("runs", 1))
+
+    @property
+    def methods(self) -> list[str]:
+        """Methods with rankings, in the order of the study's settings."""
+        listed = (self.provenance.get("settings", {}).get("methods")
+                  or list(dict.fromkeys(self.hits["method"])))
+        return [m for m in listed if (self.hits["method"] == m).any()]
+
+    def _method_hits(self, method: str, run: int) -> pd.DataFrame:
+        h = self.hits[self.hits["method"] == method]
+        if h.empty:
+            raise KeyError(f"no hits of method {method!r} in this study (has {self.methods})")
+        if (h["run"] == SHARED_RUN).any():  # deterministic retrieval, stored once for every run
+            return h
+        if not 0 <= run < self.n_runs:
+            raise KeyError(f"run {run} is not in this study (runs 0..{self.n_runs - 1})")
+        return h[h["run"] == run]
+
+    def ranking(self, method: str, run: int = 0, k: int | None = None) -> dict[str, list[str]]:
+        """``{qkey: [api_id, ...]}``: each query's final ranking of ``method`` in ``run``, cut at ``k``."""
+        h = self._method_hits(method, run)
+        final = h[h["text_idx"] == MERGED]
+        if k is not None:
+            final = final[final["rank"] <= k]
+        final = final.sort_values(["qkey", "rank"])
+        return final.groupby("qkey", sort=False)["api_id"].apply(list).to_dict()
+
+    def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
+        """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
+        h = self._method_hits(method, run)
+        final = h[h["text_idx"] == MERGED].sort_values(["qkey", "rank"])
+        return {q: dict(zip(g["api_id"], g["score"].astype(float), strict=True))
+                for q, g in final.groupby("qkey", sort=False)}
+
+    def text_rankings(self, method: str, run: int = 0) -> dict[str, list[dict[str, float]]]:
+        """``{qkey: [{api_id: cosine}, ...]}``: every searched text's own ranking, in text order."""
+        h = self._method_hits(method, run)
+        own = h[h["text_idx"] != MERGED].sort_values(["qkey", "text_idx", "rank"])
+        return {q: [dict(zip(t["api_id"], t["score"].astype(float), strict=True))
+                    for _, t in g.groupby("text_idx", sort=True)]
+                for q, g in own.groupby("qkey", sort=False)}
+
+    def qrels(self, gt: str = DEFAULT_GT) -> dict[str, set[str]]:
+        """``{qkey: {api_id, ...}}`` under one ground-truth definition."""
+        check_gt(gt)
+        return {key: set(ids) for key, ids in zip(self.queries["qkey"], self.queries[gt], strict=True)}
+
 
 def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float, **fields) -> LLMResponse:
     """One templated call; the template version travels with it to caches and cassettes."""
@@ -162,19 +213,11 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
     return pd.DataFrame(rows), calls
 
 
-def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
-    """The texts PtR searches per query in one run (its stubs, else the raw query), in query order."""
-    mine = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
-    by_q = {q: [stub_text(Stub(n, r)) for n, r in zip(g["name"], g["reasoning"], strict=True)]
-            for q, g in mine.groupby("qkey", sort=False)}
-    return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
-
-
 def ptr_hits(setup: RetrievalSetup, queries: pd.DataFrame, stubs: pd.DataFrame, run: int,
              depth: int) -> pd.DataFrame:
-    """PtR retrieval: every stub searched, merged by each API's best cosine over the query's stubs."""
-    per_query, merged = retrieve_multi(setup.index, ptr_texts(queries, stubs, run), setup.encode, depth)
-    hits = hits_frame(queries["qkey"].tolist(), "ptr", per_query, merged, setup.api_ids)
+    """PtR retrieval of one run (see :class:`toolbench_lib.retrievers.PlanThenRetrieve`)."""
+    ctx = RunContext(setup, queries, run, depth, stubs)
+    hits = get_retriever("ptr").retrieve(ctx)
     hits.insert(2, "run", run)
     return hits
 
@@ -244,40 +287,53 @@ def plan_queries(queries: pd.DataFrame, plan_limit: int | None) -> pd.DataFrame:
     return queries.groupby("subset", sort=False, group_keys=False).head(plan_limit)
 
 
-def run_study(setup: RetrievalSetup, llm: LLMBackend, settings: StudySettings,
+def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySettings,
               progress: bool = True) -> StudyResult:
-    """Run both architectures over ``settings.runs`` runs on the setup's queries."""
+    """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline.
+
+    Retrieval-only evaluation is this pipeline with ``plan_limit=0`` (then RtP alone needs no ``llm``).
+    """
     q = setup.queries
     planned = plan_queries(q, settings.plan_limit)
+    retrievers = [get_retriever(m) for m in settings.methods]
+    needs_stubs = any(r.uses_stubs for r in retrievers)
+    if llm is None and (needs_stubs or settings.plan_limit != 0):
+        raise ValueError("an LLM backend is needed for stubs or plans (--backend)")
     stubs, hits, plans, calls = [], [], [], []
-    method_hits: dict[str, pd.DataFrame] = {}
-    if "rtp" in settings.methods:
-        rtp = run_rtp(setup, settings.depth)
-        rtp.insert(2, "run", -1)
-        hits.append(rtp)
-        method_hits["rtp"] = rtp
+    shared: dict[str, pd.DataFrame] = {}
     for run in range(settings.runs):
         temp = settings.temperature_of(run)
-        if "ptr" in settings.methods:
+        ctx = RunContext(setup, q, run, settings.depth)
+        if needs_stubs:
             s, c = generate_stubs(llm, q, run, temp, settings.workers, progress)
             stubs.append(s)
             calls.extend(c)
-            method_hits["ptr"] = ptr_hits(setup, q, s, run, settings.depth)
-            hits.append(method_hits["ptr"])
+            ctx.stubs = s
+        for r in retrievers:
+            if r.deterministic and r.name in shared:
+                ctx.hits[r.name] = shared[r.name]
+                continue
+            h = r.retrieve(ctx)
+            h.insert(2, "run", SHARED_RUN if r.deterministic else run)
+            ctx.hits[r.name] = h
+            hits.append(h)
+            if r.deterministic:
+                shared[r.name] = h
         if settings.plan_limit == 0:
             continue
         for method in settings.methods:
-            p, c = plan_and_judge(llm, setup, planned, method_hits[method], method, run, temp, settings.k,
+            p, c = plan_and_judge(llm, setup, planned, ctx.hits[method], method, run, temp, settings.k,
                                   settings.judge, settings.workers, progress, settings.judge_version)
             plans.append(p)
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
     prov = {
         **setup.provenance,
-        "backend": llm.name,
-        "llm_model": llm.model,
-        "is_llm": bool(llm.is_llm),
-        "pass_rate_kind": "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
+        "backend": llm.name if llm is not None else None,
+        "llm_model": llm.model if llm is not None else None,
+        "is_llm": bool(llm.is_llm) if llm is not None else False,
+        "pass_rate_kind": None if llm is None
+        else "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
         "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, settings.judge_version],
         "settings": json.loads(json.dumps(asdict(settings))),
         "n_queries": int(len(q)),
@@ -288,74 +344,29 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend, settings: StudySettings,
                        if plans else pd.DataFrame(), pd.DataFrame(calls), prov)
 
 
-def per_query_runs(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """Recall and precision at ``k`` per query, method and run (RtP repeated for every run)."""
+def per_query_runs(result: StudyResult, k: int, gt: str = DEFAULT_GT,
+                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """Metrics at ``k`` per query, method and run, scored by ranx (RtP repeated for every run).
+
+    Columns: ``qkey, <metrics>..., n_gt, hits, method, run, subset``.
+    """
+    from .eval.runs import score_rankings
+
     check_gt(gt)
     q = result.queries
-    qrels = {key: set(ids) for key, ids in zip(q["qkey"], q[gt], strict=True)}
-    runs = int(result.provenance["settings"]["runs"])
     frames = []
-    for (method, run), h in result.hits.groupby(["method", "run"]):
-        pq = per_query_metrics(ranked_lists(h), qrels, k)
-        for r in (range(runs) if run == -1 else [run]):
-            frames.append(pq.assign(method=method, run=r))
+    for method in result.methods:
+        for run in range(result.n_runs):
+            pq = score_rankings(result.ranking(method, run), q, gt, k, metrics)
+            if "recall" in pq:
+                pq["hits"] = (pq["recall"] * pq["n_gt"]).round().astype(int)
+            frames.append(pq.assign(method=method, run=run))
     out = pd.concat(frames, ignore_index=True)
     return out.merge(q[["qkey", "subset"]], on="qkey")
 
 
-def _mean_std(values: np.ndarray) -> tuple[float, float]:
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-
-
 def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = DEFAULT_GT) -> dict:
-    """Per subset and method: recall, precision and pass rate (mean and std over runs), stubs, tokens."""
-    pq = per_query_runs(result, k, gt)
-    calls = result.calls
-    plans = result.plans
-    out = {**result.provenance, "k": k, "gt": gt, "subsets": {}}
-    for name in subsets:
-        subset = resolve_subset(name)
-        sq = result.queries[result.queries["subset"] == subset]
-        keys = set(sq["qkey"])
-        entry = {"subset": subset, "n_queries": int(len(sq)), "methods": {}}
-        for method in result.provenance["settings"]["methods"]:
-            m = pq[(pq["subset"] == subset) & (pq["method"] == method)]
-            by_run = m.groupby("run")[["recall", "precision"]].mean()
-            rec, rec_sd = _mean_std(by_run["recall"].to_numpy())
-            pre, pre_sd = _mean_std(by_run["precision"].to_numpy())
-            res = {"recall": rec, "recall_std": rec_sd, "precision": pre, "precision_std": pre_sd,
-                   "recall_by_run": by_run["recall"].round(6).tolist()}
-            if not plans.empty:
-                pm = plans[(plans["method"] == method) & plans["qkey"].isin(keys)]
-                judged = pm[pm["verdict"].notna()]
-                pr = judged.assign(ok=judged["verdict"] == "Solved").groupby("run")["ok"].mean().to_numpy()
-                res["pass_rate"], res["pass_rate_std"] = _mean_std(pr)
-                res["n_planned"] = int(pm["qkey"].nunique())
-                res["fidelity"] = float(pm["fidelity"].dropna().mean()) if len(pm) else float("nan")
-                res["refusal_rate"] = float(pm["refusal"].mean()) if len(pm) else float("nan")
-            mc = calls[(calls["method"] == method) & calls["qkey"].isin(keys)] if len(calls) else calls
-            # A method's cost per query: the mean call of each of its own stages (stubs, plan), summed;
-            # plans exist only for planned queries, so each stage is averaged over the calls it has.
-            cost = mc[mc["stage"] != "judge"] if len(mc) else mc
-            by_stage = cost.groupby("stage")[["tokens_in", "tokens_out", "latency_s"]].mean() if len(cost) \
-                else pd.DataFrame(columns=["tokens_in", "tokens_out", "latency_s"])
-            res["tokens_in"] = float(by_stage["tokens_in"].sum())
-            res["tokens_out"] = float(by_stage["tokens_out"].sum())
-            res["latency_s"] = float(by_stage["latency_s"].sum())
-            if method == "ptr" and len(result.stubs):
-                st = result.stubs[result.stubs["qkey"].isin(keys)]
-                per_q = st.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
-                res["stubs_per_query"] = float(per_q["n"].mean())
-                res["fallback_stubs"] = int(per_q["fb"].sum())
-                pooled = st.groupby("run")["name"].apply(lambda s: s.str.lower().nunique() / len(s))
-                res["unique_stub_name_share"] = float(pooled.mean())  # distinct names / stubs of the set
-                per_q = st.groupby(["run", "qkey"])["name"].apply(lambda s: s.str.lower().nunique() / len(s))
-                res["unique_stub_name_share_per_query"] = float(per_q.mean())
-            entry["methods"][method] = res
-        if len(entry["methods"]) == 1:
-            only = next(iter(entry["methods"].values()))
-            entry.update({"recall": only["recall"], "precision": only["precision"]})
-        out["subsets"][name] = entry
-    return out
+    """The ``evaluate --json`` object of a study (see :func:`toolbench_lib.eval.summary.summary_json`)."""
+    from .eval.summary import summary_json
+
+    return summary_json(result, subsets, k, gt)

@@ -7,15 +7,14 @@ A standard deviation needs two runs: with one run it is NaN.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from ..metrics import wins as metric_wins
+from ..eval.stats import paired_comparison, paired_test, runs_test
+from ..eval.summary import pass_rates, summary_table
 from ..queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..study import METHODS, StudyResult, per_query_runs
 from .style import METHOD_COLORS, METHOD_LABELS
@@ -80,21 +79,6 @@ def run_means(result: StudyResult, k: int, gt: str) -> pd.DataFrame:
     return out
 
 
-def pass_rates(result: StudyResult) -> pd.DataFrame:
-    """``subset, method, run, pass_rate, n_judged, n_planned``: share of judged plans rated Solved."""
-    cols = ["subset", "method", "run", "pass_rate", "n_judged", "n_planned"]
-    plans = result.plans
-    if plans.empty or "verdict" not in plans:
-        return pd.DataFrame(columns=cols)
-    p = plans.merge(result.queries[["qkey", "subset"]], on="qkey")
-    p = p.assign(judged=p["verdict"].notna(), solved=p["verdict"] == "Solved")
-    out = (p.groupby(["subset", "method", "run"], sort=False)
-           .agg(n_judged=("judged", "sum"), n_solved=("solved", "sum"), n_planned=("qkey", "nunique"))
-           .reset_index())
-    out["pass_rate"] = np.where(out["n_judged"] > 0, out["n_solved"] / out["n_judged"].clip(lower=1), np.nan)
-    return out[cols]
-
-
 # --------------------------------------------------------------------------- the main table
 
 
@@ -102,64 +86,18 @@ def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate per subset, method and ground truth (mean ± std over runs).
 
-    Pass rate does not depend on the ground truth; it is repeated on the rows of each definition.
-    ``n_planned`` is the number of queries with plans (the first ``plan_limit`` of each set).
+    A view of the one summary (:func:`toolbench_lib.eval.summary.summary_table`). Pass rate does not depend
+    on the ground truth; it is repeated on the rows of each definition. ``n_planned`` is the number of
+    queries with plans (the first ``plan_limit`` of each set).
     """
     k = k or study_k(result)
-    pr = pass_rates(result)
-    rows = []
-    for gt in _check_gts(gts):
-        rm = run_means(result, k, gt)
-        for subset in subset_order(result):
-            for method in study_methods(result):
-                m = rm[(rm["subset"] == subset) & (rm["method"] == method)]
-                p = pr[(pr["subset"] == subset) & (pr["method"] == method)]
-                rec, rec_sd = mean_std(m["recall"])
-                pre, pre_sd = mean_std(m["precision"])
-                pas, pas_sd = mean_std(p["pass_rate"].dropna())
-                rows.append({"subset": subset_alias(subset), "method": method, "gt": gt,
-                             "n_queries": int(m["n_queries"].max()) if len(m) else 0,
-                             "n_runs": int(m["run"].nunique()), "recall_mean": rec, "recall_std": rec_sd,
-                             "precision_mean": pre, "precision_std": pre_sd, "pass_rate_mean": pas,
-                             "pass_rate_std": pas_sd,
-                             "n_planned": int(p["n_planned"].max()) if len(p) else 0, "k": k})
-    return pd.DataFrame(rows, columns=[*MAIN_COLUMNS, "k"])
+    table = summary_table(result, k, _check_gts(gts))
+    extra = [c for c in ("recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high")
+             if c in table]
+    return table[[*MAIN_COLUMNS, "k", *extra]].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- significance tests
-
-
-def _no_variance(values: np.ndarray) -> bool:
-    return bool(np.ptp(values) <= 1e-12 * max(1.0, float(np.max(np.abs(values)))))
-
-
-def one_sample_test(ptr_values: Sequence[float], rtp_value: float) -> tuple[float, float, str]:
-    """``(t, p, note)`` of PtR's run means against RtP's deterministic value; NaN with a reason."""
-    x = np.asarray(ptr_values, dtype=float)
-    if np.isnan(rtp_value):
-        return float("nan"), float("nan"), "not computable: no RtP value"
-    if x.size < 2:
-        return float("nan"), float("nan"), f"not computable: {x.size} PtR run(s), a t-test needs >= 2"
-    if _no_variance(x):
-        return float("nan"), float("nan"), "not computable: PtR run means have zero variance"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_1samp(x, rtp_value)
-    return float(res.statistic), float(res.pvalue), ""
-
-
-def two_sample_test(rtp_values: Sequence[float], ptr_values: Sequence[float]) -> tuple[float, float, str]:
-    """``(t, p, note)`` of Welch's two-sample t-test (per-run values of each method); NaN with a reason."""
-    a, b = np.asarray(rtp_values, dtype=float), np.asarray(ptr_values, dtype=float)
-    if a.size < 2 or b.size < 2:
-        return (float("nan"), float("nan"),
-                f"not computable: {a.size} RtP and {b.size} PtR run(s), each needs >= 2")
-    if _no_variance(a) and _no_variance(b):
-        return float("nan"), float("nan"), "not computable: both methods' per-run values have zero variance"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_ind(a, b, equal_var=False)
-    return float(res.statistic), float(res.pvalue), ""
 
 
 def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
@@ -179,7 +117,8 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
             rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
             for metric in ("recall", "precision"):
                 rtp_value = float(rtp[metric].mean()) if len(rtp) else float("nan")
-                t, p, note = one_sample_test(ptr[metric].to_numpy(), rtp_value)
+                res = runs_test([rtp_value], ptr[metric].to_numpy(), a_deterministic=True)
+                t, p, note = res["statistic"], res["p_value"], res["note"]
                 rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
                              "test": "one_sample_t", "statistic": t, "p_value": p, "rtp_value": rtp_value,
                              "ptr_mean": float(ptr[metric].mean()) if len(ptr) else float("nan"),
@@ -187,7 +126,8 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
             ps = pr[pr["subset"] == subset]
             a = ps[ps["method"] == "rtp"]["pass_rate"].to_numpy()
             b = ps[ps["method"] == "ptr"]["pass_rate"].to_numpy()
-            t, p, note = two_sample_test(a, b)
+            res = runs_test(a, b, a_deterministic=False)
+            t, p, note = res["statistic"], res["p_value"], res["note"]
             rows.append({"subset": subset_alias(subset), "gt": gt, "metric": "pass_rate", "test": "welch_t",
                          "statistic": t, "p_value": p,
                          "rtp_value": float(a.mean()) if a.size else float("nan"),
@@ -225,11 +165,25 @@ def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFI
             s = pq[pq["subset"] == subset]
             a, b = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
             for metric in metrics:
-                w = metric_wins(a, b, metric, names=("rtp", "ptr"))
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric, "rtp_wins": w["rtp"],
-                             "ptr_wins": w["ptr"], "ties": w["tie"], "basis": basis,
-                             "n_queries": w["rtp"] + w["ptr"] + w["tie"]})
+                m = a[["qkey", metric]].merge(b[["qkey", metric]], on="qkey", suffixes=("_rtp", "_ptr"))
+                w = paired_test(m[f"{metric}_rtp"].to_numpy(), m[f"{metric}_ptr"].to_numpy(), n_resamples=0)
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
+                             "rtp_wins": w["wins_a"], "ptr_wins": w["wins_b"], "ties": w["ties"],
+                             "basis": basis, "n_queries": w["n"]})
     return pd.DataFrame(rows, columns=WINS_COLUMNS)
+
+
+def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
+                 metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """PtR against RtP per query (mean over runs): paired t, Wilcoxon, sign test, bootstrap CI of the
+    difference, Holm-corrected over the whole table (every subset, ground truth, metric and test)."""
+    k = k or study_k(result)
+    frames = [per_query_runs(result, k, gt, metrics).assign(gt=gt) for gt in _check_gts(gts)]
+    per_query = pd.concat(frames, ignore_index=True)
+    per_query["subset"] = per_query["subset"].map(subset_alias)
+    out = paired_comparison(per_query, "rtp", "ptr", metrics, by=("subset", "gt"))
+    return out.rename(columns={"mean_a": "rtp_mean", "mean_b": "ptr_mean", "wins_a": "rtp_wins",
+                               "wins_b": "ptr_wins"})
 
 
 # --------------------------------------------------------------------------- figure

@@ -22,9 +22,11 @@ from ..experiment import ExperimentConfig
 from ..paths import PROJECT_ROOT
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
-AGGREGATES = ("first", "mean", "min", "max")
+CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
+AGGREGATES = ("first", "mean", "min", "max", "sum")
 EXTREMES = {"$min": "min", "$max": "max"}
-REPORT_COLUMNS = ["id", "description", "subset", "paper", "this_run", "difference", "status", "source"]
+REPORT_COLUMNS = ["id", "description", "subset", "paper", "this_run", "difference", "status", "cause",
+                  "evidence", "source"]
 
 # The saved tables and the columns the analyses write (extra columns are allowed).
 TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
@@ -46,6 +48,18 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                        "ptr_latency_s"),
     "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
     "routing_signal": ("subset", "signal", "auroc"),
+    "data_sources": ("source", "n_apis", "share"),
+    "data_categories": ("category", "n_apis", "share", "n_tools"),
+    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median"),
+    "paper_query_counts": ("subset", "n_queries"),
+    "ablation_decomposition": ("subset", "decomposer", "ptr_recall", "rtp_recall", "stubs_per_query",
+                               "coverage", "n_queries"),
+    "ablation_stub_text": ("subset", "variant", "recall", "precision", "n_queries"),
+    "ablation_divergence": ("subset", "design", "size", "no_overlap_share", "gt_share", "rtp_recall",
+                            "ptr_recall"),
+    "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs"),
+    "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
+    "judge_validity": ("subset", "method", "kappa"),
 }
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -272,17 +286,99 @@ def paper_text(bounds: Mapping[str, float]) -> str:
     return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
 
 
-def compare_entries(entries: list[dict], tables_dir: Path) -> pd.DataFrame:
-    """One row per reference entry: the paper's number, this run's, their difference and a status."""
+def paper_value(entry_id: str, path: Path = REFERENCES_FILE) -> float | None:
+    """The paper's point value of one reference entry (``None`` for a range or an unknown id)."""
+    for e in load_references(path)["entries"]:
+        if e["id"] == entry_id:
+            return paper_bounds(e["paper"]).get("value")
+    return None
+
+
+def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """``subset, n_queries``: the paper's query count per set, from the reference file's entries."""
+    entries = load_references(path)["entries"]
+    rows = [{"subset": e["subset"], "n_queries": paper_bounds(e["paper"])["value"]}
+            for e in entries if e["id"].endswith("_query_count")]
+    return pd.DataFrame(rows, columns=["subset", "n_queries"])
+
+
+# -- named causes -------------------------------------------------------------------------------------------
+
+def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
+    """``{cause id: cause}`` from the causes file, each check's locators validated."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for cause in data.get("causes", []):
+        for key in ("id", "title", "ablation", "statement", "checks"):
+            if key not in cause:
+                raise ValueError(f"{path}: cause {cause.get('id', '?')} lacks {key!r}")
+        for i, check in enumerate(cause["checks"]):
+            check_locator(check, f"{cause['id']}.checks[{i}]")
+        out[cause["id"]] = cause
+    return out
+
+
+def _for_subset(locator, subset: str):
+    """A copy of ``locator`` with ``{subset}`` in its filters replaced by the row's subset."""
+    if isinstance(locator, Mapping):
+        return {k: _for_subset(v, subset) for k, v in locator.items()}
+    if isinstance(locator, str):
+        return locator.replace("{subset}", subset)
+    return locator
+
+
+def check_cause(cause: Mapping, subset: str, tables: TableCache) -> tuple[bool | None, str]:
+    """``(holds, evidence)``: whether every check is > 0 in this run (``None`` when a table is missing)."""
+    shown = []
+    for check in cause["checks"]:
+        check = _for_subset(check, subset)
+        values = {}
+        for name in sorted(expression_names(str(check["expr"]))):
+            value, problem = locate(check[name], tables)
+            if problem:
+                return None, f"{check[name].get('table', name)}: {problem}"
+            values[name] = value
+        result = evaluate_expr(str(check["expr"]), values)
+        shown.append(", ".join(f"{n}={v:.3g}" for n, v in values.items()))
+        if math.isnan(result) or result <= 0:
+            return False, "; ".join(shown)
+    return True, "; ".join(shown)
+
+
+def name_cause(entry: Mapping, status: str, causes: Mapping[str, dict],
+               tables: TableCache) -> tuple[str, str]:
+    """``(cause, evidence)`` of a report row: the first listed cause whose checks hold in this run."""
+    if status in ("matches", "within range"):
+        return "within tolerance", ""
+    listed = entry.get("causes", [])
+    if not listed:
+        return "unexplained (no cause listed)", ""
+    tried = []
+    for cause_id in listed:
+        cause = causes.get(cause_id)
+        if cause is None:
+            raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
+        holds, evidence = check_cause(cause, str(entry["subset"]), tables)
+        if holds:
+            return f"{cause_id}: {cause['title']}", f"{cause['ablation']}: {evidence}"
+        tried.append(f"{cause_id} {'not measured' if holds is None else 'not supported'} ({evidence})")
+    return "unexplained", "; ".join(tried)
+
+
+def compare_entries(entries: list[dict], tables_dir: Path,
+                    causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
+    """One row per reference entry: the paper's number, this run's, difference, status and named cause."""
     tables = TableCache(tables_dir)
+    causes = load_causes() if causes is None else causes
     rows = []
     for entry in entries:
         bounds = paper_bounds(entry["paper"])
         value, problem = locate(entry["locator"], tables)
         diff, status = (math.nan, problem) if problem else compare(value, bounds, entry.get("tolerance"))
+        cause, evidence = name_cause(entry, status, causes, tables)
         rows.append({"id": entry["id"], "description": entry["description"], "subset": entry["subset"],
                      "paper": paper_text(bounds), "this_run": value, "difference": diff, "status": status,
-                     "source": locator_source(entry["locator"])})
+                     "cause": cause, "evidence": evidence, "source": locator_source(entry["locator"])})
     return pd.DataFrame(rows, columns=REPORT_COLUMNS)
 
 

@@ -39,7 +39,9 @@ CONJUNCTIONS = frozenset({"and", "also", "plus", "additionally", "moreover", "fu
 REQUEST_PHRASES = ("can you", "could you", "would you", "please", "i want", "i need", "i'd like",
                    "i would like", "help me", "tell me", "give me", "provide me", "let me know",
                    "suggest", "recommend")
-POLICIES = ("always_rtp", "always_ptr", "router_top1_cosine", "router_features", "oracle")
+POLICIES = ("always_rtp", "always_ptr", "by_subset", "router_top1_cosine", "router_features", "oracle")
+# The paper's own routing: RtP for single-tool queries (G1), PtR for multi-tool ones (G2, G3).
+RTP_SUBSETS = ("G1",)
 # Signals oriented so that a higher value is expected to favour PtR (fixed before looking at data).
 SIGNALS = {"rtp_top1_cosine_low": "low RtP top-1 cosine", "n_words": "more words",
            "n_clauses": "more clauses", "n_conjunctions": "more conjunctions",
@@ -240,6 +242,7 @@ def route_queries(frame: pd.DataFrame, folds: int = 5, seed: int = 0, l2: float 
     out["route_router_features"] = routes
     out["route_always_rtp"] = False
     out["route_always_ptr"] = True
+    out["route_by_subset"] = ~out["subset"].astype(str).isin(RTP_SUBSETS)
     out["route_oracle"] = out["ptr_wins"]
     return out
 
@@ -303,6 +306,7 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
     styles = {"rtp_top1_cosine_low": ("RtP top-1 cosine (low first)", "-"),
               "router_features": ("feature model (out-of-fold)", "--")}
     marks = {"always_rtp": ("o", METHOD_COLORS["rtp"]), "always_ptr": ("o", METHOD_COLORS["ptr"]),
+             "by_subset": ("^", METHOD_COLORS["router"]),
              "router_top1_cosine": ("s", METHOD_COLORS["router"]),
              "router_features": ("D", METHOD_COLORS["router"]),
              "oracle": ("*", METHOD_COLORS["oracle"])}

@@ -1,0 +1,44 @@
+"""Studies the ablations need beyond a configuration's own: the same queries under other embedders."""
+
+from __future__ import annotations
+
+import logging
+
+from .experiment import ExperimentConfig
+from .models import MPNET_NAME, ModelNotInstalled, mpnet_folder
+
+log = logging.getLogger(__name__)
+
+
+def embedder_path(name: str) -> str:
+    """What ``load_embedder`` takes for a model name: mpnet's assembled local folder, else the name."""
+    return str(mpnet_folder()) if name == MPNET_NAME else name
+
+
+def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str]) -> tuple[dict, str]:
+    """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
+    configuration's queries on one sub-registry of ``n_apis`` APIs (seed ``cfg.seed``) per embedder.
+
+    A model that is not installed leaves the dict empty and says so in ``note``.
+    """
+    from .dataset import load_dataset
+    from .embedding import load_embedder
+    from .evaluate import prepare
+    from .llm.factory import make_backend
+    from .study import StudySettings, run_study
+
+    try:
+        paths = {name: embedder_path(name) for name in names}
+    except ModelNotInstalled as err:
+        return {}, str(err)
+    ds = load_dataset(cfg.data_dir)
+    llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
+    settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr"))
+    size = min(n_apis, cfg.max_apis or n_apis)
+    out = {}
+    for name, path in paths.items():
+        setup = prepare(ds, load_embedder(path), cfg.subsets, size, cfg.limit, cfg.seed, progress=False)
+        result = run_study(setup, llm, settings, progress=False)
+        result.provenance["model"] = name
+        out[name] = result
+    return out, f"{size}-API sub-registry, seed {cfg.seed}"

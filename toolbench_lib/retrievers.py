@@ -1,0 +1,100 @@
+"""The retriever interface: every discovery method turns a run's context into a hits table.
+
+A retriever has a ``name``, says whether it needs PtR's stubs (``uses_stubs``) and whether its result is the
+same in every run (``deterministic``: stored once with ``run = -1``), and implements
+``retrieve(ctx) -> hits`` (columns ``qkey, method, text_idx, rank, row, api_id, score``; ``text_idx = -1`` is
+the final ranking, others are the searched texts' own rankings). ``ctx`` carries the setup, the run's stubs
+and the hits of the methods already retrieved in this run, so a fused method can build on RtP's and PtR's
+rankings without searching again. :func:`register` adds a method to the table the study and the CLI use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import pandas as pd
+
+from .parsing import Stub, stub_text
+from .retrieval import hits_frame, retrieve_multi
+
+if TYPE_CHECKING:
+    from .evaluate import RetrievalSetup
+
+
+@dataclass
+class RunContext:
+    """What a retriever sees in one run: setup, queries, this run's stubs and earlier methods' hits."""
+
+    setup: RetrievalSetup
+    queries: pd.DataFrame
+    run: int
+    depth: int
+    stubs: pd.DataFrame | None = None
+    hits: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    name: str
+    uses_stubs: bool
+    deterministic: bool
+
+    def retrieve(self, ctx: RunContext) -> pd.DataFrame: ...
+
+
+def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]]) -> pd.DataFrame:
+    """Search every text of every query and merge each query's rankings by best cosine (CombMAX)."""
+    per_query, merged = retrieve_multi(ctx.setup.index, texts, ctx.setup.encode, ctx.depth)
+    return hits_frame(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
+
+
+def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
+    """The texts PtR searches per query in one run (its stubs, else the raw query), in query order."""
+    mine = stubs[stubs["run"] == run].sort_values(["qkey", "stub_idx"])
+    by_q = {q: [stub_text(Stub(n, r)) for n, r in zip(g["name"], g["reasoning"], strict=True)]
+            for q, g in mine.groupby("qkey", sort=False)}
+    return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
+
+
+class RetrieveThenPlan:
+    """RtP: the raw query is the one text searched."""
+
+    name = "rtp"
+    uses_stubs = False
+    deterministic = True
+
+    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
+        return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]])
+
+
+class PlanThenRetrieve:
+    """PtR: every stub searched, merged by each API's best cosine over the query's stubs."""
+
+    name = "ptr"
+    uses_stubs = True
+    deterministic = False
+
+    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
+        if ctx.stubs is None:
+            raise ValueError("PtR needs the run's stubs")
+        return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run))
+
+
+RETRIEVERS: dict[str, Retriever] = {}
+
+
+def register(retriever: Retriever) -> Retriever:
+    """Make ``retriever`` selectable by its name (``--method``, ``StudySettings.methods``)."""
+    RETRIEVERS[retriever.name] = retriever
+    return retriever
+
+
+def get_retriever(name: str) -> Retriever:
+    if name not in RETRIEVERS:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(RETRIEVERS)}")
+    return RETRIEVERS[name]
+
+
+register(RetrieveThenPlan())
+register(PlanThenRetrieve())
