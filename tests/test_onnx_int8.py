@@ -49,7 +49,8 @@ def test_length_sorted_batches_keep_the_input_order(int8):
 
 def test_manifest_records_quantisation_and_versions(int8):
     m = int8.manifest
-    assert m["quant"] == {"weights": "QUInt8", "per_channel": True, "reduce_range": False}
+    assert m["quant"] == {"weights": "QInt8", "per_channel": True, "reduce_range": True}
+    assert int8.variant == "qint8-pc-rr-v1"
     assert m["max_seq_length"] == 256 and m["dim"] == 384
     assert {"onnxruntime", "torch", "transformers"} <= set(m["versions"])
     assert export_folder("all-MiniLM-L6-v2") == int8.folder
@@ -68,7 +69,7 @@ def test_tampered_model_file_is_refused(int8, tmp_path):
 
 def test_load_embedder_int8_backend(embedder):
     emb = load_embedder("all-MiniLM-L6-v2", backend="int8")
-    assert (emb.name, emb.backend, emb.cache_key) == ("all-MiniLM-L6-v2", "int8", "int8-s256")
+    assert (emb.name, emb.backend, emb.cache_key) == ("all-MiniLM-L6-v2", "int8", "int8-qint8-pc-rr-v1-s256")
     assert emb.dim == 384
     with pytest.raises(ValueError, match="embedding backend"):
         load_embedder("all-MiniLM-L6-v2", backend="fp16")

@@ -66,13 +66,15 @@ def default_device() -> str:
 class Embedder:
     """A loaded sentence-transformers model, the name results record it under and its backend.
 
-    ``backend`` is ``fp32`` (PyTorch) or ``int8`` (ONNX Runtime, dynamically quantised weights).
+    ``backend`` is ``fp32`` (PyTorch) or ``int8`` (ONNX Runtime, dynamically quantised weights);
+    ``variant`` names the int8 export (quantisation settings and export version).
     """
 
     name: str
     model: object
     fallback_from: str | None = None
     backend: str = DEFAULT_BACKEND
+    variant: str = ""
 
     @property
     def slug(self) -> str:
@@ -84,8 +86,8 @@ class Embedder:
 
     @property
     def cache_key(self) -> str:
-        """What besides the model name changes the vectors: backend and token cut-off."""
-        return f"{self.backend}-s{self.max_seq_length}"
+        """What besides the model name changes the vectors: backend (and its variant) and token cut-off."""
+        return "-".join(p for p in (self.backend, self.variant, f"s{self.max_seq_length}") if p)
 
     @property
     def dim(self) -> int:
@@ -141,7 +143,8 @@ def load_embedder(name: str | None = None, device: str | None = None, backend: s
     if backend == "int8":
         from .onnx_int8 import load_int8_model
 
-        emb = Embedder(emb.name, load_int8_model(emb), emb.fallback_from, "int8")
+        model = load_int8_model(emb)
+        emb = Embedder(emb.name, model, emb.fallback_from, "int8", model.variant)
     return emb
 
 

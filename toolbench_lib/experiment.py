@@ -142,6 +142,10 @@ class ExperimentConfig:
         fields = {k: getattr(self, k) for k in STUDY_FIELDS}
         fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
+        from .embedding import DEFAULT_BACKEND, resolve_backend
+
+        if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
+            fields["embedder_backend"] = resolve_backend()
         return _plain(fields)
 
     def study_key(self) -> str:
@@ -262,16 +266,17 @@ def build_setup(cfg: ExperimentConfig):
     return prepare(ds, emb, cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
 
 
-def _stored_study(folder: Path, model: str):
+def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
     """The study stored in ``folder`` when it is complete and made with ``model``; else None."""
     from .study import StudyResult
 
     if not (folder / "provenance.json").exists():
         return None
     result = StudyResult.load(folder)
-    if result.provenance.get("model") != model:
-        log.warning("study in %s was made with embedder %s, not %s: not used", folder,
-                    result.provenance.get("model"), model)
+    made = (result.provenance.get("model"), result.provenance.get("embedder_backend", "fp32"))
+    if made != (model, embed_backend):
+        log.warning("study in %s was made with embedder %s (%s), not %s (%s): not used", folder, *made,
+                    model, embed_backend)
         return None
     return result
 
@@ -281,15 +286,18 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
 
     A derived run (see :meth:`ExperimentConfig.redirected`) reuses its base run's study and keeps a copy.
     """
+    from .lazy_setup import LazySetup, setup_model
     from .llm.factory import default_workers, make_backend
     from .study import StudySettings, run_study
 
-    setup = setup or build_setup(cfg)
-    cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
-    key, folder, model = cfg.study_key(), cfg.study_dir, setup.provenance.get("model")
+    setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index
+    if not isinstance(setup, LazySetup):
+        cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
+    model, embed_backend = setup_model(setup)
+    key, folder = cfg.study_key(), cfg.study_dir
     places = [folder] + ([cfg.out_dir.parent / cfg.base_run / "runs" / key] if cfg.base_run else [])
     for place in places:
-        result = _stored_study(place, model)
+        result = _stored_study(place, model, embed_backend)
         if result is not None:
             log.info("study tables from %s", place)
             cfg.claim_run(study=key)

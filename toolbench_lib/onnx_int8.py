@@ -38,14 +38,18 @@ OPSET = 17
 class QuantSettings:
     """ONNX Runtime dynamic quantisation settings (weights only; activations are quantised per batch).
 
-    ``weights="QUInt8"`` runs exactly on every AVX2 CPU (u8 x u8 kernels); ``"QInt8"`` uses the
-    u8 x s8 kernels that VNNI accelerates but that can saturate on AVX2 without VNNI unless
-    ``reduce_range`` keeps the weights to 7 bits.
+    The default, ``QInt8`` weights per output channel with ``reduce_range`` (7-bit weights), uses the
+    u8 x s8 integer kernels that AVX-VNNI and AVX-512 VNNI run fastest, and stays exact on AVX2
+    without VNNI, where u8 x s8 products of full 8-bit weights can saturate. Only the weight matrices
+    of the linear layers are quantised (36 ``MatMulInteger`` in MiniLM-L6); the attention products
+    stay in float. Measured on a 2-core AVX-512 VNNI machine: ``QUInt8`` (u8 x u8 kernels) gave about
+    2.2x fp32's docs/s, ``QInt8`` 3.0x, ``QInt8`` with ``reduce_range`` 3.3x, all at a mean cosine to
+    fp32 of 0.993-0.994.
     """
 
-    weights: str = "QUInt8"
+    weights: str = "QInt8"
     per_channel: bool = True
-    reduce_range: bool = False
+    reduce_range: bool = True
 
     @property
     def tag(self) -> str:
@@ -174,6 +178,11 @@ class OnnxSentenceEncoder:
         self.inputs = list(self.manifest["inputs"])
         self.max_seq_length = int(self.manifest["max_seq_length"])
         self.device = "cpu"
+
+    @property
+    def variant(self) -> str:
+        """The export's quantisation tag and version, e.g. ``qint8-pc-rr-v1``."""
+        return f"{QuantSettings(**self.manifest['quant']).tag}-v{self.manifest['export_version']}"
 
     def get_sentence_embedding_dimension(self) -> int:
         return int(self.manifest["dim"])

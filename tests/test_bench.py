@@ -1,0 +1,67 @@
+"""The bench command: its table, and the quick run of the parts that need no model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from toolbench_lib.bench import BenchLine, format_table, machine_info
+from toolbench_lib.bench.embed import fixed_sample
+from toolbench_lib.bench.gemini_fake import bench_gemini
+from toolbench_lib.bench.search import bench_search
+from toolbench_lib.cli import main
+
+
+def test_ratio_direction_and_table():
+    rate = BenchLine("emb", "docs/s", "fp32", "int8", 10.0, 25.0, target=2.5)
+    time_ = BenchLine("search", "s", "bound", "faiss", 0.5, 1.0, better="lower")
+    skipped = BenchLine("llm", "tok/s", "1", "4", skipped="llama-cpp-python is not installed")
+    assert rate.ratio == pytest.approx(2.5) and rate.meets_target
+    assert time_.ratio == pytest.approx(0.5) and time_.meets_target is None
+    table = format_table([rate, time_, skipped], machine_info())
+    lines = table.splitlines()
+    assert lines[0].startswith("| measure |") and len([x for x in lines if x.startswith("| ")]) == 4
+    assert "2.50x" in table and "met" in table and "skipped" in table and "Machine:" in table
+
+
+def test_fixed_sample_is_fixed():
+    texts = [f"t{i}" for i in range(1000)]
+    a, b = fixed_sample(texts, 50), fixed_sample(texts, 50)
+    assert a == b and len(set(a)) == 50 and a == sorted(a, key=lambda t: int(t[1:]))
+
+
+def test_search_line_measures_both():
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal((2000, 32), dtype=np.float32)
+    line = bench_search(v, v[:10].copy(), k=5, repeats=1, source="random")
+    assert line.baseline_value > 0 and line.candidate_value > 0 and line.ratio is not None
+    assert line.details["registry"] == 2000 and line.details["queries"] == 10
+
+
+def test_gemini_line_uses_the_real_client_against_the_fake_server(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    line = bench_gemini(calls=8, workers=4, delay_s=0.05)
+    assert line.baseline_value > 0 and line.candidate_value > 0
+    assert line.details["server_delay_ms"] == 50 and "target_met" in line.details
+    import os
+
+    assert "GEMINI_API_KEY" not in os.environ  # the fake key is not left behind
+
+
+def test_bench_command_quick(capsys, tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--only", "search,gemini", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "exact search vs matmul bound" in table and "gemini client calls/s" in table
+    data = json.loads(out.read_text())
+    assert [ln["name"] for ln in data["lines"]] == ["exact search vs matmul bound",
+                                                    "gemini client calls/s (fake server, 200 ms)"]
+    assert all(ln["skipped"] is None and ln["ratio"] for ln in data["lines"])
+    assert data["machine"]["cores"] >= 1
+
+
+def test_bench_rejects_unknown_part(capsys):
+    assert main(["bench", "--only", "gpu"]) == 2
+    assert "unknown part" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""Warm runs only read: a stored study is returned without loading the embedder or building the index."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toolbench_lib import embedding
+from toolbench_lib.experiment import ExperimentConfig, get_study
+from toolbench_lib.lazy_setup import LazySetup
+
+
+def _cfg(data_dir, out):
+    return ExperimentConfig(data_dir=str(data_dir), outputs_dir=str(out), subsets=["G1_instruction"],
+                            backend="rules", embedder="all-MiniLM-L6-v2", runs=1, plan_limit=1)
+
+
+def test_stored_study_is_read_without_embedder(mini_toolbench, tmp_path, monkeypatch, embedder):
+    loads = []
+
+    def counting_load(*args, **kwargs):
+        loads.append(args)
+        return embedder
+
+    monkeypatch.setattr(embedding, "load_embedder", counting_load)
+    setup, first = get_study(_cfg(mini_toolbench, tmp_path))  # computes and stores the study
+    assert len(loads) == 1 and setup.built
+    setup, again = get_study(_cfg(mini_toolbench, tmp_path))
+    assert isinstance(setup, LazySetup) and not setup.built and len(loads) == 1
+    pd.testing.assert_frame_equal(again.hits.reset_index(drop=True), first.hits.reset_index(drop=True))
+    # what a reading cell needs comes without the model ...
+    assert setup.ds.registry["api_id"].tolist() == setup.api_ids
+    assert setup.queries["qkey"].tolist() == first.queries["qkey"].tolist()
+    assert setup.model == "all-MiniLM-L6-v2" and not setup.built
+    # ... and a cell that searches builds the setup once, on first use
+    assert len(setup.index) == len(setup.ds.registry)
+    assert setup.built and len(loads) == 2
+    assert setup.provenance["embedder_backend"] == "fp32"
+    setup.encode(["weather"])
+    assert len(loads) == 2
+
+
+def test_embedder_backend_keys_the_study(mini_toolbench, tmp_path, monkeypatch):
+    """A non-default backend changes the study key; the default keeps the keys of stored studies."""
+    base = _cfg(mini_toolbench, tmp_path).study_key()
+    monkeypatch.setenv("TOOLBENCH_EMBED_BACKEND", "int8")
+    cfg = _cfg(mini_toolbench, tmp_path)
+    assert cfg.study_fields()["embedder_backend"] == "int8" and cfg.study_key() != base
+    monkeypatch.delenv("TOOLBENCH_EMBED_BACKEND")
+    assert "embedder_backend" not in _cfg(mini_toolbench, tmp_path).study_fields()

@@ -1,0 +1,107 @@
+"""The ``bench`` subcommand: which lines run, at which sizes, and how the table is printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .core import BenchLine, format_table, machine_info, run_bench
+
+PARTS = ("embedding", "search", "warm", "local_llm", "gemini")
+FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 48}
+QUICK = {"docs": 96, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2, "llm_tokens": 8}
+# The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
+WARM_FULL = {"backend": "replay", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 100}
+WARM_SLICE = {"backend": "rules", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 3, "max_apis": 400,
+              "limit": 4, "subsets": ["G1", "G3"], "scale_sizes": [400], "scale_seeds": 1}
+
+
+def add_parser(sub, common: argparse.ArgumentParser) -> None:
+    b = sub.add_parser("bench", parents=[common], help="speed figures of this machine as side-by-side ratios")
+    b.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for tests")
+    b.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {', '.join(PARTS)}")
+    b.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
+    b.add_argument("--docs", type=int, default=None, help="registry documents embedded per backend")
+    b.add_argument("--llm-lock", default=None,
+                   help="file to hold an exclusive flock on while the local model runs (shared with others)")
+    b.add_argument("--json", default=None, help="also write the lines and the machine as JSON to this file")
+
+
+def _parts(args: argparse.Namespace, sizes: dict) -> dict:
+    from ..dataset import load_dataset
+    from ..embedding import Embedder, cached_complete, embed_cached, load_embedder
+
+    ds = load_dataset(args.data_dir)
+    state: dict = {}
+
+    def fp32() -> Embedder:
+        if "fp32" not in state:
+            state["fp32"] = load_embedder(args.model, backend="fp32")
+        return state["fp32"]
+
+    def embedding() -> BenchLine:
+        from ..onnx_int8 import load_int8_model
+        from .embed import bench_embedding, fixed_sample
+
+        f = fp32()
+        model = load_int8_model(f)
+        i8 = Embedder(f.name, model, f.fallback_from, "int8", model.variant)
+        return bench_embedding(f, i8, fixed_sample(ds.texts, args.docs or sizes["docs"]))
+
+    def search() -> BenchLine:
+        from .search import bench_search
+
+        if not args.quick and cached_complete(fp32(), ds.texts, "registry"):
+            vecs = embed_cached(fp32(), ds.texts, "registry", progress=False)
+            qs = ds.queries[ds.queries["subset"].isin(["G1_instruction", "G2_category_original",
+                                                         "G3_instruction_original"])]["query"].tolist()
+            return bench_search(vecs, embed_cached(fp32(), qs, "queries", progress=False),
+                                source=f"{fp32().name} fp32 registry")
+        rng = np.random.default_rng(0)
+        n, q = (5000, 64) if args.quick else (len(ds.texts), 462)
+        vecs = rng.standard_normal((n, 384), dtype=np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        return bench_search(vecs, vecs[:q].copy(), source="random unit vectors (registry not embedded)")
+
+    def warm() -> BenchLine:
+        from .warm import bench_warm
+
+        full = not args.quick and cached_complete(fp32(), ds.texts, "registry")
+        params = dict(WARM_FULL if full else WARM_SLICE, data_dir=args.data_dir)
+        with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
+            return bench_warm(Path(tmp), params, "make run (full registry, replay)" if full
+                              else f"slice of {WARM_SLICE['max_apis']} APIs, rules backend")
+
+    def local_llm() -> BenchLine:
+        from .llm_local import bench_local_llm
+
+        queries = ds.subset_queries("G1", sizes["llm_prompts"])["query"].tolist()
+        return bench_local_llm(n_seq=sizes["llm_prompts"], max_new=sizes["llm_tokens"],
+                               n_prompts=sizes["llm_prompts"], lock=args.llm_lock, queries=queries)
+
+    def gemini() -> BenchLine:
+        from .gemini_fake import bench_gemini
+
+        return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
+
+    return {"embedding": embedding, "search": search, "warm": warm, "local_llm": local_llm, "gemini": gemini}
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    only = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = [p for p in only if p not in PARTS]
+    if unknown or not only:
+        raise ValueError(f"--only: unknown part(s) {', '.join(unknown) or '(none given)'}; "
+                         f"choose from {', '.join(PARTS)}")
+    machine = machine_info()
+    parts = _parts(args, QUICK if args.quick else FULL)
+    lines = run_bench({name: parts[name] for name in only})
+    print(format_table(lines, machine))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine, "quick": args.quick,
+                                               "lines": [ln.to_dict() for ln in lines]}, indent=2))
+    return 0

@@ -1,0 +1,156 @@
+"""Local-model generation throughput: one sequence at a time against several decoded together.
+
+Both settings run the same greedy decoding loop on llama.cpp's low-level batch API (llama-cpp-python),
+on the same model, prompts (real stub prompts of G1 queries, in Qwen's chat format) and thread count:
+``1`` sequence per context, the prompts one after another, against ``n_seq`` sequences sharing one
+context, their prompts evaluated in one batch and their next tokens decoded together. A token step of a
+1.5B model on a CPU is bound by reading its weights; decoding several sequences per read is the gain.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .core import BenchLine
+
+
+@contextmanager
+def file_lock(path: str | None):
+    """Hold an exclusive ``flock`` on ``path`` (shared with the ``flock`` command) while the block runs."""
+    if not path:
+        yield
+        return
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def chat_prompt(system: str, user: str) -> str:
+    """Qwen2.5's chat format (ChatML), as its GGUF chat template renders it."""
+    return (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            "<|im_start|>assistant\n")
+
+
+class BatchedGreedy:
+    """Greedy decoding of up to ``n_seq`` sequences at once in one llama.cpp context."""
+
+    def __init__(self, llama, n_seq: int, n_ctx: int, n_threads: int) -> None:
+        import llama_cpp
+
+        self.lc = llama_cpp
+        self.llama = llama
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = params.n_ubatch = 512
+        params.n_seq_max = n_seq
+        params.n_threads = params.n_threads_batch = n_threads
+        params.kv_unified = True
+        params.no_perf = True
+        self.ctx = llama_cpp.llama_init_from_model(llama._model.model, params)
+        if not self.ctx:
+            raise RuntimeError("llama.cpp could not create a context")
+        self.vocab = llama_cpp.llama_model_get_vocab(llama._model.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.batch = llama_cpp.llama_batch_init(512, 0, 1)
+
+    def close(self) -> None:
+        self.lc.llama_batch_free(self.batch)
+        self.lc.llama_free(self.ctx)
+
+    def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
+        """Decode ``(token, pos, seq, want_logits)`` items in batches of at most 512."""
+        for start in range(0, len(items), 512):
+            part = items[start:start + 512]
+            b = self.batch
+            b.n_tokens = len(part)
+            for i, (tok, pos, seq, logits) in enumerate(part):
+                b.token[i], b.pos[i], b.n_seq_id[i] = tok, pos, 1
+                b.seq_id[i][0] = seq
+                b.logits[i] = 1 if logits else 0
+            if self.lc.llama_decode(self.ctx, b) != 0:
+                raise RuntimeError("llama_decode failed")
+
+    def _argmax(self, i: int) -> int:
+        ptr = self.lc.llama_get_logits_ith(self.ctx, i)
+        return int(np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)),
+                                         shape=(self.n_vocab,)).argmax())
+
+    def generate(self, prompts: list[list[int]], max_new: int) -> tuple[int, float]:
+        """Generate up to ``max_new`` tokens for each prompt; returns (tokens generated, decode seconds)."""
+        self.lc.llama_memory_clear(self.lc.llama_get_memory(self.ctx), True)
+        self._decode([(t, p, s, False) for s, toks in enumerate(prompts) for p, t in enumerate(toks[:-1])])
+        self._decode([(toks[-1], len(toks) - 1, s, True) for s, toks in enumerate(prompts)])
+        nxt = [self._argmax(i) for i in range(len(prompts))]
+        pos = [len(t) for t in prompts]
+        active = list(range(len(prompts)))
+        made = 0
+        t0 = time.perf_counter()
+        for _ in range(max_new):
+            active = [s for s in active if not self.lc.llama_vocab_is_eog(self.vocab, nxt[s])]
+            if not active:
+                break
+            self._decode([(nxt[s], pos[s], s, True) for s in active])
+            made += len(active)
+            for i, s in enumerate(active):
+                pos[s] += 1
+                nxt[s] = self._argmax(i)
+        return made, time.perf_counter() - t0
+
+
+def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock: str | None = None,
+                    queries: list[str] | None = None) -> BenchLine:
+    """Generated tokens/s (prompt evaluation included) of 1 sequence at a time against ``n_seq`` together."""
+    import llama_cpp
+
+    from ..llm.local import _default_threads
+    from ..llm.local_model import MODEL_NAME, resolve_gguf
+    from ..prompts import STUB_PROMPT
+
+    path = Path(resolve_gguf(None))
+    threads = _default_threads()
+    queries = (queries or [])[:n_prompts]
+    if len(queries) < n_prompts:
+        raise ValueError(f"need {n_prompts} queries")
+    with file_lock(lock):
+        llama = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=threads, verbose=False)
+        try:
+            prompts = [llama.tokenize(chat_prompt(STUB_PROMPT.system, STUB_PROMPT.render(query=q)).encode(),
+                                      add_bos=False, special=True) for q in queries]
+            n_ctx = sum(len(p) for p in prompts) + n_prompts * max_new + 64
+            single = BatchedGreedy(llama, 1, max(len(p) for p in prompts) + max_new + 64, threads)
+            multi = BatchedGreedy(llama, n_seq, n_ctx, threads)
+            try:
+                single.generate(prompts[:1], 4)  # warm-up
+                t0 = time.perf_counter()
+                made_1, dec_1 = 0, 0.0
+                for p in prompts:
+                    m, d = single.generate([p], max_new)
+                    made_1, dec_1 = made_1 + m, dec_1 + d
+                wall_1 = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                made_n, dec_n = 0, 0.0
+                for start in range(0, len(prompts), n_seq):
+                    m, d = multi.generate(prompts[start:start + n_seq], max_new)
+                    made_n, dec_n = made_n + m, dec_n + d
+                wall_n = time.perf_counter() - t0
+            finally:
+                single.close()
+                multi.close()
+        finally:
+            llama.close()
+    details = {"model": MODEL_NAME, "threads": threads, "prompts": n_prompts, "max_new_tokens": max_new,
+               "prompt_tokens_mean": round(float(np.mean([len(p) for p in prompts])), 1),
+               "decode_only_tokens_per_s": f"{made_1 / dec_1:.1f} vs {made_n / dec_n:.1f}",
+               "tokens": f"{made_1} vs {made_n}"}
+    return BenchLine("local LLM generated tokens/s (greedy, stub prompts)", "tok/s", "1 sequence",
+                     f"{n_seq} sequences batched", made_1 / wall_1, made_n / wall_n, target=1.5,
+                     details=details)

@@ -1,0 +1,35 @@
+"""Exact search (FAISS IndexFlatIP, top-k) against its matmul bound (the query x registry product)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .core import BenchLine
+
+
+def _best_of(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = 20, repeats: int = 3,
+                 source: str = "") -> BenchLine:
+    """Seconds of FAISS top-``k`` search against seconds of the plain ``queries @ vectors.T`` product."""
+    from ..index import VectorIndex
+
+    index = VectorIndex(vectors)
+    t_search = _best_of(lambda: index.search(queries, k), repeats)
+    t_matmul = _best_of(lambda: queries @ vectors.T, repeats)
+    t_topk = _best_of(lambda: np.argpartition(-(queries @ vectors.T), k, axis=1)[:, :k], repeats)
+    flops = 2.0 * len(queries) * len(vectors) * vectors.shape[1]
+    details = {"vectors": source, "registry": len(vectors), "queries": len(queries), "dim": vectors.shape[1],
+               "k": k, "matmul_gflops": round(flops / t_matmul / 1e9, 1),
+               "numpy_matmul_plus_argpartition_s": round(t_topk, 4)}
+    return BenchLine("exact search vs matmul bound", "s", "matmul bound", "faiss IndexFlatIP top-k",
+                     t_matmul, t_search, better="lower", details=details)

@@ -1,0 +1,91 @@
+"""A retrieval setup built on first use: a warm notebook that reads a stored study loads neither the
+embedding model nor the registry index unless one of its cells asks for them."""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+class LazySetup:
+    """Stands in for :class:`~toolbench_lib.evaluate.RetrievalSetup` of a configuration.
+
+    ``ds``, ``queries``, ``api_ids``, ``model`` and ``embedder_backend`` are answered from the
+    processed dataset and the configuration; the first access to anything else (``index``,
+    ``embedder``, ``encode``, ``provenance``...) loads the embedder and builds the index once.
+    """
+
+    def __init__(self, cfg) -> None:
+        self._cfg = cfg
+        self._ds = None
+        self._setup = None
+        self._queries = None
+
+    @property
+    def built(self) -> bool:
+        """Whether the embedder and index have been loaded."""
+        return self._setup is not None
+
+    @property
+    def ds(self):
+        if self._setup is not None:
+            return self._setup.ds
+        if self._ds is None:
+            from .dataset import load_dataset
+
+            self._ds = load_dataset(self._cfg.data_dir)
+        return self._ds
+
+    @property
+    def queries(self):
+        if self._setup is not None:
+            return self._setup.queries
+        if self._queries is None:
+            from .evaluate import select_queries
+
+            self._queries = select_queries(self.ds, self._cfg.subsets, self._cfg.limit)
+        return self._queries
+
+    @property
+    def api_ids(self) -> list[str]:
+        return self.ds.registry["api_id"].tolist()
+
+    @property
+    def model(self) -> str:
+        """The embedder name results record, resolved without loading the model."""
+        from .embedding import resolve_model_name
+
+        if self._setup is not None:
+            return self._setup.embedder.name
+        return resolve_model_name(self._cfg.embedder)
+
+    @property
+    def embedder_backend(self) -> str:
+        from .embedding import resolve_backend
+
+        return self._setup.embedder.backend if self._setup is not None else resolve_backend(None)
+
+    def build(self):
+        """The full :class:`~toolbench_lib.evaluate.RetrievalSetup` (built once)."""
+        if self._setup is None:
+            from .embedding import load_embedder
+            from .evaluate import prepare
+
+            cfg = self._cfg
+            log.info("loading the embedder and building the index")
+            self._setup = prepare(self.ds, load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
+                                  cfg.limit, cfg.seed)
+        return self._setup
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.build(), name)
+
+
+def setup_model(setup) -> tuple[str, str]:
+    """``(embedder name, embedder backend)`` of a setup, lazy or built, without building it."""
+    if isinstance(setup, LazySetup):
+        return setup.model, setup.embedder_backend
+    return setup.embedder.name, getattr(setup.embedder, "backend", "fp32")
