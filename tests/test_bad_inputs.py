@@ -238,7 +238,7 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("max-apis-negative", lambda c: ev(c, "--max-apis", "-5"), ("--max-apis", "-5")),
     ("max-apis-above-registry", lambda c: ev(c, "--max-apis", "1000000"),
      ("--max-apis", "1000000", "registry has")),
-    ("subset-unknown", lambda c: ev(c, "--subset", "G9"), ("--subset", "G9")),
+    ("subset-unknown", lambda c: ev(c, "--subset", "G9"), ("query set", "G9")),
     ("subset-empty", lambda c: ev(c, "--subset", ""), ("--subset", "''")),
     ("gt-unknown", lambda c: ev(c, "--gt", "all"), ("--gt", "all")),
     ("backend-unknown", lambda c: ev(c, "--backend", "gpt"), ("--backend", "gpt")),
@@ -378,30 +378,46 @@ REPAIRED_CASES: list[tuple[str, Callable[[Path], None]]] = [
 ]
 
 
-@pytest.mark.slow
+@pytest.fixture(scope="module")
+def clean_summary(small_data) -> dict:
+    """``data summary --json`` of the small data folder (building its processed cache)."""
+    out = cli("data", "summary", "--json", "--data-dir", small_data)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 @pytest.mark.parametrize("case", REPAIRED_CASES, ids=[c[0] for c in REPAIRED_CASES])
-def test_damaged_processed_cache_is_rebuilt(case, small_data, clean):
+def test_damaged_processed_cache_is_rebuilt(case, small_data, clean_summary):
     name, damage = case
     damage(_processed(small_data))
-    out = cli(*evaluate_args(small_data))
+    out = cli("data", "summary", "--json", "--data-dir", small_data)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    assert numbers(json.loads(out.stdout)) == clean
+    assert json.loads(out.stdout) == clean_summary
     assert "rebuilding" in out.stderr
     assert _processed(small_data)  # written again, with its checksums
     OUTCOMES[name] = "repaired"
 
 
 @pytest.mark.slow
-def test_subset_named_twice_counts_once(small_data, clean):
-    for extra in (["--subset", "G1"], ["--subset", "G1_instruction", "--subset", "G3_instruction_original"]):
-        out = cli(*evaluate_args(small_data, *extra))
-        assert out.returncode == 0, out.stderr
-        assert numbers(json.loads(out.stdout)) == clean
-    OUTCOMES["subset-named-twice"] = "repaired"
+def test_overwritten_registry_gives_the_clean_numbers(small_data, clean):
+    """The issue's case: a cache file overwritten in place (same size) was used as is; now it is rebuilt."""
+    _overwrite_same_size(_processed(small_data) / "registry.parquet")
+    out = cli(*evaluate_args(small_data))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert numbers(json.loads(out.stdout)) == clean and "rebuilding" in out.stderr
+    OUTCOMES["processed-registry-overwritten-evaluate"] = "repaired"
 
 
 @pytest.mark.slow
-def test_stale_temporary_files_are_removed(small_data, clean):
+def test_subset_named_twice_counts_once(small_data, clean):
+    """G1 given three times (also as G1_instruction): evaluated once, as in the clean run."""
+    out = cli(*evaluate_args(small_data, "--subset", "G1", "--subset", "G1_instruction"))
+    assert out.returncode == 0, out.stderr
+    assert numbers(json.loads(out.stdout)) == clean
+    OUTCOMES["subset-named-twice"] = "repaired"
+
+
+def test_stale_temporary_files_are_removed(small_data, clean_summary):
     folder = _processed(small_data)
     dead = folder / f".registry.parquet.{_dead_pid()}.tmp.parquet"
     old_live = folder / f".queries.parquet.{os.getpid()}.tmp.parquet"
@@ -410,9 +426,9 @@ def test_stale_temporary_files_are_removed(small_data, clean):
         path.write_bytes(b"half-written")
     two_hours_ago = time.time() - 7200
     os.utime(old_live, (two_hours_ago, two_hours_ago))
-    out = cli(*evaluate_args(small_data))
+    out = cli("data", "summary", "--json", "--data-dir", small_data)
     assert out.returncode == 0, out.stderr
-    assert numbers(json.loads(out.stdout)) == clean
+    assert json.loads(out.stdout) == clean_summary
     assert not dead.exists() and not old_live.exists()
     assert fresh_live.exists()  # a live process may still be writing it
     fresh_live.unlink()
@@ -427,6 +443,7 @@ def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
     """One recorded stub reply is a 4,300-digit integer: the run completes and only that stub falls back."""
     from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
     from toolbench_lib.llm.rules import RulesBackend
+    from toolbench_lib.parsing import parse_stubs
     from toolbench_lib.prompts import STUB_PROMPT
     from toolbench_lib.study import call
 
@@ -441,32 +458,67 @@ def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
         records = [json.loads(line) for line in fh]
     target = next(r for r in records if str(queries[1]["query"]).strip() in r["prompt"])
     target["text"] = "[0x" + "f" * 4000 + "]"
+    assert sum(parse_stubs(r["text"], "q")[1] for r in records) == 1  # the other recorded replies parse
     bad_cassette = _cassette(tmp_path, [json.dumps(r) for r in records], "adversarial.jsonl.gz")
 
-    def run(cassette: Path, save: Path) -> tuple[dict, dict]:
-        out = cli("evaluate", "--method", "ptr", "--backend", "replay", "--cassette", cassette, "--runs", "1",
-                  "--plan-limit", "0", "--data-dir", small_data, "--model", "all-MiniLM-L6-v2",
-                  "--subset", "G1", "--limit", "3", "--max-apis", MAX_APIS, "--save", save, "--json")
-        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-        import pandas as pd
+    out = cli("evaluate", "--method", "ptr", "--backend", "replay", "--cassette", bad_cassette, "--runs", "1",
+              "--plan-limit", "0", "--data-dir", small_data, "--model", "all-MiniLM-L6-v2",
+              "--subset", "G1", "--limit", "3", "--max-apis", MAX_APIS, "--save", tmp_path / "run", "--json")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    import pandas as pd
 
-        stubs = pd.read_parquet(save / "stubs.parquet")
-        per_query = {k: (list(g["name"]), bool(g["fell_back"].iloc[0])) for k, g in stubs.groupby("qkey")}
-        return json.loads(out.stdout), per_query
-
-    _, clean_stubs = run(clean_cassette, tmp_path / "clean")
-    result, stubs = run(bad_cassette, tmp_path / "bad")
-    assert not any(fb for _, fb in clean_stubs.values())
-    fell_back = {k for k, (_, fb) in stubs.items() if fb}
-    assert len(fell_back) == 1
-    (key,) = fell_back
-    assert stubs[key][0] == [str(queries[1]["query"]).strip()]  # the raw query is the one stub
-    assert {k: v for k, v in stubs.items() if k != key} == {k: v for k, v in clean_stubs.items() if k != key}
-    assert json.dumps(result).count('"fallback_stubs": 1') == 1
+    stubs = pd.read_parquet(tmp_path / "run" / "stubs.parquet")
+    got = {k: ([(n, r) for n, r in zip(g["name"], g["reasoning"], strict=True)], bool(g["fell_back"].iloc[0]))
+           for k, g in stubs.groupby("qkey")}
+    expected = {}
+    for q in queries:
+        text = str(q["query"]).strip()
+        parsed, fell_back = parse_stubs(next(r for r in records if text in r["prompt"])["text"], text)
+        expected[f"G1_instruction:{q['query_id']}"] = ([(s.name, s.reasoning) for s in parsed], fell_back)
+    assert got == expected
+    assert [k for k, (_, fb) in got.items() if fb] == [f"G1_instruction:{queries[1]['query_id']}"]
+    assert got[f"G1_instruction:{queries[1]['query_id']}"][0] == [(str(queries[1]["query"]).strip(),
+                                                                  "fallback: raw query")]
+    assert json.dumps(json.loads(out.stdout)).count('"fallback_stubs": 1') == 1
     OUTCOMES["adversarial-reply-in-cassette"] = "fell back"
 
 
 def test_table_size():
     """At least 40 bad inputs and damaged caches are tried."""
-    assert len(ERROR_CASES) + len(REPAIRED_CASES) + 3 >= 40
+    assert len(ERROR_CASES) + len(REPAIRED_CASES) + 4 >= 40
     assert len({name for name, *_ in ERROR_CASES}) == len(ERROR_CASES)
+
+
+# --------------------------------------------------------------------------- the notebooks' configuration
+
+CONFIG_CASES = [
+    ({"k": 0}, "k: 0"), ({"k": True}, "k: True"), ({"k": 2.5}, "k: 2.5"), ({"runs": 0}, "runs: 0"),
+    ({"depth": -1}, "depth: -1"), ({"limit": 0}, "limit: 0"), ({"plan_limit": -1}, "plan_limit: -1"),
+    ({"max_apis": 0}, "max_apis: 0"), ({"seed": -1}, "seed: -1"), ({"scale_seeds": 0}, "scale_seeds: 0"),
+    ({"scale_sizes": [1000, 0]}, "scale_sizes: 0"), ({"scale_sizes": []}, "scale_sizes: []"),
+    ({"subsets": ["../G1"]}, "subsets: unknown query set '../G1'"), ({"subsets": "G1"}, "subsets: 'G1'"),
+    ({"subsets": []}, "subsets: []"), ({"backend": "gpt"}, "backend: 'gpt'"),
+    ({"temperature": float("nan")}, "temperature: nan"), ({"run_temperature": 5}, "run_temperature: 5"),
+    ({"run_name": "../elsewhere"}, "run_name: '../elsewhere'"), ({"run_name": ""}, "run_name: ''"),
+    ({"smoke": "yes"}, "smoke: 'yes'"), ({"data_dir": "/no/such/folder"}, "data_dir: '/no/such/folder'"),
+    ({"cassette": "/no/such.jsonl.gz"}, "cassette: '/no/such.jsonl.gz'"),
+]
+
+
+@pytest.mark.parametrize("params,message", CONFIG_CASES, ids=[m.split(":")[0] + "-" + str(i)
+                                                             for i, (_, m) in enumerate(CONFIG_CASES)])
+def test_experiment_config_rejects_bad_fields(params, message):
+    from toolbench_lib.experiment import ExperimentConfig
+    from toolbench_lib.validation import UsageError
+
+    with pytest.raises(UsageError) as info:
+        ExperimentConfig(**params)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_experiment_config_keeps_a_set_once():
+    from toolbench_lib.experiment import ExperimentConfig
+
+    cfg = ExperimentConfig(subsets=["G1", "G1_instruction", "G3", "G1"])
+    assert cfg.subsets == ["G1", "G3"]
+    assert ExperimentConfig().subsets == ["G1", "G2", "G3"]
