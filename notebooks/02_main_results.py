@@ -135,9 +135,9 @@ for note, n in undecided["note"].value_counts().items():
 # of queries). Every p-value is Holm-corrected over the whole table (`*_holm`).
 
 # %%
-paired = mr.paired_tests(result, cfg.k)
-save_table(paired, "paired_tests", cfg, prov)
-display(paired.drop(columns=["a", "b"]).round(4))
+paired_tests = mr.paired_tests(result, cfg.k)
+save_table(paired_tests, "paired_tests", cfg, prov)
+display(paired_tests.drop(columns=["a", "b"]).round(4))
 
 # %% [markdown]
 # ## Query by query
@@ -202,10 +202,10 @@ if has_v2:
 else:
     print("this cassette holds no judge-v2 verdicts: judge-v1 only")
     ev_v2, paired = ev_v1.iloc[:0], ev_v1
-validity = pd.concat([jv.judge_validity(ev_v1).assign(plans="all"),
-                      jv.judge_validity(paired).assign(plans="same")], ignore_index=True)
+validity = pd.concat([jv.judge_validity(ev_v1).assign(plans="all")]
+                     + ([jv.judge_validity(paired).assign(plans="same")] if has_v2 else []), ignore_index=True)
 save_table(validity, "judge_validity", cfg, prov)
-comparison = jv.pass_rate_comparison(validity[validity["plans"] == "same"])
+comparison = jv.pass_rate_comparison(validity[validity["plans"] == ("same" if has_v2 else "all")])
 save_table(comparison.round(3), "pass_rate_judged_objective", cfg, prov)
 display(comparison.round(3))
 confusion = jv.confusion(paired, by=["judge_version", "subset", "method"])
@@ -242,4 +242,4 @@ for line in found:
 # %%
 from toolbench_lib.analysis.findings import main_findings  # noqa: E402
 
-display(Markdown(main_findings(main, paired, PAPER_RECALL)))
+display(Markdown(main_findings(main, paired_tests, PAPER_RECALL)))

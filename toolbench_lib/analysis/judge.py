@@ -133,7 +133,7 @@ def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
 
 def confusion(ev: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     """Counts of verdict (Solved / Unsolved / none) against evidence (all / some / none), per ``by``."""
-    v = ev.assign(verdict=ev["verdict"].fillna("none"))
+    v = ev.assign(verdict=ev["verdict"].fillna("none"), subset=ev["subset"].map(subset_alias))
     table = v.groupby([*by, "verdict"])["evidence"].value_counts().unstack("evidence", fill_value=0)
     table = table.reindex(columns=list(EVIDENCE), fill_value=0)
     table["total"] = table.sum(axis=1)
