@@ -211,14 +211,15 @@ def test_recorded_judge_versions_of_the_committed_cassette():
     assert set(versions) <= {"judge-v1", "judge-v2"}
 
 
-def test_rejudge_command(tmp_path, capsys):
+def test_rejudge_command(ds, tmp_path, capsys):
     from toolbench_lib.rejudge import main
 
     out = tmp_path / "v.csv"
-    assert main(["--backend", "rules", "--per-subset", "1", "--out", str(out)]) == 0
+    data = ["--data-dir", str(ds.data_dir)]
+    assert main(["--backend", "rules", "--per-subset", "1", "--out", str(out), *data]) == 0
     table = pd.read_csv(out)
     assert len(table) == 6 and set(table["judge_version"]) == {"judge-v2"}  # 3 sets x 2 methods
-    assert main(["--backend", "rules", "--per-subset", "1", "--export"]) == 2
+    assert main(["--backend", "rules", "--per-subset", "1", "--export", *data]) == 2
     assert "--export needs a live backend" in capsys.readouterr().err
 
 
