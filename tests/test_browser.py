@@ -26,7 +26,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOT = OUTPUTS_DIR / "browser" / "explorer_ptr_wins.png"
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = 180_000  # generous: the machine is shared, and Voilà runs the notebook before the page shows
 
 pytestmark = pytest.mark.slow
 
@@ -206,7 +206,7 @@ def test_explorer_app_in_chromium(chromium, stored, app):
             shutil.rmtree(profile, ignore_errors=True)
     assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and SCREENSHOT.stat().st_size > 20_000
 
-    deadline = time.time() + 60  # the closed page's kernel is culled once idle
+    deadline = time.time() + 180  # the closed page's kernel is culled once idle
     while _kernels(proc) and time.time() < deadline:
         time.sleep(1)
     assert not _kernels(proc), f"the kernel of the closed page still runs:\n{log.read_text()[-2000:]}"

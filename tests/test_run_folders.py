@@ -32,7 +32,7 @@ def _parameters_cell(path: Path) -> dict:
     return values
 
 
-def test_study_key_leaves_out_analysis_parameters():
+def test_study_key_leaves_out_analysis_parameters(real_data_dir):
     base = ExperimentConfig.build(run_name="a")
     assert ExperimentConfig.build(run_name="b", k=10, scale_seeds=1, gt="relevant").study_key() \
         == base.study_key()
