@@ -72,9 +72,10 @@ sync-notebooks: install
 lint: install
 	$(VENV)/bin/ruff check toolbench_lib tests
 
+# Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` is the fast tier).
 test: install install-local
 	$(VENV)/bin/ruff check toolbench_lib tests
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -m ""
 
 clean-cache:
 	rm -rf data/processed/* data/cache/*

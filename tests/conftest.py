@@ -1,4 +1,11 @@
-"""Shared fixtures: the real data, the real offline embedder, a small synthetic ToolBench folder."""
+"""Shared fixtures: the real data, the real offline embedder, a small synthetic ToolBench folder.
+
+Test tiers. Plain ``pytest`` runs the fast tier: tests that need neither the ToolBench data folder nor the
+embedding model. Tests that do are marked here, from the fixtures they use (``ds``, ``embedder``,
+``slice_setup``, ``real_data_dir``, ...) and from :data:`NEEDS` for modules that reach the data or a model
+without a fixture, and are deselected by ``addopts`` in pyproject.toml; ``make test`` runs every test
+(``pytest -m ""``).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,39 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 SLICE_APIS = 2500
 SLICE_QUERIES = 15
+
+# Fixture -> markers of every test that uses it (directly or through another fixture).
+FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
+    "ds": ("data",),
+    "real_data_dir": ("data",),
+    "small_data": ("data",),  # test_bad_inputs: a small copy of the real data
+    "clean": ("model",),  # test_bad_inputs: the clean run's numbers
+    "embedder": ("model",),
+    "slice_setup": ("data", "model"),
+}
+# Modules (or single tests, "module::test") that need the data or a model without one of those fixtures.
+NEEDS: dict[str, tuple[str, ...]] = {
+}
+TIER_MARKERS = ("data", "model", "slow", "local_llm")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test that needs the data folder or a model (see the module docstring)."""
+    for item in items:
+        module = item.path.name
+        wanted = set(NEEDS.get(module, ())) | set(NEEDS.get(f"{module}::{item.originalname}", ()))
+        for name in getattr(item, "fixturenames", ()):
+            wanted.update(FIXTURE_MARKS.get(name, ()))
+        for marker in sorted(wanted):
+            item.add_marker(marker)
+
+
+@pytest.fixture(scope="session")
+def real_data_dir():
+    """The ToolBench data folder (``paths.find_data_dir``)."""
+    from toolbench_lib.paths import find_data_dir
+
+    return find_data_dir()
 
 
 @pytest.fixture(scope="session")

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     summ = data_sub.add_parser("summary", parents=[common], help="counts of registry, queries, ground truth")
     summ.add_argument("--json", action="store_true", help="print one JSON object")
     summ.add_argument("--rebuild", action="store_true", help="rebuild the processed parquet cache")
+    summ.add_argument("--queries", action="append", default=None, type=existing_file, metavar="FILE",
+                      help="a ToolBench-format query file from anywhere (a set named after its stem); "
+                           "repeatable")
 
     index = sub.add_parser("index", help="embedding index")
     index_sub = index.add_subparsers(dest="action", required=True)
@@ -82,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--depth", type=int_at_least(1), default=20, help="hits kept per searched text (>= k)")
     ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
     ev.add_argument("--subset", action="append", default=None, type=subset_name,
-                    help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}); repeatable; default all three")
+                    help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}, or the name of a "
+                         "test_instruction/<name>.json); repeatable; default all three (none with --queries)")
+    ev.add_argument("--queries", action="append", default=None, type=existing_file, metavar="FILE",
+                    help="evaluate a ToolBench-format query file from anywhere (a set named after its stem, "
+                         "its api_list docs join the registry); repeatable")
     ev.add_argument("--k", type=int_at_least(1), default=5, help="APIs per query scored (>= 1)")
     ev.add_argument("--gt", choices=GT_DEFINITIONS, default=DEFAULT_GT, help="ground-truth definition")
     ev.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
@@ -151,13 +158,14 @@ def cmd_cassette(args: argparse.Namespace) -> int:
 def cmd_data_summary(args: argparse.Namespace) -> int:
     from .dataset import load_dataset, summary
 
-    s = summary(load_dataset(args.data_dir, rebuild=args.rebuild))
+    s = summary(load_dataset(args.data_dir, rebuild=args.rebuild, query_files=args.queries or ()))
     if args.json:
         print(json.dumps(s, indent=2))
     else:
         print(f"{s['apis']} APIs, {s['tools']} tools, {s['categories']} categories ({s['data_dir']})")
         for name, n in s["subsets"].items():
-            print(f"  {name:26s} {n:4d} queries")
+            unresolved = s["unresolved_gt_pairs_by_subset"].get(name, 0)
+            print(f"  {name:26s} {n:4d} queries" + (f", {unresolved} unresolved pairs" if unresolved else ""))
         print(f"ground-truth pairs: {s['gt_pairs']} candidates, {s['gt_pairs_relevant']} relevant, "
               f"{s['unresolved_gt_pairs']} unresolved")
     return 0
@@ -192,13 +200,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .dataset import load_dataset
     from .retrievers import RETRIEVERS
 
-    subsets = check_subsets("--subset", args.subset or list(DEFAULT_SUBSETS))  # a set named twice: once
+    subsets = _evaluated_sets(args)
     methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     unknown = [m for m in methods if m not in RETRIEVERS]
     if unknown or not methods:
         raise ValueError(f"--method: unknown method(s) in {args.method!r}; "
                          f"choose from {', '.join(RETRIEVERS)}")
-    ds = load_dataset(args.data_dir)
+    ds = load_dataset(args.data_dir, query_files=args.queries or ())
     check_dataset(ds, args.max_apis, subsets)
     needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
     backend = args.backend or ("replay" if needs_llm else None)
@@ -208,6 +216,37 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         _print_result(result)
     return 0
+
+
+def _evaluated_sets(args: argparse.Namespace) -> list[str]:
+    """``--subset`` names (default: the three, or none with ``--queries``) and the ``--queries`` files' sets,
+    checked against the data folder's sets before anything is loaded; a set named twice counts once."""
+    from .paths import find_data_dir
+    from .queries import external_sets, query_file_sets, user_set_files
+
+    root = find_data_dir(args.data_dir)
+    files = args.queries or []
+    users = [*user_set_files(root), *external_sets(root, files)]
+    names = (args.subset or ([] if files else list(DEFAULT_SUBSETS))) + query_file_sets(root, files)
+    return check_subsets("--subset", names, users)
+
+
+def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
+    """Per evaluated set, the ground-truth pairs that resolved to no registry API, by definition (each set
+    with any is also logged)."""
+    from .queries import resolve_subset
+
+    out = {}
+    for name in subsets:
+        q = queries[queries["subset"] == resolve_subset(name, list(dict.fromkeys(queries["subset"])))]
+        counts = {"candidates": int(q["unresolved_candidates"].sum()),
+                  "relevant": int(q["unresolved_relevant"].sum())}
+        if any(counts.values()):
+            log.warning("query set %s: %d of %d ground-truth pairs resolve to no registry API "
+                        "(candidates %d, relevant %d)", name, sum(counts.values()),
+                        int(q["n_candidate_pairs"].sum() + q["n_relevant_pairs"].sum()), *counts.values())
+        out[name] = counts
+    return out
 
 
 def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: list[str],
@@ -233,6 +272,8 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     if args.save:
         result.save(Path(args.save))
     out = summarise_study(result, subsets, args.k, args.gt)
+    for name, counts in unresolved_report(setup.queries, subsets).items():
+        out["subsets"][name]["unresolved_gt_pairs"] = counts
     out["method"] = ",".join(methods)
     return out
 

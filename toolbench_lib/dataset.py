@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pandas as pd
 
 from .atomic import atomic_path, clean_stale_temps
 from .paths import PROCESSED_DIR, find_data_dir
-from .queries import available_sets, load_queries
+from .queries import available_sets, external_sets, load_queries, user_set_files
 from .registry import api_text, merge_registry
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,16 @@ def source_files(data_dir: Path) -> list[Path]:
     return sorted(p for pat in patterns for p in data_dir.glob(pat))
 
 
-def sources_fingerprint(data_dir: Path) -> str:
-    """sha256 over relative path, size and modification time of every source file."""
+def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None) -> str:
+    """sha256 over relative path, size and modification time of every source file (and of the query files
+    given apart, by set name and absolute path)."""
     h = hashlib.sha256(PROCESSING_VERSION.encode())
     for p in source_files(data_dir):
         st = p.stat()
         h.update(f"{p.relative_to(data_dir)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    for name, p in sorted((external or {}).items()):
+        st = p.stat()
+        h.update(f"queries:{name}={p}|{st.st_size}|{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
 
@@ -61,12 +66,15 @@ class Dataset:
     def subset_queries(self, subset: str, limit: int | None = None) -> pd.DataFrame:
         from .queries import resolve_subset
 
-        q = self.queries[self.queries["subset"] == resolve_subset(subset)]
+        users = [*user_set_files(self.data_dir), *self.stats.get("query_files", {})]
+        name = resolve_subset(subset, users)  # an unknown name: one line listing the known sets
+        q = self.queries[self.queries["subset"] == name]
         if q.empty:
             from .queries import query_set_path
 
-            raise ValueError(f"query set {resolve_subset(subset)} has no queries in this data folder "
-                             f"({query_set_path(self.data_dir, subset)} is missing or empty)")
+            where = self.stats.get("query_files", {}).get(name) or query_set_path(self.data_dir, name)
+            raise ValueError(f"query set {name} has no queries in this data folder ({where} is missing or "
+                             "empty)")
         return q.head(limit) if limit else q
 
 
@@ -109,10 +117,15 @@ def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
 
 
 def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path | None = None,
-                 rebuild: bool = False) -> Dataset:
-    """Load the processed dataset, building and caching it when the sources changed."""
+                 rebuild: bool = False, query_files: Sequence[str | os.PathLike] = ()) -> Dataset:
+    """Load the processed dataset, building and caching it when the sources changed.
+
+    ``query_files`` are ToolBench-format query files from anywhere (``--queries``): each is a query set
+    named after its stem and its ``api_list`` docs join the registry, as for a file of ``test_instruction/``.
+    """
     root = find_data_dir(data_dir)
-    fp = sources_fingerprint(root)
+    external = external_sets(root, query_files)
+    fp = sources_fingerprint(root, external)
     out = (processed_dir or PROCESSED_DIR) / fp
     reg_path, q_path, stats_path = (out / name for name in CACHED_FILES)
     clean_stale_temps(out)
@@ -121,14 +134,15 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
         log.info("processed dataset %s from %s", fp, out)
         return cached
     log.info("building processed dataset %s from %s", fp, root)
-    registry, merge_stats = merge_registry(root)
+    registry, merge_stats = merge_registry(root, external.values())
     registry["doc_text"] = [api_text(r) for r in registry.to_dict("records")]
-    queries = load_queries(root, available_sets(root), registry)
+    queries = load_queries(root, available_sets(root) + list(external), registry, external)
     for col in ("candidates", "relevant"):
         queries[col] = queries[col].map(list)
     stats = {
         "data_dir": str(root),
         "fingerprint": fp,
+        "query_files": {name: str(p) for name, p in external.items()},
         "tool_files_read": merge_stats.files_read,
         "malformed_files": len(merge_stats.malformed_files),
         "malformed_file_paths": merge_stats.malformed_files[:50],
@@ -166,6 +180,10 @@ def summary(ds: Dataset) -> dict:
         "gt_pairs_relevant": rel_pairs,
         "unresolved_gt_pairs": unres_c + unres_r,
         "unresolved_gt_pairs_by_definition": {"candidates": unres_c, "relevant": unres_r},
+        "unresolved_gt_pairs_by_subset": {
+            s: int(v) for s, v in q.groupby("subset")[["unresolved_candidates", "unresolved_relevant"]]
+            .sum().sum(axis=1).items()},
+        "query_files": ds.stats.get("query_files", {}),
         "mean_gt_size": {
             gt: {s: round(float(v), 3) for s, v in q.groupby("subset")[gt].apply(
                 lambda x: x.map(len).mean()).items()}

@@ -6,12 +6,20 @@ Two ground-truth definitions are supported everywhere:
   The paper's numbers correspond to this definition.
 * ``relevant``: ToolBench's ``relevant APIs``, the APIs the query was written to need (a strict
   subset of ``candidates``).
+
+Query sets are the built-in ones of :data:`QUERY_SETS` and, besides them, every other ToolBench-format file
+``test_instruction/<name>.json`` of the data folder (a *user set* named after its file stem), or a file
+given by path (``evaluate --queries FILE``). A user set is resolved exactly like a built-in one, and its
+``api_list`` docs join the registry like theirs (:mod:`toolbench_lib.registry`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +27,7 @@ import pandas as pd
 
 from .normalize import norm_name
 
+log = logging.getLogger(__name__)
 GT_DEFINITIONS = ("candidates", "relevant")
 DEFAULT_GT = "candidates"
 
@@ -53,14 +62,41 @@ class UnknownSubsetError(KeyError):
     """A query-set name that is neither a set nor a default-subset alias."""
 
 
-def resolve_subset(name: str) -> str:
-    """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``)."""
+# A user set's name: a plain file stem (no path, no leading dot or dash).
+USER_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+USER_SET_FOLDER = "test_instruction"
+_WARNED: set[Path] = set()  # files already warned about as no query set
+
+
+def _unknown(name: object, user_sets: Iterable[str] = ()) -> UnknownSubsetError:
+    known = ", ".join([*DEFAULT_SUBSETS, *QUERY_SETS, *user_sets])
+    return UnknownSubsetError(f"unknown query set {name!r}; known: {known} (and any other "
+                              f"{USER_SET_FOLDER}/<name>.json of the data folder)")
+
+
+def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
+    """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``).
+
+    A name that is no built-in set or alias is a user set: checked against ``user_sets`` when given (the
+    sets of a data folder, :func:`user_set_files`), else only for its form and checked when data is loaded.
+    """
     if name in DEFAULT_SUBSETS:
         return DEFAULT_SUBSETS[name]
     if name in QUERY_SETS:
         return name
-    known = ", ".join([*DEFAULT_SUBSETS, *QUERY_SETS])
-    raise UnknownSubsetError(f"unknown query set {name!r}; known: {known}")
+    if isinstance(name, str) and USER_SET_NAME.match(name):
+        if user_sets is None:
+            return name
+        listed = list(user_sets)
+        if name in listed:
+            return name
+        raise _unknown(name, listed)
+    raise _unknown(name, user_sets or ())
+
+
+def is_builtin(name: str) -> bool:
+    """True for a built-in set name or alias."""
+    return name in QUERY_SETS or name in DEFAULT_SUBSETS
 
 
 def check_gt(gt: str) -> str:
@@ -122,13 +158,83 @@ def read_query_file(path: Path) -> list[dict]:
 
 
 def query_set_path(data_dir: Path, name: str) -> Path:
-    folder, stem = QUERY_SETS[resolve_subset(name)]
-    return data_dir / folder / f"{stem}.json"
+    """Where a query set's file is: a built-in set's own place, else ``test_instruction/<name>.json``."""
+    canonical = resolve_subset(name)
+    if canonical in QUERY_SETS:
+        folder, stem = QUERY_SETS[canonical]
+        return data_dir / folder / f"{stem}.json"
+    return data_dir / USER_SET_FOLDER / f"{canonical}.json"
+
+
+def builtin_query_files(data_dir: Path) -> set[Path]:
+    """The files of the built-in sets (present or not)."""
+    return {data_dir / folder / f"{stem}.json" for folder, stem in QUERY_SETS.values()}
+
+
+def user_set_files(data_dir: Path) -> dict[str, Path]:
+    """``{name: file}`` of the user sets of a data folder: ``test_instruction/*.json`` beside the built-in
+    ones. A file whose stem is a built-in set name or alias, or no plain name, is skipped with a warning."""
+    builtin = builtin_query_files(data_dir)
+    out: dict[str, Path] = {}
+    for path in sorted((data_dir / USER_SET_FOLDER).glob("*.json")):
+        if path in builtin:
+            continue
+        if is_builtin(path.stem) or not USER_SET_NAME.match(path.stem):
+            if path in _WARNED:
+                continue
+            _WARNED.add(path)
+            log.warning("%s is not read as a query set: its name %r is a built-in set or alias, or not a "
+                        "plain name; rename it", path, path.stem)
+            continue
+        out[path.stem] = path
+    return out
 
 
 def available_sets(data_dir: Path) -> list[str]:
-    """Query sets present in the data folder."""
-    return [n for n in QUERY_SETS if query_set_path(data_dir, n).exists()]
+    """Query sets present in the data folder: the built-in ones, then the user sets by name."""
+    builtin = [n for n in QUERY_SETS if query_set_path(data_dir, n).exists()]
+    return builtin + list(user_set_files(data_dir))
+
+
+def own_set_files(data_dir: Path) -> dict[Path, str]:
+    """``{resolved file: set name}`` of every query set in the data folder."""
+    own = {(data_dir / folder / f"{stem}.json").resolve(): name
+           for name, (folder, stem) in QUERY_SETS.items()}
+    own.update({p.resolve(): n for n, p in user_set_files(data_dir).items()})
+    return own
+
+
+def query_file_sets(data_dir: Path, files: Iterable[str | Path]) -> list[str]:
+    """The query-set name of each file given by path: its set in the data folder, else its stem."""
+    own = own_set_files(data_dir)
+    return list(dict.fromkeys(own.get(Path(f).resolve(), Path(f).stem) for f in files))
+
+
+def external_sets(data_dir: Path, files: Iterable[str | Path]) -> dict[str, Path]:
+    """``{name: file}`` of query files given by path (``--queries``), each named after its stem.
+
+    A file that is one of the data folder's own sets is left out (it is there already); a stem that names
+    a built-in set, an alias, one of the folder's user sets or another given file is a ``ValueError``.
+    """
+    own = own_set_files(data_dir)
+    out: dict[str, Path] = {}
+    for f in files:
+        path = Path(f).resolve()
+        if path in own:
+            continue
+        name = path.stem
+        if not USER_SET_NAME.match(name):
+            raise ValueError(f"--queries: {str(f)!r}: the file name {name!r} is not a plain set name "
+                             "(letters, digits, '_', '.', '+', '-'); rename the file")
+        taken = ("a built-in query set or alias" if is_builtin(name) else
+                 f"a query set of the data folder ({USER_SET_FOLDER}/{name}.json)"
+                 if name in user_set_files(data_dir) else
+                 f"another --queries file ({out[name]})" if name in out else None)
+        if taken:
+            raise ValueError(f"--queries: {str(f)!r} would be the query set {name!r}, which is {taken}; "
+                             "rename the file")
+        out[name] = path
+    return out
 
 
 @dataclass
@@ -159,17 +265,20 @@ class ApiResolver:
         return self.by_name.get(key)
 
 
-def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame) -> pd.DataFrame:
+def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
+                 files: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """Queries of the named sets with both ground truths as lists of registry ids.
 
-    Columns: ``subset, query_id, query, candidates, relevant, unresolved_candidates,
-    unresolved_relevant`` (the last two count ground-truth pairs that found no registry id).
+    ``files`` gives the file of a set that is not in the data folder (``--queries``). Columns: ``subset,
+    query_id, query, candidates, relevant, unresolved_candidates, unresolved_relevant`` (the last two count
+    ground-truth pairs that found no registry id).
     """
     resolver = ApiResolver.from_registry(registry)
+    files = files or {}
     rows = []
     for name in names:
-        subset = resolve_subset(name)
-        path = query_set_path(data_dir, subset)
+        subset = name if name in files else resolve_subset(name)
+        path = files.get(subset) or query_set_path(data_dir, subset)
         if not path.exists():
             raise FileNotFoundError(f"query set {subset} not found at {path}")
         for q in read_query_file(path):

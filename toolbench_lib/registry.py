@@ -3,7 +3,8 @@
 Sources are merged in a fixed order, keeping the first API of each normalised key:
 
 1. ``toolenv/tools/<Category>/<tool>.json`` (the 2024 re-crawl; a tool is told apart by its file),
-2. the ``api_list`` docs carried by the test queries,
+2. the ``api_list`` docs carried by the test queries (the built-in sets' files first, then a user's own
+   query files, see :mod:`toolbench_lib.queries`),
 3. ``toolenv_2023/tools/`` (the 2023 naming the queries use),
 4. ``retrieval_corpus/*.jsonl`` (ToolBench's retriever corpus text form).
 
@@ -210,15 +211,19 @@ def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
             )
 
 
-def query_files(data_dir: Path) -> list[Path]:
-    """Every query file of the data folder, in a fixed order."""
+def query_files(data_dir: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """Every query file of the data folder, then ``extra`` ones, in a fixed order: the built-in sets' files
+    first, so a user's own set (whose docs may repeat theirs) never changes the rows of the registry."""
+    from .queries import builtin_query_files
+
+    builtin = builtin_query_files(data_dir)
     files = sorted((data_dir / "test_instruction").glob("*.json"))
     files += sorted((data_dir / "test_instruction_original").glob("*.json"))
-    return files
+    return [p for p in files if p in builtin] + [p for p in files if p not in builtin] + list(extra)
 
 
-def merge_registry(data_dir: Path) -> tuple[pd.DataFrame, MergeStats]:
-    """Build the merged registry from a ToolBench data folder."""
+def merge_registry(data_dir: Path, extra_query_files: Iterable[Path] = ()) -> tuple[pd.DataFrame, MergeStats]:
+    """Build the merged registry from a ToolBench data folder (and the docs of query files given apart)."""
     stats = MergeStats()
     rows: list[dict] = []
     keys: set[tuple[str, str, str]] = set()
@@ -236,7 +241,7 @@ def merge_registry(data_dir: Path) -> tuple[pd.DataFrame, MergeStats]:
         keys.update(new_keys)
 
     add(iter_toolenv(data_dir / "toolenv", "toolenv", stats), "toolenv", False)
-    add(iter_query_docs(query_files(data_dir)), "query_api_list", True)
+    add(iter_query_docs(query_files(data_dir, extra_query_files)), "query_api_list", True)
     if (data_dir / "toolenv_2023").is_dir():
         add(iter_toolenv(data_dir / "toolenv_2023", "toolenv_2023", stats), "toolenv_2023", True)
     corpus = sorted((data_dir / "retrieval_corpus").glob("*.jsonl"))

@@ -67,16 +67,21 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
     return str(value)
 
 
-def check_subsets(name: str, values: object) -> list[str]:
-    """Known query-set names or aliases, a set named twice (also through an alias) kept once."""
+def check_subsets(name: str, values: object, user_sets: Iterable[str] | None = None) -> list[str]:
+    """Known query-set names or aliases, a set named twice (also through an alias) kept once.
+
+    ``user_sets``: the user sets of the data folder, when known (else a user set's name is checked for its
+    form only, and against the data when it is loaded)."""
     from .queries import UnknownSubsetError, resolve_subset
+
+    user_sets = None if user_sets is None else list(user_sets)
 
     if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
         raise UsageError(f"{name}: {values!r} is not allowed; expected a non-empty list of query sets")
     out: dict[str, str] = {}
     for value in values:
         try:
-            canonical = resolve_subset(value)
+            canonical = resolve_subset(value, user_sets)
         except (UnknownSubsetError, TypeError) as exc:
             message = exc.args[0] if exc.args else repr(value)
             raise UsageError(f"{name}: {message}") from None
