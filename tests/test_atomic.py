@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.atomic import atomic_path
-from toolbench_lib.dataset import load_dataset
+from toolbench_lib.dataset import load_dataset, verified_cache
 
 
 def _write_many(start, path: str, tag: int, times: int) -> None:
@@ -65,5 +65,32 @@ def test_concurrent_dataset_builds_do_not_collide(mini_toolbench, tmp_path):
     assert codes == [0, 0]
     ds = load_dataset(mini_toolbench, processed_dir=processed)
     folder = processed / ds.fingerprint
-    assert sorted(p.name for p in folder.iterdir()) == ["queries.parquet", "registry.parquet", "stats.json"]
+    names = ["checksums.json", "queries.parquet", "registry.parquet", "stats.json"]
+    assert sorted(p.name for p in folder.iterdir()) == names
+    assert verified_cache(folder) is None  # the checksums describe the files that won
     assert len(pd.read_parquet(folder / "registry.parquet")) == len(ds.registry)
+
+
+def test_stale_temporary_files_of_dead_or_old_writers_are_removed(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from toolbench_lib.atomic import clean_stale_temps, temp_path
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True)
+    dead_pid = int(child.stdout)  # that process has exited
+    (tmp_path / "sub").mkdir()
+    dead = tmp_path / "sub" / f".registry.parquet.{dead_pid}.tmp.parquet"
+    mine = temp_path(tmp_path / "chunk.npy")  # this live process's own temporary name
+    old_mine = temp_path(tmp_path / "calls.sqlite")
+    unrelated = tmp_path / ".notes.tmp"
+    for path in (dead, mine, old_mine, unrelated):
+        path.write_bytes(b"x")
+    two_hours_ago = time.time() - 7200
+    os.utime(old_mine, (two_hours_ago, two_hours_ago))
+    removed = clean_stale_temps(tmp_path, tmp_path / "missing")
+    assert sorted(removed) == sorted([dead, old_mine])
+    assert mine.exists() and unrelated.exists() and not dead.exists() and not old_mine.exists()
