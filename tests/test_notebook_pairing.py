@@ -27,6 +27,7 @@ def test_every_notebook_has_a_script_and_back():
 @pytest.mark.parametrize("name", sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
 def test_notebook_and_script_agree(name):
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert (NOTEBOOKS / f"{name}.py").exists(), f"{name}.ipynb has no paired {name}.py; {FIX}"
     script = jupytext.read(NOTEBOOKS / f"{name}.py")
     mine, theirs = _cells(nb), _cells(script)
     for i, (a, b) in enumerate(zip(mine, theirs, strict=False)):
