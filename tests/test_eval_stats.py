@@ -116,3 +116,15 @@ def test_brand_words_and_stub_variants():
     assert v["name"] == [["YouTube Search"], ["plain"]] and v["reasoning"][0] == ["find YouTube videos"]
     assert "youtube" not in v["name+reasoning-brand"][0][0].lower()
     assert v["query"] == [[q], ["plain"]]
+
+
+def test_summary_carries_judged_and_objective_pass_rates(study):  # noqa: F811
+    from toolbench_lib.analysis.judge import pass_rate_table
+
+    t = summary_table(study, 2, ["candidates"]).set_index(["subset", "method"])
+    ref = pass_rate_table(study, gt="relevant")
+    for (subset, method), g in ref.groupby(["subset", "method"]):
+        row = t.loc[({"G1_instruction": "G1", "G2_category_original": "G2"}[subset], method)]
+        assert row["objective_pass_rate"] == pytest.approx(g["objective_pass_rate"].mean())
+        assert row["judge_kappa"] == pytest.approx(g["kappa"].mean(), nan_ok=True)
+        assert row["pass_rate_mean"] == pytest.approx(g["judged_pass_rate"].mean())

@@ -218,7 +218,7 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
         gt_sets = [{lookup[a] for a in ids if a in lookup} for ids in sq[gt]]
         n_gt = np.array([len(set(ids)) for ids in sq[gt]])
         set_keep = set().union(*keep_sets) if keep_sets else set()
-        designs = [("full", None)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
+        designs = [("full", 0)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
         for design, seed in designs:
             disjoint, gt_share, rec_r, rec_p = [], [], [], []
             for i in range(len(sq)):

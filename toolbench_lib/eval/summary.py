@@ -92,6 +92,22 @@ def plan_stats(result, subset: str, method: str) -> dict:
     return out
 
 
+def objective_pass_rates(result) -> dict[tuple[str, str], dict]:
+    """``{(subset, method): {objective_pass_rate, judge_kappa, ...}}``, means over runs, from the judge
+    analysis (relevant ground truth; see :mod:`toolbench_lib.analysis.judge` for the definition)."""
+    if result.plans is None or result.plans.empty or "verdict" not in result.plans:
+        return {}
+    from ..analysis.judge import pass_rate_table
+
+    t = pass_rate_table(result, gt="relevant")
+    out = {}
+    for (subset, method), g in t.groupby(["subset", "method"], sort=False):
+        out[(subset, method)] = {"objective_pass_rate": float(g["objective_pass_rate"].mean()),
+                                 "judge_kappa": float(g["kappa"].mean()),
+                                 "judge_version": ",".join(sorted(set(g["judge_version"]) - {""}))}
+    return out
+
+
 def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
                   metrics: Sequence[str] = RETRIEVAL_METRICS, n_resamples: int = 2000) -> pd.DataFrame:
     """One row per subset, method and ground truth.
@@ -105,6 +121,7 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
 
     k = k or int(result.provenance.get("settings", {}).get("k", 5))
     pr = pass_rates(result)
+    objective = objective_pass_rates(result)
     cost = method_cost(result).set_index(["subset", "method"])
     stubs = stub_stats(result).set_index("subset")
     subsets = list(dict.fromkeys(result.queries["subset"]))
@@ -127,6 +144,7 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
                 row["n_planned"] = int(p["n_planned"].max()) if len(p) else 0
                 row[f"{metrics[0]}_by_run"] = [round(float(v), 6) for v in by_run[metrics[0]]]
                 row.update(plan_stats(result, subset, method))
+                row.update(objective.get((subset, method), {}))
                 if (subset, method) in cost.index:
                     row.update(cost.loc[(subset, method)].to_dict())
                 if method != "rtp" and subset in stubs.index:
