@@ -5,8 +5,11 @@ PtR run, every stub's own top ``depth`` hits and PtR's merged ranking. The metho
 
 * ``rr``: round-robin over the query's ranking and each stub's ranking (query first; dedupe; cut at k);
   ``rr2`` alternates RtP's and PtR's final rankings.
-* ranx fusion of the query's and every stub's ranking (each text one run): ``rrf``; ``combmax``,
-  ``combsum``, ``combmnz`` on raw cosines and, with a ``-mm`` suffix, on min-max normalised scores.
+* ranx's fusion methods over the query's and every stub's ranking (each text one run): ``rrf``;
+  ``combmax``, ``combsum``, ``combmnz`` on raw cosines and, with a ``-mm`` suffix, on ranx's min-max
+  normalised scores. :func:`combine` computes exactly what ``ranx.fuse`` does (the tests check it on
+  every method and norm) in plain Python: ranx builds numba dictionaries per call, seconds each on a
+  2-core machine, and the weight grids need hundreds of fusions (``benchmarks/bench_fusion.py``).
   ``combmax`` on raw cosines is max-sim over the query plus the stubs (HyDE-style: the query is one
   more stub), also named ``maxsim``.
 * ``meanemb``: the mean of the query's and the stubs' embeddings searched once (needs the index and the
@@ -29,7 +32,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from ranx import Run, fuse
 from sklearn.model_selection import StratifiedKFold
 
 Ranking = list[tuple[str, float]]  # (api_id, score), best first
@@ -147,10 +149,6 @@ def _top(scores: Mapping[str, float], k: int) -> list[str]:
     return [a for a, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]]
 
 
-def _run(per_query: Mapping[str, Mapping[str, float]]) -> Run:
-    return Run.from_dict({q: {d: float(s) for d, s in docs.items()} for q, docs in per_query.items()})
-
-
 def _as_scores(r: Ranking) -> dict[str, float]:
     out: dict[str, float] = {}
     for a, s in r:
@@ -159,25 +157,61 @@ def _as_scores(r: Ranking) -> dict[str, float]:
 
 
 def _rr_scores(r: Ranking) -> dict[str, float]:
-    """Reciprocal-rank scores ``1 / (60 + rank)`` of a ranking."""
+    """Reciprocal-rank scores ``1 / (60 + rank)`` of a ranking (ranx's RRF term)."""
     return {a: 1.0 / (RRF_K + i) for i, a in enumerate(dict.fromkeys(_ids(r)), 1)}
 
 
-def ranx_fuse(texts: Mapping[str, Sequence[Ranking]], method: str, norm: str | None, k: int,
-              params: dict | None = None) -> Lists:
-    """ranx fusion of each query's texts (each text one run); queries grouped by their number of texts."""
-    by_n: dict[int, list[str]] = {}
-    for key, rs in texts.items():
-        by_n.setdefault(len(rs), []).append(key)
-    out: Lists = {}
-    for n, keys in by_n.items():
-        if n == 1:  # one text: its own ranking (ranx needs two runs)
-            out.update({key: _ids(texts[key][0])[:k] for key in keys})
-            continue
-        runs = [_run({key: _as_scores(texts[key][i]) or {"": 0.0} for key in keys}) for i in range(n)]
-        fused = fuse(runs, norm=norm, method=method, params=params or {})
-        out.update({key: [d for d in _top(dict(fused[key]), k + 1) if d][:k] for key in keys})
-    return out
+def min_max(scores: Mapping[str, float]) -> dict[str, float]:
+    """ranx's min-max normalisation of one query's scores (denominator at least 1e-9)."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    den = max(hi - lo, 1e-9)
+    return {a: (s - lo) / den for a, s in scores.items()}
+
+
+def combine(texts: Sequence[Ranking], method: str, norm: str | None = None,
+            weights: Sequence[float] | None = None) -> dict[str, float]:
+    """One query's fused scores, as ``ranx.fuse(runs, norm, method)`` computes them.
+
+    ``method``: ``rrf``, ``max``, ``sum``, ``mnz`` or ``wsum`` (with ``weights``); ``norm``: None or
+    ``"min-max"``. The result equals ranx's (checked in the tests) without building numba structures,
+    which costs seconds per call on a small machine; the grid searches call this thousands of times.
+    """
+    if method == "rrf":
+        runs = [_rr_scores(t) for t in texts]
+        method = "sum"
+    else:
+        runs = [_as_scores(t) for t in texts]
+        if norm == "min-max":
+            runs = [min_max(r) for r in runs]
+        elif norm is not None:
+            raise ValueError(f"unknown norm {norm!r}")
+    if method == "wsum":
+        if weights is None or len(weights) != len(runs):
+            raise ValueError("wsum needs one weight per ranking")
+        out: dict[str, float] = {}
+        for w, r in zip(weights, runs, strict=True):
+            for a, v in r.items():
+                out[a] = out.get(a, 0.0) + w * v
+        return out
+    acc: dict[str, list[float]] = {}
+    for r in runs:
+        for a, v in r.items():
+            acc.setdefault(a, []).append(v)
+    if method == "max":
+        return {a: max(v) for a, v in acc.items()}
+    if method == "sum":
+        return {a: sum(v) for a, v in acc.items()}
+    if method == "mnz":
+        return {a: sum(v) * len(v) for a, v in acc.items()}
+    raise ValueError(f"unknown fusion method {method!r}")
+
+
+def fuse_lists(texts: Mapping[str, Sequence[Ranking]], method: str, norm: str | None, k: int,
+               weights: Sequence[float] | None = None) -> Lists:
+    """Each query's texts fused (:func:`combine`), top ``k`` (ties by id)."""
+    return {key: _top(combine(rs, method, norm, weights), k) for key, rs in texts.items()}
 
 
 def _query_texts(inp: FusionInputs) -> dict[str, list[Ranking]]:
@@ -214,14 +248,14 @@ def fixed_lists(inp: FusionInputs, name: str, k: int) -> Lists:
     if name == "maxsim":
         return maxsim(inp, k)
     if name == "rrf":
-        return ranx_fuse(_query_texts(inp), "rrf", None, k)
+        return fuse_lists(_query_texts(inp), "rrf", None, k)
     if name == "rrf2":
-        return ranx_fuse(_two_way(inp), "rrf", None, k)
+        return fuse_lists(_two_way(inp), "rrf", None, k)
     if name == "combsum2-mm":
-        return ranx_fuse(_two_way(inp), "sum", "min-max", k)
+        return fuse_lists(_two_way(inp), "sum", "min-max", k)
     if name.startswith("comb"):
         base, _, norm = name.partition("-")
-        return ranx_fuse(_query_texts(inp), base.removeprefix("comb"), "min-max" if norm == "mm" else None, k)
+        return fuse_lists(_query_texts(inp), base.removeprefix("comb"), "min-max" if norm else None, k)
     raise ValueError(f"unknown fixed method {name!r}; choose one of {', '.join(FIXED)}")
 
 
@@ -251,10 +285,10 @@ def param_grid(inp: FusionInputs, name: str, k: int) -> dict[float, Lists]:
     """Every candidate parameter of a ``-cv`` method and the lists it gives."""
     if name == "wsum-cv":
         two = _two_way(inp)
-        return {w: ranx_fuse(two, "wsum", "min-max", k, {"weights": [w, 1 - w]}) for w in WEIGHT_GRID}
+        return {w: fuse_lists(two, "wsum", "min-max", k, [w, 1 - w]) for w in WEIGHT_GRID}
     if name == "wrrf-cv":
         two = {key: [list(_rr_scores(r).items()) for r in rs] for key, rs in _two_way(inp).items()}
-        return {w: ranx_fuse(two, "wsum", None, k, {"weights": [w, 1 - w]}) for w in WEIGHT_GRID}
+        return {w: fuse_lists(two, "wsum", None, k, [w, 1 - w]) for w in WEIGHT_GRID}
     if name == "route-cv":
         rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, "rrf", k)
         top1 = {key: r.top1 for key, r in inp.rankings.items()}

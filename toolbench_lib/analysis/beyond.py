@@ -79,12 +79,18 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     kmax = max(ks)
     runs = sorted(int(r) for r in result.hits.loc[result.hits["method"] == "ptr", "run"].unique())
     frames, decisions = [], []
+    sep = "\x1f"
     for run in runs:
         inp = fusion.study_inputs(result, run, gt)
         lists, chosen = fusion.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
                                             setup=setup, result=result)
-        for name, per_q in lists.items():
-            frames.append(ranx_per_query(per_q, inp.qrels, ks).assign(method=name, run=run))
+        # One ranx evaluation for all methods of the run: keys "method<sep>qkey".
+        joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
+        joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}
+        pq = ranx_per_query(joint, joint_qrels, ks)
+        split = pq["qkey"].str.split(sep, n=1, expand=True)
+        frames.append(pq.assign(method=split[0], qkey=split[1], run=run))
+        for name in lists:
             needs = fusion.stub_call_share(name, chosen.get(name), inp)
             ch = chosen.get(name) or {}
             decisions.append(pd.DataFrame({
@@ -310,3 +316,20 @@ def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[s
         if not ok or nxt > max(sizes.values(), default=0):
             return n
         n = nxt
+
+
+def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
+                   min_queries: int = 10) -> tuple[set[str], pd.DataFrame]:
+    """Keys of the queries whose text is in none of the design sets, and a per-set count of what was kept.
+
+    Some ToolBench sets repeat others (``G2_category`` and ``G3_instruction`` hold the queries of the
+    ``_original`` sets the study uses), so validation keeps only queries the design never saw; a set with
+    fewer than ``min_queries`` unseen queries is dropped.
+    """
+    seen = queries["query"].isin(set(design["query"]))
+    counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
+    counts["unseen"] = counts["n"] - counts["seen"]
+    counts["kept"] = counts["unseen"] >= min_queries
+    keep_sets = set(counts.index[counts["kept"]])
+    keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
+    return keys, counts.reset_index()
