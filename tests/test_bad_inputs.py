@@ -153,6 +153,11 @@ def good_cassette(tmp: Path) -> Path:
     return _cassette(tmp, [json.dumps(r) for r in _records()])
 
 
+def changed_record(tmp: Path, **changes) -> Path:
+    """A cassette of one record with ``changes`` in fields that are not part of its key."""
+    return _cassette(tmp, [json.dumps({**_records(1)[0], **changes})])
+
+
 def tampered_cassette(tmp: Path) -> Path:
     records = _records()
     records[1]["prompt"] += " changed"
@@ -204,6 +209,15 @@ def truncated_store(tmp: Path) -> Path:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 3])
     return path
+
+
+def empty_registry(tmp: Path) -> Path:
+    """A data folder in ToolBench's layout without a single API."""
+    root = tmp / "toolbench"
+    (root / "toolenv" / "tools" / "Empty").mkdir(parents=True)
+    (root / "test_instruction").mkdir()
+    (root / "test_instruction" / "G1_instruction.json").write_text("[]")
+    return root
 
 
 def garbage_file(tmp: Path, name: str, content: bytes = b"this is not what it should be\n" * 50) -> Path:
@@ -283,6 +297,12 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
      ("c.jsonl.gz", "UTF-8")),
     ("cassette-tampered-record", lambda c: ["cassette", "info", str(tampered_cassette(c.tmp))],
      ("c.jsonl.gz", "line 2", "does not match")),
+    ("cassette-field-wrong-type",
+     lambda c: ["cassette", "info", str(changed_record(c.tmp, tokens_in="many"))],
+     ("c.jsonl.gz", "line 1", "wrong type", "tokens_in")),
+    ("cassette-reply-not-text",
+     lambda c: ["cassette", "info", str(changed_record(c.tmp, text=5))],
+     ("c.jsonl.gz", "line 1", "wrong type", "text")),
     ("cassette-import-truncated", lambda c: ["cassette", "import", str(truncated_cassette(c.tmp)),
                                              "--store", str(c.tmp / "s.sqlite")],
      ("t.jsonl.gz", "truncated")),
@@ -320,6 +340,8 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("queries-relevant-not-pairs",
      lambda c: evaluate_args(c.queries(lambda q: [{**q[0], "relevant APIs": [1]}])),
      ("G1_instruction.json", "relevant APIs")),
+    ("registry-empty", lambda c: ["data", "summary", "--data-dir", str(empty_registry(c.tmp))],
+     ("no API found", "toolbench")),
     ("query-set-absent",
      lambda c: evaluate_args(c.variant(lambda r: shutil.rmtree(r / "test_instruction_original"))),
      ("G3_instruction_original", "no queries")),

@@ -265,6 +265,10 @@ class ApiResolver:
         return self.by_name.get(key)
 
 
+QUERY_COLUMNS = ["subset", "query_id", "query", "candidates", "relevant", "n_candidate_pairs",
+                 "n_relevant_pairs", "unresolved_candidates", "unresolved_relevant"]
+
+
 def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                  files: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """Queries of the named sets with both ground truths as lists of registry ids.
@@ -311,7 +315,7 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                 "unresolved_candidates": unres_c,
                 "unresolved_relevant": unres_r,
             })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=QUERY_COLUMNS)  # the columns even when every set is empty
 
 
 def qrels(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, set[str]]:

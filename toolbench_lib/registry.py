@@ -247,6 +247,9 @@ def merge_registry(data_dir: Path, extra_query_files: Iterable[Path] = ()) -> tu
     corpus = sorted((data_dir / "retrieval_corpus").glob("*.jsonl"))
     add(iter_corpus(corpus, stats), "retrieval_corpus", True)
 
+    if not rows:
+        raise ValueError(f"no API found in {data_dir}: {stats.files_read} tool file(s) read under toolenv/, "
+                         f"{len(stats.malformed_files)} malformed, and no query file lists an API")
     df = pd.DataFrame(rows)
     df.insert(0, "api_id", _stable_ids(df))
     return df[COLUMNS].reset_index(drop=True), stats

@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -159,6 +160,13 @@ def _record_to_response(record: dict) -> LLMResponse:
     )
 
 
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    **{name: str for name in ("key", "backend", "model", "prompt_version", "system", "prompt", "text",
+                              "created_at")},
+    "tokens_in": int, "tokens_out": int, "run": int, "temperature": (int, float), "latency_s": (int, float),
+}
+
+
 def _validate_record(record: dict) -> dict:
     """Check a record read from a cassette: all fields present and the key matches the request."""
     missing = [name for name in RECORD_FIELDS if name not in record and name != "is_llm"]
@@ -166,6 +174,13 @@ def _validate_record(record: dict) -> dict:
         raise ValueError(f"cassette record lacks fields {missing}")
     clean = {name: record.get(name) for name in RECORD_FIELDS}
     clean["is_llm"] = bool(record.get("is_llm", True))
+    wrong = [name for name, kinds in _FIELD_TYPES.items()
+             if not isinstance(clean[name], kinds) or isinstance(clean[name], bool)
+             or (isinstance(clean[name], float) and not math.isfinite(clean[name]))]
+    if not isinstance(clean["json_schema"], (dict, type(None))):
+        wrong.append("json_schema")
+    if wrong:
+        raise ValueError(f"cassette record has fields of the wrong type: {wrong}")
     expected = call_key(
         clean["backend"],
         clean["model"],
