@@ -15,9 +15,11 @@ def embedder_path(name: str) -> str:
     return str(mpnet_folder()) if name == MPNET_NAME else name
 
 
-def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str]) -> tuple[dict, str]:
+def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
+                     per_set: int = 50) -> tuple[dict, str]:
     """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
-    configuration's queries on one sub-registry of ``n_apis`` APIs (seed ``cfg.seed``) per embedder.
+    first ``per_set`` queries of each of the configuration's sets on one sub-registry of ``n_apis`` APIs
+    (seed ``cfg.seed``) per embedder.
 
     A model that is not installed leaves the dict empty and says so in ``note``.
     """
@@ -35,10 +37,11 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str]) -> tu
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
     settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr"))
     size = min(n_apis, cfg.max_apis or n_apis)
+    limit = min(per_set, cfg.limit or per_set)
     out = {}
     for name, path in paths.items():
-        setup = prepare(ds, load_embedder(path), cfg.subsets, size, cfg.limit, cfg.seed, progress=False)
+        setup = prepare(ds, load_embedder(path), cfg.subsets, size, limit, cfg.seed, progress=False)
         result = run_study(setup, llm, settings, progress=False)
         result.provenance["model"] = name
         out[name] = result
-    return out, f"{size}-API sub-registry, seed {cfg.seed}"
+    return out, f"{size}-API sub-registry (seed {cfg.seed}), first {limit} queries of each set"
