@@ -26,6 +26,7 @@ from .validation import (
     int_at_least,
     output_dir,
     report,
+    run_indices,
     subset_name,
     temperature,
 )
@@ -114,10 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="PtR stubs only (no registry needed), first N of every set and run first")
     rst.add_argument("--backend", choices=("local", "gemini"), default="local")
     rst.add_argument("--llm-model", default=None, help="backend model (gemini model id, GGUF path)")
-    rst.add_argument("--subset", action="append", default=None, help="query set or alias; repeatable")
-    rst.add_argument("--runs", default="0", help="comma-separated run indices, e.g. 1,2,3")
-    rst.add_argument("--chunk", type=int, default=25, help="queries per set per round")
-    rst.add_argument("--limit", type=int, default=None, help="first N queries of each set")
+    rst.add_argument("--subset", action="append", default=None, type=subset_name,
+                     help="query set or alias; repeatable")
+    rst.add_argument("--runs", default="0", type=run_indices, help="comma-separated run indices, e.g. 1,2,3")
+    rst.add_argument("--chunk", type=int_at_least(1), default=25, help="queries per set per round")
+    rst.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
     add_reproduce_parser(sub, common)
     add_bench_parser(sub, common)
     return parser

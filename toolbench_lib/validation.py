@@ -271,3 +271,12 @@ def check_dataset(ds, max_apis: int | None, subsets: Iterable[str]) -> None:
     check_max_apis(max_apis, len(ds.registry))
     for name in subsets:
         ds.subset_queries(name)  # raises, naming the file, when the set has no queries
+
+
+def run_indices(text: str) -> str:
+    """An argparse type: comma-separated run indices (integers >= 0), returned as given."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; expected comma-separated run indices (integers >= 0), e.g. 0,1,2")
+    return text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 
 PARTS = ("embedding", "search", "warm", "local_llm", "gemini")
@@ -25,7 +26,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     b.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for tests")
     b.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {', '.join(PARTS)}")
     b.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
-    b.add_argument("--docs", type=int, default=None, help="registry documents embedded per backend")
+    b.add_argument("--docs", type=int_at_least(1), default=None, help="registry documents per backend")
     b.add_argument("--llm-lock", default=None,
                    help="file to hold an exclusive flock on while the local model runs (shared with others)")
     b.add_argument("--json", default=None, help="also write the lines and the machine as JSON to this file")
