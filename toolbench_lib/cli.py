@@ -120,9 +120,38 @@ def build_parser() -> argparse.ArgumentParser:
     rst.add_argument("--runs", default="0", type=run_indices, help="comma-separated run indices, e.g. 1,2,3")
     rst.add_argument("--chunk", type=int_at_least(1), default=25, help="queries per set per round")
     rst.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
+    export = sub.add_parser("export", help="a stored study's rankings and ground truth for other tools")
+    export_sub = export.add_subparsers(dest="action", required=True)
+    trec = export_sub.add_parser("trec", parents=[common],
+                                 help="TREC run files per subset, method and run, qrels per subset and "
+                                      "ground truth (ranx, ir-measures, trec_eval)")
+    trec.add_argument("--run-name", default="default",
+                      help="the run of outputs/<run-name>/ (default: default)")
+    trec.add_argument("--study", default=None,
+                      help="the study key under outputs/<run-name>/runs/ (default: the run's own study)")
+    trec.add_argument("--out", required=True, type=output_dir, help="folder for runs/, qrels/, manifest.json")
+    trec.add_argument("--gt", action="append", choices=GT_DEFINITIONS, default=None,
+                      help="ground-truth definition; repeatable (default: both)")
     add_reproduce_parser(sub, common)
     add_bench_parser(sub, common)
     return parser
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export trec``: read the run's stored study, write its TREC files, print the manifest's summary."""
+    from pathlib import Path
+
+    from .eval.export import MANIFEST, export_trec
+    from .experiment import stored_study_dir
+    from .study import StudyResult
+    from .validation import check_run_name
+
+    folder = stored_study_dir(check_run_name(args.run_name), args.study)
+    manifest = export_trec(StudyResult.load(folder), args.out, args.gt or GT_DEFINITIONS, source=str(folder))
+    kinds = [f["kind"] for f in manifest["files"]]
+    print(json.dumps({"study": str(folder), "out": str(Path(args.out)), "run_files": kinds.count("run"),
+                      "qrels_files": kinds.count("qrels"), "manifest": str(Path(args.out) / MANIFEST)}))
+    return 0
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -316,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bench(args)
         if args.command == "record":
             return cmd_record(args)
+        if args.command == "export":
+            return cmd_export(args)
         return cmd_evaluate(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         return report(exc)

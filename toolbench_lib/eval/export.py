@@ -1,0 +1,100 @@
+"""TREC files of a stored study, for ranx, ir-measures and trec_eval.
+
+One run file per subset, method and run (``runs/<subset>.<method>.run<r>.trec``: ``qid Q0 docid rank score
+tag``) and one qrels file per subset and ground-truth definition (``qrels/<subset>.<gt>.qrels``: ``qid 0
+docid 1``). The query id is the study's ``<set>:<query_id>`` key, the document id the registry id.
+
+The score column is ``len(list) - position`` (strictly decreasing, as :func:`toolbench_lib.eval.runs.ranx_run`
+hands rankings to ranx), so every reader orders each list exactly as the retriever did, ties in cosine
+included; the cosines stay in the study's ``hits`` table. A query without ground truth has no qrels line
+(TREC's convention): readers leave it out of their means, while this toolkit's summary counts it as 0, so
+``manifest.json`` gives the number of such queries of every file pair (0 on the shipped data, where the
+numbers then agree). A query the method retrieved nothing for has no run line; ``trec_eval -c`` averages
+over every judged query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from ..atomic import atomic_path
+from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+
+MANIFEST = "manifest.json"
+_SPACE = re.compile(r"\s")
+# What a reader needs to know of the study the files come from.
+PROVENANCE_KEYS = ("model", "model_requested", "embedder_backend", "registry_size", "data_fingerprint",
+                   "sub_registry_seed", "backend", "llm_model", "prompt_versions", "settings", "study_key")
+
+
+def _check_id(kind: str, value: str) -> str:
+    if not value or _SPACE.search(value):
+        raise ValueError(f"cannot write TREC files: the {kind} {value!r} is empty or holds whitespace")
+    return value
+
+
+def trec_run_lines(ranking: Mapping[str, Sequence[str]], tag: str) -> list[str]:
+    """``qid Q0 docid rank score tag`` lines of ``{qid: [docid, ...]}`` (best first; rank from 1)."""
+    _check_id("run tag", tag)
+    lines = []
+    for qid, ids in ranking.items():
+        _check_id("query id", qid)
+        for pos, doc in enumerate(ids):
+            lines.append(f"{qid} Q0 {_check_id('document id', doc)} {pos + 1} {len(ids) - pos} {tag}")
+    return lines
+
+
+def trec_qrels_lines(qrels: Mapping[str, Iterable[str]]) -> list[str]:
+    """``qid 0 docid 1`` lines of ``{qid: relevant docids}`` (a query without any has no line)."""
+    return [f"{_check_id('query id', qid)} 0 {_check_id('document id', doc)} 1"
+            for qid, docs in qrels.items() for doc in sorted(docs)]
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS,
+                source: str | None = None) -> dict:
+    """Write the study's TREC run and qrels files under ``out_dir``; returns (and writes) the manifest.
+
+    Every method's ranking is written for every run (a deterministic method's stored ranking repeats), so
+    the mean over a method's run files is the study's mean over runs.
+    """
+    out = Path(out_dir)
+    gts = [check_gt(g) for g in gts]
+    queries = result.queries
+    qrels = {gt: result.qrels(gt) for gt in gts}
+    files = []
+    for subset in dict.fromkeys(queries["subset"]):
+        name = subset_alias(subset)
+        keys = list(queries.loc[queries["subset"] == subset, "qkey"])
+        for gt in gts:
+            path = out / "qrels" / f"{name}.{gt}.qrels"
+            _write(path, trec_qrels_lines({k: qrels[gt][k] for k in keys}))
+            files.append({"kind": "qrels", "path": str(path.relative_to(out)), "subset": subset, "gt": gt,
+                          "n_queries": len(keys),
+                          "queries_without_gt": sum(not qrels[gt][k] for k in keys)})
+        for method in result.methods:
+            for run in range(result.n_runs):
+                ranking = result.ranking(method, run)
+                mine = {k: ranking[k] for k in keys if ranking.get(k)}
+                path = out / "runs" / f"{name}.{method}.run{run}.trec"
+                _write(path, trec_run_lines(mine, f"{method}.run{run}"))
+                files.append({"kind": "run", "path": str(path.relative_to(out)), "subset": subset,
+                              "method": method, "run": run, "n_queries": len(mine),
+                              "queries_without_hits": len(keys) - len(mine)})
+    manifest = {
+        "source": source,
+        "provenance": {k: result.provenance[k] for k in PROVENANCE_KEYS if k in result.provenance},
+        "format": {"run": "qid Q0 docid rank score tag (score = list length - position)",
+                   "qrels": "qid 0 docid 1"},
+        "files": files,
+    }
+    _write(out / MANIFEST, json.dumps(manifest, indent=2, default=str).splitlines())
+    return manifest
