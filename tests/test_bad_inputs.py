@@ -544,3 +544,35 @@ def test_experiment_config_keeps_a_set_once():
     cfg = ExperimentConfig(subsets=["G1", "G1_instruction", "G3", "G1"])
     assert cfg.subsets == ["G1", "G3"]
     assert ExperimentConfig().subsets == ["G1", "G2", "G3"]
+
+
+# --------------------------------------------------------------------------- caches read in-process
+
+
+def test_damaged_similarity_cache_is_computed_again(tmp_path):
+    """A cached similarity matrix overwritten in place (same size, valid header) is never used."""
+    import numpy as np
+
+    from toolbench_lib.analysis.similarity import _load_or_compute
+    from toolbench_lib.atomic import checksum_path
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    path = tmp_path / "rtp.npy"
+    clean = _load_or_compute(path, compute)
+    assert np.array_equal(_load_or_compute(path, compute), clean) and len(calls) == 1  # read back
+    damages = [
+        lambda: np.save(path, np.zeros((3, 4), dtype=np.float32)),  # same size, loads fine, wrong numbers
+        lambda: checksum_path(path).unlink(),
+        lambda: path.write_bytes(path.read_bytes()[:40]),
+        lambda: checksum_path(path).write_text("0" * 64),
+    ]
+    for i, damage in enumerate(damages, start=2):
+        damage()
+        assert np.array_equal(_load_or_compute(path, compute), clean)
+        assert len(calls) == i  # computed again, not read
+        assert np.array_equal(_load_or_compute(path, compute), clean) and len(calls) == i  # and cached again

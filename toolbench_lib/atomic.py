@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -76,6 +77,39 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
             log.info("removed stale temporary file %s", path)
             removed.append(path)
     return removed
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def checksum_path(path: str | os.PathLike[str]) -> Path:
+    """The sidecar holding the sha256 of ``path``: ``<name>.sha256`` beside it."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def write_checksum(path: str | os.PathLike[str]) -> None:
+    """Write the sidecar of ``path`` (atomically, after the file itself is complete)."""
+    with atomic_path(checksum_path(path)) as tmp:
+        tmp.write_text(file_sha256(path) + "\n")
+
+
+def checksum_problem(path: str | os.PathLike[str]) -> str | None:
+    """None when ``path`` matches its sidecar, else what is wrong (for a log line)."""
+    try:
+        expected = checksum_path(path).read_text().strip()
+    except OSError:
+        return "no checksum file"
+    try:
+        return None if file_sha256(path) == expected else "does not match its checksum"
+    except OSError as exc:
+        return f"unreadable ({exc})"
 
 
 def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path, clean_stale_temps
+from .atomic import atomic_path, clean_stale_temps, file_sha256
 from .paths import PROCESSED_DIR, find_data_dir
 from .queries import available_sets, external_sets, load_queries, user_set_files
 from .registry import api_text, merge_registry
@@ -76,14 +76,6 @@ class Dataset:
             raise ValueError(f"query set {name} has no queries in this data folder ({where} is missing or "
                              "empty)")
         return q.head(limit) if limit else q
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verified_cache(out: Path) -> str | None:

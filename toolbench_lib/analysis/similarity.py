@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import save_npy
+from ..atomic import checksum_problem, save_npy, write_checksum
 from ..study import ptr_texts
 
 log = logging.getLogger(__name__)
@@ -135,11 +135,19 @@ def _fingerprint(*parts: object) -> str:
 
 
 def _load_or_compute(path: Path | None, compute) -> np.ndarray:
+    """The matrix cached at ``path`` when it matches its checksum, else computed (and cached with one)."""
     if path is not None and path.exists():
-        return np.load(path)
+        problem = checksum_problem(path)
+        if problem is None:
+            try:
+                return np.load(path, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:
+                problem = f"unreadable ({exc})"
+        log.warning("similarity cache %s: %s; computing it again", path, problem)
     m = compute()
     if path is not None:
         save_npy(path, m)
+        write_checksum(path)
     return m
 
 
