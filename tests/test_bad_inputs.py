@@ -576,3 +576,30 @@ def test_damaged_similarity_cache_is_computed_again(tmp_path):
         assert np.array_equal(_load_or_compute(path, compute), clean)
         assert len(calls) == i  # computed again, not read
         assert np.array_equal(_load_or_compute(path, compute), clean) and len(calls) == i  # and cached again
+
+
+def test_damaged_stored_study_is_never_read(tmp_path, caplog):
+    """A stored study whose table changed after it was written is refused (and run again by get_study)."""
+    import pandas as pd
+
+    from toolbench_lib.experiment import _stored_study
+    from toolbench_lib.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+
+    hits = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": -1, "text_idx": -1,
+                         "rank": [1, 2, 3], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
+    prov = {"model": "all-MiniLM-L6-v2", "settings": {"runs": 1, "methods": ["rtp"]}}
+    study = StudyResult(pd.DataFrame({"qkey": ["G1_instruction:1"], "candidates": [["a"]]}), pd.DataFrame(),
+                        hits, pd.DataFrame(), pd.DataFrame(), prov)
+    folder = study.save(tmp_path / "runs" / "abc")
+    assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
+    path = folder / "hits.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte, same size
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoredStudyError, match="hits.parquet does not match its checksum"):
+        StudyResult.load(folder)
+    assert _stored_study(folder, "all-MiniLM-L6-v2") is None and "running it again" in caplog.text
+    study.save(folder)
+    (folder / TABLE_CHECKSUMS).unlink()  # stored before checksums existed: not trusted either
+    with pytest.raises(StoredStudyError, match="incomplete or damaged"):
+        StudyResult.load(folder)

@@ -268,11 +268,15 @@ def build_setup(cfg: ExperimentConfig):
 
 def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
     """The study stored in ``folder`` when it is complete and made with ``model``; else None."""
-    from .study import StudyResult
+    from .study import StoredStudyError, StudyResult
 
     if not (folder / "provenance.json").exists():
         return None
-    result = StudyResult.load(folder)
+    try:
+        result = StudyResult.load(folder)
+    except StoredStudyError as exc:
+        log.warning("%s: running it again", exc)
+        return None
     made = (result.provenance.get("model"), result.provenance.get("embedder_backend", "fp32"))
     if made != (model, embed_backend):
         log.warning("study in %s was made with embedder %s (%s), not %s (%s): not used", folder, *made,

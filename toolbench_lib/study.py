@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .atomic import atomic_path
+from .atomic import atomic_path, file_sha256
 from .evaluate import RetrievalSetup
 from .llm.base import LLMBackend, LLMResponse
 from .parsing import (
@@ -83,6 +83,13 @@ class StudySettings:
         return self.run_temperature
 
 
+TABLE_CHECKSUMS = "checksums.json"  # sha256 of each stored table, written before provenance.json
+
+
+class StoredStudyError(ValueError):
+    """A stored study whose tables are missing, unreadable or not the ones written."""
+
+
 @dataclass
 class StudyResult:
     """The stored tables of one study run and their provenance."""
@@ -97,18 +104,35 @@ class StudyResult:
     TABLES = ("queries", "stubs", "hits", "plans", "calls")
 
     def save(self, folder: Path) -> Path:
-        """Write every table, then ``provenance.json`` last: its presence marks a complete study."""
+        """Write every table and their sha256 checksums, then ``provenance.json`` last: its presence marks
+        a complete study."""
         for name in self.TABLES:
             with atomic_path(folder / f"{name}.parquet") as tmp:
                 getattr(self, name).to_parquet(tmp, index=False)
+        sums = {f"{name}.parquet": file_sha256(folder / f"{name}.parquet") for name in self.TABLES}
+        with atomic_path(folder / TABLE_CHECKSUMS) as tmp:
+            tmp.write_text(json.dumps(sums, indent=2))
         with atomic_path(folder / "provenance.json") as tmp:
             tmp.write_text(json.dumps(self.provenance, indent=2, default=str))
         return folder
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in cls.TABLES}
-        return cls(**tables, provenance=json.loads((folder / "provenance.json").read_text()))
+        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`."""
+        try:
+            sums = json.loads((folder / TABLE_CHECKSUMS).read_text())
+            for name in cls.TABLES:
+                if file_sha256(folder / f"{name}.parquet") != sums.get(f"{name}.parquet"):
+                    raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
+                                           "checksum; delete the folder to run the study again")
+            tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in cls.TABLES}
+            provenance = json.loads((folder / "provenance.json").read_text())
+        except StoredStudyError:
+            raise
+        except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
+            raise StoredStudyError(f"stored study {folder} is incomplete or damaged ({type(exc).__name__}: "
+                                   f"{exc}); delete the folder to run the study again") from None
+        return cls(**tables, provenance=provenance)
 
     # The conventions of the ``hits`` table are decoded here and nowhere else.
     @property
