@@ -280,6 +280,11 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("index-seed-text", lambda c: ["index", "build", "--seed", "x"], ("--seed", "'x'")),
     ("reproduce-runs-zero", lambda c: ["reproduce", "--runs", "0"], ("--runs", "0")),
     ("reproduce-plan-limit-negative", lambda c: ["reproduce", "--plan-limit", "-2"], ("--plan-limit", "-2")),
+    ("record-chunk-zero", lambda c: ["record", "stubs", "--chunk", "0"], ("--chunk", "0", ">= 1")),
+    ("record-limit-zero", lambda c: ["record", "stubs", "--limit", "0"], ("--limit", "0")),
+    ("record-runs-text", lambda c: ["record", "stubs", "--runs", "one,two"], ("--runs", "one,two")),
+    ("record-runs-negative", lambda c: ["record", "stubs", "--runs", "0,-1"], ("--runs", "0,-1")),
+    ("bench-docs-zero", lambda c: ["bench", "--docs", "0"], ("--docs", "0")),
     # cassettes
     ("cassette-info-missing", lambda c: ["cassette", "info", str(c.tmp / "none.jsonl.gz")],
      ("none.jsonl.gz",)),
