@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 
@@ -176,8 +177,16 @@ def cmd_cassette(args: argparse.Namespace) -> int:
     if args.action == "info":
         print(json.dumps(cassette_info(args.cassette), indent=2))
         return 0
-    store = CallStore(args.store or DEFAULT_STORE)
+    path = args.store or DEFAULT_STORE
+    if args.action == "export" and not os.path.isfile(path):  # never an empty store made by a typo
+        raise FileNotFoundError(f"call store {path} does not exist: nothing to export, {args.out} "
+                                "not written")
+    store = CallStore(path)
     if args.action == "export":
+        if not any(args.llm_model is None or r["model"] == args.llm_model for r in store.iter_records()):
+            which = f" of model {args.llm_model!r}" if args.llm_model else ""
+            raise ValueError(f"call store {path} holds no call{which}: nothing to export, {args.out} "
+                             "not written")
         n = export_cassette(store, args.out, model=args.llm_model)
         print(json.dumps({"cassette": args.out, "records": n}))
     else:

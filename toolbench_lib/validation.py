@@ -175,6 +175,8 @@ def existing_file(text: str) -> str:
 
 def output_dir(text: str) -> str:
     """An argparse type: a folder that exists or can be made."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; name a folder")
     try:
         check_output_dir("", text)
     except UsageError as exc:
@@ -185,7 +187,7 @@ def output_dir(text: str) -> str:
 def data_dir(text: str) -> str:
     """An argparse type: an existing, readable folder (its layout is checked when the data is loaded)."""
     path = Path(text)
-    if not path.is_dir():
+    if not text.strip() or not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a ToolBench data folder: no such folder")
     if not os.access(path, os.R_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not a ToolBench data folder: not readable")
