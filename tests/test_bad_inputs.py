@@ -287,6 +287,11 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("record-runs-text", lambda c: ["record", "stubs", "--runs", "one,two"], ("--runs", "one,two")),
     ("record-runs-negative", lambda c: ["record", "stubs", "--runs", "0,-1"], ("--runs", "0,-1")),
     ("bench-docs-zero", lambda c: ["bench", "--docs", "0"], ("--docs", "0")),
+    ("reproduce-run-name-escapes", lambda c: ["reproduce", "--run-name", "../x"], ("--run-name", "../x")),
+    ("reproduce-notebooks-dir-missing", lambda c: ["reproduce", "--notebooks-dir", str(c.tmp / "nb")],
+     ("--notebooks-dir", "no such folder")),
+    ("export-run-name-escapes", lambda c: ["export", "trec", "--run-name", "a/b", "--out", str(c.tmp / "t")],
+     ("--run-name", "a/b")),
     # cassettes
     ("cassette-info-missing", lambda c: ["cassette", "info", str(c.tmp / "none.jsonl.gz")],
      ("none.jsonl.gz",)),

@@ -28,6 +28,7 @@ from .validation import (
     output_dir,
     report,
     run_indices,
+    run_name,
     subset_name,
     temperature,
 )
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     trec = export_sub.add_parser("trec", parents=[common],
                                  help="TREC run files per subset, method and run, qrels per subset and "
                                       "ground truth (ranx, ir-measures, trec_eval)")
-    trec.add_argument("--run-name", default="default",
+    trec.add_argument("--run-name", default="default", type=run_name,
                       help="the run of outputs/<run-name>/ (default: default)")
     trec.add_argument("--study", default=None,
                       help="the study key under outputs/<run-name>/runs/ (default: the run's own study)")

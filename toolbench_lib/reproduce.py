@@ -28,7 +28,7 @@ from pathlib import Path
 from .experiment import RunConflict
 from .llm.factory import BACKENDS
 from .paths import PROJECT_ROOT
-from .validation import existing_file, int_at_least
+from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
@@ -278,13 +278,15 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     rep.add_argument("--smoke", action="store_true", help="CI-sized slice with the rules backend")
     rep.add_argument("--backend", choices=BACKENDS, default=None, help="LLM backend (default: replay)")
     rep.add_argument("--embedder", default=None, help="embedding model")
-    rep.add_argument("--run-name", default=None, help="outputs/<run-name>/ (default: smoke or default)")
+    rep.add_argument("--run-name", default=None, type=run_name,
+                     help="outputs/<run-name>/ (default: smoke or default)")
     rep.add_argument("--cassette", default=None, type=existing_file, help="cassette for --backend replay")
     rep.add_argument("--runs", type=int_at_least(1), default=None, help="independent runs")
     rep.add_argument("--plan-limit", type=int_at_least(0), default=None,
                      help="plan the first N queries of each set")
     rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
-    rep.add_argument("--notebooks-dir", default=None, help="folder of the notebooks (default notebooks/)")
+    rep.add_argument("--notebooks-dir", default=None, type=existing_dir,
+                     help="folder of the notebooks (default notebooks/)")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

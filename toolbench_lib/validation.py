@@ -282,3 +282,18 @@ def run_indices(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not allowed; expected comma-separated run indices (integers >= 0), e.g. 0,1,2")
     return text
+
+
+def run_name(text: str) -> str:
+    """An argparse type: a run name (one folder name under ``outputs/``)."""
+    try:
+        return check_run_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
+
+
+def existing_dir(text: str) -> str:
+    """An argparse type: an existing folder."""
+    if not text.strip() or not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such folder")
+    return text
