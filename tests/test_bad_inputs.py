@@ -35,10 +35,11 @@ LOG_LINE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: ")
 OUTCOMES: dict[str, str] = {}
 
 
-def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "toolbench_lib", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                               **(env or {})})
 
 
 def problem_lines(stderr: str) -> list[str]:
@@ -272,6 +273,9 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
      ("not a ToolBench data folder", "Expected layout")),
     ("save-empty-path", lambda c: ev(c, "--save", ""), ("--save", "empty path")),
     ("data-dir-empty-path", lambda c: ev(c, "--data-dir", ""), ("--data-dir", "''")),
+    ("env-data-folder-missing",
+     lambda c: {"args": ["data", "summary"], "env": {"TOOLBENCH_DATA": str(c.tmp / "x")}},
+     ("TOOLBENCH_DATA", "not a ToolBench data folder")),
     ("save-is-a-file", lambda c: ev(c, "--save", str(garbage_file(c.tmp, "out"))),
      ("--save", "not a folder")),
     ("cassette-missing", lambda c: ev(c, "--method", "ptr", "--cassette", str(c.tmp / "no.gz")),
@@ -367,7 +371,9 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
 @pytest.mark.parametrize("case", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
 def test_bad_input_is_one_clear_line(case, small_data, made_folders, tmp_path):
     name, build, words = case
-    out = cli(*build(Ctx(small_data, tmp_path, made_folders)))
+    built = build(Ctx(small_data, tmp_path, made_folders))
+    args, env = (built["args"], built["env"]) if isinstance(built, dict) else (built, None)
+    out = cli(*args, env=env)
     assert "Traceback" not in out.stderr, out.stderr
     assert out.returncode in (1, 2), (out.returncode, out.stderr)
     lines = problem_lines(out.stderr)

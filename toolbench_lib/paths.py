@@ -44,7 +44,8 @@ def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
 
     Order: ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``, ``../shared/toolbench``.
 
-    An explicit ``data_dir`` that is not a ToolBench folder is an error, never silently skipped.
+    An explicit ``data_dir`` (or a set ``TOOLBENCH_DATA``) that is not a ToolBench folder is an error, never
+    silently skipped.
     """
     places = candidate_data_dirs(data_dir)
     if data_dir is not None:
@@ -54,6 +55,11 @@ def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         raise DataNotFoundError(
             f"{label} {path} is not a ToolBench data folder. Expected layout: {EXPECTED_LAYOUT}"
         )
+    env = os.environ.get("TOOLBENCH_DATA")
+    if env and not is_toolbench_dir(Path(env)):  # a set variable is a choice: never silently skipped
+        others = " and ".join(str(path) for label, path in places if label != "TOOLBENCH_DATA")
+        raise DataNotFoundError(f"TOOLBENCH_DATA {env} is not a ToolBench data folder (unset it to look in "
+                                f"{others}). Expected layout: {EXPECTED_LAYOUT}")
     for _label, path in places:
         if is_toolbench_dir(path):
             return path.resolve()
