@@ -116,7 +116,7 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
             tool = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(tool, dict) or not isinstance(tool.get("api_list"), list):
                 raise ValueError("no api_list")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             log.warning("skipping malformed tool file %s: %s", path, exc)
             stats.malformed_files.append(str(path))
             continue
@@ -199,7 +199,7 @@ def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
                 continue
             try:
                 doc = parse_corpus_text(json.loads(line)["text"])
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 doc = None
             if doc is None:
                 log.warning("skipping malformed corpus line %s:%d", path, lineno)
