@@ -31,7 +31,26 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "slice_setup": ("data", "model"),
 }
 # Modules (or single tests, "module::test") that need the data or a model without one of those fixtures.
+# "slow": heavy without either (a notebook kernel, a thousand fuzzed replies, cross-validated routers).
 NEEDS: dict[str, tuple[str, ...]] = {
+    "test_analysis_beyond.py::test_report_includes_the_saved_leaderboard": ("data",),  # report provenance
+    "test_analysis_judge.py::test_rejudge_command": ("data",),
+    "test_analysis_report.py::test_build_report_one_row_per_entry_with_missing_tables": ("data",),
+    "test_analysis_report.py::test_write_report_with_provenance_and_figures": ("data",),
+    "test_analysis_report.py::test_write_report_without_any_outputs": ("data",),
+    "test_analysis_report.py::test_report_shows_the_judge_tables_when_saved": ("data",),
+    "test_analysis_routing.py::test_routers_match_the_oracle_on_a_separating_signal": ("slow",),
+    "test_bench.py::test_bench_command_quick": ("data",),
+    "test_cli.py::test_data_summary_json": ("data",),
+    "test_cli.py::test_unknown_subset": ("data",),  # a set name is checked against the data folder's sets
+    "test_cli.py::test_default_model_falls_back_offline": ("data", "model"),
+    "test_cli.py::test_index_build_slice": ("data", "model"),
+    "test_cli.py::test_evaluate_both_methods_with_rules_backend": ("data", "model"),
+    "test_cli.py::test_replay_miss_is_a_clear_error": ("data", "model"),
+    "test_embedding.py::test_offline_fallback_is_quick_and_recorded": ("model",),
+    "test_parsing_fuzz.py::test_thousand_adversarial_replies": ("slow",),
+    "test_parsing_fuzz.py::test_one_mb_replies_parse_in_bounded_time": ("slow",),
+    "test_reproduce.py::test_failing_notebook_stops_the_run": ("slow",),  # starts a kernel
 }
 TIER_MARKERS = ("data", "model", "slow", "local_llm")
 
