@@ -165,3 +165,33 @@ def test_combine_equals_ranx_fuse(method: str, norm: str | None, params: dict) -
         want = dict(expected[q])
         assert set(got) == set(want)
         assert all(got[d] == pytest.approx(want[d], rel=1e-6, abs=1e-9) for d in want), (method, norm, q)
+
+
+def test_tuning_depth_is_separate_from_list_length() -> None:
+    inp = fusion.study_inputs(synthetic_study())
+    short, chosen_short = fusion.cv_lists(inp, "wsum-cv", 5, folds=3)
+    long, chosen_long = fusion.cv_lists(inp, "wsum-cv", 12, folds=3, tune_k=5)
+    assert chosen_short == chosen_long
+    assert all(long[key][:5] == short[key] and len(long[key]) == 12 for key in inp.keys)
+
+
+def test_fused_retriever_in_the_study_pipeline() -> None:
+    """As a retriever (``--method rtp,ptr,rrf``) a fused method gives the lists of :func:`fused_runs`."""
+    from types import SimpleNamespace
+
+    from toolbench_lib.retrievers import RETRIEVERS, RunContext
+
+    fusion.register_all()
+    assert {"rrf", "combsum2-mm", "route-cv"} <= set(RETRIEVERS)
+    res = synthetic_study()
+    ids = sorted(set(res.hits["api_id"]))
+    setup = SimpleNamespace(api_ids=ids)
+    h = res.hits
+    ctx = RunContext(setup, res.queries, 0, 5, res.stubs,
+                     {"rtp": h[h["method"] == "rtp"], "ptr": h[h["method"] == "ptr"]})
+    for name in ("rrf", "combsum2-mm", "rr"):
+        out = RETRIEVERS[name].retrieve(ctx)
+        assert set(out["text_idx"]) == {-1} and (out["method"] == name).all()
+        got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
+        assert got == fusion.fused_runs(res, [name], 5)[name]
+        assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))

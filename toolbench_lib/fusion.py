@@ -17,7 +17,7 @@ PtR run, every stub's own top ``depth`` hits and PtR's merged ranking. The metho
 * cross-validated forms (``-cv``): ``wsum-cv`` (ranx ``wsum`` of RtP's and PtR's min-max normalised
   rankings, weight ``w`` on RtP), ``wrrf-cv`` (the same over reciprocal-rank scores), and ``route-cv``
   (route-then-fuse: RtP's ranking when its top-1 cosine is at least ``t``, else the ``rrf`` list;
-  such a query needs no stub call).
+  such a query needs no stub call); ``route-mm-cv`` routes to ``combmax-mm`` instead.
 
 A ``-cv`` method's parameter is chosen by K-fold cross-validation over queries (folds stratified by query
 set, seeded): every query's list comes from the parameter that maximised mean recall@k, averaged over
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,8 @@ RRF_K = 60
 FIXED = ("rtp", "ptr", "rr", "rr2", "maxsim", "rrf", "combmax", "combsum", "combmnz", "combmax-mm",
          "combsum-mm", "combmnz-mm", "rrf2", "combsum2-mm")
 NEEDS_SETUP = ("meanemb",)
-CV = ("wsum-cv", "wrrf-cv", "route-cv")
+CV = ("wsum-cv", "wrrf-cv", "route-cv", "route-mm-cv")
+ROUTE_BASE = {"route-cv": "rrf", "route-mm-cv": "combmax-mm"}
 METHODS = (*FIXED, *NEEDS_SETUP, *CV)
 WEIGHT_GRID = tuple(round(w, 2) for w in np.linspace(0.0, 1.0, 21))
 DESCRIPTIONS = {
@@ -63,6 +65,7 @@ DESCRIPTIONS = {
     "wsum-cv": "ranx wsum of RtP and PtR (min-max), weight by CV",
     "wrrf-cv": "weighted RRF of RtP and PtR, weight by CV",
     "route-cv": "RtP if its top-1 cosine >= t, else rrf; t by CV",
+    "route-mm-cv": "RtP if its top-1 cosine >= t, else combmax-mm; t by CV",
 }
 
 
@@ -100,11 +103,11 @@ def _ranking(frame: pd.DataFrame) -> Ranking:
     return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
 
 
-def study_inputs(result, run: int = 0, gt: str = "candidates") -> FusionInputs:
-    """The rankings of ``result`` (a stored study) for PtR run ``run``, keyed by query."""
-    h = result.hits
-    rtp = h[(h["method"] == "rtp") & (h["text_idx"] == 0)]
-    ptr = h[(h["method"] == "ptr") & (h["run"] == run)]
+def hits_inputs(hits: pd.DataFrame, queries: pd.DataFrame, run: int = 0,
+                gt: str = "candidates") -> FusionInputs:
+    """The rankings in a hits table (RtP's and PtR's rows) for PtR run ``run``, keyed by query."""
+    rtp = hits[(hits["method"] == "rtp") & (hits["text_idx"] == 0)]
+    ptr = hits[(hits["method"] == "ptr") & (hits["run"] == run)]
     if ptr.empty:
         raise ValueError(f"the study has no PtR hits for run {run}")
     q_by = {k: _ranking(g) for k, g in rtp.groupby("qkey", sort=False)}
@@ -115,13 +118,17 @@ def study_inputs(result, run: int = 0, gt: str = "candidates") -> FusionInputs:
             merged[key] = _ranking(g)
         else:
             stubs.setdefault(key, {})[int(t)] = _ranking(g)
-    q = result.queries
     rankings = {key: QueryRankings(q_by.get(key, []), [s for _, s in sorted(stubs.get(key, {}).items())],
                                    merged.get(key, []))
-                for key in q["qkey"]}
-    return FusionInputs(rankings, dict(zip(q["qkey"], q["subset"], strict=True)),
-                        {k: set(v) for k, v in zip(q["qkey"], q[gt], strict=True)}, run,
+                for key in queries["qkey"]}
+    return FusionInputs(rankings, dict(zip(queries["qkey"], queries["subset"], strict=True)),
+                        {k: set(v) for k, v in zip(queries["qkey"], queries[gt], strict=True)}, run,
                         {"gt": gt, "run": run})
+
+
+def study_inputs(result, run: int = 0, gt: str = "candidates") -> FusionInputs:
+    """The rankings of ``result`` (a stored study) for PtR run ``run``, keyed by query."""
+    return hits_inputs(result.hits, result.queries, run, gt)
 
 
 # -- fixed methods ------------------------------------------------------------------------------------------
@@ -289,8 +296,8 @@ def param_grid(inp: FusionInputs, name: str, k: int) -> dict[float, Lists]:
     if name == "wrrf-cv":
         two = {key: [list(_rr_scores(r).items()) for r in rs] for key, rs in _two_way(inp).items()}
         return {w: fuse_lists(two, "wsum", None, k, [w, 1 - w]) for w in WEIGHT_GRID}
-    if name == "route-cv":
-        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, "rrf", k)
+    if name in ROUTE_BASE:
+        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, ROUTE_BASE[name], k)
         top1 = {key: r.top1 for key, r in inp.rankings.items()}
         cuts = sorted({round(v, 4) for v in top1.values() if v == v})
         grid = [-np.inf, *cuts, np.inf]  # -inf: always RtP; inf: always the fused list
@@ -319,14 +326,17 @@ def _best(recall: np.ndarray, groups: np.ndarray) -> int:
     return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
 
 
-def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5,
-             seed: int = 0) -> tuple[Lists, dict[str, float]]:
-    """Out-of-fold lists of a ``-cv`` method and each query's chosen parameter."""
+def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5, seed: int = 0,
+             tune_k: int | None = None) -> tuple[Lists, dict[str, float]]:
+    """Out-of-fold top-``k`` lists of a ``-cv`` method and each query's chosen parameter.
+
+    The parameter maximises recall@``tune_k`` (default ``k``) on the other folds.
+    """
     grid = param_grid(inp, name, k)
     params = list(grid)
     keys = inp.keys
     groups = np.array([inp.subsets[key] for key in keys])
-    recall = _recall_matrix(grid, keys, inp.qrels, k)
+    recall = _recall_matrix(grid, keys, inp.qrels, tune_k or k)
     n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
     splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     lists: Lists = {}
@@ -352,8 +362,8 @@ def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, flo
 
 def apply_params(inp: FusionInputs, name: str, param: float, k: int) -> Lists:
     """A ``-cv`` method's lists with a given parameter (fitted elsewhere)."""
-    if name == "route-cv":
-        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, "rrf", k)
+    if name in ROUTE_BASE:
+        rtp, fused = fixed_lists(inp, "rtp", k), fixed_lists(inp, ROUTE_BASE[name], k)
         return {key: rtp[key] if r.top1 >= param else fused[key] for key, r in inp.rankings.items()}
     grid = param_grid(inp, name, k)
     if param not in grid:
@@ -374,10 +384,11 @@ def check_methods(names: Iterable[str], have_setup: bool = False) -> list[str]:
 
 def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
                  params: Mapping[str, float] | None = None, folds: int = 5, seed: int = 0, setup=None,
-                 result=None) -> tuple[dict[str, Lists], dict]:
-    """``({method: {qkey: [api_id, ...]}}, chosen parameters)`` of one run's inputs.
+                 result=None, tune_k: int | None = None) -> tuple[dict[str, Lists], dict]:
+    """``({method: {qkey: [api_id, ...]}}, chosen parameters)``: top-``k`` lists of one run's inputs.
 
-    ``-cv`` methods use ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation.
+    ``-cv`` methods use ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation
+    of recall@``tune_k`` (default ``k``).
     """
     names = check_methods(names, setup is not None)
     out: dict[str, Lists] = {}
@@ -388,7 +399,7 @@ def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
                 out[name] = apply_params(inp, name, params[name], k)
                 chosen[name] = {"fitted_elsewhere": params[name]}
             else:
-                out[name], per_query = cv_lists(inp, name, k, folds, seed)
+                out[name], per_query = cv_lists(inp, name, k, folds, seed, tune_k)
                 chosen[name] = per_query
         elif name == "meanemb":
             out[name] = mean_embedding_lists(inp, setup, result.queries, result.stubs, k)
@@ -408,8 +419,62 @@ def stub_call_share(name: str, lists_chosen: Mapping | None, inp: FusionInputs) 
     """Per query, whether the method needed PtR's stub call (route-then-fuse skips it above the cut)."""
     if name == "rtp":
         return dict.fromkeys(inp.keys, False)
-    if name == "route-cv" and lists_chosen is not None:
+    if name in ROUTE_BASE and lists_chosen is not None:
         t_of: Callable[[str], float] = (lambda key: lists_chosen["fitted_elsewhere"]) \
             if "fitted_elsewhere" in lists_chosen else (lambda key: lists_chosen[key])
         return {key: not (r.top1 >= t_of(key)) for key, r in inp.rankings.items()}
     return dict.fromkeys(inp.keys, True)
+
+
+# -- the retriever interface --------------------------------------------------------------------------------
+
+CV_K = 5  # a -cv method run as a retriever is tuned for recall@5 on the candidates ground truth
+
+
+class FusedRetriever:
+    """A fused method as a retriever of the study pipeline (``--method rtp,ptr,<name>``).
+
+    It reads RtP's and PtR's hits of the same run from the context (retrieving them when they were not
+    asked for) and returns its final ranking (``text_idx = -1``, ``depth`` APIs; ``score`` is
+    ``1 / rank``, the fused scores being on different scales). A ``-cv`` method cross-validates over the
+    run's queries, tuned for recall@:data:`CV_K` on the candidates ground truth.
+    """
+
+    uses_stubs = True
+    deterministic = False
+
+    def __init__(self, name: str) -> None:
+        check_methods([name], have_setup=True)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"FusedRetriever({self.name!r})"
+
+    def _base(self, ctx, name: str) -> pd.DataFrame:
+        from .retrievers import get_retriever
+
+        h = ctx.hits.get(name)
+        if h is None:
+            h = get_retriever(name).retrieve(ctx)
+        if "run" not in h:
+            h = h.assign(run=-1 if name == "rtp" else ctx.run)
+        return h
+
+    def retrieve(self, ctx) -> pd.DataFrame:
+        hits = pd.concat([self._base(ctx, "rtp"), self._base(ctx, "ptr")], ignore_index=True)
+        inp = hits_inputs(hits, ctx.queries, ctx.run)
+        view = SimpleNamespace(queries=ctx.queries, stubs=ctx.stubs)  # what meanemb reads of a study
+        lists, _ = method_lists(inp, [self.name], ctx.depth, setup=ctx.setup, result=view, tune_k=CV_K)
+        row_of = {a: i for i, a in enumerate(ctx.setup.api_ids)}
+        recs = [(key, self.name, -1, rank, row_of[a], a, 1.0 / rank)
+                for key in ctx.queries["qkey"] for rank, a in enumerate(lists[self.name][key], 1)]
+        return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+
+
+def register_all() -> None:
+    """Make every fused method selectable in the study pipeline and ``evaluate --method``."""
+    from .retrievers import RETRIEVERS, register
+
+    for name in METHODS:
+        if name not in RETRIEVERS:
+            register(FusedRetriever(name))

@@ -13,7 +13,8 @@ difference, its paired bootstrap 95% CI and a paired t-test p-value (``scipy.sta
 Costs: RtP makes no LLM call before planning; PtR and every fused method make one stub call per query,
 except route-then-fuse, which makes it only for the queries it sends to the fused list. Tokens per query
 are the recorded stub calls' prompt plus output tokens, plus the mean plan call of the study (the planner
-sees k APIs whichever method found them), so that methods compare at the same budget k.
+sees k APIs whichever method found them; 0 when the study made no plan call), so that methods compare
+at the same budget k.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def ranx_per_query(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[s
 
 def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterable[int] = KS,
                   params: Mapping[str, float] | None = None, setup=None, folds: int = 5,
-                  seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  seed: int = 0, tune_k: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scores, decisions)`` of the named methods on a stored study.
+
+    ``-cv`` methods are tuned for recall@``tune_k`` (the planner's budget) unless ``params`` are given.
 
     ``scores``: ``qkey, subset, method, metric, k, value`` (mean over PtR runs). ``decisions``:
     per query, run and method, the ``-cv`` parameter used and whether a stub call was needed.
@@ -83,7 +86,7 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     for run in runs:
         inp = fusion.study_inputs(result, run, gt)
         lists, chosen = fusion.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
-                                            setup=setup, result=result)
+                                            setup=setup, result=result, tune_k=tune_k)
         # One ranx evaluation for all methods of the run: keys "method<sep>qkey".
         joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
         joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}
@@ -222,8 +225,8 @@ def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby(["subset", "method"], sort=False)
     out = g.agg(stub_calls_per_query=("stub_call", "mean"), stub_tokens_per_query=("stub_tokens", "mean"))
     out["llm_calls_per_query"] = out["stub_calls_per_query"] + 1.0
-    out["tokens_per_query"] = out["stub_tokens_per_query"] + plan_tok
-    out["plan_tokens_mean"] = plan_tok
+    out["plan_tokens_mean"] = plan_tok  # NaN when the study planned nothing (plan_limit 0)
+    out["tokens_per_query"] = out["stub_tokens_per_query"] + (0.0 if np.isnan(plan_tok) else plan_tok)
     return out.reset_index()
 
 
@@ -262,7 +265,8 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = 5) -> plt.F
             ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=7,
                         xytext=(3, 2), textcoords="offset points")
         ax.set_title(subset)
-        ax.set_xlabel("LLM tokens per query (stubs + plan)")
+        plans = "" if r["plan_tokens_mean"].notna().any() else "; no plan calls in this study"
+        ax.set_xlabel(f"LLM tokens per query (stubs + mean plan{plans})")
         ax.set_ylabel(f"recall@{k} (95% CI)")
     fig.tight_layout()
     return fig
