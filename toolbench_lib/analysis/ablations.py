@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..eval.runs import score_rankings
+from ..eval.stats import paired_test
 from ..queries import DEFAULT_GT, subset_alias
 from ..retrieval import retrieve_multi
 from ..retrievers import ptr_texts
@@ -75,7 +76,8 @@ def decomposition_ablation(llm_result, rules_result, k: int = 5, gt: str = DEFAU
                            run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set.
 
-    ``table``: ``subset, decomposer, method_recall, rtp_recall, stubs_per_query, coverage, n_queries``.
+    ``table``: ``subset, decomposer, ptr_recall, rtp_recall, stubs_per_query, coverage, n_queries`` and the
+    paired comparison of that PtR with RtP (``ptr_minus_rtp`` with its bootstrap CI, Wilcoxon p, wins).
     ``by_stubs``: recall of PtR and RtP by the number of stubs a query got (1, 2, 3, 4+).
     """
     q = llm_result.queries
@@ -89,9 +91,12 @@ def decomposition_ablation(llm_result, rules_result, k: int = 5, gt: str = DEFAU
                               "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
                               "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
         for subset, g in frame.groupby("subset", sort=False):
+            t = paired_test(g["rtp"].to_numpy(), g["ptr"].to_numpy())
             rows.append({"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
                          "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
-                         "coverage": g["coverage"].mean(), "n_queries": len(g)})
+                         "coverage": g["coverage"].mean(), "n_queries": len(g), "ptr_minus_rtp": t["diff"],
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_wilcoxon": t["p_wilcoxon"],
+                         "ptr_wins": t["wins_b"], "rtp_wins": t["wins_a"]})
         frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
         for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
             by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
@@ -108,7 +113,9 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
         rtp = g["rtp_recall"].iloc[0]
         ahead = [d for d in g.index if g.loc[d, "ptr_recall"] > rtp]
         nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
-                         f"coverage {g.loc[d, 'coverage']:.2f})" for d in g.index)
+                         f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f}, CI "
+                         f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], Wilcoxon p "
+                         f"{g.loc[d, 'p_wilcoxon']:.2g})" for d in g.index)
         lead = f"PtR beats RtP ({rtp:.3f}) with the {' and '.join(ahead)} decomposer" if ahead else \
             f"no decomposer puts PtR ahead of RtP ({rtp:.3f})"
         parts.append(f"{subset}: {lead}: {nums}")
