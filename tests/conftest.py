@@ -56,14 +56,35 @@ TIER_MARKERS = ("data", "model", "slow", "local_llm")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark each test that needs the data folder or a model (see the module docstring)."""
+    """Mark each test that needs the data folder or a model (see the module docstring); an entry of
+    :data:`NEEDS` naming no test of a collected module is an error, so the table cannot go stale."""
+    modules = {}
     for item in items:
         module = item.path.name
-        wanted = set(NEEDS.get(module, ())) | set(NEEDS.get(f"{module}::{item.originalname}", ()))
+        modules[module] = getattr(item, "module", None)
+        keys = [k for k in (module, f"{module}::{item.originalname}") if k in NEEDS]
+        wanted = {m for k in keys for m in NEEDS[k]}
         for name in getattr(item, "fixturenames", ()):
             wanted.update(FIXTURE_MARKS.get(name, ()))
         for marker in sorted(wanted):
             item.add_marker(marker)
+    stale = [k for k in NEEDS if "::" in k and k.split("::")[0] in modules
+             and not hasattr(modules[k.split("::")[0]], k.split("::")[1])]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py NEEDS names tests that do not exist: {stale}")
+
+
+@pytest.fixture(autouse=True)
+def _no_data_outside_the_data_tier(request, monkeypatch):
+    """A test not marked ``data`` finds no data folder in this process, even on a machine that has one
+    (only ``TOOLBENCH_DATA`` set by the test itself, or an explicit folder, is found)."""
+    if request.node.get_closest_marker("data") is None:
+        from toolbench_lib import paths
+
+        nowhere = Path("/nonexistent-toolbench-fast-tier")
+        monkeypatch.setattr(paths, "DATA_ROOT", nowhere / "data")
+        monkeypatch.setattr(paths, "PROJECT_ROOT", nowhere / "repo")
+        monkeypatch.delenv("TOOLBENCH_DATA", raising=False)
 
 
 @pytest.fixture(scope="session")
