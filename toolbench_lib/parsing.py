@@ -115,9 +115,9 @@ def _loads(text: str, budget: _Budget | None = None) -> object | None:
     """Parse a JSON-ish container: strict, then without trailing commas, then as a Python literal."""
     if budget is not None:
         budget.spend(20, len(text))
-    for attempt in (text, _drop_trailing_commas(text)):
+    for repair in (None, _drop_trailing_commas):  # the repair pass only when strict JSON fails
         try:
-            return _as_container(json.loads(attempt))
+            return _as_container(json.loads(text if repair is None else repair(text)))
         except (ValueError, RecursionError):
             continue
     if len(text) > _LITERAL_EVAL_MAX_CHARS:
