@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
 
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
-    ev.add_argument("--method", default="rtp", help="rtp, ptr or rtp,ptr (both on the same runs)")
+    ev.add_argument("--method", default="rtp",
+                    help="comma-separated methods on the same runs: rtp, ptr, or a fused method of "
+                         "toolbench_lib.fusion (rr, rrf, combsum2-mm, wsum-cv, route-cv, ...)")
     ev.add_argument("--backend", choices=BACKENDS, default=None,
                     help="LLM backend for stubs, plans and judge (default: replay of the committed cassette "
                          "when PtR is evaluated; RtP alone is retrieval only unless a backend is given)")
@@ -239,8 +241,10 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .dataset import load_dataset
+    from .fusion import register_all
     from .retrievers import RETRIEVERS
 
+    register_all()  # the fused discovery methods (toolbench_lib.fusion) as --method names
     subsets = _evaluated_sets(args)
     methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     unknown = [m for m in methods if m not in RETRIEVERS]
@@ -295,6 +299,7 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     """The one pipeline: ``run_study`` (retrieval only when there is no backend), then the one summary."""
     from pathlib import Path
 
+    from .analysis.beyond import add_extra_metrics
     from .embedding import load_embedder
     from .evaluate import prepare
     from .llm.factory import default_workers, make_backend
@@ -313,6 +318,7 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     if args.save:
         result.save(Path(args.save))
     out = summarise_study(result, subsets, args.k, args.gt)
+    add_extra_metrics(out, result, subsets, args.k, args.gt)
     for name, counts in unresolved_report(setup.queries, subsets).items():
         out["subsets"][name]["unresolved_gt_pairs"] = counts
     out["method"] = ",".join(methods)
@@ -328,6 +334,7 @@ def _print_result(result: dict) -> None:
         for m, v in methods.items():
             rate = v.get("pass_rate")
             extra = f" pass_rate={rate:.3f}" if rate is not None and rate == rate else ""  # NaN: no plans
+            extra += "".join(f" {x}={v[x]:.3f}" for x in ("ndcg", "mrr", "comp") if v.get(x) is not None)
             print(f"  {name:4s} {r['subset']:26s} {m:4s} n={r['n_queries']:4d} "
                   f"recall={v['recall']:.3f} precision={v['precision']:.3f}{extra}")
 

@@ -337,3 +337,29 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     keep_sets = set(counts.index[counts["kept"]])
     keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
     return keys, counts.reset_index()
+
+
+EXTRA_METRICS = ("ndcg", "mrr", "comp")
+
+
+def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
+                      gt: str = DEFAULT_GT) -> dict:
+    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means, by ranx) to an ``evaluate`` summary.
+
+    ``summary`` is the ``evaluate --json`` object: ``subsets -> name -> methods -> method -> {...}``.
+    """
+    from ..queries import resolve_subset
+    from ..study import per_query_runs
+
+    pq = per_query_runs(result, k, gt, EXTRA_METRICS)
+    means = pq.groupby(["subset", "method", "run"])[list(EXTRA_METRICS)].mean().groupby(["subset", "method"])
+    means = means.mean()
+    for name in subsets:
+        entry = summary["subsets"].get(name)
+        if entry is None:
+            continue
+        subset = resolve_subset(name)
+        for method, values in entry.get("methods", {}).items():
+            if (subset, method) in means.index:
+                values.update({m: float(means.loc[(subset, method), m]) for m in EXTRA_METRICS})
+    return summary
