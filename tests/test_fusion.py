@@ -195,3 +195,21 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
         got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
         assert got == fusion.fused_runs(res, [name], 5)[name]
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
+
+
+def test_evaluate_prints_fused_methods_with_extra_metrics(ds, embedder, capsys) -> None:
+    """``evaluate --method rtp,ptr,combsum2-mm`` on a slice: three methods, nDCG/MRR/COMP beside recall."""
+    import json
+
+    from toolbench_lib.cli import main
+
+    code = main(["evaluate", "--method", "rtp,ptr,combsum2-mm", "--backend", "rules", "--runs", "1",
+                 "--plan-limit", "0", "--max-apis", "2500", "--limit", "5", "--model", "all-MiniLM-L6-v2",
+                 "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for name in ("G1", "G2", "G3"):
+        methods = out["subsets"][name]["methods"]
+        assert list(methods) == ["rtp", "ptr", "combsum2-mm"]
+        for v in methods.values():
+            assert all(0.0 <= v[m] <= 1.0 for m in ("recall", "precision", "ndcg", "mrr", "comp"))
