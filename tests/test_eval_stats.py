@@ -128,3 +128,20 @@ def test_summary_carries_judged_and_objective_pass_rates(study):  # noqa: F811
         assert row["objective_pass_rate"] == pytest.approx(g["objective_pass_rate"].mean())
         assert row["judge_kappa"] == pytest.approx(g["kappa"].mean(), nan_ok=True)
         assert row["pass_rate_mean"] == pytest.approx(g["judged_pass_rate"].mean())
+
+
+def test_echo_divergence_by_hand(study):  # noqa: F811
+    from toolbench_lib.analysis.ablations import echo_divergence
+
+    # k = 1, run 0: RtP tops a, y, d, x; PtR tops x, c, x, h: every query's lists are disjoint.
+    cos = [0.5, 0.6, 0.7, 0.8]
+    keys = [key(q) for q in ("q1", "q2", "q3", "q4")]
+    echo = pd.DataFrame({"subset": ["G1", "G1", "G2", "G2"], "qkey": keys,
+                         "mean_cos": cos, "max_cos": cos, "n_stubs": [2, 1, 2, 1]})
+    table, verdict = echo_divergence(echo, study, k=1)
+    a = table.set_index("subset").loc["all"]
+    assert a["disjoint_share"] == 1.0 and a["n_queries"] == 4
+    assert (a["rho_disjoint_vs_echo"], a["p_value"]) == (0.0, 1.0)  # no variation: nothing to correlate
+    assert "Spearman" in verdict
+    table2, _ = echo_divergence(echo, study, k=3)
+    assert table2.set_index("subset").loc["all", "disjoint_share"] < 1.0

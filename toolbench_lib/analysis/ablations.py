@@ -283,6 +283,36 @@ def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tuple[pd.DataFrame, str]:
+    """``(table, verdict)``: does a query's stub echo (its best stub's cosine to the query) predict whether
+    RtP's and PtR's top-k share no API on the study's index? Per set and over all queries: mean echo,
+    Spearman's rho of echo against disjointness with its p-value, and the disjoint share in the lowest
+    and highest thirds of echo."""
+    from scipy import stats
+
+    rtp, ptr = result.ranking("rtp", run, k=k), result.ranking("ptr", run, k=k)
+    e = echo.assign(disjoint=[not (set(rtp.get(q, [])) & set(ptr.get(q, []))) for q in echo["qkey"]])
+    rows = []
+    for subset, g in [*e.groupby("subset", sort=False), ("all", e)]:
+        rho = stats.spearmanr(g["max_cos"], g["disjoint"]) if g["disjoint"].nunique() > 1 else None
+        third = pd.qcut(g["max_cos"].rank(method="first"), 3, labels=["low", "mid", "high"])
+        by = g.groupby(third, observed=True)["disjoint"].mean()
+        rows.append({"subset": subset, "mean_cos": g["mean_cos"].mean(), "max_cos": g["max_cos"].mean(),
+                     "n_stubs": g["n_stubs"].mean(), "disjoint_share": g["disjoint"].mean(),
+                     "rho_disjoint_vs_echo": float(rho.statistic) if rho else 0.0,
+                     "p_value": float(rho.pvalue) if rho else 1.0,
+                     "disjoint_low_echo": by.get("low", float("nan")),
+                     "disjoint_high_echo": by.get("high", float("nan")), "n_queries": len(g)})
+    table = pd.DataFrame(rows)
+    a = table.set_index("subset").loc["all"]
+    low, high = a["disjoint_low_echo"], a["disjoint_high_echo"]
+    verdict = (f"Stubs restate their query (best stub cosine {a['max_cos']:.2f} on average); the closer "
+               f"they are, the more RtP and PtR agree: {low:.0%} of the least-echoing third of queries have "
+               f"disjoint top-{k} lists against {high:.0%} of the most-echoing third "
+               f"(Spearman rho {a['rho_disjoint_vs_echo']:+.2f}, p = {a['p_value']:.2g}).")
+    return table, verdict
+
+
 # --------------------------------------------------------------------------- embedder
 
 

@@ -57,7 +57,8 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "ablation_stub_text": ("subset", "variant", "recall", "precision", "n_queries"),
     "ablation_divergence": ("subset", "design", "size", "no_overlap_share", "gt_share", "rtp_recall",
                             "ptr_recall"),
-    "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs"),
+    "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs", "disjoint_share",
+                           "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo"),
     "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
     "judge_validity": ("subset", "method", "kappa"),
 }
