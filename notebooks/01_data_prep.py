@@ -82,7 +82,9 @@ display(categories.head(15).round(4))
 
 # %%
 by_cat = categories.set_index("category")["n_apis"]
-for name, paper in (("Sports", 4455), ("Data", 3583)):
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+
+for name, paper in (("Sports", paper_value("sports_apis")), ("Data", paper_value("data_apis"))):
     here = int(by_cat.get(name, 0))
     rank = categories["category"].tolist().index(name) + 1 if name in by_cat else None
     print(f"{name}: {here:,} APIs here (rank {rank}), paper {paper:,} ({here / paper:.2f}x)")

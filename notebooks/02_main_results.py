@@ -154,6 +154,22 @@ display(query_wins)
 display(mr.wins(result, cfg.k, basis="mean"))
 
 # %% [markdown]
+# The paper's Figure 2 in one row: recall, precision and pass rate (error bars: bootstrap 95% CIs over
+# queries; for the pass rate the std over runs) and the per-query wins, with the paper's values as diamonds.
+
+# %%
+PAPER_FIG2 = {}
+for s_ in ("G1", "G2", "G3"):
+    for m_ in ("rtp", "ptr"):
+        for metric_, id_ in (("recall", "recall"), ("precision", "precision"), ("pass_rate", "pass_rate"),
+                             ("wins", "wins")):
+            value_ = paper_value(f"{s_.lower()}_{m_}_{id_}")
+            if value_ is not None:
+                PAPER_FIG2[(s_, m_, metric_)] = value_
+fig = mr.figure2(main, query_wins, PAPER_FIG2)
+print(f"saved {save_figure(fig, 'figure2', cfg)}")
+
+# %% [markdown]
 # ## How much of the pass rate is the judge's? Judge validity and an objective pass rate
 #
 # The pass rate above is a verdict of a judge, and the judge is the same small model that writes the plans.

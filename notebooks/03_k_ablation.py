@@ -73,7 +73,13 @@ display(cand[cand["k"].isin(cuts)].pivot_table(index=["subset", "method"], colum
                                                 sort=False).round(3))
 
 # %%
-fig = ka.k_ablation_figure(ablation, gt="candidates")
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+
+PAPER_K = {(s, m, 5): v for s in ("G1", "G2", "G3") for m in ("rtp", "ptr")
+           if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
+PAPER_K.update({(s, "rtp", 10): v for s in ("G1", "G2")
+                if (v := paper_value(f"{s.lower()}_budget_rtp_k10")) is not None})
+fig = ka.k_ablation_figure(ablation, gt="candidates", paper=PAPER_K)
 print(f"saved {save_figure(fig, 'k_ablation', cfg)}")
 
 # %% [markdown]
@@ -104,7 +110,8 @@ print("\n".join(crossings))
 budget = ka.budget_check(result)
 save_table(budget, "budget_check", cfg, prov)
 display(budget.round(3))
-PAPER_BUDGET = {"G1": (0.453, 0.279), "G2": (0.186, 0.184)}
+PAPER_BUDGET = {s: (paper_value(f"{s.lower()}_budget_rtp_k10"), paper_value(f"{s.lower()}_budget_ptr_k5"))
+                for s in ("G1", "G2")}
 for _, r in budget[budget["gt"] == "candidates"].iterrows():
     paper = PAPER_BUDGET.get(r["subset"])
     ref = f" (paper: {paper[0]:.3f} against {paper[1]:.3f})" if paper else ""

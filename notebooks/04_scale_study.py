@@ -112,11 +112,15 @@ for subset, part in gap.groupby("subset"):
 # A backend that writes stubs by copying parts of the query (the rule-based backend used for smoke runs) searches with nearly the query's own words, so its divergence is far lower than an LLM's; the paper's numbers are only comparable for an LLM backend.
 
 # %%
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+
 by_size = divergence.groupby("size")["no_overlap_share"].mean()
 display(divergence.pivot_table(index="size", columns="subset", values="no_overlap_share").round(3))
 print(f"disjoint top-{cfg.k} sets: {by_size.iloc[0]:.1%} of queries at {by_size.index[0]} APIs, "
-      f"{by_size.iloc[-1]:.1%} at {by_size.index[-1]} APIs (mean over sets and seeds; paper: 88% and 98%)")
-fig = plot_divergence(divergence, cfg.k)
+      f"{by_size.iloc[-1]:.1%} at {by_size.index[-1]} APIs (mean over sets and seeds; paper: "
+      f"{paper_value('divergence_smallest'):.0%} and {paper_value('divergence_full'):.0%})")
+fig = plot_divergence(divergence, cfg.k, paper={"smallest": paper_value("divergence_smallest"),
+                                                "full": paper_value("divergence_full")})
 display(Image(filename=str(save_figure(fig, "scale_divergence", cfg))))
 plt.close(fig)
 

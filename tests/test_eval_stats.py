@@ -145,3 +145,16 @@ def test_echo_divergence_by_hand(study):  # noqa: F811
     assert "Spearman" in verdict
     table2, _ = echo_divergence(echo, study, k=3)
     assert table2.set_index("subset").loc["all", "disjoint_share"] < 1.0
+
+
+def test_figure2_draws_four_panels_with_the_paper(study):  # noqa: F811
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from toolbench_lib.analysis.main_results import figure2, main_results, wins
+
+    fig = figure2(main_results(study, gts=["candidates"]), wins(study, gts=["candidates"]),
+                  {("G1", "rtp", "recall"): 0.372, ("G1", "ptr", "wins"): 33})
+    assert len(fig.axes) == 4
+    diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
+    assert [tuple(d.get_ydata()) for d in diamonds] == [(0.372,), (33,)]

@@ -89,11 +89,13 @@ def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd
     return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, "rtp_k5_recall", "ptr_k10_recall"])
 
 
-def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates"):
-    """Recall (top row) and precision (bottom row) against ``k``, one column per subset."""
+def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
+                      paper: dict[tuple[str, str, int], float] | None = None):
+    """Recall (top row), precision (middle row) and PtR minus RtP recall (bottom row) against ``k``, one
+    column per subset; ``paper`` values ``{(subset, method, k): recall}`` are drawn as open markers."""
     t = table[table["gt"] == gt]
     subsets = list(dict.fromkeys(t["subset"]))
-    fig, axes = plt.subplots(2, max(1, len(subsets)), figsize=(3.4 * max(1, len(subsets)), 5.6),
+    fig, axes = plt.subplots(3, max(1, len(subsets)), figsize=(3.4 * max(1, len(subsets)), 7.8),
                              sharex=True, sharey="row", squeeze=False)
     for j, subset in enumerate(subsets):
         for i, metric in enumerate(("recall", "precision")):
@@ -103,11 +105,22 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates"):
                 if len(m):
                     ax.plot(m["k"], m[metric], marker="o", markersize=3, color=METHOD_COLORS.get(method),
                             label=METHOD_LABELS.get(method, method))
+            for (ps, pm, pk), value in (paper or {}).items():
+                if ps == subset and metric == "recall":
+                    ax.plot([pk], [value], marker="D", mfc="none", color=METHOD_COLORS.get(pm),
+                            label=f"paper {METHOD_LABELS.get(pm, pm)}")
             ax.set_title(subset if i == 0 else "")
             ax.set_ylabel(metric if j == 0 else "")
-            if i == 1:
-                ax.set_xlabel("k")
-    axes[0][0].legend(fontsize="small")
-    fig.suptitle(f"Recall and precision against k (ground truth: {gt})")
+        wide = t[t["subset"] == subset].pivot_table(index="k", columns="method", values="recall")
+        ax = axes[2][j]
+        if {"rtp", "ptr"} <= set(wide.columns):
+            diff = wide["ptr"] - wide["rtp"]
+            ax.bar(diff.index, diff.to_numpy(), color=[METHOD_COLORS.get("ptr") if d > 0 else
+                                                     METHOD_COLORS.get("rtp") for d in diff])
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_ylabel("PtR − RtP recall" if j == 0 else "")
+        ax.set_xlabel("k")
+    axes[0][0].legend(fontsize="x-small")
+    fig.suptitle(f"Recall and precision against k, and PtR's recall advantage (ground truth: {gt})")
     fig.tight_layout()
     return fig

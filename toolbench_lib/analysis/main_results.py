@@ -210,3 +210,53 @@ def headline_figure(table: pd.DataFrame, gt: str = "candidates", metric: str = "
     ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates"):
+    """The paper's Figure 2 in one row: recall, precision and pass rate per set and method (error bars: the
+    bootstrap 95% CI over queries where present, else the std over runs), and per-query wins. ``paper`` maps
+    ``(subset, method, metric)`` (metric ``recall``, ``precision``, ``pass_rate``, ``wins``) to the paper's
+    value, drawn as open diamonds."""
+    t = table[table["gt"] == gt]
+    w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
+    subsets = list(dict.fromkeys(t["subset"]))
+    methods = [m for m in METHODS if m in set(t["method"])]
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
+    x = np.arange(len(subsets))
+    width = 0.8 / max(1, len(methods))
+    for ax, metric in zip(axes[:3], ("recall", "precision", "pass_rate"), strict=True):
+        for i, method in enumerate(methods):
+            m = t[t["method"] == method].set_index("subset").reindex(subsets)
+            mean = m[f"{metric}_mean"].to_numpy(float)
+            lo, hi = m.get(f"{metric}_ci_low"), m.get(f"{metric}_ci_high")
+            if lo is not None and hi is not None:
+                err = np.vstack([mean - lo.to_numpy(float), hi.to_numpy(float) - mean])
+            else:
+                err = m[f"{metric}_std"].fillna(0.0).to_numpy(float)
+            pos = x + (i - (len(methods) - 1) / 2) * width
+            ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
+                   label=METHOD_LABELS.get(method, method))
+            for j, subset in enumerate(subsets):
+                ref = (paper or {}).get((subset, method, metric))
+                if ref is not None:
+                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
+                            label="paper" if (i, j) == (0, 0) else None)
+        ax.set_xticks(x, subsets)
+        ax.set_title(metric.replace("_", " "))
+        ax.set_ylim(0, 1)
+    ax = axes[3]
+    for i, method in enumerate(methods):
+        col = f"{method}_wins"
+        vals = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
+        pos = x + (i - (len(methods) - 1) / 2) * width
+        ax.bar(pos, vals, width, color=METHOD_COLORS.get(method), label=METHOD_LABELS.get(method, method))
+        for j, subset in enumerate(subsets):
+            ref = (paper or {}).get((subset, method, "wins"))
+            if ref is not None:
+                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+    ax.set_xticks(x, subsets)
+    ax.set_title("queries won on recall")
+    axes[0].legend(fontsize="x-small", loc="upper right")
+    fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
+    fig.tight_layout()
+    return fig

@@ -183,10 +183,20 @@ def _size_axis(ax: plt.Axes, sizes: pd.Series) -> None:
     ax.set_xlabel("APIs in the sub-registry (log scale)")
 
 
-def plot_divergence(divergence: pd.DataFrame, k: int) -> plt.Figure:
-    """Share of queries whose RtP and PtR top-k sets share no API, against size (log x)."""
+def plot_divergence(divergence: pd.DataFrame, k: int,
+                    paper: dict[str, float] | None = None) -> plt.Figure:
+    """Share of queries whose RtP and PtR top-k sets share no API, against size (log x); ``paper`` values
+    (``{"smallest": 0.88, "full": 0.98}``) are drawn at the smallest and largest size."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     sns.lineplot(divergence, x="size", y="no_overlap_share", hue="subset", marker="o", errorbar="sd", ax=ax)
+    sizes = sorted(divergence["size"].unique())
+    for where, value in (paper or {}).items():
+        if sizes and value is not None:
+            x = sizes[0] if where == "smallest" else sizes[-1]
+            ax.plot([x], [value], marker="*", markersize=12, color="black", linestyle="none",
+                    label=f"paper ({where})")
+    if paper:
+        ax.legend(fontsize="small")
     _size_axis(ax, divergence["size"])
     ax.set_ylim(0, 1.02)
     ax.set_ylabel(f"queries with disjoint top-{k} sets")
