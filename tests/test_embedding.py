@@ -223,3 +223,25 @@ def test_sub_registry_of_former_full_cache(mini_toolbench, tmp_path, embedder):
     n_chunks = (len(ds.texts) + 3) // 4
     assert c.encoded == n_chunks
     assert np.allclose(sub, embedder.encode([ds.texts[r] for r in rows]), atol=1e-5)
+
+
+def test_extra_query_file_embeds_only_its_new_texts(mini_toolbench, tmp_path, embedder):
+    """A query file whose api_list brings new APIs (and shifts registry rows) embeds only those APIs."""
+    from toolbench_lib.dataset import load_dataset
+    from toolbench_lib.index import registry_vectors
+
+    before = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
+    c = Counting(embedder)
+    registry_vectors(before, c, cache_dir=tmp_path / "emb", progress=False)
+    assert c.encoded == len(set(before.texts))
+    extra = [{"query": "Convert 10 USD to EUR", "query_id": 7, "api_list": [
+        {"category_name": "Finance", "tool_name": "Currency Now", "api_name": "Convert",
+         "api_description": "convert an amount between currencies", "required_parameters": [],
+         "optional_parameters": [], "method": "GET"}], "relevant APIs": [["Currency Now", "Convert"]]}]
+    (mini_toolbench / "test_instruction" / "G2_instruction.json").write_text(json.dumps(extra))
+    after = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
+    new = set(after.texts) - set(before.texts)
+    assert len(after.texts) > len(before.texts) and new
+    vecs = registry_vectors(after, c, cache_dir=tmp_path / "emb", progress=False)
+    assert c.encoded == len(set(before.texts)) + len(new)
+    assert np.allclose(vecs, embedder.encode(after.texts), atol=1e-5)

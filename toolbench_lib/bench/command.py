@@ -13,7 +13,7 @@ from ..validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 
 PARTS = ("embedding", "search", "warm", "local_llm", "gemini")
-FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 48}
+FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 32}
 QUICK = {"docs": 96, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2, "llm_tokens": 8}
 # The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
 WARM_FULL = {"backend": "replay", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 100}
