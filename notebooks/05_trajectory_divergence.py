@@ -92,6 +92,26 @@ if traj.empty:
     print("no plans in this study (plan_limit = 0)")
 display(traj.round(3))
 
+# %% [markdown]
+# The paper's Figure 4: fidelity, Jaccard overlap of the two plans' APIs, share of retrieved APIs used, plan
+# steps and APIs named, per set and method; the paper's values (from `references/paper.yaml`) are drawn where
+# it gives them (diamonds for one set, dashed lines for ranges or values over all sets).
+
+# %%
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.experiment import save_figure  # noqa: E402
+
+PAPER_FIG4 = {("G1", "rtp", "jaccard_rtp_ptr"): paper_value("g1_plan_jaccard"),
+              ("G3", "rtp", "jaccard_rtp_ptr"): paper_value("g3_plan_jaccard"),
+              ("G3", "rtp", "mean_steps"): paper_value("g3_rtp_steps"),
+              ("G3", "ptr", "mean_steps"): paper_value("g3_ptr_steps"),
+              ("G3", "rtp", "mean_apis_named"): paper_value("g3_rtp_apis_named"),
+              ("G3", "ptr", "mean_apis_named"): paper_value("g3_ptr_apis_named"),
+              ("all", None, "fidelity"): paper_value("trajectory_fidelity", "min")}
+if not traj.empty:
+    fig = tr.figure4(traj, {k_: v_ for k_, v_ in PAPER_FIG4.items() if v_ is not None})
+    print(f"saved {save_figure(fig, 'figure4', cfg)}")
+
 # %%
 if not traj.empty:
     print(f"lowest fidelity over sets and methods: {traj['fidelity'].min():.3f} (paper: at least 0.96)")

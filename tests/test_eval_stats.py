@@ -158,3 +158,14 @@ def test_figure2_draws_four_panels_with_the_paper(study):  # noqa: F811
     assert len(fig.axes) == 4
     diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
     assert [tuple(d.get_ydata()) for d in diamonds] == [(0.372,), (33,)]
+
+
+def test_figure4_draws_five_dimensions(study):  # noqa: F811
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from toolbench_lib.analysis.trajectory import figure4, trajectory
+
+    fig = figure4(trajectory(study), {("G1", "rtp", "jaccard_rtp_ptr"): 0.4, ("all", None, "fidelity"): 0.96})
+    assert len(fig.axes) == 5
+    assert [t.get_text() for t in (ax.title for ax in fig.axes)][0] == "fidelity"

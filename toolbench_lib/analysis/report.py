@@ -287,11 +287,11 @@ def paper_text(bounds: Mapping[str, float]) -> str:
     return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
 
 
-def paper_value(entry_id: str, path: Path = REFERENCES_FILE) -> float | None:
-    """The paper's point value of one reference entry (``None`` for a range or an unknown id)."""
+def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:
+    """The paper's value of one reference entry, or its ``min``/``max`` bound (``None`` when absent)."""
     for e in load_references(path)["entries"]:
         if e["id"] == entry_id:
-            return paper_bounds(e["paper"]).get("value")
+            return paper_bounds(e["paper"]).get(bound)
     return None
 
 

@@ -124,3 +124,42 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
                          "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
                          "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan})
     return pd.DataFrame(rows, columns=MISS_COLUMNS + MISS_EXTRA)
+
+
+FIGURE4_DIMENSIONS = (("fidelity", "fidelity"), ("jaccard_rtp_ptr", "Jaccard RtP–PtR"),
+                      ("used_share", "retrieved APIs used"), ("mean_steps", "plan steps"),
+                      ("mean_apis_named", "APIs named"))
+
+
+def figure4(traj: pd.DataFrame, paper: dict | None = None):
+    """The paper's Figure 4: the five trajectory dimensions per set and method, one panel each; ``paper``
+    maps ``(subset or "all", method or None, column)`` to the paper's value (diamonds or a dashed line)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .style import METHOD_COLORS, METHOD_LABELS
+
+    subsets = list(dict.fromkeys(traj["subset"]))
+    methods = [m for m in ("rtp", "ptr") if m in set(traj["method"])]
+    fig, axes = plt.subplots(1, len(FIGURE4_DIMENSIONS), figsize=(16, 3.4))
+    x = np.arange(len(subsets))
+    width = 0.8 / max(1, len(methods))
+    for ax, (col, title) in zip(axes, FIGURE4_DIMENSIONS, strict=True):
+        for i, method in enumerate(methods):
+            m = traj[traj["method"] == method].set_index("subset").reindex(subsets)
+            pos = x + (i - (len(methods) - 1) / 2) * width
+            ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
+                   label=METHOD_LABELS.get(method, method))
+            for j, subset in enumerate(subsets):
+                ref = (paper or {}).get((subset, method, col))
+                if ref is not None:
+                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+        for key, ref in (paper or {}).items():
+            if key[0] == "all" and key[2] == col:
+                ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
+        ax.set_xticks(x, subsets)
+        ax.set_title(title)
+    axes[0].legend(fontsize="x-small")
+    fig.suptitle("Plan trajectories: five dimensions (diamonds and dashed lines: the paper)")
+    fig.tight_layout()
+    return fig
