@@ -187,6 +187,27 @@ else:
 print(verdicts["embedder"])
 
 # %% [markdown]
+# ## The paper's worked examples
+#
+# The queries of the paper's Table 2 that are in this run, as the explorer shows them: the query, its ground
+# truth, both methods' top-k with hits marked, PtR's stubs and both plans.
+
+# %%
+from IPython.display import HTML  # noqa: E402
+
+from toolbench_lib.analysis.explorer import QueryExplorer  # noqa: E402
+from toolbench_lib.analysis.report import worked_examples  # noqa: E402
+
+explorer = QueryExplorer(setup, result, k=cfg.k)
+for example in worked_examples():
+    if example["qkey"] not in set(result.queries["qkey"]):
+        print(f"{example['id']} (Table {example['table']}): {example['qkey']} is not among this run's queries")
+        continue
+    explorer.select(example["qkey"])
+    display(Markdown(f"**{example['id']}** (paper Table {example['table']}): {example['description']}"))
+    display(HTML(explorer.render()))
+
+# %% [markdown]
 # ## What this run found
 
 # %%

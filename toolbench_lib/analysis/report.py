@@ -295,6 +295,11 @@ def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FIL
     return None
 
 
+def worked_examples(path: Path = REFERENCES_FILE) -> list[dict]:
+    """The paper's worked examples (``id, table, qkey, description``) listed in the reference file."""
+    return list(yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", []))
+
+
 def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
     """``subset, n_queries``: the paper's query count per set, from the reference file's entries."""
     entries = load_references(path)["entries"]
