@@ -100,3 +100,34 @@ def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
     text = write_report(cfg).read_text()
     assert "## Beyond the paper" in text and "route-cv" in text and "provenance line" in text
     assert text.index("## Beyond the paper") < text.index("## Figures")
+
+
+def test_unseen_queries_drop_repeated_sets() -> None:
+    design = pd.DataFrame({"qkey": ["D:1", "D:2"], "query": ["alpha", "beta"], "subset": "D"})
+    val = pd.DataFrame({"qkey": [f"V:{i}" for i in range(12)] + ["W:0", "W:1"],
+                        "query": [f"new {i}" for i in range(11)] + ["alpha", "beta", "gamma"],
+                        "subset": ["V"] * 12 + ["W"] * 2})
+    keys, counts = beyond.unseen_queries(val, design, min_queries=10)
+    assert keys == {f"V:{i}" for i in range(11)}  # V keeps its 11 unseen; W has 1 unseen: dropped
+    c = counts.set_index("subset")
+    assert c.loc["V", "seen"] == 1 and c.loc["W", "unseen"] == 1 and not c.loc["W", "kept"]
+
+
+def test_recorded_limit_counts_the_first_queries_of_every_set(tmp_path) -> None:
+    from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
+    from toolbench_lib.prompts import STUB_PROMPT
+    from toolbench_lib.study import call
+
+    from .test_stub_recording import StubBackend
+
+    queries = pd.DataFrame({"subset": ["A"] * 4 + ["B"] * 2,
+                            "query": ["a0", "a1", "a2", "a3", "b0", "b1"]})
+    cassette = tmp_path / "c.jsonl.gz"
+    with CallStore(tmp_path / "s.sqlite") as store:
+        llm = CachedLLM(StubBackend(), store)
+        for q in ["a0", "a1", "b0", "b1", "a3"]:  # a2 missing: A's first 2 only
+            call(llm, STUB_PROMPT, 0, 0.0, query=q)
+        export_cassette(store, cassette)
+    assert beyond.recorded_limit(cassette, queries, ["A", "B"]) == 2
+    assert beyond.recorded_limit(cassette, queries, ["B"]) == 2
+    assert beyond.recorded_limit(tmp_path / "missing.jsonl.gz", queries, ["A"]) == 0
