@@ -624,3 +624,23 @@ def test_damaged_stored_study_is_never_read(tmp_path, caplog):
     (folder / TABLE_CHECKSUMS).unlink()  # stored before checksums existed: not trusted either
     with pytest.raises(StoredStudyError, match="incomplete or damaged"):
         StudyResult.load(folder)
+
+
+@pytest.mark.parametrize("exc,code,line", [
+    (TypeError("bad operand"), 1, "error: TypeError: bad operand (rerun with -v to see where)"),
+    (OSError(28, "No space left on device"), 2, "error: [Errno 28] No space left on device"),
+    (sqlite3.OperationalError("database is locked"), 2, "error: database is locked"),
+    (KeyError("G9"), 2, "error: G9"),
+    (KeyboardInterrupt(), 130, "error: interrupted"),
+])
+def test_any_error_left_is_one_line(exc, code, line, monkeypatch, capsys):
+    """Whatever still reaches the top of the command line ends as one line and an exit code."""
+    from toolbench_lib import cli
+
+    def fail(args):
+        raise exc
+
+    monkeypatch.setattr(cli, "cmd_data_summary", fail)
+    assert cli.main(["data", "summary"]) == code
+    err = capsys.readouterr().err
+    assert problem_lines(err) == [line] and "Traceback" not in err
