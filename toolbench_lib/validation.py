@@ -194,6 +194,30 @@ def data_dir(text: str) -> str:
     return text
 
 
+def run_indices(text: str) -> str:
+    """An argparse type: comma-separated run indices (integers >= 0), returned as given."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; expected comma-separated run indices (integers >= 0), e.g. 0,1,2")
+    return text
+
+
+def run_name(text: str) -> str:
+    """An argparse type: a run name (one folder name under ``outputs/``)."""
+    try:
+        return check_run_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
+
+
+def existing_dir(text: str) -> str:
+    """An argparse type: an existing folder."""
+    if not text.strip() or not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such folder")
+    return text
+
+
 # --------------------------------------------------------------------------- the top-level guard
 
 # Errors of the input (options, data files, caches, a replay miss): exit code 2. Anything else: 1.
@@ -274,26 +298,3 @@ def check_dataset(ds, max_apis: int | None, subsets: Iterable[str]) -> None:
     for name in subsets:
         ds.subset_queries(name)  # raises, naming the file, when the set has no queries
 
-
-def run_indices(text: str) -> str:
-    """An argparse type: comma-separated run indices (integers >= 0), returned as given."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not allowed; expected comma-separated run indices (integers >= 0), e.g. 0,1,2")
-    return text
-
-
-def run_name(text: str) -> str:
-    """An argparse type: a run name (one folder name under ``outputs/``)."""
-    try:
-        return check_run_name(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
-
-
-def existing_dir(text: str) -> str:
-    """An argparse type: an existing folder."""
-    if not text.strip() or not Path(text).is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r}: no such folder")
-    return text
