@@ -149,3 +149,13 @@ save_table(lengths, "data_doc_lengths", cfg, prov)
 display(lengths.round(1))
 fig = data_stats.doc_length_figure(data_stats.doc_lengths(ds))
 print(f"saved {save_figure(fig, 'data_doc_lengths', cfg)}")
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import data_findings  # noqa: E402
+from toolbench_lib.analysis.report import paper_value  # noqa: E402
+
+display(Markdown(data_findings(sources, sizes, paper_value("registry_size"))))

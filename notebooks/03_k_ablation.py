@@ -116,3 +116,12 @@ for _, r in budget[budget["gt"] == "candidates"].iterrows():
     paper = PAPER_BUDGET.get(r["subset"])
     ref = f" (paper: {paper[0]:.3f} against {paper[1]:.3f})" if paper else ""
     print(f"{r['subset']}: RtP@10 {r['rtp_k10_recall']:.3f} against PtR@5 {r['ptr_k5_recall']:.3f}{ref}")
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import k_findings  # noqa: E402
+
+display(Markdown(k_findings(ablation, budget)))

@@ -131,3 +131,13 @@ plt.close(fig)
 # - Which APIs count as correct follows `gt` (the query's whole `api_list`, *candidates*, by default, as in the paper); which APIs are kept in every sub-registry follows `keep_gt`.
 # - The full-registry row of each set equals the main study's recall at the same k (the top-k is taken from the same cosines, so it reproduces the stored rankings exactly).
 # - With `smoke=True` the "full registry" is the 2,500-API slice the study ran on and the sizes are scaled down to match; the numbers then only show that the pipeline runs.
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import scale_findings  # noqa: E402
+
+display(Markdown(scale_findings(scale, divergence, paper_value("divergence_smallest"),
+                                paper_value("divergence_full"))))

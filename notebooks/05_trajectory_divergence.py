@@ -140,3 +140,12 @@ if not miss.empty:
     total = miss.groupby("method")[["n_complete_miss", "n_plans"]].sum()
     for method, r in total.iterrows():
         print(f"{method}: {int(r['n_complete_miss'])} of {int(r['n_plans'])} plans saw no correct API")
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import trajectory_findings  # noqa: E402
+
+display(Markdown(trajectory_findings(traj, miss)))

@@ -113,3 +113,12 @@ print(f"share of calls served from a cache or cassette: {cached:.2f}")
 for _, r in overhead.dropna(subset=["overhead_pct"]).iterrows():
     print(f"{r['subset']}: PtR uses {r['overhead_pct']:.0f}% more tokens than RtP (paper: 75-104%), "
           f"{r['ptr_stub_tokens']:.0f} of them in the stub call")
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import stub_findings  # noqa: E402
+
+display(Markdown(stub_findings(stubs, overhead)))

@@ -120,3 +120,12 @@ print(f"queries where PtR beats RtP: {routed['ptr_wins'].mean():.1%}; "
 # - The paper's 16% saving is an estimate from the share of queries it expected to route to RtP; here the saving is measured from the recorded calls of this run's backend, and it only counts if the router keeps recall close to the better fixed method. A router that saves tokens by routing to RtP where PtR would have found more APIs trades recall for cost; the table shows both.
 # - With few queries per set (as in a smoke run) the cross-validated thresholds are noisy and the AUROCs rest on a handful of PtR wins; read them as a check that the analysis runs.
 # - The rule-based backend of smoke runs counts tokens of rule-written text, not of an LLM; token savings are meaningful only for an LLM backend.
+
+# %% [markdown]
+# ## What this run found
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis.findings import routing_findings  # noqa: E402
+
+display(Markdown(routing_findings(table)))
