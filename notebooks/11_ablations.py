@@ -42,8 +42,8 @@ max_apis = None
 limit = None
 seed = 0
 scale_seeds = 5
-ablation_apis = 2000
-ablation_queries = 50
+ablation_apis = 3000
+ablation_queries = None
 
 # %%
 import matplotlib.pyplot as plt
@@ -160,8 +160,8 @@ print(verdicts["stub_echo"])
 # ## 4 · Embedder
 #
 # The paper used `thenlper/gte-base`; this run uses the offline embedder. Here the same queries and the same
-# recorded stubs are searched on one sub-registry (the candidate ground truth of the first `ablation_queries`
-# queries of each set plus a proportional sample, `ablation_apis` APIs in all) with all-MiniLM-L6-v2 and all-mpnet-base-v2 (shipped as PyPI
+# recorded stubs are searched on one sub-registry (the candidate ground truth of the scored queries, or of
+# the first `ablation_queries` of each set, plus a proportional sample: `ablation_apis` APIs in all) with all-MiniLM-L6-v2 and all-mpnet-base-v2 (shipped as PyPI
 # packages, assembled locally). If the winner per set does not change with the embedder, the embedder is not
 # the cause of a crossover that fails to appear.
 

@@ -16,9 +16,9 @@ def embedder_path(name: str) -> str:
 
 
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
-                     per_set: int = 50) -> tuple[dict, str]:
+                     per_set: int | None = None) -> tuple[dict, str]:
     """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
-    first ``per_set`` queries of each of the configuration's sets on one sub-registry of ``n_apis`` APIs
+    configuration's queries (the first ``per_set`` of each set when given) on one sub-registry of ``n_apis`` APIs
     (seed ``cfg.seed``) per embedder.
 
     A model that is not installed leaves the dict empty and says so in ``note``.
@@ -37,11 +37,13 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
     settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr"))
     size = min(n_apis, cfg.max_apis or n_apis)
-    limit = min(per_set, cfg.limit or per_set)
+    limits = [n for n in (per_set, cfg.limit) if n]
+    limit = min(limits) if limits else None
     out = {}
     for name, path in paths.items():
         setup = prepare(ds, load_embedder(path), cfg.subsets, size, limit, cfg.seed, progress=False)
         result = run_study(setup, llm, settings, progress=False)
         result.provenance["model"] = name
         out[name] = result
-    return out, f"{size}-API sub-registry (seed {cfg.seed}), first {limit} queries of each set"
+    which = f"first {limit} queries of each set" if limit else "every query"
+    return out, f"{size}-API sub-registry (seed {cfg.seed}), {which}"
