@@ -18,8 +18,8 @@ def embedder_path(name: str) -> str:
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
                      per_set: int | None = None) -> tuple[dict, str]:
     """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
-    configuration's queries (the first ``per_set`` of each set when given) on one sub-registry of ``n_apis`` APIs
-    (seed ``cfg.seed``) per embedder.
+    configuration's queries (the first ``per_set`` of each set when given) on one sub-registry of
+    ``n_apis`` APIs (seed ``cfg.seed``) per embedder.
 
     A model that is not installed leaves the dict empty and says so in ``note``.
     """
