@@ -31,10 +31,10 @@ data_dir = None
 subsets = ["G1", "G2", "G3"]
 backend = "replay"
 cassette = None
-embedder = None
+embedder = "all-MiniLM-L6-v2"
 k = 5
 runs = 1
-plan_limit = 50
+plan_limit = 100
 max_apis = None
 limit = None
 seed = 0
@@ -56,7 +56,7 @@ from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_lin
 params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets, backend=backend,
               cassette=cassette, embedder=embedder, k=k, runs=runs, plan_limit=plan_limit, max_apis=max_apis,
               limit=limit, seed=seed, scale_seeds=scale_seeds)
-cfg = ExperimentConfig.from_params(**params)
+cfg = ExperimentConfig.from_params(**params, gt=gt, folds=folds)
 use_style()
 setup, result = get_study(cfg)
 prov = provenance_line(result) + f", gt={gt}, folds={folds}, fusion seed={cfg.seed}"
@@ -173,9 +173,9 @@ print(f"validation: the first {n_val} queries of each of {', '.join(validation_s
 val_board = None
 if n_val > 0:
     # The validation study is stored in a run of its own (another configuration than this run's).
-    vcfg = ExperimentConfig.from_params(**{**params, "run_name": f"{cfg.run_name}-validation",
-                                           "subsets": list(validation_sets)})
-    vcfg.limit, vcfg.plan_limit = n_val, 0
+    vcfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-validation",
+                                     "subsets": list(validation_sets)})
+    vcfg.limit, vcfg.plan_limit = n_val, 0  # after build: a smoke run would reset them
     vcfg = vcfg.redirected()
     vsetup, vresult = get_study(vcfg)
     vprov = provenance_line(vresult) + f", gt={gt}, parameters fitted on {', '.join(subsets)}: {fitted}"
