@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import faiss
@@ -14,6 +15,23 @@ from .embedding import Embedder, adopt_former_cache, embed_cached
 from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
+
+
+def search_threads() -> int:
+    """OpenMP threads of a FAISS search: ``TOOLBENCH_FAISS_THREADS``, else one fewer than the CPUs (>= 1).
+
+    FAISS's OpenMP threads spin at every barrier: with another busy process on a 2-core machine, a search
+    of 462 queries over 47,651 vectors took 6.4 s with 2 threads and 1.1 s with 1 (the bare matrix
+    product: 1.0 s); see ``python -m toolbench_lib bench``.
+    """
+    env = os.environ.get("TOOLBENCH_FAISS_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(cpus - 1, 1)
 
 
 class VectorIndex:
@@ -42,6 +60,7 @@ class VectorIndex:
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, registry rows) for each query vector; ``k`` is capped at the index size."""
         k = min(k, len(self))
+        faiss.omp_set_num_threads(search_threads())
         scores, pos = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
         return scores, self.rows[pos]
 
