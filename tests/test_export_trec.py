@@ -1,4 +1,5 @@
-"""``export trec``: TREC run and qrels files that ranx reads back to this toolkit's own numbers."""
+"""``export trec``: TREC run and qrels files that ranx and trec_eval (pytrec_eval) read back to this toolkit's
+own numbers."""
 
 from __future__ import annotations
 
@@ -32,6 +33,35 @@ def _ranx_means(out: Path, manifest: dict, subset: str, method: str, gt: str, k:
     return float(np.mean(recall)), float(np.mean(precision))
 
 
+def _trec_eval_means(out: Path, manifest: dict, subset: str, method: str, gt: str,
+                     k: int) -> tuple[float, float]:
+    """The same means from trec_eval itself (pytrec_eval), reading the files as TREC text."""
+    import pytrec_eval
+
+    def read(path: str, cols: int) -> list[list[str]]:
+        rows = [line.split() for line in (out / path).read_text().splitlines()]
+        assert all(len(r) == cols for r in rows), path
+        return rows
+
+    qrels_file = next(f["path"] for f in manifest["files"]
+                      if f["kind"] == "qrels" and f["subset"] == subset and f["gt"] == gt)
+    qrels: dict[str, dict[str, int]] = {}
+    for q, _, doc, rel in read(qrels_file, 4):
+        qrels.setdefault(q, {})[doc] = int(rel)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"P_{k}", f"recall_{k}"})
+    recall, precision = [], []
+    for f in manifest["files"]:
+        if f["kind"] == "run" and f["subset"] == subset and f["method"] == method:
+            run: dict[str, dict[str, float]] = {}
+            for q, _, doc, _, score, _ in read(f["path"], 6):
+                run.setdefault(q, {})[doc] = float(score)
+            per_query = evaluator.evaluate(run)
+            assert set(per_query) == set(qrels)  # every judged query retrieved something
+            recall.append(np.mean([v[f"recall_{k}"] for v in per_query.values()]))
+            precision.append(np.mean([v[f"P_{k}"] for v in per_query.values()]))
+    return float(np.mean(recall)), float(np.mean(precision))
+
+
 def _check_against_summary(result: StudyResult, out: Path, manifest: dict, aliases: list[str], k: int) -> int:
     checked = 0
     for gt in ("candidates", "relevant"):
@@ -39,9 +69,10 @@ def _check_against_summary(result: StudyResult, out: Path, manifest: dict, alias
         for alias in aliases:
             entry = ours["subsets"][alias]
             for method, numbers in entry["methods"].items():
-                got = _ranx_means(out, manifest, entry["subset"], method, gt, k)
-                assert got == pytest.approx((numbers["recall"], numbers["precision"]), abs=1e-12), \
-                    (alias, method, gt)
+                expected = pytest.approx((numbers["recall"], numbers["precision"]), abs=1e-12)
+                for reader in (_ranx_means, _trec_eval_means):
+                    assert reader(out, manifest, entry["subset"], method, gt, k) == expected, \
+                        (reader.__name__, alias, method, gt)
                 checked += 1
     return checked
 
