@@ -65,3 +65,18 @@ def test_bench_command_quick(capsys, tmp_path):
 def test_bench_rejects_unknown_part(capsys):
     assert main(["bench", "--only", "gpu"]) == 2
     assert "unknown part" in capsys.readouterr().err
+
+
+def test_local_model_line_waits_for_the_shared_lock_then_gives_up(tmp_path):
+    import fcntl
+
+    from toolbench_lib.bench.llm_local import LockBusy, file_lock
+
+    lock = tmp_path / "llm.lock"
+    with open(lock, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(LockBusy, match="held by another process"), file_lock(str(lock), timeout_s=1.5):
+            pass
+        fcntl.flock(held, fcntl.LOCK_UN)
+    with file_lock(str(lock), timeout_s=1.5):  # free again: taken at once
+        pass

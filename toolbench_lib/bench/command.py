@@ -11,6 +11,7 @@ import numpy as np
 
 from ..validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
+from .llm_local import LockBusy
 
 PARTS = ("embedding", "search", "warm", "local_llm", "gemini")
 FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 32}
@@ -29,6 +30,8 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     b.add_argument("--docs", type=int_at_least(1), default=None, help="registry documents per backend")
     b.add_argument("--llm-lock", default=None,
                    help="file to hold an exclusive flock on while the local model runs (shared with others)")
+    b.add_argument("--llm-lock-timeout", type=float, default=120.0,
+                   help="seconds to wait for --llm-lock before the local-model line is skipped")
     b.add_argument("--json", default=None, help="also write the lines and the machine as JSON to this file")
 
 
@@ -82,7 +85,8 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         queries = ds.subset_queries("G1", sizes["llm_prompts"])["query"].tolist()
         return bench_local_llm(n_seq=sizes["llm_prompts"], max_new=sizes["llm_tokens"],
-                               n_prompts=sizes["llm_prompts"], lock=args.llm_lock, queries=queries)
+                               n_prompts=sizes["llm_prompts"], lock=args.llm_lock, queries=queries,
+                               lock_timeout_s=args.llm_lock_timeout)
 
     def gemini() -> BenchLine:
         from .gemini_fake import bench_gemini
@@ -100,7 +104,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          f"choose from {', '.join(PARTS)}")
     machine = machine_info()
     parts = _parts(args, QUICK if args.quick else FULL)
-    lines = run_bench({name: parts[name] for name in only})
+    lines = run_bench({name: parts[name] for name in only}, skip_on=(LockBusy,))
     print(format_table(lines, machine))
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine, "quick": args.quick,

@@ -91,13 +91,16 @@ def format_table(lines: list[BenchLine], machine: dict) -> str:
     return "\n".join(rows)
 
 
-def run_bench(parts: dict[str, Callable[[], BenchLine]]) -> list[BenchLine]:
-    """Run each part; a part that fails becomes a skipped line naming the error."""
+def run_bench(parts: dict[str, Callable[[], BenchLine]],
+              skip_on: tuple[type[BaseException], ...] = ()) -> list[BenchLine]:
+    """Run each part; a part that fails becomes a skipped line naming the error (``skip_on``: the reason)."""
     lines = []
     for name, part in parts.items():
         t0 = time.perf_counter()
         try:
             line = part()
+        except skip_on as exc:
+            line = BenchLine(name, "", "", "", skipped=str(exc))
         except Exception as exc:  # noqa: BLE001 - one failing part must not lose the others
             log.warning("bench %s failed: %s: %s", name, type(exc).__name__, exc)
             line = BenchLine(name, "", "", "", skipped=f"failed: {type(exc).__name__}: {exc}")

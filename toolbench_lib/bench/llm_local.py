@@ -20,14 +20,27 @@ import numpy as np
 from .core import BenchLine
 
 
+class LockBusy(RuntimeError):
+    """The shared lock stayed held by another process for the whole wait."""
+
+
 @contextmanager
-def file_lock(path: str | None):
-    """Hold an exclusive ``flock`` on ``path`` (shared with the ``flock`` command) while the block runs."""
+def file_lock(path: str | None, timeout_s: float = 120.0):
+    """Hold an exclusive ``flock`` on ``path`` (shared with the ``flock`` command) while the block runs;
+    :class:`LockBusy` when another process holds it for ``timeout_s``."""
     if not path:
         yield
         return
     with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockBusy(f"{path} held by another process for {timeout_s:.0f} s") from None
+                time.sleep(1.0)
         try:
             yield
         finally:
@@ -107,7 +120,7 @@ class BatchedGreedy:
 
 
 def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock: str | None = None,
-                    queries: list[str] | None = None) -> BenchLine:
+                    queries: list[str] | None = None, lock_timeout_s: float = 120.0) -> BenchLine:
     """Generated tokens/s (prompt evaluation included) of 1 sequence at a time against ``n_seq`` together."""
     import llama_cpp
 
@@ -120,7 +133,7 @@ def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock:
     queries = (queries or [])[:n_prompts]
     if len(queries) < n_prompts:
         raise ValueError(f"need {n_prompts} queries")
-    with file_lock(lock):
+    with file_lock(lock, lock_timeout_s):
         llama = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=threads, verbose=False)
         try:
             prompts = [llama.tokenize(chat_prompt(STUB_PROMPT.system, STUB_PROMPT.render(query=q)).encode(),
