@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="plan and judge only the first N queries of each set (0: retrieval only)")
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
     ev.add_argument("--workers", type=int_at_least(1), default=None,
-                    help="concurrent LLM calls (default 4 for gemini, else 1)")
+                    help="concurrent LLM calls (default 16 for gemini, else 1)")
     ev.add_argument("--depth", type=int_at_least(1), default=20, help="hits kept per searched text (>= k)")
     ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
     ev.add_argument("--subset", action="append", default=None, type=subset_name,

@@ -100,7 +100,7 @@ class GeminiBackend:
         retry_max_delay_s: float = 60.0,
         retry_jitter: float = 0.1,
         timeout_s: float = 120.0,
-        max_concurrency: int = 4,
+        max_concurrency: int = 16,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if max_retries < 0:
