@@ -154,6 +154,16 @@ print("route-cv thresholds chosen per fold:", ", ".join(f"{t:.3f}" for t in fold
 print("parameters fitted on all design queries:", {m: round(v, 4) for m, v in fitted.items()})
 
 # %% [markdown]
+# ### Does a tuned parameter carry over to another kind of query?
+#
+# Each `-cv` method's parameter fitted on two of the design sets and applied to the third (scikit-learn's leave-one-group-out), beside the 5-fold cross-validated recall of the leaderboard. A large drop means the parameter is specific to the kind of query it was tuned on.
+
+# %%
+transfer = beyond.transfer_table(result, cfg.k, gt)
+save_table(transfer, "beyond_transfer", cfg, prov)
+display(transfer.round(4))
+
+# %% [markdown]
 # ## Validation on sets not used for design
 #
 # The same methods, with the parameters fitted on G1–G3 above, on the other solvable query sets. Their stubs come from the same LLM (recorded into the cassette); only the first N queries of every set are used, N being the largest number for which every set's first N queries have recorded stubs (with a live or rule-based backend, the configuration's limit). Nothing here was tuned on these sets.

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.test_fusion import synthetic_study
+from toolbench_lib import fusion
 from toolbench_lib.analysis import beyond
 from toolbench_lib.metrics import per_query_metrics
 
@@ -131,3 +132,14 @@ def test_recorded_limit_counts_the_first_queries_of_every_set(tmp_path) -> None:
     assert beyond.recorded_limit(cassette, queries, ["A", "B"]) == 2
     assert beyond.recorded_limit(cassette, queries, ["B"]) == 2
     assert beyond.recorded_limit(tmp_path / "missing.jsonl.gz", queries, ["A"]) == 0
+
+
+def test_transfer_table_shows_a_threshold_that_does_not_carry_over(scored) -> None:
+    """Fitted on S1 alone (RtP always right, top-1 cosine 0.8) the router keeps RtP everywhere, which
+    fails on S2; with both sets in the training folds it is right on both."""
+    res, _, _ = scored
+    t = beyond.transfer_table(res, 5).set_index(["method", "subset"])
+    assert t.loc[("route-cv", "S2"), "recall_other_sets"] == 0.0
+    assert t.loc[("route-cv", "S2"), "recall_5fold"] == 1.0
+    assert t.loc[("route-cv", "S1"), "recall_5fold"] == 1.0
+    assert set(t.index.get_level_values("method")) == set(fusion.CV)

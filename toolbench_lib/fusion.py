@@ -349,6 +349,26 @@ def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5, seed: int = 0
     return {key: lists[key] for key in keys}, chosen
 
 
+def leave_one_set_out(inp: FusionInputs, name: str, k: int) -> tuple[Lists, dict[str, float]]:
+    """Lists of a ``-cv`` method whose parameter, for each query set, was fitted on the other sets only
+    (scikit-learn ``LeaveOneGroupOut``): does a tuned parameter carry over to another kind of query?"""
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    grid = param_grid(inp, name, k)
+    params, keys = list(grid), inp.keys
+    groups = np.array([inp.subsets[key] for key in keys])
+    if len(np.unique(groups)) < 2:
+        raise ValueError("leave-one-set-out needs queries of at least two sets")
+    recall = _recall_matrix(grid, keys, inp.qrels, k)
+    lists: Lists = {}
+    chosen: dict[str, float] = {}
+    for train, test in LeaveOneGroupOut().split(np.zeros(len(keys)), groups=groups):
+        p = params[_best(recall[:, train], groups[train])]
+        for j in test:
+            lists[keys[j]], chosen[keys[j]] = grid[p][keys[j]], float(p)
+    return {key: lists[key] for key in keys}, chosen
+
+
 def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, float]:
     """Each ``-cv`` method's parameter fitted on all of ``inp``'s queries (to be used unchanged elsewhere)."""
     keys = inp.keys

@@ -363,3 +363,25 @@ def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
             if (subset, method) in means.index:
                 values.update({m: float(means.loc[(subset, method), m]) for m in EXTRA_METRICS})
     return summary
+
+
+def transfer_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """Per ``-cv`` method and set: recall@k with the parameter fitted on the other sets (leave one set
+    out) beside the 5-fold one, and the parameter each way."""
+    rows = []
+    inp = fusion.study_inputs(result, 0, gt)
+    sub = {key: subset_alias(s) for key, s in inp.subsets.items()}
+    for name in fusion.CV:
+        folds, chosen_f = fusion.cv_lists(inp, name, k)
+        loso, chosen_l = fusion.leave_one_set_out(inp, name, k)
+        for subset in dict.fromkeys(sub.values()):
+            keys = [key for key in inp.keys if sub[key] == subset]
+
+            def recall(lists: Mapping[str, Sequence[str]], keys: list[str] = keys) -> float:
+                return float(np.mean([len(set(lists[q][:k]) & inp.qrels[q]) / len(inp.qrels[q])
+                                      if inp.qrels[q] else 0.0 for q in keys]))
+
+            rows.append({"method": name, "subset": subset, "k": k, "recall_5fold": recall(folds),
+                         "recall_other_sets": recall(loso), "param_other_sets": chosen_l[keys[0]],
+                         "params_5fold": sorted({round(chosen_f[q], 4) for q in keys})})
+    return pd.DataFrame(rows)
