@@ -72,9 +72,3 @@ def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int |
         "index": "faiss.IndexFlatIP (cosine over L2-normalised vectors)",
     }
     return RetrievalSetup(ds, embedder, index, queries, max_apis, seed, prov)
-
-
-def ranked_lists(hits: pd.DataFrame) -> dict[str, list[str]]:
-    """``{qkey: [api_id, ...]}`` of the final rankings in a hits table (prefer ``StudyResult.ranking``)."""
-    final = hits[hits["text_idx"] == -1].sort_values(["qkey", "rank"])
-    return final.groupby("qkey", sort=False)["api_id"].apply(list).to_dict()

@@ -112,7 +112,7 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
     q = result.queries.set_index("qkey")
     keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
         else set(q.index)
-    final = result.hits[(result.hits["text_idx"] == -1) & (result.hits["rank"] <= k)].sort_values("rank")
+    final = result.final_hits(k).sort_values("rank")
     rows_of = final.groupby(["qkey", "method", "run"])["row"].apply(list).to_dict()
     out = []
     for p in plans[plans["qkey"].isin(keep)].to_dict("records"):

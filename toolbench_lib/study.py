@@ -157,6 +157,19 @@ class StudyResult:
             raise KeyError(f"run {run} is not in this study (runs 0..{self.n_runs - 1})")
         return h[h["run"] == run]
 
+    def stored_run(self, method: str, run: int) -> int:
+        """The ``run`` value under which ``method``'s hits of ``run`` are stored (``SHARED_RUN`` for RtP)."""
+        h = self.hits[self.hits["method"] == method]
+        return SHARED_RUN if (h["run"] == SHARED_RUN).any() else run
+
+    def final_hits(self, k: int | None = None) -> pd.DataFrame:
+        """Every method's final-ranking rows of ``hits`` (``qkey, method, run, rank, row, api_id, score``),
+        cut at ``k``; a deterministic method keeps its one stored run (see :meth:`stored_run`)."""
+        final = self.hits[self.hits["text_idx"] == MERGED]
+        if k is not None:
+            final = final[final["rank"] <= k]
+        return final.drop(columns=["text_idx"])
+
     def ranking(self, method: str, run: int = 0, k: int | None = None) -> dict[str, list[str]]:
         """``{qkey: [api_id, ...]}``: each query's final ranking of ``method`` in ``run``, cut at ``k``."""
         h = self._method_hits(method, run)

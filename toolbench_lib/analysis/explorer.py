@@ -21,7 +21,6 @@ from pathlib import Path
 import ipywidgets as widgets
 import pandas as pd
 
-from ..evaluate import ranked_lists
 from ..metrics import per_query_metrics
 from ..queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study import StudyResult
@@ -59,16 +58,14 @@ def _ids(value) -> list[str]:
 def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Per query: ``qkey, subset, rtp_recall, ptr_recall, rtp_hits, ptr_hits`` at ``k`` for one run.
 
-    RtP's rankings are stored once (``run = -1``) and count for every run.
+    RtP's rankings are stored once and count for every run (``StudyResult.ranking`` decodes that).
     """
     check_gt(gt)
     q = result.queries
     qrels = {key: set(_ids(ids)) for key, ids in zip(q["qkey"], q[gt], strict=True)}
     out = q[["qkey", "subset"]].copy()
     for method in ("rtp", "ptr"):
-        h = result.hits[result.hits["method"] == method]
-        h = h[h["run"] == (-1 if method == "rtp" else run)]
-        pq = per_query_metrics(ranked_lists(h), qrels, k).set_index("qkey")
+        pq = per_query_metrics(result.ranking(method, run, k=k), qrels, k).set_index("qkey")
         out[f"{method}_recall"] = out["qkey"].map(pq["recall"]).fillna(0.0).to_numpy()
         out[f"{method}_hits"] = out["qkey"].map(pq["hits"]).fillna(0).astype(int).to_numpy()
     return out
@@ -249,7 +246,7 @@ class QueryExplorer:
 
     def _ranked(self, qkey: str, method: str, text_idx: int) -> pd.DataFrame:
         h = self._hits_of(qkey)
-        run = -1 if method == "rtp" else int(self.run.value)
+        run = self.result.stored_run(method, int(self.run.value))
         mine = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == text_idx)]
         return mine.sort_values("rank").head(int(self.k.value))
 

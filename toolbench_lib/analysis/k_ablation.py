@@ -30,7 +30,7 @@ def _gt_flags(result: StudyResult, gt: str) -> pd.DataFrame:
     """Merged-ranking rows with ``is_gt`` (the API is in the query's ground truth)."""
     q = result.queries
     gt_pairs = {(key, a) for key, ids in zip(q["qkey"], q[gt], strict=True) for a in ids}
-    final = result.hits[result.hits["text_idx"] == -1][["qkey", "method", "run", "rank", "api_id"]]
+    final = result.final_hits()[["qkey", "method", "run", "rank", "api_id"]]
     flags = [(key, a) in gt_pairs for key, a in zip(final["qkey"], final["api_id"], strict=True)]
     return final.assign(is_gt=np.asarray(flags, dtype=bool))
 

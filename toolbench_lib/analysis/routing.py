@@ -215,8 +215,8 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
             out[f"{method}_{metric}"] = out["qkey"].map(mean[(metric, method)]).fillna(0.0).to_numpy()
     out["gain"] = out["ptr_recall"] - out["rtp_recall"]
     out["ptr_wins"] = out["gain"] > 1e-12
-    h = result.hits
-    top1 = h[(h["method"] == "rtp") & (h["text_idx"] == -1) & (h["rank"] == 1)].set_index("qkey")["score"]
+    h = result.final_hits(k=1)
+    top1 = h[h["method"] == "rtp"].set_index("qkey")["score"]
     out["rtp_top1_cosine"] = out["qkey"].map(top1).to_numpy(dtype=float)
     out = pd.concat([out.reset_index(drop=True), query_features(out["query"].tolist())], axis=1)
     tokens = query_tokens(result)[["qkey", "rtp_tokens", "ptr_tokens", "plan_tokens_imputed"]]

@@ -28,7 +28,7 @@ def jaccard(a: set, b: set) -> float:
 
 def retrieved_top_k(result: StudyResult, k: int) -> dict[tuple[str, str, int], list[str]]:
     """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` merged ranking (RtP under run -1)."""
-    final = result.hits[(result.hits["text_idx"] == -1) & (result.hits["rank"] <= k)].sort_values("rank")
+    final = result.final_hits(k).sort_values("rank")
     grouped = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list)
     return grouped.to_dict()
 
