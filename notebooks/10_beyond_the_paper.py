@@ -50,6 +50,7 @@ from IPython.display import Image, Markdown, display
 
 from toolbench_lib import fusion
 from toolbench_lib.analysis import beyond
+from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
 
@@ -58,6 +59,13 @@ params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets
               limit=limit, seed=seed, scale_seeds=scale_seeds)
 cfg = ExperimentConfig.from_params(**params, gt=gt, folds=folds)
 use_style()
+
+
+def show(df):
+    """A table with counts as integers and other numbers to 4 decimals."""
+    display(format_numbers(df, 4))
+
+
 setup, result = get_study(cfg)
 prov = provenance_line(result) + f", gt={gt}, folds={folds}, fusion seed={cfg.seed}"
 print(prov)
@@ -75,7 +83,7 @@ board = beyond.leaderboard(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
 save_table(board, "beyond_leaderboard_long", cfg, prov)
 wide = beyond.leaderboard_wide(board)
 save_table(wide, "beyond_leaderboard", cfg, prov)
-display(wide)
+show(wide)
 
 # %% [markdown]
 # ## The goal: one fixed method at least as good as the better architecture on every set
@@ -85,7 +93,7 @@ display(wide)
 # %%
 goal = beyond.goal_table(scores, cfg.k)
 save_table(goal, "beyond_goal", cfg, prov)
-display(goal.round(4))
+show(goal)
 best = goal.iloc[0]
 met = goal[goal["meets_goal"]]["method"].tolist()
 fused_met = [m for m in met if m not in beyond.BASELINES]
@@ -104,11 +112,11 @@ display(Markdown(text))
 best_method = best["method"] if best["method"] not in beyond.BASELINES else goal[
     ~goal["method"].isin(beyond.BASELINES)].iloc[0]["method"]
 rec = board[(board["metric"] == "recall") & (board["method"] == best_method)]
-display(rec[["subset", "method", "mean", "reference", "reference_mean", "diff", "diff_lo", "diff_hi", "p_value",
-             "wins", "losses", "ties"]].round(4))
+show(rec[["subset", "method", "mean", "reference", "reference_mean", "diff", "diff_lo", "diff_hi", "p_value",
+             "wins", "losses", "ties"]])
 evidence = beyond.query_evidence(scores, result.queries, best_method, cfg.k, n=5)
 save_table(evidence, "beyond_evidence", cfg, prov)
-display(evidence.round(3))
+show(evidence)
 
 # %% [markdown]
 # ## Recall and nDCG against k
@@ -133,7 +141,7 @@ save_table(table_k, "beyond_k", cfg, prov)
 # %%
 costs = beyond.cost_table(result, decisions)
 save_table(costs, "beyond_costs", cfg, prov)
-display(costs.round(2))
+show(costs)
 fig = beyond.cost_frontier(board, costs, cfg.k)
 display(Image(filename=str(save_figure(fig, "beyond_cost_frontier", cfg))))
 plt.close(fig)
@@ -161,7 +169,7 @@ print("parameters fitted on all design queries:", {m: round(v, 4) for m, v in fi
 # %%
 transfer = beyond.transfer_table(result, cfg.k, gt)
 save_table(transfer, "beyond_transfer", cfg, prov)
-display(transfer.round(4))
+show(transfer)
 
 # %% [markdown]
 # ## Validation on sets not used for design
@@ -193,17 +201,17 @@ if n_val > 0:
                                                setup=vsetup)
     unseen, kept = beyond.unseen_queries(vresult.queries, result.queries)
     save_table(kept, "beyond_validation_queries", cfg, vprov)
-    display(kept)
+    show(kept)
     vscores = vscores[vscores["qkey"].isin(unseen)]
     vdecisions = vdecisions[vdecisions["qkey"].isin(unseen)]
 if n_val > 0 and len(vscores):
     val_board = beyond.leaderboard(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
     save_table(val_board, "beyond_validation_long", cfg, vprov)
     save_table(beyond.leaderboard_wide(val_board), "beyond_validation", cfg, vprov)
-    display(beyond.leaderboard_wide(val_board))
+    show(beyond.leaderboard_wide(val_board))
     val_goal = beyond.goal_table(vscores, cfg.k)
     save_table(val_goal, "beyond_validation_goal", cfg, vprov)
-    display(val_goal.round(4))
+    show(val_goal)
     save_table(beyond.cost_table(vresult, vdecisions), "beyond_validation_costs", cfg, vprov)
 else:
     display(Markdown("No unseen validation query has recorded stubs yet: this section is empty."))
@@ -212,8 +220,8 @@ else:
 if val_board is not None and len(val_board):
     v = val_board[(val_board["metric"] == "recall") & (val_board["method"] == best_method)]
     within = v["diff_hi"] >= 0
-    display(v[["subset", "n_queries", "mean", "ci_lo", "ci_hi", "reference", "reference_mean", "diff", "diff_lo",
-               "diff_hi", "p_value"]].round(4))
+    show(v[["subset", "n_queries", "mean", "ci_lo", "ci_hi", "reference", "reference_mean", "diff", "diff_lo",
+               "diff_hi", "p_value"]])
     display(Markdown(
         f"On the validation sets `{best_method}` is at least as good as the better architecture, within the "
         f"paired 95% CI of the difference, on {int(within.sum())} of {len(v)} sets"
