@@ -143,3 +143,11 @@ def test_transfer_table_shows_a_threshold_that_does_not_carry_over(scored) -> No
     assert t.loc[("route-cv", "S2"), "recall_5fold"] == 1.0
     assert t.loc[("route-cv", "S1"), "recall_5fold"] == 1.0
     assert set(t.index.get_level_values("method")) == set(fusion.CV)
+
+
+def test_pooled_margin_uses_each_set_reference(scored) -> None:
+    _, scores, _ = scored
+    pooled = beyond.pooled_margin(scores, 5, n_boot=200).set_index("method")
+    assert pooled.loc["rrf", "diff"] == 0.0 and pooled.loc["rrf", "reference_mean"] == 1.0
+    assert pooled.loc["rtp", "diff"] == -0.5 and pooled.loc["rtp", "losses"] == 12
+    assert pooled.loc["rtp", "diff_hi"] < 0 and pooled.loc["rtp", "n_queries"] == 24

@@ -385,3 +385,23 @@ def transfer_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
                          "recall_other_sets": recall(loso), "param_other_sets": chosen_l[keys[0]],
                          "params_5fold": sorted({round(chosen_f[q], 4) for q in keys})})
     return pd.DataFrame(rows)
+
+
+def pooled_margin(scores: pd.DataFrame, k: int = 5, metric: str = "recall", n_boot: int = 2000,
+                  seed: int = 0) -> pd.DataFrame:
+    """Per method, over the queries of every set together: the mean of each query's score minus the score of
+    its own set's better architecture (the one with the higher mean there), with a paired bootstrap 95% CI
+    and t-test; more queries than any one set, so a sharper test of "no worse than the better one"."""
+    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
+    wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    ref = pd.Series(np.nan, index=wide.index)
+    for _, part in wide.groupby("subset", sort=False):
+        best = max(BASELINES, key=lambda b: part[b].mean())
+        ref.loc[part.index] = part[best]
+    rows = []
+    for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
+        rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
+                     "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
+                     **paired_test(wide[method].to_numpy(), ref.to_numpy(), n_boot, seed)})
+    order = {m: i for i, m in enumerate(fusion.METHODS)}
+    return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order)).reset_index(drop=True)

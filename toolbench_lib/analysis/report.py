@@ -448,7 +448,8 @@ def figure_links(cfg: ExperimentConfig) -> list[str]:
 
 BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),
                  ("beyond_goal", "Recall margin over the better architecture per set"),
-                 ("beyond_validation", "The same methods on sets not used for design"))
+                 ("beyond_validation", "The same methods on sets not used for design"),
+                 ("beyond_validation_pooled", "Validation sets pooled: recall minus each set's better one"))
 
 
 def beyond_section(cfg: ExperimentConfig) -> list[str]:
