@@ -151,3 +151,10 @@ def test_pooled_margin_uses_each_set_reference(scored) -> None:
     assert pooled.loc["rrf", "diff"] == 0.0 and pooled.loc["rrf", "reference_mean"] == 1.0
     assert pooled.loc["rtp", "diff"] == -0.5 and pooled.loc["rtp", "losses"] == 12
     assert pooled.loc["rtp", "diff_hi"] < 0 and pooled.loc["rtp", "n_queries"] == 24
+
+
+def test_a_study_without_ptr_is_one_clear_error() -> None:
+    res = synthetic_study(3)
+    res.hits = res.hits[res.hits["method"] == "rtp"]
+    with pytest.raises(ValueError, match="no PtR rankings"):
+        beyond.method_scores(res, ["rtp", "rrf"], ks=[5])

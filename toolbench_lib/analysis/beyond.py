@@ -81,6 +81,8 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     ks = list(ks)
     kmax = max(ks)
     runs = sorted(int(r) for r in result.hits.loc[result.hits["method"] == "ptr", "run"].unique())
+    if not runs:
+        raise ValueError("the study has no PtR rankings; the fused methods need a study run with PtR")
     frames, decisions = [], []
     sep = "\x1f"
     for run in runs:
