@@ -42,8 +42,8 @@ max_apis = None
 limit = None
 seed = 0
 scale_seeds = 5
-ablation_apis = 3000
-ablation_queries = None
+ablation_apis = 2000
+ablation_queries = 50
 
 # %%
 import matplotlib.pyplot as plt
