@@ -205,7 +205,7 @@ display(fid.round(3))
 # same plans; judge-v1 is also shown on all of its plans.
 
 # %%
-JUDGE_V2_PER_SUBSET = 10  # the recorded judge-v2 verdicts cover the first 10 planned queries of each set
+JUDGE_V2_PER_SUBSET = 25  # the recorded judge-v2 verdicts cover the first 25 planned queries of each set
 registry = setup.ds.registry
 ev_v1 = jv.plan_evidence(result, "relevant", registry)
 has_v2 = cfg.backend != "replay" or "judge-v2" in recorded_judge_versions(cfg.cassette or DEFAULT_CASSETTE)
