@@ -169,7 +169,6 @@ print(verdicts["stub_echo"])
 from toolbench_lib.ablation_runs import embedder_studies  # noqa: E402
 
 studies, note = embedder_studies(cfg, ablation_apis, ["all-MiniLM-L6-v2", "all-mpnet-base-v2"], ablation_queries)
-print(note)
 if studies:
     emb_table, verdicts["embedder"] = ab.embedder_ablation(studies, k=cfg.k)
     save_table(emb_table, "ablation_embedder", cfg, prov)
@@ -184,6 +183,7 @@ if studies:
     plt.show()
 else:
     verdicts["embedder"] = f"Not run: {note}"
+print(note)
 print(verdicts["embedder"])
 
 # %% [markdown]

@@ -169,3 +169,12 @@ def test_figure4_draws_five_dimensions(study):  # noqa: F811
     fig = figure4(trajectory(study), {("G1", "rtp", "jaccard_rtp_ptr"): 0.4, ("all", None, "fidelity"): 0.96})
     assert len(fig.axes) == 5
     assert [t.get_text() for t in (ax.title for ax in fig.axes)][0] == "fidelity"
+
+
+def test_embedder_ablation_with_one_or_two_embedders(study):  # noqa: F811
+    from toolbench_lib.analysis.ablations import embedder_ablation
+
+    one, verdict = embedder_ablation({"all-MiniLM-L6-v2": study}, k=2)
+    assert set(one["embedder"]) == {"all-MiniLM-L6-v2"} and "no comparison" in verdict
+    two, verdict = embedder_ablation({"a": study, "b": study}, k=2)
+    assert len(two) == 2 * len(one) and "same winner across embedders" in verdict

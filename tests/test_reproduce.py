@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,7 +177,7 @@ def test_smoke_run_of_every_notebook(run_name):
     report = (run_dir / "report.md").read_text()
     assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
     html = (run_dir / "report.html").read_text()
-    assert "08 · Query explorer" in html and "class='qx'" in html and ".000000" not in html
+    assert "08 · Query explorer" in html and re.search(r"class=[\"']qx[\"']", html) and ".000000" not in html
     assert "from toolbench_lib" not in html and "data:image/png;base64" in html
     report_csv = pd.read_csv(run_dir / "report.csv")
     found = report_csv["this_run"].notna().sum()

@@ -21,7 +21,7 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     configuration's queries (the first ``per_set`` of each set when given) on one sub-registry of
     ``n_apis`` APIs (seed ``cfg.seed``) per embedder.
 
-    A model that is not installed leaves the dict empty and says so in ``note``.
+    A model that is not installed is left out of the dict and named in ``note``.
     """
     from .dataset import load_dataset
     from .embedding import load_embedder
@@ -29,10 +29,12 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     from .llm.factory import make_backend
     from .study import StudySettings, run_study
 
-    try:
-        paths = {name: embedder_path(name) for name in names}
-    except ModelNotInstalled as err:
-        return {}, str(err)
+    paths, missing = {}, []
+    for name in names:
+        try:
+            paths[name] = embedder_path(name)
+        except ModelNotInstalled as err:
+            missing.append(str(err))
     ds = load_dataset(cfg.data_dir)
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
     settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr"))
@@ -46,4 +48,5 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
         result.provenance["model"] = name
         out[name] = result
     which = f"first {limit} queries of each set" if limit else "every query"
-    return out, f"{size}-API sub-registry (seed {cfg.seed}), {which}"
+    note = f"{size}-API sub-registry (seed {cfg.seed}), {which}"
+    return out, "; not run: ".join([note, *missing])

@@ -333,6 +333,8 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
                              "precision": g["precision"].mean(), "registry_size":
                              res.provenance.get("registry_size"), "n_queries": g["qkey"].nunique()})
     table = pd.DataFrame(rows)
+    if table["embedder"].nunique() < 2:
+        return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."
     parts = []
     for subset, g in table.groupby("subset", sort=False):
         w = g.pivot(index="embedder", columns="method", values="recall")
