@@ -242,3 +242,13 @@ def test_report_shows_the_judge_tables_when_saved(cfg):
     assert "judge-v1: 4 plans judged, 0.75 rated Solved" in section
     assert "The paper's pass-rate ordering" in section and "| G1 " in section
     assert "Judged against objective" not in section  # that table was not saved
+
+
+def test_report_shows_the_ablation_verdicts_before_the_judge(cfg):
+    assert "Ablations behind the named causes" not in write_report(cfg).read_text()
+    save_table(pd.DataFrame({"ablation": ["stub_echo"], "verdict": ["Stubs restate their query."]}),
+               "ablation_verdicts", cfg)
+    save_table(pd.DataFrame({"finding": ["judge-v1: 4 plans"]}), "judge_findings", cfg)
+    text = write_report(cfg).read_text()
+    section = text.split("## Ablations behind the named causes")[1].split("## The pass rate")[0]
+    assert "Stubs restate their query." in section and "Decomposition against" not in section

@@ -452,14 +452,29 @@ BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (n
                  ("beyond_validation_pooled", "Validation sets pooled: recall minus each set's better one"))
 
 
-def beyond_section(cfg: ExperimentConfig) -> list[str]:
-    """Notebook 10's leaderboards, as saved under ``tables/``; nothing when that notebook did not run."""
+def table_section(cfg: ExperimentConfig, heading: str, tables) -> list[str]:
+    """A report section of saved Markdown tables (``(name, title)`` pairs); nothing when none was saved."""
     parts = []
-    for name, title in BEYOND_TABLES:
+    for name, title in tables:
         path = cfg.tables_dir / f"{name}.md"
         if path.exists():
             parts += [f"### {title}", "", path.read_text(encoding="utf-8").strip(), ""]
-    return ["## Beyond the paper", "", *parts] if parts else []
+    return [f"## {heading}", "", *parts] if parts else []
+
+
+def beyond_section(cfg: ExperimentConfig) -> list[str]:
+    """Notebook 10's leaderboards, as saved under ``tables/``; nothing when that notebook did not run."""
+    return table_section(cfg, "Beyond the paper", BEYOND_TABLES)
+
+
+ABLATION_TABLES = (("ablation_verdicts", "What the ablations found (notebook 11)"),
+                   ("ablation_decomposition", "Decomposition against architecture"),
+                   ("ablation_stub_echo", "Stub echo against divergence"))
+
+
+def ablation_section(cfg: ExperimentConfig) -> list[str]:
+    """Notebook 11's verdicts and key tables, behind the report's named causes."""
+    return table_section(cfg, "Ablations behind the named causes", ABLATION_TABLES)
 
 
 JUDGE_TABLES = (("judge_findings", "What the judge analysis found (notebook 02)"),
@@ -469,12 +484,7 @@ JUDGE_TABLES = (("judge_findings", "What the judge analysis found (notebook 02)"
 
 def judge_section(cfg: ExperimentConfig) -> list[str]:
     """Notebook 02's judge validity tables, as saved under ``tables/``; nothing when they are absent."""
-    parts = []
-    for name, title in JUDGE_TABLES:
-        path = cfg.tables_dir / f"{name}.md"
-        if path.exists():
-            parts += [f"### {title}", "", path.read_text(encoding="utf-8").strip(), ""]
-    return ["## The pass rate: judged and objective", "", *parts] if parts else []
+    return table_section(cfg, "The pass rate: judged and objective", JUDGE_TABLES)
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
@@ -495,7 +505,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "## The paper against this run", "",
               "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
               "`difference` is this run minus the paper, or for a range the distance outside it.", "",
-              _report_table(report), "", *judge_section(cfg), *beyond_section(cfg), "## Figures", ""]
+              _report_table(report), "", *ablation_section(cfg), *judge_section(cfg), *beyond_section(cfg),
+              "## Figures", ""]
     links = figure_links(cfg)
     parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
     return "\n".join(parts).rstrip() + "\n"
