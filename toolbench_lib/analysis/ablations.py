@@ -32,15 +32,6 @@ STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reas
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
 
 
-def _subset_of(queries: pd.DataFrame) -> dict[str, str]:
-    return dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
-
-
-def _mean_by_subset(per_query: pd.DataFrame, queries: pd.DataFrame, col: str) -> pd.Series:
-    sub = per_query["qkey"].map(_subset_of(queries))
-    return per_query.groupby(sub, sort=False)[col].mean()
-
-
 def _rankings_of(setup, queries: pd.DataFrame, texts: list[list[str]], depth: int) -> dict[str, list[str]]:
     """Search each query's texts on the setup's index, merge by best cosine, return id lists."""
     _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)

@@ -36,7 +36,7 @@ def study_k(result: StudyResult) -> int:
 
 def study_runs(result: StudyResult) -> int:
     """Number of independent runs of the study."""
-    return int(result.provenance.get("settings", {}).get("runs", 1))
+    return result.n_runs
 
 
 def study_methods(result: StudyResult) -> list[str]:
