@@ -269,7 +269,7 @@ def fixed_lists(inp: FusionInputs, name: str, k: int) -> Lists:
 def mean_embedding_lists(inp: FusionInputs, setup, queries: pd.DataFrame, stubs: pd.DataFrame,
                          k: int) -> Lists:
     """Search the normalised mean of each query's and its stubs' embeddings (one search per query)."""
-    from .study import ptr_texts
+    from .retrievers import ptr_texts
 
     q = queries.set_index("qkey").loc[inp.keys].reset_index()
     texts = [[query, *(t for t in st if t != query)]

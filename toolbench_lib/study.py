@@ -50,7 +50,7 @@ from .prompts import (
     judge_prompt,
 )
 from .queries import DEFAULT_GT, check_gt
-from .retrievers import RunContext, get_retriever, ptr_texts  # noqa: F401 (ptr_texts re-exported)
+from .retrievers import RunContext, get_retriever
 
 log = logging.getLogger(__name__)
 
@@ -248,15 +248,6 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
             rows.append({"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
                          "fell_back": fell_back})
     return pd.DataFrame(rows), calls
-
-
-def ptr_hits(setup: RetrievalSetup, queries: pd.DataFrame, stubs: pd.DataFrame, run: int,
-             depth: int) -> pd.DataFrame:
-    """PtR retrieval of one run (see :class:`toolbench_lib.retrievers.PlanThenRetrieve`)."""
-    ctx = RunContext(setup, queries, run, depth, stubs)
-    hits = get_retriever("ptr").retrieve(ctx)
-    hits.insert(2, "run", run)
-    return hits
 
 
 def _api_docs(setup: RetrievalSetup, rows: Sequence[int]) -> list[dict]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import checksum_problem, save_npy, write_checksum
-from ..study import ptr_texts
+from ..retrievers import ptr_texts
 
 log = logging.getLogger(__name__)
 
