@@ -1,4 +1,4 @@
-"""Fusion of RtP's and PtR's rankings: ``ranx.fuse`` against :func:`toolbench_lib.fusion.combine`.
+"""Fusion of RtP's and PtR's rankings: ``ranx.fuse`` against :func:`toolbench_lib.pipeline.fusion.combine`.
 
 Both compute the same scores (``tests/test_fusion.py`` checks it); this measures their time side by side on
 synthetic rankings of the study's shape (``--queries`` queries, 2 rankings of depth 20), the weighted-sum
@@ -15,7 +15,7 @@ import time
 import numpy as np
 from ranx import Run, fuse
 
-from toolbench_lib.fusion import fuse_lists
+from toolbench_lib.pipeline.fusion import fuse_lists
 
 
 def rankings(n_queries: int, depth: int = 20, seed: int = 0) -> dict[str, list[list[tuple[str, float]]]]:

@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from toolbench_lib.dataset import load_dataset
-from toolbench_lib.embedding import cached_complete, embed_cached, load_embedder
-from toolbench_lib.index import VectorIndex
-from toolbench_lib.subregistry import sample_subregistry
+from toolbench_lib.data.dataset import load_dataset
+from toolbench_lib.retrieval.embedding import cached_complete, embed_cached, load_embedder
+from toolbench_lib.retrieval.index import VectorIndex
+from toolbench_lib.retrieval.subregistry import sample_subregistry
 
 
 def main() -> None:

@@ -14,10 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from toolbench_lib.dataset import load_dataset
-from toolbench_lib.embedding import load_embedder
-from toolbench_lib.evaluate import prepare
-from toolbench_lib.study import StudySettings, run_study, summarise_study
+from toolbench_lib.data.dataset import load_dataset
+from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.retrieval.embedding import load_embedder
+from toolbench_lib.retrieval.setup import prepare
 
 SUBSETS = ["G1", "G2", "G3"]
 GTS = ["candidates", "relevant"]

@@ -49,9 +49,9 @@ from IPython.display import display
 
 from toolbench_lib.analysis import data_stats
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.dataset import load_dataset
-from toolbench_lib.experiment import ExperimentConfig, save_figure, save_table
-from toolbench_lib.queries import resolve_subset, subset_alias
+from toolbench_lib.data.dataset import load_dataset
+from toolbench_lib.data.queries import resolve_subset, subset_alias
+from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,

@@ -47,8 +47,14 @@ from IPython.display import Markdown, display
 
 from toolbench_lib.analysis import main_results as mr
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
-from toolbench_lib.queries import subset_alias
+from toolbench_lib.data.queries import subset_alias
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -191,7 +197,7 @@ import pandas as pd
 
 from toolbench_lib.analysis import judge as jv
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
-from toolbench_lib.rejudge import recorded_judge_versions, rejudge
+from toolbench_lib.pipeline.rejudge import recorded_judge_versions, rejudge
 
 fid = jv.fidelity_table(result)
 save_table(fid, "plan_name_fidelity", cfg, prov)

@@ -45,7 +45,13 @@ from IPython.display import display
 
 from toolbench_lib.analysis import k_ablation as ka
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,

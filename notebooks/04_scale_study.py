@@ -48,7 +48,13 @@ from IPython.display import Image, display
 from toolbench_lib.analysis.scale import plot_divergence, plot_scale_recall, scale_study, scale_summary
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
 
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,

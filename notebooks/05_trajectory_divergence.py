@@ -50,8 +50,8 @@ from IPython.display import display
 
 from toolbench_lib.analysis import trajectory as tr
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_table
-from toolbench_lib.queries import subset_alias
+from toolbench_lib.data.queries import subset_alias
+from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study, provenance_line, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -99,7 +99,7 @@ display(traj.round(3))
 
 # %%
 from toolbench_lib.analysis.report import paper_value  # noqa: E402
-from toolbench_lib.experiment import save_figure  # noqa: E402
+from toolbench_lib.pipeline.experiment import save_figure  # noqa: E402
 
 PAPER_FIG4 = {("G1", "rtp", "jaccard_rtp_ptr"): paper_value("g1_plan_jaccard"),
               ("G3", "rtp", "jaccard_rtp_ptr"): paper_value("g3_plan_jaccard"),

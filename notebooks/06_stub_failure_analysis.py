@@ -44,7 +44,7 @@ from IPython.display import display
 
 from toolbench_lib.analysis import stub_analysis as sa
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_table
+from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study, provenance_line, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,

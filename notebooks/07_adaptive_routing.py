@@ -49,7 +49,8 @@ from IPython.display import Image, display
 from toolbench_lib.analysis.routing import (plot_routing_curves, routing_analysis, routing_signal_table,
                                             routing_table)
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
+from toolbench_lib.pipeline.experiment import (ExperimentConfig, get_study, provenance_line, save_figure,
+                                              save_table)
 
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,

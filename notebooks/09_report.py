@@ -40,7 +40,7 @@ from IPython.display import Markdown, display
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.report import build_report, run_provenance, provenance_markdown, write_report
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig
+from toolbench_lib.pipeline.experiment import ExperimentConfig
 
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,

@@ -48,11 +48,17 @@ validation_sets = ["G1_category", "G1_tool", "G2_instruction", "G2_category", "G
 import matplotlib.pyplot as plt
 from IPython.display import Image, Markdown, display
 
-from toolbench_lib import fusion
 from toolbench_lib.analysis import beyond
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
+from toolbench_lib.pipeline import fusion
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
 
 params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets, backend=backend,
               cassette=cassette, embedder=embedder, k=k, runs=runs, plan_limit=plan_limit, max_apis=max_apis,
@@ -183,8 +189,8 @@ show(transfer)
 
 # %%
 if cfg.backend == "replay":
+    from toolbench_lib.data.queries import resolve_subset
     from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-    from toolbench_lib.queries import resolve_subset
 
     val_sets = [resolve_subset(s) for s in validation_sets]
     n_val = beyond.recorded_limit(cfg.cassette or DEFAULT_CASSETTE, setup.ds.queries, val_sets)

@@ -54,9 +54,15 @@ from toolbench_lib.analysis import ablations as ab
 from toolbench_lib.analysis.report import paper_query_counts
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.experiment import ExperimentConfig, get_study, provenance_line, save_figure, save_table
 from toolbench_lib.llm.factory import make_backend
-from toolbench_lib.study import StudySettings, run_study
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
+from toolbench_lib.pipeline.study import StudySettings, run_study
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -166,7 +172,7 @@ print(verdicts["stub_echo"])
 # the cause of a crossover that fails to appear.
 
 # %%
-from toolbench_lib.ablation_runs import embedder_studies  # noqa: E402
+from toolbench_lib.pipeline.ablation_runs import embedder_studies  # noqa: E402
 
 studies, note = embedder_studies(cfg, ablation_apis, ["all-MiniLM-L6-v2", "all-mpnet-base-v2"], ablation_queries)
 if studies:

@@ -80,7 +80,7 @@ def _no_data_outside_the_data_tier(request, monkeypatch):
     """A test not marked ``data`` finds no data folder in this process, even on a machine that has one
     (only ``TOOLBENCH_DATA`` set by the test itself, or an explicit folder, is found)."""
     if request.node.get_closest_marker("data") is None:
-        from toolbench_lib import paths
+        from toolbench_lib.data import paths
 
         nowhere = Path("/nonexistent-toolbench-fast-tier")
         monkeypatch.setattr(paths, "DATA_ROOT", nowhere / "data")
@@ -91,21 +91,21 @@ def _no_data_outside_the_data_tier(request, monkeypatch):
 @pytest.fixture(scope="session")
 def real_data_dir():
     """The ToolBench data folder (``paths.find_data_dir``)."""
-    from toolbench_lib.paths import find_data_dir
+    from toolbench_lib.data.paths import find_data_dir
 
     return find_data_dir()
 
 
 @pytest.fixture(scope="session")
 def ds():
-    from toolbench_lib.dataset import load_dataset
+    from toolbench_lib.data.dataset import load_dataset
 
     return load_dataset()
 
 
 @pytest.fixture(scope="session")
 def embedder():
-    from toolbench_lib.embedding import load_embedder
+    from toolbench_lib.retrieval.embedding import load_embedder
 
     return load_embedder("all-MiniLM-L6-v2")
 
@@ -113,7 +113,7 @@ def embedder():
 @pytest.fixture(scope="session")
 def slice_setup(ds, embedder):
     """RtP setup on a sub-registry of 2,500 APIs holding the first 15 queries' ground truth per set."""
-    from toolbench_lib.evaluate import prepare
+    from toolbench_lib.retrieval.setup import prepare
 
     return prepare(ds, embedder, ["G1", "G2", "G3"], max_apis=SLICE_APIS, limit=SLICE_QUERIES, seed=0)
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from tests.test_fusion import synthetic_study
-from toolbench_lib import fusion
 from toolbench_lib.analysis import beyond
-from toolbench_lib.metrics import per_query_metrics
+from toolbench_lib.eval.metrics import per_query_metrics
+from toolbench_lib.pipeline import fusion
 
 
 def _value(df: pd.DataFrame, key: str, metric: str, k: int) -> float:
@@ -91,7 +91,7 @@ def test_goal_table_and_costs(scored) -> None:
 
 def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
     from toolbench_lib.analysis.report import write_report
-    from toolbench_lib.experiment import ExperimentConfig, save_table
+    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
 
     cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
     assert "Beyond the paper" not in write_report(cfg).read_text()
@@ -116,8 +116,8 @@ def test_unseen_queries_drop_repeated_sets() -> None:
 
 def test_recorded_limit_counts_the_first_queries_of_every_set(tmp_path) -> None:
     from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
-    from toolbench_lib.prompts import STUB_PROMPT
-    from toolbench_lib.study import call
+    from toolbench_lib.llm.prompts import STUB_PROMPT
+    from toolbench_lib.pipeline.study import call
 
     from .test_stub_recording import StubBackend
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.analysis.explorer import FILTERS, NO_PLAN, NO_QUERY, QueryExplorer, query_outcomes
-from toolbench_lib.study import StudyResult, per_query_runs
+from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.pipeline.study import StudyResult
 
 DEPTH = 20
 N_APIS = 40
@@ -253,7 +254,7 @@ def test_outcomes_agree_with_per_query_runs(study):
 @pytest.fixture(scope="module")
 def real_study(slice_setup):
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.study import StudySettings, run_study
+    from toolbench_lib.pipeline.study import StudySettings, run_study
 
     return run_study(slice_setup, RulesBackend(), StudySettings(runs=1, plan_limit=2), progress=False)
 

@@ -23,9 +23,9 @@ from toolbench_lib.analysis.judge import (
 )
 from toolbench_lib.llm.cache import ReplayBackend, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-from toolbench_lib.prompts import judge_prompt
-from toolbench_lib.rejudge import cassette_plans, record_verdicts
-from toolbench_lib.study import StudyResult
+from toolbench_lib.llm.prompts import judge_prompt
+from toolbench_lib.pipeline.rejudge import cassette_plans, record_verdicts
+from toolbench_lib.pipeline.study import StudyResult
 
 G1, G2 = "G1_instruction", "G2_category_original"
 
@@ -153,7 +153,7 @@ def test_recorded_plans_rejudged_with_v1_replay_the_recorded_verdicts():
 
 def _first_queries_of_cassette(per_subset: int) -> list[tuple[str, str]]:
     """(subset, query) of queries with recorded plans, a few per pretend subset (no dataset needed)."""
-    from toolbench_lib.prompts import extract_section
+    from toolbench_lib.llm.prompts import extract_section
 
     seen: list[str] = []
     for r in read_cassette(DEFAULT_CASSETTE):
@@ -204,7 +204,7 @@ def test_findings_are_written_from_the_tables():
 
 
 def test_recorded_judge_versions_of_the_committed_cassette():
-    from toolbench_lib.rejudge import recorded_judge_versions
+    from toolbench_lib.pipeline.rejudge import recorded_judge_versions
 
     versions = recorded_judge_versions(DEFAULT_CASSETTE)
     assert versions.get("judge-v1", 0) >= 597
@@ -212,7 +212,7 @@ def test_recorded_judge_versions_of_the_committed_cassette():
 
 
 def test_rejudge_command(ds, tmp_path, capsys):
-    from toolbench_lib.rejudge import main
+    from toolbench_lib.pipeline.rejudge import main
 
     out = tmp_path / "v.csv"
     data = ["--data-dir", str(ds.data_dir)]

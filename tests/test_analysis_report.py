@@ -25,7 +25,7 @@ from toolbench_lib.analysis.report import (
     paper_text,
     write_report,
 )
-from toolbench_lib.experiment import ExperimentConfig, save_figure, save_table
+from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure, save_table
 
 
 @pytest.fixture()

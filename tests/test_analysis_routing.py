@@ -23,8 +23,9 @@ from toolbench_lib.analysis.routing import (
     routing_table,
     threshold_curve,
 )
+from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study import StudyResult, StudySettings, per_query_runs, run_study
+from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study
 
 # -- AUROC ------------------------------------------------------------------------------------------------
 

@@ -22,8 +22,9 @@ from toolbench_lib.analysis.similarity import (
     topk_columns,
     topk_rows,
 )
+from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study import StudySettings, per_query_runs, run_study
+from toolbench_lib.pipeline.study import StudySettings, run_study
 
 # -- top-k on column subsets ------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from toolbench_lib.analysis import data_stats, k_ablation, main_results, stub_analysis, trajectory
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study import StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
 
 SUBSETS = ["G1", "G2", "G3"]
 PLAN_LIMIT = 3

@@ -47,8 +47,8 @@ from toolbench_lib.analysis.trajectory import (
     miss_behaviour,
     trajectory,
 )
-from toolbench_lib.dataset import Dataset
-from toolbench_lib.study import StudyResult
+from toolbench_lib.data.dataset import Dataset
+from toolbench_lib.pipeline.study import StudyResult
 
 G1, G2 = "G1_instruction", "G2_category_original"
 DEPTH = 10

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from toolbench_lib.atomic import atomic_path
-from toolbench_lib.dataset import load_dataset, verified_cache
+from toolbench_lib.data.atomic import atomic_path
+from toolbench_lib.data.dataset import load_dataset, verified_cache
 
 
 def _write_many(start, path: str, tag: int, times: int) -> None:
@@ -77,7 +77,7 @@ def test_stale_temporary_files_of_dead_or_old_writers_are_removed(tmp_path):
     import sys
     import time
 
-    from toolbench_lib.atomic import clean_stale_temps, temp_path
+    from toolbench_lib.data.atomic import clean_stale_temps, temp_path
 
     child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                            text=True)

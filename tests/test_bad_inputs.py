@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from toolbench_lib.dataset import CHECKSUMS, sources_fingerprint
-from toolbench_lib.paths import PROCESSED_DIR, find_data_dir
+from toolbench_lib.data.dataset import CHECKSUMS, sources_fingerprint
+from toolbench_lib.data.paths import PROCESSED_DIR, find_data_dir
 
 CATEGORIES = ("Reward", "Storage")  # two small categories of toolenv, linked, not copied
 QUERY_FILES = (("test_instruction", "G1_instruction"), ("test_instruction_original", "G2_category"),
@@ -485,10 +485,10 @@ def test_stale_temporary_files_are_removed(small_data, clean_summary):
 def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
     """One recorded stub reply is a 4,300-digit integer: the run completes and only that stub falls back."""
     from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
+    from toolbench_lib.llm.parsing import parse_stubs
+    from toolbench_lib.llm.prompts import STUB_PROMPT
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.parsing import parse_stubs
-    from toolbench_lib.prompts import STUB_PROMPT
-    from toolbench_lib.study import call
+    from toolbench_lib.pipeline.study import call
 
     queries = json.loads((small_data / "test_instruction" / "G1_instruction.json").read_text())[:3]
     with CallStore(tmp_path / "calls.sqlite") as store:
@@ -551,8 +551,8 @@ CONFIG_CASES = [
 @pytest.mark.parametrize("params,message", CONFIG_CASES, ids=[m.split(":")[0] + "-" + str(i)
                                                              for i, (_, m) in enumerate(CONFIG_CASES)])
 def test_experiment_config_rejects_bad_fields(params, message):
-    from toolbench_lib.experiment import ExperimentConfig
-    from toolbench_lib.validation import UsageError
+    from toolbench_lib.pipeline.experiment import ExperimentConfig
+    from toolbench_lib.pipeline.validation import UsageError
 
     with pytest.raises(UsageError) as info:
         ExperimentConfig(**params)
@@ -560,7 +560,7 @@ def test_experiment_config_rejects_bad_fields(params, message):
 
 
 def test_experiment_config_keeps_a_set_once():
-    from toolbench_lib.experiment import ExperimentConfig
+    from toolbench_lib.pipeline.experiment import ExperimentConfig
 
     cfg = ExperimentConfig(subsets=["G1", "G1_instruction", "G3", "G1"])
     assert cfg.subsets == ["G1", "G3"]
@@ -575,7 +575,7 @@ def test_damaged_similarity_cache_is_computed_again(tmp_path):
     import numpy as np
 
     from toolbench_lib.analysis.similarity import _load_or_compute
-    from toolbench_lib.atomic import checksum_path
+    from toolbench_lib.data.atomic import checksum_path
 
     calls = []
 
@@ -603,8 +603,8 @@ def test_damaged_stored_study_is_never_read(tmp_path, caplog):
     """A stored study whose table changed after it was written is refused (and run again by get_study)."""
     import pandas as pd
 
-    from toolbench_lib.experiment import _stored_study
-    from toolbench_lib.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+    from toolbench_lib.pipeline.experiment import _stored_study
+    from toolbench_lib.pipeline.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
 
     hits = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": -1, "text_idx": -1,
                          "rank": [1, 2, 3], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})

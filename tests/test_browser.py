@@ -16,11 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from toolbench_lib.analysis.explore_app import HOST, voila_argv, voila_env
 from toolbench_lib.analysis.explorer import NO_PLAN
-from toolbench_lib.experiment import ExperimentConfig, get_study
-from toolbench_lib.explore_app import HOST, voila_argv, voila_env
-from toolbench_lib.paths import OUTPUTS_DIR
-from toolbench_lib.study import per_query_runs
+from toolbench_lib.data.paths import OUTPUTS_DIR
+from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
+from toolbench_lib.data.paths import PROJECT_ROOT
 from toolbench_lib.llm.cache import ReplayBackend, read_cassette
 from toolbench_lib.llm.cassettes import cassette_info, prompt_query
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-from toolbench_lib.paths import PROJECT_ROOT
-from toolbench_lib.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
-from toolbench_lib.study import StudySettings, run_study, summarise_study
+from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
 
 MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 

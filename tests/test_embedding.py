@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from toolbench_lib.embed_store import CorruptPackError, EmbeddingStore, read_pack, write_pack
-from toolbench_lib.embedding import (
+from toolbench_lib.retrieval.embed_store import CorruptPackError, EmbeddingStore, read_pack, write_pack
+from toolbench_lib.retrieval.embedding import (
     OFFLINE_MODEL,
     cached_complete,
     embed_cached,
@@ -37,7 +37,7 @@ def test_offline_fallback_is_quick_and_recorded(monkeypatch, tmp_path):
 
 
 def test_local_folder_model(embedder):
-    from toolbench_lib.embedding import offline_model_dir
+    from toolbench_lib.retrieval.embedding import offline_model_dir
 
     emb = load_embedder(str(offline_model_dir()))
     assert emb.name == "model"
@@ -70,7 +70,7 @@ def test_killed_build_resumes(embedder, tmp_path):
     """A build killed with SIGKILL mid-way leaves whole packs; the rerun embeds only the rest."""
     script = textwrap.dedent(f"""
         import sys
-        from toolbench_lib.embedding import load_embedder, embed_cached
+        from toolbench_lib.retrieval.embedding import load_embedder, embed_cached
         texts = [{KILL_TEMPLATE!r}.format(i=i) for i in range({len(KILL_TEXTS)})]
         emb = load_embedder("{OFFLINE_MODEL}")
         embed_cached(emb, texts, "t", __import__("pathlib").Path({str(tmp_path)!r}), chunk_size=8,
@@ -212,8 +212,8 @@ def test_former_cache_that_does_not_match_is_not_used(embedder, tmp_path, caplog
 
 def test_sub_registry_of_former_full_cache(mini_toolbench, tmp_path, embedder):
     """A sub-registry is served from a former cache of the whole registry (the full text list)."""
-    from toolbench_lib.dataset import load_dataset
-    from toolbench_lib.index import registry_vectors
+    from toolbench_lib.data.dataset import load_dataset
+    from toolbench_lib.retrieval.index import registry_vectors
 
     ds = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
     _write_former_layout(embedder, ds.texts, tmp_path / "emb", chunk_size=4)
@@ -227,8 +227,8 @@ def test_sub_registry_of_former_full_cache(mini_toolbench, tmp_path, embedder):
 
 def test_extra_query_file_embeds_only_its_new_texts(mini_toolbench, tmp_path, embedder):
     """A query file whose api_list brings new APIs (and shifts registry rows) embeds only those APIs."""
-    from toolbench_lib.dataset import load_dataset
-    from toolbench_lib.index import registry_vectors
+    from toolbench_lib.data.dataset import load_dataset
+    from toolbench_lib.retrieval.index import registry_vectors
 
     before = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
     c = Counting(embedder)

@@ -13,7 +13,7 @@ import pytest
 from ranx import Qrels, Run, evaluate
 
 from toolbench_lib.eval.export import MANIFEST, export_trec, trec_qrels_lines, trec_run_lines
-from toolbench_lib.study import StudyResult, summarise_study
+from toolbench_lib.pipeline.study import StudyResult, summarise_study
 
 from .test_analysis_tables import study  # noqa: F401 (fixture: the hand-made study, no data)
 
@@ -98,8 +98,8 @@ def test_hand_study_files_give_the_summarys_numbers(study, tmp_path):  # noqa: F
 
 
 def test_export_command_reads_the_runs_stored_study(study, tmp_path, monkeypatch, capsys):  # noqa: F811
-    from toolbench_lib import experiment
     from toolbench_lib.cli import main
+    from toolbench_lib.pipeline import experiment
 
     monkeypatch.setattr(experiment, "OUTPUTS_DIR", tmp_path / "outputs")
     study.save(tmp_path / "outputs" / "hand" / "runs" / "abc123")
@@ -118,9 +118,9 @@ def test_exported_rules_study_on_the_slice_matches_evaluate(slice_setup, tmp_pat
     """A small stored study (rules backend, 2 runs, both methods) under outputs/<run>/runs/<key>/, exported
     by the command: ranx on the files gives summarise_study's (evaluate --json's) recall@5 and precision@5."""
     from toolbench_lib.cli import main
+    from toolbench_lib.data.paths import OUTPUTS_DIR
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.paths import OUTPUTS_DIR
-    from toolbench_lib.study import StudySettings, run_study
+    from toolbench_lib.pipeline.study import StudySettings, run_study
 
     settings = StudySettings(runs=2, plan_limit=2, methods=("rtp", "ptr"))
     result = run_study(slice_setup, RulesBackend(), settings, progress=False)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib import fusion
-from toolbench_lib.study import StudyResult
+from toolbench_lib.pipeline import fusion
+from toolbench_lib.pipeline.study import StudyResult
 
 
 def _hits(key: str, method: str, run: int, text_idx: int, ranking: list[tuple[str, float]]) -> list[dict]:
@@ -179,7 +179,7 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
     """As a retriever (``--method rtp,ptr,rrf``) a fused method gives the lists of :func:`fused_runs`."""
     from types import SimpleNamespace
 
-    from toolbench_lib.retrievers import RETRIEVERS, RunContext
+    from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
 
     fusion.register_all()
     assert {"rrf", "combsum2-mm", "route-cv"} <= set(RETRIEVERS)

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from toolbench_lib.index import VectorIndex
-from toolbench_lib.retrieval import merge_max, retrieve_multi, search_texts
+from toolbench_lib.retrieval.index import VectorIndex
+from toolbench_lib.retrieval.rankings import merge_max, retrieve_multi, search_texts
 
 
 def _unit(rng, n, d=16):

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from toolbench_lib.dataset import load_dataset
-from toolbench_lib.embedding import embed_cached
-from toolbench_lib.index import registry_vectors
-from toolbench_lib.metrics import per_query_metrics
-from toolbench_lib.study import StudySettings, run_study, summarise_study
+from toolbench_lib.data.dataset import load_dataset
+from toolbench_lib.eval.metrics import per_query_metrics
+from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.retrieval.embedding import embed_cached
+from toolbench_lib.retrieval.index import registry_vectors
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 

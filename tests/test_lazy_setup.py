@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolbench_lib import embedding
-from toolbench_lib.experiment import ExperimentConfig, get_study
-from toolbench_lib.lazy_setup import LazySetup
+from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
+from toolbench_lib.pipeline.lazy_setup import LazySetup
+from toolbench_lib.retrieval import embedding
 
 
 def _cfg(data_dir, out):

@@ -158,8 +158,8 @@ def test_bad_model_file_is_an_llm_error(tmp_path):
 REAL_CALL = """
 import json
 from toolbench_lib.llm.local import LocalBackend
-from toolbench_lib.parsing import parse_stubs
-from toolbench_lib.prompts import STUB_PROMPT
+from toolbench_lib.llm.parsing import parse_stubs
+from toolbench_lib.llm.prompts import STUB_PROMPT
 
 query = "What's the weather in Paris tomorrow, and find me a cheap hotel there for two nights."
 backend = LocalBackend(n_ctx=2048, max_tokens=128)

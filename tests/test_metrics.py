@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from toolbench_lib.metrics import mean_metrics, per_query_metrics, precision_at_k, recall_at_k, wins
+from toolbench_lib.eval.metrics import mean_metrics, per_query_metrics, precision_at_k, recall_at_k, wins
 
 
 def test_recall_precision_by_hand():

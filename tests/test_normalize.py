@@ -1,6 +1,6 @@
 import pytest
 
-from toolbench_lib.normalize import norm_key, norm_name, strip_version
+from toolbench_lib.data.normalize import norm_key, norm_name, strip_version
 
 
 @pytest.mark.parametrize(

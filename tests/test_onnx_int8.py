@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 
-from toolbench_lib.embedding import load_embedder
-from toolbench_lib.onnx_int8 import OnnxSentenceEncoder, export_folder, load_int8_model
+from toolbench_lib.retrieval.embedding import load_embedder
+from toolbench_lib.retrieval.onnx_int8 import OnnxSentenceEncoder, export_folder, load_int8_model
 
 TEXTS = [
     "Weather Forecast (Weather): five-day forecast for any city | Get Forecast: daily highs and lows",

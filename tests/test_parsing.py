@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolbench_lib.parsing import (
+from toolbench_lib.llm.parsing import (
     Plan,
     Stub,
     extract_json,

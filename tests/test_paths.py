@@ -1,7 +1,7 @@
 import pytest
 
-from toolbench_lib import paths
-from toolbench_lib.paths import DataNotFoundError, find_data_dir
+from toolbench_lib.data import paths
+from toolbench_lib.data.paths import DataNotFoundError, find_data_dir
 
 
 def test_missing_data_names_every_place(tmp_path, monkeypatch):

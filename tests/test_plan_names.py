@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from toolbench_lib.parsing import Plan, parse_plan
-from toolbench_lib.plan_names import (
+from toolbench_lib.llm.parsing import Plan, parse_plan
+from toolbench_lib.llm.plan_names import (
     RegistryNames,
     clean_name,
     fidelity,
@@ -18,7 +18,7 @@ from toolbench_lib.plan_names import (
     resolve_plan_detail,
     resolve_step_strict,
 )
-from toolbench_lib.prompts import format_api_docs
+from toolbench_lib.llm.prompts import format_api_docs
 
 CASES = json.loads((Path(__file__).parent / "data" / "plan_name_cases.json").read_text())["cases"]
 
@@ -150,7 +150,7 @@ def test_bad_fields_resolve_to_nothing(value):
 
 def test_committed_cassette_tolerant_resolution():
     from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-    from toolbench_lib.plan_names import cassette_resolution
+    from toolbench_lib.llm.plan_names import cassette_resolution
 
     out = cassette_resolution(DEFAULT_CASSETTE)
     assert out["plans"] >= 600 and out["steps"] == sum(out["steps_by_rule"].values())

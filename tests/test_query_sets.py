@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolbench_lib.dataset import load_dataset, sources_fingerprint, summary
-from toolbench_lib.queries import (
+from toolbench_lib.data.dataset import load_dataset, sources_fingerprint, summary
+from toolbench_lib.data.queries import (
     QueryFileError,
     UnknownSubsetError,
     available_sets,
@@ -112,7 +112,7 @@ def _main(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_cli_data_summary_and_bad_files_are_one_line(mini_toolbench, tmp_path, capsys, monkeypatch):
-    from toolbench_lib import dataset
+    from toolbench_lib.data import dataset
 
     monkeypatch.setattr(dataset, "PROCESSED_DIR", tmp_path / "p")
     good = tmp_path / "mine.json"
@@ -143,7 +143,7 @@ def test_cli_data_summary_and_bad_files_are_one_line(mini_toolbench, tmp_path, c
 def small_copy(real_data_dir, tmp_path):
     """Two real toolenv categories (linked) and the first 6 queries of G1, G2 and G3; its processed caches
     are removed afterwards."""
-    from toolbench_lib.paths import PROCESSED_DIR
+    from toolbench_lib.data.paths import PROCESSED_DIR
 
     root = tmp_path / "toolbench"
     (root / "toolenv" / "tools").mkdir(parents=True)

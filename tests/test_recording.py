@@ -4,7 +4,7 @@ the first queries of every set in every run."""
 import pandas as pd
 import pytest
 
-from toolbench_lib.recording import recording_order
+from toolbench_lib.pipeline.recording import recording_order
 
 
 def test_rounds_interleave_sets_in_query_order():

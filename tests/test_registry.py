@@ -1,8 +1,8 @@
 import json
 import logging
 
-from toolbench_lib.queries import load_queries
-from toolbench_lib.registry import DOC_TEXT_MAX_CHARS, api_text, merge_registry, parse_corpus_text
+from toolbench_lib.data.queries import load_queries
+from toolbench_lib.data.registry import DOC_TEXT_MAX_CHARS, api_text, merge_registry, parse_corpus_text
 
 
 def test_merge_order_and_rules(mini_toolbench, caplog):
@@ -80,7 +80,7 @@ def test_parse_corpus_text():
 
 def test_shipped_data(ds):
     """The merged registry and query sets of the shipped data."""
-    from toolbench_lib.dataset import summary
+    from toolbench_lib.data.dataset import summary
 
     s = summary(ds)
     assert 47_200 <= s["apis"] <= 47_700

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from toolbench_lib.embedding import cached_complete
 from toolbench_lib.llm.cache import ReplayBackend
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study import StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.retrieval.embedding import cached_complete
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 
@@ -43,7 +43,7 @@ def test_slice_matrix(slice_setup, backend):
 def test_full_registry_matrix(ds, embedder, backend):
     if not cached_complete(embedder, ds.texts, "registry"):
         pytest.skip("the full registry is not embedded in the local cache (make run builds it)")
-    from toolbench_lib.evaluate import prepare
+    from toolbench_lib.retrieval.setup import prepare
 
     setup = prepare(ds, embedder, ["G1", "G2", "G3"], progress=False)
     result = run_study(setup, BACKENDS[backend](), StudySettings(runs=1, plan_limit=0), progress=False)

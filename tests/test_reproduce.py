@@ -17,8 +17,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from toolbench_lib.analysis.report import TABLE_SCHEMAS
-from toolbench_lib.paths import OUTPUTS_DIR
-from toolbench_lib.reproduce import (
+from toolbench_lib.data.paths import OUTPUTS_DIR
+from toolbench_lib.pipeline.reproduce import (
     KERNEL_NAME,
     NOTEBOOKS_DIR,
     NotebookFailure,
@@ -116,7 +116,7 @@ def test_html_report_hides_code_and_noise(tmp_path):
     """report.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
     from nbformat.v4 import new_output
 
-    from toolbench_lib.reproduce import write_html_report
+    from toolbench_lib.pipeline.reproduce import write_html_report
 
     widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     first = new_code_cell("print('secret code')", outputs=[

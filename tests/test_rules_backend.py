@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolbench_lib.llm.base import LLMBackend, LLMError
-from toolbench_lib.llm.rules import RulesBackend, split_subgoals, stub_name
-from toolbench_lib.parsing import parse_plan, parse_stubs, parse_verdict, resolve_plan_apis
-from toolbench_lib.prompts import (
+from toolbench_lib.llm.parsing import parse_plan, parse_stubs, parse_verdict, resolve_plan_apis
+from toolbench_lib.llm.prompts import (
     JUDGE_PROMPT,
     PLAN_PROMPT,
     STUB_PROMPT,
@@ -20,6 +19,7 @@ from toolbench_lib.prompts import (
     format_plan,
     template_of,
 )
+from toolbench_lib.llm.rules import RulesBackend, split_subgoals, stub_name
 
 PARIS = (
     "I'm planning a trip to Paris. Can you find hotels near the Eiffel Tower and also give me the "

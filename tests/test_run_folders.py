@@ -12,9 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from toolbench_lib.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
-from toolbench_lib.paths import OUTPUTS_DIR
-from toolbench_lib.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
+from toolbench_lib.data.paths import OUTPUTS_DIR
+from toolbench_lib.pipeline.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
+from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,7 +123,7 @@ def test_stored_study_dir_says_what_to_do(tmp_path):
 
 def test_explore_without_a_stored_study_is_one_line():
     name = f"pytest_nothing_{uuid.uuid4().hex[:8]}"
-    out = subprocess.run([sys.executable, "-m", "toolbench_lib.explore_app", "--run-name", name],
+    out = subprocess.run([sys.executable, "-m", "toolbench_lib.analysis.explore_app", "--run-name", name],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [f"error: no stored study under {OUTPUTS_DIR / name / 'runs'}: "

@@ -9,7 +9,12 @@ import pytest
 
 from toolbench_lib.llm.base import LLMResponse
 from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette, read_cassette
-from toolbench_lib.stub_recording import interleave, merge_export, record_stubs, recorded_stub_queries
+from toolbench_lib.pipeline.stub_recording import (
+    interleave,
+    merge_export,
+    record_stubs,
+    recorded_stub_queries,
+)
 
 
 class StubBackend:

@@ -9,7 +9,7 @@ import pytest
 from toolbench_lib.llm.base import LLMError, LLMResponse
 from toolbench_lib.llm.cache import CachedLLM, CallStore, ReplayBackend, export_cassette
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study import StudyResult, StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study, summarise_study
 
 from .test_llm_gemini import fake_gemini, gemini_body  # noqa: F401 (fixture)
 

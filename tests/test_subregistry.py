@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.subregistry import proportional_quota, sample_subregistry
+from toolbench_lib.retrieval.subregistry import proportional_quota, sample_subregistry
 
 
 def _registry(sizes: dict[str, int]) -> pd.DataFrame:

@@ -11,13 +11,13 @@ import time
 
 from .bench.command import add_parser as add_bench_parser
 from .bench.command import cmd_bench
+from .data.paths import DataNotFoundError
+from .data.queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError
 from .llm.base import LLMError
 from .llm.factory import BACKENDS
-from .paths import DataNotFoundError
-from .queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError
-from .reproduce import add_parser as add_reproduce_parser
-from .reproduce import cmd_reproduce
-from .validation import (
+from .pipeline.reproduce import add_parser as add_reproduce_parser
+from .pipeline.reproduce import cmd_reproduce
+from .pipeline.validation import (
     OneLineParser,
     check_dataset,
     check_max_apis,
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
     ev.add_argument("--method", default="rtp",
                     help="comma-separated methods on the same runs: rtp, ptr, or a fused method of "
-                         "toolbench_lib.fusion (rr, rrf, combsum2-mm, wsum-cv, route-cv, ...)")
+                         "toolbench_lib.pipeline.fusion (rr, rrf, combsum2-mm, wsum-cv, route-cv, ...)")
     ev.add_argument("--backend", choices=BACKENDS, default=None,
                     help="LLM backend for stubs, plans and judge (default: replay of the committed cassette "
                          "when PtR is evaluated; RtP alone is retrieval only unless a backend is given)")
@@ -146,9 +146,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .eval.export import MANIFEST, export_trec
-    from .experiment import stored_study_dir
-    from .study import StudyResult
-    from .validation import check_run_name
+    from .pipeline.experiment import stored_study_dir
+    from .pipeline.study import StudyResult
+    from .pipeline.validation import check_run_name
 
     folder = stored_study_dir(check_run_name(args.run_name), args.study)
     manifest = export_trec(StudyResult.load(folder), args.out, args.gt or GT_DEFINITIONS, source=str(folder))
@@ -159,9 +159,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .dataset import load_dataset
+    from .data.dataset import load_dataset
     from .llm.factory import make_backend
-    from .recording import record_stubs
+    from .pipeline.recording import record_stubs
 
     subsets = list(dict.fromkeys(args.subset or DEFAULT_SUBSETS))
     runs = [int(r) for r in args.runs.split(",") if r.strip()]
@@ -199,7 +199,7 @@ def cmd_cassette(args: argparse.Namespace) -> int:
 
 
 def cmd_data_summary(args: argparse.Namespace) -> int:
-    from .dataset import load_dataset, summary
+    from .data.dataset import load_dataset, summary
 
     s = summary(load_dataset(args.data_dir, rebuild=args.rebuild, query_files=args.queries or ()))
     if args.json:
@@ -215,11 +215,11 @@ def cmd_data_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from .dataset import load_dataset
-    from .embedding import load_embedder
-    from .index import build_index, index_path
-    from .queries import DEFAULT_SUBSETS
-    from .subregistry import sample_subregistry
+    from .data.dataset import load_dataset
+    from .data.queries import DEFAULT_SUBSETS
+    from .retrieval.embedding import load_embedder
+    from .retrieval.index import build_index, index_path
+    from .retrieval.subregistry import sample_subregistry
 
     ds = load_dataset(args.data_dir)
     check_max_apis(args.max_apis, len(ds.registry))
@@ -240,11 +240,11 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .dataset import load_dataset
-    from .fusion import register_all
-    from .retrievers import RETRIEVERS
+    from .data.dataset import load_dataset
+    from .pipeline.fusion import register_all
+    from .retrieval.retrievers import RETRIEVERS
 
-    register_all()  # the fused discovery methods (toolbench_lib.fusion) as --method names
+    register_all()  # the fused discovery methods (toolbench_lib.pipeline.fusion) as --method names
     subsets = _evaluated_sets(args)
     methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     unknown = [m for m in methods if m not in RETRIEVERS]
@@ -266,8 +266,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _evaluated_sets(args: argparse.Namespace) -> list[str]:
     """``--subset`` names (default: the three, or none with ``--queries``) and the ``--queries`` files' sets,
     checked against the data folder's sets before anything is loaded; a set named twice counts once."""
-    from .paths import find_data_dir
-    from .queries import external_sets, query_file_sets, user_set_files
+    from .data.paths import find_data_dir
+    from .data.queries import external_sets, query_file_sets, user_set_files
 
     root = find_data_dir(args.data_dir)
     files = args.queries or []
@@ -279,7 +279,7 @@ def _evaluated_sets(args: argparse.Namespace) -> list[str]:
 def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
     """Per evaluated set, the ground-truth pairs that resolved to no registry API, by definition (each set
     with any is also logged)."""
-    from .queries import resolve_subset
+    from .data.queries import resolve_subset
 
     out = {}
     for name in subsets:
@@ -300,10 +300,10 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     from pathlib import Path
 
     from .analysis.beyond import add_extra_metrics
-    from .embedding import load_embedder
-    from .evaluate import prepare
     from .llm.factory import default_workers, make_backend
-    from .study import StudySettings, run_study, summarise_study
+    from .pipeline.study import StudySettings, run_study, summarise_study
+    from .retrieval.embedding import load_embedder
+    from .retrieval.setup import prepare
 
     llm = make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
     emb = load_embedder(args.model)
@@ -341,8 +341,8 @@ def _print_result(result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .atomic import clean_stale_temps
-    from .paths import CACHE_DIR, PROCESSED_DIR
+    from .data.atomic import clean_stale_temps
+    from .data.paths import CACHE_DIR, PROCESSED_DIR
 
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import score_rankings
 from ..eval.stats import paired_test
-from ..queries import DEFAULT_GT, subset_alias
-from ..retrieval import retrieve_multi
-from ..retrievers import ptr_texts
+from ..retrieval.rankings import retrieve_multi
+from ..retrieval.retrievers import ptr_texts
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")

@@ -3,7 +3,7 @@
 Metrics per query come from ``ranx.evaluate`` (``recall@k``, ``precision@k``, ``ndcg@k``, ``mrr@k``);
 COMP@k, the share of queries whose whole ground truth is in the top k (ToolRet's completeness), is
 mapped from ranx's per-query recall@k (a query is complete when its recall@k is 1). A query without
-ground truth scores 0 on every metric, as in :mod:`toolbench_lib.metrics`. PtR-based methods are scored
+ground truth scores 0 on every metric, as in :mod:`toolbench_lib.eval.metrics`. PtR-based methods are scored
 per run and averaged per query over the study's runs.
 
 Each leaderboard row has the method's mean with a percentile bootstrap 95% CI over queries, and a paired
@@ -28,8 +28,8 @@ import pandas as pd
 from ranx import Qrels, Run, evaluate
 from scipy.stats import ttest_rel
 
-from .. import fusion
-from ..queries import DEFAULT_GT, subset_alias
+from ..data.queries import DEFAULT_GT, subset_alias
+from ..pipeline import fusion
 from .style import METHOD_COLORS
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
@@ -306,7 +306,7 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
 
 def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str]) -> int:
     """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs."""
-    from ..stub_recording import recorded_stub_queries
+    from ..pipeline.stub_recording import recorded_stub_queries
 
     have = recorded_stub_queries(cassette)
     n = 0
@@ -350,8 +350,8 @@ def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
 
     ``summary`` is the ``evaluate --json`` object: ``subsets -> name -> methods -> method -> {...}``.
     """
-    from ..queries import resolve_subset
-    from ..study import per_query_runs
+    from ..data.queries import resolve_subset
+    from ..eval.runs import per_query_runs
 
     pq = per_query_runs(result, k, gt, EXTRA_METRICS)
     means = pq.groupby(["subset", "method", "run"])[list(EXTRA_METRICS)].mean().groupby(["subset", "method"])

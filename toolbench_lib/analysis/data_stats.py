@@ -1,6 +1,6 @@
 """Descriptive statistics of the processed dataset: the registry, its documents and the ground truth.
 
-Everything here reads the :class:`~toolbench_lib.dataset.Dataset` only (the full registry and every
+Everything here reads the :class:`~toolbench_lib.data.dataset.Dataset` only (the full registry and every
 query set), never a study run.
 """
 
@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
-from ..queries import GT_DEFINITIONS, resolve_subset, subset_alias
-from ..registry import DOC_TEXT_MAX_CHARS
+from ..data.dataset import Dataset
+from ..data.queries import GT_DEFINITIONS, resolve_subset, subset_alias
+from ..data.registry import DOC_TEXT_MAX_CHARS
 
 GT_PAIR_COLUMNS = {"candidates": ("n_candidate_pairs", "unresolved_candidates"),
                    "relevant": ("n_relevant_pairs", "unresolved_relevant")}

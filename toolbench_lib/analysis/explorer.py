@@ -21,9 +21,9 @@ from pathlib import Path
 import ipywidgets as widgets
 import pandas as pd
 
-from ..metrics import per_query_metrics
-from ..queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
-from ..study import StudyResult
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
+from ..eval.metrics import per_query_metrics
+from ..pipeline.study import StudyResult
 
 FILTERS = ("all", "RtP wins", "PtR wins", "both missed", "both hit")
 METHOD_VIEWS = ("both", "rtp", "ptr")
@@ -96,7 +96,7 @@ def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> p
     Only the label columns of the ids in the study's hits and ground truth are read; None (ids shown
     alone) when that registry is not on this machine.
     """
-    from ..paths import PROCESSED_DIR
+    from ..data.paths import PROCESSED_DIR
 
     fp = result.provenance.get("data_fingerprint")
     path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
@@ -173,7 +173,7 @@ class QueryExplorer:
         ``study`` picks one stored study by key when the run holds several; by default it is the one the
         run record names. Nothing is computed or written.
         """
-        from ..experiment import stored_study_dir
+        from ..pipeline.experiment import stored_study_dir
 
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
@@ -181,7 +181,7 @@ class QueryExplorer:
                    source=str(folder))
 
     def _provenance_html(self) -> str:
-        from ..experiment import provenance_line
+        from ..pipeline.experiment import provenance_line
 
         where = f"; stored in {html.escape(self.source)}" if self.source else ""
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"

@@ -3,7 +3,7 @@
 Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground truth, default
 ``relevant``: the APIs the query was written to need):
 
-* **named APIs**: the plan's steps resolved tolerantly (``named_ids``, :mod:`toolbench_lib.plan_names`).
+* **named APIs**: the plan's steps resolved tolerantly (``named_ids``, :mod:`toolbench_lib.llm.plan_names`).
 * **covers** a ground-truth API ``g``: the plan names ``g`` itself or an *equivalent* of it. With a
   registry (``registry=``) an equivalent is an API of the same category and tool (display names,
   normalised) whose API name is the same once normalised and stripped of version and deprecation
@@ -39,9 +39,9 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.contingency_tables import mcnemar
 
-from ..normalize import norm_name
-from ..queries import check_gt, subset_alias
-from ..study import StudyResult
+from ..data.normalize import norm_name
+from ..data.queries import check_gt, subset_alias
+from ..pipeline.study import StudyResult
 
 EVIDENCE = ("all", "some", "none")
 VERDICTS = ("Solved", "Unsolved")
@@ -92,7 +92,7 @@ def plan_evidence(result: StudyResult, gt: str = "relevant", registry: pd.DataFr
     """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass.
 
     ``verdicts`` (``qkey, method, run, verdict[, judge_version]``) replaces the study's own verdicts,
-    e.g. those of another judge version (:func:`toolbench_lib.rejudge.rejudge`); plans it lacks are
+    e.g. those of another judge version (:func:`toolbench_lib.pipeline.rejudge.rejudge`); plans it lacks are
     left out. Columns: ``qkey, subset, method, run, refusal, verdict, judge_version, n_gt, n_named,
     n_covered, evidence, objective_pass, gt``.
     """

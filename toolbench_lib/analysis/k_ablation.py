@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..queries import GT_DEFINITIONS, check_gt, subset_alias
-from ..study import METHODS, StudyResult
+from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..pipeline.study import METHODS, StudyResult
 from .main_results import alias_order
 from .style import METHOD_COLORS, METHOD_LABELS
 

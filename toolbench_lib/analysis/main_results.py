@@ -13,10 +13,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..eval.runs import per_query_runs
 from ..eval.stats import paired_comparison, paired_test, runs_test
 from ..eval.summary import pass_rates, summary_table
-from ..queries import GT_DEFINITIONS, check_gt, subset_alias
-from ..study import METHODS, StudyResult, per_query_runs
+from ..pipeline.study import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",

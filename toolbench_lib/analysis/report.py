@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ..experiment import ExperimentConfig
-from ..paths import PROJECT_ROOT
+from ..data.paths import PROJECT_ROOT
+from ..pipeline.experiment import ExperimentConfig
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"

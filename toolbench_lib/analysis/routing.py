@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from ..queries import DEFAULT_GT, subset_alias
-from ..study import StudyResult, per_query_runs
+from ..data.queries import DEFAULT_GT, subset_alias
+from ..eval.runs import per_query_runs
+from ..pipeline.study import StudyResult
 from .style import METHOD_COLORS
 
 FEATURES = ("n_words", "n_clauses", "n_conjunctions", "n_requests")

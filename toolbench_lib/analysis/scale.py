@@ -19,8 +19,8 @@ import seaborn as sns
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from tqdm.auto import tqdm
 
-from ..queries import DEFAULT_GT, check_gt, subset_alias
-from ..subregistry import sample_subregistry
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..retrieval.subregistry import sample_subregistry
 from .similarity import SimilarityCache, topk_columns
 from .style import METHOD_COLORS, METHOD_LABELS
 
@@ -70,7 +70,7 @@ def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[
     """Per-query recall and precision at ``k`` of top-k column positions against ground-truth columns.
 
     Recall divides by the full ground-truth size (0 without ground truth), precision by ``k``, as in
-    :mod:`toolbench_lib.metrics`.
+    :mod:`toolbench_lib.eval.metrics`.
     """
     hits = _hits_per_query(top, gt_sets)
     n_gt = np.array([len(g) for g in gt_sets])

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import checksum_problem, save_npy, write_checksum
-from ..retrievers import ptr_texts
+from ..data.atomic import checksum_problem, save_npy, write_checksum
+from ..retrieval.retrievers import ptr_texts
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..queries import DEFAULT_GT, check_gt, subset_alias
-from ..study import StudyResult
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..pipeline.study import StudyResult
 from .main_results import subset_order
 
 STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",

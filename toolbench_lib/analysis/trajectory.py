@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..queries import DEFAULT_GT, check_gt, subset_alias
-from ..study import METHODS, StudyResult
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..pipeline.study import METHODS, StudyResult
 from .main_results import study_k, subset_order
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",

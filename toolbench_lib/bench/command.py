@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import int_at_least
+from ..pipeline.validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 from .llm_local import LockBusy
 
@@ -36,8 +36,8 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
 
 
 def _parts(args: argparse.Namespace, sizes: dict) -> dict:
-    from ..dataset import load_dataset
-    from ..embedding import Embedder, cached_complete, embed_cached, load_embedder
+    from ..data.dataset import load_dataset
+    from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_embedder
 
     ds = load_dataset(args.data_dir)
     state: dict = {}
@@ -48,7 +48,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return state["fp32"]
 
     def embedding() -> BenchLine:
-        from ..onnx_int8 import load_int8_model
+        from ..retrieval.onnx_int8 import load_int8_model
         from .embed import bench_embedding, fixed_sample
 
         f = fp32()

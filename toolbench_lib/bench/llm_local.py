@@ -126,7 +126,7 @@ def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock:
 
     from ..llm.local import _default_threads
     from ..llm.local_model import MODEL_NAME, resolve_gguf
-    from ..prompts import STUB_PROMPT
+    from ..llm.prompts import STUB_PROMPT
 
     path = Path(resolve_gguf(None))
     threads = _default_threads()

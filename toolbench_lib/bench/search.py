@@ -24,7 +24,7 @@ def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = 20, repeats:
     """Seconds of FAISS top-``k`` search against seconds of the plain ``queries @ vectors.T`` product."""
     import faiss
 
-    from ..index import VectorIndex, search_threads
+    from ..retrieval.index import VectorIndex, search_threads
 
     index = VectorIndex(vectors)
     t_search = _best_of(lambda: index.search(queries, k), repeats)  # with search_threads()

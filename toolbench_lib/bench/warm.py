@@ -17,7 +17,7 @@ def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
     The study is computed once first (not timed) under ``outputs_dir``; then each variant runs on a
     fresh configuration object, as a notebook kernel would.
     """
-    from ..experiment import ExperimentConfig, build_setup, get_study
+    from ..pipeline.experiment import ExperimentConfig, build_setup, get_study
 
     def cfg():
         return ExperimentConfig.build(outputs_dir=str(outputs_dir), **params)

@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..atomic import atomic_path
-from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..data.atomic import atomic_path
+from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 
 MANIFEST = "manifest.json"
 _SPACE = re.compile(r"\s")

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..queries import check_gt
+from ..data.queries import DEFAULT_GT, check_gt
 
 # ranx metric names of the measures this toolkit reports, and the column each becomes.
 METRICS = {"recall": "recall@{k}", "precision": "precision@{k}", "ndcg": "ndcg@{k}", "mrr": "mrr@{k}",
@@ -82,3 +82,23 @@ def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame,
     for m in metrics:
         out[m] = np.array([float(per_query[m].get(q, 0.0)) for q in keys], dtype=float)
     return out[["qkey", *metrics, "n_gt"]]
+
+
+def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
+                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """Metrics at ``k`` per query, method and run, scored by ranx (RtP repeated for every run).
+
+    ``result`` is a study's :class:`~toolbench_lib.pipeline.study.StudyResult`. Columns: ``qkey,
+    <metrics>..., n_gt, hits, method, run, subset``.
+    """
+    check_gt(gt)
+    q = result.queries
+    frames = []
+    for method in result.methods:
+        for run in range(result.n_runs):
+            pq = score_rankings(result.ranking(method, run), q, gt, k, metrics)
+            if "recall" in pq:
+                pq["hits"] = (pq["recall"] * pq["n_gt"]).round().astype(int)
+            frames.append(pq.assign(method=method, run=run))
+    out = pd.concat(frames, ignore_index=True)
+    return out.merge(q[["qkey", "subset"]], on="qkey")

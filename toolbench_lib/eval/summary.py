@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from .runs import per_query_runs
 from .stats import bootstrap_ci
 
 RETRIEVAL_METRICS = ("recall", "precision")
@@ -117,8 +118,6 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
     queries), then ``pass_rate_mean``, ``pass_rate_std``, ``n_planned``, the method's cost per query and
     PtR's stub statistics.
     """
-    from ..study import per_query_runs
-
     k = k or int(result.provenance.get("settings", {}).get("k", 5))
     pr = pass_rates(result)
     objective = objective_pass_rates(result)
@@ -164,7 +163,7 @@ def _clean(value):
 
 def summary_json(result, subsets: Sequence[str], k: int, gt: str) -> dict:
     """The ``evaluate --json`` object: provenance, then per subset alias and method the summary's row."""
-    from ..queries import resolve_subset
+    from ..data.queries import resolve_subset
 
     table = summary_table(result, k, [gt])
     out = {**result.provenance, "k": k, "gt": gt, "subsets": {}}

@@ -1,4 +1,6 @@
-"""LLM backends behind one small interface (see :mod:`toolbench_lib.llm.base`)."""
+"""LLM backends behind one small interface (see :mod:`toolbench_lib.llm.base`), the versioned prompts they
+are given (``prompts``), the parsers of their replies (``parsing``) and plan-name resolution (``plan_names``).
+"""
 
 from .base import LLMBackend, LLMError, LLMResponse
 from .cache import CachedLLM, CallStore, ReplayBackend, call_key, export_cassette, import_cassette

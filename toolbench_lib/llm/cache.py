@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path
+from ..data.atomic import atomic_path
 from .base import LLMBackend, LLMError, LLMResponse
 
 KEY_SCHEME_VERSION = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..paths import CACHE_DIR, DATA_ROOT
+from ..data.paths import CACHE_DIR, DATA_ROOT
 from .base import LLMBackend
 
 BACKENDS = ("replay", "rules", "local", "gemini")

@@ -10,7 +10,7 @@ in 1 of 4 stub prompts). With ``reuse_prefix=False`` every call starts from an e
 always gets the same reply for the same seed.
 
 Replies are returned as the model wrote them (usually inside a json code fence); the parsers in
-:mod:`toolbench_lib.parsing` cope with that. ``json_schema`` is ignored by default: grammar-constrained
+:mod:`toolbench_lib.llm.parsing` cope with that. ``json_schema`` is ignored by default: grammar-constrained
 sampling (``use_grammar=True``, llama.cpp's ``response_format`` with the schema) added about 20 ms of
 sampling per generated token, about 40% on top of the ~50 ms a token takes to generate on a 2-core CPU.
 """

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..paths import CACHE_DIR
+from ..data.paths import CACHE_DIR
 
 GGUF_ENV_VAR = "TOOLBENCH_GGUF"
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"

@@ -1,7 +1,7 @@
 """A deterministic rule-based baseline behind the LLM interface (no model at all).
 
 :class:`RulesBackend` recognises which template a prompt was rendered from by its marker line
-(``# task: stubs-v1`` etc., see :mod:`toolbench_lib.prompts`) and answers with rules:
+(``# task: stubs-v1`` etc., see :mod:`toolbench_lib.llm.prompts`) and answers with rules:
 
 * **stubs**: the query is split into sub-goals (:func:`split_subgoals`); each sub-goal becomes a stub
   named from its first content words in Title Case (``"Get Weather Forecast"``), with the sub-goal
@@ -25,9 +25,9 @@ import json
 import re
 import time
 
-from ..parsing import parse_plan
-from ..prompts import extract_section, template_of
 from .base import LLMError, LLMResponse
+from .parsing import parse_plan
+from .prompts import extract_section, template_of
 
 
 def _wordset(text: str) -> frozenset[str]:

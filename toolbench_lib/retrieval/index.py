@@ -9,10 +9,10 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from .atomic import atomic_path, save_npy
-from .dataset import Dataset
+from ..data.atomic import atomic_path, save_npy
+from ..data.dataset import Dataset
+from ..data.paths import CACHE_DIR
 from .embedding import Embedder, adopt_former_cache, embed_cached
-from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the embedding cache.
 
-Vectors are cached per text in a content-addressed store (:mod:`toolbench_lib.embed_store`) keyed
+Vectors are cached per text in a content-addressed store (:mod:`toolbench_lib.retrieval.embed_store`) keyed
 by model, backend and text hash; caches of the former per-list layout are imported on first use
-(:mod:`toolbench_lib.embed_legacy`).
+(:mod:`toolbench_lib.retrieval.embed_legacy`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..data.paths import CACHE_DIR
 from .embed_legacy import import_legacy, legacy_folders, texts_fingerprint  # noqa: F401 - re-exported
 from .embed_store import EmbeddingStore, text_keys
-from .paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,14 @@ Two sources of plans:
 * :func:`cassette_plans` / :func:`record_verdicts`: the plan records of a cassette. A plan record holds
   the query and the API list the planner was shown (its prompt) and the reply, which is everything a
   judge prompt is rendered from, so the new verdicts can be recorded without an embedding index. The
-  judge prompt is rendered by :func:`toolbench_lib.study.judge_plan`, exactly as a study renders it, so
-  a study that replays the cassette with that judge version finds every recorded verdict.
-* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.StudyResult` (steps, refusal and
-  reason), with the API lists rebuilt from its hits.
+  judge prompt is rendered by :func:`toolbench_lib.pipeline.study.judge_plan`, exactly as a study renders
+  it, so a study that replays the cassette with that judge version finds every recorded verdict.
+* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.pipeline.study.StudyResult` (steps,
+  refusal and reason), with the API lists rebuilt from its hits.
 
-``python -m toolbench_lib.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2 verdicts
-with the local model behind the call cache (resumable: a cached call is never repeated), then merges the
-cache into the cassette (which must keep every record it held).
+``python -m toolbench_lib.pipeline.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
+verdicts with the local model behind the call cache (resumable: a cached call is never repeated), then
+merges the cache into the cassette (which must keep every record it held).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .llm.base import LLMBackend
-from .llm.cache import read_cassette
-from .parsing import Plan, parse_plan, parse_verdict
-from .prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
-from .queries import DEFAULT_SUBSETS, resolve_subset
+from ..data.queries import DEFAULT_SUBSETS, resolve_subset
+from ..llm.base import LLMBackend
+from ..llm.cache import read_cassette
+from ..llm.parsing import Plan, parse_plan, parse_verdict
+from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
 from .study import StudyResult, _api_docs, judge_plan
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
             per_subset: int | None = None) -> pd.DataFrame:
     """Verdicts of judge ``version`` on a study's stored plans (first ``per_subset`` queries per subset).
 
-    ``setup`` is the study's :class:`~toolbench_lib.evaluate.RetrievalSetup` (for the API docs).
+    ``setup`` is the study's :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` (for the API docs).
     Returns ``qkey, method, run, verdict, judge_version``.
     """
     plans = result.plans
@@ -140,10 +140,11 @@ def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
-    from .dataset import load_dataset
-    from .llm.factory import DEFAULT_CASSETTE, make_backend
+    from ..data.dataset import load_dataset
+    from ..llm.factory import DEFAULT_CASSETTE, make_backend
 
-    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.rejudge", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.pipeline.rejudge",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--judge", default="judge-v2", help="judge prompt version")
     ap.add_argument("--cassette", default=str(DEFAULT_CASSETTE), help="cassette holding the plans")
     ap.add_argument("--per-subset", type=int, default=50, help="first N queries of each subset")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .dataset import Dataset
-from .evaluate import select_queries
-from .llm.base import LLMBackend
+from ..data.dataset import Dataset
+from ..llm.base import LLMBackend
+from ..retrieval.setup import select_queries
 from .study import StudySettings, generate_stubs
 
 log = logging.getLogger(__name__)

@@ -389,7 +389,7 @@ def parse_plan(text: str | None) -> Plan:
 
 
 # --------------------------------------------------------------------------- resolution
-# Plan-name resolution lives in :mod:`toolbench_lib.plan_names` (imported above for existing callers).
+# Plan-name resolution lives in :mod:`toolbench_lib.llm.plan_names` (imported above for existing callers).
 
 # --------------------------------------------------------------------------- verdicts
 

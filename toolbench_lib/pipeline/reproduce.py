@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.paths import PROJECT_ROOT
+from ..llm.factory import BACKENDS
 from .experiment import RunConflict
-from .llm.factory import BACKENDS
-from .paths import PROJECT_ROOT
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
@@ -223,7 +223,7 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
     finally:
         exporter.log.setLevel(level)
     path = out_dir / "report.html"
-    from .atomic import atomic_path
+    from ..data.atomic import atomic_path
 
     with atomic_path(path) as tmp:
         tmp.write_text(body, encoding="utf-8")
@@ -235,7 +235,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
               notebooks_dir: Path = NOTEBOOKS_DIR, echo=print) -> ReproduceSummary:
     """Run the numbered notebooks in order with shared parameters, then write the report."""
-    from .analysis.report import write_report
+    from ..analysis.report import write_report
     from .experiment import ExperimentConfig
 
     logging.getLogger("papermill").setLevel(logging.WARNING)

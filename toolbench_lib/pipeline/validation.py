@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .llm.base import LLMError
+from ..llm.base import LLMError
 
 MAX_TEMPERATURE = 2.0
 
@@ -72,7 +72,7 @@ def check_subsets(name: str, values: object, user_sets: Iterable[str] | None = N
 
     ``user_sets``: the user sets of the data folder, when known (else a user set's name is checked for its
     form only, and against the data when it is loaded)."""
-    from .queries import UnknownSubsetError, resolve_subset
+    from ..data.queries import UnknownSubsetError, resolve_subset
 
     user_sets = None if user_sets is None else list(user_sets)
 
@@ -152,7 +152,7 @@ def temperature(negative_means_default: bool = False) -> Callable[[str], float]:
 
 def subset_name(text: str) -> str:
     """An argparse type: a known query-set name or alias."""
-    from .queries import UnknownSubsetError, resolve_subset
+    from ..data.queries import UnknownSubsetError, resolve_subset
 
     try:
         resolve_subset(text)
@@ -259,11 +259,12 @@ def check_run_name(value: object) -> str:
 
 
 def validate_config(cfg) -> None:
-    """Check every field of an :class:`~toolbench_lib.experiment.ExperimentConfig` (subsets deduplicated).
+    """Check every field of a configuration (subsets deduplicated).
 
-    A bad field is a :class:`UsageError` naming it, its value and what is allowed.
+    ``cfg`` is an :class:`~toolbench_lib.pipeline.experiment.ExperimentConfig`; a bad field is a
+    :class:`UsageError` naming it, its value and what is allowed.
     """
-    from .llm.factory import BACKENDS
+    from ..llm.factory import BACKENDS
 
     check_run_name(cfg.run_name)
     cfg.subsets = check_subsets("subsets", cfg.subsets)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_path
+from ..data.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 

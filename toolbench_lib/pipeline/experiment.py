@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .paths import OUTPUTS_DIR
+from ..data.paths import OUTPUTS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -122,27 +122,27 @@ class ExperimentConfig:
         """The requested embedder, with the library default filled in."""
         import os
 
-        from .embedding import DEFAULT_MODEL
+        from ..retrieval.embedding import DEFAULT_MODEL
 
         return self.embedder or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
 
     def data_fingerprint(self) -> str:
         """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
         if getattr(self, "_fingerprint", None) is None:
-            from .dataset import sources_fingerprint
-            from .paths import find_data_dir
+            from ..data.dataset import sources_fingerprint
+            from ..data.paths import find_data_dir
 
             self._fingerprint = sources_fingerprint(find_data_dir(self.data_dir))
         return self._fingerprint
 
     def study_fields(self) -> dict:
         """Everything the study tables depend on, as hashed by :meth:`study_key`."""
-        from .prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+        from ..llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 
         fields = {k: getattr(self, k) for k in STUDY_FIELDS}
         fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
-        from .embedding import DEFAULT_BACKEND, resolve_backend
+        from ..retrieval.embedding import DEFAULT_BACKEND, resolve_backend
 
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
@@ -237,7 +237,7 @@ class ExperimentConfig:
         if merged == record["parameters"] and studies == record.get("studies", []):
             return self.out_dir / RUN_RECORD
         record.update(parameters=merged, studies=studies)
-        from .atomic import atomic_path
+        from ..data.atomic import atomic_path
 
         with atomic_path(self.out_dir / RUN_RECORD) as tmp:
             tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
@@ -257,9 +257,9 @@ class ExperimentConfig:
 
 def build_setup(cfg: ExperimentConfig):
     """Dataset, embedder, (sub-)registry index and queries of a configuration."""
-    from .dataset import load_dataset
-    from .embedding import load_embedder
-    from .evaluate import prepare
+    from ..data.dataset import load_dataset
+    from ..retrieval.embedding import load_embedder
+    from ..retrieval.setup import prepare
 
     ds = load_dataset(cfg.data_dir)
     emb = load_embedder(cfg.embedder)
@@ -290,8 +290,8 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
 
     A derived run (see :meth:`ExperimentConfig.redirected`) reuses its base run's study and keeps a copy.
     """
+    from ..llm.factory import default_workers, make_backend
     from .lazy_setup import LazySetup, setup_model
-    from .llm.factory import default_workers, make_backend
     from .study import StudySettings, run_study
 
     setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index

@@ -22,7 +22,7 @@ field, or copies the description. Two resolvers turn a step into an ``api_id``:
   5. ``tool``: a field names the tool of exactly one shown API;
   6. ``registry``: not shown, but a ``Tool / API`` reading names exactly one registry API.
 
-Names are compared with :func:`toolbench_lib.normalize.norm_name` (lower-case alphanumerics, ``_vN``
+Names are compared with :func:`toolbench_lib.data.normalize.norm_name` (lower-case alphanumerics, ``_vN``
 removed). Fidelity is the share of a plan's steps whose resolved API was among those shown.
 """
 
@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .normalize import norm_name
+from ..data.normalize import norm_name
 
 RULES = ("pair", "api", "index", "description", "tool", "registry")
 _INDEX_REF = re.compile(r"^\s*\[(\d{1,9})\]")
@@ -110,7 +110,7 @@ _DOC_LINE = re.compile(r"^\[(\d+)\] (.+?) \(([^()]*)\): ?(.*)$")
 
 
 def parse_api_docs(text: str, registry: RegistryNames | None = None) -> list[dict]:
-    """The APIs of a rendered ``<apis>`` list (:func:`toolbench_lib.prompts.format_api_docs`) as dicts.
+    """The APIs of a rendered ``<apis>`` list (:func:`toolbench_lib.llm.prompts.format_api_docs`) as dicts.
 
     Each has ``tool_name, api_name, category, api_description`` and an ``api_id``: the registry's when
     one (category, tool, API) split of ``Tool / API`` names exactly one registry API, else ``shown:<i>``.
@@ -269,7 +269,7 @@ def _steps(plan) -> list[dict]:
 
 def resolve_plan_apis(plan, retrieved: list[dict], registry: RegistryNames | None = None,
                       strict: bool = False) -> list[str | None]:
-    """For each step of ``plan`` (a :class:`~toolbench_lib.parsing.Plan` or a list of steps), the api_id
+    """For each step of ``plan`` (a :class:`~toolbench_lib.llm.parsing.Plan` or a list of steps), the api_id
     it names (None when unresolved): tolerant by default, the original rule with ``strict=True``."""
     if strict:
         return [resolve_step_strict(s, retrieved) for s in _steps(plan)]
@@ -299,7 +299,7 @@ def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
     """
     from collections import Counter
 
-    from .llm.cache import read_cassette
+    from .cache import read_cassette
     from .parsing import parse_plan
     from .prompts import PLAN_PROMPT, extract_section
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import CACHE_DIR
+from ..data.paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,9 @@ class OnnxSentenceEncoder:
 
 def load_int8_model(embedder, quant: QuantSettings = DEFAULT_QUANT, root: Path | None = None,
                     file: str = "model_int8.onnx") -> OnnxSentenceEncoder:
-    """The int8 encoder of an fp32 :class:`~toolbench_lib.embedding.Embedder`, exported on first use."""
+    """The int8 encoder of an fp32 embedder, exported on first use.
+
+    ``embedder`` is a :class:`~toolbench_lib.retrieval.embedding.Embedder`."""
     folder = export_folder(embedder.slug, quant, root)
     if not (folder / "manifest.json").exists():
         log.info("exporting %s to int8 ONNX (%s) in %s", embedder.name, quant.tag, folder)

@@ -10,7 +10,7 @@ Two ground-truth definitions are supported everywhere:
 Query sets are the built-in ones of :data:`QUERY_SETS` and, besides them, every other ToolBench-format file
 ``test_instruction/<name>.json`` of the data folder (a *user set* named after its file stem), or a file
 given by path (``evaluate --queries FILE``). A user set is resolved exactly like a built-in one, and its
-``api_list`` docs join the registry like theirs (:mod:`toolbench_lib.registry`).
+``api_list`` docs join the registry like theirs (:mod:`toolbench_lib.data.registry`).
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import pandas as pd
 
-from .parsing import Stub, stub_text
-from .retrieval import hits_frame, retrieve_multi
+from ..llm.parsing import Stub, stub_text
+from .rankings import hits_frame, retrieve_multi
 
 if TYPE_CHECKING:
-    from .evaluate import RetrievalSetup
+    from .setup import RetrievalSetup
 
 
 @dataclass

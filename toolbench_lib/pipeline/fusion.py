@@ -269,7 +269,7 @@ def fixed_lists(inp: FusionInputs, name: str, k: int) -> Lists:
 def mean_embedding_lists(inp: FusionInputs, setup, queries: pd.DataFrame, stubs: pd.DataFrame,
                          k: int) -> Lists:
     """Search the normalised mean of each query's and its stubs' embeddings (one search per query)."""
-    from .retrievers import ptr_texts
+    from ..retrieval.retrievers import ptr_texts
 
     q = queries.set_index("qkey").loc[inp.keys].reset_index()
     texts = [[query, *(t for t in st if t != query)]
@@ -471,7 +471,7 @@ class FusedRetriever:
         return f"FusedRetriever({self.name!r})"
 
     def _base(self, ctx, name: str) -> pd.DataFrame:
-        from .retrievers import get_retriever
+        from ..retrieval.retrievers import get_retriever
 
         h = ctx.hits.get(name)
         if h is None:
@@ -493,7 +493,7 @@ class FusedRetriever:
 
 def register_all() -> None:
     """Make every fused method selectable in the study pipeline and ``evaluate --method``."""
-    from .retrievers import RETRIEVERS, register
+    from ..retrieval.retrievers import RETRIEVERS, register
 
     for name in METHODS:
         if name not in RETRIEVERS:

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from .reproduce import NOTEBOOKS_DIR
+from ..pipeline.reproduce import NOTEBOOKS_DIR
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
 HOST = "127.0.0.1"
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cull-idle", type=int, default=CULL_IDLE_S,
                         help="seconds after which an idle kernel (closed page) is shut down")
     args = parser.parse_args(argv)
-    from .experiment import stored_study_dir
+    from ..pipeline.experiment import stored_study_dir
 
     try:
         folder = stored_study_dir(args.run_name)

@@ -9,7 +9,7 @@ log = logging.getLogger(__name__)
 
 
 class LazySetup:
-    """Stands in for :class:`~toolbench_lib.evaluate.RetrievalSetup` of a configuration.
+    """Stands in for :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` of a configuration.
 
     ``ds``, ``queries``, ``api_ids``, ``model`` and ``embedder_backend`` are answered from the
     processed dataset and the configuration; the first access to anything else (``index``,
@@ -32,7 +32,7 @@ class LazySetup:
         if self._setup is not None:
             return self._setup.ds
         if self._ds is None:
-            from .dataset import load_dataset
+            from ..data.dataset import load_dataset
 
             self._ds = load_dataset(self._cfg.data_dir)
         return self._ds
@@ -42,7 +42,7 @@ class LazySetup:
         if self._setup is not None:
             return self._setup.queries
         if self._queries is None:
-            from .evaluate import select_queries
+            from ..retrieval.setup import select_queries
 
             self._queries = select_queries(self.ds, self._cfg.subsets, self._cfg.limit)
         return self._queries
@@ -54,7 +54,7 @@ class LazySetup:
     @property
     def model(self) -> str:
         """The embedder name results record, resolved without loading the model."""
-        from .embedding import resolve_model_name
+        from ..retrieval.embedding import resolve_model_name
 
         if self._setup is not None:
             return self._setup.embedder.name
@@ -62,15 +62,15 @@ class LazySetup:
 
     @property
     def embedder_backend(self) -> str:
-        from .embedding import resolve_backend
+        from ..retrieval.embedding import resolve_backend
 
         return self._setup.embedder.backend if self._setup is not None else resolve_backend(None)
 
     def build(self):
-        """The full :class:`~toolbench_lib.evaluate.RetrievalSetup` (built once)."""
+        """The full :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` (built once)."""
         if self._setup is None:
-            from .embedding import load_embedder
-            from .evaluate import prepare
+            from ..retrieval.embedding import load_embedder
+            from ..retrieval.setup import prepare
 
             cfg = self._cfg
             log.info("loading the embedder and building the index")

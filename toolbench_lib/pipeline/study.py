@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .atomic import atomic_path, file_sha256
-from .evaluate import RetrievalSetup
-from .llm.base import LLMBackend, LLMResponse
-from .parsing import (
+from ..data.atomic import atomic_path, file_sha256
+from ..data.queries import DEFAULT_GT, check_gt
+from ..llm.base import LLMBackend, LLMResponse
+from ..llm.parsing import (
     Plan,
     Stub,
     fidelity,
@@ -39,8 +39,8 @@ from .parsing import (
     parse_verdict,
     resolve_plan_apis,
 )
-from .plan_names import registry_names
-from .prompts import (
+from ..llm.plan_names import registry_names
+from ..llm.prompts import (
     DEFAULT_JUDGE,
     PLAN_PROMPT,
     STUB_PROMPT,
@@ -49,8 +49,8 @@ from .prompts import (
     format_plan,
     judge_prompt,
 )
-from .queries import DEFAULT_GT, check_gt
-from .retrievers import RunContext, get_retriever
+from ..retrieval.retrievers import RunContext, get_retriever
+from ..retrieval.setup import RetrievalSetup
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
                    judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
     """The planner on each query's top-``k`` retrieved APIs, then the pass-rate judge on its plan.
 
-    Plan steps are resolved both ways (:mod:`toolbench_lib.plan_names`): ``named_ids`` / ``fidelity``
+    Plan steps are resolved both ways (:mod:`toolbench_lib.llm.plan_names`): ``named_ids`` / ``fidelity``
     tolerantly (shown APIs first, then the registry), ``named_ids_strict`` / ``fidelity_strict`` strictly.
     """
     judge_template = judge_prompt(judge_version)
@@ -372,29 +372,8 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
                        if plans else pd.DataFrame(), pd.DataFrame(calls), prov)
 
 
-def per_query_runs(result: StudyResult, k: int, gt: str = DEFAULT_GT,
-                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
-    """Metrics at ``k`` per query, method and run, scored by ranx (RtP repeated for every run).
-
-    Columns: ``qkey, <metrics>..., n_gt, hits, method, run, subset``.
-    """
-    from .eval.runs import score_rankings
-
-    check_gt(gt)
-    q = result.queries
-    frames = []
-    for method in result.methods:
-        for run in range(result.n_runs):
-            pq = score_rankings(result.ranking(method, run), q, gt, k, metrics)
-            if "recall" in pq:
-                pq["hits"] = (pq["recall"] * pq["n_gt"]).round().astype(int)
-            frames.append(pq.assign(method=method, run=run))
-    out = pd.concat(frames, ignore_index=True)
-    return out.merge(q[["qkey", "subset"]], on="qkey")
-
-
 def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = DEFAULT_GT) -> dict:
     """The ``evaluate --json`` object of a study (see :func:`toolbench_lib.eval.summary.summary_json`)."""
-    from .eval.summary import summary_json
+    from ..eval.summary import summary_json
 
     return summary_json(result, subsets, k, gt)

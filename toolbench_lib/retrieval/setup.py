@@ -1,7 +1,7 @@
 """What every retrieval run depends on: the data, the embedder, the (sub-)registry index and the queries.
 
-Evaluation itself is :func:`toolbench_lib.study.run_study` (retrieval only with ``plan_limit=0``) scored by
-:mod:`toolbench_lib.eval`.
+Evaluation itself is :func:`toolbench_lib.pipeline.study.run_study` (retrieval only with ``plan_limit=0``)
+scored by :mod:`toolbench_lib.eval`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .dataset import Dataset
+from ..data.dataset import Dataset
+from ..data.queries import query_keys
 from .embedding import Embedder, embed_cached
 from .index import VectorIndex, build_index
-from .queries import query_keys
 from .subregistry import sample_subregistry
 
 log = logging.getLogger(__name__)

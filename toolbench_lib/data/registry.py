@@ -4,7 +4,7 @@ Sources are merged in a fixed order, keeping the first API of each normalised ke
 
 1. ``toolenv/tools/<Category>/<tool>.json`` (the 2024 re-crawl; a tool is told apart by its file),
 2. the ``api_list`` docs carried by the test queries (the built-in sets' files first, then a user's own
-   query files, see :mod:`toolbench_lib.queries`),
+   query files, see :mod:`toolbench_lib.data.queries`),
 3. ``toolenv_2023/tools/`` (the 2023 naming the queries use),
 4. ``retrieval_corpus/*.jsonl`` (ToolBench's retriever corpus text form).
 

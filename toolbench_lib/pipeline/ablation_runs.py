@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from ..retrieval.models import MPNET_NAME, ModelNotInstalled, mpnet_folder
 from .experiment import ExperimentConfig
-from .models import MPNET_NAME, ModelNotInstalled, mpnet_folder
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +23,10 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
 
     A model that is not installed is left out of the dict and named in ``note``.
     """
-    from .dataset import load_dataset
-    from .embedding import load_embedder
-    from .evaluate import prepare
-    from .llm.factory import make_backend
+    from ..data.dataset import load_dataset
+    from ..llm.factory import make_backend
+    from ..retrieval.embedding import load_embedder
+    from ..retrieval.setup import prepare
     from .study import StudySettings, run_study
 
     paths, missing = {}, []

@@ -1,0 +1,1 @@
+"""Retrieval: embedders and their cache, the FAISS index, sub-registries, rankings, setup, retrievers."""
