@@ -191,9 +191,10 @@ show(transfer)
 if cfg.backend == "replay":
     from toolbench_lib.data.queries import resolve_subset
     from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+    from toolbench_lib.pipeline.stub_recording import recorded_limit
 
     val_sets = [resolve_subset(s) for s in validation_sets]
-    n_val = beyond.recorded_limit(cfg.cassette or DEFAULT_CASSETTE, setup.ds.queries, val_sets)
+    n_val = recorded_limit(cfg.cassette or DEFAULT_CASSETTE, setup.ds.queries, val_sets)
 else:
     n_val = cfg.limit or 0
 print(f"validation: the first {n_val} queries of each of {', '.join(validation_sets)}")

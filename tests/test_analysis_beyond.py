@@ -114,26 +114,6 @@ def test_unseen_queries_drop_repeated_sets() -> None:
     assert c.loc["V", "seen"] == 1 and c.loc["W", "unseen"] == 1 and not c.loc["W", "kept"]
 
 
-def test_recorded_limit_counts_the_first_queries_of_every_set(tmp_path) -> None:
-    from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
-    from toolbench_lib.llm.prompts import STUB_PROMPT
-    from toolbench_lib.pipeline.study import call
-
-    from .test_stub_recording import StubBackend
-
-    queries = pd.DataFrame({"subset": ["A"] * 4 + ["B"] * 2,
-                            "query": ["a0", "a1", "a2", "a3", "b0", "b1"]})
-    cassette = tmp_path / "c.jsonl.gz"
-    with CallStore(tmp_path / "s.sqlite") as store:
-        llm = CachedLLM(StubBackend(), store)
-        for q in ["a0", "a1", "b0", "b1", "a3"]:  # a2 missing: A's first 2 only
-            call(llm, STUB_PROMPT, 0, 0.0, query=q)
-        export_cassette(store, cassette)
-    assert beyond.recorded_limit(cassette, queries, ["A", "B"]) == 2
-    assert beyond.recorded_limit(cassette, queries, ["B"]) == 2
-    assert beyond.recorded_limit(tmp_path / "missing.jsonl.gz", queries, ["A"]) == 0
-
-
 def test_transfer_table_shows_a_threshold_that_does_not_carry_over(scored) -> None:
     """Fitted on S1 alone (RtP always right, top-1 cosine 0.8) the router keeps RtP everywhere, which
     fails on S2; with both sets in the training folds it is right on both."""

@@ -196,6 +196,29 @@ def test_ttests_by_hand(study):
     assert (g2["statistic"], g2["p_value"]) == (0.0, 1.0) and "1 of B" in g2["note"]
 
 
+def test_runs_table_by_hand(study):
+    from toolbench_lib.analysis.main_results import RUNS_COLUMNS, runs_figure, runs_table
+
+    t = runs_table(study, gts=["candidates"])
+    assert list(t.columns) == RUNS_COLUMNS and len(t) == 2 * 2  # subsets x metrics
+    r = row(t, subset="G1", metric="recall")
+    # PtR's run means, run 0 first: 0.75 (q1 0.5, q2 1) and 1.0; RtP 0.25; t = 5 with 1 degree of freedom.
+    assert r["ptr_runs"] == [0.75, 1.0] and r["n_runs"] == 2 and r["n_queries"] == 2
+    assert (r["rtp"], r["ptr_mean"], r["ptr_minus_rtp"]) == pytest.approx((0.25, 0.875, 0.625))
+    assert r["t"] == pytest.approx(5.0) and r["ptr_std"] == pytest.approx(0.25 / math.sqrt(2))
+    p = 1 - 2 * math.atan(5.0) / math.pi
+    assert r["p_value"] == pytest.approx(p)
+    # Holm over the four tests: G2's two p-values are 0, G1's recall and precision share t = 5 (precision
+    # 0.25 -> 0.5, 0.75) -> both p; the sorted family 0, 0, p, p gets factors 4, 3, 2, 1 -> p_holm 2p.
+    assert r["p_holm"] == pytest.approx(min(1.0, 2 * p)) and r["leader"] == "neither"
+    g2 = row(t, subset="G2", metric="recall")
+    assert g2["ptr_runs"] == [0.5, 0.5] and g2["p_holm"] == 0.0 and g2["leader"] == "ptr"
+    fig = runs_figure(t, paper={("G1", "rtp"): 0.372})
+    ax = fig.axes[0]
+    assert [tk.get_text() for tk in ax.get_xticklabels()] == ["G1\n(n=2)", "G2\n(n=2)"]
+    assert len(ax.patches) == 4  # RtP and PtR bars per set
+
+
 def test_tests_refuse_what_they_cannot_compute():
     from toolbench_lib.eval.stats import runs_test
 

@@ -13,6 +13,7 @@ from toolbench_lib.pipeline.stub_recording import (
     interleave,
     merge_export,
     record_stubs,
+    recorded_limit,
     recorded_stub_queries,
 )
 
@@ -79,3 +80,26 @@ def test_merge_export_refuses_to_lose_records(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match="would lose 1 of its 1 records"):
             merge_export(b, cassette, model="another-model")
         assert merge_export(b, cassette, model="fake-1") == (1, 1)
+
+
+def test_recorded_limit_counts_the_first_queries_of_every_set_in_every_run(tmp_path: Path) -> None:
+    from toolbench_lib.llm.prompts import STUB_PROMPT
+    from toolbench_lib.pipeline.study import call
+
+    queries = pd.DataFrame({"subset": ["A"] * 4 + ["B"] * 2,
+                            "query": ["a0", "a1", "a2", "a3", "b0", "b1"]})
+    cassette = tmp_path / "c.jsonl.gz"
+    with CallStore(tmp_path / "s.sqlite") as store:
+        llm = CachedLLM(StubBackend(), store)
+        for q in ["a0", "a1", "b0", "b1", "a3"]:  # a2 missing: A's first 2 only
+            call(llm, STUB_PROMPT, 0, 0.0, query=q)
+        for q in ["a0", "b0", "b1"]:  # run 1 (temperature 0.3): the first query of each set
+            call(llm, STUB_PROMPT, 1, 0.3, query=q)
+        call(llm, STUB_PROMPT, 2, 0.0, query="a0")  # run 2 at another temperature counts for nothing
+        export_cassette(store, cassette)
+    assert recorded_limit(cassette, queries, ["A", "B"]) == 2
+    assert recorded_limit(cassette, queries, ["B"]) == 2
+    assert recorded_limit(cassette, queries, ["A", "B"], [(0, 0.0), (1, 0.3)]) == 1
+    assert recorded_limit(cassette, queries, ["A", "B"], [(0, 0.0), (1, 0.3), (2, 0.3)]) == 0
+    assert recorded_limit(cassette, queries, ["A"], [(2, 0.0)]) == 1
+    assert recorded_limit(tmp_path / "missing.jsonl.gz", queries, ["A"]) == 0

@@ -20,7 +20,6 @@ at the same budget k.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -302,26 +301,6 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
     fig.suptitle("route-then-fuse: right of the line RtP's list is used (no stub call), left the fused list")
     fig.tight_layout()
     return fig
-
-
-def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str]) -> int:
-    """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs."""
-    from ..pipeline.stub_recording import recorded_stub_queries
-
-    have = recorded_stub_queries(cassette)
-    n = 0
-    sizes = {s: int((queries["subset"] == s).sum()) for s in sets}
-    while True:
-        nxt = n + 1
-        ok = True
-        for s in sets:
-            q = queries[queries["subset"] == s]["query"].tolist()
-            if nxt <= len(q) and q[nxt - 1] not in have:
-                ok = False
-                break
-        if not ok or nxt > max(sizes.values(), default=0):
-            return n
-        n = nxt
 
 
 def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.runs import per_query_runs
-from ..eval.stats import paired_comparison, paired_test, runs_test
+from ..eval.stats import holm, paired_comparison, paired_test, runs_test
 from ..eval.summary import pass_rates, summary_table
 from ..pipeline.study import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
@@ -259,5 +259,75 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     ax.set_title("queries won on recall")
     axes[0].legend(fontsize="x-small", loc="upper right")
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- several runs
+
+RUNS_COLUMNS = ["subset", "gt", "metric", "n_queries", "n_runs", "rtp", "ptr_runs", "ptr_mean", "ptr_std",
+                "ptr_minus_rtp", "t", "p_value", "p_holm", "leader", "note"]
+
+
+def runs_table(result: StudyResult, k: int | None = None,
+               gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """The paper's test over runs, one row per subset, ground truth and metric (recall, precision).
+
+    ``ptr_runs`` lists PtR's per-run means (run 0 first); RtP's value is the same in every run. The test is
+    the one-sample t of PtR's run means against RtP's value (:func:`runs_test`), Holm-corrected over the
+    table. ``leader`` is the method with the higher mean when Holm's p < 0.05, else ``neither``.
+    """
+    k = k or study_k(result)
+    rows = []
+    for gt in _check_gts(gts):
+        rm = run_means(result, k, gt)
+        for subset in subset_order(result):
+            s = rm[rm["subset"] == subset]
+            rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"].sort_values("run")
+            for metric in ("recall", "precision"):
+                a = float(rtp[metric].mean()) if len(rtp) else float("nan")
+                b = ptr[metric].to_numpy(float)
+                res = runs_test([a], b, a_deterministic=True)
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
+                             "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0,
+                             "n_runs": int(b.size), "rtp": a, "ptr_runs": [round(float(v), 4) for v in b],
+                             "ptr_mean": float(b.mean()) if b.size else float("nan"),
+                             "ptr_std": float(b.std(ddof=1)) if b.size > 1 else float("nan"),
+                             "ptr_minus_rtp": float(b.mean() - a) if b.size else float("nan"),
+                             "t": res["statistic"], "p_value": res["p_value"], "note": res["note"]})
+    out = pd.DataFrame(rows, columns=[c for c in RUNS_COLUMNS if c not in ("p_holm", "leader")])
+    out["p_holm"] = holm(out["p_value"].to_numpy()) if len(out) else []
+    out["leader"] = np.where(out["p_holm"] >= 0.05, "neither",
+                             np.where(out["ptr_minus_rtp"] > 0, "ptr", "rtp"))
+    return out[RUNS_COLUMNS]
+
+
+def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
+                metric: str = "recall"):
+    """Per set: RtP's value (a bar) and PtR's per-run means (dots, run 0 filled) with their mean (a bar);
+    ``paper`` maps ``(subset, method)`` to the paper's value, drawn as open diamonds."""
+    t = table[(table["gt"] == gt) & (table["metric"] == metric)].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    x = np.arange(len(t))
+    for i, method in enumerate(METHODS):
+        pos = x + (i - 0.5) * 0.4
+        vals = t["rtp"] if method == "rtp" else t["ptr_mean"]
+        ax.bar(pos, vals, 0.4, color=METHOD_COLORS.get(method), alpha=0.8,
+               label=METHOD_LABELS.get(method, method) + (" (mean over runs)" if method == "ptr" else ""))
+        for j, row in t.iterrows():
+            if method == "ptr":
+                runs = list(row["ptr_runs"])
+                ax.scatter([pos[j]] * len(runs), runs, s=14, color="black", zorder=3,
+                           facecolors=["black"] + ["white"] * (len(runs) - 1),
+                           label="PtR per run (run 0 filled)" if j == 0 else None)
+            ref = (paper or {}).get((row["subset"], method))
+            if ref is not None:
+                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
+                        label="paper" if (i, j) == (0, 0) else None)
+    n = int(t["n_runs"].max()) if len(t) else 0
+    ax.set_xticks(x, [f"{s}\n(n={q})" for s, q in zip(t["subset"], t["n_queries"], strict=True)])
+    ax.set_ylabel(f"{metric}@k")
+    ax.set_title(f"{metric.capitalize()} over {n} runs (ground truth: {gt})")
+    ax.legend(fontsize="x-small", loc="upper right")
     fig.tight_layout()
     return fig

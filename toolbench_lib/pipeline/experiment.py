@@ -321,6 +321,41 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     return setup, result
 
 
+def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int | None:
+    """Queries per set that a study of ``runs`` runs can use.
+
+    With the replay backend: the largest N whose stubs the cassette holds in every run (0 when a run has
+    none); with a live or rule-based backend, the configuration's limit (None: every query).
+    """
+    from ..data.queries import resolve_subset
+    from ..llm.factory import DEFAULT_CASSETTE
+    from .stub_recording import recorded_limit
+    from .study import StudySettings
+
+    if cfg.backend != "replay":
+        return cfg.limit
+    temps = StudySettings(temperature=cfg.temperature, run_temperature=cfg.run_temperature)
+    n = recorded_limit(cfg.cassette or DEFAULT_CASSETTE, queries, [resolve_subset(s) for s in cfg.subsets],
+                       [(r, temps.temperature_of(r)) for r in range(runs)])
+    return n if cfg.limit is None else min(n, cfg.limit)
+
+
+def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
+    """``(config, setup, StudyResult)`` of a retrieval-only study (RtP and PtR, no plans) over ``runs`` runs,
+    on the first :func:`runs_limit` queries of each set, stored in the run ``<run_name>-runs<runs>``;
+    None when no query is recorded in every run."""
+    from dataclasses import replace
+
+    n = runs_limit(cfg, queries, runs)
+    if n == 0:
+        return None
+    rcfg = replace(cfg, run_name=f"{cfg.run_name}-runs{runs}", runs=runs, plan_limit=0, limit=n,
+                   base_run=None, extra={})
+    rcfg = rcfg.redirected(echo=log.info)
+    setup, result = get_study(rcfg, progress=progress)
+    return rcfg, setup, result
+
+
 def stored_study_dir(run_name: str = "default", study: str | None = None,
                      outputs_dir: str | Path | None = None) -> Path:
     """The folder of a run's stored study: ``study`` when given, else the one its run record names,

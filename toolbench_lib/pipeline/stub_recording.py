@@ -42,17 +42,34 @@ def interleave(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 def recorded_stub_queries(cassette: str | Path, model: str | None = None, run: int = 0,
                           temperature: float = 0.0) -> set[str]:
     """Query texts whose stub call (this prompt version, run and temperature) the cassette holds."""
+    return recorded_stub_runs(cassette, model).get((run, float(temperature)), set())
+
+
+def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[tuple[int, float], set[str]]:
+    """Per ``(run, temperature)``: the query texts whose stub call (this prompt version) the cassette has."""
     path = Path(cassette)
+    out: dict[tuple[int, float], set[str]] = {}
     if not path.exists():
-        return set()
-    out = set()
+        return out
     for r in read_cassette(path):
-        if (r["prompt_version"] == STUB_PROMPT.version and int(r["run"]) == run
-                and float(r["temperature"]) == temperature and (model is None or r["model"] == model)):
+        if r["prompt_version"] == STUB_PROMPT.version and (model is None or r["model"] == model):
             q = prompt_query(r["prompt"])
             if q is not None:
-                out.add(q)
+                out.setdefault((int(r["run"]), float(r["temperature"])), set()).add(q)
     return out
+
+
+def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str],
+                   runs: Sequence[tuple[int, float]] = ((0, 0.0),)) -> int:
+    """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs
+    in every ``(run, temperature)`` of ``runs``; 0 when the cassette is missing."""
+    recorded = recorded_stub_runs(cassette)
+    have = set.intersection(*(recorded.get((r, float(t)), set()) for r, t in runs)) if runs else set()
+    texts = [queries.loc[queries["subset"] == s, "query"].tolist() for s in sets]
+    n = 0
+    while any(n < len(q) for q in texts) and all(n >= len(q) or q[n] in have for q in texts):
+        n += 1
+    return n
 
 
 def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> tuple[int, int]:
