@@ -299,4 +299,5 @@ for line in found:
 # %%
 from toolbench_lib.analysis.findings import main_findings  # noqa: E402
 
-display(Markdown(main_findings(main, paired_tests, PAPER_RECALL)))
+display(Markdown(main_findings(main, paired_tests, PAPER_RECALL,
+                           runs=runs_tab if multi is not None else None)))

@@ -219,6 +219,20 @@ def test_runs_table_by_hand(study):
     assert len(ax.patches) == 4  # RtP and PtR bars per set
 
 
+def test_main_findings_carry_the_test_over_runs(study):
+    from toolbench_lib.analysis.findings import main_findings
+    from toolbench_lib.analysis.main_results import paired_tests, runs_table
+
+    main, paired = main_results(study), paired_tests(study)
+    plain = main_findings(main, paired, {"G1": {"rtp": 0.372, "ptr": 0.289}})
+    assert "Over 2 runs" not in plain and plain.count("\n- ") == 1  # one bullet per set
+    text = main_findings(main, paired, {}, runs=runs_table(study, gts=["candidates"]))
+    g1, g2 = text.split("\n")
+    assert "Over 2 runs on the first 2 queries: PtR 0.875 ± 0.177 against RtP 0.250" in g1
+    assert g1.endswith("no method is ahead beyond run-to-run noise.")
+    assert "PtR 0.500 ± 0.000 against RtP 0.250" in g2 and g2.endswith("PtR is ahead.")
+
+
 def test_tests_refuse_what_they_cannot_compute():
     from toolbench_lib.eval.stats import runs_test
 

@@ -12,9 +12,10 @@ def _lead(rtp: float, ptr: float) -> str:
 
 
 def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mapping[str, Mapping[str, float]],
-                  gt: str = "candidates", alpha: float = 0.05) -> str:
+                  gt: str = "candidates", alpha: float = 0.05, runs: pd.DataFrame | None = None) -> str:
     """Markdown bullets: per set, both recalls with CIs, the paired difference, its test, and the paper's
-    direction (reproduced, refuted or not significant here)."""
+    direction (reproduced, refuted or not significant here); with ``runs`` (``main_results.runs_table``),
+    the paper's test over runs too."""
     m = main[main["gt"] == gt].set_index(["subset", "method"])
     p = paired[(paired["gt"] == gt) & (paired["metric"] == "recall")].set_index("subset")
     lines = []
@@ -42,8 +43,24 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
             f"PtR − RtP "
             f"{t['diff']:+.3f} (95% CI [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]), wins {int(t['ptr_wins'])}–"
             f"{int(t['rtp_wins'])} (ties {int(t['ties'])}), Holm p: t {t['p_t_holm']:.3g}, Wilcoxon "
-            f"{t['p_wilcoxon_holm']:.3g}, sign {t['p_sign_holm']:.3g}. {paper_txt}.")
+            f"{t['p_wilcoxon_holm']:.3g}, sign {t['p_sign_holm']:.3g}. {paper_txt}."
+            + _runs_sentence(runs, subset, gt, alpha))
     return "\n".join(lines) if lines else "No set has both methods in this run."
+
+
+def _runs_sentence(runs: pd.DataFrame | None, subset: str, gt: str, alpha: float) -> str:
+    """' Over N runs ...' for a set of ``runs_table``, or '' when it has no row for it."""
+    if runs is None:
+        return ""
+    r = runs[(runs["subset"] == subset) & (runs["gt"] == gt) & (runs["metric"] == "recall")]
+    if r.empty:
+        return ""
+    r = r.iloc[0]
+    ahead = ("no method is ahead beyond run-to-run noise" if r["p_holm"] >= alpha
+             else f"{'PtR' if r['ptr_minus_rtp'] > 0 else 'RtP'} is ahead")
+    return (f" Over {int(r['n_runs'])} runs on the first {int(r['n_queries'])} queries: PtR "
+            f"{r['ptr_mean']:.3f} ± {r['ptr_std']:.3f} against RtP {r['rtp']:.3f}, one-sample t "
+            f"{r['t']:.2f}, Holm p {r['p_holm']:.3g}: {ahead}.")
 
 
 def _fmt_paper(value: float | None, spec: str = ".3f") -> str:
