@@ -126,6 +126,10 @@ show(rec[["subset", "method", "mean", "reference", "reference_mean", "diff", "di
 evidence = beyond.query_evidence(scores, result.queries, best_method, cfg.k, n=5)
 save_table(evidence, "beyond_evidence", cfg, prov)
 show(evidence)
+losses = beyond.loss_breakdown(scores, best_method, cfg.k)
+save_table(losses, "beyond_losses", cfg, prov)
+show(losses)
+display(Markdown("\n".join(f"- {line}" for line in beyond.loss_sentences(losses))))
 
 # %% [markdown]
 # ## Recall and nDCG against k
@@ -243,6 +247,40 @@ if val_board is not None and len(val_board):
         + f"; pooled over their {int(vp['n_queries'])} queries its recall@{cfg.k} differs from the better "
         f"architecture's by {vp['diff']:+.3f} (95% CI {vp['diff_lo']:+.3f} to {vp['diff_hi']:+.3f}, "
         f"p = {vp['p_value']:.2f})."))
+
+# %% [markdown]
+# ### Why the validation sets differ
+#
+# Where the gap comes from, set by set (wins and losses against the better architecture, and the losses on
+# queries where PtR's own list holds no ground-truth API), the queries that lose most, and one diagnostic: the
+# same method with its parameter chosen by 5-fold cross-validation *within* the validation sets instead of on
+# the design sets. That is not a method of the leaderboard (it was tuned on these sets); it says whether the
+# gap is the parameter's transfer from G1–G3 or the method itself.
+
+# %%
+if val_board is not None and len(val_board):
+    vlosses = beyond.loss_breakdown(vscores, best_method, cfg.k)
+    save_table(vlosses, "beyond_validation_losses", cfg, vprov)
+    show(vlosses)
+    display(Markdown("\n".join(f"- {line}" for line in beyond.loss_sentences(vlosses))))
+    vevidence = beyond.query_evidence(vscores, vresult.queries, best_method, cfg.k, n=5)
+    save_table(vevidence, "beyond_validation_evidence", cfg, vprov)
+    show(vevidence)
+    if best_method.endswith("-cv"):
+        own, _ = beyond.method_scores(vresult, ["rtp", "ptr", best_method], gt=gt, ks=[cfg.k], setup=vsetup)
+        own = own[own["qkey"].isin(unseen)]
+        own_goal = beyond.goal_table(own, cfg.k)
+        save_table(own_goal, "beyond_validation_own_cv", cfg, vprov + ", parameter cross-validated within "
+                   "the validation sets (diagnostic)")
+        show(own_goal)
+        o = own_goal.set_index("method").loc[best_method]
+        d = val_goal.set_index("method").loc[best_method]
+        display(Markdown(
+            f"With its parameter fitted on G1–G3, `{best_method}`'s smallest margin on the validation sets is "
+            f"{d['min_margin']:+.3f}; cross-validated within them it is {o['min_margin']:+.3f} "
+            + ("(the goal is met: the gap is the parameter's transfer, not the method)." if o["meets_goal"]
+               else "(still short: the method itself, not only its parameter, falls behind the better "
+                    "architecture there).")))
 
 # %% [markdown]
 # ## How to read this

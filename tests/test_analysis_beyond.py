@@ -138,3 +138,25 @@ def test_a_study_without_ptr_is_one_clear_error() -> None:
     res.hits = res.hits[res.hits["method"] == "rtp"]
     with pytest.raises(ValueError, match="no PtR rankings"):
         beyond.method_scores(res, ["rtp", "rrf"], ks=[5])
+
+
+def test_loss_breakdown_by_hand() -> None:
+    rows = []
+    # Set A: RtP is better (mean 0.75 vs 0.25). m loses q1 (1 -> 0.5, PtR 0) and q2 (1 -> 0.5, PtR 0.5),
+    # wins q3 (0 -> 1), ties q4.
+    recall = {"rtp": [1, 1, 0, 1], "ptr": [0, 0.5, 1, 0], "m": [0.5, 0.5, 1, 1]}
+    for method, vals in recall.items():
+        for i, v in enumerate(vals):
+            for k, value in ((5, v), (1, 0)):  # k = 1 rows must not count
+                rows.append({"qkey": f"A:{i}", "subset": "A", "method": method, "metric": "recall", "k": k,
+                             "value": value})
+    b = beyond.loss_breakdown(pd.DataFrame(rows), "m", 5)
+    assert list(b.columns) == beyond.LOSS_COLUMNS and len(b) == 1
+    r = b.iloc[0]
+    assert (r["reference"], r["wins"], r["losses"], r["ties"], r["n_queries"]) == ("rtp", 1, 2, 1, 4)
+    assert (r["gained"], r["lost"], r["diff"]) == pytest.approx((0.25, 0.25, 0.0))
+    assert r["losses_ptr_zero"] == 1 and r["lost_ptr_zero"] == pytest.approx(0.5)
+    (line,) = beyond.loss_sentences(b)
+    assert line.startswith("A: `m` against RtP") and "wins 1 and loses 2 of 4" in line and "(50% of" in line
+    (none,) = beyond.loss_sentences(b.assign(losses_ptr_zero=0, lost_ptr_zero=0.0))
+    assert none.endswith("None of the losses is on a query where PtR's own list holds no ground-truth API.")

@@ -35,6 +35,7 @@ METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 RANX_METRICS = ("recall", "precision", "ndcg", "mrr")
 KS = tuple(range(1, 21))
 BASELINES = ("rtp", "ptr")
+TIE_TOL = 1e-9  # recall differences at or below this are ties
 
 
 def ranx_per_query(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
@@ -207,6 +208,52 @@ def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: 
         rows.append(d.nsmallest(n, "diff")[["subset", "qkey", "reference", "rtp", "ptr", method, "diff",
                                             "query"]])
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+LOSS_COLUMNS = ["subset", "method", "reference", "n_queries", "wins", "losses", "ties", "gained", "lost",
+                "diff", "losses_ptr_zero", "lost_ptr_zero"]
+
+
+def loss_breakdown(scores: pd.DataFrame, method: str, k: int = 5) -> pd.DataFrame:
+    """Per set, where ``method``'s recall@k gap to the better architecture comes from.
+
+    ``gained``/``lost``: the recall its wins add and its losses cost, per query of the set (so
+    ``diff = gained - lost``). ``losses_ptr_zero``: losses on queries where PtR's own list holds no
+    ground-truth API, so that every stub hit the fusion put into the top k displaced a right one;
+    ``lost_ptr_zero`` is their share of ``lost``.
+    """
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
+    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    rows = []
+    for subset, part in wide.groupby("subset", sort=False):
+        ref = max(BASELINES, key=lambda b: part[b].mean())
+        d = part[method] - part[ref]
+        lose = d < -TIE_TOL
+        zero = lose & (part["ptr"] <= TIE_TOL)
+        lost = float(-d[lose].sum())
+        rows.append({"subset": subset, "method": method, "reference": ref, "n_queries": int(len(part)),
+                     "wins": int((d > TIE_TOL).sum()), "losses": int(lose.sum()),
+                     "ties": int((d.abs() <= TIE_TOL).sum()),
+                     "gained": float(d[d > TIE_TOL].sum()) / len(part),
+                     "lost": lost / len(part), "diff": float(d.mean()), "losses_ptr_zero": int(zero.sum()),
+                     "lost_ptr_zero": float(-d[zero].sum()) / lost if lost > 0 else 0.0})
+    return pd.DataFrame(rows, columns=LOSS_COLUMNS)
+
+
+def loss_sentences(breakdown: pd.DataFrame) -> list[str]:
+    """One sentence per set of :func:`loss_breakdown`, its numbers written out."""
+    out = []
+    for r in breakdown.itertuples():
+        ref = "RtP" if r.reference == "rtp" else "PtR"
+        out.append(
+            f"{r.subset}: `{r.method}` against {ref} (the better architecture here) wins {r.wins} and loses "
+            f"{r.losses} of {r.n_queries} queries; the wins add {r.gained:.3f} of recall@k per query, the "
+            f"losses cost {r.lost:.3f} (net {r.diff:+.3f}). "
+            + (f"In {r.losses_ptr_zero} of the losses PtR's own list holds no ground-truth API: every stub "
+               f"hit the fusion kept was wrong and pushed a right hit out of the top k "
+               f"({abs(r.lost_ptr_zero):.0%} of what the losses cost)." if r.losses_ptr_zero else
+               "None of the losses is on a query where PtR's own list holds no ground-truth API."))
+    return out
 
 
 def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
