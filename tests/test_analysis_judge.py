@@ -21,9 +21,10 @@ from toolbench_lib.analysis.judge import (
     plan_evidence,
     verdict_stability,
 )
-from toolbench_lib.llm.cache import ReplayBackend, read_cassette
+from toolbench_lib.llm.cassettes import read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import judge_prompt
+from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.pipeline.rejudge import cassette_plans, record_verdicts
 from toolbench_lib.pipeline.study import StudyResult
 

@@ -172,7 +172,8 @@ def truncated_cassette(tmp: Path) -> Path:
 
 def call_store(tmp: Path) -> Path:
     """A real call store holding the cassette's first records."""
-    from toolbench_lib.llm.cache import CallStore, import_cassette
+    from toolbench_lib.llm.cassettes import import_cassette
+    from toolbench_lib.llm.store import CallStore
 
     path = tmp / "calls.sqlite"
     with CallStore(path) as store:
@@ -195,7 +196,7 @@ def foreign_store(tmp: Path) -> Path:
 
 
 def truncated_store(tmp: Path) -> Path:
-    from toolbench_lib.llm.cache import CallStore, call_key
+    from toolbench_lib.llm.store import CallStore, call_key
 
     path = tmp / "big.sqlite"
     records = _records(1)
@@ -484,10 +485,12 @@ def test_stale_temporary_files_are_removed(small_data, clean_summary):
 @pytest.mark.slow
 def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
     """One recorded stub reply is a 4,300-digit integer: the run completes and only that stub falls back."""
-    from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
+    from toolbench_lib.llm.cached import CachedLLM
+    from toolbench_lib.llm.cassettes import export_cassette
     from toolbench_lib.llm.parsing import parse_stubs
     from toolbench_lib.llm.prompts import STUB_PROMPT
     from toolbench_lib.llm.rules import RulesBackend
+    from toolbench_lib.llm.store import CallStore
     from toolbench_lib.pipeline.study import call
 
     queries = json.loads((small_data / "test_instruction" / "G1_instruction.json").read_text())[:3]

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from toolbench_lib.data.paths import PROJECT_ROOT
-from toolbench_lib.llm.cache import ReplayBackend, read_cassette
-from toolbench_lib.llm.cassettes import cassette_info, prompt_query
+from toolbench_lib.llm.cassettes import cassette_info, prompt_query, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
 
 MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"

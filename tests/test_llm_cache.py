@@ -15,16 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolbench_lib.llm.base import LLMBackend, LLMError, LLMResponse
-from toolbench_lib.llm.cache import (
-    CachedLLM,
-    CallRequest,
-    CallStore,
-    ReplayBackend,
-    call_key,
-    export_cassette,
-    import_cassette,
-    read_cassette,
-)
+from toolbench_lib.llm.cached import CachedLLM
+from toolbench_lib.llm.cassettes import export_cassette, import_cassette, read_cassette
+from toolbench_lib.llm.replay import ReplayBackend
+from toolbench_lib.llm.store import CallRequest, CallStore, call_key
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
 

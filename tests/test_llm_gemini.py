@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from toolbench_lib.llm.base import LLMError
-from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette
+from toolbench_lib.llm.cached import CachedLLM
+from toolbench_lib.llm.cassettes import export_cassette
 from toolbench_lib.llm.gemini import GeminiBackend, generate_many
+from toolbench_lib.llm.store import CallStore
 
 API_KEY = "test-key-Zq8vR2-do-not-leak"
 SCHEMA = {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}}

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolbench_lib.llm.json_text import extract_json
 from toolbench_lib.llm.parsing import (
     Plan,
     Stub,
-    extract_json,
     fidelity,
     parse_plan,
     parse_stubs,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolbench_lib.llm.parsing import extract_json, parse_plan, parse_stubs, parse_verdict, resolve_plan_apis
+from toolbench_lib.llm.json_text import extract_json
+from toolbench_lib.llm.parsing import parse_plan, parse_stubs, parse_verdict, resolve_plan_apis
 
 QUERY = "plan a trip to Rome"
 MB = 1_000_000

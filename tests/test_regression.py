@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from toolbench_lib.llm.cache import ReplayBackend
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
+from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
 from toolbench_lib.retrieval.embedding import cached_complete

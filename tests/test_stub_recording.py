@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.llm.base import LLMResponse
-from toolbench_lib.llm.cache import CachedLLM, CallStore, export_cassette, read_cassette
+from toolbench_lib.llm.cached import CachedLLM
+from toolbench_lib.llm.cassettes import export_cassette, read_cassette
+from toolbench_lib.llm.store import CallStore
 from toolbench_lib.pipeline.stub_recording import (
     interleave,
     merge_export,

@@ -7,8 +7,11 @@ import json
 import pytest
 
 from toolbench_lib.llm.base import LLMError, LLMResponse
-from toolbench_lib.llm.cache import CachedLLM, CallStore, ReplayBackend, export_cassette
+from toolbench_lib.llm.cached import CachedLLM
+from toolbench_lib.llm.cassettes import export_cassette
+from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
+from toolbench_lib.llm.store import CallStore
 from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study, summarise_study
 
 from .test_llm_gemini import fake_gemini, gemini_body  # noqa: F401 (fixture)

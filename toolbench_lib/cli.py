@@ -173,9 +173,9 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_cassette(args: argparse.Namespace) -> int:
-    from .llm.cache import CallStore, export_cassette, import_cassette
-    from .llm.cassettes import cassette_info
+    from .llm.cassettes import cassette_info, export_cassette, import_cassette
     from .llm.factory import DEFAULT_STORE
+    from .llm.store import CallStore
 
     if args.action == "info":
         print(json.dumps(cassette_info(args.cassette), indent=2))

@@ -33,7 +33,7 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
     disables the cache.
     """
     if name == "replay":
-        from .cache import ReplayBackend
+        from .replay import ReplayBackend
 
         path = Path(cassette) if cassette else DEFAULT_CASSETTE
         if not path.exists():
@@ -55,7 +55,8 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
     if store is None:
         return backend
-    from .cache import CachedLLM, CallStore
+    from .cached import CachedLLM
+    from .store import CallStore
 
     Path(store).parent.mkdir(parents=True, exist_ok=True)
     return CachedLLM(backend, CallStore(store))

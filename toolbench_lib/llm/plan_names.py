@@ -299,7 +299,7 @@ def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
     """
     from collections import Counter
 
-    from .cache import read_cassette
+    from .cassettes import read_cassette
     from .parsing import parse_plan
     from .prompts import PLAN_PROMPT, extract_section
 

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..data.queries import DEFAULT_SUBSETS, resolve_subset
 from ..llm.base import LLMBackend
-from ..llm.cache import read_cassette
+from ..llm.cassettes import read_cassette
 from ..llm.parsing import Plan, parse_plan, parse_verdict
 from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
 from .study import StudyResult, _api_docs, judge_plan

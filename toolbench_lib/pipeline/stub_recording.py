@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..llm.cache import CallStore, export_cassette, import_cassette, read_cassette
-from ..llm.cassettes import prompt_query
+from ..llm.cassettes import export_cassette, import_cassette, prompt_query, read_cassette
 from ..llm.prompts import STUB_PROMPT
+from ..llm.store import CallStore
 
 log = logging.getLogger(__name__)
 

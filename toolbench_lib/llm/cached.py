@@ -1,0 +1,113 @@
+"""The caching wrapper: any backend behind a :class:`~toolbench_lib.llm.store.CallStore`, so that identical
+calls are answered from the store."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from .base import LLMBackend, LLMResponse
+from .store import CallRequest, CallStore
+
+
+class CachedLLM:
+    """A backend wrapper that answers repeated calls from a :class:`CallStore`.
+
+    Identical concurrent calls are serialised per key, so the inner backend is called once per key.
+    """
+
+    accepts_prompt_version = True
+
+    def __init__(self, backend: LLMBackend, store: CallStore, prompt_version: str = "v0") -> None:
+        self.backend = backend
+        self.store = store
+        self.prompt_version = prompt_version
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._inflight: dict[str, list[Any]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    @property
+    def model(self) -> str:
+        return self.backend.model
+
+    @property
+    def is_llm(self) -> bool:
+        return self.backend.is_llm
+
+    def __repr__(self) -> str:
+        return f"CachedLLM({self.backend!r}, {self.store!r}, prompt_version={self.prompt_version!r})"
+
+    @contextlib.contextmanager
+    def _key_lock(self, key: str) -> Iterator[None]:
+        """Hold a lock private to ``key`` (created on demand, dropped when unused)."""
+        with self._lock:
+            entry = self._inflight.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._inflight[key]
+
+    def _count(self, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+
+    def _call_inner(self, request: CallRequest) -> LLMResponse:
+        kwargs: dict[str, Any] = {
+            "system": request.system,
+            "json_schema": request.json_schema,
+            "temperature": request.temperature,
+            "run": request.run,
+        }
+        if getattr(self.backend, "accepts_prompt_version", False):
+            kwargs["prompt_version"] = request.prompt_version
+        return self.backend.generate(request.prompt, **kwargs)
+
+    def generate(
+        self,
+        prompt: str,
+        system: str = "",
+        json_schema: dict | None = None,
+        temperature: float = 0.0,
+        run: int = 0,
+        *,
+        prompt_version: str | None = None,
+    ) -> LLMResponse:
+        """Stored reply if this exact call was made before; else call the backend, store, return."""
+        request = CallRequest(
+            backend=self.name,
+            model=self.model,
+            prompt_version=prompt_version if prompt_version is not None else self.prompt_version,
+            system=system,
+            prompt=prompt,
+            json_schema=json_schema,
+            temperature=float(temperature),
+            run=int(run),
+            is_llm=bool(self.is_llm),
+        )
+        key = request.key()
+        with self._key_lock(key):
+            cached = self.store.get(key)
+            if cached is not None:
+                self._count(hit=True)
+                return cached
+            response = self._call_inner(request)
+            stored_first = self.store.put(key, request, response)
+            self._count(hit=False)
+            if not stored_first:  # another process stored this call meanwhile: everyone uses its reply
+                return self.store.get(key) or response
+            return response

@@ -1,0 +1,201 @@
+"""Tolerant extraction of the JSON object or list in a model reply (:func:`extract_json`).
+
+Replies from small models come wrapped in code fences or prose, with trailing commas, Python-style
+quotes, one object where a list was asked for, or cut off mid-list; :func:`extract_json` recovers what
+it can and returns None when there is nothing.
+
+It never raises on any string: huge integers, deep nesting, NUL bytes and lone surrogates are
+handled, and the work per reply is bounded (a token and a character budget), so a 1 MB reply is
+parsed in well under a second; a reply that exhausts the budget keeps what was found so far.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+_MAX_FAILED_STARTS = 64
+_MAX_TRUNCATION_TRIES = 16
+_SCAN_TOKEN_BUDGET = 100_000  # brackets and string literals looked at per reply (a decode costs 20)
+_LOAD_CHAR_BUDGET = 8_000_000  # characters handed to the JSON decoders per reply
+_LITERAL_EVAL_MAX_CHARS = 100_000  # Python-literal fallback only for replies of a sane size
+_OPEN_TO_CLOSE = {"[": "]", "{": "}"}
+
+
+_STRING = {
+    '"': r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*"?',
+    "'": r"'[^'\\]*(?:\\(?:.|\Z)[^'\\]*)*'?",
+}
+_STRINGS = {quotes: re.compile("|".join(_STRING[q] for q in quotes), re.S) for quotes in ('"', "\"'")}
+_TOKEN = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(")?|[\[\]{}]', re.S)
+_OPEN = re.compile(r"[\[{]")
+
+
+class _BudgetSpent(Exception):
+    """The reply used up its parsing budget."""
+
+
+class _Budget:
+    """Work left for one reply: tokens scanned and characters decoded."""
+
+    def __init__(self) -> None:
+        self.tokens = _SCAN_TOKEN_BUDGET
+        self.chars = _LOAD_CHAR_BUDGET
+        self.best: object | None = None  # the best value found so far
+
+    def spend(self, tokens: int, chars: int = 0) -> None:
+        self.tokens -= tokens
+        self.chars -= chars
+        if self.tokens < 0 or self.chars < 0:
+            raise _BudgetSpent
+
+
+def _segments(text: str, quotes: str) -> list[tuple[bool, str]]:
+    """Split ``text`` into ``(is_string, chunk)`` pieces; strings use any quote char in ``quotes``.
+
+    An unterminated string runs to the end of ``text``.
+    """
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _STRINGS[quotes].finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
+    return out
+
+
+def _outside_strings(text: str, quotes: str, fn) -> str:
+    """Apply ``fn`` to the parts of ``text`` outside string literals."""
+    return "".join(chunk if is_str else fn(chunk) for is_str, chunk in _segments(text, quotes))
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove commas directly before ``}`` or ``]`` (outside strings)."""
+    return _outside_strings(text, '"', lambda s: _TRAILING_COMMA.sub(r"\1", s))
+
+
+def _pythonish(text: str) -> str:
+    """JSON literals turned into Python ones (outside strings) for :func:`ast.literal_eval`."""
+    table = {"true": "True", "false": "False", "null": "None"}
+    return _outside_strings(
+        text, "\"'", lambda s: re.sub(r"\b(true|false|null)\b", lambda m: table[m.group(1)], s)
+    )
+
+
+def _as_container(value: object) -> object | None:
+    """``value`` if it is a dict or list (tuples become lists), else None."""
+    if isinstance(value, tuple):
+        value = list(value)
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _loads(text: str, budget: _Budget | None = None) -> object | None:
+    """Parse a JSON-ish container: strict, then without trailing commas, then as a Python literal."""
+    if budget is not None:
+        budget.spend(20, len(text))
+    for repair in (None, _drop_trailing_commas):  # the repair pass only when strict JSON fails
+        try:
+            return _as_container(json.loads(text if repair is None else repair(text)))
+        except (ValueError, RecursionError):
+            continue
+    if len(text) > _LITERAL_EVAL_MAX_CHARS:
+        return None
+    try:
+        return _as_container(ast.literal_eval(_pythonish(text)))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _match_end(text: str, start: int, budget: _Budget) -> tuple[int | None, list[str]]:
+    """Index after the bracket closing ``text[start]`` (None if unclosed/mismatched) and the open stack."""
+    stack: list[str] = []
+    for m in _TOKEN.finditer(text, start):
+        budget.spend(1)
+        tok = m.group()
+        if tok[0] == '"':
+            if m.group(1) is None:  # an unterminated string runs to the end
+                return None, stack
+            continue
+        if tok in _OPEN_TO_CLOSE:
+            stack.append(_OPEN_TO_CLOSE[tok])
+        elif not stack or stack.pop() != tok:
+            return None, []
+        elif not stack:
+            return m.end(), []
+    return None, stack
+
+
+def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
+    """Best effort for a reply cut off mid-structure: keep complete items and close the brackets."""
+    tried = 0
+    end = len(text)
+    while tried < _MAX_TRUNCATION_TRIES:
+        pos = max(text.rfind("}", start, end), text.rfind("]", start, end))
+        if pos <= start:
+            return None
+        piece = text[start : pos + 1]
+        _, stack = _match_end(piece, 0, budget)
+        if stack:
+            value = _loads(piece + "".join(reversed(stack)), budget)
+            if value is not None:
+                return value
+        tried += 1
+        end = pos
+    return None
+
+
+def extract_json(text: str | None) -> object | None:
+    """The JSON object or list in a model reply, or None when there is none.
+
+    Tolerates code fences, prose around the payload, trailing commas, Python literals / single quotes
+    and a reply truncated mid-list. When several bracketed spans parse, the longest wins. Bare scalars
+    (numbers, strings) do not count as usable. Never raises; the work per reply is bounded.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    budget = _Budget()
+    try:
+        return _extract(text, budget)
+    except _BudgetSpent:
+        return budget.best
+    except (RecursionError, MemoryError):
+        return None
+
+
+def _extract(text: str, budget: _Budget) -> object | None:
+    """:func:`extract_json`'s search, spending ``budget``."""
+    whole = text.strip()
+    if whole[0] in "[{":
+        value = _loads(whole, budget)
+        if value is not None:
+            return value
+    best: tuple[int, int, object] | None = None  # (span length, start, value)
+    first_unclosed: int | None = None
+    failed = 0
+    m = _OPEN.search(text)
+    while m is not None and failed < _MAX_FAILED_STARTS:
+        i = m.start()
+        end, stack = _match_end(text, i, budget)
+        value = _loads(text[i:end], budget) if end is not None else None
+        if value is not None:
+            if best is None or end - i > best[0]:
+                best = (end - i, i, value)
+                budget.best = value
+            m = _OPEN.search(text, end)
+            continue
+        if end is None and stack and first_unclosed is None:
+            first_unclosed = i
+        failed += 1
+        m = _OPEN.search(text, i + 1)
+    if first_unclosed is not None and (best is None or first_unclosed < best[1]):
+        repaired = _repair_truncated(text, first_unclosed, budget)
+        if repaired is not None:
+            return repaired
+    return best[2] if best is not None else None

@@ -1,0 +1,311 @@
+"""Durable store of LLM calls (SQLite): one row per distinct call, committed before the reply is used.
+
+* :func:`call_key` / :class:`CallRequest`: the key of a call, a digest of everything that determines it.
+* :class:`CallStore`: the SQLite table of records, safe to share between threads.
+* The record helpers shared by cassettes and replay: record validation, a record as a reply.
+* :class:`CacheFileError`: a store or cassette that cannot be read as one.
+
+Records hold the request and the reply only; no credential is ever part of a record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .base import LLMResponse
+
+KEY_SCHEME_VERSION = 1
+
+RECORD_FIELDS = (
+    "key",
+    "backend",
+    "model",
+    "is_llm",
+    "prompt_version",
+    "system",
+    "prompt",
+    "json_schema",
+    "temperature",
+    "run",
+    "text",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+    "created_at",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    is_llm INTEGER NOT NULL DEFAULT 1,
+    prompt_version TEXT NOT NULL,
+    system TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    json_schema TEXT,
+    temperature REAL NOT NULL,
+    run INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    tokens_in INTEGER NOT NULL,
+    tokens_out INTEGER NOT NULL,
+    latency_s REAL NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
+
+
+class CacheFileError(ValueError):
+    """A call store or cassette that cannot be read as one; the message names the file."""
+
+
+def _canonical_schema(json_schema: dict | None) -> str | None:
+    """Canonical JSON text of a schema (sorted keys), or None."""
+    if json_schema is None:
+        return None
+    return json.dumps(json_schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_key(
+    backend: str,
+    model: str,
+    prompt_version: str,
+    system: str,
+    prompt: str,
+    json_schema: dict | None,
+    temperature: float,
+    run: int,
+) -> str:
+    """SHA-256 hex digest of the canonical JSON of everything that determines a call."""
+    payload = {
+        "v": KEY_SCHEME_VERSION,
+        "backend": backend,
+        "model": model,
+        "prompt_version": prompt_version,
+        "system": system,
+        "prompt": prompt,
+        "json_schema": json_schema,
+        "temperature": float(temperature),
+        "run": int(run),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """The fields of one call that go into its key (``is_llm`` is stored alongside, not keyed)."""
+
+    backend: str
+    model: str
+    prompt_version: str
+    system: str
+    prompt: str
+    json_schema: dict | None
+    temperature: float
+    run: int
+    is_llm: bool = True
+
+    def key(self) -> str:
+        """The cache key of this request."""
+        return call_key(
+            self.backend,
+            self.model,
+            self.prompt_version,
+            self.system,
+            self.prompt,
+            self.json_schema,
+            self.temperature,
+            self.run,
+        )
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _row_to_record(row: sqlite3.Row) -> dict:
+    """A store row as a plain record (``json_schema`` parsed, ``is_llm`` a bool)."""
+    record = {name: row[name] for name in RECORD_FIELDS}
+    record["is_llm"] = bool(record["is_llm"])
+    record["json_schema"] = json.loads(record["json_schema"]) if record["json_schema"] is not None else None
+    return record
+
+
+def _record_to_response(record: dict) -> LLMResponse:
+    """The recorded reply, marked as cached."""
+    return LLMResponse(
+        text=record["text"],
+        tokens_in=int(record["tokens_in"]),
+        tokens_out=int(record["tokens_out"]),
+        latency_s=float(record["latency_s"]),
+        model=record["model"],
+        backend=record["backend"],
+        cached=True,
+    )
+
+
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    **{name: str for name in ("key", "backend", "model", "prompt_version", "system", "prompt", "text",
+                              "created_at")},
+    "tokens_in": int, "tokens_out": int, "run": int, "temperature": (int, float), "latency_s": (int, float),
+}
+
+
+def _validate_record(record: dict) -> dict:
+    """Check a record read from a cassette: all fields present and the key matches the request."""
+    missing = [name for name in RECORD_FIELDS if name not in record and name != "is_llm"]
+    if missing:
+        raise ValueError(f"cassette record lacks fields {missing}")
+    clean = {name: record.get(name) for name in RECORD_FIELDS}
+    clean["is_llm"] = bool(record.get("is_llm", True))
+    wrong = [name for name, kinds in _FIELD_TYPES.items()
+             if not isinstance(clean[name], kinds) or isinstance(clean[name], bool)
+             or (isinstance(clean[name], float) and not math.isfinite(clean[name]))]
+    if not isinstance(clean["json_schema"], (dict, type(None))):
+        wrong.append("json_schema")
+    if wrong:
+        raise ValueError(f"cassette record has fields of the wrong type: {wrong}")
+    expected = call_key(
+        clean["backend"],
+        clean["model"],
+        clean["prompt_version"],
+        clean["system"],
+        clean["prompt"],
+        clean["json_schema"],
+        clean["temperature"],
+        clean["run"],
+    )
+    if expected != clean["key"]:
+        raise ValueError(
+            f"cassette record {str(clean['key'])[:12]}... has a key that does not match its fields"
+        )
+    return clean
+
+
+class CallStore:
+    """SQLite store of LLM calls (WAL journal, synchronous commits), safe to share between threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        self._conn.row_factory = sqlite3.Row
+        try:
+            with self._lock:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
+                problem = self._check()
+        except sqlite3.DatabaseError as exc:
+            problem = f"not a usable SQLite database ({exc})"
+        if problem:
+            self._conn.close()
+            raise CacheFileError(
+                f"call store {self.path}: {problem}; move it aside or delete it (calls exported to a "
+                "cassette can be imported again)"
+            )
+
+    def _check(self) -> str | None:
+        """What is wrong with the open database (integrity, table columns), or None."""
+        verdict = self._conn.execute("PRAGMA quick_check").fetchone()[0]
+        if verdict != "ok":
+            return f"damaged ({verdict})"
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
+        missing = [name for name in RECORD_FIELDS if name not in columns]
+        return f"its calls table lacks columns {missing}" if missing else None
+
+    def _record(self, row: sqlite3.Row) -> dict:
+        """A row as a record; a damaged row is an error naming the store and the key."""
+        try:
+            return _row_to_record(row)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CacheFileError(f"call store {self.path}: record {str(row['key'])[:12]}... is damaged "
+                                 f"({type(exc).__name__}: {exc}); delete that row or the store") from None
+
+    def __repr__(self) -> str:
+        return f"CallStore({str(self.path)!r})"
+
+    def __enter__(self) -> CallStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
+
+    def get(self, key: str) -> LLMResponse | None:
+        """The stored reply for ``key`` (with ``cached=True``), or None."""
+        record = self.get_record(key)
+        return _record_to_response(record) if record is not None else None
+
+    def get_record(self, key: str) -> dict | None:
+        """The full stored record for ``key``, or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM calls WHERE key = ?", (key,)).fetchone()
+        return self._record(row) if row is not None else None
+
+    def put(self, key: str, request: CallRequest, response: LLMResponse) -> bool:
+        """Store one call and commit at once; returns False if ``key`` was already stored (kept as is)."""
+        record = {
+            "key": key,
+            "backend": request.backend,
+            "model": request.model,
+            "is_llm": request.is_llm,
+            "prompt_version": request.prompt_version,
+            "system": request.system,
+            "prompt": request.prompt,
+            "json_schema": request.json_schema,
+            "temperature": float(request.temperature),
+            "run": int(request.run),
+            "text": response.text,
+            "tokens_in": int(response.tokens_in),
+            "tokens_out": int(response.tokens_out),
+            "latency_s": float(response.latency_s),
+            "created_at": _now_iso(),
+        }
+        return self.put_record(record)
+
+    def put_record(self, record: dict) -> bool:
+        """Insert a full record and commit; returns False if its key was already stored."""
+        values = dict(record)
+        values["is_llm"] = int(bool(values.get("is_llm", True)))
+        values["json_schema"] = _canonical_schema(values["json_schema"])
+        columns = ", ".join(RECORD_FIELDS)
+        marks = ", ".join("?" for _ in RECORD_FIELDS)
+        with self._lock:
+            cursor = self._conn.execute(
+                f"INSERT OR IGNORE INTO calls ({columns}) VALUES ({marks})",
+                tuple(values[name] for name in RECORD_FIELDS),
+            )
+            self._conn.commit()
+        return cursor.rowcount == 1
+
+    def iter_records(self) -> Iterator[dict]:
+        """All records, sorted by key."""
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM calls ORDER BY key").fetchall()
+        for row in rows:
+            yield self._record(row)
