@@ -83,8 +83,9 @@ print(prov)
 
 # %%
 methods = list(fusion.METHODS)
-scores, decisions = beyond.method_scores(result, methods, gt=gt, setup=setup, folds=folds, seed=cfg.seed,
-                                         tune_k=cfg.k)
+# Scores are kept beside the stored study (checksummed), so a warm run reads them instead of fusing again.
+scores, decisions = beyond.cached_method_scores(result, methods, cfg.study_dir / "method_scores", gt=gt,
+                                                setup=setup, folds=folds, seed=cfg.seed, tune_k=cfg.k)
 board = beyond.leaderboard(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
 save_table(board, "beyond_leaderboard_long", cfg, prov)
 wide = beyond.leaderboard_wide(board)
@@ -211,8 +212,8 @@ if n_val > 0:
     vcfg = vcfg.redirected()
     vsetup, vresult = get_study(vcfg)
     vprov = provenance_line(vresult) + f", gt={gt}, parameters fitted on {', '.join(subsets)}: {fitted}"
-    vscores, vdecisions = beyond.method_scores(vresult, methods, gt=gt, ks=[1, 3, 5, 10, 20], params=fitted,
-                                               setup=vsetup)
+    vscores, vdecisions = beyond.cached_method_scores(vresult, methods, vcfg.study_dir / "method_scores",
+                                                      gt=gt, ks=[1, 3, 5, 10, 20], params=fitted, setup=vsetup)
     unseen, kept = beyond.unseen_queries(vresult.queries, result.queries)
     save_table(kept, "beyond_validation_queries", cfg, vprov)
     show(kept)
@@ -267,7 +268,8 @@ if val_board is not None and len(val_board):
     save_table(vevidence, "beyond_validation_evidence", cfg, vprov)
     show(vevidence)
     if best_method.endswith("-cv"):
-        own, _ = beyond.method_scores(vresult, ["rtp", "ptr", best_method], gt=gt, ks=[cfg.k], setup=vsetup)
+        own, _ = beyond.cached_method_scores(vresult, ["rtp", "ptr", best_method],
+                                             vcfg.study_dir / "method_scores", gt=gt, ks=[cfg.k], setup=vsetup)
         own = own[own["qkey"].isin(unseen)]
         own_goal = beyond.goal_table(own, cfg.k)
         save_table(own_goal, "beyond_validation_own_cv", cfg, vprov + ", parameter cross-validated within "

@@ -46,6 +46,8 @@ ablation_apis = 2000
 ablation_queries = 50
 
 # %%
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -54,7 +56,6 @@ from toolbench_lib.analysis import ablations as ab
 from toolbench_lib.analysis.report import paper_query_counts
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.llm.factory import make_backend
 from toolbench_lib.pipeline.experiment import (
     ExperimentConfig,
     get_study,
@@ -62,7 +63,6 @@ from toolbench_lib.pipeline.experiment import (
     save_figure,
     save_table,
 )
-from toolbench_lib.pipeline.study import StudySettings, run_study
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -85,9 +85,10 @@ verdicts = {}
 # in its own top k; `stubs_per_query` counts a fallback to the raw query as 0 stubs.
 
 # %%
-rules = run_study(setup, make_backend("rules"),
-                  StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr")),
-                  progress=False)
+# The rules study is stored in a run of its own (retrieval only, one run), so a warm run reads it.
+rules_cfg = replace(cfg, run_name=f"{cfg.run_name}-rules", backend="rules", cassette=None, llm_model=None,
+                    runs=1, plan_limit=0, base_run=None, extra={}).redirected()
+_, rules = get_study(rules_cfg, setup, progress=False)
 decomp, by_stubs, verdicts["decomposition"] = ab.decomposition_ablation(result, rules, k=cfg.k)
 save_table(decomp, "ablation_decomposition", cfg, prov)
 save_table(by_stubs, "ablation_decomposition_by_stubs", cfg, prov)

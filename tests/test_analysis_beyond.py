@@ -160,3 +160,25 @@ def test_loss_breakdown_by_hand() -> None:
     assert line.startswith("A: `m` against RtP") and "wins 1 and loses 2 of 4" in line and "(50% of" in line
     (none,) = beyond.loss_sentences(b.assign(losses_ptr_zero=0, lost_ptr_zero=0.0))
     assert none.endswith("None of the losses is on a query where PtR's own list holds no ground-truth API.")
+
+
+def test_cached_method_scores_reads_back_and_never_uses_a_corrupted_file(tmp_path, monkeypatch) -> None:
+    res = synthetic_study()
+    res.provenance["study_key"] = "abc123"
+    first = beyond.cached_method_scores(res, ["rtp", "ptr", "rrf"], tmp_path, ks=[1, 5], folds=3)
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in folder.iterdir()) == ["decisions.parquet", "decisions.parquet.sha256",
+                                                       "scores.parquet", "scores.parquet.sha256"]
+    calls = []
+    real = beyond.method_scores
+    monkeypatch.setattr(beyond, "method_scores", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    again = beyond.cached_method_scores(res, ["rtp", "ptr", "rrf"], tmp_path, ks=[1, 5], folds=3)
+    assert calls == []  # read back
+    pd.testing.assert_frame_equal(first[0], again[0])
+    pd.testing.assert_frame_equal(first[1], again[1])
+    beyond.cached_method_scores(res, ["rtp", "ptr", "rrf"], tmp_path, ks=[1, 5], folds=4)
+    assert calls == [1]  # other arguments: computed
+    (folder / "scores.parquet").write_bytes(b"not parquet")
+    fixed = beyond.cached_method_scores(res, ["rtp", "ptr", "rrf"], tmp_path, ks=[1, 5], folds=3)
+    assert calls == [1, 1]  # the corrupted file is detected and computed again
+    pd.testing.assert_frame_equal(first[0], fixed[0])

@@ -19,7 +19,10 @@ at the same budget k.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -27,6 +30,7 @@ import pandas as pd
 from ranx import Qrels, Run, evaluate
 from scipy.stats import ttest_rel
 
+from ..data.atomic import atomic_path, checksum_problem, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..pipeline import fusion
 from .style import METHOD_COLORS
@@ -110,6 +114,43 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     dec = pd.concat(decisions, ignore_index=True)
     dec.insert(1, "subset", dec["qkey"].map(sub))
     return scores, dec
+
+
+def _code_fingerprint() -> str:
+    """sha256 of the source of the modules that compute method scores (a changed one is a new cache)."""
+    import inspect
+    import sys
+
+    h = hashlib.sha256()
+    for module in (fusion, sys.modules[__name__]):
+        h.update(Path(inspect.getsourcefile(module)).read_bytes())
+    return h.hexdigest()
+
+
+def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | None = None,
+                         **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`method_scores`, kept under ``cache_dir`` and read back by a later call with the same stored
+    study (its ``study_key``), arguments and scoring code; files carry sha256 checksums, and a file that
+    does not match is computed again. Without ``cache_dir`` or a study key, it computes every time."""
+    study = result.provenance.get("study_key")
+    if cache_dir is None or not study:
+        return method_scores(result, names, **kwargs)
+    args = {k: v for k, v in kwargs.items() if k != "setup"}  # the setup only supplies what the study holds
+    blob = json.dumps({"study": study, "n_hits": int(len(result.hits)), "names": list(names),
+                       "args": {k: list(v) if isinstance(v, Iterable) and not isinstance(v, str | Mapping)
+                                else v for k, v in sorted(args.items())},
+                       "code": _code_fingerprint()}, sort_keys=True, default=str)
+    folder = Path(cache_dir) / hashlib.sha256(blob.encode()).hexdigest()[:16]
+    paths = [folder / "scores.parquet", folder / "decisions.parquet"]
+    if all(p.exists() and checksum_problem(p) is None for p in paths):
+        return pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
+    frames = method_scores(result, names, **kwargs)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, frame in zip(paths, frames, strict=True):
+        with atomic_path(path) as tmp:
+            frame.to_parquet(tmp, index=False)
+        write_checksum(path)
+    return frames
 
 
 def bootstrap_ci(values: np.ndarray, n_boot: int = 2000, seed: int = 0,
