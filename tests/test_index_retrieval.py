@@ -32,6 +32,9 @@ def test_subset_index_reports_registry_rows():
         assert hit_rows[i].tolist() == rows[np.argsort(-sims[i])[:3]].tolist()
     _, all_rows = sub.search(qs, 50)  # k capped at the sub-registry size
     assert all_rows.shape == (3, 6)
+    np.testing.assert_array_equal(sub.vectors, docs[rows])  # row i of the vectors is registry row rows[i]
+    with pytest.raises(ValueError):
+        sub.vectors[0, 0] = 1.0  # read-only
 
 
 def test_max_merge_equals_brute_force():

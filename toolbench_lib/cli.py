@@ -218,7 +218,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from .data.dataset import load_dataset
     from .data.queries import DEFAULT_SUBSETS
     from .retrieval.embedding import load_embedder
-    from .retrieval.index import build_index, index_path
+    from .retrieval.index import build_index
     from .retrieval.subregistry import sample_subregistry
 
     ds = load_dataset(args.data_dir)
@@ -230,12 +230,9 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         keep = set() if args.no_keep_gt else {a for ids in q["candidates"] for a in ids}
         rows = sample_subregistry(ds.registry, args.max_apis, args.seed, keep)
     t0 = time.time()
-    index = build_index(ds, emb, rows)
-    path = index_path(ds, emb, len(index))
-    index.save(path)
+    index = build_index(ds, emb, rows)  # embeds what the cache lacks; the index itself lives in memory
     print(json.dumps({"model": emb.name, "model_requested": emb.fallback_from or emb.name,
-                      "apis": len(index), "dim": index.dim, "index": str(path),
-                      "seconds": round(time.time() - t0, 1)}))
+                      "apis": len(index), "dim": index.dim, "seconds": round(time.time() - t0, 1)}))
     return 0
 
 

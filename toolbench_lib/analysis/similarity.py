@@ -160,7 +160,7 @@ def query_similarities(setup, result, cache_dir: Path | None = None, runs: Seque
     """
     queries = result.queries
     index = setup.index
-    api_vecs = index._vectors
+    api_vecs = index.vectors
     rows = np.asarray(index.rows, dtype=np.int64)
     api_ids = setup.ds.registry["api_id"].to_numpy()[rows]
     base = [setup.embedder.name, int(len(rows)), hashlib.sha256(rows.tobytes()).hexdigest()[:16]]

@@ -318,17 +318,5 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
     return pd.DataFrame(rows, columns=QUERY_COLUMNS)  # the columns even when every set is empty
 
 
-def qrels(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, set[str]]:
-    """``{query key: set of relevant registry ids}`` under one ground-truth definition.
-
-    The query key is ``"<subset>:<query_id>"``, unique across sets.
-    """
-    check_gt(gt)
-    out: dict[str, set[str]] = defaultdict(set)
-    for subset, qid, ids in zip(queries["subset"], queries["query_id"], queries[gt], strict=True):
-        out[f"{subset}:{qid}"].update(ids)
-    return dict(out)
-
-
 def query_keys(queries: pd.DataFrame) -> list[str]:
     return [f"{s}:{q}" for s, q in zip(queries["subset"], queries["query_id"], strict=True)]

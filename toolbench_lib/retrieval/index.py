@@ -9,9 +9,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from ..data.atomic import atomic_path, save_npy
 from ..data.dataset import Dataset
-from ..data.paths import CACHE_DIR
 from .embedding import Embedder, adopt_former_cache, embed_cached
 
 log = logging.getLogger(__name__)
@@ -57,6 +55,13 @@ class VectorIndex:
     def dim(self) -> int:
         return self.index.d
 
+    @property
+    def vectors(self) -> np.ndarray:
+        """The indexed vectors (row i is ``rows[i]``), read-only: a change would not reach the index."""
+        view = self._vectors.view()
+        view.flags.writeable = False
+        return view
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, registry rows) for each query vector; ``k`` is capped at the index size."""
         k = min(k, len(self))
@@ -69,11 +74,6 @@ class VectorIndex:
         lookup = {r: i for i, r in enumerate(self.rows)}
         local = np.array([lookup[int(r)] for r in rows], dtype=np.int64)
         return VectorIndex(self._vectors[local], self.rows[local])
-
-    def save(self, path: Path) -> None:
-        save_npy(path.with_suffix(".rows.npy"), self.rows)
-        with atomic_path(path) as tmp:
-            faiss.write_index(self.index, str(tmp))
 
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
@@ -95,7 +95,3 @@ def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
     """A flat index over the registry or over a sub-registry of it."""
     vecs = registry_vectors(ds, embedder, rows, cache_dir, progress)
     return VectorIndex(vecs, rows)
-
-
-def index_path(ds: Dataset, embedder: Embedder, n: int) -> Path:
-    return CACHE_DIR / "index" / embedder.slug / embedder.cache_key / f"{ds.fingerprint}-{n}.faiss"
