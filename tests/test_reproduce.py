@@ -24,6 +24,7 @@ from toolbench_lib.pipeline.reproduce import (
     NotebookFailure,
     interpreter_kernel,
     notebook_parameters,
+    notebook_stages,
     reproduce,
     select_notebooks,
 )
@@ -102,6 +103,36 @@ def test_failing_notebook_stops_the_run(tmp_path, run_name):
     assert cli.returncode == 1
     assert "02_broken.ipynb" in cli.stderr and "cell 3" in cli.stderr and "ZeroDivisionError" in cli.stderr
     assert "Traceback" not in cli.stderr
+
+
+def test_stages_put_the_first_notebook_alone_and_the_report_last():
+    names = ["01_data.ipynb", "02_main.ipynb", "03_k.ipynb", "09_report.ipynb", "10_beyond.ipynb"]
+    stages = notebook_stages([Path(n) for n in names])
+    assert [[p.name for p in s] for s in stages] == [
+        ["01_data.ipynb"], ["02_main.ipynb", "03_k.ipynb", "10_beyond.ipynb"], ["09_report.ipynb"]]
+    assert [[p.name for p in s] for s in notebook_stages([Path("02_main.ipynb")])] == [["02_main.ipynb"]]
+    assert notebook_stages([]) == []
+
+
+def test_notebooks_between_run_together_and_the_report_after_them(tmp_path, run_name):
+    """02 and 03 each wait until the other has started (a rendezvous that one worker could never pass);
+    the report notebook finds both of their files; the first one ran before them."""
+    d = str(tmp_path)
+    wait = ("import os, time\n"
+            "open(os.path.join({d!r}, {me!r}), 'w').write('started')\n"
+            "assert os.path.exists(os.path.join({d!r}, 'first')), 'the first notebook has not run'\n"
+            "end = time.time() + 120\n"
+            "while not os.path.exists(os.path.join({d!r}, {other!r})) and time.time() < end:\n"
+            "    time.sleep(0.2)\n"
+            "assert os.path.exists(os.path.join({d!r}, {other!r})), 'not run at the same time'\n")
+    _notebook(tmp_path / "01_first.ipynb", f"open({str(tmp_path / 'first')!r}, 'w').write('x')")
+    _notebook(tmp_path / "02_a.ipynb", wait.format(d=d, me="a", other="b"))
+    _notebook(tmp_path / "03_b.ipynb", wait.format(d=d, me="b", other="a"))
+    _notebook(tmp_path / "04_report.ipynb", f"import os\nassert os.path.exists({str(tmp_path / 'a')!r}) "
+              f"and os.path.exists({str(tmp_path / 'b')!r})")
+    summary = reproduce(run_name=run_name, notebooks_dir=tmp_path, workers=2, echo=lambda *_: None)
+    assert [name for name, _ in summary.notebooks] == ["01_first.ipynb", "02_a.ipynb", "03_b.ipynb",
+                                                       "04_report.ipynb"]
 
 
 def test_unreadable_notebook_is_named(tmp_path, run_name):

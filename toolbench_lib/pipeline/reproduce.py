@@ -1,10 +1,12 @@
-"""``python -m toolbench_lib reproduce``: run every numbered notebook in order, then write the report.
+"""``python -m toolbench_lib reproduce``: run every numbered notebook, then write the report.
 
 The notebooks ``notebooks/NN_*.ipynb`` run under papermill in a kernel of the interpreter that runs this
 command (a kernelspec named ``toolbench`` is written to a temporary Jupyter path for the duration of the
 run, so nothing has to be registered beforehand and a fresh virtual environment works). Every notebook
 gets the same parameters; those not given are left out so the notebook's defaults apply. Executed copies
-go to ``outputs/<run>/notebooks/``. The first failing notebook stops the run with its name and cell.
+go to ``outputs/<run>/notebooks/``. The first notebook runs alone (it makes the stored study), the report
+notebook last, the others ``--workers`` at a time (each in its own kernel); a failing notebook stops the run
+(no later notebook starts) with its name and cell.
 
 A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
 parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
@@ -230,11 +232,56 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
     return path
 
 
+def notebook_stages(paths: list[Path]) -> list[list[Path]]:
+    """The notebooks in stages: the first one alone, then those between, then the report notebooks."""
+    if not paths:
+        return []
+    first, rest = paths[:1], paths[1:]
+    last = [p for p in rest if "report" in p.stem]
+    middle = [p for p in rest if p not in last]
+    return [stage for stage in (first, middle, last) if stage]
+
+
+def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
+               done: dict[str, float], echo) -> NotebookFailure | None:
+    """Run a stage's notebooks, ``workers`` at a time; the first failure in notebook order, or None."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    failed = threading.Event()
+
+    def one(path: Path) -> NotebookFailure | None:
+        if failed.is_set():  # a notebook failed: none starts after it
+            return None
+        i = paths.index(path) + 1
+        echo(f"[{i}/{len(paths)}] {path.name} ...")
+        try:
+            done[path.name] = run_notebook(path, out_dir / path.name, params, kernel)
+        except NotebookFailure as exc:
+            failed.set()
+            return exc
+        echo(f"[{i}/{len(paths)}] {path.name} done in {done[path.name]:.1f} s")
+        return None
+
+    if workers <= 1 or len(stage) == 1:
+        for path in stage:
+            if (failure := one(path)) is not None:
+                return failure
+        return None
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        failures = list(pool.map(one, stage))
+    return next((f for f in failures if f is not None), None)
+
+
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
               embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
-              notebooks_dir: Path = NOTEBOOKS_DIR, echo=print) -> ReproduceSummary:
-    """Run the numbered notebooks in order with shared parameters, then write the report."""
+              notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print) -> ReproduceSummary:
+    """Run the numbered notebooks with shared parameters, then write the report.
+
+    The first notebook runs alone (it makes the stored study the others read), the report notebooks last;
+    the others run ``workers`` at a time, each in its own kernel.
+    """
     from ..analysis.report import write_report
     from .experiment import ExperimentConfig
 
@@ -255,20 +302,27 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     except RunConflict as exc:
         raise RunConflict(f"{exc} (reproduce never mixes two configurations in one run folder)") from None
     summary = ReproduceSummary(run_name, cfg.out_dir)
+    done: dict[str, float] = {}
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
-        for i, path in enumerate(paths, 1):
-            echo(f"[{i}/{len(paths)}] {path.name} ...")
-            try:
-                seconds = run_notebook(path, cfg.out_dir / "notebooks" / path.name, params, kernel)
-            except NotebookFailure as exc:
-                exc.completed = list(summary.notebooks)
-                raise
-            summary.notebooks.append((path.name, seconds))
-            echo(f"[{i}/{len(paths)}] {path.name} done in {seconds:.1f} s")
+        for stage in notebook_stages(paths):
+            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, workers, done, echo)
+            if failure is not None:
+                failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
+                raise failure
+    summary.notebooks = [(p.name, done[p.name]) for p in paths]
     summary.report = write_report(cfg)
     summary.html = write_html_report(cfg.out_dir)
     return summary
+
+
+def default_workers() -> int:
+    """Notebooks to run at once: the CPUs this process may use, at most 2 (each kernel is a process)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus))
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -287,6 +341,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
     rep.add_argument("--notebooks-dir", default=None, type=existing_dir,
                      help="folder of the notebooks (default notebooks/)")
+    rep.add_argument("--workers", type=int_at_least(1), default=default_workers(),
+                     help="notebooks run at once between the first and the report (default: the CPUs, at "
+                          "most 2)")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -296,7 +353,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         summary = reproduce(run_name=args.run_name, smoke=args.smoke, backend=args.backend,
                             embedder=args.embedder, cassette=args.cassette, runs=args.runs,
                             plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
-                            notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR)
+                            notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR,
+                            workers=args.workers)
     except RunConflict as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
