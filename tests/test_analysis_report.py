@@ -252,3 +252,33 @@ def test_report_shows_the_ablation_verdicts_before_the_judge(cfg):
     text = write_report(cfg).read_text()
     section = text.split("## Ablations behind the named causes")[1].split("## The pass rate")[0]
     assert "Stubs restate their query." in section and "Decomposition against" not in section
+
+
+def test_paper_numbers_in_notebook_prose_come_from_the_reference_file():
+    """Every three-decimal figure in a notebook's markdown (the paper's recalls, precisions, rates) is a
+    number of references/paper.yaml, so prose cannot quote a paper value the report does not know."""
+    import re
+
+    import nbformat
+
+    values: set[float] = set()
+
+    def collect(x) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                collect(v)
+        elif isinstance(x, int | float) and not isinstance(x, bool):
+            values.add(round(float(x), 6))
+
+    for entry in load_references()["entries"]:
+        collect(entry["paper"])
+    quoted = []
+    notebooks = sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                quoted += [(path.name, n) for n in re.findall(r"(?<![\d.])0\.\d{3}(?!\d)", cell.source)]
+    assert quoted  # the notebooks do quote the paper
+    unknown = [(name, n) for name, n in quoted if round(float(n), 6) not in values]
+    assert unknown == []
