@@ -254,6 +254,18 @@ def test_report_shows_the_ablation_verdicts_before_the_judge(cfg):
     assert "Stubs restate their query." in section and "Decomposition against" not in section
 
 
+def test_report_shows_the_test_over_runs_before_the_ablations(cfg):
+    assert "## Statistics" not in write_report(cfg).read_text()
+    save_table(pd.DataFrame({"subset": ["G2"], "metric": ["recall"], "ptr_runs": [[0.12, 0.13]],
+                             "p_holm": [0.5], "leader": ["neither"]}), "runs_tests", cfg)
+    save_table(pd.DataFrame({"ablation": ["stub_echo"], "verdict": ["Stubs restate their query."]}),
+               "ablation_verdicts", cfg)
+    text = write_report(cfg).read_text()
+    section = text.split("## Statistics")[1].split("## Ablations behind the named causes")[0]
+    assert "The paper's test over runs" in section and "| G2 " in section and "neither" in section
+    assert "Paired per-query tests" not in section  # that table was not saved
+
+
 def test_paper_numbers_in_notebook_prose_come_from_the_reference_file():
     """Every three-decimal figure in a notebook's markdown (the paper's recalls, precisions, rates) is a
     number of references/paper.yaml, so prose cannot quote a paper value the report does not know."""

@@ -449,7 +449,8 @@ def figure_links(cfg: ExperimentConfig) -> list[str]:
 BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),
                  ("beyond_goal", "Recall margin over the better architecture per set"),
                  ("beyond_validation", "The same methods on sets not used for design"),
-                 ("beyond_validation_pooled", "Validation sets pooled: recall minus each set's better one"))
+                 ("beyond_validation_pooled", "Validation sets pooled: recall minus each set's better one"),
+                 ("beyond_validation_losses", "Where the validation gap comes from"))
 
 
 def table_section(cfg: ExperimentConfig, heading: str, tables) -> list[str]:
@@ -482,6 +483,15 @@ JUDGE_TABLES = (("judge_findings", "What the judge analysis found (notebook 02)"
                 ("pass_rate_ordering", "The paper's pass-rate ordering under each pass rate"))
 
 
+RUNS_TABLES = (("paired_tests", "Paired per-query tests of PtR against RtP, one run (notebook 02)"),
+               ("runs_tests", "The paper's test over runs, on the queries recorded in every run"))
+
+
+def runs_section(cfg: ExperimentConfig) -> list[str]:
+    """Notebook 02's statistics: the paired per-query tests and the test over several runs."""
+    return table_section(cfg, "Statistics", RUNS_TABLES)
+
+
 def judge_section(cfg: ExperimentConfig) -> list[str]:
     """Notebook 02's judge validity tables, as saved under ``tables/``; nothing when they are absent."""
     return table_section(cfg, "The pass rate: judged and objective", JUDGE_TABLES)
@@ -505,7 +515,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "## The paper against this run", "",
               "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
               "`difference` is this run minus the paper, or for a range the distance outside it.", "",
-              _report_table(report), "", *ablation_section(cfg), *judge_section(cfg), *beyond_section(cfg),
+              _report_table(report), "", *runs_section(cfg), *ablation_section(cfg), *judge_section(cfg),
+              *beyond_section(cfg),
               "## Figures", ""]
     links = figure_links(cfg)
     parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
