@@ -233,6 +233,16 @@ def test_main_findings_carry_the_test_over_runs(study):
     assert "PtR 0.500 ± 0.000 against RtP 0.250" in g2 and g2.endswith("PtR is ahead.")
 
 
+def test_method_calls_are_the_methods_own_calls(study):
+    from toolbench_lib.eval.summary import CALL_COLUMNS, method_calls
+
+    c = method_calls(study)
+    assert list(c.columns) == CALL_COLUMNS
+    assert len(c) == len(CALLS) - 2 and set(c["stage"]) == {"stubs", "plan"}  # the 2 judge calls left out
+    r = row(c, qkey=key("q1"), method="rtp", run=1, stage="plan")
+    assert (r["tokens"], r["subset"]) == (370, G1)  # 300 in + 70 out
+
+
 def test_tests_refuse_what_they_cannot_compute():
     from toolbench_lib.eval.stats import runs_test
 

@@ -32,6 +32,7 @@ from scipy.stats import ttest_rel
 
 from ..data.atomic import atomic_path, checksum_problem, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
+from ..eval.summary import method_calls
 from ..pipeline import fusion
 from .style import METHOD_COLORS
 
@@ -304,7 +305,7 @@ def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
         stub_tok = pd.Series(dtype=float)
         plan_tok = float("nan")
     else:
-        c = calls.assign(tokens=calls["tokens_in"] + calls["tokens_out"])
+        c = method_calls(result)
         stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
         plan = c[c["stage"] == "plan"]
         plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")

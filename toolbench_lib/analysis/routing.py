@@ -31,6 +31,7 @@ from scipy.stats import rankdata
 
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import per_query_runs
+from ..eval.summary import method_calls
 from ..pipeline.study import StudyResult
 from .style import METHOD_COLORS
 
@@ -185,7 +186,7 @@ def query_tokens(result: StudyResult) -> pd.DataFrame:
     out = q.copy()
     if calls.empty:
         return out.assign(rtp_tokens=np.nan, ptr_tokens=np.nan, plan_tokens_imputed=True)
-    cost = calls[calls["stage"] != "judge"].assign(tokens=lambda d: d["tokens_in"] + d["tokens_out"])
+    cost = method_calls(result)
     per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
     per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
     imputed = np.zeros(len(out), dtype=bool)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.summary import method_calls
 from ..pipeline.study import StudyResult
 from .main_results import subset_order
 
@@ -103,16 +104,6 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
     return out[EXAMPLE_COLUMNS].reset_index(drop=True)
 
 
-def method_costs(result: StudyResult) -> pd.DataFrame:
-    """``qkey, run, method, stage, tokens, latency_s`` of the methods' own calls (stubs and plan)."""
-    c = result.calls
-    if c.empty:
-        return pd.DataFrame(columns=["qkey", "run", "method", "stage", "tokens", "latency_s"])
-    c = c[c["stage"].isin(["stubs", "plan"])]
-    return c.assign(tokens=c["tokens_in"] + c["tokens_out"])[["qkey", "run", "method", "stage", "tokens",
-                                                             "latency_s"]]
-
-
 def _mean_of(frame: pd.DataFrame, column: str) -> float:
     """Mean of a cost column; 0 when the call never happened (column absent)."""
     return float(frame[column].mean()) if column in frame else 0.0
@@ -126,7 +117,7 @@ def token_overhead(result: StudyResult) -> pd.DataFrame:
     then the mean over those (query, run) pairs. ``overhead_pct`` = 100 * (PtR - RtP) / RtP.
     The judge is evaluation, not method cost, and is excluded.
     """
-    costs = method_costs(result)
+    costs = method_calls(result)
     rtp_plans = costs[(costs["method"] == "rtp") & (costs["stage"] == "plan")]
     planned = rtp_plans[["qkey", "run"]].drop_duplicates()
     mine = costs.merge(planned, on=["qkey", "run"])

@@ -41,14 +41,30 @@ def pass_rates(result) -> pd.DataFrame:
     return out[cols]
 
 
-def method_cost(result) -> pd.DataFrame:
-    """``subset, method, tokens_in, tokens_out, latency_s, llm_calls``: per query, the mean call of each of
-    the method's own stages (stubs, plan; the judge is not the method's cost), summed over stages."""
-    cols = ["subset", "method", "tokens_in", "tokens_out", "latency_s", "llm_calls"]
+METHOD_STAGES = ("stubs", "plan")  # a method's own calls; the judge is evaluation, not a method's cost
+CALL_COLUMNS = ["qkey", "subset", "run", "method", "stage", "tokens_in", "tokens_out", "tokens", "latency_s"]
+
+
+def method_calls(result) -> pd.DataFrame:
+    """The methods' own LLM calls (stubs and plans), one row each, with ``tokens`` = in + out: the one
+    source of every cost and token figure."""
     calls = result.calls
     if calls is None or calls.empty:
+        return pd.DataFrame(columns=CALL_COLUMNS)
+    c = calls[calls["stage"].isin(METHOD_STAGES)].merge(result.queries[["qkey", "subset"]], on="qkey")
+    c = c.assign(tokens=c["tokens_in"] + c["tokens_out"])
+    if "latency_s" not in c:  # tables written without timings
+        c = c.assign(latency_s=np.nan)
+    return c[CALL_COLUMNS].reset_index(drop=True)
+
+
+def method_cost(result) -> pd.DataFrame:
+    """``subset, method, tokens_in, tokens_out, latency_s, llm_calls``: per query, the mean call of each of
+    the method's own stages (stubs, plan), summed over stages."""
+    cols = ["subset", "method", "tokens_in", "tokens_out", "latency_s", "llm_calls"]
+    c = method_calls(result)
+    if c.empty:
         return pd.DataFrame(columns=cols)
-    c = calls[calls["stage"] != "judge"].merge(result.queries[["qkey", "subset"]], on="qkey")
     by_stage = (c.groupby(["subset", "method", "stage"], sort=False)[["tokens_in", "tokens_out", "latency_s"]]
                 .mean().reset_index())
     out = by_stage.groupby(["subset", "method"], sort=False)[["tokens_in", "tokens_out", "latency_s"]].sum()
