@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.summary import method_calls
+from ..eval.summary import method_calls, unique_name_shares
 from ..pipeline.study import StudyResult
 from .main_results import subset_order
 
@@ -20,10 +20,6 @@ STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets"]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
 OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs"]
-
-
-def _norm_name(name: str) -> str:
-    return " ".join(str(name).lower().split())
 
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
@@ -38,20 +34,6 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     correct = [isinstance(a, str) and a in truth.get(q, set()) for q, a in
                zip(st["qkey"], st["api_id"], strict=True)]
     return st.assign(correct=np.asarray(correct, dtype=bool))
-
-
-def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
-    """``(pooled, per_query)`` shares of distinct lower-cased stub names.
-
-    Pooled: distinct names / stubs over all stubs of the table, per run, averaged over runs.
-    Per query: the same within each query's stub set (one run), averaged over stub sets.
-    """
-    if stubs.empty:
-        return float("nan"), float("nan")
-    names = stubs.assign(norm=stubs["name"].map(_norm_name))
-    pooled = names.groupby("run")["norm"].agg(lambda s: s.nunique() / len(s)).mean()
-    per_query = names.groupby(["run", "qkey"])["norm"].agg(lambda s: s.nunique() / len(s)).mean()
-    return float(pooled), float(per_query)
 
 
 def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:

@@ -72,6 +72,25 @@ def method_cost(result) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
+def norm_stub_name(name: str) -> str:
+    """A stub name case-folded with its whitespace collapsed (how names are compared)."""
+    return " ".join(str(name).lower().split())
+
+
+def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
+    """``(pooled, per_query)`` shares of distinct lower-cased stub names.
+
+    Pooled: distinct names / stubs over all stubs of the table, per run, averaged over runs.
+    Per query: the same within each query's stub set (one run), averaged over stub sets.
+    """
+    if stubs.empty:
+        return float("nan"), float("nan")
+    names = stubs.assign(norm=stubs["name"].map(norm_stub_name))
+    pooled = names.groupby("run")["norm"].agg(lambda s: s.nunique() / len(s)).mean()
+    per_query = names.groupby(["run", "qkey"])["norm"].agg(lambda s: s.nunique() / len(s)).mean()
+    return float(pooled), float(per_query)
+
+
 def stub_stats(result) -> pd.DataFrame:
     """``subset, stubs_per_query, fallback_stubs, unique_stub_name_share``: PtR's stubs per set.
 
@@ -83,13 +102,12 @@ def stub_stats(result) -> pd.DataFrame:
     if st is None or st.empty:
         return pd.DataFrame(columns=cols)
     st = st.merge(result.queries[["qkey", "subset"]], on="qkey")
-    st = st.assign(norm=st["name"].astype(str).str.lower().str.split().str.join(" "))
     rows = []
     for subset, g in st.groupby("subset", sort=False):
         per_q = g.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
-        share = g.groupby("run")["norm"].apply(lambda s: s.nunique() / len(s))
         rows.append({"subset": subset, "stubs_per_query": float(per_q["n"].mean()),
-                     "fallback_stubs": int(per_q["fb"].sum()), "unique_stub_name_share": float(share.mean())})
+                     "fallback_stubs": int(per_q["fb"].sum()),
+                     "unique_stub_name_share": unique_name_shares(g)[0]})
     return pd.DataFrame(rows, columns=cols)
 
 
