@@ -326,13 +326,15 @@ def _print_result(result: dict) -> None:
     print(f"{result['method']} k={result['k']} gt={result['gt']} model={result['model']} "
           f"registry={result['registry_size']}" + (f" backend={result['backend']} ({result['llm_model']})"
                                                    if "backend" in result else ""))
+    names = [m for r in result["subsets"].values() for m in (r.get("methods") or [result["method"]])]
+    width = max((len(m) for m in names), default=4)
     for name, r in result["subsets"].items():
         methods = r.get("methods") or {result["method"]: r}
         for m, v in methods.items():
             rate = v.get("pass_rate")
             extra = f" pass_rate={rate:.3f}" if rate is not None and rate == rate else ""  # NaN: no plans
             extra += "".join(f" {x}={v[x]:.3f}" for x in ("ndcg", "mrr", "comp") if v.get(x) is not None)
-            print(f"  {name:4s} {r['subset']:26s} {m:4s} n={r['n_queries']:4d} "
+            print(f"  {name:4s} {r['subset']:26s} {m:{width}s} n={r['n_queries']:4d} "
                   f"recall={v['recall']:.3f} precision={v['precision']:.3f}{extra}")
 
 
