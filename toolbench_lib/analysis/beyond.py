@@ -32,6 +32,7 @@ from scipy.stats import ttest_rel
 
 from ..data.atomic import atomic_path, checksum_problem, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
+from ..eval.runs import check_recall
 from ..eval.summary import method_calls
 from ..pipeline import fusion
 from .style import METHOD_COLORS
@@ -55,14 +56,16 @@ def ranx_per_query(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[s
         q = Qrels.from_dict({key: dict.fromkeys(qrels[key], 1) for key in with_gt})
         run_dict = {key: {a: float(len(lst) - i) for i, a in enumerate(dict.fromkeys(lst))}
                     for key in with_gt if (lst := list(lists.get(key, [])))}
-        if run_dict:
-            scores = evaluate(q, Run.from_dict(run_dict), names, return_mean=False, make_comparable=True)
-        else:
-            scores = {n: np.zeros(len(with_gt)) for n in names}
         pos = {key: i for i, key in enumerate(keys)}
-        idx = np.array([pos[key] for key in with_gt])  # ranx reports queries sorted by id
-        for n in names:
-            values[n][idx] = np.asarray(scores[n], dtype=float)
+        if run_dict:
+            run = Run.from_dict(run_dict)
+            evaluate(q, run, names, return_mean=False, make_comparable=True)
+            for n in names:  # read per query id, whatever order ranx keeps them in
+                for key, value in run.scores[n].items():
+                    values[n][pos[key]] = float(value)
+            for k in ks:
+                check_recall({key: values[f"recall@{k}"][pos[key]] for key in with_gt}, lists,
+                             {key: set(qrels[key]) for key in with_gt}, k)
     frames = []
     for m in RANX_METRICS:
         for k in ks:

@@ -45,6 +45,27 @@ def _comp(ranked: Sequence[str], rel: set[str], k: int) -> float:
     return float(bool(rel) and rel <= set(ranked[:k]))
 
 
+class ScoreMismatchError(RuntimeError):
+    """ranx's per-query scores disagree with a direct count: they are never used."""
+
+
+def direct_recall(ranked: Sequence[str], rel: set[str], k: int) -> float:
+    """recall@k counted directly (distinct ids of the first ``k``); 0 without ground truth."""
+    return len(set(list(dict.fromkeys(ranked))[:k]) & rel) / len(rel) if rel else 0.0
+
+
+def check_recall(scores: Mapping[str, float], rankings: Mapping[str, Sequence[str]],
+                 qrels: Mapping[str, set[str]], k: int, tol: float = 1e-9) -> None:
+    """Raise :class:`ScoreMismatchError` when a query's recall@k in ``scores`` is not the direct count."""
+    bad = [q for q, rel in qrels.items()
+           if abs(float(scores.get(q, 0.0)) - direct_recall(list(rankings.get(q, [])), set(rel), k)) > tol]
+    if bad:
+        raise ScoreMismatchError(
+            f"ranx's recall@{k} differs from a direct count for {len(bad)} of {len(qrels)} queries (e.g. "
+            f"{bad[0]!r}); the scores were not used. A stale compiled cache of ranx (numba) can cause this: "
+            "remove the __pycache__ folders of the ranx package and run again.")
+
+
 def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame, gt: str, k: int,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
     """Per-query metrics at ``k`` computed by ranx: ``qkey, <metric>..., n_gt`` for every query.
@@ -71,10 +92,13 @@ def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame,
         # Every judged query is in the run (an empty list becomes one impossible id scoring 0).
         body = {}
         for q in judged:
-            ids = list(rankings.get(q, []))
+            ids = list(dict.fromkeys(rankings.get(q, [])))  # a repeated id counts at its first rank
             body[q] = {a: float(len(ids) - i) for i, a in enumerate(ids)} if ids else {"__none__": 0.0}
         run = Run(body)
-        evaluate(qrels, run, ranx_names, return_mean=False, make_comparable=True)
+        recall_name = METRICS["recall"].format(k=k)  # always computed: checked against a direct count
+        evaluate(qrels, run, list(dict.fromkeys([*ranx_names, recall_name])), return_mean=False,
+                 make_comparable=True)
+        check_recall(dict(run.scores[recall_name]), rankings, {q: set(qd[q]) for q in judged}, k)
         for m, name in zip([m for m in metrics if m != "comp"], ranx_names, strict=True):
             per_query[m] = dict(run.scores[name])
     if "comp" in metrics:
