@@ -281,7 +281,7 @@ def loss_breakdown(scores: pd.DataFrame, method: str, k: int = 5) -> pd.DataFram
                      "ties": int((d.abs() <= TIE_TOL).sum()),
                      "gained": float(d[d > TIE_TOL].sum()) / len(part),
                      "lost": lost / len(part), "diff": float(d.mean()), "losses_ptr_zero": int(zero.sum()),
-                     "lost_ptr_zero": float(-d[zero].sum()) / lost if lost > 0 else 0.0})
+                     "lost_ptr_zero": max(0.0, float(-d[zero].sum()) / lost) if lost > 0 else 0.0})
     return pd.DataFrame(rows, columns=LOSS_COLUMNS)
 
 
