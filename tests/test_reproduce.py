@@ -23,8 +23,10 @@ from toolbench_lib.pipeline.reproduce import (
     NOTEBOOKS_DIR,
     NotebookFailure,
     interpreter_kernel,
+    longest_first,
     notebook_parameters,
     notebook_stages,
+    previous_durations,
     reproduce,
     select_notebooks,
 )
@@ -112,6 +114,22 @@ def test_stages_put_the_first_notebook_alone_and_the_report_last():
         ["01_data.ipynb"], ["02_main.ipynb", "03_k.ipynb", "10_beyond.ipynb"], ["09_report.ipynb"]]
     assert [[p.name for p in s] for s in notebook_stages([Path("02_main.ipynb")])] == [["02_main.ipynb"]]
     assert notebook_stages([]) == []
+
+
+def test_longest_notebooks_start_first_by_their_last_durations(tmp_path):
+    for name, seconds in (("02_a", 5.0), ("03_b", 40.0), ("04_c", None)):
+        nb = new_notebook(cells=[new_code_cell("pass")])
+        if seconds is not None:
+            nb.metadata["papermill"] = {"duration": seconds}
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    (tmp_path / "05_broken.ipynb").write_text("{not json")
+    durations = previous_durations(tmp_path)
+    assert durations == {"02_a.ipynb": 5.0, "03_b.ipynb": 40.0}  # no record and unreadable: left out
+    stage = [Path(n) for n in ("02_a.ipynb", "03_b.ipynb", "04_c.ipynb", "06_d.ipynb")]
+    # never timed first (notebook order), then the longest last time
+    assert [p.name for p in longest_first(stage, durations)] == ["04_c.ipynb", "06_d.ipynb", "03_b.ipynb",
+                                                                 "02_a.ipynb"]
+    assert previous_durations(tmp_path / "missing") == {}
 
 
 def test_notebooks_between_run_together_and_the_report_after_them(tmp_path, run_name):

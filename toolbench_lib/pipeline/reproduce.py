@@ -242,9 +242,30 @@ def notebook_stages(paths: list[Path]) -> list[list[Path]]:
     return [stage for stage in (first, middle, last) if stage]
 
 
+def previous_durations(executed_dir: Path) -> dict[str, float]:
+    """Seconds each notebook took when it last ran into ``executed_dir`` (papermill's record); a copy that
+    cannot be read, or has no record, is left out."""
+    out = {}
+    for path in sorted(Path(executed_dir).glob(NOTEBOOK_PATTERN)):
+        try:
+            seconds = json.loads(path.read_text(encoding="utf-8"))["metadata"]["papermill"]["duration"]
+            out[path.name] = float(seconds)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
+    """The stage's notebooks, the longest last time first and those never timed before them (so two workers
+    do not end with one long notebook alone); ties keep notebook order."""
+    return sorted(stage, key=lambda p: -durations.get(p.name, float("inf")))
+
+
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
-               done: dict[str, float], echo) -> NotebookFailure | None:
-    """Run a stage's notebooks, ``workers`` at a time; the first failure in notebook order, or None."""
+               done: dict[str, float], echo,
+               durations: dict[str, float] | None = None) -> NotebookFailure | None:
+    """Run a stage's notebooks, ``workers`` at a time (longest first); the first failure in notebook order,
+    or None."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -269,8 +290,9 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
                 return failure
         return None
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        failures = list(pool.map(one, stage))
-    return next((f for f in failures if f is not None), None)
+        order = longest_first(stage, durations or {})
+        failures = dict(zip(order, pool.map(one, order), strict=True))
+    return next((failures[p] for p in stage if failures[p] is not None), None)
 
 
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
@@ -303,10 +325,12 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
         raise RunConflict(f"{exc} (reproduce never mixes two configurations in one run folder)") from None
     summary = ReproduceSummary(run_name, cfg.out_dir)
     done: dict[str, float] = {}
+    durations = previous_durations(cfg.out_dir / "notebooks")  # read before this run writes over them
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for stage in notebook_stages(paths):
-            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, workers, done, echo)
+            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, workers, done, echo,
+                                 durations)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
