@@ -101,6 +101,26 @@ def main_results(result: StudyResult, k: int | None = None,
 # --------------------------------------------------------------------------- significance tests
 
 
+def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[dict]]:
+    """Per subset, for recall then precision: RtP's value, PtR's run means (run order), their mean, the
+    queries and RtP runs counted, and :func:`runs_test` (one-sample t of PtR's run means against RtP)."""
+    rm = run_means(result, k, gt)
+    out: dict[str, list[dict]] = {}
+    for subset in subset_order(result):
+        s = rm[rm["subset"] == subset]
+        rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"].sort_values("run")
+        out[subset] = []
+        for metric in ("recall", "precision"):
+            a = float(rtp[metric].mean()) if len(rtp) else float("nan")
+            b = ptr[metric].to_numpy(float)
+            out[subset].append({"metric": metric, "rtp": a, "ptr_runs": b,
+                                "ptr_mean": float(b.mean()) if b.size else float("nan"),
+                                "n_rtp": int(rtp["run"].nunique()),
+                                "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0,
+                                "test": runs_test([a], b, a_deterministic=True)})
+    return out
+
+
 def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """PtR against RtP per subset and ground truth.
 
@@ -112,18 +132,14 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
     pr = pass_rates(result).dropna(subset=["pass_rate"])
     rows = []
     for gt in _check_gts(gts):
-        rm = run_means(result, k, gt)
+        by_subset = retrieval_run_tests(result, k, gt)
         for subset in subset_order(result):
-            s = rm[rm["subset"] == subset]
-            rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
-            for metric in ("recall", "precision"):
-                rtp_value = float(rtp[metric].mean()) if len(rtp) else float("nan")
-                res = runs_test([rtp_value], ptr[metric].to_numpy(), a_deterministic=True)
-                t, p, note = res["statistic"], res["p_value"], res["note"]
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
-                             "test": "one_sample_t", "statistic": t, "p_value": p, "rtp_value": rtp_value,
-                             "ptr_mean": float(ptr[metric].mean()) if len(ptr) else float("nan"),
-                             "n_rtp": int(rtp["run"].nunique()), "n_ptr": int(len(ptr)), "note": note})
+            for r in by_subset[subset]:
+                res = r["test"]
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
+                             "test": "one_sample_t", "statistic": res["statistic"], "p_value": res["p_value"],
+                             "rtp_value": r["rtp"], "ptr_mean": r["ptr_mean"], "n_rtp": r["n_rtp"],
+                             "n_ptr": int(r["ptr_runs"].size), "note": res["note"]})
             ps = pr[pr["subset"] == subset]
             a = ps[ps["method"] == "rtp"]["pass_rate"].to_numpy()
             b = ps[ps["method"] == "ptr"]["pass_rate"].to_numpy()
@@ -280,20 +296,14 @@ def runs_table(result: StudyResult, k: int | None = None,
     k = k or study_k(result)
     rows = []
     for gt in _check_gts(gts):
-        rm = run_means(result, k, gt)
-        for subset in subset_order(result):
-            s = rm[rm["subset"] == subset]
-            rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"].sort_values("run")
-            for metric in ("recall", "precision"):
-                a = float(rtp[metric].mean()) if len(rtp) else float("nan")
-                b = ptr[metric].to_numpy(float)
-                res = runs_test([a], b, a_deterministic=True)
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
-                             "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0,
-                             "n_runs": int(b.size), "rtp": a, "ptr_runs": [round(float(v), 4) for v in b],
-                             "ptr_mean": float(b.mean()) if b.size else float("nan"),
+        for subset, tests in retrieval_run_tests(result, k, gt).items():
+            for r in tests:
+                a, b, res = r["rtp"], r["ptr_runs"], r["test"]
+                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
+                             "n_queries": r["n_queries"], "n_runs": int(b.size), "rtp": a,
+                             "ptr_runs": [round(float(v), 4) for v in b], "ptr_mean": r["ptr_mean"],
                              "ptr_std": float(b.std(ddof=1)) if b.size > 1 else float("nan"),
-                             "ptr_minus_rtp": float(b.mean() - a) if b.size else float("nan"),
+                             "ptr_minus_rtp": r["ptr_mean"] - a,
                              "t": res["statistic"], "p_value": res["p_value"], "note": res["note"]})
     out = pd.DataFrame(rows, columns=[c for c in RUNS_COLUMNS if c not in ("p_holm", "leader")])
     out["p_holm"] = holm(out["p_value"].to_numpy()) if len(out) else []
