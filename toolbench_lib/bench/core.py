@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from ..data.machine import available_cpus
+
 log = logging.getLogger(__name__)
 
 
@@ -53,10 +55,7 @@ def machine_info() -> dict:
     model = platform.processor() or ""
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
         model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = available_cpus()
     mem_gib = None
     with contextlib.suppress(ValueError, OSError, AttributeError):
         mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)

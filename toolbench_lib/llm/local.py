@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..data.machine import available_cpus
 from .base import LLMError, LLMResponse
 from .local_model import GGUF_ENV_VAR, INSTALL_HINT, MODEL_NAME, ModelFileError, resolve_gguf
 
@@ -34,10 +35,7 @@ def _default_threads() -> int:
     another busy process slows every token down: on a 2-core machine with one other busy process,
     2 threads generated 1-4 tokens/s against 19 tokens/s with 1 thread.
     """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = available_cpus()
     return max(cpus - 1, 1)
 
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
 from .experiment import RunConflict
@@ -342,10 +343,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
 
 def default_workers() -> int:
     """Notebooks to run at once: the CPUs this process may use, at most 2 (each kernel is a process)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = available_cpus()
     return max(1, min(2, cpus))
 
 

@@ -10,6 +10,7 @@ import faiss
 import numpy as np
 
 from ..data.dataset import Dataset
+from ..data.machine import available_cpus
 from .embedding import Embedder, adopt_former_cache, embed_cached
 
 log = logging.getLogger(__name__)
@@ -25,10 +26,7 @@ def search_threads() -> int:
     env = os.environ.get("TOOLBENCH_FAISS_THREADS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = available_cpus()
     return max(cpus - 1, 1)
 
 
