@@ -18,6 +18,7 @@ from .llm.factory import BACKENDS
 from .pipeline.reproduce import add_parser as add_reproduce_parser
 from .pipeline.reproduce import cmd_reproduce
 from .pipeline.validation import (
+    MAX_DEPTH,
     OneLineParser,
     check_dataset,
     check_max_apis,
@@ -25,7 +26,9 @@ from .pipeline.validation import (
     data_dir,
     existing_file,
     int_at_least,
+    int_in_range,
     output_dir,
+    output_file,
     report,
     run_indices,
     run_name,
@@ -87,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
     ev.add_argument("--workers", type=int_at_least(1), default=None,
                     help="concurrent LLM calls (default 16 for gemini, else 1)")
-    ev.add_argument("--depth", type=int_at_least(1), default=20, help="hits kept per searched text (>= k)")
+    ev.add_argument("--depth", type=int_in_range(1, MAX_DEPTH), default=20,
+                    help=f"hits kept per searched text (>= k, at most {MAX_DEPTH})")
     ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
     ev.add_argument("--subset", action="append", default=None, type=subset_name,
                     help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}, or the name of a "
@@ -95,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--queries", action="append", default=None, type=existing_file, metavar="FILE",
                     help="evaluate a ToolBench-format query file from anywhere (a set named after its stem, "
                          "its api_list docs join the registry); repeatable")
-    ev.add_argument("--k", type=int_at_least(1), default=5, help="APIs per query scored (>= 1)")
+    ev.add_argument("--k", type=int_in_range(1, MAX_DEPTH), default=5,
+                    help=f"APIs per query scored (1 to {MAX_DEPTH}, and at most the registry's size)")
     ev.add_argument("--gt", choices=GT_DEFINITIONS, default=DEFAULT_GT, help="ground-truth definition")
     ev.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
     ev.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
@@ -105,12 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     cas = sub.add_parser("cassette", help="export, import and describe recorded LLM calls")
     cas_sub = cas.add_subparsers(dest="action", required=True)
     exp = cas_sub.add_parser("export", help="write the call cache (or part of it) to a jsonl.gz cassette")
-    exp.add_argument("--store", default=None, help="call cache (default data/cache/llm/calls.sqlite)")
-    exp.add_argument("--out", required=True, help="cassette path (.jsonl.gz)")
+    exp.add_argument("--store", default=None, type=existing_file,
+                     help="call cache (default data/cache/llm/calls.sqlite)")
+    exp.add_argument("--out", required=True, type=output_file, help="cassette path (.jsonl.gz)")
     exp.add_argument("--llm-model", default=None, help="only calls of this model")
     imp = cas_sub.add_parser("import", help="load a cassette into the call cache")
     imp.add_argument("cassette", type=existing_file)
-    imp.add_argument("--store", default=None)
+    imp.add_argument("--store", default=None, type=output_file)
     info = cas_sub.add_parser("info", help="what a cassette covers")
     info.add_argument("cassette", type=existing_file)
     rec = sub.add_parser("record", help="record a live backend's replies for replay")
@@ -249,7 +255,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(f"--method: unknown method(s) in {args.method!r}; "
                          f"choose from {', '.join(RETRIEVERS)}")
     ds = load_dataset(args.data_dir, query_files=args.queries or ())
-    check_dataset(ds, args.max_apis, subsets)
+    check_dataset(ds, args.max_apis, subsets, args.k, args.depth)
     needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
     backend = args.backend or ("replay" if needs_llm else None)
     result = _evaluate_study(args, ds, subsets, methods, backend)

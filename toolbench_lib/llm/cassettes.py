@@ -4,6 +4,12 @@
   file (sorted by key, fixed gzip header); :func:`read_cassette` reads and validates one.
 * :func:`cassette_info`: records per model, prompt version and run; :func:`prompt_query`.
 
+One rule for a key recorded twice, wherever records are read (replay, ``cassette import``, ``cassette
+info``): identical replies collapse to one record with a warning; different replies for one key are a
+:class:`CacheFileError` naming both lines (:func:`unique_records`). ``import`` also refuses a cassette
+whose reply differs from the one the store already holds for that key; ``export`` writes only records
+that pass the same check as :func:`read_cassette` applies.
+
 Records hold the request and the reply only; no credential is ever part of a record.
 """
 
@@ -12,6 +18,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import logging
 import os
 import re
 import zlib
@@ -22,6 +29,9 @@ from pathlib import Path
 from ..data.atomic import atomic_path
 from .store import CacheFileError, CallStore, _validate_record
 
+log = logging.getLogger(__name__)
+# The fields of the reply: two records of one key that differ in any of these disagree.
+REPLY_FIELDS = ("text", "tokens_in", "tokens_out", "is_llm")
 _QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
 
 
@@ -39,19 +49,41 @@ def _write_gzip_deterministic(path: Path, lines: Iterable[str]) -> None:
 
 def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
     """Write the records of ``store`` (only ``model``'s when given) to a ``.jsonl.gz`` cassette, sorted by
-    key; returns the count."""
-    records = [r for r in store.iter_records() if model is None or r["model"] == model]
-    lines = (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n" for record in records)
+    key; returns the count.
+
+    Every record is checked as :func:`read_cassette` will check it; a record that would not pass is a
+    :class:`CacheFileError` naming the store and the row, and nothing is written.
+    """
+    lines = []
+    for record in store.iter_records():
+        if model is not None and record["model"] != model:
+            continue
+        line = json.dumps(record, sort_keys=True, ensure_ascii=False)
+        try:
+            _validate_record(json.loads(line))
+        except (ValueError, TypeError, OverflowError, RecursionError) as err:
+            raise CacheFileError(
+                f"call store {store.path}: row {store.row_number(record['key'])} (key "
+                f"{str(record['key'])[:12]}...) cannot be exported: {err}; delete or repair that row, "
+                f"{path} not written") from None
+        lines.append(line + "\n")
     _write_gzip_deterministic(Path(path), lines)
-    return len(records)
+    return len(lines)
 
 
 def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
-    """Validated records of one cassette, in file order.
+    """Validated records of one cassette, in file order (a repeated key as often as it is there; see
+    :func:`unique_records`).
 
     A file that is not a whole gzip stream of UTF-8 text, or a bad record, is a :class:`CacheFileError`
     naming the file (and the line).
     """
+    for _, record in _numbered_records(path):
+        yield record
+
+
+def _numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict]]:
+    """``(line number, validated record)`` of one cassette, in file order."""
     number = 0
     try:
         with gzip.open(path, "rt", encoding="utf-8") as handle:
@@ -65,7 +97,7 @@ def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
                     clean = _validate_record(record)
                 except (ValueError, TypeError, OverflowError, RecursionError) as err:
                     raise CacheFileError(f"cassette {path}: line {number}: {err}") from None
-                yield clean
+                yield number, clean
     except (gzip.BadGzipFile, zlib.error) as err:
         raise CacheFileError(f"cassette {path} is not a readable gzip file ({err}); restore or re-export "
                              "it") from None
@@ -77,9 +109,52 @@ def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
                              "or re-export it") from None
 
 
+def _same_reply(a: dict, b: dict) -> bool:
+    return all(a[name] == b[name] for name in REPLY_FIELDS)
+
+
+def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[dict]:
+    """The validated records of one or more cassettes, one per key, in file order.
+
+    A key recorded again with the same reply is kept once (a warning counts them); with a different
+    reply it is a :class:`CacheFileError` naming the file and line of both records.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    first: dict[str, tuple[dict, str]] = {}
+    collapsed = 0
+    for path in paths:
+        for number, record in _numbered_records(path):
+            where = f"{path} line {number}"
+            seen = first.get(record["key"])
+            if seen is None:
+                first[record["key"]] = (record, where)
+            elif _same_reply(seen[0], record):
+                collapsed += 1
+            else:
+                raise CacheFileError(
+                    f"cassette {path}: key {record['key'][:12]}... is recorded twice with different replies "
+                    f"({seen[1]} and line {number}); keep one of them (re-export from the store)")
+    if collapsed:
+        log.warning("%s: %d record(s) repeat a key with the same reply; each is used once",
+                    ", ".join(map(str, paths)), collapsed)
+    return [record for record, _ in first.values()]
+
+
 def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
-    """Add the cassette's records to ``store``; returns how many were new (importing twice adds none)."""
-    return sum(1 for record in read_cassette(path) if store.put_record(record))
+    """Add the cassette's records to ``store``; returns how many were new (importing twice adds none).
+
+    The cassette is read and checked whole first: a key recorded twice with different replies, or whose
+    reply differs from the one the store holds, is a :class:`CacheFileError` and nothing is added.
+    """
+    records = unique_records(path)
+    for record in records:
+        held = store.get_record(record["key"])
+        if held is not None and not _same_reply(held, record):
+            raise CacheFileError(
+                f"cassette {path}: key {record['key'][:12]}... has another reply than the one call store "
+                f"{store.path} holds; nothing imported (export the store, or import into another one)")
+    return sum(1 for record in records if store.put_record(record))
 
 
 def prompt_query(prompt: str) -> str | None:
@@ -89,11 +164,16 @@ def prompt_query(prompt: str) -> str | None:
 
 
 def cassette_info(path: str | os.PathLike[str]) -> dict:
-    """Records per model, prompt version and run, and how many distinct queries each version covers."""
+    """Records per model, prompt version and run, and how many distinct queries each version covers.
+
+    Records are counted once per key (:func:`unique_records`); ``repeated_keys`` counts the lines that
+    repeat a key with the same reply."""
     by = Counter()
     queries: dict[str, set[str]] = {}
     tokens = Counter()
-    for r in read_cassette(path):
+    records = unique_records(path)
+    lines = sum(1 for _ in read_cassette(path))
+    for r in records:
         by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
         queries.setdefault(r["prompt_version"], set()).add(prompt_query(r["prompt"]) or r["prompt"])
         tokens["in"] += int(r["tokens_in"])
@@ -102,6 +182,7 @@ def cassette_info(path: str | os.PathLike[str]) -> dict:
     return {
         "cassette": str(path),
         "records": sum(by.values()),
+        "repeated_keys": lines - len(records),
         "groups": [{"backend": b, "model": m, "prompt_version": v, "run": run, "temperature": t, "records": n}
                    for (b, m, v, run, t), n in sorted(by.items())],
         "distinct_queries_by_prompt_version": {v: len(q) for v, q in sorted(queries.items())},

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .base import LLMError, LLMResponse
-from .cassettes import read_cassette
+from .cassettes import unique_records
 from .store import _canonical_schema, _record_to_response
 
 
@@ -26,7 +26,9 @@ class ReplayBackend:
     """Answers only from recorded cassettes; a call that was never recorded raises :class:`LLMError`.
 
     Matching ignores which backend recorded a reply; pass ``model`` to use only one recorded model.
-    Replies keep the recording backend's name and model and are marked ``cached``.
+    Replies keep the recording backend's name and model and are marked ``cached``. A key recorded twice
+    (in one cassette or across several) follows :func:`~toolbench_lib.llm.cassettes.unique_records`: the
+    same reply is used once, two different replies are refused when the cassettes are read.
     """
 
     name = "replay"
@@ -45,13 +47,12 @@ class ReplayBackend:
         self._any_version: dict[tuple, dict[str, dict]] = {}
         models: set[str] = set()
         llm_flags: set[bool] = set()
-        for path in self.paths:
-            for record in read_cassette(path):
-                if model is not None and record["model"] != model:
-                    continue
-                self._index(record)
-                models.add(record["model"])
-                llm_flags.add(record["is_llm"])
+        for record in unique_records(self.paths):  # a key recorded twice with two replies is refused
+            if model is not None and record["model"] != model:
+                continue
+            self._index(record)
+            models.add(record["model"])
+            llm_flags.add(record["is_llm"])
         self.model = model if model is not None else (models.pop() if len(models) == 1 else "replay")
         self.is_llm = llm_flags != {False}
 

@@ -68,6 +68,19 @@ class CacheFileError(ValueError):
     """A call store or cassette that cannot be read as one; the message names the file."""
 
 
+# How long a call waits for a store that another process holds locked before it gives up.
+BUSY_TIMEOUT_S = 5.0
+
+
+class StoreLockedError(CacheFileError):
+    """A call store that another process kept locked for longer than :data:`BUSY_TIMEOUT_S`."""
+
+
+def _is_lock(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 def _canonical_schema(json_schema: dict | None) -> str | None:
     """Canonical JSON text of a schema (sorted keys), or None."""
     if json_schema is None:
@@ -199,7 +212,7 @@ class CallStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_S)
         self._conn.row_factory = sqlite3.Row
         try:
             with self._lock:
@@ -209,6 +222,9 @@ class CallStore:
                 self._conn.commit()
                 problem = self._check()
         except sqlite3.DatabaseError as exc:
+            if _is_lock(exc):
+                self._conn.close()
+                raise self._locked() from None
             problem = f"not a usable SQLite database ({exc})"
         if problem:
             self._conn.close()
@@ -216,6 +232,30 @@ class CallStore:
                 f"call store {self.path}: {problem}; move it aside or delete it (calls exported to a "
                 "cassette can be imported again)"
             )
+
+    def _locked(self) -> StoreLockedError:
+        return StoreLockedError(f"call store {self.path} is locked by another process (waited "
+                                f"{BUSY_TIMEOUT_S:g} s); wait for it to finish or retry")
+
+    def _execute(self, sql: str, params: tuple = (), commit: bool = False) -> sqlite3.Cursor:
+        """Run one statement (and commit); a lock held past the busy timeout: :class:`StoreLockedError`."""
+        with self._lock:
+            try:
+                cursor = self._conn.execute(sql, params)
+                if commit:
+                    self._conn.commit()
+                return cursor
+            except sqlite3.OperationalError as exc:
+                if _is_lock(exc):
+                    if self._conn.in_transaction:
+                        self._conn.rollback()
+                    raise self._locked() from None
+                raise
+
+    def row_number(self, key: str) -> int | None:
+        """The SQLite rowid of ``key``'s row (to name a row in a message), or None."""
+        row = self._execute("SELECT rowid FROM calls WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row is not None else None
 
     def _check(self) -> str | None:
         """What is wrong with the open database (integrity, table columns), or None."""
@@ -249,12 +289,10 @@ class CallStore:
             self._conn.close()
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return self._conn.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
+        return self._execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
 
     def get(self, key: str) -> LLMResponse | None:
         """The stored reply for ``key`` (with ``cached=True``), or None."""
@@ -264,7 +302,7 @@ class CallStore:
     def get_record(self, key: str) -> dict | None:
         """The full stored record for ``key``, or None."""
         with self._lock:
-            row = self._conn.execute("SELECT * FROM calls WHERE key = ?", (key,)).fetchone()
+            row = self._execute("SELECT * FROM calls WHERE key = ?", (key,)).fetchone()
         return self._record(row) if row is not None else None
 
     def put(self, key: str, request: CallRequest, response: LLMResponse) -> bool:
@@ -295,17 +333,13 @@ class CallStore:
         values["json_schema"] = _canonical_schema(values["json_schema"])
         columns = ", ".join(RECORD_FIELDS)
         marks = ", ".join("?" for _ in RECORD_FIELDS)
-        with self._lock:
-            cursor = self._conn.execute(
-                f"INSERT OR IGNORE INTO calls ({columns}) VALUES ({marks})",
-                tuple(values[name] for name in RECORD_FIELDS),
-            )
-            self._conn.commit()
+        cursor = self._execute(f"INSERT OR IGNORE INTO calls ({columns}) VALUES ({marks})",
+                               tuple(values[name] for name in RECORD_FIELDS), commit=True)
         return cursor.rowcount == 1
 
     def iter_records(self) -> Iterator[dict]:
         """All records, sorted by key."""
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM calls ORDER BY key").fetchall()
+            rows = self._execute("SELECT * FROM calls ORDER BY key").fetchall()
         for row in rows:
             yield self._record(row)

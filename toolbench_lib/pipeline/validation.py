@@ -17,6 +17,11 @@ from pathlib import Path
 from ..llm.base import LLMError
 
 MAX_TEMPERATURE = 2.0
+# The most APIs scored per query (``k``) and hits kept per searched text (``depth``): a ranking deeper than
+# this has no use in the study and its cost grows with it (the registry size bounds them too).
+MAX_DEPTH = 1000
+NAME_MAX_BYTES = 255  # the longest file name most file systems take (ext4, xfs, tmpfs)
+PATH_MAX_BYTES = 4095
 
 
 class UsageError(ValueError):
@@ -96,17 +101,86 @@ def check_max_apis(value: int | None, registry_size: int) -> None:
                          f"(expected 1 to {registry_size}, or leave it out for the full registry)")
 
 
+def shown(value: object, width: int = 80) -> str:
+    """``repr`` of a value for a message, a long one cut with its length named."""
+    text = repr(str(value) if isinstance(value, os.PathLike) else value)
+    return text if len(text) <= width else f"{text[:width - 20]}...' ({len(str(value))} characters)"
+
+
+def path_problem(value: str | os.PathLike[str]) -> str | None:
+    """What makes ``value`` unusable as a path before the file system is asked (empty, not UTF-8, a NUL,
+    a name or the whole too long), or None."""
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return "the path is not UTF-8 text"
+    if not text.strip():
+        return "an empty path is not allowed; name a file or folder"
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the path is not UTF-8 text (use a UTF-8 name)"
+    if b"\x00" in encoded:
+        return "the path holds a NUL character"
+    longest = max(len(part) for part in encoded.split(b"/"))
+    if longest > NAME_MAX_BYTES:
+        return f"a name in it is {longest} bytes long (at most {NAME_MAX_BYTES})"
+    if len(encoded) > PATH_MAX_BYTES:
+        return f"the path is {len(encoded)} bytes long (at most {PATH_MAX_BYTES})"
+    return None
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
+    """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``) checked without
+    raising anything but :class:`UsageError`: its form, then the file system (a permission or other OS
+    error is reported, never raised)."""
+    prefix = f"{name}: " if name else ""
+    problem = path_problem(value)
+    if problem:
+        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+    path = Path(value)
+    try:
+        if kind == "file":
+            if not path.exists():
+                problem = "no such file"
+            elif not path.is_file():
+                problem = "not a file"
+            elif not os.access(path, os.R_OK):
+                problem = "not readable (permission denied)"
+        elif kind == "dir":
+            if not path.is_dir():
+                problem = "no such folder"
+            elif not os.access(path, os.R_OK | os.X_OK):
+                problem = "not readable (permission denied)"
+        else:
+            if kind == "output_file" and path.is_dir():
+                problem = "it is a folder, not a file"
+            for parent in ((path.parent, *path.parent.parents) if kind == "output_file"
+                           else (path, *path.parents)):
+                if problem:
+                    break
+                if parent.exists():
+                    if not parent.is_dir():
+                        problem = f"{parent} is a file, not a folder"
+                    elif not os.access(parent, os.W_OK | os.X_OK):
+                        problem = f"{parent} is not writable (permission denied)"
+                    break
+    except OSError as exc:
+        problem = _os_reason(exc)
+    if problem:
+        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+    return path
+
+
 def check_output_dir(name: str, value: str | os.PathLike[str]) -> Path:
     """A folder that exists or can be made (not an existing file)."""
-    path = Path(value)
-    for parent in (path, *path.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"{name}: {str(value)!r} is not allowed; {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK):
-                raise UsageError(f"{name}: {str(value)!r} is not allowed; {parent} is not writable")
-            break
-    return path
+    return check_path(name, value, "output_dir")
 
 
 # --------------------------------------------------------------------------- argparse types
@@ -161,37 +235,49 @@ def subset_name(text: str) -> str:
     return text
 
 
-def existing_file(text: str) -> str:
-    """An argparse type: a readable file."""
-    path = Path(text)
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text!r}: no such file")
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
-    if not os.access(path, os.R_OK):
-        raise argparse.ArgumentTypeError(f"{text!r} is not readable")
-    return text
+def _path_type(kind: str, what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            check_path("", text, kind)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return _typed(parse, what)
 
 
-def output_dir(text: str) -> str:
-    """An argparse type: a folder that exists or can be made."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path is not allowed; name a folder")
-    try:
-        check_output_dir("", text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
-    return text
+existing_file = _path_type("file", "existing file")
+existing_file.__doc__ = "An argparse type: a readable file."
+output_dir = _path_type("output_dir", "output folder")
+output_dir.__doc__ = "An argparse type: a folder that exists or can be made."
+output_file = _path_type("output_file", "output file")
+output_file.__doc__ = "An argparse type: a file that can be written (its folder exists or can be made)."
 
 
 def data_dir(text: str) -> str:
     """An argparse type: an existing, readable folder (its layout is checked when the data is loaded)."""
-    path = Path(text)
-    if not text.strip() or not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a ToolBench data folder: no such folder")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a ToolBench data folder: not readable")
+    try:
+        check_path("", text, "dir")
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(
+            str(exc).replace(" is not allowed; ", " is not a ToolBench data folder: ")) from None
     return text
+
+
+def int_in_range(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` to ``maximum``."""
+
+    def parse(text: str) -> int:
+        allowed = f"expected an integer from {minimum} to {maximum}"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not allowed; {allowed}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed; {allowed}")
+        return value
+
+    return _typed(parse, f"integer from {minimum} to {maximum}")
 
 
 def run_indices(text: str) -> str:
@@ -211,11 +297,8 @@ def run_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
 
 
-def existing_dir(text: str) -> str:
-    """An argparse type: an existing folder."""
-    if not text.strip() or not Path(text).is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r}: no such folder")
-    return text
+existing_dir = _path_type("dir", "existing folder")
+existing_dir.__doc__ = "An argparse type: an existing, readable folder."
 
 
 # --------------------------------------------------------------------------- the top-level guard
@@ -267,11 +350,18 @@ def validate_config(cfg) -> None:
     from ..llm.factory import BACKENDS
 
     check_run_name(cfg.run_name)
-    cfg.subsets = check_subsets("subsets", cfg.subsets)
+    for name, kind in (("data_dir", "dir"), ("cassette", "file"), ("outputs_dir", "output_dir")):
+        value = getattr(cfg, name)
+        if value is not None:
+            if not isinstance(value, (str, os.PathLike)):
+                raise UsageError(f"{name}: {value!r} is not allowed; expected a path (or None)")
+            check_path(name, value, kind)
+    cfg.subsets = check_subsets("subsets", cfg.subsets, _data_user_sets(cfg.data_dir))
     check_choice("backend", cfg.backend, BACKENDS)
-    for name in ("k", "plan_k", "depth", "runs", "scale_seeds"):
-        if hasattr(cfg, name):
-            check_int(name, getattr(cfg, name), 1)
+    for name in ("k", "plan_k", "depth"):
+        check_int(name, getattr(cfg, name), 1, MAX_DEPTH)
+    for name in ("runs", "scale_seeds"):
+        check_int(name, getattr(cfg, name), 1)
     check_int("seed", cfg.seed, 0)
     check_int("plan_limit", cfg.plan_limit, 0, allow_none=True)
     check_int("max_apis", cfg.max_apis, 1, allow_none=True)
@@ -285,17 +375,35 @@ def validate_config(cfg) -> None:
         check_int("scale_sizes", size, 1, allow_none=True)
     if not isinstance(cfg.smoke, bool):
         raise UsageError(f"smoke: {cfg.smoke!r} is not allowed; expected True or False")
-    if cfg.data_dir is not None and not Path(cfg.data_dir).is_dir():
-        raise UsageError(f"data_dir: {str(cfg.data_dir)!r} is not allowed; no such folder")
-    if cfg.cassette is not None and not Path(cfg.cassette).is_file():
-        raise UsageError(f"cassette: {str(cfg.cassette)!r} is not allowed; no such file")
-    if cfg.outputs_dir is not None:
-        check_output_dir("outputs_dir", cfg.outputs_dir)
 
 
-def check_dataset(ds, max_apis: int | None, subsets: Iterable[str]) -> None:
-    """What can only be checked once the data is loaded: the sub-registry size and non-empty query sets."""
+def _data_user_sets(data_dir: object) -> list[str] | None:
+    """The user sets of the data folder the configuration reads (None when no data folder is found: then
+    a set name is checked for its form here and against the data when it is loaded)."""
+    from ..data.paths import DataNotFoundError, find_data_dir
+    from ..data.queries import user_set_files
+
+    try:
+        return list(user_set_files(find_data_dir(data_dir)))
+    except (DataNotFoundError, OSError):
+        return None
+
+
+def check_depth(name: str, value: int | None, registry_size: int) -> None:
+    """``k`` or ``depth`` must not exceed the registry searched (nor :data:`MAX_DEPTH`)."""
+    top = min(MAX_DEPTH, registry_size)
+    if value is not None and value > top:
+        raise UsageError(f"{name}: {value} is not allowed; the registry searched has {registry_size} APIs "
+                         f"(expected 1 to {top})")
+
+
+def check_dataset(ds, max_apis: int | None, subsets: Iterable[str], k: int | None = None,
+                  depth: int | None = None) -> None:
+    """What can only be checked once the data is loaded: the sub-registry size, ``k`` and ``depth``
+    against it, and non-empty query sets."""
     check_max_apis(max_apis, len(ds.registry))
+    check_depth("--k", k, max_apis or len(ds.registry))
+    check_depth("--depth", depth, max_apis or len(ds.registry))
     for name in subsets:
         ds.subset_queries(name)  # raises, naming the file, when the set has no queries
 
