@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +128,22 @@ def _query_problem(q: object) -> str | None:
     pairs = q.get("relevant APIs", [])
     if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
         return "'relevant APIs' is not a list of [tool, API] pairs"
+    return None
+
+
+# The fields of an ``api_list`` doc that its registry key is made of.
+DOC_KEY_FIELDS = ("category_name", "tool_name", "api_name")
+
+
+def doc_key_problem(api: dict) -> str | None:
+    """The first key field an ``api_list`` doc lacks (missing, not a string, or blank), or None.
+
+    Such a doc never joins the registry (its key would be invented or collide with another API) and its
+    ground-truth pair counts as unresolved."""
+    for name in DOC_KEY_FIELDS:
+        value = api.get(name)
+        if not isinstance(value, str) or not value.strip():
+            return name
     return None
 
 
@@ -287,9 +302,14 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
             raise FileNotFoundError(f"query set {subset} not found at {path}")
         for q in read_query_file(path):
             cats: dict[tuple[str, str], str] = {}
+            incomplete: set[tuple[str, str]] = set()  # pairs of docs without a whole key: never guessed
             cand, unres_c = [], 0
             for api in q.get("api_list", []):
                 tool, name_ = str(api.get("tool_name", "")), str(api.get("api_name", ""))
+                if doc_key_problem(api):
+                    incomplete.add((norm_name(tool), norm_name(name_)))
+                    unres_c += 1
+                    continue
                 cats.setdefault((norm_name(tool), norm_name(name_)), api.get("category_name", ""))
                 api_id = resolver.resolve(api.get("category_name"), tool, name_)
                 if api_id is None:
@@ -298,8 +318,9 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                     cand.append(api_id)
             rel, unres_r = [], 0
             for tool, name_ in q.get("relevant APIs", []):
-                cat = cats.get((norm_name(tool), norm_name(name_)))
-                api_id = resolver.resolve(cat, tool, name_)
+                pair = (norm_name(tool), norm_name(name_))
+                cat = cats.get(pair)
+                api_id = None if pair in incomplete and cat is None else resolver.resolve(cat, tool, name_)
                 if api_id is None:
                     unres_r += 1
                 elif api_id not in rel:

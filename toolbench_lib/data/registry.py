@@ -55,6 +55,7 @@ class MergeStats:
     malformed_files: list[str] = field(default_factory=list)
     duplicate_api_names: int = 0
     added: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SOURCES})
+    incomplete_query_docs: int = 0  # api_list docs without a whole key, left out (each warned about)
     skipped_existing: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SOURCES})
 
 
@@ -146,13 +147,25 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
             )
 
 
-def iter_query_docs(query_files: Iterable[Path]) -> Iterator[dict]:
-    """API docs carried in the queries' ``api_list``."""
-    from .queries import read_query_file
+def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None) -> Iterator[dict]:
+    """API docs carried in the queries' ``api_list``.
+
+    A doc without one of the fields its key is made of (category, tool and API name) is left out with a
+    warning naming the file, the query's index and the field: it would otherwise become an invented API
+    (``unnamed`` tool) or a duplicate of an API of another category."""
+    from .queries import doc_key_problem, read_query_file
 
     for path in query_files:
-        for query in read_query_file(path):
-            for api in query.get("api_list", []):
+        for index, query in enumerate(read_query_file(path)):
+            for position, api in enumerate(query.get("api_list", [])):
+                missing = doc_key_problem(api)
+                if missing:
+                    log.warning("query file %s: item %d, api_list[%d]: no %s; this doc is left out of the "
+                                "registry and its ground-truth pair counts as unresolved", path, index,
+                                position, missing)
+                    if stats is not None:
+                        stats.incomplete_query_docs += 1
+                    continue
                 tool_name = str(api.get("tool_name", ""))
                 yield _row(
                     str(api.get("category_name", "")), slug(tool_name), tool_name, "",
@@ -241,7 +254,7 @@ def merge_registry(data_dir: Path, extra_query_files: Iterable[Path] = ()) -> tu
         keys.update(new_keys)
 
     add(iter_toolenv(data_dir / "toolenv", "toolenv", stats), "toolenv", False)
-    add(iter_query_docs(query_files(data_dir, extra_query_files)), "query_api_list", True)
+    add(iter_query_docs(query_files(data_dir, extra_query_files), stats), "query_api_list", True)
     if (data_dir / "toolenv_2023").is_dir():
         add(iter_toolenv(data_dir / "toolenv_2023", "toolenv_2023", stats), "toolenv_2023", True)
     corpus = sorted((data_dir / "retrieval_corpus").glob("*.jsonl"))

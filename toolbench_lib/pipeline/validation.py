@@ -333,6 +333,20 @@ def report(exc: BaseException) -> int:
 # --------------------------------------------------------------------------- the notebooks' configuration
 
 
+def list_from_text(value: object) -> object:
+    """A text that is a YAML flow list (``'["G1", "G3"]'``, as ``papermill -p`` passes it) as that list;
+    any other value as it is (and checked as such)."""
+    if not isinstance(value, str) or not value.strip().startswith("["):
+        return value
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return parsed if isinstance(parsed, list) else value
+
+
 def check_run_name(value: object) -> str:
     """A run name is one folder name under ``outputs/``."""
     if (not isinstance(value, str) or not value.strip() or value in (".", "..")
