@@ -77,9 +77,11 @@ def make_handler(fake: FakeGemini) -> type[BaseHTTPRequestHandler]:
                 if fake.delay_s:
                     time.sleep(fake.delay_s)
                 prompt = body.get("contents", [{}])[0].get("parts", [{}])[0].get("text", "")
-                status, payload = fake.next_reply(prompt)
+                status, payload, *extra = fake.next_reply(prompt)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -179,6 +181,49 @@ def test_429_retry_delay_hint_is_honoured(fake_gemini: FakeGemini) -> None:
     sleeps: list[float] = []
     make_backend(sleep=sleeps.append).generate("x")
     assert sleeps == [pytest.approx(0.25)]
+
+
+def test_429_retry_after_seconds_is_honoured(fake_gemini: FakeGemini) -> None:
+    """``Retry-After: 3`` on two 429s: each wait is the 3 s asked, not the 1 ms of the exponential backoff."""
+    for _ in range(2):
+        fake_gemini.script.append((429, error_body(429, "RESOURCE_EXHAUSTED"), {"Retry-After": "3"}))
+    sleeps: list[float] = []
+    reply = make_backend(sleep=sleeps.append).generate("x")
+    assert reply.text == "echo:x" and len(fake_gemini.requests) == 3
+    assert sleeps == [pytest.approx(3.0), pytest.approx(3.0)]
+
+
+def test_429_retry_after_date_and_the_longer_of_two_hints(fake_gemini: FakeGemini) -> None:
+    """An HTTP-date ``Retry-After`` about 20 s ahead, beside a 0.5 s ``retryDelay``: the longer wait wins."""
+    import email.utils
+
+    body = error_body(429, "RESOURCE_EXHAUSTED")
+    body["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}]
+    when = email.utils.formatdate(time.time() + 20, usegmt=True)
+    fake_gemini.script.append((429, body, {"Retry-After": when}))
+    sleeps: list[float] = []
+    make_backend(sleep=sleeps.append).generate("x")
+    assert len(sleeps) == 1 and 17.0 <= sleeps[0] <= 20.5  # whole seconds in the date, a little time passed
+
+
+def test_429_retry_after_beyond_the_cap_is_reported_not_slept(fake_gemini: FakeGemini) -> None:
+    fake_gemini.script.append((429, error_body(429, "RESOURCE_EXHAUSTED"), {"Retry-After": "3600"}))
+    sleeps: list[float] = []
+    with pytest.raises(LLMError) as info:
+        make_backend(sleep=sleeps.append, retry_max_delay_s=60.0).generate("x")
+    assert sleeps == [] and len(fake_gemini.requests) == 1
+    message = str(info.value)
+    assert "3600 s" in message and "60 s" in message and "retry later" in message and "\n" not in message
+    assert API_KEY not in message
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", "nan", ""])
+def test_429_unreadable_retry_after_falls_back_to_backoff(fake_gemini: FakeGemini, value: str) -> None:
+    fake_gemini.script.append((429, error_body(429, "RESOURCE_EXHAUSTED"), {"Retry-After": value}))
+    sleeps: list[float] = []
+    make_backend(sleep=sleeps.append, retry_base_delay_s=0.01).generate("x")
+    # "-5" is a wait of 0 s asked: the exponential backoff (10 ms) is longer and used
+    assert sleeps == [pytest.approx(0.01)]
 
 
 def test_5xx_until_retries_run_out(fake_gemini: FakeGemini) -> None:

@@ -2,13 +2,17 @@
 
 The API key is read from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` only and never appears in any message.
 Retries are done here (exponential backoff on HTTP 429 and 5xx); the client's own retries are switched off
-so that the number of attempts is exactly ``max_retries + 1``.
+so that the number of attempts is exactly ``max_retries + 1``. A server's ``Retry-After`` header (seconds or
+an HTTP date) or ``RetryInfo.retryDelay`` is honoured: the wait is at least what it asks; a wait longer
+than ``retry_max_delay_s`` is not slept through but reported at once.
 """
 
 from __future__ import annotations
 
+import email.utils
 import importlib
 import json
+import math
 import os
 import random
 import re
@@ -81,6 +85,34 @@ def _retry_delay_hint(err: genai_errors.APIError) -> float | None:
         if match:
             return float(match.group(1))
     return None
+
+
+def _retry_after_s(err: genai_errors.APIError, now: float | None = None) -> float | None:
+    """Seconds from the reply's ``Retry-After`` header (delay-seconds or an HTTP date), if present."""
+    headers = getattr(getattr(err, "response", None), "headers", None)
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+    except (AttributeError, TypeError):
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _server_delay_s(err: genai_errors.APIError) -> float | None:
+    """The longest wait the server asks for (``Retry-After`` or ``RetryInfo``), if any."""
+    asked = [d for d in (_retry_after_s(err), _retry_delay_hint(err)) if d is not None]
+    return max(asked) if asked else None
 
 
 class GeminiBackend:
@@ -181,7 +213,13 @@ class GeminiBackend:
                         f"{self._scrub(str(err.message or err.status or ''))}"
                     ) from None
                 last = f"HTTP {err.code} {err.status or ''}".strip()
-                hint = _retry_delay_hint(err)
+                hint = _server_delay_s(err)
+                if hint is not None and hint > self.retry_max_delay_s and attempt + 1 < attempts:
+                    raise LLMError(
+                        f"Gemini call failed with {last} (model {self.model}); the server asks to retry "
+                        f"after {hint:.0f} s, longer than the {self.retry_max_delay_s:g} s this backend "
+                        "waits: wait or retry later"
+                    ) from None
             except _TRANSIENT_TRANSPORT_ERRORS as err:
                 last, hint = f"network error {type(err).__name__}", None
             except _MALFORMED_REPLY_ERRORS as err:
