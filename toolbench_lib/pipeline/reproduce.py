@@ -31,6 +31,7 @@ from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
 from .experiment import RunConflict
+from .report_html import write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
@@ -179,58 +180,6 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
     except Exception as exc:  # a dead kernel, a timeout, an unreadable notebook: still name the notebook
         raise NotebookFailure(path.name, -1, type(exc).__name__, str(exc), executed) from exc
     return time.time() - t0
-
-
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-STATIC_TYPES = ("text/html", "image/png", "image/svg+xml", "text/markdown", "application/pdf")
-
-
-def _static_output(output) -> bool:
-    """Whether an output belongs in a static page: no stderr, no widget without a static rendering."""
-    if output.get("output_type") == "stream":
-        return output.get("name") != "stderr"
-    data = output.get("data", {})
-    return WIDGET_VIEW not in data or any(t in data for t in STATIC_TYPES)
-
-
-def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
-    """``<out_dir>/report.html``: the executed notebooks in order as one page, inputs and prompts hidden.
-
-    Log and warning streams (stderr) and widgets without a static fallback (progress bars) are left out;
-    a widget with one (the query explorer) shows it; figures stay inline (they are embedded PNGs).
-    """
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    notebooks = notebooks or sorted((out_dir / "notebooks").glob(NOTEBOOK_PATTERN))
-    if not notebooks:
-        raise FileNotFoundError(f"no executed notebooks under {out_dir / 'notebooks'}")
-    merged = nbformat.v4.new_notebook()
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        merged.metadata = merged.metadata or nb.metadata
-        for cell in nb.cells:
-            tags = cell.get("metadata", {}).get("tags", [])
-            if "parameters" in tags or "injected-parameters" in tags:
-                continue
-            if cell.cell_type == "code":
-                cell.outputs = [o for o in cell.outputs if _static_output(o)]
-            merged.cells.append(cell)
-    merged.metadata.pop("widgets", None)  # no live kernel: every widget shows its static HTML fallback
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
-    level = exporter.log.level
-    exporter.log.setLevel(logging.ERROR)  # not a warning per figure without alternative text
-    try:
-        body, _ = exporter.from_notebook_node(merged, resources={"metadata": {"name": out_dir.name}})
-    finally:
-        exporter.log.setLevel(level)
-    path = out_dir / "report.html"
-    from ..data.atomic import atomic_path
-
-    with atomic_path(path) as tmp:
-        tmp.write_text(body, encoding="utf-8")
-    return path
 
 
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:

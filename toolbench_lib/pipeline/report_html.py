@@ -1,0 +1,432 @@
+"""``report.html``: the executed notebooks of a run as one navigable, self-contained page.
+
+The notebooks are merged in order with their code, prompts, log streams and bare widgets left out
+(:func:`merged_notebook`) and exported by nbconvert; the page is then tidied (:func:`tidy_report_html`):
+
+- a title naming the run, and a table of contents linking every notebook and section heading;
+- tables that fit the page: a plain row index (0, 1, 2, ...) hidden, text left-aligned and numbers
+  right-aligned, floats of more than four decimals rounded, ``n/a`` for missing values, and a table wider
+  than the page shown transposed (few rows) or split into column groups that repeat its label columns;
+- figures with alternative text from their section and the file they were saved to;
+- paths relative to the run folder instead of absolute paths of the machine;
+- each distinct provenance line once (its first occurrence);
+- no script and no request to a CDN: every asset is inline, MathJax and require.js are left out (no
+  notebook writes TeX).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC_TYPES = ("text/html", "image/png", "image/svg+xml", "text/markdown", "application/pdf")
+NA_TEXTS = {"NaN", "nan", "<NA>", "NaT", "None", ""}
+NA = "n/a"
+MAX_DECIMALS = 4
+# The estimated width (in characters) a table may take: about 1,000 px of the page's 1,280.
+MAX_TABLE_CHARS = 130
+MAX_CELL_CHARS = 28  # a longer cell wraps (CSS), so it counts this much towards the width
+TRANSPOSE_MAX_ROWS = 8
+PROVENANCE = re.compile(r"embedder \S+ \(requested [^)]*\), registry \S+ APIs, data \S+, backend .*?"
+                        r"k=\S+, runs=\S+, plan_limit=\S+")
+# An absolute path: a slash not inside a word, URL or relative path, then at least one folder.
+ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.+@-]+/)+[\w.+@-]*")
+FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+INTEGER = re.compile(r"[-+]?\d+")
+
+CSS = """
+body.jp-Notebook {max-width: 1240px; margin: 0 auto; padding: 0 12px}
+nav#toc {font-family: sans-serif; font-size: 14px; border: 1px solid #ddd; padding: 8px 16px;
+  margin: 16px 0; background: #fafafa}
+nav#toc ol {margin: 4px 0; padding-left: 22px}
+nav#toc > ol {columns: 2; column-gap: 32px}
+nav#toc li {break-inside: avoid}
+.report-title {font-family: sans-serif}
+.jp-RenderedHTMLCommon table {table-layout: auto; max-width: 100%; margin-left: 0; margin-right: auto}
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th {text-align: left; white-space: normal;
+  overflow-wrap: anywhere; max-width: 32em}
+.jp-RenderedHTMLCommon td.num, .jp-RenderedHTMLCommon th.num {text-align: right;
+  font-variant-numeric: tabular-nums; white-space: nowrap}
+.jp-RenderedHTMLCommon caption {caption-side: top; text-align: left; font-size: 12px; color: #666}
+.jp-OutputArea-output pre {white-space: pre-wrap; overflow-wrap: anywhere}
+.jp-OutputArea-output img {max-width: 100%; height: auto}
+a.toc-top {font-size: 11px; margin-left: 8px}
+"""
+
+log = logging.getLogger(__name__)
+
+
+def _static_output(output) -> bool:
+    """Whether an output belongs in a static page: no stderr, no widget without a static rendering."""
+    if output.get("output_type") == "stream":
+        return output.get("name") != "stderr"
+    data = output.get("data", {})
+    return WIDGET_VIEW not in data or any(t in data for t in STATIC_TYPES)
+
+
+def merged_notebook(notebooks: Iterable[Path]):
+    """The notebooks as one: parameter cells, stderr and widgets without a static fallback left out."""
+    import nbformat
+
+    merged = nbformat.v4.new_notebook()
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        merged.metadata = merged.metadata or nb.metadata
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "parameters" in tags or "injected-parameters" in tags:
+                continue
+            if cell.cell_type == "code":
+                cell.outputs = [o for o in cell.outputs if _static_output(o)]
+            merged.cells.append(cell)
+    merged.metadata.pop("widgets", None)  # no live kernel: every widget shows its static HTML fallback
+    return merged
+
+
+def report_title(out_dir: Path) -> str:
+    """The page's title: what the report is, and which run."""
+    return f"Plan or Retrieve First? Tool discovery on ToolBench: report of run {out_dir.name!r}"
+
+
+def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
+    """``<out_dir>/report.html``: the executed notebooks in order as one tidied page (see the module)."""
+    from nbconvert import HTMLExporter
+
+    from ..data.atomic import atomic_path
+    from .reproduce import NOTEBOOK_PATTERN
+
+    out_dir = Path(out_dir)
+    notebooks = notebooks or sorted((out_dir / "notebooks").glob(NOTEBOOK_PATTERN))
+    if not notebooks:
+        raise FileNotFoundError(f"no executed notebooks under {out_dir / 'notebooks'}")
+    merged = merged_notebook(notebooks)
+    title = report_title(out_dir)
+    merged.metadata["title"] = title
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    level = exporter.log.level
+    exporter.log.setLevel(logging.ERROR)  # not a warning per figure without alternative text
+    try:
+        body, _ = exporter.from_notebook_node(merged, resources={"metadata": {"name": out_dir.name}})
+    finally:
+        exporter.log.setLevel(level)
+    body = tidy_report_html(body, out_dir, title)
+    path = out_dir / "report.html"
+    with atomic_path(path) as tmp:
+        tmp.write_text(body, encoding="utf-8")
+    return path
+
+
+# -- tidying --------------------------------------------------------------------------------------
+
+
+def tidy_report_html(page: str, out_dir: Path, title: str) -> str:
+    """The exported page made navigable and self-contained (see the module's list)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "lxml")
+    for script in soup.find_all("script"):
+        script.decompose()
+    for anchor in soup.find_all("a", class_="anchor-link"):  # the pilcrows of every heading
+        anchor.decompose()
+    for link in soup.find_all("link"):
+        if re.match(r"(https?:)?//", str(link.get("href", ""))):
+            link.decompose()
+    if soup.title is None:
+        soup.head.append(soup.new_tag("title"))
+    soup.title.string = title
+    style = soup.new_tag("style")
+    style.string = CSS
+    soup.head.append(style)
+    main = soup.find("main") or soup.body
+    _relative_paths(soup, out_dir)
+    _provenance_once(soup)
+    for table in list(main.find_all("table")):
+        if table.find_parent(class_="qx") is None and table.find("table") is None:
+            tidy_table(soup, table)
+    _alt_texts(main)
+    toc = _table_of_contents(soup, main)
+    heading = soup.new_tag("h1", attrs={"class": "report-title", "id": "top"})
+    heading.string = title
+    main.insert(0, toc)
+    main.insert(0, heading)
+    return str(soup)
+
+
+def relative_path(path: str, out_dir: Path) -> str:
+    """``path`` relative to the run folder (``figures/x.png``, ``../../data``); other text unchanged."""
+    first = path.strip("/").split("/")[0]
+    if not first or not Path("/" + first).exists():
+        return path  # not a path of this machine (a URL part, an API id)
+    rel = os.path.relpath(path.rstrip("/") or "/", out_dir)
+    return rel + ("/" if path.endswith("/") and not rel.endswith("/") else "")
+
+
+def _relative_paths(soup, out_dir: Path) -> None:
+    out_dir = Path(out_dir).resolve()
+    for text in list(soup.find_all(string=ABS_PATH)):
+        if text.parent.name in ("style", "script"):
+            continue
+        text.replace_with(ABS_PATH.sub(lambda m: relative_path(m.group(0), out_dir), str(text)))
+    for tag in soup.find_all(href=True):
+        if str(tag["href"]).startswith("/"):
+            tag["href"] = relative_path(str(tag["href"]), out_dir)
+
+
+def _provenance_once(soup) -> None:
+    """Keep the first occurrence of each provenance line; drop a block that held only a repeat."""
+    seen: set[str] = set()
+    for text in list(soup.find_all(string=PROVENANCE)):
+        s = str(text)
+        lines = s.split("\n")
+        kept = []
+        for line in lines:
+            m = PROVENANCE.search(line)
+            if m and m.group(0) in seen:
+                continue
+            if m:
+                seen.add(m.group(0))
+            kept.append(line)
+        if len(kept) == len(lines):
+            continue
+        new = "\n".join(kept)
+        parent = text.parent
+        if new.strip():
+            text.replace_with(new)
+            continue
+        text.extract()
+        block = parent.find_parent(class_="jp-OutputArea-child") or parent.find_parent("p") or parent
+        if not block.get_text(strip=True):
+            block.decompose()
+        elif parent.name == "p" and not parent.get_text(strip=True):
+            parent.decompose()
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
+    return slug or "section"
+
+
+def _table_of_contents(soup, main):
+    """``<nav id="toc">``: every h1 (a notebook) with its h2 sections, each a link to a unique id."""
+    used: set[str] = set()
+    nav = soup.new_tag("nav", attrs={"id": "toc", "aria-label": "Contents"})
+    head = soup.new_tag("strong")
+    head.string = "Contents"
+    nav.append(head)
+    top = soup.new_tag("ol")
+    nav.append(top)
+    current = None
+    for h in main.find_all(["h1", "h2"]):
+        text = h.get_text(" ", strip=True)
+        if not text:
+            continue
+        base = _slug(text)
+        hid, n = base, 1
+        while hid in used:
+            n += 1
+            hid = f"{base}-{n}"
+        used.add(hid)
+        h["id"] = hid
+        item = soup.new_tag("li")
+        link = soup.new_tag("a", href=f"#{hid}")
+        link.string = text
+        item.append(link)
+        if h.name == "h1" or current is None:
+            top.append(item)
+            current = soup.new_tag("ol")
+            item.append(current)
+            back = soup.new_tag("a", href="#top", attrs={"class": "toc-top"})
+            back.string = "↑ contents"
+            h.append(back)
+        else:
+            current.append(item)
+    for sub in nav.find_all("ol"):
+        if not sub.find("li"):
+            sub.decompose()
+    return nav
+
+
+def _alt_texts(main) -> None:
+    """Each image's alternative text: its section heading and the figure file its cell saved."""
+    for img in main.find_all("img"):
+        alt = str(img.get("alt", ""))
+        if alt and not alt.startswith("No description"):
+            continue
+        heading = img.find_previous(["h1", "h2", "h3"])
+        section = heading.get_text(" ", strip=True) if heading else ""
+        cell = img.find_parent(class_="jp-Cell")
+        saved = re.search(r"saved (\S+\.png)", cell.get_text(" ") if cell else "")
+        name = Path(saved.group(1)).stem.replace("_", " ") if saved else ""
+        parts = [p for p in (section, f"figure {name}" if name else "") if p]
+        img["alt"] = ": ".join(parts) if parts else "figure"
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def format_cell(text: str) -> tuple[str, bool]:
+    """A cell's shown text and whether it is a number: ``n/a`` for missing values, long floats rounded."""
+    t = text.strip()
+    if t in NA_TEXTS:
+        return NA, False
+    if INTEGER.fullmatch(t):
+        return t, True
+    if FLOAT.fullmatch(t):
+        decimals = len(t.split(".")[1].split("e")[0].split("E")[0]) if "." in t else 0
+        if "e" not in t.lower() and decimals > MAX_DECIMALS:
+            v = float(t)
+            t = f"{v:.{MAX_DECIMALS}f}" if abs(v) >= 10 ** -MAX_DECIMALS or v == 0 else f"{v:.2e}"
+        return t, True
+    return text, False
+
+
+def _grid(table) -> tuple[list[list[str]], list[list[str]]] | None:
+    """The table as header rows and body rows of texts, spans expanded; None when it is not rectangular."""
+
+    def rows_of(section) -> list[list[str]]:
+        out: list[list[str]] = []
+        pending: dict[int, tuple[str, int]] = {}  # column -> (text, rows still covered by a rowspan)
+        for tr in section:
+            row: list[str] = []
+            cells = iter(tr.find_all(["td", "th"], recursive=False))
+            col = 0
+            while True:
+                if col in pending:
+                    text, left = pending[col]
+                    row.append(text)
+                    pending[col] = (text, left - 1)
+                    if left - 1 == 0:
+                        del pending[col]
+                    col += 1
+                    continue
+                cell = next(cells, None)
+                if cell is None:
+                    break
+                text = cell.get_text(" ", strip=True)
+                span = int(cell.get("colspan", 1) or 1)
+                rspan = int(cell.get("rowspan", 1) or 1)
+                for j in range(span):
+                    row.append(text)
+                    if rspan > 1:
+                        pending[col + j] = (text, rspan - 1)
+                col += span
+            out.append(row)
+        return out
+
+    head_rows = [tr for tr in table.find_all("tr") if tr.find_parent("thead") is not None]
+    body_rows = [tr for tr in table.find_all("tr") if tr.find_parent("thead") is None]
+    if not head_rows and body_rows and not body_rows[0].find("td"):
+        head_rows, body_rows = body_rows[:1], body_rows[1:]
+    head, body = rows_of(head_rows), rows_of(body_rows)
+    widths = {len(r) for r in head + body}
+    if len(widths) != 1 or not body:
+        return None
+    return head, body
+
+
+def _plain_index(table, body: list[list[str]]) -> bool:
+    """Whether the first column is a pandas row index of bare integers (0, 1, 2, ...)."""
+    rows = [tr for tr in table.find_all("tr") if tr.find_parent("thead") is None]
+    firsts = [tr.find(["td", "th"], recursive=False) for tr in rows]
+    return bool(body) and all(c is not None and c.name == "th" for c in firsts) and all(
+        INTEGER.fullmatch(r[0].strip()) for r in body)
+
+
+def _header(head: list[list[str]], n: int) -> list[str]:
+    """One header text per column: the distinct texts of its header rows joined."""
+    names = []
+    for j in range(n):
+        parts = [r[j] for r in head if r[j].strip()]
+        names.append(" · ".join(dict.fromkeys(parts)))
+    return names
+
+
+def _width(column: list[str]) -> int:
+    return min(max((len(c) for c in column), default=1), MAX_CELL_CHARS) + 3
+
+
+def _build(soup, header: list[str], rows: list[list[tuple[str, bool]]], numeric: list[bool],
+           caption: str | None, classes: list[str]):
+    table = soup.new_tag("table", attrs={"class": " ".join(classes + ["tidy"])})
+    if caption:
+        cap = soup.new_tag("caption")
+        cap.string = caption
+        table.append(cap)
+    thead, tbody = soup.new_tag("thead"), soup.new_tag("tbody")
+    tr = soup.new_tag("tr")
+    for name, num in zip(header, numeric, strict=True):
+        th = soup.new_tag("th", attrs={"class": "num"} if num else {})
+        th.string = name
+        tr.append(th)
+    thead.append(tr)
+    for row in rows:
+        tr = soup.new_tag("tr")
+        for text, num in row:
+            td = soup.new_tag("td", attrs={"class": "num"} if num else {})
+            td.string = text
+            tr.append(td)
+        tbody.append(tr)
+    table.append(thead)
+    table.append(tbody)
+    return table
+
+
+def tidy_table(soup, table) -> None:
+    """Rewrite one table in place: plain index dropped, cells formatted, split or transposed if too wide."""
+    grid = _grid(table)
+    if grid is None:
+        for td in table.find_all("td"):
+            if td.get_text(strip=True) in NA_TEXTS - {""}:
+                td.string = NA
+        return
+    head, body = grid
+    n = len(body[0])
+    classes = [c for c in table.get("class", []) if c != "tidy"]
+    drop = 1 if _plain_index(table, body) and n > 1 else 0
+    header = _header(head, n)[drop:] if head else [""] * (n - drop)
+    cells = [[format_cell(c) for c in r[drop:]] for r in body]
+    numeric = [all(row[j][1] or row[j][0] == NA for row in cells) and any(row[j][1] for row in cells)
+               for j in range(len(header))]
+    widths = [max(_width([header[j]]) - 3, _width([row[j][0] for row in cells])) for j in range(len(header))]
+    tables = [(header, cells, numeric, None)]
+    if sum(widths) > MAX_TABLE_CHARS:
+        tables = _fit(header, cells, numeric, widths)
+    parts = [_build(soup, h, r, nm, cap, classes) for h, r, nm, cap in tables]
+    for part in parts:
+        table.insert_before(part)
+    table.decompose()
+
+
+def _fit(header, cells, numeric, widths):
+    """A too-wide table as one transposed table (few rows) or as column groups repeating its labels."""
+    labels = 0
+    while labels < len(header) - 1 and not numeric[labels]:
+        labels += 1
+    if len(cells) <= TRANSPOSE_MAX_ROWS:
+        names = [" · ".join(row[j][0] for j in range(labels)) or f"row {i + 1}"
+                 for i, row in enumerate(cells)]
+        t_header = [" · ".join(header[:labels]) or "", *names]
+        t_rows = [[(header[j], False), *[row[j] for row in cells]] for j in range(labels, len(header))]
+        t_numeric = [False, *[all(r[i + 1][1] or r[i + 1][0] == NA for r in t_rows)
+                              for i in range(len(names))]]
+        t_widths = [_width([r[i][0] for r in t_rows] + [t_header[i]]) for i in range(len(t_header))]
+        if sum(t_widths) <= MAX_TABLE_CHARS:
+            return [(t_header, t_rows, t_numeric, "shown transposed: one column per row of the table")]
+    base = sum(widths[:labels])
+    groups: list[list[int]] = []
+    for j in range(labels, len(header)):
+        if not groups or base + sum(widths[i] for i in groups[-1]) + widths[j] > MAX_TABLE_CHARS:
+            groups.append([])
+        groups[-1].append(j)
+    out = []
+    for g, cols in enumerate(groups):
+        keep = list(range(labels)) + cols
+        out.append(([header[j] for j in keep], [[row[j] for j in keep] for row in cells],
+                    [numeric[j] for j in keep],
+                    f"columns {cols[0] + 1}–{cols[-1] + 1} of {len(header)} (part {g + 1} of {len(groups)})"))
+    return out
