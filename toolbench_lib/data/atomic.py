@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,25 +59,98 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
     Looks through ``folders`` recursively; returns the removed paths (each is logged).
     """
     removed: list[Path] = []
-    now = time.time()
     for folder in folders:
         folder = Path(folder)
         if not folder.is_dir():
             continue
         for path in folder.rglob(".*.tmp*"):
-            m = _TEMP_NAME.match(path.name)
-            if not m or not path.is_file():
-                continue
-            try:
-                age = now - path.stat().st_mtime
-                if _process_alive(int(m.group(1))) and age < max_age_s:
-                    continue
-                path.unlink()
-            except OSError:  # gone meanwhile, or not ours to remove
-                continue
-            log.info("removed stale temporary file %s", path)
-            removed.append(path)
+            if path.is_file() and _remove_stale(path, max_age_s):
+                removed.append(path)
     return removed
+
+
+class FolderWriteError(OSError):
+    """A file of a folder being written could not be written; the message names it and says the folder
+    was left as it was."""
+
+
+def _named_os_error(exc: OSError, target: Path, folder: Path) -> FolderWriteError:
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    return FolderWriteError(exc.errno, f"could not write {target} ({reason}); {folder} is left as it was")
+
+
+class FolderWriter:
+    """The temporary folder of :func:`atomic_folder`: :meth:`path` gives where to write a file."""
+
+    def __init__(self, tmp: Path, folder: Path) -> None:
+        self.tmp, self.folder = tmp, folder
+        self.current: Path | None = None
+
+    def path(self, name: str) -> Path:
+        """Where to write the file ``name`` (an error while writing it names ``folder/name``)."""
+        self.current = self.folder / name
+        return self.tmp / name
+
+
+def _remove_stale(path: Path, max_age_s: float) -> bool:
+    """Remove a temporary file or folder of a dead process (or older than ``max_age_s``)."""
+    m = _TEMP_NAME.match(path.name)
+    if not m:
+        return False
+    try:
+        age = time.time() - path.stat().st_mtime
+        if _process_alive(int(m.group(1))) and age < max_age_s:
+            return False
+        kind = "folder" if path.is_dir() and not path.is_symlink() else "file"
+        if kind == "folder":
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError:  # gone meanwhile, or not ours to remove
+        return False
+    log.info("removed stale temporary %s %s", kind, path)
+    return True
+
+
+@contextmanager
+def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) -> Iterator[FolderWriter]:
+    """Write a folder's files into a new temporary folder beside it, then move them in.
+
+    Stale temporary files and folders of dead processes in and beside ``folder`` are removed first. When
+    the block ends without error, the files in ``last`` are first removed from ``folder`` (so that a reader
+    never trusts a half-moved folder), every other new file is moved in, then those of ``last``; files of
+    ``folder`` that were not written stay. When writing fails (a full disk, a file too large), the
+    temporary folder is removed, ``folder`` is left exactly as it was, and the error names the file.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(folder)
+    for path in folder.parent.glob(f".{glob_escape(folder.name)}.*.tmp*"):
+        _remove_stale(path, STALE_AFTER_S)
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp.d")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    writer = FolderWriter(tmp, folder)
+    try:
+        try:
+            yield writer
+        except FolderWriteError:
+            raise
+        except OSError as exc:
+            raise _named_os_error(exc, writer.current or folder, folder) from exc
+        folder.mkdir(exist_ok=True)
+        names = sorted(p.name for p in tmp.iterdir())
+        for name in last:
+            (folder / name).unlink(missing_ok=True)
+        for name in [n for n in names if n not in last] + [n for n in last if n in names]:
+            os.replace(tmp / name, folder / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob's special characters escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

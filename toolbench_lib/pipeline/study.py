@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..data.atomic import atomic_path, file_sha256
+from ..data.atomic import atomic_folder, file_sha256
 from ..data.queries import DEFAULT_GT, check_gt
 from ..llm.base import LLMBackend, LLMResponse
 from ..llm.parsing import (
@@ -106,14 +106,12 @@ class StudyResult:
     def save(self, folder: Path) -> Path:
         """Write every table and their sha256 checksums, then ``provenance.json`` last: its presence marks
         a complete study."""
-        for name in self.TABLES:
-            with atomic_path(folder / f"{name}.parquet") as tmp:
-                getattr(self, name).to_parquet(tmp, index=False)
-        sums = {f"{name}.parquet": file_sha256(folder / f"{name}.parquet") for name in self.TABLES}
-        with atomic_path(folder / TABLE_CHECKSUMS) as tmp:
-            tmp.write_text(json.dumps(sums, indent=2))
-        with atomic_path(folder / "provenance.json") as tmp:
-            tmp.write_text(json.dumps(self.provenance, indent=2, default=str))
+        with atomic_folder(folder, last=("provenance.json",)) as out:  # a failed write leaves it as it was
+            for name in self.TABLES:
+                getattr(self, name).to_parquet(out.path(f"{name}.parquet"), index=False)
+            sums = {f"{name}.parquet": file_sha256(out.tmp / f"{name}.parquet") for name in self.TABLES}
+            out.path(TABLE_CHECKSUMS).write_text(json.dumps(sums, indent=2))
+            out.path("provenance.json").write_text(json.dumps(self.provenance, indent=2, default=str))
         return folder
 
     @classmethod
