@@ -365,3 +365,134 @@ def test_generate_many_over_cached_llm(store: CallStore) -> None:
     replies = generate_many(llm, requests, max_workers=4)
     assert [r.text for r in replies] == [f"count-1||q{i % 4}|t=0.0|r=0" for i in range(12)]
     assert backend.calls == 4 and (llm.hits, llm.misses) == (8, 4)
+
+
+# ---------------------------------------------------------------- one rule for a key recorded twice
+
+
+def _lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines()]
+
+
+def _write_lines(path: Path, records: list[dict]) -> Path:
+    path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
+    return path
+
+
+@pytest.fixture
+def doubled(cassette: Path, tmp_path: Path) -> dict[str, Path]:
+    """The cassette with its second record repeated at the end: once as is, once with another reply."""
+    records = _lines_of(cassette)
+    other = {**records[1], "text": "another reply", "created_at": "2030-01-01T00:00:00+00:00"}
+    same = {**records[1], "created_at": "2030-01-01T00:00:00+00:00", "latency_s": 9.0}
+    return {"same": _write_lines(tmp_path / "same.jsonl.gz", [*records, same]),
+            "different": _write_lines(tmp_path / "different.jsonl.gz", [*records, other]),
+            "key": records[1]["key"]}
+
+
+def test_a_key_with_two_replies_is_refused_everywhere(doubled: dict, tmp_path: Path) -> None:
+    """Replay, import and info all refuse it, naming lines 2 and 4 (before: last, first and both won)."""
+    from toolbench_lib.llm.cassettes import cassette_info
+    from toolbench_lib.llm.store import CacheFileError
+
+    path = doubled["different"]
+    for attempt in (lambda: ReplayBackend(path), lambda: cassette_info(path)):
+        with pytest.raises(CacheFileError) as info:
+            attempt()
+        message = str(info.value)
+        assert "line 2" in message and "line 4" in message and doubled["key"][:12] in message
+        assert "different replies" in message and "\n" not in message
+    with CallStore(tmp_path / "target.sqlite") as target:
+        with pytest.raises(CacheFileError, match="line 4"):
+            import_cassette(path, target)
+        assert len(target) == 0  # nothing imported, not even the records before the conflict
+
+
+def test_a_key_repeated_with_the_same_reply_counts_once(doubled: dict, tmp_path: Path, caplog) -> None:
+    from toolbench_lib.llm.cassettes import cassette_info
+
+    path = doubled["same"]
+    info = cassette_info(path)
+    assert info["records"] == 3 and info["repeated_keys"] == 1
+    assert sum(g["records"] for g in info["groups"]) == 3
+    replay = ReplayBackend(path)
+    assert len(replay) == 3
+    assert "repeat a key with the same reply" in caplog.text
+    with CallStore(tmp_path / "target.sqlite") as target:
+        assert import_cassette(path, target) == 3 and len(target) == 3
+
+
+def test_the_same_key_in_two_cassettes_with_two_replies_is_refused(doubled: dict, cassette: Path,
+                                                                   tmp_path: Path) -> None:
+    from toolbench_lib.llm.store import CacheFileError
+
+    records = _lines_of(cassette)
+    changed = _write_lines(tmp_path / "changed.jsonl.gz", [{**records[0], "text": "not the same"}])
+    with pytest.raises(CacheFileError, match=r"line 1.*line 1|different replies"):
+        ReplayBackend([cassette, changed])
+    assert len(ReplayBackend([cassette, doubled["same"]])) == 3  # same replies: one each
+
+
+def test_import_refuses_a_reply_that_differs_from_the_store(cassette: Path, tmp_path: Path) -> None:
+    from toolbench_lib.llm.store import CacheFileError
+
+    records = _lines_of(cassette)
+    changed = _write_lines(tmp_path / "changed.jsonl.gz", [{**records[2], "text": "not the same"},
+                                                            records[0]])
+    with CallStore(tmp_path / "target.sqlite") as target:
+        assert import_cassette(cassette, target) == 3
+        before = list(target.iter_records())
+        with pytest.raises(CacheFileError, match="another reply than the one call store"):
+            import_cassette(changed, target)
+        assert list(target.iter_records()) == before
+
+
+def test_export_refuses_a_row_info_would_reject(store: CallStore, tmp_path: Path) -> None:
+    """One row with tokens_in='abc' (SQLite keeps text in an INTEGER column): nothing written."""
+    from toolbench_lib.llm.store import CacheFileError
+
+    fill(store)
+    key = sorted(r["key"] for r in store.iter_records())[1]
+    store._conn.execute("UPDATE calls SET tokens_in = 'abc' WHERE key = ?", (key,))
+    store._conn.commit()
+    out = tmp_path / "out.jsonl.gz"
+    with pytest.raises(CacheFileError) as info:
+        export_cassette(store, out)
+    message = str(info.value)
+    assert f"row {store.row_number(key)}" in message and key[:12] in message and "tokens_in" in message
+    assert "not written" in message and not out.exists()
+    assert list(tmp_path.glob(".out.jsonl.gz*")) == []
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_locked_store_is_reported_as_a_lock_after_a_bounded_wait(store: CallStore, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from toolbench_lib.llm.store import BUSY_TIMEOUT_S, StoreLockedError
+
+    fill(store)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(store.path)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        start = time.perf_counter()
+        with pytest.raises(StoreLockedError) as info:
+            CachedLLM(CountingBackend(), store, prompt_version="p1").generate("new prompt")
+        waited = time.perf_counter() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(info.value)
+    assert "locked by another process" in message and "wait for it to finish or retry" in message
+    assert "delete" not in message and str(store.path) in message
+    assert BUSY_TIMEOUT_S - 0.5 <= waited <= BUSY_TIMEOUT_S + 5
+    assert CachedLLM(CountingBackend(), store, prompt_version="p1").generate("new prompt").text  # free again
