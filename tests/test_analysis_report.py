@@ -19,6 +19,7 @@ from toolbench_lib.analysis.report import (
     check_locator,
     compare,
     compare_entries,
+    compare_share,
     evaluate_expr,
     load_references,
     locate,
@@ -42,17 +43,19 @@ def _main_results() -> pd.DataFrame:
                 rows.append({"subset": subset, "method": method, "gt": gt, "n_queries": 15, "n_runs": 2,
                              "recall_mean": recall + shift, "recall_std": 0.01, "precision_mean": 0.2 + shift,
                              "precision_std": 0.01, "pass_rate_mean": 0.5, "pass_rate_std": 0.1,
-                             "n_planned": 5})
+                             "n_planned": 5, "recall_ci_low": recall + shift - 0.02,
+                             "recall_ci_high": recall + shift + 0.02})
     return pd.DataFrame(rows)
 
 
 def _entry(locator: dict, paper=1.0, **extra) -> dict:
-    return {"id": "x", "description": "d", "subset": "G1", "paper": paper, "locator": locator, **extra}
+    return {"id": "x", "description": "d", "section": "s", "quote": "q", "subset": "G1", "paper": paper,
+            "locator": locator, **extra}
 
 
 def test_reference_file_is_valid_and_holds_the_papers_numbers():
     refs = load_references()
-    assert refs["version"] >= 1 and "Plan or Retrieve First" in refs["source"]
+    assert refs["version"] >= 2 and "Plan or Retrieve First" in refs["source"]
     by_id = {e["id"]: e for e in refs["entries"]}
     assert by_id["g1_rtp_recall"]["paper"] == 0.372 and by_id["g1_ptr_recall"]["paper"] == 0.289
     assert by_id["g2_ptr_wins"]["paper"] == 69 and by_id["g1_rtp_wins"]["paper"] == 63
@@ -62,7 +65,7 @@ def test_reference_file_is_valid_and_holds_the_papers_numbers():
     assert by_id["divergence_smallest"]["locator"]["where"] == {"size": "$min"}
     assert by_id["divergence_full"]["locator"]["where"] == {"size": "$max"}
     assert "expr" in by_id["router_tokens_saved"]["locator"]
-    assert len(by_id) == len(refs["entries"]) >= 30
+    assert len(by_id) == len(refs["entries"]) >= 60
     tables = {e["locator"].get("table") for e in refs["entries"]} - {None}
     assert tables <= set(TABLE_SCHEMAS)
 
@@ -88,22 +91,44 @@ def test_reference_file_rejects_malformed_entries(tmp_path):
 
 
 def test_compare_statuses_and_differences():
-    assert compare(0.372, {"value": 0.372}) == (pytest.approx(0.0), "matches")
-    assert compare(0.3724, {"value": 0.372})[1] == "matches"
-    diff, status = compare(0.40, {"value": 0.372})
-    assert status == "above" and diff == pytest.approx(0.028)
-    assert compare(0.30, {"value": 0.372})[1] == "below"
-    assert compare(64, {"value": 63})[1] == "above" and compare(63, {"value": 63})[1] == "matches"
-    assert compare(17.0, {"value": 16.0}, tolerance=1)[1] == "matches"
-    assert compare(2.45, {"min": 2.4, "max": 2.5}) == (0.0, "within range")
-    diff, status = compare(2.7, {"min": 2.4, "max": 2.5})
-    assert status == "above" and diff == pytest.approx(0.2)
-    diff, status = compare(2.0, {"min": 2.4, "max": 2.5})
-    assert status == "below" and diff == pytest.approx(-0.4)
-    assert compare(0.99, {"min": 0.96}) == (0.0, "within range")
-    assert compare(0.90, {"min": 0.96})[1] == "below"
+    assert compare(0.372, {"value": 0.372})[:3] == (pytest.approx(0.0), "consistent", "")
+    assert compare(0.3724, {"value": 0.372})[1] == "consistent"
+    diff, status, direction, _ = compare(0.40, {"value": 0.372})
+    assert (status, direction) == ("differs", "above") and diff == pytest.approx(0.028)
+    assert compare(0.30, {"value": 0.372})[1:3] == ("differs", "below")
+    assert compare(64, {"value": 63})[2] == "above" and compare(63, {"value": 63})[1] == "consistent"
+    assert compare(17.0, {"value": 16.0}, tolerance=1)[1] == "consistent"
+    assert compare(2.45, {"min": 2.4, "max": 2.5})[:2] == (0.0, "consistent")
+    diff, status, direction, _ = compare(2.7, {"min": 2.4, "max": 2.5})
+    assert (status, direction) == ("differs", "above") and diff == pytest.approx(0.2)
+    diff, status, direction, _ = compare(2.0, {"min": 2.4, "max": 2.5})
+    assert direction == "below" and diff == pytest.approx(-0.4)
+    assert compare(0.99, {"min": 0.96})[1] == "consistent"
+    assert compare(0.90, {"min": 0.96})[1:3] == ("differs", "below")
     assert paper_text({"min": 2.4, "max": 2.5}) == "2.4–2.5" and paper_text({"min": 0.96}) == "≥ 0.96"
-    assert paper_text({"value": 63.0}) == "63"
+    assert paper_text({"value": 63.0}) == "63" and paper_text({"value": 46984.0}) == "46,984"
+
+
+def test_status_rests_on_the_ci_when_there_is_one():
+    """0.289 lies in [0.25, 0.33]: consistent although 0.30 is not 0.289 at three decimals; outside the CI
+    it differs, with the direction of this run against the paper."""
+    _, status, _, basis = compare(0.30, {"value": 0.289}, ci=(0.25, 0.33))
+    assert status == "consistent" and "[0.250, 0.330]" in basis
+    assert compare(0.30, {"value": 0.289}, tolerance=0.005)[1] == "differs"
+    assert compare(0.15, {"value": 0.188}, ci=(0.12, 0.18))[1:3] == ("differs", "below")
+    assert compare(0.25, {"value": 0.188}, ci=(0.20, 0.30))[1:3] == ("differs", "above")
+
+
+def test_win_counts_are_compared_as_shares_of_their_set():
+    """63 of 200 is 0.315. This run's 50 of 163 (0.307) has a Wilson 95% CI of about [0.240, 0.382]
+    (scipy's binomial test gives the same kind of interval, see below): consistent. 20 of 163 is not."""
+    from scipy.stats import binomtest
+
+    diff, status, _, basis = compare_share(50, 163, 63, 200)
+    assert status == "consistent" and diff == pytest.approx(50 / 163 - 0.315)
+    lo, hi = binomtest(50, 163).proportion_ci(method="wilson")
+    assert f"[{lo:.3f}, {hi:.3f}]" in basis and "50 of 163" in basis and "63 of 200" in basis
+    assert compare_share(20, 163, 63, 200)[1:3] == ("differs", "below")
 
 
 def test_locate_filters_aggregates_and_scales(cfg):
@@ -162,7 +187,7 @@ def test_expression_over_two_located_values(cfg):
     check_locator(loc)
     assert locate(loc, TableCache(cfg.tables_dir))[0] == pytest.approx(15.0)
     row = compare_entries([_entry(loc, paper=16, tolerance=1)], cfg.tables_dir).iloc[0]
-    assert row["status"] == "matches" and row["difference"] == pytest.approx(-1.0)
+    assert row["status"] == "consistent" and row["difference"] == pytest.approx(-1.0)
     zero = {**loc, "b": {**loc["b"], "where": {"policy": "rtp"}, "column": "recall"}}
     assert locate({**zero, "expr": "a / (b - b)"}, TableCache(cfg.tables_dir))[1] == "no value"
     missing = {**loc, "b": {"table": "wins", "column": "ptr_wins"}}
@@ -185,18 +210,29 @@ def test_build_report_one_row_per_entry_with_missing_tables(cfg):
     assert list(report["id"]) == [e["id"] for e in refs["entries"]]
     assert {"id", "description", "subset", "paper", "this_run", "difference", "status"} <= set(report.columns)
     rows = report.set_index("id")
-    assert rows.loc["g1_rtp_recall", "status"] == "matches"
-    assert rows.loc["g1_ptr_recall", "status"] == "above"
+    # Recall has a CI in this table: 0.289 lies in G1 PtR's [0.280, 0.320]; 0.143 is above G2 RtP's
+    # [0.08, 0.12].
+    assert rows.loc["g1_rtp_recall", "status"] == "consistent"
+    assert rows.loc["g1_ptr_recall", "status"] == "consistent"
     assert rows.loc["g1_ptr_recall", "difference"] == pytest.approx(0.30 - 0.289)
-    assert rows.loc["g2_rtp_recall", "status"] == "below"
+    assert rows.loc["g1_ptr_recall", "ci_low"] == pytest.approx(0.28)
+    assert tuple(rows.loc["g2_rtp_recall", ["status", "direction"]]) == ("differs", "below")
     assert rows.loc["g2_ptr_recall", "this_run"] == pytest.approx(0.188)
+    # Precision has none: equal at the paper's last decimal or not.
     assert rows.loc["g1_rtp_precision", "this_run"] == pytest.approx(0.2)
+    assert tuple(rows.loc["g1_rtp_precision", ["status", "direction"]]) == ("differs", "below")
+    # A judged pass rate is not scored while the judge's validity is not measured.
+    assert rows.loc["g1_rtp_pass_rate", "status"] == "not scored"
+    assert "judge validity not measured" in rows.loc["g1_rtp_pass_rate", "basis"]
     from_main = {e["id"] for e in refs["entries"] if e["locator"].get("table") == "main_results"}
     missing = rows[~rows.index.isin(from_main)]
-    assert (missing["status"] == "missing table").all() and missing["this_run"].isna().all()
-    # Every row outside tolerance names a cause, or says that none of its listed causes holds in this run.
-    off = rows[~rows["status"].isin(["matches", "within range"])]
-    assert off["cause"].str.len().gt(0).all()
+    assert missing["status"].isin(["missing table", "no matching rows"]).all()
+    assert missing["this_run"].isna().all()
+    # Every row that differs names a cause, or says unexplained with what was tried.
+    off = rows[rows["status"] == "differs"]
+    assert len(off) >= 2 and off["cause"].str.len().gt(0).all()
+    assert (off.loc["g2_rtp_recall", "cause"] == "unexplained"
+            and "not measured" in off.loc["g2_rtp_recall", "evidence"])
     assert rows.loc["g1_stubs_per_query", "paper"] == "2.4–2.5"
 
 
@@ -218,17 +254,18 @@ def test_write_report_with_provenance_and_figures(cfg):
     assert text.startswith("# Reproduction report: report_test")
     for needle in ("rules-v1", "all-MiniLM-L6-v2 (requested thenlper/gte-base)", "77e6f89f20bc2417",
                    "runs=2", "plan_limit=5", "![recall_by_subset](figures/recall_by_subset.png)",
-                   "| g1_rtp_recall", "missing table", "version 1"):
+                   "| g1_rtp_recall", "missing table", "version 2"):
         assert needle in text, needle
     csv = pd.read_csv(cfg.out_dir / "report.csv")
     assert len(csv) == len(load_references()["entries"])
-    assert csv.set_index("id").loc["g1_rtp_recall", "status"] == "matches"
+    assert csv.set_index("id").loc["g1_rtp_recall", "status"] == "consistent"
 
 
 def test_write_report_without_any_outputs(cfg):
     text = write_report(cfg).read_text()
     assert "No stored study found" in text and "No figures were saved" in text
-    assert pd.read_csv(cfg.out_dir / "report.csv")["status"].eq("missing table").all()
+    status = pd.read_csv(cfg.out_dir / "report.csv")["status"]
+    assert status.isin(["missing table", "not scored"]).all() and status.eq("missing table").sum() >= 50
 
 
 def test_report_shows_the_judge_tables_when_saved(cfg):

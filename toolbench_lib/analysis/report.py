@@ -20,19 +20,24 @@ import yaml
 
 from ..data.paths import PROJECT_ROOT
 from ..pipeline.experiment import ExperimentConfig
+from .numbers import fmt_count, fmt_number
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
 AGGREGATES = ("first", "mean", "min", "max", "sum")
 EXTREMES = {"$min": "min", "$max": "max"}
-REPORT_COLUMNS = ["id", "description", "subset", "paper", "this_run", "difference", "status", "cause",
-                  "evidence", "source"]
+REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
+                  "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
+                  "quote", "source"]
 
 # The saved tables and the columns the analyses write (extra columns are allowed).
 TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
-                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"),
-    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties"),
+                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
+                     "recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high"),
+    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
+    "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
+                     "p_t_holm", "p_wilcoxon_holm", "p_sign_holm", "rtp_wins", "ptr_wins", "ties"),
     "ttests": ("subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean"),
     "k_ablation": ("subset", "method", "gt", "k", "recall", "precision"),
     "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall"),
@@ -47,6 +52,8 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
                        "ptr_latency_s"),
     "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "routing_overall": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "retriever_main": ("subset", "retriever", "method", "recall_mean", "recall_lo", "recall_hi", "n_queries"),
     "routing_signal": ("subset", "signal", "auroc"),
     "data_sources": ("source", "n_apis", "share"),
     "data_categories": ("category", "n_apis", "share", "n_tools"),
@@ -60,7 +67,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs", "disjoint_share",
                            "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo"),
     "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
-    "judge_validity": ("subset", "method", "kappa"),
+    "judge_validity": ("subset", "method", "kappa", "judged_pass_rate", "objective_pass_rate", "n_plans"),
 }
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -103,7 +110,7 @@ def check_locator(locator: Mapping, where: str = "locator") -> None:
     if table not in TABLE_SCHEMAS:
         raise ValueError(f"{where}: unknown table {table!r}")
     columns = TABLE_SCHEMAS[table]
-    if column not in columns:
+    if column not in columns and "{" not in str(column):  # "{metric}": the report row's metric
         raise ValueError(f"{where}: table {table} has no column {column!r}")
     if not isinstance(locator.get("where") or {}, Mapping):
         raise ValueError(f"{where}: where must be a mapping of column to value")
@@ -119,7 +126,7 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
             raise ValueError(f"{path}: missing top-level {key!r}")
     seen: set[str] = set()
     for entry in data["entries"]:
-        for key in ("id", "description", "subset", "paper", "locator"):
+        for key in ("id", "description", "section", "quote", "subset", "paper", "locator"):
             if key not in entry:
                 raise ValueError(f"{path}: entry {entry.get('id', '?')} lacks {key!r}")
         if entry["id"] in seen:
@@ -127,6 +134,14 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
         seen.add(entry["id"])
         paper_bounds(entry["paper"])
         check_locator(entry["locator"], entry["id"])
+        for extra in ("low", "high"):
+            if "ci" in entry:
+                check_locator(entry["ci"][extra], f"{entry['id']}.ci.{extra}")
+        if "share" in entry:
+            check_locator(entry["share"]["n"], f"{entry['id']}.share.n")
+        for extra in ("kappa", "objective"):
+            if extra in entry.get("validity", {}):
+                check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
     return data
 
 
@@ -249,6 +264,9 @@ def locator_source(locator: Mapping) -> str:
 
 # -- comparing ----------------------------------------------------------------------------------------------
 
+CONSISTENT, DIFFERS, NOT_SCORED = "consistent", "differs", "not scored"
+
+
 def default_tolerance(value: float) -> float:
     """Half a unit of the paper's last decimal (at least two decimals for a non-integer)."""
     if float(value).is_integer():
@@ -257,34 +275,76 @@ def default_tolerance(value: float) -> float:
     return 0.5 * 10 ** -decimals
 
 
-def compare(this_run: float, bounds: Mapping[str, float],
-            tolerance: float | None = None) -> tuple[float, str]:
-    """``(difference, status)``: this run minus the paper, or the distance outside the paper's range."""
+def _direction(diff: float) -> str:
+    return "above" if diff > 0 else "below" if diff < 0 else ""
+
+
+def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
+            ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
+    """``(difference, status, direction, basis)`` of this run's value against the paper's.
+
+    ``difference`` is this run minus the paper, or the distance outside the paper's range. The status is
+    "consistent" when the paper's value lies in this run's 95% CI (``ci``), else within ``tolerance``,
+    else (with neither) equal at the paper's last decimal, or when this run's value lies in the paper's
+    range; "differs" otherwise, with the direction of this run against the paper (above / below).
+    """
     if "value" in bounds:
-        diff = this_run - bounds["value"]
-        tol = default_tolerance(bounds["value"]) if tolerance is None else float(tolerance)
-        if abs(diff) <= tol + 1e-12:
-            return diff, "matches"
-        return diff, "above" if diff > 0 else "below"
+        paper = bounds["value"]
+        diff = this_run - paper
+        if ci is not None:
+            low, high = ci
+            ok = low - 1e-12 <= paper <= high + 1e-12
+            basis = f"paper in this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]" if ok else \
+                f"paper outside this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]"
+        else:
+            tol = default_tolerance(paper) if tolerance is None else float(tolerance)
+            ok = abs(diff) <= tol + 1e-12
+            basis = (f"tolerance ±{tol:g}" if tolerance is not None else
+                     f"the paper's precision (±{tol:g})")
+        return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+    basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
     if this_run < low:
-        return this_run - low, "below"
+        return this_run - low, DIFFERS, "below", basis
     if this_run > high:
-        return this_run - high, "above"
-    return 0.0, "within range"
+        return this_run - high, DIFFERS, "above", basis
+    return 0.0, CONSISTENT, "", basis
+
+
+def compare_share(count: float, n: float, paper_count: float, paper_n: float) -> tuple[float, str, str, str]:
+    """A count compared as a share of its set: consistent when the paper's share lies in the Wilson 95%
+    interval of this run's (``count / n``)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    share, paper_share = count / n, paper_count / paper_n
+    low, high = proportion_confint(int(round(count)), int(round(n)), alpha=0.05, method="wilson")
+    ok = low - 1e-12 <= paper_share <= high + 1e-12
+    basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
+             f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
+             f"({fmt_count(paper_count)} of {fmt_count(paper_n)})")
+    diff = share - paper_share
+    return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
 
 
 def paper_text(bounds: Mapping[str, float]) -> str:
-    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``."""
+    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``, ``46,984``."""
 
     def fmt(x: float) -> str:
-        return f"{x:g}"
+        return fmt_count(x) if float(x).is_integer() and abs(x) >= 1000 else f"{x:g}"
 
     if "value" in bounds:
         return fmt(bounds["value"])
     if "min" in bounds and "max" in bounds:
         return f"{fmt(bounds['min'])}–{fmt(bounds['max'])}"
     return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
+
+
+def paper_numbers(entry: Mapping) -> list[float]:
+    """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
+    a worked example's two recalls."""
+    out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
+    out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
+    return out
 
 
 def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:
@@ -295,9 +355,11 @@ def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FIL
     return None
 
 
-def worked_examples(path: Path = REFERENCES_FILE) -> list[dict]:
-    """The paper's worked examples (``id, table, qkey, description``) listed in the reference file."""
-    return list(yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", []))
+def worked_examples(path: Path = REFERENCES_FILE, present_only: bool = True) -> list[dict]:
+    """The paper's Table 2 examples (``id, quote, winner, ptr_recall, rtp_recall, qkey, description``);
+    by default only those whose query is in the data (the others say why under ``absent``)."""
+    examples = yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", [])
+    return [dict(x) for x in examples if x.get("qkey") or not present_only]
 
 
 def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
@@ -311,86 +373,177 @@ def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
 # -- named causes -------------------------------------------------------------------------------------------
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
-    """``{cause id: cause}`` from the causes file, each check's locators validated."""
+    """``{cause id: cause}`` from the causes file, each prediction and check validated."""
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     out = {}
     for cause in data.get("causes", []):
-        for key in ("id", "title", "ablation", "statement", "checks"):
+        for key in ("id", "title", "ablation", "prediction", "predicts", "checks"):
             if key not in cause:
                 raise ValueError(f"{path}: cause {cause.get('id', '?')} lacks {key!r}")
+        for p in cause["predicts"]:
+            if p.get("direction") not in ("above", "below") or not p.get("metric"):
+                raise ValueError(f"{path}: cause {cause['id']}: a prediction needs a metric and a direction "
+                                 f"above/below, got {p}")
         for i, check in enumerate(cause["checks"]):
             check_locator(check, f"{cause['id']}.checks[{i}]")
+            if "**" in str(check["expr"]):
+                raise ValueError(f"{path}: cause {cause['id']}: a check is signed, not a power "
+                                 f"({check['expr']})")
         out[cause["id"]] = cause
     return out
 
 
-def _for_subset(locator, subset: str):
-    """A copy of ``locator`` with ``{subset}`` in its filters replaced by the row's subset."""
+def _for_row(locator, row: Mapping[str, str]):
+    """A copy of ``locator`` with ``{subset}``, ``{method}`` and ``{metric}`` replaced by the row's."""
     if isinstance(locator, Mapping):
-        return {k: _for_subset(v, subset) for k, v in locator.items()}
+        return {k: _for_row(v, row) for k, v in locator.items()}
     if isinstance(locator, str):
-        return locator.replace("{subset}", subset)
+        for key in ("subset", "method", "metric"):
+            locator = locator.replace("{" + key + "}", str(row.get(key, "")))
+        return locator
     return locator
 
 
-def check_cause(cause: Mapping, subset: str, tables: TableCache) -> tuple[bool | None, str]:
+def _for_subset(locator, subset: str):
+    """A copy of ``locator`` with ``{subset}`` in its filters replaced by ``subset``."""
+    return _for_row(locator, {"subset": subset})
+
+
+def predicts(cause: Mapping, metric: str, method: str, direction: str) -> bool:
+    """Whether ``cause`` predicts a difference of this metric (and method) in this direction."""
+    return any(p["metric"] == metric and p.get("method", method) == method and p["direction"] == direction
+               for p in cause["predicts"])
+
+
+def check_cause(cause: Mapping, row: Mapping | str, tables: TableCache,
+                paper: float | None = None) -> tuple[bool | None, str]:
     """``(holds, evidence)``: whether every check is > 0 in this run (``None`` when a table is missing)."""
+    row = {"subset": row} if isinstance(row, str) else dict(row)
     shown = []
     for check in cause["checks"]:
-        check = _for_subset(check, subset)
-        values = {}
-        for name in sorted(expression_names(str(check["expr"]))):
+        check = _for_row(check, row)
+        values = {} if paper is None else {"paper": paper}
+        for name in sorted(expression_names(str(check["expr"])) - {"paper"}):
             value, problem = locate(check[name], tables)
             if problem:
                 return None, f"{check[name].get('table', name)}: {problem}"
             values[name] = value
         result = evaluate_expr(str(check["expr"]), values)
-        shown.append(", ".join(f"{n}={v:.3g}" for n, v in values.items()))
+        shown.append(f"{check['expr']} = {fmt_number(result)} with "
+                     + ", ".join(f"{n} = {fmt_number(v)}" for n, v in values.items()))
         if math.isnan(result) or result <= 0:
             return False, "; ".join(shown)
     return True, "; ".join(shown)
 
 
-def name_cause(entry: Mapping, status: str, causes: Mapping[str, dict],
-               tables: TableCache) -> tuple[str, str]:
-    """``(cause, evidence)`` of a report row: the first listed cause whose checks hold in this run."""
-    if status in ("matches", "within range"):
-        return "within tolerance", ""
+def ablation_text(cause: Mapping) -> str:
+    a = cause["ablation"]
+    if isinstance(a, Mapping):
+        return f"table {a['table']}" + (f" (notebook {a['notebook']})" if a.get("notebook") else "")
+    return str(a)
+
+
+def name_cause(entry: Mapping, status: str, causes: Mapping[str, dict], tables: TableCache,
+               direction: str = "") -> tuple[str, str]:
+    """``(cause, evidence)`` of a report row: the first listed cause that predicts this metric and direction
+    and whose checks hold in this run; "unexplained" (with what was tried) when none does."""
+    if status != DIFFERS:
+        return "", ""
     listed = entry.get("causes", [])
     if not listed:
-        return "unexplained (no cause listed)", ""
+        return "unexplained", "no testable cause listed"
+    row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
+           "metric": str(entry.get("metric", ""))}
+    point = paper_bounds(entry["paper"]).get("value")
     tried = []
     for cause_id in listed:
         cause = causes.get(cause_id)
         if cause is None:
             raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
-        holds, evidence = check_cause(cause, str(entry["subset"]), tables)
+        if not predicts(cause, row["metric"], row["method"], direction):
+            tried.append(f"{cause_id} does not predict {row['metric']} {direction}")
+            continue
+        holds, evidence = check_cause(cause, row, tables, point)
         if holds:
-            return f"{cause_id}: {cause['title']}", f"{cause['ablation']}: {evidence}"
-        tried.append(f"{cause_id} {'not measured' if holds is None else 'not supported'} ({evidence})")
+            return f"{cause_id}: {cause['title']}", f"{ablation_text(cause)}: {evidence}"
+        tried.append(f"{cause_id} {'not measured' if holds is None else 'fails'} ({evidence})")
     return "unexplained", "; ".join(tried)
+
+
+def judge_entry(entry: Mapping, tables: TableCache) -> dict:
+    """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
+    bounds = paper_bounds(entry["paper"])
+    row = {"this_run": math.nan, "ci_low": math.nan, "ci_high": math.nan, "difference": math.nan,
+           "status": "", "direction": "", "basis": "", "objective": math.nan}
+    value, problem = locate(entry["locator"], tables)
+    if problem:
+        row["status"] = problem
+        return row
+    row["this_run"] = value
+    validity = entry.get("validity")
+    if validity:
+        objective, _ = locate(validity["objective"], tables) if "objective" in validity else (math.nan, None)
+        row["objective"] = objective
+        kappa, why = locate(validity["kappa"], tables)
+        if why or kappa < float(validity.get("min_kappa", 0.4)):
+            row["difference"] = value - bounds.get("value", math.nan)
+            row["status"] = NOT_SCORED
+            row["basis"] = (f"judge validity not measured ({why})" if why else
+                            f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
+            return row
+    if "share" in entry and "value" in bounds:
+        n, why = locate(entry["share"]["n"], tables)
+        if not why and n > 0:
+            diff, status, direction, basis = compare_share(value, n, bounds["value"],
+                                                           entry["share"]["paper_n"])
+            row.update(difference=diff, status=status, direction=direction, basis=basis)
+            return row
+    ci = None
+    if "ci" in entry:
+        low, why_low = locate(entry["ci"]["low"], tables)
+        high, why_high = locate(entry["ci"]["high"], tables)
+        if not (why_low or why_high):
+            ci = (low, high)
+            row["ci_low"], row["ci_high"] = low, high
+    diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci)
+    if "ci" in entry and ci is None:
+        basis += " (no CI saved)"
+    row.update(difference=diff, status=status, direction=direction, basis=basis)
+    return row
 
 
 def compare_entries(entries: list[dict], tables_dir: Path,
                     causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
-    """One row per reference entry: the paper's number, this run's, difference, status and named cause."""
+    """One row per reference entry: the paper's number, this run's with its CI, the status by evidence,
+    the direction, and the named cause of a difference."""
     tables = TableCache(tables_dir)
     causes = load_causes() if causes is None else causes
     rows = []
     for entry in entries:
-        bounds = paper_bounds(entry["paper"])
-        value, problem = locate(entry["locator"], tables)
-        diff, status = (math.nan, problem) if problem else compare(value, bounds, entry.get("tolerance"))
-        cause, evidence = name_cause(entry, status, causes, tables)
-        rows.append({"id": entry["id"], "description": entry["description"], "subset": entry["subset"],
-                     "paper": paper_text(bounds), "this_run": value, "difference": diff, "status": status,
-                     "cause": cause, "evidence": evidence, "source": locator_source(entry["locator"])})
+        judged = judge_entry(entry, tables)
+        cause, evidence = name_cause(entry, judged["status"], causes, tables, judged["direction"])
+        rows.append({"id": entry["id"], "description": entry["description"],
+                     "section": entry.get("section", ""), "subset": entry["subset"],
+                     "metric": entry.get("metric", ""), "method": entry.get("method", ""),
+                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, "cause": cause,
+                     "evidence": evidence, "quote": entry.get("quote", ""),
+                     "source": locator_source(entry["locator"])})
     return pd.DataFrame(rows, columns=REPORT_COLUMNS)
 
 
 def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> pd.DataFrame:
     """The paper's reference numbers against the tables this run saved under ``cfg.tables_dir``."""
     return compare_entries(load_references(references)["entries"], cfg.tables_dir)
+
+
+def status_counts(report: pd.DataFrame) -> dict[str, int]:
+    """Counts of consistent / differs / explained / unexplained / not scored / not found rows."""
+    differs = report["status"] == DIFFERS
+    return {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum()),
+            "explained": int((differs & ~report["cause"].isin(["unexplained", ""])).sum()),
+            "unexplained": int((differs & (report["cause"] == "unexplained")).sum()),
+            "not scored": int((report["status"] == NOT_SCORED).sum()),
+            "not found": int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())}
 
 
 # -- the written report -------------------------------------------------------------------------------------
