@@ -331,3 +331,53 @@ def test_paper_numbers_in_notebook_prose_come_from_the_reference_file():
     assert quoted  # the notebooks do quote the paper
     unknown = [(name, n) for name, n in quoted if round(float(n), 6) not in values]
     assert unknown == []
+
+
+def test_a_cause_explains_only_its_metric_and_direction(cfg):
+    """The embedder cause predicts recall *below* the paper's, tested by the stronger embedder's gain. It
+    explains G2 RtP recall below the paper when mpnet gains 0.05; not when mpnet loses (wrong sign of the
+    ablation), not a row above the paper (wrong direction), not a plan-overlap row (wrong metric)."""
+    from toolbench_lib.analysis.report import load_causes, name_cause
+
+    causes = load_causes()
+    save_table(_main_results(), "main_results", cfg)
+    entry = {**_entry({}, paper=0.143), "id": "g2_rtp_recall", "subset": "G2", "method": "rtp",
+             "metric": "recall", "causes": ["embedder"]}
+
+    def ablation(mpnet: float) -> TableCache:
+        save_table(pd.DataFrame({"subset": ["G2", "G2"],
+                                 "embedder": ["all-mpnet-base-v2", "all-MiniLM-L6-v2"],
+                                 "method": ["rtp", "rtp"], "recall": [mpnet, 0.10], "precision": [0.1, 0.1]}),
+                   "ablation_embedder", cfg)
+        return TableCache(cfg.tables_dir)
+
+    cause, evidence = name_cause(entry, "differs", causes, ablation(0.15), "below")
+    assert cause.startswith("embedder:") and "other - minilm - 0.01 = 0.040" in evidence
+    cause, evidence = name_cause(entry, "differs", causes, ablation(0.05), "below")
+    assert cause == "unexplained" and "embedder fails" in evidence
+    assert name_cause(entry, "differs", causes, ablation(0.15), "above")[0] == "unexplained"
+    jaccard = {**entry, "metric": "plan_jaccard"}
+    cause, evidence = name_cause(jaccard, "differs", causes, ablation(0.15), "below")
+    assert cause == "unexplained" and "does not predict plan_jaccard below" in evidence
+    assert name_cause(entry, "consistent", causes, ablation(0.15), "") == ("", "")
+
+
+def test_causes_file_is_signed_and_names_existing_tables(tmp_path):
+    from toolbench_lib.analysis.report import CAUSES_FILE, load_causes
+
+    causes = load_causes()
+    assert {"stub_writer", "embedder", "retriever_family", "query_set", "stub_echo"} <= set(causes)
+    assert "data_query_counts" not in CAUSES_FILE.read_text()
+    for cause in causes.values():
+        assert cause["ablation"]["table"] in TABLE_SCHEMAS
+    data = yaml.safe_load(CAUSES_FILE.read_text())
+    data["causes"][0]["checks"][0]["expr"] = "(rules - llm) ** 2 - 0.0001"
+    path = tmp_path / "causes.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="signed"):
+        load_causes(path)
+    data["causes"][0]["checks"][0]["expr"] = "rules - llm"
+    data["causes"][0]["predicts"] = [{"metric": "recall"}]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="direction"):
+        load_causes(path)
