@@ -222,6 +222,30 @@ def empty_registry(tmp: Path) -> Path:
     return root
 
 
+def duplicate_key_cassette(tmp: Path) -> Path:
+    """The first records with the second one again at the end, with another reply (line 2 and line 4)."""
+    records = _records()
+    return _cassette(tmp, [json.dumps(r) for r in [*records, {**records[1], "text": "[\"other\"]"}]])
+
+
+def tokens_text_store(tmp: Path) -> Path:
+    """A call store whose second row holds tokens_in='abc' (SQLite keeps text in an INTEGER column)."""
+    path = call_store(tmp)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE calls SET tokens_in = 'abc' WHERE rowid = 2")
+    return path
+
+
+def other_reply_cassette(tmp: Path) -> Path:
+    """The first record with another reply than the one :func:`call_store` holds."""
+    return _cassette(tmp, [json.dumps({**_records(1)[0], "text": "[\"changed\"]"})], "other.jsonl.gz")
+
+
+LONG_NAME = "n" * 300  # errno 36 on ext4, xfs, tmpfs (255 bytes at most)
+NOT_UTF8 = "caf\udce9"  # the byte 0xe9 of a Latin-1 name, as Python receives it in argv
+READ_ONLY = "/proc/sys/toolbench-probe"  # not writable even by root
+
+
 def garbage_file(tmp: Path, name: str, content: bytes = b"this is not what it should be\n" * 50) -> Path:
     path = tmp / name
     path.write_bytes(content)
@@ -335,7 +359,7 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("store-garbage-import", lambda c: ["cassette", "import", str(good_cassette(c.tmp)), "--store",
                                         str(garbage_file(c.tmp, "calls.sqlite"))],
      ("calls.sqlite", "SQLite")),
-    ("store-missing-on-export", lambda c: export(c, c.tmp / "typo.sqlite"), ("typo.sqlite", "not exist")),
+    ("store-missing-on-export", lambda c: export(c, c.tmp / "typo.sqlite"), ("typo.sqlite", "no such file")),
     ("store-without-the-model",
      lambda c: [*export(c, call_store(c.tmp)), "--llm-model", "nope"], ("calls.sqlite", "no call", "'nope'")),
     ("store-foreign-table", lambda c: export(c, foreign_store(c.tmp)), ("foreign.sqlite", "lacks columns")),
@@ -365,6 +389,83 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("query-set-absent",
      lambda c: evaluate_args(c.variant(lambda r: shutil.rmtree(r / "test_instruction_original"))),
      ("G3_instruction_original", "no queries")),
+    # round three: k and depth bounded (a k of 100,000 took 547 s on one query)
+    ("k-above-the-cap", lambda c: ev(c, "--k", "100000"), ("--k", "100000", "1 to 1000")),
+    ("k-huge-integer", lambda c: ev(c, "--k", "9" * 30), ("--k", "9" * 30)),
+    ("k-above-the-registry", lambda c: ev(c, "--k", "500"), ("--k", "500", f"1 to {MAX_APIS}")),
+    ("depth-above-the-cap", lambda c: ev(c, "--depth", "100000"), ("--depth", "100000", "1 to 1000")),
+    ("depth-above-the-registry", lambda c: ev(c, "--depth", "200"), ("--depth", "200", f"1 to {MAX_APIS}")),
+    ("depth-text", lambda c: ev(c, "--depth", "deep"), ("--depth", "'deep'")),
+    ("limit-float-text", lambda c: ev(c, "--limit", "1e3"), ("--limit", "1e3")),
+    ("runs-text", lambda c: ev(c, "--runs", "two"), ("--runs", "two")),
+    ("temperature-text", lambda c: ev(c, "--temperature", "warm"), ("--temperature", "warm")),
+    ("workers-negative", lambda c: ev(c, "--workers", "-4"), ("--workers", "-4")),
+    ("max-apis-float", lambda c: ev(c, "--max-apis", "2.5"), ("--max-apis", "2.5")),
+    ("subset-path-like", lambda c: ev(c, "--subset", "../G1"), ("query set", "../G1")),
+    ("plan-limit-text", lambda c: ev(c, "--plan-limit", "all"), ("--plan-limit", "all")),
+    # round three: every path option checked without raising (errno 36, non-UTF-8 bytes, permissions)
+    ("save-name-too-long", lambda c: ev(c, "--save", str(c.tmp / LONG_NAME)), ("--save", "300 bytes", "255")),
+    ("save-path-too-long", lambda c: ev(c, "--save", str(c.tmp / "/".join(["d" * 200] * 25))),
+     ("--save", "4095")),
+    ("save-not-utf8", lambda c: ev(c, "--save", str(c.tmp / NOT_UTF8)), ("--save", "caf", "UTF-8")),
+    ("save-read-only", lambda c: ev(c, "--save", READ_ONLY), ("--save", "/proc/sys", "not writable")),
+    ("save-below-a-file", lambda c: ev(c, "--save", str(garbage_file(c.tmp, "f") / "sub")),
+     ("--save", "is a file")),
+    ("data-dir-name-too-long", lambda c: evaluate_args(c.tmp / LONG_NAME), ("--data-dir", "255")),
+    ("data-dir-not-utf8", lambda c: evaluate_args(c.tmp / NOT_UTF8), ("--data-dir", "caf", "UTF-8")),
+    ("cassette-name-too-long", lambda c: ev(c, "--method", "ptr", "--cassette", str(c.tmp / LONG_NAME)),
+     ("--cassette", "255")),
+    ("queries-name-too-long", lambda c: ev(c, "--queries", str(c.tmp / LONG_NAME)), ("--queries", "255")),
+    ("queries-not-utf8", lambda c: ev(c, "--queries", str(c.tmp / NOT_UTF8)), ("--queries", "UTF-8")),
+    ("summary-queries-too-long", lambda c: ["data", "summary", "--queries", str(c.tmp / LONG_NAME)],
+     ("--queries", "255")),
+    ("index-data-dir-too-long", lambda c: ["index", "build", "--data-dir", str(c.tmp / LONG_NAME)],
+     ("--data-dir", "255")),
+    ("record-data-dir-not-utf8", lambda c: ["record", "stubs", "--data-dir", str(c.tmp / NOT_UTF8)],
+     ("--data-dir", "UTF-8")),
+    ("trec-out-name-too-long", lambda c: ["export", "trec", "--out", str(c.tmp / LONG_NAME)],
+     ("--out", "255")),
+    ("trec-out-not-utf8", lambda c: ["export", "trec", "--out", str(c.tmp / NOT_UTF8)], ("--out", "UTF-8")),
+    ("trec-out-read-only", lambda c: ["export", "trec", "--out", READ_ONLY], ("--out", "not writable")),
+    ("export-out-name-too-long", lambda c: [*export(c, call_store(c.tmp))[:-1], str(c.tmp / LONG_NAME)],
+     ("--out", "255")),
+    ("export-out-is-a-folder", lambda c: [*export(c, call_store(c.tmp))[:-1], str(c.tmp)],
+     ("--out", "a folder")),
+    ("export-out-read-only", lambda c: [*export(c, call_store(c.tmp))[:-1], READ_ONLY + "/c.jsonl.gz"],
+     ("--out", "not writable")),
+    ("export-out-not-utf8-folder",
+     lambda c: [*export(c, call_store(c.tmp))[:-1], str(garbage_file(c.tmp, "f") / NOT_UTF8)],
+     ("--out", "UTF-8")),
+    ("export-store-name-too-long", lambda c: export(c, c.tmp / LONG_NAME), ("--store", "255")),
+    ("import-store-name-too-long",
+     lambda c: ["cassette", "import", str(good_cassette(c.tmp)), "--store", str(c.tmp / LONG_NAME)],
+     ("--store", "255")),
+    ("import-store-not-utf8",
+     lambda c: ["cassette", "import", str(good_cassette(c.tmp)), "--store", str(c.tmp / NOT_UTF8)],
+     ("--store", "UTF-8")),
+    ("import-store-read-only",
+     lambda c: ["cassette", "import", str(good_cassette(c.tmp)), "--store", READ_ONLY + "/s.sqlite"],
+     ("--store", "not writable")),
+    ("info-name-too-long", lambda c: ["cassette", "info", str(c.tmp / LONG_NAME)], ("cassette", "255")),
+    ("info-not-utf8", lambda c: ["cassette", "info", str(c.tmp / NOT_UTF8)], ("cassette", "UTF-8")),
+    ("reproduce-notebooks-dir-too-long", lambda c: ["reproduce", "--notebooks-dir", str(c.tmp / LONG_NAME)],
+     ("--notebooks-dir", "255")),
+    ("reproduce-cassette-not-utf8", lambda c: ["reproduce", "--cassette", str(c.tmp / NOT_UTF8)],
+     ("--cassette", "UTF-8")),
+    # round three: a key recorded twice with two replies, a damaged row exported, a store's other reply
+    ("info-duplicate-key", lambda c: ["cassette", "info", str(duplicate_key_cassette(c.tmp))],
+     ("c.jsonl.gz", "line 2", "line 4", "different replies")),
+    ("import-duplicate-key", lambda c: ["cassette", "import", str(duplicate_key_cassette(c.tmp)),
+                                        "--store", str(c.tmp / "s.sqlite")],
+     ("c.jsonl.gz", "line 2", "line 4", "different replies")),
+    ("replay-duplicate-key",
+     lambda c: ev(c, "--method", "ptr", "--cassette", str(duplicate_key_cassette(c.tmp))),
+     ("c.jsonl.gz", "line 2", "line 4", "different replies")),
+    ("export-row-tokens-text", lambda c: export(c, tokens_text_store(c.tmp)),
+     ("calls.sqlite", "row 2", "tokens_in", "not written")),
+    ("import-other-reply-than-the-store",
+     lambda c: ["cassette", "import", str(other_reply_cassette(c.tmp)), "--store", str(call_store(c.tmp))],
+     ("other.jsonl.gz", "another reply", "calls.sqlite")),
 ]
 
 
@@ -374,7 +475,9 @@ def test_bad_input_is_one_clear_line(case, small_data, made_folders, tmp_path):
     name, build, words = case
     built = build(Ctx(small_data, tmp_path, made_folders))
     args, env = (built["args"], built["env"]) if isinstance(built, dict) else (built, None)
-    out = cli(*args, env=env)
+    start = time.perf_counter()
+    out = cli(*args, env=env, timeout=60)
+    assert time.perf_counter() - start < 30, f"{name} took {time.perf_counter() - start:.1f} s"
     assert "Traceback" not in out.stderr, out.stderr
     assert out.returncode in (1, 2), (out.returncode, out.stderr)
     lines = problem_lines(out.stderr)
@@ -548,6 +651,20 @@ CONFIG_CASES = [
     ({"run_name": "../elsewhere"}, "run_name: '../elsewhere'"), ({"run_name": ""}, "run_name: ''"),
     ({"smoke": "yes"}, "smoke: 'yes'"), ({"data_dir": "/no/such/folder"}, "data_dir: '/no/such/folder'"),
     ({"cassette": "/no/such.jsonl.gz"}, "cassette: '/no/such.jsonl.gz'"),
+    # round three: ranges, types of -y/-f values, paths
+    ({"k": 100000}, "k: 100000 is not allowed; expected an integer >= 1 and <= 1000"),
+    ({"depth": 5000}, "depth: 5000"), ({"plan_k": 1001}, "plan_k: 1001"),
+    ({"k": "5"}, "k: '5'"), ({"runs": "2"}, "runs: '2'"), ({"limit": "10"}, "limit: '10'"),
+    ({"temperature": "0.3"}, "temperature: '0.3'"), ({"smoke": 1}, "smoke: 1"),
+    ({"scale_sizes": "1000"}, "scale_sizes: '1000'"), ({"scale_sizes": "[1000, -1]"}, "scale_sizes: -1"),
+    ({"subsets": [5]}, "subsets: unknown query set 5"),
+    ({"subsets": [None]}, "subsets: unknown query set None"),
+    ({"subsets": '["../G1"]'}, "subsets: unknown query set '../G1'"), ({"subsets": "[G1"}, "subsets: '[G1'"),
+    ({"data_dir": "/tmp/" + LONG_NAME}, "data_dir: '/tmp/nnnn"), ({"data_dir": 5}, "data_dir: 5"),
+    ({"data_dir": "/tmp/" + NOT_UTF8}, "data_dir: '/tmp/caf\\udce9' is not allowed; the path is not UTF-8"),
+    ({"outputs_dir": "/tmp/" + LONG_NAME}, "outputs_dir: '/tmp/nnnn"),
+    ({"outputs_dir": READ_ONLY}, f"outputs_dir: '{READ_ONLY}' is not allowed; /proc/sys is not writable"),
+    ({"cassette": "/tmp/" + LONG_NAME}, "cassette: '/tmp/nnnn"),
 ]
 
 
@@ -560,6 +677,35 @@ def test_experiment_config_rejects_bad_fields(params, message):
     with pytest.raises(UsageError) as info:
         ExperimentConfig(**params)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def _tiny_data_folder(root: Path, user_sets: tuple[str, ...] = ()) -> Path:
+    """A folder in ToolBench's layout (no API needed: only its set names are read)."""
+    (root / "toolenv" / "tools").mkdir(parents=True)
+    (root / "test_instruction").mkdir()
+    for name in user_sets:
+        (root / "test_instruction" / f"{name}.json").write_text("[]")
+    return root
+
+
+@pytest.mark.parametrize("form", ["list", "text"])
+def test_an_unknown_set_is_refused_in_every_form(form, tmp_path):
+    """``-y 'subsets: ["G9"]'`` (a list) and ``-p subsets '["G9"]'`` (text) meet the same check, against
+    the data folder's own sets, before any run folder is read or made."""
+    from toolbench_lib.pipeline.experiment import ExperimentConfig
+    from toolbench_lib.pipeline.validation import UsageError
+
+    data = _tiny_data_folder(tmp_path / "toolbench", user_sets=("mine",))
+    value = ["G9"] if form == "list" else '["G9"]'
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(UsageError) as info:
+        ExperimentConfig.from_params(data_dir=str(data), subsets=value, outputs_dir=str(tmp_path / "out"))
+    message = str(info.value)
+    assert message.startswith("subsets: unknown query set 'G9'") and "mine" in message and "\n" not in message
+    assert sorted(tmp_path.rglob("*")) == before
+    mine = '["mine", "G1"]' if form == "text" else ["mine", "G1"]
+    cfg = ExperimentConfig.from_params(data_dir=str(data), subsets=mine, outputs_dir=str(tmp_path / "out"))
+    assert cfg.subsets == ["mine", "G1"]
 
 
 def test_experiment_config_keeps_a_set_once():

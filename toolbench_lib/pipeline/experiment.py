@@ -36,7 +36,6 @@ DEFAULT_PLAN_LIMIT = 100
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
-LIST_FIELDS = ("subsets", "scale_sizes")
 # Fields that name where outputs go, not what they hold: never compared between runs.
 PLACE_FIELDS = ("run_name", "outputs_dir", "base_run")
 
@@ -99,12 +98,8 @@ class ExperimentConfig:
     def build(cls, **params) -> ExperimentConfig:
         """The configuration of these parameters (unknown names go to ``extra``); no run folder is read.
 
-        A list parameter given as text (``papermill -p subsets '["G1"]'``) is read as the YAML list that
-        ``-y``/``-f`` would give, so every form meets the same checks (:func:`validation.validate_config`,
-        which also checks set names against the data folder before anything is written)."""
-        from .validation import list_from_text
-
-        params = {k: list_from_text(v) if k in LIST_FIELDS else v for k, v in params.items()}
+        Every form of a parameter (``papermill -p``, ``-y``, ``-f``) meets the same checks
+        (:func:`validation.validate_config`), before anything is written."""
         known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__}
         extra = {k: v for k, v in params.items() if k not in cls.__dataclass_fields__}
         cfg = cls(**known)

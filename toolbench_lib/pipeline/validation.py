@@ -356,7 +356,7 @@ def check_run_name(value: object) -> str:
 
 
 def validate_config(cfg) -> None:
-    """Check every field of a configuration (subsets deduplicated).
+    """Check every field of a configuration (subsets deduplicated, lists given as text read as lists).
 
     ``cfg`` is an :class:`~toolbench_lib.pipeline.experiment.ExperimentConfig`; a bad field is a
     :class:`UsageError` naming it, its value and what is allowed.
@@ -370,7 +370,9 @@ def validate_config(cfg) -> None:
             if not isinstance(value, (str, os.PathLike)):
                 raise UsageError(f"{name}: {value!r} is not allowed; expected a path (or None)")
             check_path(name, value, kind)
-    cfg.subsets = check_subsets("subsets", cfg.subsets, _data_user_sets(cfg.data_dir))
+    # a list given as text (``papermill -p subsets '["G1"]'``) is read as the list ``-y`` would give
+    cfg.subsets = check_subsets("subsets", list_from_text(cfg.subsets), _data_user_sets(cfg.data_dir))
+    cfg.scale_sizes = list_from_text(cfg.scale_sizes)
     check_choice("backend", cfg.backend, BACKENDS)
     for name in ("k", "plan_k", "depth"):
         check_int(name, getattr(cfg, name), 1, MAX_DEPTH)
