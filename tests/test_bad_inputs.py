@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from toolbench_lib.data.dataset import CHECKSUMS, sources_fingerprint
@@ -793,3 +794,121 @@ def test_any_error_left_is_one_line(exc, code, line, monkeypatch, capsys):
     assert cli.main(["data", "summary"]) == code
     err = capsys.readouterr().err
     assert problem_lines(err) == [line] and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- round three: query-file docs
+
+
+def _with_incomplete_docs(queries: list) -> list:
+    """G1's first query with four more api_list docs, each lacking a field of its registry key, and a
+    relevant pair naming one of them."""
+    first = dict(queries[0])
+    doc = first["api_list"][0]
+    no_tool = {k: v for k, v in doc.items() if k != "tool_name"} | {"api_name": "Probe endpoint A"}
+    no_category = {k: v for k, v in doc.items() if k != "category_name"} | {"api_name": "Probe endpoint B"}
+    no_category_known = {k: v for k, v in doc.items() if k != "category_name"}  # an API the registry has
+    blank_name = {**doc, "api_name": "  "}
+    first["api_list"] = [*first["api_list"], no_tool, no_category, no_category_known, blank_name]
+    first["relevant APIs"] = [*first["relevant APIs"], [doc["tool_name"], "Probe endpoint B"]]
+    return [first, *queries[1:]]
+
+
+def test_incomplete_query_docs_never_join_the_registry(small_data, made_folders, tmp_path, clean_summary):
+    """Before: a doc without tool_name became ``Data/unnamed/...``, one without category_name a new API
+    ``/tool/api`` (also a duplicate of an existing one), and the ground truth pointed at them."""
+    data = Ctx(small_data, tmp_path, made_folders).queries(_with_incomplete_docs)
+    out = cli("data", "summary", "--json", "--data-dir", data)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    s = json.loads(out.stdout)
+    assert (s["apis"], s["tools"], s["categories"]) == (clean_summary["apis"], clean_summary["tools"],
+                                                        clean_summary["categories"])
+    assert s["unresolved_gt_pairs_by_definition"]["candidates"] == (
+        clean_summary["unresolved_gt_pairs_by_definition"]["candidates"] + 4)
+    assert s["unresolved_gt_pairs_by_definition"]["relevant"] == (
+        clean_summary["unresolved_gt_pairs_by_definition"]["relevant"] + 1)
+    n = len(json.loads((small_data / "test_instruction" / "G1_instruction.json").read_text())[0]["api_list"])
+    warned = [line for line in out.stderr.splitlines() if "left out of the registry" in line]
+    for position, field in zip(range(n, n + 4), ("tool_name", "category_name", "category_name", "api_name"),
+                               strict=True):
+        assert any("G1_instruction.json" in w and "item 0" in w and f"api_list[{position}]" in w
+                   and f"no {field}" in w for w in warned), (position, field, warned)
+    registry = pd.read_parquet(PROCESSED_DIR / sources_fingerprint(data) / "registry.parquet")
+    assert not registry["tool_key"].eq("unnamed").any() and not registry["category"].eq("").any()
+    OUTCOMES["query-docs-without-key-fields"] = "clear warning, counted unresolved"
+
+
+# --------------------------------------------------------------------------- round three: a save folder
+
+FILL_SCRIPT = """
+import resource, signal, sys
+import numpy as np, pandas as pd
+from pathlib import Path
+from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.pipeline.validation import report
+
+rng = np.random.default_rng(0)
+n = 200_000
+hits = pd.DataFrame({"qkey": "G1_instruction:1", "method": "rtp", "run": -1, "text_idx": -1,
+                     "rank": np.arange(n), "api_id": [f"api-{x:x}" for x in rng.integers(0, 2**60, n)],
+                     "score": rng.random(n)})
+# the queries table (written first) differs from the stored one: it must not replace it either
+study = StudyResult(pd.DataFrame({"qkey": ["G1_instruction:9"], "candidates": [["z"]]}), pd.DataFrame(),
+                    hits, pd.DataFrame(), pd.DataFrame(), {"model": "m", "settings": {"runs": 1}})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
+try:
+    study.save(Path(sys.argv[1]))
+except Exception as exc:
+    sys.exit(report(exc))
+"""
+
+
+def _small_study():
+    from toolbench_lib.pipeline.study import StudyResult
+
+    hits = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": -1, "text_idx": -1,
+                         "rank": [1, 2, 3], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
+    return StudyResult(pd.DataFrame({"qkey": ["G1_instruction:1"], "candidates": [["a"]]}), pd.DataFrame(),
+                       hits, pd.DataFrame(), pd.DataFrame(), {"model": "m", "settings": {"runs": 1}})
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder.parent)): p.read_bytes() for p in sorted(folder.parent.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
+    """A write that fails half-way (a file-size limit: EFBIG, as a full disk gives ENOSPC) leaves the
+    study folder byte for byte as it was, no temporary folder beside it, and one line naming the file."""
+    from toolbench_lib.pipeline.study import StudyResult
+
+    folder = _small_study().save(tmp_path / "run")
+    (folder / "notes.txt").write_text("the user's own file")
+    before = _snapshot(folder)
+    out = subprocess.run([sys.executable, "-c", FILL_SCRIPT, str(folder)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    [line] = problem_lines(out.stderr)
+    assert str(folder / "hits.parquet") in line and "left as it was" in line
+    assert _snapshot(folder) == before
+    assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
+    OUTCOMES["save-disk-full"] = "clear error"
+
+
+def test_a_save_removes_stale_temporary_files_of_dead_processes(tmp_path):
+    from toolbench_lib.pipeline.study import StudyResult
+
+    folder = _small_study().save(tmp_path / "run")
+    dead = _dead_pid()
+    inside = folder / f".queries.parquet.{dead}.tmp.parquet"  # left by a SIGTERM during --save
+    inside.write_bytes(b"half")
+    beside = tmp_path / f".run.{dead}.tmp.d"
+    beside.mkdir()
+    (beside / "hits.parquet").write_bytes(b"half")
+    live = folder / f".stats.json.{os.getpid()}.tmp.json"  # a live writer's file stays
+    live.write_bytes(b"being written")
+    _small_study().save(folder)
+    assert not inside.exists() and not beside.exists() and live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
+    OUTCOMES["save-stale-temporary-files"] = "repaired"
