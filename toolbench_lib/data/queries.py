@@ -136,13 +136,14 @@ DOC_KEY_FIELDS = ("category_name", "tool_name", "api_name")
 
 
 def doc_key_problem(api: dict) -> str | None:
-    """The first key field an ``api_list`` doc lacks (missing, not a string, or blank), or None.
+    """The first key field an ``api_list`` doc lacks (missing, not a string, or without a letter or digit
+    to key it by), or None.
 
     Such a doc never joins the registry (its key would be invented or collide with another API) and its
     ground-truth pair counts as unresolved."""
     for name in DOC_KEY_FIELDS:
         value = api.get(name)
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str) or not norm_name(value):
             return name
     return None
 
