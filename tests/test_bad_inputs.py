@@ -633,9 +633,17 @@ def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
     OUTCOMES["adversarial-reply-in-cassette"] = "fell back"
 
 
+# Probes checked by single tests below (each records its outcome in OUTCOMES): the earlier rounds' and round
+# three's (query docs without a key field, a failed save, stale temporary files of a save, papermill x2).
+SINGLE_PROBES = ("processed-registry-overwritten-evaluate", "subset-named-twice", "stale-temporary-files",
+                 "adversarial-reply-in-cassette", "query-docs-without-key-fields", "save-disk-full",
+                 "save-stale-temporary-files", "papermill-unknown-set-y", "papermill-unknown-set-p")
+
+
 def test_table_size():
-    """At least 40 bad inputs and damaged caches are tried."""
-    assert len(ERROR_CASES) + len(REPAIRED_CASES) + 4 >= 40
+    """At least 120 bad inputs, damaged caches and parameters are tried (the table, the configuration's
+    table and the single probes), each with its own name."""
+    assert len(ERROR_CASES) + len(REPAIRED_CASES) + len(CONFIG_CASES) + len(SINGLE_PROBES) >= 120
     assert len({name for name, *_ in ERROR_CASES}) == len(ERROR_CASES)
 
 
@@ -912,3 +920,28 @@ def test_a_save_removes_stale_temporary_files_of_dead_processes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
     OUTCOMES["save-stale-temporary-files"] = "repaired"
+
+
+# --------------------------------------------------------------------------- round three: notebook parameters
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [["-y", 'subsets: ["G9"]'], ["-p", "subsets", '["G9"]']],
+                         ids=["yaml", "text"])
+def test_papermill_refuses_an_unknown_set_before_writing(form, tmp_path, real_data_dir):
+    """Before: ``-y 'subsets: ["G9"]'`` ran notebook 01 to the end and wrote 10 tables and 2 figures."""
+    from toolbench_lib.data.paths import OUTPUTS_DIR, PROJECT_ROOT
+
+    run_name = f"probe-g9-{os.getpid()}-{form[0].strip('-')}"
+    notebook = PROJECT_ROOT / "notebooks" / "01_data_prep.ipynb"
+    out = subprocess.run([sys.executable, "-m", "papermill", str(notebook), str(tmp_path / "out.ipynb"),
+                          "-p", "run_name", run_name, "-p", "data_dir",
+                          str(real_data_dir), *form, "--cwd", str(PROJECT_ROOT / "notebooks")],
+                         capture_output=True, text=True, timeout=300)
+    made = sorted(p.name for p in OUTPUTS_DIR.glob(f"{run_name}*"))
+    for name in made:
+        shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+    assert out.returncode != 0
+    assert "subsets: unknown query set 'G9'" in out.stderr
+    assert made == []  # no run folder, no table, no figure
+    OUTCOMES[f"papermill-unknown-set-{form[0].strip('-')}"] = "clear error"
