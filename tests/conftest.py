@@ -41,6 +41,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_analysis_report.py::test_report_shows_the_judge_tables_when_saved": ("data",),
     "test_analysis_report.py::test_report_shows_the_ablation_verdicts_before_the_judge": ("data",),
     "test_analysis_report.py::test_report_shows_the_test_over_runs_before_the_ablations": ("data",),
+    "test_analysis_report.py::test_report_opens_with_the_summary_and_places_every_figure_once": ("data",),
     "test_analysis_routing.py::test_routers_match_the_oracle_on_a_separating_signal": ("slow",),
     "test_bench.py::test_bench_command_quick": ("data",),
     "test_cli.py::test_data_summary_json": ("data",),

@@ -381,3 +381,68 @@ def test_causes_file_is_signed_and_names_existing_tables(tmp_path):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="direction"):
         load_causes(path)
+
+
+def _paired() -> pd.DataFrame:
+    rows = []
+    for subset, diff, lo, hi, p in (("G1", -0.072, -0.11, -0.03, 0.0004), ("G2", 0.088, 0.05, 0.12, 0.014),
+                                    ("G3", 0.05, -0.01, 0.11, 0.2)):
+        rows.append({"subset": subset, "gt": "candidates", "metric": "recall", "n": 15, "diff": diff,
+                     "ci_low": lo, "ci_high": hi, "p_t_holm": p, "p_wilcoxon_holm": p, "p_sign_holm": p,
+                     "rtp_wins": 3, "ptr_wins": 5, "ties": 7})
+    return pd.DataFrame(rows)
+
+
+def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
+    """Summary first (question, one verdict per set, the setup box); every saved figure appears once, in
+    its section, with a caption; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
+    from toolbench_lib.analysis.findings import main_findings
+
+    main = _main_results()
+    main["k"] = 5
+    main.loc[(main["subset"] == "G1") & (main["method"] == "rtp"), "n_queries"] = 16300
+    save_table(main, "main_results", cfg)
+    save_table(_paired(), "paired_tests", cfg)
+    save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "text": ["BM25 puts PtR ahead."]}),
+               "retriever_verdicts", cfg)
+    save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "method": ["rtp"], "recall_mean": [0.2],
+                             "recall_lo": [0.1], "recall_hi": [0.3], "n_queries": [15]}),
+               "retriever_main", cfg)
+    names = ["figure2", "k_ablation", "scale_divergence", "retriever_recall", "beyond_recall_vs_k",
+             "mystery_plot"]
+    for name in names:
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        save_figure(fig, name, cfg)
+        plt.close(fig)
+    text = write_report(cfg).read_text()
+    body = text.split("## Summary", 1)[1]
+    assert text.index("## Summary") < text.index("## Main results") < text.index("## Scorecard")
+    assert "**The question.**" in body.split("## Setup and data")[0]
+    assert "What differs from the paper's setup" in body and "16,300" in body and "Gemini 2.5 Flash" in body
+    for name in names:
+        assert text.count(f"figures/{name}.png)") == 1, name
+        assert f"*Figure `{name}`.*" in text
+    sections = {"figure2": "## Main results", "k_ablation": "## Retrieval budget",
+                "scale_divergence": "## Registry scale", "retriever_recall": "## Retriever families",
+                "mystery_plot": "## Other figures"}
+    for name, heading in sections.items():
+        start = text.index(heading)
+        end = text.find("\n## ", start + 1)
+        assert f"figures/{name}.png" in text[start:end], name
+    assert "BM25 puts PtR ahead." in body.split("## Setup and data")[0]
+    assert "nan" not in text.lower().replace("nanmean", "") and "e+0" not in text
+    # The summary's verdicts are the notebook's: the same function, the same words for every set.
+    paper = {"G1": {"rtp": 0.372, "ptr": 0.289}, "G2": {"rtp": 0.143, "ptr": 0.188}, "G3": {"rtp": 0.160,
+                                                                                          "ptr": 0.172}}
+    notebook = main_findings(main, _paired(), paper)
+    summary = body.split("## Setup and data")[0]
+    expected = {"G1": "reproduced", "G2": "reproduced", "G3": "same direction, not significant"}
+    for line in notebook.splitlines():
+        subset = line.split("**")[1]
+        verdict = next(v for v in ("reproduced", "same direction, not significant", "refuted",
+                                   "not reproduced") if v in line)
+        assert verdict == expected[subset] or verdict.startswith(expected[subset])
+        summary_line = next(s for s in summary.splitlines() if s.startswith(f"- **{subset}**"))
+        assert f"**{verdict}" in summary_line, (subset, summary_line)
+    assert "p < 0.001" in summary and "p = 0.014" in summary

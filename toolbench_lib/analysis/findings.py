@@ -11,6 +11,25 @@ def _lead(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
 
+def recall_verdict(rtp: float, ptr: float, p_holm: float, paper: Mapping[str, float],
+                   alpha: float = 0.05) -> dict:
+    """The one verdict on a set's recall, used by notebook 02's findings and the report's summary alike:
+    ``leader`` here, ``paper_leader`` (None without a paper pair), ``significant`` (Holm-corrected
+    Wilcoxon p below ``alpha``) and ``verdict``: reproduced, same direction but not significant,
+    refuted (the other method leads significantly) or not reproduced (the other leads, not significantly)."""
+    from .numbers import fmt_p
+
+    here, sig = _lead(rtp, ptr), bool(p_holm < alpha)
+    if not ("rtp" in paper and "ptr" in paper):
+        return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}
+    want = _lead(paper["rtp"], paper["ptr"])
+    same = f"same direction, not significant (Holm-corrected Wilcoxon {fmt_p(p_holm)})"
+    verdict = ("reproduced" if here == want and sig else same if here == want else
+               "refuted: the other method leads significantly" if sig else
+               f"not reproduced: {here} leads here, not significantly")
+    return {"leader": here, "paper_leader": want, "significant": sig, "verdict": verdict}
+
+
 def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mapping[str, Mapping[str, float]],
                   gt: str = "candidates", alpha: float = 0.05, runs: pd.DataFrame | None = None) -> str:
     """Markdown bullets: per set, both recalls with CIs, the paired difference, its test, and the paper's
@@ -23,17 +42,11 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
         if (subset, "rtp") not in m.index or (subset, "ptr") not in m.index or subset not in p.index:
             continue
         r, q, t = m.loc[(subset, "rtp")], m.loc[(subset, "ptr")], p.loc[subset]
-        here = _lead(r["recall_mean"], q["recall_mean"])
-        sig = t["p_wilcoxon_holm"] < alpha
         paper = paper_recall.get(subset, {})
-        if "rtp" in paper and "ptr" in paper:
-            want = _lead(paper["rtp"], paper["ptr"])
-            verdict = ("reproduced" if here == want and sig else
-                       "same direction, not significant (Holm-corrected Wilcoxon p = "
-                       f"{t['p_wilcoxon_holm']:.3g})" if here == want else
-                       "refuted: the other method leads significantly" if sig else
-                       f"not reproduced: {here} leads here, not significantly")
-            paper_txt = f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({want} ahead): {verdict}"
+        v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_wilcoxon_holm"], paper, alpha)
+        if v["paper_leader"]:
+            paper_txt = (f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({v['paper_leader']} "
+                         f"ahead): {v['verdict']}")
         else:
             paper_txt = "the paper gives no pair for this set"
         ci = lambda row: f"[{row['recall_ci_low']:.3f}, {row['recall_ci_high']:.3f}]"  # noqa: E731

@@ -20,7 +20,7 @@ import yaml
 
 from ..data.paths import PROJECT_ROOT
 from ..pipeline.experiment import ExperimentConfig
-from .numbers import fmt_count, fmt_number
+from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
@@ -583,20 +583,223 @@ def provenance_markdown(prov: Mapping) -> str:
     return "\n".join(lines)
 
 
-def _report_table(report: pd.DataFrame) -> str:
-    shown = report.drop(columns=["source"]).copy()
-    shown["this_run"] = shown["this_run"].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
-    shown["difference"] = shown["difference"].map(lambda v: "" if pd.isna(v) else f"{v:+.3f}")
-    return shown.to_markdown(index=False)
+# The report's sections in the paper's order: (key, heading, the paper.yaml section prefixes it holds).
+SECTIONS = (("setup", "Setup and data (§3)", ("§3",)),
+            ("main", "Main results (§4.1, Figure 2)", ("§4.1 Main",)),
+            ("budget", "Retrieval budget (Table 1)", ("§4.1 Table 1", "§4.2 Budget")),
+            ("scale", "Registry scale (§4.2, Figure 3)", ("§4.2 Registry",)),
+            ("trajectory", "Trajectories (§4.3, Figure 4)", ("§4.3",)),
+            ("stubs", "Stubs (§4.4, Table 4)", ("§4.4", "§5 Discussion (Intent")),
+            ("cost", "Cost and routing (§5)", ("§5 Discussion (cost", "§5 Discussion (routing")))
+# Figures by name (exact, or prefix ending in "_"): (section key, caption).
+FIGURES = {
+    "pipeline": ("setup", "The two pipelines drawn by the toolkit (the paper's Figure 1): RtP embeds the "
+                          "query; PtR has the planner write stubs first and searches with each."),
+    "data_categories": ("setup", "APIs per category in this run's registry."),
+    "data_doc_lengths": ("setup", "Length of the API documents that are embedded."),
+    "figure2": ("main", "The paper's Figure 2 for this run: recall, precision and pass rate per set and "
+                        "method (bars with 95% CIs, the paper's values as markers) and per-query wins."),
+    "headline": ("main", "Recall@k per set and method, error bars the std over runs."),
+    "runs_recall": ("main", "PtR's recall in each run against RtP's, per set (the paper's test over runs)."),
+    "k_ablation": ("budget", "Recall against the retrieval budget k, per set and method (candidate ground "
+                             "truth)."),
+    "k_ablation_relevant": ("budget", "Recall against k with the relevant-API ground truth."),
+    "scale_recall": ("scale", "Recall on sub-registries of growing size (mean over seeds)."),
+    "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API, by registry "
+                                  "size."),
+    "figure4": ("trajectory", "The paper's Figure 4 for this run: plan fidelity, overlap, used share, steps "
+                              "and APIs named, with the paper's values as markers."),
+    "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR, for each routing "
+                                        "policy."),
+    "retriever_": ("retriever", "Retriever families: recall per set, retriever and method."),
+    "ablation_": ("ablations", "An ablation behind a named cause (notebook 11)."),
+    "beyond_": ("beyond", "Beyond the paper (notebook 10)."),
+}
+
+
+def figure_section(stem: str) -> tuple[str, str]:
+    """``(section key, caption)`` of a saved figure; ``("other", ...)`` for a figure no section claims."""
+    if stem in FIGURES:
+        return FIGURES[stem]
+    for prefix, (key, caption) in FIGURES.items():
+        if prefix.endswith("_") and stem.startswith(prefix):
+            return key, f"{caption[:-1]}: {stem[len(prefix):].replace('_', ' ')}."
+    return "other", f"Figure {stem.replace('_', ' ')} (saved by a notebook; no section of the paper)."
+
+
+def figure_files(cfg: ExperimentConfig) -> list[Path]:
+    folder = cfg.figures_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
 
 
 def figure_links(cfg: ExperimentConfig) -> list[str]:
     """Markdown image links, relative to the run folder, of every figure saved for this run."""
-    folder = cfg.figures_dir
-    if not folder.is_dir():
+    return [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})" for p in figure_files(cfg)]
+
+
+def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The figures of one section, each with its caption."""
+    parts = []
+    for p in figure_files(cfg):
+        section, caption = figure_section(p.stem)
+        if section == key:
+            parts += [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})", "",
+                      f"*Figure `{p.stem}`.* {caption}", ""]
+    return parts
+
+
+def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
+    """Report rows with every number formatted once (3 decimals, counts with separators, no nan)."""
+    out = pd.DataFrame({
+        "id": report["id"], "subset": report["subset"], "paper": report["paper"],
+        "this run": [fmt_count(v) if m in ("count", "wins") else fmt_number(v)
+                     for v, m in zip(report["this_run"], report["metric"], strict=True)],
+        "95% CI": [fmt_ci(lo, hi) for lo, hi in zip(report["ci_low"], report["ci_high"], strict=True)],
+        "status": [s + (f" ({d})" if d else "") for s, d in zip(report["status"], report["direction"],
+                                                                  strict=True)],
+        "basis": report["basis"]})
+    if report["objective"].notna().any():
+        out["objective pass rate"] = report["objective"].map(fmt_number)
+    if full:
+        out["cause"] = report["cause"].fillna("")
+        out["description"] = report["description"]
+    return out
+
+
+def _report_table(report: pd.DataFrame, full: bool = True) -> str:
+    return _shown(report, full).to_markdown(index=False) if len(report) else "No reference number here."
+
+
+def section_rows(report: pd.DataFrame, prefixes) -> pd.DataFrame:
+    return report[report["section"].astype(str).str.startswith(tuple(prefixes))]
+
+
+def section_sentence(rows: pd.DataFrame) -> str:
+    """A generated sentence on a section's rows: how many are consistent, which differ and why."""
+    c = status_counts(rows)
+    found = c["consistent"] + c["differs"]
+    parts = [f"{c['consistent']} of {found} numbers found are consistent with the paper"]
+    differs = rows[rows["status"] == DIFFERS]
+    if len(differs):
+        parts.append("differs: " + ", ".join(
+            f"{r.id} ({r.direction}, {r.cause.split(':')[0] if r.cause else 'unexplained'})"
+            for r in differs.itertuples()))
+    if c["not scored"]:
+        parts.append(f"{c['not scored']} not scored")
+    if c["not found"]:
+        parts.append(f"{c['not found']} not found in this run's tables")
+    return "; ".join(parts) + "."
+
+
+def summary_verdicts(cfg: ExperimentConfig, report_refs: dict, alpha: float = 0.05) -> list[dict]:
+    """One verdict per set on recall@k, from the saved ``main_results`` and ``paired_tests`` tables and the
+    same :func:`~toolbench_lib.analysis.findings.recall_verdict` notebook 02's findings use."""
+    from .findings import recall_verdict
+
+    tables = TableCache(cfg.tables_dir)
+    main, paired = tables.get("main_results"), tables.get("paired_tests")
+    if main is None or paired is None or main.empty or paired.empty:
         return []
-    paths = sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
-    return [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})" for p in paths]
+    by_id = {e["id"]: paper_bounds(e["paper"]).get("value") for e in report_refs["entries"]}
+    m = main[main["gt"] == "candidates"].set_index(["subset", "method"])
+    p = paired[(paired["gt"] == "candidates") & (paired["metric"] == "recall")].set_index("subset")
+    out = []
+    for subset in dict.fromkeys(main["subset"]):
+        if (subset, "rtp") not in m.index or (subset, "ptr") not in m.index or subset not in p.index:
+            continue
+        t = p.loc[subset]
+        paper = {k: v for k in ("rtp", "ptr") if (v := by_id.get(f"{subset.lower()}_{k}_recall")) is not None}
+        v = recall_verdict(m.loc[(subset, "rtp"), "recall_mean"], m.loc[(subset, "ptr"), "recall_mean"],
+                           t["p_wilcoxon_holm"], paper, alpha)
+        out.append({"subset": subset, "n": int(m.loc[(subset, "rtp"), "n_queries"]),
+                    "rtp": m.loc[(subset, "rtp"), "recall_mean"],
+                    "ptr": m.loc[(subset, "ptr"), "recall_mean"],
+                    "diff": t["diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+                    "p": t["p_wilcoxon_holm"], "paper": paper, **v})
+    return out
+
+
+def setup_differences(cfg: ExperimentConfig, provenance: list[dict], refs: dict) -> list[str]:
+    """The box "what differs from the paper's setup": embedder, LLM, runs, query counts and sets."""
+    from ..data.queries import DEFAULT_SUBSETS
+
+    prov = provenance[0] if provenance else {}
+    settings = prov.get("settings", {})
+    main = TableCache(cfg.tables_dir).get("main_results")
+    counts = {}
+    if main is not None and not main.empty:
+        rows = main[(main["method"] == "rtp") & (main["gt"] == "candidates")]
+        counts = dict(zip(rows["subset"], rows["n_queries"], strict=True))
+    paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
+               if e["id"].endswith("_query_count")}
+    rows = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
+            ("LLM (stubs, plans)", "Gemini 2.5 Flash",
+             f"{prov.get('backend', 'n/a')} ({prov.get('llm_model', 'n/a')})"),
+            ("runs", "4", fmt_count(settings.get("runs"))),
+            ("registry", fmt_count(46984), fmt_count(prov.get("registry_size")))]
+    for subset in cfg.subsets:
+        rows.append((f"{subset} queries", fmt_count(paper_n.get(subset)), f"{fmt_count(counts.get(subset))} "
+                     f"({DEFAULT_SUBSETS.get(subset, subset)})"))
+    table = pd.DataFrame(rows, columns=["", "paper", "this run"]).to_markdown(index=False)
+    return ["> **What differs from the paper's setup**", ">",
+            *[f"> {line}" for line in table.splitlines()], ""]
+
+
+def summary_markdown(cfg: ExperimentConfig, report: pd.DataFrame, refs: dict,
+                     provenance: list[dict]) -> list[str]:
+    """The one-page summary: the question, one verdict per set, the setup box, the status counts."""
+    parts = ["## Summary", "",
+             "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
+             "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
+             "single-tool (G1) and multi-tool (G2, G3) queries?", ""]
+    verdicts = summary_verdicts(cfg, refs)
+    if verdicts:
+        parts.append("**Verdicts on recall@k** (PtR − RtP, bootstrap 95% CI over queries, Holm-corrected "
+                     "Wilcoxon test):")
+        parts.append("")
+        for v in verdicts:
+            paper = (f"paper: {v['paper_leader']} ahead (RtP {fmt_number(v['paper']['rtp'])}, PtR "
+                     f"{fmt_number(v['paper']['ptr'])})" if v["paper_leader"] else "no paper pair")
+            parts.append(f"- **{v['subset']}** ({fmt_count(v['n'])} queries): RtP {fmt_number(v['rtp'])}, "
+                         f"PtR {fmt_number(v['ptr'])}; PtR − RtP {fmt_signed(v['diff'])} "
+                         f"{fmt_ci(v['ci_low'], v['ci_high'])}, {fmt_p(v['p'])}; {paper}: "
+                         f"**{v['verdict']}**.")
+        parts.append("")
+    else:
+        parts += ["No verdict: this run saved no `main_results` and `paired_tests` tables.", ""]
+    retr = TableCache(cfg.tables_dir).get("retriever_verdicts")
+    if retr is not None and not retr.empty and {"subset", "retriever", "text"} <= set(retr.columns):
+        parts += ["**Retriever families:**", ""]
+        parts += [f"- {r.subset}, {r.retriever}: {r.text}" for r in retr.itertuples()] + [""]
+    parts += setup_differences(cfg, provenance, refs)
+    c = status_counts(report)
+    parts += [f"**Against the paper's {fmt_count(len(report))} reference numbers:** {c['consistent']} "
+              f"consistent, {c['differs']} differ ({c['explained']} explained by a tested cause, "
+              f"{c['unexplained']} "
+              f"unexplained), {c['not scored']} not scored (judged with a judge of kappa below 0.4 or not "
+              f"measured), {c['not found']} not found in this run's tables. The scorecard at the end lists "
+              "each.", ""]
+    return parts
+
+
+def retriever_section(cfg: ExperimentConfig) -> list[str]:
+    """The retriever families' table and figures, when the run saved them; nothing otherwise."""
+    table = TableCache(cfg.tables_dir).get("retriever_main")
+    figs = figures_markdown(cfg, "retriever")
+    if (table is None or table.empty) and not figs:
+        return []
+    parts = ["## Retriever families", ""]
+    if table is not None and not table.empty:
+        shown = table.copy()
+        for col in shown.columns:
+            if col == "n_queries":
+                shown[col] = shown[col].map(fmt_count)
+            elif pd.api.types.is_float_dtype(shown[col]):
+                shown[col] = shown[col].map(fmt_number)
+        parts += [shown.to_markdown(index=False), ""]
+    return parts + figs
 
 
 BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),
@@ -652,11 +855,25 @@ def judge_section(cfg: ExperimentConfig) -> list[str]:
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
                     provenance: list[dict]) -> str:
-    """The whole ``report.md``: provenance, the comparison table, the figures."""
-    counts = report["status"].value_counts()
+    """The whole ``report.md``: the summary, the paper's sections with their numbers and figures, this
+    toolkit's own sections, the scorecard last."""
     parts = [f"# Reproduction report: {cfg.run_name}", "",
              f"Reference numbers: {references['source']} (`references/paper.yaml`, version "
-             f"{references['version']}).", "", "## This run", ""]
+             f"{references['version']}, every number quoted from the paper's text).", "",
+             *summary_markdown(cfg, report, references, provenance)]
+    for key, heading, prefixes in SECTIONS:
+        rows = section_rows(report, prefixes)
+        parts += [f"## {heading}", "", section_sentence(rows) if len(rows) else "", "",
+                  _report_table(rows, full=False), "", *figures_markdown(cfg, key)]
+    parts += [*retriever_section(cfg), *runs_section(cfg), *ablation_section(cfg)]
+    parts += figures_markdown(cfg, "ablations")
+    parts += [*judge_section(cfg), *beyond_section(cfg), *figures_markdown(cfg, "beyond")]
+    other = figures_markdown(cfg, "other")
+    if other:
+        parts += ["## Other figures", "", *other]
+    if not figure_files(cfg):
+        parts += ["No figures were saved for this run.", ""]
+    parts += ["## This run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         if len(provenance) > 1:
@@ -665,14 +882,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
     parts += ["", f"Run settings: smoke={cfg.smoke}, subsets={', '.join(cfg.subsets)}.", "",
-              "## The paper against this run", "",
-              "Status: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ".", "",
-              "`difference` is this run minus the paper, or for a range the distance outside it.", "",
-              _report_table(report), "", *runs_section(cfg), *ablation_section(cfg), *judge_section(cfg),
-              *beyond_section(cfg),
-              "## Figures", ""]
-    links = figure_links(cfg)
-    parts += [f"{link}\n" for link in links] if links else ["No figures were saved for this run."]
+              "## Scorecard", "",
+              "`status` is *consistent* when the paper's value lies in this run's 95% CI (or, without one, "
+              "within the stated tolerance, the paper's range or its last decimal), *differs* (with the "
+              "direction of this run against the paper) otherwise, *not scored* for a pass rate judged by a "
+              "judge of kappa below 0.4. `cause` is the first listed cause that predicts this metric and "
+              "direction and whose ablation check holds (`references/causes.yaml`).", "",
+              _report_table(report, full=True), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
