@@ -38,7 +38,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis.display import format_numbers
-from toolbench_lib.analysis.report import build_report, run_provenance, provenance_markdown, write_report
+from toolbench_lib.analysis.report import (
+    build_report,
+    provenance_markdown,
+    run_provenance,
+    status_counts,
+    write_report,
+)
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.pipeline.experiment import ExperimentConfig
 
@@ -56,12 +62,12 @@ else:
 # %% [markdown]
 # ## How to read the table
 #
-# - `paper` is the paper's number: a value, a range (`min–max`, e.g. stubs per query 2.4–2.5 across the three sets) or a bound (`≥ 0.96` for plan fidelity).
-# - `this_run` is the value this run saved, found through the entry's locator (the `source` column says which table, rows and column).
-# - `difference` is this run minus the paper; for a range it is the distance outside the range (0 inside it).
-# - `status` is *matches* (within half a unit of the paper's last decimal, or an entry's own tolerance), *within range*, *above* or *below*. When a number could not be found the status says why: *missing table* (the notebook that writes it was not run), *missing column*, *no matching rows* (e.g. a subset that was not evaluated). A missing number is reported, never an error.
+# - `paper` is the paper's number: a value, a range (`min–max`, e.g. stubs per query 2.4–2.5 across the three sets) or a bound (`≥ 0.96` for plan fidelity). Each entry of `references/paper.yaml` carries the sentence of the paper it comes from (`quote`), checked against the paper's text by a test.
+# - `this run` is the value this run saved, found through the entry's locator (the `source` column says which table, rows and column), with its 95% CI where the table has one (bootstrap over queries).
+# - `status` rests on evidence: *consistent* when the paper's value lies in this run's 95% CI, or (without a CI) within the entry's stated tolerance, inside the paper's range, or equal at the paper's last decimal; win counts are compared as shares of their set (Wilson 95% interval). *differs* otherwise, with the direction of this run against the paper. A judged pass rate is *not scored* when the judge's kappa is below 0.4; the objective pass rate stands beside it. When a number could not be found the status says why (*missing table*, *missing column*, *no matching rows*).
+# - `cause`: for a row that differs, the first listed cause of `references/causes.yaml` that predicts this metric in this direction and whose ablation check holds in this run; else *unexplained*.
 #
-# Expect differences. The paper used `thenlper/gte-base` and Gemini; a run on another embedder, another LLM backend or the smoke slice (2,500 APIs, 15 queries per set, a rules-based stand-in for the LLM) measures the same quantities under other conditions. Counts such as per-query wins scale with the number of queries (163 in G1, 199 in G2 in the paper).
+# Expect differences. The paper used `thenlper/gte-base` and Gemini; a run on another embedder, another LLM backend or the smoke slice (2,500 APIs, 15 queries per set, a rules-based stand-in for the LLM) measures the same quantities under other conditions. Counts such as per-query wins scale with the number of queries, so they are compared as shares of their set.
 
 # %%
 report = build_report(cfg)
@@ -69,7 +75,7 @@ pd.set_option("display.max_colwidth", 80)
 format_numbers(report)
 
 # %%
-counts = report["status"].value_counts()
+counts = status_counts(report)
 print("status counts: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
 found = report["this_run"].notna()
 print(f"{int(found.sum())} of {len(report)} reference numbers found in this run's tables")
