@@ -1,4 +1,5 @@
-"""The query explorer: widgets drive the HTML, which shows stored rankings, hits, stubs and plans."""
+"""The query explorer: widgets drive the HTML, which shows stored rankings, hits, stubs and plans; search,
+the sortable table, its summary, any two methods and the view's link."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.analysis.explorer import FILTERS, NO_PLAN, NO_QUERY, QueryExplorer, query_outcomes
+from toolbench_lib.analysis.explorer import (
+    FILTERS,
+    NO_PLAN,
+    NO_QUERY,
+    PAGE_ROWS,
+    QueryExplorer,
+    query_outcomes,
+    run_name_of,
+)
 from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.pipeline.study import StudyResult
 
@@ -111,16 +120,16 @@ def test_filter_ptr_wins_lists_exactly_those_queries(study):
     ex.subset.value = "G2"
     ex.run.value = 1
     ex.k.value = 3
-    ex.filter.value = "PtR wins"
+    ex.filter.value = "b_wins"
     pq = per_query_runs(result, 3)
     pq = pq[(pq["run"] == 1) & (pq["subset"] == "G2_category_original")]
     wide = pq.pivot(index="qkey", columns="method", values="recall")
     expected = sorted(wide.index[wide["ptr"] > wide["rtp"]])
     shown = sorted(v for _, v in ex.query.options)
     assert shown == expected == ["G2_category_original:5"]
-    ex.filter.value = "RtP wins"
+    ex.filter.value = "a_wins"
     assert sorted(v for _, v in ex.query.options) == sorted(wide.index[wide["rtp"] > wide["ptr"]])
-    assert "1 of 3 queries" in ex.count.value
+    assert "<b>1</b> query in G2" in ex.count.value
 
 
 def test_filters_partition_the_subset(study):
@@ -132,12 +141,12 @@ def test_filters_partition_the_subset(study):
             for name in FILTERS:
                 ex.filter.value = name
                 shown[name] = {v for _, v in ex.query.options}
-            ties = shown["all"] - shown["RtP wins"] - shown["PtR wins"]
-            assert not shown["RtP wins"] & shown["PtR wins"]
-            assert shown["both missed"] <= ties
-            assert shown["both hit"] | shown["both missed"] | shown["RtP wins"] | shown["PtR wins"] \
+            ties = shown["all"] - shown["a_wins"] - shown["b_wins"]
+            assert not shown["a_wins"] & shown["b_wins"]
+            assert shown["both_missed"] <= ties
+            assert shown["both_hit"] | shown["both_missed"] | shown["a_wins"] | shown["b_wins"] \
                 == shown["all"]
-    ex.run.value, ex.k.value, ex.filter.value = 0, 5, "both missed"
+    ex.run.value, ex.k.value, ex.filter.value = 0, 5, "both_missed"
     assert [v for _, v in ex.query.options] == ["G1_instruction:1"]
 
 
@@ -152,8 +161,8 @@ def test_marked_hits_are_the_ground_truth_in_the_top_k(study):
             ex.subset.value = subset
             for _, qkey in ex.query.options:
                 ex.query.value = qkey
-                for method in ("rtp", "ptr"):
-                    ex.method.value = method
+                for method, show in (("rtp", "a"), ("ptr", "b")):
+                    ex.show.value = show
                     expected = len(set(_top(result, qkey, method, 0, k)) & set(gt_of[qkey]))
                     ranking = _section(ex.output.value, "<h4>Ranking</h4>", "</ol>")
                     assert ranking.count('<li class="hit">✓') == expected, (qkey, method, k)
@@ -163,7 +172,7 @@ def test_marked_hits_are_the_ground_truth_in_the_top_k(study):
 def test_ground_truth_switch_marks_relevant_only(study):
     _, result = study
     ex = _explorer(study, k=5)
-    ex.method.value = "rtp"
+    ex.show.value = "a"
     ex.query.value = "G1_instruction:0"
     assert _section(ex.render(), "<h4>Ranking</h4>", "</ol>").count('class="hit"') == 2
     ex.gt.value = "relevant"
@@ -177,7 +186,7 @@ def test_ground_truth_switch_marks_relevant_only(study):
 
 def test_k_sets_the_list_length(study):
     ex = _explorer(study)
-    ex.method.value = "rtp"
+    ex.show.value = "a"
     lengths = {}
     for k in (2, 7, 20):
         ex.k.value = k
@@ -195,14 +204,14 @@ def test_both_methods_side_by_side(study):
     gt = set(result.queries.loc[0, "candidates"])
     expected = sum(len(set(_top(result, "G1_instruction:0", m, 0, 5)) & gt) for m in ("rtp", "ptr"))
     assert html.count('<li class="hit">') == expected == 3
-    ex.method.value = "ptr"
+    ex.show.value = "b"
     assert "method-rtp" not in ex.render()
 
 
 def test_stubs_show_their_own_top_hits(study):
     _, result = study
     ex = _explorer(study, k=4)
-    ex.method.value = "ptr"
+    ex.show.value = "b"
     ex.run.value = 1
     ex.query.value = "G1_instruction:3"
     html = ex.render()
@@ -238,7 +247,7 @@ def test_empty_filter_says_so(study):
     ex.subset.value = "G2"
     ex.run.value = 0
     ex.k.value = 5
-    ex.filter.value = "both missed"
+    ex.filter.value = "both_missed"
     assert ex.query.value is None and NO_QUERY in ex.output.value
 
 
@@ -261,15 +270,16 @@ def real_study(slice_setup):
 
 def test_explorer_on_a_real_study(slice_setup, real_study):
     ex = QueryExplorer(slice_setup, real_study)
-    assert list(ex.subset.options) == ["G1", "G2", "G3"]
+    assert list(ex.subset.options) == ["G1", "G2", "G3", "all"]
     assert ex.run.options == (0,)
     ex.subset.value = "G2"
-    ex.filter.value = "PtR wins"
+    ex.filter.value = "b_wins"
     pq = per_query_runs(real_study, 5)
     pq = pq[pq["subset"] == "G2_category_original"].pivot(index="qkey", columns="method", values="recall")
     assert sorted(v for _, v in ex.query.options) == sorted(pq.index[pq["ptr"] > pq["rtp"]])
     ex.filter.value = "all"
-    keys = [v for _, v in ex.query.options]
+    shown = {v for _, v in ex.query.options}
+    keys = [q for q in real_study.queries["qkey"] if q in shown]  # study order: the first two were planned
     assert len(keys) == 15
     reg = slice_setup.ds.registry.set_index("api_id")
     ex.query.value = keys[0]
@@ -288,7 +298,8 @@ def test_one_output_holds_the_live_widget_and_its_static_rendering(study):
     ex.query.value = "G1_instruction:2"
     bundle = ex._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.widget.model_id
-    assert bundle["text/html"].startswith(ex.render()) and "G1 query 2" in bundle["text/html"]
+    assert ex.render() in bundle["text/html"] and "G1 query 2" in bundle["text/html"]
+    assert "<table class='qtable'>" in bundle["text/html"]  # the summary and the table's first rows
     assert "overflow-wrap: anywhere" in bundle["text/html"]  # long API ids wrap instead of clipping
 
 
@@ -299,8 +310,166 @@ def test_changing_k_keeps_the_query_while_it_passes_the_filter(study):
     for k in (3, 8, 1, 20):
         ex.k.value = k
         assert ex.query.value == "G1_instruction:3" and "G1 query 3 " in ex.output.value
-    ex.filter.value = "both missed"
+    ex.filter.value = "both_missed"
     kept = ex.query.value
     ex.k.value = 2
     visible = ex.visible_queries()
     assert ex.query.value == (kept if kept in visible else (visible[0] if visible else None))
+
+
+def test_summary_counts_of_a_view_by_hand(study):
+    # G1, run 0, k = 5 (DESIGN, three ground-truth APIs each): RtP 2/3, 0, 1/3, 1/3; PtR 1/3, 0, 2/3, 0.
+    ex = _explorer(study, k=5)
+    s = ex.summary()
+    assert (s.n, s.a_wins, s.ties, s.b_wins) == (4, 2, 1, 1)
+    assert s.mean_a == pytest.approx(1 / 3) and s.mean_b == pytest.approx(1 / 4)
+    assert "mean recall@5: RtP <b>0.333</b>, PtR <b>0.250</b>" in ex.count.value
+    assert "RtP wins <b>2</b>, ties <b>1</b>, PtR wins <b>1</b>" in ex.count.value
+    ex.filter.value = "a_wins"
+    assert (ex.summary().n, ex.summary().b_wins) == (2, 0) and "<b>2</b> queries in G1" in ex.count.value
+
+
+def test_a_view_opens_on_its_largest_gap(study):
+    ex = _explorer(study, k=5)
+    assert ex.query.value == "G1_instruction:0"  # gaps 1/3, 0, 1/3, 1/3: the first of the largest
+    ex.subset.value = "G2"  # RtP 1/3, 0, 0; PtR 1/3, 2/3, 1/3: G2:5's gap is the largest, not the first
+    assert ex.query.value == "G2_category_original:5" and "G2 query 5 " in ex.output.value
+    ex.filter.value = "a_wins"
+    assert ex.query.value is None  # no RtP win in G2 at k = 5
+    ex.k.value = 7  # G2:6's ground truth at rank 7 for RtP: 1/3 = PtR's, no win either
+    assert ex.query.value is None
+
+
+def test_search_finds_text_ids_and_api_ids_in_every_subset(study):
+    _, result = study
+    ex = _explorer(study, k=5)
+    ex.search.value = "TASK number 5"
+    assert ex.visible_queries() == ["G2_category_original:5"] and ex.query.value == "G2_category_original:5"
+    assert "matching “TASK number 5” in all subsets" in ex.count.value
+    assert "display" not in str(ex.header["subset"].layout.display or "")  # the set column is shown
+    # An API id: the queries with it in their ground truth or in either method's top 5 (stored tables).
+    api = "Cat2/tool5/api20"
+    gt = {q for q, c in zip(result.queries["qkey"], result.queries["candidates"], strict=True) if api in c}
+    top = {q for q in result.queries["qkey"] for m in ("rtp", "ptr") if api in _top(result, q, m, 0, 5)}
+    ex.search.value = api
+    assert set(ex.visible_queries()) == gt | top and gt == {"G2_category_original:6"}
+    ex.search.value = "no such thing"
+    assert ex.visible_queries() == [] and ex.query.value is None and NO_QUERY in ex.output.value
+    ex.search.value = ""
+    assert ex.header["subset"].layout.display == "none" and len(ex.visible_queries()) == 4
+
+
+def test_table_sorts_by_its_headers_and_rows_select(study):
+    ex = _explorer(study, k=5)
+    g1 = [f"G1_instruction:{i}" for i in range(4)]
+    assert ex.visible_queries() == [g1[0], g1[2], g1[3], g1[1]]  # |gap| 1/3, 1/3, 1/3, 0
+    ex.sort_by("a")
+    assert ex.visible_queries() == [g1[0], g1[2], g1[3], g1[1]] and ex.header["a"].description.endswith("▼")
+    ex.sort_by("a")
+    assert ex.visible_queries() == [g1[1], g1[2], g1[3], g1[0]] and ex.header["a"].description.endswith("▲")
+    ex.sort_by("gap")
+    assert ex._sort == ("abs_gap", True) and ex.header["gap"].description == "|gap| ▼"
+    ex.sort_by("gap")
+    assert ex.visible_queries() == [g1[0], g1[3], g1[1], g1[2]]  # gaps +1/3, +1/3, 0, -1/3
+    ex.sort_by("gap")
+    assert ex.visible_queries() == [g1[2], g1[1], g1[0], g1[3]]
+    ex.sort_by("query")
+    assert ex.visible_queries() == g1
+    assert [b.description for b in ex.row_buttons[:4]] == ["0", "1", "2", "3"]
+    assert [r.layout.display for r in ex.rows[3:5]] == [None, "none"]  # rows beyond the view are hidden
+    cells = ex.row_cells[2].value
+    assert "0.333" in cells and "0.667" in cells and "-0.333" in cells and ">PtR<" in cells
+    ex.row_buttons[2].click()
+    assert ex.query.value == g1[2] and ex.row_buttons[2].button_style == "info"
+    assert [v for _, v in ex.query.options] == g1  # the dropdown follows the table's order
+
+
+@pytest.fixture(scope="module")
+def three_methods(study):
+    """The study with a third method, ``rtp@bm25`` (stored once, like RtP), whose ground truth ranks are
+    chosen: G1 queries 0-3 get recall@5 of 0, 1, 1/3 and 2/3."""
+    reg, result = study
+    ranks = {"G1_instruction:0": [], "G1_instruction:1": [1, 2, 3], "G1_instruction:2": [6, 5],
+             "G1_instruction:3": [4, 2]}
+    ids = reg["api_id"].tolist()
+    rows = []
+    for n, qkey in enumerate(result.queries["qkey"]):
+        gt = ids[3 * n: 3 * n + 3]
+        others = [a for a in ids if a not in gt]
+        ranking = _ranking(gt, ranks.get(qkey, [1]), others)
+        rows += _hit_rows(qkey, "rtp@bm25", -1, -1, ranking) + _hit_rows(qkey, "rtp@bm25", -1, 0, ranking)
+    prov = {**result.provenance,
+            "settings": {**result.provenance["settings"], "methods": ["rtp", "ptr", "rtp@bm25"]}}
+    hits = pd.concat([result.hits, pd.DataFrame(rows)], ignore_index=True)
+    return reg, StudyResult(result.queries, result.stubs, hits, result.plans, result.calls, prov)
+
+
+def test_any_two_methods_of_the_study(three_methods):
+    reg, result = three_methods
+    ex = QueryExplorer(None, result, registry=reg, k=5)
+    assert [v for _, v in ex.method_b.options] == ["rtp", "ptr", "rtp@bm25"]
+    ex.method_a.value = "rtp@bm25"
+    assert ex.filter.options[1] == ("RtP@bm25 wins", "a_wins")
+    assert ex.show.options[1][0] == "RtP@bm25 only"
+    # rtp@bm25 against PtR (run 0): 0 vs 1/3, 1 vs 0, 1/3 vs 2/3, 2/3 vs 0.
+    ex.filter.value = "a_wins"
+    assert sorted(ex.visible_queries()) == ["G1_instruction:1", "G1_instruction:3"]
+    assert ex.query.value == "G1_instruction:1"  # gap 1 beats 2/3
+    assert ex.header["a"].description == "RtP@bm25 R@5"
+    pq = per_query_runs(result, 5)
+    mine = pq[(pq["method"] == "rtp@bm25") & (pq["run"] == 0)].set_index("qkey")["recall"]
+    frame = ex.table_frame().set_index("qkey")
+    assert np.allclose(frame["a"], mine.loc[frame.index])
+    html = ex.render()
+    assert "method-rtp@bm25" in html and "method-ptr" in html and "<h4>Stubs" in html
+    ex.show.value = "a"
+    assert "<h4>Stubs" not in ex.render() and "RtP@bm25 (retrieve, then plan)" in ex.render()
+
+
+def test_a_link_opens_the_same_view(study):
+    ex = _explorer(study)
+    ex.method_b.value = "ptr"
+    ex.subset.value, ex.run.value, ex.k.value, ex.gt.value = "G2", 1, 3, "relevant"
+    ex.filter.value = "b_wins"
+    ex.sort_by("b")
+    ex.show.value = "b"
+    link = ex.state_query()
+    assert "subset=G2" in link and "run=1" in link and "k=3" in link and "filter=b_wins" in link
+    assert f"query={ex.query.value}" in link and "sort=b" in link and "gt=relevant" in link
+    assert f"href='?{link}'" in ex.link.value.replace("&amp;", "&")
+    other = _explorer(study)
+    assert other.apply_state(link) == []
+    assert other.state_query() == link and other.render() == ex.render()
+    assert other.visible_queries() == ex.visible_queries()
+    # A query outside the link's filter is still shown (its subset chosen, the filter widened).
+    other.apply_state("query=G1_instruction:1&filter=a_wins")
+    assert other.query.value == "G1_instruction:1" and other.subset.value == "G1"
+
+
+def test_a_bad_link_is_named_one_line_each(study):
+    ex = _explorer(study)
+    before = ex.state_query()
+    problems = ex.apply_state("k=99&subset=G9&a=bm42&query=nope&colour=red")
+    assert len(problems) == 5 and ex.state_query() == before
+    assert any("k='99'" in p and "from 1 to 20" in p for p in problems)
+    assert any("subset='G9'" in p and "G1, G2, all" in p for p in problems)
+    assert any("a='bm42'" in p and "rtp, ptr" in p for p in problems)
+    assert all(p.startswith("link: ignored") and "\n" not in p for p in problems)
+    assert "colour=&#x27;red&#x27;" in ex.message.value
+    assert run_name_of("run_name=smoke&k=3") == "smoke" and run_name_of("k=3") is None
+    with pytest.raises(ValueError, match="folder name"):
+        run_name_of("run_name=..")
+
+
+def test_pages_of_a_real_study(slice_setup, real_study):
+    ex = QueryExplorer(slice_setup, real_study)
+    ex.subset.value = "all"
+    n = len(real_study.queries)
+    assert len(ex.visible_queries()) == n and n > PAGE_ROWS
+    ex.sort_by("query")
+    first = real_study.queries["query_id"].astype(str)[:PAGE_ROWS].tolist()
+    assert [b.description for b in ex.row_buttons] == first
+    ex.turn_page(1)
+    assert ex.row_buttons[0].description == str(real_study.queries["query_id"].iloc[PAGE_ROWS])
+    assert f"rows {PAGE_ROWS + 1}–" in ex.page_label.value and "page=2" in ex.state_query()
+    assert ex.prev_page.disabled is False
