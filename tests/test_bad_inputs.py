@@ -266,8 +266,8 @@ def export(c: Ctx, store: Path) -> list[str]:
 # (id, command builder, words the one line must hold)
 ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     # options
-    ("k-zero", lambda c: ev(c, "--k", "0"), ("--k", "0", ">= 1")),
-    ("k-negative", lambda c: ev(c, "--k", "-1"), ("--k", "-1", ">= 1")),
+    ("k-zero", lambda c: ev(c, "--k", "0"), ("--k", "0", "1 to 1000")),
+    ("k-negative", lambda c: ev(c, "--k", "-1"), ("--k", "-1", "1 to 1000")),
     ("k-text", lambda c: ev(c, "--k", "five"), ("--k", "five")),
     ("k-float", lambda c: ev(c, "--k", "2.5"), ("--k", "2.5")),
     ("runs-zero", lambda c: ev(c, "--method", "ptr", "--runs", "0"), ("--runs", "0", ">= 1")),
@@ -417,7 +417,7 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("cassette-name-too-long", lambda c: ev(c, "--method", "ptr", "--cassette", str(c.tmp / LONG_NAME)),
      ("--cassette", "255")),
     ("queries-name-too-long", lambda c: ev(c, "--queries", str(c.tmp / LONG_NAME)), ("--queries", "255")),
-    ("queries-not-utf8", lambda c: ev(c, "--queries", str(c.tmp / NOT_UTF8)), ("--queries", "UTF-8")),
+    ("queries-path-not-utf8", lambda c: ev(c, "--queries", str(c.tmp / NOT_UTF8)), ("--queries", "UTF-8")),
     ("summary-queries-too-long", lambda c: ["data", "summary", "--queries", str(c.tmp / LONG_NAME)],
      ("--queries", "255")),
     ("index-data-dir-too-long", lambda c: ["index", "build", "--data-dir", str(c.tmp / LONG_NAME)],
