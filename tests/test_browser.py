@@ -1,6 +1,14 @@
-"""The explorer app in a real browser: Voilà serves notebook 08 over a small stored study, headless Debian
-Chromium (driven by Playwright, never its own browser download) changes subset, filter, query and k, and
-the page is checked against the stored tables; a screenshot of a PtR-wins query goes to outputs/browser/."""
+"""The explorer app and report.html in a real browser (headless Debian Chromium driven by Playwright, never
+its own browser download).
+
+The app: Voilà serves notebook 08 over a small stored study; the page searches, filters, sorts the table,
+picks a row, swaps the methods and changes k, each change timed (under 0.5 s), every view checked against
+the stored tables scored independently (``eval.runs``); the view's link, opened in a second page, shows the
+same view. Screenshots of a search result and a sorted table go to outputs/browser/.
+
+The report: notebooks run under papermill into a small run folder, ``report.html`` is written and loaded
+at 1,280 px: its contents links resolve, no image is broken, no table is wider than the page, no absolute
+path of the machine appears and the page makes no network request."""
 
 from __future__ import annotations
 
@@ -13,19 +21,23 @@ import time
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 
 from toolbench_lib.analysis.explore_app import HOST, voila_argv, voila_env
-from toolbench_lib.analysis.explorer import NO_PLAN
+from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
+from toolbench_lib.pipeline.report_html import write_html_report
+from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOT = OUTPUTS_DIR / "browser" / "explorer_ptr_wins.png"
+SHOTS = OUTPUTS_DIR / "browser"
+MAX_CHANGE_S = 0.5
 TIMEOUT_MS = 180_000  # generous: the machine is shared, and Voilà runs the notebook before the page shows
 
 pytestmark = pytest.mark.slow
@@ -89,14 +101,25 @@ def _kernels(proc: subprocess.Popen) -> list[psutil.Process]:
     return [c for c in children if "ipykernel_launcher" in " ".join(c.cmdline())]
 
 
-def _ptr_wins(result, k: int) -> dict[str, list[str]]:
-    """Per subset, the queries whose PtR recall@k beats RtP's in run 0, in study order (stored tables)."""
+ALIAS = {"G1_instruction": "G1", "G2_category_original": "G2", "G3_instruction_original": "G3"}
+
+
+def _recalls(result, k: int, a: str = "rtp", b: str = "ptr") -> pd.DataFrame:
+    """Per query (study order) of run 0: ``qkey, query_id, subset, a, b, gap``, scored by eval.runs."""
     pq = per_query_runs(result, k)
-    pq = pq[pq["run"] == 0].pivot_table(index=["subset", "qkey"], columns="method", values="recall")
-    wins = pq[pq["ptr"] > pq["rtp"]].reset_index()
-    order = {q: i for i, q in enumerate(result.queries["qkey"])}
-    by_subset = {s: sorted(g["qkey"], key=order.get) for s, g in wins.groupby("subset")}
-    return {s: by_subset.get(s, []) for s in result.queries["subset"].unique()}
+    wide = pq[pq["run"] == 0].pivot_table(index="qkey", columns="method", values="recall")
+    q = result.queries
+    out = pd.DataFrame({"qkey": q["qkey"], "query_id": q["query_id"].astype(str),
+                        "subset": q["subset"].map(ALIAS), "text": q["query"].astype(str)})
+    out["a"] = out["qkey"].map(wide[a]).to_numpy()
+    out["b"] = out["qkey"].map(wide[b]).to_numpy()
+    out["gap"] = out["a"] - out["b"]
+    return out.reset_index(drop=True)
+
+
+def _largest_gap(frame: pd.DataFrame) -> str:
+    return str(frame.assign(abs_gap=frame["gap"].abs(), order=range(len(frame)))
+               .sort_values(["abs_gap", "order"], ascending=[False, True], kind="stable")["qkey"].iloc[0])
 
 
 def _top(result, qkey: str, method: str, k: int) -> list[str]:
@@ -104,20 +127,6 @@ def _top(result, qkey: str, method: str, k: int) -> list[str]:
     h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == (-1 if method == "rtp" else 0))
           & (h["text_idx"] == -1)]
     return h.sort_values("rank")["api_id"].head(k).tolist()
-
-
-def _select(page, control: str, label_start: str) -> None:
-    select = page.locator(f".qx-{control} select")
-    labels = [t.replace("\xa0", " ") for t in select.locator("option").all_inner_texts()]  # widgets use nbsp
-    select.select_option(index=next(i for i, t in enumerate(labels) if t.startswith(label_start)))
-
-
-def _set_k(page, k: int) -> None:
-    readout = page.locator(".qx-k .widget-readout")
-    readout.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.type(str(k))
-    page.keyboard.press("Enter")
 
 
 def _check_query(page, result, qkey: str, k: int) -> None:
@@ -153,24 +162,64 @@ def _check_query(page, result, qkey: str, k: int) -> None:
     assert f"Stubs ({len(stubs)}" in ptr_text and all(str(n) in ptr_text for n in stubs["name"])
 
 
+def _rows(page) -> list[str]:
+    """The query ids of the table's shown rows, top to bottom."""
+    return page.evaluate("() => [...document.querySelectorAll('.qx-row')].filter(r => r.offsetParent)"
+                         ".map(r => r.querySelector('button').innerText.trim())")
+
+
+def _timed(page, action, condition: str, arg=None) -> float:
+    """Seconds from an action until a condition (a JavaScript function of ``arg``) holds in the page,
+    polled at every animation frame."""
+    t0 = time.perf_counter()
+    action()
+    page.wait_for_function(condition, arg=arg, polling="raf", timeout=TIMEOUT_MS)
+    return time.perf_counter() - t0
+
+
+SHOWS = "([sel, text]) => [...document.querySelectorAll(sel)].some(e => e.innerText.includes(text))"
+ROWS_ARE = ("(ids) => { const shown = [...document.querySelectorAll('.qx-row')].filter(r => r.offsetParent)"
+            ".map(r => r.querySelector('button').innerText.trim()); return JSON.stringify(shown) === "
+            "JSON.stringify(ids); }")
+
+
+def _select(page, control: str, label_start: str) -> None:
+    select = page.locator(f".qx-{control} select")
+    labels = [t.replace("\xa0", " ") for t in select.locator("option").all_inner_texts()]  # widgets use nbsp
+    select.select_option(index=next(i for i, t in enumerate(labels) if t.startswith(label_start)))
+
+
+def _set_k(page, k: int) -> None:
+    readout = page.locator(".qx-k .widget-readout")
+    readout.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(str(k))
+    page.keyboard.press("Enter")
+
+
+def _summary(frame: pd.DataFrame, k: int) -> str:
+    a, b = frame["a"], frame["b"]
+    return (f"mean recall@{k}: RtP {a.mean():.3f}, PtR {b.mean():.3f} · RtP wins {(a > b).sum()}, "
+            f"ties {(a == b).sum()}, PtR wins {(b > a).sum()}")
+
+
+def _launch(p, chromium: Path, profile: Path, height: int = 1600):
+    return p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
+                                                args=FLAGS, viewport={"width": 1400, "height": height})
+
+
 def test_explorer_app_in_chromium(chromium, stored, app):
     from playwright.sync_api import expect, sync_playwright
 
     name, result = stored
     url, proc, log = app
-    at5, at10 = _ptr_wins(result, 5), _ptr_wins(result, 10)
-    subset = max(at5, key=lambda s: (len(set(at5[s]) & set(at10[s])), len(at5[s])))
-    wins5, wins10 = at5[subset], at10[subset]
-    assert wins5, "the smoke study has PtR wins to show"
-    keep = [q for q in wins5 if q in set(wins10)]
-    target = (keep[1:] or keep or wins5)[0]  # not the first option when possible: k must keep the choice
-    alias = {"G1_instruction": "G1", "G2_category_original": "G2", "G3_instruction_original": "G3"}[subset]
-    qid = str(result.queries.set_index("qkey").loc[target, "query_id"])
+    r5 = _recalls(result, 5)
+    first_subset = r5["subset"].iloc[0]
+    timings: dict[str, float] = {}
 
     with sync_playwright() as p:
-        profile = SCREENSHOT.parent / f".profile-{uuid.uuid4().hex[:8]}"
-        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
-                                                   args=FLAGS, viewport={"width": 1400, "height": 2600})
+        profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
+        ctx = _launch(p, chromium, profile)
         try:
             page = ctx.new_page()
             page.goto(url, timeout=TIMEOUT_MS)
@@ -178,35 +227,174 @@ def test_explorer_app_in_chromium(chromium, stored, app):
             assert page.locator(".query-explorer").count() == 1, "one explorer, no second frozen copy"
             assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
             assert len(_kernels(proc)) == 1
-            first = result.queries.iloc[0]
-            _check_query(page, result, first["qkey"], 5)
-            expect(page.locator(".qx-count")).to_contain_text("15 of 15 queries")
+            # The first view: the first subset, opened on its largest gap, its summary from eval.runs.
+            g = r5[r5["subset"] == first_subset]
+            _check_query(page, result, _largest_gap(g), 5)
+            summary = page.locator(".qx-count")
+            expect(summary).to_contain_text(f"{len(g)} queries in {first_subset}", timeout=TIMEOUT_MS)
+            assert _summary(g, 5) in summary.inner_text().replace("\xa0", " ")
+            top_table = g.assign(abs_gap=g["gap"].abs(), order=range(len(g))).sort_values(
+                ["abs_gap", "order"], ascending=[False, True], kind="stable")
+            assert _rows(page) == top_table["query_id"].head(PAGE_ROWS).tolist()
 
-            _select(page, "subset", alias)
-            _select(page, "filter", "PtR wins")
-            count = page.locator(".qx-count")
-            expect(count).to_contain_text(f"{len(wins5)} of 15 queries", timeout=TIMEOUT_MS)
-            options = page.locator(".qx-query select option").all_inner_texts()
-            ids = result.queries.set_index("qkey").loc[wins5, "query_id"].astype(str).tolist()
-            assert [o.replace("\xa0", " ").split(":")[0] for o in options] == ids
-            _select(page, "query", f"{qid}: ")
-            _check_query(page, result, target, 5)
+            # Search: a query of another subset by a piece of its text, found wherever it is.
+            target = r5[r5["subset"] != first_subset].iloc[3]
+            words = " ".join(str(target["text"]).split()[2:7])
+            hits = r5[r5["text"].str.lower().str.contains(words.lower(), regex=False)]
+            box = page.locator(".qx-search input")
+            box.fill(words)
+            timings["search"] = _timed(page, lambda: box.press("Enter"), SHOWS,
+                                       [".qx-count", f"matching “{words}”"])
+            best = _largest_gap(hits)  # the search opens on its largest gap too
+            expect(page.locator(".qx-output h3").first).to_contain_text(
+                f"query {hits.set_index('qkey').loc[best, 'query_id']} (run 0", timeout=TIMEOUT_MS)
+            assert target["query_id"] in _rows(page) and len(_rows(page)) == len(hits)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "explorer_search.png"), full_page=False)
+            box.fill("")
+            timings["clear search"] = _timed(page, lambda: box.press("Enter"), SHOWS,
+                                             [".qx-count", f"queries in {first_subset}"])
 
-            _set_k(page, 10)
-            expect(count).to_contain_text(f"{len(wins10)} of 15 queries", timeout=TIMEOUT_MS)
-            if target in wins10:
-                _check_query(page, result, target, 10)  # the query passes the filter at k = 10: kept
+            # Subset and filter: PtR's wins of the subset with the most.
+            wins = r5[r5["b"] > r5["a"]]
+            subset = wins["subset"].value_counts().index[0]
+            mine = wins[wins["subset"] == subset]
+            timings["subset"] = _timed(page, lambda: _select(page, "subset", subset), SHOWS,
+                                       [".qx-count", f"queries in {subset}"])
+            timings["filter"] = _timed(page, lambda: _select(page, "filter", "PtR wins"), SHOWS,
+                                       [".qx-count", f"{len(mine)} quer"])
+            assert _summary(mine, 5) in summary.inner_text().replace("\xa0", " ")
+            _check_query(page, result, _largest_gap(mine), 5)
+
+            # Sort by PtR's recall (largest first, ties in study order), then the other way.
+            by_ptr = mine.assign(order=range(len(mine))).sort_values(["b", "order"], ascending=[False, True],
+                                                                     kind="stable")
+            ids = by_ptr["query_id"].head(PAGE_ROWS).tolist()
+            header = page.locator(".qx-sort-b")
+            timings["sort"] = _timed(page, header.click, ROWS_ARE, ids)
+            expect(header).to_contain_text("▼")
+            asc = mine.assign(order=range(len(mine))).sort_values(["b", "order"], ascending=[True, True],
+                                                                  kind="stable")["query_id"].head(PAGE_ROWS)
+            timings["sort again"] = _timed(page, header.click, ROWS_ARE, asc.tolist())
+            timings["sort back"] = _timed(page, header.click, ROWS_ARE, ids)
+            page.locator(".qx-table").screenshot(path=str(SHOTS / "explorer_sorted_table.png"))
+
+            # A row's button shows its query.
+            pick = by_ptr.iloc[min(1, len(by_ptr) - 1)]
+            button = page.locator(".qx-row button", has_text=str(pick["query_id"])).first
+            timings["row"] = _timed(page, button.click, SHOWS,
+                                    [".qx-output h3", f"query {pick['query_id']} (run 0"])
+            _check_query(page, result, pick["qkey"], 5)
+
+            # k = 10: the view is scored again; the query stays while it passes the filter.
+            r10 = _recalls(result, 10)
+            mine10 = r10[(r10["subset"] == subset) & (r10["b"] > r10["a"])]
+            timings["k"] = _timed(page, lambda: _set_k(page, 10), SHOWS,
+                                  [".qx-count", f"mean recall@10: RtP {mine10['a'].mean():.3f}"])
+            if pick["qkey"] in set(mine10["qkey"]):
+                _check_query(page, result, pick["qkey"], 10)
+
+            # The method pair swapped: PtR as A, RtP as B; the filter keeps its key (B wins: now RtP's).
+            timings["method A"] = _timed(page, lambda: _select(page, "method-a", "PtR"), SHOWS,
+                                         [".qx-sort-a", "PtR R@10"])
+            timings["method B"] = _timed(page, lambda: _select(page, "method-b", "RtP"), SHOWS,
+                                         [".qx-sort-b", "RtP R@10"])
+            swapped = r10[(r10["subset"] == subset) & (r10["a"] > r10["b"])]  # RtP ahead of PtR
+            expect(summary).to_contain_text(f"mean recall@10: PtR {swapped['b'].mean():.3f}, RtP "
+                                            f"{swapped['a'].mean():.3f}", timeout=TIMEOUT_MS)
             overflow = page.evaluate("() => [...document.querySelectorAll('.qx .col')]"
                                      ".map(c => c.scrollWidth - c.clientWidth)")
             assert overflow and max(overflow) <= 0, f"a column overflows (long ids must wrap): {overflow}"
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+            # The view's link: the address follows it, and a second page opened on it shows the same view.
+            link = page.locator(".qx-permalink").get_attribute("href")
+            assert link.startswith("?") and "k=10" in link and "a=ptr" in link and f"subset={subset}" in link
+            page.wait_for_function("(q) => window.location.search === q", arg=link, timeout=TIMEOUT_MS)
+            shown = {"rows": _rows(page), "summary": summary.inner_text(),
+                     "query": page.locator(".qx-output").inner_text()}
+            second = ctx.new_page()
+            second.goto(url + link, timeout=TIMEOUT_MS)
+            second.wait_for_selector(".qx-output .qx", timeout=TIMEOUT_MS)
+            expect(second.locator(".qx-count")).to_contain_text("mean recall@10: PtR", timeout=TIMEOUT_MS)
+            assert {"rows": _rows(second), "summary": second.locator(".qx-count").inner_text(),
+                    "query": second.locator(".qx-output").inner_text()} == shown
+            assert second.locator(".qx-permalink").get_attribute("href") == link
+            second.close()
         finally:
             ctx.close()
             shutil.rmtree(profile, ignore_errors=True)
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and SCREENSHOT.stat().st_size > 20_000
+    for shot in ("explorer_search.png", "explorer_sorted_table.png"):
+        data = (SHOTS / shot).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, shot
+    print("seconds per change: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+    slow = {k: round(v, 2) for k, v in timings.items() if v >= MAX_CHANGE_S}
+    assert not slow, f"changes slower than {MAX_CHANGE_S} s: {slow}"
 
-    deadline = time.time() + 180  # the closed page's kernel is culled once idle
+    deadline = time.time() + 180  # the closed pages' kernels are culled once idle
     while _kernels(proc) and time.time() < deadline:
         time.sleep(1)
-    assert not _kernels(proc), f"the kernel of the closed page still runs:\n{log.read_text()[-2000:]}"
+    assert not _kernels(proc), f"the kernel of a closed page still runs:\n{log.read_text()[-2000:]}"
+
+
+REPORT_NOTEBOOKS = ("01_data_prep", "03_k_ablation", "06_stub_failure_analysis", "08_query_explorer")
+
+
+@pytest.fixture(scope="module")
+def report(stored) -> Path:
+    """report.html of a small run folder: four notebooks run under papermill over the stored study."""
+    name, _ = stored
+    run_dir = OUTPUTS_DIR / name
+    with interpreter_kernel() as kernel:
+        for stem in REPORT_NOTEBOOKS:
+            run_notebook(NOTEBOOKS_DIR / f"{stem}.ipynb", run_dir / "notebooks" / f"{stem}.ipynb",
+                         {"run_name": name, "smoke": True}, kernel)
+    return write_html_report(run_dir)
+
+
+def test_report_html_in_chromium(chromium, report):
+    from playwright.sync_api import sync_playwright
+
+    text = report.read_text(encoding="utf-8")
+    roots = {str(OUTPUTS_DIR.parent), str(OUTPUTS_DIR), str(Path.home()), str(report.parent)}
+    assert not [r for r in roots if r in text], "an absolute path of this machine"
+    requests: list[str] = []
+    with sync_playwright() as p:
+        profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
+        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
+                                                   args=FLAGS, viewport={"width": 1280, "height": 900})
+        try:
+            page = ctx.new_page()
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(report.as_uri(), wait_until="load", timeout=TIMEOUT_MS)
+            assert "default" not in page.title() and report.parent.name in page.title()
+            links = page.evaluate("() => [...document.querySelectorAll('nav#toc a')]"
+                                  ".map(a => a.getAttribute('href'))")
+            assert len(links) >= len(REPORT_NOTEBOOKS)
+            missing = page.evaluate("(ls) => ls.filter(h => !document.getElementById(h.slice(1)))", links)
+            assert not missing, f"contents links without a target: {missing}"
+            headings = page.evaluate("() => [...document.querySelectorAll('main h1')].map(h => h.innerText)")
+            assert all(any(h.startswith(stem[:2]) for h in headings) for stem in REPORT_NOTEBOOKS)
+            page.click(f"nav#toc a[href='{links[-1]}']")
+            assert page.evaluate("() => window.scrollY") > 0 and page.url.endswith(links[-1])
+            broken = page.evaluate("() => [...document.images].filter(i => !i.complete || !i.naturalWidth)"
+                                   ".map(i => i.alt)")
+            assert not broken and page.locator("img").count() >= 1
+            alts = page.evaluate("() => [...document.images].map(i => i.alt)")
+            assert all(a and not a.startswith("No description") for a in alts), alts
+            width = page.evaluate("() => document.documentElement.clientWidth")
+            wide = page.evaluate("(w) => [...document.querySelectorAll('table')].filter(t => "
+                                 "t.getBoundingClientRect().right > w + 1)"
+                                 ".map(t => t.innerText.slice(0, 80))", width)
+            assert not wide, f"tables wider than the page at 1280 px: {wide}"
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+            cells = page.evaluate("() => [...document.querySelectorAll('td, th')]"
+                                  ".map(c => c.innerText.trim())")
+            assert cells and not [c for c in cells if c in ("NaN", "nan", "<NA>")]
+            height = page.evaluate("() => document.documentElement.scrollHeight")
+            page.screenshot(path=str(SHOTS / "report_top.png"))
+        finally:
+            ctx.close()
+            shutil.rmtree(profile, ignore_errors=True)
+    remote = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
+    assert not remote, f"network requests: {remote}"
+    print(f"report.html: {len(links)} contents links, {len(cells)} table cells, page height {height} px")

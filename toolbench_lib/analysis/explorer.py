@@ -73,15 +73,18 @@ STYLE = """<style>
 .qx table.qtable {border-collapse: collapse; width: 100%; table-layout: fixed}
 .qx table.qtable td, .qx table.qtable th {padding: 2px 6px; text-align: left; border-bottom: 1px solid #eee}
 .qx table.qtable .num {text-align: right; font-variant-numeric: tabular-nums}
+.qx-row .widget-html, .qx-row .widget-html-content {min-width: 0; width: 100%; overflow: hidden}
 .qx-rowcells {display: flex; gap: 0; font-family: sans-serif; font-size: 13px; align-items: center;
-  width: 100%}
-.qx-rowcells span {padding: 0 6px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap}
+  width: 100%; min-width: 0}
+.qx-rowcells span {padding: 0 6px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+  flex: 0 0 auto; box-sizing: border-box}
 .qx-rowcells .num {text-align: right; font-variant-numeric: tabular-nums}
 .qx-rowcells .pos {color: #1a7f37} .qx-rowcells .neg {color: #b42318}
 </style>"""
 
 # Column widths (px) of the table, shared by its header buttons and its rows.
-WIDTHS = {"query": 96, "subset": 52, "text": 0, "a": 84, "b": 84, "gap": 84, "winner": 96}
+MARGINS = 4  # a header button's margins (2 px either side), which a row's cell spans as well
+WIDTHS = {"query": 96, "subset": 52, "text": 0, "a": 104, "b": 104, "gap": 84, "winner": 104}
 
 
 def _ids(value) -> list[str]:
@@ -296,7 +299,7 @@ class QueryExplorer:
             button.add_class(f"qx-sort-{column}")
             button.on_click(lambda _b, c=column: self.sort_by(c))
         self.row_buttons = [widgets.Button(layout=self._cell_layout("query")) for _ in range(PAGE_ROWS)]
-        self.row_cells = [widgets.HTML(layout=widgets.Layout(flex="1 1 auto", width="auto"))
+        self.row_cells = [widgets.HTML(layout=widgets.Layout(flex="1 1 0%", width="auto", min_width="0"))
                           for _ in range(PAGE_ROWS)]
         self.rows = []
         for i, (button, cells) in enumerate(zip(self.row_buttons, self.row_cells, strict=True)):
@@ -388,7 +391,7 @@ class QueryExplorer:
     def _cell_layout(column: str) -> widgets.Layout:
         width = WIDTHS[column]
         if not width:
-            return widgets.Layout(flex="1 1 auto", width="auto")
+            return widgets.Layout(flex="1 1 0%", width="auto", min_width="0")
         return widgets.Layout(width=f"{width}px", flex="0 0 auto")
 
     @staticmethod
@@ -754,13 +757,14 @@ class QueryExplorer:
     def _row_cells(r, multi: bool) -> str:
         gap = float(r["gap"])
         sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
-        cells = ([f"<span style='width:{WIDTHS['subset']}px'>{html.escape(str(r['subset']))}</span>"]
-                 if multi else [])
-        cells += [f"<span style='flex:1 1 auto;min-width:0'>{html.escape(str(r['text']))}</span>",
-                  f"<span class='num' style='width:{WIDTHS['a']}px'>{r['a']:.3f}</span>",
-                  f"<span class='num' style='width:{WIDTHS['b']}px'>{r['b']:.3f}</span>",
-                  f"<span class='num {sign}' style='width:{WIDTHS['gap']}px'>{gap:+.3f}</span>",
-                  f"<span style='width:{WIDTHS['winner']}px'>{html.escape(str(r['winner']))}</span>"]
+        w = {c: WIDTHS[c] + MARGINS for c in WIDTHS}
+        subset = html.escape(str(r["subset"]))
+        cells = [f"<span style='width:{w['subset']}px'>{subset}</span>"] if multi else []
+        cells += [f"<span style='flex:1 1 0;min-width:0'>{html.escape(str(r['text']))}</span>",
+                  f"<span class='num' style='width:{w['a']}px'>{r['a']:.3f}</span>",
+                  f"<span class='num' style='width:{w['b']}px'>{r['b']:.3f}</span>",
+                  f"<span class='num {sign}' style='width:{w['gap']}px'>{gap:+.3f}</span>",
+                  f"<span style='width:{w['winner']}px'>{html.escape(str(r['winner']))}</span>"]
         return f"<div class='qx-rowcells'>{''.join(cells)}</div>"
 
     def table_html(self, rows: int = PAGE_ROWS) -> str:

@@ -43,7 +43,7 @@ body.jp-Notebook {max-width: 1240px; margin: 0 auto; padding: 0 12px}
 nav#toc {font-family: sans-serif; font-size: 14px; border: 1px solid #ddd; padding: 8px 16px;
   margin: 16px 0; background: #fafafa}
 nav#toc ol {margin: 4px 0; padding-left: 22px}
-nav#toc > ol {columns: 2; column-gap: 32px}
+nav#toc > ol {columns: 2; column-gap: 32px; list-style: none; padding-left: 4px}
 nav#toc li {break-inside: avoid}
 .report-title {font-family: sans-serif}
 .jp-RenderedHTMLCommon table {table-layout: auto; max-width: 100%; margin-left: 0; margin-right: auto}
