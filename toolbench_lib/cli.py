@@ -48,6 +48,18 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+def retriever_families(text: str) -> list[str]:
+    """``--retriever``: comma-separated retriever families, each checked (one line naming the known ones)."""
+    from .retrieval.hybrid import FAMILIES
+
+    names = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    bad = [n for n in names if n not in FAMILIES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown retriever {', '.join(bad) or repr(text)}; choose from "
+                                         f"{', '.join(FAMILIES)} (comma-separated)")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = OneLineParser(prog="python -m toolbench_lib", description=__doc__)
@@ -75,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--method", default="rtp",
                     help="comma-separated methods on the same runs: rtp, ptr, or a fused method of "
                          "toolbench_lib.pipeline.fusion (rr, rrf, combsum2-mm, wsum-cv, route-cv, ...)")
+    ev.add_argument("--retriever", default="dense", type=retriever_families,
+                    help="comma-separated retriever families each architecture (rtp, ptr) runs with: "
+                         "dense (cosine, the default), bm25, hybrid (min-max CombSUM of both), hybrid-rrf; "
+                         "rtp with bm25 is reported as rtp@bm25")
     ev.add_argument("--backend", choices=BACKENDS, default=None,
                     help="LLM backend for stubs, plans and judge (default: replay of the committed cassette "
                          "when PtR is evaluated; RtP alone is retrieval only unless a backend is given)")
@@ -245,11 +261,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.dataset import load_dataset
     from .pipeline.fusion import register_all
-    from .retrieval.retrievers import RETRIEVERS
+    from .retrieval.retrievers import RETRIEVERS, load_methods
 
+    load_methods()  # the fused methods over runs (toolbench_lib.retrieval.fused) register on import
     register_all()  # the fused discovery methods (toolbench_lib.pipeline.fusion) as --method names
     subsets = _evaluated_sets(args)
-    methods = list(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
+    methods = expand_methods([m.strip() for m in args.method.split(",") if m.strip()], args.retriever)
     unknown = [m for m in methods if m not in RETRIEVERS]
     if unknown or not methods:
         raise ValueError(f"--method: unknown method(s) in {args.method!r}; "
@@ -264,6 +281,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         _print_result(result)
     return 0
+
+
+def expand_methods(methods: list[str], families: list[str]) -> list[str]:
+    """Each architecture (``rtp``, ``ptr``) once per retriever family, other methods as given; no repeats."""
+    from .retrieval.retrievers import ARCHITECTURES, method_name
+
+    out: list[str] = []
+    for f in families:
+        out += [method_name(m, f) if m in ARCHITECTURES else m for m in methods]
+    return list(dict.fromkeys(out))
 
 
 def _evaluated_sets(args: argparse.Namespace) -> list[str]:
@@ -351,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for noisy in ("faiss.loader", "httpx", "sentence_transformers.base.model"):
+    for noisy in ("faiss.loader", "httpx", "sentence_transformers.base.model", "bm25s"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         clean_stale_temps(PROCESSED_DIR, CACHE_DIR)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..retrieval.retrievers import split_method
 from .runs import per_query_runs
 from .stats import bootstrap_ci
 
@@ -147,7 +148,9 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
                   metrics: Sequence[str] = RETRIEVAL_METRICS, n_resamples: int = 2000) -> pd.DataFrame:
     """One row per subset, method and ground truth.
 
-    Columns: ``subset`` (alias), ``subset_name``, ``method``, ``gt``, ``k``, ``n_queries``, ``n_runs``,
+    Columns: ``subset`` (alias), ``subset_name``, ``method``, ``architecture`` and ``retriever`` (the
+    method's parts: ``ptr@bm25`` is PtR with BM25; a fused method is its own architecture), ``gt``, ``k``,
+    ``n_queries``, ``n_runs``,
     per metric ``<m>_mean``, ``<m>_std`` (over runs), ``<m>_ci_low``, ``<m>_ci_high`` (bootstrap over
     queries), then ``pass_rate_mean``, ``pass_rate_std``, ``n_planned``, the method's cost per query and
     PtR's stub statistics.
@@ -164,8 +167,10 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
         for subset in subsets:
             for method in result.methods:
                 m = pq[(pq["subset"] == subset) & (pq["method"] == method)]
-                row = {"subset": subset_alias(subset), "subset_name": subset, "method": method, "gt": gt,
-                       "k": k, "n_queries": int(m["qkey"].nunique()), "n_runs": int(m["run"].nunique())}
+                architecture, family = split_method(method)
+                row = {"subset": subset_alias(subset), "subset_name": subset, "method": method,
+                       "architecture": architecture, "retriever": family, "gt": gt, "k": k,
+                       "n_queries": int(m["qkey"].nunique()), "n_runs": int(m["run"].nunique())}
                 by_run = m.groupby("run")[list(metrics)].mean()
                 by_query = m.groupby("qkey")[list(metrics)].mean()
                 for metric in metrics:
@@ -180,7 +185,7 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
                 row.update(objective.get((subset, method), {}))
                 if (subset, method) in cost.index:
                     row.update(cost.loc[(subset, method)].to_dict())
-                if method != "rtp" and subset in stubs.index:
+                if architecture != "rtp" and subset in stubs.index:
                     row.update(stubs.loc[subset].to_dict())
                 rows.append(row)
     return pd.DataFrame(rows)

@@ -77,6 +77,10 @@ class ExperimentConfig:
     seed: int = 0
     scale_sizes: list[int | None] = field(default_factory=lambda: list(FULL_SCALE_SIZES))
     scale_seeds: int = 5
+    # Retriever families of the retriever study (notebook 12); the main study is dense, as the paper's.
+    retrievers: list[str] = field(default_factory=lambda: ["dense", "bm25", "hybrid"])
+    # Methods of the study (None: RtP and PtR); set by the retriever study, part of its study key.
+    study_methods: list[str] | None = None
     smoke: bool = False
     outputs_dir: str | None = None
     # A notebook's own parameters (e.g. notebook 04's ``gt``): recorded with the run, not in the study key.
@@ -143,6 +147,8 @@ class ExperimentConfig:
         from ..llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 
         fields = {k: getattr(self, k) for k in STUDY_FIELDS}
+        if self.study_methods is not None:  # the default keeps the keys of studies stored before
+            fields["methods"] = list(self.study_methods)
         fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
         from ..retrieval.embedding import DEFAULT_BACKEND, resolve_backend
@@ -295,7 +301,7 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     """
     from ..llm.factory import default_workers, make_backend
     from .lazy_setup import LazySetup, setup_model
-    from .study import StudySettings, run_study
+    from .study import METHODS, StudySettings, run_study
 
     setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index
     if not isinstance(setup, LazySetup):
@@ -312,9 +318,10 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
                 result.save(folder)
             return setup, result
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
+    methods = tuple(cfg.study_methods) if cfg.study_methods else METHODS
     settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
                              run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
-                             workers=default_workers(cfg.backend))
+                             methods=methods, plan_methods=METHODS, workers=default_workers(cfg.backend))
     result = run_study(setup, llm, settings, progress=progress)
     result.provenance["config"] = _plain(cfg.to_dict())
     result.provenance["study_key"] = key
@@ -354,6 +361,26 @@ def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, prog
         return None
     rcfg = replace(cfg, run_name=f"{cfg.run_name}-runs{runs}", runs=runs, plan_limit=0, limit=n,
                    base_run=None, extra={})
+    rcfg = rcfg.redirected(echo=log.info)
+    setup, result = get_study(rcfg, progress=progress)
+    return rcfg, setup, result
+
+
+def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
+    """``(config, setup, StudyResult)`` of the retriever study: RtP and PtR with each of ``cfg.retrievers``,
+    retrieval only, over ``runs`` runs on the first :func:`runs_limit` queries of each set (every query
+    once the cassette holds every run's stubs), stored in the run ``<run_name>-retrievers``; None when no
+    query is recorded in every run."""
+    from dataclasses import replace
+
+    from ..retrieval.retrievers import ARCHITECTURES, method_name
+
+    n = runs_limit(cfg, queries, runs)
+    if n == 0:
+        return None
+    methods = [method_name(a, f) for f in cfg.retrievers for a in ARCHITECTURES]
+    rcfg = replace(cfg, run_name=f"{cfg.run_name}-retrievers", runs=runs, plan_limit=0, limit=n,
+                   base_run=None, extra={}, study_methods=methods)
     rcfg = rcfg.redirected(echo=log.info)
     setup, result = get_study(rcfg, progress=progress)
     return rcfg, setup, result

@@ -35,10 +35,13 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
-Ranking = list[tuple[str, float]]  # (api_id, score), best first
+from ..retrieval.fuse import Ranking, combine, min_max  # noqa: F401  (combine, min_max: this module's API)
+from ..retrieval.fuse import ids as _ids
+from ..retrieval.fuse import rr_scores as _rr_scores
+from ..retrieval.fuse import top as _top
+
 Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
 
-RRF_K = 60
 FIXED = ("rtp", "ptr", "rr", "rr2", "maxsim", "rrf", "combmax", "combsum", "combmnz", "combmax-mm",
          "combsum-mm", "combmnz-mm", "rrf2", "combsum2-mm")
 NEEDS_SETUP = ("meanemb",)
@@ -145,74 +148,6 @@ def round_robin(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
                 if len(out) == k:
                     return out
     return out
-
-
-def _ids(r: Ranking) -> list[str]:
-    return [a for a, _ in r]
-
-
-def _top(scores: Mapping[str, float], k: int) -> list[str]:
-    """The ``k`` best ids by score; ties by id, so every list is deterministic."""
-    return [a for a, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]]
-
-
-def _as_scores(r: Ranking) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for a, s in r:
-        out.setdefault(a, s)
-    return out
-
-
-def _rr_scores(r: Ranking) -> dict[str, float]:
-    """Reciprocal-rank scores ``1 / (60 + rank)`` of a ranking (ranx's RRF term)."""
-    return {a: 1.0 / (RRF_K + i) for i, a in enumerate(dict.fromkeys(_ids(r)), 1)}
-
-
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """ranx's min-max normalisation of one query's scores (denominator at least 1e-9)."""
-    if not scores:
-        return {}
-    lo, hi = min(scores.values()), max(scores.values())
-    den = max(hi - lo, 1e-9)
-    return {a: (s - lo) / den for a, s in scores.items()}
-
-
-def combine(texts: Sequence[Ranking], method: str, norm: str | None = None,
-            weights: Sequence[float] | None = None) -> dict[str, float]:
-    """One query's fused scores, as ``ranx.fuse(runs, norm, method)`` computes them.
-
-    ``method``: ``rrf``, ``max``, ``sum``, ``mnz`` or ``wsum`` (with ``weights``); ``norm``: None or
-    ``"min-max"``. The result equals ranx's (checked in the tests) without building numba structures,
-    which costs seconds per call on a small machine; the grid searches call this thousands of times.
-    """
-    if method == "rrf":
-        runs = [_rr_scores(t) for t in texts]
-        method = "sum"
-    else:
-        runs = [_as_scores(t) for t in texts]
-        if norm == "min-max":
-            runs = [min_max(r) for r in runs]
-        elif norm is not None:
-            raise ValueError(f"unknown norm {norm!r}")
-    if method == "wsum":
-        if weights is None or len(weights) != len(runs):
-            raise ValueError("wsum needs one weight per ranking")
-        out: dict[str, float] = {}
-        for w, r in zip(weights, runs, strict=True):
-            for a, v in r.items():
-                out[a] = out.get(a, 0.0) + w * v
-        return out
-    acc: dict[str, list[float]] = {}
-    for r in runs:
-        for a, v in r.items():
-            acc.setdefault(a, []).append(v)
-    if method == "max":
-        return {a: max(v) for a, v in acc.items()}
-    if method == "sum":
-        return {a: sum(v) for a, v in acc.items()}
-    if method == "mnz":
-        return {a: sum(v) * len(v) for a, v in acc.items()}
-    raise ValueError(f"unknown fusion method {method!r}")
 
 
 def fuse_lists(texts: Mapping[str, Sequence[Ranking]], method: str, norm: str | None, k: int,

@@ -70,6 +70,7 @@ class StudySettings:
     run_temperature: float | None = 0.3
     plan_limit: int | None = None
     methods: tuple[str, ...] = METHODS
+    plan_methods: tuple[str, ...] | None = None  # methods that get plans and verdicts (None: every method)
     workers: int = 1
     judge: bool = True
     judge_version: str = DEFAULT_JUDGE
@@ -348,6 +349,8 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         if settings.plan_limit == 0:
             continue
         for method in settings.methods:
+            if settings.plan_methods is not None and method not in settings.plan_methods:
+                continue
             p, c = plan_and_judge(llm, setup, planned, ctx.hits[method], method, run, temp, settings.k,
                                   settings.judge, settings.workers, progress, settings.judge_version)
             plans.append(p)

@@ -362,6 +362,7 @@ def validate_config(cfg) -> None:
     :class:`UsageError` naming it, its value and what is allowed.
     """
     from ..llm.factory import BACKENDS
+    from ..retrieval.hybrid import FAMILIES
 
     check_run_name(cfg.run_name)
     for name, kind in (("data_dir", "dir"), ("cassette", "file"), ("outputs_dir", "output_dir")):
@@ -389,6 +390,12 @@ def validate_config(cfg) -> None:
                          "sizes (None: the full registry)")
     for size in cfg.scale_sizes:
         check_int("scale_sizes", size, 1, allow_none=True)
+    cfg.retrievers = list_from_text(cfg.retrievers)
+    if not isinstance(cfg.retrievers, (list, tuple)) or not cfg.retrievers:
+        raise UsageError(f"retrievers: {cfg.retrievers!r} is not allowed; expected a non-empty list of "
+                         f"retriever families ({', '.join(FAMILIES)})")
+    for family in cfg.retrievers:
+        check_choice("retrievers", family, FAMILIES)
     if not isinstance(cfg.smoke, bool):
         raise UsageError(f"smoke: {cfg.smoke!r} is not allowed; expected True or False")
 

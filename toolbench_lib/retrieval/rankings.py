@@ -7,8 +7,9 @@ cosine over its texts. Top-k of that max-merge is exact when each text contribut
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -62,16 +63,38 @@ def hits_frame(keys: Sequence[str], method: str, per_query: Sequence[Sequence[Te
     return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
 
 
+class Searcher(Protocol):
+    """A retriever family: searches texts over the registry (dense, BM25, hybrid)."""
+
+    def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]: ...
+
+
+class DenseSearcher:
+    """Cosine over the FAISS index: ``encode`` maps texts to L2-normalised vectors (one batch)."""
+
+    def __init__(self, index: VectorIndex, encode: Callable[[list[str]], np.ndarray]) -> None:
+        self.index, self.encode = index, encode
+
+    def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
+        vecs = self.encode(list(texts)) if texts else np.zeros((0, self.index.dim), dtype=np.float32)
+        return search_texts(self.index, vecs, k)
+
+
 def retrieve_multi(index: VectorIndex, texts_per_query: Sequence[Sequence[str]], encode, k: int,
                    depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
-    """Search every text of every query and merge per query.
+    """Search every text of every query by cosine and merge per query (see :func:`search_and_merge`).
 
     ``encode`` maps a list of texts to L2-normalised vectors (all texts are encoded in one batch).
     ``depth`` is how many hits each text keeps (default ``k``).
     """
+    return search_and_merge(DenseSearcher(index, encode), texts_per_query, k, depth)
+
+
+def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]], k: int,
+                     depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
+    """Search every text of every query (in one batch) and merge each query's texts by best score."""
     flat = [t for texts in texts_per_query for t in texts]
-    vecs = encode(flat) if flat else np.zeros((0, index.dim), dtype=np.float32)
-    all_hits = search_texts(index, vecs, depth or k)
+    all_hits = searcher.search_texts(flat, depth or k) if flat else []
     per_query, merged, pos = [], [], 0
     for texts in texts_per_query:
         mine = all_hits[pos:pos + len(texts)]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import pandas as pd
 
 from ..llm.parsing import Stub, stub_text
-from .rankings import hits_frame, retrieve_multi
+from .hybrid import DEFAULT_FAMILY, FAMILIES, check_family
+from .rankings import hits_frame, search_and_merge
 
 if TYPE_CHECKING:
     from .setup import RetrievalSetup
@@ -43,10 +44,28 @@ class Retriever(Protocol):
     def retrieve(self, ctx: RunContext) -> pd.DataFrame: ...
 
 
-def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]]) -> pd.DataFrame:
-    """Search every text of every query and merge each query's rankings by best cosine (CombMAX)."""
-    per_query, merged = retrieve_multi(ctx.setup.index, texts, ctx.setup.encode, ctx.depth)
+def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]],
+                           family: str = DEFAULT_FAMILY) -> pd.DataFrame:
+    """Search every text of every query with a retriever family and merge each query's rankings by each
+    API's best score over its texts (CombMAX)."""
+    per_query, merged = search_and_merge(ctx.setup.searcher(family), texts, ctx.depth)
     return hits_frame(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
+
+
+ARCHITECTURES = ("rtp", "ptr")
+FAMILY_SEP = "@"
+
+
+def method_name(architecture: str, family: str = DEFAULT_FAMILY) -> str:
+    """A method's name: the architecture, with ``@family`` unless the family is dense (``ptr@bm25``)."""
+    check_family(family)
+    return architecture if family == DEFAULT_FAMILY else f"{architecture}{FAMILY_SEP}{family}"
+
+
+def split_method(name: str) -> tuple[str, str]:
+    """``(architecture or fused method, retriever family)`` of a method name (``rtp`` -> ``rtp, dense``)."""
+    base, _, family = name.partition(FAMILY_SEP)
+    return base, family or DEFAULT_FAMILY
 
 
 def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list[str]]:
@@ -58,27 +77,33 @@ def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list
 
 
 class RetrieveThenPlan:
-    """RtP: the raw query is the one text searched."""
+    """RtP: the raw query is the one text searched (by the given retriever family)."""
 
-    name = "rtp"
     uses_stubs = False
     deterministic = True
 
+    def __init__(self, family: str = DEFAULT_FAMILY) -> None:
+        self.family = family
+        self.name = method_name("rtp", family)
+
     def retrieve(self, ctx: RunContext) -> pd.DataFrame:
-        return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]])
+        return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]], self.family)
 
 
 class PlanThenRetrieve:
-    """PtR: every stub searched, merged by each API's best cosine over the query's stubs."""
+    """PtR: every stub searched, merged by each API's best score over the query's stubs."""
 
-    name = "ptr"
     uses_stubs = True
     deterministic = False
+
+    def __init__(self, family: str = DEFAULT_FAMILY) -> None:
+        self.family = family
+        self.name = method_name("ptr", family)
 
     def retrieve(self, ctx: RunContext) -> pd.DataFrame:
         if ctx.stubs is None:
             raise ValueError("PtR needs the run's stubs")
-        return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run))
+        return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run), self.family)
 
 
 RETRIEVERS: dict[str, Retriever] = {}
@@ -90,11 +115,21 @@ def register(retriever: Retriever) -> Retriever:
     return retriever
 
 
+def load_methods() -> dict[str, Retriever]:
+    """Every registered method, the fused ones of :mod:`.fused` included (they register on import)."""
+    from . import fused  # noqa: F401  (registers the named fusion specs)
+
+    return RETRIEVERS
+
+
 def get_retriever(name: str) -> Retriever:
+    if name not in RETRIEVERS:
+        load_methods()
     if name not in RETRIEVERS:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name]
 
 
-register(RetrieveThenPlan())
-register(PlanThenRetrieve())
+for _family in FAMILIES:
+    register(RetrieveThenPlan(_family))
+    register(PlanThenRetrieve(_family))

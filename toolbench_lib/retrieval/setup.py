@@ -14,8 +14,11 @@ import pandas as pd
 
 from ..data.dataset import Dataset
 from ..data.queries import query_keys
+from .bm25 import BM25Index, BM25Params
 from .embedding import Embedder, embed_cached
+from .hybrid import DEFAULT_FAMILY, HYBRIDS, HybridSearcher, check_family
 from .index import VectorIndex, build_index
+from .rankings import DenseSearcher, Searcher
 from .subregistry import sample_subregistry
 
 log = logging.getLogger(__name__)
@@ -33,9 +36,40 @@ class RetrievalSetup:
     seed: int = 0
     provenance: dict = field(default_factory=dict)
 
+    searchers: dict = field(default_factory=dict, repr=False)
+
     @property
     def api_ids(self) -> list[str]:
         return self.ds.registry["api_id"].tolist()
+
+    @property
+    def bm25(self) -> BM25Index:
+        """BM25 over the API texts of this setup's (sub-)registry: built, or read from its cache, once."""
+        if "bm25" not in self.searchers:
+            texts = self.ds.texts
+            self.searchers["bm25"] = BM25Index([texts[int(r)] for r in self.index.rows], self.index.rows)
+        return self.searchers["bm25"]
+
+    def searcher(self, family: str = DEFAULT_FAMILY) -> Searcher:
+        """The searcher of a retriever family (``dense``, ``bm25``, ``hybrid``, ``hybrid-rrf``)."""
+        check_family(family)
+        if family == "dense":
+            return DenseSearcher(self.index, self.encode)
+        if family == "bm25":
+            return self.bm25
+        return HybridSearcher(self.searcher("dense"), self.bm25, HYBRIDS[family])
+
+    def retriever_provenance(self, families) -> dict:
+        """What each family of ``families`` is, for a result's provenance."""
+        out = {}
+        for f in families:
+            if f == "dense":
+                out[f] = f"cosine, {self.provenance.get('index', 'FAISS flat index')}"
+            elif f == "bm25":
+                out[f] = BM25Params().describe()
+            else:
+                out[f] = {"fusion": HYBRIDS[f].describe(), "bm25": BM25Params().describe()}
+        return out
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embeddings of query-side texts, cached on disk by model and text fingerprint."""

@@ -1,0 +1,134 @@
+"""BM25 against scores worked out by hand, its content-addressed cache, and the hybrid against ranx.fuse."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from toolbench_lib.retrieval.bm25 import BM25Index, BM25Params, checksum_problem, tokens, top_rows
+from toolbench_lib.retrieval.hybrid import HybridSearcher, HybridSpec, check_family
+from toolbench_lib.retrieval.rankings import TextHits, search_and_merge
+
+CORPUS = [
+    "weather forecast for cities",  # weather, forecast, citi
+    "currency exchange rates and currency conversion",  # currenc(y) x2, exchang, rate, convers
+    "city weather alerts",  # citi, weather, alert
+]
+
+
+def test_analyzer_lowercases_drops_stopwords_and_stems():
+    assert tokens(["The Cities and the Weather"]) == [["citi", "weather"]]
+
+
+def test_scores_equal_lucene_bm25_by_hand():
+    """Lucene BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf part = tf / (tf + k1 (1 - b + b dl / avgdl))."""
+    idx = BM25Index(CORPUS, use_cache=False)
+    k1, b, n = 1.5, 0.75, 3
+    lengths = [3, 5, 3]  # terms per document after stopwords: "and" and "for" are stopwords
+    avgdl = sum(lengths) / n
+
+    def term(tf, df, dl):
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+
+    # "weather in a city": weather (df 2) in docs 0 and 2, citi (df 2) in docs 0 and 2
+    hits = idx.search_texts(["weather in a city"], 3)[0]
+    expected = {0: term(1, 2, 3) + term(1, 2, 3), 2: term(1, 2, 3) + term(1, 2, 3)}
+    assert hits.rows.tolist() == [0, 2]  # a tie keeps the lower row first; doc 1 shares no term
+    assert hits.scores.tolist() == pytest.approx([expected[0], expected[2]], rel=1e-5)
+    # "currency rates": doc 1 only; currenc tf 2 (df 1), rate tf 1 (df 1), dl 5
+    hits = idx.search_texts(["currency rates"], 3)[0]
+    assert hits.rows.tolist() == [1]
+    assert hits.scores[0] == pytest.approx(term(2, 1, 5) + term(1, 1, 5), rel=1e-5)
+
+
+def test_text_without_indexed_terms_has_no_hits_and_rows_map_to_the_registry():
+    idx = BM25Index(CORPUS, rows=np.array([10, 20, 30]), use_cache=False)
+    hits = idx.search_texts(["zzz qqq", "alerts"], 5)
+    assert len(hits[0].rows) == 0
+    assert hits[1].rows.tolist() == [30]
+
+
+def test_top_rows_breaks_ties_by_position():
+    s = np.array([0, 2, 1, 2, 0, 3], dtype=np.float32)
+    assert top_rows(s, 2).tolist() == [5, 1]
+    assert top_rows(s, 3).tolist() == [5, 1, 3]
+    assert top_rows(s, 10).tolist() == [5, 1, 3, 2]  # zero scores are never hits
+
+
+def test_cache_is_keyed_by_content_and_a_damaged_one_is_rebuilt(tmp_path):
+    first = BM25Index(CORPUS, cache_dir=tmp_path)
+    assert not first.from_cache
+    again = BM25Index(CORPUS, cache_dir=tmp_path)
+    assert again.from_cache and again.key == first.key
+    other = BM25Index([*CORPUS, "one more api"], cache_dir=tmp_path)
+    assert other.key != first.key and not other.from_cache
+    assert BM25Index(CORPUS, params=BM25Params(k1=1.2), cache_dir=tmp_path).key != first.key
+    folder = tmp_path / first.key
+    victim = next(p for p in sorted(folder.iterdir()) if p.suffix == ".npy")
+    victim.write_bytes(victim.read_bytes()[:-4] + b"\0\0\0\0")
+    assert "does not match its checksum" in checksum_problem(folder)
+    rebuilt = BM25Index(CORPUS, cache_dir=tmp_path)
+    assert not rebuilt.from_cache  # detected, never used
+    assert checksum_problem(folder) is None  # and written again whole
+    q = ["weather in a city"]
+    assert rebuilt.search_texts(q, 3)[0].scores.tolist() == first.search_texts(q, 3)[0].scores.tolist()
+    assert json.loads((folder / "checksums.json").read_text())
+
+
+def test_provenance_names_tokenizer_stopwords_and_stemmer():
+    d = BM25Params().describe()
+    assert "bm25s" in d["library"] and "Snowball" in d["stemmer"] and "en" in d["stopwords"]
+    assert d["k1"] == 1.5 and d["b"] == 0.75
+
+
+class _Fixed:
+    """A searcher returning fixed hits per text (to compare the hybrid with ranx.fuse)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def search_texts(self, texts, k):
+        return [TextHits(np.array(self.table[t][0][:k]), np.array(self.table[t][1][:k], dtype=np.float32))
+                for t in texts]
+
+
+@pytest.mark.parametrize("spec", [HybridSpec(), HybridSpec(weights=(0.3, 0.7)), HybridSpec(method="rrf", norm=None)])
+def test_hybrid_equals_ranx_fuse(spec):
+    from ranx import Run, fuse
+
+    rng = np.random.default_rng(7)
+    dense_t, bm25_t = {}, {}
+    for t in ["a", "b"]:
+        d_rows, b_rows = rng.choice(40, 12, replace=False), rng.choice(40, 9, replace=False)
+        dense_t[t] = (d_rows.tolist(), np.sort(rng.random(12))[::-1].tolist())
+        bm25_t[t] = (b_rows.tolist(), np.sort(rng.random(9) * 20)[::-1].tolist())
+    hybrid = HybridSearcher(_Fixed(dense_t), _Fixed(bm25_t), spec)
+    got = hybrid.search_texts(["a", "b"], 8)
+    runs = [Run({t: {str(r): float(s) for r, s in zip(*tab[t], strict=True)} for t in tab})
+            for tab in (dense_t, bm25_t)]
+    kwargs = {"method": spec.method, "norm": spec.norm or None}
+    if spec.method == "wsum":
+        kwargs["params"] = {"weights": list(spec.weights)}
+    expected = fuse(runs, **kwargs).to_dict()
+    for t, hits in zip(["a", "b"], got, strict=True):
+        want = sorted(expected[t].items(), key=lambda x: (-x[1], int(x[0])))[:8]
+        assert [str(r) for r in hits.rows.tolist()] == [a for a, _ in want]
+        assert hits.scores.tolist() == pytest.approx([s for _, s in want], rel=1e-5)
+
+
+def test_ptr_with_bm25_merges_each_api_by_its_best_stub_score():
+    idx = BM25Index(CORPUS, use_cache=False)
+    per_query, merged = search_and_merge(idx, [["weather", "currency"], ["zzz"]], 3)
+    w, c = idx.search_texts(["weather", "currency"], 3)
+    best = {**dict(zip(w.rows.tolist(), w.scores.tolist(), strict=True))}
+    for r, s in zip(c.rows.tolist(), c.scores.tolist(), strict=True):
+        best[r] = max(best.get(r, 0), s)
+    assert merged[0].rows.tolist() == sorted(best, key=lambda r: -best[r])[:3]
+    assert len(merged[1].rows) == 0 and len(per_query[1]) == 1
+
+
+def test_unknown_family_is_one_clear_line():
+    with pytest.raises(ValueError, match="unknown retriever 'sparse'; choose from dense, bm25, hybrid"):
+        check_family("sparse")

@@ -1,0 +1,189 @@
+"""BM25 over the registry's API texts (``bm25s``), cached on disk by content.
+
+The index covers exactly the texts the dense index embeds (``Dataset.texts``, or the rows of a
+sub-registry: BM25's statistics depend on the collection, so a sub-registry is an index of its own). The
+analyzer is bm25s's: lower-cased ``\\w\\w+`` tokens, bm25s's English stopword list, PyStemmer's Snowball
+English stemmer; scoring is Lucene's BM25 (``k1 = 1.5``, ``b = 0.75``). :meth:`BM25Params.describe` is what
+provenance records.
+
+A cached index lives under ``data/cache/bm25/<key>/``, ``key`` a sha256 of the texts and the parameters;
+its files carry sha256 checksums, and a folder whose files fail them is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from ..data.atomic import file_sha256
+from ..data.paths import CACHE_DIR
+from .rankings import TextHits
+
+log = logging.getLogger(__name__)
+
+CHECKSUMS = "checksums.json"
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """The analyzer and the scoring function of a BM25 index."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: str = "lucene"
+    stopwords: str = "en"
+    stemmer: str = "english"
+    splitter: str = r"(?u)\b\w\w+\b"
+    lower: bool = True
+
+    def describe(self) -> dict:
+        """Provenance: library, analyzer and scoring parameters."""
+        return {"library": f"bm25s {bm25s.__version__}", "tokenizer": f"regex {self.splitter!r}, "
+                f"lower-cased={self.lower}", "stopwords": f"bm25s {self.stopwords!r} list",
+                "stemmer": f"PyStemmer Snowball {self.stemmer!r}", "scoring": f"BM25 {self.method}",
+                "k1": self.k1, "b": self.b}
+
+
+def _tokenizer(params: BM25Params) -> bm25s.tokenization.Tokenizer:
+    stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
+    return bm25s.tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
+                                        stopwords=params.stopwords, stemmer=stemmer)
+
+
+def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list[str]]:
+    """Each text as the analyzer's terms (what the index counts)."""
+    return _tokenizer(params).tokenize(list(texts), update_vocab=True, return_as="string",
+                                       show_progress=False)
+
+
+def content_key(texts: Sequence[str], params: BM25Params) -> str:
+    """sha256 of the parameters and of every text in order (the cache folder's name)."""
+    h = hashlib.sha256(json.dumps(asdict(params), sort_keys=True).encode())
+    h.update(bm25s.__version__.encode())
+    for t in texts:
+        h.update(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest())
+    return h.hexdigest()[:32]
+
+
+def _write_checksums(folder: Path) -> None:
+    sums = {p.name: file_sha256(p) for p in sorted(folder.iterdir()) if p.name != CHECKSUMS}
+    (folder / CHECKSUMS).write_text(json.dumps(sums, indent=1))
+
+
+def checksum_problem(folder: Path) -> str | None:
+    """Why a cached index folder may not be used (``None`` when every file matches its checksum)."""
+    try:
+        sums = json.loads((folder / CHECKSUMS).read_text())
+    except (OSError, ValueError) as exc:
+        return f"no readable {CHECKSUMS} ({type(exc).__name__})"
+    if not sums:
+        return "an empty checksum list"
+    for name, digest in sums.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if file_sha256(path) != digest:
+            return f"{name} does not match its checksum"
+    return None
+
+
+class BM25Index:
+    """A BM25 index over ``texts``; hits report registry ``rows`` (default ``0..n-1``)."""
+
+    def __init__(self, texts: Sequence[str], rows: np.ndarray | None = None,
+                 params: BM25Params = BM25Params(), cache_dir: Path | None = None,
+                 use_cache: bool = True) -> None:
+        self.params = params
+        self.rows = np.arange(len(texts)) if rows is None else np.asarray(rows, dtype=np.int64)
+        if len(self.rows) != len(texts):
+            raise ValueError("rows and texts differ in length")
+        if not len(texts):
+            raise ValueError("a BM25 index needs at least one text")
+        self.key = content_key(texts, params)
+        self.tokenizer = _tokenizer(params)
+        self.from_cache = False
+        folder = (cache_dir or CACHE_DIR / "bm25") / self.key
+        self.model = self._load(folder) if use_cache else None
+        if self.model is None:
+            self.model = self._build(texts)
+            if use_cache:
+                self._save(folder)
+        else:
+            self.from_cache = True
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _build(self, texts: Sequence[str]) -> bm25s.BM25:
+        model = bm25s.BM25(k1=self.params.k1, b=self.params.b, method=self.params.method)
+        corpus = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
+                                         show_progress=False)
+        model.index(corpus, show_progress=False)
+        return model
+
+    def _load(self, folder: Path) -> bm25s.BM25 | None:
+        if not folder.exists():
+            return None
+        problem = checksum_problem(folder)
+        if problem:
+            log.warning("BM25 cache %s: %s; rebuilding it", folder, problem)
+            return None
+        return bm25s.BM25.load(str(folder), show_progress=False, verbosity=0)
+
+    def _save(self, folder: Path) -> None:
+        """Write to a temporary folder beside ``folder``, checksum it, then rename it into place."""
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+            self.model.save(str(tmp), show_progress=False)
+            _write_checksums(tmp)
+            if folder.exists():
+                shutil.rmtree(folder)
+            tmp.rename(folder)
+        except OSError as exc:  # a cache that cannot be written costs a rebuild next time, nothing else
+            log.warning("BM25 cache %s not written: %s", folder, exc)
+            shutil.rmtree(tmp, ignore_errors=True) if "tmp" in locals() else None
+
+    def query_tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each query text's analysed terms (the index's analyzer)."""
+        return tokens(texts, self.params)
+
+    def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
+        """Top-``k`` hits of each text: registry rows and BM25 scores, best first.
+
+        Only documents sharing at least one term with the text are returned (a score of 0 ranks nothing),
+        so a text with no indexed term has no hits. Ties keep the lower registry row first.
+        """
+        out = []
+        k = min(k, len(self))
+        qtok = self.query_tokens(texts)
+        vocab = self.model.vocab_dict
+        for terms in qtok:
+            ids = [vocab[t] for t in terms if t in vocab]
+            if not ids or k == 0:
+                out.append(TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
+                continue
+            scores = np.asarray(self.model.get_scores_from_ids(ids), dtype=np.float32)
+            top = top_rows(scores, k)
+            out.append(TextHits(self.rows[top], scores[top]))
+        return out
+
+
+def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` best positive scores, best first; ties by position (deterministic)."""
+    pos = np.flatnonzero(scores > 0)
+    if len(pos) > k:
+        kth = np.partition(scores[pos], len(pos) - k)[len(pos) - k]  # the k-th largest positive score
+        above, tied = pos[scores[pos] > kth], pos[scores[pos] == kth]
+        pos = np.concatenate([above, tied[:k - len(above)]])
+    return pos[np.lexsort((pos, -scores[pos]))]

@@ -1,0 +1,68 @@
+"""The retriever families a study can vary: ``dense``, ``bm25``, ``hybrid`` and ``hybrid-rrf``.
+
+``dense`` is cosine over the FAISS index (the paper's retriever); ``bm25`` is :mod:`.bm25` over the same
+API texts; ``hybrid`` fuses each text's dense and BM25 rankings by min-max normalised weighted sum
+(CombSUM, weights 0.5 / 0.5) and ``hybrid-rrf`` by reciprocal-rank fusion, both through
+:func:`toolbench_lib.retrieval.fuse.combine` (equal to ``ranx.fuse``; tested) over each family's top
+``pool`` hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fuse import combine
+from .rankings import Searcher, TextHits
+
+FAMILIES = ("dense", "bm25", "hybrid", "hybrid-rrf")
+DEFAULT_FAMILY = "dense"
+HYBRID_POOL = 100  # hits of each family a hybrid fuses per text
+
+
+@dataclass(frozen=True)
+class HybridSpec:
+    """How a hybrid family fuses dense and BM25 rankings (as ``ranx.fuse(method=..., norm=...)``)."""
+
+    method: str = "wsum"
+    norm: str | None = "min-max"
+    weights: tuple[float, float] = (0.5, 0.5)  # dense, BM25
+    pool: int = HYBRID_POOL
+
+    def describe(self) -> str:
+        if self.method == "rrf":
+            return f"RRF (k = 60) of the dense and BM25 top {self.pool}"
+        return (f"{self.method} of {self.norm or 'raw'} scores, dense {self.weights[0]:g} + "
+                f"BM25 {self.weights[1]:g}, over each family's top {self.pool}")
+
+
+HYBRIDS = {"hybrid": HybridSpec(), "hybrid-rrf": HybridSpec(method="rrf", norm=None)}
+
+
+def check_family(name: str) -> str:
+    """A retriever family's name, checked (``ValueError`` naming the known ones otherwise)."""
+    if name not in FAMILIES:
+        raise ValueError(f"unknown retriever {name!r}; choose from {', '.join(FAMILIES)}")
+    return name
+
+
+class HybridSearcher:
+    """Each text searched by both families, their rankings fused per text."""
+
+    def __init__(self, dense: Searcher, bm25: Searcher, spec: HybridSpec = HybridSpec()) -> None:
+        self.dense, self.bm25, self.spec = dense, bm25, spec
+
+    def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
+        pool = max(self.spec.pool, k)
+        dense, sparse = self.dense.search_texts(texts, pool), self.bm25.search_texts(texts, pool)
+        weights = None if self.spec.method == "rrf" else list(self.spec.weights)
+        out = []
+        for d, b in zip(dense, sparse, strict=True):
+            runs = [list(zip(h.rows.tolist(), h.scores.tolist(), strict=True)) for h in (d, b)]
+            fused = combine(runs, self.spec.method, self.spec.norm, weights)
+            best = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:k]
+            out.append(TextHits(np.array([r for r, _ in best], dtype=np.int64),
+                                np.array([s for _, s in best], dtype=np.float32)))
+        return out
