@@ -70,7 +70,7 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
            .reset_index())
     order = {s: i for i, s in enumerate(alias_order(result))}
     out = out.assign(_g=out["gt"].map(GT_DEFINITIONS.index), _s=out["subset"].map(order),
-                     _m=out["method"].map(METHODS.index))
+                     _m=out["method"].map(lambda m: METHODS.index(m) if m in METHODS else len(METHODS)))
     return out.sort_values(["_g", "_s", "_m", "k"]).drop(columns=["_g", "_s", "_m"]).reset_index(drop=True)
 
 

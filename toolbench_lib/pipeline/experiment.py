@@ -434,6 +434,12 @@ def save_table(df: pd.DataFrame, name: str, cfg: ExperimentConfig, provenance: s
     return csv
 
 
+def save_tables(tables: dict[str, pd.DataFrame], cfg: ExperimentConfig,
+                provenance: str | None = None) -> list[Path]:
+    """:func:`save_table` for each ``{name: table}``."""
+    return [save_table(df, name, cfg, provenance) for name, df in tables.items()]
+
+
 def save_figure(fig, name: str, cfg: ExperimentConfig) -> Path:
     """Save a matplotlib figure as PNG under ``outputs/<run>/figures/``."""
     cfg.claim_run()

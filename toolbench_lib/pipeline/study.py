@@ -365,12 +365,22 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         else "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
         "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, settings.judge_version],
         "settings": json.loads(json.dumps(asdict(settings))),
+        "retrievers": _retriever_provenance(setup, settings.methods),
         "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,
     }
     return StudyResult(q, pd.concat(stubs, ignore_index=True) if stubs else empty_stubs,
                        pd.concat(hits, ignore_index=True), pd.concat(plans, ignore_index=True)
                        if plans else pd.DataFrame(), pd.DataFrame(calls), prov)
+
+
+def _retriever_provenance(setup: RetrievalSetup, methods: Sequence[str]) -> dict:
+    """What each retriever family the methods use is (BM25's analyzer, the hybrid's fusion)."""
+    from ..retrieval.retrievers import split_method
+
+    families = list(dict.fromkeys(split_method(m)[1] for m in methods))
+    describe = getattr(setup, "retriever_provenance", None)
+    return describe(families) if describe is not None else {}
 
 
 def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = DEFAULT_GT) -> dict:

@@ -16,7 +16,6 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .fuse import Ranking, combine, top
@@ -103,27 +102,6 @@ def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0
     comps = tuple(components)
     return [FusionSpec(comps, "rrf", None),
             *(FusionSpec(comps, "wsum", "min-max", w) for w in weight_grid(len(comps), values))]
-
-
-def recall_matrix(specs: Sequence[FusionSpec], rankings, qrels: Mapping[str, set[str]], keys: Sequence[str],
-                  k: int) -> np.ndarray:
-    """Recall@k of every (spec, query)."""
-    out = np.zeros((len(specs), len(keys)))
-    for i, spec in enumerate(specs):
-        lists = spec.fuse(rankings, keys, k)
-        for j, key in enumerate(keys):
-            rel = qrels.get(key) or set()
-            out[i, j] = len(set(lists[key]) & rel) / len(rel) if rel else 0.0
-    return out
-
-
-def choose_spec(specs: Sequence[FusionSpec], recall: np.ndarray, groups: Sequence[str]) -> int:
-    """Index of the spec with the best recall averaged within each group (query set), then over groups;
-    ties go to the first in order."""
-    groups = np.asarray(groups)
-    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
-    score = per_group.mean(axis=1)
-    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
 
 
 class FusedRunsRetriever:

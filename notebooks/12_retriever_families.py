@@ -1,0 +1,150 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12 · Plan or retrieve first — with which retriever?
+#
+# The paper compares the two architectures with one retriever: a dense embedder over a FAISS flat index.
+# Retrieval benchmarks (BEIR, MTEB, ToolRet) report lexical BM25 beside dense models because lexical matching
+# is strong where queries name things, and ToolBench queries often name tools and brands. This notebook
+# makes the retriever a factor of the study: RtP searches the query and PtR searches each stub with
+#
+# - **dense**: cosine over the embedder's vectors (the paper's retriever, the rest of this toolkit's default);
+# - **bm25**: BM25 (bm25s; Lucene scoring, English stopwords, Snowball stemmer) over exactly the API texts the
+#   dense index embeds;
+# - **hybrid**: both, fused per searched text by a min-max normalised weighted sum (0.5 / 0.5).
+#
+# Every query of G1, G2 and G3 recorded in every run is used, over the study's independent runs of the stub
+# writer (the same stubs for every family). PtR merges its stubs' rankings per API by the best score, as the
+# paper defines it. Then fused methods over (family × searched text) rankings are chosen on G1–G3 and applied,
+# unchanged, to query sets the design never saw.
+
+# %% tags=["parameters"]
+run_name = "default"
+smoke = False
+data_dir = None
+subsets = ["G1", "G2", "G3"]
+backend = "replay"
+cassette = None
+embedder = "all-MiniLM-L6-v2"
+k = 5
+runs = 1
+plan_limit = 100
+max_apis = None
+limit = None
+seed = 0
+scale_seeds = 5
+gt = "candidates"
+retriever_runs = 4
+retrievers = ["dense", "bm25", "hybrid"]
+validation_sets = ["G1_category", "G1_tool", "G2_instruction"]
+
+# %%
+from IPython.display import Image, Markdown, display
+
+from toolbench_lib.analysis import retrievers as rv
+from toolbench_lib.analysis.display import format_numbers
+from toolbench_lib.analysis.style import use_style
+from toolbench_lib.pipeline.experiment import (
+    ExperimentConfig,
+    get_retrievers_study,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+    save_tables,
+)
+
+# %matplotlib inline
+params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets, backend=backend,
+              cassette=cassette, embedder=embedder, k=k, runs=runs, plan_limit=plan_limit, max_apis=max_apis,
+              limit=limit, seed=seed, scale_seeds=scale_seeds, retrievers=retrievers)
+cfg = ExperimentConfig.from_params(**params, gt=gt)
+use_style()
+setup, result = get_study(cfg)
+rcfg, rsetup, study = get_retrievers_study(cfg, retriever_runs, setup.ds.queries)
+prov = provenance_line(study) + f", retrievers {', '.join(rv.families_of(study))}, gt={gt}"
+print(prov)
+display(Markdown(rv.provenance_markdown(study)))
+
+# %% [markdown]
+# ## Recall per retriever family and architecture
+#
+# Recall@k is the mean over runs of each set's mean over queries, with a 95% bootstrap CI over queries. RtP
+# calls no LLM before planning; PtR calls it once for its stubs.
+
+# %%
+tables = rv.study_tables(study, cfg.k, gt)
+save_tables(tables, cfg, prov)
+display(format_numbers(tables["retriever_main"], 3))
+display(Image(filename=str(save_figure(rv.family_figure(tables["retriever_main"], cfg.k), "retriever_recall",
+                                       cfg))))
+
+# %% [markdown]
+# ## Does PtR beat RtP, with each retriever?
+#
+# Per set and family: PtR − RtP recall@k per query (mean over runs), its bootstrap CI, the Wilcoxon signed-rank
+# test, and the paper's test over runs (one-sample t of PtR's run means against RtP), each Holm-corrected over
+# the whole table. An architecture is called ahead when the corrected Wilcoxon test and the CI agree.
+
+# %%
+display(format_numbers(tables["retriever_tests"], 3))
+display(Markdown("\n".join(f"- {t}" for t in tables["retriever_verdicts"]["text"])))
+display(Markdown(rv.crossover_sentence(tables["retriever_crossover"])))
+
+# %% [markdown]
+# ## The k-ablation, divergence and routing by subset, per family
+#
+# Recall against k (1 to 20, from the stored depth-20 rankings); the share of queries whose RtP and PtR top-k
+# lists share no API; and the paper's routing policy (RtP for G1, PtR for G2/G3) against always one
+# architecture and the better one per set.
+
+# %%
+display(Image(filename=str(save_figure(rv.family_k_figure(tables["retriever_k"]), "retriever_k", cfg))))
+display(format_numbers(tables["retriever_divergence"], 3))
+display(format_numbers(tables["retriever_routing"], 3))
+
+# %% [markdown]
+# ## Fused methods: chosen on G1–G3, applied unchanged to unseen sets
+#
+# Two fused methods over the runs the study already holds: one over the query's and the stubs' rankings of
+# both families (one stub call), one over the query's two rankings only (no LLM call). Each is chosen among
+# RRF and min-max weighted sums on a weight grid, by recall@k averaged within each design set then over sets;
+# the table gives the out-of-fold (5-fold) recall of that choice on the design sets. A fixed a-priori fusion
+# (`fuse4`: weights 1, 1, 0.5, 0.5) stands beside them. The unseen sets are the validation sets' queries whose
+# text appears in no design set (run 0's stubs, recorded for them).
+
+# %%
+vcfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-validation",
+                                 "subsets": list(validation_sets)})
+got = get_retrievers_study(vcfg, 1, setup.ds.queries) if validation_sets else None
+vstudy = got[2] if got else None
+unseen, kept = rv.unseen_keys(vstudy, result) if vstudy is not None else (set(), None)
+specs, ftables, lines = rv.fusion_tables(study, vstudy, unseen, cfg.k, gt, cfg.seed)
+save_tables({**ftables, **({"retriever_unseen_queries": kept} if kept is not None else {})}, cfg, prov)
+display(format_numbers(ftables["retriever_fusion_choice"], 3))
+display(format_numbers(ftables["retriever_fusion_design"], 3))
+display(format_numbers(ftables.get("retriever_fusion_unseen", kept), 3))
+display(Markdown("\n".join(f"- {line}" for line in lines)))
+
+# %% [markdown]
+# ## Cost per query
+#
+# LLM calls before planning, the stub call's tokens (prompt and output, as recorded) and the search time per
+# query of each family on this machine (the queries and the stubs searched once, after a warm-up).
+
+# %%
+costs = rv.cost_table(study, rv.families_of(study), specs, rv.cached_search_ms(rcfg, rsetup, study))
+save_table(costs, "retriever_costs", cfg, prov)
+display(format_numbers(costs, 3))

@@ -1,0 +1,675 @@
+"""The study across retriever families: RtP and PtR with dense, BM25 and hybrid retrieval, and fusion.
+
+Every function reads a retriever study (``pipeline.experiment.get_retrievers_study``: methods ``rtp``,
+``ptr``, ``rtp@bm25``, ``ptr@bm25``, ...) and returns a DataFrame or a figure:
+
+* :func:`family_table`: recall@k and precision@k per set, family and architecture (mean over runs, 95%
+  bootstrap CI over queries), with the LLM calls each method makes before planning;
+* :func:`family_tests`: PtR against RtP within each family, paired per query (mean over runs; t, Wilcoxon,
+  sign test, bootstrap CI) and over runs (the paper's one-sample t), Holm-corrected over the whole table;
+* :func:`verdicts` and :func:`crossover`: one generated sentence per set and family, and whether the
+  paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) appears with each family;
+* :func:`family_k_table`, :func:`family_divergence`, :func:`routing_by_subset`: the k-ablation, the
+  top-k divergence and the paper's by-subset routing per family;
+* :func:`choose_fusion` and :func:`fusion_scores`: a fused method (:mod:`toolbench_lib.retrieval.fused`)
+  chosen on the design sets and scored, unchanged, elsewhere; :func:`fusion_comparison` sets it against
+  the better dense architecture of each set with a paired CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from ..data.queries import DEFAULT_GT, subset_alias
+from ..eval.runs import direct_recall, per_query_runs, score_rankings
+from ..eval.stats import bootstrap_ci, holm, paired_test, runs_test
+from ..eval.summary import summary_table
+from ..retrieval.fused import FusionSpec, candidate_specs, study_rankings
+from ..retrieval.hybrid import FAMILIES
+from ..retrieval.retrievers import get_retriever, method_name, split_method
+from .k_ablation import k_ablation
+
+ALPHA = 0.05
+ARCH_LABEL = {"rtp": "RtP", "ptr": "PtR"}
+
+
+def families_of(result) -> list[str]:
+    """The retriever families whose RtP and PtR both have rankings in the study, in :data:`FAMILIES` order."""
+    have = set(result.methods)
+    return [f for f in FAMILIES if method_name("rtp", f) in have and method_name("ptr", f) in have]
+
+
+def _subsets(result) -> list[str]:
+    return [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def family_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """``subset, retriever, method, n_queries, n_runs, recall_mean, recall_lo, recall_hi, precision_mean,
+    llm_calls``: one row per set, family and architecture (``method`` is ``rtp`` or ``ptr``)."""
+    table = summary_table(result, k, [gt], n_resamples=2000)
+    table = table[table["architecture"].isin(ARCH_LABEL)]
+    out = pd.DataFrame(
+        {
+            "subset": table["subset"],
+            "retriever": table["retriever"],
+            "method": table["architecture"],
+            "n_queries": table["n_queries"],
+            "n_runs": table["n_runs"],
+            "recall_mean": table["recall_mean"],
+            "recall_lo": table["recall_ci_low"],
+            "recall_hi": table["recall_ci_high"],
+            "precision_mean": table["precision_mean"],
+            "llm_calls": [int(get_retriever(m).uses_stubs) for m in table["method"]],
+        }
+    )
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    return (
+        out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(_subsets(result).index))
+        .sort_values(["_s", "_f", "method"], ascending=[True, True, False])
+        .drop(columns=["_f", "_s"])
+        .reset_index(drop=True)
+    )
+
+
+def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
+    """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k).
+
+    Per query (scores averaged over runs): paired t, Wilcoxon (Pratt), sign test and a bootstrap CI of the
+    difference; over runs: the one-sample t of PtR's run means against RtP's deterministic value (``n/a``
+    with one run). Holm's correction runs over every row of the table for each test.
+    """
+    pq = per_query_runs(result, k, gt, ("recall",))
+    pq["subset"] = pq["subset"].map(subset_alias)
+    rows = []
+    for family in families_of(result):
+        a, b = method_name("rtp", family), method_name("ptr", family)
+        for subset in _subsets(result):
+            s = pq[pq["subset"] == subset]
+            per_q = s.groupby(["qkey", "method"])["recall"].mean().unstack()
+            if a not in per_q or b not in per_q:
+                continue
+            res = paired_test(per_q[a].to_numpy(), per_q[b].to_numpy(), n_resamples)
+            run_means = s.groupby(["method", "run"])["recall"].mean()
+            ptr_runs = run_means.loc[b].to_numpy(float)
+            over_runs = runs_test([float(run_means.loc[a].mean())], ptr_runs, a_deterministic=True)
+            rows.append(
+                {
+                    "subset": subset,
+                    "retriever": family,
+                    "n_queries": res["n"],
+                    "n_runs": int(ptr_runs.size),
+                    "rtp": res["mean_a"],
+                    "ptr": res["mean_b"],
+                    "diff": res["diff"],
+                    "ci_low": res["ci_low"],
+                    "ci_high": res["ci_high"],
+                    "ptr_wins": res["wins_b"],
+                    "rtp_wins": res["wins_a"],
+                    "ties": res["ties"],
+                    "p_t": res["p_t"],
+                    "p_wilcoxon": res["p_wilcoxon"],
+                    "p_sign": res["p_sign"],
+                    "p_runs": over_runs["p_value"] if ptr_runs.size >= 2 else np.nan,
+                    "t_runs": over_runs["statistic"] if ptr_runs.size >= 2 else np.nan,
+                }
+            )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    for col in ("p_t", "p_wilcoxon", "p_sign"):
+        out[f"{col}_holm"] = holm(out[col].to_numpy())
+    ok = out["p_runs"].notna()
+    out["p_runs_holm"] = np.nan
+    if ok.any():
+        out.loc[ok, "p_runs_holm"] = holm(out.loc[ok, "p_runs"].to_numpy())
+    return out
+
+
+def _p(p: float) -> str:
+    if p != p:
+        return "n/a (one run)"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def leader(row: Mapping, alpha: float = ALPHA) -> str:
+    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when the Holm-corrected Wilcoxon test says
+    so at ``alpha`` and the bootstrap CI of the difference excludes 0."""
+    if row["p_wilcoxon_holm"] < alpha and (row["ci_low"] > 0 or row["ci_high"] < 0):
+        return "PtR" if row["diff"] > 0 else "RtP"
+    return "neither"
+
+
+def verdicts(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """``subset, retriever, leader, text``: one sentence per set and family, generated from its numbers."""
+    rows = []
+    for _, r in tests.iterrows():
+        who = leader(r, alpha)
+        ahead = "PtR" if r["diff"] > 0 else "RtP"
+        effect = (
+            f"PtR {r['ptr']:.3f} vs RtP {r['rtp']:.3f}, difference {r['diff']:+.3f} "
+            f"[95% CI {r['ci_low']:+.3f}, {r['ci_high']:+.3f}], {r['n_queries']} queries"
+        )
+        tests_txt = (
+            f"Wilcoxon Holm {_p(r['p_wilcoxon_holm'])}; over {r['n_runs']} runs Holm {_p(r['p_runs_holm'])}"
+        )
+        if who == "neither":
+            text = (
+                f"{r['subset']}, {r['retriever']}: no significant difference ({ahead} ahead at the point "
+                f"estimate; {effect}; {tests_txt})."
+            )
+        else:
+            text = f"{r['subset']}, {r['retriever']}: {who} ahead ({effect}; {tests_txt})."
+        rows.append({"subset": r["subset"], "retriever": r["retriever"], "leader": who, "text": text})
+    return pd.DataFrame(rows, columns=["subset", "retriever", "leader", "text"])
+
+
+PAPER_PATTERN = {"G1": "RtP", "G2": "PtR", "G3": "PtR"}  # the paper's crossover, by set
+
+
+def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Per family: the architecture ahead on each set (point estimate and significant), whether the paper's
+    pattern (RtP on G1, PtR on G2 and G3) holds at the point estimates, and how many of its sets hold
+    significantly."""
+    rows = []
+    for family, g in tests.groupby("retriever", sort=False):
+        g = g.set_index("subset")
+        sets = [s for s in PAPER_PATTERN if s in g.index]
+        point = {s: "PtR" if g.loc[s, "diff"] > 0 else "RtP" for s in sets}
+        sig = {s: leader(g.loc[s], alpha) for s in sets}
+        rows.append(
+            {
+                "retriever": family,
+                **{f"ahead_{s}": point[s] for s in sets},
+                **{f"significant_{s}": sig[s] for s in sets},
+                "pattern_holds": all(point[s] == PAPER_PATTERN[s] for s in sets),
+                "significant_sets": sum(sig[s] == PAPER_PATTERN[s] for s in sets),
+                "n_sets": len(sets),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def crossover_sentence(cross: pd.DataFrame) -> str:
+    """Whether the crossover depends on the retriever, in one generated paragraph."""
+    if cross.empty:
+        return "No retriever family was studied."
+    holds = cross[cross["pattern_holds"]]["retriever"].tolist()
+    fails = cross[~cross["pattern_holds"]]["retriever"].tolist()
+    parts = []
+    for _, r in cross.iterrows():
+        sets = [c.removeprefix("ahead_") for c in cross.columns if c.startswith("ahead_")]
+        order = ", ".join(f"{s} {r[f'ahead_{s}']}" for s in sets)
+        parts.append(
+            f"{r['retriever']}: {order} ({r['significant_sets']} of {r['n_sets']} sets significant in "
+            f"the paper's direction)"
+        )
+    if holds and fails:
+        verdict = (
+            f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 and "
+            f"G3) appears at the point estimates with {', '.join(holds)} but not with {', '.join(fails)}."
+        )
+    elif holds:
+        verdict = "The paper's crossover appears at the point estimates with every retriever family studied."
+    else:
+        verdict = "The paper's crossover appears with none of the retriever families studied."
+    return verdict + " Ahead per set: " + "; ".join(parts) + "."
+
+
+def family_k_table(result, ks: Sequence[int] = range(1, 21), gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """The k-ablation (recall@k, precision@k, mean over runs) with ``retriever`` and ``architecture``."""
+    table = k_ablation(result, ks, [gt])
+    parts = table["method"].map(split_method)
+    return table.assign(architecture=parts.str[0], retriever=parts.str[1])
+
+
+def family_divergence(result, k: int = 5) -> pd.DataFrame:
+    """``subset, retriever, disjoint_share, mean_overlap``: share of queries whose RtP and PtR top-k lists
+    share no API (mean over PtR's runs), and the mean number of shared APIs."""
+    rows = []
+    q = result.queries.assign(alias=result.queries["subset"].map(subset_alias)).set_index("qkey")["alias"]
+    for family in families_of(result):
+        rtp = result.ranking(method_name("rtp", family), 0, k)
+        shares = []
+        for run in range(result.n_runs):
+            ptr = result.ranking(method_name("ptr", family), run, k)
+            shared = pd.Series({key: len(set(rtp.get(key, [])) & set(ptr.get(key, []))) for key in q.index})
+            shares.append(pd.DataFrame({"alias": q, "shared": shared}))
+        allruns = pd.concat(shares)
+        for subset, g in allruns.groupby("alias", sort=False):
+            rows.append(
+                {
+                    "subset": subset,
+                    "retriever": family,
+                    "disjoint_share": float((g["shared"] == 0).mean()),
+                    "mean_overlap": float(g["shared"].mean()),
+                    "k": k,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's policy per family (RtP on G1, PtR on G2 and G3) against always-RtP and always-PtR: mean
+    recall over the sets' queries and the share of queries that skip the stub call."""
+    rows = []
+    for family, g in table.groupby("retriever", sort=False):
+        g = g.set_index(["subset", "method"])
+        sets = [s for s in PAPER_PATTERN if (s, "rtp") in g.index]
+        n = {s: g.loc[(s, "rtp"), "n_queries"] for s in sets}
+        total = sum(n.values())
+
+        def pooled(choice, g=g, sets=sets, n=n, total=total):
+            return sum(g.loc[(s, choice(s)), "recall_mean"] * n[s] for s in sets) / total
+
+        rows.append(
+            {
+                "retriever": family,
+                "always_rtp": pooled(lambda s: "rtp"),
+                "always_ptr": pooled(lambda s: "ptr"),
+                "by_subset": pooled(lambda s: "rtp" if PAPER_PATTERN[s] == "RtP" else "ptr"),
+                "oracle_per_set": sum(
+                    max(g.loc[(s, "rtp"), "recall_mean"], g.loc[(s, "ptr"), "recall_mean"]) * n[s]
+                    for s in sets
+                )
+                / total,
+                "stub_calls_saved": sum(n[s] for s in sets if PAPER_PATTERN[s] == "RtP") / total,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+def _keys_groups(result) -> tuple[list[str], np.ndarray]:
+    q = result.queries
+    return q["qkey"].tolist(), q["subset"].map(subset_alias).to_numpy()
+
+
+def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
+    """Recall@k of every (spec, query), averaged over the study's runs (a direct count: eval.runs)."""
+    keys, _ = _keys_groups(result)
+    qrels = dict(zip(result.queries["qkey"], map(set, result.queries[gt]), strict=True))
+    comps = sorted({c for s in specs for c in s.components})
+    out = np.zeros((len(specs), len(keys)))
+    for run in range(result.n_runs):
+        rankings = study_rankings(result, comps, run)
+        for i, spec in enumerate(specs):
+            lists = spec.fuse(rankings, keys, k)
+            out[i] += [direct_recall(lists[key], qrels[key], k) for key in keys]
+    return out / result.n_runs
+
+
+def _best(recall: np.ndarray, groups: np.ndarray) -> int:
+    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
+    score = per_group.mean(axis=1)
+    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
+
+
+def choose_fusion(
+    result,
+    components: Sequence[str],
+    k: int = 5,
+    gt: str = DEFAULT_GT,
+    folds: int = 5,
+    seed: int = 0,
+    values: Sequence[float] = (0.0, 0.5, 1.0),
+) -> dict:
+    """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
+    (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
+
+    Returns ``spec`` (fitted on every query), ``cv_recall`` (per query, out of fold: each query's list
+    from the spec chosen on the other folds, folds stratified by set) and ``n_candidates``.
+    """
+    specs = candidate_specs(components, values)
+    keys, groups = _keys_groups(result)
+    recall = spec_recalls(specs, result, k, gt)
+    fitted = specs[_best(recall, groups)]
+    n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
+    cv = np.zeros(len(keys))
+    for train, test in StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(keys, groups):
+        cv[test] = recall[_best(recall[:, train], groups[train]), test]
+    return {"spec": fitted, "cv_recall": pd.Series(cv, index=keys), "n_candidates": len(specs)}
+
+
+def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
+    spec and of every RtP/PtR method of the study."""
+    frames = []
+    keys = result.queries["qkey"].tolist()
+    comps = sorted({c for s in specs.values() for c in s.components})
+    for run in range(result.n_runs):
+        rankings = study_rankings(result, comps, run)
+        for name, spec in specs.items():
+            pq = score_rankings(spec.fuse(rankings, keys, k), result.queries, gt, k, ("recall",))
+            frames.append(pq.assign(method=name, run=run))
+    pq = per_query_runs(result, k, gt, ("recall",))
+    frames.append(
+        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
+    )
+    allq = pd.concat(frames, ignore_index=True)
+    mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
+    alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+    return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
+
+
+def fusion_comparison(
+    scores: pd.DataFrame,
+    methods: Sequence[str],
+    baselines: Sequence[str] = ("rtp", "ptr"),
+    n_resamples: int = 10_000,
+) -> pd.DataFrame:
+    """Per set and method: mean recall, its CI, the better baseline of that set and the paired difference
+    against it (bootstrap CI, Wilcoxon p), wins/losses."""
+    rows = []
+    wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
+    for subset in dict.fromkeys(scores["subset"]):
+        w = wide.loc[subset]
+        ref = max(baselines, key=lambda m: w[m].mean())
+        for m in methods:
+            res = paired_test(w[ref].to_numpy(), w[m].to_numpy(), n_resamples)
+            lo, hi = bootstrap_ci(w[m].to_numpy(), 2000)
+            rows.append(
+                {
+                    "subset": subset,
+                    "method": m,
+                    "n_queries": res["n"],
+                    "recall": res["mean_b"],
+                    "recall_lo": lo,
+                    "recall_hi": hi,
+                    "reference": ref,
+                    "reference_recall": res["mean_a"],
+                    "diff": res["diff"],
+                    "diff_lo": res["ci_low"],
+                    "diff_hi": res["ci_high"],
+                    "wins": res["wins_b"],
+                    "losses": res["wins_a"],
+                    "p_wilcoxon": res["p_wilcoxon"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def family_figure(table: pd.DataFrame, k: int = 5) -> plt.Figure:
+    """Recall@k per set: bars for each family and architecture, 95% CI error bars."""
+    sets = list(dict.fromkeys(table["subset"]))
+    fams = list(dict.fromkeys(table["retriever"]))
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.8), sharey=True)
+    axes = np.atleast_1d(axes)
+    colors = {"rtp": "#4C72B0", "ptr": "#DD8452"}
+    for ax, subset in zip(axes, sets, strict=True):
+        s = table[table["subset"] == subset]
+        for j, arch in enumerate(("rtp", "ptr")):
+            a = s[s["method"] == arch].set_index("retriever").reindex(fams)
+            x = np.arange(len(fams)) + (j - 0.5) * 0.38
+            err = np.vstack([a["recall_mean"] - a["recall_lo"], a["recall_hi"] - a["recall_mean"]])
+            ax.bar(x, a["recall_mean"], 0.36, yerr=err, capsize=3, color=colors[arch], label=ARCH_LABEL[arch])
+        ax.set_xticks(np.arange(len(fams)), fams)
+        ax.set_title(subset)
+        ax.set_xlabel("retriever")
+    axes[0].set_ylabel(f"recall@{k}")
+    axes[0].legend(loc="upper right")
+    fig.suptitle(f"RtP and PtR with each retriever family (recall@{k}, 95% CI over queries)")
+    fig.tight_layout()
+    return fig
+
+
+def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
+    """Recall against k per set: one line per family (colour) and architecture (solid RtP, dashed PtR)."""
+    sets = list(dict.fromkeys(ktable["subset"]))
+    fams = list(dict.fromkeys(ktable["retriever"]))
+    palette = dict(zip(fams, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, subset in zip(axes, sets, strict=True):
+        s = ktable[ktable["subset"] == subset]
+        for (fam, arch), g in s.groupby(["retriever", "architecture"], sort=False):
+            if arch not in ARCH_LABEL:
+                continue
+            ax.plot(
+                g["k"],
+                g["recall"],
+                color=palette[fam],
+                ls="-" if arch == "rtp" else "--",
+                label=f"{ARCH_LABEL[arch]} {fam}",
+            )
+        ax.set_title(subset)
+        ax.set_xlabel("k")
+    axes[0].set_ylabel("recall@k")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Recall against k per retriever family (solid RtP, dashed PtR)")
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- fusion study and costs
+
+STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")
+NO_LLM_COMPONENTS = ("q.dense", "q.bm25")
+FUSED_WITH_STUBS = "fused (1 stub call)"
+FUSED_NO_LLM = "fused (no LLM call)"
+
+
+def chosen_fusions(design, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """The two fused methods chosen on the design study: over all four components (one stub call) and over
+    the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
+    spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
+    specs, rows = {}, []
+    q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
+    for name, comps, values in (
+        (FUSED_WITH_STUBS, STUB_COMPONENTS, (0.0, 0.5, 1.0)),
+        (FUSED_NO_LLM, NO_LLM_COMPONENTS, (0.0, 0.25, 0.5, 0.75, 1.0)),
+    ):
+        got = choose_fusion(design, comps, k, gt, seed=seed, values=values)
+        specs[name] = got["spec"]
+        cv = got["cv_recall"].groupby(q_alias).mean()
+        rows.append(
+            {
+                "method": name,
+                "spec": got["spec"].describe(),
+                "candidates": got["n_candidates"],
+                **{f"cv_recall_{s}": float(v) for s, v in cv.items()},
+            }
+        )
+    return specs, pd.DataFrame(rows)
+
+
+def cost_table(
+    result,
+    families: Sequence[str],
+    specs: Mapping[str, FusionSpec],
+    search_ms: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Per method: LLM calls before planning, the stub call's tokens per query (the study's recorded calls)
+    and, when measured, search milliseconds per query (a fused method pays its components' searches)."""
+    calls = result.calls
+    stub_tokens = float("nan")
+    if calls is not None and len(calls):
+        c = calls[calls["stage"] == "stubs"]
+        if len(c):
+            stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean())
+    ms = dict(search_ms or {})
+    rows = []
+    for f in families:
+        for arch in ("rtp", "ptr"):
+            uses = arch == "ptr"
+            key = f"{f}:{'stubs' if uses else 'query'}"
+            rows.append(
+                {
+                    "method": method_name(arch, f),
+                    "architecture": ARCH_LABEL[arch],
+                    "retriever": f,
+                    "llm_calls": int(uses),
+                    "stub_tokens": stub_tokens if uses else 0.0,
+                    "search_ms": ms.get(key, np.nan),
+                }
+            )
+    comp_key = {
+        "q.dense": "dense:query",
+        "q.bm25": "bm25:query",
+        "s.dense": "dense:stubs",
+        "s.bm25": "bm25:stubs",
+    }
+    for name, spec in specs.items():
+        parts = [ms.get(comp_key[c], np.nan) for c in spec.components]
+        rows.append(
+            {
+                "method": name,
+                "architecture": "fused",
+                "retriever": "+".join(spec.components),
+                "llm_calls": int(spec.uses_stubs),
+                "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
+                "search_ms": float(np.sum(parts)) if parts else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def time_searches(
+    setup,
+    texts_query: Sequence[str],
+    texts_stubs: Sequence[Sequence[str]],
+    families: Sequence[str] = ("dense", "bm25", "hybrid"),
+    depth: int = 20,
+) -> dict[str, float]:
+    """Milliseconds per query of each family searching the queries (``<family>:query``) and each query's
+    stubs merged (``<family>:stubs``), measured once each after one warm-up search."""
+    import time
+
+    from ..retrieval.rankings import search_and_merge
+
+    out = {}
+    for f in families:
+        searcher = setup.searcher(f)
+        searcher.search_texts(list(texts_query[:2]), depth)  # warm-up: model, index and caches loaded
+        for kind, texts in (("query", [[t] for t in texts_query]), ("stubs", texts_stubs)):
+            t0 = time.perf_counter()
+            search_and_merge(searcher, texts, depth)
+            out[f"{f}:{kind}"] = 1000 * (time.perf_counter() - t0) / max(len(texts), 1)
+    return out
+
+
+def fusion_sentences(
+    design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None, goal: float = 0.04
+) -> list[str]:
+    """Generated lines: for each fused method, its margin over the better dense architecture per set, on the
+    design sets and on the unseen sets, and whether it clears ``goal`` everywhere."""
+    lines = []
+    parts = [("design", design_cmp)] + (
+        [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
+    )
+    for m in dict.fromkeys(design_cmp["method"]):
+        bits, ok = [], True
+        for label, cmp in parts:
+            g = cmp[cmp["method"] == m]
+            sets = []
+            for _, r in g.iterrows():
+                ok &= bool(r["diff"] >= goal and (label == "design" or r["diff_lo"] > 0))
+                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]")
+            bits.append(f"{label} sets: " + ", ".join(sets))
+        verdict = "meets" if ok else "misses"
+        lines.append(
+            f"`{m}` {verdict} the goal (at least +{goal:.2f} recall over the better dense architecture of "
+            f"every set, with the paired 95% CI above 0 on every unseen set): " + "; ".join(bits) + "."
+        )
+    return lines
+
+
+def study_tables(
+    result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000
+) -> dict[str, pd.DataFrame]:
+    """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
+    ``retriever_verdicts``, ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``,
+    ``retriever_routing``."""
+    main = family_table(result, k, gt)
+    tests = family_tests(result, k, gt, n_resamples)
+    return {
+        "retriever_main": main,
+        "retriever_tests": tests,
+        "retriever_verdicts": verdicts(tests),
+        "retriever_crossover": crossover(tests),
+        "retriever_k": family_k_table(result, range(1, 21), gt),
+        "retriever_divergence": family_divergence(result, k),
+        "retriever_routing": routing_by_subset(main),
+    }
+
+
+def fusion_tables(
+    design, validation=None, unseen: set[str] | None = None, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
+    """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
+    ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
+    from ..retrieval.fused import NAMED
+
+    specs, choice = chosen_fusions(design, k, gt, seed)
+    specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
+    families = [f for f in families_of(design) if f != "dense"]
+    shown = [*specs, *(method_name(a, f) for f in families for a in ("rtp", "ptr"))]
+    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown)
+    tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
+    unseen_cmp = None
+    if validation is not None and unseen:
+        vs = fusion_scores(validation, specs, k, gt)
+        vs = vs[vs["qkey"].isin(unseen)]
+        if len(vs):
+            unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])])
+            tables["retriever_fusion_unseen"] = unseen_cmp
+    fused_only = design_cmp[design_cmp["method"].isin(specs)]
+    unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
+    return specs, tables, fusion_sentences(fused_only, unseen_fused)
+
+
+def provenance_markdown(result) -> str:
+    """What each retriever family of the study is (from its provenance), as a Markdown list."""
+    prov = result.provenance.get("retrievers") or {}
+    if not prov:
+        return "_The study's provenance does not describe its retrievers._"
+    lines = []
+    for family, what in prov.items():
+        text = what if isinstance(what, str) else "; ".join(f"{k}: {v}" for k, v in what.items())
+        lines.append(f"- **{family}**: {text}")
+    return "\n".join(lines)
+
+
+def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
+    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
+    from .beyond import unseen_queries
+
+    return unseen_queries(validation.queries, design.queries)
+
+
+def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
+    """:func:`time_searches` on the study's first ``n`` queries and their run-0 stubs, kept in the study's
+    folder (``search_ms.json``, with the CPU it was measured on) so a warm run reads it."""
+    import json
+    import platform
+
+    from ..data.atomic import atomic_path
+    from ..retrieval.retrievers import ptr_texts
+
+    path = rcfg.study_dir / "search_ms.json"
+    try:
+        stored = json.loads(path.read_text())
+        if isinstance(stored.get("ms"), dict) and all(isinstance(v, float) for v in stored["ms"].values()):
+            return stored["ms"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    q = result.queries.head(n)
+    stubs = ptr_texts(q, result.stubs, 0)
+    ms = time_searches(setup, q["query"].tolist(), stubs, families_of(result))
+    with atomic_path(path) as tmp:
+        tmp.write_text(
+            json.dumps({"ms": ms, "queries": len(q), "cpu": platform.processor() or platform.machine()})
+        )
+    return ms
