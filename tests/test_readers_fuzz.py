@@ -86,7 +86,7 @@ def test_cassette_reader_on_a_mutated_record(tmp_path_factory, field: str, value
     if repeat == "same":
         records.append(dict(records[0]))
     elif repeat == "other":
-        records.append({**records[0], "text": records[0]["text"] + " changed"})
+        records.append({**records[0], "text": f"{records[0]['text']!r} changed"})
     path = tmp_path_factory.mktemp("c") / "c.jsonl.gz"
     path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
     got = _read_all(path)
