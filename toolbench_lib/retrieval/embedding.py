@@ -213,6 +213,22 @@ def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[in
     return [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
 
 
+def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
+                      batch_size: int) -> np.ndarray:
+    """What the progress bar counts for each text: its cost in token-equivalents (:mod:`.eta`), so that the
+    bar's rate holds while the texts get shorter. A long run first logs its estimated duration, from a timed
+    sample in the run's own order."""
+    from .eta import SAMPLE_MIN_TEXTS, estimate_line, padded_lengths, timed_sample, token_lengths
+
+    lengths = token_lengths(embedder, texts)
+    padded = padded_lengths(lengths, chunks, batch_size)
+    if len(texts) < SAMPLE_MIN_TEXTS:
+        return padded
+    model, sampled = timed_sample(embedder, texts, lengths, [i for c in chunks for i in c], batch_size)
+    log.info(estimate_line(kind, padded, model, sampled))
+    return model.weights(padded)
+
+
 def embed_cached(
     embedder: Embedder,
     texts: Sequence[str],
@@ -242,12 +258,16 @@ def embed_cached(
     new_keys, new_texts = list(todo), list(todo.values())
     log.info("embedding %d new of %d %s texts with %s (%s); %d from the cache", len(new_texts),
              len(texts), kind, embedder.name, embedder.backend, int(found.sum()))
-    bar = tqdm(total=len(new_texts), desc=f"embed {kind}", unit="doc", disable=not progress)
+    chunks = _length_sorted_chunks(new_texts, chunk_size)
+    weights = _progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress else None
+    bar = tqdm(total=float(weights.sum()) if weights is not None else len(new_texts), desc=f"embed {kind}",
+               unit="tok" if weights is not None else "doc", unit_scale=weights is not None,
+               disable=not progress)
     meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}
-    for chunk in _length_sorted_chunks(new_texts, chunk_size):
+    for chunk in chunks:
         ck = [new_keys[i] for i in chunk]
         store.put(ck, embedder.encode([new_texts[i] for i in chunk], batch_size=batch_size), meta)
-        bar.update(len(chunk))
+        bar.update(float(weights[chunk].sum()) if weights is not None else len(chunk))
     bar.close()
     vecs, found = store.get(keys)
     if not found.all():  # pragma: no cover - only if packs vanish while we run
