@@ -28,6 +28,7 @@ from toolbench_lib.pipeline.reproduce import (
     notebook_parameters,
     notebook_stages,
     previous_durations,
+    report_verdicts,
     reproduce,
     select_notebooks,
 )
@@ -143,6 +144,10 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     console = out.stdout + out.stderr
     assert out.returncode == 0, console[-3000:]
     assert "03_only_run_name.ipynb" in out.stdout and "report:" in out.stdout
+    # it ends with the report's summary (no tables here: no verdict, the count against the paper) and paths
+    tail = out.stdout.strip().splitlines()
+    assert tail[-2].startswith("report:") and tail[-1].startswith("html:")
+    assert "What the study found" in out.stdout and "Against the paper's" in out.stdout
     assert not NOISE.findall(console), console[-3000:]
     executed = nbformat.read(OUTPUTS_DIR / run_name / "notebooks" / "03_only_run_name.ipynb", as_version=4)
     assert executed.metadata["papermill"]["parameters"] == {"run_name": run_name}
@@ -155,6 +160,23 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     loud = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, timeout=300)
     assert loud.returncode == 0, loud.stderr[-2000:]
     assert "kernel got SIGINT" in loud.stderr and "without encryption" in loud.stderr
+
+
+def test_verdicts_are_read_from_the_report_summary(tmp_path):
+    report = tmp_path / "report.md"
+    report.write_text("# Report\n\n- not the summary\n\n## Summary\n\n**The question.** Which first?\n\n"
+                      "**Verdicts on recall@k** (PtR − RtP):\n\n"
+                      "- **G1** (100 queries): RtP 0.512, PtR 0.431; PtR − RtP −0.081: **RtP ahead, as in "
+                      "the paper**.\n- **G2** (100 queries): `ptr` **no clear difference**.\n\n"
+                      "> **What differs from the paper's setup**\n> | embedder | x |\n\n"
+                      "**Against the paper's 69 reference numbers:** 40 consistent.\n\n"
+                      "## Main results\n\n- a later bullet\n", encoding="utf-8")
+    assert report_verdicts(report) == [
+        "G1 (100 queries): RtP 0.512, PtR 0.431; PtR − RtP −0.081: RtP ahead, as in the paper.",
+        "G2 (100 queries): ptr no clear difference.",
+        "Against the paper's 69 reference numbers: 40 consistent."]
+    report.write_text("# Report\n\n- no summary here\n", encoding="utf-8")
+    assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []
 
 
 def test_stages_put_the_first_notebook_alone_and_the_report_last():
@@ -256,6 +278,9 @@ def test_smoke_run_of_every_notebook(run_name):
     assert str(run_dir) in out.stdout
     noise = [ln for ln in (out.stdout + out.stderr).splitlines() if NOISE.search(ln)]
     assert not noise, noise[:10]  # a quiet console: nothing failed
+    verdicts = report_verdicts(run_dir / "report.md")
+    assert verdicts and all(line in out.stdout for line in verdicts)  # the summary's verdicts, then the paths
+    assert out.stdout.strip().splitlines()[-1].startswith("html:")
 
     for path in notebooks:
         assert path.name in out.stdout

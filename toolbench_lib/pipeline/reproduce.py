@@ -12,7 +12,8 @@ notebook last, the others ``--workers`` at a time (each in its own kernel); a fa
 
 A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
 parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
-(every executed notebook in order, code hidden, figures inline) are written.
+(every executed notebook in order, code hidden, figures inline) are written, and the console ends with the
+verdicts of the report's summary (read back from ``report.md``) and the report's paths.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -72,15 +74,47 @@ class ReproduceSummary:
     report: Path | None = None
     html: Path | None = None
 
+    verdicts: list[str] = field(default_factory=list)
+
     def text(self) -> str:
         lines = [f"run {self.run_name}: {len(self.notebooks)} notebook(s)"]
         lines += [f"  {name:36s} {seconds:7.1f} s" for name, seconds in self.notebooks]
         lines.append(f"outputs: {self.out_dir}")
+        if self.verdicts:
+            lines += ["", "What the study found (the report's summary):"]
+            lines += [f"  {line}" for line in self.verdicts]
+            lines.append("")
         if self.report:
             lines.append(f"report:  {self.report}")
         if self.html:
             lines.append(f"html:    {self.html}")
         return "\n".join(lines)
+
+
+SUMMARY_HEADING = "## Summary"
+
+
+def _plain(markdown: str) -> str:
+    """A markdown line as console text: no emphasis marks, no code ticks, no list marker."""
+    text = re.sub(r"^\s*[-*]\s+", "", markdown)
+    return re.sub(r"\*\*|__|`", "", text).strip()
+
+
+def report_verdicts(report: Path) -> list[str]:
+    """The verdict lines of a written ``report.md``, read from its summary section (so the console says what
+    the report says): each listed verdict and the count against the paper's reference numbers, as plain
+    text; none when the report has no summary."""
+    try:
+        lines = Path(report).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    if SUMMARY_HEADING not in lines:
+        return []
+    section = lines[lines.index(SUMMARY_HEADING) + 1:]
+    section = section[:next((i for i, ln in enumerate(section) if ln.startswith("## ")), len(section))]
+    keep = [ln for ln in section
+            if re.match(r"\s*[-*]\s+\S", ln) or ln.startswith(("**Against", "No verdict"))]
+    return [_plain(ln) for ln in keep]
 
 
 def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
@@ -342,6 +376,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     summary.notebooks = [(p.name, done[p.name]) for p in paths]
     summary.report = write_report(cfg)
     summary.html = write_html_report(cfg.out_dir)
+    summary.verdicts = report_verdicts(summary.report)
     return summary
 
 
