@@ -144,10 +144,12 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     console = out.stdout + out.stderr
     assert out.returncode == 0, console[-3000:]
     assert "03_only_run_name.ipynb" in out.stdout and "report:" in out.stdout
-    # it ends with the report's summary (no tables here: no verdict, the count against the paper) and paths
+    # it ends with what the report's summary says (no tables here: no verdict) and the report's paths
     tail = out.stdout.strip().splitlines()
     assert tail[-2].startswith("report:") and tail[-1].startswith("html:")
-    assert "What the study found" in out.stdout and "Against the paper's" in out.stdout
+    verdicts = report_verdicts(OUTPUTS_DIR / run_name / "report.md")
+    assert all(f"  {line}" in tail for line in verdicts)
+    assert ("What the study found" in out.stdout) == bool(verdicts)
     assert not NOISE.findall(console), console[-3000:]
     executed = nbformat.read(OUTPUTS_DIR / run_name / "notebooks" / "03_only_run_name.ipynb", as_version=4)
     assert executed.metadata["papermill"]["parameters"] == {"run_name": run_name}
