@@ -16,7 +16,6 @@ from toolbench_lib.retrieval.embedding import (
     embed_cached,
     load_embedder,
     store_folder,
-    texts_fingerprint,
 )
 
 TEXTS = [f"API number {i}: returns the weather forecast for city {i}" for i in range(240)]
@@ -158,71 +157,6 @@ def test_pack_whose_content_does_not_match_its_checksum_is_refused(tmp_path):
     store = EmbeddingStore(tmp_path, 4)
     vecs, found = store.get([b"k" * 16])
     assert not found.any() and not path.exists()
-
-
-def _write_former_layout(embedder, texts, root, kind="registry", chunk_size=16, chunks=None):
-    """The cache layout before content addressing: <model>/<kind>-<fingerprint>/chunk_NNNNN.npy."""
-    folder = root / embedder.slug / f"{kind}-{texts_fingerprint(texts)}"
-    folder.mkdir(parents=True)
-    (folder / "meta.json").write_text(json.dumps(
-        {"model": embedder.name, "n": len(texts), "chunk_size": chunk_size, "kind": kind}))
-    n_chunks = (len(texts) + chunk_size - 1) // chunk_size
-    for i in range(n_chunks if chunks is None else chunks):
-        np.save(folder / f"chunk_{i:05d}.npy", embedder.encode(texts[i * chunk_size:(i + 1) * chunk_size]))
-    return folder
-
-
-def test_former_cache_is_imported_without_reembedding(embedder, tmp_path):
-    texts = TEXTS[:80]
-    old = _write_former_layout(embedder, texts, tmp_path, chunk_size=16)
-    before = sorted(p.name for p in old.iterdir())
-    c = Counting(embedder)
-    vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
-    assert c.encoded == 5  # one text per former chunk, to check it belongs to these texts
-    assert np.array_equal(vecs[16:32], np.load(old / "chunk_00001.npy"))
-    assert sorted(p.name for p in old.iterdir()) == before  # the former folder is left as it was
-    # a sub-list (another order) now comes from the store: nothing is embedded
-    sub = embed_cached(c, texts[40:10:-3], "registry", tmp_path, progress=False)
-    assert c.encoded == 5 and np.array_equal(sub, vecs[40:10:-3])
-
-
-def test_former_cache_being_written_is_imported_as_far_as_it_goes(embedder, tmp_path):
-    texts = TEXTS[:80]
-    _write_former_layout(embedder, texts, tmp_path, chunk_size=16, chunks=3)
-    c = Counting(embedder)
-    vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
-    assert c.encoded == 3 + 32  # three checks, two chunks still missing
-    assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)
-
-
-def test_former_cache_that_does_not_match_is_not_used(embedder, tmp_path, caplog):
-    texts = TEXTS[:48]
-    old = _write_former_layout(embedder, texts, tmp_path, chunk_size=16)
-    np.save(old / "chunk_00001.npy", embedder.encode(TEXTS[200:216]))  # rows of other texts
-    arr = np.load(old / "chunk_00002.npy")
-    arr[3] *= 2  # not unit norm
-    np.save(old / "chunk_00002.npy", arr)
-    c = Counting(embedder)
-    with caplog.at_level("WARNING"):
-        vecs = embed_cached(c, texts, "registry", tmp_path, progress=False)
-    assert c.encoded == 2 + 32  # chunk 0 and 1 checked, 1 and 2 embedded again
-    assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)
-    assert sum("former embedding cache" in r.getMessage() for r in caplog.records) == 2
-
-
-def test_sub_registry_of_former_full_cache(mini_toolbench, tmp_path, embedder):
-    """A sub-registry is served from a former cache of the whole registry (the full text list)."""
-    from toolbench_lib.data.dataset import load_dataset
-    from toolbench_lib.retrieval.index import registry_vectors
-
-    ds = load_dataset(mini_toolbench, processed_dir=tmp_path / "processed")
-    _write_former_layout(embedder, ds.texts, tmp_path / "emb", chunk_size=4)
-    c = Counting(embedder)
-    rows = np.array([1, 3, 4])
-    sub = registry_vectors(ds, c, rows, cache_dir=tmp_path / "emb")
-    n_chunks = (len(ds.texts) + 3) // 4
-    assert c.encoded == n_chunks
-    assert np.allclose(sub, embedder.encode([ds.texts[r] for r in rows]), atol=1e-5)
 
 
 def test_extra_query_file_embeds_only_its_new_texts(mini_toolbench, tmp_path, embedder):

@@ -1,8 +1,7 @@
 """Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the embedding cache.
 
 Vectors are cached per text in a content-addressed store (:mod:`toolbench_lib.retrieval.embed_store`) keyed
-by model, backend and text hash; caches of the former per-list layout are imported on first use
-(:mod:`toolbench_lib.retrieval.embed_legacy`).
+by model, backend and text hash.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..data.paths import CACHE_DIR
-from .embed_legacy import import_legacy, legacy_folders, texts_fingerprint  # noqa: F401 - re-exported
 from .embed_store import EmbeddingStore, text_keys
 
 log = logging.getLogger(__name__)
@@ -191,20 +189,8 @@ def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingSt
 
 def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
                     cache_dir: Path | None = None) -> bool:
-    """True when every text is in the store (after importing a former cache folder of the same list)."""
-    store = open_store(embedder, cache_dir)
-    keys = text_keys(texts)
-    if store.has(keys).all():
-        return True
-    import_legacy(embedder, texts, store, embeddings_root(cache_dir))
-    return bool(store.has(keys).all())
-
-
-def adopt_former_cache(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> int:
-    """Import a former cache folder of exactly ``texts`` (e.g. the whole registry); texts added."""
-    if not legacy_folders(embeddings_root(cache_dir), embedder.slug, texts):
-        return 0
-    return import_legacy(embedder, texts, open_store(embedder, cache_dir), embeddings_root(cache_dir))
+    """True when every text is in the store."""
+    return bool(open_store(embedder, cache_dir).has(text_keys(texts)).all())
 
 
 def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[int]]:
@@ -248,8 +234,6 @@ def embed_cached(
     store = open_store(embedder, cache_dir)
     keys = text_keys(texts)
     vecs, found = store.get(keys)
-    if not found.all() and import_legacy(embedder, texts, store, embeddings_root(cache_dir)):
-        vecs, found = store.get(keys)
     if found.all():
         return vecs
     todo: dict[bytes, str] = {}

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data.dataset import Dataset
 from ..data.machine import available_cpus
-from .embedding import Embedder, adopt_former_cache, embed_cached
+from .embedding import Embedder, embed_cached
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,6 @@ def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = 
     texts = ds.texts
     if rows is None:
         return embed_cached(embedder, texts, "registry", cache_dir, progress=progress)
-    adopt_former_cache(embedder, texts, cache_dir)
     return embed_cached(embedder, [texts[int(r)] for r in rows], "registry", cache_dir, progress=progress)
 
 
