@@ -183,12 +183,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     from .data.dataset import load_dataset
     from .llm.factory import make_backend
-    from .pipeline.recording import record_stubs
+    from .pipeline.stub_recording import record_stubs
+    from .retrieval.setup import select_queries
 
     subsets = list(dict.fromkeys(args.subset or DEFAULT_SUBSETS))
     runs = [int(r) for r in args.runs.split(",") if r.strip()]
     llm = make_backend(args.backend, model=args.llm_model)
-    made = record_stubs(llm, load_dataset(args.data_dir), subsets, runs, args.chunk, args.limit)
+    queries = select_queries(load_dataset(args.data_dir), subsets, args.limit)
+    made = record_stubs(llm, queries, runs, args.chunk)["calls"]
     print(json.dumps({"calls": made, "new": getattr(llm, "misses", None),
                       "cached": getattr(llm, "hits", None)}))
     return 0

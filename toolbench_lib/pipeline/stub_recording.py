@@ -1,12 +1,16 @@
-"""Record PtR stubs (no plans) for query sets with a live backend, resumably, into a cassette.
+"""Record PtR stubs (no plans) of a live backend for replay, resumably, in an order useful when interrupted.
 
-``python -m toolbench_lib.pipeline.stub_recording --subset G1_category --subset G1_tool ...`` asks the backend
-(default ``local``, behind the durable call cache) for the stubs of every query, in an order that
-interleaves the sets (the first query of every set, then the second, ...), so that an interrupted
-recording covers the first N queries of every set. Every call is cached when it returns, so a rerun
-resumes where the last one stopped. Every ``--export-every`` new calls, and at the end, the cassette
-is merged with the cache: its own records are first imported into the cache, then the cache (one model)
-is written back, and the cassette is checked to still hold every record it held before.
+Stubs depend only on the query, so they need no registry, embeddings or index. :func:`record_stubs` takes
+the queries in rounds of ``chunk`` queries per set, interleaving the sets, and within a round every
+requested run, so a recording stopped at any point covers the first N queries of every set in every run.
+Every call goes through the durable call cache, so a rerun resumes where the last one stopped. Given a
+cassette, every ``export_every`` new calls and at the end the cassette is merged with the cache: its own
+records are first imported into the cache, then the cache (one model) is written back, and the cassette is
+checked to still hold every record it held before.
+
+Two entry points call it: ``python -m toolbench_lib record stubs`` (any sets and runs, no cassette) and
+``python -m toolbench_lib.pipeline.stub_recording --subset G1_category --subset G1_tool ...`` (run 0, one
+query per set per round, merged into the cassette; default sets: the validation sets).
 """
 
 from __future__ import annotations
@@ -16,27 +20,29 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from ..llm.base import LLMBackend
 from ..llm.cassettes import export_cassette, import_cassette, prompt_query, read_cassette
 from ..llm.prompts import STUB_PROMPT
 from ..llm.store import CallStore
+from .study import StudySettings, generate_stubs
 
 log = logging.getLogger(__name__)
 
 VALIDATION_SETS = ("G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
 
 
-def interleave(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Rows of several frames, position-major: every frame's first row, then every second row, ..."""
-    parts = [f.reset_index(drop=True).assign(_pos=range(len(f)), _set=i) for i, f in enumerate(frames)]
-    if not parts:
-        return pd.DataFrame()
-    out = pd.concat(parts, ignore_index=True).sort_values(["_pos", "_set"], kind="stable")
-    return out.drop(columns=["_pos", "_set"]).reset_index(drop=True)
+def recording_order(queries: pd.DataFrame, chunk: int) -> list[pd.DataFrame]:
+    """Rounds of at most ``chunk`` queries of each set, sets interleaved, in query order."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    q = queries.assign(_pos=queries.groupby("subset", sort=False).cumcount())
+    q = q.assign(_round=q["_pos"] // chunk)
+    return [g.drop(columns=["_pos", "_round"]) for _, g in q.groupby("_round", sort=True)]
 
 
 def recorded_stub_queries(cassette: str | Path, model: str | None = None, run: int = 0,
@@ -95,27 +101,39 @@ def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> t
     return len(before), n
 
 
-def record_stubs(llm, queries: pd.DataFrame, store: CallStore, cassette: str | Path, export_every: int = 20,
-                 chunk: int = 5, echo=print) -> dict:
-    """Stub calls for every query (run 0, temperature 0), exporting to ``cassette`` as they accrue."""
-    from .study import generate_stubs
+def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (0,), chunk: int = 25,
+                 settings: StudySettings | None = None, store: CallStore | None = None,
+                 cassette: str | Path | None = None, export_every: int = 20,
+                 echo: Callable[[str], object] = log.info) -> dict:
+    """Generate (and so record) the stubs of ``runs`` for ``queries`` (with ``qkey``, ``query`` and ``subset``
+    columns), in the rounds of :func:`recording_order`; with a ``cassette`` (and the ``store`` behind ``llm``)
+    the cache is merged into it every ``export_every`` new calls and at the end.
 
-    misses_at_export = 0
-    t0 = time.time()
-    done = 0
-    for start in range(0, len(queries), chunk):
-        part = queries.iloc[start:start + chunk]
-        generate_stubs(llm, part, run=0, temperature=0.0, progress=False)
+    Returns ``calls`` (stub calls made, cached or not), ``queries``, ``new_calls`` (the backend's misses) and
+    ``cassette_records`` (None without a cassette)."""
+    if cassette is not None and store is None:
+        raise ValueError("recording into a cassette needs the call store behind the backend")
+    settings = settings or StudySettings()
+    t0, made, done, exported_at, after = time.time(), 0, 0, 0, None
+    for i, part in enumerate(recording_order(queries, chunk)):
+        for run in runs:
+            _, calls = generate_stubs(llm, part, run, settings.temperature_of(run), progress=False)
+            made += len(calls)
         done += len(part)
         misses = getattr(llm, "misses", 0)
-        if misses - misses_at_export >= export_every:
+        sets = ", ".join(f"{s} {n}" for s, n in part["subset"].value_counts(sort=False).items())
+        if cassette is not None and misses - exported_at >= export_every:
             before, after = merge_export(store, cassette, llm.model)
-            misses_at_export = misses
+            exported_at = misses
             echo(f"{done}/{len(queries)} queries, {misses} new calls, cassette {before} -> {after} records, "
                  f"{time.time() - t0:.0f} s")
-    before, after = merge_export(store, cassette, llm.model)
-    echo(f"done: {done} queries, {getattr(llm, 'misses', 0)} new calls, cassette {before} -> {after} records")
-    return {"queries": done, "new_calls": getattr(llm, "misses", 0), "cassette_records": after}
+        else:
+            log.info("round %d, runs %s: %d queries (%s)", i, ",".join(map(str, runs)), len(part), sets)
+    new = getattr(llm, "misses", 0)
+    if cassette is not None:
+        before, after = merge_export(store, cassette, llm.model)
+        echo(f"done: {done} queries, {new} new calls, cassette {before} -> {after} records")
+    return {"calls": made, "queries": done, "new_calls": new, "cassette_records": after}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,13 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from ..data.dataset import load_dataset
-    from ..data.queries import query_keys, resolve_subset
+    from ..data.queries import resolve_subset
     from ..llm.factory import DEFAULT_CASSETTE, DEFAULT_STORE, make_backend
+    from ..retrieval.setup import select_queries
 
     sets = [resolve_subset(s) for s in (args.subset or VALIDATION_SETS)]
-    ds = load_dataset(args.data_dir)
-    queries = interleave([ds.subset_queries(s, args.limit) for s in sets])
-    queries.insert(0, "qkey", query_keys(queries))
+    queries = select_queries(load_dataset(args.data_dir), sets, args.limit)
     cassette = Path(args.cassette) if args.cassette else DEFAULT_CASSETTE
     store_path = Path(args.store) if args.store else DEFAULT_STORE
     llm = make_backend(args.backend, store=store_path)
@@ -153,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     have = recorded_stub_queries(cassette, llm.model)
     print(f"{len(queries)} queries of {', '.join(sets)}; {queries['query'].isin(have).sum()} already in the "
           f"cassette", flush=True)
-    record_stubs(llm, queries, store, cassette, args.export_every,
+    record_stubs(llm, queries, runs=(0,), chunk=1, store=store, cassette=cassette,
+                 export_every=args.export_every,
                  echo=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True))
     return 0
 
