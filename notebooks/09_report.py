@@ -34,6 +34,7 @@ seed = 0
 scale_seeds = 5
 
 # %%
+import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -46,7 +47,8 @@ from toolbench_lib.analysis.report import (
     write_report,
 )
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import ExperimentConfig
+from toolbench_lib.analysis.teaching import pipeline_figure, teaching_material
+from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure
 
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,
@@ -58,6 +60,43 @@ if provenance:
     display(Markdown(provenance_markdown(provenance[0])))
 else:
     print(f"no stored study under {cfg.out_dir / 'runs'}: run notebooks 01-08 first")
+
+# %% [markdown]
+# ## The two pipelines
+#
+# The toolkit's drawing of the paper's Figure 1: RtP searches with the query itself; PtR has the planner write stubs first, with no tool in sight, searches with each stub and keeps the APIs most similar to any of them. Both show the planner the same number of APIs from the same index; the retriever family (dense, BM25 or hybrid) is where a searched text meets that index.
+
+# %%
+study = provenance[0] if provenance else {}
+fig = pipeline_figure(cfg.k, study.get("registry_size"), study.get("model"))
+save_figure(fig, "pipeline", cfg)
+plt.show()
+
+# %% [markdown]
+# ## Glossary
+
+# %%
+material = teaching_material(cfg)
+display(Markdown(material.glossary))
+
+# %% [markdown]
+# ## Worked queries
+#
+# Three queries of this run's study, picked by rule rather than by hand: PtR's largest win on recall@k, RtP's largest win, and a query where both miss every ground-truth API. Each shows the query, PtR's stubs, both top-k lists with the hits marked, and the ground truth.
+
+# %%
+format_numbers(material.picks)
+
+# %%
+display(Markdown("\n".join(material.worked)))
+
+# %% [markdown]
+# ## The paper's Table 2 examples
+#
+# The paper illustrates both failure modes with examples (its Table 2). Those whose query is in this run are shown as above, beside the paper's own account; the others are listed with the reason they are missing.
+
+# %%
+display(Markdown("\n".join(material.examples)))
 
 # %% [markdown]
 # ## How to read the table
@@ -86,5 +125,5 @@ print(f"{int(found.sum())} of {len(report)} reference numbers found in this run'
 # The same table, the run's provenance and the figures go to `report.md` in the run folder; the table also goes to `report.csv`.
 
 # %%
-path = write_report(cfg)
+path = write_report(cfg, material=material)
 print(f"report written to {path} and {path.with_suffix('.csv')}")

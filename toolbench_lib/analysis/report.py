@@ -853,18 +853,37 @@ def judge_section(cfg: ExperimentConfig) -> list[str]:
     return table_section(cfg, "The pass rate: judged and objective", JUDGE_TABLES)
 
 
+def glossary_section(material) -> list[str]:
+    """The glossary, after the summary: the terms the report uses, each with where the toolkit computes it."""
+    return ["## Glossary", "", "The terms this report uses; the figure `pipeline` (in the setup section) "
+            "draws both architectures.", "", material.glossary, ""]
+
+
+def teaching_sections(material) -> dict[str, list[str]]:
+    """``{section key: lines}``: the worked queries after the main results, the paper's Table 2 examples
+    after the stubs (where the paper sets them)."""
+    return {"main": ["## Worked queries", "", *material.worked],
+            "stubs": ["## The paper's Table 2 examples in this run", "", *material.examples]}
+
+
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
-                    provenance: list[dict]) -> str:
-    """The whole ``report.md``: the summary, the paper's sections with their numbers and figures, this
-    toolkit's own sections, the scorecard last."""
+                    provenance: list[dict], material=None) -> str:
+    """The whole ``report.md``: the summary, the glossary, the paper's sections with their numbers and
+    figures (the worked queries and Table 2 examples among them), this toolkit's own sections, the
+    scorecard last. ``material`` is the run's :class:`~toolbench_lib.analysis.teaching.TeachingMaterial`
+    (read from its stored study when not given)."""
+    from .teaching import teaching_material
+
+    material = teaching_material(cfg) if material is None else material
+    after = teaching_sections(material)
     parts = [f"# Reproduction report: {cfg.run_name}", "",
              f"Reference numbers: {references['source']} (`references/paper.yaml`, version "
              f"{references['version']}, every number quoted from the paper's text).", "",
-             *summary_markdown(cfg, report, references, provenance)]
+             *summary_markdown(cfg, report, references, provenance), *glossary_section(material)]
     for key, heading, prefixes in SECTIONS:
         rows = section_rows(report, prefixes)
         parts += [f"## {heading}", "", section_sentence(rows) if len(rows) else "", "",
-                  _report_table(rows, full=False), "", *figures_markdown(cfg, key)]
+                  _report_table(rows, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
     parts += [*retriever_section(cfg), *runs_section(cfg), *ablation_section(cfg)]
     parts += figures_markdown(cfg, "ablations")
     parts += [*judge_section(cfg), *beyond_section(cfg), *figures_markdown(cfg, "beyond")]
@@ -892,12 +911,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     return "\n".join(parts).rstrip() + "\n"
 
 
-def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> Path:
-    """Write ``outputs/<run>/report.md`` and ``report.csv``; returns the Markdown path."""
+def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
+    """Write ``outputs/<run>/report.md`` and ``report.csv``; returns the Markdown path. ``material``: the
+    teaching material already built for this run (built from its stored study when not given)."""
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     report.to_csv(cfg.out_dir / "report.csv", index=False)
     path = cfg.out_dir / "report.md"
-    path.write_text(report_markdown(cfg, report, refs, run_provenance(cfg)), encoding="utf-8")
+    path.write_text(report_markdown(cfg, report, refs, run_provenance(cfg), material), encoding="utf-8")
     return path

@@ -1,0 +1,486 @@
+"""Teaching material: the two pipelines drawn, a glossary, worked queries picked by rule, and the paper's
+Table 2 examples as this run saw them.
+
+* :func:`pipeline_figure` draws RtP and PtR side by side (the paper's Figure 1), with the shared registry
+  index and the retriever family (dense, BM25, hybrid) where it plugs in; notebook 09 saves it as the
+  figure ``pipeline``.
+* :data:`GLOSSARY` defines the terms the report uses, each with where the toolkit computes it;
+  :func:`glossary` fills in the run's ``k`` and the judge's kappa threshold.
+* :func:`pick_worked_queries` picks three queries of a stored study by rule: PtR's largest win on
+  recall@k, RtP's largest win, and a query both methods miss entirely. Ties are broken by the larger
+  ground truth, then by the first query key, so the picks do not depend on the table's order.
+* :func:`worked_query` gathers one query's text, stubs, both top-k rankings (hits marked) and ground truth;
+  :func:`worked_query_markdown` renders it, for ``report.md`` and notebook 09 alike.
+* :func:`paper_examples_markdown` renders every Table 2 example of ``references/paper.yaml`` whose query is
+  in the study, and says why each other one is not shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..pipeline.study import StudyResult
+from .numbers import fmt_count, fmt_number
+from .style import METHOD_COLORS
+
+MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
+HIT = "✓"
+ROLES = ("ptr_win", "rtp_win", "both_miss")
+PICK_COLUMNS = ["role", "qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt", "rule"]
+
+# -- the glossary -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    """One glossary entry: the term, its definition (``{k}`` and ``{min_kappa}`` filled in) and where the
+    toolkit computes it."""
+
+    term: str
+    definition: str
+    where: str
+
+
+GLOSSARY: tuple[Term, ...] = (
+    Term("RtP (retrieve, then plan)",
+         "The raw query is embedded and the k APIs of the registry most similar to it are shown to the "
+         "planner, which writes the plan. No LLM call happens before retrieval.",
+         "retrieval.retrievers"),
+    Term("PtR (plan, then retrieve)",
+         "The planner first writes stubs for the query without seeing any tool; each stub is searched in "
+         "the registry, the hits of all stubs are merged by each API's best similarity, and the top k are "
+         "shown to the planner.",
+         "retrieval.retrievers, retrieval.rankings.merge_max"),
+    Term("stub",
+         "A tool the planner imagines before seeing any: a JSON object with a hypothesised tool name and a"
+         " reasoning. The text searched for a stub is `name: reasoning`. A reply without usable stubs "
+         "falls back to the raw query (`fell_back`).",
+         "llm.parsing.parse_stubs, llm.parsing.stub_text"),
+    Term("recall@k",
+         "Of a query's ground-truth APIs, the share found among the top k retrieved (here k = {k}); then "
+         "the mean over queries. A query whose ground truth holds more than k APIs cannot reach 1.",
+         "eval.runs.score_rankings (ranx)"),
+    Term("precision@k",
+         "Of the top k retrieved APIs (here k = {k}), the share that are in the query's ground truth; then"
+         " the mean over queries.",
+         "eval.runs.score_rankings (ranx)"),
+    Term("ground truth: candidates",
+         "The query's whole `api_list` in ToolBench: every API of the tools sampled when the query was "
+         "written. The default here, and the definition the paper's numbers correspond to.",
+         "data.queries"),
+    Term("ground truth: relevant",
+         "ToolBench's `relevant APIs`: the APIs the query was written to need, a strict subset of the "
+         "candidates. Fewer APIs to find, so recall is usually higher and precision lower.",
+         "data.queries"),
+    Term("fidelity",
+         "Of the APIs a plan names (one per step), the share that were in the retrieved set shown to the "
+         "planner: 1 means the planner never reaches outside what retrieval gave it.",
+         "llm.plan_names.fidelity, analysis.trajectory"),
+    Term("divergence",
+         "How differently the two architectures choose tools: the share of queries whose RtP and PtR top-k"
+         " lists share no API (retrieval divergence), and the Jaccard index of the APIs their plans name "
+         "(trajectory divergence).",
+         "analysis.scale.no_overlap, analysis.trajectory.jaccard"),
+    Term("bootstrap CI",
+         "A 95% confidence interval of a mean (e.g. PtR − RtP recall) from resampling the queries with "
+         "replacement and taking the 2.5th and 97.5th percentiles of the resampled means.",
+         "eval.stats.bootstrap_ci"),
+    Term("Holm correction",
+         "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
+         "the chance of any false alarm among them stays at or below the test level (5%).",
+         "eval.stats.holm (statsmodels)"),
+    Term("pass rate (judged and objective)",
+         "Judged: the share of plans an LLM judge calls \"Solved\". Objective: the share of plans that are "
+         "not a refusal and name every ground-truth API (or an equivalent), which anyone can recount by "
+         "hand.",
+         "analysis.judge"),
+    Term("judge kappa",
+         "Cohen's kappa between the judge's \"Solved\" and the objective pass: 1 is full agreement, 0 is "
+         "chance. Below {min_kappa} the judged pass rate is shown but not scored against the paper.",
+         "analysis.judge.kappa (scikit-learn)"),
+    Term("retriever family",
+         "How a searched text (query or stub) is matched to API documents: dense (cosine of embeddings in "
+         "a FAISS flat index, the paper's), BM25 (word matching, bm25s) or hybrid (dense and BM25 rankings"
+         " fused by min-max CombSUM, or by reciprocal-rank fusion in hybrid-rrf). Either architecture runs"
+         " on any family (e.g. `ptr@bm25`).",
+         "retrieval.hybrid, retrieval.bm25"),
+)
+
+
+def glossary(k: int = 5, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
+    """``term, definition, where``: :data:`GLOSSARY` with this run's ``k`` and the kappa threshold."""
+    return pd.DataFrame([{"term": t.term, "definition": t.definition.format(k=k, min_kappa=min_kappa),
+                          "where": t.where} for t in GLOSSARY])
+
+
+def glossary_markdown(k: int = 5, min_kappa: float = MIN_KAPPA) -> str:
+    """The glossary as a Markdown definition list (one bullet per term)."""
+    return "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
+                     for r in glossary(k, min_kappa).itertuples())
+
+
+# -- the pipeline diagram ------------------------------------------------------------------------------------
+
+FAMILY_LINES = ("dense: cosine, FAISS flat index", "BM25: word matching (bm25s)",
+                "hybrid: both fused (CombSUM, RRF)")
+NEUTRAL = "#555555"
+
+
+def _box(ax, x: float, y: float, w: float, h: float, text: str, color: str, gid: str,
+         fontsize: float = 11, fill: str | None = None, dashed: bool = False):
+    """A rounded box centred on ``(x, y)`` with its text; both carry ``gid``."""
+    patch = FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.4,rounding_size=1.2",
+                           linewidth=1.6, edgecolor=color, facecolor=fill or "white",
+                           linestyle="--" if dashed else "-", gid=gid)
+    ax.add_patch(patch)
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, wrap=False, gid=f"{gid}:text")
+    return patch
+
+
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str, gid: str,
+           dashed: bool = False, label: str | None = None) -> FancyArrowPatch:
+    arrow = FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, linewidth=1.4, color=color,
+                            linestyle="--" if dashed else "-", shrinkA=2, shrinkB=2, gid=gid)
+    ax.add_patch(arrow)
+    if label:
+        ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + 1.6, label, ha="center", va="bottom",
+                fontsize=10, color=color, style="italic", gid=f"{gid}:label")
+    return arrow
+
+
+def pipeline_figure(k: int = 5, registry_size: int | None = None, embedder: str | None = None):
+    """RtP and PtR side by side, boxes and arrows, with the shared registry index and retriever family in
+    the middle (the paper's Figure 1). Every box and arrow has a ``gid`` (``rtp:embed``, ``ptr:stubs``,
+    ``index``, ...); returns the figure."""
+    rtp, ptr = METHOD_COLORS["rtp"], METHOD_COLORS["ptr"]
+    fig, ax = plt.subplots(figsize=(12, 7.2))
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 100)
+    ax.axis("off")
+    registry = f"{fmt_count(registry_size)} APIs" if registry_size else "the API registry"
+    model = f"\n({embedder})" if embedder else ""
+    xr, xm, xp = 14, 47.5, 83
+    wr, wm, wp = 24, 28, 30  # box widths: RtP, the index, PtR
+    ax.text(xr, 98, "RtP: retrieve, then plan", ha="center", va="top", fontsize=13, fontweight="bold",
+            color=rtp, gid="rtp:title")
+    ax.text(xp, 98, "PtR: plan, then retrieve", ha="center", va="top", fontsize=13, fontweight="bold",
+            color=ptr, gid="ptr:title")
+    rows = {"query": 86, "stubs": 71, "split": 57, "search": 43, "topk": 29, "planner": 16, "plan": 4}
+    h = 7
+    # RtP: query -> embed -> top-k -> planner -> plan
+    _box(ax, xr, rows["query"], 20, h, "user query q", rtp, "rtp:query")
+    ax.text(xr + 1.5, (rows["stubs"] + rows["split"]) / 2, "no LLM call\nbefore retrieval", ha="left",
+            va="center", fontsize=10, color=NEUTRAL, style="italic", gid="rtp:note")
+    _box(ax, xr, rows["search"], wr, h, f"embed q, search the index{model}", rtp, "rtp:embed")
+    _box(ax, xr, rows["topk"], wr, h, f"top-{k} APIs by sim(q, d)", rtp, "rtp:topk")
+    _box(ax, xr, rows["planner"], wr, h, f"planner (LLM) sees the {k} APIs", rtp, "rtp:planner")
+    _box(ax, xr, rows["plan"], 16, 5, "plan", rtp, "rtp:plan", fill="#e8f0f8")
+    for i, (a, b) in enumerate((("query", "search"), ("search", "topk"), ("topk", "planner"),
+                                ("planner", "plan"))):
+        top = rows[b] + (h if b != "plan" else 5) / 2 + 0.8
+        _arrow(ax, (xr, rows[a] - h / 2 - 0.8), (xr, top), rtp, f"rtp:arrow{i}")
+    # PtR: query -> LLM writes stubs -> each stub searched -> union re-ranked -> top-k -> planner -> plan
+    _box(ax, xp, rows["query"], 20, h, "user query q", ptr, "ptr:query")
+    _box(ax, xp, rows["stubs"], wp, h, "LLM writes stubs s₁ … sₘ\n(no tools shown)", ptr, "ptr:stubs")
+    stub_x = (xp - 10.5, xp, xp + 10.5)
+    for i, x in enumerate(stub_x):
+        name = ("s₁", "s₂", "sₘ")[i]
+        _box(ax, x, rows["split"], 7, 5, name, ptr, f"ptr:stub{i}")
+        _arrow(ax, (xp, rows["stubs"] - h / 2 - 0.8), (x, rows["split"] + 3.3), ptr, f"ptr:fan{i}")
+        _arrow(ax, (x, rows["split"] - 3.3), (xp + (x - xp) * 0.6, rows["search"] + h / 2 + 0.8), ptr,
+               f"ptr:join{i}")
+    _box(ax, xp, rows["search"], wp, h, "each stub embedded and searched\n(its own top hits)", ptr,
+         "ptr:search")
+    _box(ax, xp, rows["topk"], wp, h, f"union re-ranked by best similarity\nmaxₛ sim(s, d) → top-{k}",
+         ptr, "ptr:topk")
+    _box(ax, xp, rows["planner"], wp, h, f"planner (LLM) sees the {k} APIs", ptr, "ptr:planner")
+    _box(ax, xp, rows["plan"], 16, 5, "plan", ptr, "ptr:plan", fill="#fbe9e9")
+    _arrow(ax, (xp, rows["query"] - h / 2 - 0.8), (xp, rows["stubs"] + h / 2 + 0.8), ptr, "ptr:arrow0")
+    for i, (a, b) in enumerate((("search", "topk"), ("topk", "planner"), ("planner", "plan")), 1):
+        top = rows[b] + (h if b != "plan" else 5) / 2 + 0.8
+        _arrow(ax, (xp, rows[a] - h / 2 - 0.8), (xp, top), ptr, f"ptr:arrow{i}")
+    # The shared index and the retriever family, plugged into both searches.
+    _box(ax, xm, rows["search"] + 1, wm, 21,
+         f"registry index\n{registry}\n\nretriever family:\n" + "\n".join(FAMILY_LINES), NEUTRAL, "index",
+         fontsize=10.5, fill="#f4f4f4", dashed=True)
+    _arrow(ax, (xm - wm / 2 - 0.8, rows["search"]), (xr + wr / 2 + 0.8, rows["search"]), NEUTRAL, "index:rtp",
+           dashed=True, label="plugs in")
+    _arrow(ax, (xm + wm / 2 + 0.8, rows["search"]), (xp - wp / 2 - 0.8, rows["search"]), NEUTRAL, "index:ptr",
+           dashed=True, label="plugs in")
+    ax.text(xm, rows["plan"], "same planner, same k, same index:\nonly what is searched differs", ha="center",
+            va="center", fontsize=10.5, color=NEUTRAL, gid="shared:note")
+    fig.tight_layout()
+    return fig
+
+
+# -- worked queries -----------------------------------------------------------------------------------------
+
+RULES = {
+    "ptr_win": "the query with PtR's largest recall@{k} gain over RtP",
+    "rtp_win": "the query with RtP's largest recall@{k} gain over PtR",
+    "both_miss": "a query where neither method finds any ground-truth API in its top {k}",
+}
+TITLES = {"ptr_win": "PtR's largest win", "rtp_win": "RtP's largest win", "both_miss": "Both miss everything"}
+TIE_BREAK = "ties go to the larger ground truth, then to the first query key"
+
+
+def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
+    """``qkey, subset, rtp_recall, ptr_recall, gap, n_gt`` per query with a ground truth (gap: PtR − RtP),
+    scored by ranx on the stored rankings of ``run``."""
+    from .explorer import query_outcomes
+
+    check_gt(gt)
+    out = query_outcomes(result, run, k, gt)
+    n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
+    out["n_gt"] = out["qkey"].map(n_gt).astype(int)
+    out["gap"] = out["ptr_recall"] - out["rtp_recall"]
+    return out[out["n_gt"] > 0][["qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt"]]
+
+
+def pick_worked_queries(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
+    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES`:
+
+    * ``ptr_win``: the largest PtR − RtP recall@k (only a positive gap counts),
+    * ``rtp_win``: the largest RtP − PtR recall@k (only a positive gap counts),
+    * ``both_miss``: recall@k 0 for both methods.
+
+    Ties go to the larger ground truth, then to the first query key. A role no query fills has
+    ``qkey`` None.
+    """
+    o = outcomes(result, k, gt, run)
+    o = o.sort_values("qkey", kind="stable")
+    candidates = {"ptr_win": o[o["gap"] > 0].assign(score=o["gap"]),
+                  "rtp_win": o[o["gap"] < 0].assign(score=-o["gap"]),
+                  "both_miss": o[(o["rtp_recall"] == 0) & (o["ptr_recall"] == 0)].assign(score=0.0)}
+    rows = []
+    for role in ROLES:
+        c = candidates[role]
+        rule = RULES[role].format(k=k)
+        if c.empty:
+            rows.append({"role": role, "qkey": None, "subset": None, "rtp_recall": np.nan,
+                         "ptr_recall": np.nan, "gap": np.nan, "n_gt": 0, "rule": rule})
+            continue
+        best = c.assign(score=c["score"].round(12)).sort_values(["score", "n_gt", "qkey"],
+                                                                ascending=[False, False, True]).iloc[0]
+        rows.append({"role": role, **{col: best[col] for col in PICK_COLUMNS[1:-1]}, "rule": rule})
+    return pd.DataFrame(rows, columns=PICK_COLUMNS)
+
+
+@dataclass
+class WorkedQuery:
+    """One query as a reader follows it: text, stubs, both top-k rankings and the ground truth."""
+
+    qkey: str
+    subset: str
+    query: str
+    gt: str
+    ground_truth: list[str]
+    rtp: list[str]
+    ptr: list[str]
+    stubs: list[tuple[str, str]] = field(default_factory=list)
+    fell_back: bool = False
+    run: int = 0
+    k: int = 5
+
+    def hits(self, method: str) -> list[str]:
+        """The ground-truth APIs among ``method``'s top k, in rank order."""
+        truth = set(self.ground_truth)
+        return [a for a in getattr(self, method) if a in truth]
+
+    def recall(self, method: str) -> float:
+        return len(self.hits(method)) / len(self.ground_truth) if self.ground_truth else float("nan")
+
+
+def worked_query(result: StudyResult, qkey: str, k: int = 5, gt: str = DEFAULT_GT,
+                 run: int = 0) -> WorkedQuery:
+    """The :class:`WorkedQuery` of ``qkey`` from a stored study (PtR's stubs and ranking of ``run``)."""
+    check_gt(gt)
+    q = result.queries.set_index("qkey")
+    if qkey not in q.index:
+        raise KeyError(f"query {qkey!r} is not in this study")
+    row = q.loc[qkey]
+    s = result.stubs
+    s = s[(s["qkey"] == qkey) & (s["run"] == run)].sort_values("stub_idx")
+    return WorkedQuery(
+        qkey=qkey, subset=str(row["subset"]), query=str(row["query"]), gt=gt,
+        ground_truth=[str(a) for a in (row[gt] if row[gt] is not None else [])],
+        rtp=result.ranking("rtp", run, k).get(qkey, []), ptr=result.ranking("ptr", run, k).get(qkey, []),
+        stubs=list(zip(s["name"].astype(str), s["reasoning"].fillna("").astype(str), strict=True)),
+        fell_back=bool(s["fell_back"].any()) if len(s) else False, run=run, k=k)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
+    """An API as shown: its label (tool / API (category)) and id; the id alone without a label."""
+    label = labels.get(api_id)
+    if not label:
+        return f"`{_cell(api_id)}`"
+    return _cell(label) + (f" `{_cell(api_id)}`" if with_id else "")
+
+
+def _paper_quote(text: str) -> str:
+    """A quote of the paper's text as Markdown: its TeX arrow as an arrow."""
+    return _cell(str(text).replace("\\to", "→"))
+
+
+def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = None,
+                          heading: str | None = None) -> list[str]:
+    """One worked query as Markdown lines: the query, the ground truth, PtR's stubs, both top-k rankings
+    side by side (:data:`HIT` marks a ground-truth API) and both recalls."""
+    labels = labels or {}
+    parts = [heading, ""] if heading else []
+    parts += [f"> {_cell(wq.query)}", "",
+              f"*{subset_alias(wq.subset)}, `{wq.qkey}`; ground truth `{wq.gt}`, "
+              f"{fmt_count(len(wq.ground_truth))} APIs:* "
+              + ", ".join(_api(a, labels) for a in wq.ground_truth), ""]
+    if wq.stubs:
+        what = "fell back to the raw query" if wq.fell_back else f"{len(wq.stubs)} stubs"
+        parts += [f"**PtR's stubs** (run {wq.run}; {what}):", ""]
+        parts += [f"{i}. `{_cell(name)}`" + (f": {_cell(why)}" if why else "")
+                  for i, (name, why) in enumerate(wq.stubs, 1)] + [""]
+    else:
+        parts += [f"**PtR's stubs:** none stored for run {wq.run}.", ""]
+    header = [f"| rank | RtP (recall@{wq.k} {fmt_number(wq.recall('rtp'))}) | "
+              f"PtR (recall@{wq.k} {fmt_number(wq.recall('ptr'))}) |", "|---:|---|---|"]
+    truth = set(wq.ground_truth)
+
+    def shown(ids: Sequence[str], i: int) -> str:
+        if i >= len(ids):
+            return ""
+        return (f"{HIT} " if ids[i] in truth else "") + _api(ids[i], labels, with_id=False)
+
+    body = [f"| {i + 1} | {shown(wq.rtp, i)} | {shown(wq.ptr, i)} |" for i in range(wq.k)]
+    parts += [*header, *body, ""]
+    parts += [f"{HIT} marks a ground-truth API. RtP finds {len(wq.hits('rtp'))} and PtR "
+              f"{len(wq.hits('ptr'))} of the {fmt_count(len(wq.ground_truth))}.", ""]
+    return parts
+
+
+def worked_queries_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+                            labels: Mapping[str, str] | None = None) -> list[str]:
+    """The three worked queries of :func:`pick_worked_queries`, each with its rule and rendering."""
+    picks = pick_worked_queries(result, k, gt, run)
+    parts = [f"Three queries picked by rule from this run's study (recall@{k}, ground truth `{gt}`, "
+             f"PtR's run {run}); {TIE_BREAK}.", ""]
+    for p in picks.itertuples():
+        title = f"### {TITLES[p.role]}"
+        if p.qkey is None:
+            parts += [title, "", f"No query here is {p.rule}.", ""]
+            continue
+        parts += [title, "", f"*Rule:* {p.rule}.", ""]
+        parts += worked_query_markdown(worked_query(result, p.qkey, k, gt, run), labels)
+    return parts
+
+
+# -- the paper's Table 2 examples ---------------------------------------------------------------------------
+
+def paper_examples(result: StudyResult, examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
+    """``id, qkey, winner, ptr_recall, rtp_recall, present, why`` of every Table 2 example: whether its query
+    is in this study, and why not."""
+    from .report import worked_examples
+
+    examples = worked_examples(present_only=False) if examples is None else examples
+    keys = set(result.queries["qkey"])
+    rows = []
+    for x in examples:
+        qkey = x.get("qkey")
+        present = bool(qkey) and qkey in keys
+        why = ("" if present else f"`{qkey}` is not among this run's queries" if qkey else
+               f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}")
+        rows.append({"id": x["id"], "qkey": qkey, "winner": x["winner"], "ptr_recall": x["ptr_recall"],
+                     "rtp_recall": x["rtp_recall"], "present": present, "why": why, "quote": x["quote"],
+                     "description": x.get("description", "")})
+    return pd.DataFrame(rows)
+
+
+def _leader(rtp: float, ptr: float) -> str:
+    return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
+
+
+def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+                            labels: Mapping[str, str] | None = None,
+                            examples: Sequence[Mapping] | None = None) -> list[str]:
+    """Every Table 2 example whose query is in this study, with both methods' rankings; then a line for each
+    example not shown and why."""
+    table = paper_examples(result, examples)
+    shown, absent = table[table["present"]], table[~table["present"]]
+    parts = [f"{len(shown)} of the paper's {len(table)} Table 2 examples are among this run's queries "
+             f"(recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
+    for x in shown.itertuples():
+        wq = worked_query(result, x.qkey, k, gt, run)
+        paper_leader = _leader(x.rtp_recall, x.ptr_recall)
+        ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
+        agree = ("the same leader as the paper" if ours == paper_leader else
+                 f"the paper's leader was {paper_leader}")
+        parts += [f"### `{x.id}`", "", f"*The paper:* {_paper_quote(x.quote)}", "",
+                  f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
+                  f"(paper: RtP {x.rtp_recall:g}, PtR {x.ptr_recall:g}); leader here: "
+                  f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description
+                                         else ""),
+                  ""]
+        parts += worked_query_markdown(wq, labels)
+    if len(absent):
+        parts += ["Not shown:", ""] + [f"- `{x.id}`: {x.why}." for x in absent.itertuples()] + [""]
+    return parts
+
+
+# -- for the report and notebook 09 -------------------------------------------------------------------------
+
+@dataclass
+class TeachingMaterial:
+    """The Markdown of the teaching sections for one run; ``note`` says why a part is missing."""
+
+    glossary: str
+    worked: list[str]
+    examples: list[str]
+    picks: pd.DataFrame
+    note: str = ""
+
+
+def load_run_study(cfg) -> tuple[StudyResult | None, str]:
+    """``(study, "")``: the run's own stored study, else the only/first one stored; ``(None, why)`` when
+    there is none or it is damaged."""
+    from ..pipeline.study import StoredStudyError
+
+    runs = Path(cfg.out_dir) / "runs"
+    own = runs / cfg.study_key()
+    found = sorted(p.parent for p in runs.glob("*/provenance.json"))
+    folder = own if (own / "provenance.json").exists() else (found[0] if found else None)
+    if folder is None:
+        return None, f"no stored study under `{runs.name}/` of this run"
+    try:
+        result = StudyResult.load(folder)
+    except StoredStudyError as exc:
+        return None, str(exc).replace(str(runs.parent), "<run>")
+    missing = {"rtp", "ptr"} - set(result.methods)
+    if missing:
+        return None, f"the stored study has no {' and '.join(sorted(missing))} rankings"
+    return result, ""
+
+
+def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMaterial:
+    """The glossary, the worked queries and the Table 2 examples of a run's stored study (rankings cut at
+    ``cfg.k``); the glossary alone, with a note, when no study is stored."""
+    from .explorer import api_labels, stored_registry
+
+    check_gt(gt)
+    gloss = glossary_markdown(cfg.k)
+    result, note = load_run_study(cfg)
+    if result is None:
+        return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],
+                                pd.DataFrame(columns=PICK_COLUMNS), note)
+    labels = api_labels(stored_registry(result))
+    return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels),
+                            paper_examples_markdown(result, cfg.k, gt, run, labels),
+                            pick_worked_queries(result, cfg.k, gt, run))
