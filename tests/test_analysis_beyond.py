@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_fusion import synthetic_study
 from toolbench_lib.analysis import beyond
-from toolbench_lib.eval.metrics import per_query_metrics
+from toolbench_lib.eval.runs import score_rankings
 from toolbench_lib.pipeline import fusion
 
 
@@ -34,12 +34,14 @@ def test_ranx_metrics_match_hand_computed_values() -> None:
 
 
 def test_ranx_recall_precision_equal_the_project_metrics() -> None:
+    """beyond's leaderboard scores equal eval's one scorer (eval.runs.score_rankings)."""
     rng = np.random.default_rng(3)
     docs = [f"d{i}" for i in range(40)]
     lists = {f"q{i}": list(rng.choice(docs, 12, replace=False)) for i in range(30)}
     qrels = {f"q{i}": set(rng.choice(docs, int(rng.integers(1, 6)), replace=False)) for i in range(30)}
     df = beyond.ranx_per_query(lists, qrels, [5])
-    ours = per_query_metrics(lists, qrels, 5).set_index("qkey")
+    queries = pd.DataFrame({"qkey": list(qrels), "candidates": [sorted(r) for r in qrels.values()]})
+    ours = score_rankings(lists, queries, "candidates", 5).set_index("qkey")
     for metric in ("recall", "precision"):
         got = df[df["metric"] == metric].set_index("qkey")["value"]
         assert np.allclose(got.loc[ours.index].to_numpy(), ours[metric].to_numpy())

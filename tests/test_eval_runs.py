@@ -34,3 +34,33 @@ def test_check_recall_refuses_scores_that_are_not_the_direct_count() -> None:
     check_recall({"q1": 1.0, "q2": 0.0}, rankings, qrels, 2)
     with pytest.raises(ScoreMismatchError, match="1 of 2 queries"):
         check_recall({"q1": 0.0, "q2": 0.0}, rankings, qrels, 2)  # e.g. scores of shuffled queries
+
+
+def test_recall_and_precision_by_hand() -> None:
+    """recall@k: share of the ground truth in the top k; precision@k: share of the k slots (a short list
+    is padded); a query the ranking misses retrieved nothing; no ground truth scores 0."""
+    q = pd.DataFrame({"qkey": ["q1", "q2", "q3", "q4"], "subset": "S",
+                      "candidates": [["a", "b", "c"], ["a"], ["b"], []]})
+    rankings = {"q1": ["a", "x", "b", "y", "z", "c"], "q2": ["a"], "q4": ["a"]}
+    at5 = score_rankings(rankings, q, "candidates", 5).set_index("qkey")
+    assert at5["recall"].tolist() == pytest.approx([2 / 3, 1.0, 0.0, 0.0])
+    assert at5["precision"].tolist() == pytest.approx([2 / 5, 1 / 5, 0.0, 0.0])
+    assert at5["n_gt"].tolist() == [3, 1, 1, 0]
+    at1 = score_rankings(rankings, q, "candidates", 1).set_index("qkey")
+    assert at1["recall"].tolist() == pytest.approx([1 / 3, 1.0, 0.0, 0.0])
+    assert at1["precision"].tolist() == pytest.approx([1.0, 1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("k", [1, 5, 10])
+def test_score_rankings_equals_plain_set_counts_on_random_runs(k: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(k)
+    docs = [f"d{i}" for i in range(40)]
+    rel = [rng.choice(docs, size=rng.integers(1, 8), replace=False).tolist() for _ in range(30)]
+    runs = {f"q{i}": rng.permutation(docs)[: rng.integers(1, 25)].tolist() for i in range(30)}
+    q = pd.DataFrame({"qkey": list(runs), "subset": "S", "candidates": rel})
+    out = score_rankings(runs, q, "candidates", k)
+    hits = [len(set(runs[f"q{i}"][:k]) & set(rel[i])) for i in range(30)]
+    assert out["recall"].tolist() == pytest.approx([h / len(r) for h, r in zip(hits, rel, strict=True)])
+    assert out["precision"].tolist() == pytest.approx([h / k for h in hits])

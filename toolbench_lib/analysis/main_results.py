@@ -56,14 +56,6 @@ def alias_order(result: StudyResult) -> list[str]:
     return [subset_alias(s) for s in subset_order(result)]
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof=1); the std is NaN with fewer than two values."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return float("nan"), float("nan")
-    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else float("nan")
-
-
 def _check_gts(gts: Sequence[str]) -> list[str]:
     return [check_gt(g) for g in gts]
 

@@ -4,13 +4,13 @@ One run file per subset, method and run (``runs/<subset>.<method>.run<r>.trec``:
 tag``) and one qrels file per subset and ground-truth definition (``qrels/<subset>.<gt>.qrels``: ``qid 0
 docid 1``). The query id is the study's ``<set>:<query_id>`` key, the document id the registry id.
 
-The score column is ``len(list) - position`` (strictly decreasing, as :func:`toolbench_lib.eval.runs.ranx_run`
-hands rankings to ranx), so every reader orders each list exactly as the retriever did, ties in cosine
-included; the cosines stay in the study's ``hits`` table. A query without ground truth has no qrels line
-(TREC's convention): readers leave it out of their means, while this toolkit's summary counts it as 0, so
-``manifest.json`` gives the number of such queries of every file pair (0 on the shipped data, where the
-numbers then agree). A query the method retrieved nothing for has no run line; ``trec_eval -c`` averages
-over every judged query.
+The score column is ``len(list) - position`` (strictly decreasing, as
+:func:`toolbench_lib.eval.runs.score_rankings` hands rankings to ranx), so every reader orders each list
+exactly as the retriever did, ties in cosine included; the cosines stay in the study's ``hits`` table. A
+query without ground truth has no qrels line (TREC's convention): readers leave it out of their means, while
+this toolkit's summary counts it as 0, so ``manifest.json`` gives the number of such queries of every file
+pair (0 on the shipped data, where the numbers then agree). A query the method retrieved nothing for has no
+run line; ``trec_eval -c`` averages over every judged query.
 """
 
 from __future__ import annotations

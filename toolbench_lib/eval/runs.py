@@ -25,21 +25,6 @@ def qrels_dict(queries: pd.DataFrame, gt: str) -> dict[str, dict[str, int]]:
     return {key: {a: 1 for a in ids} for key, ids in zip(queries["qkey"], queries[gt], strict=True)}
 
 
-def ranx_qrels(queries: pd.DataFrame, gt: str):
-    """The queries' ground truth as a ``ranx.Qrels`` (queries without ground truth are left out)."""
-    from ranx import Qrels
-
-    return Qrels({k: v for k, v in qrels_dict(queries, gt).items() if v})
-
-
-def ranx_run(rankings: Mapping[str, Sequence[str]], name: str = "run"):
-    """A ``ranx.Run`` whose scores keep each list's order (``len - position``)."""
-    from ranx import Run
-
-    body = {q: {a: float(len(ids) - i) for i, a in enumerate(ids)} for q, ids in rankings.items() if len(ids)}
-    return Run(body, name=name)
-
-
 def _comp(ranked: Sequence[str], rel: set[str], k: int) -> float:
     """COMP@k: 1 when every ground-truth API is in the top ``k`` (ToolRet's completeness)."""
     return float(bool(rel) and rel <= set(ranked[:k]))
