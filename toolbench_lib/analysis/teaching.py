@@ -271,7 +271,10 @@ def pick_worked_queries(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, r
         best = c.assign(score=c["score"].round(12)).sort_values(["score", "n_gt", "qkey"],
                                                                 ascending=[False, False, True]).iloc[0]
         rows.append({"role": role, **{col: best[col] for col in PICK_COLUMNS[1:-1]}, "rule": rule})
-    return pd.DataFrame(rows, columns=PICK_COLUMNS)
+    out = pd.DataFrame(rows, columns=PICK_COLUMNS)
+    for col in ("qkey", "subset"):
+        out[col] = out[col].astype(object).where(out[col].notna(), None)
+    return out
 
 
 @dataclass
