@@ -22,7 +22,7 @@ from toolbench_lib.analysis.similarity import (
     topk_columns,
     topk_rows,
 )
-from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.eval.runs import per_query_runs, score_rankings
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study
 
@@ -72,6 +72,24 @@ def test_recall_precision_and_no_overlap():
     np.testing.assert_allclose(precision, [1 / 3, 0.0])
     other = np.array([[7, 8, 3], [7, 8, 9]])
     assert no_overlap(top, other).tolist() == [False, True]
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_recall_precision_equals_evals_scorer(k):
+    """The scale study's count on column positions gives eval's ranx scores (score_rankings) on the same
+    lists as API ids, ground truth outside the index (negative placeholders) included."""
+    rng = np.random.default_rng(k)
+    top = np.array([rng.choice(50, size=k, replace=False) for _ in range(40)])
+    gt_sets = [set(rng.choice(50, size=int(rng.integers(0, 6)), replace=False).tolist())
+               | ({-1} if i % 3 == 0 else set()) for i in range(40)]
+    recall, precision = recall_precision(top, gt_sets, k)
+    queries = pd.DataFrame({"qkey": [f"q{i}" for i in range(40)],
+                            "candidates": [[f"c{c}" for c in sorted(g)] for g in gt_sets]})
+    want = score_rankings({f"q{i}": [f"c{c}" for c in row] for i, row in enumerate(top)}, queries,
+                          "candidates", k)
+    np.testing.assert_allclose(recall, want["recall"], atol=1e-12)
+    np.testing.assert_allclose(precision, want["precision"], atol=1e-12)
+    assert any(not g for g in gt_sets) and recall.max() > 0  # both cases occur
 
 
 # -- sampling -------------------------------------------------------------------------------------------
@@ -147,6 +165,21 @@ def test_scale_study_sub_registries_keep_gt_and_come_from_the_index():
     assert plot_scale_recall(scale, 2) is not None and plot_divergence(div, 2) is not None
 
 
+def test_divergence_ablation_full_design_on_hand_matrices():
+    """The whole index (design ``full``): recalls and disjointness worked out by hand as above."""
+    from toolbench_lib.analysis.ablations import divergence_ablation
+
+    cache, queries, _ = _hand_cache()
+    table, _ = divergence_ablation(cache, queries, size=3, seeds=[0], k=2)
+    full = table[table["design"] == "full"].iloc[0]
+    assert (full["rtp_recall"], full["ptr_recall"], full["no_overlap_share"]) == (0.25, 0.5, 0.5)
+    assert full["size"] == 6 and full["n_queries"] == 2
+    # own_gt over three APIs: q1 keeps its two candidates (columns 0, 2), q2 its one in the index (column 4),
+    # so the ground-truth share is (2/3 + 1/3) / 2; RtP ranks column 0 first for q1 in every draw.
+    own = table[table["design"] == "own_gt"].iloc[0]
+    assert own["gt_share"] == pytest.approx(0.5) and own["rtp_recall"] >= 0.25
+
+
 # -- exactness against the stored study on the registry slice ------------------------------------------
 
 
@@ -184,7 +217,7 @@ def test_full_index_scale_row_equals_the_study_metrics(slice_cache, slice_study,
 
 
 def test_slice_sub_registries_are_drawn_from_the_index_rows(slice_cache, slice_study, slice_setup):
-    from toolbench_lib.analysis.scale import _gt_sets
+    from toolbench_lib.analysis.scale import gt_column_sets
 
     scale, div = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [600], [0, 1], k=5,
                              progress=False)
@@ -199,7 +232,7 @@ def test_slice_sub_registries_are_drawn_from_the_index_rows(slice_cache, slice_s
         a = full[full["method"] == method].set_index("subset")["recall"]
         b = small[small["method"] == method].set_index("subset")["recall"]
         assert (b >= a.reindex(b.index) - 1e-12).all()
-    gt = _gt_sets(slice_cache, slice_study.queries, "candidates")
+    gt = gt_column_sets(slice_cache, slice_study.queries, "candidates")
     assert all(min(g) >= 0 for g in gt)  # the slice holds every candidate API of its queries
 
 

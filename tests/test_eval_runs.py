@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from toolbench_lib.eval.runs import ScoreMismatchError, check_recall, direct_recall, score_rankings
+from toolbench_lib.eval.runs import ScoreMismatchError, check_recall, direct_hits, direct_recall, score_rankings
 
 
 def _queries() -> pd.DataFrame:
@@ -17,6 +17,8 @@ def test_direct_recall_counts_distinct_ids_of_the_first_k() -> None:
     assert direct_recall(["a", "a", "x", "b"], {"a", "b"}, 2) == 0.5  # the repeated a counts once
     assert direct_recall(["a", "a", "x", "b"], {"a", "b"}, 3) == 1.0
     assert direct_recall(["x"], set(), 5) == 0.0
+    assert direct_hits(["a", "a", "x", "b"], {"a", "b", "c"}, 3) == 2
+    assert direct_hits([3, 7, 3, 9], {9, -1}, 3) == 1  # column positions work the same
 
 
 def test_score_rankings_agrees_with_the_direct_count_and_keeps_first_ranks() -> None:

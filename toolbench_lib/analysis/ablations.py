@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import score_rankings
+from ..eval.runs import direct_recall, score_rankings
 from ..eval.stats import paired_test
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
+from .scale import gt_column_sets
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
@@ -213,8 +214,7 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
         pos = cache.query_positions(sq["qkey"].tolist())
         rtp, ptr = cache.rtp[pos], cache.ptr[run][pos]
         keep_sets = [{lookup[a] for a in ids if a in lookup} for ids in sq[keep]]
-        gt_sets = [{lookup[a] for a in ids if a in lookup} for ids in sq[gt]]
-        n_gt = np.array([len(set(ids)) for ids in sq[gt]])
+        gt_sets = gt_column_sets(cache, sq, gt)  # an id outside the index counts in recall's denominator
         set_keep = set().union(*keep_sets) if keep_sets else set()
         designs = [("full", 0)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
         for design, seed in designs:
@@ -233,9 +233,8 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
                 a = _topk_sets(rtp[i:i + 1], cols, k)[0]
                 b = _topk_sets(ptr[i:i + 1], cols, k)[0]
                 disjoint.append(not (a & b))
-                denom = max(int(n_gt[i]), 1)
-                rec_r.append(len(a & gt_sets[i]) / denom)
-                rec_p.append(len(b & gt_sets[i]) / denom)
+                rec_r.append(direct_recall(sorted(a), gt_sets[i], k))
+                rec_p.append(direct_recall(sorted(b), gt_sets[i], k))
             rows.append({"subset": subset_alias(subset), "design": design, "seed": seed,
                          "size": n if design == "full" else size,
                          "no_overlap_share": float(np.mean(disjoint)),

@@ -20,6 +20,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from tqdm.auto import tqdm
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.runs import direct_hits
 from ..retrieval.subregistry import sample_subregistry
 from .similarity import SimilarityCache, topk_columns
 from .style import METHOD_COLORS, METHOD_LABELS
@@ -62,17 +63,15 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
     return SubRegistry(sample_subregistry(registry, size, seed, keep_ids), target, note)
 
 
-def _hits_per_query(top: np.ndarray, gt_sets: list[set[int]]) -> np.ndarray:
-    return np.array([len(gt & set(row.tolist())) for row, gt in zip(top, gt_sets, strict=True)])
-
-
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-query recall and precision at ``k`` of top-k column positions against ground-truth columns.
 
-    Recall divides by the full ground-truth size (0 without ground truth), precision by ``k``, as in
-    :mod:`toolbench_lib.eval.metrics`.
+    The hits are eval's direct count (:func:`toolbench_lib.eval.runs.direct_hits`), on column positions
+    rather than API ids because ranx (``score_rankings``) would build a ``Run`` for each of the study's
+    thousands of sub-registries; a test checks these values against ``score_rankings``. Recall divides by
+    the full ground-truth size (0 without ground truth), precision by ``k``.
     """
-    hits = _hits_per_query(top, gt_sets)
+    hits = np.array([direct_hits(row.tolist(), gt, k) for row, gt in zip(top, gt_sets, strict=True)])
     n_gt = np.array([len(g) for g in gt_sets])
     recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
     return recall, hits / k
@@ -83,7 +82,7 @@ def no_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([not set(x.tolist()) & set(y.tolist()) for x, y in zip(a, b, strict=True)], dtype=bool)
 
 
-def _gt_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> list[set[int]]:
+def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> list[set[int]]:
     """Ground truth of each query as cache columns; APIs outside the index count via placeholders."""
     lookup = {a: i for i, a in enumerate(cache.api_ids)}
     out = []
@@ -113,7 +112,8 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
     for subset in subsets:
         sq = queries[queries["subset"] == subset]
         keep = set(cache.api_ids[gt_columns(cache, sq, keep_gt)])
-        per_subset[subset] = (sq, cache.query_positions(sq["qkey"].tolist()), keep, _gt_sets(cache, sq, gt))
+        qpos = cache.query_positions(sq["qkey"].tolist())
+        per_subset[subset] = (sq, qpos, keep, gt_column_sets(cache, sq, gt))
     n = cache.n_columns
     plan = [(size, seed) for size in sizes for seed in (seeds if size is not None and size < n else [0])]
     scale_rows, div_rows = [], []

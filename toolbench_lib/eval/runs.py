@@ -34,9 +34,19 @@ class ScoreMismatchError(RuntimeError):
     """ranx's per-query scores disagree with a direct count: they are never used."""
 
 
-def direct_recall(ranked: Sequence[str], rel: set[str], k: int) -> float:
-    """recall@k counted directly (distinct ids of the first ``k``); 0 without ground truth."""
-    return len(set(list(dict.fromkeys(ranked))[:k]) & rel) / len(rel) if rel else 0.0
+def direct_hits(ranked: Sequence, rel: set, k: int) -> int:
+    """Ground-truth ids among the first ``k`` distinct ids of ``ranked`` (a repeated id counts at its first
+    rank), counted directly."""
+    return len(set(list(dict.fromkeys(ranked))[:k]) & rel)
+
+
+def direct_recall(ranked: Sequence, rel: set, k: int) -> float:
+    """recall@k counted directly (distinct ids of the first ``k``); 0 without ground truth.
+
+    The plain-count twin of :func:`score_rankings`' ranx recall, which it checks; also used where ranx
+    would be too slow (the scale study's thousands of sub-registries, by column positions).
+    """
+    return direct_hits(ranked, rel, k) / len(rel) if rel else 0.0
 
 
 def check_recall(scores: Mapping[str, float], rankings: Mapping[str, Sequence[str]],
