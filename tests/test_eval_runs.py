@@ -5,7 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from toolbench_lib.eval.runs import ScoreMismatchError, check_recall, direct_hits, direct_recall, score_rankings
+from toolbench_lib.eval.runs import (
+    ScoreMismatchError,
+    check_recall,
+    direct_hits,
+    direct_recall,
+    score_rankings,
+)
 
 
 def _queries() -> pd.DataFrame:
