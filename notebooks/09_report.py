@@ -39,17 +39,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis.display import format_numbers
-from toolbench_lib.analysis.report import (
-    build_report,
-    provenance_markdown,
-    run_provenance,
-    status_counts,
-    write_report,
-)
+from toolbench_lib.analysis.report import (build_report, provenance_markdown, run_provenance, status_counts,
+                                           write_report)
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.analysis.teaching import pipeline_figure, teaching_material
 from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure
 
+# %%
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,
                                    plan_limit=plan_limit, max_apis=max_apis, limit=limit, seed=seed,

@@ -593,8 +593,10 @@ SECTIONS = (("setup", "Setup and data (§3)", ("§3",)),
             ("cost", "Cost and routing (§5)", ("§5 Discussion (cost", "§5 Discussion (routing")))
 # Figures by name (exact, or prefix ending in "_"): (section key, caption).
 FIGURES = {
-    "pipeline": ("setup", "The two pipelines drawn by the toolkit (the paper's Figure 1): RtP embeds the "
-                          "query; PtR has the planner write stubs first and searches with each."),
+    "pipeline": ("setup", "The two pipelines drawn by the toolkit (the paper's Figure 1): RtP searches with "
+                          "the query; PtR has the planner write stubs first (no tools shown), searches with "
+                          "each and keeps the best similarity per API. The retriever family (dense, BM25, "
+                          "hybrid) is where a searched text meets the registry index."),
     "data_categories": ("setup", "APIs per category in this run's registry."),
     "data_doc_lengths": ("setup", "Length of the API documents that are embedded."),
     "figure2": ("main", "The paper's Figure 2 for this run: recall, precision and pass rate per set and "

@@ -51,8 +51,9 @@ class Term:
 
 GLOSSARY: tuple[Term, ...] = (
     Term("RtP (retrieve, then plan)",
-         "The raw query is embedded and the k APIs of the registry most similar to it are shown to the "
-         "planner, which writes the plan. No LLM call happens before retrieval.",
+         "The raw query itself is searched in the registry (embedded, with the dense retriever) and the k "
+         "APIs most similar to it are shown to the planner, which writes the plan. No LLM call happens "
+         "before retrieval.",
          "retrieval.retrievers"),
     Term("PtR (plan, then retrieve)",
          "The planner first writes stubs for the query without seeing any tool; each stub is searched in "
