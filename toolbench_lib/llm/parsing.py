@@ -6,16 +6,30 @@ quotes, one object where a list was asked for, or cut off mid-list. The JSON in 
 recover what they can and say when they could not (``fell_back`` for stubs, ``parse_ok`` for plans).
 
 They never raise on any string, and the work per reply is bounded (see :mod:`toolbench_lib.llm.json_text`).
+:func:`cassette_resolution` parses every plan of a cassette and resolves it both ways (:mod:`.plan_names`,
+which never imports this module).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
+from .cassettes import read_cassette
 from .json_text import extract_json
-from .plan_names import fidelity, resolve_plan_apis, resolve_step, resolve_step_strict  # noqa: F401 (re-export)
+from .plan_names import (  # noqa: F401 (resolve_step, resolve_step_strict: re-exported)
+    RULES,
+    RegistryNames,
+    fidelity,
+    parse_api_docs,
+    resolve_plan_apis,
+    resolve_plan_detail,
+    resolve_step,
+    resolve_step_strict,
+)
+from .prompts import PLAN_PROMPT, extract_section
 
 _MAX_STEP_NUMBER = 10_000
 _STUB_LIST_KEYS = ("stubs", "tools", "tool_stubs", "apis", "items", "results", "capabilities")
@@ -227,3 +241,39 @@ def parse_verdict(text: str | None) -> str | None:
             if isinstance(value, str) and (word := _verdict_word(value)):
                 return word
     return _verdict_word(text)
+
+
+# --------------------------------------------------------------------------- plans of a cassette
+
+
+def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
+    """Strict against tolerant resolution of every recorded plan of a cassette (``plan-v1`` records).
+
+    The shown list is read back from each plan prompt (:func:`.plan_names.parse_api_docs`). Returns the
+    plans and steps counted, mean strict and tolerant fidelity over plans that name an API, and the steps each
+    tolerant rule resolved (``none``: unresolved).
+    """
+    rules: Counter = Counter()
+    strict_f, tolerant_f, n_plans, strict_steps = [], [], 0, 0
+    for record in read_cassette(path):
+        if record["prompt_version"] != PLAN_PROMPT.version:
+            continue
+        n_plans += 1
+        docs = parse_api_docs(extract_section(record["prompt"], "apis") or "", registry)
+        plan = parse_plan(record["text"])
+        ids = [d["api_id"] for d in docs]
+        strict = resolve_plan_apis(plan, docs, strict=True)
+        detail = resolve_plan_detail(plan, docs, registry)
+        strict_steps += sum(x is not None for x in strict)
+        rules.update((d.rule if d.shown else f"{d.rule}, not shown") if d.api_id else "none" for d in detail)
+        if plan.steps:
+            strict_f.append(fidelity(strict, ids))
+            tolerant_f.append(fidelity([d.api_id for d in detail], ids))
+    steps = sum(rules.values())
+    shown = sum(n for r, n in rules.items() if r in RULES)
+    return {"plans": n_plans, "steps": steps, "plans_with_steps": len(strict_f),
+            "fidelity_strict": sum(strict_f) / len(strict_f) if strict_f else float("nan"),
+            "fidelity_tolerant": sum(tolerant_f) / len(tolerant_f) if tolerant_f else float("nan"),
+            "resolved_strict": strict_steps / steps if steps else float("nan"),
+            "resolved_shown": shown / steps if steps else float("nan"),
+            "steps_by_rule": dict(rules.most_common())}
