@@ -22,7 +22,7 @@ def test_analyzer_lowercases_drops_stopwords_and_stems():
 
 
 def test_scores_equal_lucene_bm25_by_hand():
-    """Lucene BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf part = tf / (tf + k1 (1 - b + b dl / avgdl))."""
+    """Lucene BM25: idf = ln(1 + (N - df + .5) / (df + .5)); tf part tf / (tf + k1 (1 - b + b dl / avgdl))."""
     idx = BM25Index(CORPUS, use_cache=False)
     k1, b, n = 1.5, 0.75, 3
     lengths = [3, 5, 3]  # terms per document after stopwords: "and" and "for" are stopwords
@@ -94,7 +94,8 @@ class _Fixed:
                 for t in texts]
 
 
-@pytest.mark.parametrize("spec", [HybridSpec(), HybridSpec(weights=(0.3, 0.7)), HybridSpec(method="rrf", norm=None)])
+@pytest.mark.parametrize("spec", [HybridSpec(), HybridSpec(weights=(0.3, 0.7)),
+                                  HybridSpec(method="rrf", norm=None)])
 def test_hybrid_equals_ranx_fuse(spec):
     from ranx import Run, fuse
 

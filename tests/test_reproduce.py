@@ -312,7 +312,7 @@ def test_smoke_run_of_every_notebook(run_name):
     assert "from toolbench_lib" not in html and "data:image/png;base64" in html
     report_csv = pd.read_csv(run_dir / "report.csv")
     found = report_csv["this_run"].notna().sum()
-    assert found == (report_csv["status"].isin(["matches", "within range", "above", "below"])).sum()
+    assert found == (report_csv["status"].isin(["consistent", "differs", "not scored"])).sum()
 
     leaks = [str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()
              and SECRET.encode() in p.read_bytes()]

@@ -100,6 +100,7 @@ def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10
             run_means = s.groupby(["method", "run"])["recall"].mean()
             ptr_runs = run_means.loc[b].to_numpy(float)
             over_runs = runs_test([float(run_means.loc[a].mean())], ptr_runs, a_deterministic=True)
+            decidable = not over_runs["note"]  # fewer than 2 runs, or runs without variance: no t-test
             rows.append(
                 {
                     "subset": subset,
@@ -117,8 +118,9 @@ def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10
                     "p_t": res["p_t"],
                     "p_wilcoxon": res["p_wilcoxon"],
                     "p_sign": res["p_sign"],
-                    "p_runs": over_runs["p_value"] if ptr_runs.size >= 2 else np.nan,
-                    "t_runs": over_runs["statistic"] if ptr_runs.size >= 2 else np.nan,
+                    "p_runs": over_runs["p_value"] if decidable else np.nan,
+                    "t_runs": over_runs["statistic"] if decidable else np.nan,
+                    "runs_note": over_runs["note"],
                 }
             )
     out = pd.DataFrame(rows)
@@ -133,9 +135,9 @@ def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10
     return out
 
 
-def _p(p: float) -> str:
+def _p(p: float, why: str = "one run") -> str:
     if p != p:
-        return "n/a (one run)"
+        return f"n/a ({why})"
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
@@ -157,9 +159,9 @@ def verdicts(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
             f"PtR {r['ptr']:.3f} vs RtP {r['rtp']:.3f}, difference {r['diff']:+.3f} "
             f"[95% CI {r['ci_low']:+.3f}, {r['ci_high']:+.3f}], {r['n_queries']} queries"
         )
-        tests_txt = (
-            f"Wilcoxon Holm {_p(r['p_wilcoxon_holm'])}; over {r['n_runs']} runs Holm {_p(r['p_runs_holm'])}"
-        )
+        why = "no variance over runs" if r["n_runs"] > 1 else "one run"
+        runs_p = _p(r["p_runs_holm"], why)
+        tests_txt = f"Wilcoxon Holm {_p(r['p_wilcoxon_holm'])}; over {r['n_runs']} runs Holm {runs_p}"
         if who == "neither":
             text = (
                 f"{r['subset']}, {r['retriever']}: no significant difference ({ahead} ahead at the point "
@@ -594,11 +596,15 @@ def study_tables(
     ``retriever_routing``."""
     main = family_table(result, k, gt)
     tests = family_tests(result, k, gt, n_resamples)
+    cross = crossover(tests)
+    overall = pd.DataFrame(
+        [{"subset": "all", "retriever": "all", "leader": "", "text": crossover_sentence(cross)}]
+    )
     return {
         "retriever_main": main,
         "retriever_tests": tests,
-        "retriever_verdicts": verdicts(tests),
-        "retriever_crossover": crossover(tests),
+        "retriever_verdicts": pd.concat([verdicts(tests), overall], ignore_index=True),
+        "retriever_crossover": cross,
         "retriever_k": family_k_table(result, range(1, 21), gt),
         "retriever_divergence": family_divergence(result, k),
         "retriever_routing": routing_by_subset(main),
