@@ -136,7 +136,8 @@ def test_worked_query_shows_query_stubs_rankings_and_ground_truth():
     assert "| rank | RtP (recall@2 0.000) | PtR (recall@2 1.000) |" in text
     rows = [line for line in lines if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert rows == [f"| 1 | `x` | {HIT} Tool A / one (Cat) |", f"| 2 | `y` | {HIT} `a2` |"]
-    assert "Tool A / one (Cat) `a1`" in text  # the ground truth names the id beside its label
+    # The ground truth names the id beside its label, and who found each API.
+    assert "- Tool A / one (Cat) `a1`: found by PtR" in lines and "- `a2`: found by PtR" in lines
     assert "RtP finds 0 and PtR 2 of the 2." in text
     # Hits are marked only where the ground truth is: one mark per found API, none on RtP's side.
     assert sum(line.count(HIT) for line in rows) == 2
@@ -158,7 +159,7 @@ def test_paper_examples_present_shown_the_others_explained():
     assert "### `ex_present`" in text and "“a query” → stub recall 1.0" in text
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "
             "leader") in text
-    assert f"| 1 | {HIT} `d1` | `x` |" in text
+    assert f"| 1 | {HIT} `d1` | `x` |" in text and "- `d1`: found by RtP" in text
     assert "- `ex_elsewhere`: `G2_instruction:99` is not among this run's queries." in text
     assert "- `ex_absent`: not in the data: no such query in the data." in text
 
@@ -288,7 +289,7 @@ def test_report_shows_the_worked_queries_and_every_table2_example(cfg):
     for title, q in (("### PtR's largest win", "a"), ("### RtP's largest win", "d"),
                      ("### Both miss everything", "f")):
         assert f"`{qkey(q)}`" in worked.split(title)[1].split("### ")[0], title
-    assert "1. `Get A One`: first need" in worked
+    assert "1. `Get A One`: first need" in worked and "- `f1`: missed by both" in worked
     examples = _section(text, "## The paper's Table 2 examples in this run")
     assert text.index("## Stubs") < text.index("## The paper's Table 2") < text.index("## Cost and routing")
     everything = worked_examples(present_only=False)

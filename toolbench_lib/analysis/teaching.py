@@ -344,10 +344,16 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
     side by side (:data:`HIT` marks a ground-truth API) and both recalls."""
     labels = labels or {}
     parts = [heading, ""] if heading else []
+    found = {m: set(wq.hits(m)) for m in ("rtp", "ptr")}
+
+    def found_by(api_id: str) -> str:
+        who = [name for m, name in (("rtp", "RtP"), ("ptr", "PtR")) if api_id in found[m]]
+        return "found by " + " and ".join(who) if who else "missed by both"
+
     parts += [f"> {_cell(wq.query)}", "",
               f"*{subset_alias(wq.subset)}, `{wq.qkey}`; ground truth `{wq.gt}`, "
-              f"{fmt_count(len(wq.ground_truth))} APIs:* "
-              + ", ".join(_api(a, labels) for a in wq.ground_truth), ""]
+              f"{fmt_count(len(wq.ground_truth))} APIs:*", ""]
+    parts += [f"- {_api(a, labels)}: {found_by(a)}" for a in wq.ground_truth] + [""]
     if wq.stubs:
         what = "fell back to the raw query" if wq.fell_back else f"{len(wq.stubs)} stubs"
         parts += [f"**PtR's stubs** (run {wq.run}; {what}):", ""]
