@@ -155,7 +155,7 @@ def test_paper_examples_present_shown_the_others_explained():
          "absent": "no such query in the data"},
     ]
     text = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples))
-    assert text.startswith("1 of the paper's 3 Table 2 examples are among this run's queries")
+    assert text.startswith("1 of the paper's 3 Table 2 examples is among this run's queries")
     assert "### `ex_present`" in text and "“a query” → stub recall 1.0" in text
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "
             "leader") in text

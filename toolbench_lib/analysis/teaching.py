@@ -425,7 +425,8 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
     example not shown and why."""
     table = paper_examples(result, examples)
     shown, absent = table[table["present"]], table[~table["present"]]
-    parts = [f"{len(shown)} of the paper's {len(table)} Table 2 examples are among this run's queries "
+    verb = "is" if len(shown) == 1 else "are"
+    parts = [f"{len(shown)} of the paper's {len(table)} Table 2 examples {verb} among this run's queries "
              f"(recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     for x in shown.itertuples():
         wq = worked_query(result, x.qkey, k, gt, run)
