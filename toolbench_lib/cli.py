@@ -263,9 +263,9 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.dataset import load_dataset
     from .pipeline.fusion import register_all
-    from .retrieval.retrievers import RETRIEVERS, load_methods
+    from .retrieval.methods import load_methods
 
-    load_methods()  # the fused methods over runs (toolbench_lib.retrieval.fused) register on import
+    RETRIEVERS = load_methods()  # with the fused methods over runs (toolbench_lib.retrieval.fused)
     register_all()  # the fused discovery methods (toolbench_lib.pipeline.fusion) as --method names
     subsets = _evaluated_sets(args)
     methods = expand_methods([m.strip() for m in args.method.split(",") if m.strip()], args.retriever)

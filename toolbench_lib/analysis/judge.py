@@ -25,27 +25,34 @@ Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground
   exact McNemar test (statsmodels) on the pairs where exactly one of the two passes.
 
 Kappa is NaN when it is undefined (fewer than two plans, or both labels constant).
+
+The per-plan evidence, the objective pass and kappa (:func:`plan_evidence`, :func:`pass_rate_table`,
+:func:`kappa`) live in :mod:`toolbench_lib.eval.pass_rates`, where the study's summary reads them; this
+module re-exports them beside the analyses built on them.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.contingency_tables import mcnemar
 
-from ..data.normalize import norm_name
-from ..data.queries import check_gt, subset_alias
+from ..data.queries import subset_alias
+from ..eval.pass_rates import (  # noqa: F401 (re-exported: the objective pass rate's definitions)
+    EVIDENCE,
+    PASS_RATE_COLUMNS,
+    equivalence_keys,
+    kappa,
+    pass_rate_table,
+    plan_evidence,
+    validity_row,
+)
 from ..pipeline.study import StudyResult
 
-EVIDENCE = ("all", "some", "none")
 VERDICTS = ("Solved", "Unsolved")
-PASS_RATE_COLUMNS = ["subset", "method", "run", "judged_pass_rate", "objective_pass_rate", "kappa", "n_plans"]
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",
                     "objective_pass_rate", "coverage", "evidence_all", "evidence_some", "evidence_none",
                     "kappa", "kappa_any", "solved_rate_none", "solved_rate_some", "solved_rate_all", "gt"]
@@ -57,78 +64,6 @@ PAPER_PASS_LEADER = {"G1": "rtp", "G2": "ptr", "G3": "ptr"}  # paper: G1 0.884 v
 # G3 0.732 vs 0.820 (RtP vs PtR)
 STABILITY_COLUMNS = ["subset", "method", "n_pairs", "same_verdict", "n_same_plan_pairs",
                      "same_verdict_same_plan"]
-_VERSION_SEGMENT = re.compile(r"/v\d+(?=/)", re.IGNORECASE)
-_TRAILING_GROUP = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-def equivalence_keys(registry: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
-    """``{api_id: (category, tool, api)}``: normalised names without version / deprecation markers."""
-    keys = {}
-    for api_id, cat, tool, api in zip(registry["api_id"], registry["category"], registry["tool_name"],
-                                      registry["api_name"], strict=True):
-        bare = _VERSION_SEGMENT.sub("", str(api or ""))
-        while (m := _TRAILING_GROUP.search(bare)) and m.start() > 0:
-            bare = bare[: m.start()]
-        keys[api_id] = (norm_name(cat), norm_name(tool), norm_name(bare))
-    return keys
-
-
-def _covered(gt_ids: Sequence[str], named: set[str], keys: dict | None) -> int:
-    """How many of ``gt_ids`` the named APIs cover (the API itself, or an equivalent with ``keys``)."""
-    if keys is None:
-        return sum(g in named for g in gt_ids)
-    named_keys = {keys.get(n, n) for n in named}
-    return sum(g in named or keys.get(g, g) in named_keys for g in gt_ids)
-
-
-def _evidence(n_covered: int, n_gt: int) -> str:
-    if n_gt and n_covered == n_gt:
-        return "all"
-    return "some" if n_covered else "none"
-
-
-def plan_evidence(result: StudyResult, gt: str = "relevant", registry: pd.DataFrame | None = None,
-                  verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass.
-
-    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``) replaces the study's own verdicts,
-    e.g. those of another judge version (:func:`toolbench_lib.pipeline.rejudge.rejudge`); plans it lacks are
-    left out. Columns: ``qkey, subset, method, run, refusal, verdict, judge_version, n_gt, n_named,
-    n_covered, evidence, objective_pass, gt``.
-    """
-    check_gt(gt)
-    cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
-            "n_covered", "evidence", "objective_pass", "gt"]
-    if result.plans.empty:
-        return pd.DataFrame(columns=cols)
-    p = result.plans.copy()
-    if "judge_version" not in p:
-        p["judge_version"] = result.provenance.get("prompt_versions", [None] * 3)[-1]
-    if verdicts is not None:
-        v = verdicts[[c for c in ("qkey", "method", "run", "verdict", "judge_version") if c in verdicts]]
-        p = p.drop(columns=[c for c in ("verdict", "judge_version") if c in v]).merge(
-            v, on=["qkey", "method", "run"], how="inner")
-    p = p.merge(result.queries[["qkey", "subset", gt]], on="qkey")
-    keys = equivalence_keys(registry) if registry is not None else None
-    named = [set(x) if x is not None else set() for x in p["named_ids"]]
-    gts = [list(x) for x in p[gt]]
-    n_cov = [0 if r else _covered(g, n, keys) for g, n, r in zip(gts, named, p["refusal"], strict=True)]
-    out = p.assign(n_gt=[len(g) for g in gts], n_named=[len(n) for n in named], n_covered=n_cov, gt=gt)
-    out["evidence"] = [_evidence(c, n) for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
-    out["objective_pass"] = (out["evidence"] == "all") & ~out["refusal"].astype(bool)
-    return out[cols].reset_index(drop=True)
-
-
-def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
-    """Cohen's kappa of "Solved" against the objective pass over judged plans (NaN when undefined)."""
-    judged = verdicts.notna()
-    a = (verdicts[judged] == "Solved").astype(int).to_numpy()
-    b = objective[judged].astype(int).to_numpy()
-    if len(a) < 2 or (len(set(a)) == 1 and len(set(b)) == 1):
-        return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(cohen_kappa_score(a, b))
 
 
 def confusion(ev: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
@@ -140,24 +75,6 @@ def confusion(ev: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     return table.reset_index().rename_axis(columns=None)
 
 
-def _rate(mask: pd.Series, solved: pd.Series) -> float:
-    return float(solved[mask].mean()) if mask.any() else float("nan")
-
-
-def _validity_row(g: pd.DataFrame) -> dict:
-    judged = g[g["verdict"].notna()]
-    solved = judged["verdict"] == "Solved"
-    ev = judged["evidence"]
-    return {"n_plans": int(len(g)), "n_judged": int(len(judged)),
-            "judged_pass_rate": float(solved.mean()) if len(judged) else float("nan"),
-            "objective_pass_rate": float(g["objective_pass"].mean()) if len(g) else float("nan"),
-            **{f"evidence_{e}": int((g["evidence"] == e).sum()) for e in EVIDENCE},
-            "kappa": kappa(g["verdict"], g["objective_pass"]),
-            "kappa_any": kappa(g["verdict"], g["evidence"] != "none"),
-            "coverage": float((g["n_covered"] / g["n_gt"].clip(lower=1)).mean()) if len(g) else float("nan"),
-            **{f"solved_rate_{e}": _rate(ev == e, solved) for e in ("none", "some", "all")}}
-
-
 def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -> pd.DataFrame:
     """Per ``by`` group (and judge version): pass rates, evidence counts, kappa and "Solved" rates by
     evidence. Subsets are shown by alias (G1, G2, G3)."""
@@ -165,31 +82,12 @@ def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -
     keys = [*by, "judge_version"]
     for values, g in ev.groupby(keys, sort=False, dropna=False):
         row = dict(zip(keys, values, strict=True))
-        rows.append({**row, **_validity_row(g), "gt": g["gt"].iloc[0] if len(g) else None})
+        rows.append({**row, **validity_row(g), "gt": g["gt"].iloc[0] if len(g) else None})
     out = pd.DataFrame(rows)
     if "subset" in out:
         out["subset"] = out["subset"].map(subset_alias)
     cols = [c for c in VALIDITY_COLUMNS if c in out] + [c for c in out if c not in VALIDITY_COLUMNS]
     return out[cols] if rows else pd.DataFrame(columns=VALIDITY_COLUMNS)
-
-
-def pass_rate_table(result: StudyResult, gt: str = "relevant", registry: pd.DataFrame | None = None,
-                    verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per subset, method and run: judged and objective pass rates, the judge's kappa, plans.
-
-    Columns: ``subset`` (canonical name), ``method``, ``run``, ``judged_pass_rate`` (share of judged
-    plans rated "Solved"), ``objective_pass_rate`` (module docstring), ``kappa`` (verdict vs objective
-    pass), ``n_plans``, then ``gt`` and ``judge_version``.
-    """
-    ev = plan_evidence(result, gt, registry, verdicts)
-    rows = []
-    for (subset, method, run), g in ev.groupby(["subset", "method", "run"], sort=False):
-        r = _validity_row(g)
-        rows.append({"subset": subset, "method": method, "run": int(run),
-                     **{c: r[c] for c in ("judged_pass_rate", "objective_pass_rate", "kappa", "n_plans")},
-                     "gt": gt,
-                     "judge_version": ",".join(sorted({str(v) for v in g["judge_version"].dropna()}))})
-    return pd.DataFrame(rows, columns=[*PASS_RATE_COLUMNS, "gt", "judge_version"])
 
 
 def verdict_stability(result: StudyResult) -> pd.DataFrame:
@@ -293,7 +191,7 @@ def findings(ev: pd.DataFrame, order: pd.DataFrame) -> list[str]:
     from ``ev`` (:func:`plan_evidence`, one or several judge versions) and :func:`ordering`."""
     lines = []
     for version, g in ev.groupby("judge_version", sort=True):
-        r = _validity_row(g)
+        r = validity_row(g)
         judged = g[g["verdict"].notna()]["evidence"].value_counts()
         lines.append(f"{version}: {r['n_judged']} plans judged, {_fmt(r['judged_pass_rate'])} rated Solved "
                      f"against an objective pass rate of {_fmt(r['objective_pass_rate'])}; kappa "

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..retrieval.retrievers import split_method
+from .pass_rates import pass_rate_table
 from .runs import per_query_runs
 from .stats import bootstrap_ci
 
@@ -129,12 +130,10 @@ def plan_stats(result, subset: str, method: str) -> dict:
 
 
 def objective_pass_rates(result) -> dict[tuple[str, str], dict]:
-    """``{(subset, method): {objective_pass_rate, judge_kappa, ...}}``, means over runs, from the judge
-    analysis (relevant ground truth; see :mod:`toolbench_lib.analysis.judge` for the definition)."""
+    """``{(subset, method): {objective_pass_rate, judge_kappa, ...}}``, means over runs (relevant ground
+    truth; :mod:`toolbench_lib.eval.pass_rates`, definitions in :mod:`toolbench_lib.analysis.judge`)."""
     if result.plans is None or result.plans.empty or "verdict" not in result.plans:
         return {}
-    from ..analysis.judge import pass_rate_table
-
     t = pass_rate_table(result, gt="relevant")
     out = {}
     for (subset, method), g in t.groupby(["subset", "method"], sort=False):

@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"  # the project's notebooks, in run order
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 STATIC_TYPES = ("text/html", "image/png", "image/svg+xml", "text/markdown", "application/pdf")
 NA_TEXTS = {"NaN", "nan", "<NA>", "NaT", "None", ""}
@@ -97,7 +99,6 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
     from nbconvert import HTMLExporter
 
     from ..data.atomic import atomic_path
-    from .reproduce import NOTEBOOK_PATTERN
 
     out_dir = Path(out_dir)
     notebooks = notebooks or sorted((out_dir / "notebooks").glob(NOTEBOOK_PATTERN))

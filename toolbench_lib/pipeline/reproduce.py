@@ -37,11 +37,10 @@ from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
 from .experiment import RunConflict
-from .report_html import write_html_report
+from .report_html import NOTEBOOK_PATTERN, write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
-NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
 KERNEL_NAME = "toolbench"
 PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit")
 SMOKE_FIXED = ("backend", "runs", "plan_limit")

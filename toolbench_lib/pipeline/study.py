@@ -49,6 +49,7 @@ from ..llm.prompts import (
     format_plan,
     judge_prompt,
 )
+from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import RunContext, get_retriever
 from ..retrieval.setup import RetrievalSetup
 
@@ -322,6 +323,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
     """
     q = setup.queries
     planned = plan_queries(q, settings.plan_limit)
+    load_methods()  # every method registered, the fused ones of retrieval.fused included
     retrievers = [get_retriever(m) for m in settings.methods]
     needs_stubs = any(r.uses_stubs for r in retrievers)
     if llm is None and (needs_stubs or settings.plan_limit != 0):

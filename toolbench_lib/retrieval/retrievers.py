@@ -115,16 +115,9 @@ def register(retriever: Retriever) -> Retriever:
     return retriever
 
 
-def load_methods() -> dict[str, Retriever]:
-    """Every registered method, the fused ones of :mod:`.fused` included (they register on import)."""
-    from . import fused  # noqa: F401  (registers the named fusion specs)
-
-    return RETRIEVERS
-
-
 def get_retriever(name: str) -> Retriever:
-    if name not in RETRIEVERS:
-        load_methods()
+    """The registered method ``name`` (the fused ones register when :mod:`.methods` or :mod:`.fused` is
+    imported, as :mod:`toolbench_lib.pipeline.study` does)."""
     if name not in RETRIEVERS:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name]

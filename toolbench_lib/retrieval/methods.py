@@ -1,0 +1,16 @@
+"""Every discovery method by name: the base retrievers of :mod:`.retrievers` and the fused specs of
+:mod:`.fused`, all registered once this module is imported.
+
+:mod:`.fused` builds on :mod:`.retrievers` (it registers into its table and looks up the base methods), so
+the table's own module cannot import it back; the study and the CLI import this module instead.
+"""
+
+from __future__ import annotations
+
+from . import fused  # noqa: F401  (registers the named fusion specs)
+from .retrievers import RETRIEVERS, Retriever
+
+
+def load_methods() -> dict[str, Retriever]:
+    """Every registered method, the fused ones of :mod:`.fused` included."""
+    return RETRIEVERS
