@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,9 +57,16 @@ def test_bootstrap_and_holm():
     assert holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06])
 
 
-def test_runs_test_directions():
+def test_runs_test_by_hand():
+    # One-sample t of B's run means (0.3, 0.5) against A's 0.2: mean 0.4, sd sqrt(0.02), t = 0.2 / 0.1 = 2
+    # on 1 degree of freedom, two-sided p = 1 - 2 atan(2) / pi.
     r = runs_test([0.2], [0.3, 0.5], a_deterministic=True)
-    assert r["statistic"] > 0 and r["test"] == "one_sample_t"
+    assert (r["test"], r["n_a"], r["n_b"]) == ("one_sample_t", 1, 2)
+    assert r["statistic"] == pytest.approx(2.0)
+    assert r["p_value"] == pytest.approx(1 - 2 * math.atan(2) / math.pi)
+    w = runs_test([0.2, 0.2], [0.3, 0.5], a_deterministic=False)
+    assert w["test"] == "welch_t" and w["statistic"] == pytest.approx(2.0)  # A's variance is 0
+    assert runs_test([0.2], [0.4], a_deterministic=True)["p_value"] == 1.0  # one run: not decidable
 
 
 def test_paired_tests_on_the_hand_study(study):  # noqa: F811
@@ -119,15 +128,29 @@ def test_brand_words_and_stub_variants():
 
 
 def test_summary_carries_judged_and_objective_pass_rates(study):  # noqa: F811
-    from toolbench_lib.analysis.judge import pass_rate_table
-
+    """By hand from the study's plans (relevant ground truth: q1 {a}, q3 {d, e}; one plan per run):
+    G1 RtP names [a] and [a, x]: both pass; verdicts Solved, Unsolved. G1 PtR [a], [a, b]: both pass, both
+    Solved. G2 RtP [d, e] passes, [d] does not; both Solved. G2 PtR refuses (Unsolved), then names [x]
+    (not judged): neither passes. Kappa needs two plans per run, so it is undefined everywhere."""
     t = summary_table(study, 2, ["candidates"]).set_index(["subset", "method"])
-    ref = pass_rate_table(study, gt="relevant")
-    for (subset, method), g in ref.groupby(["subset", "method"]):
-        row = t.loc[({"G1_instruction": "G1", "G2_category_original": "G2"}[subset], method)]
-        assert row["objective_pass_rate"] == pytest.approx(g["objective_pass_rate"].mean())
-        assert row["judge_kappa"] == pytest.approx(g["kappa"].mean(), nan_ok=True)
-        assert row["pass_rate_mean"] == pytest.approx(g["judged_pass_rate"].mean())
+    want = {("G1", "rtp"): (1.0, 0.5, math.sqrt(0.5)), ("G1", "ptr"): (1.0, 1.0, 0.0),
+            ("G2", "rtp"): (0.5, 1.0, 0.0), ("G2", "ptr"): (0.0, 0.0, float("nan"))}
+    for (subset, method), (objective, judged, judged_std) in want.items():
+        row = t.loc[(subset, method)]
+        assert row["objective_pass_rate"] == objective, (subset, method)
+        assert row["pass_rate_mean"] == judged, (subset, method)
+        assert row["pass_rate_std"] == pytest.approx(judged_std, nan_ok=True), (subset, method)
+        assert np.isnan(row["judge_kappa"]) and row["n_planned"] == 1
+
+
+def test_kappa_by_hand():
+    """Solved/objective pairs (1,1) (0,1) (1,1) (1,0): observed agreement 1/2, chance 3/4 * 3/4 + 1/4 * 1/4
+    = 5/8, kappa (1/2 - 5/8) / (1 - 5/8) = -1/3."""
+    from toolbench_lib.eval.pass_rates import kappa
+
+    verdicts = pd.Series(["Solved", "Unsolved", "Solved", "Solved", None])
+    objective = pd.Series([True, True, True, False, True])  # the unjudged plan is left out
+    assert kappa(verdicts, objective) == pytest.approx(-1 / 3)
 
 
 def test_echo_divergence_by_hand(study):  # noqa: F811
