@@ -36,15 +36,28 @@ def test_search_line_measures_both():
     rng = np.random.default_rng(1)
     v = rng.standard_normal((2000, 32), dtype=np.float32)
     line = bench_search(v, v[:10].copy(), k=5, repeats=1, source="random")
-    assert line.baseline_value > 0 and line.candidate_value > 0 and line.ratio is not None
-    assert line.details["registry"] == 2000 and line.details["queries"] == 10
+    # times, lower is better: the ratio is matmul bound over FAISS, and the GFLOP/s are the product's
+    # 2 x 10 x 2000 x 32 operations over the bound's seconds.
+    assert (line.unit, line.better, line.baseline, line.candidate) == (
+        "s", "lower", "matmul bound", "faiss IndexFlatIP top-k")
+    assert line.ratio == pytest.approx(line.baseline_value / line.candidate_value)
+    assert line.details["matmul_gflops"] == pytest.approx(2 * 10 * 2000 * 32 / line.baseline_value / 1e9,
+                                                          abs=0.051)
+    assert {k: line.details[k] for k in ("vectors", "registry", "queries", "dim", "k")} == {
+        "vectors": "random", "registry": 2000, "queries": 10, "dim": 32, "k": 5}
+    assert 0 < line.candidate_value < 5 and 0 < line.baseline_value < 5  # 10 x 2000 x 32 is milliseconds
 
 
 def test_gemini_line_uses_the_real_client_against_the_fake_server(monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     line = bench_gemini(calls=8, workers=4, delay_s=0.05)
-    assert line.baseline_value > 0 and line.candidate_value > 0
-    assert line.details["server_delay_ms"] == 50 and "target_met" in line.details
+    # Every call waits 50 ms at the server: at most 20 calls/s one at a time, 80 with four at once, and
+    # four at once must beat one at a time by far (the client really runs them concurrently).
+    assert 0 < line.baseline_value <= 20.0 and 0 < line.candidate_value <= 80.0
+    assert line.ratio == pytest.approx(line.candidate_value / line.baseline_value) and line.ratio > 1.5
+    assert line.details["server_delay_ms"] == 50 and line.details["calls"] == 8
+    assert line.details["target_calls_per_s"] == 20.0
+    assert line.details["target_met"] == (line.candidate_value >= 20.0)
     import os
 
     assert "GEMINI_API_KEY" not in os.environ  # the fake key is not left behind
@@ -58,8 +71,13 @@ def test_bench_command_quick(capsys, tmp_path):
     data = json.loads(out.read_text())
     assert [ln["name"] for ln in data["lines"]] == ["exact search vs matmul bound",
                                                     "gemini client calls/s (fake server, 200 ms)"]
-    assert all(ln["skipped"] is None and ln["ratio"] for ln in data["lines"])
-    assert data["machine"]["cores"] >= 1
+    for ln in data["lines"]:
+        a, b = ln["baseline_value"], ln["candidate_value"]
+        assert ln["skipped"] is None
+        assert ln["ratio"] == pytest.approx(a / b if ln["better"] == "lower" else b / a)
+    from toolbench_lib.data.machine import available_cpus
+
+    assert data["machine"]["cores"] == available_cpus()
 
 
 def test_bench_rejects_unknown_part(capsys):
