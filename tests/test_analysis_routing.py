@@ -196,4 +196,11 @@ def test_routing_on_the_slice_study(slice_study):
                                                                              "tokens_per_query"]
     assert signal["auroc"].dropna().between(0, 1).all()
     assert routed["fold"].nunique() == 5
-    assert plot_routing_curves(routed, table, 5) is not None
+    fig = plot_routing_curves(routed, table, 5)
+    assert [ax.get_title() for ax in fig.axes] == ["G1", "G2", "G3"]
+    for ax in fig.axes:  # two threshold curves and one point per policy, at the table's values
+        assert len(ax.lines) == 2
+        t = table[table["subset"] == ax.get_title()]
+        points = np.array([c.get_offsets()[0] for c in ax.collections], dtype=float)
+        np.testing.assert_allclose(points, t[["share_routed_ptr", "recall"]].to_numpy(dtype=float))
+        assert [c.get_label() for c in ax.collections] == t["policy"].tolist()

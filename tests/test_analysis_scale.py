@@ -162,7 +162,21 @@ def test_scale_study_sub_registries_keep_gt_and_come_from_the_index():
         scale_study(cache, queries, reg, [3], seeds=[0], keep_gt="everything", progress=False)
     summary = scale_summary(scale)
     assert set(summary["n_seeds"]) == {1, 3}
-    assert plot_scale_recall(scale, 2) is not None and plot_divergence(div, 2) is not None
+    # The figures draw these numbers: one panel for the one set, a line per method through the mean over
+    # seeds at each size (RtP 1.0 at 3 APIs, 0.5 over all 6; PtR 0.5 at both), and the divergence line
+    # (0 at 3 APIs, 1/2 over all 6: q1's lists are disjoint there) with the paper's two stars.
+    fig = plot_scale_recall(scale, 2)
+    (ax,) = fig.axes
+    drawn = [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.lines if len(ln.get_xdata())]
+    assert drawn == [([3, 6], [1.0, 0.5]), ([3, 6], [0.5, 0.5])]
+    assert ax.get_title() == "S" and ax.get_ylabel() == "recall@2"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["RtP (retrieve, then plan)",
+                                                                   "PtR (plan, then retrieve)"]
+    (ax,) = plot_divergence(div, 2, {"smallest": 0.88, "full": 0.98}).axes
+    lines = [ln for ln in ax.lines if len(ln.get_xdata())]
+    assert [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in lines] == [
+        ([3, 6], [0.0, 0.5]), ([3], [0.88]), ([6], [0.98])]
+    assert [ln.get_label() for ln in lines[1:]] == ["paper (smallest)", "paper (full)"]
 
 
 def test_divergence_ablation_full_design_on_hand_matrices():

@@ -8,6 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from toolbench_lib.analysis import data_stats, k_ablation, main_results, stub_analysis, trajectory
+from toolbench_lib.analysis.style import METHOD_LABELS
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
 
@@ -65,7 +66,15 @@ def test_k_ablation_matches_main_results_at_the_study_k(study):
     assert len(at5) == len(main) and np.allclose(at5["recall"], at5["recall_mean"])
     b = k_ablation.budget_check(study)
     assert len(b) == len(SUBSETS) * 2 and (b["rtp_k10_recall"] >= b["rtp_k5_recall"]).all()
-    assert isinstance(k_ablation.k_ablation_figure(ab), Figure)
+    fig = k_ablation.k_ablation_figure(ab)
+    assert isinstance(fig, Figure) and len(fig.axes) == 3 * len(SUBSETS)
+    # top row: one recall line per method against k = 1..20, the table's candidates recall
+    top = fig.axes[0]
+    cand = ab[(ab["gt"] == "candidates") & (ab["subset"] == top.get_title())]
+    drawn = {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ln in top.lines}
+    for method in ("rtp", "ptr"):
+        m = cand[cand["method"] == method]
+        assert drawn[METHOD_LABELS[method]] == (m["k"].tolist(), m["recall"].tolist())
 
 
 def test_trajectory_tables(study):
@@ -105,4 +114,7 @@ def test_dataset_tables_on_the_full_registry(ds):
     assert (wide["relevant"] <= wide["candidates"]).all()  # relevant is a subset of candidates
     lengths = data_stats.doc_length_stats(ds)
     assert lengths[lengths["source"] == "all"]["max"].iloc[0] <= 1200
-    assert isinstance(data_stats.category_figure(cats), Figure)
+    (ax,) = data_stats.category_figure(cats).axes
+    bars = ax.patches  # the 15 largest categories, largest at the top
+    assert len(bars) == 15 and [b.get_width() for b in bars] == cats["n_apis"].head(15).tolist()[::-1]
+    assert [t.get_text() for t in ax.get_yticklabels()] == cats["category"].head(15).tolist()[::-1]
