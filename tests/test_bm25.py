@@ -119,14 +119,16 @@ def test_hybrid_equals_ranx_fuse(spec):
         assert hits.scores.tolist() == pytest.approx([s for _, s in want], rel=1e-5)
 
 
-def test_ptr_with_bm25_merges_each_api_by_its_best_stub_score():
+def test_ptr_with_bm25_merges_each_api_by_its_best_min_max_normalised_stub_score():
     idx = BM25Index(CORPUS, use_cache=False)
-    per_query, merged = search_and_merge(idx, [["weather", "currency"], ["zzz"]], 3)
-    w, c = idx.search_texts(["weather", "currency"], 3)
-    best = {**dict(zip(w.rows.tolist(), w.scores.tolist(), strict=True))}
-    for r, s in zip(c.rows.tolist(), c.scores.tolist(), strict=True):
-        best[r] = max(best.get(r, 0), s)
-    assert merged[0].rows.tolist() == sorted(best, key=lambda r: -best[r])[:3]
+    per_query, merged = search_and_merge(idx, [["weather city", "currency alerts"], ["zzz"]], 3)
+    raw = idx.search_texts(["weather city", "currency alerts"], 3)
+    # text 0 hits docs 0 and 2 with equal scores (each is its best: 1); text 1 hits doc 1 (1) and doc 2 (0)
+    assert raw[0].rows.tolist() == [0, 2] and raw[0].scores[0] == raw[0].scores[1]
+    assert raw[1].rows.tolist() == [1, 2] and raw[1].scores[0] > raw[1].scores[1]
+    assert merged[0].rows.tolist() == [0, 2, 1]  # all at 1: ties keep the order of first appearance
+    assert merged[0].scores.tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert per_query[0][1].scores.tolist() == raw[1].scores.tolist()  # per-text hits keep raw BM25 scores
     assert len(merged[1].rows) == 0 and len(per_query[1]) == 1
 
 

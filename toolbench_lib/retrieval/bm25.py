@@ -98,7 +98,13 @@ def checksum_problem(folder: Path) -> str | None:
 
 
 class BM25Index:
-    """A BM25 index over ``texts``; hits report registry ``rows`` (default ``0..n-1``)."""
+    """A BM25 index over ``texts``; hits report registry ``rows`` (default ``0..n-1``).
+
+    BM25 scores grow with the searched text's length, so PtR's merge over stubs compares each stub's
+    min-max normalised scores (``merge_norm``), not the raw ones.
+    """
+
+    merge_norm = "min-max"
 
     def __init__(self, texts: Sequence[str], rows: np.ndarray | None = None,
                  params: BM25Params = BM25Params(), cache_dir: Path | None = None,

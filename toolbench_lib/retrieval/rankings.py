@@ -92,13 +92,31 @@ def retrieve_multi(index: VectorIndex, texts_per_query: Sequence[Sequence[str]],
 
 def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]], k: int,
                      depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
-    """Search every text of every query (in one batch) and merge each query's texts by best score."""
+    """Search every text of every query (in one batch) and merge each query's texts by best score.
+
+    A searcher whose scores are not comparable across texts (``merge_norm = "min-max"``: BM25, whose scores
+    grow with the text's length) has each text's hits min-max normalised before the merge, as
+    ``ranx.fuse(method="max", norm="min-max")`` does; cosines (dense) and the hybrid's fused scores are
+    merged as they are. The per-text hits keep their own scores.
+    """
     flat = [t for texts in texts_per_query for t in texts]
     all_hits = searcher.search_texts(flat, depth or k) if flat else []
+    normalise = getattr(searcher, "merge_norm", None) == "min-max"
     per_query, merged, pos = [], [], 0
     for texts in texts_per_query:
         mine = all_hits[pos:pos + len(texts)]
         pos += len(texts)
         per_query.append(mine)
-        merged.append(merge_max(mine, k))
+        merged.append(merge_max([min_max_hits(h) for h in mine] if normalise else mine, k))
     return per_query, merged
+
+
+def min_max_hits(hits: TextHits) -> TextHits:
+    """One text's hits with scores min-max normalised; hits that all score alike (one hit, or ties) are
+    each the text's best and score 1 (ranx would give them 0, silencing such a stub in the merge)."""
+    if len(hits.scores) == 0:
+        return hits
+    lo, hi = float(hits.scores.min()), float(hits.scores.max())
+    if hi - lo <= 1e-9:
+        return TextHits(hits.rows, np.ones_like(hits.scores, dtype=np.float32))
+    return TextHits(hits.rows, ((hits.scores - lo) / (hi - lo)).astype(np.float32))
