@@ -98,3 +98,22 @@ def test_local_model_line_waits_for_the_shared_lock_then_gives_up(tmp_path):
         fcntl.flock(held, fcntl.LOCK_UN)
     with file_lock(str(lock), timeout_s=1.5):  # free again: taken at once
         pass
+
+
+def test_bm25_line_times_both_searches_of_the_same_queries():
+    """The BM25 line on a tiny corpus: both searches run on the same queries, its build and cache load are
+    timed, and the ratio is dense seconds over BM25 seconds."""
+    from toolbench_lib.bench.bm25 import bench_bm25
+
+    calls = []
+
+    def dense(q):
+        calls.append(list(q))
+
+    texts = ["weather forecast for cities", "currency exchange rates", "city weather alerts"] * 10
+    line = bench_bm25(texts, ["weather", "currency", "alerts"], dense, k=5)
+    assert calls == [["weather", "currency"], ["weather", "currency", "alerts"]]  # warm-up, then all
+    d = line.details
+    assert d["apis"] == 30 and d["queries"] == 3 and d["k"] == 5
+    assert d["bm25_build_s"] >= 0 and d["bm25_cache_load_s"] >= 0 and d["bm25_mean_hits"] == 5.0
+    assert line.ratio == pytest.approx(line.baseline_value / line.candidate_value)

@@ -13,7 +13,7 @@ from ..pipeline.validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 from .llm_local import LockBusy
 
-PARTS = ("embedding", "search", "warm", "local_llm", "gemini")
+PARTS = ("embedding", "search", "bm25", "warm", "local_llm", "gemini")
 FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 32}
 QUICK = {"docs": 96, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2, "llm_tokens": 8}
 # The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
@@ -71,6 +71,22 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         return bench_search(vecs, vecs[:q].copy(), source="random unit vectors (registry not embedded)")
 
+    def bm25() -> BenchLine:
+        from ..data.queries import DEFAULT_SUBSETS
+        from ..retrieval.index import VectorIndex
+        from .bm25 import bench_bm25
+
+        sets = [ds.subset_queries(s)["query"] for s in DEFAULT_SUBSETS]
+        qs = [q for part in sets for q in part]
+        texts = ds.texts
+        if args.quick or not cached_complete(fp32(), texts, "registry"):
+            texts, qs = texts[:3000] if args.quick else texts, qs[:64] if args.quick else qs
+        index = VectorIndex(embed_cached(fp32(), texts, "registry", progress=False))
+        def dense(q: list[str]):
+            return index.search(embed_cached(fp32(), q, "queries", progress=False), 20)
+
+        return bench_bm25(texts, qs, dense, source=f"{len(texts)} registry texts")
+
     def warm() -> BenchLine:
         from .warm import bench_warm
 
@@ -93,7 +109,8 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
 
-    return {"embedding": embedding, "search": search, "warm": warm, "local_llm": local_llm, "gemini": gemini}
+    return {"embedding": embedding, "search": search, "bm25": bm25, "warm": warm, "local_llm": local_llm,
+            "gemini": gemini}
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from ..data.paths import CACHE_DIR
 from .rankings import TextHits
 
 log = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # its index build logs at DEBUG
 
 CHECKSUMS = "checksums.json"
 
