@@ -116,6 +116,21 @@ display(format_numbers(tables["retriever_divergence"], 3))
 display(format_numbers(tables["retriever_routing"], 3))
 
 # %% [markdown]
+# ## The scale study with BM25
+#
+# The paper's scale study (notebook 04 with the dense retriever) with BM25: sub-registries of the same sizes and
+# seeds, sampled in proportion to category sizes and keeping each set's ground truth, each a BM25 index of its
+# own (BM25's term statistics are the sub-registry's). PtR uses run 0's stubs. The last column of the table is
+# the share of queries whose RtP and PtR top-k lists share no API.
+
+# %%
+bm25_scale, gap = rv.cached_bm25_scale(rcfg.study_dir, rsetup, study, cfg.scale_sizes, cfg.scale_seeds,
+                                       cfg.k, gt)
+save_tables({"retriever_scale": bm25_scale, "retriever_scale_gap": gap}, cfg, prov)
+display(format_numbers(gap, 3))
+display(Image(filename=str(save_figure(rv.scale_figure(gap, cfg.k), "retriever_scale", cfg))))
+
+# %% [markdown]
 # ## Fused methods: chosen on G1–G3, applied unchanged to unseen sets
 #
 # Two fused methods over the runs the study already holds: one over the query's and the stubs' rankings of

@@ -179,3 +179,28 @@ def test_evaluate_with_retriever_families_on_the_slice(ds, embedder, capsys, tmp
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown retriever sparse; choose from dense, bm25, hybrid" in err[0]
+
+
+def test_bm25_scale_study_indexes_each_sub_registry_on_its_own():
+    from toolbench_lib.retrieval.bm25 import BM25Index
+
+    words = ["weather", "currency", "sports", "music", "travel", "hotel", "news", "movies"]
+    texts = [f"{words[i % 8]} api number {i} {words[(i * 3) % 8]}" for i in range(40)]
+    registry = pd.DataFrame({"api_id": [f"t/{i}" for i in range(40)],
+                             "category": ["A" if i % 2 else "B" for i in range(40)]})
+    queries = pd.DataFrame({"qkey": ["G1_instruction:1", "G1_instruction:2"],
+                            "subset": ["G1_instruction"] * 2, "query": ["weather travel", "hotel news"],
+                            "candidates": [["t/0", "t/16"], ["t/5"]], "relevant": [["t/0"], ["t/5"]]})
+    stubs = pd.DataFrame({"qkey": ["G1_instruction:1", "G1_instruction:2"], "run": [0, 0], "stub_idx": [0, 0],
+                          "name": ["weather", "hotel"], "reasoning": ["", ""], "fell_back": [False, False]})
+    scale, div = rv.bm25_scale_study(registry, texts, queries, stubs, [10, None], [0, 1], k=3)
+    assert set(scale["size"]) == {10, 40} and (scale["retriever"] == "bm25").all()
+    assert len(scale) == 2 * 2 + 2 and len(div) == 3  # two seeds at 10 APIs, one draw of the whole registry
+    # the whole registry equals a direct BM25 search of every text
+    full = BM25Index(texts, use_cache=False).search_texts(["weather travel", "hotel news"], 3)
+    want = np.mean([len({f"t/{r}" for r in h.rows} & g) / len(g)
+                    for h, g in zip(full, [{"t/0", "t/16"}, {"t/5"}], strict=True)])
+    got = scale[(scale["size"] == 40) & (scale["method"] == "rtp")]["recall"].iloc[0]
+    assert got == pytest.approx(want)
+    gap = rv.scale_gap(scale)
+    assert set(gap.columns) >= {"rtp", "ptr", "ptr_minus_rtp"} and len(gap) == 2

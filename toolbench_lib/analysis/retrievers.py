@@ -679,3 +679,141 @@ def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
             json.dumps({"ms": ms, "queries": len(q), "cpu": platform.processor() or platform.machine()})
         )
     return ms
+
+
+def bm25_scale_study(
+    registry: pd.DataFrame,
+    texts: Sequence[str],
+    queries: pd.DataFrame,
+    stubs: pd.DataFrame,
+    sizes: Sequence[int | None],
+    seeds: Sequence[int],
+    k: int = 5,
+    gt: str = DEFAULT_GT,
+    keep_gt: str = "candidates",
+    run: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The scale study (:func:`toolbench_lib.analysis.scale.scale_study`'s sizes, seeds and sampling) with
+    BM25: each sub-registry is a BM25 index of its own (its statistics are the sub-registry's); RtP searches
+    the query, PtR run ``run``'s stubs (merged per API by the best normalised score). Returns ``(scale,
+    divergence)`` with the dense study's columns and ``retriever = "bm25"``."""
+    from ..retrieval.bm25 import BM25Index
+    from ..retrieval.rankings import search_and_merge
+    from ..retrieval.retrievers import ptr_texts
+    from .scale import draw_subregistry
+
+    ids = registry["api_id"].to_numpy()
+    scale_rows, div_rows = [], []
+    for subset in dict.fromkeys(queries["subset"]):
+        sq = queries[queries["subset"] == subset]
+        keep = {a for x in sq[keep_gt] for a in x}
+        rel = [set(x) for x in sq[gt]]
+        q_texts = [[t] for t in sq["query"]]
+        s_texts = ptr_texts(sq, stubs, run)
+        for size in sizes:
+            for seed in seeds if size is not None and size < len(registry) else [0]:
+                sub = draw_subregistry(registry, size, seed, keep)
+                rows = np.sort(sub.cols)
+                index = BM25Index([texts[int(r)] for r in rows], rows, use_cache=size is None)
+                lists = {}
+                for arch, tx in (("rtp", q_texts), ("ptr", s_texts)):
+                    _, merged = search_and_merge(index, tx, k)
+                    lists[arch] = [ids[m.rows].tolist() for m in merged]
+                base = {
+                    "size": len(rows),
+                    "target_size": sub.target_size,
+                    "seed": seed,
+                    "subset": subset_alias(subset),
+                    "retriever": "bm25",
+                    "k": k,
+                    "n_queries": len(sq),
+                    "keep_gt": keep_gt,
+                    "note": sub.note,
+                }
+                for arch in ("rtp", "ptr"):
+                    rec = [direct_recall(lst, r, k) for lst, r in zip(lists[arch], rel, strict=True)]
+                    scale_rows.append({**base, "method": arch, "gt": gt, "recall": float(np.mean(rec))})
+                disjoint = [not set(a) & set(b) for a, b in zip(lists["rtp"], lists["ptr"], strict=True)]
+                div_rows.append({**base, "no_overlap_share": float(np.mean(disjoint))})
+    return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
+
+
+def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
+    """Per set and size: RtP's and PtR's recall (mean and std over seeds) and PtR − RtP."""
+    g = scale.groupby(["subset", "size", "method"])["recall"].agg(["mean", "std"]).unstack("method")
+    out = pd.DataFrame(
+        {
+            "rtp": g[("mean", "rtp")],
+            "ptr": g[("mean", "ptr")],
+            "rtp_std": g[("std", "rtp")].fillna(0.0),
+            "ptr_std": g[("std", "ptr")].fillna(0.0),
+        }
+    )
+    out["ptr_minus_rtp"] = out["ptr"] - out["rtp"]
+    return out.reset_index()
+
+
+def cached_table(path, make) -> pd.DataFrame:
+    """A table kept as parquet with its sha256 beside it (``<path>.sha256``): read when the checksum holds,
+    else made by ``make()`` and written (a damaged or missing copy is never used)."""
+    from ..data.atomic import atomic_path, checksum_problem, write_checksum
+
+    if path.exists() and checksum_problem(path) is None:
+        return pd.read_parquet(path)
+    table = make()
+    with atomic_path(path) as tmp:
+        table.to_parquet(tmp, index=False)
+    write_checksum(path)
+    return table
+
+
+def bm25_scale_table(
+    setup, queries: pd.DataFrame, stubs: pd.DataFrame, sizes, seeds, k: int = 5, gt: str = DEFAULT_GT
+) -> pd.DataFrame:
+    """:func:`bm25_scale_study` as one table: recall per method and, on every row, the share of queries whose
+    RtP and PtR top-k lists are disjoint at that size and seed."""
+    scale, div = bm25_scale_study(setup.ds.registry, setup.ds.texts, queries, stubs, sizes, seeds, k, gt)
+    keys = ["subset", "size", "seed"]
+    return scale.merge(div[[*keys, "no_overlap_share"]], on=keys)
+
+
+def scale_key(sizes, seeds, k: int, gt: str) -> str:
+    """A short name for a scale study's parameters (its cached table's file name)."""
+    import hashlib
+
+    blob = f"{list(sizes)}|{list(seeds)}|{k}|{gt}".encode()
+    return hashlib.sha256(blob).hexdigest()[:10]
+
+
+def scale_figure(gap: pd.DataFrame, k: int = 5) -> plt.Figure:
+    """BM25's RtP and PtR recall@k against sub-registry size (log x), one panel per set, ±1 std over seeds."""
+    sets = list(dict.fromkeys(gap["subset"]))
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True, squeeze=False)
+    for ax, subset in zip(axes[0], sets, strict=True):
+        g = gap[gap["subset"] == subset].sort_values("size")
+        for arch, color in (("rtp", "#4C72B0"), ("ptr", "#DD8452")):
+            ax.plot(g["size"], g[arch], marker="o", color=color, label=f"{ARCH_LABEL[arch]} bm25")
+            ax.fill_between(
+                g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color, alpha=0.2
+            )
+        ax.set_xscale("log")
+        ax.set_title(subset)
+        ax.set_xlabel("registry size (APIs)")
+    axes[0][0].set_ylabel(f"recall@{k}")
+    axes[0][-1].legend(loc="upper right")
+    fig.suptitle("BM25: recall against registry size (each sub-registry its own index; ±1 std over seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def cached_bm25_scale(
+    folder, setup, result, sizes, seeds: int, k: int = 5, gt: str = DEFAULT_GT
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(scale, gap)``: :func:`bm25_scale_table` kept (checksummed) in ``folder`` under its parameters' key,
+    and :func:`scale_gap` with the mean disjoint share per set and size."""
+    path = folder / f"bm25_scale_{scale_key(sizes, range(seeds), k, gt)}.parquet"
+    scale = cached_table(
+        path, lambda: bm25_scale_table(setup, result.queries, result.stubs, sizes, range(seeds), k, gt)
+    )
+    div = scale.groupby(["subset", "size"], as_index=False)["no_overlap_share"].mean()
+    return scale, scale_gap(scale).merge(div, on=["subset", "size"])
