@@ -403,8 +403,9 @@ def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
     main.loc[(main["subset"] == "G1") & (main["method"] == "rtp"), "n_queries"] = 16300
     save_table(main, "main_results", cfg)
     save_table(_paired(), "paired_tests", cfg)
-    save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "text": ["BM25 puts PtR ahead."]}),
-               "retriever_verdicts", cfg)
+    save_table(pd.DataFrame({"subset": ["G2", "all"], "retriever": ["bm25", "all"],
+                             "text": ["G2, bm25: PtR ahead.", "BM25 puts PtR ahead."]}), "retriever_verdicts", cfg)
+    save_table(pd.DataFrame({"text": ["`fused` meets the goal."]}), "retriever_fusion_verdicts", cfg)
     save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "method": ["rtp"], "recall_mean": [0.2],
                              "recall_lo": [0.1], "recall_hi": [0.3], "n_queries": [15]}),
                "retriever_main", cfg)
@@ -430,7 +431,10 @@ def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
         start = text.index(heading)
         end = text.find("\n## ", start + 1)
         assert f"figures/{name}.png" in text[start:end], name
-    assert "BM25 puts PtR ahead." in body.split("## Setup and data")[0]
+    summary = body.split("## Setup and data")[0]
+    assert "BM25 puts PtR ahead." in summary and "`fused` meets the goal." in summary
+    assert "G2, bm25: PtR ahead." not in summary  # the per-set lines are in the retriever section
+    assert "- G2, bm25: PtR ahead." in text.split("## Retriever families")[1]
     assert "nan" not in text.lower().replace("nanmean", "") and "e+0" not in text
     # The summary's verdicts are the notebook's: the same function, the same words for every set.
     paper = {"G1": {"rtp": 0.372, "ptr": 0.289}, "G2": {"rtp": 0.143, "ptr": 0.188}, "G3": {"rtp": 0.160,

@@ -773,8 +773,12 @@ def summary_markdown(cfg: ExperimentConfig, report: pd.DataFrame, refs: dict,
         parts += ["No verdict: this run saved no `main_results` and `paired_tests` tables.", ""]
     retr = TableCache(cfg.tables_dir).get("retriever_verdicts")
     if retr is not None and not retr.empty and {"subset", "retriever", "text"} <= set(retr.columns):
-        parts += ["**Retriever families:**", ""]
-        parts += [f"- {r.subset}, {r.retriever}: {r.text}" for r in retr.itertuples()] + [""]
+        overall = retr[retr["subset"] == "all"]["text"].tolist()
+        fused = TableCache(cfg.tables_dir).get("retriever_fusion_verdicts")
+        fused = fused["text"].tolist() if fused is not None and "text" in fused else []
+        parts += ["**With which retriever?** " + " ".join(overall) + " Per set and family: the section "
+                  "Retriever families below.", ""]
+        parts += [f"- {t}" for t in fused] + ([""] if fused else [])
     parts += setup_differences(cfg, provenance, refs)
     c = status_counts(report)
     parts += [f"**Against the paper's {fmt_count(len(report))} reference numbers:** {c['consistent']} "
@@ -801,7 +805,28 @@ def retriever_section(cfg: ExperimentConfig) -> list[str]:
             elif pd.api.types.is_float_dtype(shown[col]):
                 shown[col] = shown[col].map(fmt_number)
         parts += [shown.to_markdown(index=False), ""]
+    cache = TableCache(cfg.tables_dir)
+    verdicts = cache.get("retriever_verdicts")
+    if verdicts is not None and "text" in verdicts:
+        parts += ["### Does PtR beat RtP, with each retriever?", "",
+                  *[f"- {t}" for t in verdicts["text"]], ""]
+    parts += table_section(cfg, "", RETRIEVER_TABLES)[2:]
+    fused = cache.get("retriever_fusion_verdicts")
+    if fused is not None and "text" in fused:
+        parts += ["### Fused methods against the better dense architecture", "",
+                  *[f"- {t}" for t in fused["text"]], ""]
     return parts + figs
+
+
+RETRIEVER_TABLES = (("retriever_tests", "PtR against RtP per set and family (per query and over runs, Holm)"),
+                    ("retriever_crossover", "The paper's crossover per family"),
+                    ("retriever_routing", "Routing by subset per family"),
+                    ("retriever_divergence", "Disjoint top-k lists per family"),
+                    ("retriever_scale_gap", "BM25 against registry size"),
+                    ("retriever_fusion_choice", "Fused methods chosen on G1-G3 (out-of-fold recall)"),
+                    ("retriever_fusion_design", "Fused methods and families on the design sets"),
+                    ("retriever_fusion_unseen", "The same, unchanged, on the unseen sets"),
+                    ("retriever_costs", "Cost per query"))
 
 
 BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),

@@ -633,7 +633,9 @@ def fusion_tables(
             tables["retriever_fusion_unseen"] = unseen_cmp
     fused_only = design_cmp[design_cmp["method"].isin(specs)]
     unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
-    return specs, tables, fusion_sentences(fused_only, unseen_fused)
+    lines = fusion_sentences(fused_only, unseen_fused)
+    tables["retriever_fusion_verdicts"] = pd.DataFrame({"text": lines})
+    return specs, tables, lines
 
 
 def provenance_markdown(result) -> str:
