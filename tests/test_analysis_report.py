@@ -404,7 +404,8 @@ def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
     save_table(main, "main_results", cfg)
     save_table(_paired(), "paired_tests", cfg)
     save_table(pd.DataFrame({"subset": ["G2", "all"], "retriever": ["bm25", "all"],
-                             "text": ["G2, bm25: PtR ahead.", "BM25 puts PtR ahead."]}), "retriever_verdicts", cfg)
+                             "text": ["G2, bm25: PtR ahead.", "BM25 puts PtR ahead."]}),
+               "retriever_verdicts", cfg)
     save_table(pd.DataFrame({"text": ["`fused` meets the goal."]}), "retriever_fusion_verdicts", cfg)
     save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "method": ["rtp"], "recall_mean": [0.2],
                              "recall_lo": [0.1], "recall_hi": [0.3], "n_queries": [15]}),
