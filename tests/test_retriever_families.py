@@ -204,3 +204,17 @@ def test_bm25_scale_study_indexes_each_sub_registry_on_its_own():
     assert got == pytest.approx(want)
     gap = rv.scale_gap(scale)
     assert set(gap.columns) >= {"rtp", "ptr", "ptr_minus_rtp"} and len(gap) == 2
+
+
+def test_trec_export_writes_every_family_and_ranx_reads_it_back(tmp_path):
+    from ranx import Qrels, Run, evaluate
+
+    from toolbench_lib.eval.export import export_trec
+
+    study = _study()
+    export_trec(study, tmp_path, gts=["candidates"])
+    names = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert "G1.rtp@bm25.run0.trec" in names and "G2.ptr@bm25.run1.trec" in names
+    qrels = Qrels.from_file(str(tmp_path / "qrels" / "G2.candidates.qrels"), kind="trec")
+    run = Run.from_file(str(tmp_path / "runs" / "G2.ptr@bm25.run0.trec"), kind="trec")
+    assert evaluate(qrels, run, "recall@2") == pytest.approx(1.0)  # PtR with BM25 finds all of G2 (by hand)
