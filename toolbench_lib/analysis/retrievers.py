@@ -138,7 +138,7 @@ def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10
 def _p(p: float, why: str = "one run") -> str:
     if p != p:
         return f"n/a ({why})"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"  # 3 significant digits: 0.0496, not 0.050
 
 
 def leader(row: Mapping, alpha: float = ALPHA) -> str:
