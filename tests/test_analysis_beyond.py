@@ -102,7 +102,7 @@ def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
     save_table(wide, "beyond_leaderboard", cfg, "provenance line")
     text = write_report(cfg).read_text()
     assert "## Beyond the paper" in text and "route-cv" in text and "provenance line" in text
-    assert text.index("## Beyond the paper") < text.index("## Figures")
+    assert text.index("## Beyond the paper") < text.index("## Scorecard")  # the scorecard ends the report
 
 
 def test_unseen_queries_drop_repeated_sets() -> None:
