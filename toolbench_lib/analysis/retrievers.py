@@ -199,6 +199,12 @@ def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _and(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def crossover_sentence(cross: pd.DataFrame) -> str:
     """Whether the crossover depends on the retriever, in one generated paragraph."""
     if cross.empty:
@@ -216,7 +222,7 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
     if holds and fails:
         verdict = (
             f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 and "
-            f"G3) appears at the point estimates with {', '.join(holds)} but not with {', '.join(fails)}."
+            f"G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}."
         )
     elif holds:
         verdict = "The paper's crossover appears at the point estimates with every retriever family studied."
