@@ -427,7 +427,8 @@ def save_table(df: pd.DataFrame, name: str, cfg: ExperimentConfig, provenance: s
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)
     csv = cfg.tables_dir / f"{name}.csv"
     df.to_csv(csv, index=False)
-    md = df.to_markdown(index=False) if len(df) else "(empty)"
+    shown = df.astype(object).where(df.notna(), "n/a")  # the Markdown copy says n/a where the CSV has NaN
+    md = shown.to_markdown(index=False) if len(df) else "(empty)"
     if provenance:
         md += f"\n\n_{provenance}_\n"
     (cfg.tables_dir / f"{name}.md").write_text(md + "\n")
