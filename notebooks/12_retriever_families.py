@@ -62,7 +62,6 @@ from toolbench_lib.pipeline.experiment import (
     get_study,
     provenance_line,
     save_figure,
-    save_table,
     save_tables,
 )
 
@@ -85,7 +84,8 @@ display(Markdown(rv.provenance_markdown(study)))
 # calls no LLM before planning; PtR calls it once for its stubs.
 
 # %%
-tables = rv.study_tables(study, cfg.k, gt)
+# Kept (checksummed) beside the stored study, so a warm run reads them instead of computing them again.
+tables = rv.cached_tables(rcfg.study_dir, f"k{cfg.k}-{gt}", lambda: rv.study_tables(study, cfg.k, gt))
 save_tables(tables, cfg, prov)
 display(format_numbers(tables["retriever_main"], 3))
 display(Image(filename=str(save_figure(rv.family_figure(tables["retriever_main"], cfg.k), "retriever_recall",
@@ -146,12 +146,14 @@ vcfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-validati
 got = get_retrievers_study(vcfg, 1, setup.ds.queries) if validation_sets else None
 vstudy = got[2] if got else None
 unseen, kept = rv.unseen_keys(vstudy, result) if vstudy is not None else (set(), None)
-specs, ftables, lines = rv.fusion_tables(study, vstudy, unseen, cfg.k, gt, cfg.seed)
+fkey = f"fusion-k{cfg.k}-{gt}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
+ftables = rv.cached_tables(rcfg.study_dir, fkey, lambda: rv.fusion_and_costs(
+    study, vstudy, unseen, rv.cached_search_ms(rcfg, rsetup, study), cfg.k, gt, cfg.seed))
 save_tables({**ftables, **({"retriever_unseen_queries": kept} if kept is not None else {})}, cfg, prov)
 display(format_numbers(ftables["retriever_fusion_choice"], 3))
 display(format_numbers(ftables["retriever_fusion_design"], 3))
 display(format_numbers(ftables.get("retriever_fusion_unseen", kept), 3))
-display(Markdown("\n".join(f"- {line}" for line in lines)))
+display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_verdicts"]["text"])))
 
 # %% [markdown]
 # ## Cost per query
@@ -160,6 +162,4 @@ display(Markdown("\n".join(f"- {line}" for line in lines)))
 # query of each family on this machine (the queries and the stubs searched once, after a warm-up).
 
 # %%
-costs = rv.cost_table(study, rv.families_of(study), specs, rv.cached_search_ms(rcfg, rsetup, study))
-save_table(costs, "retriever_costs", cfg, prov)
-display(format_numbers(costs, 3))
+display(format_numbers(ftables["retriever_costs"], 3))

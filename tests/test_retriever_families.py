@@ -218,3 +218,22 @@ def test_trec_export_writes_every_family_and_ranx_reads_it_back(tmp_path):
     qrels = Qrels.from_file(str(tmp_path / "qrels" / "G2.candidates.qrels"), kind="trec")
     run = Run.from_file(str(tmp_path / "runs" / "G2.ptr@bm25.run0.trec"), kind="trec")
     assert evaluate(qrels, run, "recall@2") == pytest.approx(1.0)  # PtR with BM25 finds all of G2 (by hand)
+
+
+def test_cached_tables_are_read_back_and_a_damaged_copy_is_made_again(tmp_path):
+    calls = []
+
+    def make():
+        calls.append(1)
+        return {"a": pd.DataFrame({"x": [1.5, 2.5]}), "b": pd.DataFrame({"text": ["one"]})}
+
+    first = rv.cached_tables(tmp_path, "k5", make)
+    again = rv.cached_tables(tmp_path, "k5", make)
+    assert len(calls) == 1 and again["a"]["x"].tolist() == [1.5, 2.5]
+    assert again["b"]["text"].tolist() == ["one"]
+    victim = next(tmp_path.glob("tables-k5-*/a.parquet"))
+    victim.write_bytes(victim.read_bytes()[:-8])
+    rv.cached_tables(tmp_path, "k5", make)
+    assert len(calls) == 2  # the damaged copy was detected and not used
+    rv.cached_tables(tmp_path, "k10", make)
+    assert len(calls) == 3 and set(first) == {"a", "b"}

@@ -825,3 +825,40 @@ def cached_bm25_scale(
     )
     div = scale.groupby(["subset", "size"], as_index=False)["no_overlap_share"].mean()
     return scale, scale_gap(scale).merge(div, on=["subset", "size"])
+
+
+TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
+
+
+def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
+    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-v<version>/``: read
+    when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last."""
+    import json
+
+    from ..data.atomic import atomic_path, checksum_problem, write_checksum
+
+    where = folder / f"tables-{key}-v{TABLES_VERSION}"
+    try:
+        names = json.loads((where / "index.json").read_text())
+        if all(checksum_problem(where / f"{n}.parquet") is None for n in names):
+            return {n: pd.read_parquet(where / f"{n}.parquet") for n in names}
+    except (OSError, ValueError):
+        pass
+    tables = make()
+    where.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        with atomic_path(where / f"{name}.parquet") as tmp:
+            table.to_parquet(tmp, index=False)
+        write_checksum(where / f"{name}.parquet")
+    with atomic_path(where / "index.json") as tmp:
+        tmp.write_text(json.dumps(list(tables)))
+    return tables
+
+
+def fusion_and_costs(
+    design, validation, unseen, setup_ms: dict, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> dict[str, pd.DataFrame]:
+    """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
+    specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
+    tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)
+    return tables
