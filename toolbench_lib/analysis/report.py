@@ -21,6 +21,7 @@ import yaml
 from ..data.paths import PROJECT_ROOT
 from ..pipeline.experiment import ExperimentConfig
 from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from .teaching import teaching_material, worked_examples  # noqa: F401  (worked_examples: re-exported)
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
@@ -353,13 +354,6 @@ def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FIL
         if e["id"] == entry_id:
             return paper_bounds(e["paper"]).get(bound)
     return None
-
-
-def worked_examples(path: Path = REFERENCES_FILE, present_only: bool = True) -> list[dict]:
-    """The paper's Table 2 examples (``id, quote, winner, ptr_recall, rtp_recall, qkey, description``);
-    by default only those whose query is in the data (the others say why under ``absent``)."""
-    examples = yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", [])
-    return [dict(x) for x in examples if x.get("qkey") or not present_only]
 
 
 def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
@@ -899,8 +893,6 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     figures (the worked queries and Table 2 examples among them), this toolkit's own sections, the
     scorecard last. ``material`` is the run's :class:`~toolbench_lib.analysis.teaching.TeachingMaterial`
     (read from its stored study when not given)."""
-    from .teaching import teaching_material
-
     material = teaching_material(cfg) if material is None else material
     after = teaching_sections(material)
     parts = [f"# Reproduction report: {cfg.run_name}", "",

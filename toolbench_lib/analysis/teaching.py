@@ -24,8 +24,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import yaml
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..pipeline.study import StudyResult
 from .numbers import fmt_count, fmt_number
@@ -398,8 +400,6 @@ def worked_queries_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
 def paper_examples(result: StudyResult, examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
     """``id, qkey, winner, ptr_recall, rtp_recall, present, why`` of every Table 2 example: whether its query
     is in this study, and why not."""
-    from .report import worked_examples
-
     examples = worked_examples(present_only=False) if examples is None else examples
     keys = set(result.queries["qkey"])
     rows = []
@@ -495,3 +495,13 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
     return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels),
                             paper_examples_markdown(result, cfg.k, gt, run, labels),
                             pick_worked_queries(result, cfg.k, gt, run))
+
+
+PAPER_FILE = PROJECT_ROOT / "references" / "paper.yaml"
+
+
+def worked_examples(path: Path = PAPER_FILE, present_only: bool = True) -> list[dict]:
+    """The paper's Table 2 examples (``id, quote, winner, ptr_recall, rtp_recall, qkey, description``);
+    by default only those whose query is in the data (the others say why under ``absent``)."""
+    examples = yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", [])
+    return [dict(x) for x in examples if x.get("qkey") or not present_only]
