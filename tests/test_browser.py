@@ -71,11 +71,15 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def app(stored, tmp_path_factory):
-    """`make explore`'s Voilà on a free loopback port, kernels culled after 4 idle seconds."""
+    """`make explore`'s Voilà on a free loopback port, kernels culled after 20 idle seconds.
+
+    Shorter timeouts let the server cull a kernel that is still rendering the page: Voilà executes the
+    notebook before any browser connects, and on a loaded machine a quiet cell (loading the study, a first
+    ranx compile) outlasted a 4-second limit."""
     port = _free_port()
     log = tmp_path_factory.mktemp("voila") / "voila.log"
     with log.open("w") as out:
-        proc = subprocess.Popen(voila_argv(port, cull_idle_s=4, cull_interval_s=2), env=voila_env(stored[0]),
+        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(stored[0]),
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
