@@ -55,6 +55,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_parsing_fuzz.py::test_one_mb_replies_parse_in_bounded_time": ("slow",),
     "test_regression.py::test_slice_families_matrix": ("model",),  # evaluate loads the embedder
     "test_reproduce.py::test_failing_notebook_stops_the_run": ("slow",),  # starts a kernel
+    "test_reproduce.py::test_console_is_quiet_when_nothing_fails": ("data", "slow"),  # the report reads data
     "test_reproduce.py::test_notebooks_between_run_together_and_the_report_after_them": ("data", "slow"),
 }
 TIER_MARKERS = ("data", "model", "slow", "local_llm")
