@@ -27,9 +27,9 @@ from sklearn.model_selection import StratifiedKFold
 
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import direct_recall, per_query_runs, score_rankings
-from ..eval.stats import bootstrap_ci, holm, paired_test, runs_test
+from ..eval.stats import bootstrap_ci, holm, paired_comparison, paired_test, runs_test
 from ..eval.summary import summary_table
-from ..retrieval.fused import FusionSpec, candidate_specs, study_rankings
+from ..retrieval.fused import FusionSpec, best_by_group, candidate_specs, study_rankings
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
 from .k_ablation import k_ablation
@@ -88,42 +88,48 @@ def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10
     """
     pq = per_query_runs(result, k, gt, ("recall",))
     pq["subset"] = pq["subset"].map(subset_alias)
-    rows = []
+    names = {"n": "n_queries", "mean_a": "rtp", "mean_b": "ptr", "wins_b": "ptr_wins", "wins_a": "rtp_wins"}
+    keep = [
+        "subset",
+        "retriever",
+        "n_queries",
+        "n_runs",
+        "rtp",
+        "ptr",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "ptr_wins",
+        "rtp_wins",
+        "ties",
+        "p_t",
+        "p_wilcoxon",
+        "p_sign",
+        "p_runs",
+        "t_runs",
+        "runs_note",
+    ]
+    frames = []
     for family in families_of(result):
         a, b = method_name("rtp", family), method_name("ptr", family)
-        for subset in _subsets(result):
-            s = pq[pq["subset"] == subset]
-            per_q = s.groupby(["qkey", "method"])["recall"].mean().unstack()
-            if a not in per_q or b not in per_q:
-                continue
-            res = paired_test(per_q[a].to_numpy(), per_q[b].to_numpy(), n_resamples)
-            run_means = s.groupby(["method", "run"])["recall"].mean()
+        mine = pq[pq["method"].isin([a, b])]
+        per_query = paired_comparison(mine, a, b, ["recall"], by=("subset",), n_resamples=n_resamples)
+        runs = []
+        for subset in per_query["subset"]:
+            run_means = mine[mine["subset"] == subset].groupby(["method", "run"])["recall"].mean()
             ptr_runs = run_means.loc[b].to_numpy(float)
-            over_runs = runs_test([float(run_means.loc[a].mean())], ptr_runs, a_deterministic=True)
-            decidable = not over_runs["note"]  # fewer than 2 runs, or runs without variance: no t-test
-            rows.append(
+            over = runs_test([float(run_means.loc[a].mean())], ptr_runs, a_deterministic=True)
+            decidable = not over["note"]  # fewer than 2 runs, or runs without variance: no t-test
+            runs.append(
                 {
-                    "subset": subset,
-                    "retriever": family,
-                    "n_queries": res["n"],
                     "n_runs": int(ptr_runs.size),
-                    "rtp": res["mean_a"],
-                    "ptr": res["mean_b"],
-                    "diff": res["diff"],
-                    "ci_low": res["ci_low"],
-                    "ci_high": res["ci_high"],
-                    "ptr_wins": res["wins_b"],
-                    "rtp_wins": res["wins_a"],
-                    "ties": res["ties"],
-                    "p_t": res["p_t"],
-                    "p_wilcoxon": res["p_wilcoxon"],
-                    "p_sign": res["p_sign"],
-                    "p_runs": over_runs["p_value"] if decidable else np.nan,
-                    "t_runs": over_runs["statistic"] if decidable else np.nan,
-                    "runs_note": over_runs["note"],
+                    "p_runs": over["p_value"] if decidable else np.nan,
+                    "t_runs": over["statistic"] if decidable else np.nan,
+                    "runs_note": over["note"],
                 }
             )
-    out = pd.DataFrame(rows)
+        frames.append(per_query.rename(columns=names).assign(retriever=family, **pd.DataFrame(runs)))
+    out = pd.concat(frames, ignore_index=True)[keep] if frames else pd.DataFrame()
     if out.empty:
         return out
     for col in ("p_t", "p_wilcoxon", "p_sign"):
@@ -316,12 +322,6 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
     return out / result.n_runs
 
 
-def _best(recall: np.ndarray, groups: np.ndarray) -> int:
-    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
-    score = per_group.mean(axis=1)
-    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
-
-
 def choose_fusion(
     result,
     components: Sequence[str],
@@ -340,11 +340,11 @@ def choose_fusion(
     specs = candidate_specs(components, values)
     keys, groups = _keys_groups(result)
     recall = spec_recalls(specs, result, k, gt)
-    fitted = specs[_best(recall, groups)]
+    fitted = specs[best_by_group(recall, groups)]
     n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
     cv = np.zeros(len(keys))
     for train, test in StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(keys, groups):
-        cv[test] = recall[_best(recall[:, train], groups[train]), test]
+        cv[test] = recall[best_by_group(recall[:, train], groups[train]), test]
     return {"spec": fitted, "cv_recall": pd.Series(cv, index=keys), "n_candidates": len(specs)}
 
 
@@ -761,20 +761,6 @@ def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def cached_table(path, make) -> pd.DataFrame:
-    """A table kept as parquet with its sha256 beside it (``<path>.sha256``): read when the checksum holds,
-    else made by ``make()`` and written (a damaged or missing copy is never used)."""
-    from ..data.atomic import atomic_path, checksum_problem, write_checksum
-
-    if path.exists() and checksum_problem(path) is None:
-        return pd.read_parquet(path)
-    table = make()
-    with atomic_path(path) as tmp:
-        table.to_parquet(tmp, index=False)
-    write_checksum(path)
-    return table
-
-
 def bm25_scale_table(
     setup, queries: pd.DataFrame, stubs: pd.DataFrame, sizes, seeds, k: int = 5, gt: str = DEFAULT_GT
 ) -> pd.DataFrame:
@@ -819,10 +805,12 @@ def cached_bm25_scale(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scale, gap)``: :func:`bm25_scale_table` kept (checksummed) in ``folder`` under its parameters' key,
     and :func:`scale_gap` with the mean disjoint share per set and size."""
-    path = folder / f"bm25_scale_{scale_key(sizes, range(seeds), k, gt)}.parquet"
-    scale = cached_table(
-        path, lambda: bm25_scale_table(setup, result.queries, result.stubs, sizes, range(seeds), k, gt)
-    )
+    key = f"bm25-scale-{scale_key(sizes, range(seeds), k, gt)}"
+    scale = cached_tables(
+        folder,
+        key,
+        lambda: {"scale": bm25_scale_table(setup, result.queries, result.stubs, sizes, range(seeds), k, gt)},
+    )["scale"]
     div = scale.groupby(["subset", "size"], as_index=False)["no_overlap_share"].mean()
     return scale, scale_gap(scale).merge(div, on=["subset", "size"])
 

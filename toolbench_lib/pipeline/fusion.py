@@ -39,6 +39,7 @@ from ..retrieval.fuse import Ranking, combine, min_max  # noqa: F401  (combine, 
 from ..retrieval.fuse import ids as _ids
 from ..retrieval.fuse import rr_scores as _rr_scores
 from ..retrieval.fuse import top as _top
+from ..retrieval.fused import best_by_group
 
 Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
 
@@ -251,16 +252,6 @@ def _recall_matrix(grid: Mapping[float, Lists], keys: Sequence[str], qrels: Mapp
     return out
 
 
-def _best(recall: np.ndarray, groups: np.ndarray) -> int:
-    """Index of the parameter with the best recall averaged within each group, then over groups.
-
-    Ties go to the first parameter in grid order (a weight of 0 / a threshold of -inf: plain RtP first).
-    """
-    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
-    score = per_group.mean(axis=1)
-    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
-
-
 def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5, seed: int = 0,
              tune_k: int | None = None) -> tuple[Lists, dict[str, float]]:
     """Out-of-fold top-``k`` lists of a ``-cv`` method and each query's chosen parameter.
@@ -277,7 +268,7 @@ def cv_lists(inp: FusionInputs, name: str, k: int, folds: int = 5, seed: int = 0
     lists: Lists = {}
     chosen: dict[str, float] = {}
     for train, test in splitter.split(np.zeros(len(keys)), groups):
-        p = params[_best(recall[:, train], groups[train])]
+        p = params[best_by_group(recall[:, train], groups[train])]
         for j in test:
             lists[keys[j]] = grid[p][keys[j]]
             chosen[keys[j]] = float(p)
@@ -298,7 +289,7 @@ def leave_one_set_out(inp: FusionInputs, name: str, k: int) -> tuple[Lists, dict
     lists: Lists = {}
     chosen: dict[str, float] = {}
     for train, test in LeaveOneGroupOut().split(np.zeros(len(keys)), groups=groups):
-        p = params[_best(recall[:, train], groups[train])]
+        p = params[best_by_group(recall[:, train], groups[train])]
         for j in test:
             lists[keys[j]], chosen[keys[j]] = grid[p][keys[j]], float(p)
     return {key: lists[key] for key in keys}, chosen
@@ -311,7 +302,7 @@ def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, flo
     out = {}
     for name in names:
         grid = param_grid(inp, name, k)
-        out[name] = float(list(grid)[_best(_recall_matrix(grid, keys, inp.qrels, k), groups)])
+        out[name] = float(list(grid)[best_by_group(_recall_matrix(grid, keys, inp.qrels, k), groups)])
     return out
 
 

@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .fuse import Ranking, combine, top
@@ -102,6 +103,14 @@ def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0
     comps = tuple(components)
     return [FusionSpec(comps, "rrf", None),
             *(FusionSpec(comps, "wsum", "min-max", w) for w in weight_grid(len(comps), values))]
+
+
+def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
+    """Index of the row (a candidate parameter or spec) of ``recall`` (candidates x queries) with the best
+    recall averaged within each group (query set), then over groups; ties go to the first in order."""
+    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
+    score = per_group.mean(axis=1)
+    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
 
 
 class FusedRunsRetriever:
