@@ -651,7 +651,14 @@ def provenance_markdown(result) -> str:
         return "_The study's provenance does not describe its retrievers._"
     lines = []
     for family, what in prov.items():
-        text = what if isinstance(what, str) else "; ".join(f"{k}: {v}" for k, v in what.items())
+        text = (
+            what
+            if isinstance(what, str)
+            else "; ".join(
+                f"{k}: {v if not isinstance(v, dict) else ', '.join(f'{a} {b}' for a, b in v.items())}"
+                for k, v in what.items()
+            )
+        )
         lines.append(f"- **{family}**: {text}")
     return "\n".join(lines)
 
