@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 from toolbench_lib.llm.json_text import extract_json
 from toolbench_lib.llm.parsing import (
+    MAX_STUBS,
     Plan,
     Stub,
     fidelity,
     parse_plan,
     parse_stubs,
+    parse_stubs_counted,
     parse_verdict,
     resolve_plan_apis,
     stub_text,
@@ -183,8 +185,27 @@ def test_stubs_missing_fields_and_strings():
     )
     assert stubs[1] == Stub("Currency Converter", "")
     assert stubs[2] == Stub("Hotel Search", "")
-    assert stubs[3] == Stub("3", "")
-    assert len(stubs) == 4
+    assert len(stubs) == 3  # a bare number (3) names no tool
+
+
+@pytest.mark.parametrize("reply", ['{"name": 12}', '[{"name": 12}]', '[{"name": 1.5, "reasoning": 7}]',
+                                   '[{"name": true}]', '[12, 13]', '{"stubs": [{"name": [1, 2]}]}'])
+def test_stub_names_that_are_not_text_fall_back(reply):
+    stubs, fell_back = parse_stubs(reply, QUERY)
+    assert fell_back and stubs == [Stub(QUERY, "fallback: raw query")]
+
+
+def test_a_number_name_with_reasoning_takes_its_name_from_the_reasoning():
+    stubs, fell_back = parse_stubs('[{"name": 12, "reasoning": "convert euros to dollars"}]', QUERY)
+    assert not fell_back and stubs == [Stub("convert euros to dollars", "convert euros to dollars")]
+
+
+def test_stubs_beyond_the_cap_are_counted():
+    reply = json.dumps([{"name": f"Tool {i}", "reasoning": "r"} for i in range(50)] + [{"name": "tool 0"}])
+    stubs, fell_back, dropped = parse_stubs_counted(reply, QUERY)
+    assert [s.name for s in stubs] == [f"Tool {i}" for i in range(MAX_STUBS)] and not fell_back
+    assert dropped == 50 - MAX_STUBS  # the repeated name is a duplicate, not a dropped stub
+    assert parse_stubs_counted(reply, QUERY, max_stubs=60)[2] == 0
 
 
 def test_stubs_alias_keys():

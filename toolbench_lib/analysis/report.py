@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..data.markdown import md_table
 from ..data.paths import PROJECT_ROOT
 from ..pipeline.experiment import ExperimentConfig
 from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
@@ -665,7 +666,7 @@ def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
 
 
 def _report_table(report: pd.DataFrame, full: bool = True) -> str:
-    return _shown(report, full).to_markdown(index=False) if len(report) else "No reference number here."
+    return md_table(_shown(report, full)) if len(report) else "No reference number here."
 
 
 def section_rows(report: pd.DataFrame, prefixes) -> pd.DataFrame:
@@ -738,7 +739,7 @@ def setup_differences(cfg: ExperimentConfig, provenance: list[dict], refs: dict)
     for subset in cfg.subsets:
         rows.append((f"{subset} queries", fmt_count(paper_n.get(subset)), f"{fmt_count(counts.get(subset))} "
                      f"({DEFAULT_SUBSETS.get(subset, subset)})"))
-    table = pd.DataFrame(rows, columns=["", "paper", "this run"]).to_markdown(index=False)
+    table = md_table(pd.DataFrame(rows, columns=["", "paper", "this run"]))
     return ["> **What differs from the paper's setup**", ">",
             *[f"> {line}" for line in table.splitlines()], ""]
 
@@ -798,7 +799,7 @@ def retriever_section(cfg: ExperimentConfig) -> list[str]:
                 shown[col] = shown[col].map(fmt_count)
             elif pd.api.types.is_float_dtype(shown[col]):
                 shown[col] = shown[col].map(fmt_number)
-        parts += [shown.to_markdown(index=False), ""]
+        parts += [md_table(shown), ""]
     cache = TableCache(cfg.tables_dir)
     verdicts = cache.get("retriever_verdicts")
     if verdicts is not None and "text" in verdicts:

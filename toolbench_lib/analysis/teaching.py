@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..pipeline.study import StudyResult
@@ -324,15 +325,16 @@ def worked_query(result: StudyResult, qkey: str, k: int = 5, gt: str = DEFAULT_G
 
 
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Untrusted text (a query, a registry label, a stub) inside a line or table cell: shown as text."""
+    return md_text(text, line_start=False)
 
 
 def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
     """An API as shown: its label (tool / API (category)) and id; the id alone without a label."""
     label = labels.get(api_id)
     if not label:
-        return f"`{_cell(api_id)}`"
-    return _cell(label) + (f" `{_cell(api_id)}`" if with_id else "")
+        return md_code(api_id, in_table=True)
+    return _cell(label) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
 
 
 def _paper_quote(text: str) -> str:
@@ -352,14 +354,14 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
         who = [name for m, name in (("rtp", "RtP"), ("ptr", "PtR")) if api_id in found[m]]
         return "found by " + " and ".join(who) if who else "missed by both"
 
-    parts += [f"> {_cell(wq.query)}", "",
-              f"*{subset_alias(wq.subset)}, `{wq.qkey}`; ground truth `{wq.gt}`, "
+    parts += [f"> {md_text(wq.query)}", "",
+              f"*{_cell(subset_alias(wq.subset))}, {md_code(wq.qkey)}; ground truth {md_code(wq.gt)}, "
               f"{fmt_count(len(wq.ground_truth))} APIs:*", ""]
     parts += [f"- {_api(a, labels)}: {found_by(a)}" for a in wq.ground_truth] + [""]
     if wq.stubs:
         what = "fell back to the raw query" if wq.fell_back else f"{len(wq.stubs)} stubs"
         parts += [f"**PtR's stubs** (run {wq.run}; {what}):", ""]
-        parts += [f"{i}. `{_cell(name)}`" + (f": {_cell(why)}" if why else "")
+        parts += [f"{i}. {md_code(name)}" + (f": {_cell(why)}" if why else "")
                   for i, (name, why) in enumerate(wq.stubs, 1)] + [""]
     else:
         parts += [f"**PtR's stubs:** none stored for run {wq.run}.", ""]
@@ -406,7 +408,7 @@ def paper_examples(result: StudyResult, examples: Sequence[Mapping] | None = Non
     for x in examples:
         qkey = x.get("qkey")
         present = bool(qkey) and qkey in keys
-        why = ("" if present else f"`{qkey}` is not among this run's queries" if qkey else
+        why = ("" if present else f"{md_code(qkey)} is not among this run's queries" if qkey else
                f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}")
         rows.append({"id": x["id"], "qkey": qkey, "winner": x["winner"], "ptr_recall": x["ptr_recall"],
                      "rtp_recall": x["rtp_recall"], "present": present, "why": why, "quote": x["quote"],
@@ -434,7 +436,7 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
         ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
-        parts += [f"### `{x.id}`", "", f"*The paper:* {_paper_quote(x.quote)}", "",
+        parts += [f"### {md_code(x.id)}", "", f"*The paper:* {_paper_quote(x.quote)}", "",
                   f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
                   f"(paper: RtP {x.rtp_recall:g}, PtR {x.ptr_recall:g}); leader here: "
                   f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description
@@ -442,7 +444,7 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
                   ""]
         parts += worked_query_markdown(wq, labels)
     if len(absent):
-        parts += ["Not shown:", ""] + [f"- `{x.id}`: {x.why}." for x in absent.itertuples()] + [""]
+        parts += ["Not shown:", ""] + [f"- {md_code(x.id)}: {x.why}." for x in absent.itertuples()] + [""]
     return parts
 
 

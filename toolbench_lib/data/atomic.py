@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import logging
 import os
@@ -54,7 +56,8 @@ def _process_alive(pid: int) -> bool:
 
 
 def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> list[Path]:
-    """Remove the temporary files of :func:`atomic_path` left by dead processes or older than ``max_age_s``.
+    """Remove the temporary files and folders (:func:`atomic_path`, :func:`atomic_folder`, a cache's
+    ``.<name>.<pid>.tmp.d``) left by dead processes or older than ``max_age_s``.
 
     Looks through ``folders`` recursively; returns the removed paths (each is logged).
     """
@@ -63,8 +66,8 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
         folder = Path(folder)
         if not folder.is_dir():
             continue
-        for path in folder.rglob(".*.tmp*"):
-            if path.is_file() and _remove_stale(path, max_age_s):
+        for path in sorted(folder.rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # a folder before its files
+            if (path.is_file() or path.is_dir()) and _remove_stale(path, max_age_s):
                 removed.append(path)
     return removed
 
@@ -112,6 +115,40 @@ def _remove_stale(path: Path, max_age_s: float) -> bool:
     return True
 
 
+def lock_path(folder: str | os.PathLike[str]) -> Path:
+    """The lock file of ``folder``: ``.<name>.lock`` beside it (never removed: removing races)."""
+    folder = Path(folder)
+    return folder.with_name(f".{folder.name}.lock")
+
+
+@contextmanager
+def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
+    """An advisory lock on ``folder`` (``flock`` of :func:`lock_path`): :func:`atomic_folder` moves files in
+    under the exclusive lock, readers hold the shared one, so a reader never sees two writers' files.
+
+    Where no lock file can be made (a read-only checkout) a reader goes on unlocked: nothing of this
+    toolkit can write there either.
+    """
+    path = lock_path(folder)
+    fd = None
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            fd = os.open(path, flags, 0o644)
+            break
+        except OSError:
+            continue
+    if fd is None:
+        if not shared:
+            raise FolderWriteError(errno.EACCES, f"could not lock {path}; {folder} is left as it was")
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 @contextmanager
 def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) -> Iterator[FolderWriter]:
     """Write a folder's files into a new temporary folder beside it, then move them in.
@@ -119,8 +156,10 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
     Stale temporary files and folders of dead processes in and beside ``folder`` are removed first. When
     the block ends without error, the files in ``last`` are first removed from ``folder`` (so that a reader
     never trusts a half-moved folder), every other new file is moved in, then those of ``last``; files of
-    ``folder`` that were not written stay. When writing fails (a full disk, a file too large), the
-    temporary folder is removed, ``folder`` is left exactly as it was, and the error names the file.
+    ``folder`` that were not written stay; the moves happen under :func:`folder_lock`, so concurrent
+    writers never interleave and a reader holding the shared lock sees one writer's folder. When writing
+    fails (a full disk, a file too large), the temporary folder is removed, ``folder`` is left exactly as
+    it was, and the error names the file.
     """
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -138,12 +177,13 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
             raise
         except OSError as exc:
             raise _named_os_error(exc, writer.current or folder, folder) from exc
-        folder.mkdir(exist_ok=True)
         names = sorted(p.name for p in tmp.iterdir())
-        for name in last:
-            (folder / name).unlink(missing_ok=True)
-        for name in [n for n in names if n not in last] + [n for n in last if n in names]:
-            os.replace(tmp / name, folder / name)
+        with folder_lock(folder):  # one writer moves in at a time; readers wait (see folder_lock)
+            folder.mkdir(exist_ok=True)
+            for name in last:
+                (folder / name).unlink(missing_ok=True)
+            for name in [n for n in names if n not in last] + [n for n in last if n in names]:
+                os.replace(tmp / name, folder / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -16,11 +16,13 @@ run line; ``trec_eval -c`` averages over every judged query.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..data.atomic import atomic_path
+from ..data.atomic import atomic_path, clean_stale_temps
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 
 MANIFEST = "manifest.json"
@@ -59,15 +61,62 @@ def _write(path: Path, lines: list[str]) -> None:
         tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
+class ExportFolderError(ValueError):
+    """``--out`` holds something other than an earlier export of this command."""
+
+
+def _check_own_folder(out: Path) -> None:
+    """Refuse a non-empty ``out`` that is not an earlier export (a folder with this command's manifest)."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ExportFolderError(f"--out {out} is a file, not a folder")
+    if not any(out.iterdir()):
+        return
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        own = isinstance(manifest, dict) and manifest.get("format", {}).get("run", "").startswith("qid Q0")
+    except (OSError, ValueError, AttributeError):
+        own = False
+    if not own:
+        raise ExportFolderError(f"--out {out} is not empty and is not an earlier TREC export (no {MANIFEST} "
+                                "of this command): choose a new or empty folder")
+
+
 def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS,
                 source: str | None = None) -> dict:
-    """Write the study's TREC run and qrels files under ``out_dir``; returns (and writes) the manifest.
+    """Write the study's TREC run and qrels files as the folder ``out_dir``; returns (and writes) the
+    manifest.
 
     Every method's ranking is written for every run (a deterministic method's stored ranking repeats), so
-    the mean over a method's run files is the study's mean over runs.
+    the mean over a method's run files is the study's mean over runs. The export owns its folder: it is
+    written beside ``out_dir`` and renamed into place, replacing an earlier export whole (no file of
+    another study stays beside the new manifest); a folder holding anything else is refused, and a failed
+    export leaves ``out_dir`` as it was.
     """
-    out = Path(out_dir)
+    final = Path(out_dir)
+    _check_own_folder(final)
     gts = [check_gt(g) for g in gts]
+    final.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(final.parent)
+    out = final.with_name(f".{final.name}.{os.getpid()}.tmp.d")
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        manifest = _export_into(result, out, gts, source)
+        if final.exists():
+            old = final.with_name(f".{final.name}.{os.getpid()}.tmp.old")
+            os.replace(final, old)
+            os.replace(out, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(out, final)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return manifest
+
+
+def _export_into(result, out: Path, gts: Sequence[str], source: str | None) -> dict:
+    """The files of :func:`export_trec`, written under ``out``."""
     queries = result.queries
     qrels = {gt: result.qrels(gt) for gt in gts}
     files = []

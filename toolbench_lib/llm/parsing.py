@@ -118,34 +118,48 @@ def _stub_items(data: object) -> list:
 
 
 def _to_stub(item: object) -> Stub | None:
-    """One item as a Stub, or None when it names nothing."""
+    """One item as a Stub, or None when it names nothing. A name is text: a number, flag or container
+    (``{"name": 12}``) names no tool."""
     if isinstance(item, dict):
-        name, reasoning = _first(item, _NAME_KEYS), _first(item, _REASON_KEYS)
+        texts = {k: v for k, v in item.items() if isinstance(v, str)}
+        name, reasoning = _first(texts, _NAME_KEYS), _first(texts, _REASON_KEYS)
     else:
-        name, reasoning = _clean(item), ""
+        name, reasoning = (_clean(item) if isinstance(item, str) else ""), ""
     if not name and reasoning:
         name = _name_from_reasoning(reasoning)
     return Stub(name=name, reasoning=reasoning) if name else None
 
 
-def parse_stubs(text: str | None, query: str, max_stubs: int = 8) -> tuple[list[Stub], bool]:
+MAX_STUBS = 8  # stubs kept per reply; the paper reports 2.4-2.5 per query, so a longer list is a runaway
+
+
+def parse_stubs(text: str | None, query: str, max_stubs: int = MAX_STUBS) -> tuple[list[Stub], bool]:
     """Stubs from a reply, deduplicated by name (case-insensitive), at most ``max_stubs``.
 
     Returns ``(stubs, fell_back)``; when nothing usable is found the only stub is the raw query.
     """
+    stubs, fell_back, _ = parse_stubs_counted(text, query, max_stubs)
+    return stubs, fell_back
+
+
+def parse_stubs_counted(text: str | None, query: str,
+                        max_stubs: int = MAX_STUBS) -> tuple[list[Stub], bool, int]:
+    """:func:`parse_stubs` and the number of distinct usable stubs left out beyond ``max_stubs``."""
     stubs: list[Stub] = []
     seen: set[str] = set()
+    dropped = 0
     for item in _stub_items(extract_json(text)):
         stub = _to_stub(item)
         if stub is None or stub.name.casefold() in seen:
             continue
         seen.add(stub.name.casefold())
-        stubs.append(stub)
         if len(stubs) >= max_stubs:
-            break
+            dropped += 1
+            continue
+        stubs.append(stub)
     if stubs:
-        return stubs, False
-    return [Stub(name=query, reasoning="fallback: raw query")], True
+        return stubs, False, dropped
+    return [Stub(name=query, reasoning="fallback: raw query")], True, 0
 
 
 # --------------------------------------------------------------------------- plans

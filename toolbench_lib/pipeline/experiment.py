@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.markdown import md_table
 from ..data.paths import OUTPUTS_DIR
 
 log = logging.getLogger(__name__)
@@ -427,8 +428,7 @@ def save_table(df: pd.DataFrame, name: str, cfg: ExperimentConfig, provenance: s
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)
     csv = cfg.tables_dir / f"{name}.csv"
     df.to_csv(csv, index=False)
-    shown = df.astype(object).where(df.notna(), "n/a")  # the Markdown copy says n/a where the CSV has NaN
-    md = shown.to_markdown(index=False) if len(df) else "(empty)"
+    md = md_table(df) if len(df) else "(empty)"  # n/a where the CSV has NaN; text cells escaped
     if provenance:
         md += f"\n\n_{provenance}_\n"
     (cfg.tables_dir / f"{name}.md").write_text(md + "\n")

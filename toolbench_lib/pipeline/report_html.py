@@ -11,7 +11,12 @@ The notebooks are merged in order with their code, prompts, log streams and bare
 - paths relative to the run folder instead of absolute paths of the machine;
 - each distinct provenance line once (its first occurrence);
 - no script and no request to a CDN: every asset is inline, MathJax and require.js are left out (no
-  notebook writes TeX).
+  notebook writes TeX);
+- untrusted text cannot come alive: the page's content is sanitised by an allow-list (``nh3``: known tags
+  and attributes only, no event handler, no ``javascript:`` or ``data:`` link, images only as inline PNG,
+  JPEG or GIF or relative files), and a Content-Security-Policy ``<meta>`` forbids every script, frame,
+  form and request to another origin. Query text, registry docs and LLM replies are escaped where they
+  are written (:mod:`toolbench_lib.data.markdown`); this is the second line.
 """
 
 from __future__ import annotations
@@ -58,6 +63,25 @@ nav#toc li {break-inside: avoid}
 .jp-OutputArea-output img {max-width: 100%; height: auto}
 a.toc-top {font-size: 11px; margin-left: 8px}
 """
+
+# No script of any origin, no frame, no form, no request beyond the page's own folder (its figures).
+CSP = ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; font-src 'self' data:; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+SAFE_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del", "details",
+    "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",
+    "kbd", "li", "main", "mark", "nav", "ol", "p", "pre", "q", "s", "samp", "section", "small", "span",
+    "strong", "style", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u",
+    "ul", "var",
+})
+SAFE_ATTRIBUTES = {
+    "*": {"class", "id", "title", "style", "role", "lang", "dir", "aria-label", "aria-hidden",
+          "data-mime-type"},
+    "a": {"href"}, "img": {"src", "alt", "width", "height"}, "ol": {"start"},
+    "td": {"colspan", "rowspan", "align"}, "th": {"colspan", "rowspan", "align", "scope"},
+    "col": {"span"}, "colgroup": {"span"}, "details": {"open"},
+}
+SAFE_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z")
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +156,13 @@ def tidy_report_html(page: str, out_dir: Path, title: str) -> str:
     soup = BeautifulSoup(page, "lxml")
     for script in soup.find_all("script"):
         script.decompose()
+    _sanitise_body(soup)
     for anchor in soup.find_all("a", class_="anchor-link"):  # the pilcrows of every heading
         anchor.decompose()
     for link in soup.find_all("link"):
         if re.match(r"(https?:)?//", str(link.get("href", ""))):
             link.decompose()
+    soup.head.insert(0, soup.new_tag("meta", attrs={"http-equiv": "Content-Security-Policy", "content": CSP}))
     if soup.title is None:
         soup.head.append(soup.new_tag("title"))
     soup.title.string = title
@@ -156,6 +182,40 @@ def tidy_report_html(page: str, out_dir: Path, title: str) -> str:
     main.insert(0, toc)
     main.insert(0, heading)
     return str(soup)
+
+
+def _safe_attribute(tag: str, name: str, value: str) -> str | None:
+    """nh3's attribute filter (after its own check of URL schemes): an image only as an inline PNG, JPEG or
+    GIF or a relative file, a link only to a place in the page, a relative file or http(s)."""
+    if name not in ("src", "href"):
+        return value
+    v = "".join(value.split()).lower()
+    scheme = re.match(r"([a-z][a-z0-9+.-]*):", v)
+    if tag == "img" and name == "src":
+        return value if scheme is None or SAFE_IMAGE.match(value.strip()) else None
+    return value if scheme is None or scheme.group(1) in ("http", "https") else None
+
+
+def sanitise_html(fragment: str) -> str:
+    """``fragment`` through the allow-list of :data:`SAFE_TAGS` and :data:`SAFE_ATTRIBUTES` (nh3)."""
+    import nh3
+
+    return nh3.clean(fragment, tags=set(SAFE_TAGS), clean_content_tags={"script", "iframe", "object",
+                                                                          "embed", "template", "noscript"},
+                     attributes={k: set(v) for k, v in SAFE_ATTRIBUTES.items()},
+                     attribute_filter=_safe_attribute, url_schemes={"http", "https", "data"},
+                     link_rel=None, strip_comments=True)
+
+
+def _sanitise_body(soup) -> None:
+    """Replace the page's body by its sanitised copy (the head is the exporter's own styles)."""
+    from bs4 import BeautifulSoup
+
+    body = soup.body
+    clean = BeautifulSoup(sanitise_html(body.decode_contents()), "lxml")
+    body.clear()
+    for child in list((clean.body or clean).contents):
+        body.append(child)
 
 
 def relative_path(path: str, out_dir: Path) -> str:

@@ -17,6 +17,8 @@ gives independent samples. ``run_temperature=None`` keeps every run at ``tempera
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -27,15 +29,16 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..data.atomic import atomic_folder, file_sha256
+from ..data.atomic import atomic_folder, file_sha256, folder_lock
 from ..data.queries import DEFAULT_GT, check_gt
 from ..llm.base import LLMBackend, LLMResponse
 from ..llm.parsing import (
+    MAX_STUBS,
     Plan,
     Stub,
     fidelity,
     parse_plan,
-    parse_stubs,
+    parse_stubs_counted,
     parse_verdict,
     resolve_plan_apis,
 )
@@ -118,15 +121,23 @@ class StudyResult:
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`."""
+        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`.
+
+        Each table is read once and its checksum computed over the very bytes that are parsed, under the
+        folder's shared lock (a save moves its files in under the exclusive one), so a load never mixes
+        two saves' tables."""
+        folder = Path(folder)
         try:
-            sums = json.loads((folder / TABLE_CHECKSUMS).read_text())
-            for name in cls.TABLES:
-                if file_sha256(folder / f"{name}.parquet") != sums.get(f"{name}.parquet"):
-                    raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
-                                           "checksum; delete the folder to run the study again")
-            tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in cls.TABLES}
-            provenance = json.loads((folder / "provenance.json").read_text())
+            with folder_lock(folder, shared=True):
+                sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
+                tables = {}
+                for name in cls.TABLES:
+                    data = (folder / f"{name}.parquet").read_bytes()
+                    if hashlib.sha256(data).hexdigest() != sums.get(f"{name}.parquet"):
+                        raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
+                                               "checksum; delete the folder to run the study again")
+                    tables[name] = pd.read_parquet(io.BytesIO(data))
+                provenance = json.loads((folder / "provenance.json").read_bytes())
         except StoredStudyError:
             raise
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
@@ -142,14 +153,17 @@ class StudyResult:
 
     @property
     def methods(self) -> list[str]:
-        """Methods with rankings, in the order of the study's settings."""
+        """The study's methods in the order of its settings; one that found nothing for any query stays
+        (every query an empty ranking, recall 0), so no table, export or summary drops it."""
         listed = (self.provenance.get("settings", {}).get("methods")
                   or list(dict.fromkeys(self.hits["method"])))
-        return [m for m in listed if (self.hits["method"] == m).any()]
+        return list(listed)
 
     def _method_hits(self, method: str, run: int) -> pd.DataFrame:
         h = self.hits[self.hits["method"] == method]
         if h.empty:
+            if method in self.methods:  # retrieved, but nothing for any query
+                return h
             raise KeyError(f"no hits of method {method!r} in this study (has {self.methods})")
         if (h["run"] == SHARED_RUN).any():  # deterministic retrieval, stored once for every run
             return h
@@ -235,18 +249,21 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
     """PtR's first call for every query: stubs (no tools shown), parsed, with fallbacks flagged."""
     items = list(zip(queries["qkey"], queries["query"], strict=True))
 
-    def one(item: tuple[str, str]) -> tuple[str, list[Stub], bool, LLMResponse]:
+    def one(item: tuple[str, str]) -> tuple[str, list[Stub], bool, int, LLMResponse]:
         qkey, query = item
         resp = call(llm, STUB_PROMPT, run, temperature, query=query)
-        stubs, fell_back = parse_stubs(resp.text, query)
-        return qkey, stubs, fell_back, resp
+        return qkey, *parse_stubs_counted(resp.text, query), resp
 
-    rows, calls = [], []
-    for qkey, stubs, fell_back, resp in _map(one, items, workers, f"stubs run {run}", progress):
+    rows, calls, over = [], [], []
+    for qkey, stubs, fell_back, dropped, resp in _map(one, items, workers, f"stubs run {run}", progress):
         calls.append(_call_row(qkey, "ptr", run, "stubs", resp))
+        over.append(dropped)
         for i, s in enumerate(stubs):
             rows.append({"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
-                         "fell_back": fell_back})
+                         "fell_back": fell_back, "dropped": dropped})
+    if any(over):
+        log.warning("stubs run %d: %d replies held more than %d stubs; the %d beyond the cap were left out",
+                    run, sum(d > 0 for d in over), MAX_STUBS, sum(over))
     return pd.DataFrame(rows), calls
 
 
@@ -358,6 +375,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             plans.append(p)
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
+    all_hits = pd.concat(hits, ignore_index=True)
     prov = {
         **setup.provenance,
         "backend": llm.name if llm is not None else None,
@@ -370,10 +388,40 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         "retrievers": _retriever_provenance(setup, settings.methods),
         "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,
+        "empty_rankings": empty_rankings(all_hits, q["qkey"], settings.methods),
+        "stub_cap": stub_cap_counts(stubs),
     }
+    stubs = [s.drop(columns="dropped", errors="ignore") for s in stubs]  # counted in provenance
     return StudyResult(q, pd.concat(stubs, ignore_index=True) if stubs else empty_stubs,
-                       pd.concat(hits, ignore_index=True), pd.concat(plans, ignore_index=True)
+                       all_hits, pd.concat(plans, ignore_index=True)
                        if plans else pd.DataFrame(), pd.DataFrame(calls), prov)
+
+
+def empty_rankings(hits: pd.DataFrame, qkeys: Sequence[str], methods: Sequence[str]) -> dict[str, list[int]]:
+    """Per method, how many queries got an empty final ranking, per stored run (one count for a method
+    stored once): a text with no indexable term, or nothing found. Each method with any is logged."""
+    final = hits[hits["text_idx"] == MERGED]
+    n = len(set(qkeys))
+    out = {}
+    for m in methods:
+        h = final[final["method"] == m]
+        runs = sorted(set(h["run"])) or [SHARED_RUN]
+        out[m] = [int(n - h.loc[h["run"] == r, "qkey"].nunique()) for r in runs]
+        if any(out[m]):
+            log.warning("method %s: %s of %d queries have an empty ranking (no indexable term, or nothing "
+                        "found); they count as recall 0", m, "/".join(map(str, out[m])), n)
+    return out
+
+
+def stub_cap_counts(stubs: Sequence[pd.DataFrame]) -> dict:
+    """The stub cap (:data:`~toolbench_lib.llm.parsing.MAX_STUBS`) and, over every run, the replies that
+    held more stubs than it and the stubs left out beyond it (:func:`generate_stubs` logs each run)."""
+    table = pd.concat(stubs, ignore_index=True) if stubs else pd.DataFrame()
+    if "dropped" not in table or table.empty:
+        return {"max_stubs": MAX_STUBS, "replies_over_cap": 0, "stubs_dropped": 0}
+    per_reply = table.groupby(["run", "qkey"])["dropped"].first()
+    return {"max_stubs": MAX_STUBS, "replies_over_cap": int((per_reply > 0).sum()),
+            "stubs_dropped": int(per_reply.sum())}
 
 
 def _retriever_provenance(setup: RetrievalSetup, methods: Sequence[str]) -> dict:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from ..data.atomic import file_sha256
+from ..data.atomic import clean_stale_temps, file_sha256
 from ..data.paths import CACHE_DIR
 from .rankings import TextHits
 
@@ -87,8 +87,12 @@ def checksum_problem(folder: Path) -> str | None:
         sums = json.loads((folder / CHECKSUMS).read_text())
     except (OSError, ValueError) as exc:
         return f"no readable {CHECKSUMS} ({type(exc).__name__})"
-    if not sums:
+    if not isinstance(sums, dict) or not sums:
         return "an empty checksum list"
+    present = {p.name for p in folder.iterdir() if p.name != CHECKSUMS}
+    unlisted = sorted(present - set(sums))
+    if unlisted:  # every file the cache reads must be covered: an unlisted one is a damaged cache
+        return f"{unlisted[0]} is not in {CHECKSUMS}"
     for name, digest in sums.items():
         path = folder / name
         if not path.is_file():
@@ -149,9 +153,14 @@ class BM25Index:
 
     def _save(self, folder: Path) -> None:
         """Write to a temporary folder beside ``folder``, checksum it, then rename it into place."""
+        # ``.<key>.<pid>.tmp.d``: the name the stale-temporary cleaner knows, so a save killed midway
+        # leaves nothing that outlives its process.
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp.d")
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+            clean_stale_temps(folder.parent)
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
             self.model.save(str(tmp), show_progress=False)
             _write_checksums(tmp)
             if folder.exists():
@@ -159,7 +168,8 @@ class BM25Index:
             tmp.rename(folder)
         except OSError as exc:  # a cache that cannot be written costs a rebuild next time, nothing else
             log.warning("BM25 cache %s not written: %s", folder, exc)
-            shutil.rmtree(tmp, ignore_errors=True) if "tmp" in locals() else None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def query_tokens(self, texts: Sequence[str]) -> list[list[str]]:
         """Each query text's analysed terms (the index's analyzer)."""
@@ -169,14 +179,15 @@ class BM25Index:
         """Top-``k`` hits of each text: registry rows and BM25 scores, best first.
 
         Only documents sharing at least one term with the text are returned (a score of 0 ranks nothing),
-        so a text with no indexed term has no hits. Ties keep the lower registry row first.
+        so a text with no indexed term (stopwords, emoji or punctuation only: the analyzer's ``['']``) has
+        no hits and never an error. Ties keep the lower registry row first.
         """
         out = []
         k = min(k, len(self))
         qtok = self.query_tokens(texts)
         vocab = self.model.vocab_dict
         for terms in qtok:
-            ids = [vocab[t] for t in terms if t in vocab]
+            ids = [vocab[t] for t in terms if t and t in vocab]  # '' is bm25s's empty-text token
             if not ids or k == 0:
                 out.append(TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
                 continue

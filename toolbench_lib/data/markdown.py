@@ -1,0 +1,67 @@
+"""Untrusted text as Markdown that renders as text, never as markup, a link or HTML.
+
+Query files, registry docs (a query file's ``api_list`` brings its own) and LLM replies are untrusted: a
+query may carry ``<iframe src="javascript:...">``, a stub name a backtick and ``<b onmouseover=...>``.
+Every writer of ``report.md`` and of a notebook's Markdown output passes such text through one of these:
+
+- :func:`md_text`: inline text. Whitespace (newlines too) is collapsed to one line, ``&``, ``<`` and
+  ``>`` become entities (so no raw HTML and no autolink), and Markdown's punctuation is backslash-escaped
+  (so no emphasis, link, image, code span, table cell break or TeX).
+- :func:`md_code`: a code span that cannot be broken out of: its fence is one backtick longer than the
+  longest backtick run inside, so the text shows as typed (HTML inside a code span is never HTML).
+- :func:`md_table`: a DataFrame as a pipe table with every text cell passed through :func:`md_text`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+
+# What starts inline syntax: a backslash escape, a code span, emphasis (``_`` only at a word's edge, as
+# CommonMark reads it), a link or image (``[``; ``(`` and ``!`` mean nothing without it), a table cell
+# break, strikethrough and TeX (``$``, Jupyter's renderer). ``&<>`` are made entities first.
+_INLINE = re.compile(r"([\\`*\[\]|~$]|(?<!\w)_|_(?!\w))")
+# Block syntax at the start of a line: a list item, a quote, a heading, a setext rule, a numbered list.
+_LEADING = re.compile(r"^([-+=>#])")
+_NUMBERED = re.compile(r"^(\d+)([.)])")
+
+
+def md_text(text: object, line_start: bool = True) -> str:
+    """``text`` as one line of Markdown that renders exactly as the text (see the module).
+
+    ``line_start``: the text may begin a line, so block syntax at its start (``-``, ``>``, ``1.``) is
+    escaped too; a table cell or the middle of a sentence needs no such escape.
+    """
+    line = " ".join(str(text).split())
+    line = html.escape(line, quote=False)
+    line = _INLINE.sub(r"\\\1", line)
+    if line_start:
+        line = _NUMBERED.sub(r"\1\\\2", _LEADING.sub(r"\\\1", line))
+    return line
+
+
+def md_code(text: object, in_table: bool = False) -> str:
+    """``text`` as an inline code span that shows it as typed and cannot be broken out of.
+
+    In a table cell (``in_table``) a ``|`` is written ``\\|``, which GitHub-flavoured Markdown turns back
+    into ``|`` inside the span; elsewhere the span holds the text unchanged.
+    """
+    line = " ".join(str(text).split())
+    if in_table:
+        line = line.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") or not line.strip() else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def md_table(df: pd.DataFrame, na: str = "n/a") -> str:
+    """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers as they
+    are, missing values as ``na``."""
+    shown = df.astype(object).where(df.notna(), na)
+    shown = shown.map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
+                      else md_text(v, line_start=False))
+    shown.columns = [md_text(c, line_start=False) for c in shown.columns]
+    return shown.to_markdown(index=False)
