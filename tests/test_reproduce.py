@@ -181,12 +181,19 @@ def test_verdicts_are_read_from_the_report_summary(tmp_path):
     assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []
 
 
-def test_stages_put_the_first_notebook_alone_and_the_report_last():
+def test_stages_make_the_study_before_any_reader_and_the_report_last():
     names = ["01_data.ipynb", "02_main.ipynb", "03_k.ipynb", "09_report.ipynb", "10_beyond.ipynb"]
     stages = notebook_stages([Path(n) for n in names])
     assert [[p.name for p in s] for s in stages] == [
-        ["01_data.ipynb"], ["02_main.ipynb", "03_k.ipynb", "10_beyond.ipynb"], ["09_report.ipynb"]]
+        ["01_data.ipynb", "02_main.ipynb"], ["03_k.ipynb", "10_beyond.ipynb"], ["09_report.ipynb"]]
+    # --notebooks 01,02,08,09: 08 waits for 02, which makes the study it reads
+    picked = [Path(n) for n in ("01_data.ipynb", "02_main.ipynb", "08_explorer.ipynb", "09_report.ipynb")]
+    assert [[p.name for p in s] for s in notebook_stages(picked)] == [
+        ["01_data.ipynb", "02_main.ipynb"], ["08_explorer.ipynb"], ["09_report.ipynb"]]
     assert [[p.name for p in s] for s in notebook_stages([Path("02_main.ipynb")])] == [["02_main.ipynb"]]
+    # without 02 the first notebook still runs alone
+    assert [[p.name for p in s] for s in notebook_stages([Path("03_k.ipynb"), Path("04_s.ipynb")])] == [
+        ["03_k.ipynb"], ["04_s.ipynb"]]
     assert notebook_stages([]) == []
 
 

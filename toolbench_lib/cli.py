@@ -322,6 +322,11 @@ def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
             log.warning("query set %s: %d of %d ground-truth pairs resolve to no registry API "
                         "(candidates %d, relevant %d)", name, sum(counts.values()),
                         int(q["n_candidate_pairs"].sum() + q["n_relevant_pairs"].sum()), *counts.values())
+        empty = {gt: int(q[gt].map(len).eq(0).sum()) for gt in ("candidates", "relevant")}
+        if empty["candidates"] or empty["relevant"]:
+            log.warning("query set %s: queries with no ground truth: %d of %d under candidates, %d under "
+                        "relevant; their recall and precision count as 0", name, empty["candidates"], len(q),
+                        empty["relevant"])
         out[name] = counts
     return out
 
@@ -377,12 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .data.atomic import clean_stale_temps
     from .data.paths import CACHE_DIR, PROCESSED_DIR
+    from .retrieval.index import search_threads
 
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     for noisy in ("faiss.loader", "httpx", "sentence_transformers.base.model", "bm25s"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
+        search_threads()  # a bad TOOLBENCH_FAISS_THREADS is one line now, not after the embedding
         clean_stale_temps(PROCESSED_DIR, CACHE_DIR)
         if args.command == "data":
             return cmd_data_summary(args)

@@ -26,7 +26,7 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
                cull_interval_s: int = CULL_INTERVAL_S, notebook: Path = EXPLORER_NOTEBOOK) -> list[str]:
     """The command serving the explorer with this interpreter's Voilà."""
     return [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--Voila.ip={HOST}",
-            f"--port={port}", "--Voila.port_retries=0", "--strip_sources=True", "--show_tracebacks=True",
+            f"--port={port}", "--Voila.port_retries=0", "--strip_sources=True", "--show_tracebacks=False",
             f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
             f"--MappingKernelManager.cull_interval={cull_interval_s}",
             "--MappingKernelManager.cull_connected=False"]
@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cull-idle", type=int, default=CULL_IDLE_S,
                         help="seconds after which an idle kernel (closed page) is shut down")
     args = parser.parse_args(argv)
+    if not 1 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a TCP port is 1 to 65535")
+    if args.cull_idle < 1:
+        parser.error(f"--cull-idle {args.cull_idle}: at least 1 second")
     from ..pipeline.experiment import stored_study_dir
 
     try:

@@ -363,9 +363,12 @@ class QueryExplorer:
 
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = 5,
-                 gt: str = DEFAULT_GT) -> QueryExplorer:
+                 gt: str = DEFAULT_GT) -> QueryExplorer | widgets.HTML:
         """The explorer a page asks for: the run its link names (else ``run_name``), in the view the link
-        describes; served by Voilà, the page's address then follows the view."""
+        describes; served by Voilà, the page's address then follows the view. A run with no readable
+        stored study gives a one-line page saying so (never a traceback)."""
+        from ..pipeline.study import StoredStudyError
+
         qs = page_query_string()
         try:
             named = run_name_of(qs)
@@ -373,7 +376,11 @@ class QueryExplorer:
             named, problem = None, f"link: ignored run_name ({exc})"
         else:
             problem = None
-        explorer = cls.from_run(named or run_name, study=study, k=k, gt=gt, url_sync=served_by_voila())
+        try:
+            explorer = cls.from_run(named or run_name, study=study, k=k, gt=gt, url_sync=served_by_voila())
+        except (FileNotFoundError, StoredStudyError, KeyError, ValueError) as exc:
+            line = " ".join(str(exc).split()) or type(exc).__name__
+            return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html.escape(line)}</p>")
         explorer.apply_state(qs)
         if problem:
             explorer.problems.insert(0, problem)

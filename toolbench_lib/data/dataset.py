@@ -1,4 +1,4 @@
-"""The processed dataset: merged registry plus query sets, cached as parquet by source fingerprint."""
+"""The processed dataset: merged registry plus query sets, cached as parquet by the sources' content."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,17 +33,61 @@ def source_files(data_dir: Path) -> list[Path]:
     return sorted(p for pat in patterns for p in data_dir.glob(pat))
 
 
-def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None) -> str:
-    """sha256 over relative path, size and modification time of every source file (and of the query files
-    given apart, by set name and absolute path)."""
+def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
+                        processed_dir: Path | None = None) -> str:
+    """sha256 over the relative path and the content (sha256) of every source file, and of the query files
+    given apart (by set name and absolute path).
+
+    A file's content hash is reused from the last run only while its inode, size, modification and change
+    times are all as they were then and it was not modified within a second of that hashing; so a
+    same-size edit whose modification time was set back (its change time moves) is hashed again.
+    """
+    data_dir = Path(data_dir)
+    cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())
     for p in source_files(data_dir):
-        st = p.stat()
-        h.update(f"{p.relative_to(data_dir)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        rel = str(p.relative_to(data_dir))
+        h.update(f"{rel}|{cache.digest(p, rel)}\n".encode())
     for name, p in sorted((external or {}).items()):
-        st = p.stat()
-        h.update(f"queries:{name}={p}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        h.update(f"queries:{name}={p}|{cache.digest(p, f'external:{p}')}\n".encode())
+    cache.save()
     return h.hexdigest()[:16]
+
+
+class _HashCache:
+    """Content hashes of a data folder's files keyed by ``(inode, size, mtime, ctime)``: a speed-up only."""
+
+    def __init__(self, processed_dir: Path, data_dir: Path) -> None:
+        key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
+        self.path = Path(processed_dir) / f"source-hashes-{key}.json"
+        try:
+            saved = json.loads(self.path.read_text())
+            self.files, self.hashed_at = dict(saved["files"]), int(saved["hashed_at_ns"])
+        except (OSError, ValueError, KeyError, TypeError):  # none yet, or damaged: hash everything
+            self.files, self.hashed_at = {}, 0
+        self.now = time.time_ns()
+        self.fresh: dict[str, list] = {}
+
+    def digest(self, path: Path, rel: str) -> str:
+        st = path.stat()
+        key = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        old = self.files.get(rel)
+        racy = max(st.st_mtime_ns, st.st_ctime_ns) >= self.hashed_at - 1_000_000_000
+        if isinstance(old, list) and len(old) == 5 and old[:4] == key and not racy:
+            digest = str(old[4])
+        else:
+            digest = file_sha256(path)
+        self.fresh[rel] = [*key, digest]
+        return digest
+
+    def save(self) -> None:
+        if self.fresh == self.files:
+            return
+        try:
+            with atomic_path(self.path) as tmp:
+                tmp.write_text(json.dumps({"hashed_at_ns": self.now, "files": self.fresh}))
+        except OSError:  # a read-only processed folder: hash again next time
+            pass
 
 
 @dataclass
@@ -117,7 +162,7 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     """
     root = find_data_dir(data_dir)
     external = external_sets(root, query_files)
-    fp = sources_fingerprint(root, external)
+    fp = sources_fingerprint(root, external, processed_dir)
     out = (processed_dir or PROCESSED_DIR) / fp
     reg_path, q_path, stats_path = (out / name for name in CACHED_FILES)
     clean_stale_temps(out)

@@ -6,9 +6,9 @@ run, so nothing has to be registered beforehand and a fresh virtual environment 
 gets the shared parameters its parameters cell declares; those not given are left out so the notebook's
 defaults apply. Kernels talk over local IPC sockets and are not interrupted when they are shut down after
 their last cell, so the console shows no kernel chatter when nothing failed. Executed copies
-go to ``outputs/<run>/notebooks/``. The first notebook runs alone (it makes the stored study), the report
-notebook last, the others ``--workers`` at a time (each in its own kernel); a failing notebook stops the run
-(no later notebook starts) with its name and cell.
+go to ``outputs/<run>/notebooks/``. The notebooks up to 02 run one after another (02 makes the stored
+study), the report notebook last, the others ``--workers`` at a time (each in its own kernel); a failing
+notebook stops the run (no later notebook starts) with its name and cell.
 
 A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
 parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
@@ -270,11 +270,17 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
     return time.time() - t0
 
 
+STUDY_NOTEBOOK = "02"  # makes the stored study every later notebook reads
+
+
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:
-    """The notebooks in stages: the first one alone, then those between, then the report notebooks."""
+    """The notebooks in stages: first, one after another, those up to the one that makes the stored study
+    (:data:`STUDY_NOTEBOOK`; without it, the first notebook alone), then those between, then the report
+    notebooks. So no notebook starts while the study it reads is being made."""
     if not paths:
         return []
-    first, rest = paths[:1], paths[1:]
+    first = [p for p in paths if p.stem[:2] <= STUDY_NOTEBOOK] or paths[:1]
+    rest = [p for p in paths if p not in first]
     last = [p for p in rest if "report" in p.stem]
     middle = [p for p in rest if p not in last]
     return [stage for stage in (first, middle, last) if stage]
@@ -333,20 +339,53 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
     return next((failures[p] for p in stage if failures[p] is not None), None)
 
 
+class CheckoutMismatch(RuntimeError):
+    """The notebooks' kernel would import ``toolbench_lib`` from another checkout than this one."""
+
+
+def kernel_package_dir(cwd: Path) -> Path:
+    """Where a kernel of this interpreter, started in ``cwd`` (a notebook's folder), imports
+    ``toolbench_lib`` from: a virtual environment's editable install may point at another checkout."""
+    import subprocess
+
+    code = "import toolbench_lib, pathlib; print(pathlib.Path(toolbench_lib.__file__).resolve().parent)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CheckoutMismatch(f"a notebook kernel cannot import toolbench_lib ({tail})")
+    return Path(done.stdout.strip())
+
+
+def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
+    """The package the notebooks will import, which must be this checkout's (else tables, figures and data
+    of this run would be written into the other checkout); returns its folder."""
+    here = Path(__file__).resolve().parent.parent
+    there = kernel_package_dir(Path(notebooks_dir))
+    if there != here:
+        raise CheckoutMismatch(f"the notebooks would import toolbench_lib from {there}, not from this "
+                               f"checkout ({here}): reinstall it here (pip install -e .) or run from there")
+    return there
+
+
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
               embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
               notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print) -> ReproduceSummary:
     """Run the numbered notebooks with shared parameters, then write the report.
 
-    The first notebook runs alone (it makes the stored study the others read), the report notebooks last;
-    the others run ``workers`` at a time, each in its own kernel.
+    The notebooks up to 02 run one after another (02 makes the stored study the others read), the report
+    notebooks last; the others run ``workers`` at a time, each in its own kernel.
     """
     from ..analysis.report import write_report
     from .experiment import ExperimentConfig
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
+    check_notebook_imports(notebooks_dir)
     run_name = run_name or ("smoke" if smoke else "default")
+    # The notebooks run in their own folder: a path relative to here would name another place there.
+    data_dir, cassette = (str(Path(p).expanduser().resolve()) if p else p for p in (data_dir, cassette))
     params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
                                  cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
     cfg = ExperimentConfig.build(**params)
@@ -366,9 +405,9 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     durations = previous_durations(cfg.out_dir / "notebooks")  # read before this run writes over them
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
-        for stage in notebook_stages(paths):
-            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, workers, done, echo,
-                                 durations)
+        for i, stage in enumerate(notebook_stages(paths)):
+            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel,
+                                 1 if i == 0 else workers, done, echo, durations)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
@@ -415,7 +454,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                             plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
                             notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR,
                             workers=args.workers)
-    except RunConflict as exc:
+    except (RunConflict, CheckoutMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except NotebookFailure as exc:

@@ -24,7 +24,10 @@ def search_threads() -> int:
     product: 1.0 s); see ``python -m toolbench_lib bench``.
     """
     env = os.environ.get("TOOLBENCH_FAISS_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
+    if env:
+        if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= 1024:
+            raise ValueError(f"TOOLBENCH_FAISS_THREADS={env!r}: a whole number of threads from 1 to 1024, "
+                             "or unset for one fewer than the CPUs")
         return int(env)
     cpus = available_cpus()
     return max(cpus - 1, 1)
