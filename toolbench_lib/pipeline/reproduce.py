@@ -339,6 +339,12 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
     return next((failures[p] for p in stage if failures[p] is not None), None)
 
 
+def absolute_paths(*paths: str | None) -> tuple[str | None, ...]:
+    """Each given path made absolute from this working folder: the notebooks run in their own folder,
+    where a relative path would name another place (and the run record would differ from a retry's)."""
+    return tuple(str(Path(p).expanduser().resolve()) if p else p for p in paths)
+
+
 class CheckoutMismatch(RuntimeError):
     """The notebooks' kernel would import ``toolbench_lib`` from another checkout than this one."""
 
@@ -384,8 +390,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     logging.getLogger("papermill").setLevel(logging.WARNING)
     check_notebook_imports(notebooks_dir)
     run_name = run_name or ("smoke" if smoke else "default")
-    # The notebooks run in their own folder: a path relative to here would name another place there.
-    data_dir, cassette = (str(Path(p).expanduser().resolve()) if p else p for p in (data_dir, cassette))
+    data_dir, cassette = absolute_paths(data_dir, cassette)
     params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
                                  cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
     cfg = ExperimentConfig.build(**params)

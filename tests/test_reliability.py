@@ -1,0 +1,577 @@
+"""Reliability round four: every probe of the round as one table, each asserting the correct result or the
+clear error, plus the concurrency stress test of a study folder (two savers and a loader).
+
+Each case records its verdict in :data:`VERDICTS`; the table covers the round's probes by name
+(:data:`ROUND_FOUR`), so a probe cannot be dropped silently. The injection test in Chromium is
+``tests/test_injection.py``; the CLI's clear errors of this round are rows of ``tests/test_bad_inputs.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import mistune
+import numpy as np
+import pandas as pd
+import pytest
+from bs4 import BeautifulSoup
+
+from toolbench_lib.data.atomic import clean_stale_temps
+from toolbench_lib.data.dataset import sources_fingerprint
+from toolbench_lib.data.markdown import md_code, md_table, md_text
+from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
+from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
+from toolbench_lib.pipeline.report_html import CSP, sanitise_html, tidy_report_html
+from toolbench_lib.pipeline.study import (
+    MERGED,
+    StoredStudyError,
+    StudyResult,
+    empty_rankings,
+    stub_cap_counts,
+)
+from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
+
+from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
+
+VERDICTS: dict[str, str] = {}
+PAYLOAD_QUERY = '<iframe src="javascript:alert(1)"></iframe> [x](javascript:alert(2)) find *hotels* | now'
+PAYLOAD_STUB = "Get` <b onmouseover=alert(3)>x</b> `"
+PAYLOAD_REASON = "<img src=x onerror=alert(4)> ![i](javascript:alert(5))"
+PAYLOAD_LABEL = "Tool <svg onload=alert(6)> / [api](javascript:alert(7))"
+
+
+def hand_study(methods=("rtp", "ptr")) -> StudyResult:
+    prov = {"settings": {"k": 2, "depth": 5, "runs": 2, "plan_limit": 1, "methods": list(methods)}}
+    return StudyResult(_queries(), _stubs(), _hits(), _plans(), _calls(), prov)
+
+
+def live_elements(html: str) -> list[str]:
+    """What could run in ``html``: script/iframe/object/embed elements, event-handler attributes and
+    ``javascript:``/``data:`` links (the same check the browser test makes on the live DOM)."""
+    soup = BeautifulSoup(html, "lxml")
+    found = [t.name for t in soup.find_all(["script", "iframe", "object", "embed", "form", "svg"])]
+    for tag in soup.find_all(True):
+        found += [f"{tag.name}[{a}]" for a in tag.attrs if a.lower().startswith("on")]
+        for attr in ("href", "src", "action", "formaction"):
+            value = "".join(str(tag.get(attr, "")).split()).lower()
+            if value.startswith(("javascript:", "vbscript:")) or (value.startswith("data:")
+                                                                 and tag.name != "img"):
+                found.append(f"{tag.name}[{attr}={value[:20]}]")
+    return found
+
+
+def render(markdown: str) -> str:
+    """Markdown as HTML by a renderer that lets raw HTML through (as nbconvert's does)."""
+    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(markdown)
+
+
+# --------------------------------------------------------------------------- injection
+
+
+def case_markdown_text_is_inert(tmp: Path) -> str:
+    html = render(f"> {md_text(PAYLOAD_QUERY)}\n\n- {md_text(PAYLOAD_REASON)}\n")
+    assert live_elements(html) == [] and "<a" not in html and "<em>" not in html
+    assert BeautifulSoup(html, "lxml").get_text(" ").split() == (PAYLOAD_QUERY + " " + PAYLOAD_REASON).split()
+    return "correct"
+
+
+def case_code_span_cannot_be_broken(tmp: Path) -> str:
+    html = render(f"1. {md_code(PAYLOAD_STUB)}: {md_text(PAYLOAD_REASON, line_start=False)}\n")
+    assert live_elements(html) == [] and "<b" not in html
+    assert BeautifulSoup(html, "lxml").find("code").get_text() == " ".join(PAYLOAD_STUB.split())
+    return "correct"
+
+
+def case_table_cell_keeps_its_column(tmp: Path) -> str:
+    table = md_table(pd.DataFrame({"query": [PAYLOAD_QUERY], "recall": [0.5]}))
+    soup = BeautifulSoup(render(table), "lxml")
+    assert [len(r.find_all(["td", "th"])) for r in soup.find_all("tr")] == [2, 2]
+    assert live_elements(str(soup)) == [] and soup.find("td").get_text() == PAYLOAD_QUERY
+    return "correct"
+
+
+def case_worked_query_block_is_inert(tmp: Path) -> str:
+    from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
+
+    study = payload_study()
+    lines = worked_query_markdown(worked_query(study, study.queries["qkey"].iloc[0], k=2),
+                                  labels={"a": PAYLOAD_LABEL, "x": PAYLOAD_LABEL})
+    html = render("\n".join(lines))
+    assert live_elements(html) == []
+    text = BeautifulSoup(html, "lxml").get_text(" ")
+    assert "javascript:alert(1)" in text and "onmouseover=alert(3)" in text  # shown as text, not dropped
+    return "correct"
+
+
+def case_saved_table_is_escaped(tmp: Path) -> str:
+    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+
+    cfg = ExperimentConfig.build(run_name="pytest_reliability_table", outputs_dir=str(tmp / "out"))
+    save_table(pd.DataFrame({"stub": [PAYLOAD_STUB], "n": [1]}), "stubs_payload", cfg)
+    html = render((cfg.tables_dir / "stubs_payload.md").read_text())
+    assert live_elements(html) == [] and "onmouseover" in BeautifulSoup(html, "lxml").get_text()
+    return "correct"
+
+
+def case_html_report_sanitised(tmp: Path) -> str:
+    dirty = ('<html><head></head><body><main><div class="jp-Cell"><a href="java\nscript:alert(1)">a</a>'
+             '<img src="x" onerror="alert(2)"><iframe src="data:text/html,x"></iframe>'
+             '<a href="data:text/html;base64,PHNjcmlwdD4=">d</a><p onclick="x()">p</p>'
+             '<img src="data:image/png;base64,iVBORw0KGgo=" alt="fig"><a href="#top">top</a>'
+             '<table><tr><td>1</td></tr></table></div></main></body></html>')
+    page = tidy_report_html(dirty, tmp, "title")
+    assert live_elements(page) == []
+    soup = BeautifulSoup(page, "lxml")
+    assert soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"] == CSP
+    assert "script-src" not in CSP and "default-src 'none'" in CSP  # no script of any origin
+    assert soup.find("img", alt="fig") is not None and soup.find("a", href="#top") is not None
+    assert sanitise_html('<b onmouseover="x">b</b>') == "<b>b</b>"
+    return "correct"
+
+
+def payload_study() -> StudyResult:
+    """The hand study with payloads in a query, a stub name and a stub's reasoning."""
+    study = hand_study()
+    q = study.queries.copy()
+    q.loc[0, "query"] = PAYLOAD_QUERY
+    s = study.stubs.copy()
+    first = s.index[(s["qkey"] == q.loc[0, "qkey"]) & (s["run"] == 0)][0]
+    s.loc[first, ["name", "reasoning"]] = [PAYLOAD_STUB, PAYLOAD_REASON]
+    return StudyResult(q, s, study.hits, study.plans, study.calls, study.provenance)
+
+
+# --------------------------------------------------------------------------- BM25 over any text
+
+
+def _bm25_case(text: str) -> Callable[[Path], str]:
+    def case(tmp: Path) -> str:
+        index = BM25Index(["weather forecast api for a city", "currency exchange rates"], use_cache=False)
+        hits = index.search_texts([text, "weather"], k=2)
+        assert len(hits[0].rows) == 0 and list(hits[1].rows) == [0]
+        return "correct"
+    return case
+
+
+def case_bm25_stub_the(tmp: Path) -> str:
+    stubs, _ = parse_stubs('[{"name": "The", "reasoning": ""}]', "q")
+    index = BM25Index(["weather forecast api", "currency rates"], use_cache=False)
+    assert index.search_texts([stubs[0].name], k=5)[0].rows.size == 0
+    return "correct"
+
+
+def case_method_without_hits_stays(tmp: Path) -> str:
+    study = hand_study(methods=("rtp", "ptr", "rtp@bm25"))
+    assert study.methods == ["rtp", "ptr", "rtp@bm25"]
+    assert study.ranking("rtp@bm25", 1) == {}
+    pq = per_query_runs(study, k=2)
+    empty = pq[pq["method"] == "rtp@bm25"]
+    assert len(empty) == 2 * len(study.queries) and (empty["recall"] == 0).all()
+    manifest = export_trec(study, tmp / "trec")
+    runs = [f for f in manifest["files"] if f["kind"] == "run" and f["method"] == "rtp@bm25"]
+    assert runs and all(f["n_queries"] == 0 and f["queries_without_hits"] > 0 for f in runs)
+    assert all((tmp / "trec" / f["path"]).exists() for f in runs)
+    return "correct"
+
+
+def case_empty_rankings_counted(tmp: Path) -> str:
+    hits = _hits()
+    hits = hits[~((hits["method"] == "ptr") & (hits["run"] == 1) & (hits["qkey"] == hits["qkey"].iloc[0]))]
+    counts = empty_rankings(hits, _queries()["qkey"], ["rtp", "ptr", "ptr@bm25"])
+    assert counts == {"rtp": [0], "ptr": [0, 1], "ptr@bm25": [4]}  # RtP stored once
+    assert MERGED == -1
+    return "correct"
+
+
+# --------------------------------------------------------------------------- fingerprints and caches
+
+
+def _source_folder(tmp: Path) -> Path:
+    root = tmp / "toolbench"
+    (root / "test_instruction").mkdir(parents=True)
+    (root / "toolenv" / "tools" / "Data").mkdir(parents=True)
+    queries = json.dumps([{"query": "weather in Paris"}])
+    (root / "test_instruction" / "G1_instruction.json").write_text(queries)
+    (root / "toolenv" / "tools" / "Data" / "w.json").write_text("{}")
+    return root
+
+
+def case_same_size_edit_with_mtime_restored(tmp: Path) -> str:
+    root = _source_folder(tmp)
+    before = sources_fingerprint(root, processed_dir=tmp / "processed")
+    path = root / "test_instruction" / "G1_instruction.json"
+    st = path.stat()
+    path.write_text(path.read_text().replace("Paris", "Tokyo"))  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # its modification time set back
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert sources_fingerprint(root, processed_dir=tmp / "processed") != before
+    return "correct"
+
+
+def case_touched_file_keeps_its_fingerprint(tmp: Path) -> str:
+    root = _source_folder(tmp)
+    before = sources_fingerprint(root, processed_dir=tmp / "processed")
+    os.utime(root / "toolenv" / "tools" / "Data" / "w.json", (1, 1))
+    assert sources_fingerprint(root, processed_dir=tmp / "processed") == before  # content, not time
+    return "correct"
+
+
+def case_damaged_hash_cache_is_ignored(tmp: Path) -> str:
+    root = _source_folder(tmp)
+    before = sources_fingerprint(root, processed_dir=tmp / "processed")
+    for cache in (tmp / "processed").glob("source-hashes-*.json"):
+        cache.write_text('{"hashed_at_ns": 9e99, "files": {"test_instruction/G1_instruction.json": [1]}')
+    assert sources_fingerprint(root, processed_dir=tmp / "processed") == before
+    return "repaired"
+
+
+def _bm25_cache(tmp: Path) -> tuple[list[str], Path]:
+    texts = ["weather forecast api", "currency exchange rates", "live sports scores"]
+    index = BM25Index(texts, cache_dir=tmp / "bm25")
+    return texts, tmp / "bm25" / index.key
+
+
+def case_bm25_unlisted_corrupt_file(tmp: Path) -> str:
+    texts, folder = _bm25_cache(tmp)
+    sums = json.loads((folder / CHECKSUMS).read_text())
+    victim = sorted(n for n in sums if n.endswith(".npy") or n.endswith(".npz") or n.endswith(".json"))[0]
+    del sums[victim]
+    (folder / CHECKSUMS).write_text(json.dumps(sums))
+    (folder / victim).write_bytes(b"\x00" * 10)
+    assert f"{victim} is not in {CHECKSUMS}" == checksum_problem(folder)
+    again = BM25Index(texts, cache_dir=tmp / "bm25")
+    assert not again.from_cache and list(again.search_texts(["weather"], 1)[0].rows) == [0]
+    assert checksum_problem(folder) is None  # rebuilt with every file listed
+    return "repaired"
+
+
+def case_bm25_extra_file(tmp: Path) -> str:
+    texts, folder = _bm25_cache(tmp)
+    (folder / "params.index.json.bak").write_text("{}")
+    assert "not in" in checksum_problem(folder)
+    assert not BM25Index(texts, cache_dir=tmp / "bm25").from_cache
+    return "repaired"
+
+
+def case_bm25_killed_save_leaves_nothing(tmp: Path) -> str:
+    texts, folder = _bm25_cache(tmp)
+    dead = folder.with_name(f".{folder.name}.{_dead_pid()}.tmp.d")
+    shutil.copytree(folder, dead)  # what a save killed midway leaves
+    removed = clean_stale_temps(folder.parent)
+    assert dead in removed and not dead.exists() and folder.exists()
+    return "repaired"
+
+
+def _dead_pid() -> int:
+    for pid in range(4_000_000, 3_000_000, -7919):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    raise RuntimeError("no free pid found")
+
+
+def case_damaged_study_table(tmp: Path) -> str:
+    hand_study().save(tmp / "s")
+    path = tmp / "s" / "plans.parquet"
+    path.write_bytes(path.read_bytes()[:-8] + b"\x00" * 8)
+    with pytest.raises(StoredStudyError, match="plans.parquet does not match its checksum"):
+        StudyResult.load(tmp / "s")
+    return "clear error"
+
+
+# --------------------------------------------------------------------------- exports
+
+
+def case_export_replaces_its_own_export_whole(tmp: Path) -> str:
+    out = tmp / "trec"
+    export_trec(hand_study(methods=("rtp", "ptr", "rtp@bm25")), out)
+    (out / "runs" / "stray.other-study.run0.trec").write_text("x Q0 y 1 1 t\n")
+    manifest = export_trec(hand_study(), out)
+    listed = {f["path"] for f in manifest["files"]}
+    on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST}
+    assert on_disk == listed and not any("bm25" in p or "stray" in p for p in on_disk)
+    return "correct"
+
+
+def case_export_refuses_a_foreign_folder(tmp: Path) -> str:
+    out = tmp / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(ExportFolderError, match="not an earlier TREC export"):
+        export_trec(hand_study(), out)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    return "clear error"
+
+
+def case_failed_export_keeps_the_old_one(tmp: Path) -> str:
+    out = tmp / "trec"
+    export_trec(hand_study(), out)
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    bad = hand_study()
+    bad.queries.loc[3, "qkey"] = "G2 with space:4"  # an id TREC cannot hold: fails midway
+    with pytest.raises(ValueError, match="whitespace"):
+        export_trec(bad, out)
+    after = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before and not list(tmp.glob(".trec.*"))
+    return "clear error"
+
+
+# --------------------------------------------------------------------------- stubs
+
+
+def case_numeric_stub_name_falls_back(tmp: Path) -> str:
+    assert parse_stubs('{"name": 12}', "the query") == ([Stub("the query", "fallback: raw query")], True)
+    return "correct"
+
+
+def case_stub_cap_stated_and_counted(tmp: Path) -> str:
+    reply = json.dumps([{"name": f"Tool {i}"} for i in range(50)])
+    stubs, fell_back, dropped = parse_stubs_counted(reply, "q")
+    assert (len(stubs), fell_back, dropped) == (MAX_STUBS, False, 50 - MAX_STUBS)
+    frame = pd.DataFrame([{"qkey": "a", "run": 0, "stub_idx": i, "dropped": dropped} for i in range(8)]
+                         + [{"qkey": "b", "run": 0, "stub_idx": 0, "dropped": 0}])
+    assert stub_cap_counts([frame]) == {"max_stubs": 8, "replies_over_cap": 1, "stubs_dropped": 42}
+    return "correct"
+
+
+# --------------------------------------------------------------------------- the explorer and reproduce
+
+
+def _explore_app(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolbench_lib.analysis.explore_app", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _port_case(port: str) -> Callable[[Path], str]:
+    def case(tmp: Path) -> str:
+        out = _explore_app("--port", port)
+        assert out.returncode == 2 and "1 to 65535" in out.stderr and "serving" not in out.stdout
+        assert "Traceback" not in out.stderr
+        return "clear error"
+    return case
+
+
+def case_voila_shows_no_tracebacks(tmp: Path) -> str:
+    from toolbench_lib.analysis.explore_app import voila_argv
+
+    argv = voila_argv()
+    assert "--show_tracebacks=False" in argv and not any("show_tracebacks=True" in a for a in argv)
+    return "correct"
+
+
+def case_explorer_page_for_an_unknown_run(tmp: Path) -> str:
+    from toolbench_lib.analysis.explorer import QueryExplorer
+
+    page = QueryExplorer.for_page("pytest-no-such-run")
+    assert page.value.startswith("<p class='qx-error' role='alert'>explorer: ")
+    assert "Traceback" not in page.value
+    assert page.value.count("\n") == 0 and "pytest-no-such-run" in page.value
+    return "clear error"
+
+
+def case_kernel_importing_another_checkout(tmp: Path) -> str:
+    from toolbench_lib.pipeline.reproduce import CheckoutMismatch, check_notebook_imports
+
+    other = tmp / "other" / "toolbench_lib"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    env = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(other.parent)
+    try:
+        with pytest.raises(CheckoutMismatch, match="from .*other/toolbench_lib, not from this checkout"):
+            check_notebook_imports(tmp)
+    finally:
+        if env is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = env
+    assert check_notebook_imports(tmp) == Path(__file__).resolve().parent.parent / "toolbench_lib"
+    return "clear error"
+
+
+def case_relative_paths_made_absolute(tmp: Path) -> str:
+    from toolbench_lib.pipeline.reproduce import absolute_paths
+
+    here = Path.cwd()
+    os.chdir(tmp)
+    try:
+        data, cassette = absolute_paths("../injdata", None)
+    finally:
+        os.chdir(here)
+    assert data == str(tmp.parent / "injdata") and cassette is None
+    return "correct"
+
+
+def case_notebooks_wait_for_the_study(tmp: Path) -> str:
+    from toolbench_lib.pipeline.reproduce import notebook_stages
+
+    picked = [Path(n) for n in ("01_data_prep.ipynb", "02_main_results.ipynb", "08_query_explorer.ipynb",
+                                "09_report.ipynb")]
+    stages = [[p.stem[:2] for p in s] for s in notebook_stages(picked)]
+    assert stages == [["01", "02"], ["08"], ["09"]]
+    return "correct"
+
+
+def _faiss_threads_case(value: str) -> Callable[[Path], str]:
+    def case(tmp: Path) -> str:
+        from toolbench_lib.retrieval.index import search_threads
+
+        os.environ["TOOLBENCH_FAISS_THREADS"] = value
+        try:
+            with pytest.raises(ValueError, match="TOOLBENCH_FAISS_THREADS"):
+                search_threads()
+        finally:
+            os.environ.pop("TOOLBENCH_FAISS_THREADS")
+        return "clear error"
+    return case
+
+
+def case_no_ground_truth_named(tmp: Path) -> str:
+    from toolbench_lib.cli import unresolved_report
+
+    q = _queries().assign(unresolved_candidates=0, unresolved_relevant=0, n_candidate_pairs=1,
+                          n_relevant_pairs=1)
+    q["candidates"] = [[] for _ in range(len(q))]
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(r.getMessage())
+    logger = logging.getLogger("toolbench_lib")  # the CLI's logger
+    logger.addHandler(handler)
+    try:
+        unresolved_report(q, ["G1_instruction"])
+    finally:
+        logger.removeHandler(handler)
+    assert any("no ground truth: 2 of 2 under candidates" in r for r in records), records
+    return "correct"
+
+
+ROUND_FOUR: list[tuple[str, Callable[[Path], str]]] = [
+    ("inject-query-iframe-and-link", case_markdown_text_is_inert),
+    ("inject-stub-backtick-breakout", case_code_span_cannot_be_broken),
+    ("inject-table-cell-pipe", case_table_cell_keeps_its_column),
+    ("inject-worked-query-block", case_worked_query_block_is_inert),
+    ("inject-saved-table", case_saved_table_is_escaped),
+    ("inject-report-html-second-line", case_html_report_sanitised),
+    ("bm25-stopword-only-query", _bm25_case("the of and")),
+    ("bm25-emoji-only-query", _bm25_case("😀 🎉")),
+    ("bm25-punctuation-only-query", _bm25_case("?! ... ---")),
+    ("bm25-stub-named-the", case_bm25_stub_the),
+    ("method-without-any-hit-stays", case_method_without_hits_stays),
+    ("empty-rankings-counted", case_empty_rankings_counted),
+    ("fingerprint-same-size-edit-mtime-restored", case_same_size_edit_with_mtime_restored),
+    ("fingerprint-touched-file", case_touched_file_keeps_its_fingerprint),
+    ("fingerprint-damaged-hash-cache", case_damaged_hash_cache_is_ignored),
+    ("bm25-cache-unlisted-corrupt-file", case_bm25_unlisted_corrupt_file),
+    ("bm25-cache-extra-file", case_bm25_extra_file),
+    ("bm25-cache-killed-save", case_bm25_killed_save_leaves_nothing),
+    ("study-table-damaged", case_damaged_study_table),
+    ("export-into-earlier-export", case_export_replaces_its_own_export_whole),
+    ("export-into-foreign-folder", case_export_refuses_a_foreign_folder),
+    ("export-fails-midway", case_failed_export_keeps_the_old_one),
+    ("stub-name-a-number", case_numeric_stub_name_falls_back),
+    ("stub-reply-of-50", case_stub_cap_stated_and_counted),
+    ("explore-port-99999", _port_case("99999")),
+    ("explore-port-0", _port_case("0")),
+    ("explore-port-negative", _port_case("-1")),
+    ("explore-no-tracebacks", case_voila_shows_no_tracebacks),
+    ("explore-unknown-run-page", case_explorer_page_for_an_unknown_run),
+    ("reproduce-other-checkout", case_kernel_importing_another_checkout),
+    ("reproduce-relative-data-dir", case_relative_paths_made_absolute),
+    ("reproduce-notebooks-order", case_notebooks_wait_for_the_study),
+    ("faiss-threads-text", _faiss_threads_case("two")),
+    ("faiss-threads-zero", _faiss_threads_case("0")),
+    ("faiss-threads-negative", _faiss_threads_case("-2")),
+    ("faiss-threads-float", _faiss_threads_case("1.5")),
+    ("no-ground-truth-warning", case_no_ground_truth_named),
+]
+
+
+@pytest.mark.parametrize("case", ROUND_FOUR, ids=[name for name, _ in ROUND_FOUR])
+def test_round_four(case, tmp_path):
+    name, run = case
+    VERDICTS[name] = run(tmp_path)
+    assert VERDICTS[name] in ("correct", "clear error", "repaired")
+
+
+def test_round_four_table_is_whole():
+    names = [name for name, _ in ROUND_FOUR]
+    assert len(set(names)) == len(names)
+    from .test_bad_inputs import CONFIG_CASES, ERROR_CASES, REPAIRED_CASES, SINGLE_PROBES
+
+    total = len(ERROR_CASES) + len(REPAIRED_CASES) + len(CONFIG_CASES) + len(SINGLE_PROBES) + len(names)
+    assert total >= 150 + len(names)  # at least 150 with the earlier rounds, this round added on top
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+ROUNDS = 200
+
+
+def _tagged_study(tag: str, rows: int = 3000) -> StudyResult:
+    """A study whose every table names ``tag`` (a load mixing two saves shows two tags)."""
+    keys = [f"{tag}:{i}" for i in range(rows)]
+    queries = pd.DataFrame({"qkey": keys, "subset": tag, "query": tag, "candidates": [[tag]] * rows,
+                            "relevant": [[tag]] * rows})
+    stubs = pd.DataFrame({"qkey": keys, "run": 0, "stub_idx": 0, "name": tag, "reasoning": tag,
+                          "fell_back": False})
+    hits = pd.DataFrame({"qkey": keys, "method": "rtp", "run": -1, "text_idx": -1, "rank": 1, "row": 0,
+                         "api_id": tag, "score": np.linspace(0, 1, rows)})
+    plans = pd.DataFrame({"qkey": keys, "method": tag})
+    calls = pd.DataFrame({"qkey": keys, "stage": tag})
+    return StudyResult(queries, stubs, hits, plans, calls, {"tag": tag})
+
+
+def _tags(study: StudyResult) -> set[str]:
+    return ({study.provenance["tag"]} | set(study.queries["subset"]) | set(study.stubs["name"])
+            | set(study.hits["api_id"]) | set(study.plans["method"]) | set(study.calls["stage"]))
+
+
+def _saver(folder: str, tag: str, rounds: int) -> None:
+    study = _tagged_study(tag)
+    for _ in range(rounds):
+        study.save(Path(folder))
+
+
+def _loader(folder: str, rounds: int, queue) -> None:
+    mixed = damaged = loaded = 0
+    for _ in range(rounds):
+        try:
+            tags = _tags(StudyResult.load(Path(folder)))
+        except StoredStudyError:
+            damaged += 1
+            continue
+        loaded += 1
+        mixed += len(tags) != 1
+    queue.put((loaded, mixed, damaged))
+
+
+def test_two_savers_and_a_loader_never_mix_or_lose_a_study(tmp_path):
+    folder = tmp_path / "runs" / "study"
+    _tagged_study("A").save(folder)  # the loader starts on a complete folder
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_saver, args=(str(folder), tag, ROUNDS)) for tag in ("A", "B")]
+    procs.append(ctx.Process(target=_loader, args=(str(folder), ROUNDS, queue)))
+    for p in procs:
+        p.start()
+    loaded, mixed, damaged = queue.get(timeout=600)
+    for p in procs:
+        p.join(timeout=600)
+        assert p.exitcode == 0
+    final = StudyResult.load(folder)  # the folder survives: it passes its checksums
+    print(f"\nconcurrency: {ROUNDS} rounds x 2 savers, {loaded} loads: {mixed} mixed, {damaged} damaged")
+    assert (mixed, damaged) == (0, 0) and loaded == ROUNDS
+    assert len(_tags(final)) == 1
+    assert not [p for p in folder.parent.iterdir() if p.name.endswith((".tmp.d", ".tmp"))]
