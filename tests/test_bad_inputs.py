@@ -464,6 +464,11 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
      ("c.jsonl.gz", "line 2", "line 4", "different replies")),
     ("export-row-tokens-text", lambda c: export(c, tokens_text_store(c.tmp)),
      ("calls.sqlite", "row 2", "tokens_in", "not written")),
+    # round four: a FAISS thread count that is not a whole number is one line before any work
+    ("faiss-threads-text", lambda c: {"args": ["data", "summary"], "env": {"TOOLBENCH_FAISS_THREADS": "two"}},
+     ("TOOLBENCH_FAISS_THREADS", "'two'", "whole number")),
+    ("faiss-threads-zero", lambda c: {"args": ev(c), "env": {"TOOLBENCH_FAISS_THREADS": "0"}},
+     ("TOOLBENCH_FAISS_THREADS", "'0'")),
     ("import-other-reply-than-the-store",
      lambda c: ["cassette", "import", str(other_reply_cassette(c.tmp)), "--store", str(call_store(c.tmp))],
      ("other.jsonl.gz", "another reply", "calls.sqlite")),
