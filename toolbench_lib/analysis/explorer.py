@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.runs import score_rankings
-from ..pipeline.study import MERGED, StudyResult
+from ..pipeline.study import MERGED, StoredStudyError, StudyResult
 
 FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
 SHOW = ("both", "a", "b")
@@ -367,8 +367,6 @@ class QueryExplorer:
         """The explorer a page asks for: the run its link names (else ``run_name``), in the view the link
         describes; served by Voilà, the page's address then follows the view. A run with no readable
         stored study gives a one-line page saying so (never a traceback)."""
-        from ..pipeline.study import StoredStudyError
-
         qs = page_query_string()
         try:
             named = run_name_of(qs)

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -352,8 +353,6 @@ class CheckoutMismatch(RuntimeError):
 def kernel_package_dir(cwd: Path) -> Path:
     """Where a kernel of this interpreter, started in ``cwd`` (a notebook's folder), imports
     ``toolbench_lib`` from: a virtual environment's editable install may point at another checkout."""
-    import subprocess
-
     code = "import toolbench_lib, pathlib; print(pathlib.Path(toolbench_lib.__file__).resolve().parent)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
