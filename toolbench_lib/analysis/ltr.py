@@ -63,7 +63,8 @@ def _frame(keys, subsets, method, gt, recall) -> pd.DataFrame:
                          "recall": recall})
 
 
-def single_scores(result, keys: Sequence[str], k: int = 5, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+def single_scores(result, keys: Sequence[str], k: int = 5,
+                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs."""
     subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
     frames = []
@@ -129,8 +130,8 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
             if r == runs[0]:
                 models[name] = model
                 if ukeys:
-                    usub = dict(zip(validation.queries["qkey"], validation.queries["subset"].map(subset_alias),
-                                    strict=True))
+                    vq = validation.queries
+                    usub = dict(zip(vq["qkey"], vq["subset"].map(subset_alias), strict=True))
                     for gt in gts:
                         rec = _recalls(ul, qrels_of(validation.queries, gt), ukeys, k)
                         frames.append(_frame(ukeys, usub, name, gt, rec).assign(part="unseen"))
@@ -148,9 +149,10 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
 def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
     res = paired_test(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
-    return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref, "reference_recall": res["mean_a"],
-            "diff": res["diff"], "ci_low": res["ci_low"], "ci_high": res["ci_high"], "wins": res["wins_b"],
-            "losses": res["wins_a"], "p_wilcoxon": res["p_wilcoxon"]}
+    return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
+            "reference_recall": res["mean_a"], "diff": res["diff"], "ci_low": res["ci_low"],
+            "ci_high": res["ci_high"], "wins": res["wins_b"], "losses": res["wins_a"],
+            "p_wilcoxon": res["p_wilcoxon"]}
 
 
 def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000
@@ -185,8 +187,9 @@ def issue_table(cmp: pd.DataFrame, gt: str, digits: int = 3) -> pd.DataFrame:
         first = c[c["subset"] == s].iloc[0]
         rows.setdefault(BEST_SINGLE, {})[s] = f"{first['reference_recall']:.{digits}f} ({first['reference']})"
         for _, r in c[c["subset"] == s].iterrows():
-            rows.setdefault(r["method"], {})[s] = (f"{r['recall']:.{digits}f} ({r['diff']:+.{digits}f} "
-                                                   f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}])")
+            d = digits
+            rows.setdefault(r["method"], {})[s] = (f"{r['recall']:.{d}f} ({r['diff']:+.{d}f} "
+                                                   f"[{r['ci_low']:+.{d}f}, {r['ci_high']:+.{d}f}])")
     return pd.DataFrame([{"method": m, **v} for m, v in rows.items()], columns=["method", *sets])
 
 

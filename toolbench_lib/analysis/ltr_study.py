@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--design", default=str(OUTPUTS_DIR / "default-retrievers"),
                    help="the design study (G1-G3): a study folder or its run folder")
     p.add_argument("--validation", default=str(OUTPUTS_DIR / "default-validation-retrievers"),
-                   help="the validation study (unseen sets): a study folder or its run folder; 'none' to skip")
+                   help="the validation study (unseen sets): a study folder or its run folder; "
+                        "'none' to skip")
     p.add_argument("--out", default=None, help="folder for the tables (default: <design study>/ltr)")
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)

@@ -33,7 +33,7 @@ DESIGN_SETS = tuple(DEFAULT_SUBSETS)  # G1, G2, G3: the sets a ranker is trained
 LABEL_GT = "candidates"
 FOLDS = 5
 SEED = 0
-THREADS = 2
+THREADS = 1  # fixed; two threads were 8x slower on a loaded 2-core machine (OpenMP waiting)
 PARAMS = {"objective": "lambdarank", "num_leaves": 15, "learning_rate": 0.05, "min_data_in_leaf": 20,
           "deterministic": True, "force_row_wise": True, "num_threads": THREADS, "seed": SEED, "verbose": -1}
 ROUNDS = 300
@@ -61,7 +61,8 @@ class Fitted:
     def provenance(self) -> dict:
         return {"features": self.spec.feature_names, "spec": self.spec.describe(), "params": self.params,
                 "training_sets": self.train_sets, "training_queries": len(self.train_queries),
-                "label_gt": self.label_gt, "lightgbm": lgb.__version__, "train_seconds": round(self.seconds, 3)}
+                "label_gt": self.label_gt, "lightgbm": lgb.__version__,
+                "train_seconds": round(self.seconds, 3)}
 
 
 def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[str, str],
@@ -116,8 +117,8 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     sets = q["subset"].to_dict()
     design = [k for k in keys if is_design(sets[k])]
     if len(design) < 2:
-        raise ValueError(f"the learned ranker trains on the {', '.join(DESIGN_SETS)} queries, and this run has "
-                         f"{len(design)}: evaluate it with those sets")
+        raise ValueError(f"the learned ranker trains on the {', '.join(DESIGN_SETS)} queries, and this run "
+                         f"has {len(design)}: evaluate it with those sets")
     fold = folds_of(design, sets, q["query"].to_dict(), folds, seed)
     scores = np.zeros(len(table.qkeys))
     trained_on, seconds = [], []

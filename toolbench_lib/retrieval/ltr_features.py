@@ -16,7 +16,7 @@ the candidate (or holds no sibling) is 0.
 | ``tool_n_<c>`` | tool level: how many other APIs of the same tool ``c`` holds | ``c`` |
 | ``cat_tools_<c>`` | category level: how many other tools of the same category ``c`` holds | ``c`` |
 | ``n_lists`` | how many of the method's component rankings hold the API | every component |
-| ``stubs_<f>`` | how many stubs' own rankings with family ``f`` hold the API | ``s.<f>`` (per-stub rankings) |
+| ``stubs_<f>`` | how many stubs' own rankings of family ``f`` hold the API | ``s.<f>``'s per-stub rankings |
 | ``n_stubs`` | how many stubs the query has (PtR's searched texts) | a stub component |
 
 ``<c>`` is written with ``_`` for ``.`` (``rr_q_dense``): LightGBM refuses some characters in names. ``ltr``
@@ -209,7 +209,8 @@ def _ranking(frame: pd.DataFrame) -> Ranking:
     return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
 
 
-def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str], spec: LtrSpec) -> dict[str, QueryRuns]:
+def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str],
+                   spec: LtrSpec) -> dict[str, QueryRuns]:
     """``{qkey: QueryRuns}`` from one run's hits of each component's method (``{method: hits}``, columns
     ``qkey, text_idx, rank, api_id, score``; ``text_idx = -1`` the final ranking, others a stub's own)."""
     lists: dict[str, dict[str, Ranking]] = {}
@@ -228,7 +229,8 @@ def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str], spec: 
             for key in keys}
 
 
-def study_runs(result, spec: LtrSpec, run: int = 0, keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
+def study_runs(result, spec: LtrSpec, run: int = 0,
+               keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
     """:func:`runs_from_hits` of a stored study's run ``run`` (every query of the study by default)."""
     hits = {}
     for method in spec.methods:

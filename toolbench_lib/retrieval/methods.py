@@ -7,8 +7,7 @@ the table's own module cannot import it back; the study and the CLI import this 
 
 from __future__ import annotations
 
-from . import fused  # noqa: F401  (registers the named fusion specs)
-from . import ltr  # noqa: F401  (registers the learned rankers ltr, ltr-nollm)
+from . import fused, ltr  # noqa: F401  (register the named fusion specs and the learned rankers)
 from .retrievers import RETRIEVERS, Retriever
 
 
