@@ -304,3 +304,27 @@ def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path
     assert all(set(v) <= comps[k] for k, v in study.ranking("ltr", 0).items())
     manifest = export_trec(study, tmp_path / "trec", ["candidates"])
     assert {f["method"] for f in manifest["files"] if f["kind"] == "run"} >= {"ltr", "ltr-nollm"}
+
+
+def test_bench_line_times_the_ranker_beside_linear_fusion():
+    from toolbench_lib.bench.ltr import bench_ltr
+    from toolbench_lib.bench.ltr import synthetic_study as bench_study
+
+    study = bench_study(30)
+    assert len(study.queries) == 30 and set(study.methods) == set(COMPONENT_METHODS)
+    line = bench_ltr(study, "synthetic", repeats=1)
+    assert line.unit == "ms" and line.better == "lower"
+    assert line.baseline_value > 0 and line.candidate_value > 0
+    d = line.details
+    assert d["queries"] == 30 and d["features"] == len(ltr.NAMED["ltr"].feature_names)
+    assert d["model_bytes"] > 0 and d["train_s"] >= 0 and d["threads"] == ltr.THREADS
+
+
+def test_bench_command_has_the_ltr_line(real_data_dir, capsys, tmp_path):
+    from toolbench_lib.cli import main
+
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--only", "ltr", "--json", str(out)]) == 0
+    lines = json.loads(out.read_text())["lines"]
+    assert [ln["name"] for ln in lines] == ["learned ranker (ltr) beside linear fusion, per query"]
+    assert lines[0]["skipped"] is None and lines[0]["details"]["study"].startswith("synthetic")
