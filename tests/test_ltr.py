@@ -208,6 +208,19 @@ def test_ranker_learns_the_tool_signal_and_ablations_see_it():
                                                                                "rank and score"}
 
 
+def test_explain_shows_one_query_candidates_with_their_features():
+    study = synthetic_study(n_per_set=8)
+    key = "G1_instruction:2"
+    t = L.explain(study, key, "ltr", top=5)
+    assert t["rank"].tolist() == [1, 2, 3, 4, 5] and t["score"].is_monotonic_decreasing
+    assert set(ltr.NAMED["ltr"].feature_names) <= set(t.columns) and set(t["label"]) <= {0, 1}
+    spec = ltr.NAMED["ltr"]
+    lists, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+    assert t["api_id"].tolist() == [a for a, _ in lists[key][:5]]
+    with pytest.raises(ValueError, match="no query"):
+        L.explain(study, "G9:0")
+
+
 def test_goal_check_by_hand():
     cmp = pd.DataFrame([
         {"gt": "candidates", "part": "design", "subset": "G1", "method": "ltr", "against": "best single",
@@ -285,14 +298,14 @@ def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path
     from toolbench_lib.cli import main
     from toolbench_lib.eval.export import export_trec
 
-    code = main(["evaluate", "--method", "rtp,ltr,ltr-nollm", "--retriever", "dense", "--backend", "rules",
-                 "--runs", "1", "--plan-limit", "0", "--max-apis", "2500", "--limit", "15", "--model",
-                 "all-MiniLM-L6-v2", "--save", str(tmp_path / "study"), "--json"])
+    code = main(["evaluate", "--method", "rtp,ptr,ltr,ltr-nollm", "--retriever", "dense,bm25",
+                 "--backend", "rules", "--runs", "1", "--plan-limit", "0", "--max-apis", "2500",
+                 "--limit", "15", "--model", "all-MiniLM-L6-v2", "--save", str(tmp_path / "study"), "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     for name in ("G1", "G2", "G3"):
         methods = out["subsets"][name]["methods"]
-        assert list(methods) == ["rtp", "ltr", "ltr-nollm"]
+        assert list(methods) == ["rtp", "ptr", "ltr", "ltr-nollm", "rtp@bm25", "ptr@bm25"]
         assert all(0.0 <= v["recall"] <= 1.0 for v in methods.values())
     study = StudyResult.load(tmp_path / "study")
     for name in ("ltr", "ltr-nollm"):
@@ -302,6 +315,9 @@ def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path
     pool = study.final_hits(20)
     comps = pool[pool["method"].isin(COMPONENT_METHODS)].groupby("qkey")["api_id"].agg(set)
     assert all(set(v) <= comps[k] for k, v in study.ranking("ltr", 0).items())
+    for name, spec in ltr.NAMED.items():  # the stored lists are the library's on the stored rankings
+        want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+        assert study.ranking(name, 0) == {k: [a for a, _ in v] for k, v in want.items()}
     manifest = export_trec(study, tmp_path / "trec", ["candidates"])
     assert {f["method"] for f in manifest["files"] if f["kind"] == "run"} >= {"ltr", "ltr-nollm"}
 

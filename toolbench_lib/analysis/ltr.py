@@ -11,6 +11,7 @@ Every function returns a DataFrame (or a figure):
 * :func:`ablations`: the ranker without tool-level, category-level, stub, BM25 or dense features, each
   against the full ranker;
 * :func:`importance` and :func:`importance_figure`: LightGBM's gain per feature;
+* :func:`explain`: one query's candidates with their scores and features (why was this API first?);
 * :func:`costs`: training seconds, inference milliseconds per query and model size, beside linear fusion.
 
 The design sets' scores are out of fold (each query scored by a model that never saw it); the unseen sets
@@ -223,6 +224,21 @@ def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 
             rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
                          **_versus(g, "ltr", name, n_resamples)})
     return pd.DataFrame(rows)
+
+
+def explain(result, qkey: str, name: str = "ltr", run: int = 0, top: int = 10, seed: int = 0,
+            label_gt: str = "candidates") -> pd.DataFrame:
+    """Why an API was ranked where it was, for one query: its ``top`` candidates by out-of-fold score
+    (``rank, api_id, score, label`` and every feature of the ranker ``name``)."""
+    spec = NAMED[name]
+    if qkey not in set(result.queries["qkey"]):
+        raise ValueError(f"no query {qkey!r} in this study")
+    table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
+    cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
+    frame = table.frame().assign(score=cf.scores)
+    mine = frame[frame["qkey"] == qkey].sort_values(["score", "api_id"], ascending=[False, True]).head(top)
+    mine.insert(1, "rank", range(1, len(mine) + 1))
+    return mine.drop(columns="qkey").reset_index(drop=True)
 
 
 def importance(model: Fitted) -> pd.DataFrame:
