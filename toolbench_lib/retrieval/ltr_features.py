@@ -109,45 +109,60 @@ def category_of(api_id: str) -> str:
     return api_id.split("/", 1)[0]
 
 
-def _list_stats(ranking: Ranking, depth: int) -> tuple[dict[str, int], dict[str, float], dict, Counter]:
-    """Rank and min-max score of each API of the top ``depth``, each tool's (score, API) pairs, and the
-    number of APIs of each (category, tool)."""
+@dataclass
+class _ListStats:
+    """One component's top ``depth``: each API's rank and min-max score, each tool's API count and two best
+    (score, API) pairs, each category's tools."""
+
+    ranks: dict[str, int]
+    mm: dict[str, float]
+    tool_n: Counter
+    tool_top: dict[str, list[tuple[float, str]]]
+    cat_tools: dict[str, set[str]]
+
+
+def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     first: dict[str, float] = {}
     for a, s in ranking[:depth]:
         first.setdefault(a, s)  # a repeated id keeps its first (best) place
-    cut = list(first)
-    ranks = {a: i for i, a in enumerate(cut, 1)}
     mm = min_max(first)
-    by_tool: dict[str, list[tuple[float, str]]] = {}
-    tools: Counter = Counter()
-    for a in cut:
-        by_tool.setdefault(tool_of(a), []).append((mm[a], a))
-        tools[(category_of(a), tool_of(a))] += 1
-    return ranks, mm, by_tool, tools
+    tool_n: Counter = Counter()
+    tool_top: dict[str, list[tuple[float, str]]] = {}
+    cat_tools: dict[str, set[str]] = {}
+    for a in first:
+        tool = tool_of(a)
+        tool_n[tool] += 1
+        top = tool_top.setdefault(tool, [])
+        top.append((mm[a], a))
+        top.sort(key=lambda x: -x[0])
+        del top[2:]
+        cat_tools.setdefault(category_of(a), set()).add(tool)
+    return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, tool_n, tool_top, cat_tools)
 
 
 def query_features(q: QueryRuns, spec: LtrSpec, depth: int = 20) -> tuple[list[str], np.ndarray]:
     """The candidates of one query (first appearance over the components in order) and their features
     (rows of :attr:`LtrSpec.feature_names`)."""
-    stats = {c: _list_stats(q.lists.get(c, []), depth) for c in spec.components}
-    ids = list(dict.fromkeys(a for c in spec.components for a in stats[c][0]))
-    stub_sets = {f: [set(dict.fromkeys(a for a, _ in r[:depth])) for r in q.stubs.get(f, [])]
-                 for f in spec.stub_families}
+    stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
+    ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
+    stub_counts = {f: Counter(a for r in q.stubs.get(f, []) for a in dict.fromkeys(x for x, _ in r[:depth]))
+                   for f in spec.stub_families}
     n_stubs = max((len(v) for v in q.stubs.values()), default=0)
     X = np.zeros((len(ids), len(spec.feature_names)))
     for i, a in enumerate(ids):
         tool, cat = tool_of(a), category_of(a)
         row: list[float] = []
-        for c in spec.components:
-            ranks, mm, by_tool, tools = stats[c]
-            row += [1.0 / ranks[a] if a in ranks else 0.0, mm.get(a, 0.0)]
+        for st in stats:
+            held = a in st.ranks
+            row += [1.0 / st.ranks[a] if held else 0.0, st.mm.get(a, 0.0)]
             if spec.tool:
-                sib = [s for s, b in by_tool.get(tool, []) if b != a]
-                row += [max(sib, default=0.0), float(len(sib))]
+                best = next((v for v, b in st.tool_top.get(tool, ()) if b != a), 0.0)
+                row += [best, float(st.tool_n[tool] - held)]
             if spec.category:
-                row.append(float(sum(1 for (ct, t) in tools if ct == cat and t != tool)))
-        row.append(float(sum(a in stats[c][0] for c in spec.components)))
-        row += [float(sum(a in s for s in stub_sets[f])) for f in spec.stub_families]
+                tools = st.cat_tools.get(cat, ())
+                row.append(float(len(tools) - (tool in tools)))
+        row.append(float(sum(a in st.ranks for st in stats)))
+        row += [float(stub_counts[f][a]) for f in spec.stub_families]
         if spec.uses_stubs:
             row.append(float(n_stubs))
         X[i] = row
