@@ -257,6 +257,10 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
         assert (tmp_path / "out" / f"{name}.csv").exists(), name
     table = pd.read_csv(tmp_path / "out" / "ltr_table_relevant.csv")
     assert list(table.columns) == ["method", "G1", "G2", "G3", "G1_category", "G1_tool"]
+    assert table["method"].tolist() == [L.BEST_SINGLE, "linear fused (1 stub call)",
+                                        "linear fused (no LLM call)", "ltr", "ltr-nollm"]
+    goal = pd.read_csv(tmp_path / "out" / "ltr_goal.csv")
+    assert len(goal) == 2 * 2 * 5 and goal["part"].tolist()[:3] == ["design"] * 3  # 2 gts, 2 rankers, 5 sets
     abl = pd.read_csv(tmp_path / "out" / "ltr_ablations.csv")
     assert set(abl["method"]) == set(L.ABLATIONS) and set(abl["gt"]) == {"candidates", "relevant"}
     assert (abl.loc[abl["method"] == "ltr", "diff"] == 0).all()

@@ -109,6 +109,29 @@ def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int =
     return design_lists, unseen_lists, model
 
 
+def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = 5,
+                         gts: Sequence[str] = GT_DEFINITIONS, seed: int = 0) -> pd.DataFrame:
+    """Per query recall@k (the columns of :func:`ranker_scores`) of the linear fusion notebook 12 chooses on
+    the design sets (:func:`toolbench_lib.analysis.retrievers.chosen_fusions`, on the candidates ground truth:
+    one with a stub call, one without), mean over the design runs; the unseen sets from validation's run 0."""
+    from .retrievers import chosen_fusions
+
+    specs, _ = chosen_fusions(design, k, "candidates", seed)
+    frames = []
+    parts = [("design", design, design.queries["qkey"].tolist(), range(design.n_runs))]
+    if validation is not None and unseen:
+        parts.append(("unseen", validation, [q for q in validation.queries["qkey"] if q in unseen], [0]))
+    for part, result, keys, runs in parts:
+        subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+        for name, spec in specs.items():
+            lists = [spec.fuse(study_rankings(result, spec.components, r), keys, k) for r in runs]
+            for gt in gts:
+                qrels = qrels_of(result.queries, gt)
+                rec = np.mean([_recalls(x, qrels, keys, k) for x in lists], axis=0)
+                frames.append(_frame(keys, subsets, f"linear {name}", gt, rec).assign(part=part))
+    return pd.concat(frames, ignore_index=True)[["qkey", "subset", "part", "method", "gt", "recall"]]
+
+
 def ranker_scores(design, validation=None, unseen: set[str] | None = None,
                   specs: Mapping[str, LtrSpec] | None = None, k: int = 5, gts: Sequence[str] = GT_DEFINITIONS,
                   runs: Sequence[int] | None = None, seed: int = 0, label_gt: str = "candidates"
@@ -175,7 +198,8 @@ def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_re
                 if ref is not None:
                     rows.append({"gt": gt, "part": part, "subset": subset, "method": m, "against": against,
                                  **_versus(g, ref, m, n_resamples)})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    return out.sort_values(["gt", "part"], kind="stable", ignore_index=True) if len(out) else out
 
 
 def issue_table(cmp: pd.DataFrame, gt: str, digits: int = 3) -> pd.DataFrame:

@@ -42,7 +42,9 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = 5
     validation = StudyResult.load(validation_dir) if validation_dir is not None else None
     unseen = unseen_keys(validation, design)[0] if validation is not None else set()
     scores, models = L.ranker_scores(design, validation, unseen, NAMED, k, GT_DEFINITIONS, runs, seed)
-    cmp = L.comparison(scores, tuple(NAMED), n_resamples)
+    linear = L.linear_fusion_scores(design, validation, unseen, k, GT_DEFINITIONS, seed)
+    scores = pd.concat([scores, linear], ignore_index=True)
+    cmp = L.comparison(scores, (*dict.fromkeys(linear["method"]), *NAMED), n_resamples)
     tables = {"ltr_scores": scores, "ltr_comparison": cmp, "ltr_goal": L.goal_check(cmp)}
     for gt in GT_DEFINITIONS:
         tables[f"ltr_table_{gt}"] = L.issue_table(cmp, gt)
