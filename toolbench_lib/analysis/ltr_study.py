@@ -59,7 +59,8 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = 5
                    {"study": str(design_dir), "study_key": design.provenance.get("study_key"), "run": 0})
     for name, table in tables.items():
         table.to_csv(out / f"{name}.csv", index=False)
-        (out / f"{name}.md").write_text(table.to_markdown(index=False) + "\n")
+        if name != "ltr_scores":  # per query keys (from the data files) stay out of rendered Markdown
+            (out / f"{name}.md").write_text(table.to_markdown(index=False) + "\n")
     fig = L.importance_figure(tables["ltr_importance"][tables["ltr_importance"]["method"] == "ltr"])
     fig.savefig(out / "ltr_importance.png", dpi=120, bbox_inches="tight")
     return tables
