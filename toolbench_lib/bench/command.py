@@ -13,7 +13,7 @@ from ..pipeline.validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 from .llm_local import LockBusy
 
-PARTS = ("embedding", "search", "bm25", "warm", "local_llm", "gemini")
+PARTS = ("embedding", "search", "bm25", "ltr", "warm", "local_llm", "gemini")
 FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 32}
 QUICK = {"docs": 96, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2, "llm_tokens": 8}
 # The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
@@ -87,6 +87,11 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         return bench_bm25(texts, qs, dense, source=f"{len(texts)} registry texts")
 
+    def ltr() -> BenchLine:
+        from .ltr import bench_ltr
+
+        return bench_ltr(*_ltr_study(args.quick))
+
     def warm() -> BenchLine:
         from .warm import bench_warm
 
@@ -109,8 +114,25 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
 
-    return {"embedding": embedding, "search": search, "bm25": bm25, "warm": warm, "local_llm": local_llm,
-            "gemini": gemini}
+    return {"embedding": embedding, "search": search, "bm25": bm25, "ltr": ltr, "warm": warm,
+            "local_llm": local_llm, "gemini": gemini}
+
+
+def _ltr_study(quick: bool):
+    """The learned ranker's study: the stored retriever study of ``make run`` when there is one (not with
+    ``--quick``), else a synthetic one of the same shape."""
+    from ..pipeline.experiment import stored_study_dir
+    from ..pipeline.study import StoredStudyError, StudyResult
+    from .ltr import synthetic_study
+
+    if not quick:
+        try:
+            folder = stored_study_dir("default-retrievers")
+            return StudyResult.load(folder), str(folder)
+        except (FileNotFoundError, StoredStudyError):
+            pass
+    n = 60 if quick else 462
+    return synthetic_study(n), f"synthetic, {n} queries (no stored retriever study)"
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

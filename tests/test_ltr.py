@@ -1,0 +1,350 @@
+"""The learned ranker: features by hand on a three-API toy study, cross-fitting honesty, determinism, the
+measurement tables on synthetic studies, and ``evaluate --method ltr,ltr-nollm`` on the real slice."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolbench_lib.analysis import ltr as L
+from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.retrieval import ltr
+from toolbench_lib.retrieval.ltr_features import (
+    LtrSpec,
+    category_of,
+    feature_table,
+    study_runs,
+    tool_of,
+)
+from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
+
+COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
+A1, A2, B1 = "Cat/toolA/a1", "Cat/toolA/a2", "Cat/toolB/b1"
+COMPONENT_METHODS = ("rtp", "rtp@bm25", "ptr", "ptr@bm25")
+
+
+def _rows(key: str, method: str, run: int, text_idx: int, ranking) -> list[tuple]:
+    return [(key, method, run, text_idx, i, 0, a, s) for i, (a, s) in enumerate(ranking, 1)]
+
+
+def toy_study() -> StudyResult:
+    """One query over three APIs (two of tool A, one of tool B, one category); two stubs."""
+    key = "G1_instruction:1"
+    rows = []
+    q_dense = [(A1, 0.9), (B1, 0.5), (A2, 0.1)]
+    q_bm25 = [(B1, 10.0), (A1, 6.0)]
+    for t in (0, -1):
+        rows += _rows(key, "rtp", -1, t, q_dense) + _rows(key, "rtp@bm25", -1, t, q_bm25)
+    rows += _rows(key, "ptr", 0, 0, [(A2, 0.8)]) + _rows(key, "ptr", 0, 1, [(A1, 0.4), (A2, 0.3)])
+    rows += _rows(key, "ptr", 0, -1, [(A2, 0.8), (A1, 0.4)])
+    rows += _rows(key, "ptr@bm25", 0, 0, [(A2, 3.0)]) + _rows(key, "ptr@bm25", 0, -1, [(A2, 3.0)])
+    q = pd.DataFrame({"qkey": [key], "subset": ["G1_instruction"], "query": ["toy"], "candidates": [[A1, A2]],
+                      "relevant": [[A1]]})
+    prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
+    return StudyResult(q, pd.DataFrame(), pd.DataFrame(rows, columns=COLUMNS), pd.DataFrame(), pd.DataFrame(),
+                       prov)
+
+
+def test_features_by_hand_on_a_three_api_study():
+    spec = ltr.NAMED["ltr"]
+    table = feature_table(study_runs(toy_study(), spec), spec, {"G1_instruction:1": {A1, A2}})
+    f = table.frame().set_index("api_id")
+    assert list(f.index) == [A1, B1, A2]  # first appearance over q.dense, q.bm25, s.dense, s.bm25
+    assert f["label"].tolist() == [1, 0, 1]
+    want = {
+        # q.dense: cosines .9/.5/.1 -> min-max 1/.5/0; q.bm25: 10/6 -> 1/0; s.dense .8/.4 -> 1/0;
+        # s.bm25: 3 -> 0 (one score: ranx gives 0)
+        A1: {"rr_q_dense": 1, "mm_q_dense": 1, "tool_best_q_dense": 0, "tool_n_q_dense": 1,
+             "cat_tools_q_dense": 1, "rr_q_bm25": 0.5, "mm_q_bm25": 0, "tool_best_q_bm25": 0,
+             "tool_n_q_bm25": 0, "cat_tools_q_bm25": 1,
+             "rr_s_dense": 0.5, "mm_s_dense": 0, "tool_best_s_dense": 1, "tool_n_s_dense": 1,
+             "cat_tools_s_dense": 0, "rr_s_bm25": 0, "mm_s_bm25": 0, "tool_best_s_bm25": 0,
+             "tool_n_s_bm25": 1,
+             "cat_tools_s_bm25": 0, "n_lists": 3, "stubs_dense": 1, "stubs_bm25": 0, "n_stubs": 2},
+        B1: {"rr_q_dense": 0.5, "mm_q_dense": 0.5, "tool_best_q_dense": 0, "tool_n_q_dense": 0,
+             "cat_tools_q_dense": 1, "rr_q_bm25": 1, "mm_q_bm25": 1, "cat_tools_q_bm25": 1, "rr_s_dense": 0,
+             "cat_tools_s_dense": 1, "cat_tools_s_bm25": 1, "n_lists": 2, "stubs_dense": 0, "stubs_bm25": 0},
+        A2: {"rr_q_dense": 1 / 3, "mm_q_dense": 0, "tool_best_q_dense": 1, "tool_n_q_dense": 1,
+             "rr_q_bm25": 0, "tool_best_q_bm25": 0, "tool_n_q_bm25": 1, "rr_s_dense": 1, "mm_s_dense": 1,
+             "tool_best_s_dense": 0, "tool_n_s_dense": 1, "rr_s_bm25": 1, "mm_s_bm25": 0, "tool_n_s_bm25": 0,
+             "n_lists": 3, "stubs_dense": 2, "stubs_bm25": 1},
+    }
+    for api, values in want.items():
+        for name, value in values.items():
+            assert f.loc[api, name] == pytest.approx(value), (api, name)
+    nollm = ltr.NAMED["ltr-nollm"]
+    assert not nollm.uses_stubs and not any(n.startswith(("stubs", "n_stubs")) for n in nollm.feature_names)
+    f2 = feature_table(study_runs(toy_study(), nollm), nollm).frame().set_index("api_id")
+    assert list(f2.index) == [A1, B1, A2] and f2.loc[A2, "n_lists"] == 1
+    bare = LtrSpec(("q.dense",), tool=False, category=False)
+    assert bare.feature_names == ["rr_q_dense", "mm_q_dense", "n_lists"]
+    assert tool_of(A1) == "Cat/toolA" and category_of(B1) == "Cat" and tool_of("plain") == "plain"
+
+
+def test_bad_specs_and_missing_rankings_are_clear():
+    with pytest.raises(ValueError, match="unknown ranker component"):
+        LtrSpec(("q.sparse",))
+    study = toy_study()
+    study.hits = study.hits[study.hits["method"] != "ptr@bm25"]
+    with pytest.raises(ValueError, match="no rankings of 'ptr@bm25'"):
+        study_runs(study, ltr.NAMED["ltr"])
+
+
+# -- a synthetic study with a learnable signal ------------------------------------------------------------
+
+DESIGN = ("G1_instruction", "G2_category_original", "G3_instruction_original")
+
+
+def synthetic_study(sets=DESIGN, n_per_set: int = 12, runs: int = 1, seed: int = 0,
+                    prefix: str = "") -> StudyResult:
+    """Each query's ground truth is two APIs of one tool; the query rankings hold one of them low, the
+    stub rankings the other, and noise APIs of random tools fill every list."""
+    rng = np.random.default_rng(seed)
+    queries, rows = [], []
+    for subset in sets:
+        for i in range(n_per_set):
+            key = f"{subset}:{prefix}{i}"
+            tool = f"C{i % 3}/t{subset[:2]}{i}"
+            gt = [f"{tool}/x", f"{tool}/y"]
+            queries.append({"qkey": key, "subset": subset, "query": f"{prefix}query {subset} {i}",
+                            "candidates": gt, "relevant": gt[:1]})
+
+            def noise(n, top):
+                return [(f"C{rng.integers(3)}/n{rng.integers(40)}/a{j}", top - 0.02 * j) for j in range(n)]
+
+            q_d = noise(12, 0.9)
+            q_d.insert(int(rng.integers(1, 4)), (gt[0], 0.7))
+            q_b = noise(12, 9.0)
+            for t in (0, -1):
+                rows += _rows(key, "rtp", -1, t, q_d) + _rows(key, "rtp@bm25", -1, t, q_b)
+            for r in range(runs):
+                s0 = noise(6, 0.8)
+                s0.insert(int(rng.integers(0, 4)), (gt[1], 0.75))
+                s1 = noise(6, 0.7)
+                merged = sorted(dict(sorted(s0 + s1, key=lambda x: x[1])).items(), key=lambda x: -x[1])[:12]
+                rows += _rows(key, "ptr", r, 0, s0) + _rows(key, "ptr", r, 1, s1)
+                rows += _rows(key, "ptr", r, -1, merged)
+                b = noise(8, 5.0)
+                rows += _rows(key, "ptr@bm25", r, 0, b) + _rows(key, "ptr@bm25", r, -1, b)
+    prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
+    return StudyResult(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows, columns=COLUMNS),
+                       pd.DataFrame(), pd.DataFrame(), prov)
+
+
+def _crossfit(study: StudyResult, spec: LtrSpec, gt: str = "candidates"):
+    runs = study_runs(study, spec)
+    table = feature_table(runs, spec, ltr.qrels_of(study.queries, gt))
+    return table, ltr.crossfit(table, spec, study.queries)
+
+
+def test_no_query_is_scored_by_a_model_trained_on_it():
+    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    q = study.queries
+    q.loc[q["qkey"] == "G2_category_original:3", "query"] = "query G1_instruction 3"  # one text in two sets
+    spec = ltr.NAMED["ltr"]
+    table, cf = _crossfit(study, spec)
+    design = [k for k in q["qkey"] if not k.startswith("G1_category")]
+    assert set(cf.fold) == set(design) and len(cf.trained_on) == 5
+    text = q.set_index("qkey")["query"]
+    for f, train in enumerate(cf.trained_on):
+        scored = {k for k, g in cf.fold.items() if g == f}
+        assert not scored & set(train)
+        assert not set(text[list(scored)]) & set(text[train])  # grouped by text, not only by key
+    assert cf.fold["G2_category_original:3"] == cf.fold["G1_instruction:3"]
+    assert cf.unseen_model.train_sets == list(DESIGN) and len(cf.unseen_model.train_queries) == len(design)
+    # Corrupt the labels of fold 0's queries: their scores do not move, the other folds' do.
+    fold0 = [k for k, g in cf.fold.items() if g == 0]
+    unseen = [k for k in q["qkey"] if k.startswith("G1_category")]
+
+    def corrupted(keys):
+        bad = q.assign(candidates=[[f"nothing/{k}"] if k in keys else c
+                                   for k, c in zip(q["qkey"], q["candidates"], strict=True)])
+        stored = StudyResult(bad, study.stubs, study.hits, study.plans, study.calls, study.provenance)
+        return _crossfit(stored, spec)[1].scores
+
+    scores = corrupted(fold0)
+    np.testing.assert_array_equal(cf.scores[table.rows_of(fold0)], scores[table.rows_of(fold0)])
+    others = table.rows_of([k for k in design if k not in fold0])
+    assert not np.array_equal(cf.scores[others], scores[others])
+    # The unseen sets' labels are never read: corrupting them changes no score at all.
+    np.testing.assert_array_equal(cf.scores, corrupted(unseen))
+
+
+def test_a_fixed_seed_gives_identical_rankings():
+    study = synthetic_study()
+    spec = ltr.NAMED["ltr"]
+    runs = study_runs(study, spec)
+    a, cf_a, _ = ltr.ltr_rankings(runs, study.queries, spec)
+    b, cf_b, _ = ltr.ltr_rankings(runs, study.queries, spec)
+    assert a == b and cf_a.fold == cf_b.fold
+    np.testing.assert_array_equal(cf_a.scores, cf_b.scores)
+    c, cf_c, _ = ltr.ltr_rankings(runs, study.queries, spec, seed=1)
+    assert cf_c.fold != cf_a.fold  # the seed is the one that shuffles the folds
+    assert all(len(v) == len({x for x, _ in v}) for v in a.values())
+
+
+def test_ranker_learns_the_tool_signal_and_ablations_see_it():
+    """Ground truth is two APIs of one tool, one found by the query, one by the stubs: ``ltr`` finds both,
+    the query's dense ranking one of the two; the ablation without stubs loses the stub-found one."""
+    study = synthetic_study(n_per_set=14)
+    scores, models = L.ranker_scores(study, k=5, gts=("candidates",))
+    mean = scores.groupby("method")["recall"].mean()
+    assert mean["rtp"] == pytest.approx(0.5)  # the query's ranking holds one of the two, in its top 4
+    assert mean["ltr"] > 0.9 and mean["ltr"] > mean["ltr-nollm"]
+    assert set(models) == {"ltr", "ltr-nollm"}
+    cmp = L.comparison(scores, n_resamples=500)
+    row = cmp[(cmp["method"] == "ltr") & (cmp["against"] == "best single")].iloc[0]
+    assert row["reference"] in L.single_methods(study) and row["diff"] > 0 and row["ci_low"] > 0
+    table = L.issue_table(cmp, "candidates")
+    assert table["method"].tolist() == [L.BEST_SINGLE, "ltr", "ltr-nollm"]
+    assert list(table.columns[1:]) == ["G1", "G2", "G3"]
+    imp = L.importance(models["ltr"])
+    assert set(imp["feature"]) == set(ltr.NAMED["ltr"].feature_names)
+    assert imp["share"].sum() == pytest.approx(1.0) and set(imp["group"]) <= {"tool", "category", "stubs",
+                                                                               "rank and score"}
+
+
+def test_explain_shows_one_query_candidates_with_their_features():
+    study = synthetic_study(n_per_set=8)
+    key = "G1_instruction:2"
+    t = L.explain(study, key, "ltr", top=5)
+    assert t["rank"].tolist() == [1, 2, 3, 4, 5] and t["score"].is_monotonic_decreasing
+    assert set(ltr.NAMED["ltr"].feature_names) <= set(t.columns) and set(t["label"]) <= {0, 1}
+    spec = ltr.NAMED["ltr"]
+    lists, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+    assert t["api_id"].tolist() == [a for a, _ in lists[key][:5]]
+    with pytest.raises(ValueError, match="no query"):
+        L.explain(study, "G9:0")
+
+
+def test_goal_check_by_hand():
+    cmp = pd.DataFrame([
+        {"gt": "candidates", "part": "design", "subset": "G1", "method": "ltr", "against": "best single",
+         "reference": "ptr@bm25", "diff": 0.06, "ci_low": 0.01},
+        {"gt": "candidates", "part": "design", "subset": "G2", "method": "ltr", "against": "best single",
+         "reference": "ptr@bm25", "diff": 0.04, "ci_low": 0.01},
+        {"gt": "relevant", "part": "unseen", "subset": "G1_tool", "method": "ltr", "against": "best single",
+         "reference": "rtp", "diff": 0.04, "ci_low": -0.01},
+        {"gt": "relevant", "part": "unseen", "subset": "G1_tool", "method": "ltr-nollm",
+         "against": "best dense",
+         "reference": "rtp", "diff": 0.01, "ci_low": 0.001},
+        {"gt": "relevant", "part": "unseen", "subset": "G1_tool", "method": "ltr-nollm",
+         "against": "best single",
+         "reference": "rtp", "diff": 0.01, "ci_low": 0.001},
+    ])
+    g = L.goal_check(cmp)
+    assert g["met"].tolist() == [True, False, False, True]
+    assert g["margin"].tolist() == [0.05, 0.05, 0.03, 0.0]
+
+
+def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
+    from toolbench_lib.analysis.ltr_study import main
+
+    design = synthetic_study(n_per_set=10, runs=2)
+    validation = synthetic_study(("G1_category", "G1_tool"), n_per_set=10, seed=1, prefix="v")
+    validation.provenance["settings"]["runs"] = 1
+    validation.hits = validation.hits[validation.hits["run"] <= 0]
+    d, v = design.save(tmp_path / "design"), validation.save(tmp_path / "validation")
+    assert main(["--design", str(d), "--validation", str(v), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "gt=relevant" in printed and "best single architecture" in printed
+    for name in ("ltr_table_candidates", "ltr_table_relevant", "ltr_ablations", "ltr_importance", "ltr_costs",
+                 "ltr_goal", "ltr_comparison"):
+        assert (tmp_path / "out" / f"{name}.csv").exists(), name
+    table = pd.read_csv(tmp_path / "out" / "ltr_table_relevant.csv")
+    assert list(table.columns) == ["method", "G1", "G2", "G3", "G1_category", "G1_tool"]
+    assert table["method"].tolist() == [L.BEST_SINGLE, "linear fused (1 stub call)",
+                                        "linear fused (no LLM call)", "ltr", "ltr-nollm"]
+    goal = pd.read_csv(tmp_path / "out" / "ltr_goal.csv")
+    assert len(goal) == 2 * 2 * 5 and goal["part"].tolist()[:3] == ["design"] * 3  # 2 gts, 2 rankers, 5 sets
+    abl = pd.read_csv(tmp_path / "out" / "ltr_ablations.csv")
+    assert set(abl["method"]) == set(L.ABLATIONS) and set(abl["gt"]) == {"candidates", "relevant"}
+    assert (abl.loc[abl["method"] == "ltr", "diff"] == 0).all()
+    costs = pd.read_csv(tmp_path / "out" / "ltr_costs.csv").set_index("method")
+    assert costs.loc["ltr", "model_bytes"] > 0 and costs.loc["ltr", "infer_ms_per_query"] > 0
+    booster, prov = ltr.load_model(d / "ltr", "ltr")
+    assert prov["training_sets"] == list(DESIGN) and prov["features"] == ltr.NAMED["ltr"].feature_names
+    assert prov["params"]["deterministic"] is True and prov["sha256"]
+    assert booster.feature_name() == prov["features"]
+    (d / "ltr" / "ltr.txt").write_text((d / "ltr" / "ltr.txt").read_text() + "\n")
+    with pytest.raises(ltr.StoredModelError, match="does not match its checksum"):
+        ltr.load_model(d / "ltr", "ltr")
+    assert main(["--design", str(tmp_path / "nowhere"), "--validation", "none"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_retriever_in_the_study_pipeline_matches_the_library():
+    study = synthetic_study(n_per_set=8)
+    ids = sorted(set(study.hits["api_id"]))
+    h = study.hits
+    ctx = RunContext(SimpleNamespace(api_ids=ids), study.queries, 0, 20, None,
+                     {m: h[h["method"] == m].drop(columns="run") for m in COMPONENT_METHODS})
+    for name in ("ltr", "ltr-nollm"):
+        out = RETRIEVERS[name].retrieve(ctx)
+        assert set(out["text_idx"]) == {-1} and (out["method"] == name).all()
+        got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
+        spec = ltr.NAMED[name]
+        want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+        assert got == {k: [a for a, _ in v] for k, v in want.items()}
+        assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
+    assert RETRIEVERS["ltr"].uses_stubs and RETRIEVERS["ltr-nollm"].deterministic
+    only_unseen = study.queries.assign(subset="G1_category")
+    with pytest.raises(ValueError, match="trains on the G1, G2, G3 queries"):
+        RETRIEVERS["ltr-nollm"].retrieve(RunContext(ctx.setup, only_unseen, 0, 20, None, ctx.hits))
+
+
+def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path, capsys):
+    """``evaluate --method ltr,ltr-nollm`` through the one pipeline on the slice, saved, then TREC export."""
+    from toolbench_lib.cli import main
+    from toolbench_lib.eval.export import export_trec
+
+    code = main(["evaluate", "--method", "rtp,ptr,ltr,ltr-nollm", "--retriever", "dense,bm25",
+                 "--backend", "rules", "--runs", "1", "--plan-limit", "0", "--max-apis", "2500",
+                 "--limit", "15", "--model", "all-MiniLM-L6-v2", "--save", str(tmp_path / "study"), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for name in ("G1", "G2", "G3"):
+        methods = out["subsets"][name]["methods"]
+        assert list(methods) == ["rtp", "ptr", "ltr", "ltr-nollm", "rtp@bm25", "ptr@bm25"]
+        assert all(0.0 <= v["recall"] <= 1.0 for v in methods.values())
+    study = StudyResult.load(tmp_path / "study")
+    for name in ("ltr", "ltr-nollm"):
+        lists = study.ranking(name, 0)
+        assert len(lists) == len(study.queries) and all(len(v) == len(set(v)) <= 20 for v in lists.values())
+    # ltr's candidates come from its four component rankings only
+    pool = study.final_hits(20)
+    comps = pool[pool["method"].isin(COMPONENT_METHODS)].groupby("qkey")["api_id"].agg(set)
+    assert all(set(v) <= comps[k] for k, v in study.ranking("ltr", 0).items())
+    for name, spec in ltr.NAMED.items():  # the stored lists are the library's on the stored rankings
+        want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+        assert study.ranking(name, 0) == {k: [a for a, _ in v] for k, v in want.items()}
+    manifest = export_trec(study, tmp_path / "trec", ["candidates"])
+    assert {f["method"] for f in manifest["files"] if f["kind"] == "run"} >= {"ltr", "ltr-nollm"}
+
+
+def test_bench_line_times_the_ranker_beside_linear_fusion():
+    from toolbench_lib.bench.ltr import bench_ltr
+    from toolbench_lib.bench.ltr import synthetic_study as bench_study
+
+    study = bench_study(30)
+    assert len(study.queries) == 30 and set(study.methods) == set(COMPONENT_METHODS)
+    line = bench_ltr(study, "synthetic", repeats=1)
+    assert line.unit == "ms" and line.better == "lower"
+    assert line.baseline_value > 0 and line.candidate_value > 0
+    d = line.details
+    assert d["queries"] == 30 and d["features"] == len(ltr.NAMED["ltr"].feature_names)
+    assert d["model_bytes"] > 0 and d["train_s"] >= 0 and d["threads"] == ltr.THREADS
+
+
+def test_bench_command_has_the_ltr_line(real_data_dir, capsys, tmp_path):
+    from toolbench_lib.cli import main
+
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--only", "ltr", "--json", str(out)]) == 0
+    lines = json.loads(out.read_text())["lines"]
+    assert [ln["name"] for ln in lines] == ["learned ranker (ltr) beside linear fusion, per query"]
+    assert lines[0]["skipped"] is None and lines[0]["details"]["study"].startswith("synthetic")

@@ -1,0 +1,325 @@
+"""The learned ranker (:mod:`toolbench_lib.retrieval.ltr`) measured on a stored retriever study.
+
+Every function returns a DataFrame (or a figure):
+
+* :func:`ranker_scores`: per query recall@k of the learned rankers (cross-fitted on the design sets, the
+  stored model on the unseen sets) and of every single architecture of the studies (any family), under
+  each ground truth;
+* :func:`comparison`: per set, each ranker against the best single architecture of any family of that set
+  and against the better dense architecture, with the paired bootstrap 95% CI of
+  :func:`toolbench_lib.eval.stats.paired_test`; :func:`issue_table` is its wide form;
+* :func:`ablations`: the ranker without tool-level, category-level, stub, BM25 or dense features, each
+  against the full ranker;
+* :func:`importance` and :func:`importance_figure`: LightGBM's gain per feature;
+* :func:`explain`: one query's candidates with their scores and features (why was this API first?);
+* :func:`costs`: training seconds, inference milliseconds per query and model size, beside linear fusion.
+
+The design sets' scores are out of fold (each query scored by a model that never saw it); the unseen sets
+are the validation study's queries whose text is in no design query, scored by the model fitted on G1–G3.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..data.queries import GT_DEFINITIONS, subset_alias
+from ..eval.runs import direct_recall
+from ..eval.stats import paired_test
+from ..retrieval.fused import NAMED as FUSED
+from ..retrieval.fused import study_rankings
+from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
+from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
+from ..retrieval.retrievers import split_method
+
+SINGLE = ("rtp", "ptr")
+DENSE = ("rtp", "ptr")
+ABLATIONS = {
+    "ltr": NAMED["ltr"],
+    "without tool-level features": LtrSpec(ALL, tool=False),
+    "without category-level features": LtrSpec(ALL, category=False),
+    "without stub features": LtrSpec(("q.dense", "q.bm25")),
+    "without BM25": LtrSpec(("q.dense", "s.dense")),
+    "without dense": LtrSpec(("q.bm25", "s.bm25")),
+}
+BEST_SINGLE = "best single architecture"
+
+
+def single_methods(result) -> list[str]:
+    """The study's single architectures (RtP and PtR with any retriever family)."""
+    return [m for m in result.methods if split_method(m)[0] in SINGLE]
+
+
+def _recalls(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], keys: Sequence[str],
+             k: int) -> list[float]:
+    return [direct_recall(list(lists.get(key, []))[:k], qrels[key], k) for key in keys]
+
+
+def _frame(keys, subsets, method, gt, recall) -> pd.DataFrame:
+    return pd.DataFrame({"qkey": list(keys), "subset": [subsets[k] for k in keys], "method": method, "gt": gt,
+                         "recall": recall})
+
+
+def single_scores(result, keys: Sequence[str], k: int = 5,
+                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
+    """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs."""
+    subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+    frames = []
+    for gt in gts:
+        qrels = qrels_of(result.queries, gt)
+        for m in single_methods(result):
+            rec = np.mean([_recalls(result.ranking(m, r, k), qrels, keys, k) for r in range(result.n_runs)],
+                          axis=0)
+            frames.append(_frame(keys, subsets, m, gt, rec))
+    return pd.concat(frames, ignore_index=True)
+
+
+def fit_unseen_model(design, spec: LtrSpec, run: int = 0, seed: int = 0, label_gt: str = "candidates",
+                     depth: int = 20) -> Fitted:
+    """The model for unseen sets: fitted on every design query of ``design``'s run ``run``."""
+    runs = study_runs(design, spec, run)
+    table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
+    sets = design.queries.set_index("qkey")["subset"].to_dict()
+    return fit(table, spec, table.queries, sets, seed, label_gt)
+
+
+def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int = 0, seed: int = 0,
+                 label_gt: str = "candidates", depth: int = 20, fit_model: bool = True
+                 ) -> tuple[dict, dict, Fitted | None]:
+    """``(design lists, unseen lists, model)`` of one ranker: out-of-fold lists of ``design``'s run ``run``,
+    and the unseen queries of ``validation`` (its run 0) ranked by the model fitted on the design queries
+    (None, and no unseen lists, without ``fit_model``)."""
+    runs = study_runs(design, spec, run)
+    table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
+    cf = crossfit(table, spec, design.queries, seed=seed, label_gt=label_gt)
+    design_lists = {q: [a for a, _ in r] for q, r in ranked(table, cf.scores, depth).items()}
+    if not fit_model:
+        return design_lists, {}, None
+    model = fit(table, spec, table.queries, design.queries.set_index("qkey")["subset"].to_dict(), seed,
+                label_gt)
+    unseen_lists: dict = {}
+    if validation is not None and unseen:
+        keys = [k for k in validation.queries["qkey"] if k in unseen]
+        vtable = feature_table(study_runs(validation, spec, 0, keys), spec, None, depth)
+        unseen_lists = {q: [a for a, _ in r] for q, r in ranked(vtable, model.predict(vtable), depth).items()}
+    return design_lists, unseen_lists, model
+
+
+def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = 5,
+                         gts: Sequence[str] = GT_DEFINITIONS, seed: int = 0) -> pd.DataFrame:
+    """Per query recall@k (the columns of :func:`ranker_scores`) of the linear fusion notebook 12 chooses on
+    the design sets (:func:`toolbench_lib.analysis.retrievers.chosen_fusions`, on the candidates ground truth:
+    one with a stub call, one without), mean over the design runs; the unseen sets from validation's run 0."""
+    from .retrievers import chosen_fusions
+
+    specs, _ = chosen_fusions(design, k, "candidates", seed)
+    frames = []
+    parts = [("design", design, design.queries["qkey"].tolist(), range(design.n_runs))]
+    if validation is not None and unseen:
+        parts.append(("unseen", validation, [q for q in validation.queries["qkey"] if q in unseen], [0]))
+    for part, result, keys, runs in parts:
+        subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+        for name, spec in specs.items():
+            lists = [spec.fuse(study_rankings(result, spec.components, r), keys, k) for r in runs]
+            for gt in gts:
+                qrels = qrels_of(result.queries, gt)
+                rec = np.mean([_recalls(x, qrels, keys, k) for x in lists], axis=0)
+                frames.append(_frame(keys, subsets, f"linear {name}", gt, rec).assign(part=part))
+    return pd.concat(frames, ignore_index=True)[["qkey", "subset", "part", "method", "gt", "recall"]]
+
+
+def ranker_scores(design, validation=None, unseen: set[str] | None = None,
+                  specs: Mapping[str, LtrSpec] | None = None, k: int = 5, gts: Sequence[str] = GT_DEFINITIONS,
+                  runs: Sequence[int] | None = None, seed: int = 0, label_gt: str = "candidates"
+                  ) -> tuple[pd.DataFrame, dict[str, Fitted]]:
+    """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
+    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets
+    from the model of run 0) and of every single architecture; ``models`` are the unseen-set models."""
+    specs = dict(specs or NAMED)
+    runs = list(range(design.n_runs)) if runs is None else list(runs)
+    unseen = set(unseen or ())
+    dkeys = design.queries["qkey"].tolist()
+    ukeys = [q for q in validation.queries["qkey"] if q in unseen] if validation is not None else []
+    dsub = dict(zip(dkeys, design.queries["subset"].map(subset_alias), strict=True))
+    frames, models = [], {}
+    for name, spec in specs.items():
+        per_run: dict[str, list[list[float]]] = {gt: [] for gt in gts}
+        for r in runs:
+            dl, ul, model = ranker_lists(design, validation, unseen, spec, r, seed, label_gt,
+                                         fit_model=r == runs[0])
+            if r == runs[0]:
+                models[name] = model
+                if ukeys:
+                    vq = validation.queries
+                    usub = dict(zip(vq["qkey"], vq["subset"].map(subset_alias), strict=True))
+                    for gt in gts:
+                        rec = _recalls(ul, qrels_of(validation.queries, gt), ukeys, k)
+                        frames.append(_frame(ukeys, usub, name, gt, rec).assign(part="unseen"))
+            for gt in gts:
+                per_run[gt].append(_recalls(dl, qrels_of(design.queries, gt), dkeys, k))
+        for gt in gts:
+            frames.append(_frame(dkeys, dsub, name, gt, np.mean(per_run[gt], axis=0)).assign(part="design"))
+    frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
+    if ukeys:
+        frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["qkey", "subset", "part", "method", "gt", "recall"]], models
+
+
+def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
+    w = g.pivot(index="qkey", columns="method", values="recall")
+    res = paired_test(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
+    return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
+            "reference_recall": res["mean_a"], "diff": res["diff"], "ci_low": res["ci_low"],
+            "ci_high": res["ci_high"], "wins": res["wins_b"], "losses": res["wins_a"],
+            "p_wilcoxon": res["p_wilcoxon"]}
+
+
+def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000
+               ) -> pd.DataFrame:
+    """Per ground truth, set and ranker: against the best single architecture of any family of that set
+    (``against = best single``) and against the better dense architecture (``against = best dense``),
+    paired per query with a bootstrap 95% CI of the difference."""
+    rows = []
+    for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
+        means = g.groupby("method")["recall"].mean()
+        singles = [m for m in means.index if split_method(m)[0] in SINGLE]
+        dense = [m for m in singles if m in DENSE]
+        refs = {"best single": max(singles, key=lambda m: (means[m], m)) if singles else None,
+                "best dense": max(dense, key=lambda m: (means[m], m)) if dense else None}
+        for m in methods:
+            if m not in means.index:
+                continue
+            for against, ref in refs.items():
+                if ref is not None:
+                    rows.append({"gt": gt, "part": part, "subset": subset, "method": m, "against": against,
+                                 **_versus(g, ref, m, n_resamples)})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["gt", "part"], kind="stable", ignore_index=True) if len(out) else out
+
+
+def issue_table(cmp: pd.DataFrame, gt: str, digits: int = 3) -> pd.DataFrame:
+    """The issue's table for one ground truth: rows best single architecture (named per set), each ranker
+    with its difference and CI; one column per set (design sets first)."""
+    c = cmp[(cmp["gt"] == gt) & (cmp["against"] == "best single")]
+    sets = list(dict.fromkeys(c.sort_values("part", kind="stable")["subset"]))
+    rows = {}
+    for s in sets:
+        first = c[c["subset"] == s].iloc[0]
+        rows.setdefault(BEST_SINGLE, {})[s] = f"{first['reference_recall']:.{digits}f} ({first['reference']})"
+        for _, r in c[c["subset"] == s].iterrows():
+            d = digits
+            rows.setdefault(r["method"], {})[s] = (f"{r['recall']:.{d}f} ({r['diff']:+.{d}f} "
+                                                   f"[{r['ci_low']:+.{d}f}, {r['ci_high']:+.{d}f}])")
+    return pd.DataFrame([{"method": m, **v} for m, v in rows.items()], columns=["method", *sets])
+
+
+def goal_check(cmp: pd.DataFrame, margins: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """The issue's criteria per set: ``ltr`` ahead of the best single architecture by at least the margin of
+    each ground truth (0.05 candidates, 0.03 relevant) with the CI above 0; ``ltr-nollm`` ahead of the better
+    dense architecture (difference and CI above 0)."""
+    margins = dict(margins or {"candidates": 0.05, "relevant": 0.03})
+    rows = []
+    for _, r in cmp.iterrows():
+        if r["method"] == "ltr" and r["against"] == "best single" and r["gt"] in margins:
+            need = margins[r["gt"]]
+        elif r["method"] == "ltr-nollm" and r["against"] == "best dense":
+            need = 0.0
+        else:
+            continue
+        rows.append({"gt": r["gt"], "part": r["part"], "subset": r["subset"], "method": r["method"],
+                     "against": r["reference"], "diff": r["diff"], "ci_low": r["ci_low"], "margin": need,
+                     "met": bool(r["diff"] > need - 1e-12 and r["ci_low"] > 0 and r["diff"] > 0)})
+    return pd.DataFrame(rows)
+
+
+def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 5,
+              gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = 0,
+              n_resamples: int = 10_000) -> pd.DataFrame:
+    """Per ground truth and set: each ablated ranker of :data:`ABLATIONS` against the full ``ltr``."""
+    scores, _ = ranker_scores(design, validation, unseen, ABLATIONS, k, gts, runs, seed)
+    rows = []
+    for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
+        for name in ABLATIONS:
+            rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
+                         **_versus(g, "ltr", name, n_resamples)})
+    return pd.DataFrame(rows)
+
+
+def explain(result, qkey: str, name: str = "ltr", run: int = 0, top: int = 10, seed: int = 0,
+            label_gt: str = "candidates") -> pd.DataFrame:
+    """Why an API was ranked where it was, for one query: its ``top`` candidates by out-of-fold score
+    (``rank, api_id, score, label`` and every feature of the ranker ``name``)."""
+    spec = NAMED[name]
+    if qkey not in set(result.queries["qkey"]):
+        raise ValueError(f"no query {qkey!r} in this study")
+    table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
+    cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
+    frame = table.frame().assign(score=cf.scores)
+    mine = frame[frame["qkey"] == qkey].sort_values(["score", "api_id"], ascending=[False, True]).head(top)
+    mine.insert(1, "rank", range(1, len(mine) + 1))
+    return mine.drop(columns="qkey").reset_index(drop=True)
+
+
+def importance(model: Fitted) -> pd.DataFrame:
+    """``feature, group, gain, share``: LightGBM's total gain per feature, largest first."""
+    gain = model.booster.feature_importance("gain")
+    names = model.booster.feature_name()
+    total = float(gain.sum()) or 1.0
+
+    def group(name: str) -> str:
+        if name.startswith("tool_"):
+            return "tool"
+        if name.startswith("cat_"):
+            return "category"
+        if name.startswith("stubs_") or name == "n_stubs" or "_s_" in f"_{name}":
+            return "stubs"
+        return "rank and score"
+
+    out = pd.DataFrame({"feature": names, "group": [group(n) for n in names], "gain": gain.astype(float),
+                        "share": gain / total})
+    return out.sort_values(["gain", "feature"], ascending=[False, True], ignore_index=True)
+
+
+def importance_figure(table: pd.DataFrame, top: int = 20) -> plt.Figure:
+    """Horizontal bars of the ``top`` features' gain share, coloured by group."""
+    t = table.head(top).iloc[::-1]
+    colors = {"tool": "#DD8452", "category": "#55A868", "stubs": "#8172B2", "rank and score": "#4C72B0"}
+    fig, ax = plt.subplots(figsize=(6.5, 0.28 * len(t) + 1.2))
+    ax.barh(t["feature"], t["share"], color=[colors.get(g, "#999999") for g in t["group"]])
+    ax.set_xlabel("share of total gain")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
+    ax.legend(handles, list(colors), loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) -> pd.DataFrame:
+    """Per ranker: training seconds (one fit on every design query), inference milliseconds per query
+    (features from the stored rankings and the model's scores, best of ``repeats``), model size in bytes;
+    beside linear fusion (``fuse4``: milliseconds per query of the fusion alone)."""
+    rows = []
+    keys = design.queries["qkey"].tolist()
+    for name, model in models.items():
+        runs = study_runs(design, model.spec, run)
+        best = np.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            table = feature_table(runs, model.spec)
+            ranked(table, model.predict(table), 20)
+            best = min(best, time.perf_counter() - t0)
+        rows.append({"method": name, "train_s": model.seconds, "infer_ms_per_query": 1000 * best / len(keys),
+                     "model_bytes": len(model.booster.model_to_string().encode()),
+                     "llm_calls": int(model.spec.uses_stubs)})
+    spec = FUSED["fuse4"]
+    rankings = study_rankings(design, spec.components, run)
+    t0 = time.perf_counter()
+    spec.fuse(rankings, keys, 20)
+    rows.append({"method": "fuse4 (linear fusion)", "train_s": 0.0,
+                 "infer_ms_per_query": 1000 * (time.perf_counter() - t0) / len(keys), "model_bytes": 0,
+                 "llm_calls": 1})
+    return pd.DataFrame(rows)

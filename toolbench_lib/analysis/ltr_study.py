@@ -1,0 +1,101 @@
+"""The learned ranker's measurement on a stored retriever study, in one command.
+
+``python -m toolbench_lib.analysis.ltr_study`` reads the design study (G1–G3, notebook 12's
+``<run>-retrievers``) and the validation study (``<run>-validation-retrievers``), and writes under
+``--out`` (default: ``ltr/`` in the design study's folder) the issue's table for both ground truths
+(``ltr`` and ``ltr-nollm`` against the best single architecture of any family, recall@k, paired bootstrap
+95% CI), the goal check, the ablations, the feature importance (table and figure) and the costs; the
+models for unseen sets (fitted on G1–G3 only) are stored, checksummed, in the design study's ``ltr/``
+folder. A folder given may be a study folder (with ``provenance.json``) or a run folder holding one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ..data.paths import OUTPUTS_DIR
+from ..data.queries import GT_DEFINITIONS
+from ..pipeline.experiment import stored_study_dir
+from ..pipeline.study import StudyResult
+from ..retrieval.ltr import NAMED, save_model
+from . import ltr as L
+from .retrievers import unseen_keys
+
+
+def study_folder(path: str | Path) -> Path:
+    """A study folder itself, or the one stored study of a run folder (a clear error otherwise)."""
+    p = Path(path)
+    if (p / "provenance.json").exists():
+        return p
+    return stored_study_dir(p.name, outputs_dir=p)
+
+
+def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = 5, seed: int = 0,
+            runs: list[int] | None = None, n_resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Every table of the measurement, written as CSV and Markdown under ``out``; the models stored."""
+    design = StudyResult.load(design_dir)
+    validation = StudyResult.load(validation_dir) if validation_dir is not None else None
+    unseen = unseen_keys(validation, design)[0] if validation is not None else set()
+    scores, models = L.ranker_scores(design, validation, unseen, NAMED, k, GT_DEFINITIONS, runs, seed)
+    linear = L.linear_fusion_scores(design, validation, unseen, k, GT_DEFINITIONS, seed)
+    scores = pd.concat([scores, linear], ignore_index=True)
+    cmp = L.comparison(scores, (*dict.fromkeys(linear["method"]), *NAMED), n_resamples)
+    tables = {"ltr_scores": scores, "ltr_comparison": cmp, "ltr_goal": L.goal_check(cmp)}
+    for gt in GT_DEFINITIONS:
+        tables[f"ltr_table_{gt}"] = L.issue_table(cmp, gt)
+    tables["ltr_ablations"] = L.ablations(design, validation, unseen, k, GT_DEFINITIONS, (0,), seed,
+                                          n_resamples)
+    tables["ltr_importance"] = pd.concat([L.importance(m).assign(method=n) for n, m in models.items()],
+                                         ignore_index=True)
+    tables["ltr_costs"] = L.costs(design, models)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, model in models.items():
+        save_model(model, design_dir / "ltr", name,
+                   {"study": str(design_dir), "study_key": design.provenance.get("study_key"), "run": 0})
+    for name, table in tables.items():
+        table.to_csv(out / f"{name}.csv", index=False)
+        if name != "ltr_scores":  # per query keys (from the data files) stay out of rendered Markdown
+            (out / f"{name}.md").write_text(table.to_markdown(index=False) + "\n")
+    fig = L.importance_figure(tables["ltr_importance"][tables["ltr_importance"]["method"] == "ltr"])
+    fig.savefig(out / "ltr_importance.png", dpi=120, bbox_inches="tight")
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolbench_lib.analysis.ltr_study", description=__doc__.split(
+        "\n\n")[0])
+    p.add_argument("--design", default=str(OUTPUTS_DIR / "default-retrievers"),
+                   help="the design study (G1-G3): a study folder or its run folder")
+    p.add_argument("--validation", default=str(OUTPUTS_DIR / "default-validation-retrievers"),
+                   help="the validation study (unseen sets): a study folder or its run folder; "
+                        "'none' to skip")
+    p.add_argument("--out", default=None, help="folder for the tables (default: <design study>/ltr)")
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runs", default=None, help="design runs to average over, comma-separated (default all)")
+    args = p.parse_args(argv)
+    try:
+        design = study_folder(args.design)
+        validation = None if args.validation == "none" else study_folder(args.validation)
+        runs = [int(r) for r in args.runs.split(",")] if args.runs else None
+        out = Path(args.out) if args.out else design / "ltr"
+        tables = measure(design, validation, out, args.k, args.seed, runs)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for gt in GT_DEFINITIONS:
+        print(f"\nrecall@{args.k}, gt={gt} (difference to the best single architecture, paired 95% CI)\n")
+        print(tables[f"ltr_table_{gt}"].to_markdown(index=False))
+    print("\n" + tables["ltr_goal"].to_markdown(index=False))
+    print("\n" + tables["ltr_costs"].to_markdown(index=False))
+    print(json.dumps({"out": str(out), "models": str(design / "ltr")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

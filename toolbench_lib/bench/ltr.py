@@ -1,0 +1,92 @@
+"""The learned ranker beside linear fusion: training seconds, milliseconds per query, model size.
+
+On a stored retriever study (notebook 12's ``<run>-retrievers``) when there is one, else on a synthetic
+study of the same shape (``queries`` queries, four top-20 rankings, two stubs each, APIs of random tools).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from ..retrieval.fused import NAMED as FUSED
+from ..retrieval.fused import study_rankings
+from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
+from ..retrieval.ltr_features import feature_table, study_runs
+from .core import BenchLine
+
+SETS = ("G1_instruction", "G2_category_original", "G3_instruction_original")
+
+
+def _ranking(rng: np.random.Generator, gt: list[str], top: float) -> list[tuple[str, float]]:
+    """20 APIs of random tools, one of them a ground-truth API at a random rank."""
+    ids = [f"C{rng.integers(49)}/n{rng.integers(4000)}/a{j}" for j in range(20)]
+    ids[int(rng.integers(20))] = gt[int(rng.integers(2))]
+    return [(a, top - 0.01 * j) for j, a in enumerate(dict.fromkeys(ids))]
+
+
+def _rows(key: str, method: str, run: int, text: int, ranking: list[tuple[str, float]]) -> list[tuple]:
+    return [(key, method, run, text, j, 0, a, s) for j, (a, s) in enumerate(ranking, 1)]
+
+
+def synthetic_study(queries: int = 462, seed: int = 0):
+    """A retriever study's shape without its data: per query four top-20 rankings (ptr's merged from two
+    stubs), ground truth two APIs of one tool placed at random ranks."""
+    from ..pipeline.study import StudyResult
+
+    rng = np.random.default_rng(seed)
+    rows, qs = [], []
+    for i in range(queries):
+        key, subset = f"{SETS[i % 3]}:{i}", SETS[i % 3]
+        gt = [f"C{i % 49}/t{i}/x", f"C{i % 49}/t{i}/y"]
+        qs.append({"qkey": key, "subset": subset, "query": f"query {i}", "candidates": gt,
+                   "relevant": gt[:1]})
+        for method in ("rtp", "rtp@bm25"):
+            r = _ranking(rng, gt, 0.9)
+            rows += _rows(key, method, -1, 0, r) + _rows(key, method, -1, -1, r)
+        for method in ("ptr", "ptr@bm25"):
+            best: dict[str, float] = {}
+            for t, top in enumerate((0.8, 0.7)):
+                r = _ranking(rng, gt, top)
+                rows += _rows(key, method, 0, t, r)
+                for a, s in r:
+                    best[a] = max(best.get(a, -1.0), s)
+            rows += _rows(key, method, 0, -1, sorted(best.items(), key=lambda x: -x[1])[:20])
+    hits = pd.DataFrame(rows, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
+    prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
+    return StudyResult(pd.DataFrame(qs), pd.DataFrame(), hits, pd.DataFrame(), pd.DataFrame(), prov)
+
+
+def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchLine:
+    """Milliseconds per query of linear fusion (``fuse4``) and of the ranker (features from the stored
+    rankings and the model's scores, best of ``repeats``); details: training seconds on every query, model
+    size, queries and candidate rows."""
+    spec = NAMED[name]
+    keys = study.queries["qkey"].tolist()
+    runs = study_runs(study, spec)
+    table = feature_table(runs, spec, qrels_of(study.queries, "candidates"))
+    sets = study.queries.set_index("qkey")["subset"].to_dict()
+    model = fit(table, spec, table.queries, sets)
+    infer = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        t = feature_table(runs, spec)
+        ranked(t, model.predict(t), 20)
+        infer = min(infer, time.perf_counter() - t0)
+    fuse = FUSED["fuse4"]
+    rankings = study_rankings(study, fuse.components)
+    linear = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fuse.fuse(rankings, keys, 20)
+        linear = min(linear, time.perf_counter() - t0)
+    n = max(len(keys), 1)
+    details = {"study": source, "queries": len(keys), "candidate_rows": len(table.qkeys),
+               "features": len(table.names), "train_s": round(model.seconds, 2),
+               "model_bytes": len(model.booster.model_to_string().encode()),
+               "threads": model.params["num_threads"], "trees": model.params["rounds"]}
+    return BenchLine(f"learned ranker ({name}) beside linear fusion, per query", "ms",
+                     "fuse4 (linear fusion)", f"{name} (features + LightGBM)", 1000 * linear / n,
+                     1000 * infer / n, better="lower", details=details)

@@ -1,0 +1,220 @@
+"""The learned ranker: LightGBM lambdarank over the features of :mod:`.ltr_features`, cross-fitted.
+
+``ltr`` reads the four component rankings of a run (one stub call), ``ltr-nollm`` the query's two
+(``rtp``, ``rtp@bm25``: no LLM call). Training is cross-fitted: the design sets' queries (G1, G2, G3) are
+split into folds grouped by query text and stratified by set (scikit-learn ``StratifiedGroupKFold``), and
+every design query is scored by the model fitted on the other folds, so no query's score comes from a
+model that saw it. Queries of any other set are scored by one model fitted on every design query (G1–G3
+only), which :func:`save_model` stores with its features, parameters and training sets, checksummed.
+Fixed seed, ``deterministic=True`` and a fixed thread count: the same inputs give the same rankings.
+Labels are the ground truth ``label_gt`` (``candidates`` by default, as the ``-cv`` fusions are tuned).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedGroupKFold
+
+from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
+from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from .fuse import Ranking
+from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_hits
+from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+
+DESIGN_SETS = tuple(DEFAULT_SUBSETS)  # G1, G2, G3: the sets a ranker is trained on
+LABEL_GT = "candidates"
+FOLDS = 5
+SEED = 0
+THREADS = 1  # fixed; two threads were 8x slower on a loaded 2-core machine (OpenMP waiting)
+PARAMS = {"objective": "lambdarank", "num_leaves": 15, "learning_rate": 0.05, "min_data_in_leaf": 20,
+          "deterministic": True, "force_row_wise": True, "num_threads": THREADS, "seed": SEED, "verbose": -1}
+ROUNDS = 300
+ALL = ("q.dense", "q.bm25", "s.dense", "s.bm25")
+NAMED = {"ltr": LtrSpec(ALL), "ltr-nollm": LtrSpec(("q.dense", "q.bm25"))}
+
+
+@dataclass
+class Fitted:
+    """A fitted ranker: its booster, spec, training queries and sets, and the seconds it took."""
+
+    booster: lgb.Booster
+    spec: LtrSpec
+    train_queries: list[str]
+    train_sets: list[str]
+    label_gt: str = LABEL_GT
+    seconds: float = 0.0
+    params: dict = field(default_factory=lambda: dict(PARAMS, rounds=ROUNDS))
+
+    def predict(self, table: FeatureTable) -> np.ndarray:
+        if table.names != self.spec.feature_names:
+            raise ValueError("the feature table was not made with this ranker's features")
+        return self.booster.predict(table.X, num_threads=THREADS) if len(table.X) else np.zeros(0)
+
+    def provenance(self) -> dict:
+        return {"features": self.spec.feature_names, "spec": self.spec.describe(), "params": self.params,
+                "training_sets": self.train_sets, "training_queries": len(self.train_queries),
+                "label_gt": self.label_gt, "lightgbm": lgb.__version__,
+                "train_seconds": round(self.seconds, 3)}
+
+
+def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[str, str],
+        seed: int = SEED, label_gt: str = LABEL_GT) -> Fitted:
+    """A lambdarank model fitted on the rows of ``keys`` (each query one group)."""
+    t0 = time.perf_counter()
+    rows = table.rows_of(keys)
+    order = list(dict.fromkeys(table.qkeys[i] for i in rows))
+    data = lgb.Dataset(table.X[rows], table.y[rows], group=table.group_sizes(order),
+                       feature_name=table.names, free_raw_data=True)
+    params = dict(PARAMS, seed=seed)
+    booster = lgb.train(params, data, num_boost_round=ROUNDS)
+    return Fitted(booster, spec, order, sorted({sets[k] for k in order}), label_gt,
+                  time.perf_counter() - t0, dict(params, rounds=ROUNDS))
+
+
+def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, str], folds: int = FOLDS,
+             seed: int = SEED) -> dict[str, int]:
+    """Each query's fold: grouped by query text (a repeated text never straddles two folds), stratified by
+    set; at most the smallest set's size, at least 2."""
+    labels = np.array([sets[k] for k in keys])
+    n = max(2, min(folds, int(pd.Series(labels).value_counts().min())))
+    groups = np.array([texts[k].strip() for k in keys])
+    split = StratifiedGroupKFold(n_splits=n, shuffle=True, random_state=seed)
+    out = {}
+    for f, (_, test) in enumerate(split.split(np.zeros(len(keys)), labels, groups)):
+        out.update({keys[j]: f for j in test})
+    return out
+
+
+@dataclass
+class CrossFit:
+    """Scores of every candidate row and how they were made: each design query's fold (its model never saw
+    it), each fold's training queries, and the model for the other sets (fitted on every design query)."""
+
+    scores: np.ndarray
+    fold: dict[str, int]
+    trained_on: list[list[str]]
+    unseen_model: Fitted | None
+    fold_seconds: list[float]
+
+
+def is_design(subset: str) -> bool:
+    return subset_alias(subset) in DESIGN_SETS
+
+
+def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: int = FOLDS, seed: int = SEED,
+             label_gt: str = LABEL_GT) -> CrossFit:
+    """Cross-fitted scores of ``table``'s rows (``queries`` gives each query's set and text)."""
+    q = queries.set_index("qkey")
+    keys = table.queries
+    sets = q["subset"].to_dict()
+    design = [k for k in keys if is_design(sets[k])]
+    if len(design) < 2:
+        raise ValueError(f"the learned ranker trains on the {', '.join(DESIGN_SETS)} queries, and this run "
+                         f"has {len(design)}: evaluate it with those sets")
+    fold = folds_of(design, sets, q["query"].to_dict(), folds, seed)
+    scores = np.zeros(len(table.qkeys))
+    trained_on, seconds = [], []
+    for f in sorted(set(fold.values())):
+        train = [k for k in design if fold[k] != f]
+        model = fit(table, spec, train, sets, seed, label_gt)
+        rows = table.rows_of([k for k in design if fold[k] == f])
+        scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
+        trained_on.append(train)
+        seconds.append(model.seconds)
+    others = [k for k in keys if not is_design(sets[k])]
+    unseen = fit(table, spec, design, sets, seed, label_gt) if others else None
+    if others:
+        rows = table.rows_of(others)
+        scores[rows] = unseen.booster.predict(table.X[rows], num_threads=THREADS)
+    return CrossFit(scores, fold, trained_on, unseen, seconds)
+
+
+def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> dict[str, Ranking]:
+    """``{qkey: [(api_id, score), ...]}``: each query's candidates by score (ties by id), top ``depth``."""
+    per: dict[str, list[tuple[str, float]]] = {}
+    for key, a, s in zip(table.qkeys, table.api_ids, scores.tolist(), strict=True):
+        per.setdefault(key, []).append((a, s))
+    return {key: sorted(v, key=lambda x: (-x[1], x[0]))[:depth] for key, v in per.items()}
+
+
+def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
+    return {k: set(v) for k, v in zip(queries["qkey"], queries[gt], strict=True)}
+
+
+def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = 20,
+                 folds: int = FOLDS, seed: int = SEED, label_gt: str = LABEL_GT
+                 ) -> tuple[dict[str, Ranking], CrossFit, FeatureTable]:
+    """Cross-fitted rankings of every query of ``runs`` (see the module docstring)."""
+    table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
+    cf = crossfit(table, spec, queries[queries["qkey"].isin(runs)], folds, seed, label_gt)
+    return ranked(table, cf.scores, depth), cf, table
+
+
+# -- storing a fitted model ---------------------------------------------------------------------------------
+
+class StoredModelError(ValueError):
+    """A stored ranker that is missing or does not match its checksum."""
+
+
+def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | None = None) -> Path:
+    """Write ``<name>.txt`` (LightGBM's text model) with its sha256 sidecar, then ``<name>.json`` (features,
+    parameters, training sets, the model's sha256 and ``extra``)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.txt"
+    with atomic_path(path) as tmp:
+        tmp.write_text(model.booster.model_to_string())
+    write_checksum(path)
+    prov = {**model.provenance(), "name": name, "model_file": path.name, "sha256": file_sha256(path),
+            "model_bytes": path.stat().st_size, **dict(extra or {})}
+    with atomic_path(folder / f"{name}.json") as tmp:
+        tmp.write_text(json.dumps(prov, indent=2, default=str))
+    return path
+
+
+def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
+    """The stored booster and its provenance; :class:`StoredModelError` when it fails its checksum."""
+    path = Path(folder) / f"{name}.txt"
+    problem = checksum_problem(path)
+    if problem is not None:
+        raise StoredModelError(f"stored ranker {path}: {problem}; fit it again")
+    prov = json.loads((Path(folder) / f"{name}.json").read_text())
+    return lgb.Booster(model_str=path.read_text()), prov
+
+
+# -- the retriever interface --------------------------------------------------------------------------------
+
+class LtrRetriever:
+    """A learned ranker as a retriever of the study pipeline (``--method ltr``): it reads (or retrieves) the
+    run's component rankings, cross-fits over the run's queries (labels: :data:`LABEL_GT`) and returns each
+    query's ranking (``score`` is the model's)."""
+
+    def __init__(self, name: str, spec: LtrSpec) -> None:
+        self.name, self.spec = name, spec
+        self.uses_stubs = spec.uses_stubs
+        self.deterministic = not spec.uses_stubs
+
+    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
+        hits = {}
+        for method in self.spec.methods:
+            h = ctx.hits.get(method)
+            hits[method] = h if h is not None else get_retriever(method).retrieve(ctx)
+        keys = ctx.queries["qkey"].tolist()
+        lists, _, _ = ltr_rankings(runs_from_hits(hits, keys, self.spec), ctx.queries, self.spec, ctx.depth)
+        row_of = {a: i for i, a in enumerate(ctx.setup.api_ids)}
+        recs = [(key, self.name, -1, rank, row_of[a], a, float(s))
+                for key in keys for rank, (a, s) in enumerate(lists.get(key, []), 1)]
+        return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+
+
+for _name, _spec in NAMED.items():
+    if _name not in RETRIEVERS:
+        register(LtrRetriever(_name, _spec))

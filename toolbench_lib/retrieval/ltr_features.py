@@ -1,0 +1,257 @@
+"""Features of the learned ranker (``ltr``, ``ltr-nollm``), computed from a study's stored rankings only.
+
+A query's candidates are the union of the top ``depth`` (20) APIs of its component rankings (the
+components of :mod:`.fused`: ``q.dense`` = ``rtp``, ``q.bm25`` = ``rtp@bm25``, ``s.dense`` = ``ptr``,
+``s.bm25`` = ``ptr@bm25``). Each (query, candidate) pair gets the features below; nothing else is read (no
+registry, no LLM call, no search). An API's tool and category come from its id
+(``category/tool_key/api_name``, :func:`toolbench_lib.data.registry.merge_registry`). Min-max scores are
+ranx's (:func:`.fuse.min_max`) over the component's top ``depth``. A feature of a ranking that does not hold
+the candidate (or holds no sibling) is 0.
+
+| name | what it measures | rankings it needs |
+|---|---|---|
+| ``rr_<c>`` | reciprocal rank of the API in component ``c`` (0 when absent) | ``c`` |
+| ``mm_<c>`` | min-max normalised score of the API in ``c`` (0 when absent) | ``c`` |
+| ``tool_best_<c>`` | tool level: best min-max score in ``c`` of another API of the same tool | ``c`` |
+| ``tool_n_<c>`` | tool level: how many other APIs of the same tool ``c`` holds | ``c`` |
+| ``cat_tools_<c>`` | category level: how many other tools of the same category ``c`` holds | ``c`` |
+| ``n_lists`` | how many of the method's component rankings hold the API | every component |
+| ``stubs_<f>`` | how many stubs' own rankings of family ``f`` hold the API | ``s.<f>``'s per-stub rankings |
+| ``n_stubs`` | how many stubs the query has (PtR's searched texts) | a stub component |
+
+``<c>`` is written with ``_`` for ``.`` (``rr_q_dense``): LightGBM refuses some characters in names. ``ltr``
+uses all four components (one stub call); ``ltr-nollm`` only ``q.dense`` and ``q.bm25`` (no LLM call, so no
+stub features). :class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop
+groups).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .fuse import Ranking, min_max
+from .fused import COMPONENTS
+
+GROUPS = ("tool", "category")
+
+
+@dataclass(frozen=True)
+class LtrSpec:
+    """The components a ranker reads and whether it uses tool-level and category-level features."""
+
+    components: tuple[str, ...]
+    tool: bool = True
+    category: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [c for c in self.components if c not in COMPONENTS]
+        if unknown or not self.components:
+            raise ValueError(f"unknown ranker component(s) {unknown}; choose from {', '.join(COMPONENTS)}")
+
+    @property
+    def uses_stubs(self) -> bool:
+        """Whether a component is a stub ranking (then the ranker pays PtR's stub call)."""
+        return any(c.startswith("s.") for c in self.components)
+
+    @property
+    def stub_families(self) -> list[str]:
+        """The retriever families of the stub components (``dense``, ``bm25``)."""
+        return [c.split(".", 1)[1] for c in self.components if c.startswith("s.")]
+
+    @property
+    def methods(self) -> list[str]:
+        """The study methods whose rankings the components are."""
+        return [COMPONENTS[c] for c in self.components]
+
+    @property
+    def feature_names(self) -> list[str]:
+        names = []
+        for c in self.components:
+            tag = c.replace(".", "_")
+            names += [f"rr_{tag}", f"mm_{tag}"]
+            if self.tool:
+                names += [f"tool_best_{tag}", f"tool_n_{tag}"]
+            if self.category:
+                names.append(f"cat_tools_{tag}")
+        names.append("n_lists")
+        names += [f"stubs_{f}" for f in self.stub_families]
+        if self.uses_stubs:
+            names.append("n_stubs")
+        return names
+
+    def describe(self) -> str:
+        groups = [g for g in GROUPS if getattr(self, g)]
+        return f"{' + '.join(self.components)}; tool/category features: {', '.join(groups) or 'none'}"
+
+
+@dataclass
+class QueryRuns:
+    """One query's stored rankings: each component's final ranking (best first) and, per stub family,
+    each stub's own ranking."""
+
+    lists: dict[str, Ranking]
+    stubs: dict[str, list[Ranking]] = field(default_factory=dict)
+
+
+def tool_of(api_id: str) -> str:
+    """The tool of an API id (``category/tool_key``; the id itself when it has no ``/``)."""
+    parts = api_id.split("/", 2)
+    return "/".join(parts[:2]) if len(parts) > 1 else api_id
+
+
+def category_of(api_id: str) -> str:
+    """The category of an API id (its first part)."""
+    return api_id.split("/", 1)[0]
+
+
+@dataclass
+class _ListStats:
+    """One component's top ``depth``: each API's rank and min-max score, each tool's API count and two best
+    (score, API) pairs, each category's tools."""
+
+    ranks: dict[str, int]
+    mm: dict[str, float]
+    tool_n: Counter
+    tool_top: dict[str, list[tuple[float, str]]]
+    cat_tools: dict[str, set[str]]
+
+
+def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
+    first: dict[str, float] = {}
+    for a, s in ranking[:depth]:
+        first.setdefault(a, s)  # a repeated id keeps its first (best) place
+    mm = min_max(first)
+    tool_n: Counter = Counter()
+    tool_top: dict[str, list[tuple[float, str]]] = {}
+    cat_tools: dict[str, set[str]] = {}
+    for a in first:
+        tool = tool_of(a)
+        tool_n[tool] += 1
+        top = tool_top.setdefault(tool, [])
+        top.append((mm[a], a))
+        top.sort(key=lambda x: -x[0])
+        del top[2:]
+        cat_tools.setdefault(category_of(a), set()).add(tool)
+    return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, tool_n, tool_top, cat_tools)
+
+
+def query_features(q: QueryRuns, spec: LtrSpec, depth: int = 20) -> tuple[list[str], np.ndarray]:
+    """The candidates of one query (first appearance over the components in order) and their features
+    (rows of :attr:`LtrSpec.feature_names`)."""
+    stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
+    ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
+    stub_counts = {f: Counter(a for r in q.stubs.get(f, []) for a in dict.fromkeys(x for x, _ in r[:depth]))
+                   for f in spec.stub_families}
+    n_stubs = max((len(v) for v in q.stubs.values()), default=0)
+    X = np.zeros((len(ids), len(spec.feature_names)))
+    for i, a in enumerate(ids):
+        tool, cat = tool_of(a), category_of(a)
+        row: list[float] = []
+        for st in stats:
+            held = a in st.ranks
+            row += [1.0 / st.ranks[a] if held else 0.0, st.mm.get(a, 0.0)]
+            if spec.tool:
+                best = next((v for v, b in st.tool_top.get(tool, ()) if b != a), 0.0)
+                row += [best, float(st.tool_n[tool] - held)]
+            if spec.category:
+                tools = st.cat_tools.get(cat, ())
+                row.append(float(len(tools) - (tool in tools)))
+        row.append(float(sum(a in st.ranks for st in stats)))
+        row += [float(stub_counts[f][a]) for f in spec.stub_families]
+        if spec.uses_stubs:
+            row.append(float(n_stubs))
+        X[i] = row
+    return ids, X
+
+
+@dataclass
+class FeatureTable:
+    """Every candidate row of a set of queries: its query, API, features and label (1: ground truth)."""
+
+    qkeys: list[str]
+    api_ids: list[str]
+    X: np.ndarray
+    y: np.ndarray
+    names: list[str]
+
+    @property
+    def queries(self) -> list[str]:
+        """The queries in row order, once each."""
+        return list(dict.fromkeys(self.qkeys))
+
+    def group_sizes(self, keys: Sequence[str] | None = None) -> np.ndarray:
+        """Rows per query, in the order of ``keys`` (default: :attr:`queries`)."""
+        counts = Counter(self.qkeys)
+        return np.array([counts[k] for k in (keys or self.queries)], dtype=int)
+
+    def rows_of(self, keys: Sequence[str]) -> np.ndarray:
+        """Row indices of the given queries, in table order."""
+        wanted = set(keys)
+        return np.array([i for i, k in enumerate(self.qkeys) if k in wanted], dtype=int)
+
+    def frame(self) -> pd.DataFrame:
+        """The table as a DataFrame (``qkey, api_id, label`` + one column per feature)."""
+        out = pd.DataFrame(self.X, columns=self.names)
+        out.insert(0, "label", self.y.astype(int))
+        out.insert(0, "api_id", self.api_ids)
+        out.insert(0, "qkey", self.qkeys)
+        return out
+
+
+def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[str, set[str]] | None = None,
+                  depth: int = 20) -> FeatureTable:
+    """The candidate rows of every query of ``runs`` (in its order); labels from ``qrels`` (0 without)."""
+    qkeys, ids, blocks, labels = [], [], [], []
+    for key, q in runs.items():
+        got, X = query_features(q, spec, depth)
+        rel = (qrels or {}).get(key) or set()
+        qkeys += [key] * len(got)
+        ids += got
+        blocks.append(X)
+        labels += [1.0 if a in rel else 0.0 for a in got]
+    names = spec.feature_names
+    X = np.vstack(blocks) if blocks else np.zeros((0, len(names)))
+    return FeatureTable(qkeys, ids, X, np.asarray(labels), names)
+
+
+def _ranking(frame: pd.DataFrame) -> Ranking:
+    f = frame.sort_values("rank")
+    return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+
+
+def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str],
+                   spec: LtrSpec) -> dict[str, QueryRuns]:
+    """``{qkey: QueryRuns}`` from one run's hits of each component's method (``{method: hits}``, columns
+    ``qkey, text_idx, rank, api_id, score``; ``text_idx = -1`` the final ranking, others a stub's own)."""
+    lists: dict[str, dict[str, Ranking]] = {}
+    stubs: dict[str, dict[str, list[Ranking]]] = {}
+    for c, method in zip(spec.components, spec.methods, strict=True):
+        h = hits[method]
+        final = h[h["text_idx"] == -1]
+        lists[c] = {q: _ranking(g) for q, g in final.groupby("qkey", sort=False)}
+        if c.startswith("s."):
+            own = h[h["text_idx"] >= 0].sort_values(["qkey", "text_idx", "rank"])
+            stubs[c.split(".", 1)[1]] = {
+                q: [_ranking(t) for _, t in g.groupby("text_idx", sort=True)]
+                for q, g in own.groupby("qkey", sort=False)}
+    return {key: QueryRuns({c: lists[c].get(key, []) for c in spec.components},
+                           {f: s.get(key, []) for f, s in stubs.items()})
+            for key in keys}
+
+
+def study_runs(result, spec: LtrSpec, run: int = 0,
+               keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
+    """:func:`runs_from_hits` of a stored study's run ``run`` (every query of the study by default)."""
+    hits = {}
+    for method in spec.methods:
+        h = result.hits[result.hits["method"] == method]
+        if h.empty:
+            raise ValueError(f"the study has no rankings of {method!r}, which the ranker reads "
+                             f"(it has {', '.join(result.methods)})")
+        hits[method] = h[h["run"] == result.stored_run(method, run)]
+    return runs_from_hits(hits, keys if keys is not None else result.queries["qkey"].tolist(), spec)
