@@ -290,6 +290,17 @@ def case_damaged_study_table(tmp: Path) -> str:
     return "clear error"
 
 
+def case_edited_study_provenance(tmp: Path) -> str:
+    hand_study().save(tmp / "s")
+    path = tmp / "s" / "provenance.json"
+    prov = json.loads(path.read_text())
+    prov["settings"]["methods"] = ["rtp"]  # valid JSON, another study's settings
+    path.write_text(json.dumps(prov, indent=2))
+    with pytest.raises(StoredStudyError, match="provenance.json does not match its checksum"):
+        StudyResult.load(tmp / "s")
+    return "clear error"
+
+
 # --------------------------------------------------------------------------- exports
 
 
@@ -476,6 +487,7 @@ ROUND_FOUR: list[tuple[str, Callable[[Path], str]]] = [
     ("bm25-cache-extra-file", case_bm25_extra_file),
     ("bm25-cache-killed-save", case_bm25_killed_save_leaves_nothing),
     ("study-table-damaged", case_damaged_study_table),
+    ("study-provenance-edited", case_edited_study_provenance),
     ("export-into-earlier-export", case_export_replaces_its_own_export_whole),
     ("export-into-foreign-folder", case_export_refuses_a_foreign_folder),
     ("export-fails-midway", case_failed_export_keeps_the_old_one),

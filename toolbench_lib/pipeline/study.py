@@ -88,7 +88,8 @@ class StudySettings:
         return self.run_temperature
 
 
-TABLE_CHECKSUMS = "checksums.json"  # sha256 of each stored table, written before provenance.json
+TABLE_CHECKSUMS = "checksums.json"  # sha256 of each stored table and of provenance.json, written before it
+PROVENANCE = "provenance.json"  # written last: its presence marks a complete study
 
 
 class StoredStudyError(ValueError):
@@ -111,12 +112,14 @@ class StudyResult:
     def save(self, folder: Path) -> Path:
         """Write every table and their sha256 checksums, then ``provenance.json`` last: its presence marks
         a complete study."""
-        with atomic_folder(folder, last=("provenance.json",)) as out:  # a failed write leaves it as it was
+        with atomic_folder(folder, last=(PROVENANCE,)) as out:  # a failed write leaves it as it was
             for name in self.TABLES:
                 getattr(self, name).to_parquet(out.path(f"{name}.parquet"), index=False)
             sums = {f"{name}.parquet": file_sha256(out.tmp / f"{name}.parquet") for name in self.TABLES}
+            provenance = json.dumps(self.provenance, indent=2, default=str).encode()
+            sums[PROVENANCE] = hashlib.sha256(provenance).hexdigest()  # every file a load reads is covered
             out.path(TABLE_CHECKSUMS).write_text(json.dumps(sums, indent=2))
-            out.path("provenance.json").write_text(json.dumps(self.provenance, indent=2, default=str))
+            out.path(PROVENANCE).write_bytes(provenance)
         return folder
 
     @classmethod
@@ -137,7 +140,12 @@ class StudyResult:
                         raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
                                                "checksum; delete the folder to run the study again")
                     tables[name] = pd.read_parquet(io.BytesIO(data))
-                provenance = json.loads((folder / "provenance.json").read_bytes())
+                data = (folder / PROVENANCE).read_bytes()
+                if hashlib.sha256(data).hexdigest() != sums.get(PROVENANCE):
+                    raise StoredStudyError(f"stored study {folder}: {PROVENANCE} does not match its checksum "
+                                           f"(or {TABLE_CHECKSUMS} lists none); delete the folder to run the "
+                                           "study again")
+                provenance = json.loads(data)
         except StoredStudyError:
             raise
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
