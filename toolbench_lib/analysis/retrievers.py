@@ -11,9 +11,9 @@ Every function reads a retriever study (``pipeline.experiment.get_retrievers_stu
   paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) appears with each family;
 * :func:`family_k_table`, :func:`family_divergence`, :func:`routing_by_subset`: the k-ablation, the
   top-k divergence and the paper's by-subset routing per family;
-* :func:`choose_fusion` and :func:`fusion_scores`: a fused method (:mod:`toolbench_lib.retrieval.fused`)
-  chosen on the design sets and scored, unchanged, elsewhere; :func:`fusion_comparison` sets it against
-  the better dense architecture of each set with a paired CI.
+* :func:`chosen_fusions` and :func:`fusion_scores`: fused methods (:mod:`toolbench_lib.retrieval.fused`)
+  chosen on the design sets and scored, unchanged, elsewhere, set against the better dense architecture
+  of each set by :mod:`.fusion_board` (the leaderboard notebook 10 uses too).
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
 
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import direct_recall, per_query_runs, score_rankings
-from ..eval.stats import bootstrap_ci, holm, paired_comparison, paired_test, runs_test
+from ..eval.stats import holm, paired_comparison, runs_test
 from ..eval.summary import summary_table
-from ..retrieval.fused import FusionSpec, best_by_group, candidate_specs, study_rankings
+from ..retrieval.fused import NAMED
+from ..retrieval.fusion_specs import FusionSpec, hits_inputs
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
+from .fusion_board import choose_fusion, fusion_comparison, unseen_queries
 from .k_ablation import k_ablation
 
 ALPHA = 0.05
@@ -303,61 +304,15 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- fusion
 
 
-def _keys_groups(result) -> tuple[list[str], np.ndarray]:
-    q = result.queries
-    return q["qkey"].tolist(), q["subset"].map(subset_alias).to_numpy()
-
-
-def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
-    """Recall@k of every (spec, query), averaged over the study's runs (a direct count: eval.runs)."""
-    keys, _ = _keys_groups(result)
-    qrels = dict(zip(result.queries["qkey"], map(set, result.queries[gt]), strict=True))
-    comps = sorted({c for s in specs for c in s.components})
-    out = np.zeros((len(specs), len(keys)))
-    for run in range(result.n_runs):
-        rankings = study_rankings(result, comps, run)
-        for i, spec in enumerate(specs):
-            lists = spec.fuse(rankings, keys, k)
-            out[i] += [direct_recall(lists[key], qrels[key], k) for key in keys]
-    return out / result.n_runs
-
-
-def choose_fusion(
-    result,
-    components: Sequence[str],
-    k: int = 5,
-    gt: str = DEFAULT_GT,
-    folds: int = 5,
-    seed: int = 0,
-    values: Sequence[float] = (0.0, 0.5, 1.0),
-) -> dict:
-    """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
-    (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
-
-    Returns ``spec`` (fitted on every query), ``cv_recall`` (per query, out of fold: each query's list
-    from the spec chosen on the other folds, folds stratified by set) and ``n_candidates``.
-    """
-    specs = candidate_specs(components, values)
-    keys, groups = _keys_groups(result)
-    recall = spec_recalls(specs, result, k, gt)
-    fitted = specs[best_by_group(recall, groups)]
-    n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
-    cv = np.zeros(len(keys))
-    for train, test in StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(keys, groups):
-        cv[test] = recall[best_by_group(recall[:, train], groups[train]), test]
-    return {"spec": fitted, "cv_recall": pd.Series(cv, index=keys), "n_candidates": len(specs)}
-
-
 def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
     spec and of every RtP/PtR method of the study."""
     frames = []
-    keys = result.queries["qkey"].tolist()
-    comps = sorted({c for s in specs.values() for c in s.components})
+    comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))
     for run in range(result.n_runs):
-        rankings = study_rankings(result, comps, run)
+        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
         for name, spec in specs.items():
-            pq = score_rankings(spec.fuse(rankings, keys, k), result.queries, gt, k, ("recall",))
+            pq = score_rankings(spec.lists(inp, k), result.queries, gt, k, ("recall",))
             frames.append(pq.assign(method=name, run=run))
     pq = per_query_runs(result, k, gt, ("recall",))
     frames.append(
@@ -367,43 +322,6 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str =
     mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
     alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
     return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
-
-
-def fusion_comparison(
-    scores: pd.DataFrame,
-    methods: Sequence[str],
-    baselines: Sequence[str] = ("rtp", "ptr"),
-    n_resamples: int = 10_000,
-) -> pd.DataFrame:
-    """Per set and method: mean recall, its CI, the better baseline of that set and the paired difference
-    against it (bootstrap CI, Wilcoxon p), wins/losses."""
-    rows = []
-    wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
-    for subset in dict.fromkeys(scores["subset"]):
-        w = wide.loc[subset]
-        ref = max(baselines, key=lambda m: w[m].mean())
-        for m in methods:
-            res = paired_test(w[ref].to_numpy(), w[m].to_numpy(), n_resamples)
-            lo, hi = bootstrap_ci(w[m].to_numpy(), 2000)
-            rows.append(
-                {
-                    "subset": subset,
-                    "method": m,
-                    "n_queries": res["n"],
-                    "recall": res["mean_b"],
-                    "recall_lo": lo,
-                    "recall_hi": hi,
-                    "reference": ref,
-                    "reference_recall": res["mean_a"],
-                    "diff": res["diff"],
-                    "diff_lo": res["ci_low"],
-                    "diff_hi": res["ci_high"],
-                    "wins": res["wins_b"],
-                    "losses": res["wins_a"],
-                    "p_wilcoxon": res["p_wilcoxon"],
-                }
-            )
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- figures
@@ -622,8 +540,6 @@ def fusion_tables(
 ) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
     """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
     ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
-    from ..retrieval.fused import NAMED
-
     specs, choice = chosen_fusions(design, k, gt, seed)
     specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
     families = [f for f in families_of(design) if f != "dense"]
@@ -665,8 +581,6 @@ def provenance_markdown(result) -> str:
 
 def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
     """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
-    from .beyond import unseen_queries
-
     return unseen_queries(validation.queries, design.queries)
 
 
