@@ -111,8 +111,8 @@ def hits_inputs(hits: pd.DataFrame, queries: pd.DataFrame, run: int = 0, gt: str
     rankings: dict[str, dict[str, list[Ranking]]] = {}
     for method in component_methods(comps):
         h = hits[hits["method"] == method]
-        if "run" in h:
-            h = h[h["run"].isin([run, SHARED_RUN])]
+        if "run" in h:  # rows without a run (retrieved just now for this run) belong to it
+            h = h[h["run"].isna() | h["run"].isin([run, SHARED_RUN])]
         if h.empty:
             raise ValueError(f"the study has no hits of {method} for run {run}")
         final = {key: [_ranking(g)] for key, g in h[h["text_idx"] == MERGED_TEXT].groupby("qkey", sort=False)}
