@@ -159,7 +159,7 @@ def test_fusion_choice_prefers_what_recall_says():
 
 def test_costs_name_calls_tokens_and_time():
     study = _study()
-    c = rv.cost_table(study, ["dense", "bm25"], {"fuse4": NAMED["fuse4"]},
+    c = fusion_board.cost_table(study, ["dense", "bm25"], {"fuse4": NAMED["fuse4"]},
                       {"dense:query": 1.0, "bm25:query": 0.5, "dense:stubs": 2.0, "bm25:stubs": 1.0})
     c = c.set_index("method")
     assert c.loc["rtp", "llm_calls"] == 0 and c.loc["ptr@bm25", "llm_calls"] == 1

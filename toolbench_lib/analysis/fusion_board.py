@@ -4,23 +4,26 @@ Every comparison here sets a method's per-query scores against those of the bett
 on that set (RtP and PtR by default: the one with the higher mean), through :mod:`toolbench_lib.eval.stats`
 (the one bootstrap and paired test): the method's mean with a percentile bootstrap 95% CI over queries, the
 mean difference (method minus reference) with its paired bootstrap CI, the paired t-test and Wilcoxon
-p-values, wins, losses and ties. A fused method over retriever families is chosen on the design sets by
-:func:`choose_fusion` with the tuner of :mod:`toolbench_lib.retrieval.tuning`.
+p-values, wins, losses and ties. Notebook 12's fused methods over retriever families are chosen on the
+design sets by :func:`choose_fusion` (the tuner of :mod:`toolbench_lib.retrieval.tuning`), scored unchanged on
+unseen sets and costed (:func:`fusion_and_costs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import direct_recall
+from ..eval.runs import direct_recall, per_query_runs, score_rankings
 from ..eval.stats import bootstrap_ci, paired_test
-from ..retrieval.fused import METHODS
+from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, hits_inputs
+from ..retrieval.retrievers import method_name, split_method
 from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
+from .retrievers import ARCH_LABEL, families_of
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 BASELINES = ("rtp", "ptr")
@@ -188,3 +191,178 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     keep_sets = set(counts.index[counts["kept"]])
     keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
     return keys, counts.reset_index()
+
+
+# --------------------------------------------------------------------------- notebook 12: fused methods over
+# retriever families, chosen on the design sets and applied unchanged to unseen sets
+
+
+def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
+    spec and of every RtP/PtR method of the study."""
+    frames = []
+    comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))
+    for run in range(result.n_runs):
+        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
+        for name, spec in specs.items():
+            pq = score_rankings(spec.lists(inp, k), result.queries, gt, k, ("recall",))
+            frames.append(pq.assign(method=name, run=run))
+    pq = per_query_runs(result, k, gt, ("recall",))
+    frames.append(
+        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
+    )
+    allq = pd.concat(frames, ignore_index=True)
+    mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
+    alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+    return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
+
+
+
+STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")
+NO_LLM_COMPONENTS = ("q.dense", "q.bm25")
+FUSED_WITH_STUBS = "fused (1 stub call)"
+FUSED_NO_LLM = "fused (no LLM call)"
+
+
+def chosen_fusions(design, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """The two fused methods chosen on the design study: over all four components (one stub call) and over
+    the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
+    spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
+    specs, rows = {}, []
+    q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
+    for name, comps, values in (
+        (FUSED_WITH_STUBS, STUB_COMPONENTS, (0.0, 0.5, 1.0)),
+        (FUSED_NO_LLM, NO_LLM_COMPONENTS, (0.0, 0.25, 0.5, 0.75, 1.0)),
+    ):
+        got = choose_fusion(design, comps, k, gt, seed=seed, values=values)
+        specs[name] = got["spec"]
+        cv = got["cv_recall"].groupby(q_alias).mean()
+        rows.append(
+            {
+                "method": name,
+                "spec": got["spec"].describe(),
+                "candidates": got["n_candidates"],
+                **{f"cv_recall_{s}": float(v) for s, v in cv.items()},
+            }
+        )
+    return specs, pd.DataFrame(rows)
+
+
+def cost_table(
+    result,
+    families: Sequence[str],
+    specs: Mapping[str, FusionSpec],
+    search_ms: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Per method: LLM calls before planning, the stub call's tokens per query (the study's recorded calls)
+    and, when measured, search milliseconds per query (a fused method pays its components' searches)."""
+    calls = result.calls
+    stub_tokens = float("nan")
+    if calls is not None and len(calls):
+        c = calls[calls["stage"] == "stubs"]
+        if len(c):
+            stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean())
+    ms = dict(search_ms or {})
+    rows = []
+    for f in families:
+        for arch in ("rtp", "ptr"):
+            uses = arch == "ptr"
+            key = f"{f}:{'stubs' if uses else 'query'}"
+            rows.append(
+                {
+                    "method": method_name(arch, f),
+                    "architecture": ARCH_LABEL[arch],
+                    "retriever": f,
+                    "llm_calls": int(uses),
+                    "stub_tokens": stub_tokens if uses else 0.0,
+                    "search_ms": ms.get(key, np.nan),
+                }
+            )
+    comp_key = {
+        "q.dense": "dense:query",
+        "q.bm25": "bm25:query",
+        "s.dense": "dense:stubs",
+        "s.bm25": "bm25:stubs",
+    }
+    for name, spec in specs.items():
+        parts = [ms.get(comp_key[c], np.nan) for c in spec.components]
+        rows.append(
+            {
+                "method": name,
+                "architecture": "fused",
+                "retriever": "+".join(spec.components),
+                "llm_calls": int(spec.uses_stubs),
+                "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
+                "search_ms": float(np.sum(parts)) if parts else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+
+def fusion_sentences(
+    design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None, goal: float = 0.04
+) -> list[str]:
+    """Generated lines: for each fused method, its margin over the better dense architecture per set, on the
+    design sets and on the unseen sets, and whether it clears ``goal`` everywhere."""
+    lines = []
+    parts = [("design", design_cmp)] + (
+        [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
+    )
+    for m in dict.fromkeys(design_cmp["method"]):
+        bits, ok = [], True
+        for label, cmp in parts:
+            g = cmp[cmp["method"] == m]
+            sets = []
+            for _, r in g.iterrows():
+                ok &= bool(r["diff"] >= goal and (label == "design" or r["diff_lo"] > 0))
+                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]")
+            bits.append(f"{label} sets: " + ", ".join(sets))
+        verdict = "meets" if ok else "misses"
+        lines.append(
+            f"`{m}` {verdict} the goal (at least +{goal:.2f} recall over the better dense architecture of "
+            f"every set, with the paired 95% CI above 0 on every unseen set): " + "; ".join(bits) + "."
+        )
+    return lines
+
+
+
+def fusion_tables(
+    design, validation=None, unseen: set[str] | None = None, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
+    """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
+    ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
+    specs, choice = chosen_fusions(design, k, gt, seed)
+    specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
+    families = [f for f in families_of(design) if f != "dense"]
+    shown = [*specs, *(method_name(a, f) for f in families for a in ("rtp", "ptr"))]
+    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown)
+    tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
+    unseen_cmp = None
+    if validation is not None and unseen:
+        vs = fusion_scores(validation, specs, k, gt)
+        vs = vs[vs["qkey"].isin(unseen)]
+        if len(vs):
+            unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])])
+            tables["retriever_fusion_unseen"] = unseen_cmp
+    fused_only = design_cmp[design_cmp["method"].isin(specs)]
+    unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
+    lines = fusion_sentences(fused_only, unseen_fused)
+    tables["retriever_fusion_verdicts"] = pd.DataFrame({"text": lines})
+    return specs, tables, lines
+
+
+
+def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
+    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
+    return unseen_queries(validation.queries, design.queries)
+
+
+
+def fusion_and_costs(
+    design, validation, unseen, setup_ms: dict, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> dict[str, pd.DataFrame]:
+    """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
+    specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
+    tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)
+    return tables
