@@ -1,4 +1,4 @@
-"""Fusion of RtP's and PtR's rankings: ``ranx.fuse`` against :func:`toolbench_lib.pipeline.fusion.combine`.
+"""Fusion of RtP's and PtR's rankings: ``ranx.fuse`` against :func:`toolbench_lib.retrieval.fuse.combine`.
 
 Both compute the same scores (``tests/test_fusion.py`` checks it); this measures their time side by side on
 synthetic rankings of the study's shape (``--queries`` queries, 2 rankings of depth 20), the weighted-sum
@@ -15,7 +15,7 @@ import time
 import numpy as np
 from ranx import Run, fuse
 
-from toolbench_lib.pipeline.fusion import fuse_lists
+from toolbench_lib.retrieval.fuse import combine, top
 
 
 def rankings(n_queries: int, depth: int = 20, seed: int = 0) -> dict[str, list[list[tuple[str, float]]]]:
@@ -45,7 +45,8 @@ def main() -> None:
 
     for name, fn in {
         "ranx_fuse_s": with_ranx,
-        "plain_python_s": lambda: fuse_lists(texts, "wsum", "min-max", 20, [0.3, 0.7]),
+        "plain_python_s": lambda: {q: top(combine(ts, "wsum", "min-max", [0.3, 0.7]), 20)
+                                   for q, ts in texts.items()},
     }.items():
         times = []
         for _ in range(args.repeats):

@@ -48,10 +48,9 @@ validation_sets = ["G1_category", "G1_tool", "G2_instruction", "G2_category", "G
 import matplotlib.pyplot as plt
 from IPython.display import Image, Markdown, display
 
-from toolbench_lib.analysis import beyond
+from toolbench_lib.analysis import beyond, fusion_board
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline import fusion
 from toolbench_lib.pipeline.experiment import (
     ExperimentConfig,
     get_study,
@@ -59,6 +58,7 @@ from toolbench_lib.pipeline.experiment import (
     save_figure,
     save_table,
 )
+from toolbench_lib.retrieval import fused
 
 params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets, backend=backend,
               cassette=cassette, embedder=embedder, k=k, runs=runs, plan_limit=plan_limit, max_apis=max_apis,
@@ -82,13 +82,13 @@ print(prov)
 # Every method at k, with a percentile bootstrap 95% CI over queries (`[lo, hi]`). `recall_reference` is the better of RtP and PtR on that set, `recall_diff` the method's mean recall minus the reference's (paired, same queries) and `recall_p_value` a paired t-test. COMP@k is the share of queries whose whole ground truth is in the top k. PtR-based numbers are means over the study's runs.
 
 # %%
-methods = list(fusion.METHODS)
+methods = fused.methods_over(result.methods)
 # Scores are kept beside the stored study (checksummed), so a warm run reads them instead of fusing again.
 scores, decisions = beyond.cached_method_scores(result, methods, cfg.study_dir / "method_scores", gt=gt,
                                                 setup=setup, folds=folds, seed=cfg.seed, tune_k=cfg.k)
-board = beyond.leaderboard(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+board = fusion_board.leaderboard(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
 save_table(board, "beyond_leaderboard_long", cfg, prov)
-wide = beyond.leaderboard_wide(board)
+wide = fusion_board.leaderboard_wide(board)
 save_table(wide, "beyond_leaderboard", cfg, prov)
 show(wide)
 
@@ -98,18 +98,18 @@ show(wide)
 # `margin_<set>` is the method's recall@k minus the better of RtP and PtR on that set; `min_margin` is the worst set. A method meets the goal when its smallest margin is not negative. The second table pools the sets: per query, the method's recall minus that of its own set's better architecture, with a paired bootstrap CI and t-test over all queries.
 
 # %%
-goal = beyond.goal_table(scores, cfg.k)
+goal = fusion_board.goal_table(scores, cfg.k)
 save_table(goal, "beyond_goal", cfg, prov)
 show(goal)
 best = goal.iloc[0]
 met = goal[goal["meets_goal"]]["method"].tolist()
-fused_met = [m for m in met if m not in beyond.BASELINES]
+fused_met = [m for m in met if m not in fusion_board.BASELINES]
 text = (f"**{len(fused_met)} fused method(s) meet the goal at k={cfg.k}**: {', '.join(fused_met) or 'none'}. "
         f"The best by smallest margin is `{best['method']}` (smallest margin {best['min_margin']:+.3f}; "
         + ", ".join(f"{c.removeprefix('margin_')} {best[c]:+.3f}" for c in goal.columns if c.startswith("margin_"))
         + ").")
 display(Markdown(text))
-pooled = beyond.pooled_margin(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+pooled = fusion_board.pooled_margin(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
 save_table(pooled, "beyond_pooled", cfg, prov)
 show(pooled)
 
@@ -119,8 +119,8 @@ show(pooled)
 # Where the best method loses against the better architecture of each set: the queries with the largest recall@k drop (recall of RtP, PtR and the method, and the difference). Wins, losses and ties come from the paired comparison in the leaderboard.
 
 # %%
-best_method = best["method"] if best["method"] not in beyond.BASELINES else goal[
-    ~goal["method"].isin(beyond.BASELINES)].iloc[0]["method"]
+best_method = best["method"] if best["method"] not in fusion_board.BASELINES else goal[
+    ~goal["method"].isin(fusion_board.BASELINES)].iloc[0]["method"]
 rec = board[(board["metric"] == "recall") & (board["method"] == best_method)]
 show(rec[["subset", "method", "mean", "reference", "reference_mean", "diff", "diff_lo", "diff_hi", "p_value",
              "wins", "losses", "ties"]])
@@ -138,7 +138,7 @@ display(Markdown("\n".join(f"- {line}" for line in beyond.loss_sentences(losses)
 # Solid lines are RtP and PtR; dashed lines the fused methods (a selection: the best few by smallest margin).
 
 # %%
-shown = ["rtp", "ptr", *[m for m in goal["method"] if m not in beyond.BASELINES][:4]]
+shown = ["rtp", "ptr", *[m for m in goal["method"] if m not in fusion_board.BASELINES][:4]]
 for metric in ("recall", "ndcg", "comp"):
     fig = beyond.recall_vs_k(scores, shown, metric)
     display(Image(filename=str(save_figure(fig, f"beyond_{metric}_vs_k", cfg))))
@@ -166,8 +166,8 @@ plt.close(fig)
 # Each point is a query: RtP's top-1 cosine against how much recall@k the RRF list gains over RtP's list (red: the fused list finds more, blue: RtP does). Route-then-fuse keeps RtP's list right of the dashed line (no stub call) and uses the fused list left of it; the line is the threshold fitted on all design queries (the leaderboard's `route-cv` uses out-of-fold thresholds, listed below).
 
 # %%
-design_inputs = fusion.study_inputs(result, 0, gt)
-fitted = fusion.fit_params(design_inputs, fusion.CV, cfg.k)
+design_inputs = fused.study_inputs(result, 0, gt, fused.CV)
+fitted = fused.fit_params(design_inputs, fused.CV, cfg.k)
 fig = beyond.decision_regions(scores, decisions, fitted["route-cv"], cfg.k)
 display(Image(filename=str(save_figure(fig, "beyond_router_regions", cfg))))
 plt.close(fig)
@@ -214,20 +214,20 @@ if n_val > 0:
     vprov = provenance_line(vresult) + f", gt={gt}, parameters fitted on {', '.join(subsets)}: {fitted}"
     vscores, vdecisions = beyond.cached_method_scores(vresult, methods, vcfg.study_dir / "method_scores",
                                                       gt=gt, ks=[1, 3, 5, 10, 20], params=fitted, setup=vsetup)
-    unseen, kept = beyond.unseen_queries(vresult.queries, result.queries)
+    unseen, kept = fusion_board.unseen_queries(vresult.queries, result.queries)
     save_table(kept, "beyond_validation_queries", cfg, vprov)
     show(kept)
     vscores = vscores[vscores["qkey"].isin(unseen)]
     vdecisions = vdecisions[vdecisions["qkey"].isin(unseen)]
 if n_val > 0 and len(vscores):
-    val_board = beyond.leaderboard(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+    val_board = fusion_board.leaderboard(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
     save_table(val_board, "beyond_validation_long", cfg, vprov)
-    save_table(beyond.leaderboard_wide(val_board), "beyond_validation", cfg, vprov)
-    show(beyond.leaderboard_wide(val_board))
-    val_goal = beyond.goal_table(vscores, cfg.k)
+    save_table(fusion_board.leaderboard_wide(val_board), "beyond_validation", cfg, vprov)
+    show(fusion_board.leaderboard_wide(val_board))
+    val_goal = fusion_board.goal_table(vscores, cfg.k)
     save_table(val_goal, "beyond_validation_goal", cfg, vprov)
     show(val_goal)
-    val_pooled = beyond.pooled_margin(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+    val_pooled = fusion_board.pooled_margin(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
     save_table(val_pooled, "beyond_validation_pooled", cfg, vprov)
     show(val_pooled)
     save_table(beyond.cost_table(vresult, vdecisions), "beyond_validation_costs", cfg, vprov)
@@ -271,7 +271,7 @@ if val_board is not None and len(val_board):
         own, _ = beyond.cached_method_scores(vresult, ["rtp", "ptr", best_method],
                                              vcfg.study_dir / "method_scores", gt=gt, ks=[cfg.k], setup=vsetup)
         own = own[own["qkey"].isin(unseen)]
-        own_goal = beyond.goal_table(own, cfg.k)
+        own_goal = fusion_board.goal_table(own, cfg.k)
         save_table(own_goal, "beyond_validation_own_cv", cfg, vprov + ", parameter cross-validated within "
                    "the validation sets (diagnostic)")
         show(own_goal)

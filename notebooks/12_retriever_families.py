@@ -53,6 +53,7 @@ validation_sets = ["G1_category", "G1_tool", "G2_instruction"]
 # %%
 from IPython.display import Image, Markdown, display
 
+from toolbench_lib.analysis import fusion_board
 from toolbench_lib.analysis import retrievers as rv
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
@@ -145,9 +146,9 @@ vcfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-validati
                                  "subsets": list(validation_sets)})
 got = get_retrievers_study(vcfg, 1, setup.ds.queries) if validation_sets else None
 vstudy = got[2] if got else None
-unseen, kept = rv.unseen_keys(vstudy, result) if vstudy is not None else (set(), None)
+unseen, kept = fusion_board.unseen_keys(vstudy, result) if vstudy is not None else (set(), None)
 fkey = f"fusion-k{cfg.k}-{gt}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
-ftables = rv.cached_tables(rcfg.study_dir, fkey, lambda: rv.fusion_and_costs(
+ftables = rv.cached_tables(rcfg.study_dir, fkey, lambda: fusion_board.fusion_and_costs(
     study, vstudy, unseen, rv.cached_search_ms(rcfg, rsetup, study), cfg.k, gt, cfg.seed))
 save_tables({**ftables, **({"retriever_unseen_queries": kept} if kept is not None else {})}, cfg, prov)
 display(format_numbers(ftables["retriever_fusion_choice"], 3))

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from tests.test_fusion import synthetic_study
-from toolbench_lib.analysis import beyond
+from toolbench_lib.analysis import beyond, fusion_board
 from toolbench_lib.eval.runs import score_rankings
-from toolbench_lib.pipeline import fusion
+from toolbench_lib.retrieval import fused
 
 
 def _value(df: pd.DataFrame, key: str, metric: str, k: int) -> float:
@@ -47,15 +47,21 @@ def test_ranx_recall_precision_equal_the_project_metrics() -> None:
         assert np.allclose(got.loc[ours.index].to_numpy(), ours[metric].to_numpy())
 
 
-def test_bootstrap_and_paired_test() -> None:
+def test_versus_is_eval_stats_paired_test_method_minus_reference() -> None:
+    """The leaderboard's comparison is eval.stats' one paired test, read as method minus reference."""
+    from toolbench_lib.eval.stats import paired_test
+
     v = np.array([0.0, 1.0] * 50)
-    lo, hi = beyond.bootstrap_ci(v, seed=1)
-    assert lo < 0.5 < hi and hi - lo < 0.3
-    assert beyond.bootstrap_ci(np.array([0.3] * 5)) == (pytest.approx(0.3), pytest.approx(0.3))
-    same = beyond.paired_test(v, v)
+    same = fusion_board.versus(v, v)
     assert same["p_value"] == 1.0 and same["ties"] == 100 and same["diff"] == 0.0
-    better = beyond.paired_test(v + 0.2, v)
-    assert better["diff"] == pytest.approx(0.2) and better["wins"] == 100
+    better = fusion_board.versus(v + 0.2, v)
+    assert better["diff"] == pytest.approx(0.2) and better["wins"] == 100 and better["losses"] == 0
+    rng = np.random.default_rng(4)
+    a, b = rng.random(40), rng.random(40)
+    got, want = fusion_board.versus(a, b, 500, seed=2), paired_test(b, a, 500, seed=2)
+    assert (got["diff"], got["diff_lo"], got["diff_hi"], got["p_value"]) == (
+        want["diff"], want["ci_low"], want["ci_high"], want["p_t"])
+    assert got["diff_lo"] < got["diff"] < got["diff_hi"]
 
 
 @pytest.fixture(scope="module")
@@ -67,19 +73,19 @@ def scored():
 
 def test_leaderboard_compares_with_the_better_architecture(scored) -> None:
     _, scores, _ = scored
-    board = beyond.leaderboard(scores, 5)
+    board = fusion_board.leaderboard(scores, 5)
     rec = board[board["metric"] == "recall"].set_index(["subset", "method"])
     assert rec.loc[("S1", "rrf"), "reference"] == "rtp" and rec.loc[("S2", "rrf"), "reference"] == "ptr"
     assert rec.loc[("S1", "rtp"), "mean"] == 1.0 and rec.loc[("S1", "ptr"), "mean"] == 0.0
     assert rec.loc[("S2", "rrf"), "diff"] == 0.0 and rec.loc[("S1", "ptr"), "diff"] == -1.0
-    wide = beyond.leaderboard_wide(board)
+    wide = fusion_board.leaderboard_wide(board)
     assert {"recall", "precision", "ndcg", "comp", "recall_p_value"} <= set(wide.columns)
     assert wide.iloc[0]["method"] == "rtp"
 
 
 def test_goal_table_and_costs(scored) -> None:
     res, scores, decisions = scored
-    goal = beyond.goal_table(scores, 5).set_index("method")
+    goal = fusion_board.goal_table(scores, 5).set_index("method")
     assert goal.loc["rrf", "meets_goal"] and goal.loc["route-cv", "meets_goal"]
     assert not goal.loc["rtp", "meets_goal"] and goal.loc["ptr", "min_margin"] == -1.0
     costs = beyond.cost_table(res, decisions).set_index(["subset", "method"])
@@ -98,7 +104,7 @@ def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
     cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
     assert "Beyond the paper" not in write_report(cfg).read_text()
     _, scores, _ = scored
-    wide = beyond.leaderboard_wide(beyond.leaderboard(scores, 5, n_boot=200))
+    wide = fusion_board.leaderboard_wide(fusion_board.leaderboard(scores, 5, n_boot=200))
     save_table(wide, "beyond_leaderboard", cfg, "provenance line")
     text = write_report(cfg).read_text()
     assert "## Beyond the paper" in text and "route-cv" in text and "provenance line" in text
@@ -110,7 +116,7 @@ def test_unseen_queries_drop_repeated_sets() -> None:
     val = pd.DataFrame({"qkey": [f"V:{i}" for i in range(12)] + ["W:0", "W:1"],
                         "query": [f"new {i}" for i in range(11)] + ["alpha", "beta", "gamma"],
                         "subset": ["V"] * 12 + ["W"] * 2})
-    keys, counts = beyond.unseen_queries(val, design, min_queries=10)
+    keys, counts = fusion_board.unseen_queries(val, design, min_queries=10)
     assert keys == {f"V:{i}" for i in range(11)}  # V keeps its 11 unseen; W has 1 unseen: dropped
     c = counts.set_index("subset")
     assert c.loc["V", "seen"] == 1 and c.loc["W", "unseen"] == 1 and not c.loc["W", "kept"]
@@ -124,12 +130,12 @@ def test_transfer_table_shows_a_threshold_that_does_not_carry_over(scored) -> No
     assert t.loc[("route-cv", "S2"), "recall_other_sets"] == 0.0
     assert t.loc[("route-cv", "S2"), "recall_5fold"] == 1.0
     assert t.loc[("route-cv", "S1"), "recall_5fold"] == 1.0
-    assert set(t.index.get_level_values("method")) == set(fusion.CV)
+    assert set(t.index.get_level_values("method")) == set(fused.CV)
 
 
 def test_pooled_margin_uses_each_set_reference(scored) -> None:
     _, scores, _ = scored
-    pooled = beyond.pooled_margin(scores, 5, n_boot=200).set_index("method")
+    pooled = fusion_board.pooled_margin(scores, 5, n_boot=200).set_index("method")
     assert pooled.loc["rrf", "diff"] == 0.0 and pooled.loc["rrf", "reference_mean"] == 1.0
     assert pooled.loc["rtp", "diff"] == -0.5 and pooled.loc["rtp", "losses"] == 12
     assert pooled.loc["rtp", "diff_hi"] < 0 and pooled.loc["rtp", "n_queries"] == 24

@@ -14,7 +14,6 @@ from toolbench_lib.analysis.routing import (
     best_threshold,
     cv_threshold_routes,
     fit_logistic,
-    fold_ids,
     plot_routing_curves,
     query_features,
     query_tokens,
@@ -23,6 +22,7 @@ from toolbench_lib.analysis.routing import (
     routing_table,
     threshold_curve,
 )
+from toolbench_lib.data.folds import fold_ids
 from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study

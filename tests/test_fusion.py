@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.pipeline import fusion
+from toolbench_lib.data.folds import stratified_folds
 from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.retrieval import fused
+from toolbench_lib.retrieval.fuse import combine
+from toolbench_lib.retrieval.fusion_specs import round_robin
 
 
 def _hits(key: str, method: str, run: int, text_idx: int, ranking: list[tuple[str, float]]) -> list[dict]:
@@ -61,14 +66,14 @@ def _recall(lists: dict[str, list[str]], result: StudyResult, subset: str, k: in
 
 
 def test_round_robin_dedupes_and_cuts() -> None:
-    assert fusion.round_robin([["a", "b", "c"], ["b", "d"], ["e"]], 4) == ["a", "b", "e", "d"]
-    assert fusion.round_robin([["a"], []], 5) == ["a"]
-    assert fusion.round_robin([], 3) == []
+    assert round_robin([["a", "b", "c"], ["b", "d"], ["e"]], 4) == ["a", "b", "e", "d"]
+    assert round_robin([["a"], []], 5) == ["a"]
+    assert round_robin([], 3) == []
 
 
 def test_baselines_reproduce_stored_rankings() -> None:
     res = synthetic_study()
-    runs = fusion.fused_runs(res, ["rtp", "ptr"], 5)
+    runs = fused.fused_runs(res, ["rtp", "ptr"], 5)
     h = res.hits
     for method, run in (("rtp", -1), ("ptr", 0)):
         final = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == -1) & (h["rank"] <= 5)]
@@ -78,7 +83,7 @@ def test_baselines_reproduce_stored_rankings() -> None:
 
 def test_rtp_and_ptr_each_win_one_set_and_fusion_wins_both() -> None:
     res = synthetic_study()
-    runs = fusion.fused_runs(res, ["rtp", "ptr", "rr", "rrf", "maxsim", "combmax"], 5)
+    runs = fused.fused_runs(res, ["rtp", "ptr", "rr", "rrf", "maxsim", "combmax"], 5)
     assert _recall(runs["rtp"], res, "S1") == 1.0 and _recall(runs["rtp"], res, "S2") == 0.0
     assert _recall(runs["ptr"], res, "S1") == 0.0 and _recall(runs["ptr"], res, "S2") == 1.0
     for name in ("rr", "rrf", "maxsim"):
@@ -91,18 +96,18 @@ def test_rtp_and_ptr_each_win_one_set_and_fusion_wins_both() -> None:
 def test_maxsim_keeps_best_score_order() -> None:
     res = synthetic_study()
     key = "S2:0"
-    lists = fusion.fused_runs(res, ["maxsim"], 3)["maxsim"][key]
+    lists = fused.fused_runs(res, ["maxsim"], 3)["maxsim"][key]
     assert lists == [f"{key}/gt0", f"{key}/gt1", f"{key}/n8"]
 
 
 def test_route_threshold_is_cross_validated_and_routes_by_top1() -> None:
     res = synthetic_study()
-    inp = fusion.study_inputs(res)
-    lists, chosen = fusion.cv_lists(inp, "route-cv", 5, folds=3, seed=1)
+    inp = fused.study_inputs(res)
+    lists, chosen = replace(fused.FUSED["route-cv"], folds=3, seed=1).tune(inp, 5)
     # Every fold's threshold separates the two sets' top-1 cosines (0.8 against 0.4).
     assert all(0.4 < t <= 0.8 for t in chosen.values())
     assert _recall(lists, res, "S1") == 1.0 and _recall(lists, res, "S2") == 1.0
-    needs = fusion.stub_call_share("route-cv", chosen, inp)
+    needs = fused.stub_calls("route-cv", inp, chosen)
     assert not any(needs[k] for k in inp.keys if k.startswith("S1"))
     assert all(needs[k] for k in inp.keys if k.startswith("S2"))
 
@@ -110,39 +115,37 @@ def test_route_threshold_is_cross_validated_and_routes_by_top1() -> None:
 def test_cv_never_uses_the_query_own_ground_truth() -> None:
     """Corrupting one fold's ground truth cannot change that fold's chosen parameters."""
     res = synthetic_study()
-    inp = fusion.study_inputs(res)
-    _, chosen = fusion.cv_lists(inp, "wsum-cv", 5, folds=3, seed=0)
-    from sklearn.model_selection import StratifiedKFold
-
+    inp = fused.study_inputs(res)
+    tuned = replace(fused.FUSED["wsum-cv"], folds=3, seed=0)
+    _, chosen = tuned.tune(inp, 5)
     keys = inp.keys
-    groups = [inp.subsets[k] for k in keys]
-    _, test = next(StratifiedKFold(3, shuffle=True, random_state=0).split(np.zeros(len(keys)), groups))
+    _, test = stratified_folds([inp.subsets[k] for k in keys], 3, 0)[0]
     for j in test:
         inp.qrels[keys[j]] = {"nothing"}
-    _, chosen2 = fusion.cv_lists(inp, "wsum-cv", 5, folds=3, seed=0)
+    _, chosen2 = tuned.tune(inp, 5)
     assert all(chosen[keys[j]] == chosen2[keys[j]] for j in test)
 
 
 def test_fit_then_apply_matches_grid() -> None:
     res = synthetic_study()
-    inp = fusion.study_inputs(res)
-    params = fusion.fit_params(inp, ["wsum-cv", "wrrf-cv", "route-cv"], 5)
+    inp = fused.study_inputs(res)
+    params = fused.fit_params(inp, ["wsum-cv", "wrrf-cv", "route-cv"], 5)
     assert set(params) == {"wsum-cv", "wrrf-cv", "route-cv"}
     for name, p in params.items():
-        lists = fusion.apply_params(inp, name, p, 5)
+        lists = fused.method_lists(inp, [name], 5, params={name: p})[0][name]
         assert _recall(lists, res, "S1") == 1.0 and _recall(lists, res, "S2") == 1.0, name
     with pytest.raises(ValueError, match="not in its grid"):
-        fusion.apply_params(inp, "wsum-cv", 0.123, 5)
+        fused.method_lists(inp, ["wsum-cv"], 5, params={"wsum-cv": 0.123})
 
 
 def test_unknown_method_and_missing_setup_are_clear() -> None:
     res = synthetic_study(4)
     with pytest.raises(ValueError, match="unknown method"):
-        fusion.fused_runs(res, ["nope"], 5)
+        fused.fused_runs(res, ["nope"], 5)
     with pytest.raises(ValueError, match="meanemb needs"):
-        fusion.fused_runs(res, ["meanemb"], 5)
-    with pytest.raises(ValueError, match="no PtR hits for run 3"):
-        fusion.fused_runs(res, ["rr"], 5, run=3)
+        fused.fused_runs(res, ["meanemb"], 5)
+    with pytest.raises(ValueError, match="no hits of ptr for run 3"):
+        fused.fused_runs(res, ["rr"], 5, run=3)
 
 
 @pytest.mark.parametrize(("method", "norm", "params"), [
@@ -161,16 +164,16 @@ def test_combine_equals_ranx_fuse(method: str, norm: str | None, params: dict) -
     runs = [Run.from_dict({q: dict(ts[j]) for q, ts in texts.items()}) for j in range(3)]
     expected = fuse(runs, norm=norm, method=method, params=params)
     for q, ts in texts.items():
-        got = fusion.combine(ts, method, norm, params.get("weights"))
+        got = combine(ts, method, norm, params.get("weights"))
         want = dict(expected[q])
         assert set(got) == set(want)
         assert all(got[d] == pytest.approx(want[d], rel=1e-6, abs=1e-9) for d in want), (method, norm, q)
 
 
 def test_tuning_depth_is_separate_from_list_length() -> None:
-    inp = fusion.study_inputs(synthetic_study())
-    short, chosen_short = fusion.cv_lists(inp, "wsum-cv", 5, folds=3)
-    long, chosen_long = fusion.cv_lists(inp, "wsum-cv", 12, folds=3, tune_k=5)
+    inp = fused.study_inputs(synthetic_study())
+    short, chosen_short = replace(fused.FUSED["wsum-cv"], folds=3).tune(inp, 5)
+    long, chosen_long = replace(fused.FUSED["wsum-cv"], folds=3, tune_k=5).tune(inp, 12)
     assert chosen_short == chosen_long
     assert all(long[key][:5] == short[key] and len(long[key]) == 12 for key in inp.keys)
 
@@ -181,7 +184,6 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
 
     from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
 
-    fusion.register_all()
     assert {"rrf", "combsum2-mm", "route-cv"} <= set(RETRIEVERS)
     res = synthetic_study()
     ids = sorted(set(res.hits["api_id"]))
@@ -193,7 +195,7 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
         out = RETRIEVERS[name].retrieve(ctx)
         assert set(out["text_idx"]) == {-1} and (out["method"] == name).all()
         got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
-        assert got == fusion.fused_runs(res, [name], 5)[name]
+        assert got == fused.fused_runs(res, [name], 5)[name]
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
 
 

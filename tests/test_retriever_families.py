@@ -9,10 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from toolbench_lib.analysis import fusion_board
 from toolbench_lib.analysis import retrievers as rv
 from toolbench_lib.pipeline.study import StudyResult
-from toolbench_lib.retrieval.fused import NAMED, FusionSpec, candidate_specs, weight_grid
+from toolbench_lib.retrieval.fused import NAMED
+from toolbench_lib.retrieval.fusion_specs import FusionInputs, FusionSpec
 from toolbench_lib.retrieval.retrievers import get_retriever, method_name, split_method
+from toolbench_lib.retrieval.tuning import candidate_specs, weight_grid
 
 # Two sets of two queries; ground truth: G1 q1 {a}, q2 {b}; G2 q3 {c, d}, q4 {e, f}.
 QUERIES = pd.DataFrame({
@@ -119,7 +122,9 @@ def test_fusion_spec_equals_ranx_fuse():
                                                            np.sort(rng.random(8))[::-1], strict=True)]
                     for q in ("q1", "q2")} for c in comps}
     for spec in (NAMED["fuse4"], NAMED["fuse4-rrf"], FusionSpec(comps, "sum", "min-max")):
-        got = spec.fuse(rankings, ["q1", "q2"], 10)
+        inp = FusionInputs({c: {q: [r] for q, r in per_q.items()} for c, per_q in rankings.items()},
+                           ["q1", "q2"], {}, {})
+        got = spec.lists(inp, 10)
         runs = [Run({q: dict(rankings[c][q]) for q in ("q1", "q2")}) for c in comps]
         kwargs = {"method": spec.method, "norm": spec.norm}
         if spec.method == "wsum":
@@ -142,10 +147,10 @@ def test_weight_grid_and_bad_specs():
 
 def test_fusion_choice_prefers_what_recall_says():
     study = _study()
-    chosen = rv.choose_fusion(study, ("q.dense", "q.bm25"), k=2, folds=2, values=(0.0, 1.0))
+    chosen = fusion_board.choose_fusion(study, ("q.dense", "q.bm25"), k=2, folds=2, values=(0.0, 1.0))
     # q.dense alone: G1 1.0, G2 0.25 (mean 0.625); q.bm25 alone: G1 0.5, G2 0.75 (0.625); the fused lists
     # interleave the two rankings' best ids; whatever wins, its recall is the best of the candidates.
-    rec = rv.spec_recalls(candidate_specs(("q.dense", "q.bm25"), (0.0, 1.0)), study, 2)
+    rec = fusion_board.spec_recalls(candidate_specs(("q.dense", "q.bm25"), (0.0, 1.0)), study, 2)
     groups = study.queries["subset"].to_numpy()
     per_set = np.stack([rec[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1).mean(axis=1)
     best = candidate_specs(("q.dense", "q.bm25"), (0.0, 1.0))[int(np.argmax(per_set))]
@@ -154,7 +159,7 @@ def test_fusion_choice_prefers_what_recall_says():
 
 def test_costs_name_calls_tokens_and_time():
     study = _study()
-    c = rv.cost_table(study, ["dense", "bm25"], {"fuse4": NAMED["fuse4"]},
+    c = fusion_board.cost_table(study, ["dense", "bm25"], {"fuse4": NAMED["fuse4"]},
                       {"dense:query": 1.0, "bm25:query": 0.5, "dense:stubs": 2.0, "bm25:stubs": 1.0})
     c = c.set_index("method")
     assert c.loc["rtp", "llm_calls"] == 0 and c.loc["ptr@bm25", "llm_calls"] == 1

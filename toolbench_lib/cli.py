@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
     ev.add_argument("--method", default="rtp",
                     help="comma-separated methods on the same runs: rtp, ptr, or a fused method of "
-                         "toolbench_lib.pipeline.fusion (rr, rrf, combsum2-mm, wsum-cv, route-cv, ...)")
+                         "toolbench_lib.retrieval.fused (rr, rrf, combsum2-mm, wsum-cv, route-cv, fuse4...)")
     ev.add_argument("--retriever", default="dense", type=retriever_families,
                     help="comma-separated retriever families each architecture (rtp, ptr) runs with: "
                          "dense (cosine, the default), bm25, hybrid (min-max CombSUM of both), hybrid-rrf; "
@@ -262,11 +262,9 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.dataset import load_dataset
-    from .pipeline.fusion import register_all
     from .retrieval.methods import load_methods
 
-    RETRIEVERS = load_methods()  # with the fused methods over runs (toolbench_lib.retrieval.fused)
-    register_all()  # the fused discovery methods (toolbench_lib.pipeline.fusion) as --method names
+    RETRIEVERS = load_methods()  # with every fused method (toolbench_lib.retrieval.fused)
     subsets = _evaluated_sets(args)
     methods = expand_methods([m.strip() for m in args.method.split(",") if m.strip()], args.retriever)
     unknown = [m for m in methods if m not in RETRIEVERS]

@@ -1,4 +1,5 @@
-"""Beyond the paper: fused discovery methods scored with ranx, with bootstrap CIs, paired tests and costs.
+"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`) scored with ranx, and
+their costs, evidence and figures.
 
 Metrics per query come from ``ranx.evaluate`` (``recall@k``, ``precision@k``, ``ndcg@k``, ``mrr@k``);
 COMP@k, the share of queries whose whole ground truth is in the top k (ToolRet's completeness), is
@@ -6,9 +7,8 @@ mapped from ranx's per-query recall@k (a query is complete when its recall@k is 
 ground truth scores 0 on every metric, as in :mod:`toolbench_lib.eval.metrics`. PtR-based methods are scored
 per run and averaged per query over the study's runs.
 
-Each leaderboard row has the method's mean with a percentile bootstrap 95% CI over queries, and a paired
-comparison with the better of RtP and PtR on that set and metric (the one with the higher mean): the mean
-difference, its paired bootstrap 95% CI and a paired t-test p-value (``scipy.stats.ttest_rel``).
+The leaderboard over these scores (bootstrap CIs, paired tests against the better of RtP and PtR) is
+:mod:`.fusion_board`'s, shared with the retriever study.
 
 Costs: RtP makes no LLM call before planning; PtR and every fused method make one stub call per query,
 except route-then-fuse, which makes it only for the queries it sends to the fused list. Tokens per query
@@ -28,19 +28,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from ranx import Qrels, Run, evaluate
-from scipy.stats import ttest_rel
 
 from ..data.atomic import atomic_path, checksum_problem, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import check_recall
+from ..eval.runs import check_recall, direct_recall
 from ..eval.summary import method_calls
-from ..pipeline import fusion
+from ..retrieval import fused, fusion_specs, tuning
+from .fusion_board import BASELINES
 from .style import METHOD_COLORS
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 RANX_METRICS = ("recall", "precision", "ndcg", "mrr")
 KS = tuple(range(1, 21))
-BASELINES = ("rtp", "ptr")
 TIE_TOL = 1e-9  # recall differences at or below this are ties
 
 
@@ -94,9 +93,9 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     frames, decisions = [], []
     sep = "\x1f"
     for run in runs:
-        inp = fusion.study_inputs(result, run, gt)
-        lists, chosen = fusion.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
-                                            setup=setup, result=result, tune_k=tune_k)
+        inp = fused.study_inputs(result, run, gt, names, setup)
+        lists, chosen = fused.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
+                                           tune_k=tune_k)
         # One ranx evaluation for all methods of the run: keys "method<sep>qkey".
         joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
         joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}
@@ -104,13 +103,12 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
         split = pq["qkey"].str.split(sep, n=1, expand=True)
         frames.append(pq.assign(method=split[0], qkey=split[1], run=run))
         for name in lists:
-            needs = fusion.stub_call_share(name, chosen.get(name), inp)
+            needs = fused.stub_calls(name, inp, chosen.get(name))
             ch = chosen.get(name) or {}
             decisions.append(pd.DataFrame({
                 "qkey": inp.keys, "run": run, "method": name, "stub_call": [needs[k] for k in inp.keys],
-                "rtp_top1_cosine": [inp.rankings[k].top1 for k in inp.keys],
-                "param": [ch.get("fitted_elsewhere", ch.get(k, np.nan)) if ch else np.nan
-                          for k in inp.keys]}))
+                "rtp_top1_cosine": [inp.top1(k) for k in inp.keys],
+                "param": [ch.get(k, np.nan) for k in inp.keys]}))
     scores = pd.concat(frames, ignore_index=True)
     scores = scores.groupby(["qkey", "method", "metric", "k"], as_index=False, sort=False)["value"].mean()
     sub = result.queries.set_index("qkey")["subset"].map(subset_alias)
@@ -126,7 +124,7 @@ def _code_fingerprint() -> str:
     import sys
 
     h = hashlib.sha256()
-    for module in (fusion, sys.modules[__name__]):
+    for module in (fused, fusion_specs, tuning, sys.modules[__name__]):
         h.update(Path(inspect.getsourcefile(module)).read_bytes())
     return h.hexdigest()
 
@@ -155,88 +153,6 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
             frame.to_parquet(tmp, index=False)
         write_checksum(path)
     return frames
-
-
-def bootstrap_ci(values: np.ndarray, n_boot: int = 2000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (NaN for an empty sample)."""
-    v = np.asarray(values, dtype=float)
-    if len(v) == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(axis=1)
-    a = (1 - level) / 2
-    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
-
-
-def paired_test(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Mean of ``a - b``, its paired bootstrap 95% CI and the paired t-test p-value (1 when a == b)."""
-    d = np.asarray(a, float) - np.asarray(b, float)
-    lo, hi = bootstrap_ci(d, n_boot, seed)
-    if len(d) < 2 or np.all(np.abs(d) <= 1e-12):
-        p = 1.0
-    elif np.ptp(d) <= 1e-12:  # a constant, non-zero difference: no variance, certainly not chance
-        p = 0.0
-    else:
-        p = float(ttest_rel(a, b).pvalue)
-    return {"diff": float(d.mean()) if len(d) else float("nan"), "diff_lo": lo, "diff_hi": hi, "p_value": p,
-            "wins": int(np.sum(d > 1e-12)), "losses": int(np.sum(d < -1e-12)),
-            "ties": int(np.sum(np.abs(d) <= 1e-12))}
-
-
-def leaderboard(scores: pd.DataFrame, k: int = 5, metrics: Sequence[str] = METRICS, n_boot: int = 2000,
-                seed: int = 0) -> pd.DataFrame:
-    """Per set, method and metric at ``k``: mean, bootstrap CI, and the paired comparison with the
-    better of RtP and PtR on that set and metric."""
-    at = scores[scores["k"] == k]
-    rows = []
-    for (subset, metric), part in at[at["metric"].isin(metrics)].groupby(["subset", "metric"], sort=False):
-        wide = part.pivot_table(index="qkey", columns="method", values="value")
-        base_means = {b: wide[b].mean() for b in BASELINES if b in wide}
-        best = max(base_means, key=lambda b: base_means[b]) if base_means else None
-        for method in wide.columns:
-            v = wide[method].to_numpy()
-            lo, hi = bootstrap_ci(v, n_boot, seed)
-            row = {"subset": subset, "method": method, "metric": metric, "k": k, "n_queries": len(v),
-                   "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
-                   "reference_mean": base_means.get(best, np.nan)}
-            if best is not None:
-                row.update(paired_test(v, wide[best].to_numpy(), n_boot, seed))
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def leaderboard_wide(board: pd.DataFrame, metrics: Sequence[str] = ("recall", "precision", "ndcg", "comp"),
-                     ) -> pd.DataFrame:
-    """One row per set and method, ``metric [lo, hi]`` per column; recall's paired difference and p."""
-    b = board[board["metric"].isin(metrics)]
-    cells = b.assign(cell=b.apply(lambda r: f"{r['mean']:.3f} [{r['ci_lo']:.3f}, {r['ci_hi']:.3f}]", axis=1))
-    wide = cells.pivot_table(index=["subset", "method"], columns="metric", values="cell", aggfunc="first")
-    wide = wide[[m for m in metrics if m in wide.columns]].reset_index()
-    rec = board[board["metric"] == "recall"].set_index(["subset", "method"])
-    for col in ("reference", "diff", "p_value"):
-        wide[f"recall_{col}"] = [rec[col].get((s, m), np.nan) for s, m in zip(wide["subset"], wide["method"],
-                                                                               strict=True)]
-    order = {m: i for i, m in enumerate(fusion.METHODS)}
-    return wide.sort_values(["subset", "method"], key=lambda s: s.map(order) if s.name == "method" else s,
-                            kind="stable").reset_index(drop=True)
-
-
-def goal_table(scores: pd.DataFrame, k: int = 5) -> pd.DataFrame:
-    """Per method: recall@k on every set minus the better of RtP and PtR there, and the smallest margin.
-
-    ``meets_goal`` is True when the method is at least as good as the better architecture on every set.
-    """
-    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
-    means = r.groupby(["method", "subset"])["value"].mean().unstack("subset")
-    best = means.loc[[b for b in BASELINES if b in means.index]].max(axis=0)
-    margin = means - best
-    out = margin.add_prefix("margin_")
-    out.insert(0, "min_margin", margin.min(axis=1))
-    out["meets_goal"] = out["min_margin"] >= -1e-12
-    for s in means.columns:
-        out[f"recall_{s}"] = means[s]
-    return out.sort_values("min_margin", ascending=False).reset_index()
 
 
 def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = 5,
@@ -395,23 +311,6 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
     return fig
 
 
-def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
-                   min_queries: int = 10) -> tuple[set[str], pd.DataFrame]:
-    """Keys of the queries whose text is in none of the design sets, and a per-set count of what was kept.
-
-    Some ToolBench sets repeat others (``G2_category`` and ``G3_instruction`` hold the queries of the
-    ``_original`` sets the study uses), so validation keeps only queries the design never saw; a set with
-    fewer than ``min_queries`` unseen queries is dropped.
-    """
-    seen = queries["query"].isin(set(design["query"]))
-    counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
-    counts["unseen"] = counts["n"] - counts["seen"]
-    counts["kept"] = counts["unseen"] >= min_queries
-    keep_sets = set(counts.index[counts["kept"]])
-    keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
-    return keys, counts.reset_index()
-
-
 EXTRA_METRICS = ("ndcg", "mrr", "comp")
 
 
@@ -442,39 +341,18 @@ def transfer_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Per ``-cv`` method and set: recall@k with the parameter fitted on the other sets (leave one set
     out) beside the 5-fold one, and the parameter each way."""
     rows = []
-    inp = fusion.study_inputs(result, 0, gt)
+    inp = fused.study_inputs(result, 0, gt, fused.CV)
     sub = {key: subset_alias(s) for key, s in inp.subsets.items()}
-    for name in fusion.CV:
-        folds, chosen_f = fusion.cv_lists(inp, name, k)
-        loso, chosen_l = fusion.leave_one_set_out(inp, name, k)
+    for name in fused.CV:
+        folds, chosen_f = fused.FUSED[name].tune(inp, k)
+        loso, chosen_l = fused.FUSED[name].leave_one_set_out(inp, k)
         for subset in dict.fromkeys(sub.values()):
             keys = [key for key in inp.keys if sub[key] == subset]
 
             def recall(lists: Mapping[str, Sequence[str]], keys: list[str] = keys) -> float:
-                return float(np.mean([len(set(lists[q][:k]) & inp.qrels[q]) / len(inp.qrels[q])
-                                      if inp.qrels[q] else 0.0 for q in keys]))
+                return float(np.mean([direct_recall(lists[q], inp.qrels[q], k) for q in keys]))
 
             rows.append({"method": name, "subset": subset, "k": k, "recall_5fold": recall(folds),
                          "recall_other_sets": recall(loso), "param_other_sets": chosen_l[keys[0]],
                          "params_5fold": sorted({round(chosen_f[q], 4) for q in keys})})
     return pd.DataFrame(rows)
-
-
-def pooled_margin(scores: pd.DataFrame, k: int = 5, metric: str = "recall", n_boot: int = 2000,
-                  seed: int = 0) -> pd.DataFrame:
-    """Per method, over the queries of every set together: the mean of each query's score minus the score of
-    its own set's better architecture (the one with the higher mean there), with a paired bootstrap 95% CI
-    and t-test; more queries than any one set, so a sharper test of "no worse than the better one"."""
-    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
-    wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
-    ref = pd.Series(np.nan, index=wide.index)
-    for _, part in wide.groupby("subset", sort=False):
-        best = max(BASELINES, key=lambda b: part[b].mean())
-        ref.loc[part.index] = part[best]
-    rows = []
-    for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
-        rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
-                     "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
-                     **paired_test(wide[method].to_numpy(), ref.to_numpy(), n_boot, seed)})
-    order = {m: i for i, m in enumerate(fusion.METHODS)}
-    return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order)).reset_index(drop=True)

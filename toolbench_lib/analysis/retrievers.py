@@ -11,9 +11,8 @@ Every function reads a retriever study (``pipeline.experiment.get_retrievers_stu
   paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) appears with each family;
 * :func:`family_k_table`, :func:`family_divergence`, :func:`routing_by_subset`: the k-ablation, the
   top-k divergence and the paper's by-subset routing per family;
-* :func:`choose_fusion` and :func:`fusion_scores`: a fused method (:mod:`toolbench_lib.retrieval.fused`)
-  chosen on the design sets and scored, unchanged, elsewhere; :func:`fusion_comparison` sets it against
-  the better dense architecture of each set with a paired CI.
+* the fused methods over these families, chosen on the design sets and scored unchanged elsewhere, are
+  :mod:`.fusion_board`'s (the leaderboard notebook 10 uses too).
 """
 
 from __future__ import annotations
@@ -23,13 +22,11 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
 
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import direct_recall, per_query_runs, score_rankings
-from ..eval.stats import bootstrap_ci, holm, paired_comparison, paired_test, runs_test
+from ..eval.runs import direct_recall, per_query_runs
+from ..eval.stats import holm, paired_comparison, runs_test
 from ..eval.summary import summary_table
-from ..retrieval.fused import FusionSpec, best_by_group, candidate_specs, study_rankings
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
 from .k_ablation import k_ablation
@@ -300,112 +297,6 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- fusion
-
-
-def _keys_groups(result) -> tuple[list[str], np.ndarray]:
-    q = result.queries
-    return q["qkey"].tolist(), q["subset"].map(subset_alias).to_numpy()
-
-
-def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
-    """Recall@k of every (spec, query), averaged over the study's runs (a direct count: eval.runs)."""
-    keys, _ = _keys_groups(result)
-    qrels = dict(zip(result.queries["qkey"], map(set, result.queries[gt]), strict=True))
-    comps = sorted({c for s in specs for c in s.components})
-    out = np.zeros((len(specs), len(keys)))
-    for run in range(result.n_runs):
-        rankings = study_rankings(result, comps, run)
-        for i, spec in enumerate(specs):
-            lists = spec.fuse(rankings, keys, k)
-            out[i] += [direct_recall(lists[key], qrels[key], k) for key in keys]
-    return out / result.n_runs
-
-
-def choose_fusion(
-    result,
-    components: Sequence[str],
-    k: int = 5,
-    gt: str = DEFAULT_GT,
-    folds: int = 5,
-    seed: int = 0,
-    values: Sequence[float] = (0.0, 0.5, 1.0),
-) -> dict:
-    """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
-    (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
-
-    Returns ``spec`` (fitted on every query), ``cv_recall`` (per query, out of fold: each query's list
-    from the spec chosen on the other folds, folds stratified by set) and ``n_candidates``.
-    """
-    specs = candidate_specs(components, values)
-    keys, groups = _keys_groups(result)
-    recall = spec_recalls(specs, result, k, gt)
-    fitted = specs[best_by_group(recall, groups)]
-    n_folds = max(2, min(folds, int(pd.Series(groups).value_counts().min())))
-    cv = np.zeros(len(keys))
-    for train, test in StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(keys, groups):
-        cv[test] = recall[best_by_group(recall[:, train], groups[train]), test]
-    return {"spec": fitted, "cv_recall": pd.Series(cv, index=keys), "n_candidates": len(specs)}
-
-
-def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
-    spec and of every RtP/PtR method of the study."""
-    frames = []
-    keys = result.queries["qkey"].tolist()
-    comps = sorted({c for s in specs.values() for c in s.components})
-    for run in range(result.n_runs):
-        rankings = study_rankings(result, comps, run)
-        for name, spec in specs.items():
-            pq = score_rankings(spec.fuse(rankings, keys, k), result.queries, gt, k, ("recall",))
-            frames.append(pq.assign(method=name, run=run))
-    pq = per_query_runs(result, k, gt, ("recall",))
-    frames.append(
-        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
-    )
-    allq = pd.concat(frames, ignore_index=True)
-    mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
-    alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
-    return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
-
-
-def fusion_comparison(
-    scores: pd.DataFrame,
-    methods: Sequence[str],
-    baselines: Sequence[str] = ("rtp", "ptr"),
-    n_resamples: int = 10_000,
-) -> pd.DataFrame:
-    """Per set and method: mean recall, its CI, the better baseline of that set and the paired difference
-    against it (bootstrap CI, Wilcoxon p), wins/losses."""
-    rows = []
-    wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
-    for subset in dict.fromkeys(scores["subset"]):
-        w = wide.loc[subset]
-        ref = max(baselines, key=lambda m: w[m].mean())
-        for m in methods:
-            res = paired_test(w[ref].to_numpy(), w[m].to_numpy(), n_resamples)
-            lo, hi = bootstrap_ci(w[m].to_numpy(), 2000)
-            rows.append(
-                {
-                    "subset": subset,
-                    "method": m,
-                    "n_queries": res["n"],
-                    "recall": res["mean_b"],
-                    "recall_lo": lo,
-                    "recall_hi": hi,
-                    "reference": ref,
-                    "reference_recall": res["mean_a"],
-                    "diff": res["diff"],
-                    "diff_lo": res["ci_low"],
-                    "diff_hi": res["ci_high"],
-                    "wins": res["wins_b"],
-                    "losses": res["wins_a"],
-                    "p_wilcoxon": res["p_wilcoxon"],
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 # --------------------------------------------------------------------------- figures
 
 
@@ -461,89 +352,6 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-# --------------------------------------------------------------------------- fusion study and costs
-
-STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")
-NO_LLM_COMPONENTS = ("q.dense", "q.bm25")
-FUSED_WITH_STUBS = "fused (1 stub call)"
-FUSED_NO_LLM = "fused (no LLM call)"
-
-
-def chosen_fusions(design, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0) -> tuple[dict, pd.DataFrame]:
-    """The two fused methods chosen on the design study: over all four components (one stub call) and over
-    the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
-    spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
-    specs, rows = {}, []
-    q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
-    for name, comps, values in (
-        (FUSED_WITH_STUBS, STUB_COMPONENTS, (0.0, 0.5, 1.0)),
-        (FUSED_NO_LLM, NO_LLM_COMPONENTS, (0.0, 0.25, 0.5, 0.75, 1.0)),
-    ):
-        got = choose_fusion(design, comps, k, gt, seed=seed, values=values)
-        specs[name] = got["spec"]
-        cv = got["cv_recall"].groupby(q_alias).mean()
-        rows.append(
-            {
-                "method": name,
-                "spec": got["spec"].describe(),
-                "candidates": got["n_candidates"],
-                **{f"cv_recall_{s}": float(v) for s, v in cv.items()},
-            }
-        )
-    return specs, pd.DataFrame(rows)
-
-
-def cost_table(
-    result,
-    families: Sequence[str],
-    specs: Mapping[str, FusionSpec],
-    search_ms: Mapping[str, float] | None = None,
-) -> pd.DataFrame:
-    """Per method: LLM calls before planning, the stub call's tokens per query (the study's recorded calls)
-    and, when measured, search milliseconds per query (a fused method pays its components' searches)."""
-    calls = result.calls
-    stub_tokens = float("nan")
-    if calls is not None and len(calls):
-        c = calls[calls["stage"] == "stubs"]
-        if len(c):
-            stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean())
-    ms = dict(search_ms or {})
-    rows = []
-    for f in families:
-        for arch in ("rtp", "ptr"):
-            uses = arch == "ptr"
-            key = f"{f}:{'stubs' if uses else 'query'}"
-            rows.append(
-                {
-                    "method": method_name(arch, f),
-                    "architecture": ARCH_LABEL[arch],
-                    "retriever": f,
-                    "llm_calls": int(uses),
-                    "stub_tokens": stub_tokens if uses else 0.0,
-                    "search_ms": ms.get(key, np.nan),
-                }
-            )
-    comp_key = {
-        "q.dense": "dense:query",
-        "q.bm25": "bm25:query",
-        "s.dense": "dense:stubs",
-        "s.bm25": "bm25:stubs",
-    }
-    for name, spec in specs.items():
-        parts = [ms.get(comp_key[c], np.nan) for c in spec.components]
-        rows.append(
-            {
-                "method": name,
-                "architecture": "fused",
-                "retriever": "+".join(spec.components),
-                "llm_calls": int(spec.uses_stubs),
-                "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
-                "search_ms": float(np.sum(parts)) if parts else np.nan,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def time_searches(
     setup,
     texts_query: Sequence[str],
@@ -566,32 +374,6 @@ def time_searches(
             search_and_merge(searcher, texts, depth)
             out[f"{f}:{kind}"] = 1000 * (time.perf_counter() - t0) / max(len(texts), 1)
     return out
-
-
-def fusion_sentences(
-    design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None, goal: float = 0.04
-) -> list[str]:
-    """Generated lines: for each fused method, its margin over the better dense architecture per set, on the
-    design sets and on the unseen sets, and whether it clears ``goal`` everywhere."""
-    lines = []
-    parts = [("design", design_cmp)] + (
-        [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
-    )
-    for m in dict.fromkeys(design_cmp["method"]):
-        bits, ok = [], True
-        for label, cmp in parts:
-            g = cmp[cmp["method"] == m]
-            sets = []
-            for _, r in g.iterrows():
-                ok &= bool(r["diff"] >= goal and (label == "design" or r["diff_lo"] > 0))
-                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]")
-            bits.append(f"{label} sets: " + ", ".join(sets))
-        verdict = "meets" if ok else "misses"
-        lines.append(
-            f"`{m}` {verdict} the goal (at least +{goal:.2f} recall over the better dense architecture of "
-            f"every set, with the paired 95% CI above 0 on every unseen set): " + "; ".join(bits) + "."
-        )
-    return lines
 
 
 def study_tables(
@@ -617,33 +399,6 @@ def study_tables(
     }
 
 
-def fusion_tables(
-    design, validation=None, unseen: set[str] | None = None, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
-) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
-    """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
-    ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
-    from ..retrieval.fused import NAMED
-
-    specs, choice = chosen_fusions(design, k, gt, seed)
-    specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
-    families = [f for f in families_of(design) if f != "dense"]
-    shown = [*specs, *(method_name(a, f) for f in families for a in ("rtp", "ptr"))]
-    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown)
-    tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
-    unseen_cmp = None
-    if validation is not None and unseen:
-        vs = fusion_scores(validation, specs, k, gt)
-        vs = vs[vs["qkey"].isin(unseen)]
-        if len(vs):
-            unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])])
-            tables["retriever_fusion_unseen"] = unseen_cmp
-    fused_only = design_cmp[design_cmp["method"].isin(specs)]
-    unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
-    lines = fusion_sentences(fused_only, unseen_fused)
-    tables["retriever_fusion_verdicts"] = pd.DataFrame({"text": lines})
-    return specs, tables, lines
-
-
 def provenance_markdown(result) -> str:
     """What each retriever family of the study is (from its provenance), as a Markdown list."""
     prov = result.provenance.get("retrievers") or {}
@@ -661,13 +416,6 @@ def provenance_markdown(result) -> str:
         )
         lines.append(f"- **{family}**: {text}")
     return "\n".join(lines)
-
-
-def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
-    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
-    from .beyond import unseen_queries
-
-    return unseen_queries(validation.queries, design.queries)
 
 
 def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
@@ -847,13 +595,4 @@ def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
         write_checksum(where / f"{name}.parquet")
     with atomic_path(where / "index.json") as tmp:
         tmp.write_text(json.dumps(list(tables)))
-    return tables
-
-
-def fusion_and_costs(
-    design, validation, unseen, setup_ms: dict, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
-) -> dict[str, pd.DataFrame]:
-    """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
-    specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
-    tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)
     return tables

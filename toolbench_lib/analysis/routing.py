@@ -10,8 +10,9 @@ Two routers send each query to RtP or to PtR:
   numpy, which stays finite under the perfect separation small folds often show); its probability
   is thresholded like the cosine, the threshold again chosen on the training folds only.
 
-Every query's route comes from a model fit on the other folds (folds are stratified by query set and
-drawn with a seed); nothing is tuned on the queries it is evaluated on. Both are compared with
+Every query's route comes from a model fit on the other folds (scikit-learn's ``StratifiedKFold`` by
+query set, seeded: :func:`toolbench_lib.data.folds.fold_ids`); nothing is tuned on the queries it is
+evaluated on. Both are compared with
 always-RtP, always-PtR and the per-query oracle (the better of the two on each query; ties go to RtP).
 
 Per-query PtR numbers are means over the study's runs. Token costs come from the ``calls`` table:
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import per_query_runs
 from ..eval.summary import method_calls
@@ -82,20 +84,6 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     ranks = rankdata(s)
     u = ranks[y].sum() - n_pos * (n_pos + 1) / 2
     return float(u / (n_pos * n_neg))
-
-
-def fold_ids(strata: Sequence, folds: int, seed: int) -> np.ndarray:
-    """A fold number per item: shuffled with ``seed`` within each stratum, then dealt round-robin."""
-    strata = np.asarray(strata)
-    rng = np.random.default_rng(seed)
-    out = np.empty(len(strata), dtype=np.int64)
-    offset = 0
-    for value in pd.unique(strata):
-        idx = np.flatnonzero(strata == value)
-        idx = idx[rng.permutation(len(idx))]
-        out[idx] = (np.arange(len(idx)) + offset) % folds
-        offset += len(idx)
-    return out
 
 
 def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
@@ -230,8 +218,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
 def route_queries(frame: pd.DataFrame, folds: int = 5, seed: int = 0, l2: float = 1.0) -> pd.DataFrame:
     """Add cross-validated routes (``route_<policy>``, True = PtR), scores and fold numbers."""
     out = frame.copy()
-    n_folds = max(2, min(folds, len(out)))
-    out["fold"] = fold_ids(out["subset"].to_numpy(), n_folds, seed)
+    out["fold"] = fold_ids(out["subset"].to_numpy(), folds, seed)
     gain = out["gain"].to_numpy()
     low_cos = -out["rtp_top1_cosine"].fillna(out["rtp_top1_cosine"].mean()).to_numpy()
     out["rtp_top1_cosine_low"] = low_cos

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
 from .pass_rates import pass_rate_table
 from .runs import per_query_runs
@@ -60,11 +61,25 @@ def method_calls(result) -> pd.DataFrame:
     return c[CALL_COLUMNS].reset_index(drop=True)
 
 
+STUB_CALLER = "ptr"  # the method under which a run's one stub call per query is recorded
+
+
+def stub_users(result) -> list[str]:
+    """The study's methods other than PtR that read PtR's stubs (``ptr@bm25``, ``fuse4``, ``rrf``, ...): each
+    pays the run's stub call as PtR does."""
+    known = load_methods()
+    return [m for m in result.methods if m != STUB_CALLER and m in known and known[m].uses_stubs]
+
+
 def method_cost(result) -> pd.DataFrame:
     """``subset, method, tokens_in, tokens_out, latency_s, llm_calls``: per query, the mean call of each of
-    the method's own stages (stubs, plan), summed over stages."""
+    the method's own stages (stubs, plan), summed over stages; a method that reads the stubs
+    (:func:`stub_users`) is charged the stub call recorded under PtR."""
     cols = ["subset", "method", "tokens_in", "tokens_out", "latency_s", "llm_calls"]
     c = method_calls(result)
+    stubs = c[(c["method"] == STUB_CALLER) & (c["stage"] == "stubs")]
+    if len(stubs):
+        c = pd.concat([c, *(stubs.assign(method=m) for m in stub_users(result))], ignore_index=True)
     if c.empty:
         return pd.DataFrame(columns=cols)
     by_stage = (c.groupby(["subset", "method", "stage"], sort=False)[["tokens_in", "tokens_out", "latency_s"]]

@@ -1,149 +1,193 @@
-"""Fused discovery methods over runs: (retriever family x searched text) rankings fused by one function.
+"""Every fused discovery method by name, registered as a retriever when this module is imported.
 
-A *component* is one ranking per query that a study already holds: the query searched by a family
-(``q.dense`` = RtP's ranking, ``q.bm25`` = ``rtp@bm25``'s) or the stubs searched by a family and merged
-per API (``s.dense`` = PtR's, ``s.bm25`` = ``ptr@bm25``'s). A :class:`FusionSpec` names its components and
-fuses them as ``ranx.fuse(runs, method=..., norm=...)`` does (:func:`toolbench_lib.retrieval.fuse.combine`),
-with optional weights: one function with parameters instead of a named variant per combination.
+Each is a spec over a run's rankings (:mod:`.fusion_specs`: components x method x norm x weights, round-robin,
+mean embedding, route) or a tuned spec (:class:`~toolbench_lib.retrieval.tuning.Tuned`); no new LLM call,
+no new search (except ``meanemb``, which searches once per query). The names:
 
-Named specs are registered as retrievers when this module is imported (``evaluate --method fuse4``); a
-spec whose components include a stub ranking needs PtR's one stub call, the others no LLM call at all.
+* ``rr``: round-robin over the query's ranking and each stub's ranking; ``rr2`` over RtP's and PtR's lists.
+* ranx's fusion methods over the query's and every stub's ranking: ``rrf``; ``combmax``, ``combsum``,
+  ``combmnz`` on raw cosines and, with ``-mm``, min-max normalised (``maxsim`` is ``combmax``: max-sim over
+  the query plus the stubs, HyDE-style); ``rrf2`` and ``combsum2-mm`` fuse RtP's and PtR's final lists.
+* ``meanemb``: the mean of the query's and the stubs' embeddings searched once.
+* tuned (``-cv``): ``wsum-cv`` (min-max wsum of RtP and PtR, weight ``w`` on RtP), ``wrrf-cv`` (the same
+  over reciprocal-rank scores), ``route-cv`` (RtP's list when its top-1 cosine is at least ``t``, else the
+  ``rrf`` list; such a query needs no stub call), ``route-mm-cv`` (routes to ``combmax-mm``).
+* over retriever families, fixed a priori: ``fuse4`` (min-max wsum of RtP and PtR with dense and BM25, weight
+  1 for the query, 0.5 for the stubs), ``fuse4-rrf`` (RRF of the same four), ``fuse2`` (the query's dense and
+  BM25 rankings: no LLM call).
+
+As a retriever a method reads the run's component rankings from the context (retrieving a component that
+was not asked for) and returns its final ranking (``score``: the fused score for score fusion, else
+``1 / rank``); a tuned method cross-validates over the run's queries for recall@:data:`CV_K` on the
+candidates ground truth. ``evaluate --method <name>`` and ``run_study(methods=(<name>,))`` both find them.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from .fuse import Ranking, combine, top
+from .fusion_specs import (
+    COMPONENTS,
+    FusionInputs,
+    FusionSpec,
+    Lists,
+    MeanEmbedding,
+    Ranked,
+    RoundRobin,
+    RouteGrid,
+    Spec,
+    component_methods,
+    hits_inputs,
+)
 from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+from .tuning import Tuned
 
-COMPONENTS = {"q.dense": "rtp", "q.bm25": "rtp@bm25", "s.dense": "ptr", "s.bm25": "ptr@bm25"}
-QUERY_ONLY = ("q.dense", "q.bm25")
+QUERY_AND_STUBS = ("q.dense", "s*.dense")  # the query's ranking and every stub's own ranking
+TWO_WAY = ("q.dense", "s.dense")  # RtP's and PtR's final rankings
+FOUR = ("q.dense", "q.bm25", "s.dense", "s.bm25")
+WEIGHT_GRID = tuple(round(float(w), 2) for w in np.linspace(0.0, 1.0, 21))
+RRF = FusionSpec(QUERY_AND_STUBS, "rrf", None)
+COMBMAX_MM = FusionSpec(QUERY_AND_STUBS, "max", "min-max")
 
-
-@dataclass(frozen=True)
-class FusionSpec:
-    """Components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after ``norm``."""
-
-    components: tuple[str, ...]
-    method: str = "wsum"
-    norm: str | None = "min-max"
-    weights: tuple[float, ...] | None = None
-
-    def __post_init__(self) -> None:
-        unknown = [c for c in self.components if c not in COMPONENTS]
-        if unknown or not self.components:
-            raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(COMPONENTS)}")
-        if self.method == "wsum" and (self.weights is None or len(self.weights) != len(self.components)):
-            raise ValueError("wsum needs one weight per component")
-
-    @property
-    def uses_stubs(self) -> bool:
-        """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
-        return any(not c.startswith("q.") for c in self.components)
-
-    @property
-    def methods(self) -> list[str]:
-        """The study methods whose rankings the components are."""
-        return [COMPONENTS[c] for c in self.components]
-
-    def describe(self) -> str:
-        w = "" if self.weights is None else " weights " + "/".join(f"{x:g}" for x in self.weights)
-        norm = f" ({self.norm})" if self.norm and self.method != "rrf" else ""
-        return f"{self.method}{norm} of {' + '.join(self.components)}{w}"
-
-    def fuse(self, rankings: Mapping[str, Mapping[str, Ranking]], keys: Iterable[str],
-             k: int) -> dict[str, list[str]]:
-        """``{qkey: top-k ids}`` from ``rankings[component][qkey]`` (a missing ranking fuses as empty)."""
-        weights = list(self.weights) if self.weights is not None else None
-        return {key: top(combine([rankings[c].get(key, []) for c in self.components], self.method,
-                                 self.norm, weights), k)
-                for key in keys}
-
-
-# Fixed a priori (never tuned): every family and text at weight 1 for the query, 0.5 for the stubs.
-NAMED = {
-    "fuse4": FusionSpec(("q.dense", "q.bm25", "s.dense", "s.bm25"), "wsum", "min-max", (1.0, 1.0, 0.5, 0.5)),
-    "fuse4-rrf": FusionSpec(("q.dense", "q.bm25", "s.dense", "s.bm25"), "rrf", None),
+FUSED: dict[str, Spec] = {
+    "rr": RoundRobin(QUERY_AND_STUBS),
+    "rr2": RoundRobin(TWO_WAY),
+    "maxsim": FusionSpec(QUERY_AND_STUBS, "max", None),
+    "rrf": RRF,
+    "combmax": FusionSpec(QUERY_AND_STUBS, "max", None),
+    "combsum": FusionSpec(QUERY_AND_STUBS, "sum", None),
+    "combmnz": FusionSpec(QUERY_AND_STUBS, "mnz", None),
+    "combmax-mm": COMBMAX_MM,
+    "combsum-mm": FusionSpec(QUERY_AND_STUBS, "sum", "min-max"),
+    "combmnz-mm": FusionSpec(QUERY_AND_STUBS, "mnz", "min-max"),
+    "rrf2": FusionSpec(TWO_WAY, "rrf", None),
+    "combsum2-mm": FusionSpec(TWO_WAY, "sum", "min-max"),
+    "meanemb": MeanEmbedding(),
+    "wsum-cv": Tuned(tuple(FusionSpec(TWO_WAY, "wsum", "min-max", (w, 1 - w)) for w in WEIGHT_GRID)),
+    "wrrf-cv": Tuned(tuple(FusionSpec(TWO_WAY, "rrf", None, (w, 1 - w)) for w in WEIGHT_GRID)),
+    "route-cv": Tuned(RouteGrid(RRF)),
+    "route-mm-cv": Tuned(RouteGrid(COMBMAX_MM)),
+    "fuse4": FusionSpec(FOUR, "wsum", "min-max", (1.0, 1.0, 0.5, 0.5)),
+    "fuse4-rrf": FusionSpec(FOUR, "rrf", None),
     "fuse2": FusionSpec(("q.dense", "q.bm25"), "wsum", "min-max", (1.0, 1.0)),
 }
+NAMED = {n: FUSED[n] for n in ("fuse4", "fuse4-rrf", "fuse2")}  # fixed a priori, over retriever families
+BASELINES = {"rtp": Ranked("q.dense"), "ptr": Ranked("s.dense")}
+METHODS = (*BASELINES, *FUSED)  # every name a fused study can score, in table order
+CV = tuple(n for n, s in FUSED.items() if isinstance(s, Tuned))
+CV_K = 5  # a tuned method run as a retriever is tuned for recall@5 on the candidates ground truth
 
 
-def study_rankings(result, components: Sequence[str], run: int = 0) -> dict[str, dict[str, Ranking]]:
-    """``{component: {qkey: [(api_id, score), ...]}}``: a stored study run's final rankings, full depth."""
-    out = {}
-    for c in components:
-        scored = result.scored_ranking(COMPONENTS[c], run)
-        out[c] = {q: list(r.items()) for q, r in scored.items()}
-    return out
+def spec_of(name: str) -> Spec:
+    """The spec of a fused method or baseline name (``ValueError`` naming the known ones)."""
+    if name in FUSED:
+        return FUSED[name]
+    if name in BASELINES:
+        return BASELINES[name]
+    raise ValueError(f"unknown method(s) [{name!r}]; choose from {', '.join(METHODS)}")
 
 
-def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
-    """Every weight vector of ``n`` components from ``values`` with at least one positive weight, scaled so
-    the largest weight is 1 (a vector and its multiples rank alike: kept once)."""
-    seen, out = set(), []
-    for w in itertools.product(values, repeat=n):
-        if max(w) <= 0:
-            continue
-        scaled = tuple(round(x / max(w), 6) for x in w)
-        if scaled not in seen:
-            seen.add(scaled)
-            out.append(scaled)
-    return out
+def methods_over(study_methods: Iterable[str], with_setup: bool = True) -> list[str]:
+    """The names of :data:`METHODS` whose components a study with ``study_methods`` holds, in order
+    (``meanemb`` only ``with_setup``)."""
+    have = set(study_methods)
+    return [n for n in METHODS if set(component_methods(spec_of(n).components)) <= have
+            and (with_setup or not isinstance(spec_of(n), MeanEmbedding))]
 
 
-def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)
-                    ) -> list[FusionSpec]:
-    """The specs a choice on the design sets ranges over: RRF, and min-max wsum on every weight vector."""
-    comps = tuple(components)
-    return [FusionSpec(comps, "rrf", None),
-            *(FusionSpec(comps, "wsum", "min-max", w) for w in weight_grid(len(comps), values))]
+def components_of(names: Iterable[str]) -> list[str]:
+    """Every component the named methods read."""
+    return list(dict.fromkeys(c for n in names for c in spec_of(n).components))
 
 
-def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
-    """Index of the row (a candidate parameter or spec) of ``recall`` (candidates x queries) with the best
-    recall averaged within each group (query set), then over groups; ties go to the first in order."""
-    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
-    score = per_group.mean(axis=1)
-    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
+def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[str] | None = None,
+                 setup=None) -> FusionInputs:
+    """The rankings of ``result`` (a stored study) that the named methods read (default: every component
+    the study holds), for PtR run ``run``."""
+    have = set(result.hits["method"])
+    comps = (components_of(names) if names is not None
+             else [c for c, (m, _) in COMPONENTS.items() if m in have])
+    return hits_inputs(result.hits, result.queries, run, gt, comps, result.stubs, setup)
 
 
-class FusedRunsRetriever:
-    """A :class:`FusionSpec` as a retriever of the study pipeline: it fuses the run's component rankings
-    (retrieving a component that was not asked for) and returns its final ranking (``score`` is the fused
-    score)."""
+def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
+                 params: Mapping[str, float] | None = None, folds: int = 5, seed: int = 0,
+                 tune_k: int | None = None) -> tuple[dict[str, Lists], dict[str, dict[str, float]]]:
+    """``({method: {qkey: [api_id, ...]}}, {method: {qkey: parameter}})``: top-``k`` lists of one run.
 
-    def __init__(self, name: str, spec: FusionSpec) -> None:
+    A tuned method uses ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation
+    (``folds``, ``seed``) of recall@``tune_k`` (default ``k``).
+    """
+    out: dict[str, Lists] = {}
+    chosen: dict[str, dict[str, float]] = {}
+    for name in names:
+        spec = spec_of(name)
+        if isinstance(spec, Tuned):
+            spec = replace(spec, folds=folds, seed=seed, tune_k=tune_k)
+            if params and name in params:
+                out[name] = spec.with_param(inp, params[name]).lists(inp, k)
+                chosen[name] = dict.fromkeys(inp.keys, float(params[name]))
+            else:
+                out[name], chosen[name] = spec.tune(inp, k)
+        else:
+            out[name] = spec.lists(inp, k)
+    return out, chosen
+
+
+def stub_calls(name: str, inp: FusionInputs, chosen: Mapping[str, float] | None = None) -> dict[str, bool]:
+    """Per query, whether the method needed PtR's stub call (route-then-fuse skips it above its cut)."""
+    spec = spec_of(name)
+    if isinstance(spec, Tuned) and chosen:
+        return spec.stub_calls(inp, chosen)
+    return dict.fromkeys(inp.keys, spec.uses_stubs)
+
+
+def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, float]:
+    """Each tuned method's parameter fitted on all of ``inp``'s queries (to be used unchanged elsewhere)."""
+    return {n: float(spec_of(n).fit(inp, k).param) for n in names}
+
+
+def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
+               setup=None, params: Mapping[str, float] | None = None) -> dict[str, Lists]:
+    """``{method: {qkey: [api_id, ...]}}`` (top ``k``) of the named methods on a stored study's run."""
+    names = list(names)
+    return method_lists(study_inputs(result, run, gt, names, setup), names, k, params=params)[0]
+
+
+class FusedRetriever:
+    """A fused method as a retriever of the study pipeline (see the module's docstring)."""
+
+    def __init__(self, name: str, spec: Spec) -> None:
         self.name, self.spec = name, spec
         self.uses_stubs = spec.uses_stubs
         self.deterministic = not spec.uses_stubs
 
+    def __repr__(self) -> str:
+        return f"FusedRetriever({self.name!r}, {self.spec.describe()!r})"
+
     def retrieve(self, ctx: RunContext) -> pd.DataFrame:
-        rankings = {}
-        for c, method in zip(self.spec.components, self.spec.methods, strict=True):
-            h = ctx.hits.get(method)
-            if h is None:
-                h = get_retriever(method).retrieve(ctx)
-            final = h[h["text_idx"] == -1].sort_values(["qkey", "rank"])
-            rankings[c] = {q: list(zip(g["api_id"], g["score"].astype(float), strict=True))
-                           for q, g in final.groupby("qkey", sort=False)}
-        keys = ctx.queries["qkey"].tolist()
-        weights = list(self.spec.weights) if self.spec.weights is not None else None
+        parts = [ctx.hits[m] if m in ctx.hits else get_retriever(m).retrieve(ctx)
+                 for m in component_methods(self.spec.components)]
+        hits = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+            columns=["qkey", "method", "text_idx", "rank", "api_id", "score"])
+        inp = hits_inputs(hits, ctx.queries, ctx.run, "candidates", self.spec.components, ctx.stubs,
+                          ctx.setup)
+        spec = replace(self.spec, tune_k=CV_K) if isinstance(self.spec, Tuned) else self.spec
+        if isinstance(spec, FusionSpec):
+            ranked = spec.ranked(inp, ctx.depth)
+        else:
+            ranked = {key: [(a, 1.0 / rank) for rank, a in enumerate(lst, 1)]
+                      for key, lst in spec.lists(inp, ctx.depth).items()}
         row_of = {a: i for i, a in enumerate(ctx.setup.api_ids)}
-        recs = []
-        for key in keys:
-            scores = combine([rankings[c].get(key, []) for c in self.spec.components], self.spec.method,
-                             self.spec.norm, weights)
-            for rank, a in enumerate(top(scores, ctx.depth), 1):
-                recs.append((key, self.name, -1, rank, row_of[a], a, float(scores[a])))
+        recs = [(key, self.name, -1, rank, row_of[a], a, float(s))
+                for key in ctx.queries["qkey"] for rank, (a, s) in enumerate(ranked[key], 1)]
         return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
 
 
-for _name, _spec in NAMED.items():
+for _name, _spec in FUSED.items():
     if _name not in RETRIEVERS:
-        register(FusedRunsRetriever(_name, _spec))
+        register(FusedRetriever(_name, _spec))

@@ -1,0 +1,32 @@
+"""Grep-level facts of the package: one bootstrap and paired test (``eval.stats``), one fold maker
+(``data.folds``), one fusion stack (``retrieval.fused`` and its specs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "toolbench_lib"
+
+
+def _defining(pattern: str) -> list[str]:
+    """The package's modules whose source matches ``pattern`` (multiline regex)."""
+    rx = re.compile(pattern, re.MULTILINE)
+    return sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if rx.search(p.read_text()))
+
+
+def test_one_bootstrap_and_paired_test() -> None:
+    assert _defining(r"^def (bootstrap\w*|paired_test)\(") == ["eval/stats.py"]
+    assert _defining(r"ttest_rel|np\.random\.default_rng\(seed\)\s*\n.*integers") == ["eval/stats.py"]
+
+
+def test_one_fold_maker() -> None:
+    assert _defining(r"^\s*from sklearn\.model_selection import") == ["data/folds.py"]
+    assert _defining(r"^def \w*folds?(_ids)?\(") == ["data/folds.py"]
+
+
+def test_one_fusion_stack() -> None:
+    assert not (PACKAGE / "pipeline" / "fusion.py").exists()
+    assert _defining(r"^class Fused\w*Retriever\b") == ["retrieval/fused.py"]
+    assert _defining(r"^class Tuned\b") == ["retrieval/tuning.py"]
+    assert _defining(r"^class FusionSpec\b") == ["retrieval/fusion_specs.py"]

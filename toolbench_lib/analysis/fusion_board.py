@@ -1,0 +1,368 @@
+"""Fused methods against the better architecture, and the choice of one: notebooks 10 and 12's leaderboard.
+
+Every comparison here sets a method's per-query scores against those of the better of the reference methods
+on that set (RtP and PtR by default: the one with the higher mean), through :mod:`toolbench_lib.eval.stats`
+(the one bootstrap and paired test): the method's mean with a percentile bootstrap 95% CI over queries, the
+mean difference (method minus reference) with its paired bootstrap CI, the paired t-test and Wilcoxon
+p-values, wins, losses and ties. Notebook 12's fused methods over retriever families are chosen on the
+design sets by :func:`choose_fusion` (the tuner of :mod:`toolbench_lib.retrieval.tuning`), scored unchanged on
+unseen sets and costed (:func:`fusion_and_costs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..data.queries import DEFAULT_GT, subset_alias
+from ..eval.runs import direct_recall, per_query_runs, score_rankings
+from ..eval.stats import bootstrap_ci, paired_test
+from ..retrieval.fused import METHODS, NAMED
+from ..retrieval.fusion_specs import FusionSpec, hits_inputs
+from ..retrieval.retrievers import method_name, split_method
+from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
+from .retrievers import ARCH_LABEL, families_of
+
+METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
+BASELINES = ("rtp", "ptr")
+
+
+def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> dict:
+    """``values`` against ``reference`` (same queries): ``diff`` (values minus reference), ``diff_lo``,
+    ``diff_hi`` (paired bootstrap 95% CI), ``p_value`` (paired t), ``p_wilcoxon``, ``wins``, ``losses``,
+    ``ties``."""
+    r = paired_test(reference, values, n_resamples, seed)
+    return {"diff": r["diff"], "diff_lo": r["ci_low"], "diff_hi": r["ci_high"], "p_value": r["p_t"],
+            "p_wilcoxon": r["p_wilcoxon"], "wins": r["wins_b"], "losses": r["wins_a"], "ties": r["ties"]}
+
+
+def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:
+    """The baseline column of ``wide`` (queries x methods) with the higher mean; None when there is none."""
+    means = {b: wide[b].mean() for b in baselines if b in wide}
+    return max(means, key=lambda b: means[b]) if means else None
+
+
+def leaderboard(scores: pd.DataFrame, k: int = 5, metrics: Sequence[str] = METRICS, n_boot: int = 2000,
+                seed: int = 0) -> pd.DataFrame:
+    """Per set, method and metric at ``k`` (``scores``: ``qkey, subset, method, metric, k, value``): mean,
+    bootstrap CI, and the paired comparison (:func:`versus`) with the better of RtP and PtR there."""
+    at = scores[scores["k"] == k]
+    rows = []
+    for (subset, metric), part in at[at["metric"].isin(metrics)].groupby(["subset", "metric"], sort=False):
+        wide = part.pivot_table(index="qkey", columns="method", values="value")
+        best = better_reference(wide)
+        for method in wide.columns:
+            v = wide[method].to_numpy()
+            lo, hi = bootstrap_ci(v, n_boot, seed)
+            row = {"subset": subset, "method": method, "metric": metric, "k": k, "n_queries": len(v),
+                   "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
+                   "reference_mean": float(wide[best].mean()) if best is not None else np.nan}
+            if best is not None:
+                row.update(versus(v, wide[best].to_numpy(), n_boot, seed))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _method_order(s: pd.Series) -> pd.Series:
+    order = {m: i for i, m in enumerate(METHODS)}
+    return s.map(lambda m: order.get(m, len(order)))
+
+
+def leaderboard_wide(board: pd.DataFrame, metrics: Sequence[str] = ("recall", "precision", "ndcg", "comp"),
+                     ) -> pd.DataFrame:
+    """One row per set and method, ``metric [lo, hi]`` per column; recall's paired difference and p."""
+    b = board[board["metric"].isin(metrics)]
+    cells = b.assign(cell=b.apply(lambda r: f"{r['mean']:.3f} [{r['ci_lo']:.3f}, {r['ci_hi']:.3f}]", axis=1))
+    wide = cells.pivot_table(index=["subset", "method"], columns="metric", values="cell", aggfunc="first")
+    wide = wide[[m for m in metrics if m in wide.columns]].reset_index()
+    rec = board[board["metric"] == "recall"].set_index(["subset", "method"])
+    for col in ("reference", "diff", "p_value"):
+        wide[f"recall_{col}"] = [rec[col].get((s, m), np.nan) for s, m in zip(wide["subset"], wide["method"],
+                                                                               strict=True)]
+    return wide.sort_values(["subset", "method"], key=lambda s: _method_order(s) if s.name == "method" else s,
+                            kind="stable").reset_index(drop=True)
+
+
+def goal_table(scores: pd.DataFrame, k: int = 5) -> pd.DataFrame:
+    """Per method: recall@k on every set minus the better of RtP and PtR there, and the smallest margin.
+
+    ``meets_goal`` is True when the method is at least as good as the better architecture on every set.
+    """
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
+    means = r.groupby(["method", "subset"])["value"].mean().unstack("subset")
+    best = means.loc[[b for b in BASELINES if b in means.index]].max(axis=0)
+    margin = means - best
+    out = margin.add_prefix("margin_")
+    out.insert(0, "min_margin", margin.min(axis=1))
+    out["meets_goal"] = out["min_margin"] >= -1e-12
+    for s in means.columns:
+        out[f"recall_{s}"] = means[s]
+    return out.sort_values("min_margin", ascending=False).reset_index()
+
+
+def pooled_margin(scores: pd.DataFrame, k: int = 5, metric: str = "recall", n_boot: int = 2000,
+                  seed: int = 0) -> pd.DataFrame:
+    """Per method, over the queries of every set together: the mean of each query's score minus the score of
+    its own set's better architecture, with a paired bootstrap 95% CI and t-test (:func:`versus`); more
+    queries than any one set, so a sharper test of "no worse than the better one"."""
+    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
+    wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    ref = pd.Series(np.nan, index=wide.index)
+    for _, part in wide.groupby("subset", sort=False):
+        ref.loc[part.index] = part[better_reference(part)]
+    rows = []
+    for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
+        rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
+                     "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
+                     **versus(wide[method].to_numpy(), ref.to_numpy(), n_boot, seed)})
+    return pd.DataFrame(rows).sort_values("method", key=_method_order).reset_index(drop=True)
+
+
+def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: Sequence[str] = BASELINES,
+                      n_resamples: int = 10_000) -> pd.DataFrame:
+    """Per set and method (``scores``: ``qkey, subset, method, recall``): mean recall and its CI, the better
+    baseline of that set and the paired comparison with it (:func:`versus`)."""
+    rows = []
+    wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
+    for subset in dict.fromkeys(scores["subset"]):
+        w = wide.loc[subset]
+        ref = better_reference(w, baselines)
+        for m in methods:
+            v = w[m].to_numpy()
+            lo, hi = bootstrap_ci(v, 2000)
+            res = versus(v, w[ref].to_numpy(), n_resamples)
+            rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
+                         "recall_lo": lo, "recall_hi": hi, "reference": ref,
+                         "reference_recall": float(w[ref].mean()), "diff": res["diff"],
+                         "diff_lo": res["diff_lo"], "diff_hi": res["diff_hi"], "wins": res["wins"],
+                         "losses": res["losses"], "p_wilcoxon": res["p_wilcoxon"]})
+    return pd.DataFrame(rows)
+
+
+def _keys_groups(result) -> tuple[list[str], np.ndarray]:
+    q = result.queries
+    return q["qkey"].tolist(), q["subset"].map(subset_alias).to_numpy()
+
+
+def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
+    """Recall@k of every (spec, query), averaged over the study's runs (a direct count: eval.runs)."""
+    keys, _ = _keys_groups(result)
+    comps = list(dict.fromkeys(c for s in specs for c in s.components))
+    out = np.zeros((len(specs), len(keys)))
+    for run in range(result.n_runs):
+        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
+        for i, spec in enumerate(specs):
+            lists = spec.lists(inp, k)
+            out[i] += [direct_recall(lists[key], inp.qrels[key], k) for key in keys]
+    return out / result.n_runs
+
+
+def choose_fusion(result, components: Sequence[str], k: int = 5, gt: str = DEFAULT_GT, folds: int = 5,
+                  seed: int = 0, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
+    """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
+    (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
+
+    Returns ``spec`` (fitted on every query), ``cv_recall`` (per query, out of fold: each query's list
+    from the spec chosen on the other folds, folds stratified by set) and ``n_candidates``.
+    """
+    specs = candidate_specs(components, values)
+    keys, groups = _keys_groups(result)
+    recall = spec_recalls(specs, result, k, gt)
+    chosen = cross_validated(recall, groups, folds, seed)
+    cv = recall[chosen, np.arange(len(keys))]
+    return {"spec": specs[best_by_group(recall, groups)], "cv_recall": pd.Series(cv, index=keys),
+            "n_candidates": len(specs)}
+
+
+def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
+                   min_queries: int = 10) -> tuple[set[str], pd.DataFrame]:
+    """Keys of the queries whose text is in none of the design sets, and a per-set count of what was kept.
+
+    Some ToolBench sets repeat others (``G2_category`` and ``G3_instruction`` hold the queries of the
+    ``_original`` sets the study uses), so validation keeps only queries the design never saw; a set with
+    fewer than ``min_queries`` unseen queries is dropped.
+    """
+    seen = queries["query"].isin(set(design["query"]))
+    counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
+    counts["unseen"] = counts["n"] - counts["seen"]
+    counts["kept"] = counts["unseen"] >= min_queries
+    keep_sets = set(counts.index[counts["kept"]])
+    keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
+    return keys, counts.reset_index()
+
+
+# --------------------------------------------------------------------------- notebook 12: fused methods over
+# retriever families, chosen on the design sets and applied unchanged to unseen sets
+
+
+def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
+    spec and of every RtP/PtR method of the study."""
+    frames = []
+    comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))
+    for run in range(result.n_runs):
+        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
+        for name, spec in specs.items():
+            pq = score_rankings(spec.lists(inp, k), result.queries, gt, k, ("recall",))
+            frames.append(pq.assign(method=name, run=run))
+    pq = per_query_runs(result, k, gt, ("recall",))
+    frames.append(
+        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
+    )
+    allq = pd.concat(frames, ignore_index=True)
+    mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
+    alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
+    return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
+
+
+
+STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")
+NO_LLM_COMPONENTS = ("q.dense", "q.bm25")
+FUSED_WITH_STUBS = "fused (1 stub call)"
+FUSED_NO_LLM = "fused (no LLM call)"
+
+
+def chosen_fusions(design, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """The two fused methods chosen on the design study: over all four components (one stub call) and over
+    the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
+    spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
+    specs, rows = {}, []
+    q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
+    for name, comps, values in (
+        (FUSED_WITH_STUBS, STUB_COMPONENTS, (0.0, 0.5, 1.0)),
+        (FUSED_NO_LLM, NO_LLM_COMPONENTS, (0.0, 0.25, 0.5, 0.75, 1.0)),
+    ):
+        got = choose_fusion(design, comps, k, gt, seed=seed, values=values)
+        specs[name] = got["spec"]
+        cv = got["cv_recall"].groupby(q_alias).mean()
+        rows.append(
+            {
+                "method": name,
+                "spec": got["spec"].describe(),
+                "candidates": got["n_candidates"],
+                **{f"cv_recall_{s}": float(v) for s, v in cv.items()},
+            }
+        )
+    return specs, pd.DataFrame(rows)
+
+
+def cost_table(
+    result,
+    families: Sequence[str],
+    specs: Mapping[str, FusionSpec],
+    search_ms: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Per method: LLM calls before planning, the stub call's tokens per query (the study's recorded calls)
+    and, when measured, search milliseconds per query (a fused method pays its components' searches)."""
+    calls = result.calls
+    stub_tokens = float("nan")
+    if calls is not None and len(calls):
+        c = calls[calls["stage"] == "stubs"]
+        if len(c):
+            stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean())
+    ms = dict(search_ms or {})
+    rows = []
+    for f in families:
+        for arch in ("rtp", "ptr"):
+            uses = arch == "ptr"
+            key = f"{f}:{'stubs' if uses else 'query'}"
+            rows.append(
+                {
+                    "method": method_name(arch, f),
+                    "architecture": ARCH_LABEL[arch],
+                    "retriever": f,
+                    "llm_calls": int(uses),
+                    "stub_tokens": stub_tokens if uses else 0.0,
+                    "search_ms": ms.get(key, np.nan),
+                }
+            )
+    comp_key = {
+        "q.dense": "dense:query",
+        "q.bm25": "bm25:query",
+        "s.dense": "dense:stubs",
+        "s.bm25": "bm25:stubs",
+    }
+    for name, spec in specs.items():
+        parts = [ms.get(comp_key[c], np.nan) for c in spec.components]
+        rows.append(
+            {
+                "method": name,
+                "architecture": "fused",
+                "retriever": "+".join(spec.components),
+                "llm_calls": int(spec.uses_stubs),
+                "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
+                "search_ms": float(np.sum(parts)) if parts else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+
+def fusion_sentences(
+    design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None, goal: float = 0.04
+) -> list[str]:
+    """Generated lines: for each fused method, its margin over the better dense architecture per set, on the
+    design sets and on the unseen sets, and whether it clears ``goal`` everywhere."""
+    lines = []
+    parts = [("design", design_cmp)] + (
+        [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
+    )
+    for m in dict.fromkeys(design_cmp["method"]):
+        bits, ok = [], True
+        for label, cmp in parts:
+            g = cmp[cmp["method"] == m]
+            sets = []
+            for _, r in g.iterrows():
+                ok &= bool(r["diff"] >= goal and (label == "design" or r["diff_lo"] > 0))
+                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]")
+            bits.append(f"{label} sets: " + ", ".join(sets))
+        verdict = "meets" if ok else "misses"
+        lines.append(
+            f"`{m}` {verdict} the goal (at least +{goal:.2f} recall over the better dense architecture of "
+            f"every set, with the paired 95% CI above 0 on every unseen set): " + "; ".join(bits) + "."
+        )
+    return lines
+
+
+
+def fusion_tables(
+    design, validation=None, unseen: set[str] | None = None, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
+    """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
+    ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
+    specs, choice = chosen_fusions(design, k, gt, seed)
+    specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
+    families = [f for f in families_of(design) if f != "dense"]
+    shown = [*specs, *(method_name(a, f) for f in families for a in ("rtp", "ptr"))]
+    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown)
+    tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
+    unseen_cmp = None
+    if validation is not None and unseen:
+        vs = fusion_scores(validation, specs, k, gt)
+        vs = vs[vs["qkey"].isin(unseen)]
+        if len(vs):
+            unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])])
+            tables["retriever_fusion_unseen"] = unseen_cmp
+    fused_only = design_cmp[design_cmp["method"].isin(specs)]
+    unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
+    lines = fusion_sentences(fused_only, unseen_fused)
+    tables["retriever_fusion_verdicts"] = pd.DataFrame({"text": lines})
+    return specs, tables, lines
+
+
+
+def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
+    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
+    return unseen_queries(validation.queries, design.queries)
+
+
+
+def fusion_and_costs(
+    design, validation, unseen, setup_ms: dict, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+) -> dict[str, pd.DataFrame]:
+    """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
+    specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
+    tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)
+    return tables

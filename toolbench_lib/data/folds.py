@@ -1,0 +1,45 @@
+"""Cross-validation folds over queries, from scikit-learn: the one fold maker of the toolkit.
+
+Folds are stratified by a group per query (its query set) and shuffled with a seed
+(``StratifiedKFold``); :func:`leave_one_group_out` holds out one whole group at a time (``LeaveOneGroupOut``).
+The fused methods' tuner, the choice of a fused method on the design sets and the routers use these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import LeaveOneGroupOut, StratifiedKFold
+
+Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
+
+
+def n_folds(groups: Sequence, folds: int) -> int:
+    """``folds``, at most the size of the smallest group, at least 2."""
+    return max(2, min(folds, int(pd.Series(np.asarray(groups)).value_counts().min())))
+
+
+def stratified_folds(groups: Sequence, folds: int = 5, seed: int = 0) -> list[Split]:
+    """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups``, shuffled with ``seed``
+    (:func:`n_folds` folds)."""
+    g = np.asarray(groups)
+    splitter = StratifiedKFold(n_splits=n_folds(g, folds), shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(g)), g))
+
+
+def fold_ids(groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """The fold number of every item under :func:`stratified_folds`."""
+    out = np.empty(len(groups), dtype=np.int64)
+    for f, (_, test) in enumerate(stratified_folds(groups, folds, seed)):
+        out[test] = f
+    return out
+
+
+def leave_one_group_out(groups: Sequence) -> list[Split]:
+    """``(train, test)`` index pairs holding out one group at a time (``ValueError`` with fewer than two)."""
+    g = np.asarray(groups)
+    if len(np.unique(g)) < 2:
+        raise ValueError("leave-one-set-out needs queries of at least two sets")
+    return list(LeaveOneGroupOut().split(np.zeros(len(g)), groups=g))

@@ -1,0 +1,347 @@
+"""The shapes of a fused method: what it combines (components) and how (a spec), over one run's rankings.
+
+A *component* is a ranking per query that a study already holds, named ``<text>.<family>``:
+
+* ``q.<family>``: the query searched by a retriever family (``q.dense`` is RtP's ranking, ``q.bm25`` is
+  ``rtp@bm25``'s);
+* ``s.<family>``: the stubs searched by a family and merged per API (``s.dense`` is PtR's final ranking);
+* ``s*.<family>``: every stub's own ranking, one ranking per stub (PtR's per-text rankings).
+
+A spec turns a run's :class:`FusionInputs` into each query's top-``k`` list:
+
+* :class:`FusionSpec`: components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after
+  ``norm``, with optional weights, as ``ranx.fuse`` does (:func:`toolbench_lib.retrieval.fuse.combine`);
+* :class:`RoundRobin`, :class:`MeanEmbedding`: the two that are not score fusion;
+* :class:`Ranked`: one component's own ranking (RtP's or PtR's list as a baseline);
+* :class:`Route`: RtP's list when its top-1 score is at least a threshold, else another spec's list.
+
+A spec whose components include a stub ranking pays PtR's stub call (``uses_stubs``).
+:mod:`toolbench_lib.retrieval.tuning` adds the tuned shape (``Tuned``); :mod:`toolbench_lib.retrieval.fused`
+names them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from .fuse import Ranking, combine, ids, top
+from .hybrid import FAMILIES
+from .retrievers import method_name, ptr_texts
+
+Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
+MERGED_TEXT = -1  # text_idx of a method's final ranking in a hits table
+SHARED_RUN = -1  # run of a deterministic method, stored once
+TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 cosine)
+
+
+def _components() -> dict[str, tuple[str, bool]]:
+    out = {}
+    for family in FAMILIES:
+        out[f"q.{family}"] = (method_name("rtp", family), False)
+        out[f"s.{family}"] = (method_name("ptr", family), False)
+        out[f"s*.{family}"] = (method_name("ptr", family), True)
+    return out
+
+
+# component -> (the study method whose rankings it reads, whether it is every stub's own ranking)
+COMPONENTS: dict[str, tuple[str, bool]] = _components()
+
+
+def check_components(components: Iterable[str]) -> tuple[str, ...]:
+    """The components, checked (``ValueError`` naming the known ones)."""
+    comps = tuple(components)
+    unknown = [c for c in comps if c not in COMPONENTS]
+    if unknown:
+        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(COMPONENTS)}")
+    return comps
+
+
+def component_methods(components: Iterable[str]) -> list[str]:
+    """The study methods whose rankings the components read, each once."""
+    return list(dict.fromkeys(COMPONENTS[c][0] for c in check_components(components)))
+
+
+def uses_stub_ranking(components: Iterable[str]) -> bool:
+    """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
+    return any(not c.startswith("q.") for c in components)
+
+
+@dataclass
+class FusionInputs:
+    """One run's rankings per component and query (``rankings[c][qkey]``: a list of rankings, one for a
+    ``q.``/``s.`` component, one per stub for ``s*.``), with each query's set and ground truth (used only
+    for tuning), and what a mean-embedding search needs (queries, stubs, setup)."""
+
+    rankings: dict[str, dict[str, list[Ranking]]]
+    keys: list[str]
+    subsets: dict[str, str]
+    qrels: dict[str, set[str]]
+    run: int = 0
+    queries: pd.DataFrame | None = None
+    stubs: pd.DataFrame | None = None
+    setup: Any = None
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def texts(self, component: str, key: str) -> list[Ranking]:
+        """The component's rankings of one query (none when the component or the query has none)."""
+        return self.rankings.get(component, {}).get(key, [])
+
+    def top1(self, key: str) -> float:
+        """RtP's top-1 score of a query (NaN when it has no hit)."""
+        r = self.texts(TOP1, key)
+        return r[0][0][1] if r and r[0] else float("nan")
+
+
+def _ranking(frame: pd.DataFrame) -> Ranking:
+    f = frame.sort_values("rank")
+    return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+
+
+def hits_inputs(hits: pd.DataFrame, queries: pd.DataFrame, run: int = 0, gt: str = "candidates",
+                components: Iterable[str] = (), stubs: pd.DataFrame | None = None,
+                setup: Any = None) -> FusionInputs:
+    """The components' rankings in a hits table for run ``run`` (a deterministic method's stored run
+    included), keyed by query; ``ValueError`` when a component's method has no hits in that run."""
+    comps = check_components(components)
+    rankings: dict[str, dict[str, list[Ranking]]] = {}
+    for method in component_methods(comps):
+        h = hits[hits["method"] == method]
+        if "run" in h:  # rows without a run (retrieved just now for this run) belong to it
+            h = h[h["run"].isna() | h["run"].isin([run, SHARED_RUN])]
+        if h.empty:
+            raise ValueError(f"the study has no hits of {method} for run {run}")
+        final = {key: [_ranking(g)] for key, g in h[h["text_idx"] == MERGED_TEXT].groupby("qkey", sort=False)}
+        each: dict[str, dict[int, Ranking]] = {}
+        for (key, t), g in h[h["text_idx"] != MERGED_TEXT].groupby(["qkey", "text_idx"], sort=False):
+            each.setdefault(key, {})[int(t)] = _ranking(g)
+        for c in comps:
+            if COMPONENTS[c][0] == method:
+                rankings[c] = ({key: [r for _, r in sorted(texts.items())] for key, texts in each.items()}
+                               if COMPONENTS[c][1] else final)
+    keys = queries["qkey"].tolist()
+    qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
+    return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,
+                        stubs, setup)
+
+
+class Spec(Protocol):
+    """What every fused method is: components, whether it pays the stub call, and its lists."""
+
+    @property
+    def components(self) -> tuple[str, ...]: ...
+
+    @property
+    def uses_stubs(self) -> bool: ...
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists: ...
+
+    def describe(self) -> str: ...
+
+
+def cached_lists(spec: Spec, inp: FusionInputs, k: int) -> Lists:
+    """``spec.lists(inp, k)``, computed once per inputs (a tuner's candidates share their parts)."""
+    key = (spec, k)
+    if key not in inp.cache:
+        inp.cache[key] = spec.lists(inp, k)
+    return inp.cache[key]
+
+
+@dataclass(frozen=True)
+class FusionSpec:
+    """Components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after ``norm``; one
+    weight per component (an ``s*.`` component's weight applies to each of its stubs)."""
+
+    components: tuple[str, ...]
+    method: str = "wsum"
+    norm: str | None = "min-max"
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.components:
+            raise ValueError("a fusion spec needs at least one component")
+        check_components(self.components)
+        if self.method == "wsum" and (self.weights is None or len(self.weights) != len(self.components)):
+            raise ValueError("wsum needs one weight per component")
+
+    @property
+    def uses_stubs(self) -> bool:
+        return uses_stub_ranking(self.components)
+
+    @property
+    def methods(self) -> list[str]:
+        """The study methods whose rankings the components are."""
+        return component_methods(self.components)
+
+    @property
+    def param(self) -> float:
+        """The first weight (the weight on RtP in a two-way fusion); NaN without weights."""
+        return float(self.weights[0]) if self.weights else float("nan")
+
+    def describe(self) -> str:
+        w = "" if self.weights is None else " weights " + "/".join(f"{x:g}" for x in self.weights)
+        norm = f" ({self.norm})" if self.norm and self.method != "rrf" else ""
+        return f"{self.method}{norm} of {' + '.join(self.components)}{w}"
+
+    def scores(self, inp: FusionInputs, key: str) -> dict[str, float]:
+        """One query's fused scores."""
+        texts, weights = [], []
+        for i, c in enumerate(self.components):
+            for r in inp.texts(c, key) or ([[]] if not COMPONENTS[c][1] else []):
+                texts.append(r)
+                weights.append(self.weights[i] if self.weights is not None else 1.0)
+        return combine(texts, self.method, self.norm, weights if self.weights is not None else None)
+
+    def ranked(self, inp: FusionInputs, k: int) -> dict[str, Ranking]:
+        """``{qkey: [(api_id, fused score), ...]}``, top ``k`` (ties by id)."""
+        out = {}
+        for key in inp.keys:
+            s = self.scores(inp, key)
+            out[key] = [(a, float(s[a])) for a in top(s, k)]
+        return out
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        return {key: ids(r) for key, r in self.ranked(inp, k).items()}
+
+
+def round_robin(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
+    """Interleave ranked lists rank by rank (list order within a rank), dropping repeats; first ``k``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for depth in range(max((len(r) for r in rankings), default=0)):
+        for r in rankings:
+            if depth < len(r) and r[depth] not in seen:
+                seen.add(r[depth])
+                out.append(r[depth])
+                if len(out) == k:
+                    return out
+    return out
+
+
+@dataclass(frozen=True)
+class RoundRobin:
+    """The components' rankings interleaved rank by rank (component order; dedupe; cut at k)."""
+
+    components: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_components(self.components)
+
+    @property
+    def uses_stubs(self) -> bool:
+        return uses_stub_ranking(self.components)
+
+    def describe(self) -> str:
+        return f"round-robin of {' + '.join(self.components)}"
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        return {key: round_robin([ids(r) for c in self.components for r in inp.texts(c, key)], k)
+                for key in inp.keys}
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One component's own ranking, unchanged (RtP's or PtR's list as a baseline)."""
+
+    component: str
+
+    def __post_init__(self) -> None:
+        check_components([self.component])
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return (self.component,)
+
+    @property
+    def uses_stubs(self) -> bool:
+        return uses_stub_ranking(self.components)
+
+    def describe(self) -> str:
+        return f"{self.component} as ranked"
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        return {key: ids(next(iter(inp.texts(self.component, key)), []))[:k] for key in inp.keys}
+
+
+@dataclass(frozen=True)
+class MeanEmbedding:
+    """The normalised mean of the query's and its stubs' embeddings, searched once (needs the index and the
+    embedder: ``inp.setup``, and the run's queries and stubs)."""
+
+    components: tuple[str, ...] = ()
+    uses_stubs: bool = True
+
+    def describe(self) -> str:
+        return "mean embedding of the query and its stubs, searched once"
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        if inp.setup is None or inp.queries is None or inp.stubs is None:
+            raise ValueError("meanemb needs the index and the embedder (a retrieval setup)")
+        q = inp.queries.set_index("qkey").loc[inp.keys].reset_index()
+        texts = [[query, *(t for t in st if t != query)]
+                 for query, st in zip(q["query"], ptr_texts(q, inp.stubs, inp.run), strict=True)]
+        vecs = inp.setup.encode([t for ts in texts for t in ts])
+        means, pos = [], 0
+        for ts in texts:
+            m = vecs[pos:pos + len(ts)].mean(axis=0)
+            pos += len(ts)
+            means.append(m / (np.linalg.norm(m) or 1.0))
+        _, rows = inp.setup.index.search(np.asarray(means, dtype=np.float32), k)
+        api_ids = inp.setup.api_ids
+        return {key: [api_ids[int(r)] for r in rr] for key, rr in zip(inp.keys, rows, strict=True)}
+
+
+@dataclass(frozen=True)
+class Route:
+    """RtP's list when its top-1 score is at least ``threshold``, else ``base``'s list (such a query needs
+    no stub call)."""
+
+    threshold: float
+    base: Spec
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((TOP1, *self.base.components)))
+
+    @property
+    def uses_stubs(self) -> bool:
+        return True
+
+    @property
+    def param(self) -> float:
+        return float(self.threshold)
+
+    def describe(self) -> str:
+        return f"RtP if its top-1 score >= {self.threshold:g}, else {self.base.describe()}"
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        rtp, fused = cached_lists(Ranked(TOP1), inp, k), cached_lists(self.base, inp, k)
+        return {key: rtp[key] if inp.top1(key) >= self.threshold else fused[key] for key in inp.keys}
+
+    def stub_calls(self, inp: FusionInputs) -> dict[str, bool]:
+        """Per query, whether the route sends it to the fused list (which needs the stub call)."""
+        return {key: not inp.top1(key) >= self.threshold for key in inp.keys}
+
+
+@dataclass(frozen=True)
+class RouteGrid:
+    """Every threshold a route can usefully take on a run's inputs: always RtP (``-inf``), a cut at each
+    query's top-1 score (rounded to 4 decimals), always ``base`` (``inf``)."""
+
+    base: Spec
+    uses_stubs: bool = True
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return Route(0.0, self.base).components
+
+    def describe(self) -> str:
+        return f"a route to {self.base.describe()} at every top-1 score"
+
+    def __call__(self, inp: FusionInputs) -> tuple[Route, ...]:
+        cuts = sorted({round(v, 4) for v in map(inp.top1, inp.keys) if v == v})
+        return tuple(Route(t, self.base) for t in [-np.inf, *cuts, np.inf])

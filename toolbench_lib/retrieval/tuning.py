@@ -1,0 +1,151 @@
+"""Tuned fused methods: one shape, ``Tuned(candidates, folds)``, and the one way a candidate is chosen.
+
+A candidate is chosen by its recall@k averaged within each query set, then over sets (:func:`best_by_group`;
+ties go to the first in order). A tuned method's list for a query comes from the candidate chosen on the
+other folds (:func:`cross_validated`, folds from :func:`toolbench_lib.data.folds.stratified_folds`), so
+nothing looks at a query's own ground truth to build that query's list. :meth:`Tuned.fit` chooses on every
+query instead, for use unchanged elsewhere; :meth:`Tuned.leave_one_set_out` fits on the other sets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data.folds import Split, leave_one_group_out, stratified_folds
+from .fusion_specs import FusionInputs, FusionSpec, Lists, Route, RouteGrid, Spec, cached_lists
+
+
+def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
+    """Index of the row (a candidate) of ``recall`` (candidates x queries) with the best recall averaged
+    within each group (query set), then over groups; ties go to the first in order."""
+    per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
+    score = per_group.mean(axis=1)
+    return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
+
+
+def held_out_choice(recall: np.ndarray, groups: np.ndarray, splits: Sequence[Split]) -> np.ndarray:
+    """Per query (column of ``recall``), the candidate chosen on the training part of its split."""
+    chosen = np.zeros(recall.shape[1], dtype=np.int64)
+    for train, test in splits:
+        chosen[test] = best_by_group(recall[:, train], groups[train])
+    return chosen
+
+
+def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """Per query, the candidate chosen on the other folds (stratified by group, seeded)."""
+    return held_out_choice(recall, groups, stratified_folds(groups, folds, seed))
+
+
+def recall_matrix(grid: Sequence[Lists], keys: Sequence[str], qrels: Mapping[str, set[str]],
+                  k: int) -> np.ndarray:
+    """Recall@k of every (candidate, query); 0 for a query without ground truth."""
+    out = np.zeros((len(grid), len(keys)))
+    for i, lists in enumerate(grid):
+        for j, key in enumerate(keys):
+            rel = qrels.get(key) or set()
+            out[i, j] = len(set(lists[key][:k]) & rel) / len(rel) if rel else 0.0
+    return out
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """A fused method whose spec is chosen among ``candidates`` (specs, or a function of a run's inputs
+    giving them, such as a :class:`RouteGrid`) by ``folds``-fold cross-validation of recall@``tune_k``
+    (default: the list length)."""
+
+    candidates: tuple[Spec, ...] | Callable[[FusionInputs], Sequence[Spec]]
+    folds: int = 5
+    seed: int = 0
+    tune_k: int | None = None
+
+    def grid(self, inp: FusionInputs) -> list[Spec]:
+        """The candidate specs on these inputs."""
+        return list(self.candidates(inp) if callable(self.candidates) else self.candidates)
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        cands = [self.candidates] if callable(self.candidates) else self.candidates
+        return tuple(dict.fromkeys(c for s in cands for c in s.components))
+
+    @property
+    def uses_stubs(self) -> bool:
+        cands = [self.candidates] if callable(self.candidates) else self.candidates
+        return any(s.uses_stubs for s in cands)
+
+    def describe(self) -> str:
+        what = self.candidates.describe() if callable(self.candidates) else \
+            f"{len(self.candidates)} candidates ({self.candidates[0].describe()}, ...)"
+        return f"tuned by {self.folds}-fold cross-validation over {what}"
+
+    def _recall(self, inp: FusionInputs, k: int, tune_k: int | None) -> tuple[list[Spec], list[Lists],
+                                                                              np.ndarray, np.ndarray]:
+        specs = self.grid(inp)
+        lists = [cached_lists(s, inp, k) for s in specs]
+        groups = np.array([inp.subsets[key] for key in inp.keys])
+        return specs, lists, recall_matrix(lists, inp.keys, inp.qrels, tune_k or k), groups
+
+    def _per_query(self, specs: list[Spec], lists: list[Lists], keys: list[str],
+                   chosen: np.ndarray) -> tuple[Lists, dict[str, float]]:
+        return ({key: lists[i][key] for key, i in zip(keys, chosen, strict=True)},
+                {key: float(specs[i].param) for key, i in zip(keys, chosen, strict=True)})
+
+    def tune(self, inp: FusionInputs, k: int) -> tuple[Lists, dict[str, float]]:
+        """Out-of-fold top-``k`` lists and each query's chosen parameter (a weight, a threshold)."""
+        specs, lists, recall, groups = self._recall(inp, k, self.tune_k)
+        return self._per_query(specs, lists, inp.keys, cross_validated(recall, groups, self.folds, self.seed))
+
+    def lists(self, inp: FusionInputs, k: int) -> Lists:
+        return self.tune(inp, k)[0]
+
+    def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Lists, dict[str, float]]:
+        """Lists whose candidate, for each query set, was chosen on the other sets only (does a tuned
+        parameter carry over to another kind of query?)."""
+        specs, lists, recall, groups = self._recall(inp, k, self.tune_k)
+        return self._per_query(specs, lists, inp.keys,
+                               held_out_choice(recall, groups, leave_one_group_out(groups)))
+
+    def fit(self, inp: FusionInputs, k: int) -> Spec:
+        """The candidate chosen on every query of ``inp`` (recall@``k``)."""
+        specs, _, recall, groups = self._recall(inp, k, k)
+        return specs[best_by_group(recall, groups)]
+
+    def with_param(self, inp: FusionInputs, param: float) -> Spec:
+        """The candidate with a given parameter (fitted elsewhere); ``ValueError`` when none has it."""
+        if isinstance(self.candidates, RouteGrid):
+            return Route(param, self.candidates.base)
+        for s in self.grid(inp):
+            if s.param == param:
+                return s
+        raise ValueError(f"parameter {param} is not in its grid")
+
+    def stub_calls(self, inp: FusionInputs, chosen: Mapping[str, float]) -> dict[str, bool]:
+        """Per query, whether its chosen candidate needed the stub call (a route above its cut does not)."""
+        if isinstance(self.candidates, RouteGrid):
+            return {key: not inp.top1(key) >= chosen[key] for key in inp.keys}
+        return dict.fromkeys(inp.keys, self.uses_stubs)
+
+
+def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
+    """Every weight vector of ``n`` components from ``values`` with at least one positive weight, scaled so
+    the largest weight is 1 (a vector and its multiples rank alike: kept once)."""
+    seen, out = set(), []
+    for w in itertools.product(values, repeat=n):
+        if max(w) <= 0:
+            continue
+        scaled = tuple(round(x / max(w), 6) for x in w)
+        if scaled not in seen:
+            seen.add(scaled)
+            out.append(scaled)
+    return out
+
+
+def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)
+                    ) -> tuple[FusionSpec, ...]:
+    """The specs a choice over ``components`` ranges over: RRF, and min-max wsum on every weight vector."""
+    comps = tuple(components)
+    return (FusionSpec(comps, "rrf", None),
+            *(FusionSpec(comps, "wsum", "min-max", w) for w in weight_grid(len(comps), values)))
