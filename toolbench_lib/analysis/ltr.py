@@ -31,10 +31,11 @@ from ..data.queries import GT_DEFINITIONS, subset_alias
 from ..eval.runs import direct_recall
 from ..eval.stats import paired_test
 from ..retrieval.fused import NAMED as FUSED
-from ..retrieval.fused import study_rankings
+from ..retrieval.fusion_specs import hits_inputs
 from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
+from .fusion_board import chosen_fusions
 
 SINGLE = ("rtp", "ptr")
 DENSE = ("rtp", "ptr")
@@ -47,6 +48,12 @@ ABLATIONS = {
     "without dense": LtrSpec(("q.bm25", "s.bm25")),
 }
 BEST_SINGLE = "best single architecture"
+
+
+def _linear(result, spec, run: int, keys: Sequence[str], k: int) -> dict[str, list[str]]:
+    """A linear fusion spec's top-``k`` lists of one stored run, for ``keys``."""
+    lists = spec.lists(hits_inputs(result.hits, result.queries, run, components=spec.components), k)
+    return {q: lists.get(q, []) for q in keys}
 
 
 def single_methods(result) -> list[str]:
@@ -112,10 +119,8 @@ def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int =
 def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = 5,
                          gts: Sequence[str] = GT_DEFINITIONS, seed: int = 0) -> pd.DataFrame:
     """Per query recall@k (the columns of :func:`ranker_scores`) of the linear fusion notebook 12 chooses on
-    the design sets (:func:`toolbench_lib.analysis.retrievers.chosen_fusions`, on the candidates ground truth:
+    the design sets (:func:`.fusion_board.chosen_fusions`, on the candidates ground truth:
     one with a stub call, one without), mean over the design runs; the unseen sets from validation's run 0."""
-    from .retrievers import chosen_fusions
-
     specs, _ = chosen_fusions(design, k, "candidates", seed)
     frames = []
     parts = [("design", design, design.queries["qkey"].tolist(), range(design.n_runs))]
@@ -124,7 +129,7 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
     for part, result, keys, runs in parts:
         subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
         for name, spec in specs.items():
-            lists = [spec.fuse(study_rankings(result, spec.components, r), keys, k) for r in runs]
+            lists = [_linear(result, spec, r, keys, k) for r in runs]
             for gt in gts:
                 qrels = qrels_of(result.queries, gt)
                 rec = np.mean([_recalls(x, qrels, keys, k) for x in lists], axis=0)
@@ -316,9 +321,9 @@ def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) 
                      "model_bytes": len(model.booster.model_to_string().encode()),
                      "llm_calls": int(model.spec.uses_stubs)})
     spec = FUSED["fuse4"]
-    rankings = study_rankings(design, spec.components, run)
+    inputs = hits_inputs(design.hits, design.queries, run, components=spec.components)
     t0 = time.perf_counter()
-    spec.fuse(rankings, keys, 20)
+    spec.lists(inputs, 20)
     rows.append({"method": "fuse4 (linear fusion)", "train_s": 0.0,
                  "infer_ms_per_query": 1000 * (time.perf_counter() - t0) / len(keys), "model_bytes": 0,
                  "llm_calls": 1})

@@ -24,7 +24,7 @@ from ..pipeline.experiment import stored_study_dir
 from ..pipeline.study import StudyResult
 from ..retrieval.ltr import NAMED, save_model
 from . import ltr as L
-from .retrievers import unseen_keys
+from .fusion_board import unseen_keys
 
 
 def study_folder(path: str | Path) -> Path:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..retrieval.fused import NAMED as FUSED
-from ..retrieval.fused import study_rankings
+from ..retrieval.fusion_specs import hits_inputs
 from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
 from ..retrieval.ltr_features import feature_table, study_runs
 from .core import BenchLine
@@ -76,11 +76,11 @@ def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchL
         ranked(t, model.predict(t), 20)
         infer = min(infer, time.perf_counter() - t0)
     fuse = FUSED["fuse4"]
-    rankings = study_rankings(study, fuse.components)
+    inputs = hits_inputs(study.hits, study.queries, 0, components=fuse.components)
     linear = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fuse.fuse(rankings, keys, 20)
+        fuse.lists(inputs, 20)
         linear = min(linear, time.perf_counter() - t0)
     n = max(len(keys), 1)
     details = {"study": source, "queries": len(keys), "candidate_rows": len(table.qkeys),

@@ -2,7 +2,9 @@
 
 Folds are stratified by a group per query (its query set) and shuffled with a seed
 (``StratifiedKFold``); :func:`leave_one_group_out` holds out one whole group at a time (``LeaveOneGroupOut``).
-The fused methods' tuner, the choice of a fused method on the design sets and the routers use these.
+:func:`grouped_fold_ids` also keeps every item of a group (a query text) in one fold
+(``StratifiedGroupKFold``). The fused methods' tuner, the choice of a fused method on the design sets, the
+routers and the learned ranker's cross-fitting use these.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import LeaveOneGroupOut, StratifiedKFold
+from sklearn.model_selection import LeaveOneGroupOut, StratifiedGroupKFold, StratifiedKFold
 
 Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
 
@@ -43,3 +45,14 @@ def leave_one_group_out(groups: Sequence) -> list[Split]:
     if len(np.unique(g)) < 2:
         raise ValueError("leave-one-set-out needs queries of at least two sets")
     return list(LeaveOneGroupOut().split(np.zeros(len(g)), groups=g))
+
+
+def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
+    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds)."""
+    y, g = np.asarray(labels), np.asarray(groups)
+    splitter = StratifiedGroupKFold(n_splits=n_folds(y, folds), shuffle=True, random_state=seed)
+    out = np.empty(len(y), dtype=np.int64)
+    for f, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y, g)):
+        out[test] = f
+    return out

@@ -2,7 +2,7 @@
 
 ``ltr`` reads the four component rankings of a run (one stub call), ``ltr-nollm`` the query's two
 (``rtp``, ``rtp@bm25``: no LLM call). Training is cross-fitted: the design sets' queries (G1, G2, G3) are
-split into folds grouped by query text and stratified by set (scikit-learn ``StratifiedGroupKFold``), and
+split into folds grouped by query text and stratified by set (``data.folds``: ``StratifiedGroupKFold``), and
 every design query is scored by the model fitted on the other folds, so no query's score comes from a
 model that saw it. Queries of any other set are scored by one model fitted on every design query (G1–G3
 only), which :func:`save_model` stores with its features, parameters and training sets, checksummed.
@@ -21,9 +21,9 @@ from pathlib import Path
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedGroupKFold
 
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
+from ..data.folds import grouped_fold_ids
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from .fuse import Ranking
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_hits
@@ -82,15 +82,9 @@ def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[s
 def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, str], folds: int = FOLDS,
              seed: int = SEED) -> dict[str, int]:
     """Each query's fold: grouped by query text (a repeated text never straddles two folds), stratified by
-    set; at most the smallest set's size, at least 2."""
-    labels = np.array([sets[k] for k in keys])
-    n = max(2, min(folds, int(pd.Series(labels).value_counts().min())))
-    groups = np.array([texts[k].strip() for k in keys])
-    split = StratifiedGroupKFold(n_splits=n, shuffle=True, random_state=seed)
-    out = {}
-    for f, (_, test) in enumerate(split.split(np.zeros(len(keys)), labels, groups)):
-        out.update({keys[j]: f for j in test})
-    return out
+    set; at most the smallest set's size, at least 2 (:func:`toolbench_lib.data.folds.grouped_fold_ids`)."""
+    ids = grouped_fold_ids([sets[k] for k in keys], [texts[k].strip() for k in keys], folds, seed)
+    return {k: int(f) for k, f in zip(keys, ids, strict=True)}
 
 
 @dataclass

@@ -66,7 +66,7 @@ class LtrSpec:
     @property
     def methods(self) -> list[str]:
         """The study methods whose rankings the components are."""
-        return [COMPONENTS[c] for c in self.components]
+        return [COMPONENTS[c][0] for c in self.components]  # (method, per-stub rankings?)
 
     @property
     def feature_names(self) -> list[str]:
