@@ -41,6 +41,7 @@ from toolbench_lib.pipeline.study import (
 from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
 
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
+from .test_bad_inputs import _dead_pid
 
 VERDICTS: dict[str, str] = {}
 PAYLOAD_QUERY = '<iframe src="javascript:alert(1)"></iframe> [x](javascript:alert(2)) find *hotels* | now'
@@ -268,17 +269,6 @@ def case_bm25_killed_save_leaves_nothing(tmp: Path) -> str:
     removed = clean_stale_temps(folder.parent)
     assert dead in removed and not dead.exists() and folder.exists()
     return "repaired"
-
-
-def _dead_pid() -> int:
-    for pid in range(4_000_000, 3_000_000, -7919):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return pid
-        except PermissionError:
-            continue
-    raise RuntimeError("no free pid found")
 
 
 def case_damaged_study_table(tmp: Path) -> str:
