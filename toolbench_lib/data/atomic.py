@@ -115,10 +115,13 @@ def _remove_stale(path: Path, max_age_s: float) -> bool:
     return True
 
 
+LOCK_NAME = ".lock"
+
+
 def lock_path(folder: str | os.PathLike[str]) -> Path:
-    """The lock file of ``folder``: ``.<name>.lock`` beside it (never removed: removing races)."""
-    folder = Path(folder)
-    return folder.with_name(f".{folder.name}.lock")
+    """The lock file of ``folder``: ``.lock`` inside it (never removed while the folder stays: removing
+    races)."""
+    return Path(folder) / LOCK_NAME
 
 
 @contextmanager
@@ -178,8 +181,8 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
         except OSError as exc:
             raise _named_os_error(exc, writer.current or folder, folder) from exc
         names = sorted(p.name for p in tmp.iterdir())
+        folder.mkdir(exist_ok=True)
         with folder_lock(folder):  # one writer moves in at a time; readers wait (see folder_lock)
-            folder.mkdir(exist_ok=True)
             for name in last:
                 (folder / name).unlink(missing_ok=True)
             for name in [n for n in names if n not in last] + [n for n in last if n in names]:
