@@ -214,24 +214,27 @@ def test_longest_notebooks_start_first_by_their_last_durations(tmp_path):
 
 
 def test_notebooks_between_run_together_and_the_report_after_them(tmp_path, run_name):
-    """02 and 03 each wait until the other has started (a rendezvous that one worker could never pass);
-    the report notebook finds both of their files; the first one ran before them."""
+    """01 then 02 (which makes the study) run first, one after the other; 03 and 04 each wait until the
+    other has started (a rendezvous that one worker could never pass) and find 02's study; the report
+    notebook finds both of their files."""
     d = str(tmp_path)
     wait = ("import os, time\n"
             "open(os.path.join({d!r}, {me!r}), 'w').write('started')\n"
-            "assert os.path.exists(os.path.join({d!r}, 'first')), 'the first notebook has not run'\n"
+            "assert os.path.exists(os.path.join({d!r}, 'study')), 'the study notebook has not run'\n"
             "end = time.time() + 120\n"
             "while not os.path.exists(os.path.join({d!r}, {other!r})) and time.time() < end:\n"
             "    time.sleep(0.2)\n"
             "assert os.path.exists(os.path.join({d!r}, {other!r})), 'not run at the same time'\n")
     _notebook(tmp_path / "01_first.ipynb", f"open({str(tmp_path / 'first')!r}, 'w').write('x')")
-    _notebook(tmp_path / "02_a.ipynb", wait.format(d=d, me="a", other="b"))
-    _notebook(tmp_path / "03_b.ipynb", wait.format(d=d, me="b", other="a"))
-    _notebook(tmp_path / "04_report.ipynb", f"import os\nassert os.path.exists({str(tmp_path / 'a')!r}) "
+    _notebook(tmp_path / "02_study.ipynb", f"import os\nassert os.path.exists({str(tmp_path / 'first')!r})\n"
+              f"open({str(tmp_path / 'study')!r}, 'w').write('x')")
+    _notebook(tmp_path / "03_a.ipynb", wait.format(d=d, me="a", other="b"))
+    _notebook(tmp_path / "04_b.ipynb", wait.format(d=d, me="b", other="a"))
+    _notebook(tmp_path / "05_report.ipynb", f"import os\nassert os.path.exists({str(tmp_path / 'a')!r}) "
               f"and os.path.exists({str(tmp_path / 'b')!r})")
     summary = reproduce(run_name=run_name, notebooks_dir=tmp_path, workers=2, echo=lambda *_: None)
-    assert [name for name, _ in summary.notebooks] == ["01_first.ipynb", "02_a.ipynb", "03_b.ipynb",
-                                                       "04_report.ipynb"]
+    assert [name for name, _ in summary.notebooks] == ["01_first.ipynb", "02_study.ipynb", "03_a.ipynb",
+                                                       "04_b.ipynb", "05_report.ipynb"]
 
 
 def test_unreadable_notebook_is_named(tmp_path, run_name):
