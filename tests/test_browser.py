@@ -307,6 +307,7 @@ def test_explorer_app_in_chromium(chromium, stored, app):
             swapped = r10[(r10["subset"] == subset) & (r10["a"] > r10["b"])]  # RtP ahead of PtR
             expect(summary).to_contain_text(f"mean recall@10: PtR {swapped['b'].mean():.3f}, RtP "
                                             f"{swapped['a'].mean():.3f}", timeout=TIMEOUT_MS)
+            page.wait_for_selector(".qx .col", timeout=TIMEOUT_MS)  # the rows render after the summary line
             overflow = page.evaluate("() => [...document.querySelectorAll('.qx .col')]"
                                      ".map(c => c.scrollWidth - c.clientWidth)")
             assert overflow and max(overflow) <= 0, f"a column overflows (long ids must wrap): {overflow}"
