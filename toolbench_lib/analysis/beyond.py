@@ -20,6 +20,7 @@ at the same budget k.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 from ranx import Qrels, Run, evaluate
 
-from ..data.atomic import atomic_path, checksum_problem, write_checksum
+from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import check_recall, direct_recall
 from ..eval.summary import method_calls
@@ -144,8 +145,9 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
                        "code": _code_fingerprint()}, sort_keys=True, default=str)
     folder = Path(cache_dir) / hashlib.sha256(blob.encode()).hexdigest()[:16]
     paths = [folder / "scores.parquet", folder / "decisions.parquet"]
-    if all(p.exists() and checksum_problem(p) is None for p in paths):
-        return pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
+    blobs = [read_verified(p) for p in paths]  # parsed from the very bytes that were checked
+    if all(b is not None for b in blobs):
+        return pd.read_parquet(io.BytesIO(blobs[0])), pd.read_parquet(io.BytesIO(blobs[1]))
     frames = method_scores(result, names, **kwargs)
     folder.mkdir(parents=True, exist_ok=True)
     for path, frame in zip(paths, frames, strict=True):

@@ -17,12 +17,15 @@ Every function reads a retriever study (``pipeline.experiment.get_retrievers_stu
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.runs import direct_recall, per_query_runs
 from ..eval.stats import holm, paired_comparison, runs_test
@@ -576,15 +579,12 @@ TABLES_VERSION = "1"  # bump when a table's content changes for the same study (
 def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
     """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-v<version>/``: read
     when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last."""
-    import json
-
-    from ..data.atomic import atomic_path, checksum_problem, write_checksum
-
     where = folder / f"tables-{key}-v{TABLES_VERSION}"
     try:
         names = json.loads((where / "index.json").read_text())
-        if all(checksum_problem(where / f"{n}.parquet") is None for n in names):
-            return {n: pd.read_parquet(where / f"{n}.parquet") for n in names}
+        blobs = {n: read_verified(where / f"{n}.parquet") for n in names}
+        if all(b is not None for b in blobs.values()):  # parsed from the very bytes that were checked
+            return {n: pd.read_parquet(io.BytesIO(b)) for n, b in blobs.items()}
     except (OSError, ValueError):
         pass
     tables = make()

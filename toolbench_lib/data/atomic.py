@@ -229,6 +229,17 @@ def checksum_problem(path: str | os.PathLike[str]) -> str | None:
         return f"unreadable ({exc})"
 
 
+def read_verified(path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes of ``path`` when they match its sidecar (hashed as read, so what is parsed is what was
+    checked), else None: missing, unreadable, no sidecar or another content."""
+    try:
+        data = Path(path).read_bytes()
+        expected = checksum_path(path).read_text().strip()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == expected else None
+
+
 def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:
     """``np.save`` through :func:`atomic_path`: readers see the old array or the whole new one."""
     with atomic_path(path) as tmp:
