@@ -169,6 +169,10 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     cached = None if rebuild else _read_cache(root, fp, out)
     if cached is not None:
         log.info("processed dataset %s from %s", fp, out)
+        # The cache is keyed by content, so it may have been built from another folder with the same files:
+        # the files skipped then are named here, under this folder.
+        for rel in cached.stats.get("malformed_file_paths", []):
+            log.warning("skipping malformed source file %s (as when the processed data was built)", root / rel)
         return cached
     log.info("building processed dataset %s from %s", fp, root)
     registry, merge_stats = merge_registry(root, external.values())
@@ -182,7 +186,7 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
         "query_files": {name: str(p) for name, p in external.items()},
         "tool_files_read": merge_stats.files_read,
         "malformed_files": len(merge_stats.malformed_files),
-        "malformed_file_paths": merge_stats.malformed_files[:50],
+        "malformed_file_paths": [os.path.relpath(p, root) for p in merge_stats.malformed_files[:50]],
         "duplicate_api_names_skipped": merge_stats.duplicate_api_names,
         "added_by_source": merge_stats.added,
         "skipped_existing_by_source": merge_stats.skipped_existing,
