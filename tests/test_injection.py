@@ -10,6 +10,7 @@ of ``report.md`` rendered to HTML by a renderer that lets raw HTML through."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
 from toolbench_lib.pipeline.report_html import write_html_report
 
-from .test_browser import CHROMIUM, FLAGS, SHOTS, TIMEOUT_MS
+from .test_browser import SHOTS, TIMEOUT_MS, _launch, chromium  # noqa: F401 (chromium: the fixture)
 from .test_reliability import (
     PAYLOAD_LABEL,
     PAYLOAD_QUERY,
@@ -96,16 +97,13 @@ def test_payloads_are_shown_as_text(pages):
 
 
 @pytest.mark.parametrize("name", ["report.html", "report.md"])
-def test_nothing_runs_in_chromium(pages, name):
+def test_nothing_runs_in_chromium(pages, name, chromium):  # noqa: F811 (the fixture)
     from playwright.sync_api import sync_playwright
 
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver (.ci/run does)")
     dialogs: list[str] = []
     with sync_playwright() as p:
         profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
-        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
-                                                   args=FLAGS, viewport={"width": 1280, "height": 900})
+        ctx = _launch(p, chromium, profile, height=900)
         try:
             page = ctx.new_page()
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -121,4 +119,5 @@ def test_nothing_runs_in_chromium(pages, name):
             page.wait_for_timeout(300)
         finally:
             ctx.close()
+            shutil.rmtree(profile, ignore_errors=True)
     assert dialogs == []
