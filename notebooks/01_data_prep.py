@@ -82,7 +82,7 @@ display(categories.head(15).round(4))
 
 # %%
 by_cat = categories.set_index("category")["n_apis"]
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 for name, paper in (("Sports", paper_value("sports_apis")), ("Data", paper_value("data_apis"))):
     here = int(by_cat.get(name, 0))
@@ -156,6 +156,6 @@ print(f"saved {save_figure(fig, 'data_doc_lengths', cfg)}")
 # %%
 from IPython.display import Markdown  # noqa: E402
 from toolbench_lib.analysis.findings import data_findings  # noqa: E402
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 display(Markdown(data_findings(sources, sizes, paper_value("registry_size"))))

@@ -93,7 +93,7 @@ save_table(main, "main_results", cfg, prov)
 display(main.round(3))
 
 # %%
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 PAPER_RECALL = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
                 for s in ("G1", "G2", "G3")}

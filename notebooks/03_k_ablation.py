@@ -79,7 +79,7 @@ display(cand[cand["k"].isin(cuts)].pivot_table(index=["subset", "method"], colum
                                                 sort=False).round(3))
 
 # %%
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 PAPER_K = {(s, m, 5): v for s in ("G1", "G2", "G3") for m in ("rtp", "ptr")
            if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}

@@ -118,7 +118,7 @@ for subset, part in gap.groupby("subset"):
 # A backend that writes stubs by copying parts of the query (the rule-based backend used for smoke runs) searches with nearly the query's own words, so its divergence is far lower than an LLM's; the paper's numbers are only comparable for an LLM backend.
 
 # %%
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 by_size = divergence.groupby("size")["no_overlap_share"].mean()
 display(divergence.pivot_table(index="size", columns="subset", values="no_overlap_share").round(3))

@@ -98,7 +98,7 @@ display(traj.round(3))
 # it gives them (diamonds for one set, dashed lines for ranges or values over all sets).
 
 # %%
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 from toolbench_lib.pipeline.experiment import save_figure  # noqa: E402
 
 PAPER_FIG4 = {("G1", "rtp", "jaccard_rtp_ptr"): paper_value("g1_plan_jaccard"),

@@ -84,7 +84,7 @@ for subset in table["subset"].unique():
           f"routed to PtR, {r.loc['router_top1_cosine', 'tokens_saved_vs_ptr_pct']:.1f}% tokens saved")
 saved = 100 * (1 - by.xs("router_top1_cosine", level="policy")["tokens_per_query"].mean()
                / by.xs("always_ptr", level="policy")["tokens_per_query"].mean())
-from toolbench_lib.analysis.report import paper_value  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
 
 print(f"mean over sets: the top-1 cosine router spends {saved:.1f}% fewer tokens than always-PtR "
       f"(paper: ~{paper_value('router_tokens_saved'):.0f}%)")

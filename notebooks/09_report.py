@@ -39,8 +39,8 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis.display import format_numbers
-from toolbench_lib.analysis.report import (build_report, provenance_markdown, run_provenance, status_counts,
-                                           write_report)
+from toolbench_lib.analysis.report import provenance_markdown, run_provenance, write_report
+from toolbench_lib.analysis.scorecard import build_report, status_counts
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.analysis.teaching import pipeline_figure, teaching_material
 from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure

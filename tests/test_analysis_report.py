@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from toolbench_lib.analysis.report import (
+from toolbench_lib.analysis.report import write_report
+from toolbench_lib.analysis.scorecard import (
     REFERENCES_FILE,
     TABLE_SCHEMAS,
     TableCache,
@@ -24,7 +25,6 @@ from toolbench_lib.analysis.report import (
     load_references,
     locate,
     paper_text,
-    write_report,
 )
 from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure, save_table
 
@@ -337,7 +337,7 @@ def test_a_cause_explains_only_its_metric_and_direction(cfg):
     """The embedder cause predicts recall *below* the paper's, tested by the stronger embedder's gain. It
     explains G2 RtP recall below the paper when mpnet gains 0.05; not when mpnet loses (wrong sign of the
     ablation), not a row above the paper (wrong direction), not a plan-overlap row (wrong metric)."""
-    from toolbench_lib.analysis.report import load_causes, name_cause
+    from toolbench_lib.analysis.scorecard import load_causes, name_cause
 
     causes = load_causes()
     save_table(_main_results(), "main_results", cfg)
@@ -363,7 +363,7 @@ def test_a_cause_explains_only_its_metric_and_direction(cfg):
 
 
 def test_causes_file_is_signed_and_names_existing_tables(tmp_path):
-    from toolbench_lib.analysis.report import CAUSES_FILE, load_causes
+    from toolbench_lib.analysis.scorecard import CAUSES_FILE, load_causes
 
     causes = load_causes()
     assert {"stub_writer", "embedder", "retriever_family", "query_set", "stub_echo"} <= set(causes)

@@ -33,7 +33,7 @@ import pytest  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from toolbench_lib.analysis.report import worked_examples, write_report  # noqa: E402
+from toolbench_lib.analysis.report import write_report  # noqa: E402
 from toolbench_lib.analysis.teaching import (  # noqa: E402
     FAMILY_LINES,
     GLOSSARY,
@@ -43,6 +43,7 @@ from toolbench_lib.analysis.teaching import (  # noqa: E402
     pick_worked_queries,
     pipeline_figure,
     teaching_material,
+    worked_examples,  # noqa: E402
     worked_query,
     worked_query_markdown,
 )

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from toolbench_lib.analysis.report import TABLE_SCHEMAS
+from toolbench_lib.analysis.scorecard import TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.pipeline.reproduce import (
     KERNEL_NAME,

@@ -1,0 +1,538 @@
+"""The scorecard: the paper's numbers against this run's (``references/paper.yaml`` over the saved tables).
+
+Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
+filters, a column, an aggregate); :func:`build_report` looks each one up and compares it with the paper.
+A table or column that is not there is reported as such, never raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..data.paths import PROJECT_ROOT
+from ..pipeline.experiment import ExperimentConfig
+from .numbers import fmt_count, fmt_number
+
+REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
+CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
+AGGREGATES = ("first", "mean", "min", "max", "sum")
+EXTREMES = {"$min": "min", "$max": "max"}
+REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
+                  "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
+                  "quote", "source"]
+
+# The saved tables and the columns the analyses write (extra columns are allowed).
+TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
+    "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
+                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
+                     "recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high"),
+    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
+    "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
+                     "p_t_holm", "p_wilcoxon_holm", "p_sign_holm", "rtp_wins", "ptr_wins", "ties"),
+    "ttests": ("subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean"),
+    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision"),
+    "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall"),
+    "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
+    "scale_divergence": ("size", "seed", "subset", "no_overlap_share"),
+    "trajectory": ("subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
+                   "mean_apis_named", "refusal_rate", "n_plans"),
+    "miss_behaviour": ("subset", "method", "n_complete_miss", "refusal_rate_on_miss",
+                       "wrong_tool_rate_on_miss"),
+    "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                   "cos_incorrect", "fallback_share"),
+    "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
+                       "ptr_latency_s"),
+    "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "routing_overall": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "retriever_main": ("subset", "retriever", "method", "recall_mean", "recall_lo", "recall_hi", "n_queries"),
+    "routing_signal": ("subset", "signal", "auroc"),
+    "data_sources": ("source", "n_apis", "share"),
+    "data_categories": ("category", "n_apis", "share", "n_tools"),
+    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median"),
+    "paper_query_counts": ("subset", "n_queries"),
+    "ablation_decomposition": ("subset", "decomposer", "ptr_recall", "rtp_recall", "stubs_per_query",
+                               "coverage", "n_queries"),
+    "ablation_stub_text": ("subset", "variant", "recall", "precision", "n_queries"),
+    "ablation_divergence": ("subset", "design", "size", "no_overlap_share", "gt_share", "rtp_recall",
+                            "ptr_recall"),
+    "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs", "disjoint_share",
+                           "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo"),
+    "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
+    "judge_validity": ("subset", "method", "kappa", "judged_pass_rate", "objective_pass_rate", "n_plans"),
+}
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_LOCATOR_KEYS = {"table", "where", "column", "agg", "scale"}
+
+
+# -- the reference file -----------------------------------------------------------------------------------
+
+def paper_bounds(paper) -> dict[str, float]:
+    """``{"value": x}`` or ``{"min": a, "max": b}`` (either bound alone) from an entry's ``paper`` field."""
+    if isinstance(paper, int | float) and not isinstance(paper, bool):
+        return {"value": float(paper)}
+    if isinstance(paper, Mapping) and paper and set(paper) <= {"value", "min", "max"}:
+        if "value" in paper and len(paper) > 1:
+            raise ValueError(f"paper: give a value or min/max, not both ({dict(paper)})")
+        return {key: float(v) for key, v in paper.items()}
+    raise ValueError(f"paper must be a number or a mapping of value/min/max, got {paper!r}")
+
+
+def expression_names(expr: str) -> set[str]:
+    """Names an ``expr`` uses (checked against the locator's keys)."""
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
+def check_locator(locator: Mapping, where: str = "locator") -> None:
+    """Raise ``ValueError`` when a locator is malformed or names an unknown table or column."""
+    if "expr" in locator:
+        names = expression_names(str(locator["expr"]))
+        missing = names - set(locator)
+        if missing:
+            raise ValueError(f"{where}: expr uses {sorted(missing)} without a locator for them")
+        for name in names:
+            check_locator(locator[name], f"{where}.{name}")
+        return
+    unknown = set(locator) - _LOCATOR_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    table, column = locator.get("table"), locator.get("column")
+    if table not in TABLE_SCHEMAS:
+        raise ValueError(f"{where}: unknown table {table!r}")
+    columns = TABLE_SCHEMAS[table]
+    if column not in columns and "{" not in str(column):  # "{metric}": the report row's metric
+        raise ValueError(f"{where}: table {table} has no column {column!r}")
+    if not isinstance(locator.get("where") or {}, Mapping):
+        raise ValueError(f"{where}: where must be a mapping of column to value")
+    if locator.get("agg", "first") not in AGGREGATES:
+        raise ValueError(f"{where}: agg must be one of {AGGREGATES}")
+
+
+def load_references(path: Path = REFERENCES_FILE) -> dict:
+    """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    for key in ("version", "source", "entries"):
+        if key not in data:
+            raise ValueError(f"{path}: missing top-level {key!r}")
+    seen: set[str] = set()
+    for entry in data["entries"]:
+        for key in ("id", "description", "section", "quote", "subset", "paper", "locator"):
+            if key not in entry:
+                raise ValueError(f"{path}: entry {entry.get('id', '?')} lacks {key!r}")
+        if entry["id"] in seen:
+            raise ValueError(f"{path}: duplicate id {entry['id']!r}")
+        seen.add(entry["id"])
+        paper_bounds(entry["paper"])
+        check_locator(entry["locator"], entry["id"])
+        for extra in ("low", "high"):
+            if "ci" in entry:
+                check_locator(entry["ci"][extra], f"{entry['id']}.ci.{extra}")
+        if "share" in entry:
+            check_locator(entry["share"]["n"], f"{entry['id']}.share.n")
+        for extra in ("kappa", "objective"):
+            if extra in entry.get("validity", {}):
+                check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
+    return data
+
+
+# -- locating this run's value ------------------------------------------------------------------------------
+
+class TableCache:
+    """Tables of one run, each read once; ``None`` for a table that was not saved."""
+
+    def __init__(self, tables_dir: Path):
+        self.tables_dir = Path(tables_dir)
+        self._tables: dict[str, pd.DataFrame | None] = {}
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        if name not in self._tables:
+            path = self.tables_dir / f"{name}.csv"
+            try:
+                self._tables[name] = pd.read_csv(path) if path.exists() else None
+            except pd.errors.EmptyDataError:
+                self._tables[name] = pd.DataFrame()
+        return self._tables[name]
+
+
+def _equal_to(series: pd.Series, value) -> pd.Series:
+    if isinstance(value, bool):
+        return series.astype(str).str.lower() == str(value).lower()
+    if isinstance(value, int | float):
+        numbers = pd.to_numeric(series, errors="coerce")
+        return pd.Series(np.isclose(numbers, float(value)), index=series.index) & numbers.notna()
+    return series.astype(str) == str(value)
+
+
+def select_rows(df: pd.DataFrame, where: Mapping | None) -> pd.DataFrame:
+    """Rows equal to every filter; ``"$min"``/``"$max"`` then keep the extreme of a numeric column."""
+    where = dict(where or {})
+    extremes = {c: v for c, v in where.items() if isinstance(v, str) and v in EXTREMES}
+    for col, value in where.items():
+        if col not in extremes:
+            df = df[_equal_to(df[col], value)]
+    for col, value in extremes.items():
+        numbers = pd.to_numeric(df[col], errors="coerce")
+        if numbers.notna().any():
+            target = numbers.min() if EXTREMES[value] == "min" else numbers.max()
+            df = df[np.isclose(numbers, target)]
+        else:
+            df = df.iloc[0:0]
+    return df
+
+
+def _aggregate(values: pd.Series, agg: str) -> float:
+    numbers = pd.to_numeric(values, errors="coerce")
+    if agg == "first":
+        return float(numbers.iloc[0])
+    numbers = numbers.dropna()
+    if numbers.empty:
+        return math.nan
+    return float(getattr(numbers, agg)())
+
+
+def evaluate_expr(expr: str, values: Mapping[str, float]) -> float:
+    """Arithmetic (``+ - * / **``, numbers, parentheses) over named values; NaN on division by zero."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in values:
+            return float(values[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.operand))
+        raise ValueError(f"unsupported expression element {ast.dump(node)} in {expr!r}")
+
+    try:
+        return ev(ast.parse(expr, mode="eval"))
+    except ZeroDivisionError:
+        return math.nan
+
+
+def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
+    """This run's value and ``None``, or NaN and why it is missing (``missing table``, ...)."""
+    if "expr" in locator:
+        values = {}
+        for name in sorted(expression_names(str(locator["expr"]))):
+            value, problem = locate(locator[name], tables)
+            if problem:
+                return math.nan, problem
+            values[name] = value
+        value = evaluate_expr(str(locator["expr"]), values)
+        return (value, None) if not math.isnan(value) else (math.nan, "no value")
+    df = tables.get(locator["table"])
+    if df is None:
+        return math.nan, "missing table"
+    where = locator.get("where") or {}
+    for col in [*where, locator["column"]]:
+        if col not in df.columns:
+            return math.nan, f"missing column {col}"
+    rows = select_rows(df, where)
+    if rows.empty:
+        return math.nan, "no matching rows"
+    value = _aggregate(rows[locator["column"]], locator.get("agg", "first"))
+    if math.isnan(value):
+        return math.nan, "no value"
+    return value * float(locator.get("scale", 1)), None
+
+
+def locator_source(locator: Mapping) -> str:
+    """Where a value comes from, for the report's ``source`` column."""
+    if "expr" in locator:
+        names = sorted(expression_names(str(locator["expr"])))
+        parts = [f"{n} = {locator_source(locator[n])}" for n in names]
+        return f"{locator['expr']} with " + "; ".join(parts)
+    where = ", ".join(f"{k}={v}" for k, v in (locator.get("where") or {}).items())
+    agg = locator.get("agg", "first")
+    text = f"{locator['table']}.{locator['column']}" + (f" [{where}]" if where else "")
+    text += f" ({agg})" if agg != "first" else ""
+    return text + (f" ×{locator['scale']}" if "scale" in locator else "")
+
+
+# -- comparing ----------------------------------------------------------------------------------------------
+
+CONSISTENT, DIFFERS, NOT_SCORED = "consistent", "differs", "not scored"
+
+
+def default_tolerance(value: float) -> float:
+    """Half a unit of the paper's last decimal (at least two decimals for a non-integer)."""
+    if float(value).is_integer():
+        return 0.5
+    decimals = max(2, len(repr(float(value)).split(".")[1]))
+    return 0.5 * 10 ** -decimals
+
+
+def _direction(diff: float) -> str:
+    return "above" if diff > 0 else "below" if diff < 0 else ""
+
+
+def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
+            ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
+    """``(difference, status, direction, basis)`` of this run's value against the paper's.
+
+    ``difference`` is this run minus the paper, or the distance outside the paper's range. The status is
+    "consistent" when the paper's value lies in this run's 95% CI (``ci``), else within ``tolerance``,
+    else (with neither) equal at the paper's last decimal, or when this run's value lies in the paper's
+    range; "differs" otherwise, with the direction of this run against the paper (above / below).
+    """
+    if "value" in bounds:
+        paper = bounds["value"]
+        diff = this_run - paper
+        if ci is not None:
+            low, high = ci
+            ok = low - 1e-12 <= paper <= high + 1e-12
+            basis = f"paper in this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]" if ok else \
+                f"paper outside this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]"
+        else:
+            tol = default_tolerance(paper) if tolerance is None else float(tolerance)
+            ok = abs(diff) <= tol + 1e-12
+            basis = (f"tolerance ±{tol:g}" if tolerance is not None else
+                     f"the paper's precision (±{tol:g})")
+        return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
+    low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+    basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
+    if this_run < low:
+        return this_run - low, DIFFERS, "below", basis
+    if this_run > high:
+        return this_run - high, DIFFERS, "above", basis
+    return 0.0, CONSISTENT, "", basis
+
+
+def compare_share(count: float, n: float, paper_count: float, paper_n: float) -> tuple[float, str, str, str]:
+    """A count compared as a share of its set: consistent when the paper's share lies in the Wilson 95%
+    interval of this run's (``count / n``)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    share, paper_share = count / n, paper_count / paper_n
+    low, high = proportion_confint(int(round(count)), int(round(n)), alpha=0.05, method="wilson")
+    ok = low - 1e-12 <= paper_share <= high + 1e-12
+    basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
+             f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
+             f"({fmt_count(paper_count)} of {fmt_count(paper_n)})")
+    diff = share - paper_share
+    return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
+
+
+def paper_text(bounds: Mapping[str, float]) -> str:
+    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``, ``46,984``."""
+
+    def fmt(x: float) -> str:
+        return fmt_count(x) if float(x).is_integer() and abs(x) >= 1000 else f"{x:g}"
+
+    if "value" in bounds:
+        return fmt(bounds["value"])
+    if "min" in bounds and "max" in bounds:
+        return f"{fmt(bounds['min'])}–{fmt(bounds['max'])}"
+    return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
+
+
+def paper_numbers(entry: Mapping) -> list[float]:
+    """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
+    a worked example's two recalls."""
+    out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
+    out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
+    return out
+
+
+def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:
+    """The paper's value of one reference entry, or its ``min``/``max`` bound (``None`` when absent)."""
+    for e in load_references(path)["entries"]:
+        if e["id"] == entry_id:
+            return paper_bounds(e["paper"]).get(bound)
+    return None
+
+
+def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """``subset, n_queries``: the paper's query count per set, from the reference file's entries."""
+    entries = load_references(path)["entries"]
+    rows = [{"subset": e["subset"], "n_queries": paper_bounds(e["paper"])["value"]}
+            for e in entries if e["id"].endswith("_query_count")]
+    return pd.DataFrame(rows, columns=["subset", "n_queries"])
+
+
+# -- named causes -------------------------------------------------------------------------------------------
+
+def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
+    """``{cause id: cause}`` from the causes file, each prediction and check validated."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for cause in data.get("causes", []):
+        for key in ("id", "title", "ablation", "prediction", "predicts", "checks"):
+            if key not in cause:
+                raise ValueError(f"{path}: cause {cause.get('id', '?')} lacks {key!r}")
+        for p in cause["predicts"]:
+            if p.get("direction") not in ("above", "below") or not p.get("metric"):
+                raise ValueError(f"{path}: cause {cause['id']}: a prediction needs a metric and a direction "
+                                 f"above/below, got {p}")
+        for i, check in enumerate(cause["checks"]):
+            check_locator(check, f"{cause['id']}.checks[{i}]")
+            if "**" in str(check["expr"]):
+                raise ValueError(f"{path}: cause {cause['id']}: a check is signed, not a power "
+                                 f"({check['expr']})")
+        out[cause["id"]] = cause
+    return out
+
+
+def _for_row(locator, row: Mapping[str, str]):
+    """A copy of ``locator`` with ``{subset}``, ``{method}`` and ``{metric}`` replaced by the row's."""
+    if isinstance(locator, Mapping):
+        return {k: _for_row(v, row) for k, v in locator.items()}
+    if isinstance(locator, str):
+        for key in ("subset", "method", "metric"):
+            locator = locator.replace("{" + key + "}", str(row.get(key, "")))
+        return locator
+    return locator
+
+
+def _for_subset(locator, subset: str):
+    """A copy of ``locator`` with ``{subset}`` in its filters replaced by ``subset``."""
+    return _for_row(locator, {"subset": subset})
+
+
+def predicts(cause: Mapping, metric: str, method: str, direction: str) -> bool:
+    """Whether ``cause`` predicts a difference of this metric (and method) in this direction."""
+    return any(p["metric"] == metric and p.get("method", method) == method and p["direction"] == direction
+               for p in cause["predicts"])
+
+
+def check_cause(cause: Mapping, row: Mapping | str, tables: TableCache,
+                paper: float | None = None) -> tuple[bool | None, str]:
+    """``(holds, evidence)``: whether every check is > 0 in this run (``None`` when a table is missing)."""
+    row = {"subset": row} if isinstance(row, str) else dict(row)
+    shown = []
+    for check in cause["checks"]:
+        check = _for_row(check, row)
+        values = {} if paper is None else {"paper": paper}
+        for name in sorted(expression_names(str(check["expr"])) - {"paper"}):
+            value, problem = locate(check[name], tables)
+            if problem:
+                return None, f"{check[name].get('table', name)}: {problem}"
+            values[name] = value
+        result = evaluate_expr(str(check["expr"]), values)
+        shown.append(f"{check['expr']} = {fmt_number(result)} with "
+                     + ", ".join(f"{n} = {fmt_number(v)}" for n, v in values.items()))
+        if math.isnan(result) or result <= 0:
+            return False, "; ".join(shown)
+    return True, "; ".join(shown)
+
+
+def ablation_text(cause: Mapping) -> str:
+    a = cause["ablation"]
+    if isinstance(a, Mapping):
+        return f"table {a['table']}" + (f" (notebook {a['notebook']})" if a.get("notebook") else "")
+    return str(a)
+
+
+def name_cause(entry: Mapping, status: str, causes: Mapping[str, dict], tables: TableCache,
+               direction: str = "") -> tuple[str, str]:
+    """``(cause, evidence)`` of a report row: the first listed cause that predicts this metric and direction
+    and whose checks hold in this run; "unexplained" (with what was tried) when none does."""
+    if status != DIFFERS:
+        return "", ""
+    listed = entry.get("causes", [])
+    if not listed:
+        return "unexplained", "no testable cause listed"
+    row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
+           "metric": str(entry.get("metric", ""))}
+    point = paper_bounds(entry["paper"]).get("value")
+    tried = []
+    for cause_id in listed:
+        cause = causes.get(cause_id)
+        if cause is None:
+            raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
+        if not predicts(cause, row["metric"], row["method"], direction):
+            tried.append(f"{cause_id} does not predict {row['metric']} {direction}")
+            continue
+        holds, evidence = check_cause(cause, row, tables, point)
+        if holds:
+            return f"{cause_id}: {cause['title']}", f"{ablation_text(cause)}: {evidence}"
+        tried.append(f"{cause_id} {'not measured' if holds is None else 'fails'} ({evidence})")
+    return "unexplained", "; ".join(tried)
+
+
+def judge_entry(entry: Mapping, tables: TableCache) -> dict:
+    """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
+    bounds = paper_bounds(entry["paper"])
+    row = {"this_run": math.nan, "ci_low": math.nan, "ci_high": math.nan, "difference": math.nan,
+           "status": "", "direction": "", "basis": "", "objective": math.nan}
+    value, problem = locate(entry["locator"], tables)
+    if problem:
+        row["status"] = problem
+        return row
+    row["this_run"] = value
+    validity = entry.get("validity")
+    if validity:
+        objective, _ = locate(validity["objective"], tables) if "objective" in validity else (math.nan, None)
+        row["objective"] = objective
+        kappa, why = locate(validity["kappa"], tables)
+        if why or kappa < float(validity.get("min_kappa", 0.4)):
+            row["difference"] = value - bounds.get("value", math.nan)
+            row["status"] = NOT_SCORED
+            row["basis"] = (f"judge validity not measured ({why})" if why else
+                            f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
+            return row
+    if "share" in entry and "value" in bounds:
+        n, why = locate(entry["share"]["n"], tables)
+        if not why and n > 0:
+            diff, status, direction, basis = compare_share(value, n, bounds["value"],
+                                                           entry["share"]["paper_n"])
+            row.update(difference=diff, status=status, direction=direction, basis=basis)
+            return row
+    ci = None
+    if "ci" in entry:
+        low, why_low = locate(entry["ci"]["low"], tables)
+        high, why_high = locate(entry["ci"]["high"], tables)
+        if not (why_low or why_high):
+            ci = (low, high)
+            row["ci_low"], row["ci_high"] = low, high
+    diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci)
+    if "ci" in entry and ci is None:
+        basis += " (no CI saved)"
+    row.update(difference=diff, status=status, direction=direction, basis=basis)
+    return row
+
+
+def compare_entries(entries: list[dict], tables_dir: Path,
+                    causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
+    """One row per reference entry: the paper's number, this run's with its CI, the status by evidence,
+    the direction, and the named cause of a difference."""
+    tables = TableCache(tables_dir)
+    causes = load_causes() if causes is None else causes
+    rows = []
+    for entry in entries:
+        judged = judge_entry(entry, tables)
+        cause, evidence = name_cause(entry, judged["status"], causes, tables, judged["direction"])
+        rows.append({"id": entry["id"], "description": entry["description"],
+                     "section": entry.get("section", ""), "subset": entry["subset"],
+                     "metric": entry.get("metric", ""), "method": entry.get("method", ""),
+                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, "cause": cause,
+                     "evidence": evidence, "quote": entry.get("quote", ""),
+                     "source": locator_source(entry["locator"])})
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS)
+
+
+def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """The paper's reference numbers against the tables this run saved under ``cfg.tables_dir``."""
+    return compare_entries(load_references(references)["entries"], cfg.tables_dir)
+
+
+def status_counts(report: pd.DataFrame) -> dict[str, int]:
+    """Counts of consistent / differs / explained / unexplained / not scored / not found rows."""
+    differs = report["status"] == DIFFERS
+    return {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum()),
+            "explained": int((differs & ~report["cause"].isin(["unexplained", ""])).sum()),
+            "unexplained": int((differs & (report["cause"] == "unexplained")).sum()),
+            "not scored": int((report["status"] == NOT_SCORED).sum()),
+            "not found": int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())}
