@@ -58,7 +58,7 @@ run: install install-ablation
 	$(PY) -m toolbench_lib data summary
 	$(PY) -m toolbench_lib index build --model $(EMBEDDER)
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
-		--runs 1 --plan-limit $(PLAN_LIMIT)
+		--runs 4 --plan-limit $(PLAN_LIMIT)
 
 # The query explorer as an app: notebook 08 served by Voila on 127.0.0.1:EXPLORE_PORT over the study of
 # RUN_NAME (what `make run` stored); the kernel of a closed page is shut down after EXPLORE_CULL idle seconds.

@@ -39,7 +39,7 @@ backend = "replay"
 cassette = None
 embedder = "all-MiniLM-L6-v2"
 k = 5
-runs = 1
+runs = 4
 plan_limit = 100
 max_apis = None
 limit = None
@@ -77,6 +77,22 @@ rcfg, rsetup, study = get_retrievers_study(cfg, retriever_runs, setup.ds.queries
 prov = provenance_line(study) + f", retrievers {', '.join(rv.families_of(study))}, gt={gt}"
 print(prov)
 display(Markdown(rv.provenance_markdown(study)))
+
+# %% [markdown]
+# ## The primary endpoint with every retriever
+# The same comparison as notebook 02's primary endpoint (`analysis.endpoint.PRIMARY`), per retriever family:
+# PtR − RtP recall@k per set with a bootstrap 95% CI, a paired t-test Holm-corrected over the three sets of
+# the family, and the paper's test over runs. The report's front states one conclusion per family from it.
+
+# %%
+from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table  # noqa: E402
+from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+
+paper_recall = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
+                for s in ("G1", "G2", "G3")}
+families_endpoint = endpoint_table(study, PRIMARY.at(cfg.k), paper=paper_recall)
+save_tables({"primary_endpoint_families": families_endpoint}, cfg, prov)
+display(families_endpoint.drop(columns=["p_family"]).round(4))
 
 # %% [markdown]
 # ## Recall per retriever family and architecture

@@ -12,7 +12,7 @@ def _lead(rtp: float, ptr: float) -> str:
 
 
 def recall_verdict(rtp: float, ptr: float, p_holm: float, paper: Mapping[str, float],
-                   alpha: float = 0.05) -> dict:
+                   alpha: float = 0.05, test: str = "Wilcoxon") -> dict:
     """The one verdict on a set's recall, used by notebook 02's findings and the report's summary alike:
     ``leader`` here, ``paper_leader`` (None without a paper pair), ``significant`` (Holm-corrected
     Wilcoxon p below ``alpha``) and ``verdict``: reproduced, same direction but not significant,
@@ -23,7 +23,7 @@ def recall_verdict(rtp: float, ptr: float, p_holm: float, paper: Mapping[str, fl
     if not ("rtp" in paper and "ptr" in paper):
         return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}
     want = _lead(paper["rtp"], paper["ptr"])
-    same = f"same direction, not significant (Holm-corrected Wilcoxon {fmt_p(p_holm)})"
+    same = f"same direction, not significant (Holm-corrected {test} {fmt_p(p_holm)})"
     verdict = ("reproduced" if here == want and sig else same if here == want else
                "refuted: the other method leads significantly" if sig else
                f"not reproduced: {here} leads here, not significantly")

@@ -69,7 +69,10 @@ class ExperimentConfig:
     k: int = 5
     plan_k: int = 5
     depth: int = 20
-    runs: int = 1
+    runs: int = 4
+    # Runs that get plans and verdicts (the first ``plan_runs``; None: every run). The recorded cassette
+    # holds plans of run 0 only, so recall is a mean over ``runs`` runs and the pass rate run 0's.
+    plan_runs: int | None = 1
     temperature: float = 0.0
     run_temperature: float | None = 0.3
     plan_limit: int | None = DEFAULT_PLAN_LIMIT
@@ -150,6 +153,8 @@ class ExperimentConfig:
         fields = {k: getattr(self, k) for k in STUDY_FIELDS}
         if self.study_methods is not None:  # the default keeps the keys of studies stored before
             fields["methods"] = list(self.study_methods)
+        if self.planned_runs() < self.runs and self.plan_limit != 0:  # keys of studies planning every run
+            fields["plan_runs"] = self.planned_runs()  # stay as they were
         fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
         from ..retrieval.embedding import DEFAULT_BACKEND, resolve_backend
@@ -157,6 +162,10 @@ class ExperimentConfig:
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
         return _plain(fields)
+
+    def planned_runs(self) -> int:
+        """How many runs (the first ones) get plans."""
+        return self.runs if self.plan_runs is None else min(self.plan_runs, self.runs)
 
     def study_key(self) -> str:
         """Hash of the fields the study tables depend on (analysis-only parameters such as k left out)."""
@@ -322,7 +331,8 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     methods = tuple(cfg.study_methods) if cfg.study_methods else METHODS
     settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
                              run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
-                             methods=methods, plan_methods=METHODS, workers=default_workers(cfg.backend))
+                             plan_runs=cfg.planned_runs(), methods=methods, plan_methods=METHODS,
+                             workers=default_workers(cfg.backend))
     result = run_study(setup, llm, settings, progress=progress)
     result.provenance["config"] = _plain(cfg.to_dict())
     result.provenance["study_key"] = key
@@ -354,9 +364,12 @@ def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int |
 def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
     """``(config, setup, StudyResult)`` of a retrieval-only study (RtP and PtR, no plans) over ``runs`` runs,
     on the first :func:`runs_limit` queries of each set, stored in the run ``<run_name>-runs<runs>``;
-    None when no query is recorded in every run."""
+    None when no query is recorded in every run. A main study of as many runs is that study itself (its
+    queries all have stubs in every run, or it could not have been made)."""
     from dataclasses import replace
 
+    if cfg.runs == runs:
+        return (cfg, *get_study(cfg, progress=progress))
     n = runs_limit(cfg, queries, runs)
     if n == 0:
         return None

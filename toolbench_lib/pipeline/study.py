@@ -75,6 +75,7 @@ class StudySettings:
     plan_limit: int | None = None
     methods: tuple[str, ...] = METHODS
     plan_methods: tuple[str, ...] | None = None  # methods that get plans and verdicts (None: every method)
+    plan_runs: int | None = None  # the first runs that get plans and verdicts (None: every run)
     workers: int = 1
     judge: bool = True
     judge_version: str = DEFAULT_JUDGE
@@ -373,7 +374,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             hits.append(h)
             if r.deterministic:
                 shared[r.name] = h
-        if settings.plan_limit == 0:
+        if settings.plan_limit == 0 or (settings.plan_runs is not None and run >= settings.plan_runs):
             continue
         for method in settings.methods:
             if settings.plan_methods is not None and method not in settings.plan_methods:

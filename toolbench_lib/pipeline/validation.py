@@ -381,6 +381,7 @@ def validate_config(cfg) -> None:
         check_int(name, getattr(cfg, name), 1)
     check_int("seed", cfg.seed, 0)
     check_int("plan_limit", cfg.plan_limit, 0, allow_none=True)
+    check_int("plan_runs", cfg.plan_runs, 1, allow_none=True)
     check_int("max_apis", cfg.max_apis, 1, allow_none=True)
     check_int("limit", cfg.limit, 1, allow_none=True)
     check_temperature("temperature", cfg.temperature)

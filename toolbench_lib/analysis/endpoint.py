@@ -1,0 +1,104 @@
+"""The study's primary endpoint, declared once, and its one test per comparison.
+
+Primary: recall@5 against the ``candidates`` ground truth, each query's score the mean over the recorded
+runs, PtR minus RtP compared per set by a paired t-test over queries (a test of the mean difference, as its
+bootstrap 95% CI is), Holm-corrected over the three sets of one retriever family (G1, G2, G3). Secondary: the
+paper's own test, a one-sample t-test of PtR's run means against RtP's (deterministic) value, Holm over the
+same three sets. Every other table of the report that shows this comparison takes its numbers from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from ..data.queries import subset_alias
+from ..eval.runs import per_query_runs
+from ..eval.stats import holm, paired_comparison, runs_test
+from .findings import recall_verdict
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What the study's answer is measured by (one definition for every notebook and the report)."""
+
+    metric: str = "recall"
+    k: int = 5
+    gt: str = "candidates"
+    basis: str = "per-query mean over the recorded runs"
+    test: str = ("paired t-test over queries (a test of the mean, as is the bootstrap 95% CI of the mean "
+                 "difference)")
+    family: str = "Holm over the three sets (G1, G2, G3) of one retriever family"
+    secondary: str = ("the paper's one-sample t-test of PtR's run means against RtP's value, Holm over the "
+                      "sets")
+
+    def at(self, k: int) -> Endpoint:
+        """The same endpoint at cut-off ``k`` (a run made with another ``k``)."""
+        return replace(self, k=k)
+
+    def text(self) -> str:
+        """One sentence stating the endpoint, for the top of the report."""
+        return (f"**Primary endpoint:** {self.metric}@{self.k} against the `{self.gt}` ground truth, "
+                f"{self.basis}; PtR − RtP per set by a {self.test}; p-values {self.family}. "
+                f"**Secondary:** {self.secondary}.")
+
+
+PRIMARY = Endpoint()
+FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
+ENDPOINT_COLUMNS = ["retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low", "ci_high",
+                    "p", "p_holm", "p_family", "p_runs", "p_runs_holm", "leader", "significant",
+                    "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
+
+
+def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``{retriever family: (rtp method, ptr method)}`` for every family whose two architectures ran."""
+    out = {}
+    for suffix, family in FAMILY_OF.items():
+        a, b = f"rtp{suffix}", f"ptr{suffix}"
+        if a in methods and b in methods and family not in out:
+            out[family] = (a, b)
+    return out
+
+
+def endpoint_table(result, endpoint: Endpoint = PRIMARY,
+                   paper: Mapping[str, Mapping[str, float]] | None = None,
+                   families: Sequence[str] | None = None, n_resamples: int = 10_000) -> pd.DataFrame:
+    """The primary comparison per retriever family and set (:data:`ENDPOINT_COLUMNS`).
+
+    ``result``: a stored study (:class:`~toolbench_lib.pipeline.study.StudyResult`); ``paper``:
+    ``{set: {"rtp": value, "ptr": value}}`` of the paper's recall; ``families`` keeps those families only.
+    """
+    paper = paper or {}
+    pairs = family_pairs(result.methods)
+    if families is not None:
+        pairs = {f: p for f, p in pairs.items() if f in families}
+    if not pairs:
+        return pd.DataFrame(columns=ENDPOINT_COLUMNS)
+    per = per_query_runs(result, endpoint.k, endpoint.gt, (endpoint.metric,))
+    rows = []
+    for family, (a, b) in pairs.items():
+        sub = per[per["method"].isin([a, b])]
+        tests = paired_comparison(sub, a, b, [endpoint.metric], by=("subset",), n_resamples=n_resamples)
+        run_means = sub.groupby(["subset", "method", "run"], sort=False)[endpoint.metric].mean()
+        p_runs = []
+        for t in tests.itertuples():
+            rm = run_means.loc[t.subset]
+            p_runs.append(runs_test(rm.loc[a].to_numpy()[:1], rm.loc[b].to_numpy(),
+                                    a_deterministic=True)["p_value"])
+        p_runs_holm = holm(p_runs)
+        sets = ", ".join(tests["subset"])
+        for t, pr, prh in zip(tests.itertuples(), p_runs, p_runs_holm, strict=True):
+            ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
+            v = recall_verdict(t.mean_a, t.mean_b, t.p_t_holm, ref, test="paired t")
+            rows.append({"retriever": family, "subset": t.subset, "n_queries": int(t.n),
+                         "n_runs": int(sub["run"].nunique()), "rtp": t.mean_a, "ptr": t.mean_b,
+                         "diff": t.diff, "ci_low": t.ci_low, "ci_high": t.ci_high,
+                         "p": t.p_t, "p_holm": t.p_t_holm,
+                         "p_family": f"Holm over {family}: {sets}", "p_runs": float(pr),
+                         "p_runs_holm": float(prh), "leader": v["leader"], "significant": v["significant"],
+                         "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan),
+                         "paper_leader": v["paper_leader"], "verdict": v["verdict"]})
+    return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)

@@ -1,0 +1,172 @@
+"""The report's front: the question, the answer per retriever with its one test, the setup differences,
+what the paper gets right and wrong, the limits of this reproduction, and a conclusion per retriever.
+
+Every number of the front's prose goes through a :class:`Ledger` under a name, so the report can be checked
+for one value per named quantity (``report_quantities.json`` beside ``report.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..data.markdown import md_table
+from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from ..pipeline.experiment import ExperimentConfig
+from .endpoint import PRIMARY
+from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from .scorecard import TableCache, paper_bounds, status_counts
+
+ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
+FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
+FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
+PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
+
+
+class Ledger:
+    """The numbers the report states, by name: each named quantity must carry one value."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[str]] = {}
+
+    def put(self, name: str, text: str) -> str:
+        """Record ``text`` as the value of ``name`` and return it (to be written into the report)."""
+        seen = self.values.setdefault(name, [])
+        if text not in seen:
+            seen.append(text)
+        return text
+
+    def conflicts(self) -> dict[str, list[str]]:
+        """Names stated with more than one value."""
+        return {name: texts for name, texts in self.values.items() if len(texts) > 1}
+
+    def as_dict(self) -> dict[str, str | list[str]]:
+        return {name: texts[0] if len(texts) == 1 else texts for name, texts in self.values.items()}
+
+
+def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
+    """The primary comparison per retriever family and set: the dense rows of the main study (notebook
+    02), the other families' from the retriever study (notebook 12); empty when neither was saved."""
+    cache = TableCache(cfg.tables_dir)
+    main, fams = cache.get(ENDPOINT_TABLE), cache.get(FAMILIES_TABLE)
+    frames = [t for t in (main,) if t is not None and not t.empty]
+    if fams is not None and not fams.empty:
+        have = set(main["retriever"]) if main is not None and not main.empty else set()
+        frames.append(fams[~fams["retriever"].isin(have)])
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
+
+
+def _name(row) -> str:
+    return f"{row.retriever} {subset_alias(row.subset)}"
+
+
+def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
+    """The answer as one table: every number of the primary comparison, once."""
+    out = []
+    for r in rows.itertuples():
+        n = _name(r)
+        paper = (f"{fmt_number(r.paper_rtp)} / {fmt_number(r.paper_ptr)}"
+                 if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
+        out.append({
+            "retriever": r.retriever, "set": subset_alias(r.subset),
+            "queries": ledger.put(f"{n} queries", fmt_count(r.n_queries)),
+            "runs": ledger.put(f"{n} runs", fmt_count(r.n_runs)),
+            "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
+            "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
+            "PtR − RtP (95% CI)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
+            + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high)),
+            "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm)),
+            "p over runs (paper's test, Holm)": ledger.put(f"{n} p over runs", fmt_p(r.p_runs_holm)),
+            "paper RtP / PtR": paper,
+            "verdict": r.verdict})
+    return md_table(pd.DataFrame(out))
+
+
+def _set_phrase(r, ledger: Ledger) -> str:
+    n, s = _name(r), subset_alias(r.subset)
+    diff = ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff))
+    ci = ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
+    p = ledger.put(f"{n} p", fmt_p(r.p_holm))
+    if r.significant:
+        return f"{r.leader} ahead on {s} ({diff} {ci}, {p})"
+    return f"no significant difference on {s} ({diff} {ci}, {p})"
+
+
+def family_conclusion(family: str, rows: pd.DataFrame, ledger: Ledger) -> str:
+    """One sentence per retriever family: per set, who leads (significantly or not), and whether the paper's
+    crossover holds with this retriever. Generated from the rows, so it cannot contradict them."""
+    with_paper = rows[rows["paper_leader"].notna()]
+    reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
+    refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
+                                                         "subset"]]
+    if len(with_paper) and len(reproduced) == len(with_paper):
+        crossover = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced"
+    elif reproduced:
+        crossover = (f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced on {', '.join(reproduced)} "
+                     "only")
+    else:
+        crossover = f"the paper's crossover ({PAPER_CROSSOVER}) is not reproduced"
+    if refuted:
+        crossover += f"; on {', '.join(refuted)} the other architecture leads significantly"
+    phrases = "; ".join(_set_phrase(r, ledger) for r in rows.itertuples())
+    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}. With this retriever {crossover}."
+
+
+def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
+    """What differs from the paper's setup: embedder, LLM, runs, plans, registry and query counts."""
+    prov = provenance[0] if provenance else {}
+    settings = prov.get("settings", {})
+    paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
+               if e["id"].endswith("_query_count")}
+    counts = {}
+    if len(rows):
+        dense = rows[rows["retriever"] == "dense"]
+        counts = dict(zip(dense["subset"], dense["n_queries"], strict=True))
+    runs, plan_runs = settings.get("runs"), settings.get("plan_runs")
+    plans = f"{fmt_count(settings.get('plan_limit'))} per set" + (
+        f", run 0 only (of {fmt_count(runs)})" if plan_runs is not None and runs and plan_runs < runs else "")
+    table = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
+             ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
+              f"(backend {prov.get('backend', 'n/a')})"),
+             ("runs (stubs, retrieval)", "4", fmt_count(runs)),
+             ("plans and pass rates", "every query, 4 runs", plans),
+             ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")))]
+    for subset in cfg.subsets:
+        canonical = DEFAULT_SUBSETS.get(subset, subset)
+        table.append((f"{subset} queries", fmt_count(paper_n.get(subset)),
+                      f"{fmt_count(counts.get(canonical))} ({canonical})"))
+    return ["### What differs from the paper's setup", "",
+            md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
+
+
+def right_and_wrong(report: pd.DataFrame, conclusions: Mapping[str, str], extra: list[str]) -> list[str]:
+    """What the paper gets right and wrong: its headline per retriever, then the scorecard's counts."""
+    c = status_counts(report) if len(report) else {}
+    lines = ["### What the paper gets right and wrong", ""]
+    lines += [f"- {text}" for text in conclusions.values()]
+    if c:
+        counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
+        lines.append(f"- The paper's {fmt_count(len(report))} reference numbers against this run: {counts}. "
+                     "The section for each claim shows its rows; the scorecard in the appendix lists all, "
+                     "each with its evidence.")
+    lines += [f"- {t}" for t in extra]
+    return lines + [""]
+
+
+def limits(provenance: list[dict]) -> list[str]:
+    """The limits of this reproduction, from the study's provenance."""
+    prov = provenance[0] if provenance else {}
+    s = prov.get("settings", {})
+    return ["### Limits of this reproduction", "",
+            f"- The stubs and plans come from `{prov.get('llm_model', 'n/a')}` (backend "
+            f"`{prov.get('backend', 'n/a')}`), a small local model, not the paper's Gemini 2.5 Flash; weaker "
+            "stubs handicap PtR most.",
+            f"- Queries and APIs are embedded with `{prov.get('model', 'n/a')}`, not the paper's GTE-base: "
+            "raw cosines and the dense ranking differ from the paper's.",
+            f"- Plans, pass rates and trajectories cover the first {fmt_count(s.get('plan_limit'))} queries "
+            "of each set; recall covers every query with a resolvable ground truth.",
+            "- The judged pass rate is scored only where the judge agrees with the objective pass rate "
+            "(kappa of at least 0.4); otherwise the objective pass rate is shown.", ""]
