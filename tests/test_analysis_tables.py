@@ -275,7 +275,7 @@ def test_wins_by_hand(study):
 
 def test_k_ablation_by_hand(study):
     t = k_ablation(study, ks=[1, 2, 3], gts=["candidates"])
-    assert list(t.columns) == ["subset", "method", "gt", "k", "recall", "precision"]
+    assert list(t.columns[:6]) == ["subset", "method", "gt", "k", "recall", "precision"]
     assert len(t) == 2 * 2 * 3
     def at(method: str, k: int) -> tuple[float, float]:
         return tuple(row(t, subset="G1", method=method, k=k)[["recall", "precision"]])
@@ -285,6 +285,15 @@ def test_k_ablation_by_hand(study):
     main = main_results(study, gts=["candidates"])
     k2 = t[t["k"] == 2].merge(main, on=["subset", "method", "gt"])
     assert np.allclose(k2["recall"], k2["recall_mean"]) and np.allclose(k2["precision"], k2["precision_mean"])
+    # The gain is PtR minus RtP on the same queries, on both rows, inside its paired bootstrap CI; each
+    # value lies inside its own CI (over queries).
+    gain = row(t, subset="G1", method="ptr", k=3)["recall_gain"]
+    assert gain == pytest.approx(0.875 - 1.0)
+    assert row(t, subset="G1", method="rtp", k=3)["recall_gain"] == gain
+    for metric in ("recall", "precision", "recall_gain"):
+        assert (t[f"{metric}_ci_low"] <= t[metric] + 1e-12).all()
+        assert (t[metric] <= t[f"{metric}_ci_high"] + 1e-12).all()
+    assert (t["recall_ci_high"] > t["recall_ci_low"]).any()
     with pytest.raises(ValueError, match="stored depth"):
         k_ablation(study, ks=[DEPTH + 1])
 
@@ -294,6 +303,10 @@ def test_budget_check_by_hand(study):
     assert list(b.columns[:4]) == ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
     assert tuple(row(b, subset="G1")[["rtp_k10_recall", "ptr_k5_recall"]]) == pytest.approx((1.0, 0.875))
     assert tuple(row(b, subset="G2")[["rtp_k10_recall", "ptr_k5_recall"]]) == pytest.approx((0.25, 0.625))
+    g1 = row(b, subset="G1")
+    assert g1["ptr_k5_recall_ci_low"] <= 0.875 <= g1["ptr_k5_recall_ci_high"]
+    # every G1 query has RtP recall@10 = 1.0: no spread
+    assert g1["rtp_k10_recall_ci_low"] == g1["rtp_k10_recall_ci_high"] == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------- trajectories

@@ -27,6 +27,7 @@ from ..eval.runs import direct_recall, score_rankings
 from ..eval.stats import paired_test
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
+from .intervals import with_ci
 from .scale import gt_column_sets
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
@@ -287,12 +288,14 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tup
         rho = stats.spearmanr(g["max_cos"], g["disjoint"]) if g["disjoint"].nunique() > 1 else None
         third = pd.qcut(g["max_cos"].rank(method="first"), 3, labels=["low", "mid", "high"])
         by = g.groupby(third, observed=True)["disjoint"].mean()
+        sizes = g.groupby(third, observed=True)["disjoint"].size()
         rows.append({"subset": subset, "mean_cos": g["mean_cos"].mean(), "max_cos": g["max_cos"].mean(),
                      "n_stubs": g["n_stubs"].mean(), "disjoint_share": g["disjoint"].mean(),
                      "rho_disjoint_vs_echo": float(rho.statistic) if rho else 0.0,
                      "p_value": float(rho.pvalue) if rho else 1.0,
                      "disjoint_low_echo": by.get("low", float("nan")),
-                     "disjoint_high_echo": by.get("high", float("nan")), "n_queries": len(g)})
+                     "disjoint_high_echo": by.get("high", float("nan")), "n_queries": len(g),
+                     "n_low_echo": int(sizes.get("low", 0)), "n_high_echo": int(sizes.get("high", 0))})
     table = pd.DataFrame(rows)
     a = table.set_index("subset").loc["all"]
     low, high = a["disjoint_low_echo"], a["disjoint_high_echo"]
@@ -309,10 +312,17 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tup
 def embedder_ablation(studies: dict[str, object], k: int = 5,
                       gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
-    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``."""
+    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``; on PtR's rows also
+    the mean cosine of a stub to its own top-1 API when that API is / is not ground truth (``cos_correct``,
+    ``cos_incorrect``, with bootstrap 95% CIs over stubs), the raw scale of each embedder's cosines."""
+    from .stub_analysis import stub_top1
+
     rows = []
     for name, res in studies.items():
         q = res.queries
+        top1 = stub_top1(res, gt) if res.stubs is not None and len(res.stubs) else None
+        if top1 is not None:
+            top1 = top1[top1["api_id"].notna()].assign(subset=lambda t: t["subset"].map(subset_alias))
         for method in res.methods:
             runs = range(res.n_runs)
             pq = pd.concat([score_rankings(res.ranking(method, r), q, gt, k) for r in runs])
@@ -322,6 +332,11 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
                              "recall": g["recall"].mean(),
                              "precision": g["precision"].mean(), "registry_size":
                              res.provenance.get("registry_size"), "n_queries": g["qkey"].nunique()})
+                if method == "ptr" and top1 is not None:
+                    t = top1[top1["subset"] == subset]
+                    for col, part in (("cos_correct", t[t["correct"]]), ("cos_incorrect", t[~t["correct"]])):
+                        rows[-1][col] = float(part["score"].mean()) if len(part) else float("nan")
+                        with_ci(rows[-1], col, part["score"].to_numpy(dtype=float))
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:
         return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."

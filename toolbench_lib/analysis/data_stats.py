@@ -15,6 +15,7 @@ import pandas as pd
 from ..data.dataset import Dataset
 from ..data.queries import GT_DEFINITIONS, resolve_subset, subset_alias
 from ..data.registry import DOC_TEXT_MAX_CHARS
+from .intervals import with_ci
 
 GT_PAIR_COLUMNS = {"candidates": ("n_candidate_pairs", "unresolved_candidates"),
                    "relevant": ("n_relevant_pairs", "unresolved_relevant")}
@@ -67,7 +68,8 @@ def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = 5) -> p
     """Ground-truth APIs per query: ``subset, gt, n_queries, mean, median, min, max, n_empty``.
 
     Also ``share_over_k`` (queries with more than ``k`` ground-truth APIs, which no ranking can fully
-    recall at ``k``) and ``recall_ceiling`` (:func:`recall_ceiling` at ``k``).
+    recall at ``k``) and ``recall_ceiling`` (:func:`recall_ceiling` at ``k``); ``mean_ci_low`` /
+    ``mean_ci_high``: a bootstrap 95% CI of the mean over the set's queries.
     """
     q = _queries(ds, subsets)
     rows = []
@@ -79,6 +81,7 @@ def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = 5) -> p
                          "min": int(sizes.min()), "max": int(sizes.max()), "n_empty": int((sizes == 0).sum()),
                          "k": k, "share_over_k": float((sizes > k).mean()),
                          "recall_ceiling": recall_ceiling(sizes, k)})
+            with_ci(rows[-1], "mean", sizes)
     return pd.DataFrame(rows)
 
 

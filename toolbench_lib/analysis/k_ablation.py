@@ -14,11 +14,16 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..pipeline.study import METHODS, StudyResult
+from .intervals import with_ci
 from .main_results import alias_order
 from .style import METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
+ABLATION_EXTRA = ["recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high", "recall_gain",
+                  "recall_gain_ci_low", "recall_gain_ci_high", "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
+BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", "rtp_k10_recall_ci_low", "rtp_k10_recall_ci_high",
+                "ptr_k5_recall_ci_low", "ptr_k5_recall_ci_high"]
 
 
 def stored_depth(result: StudyResult) -> int:
@@ -40,34 +45,49 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
     """Recall@k and precision@k per subset, method and ground truth for every ``k`` in ``ks``.
 
     Per run, means over the subset's queries (a query without ground truth has recall 0; precision
-    divides by ``k`` even when fewer APIs were retrieved); then the mean over runs.
+    divides by ``k`` even when fewer APIs were retrieved); then the mean over runs. Each value has a
+    bootstrap 95% CI over queries (``<metric>_ci_low`` / ``_ci_high``, per query the mean over runs), and
+    ``recall_gain`` is PtR minus RtP recall@k on the same queries with its paired bootstrap CI (the same on
+    both methods' rows).
     """
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
         raise ValueError(f"k must lie in 1..{depth} (the stored depth), got {min(ks)}..{max(ks)}")
     q = result.queries[["qkey", "subset"]]
+    subsets = q["subset"].to_numpy()
     rows = []
     for gt in [check_gt(g) for g in gts]:
-        n_gt = result.queries.set_index("qkey")[gt].map(len)
+        n = q["qkey"].map(result.queries.set_index("qkey")[gt].map(len)).to_numpy(dtype=float)
         flags = _gt_flags(result, gt)
-        for (method, run), h in flags.groupby(["method", "run"], sort=False):
-            base = q.assign(n_gt=q["qkey"].map(n_gt).to_numpy())
+        per_query: dict[tuple[str, int], list[np.ndarray]] = {}
+        for (method, _run), h in flags.groupby(["method", "run"], sort=False):
             for k in ks:
                 hits_k = h[(h["rank"] <= k) & h["is_gt"]].groupby("qkey").size()
-                found = base["qkey"].map(hits_k).fillna(0).to_numpy(dtype=float)
-                n = base["n_gt"].to_numpy(dtype=float)
-                recall = np.divide(found, n, out=np.zeros_like(found), where=n > 0)
-                per_q = base.assign(recall=recall, precision=found / k)
-                means = per_q.groupby("subset", sort=False)[["recall", "precision"]].mean()
-                for subset, m in means.iterrows():
-                    rows.append({"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
-                                 "run": run, "recall": m["recall"], "precision": m["precision"]})
-    per_run = pd.DataFrame(rows)
-    if per_run.empty:
-        return pd.DataFrame(columns=ABLATION_COLUMNS)
-    out = (per_run.groupby(["subset", "method", "gt", "k"], sort=False)[["recall", "precision"]].mean()
-           .reset_index())
+                found = q["qkey"].map(hits_k).fillna(0).to_numpy(dtype=float)
+                per_query.setdefault((method, k), []).append(found)
+        means = {key: np.mean(runs, axis=0) for key, runs in per_query.items()}
+        for (method, k), found in means.items():
+            recall = np.divide(found, n, out=np.zeros_like(found), where=n > 0)
+            other = means.get(("rtp" if method == "ptr" else "ptr", k))
+            gain = None
+            if other is not None and method in ("rtp", "ptr"):
+                other_recall = np.divide(other, n, out=np.zeros_like(other), where=n > 0)
+                gain = recall - other_recall if method == "ptr" else other_recall - recall
+            for subset in dict.fromkeys(subsets):
+                mask = subsets == subset
+                row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
+                       "recall": float(recall[mask].mean()), "precision": float(found[mask].mean() / k)}
+                with_ci(row, "recall", recall[mask])
+                with_ci(row, "precision", found[mask] / k)
+                row["recall_gain"] = float(gain[mask].mean()) if gain is not None else np.nan
+                with_ci(row, "recall_gain", gain[mask] if gain is not None else [])
+                row["n_queries"] = int(mask.sum())
+                rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return pd.DataFrame(columns=ABLATION_COLUMNS + ABLATION_EXTRA)
+    out = out[ABLATION_COLUMNS + ABLATION_EXTRA]
     order = {s: i for i, s in enumerate(alias_order(result))}
     out = out.assign(_g=out["gt"].map(GT_DEFINITIONS.index), _s=out["subset"].map(order),
                      _m=out["method"].map(lambda m: METHODS.index(m) if m in METHODS else len(METHODS)))
@@ -77,16 +97,23 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
 def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """RtP's recall at k = 10 beside PtR's at k = 5 (PtR's stubs search several times the APIs RtP does).
 
-    Extra columns give RtP at 5 and PtR at 10 so both sides of the comparison are visible.
+    Extra columns give RtP at 5 and PtR at 10 so both sides of the comparison are visible, and the
+    bootstrap 95% CI over queries of the two compared recalls.
     """
     ab = k_ablation(result, [5, 10], gts)
-    wide = ab.pivot_table(index=["subset", "gt"], columns=["method", "k"], values="recall", sort=False)
     rows = []
-    for (subset, gt), r in wide.iterrows():
-        rows.append({"subset": subset, "gt": gt, "rtp_k10_recall": r.get(("rtp", 10), np.nan),
-                     "ptr_k5_recall": r.get(("ptr", 5), np.nan), "rtp_k5_recall": r.get(("rtp", 5), np.nan),
-                     "ptr_k10_recall": r.get(("ptr", 10), np.nan)})
-    return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, "rtp_k5_recall", "ptr_k10_recall"])
+    for (subset, gt), g in ab.groupby(["subset", "gt"], sort=False):
+        row: dict = {"subset": subset, "gt": gt}
+        for method, k in (("rtp", 10), ("ptr", 5), ("rtp", 5), ("ptr", 10)):
+            r = g[(g["method"] == method) & (g["k"] == k)]
+            name = f"{method}_k{k}_recall"
+            found = len(r) > 0
+            row[name] = float(r["recall"].iloc[0]) if found else np.nan
+            if (method, k) in (("rtp", 10), ("ptr", 5)):
+                row[f"{name}_ci_low"] = float(r["recall_ci_low"].iloc[0]) if found else np.nan
+                row[f"{name}_ci_high"] = float(r["recall_ci_high"].iloc[0]) if found else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, *BUDGET_EXTRA])
 
 
 def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.runs import direct_hits
 from ..retrieval.subregistry import sample_subregistry
+from .intervals import with_wilson
 from .similarity import SimilarityCache, topk_columns
 from .style import METHOD_COLORS, METHOD_LABELS
 
@@ -100,7 +101,8 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
 
     ``registry`` is the full registry (``ds.registry``); sampling uses only the rows of the cache's
     index. A size that is the whole index is evaluated once (seed 0), as every seed gives the same set.
-    PtR is averaged over ``runs`` (default: every run in the cache).
+    PtR is averaged over ``runs`` (default: every run in the cache). A divergence row has the Wilson 95%
+    interval of its share over the set's queries (``no_overlap_share_ci_low`` / ``_high``).
     """
     check_gt(gt)
     if keep_gt not in KEEP_GT:
@@ -141,8 +143,9 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                                    "precision": arr[:, 1].mean(),
                                    "n_runs": len(values) if method == "ptr" else 1, **extra})
             if diverge:
-                div_rows.append({**base, "no_overlap_share": float(np.mean(diverge)), "n_runs": len(diverge),
-                                 **extra})
+                share = float(np.mean(diverge))
+                row = {**base, "no_overlap_share": share, "n_runs": len(diverge), **extra}
+                div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
     return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
 
 

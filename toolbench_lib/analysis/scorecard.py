@@ -19,7 +19,7 @@ import yaml
 
 from ..data.paths import PROJECT_ROOT
 from ..pipeline.experiment import ExperimentConfig
-from .numbers import fmt_count, fmt_number
+from .numbers import fmt_count, fmt_number, fmt_signed
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
@@ -27,46 +27,66 @@ AGGREGATES = ("first", "mean", "min", "max", "sum")
 EXTREMES = {"$min": "min", "$max": "max"}
 REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
                   "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
-                  "quote", "source"]
+                  "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high"]
+
+
+def _ci(*columns: str) -> tuple[str, ...]:
+    """The CI columns ``<c>_ci_low``, ``<c>_ci_high`` of each column."""
+    return tuple(f"{c}_ci_{end}" for c in columns for end in ("low", "high"))
+
 
 # The saved tables and the columns the analyses write (extra columns are allowed).
 TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
                      "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
-                     "recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high"),
+                     *_ci("recall", "precision")),
     "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
     "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
                      "p_t_holm", "p_wilcoxon_holm", "p_sign_holm", "rtp_wins", "ptr_wins", "ties"),
     "ttests": ("subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean"),
-    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision"),
-    "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall"),
+    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "n_queries",
+                   *_ci("recall", "precision", "recall_gain")),
+    "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall",
+                     *_ci("rtp_k10_recall", "ptr_k5_recall")),
     "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
-    "scale_divergence": ("size", "seed", "subset", "no_overlap_share"),
+    "scale_divergence": ("size", "seed", "subset", "no_overlap_share", "n_queries", *_ci("no_overlap_share")),
     "trajectory": ("subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
-                   "mean_apis_named", "refusal_rate", "n_plans"),
+                   "mean_apis_named", "refusal_rate", "n_plans", "n_queries",
+                   *_ci("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
+                       "refusal_rate")),
     "miss_behaviour": ("subset", "method", "n_complete_miss", "refusal_rate_on_miss",
-                       "wrong_tool_rate_on_miss"),
+                       "wrong_tool_rate_on_miss", "n_refusal_on_miss", "n_wrong_tool_on_miss",
+                       *_ci("refusal_rate_on_miss", "wrong_tool_rate_on_miss")),
     "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
-                   "cos_incorrect", "fallback_share"),
+                   "cos_incorrect", "fallback_share", "n_stubs", "n_matched", "n_hits",
+                   *_ci("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                       "cos_incorrect")),
     "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
-                       "ptr_latency_s"),
-    "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+                       "ptr_latency_s", "n_queries", *_ci("overhead_pct")),
+    "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr",
+                "n_queries"),
     "routing_overall": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
     "retriever_main": ("subset", "retriever", "method", "recall_mean", "recall_lo", "recall_hi", "n_queries"),
     "routing_signal": ("subset", "signal", "auroc"),
     "data_sources": ("source", "n_apis", "share"),
     "data_categories": ("category", "n_apis", "share", "n_tools"),
-    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median"),
+    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median", *_ci("mean")),
     "paper_query_counts": ("subset", "n_queries"),
     "ablation_decomposition": ("subset", "decomposer", "ptr_recall", "rtp_recall", "stubs_per_query",
                                "coverage", "n_queries"),
     "ablation_stub_text": ("subset", "variant", "recall", "precision", "n_queries"),
     "ablation_divergence": ("subset", "design", "size", "no_overlap_share", "gt_share", "rtp_recall",
-                            "ptr_recall"),
+                            "ptr_recall", "n_queries"),
     "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs", "disjoint_share",
-                           "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo"),
+                           "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo",
+                           "n_queries", "n_low_echo", "n_high_echo"),
     "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
     "judge_validity": ("subset", "method", "kappa", "judged_pass_rate", "objective_pass_rate", "n_plans"),
+}
+
+# Columns a table has only in some runs (a locator may name them; a table need not hold them).
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ablation_embedder": ("cos_correct", "cos_incorrect", *_ci("cos_correct", "cos_incorrect")),
 }
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -102,13 +122,17 @@ def check_locator(locator: Mapping, where: str = "locator") -> None:
         for name in names:
             check_locator(locator[name], f"{where}.{name}")
         return
+    if "paper" in locator:  # a number of the paper: {paper: entry id, bound: value | min | max}
+        if set(locator) - {"paper", "bound"} or locator.get("bound", "value") not in ("value", "min", "max"):
+            raise ValueError(f"{where}: a paper locator is {{paper: <entry id>, bound: value|min|max}}")
+        return
     unknown = set(locator) - _LOCATOR_KEYS
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
     table, column = locator.get("table"), locator.get("column")
     if table not in TABLE_SCHEMAS:
         raise ValueError(f"{where}: unknown table {table!r}")
-    columns = TABLE_SCHEMAS[table]
+    columns = TABLE_SCHEMAS[table] + OPTIONAL_COLUMNS.get(table, ())
     if column not in columns and "{" not in str(column):  # "{metric}": the report row's metric
         raise ValueError(f"{where}: table {table} has no column {column!r}")
     if not isinstance(locator.get("where") or {}, Mapping):
@@ -138,6 +162,9 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
                 check_locator(entry["ci"][extra], f"{entry['id']}.ci.{extra}")
         if "share" in entry:
             check_locator(entry["share"]["n"], f"{entry['id']}.share.n")
+        for key in ("count", "n"):
+            if "wilson" in entry:
+                check_locator(entry["wilson"][key], f"{entry['id']}.wilson.{key}")
         for extra in ("kappa", "objective"):
             if extra in entry.get("validity", {}):
                 check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
@@ -147,11 +174,13 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
 # -- locating this run's value ------------------------------------------------------------------------------
 
 class TableCache:
-    """Tables of one run, each read once; ``None`` for a table that was not saved."""
+    """Tables of one run, each read once; ``None`` for a table that was not saved. ``paper`` holds the
+    reference entries' bounds (``{id: bounds}``) for ``{paper: id}`` locators."""
 
-    def __init__(self, tables_dir: Path):
+    def __init__(self, tables_dir: Path, paper: Mapping[str, Mapping[str, float]] | None = None):
         self.tables_dir = Path(tables_dir)
         self._tables: dict[str, pd.DataFrame | None] = {}
+        self.paper = dict(paper or {})
 
     def get(self, name: str) -> pd.DataFrame | None:
         if name not in self._tables:
@@ -232,6 +261,9 @@ def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
             values[name] = value
         value = evaluate_expr(str(locator["expr"]), values)
         return (value, None) if not math.isnan(value) else (math.nan, "no value")
+    if "paper" in locator:
+        bound = tables.paper.get(str(locator["paper"]), {}).get(locator.get("bound", "value"))
+        return (float(bound), None) if bound is not None else (math.nan, f"no paper value {locator['paper']}")
     df = tables.get(locator["table"])
     if df is None:
         return math.nan, "missing table"
@@ -254,6 +286,8 @@ def locator_source(locator: Mapping) -> str:
         names = sorted(expression_names(str(locator["expr"])))
         parts = [f"{n} = {locator_source(locator[n])}" for n in names]
         return f"{locator['expr']} with " + "; ".join(parts)
+    if "paper" in locator:
+        return f"the paper's {locator['paper']} ({locator.get('bound', 'value')})"
     where = ", ".join(f"{k}={v}" for k, v in (locator.get("where") or {}).items())
     agg = locator.get("agg", "first")
     text = f"{locator['table']}.{locator['column']}" + (f" [{where}]" if where else "")
@@ -278,23 +312,30 @@ def _direction(diff: float) -> str:
     return "above" if diff > 0 else "below" if diff < 0 else ""
 
 
+def _overlaps(low: float, high: float, a: float, b: float) -> bool:
+    return low - 1e-12 <= b and a <= high + 1e-12
+
+
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's.
 
-    ``difference`` is this run minus the paper, or the distance outside the paper's range. The status is
-    "consistent" when the paper's value lies in this run's 95% CI (``ci``), else within ``tolerance``,
-    else (with neither) equal at the paper's last decimal, or when this run's value lies in the paper's
-    range; "differs" otherwise, with the direction of this run against the paper (above / below).
+    ``difference`` is this run minus the paper, or the distance outside the paper's range. With a 95% CI
+    (``ci``) the status is "consistent" when the CI meets the paper's value, or its range, or (a "~"
+    number) its value ± ``tolerance``. Without one: within ``tolerance``, else equal at the paper's last
+    decimal, or inside the paper's range. "differs" otherwise, with the direction of this run against
+    the paper (above / below).
     """
     if "value" in bounds:
         paper = bounds["value"]
         diff = this_run - paper
         if ci is not None:
             low, high = ci
-            ok = low - 1e-12 <= paper <= high + 1e-12
-            basis = f"paper in this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]" if ok else \
-                f"paper outside this run's 95% CI [{fmt_number(low)}, {fmt_number(high)}]"
+            tol = 0.0 if tolerance is None else float(tolerance)
+            ok = _overlaps(low, high, paper - tol, paper + tol)
+            target = f"paper ±{tol:g}" if tol else "paper"
+            basis = (f"{target} {'in' if ok else 'outside'} this run's 95% CI "
+                     f"[{fmt_number(low)}, {fmt_number(high)}]")
         else:
             tol = default_tolerance(paper) if tolerance is None else float(tolerance)
             ok = abs(diff) <= tol + 1e-12
@@ -303,6 +344,12 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
+    if ci is not None:
+        ok = _overlaps(ci[0], ci[1], low, high)
+        basis += (f" {'meets' if ok else 'misses'} this run's 95% CI "
+                  f"[{fmt_number(ci[0])}, {fmt_number(ci[1])}]")
+        if ok:
+            return 0.0, CONSISTENT, "", basis
     if this_run < low:
         return this_run - low, DIFFERS, "below", basis
     if this_run > high:
@@ -364,25 +411,60 @@ def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
 
 # -- named causes -------------------------------------------------------------------------------------------
 
+EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
+    "explained", "partly explained", "unexplained", "setup difference", "not tested")
+CAUSE_KINDS = ("tested", "setup")
+
+
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
-    """``{cause id: cause}`` from the causes file, each prediction and check validated."""
+    """``{cause id: cause}`` from the causes file, each cause checked.
+
+    A cause is ``tested`` (``explains`` rows by metric, method and k, each with the ``effect`` it adds to
+    this run's value or the ``predicted`` value itself) or a ``setup`` difference (what differs, shown by
+    optional ``shows`` locators, not tested).
+    """
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     out = {}
     for cause in data.get("causes", []):
-        for key in ("id", "title", "ablation", "prediction", "predicts", "checks"):
+        cid = cause.get("id", "?")
+        for key in ("id", "kind", "title", "prediction"):
             if key not in cause:
-                raise ValueError(f"{path}: cause {cause.get('id', '?')} lacks {key!r}")
-        for p in cause["predicts"]:
-            if p.get("direction") not in ("above", "below") or not p.get("metric"):
-                raise ValueError(f"{path}: cause {cause['id']}: a prediction needs a metric and a direction "
-                                 f"above/below, got {p}")
-        for i, check in enumerate(cause["checks"]):
-            check_locator(check, f"{cause['id']}.checks[{i}]")
-            if "**" in str(check["expr"]):
-                raise ValueError(f"{path}: cause {cause['id']}: a check is signed, not a power "
-                                 f"({check['expr']})")
-        out[cause["id"]] = cause
+                raise ValueError(f"{path}: cause {cid} lacks {key!r}")
+        if cause["kind"] not in CAUSE_KINDS:
+            raise ValueError(f"{path}: cause {cid}: kind must be one of {CAUSE_KINDS}")
+        for i, shown in enumerate(cause.get("shows", [])):
+            check_locator({k: v for k, v in shown.items() if k != "label"}, f"{cid}.shows[{i}]")
+        if cause["kind"] == "setup":
+            out[cid] = cause
+            continue
+        if "ablation" not in cause or not cause.get("explains"):
+            raise ValueError(f"{path}: tested cause {cid} needs an ablation and the rows it explains")
+        for i, item in enumerate(cause["explains"]):
+            where = f"{path}: cause {cid}.explains[{i}]"
+            if not item.get("metric"):
+                raise ValueError(f"{where}: names no metric")
+            size = {"effect", "predicted"} & (set(item) | set(cause))
+            if len(size) != 1:
+                raise ValueError(f"{where}: give the size it predicts as one of effect / predicted")
+            spec = item.get("effect", item.get("predicted", cause.get("effect", cause.get("predicted"))))
+            if "effect" in size:
+                check_locator(spec, f"{cid}.effect")
+            else:
+                _check_predicted(spec, f"{cid}.predicted")
+        out[cid] = cause
     return out
+
+
+def _check_predicted(spec: Mapping, where: str) -> None:
+    """A ``predicted`` block: ``value`` with ``low``/``high`` locators, or ``wilson: {count, n}``."""
+    if "wilson" in spec:
+        for key in ("count", "n"):
+            check_locator(spec["wilson"][key], f"{where}.wilson.{key}")
+        return
+    for key in ("value", "low", "high"):
+        if key not in spec:
+            raise ValueError(f"{where}: needs value, low and high (or wilson)")
+        check_locator(spec[key], f"{where}.{key}")
 
 
 def _for_row(locator, row: Mapping[str, str]):
@@ -401,65 +483,151 @@ def _for_subset(locator, subset: str):
     return _for_row(locator, {"subset": subset})
 
 
-def predicts(cause: Mapping, metric: str, method: str, direction: str) -> bool:
-    """Whether ``cause`` predicts a difference of this metric (and method) in this direction."""
-    return any(p["metric"] == metric and p.get("method", method) == method and p["direction"] == direction
-               for p in cause["predicts"])
+def explains(cause: Mapping, entry: Mapping) -> dict | None:
+    """The item of a tested cause's ``explains`` that names this entry's metric, method and k, or
+    ``None`` (a cause explains no row it does not name)."""
+    for item in cause.get("explains", []):
+        same_method = item.get("method", entry.get("method")) == entry.get("method")
+        if item["metric"] == entry.get("metric") and same_method and item.get("k") == entry.get("k"):
+            return dict(item)
+    return None
 
 
-def check_cause(cause: Mapping, row: Mapping | str, tables: TableCache,
-                paper: float | None = None) -> tuple[bool | None, str]:
-    """``(holds, evidence)``: whether every check is > 0 in this run (``None`` when a table is missing)."""
-    row = {"subset": row} if isinstance(row, str) else dict(row)
-    shown = []
-    for check in cause["checks"]:
-        check = _for_row(check, row)
-        values = {} if paper is None else {"paper": paper}
-        for name in sorted(expression_names(str(check["expr"])) - {"paper"}):
-            value, problem = locate(check[name], tables)
-            if problem:
-                return None, f"{check[name].get('table', name)}: {problem}"
-            values[name] = value
-        result = evaluate_expr(str(check["expr"]), values)
-        shown.append(f"{check['expr']} = {fmt_number(result)} with "
-                     + ", ".join(f"{n} = {fmt_number(v)}" for n, v in values.items()))
-        if math.isnan(result) or result <= 0:
-            return False, "; ".join(shown)
-    return True, "; ".join(shown)
+def _located(locator: Mapping, row: Mapping, tables: TableCache) -> tuple[float, str | None]:
+    return locate(_for_row(locator, row), tables)
+
+
+def predict(cause: Mapping, item: Mapping, row: Mapping, value: float, ci: tuple[float, float] | None,
+            tables: TableCache) -> tuple[float, float, float, str] | None:
+    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved.
+
+    ``effect``: this run's value plus the effect, its CI shifted by the same amount (a point when the row
+    has no CI). ``predicted``: the value and interval the cause's tables give (``wilson``: a share).
+    """
+    effect = item.get("effect", cause.get("effect"))
+    if effect is not None:
+        size, problem = _located(effect, row, tables)
+        if problem:
+            return None
+        low, high = (ci[0] + size, ci[1] + size) if ci else (value + size, value + size)
+        how = f"this run's {fmt_number(value)} {fmt_signed(size)} ({locator_source(_for_row(effect, row))})"
+        return value + size, low, high, how
+    spec = item.get("predicted", cause.get("predicted"))
+    if "wilson" in spec:
+        count, p1 = _located(spec["wilson"]["count"], row, tables)
+        n, p2 = _located(spec["wilson"]["n"], row, tables)
+        if p1 or p2 or not n:
+            return None
+        from .intervals import wilson_ci
+
+        low, high = wilson_ci(count, n)
+        return count / n, low, high, f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
+    got = {key: _located(spec[key], row, tables) for key in ("value", "low", "high")}
+    if any(problem for _, problem in got.values()):
+        return None
+    return got["value"][0], got["low"][0], got["high"][0], locator_source(_for_row(spec["value"], row))
+
+
+def _shown(cause: Mapping, row: Mapping, tables: TableCache) -> str:
+    parts = []
+    for shown in cause.get("shows", []):
+        value, problem = _located({k: v for k, v in shown.items() if k != "label"}, row, tables)
+        label = shown.get("label", locator_source(_for_row(shown, row)))
+        parts.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
+    return "; ".join(parts)
+
+
+def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
+    """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence.
+
+    "explained" when the predicted value's CI meets the paper's value (by the row's own rule); "partly
+    explained (x of y)" when the prediction moves this run's value toward the paper's by x of the gap y
+    but not enough; "unexplained" when it moves away or past the paper's; "not tested" when the ablation's
+    table is not in this run. A setup cause is labelled "setup difference", untested.
+    """
+    row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
+           "metric": str(entry.get("metric", ""))}
+    out = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
+           "predicted_ci_high": math.nan, "evidence": ""}
+    if cause["kind"] == "setup":
+        shown = _shown(cause, row, tables)
+        out.update(cause_status=SETUP,
+                   evidence=f"setup difference, not tested: {cause['prediction'].strip()}"
+                   + (f" ({shown})" if shown else ""))
+        return out
+    item = explains(cause, entry)
+    if item is None:
+        out.update(cause_status=UNEXPLAINED,
+                   evidence=f"{cause['id']} names no {row['metric']} row of this method and k")
+        return out
+    value = judged["this_run"]
+    ci = None if math.isnan(judged["ci_low"]) else (judged["ci_low"], judged["ci_high"])
+    got = predict(cause, item, row, value, ci, tables)
+    if got is None:
+        out.update(cause_status=NOT_TESTED, evidence=f"{ablation_text(cause)} not in this run")
+        return out
+    predicted, low, high, how = got
+    out.update(predicted=predicted, predicted_ci_low=low, predicted_ci_high=high)
+    bounds = paper_bounds(entry["paper"])
+    _, status, _, basis = compare(predicted, bounds, entry.get("tolerance"), (low, high))
+    gap = -judged["difference"]
+    moved = predicted - value
+    text = (f"{ablation_text(cause)}: predicts {fmt_number(predicted)} [{fmt_number(low)}, "
+            f"{fmt_number(high)}] = {how}")
+    if status == CONSISTENT:
+        out.update(cause_status=EXPLAINED, evidence=f"{text}; {basis}")
+    elif gap and moved * gap > 0 and abs(moved) < abs(gap):
+        out.update(cause_status=f"{PARTLY} ({fmt_number(abs(moved))} of {fmt_number(abs(gap))})",
+                   evidence=f"{text}; recovers {fmt_number(abs(moved))} of the {fmt_number(abs(gap))} gap")
+    else:
+        why = "past the paper's" if moved * gap > 0 else "away from the paper's"
+        out.update(cause_status=UNEXPLAINED, evidence=f"{text}; moves {why} value")
+    return out
 
 
 def ablation_text(cause: Mapping) -> str:
-    a = cause["ablation"]
+    a = cause.get("ablation", "")
     if isinstance(a, Mapping):
         return f"table {a['table']}" + (f" (notebook {a['notebook']})" if a.get("notebook") else "")
     return str(a)
 
 
-def name_cause(entry: Mapping, status: str, causes: Mapping[str, dict], tables: TableCache,
-               direction: str = "") -> tuple[str, str]:
-    """``(cause, evidence)`` of a report row: the first listed cause that predicts this metric and direction
-    and whose checks hold in this run; "unexplained" (with what was tried) when none does."""
-    if status != DIFFERS:
-        return "", ""
+def _rank(status: str) -> tuple[int, float]:
+    """Order of cause statuses, best first (a larger recovered share first among partial ones)."""
+    if status.startswith(PARTLY):
+        return 1, 0.0
+    return {EXPLAINED: 0, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
+
+
+def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tables: TableCache) -> dict:
+    """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs:
+    the best of its listed causes (explained, then partly explained by the most, then a setup difference,
+    then not tested); "unexplained" with what was tried when none does better."""
+    empty = {"cause": "", "cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
+             "predicted_ci_high": math.nan, "evidence": ""}
+    if judged["status"] != DIFFERS:
+        return empty
     listed = entry.get("causes", [])
     if not listed:
-        return "unexplained", "no testable cause listed"
-    row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
-           "metric": str(entry.get("metric", ""))}
-    point = paper_bounds(entry["paper"]).get("value")
-    tried = []
+        return {**empty, "cause": UNEXPLAINED, "cause_status": UNEXPLAINED, "evidence": "no cause listed"}
+    results = []
     for cause_id in listed:
         cause = causes.get(cause_id)
         if cause is None:
             raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
-        if not predicts(cause, row["metric"], row["method"], direction):
-            tried.append(f"{cause_id} does not predict {row['metric']} {direction}")
-            continue
-        holds, evidence = check_cause(cause, row, tables, point)
-        if holds:
-            return f"{cause_id}: {cause['title']}", f"{ablation_text(cause)}: {evidence}"
-        tried.append(f"{cause_id} {'not measured' if holds is None else 'fails'} ({evidence})")
-    return "unexplained", "; ".join(tried)
+        results.append((cause_id, cause, weigh_cause(cause, entry, judged, tables)))
+
+    def key(r):
+        status = r[2]["cause_status"]
+        recovered = abs(r[2]["predicted"] - judged["this_run"]) if status.startswith(PARTLY) else 0.0
+        return _rank(status)[0], -recovered
+
+    best_id, best, result = min(results, key=key)
+    tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
+    evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
+    if result["cause_status"] == UNEXPLAINED:
+        return {**result, "cause": UNEXPLAINED, "evidence": f"{best_id}: {evidence}"}
+    return {**result, "cause": f"{best_id}: {best['title']}", "evidence": evidence}
 
 
 def judge_entry(entry: Mapping, tables: TableCache) -> dict:
@@ -488,9 +656,21 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         if not why and n > 0:
             diff, status, direction, basis = compare_share(value, n, bounds["value"],
                                                            entry["share"]["paper_n"])
-            row.update(difference=diff, status=status, direction=direction, basis=basis)
+            from .intervals import wilson_ci
+
+            low, high = wilson_ci(value, n)
+            row.update(difference=diff, status=status, direction=direction, basis=basis,
+                       ci_low=low * n, ci_high=high * n)
             return row
     ci = None
+    if "wilson" in entry:
+        from .intervals import wilson_ci
+
+        count, why_c = locate(entry["wilson"]["count"], tables)
+        n, why_n = locate(entry["wilson"]["n"], tables)
+        if not (why_c or why_n) and n > 0:
+            ci = wilson_ci(count, n)
+            row["ci_low"], row["ci_high"] = ci
     if "ci" in entry:
         low, why_low = locate(entry["ci"]["low"], tables)
         high, why_high = locate(entry["ci"]["high"], tables)
@@ -507,19 +687,18 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
 def compare_entries(entries: list[dict], tables_dir: Path,
                     causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """One row per reference entry: the paper's number, this run's with its CI, the status by evidence,
-    the direction, and the named cause of a difference."""
-    tables = TableCache(tables_dir)
+    the direction, and the cause of a difference with the value it predicts."""
+    tables = TableCache(tables_dir, {e["id"]: paper_bounds(e["paper"]) for e in entries})
     causes = load_causes() if causes is None else causes
     rows = []
     for entry in entries:
         judged = judge_entry(entry, tables)
-        cause, evidence = name_cause(entry, judged["status"], causes, tables, judged["direction"])
+        named = name_cause(entry, judged, causes, tables)
         rows.append({"id": entry["id"], "description": entry["description"],
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
-                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, "cause": cause,
-                     "evidence": evidence, "quote": entry.get("quote", ""),
-                     "source": locator_source(entry["locator"])})
+                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, **named,
+                     "quote": entry.get("quote", ""), "source": locator_source(entry["locator"])})
     return pd.DataFrame(rows, columns=REPORT_COLUMNS)
 
 
@@ -528,11 +707,20 @@ def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> p
     return compare_entries(load_references(references)["entries"], cfg.tables_dir)
 
 
+STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, "not scored",
+               "not found")
+
+
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
-    """Counts of consistent / differs / explained / unexplained / not scored / not found rows."""
+    """Counts of the rows by status (consistent / differs / not scored / not found) and of the rows that
+    differ by cause status (explained / partly explained / unexplained / setup difference / not tested)."""
     differs = report["status"] == DIFFERS
-    return {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum()),
-            "explained": int((differs & ~report["cause"].isin(["unexplained", ""])).sum()),
-            "unexplained": int((differs & (report["cause"] == "unexplained")).sum()),
-            "not scored": int((report["status"] == NOT_SCORED).sum()),
-            "not found": int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())}
+    cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
+    out = {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum())}
+    for key in (EXPLAINED, UNEXPLAINED, SETUP, NOT_TESTED):
+        out[key] = int((differs & (cause == key)).sum())
+    out[PARTLY] = int((differs & cause.str.startswith(PARTLY)).sum())
+    out[UNEXPLAINED] += int((differs & (cause == "")).sum())
+    out["not scored"] = int((report["status"] == NOT_SCORED).sum())
+    out["not found"] = int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())
+    return {key: out[key] for key in STATUS_KEYS}

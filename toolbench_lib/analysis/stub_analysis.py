@@ -12,14 +12,18 @@ import pandas as pd
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.summary import method_calls, unique_name_shares
 from ..pipeline.study import StudyResult
+from .intervals import with_ci, with_wilson
 from .main_results import subset_order
 
 STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                 "cos_incorrect", "fallback_share"]
-STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets"]
+STUB_CI = ("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct", "cos_incorrect")
+STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
+              *[f"{c}_ci_{e}" for c in STUB_CI for e in ("low", "high")]]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
-OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs"]
+OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs", "overhead_pct_ci_low",
+                  "overhead_pct_ci_high"]
 
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
@@ -44,7 +48,9 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     as ``unique_name_share_per_query``. ``stub_hit_share`` is the share of stubs whose own top-1 API is
     ground truth; ``cos_correct`` / ``cos_incorrect`` are the mean cosines of those top-1 matches that
     are / are not. ``fallback_share`` is the share of stub sets (query, run) where the reply held no
-    usable stub and the raw query stood in.
+    usable stub and the raw query stood in. 95% intervals: a bootstrap over queries for stubs per query
+    (per query, the mean over runs), a bootstrap over matched stubs for the cosines, Wilson over stubs for
+    the two shares (``n_hits`` of ``n_matched``; distinct names of the stubs of one run).
     """
     st = stub_top1(result, gt)
     rows = []
@@ -61,7 +67,15 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
                      "cos_incorrect": float(matched[~matched["correct"]]["score"].mean()),
                      "fallback_share": float(sets["fb"].astype(float).mean()),
                      "unique_name_share_per_query": per_query, "gt": gt, "n_stubs": int(len(s)),
-                     "n_stub_sets": int(len(sets))})
+                     "n_stub_sets": int(len(sets)), "n_matched": int(len(matched)),
+                     "n_hits": int(matched["correct"].sum())})
+        row = rows[-1]
+        with_ci(row, "stubs_per_query", sets["n"].groupby(level="qkey").mean().to_numpy(dtype=float))
+        per_run = len(s) / max(1, s["run"].nunique())
+        with_wilson(row, "unique_name_share", pooled * per_run, per_run)
+        with_wilson(row, "stub_hit_share", row["n_hits"], row["n_matched"])
+        with_ci(row, "cos_correct", matched[matched["correct"]]["score"].to_numpy(dtype=float))
+        with_ci(row, "cos_incorrect", matched[~matched["correct"]]["score"].to_numpy(dtype=float))
     return pd.DataFrame(rows, columns=STUB_COLUMNS + STUB_EXTRA)
 
 
@@ -97,7 +111,9 @@ def token_overhead(result: StudyResult) -> pd.DataFrame:
     Only queries with plans count, for both methods (RtP's only call is the plan): per (query, run)
     with an RtP plan call, RtP's cost is its plan call and PtR's is its stub call plus its plan call;
     then the mean over those (query, run) pairs. ``overhead_pct`` = 100 * (PtR - RtP) / RtP.
-    The judge is evaluation, not method cost, and is excluded.
+    The judge is evaluation, not method cost, and is excluded. ``overhead_pct_ci_low`` / ``_high``: a
+    bootstrap 95% CI over queries of the overhead with RtP's mean as a fixed denominator (per query, PtR's
+    minus RtP's tokens over runs).
     """
     costs = method_calls(result)
     rtp_plans = costs[(costs["method"] == "rtp") & (costs["stage"] == "plan")]
@@ -126,4 +142,8 @@ def token_overhead(result: StudyResult) -> pd.DataFrame:
                      "ptr_latency_s": stub_lat + _mean_of(s, "latency_s_ptr_plan"),
                      "ptr_stub_tokens": stub_tok, "ptr_stub_latency_s": stub_lat,
                      "n_queries": int(s["qkey"].nunique()), "n_query_runs": int(len(s))})
+        extra = s.get("tokens_ptr_stubs", 0.0) + s.get("tokens_ptr_plan", 0.0) - s.get("tokens_rtp_plan", 0.0)
+        per_query = (100.0 * pd.Series(extra, index=s.index) / rtp_tok).groupby(s["qkey"]).mean() if rtp_tok \
+            else pd.Series(dtype=float)
+        with_ci(rows[-1], "overhead_pct", per_query.to_numpy(dtype=float))
     return pd.DataFrame(rows, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)

@@ -11,13 +11,18 @@ import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..pipeline.study import METHODS, StudyResult
+from .intervals import with_ci, with_wilson
 from .main_results import study_k, subset_order
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                       "mean_apis_named", "refusal_rate", "n_plans"]
-TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named"]
+TRAJECTORY_CI = ("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named", "refusal_rate")
+TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named",
+                    *[f"{c}_ci_{e}" for c in TRAJECTORY_CI for e in ("low", "high")]]
 MISS_COLUMNS = ["subset", "method", "n_complete_miss", "refusal_rate_on_miss", "wrong_tool_rate_on_miss"]
-MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss"]
+MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss", "n_refusal_on_miss",
+              "n_wrong_tool_on_miss", "refusal_rate_on_miss_ci_low", "refusal_rate_on_miss_ci_high",
+              "wrong_tool_rate_on_miss_ci_low", "wrong_tool_rate_on_miss_ci_high"]
 
 
 def jaccard(a: set, b: set) -> float:
@@ -65,6 +70,8 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     ``jaccard_rtp_ptr`` is the mean over (query, run) pairs of the Jaccard index of the two methods'
     named APIs (pairs where neither plan named an API are left out); it is the same on both rows.
     ``used_share`` is the mean over plans of the share of the shown top-``k`` APIs that the plan named.
+    Each has a bootstrap 95% CI over queries (``<column>_ci_low`` / ``_ci_high``; per query, the mean
+    over its plans or pairs).
     """
     if result.plans.empty:
         return _empty(TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
@@ -89,6 +96,14 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                          "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
                          "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
                          "mean_unresolved_named": float(unresolved)})
+            by_query = m.assign(refusal=m["refusal"].astype(float)).groupby("qkey")[
+                ["fidelity", "used_share", "n_steps", "n_named", "refusal"]].mean()
+            for col, src in (("fidelity", "fidelity"), ("used_share", "used_share"),
+                             ("mean_steps", "n_steps"), ("mean_apis_named", "n_named"),
+                             ("refusal_rate", "refusal")):
+                with_ci(rows[-1], col, by_query[src].to_numpy(dtype=float))
+            with_ci(rows[-1], "jaccard_rtp_ptr",
+                    jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean().to_numpy(dtype=float))
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
 
 
@@ -98,7 +113,8 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
     Counted over plans, i.e. (query, run) pairs: ``n_complete_miss`` plans, of which the share that
     refused (``refusal_rate_on_miss``), the share that did not refuse and named at least one API anyway
     (``wrong_tool_rate_on_miss``, necessarily a wrong tool) and the share that did neither
-    (``no_api_rate_on_miss``). Rates are NaN when there is no complete miss.
+    (``no_api_rate_on_miss``). Rates are NaN when there is no complete miss. The two rates come with their
+    counts (``n_refusal_on_miss``, ``n_wrong_tool_on_miss``) and Wilson 95% intervals over the plans.
     """
     check_gt(gt)
     if result.plans.empty:
@@ -122,7 +138,10 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
                          "refusal_rate_on_miss": float(refused.mean()) if n else np.nan,
                          "wrong_tool_rate_on_miss": float(named.mean()) if n else np.nan,
                          "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
-                         "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan})
+                         "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan,
+                         "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
+            with_wilson(rows[-1], "refusal_rate_on_miss", refused.sum(), n)
+            with_wilson(rows[-1], "wrong_tool_rate_on_miss", named.sum(), n)
     return pd.DataFrame(rows, columns=MISS_COLUMNS + MISS_EXTRA)
 
 

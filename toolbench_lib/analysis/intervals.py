@@ -1,0 +1,44 @@
+"""95% intervals for the saved tables: a mean over queries (the bootstrap of :mod:`..eval.stats`) and a
+share of a count (Wilson)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..eval.stats import bootstrap_ci
+
+N_RESAMPLES = 2000
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, n_resamples: int = N_RESAMPLES) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of the mean of ``values`` (NaNs dropped; NaN, NaN when none is left)."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    return bootstrap_ci(x, n_resamples)
+
+
+def wilson_ci(count: float, n: float) -> tuple[float, float]:
+    """Wilson 95% interval of the share ``count / n`` (NaN, NaN for ``n = 0``)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if not n or (isinstance(n, float) and math.isnan(n)) or (isinstance(count, float) and math.isnan(count)):
+        return math.nan, math.nan
+    low, high = proportion_confint(int(round(count)), int(round(n)), alpha=0.05, method="wilson")
+    return float(low), float(high)
+
+
+def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
+    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from :func:`mean_ci` of ``values``."""
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = mean_ci(values)
+    return row
+
+
+def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
+    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from :func:`wilson_ci`."""
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = wilson_ci(count, n)
+    return row
