@@ -11,16 +11,18 @@ import pandas as pd
 
 from ..data.markdown import md_table
 from ..pipeline.experiment import ExperimentConfig
-from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from .scorecard import (
-    DIFFERS,
-    REFERENCES_FILE,
-    TableCache,
-    compare_entries,
-    load_references,
-    paper_bounds,
-    status_counts,
+from .endpoint import PRIMARY
+from .numbers import fmt_ci, fmt_count, fmt_number
+from .report_front import (
+    Ledger,
+    endpoint_rows,
+    endpoint_table_markdown,
+    family_conclusion,
+    limits,
+    right_and_wrong,
+    setup_box,
 )
+from .scorecard import DIFFERS, REFERENCES_FILE, TableCache, compare_entries, load_references, status_counts
 from .teaching import teaching_material
 
 # -- the written report -------------------------------------------------------------------------------------
@@ -60,57 +62,90 @@ def provenance_markdown(prov: Mapping) -> str:
     return "\n".join(lines)
 
 
-# The report's sections in the paper's order: (key, heading, the paper.yaml section prefixes it holds).
-SECTIONS = (("setup", "Setup and data (§3)", ("§3",)),
-            ("main", "Main results (§4.1, Figure 2)", ("§4.1 Main",)),
-            ("budget", "Retrieval budget (Table 1)", ("§4.1 Table 1", "§4.2 Budget")),
-            ("scale", "Registry scale (§4.2, Figure 3)", ("§4.2 Registry",)),
-            ("trajectory", "Trajectories (§4.3, Figure 4)", ("§4.3",)),
-            ("stubs", "Stubs (§4.4, Table 4)", ("§4.4", "§5 Discussion (Intent")),
-            ("cost", "Cost and routing (§5)", ("§5 Discussion (cost", "§5 Discussion (routing")))
-# Figures by name (exact, or prefix ending in "_"): (section key, caption).
+# The paper's claims, in its order: (key, heading, the paper.yaml section prefixes it holds, the claim).
+SECTIONS = (
+    ("setup", "Setup and data (§3)", ("§3",),
+     "The paper searches 46,984 ToolBench APIs with 200 / 200 / 100 queries in G1 / G2 / G3."),
+    ("main", "Which architecture finds more tools (§4.1, Figure 2)", ("§4.1 Main",),
+     "RtP finds more of a single-tool query's APIs (G1); PtR finds more for multi-tool queries (G2, G3)."),
+    ("budget", "A larger retrieval budget (§4.1 Table 1, §4.2)", ("§4.1 Table 1", "§4.2 Budget"),
+     "PtR's gain over RtP changes with k, and RtP at k = 10 is set against PtR at k = 5."),
+    ("scale", "Registry scale (§4.2, Figure 3)", ("§4.2 Registry",),
+     "The two architectures' top-k lists drift apart as the registry grows."),
+    ("trajectory", "Trajectories (§4.3, Figure 4)", ("§4.3",),
+     "Plans stay inside the retrieved set, and RtP and PtR plans name different APIs."),
+    ("stubs", "Stubs and Intent-Registry Coupling (§4.4, Table 4, §5)", ("§4.4", "§5 Discussion (Intent"),
+     "Stubs echo the registry's naming; PtR works when the intent's words match how the registry names it."),
+    ("cost", "Cost and routing (§5)", ("§5 Discussion (cost", "§5 Discussion (routing"),
+     "PtR costs an extra LLM call; routing on RtP's top-1 cosine saves tokens without losing recall."),
+)
+# Figures by name: (section key, caption). A caption says what to see; a figure appears once.
 FIGURES = {
-    "pipeline": ("setup", "The two pipelines drawn by the toolkit (the paper's Figure 1): RtP searches with "
-                          "the query; PtR has the planner write stubs first (no tools shown), searches with "
-                          "each and keeps the best similarity per API. The retriever family (dense, BM25, "
-                          "hybrid) is where a searched text meets the registry index."),
-    "data_categories": ("setup", "APIs per category in this run's registry."),
-    "data_doc_lengths": ("setup", "Length of the API documents that are embedded."),
-    "figure2": ("main", "The paper's Figure 2 for this run: recall, precision and pass rate per set and "
-                        "method (bars with 95% CIs, the paper's values as markers) and per-query wins."),
-    "headline": ("main", "Recall@k per set and method, error bars the std over runs."),
-    "runs_recall": ("main", "PtR's recall in each run against RtP's, per set (the paper's test over runs)."),
-    "k_ablation": ("budget", "Recall against the retrieval budget k, per set and method (candidate ground "
-                             "truth)."),
-    "k_ablation_relevant": ("budget", "Recall against k with the relevant-API ground truth."),
-    "scale_recall": ("scale", "Recall on sub-registries of growing size (mean over seeds)."),
+    "pipeline": ("setup", "The two pipelines: RtP searches the registry with the query itself, while PtR has "
+                          "the planner write stubs first, searches with each stub and keeps each API's best "
+                          "similarity."),
+    "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
+                                 "so a query's neighbours are often from the same crowded category."),
+    "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
+                                  "API's "
+                                  "name carries much of what the embedder sees."),
+    "figure2": ("main", "Recall, precision and objective pass rate per set and architecture with bootstrap "
+                        "95% "
+                        "CIs; the paper's values are the markers, so a marker outside a bar's CI is a "
+                        "difference."),
+    "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
+                            "of "
+                            "the dots is the run-to-run noise the paper's test over runs measures."),
+    "k_ablation": ("budget", "Recall against the retrieval budget k per set and architecture (candidates): "
+                             "where the curves cross is where the better architecture changes."),
+    "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
+                                      "ordering of the two architectures should not depend on the "
+                                      "definition."),
+    "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds: both architectures "
+                              "lose recall as distractors are added, and the gap between them is what "
+                              "matters."),
     "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API, by registry "
-                                  "size."),
-    "figure4": ("trajectory", "The paper's Figure 4 for this run: plan fidelity, overlap, used share, steps "
-                              "and APIs named, with the paper's values as markers."),
-    "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR, for each routing "
-                                        "policy."),
-    "retriever_": ("retriever", "Retriever families: recall per set, retriever and method."),
-    "ablation_": ("ablations", "An ablation behind a named cause (notebook 11)."),
-    "beyond_": ("beyond", "Beyond the paper (notebook 10)."),
+                                  "size: the paper's divergence claim is this curve rising with size."),
+    "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
+                              "named "
+                              "per set, with the paper's values as markers beside this run's bars."),
+    "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR for each routing "
+                                        "policy: a policy above the line joining always-RtP and always-PtR "
+                                        "routes well."),
 }
+FIGURE_PREFIXES = {
+    "retriever_": ("retriever", "Retriever families (notebook 12), {name}: compare the families' bars "
+                                "within a "
+                                "set; a family whose PtR bar clears its RtP bar reproduces the paper there."),
+    "ablation_": ("ablations", "Ablation behind a named cause (notebook 11), {name}: the cause explains a "
+                               "row "
+                               "only when this effect is large enough to cover the gap to the paper."),
+    "beyond_": ("beyond", "Fused and learned methods (notebook 10), {name}: a method beats the paper's "
+                          "architectures only where it clears the best single architecture of any family."),
+    "ltr_": ("beyond", "The learned ranker, {name}: its gain over the best single architecture of any "
+                       "family, "
+                       "per set, with its bootstrap 95% CI."),
+}
+SKIPPED_FIGURES = {"headline"}  # the same numbers as figure2
 
 
 def figure_section(stem: str) -> tuple[str, str]:
     """``(section key, caption)`` of a saved figure; ``("other", ...)`` for a figure no section claims."""
     if stem in FIGURES:
         return FIGURES[stem]
-    for prefix, (key, caption) in FIGURES.items():
-        if prefix.endswith("_") and stem.startswith(prefix):
-            return key, f"{caption[:-1]}: {stem[len(prefix):].replace('_', ' ')}."
-    return "other", f"Figure {stem.replace('_', ' ')} (saved by a notebook; no section of the paper)."
+    for prefix, (key, caption) in FIGURE_PREFIXES.items():
+        if stem.startswith(prefix):
+            return key, caption.format(name=stem[len(prefix):].replace("_", " "))
+    return "other", (f"Figure {stem.replace('_', ' ')}, saved by a notebook for no section of the paper; "
+                     "the notebook that saved it explains how to read it.")
 
 
 def figure_files(cfg: ExperimentConfig) -> list[Path]:
     folder = cfg.figures_dir
     if not folder.is_dir():
         return []
-    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
+    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}")
+                  if p.stem not in SKIPPED_FIGURES)
 
 
 def figure_links(cfg: ExperimentConfig) -> list[str]:
@@ -124,26 +159,31 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     for p in figure_files(cfg):
         section, caption = figure_section(p.stem)
         if section == key:
-            parts += [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})", "",
+            parts += [f"![{caption}]({p.relative_to(cfg.out_dir).as_posix()})", "",
                       f"*Figure `{p.stem}`.* {caption}", ""]
     return parts
+
+
+def _status_text(r) -> str:
+    status = r.status + (f" ({r.direction})" if r.direction else "")
+    cause = getattr(r, "cause_status", "") or ""
+    if r.status == DIFFERS and isinstance(cause, str) and cause:
+        status += f"; {cause}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
+                                  and cause != "unexplained" else "")
+    return status
 
 
 def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
     """Report rows with every number formatted once (3 decimals, counts with separators, no nan)."""
     out = pd.DataFrame({
-        "id": report["id"], "subset": report["subset"], "paper": report["paper"],
+        "reference": report["id"], "set": report["subset"], "paper": report["paper"],
         "this run": [fmt_count(v) if m in ("count", "wins") else fmt_number(v)
                      for v, m in zip(report["this_run"], report["metric"], strict=True)],
-        "95% CI": [fmt_ci(lo, hi) for lo, hi in zip(report["ci_low"], report["ci_high"], strict=True)],
-        "status": [s + (f" ({d})" if d else "") for s, d in zip(report["status"], report["direction"],
-                                                                  strict=True)],
-        "basis": report["basis"]})
-    if report["objective"].notna().any():
-        out["objective pass rate"] = report["objective"].map(fmt_number)
+        "95% CI": [fmt_ci(lo, hi) if pd.notna(lo) else "no CI: " + (str(b) if isinstance(b, str) else "")
+                   for lo, hi, b in zip(report["ci_low"], report["ci_high"], report["basis"], strict=True)],
+        "status": [_status_text(r) for r in report.itertuples()]})
     if full:
-        out["cause"] = report["cause"].fillna("")
-        out["description"] = report["description"]
+        out["what"] = report["description"]
     return out
 
 
@@ -159,12 +199,11 @@ def section_sentence(rows: pd.DataFrame) -> str:
     """A generated sentence on a section's rows: how many are consistent, which differ and why."""
     c = status_counts(rows)
     found = c["consistent"] + c["differs"]
-    parts = [f"{c['consistent']} of {found} numbers found are consistent with the paper"]
+    parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
+             "run"]
     differs = rows[rows["status"] == DIFFERS]
     if len(differs):
-        parts.append("differs: " + ", ".join(
-            f"{r.id} ({r.direction}, {r.cause.split(':')[0] if r.cause else 'unexplained'})"
-            for r in differs.itertuples()))
+        parts.append("differing: " + ", ".join(f"{r.id} ({r.direction})" for r in differs.itertuples()))
     if c["not scored"]:
         parts.append(f"{c['not scored']} not scored")
     if c["not found"]:
@@ -172,229 +211,96 @@ def section_sentence(rows: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def summary_verdicts(cfg: ExperimentConfig, report_refs: dict, alpha: float = 0.05) -> list[dict]:
-    """One verdict per set on recall@k, from the saved ``main_results`` and ``paired_tests`` tables and the
-    same :func:`~toolbench_lib.analysis.findings.recall_verdict` notebook 02's findings use."""
-    from .findings import recall_verdict
-
-    tables = TableCache(cfg.tables_dir)
-    main, paired = tables.get("main_results"), tables.get("paired_tests")
-    if main is None or paired is None or main.empty or paired.empty:
-        return []
-    by_id = {e["id"]: paper_bounds(e["paper"]).get("value") for e in report_refs["entries"]}
-    m = main[main["gt"] == "candidates"].set_index(["subset", "method"])
-    p = paired[(paired["gt"] == "candidates") & (paired["metric"] == "recall")].set_index("subset")
-    out = []
-    for subset in dict.fromkeys(main["subset"]):
-        if (subset, "rtp") not in m.index or (subset, "ptr") not in m.index or subset not in p.index:
-            continue
-        t = p.loc[subset]
-        paper = {k: v for k in ("rtp", "ptr") if (v := by_id.get(f"{subset.lower()}_{k}_recall")) is not None}
-        v = recall_verdict(m.loc[(subset, "rtp"), "recall_mean"], m.loc[(subset, "ptr"), "recall_mean"],
-                           t["p_wilcoxon_holm"], paper, alpha)
-        out.append({"subset": subset, "n": int(m.loc[(subset, "rtp"), "n_queries"]),
-                    "rtp": m.loc[(subset, "rtp"), "recall_mean"],
-                    "ptr": m.loc[(subset, "ptr"), "recall_mean"],
-                    "diff": t["diff"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                    "p": t["p_wilcoxon_holm"], "paper": paper, **v})
-    return out
+APPENDIX_TABLES = (
+    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)"),
+    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets"),
+    ("retriever_costs", "Cost per query of each method"),
+    ("ablation_verdicts", "What the ablations found (notebook 11)"),
+    ("pass_rate_judged_objective", "Judged against objective pass rates, with the judge's kappa"),
+    ("main_results", "Recall, precision and pass rate per set and architecture (notebook 02)"),
+)
 
 
-def setup_differences(cfg: ExperimentConfig, provenance: list[dict], refs: dict) -> list[str]:
-    """The box "what differs from the paper's setup": embedder, LLM, runs, query counts and sets."""
-    from ..data.queries import DEFAULT_SUBSETS
-
-    prov = provenance[0] if provenance else {}
-    settings = prov.get("settings", {})
-    main = TableCache(cfg.tables_dir).get("main_results")
-    counts = {}
-    if main is not None and not main.empty:
-        rows = main[(main["method"] == "rtp") & (main["gt"] == "candidates")]
-        counts = dict(zip(rows["subset"], rows["n_queries"], strict=True))
-    paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
-               if e["id"].endswith("_query_count")}
-    rows = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
-            ("LLM (stubs, plans)", "Gemini 2.5 Flash",
-             f"{prov.get('backend', 'n/a')} ({prov.get('llm_model', 'n/a')})"),
-            ("runs", "4", fmt_count(settings.get("runs"))),
-            ("registry", fmt_count(46984), fmt_count(prov.get("registry_size")))]
-    for subset in cfg.subsets:
-        rows.append((f"{subset} queries", fmt_count(paper_n.get(subset)), f"{fmt_count(counts.get(subset))} "
-                     f"({DEFAULT_SUBSETS.get(subset, subset)})"))
-    table = md_table(pd.DataFrame(rows, columns=["", "paper", "this run"]))
-    return ["> **What differs from the paper's setup**", ">",
-            *[f"> {line}" for line in table.splitlines()], ""]
-
-
-def summary_markdown(cfg: ExperimentConfig, report: pd.DataFrame, refs: dict,
-                     provenance: list[dict]) -> list[str]:
-    """The one-page summary: the question, one verdict per set, the setup box, the status counts."""
-    parts = ["## Summary", "",
-             "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
-             "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
-             "single-tool (G1) and multi-tool (G2, G3) queries?", ""]
-    verdicts = summary_verdicts(cfg, refs)
-    if verdicts:
-        parts.append("**Verdicts on recall@k** (PtR − RtP, bootstrap 95% CI over queries, Holm-corrected "
-                     "Wilcoxon test):")
-        parts.append("")
-        for v in verdicts:
-            paper = (f"paper: {v['paper_leader']} ahead (RtP {fmt_number(v['paper']['rtp'])}, PtR "
-                     f"{fmt_number(v['paper']['ptr'])})" if v["paper_leader"] else "no paper pair")
-            parts.append(f"- **{v['subset']}** ({fmt_count(v['n'])} queries): RtP {fmt_number(v['rtp'])}, "
-                         f"PtR {fmt_number(v['ptr'])}; PtR − RtP {fmt_signed(v['diff'])} "
-                         f"{fmt_ci(v['ci_low'], v['ci_high'])}, {fmt_p(v['p'])}; {paper}: "
-                         f"**{v['verdict']}**.")
-        parts.append("")
-    else:
-        parts += ["No verdict: this run saved no `main_results` and `paired_tests` tables.", ""]
-    retr = TableCache(cfg.tables_dir).get("retriever_verdicts")
-    if retr is not None and not retr.empty and {"subset", "retriever", "text"} <= set(retr.columns):
-        overall = retr[retr["subset"] == "all"]["text"].tolist()
-        fused = TableCache(cfg.tables_dir).get("retriever_fusion_verdicts")
-        fused = fused["text"].tolist() if fused is not None and "text" in fused else []
-        parts += ["**With which retriever?** " + " ".join(overall) + " Per set and family: the section "
-                  "Retriever families below.", ""]
-        parts += [f"- {t}" for t in fused] + ([""] if fused else [])
-    parts += setup_differences(cfg, provenance, refs)
-    c = status_counts(report)
-    parts += [f"**Against the paper's {fmt_count(len(report))} reference numbers:** {c['consistent']} "
-              f"consistent, {c['differs']} differ ({c['explained']} explained by a tested cause, "
-              f"{c['unexplained']} "
-              f"unexplained), {c['not scored']} not scored (judged with a judge of kappa below 0.4 or not "
-              f"measured), {c['not found']} not found in this run's tables. The scorecard at the end lists "
-              "each.", ""]
-    return parts
-
-
-def retriever_section(cfg: ExperimentConfig) -> list[str]:
-    """The retriever families' table and figures, when the run saved them; nothing otherwise."""
-    table = TableCache(cfg.tables_dir).get("retriever_main")
-    figs = figures_markdown(cfg, "retriever")
-    if (table is None or table.empty) and not figs:
-        return []
-    parts = ["## Retriever families", ""]
-    if table is not None and not table.empty:
-        shown = table.copy()
-        for col in shown.columns:
-            if col == "n_queries":
-                shown[col] = shown[col].map(fmt_count)
-            elif pd.api.types.is_float_dtype(shown[col]):
-                shown[col] = shown[col].map(fmt_number)
-        parts += [md_table(shown), ""]
-    cache = TableCache(cfg.tables_dir)
-    verdicts = cache.get("retriever_verdicts")
-    if verdicts is not None and "text" in verdicts:
-        parts += ["### Does PtR beat RtP, with each retriever?", "",
-                  *[f"- {t}" for t in verdicts["text"]], ""]
-    parts += table_section(cfg, "", RETRIEVER_TABLES)[2:]
-    fused = cache.get("retriever_fusion_verdicts")
-    if fused is not None and "text" in fused:
-        parts += ["### Fused methods against the better dense architecture", "",
-                  *[f"- {t}" for t in fused["text"]], ""]
-    return parts + figs
-
-
-RETRIEVER_TABLES = (("retriever_tests", "PtR against RtP per set and family (per query and over runs, Holm)"),
-                    ("retriever_crossover", "The paper's crossover per family"),
-                    ("retriever_routing", "Routing by subset per family"),
-                    ("retriever_divergence", "Disjoint top-k lists per family"),
-                    ("retriever_scale_gap", "BM25 against registry size"),
-                    ("retriever_fusion_choice", "Fused methods chosen on G1-G3 (out-of-fold recall)"),
-                    ("retriever_fusion_design", "Fused methods and families on the design sets"),
-                    ("retriever_fusion_unseen", "The same, unchanged, on the unseen sets"),
-                    ("retriever_costs", "Cost per query"))
-
-
-BEYOND_TABLES = (("beyond_leaderboard", "Discovery methods on the design sets (notebook 10)"),
-                 ("beyond_goal", "Recall margin over the better architecture per set"),
-                 ("beyond_validation", "The same methods on sets not used for design"),
-                 ("beyond_validation_pooled", "Validation sets pooled: recall minus each set's better one"),
-                 ("beyond_validation_losses", "Where the validation gap comes from"))
-
-
-def table_section(cfg: ExperimentConfig, heading: str, tables) -> list[str]:
+def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved Markdown tables (``(name, title)`` pairs); nothing when none was saved."""
     parts = []
     for name, title in tables:
         path = cfg.tables_dir / f"{name}.md"
         if path.exists():
-            parts += [f"### {title}", "", path.read_text(encoding="utf-8").strip(), ""]
-    return [f"## {heading}", "", *parts] if parts else []
+            parts += [f"{level} {title}", "", path.read_text(encoding="utf-8").strip(), ""]
+    return [f"## {heading}", "", *parts] if parts and heading else parts
 
 
-def beyond_section(cfg: ExperimentConfig) -> list[str]:
-    """Notebook 10's leaderboards, as saved under ``tables/``; nothing when that notebook did not run."""
-    return table_section(cfg, "Beyond the paper", BEYOND_TABLES)
+def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
+    """"Beyond the paper": the one goal (a fused or learned method against the best single architecture of
+    any family, per set, CI lower bound above 0) and whether any method meets it."""
+    from .fusion_board import GOAL_TABLE, goal_sentence
 
-
-ABLATION_TABLES = (("ablation_verdicts", "What the ablations found (notebook 11)"),
-                   ("ablation_decomposition", "Decomposition against architecture"),
-                   ("ablation_stub_echo", "Stub echo against divergence"))
-
-
-def ablation_section(cfg: ExperimentConfig) -> list[str]:
-    """Notebook 11's verdicts and key tables, behind the report's named causes."""
-    return table_section(cfg, "Ablations behind the named causes", ABLATION_TABLES)
-
-
-JUDGE_TABLES = (("judge_findings", "What the judge analysis found (notebook 02)"),
-                ("pass_rate_judged_objective", "Judged against objective pass rates, with the judge's kappa"),
-                ("pass_rate_ordering", "The paper's pass-rate ordering under each pass rate"))
-
-
-RUNS_TABLES = (("paired_tests", "Paired per-query tests of PtR against RtP, one run (notebook 02)"),
-               ("runs_tests", "The paper's test over runs, on the queries recorded in every run"))
-
-
-def runs_section(cfg: ExperimentConfig) -> list[str]:
-    """Notebook 02's statistics: the paired per-query tests and the test over several runs."""
-    return table_section(cfg, "Statistics", RUNS_TABLES)
-
-
-def judge_section(cfg: ExperimentConfig) -> list[str]:
-    """Notebook 02's judge validity tables, as saved under ``tables/``; nothing when they are absent."""
-    return table_section(cfg, "The pass rate: judged and objective", JUDGE_TABLES)
+    table = TableCache(cfg.tables_dir).get(GOAL_TABLE)
+    if table is None or table.empty:
+        return ["The fused and learned methods were not run (notebook 12 saves their goal table).", ""]
+    return [goal_sentence(table, ledger), ""]
 
 
 def glossary_section(material) -> list[str]:
-    """The glossary, after the summary: the terms the report uses, each with where the toolkit computes it."""
-    return ["## Glossary", "", "The terms this report uses; the figure `pipeline` (in the setup section) "
-            "draws both architectures.", "", material.glossary, ""]
-
-
-def teaching_sections(material) -> dict[str, list[str]]:
-    """``{section key: lines}``: the worked queries after the main results, the paper's Table 2 examples
-    after the stubs (where the paper sets them)."""
-    return {"main": ["## Worked queries", "", *material.worked],
-            "stubs": ["## The paper's Table 2 examples in this run", "", *material.examples]}
+    """The glossary: every term and method name the report uses, each with where the toolkit computes it."""
+    return ["## Glossary", "", material.glossary, ""]
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
-                    provenance: list[dict], material=None) -> str:
-    """The whole ``report.md``: the summary, the glossary, the paper's sections with their numbers and
-    figures (the worked queries and Table 2 examples among them), this toolkit's own sections, the
-    scorecard last. ``material`` is the run's :class:`~toolbench_lib.analysis.teaching.TeachingMaterial`
-    (read from its stored study when not given)."""
+                    provenance: list[dict], material=None, ledger: Ledger | None = None) -> str:
+    """The whole ``report.md``: the front (question, answer per retriever, setup differences, what the paper
+    gets right and wrong, limits, conclusions), one section per paper claim with its rows and figures, the
+    glossary, then the appendix (scorecard, leaderboards and wide tables, worked queries, provenance)."""
     material = teaching_material(cfg) if material is None else material
-    after = teaching_sections(material)
-    parts = [f"# Reproduction report: {cfg.run_name}", "",
+    ledger = ledger if ledger is not None else Ledger()
+    rows = endpoint_rows(cfg)
+    parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              f"Reference numbers: {references['source']} (`references/paper.yaml`, version "
              f"{references['version']}, every number quoted from the paper's text).", "",
-             *summary_markdown(cfg, report, references, provenance), *glossary_section(material)]
-    for key, heading, prefixes in SECTIONS:
-        rows = section_rows(report, prefixes)
-        parts += [f"## {heading}", "", section_sentence(rows) if len(rows) else "", "",
-                  _report_table(rows, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
-    parts += [*retriever_section(cfg), *runs_section(cfg), *ablation_section(cfg)]
-    parts += figures_markdown(cfg, "ablations")
-    parts += [*judge_section(cfg), *beyond_section(cfg), *figures_markdown(cfg, "beyond")]
+             "## The question and the answer", "",
+             "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
+             "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
+             "single-tool (G1) and multi-tool (G2, G3) queries?", "",
+             PRIMARY.at(cfg.k).text(), ""]
+    conclusions = {}
+    if len(rows):
+        parts += [endpoint_table_markdown(rows, ledger), ""]
+        conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
+    else:
+        parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
+    parts += setup_box(cfg, provenance, references, rows)
+    parts += right_and_wrong(report, conclusions, goal_lines(cfg, ledger)[:1])
+    parts += limits(provenance)
+    parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
+    after = {"stubs": ["### The paper's Table 2 examples in this run", "", *material.examples]}
+    for key, heading, prefixes, claim in SECTIONS:
+        sec = section_rows(report, prefixes)
+        parts += [f"## {heading}", "", f"**The paper's claim.** {claim}", "",
+                  f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
+                  _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
+    parts += ["## Retriever families (notebook 12)", "",
+              "The primary endpoint per family is in the answer above; the figures show recall per set, "
+              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever")]
+    parts += ["## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
+              *figures_markdown(cfg, "beyond")]
+    parts += ["## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
         parts += ["## Other figures", "", *other]
-    if not figure_files(cfg):
-        parts += ["No figures were saved for this run.", ""]
-    parts += ["## This run", ""]
+    parts += glossary_section(material)
+    parts += ["## Appendix A: scorecard", "",
+              "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
+              "queries, or Wilson for a share); a number without sampling is compared at the paper's last "
+              "decimal, and the row says why it has no CI. A row that differs names its cause's status: "
+              "*explained* when the cause's predicted value has a CI that covers the paper's, *partly "
+              "explained* when it closes part of the gap, *setup difference* for a difference of setup (not "
+              "a "
+              "tested cause), *unexplained* otherwise (`references/causes.yaml`).", "",
+              _report_table(report, full=True), ""]
+    parts += table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES)
+    parts += ["## Appendix C: worked queries", "", *material.worked]
+    parts += ["## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         if len(provenance) > 1:
@@ -402,24 +308,23 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
             parts += ["", f"Other studies stored for this run: {others}."]
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
-    parts += ["", f"Run settings: smoke={cfg.smoke}, subsets={', '.join(cfg.subsets)}.", "",
-              "## Scorecard", "",
-              "`status` is *consistent* when the paper's value lies in this run's 95% CI (or, without one, "
-              "within the stated tolerance, the paper's range or its last decimal), *differs* (with the "
-              "direction of this run against the paper) otherwise, *not scored* for a pass rate judged by a "
-              "judge of kappa below 0.4. `cause` is the first listed cause that predicts this metric and "
-              "direction and whose ablation check holds (`references/causes.yaml`).", "",
-              _report_table(report, full=True), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
+QUANTITIES_FILE = "report_quantities.json"
+
+
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
-    """Write ``outputs/<run>/report.md`` and ``report.csv``; returns the Markdown path. ``material``: the
-    teaching material already built for this run (built from its stored study when not given)."""
+    """Write ``outputs/<run>/report.md``, ``report.csv`` and ``report_quantities.json`` (every named number
+    the report's prose states, with its value); returns the Markdown path."""
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     report.to_csv(cfg.out_dir / "report.csv", index=False)
+    ledger = Ledger()
     path = cfg.out_dir / "report.md"
-    path.write_text(report_markdown(cfg, report, refs, run_provenance(cfg), material), encoding="utf-8")
+    text = report_markdown(cfg, report, refs, run_provenance(cfg), material, ledger)
+    path.write_text(text, encoding="utf-8")
+    (cfg.out_dir / QUANTITIES_FILE).write_text(json.dumps(ledger.as_dict(), indent=1, ensure_ascii=False),
+                                               encoding="utf-8")
     return path
