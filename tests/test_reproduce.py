@@ -164,19 +164,18 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     assert "kernel got SIGINT" in loud.stderr and "without encryption" in loud.stderr
 
 
-def test_verdicts_are_read_from_the_report_summary(tmp_path):
+def test_verdicts_are_read_from_the_report_conclusions(tmp_path):
     report = tmp_path / "report.md"
-    report.write_text("# Report\n\n- not the summary\n\n## Summary\n\n**The question.** Which first?\n\n"
-                      "**Verdicts on recall@k** (PtR − RtP):\n\n"
-                      "- **G1** (100 queries): RtP 0.512, PtR 0.431; PtR − RtP −0.081: **RtP ahead, as in "
-                      "the paper**.\n- **G2** (100 queries): `ptr` **no clear difference**.\n\n"
-                      "> **What differs from the paper's setup**\n> | embedder | x |\n\n"
-                      "**Against the paper's 69 reference numbers:** 40 consistent.\n\n"
+    report.write_text("# Report\n\n- not a conclusion\n\n## The question and the answer\n\n- an answer "
+                      "row\n\n"
+                      "### Conclusion per retriever\n\n"
+                      "- **Dense (the paper's retriever):** RtP ahead on G1 (−0.063 [−0.110, −0.018], p = "
+                      "0.012)."
+                      "\n- **BM25:** no significant difference on G1 (`x`).\n\n"
                       "## Main results\n\n- a later bullet\n", encoding="utf-8")
     assert report_verdicts(report) == [
-        "G1 (100 queries): RtP 0.512, PtR 0.431; PtR − RtP −0.081: RtP ahead, as in the paper.",
-        "G2 (100 queries): ptr no clear difference.",
-        "Against the paper's 69 reference numbers: 40 consistent."]
+        "Dense (the paper's retriever): RtP ahead on G1 (−0.063 [−0.110, −0.018], p = 0.012).",
+        "BM25: no significant difference on G1 (x)."]
     report.write_text("# Report\n\n- no summary here\n", encoding="utf-8")
     assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []
 

@@ -31,6 +31,9 @@ from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..pipeline.study import StudyResult
+from ..retrieval.fused import FUSED, spec_of
+from ..retrieval.methods import load_methods
+from ..retrieval.retrievers import split_method
 from .numbers import fmt_count, fmt_number
 from .style import METHOD_COLORS
 
@@ -119,16 +122,74 @@ GLOSSARY: tuple[Term, ...] = (
 )
 
 
+TERMS_MORE: tuple[Term, ...] = (
+    Term("G1, G2, G3",
+         "ToolBench's query groups: G1 single-tool queries (`G1_instruction`), G2 intra-category multi-tool "
+         "queries (`G2_category_original` here; `G2_instruction` is the sensitivity set), G3 cross-category "
+         "multi-tool queries (`G3_instruction_original`).",
+         "data.queries"),
+    Term("Intent-Registry Coupling",
+         "The paper's central idea: PtR works when the words of a query's intent, as the planner writes them "
+         "in a stub, match how the registry names the API; the brand-word ablation of notebook 11 tests it "
+         "by "
+         "removing brand names from stubs.",
+         "analysis.ablations"),
+    Term("design and unseen sets",
+         "Design sets (G1-G3) are the queries on which fused methods were chosen and tuned; unseen sets "
+         "(G1_category, G1_tool, G2_instruction) share no query text with them and score the chosen methods "
+         "unchanged.",
+         "analysis.fusion_board.unseen_keys"),
+    Term("primary endpoint",
+         "The one measure the study's answer rests on: recall@{k} (candidates), each query's score the mean "
+         "over the recorded runs, PtR minus RtP per set by a paired t-test, Holm over the three sets.",
+         "analysis.endpoint.PRIMARY"),
+    Term("the goal (beyond the paper)",
+         "A fused or learned method meets the goal when, on every set, the paired 95% CI of its recall "
+         "margin "
+         "over the best single architecture of any family lies above 0.",
+         "analysis.fusion_board.GOAL"),
+    Term("nDCG, MRR, COMP@k",
+         "nDCG@k rewards ground-truth APIs ranked higher; MRR is the mean of 1 / rank of the first hit; "
+         "COMP@k is 1 when every ground-truth API is in the top k.",
+         "eval.runs (ranx)"),
+)
+NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the merged ranking of its stubs "
+            "and `s*` each stub's own ranking; `.dense` and `.bm25` name the retriever family; min-max "
+            "scales each ranking's scores to 0..1 before fusing; rrf is reciprocal-rank fusion.")
+
+
+ARCH_NAMES = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
+
+
+def method_terms() -> list[Term]:
+    """A glossary entry for every registered method name (architectures, fused and learned methods)."""
+    out = []
+    for name in load_methods():
+        if name in FUSED:
+            text = f"Fused: {spec_of(name).describe()}."
+        elif name.startswith("ltr"):
+            text = ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds) over features of "
+                    "the query's and stubs' dense and BM25 rankings" + (", without any stub (no LLM call)."
+                                                                        if "nollm" in name else "."))
+        else:
+            arch, family = split_method(name)
+            text = f"{ARCH_NAMES.get(arch, arch)} with {family} retrieval."
+        out.append(Term(f"`{name}`", text, "retrieval.methods"))
+    return out
+
+
 def glossary(k: int = 5, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
     """``term, definition, where``: :data:`GLOSSARY` with this run's ``k`` and the kappa threshold."""
     return pd.DataFrame([{"term": t.term, "definition": t.definition.format(k=k, min_kappa=min_kappa),
-                          "where": t.where} for t in GLOSSARY])
+                          "where": t.where} for t in (*GLOSSARY, *TERMS_MORE)])
 
 
 def glossary_markdown(k: int = 5, min_kappa: float = MIN_KAPPA) -> str:
     """The glossary as a Markdown definition list (one bullet per term)."""
-    return "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
-                     for r in glossary(k, min_kappa).itertuples())
+    terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
+                      for r in glossary(k, min_kappa).itertuples())
+    methods = "\n".join(f"- **{t.term}**: {t.definition}" for t in method_terms())
+    return f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}"
 
 
 # -- the pipeline diagram ------------------------------------------------------------------------------------

@@ -118,8 +118,9 @@ def report_title(out_dir: Path) -> str:
     return f"Plan or Retrieve First? Tool discovery on ToolBench: report of run {out_dir.name!r}"
 
 
-def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
-    """``<out_dir>/report.html``: the executed notebooks in order as one tidied page (see the module)."""
+def write_notebooks_html(out_dir: Path, notebooks: list[Path] | None = None,
+                         name: str = "notebooks.html") -> Path:
+    """``<out_dir>/notebooks.html``: the executed notebooks in order as one tidied page (see the module)."""
     from nbconvert import HTMLExporter
 
     from ..data.atomic import atomic_path
@@ -140,9 +141,107 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
     finally:
         exporter.log.setLevel(level)
     body = tidy_report_html(body, out_dir, title)
-    path = out_dir / "report.html"
+    path = out_dir / name
     with atomic_path(path) as tmp:
         tmp.write_text(body, encoding="utf-8")
+    return path
+
+
+MD_CSS = """
+body {font-family: system-ui, sans-serif; color: #1a1a1a; background: #fff; line-height: 1.5; margin: 0}
+main {max-width: 1180px; margin: 0 auto; padding: 0 16px 48px}
+h1, h2, h3 {line-height: 1.25}
+h2 {border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 2.2em}
+a {color: #0645ad}
+a:focus-visible {outline: 3px solid #1a5fb4; outline-offset: 2px}
+code {background: #f2f2f2; padding: 0 3px; border-radius: 3px}
+.table-wrap {overflow-x: auto; margin: 12px 0}
+.table-wrap:focus-visible {outline: 3px solid #1a5fb4}
+table {border-collapse: collapse; font-size: 14px}
+th, td {border: 1px solid #c8c8c8; padding: 3px 8px; text-align: left; vertical-align: top}
+th {background: #eef1f5}
+td.num {text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap}
+img {max-width: 100%; height: auto; display: block; margin: 8px 0}
+blockquote {border-left: 4px solid #c8c8c8; margin: 0; padding: 0 12px}
+nav#toc {border: 1px solid #c8c8c8; padding: 8px 16px; margin: 16px 0; background: #f8f8f8}
+nav#toc ol {margin: 4px 0; padding-left: 22px}
+nav#toc > ol {list-style: none; padding-left: 4px}
+a.toc-top {font-size: 12px; margin-left: 8px}
+"""
+NUMERIC_CELL = re.compile(r"[-+−]?\d[\d,]*(\.\d+)?%?( \[[-+−]?\d[\d.,]*, [-+−]?\d[\d.,]*\])?"
+                          r"|p [<=] [\d.]+|n/a")
+
+
+IMAGE_KINDS = {"png": "png", "jpg": "jpeg", "jpeg": "jpeg", "gif": "gif"}
+
+
+def _inline_figures(soup, out_dir: Path) -> None:
+    """Each image of a run folder's file inlined as a ``data:`` URI, so the page stands alone."""
+    import base64
+
+    for img in soup.find_all("img"):
+        src = str(img.get("src", ""))
+        path = (out_dir / src).resolve()
+        if re.match(r"[a-z]+:", src) or not path.is_file() or out_dir.resolve() not in path.parents:
+            continue
+        kind = IMAGE_KINDS.get(path.suffix.lower().lstrip("."))
+        if kind:
+            img["src"] = f"data:image/{kind};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def markdown_page(markdown: str, out_dir: Path) -> str:
+    """``report.md`` as one self-contained, sanitised page: the Markdown rendered (its raw HTML shown as
+    text, never as markup), figures inlined, every table whole in a scrollable frame with its numbers
+    right-aligned, a table of contents of the sections, and a Content-Security-Policy that forbids scripts."""
+    from bs4 import BeautifulSoup
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    lines = markdown.splitlines()
+    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else report_title(out_dir)
+    body = md.render("\n".join(lines[1:] if lines and lines[0].startswith("# ") else lines))
+    soup = BeautifulSoup(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title></title>"
+                         f"</head><body><main>{sanitise_html(body)}</main></body></html>", "lxml")
+    soup.head.insert(0, soup.new_tag("meta", attrs={"http-equiv": "Content-Security-Policy", "content": CSP}))
+    soup.head.append(soup.new_tag("meta", attrs={"name": "viewport",
+                                                 "content": "width=device-width, initial-scale=1"}))
+    soup.title.string = title
+    style = soup.new_tag("style")
+    style.string = MD_CSS
+    soup.head.append(style)
+    main = soup.find("main")
+    _inline_figures(soup, Path(out_dir))
+    for n, table in enumerate(main.find_all("table")):
+        wrap = soup.new_tag("div", attrs={"class": "table-wrap", "tabindex": "0", "role": "region",
+                                          "aria-label": f"table {n + 1}"})
+        table.wrap(wrap)
+        for th in table.find_all("th"):
+            th["scope"] = "col"
+        for td in table.find_all("td"):
+            if NUMERIC_CELL.fullmatch(td.get_text(strip=True)):
+                td["class"] = "num"
+    toc = _table_of_contents(soup, main)
+    heading = soup.new_tag("h1", attrs={"id": "top"})
+    heading.string = title
+    main.insert(0, toc)
+    main.insert(0, heading)
+    return "<!DOCTYPE html>\n" + str(soup.html)
+
+
+def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Path:
+    """``<out_dir>/report.html``: ``report.md`` as one self-contained page (:func:`markdown_page`).
+    ``notebooks`` is accepted for callers of the former page of merged notebooks
+    (:func:`write_notebooks_html` writes that one)."""
+    from ..data.atomic import atomic_path
+
+    out_dir = Path(out_dir)
+    source = out_dir / "report.md"
+    if not source.is_file():
+        raise FileNotFoundError(f"no report.md under {out_dir}: the report notebook writes it")
+    page = markdown_page(source.read_text(encoding="utf-8"), out_dir)
+    path = out_dir / "report.html"
+    with atomic_path(path) as tmp:
+        tmp.write_text(page, encoding="utf-8")
     return path
 
 

@@ -91,7 +91,7 @@ class ReproduceSummary:
         return "\n".join(lines)
 
 
-SUMMARY_HEADING = "## Summary"
+SUMMARY_HEADING = "### Conclusion per retriever"
 
 
 def _plain(markdown: str) -> str:
@@ -101,9 +101,8 @@ def _plain(markdown: str) -> str:
 
 
 def report_verdicts(report: Path) -> list[str]:
-    """The verdict lines of a written ``report.md``, read from its summary section (so the console says what
-    the report says): each listed verdict and the count against the paper's reference numbers, as plain
-    text; none when the report has no summary."""
+    """The verdict lines of a written ``report.md``, read from its front's conclusions (so the console says
+    what the report says): each retriever's conclusion as plain text; none when the report has none."""
     try:
         lines = Path(report).read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -111,9 +110,8 @@ def report_verdicts(report: Path) -> list[str]:
     if SUMMARY_HEADING not in lines:
         return []
     section = lines[lines.index(SUMMARY_HEADING) + 1:]
-    section = section[:next((i for i, ln in enumerate(section) if ln.startswith("## ")), len(section))]
-    keep = [ln for ln in section
-            if re.match(r"\s*[-*]\s+\S", ln) or ln.startswith(("**Against", "No verdict"))]
+    section = section[:next((i for i, ln in enumerate(section) if ln.startswith("#")), len(section))]
+    keep = [ln for ln in section if re.match(r"\s*[-*]\s+\S", ln)]
     return [_plain(ln) for ln in keep]
 
 
