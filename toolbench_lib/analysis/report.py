@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.markdown import md_table
+from ..data.markdown import md_compact, md_table
 from ..pipeline.experiment import ExperimentConfig
 from .endpoint import PRIMARY
 from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
@@ -276,7 +276,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += right_and_wrong(report, conclusions, goal_lines(cfg, ledger)[:1])
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
-    after = {"stubs": ["### The paper's Table 2 examples in this run", "", *material.examples]}
+    after = {"stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim in SECTIONS:
         sec = section_rows(report, prefixes)
         parts += [f"## {heading}", "", f"**The paper's claim.** {claim}", "",
@@ -292,7 +292,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     if other:
         parts += ["## Other figures", "", *other]
     parts += glossary_section(material)
-    parts += ["## Appendix A: scorecard", "",
+    parts += ["## Appendix A: scorecard and causes", "",
               "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
               "queries, or Wilson for a share); a number without sampling is compared at the paper's last "
               "decimal, and the row says why it has no CI. A row that differs names its cause's status: "
@@ -300,9 +300,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "explained* when it closes part of the gap, *setup difference* for a difference of setup (not "
               "a "
               "tested cause), *unexplained* otherwise (`references/causes.yaml`).", "",
-              _report_table(report, full=True), ""]
+              "Each row's numbers are in the section of its claim above; here, what each row measures and "
+              "the cause of a difference with the value it predicts.", "",
+              md_table(cause_table(report)) if len(report) else "No reference number.", ""]
     parts += table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES)
-    parts += ["## Appendix C: worked queries", "", *material.worked]
+    parts += ["## Appendix C: worked queries and the Table 2 examples", "",
+              f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
+              f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
+              "this report.", ""]
     parts += ["## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
@@ -311,10 +316,38 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
             parts += ["", f"Other studies stored for this run: {others}."]
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
-    return "\n".join(parts).rstrip() + "\n"
+    return md_compact("\n".join(parts).rstrip()) + "\n"
 
 
 QUANTITIES_FILE = "report_quantities.json"
+TEACHING_FILE = "teaching.md"
+
+
+def examples_lines(material, k: int) -> list[str]:
+    """The paper's Table 2 examples as one compact table (the full blocks go to :data:`TEACHING_FILE`)."""
+    t = material.examples_table
+    if t is None or t.empty:
+        return [material.examples[0] if material.examples else "No example of the paper's Table 2 is here.",
+                ""]
+    shown = t.copy()
+    shown["query"] = shown["query"].map(lambda q: f"`{q}`")
+    for col in shown.columns[2:6]:
+        shown[col] = shown[col].map(fmt_number)
+    same = int((t["paper's leader"] == t["leader here"]).sum())
+    return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
+            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}).", "",
+            md_table(shown), ""]
+
+
+def cause_table(report: pd.DataFrame) -> pd.DataFrame:
+    """Appendix A: per reference row, what it measures, its status and its cause with the predicted value."""
+    empty = pd.Series(index=report.index, dtype=float)
+    predicted = [f"{fmt_number(v)} {fmt_ci(lo, hi)}" if pd.notna(v) else ""
+                 for v, lo, hi in zip(report.get("predicted", empty), report.get("predicted_ci_low", empty),
+                                      report.get("predicted_ci_high", empty), strict=True)]
+    return pd.DataFrame({"reference": report["id"], "what": report["description"],
+                         "status": [_status_text(r) for r in report.itertuples()],
+                         "predicted by the cause": predicted})
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
@@ -326,8 +359,13 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
     report.to_csv(cfg.out_dir / "report.csv", index=False)
     ledger = Ledger()
     path = cfg.out_dir / "report.md"
+    material = teaching_material(cfg) if material is None else material
     text = report_markdown(cfg, report, refs, run_provenance(cfg), material, ledger)
     path.write_text(text, encoding="utf-8")
+    (cfg.out_dir / TEACHING_FILE).write_text(
+        "\n".join([f"# Worked queries and the paper's Table 2 examples: run `{cfg.run_name}`", "",
+                   "## Worked queries", "", *material.worked, "## The paper's Table 2 examples", "",
+                   *material.examples]).rstrip() + "\n", encoding="utf-8")
     (cfg.out_dir / QUANTITIES_FILE).write_text(json.dumps(ledger.as_dict(), indent=1, ensure_ascii=False),
                                                encoding="utf-8")
     return path

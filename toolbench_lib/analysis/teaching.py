@@ -509,6 +509,21 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
     return parts
 
 
+def paper_examples_summary(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+                           examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
+    """One row per Table 2 example whose query is in this study: the paper's recalls and leader beside this
+    run's (recall@k, PtR's run ``run``)."""
+    table = paper_examples(result, examples)
+    rows = []
+    for x in table[table["present"]].itertuples():
+        wq = worked_query(result, x.qkey, k, gt, run)
+        rows.append({"example": x.id, "query": x.qkey, "paper RtP": x.rtp_recall, "paper PtR": x.ptr_recall,
+                     f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
+                     "paper's leader": _leader(x.rtp_recall, x.ptr_recall),
+                     "leader here": _leader(wq.recall("rtp"), wq.recall("ptr"))})
+    return pd.DataFrame(rows)
+
+
 # -- for the report and notebook 09 -------------------------------------------------------------------------
 
 @dataclass
@@ -520,6 +535,7 @@ class TeachingMaterial:
     examples: list[str]
     picks: pd.DataFrame
     note: str = ""
+    examples_table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_run_study(cfg) -> tuple[StudyResult | None, str]:
@@ -557,7 +573,8 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
     labels = api_labels(stored_registry(result))
     return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels),
                             paper_examples_markdown(result, cfg.k, gt, run, labels),
-                            pick_worked_queries(result, cfg.k, gt, run))
+                            pick_worked_queries(result, cfg.k, gt, run),
+                            examples_table=paper_examples_summary(result, cfg.k, gt, run))
 
 
 PAPER_FILE = PROJECT_ROOT / "references" / "paper.yaml"
