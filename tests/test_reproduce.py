@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,8 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from toolbench_lib.analysis.report import QUANTITIES_FILE
+from toolbench_lib.analysis.report_checks import check_report
 from toolbench_lib.analysis.scorecard import TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.pipeline.reproduce import (
@@ -32,6 +35,7 @@ from toolbench_lib.pipeline.reproduce import (
     reproduce,
     select_notebooks,
 )
+from toolbench_lib.retrieval.methods import load_methods
 
 SECRET = "sk-test-secret-123"
 ANALYSIS_NOTEBOOKS = [f"{n:02d}" for n in range(1, 8)]
@@ -245,10 +249,10 @@ def test_unreadable_notebook_is_named(tmp_path, run_name):
 
 
 def test_html_report_hides_code_and_noise(tmp_path):
-    """report.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
+    """notebooks.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
     from nbformat.v4 import new_output
 
-    from toolbench_lib.pipeline.reproduce import write_html_report
+    from toolbench_lib.pipeline.report_html import write_notebooks_html
 
     widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     first = new_code_cell("print('secret code')", outputs=[
@@ -263,7 +267,7 @@ def test_html_report_hides_code_and_noise(tmp_path):
                    tmp_path / "notebooks" / "01_a.ipynb")
     second = new_notebook(cells=[new_markdown_cell("# 02 · Second")])
     nbformat.write(second, tmp_path / "notebooks" / "02_b.ipynb")
-    html = write_html_report(tmp_path).read_text()
+    html = write_notebooks_html(tmp_path).read_text()
     html = html[html.index("</nav>"):]  # the page after its table of contents
     assert html.index("01 · First") < html.index("shown line") < html.index("02 · Second")
     assert "<b>static explorer</b>" in html
@@ -317,9 +321,12 @@ def test_smoke_run_of_every_notebook(run_name):
     report = (run_dir / "report.md").read_text()
     assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
     html = (run_dir / "report.html").read_text()
-    assert "08 · Query explorer" in html and re.search(r"class=[\"']qx[\"']", html) and ".000000" not in html
+    assert "Conclusion per retriever" in html and ".000000" not in html
     assert "from toolbench_lib" not in html and "data:image/png;base64" in html
     report_csv = pd.read_csv(run_dir / "report.csv")
+    quantities = json.loads((run_dir / QUANTITIES_FILE).read_text())
+    assert quantities and check_report(report, quantities, report_csv.to_dict("records"),
+                                       list(load_methods())) == []
     found = report_csv["this_run"].notna().sum()
     assert found == (report_csv["status"].isin(["consistent", "differs", "not scored"])).sum()
 

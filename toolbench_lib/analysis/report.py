@@ -51,8 +51,10 @@ def provenance_markdown(prov: Mapping) -> str:
         f"- embedder: {embedder}",
         f"- backend: {prov.get('backend')} (model {prov.get('llm_model')}); pass rate: "
         f"{prov.get('pass_rate_kind', 'n/a')}",
-        f"- data: fingerprint {prov.get('data_fingerprint')}, registry {prov.get('registry_size')} of "
-        f"{prov.get('registry_full_size')} APIs (sub-registry seed {prov.get('sub_registry_seed')})",
+        f"- data: fingerprint {prov.get('data_fingerprint')}, registry "
+        f"{fmt_count(prov.get('registry_size'))} of {fmt_count(prov.get('registry_full_size'))} APIs"
+        + (f" (sub-registry seed {seed})" if (seed := prov.get("sub_registry_seed")) is not None
+           else " (the full registry)"),
         f"- parameters: k={s.get('k')}, depth={s.get('depth')}, runs={s.get('runs')}, "
         f"plan_limit={s.get('plan_limit')}, temperature={s.get('temperature')}, "
         f"run_temperature={s.get('run_temperature')}, queries={prov.get('n_queries')} "

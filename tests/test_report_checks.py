@@ -1,0 +1,76 @@
+"""The checks over a written report: each one fails on the report defect it names."""
+
+from __future__ import annotations
+
+import math
+
+from toolbench_lib.analysis.report_checks import (
+    MAX_FRONT_WORDS,
+    MIN_CAPTION_WORDS,
+    check_captions,
+    check_methods,
+    check_quantities,
+    check_report,
+    check_scored_rows,
+    front_text,
+    words,
+)
+
+CAPTION_OK = ("Recall against the budget k per set and architecture: where the curves cross the leader "
+              "changes.")
+
+
+def _report(front_extra: str = "", caption: str = CAPTION_OK, glossary: str = "- **`rtp`**: RtP.") -> str:
+    return "\n".join([
+        "# Report", "", "## The question and the answer", "", "Which first?", "",
+        "| retriever | set | p |", "|---|---|---|", "| dense | G1 | p = 0.012 |", "", front_extra,
+        "### Conclusion per retriever", "", "- **Dense:** RtP ahead on G1 (p = 0.012).", "",
+        "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure `k`.* {caption}", "",
+        "## Glossary", "", glossary, ""])
+
+
+QUANTITIES = {"dense G1 p": "p = 0.012"}
+
+
+def test_a_clean_report_passes():
+    assert check_report(_report(), QUANTITIES, [], ["rtp", "ptr"]) == []
+    assert front_text(_report()).rstrip().endswith("(p = 0.012).")
+
+
+def test_two_values_for_one_quantity_fail():
+    assert check_quantities(_report(), {"dense G1 p": ["p = 0.012", "p = 0.047"]})
+    assert check_quantities(_report(), {"dense G1 RtP": "0.999"})  # a value the text does not hold
+    assert check_report(_report(), {"dense G1 p": ["p = 0.012", "p = 0.047"]}, [], [])
+
+
+def test_a_long_front_and_a_front_not_ending_in_conclusions_fail():
+    long = " ".join(["word"] * (MAX_FRONT_WORDS + 1))
+    assert any("words" in p for p in check_report(_report(long), QUANTITIES, [], []))
+    moved = _report().replace("### Conclusion per retriever", "### Something else")
+    assert any("does not end" in p for p in check_report(moved, QUANTITIES, [], []))
+
+
+def test_short_captions_and_repeated_figures_fail():
+    short = "Recall against k."
+    assert words(short) < MIN_CAPTION_WORDS and check_captions(_report(caption=short))
+    twice = _report() + f"\n*Figure `k`.* {CAPTION_OK}\n"
+    assert check_captions(twice) == ["figure k appears twice"]
+
+
+def test_scored_rows_need_a_ci_or_a_reason():
+    ok = [{"id": "a", "status": "consistent", "ci_low": 0.1, "basis": ""},
+          {"id": "b", "status": "differs", "ci_low": math.nan, "basis": "a count: no sampling"},
+          {"id": "c", "status": "not scored", "ci_low": math.nan, "basis": ""}]
+    assert check_scored_rows(ok) == []
+    bad = [{"id": "d", "status": "differs", "ci_low": math.nan, "basis": ""}]
+    assert check_scored_rows(bad) == ["row d has neither a CI nor a stated reason"]
+
+
+def test_method_names_must_be_in_the_glossary():
+    assert check_methods(_report(glossary="- **`ptr`**: PtR."), ["rtp", "ptr"]) == [
+        "method 'rtp' is used but not in the glossary"]
+
+
+def test_latex_and_bare_missing_values_fail():
+    for text in ("0.31 {\\pm} 0.02", "p{<}0.001", "seed None"):
+        assert check_report(_report(text), QUANTITIES, [], []), text

@@ -1,0 +1,138 @@
+"""Checks over a written ``report.md``: what a reader relies on, tested on the report itself.
+
+* one value per named quantity (the report's ledger, ``report_quantities.json``), each value in the text;
+* one p-value per comparison: every p-value of the primary comparison is stated once per retriever and set;
+* every scored row has a 95% CI or says why it has none;
+* every method name the report shows is defined in its glossary;
+* every figure caption has at least :data:`MIN_CAPTION_WORDS` words;
+* the front (up to the first claim's section) has at most :data:`MAX_FRONT_WORDS` words and ends with the
+  conclusion per retriever; the whole report is at most :data:`MAX_REPORT_BYTES`;
+* no LaTeX, no ``None``, no ``nan``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+MIN_CAPTION_WORDS = 12
+MAX_FRONT_WORDS = 900
+MAX_REPORT_BYTES = 60_000
+FRONT_HEADING = "## The question and the answer"
+CONCLUSION_HEADING = "### Conclusion per retriever"
+GLOSSARY_HEADING = "## Glossary"
+CAPTION = re.compile(r"^\*Figure `([^`]+)`\.\* (.+)$")
+LATEX = re.compile(r"\{\\\w+\}|\\(?:pm|times|leq|geq|frac|mathrm)\b|\$[^$\n]+\$|\{<\}|\{>\}")
+BARE_MISSING = re.compile(r"(?<![\w`])(None|nan|NaN)(?![\w`])")
+
+
+def sections(markdown: str) -> dict[str, str]:
+    """``{"## heading": text}`` of every second-level section (the title part under ``""``)."""
+    parts = re.split(r"(?m)^(## .*)$", markdown)
+    out = {"": parts[0]}
+    for i in range(1, len(parts), 2):
+        out[parts[i].strip()] = parts[i + 1]
+    return out
+
+
+def front_text(markdown: str) -> str:
+    """The front: from the title to the first section after :data:`FRONT_HEADING`."""
+    start = markdown.find(FRONT_HEADING)
+    if start < 0:
+        return ""
+    end = markdown.find("\n## ", start + len(FRONT_HEADING))
+    return markdown[:end if end >= 0 else len(markdown)]
+
+
+def words(text: str) -> int:
+    """Words as a reader counts them: Markdown table rules and markup left out."""
+    text = re.sub(r"(?m)^\|[\s|:-]+\|$", " ", text)
+    text = re.sub(r"[|*`#>]", " ", text)
+    return len(re.findall(r"[^\s]+", text))
+
+
+def check_quantities(markdown: str, quantities: Mapping[str, object]) -> list[str]:
+    """One value per named quantity, and that value written in the report."""
+    problems = []
+    for name, value in quantities.items():
+        if isinstance(value, list):
+            problems.append(f"quantity {name!r} has {len(value)} values: {value}")
+        elif str(value) not in markdown:
+            problems.append(f"quantity {name!r} = {value!r} is not in the report")
+    return problems
+
+
+def check_p_values(markdown: str, quantities: Mapping[str, object]) -> list[str]:
+    """The primary comparison's p-values: each retriever and set has one, and no other p-value of the same
+    comparison (a second ``p`` entry for it) is stated."""
+    names = [n for n in quantities if n.endswith(" p")]
+    problems = [f"{n}: {quantities[n]}" for n in names if isinstance(quantities[n], list)]
+    front = front_text(markdown)
+    for name in names:
+        value = quantities[name]
+        if isinstance(value, str) and value not in front:
+            problems.append(f"p-value {name!r} ({value}) is not in the front")
+    return problems
+
+
+def check_captions(markdown: str) -> list[str]:
+    """Every figure caption of at least :data:`MIN_CAPTION_WORDS` words, and every figure once."""
+    problems, seen = [], set()
+    for line in markdown.splitlines():
+        m = CAPTION.match(line)
+        if not m:
+            continue
+        stem, caption = m.groups()
+        if stem in seen:
+            problems.append(f"figure {stem} appears twice")
+        seen.add(stem)
+        if words(caption) < MIN_CAPTION_WORDS:
+            problems.append(f"figure {stem}: caption of {words(caption)} words")
+    return problems
+
+
+def check_scored_rows(rows: Iterable[Mapping]) -> list[str]:
+    """Every scored row (consistent or differs) has a 95% CI or a stated reason for a point comparison."""
+    problems = []
+    for r in rows:
+        if r.get("status") not in ("consistent", "differs"):
+            continue
+        has_ci = r.get("ci_low") == r.get("ci_low") and r.get("ci_low") is not None  # not NaN
+        reason = str(r.get("basis") or "").strip()
+        if not has_ci and not reason:
+            problems.append(f"row {r.get('id')} has neither a CI nor a stated reason")
+    return problems
+
+
+def check_methods(markdown: str, method_names: Iterable[str]) -> list[str]:
+    """Every registered method name that the report shows (as ``code`` or a table cell) is in its glossary."""
+    secs = sections(markdown)
+    glossary = next((text for head, text in secs.items() if head.startswith(GLOSSARY_HEADING)), "")
+    body = "\n".join(text for head, text in secs.items() if not head.startswith(GLOSSARY_HEADING))
+    shown = set(re.findall(r"`([^`\s]+)`", body)) | {c.strip() for c in re.findall(r"\|([^|\n]+)", body)}
+    return [f"method {m!r} is used but not in the glossary" for m in sorted(set(method_names) & shown)
+            if f"**`{m}`**" not in glossary]
+
+
+def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable[Mapping],
+                 method_names: Iterable[str]) -> list[str]:
+    """Every check of this module; an empty list when the report passes them all."""
+    problems = []
+    front = front_text(markdown)
+    if not front:
+        problems.append(f"no front section ({FRONT_HEADING})")
+    else:
+        if words(front) > MAX_FRONT_WORDS:
+            problems.append(f"the front has {words(front)} words (at most {MAX_FRONT_WORDS})")
+        last = [h for h in re.findall(r"(?m)^#{2,3} .*$", front)][-1:]
+        if last != [CONCLUSION_HEADING]:
+            problems.append(f"the front does not end with {CONCLUSION_HEADING!r}")
+    size = len(markdown.encode("utf-8"))
+    if size > MAX_REPORT_BYTES:
+        problems.append(f"the report is {size:,} bytes (at most {MAX_REPORT_BYTES:,})")
+    for pattern, what in ((LATEX, "LaTeX"), (BARE_MISSING, "a missing value")):
+        found = sorted(set(m.group(0) for m in pattern.finditer(markdown)))
+        if found:
+            problems.append(f"{what} in the text: {found[:5]}")
+    return (problems + check_quantities(markdown, quantities) + check_p_values(markdown, quantities)
+            + check_captions(markdown) + check_scored_rows(rows) + check_methods(markdown, method_names))
