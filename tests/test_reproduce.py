@@ -37,6 +37,9 @@ from toolbench_lib.pipeline.reproduce import (
 )
 from toolbench_lib.retrieval.methods import load_methods
 
+from .report_page import page_problems
+from .test_browser import chromium  # noqa: F401 (the fixture)
+
 SECRET = "sk-test-secret-123"
 ANALYSIS_NOTEBOOKS = [f"{n:02d}" for n in range(1, 8)]
 
@@ -281,7 +284,7 @@ def _errors(nb) -> list[str]:
 
 
 @pytest.mark.slow
-def test_smoke_run_of_every_notebook(run_name):
+def test_smoke_run_of_every_notebook(run_name, chromium):  # noqa: F811 (the fixture)
     """The end-to-end run: all numbered notebooks in smoke mode, then the report; no secret leaks."""
     notebooks = select_notebooks(NOTEBOOKS_DIR)
     assert notebooks, "notebooks/ holds numbered notebooks"
@@ -327,6 +330,9 @@ def test_smoke_run_of_every_notebook(run_name):
     quantities = json.loads((run_dir / QUANTITIES_FILE).read_text())
     assert quantities and check_report(report, quantities, report_csv.to_dict("records"),
                                        list(load_methods())) == []
+    problems, facts = page_problems(run_dir / "report.html", chromium)
+    assert not problems, problems
+    print(f"report.html in Chromium at 1,280 px: {facts}")
     found = report_csv["this_run"].notna().sum()
     assert found == (report_csv["status"].isin(["consistent", "differs", "not scored"])).sum()
 

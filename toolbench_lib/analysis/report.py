@@ -224,13 +224,21 @@ APPENDIX_TABLES = (
 )
 
 
+def readable_header(table_md: str) -> str:
+    """A saved Markdown table with words for its column names (``recall_mean`` -> ``recall mean``)."""
+    lines = table_md.split("\n")
+    if lines and lines[0].startswith("|"):
+        lines[0] = lines[0].replace("_", " ")
+    return "\n".join(lines)
+
+
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved Markdown tables (``(name, title)`` pairs); nothing when none was saved."""
     parts = []
     for name, title in tables:
         path = cfg.tables_dir / f"{name}.md"
         if path.exists():
-            parts += [f"{level} {title}", "", path.read_text(encoding="utf-8").strip(), ""]
+            parts += [f"{level} {title}", "", readable_header(path.read_text(encoding="utf-8").strip()), ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts
 
 
