@@ -133,9 +133,10 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
                     ax.plot(m["k"], m[metric], marker="o", markersize=3, color=METHOD_COLORS.get(method),
                             label=METHOD_LABELS.get(method, method))
             for (ps, pm, pk), value in (paper or {}).items():
-                if ps == subset and metric == "recall":
+                if ps == subset and metric == "recall":  # one legend entry per method, not per k
+                    named = f"paper {METHOD_LABELS.get(pm, pm)}" in ax.get_legend_handles_labels()[1]
                     ax.plot([pk], [value], marker="D", mfc="none", color=METHOD_COLORS.get(pm),
-                            label=f"paper {METHOD_LABELS.get(pm, pm)}")
+                            label="_nolegend_" if named else f"paper {METHOD_LABELS.get(pm, pm)}")
             ax.set_title(subset if i == 0 else "")
             ax.set_ylabel(metric if j == 0 else "")
         wide = t[t["subset"] == subset].pivot_table(index="k", columns="method", values="recall")

@@ -33,6 +33,7 @@ from ..eval.summary import summary_table
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
 from .k_ablation import k_ablation
+from .style import FAMILY_HATCH, FAMILY_LINESTYLE, METHOD_COLORS
 
 ALPHA = 0.05
 ARCH_LABEL = {"rtp": "RtP", "ptr": "PtR"}
@@ -309,29 +310,33 @@ def family_figure(table: pd.DataFrame, k: int = 5) -> plt.Figure:
     fams = list(dict.fromkeys(table["retriever"]))
     fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.8), sharey=True)
     axes = np.atleast_1d(axes)
-    colors = {"rtp": "#4C72B0", "ptr": "#DD8452"}
     for ax, subset in zip(axes, sets, strict=True):
         s = table[table["subset"] == subset]
         for j, arch in enumerate(("rtp", "ptr")):
             a = s[s["method"] == arch].set_index("retriever").reindex(fams)
             x = np.arange(len(fams)) + (j - 0.5) * 0.38
             err = np.vstack([a["recall_mean"] - a["recall_lo"], a["recall_hi"] - a["recall_mean"]])
-            ax.bar(x, a["recall_mean"], 0.36, yerr=err, capsize=3, color=colors[arch], label=ARCH_LABEL[arch])
+            bars = ax.bar(x, a["recall_mean"], 0.36, yerr=err, capsize=3, color=METHOD_COLORS[arch],
+                          edgecolor="white", label=ARCH_LABEL[arch])
+            for bar, fam in zip(bars, fams, strict=True):
+                bar.set_hatch(FAMILY_HATCH.get(fam, ""))
         ax.set_xticks(np.arange(len(fams)), fams)
         ax.set_title(subset)
         ax.set_xlabel("retriever")
     axes[0].set_ylabel(f"recall@{k}")
-    axes[0].legend(loc="upper right")
+    top = float(np.nanmax(table["recall_hi"])) if len(table) else 1.0
+    for ax in axes:
+        ax.set_ylim(0, top * 1.3)  # room above the bars: the legend covers none
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, 0.93))
     fig.suptitle(f"RtP and PtR with each retriever family (recall@{k}, 95% CI over queries)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
 
 
 def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
-    """Recall against k per set: one line per family (colour) and architecture (solid RtP, dashed PtR)."""
+    """Recall against k per set: one line per architecture (its colour) and family (its line style)."""
     sets = list(dict.fromkeys(ktable["subset"]))
-    fams = list(dict.fromkeys(ktable["retriever"]))
-    palette = dict(zip(fams, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, subset in zip(axes, sets, strict=True):
@@ -339,18 +344,13 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
         for (fam, arch), g in s.groupby(["retriever", "architecture"], sort=False):
             if arch not in ARCH_LABEL:
                 continue
-            ax.plot(
-                g["k"],
-                g["recall"],
-                color=palette[fam],
-                ls="-" if arch == "rtp" else "--",
-                label=f"{ARCH_LABEL[arch]} {fam}",
-            )
+            ax.plot(g["k"], g["recall"], color=METHOD_COLORS[arch], ls=FAMILY_LINESTYLE.get(fam, "-"),
+                    label=f"{ARCH_LABEL[arch]} {fam}")
         ax.set_title(subset)
         ax.set_xlabel("k")
     axes[0].set_ylabel("recall@k")
     axes[-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle("Recall against k per retriever family (solid RtP, dashed PtR)")
+    fig.suptitle("Recall against k per retriever family (colour: architecture; line style: family)")
     fig.tight_layout()
     return fig
 

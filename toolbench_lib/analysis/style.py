@@ -7,6 +7,10 @@ import seaborn as sns
 
 METHOD_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "router": "#2ca02c", "oracle": "#7f7f7f"}
 METHOD_LABELS = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
+# One look per retriever family in every figure: the architecture keeps its colour, the family its hatch
+# (bars) or line style (lines).
+FAMILY_HATCH = {"dense": "", "bm25": "//", "hybrid": "..", "hybrid-rrf": "xx"}
+FAMILY_LINESTYLE = {"dense": "-", "bm25": "--", "hybrid": ":", "hybrid-rrf": "-."}
 
 
 def use_style() -> None:
