@@ -222,8 +222,6 @@ for s_ in ("G1", "G2", "G3"):
             value_ = paper_value(f"{s_.lower()}_{m_}_{id_}")
             if value_ is not None:
                 PAPER_FIG2[(s_, m_, metric_)] = value_
-fig = mr.figure2(main, query_wins, PAPER_FIG2)
-print(f"saved {save_figure(fig, 'figure2', cfg)}")
 
 # %% [markdown]
 # ## How much of the pass rate is the judge's? Judge validity and an objective pass rate
@@ -277,6 +275,8 @@ else:
 validity = pd.concat([jv.judge_validity(ev_v1).assign(plans="all")]
                      + ([jv.judge_validity(paired).assign(plans="same")] if has_v2 else []), ignore_index=True)
 save_table(validity, "judge_validity", cfg, prov)
+fig = mr.figure2(main, query_wins, PAPER_FIG2, validity=validity[validity["plans"] == "all"])
+print(f"saved {save_figure(fig, 'figure2', cfg)}")
 comparison = jv.pass_rate_comparison(validity[validity["plans"] == ("same" if has_v2 else "all")])
 save_table(comparison.round(3), "pass_rate_judged_objective", cfg, prov)
 display(comparison.round(3))

@@ -221,11 +221,14 @@ def headline_figure(table: pd.DataFrame, gt: str = "candidates", metric: str = "
     return fig
 
 
-def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates"):
+def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
+            validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
     """The paper's Figure 2 in one row: recall, precision and pass rate per set and method (error bars: the
     bootstrap 95% CI over queries where present, else the std over runs), and per-query wins. ``paper`` maps
     ``(subset, method, metric)`` (metric ``recall``, ``precision``, ``pass_rate``, ``wins``) to the paper's
-    value, drawn as open diamonds."""
+    value, drawn as open diamonds. With ``validity`` (``judge_validity``: ``subset, method, kappa,
+    judged_pass_rate, objective_pass_rate``) the pass-rate panel shows the objective pass rate as bars and the
+    judged one as outlined bars, hatched and marked invalid where the judge's kappa is below ``min_kappa``."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
     subsets = list(dict.fromkeys(t["subset"]))
@@ -253,6 +256,8 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
         ax.set_xticks(x, subsets)
         ax.set_title(metric.replace("_", " "))
         ax.set_ylim(0, 1)
+    if validity is not None and len(validity):
+        _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
     for i, method in enumerate(methods):
         col = f"{method}_wins"
@@ -269,6 +274,36 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
     fig.tight_layout()
     return fig
+
+
+def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: list[str], width: float,
+                     paper: dict | None, min_kappa: float) -> None:
+    """Figure 2's pass-rate panel redrawn: objective pass rate (filled), judged (outlined; hatched and
+    labelled invalid where kappa < ``min_kappa``), the paper's judged value as a diamond."""
+    ax.clear()
+    v = validity.drop_duplicates(["subset", "method"]).set_index(["subset", "method"])
+    x = np.arange(len(subsets))
+    invalid = False
+    for i, method in enumerate(methods):
+        pos = x + (i - (len(methods) - 1) / 2) * width
+        rows = [v.loc[(s, method)] if (s, method) in v.index else None for s in subsets]
+        obj = [np.nan if r is None else float(r["objective_pass_rate"]) for r in rows]
+        ax.bar(pos, obj, width, color=METHOD_COLORS.get(method),
+               label=f"{METHOD_LABELS.get(method, method)}, objective")
+        for j, r in enumerate(rows):
+            if r is None:
+                continue
+            bad = float(r["kappa"]) < min_kappa
+            invalid |= bad
+            ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False, hatch="xx" if bad else "",
+                   edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
+            ref = (paper or {}).get((subsets[j], method, "pass_rate"))
+            if ref is not None:
+                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+    ax.set_xticks(x, subsets)
+    ax.set_ylim(0, 1)
+    ax.set_title("pass rate: objective (filled), judged (outline)" + (
+        f"\nhatched: judge kappa < {min_kappa:g}, not valid" if invalid else ""), fontsize="small")
 
 
 # --------------------------------------------------------------------------- several runs
