@@ -33,11 +33,12 @@ import pytest  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from toolbench_lib.analysis.report import write_report  # noqa: E402
+from toolbench_lib.analysis.report import TEACHING_FILE, write_report  # noqa: E402
 from toolbench_lib.analysis.teaching import (  # noqa: E402
     FAMILY_LINES,
     GLOSSARY,
     HIT,
+    TERMS_MORE,
     glossary,
     paper_examples_markdown,
     pick_worked_queries,
@@ -170,10 +171,11 @@ def test_paper_examples_present_shown_the_others_explained():
 
 def test_glossary_holds_the_terms_the_report_uses():
     g = glossary(k=7, min_kappa=0.4)
-    assert len(g) == len(GLOSSARY) and g["term"].is_unique
+    assert len(g) == len(GLOSSARY) + len(TERMS_MORE) and g["term"].is_unique
     text = " ".join(g["term"]).lower()
     for term in ("recall@k", "precision@k", "candidates", "relevant", "stub", "fidelity", "divergence",
-                 "holm", "bootstrap", "pass rate", "kappa", "retriever family"):
+                 "holm", "bootstrap", "pass rate", "kappa", "retriever family", "g1, g2, g3",
+                 "intent-registry coupling", "design and unseen sets", "primary endpoint", "the goal"):
         assert term in text, term
     joined = " ".join(g["definition"])
     assert "k = 7" in joined and "Below 0.4" in joined and "{" not in joined
@@ -271,32 +273,36 @@ def _section(text: str, heading: str) -> str:
     return text[start:] if end < 0 else text[start:end]
 
 
-def test_report_has_the_glossary_after_the_summary_and_says_why_no_worked_query(cfg):
+def test_report_has_the_glossary_after_the_claims_and_says_why_no_worked_query(cfg):
     text = write_report(cfg).read_text()
-    assert text.index("## Summary") < text.index("## Glossary") < text.index("## Setup and data")
+    assert text.index("## The question and the answer") < text.index("## Setup and data") \
+        < text.index("## Glossary") < text.index("## Appendix A")
     glossary_text = _section(text, "## Glossary")
-    for term in GLOSSARY:
+    for term in (*GLOSSARY, *TERMS_MORE):
         assert f"**{term.term}**" in glossary_text, term.term
-    assert f"k = {K}" in glossary_text
-    worked = _section(text, "## Worked queries")
-    assert "No worked queries: no stored study under `runs/` of this run." in worked
+    assert f"k = {K}" in glossary_text and "**`ptr@bm25`**" in glossary_text
+    teaching = (cfg.out_dir / TEACHING_FILE).read_text()
+    assert "No worked queries: no stored study under `runs/` of this run." in teaching
+    assert f"[`{TEACHING_FILE}`]({TEACHING_FILE})" in _section(text, "## Appendix C")
 
 
 def test_report_shows_the_worked_queries_and_every_table2_example(cfg):
     make_study().save(cfg.study_dir)
     text = write_report(cfg).read_text()
-    worked = _section(text, "## Worked queries")
-    assert text.index("## Main results") < text.index("## Worked queries") < text.index("## Retrieval budget")
+    teaching = (cfg.out_dir / TEACHING_FILE).read_text()
+    worked = _section(teaching, "## Worked queries")
     for title, q in (("### PtR's largest win", "a"), ("### RtP's largest win", "d"),
                      ("### Both miss everything", "f")):
         assert f"`{qkey(q)}`" in worked.split(title)[1].split("### ")[0], title
     assert "1. `Get A One`: first need" in worked and "- `f1`: missed by both" in worked
-    examples = _section(text, "## The paper's Table 2 examples in this run")
-    assert text.index("## Stubs") < text.index("## The paper's Table 2") < text.index("## Cost and routing")
+    examples = _section(teaching, "## The paper's Table 2 examples")
     everything = worked_examples(present_only=False)
     assert examples.count("\n- `") == len(everything)  # none is in the hand-made study: each says why
     for example in everything:
         assert f"- `{example['id']}`:" in examples
+    stubs = _section(text, "## Stubs")
+    assert "### The paper's Table 2 examples in this run" in stubs
+    assert f"0 of the paper's {len(everything)} Table 2 examples are among" in stubs
     assert "nan" not in (worked + examples).lower()
 
 
