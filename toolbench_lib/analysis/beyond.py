@@ -262,8 +262,8 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
 
 
 def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = 5) -> plt.Figure:
-    """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted. Only RtP, PtR and the
-    best method of each cost are named (methods of one cost share an x position, so more names would
+    """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted. Only RtP, PtR and
+    the best method of each cost are named (methods of one cost share an x position, so more names would
     overlap); every point keeps its CI."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
     subsets = list(dict.fromkeys(r["subset"]))
