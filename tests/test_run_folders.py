@@ -47,10 +47,10 @@ def test_study_key_leaves_out_analysis_parameters(real_data_dir):
 def test_notebook_defaults_are_make_runs():
     """Opened by hand with its defaults, a notebook reads and writes what `make run` stored."""
     make = (ROOT / "Makefile").read_text()
-    assert "EMBEDDER ?= all-MiniLM-L6-v2" in make and "PLAN_LIMIT ?= 100" in make
+    assert "EMBEDDER ?= all-MiniLM-L6-v2" in make and "PLAN_LIMIT ?= 100" in make and "--runs 4" in make
     default = ExperimentConfig()
-    assert (default.embedder, default.plan_limit, default.runs, default.backend) == \
-        ("all-MiniLM-L6-v2", 100, 1, "replay")
+    assert (default.embedder, default.plan_limit, default.runs, default.plan_runs, default.backend) == \
+        ("all-MiniLM-L6-v2", 100, 4, 1, "replay")
     notebooks = [p for p in sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")) if not p.name.startswith("08_")]
     assert len(notebooks) >= 8
     for path in notebooks:  # 08 opens a stored run by name and has no study parameters

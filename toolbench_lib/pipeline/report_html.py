@@ -198,7 +198,8 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
 
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     lines = markdown.splitlines()
-    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else report_title(out_dir)
+    title = (re.sub(r"[`*]", "", lines[0].lstrip("# ")).strip() if lines and lines[0].startswith("# ")
+             else report_title(out_dir))
     body = md.render("\n".join(lines[1:] if lines and lines[0].startswith("# ") else lines))
     soup = BeautifulSoup(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title></title>"
                          f"</head><body><main>{sanitise_html(body)}</main></body></html>", "lxml")
