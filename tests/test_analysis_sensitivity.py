@@ -157,33 +157,41 @@ def slice_study(slice_setup):
 
 
 def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
+    """The calls of notebooks 03, 04, 05 and 07 on a real study: their numbers agree with the study's own
+    summary and with the scale study they sit beside."""
     from toolbench_lib.analysis.scale import scale_study
     from toolbench_lib.analysis.similarity import query_similarities
     from toolbench_lib.eval.summary import summary_table
 
     main = summary_table(slice_study, 5, ["candidates"], n_resamples=0).set_index(["subset", "method"])
-    sens = se.g2_sensitivity([("slice", slice_study, "G2_category_original")], ks=[5], n_resamples=200)
-    assert sens.iloc[0]["rtp"] == pytest.approx(main.loc[("G2", "rtp"), "recall_mean"])
-    assert sens.iloc[0]["ptr"] == pytest.approx(main.loc[("G2", "ptr"), "recall_mean"])
+    g2 = se.g2_tables([("slice", slice_study, "G2_category_original"), ("none", None, "G2_instruction")],
+                      [1, 5])
+    sens = g2["g2_sensitivity"].set_index("k")
+    assert sens.loc[5, "rtp"] == pytest.approx(main.loc[("G2", "rtp"), "recall_mean"])
+    assert sens.loc[5, "ptr"] == pytest.approx(main.loc[("G2", "ptr"), "recall_mean"])
+    assert g2["g2_sets"]["subset"].tolist() == ["G2_category_original"]  # no G2_instruction study here
+    assert g2["g2_verdict"].iloc[-1]["subset"] == "verdict"
     cache = query_similarities(slice_setup, slice_study)
     scale, div = scale_study(cache, slice_study.queries, slice_setup.ds.registry, [600, None], [0, 1], k=5,
                              progress=False)
-    claim = se.scale_claim(cache, slice_study.queries, slice_setup.ds.registry, [600, None], [0, 1], k=5,
-                           n_resamples=200)
+    claims = se.scale_tables(cache, slice_study.queries, slice_setup.ds.registry, div, [600, None], [0, 1],
+                             k=5)
+    claim = claims["scale_claim"]
     full = scale[scale["size"] == scale["size"].max()].set_index(["subset", "method"])["recall"]
     for _, r in claim[claim["size"] == claim["size"].max()].iterrows():
         assert (r["rtp"], r["ptr"]) == pytest.approx((full[(r["subset"], "rtp")], full[(r["subset"], "ptr")]))
     assert claim["keeps_all_gt"].all() and (claim.groupby("subset")["gt_share"].first() > 0).all()
+    assert set(claims["scale_claim_verdict"]["subset"]) == {"G1", "G2", "G3"}
+    assert claims["divergence_verdict"].iloc[-1]["text"].startswith("The paper's 88% and 98%")
     # The study's own top-5 lists give the scale study's full-registry divergence, both readings.
-    mine = se.study_divergence(slice_study).set_index("subset")
+    mine = se.full_divergence_tables(slice_study)
+    per_set = mine["divergence_full"].query("reading == 'disjoint'").set_index("group")["share"]
     theirs = div[div["size"] == div["size"].max()].set_index("subset")
-    assert mine["disjoint_share"].to_dict() == pytest.approx(theirs["no_overlap_share"].to_dict())
-    assert mine["non_identical_share"].to_dict() == pytest.approx(theirs["non_identical_share"].to_dict())
-    per_set = div.rename(columns={"no_overlap_share": "disjoint_share"})
-    verdict = se.divergence_verdict(se.divergence_readings(per_set, by=["size"]), {"full": 0.98})
-    assert verdict.iloc[-1]["text"].startswith("The paper's 98%")
+    assert per_set[["G1", "G2", "G3"]].to_dict() == pytest.approx(theirs["no_overlap_share"].to_dict())
+    nonid = mine["divergence_full"].query("reading == 'non_identical'").set_index("group")["share"]
+    assert nonid[["G1", "G2", "G3"]].to_dict() == pytest.approx(theirs["non_identical_share"].to_dict())
+    assert mine["divergence_full_verdict"].iloc[-1]["text"].startswith("The paper's 98%")
     routing = se.routing_claim(slice_study, "slice", k=5, n_resamples=200).set_index("against")
+    rtp = main.xs("rtp", level="method").loc[["G1", "G2", "G3"]]
     assert routing.loc["always_rtp", "other"] == pytest.approx(
-        main.loc[[("G1", "rtp"), ("G2", "rtp"), ("G3", "rtp")], "recall_mean"].mul(
-            main.loc[[("G1", "rtp"), ("G2", "rtp"), ("G3", "rtp")], "n_queries"]).sum()
-        / main.loc[[("G1", "rtp"), ("G2", "rtp"), ("G3", "rtp")], "n_queries"].sum())
+        (rtp["recall_mean"] * rtp["n_queries"]).sum() / rtp["n_queries"].sum())

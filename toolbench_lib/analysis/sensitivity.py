@@ -442,11 +442,14 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
                  divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5,
                  gt: str = DEFAULT_GT, keep_gt: str = "candidates") -> dict[str, pd.DataFrame]:
     """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
-    ``divergence`` table) and ``divergence_verdict`` against the paper's two divergence figures."""
+    ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
+    divergence figures."""
     from .scorecard import paper_value
 
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt)
     per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
+    if "target_size" in per_set:  # sets pooled at one size even where a set's ground truth raised its own
+        per_set = per_set.assign(size=per_set["target_size"])
     readings = divergence_readings(per_set, ["size"])
     paper = {"smallest": paper_value("divergence_smallest"), "full": paper_value("divergence_full")}
     return {"scale_claim": claim, "scale_claim_verdict": scale_claim_verdict(claim),
