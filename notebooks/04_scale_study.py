@@ -149,7 +149,7 @@ from toolbench_lib.analysis import sensitivity as se  # noqa: E402
 from toolbench_lib.pipeline.experiment import save_tables  # noqa: E402
 
 claims = se.scale_tables(sims, result.queries, setup.ds.registry, divergence, cfg.scale_sizes,
-                         list(range(cfg.scale_seeds)), cfg.k, gt, keep_gt)
+                         list(range(cfg.scale_seeds)), cfg.k, gt, keep_gt, cfg.run_name)
 save_tables(claims, cfg, prov)
 display(claims["divergence_readings"].pivot_table(index=["size", "group"], columns="reading", values="share",
                                                   sort=False).round(3))

@@ -154,7 +154,7 @@ if not miss.empty:
 from IPython.display import Markdown  # noqa: E402
 from toolbench_lib.analysis import sensitivity as se  # noqa: E402
 
-div = se.full_divergence_tables(result, cfg.k)
+div = se.full_divergence_tables(result, cfg.run_name, cfg.k)
 save_table(div["divergence_full"], "divergence_full", cfg, prov)
 save_table(div["divergence_full_verdict"], "divergence_full_verdict", cfg, prov)
 display(div["divergence_full"].pivot_table(index=["retriever", "group"], columns="reading", values="share",

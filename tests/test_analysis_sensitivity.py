@@ -183,8 +183,10 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     assert claim["keeps_all_gt"].all() and (claim.groupby("subset")["gt_share"].first() > 0).all()
     assert set(claims["scale_claim_verdict"]["subset"]) == {"G1", "G2", "G3"}
     assert claims["divergence_verdict"].iloc[-1]["text"].startswith("The paper's 88% and 98%")
+    assert (claim["basis"] == "this run: mean of 2 runs, 2 seeds below the full registry").all()
     # The study's own top-5 lists give the scale study's full-registry divergence, both readings.
-    mine = se.full_divergence_tables(slice_study)
+    mine = se.full_divergence_tables(slice_study, "slice")
+    assert (mine["divergence_full"]["basis"] == "slice: mean of 2 runs").all()
     per_set = mine["divergence_full"].query("reading == 'disjoint'").set_index("group")["share"]
     theirs = div[div["size"] == div["size"].max()].set_index("subset")
     assert per_set[["G1", "G2", "G3"]].to_dict() == pytest.approx(theirs["no_overlap_share"].to_dict())

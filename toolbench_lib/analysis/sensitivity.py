@@ -440,28 +440,33 @@ def g2_tables(sources: Sequence[tuple[str, object, str]], ks: Sequence[int], gt:
 
 def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                  divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5,
-                 gt: str = DEFAULT_GT, keep_gt: str = "candidates") -> dict[str, pd.DataFrame]:
+                 gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
+                 ) -> dict[str, pd.DataFrame]:
     """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
     ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
-    divergence figures."""
+    divergence figures; ``basis`` names the study (``run_name``) and its runs."""
     from .scorecard import paper_value
 
-    claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt)
+    where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
+    claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
     per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
     if "target_size" in per_set:  # sets pooled at one size even where a set's ground truth raised its own
         per_set = per_set.assign(size=per_set["target_size"])
-    readings = divergence_readings(per_set, ["size"])
+    readings = divergence_readings(per_set, ["size"]).assign(basis=where)
     paper = {"smallest": paper_value("divergence_smallest"), "full": paper_value("divergence_full")}
     return {"scale_claim": claim, "scale_claim_verdict": scale_claim_verdict(claim),
             "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}
 
 
-def full_divergence_tables(result, k: int = 5, retriever: str = "dense") -> dict[str, pd.DataFrame]:
-    """``divergence_full`` (both readings per family, set and group on the study's registry) and
-    ``divergence_full_verdict`` (``retriever``'s against the paper's full-registry figure)."""
+def full_divergence_tables(result, run_name: str = "this run", k: int = 5, retriever: str = "dense"
+                           ) -> dict[str, pd.DataFrame]:
+    """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
+    names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
+    full-registry figure)."""
     from .scorecard import paper_value
 
     readings = divergence_readings(study_divergence(result, k), ["retriever", "size"])
+    readings = readings.assign(basis=basis(run_name, result.n_runs))
     mine = readings[readings["retriever"] == retriever]
     return {"divergence_full": readings,
             "divergence_full_verdict": divergence_verdict(mine, {"full": paper_value("divergence_full")})}
