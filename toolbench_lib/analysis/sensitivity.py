@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.runs import per_query_runs, score_rankings
+from ..eval.runs import direct_recall, per_query_runs
 from ..eval.stats import bootstrap_ci, paired_test
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
@@ -60,23 +60,28 @@ def basis(run_name: str, n_runs: int) -> str:
 
 
 def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, method, k, recall``: each query of ``subset`` scored by eval's scorer
-    (:func:`~toolbench_lib.eval.runs.score_rankings`) at every ``k``, the mean over the study's runs."""
+    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs.
+
+    Recall is eval's direct count (:func:`~toolbench_lib.eval.runs.direct_recall`, the twin that
+    :func:`~toolbench_lib.eval.runs.score_rankings` checks ranx against), as twenty cut-offs of every
+    ranking would make ranx the slowest part of the analysis.
+    """
     check_gt(gt)
     q = result.queries[result.queries["subset"] == subset].reset_index(drop=True)
     if q.empty:
         raise ValueError(f"the study holds no query of {subset!r}")
     one = replace(result, queries=q, hits=result.hits[result.hits["qkey"].isin(set(q["qkey"]))])
-    frames, seen = [], {}
+    rel = dict(zip(q["qkey"], q[gt].map(set), strict=True))
+    rows, seen = [], {}
     for method in one.methods:
         for run in range(one.n_runs):
             stored = (method, one.stored_run(method, run))  # a deterministic ranking is scored once
             if stored not in seen:
                 ranking = one.ranking(method, run)
-                seen[stored] = pd.concat([score_rankings(ranking, q, gt, k, ("recall",)).assign(k=k)
-                                          for k in ks], ignore_index=True)
-            frames.append(seen[stored].assign(method=method, run=run))
-    pq = pd.concat(frames, ignore_index=True)
+                seen[stored] = [(key, k, direct_recall(ranking.get(key, []), r, k)) for key, r in rel.items()
+                                for k in ks]
+            rows += [(key, method, run, k, v) for key, k, v in seen[stored]]
+    pq = pd.DataFrame(rows, columns=["qkey", "method", "run", "k", "recall"])
     return pq.groupby(["qkey", "method", "k"], as_index=False, sort=False)["recall"].mean()
 
 
