@@ -141,6 +141,10 @@ def test_routing_claim_by_hand():
     assert (best["routed"], best["other"], best["diff"]) == pytest.approx((0.7, 0.9, -0.2))
     assert best["choice"] == "G1 rtp, G2 ptr, G3 rtp" and best["loss"] == "not significant"
     assert table.loc["always_ptr", "diff"] == pytest.approx(0.3) and best["basis"] == "hand: mean of 2 runs"
+    # Against always-PtR the routed policy gains .5 and 1 on q1 and q2 and ties on the other three: a
+    # resample of ties only (probability 0.6^5 = 0.08 > 0.025) puts the CI's lower end at 0, no gain.
+    assert table.loc["always_ptr", "loss"] == "not significant"
+    assert table.loc["always_ptr", "ci_low"] == pytest.approx(0.0)
     same = se.routing_claim(_study([1, 2, 3, 4, 5]), "hand", k=2, n_resamples=200).set_index("against")
     assert same.loc["best_per_subset", "loss"] == "none" and same.loc["best_per_subset", "n_queries"] == 4
 

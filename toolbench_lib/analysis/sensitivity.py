@@ -374,7 +374,8 @@ def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_res
     the higher mean recall (the paper's "always selecting the better architecture per subset"). Columns:
     ``retriever, basis, against, n_queries, routed, other, diff, ci_low, ci_high, p_wilcoxon, loss, text``
     with ``diff`` = routed − other (paired bootstrap CI over queries) and ``loss`` one of ``none``
-    (identical), ``not significant`` and ``significant``.
+    (identical choices), ``gain`` (the CI lies above 0), ``not significant`` and ``significant`` (the CI
+    lies below 0).
     """
     pq = per_query_runs(result, k, gt, ("recall",))
     pq = pq.assign(subset=pq["subset"].map(subset_alias))
@@ -394,12 +395,14 @@ def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_res
         for other in ("best_per_subset", "always_rtp", "always_ptr"):
             t = paired_test(score[other], score["routed"], n_resamples, seed)
             same = bool(np.allclose(score[other], score["routed"]))
-            loss = "none" if same else ("significant" if t["ci_high"] < 0 else "not significant")
+            loss = ("none" if same else "significant" if t["ci_high"] < 0
+                    else "gain" if t["ci_low"] > 0 else "not significant")
             text = (f"{family}: routed {t['mean_b']:.3f} against {other.replace('_', ' ')} "
                     f"{t['mean_a']:.3f}, "
                     f"difference {t['diff']:+.3f} [95% CI {t['ci_low']:+.3f}, {t['ci_high']:+.3f}], "
                     f"{t['n']} queries: " + {"none": "identical choices, no loss",
                                              "not significant": "no significant loss",
+                                             "gain": "no loss, a significant gain",
                                              "significant": "a significant loss"}[loss] + ".")
             rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other,
                          "n_queries": t["n"], "routed": t["mean_b"], "other": t["mean_a"], "diff": t["diff"],
