@@ -142,10 +142,29 @@ if not miss.empty:
         print(f"{method}: {int(r['n_complete_miss'])} of {int(r['n_plans'])} plans saw no correct API")
 
 # %% [markdown]
-# ## What this run found
+# ## Retrieval divergence on the full registry, read two ways
+#
+# Before the planner: do RtP and PtR retrieve the same top-k? Per set and pooled (G1+G2, G1–G3), the share
+# of queries whose two top-k sets are *disjoint* (share no API: the paper's "entirely non-overlapping") and
+# *non-identical* (differ in at least one API), each query's share averaged over PtR's runs, with Wilson
+# 95% intervals over queries (`divergence_full`); `divergence_full_verdict` says which reading the paper's
+# 98% on the full registry fits.
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+from toolbench_lib.analysis import sensitivity as se  # noqa: E402
+
+div = se.full_divergence_tables(result, cfg.run_name, cfg.k)
+save_table(div["divergence_full"], "divergence_full", cfg, prov)
+save_table(div["divergence_full_verdict"], "divergence_full_verdict", cfg, prov)
+display(div["divergence_full"].pivot_table(index=["retriever", "group"], columns="reading", values="share",
+                                          sort=False).round(3))
+display(Markdown(div["divergence_full_verdict"]["text"].dropna().iloc[-1]))
+
+# %% [markdown]
+# ## What this run found
+
+# %%
 from toolbench_lib.analysis.findings import trajectory_findings  # noqa: E402
 
 display(Markdown(trajectory_findings(traj, miss)))

@@ -83,6 +83,11 @@ def no_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([not set(x.tolist()) & set(y.tolist()) for x, y in zip(a, b, strict=True)], dtype=bool)
 
 
+def non_identical(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row: True when the two top-k sets differ in at least one API (the looser reading of divergence)."""
+    return np.array([set(x.tolist()) != set(y.tolist()) for x, y in zip(a, b, strict=True)], dtype=bool)
+
+
 def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> list[set[int]]:
     """Ground truth of each query as cache columns; APIs outside the index count via placeholders."""
     lookup = {a: i for i, a in enumerate(cache.api_ids)}
@@ -128,12 +133,13 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
             rtp_top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
             rec, pre = recall_precision(rtp_top, gt_sets, k)
             metrics = {"rtp": [(rec.mean(), pre.mean())], "ptr": []}
-            diverge = []
+            diverge, differ = [], []
             for run in runs:
                 ptr_top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
                 rec, pre = recall_precision(ptr_top, gt_sets, k)
                 metrics["ptr"].append((rec.mean(), pre.mean()))
                 diverge.append(no_overlap(rtp_top, ptr_top).mean())
+                differ.append(non_identical(rtp_top, ptr_top).mean())
             extra = {"k": k, "n_queries": len(sq), "keep_gt": keep_gt, "note": sub.note}
             for method, values in metrics.items():
                 if not values:
@@ -144,7 +150,8 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                                    "n_runs": len(values) if method == "ptr" else 1, **extra})
             if diverge:
                 share = float(np.mean(diverge))
-                row = {**base, "no_overlap_share": share, "n_runs": len(diverge), **extra}
+                row = {**base, "no_overlap_share": share, "non_identical_share": float(np.mean(differ)),
+                       "n_runs": len(diverge), **extra}
                 div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
     return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
 

@@ -82,6 +82,20 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                            "n_queries", "n_low_echo", "n_high_echo"),
     "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
     "judge_validity": ("subset", "method", "kappa", "judged_pass_rate", "objective_pass_rate", "n_plans"),
+    "g2_sensitivity": ("subset", "basis", "retriever", "k", "n_queries", "n_runs", "rtp", "rtp_lo", "rtp_hi",
+                       "ptr", "ptr_lo", "ptr_hi", "diff", "diff_lo", "diff_hi"),
+    "g2_sets": ("subset", "basis", "n_queries", "gt_size", "gt_size_lo", "gt_size_hi", "paper_gt_size",
+                "example_in_set"),
+    "g2_verdict": ("subset", "gt_fits", "example_in_set", "paper_diffs_in_ci", "fits", "text"),
+    "scale_claim": ("subset", "size", "rtp", "ptr", "diff", "ci_low", "ci_high", "gt_share", "keeps_all_gt"),
+    "scale_claim_verdict": ("subset", "leader", "n_sizes", "sizes_ahead", "sizes_ahead_significant",
+                            "gap_std", "holds", "text"),
+    "divergence_readings": ("size", "group", "reading", "share", "ci_low", "ci_high", "n_queries"),
+    "divergence_verdict": ("group", "reading", "text"),
+    "divergence_full": ("retriever", "size", "group", "reading", "share", "ci_low", "ci_high", "n_queries"),
+    "divergence_full_verdict": ("group", "reading", "text"),
+    "routing_claim": ("retriever", "basis", "against", "routed", "other", "diff", "ci_low", "ci_high", "loss",
+                      "text"),
 }
 
 # Columns a table has only in some runs (a locator may name them; a table need not hold them).

@@ -1,0 +1,480 @@
+"""Which G2, divergence read two ways, and two claims scored: the scale claim and the routing claim.
+
+Every function takes stored studies (or tables made from them) and returns a table; the sentences of the
+verdict tables are generated from their numbers. Recall and hits come from :mod:`toolbench_lib.eval.runs`
+(ranx, checked against a direct count) or, on sub-registries, from the scale study's direct count; every
+confidence interval and paired test from :mod:`toolbench_lib.eval.stats`; the intervals of shares are
+Wilson 95% intervals (statsmodels).
+
+* :func:`g2_sensitivity`: recall@k (k = 1..20) per G2 set, retriever family and architecture, each with a
+  bootstrap CI over queries, and the paired PtR − RtP difference with its CI; :func:`g2_sets`: each G2
+  set's ground-truth size against the paper's and whether the paper's worked example is in it;
+  :func:`g2_verdict`: which G2 the paper's numbers fit.
+* :func:`study_divergence` and :func:`divergence_readings`: the share of queries whose RtP and PtR top-k
+  lists are *disjoint* (share no API) and *non-identical* (differ in at least one API), per set and pooled
+  over named groups of sets; :func:`divergence_verdict`: which reading the paper's figures fit.
+* :func:`scale_claim` and :func:`scale_claim_verdict`: PtR − RtP per registry size with a paired CI over
+  queries (each query's recall averaged over seeds and runs), and the share of each sub-registry that is
+  the set's ground truth.
+* :func:`routing_claim`: the paper's by-subset routing against always-RtP, always-PtR and the better
+  architecture per subset, paired per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.runs import direct_recall, per_query_runs
+from ..eval.stats import bootstrap_ci, paired_test
+from ..retrieval.retrievers import method_name
+from .retrievers import PAPER_PATTERN, families_of
+from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
+from .similarity import SimilarityCache, topk_columns
+
+# The two readings of "tool selection divergence" and the groups of sets the tables pool.
+READINGS = ("disjoint", "non_identical")
+GROUPS: dict[str, tuple[str, ...]] = {"G1+G2": ("G1", "G2"), "G1–G3": ("G1", "G2", "G3")}
+
+
+def wilson(count: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson interval of a share ``count / n`` (``count`` may be a mean over runs times ``n``)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n <= 0:
+        return float("nan"), float("nan")
+    lo, hi = proportion_confint(count, n, alpha=1 - level, method="wilson")
+    return float(lo), float(hi)
+
+
+def basis(run_name: str, n_runs: int) -> str:
+    """The basis of a number: the study and which of its runs (the mean of all, or run 0)."""
+    return f"{run_name}: mean of {n_runs} runs" if n_runs > 1 else f"{run_name}: run 0"
+
+
+# --------------------------------------------------------------------------- which G2
+
+
+def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_GT) -> pd.DataFrame:
+    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs.
+
+    Recall is eval's direct count (:func:`~toolbench_lib.eval.runs.direct_recall`, the twin that
+    :func:`~toolbench_lib.eval.runs.score_rankings` checks ranx against), as twenty cut-offs of every
+    ranking would make ranx the slowest part of the analysis.
+    """
+    check_gt(gt)
+    q = result.queries[result.queries["subset"] == subset].reset_index(drop=True)
+    if q.empty:
+        raise ValueError(f"the study holds no query of {subset!r}")
+    one = replace(result, queries=q, hits=result.hits[result.hits["qkey"].isin(set(q["qkey"]))])
+    rel = dict(zip(q["qkey"], q[gt].map(set), strict=True))
+    rows, seen = [], {}
+    for method in one.methods:
+        for run in range(one.n_runs):
+            stored = (method, one.stored_run(method, run))  # a deterministic ranking is scored once
+            if stored not in seen:
+                ranking = one.ranking(method, run)
+                seen[stored] = [(key, k, direct_recall(ranking.get(key, []), r, k)) for key, r in rel.items()
+                                for k in ks]
+            rows += [(key, method, run, k, v) for key, k, v in seen[stored]]
+    pq = pd.DataFrame(rows, columns=["qkey", "method", "run", "k", "recall"])
+    return pq.groupby(["qkey", "method", "k"], as_index=False, sort=False)["recall"].mean()
+
+
+def g2_sensitivity(sources: Sequence[tuple[str, object, str]], ks: Sequence[int] = range(1, 21),
+                   gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
+
+    Columns: ``subset, basis, retriever, k, n_queries, n_runs, rtp, rtp_lo, rtp_hi, ptr, ptr_lo, ptr_hi,
+    diff, diff_lo, diff_hi, p_wilcoxon, ptr_wins, rtp_wins``; ``diff`` = PtR − RtP per query (each query's
+    mean over runs), its CI a bootstrap over queries; ``basis`` names the study and its runs.
+    """
+    rows = []
+    for run_name, result, subset in sources:
+        pq = per_query_recall(result, subset, ks, gt)
+        for family in families_of(result):
+            a, b = method_name("rtp", family), method_name("ptr", family)
+            for k in ks:
+                part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
+                x, y = part[a].to_numpy(float), part[b].to_numpy(float)
+                test = paired_test(x, y, n_resamples, seed)
+                rlo, rhi = bootstrap_ci(x, n_resamples, seed)
+                plo, phi = bootstrap_ci(y, n_resamples, seed)
+                rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
+                             "k": k, "n_queries": len(part), "n_runs": result.n_runs,
+                             "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
+                             "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
+                             "diff": test["diff"], "diff_lo": test["ci_low"], "diff_hi": test["ci_high"],
+                             "p_wilcoxon": test["p_wilcoxon"], "ptr_wins": test["wins_b"],
+                             "rtp_wins": test["wins_a"]})
+    return pd.DataFrame(rows)
+
+
+def g2_sets(sources: Sequence[tuple[str, object, str]], paper_gt: float, example_qkey: str | None,
+            gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per source set: ``subset, basis, n_queries, gt_size, gt_size_lo, gt_size_hi, paper_gt_size,
+    gt_size_gap, example_qkey, example_in_set``; ``gt_size`` is the mean ground-truth size under ``gt``
+    (bootstrap CI over queries) and ``example_in_set`` whether the paper's worked example is one of its
+    queries."""
+    rows = []
+    for run_name, result, subset in sources:
+        q = result.queries[result.queries["subset"] == subset]
+        sizes = q[check_gt(gt)].map(len).to_numpy(float)
+        lo, hi = bootstrap_ci(sizes, n_resamples, seed)
+        rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "n_queries": len(q),
+                     "gt_size": float(sizes.mean()), "gt_size_lo": lo, "gt_size_hi": hi,
+                     "paper_gt_size": paper_gt, "gt_size_gap": float(sizes.mean()) - paper_gt,
+                     "example_qkey": example_qkey or "",
+                     "example_in_set": bool(example_qkey) and example_qkey in set(q["qkey"])})
+    return pd.DataFrame(rows)
+
+
+def _inside(value: float | None, lo: float, hi: float) -> bool | None:
+    return None if value is None else bool(lo <= value <= hi)
+
+
+def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int, float],
+               retriever: str = "dense") -> pd.DataFrame:
+    """One row per G2 set and one ``verdict`` row: whether its ground-truth size rounds to the paper's
+    (one decimal), whether it holds the paper's worked example, and at how many of the paper's stated
+    PtR − RtP differences (``{k: diff}``) the paper's value lies in this set's CI (``retriever``)."""
+    rows = []
+    for _, s in sets.iterrows():
+        part = sens[(sens["subset"] == s["subset"]) & (sens["retriever"] == retriever)].set_index("k")
+        inside = [_inside(v, part.loc[k, "diff_lo"], part.loc[k, "diff_hi"]) for k, v in paper_diffs.items()
+                  if k in part.index]
+        gt_fits = round(s["gt_size"], 1) == round(s["paper_gt_size"], 1)
+        score = int(gt_fits) + int(s["example_in_set"])
+        rows.append({"subset": s["subset"], "gt_size": s["gt_size"], "paper_gt_size": s["paper_gt_size"],
+                     "gt_fits": gt_fits, "example_in_set": bool(s["example_in_set"]),
+                     "paper_diffs_in_ci": sum(bool(i) for i in inside), "n_paper_diffs": len(inside),
+                     "identity_score": score, "text": ""})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    for i, r in out.iterrows():
+        out.loc[i, "text"] = (
+            f"{r['subset']}: {r['gt_size']:.2f} ground-truth APIs per query against the paper's "
+            f"{r['paper_gt_size']:.1f} ({'fits' if r['gt_fits'] else 'does not fit'}); the paper's worked "
+            f"example {'is' if r['example_in_set'] else 'is not'} in it; the paper's PtR − RtP lies in its "
+            f"{retriever} CI at {r['paper_diffs_in_ci']} of {r['n_paper_diffs']} stated k.")
+    best = out.sort_values(["identity_score", "paper_diffs_in_ci"], ascending=False)
+    top = best.iloc[0]
+    tied = best[(best["identity_score"] == top["identity_score"])
+                & (best["paper_diffs_in_ci"] == top["paper_diffs_in_ci"])]
+    if top["identity_score"] == 0 or len(tied) > 1:
+        text = "Neither G2 set is singled out by the paper's ground-truth size and worked example."
+        fit = ""
+    else:
+        fit = str(top["subset"])
+        why = [w for w, ok in (("its ground-truth size", top["gt_fits"]),
+                               ("the worked example", top["example_in_set"])) if ok]
+        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} match."
+    verdict = {"subset": "verdict", "gt_size": np.nan, "paper_gt_size": np.nan, "gt_fits": None,
+               "example_in_set": None, "paper_diffs_in_ci": np.nan, "n_paper_diffs": np.nan,
+               "identity_score": np.nan, "text": text, "fits": fit}
+    return pd.concat([out.assign(fits=""), pd.DataFrame([verdict])], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- divergence two ways
+
+
+def overlap_flags(a: Sequence, b: Sequence) -> tuple[bool, bool]:
+    """``(disjoint, non_identical)`` of two top-k lists read as sets of APIs."""
+    sa, sb = set(a), set(b)
+    return not (sa & sb), sa != sb
+
+
+def study_divergence(result, k: int = 5) -> pd.DataFrame:
+    """``retriever, size, subset, n_queries, n_runs, disjoint_share, non_identical_share``: per family and
+    set, the shares over queries of each query's share over PtR's runs (RtP is deterministic), on the
+    study's registry (``size``: its APIs, 0 when the provenance does not say)."""
+    q = result.queries.assign(alias=result.queries["subset"].map(subset_alias))
+    size = int(result.provenance.get("registry_size") or 0)
+    rows = []
+    for family in families_of(result):
+        rtp = result.ranking(method_name("rtp", family), 0, k)
+        flags = []
+        for run in range(result.n_runs):
+            ptr = result.ranking(method_name("ptr", family), run, k)
+            for key, alias in zip(q["qkey"], q["alias"], strict=True):
+                d, n = overlap_flags(rtp.get(key, []), ptr.get(key, []))
+                flags.append((alias, key, d, n))
+        f = pd.DataFrame(flags, columns=["subset", "qkey", "disjoint", "non_identical"])
+        per_q = f.groupby(["subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean().reset_index()
+        for subset, g in per_q.groupby("subset", sort=False):
+            rows.append({"retriever": family, "size": size, "subset": subset, "n_queries": len(g),
+                         "n_runs": result.n_runs,
+                         "disjoint_share": float(g["disjoint"].mean()),
+                         "non_identical_share": float(g["non_identical"].mean())})
+    return pd.DataFrame(rows)
+
+
+def divergence_readings(per_set: pd.DataFrame, by: Sequence[str] = (),
+                        groups: Mapping[str, Sequence[str]] = GROUPS) -> pd.DataFrame:
+    """Both readings per set and pooled over each group of ``groups``, with Wilson 95% intervals.
+
+    ``per_set`` has ``subset, n_queries, disjoint_share, non_identical_share`` (each a mean over queries;
+    further columns of ``by``, e.g. ``size`` or ``retriever``). Rows with the same ``by`` and set (seeds)
+    are averaged first; a group pools its sets weighted by their queries. Columns: ``*by, group, sets,
+    reading, share, ci_low, ci_high, n_queries``; the interval treats the group's queries as the sample.
+    """
+    by = list(by)
+    cols = ["disjoint_share", "non_identical_share"]
+    mean = per_set.groupby([*by, "subset"], sort=False).agg(
+        n_queries=("n_queries", "first"), **{c: (c, "mean") for c in cols}).reset_index()
+    rows = []
+    for key, g in (mean.groupby(by, sort=False) if by else [((), mean)]):
+        key = key if isinstance(key, tuple) else (key,)
+        units = [(s, (s,)) for s in g["subset"]] + [(name, tuple(sets)) for name, sets in groups.items()
+                                                    if set(sets) <= set(g["subset"])]
+        for name, sets in units:
+            part = g[g["subset"].isin(sets)]
+            n = int(part["n_queries"].sum())
+            for reading in READINGS:
+                share = float((part[f"{reading}_share"] * part["n_queries"]).sum() / n) if n else float("nan")
+                lo, hi = wilson(share * n, n)
+                rows.append({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(sets),
+                             "reading": reading, "share": share, "ci_low": lo, "ci_high": hi, "n_queries": n})
+    return pd.DataFrame(rows)
+
+
+def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None], group: str = "G1+G2"
+                       ) -> pd.DataFrame:
+    """Per reading: whether the paper's figures (``{"smallest": share, "full": share}``, at the smallest
+    and largest ``size``) lie in this run's Wilson interval for ``group``; and one ``verdict`` row."""
+    r = readings[readings["group"] == group]
+    ends = {e: size for e, size in (("smallest", r["size"].min()), ("full", r["size"].max()))
+            if paper.get(e) is not None}
+    rows = []
+    for reading in READINGS:
+        row = {"group": group, "reading": reading}
+        for end, size in ends.items():
+            x = r[(r["reading"] == reading) & (r["size"] == size)].iloc[0]
+            row |= {f"{end}_size": int(size), f"{end}_share": x["share"], f"{end}_lo": x["ci_low"],
+                    f"{end}_hi": x["ci_high"], f"paper_{end}": paper.get(end),
+                    f"fits_{end}": _inside(paper.get(end), x["ci_low"], x["ci_high"])}
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    parts, fitting = [], []
+    for _, x in out.iterrows():
+        fits = [e for e in ends if x[f"fits_{e}"]]
+        if len(fits) == len(ends):
+            fitting.append(x["reading"])
+        at = [f"{x[f'{e}_share']:.1%} [{x[f'{e}_lo']:.1%}, {x[f'{e}_hi']:.1%}] at {x[f'{e}_size']} APIs"
+              for e in ends]
+        parts.append(f"{x['reading'].replace('_', '-')}: " + " and ".join(at))
+    paper_txt = " and ".join(f"{paper[e]:.0%}" for e in ends)
+    fit_word = "fits" if len(ends) == 1 else "fit"
+    if fitting:
+        names = " and the ".join(f.replace("_", "-") for f in fitting)
+        head = f"The paper's {paper_txt} {fit_word} the {names} reading"
+    else:
+        full = [x["reading"].replace("_", "-") for _, x in out.iterrows() if x.get("fits_full")]
+        head = (f"The paper's {paper_txt} {fit_word} neither reading"
+                + (" at both sizes" if len(ends) > 1 else "")
+                + (f"; its full-registry figure fits the {' and the '.join(full)} reading"
+                   if full and len(ends) > 1 else ""))
+    text = f"{head} ({group}; " + "; ".join(parts) + ")."
+    return pd.concat([out, pd.DataFrame([{"group": group, "reading": "verdict", "text": text}])],
+                     ignore_index=True)
+
+
+# --------------------------------------------------------------------------- the scale claim
+
+
+def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
+                sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5, gt: str = DEFAULT_GT,
+                keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per set and registry size: RtP and PtR recall@k and PtR − RtP with a paired bootstrap CI over
+    queries (each query's recall averaged over seeds and PtR's runs), drawn as the scale study draws.
+
+    Columns: ``subset, size, target_size, n_seeds, n_runs, n_queries, rtp, ptr, diff, ci_low, ci_high,
+    expected, gt_share, keeps_all_gt``; ``expected`` is the paper's leader on the set, ``gt_share`` the
+    share of the sub-registry that is the set's ground truth (``keep_gt``, mean over seeds) and
+    ``keeps_all_gt`` whether every draw held every such API of the index.
+    """
+    check_gt(gt)
+    local = registry.iloc[cache.rows].reset_index(drop=True)
+    runs = cache.runs
+    rows = []
+    for subset in dict.fromkeys(queries["subset"]):
+        sq = queries[queries["subset"] == subset]
+        keep_cols = gt_columns(cache, sq, keep_gt)
+        keep = set(cache.api_ids[keep_cols])
+        qpos = cache.query_positions(sq["qkey"].tolist())
+        gt_sets = gt_column_sets(cache, sq, gt)
+        for size in sizes:
+            draws = seeds if size is not None and size < cache.n_columns else [0]
+            rec = {"rtp": [], "ptr": []}
+            shares, kept_all, sub_size, target = [], True, 0, 0
+            for s in draws:
+                sub = draw_subregistry(local, size, s, keep)
+                held = np.isin(keep_cols, sub.cols)
+                kept_all &= bool(held.all())
+                shares.append(held.sum() / len(sub.cols))
+                sub_size, target = len(sub.cols), sub.target_size
+                top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
+                rec["rtp"].append(recall_precision(top, gt_sets, k)[0])
+                for run in runs:
+                    top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
+                    rec["ptr"].append(recall_precision(top, gt_sets, k)[0])
+            x, y = np.mean(rec["rtp"], axis=0), np.mean(rec["ptr"], axis=0)
+            test = paired_test(x, y, n_resamples, seed)
+            alias = subset_alias(subset)
+            rows.append({"subset": alias, "size": sub_size, "target_size": target, "n_seeds": len(draws),
+                         "n_runs": len(runs), "n_queries": len(sq), "rtp": float(x.mean()),
+                         "ptr": float(y.mean()), "diff": test["diff"], "ci_low": test["ci_low"],
+                         "ci_high": test["ci_high"], "expected": PAPER_PATTERN.get(alias, ""),
+                         "gt_share": float(np.mean(shares)), "keeps_all_gt": kept_all})
+    return pd.DataFrame(rows)
+
+
+def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
+    """Per set with a leader in the paper: at how many sizes that architecture is ahead (point estimate)
+    and significantly (the CI excludes 0 on its side), the std of PtR − RtP over sizes, whether "maintains
+    its advantage at every registry size" holds, and a generated sentence."""
+    rows = []
+    for subset, g in claim.groupby("subset", sort=False):
+        lead = g["expected"].iloc[0]
+        if lead not in ("RtP", "PtR"):
+            continue
+        sign = 1 if lead == "PtR" else -1
+        point = int((sign * g["diff"] > 0).sum())
+        sig = int(((g["ci_low"] > 0) if sign > 0 else (g["ci_high"] < 0)).sum())
+        g = g.sort_values("size")
+        other = [f"{int(r['size'])} ({r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}])"
+                 for _, r in g.iterrows() if sign * r["diff"] <= 0]
+        holds = point == len(g)
+        text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly); PtR − RtP "
+                f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
+                f"{int(g['size'].iloc[-1])}; the claim that {lead} keeps its advantage at every size "
+                + ("holds at the point estimates" if holds else f"fails at {', '.join(other)}") + "; the "
+                f"sub-registries keep every ground-truth API ({g['gt_share'].iloc[0]:.0%} of the smallest is "
+                "ground truth).")
+        rows.append({"subset": subset, "leader": lead, "n_sizes": len(g), "sizes_ahead": point,
+                     "sizes_ahead_significant": sig, "gap_std": float(g["diff"].std(ddof=1)) if len(g) > 1
+                     else 0.0, "holds": holds, "keeps_all_gt": bool(g["keeps_all_gt"].all()),
+                     "smallest_gt_share": float(g["gt_share"].iloc[0]), "text": text})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the routing claim
+
+
+def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000,
+                  seed: int = 0) -> pd.DataFrame:
+    """The paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy, per family.
+
+    Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
+    the higher mean recall (the paper's "always selecting the better architecture per subset"). Columns:
+    ``retriever, basis, against, n_queries, routed, other, diff, ci_low, ci_high, p_wilcoxon, loss, text``
+    with ``diff`` = routed − other (paired bootstrap CI over queries) and ``loss`` one of ``none``
+    (identical choices), ``gain`` (the CI lies above 0), ``not significant`` and ``significant`` (the CI
+    lies below 0).
+    """
+    pq = per_query_runs(result, k, gt, ("recall",))
+    pq = pq.assign(subset=pq["subset"].map(subset_alias))
+    mean = pq.groupby(["subset", "qkey", "method"], as_index=False, sort=False)["recall"].mean()
+    rows = []
+    for family in families_of(result):
+        a, b = method_name("rtp", family), method_name("ptr", family)
+        wide = mean[mean["method"].isin([a, b])].pivot(index=["subset", "qkey"], columns="method",
+                                                       values="recall").reset_index()
+        wide = wide[wide["subset"].isin(PAPER_PATTERN)]
+        by_set = wide.groupby("subset")[[a, b]].mean()
+        pick = {"routed": {s: b if PAPER_PATTERN[s] == "PtR" else a for s in by_set.index},
+                "always_rtp": dict.fromkeys(by_set.index, a), "always_ptr": dict.fromkeys(by_set.index, b),
+                "best_per_subset": {s: b if by_set.loc[s, b] > by_set.loc[s, a] else a for s in by_set.index}}
+        score = {p: np.array([r[c[r["subset"]]] for _, r in wide.iterrows()], dtype=float)
+                 for p, c in pick.items()}
+        for other in ("best_per_subset", "always_rtp", "always_ptr"):
+            t = paired_test(score[other], score["routed"], n_resamples, seed)
+            same = bool(np.allclose(score[other], score["routed"]))
+            loss = ("none" if same else "significant" if t["ci_high"] < 0
+                    else "gain" if t["ci_low"] > 0 else "not significant")
+            text = (f"{family}: routed {t['mean_b']:.3f} against {other.replace('_', ' ')} "
+                    f"{t['mean_a']:.3f}, "
+                    f"difference {t['diff']:+.3f} [95% CI {t['ci_low']:+.3f}, {t['ci_high']:+.3f}], "
+                    f"{t['n']} queries: " + {"none": "identical choices, no loss",
+                                             "not significant": "no significant loss",
+                                             "gain": "no loss, a significant gain",
+                                             "significant": "a significant loss"}[loss] + ".")
+            rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other,
+                         "n_queries": t["n"], "routed": t["mean_b"], "other": t["mean_a"], "diff": t["diff"],
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_wilcoxon": t["p_wilcoxon"],
+                         "loss": loss, "choice": ", ".join(f"{s} {c}" for s, c in pick[other].items()),
+                         "text": text})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the notebooks' tables
+
+
+def paper_g2_diffs() -> dict[int, float]:
+    """The paper's G2 PtR − RtP recall differences by k (k = 1 and 20 from Table 1; k = 5 from the main
+    results' two recalls), from ``references/paper.yaml``."""
+    from .scorecard import paper_value
+
+    five = [paper_value("g2_ptr_recall"), paper_value("g2_rtp_recall")]
+    out = {1: paper_value("g2_ptr_gain_k1"), 5: five[0] - five[1] if None not in five else None,
+           20: paper_value("g2_ptr_gain_k20")}
+    return {k: round(v, 6) for k, v in out.items() if v is not None}
+
+
+def worked_example_qkey(example_id: str) -> str | None:
+    """The query key of one of the paper's worked examples (``references/paper.yaml``), if it has one."""
+    from .scorecard import load_references
+
+    found = [e.get("qkey") for e in load_references().get("worked_examples", []) if e["id"] == example_id]
+    return found[0] if found else None
+
+
+def g2_tables(sources: Sequence[tuple[str, object, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
+              example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
+    """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists, against the
+    paper's ground-truth size, G2 differences and worked example."""
+    from .scorecard import paper_value
+
+    sources = [s for s in sources if s[1] is not None and (s[1].queries["subset"] == s[2]).any()]
+    sens = g2_sensitivity(sources, ks, gt)
+    sets = g2_sets(sources, paper_value("g2_gt_size"), worked_example_qkey(example_id), gt)
+    return {"g2_sensitivity": sens, "g2_sets": sets, "g2_verdict": g2_verdict(sets, sens, paper_g2_diffs())}
+
+
+def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
+                 divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5,
+                 gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
+                 ) -> dict[str, pd.DataFrame]:
+    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
+    ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
+    divergence figures; ``basis`` names the study (``run_name``) and its runs."""
+    from .scorecard import paper_value
+
+    where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
+    claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
+    per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
+    if "target_size" in per_set:  # sets pooled at one size even where a set's ground truth raised its own
+        per_set = per_set.assign(size=per_set["target_size"])
+    readings = divergence_readings(per_set, ["size"]).assign(basis=where)
+    paper = {"smallest": paper_value("divergence_smallest"), "full": paper_value("divergence_full")}
+    return {"scale_claim": claim, "scale_claim_verdict": scale_claim_verdict(claim),
+            "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}
+
+
+def full_divergence_tables(result, run_name: str = "this run", k: int = 5, retriever: str = "dense"
+                           ) -> dict[str, pd.DataFrame]:
+    """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
+    names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
+    full-registry figure)."""
+    from .scorecard import paper_value
+
+    readings = divergence_readings(study_divergence(result, k), ["retriever", "size"])
+    readings = readings.assign(basis=basis(run_name, result.n_runs))
+    mine = readings[readings["retriever"] == retriever]
+    return {"divergence_full": readings,
+            "divergence_full_verdict": divergence_verdict(mine, {"full": paper_value("divergence_full")})}
