@@ -16,6 +16,7 @@ from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from .numbers import fmt_ci, fmt_count, fmt_number
 from .report_front import (
     Ledger,
+    claim_verdicts,
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
@@ -283,14 +284,17 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     parts += setup_box(cfg, provenance, references, rows)
-    parts += right_and_wrong(report, conclusions, goal_lines(cfg, ledger)[:1])
+    extra = [*goal_lines(cfg, ledger)[:1], *claim_verdicts(cfg, "main")]
+    parts += right_and_wrong(report, conclusions, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim in SECTIONS:
         sec = section_rows(report, prefixes)
+        verdicts = claim_verdicts(cfg, key)
         parts += [f"## {heading}", "", f"**The paper's claim.** {claim}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
+                  *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
     parts += ["## Retriever families (notebook 12)", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "

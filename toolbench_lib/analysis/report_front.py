@@ -170,3 +170,26 @@ def limits(provenance: list[dict]) -> list[str]:
             "of each set; recall covers every query with a resolvable ground truth.",
             "- The judged pass rate is scored only where the judge agrees with the objective pass rate "
             "(kappa of at least 0.4); otherwise the objective pass rate is shown.", ""]
+
+
+# Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
+# of None keeps every row's ``text``.
+CLAIM_VERDICTS = {
+    "main": (("g2_verdict", "subset", "verdict"),),
+    "scale": (("scale_claim_verdict", None, None), ("divergence_verdict", "reading", "verdict")),
+    "trajectory": (("divergence_full_verdict", "reading", "verdict"),),
+    "cost": (("routing_claim", None, None),),
+}
+
+
+def claim_verdicts(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The generated verdict lines a section's claim tables saved (``text`` columns); none when absent."""
+    cache = TableCache(cfg.tables_dir)
+    lines = []
+    for name, column, value in CLAIM_VERDICTS.get(key, ()):
+        table = cache.get(name)
+        if table is None or table.empty or "text" not in table:
+            continue
+        rows = table if column is None or column not in table else table[table[column] == value]
+        lines += [str(t) for t in rows["text"] if isinstance(t, str) and t.strip()]
+    return lines
