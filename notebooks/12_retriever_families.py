@@ -173,6 +173,23 @@ display(format_numbers(ftables.get("retriever_fusion_unseen", kept), 3))
 display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_verdicts"]["text"])))
 
 # %% [markdown]
+# ## The learned rankers
+#
+# `ltr` and `ltr-nollm` (LightGBM lambdarank over features of the query's and the stubs' dense and BM25
+# rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call) against the best
+# single architecture of any family, per set, with the paired 95% CI of the recall difference: the report's
+# one goal. On the unseen sets the model fitted on G1–G3 is applied unchanged.
+
+# %%
+from toolbench_lib.analysis import ltr as learned  # noqa: E402
+
+lkey = f"ltr-k{cfg.k}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
+ltables = rv.cached_tables(rcfg.study_dir, lkey, lambda: {"ltr_comparison": learned.comparison(
+    learned.ranker_scores(study, vstudy, unseen, k=cfg.k, seed=cfg.seed)[0])})
+save_tables(ltables, cfg, prov)
+display(learned.issue_table(ltables["ltr_comparison"], "candidates"))
+
+# %% [markdown]
 # ## Cost per query
 #
 # LLM calls before planning, the stub call's tokens (prompt and output, as recorded) and the search time per

@@ -247,7 +247,12 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
     """"Beyond the paper": :data:`~.fusion_board.GOAL` and which fused or learned methods meet it over every
     family (notebook 12), then notebook 10's result against the dense architectures of the main study."""
     cache = TableCache(cfg.tables_dir)
-    design, main = cache.get(GOAL_TABLE), cache.get("beyond_goal")
+    design, main, learned = cache.get(GOAL_TABLE), cache.get("beyond_goal"), cache.get(LTR_TABLE)
+    if design is not None and learned is not None and not learned.empty:  # the learned rankers beside them
+        rows = learned[(learned["gt"] == "candidates") & (learned["against"] == "best single")
+                       & (learned["part"] == "design")]
+        design = pd.concat([design, rows.rename(columns={"ci_low": "diff_lo", "ci_high": "diff_hi"})],
+                           ignore_index=True)
     lines = [goal_sentence(design, ledger) if design is not None and not design.empty else
              "The fused and learned methods over every retriever family were not run (notebook 12 scores "
              "them)."]
@@ -334,6 +339,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
 
 
 QUANTITIES_FILE = "report_quantities.json"
+LTR_TABLE = "ltr_comparison"  # notebook 12: the learned rankers against the best single architecture
 TEACHING_FILE = "teaching.md"
 
 
