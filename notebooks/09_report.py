@@ -34,16 +34,20 @@ seed = 0
 scale_seeds = 5
 
 # %%
+import json
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis.display import format_numbers
-from toolbench_lib.analysis.report import provenance_markdown, run_provenance, write_report
+from toolbench_lib.analysis.report import QUANTITIES_FILE, provenance_markdown, run_provenance, write_report
+from toolbench_lib.analysis.report_checks import check_report, front_text
 from toolbench_lib.analysis.scorecard import build_report, status_counts
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.analysis.teaching import pipeline_figure, teaching_material
 from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure
+from toolbench_lib.retrieval.methods import load_methods
 
 # %%
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -100,7 +104,7 @@ display(Markdown("\n".join(material.examples)))
 # - `paper` is the paper's number: a value, a range (`min–max`, e.g. stubs per query 2.4–2.5 across the three sets) or a bound (`≥ 0.96` for plan fidelity). Each entry of `references/paper.yaml` carries the sentence of the paper it comes from (`quote`), checked against the paper's text by a test.
 # - `this run` is the value this run saved, found through the entry's locator (the `source` column says which table, rows and column), with its 95% CI where the table has one (bootstrap over queries).
 # - `status` rests on evidence: *consistent* when the paper's value lies in this run's 95% CI, or (without a CI) within the entry's stated tolerance, inside the paper's range, or equal at the paper's last decimal; win counts are compared as shares of their set (Wilson 95% interval). *differs* otherwise, with the direction of this run against the paper. A judged pass rate is *not scored* when the judge's kappa is below 0.4; the objective pass rate stands beside it. When a number could not be found the status says why (*missing table*, *missing column*, *no matching rows*).
-# - `cause`: for a row that differs, the first listed cause of `references/causes.yaml` that predicts this metric in this direction and whose ablation check holds in this run; else *unexplained*.
+# - `cause` and `cause_status`: for a row that differs, the cause of `references/causes.yaml` that names this row's metric and k, with the value it predicts and that value's CI: *explained* when that CI covers the paper's value, *partly explained (x of y)* when it closes part of the gap, *setup difference* for a difference of setup (registry version, query set, prompt format; not a tested cause), *not tested* when its ablation did not run, *unexplained* otherwise.
 #
 # Expect differences. The paper used `thenlper/gte-base` and Gemini; a run on another embedder, another LLM backend or the smoke slice (2,500 APIs, 15 queries per set, a rules-based stand-in for the LLM) measures the same quantities under other conditions. Counts such as per-query wins scale with the number of queries, so they are compared as shares of their set.
 
@@ -123,3 +127,14 @@ print(f"{int(found.sum())} of {len(report)} reference numbers found in this run'
 # %%
 path = write_report(cfg, material=material)
 print(f"report written to {path} and {path.with_suffix('.csv')}")
+
+# %% [markdown]
+# ## The report's front
+#
+# What a reader sees first: the question, the answer per retriever with its one test, the setup differences, what the paper gets right and wrong, the limits and a conclusion per retriever. Below it, the checks every written report must pass (`analysis.report_checks`); an empty list means it passes them all.
+
+# %%
+text = path.read_text(encoding="utf-8")
+display(Markdown(front_text(text)))
+print("report checks:", check_report(text, json.loads((cfg.out_dir / QUANTITIES_FILE).read_text()),
+                                      report.to_dict("records"), list(load_methods())))
