@@ -4,6 +4,7 @@ tables and figures, and the teaching material."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ..data.markdown import md_compact, md_table
 from ..pipeline.experiment import ExperimentConfig
 from .endpoint import PRIMARY
 from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
-from .numbers import fmt_ci, fmt_count, fmt_number
+from .numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from .report_front import (
     Ledger,
     claim_verdicts,
@@ -243,6 +244,27 @@ def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###
     return [f"## {heading}", "", *parts] if parts and heading else parts
 
 
+PRIMARY_ROWS = re.compile(r"^(g[123])_(rtp|ptr)_recall$|^(g[123])_ptr_minus_rtp_(recall)$")
+
+
+def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
+    """The scorecard's rows of the primary comparison (dense recall per set and architecture, and PtR − RtP)
+    recorded under the front's names, so a second value for the same quantity is a conflict."""
+    for r in report.itertuples():
+        m = PRIMARY_ROWS.match(str(r.id))
+        if not m or pd.isna(r.this_run):
+            continue
+        if m.group(1):
+            ledger.put(f"dense {m.group(1).upper()} {ARCH[m.group(2)]} recall@{k}", fmt_number(r.this_run))
+        else:
+            ledger.put(f"dense {m.group(3).upper()} PtR − RtP", fmt_signed(r.this_run))
+            if pd.notna(r.ci_low):
+                ledger.put(f"dense {m.group(3).upper()} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
+
+
+ARCH = {"rtp": "RtP", "ptr": "PtR"}
+
+
 def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
     """"Beyond the paper": :data:`~.fusion_board.GOAL` and which fused or learned methods meet it over every
     family (notebook 12), then notebook 10's result against the dense architectures of the main study."""
@@ -283,6 +305,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
              PRIMARY.at(cfg.k).text(), ""]
     conclusions = {}
+    same_quantities(report, ledger, cfg.k)
     if len(rows):
         parts += [endpoint_table_markdown(rows, ledger), ""]
         conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
