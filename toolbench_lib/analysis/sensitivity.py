@@ -31,6 +31,7 @@ import pandas as pd
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.runs import direct_recall, per_query_runs
 from ..eval.stats import bootstrap_ci, paired_test
+from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
@@ -59,7 +60,8 @@ def basis(run_name: str, n_runs: int) -> str:
 # --------------------------------------------------------------------------- which G2
 
 
-def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_GT) -> pd.DataFrame:
+def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
+                     gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs.
 
     Recall is eval's direct count (:func:`~toolbench_lib.eval.runs.direct_recall`, the twin that
@@ -85,7 +87,7 @@ def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_G
     return pq.groupby(["qkey", "method", "k"], as_index=False, sort=False)["recall"].mean()
 
 
-def g2_sensitivity(sources: Sequence[tuple[str, object, str]], ks: Sequence[int] = range(1, 21),
+def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
                    gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
 
@@ -114,7 +116,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, object, str]], ks: Sequence[int]
     return pd.DataFrame(rows)
 
 
-def g2_sets(sources: Sequence[tuple[str, object, str]], paper_gt: float, example_qkey: str | None,
+def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: float, example_qkey: str | None,
             gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per source set: ``subset, basis, n_queries, gt_size, gt_size_lo, gt_size_hi, paper_gt_size,
     gt_size_gap, example_qkey, example_in_set``; ``gt_size`` is the mean ground-truth size under ``gt``
@@ -189,7 +191,7 @@ def overlap_flags(a: Sequence, b: Sequence) -> tuple[bool, bool]:
     return not (sa & sb), sa != sb
 
 
-def study_divergence(result, k: int = 5) -> pd.DataFrame:
+def study_divergence(result: StudyResult, k: int = 5) -> pd.DataFrame:
     """``retriever, size, subset, n_queries, n_runs, disjoint_share, non_identical_share``: per family and
     set, the shares over queries of each query's share over PtR's runs (RtP is deterministic), on the
     study's registry (``size``: its APIs, 0 when the provenance does not say)."""
@@ -366,8 +368,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- the routing claim
 
 
-def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000,
-                  seed: int = 0) -> pd.DataFrame:
+def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFAULT_GT,
+                  n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """The paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy, per family.
 
     Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
@@ -434,7 +436,7 @@ def worked_example_qkey(example_id: str) -> str | None:
     return found[0] if found else None
 
 
-def g2_tables(sources: Sequence[tuple[str, object, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
+def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
               example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
     """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists, against the
     paper's ground-truth size, G2 differences and worked example."""
@@ -466,8 +468,8 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
             "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}
 
 
-def full_divergence_tables(result, run_name: str = "this run", k: int = 5, retriever: str = "dense"
-                           ) -> dict[str, pd.DataFrame]:
+def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: int = 5,
+                           retriever: str = "dense") -> dict[str, pd.DataFrame]:
     """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
     names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
     full-registry figure)."""
