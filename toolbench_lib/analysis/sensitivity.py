@@ -35,6 +35,7 @@ from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
+from .scorecard import load_references, paper_value
 from .similarity import SimilarityCache, topk_columns
 
 # The two readings of "tool selection divergence" and the groups of sets the tables pool.
@@ -420,8 +421,6 @@ def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFA
 def paper_g2_diffs() -> dict[int, float]:
     """The paper's G2 PtR − RtP recall differences by k (k = 1 and 20 from Table 1; k = 5 from the main
     results' two recalls), from ``references/paper.yaml``."""
-    from .scorecard import paper_value
-
     five = [paper_value("g2_ptr_recall"), paper_value("g2_rtp_recall")]
     out = {1: paper_value("g2_ptr_gain_k1"), 5: five[0] - five[1] if None not in five else None,
            20: paper_value("g2_ptr_gain_k20")}
@@ -430,8 +429,6 @@ def paper_g2_diffs() -> dict[int, float]:
 
 def worked_example_qkey(example_id: str) -> str | None:
     """The query key of one of the paper's worked examples (``references/paper.yaml``), if it has one."""
-    from .scorecard import load_references
-
     found = [e.get("qkey") for e in load_references().get("worked_examples", []) if e["id"] == example_id]
     return found[0] if found else None
 
@@ -440,8 +437,6 @@ def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequen
               example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
     """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists, against the
     paper's ground-truth size, G2 differences and worked example."""
-    from .scorecard import paper_value
-
     sources = [s for s in sources if s[1] is not None and (s[1].queries["subset"] == s[2]).any()]
     sens = g2_sensitivity(sources, ks, gt)
     sets = g2_sets(sources, paper_value("g2_gt_size"), worked_example_qkey(example_id), gt)
@@ -455,8 +450,6 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
     """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
     ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
     divergence figures; ``basis`` names the study (``run_name``) and its runs."""
-    from .scorecard import paper_value
-
     where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
     per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
@@ -473,8 +466,6 @@ def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: i
     """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
     names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
     full-registry figure)."""
-    from .scorecard import paper_value
-
     readings = divergence_readings(study_divergence(result, k), ["retriever", "size"])
     readings = readings.assign(basis=basis(run_name, result.n_runs))
     mine = readings[readings["retriever"] == retriever]
