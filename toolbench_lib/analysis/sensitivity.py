@@ -176,7 +176,8 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
         fit = str(top["subset"])
         why = [w for w, ok in (("its ground-truth size", top["gt_fits"]),
                                ("the worked example", top["example_in_set"])) if ok]
-        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} match."
+        verb = "match" if len(why) > 1 else "matches"
+        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} {verb}."
     verdict = {"subset": "verdict", "gt_size": np.nan, "paper_gt_size": np.nan, "gt_fits": None,
                "example_in_set": None, "paper_diffs_in_ci": np.nan, "n_paper_diffs": np.nan,
                "identity_score": np.nan, "text": text, "fits": fit}
