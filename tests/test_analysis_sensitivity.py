@@ -201,3 +201,15 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     rtp = main.xs("rtp", level="method").loc[["G1", "G2", "G3"]]
     assert routing.loc["always_rtp", "other"] == pytest.approx(
         (rtp["recall_mean"] * rtp["n_queries"]).sum() / rtp["n_queries"].sum())
+
+
+def test_paper_numbers_come_from_the_reference_file():
+    from toolbench_lib.analysis.scorecard import load_references, paper_value
+
+    examples = {e["id"]: e.get("qkey") for e in load_references()["worked_examples"]}
+    assert se.worked_example_qkey("greece_energy_news") == examples["greece_energy_news"]
+    assert se.worked_example_qkey("no_such_example") is None
+    diffs = se.paper_g2_diffs()
+    assert sorted(diffs) == [1, 5, 20]
+    assert diffs[1] == paper_value("g2_ptr_gain_k1") and diffs[20] == paper_value("g2_ptr_gain_k20")
+    assert diffs[5] == pytest.approx(paper_value("g2_ptr_recall") - paper_value("g2_rtp_recall"))

@@ -31,9 +31,11 @@ import pandas as pd
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.runs import direct_recall, per_query_runs
 from ..eval.stats import bootstrap_ci, paired_test
+from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
+from .scorecard import load_references, paper_value
 from .similarity import SimilarityCache, topk_columns
 
 # The two readings of "tool selection divergence" and the groups of sets the tables pool.
@@ -59,7 +61,8 @@ def basis(run_name: str, n_runs: int) -> str:
 # --------------------------------------------------------------------------- which G2
 
 
-def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_GT) -> pd.DataFrame:
+def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
+                     gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs.
 
     Recall is eval's direct count (:func:`~toolbench_lib.eval.runs.direct_recall`, the twin that
@@ -85,7 +88,7 @@ def per_query_recall(result, subset: str, ks: Sequence[int], gt: str = DEFAULT_G
     return pq.groupby(["qkey", "method", "k"], as_index=False, sort=False)["recall"].mean()
 
 
-def g2_sensitivity(sources: Sequence[tuple[str, object, str]], ks: Sequence[int] = range(1, 21),
+def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
                    gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
 
@@ -114,7 +117,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, object, str]], ks: Sequence[int]
     return pd.DataFrame(rows)
 
 
-def g2_sets(sources: Sequence[tuple[str, object, str]], paper_gt: float, example_qkey: str | None,
+def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: float, example_qkey: str | None,
             gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per source set: ``subset, basis, n_queries, gt_size, gt_size_lo, gt_size_hi, paper_gt_size,
     gt_size_gap, example_qkey, example_in_set``; ``gt_size`` is the mean ground-truth size under ``gt``
@@ -173,7 +176,8 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
         fit = str(top["subset"])
         why = [w for w, ok in (("its ground-truth size", top["gt_fits"]),
                                ("the worked example", top["example_in_set"])) if ok]
-        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} match."
+        verb = "match" if len(why) > 1 else "matches"
+        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} {verb}."
     verdict = {"subset": "verdict", "gt_size": np.nan, "paper_gt_size": np.nan, "gt_fits": None,
                "example_in_set": None, "paper_diffs_in_ci": np.nan, "n_paper_diffs": np.nan,
                "identity_score": np.nan, "text": text, "fits": fit}
@@ -189,7 +193,7 @@ def overlap_flags(a: Sequence, b: Sequence) -> tuple[bool, bool]:
     return not (sa & sb), sa != sb
 
 
-def study_divergence(result, k: int = 5) -> pd.DataFrame:
+def study_divergence(result: StudyResult, k: int = 5) -> pd.DataFrame:
     """``retriever, size, subset, n_queries, n_runs, disjoint_share, non_identical_share``: per family and
     set, the shares over queries of each query's share over PtR's runs (RtP is deterministic), on the
     study's registry (``size``: its APIs, 0 when the provenance does not say)."""
@@ -366,8 +370,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- the routing claim
 
 
-def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000,
-                  seed: int = 0) -> pd.DataFrame:
+def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFAULT_GT,
+                  n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """The paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy, per family.
 
     Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
@@ -418,8 +422,6 @@ def routing_claim(result, run_name: str, k: int = 5, gt: str = DEFAULT_GT, n_res
 def paper_g2_diffs() -> dict[int, float]:
     """The paper's G2 PtR − RtP recall differences by k (k = 1 and 20 from Table 1; k = 5 from the main
     results' two recalls), from ``references/paper.yaml``."""
-    from .scorecard import paper_value
-
     five = [paper_value("g2_ptr_recall"), paper_value("g2_rtp_recall")]
     out = {1: paper_value("g2_ptr_gain_k1"), 5: five[0] - five[1] if None not in five else None,
            20: paper_value("g2_ptr_gain_k20")}
@@ -428,18 +430,14 @@ def paper_g2_diffs() -> dict[int, float]:
 
 def worked_example_qkey(example_id: str) -> str | None:
     """The query key of one of the paper's worked examples (``references/paper.yaml``), if it has one."""
-    from .scorecard import load_references
-
     found = [e.get("qkey") for e in load_references().get("worked_examples", []) if e["id"] == example_id]
     return found[0] if found else None
 
 
-def g2_tables(sources: Sequence[tuple[str, object, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
+def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
               example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
     """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists, against the
     paper's ground-truth size, G2 differences and worked example."""
-    from .scorecard import paper_value
-
     sources = [s for s in sources if s[1] is not None and (s[1].queries["subset"] == s[2]).any()]
     sens = g2_sensitivity(sources, ks, gt)
     sets = g2_sets(sources, paper_value("g2_gt_size"), worked_example_qkey(example_id), gt)
@@ -453,8 +451,6 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
     """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
     ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
     divergence figures; ``basis`` names the study (``run_name``) and its runs."""
-    from .scorecard import paper_value
-
     where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
     per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
@@ -466,13 +462,11 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
             "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}
 
 
-def full_divergence_tables(result, run_name: str = "this run", k: int = 5, retriever: str = "dense"
-                           ) -> dict[str, pd.DataFrame]:
+def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: int = 5,
+                           retriever: str = "dense") -> dict[str, pd.DataFrame]:
     """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
     names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
     full-registry figure)."""
-    from .scorecard import paper_value
-
     readings = divergence_readings(study_divergence(result, k), ["retriever", "size"])
     readings = readings.assign(basis=basis(run_name, result.n_runs))
     mine = readings[readings["retriever"] == retriever]
