@@ -21,6 +21,7 @@ from .report_front import (
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
+    family_headline,
     limits,
     right_and_wrong,
     setup_box,
@@ -304,16 +305,17 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
              PRIMARY.at(cfg.k).text(), ""]
-    conclusions = {}
+    conclusions, headlines = {}, {}
     same_quantities(report, ledger, cfg.k)
     if len(rows):
         parts += [endpoint_table_markdown(rows, ledger), ""]
         conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
+        headlines = {f: family_headline(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     parts += setup_box(cfg, provenance, references, rows)
     extra = [*goal_lines(cfg, ledger)[:1], *claim_verdicts(cfg, "main")]
-    parts += right_and_wrong(report, conclusions, extra)
+    parts += right_and_wrong(report, headlines, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}

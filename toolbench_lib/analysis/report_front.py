@@ -21,6 +21,7 @@ from .scorecard import TableCache, paper_bounds, status_counts
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
+FAMILY_SHORT = {"dense": "the paper's dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
 
 
@@ -95,24 +96,33 @@ def _set_phrase(r, ledger: Ledger) -> str:
     return f"no significant difference on {s} ({diff} {ci}, {p})"
 
 
-def family_conclusion(family: str, rows: pd.DataFrame, ledger: Ledger) -> str:
-    """One sentence per retriever family: per set, who leads (significantly or not), and whether the paper's
-    crossover holds with this retriever. Generated from the rows, so it cannot contradict them."""
+def crossover_text(rows: pd.DataFrame) -> str:
+    """Whether the paper's crossover holds with one family's rows, from their verdicts."""
     with_paper = rows[rows["paper_leader"].notna()]
     reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
     refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
                                                          "subset"]]
     if len(with_paper) and len(reproduced) == len(with_paper):
-        crossover = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced"
+        text = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced"
     elif reproduced:
-        crossover = (f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced on {', '.join(reproduced)} "
-                     "only")
+        text = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced on {', '.join(reproduced)} only"
     else:
-        crossover = f"the paper's crossover ({PAPER_CROSSOVER}) is not reproduced"
+        text = f"the paper's crossover ({PAPER_CROSSOVER}) is not reproduced"
     if refuted:
-        crossover += f"; on {', '.join(refuted)} the other architecture leads significantly"
+        text += f"; on {', '.join(refuted)} the other architecture leads significantly"
+    return text
+
+
+def family_headline(family: str, rows: pd.DataFrame) -> str:
+    """One line per family for "what the paper gets right and wrong"."""
+    return f"With {FAMILY_SHORT.get(family, family)} retrieval, {crossover_text(rows)}."
+
+
+def family_conclusion(family: str, rows: pd.DataFrame, ledger: Ledger) -> str:
+    """One sentence per retriever family: per set, who leads (significantly or not), and whether the paper's
+    crossover holds with this retriever. Generated from the rows, so it cannot contradict them."""
     phrases = "; ".join(_set_phrase(r, ledger) for r in rows.itertuples())
-    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}. With this retriever {crossover}."
+    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}. With this retriever {crossover_text(rows)}."
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
@@ -142,11 +152,11 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
 
-def right_and_wrong(report: pd.DataFrame, conclusions: Mapping[str, str], extra: list[str]) -> list[str]:
+def right_and_wrong(report: pd.DataFrame, headlines: Mapping[str, str], extra: list[str]) -> list[str]:
     """What the paper gets right and wrong: its headline per retriever, then the scorecard's counts."""
     c = status_counts(report) if len(report) else {}
     lines = ["### What the paper gets right and wrong", ""]
-    lines += [f"- {text}" for text in conclusions.values()]
+    lines += [f"- {text}" for text in headlines.values()]
     if c:
         counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
         lines.append(f"- The paper's {fmt_count(len(report))} reference numbers against this run: {counts}. "
