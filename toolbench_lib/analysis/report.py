@@ -205,6 +205,9 @@ def section_sentence(rows: pd.DataFrame) -> str:
     """A generated sentence on a section's rows: how many are consistent, which differ and why."""
     c = status_counts(rows)
     found = c["consistent"] + c["differs"]
+    if found == 0:
+        return (f"None of the paper's {len(rows)} numbers of this section was measured in this run "
+                f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
     parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
              "run"]
     differs = rows[rows["status"] == DIFFERS]
