@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 LOCAL_STAMP = $(VENV)/.local-installed-$(shell (cat requirements-local.lock; echo "$(LLAMA_CMAKE_ARGS)") | sha256sum | cut -c1-12)
 
-.PHONY: run test install install-local install-ablation lint clean-cache
+.PHONY: run test install install-local install-ablation install-node lint clean-cache
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -75,8 +75,18 @@ sync-notebooks: install
 lint: install
 	$(VENV)/bin/ruff check toolbench_lib tests
 
+# The test-only JavaScript tools of package-lock.json (axe-core, injected into pages by tests/axe.py),
+# reinstalled by `npm ci` whenever the lock file changes.
+NODE_STAMP = node_modules/.installed-$(shell cat package-lock.json | sha256sum | cut -c1-12)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	rm -f node_modules/.installed-*
+	touch $(NODE_STAMP)
+
+install-node: $(NODE_STAMP)
+
 # Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` is the fast tier).
-test: install install-local
+test: install install-local install-node
 	$(VENV)/bin/ruff check toolbench_lib tests
 	$(VENV)/bin/pytest -q -m ""
 
