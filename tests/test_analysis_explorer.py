@@ -409,7 +409,7 @@ def test_any_two_methods_of_the_study(three_methods):
     ex = QueryExplorer(None, result, registry=reg, k=5)
     assert [v for _, v in ex.method_b.options] == ["rtp", "ptr", "rtp@bm25"]
     ex.method_a.value = "rtp@bm25"
-    assert ex.filter.options[1] == ("RtP@bm25 wins", "a_wins")
+    assert ex.filter.options[1] == ("RtP@bm25 higher recall", "a_wins")
     assert ex.show.options[1][0] == "RtP@bm25 only"
     # rtp@bm25 against PtR (run 0): 0 vs 1/3, 1 vs 0, 1/3 vs 2/3, 2/3 vs 0.
     ex.filter.value = "a_wins"

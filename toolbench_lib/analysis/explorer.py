@@ -28,7 +28,6 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlencode
 
 import ipywidgets as widgets
 import numpy as np
@@ -38,6 +37,7 @@ from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..pipeline.study import StoredStudyError, StudyResult
 from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     ALL_SUBSETS,
+    API_FILTERS,
     FILTERS,
     LABEL_COLUMNS,
     LONG_NAMES,
@@ -49,23 +49,28 @@ from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     SHOW,
     SORTS,
     STATE_KEYS,
+    CatalogueEntry,
     Summary,
     _ids,
     api_labels,
+    catalogue,
     filter_labels,
     filter_outcomes,
     method_label,
     page_query_string,
     query_outcomes,
     run_name_of,
+    search_queries,
     served_by_voila,
     stored_registry,
     summarise,
 )
+from .explorer_nav import QueryNavigation
 from .explorer_render import MARGINS, STYLE, WIDTHS, QueryRendering  # noqa: F401
+from .explorer_views import StudyViews, study_views, with_fused
 
 
-class QueryExplorer(QueryRendering):
+class QueryExplorer(QueryNavigation, QueryRendering):
     """Browse a study query by query: find, filter, sort and compare any two methods' rankings.
 
     ``setup`` is only used for its registry (API names); pass ``registry`` instead to go without one.
@@ -74,35 +79,27 @@ class QueryExplorer(QueryRendering):
 
     def __init__(self, setup=None, result: StudyResult | None = None, k: int = 5, gt: str = DEFAULT_GT,
                  registry: pd.DataFrame | None = None, source: str | None = None, run_name: str | None = None,
-                 url_sync: bool = False):
+                 url_sync: bool = False, views: StudyViews | None = None,
+                 family: tuple[list[CatalogueEntry], dict] | None = None):
         if result is None:
             raise ValueError("QueryExplorer needs a StudyResult")
         check_gt(gt)
+        if views is not None:
+            result = with_fused(result, views)
         methods = list(result.methods)
         if not methods:
             raise ValueError("the study has no method with rankings to explore")
-        self.result = result
+        self.views = views
+        self.entries, self.family_queries = family or ([], {})
+        self._loaded: dict[str, tuple] = {}
+        self._elsewhere: list[tuple[str, str]] = []
         self.source = source
         self.run_name = run_name
         self.url_sync = url_sync
         if registry is None and setup is not None:
             registry = setup.ds.registry
         self.labels = api_labels(registry)
-        q = result.queries
-        self.queries = q.set_index("qkey", drop=False)
-        self._base = pd.DataFrame({
-            "qkey": q["qkey"].to_numpy(), "subset": q["subset"].map(subset_alias).to_numpy(),
-            "query_id": q["query_id"].astype(str).to_numpy(), "text": q["query"].astype(str).to_numpy(),
-            "order": np.arange(len(q))})
-        self._lower = (self._base["query_id"] + "\n" + self._base["text"]).str.lower()
-        self._gt_text = pd.Series(
-            ["\n".join(_ids(c) + _ids(r)).lower()
-             for c, r in zip(q["candidates"], q["relevant"], strict=True)],
-            index=q.index)
-        self._rankings: dict[tuple[str, int], dict[str, list[str]]] = {}
-        self._scores: dict[tuple[str, int, int, str], pd.DataFrame] = {}
-        self._hits_by_query: dict[str, pd.DataFrame] | None = None
-        self._texts: dict[str, bool] = {}
+        self._bind(result)
         self._updating = False
         self._sort = ("abs_gap", True)
         self._page = 0
@@ -132,6 +129,14 @@ class QueryExplorer(QueryRendering):
                                          layout=widgets.Layout(width="230px"))
         self.method_b = widgets.Dropdown(options=options, value=b, description="Method B", style=style,
                                          layout=widgets.Layout(width="230px"))
+        self.more = widgets.SelectMultiple(options=options, value=(), rows=4, description="More methods",
+                                           style=style, layout=widgets.Layout(width="280px"))
+        studies = [(e.label(), e.run_name) for e in self.entries] or [(str(run_name), str(run_name))]
+        self.study = widgets.Dropdown(options=studies, value=run_name if run_name in dict(
+            (v, v) for _, v in studies) else studies[0][1], description="Study", style=style,
+            layout=widgets.Layout(width="560px"))
+        self.switch = widgets.Button(description="", layout=widgets.Layout(display="none", width="auto"))
+        self.switch.on_click(lambda _b: self._switch_to_found())
         self.show = widgets.ToggleButtons(options=self._show_options(a, b), value="both", description="Show",
                                           style={**style, "button_width": "110px"})
         self.search = widgets.Text(value="", placeholder="query text, query id or API id (Enter)",
@@ -164,14 +169,17 @@ class QueryExplorer(QueryRendering):
         self.prev_page.on_click(lambda _b: self.turn_page(-1))
         self.next_page.on_click(lambda _b: self.turn_page(1))
         self.page_label = widgets.HTML()
-        for name in ("subset", "filter", "run", "k", "method_a", "method_b", "show", "gt", "search", "query",
+        for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
+                     "show",
+                     "gt", "search", "query",
                      "count", "output", "provenance", "link", "message", "page_label", "prev_page",
                      "next_page"):
             getattr(self, name).add_class(f"qx-{name.replace('_', '-')}")
         for control in (self.subset, self.filter, self.run, self.k, self.gt, self.search):
             control.observe(self._on_selection_change, names="value")
-        for control in (self.method_a, self.method_b):
+        for control in (self.method_a, self.method_b, self.more):
             control.observe(self._on_methods_change, names="value")
+        self.study.observe(self._on_study_change, names="value")
         self.query.observe(self._on_query_change, names="value")
         self.show.observe(self._on_view_change, names="value")
         header = widgets.HBox(list(self.header.values()), layout=widgets.Layout(width="100%"))
@@ -181,11 +189,12 @@ class QueryExplorer(QueryRendering):
         self.table.add_class("qx-table")
         wrap = widgets.Layout(flex_flow="row wrap")
         self.widget = widgets.VBox([
+            widgets.HBox([self.study], layout=wrap),
             widgets.HBox([self.subset, self.filter, self.run, self.k], layout=wrap),
-            widgets.HBox([self.method_a, self.method_b, self.gt], layout=wrap),
+            widgets.HBox([self.method_a, self.method_b, self.more, self.gt], layout=wrap),
             widgets.HBox([self.search, self.count], layout=widgets.Layout(flex_flow="row wrap",
                                                                           align_items="center")),
-            self.message,
+            widgets.HBox([self.message, self.switch], layout=widgets.Layout(align_items="center")),
             self.table,
             widgets.HBox([self.query, self.link], layout=widgets.Layout(align_items="center")),
             self.show,
@@ -209,9 +218,11 @@ class QueryExplorer(QueryRendering):
 
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
+        views = study_views(folder, result)
+        family = catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None)
         return cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
                    source=f"{run_name}/{folder.parent.name}/{folder.name}", run_name=run_name,
-                   url_sync=url_sync)
+                   url_sync=url_sync, views=views, family=family)
 
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = 5,
@@ -232,10 +243,32 @@ class QueryExplorer(QueryRendering):
             line = " ".join(str(exc).split()) or type(exc).__name__
             return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html.escape(line)}</p>")
         explorer.apply_state(qs)
+        explorer.preload()
         if problem:
             explorer.problems.insert(0, problem)
             explorer._show_problems()
         return explorer
+
+    def _bind(self, result: StudyResult) -> None:
+        """Hold one study's tables and empty the caches of the one before."""
+        self.result = result
+        q = result.queries
+        self.queries = q.set_index("qkey", drop=False)
+        self._base = pd.DataFrame({
+            "qkey": q["qkey"].to_numpy(), "subset": q["subset"].map(subset_alias).to_numpy(),
+            "query_id": q["query_id"].astype(str).to_numpy(), "text": q["query"].astype(str).to_numpy(),
+            "order": np.arange(len(q))})
+        self._lower = (self._base["qkey"] + "\n" + self._base["query_id"] + "\n"
+                       + self._base["text"]).str.lower()
+        self._gt_text = pd.Series(
+            ["\n".join(_ids(c) + _ids(r)).lower()
+             for c, r in zip(q["candidates"], q["relevant"], strict=True)],
+            index=q.index)
+        self._rankings: dict[tuple[str, int], dict[str, list[str]]] = {}
+        self._scores: dict[tuple[str, int, int, str], pd.DataFrame] = {}
+        self._hits_by_query: dict[str, pd.DataFrame] | None = None
+        self._texts: dict[str, bool] = {}
+        self._n_unfiltered = 0
 
     def _provenance_html(self) -> str:
         from ..pipeline.experiment import provenance_line
@@ -268,9 +301,33 @@ class QueryExplorer(QueryRendering):
         """The two methods compared: ``(A, B)``."""
         return str(self.method_a.value), str(self.method_b.value)
 
+    @property
+    def selected(self) -> list[str]:
+        """Every selected method: A, B, then the others picked."""
+        return list(dict.fromkeys([*self.methods, *(str(m) for m in self.more.value)]))
+
+    def _ranking_of(self, method: str, run: int) -> dict[str, list[str]]:
+        if (method, run) not in self._rankings:
+            self._rankings[(method, run)] = self.result.ranking(method, run)
+        return self._rankings[(method, run)]
+
+    def found(self, method: str) -> pd.DataFrame:
+        """``qkey, api_id``: the ground-truth APIs of the method's top k (current run and ground truth)."""
+        run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
+        if self.views is not None and (method, run, gt) in self.views._found:
+            return self.views.found_at(method, run, gt, k)
+        rel = dict(zip(self.queries["qkey"], self.queries[gt], strict=True))
+        pairs = [(q, a) for q, ids in self._ranking_of(method, run).items()
+                 for a in list(dict.fromkeys(ids))[:k] if a in set(_ids(rel.get(q)))]
+        return pd.DataFrame(pairs, columns=["qkey", "api_id"])
+
     def _method_scores(self, method: str) -> pd.DataFrame:
         run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
         key = (method, run, k, gt)
+        if key not in self._scores and self.views is not None and (method, run, gt) in self.views._recall:
+            scores = self.views.scores(method, run, gt, k, self._base["qkey"])
+            self._scores[key] = scores.rename(columns={"recall": f"{method}_recall",
+                                                       "hits": f"{method}_hits"})
         if key not in self._scores:
             if (method, run) not in self._rankings:
                 self._rankings[(method, run)] = self.result.ranking(method, run)
@@ -282,7 +339,7 @@ class QueryExplorer(QueryRendering):
         """Per query (study order): ``qkey, subset`` (alias), ``query_id, text`` and both methods'
         ``<method>_recall, <method>_hits`` for the current run, ``k`` and ground truth."""
         out = self._base.copy()
-        for method in dict.fromkeys(self.methods):
+        for method in self.selected:
             scores = self._method_scores(method)
             for column in scores:
                 out[column] = scores[column].to_numpy()
@@ -313,7 +370,10 @@ class QueryExplorer(QueryRendering):
             o = o[self._searched(term)]
         elif self.subset.value != ALL_SUBSETS:
             o = o[o["subset"] == self.subset.value]
-        o = filter_outcomes(o, str(self.filter.value), a, b)
+        self._n_unfiltered = len(o)
+        name = str(self.filter.value)
+        found = {m: self.found(m) for m in self.selected} if name in API_FILTERS else None
+        o = filter_outcomes(o, name, a, b, found=found, selected=self.selected)
         ra, rb = o[f"{a}_recall"].to_numpy(), o[f"{b}_recall"].to_numpy()
         frame = pd.DataFrame({"qkey": o["qkey"].to_numpy(), "query_id": o["query_id"].to_numpy(),
                               "subset": o["subset"].to_numpy(), "text": o["text"].to_numpy(),
@@ -346,89 +406,6 @@ class QueryExplorer(QueryRendering):
         frame = self.table_frame() if frame is None else frame
         return summarise(frame.rename(columns={"a": "a_recall", "b": "b_recall"}), "a", "b")
 
-    # -- state -----------------------------------------------------------------------------------
-
-    def state(self) -> dict[str, str]:
-        """The view as strings: run name, run, subset, filter, methods, k, ground truth, search, sort,
-        page and query (its key)."""
-        column, desc = self._sort
-        out = {"run_name": self.run_name, "run": str(self.run.value), "subset": str(self.subset.value),
-               "filter": str(self.filter.value), "a": self.methods[0], "b": self.methods[1],
-               "show": str(self.show.value), "k": str(self.k.value), "gt": str(self.gt.value),
-               "search": str(self.search.value), "sort": column, "desc": "1" if desc else "0",
-               "page": str(self._page + 1), "query": self.query.value}
-        return {key: value for key, value in out.items() if value not in (None, "")}
-
-    def state_query(self) -> str:
-        """The view as a URL query string (``run=0&subset=G2&...``)."""
-        return urlencode(self.state(), quote_via=quote, safe=":@")
-
-    def apply_state(self, query_string: str | dict) -> list[str]:
-        """Open the view a query string (or dict) describes; what cannot be used is left as it is and
-        listed, one line each (also shown above the table)."""
-        given = dict(parse_qsl(query_string)) if isinstance(query_string, str) else dict(query_string)
-        problems = [f"link: ignored {key}={value!r} (not a setting of the explorer)"
-                    for key, value in given.items() if key not in STATE_KEYS]
-        self._updating = True
-        try:
-            methods = self.method_a.options
-            names = [value for _, value in methods]
-            for key, control in (("a", self.method_a), ("b", self.method_b)):
-                if key in given:
-                    if given[key] in names:
-                        control.value = given[key]
-                    else:
-                        problems.append(f"link: ignored {key}={given[key]!r} (the study's methods: "
-                                        f"{', '.join(names)})")
-            self._relabel()
-            choices = {"run": self.run, "subset": self.subset, "filter": self.filter, "show": self.show,
-                       "gt": self.gt}
-            for key, control in choices.items():
-                if key not in given:
-                    continue
-                allowed = [str(v if not isinstance(v, tuple) else v[1]) for v in control.options]
-                if given[key] in allowed:
-                    control.value = int(given[key]) if control is self.run else given[key]
-                else:
-                    problems.append(f"link: ignored {key}={given[key]!r} (one of {', '.join(allowed)})")
-            if "k" in given:
-                try:
-                    value = int(given["k"])
-                    if not self.k.min <= value <= self.k.max:
-                        raise ValueError
-                    self.k.value = value
-                except ValueError:
-                    problems.append(f"link: ignored k={given['k']!r} (a whole number from {self.k.min} to "
-                                    f"{self.k.max})")
-            if "search" in given:
-                self.search.value = given["search"][:200]
-            if "sort" in given:
-                if given["sort"] in SORTS:
-                    self._sort = (given["sort"], given.get("desc", "1") != "0")
-                else:
-                    problems.append(f"link: ignored sort={given['sort']!r} (one of {', '.join(SORTS)})")
-        finally:
-            self._updating = False
-        wanted = given.get("query")
-        if wanted is not None and wanted not in self.queries.index:
-            problems.append(f"link: ignored query={wanted!r} (no such query in this study)")
-            wanted = None
-        self._refresh(prefer=wanted)
-        if wanted is not None and self.query.value != wanted:
-            self.select(wanted)
-        if "page" in given and wanted is None:
-            try:
-                self.turn_page(int(given["page"]) - 1 - self._page)
-            except ValueError:
-                problems.append(f"link: ignored page={given['page']!r} (a page number)")
-        self.problems = problems
-        self._show_problems()
-        return problems
-
-    def _show_problems(self) -> None:
-        self.message.value = "".join(f"<div class='qx'><p class='muted'>{html.escape(p)}</p></div>"
-                                     for p in self.problems)
-
     # -- events ----------------------------------------------------------------------------------
 
     def _relabel(self) -> None:
@@ -438,7 +415,7 @@ class QueryExplorer(QueryRendering):
         was = self._updating
         self._updating = True
         try:
-            self.filter.options = filter_labels(a, b)
+            self.filter.options = filter_labels(a, b, len(self.selected))
             self.filter.value = keep_filter
             self.show.options = self._show_options(a, b)
             self.show.value = keep_show
@@ -538,10 +515,10 @@ class QueryExplorer(QueryRendering):
             self._updating = False
         self._page = keys.index(chosen) // PAGE_ROWS if chosen in keys else 0
         self._draw_summary(self._frame)
+        self._draw_elsewhere()
         self._draw_table(self._frame)
         self.output.value = self.render()
         self._sync_url()
-
 
     # -- the address of the view -----------------------------------------------------------------
 

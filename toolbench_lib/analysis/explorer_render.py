@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..data.queries import subset_alias
 from ..pipeline.study import MERGED
-from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, method_label
+from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
 
 STYLE = """<style>
 .qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
@@ -23,7 +23,10 @@ STYLE = """<style>
 .qx li.hit, .qx li.stub-hit, .qx li.named-hit {color: #1a7f37; font-weight: bold}
 .qx .tag {font-size: 11px; padding: 0 4px; border-radius: 3px; background: #eee; margin-left: 4px}
 .qx .tag.active {background: #cfe8d6}
-.qx .muted {color: #777}
+.qx .muted {color: #595959}
+.qx .tag.kept {background: #d7ecdd} .qx .tag.dropped {background: #f6dede}
+.query-explorer :focus-visible, .query-explorer button:focus, .query-explorer input:focus,
+.query-explorer select:focus {outline: 3px solid #1f5fbf !important; outline-offset: 2px}
 .qx table.steps td, .qx table.steps th {padding: 2px 6px; text-align: left; vertical-align: top}
 .qx table.qtable {border-collapse: collapse; width: 100%; table-layout: fixed}
 .qx table.qtable td, .qx table.qtable th {padding: 2px 6px; text-align: left; border-bottom: 1px solid #eee}
@@ -41,6 +44,8 @@ STYLE = """<style>
 MARGINS = 4  # a header button's margins (2 px either side), which a row's cell spans as well
 WIDTHS = {"query": 96, "subset": 52, "text": 0, "a": 104, "b": 104, "gap": 84, "winner": 104}
 
+KEPT = "<span class='tag kept' data-merge='kept'>kept in the final top k</span>"
+DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</span>"
 
 
 class QueryRendering:
@@ -54,13 +59,24 @@ class QueryRendering:
             return "in all subsets"
         return f"in {html.escape(str(self.subset.value))}"
 
+    def _filter_note(self) -> str:
+        """The active filter in words, and how many queries the scope holds without it."""
+        name = str(self.filter.value)
+        if name == "all":
+            return ""
+        a, b = self.methods
+        phrase = filter_phrase(name, a, b, len(self.selected))
+        return (f" with the filter <i class='qx-active-filter'>{html.escape(phrase)}</i> "
+                f"({self._n_unfiltered} without it)")
+
     def _summary_html(self, frame: pd.DataFrame) -> str:
         a, b = (method_label(m) for m in self.methods)
         s = self.summary(frame)
         k = int(self.k.value)
         if not s.n:
-            return f"<span class='muted'>0 queries {self._scope()}</span>"
-        return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()} · mean recall@{k}: "
+            return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
+        return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
+                f"mean recall@{k}: "
                 f"{html.escape(a)} "
                 f"<b>{s.mean_a:.3f}</b>, {html.escape(b)} <b>{s.mean_b:.3f}</b> · {html.escape(a)} wins "
                 f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {html.escape(b)} wins <b>{s.b_wins}</b>")
@@ -171,13 +187,19 @@ class QueryRendering:
             self._hits_by_query = dict(tuple(self.result.hits.groupby("qkey", sort=False)))
         return self._hits_by_query.get(qkey, self.result.hits.iloc[0:0])
 
-    def _list(self, hits: pd.DataFrame, gt: set[str], hit_class: str) -> str:
+    def _list(self, hits: pd.DataFrame, gt: set[str], hit_class: str, final: set[str] | None = None) -> str:
+        """A ranking as a list, ground-truth hits checked; with ``final`` (the method's final top k), each
+        item marked as kept by the merge or dropped by it."""
         items = []
         for api_id, score in zip(hits["api_id"], hits["score"], strict=True):
             is_hit = api_id in gt
             cls = f' class="{hit_class}"' if is_hit else ""
             mark = "✓ " if is_hit else ""
-            items.append(f"<li{cls}>{mark}{self._api(api_id)} <span class='muted'>{score:.3f}</span></li>")
+            merge = ""
+            if final is not None:
+                merge = (KEPT if api_id in final else DROPPED)
+            items.append(f"<li{cls}>{mark}{self._api(api_id)} "
+                         f"<span class='muted'>{score:.3f}</span>{merge}</li>")
         if not items:
             return "<p class='muted'>no stored hits</p>"
         return "<ol>" + "".join(items) + "</ol>"
@@ -205,10 +227,11 @@ class QueryRendering:
             return "<h4>Stubs</h4><p class='muted'>no stubs recorded for this query and run</p>"
         fell_back = bool(mine["fell_back"].iloc[0])
         parts = [f"<h4>Stubs ({len(mine)}{', fallback: the raw query' if fell_back else ''})</h4>"]
+        final = set(self._ranked(qkey, method, MERGED)["api_id"])
         for idx, name, reasoning in zip(mine["stub_idx"], mine["name"], mine["reasoning"], strict=True):
             top = self._ranked(qkey, method, int(idx))
-            parts.append(f"<p><b>{html.escape(str(name))}</b>: {html.escape(str(reasoning))}</p>"
-                         + self._list(top, gt, "stub-hit"))
+            parts.append(f"<p class='qx-stub'><b>{html.escape(str(name))}</b>: "
+                         f"{html.escape(str(reasoning))}</p>" + self._list(top, gt, "stub-hit", final))
         return "".join(parts)
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
