@@ -20,13 +20,14 @@ import socket
 import subprocess
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 
-from toolbench_lib.analysis.explore_app import HOST, voila_argv, voila_env
+from toolbench_lib.analysis.explore_app import HOST, prepare_views, voila_argv, voila_env
 from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.runs import per_query_runs
@@ -70,17 +71,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app(stored, tmp_path_factory):
-    """`make explore`'s Voilà on a free loopback port, kernels culled after 20 idle seconds.
+@contextmanager
+def serve(run_name: str, log: Path):
+    """`make explore`'s Voilà for ``run_name`` on a free loopback port, kernels culled after 20 idle seconds:
+    ``(url, process, log)``, the server stopped on exit.
 
     Shorter timeouts let the server cull a kernel that is still rendering the page: Voilà executes the
     notebook before any browser connects, and on a loaded machine a quiet cell (loading the study, a first
     ranx compile) outlasted a 4-second limit."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("voila") / "voila.log"
     with log.open("w") as out:
-        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(stored[0]),
+        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(run_name),
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
@@ -99,6 +100,14 @@ def app(stored, tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def app(stored, tmp_path_factory):
+    """The explorer app of the stored run (its views computed first, as `make explore` does)."""
+    prepare_views(stored[0], echo=lambda *a, **k: None)
+    with serve(stored[0], tmp_path_factory.mktemp("voila") / "voila.log") as served:
+        yield served
 
 
 def _kernels(proc: subprocess.Popen) -> list[psutil.Process]:
@@ -266,7 +275,7 @@ def test_explorer_app_in_chromium(chromium, stored, app):
             mine = wins[wins["subset"] == subset]
             timings["subset"] = _timed(page, lambda: _select(page, "subset", subset), SHOWS,
                                        [".qx-count", f"queries in {subset}"])
-            timings["filter"] = _timed(page, lambda: _select(page, "filter", "PtR wins"), SHOWS,
+            timings["filter"] = _timed(page, lambda: _select(page, "filter", "PtR higher recall"), SHOWS,
                                        [".qx-count", f"{len(mine)} quer"])
             assert _summary(mine, 5) in summary.inner_text().replace("\xa0", " ")
             _check_query(page, result, _largest_gap(mine), 5)

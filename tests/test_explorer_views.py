@@ -81,7 +81,8 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # n
     study_views(folder, result)
     assert load_views(folder) is not None
     changed = result.queries.assign(query=result.queries["query"] + " again")
-    type(result)(changed, result.stubs, result.hits, result.plans, result.calls, result.provenance).save(folder)
+    moved = type(result)(changed, result.stubs, result.hits, result.plans, result.calls, result.provenance)
+    moved.save(folder)
     assert "stale" in view_problem(folder) and load_views(folder) is None
 
 
