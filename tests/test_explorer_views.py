@@ -63,6 +63,7 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # n
     assert view_problem(folder) is None
     views = load_views(folder)
     fresh = StudyViews(views.methods, *compute_views(result))
+    assert views.learned.empty  # no ranker's components in this study
     for k in (1, 5, 20):
         pq = per_query_runs(result, k)
         for method in ("rtp", "ptr"):

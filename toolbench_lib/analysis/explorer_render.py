@@ -274,6 +274,21 @@ class QueryRendering:
                 ((h["method"] == method) & (h["text_idx"] >= 1)).any())
         return self._texts[method]
 
+    def _learned(self, qkey: str, method: str) -> str:
+        """For a learned ranker: the features behind its top API (empty for any other method)."""
+        views = getattr(self, "views", None)
+        if views is None or views.learned.empty or method not in set(views.learned["method"]):
+            return ""
+        f = views.features(method, int(self.run.value), qkey, 1)
+        if f.empty:
+            return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
+        rows = "".join(f"<tr><td><code>{html.escape(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
+                       for n, v in zip(f["feature"], f["value"], strict=True) if v)
+        return (f"<h4>Why the top API</h4><p>{self._api(str(f['api_id'].iloc[0]))}: out-of-fold score "
+                f"{float(f['score'].iloc[0]):.3f}; its non-zero features:</p>"
+                f"<table class='steps qx-features'><thead><tr><th scope='col'>feature</th>"
+                f"<th scope='col'>value</th></tr></thead><tbody>{rows}</tbody></table>")
+
     def _method_column(self, qkey: str, method: str, gt: set[str]) -> str:
         scores = self._method_scores(method)
         pos = int(self._base.index[self._base["qkey"] == qkey][0])
@@ -286,6 +301,7 @@ class QueryRendering:
                  "<h4>Ranking</h4>", self._list(top, gt, "hit")]
         if self._has_texts(method):
             parts.append(self._stubs(qkey, gt, method))
+        parts.append(self._learned(qkey, method))
         parts.append(self._plan(qkey, method, gt))
         parts.append("</div>")
         return "".join(parts)

@@ -4,9 +4,13 @@ ground truths and every run, written once beside the study and read back verifie
 A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder holding
 
 - ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
-  (:func:`~toolbench_lib.retrieval.fused.fused_runs`), in the ``hits`` table's columns;
+  (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
+  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``hits`` table's columns;
+- ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
 - ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, scored by the one scorer
-  (:func:`~toolbench_lib.eval.runs.recall_at_ks`, ranx checked by a direct count) on the stored rankings;
+  (:func:`~toolbench_lib.eval.runs.direct_hits` and ``direct_recall``, the plain-count twins of ranx's
+  recall, as the scale study uses them where ranx would be too slow: thousands of (method, run, ground
+  truth, k) cuts) on the stored rankings;
 - ``found.parquet``: ``method, run, gt, qkey, api_id, rank``: each ground-truth API a final ranking holds
   and its rank among the ranking's distinct ids (the API-level filters read it: found at k is rank <= k);
 - ``manifest.json``, written last, naming the study's checksums it was computed from.
@@ -29,14 +33,14 @@ import pandas as pd
 
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
-from ..eval.runs import recall_at_ks
+from ..eval.runs import direct_hits, direct_recall
 from ..pipeline.study import MERGED, SHARED_RUN, TABLE_CHECKSUMS, StudyResult
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
-VERSION = 1
+VERSION = 2
 MAX_K = 20
-FILES = ("fused.parquet", "recall.parquet", "found.parquet")
+FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,7 @@ class StudyViews:
     fused: pd.DataFrame
     recall: pd.DataFrame
     found: pd.DataFrame
+    learned: pd.DataFrame = field(default_factory=pd.DataFrame)
     _recall: dict = field(default_factory=dict, repr=False)
     _hits: dict = field(default_factory=dict, repr=False)
     _found: dict = field(default_factory=dict, repr=False)
@@ -108,6 +113,14 @@ class StudyViews:
         h = np.where(ok, hits[k - 1][idx], 0)
         return pd.DataFrame({"recall": r, "hits": h.astype(int)})
 
+    def features(self, method: str, run: int, qkey: str, rank: int = 1) -> pd.DataFrame:
+        """``api_id, score, feature, value`` behind a learned method's API at ``rank`` for one query."""
+        f = self.learned
+        if f.empty:
+            return f
+        mine = f[(f["method"] == method) & (f["run"] == run) & (f["qkey"] == qkey) & (f["rank"] == rank)]
+        return mine[["api_id", "score", "feature", "value"]].reset_index(drop=True)
+
     def found_at(self, method: str, run: int, gt: str, k: int) -> pd.DataFrame:
         """``qkey, api_id, rank``: the ground-truth APIs the method's top ``k`` holds."""
         f = self._found.get((method, run, gt))
@@ -120,9 +133,12 @@ def _distinct(ids) -> list[str]:
     return list(dict.fromkeys(str(a) for a in ids))
 
 
-def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``(fused, recall, found)`` of a study (see the module docstring)."""
-    fused = fused_hits(result, depth)
+def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame, ...]:
+    """``(fused, recall, found, learned)`` of a study (see the module docstring)."""
+    from .explorer_learned import learned_views
+
+    learned_hits, learned = learned_views(result, depth)
+    fused = pd.concat([fused_hits(result, depth), learned_hits], ignore_index=True)
     both = StudyResult(result.queries, result.stubs, pd.concat([result.hits, fused], ignore_index=True),
                        result.plans, result.calls,
                        {**result.provenance, "settings": {**result.provenance.get("settings", {}),
@@ -137,8 +153,13 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
             except KeyError:
                 continue
             for gt in GT_DEFINITIONS:
-                pq = recall_at_ks(ranking, q, gt, range(1, MAX_K + 1))
-                recall_parts.append(pq.drop(columns="n_gt").assign(method=method, run=run, gt=gt))
+                rels = [{str(a) for a in ([] if ids is None else ids)} for ids in q[gt]]
+                lists = [ranking.get(key, []) for key in q["qkey"]]
+                for k in range(1, MAX_K + 1):
+                    recall_parts.append(pd.DataFrame({
+                        "qkey": q["qkey"].to_numpy(), "k": k, "method": method, "run": run, "gt": gt,
+                        "recall": [direct_recall(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)],
+                        "hits": [direct_hits(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)]}))
                 rows = []
                 for qkey, gt_ids in zip(q["qkey"], q[gt], strict=True):
                     rel = {str(a) for a in ([] if gt_ids is None else gt_ids)}
@@ -149,17 +170,18 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
                     method=method, run=run, gt=gt))
     recall = pd.concat(recall_parts, ignore_index=True)
     found = pd.concat(found_parts, ignore_index=True)[["method", "run", "gt", "qkey", "api_id", "rank"]]
-    return fused, recall, found
+    return fused, recall, found, learned
 
 
 def write_views(folder: Path, result: StudyResult | None = None) -> Path:
     """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last)."""
     folder = Path(folder)
     result = result if result is not None else StudyResult.load(folder)
-    fused, recall, found = compute_views(result)
+    frames = compute_views(result)
+    fused = frames[0]
     target = folder / VIEWS
     with atomic_folder(target, last=(MANIFEST, MANIFEST + ".sha256")) as out:
-        for name, frame in zip(FILES, (fused, recall, found), strict=True):
+        for name, frame in zip(FILES, frames, strict=True):
             frame.to_parquet(out.path(name), index=False)
             write_checksum(out.path(name))
         manifest = {"version": VERSION, "study": study_fingerprint(folder), "max_k": MAX_K,

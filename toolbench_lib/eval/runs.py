@@ -103,40 +103,6 @@ def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame,
     return out[["qkey", *metrics, "n_gt"]]
 
 
-def recall_at_ks(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame, gt: str,
-                 ks: Sequence[int]) -> pd.DataFrame:
-    """Per-query recall at every ``k`` of ``ks`` in one ranx evaluation (each k checked against a direct
-    count, as :func:`score_rankings` does): ``qkey, k, recall, hits, n_gt``, every query at every k."""
-    from ranx import Qrels, Run, evaluate
-
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1:
-        raise ValueError(f"every k must be >= 1, got {ks}")
-    qd = qrels_dict(queries, gt)
-    keys = list(qd)
-    n_gt = np.array([len(qd[q]) for q in keys])
-    judged = [q for q in keys if qd[q]]
-    scores: dict[int, dict[str, float]] = {k: {} for k in ks}
-    if judged:
-        body = {}
-        for q in judged:
-            ids = list(dict.fromkeys(rankings.get(q, [])))
-            body[q] = {a: float(len(ids) - i) for i, a in enumerate(ids)} if ids else {"__none__": 0.0}
-        run = Run(body)
-        names = [METRICS["recall"].format(k=k) for k in ks]
-        evaluate(Qrels({q: qd[q] for q in judged}), run, names, return_mean=False, make_comparable=True)
-        rel = {q: set(qd[q]) for q in judged}
-        for k, name in zip(ks, names, strict=True):
-            scores[k] = dict(run.scores[name])
-            check_recall(scores[k], rankings, rel, k)
-    frames = []
-    for k in ks:
-        recall = np.array([float(scores[k].get(q, 0.0)) for q in keys], dtype=float)
-        frames.append(pd.DataFrame({"qkey": keys, "k": k, "recall": recall,
-                                    "hits": np.rint(recall * n_gt).astype(int), "n_gt": n_gt}))
-    return pd.concat(frames, ignore_index=True)
-
-
 def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
     """Metrics at ``k`` per query, method and run, scored by ranx (RtP repeated for every run).
