@@ -9,7 +9,8 @@ table go to outputs/browser/.
 
 The report: notebooks run under papermill into a small run folder, ``report.html`` is written and loaded
 at 1,280 px: its contents links resolve, no image is broken, no table is wider than the page, no absolute
-path of the machine appears and the page makes no network request."""
+path of the machine appears, the page makes no network request and axe-core finds no serious or critical
+violation."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 from toolbench_lib.pipeline.report_html import write_html_report
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
+
+from .axe import axe_violations, format_violations
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -376,7 +379,8 @@ def test_report_html_in_chromium(chromium, report):
     with sync_playwright() as p:
         profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
         ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
-                                                   args=FLAGS, viewport={"width": 1280, "height": 900})
+                                                   args=FLAGS, viewport={"width": 1280, "height": 900},
+                                                   bypass_csp=True)  # axe-core is injected (tests/axe.py)
         try:
             page = ctx.new_page()
             page.on("request", lambda r: requests.append(r.url))
@@ -407,9 +411,12 @@ def test_report_html_in_chromium(chromium, report):
             assert cells and not [c for c in cells if c in ("NaN", "nan", "<NA>")]
             height = page.evaluate("() => document.documentElement.scrollHeight")
             page.screenshot(path=str(SHOTS / "report_top.png"))
+            violations = axe_violations(page)
         finally:
             ctx.close()
             shutil.rmtree(profile, ignore_errors=True)
     remote = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
     assert not remote, f"network requests: {remote}"
+    print(f"axe-core on report.html: {len(violations)} serious or critical violations")
+    assert not violations, format_violations(violations)
     print(f"report.html: {len(links)} contents links, {len(cells)} table cells, page height {height} px")

@@ -19,7 +19,7 @@ from ..pipeline.reproduce import NOTEBOOKS_DIR
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
 # The page's template: Voila's lab template less its links to a CDN (voila.js carries Font Awesome itself).
-TEMPLATES = Path(__file__).resolve().parent / "voila"
+TEMPLATES = Path(__file__).resolve().parent / "jupyter"  # a Jupyter data folder: voila/templates/explorer
 TEMPLATE = "explorer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8866

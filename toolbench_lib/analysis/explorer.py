@@ -66,8 +66,27 @@ from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     summarise,
 )
 from .explorer_nav import QueryNavigation
-from .explorer_render import MARGINS, STYLE, WIDTHS, QueryRendering  # noqa: F401
+from .explorer_render import STYLE, QueryRendering  # noqa: F401
 from .explorer_views import StudyViews, study_views, with_fused
+
+# Sent with every address update (once per page): the table's clicks sent to the kernel, and the k
+# slider's handle named for assistive technology.
+A11Y_JS = """(function () {
+  if (window.__qxNamed) return;
+  window.__qxNamed = true;
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest('.qx-grid button[data-act]');
+    const box = b && b.closest('.query-explorer').querySelector('.qx-bridge input');
+    if (!box) return;
+    box.value = b.dataset.act + '|' + Date.now();
+    box.dispatchEvent(new Event('change', {bubbles: true}));
+  });
+  const name = () => document.querySelectorAll('.qx-k [role=slider]').forEach(h => {
+    if (!h.getAttribute('aria-label')) h.setAttribute('aria-label', 'k: each ranking is cut at its top k');
+  });
+  name();
+  new MutationObserver(name).observe(document.body, {childList: true, subtree: true});
+})();"""
 
 
 class QueryExplorer(QueryNavigation, QueryRendering):
@@ -150,27 +169,18 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         self.output = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.provenance = widgets.HTML(self._provenance_html())
         self._js = widgets.Output(layout=widgets.Layout(display="none"))
-        self.header = {c: widgets.Button(description="", tooltip=f"sort by {c}", layout=self._cell_layout(c))
-                       for c in ("query", "subset", "text", "a", "b", "gap", "winner")}
-        for column, button in self.header.items():
-            button.add_class(f"qx-sort-{column}")
-            button.on_click(lambda _b, c=column: self.sort_by(c))
-        self.row_buttons = [widgets.Button(layout=self._cell_layout("query")) for _ in range(PAGE_ROWS)]
-        self.row_cells = [widgets.HTML(layout=widgets.Layout(flex="1 1 0%", width="auto", min_width="0"))
-                          for _ in range(PAGE_ROWS)]
-        self.rows = []
-        for i, (button, cells) in enumerate(zip(self.row_buttons, self.row_cells, strict=True)):
-            button.on_click(lambda _b, i=i: self._pick_row(i))
-            row = widgets.HBox([button, cells], layout=widgets.Layout(width="100%"))
-            row.add_class("qx-row")
-            self.rows.append(row)
+        # The table is one HTML <table>; its header and row buttons reach the kernel through a hidden text
+        # box (``bridge``) that the page's script fills on a click (see TABLE_JS).
+        self.grid = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.bridge = widgets.Text(value="", continuous_update=False, layout=widgets.Layout(display="none"))
+        self.bridge.observe(self._on_bridge, names="value")
         self.prev_page = widgets.Button(description="◀ previous", layout=widgets.Layout(width="110px"))
         self.next_page = widgets.Button(description="next ▶", layout=widgets.Layout(width="110px"))
         self.prev_page.on_click(lambda _b: self.turn_page(-1))
         self.next_page.on_click(lambda _b: self.turn_page(1))
         self.page_label = widgets.HTML()
         for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
-                     "show",
+                     "show", "grid", "bridge",
                      "gt", "search", "query",
                      "count", "output", "provenance", "link", "message", "page_label", "prev_page",
                      "next_page"):
@@ -182,10 +192,8 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         self.study.observe(self._on_study_change, names="value")
         self.query.observe(self._on_query_change, names="value")
         self.show.observe(self._on_view_change, names="value")
-        header = widgets.HBox(list(self.header.values()), layout=widgets.Layout(width="100%"))
         pager = widgets.HBox([self.prev_page, self.next_page, self.page_label])
-        self.table = widgets.VBox([header, *self.rows, pager],
-                                  layout=widgets.Layout(width="100%"))
+        self.table = widgets.VBox([self.grid, pager, self.bridge], layout=widgets.Layout(width="100%"))
         self.table.add_class("qx-table")
         wrap = widgets.Layout(flex_flow="row wrap")
         self.widget = widgets.VBox([
@@ -276,13 +284,6 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}</p></div>")
-
-    @staticmethod
-    def _cell_layout(column: str) -> widgets.Layout:
-        width = WIDTHS[column]
-        if not width:
-            return widgets.Layout(flex="1 1 0%", width="auto", min_width="0")
-        return widgets.Layout(width=f"{width}px", flex="0 0 auto")
 
     @staticmethod
     def _show_options(a: str, b: str) -> list[tuple[str, str]]:
@@ -474,6 +475,16 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         if i < len(self._rows_shown):
             self.query.value = self._rows_shown[i]
 
+    def _on_bridge(self, change) -> None:
+        """A click in the table, sent by the page: ``sort|<column>|<nonce>`` or
+        ``pick|<query key>|<nonce>``."""
+        act, _, rest = str(change["new"]).partition("|")
+        arg = rest.rpartition("|")[0]
+        if act == "sort" and arg in ("query", "subset", "text", "a", "b", "gap", "winner"):
+            self.sort_by(arg)
+        elif act == "pick" and arg in self._rows_shown:
+            self.query.value = arg
+
     def _follow_query(self) -> None:
         """Turn to the page holding the selected query (if the view holds it)."""
         keys = self._frame["qkey"].tolist()
@@ -526,13 +537,13 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         qs = self.state_query()
         self.link.value = (f"<a class='qx-permalink' href='?{html.escape(qs, quote=True)}' target='_self'>"
                            "link to this view</a>")
-        if self.url_sync:
-            from IPython.display import Javascript, display
+        from IPython.display import Javascript, display
 
-            self._js.clear_output()
-            with self._js:
-                display(Javascript("window.history.replaceState(window.history.state, '', "
-                                   f"'?' + {json.dumps(qs)});"))
+        address = (f"\nwindow.history.replaceState(window.history.state, '', '?' + {json.dumps(qs)});"
+                   if self.url_sync else "")
+        self._js.clear_output()
+        with self._js:
+            display(Javascript(A11Y_JS + address))
 
 
     def select(self, qkey: str) -> None:

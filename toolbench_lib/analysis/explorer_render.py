@@ -31,19 +31,27 @@ STYLE = """<style>
 .qx table.qtable {border-collapse: collapse; width: 100%; table-layout: fixed}
 .qx table.qtable td, .qx table.qtable th {padding: 2px 6px; text-align: left; border-bottom: 1px solid #eee}
 .qx table.qtable .num {text-align: right; font-variant-numeric: tabular-nums}
-.qx-row .widget-html, .qx-row .widget-html-content {min-width: 0; width: 100%; overflow: hidden}
-.qx-rowcells {display: flex; gap: 0; font-family: sans-serif; font-size: 13px; align-items: center;
-  width: 100%; min-width: 0}
-.qx-rowcells span {padding: 0 6px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
-  flex: 0 0 auto; box-sizing: border-box}
-.qx-rowcells .num {text-align: right; font-variant-numeric: tabular-nums}
-.qx-rowcells .pos {color: #1a7f37} .qx-rowcells .neg {color: #b42318}
 </style>"""
 
-# Column widths (px) of the table, shared by its header buttons and its rows.
-MARGINS = 4  # a header button's margins (2 px either side), which a row's cell spans as well
-WIDTHS = {"query": 96, "subset": 52, "text": 0, "a": 104, "b": 104, "gap": 84, "winner": 104}
 
+GRID_STYLE = """<style>
+.qx-grid {border-collapse: collapse; width: 100%; table-layout: fixed; font-family: sans-serif;
+  font-size: 13px}
+.qx-grid th, .qx-grid td {padding: 2px 6px; text-align: left; border-bottom: 1px solid #ddd;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap}
+.qx-grid .num {text-align: right; font-variant-numeric: tabular-nums; width: 96px}
+.qx-grid .pos {color: #1a7f37} .qx-grid .neg {color: #b42318}
+.qx-grid thead th {width: 96px} .qx-grid thead th.qx-h-text {width: auto}
+.qx-grid thead th.qx-h-subset {width: 56px}
+.qx-grid thead th.qx-h-query {width: 104px}
+.qx-grid button {font: inherit; background: #f2f2f2; color: #1a1a1a; border: 1px solid #767676;
+  border-radius: 3px; padding: 1px 6px; cursor: pointer; max-width: 100%; overflow: hidden;
+  text-overflow: ellipsis}
+.qx-grid thead button {background: none; border: none; font-weight: bold; padding: 0}
+.qx-grid tr[aria-current] {background: #e8f0fb} .qx-grid button.qx-current {background: #1f5fbf; color: #fff}
+.qx-grid button:focus-visible {outline: 3px solid #1f5fbf; outline-offset: 1px}
+.qx-caption {text-align: left; color: #595959; font-size: 12px; caption-side: top}
+</style>"""
 KEPT = "<span class='tag kept' data-merge='kept'>kept in the final top k</span>"
 DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</span>"
 
@@ -100,26 +108,50 @@ class QueryRendering:
             names[column] += arrow
         return names
 
-    def _draw_table(self, frame: pd.DataFrame) -> None:
+    def header_labels(self) -> dict[str, str]:
+        """The table's column headers as shown (the sorted one with its arrow); ``subset`` only when the
+        view spans several sets."""
         multi = self._multi_subset()
-        for column, text in self._headers().items():
-            button = self.header[column]
-            button.description = text
-            button.layout.display = "none" if column == "subset" and not multi else None
+        return {c: t for c, t in self._headers().items() if multi or c != "subset"}
+
+    def _grid_html(self, page: pd.DataFrame) -> str:
+        """One page of the table: a <table> whose header buttons sort and whose row buttons show a query."""
+        names = self.header_labels()
+        column, desc = self._sort
+        sorted_by = "gap" if column == "abs_gap" else column
+        head = []
+        for c, text in names.items():
+            aria = f" aria-sort='{'descending' if desc else 'ascending'}'" if c == sorted_by else ""
+            num = " num" if c in ("a", "b", "gap") else ""
+            head.append(f"<th scope='col' class='qx-h-{c}{num}'{aria}><button type='button' "
+                        f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html.escape(text)}"
+                        "</button></th>")
+        body = []
+        for _, r in page.iterrows():
+            gap = float(r["gap"])
+            sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
+            current = r["qkey"] == self.query.value
+            qid = html.escape(str(r["query_id"]))
+            pick = "qx-pick qx-current" if current else "qx-pick"
+            cells = [f"<th scope='row'><button type='button' class='{pick}' "
+                     f"data-act='pick|{html.escape(str(r['qkey']), quote=True)}' "
+                     f"title='{html.escape(str(r['text'])[:300], quote=True)}'>{qid}</button></th>"]
+            if "subset" in names:
+                cells.append(f"<td>{html.escape(str(r['subset']))}</td>")
+            cells += [f"<td class='text'>{html.escape(str(r['text']))}</td>",
+                      f"<td class='num'>{r['a']:.3f}</td>", f"<td class='num'>{r['b']:.3f}</td>",
+                      f"<td class='num {sign}'>{gap:+.3f}</td>", f"<td>{html.escape(str(r['winner']))}</td>"]
+            mark = " aria-current='true'" if current else ""
+            body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
+        return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
+                f"(a header sorts by its column; a query's button shows it)</caption><thead><tr>"
+                f"{''.join(head)}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+    def _draw_table(self, frame: pd.DataFrame) -> None:
         start = self._page * PAGE_ROWS
         page = frame.iloc[start:start + PAGE_ROWS]
         self._rows_shown = page["qkey"].tolist()
-        for i, row in enumerate(self.rows):
-            if i >= len(page):
-                row.layout.display = "none"
-                continue
-            r = page.iloc[i]
-            row.layout.display = None
-            button = self.row_buttons[i]
-            button.description = str(r["query_id"])
-            button.tooltip = str(r["text"])[:300]
-            button.button_style = "info" if r["qkey"] == self.query.value else ""
-            self.row_cells[i].value = self._row_cells(r, multi)
+        self.grid.value = self._grid_html(page)
         n = len(frame)
         pages = max(1, -(-n // PAGE_ROWS))
         self.page_label.value = (f"<span class='muted'>rows {start + 1}–{min(n, start + PAGE_ROWS)} of {n} "
@@ -127,20 +159,6 @@ class QueryRendering:
                                  f"<span class='muted'>{NO_QUERY}</span>")
         self.prev_page.disabled = self._page == 0
         self.next_page.disabled = self._page >= pages - 1
-
-    @staticmethod
-    def _row_cells(r, multi: bool) -> str:
-        gap = float(r["gap"])
-        sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
-        w = {c: WIDTHS[c] + MARGINS for c in WIDTHS}
-        subset = html.escape(str(r["subset"]))
-        cells = [f"<span style='width:{w['subset']}px'>{subset}</span>"] if multi else []
-        cells += [f"<span style='flex:1 1 0;min-width:0'>{html.escape(str(r['text']))}</span>",
-                  f"<span class='num' style='width:{w['a']}px'>{r['a']:.3f}</span>",
-                  f"<span class='num' style='width:{w['b']}px'>{r['b']:.3f}</span>",
-                  f"<span class='num {sign}' style='width:{w['gap']}px'>{gap:+.3f}</span>",
-                  f"<span style='width:{w['winner']}px'>{html.escape(str(r['winner']))}</span>"]
-        return f"<div class='qx-rowcells'>{''.join(cells)}</div>"
 
     def table_html(self, rows: int = PAGE_ROWS) -> str:
         """The summary and the table's first ``rows`` rows as static HTML (for a copy without a kernel)."""
