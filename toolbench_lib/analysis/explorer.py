@@ -54,6 +54,7 @@ from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     _ids,
     api_labels,
     catalogue,
+    family_base,
     filter_labels,
     filter_outcomes,
     method_label,
@@ -282,8 +283,12 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         from ..pipeline.experiment import provenance_line
 
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
+        report = ""
+        if self.run_name:  # the report of the family's main run explains the explorer (its section 08)
+            report = (f"<br>How to read it: the report's section 08 · Query explorer, "
+                      f"<code>outputs/{html.escape(family_base(str(self.run_name)))}/report.html</code>")
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
-                f"{where}</p></div>")
+                f"{where}{report}</p></div>")
 
     @staticmethod
     def _show_options(a: str, b: str) -> list[tuple[str, str]]:

@@ -24,7 +24,8 @@ STYLE = """<style>
 .qx .tag {font-size: 11px; padding: 0 4px; border-radius: 3px; background: #eee; margin-left: 4px}
 .qx .tag.active {background: #cfe8d6}
 .qx .muted {color: #595959}
-.qx .tag.kept {background: #d7ecdd} .qx .tag.dropped {background: #f6dede}
+.qx .tag {color: #1a1a1a; font-weight: normal}
+.qx .tag.kept {background: #d7ecdd} .qx .tag.dropped {background: #f9e3e3}
 .query-explorer :focus-visible, .query-explorer button:focus, .query-explorer input:focus,
 .query-explorer select:focus {outline: 3px solid #1f5fbf !important; outline-offset: 2px}
 .qx table.steps td, .qx table.steps th {padding: 2px 6px; text-align: left; vertical-align: top}
@@ -40,7 +41,7 @@ GRID_STYLE = """<style>
 .qx-grid th, .qx-grid td {padding: 2px 6px; text-align: left; border-bottom: 1px solid #ddd;
   overflow: hidden; text-overflow: ellipsis; white-space: nowrap}
 .qx-grid .num {text-align: right; font-variant-numeric: tabular-nums; width: 96px}
-.qx-grid .pos {color: #1a7f37} .qx-grid .neg {color: #b42318}
+.qx-grid .pos {color: #116329} .qx-grid .neg {color: #a40e26}
 .qx-grid thead th {width: 96px} .qx-grid thead th.qx-h-text {width: auto}
 .qx-grid thead th.qx-h-subset {width: 56px}
 .qx-grid thead th.qx-h-query {width: 104px}
