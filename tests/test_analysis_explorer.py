@@ -102,6 +102,12 @@ def _explorer(study, **kw) -> QueryExplorer:
     return QueryExplorer(None, result, registry=reg, **kw)
 
 
+def _row_ids(ex: QueryExplorer) -> list[str]:
+    """The query ids of the table's rows, as its HTML shows them."""
+    pattern = r"<button type='button' class='qx-pick[^']*' data-act='[^']*' title='[^']*'>([^<]*)</button>"
+    return re.findall(pattern, ex.grid.value)
+
+
 def _section(html: str, start: str, end: str) -> str:
     i = html.index(start)
     return html[i: html.index(end, i)]
@@ -346,7 +352,7 @@ def test_search_finds_text_ids_and_api_ids_in_every_subset(study):
     ex.search.value = "TASK number 5"
     assert ex.visible_queries() == ["G2_category_original:5"] and ex.query.value == "G2_category_original:5"
     assert "matching “TASK number 5” in all subsets" in ex.count.value
-    assert "display" not in str(ex.header["subset"].layout.display or "")  # the set column is shown
+    assert "subset" in ex.header_labels() and "<th scope='col' class='qx-h-subset'" in ex.grid.value
     # An API id: the queries with it in their ground truth or in either method's top 5 (stored tables).
     api = "Cat2/tool5/api20"
     gt = {q for q, c in zip(result.queries["qkey"], result.queries["candidates"], strict=True) if api in c}
@@ -356,7 +362,7 @@ def test_search_finds_text_ids_and_api_ids_in_every_subset(study):
     ex.search.value = "no such thing"
     assert ex.visible_queries() == [] and ex.query.value is None and NO_QUERY in ex.output.value
     ex.search.value = ""
-    assert ex.header["subset"].layout.display == "none" and len(ex.visible_queries()) == 4
+    assert "subset" not in ex.header_labels() and len(ex.visible_queries()) == 4
 
 
 def test_table_sorts_by_its_headers_and_rows_select(study):
@@ -364,23 +370,31 @@ def test_table_sorts_by_its_headers_and_rows_select(study):
     g1 = [f"G1_instruction:{i}" for i in range(4)]
     assert ex.visible_queries() == [g1[0], g1[2], g1[3], g1[1]]  # |gap| 1/3, 1/3, 1/3, 0
     ex.sort_by("a")
-    assert ex.visible_queries() == [g1[0], g1[2], g1[3], g1[1]] and ex.header["a"].description.endswith("▼")
+    assert ex.visible_queries() == [g1[0], g1[2], g1[3], g1[1]] and ex.header_labels()["a"].endswith("▼")
+    assert "aria-sort='descending'><button type='button' class='qx-sort-a'" in ex.grid.value
     ex.sort_by("a")
-    assert ex.visible_queries() == [g1[1], g1[2], g1[3], g1[0]] and ex.header["a"].description.endswith("▲")
+    assert ex.visible_queries() == [g1[1], g1[2], g1[3], g1[0]] and ex.header_labels()["a"].endswith("▲")
     ex.sort_by("gap")
-    assert ex._sort == ("abs_gap", True) and ex.header["gap"].description == "|gap| ▼"
+    assert ex._sort == ("abs_gap", True) and ex.header_labels()["gap"] == "|gap| ▼"
     ex.sort_by("gap")
     assert ex.visible_queries() == [g1[0], g1[3], g1[1], g1[2]]  # gaps +1/3, +1/3, 0, -1/3
     ex.sort_by("gap")
     assert ex.visible_queries() == [g1[2], g1[1], g1[0], g1[3]]
     ex.sort_by("query")
     assert ex.visible_queries() == g1
-    assert [b.description for b in ex.row_buttons[:4]] == ["0", "1", "2", "3"]
-    assert [r.layout.display for r in ex.rows[3:5]] == [None, "none"]  # rows beyond the view are hidden
-    cells = ex.row_cells[2].value
+    assert _row_ids(ex) == ["0", "1", "2", "3"]  # the table's rows: the view's queries, no more
+    cells = ex.grid.value.split("<tr class='qx-row'")[3]
     assert "0.333" in cells and "0.667" in cells and "-0.333" in cells and ">PtR<" in cells
-    ex.row_buttons[2].click()
-    assert ex.query.value == g1[2] and ex.row_buttons[2].button_style == "info"
+    ex.bridge.value = f"pick|{g1[2]}|1"  # what the page sends when the row's button is clicked
+    assert ex.query.value == g1[2] and "aria-current='true'><th scope='row'><button type='button' " \
+        "class='qx-pick qx-current'" in ex.grid.value and _row_ids(ex)[2] == "2"
+    ex.bridge.value = "sort|b|2"
+    assert ex._sort == ("b", True)
+    ex.bridge.value = "sort|b|3"
+    assert ex._sort == ("b", False)
+    ex.bridge.value = "pick|<script>|4"  # not a row of the view: ignored
+    assert ex.query.value == g1[2]
+    ex.sort_by("query")
     assert [v for _, v in ex.query.options] == g1  # the dropdown follows the table's order
 
 
@@ -409,13 +423,13 @@ def test_any_two_methods_of_the_study(three_methods):
     ex = QueryExplorer(None, result, registry=reg, k=5)
     assert [v for _, v in ex.method_b.options] == ["rtp", "ptr", "rtp@bm25"]
     ex.method_a.value = "rtp@bm25"
-    assert ex.filter.options[1] == ("RtP@bm25 wins", "a_wins")
+    assert ex.filter.options[1] == ("RtP@bm25 higher recall", "a_wins")
     assert ex.show.options[1][0] == "RtP@bm25 only"
     # rtp@bm25 against PtR (run 0): 0 vs 1/3, 1 vs 0, 1/3 vs 2/3, 2/3 vs 0.
     ex.filter.value = "a_wins"
     assert sorted(ex.visible_queries()) == ["G1_instruction:1", "G1_instruction:3"]
     assert ex.query.value == "G1_instruction:1"  # gap 1 beats 2/3
-    assert ex.header["a"].description == "RtP@bm25 R@5"
+    assert ex.header_labels()["a"] == "RtP@bm25 R@5"
     pq = per_query_runs(result, 5)
     mine = pq[(pq["method"] == "rtp@bm25") & (pq["run"] == 0)].set_index("qkey")["recall"]
     frame = ex.table_frame().set_index("qkey")
@@ -468,8 +482,8 @@ def test_pages_of_a_real_study(slice_setup, real_study):
     assert len(ex.visible_queries()) == n and n > PAGE_ROWS
     ex.sort_by("query")
     first = real_study.queries["query_id"].astype(str)[:PAGE_ROWS].tolist()
-    assert [b.description for b in ex.row_buttons] == first
+    assert _row_ids(ex) == first
     ex.turn_page(1)
-    assert ex.row_buttons[0].description == str(real_study.queries["query_id"].iloc[PAGE_ROWS])
+    assert _row_ids(ex)[0] == str(real_study.queries["query_id"].iloc[PAGE_ROWS])
     assert f"rows {PAGE_ROWS + 1}–" in ex.page_label.value and "page=2" in ex.state_query()
     assert ex.prev_page.disabled is False

@@ -9,7 +9,8 @@ table go to outputs/browser/.
 
 The report: notebooks run under papermill into a small run folder, ``report.html`` is written and loaded
 at 1,280 px: its contents links resolve, no image is broken, no table is wider than the page, no absolute
-path of the machine appears and the page makes no network request."""
+path of the machine appears, the page makes no network request and axe-core finds no serious or critical
+violation."""
 
 from __future__ import annotations
 
@@ -20,19 +21,22 @@ import socket
 import subprocess
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 
-from toolbench_lib.analysis.explore_app import HOST, voila_argv, voila_env
+from toolbench_lib.analysis.explore_app import HOST, prepare_views, voila_argv, voila_env
 from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 from toolbench_lib.pipeline.report_html import write_html_report
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
+
+from .axe import axe_violations, format_violations
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -70,17 +74,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app(stored, tmp_path_factory):
-    """`make explore`'s Voilà on a free loopback port, kernels culled after 20 idle seconds.
+@contextmanager
+def serve(run_name: str, log: Path):
+    """`make explore`'s Voilà for ``run_name`` on a free loopback port, kernels culled after 20 idle seconds:
+    ``(url, process, log)``, the server stopped on exit.
 
     Shorter timeouts let the server cull a kernel that is still rendering the page: Voilà executes the
     notebook before any browser connects, and on a loaded machine a quiet cell (loading the study, a first
     ranx compile) outlasted a 4-second limit."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("voila") / "voila.log"
     with log.open("w") as out:
-        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(stored[0]),
+        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(run_name),
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
@@ -99,6 +103,14 @@ def app(stored, tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def app(stored, tmp_path_factory):
+    """The explorer app of the stored run (its views computed first, as `make explore` does)."""
+    prepare_views(stored[0], echo=lambda *a, **k: None)
+    with serve(stored[0], tmp_path_factory.mktemp("voila") / "voila.log") as served:
+        yield served
 
 
 def _kernels(proc: subprocess.Popen) -> list[psutil.Process]:
@@ -266,7 +278,7 @@ def test_explorer_app_in_chromium(chromium, stored, app):
             mine = wins[wins["subset"] == subset]
             timings["subset"] = _timed(page, lambda: _select(page, "subset", subset), SHOWS,
                                        [".qx-count", f"queries in {subset}"])
-            timings["filter"] = _timed(page, lambda: _select(page, "filter", "PtR wins"), SHOWS,
+            timings["filter"] = _timed(page, lambda: _select(page, "filter", "PtR higher recall"), SHOWS,
                                        [".qx-count", f"{len(mine)} quer"])
             assert _summary(mine, 5) in summary.inner_text().replace("\xa0", " ")
             _check_query(page, result, _largest_gap(mine), 5)
@@ -367,7 +379,8 @@ def test_report_html_in_chromium(chromium, report):
     with sync_playwright() as p:
         profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
         ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
-                                                   args=FLAGS, viewport={"width": 1280, "height": 900})
+                                                   args=FLAGS, viewport={"width": 1280, "height": 900},
+                                                   bypass_csp=True)  # axe-core is injected (tests/axe.py)
         try:
             page = ctx.new_page()
             page.on("request", lambda r: requests.append(r.url))
@@ -398,9 +411,12 @@ def test_report_html_in_chromium(chromium, report):
             assert cells and not [c for c in cells if c in ("NaN", "nan", "<NA>")]
             height = page.evaluate("() => document.documentElement.scrollHeight")
             page.screenshot(path=str(SHOTS / "report_top.png"))
+            violations = axe_violations(page)
         finally:
             ctx.close()
             shutil.rmtree(profile, ignore_errors=True)
     remote = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
     assert not remote, f"network requests: {remote}"
+    print(f"axe-core on report.html: {len(violations)} serious or critical violations")
+    assert not violations, format_violations(violations)
     print(f"report.html: {len(links)} contents links, {len(cells)} table cells, page height {height} px")

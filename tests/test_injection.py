@@ -69,6 +69,20 @@ def _worked_markdown() -> str:
                                            labels={"a": PAYLOAD_LABEL, "x": PAYLOAD_LABEL}))
 
 
+def _explorer_html() -> str:
+    """The explorer's table, result line and query view of the payload study (its query shown, the API
+    names the payload label), as the page shows them."""
+    from toolbench_lib.analysis.explorer import STYLE, QueryExplorer
+
+    study = payload_study()
+    ex = QueryExplorer(None, study)
+    ex.labels = {str(a): PAYLOAD_LABEL for a in study.hits["api_id"]}
+    ex.subset.value = "all"
+    ex.select(str(study.queries["qkey"].iloc[0]))
+    ex.search.value = "alert"  # the payload query is found: the result line quotes the search term
+    return f"{STYLE}{ex.count.value}{ex.message.value}{ex.grid.value}{ex.render()}"
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> dict[str, Path]:
     run = tmp_path_factory.mktemp("injection") / "run"
@@ -85,7 +99,10 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     md_page = run / "report_md.html"
     md_page.write_text(f"<!doctype html><html><body>{render(_worked_markdown())}</body></html>",
                        encoding="utf-8")
-    return {"report.html": report, "report.md": md_page}
+    explorer = run / "explorer.html"
+    explorer.write_text(f"<!doctype html><html><body><main>{_explorer_html()}</main></body></html>",
+                        encoding="utf-8")
+    return {"report.html": report, "report.md": md_page, "explorer": explorer}
 
 
 def test_payloads_are_shown_as_text(pages):
@@ -94,9 +111,11 @@ def test_payloads_are_shown_as_text(pages):
     # escaped where written: the payloads are on the page as text, not dropped
     assert "javascript:alert(1)" in html and "onmouseover=alert(3)" in html and "onerror=alert(4)" in html
     assert live_elements(pages["report.md"].read_text(encoding="utf-8")) == []
+    explorer = pages["explorer"].read_text(encoding="utf-8")
+    assert live_elements(explorer) == [] and "javascript:alert(1)" in explorer
 
 
-@pytest.mark.parametrize("name", ["report.html", "report.md"])
+@pytest.mark.parametrize("name", ["report.html", "report.md", "explorer"])
 def test_nothing_runs_in_chromium(pages, name, chromium):  # noqa: F811 (the fixture)
     from playwright.sync_api import sync_playwright
 

@@ -3,7 +3,9 @@
 The app opens the study a run stored (``--run-name``, passed to the notebook through
 ``TOOLBENCH_EXPLORE_RUN``) from its tables alone. Only the loopback interface is served; a kernel whose
 page was closed is shut down after ``--cull-idle`` seconds without activity; code cells are hidden and
-progress bars are off, so the page shows the explorer and nothing else.
+progress bars are off, so the page shows the explorer and nothing else. Before serving, the explorer's
+views of every study of the run's family are computed once where missing or stale; the page's template
+requests nothing outside this server.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 from ..pipeline.reproduce import NOTEBOOKS_DIR
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
+# The page's template: Voila's lab template less its links to a CDN (voila.js carries Font Awesome itself).
+TEMPLATES = Path(__file__).resolve().parent / "jupyter"  # a Jupyter data folder: voila/templates/explorer
+TEMPLATE = "explorer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8866
 CULL_IDLE_S = 300
@@ -26,7 +31,8 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
                cull_interval_s: int = CULL_INTERVAL_S, notebook: Path = EXPLORER_NOTEBOOK) -> list[str]:
     """The command serving the explorer with this interpreter's Voilà."""
     return [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--Voila.ip={HOST}",
-            f"--port={port}", "--Voila.port_retries=0", "--strip_sources=True", "--show_tracebacks=False",
+            f"--port={port}", "--Voila.port_retries=0", f"--template={TEMPLATE}",
+            "--strip_sources=True", "--show_tracebacks=False",
             f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
             f"--MappingKernelManager.cull_interval={cull_interval_s}",
             "--MappingKernelManager.cull_connected=False"]
@@ -36,8 +42,22 @@ def voila_env(run_name: str, base: dict | None = None) -> dict[str, str]:
     """The environment of the app: the run to open, offline, no progress bars."""
     env = dict(os.environ if base is None else base)
     env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
-               PYTHONWARNINGS="ignore")
+               PYTHONWARNINGS="ignore",
+               JUPYTER_PATH=os.pathsep.join([str(TEMPLATES), *filter(None, [env.get("JUPYTER_PATH")])]))
     return env
+
+
+def prepare_views(run_name: str, echo=print) -> None:
+    """Compute and store the explorer's views of every study of the run's family that lacks current ones
+    (once per study: later starts read them)."""
+    from .explorer_data import catalogue
+    from .explorer_views import study_views, view_problem
+
+    for entry in catalogue(run_name)[0]:
+        problem = view_problem(entry.folder)
+        if problem:
+            echo(f"explorer views of {entry.run_name}: {problem}; computing them once", flush=True)
+            study_views(entry.folder)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = stored_study_dir(args.run_name)
     except FileNotFoundError as exc:
         sys.exit(f"error: {exc}")
+    prepare_views(args.run_name)
     print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
     cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
     os.execve(cmd[0], cmd, voila_env(args.run_name))

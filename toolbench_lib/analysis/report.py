@@ -13,6 +13,7 @@ import pandas as pd
 from ..data.markdown import md_compact, md_table
 from ..pipeline.experiment import ExperimentConfig
 from .endpoint import PRIMARY
+from .explorer_data import explorer_url
 from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from .numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from .report_front import (
@@ -321,7 +322,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += right_and_wrong(report, headlines, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
-    after = {"stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
+    after = {"stubs": ["### The paper's Table 2 examples in this run", "",
+                       *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim in SECTIONS:
         sec = section_rows(report, prefixes)
         verdicts = claim_verdicts(cfg, key)
@@ -371,20 +373,23 @@ LTR_TABLE = "ltr_comparison"  # notebook 12: the learned rankers against the bes
 TEACHING_FILE = "teaching.md"
 
 
-def examples_lines(material, k: int) -> list[str]:
+def examples_lines(material, k: int, run_name: str) -> list[str]:
     """The paper's Table 2 examples as one compact table (the full blocks go to :data:`TEACHING_FILE`)."""
     t = material.examples_table
     if t is None or t.empty:
         return [material.examples[0] if material.examples else "No example of the paper's Table 2 is here.",
                 ""]
     shown = t.copy()
-    shown["query"] = shown["query"].map(lambda q: f"`{q}`")
     for col in shown.columns[2:6]:
         shown[col] = shown[col].map(fmt_number)
+    shown["explorer"] = [f"LINK{i}" for i in range(len(shown))]
+    table = md_table(shown)
+    for i, q in enumerate(t["query"]):  # a link the escaper would otherwise show as text
+        table = table.replace(f"LINK{i} ", f"[open]({explorer_url(run_name, q, ('rtp', 'ptr'), k)}) ", 1)
     same = int((t["paper's leader"] == t["leader here"]).sum())
     return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
-            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}).", "",
-            md_table(shown), ""]
+            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}); `open` shows it "
+            "in the explorer (`make explore`).", "", table, ""]
 
 
 def cause_table(report: pd.DataFrame) -> pd.DataFrame:

@@ -404,9 +404,10 @@ def _paper_quote(text: str) -> str:
 
 
 def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = None,
-                          heading: str | None = None) -> list[str]:
+                          heading: str | None = None, run_name: str | None = None) -> list[str]:
     """One worked query as Markdown lines: the query, the ground truth, PtR's stubs, both top-k rankings
-    side by side (:data:`HIT` marks a ground-truth API) and both recalls."""
+    side by side (:data:`HIT` marks a ground-truth API) and both recalls; with ``run_name``, a link to the
+    query's view in the explorer (``make explore``)."""
     labels = labels or {}
     parts = [heading, ""] if heading else []
     found = {m: set(wq.hits(m)) for m in ("rtp", "ptr")}
@@ -439,11 +440,17 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
     parts += [*header, *body, ""]
     parts += [f"{HIT} marks a ground-truth API. RtP finds {len(wq.hits('rtp'))} and PtR "
               f"{len(wq.hits('ptr'))} of the {fmt_count(len(wq.ground_truth))}.", ""]
+    if run_name:
+        from .explorer_data import explorer_url
+
+        url = explorer_url(run_name, wq.qkey, ("rtp", "ptr"), wq.k, wq.gt, wq.run)
+        parts += [f"[Open this query in the explorer]({url}) (served by `make explore`).", ""]
     return parts
 
 
 def worked_queries_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
-                            labels: Mapping[str, str] | None = None) -> list[str]:
+                            labels: Mapping[str, str] | None = None,
+                            run_name: str | None = None) -> list[str]:
     """The three worked queries of :func:`pick_worked_queries`, each with its rule and rendering."""
     picks = pick_worked_queries(result, k, gt, run)
     parts = [f"Three queries picked by rule from this run's study (recall@{k}, ground truth `{gt}`, "
@@ -454,7 +461,7 @@ def worked_queries_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
             parts += [title, "", f"No query here is {p.rule}.", ""]
             continue
         parts += [title, "", f"*Rule:* {p.rule}.", ""]
-        parts += worked_query_markdown(worked_query(result, p.qkey, k, gt, run), labels)
+        parts += worked_query_markdown(worked_query(result, p.qkey, k, gt, run), labels, run_name=run_name)
     return parts
 
 
@@ -483,7 +490,8 @@ def _leader(rtp: float, ptr: float) -> str:
 
 def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
-                            examples: Sequence[Mapping] | None = None) -> list[str]:
+                            examples: Sequence[Mapping] | None = None,
+                            run_name: str | None = None) -> list[str]:
     """Every Table 2 example whose query is in this study, with both methods' rankings; then a line for each
     example not shown and why."""
     table = paper_examples(result, examples)
@@ -503,7 +511,7 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
                   f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description
                                          else ""),
                   ""]
-        parts += worked_query_markdown(wq, labels)
+        parts += worked_query_markdown(wq, labels, run_name=run_name)
     if len(absent):
         parts += ["Not shown:", ""] + [f"- {md_code(x.id)}: {x.why}." for x in absent.itertuples()] + [""]
     return parts
@@ -571,8 +579,8 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
         return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],
                                 pd.DataFrame(columns=PICK_COLUMNS), note)
     labels = api_labels(stored_registry(result))
-    return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels),
-                            paper_examples_markdown(result, cfg.k, gt, run, labels),
+    return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels, cfg.run_name),
+                            paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name),
                             pick_worked_queries(result, cfg.k, gt, run),
                             examples_table=paper_examples_summary(result, cfg.k, gt, run))
 

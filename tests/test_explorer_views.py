@@ -1,0 +1,98 @@
+"""The explorer's precomputed views and API-level filters on a designed study: every answer recounted from
+the stored hits; views written atomically with checksums, and a stale or damaged view never used."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pandas as pd
+import pytest
+
+from toolbench_lib.analysis.explorer import QueryExplorer
+from toolbench_lib.analysis.explorer_data import explorer_url
+from toolbench_lib.analysis.explorer_views import (
+    VIEWS,
+    StudyViews,
+    compute_views,
+    load_views,
+    study_views,
+    view_problem,
+    write_views,
+)
+from toolbench_lib.eval.runs import per_query_runs
+
+from .test_analysis_explorer import study, three_methods  # noqa: F401 (fixtures)
+
+
+def _found(result, method: str, run: int, k: int, gt: str = "candidates") -> dict[str, set[str]]:
+    """``{qkey: ground-truth APIs in the method's top k}``, recounted from the stored hits."""
+    rel = dict(zip(result.queries["qkey"], result.queries[gt], strict=True))
+    h = result.hits
+    stored = -1 if (h[h["method"] == method]["run"] == -1).any() else run
+    h = h[(h["method"] == method) & (h["run"] == stored) & (h["text_idx"] == -1) & (h["rank"] <= k)]
+    return {q: set(g["api_id"]) & set(rel[q]) for q, g in h.groupby("qkey")}
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 10])
+def test_api_filters_recounted_from_the_hits(three_methods, k):  # noqa: F811
+    reg, result = three_methods
+    ex = QueryExplorer(None, result, registry=reg, k=k)
+    ex.subset.value = "all"
+    a, b, c = "ptr", "rtp", "rtp@bm25"
+    ex.method_a.value, ex.method_b.value, ex.more.value = a, b, (c,)
+    fa, fb, fc = (_found(result, m, 0, k) for m in (a, b, c))
+    keys = result.queries["qkey"].tolist()
+    expected = {
+        "a_found_b_missed": {q for q in keys if fa.get(q, set()) - fb.get(q, set())},
+        "only_a": {q for q in keys if fa.get(q, set()) - fb.get(q, set()) - fc.get(q, set())},
+        "all_missed": {q for q in keys if not (fa.get(q) or fb.get(q) or fc.get(q))},
+    }
+    for name, queries in expected.items():
+        ex.filter.value = name
+        assert set(ex.visible_queries()) == queries, (name, k)
+        assert "with the filter" in ex.count.value and f"({len(keys)} without it)" in ex.count.value
+    assert any(expected.values()), "the design gives at least one filter a query"
+
+
+def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # noqa: F811
+    reg, result = study
+    folder = tmp_path / "runs" / "key"
+    result.save(folder)
+    assert view_problem(folder) is not None and load_views(folder) is None
+    write_views(folder, result)
+    assert view_problem(folder) is None
+    views = load_views(folder)
+    fresh = StudyViews(views.methods, *compute_views(result))
+    assert views.learned.empty  # no ranker's components in this study
+    for k in (1, 5, 20):
+        pq = per_query_runs(result, k)
+        for method in ("rtp", "ptr"):
+            for run in (0, 1):
+                mine = pq[(pq["method"] == method) & (pq["run"] == run)]
+                got = views.scores(method, run, "candidates", k, mine["qkey"])
+                assert got["recall"].tolist() == pytest.approx(mine["recall"].tolist())
+                assert got["hits"].tolist() == mine["hits"].tolist()
+                pairs = views.found_at(method, run, "candidates", k)
+                assert len(pairs) == int(mine["hits"].sum())
+                assert fresh.scores(method, run, "candidates", k, mine["qkey"]).equals(got)
+    # A damaged file is never used; a study saved again makes the views stale; both are computed again.
+    recall = folder / VIEWS / "recall.parquet"
+    recall.write_bytes(recall.read_bytes()[:-10])
+    assert load_views(folder) is None
+    study_views(folder, result)
+    assert load_views(folder) is not None
+    changed = result.queries.assign(query=result.queries["query"] + " again")
+    moved = type(result)(changed, result.stubs, result.hits, result.plans, result.calls, result.provenance)
+    moved.save(folder)
+    assert "stale" in view_problem(folder) and load_views(folder) is None
+
+
+def test_a_teaching_link_opens_its_view(three_methods):  # noqa: F811
+    reg, result = three_methods
+    url = explorer_url("demo", "G1_instruction:1", ["rtp@bm25", "ptr", "rtp"], k=8, filter="only_a",
+                       subset="G1")
+    ex = QueryExplorer(None, result, registry=reg, run_name="demo")
+    assert ex.apply_state(urlsplit(url).query) == []
+    assert (ex.methods, tuple(ex.more.value), ex.k.value) == (("rtp@bm25", "ptr"), ("rtp",), 8)
+    assert ex.filter.value == "only_a" and ex.subset.value == "G1"
+    assert ex.query.value == "G1_instruction:1" and "G1_instruction:1" in pd.Index(ex.visible_queries())

@@ -1,0 +1,307 @@
+"""The data side of the query explorer: method names, per-query outcomes and their filters, API labels,
+the catalogue of stored studies and the link (URL) of an explorer view."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, urlencode
+
+import numpy as np
+import pandas as pd
+
+from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.runs import score_rankings
+from ..pipeline.study import StudyResult
+
+RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
+API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
+FILTERS = (*RECALL_FILTERS, *API_FILTERS)
+SHOW = ("both", "a", "b")
+SORTS = ("query", "text", "a", "b", "gap", "abs_gap", "winner")
+ALL_SUBSETS = "all"
+SHORT_NAMES = {"rtp": "RtP", "ptr": "PtR"}
+LONG_NAMES = {"rtp": "retrieve, then plan", "ptr": "plan, then retrieve"}
+MAX_K = 20
+PAGE_ROWS = 12
+NO_PLAN = "no plan recorded for this query"
+NO_QUERY = "no query matches this filter"
+LABEL_COLUMNS = ["api_id", "tool_name", "api_name", "category"]
+STATE_KEYS = ("run_name", "run", "subset", "filter", "a", "b", "more", "show", "k", "gt", "search", "sort",
+              "desc", "page", "query")
+EXPLORE_URL = "http://127.0.0.1:8866/"  # where `make explore` serves the explorer
+REPORT_SECTION = "report.html#08-query-explorer"  # the report's section on the explorer
+
+log = logging.getLogger(__name__)
+
+
+def _ids(value) -> list[str]:
+    """A stored list of registry ids (list, numpy array or None) as a Python list."""
+    return [] if value is None else [str(v) for v in value]
+
+
+def method_label(method: str, long: bool = False) -> str:
+    """A method's shown name (``RtP``, ``PtR@bm25``, a fused method's own); ``long`` says what it is."""
+    family, sep, rest = method.partition("@")
+    short = SHORT_NAMES.get(family, family) + (f"@{rest}" if sep else "")
+    if long and family in LONG_NAMES:
+        return f"{short} ({LONG_NAMES[family]})"
+    return short
+
+
+def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
+                   methods: tuple[str, ...] | list[str] = ("rtp", "ptr"),
+                   rankings: dict | None = None) -> pd.DataFrame:
+    """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run, scored by
+    ranx (:func:`~toolbench_lib.eval.runs.score_rankings`) on the stored rankings.
+
+    A deterministic method's rankings (RtP) are stored once and count for every run
+    (``StudyResult.ranking`` decodes that). ``rankings`` may hold ``{(method, run): ranking}`` already read.
+    """
+    check_gt(gt)
+    q = result.queries
+    out = q[["qkey", "subset"]].copy()
+    for method in methods:
+        ranking = (rankings or {}).get((method, run))
+        if ranking is None:
+            ranking = result.ranking(method, run)
+        pq = score_rankings(ranking, q, gt, k, ("recall",)).set_index("qkey")
+        recall = out["qkey"].map(pq["recall"]).fillna(0.0).to_numpy()
+        out[f"{method}_recall"] = recall
+        out[f"{method}_hits"] = np.rint(recall * out["qkey"].map(pq["n_gt"]).fillna(0).to_numpy()).astype(int)
+    return out
+
+
+def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = "ptr",
+                    found: dict[str, pd.DataFrame] | None = None,
+                    selected: list[str] | None = None) -> pd.DataFrame:
+    """The queries of one filter of methods ``a`` and ``b``: ``a_wins`` / ``b_wins`` compare recall,
+    ``both_missed`` / ``both_hit`` look at its zeros; ``all_missed`` keeps the queries with no hit under
+    any of ``a``, ``b`` and ``selected``; the other API-level filters read ``found`` (see
+    :func:`api_filter`)."""
+    ra, rb = outcomes[f"{a}_recall"], outcomes[f"{b}_recall"]
+    masks = {"all": ra == ra, "a_wins": ra > rb, "b_wins": rb > ra,
+             "both_missed": (ra == 0) & (rb == 0), "both_hit": (ra > 0) & (rb > 0)}
+    if name == "all_missed":
+        hit = np.zeros(len(outcomes), dtype=bool)
+        for m in dict.fromkeys([a, b, *(selected or [])]):
+            hit |= outcomes[f"{m}_hits"].to_numpy() > 0
+        return outcomes[~hit]
+    if name in API_FILTERS:
+        return outcomes[outcomes["qkey"].isin(api_filter(name, found or {}, a, b)).to_numpy()]
+    if name not in masks:
+        raise ValueError(f"unknown filter {name!r}; choose one of {FILTERS}")
+    return outcomes[masks[name]]
+
+
+def found_pairs(found: pd.DataFrame) -> set[tuple[str, str]]:
+    """``{(qkey, api_id)}`` of a found table (the ground-truth APIs a method's top k holds)."""
+    return set(zip(found["qkey"], found["api_id"], strict=True))
+
+
+def api_filter(name: str, found: dict[str, pd.DataFrame], a: str, b: str) -> set[str]:
+    """The query keys of an API-level filter, from each selected method's found ground-truth APIs
+    (``{method: qkey, api_id}``; the first selected methods are ``a`` and ``b``):
+
+    - ``a_found_b_missed``: ``a`` found a ground-truth API that ``b`` did not;
+    - ``only_a``: ``a`` found a ground-truth API that no other selected method found;
+    - ``all_missed``: every selected method found none (its complement: a query some method hit).
+    """
+    pairs = {m: found_pairs(f) for m, f in found.items()}
+    if name == "a_found_b_missed":
+        return {q for q, _ in pairs[a] - pairs[b]}
+    if name == "only_a":
+        others = set().union(*(p for m, p in pairs.items() if m != a))
+        return {q for q, _ in pairs[a] - others}
+    if name == "all_missed":
+        return set()  # the caller keeps the queries not hit: see filter_outcomes
+    raise ValueError(f"unknown filter {name!r}; choose one of {FILTERS}")
+
+
+def filter_labels(a: str, b: str, n_selected: int = 2) -> list[tuple[str, str]]:
+    """The filter dropdown's ``(label, key)`` pairs for methods ``a`` and ``b`` (of ``n_selected``)."""
+    la, lb = method_label(a), method_label(b)
+    every = "both missed every ground-truth API" if n_selected <= 2 else f"all {n_selected} methods missed"
+    return [("all", "all"), (f"{la} higher recall", "a_wins"), (f"{lb} higher recall", "b_wins"),
+            ("both recall 0", "both_missed"), ("both recall > 0", "both_hit"),
+            (f"{la} found a ground-truth API {lb} missed", "a_found_b_missed"),
+            (f"only {la} found a ground-truth API", "only_a"), (every, "all_missed")]
+
+
+def filter_phrase(name: str, a: str, b: str, n_selected: int = 2) -> str:
+    """What a filter keeps, in words (the result line states it)."""
+    return dict((key, label) for label, key in filter_labels(a, b, n_selected))[name]
+
+
+def explorer_url(run_name: str, query: str | None = None,
+                 methods: tuple[str, ...] | list[str] = ("rtp", "ptr"), k: int = 5, gt: str = DEFAULT_GT,
+                 run: int = 0, filter: str | None = None,
+                 subset: str | None = None, base: str = EXPLORE_URL) -> str:
+    """The link of an explorer view (``make explore`` serves it): run name, query key, methods (A, B and
+    more), k, ground truth, run, filter and subset as the explorer's query string."""
+    methods = list(methods) or ["rtp"]
+    state = {"run_name": run_name, "run": str(run), "subset": subset, "filter": filter, "a": methods[0],
+             "b": methods[1] if len(methods) > 1 else methods[0],
+             "more": ",".join(methods[2:]) or None, "k": str(k), "gt": gt, "query": query}
+    return base + "?" + urlencode({key: v for key, v in state.items() if v}, quote_via=quote, safe=":@,")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts of the shown queries: mean recall of both methods, ``a`` wins, ties and ``b`` wins."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    a_wins: int
+    ties: int
+    b_wins: int
+
+
+def summarise(outcomes: pd.DataFrame, a: str, b: str) -> Summary:
+    """The :class:`Summary` of some queries' outcomes under methods ``a`` and ``b``."""
+    ra, rb = outcomes[f"{a}_recall"].to_numpy(), outcomes[f"{b}_recall"].to_numpy()
+    n = len(outcomes)
+    return Summary(n, float(ra.mean()) if n else float("nan"), float(rb.mean()) if n else float("nan"),
+                   int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
+
+
+def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
+    """``{api_id: "tool / API (category)"}`` from a registry table; empty without one."""
+    if registry is None:
+        return {}
+    cols = zip(registry["api_id"], registry["tool_name"], registry["api_name"], registry["category"],
+               strict=True)
+    return {a: f"{t} / {n} ({c})" for a, t, n, c in cols}
+
+
+def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
+    """Names of the APIs a study shows, read from the processed registry of its data fingerprint.
+
+    Only the label columns of the ids in the study's hits and ground truth are read; None (ids shown
+    alone) when that registry is not on this machine.
+    """
+    from ..data.paths import PROCESSED_DIR
+
+    fp = result.provenance.get("data_fingerprint")
+    path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
+    if not fp or not path.exists():
+        log.info("no processed registry %s: API ids are shown without names", path)
+        return None
+    q = result.queries
+    ids = set(result.hits["api_id"].astype(str))
+    for column in ("candidates", "relevant"):
+        ids.update(str(a) for v in q[column] for a in _ids(v))
+    if len(result.plans) and "named_ids" in result.plans:
+        ids.update(str(a) for v in result.plans["named_ids"] for a in _ids(v))
+    return pd.read_parquet(path, columns=LABEL_COLUMNS, filters=[("api_id", "in", sorted(ids))])
+
+
+def served_by_voila() -> bool:
+    """Whether this kernel serves a Voilà page (Voilà names itself in ``SERVER_SOFTWARE``)."""
+    return os.environ.get("SERVER_SOFTWARE", "").startswith("voila")
+
+
+def page_query_string() -> str:
+    """The query string of the page this kernel serves (Voilà's ``QUERY_STRING``); empty elsewhere."""
+    return os.environ.get("QUERY_STRING", "") if served_by_voila() else ""
+
+
+def run_name_of(query_string: str) -> str | None:
+    """The ``run_name`` a link names, checked as a folder name; None when it names none.
+
+    A name that is not a folder name raises :class:`~toolbench_lib.pipeline.validation.UsageError`.
+    """
+    from ..pipeline.validation import check_run_name
+
+    value = dict(parse_qsl(query_string or "")).get("run_name")
+    return check_run_name(value) if value else None
+
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One stored study of a run of the family: where it is and what it holds."""
+
+    run_name: str
+    folder: Path
+    subsets: tuple[str, ...]
+    methods: tuple[str, ...]
+    runs: int
+    n_queries: int
+
+    def label(self) -> str:
+        """The study picker's label: run name, sets, methods and runs."""
+        sets = ", ".join(subset_alias(s) for s in self.subsets)
+        runs = f"{self.runs} run{'s' * (self.runs > 1)}"
+        return f"{self.run_name} ({sets}; {len(self.methods)} methods; {runs})"
+
+
+FAMILY_SUFFIXES = ("-validation-retrievers", "-validation", "-retrievers", "-rules")
+
+
+def family_base(run_name: str) -> str:
+    """The main run a run belongs to: ``default`` for ``default-retrievers``, ``default-runs4`` and
+    ``default-validation-retrievers``."""
+    import re
+
+    base = re.sub(r"-runs\d+$", "", run_name)
+    for suffix in FAMILY_SUFFIXES:
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def _stored_queries(folder: Path) -> pd.DataFrame:
+    """A stored study's queries table, checked against its checksum (``StoredStudyError`` if not)."""
+    import hashlib
+    import io
+    import json
+
+    from ..pipeline.study import TABLE_CHECKSUMS, StoredStudyError
+
+    sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
+    data = (folder / "queries.parquet").read_bytes()
+    if hashlib.sha256(data).hexdigest() != sums.get("queries.parquet"):
+        raise StoredStudyError(f"stored study {folder}: queries.parquet does not match its checksum")
+    return pd.read_parquet(io.BytesIO(data), columns=["qkey", "subset", "query_id", "query"])
+
+
+def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[CatalogueEntry], dict]:
+    """The stored studies of ``run_name``'s family (the run, its retriever, validation and runs studies),
+    the main run first, and ``{run_name: queries}`` for searching across them. A run without a readable
+    stored study is left out."""
+    import json
+
+    from ..data.paths import OUTPUTS_DIR
+    from ..pipeline.experiment import stored_study_dir
+
+    root = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR
+    base = family_base(run_name)
+    names = sorted(p.name for p in root.glob(f"{base}*") if p.is_dir()
+                   and (p.name == base or (p.name.startswith(base + "-") and family_base(p.name) == base)))
+    names = sorted(set(names) | {run_name}, key=lambda n: (n != base, n))
+    entries, queries = [], {}
+    for name in names:
+        try:
+            folder = stored_study_dir(name, outputs_dir=root / name)
+            q = _stored_queries(folder)
+            settings = json.loads((folder / "provenance.json").read_bytes()).get("settings", {})
+        except (FileNotFoundError, OSError, ValueError) as exc:
+            log.info("catalogue: run %s left out (%s)", name, exc)
+            continue
+        entries.append(CatalogueEntry(name, folder, tuple(dict.fromkeys(q["subset"])),
+                                      tuple(settings.get("methods") or ()), int(settings.get("runs", 1)),
+                                      len(q)))
+        queries[name] = q
+    return entries, queries
+
+
+def search_queries(queries: pd.DataFrame, term: str) -> pd.DataFrame:
+    """The queries whose key, id or text holds ``term`` (case-insensitive)."""
+    term = term.strip().lower()
+    text = (queries["qkey"].astype(str) + "\n" + queries["query_id"].astype(str) + "\n"
+            + queries["query"].astype(str)).str.lower()
+    return queries[text.str.contains(term, regex=False).to_numpy()]

@@ -1,0 +1,65 @@
+"""The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods: each query's ranking
+by the out-of-fold LightGBM score (every query scored by a model that never saw it, as
+:func:`~toolbench_lib.analysis.ltr.explain` scores it) and the features behind its top APIs.
+
+Computed once with the explorer's views (:mod:`.explorer_views`) where the study holds a ranker's
+components (the retriever study: dense and BM25 rankings of the query and of the stubs)."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from ..pipeline.study import MERGED
+
+TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
+FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
+
+log = logging.getLogger(__name__)
+
+
+def learned_methods(result) -> list[str]:
+    """The learned rankers whose components the study holds."""
+    from ..retrieval.fusion_specs import component_methods
+    from ..retrieval.ltr import NAMED
+
+    have = set(result.methods)
+    return [n for n, spec in NAMED.items() if set(component_methods(spec.components)) <= have]
+
+
+def learned_views(result, depth: int = 20, seed: int = 0,
+                  label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(hits, features)``: each learned ranker's final ranking per run (``hits`` rows, ``text_idx`` -1,
+    the score its out-of-fold LightGBM score) and the features of each query's top
+    :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
+    from ..retrieval.ltr import NAMED, crossfit, qrels_of
+    from ..retrieval.ltr_features import feature_table, study_runs
+
+    hits, features = [], []
+    for name in learned_methods(result):
+        spec = NAMED[name]
+        for run in range(result.n_runs):
+            try:
+                table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
+                cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
+            except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
+                log.warning("learned ranker %s of run %d not computed: %s", name, run, exc)
+                continue
+            frame = table.frame().assign(score=cf.scores)
+            frame = frame.sort_values(["qkey", "score", "api_id"], ascending=[True, False, True],
+                                      kind="stable")
+            frame["rank"] = frame.groupby("qkey", sort=False).cumcount() + 1
+            top = frame[frame["rank"] <= depth]
+            hits.append(pd.DataFrame({"qkey": top["qkey"].to_numpy(), "method": name, "run": run,
+                                      "text_idx": MERGED, "rank": top["rank"].to_numpy(), "row": -1,
+                                      "api_id": top["api_id"].to_numpy(), "score": top["score"].to_numpy()}))
+            explained = top[top["rank"] <= TOP_EXPLAINED].drop(columns="label")
+            long = explained.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
+                                  value_name="value")
+            features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
+    columns = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
+    hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=columns)
+    features_frame = (pd.concat(features, ignore_index=True) if features else
+                      pd.DataFrame(columns=FEATURE_COLUMNS))
+    return hits_frame, features_frame.astype({"value": float, "score": float})

@@ -1,0 +1,224 @@
+"""The explorer's navigation: the view as a state (a link's query string) and the family of stored studies
+(the main, retriever and validation studies of a run), loaded once each, switched between, and searched
+across."""
+
+from __future__ import annotations
+
+import html
+import threading
+from urllib.parse import parse_qsl, quote, urlencode
+
+from ..pipeline.study import StudyResult
+from .explorer_data import (
+    ALL_SUBSETS,
+    SORTS,
+    STATE_KEYS,
+    api_labels,
+    method_label,
+    search_queries,
+    stored_registry,
+)
+from .explorer_views import study_views, with_fused
+
+_LOAD_LOCK = threading.Lock()
+
+
+class QueryNavigation:
+    """State and study family, as methods of :class:`~toolbench_lib.analysis.explorer.QueryExplorer`."""
+
+    def preload(self) -> threading.Thread:
+        """Read the family's other studies (and their views) in the background, so a switch is quick."""
+        names = [e.run_name for e in self.entries if e.run_name != self.run_name]
+
+        def work() -> None:
+            for name in names:
+                try:
+                    self._load(name)
+                except Exception as exc:  # noqa: BLE001 (a damaged study is named when switched to)
+                    self.problems.append(f"study {name}: {exc}")
+
+        thread = threading.Thread(target=work, daemon=True, name="explorer-preload")
+        thread.start()
+        return thread
+
+    def _load(self, name: str) -> tuple:
+        """``(result with fused methods, views, labels, source)`` of a study of the family, read once."""
+        with _LOAD_LOCK:
+            return self._load_locked(name)
+
+    def _load_locked(self, name: str) -> tuple:
+        if name not in self._loaded:
+            entry = next(e for e in self.entries if e.run_name == name)
+            result = StudyResult.load(entry.folder)
+            views = study_views(entry.folder, result)
+            source = f"{name}/{entry.folder.parent.name}/{entry.folder.name}"
+            labels = api_labels(stored_registry(result))
+            self._loaded[name] = (with_fused(result, views), views, labels, source)
+        return self._loaded[name]
+
+    def switch_run(self, name: str) -> None:
+        """Show another stored study of the family (its methods, sets and runs); the search is kept."""
+        if name == self.run_name:
+            return
+        if self.run_name and self.views is not None and self.run_name not in self._loaded:
+            self._loaded[self.run_name] = (self.result, self.views, self.labels, self.source)
+        result, views, labels, source = self._load(name)
+        self.views, self.labels, self.source, self.run_name = views, labels, source, name
+        self._bind(result)
+        methods = list(result.methods)
+        options = [(method_label(m), m) for m in methods]
+        a, b = self.methods
+        subsets = list(dict.fromkeys(self._base["subset"]))
+        runs = self._runs()
+        self._updating = True
+        try:
+            self.study.value = name
+            self.more.value = tuple(m for m in self.more.value if m in methods)
+            for control in (self.method_a, self.method_b, self.more):
+                control.options = options
+            self.method_a.value = a if a in methods else methods[0]
+            self.method_b.value = b if b in methods else methods[min(1, len(methods) - 1)]
+            keep = self.subset.value
+            self.subset.options = [*subsets, ALL_SUBSETS]
+            self.subset.value = keep if keep in self.subset.options else subsets[0]
+            keep_run = self.run.value
+            self.run.options = runs
+            self.run.value = keep_run if keep_run in runs else runs[0]
+        finally:
+            self._updating = False
+        self.provenance.value = self._provenance_html()
+        self._relabel()
+        self._refresh()
+
+    def _on_study_change(self, _change) -> None:
+        if not self._updating and self.study.value != self.run_name:
+            self.switch_run(str(self.study.value))
+
+    def _find_elsewhere(self, term: str) -> list[tuple[str, str]]:
+        """``[(run name, query key)]``: the other studies of the family whose queries hold the term."""
+        out = []
+        for name, q in self.family_queries.items():
+            if name != self.run_name:
+                out += [(name, str(k)) for k in search_queries(q, term)["qkey"].head(1)]
+        return out
+
+    def _switch_to_found(self) -> None:
+        if self._elsewhere:
+            name, qkey = self._elsewhere[0]
+            self.switch_run(name)
+            if qkey in self.queries.index:
+                self.select(qkey)
+
+    def _draw_elsewhere(self) -> None:
+        """Where a search that finds no query of this study finds one: the run named, a button to go."""
+        term = str(self.search.value).strip()
+        found_here = bool(term) and bool(self._searched(term).any())
+        self._elsewhere = self._find_elsewhere(term) if term and not found_here else []
+        if not self._elsewhere:
+            self.switch.layout.display = "none"
+            self._show_problems()
+            return
+        name, qkey = self._elsewhere[0]
+        runs = sorted({n for n, _ in self._elsewhere})
+        also = f" (also in {html.escape(', '.join(runs[1:]))})" if len(runs) > 1 else ""
+        self.message.value = ("<div class='qx'><p class='qx-elsewhere' role='status'>“"
+                              f"{html.escape(term)}” is not in {html.escape(str(self.run_name))}: query "
+                              f"<code>{html.escape(qkey)}</code> is in the study "
+                              f"<b>{html.escape(name)}</b>"
+                              f"{also}"
+                              "</p></div>")
+        self.switch.description = f"open it in {name}"
+        self.switch.layout.display = None
+
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, str]:
+        """The view as strings: run name, run, subset, filter, methods, k, ground truth, search, sort,
+        page and query (its key)."""
+        column, desc = self._sort
+        out = {"run_name": self.run_name, "run": str(self.run.value), "subset": str(self.subset.value),
+               "filter": str(self.filter.value), "a": self.methods[0], "b": self.methods[1],
+               "more": ",".join(str(m) for m in self.more.value),
+               "show": str(self.show.value), "k": str(self.k.value), "gt": str(self.gt.value),
+               "search": str(self.search.value), "sort": column, "desc": "1" if desc else "0",
+               "page": str(self._page + 1), "query": self.query.value}
+        return {key: value for key, value in out.items() if value not in (None, "")}
+
+    def state_query(self) -> str:
+        """The view as a URL query string (``run=0&subset=G2&...``)."""
+        return urlencode(self.state(), quote_via=quote, safe=":@")
+
+    def apply_state(self, query_string: str | dict) -> list[str]:
+        """Open the view a query string (or dict) describes; what cannot be used is left as it is and
+        listed, one line each (also shown above the table)."""
+        given = dict(parse_qsl(query_string)) if isinstance(query_string, str) else dict(query_string)
+        problems = [f"link: ignored {key}={value!r} (not a setting of the explorer)"
+                    for key, value in given.items() if key not in STATE_KEYS]
+        self._updating = True
+        try:
+            methods = self.method_a.options
+            names = [value for _, value in methods]
+            for key, control in (("a", self.method_a), ("b", self.method_b)):
+                if key in given:
+                    if given[key] in names:
+                        control.value = given[key]
+                    else:
+                        problems.append(f"link: ignored {key}={given[key]!r} (the study's methods: "
+                                        f"{', '.join(names)})")
+            if "more" in given:
+                wanted = [m for m in given["more"].split(",") if m]
+                bad = [m for m in wanted if m not in names]
+                self.more.value = tuple(m for m in wanted if m in names)
+                if bad:
+                    problems.append(f"link: ignored more={','.join(bad)!r} (the study's methods: "
+                                    f"{', '.join(names)})")
+            self._relabel()
+            choices = {"run": self.run, "subset": self.subset, "filter": self.filter, "show": self.show,
+                       "gt": self.gt}
+            for key, control in choices.items():
+                if key not in given:
+                    continue
+                allowed = [str(v if not isinstance(v, tuple) else v[1]) for v in control.options]
+                if given[key] in allowed:
+                    control.value = int(given[key]) if control is self.run else given[key]
+                else:
+                    problems.append(f"link: ignored {key}={given[key]!r} (one of {', '.join(allowed)})")
+            if "k" in given:
+                try:
+                    value = int(given["k"])
+                    if not self.k.min <= value <= self.k.max:
+                        raise ValueError
+                    self.k.value = value
+                except ValueError:
+                    problems.append(f"link: ignored k={given['k']!r} (a whole number from {self.k.min} to "
+                                    f"{self.k.max})")
+            if "search" in given:
+                self.search.value = given["search"][:200]
+            if "sort" in given:
+                if given["sort"] in SORTS:
+                    self._sort = (given["sort"], given.get("desc", "1") != "0")
+                else:
+                    problems.append(f"link: ignored sort={given['sort']!r} (one of {', '.join(SORTS)})")
+        finally:
+            self._updating = False
+        wanted = given.get("query")
+        if wanted is not None and wanted not in self.queries.index:
+            problems.append(f"link: ignored query={wanted!r} (no such query in this study)")
+            wanted = None
+        self._refresh(prefer=wanted)
+        if wanted is not None and self.query.value != wanted:
+            self.select(wanted)
+        if "page" in given and wanted is None:
+            try:
+                self.turn_page(int(given["page"]) - 1 - self._page)
+            except ValueError:
+                problems.append(f"link: ignored page={given['page']!r} (a page number)")
+        self.problems = problems
+        self._show_problems()
+        return problems
+
+    def _show_problems(self) -> None:
+        self.message.value = "".join(f"<div class='qx'><p class='muted'>{html.escape(p)}</p></div>"
+                                     for p in self.problems)
+

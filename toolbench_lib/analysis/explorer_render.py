@@ -1,0 +1,345 @@
+"""The HTML of the query explorer: the summary line, the table and one query's view (its ground truth, each
+method's ranking, stubs and plan). Every untrusted text (queries, stub names, reasoning, API names) is
+escaped where it is written."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pandas as pd
+
+from ..data.queries import subset_alias
+from ..pipeline.study import MERGED
+from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
+
+STYLE = """<style>
+.qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
+.qx .cols {display: flex; gap: 24px; align-items: flex-start}
+.qx .col {flex: 1 1 0; min-width: 0}
+.qx code, .qx li, .qx td, .qx blockquote {overflow-wrap: anywhere; word-break: break-word;
+  white-space: normal}
+.qx .prov {font-size: 11px}
+.qx li.hit, .qx li.stub-hit, .qx li.named-hit {color: #1a7f37; font-weight: bold}
+.qx .tag {font-size: 11px; padding: 0 4px; border-radius: 3px; background: #eee; margin-left: 4px}
+.qx .tag.active {background: #cfe8d6}
+.qx .muted {color: #595959}
+.qx .tag {color: #1a1a1a; font-weight: normal}
+.qx .tag.kept {background: #d7ecdd} .qx .tag.dropped {background: #f9e3e3}
+.query-explorer :focus-visible, .query-explorer button:focus, .query-explorer input:focus,
+.query-explorer select:focus {outline: 3px solid #1f5fbf !important; outline-offset: 2px}
+.qx table.steps td, .qx table.steps th {padding: 2px 6px; text-align: left; vertical-align: top}
+.qx table.qtable {border-collapse: collapse; width: 100%; table-layout: fixed}
+.qx table.qtable td, .qx table.qtable th {padding: 2px 6px; text-align: left; border-bottom: 1px solid #eee}
+.qx table.qtable .num {text-align: right; font-variant-numeric: tabular-nums}
+</style>"""
+
+
+GRID_STYLE = """<style>
+.qx-grid {border-collapse: collapse; width: 100%; table-layout: fixed; font-family: sans-serif;
+  font-size: 13px}
+.qx-grid th, .qx-grid td {padding: 2px 6px; text-align: left; border-bottom: 1px solid #ddd;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap}
+.qx-grid .num {text-align: right; font-variant-numeric: tabular-nums; width: 96px}
+.qx-grid .pos {color: #116329} .qx-grid .neg {color: #a40e26}
+.qx-grid thead th {width: 96px} .qx-grid thead th.qx-h-text {width: auto}
+.qx-grid thead th.qx-h-subset {width: 56px}
+.qx-grid thead th.qx-h-query {width: 104px}
+.qx-grid button {font: inherit; background: #f2f2f2; color: #1a1a1a; border: 1px solid #767676;
+  border-radius: 3px; padding: 1px 6px; cursor: pointer; max-width: 100%; overflow: hidden;
+  text-overflow: ellipsis}
+.qx-grid thead button {background: none; border: none; font-weight: bold; padding: 0}
+.qx-grid tr[aria-current] {background: #e8f0fb} .qx-grid button.qx-current {background: #1f5fbf; color: #fff}
+.qx-grid button:focus-visible {outline: 3px solid #1f5fbf; outline-offset: 1px}
+.qx-caption {text-align: left; color: #595959; font-size: 12px; caption-side: top}
+</style>"""
+KEPT = "<span class='tag kept' data-merge='kept'>kept in the final top k</span>"
+DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</span>"
+
+
+class QueryRendering:
+    """The explorer's HTML, as methods of :class:`~toolbench_lib.analysis.explorer.QueryExplorer`."""
+
+    def _scope(self) -> str:
+        term = str(self.search.value).strip()
+        if term:
+            return f"matching “{html.escape(term)}” in all subsets"
+        if self.subset.value == ALL_SUBSETS:
+            return "in all subsets"
+        return f"in {html.escape(str(self.subset.value))}"
+
+    def _filter_note(self) -> str:
+        """The active filter in words, and how many queries the scope holds without it."""
+        name = str(self.filter.value)
+        if name == "all":
+            return ""
+        a, b = self.methods
+        phrase = filter_phrase(name, a, b, len(self.selected))
+        return (f" with the filter <i class='qx-active-filter'>{html.escape(phrase)}</i> "
+                f"({self._n_unfiltered} without it)")
+
+    def _summary_html(self, frame: pd.DataFrame) -> str:
+        a, b = (method_label(m) for m in self.methods)
+        s = self.summary(frame)
+        k = int(self.k.value)
+        if not s.n:
+            return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
+        return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
+                f"mean recall@{k}: "
+                f"{html.escape(a)} "
+                f"<b>{s.mean_a:.3f}</b>, {html.escape(b)} <b>{s.mean_b:.3f}</b> · {html.escape(a)} wins "
+                f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {html.escape(b)} wins <b>{s.b_wins}</b>")
+
+    def _draw_summary(self, frame: pd.DataFrame) -> None:
+        self.count.value = f"<span class='qx-summary'>{self._summary_html(frame)}</span>"
+
+    def _multi_subset(self) -> bool:
+        return bool(str(self.search.value).strip()) or self.subset.value == ALL_SUBSETS
+
+    def _headers(self) -> dict[str, str]:
+        a, b = (method_label(m) for m in self.methods)
+        k = int(self.k.value)
+        names = {"query": "query", "subset": "set", "text": "query text", "a": f"{a} R@{k}",
+                 "b": f"{b} R@{k}", "gap": "gap", "winner": "winner"}
+        column, desc = self._sort
+        arrow = " ▼" if desc else " ▲"
+        if column == "abs_gap":
+            names["gap"] = "|gap|" + arrow
+        elif column in names:
+            names[column] += arrow
+        return names
+
+    def header_labels(self) -> dict[str, str]:
+        """The table's column headers as shown (the sorted one with its arrow); ``subset`` only when the
+        view spans several sets."""
+        multi = self._multi_subset()
+        return {c: t for c, t in self._headers().items() if multi or c != "subset"}
+
+    def _grid_html(self, page: pd.DataFrame) -> str:
+        """One page of the table: a <table> whose header buttons sort and whose row buttons show a query."""
+        names = self.header_labels()
+        column, desc = self._sort
+        sorted_by = "gap" if column == "abs_gap" else column
+        head = []
+        for c, text in names.items():
+            aria = f" aria-sort='{'descending' if desc else 'ascending'}'" if c == sorted_by else ""
+            num = " num" if c in ("a", "b", "gap") else ""
+            head.append(f"<th scope='col' class='qx-h-{c}{num}'{aria}><button type='button' "
+                        f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html.escape(text)}"
+                        "</button></th>")
+        body = []
+        for _, r in page.iterrows():
+            gap = float(r["gap"])
+            sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
+            current = r["qkey"] == self.query.value
+            qid = html.escape(str(r["query_id"]))
+            pick = "qx-pick qx-current" if current else "qx-pick"
+            cells = [f"<th scope='row'><button type='button' class='{pick}' "
+                     f"data-act='pick|{html.escape(str(r['qkey']), quote=True)}' "
+                     f"title='{html.escape(str(r['text'])[:300], quote=True)}'>{qid}</button></th>"]
+            if "subset" in names:
+                cells.append(f"<td>{html.escape(str(r['subset']))}</td>")
+            cells += [f"<td class='text'>{html.escape(str(r['text']))}</td>",
+                      f"<td class='num'>{r['a']:.3f}</td>", f"<td class='num'>{r['b']:.3f}</td>",
+                      f"<td class='num {sign}'>{gap:+.3f}</td>", f"<td>{html.escape(str(r['winner']))}</td>"]
+            mark = " aria-current='true'" if current else ""
+            body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
+        return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
+                f"(a header sorts by its column; a query's button shows it)</caption><thead><tr>"
+                f"{''.join(head)}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+    def _draw_table(self, frame: pd.DataFrame) -> None:
+        start = self._page * PAGE_ROWS
+        page = frame.iloc[start:start + PAGE_ROWS]
+        self._rows_shown = page["qkey"].tolist()
+        self.grid.value = self._grid_html(page)
+        n = len(frame)
+        pages = max(1, -(-n // PAGE_ROWS))
+        self.page_label.value = (f"<span class='muted'>rows {start + 1}–{min(n, start + PAGE_ROWS)} of {n} "
+                                 f"(page {self._page + 1} of {pages})</span>" if n else
+                                 f"<span class='muted'>{NO_QUERY}</span>")
+        self.prev_page.disabled = self._page == 0
+        self.next_page.disabled = self._page >= pages - 1
+
+    def table_html(self, rows: int = PAGE_ROWS) -> str:
+        """The summary and the table's first ``rows`` rows as static HTML (for a copy without a kernel)."""
+        frame = self.table_frame()
+        names = self._headers()
+        multi = self._multi_subset()
+        columns = [c for c in ("query", "subset", "text", "a", "b", "gap", "winner")
+                   if multi or c != "subset"]
+        width = {"query": "12%", "subset": "6%", "text": "auto", "a": "11%", "b": "11%", "gap": "10%",
+                 "winner": "10%"}
+        head = "".join(f"<th style='width:{width[c]}' class='{'num' if c in ('a', 'b', 'gap') else ''}'>"
+                       f"{html.escape(names[c])}</th>" for c in columns)
+        body = []
+        for _, r in frame.head(rows).iterrows():
+            values = {"query": html.escape(str(r["query_id"])), "subset": html.escape(str(r["subset"])),
+                      "text": html.escape(str(r["text"])), "a": f"{r['a']:.3f}", "b": f"{r['b']:.3f}",
+                      "gap": f"{r['gap']:+.3f}", "winner": html.escape(str(r["winner"]))}
+            body.append("<tr>" + "".join(f"<td class='{'num' if c in ('a', 'b', 'gap') else ''}'>{values[c]}"
+                                         "</td>" for c in columns) + "</tr>")
+        more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
+                if len(frame) > rows else "")
+        return (f"<div class='qx'><p>{self._summary_html(frame)}</p><table class='qtable'><thead><tr>{head}"
+                f"</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>")
+
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _api(self, api_id: str) -> str:
+        label = self.labels.get(api_id)
+        name = html.escape(label) if label else ""
+        return f"{name} <code>{html.escape(api_id)}</code>" if name else f"<code>{html.escape(api_id)}</code>"
+
+    def _gt_ids(self, qkey: str) -> set[str]:
+        return set(_ids(self.queries.loc[qkey, self.gt.value]))
+
+    def _ranked(self, qkey: str, method: str, text_idx: int) -> pd.DataFrame:
+        h = self._hits_of(qkey)
+        run = self.result.stored_run(method, int(self.run.value))
+        mine = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == text_idx)]
+        return mine.sort_values("rank").head(int(self.k.value))
+
+    def _hits_of(self, qkey: str) -> pd.DataFrame:
+        if self._hits_by_query is None:
+            self._hits_by_query = dict(tuple(self.result.hits.groupby("qkey", sort=False)))
+        return self._hits_by_query.get(qkey, self.result.hits.iloc[0:0])
+
+    def _list(self, hits: pd.DataFrame, gt: set[str], hit_class: str, final: set[str] | None = None) -> str:
+        """A ranking as a list, ground-truth hits checked; with ``final`` (the method's final top k), each
+        item marked as kept by the merge or dropped by it."""
+        items = []
+        for api_id, score in zip(hits["api_id"], hits["score"], strict=True):
+            is_hit = api_id in gt
+            cls = f' class="{hit_class}"' if is_hit else ""
+            mark = "✓ " if is_hit else ""
+            merge = ""
+            if final is not None:
+                merge = (KEPT if api_id in final else DROPPED)
+            items.append(f"<li{cls}>{mark}{self._api(api_id)} "
+                         f"<span class='muted'>{score:.3f}</span>{merge}</li>")
+        if not items:
+            return "<p class='muted'>no stored hits</p>"
+        return "<ol>" + "".join(items) + "</ol>"
+
+    def _ground_truth(self, qkey: str) -> str:
+        row = self.queries.loc[qkey]
+        relevant = set(_ids(row["relevant"]))
+        active = self.gt.value
+        items = []
+        for api_id in _ids(row["candidates"]):
+            tags = ["candidates"] + (["relevant"] if api_id in relevant else [])
+            badges = "".join(f"<span class='tag{' active' if t == active else ''}'>{t}</span>" for t in tags)
+            items.append(f"<li>{self._api(api_id)}{badges}</li>")
+        for api_id in sorted(relevant - set(_ids(row["candidates"]))):
+            badge = f"<span class='tag{' active' if active == 'relevant' else ''}'>relevant</span>"
+            items.append(f"<li>{self._api(api_id)}{badge}</li>")
+        body = "<ul>" + "".join(items) + "</ul>" if items else "<p class='muted'>no ground truth</p>"
+        return (f"<h4>Ground truth ({len(_ids(row['candidates']))} candidates, {len(relevant)} relevant; "
+                f"hits are marked against <b>{active}</b>)</h4>{body}")
+
+    def _stubs(self, qkey: str, gt: set[str], method: str) -> str:
+        s = self.result.stubs
+        mine = s[(s["qkey"] == qkey) & (s["run"] == int(self.run.value))].sort_values("stub_idx")
+        if mine.empty:
+            return "<h4>Stubs</h4><p class='muted'>no stubs recorded for this query and run</p>"
+        fell_back = bool(mine["fell_back"].iloc[0])
+        parts = [f"<h4>Stubs ({len(mine)}{', fallback: the raw query' if fell_back else ''})</h4>"]
+        final = set(self._ranked(qkey, method, MERGED)["api_id"])
+        for idx, name, reasoning in zip(mine["stub_idx"], mine["name"], mine["reasoning"], strict=True):
+            top = self._ranked(qkey, method, int(idx))
+            parts.append(f"<p class='qx-stub'><b>{html.escape(str(name))}</b>: "
+                         f"{html.escape(str(reasoning))}</p>" + self._list(top, gt, "stub-hit", final))
+        return "".join(parts)
+
+    def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
+        p = self.result.plans
+        if p.empty:
+            return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
+        mine = p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == int(self.run.value))]
+        if mine.empty:
+            return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
+        plan = mine.iloc[0]
+        verdict = plan.get("verdict")
+        verdict = "not judged" if verdict is None or verdict != verdict else str(verdict)
+        fid = plan.get("fidelity")
+        fid_text = "n/a" if fid is None or fid != fid else f"{float(fid):.2f}"
+        head = (f"<h4>Plan</h4><p>verdict: <b>{html.escape(verdict)}</b>, refusal: "
+                f"<b>{'yes' if bool(plan['refusal']) else 'no'}</b>, steps: {int(plan['n_steps'])}, "
+                f"fidelity: {fid_text}</p>")
+        steps = json.loads(plan["steps_json"]) if isinstance(plan.get("steps_json"), str) else []
+        rows = "".join(
+            f"<tr><td>{html.escape(str(st.get('step', i + 1)))}</td>"
+            f"<td>{html.escape(str(st.get('tool_name', '')))}</td>"
+            f"<td>{html.escape(str(st.get('api_name', '')))}</td>"
+            f"<td>{html.escape(str(st.get('purpose', '')))}</td></tr>"
+            for i, st in enumerate(steps) if isinstance(st, dict))
+        table = (f"<table class='steps'><tr><th>step</th><th>tool</th><th>API</th><th>purpose</th></tr>"
+                 f"{rows}</table>") if rows else ""
+        named = _ids(plan.get("named_ids"))
+        named_items = "".join(
+            (f'<li class="named-hit">✓ {self._api(a)}</li>' if a in gt else f"<li>{self._api(a)}</li>")
+            for a in named)
+        named_html = f"<p>APIs named (resolved):</p><ul>{named_items}</ul>" if named_items else ""
+        return head + table + named_html
+
+
+    def _has_texts(self, method: str) -> bool:
+        """Whether a method searched with stubs: its hits rank texts beyond the first (PtR)."""
+        if method not in self._texts:
+            h = self.result.hits
+            self._texts[method] = method.partition("@")[0] == "ptr" or bool(
+                ((h["method"] == method) & (h["text_idx"] >= 1)).any())
+        return self._texts[method]
+
+    def _learned(self, qkey: str, method: str) -> str:
+        """For a learned ranker: the features behind its top API (empty for any other method)."""
+        views = getattr(self, "views", None)
+        if views is None or views.learned.empty or method not in set(views.learned["method"]):
+            return ""
+        f = views.features(method, int(self.run.value), qkey, 1)
+        if f.empty:
+            return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
+        rows = "".join(f"<tr><td><code>{html.escape(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
+                       for n, v in zip(f["feature"], f["value"], strict=True) if v)
+        return (f"<h4>Why the top API</h4><p>{self._api(str(f['api_id'].iloc[0]))}: out-of-fold score "
+                f"{float(f['score'].iloc[0]):.3f}; its non-zero features:</p>"
+                f"<table class='steps qx-features'><thead><tr><th scope='col'>feature</th>"
+                f"<th scope='col'>value</th></tr></thead><tbody>{rows}</tbody></table>")
+
+    def _method_column(self, qkey: str, method: str, gt: set[str]) -> str:
+        scores = self._method_scores(method)
+        pos = int(self._base.index[self._base["qkey"] == qkey][0])
+        recall, hits = float(scores.iloc[pos, 0]), int(scores.iloc[pos, 1])
+        top = self._ranked(qkey, method, MERGED)
+        k = int(self.k.value)
+        name = html.escape(method_label(method, True))
+        parts = [f"<div class='col method-{html.escape(method)}'><h3>{name}</h3>",
+                 f"<p>recall@{k}: <b>{recall:.3f}</b> ({hits} ground-truth APIs in the top {k})</p>",
+                 "<h4>Ranking</h4>", self._list(top, gt, "hit")]
+        if self._has_texts(method):
+            parts.append(self._stubs(qkey, gt, method))
+        parts.append(self._learned(qkey, method))
+        parts.append(self._plan(qkey, method, gt))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def methods_shown(self) -> list[str]:
+        """The methods whose columns are shown: both (A, then B) or one of them."""
+        a, b = self.methods
+        return {"both": list(dict.fromkeys([a, b])), "a": [a], "b": [b]}[str(self.show.value)]
+
+    def render(self) -> str:
+        """The HTML of the selected query under the current settings."""
+        qkey = self.query.value
+        if qkey is None:
+            return f"{STYLE}<div class='qx'><p class='muted'>{NO_QUERY}</p></div>"
+        row = self.queries.loc[qkey]
+        gt = self._gt_ids(qkey)
+        cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
+        return (f"{STYLE}<div class='qx'><h3>{html.escape(subset_alias(str(row['subset'])))} query "
+                f"{html.escape(str(row['query_id']))} <span class='muted'>(run {int(self.run.value)}, "
+                f"k = {int(self.k.value)})</span></h3><blockquote>{html.escape(str(row['query']))}"
+                f"</blockquote>{self._ground_truth(qkey)}<div class='cols'>{cols}</div></div>")
+

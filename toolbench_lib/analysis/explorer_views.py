@@ -1,0 +1,250 @@
+"""Precomputed views of a stored study for the explorer: every method's per-query scores at every k, both
+ground truths and every run, written once beside the study and read back verified.
+
+A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder holding
+
+- ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
+  (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
+  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``hits`` table's columns;
+- ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
+- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, scored by the one scorer
+  (:func:`~toolbench_lib.eval.runs.direct_hits` and ``direct_recall``, the plain-count twins of ranx's
+  recall, as the scale study uses them where ranx would be too slow: thousands of (method, run, ground
+  truth, k) cuts) on the stored rankings;
+- ``found.parquet``: ``method, run, gt, qkey, api_id, rank``: each ground-truth API a final ranking holds
+  and its rank among the ranking's distinct ids (the API-level filters read it: found at k is rank <= k);
+- ``manifest.json``, written last, naming the study's checksums it was computed from.
+
+Every file has a sha256 sidecar; a view whose sidecar, manifest or study checksums differ is stale or
+damaged and never used (:func:`load_views` returns None and :func:`study_views` computes it again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
+from ..data.queries import GT_DEFINITIONS
+from ..eval.runs import direct_hits, direct_recall
+from ..pipeline.study import MERGED, SHARED_RUN, TABLE_CHECKSUMS, StudyResult
+
+VIEWS = "views"
+MANIFEST = "manifest.json"
+VERSION = 2
+MAX_K = 20
+FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
+
+log = logging.getLogger(__name__)
+
+
+def study_fingerprint(folder: Path) -> str:
+    """sha256 of the study's ``checksums.json`` (which covers every stored table)."""
+    return hashlib.sha256((Path(folder) / TABLE_CHECKSUMS).read_bytes()).hexdigest()
+
+
+def fused_methods(result: StudyResult) -> list[str]:
+    """The fused methods a stored study can score from its own rankings (no setup, no new search)."""
+    from ..retrieval.fused import BASELINES, methods_over
+
+    return [n for n in methods_over(result.methods, with_setup=False) if n not in BASELINES]
+
+
+def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
+    """The final rankings of :func:`fused_methods` for every run, as ``hits`` rows (``text_idx`` -1)."""
+    from ..retrieval.fused import fused_runs
+
+    names = fused_methods(result)
+    rows: dict[str, list] = {c: [] for c in ("qkey", "method", "run", "text_idx", "rank", "row", "api_id",
+                                             "score")}
+    for run in range(result.n_runs):
+        try:
+            lists = fused_runs(result, names, depth, run)
+        except (KeyError, ValueError) as exc:  # a run without the components of a method
+            log.warning("fused methods of run %d not computed: %s", run, exc)
+            continue
+        for method, ranking in lists.items():
+            for qkey, ids in ranking.items():
+                for rank, api in enumerate(ids, start=1):
+                    values = (qkey, method, run, MERGED, rank, -1, api, 1.0 / rank)
+                    for c, v in zip(rows, values, strict=True):
+                        rows[c].append(v)
+    return pd.DataFrame(rows).astype({"run": "int64", "text_idx": "int64", "rank": "int64", "row": "int64"})
+
+
+@dataclass
+class StudyViews:
+    """The precomputed views of one study, indexed for the explorer's look-ups."""
+
+    methods: list[str]
+    fused: pd.DataFrame
+    recall: pd.DataFrame
+    found: pd.DataFrame
+    learned: pd.DataFrame = field(default_factory=pd.DataFrame)
+    _recall: dict = field(default_factory=dict, repr=False)
+    _hits: dict = field(default_factory=dict, repr=False)
+    _found: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for (method, run, gt), g in self.recall.groupby(["method", "run", "gt"], sort=False):
+            g = g.sort_values(["k", "qkey"])
+            keys = g["qkey"].to_numpy()[g["k"].to_numpy() == 1]
+            n = len(keys)
+            self._recall[(method, int(run), gt)] = (keys, g["recall"].to_numpy().reshape(MAX_K, n))
+            self._hits[(method, int(run), gt)] = g["hits"].to_numpy().reshape(MAX_K, n)
+        for (method, run, gt), g in self.found.groupby(["method", "run", "gt"], sort=False):
+            self._found[(method, int(run), gt)] = g[["qkey", "api_id", "rank"]].reset_index(drop=True)
+
+    def scores(self, method: str, run: int, gt: str, k: int, order: pd.Series) -> pd.DataFrame:
+        """``recall, hits`` at ``k`` of one method and run, in the order of the query keys ``order``."""
+        keys, recall = self._recall[(method, run, gt)]
+        hits = self._hits[(method, run, gt)]
+        pos = pd.Series(np.arange(len(keys)), index=keys).reindex(order.to_numpy()).to_numpy()
+        ok = ~np.isnan(pos)
+        idx = np.where(ok, pos, 0).astype(int)
+        r = np.where(ok, recall[k - 1][idx], 0.0)
+        h = np.where(ok, hits[k - 1][idx], 0)
+        return pd.DataFrame({"recall": r, "hits": h.astype(int)})
+
+    def features(self, method: str, run: int, qkey: str, rank: int = 1) -> pd.DataFrame:
+        """``api_id, score, feature, value`` behind a learned method's API at ``rank`` for one query."""
+        f = self.learned
+        if f.empty:
+            return f
+        mine = f[(f["method"] == method) & (f["run"] == run) & (f["qkey"] == qkey) & (f["rank"] == rank)]
+        return mine[["api_id", "score", "feature", "value"]].reset_index(drop=True)
+
+    def found_at(self, method: str, run: int, gt: str, k: int) -> pd.DataFrame:
+        """``qkey, api_id, rank``: the ground-truth APIs the method's top ``k`` holds."""
+        f = self._found.get((method, run, gt))
+        if f is None:
+            return pd.DataFrame({"qkey": [], "api_id": [], "rank": []})
+        return f[f["rank"].to_numpy() <= k]
+
+
+def _distinct(ids) -> list[str]:
+    return list(dict.fromkeys(str(a) for a in ids))
+
+
+def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame, ...]:
+    """``(fused, recall, found, learned)`` of a study (see the module docstring)."""
+    from .explorer_learned import learned_views
+
+    learned_hits, learned = learned_views(result, depth)
+    fused = pd.concat([fused_hits(result, depth), learned_hits], ignore_index=True)
+    both = StudyResult(result.queries, result.stubs, pd.concat([result.hits, fused], ignore_index=True),
+                       result.plans, result.calls,
+                       {**result.provenance, "settings": {**result.provenance.get("settings", {}),
+                                                          "methods": [*result.methods,
+                                                                      *dict.fromkeys(fused["method"])]}})
+    q = result.queries
+    recall_parts, found_parts = [], []
+    for method in both.methods:
+        for run in range(result.n_runs):
+            try:
+                ranking = both.ranking(method, run)
+            except KeyError:
+                continue
+            for gt in GT_DEFINITIONS:
+                rels = [{str(a) for a in ([] if ids is None else ids)} for ids in q[gt]]
+                lists = [ranking.get(key, []) for key in q["qkey"]]
+                for k in range(1, MAX_K + 1):
+                    recall_parts.append(pd.DataFrame({
+                        "qkey": q["qkey"].to_numpy(), "k": k, "method": method, "run": run, "gt": gt,
+                        "recall": [direct_recall(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)],
+                        "hits": [direct_hits(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)]}))
+                rows = []
+                for qkey, gt_ids in zip(q["qkey"], q[gt], strict=True):
+                    rel = {str(a) for a in ([] if gt_ids is None else gt_ids)}
+                    for rank, api in enumerate(_distinct(ranking.get(qkey, [])), start=1):
+                        if api in rel:
+                            rows.append((qkey, api, rank))
+                found_parts.append(pd.DataFrame(rows, columns=["qkey", "api_id", "rank"]).assign(
+                    method=method, run=run, gt=gt))
+    recall = pd.concat(recall_parts, ignore_index=True)
+    found = pd.concat(found_parts, ignore_index=True)[["method", "run", "gt", "qkey", "api_id", "rank"]]
+    return fused, recall, found, learned
+
+
+def write_views(folder: Path, result: StudyResult | None = None) -> Path:
+    """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last)."""
+    folder = Path(folder)
+    result = result if result is not None else StudyResult.load(folder)
+    frames = compute_views(result)
+    fused = frames[0]
+    target = folder / VIEWS
+    with atomic_folder(target, last=(MANIFEST, MANIFEST + ".sha256")) as out:
+        for name, frame in zip(FILES, frames, strict=True):
+            frame.to_parquet(out.path(name), index=False)
+            write_checksum(out.path(name))
+        manifest = {"version": VERSION, "study": study_fingerprint(folder), "max_k": MAX_K,
+                    "methods": [*result.methods, *dict.fromkeys(fused["method"])], "files": list(FILES)}
+        out.path(MANIFEST).write_text(json.dumps(manifest, indent=2))
+        write_checksum(out.path(MANIFEST))
+    return target
+
+
+def view_problem(folder: Path) -> str | None:
+    """None when ``views/`` is present, complete and computed from this study's tables; else why not."""
+    target = Path(folder) / VIEWS
+    data = read_verified(target / MANIFEST)
+    if data is None:
+        return "no views (or a damaged manifest)"
+    manifest = json.loads(data)
+    if manifest.get("version") != VERSION:
+        return f"views of version {manifest.get('version')}, not {VERSION}"
+    if manifest.get("study") != study_fingerprint(folder):
+        return "views of another study (stale)"
+    return None
+
+
+def load_views(folder: Path) -> StudyViews | None:
+    """The verified views of a study folder; None (logged) when missing, stale or damaged."""
+    target = Path(folder) / VIEWS
+    if not target.exists():
+        return None
+    with folder_lock(target, shared=True):
+        problem = view_problem(folder)
+        if problem:
+            log.warning("explorer views of %s not used: %s", folder, problem)
+            return None
+        manifest = json.loads(read_verified(target / MANIFEST))
+        frames = []
+        for name in FILES:
+            data = read_verified(target / name)
+            if data is None:
+                log.warning("explorer views of %s not used: %s does not match its checksum", folder, name)
+                return None
+            frames.append(pd.read_parquet(io.BytesIO(data)))
+    return StudyViews(list(manifest["methods"]), *frames)
+
+
+def study_views(folder: Path, result: StudyResult | None = None) -> StudyViews:
+    """The views of a study folder, computed and written first when missing, stale or damaged."""
+    views = load_views(folder)
+    if views is None:
+        write_views(folder, result)
+        views = load_views(folder)
+        if views is None:
+            raise RuntimeError(f"explorer views of {folder} could not be read back after writing them")
+    return views
+
+
+def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
+    """The study with its fused methods' final rankings added to ``hits`` (and named in its methods)."""
+    if views.fused.empty:
+        return result
+    settings = {**result.provenance.get("settings", {}), "methods": list(views.methods)}
+    return StudyResult(result.queries, result.stubs, pd.concat([result.hits, views.fused], ignore_index=True),
+                       result.plans, result.calls, {**result.provenance, "settings": settings})
+
+
+__all__ = ["MAX_K", "SHARED_RUN", "StudyViews", "compute_views", "fused_hits", "fused_methods", "load_views",
+           "study_views", "view_problem", "with_fused", "write_views"]
