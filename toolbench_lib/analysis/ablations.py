@@ -309,8 +309,10 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tup
 def embedder_ablation(studies: dict[str, object], k: int = 5,
                       gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
-    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``."""
-    rows = []
+    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``, and for every
+    embedder after the first its recall minus the first's on the same queries with the paired bootstrap 95%
+    CI (``recall_diff``, ``diff_lo``, ``diff_hi``: the claim's uncertainty at this sample size)."""
+    rows, per_query = [], {}
     for name, res in studies.items():
         q = res.queries
         for method in res.methods:
@@ -318,10 +320,20 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
             pq = pd.concat([score_rankings(res.ranking(method, r), q, gt, k) for r in runs])
             pq["subset"] = np.tile(q["subset"].map(subset_alias).to_numpy(), len(runs))
             for subset, g in pq.groupby("subset", sort=False):
+                per_query[(name, method, subset)] = g.groupby("qkey")["recall"].mean()
                 rows.append({"subset": subset, "embedder": name, "method": method,
                              "recall": g["recall"].mean(),
                              "precision": g["precision"].mean(), "registry_size":
                              res.provenance.get("registry_size"), "n_queries": g["qkey"].nunique()})
+    first = next(iter(studies), None)
+    for row in rows:
+        base = per_query.get((first, row["method"], row["subset"]))
+        if row["embedder"] == first or base is None:
+            continue
+        mine = per_query[(row["embedder"], row["method"], row["subset"])]
+        both = pd.concat([base, mine], axis=1, join="inner").to_numpy()
+        t = paired_test(both[:, 0], both[:, 1])
+        row.update(recall_diff=t["diff"], diff_lo=t["ci_low"], diff_hi=t["ci_high"])
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:
         return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."

@@ -576,9 +576,10 @@ def cached_bm25_scale(
 TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
 
 
-def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
+def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame] | None:
     """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-v<version>/``: read
-    when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last."""
+    when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last (with
+    ``make`` None: None, nothing made)."""
     where = folder / f"tables-{key}-v{TABLES_VERSION}"
     try:
         names = json.loads((where / "index.json").read_text())
@@ -587,6 +588,8 @@ def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
             return {n: pd.read_parquet(io.BytesIO(b)) for n, b in blobs.items()}
     except (OSError, ValueError):
         pass
+    if make is None:
+        return None
     tables = make()
     where.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():

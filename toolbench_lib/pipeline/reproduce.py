@@ -43,7 +43,9 @@ from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 KERNEL_NAME = "toolbench"
-PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit")
+PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
+                     "ablations")
+RUN_ONLY = ("ablations",)  # passed to the notebooks that declare it, not part of the run's configuration
 SMOKE_FIXED = ("backend", "runs", "plan_limit")
 
 
@@ -377,11 +379,14 @@ def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
               embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
-              notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print) -> ReproduceSummary:
+              notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print,
+              ablations: bool = False) -> ReproduceSummary:
     """Run the numbered notebooks with shared parameters, then write the report.
 
     The notebooks up to 02 run one after another (02 makes the stored study the others read), the report
-    notebooks last; the others run ``workers`` at a time, each in its own kernel.
+    notebooks last; the others run ``workers`` at a time, each in its own kernel. ``ablations`` runs the
+    heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
+    not run.
     """
     from ..analysis.report import write_report
     from .experiment import ExperimentConfig
@@ -391,8 +396,9 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     run_name = run_name or ("smoke" if smoke else "default")
     data_dir, cassette = absolute_paths(data_dir, cassette)
     params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
-                                 cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
-    cfg = ExperimentConfig.build(**params)
+                                 cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit,
+                                 ablations=ablations or None)
+    cfg = ExperimentConfig.build(**{k: v for k, v in params.items() if k not in RUN_ONLY})
     paths = select_notebooks(notebooks_dir, notebooks)
     if not paths:
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
@@ -444,6 +450,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
     rep.add_argument("--notebooks-dir", default=None, type=existing_dir,
                      help="folder of the notebooks (default notebooks/)")
+    rep.add_argument("--ablations", action="store_true",
+                     help="also run the heavy ablations (notebook 11's second embedder); `make ablations`")
     rep.add_argument("--workers", type=int_at_least(1), default=default_workers(),
                      help="notebooks run at once between the first and the report (default: the CPUs, at "
                           "most 2)")
@@ -457,7 +465,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                             embedder=args.embedder, cassette=args.cassette, runs=args.runs,
                             plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
                             notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR,
-                            workers=args.workers)
+                            workers=args.workers, ablations=args.ablations)
     except (RunConflict, CheckoutMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
