@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,10 +89,16 @@ def make_run_commands(run_name: str, workers: int | None = None, params: dict = 
             "reproduce": reproduce}
 
 
+NOTEBOOK_LINE = re.compile(r"^\s+(\d\d_\S+\.ipynb)\s+([0-9.]+) s$", re.MULTILINE)
+
+
+def notebook_seconds(console: str) -> dict[str, float]:
+    """Seconds per notebook from ``reproduce``'s closing lines (0 for a notebook kept as current)."""
+    return {name: float(s) for name, s in NOTEBOOK_LINE.findall(console)}
+
+
 def timed_pass(run_name: str, cache: Path, workers: int | None = None, log=None) -> Pass:
     """Run `make run`'s commands once with ``cache`` as the cache folder; raises when one fails."""
-    from ..pipeline.reproduce import previous_durations
-
     env = {**os.environ, CACHE_ENV_VAR: str(cache), "TQDM_DISABLE": "1"}
     out = Pass()
     t_all = time.perf_counter()
@@ -104,9 +111,9 @@ def timed_pass(run_name: str, cache: Path, workers: int | None = None, log=None)
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
             raise RuntimeError(f"{name} failed ({done.returncode}):\n{tail}")
+        if name == "reproduce":
+            out.notebooks = notebook_seconds(done.stdout)
     out.wall = round(time.perf_counter() - t_all, 1)
-    durations = previous_durations(OUTPUTS_DIR / run_name / "notebooks")
-    out.notebooks = {k: round(v, 1) for k, v in durations.items()}
     return out
 
 

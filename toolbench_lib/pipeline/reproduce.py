@@ -37,6 +37,7 @@ from pathlib import Path
 from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
+from . import freshness
 from .experiment import RunConflict
 from .report_html import NOTEBOOK_PATTERN, write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
@@ -310,9 +311,10 @@ def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
 
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
                done: dict[str, float], echo,
-               durations: dict[str, float] | None = None) -> NotebookFailure | None:
-    """Run a stage's notebooks, ``workers`` at a time (longest first); the first failure in notebook order,
-    or None."""
+               durations: dict[str, float] | None = None,
+               current: set[str] | frozenset = frozenset()) -> NotebookFailure | None:
+    """Run a stage's notebooks, ``workers`` at a time (longest first); those named in ``current`` are kept
+    as executed before (:mod:`.freshness`). The first failure in notebook order, or None."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -322,6 +324,10 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         if failed.is_set():  # a notebook failed: none starts after it
             return None
         i = paths.index(path) + 1
+        if path.name in current:
+            done[path.name] = 0.0
+            echo(f"[{i}/{len(paths)}] {path.name} unchanged (study, parameters and code): outputs kept")
+            return None
         echo(f"[{i}/{len(paths)}] {path.name} ...")
         try:
             done[path.name] = run_notebook(path, out_dir / path.name, params, kernel)
@@ -331,7 +337,7 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         echo(f"[{i}/{len(paths)}] {path.name} done in {done[path.name]:.1f} s")
         return None
 
-    if workers <= 1 or len(stage) == 1:
+    if workers <= 1 or len(stage) == 1 or all(p.name in current for p in stage):
         for path in stage:
             if (failure := one(path)) is not None:
                 return failure
@@ -413,17 +419,24 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     summary = ReproduceSummary(run_name, cfg.out_dir)
     done: dict[str, float] = {}
     durations = previous_durations(cfg.out_dir / "notebooks")  # read before this run writes over them
+    code = freshness.code_fingerprint()
+    keys = {p.name: freshness.notebook_key(p, own_parameters(p, params), cfg.study_key(), code)
+            for p in paths}
+    current = freshness.current_notebooks(cfg.out_dir, keys)
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for i, stage in enumerate(notebook_stages(paths)):
             failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel,
-                                 1 if i == 0 else workers, done, echo, durations)
+                                 1 if i == 0 else workers, done, echo, durations, current)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
+            if any(p.name not in current for p in stage):  # a later stage reads what this one wrote
+                current = set()
     summary.notebooks = [(p.name, done[p.name]) for p in paths]
     summary.report = write_report(cfg)
     summary.html = write_html_report(cfg.out_dir)
+    freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
     return summary
 
