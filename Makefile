@@ -56,7 +56,7 @@ PLAN_LIMIT ?= 100
 RUN_NAME ?= default
 run: install
 	$(PY) -m toolbench_lib data summary
-	$(PY) -m toolbench_lib index build --model $(EMBEDDER)
+	$(PY) -m toolbench_lib index build --model $(EMBEDDER) --with-recorded
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
 		--runs 1 --plan-limit $(PLAN_LIMIT)
 

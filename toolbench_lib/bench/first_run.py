@@ -85,7 +85,7 @@ def make_run_commands(run_name: str, workers: int | None = None, params: dict = 
     if workers:
         reproduce += ["--workers", str(workers)]
     return {"data summary": [*py, "data", "summary"],
-            "index build": [*py, "index", "build", "--model", params["embedder"]],
+            "index build": [*py, "index", "build", "--model", params["embedder"], "--with-recorded"],
             "reproduce": reproduce}
 
 
