@@ -67,7 +67,7 @@ def embedder_ablation_tables(cfg: ExperimentConfig, n_apis: int, names: list[str
     computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
     :data:`NOT_RUN`; None and why when no embedder could be run."""
     from ..analysis.ablations import embedder_ablation
-    from ..analysis.retrievers import cached_tables
+    from ..data.tables import cached_tables
 
     blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
                       sort_keys=True)
