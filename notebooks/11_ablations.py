@@ -176,9 +176,7 @@ print(verdicts["stub_echo"])
 # (`make ablations`); the result is kept beside the stored study and read by every later run.
 
 # %%
-from toolbench_lib.pipeline.ablation_runs import embedder_ablation_tables  # noqa: E402
-
-emb, note = embedder_ablation_tables(cfg, ablation_apis, ["all-MiniLM-L6-v2", "all-mpnet-base-v2"],
+emb, note = ab.embedder_ablation_tables(cfg, ablation_apis, ["all-MiniLM-L6-v2", "all-mpnet-base-v2"],
                                      ablation_queries, run=ablations)
 if emb is not None:
     emb_table, verdicts["embedder"] = emb["ablation_embedder"], emb["verdict"]["verdict"].iloc[0]

@@ -16,6 +16,8 @@ Every verdict is a sentence built from the numbers of its table.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 
@@ -23,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.tables import cached_tables
 from ..eval.runs import direct_recall, score_rankings
 from ..eval.stats import paired_test
 from ..retrieval.rankings import retrieve_multi
@@ -345,3 +348,31 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
         same = len(set(flips.values())) == 1
         parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
     return table, "; ".join(parts) + "."
+
+
+NOT_RUN = "not run; `make ablations` runs it"
+
+
+def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | None,
+                             run: bool) -> tuple[dict | None, str]:
+    """``({"ablation_embedder": table, "verdict": one-row table} or None, note)``: the embedder ablation
+    (:func:`~toolbench_lib.pipeline.ablation_runs.embedder_studies`, then :func:`embedder_ablation`), kept
+    (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
+    computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
+    :data:`NOT_RUN`; None and why when no embedder could be run."""
+    from ..pipeline.ablation_runs import embedder_studies
+
+    blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
+                      sort_keys=True)
+    key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    stored = cached_tables(cfg.study_dir, key, None)
+    if stored is not None:
+        return stored, str(stored["verdict"]["note"].iloc[0])
+    if not run:
+        return None, NOT_RUN
+    studies, note = embedder_studies(cfg, n_apis, names, per_set)
+    if len(studies) < len(names):  # a model is not installed: nothing is kept
+        return None, note
+    table, verdict = embedder_ablation(studies, k=cfg.k)
+    tables = {"ablation_embedder": table, "verdict": pd.DataFrame({"verdict": [verdict], "note": [note]})}
+    return cached_tables(cfg.study_dir, key, lambda: tables), note

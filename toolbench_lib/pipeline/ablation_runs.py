@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-
-import pandas as pd
 
 from ..retrieval.models import MPNET_NAME, ModelNotInstalled, mpnet_folder
 from .experiment import ExperimentConfig
@@ -55,31 +51,3 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     note = f"{size}-API sub-registry (seed {cfg.seed}), {which}"
     return out, "; not run: ".join([note, *missing])
 
-
-NOT_RUN = "not run; `make ablations` runs it"
-
-
-def embedder_ablation_tables(cfg: ExperimentConfig, n_apis: int, names: list[str], per_set: int | None,
-                             run: bool) -> tuple[dict | None, str]:
-    """``({"ablation_embedder": table, "verdict": one-row table} or None, note)``: the embedder ablation
-    (:func:`embedder_studies`, then :func:`~toolbench_lib.analysis.ablations.embedder_ablation`), kept
-    (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
-    computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
-    :data:`NOT_RUN`; None and why when no embedder could be run."""
-    from ..analysis.ablations import embedder_ablation
-    from ..data.tables import cached_tables
-
-    blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
-                      sort_keys=True)
-    key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
-    stored = cached_tables(cfg.study_dir, key, None)
-    if stored is not None:
-        return stored, str(stored["verdict"]["note"].iloc[0])
-    if not run:
-        return None, NOT_RUN
-    studies, note = embedder_studies(cfg, n_apis, names, per_set)
-    if len(studies) < len(names):  # a model is not installed: nothing is kept
-        return None, note
-    table, verdict = embedder_ablation(studies, k=cfg.k)
-    tables = {"ablation_embedder": table, "verdict": pd.DataFrame({"verdict": [verdict], "note": [note]})}
-    return cached_tables(cfg.study_dir, key, lambda: tables), note

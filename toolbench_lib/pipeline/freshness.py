@@ -4,9 +4,10 @@ A notebook's key hashes what its outputs depend on: the notebook's own file, the
 the configuration's study key (data fingerprint, embedder, backend, prompts), and the code, references,
 cassettes and lock files of the checkout. After a run that completed, ``notebooks/fresh.json`` records each
 notebook's key and the sha256 of every file under the run folder's ``notebooks/``, ``tables/`` and
-``figures/``. A later run with the same key keeps that notebook's executed copy and outputs instead of
-executing it again, but only while every recorded file still holds its checksum: one changed, missing or
-corrupted file makes every notebook run again.
+``figures/`` and of its report (written from those, so kept with them when every notebook is kept). A later
+run with the same key keeps that notebook's executed copy and outputs instead of executing it again, but
+only while every recorded file still holds its checksum: one changed, missing or corrupted file makes every
+notebook run again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..data.paths import PROJECT_ROOT
 
 MANIFEST = "fresh.json"
 OUTPUT_FOLDERS = ("notebooks", "tables", "figures")
+REPORT_FILES = ("report.md", "report.html")
 # What every notebook's outputs depend on besides its own file and parameters (relative to the checkout).
 SOURCES = ("toolbench_lib/**/*.py", "references/**/*", "data/cassettes/**/*", "requirements*.lock",
            "pyproject.toml")
@@ -53,8 +55,9 @@ def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str)
 
 
 def output_checksums(out_dir: Path) -> dict[str, str]:
-    """sha256 of every file under the run folder's output folders (paths relative to ``out_dir``)."""
-    out = {}
+    """sha256 of every file under the run folder's output folders and of its report (paths relative to
+    ``out_dir``)."""
+    out = {name: _sha256(out_dir / name) for name in REPORT_FILES if (out_dir / name).is_file()}
     for folder in OUTPUT_FOLDERS:
         for path in sorted((out_dir / folder).rglob("*")):
             if path.is_file() and path.name != MANIFEST:
