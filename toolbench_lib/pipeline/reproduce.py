@@ -420,8 +420,12 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     done: dict[str, float] = {}
     durations = previous_durations(cfg.out_dir / "notebooks")  # read before this run writes over them
     code = freshness.code_fingerprint()
-    keys = {p.name: freshness.notebook_key(p, own_parameters(p, params), cfg.study_key(), code)
-            for p in paths}
+    keys = {}
+    for p in paths:
+        try:
+            keys[p.name] = freshness.notebook_key(p, own_parameters(p, params), cfg.study_key(), code)
+        except (OSError, ValueError):  # unreadable: never current; running it names the failure
+            continue
     current = freshness.current_notebooks(cfg.out_dir, keys)
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
@@ -435,7 +439,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
                 current = set()
     summary.notebooks = [(p.name, done[p.name]) for p in paths]
     reports = [cfg.out_dir / name for name in freshness.REPORT_FILES]
-    if current >= set(keys) and all(p.is_file() for p in reports):  # nothing ran: the report is current
+    if current >= {p.name for p in paths} and all(p.is_file() for p in reports):  # nothing ran
         summary.report, summary.html = reports
     else:
         summary.report = write_report(cfg)
