@@ -139,7 +139,7 @@ def test_eta_from_cost_weights_holds_from_the_start():
     for jitter, tolerance in ((0.0, 1e-9), (0.10, 0.25)):
         cpu = SimulatedEncoder(dict(zip(texts, tokens, strict=True)), jitter=jitter)
         model, sampled = timed_sample(cpu, texts, tokens, order, batch_size=64, clock=cpu.clock)
-        assert sampled == len(eta.SAMPLE_POSITIONS) * eta.SAMPLE_BATCH
+        assert sampled == len(eta.SAMPLE_POSITIONS) * 64  # batches of the run's own batch size
         weights = model.weights(padded)
         exact = SimulatedEncoder(cpu.lengths)
         steps, elapsed, done_w, done_n = [], 0.0, 0.0, 0
@@ -164,23 +164,22 @@ def test_minutes_text():
 
 
 def test_real_embedding_logs_its_estimate_and_keeps_its_vectors(ds, embedder, tmp_path, monkeypatch, caplog):
-    """On 120 short registry texts (sampling from 100 texts on, 4 batches of 8): one estimate line before the
+    """On 120 short registry texts (sampling from 100 texts on, 8 batches of 8): one estimate line before the
     embedding, and the same vectors as an embedding without progress (the timed sample changes nothing)."""
     from toolbench_lib.retrieval.embedding import embed_cached
 
     monkeypatch.setattr(eta, "SAMPLE_MIN_TEXTS", 100)
-    monkeypatch.setattr(eta, "SAMPLE_BATCH", 8)
     rng = np.random.default_rng(3)
     short = [t for t in ds.texts[:5000] if len(t) < 300]
     texts = [short[i] for i in rng.choice(len(short), 120, replace=False)]
     with caplog.at_level(logging.INFO, logger="toolbench_lib.retrieval.embedding"):
-        shown = embed_cached(embedder, texts, "registry", tmp_path / "a", progress=True)
+        shown = embed_cached(embedder, texts, "registry", tmp_path / "a", progress=True, batch_size=8)
     lines = [r.getMessage() for r in caplog.records if "on this CPU" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith("embedding 120 registry texts (")
     assert "from a timed sample of 64 texts" in lines[0]  # 8 batches of 8, spread over the lengths
     final = [r.getMessage() for r in caplog.records if " took " in r.getMessage()]
     assert len(final) == 1 and "estimated" in final[0] and "before the start" in final[0]
-    quiet = embed_cached(embedder, texts, "registry", tmp_path / "b", progress=False)
+    quiet = embed_cached(embedder, texts, "registry", tmp_path / "b", progress=False, batch_size=8)
     assert np.array_equal(shown, quiet)
 
 

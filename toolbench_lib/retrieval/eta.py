@@ -127,9 +127,9 @@ def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Seq
     """The cost model of ``embedder`` on this machine, from encoding a few batches of ``texts`` (positions
     in ``order``, the run's embedding order; ``lengths`` their token counts); the vectors are discarded.
     Returns the model and the texts timed."""
-    batches = sample_batches(order)
+    batches = sample_batches(order, batch_size)  # batches as the run encodes them
     # first call, untimed: thread pools and allocations, on a batch of typical length
-    embedder.encode([texts[i] for i in sample_batches(order, positions=(0.5,))[0]], batch_size=batch_size)
+    embedder.encode([texts[i] for i in sample_batches(order, batch_size, (0.5,))[0]], batch_size=batch_size)
     n, tok, sq, sec = [], [], [], []
     for chunk in batches:
         t0 = clock()
