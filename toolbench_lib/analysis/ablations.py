@@ -201,6 +201,15 @@ def _topk_sets(matrix_rows: np.ndarray, cols: np.ndarray, k: int) -> list[set[in
     return [set(cols[p].tolist()) for p in part]
 
 
+def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarray:
+    """A sub-registry's columns: ``kept`` and a seeded draw of the other columns up to ``size``."""
+    rng = np.random.default_rng(seed)
+    kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
+    rest = np.setdiff1d(np.arange(n), kept_arr)
+    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
+    return np.concatenate([kept_arr, extra])
+
+
 def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: Sequence[int] = (0, 1, 2),
                         k: int = 5, gt: str = DEFAULT_GT, keep: str = "candidates",
                         run: int = 0) -> tuple[pd.DataFrame, str]:
@@ -221,23 +230,19 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
         set_keep = set().union(*keep_sets) if keep_sets else set()
         designs = [("full", 0)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
         for design, seed in designs:
-            disjoint, gt_share, rec_r, rec_p = [], [], [], []
-            for i in range(len(sq)):
-                if design == "full":
-                    cols = np.arange(n)
-                else:
-                    rng = np.random.default_rng([int(seed), i if design == "own_gt" else 0])
-                    kept = {"set_gt": set_keep, "own_gt": keep_sets[i], "no_gt": set()}[design]
-                    kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
-                    rest = np.setdiff1d(np.arange(n), kept_arr)
-                    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
-                    cols = np.concatenate([kept_arr, extra])
-                    gt_share.append(len(kept_arr) / len(cols))
-                a = _topk_sets(rtp[i:i + 1], cols, k)[0]
-                b = _topk_sets(ptr[i:i + 1], cols, k)[0]
-                disjoint.append(not (a & b))
-                rec_r.append(direct_recall(sorted(a), gt_sets[i], k))
-                rec_p.append(direct_recall(sorted(b), gt_sets[i], k))
+            if design == "own_gt":  # one sub-registry per query
+                subs = [_sub_columns(n, keep_sets[i], size, [int(seed), i]) for i in range(len(sq))]
+                tops = [(_topk_sets(rtp[i:i + 1], c, k)[0], _topk_sets(ptr[i:i + 1], c, k)[0])
+                        for i, c in enumerate(subs)]
+                gt_share = [len(keep_sets[i]) / len(c) for i, c in enumerate(subs)]
+            else:  # one sub-registry (or the full index) for every query of the set: searched at once
+                kept = set_keep if design == "set_gt" else set()
+                cols = np.arange(n) if design == "full" else _sub_columns(n, kept, size, [int(seed), 0])
+                tops = list(zip(_topk_sets(rtp, cols, k), _topk_sets(ptr, cols, k), strict=True))
+                gt_share = [] if design == "full" else [len(kept) / len(cols)] * len(sq)
+            disjoint = [not (a & b) for a, b in tops]
+            rec_r = [direct_recall(sorted(a), gt_sets[i], k) for i, (a, _) in enumerate(tops)]
+            rec_p = [direct_recall(sorted(b), gt_sets[i], k) for i, (_, b) in enumerate(tops)]
             rows.append({"subset": subset_alias(subset), "design": design, "seed": seed,
                          "size": n if design == "full" else size,
                          "no_overlap_share": float(np.mean(disjoint)),
