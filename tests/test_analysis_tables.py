@@ -425,3 +425,32 @@ def test_dataset_statistics_by_hand(tiny_ds):
     assert (everything["n_apis"], everything["median"], everything["max"], everything["n_capped"]) == \
         (5, 30.0, 1200, 1)
     assert row(lengths, source="toolenv")["mean"] == pytest.approx(20.0)
+
+
+def test_per_query_scores_are_scored_once_and_a_damaged_copy_is_not_used(study, tmp_path, monkeypatch):
+    """A study's per-query scores come from ranx once: a second call (same process or another one loading the
+    same study) reads them back; a stored copy whose checksum fails is scored again; other hits are a new
+    key."""
+    from toolbench_lib.eval import runs
+
+    monkeypatch.setattr(runs, "SCORES_DIR", tmp_path)
+    study = StudyResult(study.queries, study.stubs, study.hits, study.plans, study.calls,
+                        {**study.provenance, "study_key": "stored"})  # only a stored study is kept on disk
+    calls = []
+    real = runs._score_runs
+    monkeypatch.setattr(runs, "_score_runs", lambda *a: calls.append(a) or real(*a))
+    first = runs.per_query_runs(study, 2, "candidates")
+    assert len(calls) == 1
+    again = StudyResult(study.queries, study.stubs, study.hits, study.plans, study.calls, study.provenance)
+    pd.testing.assert_frame_equal(runs.per_query_runs(again, 2, "candidates"), first, check_dtype=False)
+    assert len(calls) == 1  # read back from the stored copy
+    (stored,) = tmp_path.rglob("scores.parquet")
+    stored.write_bytes(stored.read_bytes()[:-8] + b"garbage!")
+    fresh = StudyResult(study.queries, study.stubs, study.hits, study.plans, study.calls, study.provenance)
+    pd.testing.assert_frame_equal(runs.per_query_runs(fresh, 2, "candidates"), first, check_dtype=False)
+    assert len(calls) == 2  # the damaged copy was scored again
+    other = study.hits.copy()
+    other.loc[other.index[0], "api_id"] = "not-an-api"
+    runs.per_query_runs(StudyResult(study.queries, study.stubs, other, study.plans, study.calls,
+                                    study.provenance), 2, "candidates")
+    assert len(calls) == 3

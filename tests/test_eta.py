@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from toolbench_lib.retrieval import eta
 from toolbench_lib.retrieval.eta import (
     CostModel,
+    EtaTracker,
     fit_cost,
     minutes_text,
     padded_lengths,
@@ -75,6 +77,49 @@ def test_fit_cost_recovers_a_known_model():
     assert flat == CostModel(0.0, pytest.approx(5.0 / 3000))
 
 
+def test_fit_cost_recovers_an_attention_term():
+    """Batches whose time grows with the square of their padded length: the three costs come back, and the
+    weights rank a long text above what the linear terms alone would give it."""
+    n = [32, 32, 32, 32, 20]
+    lengths = [256, 160, 90, 40, 12]
+    tokens = [a * n_ for a, n_ in zip(n, lengths, strict=True)]
+    squares = [a * n_ ** 2 for a, n_ in zip(n, lengths, strict=True)]
+    per_square = 2e-6
+    seconds = [PER_TEXT * a + PER_TOKEN * b + per_square * c
+               for a, b, c in zip(n, tokens, squares, strict=True)]
+    model = fit_cost(n, tokens, seconds, squares)
+    got = (model.per_text, model.per_token, model.per_square)
+    assert got == pytest.approx((PER_TEXT, PER_TOKEN, per_square), rel=1e-6)
+    one = PER_TEXT + PER_TOKEN * 256 + per_square * 256 ** 2
+    assert model.seconds(np.array([256.0])) == pytest.approx(one)
+    w = model.weights(np.array([256.0, 12.0]))
+    assert w[0] / w[1] == pytest.approx(model.seconds(np.array([256.0])) / model.seconds(np.array([12.0])))
+
+
+def test_tracker_refreshes_when_the_cpu_slows_down():
+    """The sample was timed on a quiet CPU; halfway through the run the CPU gets twice as slow. The estimate
+    made before the start is then short, the refreshed one after the next chunk holds the truth within 10%,
+    and the closing line prints the measured time beside the first estimate."""
+    model = CostModel(0.004, 0.0003)
+    padded = np.full(8000, 100.0)
+    now = [0.0]
+    tracker = EtaTracker(model, padded, clock=lambda: now[0])
+    chunks = np.array_split(np.arange(8000), 16)
+    per_chunk = model.seconds(padded[chunks[0]])
+    actual = 8 * per_chunk + 8 * 2 * per_chunk
+    totals = []
+    for i, chunk in enumerate(chunks):
+        now[0] += per_chunk * (1 if i < 8 else 2)
+        totals.append(tracker.finished(padded[chunk]))
+    assert tracker.estimate == pytest.approx(16 * per_chunk)  # before the start: the quiet CPU's time
+    assert totals[7] == pytest.approx(tracker.estimate)  # no change seen yet
+    assert abs(totals[12] - actual) / actual < 0.10  # refreshed: the slower half is seen
+    assert totals[-1] == pytest.approx(actual)
+    line = tracker.final_line("registry")
+    assert f"took {actual / 60:.1f} min; estimated {16 * per_chunk / 60:.1f}" in line
+    assert f"({(16 * per_chunk - actual) / actual * 100:+.0f}%)" in line
+
+
 def test_sample_batches_spread_over_the_order():
     order = list(range(1000, 0, -1))
     batches = sample_batches(order, batch=4, positions=(0.0, 0.5, 1.0))
@@ -94,7 +139,7 @@ def test_eta_from_cost_weights_holds_from_the_start():
     for jitter, tolerance in ((0.0, 1e-9), (0.10, 0.25)):
         cpu = SimulatedEncoder(dict(zip(texts, tokens, strict=True)), jitter=jitter)
         model, sampled = timed_sample(cpu, texts, tokens, order, batch_size=64, clock=cpu.clock)
-        assert sampled == 4 * eta.SAMPLE_BATCH
+        assert sampled == len(eta.SAMPLE_POSITIONS) * 64  # batches of the run's own batch size
         weights = model.weights(padded)
         exact = SimulatedEncoder(cpu.lengths)
         steps, elapsed, done_w, done_n = [], 0.0, 0.0, 0
@@ -119,19 +164,39 @@ def test_minutes_text():
 
 
 def test_real_embedding_logs_its_estimate_and_keeps_its_vectors(ds, embedder, tmp_path, monkeypatch, caplog):
-    """On 120 short registry texts (sampling from 100 texts on, 4 batches of 8): one estimate line before the
+    """On 120 short registry texts (sampling from 100 texts on, 8 batches of 8): one estimate line before the
     embedding, and the same vectors as an embedding without progress (the timed sample changes nothing)."""
     from toolbench_lib.retrieval.embedding import embed_cached
 
     monkeypatch.setattr(eta, "SAMPLE_MIN_TEXTS", 100)
-    monkeypatch.setattr(eta, "SAMPLE_BATCH", 8)
     rng = np.random.default_rng(3)
     short = [t for t in ds.texts[:5000] if len(t) < 300]
     texts = [short[i] for i in rng.choice(len(short), 120, replace=False)]
     with caplog.at_level(logging.INFO, logger="toolbench_lib.retrieval.embedding"):
-        shown = embed_cached(embedder, texts, "registry", tmp_path / "a", progress=True)
+        shown = embed_cached(embedder, texts, "registry", tmp_path / "a", progress=True, batch_size=8)
     lines = [r.getMessage() for r in caplog.records if "on this CPU" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith("embedding 120 registry texts (")
-    assert "from a timed sample of 32 texts" in lines[0]
-    quiet = embed_cached(embedder, texts, "registry", tmp_path / "b", progress=False)
+    assert "from a timed sample of 64 texts" in lines[0]  # 8 batches of 8, spread over the lengths
+    final = [r.getMessage() for r in caplog.records if " took " in r.getMessage()]
+    assert len(final) == 1 and "estimated" in final[0] and "before the start" in final[0]
+    quiet = embed_cached(embedder, texts, "registry", tmp_path / "b", progress=False, batch_size=8)
     assert np.array_equal(shown, quiet)
+
+
+ETA_SLICE = 3000
+
+
+def test_estimate_on_a_registry_slice_against_its_real_time(ds, embedder, tmp_path, monkeypatch, caplog):
+    """3,000 registry texts drawn at random (so they follow the registry's lengths), embedded for real with
+    the timed sample first: the estimate printed before the start is within a generous 50% of the time the
+    embedding took (``bench --only eta`` measures the error itself)."""
+    from toolbench_lib.retrieval.embedding import embed_cached
+
+    monkeypatch.setattr(eta, "SAMPLE_MIN_TEXTS", 1000)
+    rng = np.random.default_rng(0)
+    texts = [ds.texts[i] for i in rng.choice(len(ds.texts), ETA_SLICE, replace=False)]
+    with caplog.at_level(logging.INFO, logger="toolbench_lib.retrieval.embedding"):
+        embed_cached(embedder, texts, "registry", tmp_path, progress=True)
+    final = next(r.getMessage() for r in caplog.records if " took " in r.getMessage())
+    error = float(re.findall(r"\(([+-][0-9]+)%\)$", final)[0])
+    assert abs(error) < 50, final

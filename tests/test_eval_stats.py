@@ -201,3 +201,20 @@ def test_embedder_ablation_with_one_or_two_embedders(study):  # noqa: F811
     assert set(one["embedder"]) == {"all-MiniLM-L6-v2"} and "no comparison" in verdict
     two, verdict = embedder_ablation({"a": study, "b": study}, k=2)
     assert len(two) == 2 * len(one) and "same winner across embedders" in verdict
+
+
+def test_one_resampling_matrix_gives_each_column_its_own_bootstrap():
+    """bootstrap_cis over several columns equals the percentile bootstrap of each column by fancy indexing
+    with the same draws (the resampling matrix only counts them), and a constant column keeps its value."""
+    from toolbench_lib.eval.stats import bootstrap_cis, resample_counts
+
+    rng = np.random.default_rng(7)
+    cols = np.column_stack([rng.normal(size=120).round(2), rng.integers(0, 2, 120), np.full(120, 0.25)])
+    got = bootstrap_cis(cols, 3000, seed=3)
+    idx = np.random.default_rng(3).integers(0, 120, size=(3000, 120))
+    for j in range(2):
+        means = cols[:, j][idx].mean(axis=1)
+        assert got[j] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)], abs=1e-12)
+    assert got[2].tolist() == [0.25, 0.25]
+    counts = resample_counts(120, 50, seed=3)
+    assert counts.shape == (50, 120) and (counts.sum(axis=1) == 120).all()

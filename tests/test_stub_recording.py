@@ -11,14 +11,19 @@ import pytest
 from toolbench_lib.llm.base import LLMResponse
 from toolbench_lib.llm.cached import CachedLLM
 from toolbench_lib.llm.cassettes import export_cassette, prompt_query, read_cassette
+from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
 from toolbench_lib.llm.store import CallStore
 from toolbench_lib.pipeline.stub_recording import (
     merge_export,
     record_stubs,
     recorded_limit,
+    recorded_search_texts,
     recorded_stub_queries,
+    recorded_stub_runs,
     recording_order,
 )
+from toolbench_lib.pipeline.study import generate_stubs
+from toolbench_lib.retrieval.retrievers import ptr_texts
 
 
 class StubBackend:
@@ -169,3 +174,19 @@ def test_both_entry_points_record_through_one_function(mini_toolbench, tmp_path,
                                                "Quote for AAPL"}
     for s in stores:
         s.close()
+
+
+def test_recorded_search_texts_hold_every_text_a_replayed_ptr_searches() -> None:
+    """The stubs the replay backend gives for the cassette's first queries, in runs 0 and 1, as PtR searches
+    them: every such text (and every query) is among the texts `index build --with-recorded` embeds."""
+    recorded = recorded_stub_runs(DEFAULT_CASSETTE)
+    first = sorted(recorded[(0, 0.0)] & recorded[(1, 0.3)])[:6]
+    queries = pd.DataFrame({"qkey": [f"q{i}" for i in range(len(first))], "query": first})
+    texts = set(recorded_search_texts(DEFAULT_CASSETTE, ["an unrecorded query", *first]))
+    llm = make_backend("replay")
+    searched = set()
+    for run, temperature in ((0, 0.0), (1, 0.3)):
+        stubs, _ = generate_stubs(llm, queries, run, temperature, progress=False)
+        searched |= {t for per_query in ptr_texts(queries, stubs, run) for t in per_query}
+    assert len(first) == 6 and len(searched) > len(first)
+    assert searched <= texts and "an unrecorded query" in texts

@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--seed", type=int_at_least(0), default=0, help="sub-registry sampling seed")
     build.add_argument("--no-keep-gt", action="store_true",
                        help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
+    build.add_argument("--with-recorded", action="store_true",
+                       help="also embed every query and every recorded stub of the default cassette (what a "
+                            "replayed `make run` searches), in the same estimated run as the registry")
 
     ev = sub.add_parser("evaluate", parents=[common], help="evaluate retrieval methods")
     ev.add_argument("--method", default="rtp",
@@ -255,6 +258,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         rows = sample_subregistry(ds.registry, args.max_apis, args.seed, keep)
     t0 = time.time()
     index = build_index(ds, emb, rows)  # embeds what the cache lacks; the index itself lives in memory
+    if args.with_recorded:  # the notebooks then only search: every text they embed is in the store
+        from .llm.factory import DEFAULT_CASSETTE
+        from .pipeline.stub_recording import recorded_search_texts
+        from .retrieval.embedding import embed_cached
+
+        embed_cached(emb, recorded_search_texts(DEFAULT_CASSETTE, ds.queries["query"].tolist()), "queries")
     print(json.dumps({"model": emb.name, "model_requested": emb.fallback_from or emb.name,
                       "apis": len(index), "dim": index.dim, "seconds": round(time.time() - t0, 1)}))
     return 0

@@ -16,6 +16,8 @@ Every verdict is a sentence built from the numbers of its table.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 
@@ -23,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.tables import cached_tables
 from ..eval.runs import direct_recall, score_rankings
 from ..eval.stats import paired_test
 from ..retrieval.rankings import retrieve_multi
@@ -199,6 +202,15 @@ def _topk_sets(matrix_rows: np.ndarray, cols: np.ndarray, k: int) -> list[set[in
     return [set(cols[p].tolist()) for p in part]
 
 
+def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarray:
+    """A sub-registry's columns: ``kept`` and a seeded draw of the other columns up to ``size``."""
+    rng = np.random.default_rng(seed)
+    kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
+    rest = np.setdiff1d(np.arange(n), kept_arr)
+    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
+    return np.concatenate([kept_arr, extra])
+
+
 def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: Sequence[int] = (0, 1, 2),
                         k: int = 5, gt: str = DEFAULT_GT, keep: str = "candidates",
                         run: int = 0) -> tuple[pd.DataFrame, str]:
@@ -219,23 +231,19 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
         set_keep = set().union(*keep_sets) if keep_sets else set()
         designs = [("full", 0)] + [(d, s) for d in DIVERGENCE_DESIGNS for s in seeds]
         for design, seed in designs:
-            disjoint, gt_share, rec_r, rec_p = [], [], [], []
-            for i in range(len(sq)):
-                if design == "full":
-                    cols = np.arange(n)
-                else:
-                    rng = np.random.default_rng([int(seed), i if design == "own_gt" else 0])
-                    kept = {"set_gt": set_keep, "own_gt": keep_sets[i], "no_gt": set()}[design]
-                    kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
-                    rest = np.setdiff1d(np.arange(n), kept_arr)
-                    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
-                    cols = np.concatenate([kept_arr, extra])
-                    gt_share.append(len(kept_arr) / len(cols))
-                a = _topk_sets(rtp[i:i + 1], cols, k)[0]
-                b = _topk_sets(ptr[i:i + 1], cols, k)[0]
-                disjoint.append(not (a & b))
-                rec_r.append(direct_recall(sorted(a), gt_sets[i], k))
-                rec_p.append(direct_recall(sorted(b), gt_sets[i], k))
+            if design == "own_gt":  # one sub-registry per query
+                subs = [_sub_columns(n, keep_sets[i], size, [int(seed), i]) for i in range(len(sq))]
+                tops = [(_topk_sets(rtp[i:i + 1], c, k)[0], _topk_sets(ptr[i:i + 1], c, k)[0])
+                        for i, c in enumerate(subs)]
+                gt_share = [len(keep_sets[i]) / len(c) for i, c in enumerate(subs)]
+            else:  # one sub-registry (or the full index) for every query of the set: searched at once
+                kept = set_keep if design == "set_gt" else set()
+                cols = np.arange(n) if design == "full" else _sub_columns(n, kept, size, [int(seed), 0])
+                tops = list(zip(_topk_sets(rtp, cols, k), _topk_sets(ptr, cols, k), strict=True))
+                gt_share = [] if design == "full" else [len(kept) / len(cols)] * len(sq)
+            disjoint = [not (a & b) for a, b in tops]
+            rec_r = [direct_recall(sorted(a), gt_sets[i], k) for i, (a, _) in enumerate(tops)]
+            rec_p = [direct_recall(sorted(b), gt_sets[i], k) for i, (_, b) in enumerate(tops)]
             rows.append({"subset": subset_alias(subset), "design": design, "seed": seed,
                          "size": n if design == "full" else size,
                          "no_overlap_share": float(np.mean(disjoint)),
@@ -314,10 +322,12 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
     """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
     (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``; on PtR's rows also
     the mean cosine of a stub to its own top-1 API when that API is / is not ground truth (``cos_correct``,
-    ``cos_incorrect``, with bootstrap 95% CIs over stubs), the raw scale of each embedder's cosines."""
+    ``cos_incorrect``, with bootstrap 95% CIs over stubs), the raw scale of each embedder's cosines; and for
+    every embedder after the first its recall minus the first's on the same queries with the paired
+    bootstrap 95% CI (``recall_diff``, ``diff_lo``, ``diff_hi``: the claim's uncertainty at this size)."""
     from .stub_analysis import stub_top1
 
-    rows = []
+    rows, per_query = [], {}
     for name, res in studies.items():
         q = res.queries
         top1 = stub_top1(res, gt) if res.stubs is not None and len(res.stubs) else None
@@ -328,6 +338,7 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
             pq = pd.concat([score_rankings(res.ranking(method, r), q, gt, k) for r in runs])
             pq["subset"] = np.tile(q["subset"].map(subset_alias).to_numpy(), len(runs))
             for subset, g in pq.groupby("subset", sort=False):
+                per_query[(name, method, subset)] = g.groupby("qkey")["recall"].mean()
                 rows.append({"subset": subset, "embedder": name, "method": method,
                              "recall": g["recall"].mean(),
                              "precision": g["precision"].mean(), "registry_size":
@@ -337,6 +348,15 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
                     for col, part in (("cos_correct", t[t["correct"]]), ("cos_incorrect", t[~t["correct"]])):
                         rows[-1][col] = float(part["score"].mean()) if len(part) else float("nan")
                         with_ci(rows[-1], col, part["score"].to_numpy(dtype=float))
+    first = next(iter(studies), None)
+    for row in rows:
+        base = per_query.get((first, row["method"], row["subset"]))
+        if row["embedder"] == first or base is None:
+            continue
+        mine = per_query[(row["embedder"], row["method"], row["subset"])]
+        both = pd.concat([base, mine], axis=1, join="inner").to_numpy()
+        t = paired_test(both[:, 0], both[:, 1])
+        row.update(recall_diff=t["diff"], diff_lo=t["ci_low"], diff_hi=t["ci_high"])
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:
         return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."
@@ -348,3 +368,31 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
         same = len(set(flips.values())) == 1
         parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
     return table, "; ".join(parts) + "."
+
+
+NOT_RUN = "not run; `make ablations` runs it"
+
+
+def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | None,
+                             run: bool) -> tuple[dict | None, str]:
+    """``({"ablation_embedder": table, "verdict": one-row table} or None, note)``: the embedder ablation
+    (:func:`~toolbench_lib.pipeline.ablation_runs.embedder_studies`, then :func:`embedder_ablation`), kept
+    (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
+    computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
+    :data:`NOT_RUN`; None and why when no embedder could be run."""
+    from ..pipeline.ablation_runs import embedder_studies
+
+    blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
+                      sort_keys=True)
+    key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
+    stored = cached_tables(cfg.study_dir, key, None)
+    if stored is not None:
+        return stored, str(stored["verdict"]["note"].iloc[0])
+    if not run:
+        return None, NOT_RUN
+    studies, note = embedder_studies(cfg, n_apis, names, per_set)
+    if len(studies) < len(names):  # a model is not installed: nothing is kept
+        return None, note
+    table, verdict = embedder_ablation(studies, k=cfg.k)
+    tables = {"ablation_embedder": table, "verdict": pd.DataFrame({"verdict": [verdict], "note": [note]})}
+    return cached_tables(cfg.study_dir, key, lambda: tables), note

@@ -17,7 +17,6 @@ Every function reads a retriever study (``pipeline.experiment.get_retrievers_stu
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Mapping, Sequence
 
@@ -25,8 +24,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..data.atomic import atomic_path, read_verified, write_checksum
+from ..data.atomic import atomic_path
 from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.tables import cached_tables
 from ..eval.runs import direct_recall, per_query_runs
 from ..eval.stats import holm, paired_comparison, runs_test
 from ..eval.summary import summary_table
@@ -424,10 +424,8 @@ def provenance_markdown(result) -> str:
 def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
     """:func:`time_searches` on the study's first ``n`` queries and their run-0 stubs, kept in the study's
     folder (``search_ms.json``, with the CPU it was measured on) so a warm run reads it."""
-    import json
     import platform
 
-    from ..data.atomic import atomic_path
     from ..retrieval.retrievers import ptr_texts
 
     path = rcfg.study_dir / "search_ms.json"
@@ -573,26 +571,3 @@ def cached_bm25_scale(
     return scale, scale_gap(scale).merge(div, on=["subset", "size"])
 
 
-TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
-
-
-def cached_tables(folder, key: str, make) -> dict[str, pd.DataFrame]:
-    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-v<version>/``: read
-    when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last."""
-    where = folder / f"tables-{key}-v{TABLES_VERSION}"
-    try:
-        names = json.loads((where / "index.json").read_text())
-        blobs = {n: read_verified(where / f"{n}.parquet") for n in names}
-        if all(b is not None for b in blobs.values()):  # parsed from the very bytes that were checked
-            return {n: pd.read_parquet(io.BytesIO(b)) for n, b in blobs.items()}
-    except (OSError, ValueError):
-        pass
-    tables = make()
-    where.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        with atomic_path(where / f"{name}.parquet") as tmp:
-            table.to_parquet(tmp, index=False)
-        write_checksum(where / f"{name}.parquet")
-    with atomic_path(where / "index.json") as tmp:
-        tmp.write_text(json.dumps(list(tables)))
-    return tables

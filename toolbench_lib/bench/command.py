@@ -13,9 +13,11 @@ from ..pipeline.validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 from .llm_local import LockBusy
 
-PARTS = ("embedding", "search", "bm25", "ltr", "warm", "local_llm", "gemini")
-FULL = {"docs": 2000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4, "llm_tokens": 32}
-QUICK = {"docs": 96, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2, "llm_tokens": 8}
+PARTS = ("embedding", "eta", "search", "bm25", "ltr", "warm", "local_llm", "gemini")
+FULL = {"docs": 2000, "eta_docs": 3000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4,
+        "llm_tokens": 32}
+QUICK = {"docs": 96, "eta_docs": 300, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2,
+         "llm_tokens": 8}
 # The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
 WARM_FULL = {"backend": "replay", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 100}
 WARM_SLICE = {"backend": "rules", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 3, "max_apis": 400,
@@ -24,6 +26,12 @@ WARM_SLICE = {"backend": "rules", "embedder": "all-MiniLM-L6-v2", "runs": 1, "pl
 
 def add_parser(sub, common: argparse.ArgumentParser) -> None:
     b = sub.add_parser("bench", parents=[common], help="speed figures of this machine as side-by-side ratios")
+    b.add_argument("target", nargs="?", choices=["first-run"], default=None,
+                   help="first-run: time `make run` cold (new run folder and caches) and warm, per notebook")
+    b.add_argument("--run-name", default=None,
+                   help="first-run: the new run folder (default first-run-<time>)")
+    b.add_argument("--workers", type=int_at_least(1), default=None,
+                   help="first-run: notebooks at once (default: reproduce's)")
     b.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for tests")
     b.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {', '.join(PARTS)}")
     b.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
@@ -55,6 +63,11 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         model = load_int8_model(f)
         i8 = Embedder(f.name, model, f.fallback_from, "int8", model.variant)
         return bench_embedding(f, i8, fixed_sample(ds.texts, args.docs or sizes["docs"]))
+
+    def eta() -> BenchLine:
+        from .eta import bench_eta
+
+        return bench_eta(fp32(), ds.texts, args.docs or sizes["eta_docs"])
 
     def search() -> BenchLine:
         from .search import bench_search
@@ -114,7 +127,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
 
-    return {"embedding": embedding, "search": search, "bm25": bm25, "ltr": ltr, "warm": warm,
+    return {"embedding": embedding, "eta": eta, "search": search, "bm25": bm25, "ltr": ltr, "warm": warm,
             "local_llm": local_llm, "gemini": gemini}
 
 
@@ -136,6 +149,13 @@ def _ltr_study(quick: bool):
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target == "first-run":
+        from .first_run import bench_first_run
+
+        table, where = bench_first_run(args.run_name, args.workers)
+        print(table)
+        print(f"written: {where}")
+        return 0
     only = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = [p for p in only if p not in PARTS]
     if unknown or not only:

@@ -8,7 +8,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA_ROOT = PROJECT_ROOT / "data"
 PROCESSED_DIR = DATA_ROOT / "processed"
-CACHE_DIR = DATA_ROOT / "cache"
+CACHE_ENV_VAR = "TOOLBENCH_CACHE"  # another cache folder (a cold run's, in `bench first-run`)
+CACHE_DIR = Path(os.environ.get(CACHE_ENV_VAR) or DATA_ROOT / "cache")
 OUTPUTS_DIR = PROJECT_ROOT / "outputs"
 
 EXPECTED_LAYOUT = (

@@ -7,12 +7,19 @@ and recall/precision@k equal the plain set definitions (precision divides by ``k
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..data.paths import CACHE_DIR
 from ..data.queries import DEFAULT_GT, check_gt
+from ..data.tables import cached_tables
+
+SCORES_DIR = CACHE_DIR / "scores"  # per-query scores of stored studies, keyed by content
 
 # ranx metric names of the measures this toolkit reports, and the column each becomes.
 METRICS = {"recall": "recall@{k}", "precision": "precision@{k}", "ndcg": "ndcg@{k}", "mrr": "mrr@{k}",
@@ -103,14 +110,42 @@ def score_rankings(rankings: Mapping[str, Sequence[str]], queries: pd.DataFrame,
     return out[["qkey", *metrics, "n_gt"]]
 
 
+def scores_key(result, k: int, gt: str, metrics: Sequence[str]) -> str:
+    """Content key of a study's per-query scores: its hits, its queries' sets and ground truth, its methods
+    and runs, ``k``, ``gt``, the metrics and this module's code."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(pd.util.hash_pandas_object(result.hits, index=False).to_numpy().tobytes())
+    q = result.queries
+    h.update(json.dumps({"qrels": {key: sorted(v) for key, v in qrels_dict(q, gt).items()},
+                         "subsets": dict(zip(q["qkey"], q["subset"], strict=True)), "methods": result.methods,
+                         "n_runs": result.n_runs, "k": k, "gt": gt, "metrics": list(metrics)},
+                        sort_keys=True).encode())
+    return h.hexdigest()[:20]
+
+
 def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
     """Metrics at ``k`` per query, method and run, scored by ranx (RtP repeated for every run).
 
     ``result`` is a study's :class:`~toolbench_lib.pipeline.study.StudyResult`. Columns: ``qkey,
-    <metrics>..., n_gt, hits, method, run, subset``.
+    <metrics>..., n_gt, hits, method, run, subset``. Scored once per study content (:func:`scores_key`):
+    kept on the result for the process and, for a stored study (one with a ``study_key``), checksummed
+    under the cache folder for every later notebook.
     """
     check_gt(gt)
+    key = scores_key(result, k, gt, metrics)
+    memo = result.__dict__.setdefault("_per_query_runs", {})
+    if key not in memo:
+        if result.provenance.get("study_key"):
+            made = cached_tables(SCORES_DIR, key, lambda: {"scores": _score_runs(result, k, gt, metrics)})
+            memo[key] = made["scores"]
+        else:
+            memo[key] = _score_runs(result, k, gt, metrics)
+    return memo[key].copy()
+
+
+def _score_runs(result, k: int, gt: str, metrics: Sequence[str]) -> pd.DataFrame:
+    """:func:`per_query_runs`, computed."""
     q = result.queries
     frames = []
     for method in result.methods:

@@ -28,22 +28,47 @@ PAIRED_COLUMNS = ["n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "t", "p_
 TOL = 1e-12
 
 
+def resample_counts(n: int, n_resamples: int, seed: int = 0) -> np.ndarray:
+    """The resampling matrix: ``(n_resamples, n)`` counts of each of ``n`` items in each resample (items
+    drawn with replacement, fixed seed: every call of this size and seed draws the same resamples)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    rows = np.repeat(np.arange(n_resamples) * n, n)
+    return np.bincount(rows + idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+
+
+def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+                  level: float = 0.95) -> np.ndarray:
+    """Percentile bootstrap CIs of the mean of every column of ``columns`` (``(n, m)``: n items, m
+    quantities over the same items), all from one resampling matrix (:func:`resample_counts`), so paired
+    quantities are resampled together. Returns ``(m, 2)`` bounds; a constant column's CI is its value."""
+    x = np.asarray(columns, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    n, m = x.shape
+    if n == 0:
+        return np.zeros((m, 2))
+    out = np.repeat(x.mean(axis=0)[:, None], 2, axis=1)
+    vary = np.ptp(x, axis=0) > TOL
+    if n == 1 or n_resamples < 1 or not vary.any():
+        return out
+    means = resample_counts(n, n_resamples, seed) @ x[:, vary] / n
+    alpha = (1 - level) / 2
+    out[vary] = np.quantile(means, [alpha, 1 - alpha], axis=0).T
+    return out
+
+
 def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``diff`` (resampling its elements)."""
-    if diff.size == 0:
-        return 0.0, 0.0
-    if diff.size == 1 or np.ptp(diff) <= TOL or n_resamples < 1:
-        return float(diff.mean()), float(diff.mean())
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, diff.size, size=(n_resamples, diff.size))
-    means = diff[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    """Percentile bootstrap CI of the mean of ``diff`` (resampling its elements): :func:`bootstrap_cis`
+    of one column."""
+    low, high = bootstrap_cis(np.asarray(diff, dtype=float), n_resamples, seed, level)[0]
+    return float(low), float(high)
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0) -> dict:
-    """Paired comparison of per-query scores ``a`` and ``b`` (same queries, same order); ``diff = b - a``."""
+def paired_test(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0,
+                ci: tuple[float, float] | None = None) -> dict:
+    """Paired comparison of per-query scores ``a`` and ``b`` (same queries, same order); ``diff = b - a``.
+    ``ci``: the bootstrap CI of the mean difference when already computed (:func:`bootstrap_cis`)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
@@ -53,7 +78,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_00
     out = {"n": n, "mean_a": float(x.mean()) if n else 0.0, "mean_b": float(y.mean()) if n else 0.0,
            "diff": float(d.mean()) if n else 0.0, "wins_a": wins_a, "wins_b": wins_b,
            "ties": n - wins_a - wins_b}
-    out["ci_low"], out["ci_high"] = bootstrap_ci(d, n_resamples, seed)
+    out["ci_low"], out["ci_high"] = ci if ci is not None else bootstrap_ci(d, n_resamples, seed)
     notes = []
     if n < 2 or np.ptp(d) <= TOL:
         out["t"], out["p_t"] = 0.0, 1.0 if abs(out["diff"]) <= TOL or n < 2 else 0.0
@@ -99,13 +124,16 @@ def paired_comparison(per_query: pd.DataFrame, a: str, b: str, metrics: Sequence
     for key, g in mean.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         wide = {m: g.pivot(index="qkey", columns="method", values=m) for m in metrics}
-        for m in metrics:
-            w = wide[m]
-            if a not in w or b not in w:
-                continue
-            w = w[[a, b]].dropna()
+        pairs = {m: wide[m][[a, b]].dropna() for m in metrics if a in wide[m] and b in wide[m]}
+        # one resampling matrix per group: every metric over the same queries resampled together
+        cis = {}
+        for n in {len(w) for w in pairs.values()}:
+            same = [m for m, w in pairs.items() if len(w) == n]
+            diffs = np.column_stack([pairs[m][b].to_numpy() - pairs[m][a].to_numpy() for m in same])
+            cis.update(zip(same, map(tuple, bootstrap_cis(diffs, n_resamples, seed)), strict=True))
+        for m, w in pairs.items():
             rows.append({**dict(zip(by, key, strict=True)), "metric": m, "a": a, "b": b,
-                         **paired_test(w[a].to_numpy(), w[b].to_numpy(), n_resamples, seed)})
+                         **paired_test(w[a].to_numpy(), w[b].to_numpy(), n_resamples, seed, cis[m])})
     out = pd.DataFrame(rows, columns=[*by, "metric", "a", "b", *PAIRED_COLUMNS])
     for col in ("p_t", "p_wilcoxon", "p_sign"):
         out[f"{col}_holm"] = holm(out[col].to_numpy())

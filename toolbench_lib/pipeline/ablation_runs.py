@@ -50,3 +50,4 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     which = f"first {limit} queries of each set" if limit else "every query"
     note = f"{size}-API sub-registry (seed {cfg.seed}), {which}"
     return out, "; not run: ".join([note, *missing])
+

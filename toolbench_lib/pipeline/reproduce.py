@@ -37,13 +37,16 @@ from pathlib import Path
 from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
+from . import freshness
 from .experiment import RunConflict
 from .report_html import NOTEBOOK_PATTERN, write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 KERNEL_NAME = "toolbench"
-PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit")
+PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
+                     "ablations")
+RUN_ONLY = ("ablations",)  # passed to the notebooks that declare it, not part of the run's configuration
 SMOKE_FIXED = ("backend", "runs", "plan_limit")
 
 
@@ -306,9 +309,10 @@ def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
 
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
                done: dict[str, float], echo,
-               durations: dict[str, float] | None = None) -> NotebookFailure | None:
-    """Run a stage's notebooks, ``workers`` at a time (longest first); the first failure in notebook order,
-    or None."""
+               durations: dict[str, float] | None = None,
+               current: set[str] | frozenset = frozenset()) -> NotebookFailure | None:
+    """Run a stage's notebooks, ``workers`` at a time (longest first); those named in ``current`` are kept
+    as executed before (:mod:`.freshness`). The first failure in notebook order, or None."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -318,6 +322,10 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         if failed.is_set():  # a notebook failed: none starts after it
             return None
         i = paths.index(path) + 1
+        if path.name in current:
+            done[path.name] = 0.0
+            echo(f"[{i}/{len(paths)}] {path.name} unchanged (study, parameters and code): outputs kept")
+            return None
         echo(f"[{i}/{len(paths)}] {path.name} ...")
         try:
             done[path.name] = run_notebook(path, out_dir / path.name, params, kernel)
@@ -327,7 +335,7 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         echo(f"[{i}/{len(paths)}] {path.name} done in {done[path.name]:.1f} s")
         return None
 
-    if workers <= 1 or len(stage) == 1:
+    if workers <= 1 or len(stage) == 1 or all(p.name in current for p in stage):
         for path in stage:
             if (failure := one(path)) is not None:
                 return failure
@@ -375,11 +383,14 @@ def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
 def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | None = None,
               embedder: str | None = None, cassette: str | None = None, runs: int | None = None,
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
-              notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print) -> ReproduceSummary:
+              notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print,
+              ablations: bool = False) -> ReproduceSummary:
     """Run the numbered notebooks with shared parameters, then write the report.
 
     The notebooks up to 02 run one after another (02 makes the stored study the others read), the report
-    notebooks last; the others run ``workers`` at a time, each in its own kernel.
+    notebooks last; the others run ``workers`` at a time, each in its own kernel. ``ablations`` runs the
+    heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
+    not run.
     """
     from ..analysis.report import write_report
     from .experiment import ExperimentConfig
@@ -389,8 +400,9 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     run_name = run_name or ("smoke" if smoke else "default")
     data_dir, cassette = absolute_paths(data_dir, cassette)
     params = notebook_parameters(run_name=run_name, smoke=smoke, data_dir=data_dir, backend=backend,
-                                 cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit)
-    cfg = ExperimentConfig.build(**params)
+                                 cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit,
+                                 ablations=ablations or None)
+    cfg = ExperimentConfig.build(**{k: v for k, v in params.items() if k not in RUN_ONLY})
     paths = select_notebooks(notebooks_dir, notebooks)
     if not paths:
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
@@ -405,17 +417,32 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     summary = ReproduceSummary(run_name, cfg.out_dir)
     done: dict[str, float] = {}
     durations = previous_durations(cfg.out_dir / "notebooks")  # read before this run writes over them
+    code = freshness.code_fingerprint()
+    keys = {}
+    for p in paths:
+        try:
+            keys[p.name] = freshness.notebook_key(p, own_parameters(p, params), cfg.study_key(), code)
+        except (OSError, ValueError):  # unreadable: never current; running it names the failure
+            continue
+    current = freshness.current_notebooks(cfg.out_dir, keys)
     # Progress bars would only add frozen widgets to the executed copies.
     with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for i, stage in enumerate(notebook_stages(paths)):
             failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel,
-                                 1 if i == 0 else workers, done, echo, durations)
+                                 1 if i == 0 else workers, done, echo, durations, current)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
+            if any(p.name not in current for p in stage):  # a later stage reads what this one wrote
+                current = set()
     summary.notebooks = [(p.name, done[p.name]) for p in paths]
-    summary.report = write_report(cfg)
-    summary.html = write_html_report(cfg.out_dir)
+    reports = [cfg.out_dir / name for name in freshness.REPORT_FILES]
+    if current >= {p.name for p in paths} and all(p.is_file() for p in reports):  # nothing ran
+        summary.report, summary.html = reports
+    else:
+        summary.report = write_report(cfg)
+        summary.html = write_html_report(cfg.out_dir)
+    freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
     return summary
 
@@ -442,6 +469,8 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     rep.add_argument("--notebooks", default=None, help="comma-separated numbers or names, e.g. 01,02")
     rep.add_argument("--notebooks-dir", default=None, type=existing_dir,
                      help="folder of the notebooks (default notebooks/)")
+    rep.add_argument("--ablations", action="store_true",
+                     help="also run the heavy ablations (notebook 11's second embedder); `make ablations`")
     rep.add_argument("--workers", type=int_at_least(1), default=default_workers(),
                      help="notebooks run at once between the first and the report (default: the CPUs, at "
                           "most 2)")
@@ -455,7 +484,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                             embedder=args.embedder, cassette=args.cassette, runs=args.runs,
                             plan_limit=args.plan_limit, data_dir=args.data_dir, notebooks=only,
                             notebooks_dir=Path(args.notebooks_dir) if args.notebooks_dir else NOTEBOOKS_DIR,
-                            workers=args.workers)
+                            workers=args.workers, ablations=args.ablations)
     except (RunConflict, CheckoutMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

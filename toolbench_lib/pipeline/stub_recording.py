@@ -65,6 +65,21 @@ def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[t
     return out
 
 
+def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[str]:
+    """Every text a study replayed from ``cassette`` searches by meaning: ``queries`` and, for each recorded
+    stub reply (this prompt version, any run), its stubs as PtR searches them; each text once."""
+    from ..llm.parsing import parse_stubs_counted, stub_text
+
+    texts = dict.fromkeys(queries)
+    path = Path(cassette)
+    if path.exists():
+        for r in read_cassette(path):
+            q = prompt_query(r["prompt"]) if r["prompt_version"] == STUB_PROMPT.version else None
+            if q is not None:
+                texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
+    return list(texts)
+
+
 def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str],
                    runs: Sequence[tuple[int, float]] = ((0, 0.0),)) -> int:
     """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs

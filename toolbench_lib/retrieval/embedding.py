@@ -9,15 +9,19 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..data.paths import CACHE_DIR
 from .embed_store import EmbeddingStore, text_keys
+
+if TYPE_CHECKING:
+    from .eta import EtaTracker
 
 log = logging.getLogger(__name__)
 
@@ -200,19 +204,23 @@ def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[in
 
 
 def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
-                      batch_size: int) -> np.ndarray:
-    """What the progress bar counts for each text: its cost in token-equivalents (:mod:`.eta`), so that the
-    bar's rate holds while the texts get shorter. A long run first logs its estimated duration, from a timed
-    sample in the run's own order."""
-    from .eta import SAMPLE_MIN_TEXTS, estimate_line, padded_lengths, timed_sample, token_lengths
+                      batch_size: int) -> tuple[np.ndarray, np.ndarray, EtaTracker | None]:
+    """What the progress bar counts for each text (its cost in token-equivalents, :mod:`.eta`, so that the
+    bar's rate holds while the texts get shorter), the texts' padded lengths, and for a long run the
+    tracker of its estimate: such a run first logs its estimated duration, from a timed sample of texts
+    spread over the length distribution, in the run's own order."""
+    from .eta import SAMPLE_MIN_TEXTS, EtaTracker, estimate_line, padded_lengths, timed_sample, token_lengths
 
     lengths = token_lengths(embedder, texts)
     padded = padded_lengths(lengths, chunks, batch_size)
     if len(texts) < SAMPLE_MIN_TEXTS:
-        return padded
+        return padded, padded, None
     model, sampled = timed_sample(embedder, texts, lengths, [i for c in chunks for i in c], batch_size)
     log.info(estimate_line(kind, padded, model, sampled))
-    return model.weights(padded)
+    return model.weights(padded), padded, EtaTracker(model, padded)
+
+
+REFRESH_STEP = 0.1  # a refreshed estimate is logged each time another tenth of the estimated time is done
 
 
 def embed_cached(
@@ -223,13 +231,15 @@ def embed_cached(
     chunk_size: int = CHUNK_SIZE,
     progress: bool = True,
     batch_size: int = 64,
+    on_estimate: Callable[[EtaTracker], None] | None = None,
 ) -> np.ndarray:
     """Embeddings of ``texts``, each text embedded once per (model, backend) and kept on disk.
 
     Texts the store lacks are embedded longest first in chunks of ``chunk_size``, each stored as one
     verified pack as soon as it is done, so a killed build resumes with the texts still missing.
-    ``kind`` only names the texts in logs and progress bars. Returns an ``(n, dim)`` float32 array
-    of L2-normalised rows.
+    ``kind`` only names the texts in logs and progress bars; ``on_estimate`` gets the estimate's tracker
+    when a long run ends (its estimate before the start and the seconds taken). Returns an ``(n, dim)``
+    float32 array of L2-normalised rows.
     """
     store = open_store(embedder, cache_dir)
     keys = text_keys(texts)
@@ -243,16 +253,29 @@ def embed_cached(
     log.info("embedding %d new of %d %s texts with %s (%s); %d from the cache", len(new_texts),
              len(texts), kind, embedder.name, embedder.backend, int(found.sum()))
     chunks = _length_sorted_chunks(new_texts, chunk_size)
-    weights = _progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress else None
+    weights, padded, tracker = (_progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress
+                                else (None, None, None))
     bar = tqdm(total=float(weights.sum()) if weights is not None else len(new_texts), desc=f"embed {kind}",
                unit="tok" if weights is not None else "doc", unit_scale=weights is not None,
                disable=not progress)
     meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}
+    next_log = REFRESH_STEP
     for chunk in chunks:
         ck = [new_keys[i] for i in chunk]
         store.put(ck, embedder.encode([new_texts[i] for i in chunk], batch_size=batch_size), meta)
         bar.update(float(weights[chunk].sum()) if weights is not None else len(chunk))
+        if tracker is not None:
+            total = tracker.finished(padded[chunk])
+            bar.set_postfix_str(f"about {total / 60:.1f} min in all")
+            if tracker.spent >= next_log * tracker.estimate and chunk is not chunks[-1]:
+                log.info("embedding %s: %.1f min spent, about %.1f min in all (estimated %.1f before the "
+                         "start)", kind, tracker.spent / 60, total / 60, tracker.estimate / 60)
+                next_log = tracker.spent / tracker.estimate + REFRESH_STEP
     bar.close()
+    if tracker is not None:
+        log.info(tracker.final_line(kind))
+        if on_estimate is not None:
+            on_estimate(tracker)
     vecs, found = store.get(keys)
     if not found.all():  # pragma: no cover - only if packs vanish while we run
         raise RuntimeError(f"embedding cache {store.folder}: texts missing right after writing them")

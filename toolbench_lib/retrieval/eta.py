@@ -3,11 +3,13 @@
 The registry is embedded longest text first, so a bar counting documents starts slow and speeds up (on a
 2-core CPU the per-document rate rises about fourfold) and its first estimates are far too long. Here each
 text weighs what it costs: the tokens the encoder computes for it (its batch's longest token count, since a
-batch pads to it, cut at the model's sequence length) plus a per-text overhead in token-equivalents. The
-overhead and the seconds per token come from a short timed sample: a few batches of neighbouring texts (in
-the run's own longest-first order) at spread-out positions, fitted by non-negative least squares
-(seconds = per_text * texts + per_token * padded tokens). A bar over these weights reads a near-constant
-rate from the start, so its remaining time holds from the first minute.
+batch pads to it, cut at the model's sequence length) plus a per-text overhead in token-equivalents and an
+attention term growing with the square of the padded length. The three costs come from a short timed
+sample that represents the length distribution: batches of neighbouring texts (in the run's own
+longest-first order) at evenly spaced quantiles, timed after an untimed warm-up batch, fitted by
+non-negative least squares. While the run goes, :class:`EtaTracker` refreshes the estimate with the ratio of
+the time the finished chunks took to what the model predicted for them (a CPU busier or quieter than during
+the sample), and the run ends with the measured time beside the estimate printed before it started.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import numpy as np
 
 SAMPLE_MIN_TEXTS = 10000  # fewer texts: no timed sample (it would be a noticeable share of a short run)
 SAMPLE_BATCH = 32
-SAMPLE_POSITIONS = (0.02, 0.35, 0.65, 0.98)  # quantiles of the longest-first order
+SAMPLE_BATCHES = 8
+# evenly spaced quantiles of the longest-first order: every part of the length distribution weighs the same
+SAMPLE_POSITIONS = tuple((i + 0.5) / SAMPLE_BATCHES for i in range(SAMPLE_BATCHES))
 CHARS_PER_TOKEN = 4.0  # only for a model without a tokenizer
 TOKENIZE_CHUNK = 4096
 
@@ -57,10 +61,12 @@ def padded_lengths(lengths: np.ndarray, chunks: Sequence[Sequence[int]], batch_s
 
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds to embed a text of ``n`` tokens: ``per_text + per_token * n``."""
+    """Seconds to embed a text of ``n`` padded tokens: ``per_text + per_token * n + per_square * n**2`` (the
+    last is attention's share, which grows with the square of the length)."""
 
     per_text: float
     per_token: float
+    per_square: float = 0.0
 
     @property
     def overhead_tokens(self) -> float:
@@ -68,25 +74,36 @@ class CostModel:
         return self.per_text / self.per_token if self.per_token > 0 else 0.0
 
     def seconds(self, lengths: np.ndarray) -> float:
-        return float(self.per_text * len(lengths) + self.per_token * np.sum(lengths))
+        n = np.asarray(lengths, dtype=np.float64)
+        return float(self.per_text * len(n) + self.per_token * n.sum() + self.per_square * np.square(n).sum())
 
     def weights(self, lengths: np.ndarray) -> np.ndarray:
         """Each text's cost in token-equivalents (what the progress bar counts)."""
-        return np.asarray(lengths, dtype=np.float64) + self.overhead_tokens
+        n = np.asarray(lengths, dtype=np.float64)
+        if self.per_token <= 0:
+            return n
+        return n + self.overhead_tokens + self.per_square / self.per_token * np.square(n)
 
 
-def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[float]) -> CostModel:
-    """Per-text and per-token seconds from timed batches (texts, tokens and seconds of each), by
-    non-negative least squares; when the batches cannot tell the two apart, all cost goes per token."""
+def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[float],
+             squares: Sequence[float] | None = None) -> CostModel:
+    """Per-text, per-token and (given ``squares``, each batch's sum of squared padded lengths) per-square
+    seconds from timed batches, by non-negative least squares; terms the batches cannot tell apart are left
+    out (all cost per token at the least)."""
     from scipy.optimize import nnls
 
-    a = np.column_stack([np.asarray(texts, dtype=np.float64), np.asarray(tokens, dtype=np.float64)])
+    cols = [np.asarray(texts, dtype=np.float64), np.asarray(tokens, dtype=np.float64)]
+    if squares is not None:
+        cols.append(np.asarray(squares, dtype=np.float64))
     y = np.asarray(seconds, dtype=np.float64)
-    if len(y) >= 2 and np.linalg.matrix_rank(a) == 2:
-        (per_text, per_token), _ = nnls(a, y)
-        if per_token > 0:
-            return CostModel(float(per_text), float(per_token))
-    return CostModel(0.0, float(y.sum() / max(a[:, 1].sum(), 1.0)))
+    for width in range(len(cols), 1, -1):
+        a = np.column_stack(cols[:width])
+        if len(y) >= width and np.linalg.matrix_rank(a) == width:
+            coef, _ = nnls(a / a.max(axis=0), y)  # columns scaled alike: nnls is then well conditioned
+            coef = coef / a.max(axis=0)
+            if coef[1] > 0:
+                return CostModel(float(coef[0]), float(coef[1]), float(coef[2]) if width == 3 else 0.0)
+    return CostModel(0.0, float(y.sum() / max(cols[1].sum(), 1.0)))
 
 
 def sample_batches(order: Sequence[int], batch: int | None = None,
@@ -110,16 +127,19 @@ def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Seq
     """The cost model of ``embedder`` on this machine, from encoding a few batches of ``texts`` (positions
     in ``order``, the run's embedding order; ``lengths`` their token counts); the vectors are discarded.
     Returns the model and the texts timed."""
-    batches = sample_batches(order)
-    embedder.encode([texts[batches[0][-1]]], batch_size=1)  # first call: thread pools, allocations
-    n, tok, sec = [], [], []
+    batches = sample_batches(order, batch_size)  # batches as the run encodes them
+    # first call, untimed: thread pools and allocations, on a batch of typical length
+    embedder.encode([texts[i] for i in sample_batches(order, batch_size, (0.5,))[0]], batch_size=batch_size)
+    n, tok, sq, sec = [], [], [], []
     for chunk in batches:
         t0 = clock()
         embedder.encode([texts[i] for i in chunk], batch_size=batch_size)
         sec.append(clock() - t0)
         n.append(len(chunk))
-        tok.append(float(padded_lengths(lengths, [chunk], batch_size)[chunk].sum()))
-    return fit_cost(n, tok, sec), sum(n)
+        padded = padded_lengths(lengths, [chunk], batch_size)[chunk]
+        tok.append(float(padded.sum()))
+        sq.append(float(np.square(padded).sum()))
+    return fit_cost(n, tok, sec, sq), sum(n)
 
 
 def remaining_seconds(done_weight: float, total_weight: float, elapsed: float) -> float:
@@ -134,6 +154,38 @@ def minutes_text(seconds: float) -> str:
     if seconds < 60:
         return "under a minute"
     return f"about {max(1, round(seconds / 60))} min"
+
+
+class EtaTracker:
+    """The estimate while a run goes: before the start, the cost model's seconds for every text; after each
+    finished chunk, the time spent plus the model's seconds for what is left, scaled by the ratio of the time
+    the finished chunks took to the model's seconds for them."""
+
+    def __init__(self, model: CostModel, padded: np.ndarray, clock=time.perf_counter):
+        self.model, self.clock = model, clock
+        self.estimate = model.seconds(padded)
+        self.predicted_left = self.estimate
+        self.spent, self.predicted_done = 0.0, 0.0
+        self.started = clock()
+
+    def finished(self, padded: np.ndarray) -> float:
+        """Record a chunk (its texts' padded lengths) finished now; returns the refreshed total seconds."""
+        predicted = self.model.seconds(padded)
+        self.predicted_done += predicted
+        self.predicted_left = max(self.predicted_left - predicted, 0.0)
+        self.spent = self.clock() - self.started
+        return self.total()
+
+    def total(self) -> float:
+        """The refreshed estimate of the whole run, in seconds."""
+        ratio = self.spent / self.predicted_done if self.predicted_done > 0 else 1.0
+        return self.spent + self.predicted_left * ratio
+
+    def final_line(self, kind: str) -> str:
+        """``took`` beside ``estimated`` (before the start) and the estimate's error."""
+        error = (self.estimate - self.spent) / self.spent * 100 if self.spent > 0 else 0.0
+        return (f"embedding the {kind} texts took {self.spent / 60:.1f} min; estimated "
+                f"{self.estimate / 60:.1f} before the start ({error:+.0f}%)")
 
 
 def estimate_line(kind: str, padded: np.ndarray, model: CostModel, sampled: int) -> str:

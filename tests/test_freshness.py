@@ -1,0 +1,91 @@
+"""A warm run keeps a notebook's outputs only while its key and every recorded output file are unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from toolbench_lib.bench.first_run import cold_cache, cpu_flags, notebook_seconds, simd_flags
+from toolbench_lib.pipeline import freshness
+from toolbench_lib.retrieval.embed_store import text_keys, write_pack
+
+
+def _run_folder(tmp_path: Path) -> Path:
+    out = tmp_path / "run"
+    for rel, text in {"notebooks/02_main.ipynb": "{}", "tables/main.csv": "a,b\n1,2\n",
+                      "figures/f.png": "png"}.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    return out
+
+
+def test_keys_and_checksums_decide_what_is_current(tmp_path):
+    out = _run_folder(tmp_path)
+    keys = {"02_main.ipynb": "k2", "03_k.ipynb": "k3"}
+    assert freshness.current_notebooks(out, keys) == set()  # nothing recorded yet
+    freshness.write_manifest(out, keys)
+    assert freshness.current_notebooks(out, keys) == {"02_main.ipynb", "03_k.ipynb"}
+    assert freshness.current_notebooks(out, {**keys, "03_k.ipynb": "other"}) == {"02_main.ipynb"}
+    (out / "tables" / "main.csv").write_text("a,b\n1,3\n")  # a table changed after the run
+    assert freshness.current_notebooks(out, keys) == set()
+    freshness.write_manifest(out, keys)
+    (out / "figures" / "f.png").unlink()  # a recorded output went missing
+    assert freshness.current_notebooks(out, keys) == set()
+    freshness.write_manifest(out, keys)
+    (out / "notebooks" / freshness.MANIFEST).write_text("{not json")  # a corrupted record
+    assert freshness.current_notebooks(out, keys) == set()
+
+
+def test_manifest_merges_notebooks_run_apart(tmp_path):
+    out = _run_folder(tmp_path)
+    freshness.write_manifest(out, {"02_main.ipynb": "k2"})
+    freshness.write_manifest(out, {"11_ablations.ipynb": "k11"})
+    recorded = json.loads((out / "notebooks" / freshness.MANIFEST).read_text())["notebooks"]
+    assert recorded == {"02_main.ipynb": "k2", "11_ablations.ipynb": "k11"}
+
+
+def test_notebook_key_follows_file_parameters_study_and_code(tmp_path):
+    nb = tmp_path / "02_x.ipynb"
+    nb.write_text("{}")
+    key = freshness.notebook_key(nb, {"runs": 1}, "study", "code")
+    assert key == freshness.notebook_key(nb, {"runs": 1}, "study", "code")
+    assert len({key, freshness.notebook_key(nb, {"runs": 2}, "study", "code"),
+                freshness.notebook_key(nb, {"runs": 1}, "other", "code"),
+                freshness.notebook_key(nb, {"runs": 1}, "study", "changed")}) == 4
+    nb.write_text('{"cells": []}')
+    assert freshness.notebook_key(nb, {"runs": 1}, "study", "code") != key
+
+
+def test_code_fingerprint_changes_with_a_source_file(tmp_path):
+    (tmp_path / "toolbench_lib").mkdir()
+    src = tmp_path / "toolbench_lib" / "a.py"
+    src.write_text("x = 1\n")
+    before = freshness.code_fingerprint(tmp_path)
+    src.write_text("x = 2\n")
+    assert freshness.code_fingerprint(tmp_path) != before
+
+
+def test_cold_cache_keeps_only_the_registry_vectors(tmp_path):
+    store = tmp_path / "cache" / "embeddings" / "by-text" / "m" / "fp32-s256"
+    store.mkdir(parents=True)
+    vecs = np.eye(2, 4, dtype=np.float32)
+    reg = write_pack(store, text_keys(["api a", "api b"]), vecs, {"kind": "registry"})
+    write_pack(store, text_keys(["query a", "query b"]), vecs, {"kind": "queries"})
+    (tmp_path / "cache" / "models").mkdir()
+    (tmp_path / "cache" / "bm25").mkdir()
+    cold = cold_cache(tmp_path / "cold", "m", tmp_path / "cache")
+    kept = list((cold / "embeddings" / "by-text" / "m" / "fp32-s256").iterdir())
+    assert [p.name for p in kept] == [reg.name] and kept[0].resolve() == reg.resolve()
+    assert (cold / "models").is_symlink() and not (cold / "bm25").exists()
+
+
+def test_cpu_flags_and_notebook_seconds():
+    info = "processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 fma avx512f\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu_flags(info) == ["fpu", "sse4_2", "avx", "avx2", "fma", "avx512f"]
+    assert simd_flags(cpu_flags(info)) == ["sse4_2", "avx", "avx2", "fma", "avx512f"]
+    assert cpu_flags("no flags here") == []
+    console = ("run r: 2 notebook(s)\n  01_data_prep.ipynb                      12.2 s\n"
+               "  02_main_results.ipynb                    0.0 s\noutputs: /x\n")
+    assert notebook_seconds(console) == {"01_data_prep.ipynb": 12.2, "02_main_results.ipynb": 0.0}

@@ -1,0 +1,95 @@
+"""Which executed notebooks of a run folder are still current: a warm `make run` keeps them.
+
+A notebook's key hashes what its outputs depend on: the notebook's own file, the parameters it is passed,
+the configuration's study key (data fingerprint, embedder, backend, prompts), and the code, references,
+cassettes and lock files of the checkout. After a run that completed, ``notebooks/fresh.json`` records each
+notebook's key and the sha256 of every file under the run folder's ``notebooks/``, ``tables/`` and
+``figures/`` and of its report (written from those, so kept with them when every notebook is kept). A later
+run with the same key keeps that notebook's executed copy and outputs instead of executing it again, but
+only while every recorded file still holds its checksum: one changed, missing or corrupted file makes every
+notebook run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..data.atomic import atomic_path
+from ..data.paths import PROJECT_ROOT
+
+MANIFEST = "fresh.json"
+OUTPUT_FOLDERS = ("notebooks", "tables", "figures")
+REPORT_FILES = ("report.md", "report.html")
+# What every notebook's outputs depend on besides its own file and parameters (relative to the checkout).
+SOURCES = ("toolbench_lib/**/*.py", "references/**/*", "data/cassettes/**/*", "requirements*.lock",
+           "pyproject.toml")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def code_fingerprint(root: Path = PROJECT_ROOT, patterns: Iterable[str] = SOURCES) -> str:
+    """sha256 over the checkout's code, references, cassettes and lock files (names and contents)."""
+    h = hashlib.sha256()
+    files = sorted({p for pat in patterns for p in root.glob(pat)
+                    if p.is_file() and "__pycache__" not in p.parts})
+    for path in files:
+        h.update(str(path.relative_to(root)).encode())
+        h.update(_sha256(path).encode())
+    return h.hexdigest()
+
+
+def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str) -> str:
+    """The key of one notebook's outputs: its file, its parameters, the study key and the code."""
+    blob = json.dumps({"notebook": _sha256(notebook), "parameters": dict(parameters), "study": study_key,
+                       "code": code}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def output_checksums(out_dir: Path) -> dict[str, str]:
+    """sha256 of every file under the run folder's output folders and of its report (paths relative to
+    ``out_dir``)."""
+    out = {name: _sha256(out_dir / name) for name in REPORT_FILES if (out_dir / name).is_file()}
+    for folder in OUTPUT_FOLDERS:
+        for path in sorted((out_dir / folder).rglob("*")):
+            if path.is_file() and path.name != MANIFEST:
+                out[str(path.relative_to(out_dir))] = _sha256(path)
+    return out
+
+
+def current_notebooks(out_dir: Path, keys: Mapping[str, str]) -> set[str]:
+    """The notebooks whose recorded key equals ``keys[name]``, when every recorded output file of the run
+    folder still holds its checksum (else none)."""
+    try:
+        manifest = json.loads((out_dir / "notebooks" / MANIFEST).read_text(encoding="utf-8"))
+        recorded, files = dict(manifest["notebooks"]), dict(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    for rel, digest in files.items():
+        path = out_dir / rel
+        if not path.is_file() or _sha256(path) != digest:
+            return set()
+    return {name for name, key in keys.items() if recorded.get(name) == key}
+
+
+def write_manifest(out_dir: Path, keys: Mapping[str, str]) -> Path:
+    """Record ``keys`` (merged over the notebooks recorded before) and the output files' checksums."""
+    path = out_dir / "notebooks" / MANIFEST
+    try:
+        before = dict(json.loads(path.read_text(encoding="utf-8"))["notebooks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        before = {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps({"notebooks": {**before, **keys}, "files": output_checksums(out_dir)},
+                                  indent=1, sort_keys=True), encoding="utf-8")
+    return path
+
