@@ -202,7 +202,8 @@ if n_val > 0:
     # The validation study is stored in a run of its own (another configuration than this run's).
     vcfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-validation",
                                      "subsets": list(validation_sets)})
-    vcfg.limit, vcfg.plan_limit = n_val, 0  # after build: a smoke run would reset them
+    # after build (a smoke run would reset them); the cassette holds the validation sets' stubs of run 0
+    vcfg.limit, vcfg.plan_limit, vcfg.runs = n_val, 0, 1
     vcfg = vcfg.redirected()
     vsetup, vresult = get_study(vcfg)
     vprov = provenance_line(vresult) + f", gt={gt}, parameters fitted on {', '.join(subsets)}: {fitted}"
