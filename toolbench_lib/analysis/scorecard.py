@@ -103,6 +103,9 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "ablation_embedder": ("cos_correct", "cos_incorrect", *_ci("cos_correct", "cos_incorrect")),
 }
 
+# Tables only an opt-in step writes (`make ablations`: the embedder ablation of notebook 11).
+OPTIONAL_TABLES = frozenset({"ablation_embedder"})
+
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
               ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
 _LOCATOR_KEYS = {"table", "where", "column", "agg", "scale"}
