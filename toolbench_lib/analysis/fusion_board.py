@@ -138,7 +138,7 @@ def goal_summary(goal: pd.DataFrame) -> str:
             f"`{best['method']}`, has a smallest margin of {best['min_margin']:+.3f}.")
 
 
-def goal_sentence(design: pd.DataFrame, ledger=None) -> str:
+def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str:
     """The goal's verdict from notebook 12's ``retriever_fusion_design`` table: which fused or learned
     methods meet it, and the best one's margin per set. ``ledger`` (the report's) records each number."""
     put = ledger.put if ledger is not None else (lambda name, text: text)
@@ -154,6 +154,8 @@ def goal_sentence(design: pd.DataFrame, ledger=None) -> str:
         + f" over `{r.reference}`" for r in fused[fused["method"] == best].itertuples())
     verdict = (f"{len(met)} of {fused['method'].nunique()} fused or learned methods meet the goal "
                f"({', '.join(f'`{m}`' for m in met) or 'none'})")
+    if short:  # the report's front: the verdict alone (the section "Beyond the paper" has the numbers)
+        return f"Fused and learned methods against the goal of the glossary: {verdict}."
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 

@@ -227,7 +227,6 @@ APPENDIX_TABLES = (
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found (notebook 11)"),
     ("pass_rate_judged_objective", "Judged against objective pass rates, with the judge's kappa"),
-    ("main_results", "Recall, precision and pass rate per set and architecture (notebook 02)"),
 )
 
 
@@ -270,7 +269,7 @@ def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
 ARCH = {"rtp": "RtP", "ptr": "PtR"}
 
 
-def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
+def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
     """"Beyond the paper": :data:`~.fusion_board.GOAL` and which fused or learned methods meet it over every
     family (notebook 12), then notebook 10's result against the dense architectures of the main study."""
     cache = TableCache(cfg.tables_dir)
@@ -280,7 +279,7 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
                        & (learned["part"] == "design")]
         design = pd.concat([design, rows.rename(columns={"ci_low": "diff_lo", "ci_high": "diff_hi"})],
                            ignore_index=True)
-    lines = [goal_sentence(design, ledger) if design is not None and not design.empty else
+    lines = [goal_sentence(design, ledger, short) if design is not None and not design.empty else
              "The fused and learned methods over every retriever family were not run (notebook 12 scores "
              "them)."]
     if main is not None and not main.empty and "baselines" in main:
@@ -290,7 +289,8 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
 
 def glossary_section(material) -> list[str]:
     """The glossary: every term and method name the report uses, each with where the toolkit computes it."""
-    return ["## Glossary", "", material.glossary, ""]
+    terms = re.sub(r" \*\(`[^`]*`\)\*", "", material.glossary)  # where the toolkit computes it: notebook 09
+    return ["## Glossary", "", terms, ""]
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
@@ -318,7 +318,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     parts += setup_box(cfg, provenance, references, rows)
-    extra = [*goal_lines(cfg, ledger)[:1], *claim_verdicts(cfg, "main")]
+    extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
     parts += right_and_wrong(report, headlines, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]

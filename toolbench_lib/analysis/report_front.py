@@ -23,6 +23,9 @@ FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever fam
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "the paper's dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
+SHORT_VERDICT = {"reproduced": "reproduced", "same direction, not significant": "same, n.s.",
+                 "not reproduced": "other leads, n.s.", "refuted": "other leads (significant)",
+                 "no paper pair": "no paper pair"}
 
 
 class Ledger:
@@ -73,8 +76,6 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
                  if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
         out.append({
             "retriever": r.retriever, "set": subset_alias(r.subset),
-            "queries": ledger.put(f"{n} queries", fmt_count(r.n_queries)),
-            "runs": ledger.put(f"{n} runs", fmt_count(r.n_runs)),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
             "PtR − RtP (95% CI)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
@@ -82,7 +83,8 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
             "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm)),
             "p over runs (paper's test, Holm)": ledger.put(f"{n} p over runs", fmt_p(r.p_runs_holm)),
             "paper RtP / PtR": paper,
-            "verdict": r.verdict})
+            "paper's leader here": SHORT_VERDICT.get(str(r.verdict).split(":")[0].split(" (")[0],
+                                                     str(r.verdict))})
     return md_table(pd.DataFrame(out))
 
 
