@@ -33,15 +33,13 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
 # Modules (or single tests, "module::test") that need the data or a model without one of those fixtures.
 # "slow": heavy without either (a notebook kernel, a thousand fuzzed replies, cross-validated routers).
 NEEDS: dict[str, tuple[str, ...]] = {
-    "test_analysis_beyond.py::test_report_includes_the_saved_leaderboard": ("data",),  # report provenance
+    "test_analysis_beyond.py::test_report_states_notebook_10s_goal_result": ("data",),  # report provenance
     "test_analysis_judge.py::test_rejudge_command": ("data",),
     "test_analysis_report.py::test_build_report_one_row_per_entry_with_missing_tables": ("data",),
     "test_analysis_report.py::test_write_report_with_provenance_and_figures": ("data",),
     "test_analysis_report.py::test_write_report_without_any_outputs": ("data",),
-    "test_analysis_report.py::test_report_shows_the_judge_tables_when_saved": ("data",),
-    "test_analysis_report.py::test_report_shows_the_ablation_verdicts_before_the_judge": ("data",),
-    "test_analysis_report.py::test_report_shows_the_test_over_runs_before_the_ablations": ("data",),
-    "test_analysis_report.py::test_report_opens_with_the_summary_and_places_every_figure_once": ("data",),
+    "test_analysis_report.py::test_report_appendix_holds_the_wide_tables_saved": ("data",),
+    "test_analysis_report.py::test_report_opens_with_the_answer_and_places_every_figure_once": ("data",),
     "test_analysis_routing.py::test_routers_match_the_oracle_on_a_separating_signal": ("slow",),
     "test_bench.py::test_bench_command_quick": ("data",),
     "test_cli.py::test_data_summary_json": ("data",),

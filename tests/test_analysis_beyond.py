@@ -105,18 +105,20 @@ def test_goal_table_and_costs(scored) -> None:
     assert len(ev) == 4 and (ev[ev["subset"] == "S1"]["diff"] == -1.0).all()
 
 
-def test_report_includes_the_saved_leaderboard(tmp_path, scored) -> None:
+def test_report_states_notebook_10s_goal_result(tmp_path, scored) -> None:
     from toolbench_lib.analysis.report import write_report
     from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
 
     cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
-    assert "Beyond the paper" not in write_report(cfg).read_text()
+    assert "On the main study (notebook 10" not in write_report(cfg).read_text()
     _, scores, _ = scored
-    wide = fusion_board.leaderboard_wide(fusion_board.leaderboard(scores, 5, n_boot=200))
-    save_table(wide, "beyond_leaderboard", cfg, "provenance line")
+    goal = fusion_board.goal_table(scores, 5, n_boot=200)
+    save_table(goal, "beyond_goal", cfg, "provenance line")
     text = write_report(cfg).read_text()
-    assert "## Beyond the paper" in text and "route-cv" in text and "provenance line" in text
-    assert text.index("## Beyond the paper") < text.index("## Scorecard")  # the scorecard ends the report
+    section = text.split("## Beyond the paper")[1].split("\n## ")[0]
+    assert ("On the main study (notebook 10, the dense family only): " + fusion_board.goal_summary(goal)) \
+        in section
+    assert text.index("## Beyond the paper") < text.index("## Appendix A")
 
 
 def test_unseen_queries_drop_repeated_sets() -> None:

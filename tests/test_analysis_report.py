@@ -257,9 +257,9 @@ def test_write_report_with_provenance_and_figures(cfg):
     path = write_report(cfg)
     assert path == cfg.out_dir / "report.md"
     text = path.read_text()
-    assert text.startswith("# Reproduction report: report_test")
+    assert text.startswith("# Plan or Retrieve First? Reproduction report for run `report_test`")
     for needle in ("rules-v1", "all-MiniLM-L6-v2 (requested thenlper/gte-base)", "77e6f89f20bc2417",
-                   "runs=2", "plan_limit=5", "![recall_by_subset](figures/recall_by_subset.png)",
+                   "runs=2", "plan_limit=5", "(figures/recall_by_subset.png)", "*Figure `recall_by_subset`.*",
                    "| g1_rtp_recall", "missing table", "version 2"):
         assert needle in text, needle
     csv = pd.read_csv(cfg.out_dir / "report.csv")
@@ -269,44 +269,28 @@ def test_write_report_with_provenance_and_figures(cfg):
 
 def test_write_report_without_any_outputs(cfg):
     text = write_report(cfg).read_text()
-    assert "No stored study found" in text and "No figures were saved" in text
+    assert "No stored study found" in text and "No answer: this run saved no primary-endpoint table" in text
+    assert "![" not in text  # no figure was saved
     status = pd.read_csv(cfg.out_dir / "report.csv")["status"]
     assert status.isin(["missing table", "not scored"]).all() and status.eq("missing table").sum() >= 50
 
 
-def test_report_shows_the_judge_tables_when_saved(cfg):
-    assert "The pass rate: judged and objective" not in write_report(cfg).read_text()
-    found = pd.DataFrame({"finding": ["judge-v1: 4 plans judged, 0.75 rated Solved"]})
-    save_table(found, "judge_findings", cfg)
-    save_table(pd.DataFrame({"subset": ["G1"], "rtp": [0.5], "ptr": [0.25], "holds": [True]}),
-               "pass_rate_ordering", cfg)
+def test_report_appendix_holds_the_wide_tables_saved(cfg):
+    """The appendix shows the saved wide tables under their titles, with words for column names; the
+    per-query and over-runs test tables stay out of it (the front's table states that comparison once)."""
     text = write_report(cfg).read_text()
-    section = text.split("## The pass rate: judged and objective")[1].split("## Figures")[0]
-    assert "judge-v1: 4 plans judged, 0.75 rated Solved" in section
-    assert "The paper's pass-rate ordering" in section and "| G1 " in section
-    assert "Judged against objective" not in section  # that table was not saved
-
-
-def test_report_shows_the_ablation_verdicts_before_the_judge(cfg):
-    assert "Ablations behind the named causes" not in write_report(cfg).read_text()
-    save_table(pd.DataFrame({"ablation": ["stub_echo"], "verdict": ["Stubs restate their query."]}),
-               "ablation_verdicts", cfg)
-    save_table(pd.DataFrame({"finding": ["judge-v1: 4 plans"]}), "judge_findings", cfg)
-    text = write_report(cfg).read_text()
-    section = text.split("## Ablations behind the named causes")[1].split("## The pass rate")[0]
-    assert "Stubs restate their query." in section and "Decomposition against" not in section
-
-
-def test_report_shows_the_test_over_runs_before_the_ablations(cfg):
-    assert "## Statistics" not in write_report(cfg).read_text()
+    assert "### What the ablations found" not in text
+    save_table(pd.DataFrame({"ablation": ["stub_echo"], "verdict": ["Stubs restate their query."],
+                             "n_queries": [3]}), "ablation_verdicts", cfg)
     save_table(pd.DataFrame({"subset": ["G2"], "metric": ["recall"], "ptr_runs": [[0.12, 0.13]],
                              "p_holm": [0.5], "leader": ["neither"]}), "runs_tests", cfg)
-    save_table(pd.DataFrame({"ablation": ["stub_echo"], "verdict": ["Stubs restate their query."]}),
-               "ablation_verdicts", cfg)
+    save_table(_paired(), "paired_tests", cfg)
     text = write_report(cfg).read_text()
-    section = text.split("## Statistics")[1].split("## Ablations behind the named causes")[0]
-    assert "The paper's test over runs" in section and "| G2 " in section and "neither" in section
-    assert "Paired per-query tests" not in section  # that table was not saved
+    appendix = text.split("## Appendix B")[1].split("## Appendix C")[0]
+    assert "### What the ablations found (notebook 11)" in appendix
+    assert "Stubs restate their query." in appendix
+    assert "| ablation | verdict | n queries |" in appendix  # n_queries shown as words
+    assert "p_holm" not in text and "p_wilcoxon_holm" not in text
 
 
 def test_paper_numbers_in_notebook_prose_come_from_the_reference_file():
@@ -514,23 +498,40 @@ def _paired() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
-    """Summary first (question, one verdict per set, the setup box); every saved figure appears once, in
-    its section, with a caption; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
-    from toolbench_lib.analysis.findings import main_findings
+def _endpoint() -> pd.DataFrame:
+    rows = []
+    for family, sign in (("dense", -1), ("bm25", 1)):
+        for subset, rtp, ptr, p in (("G1_instruction", 0.35, 0.28, 0.01),
+                                    ("G2_category_original", 0.13, 0.2, 0.02),
+                                    ("G3_instruction_original", 0.16, 0.19, 0.3)):
+            diff = ptr - rtp
+            paper = {"G1_instruction": (0.372, 0.289), "G2_category_original": (0.143, 0.188),
+                     "G3_instruction_original": (0.16, 0.172)}[subset]
+            lead = "PtR" if diff > 0 else "RtP"
+            want = "PtR" if paper[1] > paper[0] else "RtP"
+            sig = p < 0.05
+            verdict = ("reproduced" if lead == want and sig else "same direction, not significant"
+                       if lead == want else "refuted: x" if sig else "not reproduced: x")
+            rows.append({"retriever": family, "subset": subset, "n_queries": 15, "n_runs": 2, "rtp": rtp,
+                         "ptr": ptr, "diff": diff, "ci_low": diff - 0.02 * sign, "ci_high": diff + 0.03,
+                         "p": p, "p_holm": p, "p_family": "Holm", "p_runs": p, "p_runs_holm": p,
+                         "leader": lead, "significant": sig, "paper_rtp": paper[0], "paper_ptr": paper[1],
+                         "paper_leader": want, "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
+    """The front first (question, the primary endpoint, one table of the answer, the setup box, a
+    conclusion per retriever last); every saved figure appears once, in its section, with a caption of 12+
+    words; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
+    from toolbench_lib.analysis.report_checks import check_captions, front_text
 
     main = _main_results()
-    main["k"] = 5
     main.loc[(main["subset"] == "G1") & (main["method"] == "rtp"), "n_queries"] = 16300
     save_table(main, "main_results", cfg)
-    save_table(_paired(), "paired_tests", cfg)
-    save_table(pd.DataFrame({"subset": ["G2", "all"], "retriever": ["bm25", "all"],
-                             "text": ["G2, bm25: PtR ahead.", "BM25 puts PtR ahead."]}),
-               "retriever_verdicts", cfg)
-    save_table(pd.DataFrame({"text": ["`fused` meets the goal."]}), "retriever_fusion_verdicts", cfg)
-    save_table(pd.DataFrame({"subset": ["G2"], "retriever": ["bm25"], "method": ["rtp"], "recall_mean": [0.2],
-                             "recall_lo": [0.1], "recall_hi": [0.3], "n_queries": [15]}),
-               "retriever_main", cfg)
+    endpoint = _endpoint()
+    save_table(endpoint[endpoint["retriever"] == "dense"], "primary_endpoint", cfg)
+    save_table(endpoint, "primary_endpoint_families", cfg)
     names = ["figure2", "k_ablation", "scale_divergence", "retriever_recall", "beyond_recall_vs_k",
              "mystery_plot"]
     for name in names:
@@ -539,36 +540,23 @@ def test_report_opens_with_the_summary_and_places_every_figure_once(cfg):
         save_figure(fig, name, cfg)
         plt.close(fig)
     text = write_report(cfg).read_text()
-    body = text.split("## Summary", 1)[1]
-    assert text.index("## Summary") < text.index("## Main results") < text.index("## Scorecard")
-    assert "**The question.**" in body.split("## Setup and data")[0]
-    assert "What differs from the paper's setup" in body and "16,300" in body and "Gemini 2.5 Flash" in body
+    front = front_text(text)
+    assert text.index("## The question and the answer") < text.index("## Which architecture") \
+        < text.index("## Glossary") < text.index("## Appendix A")
+    assert "**The question.**" in front and "**Primary endpoint:**" in front
+    assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
+    assert front.rstrip().split("\n### ")[-1].startswith("Conclusion per retriever")
+    assert "**Dense (the paper's retriever):**" in front and "**BM25:**" in front
+    assert "With BM25 retrieval, the paper's crossover" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
         assert f"*Figure `{name}`.*" in text
-    sections = {"figure2": "## Main results", "k_ablation": "## Retrieval budget",
+    assert check_captions(text) == []
+    sections = {"figure2": "## Which architecture", "k_ablation": "## A larger retrieval budget",
                 "scale_divergence": "## Registry scale", "retriever_recall": "## Retriever families",
                 "mystery_plot": "## Other figures"}
     for name, heading in sections.items():
         start = text.index(heading)
         end = text.find("\n## ", start + 1)
         assert f"figures/{name}.png" in text[start:end], name
-    summary = body.split("## Setup and data")[0]
-    assert "BM25 puts PtR ahead." in summary and "`fused` meets the goal." in summary
-    assert "G2, bm25: PtR ahead." not in summary  # the per-set lines are in the retriever section
-    assert "- G2, bm25: PtR ahead." in text.split("## Retriever families")[1]
     assert "nan" not in text.lower().replace("nanmean", "") and "e+0" not in text
-    # The summary's verdicts are the notebook's: the same function, the same words for every set.
-    paper = {"G1": {"rtp": 0.372, "ptr": 0.289}, "G2": {"rtp": 0.143, "ptr": 0.188}, "G3": {"rtp": 0.160,
-                                                                                          "ptr": 0.172}}
-    notebook = main_findings(main, _paired(), paper)
-    summary = body.split("## Setup and data")[0]
-    expected = {"G1": "reproduced", "G2": "reproduced", "G3": "same direction, not significant"}
-    for line in notebook.splitlines():
-        subset = line.split("**")[1]
-        verdict = next(v for v in ("reproduced", "same direction, not significant", "refuted",
-                                   "not reproduced") if v in line)
-        assert verdict == expected[subset] or verdict.startswith(expected[subset])
-        summary_line = next(s for s in summary.splitlines() if s.startswith(f"- **{subset}**"))
-        assert f"**{verdict}" in summary_line, (subset, summary_line)
-    assert "p < 0.001" in summary and "p = 0.014" in summary
