@@ -33,7 +33,7 @@ from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
-from toolbench_lib.pipeline.report_html import write_html_report
+from toolbench_lib.pipeline.report_html import write_notebooks_html
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
 
 from .axe import axe_violations, format_violations
@@ -359,14 +359,15 @@ REPORT_NOTEBOOKS = ("01_data_prep", "03_k_ablation", "06_stub_failure_analysis",
 
 @pytest.fixture(scope="module")
 def report(stored) -> Path:
-    """report.html of a small run folder: four notebooks run under papermill over the stored study."""
+    """notebooks.html of a small run folder: four notebooks run under papermill over the stored study (the
+    page of report.md is checked in Chromium by the smoke reproduce test)."""
     name, _ = stored
     run_dir = OUTPUTS_DIR / name
     with interpreter_kernel() as kernel:
         for stem in REPORT_NOTEBOOKS:
             run_notebook(NOTEBOOKS_DIR / f"{stem}.ipynb", run_dir / "notebooks" / f"{stem}.ipynb",
                          {"run_name": name, "smoke": True}, kernel)
-    return write_html_report(run_dir)
+    return write_notebooks_html(run_dir)
 
 
 def test_report_html_in_chromium(chromium, report):

@@ -3,7 +3,7 @@ script payloads is rendered as the report renders it, and headless Debian Chromi
 finds nothing live: no dialog (after hovering and clicking every element), no ``javascript:`` link, no
 event-handler attribute, no frame.
 
-Two pages: ``report.html`` written by :func:`write_html_report` from an executed notebook whose Markdown
+Two pages: ``notebooks.html`` written by :func:`write_notebooks_html` from an executed notebook whose Markdown
 outputs are the worked-query block (escaped where written) and, as the second line, the same payloads
 unescaped in Markdown and HTML outputs (sanitised by the report's allow-list); and the worked-query block
 of ``report.md`` rendered to HTML by a renderer that lets raw HTML through."""
@@ -19,7 +19,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
-from toolbench_lib.pipeline.report_html import write_html_report
+from toolbench_lib.pipeline.report_html import write_notebooks_html
 
 from .test_browser import SHOTS, TIMEOUT_MS, _launch, chromium  # noqa: F401 (chromium: the fixture)
 from .test_reliability import (
@@ -95,7 +95,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     nb.cells += [worked, raw]
     (run / "notebooks").mkdir(parents=True)
     nbformat.write(nb, run / "notebooks" / "09_report.ipynb")
-    report = write_html_report(run)
+    report = write_notebooks_html(run)
     md_page = run / "report_md.html"
     md_page.write_text(f"<!doctype html><html><body>{render(_worked_markdown())}</body></html>",
                        encoding="utf-8")
