@@ -74,3 +74,8 @@ def test_method_names_must_be_in_the_glossary():
 def test_latex_and_bare_missing_values_fail():
     for text in ("0.31 {\\pm} 0.02", "p{<}0.001", "seed None"):
         assert check_report(_report(text), QUANTITIES, [], []), text
+
+
+def test_escaped_values_count_as_written():
+    report = _report().replace("| dense | G1 | p = 0.012 |", "| dense | G1 | p &lt; 0.001 \\[0.1, 0.2\\] |")
+    assert check_quantities(report, {"dense G1 p": "p < 0.001", "dense G1 CI": "[0.1, 0.2]"}) == []

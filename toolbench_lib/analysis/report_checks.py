@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Mapping
 
@@ -51,9 +52,15 @@ def words(text: str) -> int:
     return len(re.findall(r"[^\s]+", text))
 
 
+def plain(markdown: str) -> str:
+    """The text as a reader sees it: Markdown's backslash escapes and HTML entities resolved."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", markdown))
+
+
 def check_quantities(markdown: str, quantities: Mapping[str, object]) -> list[str]:
     """One value per named quantity, and that value written in the report."""
     problems = []
+    markdown = plain(markdown)
     for name, value in quantities.items():
         if isinstance(value, list):
             problems.append(f"quantity {name!r} has {len(value)} values: {value}")
@@ -67,7 +74,7 @@ def check_p_values(markdown: str, quantities: Mapping[str, object]) -> list[str]
     comparison (a second ``p`` entry for it) is stated."""
     names = [n for n in quantities if n.endswith(" p")]
     problems = [f"{n}: {quantities[n]}" for n in names if isinstance(quantities[n], list)]
-    front = front_text(markdown)
+    front = plain(front_text(markdown))
     for name in names:
         value = quantities[name]
         if isinstance(value, str) and value not in front:
