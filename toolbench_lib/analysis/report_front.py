@@ -85,7 +85,7 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
             "paper RtP / PtR": paper,
             "paper's leader here": SHORT_VERDICT.get(str(r.verdict).split(":")[0].split(" (")[0],
                                                      str(r.verdict))})
-    return md_table(pd.DataFrame(out))
+    return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
 def _set_phrase(r, ledger: Ledger) -> str:

@@ -57,14 +57,15 @@ def md_code(text: object, in_table: bool = False) -> str:
     return f"{fence}{pad}{line}{pad}{fence}"
 
 
-def md_table(df: pd.DataFrame, na: str = "n/a") -> str:
+def md_table(df: pd.DataFrame, na: str = "n/a", numparse: bool = True) -> str:
     """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers as they
-    are, missing values as ``na``."""
+    are, missing values as ``na``. ``numparse=False`` keeps text cells that look like numbers as written
+    (``0.580`` stays ``0.580``)."""
     shown = df.astype(object).where(df.notna(), na)
     shown = shown.map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
                       else md_text(v, line_start=False))
     shown.columns = [md_text(c, line_start=False) for c in shown.columns]
-    return shown.to_markdown(index=False)
+    return shown.to_markdown(index=False, disable_numparse=not numparse)
 
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
