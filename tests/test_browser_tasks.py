@@ -29,7 +29,7 @@ from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 from toolbench_lib.pipeline.study import StudyResult
 
 from .axe import axe_violations, format_violations
-from .test_browser import SHOTS, TIMEOUT_MS, _launch, chromium, serve  # noqa: F401 (chromium: the fixture)
+from .test_browser import SHOTS, TIMEOUT_MS, _launch, _set_k, chromium, serve  # noqa: F401 (chromium: the fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -255,11 +255,3 @@ def test_three_tasks_through_the_page(chromium, family, tmp_path):  # noqa: F811
     assert not violations, format_violations(violations)
     assert len(seconds) >= 30
     assert statistics.median(seconds) <= MEDIAN_BOUND_S and max(seconds) <= MAX_BOUND_S, timings
-
-
-def _set_k(page, k: int) -> None:
-    readout = page.locator(".qx-k .widget-readout")
-    readout.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.type(str(k))
-    page.keyboard.press("Enter")

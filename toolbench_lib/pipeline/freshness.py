@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..data.atomic import atomic_path
+from ..data.atomic import atomic_path, file_sha256
 from ..data.paths import PROJECT_ROOT
 
 MANIFEST = "fresh.json"
@@ -28,14 +28,6 @@ SOURCES = ("toolbench_lib/**/*.py", "references/**/*", "data/cassettes/**/*", "r
            "pyproject.toml")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def code_fingerprint(root: Path = PROJECT_ROOT, patterns: Iterable[str] = SOURCES) -> str:
     """sha256 over the checkout's code, references, cassettes and lock files (names and contents)."""
     h = hashlib.sha256()
@@ -43,13 +35,13 @@ def code_fingerprint(root: Path = PROJECT_ROOT, patterns: Iterable[str] = SOURCE
                     if p.is_file() and "__pycache__" not in p.parts})
     for path in files:
         h.update(str(path.relative_to(root)).encode())
-        h.update(_sha256(path).encode())
+        h.update(file_sha256(path).encode())
     return h.hexdigest()
 
 
 def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str) -> str:
     """The key of one notebook's outputs: its file, its parameters, the study key and the code."""
-    blob = json.dumps({"notebook": _sha256(notebook), "parameters": dict(parameters), "study": study_key,
+    blob = json.dumps({"notebook": file_sha256(notebook), "parameters": dict(parameters), "study": study_key,
                        "code": code}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -57,11 +49,11 @@ def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str)
 def output_checksums(out_dir: Path) -> dict[str, str]:
     """sha256 of every file under the run folder's output folders and of its report (paths relative to
     ``out_dir``)."""
-    out = {name: _sha256(out_dir / name) for name in REPORT_FILES if (out_dir / name).is_file()}
+    out = {name: file_sha256(out_dir / name) for name in REPORT_FILES if (out_dir / name).is_file()}
     for folder in OUTPUT_FOLDERS:
         for path in sorted((out_dir / folder).rglob("*")):
             if path.is_file() and path.name != MANIFEST:
-                out[str(path.relative_to(out_dir))] = _sha256(path)
+                out[str(path.relative_to(out_dir))] = file_sha256(path)
     return out
 
 
@@ -75,7 +67,7 @@ def current_notebooks(out_dir: Path, keys: Mapping[str, str]) -> set[str]:
         return set()
     for rel, digest in files.items():
         path = out_dir / rel
-        if not path.is_file() or _sha256(path) != digest:
+        if not path.is_file() or file_sha256(path) != digest:
             return set()
     return {name for name, key in keys.items() if recorded.get(name) == key}
 

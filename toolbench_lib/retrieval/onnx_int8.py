@@ -14,7 +14,6 @@ pooling, normalise) is run here directly on ``onnxruntime``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.atomic import file_sha256
 from ..data.paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
@@ -62,14 +62,6 @@ DEFAULT_QUANT = QuantSettings()
 
 def export_folder(slug: str, quant: QuantSettings = DEFAULT_QUANT, root: Path | None = None) -> Path:
     return (root or CACHE_DIR / "models" / "onnx") / f"{slug}-{quant.tag}-v{EXPORT_VERSION}"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _mean_pooling_model(st_model) -> tuple[object, object, int]:
@@ -128,7 +120,7 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
                          reduce_range=quant.reduce_range)
         manifest = {"export_version": EXPORT_VERSION, "quant": asdict(quant), "inputs": inputs,
                     "max_seq_length": max_len, "dim": int(_dimension(st_model)),
-                    "files": {f: _sha256(tmp / f) for f in ("model_fp32.onnx", "model_int8.onnx")},
+                    "files": {f: file_sha256(tmp / f) for f in ("model_fp32.onnx", "model_int8.onnx")},
                     "versions": _versions()}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
         try:
@@ -167,7 +159,7 @@ class OnnxSentenceEncoder:
         self.folder = Path(folder)
         self.manifest = json.loads((self.folder / "manifest.json").read_text())
         path = self.folder / file
-        if _sha256(path) != self.manifest["files"][file]:
+        if file_sha256(path) != self.manifest["files"][file]:
             raise ValueError(f"{path} does not match its recorded sha256: delete {self.folder} to export "
                              "it again")
         self.tokenizer = AutoTokenizer.from_pretrained(self.folder)
