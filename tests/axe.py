@@ -31,14 +31,18 @@ RUN = """async (impacts) => {
 }"""
 
 
-def axe_js() -> Path:
-    """The installed axe.min.js; skips (fails on CI) when ``npm ci`` has not installed it."""
-    if not AXE_JS.exists():
-        message = f"{AXE_JS} is missing: npm ci (make test runs it; .ci/run installs npm)"
+def required(path: Path, message: str) -> Path:
+    """``path`` when it exists; otherwise the test is skipped with ``message`` (failed on CI)."""
+    if not path.exists():
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    return AXE_JS
+    return path
+
+
+def axe_js() -> Path:
+    """The installed axe.min.js; skips (fails on CI) when ``npm ci`` has not installed it."""
+    return required(AXE_JS, f"{AXE_JS} is missing: npm ci (make test runs it; .ci/run installs npm)")
 
 
 def axe_violations(page, impacts: tuple[str, ...] = SERIOUS) -> list[dict]:

@@ -36,7 +36,7 @@ from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 from toolbench_lib.pipeline.report_html import write_notebooks_html
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
 
-from .axe import axe_violations, format_violations
+from .axe import axe_violations, format_violations, required
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -50,12 +50,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def chromium() -> Path:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver (.ci/run does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return CHROMIUM
+    return required(CHROMIUM,
+                    f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver (.ci/run does)")
 
 
 @pytest.fixture(scope="module")
