@@ -72,7 +72,8 @@ def provenance_markdown(prov: Mapping) -> str:
 # The paper's claims, in its order: (key, heading, the paper.yaml section prefixes it holds, the claim).
 SECTIONS = (
     ("setup", "Setup and data (§3)", ("§3",),
-     "The paper searches 46,984 ToolBench APIs with 200 / 200 / 100 queries in G1 / G2 / G3."),
+     "The paper searches the whole ToolBench registry with its G1, G2 and G3 query sets (its counts are the "
+     "rows below, quoted from its text)."),
     ("main", "Which architecture finds more tools (§4.1, Figure 2)", ("§4.1 Main",),
      "RtP finds more of a single-tool query's APIs (G1); PtR finds more for multi-tool queries (G2, G3)."),
     ("budget", "A larger retrieval budget (§4.1 Table 1, §4.2)", ("§4.1 Table 1", "§4.2 Budget"),
@@ -327,7 +328,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     for key, heading, prefixes, claim in SECTIONS:
         sec = section_rows(report, prefixes)
         verdicts = claim_verdicts(cfg, key)
-        parts += [f"## {heading}", "", f"**The paper's claim.** {claim}", "",
+        parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
