@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_fusion import synthetic_study
 from toolbench_lib.analysis import beyond, fusion_board
-from toolbench_lib.eval.runs import score_rankings
+from toolbench_lib.eval.evaluation import score_rankings
 from toolbench_lib.retrieval import fused
 
 
@@ -21,7 +21,7 @@ def _value(df: pd.DataFrame, key: str, metric: str, k: int) -> float:
 def test_ranx_metrics_match_hand_computed_values() -> None:
     lists = {"a": ["x", "g1", "y", "g2"], "b": ["g3"], "c": [], "d": ["z"]}
     qrels = {"a": {"g1", "g2"}, "b": {"g3", "g4", "g5"}, "c": {"g6"}, "d": set()}
-    df = beyond.ranx_per_query(lists, qrels, [1, 2, 4])
+    df = beyond.per_query_metrics(lists, qrels, [1, 2, 4])
     assert _value(df, "a", "recall", 2) == 0.5 and _value(df, "a", "recall", 4) == 1.0
     assert _value(df, "a", "precision", 4) == 0.5 and _value(df, "a", "precision", 1) == 0.0
     assert _value(df, "a", "mrr", 4) == 0.5 and _value(df, "a", "mrr", 1) == 0.0
@@ -39,7 +39,7 @@ def test_ranx_recall_precision_equal_the_project_metrics() -> None:
     docs = [f"d{i}" for i in range(40)]
     lists = {f"q{i}": list(rng.choice(docs, 12, replace=False)) for i in range(30)}
     qrels = {f"q{i}": set(rng.choice(docs, int(rng.integers(1, 6)), replace=False)) for i in range(30)}
-    df = beyond.ranx_per_query(lists, qrels, [5])
+    df = beyond.per_query_metrics(lists, qrels, [5])
     queries = pd.DataFrame({"qkey": list(qrels), "candidates": [sorted(r) for r in qrels.values()]})
     ours = score_rankings(lists, queries, "candidates", 5).set_index("qkey")
     for metric in ("recall", "precision"):

@@ -20,7 +20,7 @@ from toolbench_lib.analysis.explorer import (
     query_outcomes,
     run_name_of,
 )
-from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.pipeline.study import StudyResult
 
 DEPTH = 20

@@ -23,7 +23,7 @@ from toolbench_lib.analysis.routing import (
     threshold_curve,
 )
 from toolbench_lib.data.folds import fold_ids
-from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study
 

@@ -22,7 +22,7 @@ from toolbench_lib.analysis.similarity import (
     topk_columns,
     topk_rows,
 )
-from toolbench_lib.eval.runs import per_query_runs, score_rankings
+from toolbench_lib.eval.evaluation import per_query_runs, score_rankings
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study
 

@@ -31,7 +31,7 @@ import pytest
 from toolbench_lib.analysis.explore_app import HOST, prepare_views, voila_argv, voila_env
 from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
-from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
 from toolbench_lib.pipeline.report_html import write_notebooks_html
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook

@@ -19,7 +19,7 @@ from toolbench_lib.analysis.explorer_views import (
     view_problem,
     write_views,
 )
-from toolbench_lib.eval.runs import per_query_runs
+from toolbench_lib.eval.evaluation import per_query_runs
 
 from .test_analysis_explorer import study, three_methods  # noqa: F401 (fixtures)
 

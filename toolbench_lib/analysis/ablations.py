@@ -26,11 +26,12 @@ import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
-from ..eval.runs import direct_recall, score_rankings
-from ..eval.stats import paired_test
+from ..eval.evaluation import recall_at, score_rankings
+from ..eval.stats import paired
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
 from .intervals import with_ci
+from .numbers import fmt_p
 from .scale import gt_column_sets
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
@@ -87,12 +88,12 @@ def decomposition_ablation(llm_result, rules_result, k: int = 5, gt: str = DEFAU
                               "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
                               "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
         for subset, g in frame.groupby("subset", sort=False):
-            t = paired_test(g["rtp"].to_numpy(), g["ptr"].to_numpy())
+            t = paired(g["rtp"].to_numpy(), g["ptr"].to_numpy())
             rows.append({"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
                          "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
                          "coverage": g["coverage"].mean(), "n_queries": len(g), "ptr_minus_rtp": t["diff"],
-                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_wilcoxon": t["p_wilcoxon"],
-                         "ptr_wins": t["wins_b"], "rtp_wins": t["wins_a"]})
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p": t["p"], "note": t["note"],
+                         "ptr_wins": t["wins"], "rtp_wins": t["losses"]})
         frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
         for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
             by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
@@ -110,8 +111,8 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
         ahead = [d for d in g.index if g.loc[d, "ptr_recall"] > rtp]
         nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
                          f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f}, CI "
-                         f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], Wilcoxon p "
-                         f"{g.loc[d, 'p_wilcoxon']:.2g})" for d in g.index)
+                         f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], paired t "
+                         f"{fmt_p(g.loc[d, 'p'])})" for d in g.index)
         lead = f"PtR beats RtP ({rtp:.3f}) with the {' and '.join(ahead)} decomposer" if ahead else \
             f"no decomposer puts PtR ahead of RtP ({rtp:.3f})"
         parts.append(f"{subset}: {lead}: {nums}")
@@ -242,8 +243,8 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
                 tops = list(zip(_topk_sets(rtp, cols, k), _topk_sets(ptr, cols, k), strict=True))
                 gt_share = [] if design == "full" else [len(kept) / len(cols)] * len(sq)
             disjoint = [not (a & b) for a, b in tops]
-            rec_r = [direct_recall(sorted(a), gt_sets[i], k) for i, (a, _) in enumerate(tops)]
-            rec_p = [direct_recall(sorted(b), gt_sets[i], k) for i, (_, b) in enumerate(tops)]
+            rec_r = recall_at([sorted(a) for a, _ in tops], gt_sets[:len(tops)], k)
+            rec_p = recall_at([sorted(b) for _, b in tops], gt_sets[:len(tops)], k)
             rows.append({"subset": subset_alias(subset), "design": design, "seed": seed,
                          "size": n if design == "full" else size,
                          "no_overlap_share": float(np.mean(disjoint)),
@@ -355,7 +356,7 @@ def embedder_ablation(studies: dict[str, object], k: int = 5,
             continue
         mine = per_query[(row["embedder"], row["method"], row["subset"])]
         both = pd.concat([base, mine], axis=1, join="inner").to_numpy()
-        t = paired_test(both[:, 0], both[:, 1])
+        t = paired(both[:, 0], both[:, 1])
         row.update(recall_diff=t["diff"], diff_lo=t["ci_low"], diff_hi=t["ci_high"])
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:

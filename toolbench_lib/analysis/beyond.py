@@ -1,11 +1,9 @@
-"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`) scored with ranx, and
-their costs, evidence and figures.
+"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`), their scores, costs,
+evidence and figures.
 
-Metrics per query come from ``ranx.evaluate`` (``recall@k``, ``precision@k``, ``ndcg@k``, ``mrr@k``);
-COMP@k, the share of queries whose whole ground truth is in the top k (ToolRet's completeness), is
-mapped from ranx's per-query recall@k (a query is complete when its recall@k is 1). A query without
-ground truth scores 0 on every metric, as in :mod:`toolbench_lib.eval.metrics`. PtR-based methods are scored
-per run and averaged per query over the study's runs.
+Metrics per query (recall, precision, nDCG, MRR and COMP at k = 1..20) come from eval's one count
+(:mod:`toolbench_lib.eval.evaluation`); a query without ground truth scores 0 on every metric. PtR-based
+methods are scored per run and averaged per query over the study's runs.
 
 The leaderboard over these scores (bootstrap CIs, paired tests against the better of RtP and PtR) is
 :mod:`.fusion_board`'s, shared with the retriever study.
@@ -28,51 +26,30 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from ranx import Qrels, Run, evaluate
 
 from ..data.atomic import atomic_path, read_verified, write_checksum
-from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import check_recall, direct_recall
+from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
+from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..eval.summary import method_calls
 from ..retrieval import fused, fusion_specs, tuning
 from .fusion_board import BASELINES
 from .style import METHOD_COLORS
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
-RANX_METRICS = ("recall", "precision", "ndcg", "mrr")
 KS = tuple(range(1, 21))
 TIE_TOL = 1e-9  # recall differences at or below this are ties
 
 
-def ranx_per_query(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
+def per_query_metrics(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
                    ks: Iterable[int] = KS) -> pd.DataFrame:
-    """Long frame ``qkey, metric, k, value`` of every query of ``qrels`` for one method's ranked lists."""
+    """Long frame ``qkey, metric, k, value`` of every query of ``qrels`` for one method's ranked lists, from
+    eval's one count (:func:`~toolbench_lib.eval.evaluation.relevance`)."""
     ks = list(ks)
     keys = list(qrels)
-    with_gt = sorted(k for k in keys if qrels[k])
-    names = [f"{m}@{k}" for m in RANX_METRICS for k in ks]
-    values = {n: np.zeros(len(keys)) for n in names}
-    if with_gt:
-        q = Qrels.from_dict({key: dict.fromkeys(qrels[key], 1) for key in with_gt})
-        run_dict = {key: {a: float(len(lst) - i) for i, a in enumerate(dict.fromkeys(lst))}
-                    for key in with_gt if (lst := list(lists.get(key, [])))}
-        pos = {key: i for i, key in enumerate(keys)}
-        if run_dict:
-            run = Run.from_dict(run_dict)
-            evaluate(q, run, names, return_mean=False, make_comparable=True)
-            for n in names:  # read per query id, whatever order ranx keeps them in
-                for key, value in run.scores[n].items():
-                    values[n][pos[key]] = float(value)
-            for k in ks:
-                check_recall({key: values[f"recall@{k}"][pos[key]] for key in with_gt}, lists,
-                             {key: set(qrels[key]) for key in with_gt}, k)
-    frames = []
-    for m in RANX_METRICS:
-        for k in ks:
-            frames.append(pd.DataFrame({"qkey": keys, "metric": m, "k": k, "value": values[f"{m}@{k}"]}))
-    for k in ks:
-        frames.append(pd.DataFrame({"qkey": keys, "metric": "comp", "k": k,
-                                    "value": (values[f"recall@{k}"] >= 1 - 1e-9).astype(float)}))
+    flags = relevance([lists.get(key, []) for key in keys], [set(qrels[key]) for key in keys], max(ks))
+    n_gt = np.array([len(qrels[key]) for key in keys])
+    frames = [pd.DataFrame({"qkey": keys, "metric": m, "k": k, "value": metric_values(flags, n_gt, m, k)})
+              for m in METRICS for k in ks]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -97,10 +74,10 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
         inp = fused.study_inputs(result, run, gt, names, setup)
         lists, chosen = fused.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
                                            tune_k=tune_k)
-        # One ranx evaluation for all methods of the run: keys "method<sep>qkey".
+        # One count for all methods of the run: keys "method<sep>qkey".
         joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
         joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}
-        pq = ranx_per_query(joint, joint_qrels, ks)
+        pq = per_query_metrics(joint, joint_qrels, ks)
         split = pq["qkey"].str.split(sep, n=1, expand=True)
         frames.append(pq.assign(method=split[0], qkey=split[1], run=run))
         for name in lists:
@@ -322,13 +299,11 @@ EXTRA_METRICS = ("ndcg", "mrr", "comp")
 
 def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
                       gt: str = DEFAULT_GT) -> dict:
-    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means, by ranx) to an ``evaluate`` summary.
+    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means, from the study's evaluation) to an
+    ``evaluate`` summary.
 
     ``summary`` is the ``evaluate --json`` object: ``subsets -> name -> methods -> method -> {...}``.
     """
-    from ..data.queries import resolve_subset
-    from ..eval.runs import per_query_runs
-
     pq = per_query_runs(result, k, gt, EXTRA_METRICS)
     means = pq.groupby(["subset", "method", "run"])[list(EXTRA_METRICS)].mean().groupby(["subset", "method"])
     means = means.mean()
@@ -356,7 +331,7 @@ def transfer_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
             keys = [key for key in inp.keys if sub[key] == subset]
 
             def recall(lists: Mapping[str, Sequence[str]], keys: list[str] = keys) -> float:
-                return float(np.mean([direct_recall(lists[q], inp.qrels[q], k) for q in keys]))
+                return float(np.mean(recall_at([lists[q] for q in keys], [inp.qrels[q] for q in keys], k)))
 
             rows.append({"method": name, "subset": subset, "k": k, "recall_5fold": recall(folds),
                          "recall_other_sets": recall(loso), "param_other_sets": chosen_l[keys[0]],

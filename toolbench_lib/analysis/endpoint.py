@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import subset_alias
-from ..eval.runs import per_query_runs
-from ..eval.stats import holm, paired_comparison, runs_test
+from ..eval.compare import compare
+from ..eval.evaluation import evaluate
 from .findings import recall_verdict
 
 
@@ -49,7 +49,7 @@ class Endpoint:
 PRIMARY = Endpoint()
 FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
 ENDPOINT_COLUMNS = ["retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low", "ci_high",
-                    "p", "p_holm", "p_family", "p_runs", "p_runs_holm", "leader", "significant",
+                    "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader", "significant",
                     "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
 
 
@@ -77,28 +77,19 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
         pairs = {f: p for f, p in pairs.items() if f in families}
     if not pairs:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
-    per = per_query_runs(result, endpoint.k, endpoint.gt, (endpoint.metric,))
+    ev = evaluate(result)
+    sets = list(dict.fromkeys(ev.subsets))
     rows = []
     for family, (a, b) in pairs.items():
-        sub = per[per["method"].isin([a, b])]
-        tests = paired_comparison(sub, a, b, [endpoint.metric], by=("subset",), n_resamples=n_resamples)
-        run_means = sub.groupby(["subset", "method", "run"], sort=False)[endpoint.metric].mean()
-        p_runs = []
+        tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples)
         for t in tests.itertuples():
-            rm = run_means.loc[t.subset]
-            p_runs.append(runs_test(rm.loc[a].to_numpy()[:1], rm.loc[b].to_numpy(),
-                                    a_deterministic=True)["p_value"])
-        p_runs_holm = holm(p_runs)
-        sets = ", ".join(tests["subset"])
-        for t, pr, prh in zip(tests.itertuples(), p_runs, p_runs_holm, strict=True):
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
-            v = recall_verdict(t.mean_a, t.mean_b, t.p_t_holm, ref, test="paired t")
-            rows.append({"retriever": family, "subset": t.subset, "n_queries": int(t.n),
-                         "n_runs": int(sub["run"].nunique()), "rtp": t.mean_a, "ptr": t.mean_b,
-                         "diff": t.diff, "ci_low": t.ci_low, "ci_high": t.ci_high,
-                         "p": t.p_t, "p_holm": t.p_t_holm,
-                         "p_family": f"Holm over {family}: {sets}", "p_runs": float(pr),
-                         "p_runs_holm": float(prh), "leader": v["leader"], "significant": v["significant"],
+            v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, ref)
+            rows.append({"retriever": family, "subset": t.subset, "n_queries": int(t.n), "n_runs": ev.n_runs,
+                         "rtp": t.mean_a, "ptr": t.mean_b, "diff": t.diff, "ci_low": t.ci_low,
+                         "ci_high": t.ci_high, "p": t.p, "p_holm": t.p_holm,
+                         "p_family": f"{t.family} ({family})", "p_runs_robustness": t.p_runs_robustness,
+                         "note": t.note, "leader": v["leader"], "significant": v["significant"],
                          "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan),
                          "paper_leader": v["paper_leader"], "verdict": v["verdict"]})
     return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)

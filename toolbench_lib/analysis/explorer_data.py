@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.runs import score_rankings
+from ..eval.evaluation import score_rankings
 from ..pipeline.study import StudyResult
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
@@ -55,7 +55,7 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
                    methods: tuple[str, ...] | list[str] = ("rtp", "ptr"),
                    rankings: dict | None = None) -> pd.DataFrame:
     """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run, scored by
-    ranx (:func:`~toolbench_lib.eval.runs.score_rankings`) on the stored rankings.
+    eval's one count (:func:`~toolbench_lib.eval.evaluation.score_rankings`) on the stored rankings.
 
     A deterministic method's rankings (RtP) are stored once and count for every run
     (``StudyResult.ranking`` decodes that). ``rankings`` may hold ``{(method, run): ranking}`` already read.

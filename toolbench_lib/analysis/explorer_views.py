@@ -7,16 +7,16 @@ A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder h
   (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
   (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``hits`` table's columns;
 - ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
-- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, scored by the one scorer
-  (:func:`~toolbench_lib.eval.runs.direct_hits` and ``direct_recall``, the plain-count twins of ranx's
-  recall, as the scale study uses them where ranx would be too slow: thousands of (method, run, ground
-  truth, k) cuts) on the stored rankings;
+- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, read from the evaluation
+  (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
 - ``found.parquet``: ``method, run, gt, qkey, api_id, rank``: each ground-truth API a final ranking holds
   and its rank among the ranking's distinct ids (the API-level filters read it: found at k is rank <= k);
 - ``manifest.json``, written last, naming the study's checksums it was computed from.
 
 Every file has a sha256 sidecar; a view whose sidecar, manifest or study checksums differ is stale or
-damaged and never used (:func:`load_views` returns None and :func:`study_views` computes it again).
+damaged and never used (:func:`load_views` returns None and :func:`study_views` computes it again). A file
+(not a folder) where ``views/`` belongs is not removed (it is not the explorer's): :class:`ViewsFolderError`
+names it and says to remove it, after which the views are computed again.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
-from ..eval.runs import direct_hits, direct_recall
+from ..eval.evaluation import evaluate
 from ..pipeline.study import MERGED, SHARED_RUN, TABLE_CHECKSUMS, StudyResult
 
 VIEWS = "views"
@@ -43,6 +43,19 @@ MAX_K = 20
 FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
 
 log = logging.getLogger(__name__)
+
+
+class ViewsFolderError(RuntimeError):
+    """Where a study's ``views/`` folder belongs there is something else (a file): one line naming it."""
+
+
+def check_views_place(folder: Path) -> None:
+    """Raise :class:`ViewsFolderError` when ``<folder>/views`` exists but is not a folder."""
+    target = Path(folder) / VIEWS
+    if (target.exists() or target.is_symlink()) and not target.is_dir():
+        raise ViewsFolderError(f"explorer views: {target} is a file, not the views folder; remove it and "
+                               "open the explorer again (the views are a cache, computed again from the "
+                               "stored study)")
 
 
 def study_fingerprint(folder: Path) -> str:
@@ -145,7 +158,11 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
                                                           "methods": [*result.methods,
                                                                       *dict.fromkeys(fused["method"])]}})
     q = result.queries
-    recall_parts, found_parts = [], []
+    ev = evaluate(both)
+    recall_parts = [ev.scores(k, gt, ("recall",)).assign(k=k, gt=gt)[["qkey", "k", "method", "run", "gt",
+                                                                       "recall", "hits"]]
+                    for gt in GT_DEFINITIONS for k in range(1, MAX_K + 1)]
+    found_parts = []
     for method in both.methods:
         for run in range(result.n_runs):
             try:
@@ -153,13 +170,6 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
             except KeyError:
                 continue
             for gt in GT_DEFINITIONS:
-                rels = [{str(a) for a in ([] if ids is None else ids)} for ids in q[gt]]
-                lists = [ranking.get(key, []) for key in q["qkey"]]
-                for k in range(1, MAX_K + 1):
-                    recall_parts.append(pd.DataFrame({
-                        "qkey": q["qkey"].to_numpy(), "k": k, "method": method, "run": run, "gt": gt,
-                        "recall": [direct_recall(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)],
-                        "hits": [direct_hits(ids, rel, k) for ids, rel in zip(lists, rels, strict=True)]}))
                 rows = []
                 for qkey, gt_ids in zip(q["qkey"], q[gt], strict=True):
                     rel = {str(a) for a in ([] if gt_ids is None else gt_ids)}
@@ -174,8 +184,10 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
 
 
 def write_views(folder: Path, result: StudyResult | None = None) -> Path:
-    """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last)."""
+    """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last);
+    :class:`ViewsFolderError` when a file stands where the folder belongs."""
     folder = Path(folder)
+    check_views_place(folder)
     result = result if result is not None else StudyResult.load(folder)
     frames = compute_views(result)
     fused = frames[0]
@@ -227,7 +239,9 @@ def load_views(folder: Path) -> StudyViews | None:
 
 
 def study_views(folder: Path, result: StudyResult | None = None) -> StudyViews:
-    """The views of a study folder, computed and written first when missing, stale or damaged."""
+    """The views of a study folder, computed and written first when missing, stale or damaged
+    (:class:`ViewsFolderError` when a file stands where their folder belongs)."""
+    check_views_place(folder)
     views = load_views(folder)
     if views is None:
         write_views(folder, result)
@@ -246,5 +260,6 @@ def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
                        result.plans, result.calls, {**result.provenance, "settings": settings})
 
 
-__all__ = ["MAX_K", "SHARED_RUN", "StudyViews", "compute_views", "fused_hits", "fused_methods", "load_views",
-           "study_views", "view_problem", "with_fused", "write_views"]
+__all__ = ["MAX_K", "SHARED_RUN", "StudyViews", "ViewsFolderError", "check_views_place", "compute_views",
+           "fused_hits", "fused_methods", "load_views", "study_views", "view_problem", "with_fused",
+           "write_views"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
+
+from .numbers import fmt_p
 
 
 def _lead(rtp: float, ptr: float) -> str:
@@ -12,14 +15,13 @@ def _lead(rtp: float, ptr: float) -> str:
 
 
 def recall_verdict(rtp: float, ptr: float, p_holm: float, paper: Mapping[str, float],
-                   alpha: float = 0.05, test: str = "Wilcoxon") -> dict:
+                   alpha: float = 0.05, test: str = "paired t") -> dict:
     """The one verdict on a set's recall, used by notebook 02's findings and the report's summary alike:
-    ``leader`` here, ``paper_leader`` (None without a paper pair), ``significant`` (Holm-corrected
-    Wilcoxon p below ``alpha``) and ``verdict``: reproduced, same direction but not significant,
+    ``leader`` here, ``paper_leader`` (None without a paper pair), ``significant`` (the Holm-adjusted p of
+    :func:`~toolbench_lib.eval.compare.compare` below ``alpha``; never for a comparison that is not
+    testable) and ``verdict``: reproduced, same direction but not significant,
     refuted (the other method leads significantly) or not reproduced (the other leads, not significantly)."""
-    from .numbers import fmt_p
-
-    here, sig = _lead(rtp, ptr), bool(p_holm < alpha)
+    here, sig = _lead(rtp, ptr), bool(np.isfinite(p_holm) and p_holm < alpha)
     if not ("rtp" in paper and "ptr" in paper):
         return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}
     want = _lead(paper["rtp"], paper["ptr"])
@@ -43,7 +45,7 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
             continue
         r, q, t = m.loc[(subset, "rtp")], m.loc[(subset, "ptr")], p.loc[subset]
         paper = paper_recall.get(subset, {})
-        v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_wilcoxon_holm"], paper, alpha)
+        v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_holm"], paper, alpha)
         if v["paper_leader"]:
             paper_txt = (f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({v['paper_leader']} "
                          f"ahead): {v['verdict']}")
@@ -55,25 +57,23 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
             f"RtP recall@{int(r['k'])} {r['recall_mean']:.3f} {ci(r)}, PtR {q['recall_mean']:.3f} {ci(q)}; "
             f"PtR − RtP "
             f"{t['diff']:+.3f} (95% CI [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]), wins {int(t['ptr_wins'])}–"
-            f"{int(t['rtp_wins'])} (ties {int(t['ties'])}), Holm p: t {t['p_t_holm']:.3g}, Wilcoxon "
-            f"{t['p_wilcoxon_holm']:.3g}, sign {t['p_sign_holm']:.3g}. {paper_txt}."
+            f"{int(t['rtp_wins'])} (ties {int(t['ties'])}), paired t {fmt_p(t['p_holm'])} ({t['family']}). "
+            f"{paper_txt}."
             + _runs_sentence(runs, subset, gt, alpha))
     return "\n".join(lines) if lines else "No set has both methods in this run."
 
 
 def _runs_sentence(runs: pd.DataFrame | None, subset: str, gt: str, alpha: float) -> str:
-    """' Over N runs ...' for a set of ``runs_table``, or '' when it has no row for it."""
+    """' Over N runs ...' for a set of ``runs_table`` (the paper's test over runs, a robustness check that
+    gives no verdict), or '' when it has no row for it."""
     if runs is None:
         return ""
     r = runs[(runs["subset"] == subset) & (runs["gt"] == gt) & (runs["metric"] == "recall")]
     if r.empty:
         return ""
     r = r.iloc[0]
-    ahead = ("no method is ahead beyond run-to-run noise" if r["p_holm"] >= alpha
-             else f"{'PtR' if r['ptr_minus_rtp'] > 0 else 'RtP'} is ahead")
-    return (f" Over {int(r['n_runs'])} runs on the first {int(r['n_queries'])} queries: PtR "
-            f"{r['ptr_mean']:.3f} ± {r['ptr_std']:.3f} against RtP {r['rtp']:.3f}, one-sample t "
-            f"{r['t']:.2f}, Holm p {r['p_holm']:.3g}: {ahead}.")
+    return (f" Over {int(r['n_runs'])} runs: PtR {r['ptr_mean']:.3f} ± {r['ptr_std']:.3f} against RtP "
+            f"{r['rtp']:.3f}; the paper's test over runs (robustness only) {fmt_p(r['p_runs_robustness'])}.")
 
 
 def _fmt_paper(value: float | None, spec: str = ".3f") -> str:

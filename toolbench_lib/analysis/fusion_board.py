@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.runs import direct_recall, per_query_runs, score_rankings
-from ..eval.stats import bootstrap_ci, paired_test
+from ..eval.evaluation import per_query_runs, recall_at, score_rankings
+from ..eval.stats import bootstrap_ci, paired
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, hits_inputs
 from ..retrieval.retrievers import method_name, split_method
@@ -31,11 +31,13 @@ BASELINES = ("rtp", "ptr")
 
 def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> dict:
     """``values`` against ``reference`` (same queries): ``diff`` (values minus reference), ``diff_lo``,
-    ``diff_hi`` (paired bootstrap 95% CI), ``p_value`` (paired t), ``p_wilcoxon``, ``wins``, ``losses``,
-    ``ties``."""
-    r = paired_test(reference, values, n_resamples, seed)
-    return {"diff": r["diff"], "diff_lo": r["ci_low"], "diff_hi": r["ci_high"], "p_value": r["p_t"],
-            "p_wilcoxon": r["p_wilcoxon"], "wins": r["wins_b"], "losses": r["wins_a"], "ties": r["ties"]}
+    ``diff_hi`` (paired bootstrap 95% CI), ``p_value`` (paired t; missing when not testable, ``note`` says
+    why), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``
+    (:func:`~toolbench_lib.eval.stats.paired`)."""
+    r = paired(reference, values, n_resamples, seed)
+    return {"diff": r["diff"], "diff_lo": r["ci_low"], "diff_hi": r["ci_high"], "p_value": r["p"],
+            "p_wilcoxon_robustness": r["p_wilcoxon"], "wins": r["wins"], "losses": r["losses"],
+            "ties": r["ties"], "note": r["note"]}
 
 
 def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:
@@ -194,7 +196,7 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: S
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
                          "reference_recall": float(w[ref].mean()), "diff": res["diff"],
                          "diff_lo": res["diff_lo"], "diff_hi": res["diff_hi"], "wins": res["wins"],
-                         "losses": res["losses"], "p_wilcoxon": res["p_wilcoxon"]})
+                         "losses": res["losses"], "p_value": res["p_value"], "note": res["note"]})
     return pd.DataFrame(rows)
 
 
@@ -204,7 +206,7 @@ def _keys_groups(result) -> tuple[list[str], np.ndarray]:
 
 
 def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
-    """Recall@k of every (spec, query), averaged over the study's runs (a direct count: eval.runs)."""
+    """Recall@k of every (spec, query), averaged over the study's runs (eval's one count)."""
     keys, _ = _keys_groups(result)
     comps = list(dict.fromkeys(c for s in specs for c in s.components))
     out = np.zeros((len(specs), len(keys)))
@@ -212,7 +214,7 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
         inp = hits_inputs(result.hits, result.queries, run, gt, comps)
         for i, spec in enumerate(specs):
             lists = spec.lists(inp, k)
-            out[i] += [direct_recall(lists[key], inp.qrels[key], k) for key in keys]
+            out[i] += recall_at([lists[key] for key in keys], [inp.qrels[key] for key in keys], k)
     return out / result.n_runs
 
 
@@ -255,7 +257,7 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
 
 
 def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, subset, method, recall``: per query recall@k (mean over runs, scored by ranx) of each named
+    """``qkey, subset, method, recall``: per query recall@k (mean over runs, eval's one count) of each named
     spec and of every RtP/PtR method of the study."""
     frames = []
     comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))

@@ -7,7 +7,7 @@ Every function returns a DataFrame (or a figure):
   each ground truth;
 * :func:`comparison`: per set, each ranker against the best single architecture of any family of that set
   and against the better dense architecture, with the paired bootstrap 95% CI of
-  :func:`toolbench_lib.eval.stats.paired_test`; :func:`issue_table` is its wide form;
+  :func:`toolbench_lib.eval.stats.paired`; :func:`issue_table` is its wide form;
 * :func:`ablations`: the ranker without tool-level, category-level, stub, BM25 or dense features, each
   against the full ranker;
 * :func:`importance` and :func:`importance_figure`: LightGBM's gain per feature;
@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, subset_alias
-from ..eval.runs import direct_recall
-from ..eval.stats import paired_test
+from ..eval.evaluation import recall_at
+from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import hits_inputs
 from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
@@ -63,7 +63,7 @@ def single_methods(result) -> list[str]:
 
 def _recalls(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], keys: Sequence[str],
              k: int) -> list[float]:
-    return [direct_recall(list(lists.get(key, []))[:k], qrels[key], k) for key in keys]
+    return list(recall_at([list(lists.get(key, [])) for key in keys], [qrels[key] for key in keys], k))
 
 
 def _frame(keys, subsets, method, gt, recall) -> pd.DataFrame:
@@ -177,11 +177,11 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
 
 def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
-    res = paired_test(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
+    res = paired(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
             "reference_recall": res["mean_a"], "diff": res["diff"], "ci_low": res["ci_low"],
-            "ci_high": res["ci_high"], "wins": res["wins_b"], "losses": res["wins_a"],
-            "p_wilcoxon": res["p_wilcoxon"]}
+            "ci_high": res["ci_high"], "wins": res["wins"], "losses": res["losses"],
+            "p": res["p"], "note": res["note"]}
 
 
 def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
-from ..eval.runs import per_query_runs
-from ..eval.stats import holm, paired_comparison, paired_test, runs_test
+from ..eval.compare import compare
+from ..eval.evaluation import per_query_runs
+from ..eval.stats import runs_test
 from ..eval.summary import pass_rates, summary_table
 from ..pipeline.study import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
@@ -95,10 +96,15 @@ def main_results(result: StudyResult, k: int | None = None,
 
 def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[dict]]:
     """Per subset, for recall then precision: RtP's value, PtR's run means (run order), their mean, the
-    queries and RtP runs counted, and :func:`runs_test` (one-sample t of PtR's run means against RtP)."""
+    queries and RtP runs counted, and the paper's test over runs as
+    :func:`~toolbench_lib.eval.compare.compare` gives it (``p_runs``, a robustness check that decides
+    nothing)."""
     rm = run_means(result, k, gt)
+    sets = subset_order(result)
+    tested = {m: compare(result, "rtp", "ptr", sets, gt, k, m).set_index("subset") for m in ("recall",
+                                                                                           "precision")}
     out: dict[str, list[dict]] = {}
-    for subset in subset_order(result):
+    for subset in sets:
         s = rm[rm["subset"] == subset]
         rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"].sort_values("run")
         out[subset] = []
@@ -109,6 +115,7 @@ def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[
                                 "ptr_mean": float(b.mean()) if b.size else float("nan"),
                                 "n_rtp": int(rtp["run"].nunique()),
                                 "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0,
+                                "p_runs": float(tested[metric].loc[subset, "p_runs_robustness"]),
                                 "test": runs_test([a], b, a_deterministic=True)})
     return out
 
@@ -129,7 +136,7 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
             for r in by_subset[subset]:
                 res = r["test"]
                 rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
-                             "test": "one_sample_t", "statistic": res["statistic"], "p_value": res["p_value"],
+                             "test": "one_sample_t", "statistic": res["statistic"], "p_value": r["p_runs"],
                              "rtp_value": r["rtp"], "ptr_mean": r["ptr_mean"], "n_rtp": r["n_rtp"],
                              "n_ptr": int(r["ptr_runs"].size), "note": res["note"]})
             ps = pr[pr["subset"] == subset]
@@ -160,39 +167,35 @@ def per_query_scores(result: StudyResult, k: int, gt: str, basis: str = "run0") 
 
 
 def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
-         metrics: Sequence[str] = ("recall",), basis: str = "run0") -> pd.DataFrame:
-    """Per-query wins of RtP and PtR on each metric; ``basis`` says whether run 0 or the run mean counts.
-
-    Recall and precision at a fixed ``k`` order queries identically (both count ground-truth hits in the
-    top ``k``), so recall alone is the default.
-    """
+         metrics: Sequence[str] = ("recall",), basis: str = "mean") -> pd.DataFrame:
+    """Per-query wins of RtP and PtR on each metric; ``basis``: each query's mean over runs (the primary
+    endpoint's, as :func:`~toolbench_lib.eval.compare.compare` counts them) or run 0 alone."""
     k = k or study_k(result)
     rows = []
     for gt in _check_gts(gts):
         pq = per_query_scores(result, k, gt, basis)
         for subset in subset_order(result):
             s = pq[pq["subset"] == subset]
-            a, b = s[s["method"] == "rtp"], s[s["method"] == "ptr"]
             for metric in metrics:
-                m = a[["qkey", metric]].merge(b[["qkey", metric]], on="qkey", suffixes=("_rtp", "_ptr"))
-                w = paired_test(m[f"{metric}_rtp"].to_numpy(), m[f"{metric}_ptr"].to_numpy(), n_resamples=0)
+                w = s.pivot(index="qkey", columns="method", values=metric)[["rtp", "ptr"]].dropna()
+                d = w["ptr"].to_numpy() - w["rtp"].to_numpy()
                 rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
-                             "rtp_wins": w["wins_a"], "ptr_wins": w["wins_b"], "ties": w["ties"],
-                             "basis": basis, "n_queries": w["n"]})
+                             "rtp_wins": int((d < -1e-12).sum()), "ptr_wins": int((d > 1e-12).sum()),
+                             "ties": int((np.abs(d) <= 1e-12).sum()), "basis": basis, "n_queries": len(d)})
     return pd.DataFrame(rows, columns=WINS_COLUMNS)
 
 
 def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
                  metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
-    """PtR against RtP per query (mean over runs): paired t, Wilcoxon, sign test, bootstrap CI of the
-    difference, Holm-corrected over the whole table (every subset, ground truth, metric and test)."""
+    """PtR against RtP per set, ground truth and metric: :func:`~toolbench_lib.eval.compare.compare`'s rows
+    (each query's mean over runs; Holm over the study's sets, as the primary endpoint)."""
     k = k or study_k(result)
-    frames = [per_query_runs(result, k, gt, metrics).assign(gt=gt) for gt in _check_gts(gts)]
-    per_query = pd.concat(frames, ignore_index=True)
-    per_query["subset"] = per_query["subset"].map(subset_alias)
-    out = paired_comparison(per_query, "rtp", "ptr", metrics, by=("subset", "gt"))
-    return out.rename(columns={"mean_a": "rtp_mean", "mean_b": "ptr_mean", "wins_a": "rtp_wins",
-                               "wins_b": "ptr_wins"})
+    sets = subset_order(result)
+    frames = [compare(result, "rtp", "ptr", sets, gt, k, m) for gt in _check_gts(gts) for m in metrics]
+    out = pd.concat(frames, ignore_index=True)
+    out["subset"] = out["subset"].map(subset_alias)
+    return out.rename(columns={"mean_a": "rtp_mean", "mean_b": "ptr_mean", "losses": "rtp_wins",
+                               "wins": "ptr_wins"})
 
 
 # --------------------------------------------------------------------------- figure
@@ -309,7 +312,7 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
 # --------------------------------------------------------------------------- several runs
 
 RUNS_COLUMNS = ["subset", "gt", "metric", "n_queries", "n_runs", "rtp", "ptr_runs", "ptr_mean", "ptr_std",
-                "ptr_minus_rtp", "t", "p_value", "p_holm", "leader", "note"]
+                "ptr_minus_rtp", "t", "p_runs_robustness", "note"]
 
 
 def runs_table(result: StudyResult, k: int | None = None,
@@ -317,8 +320,9 @@ def runs_table(result: StudyResult, k: int | None = None,
     """The paper's test over runs, one row per subset, ground truth and metric (recall, precision).
 
     ``ptr_runs`` lists PtR's per-run means (run 0 first); RtP's value is the same in every run. The test is
-    the one-sample t of PtR's run means against RtP's value (:func:`runs_test`), Holm-corrected over the
-    table. ``leader`` is the method with the higher mean when Holm's p < 0.05, else ``neither``.
+    the one-sample t of PtR's run means against RtP's value, a robustness check beside the primary paired
+    test (its p is :func:`~toolbench_lib.eval.compare.compare`'s ``p_runs_robustness``, unadjusted); it
+    gives no verdict of its own.
     """
     k = k or study_k(result)
     rows = []
@@ -330,13 +334,9 @@ def runs_table(result: StudyResult, k: int | None = None,
                              "n_queries": r["n_queries"], "n_runs": int(b.size), "rtp": a,
                              "ptr_runs": [round(float(v), 4) for v in b], "ptr_mean": r["ptr_mean"],
                              "ptr_std": float(b.std(ddof=1)) if b.size > 1 else float("nan"),
-                             "ptr_minus_rtp": r["ptr_mean"] - a,
-                             "t": res["statistic"], "p_value": res["p_value"], "note": res["note"]})
-    out = pd.DataFrame(rows, columns=[c for c in RUNS_COLUMNS if c not in ("p_holm", "leader")])
-    out["p_holm"] = holm(out["p_value"].to_numpy()) if len(out) else []
-    out["leader"] = np.where(out["p_holm"] >= 0.05, "neither",
-                             np.where(out["ptr_minus_rtp"] > 0, "ptr", "rtp"))
-    return out[RUNS_COLUMNS]
+                             "ptr_minus_rtp": r["ptr_mean"] - a, "t": res["statistic"],
+                             "p_runs_robustness": r["p_runs"], "note": res["note"]})
+    return pd.DataFrame(rows, columns=RUNS_COLUMNS)
 
 
 def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",

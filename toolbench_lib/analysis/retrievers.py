@@ -27,8 +27,8 @@ import pandas as pd
 from ..data.atomic import atomic_path
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
-from ..eval.runs import direct_recall, per_query_runs
-from ..eval.stats import holm, paired_comparison, runs_test
+from ..eval.compare import compare, significant
+from ..eval.evaluation import evaluate, recall_at
 from ..eval.summary import summary_table
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
@@ -80,104 +80,35 @@ def family_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
     )
 
 
-def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
-    """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k).
+TEST_COLUMNS = ["subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low", "ci_high",
+                "ptr_wins", "rtp_wins", "ties", "p", "p_holm", "family", "note", "p_wilcoxon_robustness",
+                "p_runs_robustness"]
 
-    Per query (scores averaged over runs): paired t, Wilcoxon (Pratt), sign test and a bootstrap CI of the
-    difference; over runs: the one-sample t of PtR's run means against RtP's deterministic value (``n/a``
-    with one run). Holm's correction runs over every row of the table for each test.
-    """
-    pq = per_query_runs(result, k, gt, ("recall",))
-    pq["subset"] = pq["subset"].map(subset_alias)
-    names = {"n": "n_queries", "mean_a": "rtp", "mean_b": "ptr", "wins_b": "ptr_wins", "wins_a": "rtp_wins"}
-    keep = [
-        "subset",
-        "retriever",
-        "n_queries",
-        "n_runs",
-        "rtp",
-        "ptr",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "ptr_wins",
-        "rtp_wins",
-        "ties",
-        "p_t",
-        "p_wilcoxon",
-        "p_sign",
-        "p_runs",
-        "t_runs",
-        "runs_note",
-    ]
+
+def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
+    """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k): the rows of
+    :func:`~toolbench_lib.eval.compare.compare` (paired t over queries, Holm over the sets of one family,
+    as the primary endpoint), with its robustness columns."""
+    ev = evaluate(result)
+    sets = list(dict.fromkeys(ev.subsets))
     frames = []
     for family in families_of(result):
         a, b = method_name("rtp", family), method_name("ptr", family)
-        mine = pq[pq["method"].isin([a, b])]
-        per_query = paired_comparison(mine, a, b, ["recall"], by=("subset",), n_resamples=n_resamples)
-        runs = []
-        for subset in per_query["subset"]:
-            run_means = mine[mine["subset"] == subset].groupby(["method", "run"])["recall"].mean()
-            ptr_runs = run_means.loc[b].to_numpy(float)
-            over = runs_test([float(run_means.loc[a].mean())], ptr_runs, a_deterministic=True)
-            decidable = not over["note"]  # fewer than 2 runs, or runs without variance: no t-test
-            runs.append(
-                {
-                    "n_runs": int(ptr_runs.size),
-                    "p_runs": over["p_value"] if decidable else np.nan,
-                    "t_runs": over["statistic"] if decidable else np.nan,
-                    "runs_note": over["note"],
-                }
-            )
-        frames.append(per_query.rename(columns=names).assign(retriever=family, **pd.DataFrame(runs)))
-    out = pd.concat(frames, ignore_index=True)[keep] if frames else pd.DataFrame()
-    if out.empty:
-        return out
-    for col in ("p_t", "p_wilcoxon", "p_sign"):
-        out[f"{col}_holm"] = holm(out[col].to_numpy())
-    ok = out["p_runs"].notna()
-    out["p_runs_holm"] = np.nan
-    if ok.any():
-        out.loc[ok, "p_runs_holm"] = holm(out.loc[ok, "p_runs"].to_numpy())
-    return out
-
-
-def _p(p: float, why: str = "one run") -> str:
-    if p != p:
-        return f"n/a ({why})"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"  # 3 significant digits: 0.0496, not 0.050
+        t = compare(ev, a, b, sets, gt, k, "recall", n_resamples=n_resamples)
+        names = {"n": "n_queries", "mean_a": "rtp", "mean_b": "ptr", "wins": "ptr_wins", "losses": "rtp_wins"}
+        frames.append(t.rename(columns=names).assign(retriever=family, n_runs=ev.n_runs))
+    if not frames:
+        return pd.DataFrame(columns=TEST_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    out["subset"] = out["subset"].map(subset_alias)
+    return out[TEST_COLUMNS]
 
 
 def leader(row: Mapping, alpha: float = ALPHA) -> str:
-    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when the Holm-corrected Wilcoxon test says
-    so at ``alpha`` and the bootstrap CI of the difference excludes 0."""
-    if row["p_wilcoxon_holm"] < alpha and (row["ci_low"] > 0 or row["ci_high"] < 0):
-        return "PtR" if row["diff"] > 0 else "RtP"
-    return "neither"
-
-
-def verdicts(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """``subset, retriever, leader, text``: one sentence per set and family, generated from its numbers."""
-    rows = []
-    for _, r in tests.iterrows():
-        who = leader(r, alpha)
-        ahead = "PtR" if r["diff"] > 0 else "RtP"
-        effect = (
-            f"PtR {r['ptr']:.3f} vs RtP {r['rtp']:.3f}, difference {r['diff']:+.3f} "
-            f"[95% CI {r['ci_low']:+.3f}, {r['ci_high']:+.3f}], {r['n_queries']} queries"
-        )
-        why = "no variance over runs" if r["n_runs"] > 1 else "one run"
-        runs_p = _p(r["p_runs_holm"], why)
-        tests_txt = f"Wilcoxon Holm {_p(r['p_wilcoxon_holm'])}; over {r['n_runs']} runs Holm {runs_p}"
-        if who == "neither":
-            text = (
-                f"{r['subset']}, {r['retriever']}: no significant difference ({ahead} ahead at the point "
-                f"estimate; {effect}; {tests_txt})."
-            )
-        else:
-            text = f"{r['subset']}, {r['retriever']}: {who} ahead ({effect}; {tests_txt})."
-        rows.append({"subset": r["subset"], "retriever": r["retriever"], "leader": who, "text": text})
-    return pd.DataFrame(rows, columns=["subset", "retriever", "leader", "text"])
+    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when
+    :func:`~toolbench_lib.eval.compare.compare`'s Holm-adjusted p is below ``alpha`` (the primary
+    endpoint's test)."""
+    return ("PtR" if row["diff"] > 0 else "RtP") if significant(row, alpha) else "neither"
 
 
 PAPER_PATTERN = {"G1": "RtP", "G2": "PtR", "G3": "PtR"}  # the paper's crossover, by set
@@ -383,19 +314,13 @@ def study_tables(
     result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000
 ) -> dict[str, pd.DataFrame]:
     """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
-    ``retriever_verdicts``, ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``,
-    ``retriever_routing``."""
+    ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``, ``retriever_routing``."""
     main = family_table(result, k, gt)
     tests = family_tests(result, k, gt, n_resamples)
-    cross = crossover(tests)
-    overall = pd.DataFrame(
-        [{"subset": "all", "retriever": "all", "leader": "", "text": crossover_sentence(cross)}]
-    )
     return {
         "retriever_main": main,
         "retriever_tests": tests,
-        "retriever_verdicts": pd.concat([verdicts(tests), overall], ignore_index=True),
-        "retriever_crossover": cross,
+        "retriever_crossover": crossover(tests),
         "retriever_k": family_k_table(result, range(1, 21), gt),
         "retriever_divergence": family_divergence(result, k),
         "retriever_routing": routing_by_subset(main),
@@ -495,7 +420,7 @@ def bm25_scale_study(
                     "note": sub.note,
                 }
                 for arch in ("rtp", "ptr"):
-                    rec = [direct_recall(lst, r, k) for lst, r in zip(lists[arch], rel, strict=True)]
+                    rec = recall_at(lists[arch], rel, k)
                     scale_rows.append({**base, "method": arch, "gt": gt, "recall": float(np.mean(rec))})
                 disjoint = [not set(a) & set(b) for a, b in zip(lists["rtp"], lists["ptr"], strict=True)]
                 div_rows.append({**base, "no_overlap_share": float(np.mean(disjoint))})

@@ -20,7 +20,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from tqdm.auto import tqdm
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.runs import direct_hits
+from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
 from .intervals import with_wilson
 from .similarity import SimilarityCache, topk_columns
@@ -67,12 +67,10 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-query recall and precision at ``k`` of top-k column positions against ground-truth columns.
 
-    The hits are eval's direct count (:func:`toolbench_lib.eval.runs.direct_hits`), on column positions
-    rather than API ids because ranx (``score_rankings``) would build a ``Run`` for each of the study's
-    thousands of sub-registries; a test checks these values against ``score_rankings``. Recall divides by
-    the full ground-truth size (0 without ground truth), precision by ``k``.
+    The hits are eval's one count (:func:`toolbench_lib.eval.evaluation.hits_at`) on column positions. Recall
+    divides by the full ground-truth size (0 without ground truth), precision by ``k``.
     """
-    hits = np.array([direct_hits(row.tolist(), gt, k) for row, gt in zip(top, gt_sets, strict=True)])
+    hits = hits_at([row.tolist() for row in top], gt_sets, k)
     n_gt = np.array([len(g) for g in gt_sets])
     recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
     return recall, hits / k

@@ -1,7 +1,8 @@
 """Which G2, divergence read two ways, and two claims scored: the scale claim and the routing claim.
 
 Every function takes stored studies (or tables made from them) and returns a table; the sentences of the
-verdict tables are generated from their numbers. Recall and hits come from :mod:`toolbench_lib.eval.runs`
+verdict tables are generated from their numbers. Recall and hits come from
+:mod:`toolbench_lib.eval.evaluation`
 (ranx, checked against a direct count) or, on sub-registries, from the scale study's direct count; every
 confidence interval and paired test from :mod:`toolbench_lib.eval.stats`; the intervals of shares are
 Wilson 95% intervals (statsmodels).
@@ -23,14 +24,13 @@ Wilson 95% intervals (statsmodels).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.runs import direct_recall, per_query_runs
-from ..eval.stats import bootstrap_ci, paired_test
+from ..eval.evaluation import evaluate, per_query_runs
+from ..eval.stats import bootstrap_ci, paired
 from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
@@ -63,29 +63,20 @@ def basis(run_name: str, n_runs: int) -> str:
 
 def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
                      gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs.
-
-    Recall is eval's direct count (:func:`~toolbench_lib.eval.runs.direct_recall`, the twin that
-    :func:`~toolbench_lib.eval.runs.score_rankings` checks ranx against), as twenty cut-offs of every
-    ranking would make ranx the slowest part of the analysis.
-    """
+    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs,
+    read from the study's evaluation."""
     check_gt(gt)
-    q = result.queries[result.queries["subset"] == subset].reset_index(drop=True)
-    if q.empty:
+    ev = evaluate(result)
+    mask = ev.subsets == subset
+    if not mask.any():
         raise ValueError(f"the study holds no query of {subset!r}")
-    one = replace(result, queries=q, hits=result.hits[result.hits["qkey"].isin(set(q["qkey"]))])
-    rel = dict(zip(q["qkey"], q[gt].map(set), strict=True))
-    rows, seen = [], {}
-    for method in one.methods:
-        for run in range(one.n_runs):
-            stored = (method, one.stored_run(method, run))  # a deterministic ranking is scored once
-            if stored not in seen:
-                ranking = one.ranking(method, run)
-                seen[stored] = [(key, k, direct_recall(ranking.get(key, []), r, k)) for key, r in rel.items()
-                                for k in ks]
-            rows += [(key, method, run, k, v) for key, k, v in seen[stored]]
-    pq = pd.DataFrame(rows, columns=["qkey", "method", "run", "k", "recall"])
-    return pq.groupby(["qkey", "method", "k"], as_index=False, sort=False)["recall"].mean()
+    frames = []
+    for k in ks:
+        v = ev.values("recall", k, gt)[:, :, mask].mean(axis=1)  # (method, query)
+        frames.append(pd.DataFrame({"qkey": np.tile(ev.qkeys[mask], len(ev.methods)),
+                                    "method": np.repeat(ev.methods, mask.sum()), "k": k,
+                                    "recall": v.ravel()}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
@@ -93,7 +84,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
     """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
 
     Columns: ``subset, basis, retriever, k, n_queries, n_runs, rtp, rtp_lo, rtp_hi, ptr, ptr_lo, ptr_hi,
-    diff, diff_lo, diff_hi, p_wilcoxon, ptr_wins, rtp_wins``; ``diff`` = PtR − RtP per query (each query's
+    diff, diff_lo, diff_hi, p, note, ptr_wins, rtp_wins``; ``diff`` = PtR − RtP per query (each query's
     mean over runs), its CI a bootstrap over queries; ``basis`` names the study and its runs.
     """
     rows = []
@@ -104,7 +95,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
             for k in ks:
                 part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
                 x, y = part[a].to_numpy(float), part[b].to_numpy(float)
-                test = paired_test(x, y, n_resamples, seed)
+                test = paired(x, y, n_resamples, seed)
                 rlo, rhi = bootstrap_ci(x, n_resamples, seed)
                 plo, phi = bootstrap_ci(y, n_resamples, seed)
                 rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
@@ -112,8 +103,8 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
                              "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
                              "diff": test["diff"], "diff_lo": test["ci_low"], "diff_hi": test["ci_high"],
-                             "p_wilcoxon": test["p_wilcoxon"], "ptr_wins": test["wins_b"],
-                             "rtp_wins": test["wins_a"]})
+                             "p": test["p"], "note": test["note"], "ptr_wins": test["wins"],
+                             "rtp_wins": test["losses"]})
     return pd.DataFrame(rows)
 
 
@@ -328,7 +319,7 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                     top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
                     rec["ptr"].append(recall_precision(top, gt_sets, k)[0])
             x, y = np.mean(rec["rtp"], axis=0), np.mean(rec["ptr"], axis=0)
-            test = paired_test(x, y, n_resamples, seed)
+            test = paired(x, y, n_resamples, seed)
             alias = subset_alias(subset)
             rows.append({"subset": alias, "size": sub_size, "target_size": target, "n_seeds": len(draws),
                          "n_runs": len(runs), "n_queries": len(sq), "rtp": float(x.mean()),
@@ -376,7 +367,7 @@ def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFA
 
     Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
     the higher mean recall (the paper's "always selecting the better architecture per subset"). Columns:
-    ``retriever, basis, against, n_queries, routed, other, diff, ci_low, ci_high, p_wilcoxon, loss, text``
+    ``retriever, basis, against, n_queries, routed, other, diff, ci_low, ci_high, p, note, loss, text``
     with ``diff`` = routed − other (paired bootstrap CI over queries) and ``loss`` one of ``none``
     (identical choices), ``gain`` (the CI lies above 0), ``not significant`` and ``significant`` (the CI
     lies below 0).
@@ -397,7 +388,7 @@ def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFA
         score = {p: np.array([r[c[r["subset"]]] for _, r in wide.iterrows()], dtype=float)
                  for p, c in pick.items()}
         for other in ("best_per_subset", "always_rtp", "always_ptr"):
-            t = paired_test(score[other], score["routed"], n_resamples, seed)
+            t = paired(score[other], score["routed"], n_resamples, seed)
             same = bool(np.allclose(score[other], score["routed"]))
             loss = ("none" if same else "significant" if t["ci_high"] < 0
                     else "gain" if t["ci_low"] > 0 else "not significant")
@@ -410,7 +401,7 @@ def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFA
                                              "significant": "a significant loss"}[loss] + ".")
             rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other,
                          "n_queries": t["n"], "routed": t["mean_b"], "other": t["mean_a"], "diff": t["diff"],
-                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_wilcoxon": t["p_wilcoxon"],
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p": t["p"], "note": t["note"],
                          "loss": loss, "choice": ", ".join(f"{s} {c}" for s, c in pick[other].items()),
                          "text": text})
     return pd.DataFrame(rows)

@@ -4,9 +4,10 @@ One run file per subset, method and run (``runs/<subset>.<method>.run<r>.trec``:
 tag``) and one qrels file per subset and ground-truth definition (``qrels/<subset>.<gt>.qrels``: ``qid 0
 docid 1``). The query id is the study's ``<set>:<query_id>`` key, the document id the registry id.
 
-The score column is ``len(list) - position`` (strictly decreasing, as
-:func:`toolbench_lib.eval.runs.score_rankings` hands rankings to ranx), so every reader orders each list
-exactly as the retriever did, ties in cosine included; the cosines stay in the study's ``hits`` table. A
+The score column is the retriever's own score (cosine, BM25 or fused score, as stored in the study). Where a
+list's scores tie or do not decrease, each later score is lowered to the next float below the one before it,
+so every reader orders the list exactly as the retriever did; ``manifest.json`` counts those separated
+ties per file. A
 query without ground truth has no qrels line (TREC's convention): readers leave it out of their means, while
 this toolkit's summary counts it as 0, so ``manifest.json`` gives the number of such queries of every file
 pair (0 on the shipped data, where the numbers then agree). A query the method retrieved nothing for has no
@@ -16,6 +17,7 @@ run line; ``trec_eval -c`` averages over every judged query.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -38,15 +40,22 @@ def _check_id(kind: str, value: str) -> str:
     return value
 
 
-def trec_run_lines(ranking: Mapping[str, Sequence[str]], tag: str) -> list[str]:
-    """``qid Q0 docid rank score tag`` lines of ``{qid: [docid, ...]}`` (best first; rank from 1)."""
+def trec_run_lines(ranking: Mapping[str, Mapping[str, float]], tag: str) -> tuple[list[str], int]:
+    """``(lines, separated ties)``: ``qid Q0 docid rank score tag`` lines of ``{qid: {docid: score}}`` (best
+    first, rank from 1), each score the retriever's, a tie lowered to the next float below the score
+    before."""
     _check_id("run tag", tag)
-    lines = []
-    for qid, ids in ranking.items():
+    lines, ties = [], 0
+    for qid, scored in ranking.items():
         _check_id("query id", qid)
-        for pos, doc in enumerate(ids):
-            lines.append(f"{qid} Q0 {_check_id('document id', doc)} {pos + 1} {len(ids) - pos} {tag}")
-    return lines
+        prev = math.inf
+        for pos, (doc, score) in enumerate(scored.items()):
+            score = float(score)
+            if score >= prev:
+                score, ties = math.nextafter(prev, -math.inf), ties + 1
+            prev = score
+            lines.append(f"{qid} Q0 {_check_id('document id', doc)} {pos + 1} {score!r} {tag}")
+    return lines, ties
 
 
 def trec_qrels_lines(qrels: Mapping[str, Iterable[str]]) -> list[str]:
@@ -131,17 +140,19 @@ def _export_into(result, out: Path, gts: Sequence[str], source: str | None) -> d
                           "queries_without_gt": sum(not qrels[gt][k] for k in keys)})
         for method in result.methods:
             for run in range(result.n_runs):
-                ranking = result.ranking(method, run)
+                ranking = result.scored_ranking(method, run)
                 mine = {k: ranking[k] for k in keys if ranking.get(k)}
                 path = out / "runs" / f"{name}.{method}.run{run}.trec"
-                _write(path, trec_run_lines(mine, f"{method}.run{run}"))
+                lines, ties = trec_run_lines(mine, f"{method}.run{run}")
+                _write(path, lines)
                 files.append({"kind": "run", "path": str(path.relative_to(out)), "subset": subset,
                               "method": method, "run": run, "n_queries": len(mine),
-                              "queries_without_hits": len(keys) - len(mine)})
+                              "queries_without_hits": len(keys) - len(mine), "separated_ties": ties})
     manifest = {
         "source": source,
         "provenance": {k: result.provenance[k] for k in PROVENANCE_KEYS if k in result.provenance},
-        "format": {"run": "qid Q0 docid rank score tag (score = list length - position)",
+        "format": {"run": "qid Q0 docid rank score tag (score = the retriever's; a tie lowered to the next "
+                          "float below the score before it, counted in separated_ties)",
                    "qrels": "qid 0 docid 1"},
         "files": files,
     }

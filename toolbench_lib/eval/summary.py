@@ -15,8 +15,8 @@ import pandas as pd
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
+from .evaluation import per_query_runs
 from .pass_rates import pass_rate_table
-from .runs import per_query_runs
 from .stats import bootstrap_ci
 
 RETRIEVAL_METRICS = ("recall", "precision")

@@ -107,8 +107,14 @@ class StudyResult:
     plans: pd.DataFrame
     calls: pd.DataFrame
     provenance: dict = field(default_factory=dict)
+    folder: Path | None = None  # where the study is stored (set by save and load); its evaluation goes there
 
     TABLES = ("queries", "stubs", "hits", "plans", "calls")
+
+    def stored_hits_sha256(self) -> str | None:
+        """The sha256 of the stored hits table while ``hits`` is the table saved or loaded, else None."""
+        stored = self.__dict__.get("_hits_sha256")
+        return stored[1] if stored is not None and stored[0] is self.hits else None
 
     def save(self, folder: Path) -> Path:
         """Write every table and their sha256 checksums, then ``provenance.json`` last: its presence marks
@@ -121,6 +127,8 @@ class StudyResult:
             sums[PROVENANCE] = hashlib.sha256(provenance).hexdigest()  # every file a load reads is covered
             out.path(TABLE_CHECKSUMS).write_text(json.dumps(sums, indent=2))
             out.path(PROVENANCE).write_bytes(provenance)
+        self.folder = Path(folder)
+        self.__dict__["_hits_sha256"] = (self.hits, sums["hits.parquet"])
         return folder
 
     @classmethod
@@ -152,7 +160,9 @@ class StudyResult:
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
             raise StoredStudyError(f"stored study {folder} is incomplete or damaged ({type(exc).__name__}: "
                                    f"{exc}); delete the folder to run the study again") from None
-        return cls(**tables, provenance=provenance)
+        result = cls(**tables, provenance=provenance, folder=folder)
+        result.__dict__["_hits_sha256"] = (result.hits, sums["hits.parquet"])
+        return result
 
     # The conventions of the ``hits`` table are decoded here and nowhere else.
     @property

@@ -1,0 +1,172 @@
+"""The one evaluation: the count of hits, every metric at every cut-off from it (ranx as the oracle), the
+stored evaluation of a study, and the one comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from ranx import Qrels, Run
+from ranx import evaluate as ranx_evaluate
+from scipy import stats
+
+from toolbench_lib.eval.compare import compare
+from toolbench_lib.eval.evaluation import (
+    EVAL_DIR,
+    K_MAX,
+    METRICS,
+    evaluate,
+    metric_values,
+    per_query_runs,
+    relevance,
+    score_rankings,
+)
+from toolbench_lib.eval.stats import holm, paired, runs_test
+from toolbench_lib.pipeline.study import StudyResult
+
+RANX = {"recall": "recall", "precision": "precision", "ndcg": "ndcg", "mrr": "mrr"}
+
+
+def _random(seed: int, n: int = 40) -> tuple[dict[str, list[str]], pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i}" for i in range(50)]
+    rel = [rng.choice(docs, size=rng.integers(1, 9), replace=False).tolist() for _ in range(n)]
+    runs = {f"q{i}": rng.permutation(docs)[: rng.integers(1, 30)].tolist() for i in range(n)}
+    q = pd.DataFrame({"qkey": list(runs), "subset": "S", "candidates": rel, "relevant": [r[:1] for r in rel]})
+    return runs, q
+
+
+def test_relevance_counts_distinct_ids_of_the_first_ranks() -> None:
+    flags = relevance([["a", "a", "x", "b"], [3, 7, 3, 9], ["x"]], [{"a", "b"}, {9, -1}, set()], 4)
+    assert flags.tolist() == [[True, False, True, False], [False, False, True, False], [False] * 4]
+
+
+def test_recall_and_precision_by_hand() -> None:
+    """recall@k: share of the ground truth in the top k; precision@k: share of the k slots (a short list
+    is padded); a query the ranking misses retrieved nothing; no ground truth scores 0."""
+    q = pd.DataFrame({"qkey": ["q1", "q2", "q3", "q4"], "subset": "S",
+                      "candidates": [["a", "b", "c"], ["a"], ["b"], []]})
+    rankings = {"q1": ["a", "x", "b", "y", "z", "c"], "q2": ["a"], "q4": ["a"]}
+    at5 = score_rankings(rankings, q, "candidates", 5, ("recall", "precision", "comp")).set_index("qkey")
+    assert at5["recall"].tolist() == pytest.approx([2 / 3, 1.0, 0.0, 0.0])
+    assert at5["precision"].tolist() == pytest.approx([2 / 5, 1 / 5, 0.0, 0.0])
+    assert at5["comp"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert at5["n_gt"].tolist() == [3, 1, 1, 0]
+    at1 = score_rankings(rankings, q, "candidates", 1).set_index("qkey")
+    assert at1["recall"].tolist() == pytest.approx([1 / 3, 1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 10, 20])
+def test_every_metric_equals_ranx_on_random_runs(k: int) -> None:
+    runs, q = _random(k)
+    ours = score_rankings(runs, q, "candidates", k, METRICS).set_index("qkey")
+    qrels = Qrels({key: {a: 1 for a in rel} for key, rel in zip(q["qkey"], q["candidates"], strict=True)})
+    run = Run({key: {a: float(len(ids) - i) for i, a in enumerate(ids)} for key, ids in runs.items()})
+    names = [f"{RANX[m]}@{k}" for m in RANX]
+    ranx_evaluate(qrels, run, names, return_mean=False)
+    for m in RANX:
+        want = [run.scores[f"{RANX[m]}@{k}"][key] for key in q["qkey"]]
+        assert ours[m].tolist() == pytest.approx(want, abs=1e-9), m
+    comp = [float(set(r) <= set(runs[key][:k])) for key, r in zip(q["qkey"], q["candidates"], strict=True)]
+    assert ours["comp"].tolist() == comp
+
+
+def test_metric_values_broadcast_over_leading_axes() -> None:
+    flags = np.zeros((2, 3, K_MAX), dtype=bool)
+    flags[1, 2, 0] = True
+    out = metric_values(flags, np.array([1, 2, 0]), "recall", 5)
+    assert out.tolist() == [[0, 0, 0], [0, 0, 0]]  # no ground truth: 0 even when marked
+    flags[1, 1, 3] = True
+    assert metric_values(flags, np.array([1, 2, 0]), "mrr", 5)[1, 1] == 0.25
+
+
+def _study(seed: int = 0, runs: int = 3) -> StudyResult:
+    """A study of two methods over two sets: ``rtp`` stored once (run -1), ``ptr`` per run."""
+    rng = np.random.default_rng(seed)
+    rows, queries = [], []
+    for i in range(30):
+        qk, subset = f"q{i}", "G1_instruction" if i < 15 else "G2_instruction"
+        gt = [f"d{j}" for j in rng.choice(30, size=3, replace=False)]
+        queries.append({"qkey": qk, "subset": subset, "candidates": gt, "relevant": gt[:1]})
+        for method, stored in (("rtp", [-1]), ("ptr", list(range(runs)))):
+            for run in stored:
+                for rank, d in enumerate(rng.permutation(30)[:K_MAX], 1):
+                    rows.append({"qkey": qk, "method": method, "run": run, "text_idx": -1, "rank": rank,
+                                 "row": int(d), "api_id": f"d{d}", "score": 1.0 - rank / 100})
+    prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr"]}}
+    return StudyResult(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(),
+                       pd.DataFrame(), prov)
+
+
+def test_study_evaluation_equals_scoring_each_run(tmp_path) -> None:
+    study = _study()
+    for k in (1, 5, 20):
+        got = per_query_runs(study, k, "relevant", METRICS)
+        for method in study.methods:
+            for run in range(study.n_runs):
+                want = score_rankings(study.ranking(method, run), study.queries, "relevant", k, METRICS)
+                mine = got[(got["method"] == method) & (got["run"] == run)].reset_index(drop=True)
+                pd.testing.assert_frame_equal(mine[["qkey", *METRICS, "n_gt"]], want, check_dtype=False)
+    assert set(got.columns) >= {"hits", "subset"}
+
+
+def test_a_stored_study_keeps_its_evaluation_and_refuses_a_damaged_one(tmp_path, caplog) -> None:
+    study = _study()
+    study.save(tmp_path / "s")
+    first = evaluate(study)
+    path = tmp_path / "s" / EVAL_DIR / "evaluation.npz"
+    assert path.exists()
+    again = evaluate(StudyResult.load(tmp_path / "s"))
+    assert again.key == first.key and (again.flags == first.flags).all()
+    path.write_bytes(path.read_bytes()[:-10] + b"0123456789")  # damaged: never used
+    loaded = StudyResult.load(tmp_path / "s")
+    redone = evaluate(loaded)
+    assert "does not match its checksum" in caplog.text and (redone.flags == first.flags).all()
+
+
+def test_the_key_follows_the_rankings() -> None:
+    study = _study()
+    before = evaluate(study).key
+    study.hits = study.hits.assign(api_id=study.hits["api_id"].where(study.hits["rank"] != 1, "zz"))
+    assert evaluate(study).key != before
+
+
+def test_compare_is_the_paired_t_with_holm_over_the_declared_family() -> None:
+    study = _study(1)
+    ev = evaluate(study)
+    sets = ["G1_instruction", "G2_instruction"]
+    table = compare(ev, "rtp", "ptr", sets, "candidates", 5)
+    per = per_query_runs(study, 5, "candidates", ("recall",))
+    mean = per.groupby(["subset", "qkey", "method"])["recall"].mean().unstack()
+    ps = []
+    for row in table.itertuples():
+        m = mean.loc[row.subset]
+        t = stats.ttest_rel(m["ptr"], m["rtp"])
+        assert (row.t, row.p) == pytest.approx((t.statistic, t.pvalue))
+        assert row.diff == pytest.approx((m["ptr"] - m["rtp"]).mean())
+        assert row.wins + row.ties + row.losses == row.n == 15
+        ps.append(t.pvalue)
+    assert table["p_holm"].tolist() == pytest.approx(list(holm(ps)))
+    one = compare(ev, "rtp", "ptr", ["G1_instruction"], "candidates", 5, family=sets)
+    assert one["p_holm"].iloc[0] == table["p_holm"].iloc[0]  # the shown rows do not change the family
+    with pytest.raises(ValueError, match="two different methods"):
+        compare(ev, "rtp", "rtp")
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), [
+    ([0.2], [0.5], "1 query"),
+    ([0.0, 0.5], [0.5, 1.0], "no variance"),
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "no variance"),
+    ([0.1, float("nan"), 0.3], [0.2, 0.3, 0.4], "NaN"),
+])
+def test_a_test_that_cannot_decide_says_so(a, b, reason) -> None:
+    r = paired(a, b, n_resamples=200)
+    assert not r["testable"] and reason in r["note"] and np.isnan(r["p"])
+    assert np.isnan(holm([r["p"], 0.01])[0]) and holm([r["p"], 0.01])[1] == 0.01
+
+
+def test_runs_test_never_decides_without_variance() -> None:
+    assert "no variance" in runs_test([0.3], [0.4, 0.4, 0.4], a_deterministic=True)["note"]
+    assert np.isnan(runs_test([0.3], [0.4], a_deterministic=True)["p_value"])
+    r = runs_test([0.3], [0.4, 0.5, 0.45], a_deterministic=True)
+    assert r["p_value"] == pytest.approx(stats.ttest_1samp([0.4, 0.5, 0.45], 0.3).pvalue)

@@ -1,0 +1,69 @@
+"""The one comparison of two methods: every p-value any table, notebook, report sentence or view prints.
+
+``compare(evaluation, a, b, sets, gt, k, metric, family)`` compares method ``b`` against ``a`` per set on
+each query's score averaged over the runs: the mean difference ``b - a`` with its paired bootstrap 95% CI,
+the paired t-test's p, its Holm adjustment within the declared ``family`` of sets, and wins, ties and losses
+(:func:`~toolbench_lib.eval.stats.paired`). Two robustness columns are named as such and never decide:
+Wilcoxon's signed-rank p and the paper's test over runs (:func:`~toolbench_lib.eval.stats.runs_test`).
+The same comparison asked with the same family gives the same p-value everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..data.queries import DEFAULT_GT
+from .evaluation import Evaluation, evaluate
+from .stats import holm, paired, runs_test
+
+COMPARE_COLUMNS = ["subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff", "ci_low",
+                   "ci_high", "t", "p", "p_holm", "family", "wins", "ties", "losses", "testable", "note",
+                   "p_wilcoxon_robustness", "p_runs_robustness"]
+
+
+def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = 5,
+            metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
+            seed: int = 0) -> pd.DataFrame:
+    """Method ``b`` against ``a`` on each of ``sets`` (default: every set, in order), one row each
+    (:data:`COMPARE_COLUMNS`). ``evaluation``: an :class:`~toolbench_lib.eval.evaluation.Evaluation` or a
+    study (evaluated). ``family``: the sets whose p-values are Holm-adjusted together (default ``sets``);
+    each family set is tested even when not shown, so a row's ``p_holm`` does not depend on which rows a
+    table shows."""
+    ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
+    if a == b:
+        raise ValueError(f"compare needs two different methods, got {a!r} twice")
+    vals = ev.values(metric, k, gt)
+    runs_a, runs_b = vals[ev._method(a)], vals[ev._method(b)]  # (run, query)
+    order = list(dict.fromkeys(ev.subsets))
+    sets = list(order if sets is None else sets)
+    family = list(sets if family is None else family)
+    missing = [s for s in [*sets, *family] if s not in order]
+    if missing:
+        raise KeyError(f"no queries of set(s) {missing} in this evaluation (has {order})")
+    tested = list(dict.fromkeys([*family, *sets]))
+    rows = {}
+    for s in tested:
+        mask = ev.subsets == s
+        res = paired(runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0), n_resamples, seed)
+        a_runs = runs_a[:1, mask] if ev.is_deterministic(a) else runs_a[:, mask]
+        over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
+        rows[s] = {"subset": s, "a": a, "b": b, "metric": metric, "k": k, "gt": gt, **res,
+                   "p_wilcoxon_robustness": res.pop("p_wilcoxon"), "p_runs_robustness": over["p_value"]}
+        rows[s].pop("p_wilcoxon", None)
+    adjusted = holm([rows[s]["p"] for s in family])
+    label = f"Holm over {', '.join(family)}" if len(family) > 1 else "one comparison (no adjustment)"
+    for s, p in zip(family, adjusted, strict=True):
+        rows[s].update(p_holm=float(p), family=label)
+    for s in sets:
+        if s not in family:
+            rows[s].update(p_holm=rows[s]["p"], family="one comparison (no adjustment)")
+    return pd.DataFrame([rows[s] for s in sets], columns=COMPARE_COLUMNS)
+
+
+def significant(row, alpha: float = 0.05) -> bool:
+    """Whether a compared row's Holm-adjusted p is below ``alpha`` (never for a row that is not testable)."""
+    p = row["p_holm"] if isinstance(row, dict) else row.p_holm
+    return bool(np.isfinite(p) and p < alpha)

@@ -1,0 +1,290 @@
+"""One evaluation per study: which retrieved ranks are ground truth, counted once, and every metric from it.
+
+:func:`relevance` is the one place a hit is counted: for each ranking and rank ``1..depth`` it marks whether
+the API there is a ground-truth API (a repeated id counts at its first rank only). Every metric at every
+cut-off follows from those marks by cumulative sums (:func:`metric_values`): recall, precision (divided by
+``k`` even for a shorter list), nDCG (binary gains, log2 discount), MRR and COMP (every ground-truth API in
+the top ``k``). A query without ground truth scores 0 on each.
+
+:func:`evaluate` applies it to a whole study at once: ground truth x method x run x query x rank 1..
+:data:`K_MAX`. The result (:class:`Evaluation`) is computed once per study content and code of this package,
+kept on the study for the process and, for a stored study, written beside its tables (checksummed). Every
+table, notebook and view reads it. ranx is its test oracle (``tests/test_evaluation.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.atomic import atomic_path, read_verified, write_checksum
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt
+
+log = logging.getLogger(__name__)
+
+K_MAX = 20  # the deepest cut-off every evaluation holds (the k-ablation's 1..20)
+METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
+EVAL_DIR = "evaluation"  # beside a stored study's tables
+_CODE = Path(__file__).resolve().parent  # the eval package: its code is part of every evaluation's key
+
+
+def check_metrics(metrics: Sequence[str]) -> list[str]:
+    """``metrics`` as a list, each a name of :data:`METRICS`."""
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(METRICS)}")
+    return list(metrics)
+
+
+def check_k(k: int) -> int:
+    """A cut-off every evaluation holds (1..:data:`K_MAX`)."""
+    if not 1 <= int(k) <= K_MAX:
+        raise ValueError(f"k must be between 1 and {K_MAX}, got {k}")
+    return int(k)
+
+
+def relevance(lists: Sequence[Sequence], rels: Sequence[Collection], depth: int = K_MAX) -> np.ndarray:
+    """The one count of hits: ``(len(lists), depth)`` booleans, True where the ``r``-th distinct id of a
+    ranking is in its ground truth (ids of any hashable kind: API ids or column positions)."""
+    out = np.zeros((len(lists), depth), dtype=bool)
+    for i, (ids, rel) in enumerate(zip(lists, rels, strict=True)):
+        if rel:
+            seen = list(dict.fromkeys(ids))[:depth]
+            out[i, :len(seen)] = [a in rel for a in seen]
+    return out
+
+
+def metric_values(flags: np.ndarray, n_gt: np.ndarray, metric: str, k: int) -> np.ndarray:
+    """``metric@k`` of every ranking from its marks (``flags[..., rank]``) and ground-truth sizes ``n_gt``
+    (broadcast against ``flags[..., 0]``)."""
+    top = flags[..., :k]
+    hits = top.sum(axis=-1)
+    n = np.broadcast_to(np.asarray(n_gt), hits.shape)
+    has = n > 0
+    if metric == "recall":
+        return np.where(has, hits / np.maximum(n, 1), 0.0)
+    if metric == "precision":
+        return hits / k
+    if metric == "comp":
+        return (has & (hits >= n)).astype(float)
+    if metric == "mrr":
+        first = np.argmax(top, axis=-1)
+        return np.where(top.any(axis=-1), 1.0 / (first + 1), 0.0)
+    if metric == "ndcg":
+        discount = 1.0 / np.log2(np.arange(2, k + 2))
+        dcg = (top * discount).sum(axis=-1)
+        ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(n, k)]
+        return np.where(has, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
+    raise ValueError(f"unknown metric {metric!r}; choose from {list(METRICS)}")
+
+
+def recall_at(lists: Sequence[Sequence], rels: Sequence[Collection], k: int) -> np.ndarray:
+    """recall@k of each ranking against its ground truth (0 without ground truth), from :func:`relevance`."""
+    return metric_values(relevance(lists, rels, k), np.array([len(r) for r in rels]), "recall", k)
+
+
+def hits_at(lists: Sequence[Sequence], rels: Sequence[Collection], k: int) -> np.ndarray:
+    """How many ground-truth ids each ranking holds in its first ``k`` distinct ids (:func:`relevance`)."""
+    return relevance(lists, rels, k).sum(axis=1)
+
+
+def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: str, k: int,
+                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """Per-query metrics at ``k`` of rankings outside a stored study (an ablation's, a fused method's):
+    ``qkey, <metric>..., n_gt`` for every query of ``queries``; a query the rankings miss retrieved
+    nothing."""
+    check_gt(gt)
+    metrics, k = check_metrics(metrics), check_k(k)
+    rels = [set(r) for r in queries[gt]]
+    flags = relevance([rankings.get(q, []) for q in queries["qkey"]], rels, k)
+    n_gt = np.array([len(r) for r in rels])
+    out = pd.DataFrame({"qkey": queries["qkey"].to_numpy()})
+    for m in metrics:
+        out[m] = metric_values(flags, n_gt, m, k)
+    out["n_gt"] = n_gt
+    return out
+
+
+@dataclass
+class Evaluation:
+    """The marks of a study's final rankings (``flags[gt, method, run, query, rank]``) and the ground-truth
+    sizes (``n_gt[gt, query]``); every metric at every cut-off is read from them."""
+
+    key: str
+    gts: tuple[str, ...]
+    methods: tuple[str, ...]
+    n_runs: int
+    qkeys: np.ndarray
+    subsets: np.ndarray
+    n_gt: np.ndarray
+    flags: np.ndarray
+    deterministic: tuple[bool, ...] = ()  # per method: retrieval stored once for every run (RtP)
+
+    def _gt(self, gt: str) -> int:
+        check_gt(gt)
+        return self.gts.index(gt)
+
+    def _method(self, method: str) -> int:
+        if method not in self.methods:
+            raise KeyError(f"no method {method!r} in this evaluation (has {list(self.methods)})")
+        return self.methods.index(method)
+
+    def is_deterministic(self, method: str) -> bool:
+        """Whether ``method``'s retrieval is stored once for every run (RtP)."""
+        return bool(self.deterministic[self._method(method)]) if self.deterministic else False
+
+    def values(self, metric: str, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
+        """``(method, run, query)`` values of ``metric@k`` under ``gt``."""
+        g = self._gt(gt)
+        return metric_values(self.flags[g], self.n_gt[g][None, None, :], metric, check_k(k))
+
+    def scores(self, k: int, gt: str = DEFAULT_GT, metrics: Sequence[str] = ("recall", "precision"),
+               methods: Sequence[str] | None = None) -> pd.DataFrame:
+        """Long table ``qkey, <metrics>..., n_gt, hits, method, run, subset``: one row per method, run and
+        query (a deterministic method repeated for every run), methods in study order, queries in order."""
+        metrics, k = check_metrics(metrics), check_k(k)
+        g = self._gt(gt)
+        chosen = list(self.methods) if methods is None else list(methods)
+        idx = [self._method(m) for m in chosen]
+        nq, nr = len(self.qkeys), self.n_runs
+        flags = self.flags[g][idx]
+        out = pd.DataFrame({"qkey": np.tile(self.qkeys, len(idx) * nr)})
+        n_gt = self.n_gt[g]
+        for m in metrics:
+            out[m] = metric_values(flags, n_gt[None, None, :], m, k).ravel()
+        out["n_gt"] = np.tile(n_gt, len(idx) * nr)
+        out["hits"] = flags[..., :k].sum(axis=-1).ravel()
+        out["method"] = np.repeat(chosen, nr * nq)
+        out["run"] = np.tile(np.repeat(np.arange(nr), nq), len(idx))
+        out["subset"] = np.tile(self.subsets, len(idx) * nr)
+        return out
+
+    def save(self, path: Path) -> None:
+        """Write the evaluation to ``path`` (npz) and its sha256 sidecar."""
+        meta = json.dumps({"key": self.key, "gts": list(self.gts), "methods": list(self.methods),
+                           "n_runs": self.n_runs, "deterministic": list(self.deterministic)})
+        buf = io.BytesIO()
+        np.savez_compressed(buf, meta=np.array(meta), qkeys=self.qkeys.astype(str),
+                            subsets=self.subsets.astype(str), n_gt=self.n_gt,
+                            flags=np.packbits(self.flags, axis=-1))
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(buf.getvalue())
+        write_checksum(path)
+
+    @classmethod
+    def load(cls, path: Path, key: str) -> Evaluation | None:
+        """The evaluation stored at ``path`` when it holds its checksum and ``key``; else None (logged when
+        the file is there but damaged)."""
+        data = read_verified(path)
+        if data is None:
+            if Path(path).exists():
+                log.warning("stored evaluation %s does not match its checksum: computing it again", path)
+            return None
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                if meta["key"] != key:
+                    return None
+                flags = np.unpackbits(z["flags"], axis=-1, count=K_MAX).astype(bool)
+                return cls(meta["key"], tuple(meta["gts"]), tuple(meta["methods"]), int(meta["n_runs"]),
+                           z["qkeys"], z["subsets"], z["n_gt"], flags, tuple(meta["deterministic"]))
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("stored evaluation %s is unreadable (%s): computing it again", path, exc)
+            return None
+
+
+def _code_hash() -> str:
+    h = hashlib.sha256()
+    for path in sorted(_CODE.glob("*.py")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def evaluation_key(result) -> str:
+    """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods and
+    runs, and the code of this package."""
+    h = hashlib.sha256(_code_hash().encode())
+    stored = result.stored_hits_sha256()
+    if stored:  # a stored study's hits as saved or loaded: the checksum of its table
+        h.update(stored.encode())
+    else:
+        final = result.final_hits()[["qkey", "method", "run", "rank", "api_id"]]
+        h.update(pd.util.hash_pandas_object(final, index=False).to_numpy().tobytes())
+    q = result.queries
+    h.update(json.dumps({"qrels": {gt: [sorted(v) if v is not None else [] for v in q[gt]]
+                                       for gt in GT_DEFINITIONS},
+                         "qkeys": list(q["qkey"]), "subsets": list(q["subset"]),
+                         "methods": result.methods, "n_runs": result.n_runs}, sort_keys=True).encode())
+    return h.hexdigest()[:20]
+
+
+def _compute(result, key: str) -> Evaluation:
+    """:func:`evaluate`, computed: one vectorised pass over the final rankings."""
+    q = result.queries
+    qkeys = q["qkey"].to_numpy().astype(str)
+    methods, n_runs = tuple(result.methods), result.n_runs
+    pos = pd.Series(np.arange(len(qkeys)), index=qkeys)
+    final = result.final_hits()
+    final = final.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(["method", "run", "qkey",
+                                                                                 "api_id"])
+    final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
+    final = final[(final["r"] < K_MAX) & final["qkey"].isin(pos.index) & final["method"].isin(methods)]
+    flags = np.zeros((len(GT_DEFINITIONS), len(methods), n_runs, len(qkeys), K_MAX), dtype=bool)
+    n_gt = np.zeros((len(GT_DEFINITIONS), len(qkeys)), dtype=np.int64)
+    m_idx = final["method"].map({m: i for i, m in enumerate(methods)}).to_numpy()
+    q_idx = pos.loc[final["qkey"].to_numpy()].to_numpy()
+    runs = final["run"].to_numpy()
+    for g, gt in enumerate(GT_DEFINITIONS):
+        rels = [set() if v is None else set(v) for v in q[gt]]
+        n_gt[g] = [len(r) for r in rels]
+        rel = np.fromiter((a in rels[i] for a, i in zip(final["api_id"], q_idx, strict=True)), dtype=bool,
+                          count=len(final))
+        for run in range(n_runs):
+            take = rel & ((runs == run) | (runs < 0))  # a negative run: stored once for every run
+            flags[g, m_idx[take], run, q_idx[take], final["r"].to_numpy()[take]] = True
+    shared = set(final.loc[runs < 0, "method"])
+    return Evaluation(key, GT_DEFINITIONS, methods, n_runs, qkeys, q["subset"].to_numpy().astype(str), n_gt,
+                      flags, tuple(m in shared for m in methods))
+
+
+def evaluate(result) -> Evaluation:
+    """The study's one evaluation (:class:`Evaluation`): read from beside a stored study when its key
+    matches, else computed once and, for a stored study, written there."""
+    key = evaluation_key(result)
+    memo = result.__dict__.get("_evaluation")
+    if memo is not None and memo.key == key:
+        return memo
+    folder = getattr(result, "folder", None)
+    path = Path(folder) / EVAL_DIR / "evaluation.npz" if folder else None
+    ev = Evaluation.load(path, key) if path is not None else None
+    if ev is None:
+        ev = _compute(result, key)
+        if path is not None:
+            try:
+                ev.save(path)
+            except OSError as exc:  # a read-only run folder: the evaluation is still used
+                log.warning("could not store the evaluation in %s (%s)", path, exc)
+    result.__dict__["_evaluation"] = ev
+    return ev
+
+
+def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
+                   metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
+    """Metrics at ``k`` per query, method and run of a study, read from its evaluation
+    (:meth:`Evaluation.scores`)."""
+    return evaluate(result).scores(k, gt, metrics)
+
+
+def run_scores(result, method: str, run: int, k: int, gt: str = DEFAULT_GT,
+               metrics: Sequence[str] = ("recall",)) -> pd.DataFrame:
+    """``qkey, <metrics>..., n_gt, hits, subset`` of one method's run."""
+    out = evaluate(result).scores(k, gt, metrics, methods=[method])
+    return out[out["run"] == run].drop(columns=["method", "run"]).reset_index(drop=True)
