@@ -27,8 +27,8 @@ from bs4 import BeautifulSoup
 from toolbench_lib.data.atomic import clean_stale_temps
 from toolbench_lib.data.dataset import sources_fingerprint
 from toolbench_lib.data.markdown import md_code, md_table, md_text
+from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
-from toolbench_lib.eval.runs import per_query_runs
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
 from toolbench_lib.pipeline.report_html import CSP, sanitise_html, tidy_report_html
 from toolbench_lib.pipeline.study import (
@@ -577,3 +577,157 @@ def test_two_savers_and_a_loader_never_mix_or_lose_a_study(tmp_path):
     assert (mixed, damaged) == (0, 0) and loaded == ROUNDS
     assert len(_tags(final)) == 1
     assert not [p for p in folder.parent.iterdir() if p.name.endswith((".tmp.d", ".tmp"))]
+
+
+# --------------------------------------------------------------------------- round five: text stays text
+
+# Bidirectional controls and zero-width characters, listed here (not read from the code under test).
+CONTROL_CHARS = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C,
+                                  *range(0x200B, 0x200E), 0x2060, 0xFEFF)]
+BIDI_QUERY = "find hotels \u202egnp.exe\u202c in \u2067Paris\u2069 now\u200b\u200d\ufeff"
+BIDI_STUB = "Get\u2066Hotel\u2069\u200e"
+BIDI_REASON = "because\u2060 \u061creason\u200f\u202a\u202b\u202d\u2068\u200c"
+
+
+def no_controls(text: str) -> bool:
+    """Whether ``text`` holds none of :data:`CONTROL_CHARS`."""
+    return not any(c in text for c in CONTROL_CHARS)
+
+
+def bidi_study() -> StudyResult:
+    """The hand study with bidirectional and zero-width controls in a query, a stub name and its reasoning."""
+    study = hand_study()
+    q = study.queries.copy()
+    q.loc[0, "query"] = BIDI_QUERY
+    s = study.stubs.copy()
+    first = s.index[(s["qkey"] == q.loc[0, "qkey"]) & (s["run"] == 0)][0]
+    s.loc[first, ["name", "reasoning"]] = [BIDI_STUB, BIDI_REASON]
+    return StudyResult(q, s, study.hits, study.plans, study.calls, study.provenance)
+
+
+def case_bidi_markdown_shown_as_escapes(tmp: Path) -> str:
+    every = "".join(CONTROL_CHARS)
+    for written in (md_text(every), md_code(every), md_table(pd.DataFrame({"q": [every], "n": [1]}))):
+        assert no_controls(written), ascii(written)
+    shown = BeautifulSoup(render(f"> {md_text(BIDI_QUERY)}\n\n1. {md_code(BIDI_STUB)}\n"), "lxml").get_text()
+    assert "\\u202e" in shown and "\\u2067" in shown and "\\u200b" in shown and "\\u2066" in shown
+    return "correct"
+
+
+def case_bidi_teaching_and_saved_table(tmp: Path) -> str:
+    from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
+    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+
+    study = bidi_study()
+    lines = worked_query_markdown(worked_query(study, study.queries["qkey"].iloc[0], k=2),
+                                  labels={"a": BIDI_STUB, "x": BIDI_REASON})
+    cfg = ExperimentConfig.build(run_name="pytest_reliability_bidi", outputs_dir=str(tmp / "out"))
+    examples = pd.DataFrame({"stub": [BIDI_STUB], "reasoning": [BIDI_REASON], "n": [1]})
+    save_table(examples, "stub_examples", cfg)
+    saved = (cfg.tables_dir / "stub_examples.md").read_text()
+    assert no_controls("\n".join(lines)) and no_controls(saved), ascii(saved)
+    assert "\\u202e" in BeautifulSoup(render("\n".join(lines)), "lxml").get_text()  # shown, not dropped
+    return "correct"
+
+
+def case_bidi_explorer_html(tmp: Path) -> str:
+    from toolbench_lib.analysis.explorer import QueryExplorer
+
+    study = bidi_study()
+    ex = QueryExplorer(None, study)
+    ex.labels = {str(a): BIDI_STUB for a in study.hits["api_id"]}
+    ex.subset.value = "all"
+    ex.select(str(study.queries["qkey"].iloc[0]))
+    page = f"{ex.count.value}{ex.message.value}{ex.grid.value}{ex.render()}"
+    options = " ".join(label for label, _ in ex.query.options)
+    assert no_controls(page) and no_controls(options), ascii(page)
+    assert "\\u202e" in BeautifulSoup(page, "lxml").get_text() and "\\u202e" in options
+    return "correct"
+
+
+def case_bidi_report_html(tmp: Path) -> str:
+    from toolbench_lib.pipeline.report_html import markdown_page
+
+    raw = (f"<html><head></head><body><main><div class='jp-Cell'><p>{BIDI_QUERY}</p></div></main></body>"
+           "</html>")
+    pages = [markdown_page(f"# Report\n\n> {md_text(BIDI_QUERY)}\n\nraw: {BIDI_REASON}\n", tmp),
+             tidy_report_html(raw, tmp, "title"), sanitise_html(f"<td title='{BIDI_STUB}'>{BIDI_QUERY}</td>")]
+    assert all(no_controls(p) for p in pages), [ascii(p) for p in pages]
+    assert all("\\u202e" in p or "\\u2066" in p for p in pages)
+    return "correct"
+
+
+def _text_column_case(text: str) -> Callable[[Path], str]:
+    def case(tmp: Path) -> str:
+        df = pd.DataFrame({"id": [text, "x"], "recall": [0.5, 0.125]})
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in md_table(df).splitlines()]
+        assert [r[0] for r in rows[2:]] == [text, "x"]  # as written
+        assert [float(r[1]) for r in rows[2:]] == df["recall"].tolist()  # the numeric column still numbers
+        return "correct"
+    return case
+
+
+def case_saved_table_keeps_text_columns(tmp: Path) -> str:
+    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+
+    cfg = ExperimentConfig.build(run_name="pytest_reliability_text", outputs_dir=str(tmp / "out"))
+    save_table(pd.DataFrame({"code": ["007", "1e5", "0.10"], "n": [1, 2, 3]}), "codes", cfg)
+    rows = (cfg.tables_dir / "codes.md").read_text().splitlines()[2:]
+    assert [r.strip("|").split("|")[0].strip() for r in rows] == ["007", "1e5", "0.10"]
+    return "correct"
+
+
+# --------------------------------------------------------------------------- round five: the explorer's views
+
+
+def case_views_folder_replaced_by_a_file(tmp: Path) -> str:
+    from toolbench_lib.analysis.explorer import QueryExplorer
+    from toolbench_lib.data.paths import OUTPUTS_DIR
+
+    name = f"pytest-views-file-{os.getpid()}"
+    run = OUTPUTS_DIR / name
+    folder = run / "runs" / "study"
+    try:
+        hand_study().save(folder)
+        (folder / "views").write_text("not a folder")
+        with pytest.raises(Exception) as info:
+            QueryExplorer.from_run(name, outputs_dir=run)
+        said = str(info.value)
+        assert not isinstance(info.value, FileExistsError) and "\n" not in said, said
+        assert str(folder / "views") in said and "remove it" in said and "cache" in said
+        page = QueryExplorer.for_page(name)
+        assert page.value.startswith("<p class='qx-error' role='alert'>explorer: ")
+        assert "remove it" in page.value and "\n" not in page.value
+        out = _explore_app("--run-name", name, "--port", "1")
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode != 0 and "Traceback" not in out.stderr and "serving" not in out.stdout
+        assert len(lines) == 1 and str(folder / "views") in lines[0] and "remove it" in lines[0], out.stderr
+        assert (folder / "views").read_text() == "not a folder"  # not the explorer's to remove
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+    return "clear error"
+
+
+ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
+    ("bidi-controls-in-markdown", case_bidi_markdown_shown_as_escapes),
+    ("bidi-controls-in-teaching-and-stub-examples", case_bidi_teaching_and_saved_table),
+    ("bidi-controls-in-explorer", case_bidi_explorer_html),
+    ("bidi-controls-in-report-html", case_bidi_report_html),
+    ("md-table-text-007", _text_column_case("007")),
+    ("md-table-text-1e5", _text_column_case("1e5")),
+    ("md-table-text-0.10", _text_column_case("0.10")),
+    ("saved-table-text-column", case_saved_table_keeps_text_columns),
+    ("explorer-views-a-file", case_views_folder_replaced_by_a_file),
+]
+
+
+@pytest.mark.parametrize("case", ROUND_FIVE, ids=[name for name, _ in ROUND_FIVE])
+def test_round_five(case, tmp_path):
+    name, run = case
+    VERDICTS[name] = run(tmp_path)
+    assert VERDICTS[name] in ("correct", "clear error", "repaired")
+
+
+def test_round_five_table_is_whole():
+    names = [name for name, _ in ROUND_FIVE]
+    assert len(set(names)) == len(names) and not set(names) & {name for name, _ in ROUND_FOUR}

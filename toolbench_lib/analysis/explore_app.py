@@ -15,7 +15,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..data.atomic import FolderWriteError
 from ..pipeline.reproduce import NOTEBOOKS_DIR
+from .explorer_views import ViewsFolderError, check_views_place
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
 # The page's template: Voila's lab template less its links to a CDN (voila.js carries Font Awesome itself).
@@ -49,11 +51,13 @@ def voila_env(run_name: str, base: dict | None = None) -> dict[str, str]:
 
 def prepare_views(run_name: str, echo=print) -> None:
     """Compute and store the explorer's views of every study of the run's family that lacks current ones
-    (once per study: later starts read them)."""
+    (once per study: later starts read them); :class:`ViewsFolderError` when a file stands where a study's
+    views belong (``main`` prints it as one line)."""
     from .explorer_data import catalogue
     from .explorer_views import study_views, view_problem
 
     for entry in catalogue(run_name)[0]:
+        check_views_place(entry.folder)  # a file where the views belong: one line, nothing computed
         problem = view_problem(entry.folder)
         if problem:
             echo(f"explorer views of {entry.run_name}: {problem}; computing them once", flush=True)
@@ -78,7 +82,10 @@ def main(argv: list[str] | None = None) -> None:
         folder = stored_study_dir(args.run_name)
     except FileNotFoundError as exc:
         sys.exit(f"error: {exc}")
-    prepare_views(args.run_name)
+    try:
+        prepare_views(args.run_name)
+    except (ViewsFolderError, FolderWriteError) as exc:
+        sys.exit(f"error: {' '.join(str(exc).split())}")
     print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
     cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
     os.execve(cmd[0], cmd, voila_env(args.run_name))

@@ -33,6 +33,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
+from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..pipeline.study import StoredStudyError, StudyResult
 from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
@@ -68,7 +69,7 @@ from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
 )
 from .explorer_nav import QueryNavigation
 from .explorer_render import STYLE, QueryRendering  # noqa: F401
-from .explorer_views import StudyViews, study_views, with_fused
+from .explorer_views import StudyViews, ViewsFolderError, study_views, with_fused
 
 # Sent with every address update (once per page): the table's clicks sent to the kernel, and the k
 # slider's handle named for assistive technology.
@@ -248,7 +249,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
             problem = None
         try:
             explorer = cls.from_run(named or run_name, study=study, k=k, gt=gt, url_sync=served_by_voila())
-        except (FileNotFoundError, StoredStudyError, KeyError, ValueError) as exc:
+        except (FileNotFoundError, StoredStudyError, ViewsFolderError, KeyError, ValueError) as exc:
             line = " ".join(str(exc).split()) or type(exc).__name__
             return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html.escape(line)}</p>")
         explorer.apply_state(qs)
@@ -497,7 +498,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
             self._page = keys.index(self.query.value) // PAGE_ROWS
 
     def _set_query_options(self, frame: pd.DataFrame) -> None:
-        options = tuple((f"{qid}: {text[:90]}{'…' if len(text) > 90 else ''}", key)
+        options = tuple((visible_controls(f"{qid}: {text[:90]}{'…' if len(text) > 90 else ''}"), key)
                         for key, qid, text in zip(frame["qkey"], frame["query_id"], frame["text"],
                                                   strict=True))
         if options != self._last_options:

@@ -1,6 +1,7 @@
 """The HTML of the query explorer: the summary line, the table and one query's view (its ground truth, each
 method's ranking, stubs and plan). Every untrusted text (queries, stub names, reasoning, API names) is
-escaped where it is written."""
+escaped where it is written, its bidirectional and zero-width controls shown as escapes
+(:func:`toolbench_lib.data.markdown.html_text`, the cleaning of the Markdown writers)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 
 import pandas as pd
 
+from ..data.markdown import html_text
 from ..data.queries import subset_alias
 from ..pipeline.study import MERGED
 from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
@@ -63,10 +65,10 @@ class QueryRendering:
     def _scope(self) -> str:
         term = str(self.search.value).strip()
         if term:
-            return f"matching “{html.escape(term)}” in all subsets"
+            return f"matching “{html_text(term)}” in all subsets"
         if self.subset.value == ALL_SUBSETS:
             return "in all subsets"
-        return f"in {html.escape(str(self.subset.value))}"
+        return f"in {html_text(str(self.subset.value))}"
 
     def _filter_note(self) -> str:
         """The active filter in words, and how many queries the scope holds without it."""
@@ -75,7 +77,7 @@ class QueryRendering:
             return ""
         a, b = self.methods
         phrase = filter_phrase(name, a, b, len(self.selected))
-        return (f" with the filter <i class='qx-active-filter'>{html.escape(phrase)}</i> "
+        return (f" with the filter <i class='qx-active-filter'>{html_text(phrase)}</i> "
                 f"({self._n_unfiltered} without it)")
 
     def _summary_html(self, frame: pd.DataFrame) -> str:
@@ -86,9 +88,9 @@ class QueryRendering:
             return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
         return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
                 f"mean recall@{k}: "
-                f"{html.escape(a)} "
-                f"<b>{s.mean_a:.3f}</b>, {html.escape(b)} <b>{s.mean_b:.3f}</b> · {html.escape(a)} wins "
-                f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {html.escape(b)} wins <b>{s.b_wins}</b>")
+                f"{html_text(a)} "
+                f"<b>{s.mean_a:.3f}</b>, {html_text(b)} <b>{s.mean_b:.3f}</b> · {html_text(a)} wins "
+                f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {html_text(b)} wins <b>{s.b_wins}</b>")
 
     def _draw_summary(self, frame: pd.DataFrame) -> None:
         self.count.value = f"<span class='qx-summary'>{self._summary_html(frame)}</span>"
@@ -125,23 +127,23 @@ class QueryRendering:
             aria = f" aria-sort='{'descending' if desc else 'ascending'}'" if c == sorted_by else ""
             num = " num" if c in ("a", "b", "gap") else ""
             head.append(f"<th scope='col' class='qx-h-{c}{num}'{aria}><button type='button' "
-                        f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html.escape(text)}"
+                        f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html_text(text)}"
                         "</button></th>")
         body = []
         for _, r in page.iterrows():
             gap = float(r["gap"])
             sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
             current = r["qkey"] == self.query.value
-            qid = html.escape(str(r["query_id"]))
+            qid = html_text(str(r["query_id"]))
             pick = "qx-pick qx-current" if current else "qx-pick"
             cells = [f"<th scope='row'><button type='button' class='{pick}' "
                      f"data-act='pick|{html.escape(str(r['qkey']), quote=True)}' "
-                     f"title='{html.escape(str(r['text'])[:300], quote=True)}'>{qid}</button></th>"]
+                     f"title='{html_text(str(r['text'])[:300], quote=True)}'>{qid}</button></th>"]
             if "subset" in names:
-                cells.append(f"<td>{html.escape(str(r['subset']))}</td>")
-            cells += [f"<td class='text'>{html.escape(str(r['text']))}</td>",
+                cells.append(f"<td>{html_text(str(r['subset']))}</td>")
+            cells += [f"<td class='text'>{html_text(str(r['text']))}</td>",
                       f"<td class='num'>{r['a']:.3f}</td>", f"<td class='num'>{r['b']:.3f}</td>",
-                      f"<td class='num {sign}'>{gap:+.3f}</td>", f"<td>{html.escape(str(r['winner']))}</td>"]
+                      f"<td class='num {sign}'>{gap:+.3f}</td>", f"<td>{html_text(str(r['winner']))}</td>"]
             mark = " aria-current='true'" if current else ""
             body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
         return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
@@ -171,12 +173,12 @@ class QueryRendering:
         width = {"query": "12%", "subset": "6%", "text": "auto", "a": "11%", "b": "11%", "gap": "10%",
                  "winner": "10%"}
         head = "".join(f"<th style='width:{width[c]}' class='{'num' if c in ('a', 'b', 'gap') else ''}'>"
-                       f"{html.escape(names[c])}</th>" for c in columns)
+                       f"{html_text(names[c])}</th>" for c in columns)
         body = []
         for _, r in frame.head(rows).iterrows():
-            values = {"query": html.escape(str(r["query_id"])), "subset": html.escape(str(r["subset"])),
-                      "text": html.escape(str(r["text"])), "a": f"{r['a']:.3f}", "b": f"{r['b']:.3f}",
-                      "gap": f"{r['gap']:+.3f}", "winner": html.escape(str(r["winner"]))}
+            values = {"query": html_text(str(r["query_id"])), "subset": html_text(str(r["subset"])),
+                      "text": html_text(str(r["text"])), "a": f"{r['a']:.3f}", "b": f"{r['b']:.3f}",
+                      "gap": f"{r['gap']:+.3f}", "winner": html_text(str(r["winner"]))}
             body.append("<tr>" + "".join(f"<td class='{'num' if c in ('a', 'b', 'gap') else ''}'>{values[c]}"
                                          "</td>" for c in columns) + "</tr>")
         more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
@@ -189,8 +191,8 @@ class QueryRendering:
 
     def _api(self, api_id: str) -> str:
         label = self.labels.get(api_id)
-        name = html.escape(label) if label else ""
-        return f"{name} <code>{html.escape(api_id)}</code>" if name else f"<code>{html.escape(api_id)}</code>"
+        name = html_text(label) if label else ""
+        return f"{name} <code>{html_text(api_id)}</code>" if name else f"<code>{html_text(api_id)}</code>"
 
     def _gt_ids(self, qkey: str) -> set[str]:
         return set(_ids(self.queries.loc[qkey, self.gt.value]))
@@ -249,8 +251,8 @@ class QueryRendering:
         final = set(self._ranked(qkey, method, MERGED)["api_id"])
         for idx, name, reasoning in zip(mine["stub_idx"], mine["name"], mine["reasoning"], strict=True):
             top = self._ranked(qkey, method, int(idx))
-            parts.append(f"<p class='qx-stub'><b>{html.escape(str(name))}</b>: "
-                         f"{html.escape(str(reasoning))}</p>" + self._list(top, gt, "stub-hit", final))
+            parts.append(f"<p class='qx-stub'><b>{html_text(str(name))}</b>: "
+                         f"{html_text(str(reasoning))}</p>" + self._list(top, gt, "stub-hit", final))
         return "".join(parts)
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
@@ -265,15 +267,15 @@ class QueryRendering:
         verdict = "not judged" if verdict is None or verdict != verdict else str(verdict)
         fid = plan.get("fidelity")
         fid_text = "n/a" if fid is None or fid != fid else f"{float(fid):.2f}"
-        head = (f"<h4>Plan</h4><p>verdict: <b>{html.escape(verdict)}</b>, refusal: "
+        head = (f"<h4>Plan</h4><p>verdict: <b>{html_text(verdict)}</b>, refusal: "
                 f"<b>{'yes' if bool(plan['refusal']) else 'no'}</b>, steps: {int(plan['n_steps'])}, "
                 f"fidelity: {fid_text}</p>")
         steps = json.loads(plan["steps_json"]) if isinstance(plan.get("steps_json"), str) else []
         rows = "".join(
-            f"<tr><td>{html.escape(str(st.get('step', i + 1)))}</td>"
-            f"<td>{html.escape(str(st.get('tool_name', '')))}</td>"
-            f"<td>{html.escape(str(st.get('api_name', '')))}</td>"
-            f"<td>{html.escape(str(st.get('purpose', '')))}</td></tr>"
+            f"<tr><td>{html_text(str(st.get('step', i + 1)))}</td>"
+            f"<td>{html_text(str(st.get('tool_name', '')))}</td>"
+            f"<td>{html_text(str(st.get('api_name', '')))}</td>"
+            f"<td>{html_text(str(st.get('purpose', '')))}</td></tr>"
             for i, st in enumerate(steps) if isinstance(st, dict))
         table = (f"<table class='steps'><tr><th>step</th><th>tool</th><th>API</th><th>purpose</th></tr>"
                  f"{rows}</table>") if rows else ""
@@ -301,7 +303,7 @@ class QueryRendering:
         f = views.features(method, int(self.run.value), qkey, 1)
         if f.empty:
             return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
-        rows = "".join(f"<tr><td><code>{html.escape(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
+        rows = "".join(f"<tr><td><code>{html_text(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
                        for n, v in zip(f["feature"], f["value"], strict=True) if v)
         return (f"<h4>Why the top API</h4><p>{self._api(str(f['api_id'].iloc[0]))}: out-of-fold score "
                 f"{float(f['score'].iloc[0]):.3f}; its non-zero features:</p>"
@@ -314,8 +316,8 @@ class QueryRendering:
         recall, hits = float(scores.iloc[pos, 0]), int(scores.iloc[pos, 1])
         top = self._ranked(qkey, method, MERGED)
         k = int(self.k.value)
-        name = html.escape(method_label(method, True))
-        parts = [f"<div class='col method-{html.escape(method)}'><h3>{name}</h3>",
+        name = html_text(method_label(method, True))
+        parts = [f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
                  f"<p>recall@{k}: <b>{recall:.3f}</b> ({hits} ground-truth APIs in the top {k})</p>",
                  "<h4>Ranking</h4>", self._list(top, gt, "hit")]
         if self._has_texts(method):
@@ -338,8 +340,8 @@ class QueryRendering:
         row = self.queries.loc[qkey]
         gt = self._gt_ids(qkey)
         cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
-        return (f"{STYLE}<div class='qx'><h3>{html.escape(subset_alias(str(row['subset'])))} query "
-                f"{html.escape(str(row['query_id']))} <span class='muted'>(run {int(self.run.value)}, "
-                f"k = {int(self.k.value)})</span></h3><blockquote>{html.escape(str(row['query']))}"
+        return (f"{STYLE}<div class='qx'><h3>{html_text(subset_alias(str(row['subset'])))} query "
+                f"{html_text(str(row['query_id']))} <span class='muted'>(run {int(self.run.value)}, "
+                f"k = {int(self.k.value)})</span></h3><blockquote>{html_text(str(row['query']))}"
                 f"</blockquote>{self._ground_truth(qkey)}<div class='cols'>{cols}</div></div>")
 

@@ -162,10 +162,14 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
     ``folder`` that were not written stay; the moves happen under :func:`folder_lock`, so concurrent
     writers never interleave and a reader holding the shared lock sees one writer's folder. When writing
     fails (a full disk, a file too large), the temporary folder is removed, ``folder`` is left exactly as
-    it was, and the error names the file.
+    it was, and the error names the file; a file where ``folder`` should be is a :class:`FolderWriteError`
+    naming it, before anything is written.
     """
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise FolderWriteError(errno.ENOTDIR, f"could not write the folder {folder}: a file of that name is "
+                               "there (move or remove it); nothing was written")
     clean_stale_temps(folder)
     for path in folder.parent.glob(f".{glob_escape(folder.name)}.*.tmp*"):
         _remove_stale(path, STALE_AFTER_S)

@@ -9,7 +9,14 @@ Every writer of ``report.md`` and of a notebook's Markdown output passes such te
   (so no emphasis, link, image, code span, table cell break or TeX).
 - :func:`md_code`: a code span that cannot be broken out of: its fence is one backtick longer than the
   longest backtick run inside, so the text shows as typed (HTML inside a code span is never HTML).
-- :func:`md_table`: a DataFrame as a pipe table with every text cell passed through :func:`md_text`.
+- :func:`md_table`: a DataFrame as a pipe table with every text cell passed through :func:`md_text`; a text
+  column is never read as numbers (``'007'``, ``'1e5'`` and ``'0.10'`` stay as written).
+
+Text also stays the text it shows: bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F,
+U+061C) and zero-width characters (U+200B-U+200D, U+2060, U+FEFF) could make a query show one text and
+hold another, so every function here makes each one visible as its escape, the six characters ``\\u202e``
+(:func:`visible_controls`); nothing is removed, so a reader sees that something was there. The HTML
+writers (the explorer, ``report.html``) use the same cleaning (:func:`html_text`).
 """
 
 from __future__ import annotations
@@ -26,15 +33,29 @@ _INLINE = re.compile(r"([\\`*\[\]|~$]|(?<!\w)_|_(?!\w))")
 # Block syntax at the start of a line: a list item, a quote, a heading, a setext rule, a numbered list.
 _LEADING = re.compile(r"^([-+=>#])")
 _NUMBERED = re.compile(r"^(\d+)([.)])")
+# Bidirectional controls and zero-width characters: invisible, they change what a text shows.
+CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]")
+
+
+def visible_controls(text: object) -> str:
+    """``text`` with every bidirectional control and zero-width character (:data:`CONTROLS`) written as its
+    visible escape (U+202E becomes the six characters ``\\u202e``); other characters unchanged."""
+    return CONTROLS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
+
+
+def html_text(text: object, quote: bool = True) -> str:
+    """``text`` as inert HTML text: controls made visible (:func:`visible_controls`), then escaped."""
+    return html.escape(visible_controls(text), quote=quote)
 
 
 def md_text(text: object, line_start: bool = True) -> str:
     """``text`` as one line of Markdown that renders exactly as the text (see the module).
 
     ``line_start``: the text may begin a line, so block syntax at its start (``-``, ``>``, ``1.``) is
-    escaped too; a table cell or the middle of a sentence needs no such escape.
+    escaped too; a table cell or the middle of a sentence needs no such escape. Bidirectional and
+    zero-width controls are shown as their escapes (:func:`visible_controls`).
     """
-    line = " ".join(str(text).split())
+    line = " ".join(visible_controls(text).split())
     line = html.escape(line, quote=False)
     line = _INLINE.sub(r"\\\1", line)
     if line_start:
@@ -46,9 +67,10 @@ def md_code(text: object, in_table: bool = False) -> str:
     """``text`` as an inline code span that shows it as typed and cannot be broken out of.
 
     In a table cell (``in_table``) a ``|`` is written ``\\|``, which GitHub-flavoured Markdown turns back
-    into ``|`` inside the span; elsewhere the span holds the text unchanged.
+    into ``|`` inside the span; elsewhere the span holds the text unchanged, apart from bidirectional and
+    zero-width controls, shown as their escapes (:func:`visible_controls`).
     """
-    line = " ".join(str(text).split())
+    line = " ".join(visible_controls(text).split())
     if in_table:
         line = line.replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
@@ -59,13 +81,25 @@ def md_code(text: object, in_table: bool = False) -> str:
 
 def md_table(df: pd.DataFrame, na: str = "n/a", numparse: bool = True) -> str:
     """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers as they
-    are, missing values as ``na``. ``numparse=False`` keeps text cells that look like numbers as written
+    are, missing values as ``na``. A text column is never parsed as numbers (``'007'``, ``'1e5'`` and
+    ``'0.10'`` stay as written); ``numparse=False`` also keeps the numeric columns' values as written
     (``0.580`` stays ``0.580``)."""
     shown = df.astype(object).where(df.notna(), na)
     shown = shown.map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
                       else md_text(v, line_start=False))
     shown.columns = [md_text(c, line_start=False) for c in shown.columns]
-    return shown.to_markdown(index=False, disable_numparse=not numparse)
+    text_columns = [j for j, (_, col) in enumerate(df.items()) if not _numeric_column(col)]
+    return shown.to_markdown(index=False, disable_numparse=True if not numparse else text_columns or False)
+
+
+def _numeric_column(col: pd.Series) -> bool:
+    """Whether a column holds numbers: a numeric dtype (not bool), or objects that are all numbers."""
+    if pd.api.types.is_bool_dtype(col):
+        return False
+    if pd.api.types.is_numeric_dtype(col):
+        return True
+    values = col.dropna()
+    return len(values) > 0 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")

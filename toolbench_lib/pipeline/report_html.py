@@ -16,7 +16,10 @@ The notebooks are merged in order with their code, prompts, log streams and bare
   and attributes only, no event handler, no ``javascript:`` or ``data:`` link, images only as inline PNG,
   JPEG or GIF or relative files), and a Content-Security-Policy ``<meta>`` forbids every script, frame,
   form and request to another origin. Query text, registry docs and LLM replies are escaped where they
-  are written (:mod:`toolbench_lib.data.markdown`); this is the second line.
+  are written (:mod:`toolbench_lib.data.markdown`); this is the second line. The same module's cleaning of
+  bidirectional and zero-width controls (shown as escapes such as ``\\u202e``) is applied to the whole
+  content again by :func:`sanitise_html`, so a notebook's own HTML output cannot show one text and hold
+  another either.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+
+from ..data.markdown import visible_controls
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"  # the project's notebooks, in run order
 
@@ -297,9 +302,11 @@ def _safe_attribute(tag: str, name: str, value: str) -> str | None:
 
 
 def sanitise_html(fragment: str) -> str:
-    """``fragment`` through the allow-list of :data:`SAFE_TAGS` and :data:`SAFE_ATTRIBUTES` (nh3)."""
+    """``fragment`` through the allow-list of :data:`SAFE_TAGS` and :data:`SAFE_ATTRIBUTES` (nh3), its
+    bidirectional and zero-width controls shown as escapes (:func:`..data.markdown.visible_controls`)."""
     import nh3
 
+    fragment = visible_controls(fragment)
     return nh3.clean(fragment, tags=set(SAFE_TAGS), clean_content_tags={"script", "iframe", "object",
                                                                           "embed", "template", "noscript"},
                      attributes={k: set(v) for k, v in SAFE_ATTRIBUTES.items()},
