@@ -47,6 +47,7 @@ multi_runs = 4
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis import main_results as mr
+from toolbench_lib.analysis.numbers import fmt_p
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.data.queries import subset_alias
 from toolbench_lib.pipeline.experiment import (
@@ -170,7 +171,8 @@ display(endpoint.drop(columns=["p_family"]).round(4))
 # run while RtP's does not. This study is retrieval only (no plans) and is stored in a run of its own. With the
 # replay backend it covers the first N queries of each set, N being the largest number whose stubs the
 # cassette holds in every run; the line below says how many that is, so the table grows as more runs are
-# recorded. `leader` names the method ahead when the Holm-corrected p is below 0.05.
+# recorded. Its p is a robustness check beside the primary paired test (`eval.compare`'s `p_runs_robustness`,
+# unadjusted); it gives no verdict of its own.
 
 # %%
 multi = get_runs_study(cfg, multi_runs, setup.ds.queries) if multi_runs > 1 else None
@@ -190,9 +192,7 @@ else:
     display(Markdown("\n".join(
         f"- {r.subset} (first {r.n_queries} queries, {r.n_runs} runs): RtP {r.rtp:.3f}, PtR "
         f"{r.ptr_mean:.3f} ± {r.ptr_std:.3f} (runs {', '.join(f'{v:.3f}' for v in r.ptr_runs)}); "
-        f"t = {r.t:.2f}, Holm p = {r.p_holm:.3g}: "
-        + ("no method ahead beyond run-to-run noise" if r.leader == "neither"
-           else f"{'PtR' if r.leader == 'ptr' else 'RtP'} ahead")
+        f"t = {r.t:.2f}, robustness {fmt_p(r.p_runs_robustness)}"
         for r in rec.itertuples())))
 
 # %% [markdown]

@@ -111,13 +111,12 @@ display(Image(filename=str(save_figure(rv.family_figure(tables["retriever_main"]
 # %% [markdown]
 # ## Does PtR beat RtP, with each retriever?
 #
-# Per set and family: PtR − RtP recall@k per query (mean over runs), its bootstrap CI, the Wilcoxon signed-rank
-# test, and the paper's test over runs (one-sample t of PtR's run means against RtP), each Holm-corrected over
-# the whole table. An architecture is called ahead when the corrected Wilcoxon test and the CI agree.
+# Per set and family: PtR − RtP recall@k per query (mean over runs), its bootstrap CI and the paired t-test,
+# Holm-adjusted over the sets of one family: the rows of `eval.compare`, the same test and family as the
+# report's answer. Wilcoxon's test and the paper's test over runs are robustness columns only.
 
 # %%
 display(format_numbers(tables["retriever_tests"], 3))
-display(Markdown("\n".join(f"- {t}" for t in tables["retriever_verdicts"]["text"])))
 display(Markdown(rv.crossover_sentence(tables["retriever_crossover"])))
 
 # %% [markdown]

@@ -18,34 +18,32 @@ from toolbench_lib.analysis.ablations import (
     stub_text_variants,
 )
 from toolbench_lib.analysis.main_results import paired_tests
-from toolbench_lib.eval.stats import bootstrap_ci, holm, paired_test, runs_test
+from toolbench_lib.eval.stats import bootstrap_ci, holm, paired, runs_test
 from toolbench_lib.eval.summary import summary_table
 
 from .test_analysis_tables import key, study  # noqa: F401 (fixture)
 
 
-def test_paired_test_matches_scipy():
+def test_paired_matches_scipy():
     a = np.array([0.0, 0.5, 1.0, 0.2, 0.0, 0.3])
     b = np.array([0.5, 0.5, 0.0, 0.6, 0.4, 0.9])
-    r = paired_test(a, b, n_resamples=2000, seed=1)
+    r = paired(a, b, n_resamples=2000, seed=1)
     t = stats.ttest_rel(b, a)
     w = stats.wilcoxon(b - a, zero_method="pratt")
-    assert (r["t"], r["p_t"]) == pytest.approx((t.statistic, t.pvalue))
-    assert (r["wilcoxon_w"], r["p_wilcoxon"]) == pytest.approx((w.statistic, w.pvalue))
-    assert (r["wins_a"], r["wins_b"], r["ties"]) == (1, 4, 1)
-    assert r["p_sign"] == pytest.approx(stats.binomtest(4, 5).pvalue)
+    assert (r["t"], r["p"]) == pytest.approx((t.statistic, t.pvalue))
+    assert r["p_wilcoxon"] == pytest.approx(w.pvalue)
+    assert (r["losses"], r["wins"], r["ties"]) == (1, 4, 1) and r["testable"]
     assert r["ci_low"] < r["diff"] < r["ci_high"]
     assert r["diff"] == pytest.approx((b - a).mean())
 
 
-def test_paired_test_never_nan():
-    same = paired_test([0.2, 0.4], [0.2, 0.4])
-    assert (same["p_t"], same["p_wilcoxon"], same["p_sign"]) == (1.0, 1.0, 1.0)
-    assert "no variance" in same["note"] and "every difference is zero" in same["note"]
-    one = paired_test([0.1], [0.6])
-    assert not any(isinstance(v, float) and np.isnan(v) for v in one.values())
+def test_paired_says_when_it_cannot_decide():
+    same = paired([0.2, 0.4], [0.2, 0.4])
+    assert np.isnan(same["p"]) and not same["testable"] and "no variance" in same["note"]
+    one = paired([0.1], [0.6])
+    assert np.isnan(one["p"]) and np.isnan(one["ci_low"]) and "1 query" in one["note"]
     with pytest.raises(ValueError, match="equal lengths"):
-        paired_test([1.0], [1.0, 2.0])
+        paired([1.0], [1.0, 2.0])
 
 
 def test_bootstrap_and_holm():
@@ -66,17 +64,18 @@ def test_runs_test_by_hand():
     assert r["p_value"] == pytest.approx(1 - 2 * math.atan(2) / math.pi)
     w = runs_test([0.2, 0.2], [0.3, 0.5], a_deterministic=False)
     assert w["test"] == "welch_t" and w["statistic"] == pytest.approx(2.0)  # A's variance is 0
-    assert runs_test([0.2], [0.4], a_deterministic=True)["p_value"] == 1.0  # one run: not decidable
+    assert np.isnan(runs_test([0.2], [0.4], a_deterministic=True)["p_value"])  # one run: not testable
 
 
 def test_paired_tests_on_the_hand_study(study):  # noqa: F811
     t = paired_tests(study, gts=["candidates"])
-    assert not t.drop(columns=["note"]).isna().any().any()
     g1 = t[(t["subset"] == "G1") & (t["metric"] == "recall")].iloc[0]
     # Per query, mean over runs at k = 2: q1 RtP 0.5, PtR (0.5 + 1) / 2; q2 RtP 0, PtR (1 + 1) / 2.
     assert (g1["rtp_mean"], g1["ptr_mean"]) == pytest.approx((0.25, 0.875))
     assert (g1["rtp_wins"], g1["ptr_wins"], g1["ties"]) == (0, 2, 0)
-    assert (t["p_t_holm"] >= t["p_t"] - 1e-12).all()
+    tested = t[t["testable"]]
+    assert (tested["p_holm"] >= tested["p"] - 1e-12).all()
+    assert t.loc[~t["testable"], "p"].isna().all() and (t.loc[~t["testable"], "note"] != "").all()
 
 
 def test_study_accessors_decode_the_tables(study):  # noqa: F811

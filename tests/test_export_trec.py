@@ -3,6 +3,8 @@ own numbers."""
 
 from __future__ import annotations
 
+import math
+
 import json
 import shutil
 import uuid
@@ -78,11 +80,15 @@ def _check_against_summary(result: StudyResult, out: Path, manifest: dict, alias
 
 
 def test_lines_and_ids():
-    assert trec_run_lines({"G1:1": ["a/b/c", "d/e/f"]}, "rtp.run0") == [
-        "G1:1 Q0 a/b/c 1 2 rtp.run0", "G1:1 Q0 d/e/f 2 1 rtp.run0"]
+    assert trec_run_lines({"G1:1": {"a/b/c": 0.75, "d/e/f": 0.5}}, "rtp.run0") == (
+        ["G1:1 Q0 a/b/c 1 0.75 rtp.run0", "G1:1 Q0 d/e/f 2 0.5 rtp.run0"], 0)
+    lines, ties = trec_run_lines({"q": {"a": 0.5, "b": 0.5, "c": 0.25}}, "t")  # the retriever's order kept
+    scores = [float(line.split()[4]) for line in lines]
+    assert ties == 1 and scores[0] == 0.5 and scores[0] > scores[1] > scores[2] == 0.25
+    assert scores[1] == math.nextafter(0.5, 0.0)
     assert trec_qrels_lines({"G1:1": {"z", "a"}, "G1:2": set()}) == ["G1:1 0 a 1", "G1:1 0 z 1"]
     with pytest.raises(ValueError, match="document id 'a b' is empty or holds whitespace"):
-        trec_run_lines({"q": ["a b"]}, "t")
+        trec_run_lines({"q": {"a b": 1.0}}, "t")
 
 
 def test_hand_study_files_give_the_summarys_numbers(study, tmp_path):  # noqa: F811

@@ -16,7 +16,7 @@ def _defining(pattern: str) -> list[str]:
 
 
 def test_one_bootstrap_and_paired_test() -> None:
-    assert _defining(r"^def (bootstrap\w*|paired_test)\(") == ["eval/stats.py"]
+    assert _defining(r"^def (bootstrap\w*|paired|paired_test|holm)\(") == ["eval/stats.py"]
     assert _defining(r"ttest_rel|np\.random\.default_rng\(seed\)\s*\n.*integers") == ["eval/stats.py"]
 
 
