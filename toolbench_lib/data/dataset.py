@@ -15,7 +15,14 @@ import pandas as pd
 
 from .atomic import atomic_path, clean_stale_temps, file_sha256
 from .paths import PROCESSED_DIR, find_data_dir
-from .queries import available_sets, external_sets, load_queries, user_set_files
+from .queries import (
+    available_sets,
+    external_sets,
+    load_queries,
+    query_set_path,
+    resolve_subset,
+    user_set_files,
+)
 from .registry import api_text, merge_registry
 
 log = logging.getLogger(__name__)
@@ -109,14 +116,10 @@ class Dataset:
         return self._texts
 
     def subset_queries(self, subset: str, limit: int | None = None) -> pd.DataFrame:
-        from .queries import resolve_subset
-
         users = [*user_set_files(self.data_dir), *self.stats.get("query_files", {})]
         name = resolve_subset(subset, users)  # an unknown name: one line listing the known sets
         q = self.queries[self.queries["subset"] == name]
         if q.empty:
-            from .queries import query_set_path
-
             where = self.stats.get("query_files", {}).get(name) or query_set_path(self.data_dir, name)
             raise ValueError(f"query set {name} has no queries in this data folder ({where} is missing or "
                              "empty)")

@@ -4,7 +4,8 @@ Folds are stratified by a group per query (its query set) and shuffled with a se
 (``StratifiedKFold``); :func:`leave_one_group_out` holds out one whole group at a time (``LeaveOneGroupOut``).
 :func:`grouped_fold_ids` also keeps every item of a group (a query text) in one fold
 (``StratifiedGroupKFold``). The fused methods' tuner, the choice of a fused method on the design sets, the
-routers and the learned ranker's cross-fitting use these.
+routers and the learned ranker's cross-fitting use these. scikit-learn is imported by each function that
+uses it: importing it takes over a second, which the command line's start-up does not pay.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import LeaveOneGroupOut, StratifiedGroupKFold, StratifiedKFold
 
 Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
 
@@ -26,6 +26,8 @@ def n_folds(groups: Sequence, folds: int) -> int:
 def stratified_folds(groups: Sequence, folds: int = 5, seed: int = 0) -> list[Split]:
     """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups``, shuffled with ``seed``
     (:func:`n_folds` folds)."""
+    from sklearn.model_selection import StratifiedKFold
+
     g = np.asarray(groups)
     splitter = StratifiedKFold(n_splits=n_folds(g, folds), shuffle=True, random_state=seed)
     return list(splitter.split(np.zeros(len(g)), g))
@@ -41,6 +43,8 @@ def fold_ids(groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
 
 def leave_one_group_out(groups: Sequence) -> list[Split]:
     """``(train, test)`` index pairs holding out one group at a time (``ValueError`` with fewer than two)."""
+    from sklearn.model_selection import LeaveOneGroupOut
+
     g = np.asarray(groups)
     if len(np.unique(g)) < 2:
         raise ValueError("leave-one-set-out needs queries of at least two sets")
@@ -50,6 +54,8 @@ def leave_one_group_out(groups: Sequence) -> list[Split]:
 def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
     """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
     (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
     y, g = np.asarray(labels), np.asarray(groups)
     splitter = StratifiedGroupKFold(n_splits=n_folds(y, folds), shuffle=True, random_state=seed)
     out = np.empty(len(y), dtype=np.int64)

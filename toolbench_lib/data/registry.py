@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from .normalize import norm_name
+from .queries import builtin_query_files, doc_key_problem, read_query_file
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +154,6 @@ def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None
     A doc without one of the fields its key is made of (category, tool and API name) is left out with a
     warning naming the file, the query's index and the field: it would otherwise become an invented API
     (``unnamed`` tool) or a duplicate of an API of another category."""
-    from .queries import doc_key_problem, read_query_file
-
     for path in query_files:
         for index, query in enumerate(read_query_file(path)):
             for position, api in enumerate(query.get("api_list", [])):
@@ -227,8 +226,6 @@ def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
 def query_files(data_dir: Path, extra: Iterable[Path] = ()) -> list[Path]:
     """Every query file of the data folder, then ``extra`` ones, in a fixed order: the built-in sets' files
     first, so a user's own set (whose docs may repeat theirs) never changes the rows of the registry."""
-    from .queries import builtin_query_files
-
     builtin = builtin_query_files(data_dir)
     files = sorted((data_dir / "test_instruction").glob("*.json"))
     files += sorted((data_dir / "test_instruction_original").glob("*.json"))
