@@ -74,11 +74,11 @@ GLOSSARY: tuple[Term, ...] = (
     Term("recall@k",
          "Of a query's ground-truth APIs, the share found among the top k retrieved (here k = {k}); then "
          "the mean over queries. A query whose ground truth holds more than k APIs cannot reach 1.",
-         "eval.runs.score_rankings (ranx)"),
+         "eval.evaluation.relevance, eval.evaluation.metric_values"),
     Term("precision@k",
          "Of the top k retrieved APIs (here k = {k}), the share that are in the query's ground truth; then"
          " the mean over queries.",
-         "eval.runs.score_rankings (ranx)"),
+         "eval.evaluation.relevance, eval.evaluation.metric_values"),
     Term("ground truth: candidates",
          "The query's whole `api_list` in ToolBench: every API of the tools sampled when the query was "
          "written. The default here, and the definition the paper's numbers correspond to.",
@@ -151,7 +151,7 @@ TERMS_MORE: tuple[Term, ...] = (
     Term("nDCG, MRR, COMP@k",
          "nDCG@k rewards ground-truth APIs ranked higher; MRR is the mean of 1 / rank of the first hit; "
          "COMP@k is 1 when every ground-truth API is in the top k.",
-         "eval.runs (ranx)"),
+         "eval.evaluation.metric_values"),
 )
 NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the merged ranking of its stubs "
             "and `s*` each stub's own ranking; `.dense` and `.bm25` name the retriever family; min-max "

@@ -1,0 +1,115 @@
+"""Two runs' tables side by side at 3 decimals: what a change of code moved.
+
+``python -m toolbench_lib.bench.tables_diff BEFORE AFTER [--decimals 3] [--out FILE]`` reads every CSV of
+``BEFORE/tables`` and ``AFTER/tables`` (two run folders of ``make run``) and lists, per table, the tables and
+columns only one side has, the rows only one side has (matched on the table's text columns), and every
+numeric cell that differs once rounded to ``--decimals``. The report is Markdown; the exit code is 0 either
+way (a difference is a finding to explain, not an error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MAX_SHOWN = 8  # differing cells listed per column
+
+
+def _read(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def _keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """The text columns both tables hold: the rows are matched on them."""
+    def text(s: pd.Series) -> bool:
+        return not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s))
+
+    return [c for c in a.columns if c in b.columns and text(a[c]) and text(b[c])]
+
+
+def table_diff(name: str, a: pd.DataFrame, b: pd.DataFrame, decimals: int = 3) -> list[str]:
+    """Markdown lines of what differs between two versions of one table (empty when nothing does)."""
+    lines = []
+    only_a = [c for c in a.columns if c not in b.columns]
+    only_b = [c for c in b.columns if c not in a.columns]
+    if only_a:
+        lines.append(f"- columns only before: {', '.join(only_a)}")
+    if only_b:
+        lines.append(f"- columns only after: {', '.join(only_b)}")
+    keys = _keys(a, b)
+    numeric = [c for c in a.columns if c in b.columns and c not in keys
+               and pd.api.types.is_numeric_dtype(a[c]) and pd.api.types.is_numeric_dtype(b[c])]
+    if keys:
+        a = a.assign(_n=a.groupby(keys, dropna=False).cumcount())
+        b = b.assign(_n=b.groupby(keys, dropna=False).cumcount())
+        merged = a.merge(b, on=[*keys, "_n"], how="outer", suffixes=("_before", "_after"), indicator=True)
+    else:
+        if len(a) != len(b):
+            lines.append(f"- {len(a)} rows before, {len(b)} after (no text column to match them on)")
+        n = min(len(a), len(b))
+        merged = a.head(n).add_suffix("_before").join(b.head(n).add_suffix("_after")).assign(_merge="both")
+    for side, label in (("left_only", "before"), ("right_only", "after")):
+        rows = merged[merged["_merge"] == side]
+        if len(rows):
+            shown = "; ".join(" / ".join(str(r[k]) for k in keys) for _, r in rows.head(MAX_SHOWN).iterrows())
+            lines.append(f"- {len(rows)} row(s) only {label}: {shown}")
+    both = merged[merged["_merge"] == "both"]
+    for c in numeric:
+        x = both[f"{c}_before"].astype(float).round(decimals).to_numpy()
+        y = both[f"{c}_after"].astype(float).round(decimals).to_numpy()
+        differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+        if differ.any():
+            where = both[differ].head(MAX_SHOWN)
+            shown = "; ".join(
+                (" / ".join(str(r[k]) for k in keys) + ": " if keys else f"row {i}: ")
+                + f"{r[f'{c}_before']:.{decimals}f} → {r[f'{c}_after']:.{decimals}f}"
+                for i, r in where.iterrows())
+            lines.append(f"- `{c}`: {int(differ.sum())} of {len(both)} cells differ ({shown})")
+    return [f"### {name}", *lines] if lines else []
+
+
+def tables_diff(before: Path, after: Path, decimals: int = 3) -> str:
+    """The Markdown report of every table of two run folders."""
+    tb, ta = Path(before) / "tables", Path(after) / "tables"
+    names_b = {p.stem for p in tb.glob("*.csv")}
+    names_a = {p.stem for p in ta.glob("*.csv")}
+    out = [f"# Tables of {before} against {after} at {decimals} decimals", ""]
+    if names_b - names_a:
+        out.append(f"Only before: {', '.join(sorted(names_b - names_a))}")
+    if names_a - names_b:
+        out.append(f"Only after: {', '.join(sorted(names_a - names_b))}")
+    same = []
+    for name in sorted(names_b & names_a):
+        lines = table_diff(name, _read(tb / f"{name}.csv"), _read(ta / f"{name}.csv"), decimals)
+        if lines:
+            out += ["", *lines]
+        else:
+            same.append(name)
+    out += ["", f"Unchanged at {decimals} decimals ({len(same)}): {', '.join(same) or 'none'}"]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", type=Path, help="run folder before (holding tables/)")
+    parser.add_argument("after", type=Path, help="run folder after")
+    parser.add_argument("--decimals", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="write the report here too")
+    args = parser.parse_args(argv)
+    for folder in (args.before, args.after):
+        if not (folder / "tables").is_dir():
+            print(f"error: {folder} has no tables/ folder (a run folder of `make run`)", file=sys.stderr)
+            return 2
+    report = tables_diff(args.before, args.after, args.decimals)
+    if args.out:
+        args.out.write_text(report)
+    print(report, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
