@@ -708,6 +708,57 @@ def case_views_folder_replaced_by_a_file(tmp: Path) -> str:
     return "clear error"
 
 
+# --------------------------------------------------------------------------- round five: failed checks
+
+
+def _reproduce(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolbench_lib", "reproduce", *args], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def case_failed_report_check_fails_reproduce(tmp: Path) -> str:
+    """A notebook saves an appendix table too large for the report: ``reproduce`` exits 1 and names the
+    failed check on the console, one line, instead of exiting 0."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from toolbench_lib.analysis.report_checks import MAX_REPORT_BYTES
+    from toolbench_lib.data.paths import OUTPUTS_DIR
+
+    rows = MAX_REPORT_BYTES // 30  # about 40 bytes a row: the report is well over the limit
+    cells = [new_code_cell('run_name = "default"\nsmoke = False', metadata={"tags": ["parameters"]}),
+             new_code_cell("import pandas as pd\n"
+                           "from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table\n"
+                           "cfg = ExperimentConfig.build(run_name=run_name, smoke=smoke)\n"
+                           f"names = [f'method {{i}} of a long list of methods' for i in range({rows})]\n"
+                           "save_table(pd.DataFrame({'method': names, 'n': range(len(names))}), "
+                           "'retriever_costs', cfg)")]
+    nbformat.write(new_notebook(cells=cells), tmp / "01_costs.ipynb")
+    name = f"pytest-report-check-{os.getpid()}"
+    try:
+        out = _reproduce("--run-name", name, "--notebooks-dir", str(tmp))
+        report = OUTPUTS_DIR / name / "report.md"
+        assert report.stat().st_size > MAX_REPORT_BYTES  # the run wrote the report, then checked it
+    finally:
+        shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+    failed = [ln for ln in out.stderr.splitlines() if ln.startswith("error: report check failed: ")]
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert len(failed) == 1 and f"bytes (at most {MAX_REPORT_BYTES:,})" in failed[0], out.stderr[-2000:]
+    return "clear error"
+
+
+def case_none_read_only_as_a_value(tmp: Path) -> str:
+    from toolbench_lib.analysis.report_checks import check_report
+
+    front = ["# Report", "", "## The question and the answer", "", "None of the paper's 8 numbers is here.",
+             "", "### Conclusion per retriever", "", "- **Dense:** no test.", ""]
+    assert check_report("\n".join(front), {}, [], []) == []
+    for value in ("| recall | None |", "p = None", "CI [None, 0.5]"):
+        problems = check_report("\n".join([*front, "## Results", "", value, ""]), {}, [], [])
+        assert problems == ["a missing value in the text: ['None']"], (value, problems)
+    return "correct"
+
+
 ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("bidi-controls-in-markdown", case_bidi_markdown_shown_as_escapes),
     ("bidi-controls-in-teaching-and-stub-examples", case_bidi_teaching_and_saved_table),
@@ -718,6 +769,8 @@ ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("md-table-text-0.10", _text_column_case("0.10")),
     ("saved-table-text-column", case_saved_table_keeps_text_columns),
     ("explorer-views-a-file", case_views_folder_replaced_by_a_file),
+    ("report-check-fails-reproduce", case_failed_report_check_fails_reproduce),
+    ("report-check-none-as-a-word", case_none_read_only_as_a_value),
 ]
 
 

@@ -12,10 +12,12 @@ import pandas as pd
 
 from ..data.markdown import md_compact, md_table
 from ..pipeline.experiment import ExperimentConfig
+from ..retrieval.methods import load_methods
 from .endpoint import PRIMARY
 from .explorer_data import explorer_url
 from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from .numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from .report_checks import check_report
 from .report_front import (
     Ledger,
     claim_verdicts,
@@ -423,3 +425,15 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
     (cfg.out_dir / QUANTITIES_FILE).write_text(json.dumps(ledger.as_dict(), indent=1, ensure_ascii=False),
                                                encoding="utf-8")
     return path
+
+
+def report_problems(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> list[str]:
+    """The failed checks (:func:`.report_checks.check_report`) of the report written in ``cfg``'s run folder,
+    one line each; empty when it passes them all. ``reproduce`` fails the run when any fails."""
+    try:
+        text = (cfg.out_dir / "report.md").read_text(encoding="utf-8")
+        quantities = json.loads((cfg.out_dir / QUANTITIES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [f"the report cannot be checked: {' '.join(str(exc).split())}"]
+    rows = compare_entries(load_references(references)["entries"], cfg.tables_dir).to_dict("records")
+    return check_report(text, quantities, rows, list(load_methods()))

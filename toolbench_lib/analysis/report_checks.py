@@ -7,7 +7,10 @@
 * every figure caption has at least :data:`MIN_CAPTION_WORDS` words;
 * the front (up to the first claim's section) has at most :data:`MAX_FRONT_WORDS` words and ends with the
   conclusion per retriever; the whole report is at most :data:`MAX_REPORT_BYTES`;
-* no LaTeX, no ``None``, no ``nan``.
+* no LaTeX, no ``nan`` and no ``None`` as a value (a table cell, a number's slot such as ``p = None`` or
+  ``[None, 0.5]``); the English word in a sentence ("None of the paper's numbers ...") is not a value.
+
+:func:`check_report` returns the failed checks, one line each; ``reproduce`` fails the run with them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,16 @@ GLOSSARY_HEADING = "## Glossary"
 CAPTION = re.compile(r"^\*Figure `([^`]+)`\.\* (.+)$")
 LATEX = re.compile(r"\{\\\w+\}|\\(?:pm|times|leq|geq|frac|mathrm)\b|\$[^$\n]+\$|\{<\}|\{>\}")
 BARE_MISSING = re.compile(r"(?<![\w`])(None|nan|NaN)(?![\w`])")
+# ``None`` read as the English word: a lowercase word follows it, and no value's mark (``=``, ``:``, a table
+# cell's ``|``, an opening bracket, a comma, a comparison) comes just before it.
+NONE_AS_WORD = re.compile(r"(?<![=:|(\[,<>])(?<![=:|(\[,<>] )None(?=[*_]*\s+[a-z])")
+
+
+def missing_values(markdown: str) -> list[str]:
+    """The missing values written in ``markdown`` (``None``, ``nan``, ``NaN``): ``None`` only as a value,
+    never as the word that begins "None of ..." (:data:`NONE_AS_WORD`)."""
+    words = {m.start() for m in NONE_AS_WORD.finditer(markdown)}
+    return [m.group(0) for m in BARE_MISSING.finditer(markdown) if m.start() not in words]
 
 
 def sections(markdown: str) -> dict[str, str]:
@@ -137,9 +150,9 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
     size = len(markdown.encode("utf-8"))
     if size > MAX_REPORT_BYTES:
         problems.append(f"the report is {size:,} bytes (at most {MAX_REPORT_BYTES:,})")
-    for pattern, what in ((LATEX, "LaTeX"), (BARE_MISSING, "a missing value")):
-        found = sorted(set(m.group(0) for m in pattern.finditer(markdown)))
+    for what, found in (("LaTeX", [m.group(0) for m in LATEX.finditer(markdown)]),
+                        ("a missing value", missing_values(markdown))):
         if found:
-            problems.append(f"{what} in the text: {found[:5]}")
+            problems.append(f"{what} in the text: {sorted(set(found))[:5]}")
     return (problems + check_quantities(markdown, quantities) + check_p_values(markdown, quantities)
             + check_captions(markdown) + check_scored_rows(rows) + check_methods(markdown, method_names))

@@ -13,7 +13,10 @@ notebook stops the run (no later notebook starts) with its name and cell.
 A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
 parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
 (every executed notebook in order, code hidden, figures inline) are written, and the console ends with the
-verdicts of the report's summary (read back from ``report.md``) and the report's paths.
+verdicts of the report's summary (read back from ``report.md``) and the report's paths. The report's checks
+(:mod:`toolbench_lib.analysis.report_checks`) are then run over the written report (a kept one too): a
+failed check fails the run (:class:`ReportCheckFailure`; the command prints one line per failed check and
+exits 1), with the report left in place to read.
 """
 
 from __future__ import annotations
@@ -65,6 +68,16 @@ class NotebookFailure(RuntimeError):
             where = f"in cell {cell_index} (counting from 0 in the source notebook{first})"
         super().__init__(f"notebook {notebook} failed {where}: {ename}: {evalue}\n"
                          f"executed copy: {executed}")
+
+
+class ReportCheckFailure(RuntimeError):
+    """The written report fails some of its checks: ``problems`` (one line each) and the run's ``summary``."""
+
+    def __init__(self, problems: list[str], summary: ReproduceSummary):
+        self.problems = [" ".join(str(p).split()) for p in problems]
+        self.summary = summary
+        super().__init__(f"the report {summary.report} fails {len(self.problems)} of its checks: "
+                         + "; ".join(self.problems))
 
 
 @dataclass
@@ -390,9 +403,9 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     The notebooks up to 02 run one after another (02 makes the stored study the others read), the report
     notebooks last; the others run ``workers`` at a time, each in its own kernel. ``ablations`` runs the
     heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
-    not run.
+    not run. :class:`ReportCheckFailure` when the written report fails a check.
     """
-    from ..analysis.report import write_report
+    from ..analysis.report import report_problems, write_report
     from .experiment import ExperimentConfig
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
@@ -444,6 +457,9 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
         summary.html = write_html_report(cfg.out_dir)
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
+    problems = report_problems(cfg)
+    if problems:
+        raise ReportCheckFailure(problems, summary)
     return summary
 
 
@@ -477,7 +493,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    """Run ``reproduce`` from parsed arguments; 1 when a notebook fails."""
+    """Run ``reproduce`` from parsed arguments; 1 when a notebook or a check of the report fails."""
     only = [n for n in args.notebooks.split(",") if n.strip()] if args.notebooks else None
     try:
         summary = reproduce(run_name=args.run_name, smoke=args.smoke, backend=args.backend,
@@ -492,6 +508,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         done = ", ".join(f"{name} ({seconds:.1f} s)" for name, seconds in exc.completed) or "none"
         print(f"notebooks completed before the failure: {done}", file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ReportCheckFailure as exc:
+        print(exc.summary.text())
+        for problem in exc.problems:
+            print(f"error: report check failed: {problem}", file=sys.stderr)
+        print(f"error: {exc.summary.report} fails {len(exc.problems)} check(s) of the report "
+              "(toolbench_lib.analysis.report_checks)", file=sys.stderr)
         return 1
     print(summary.text())
     return 0
