@@ -6,6 +6,12 @@ from pathlib import Path
 
 from ..data.paths import CACHE_DIR, DATA_ROOT
 from .base import LLMBackend
+from .cached import CachedLLM
+from .gemini import GeminiBackend
+from .local import LocalBackend
+from .replay import ReplayBackend
+from .rules import RulesBackend
+from .store import CallStore
 
 BACKENDS = ("replay", "rules", "local", "gemini")
 CASSETTE_DIR = DATA_ROOT / "cassettes"
@@ -33,30 +39,20 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
     disables the cache.
     """
     if name == "replay":
-        from .replay import ReplayBackend
-
         path = Path(cassette) if cassette else DEFAULT_CASSETTE
         if not path.exists():
             raise FileNotFoundError(f"cassette {path} not found")
         return ReplayBackend(path, model=model)
     if name == "rules":
-        from .rules import RulesBackend
-
         return RulesBackend()
     if name == "local":
-        from .local import LocalBackend
-
         backend: LLMBackend = LocalBackend() if model is None else LocalBackend(model_path=Path(model))
     elif name == "gemini":
-        from .gemini import GeminiBackend
-
         backend = GeminiBackend(model=model) if model else GeminiBackend()
     else:
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
     if store is None:
         return backend
-    from .cached import CachedLLM
-    from .store import CallStore
 
     Path(store).parent.mkdir(parents=True, exist_ok=True)
     return CachedLLM(backend, CallStore(store))

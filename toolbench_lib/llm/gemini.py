@@ -5,11 +5,16 @@ Retries are done here (exponential backoff on HTTP 429 and 5xx); the client's ow
 so that the number of attempts is exactly ``max_retries + 1``. A server's ``Retry-After`` header (seconds or
 an HTTP date) or ``RetryInfo.retryDelay`` is honoured: the wait is at least what it asks; a wait longer
 than ``retry_max_delay_s`` is not slept through but reported at once.
+
+``google-genai`` (and the HTTP stack's error classes) are imported when a backend is made or calls
+(:func:`_genai`): importing them takes about a second, which the command line's start-up and the other
+backends do not pay.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import importlib
 import json
 import math
@@ -20,22 +25,25 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types as genai_types
 
 from .base import LLMBackend, LLMError, LLMResponse
+
+if TYPE_CHECKING:
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
 
 API_KEY_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV_VAR = "TOOLBENCH_GEMINI_BASE_URL"
 DEFAULT_MODEL = "gemini-2.5-flash"
 
 
+@functools.cache
 def _transient_transport_errors() -> tuple[type[BaseException], ...]:
-    """Connection and timeout errors of the HTTP stacks the client may use (httpx, httpx2)."""
+    """Connection and timeout errors of the HTTP stacks the client may use (httpx, httpx2), looked up on
+    first use."""
     found: list[type[BaseException]] = []
     for module_name in ("httpx", "httpx2"):
         try:
@@ -49,12 +57,16 @@ def _transient_transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-_TRANSIENT_TRANSPORT_ERRORS = _transient_transport_errors()
-_MALFORMED_REPLY_ERRORS = (
-    genai_errors.UnknownApiResponseError,
-    pydantic.ValidationError,
-    json.JSONDecodeError,
-)
+def _genai() -> tuple[Any, Any, Any]:
+    """``google.genai``'s ``(Client, errors, types)``, imported on first use."""
+    from google.genai import Client, errors, types
+
+    return Client, errors, types
+
+
+def _malformed_reply_errors() -> tuple[type[BaseException], ...]:
+    """Errors of a reply that came back but cannot be read."""
+    return _genai()[1].UnknownApiResponseError, pydantic.ValidationError, json.JSONDecodeError
 
 
 def read_api_key() -> str:
@@ -149,7 +161,8 @@ class GeminiBackend:
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
         self._rng = random.Random()
         self._api_key = read_api_key()
-        self._client = genai.Client(
+        client, _, _ = _genai()
+        self._client = client(
             api_key=self._api_key,
             http_options=self._http_options(api_version, timeout_s),
         )
@@ -159,11 +172,12 @@ class GeminiBackend:
 
     def _http_options(self, api_version: str | None, timeout_s: float) -> genai_types.HttpOptions:
         """Client options: custom endpoint, timeout, and the client's own retries off (one attempt)."""
-        return genai_types.HttpOptions(
+        types = _genai()[2]
+        return types.HttpOptions(
             base_url=self.base_url,
             api_version=api_version,
             timeout=int(timeout_s * 1000),
-            retry_options=genai_types.HttpRetryOptions(attempts=1),
+            retry_options=types.HttpRetryOptions(attempts=1),
         )
 
     def _config(
@@ -176,7 +190,7 @@ class GeminiBackend:
         if json_schema is not None:
             kwargs["response_mime_type"] = "application/json"
             kwargs["response_json_schema"] = json_schema
-        return genai_types.GenerateContentConfig(**kwargs)
+        return _genai()[2].GenerateContentConfig(**kwargs)
 
     def _scrub(self, message: str) -> str:
         """Remove the API key from a message coming from the client or the server."""
@@ -200,13 +214,15 @@ class GeminiBackend:
 
     def _call_with_retries(self, prompt: str, config: genai_types.GenerateContentConfig) -> tuple[Any, float]:
         """Call until success, a non-retryable error, or retries run out; returns (reply, latency_s)."""
+        errors = _genai()[1]
+        malformed, transport = _malformed_reply_errors(), _transient_transport_errors()
         attempts = self.max_retries + 1
         for attempt in range(attempts):
             start = time.perf_counter()
             try:
                 reply = self._call_once(prompt, config)
                 return reply, time.perf_counter() - start
-            except genai_errors.APIError as err:
+            except errors.APIError as err:
                 if not is_retryable_status(err.code):
                     raise LLMError(
                         f"Gemini call failed with HTTP {err.code} (model {self.model}, not retried): "
@@ -220,9 +236,9 @@ class GeminiBackend:
                         f"after {hint:.0f} s, longer than the {self.retry_max_delay_s:g} s this backend "
                         "waits: wait or retry later"
                     ) from None
-            except _TRANSIENT_TRANSPORT_ERRORS as err:
+            except transport as err:
                 last, hint = f"network error {type(err).__name__}", None
-            except _MALFORMED_REPLY_ERRORS as err:
+            except malformed as err:
                 raise self._malformed(f"{type(err).__name__}: {str(err)[:300]}") from None
             if attempt + 1 < attempts:
                 self._sleep(self._backoff_s(attempt, hint))
