@@ -759,6 +759,85 @@ def case_none_read_only_as_a_value(tmp: Path) -> str:
     return "correct"
 
 
+# --------------------------------------------------------------------------- round five: unclear errors
+
+
+def case_ltr_on_one_query_per_set(tmp: Path) -> str:
+    """``evaluate --method ltr --limit 1``: the learned ranker's cross-fitting on one query per design set."""
+    from toolbench_lib.retrieval import ltr
+    from toolbench_lib.retrieval.ltr_features import study_runs
+
+    from .test_ltr import synthetic_study
+
+    study = synthetic_study(n_per_set=1)
+    spec = ltr.NAMED["ltr"]
+    with pytest.raises(ValueError) as info:
+        ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
+    said = str(info.value)
+    assert "\n" not in said and "--limit" in said and "n_splits" not in said, said
+    assert all(f"{s} 1" in said for s in ltr.DESIGN_SETS), said
+    two = synthetic_study(n_per_set=2)  # the smallest input that cross-fits
+    assert len(ltr.ltr_rankings(study_runs(two, spec), two.queries, spec)[0]) == len(two.queries)
+    return "clear error"
+
+
+def case_stored_ranker_without_its_json(tmp: Path) -> str:
+    from toolbench_lib.retrieval import ltr
+    from toolbench_lib.retrieval.ltr_features import feature_table, study_runs
+
+    from .test_ltr import synthetic_study
+
+    study = synthetic_study(n_per_set=4)
+    spec = ltr.NAMED["ltr-nollm"]
+    table = feature_table(study_runs(study, spec), spec, ltr.qrels_of(study.queries, ltr.LABEL_GT))
+    sets = study.queries.set_index("qkey")["subset"].to_dict()
+    ltr.save_model(ltr.fit(table, spec, table.queries, sets), tmp / "ltr", "ltr-nollm")
+    assert ltr.load_model(tmp / "ltr", "ltr-nollm")[1]["name"] == "ltr-nollm"
+    (tmp / "ltr" / "ltr-nollm.json").unlink()
+    with pytest.raises(ltr.StoredModelError) as info:
+        ltr.load_model(tmp / "ltr", "ltr-nollm")
+    said = str(info.value)
+    assert "\n" not in said and str(tmp / "ltr" / "ltr-nollm.json") in said and "missing" in said, said
+    return "clear error"
+
+
+def case_export_onto_a_full_disk(tmp: Path) -> str:
+    """``export trec`` when the disk fills up midway (every write into the export's temporary folder fails
+    with ENOSPC, as the OS reports it): one line naming the file and ``--out``, which is left as it was."""
+    import contextlib
+    import errno
+    import io
+
+    from toolbench_lib.cli import main
+    from toolbench_lib.data.paths import OUTPUTS_DIR
+
+    name = f"pytest-export-full-{os.getpid()}"
+    out = tmp / "trec"
+    hand_study().save(OUTPUTS_DIR / name / "runs" / "study")
+    export_trec(hand_study(), out)  # an earlier export, which must stay
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    write_text = Path.write_text
+
+    def full_disk(self: Path, *args, **kwargs):
+        if f".{out.name}." in str(self) and "runs" in self.parts:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_text(self, *args, **kwargs)
+
+    err = io.StringIO()
+    try:
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+            mp.setattr(Path, "write_text", full_disk)
+            code = main(["export", "trec", "--run-name", name, "--out", str(out)])
+    finally:
+        shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+    assert code != 0 and len(lines) == 1 and "Traceback" not in err.getvalue(), err.getvalue()
+    assert os.strerror(errno.ENOSPC) in lines[0] and str(out / "runs") in lines[0], lines[0]
+    after = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before and not list(tmp.glob(f".{out.name}.*"))
+    return "clear error"
+
+
 ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("bidi-controls-in-markdown", case_bidi_markdown_shown_as_escapes),
     ("bidi-controls-in-teaching-and-stub-examples", case_bidi_teaching_and_saved_table),
@@ -771,6 +850,9 @@ ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("explorer-views-a-file", case_views_folder_replaced_by_a_file),
     ("report-check-fails-reproduce", case_failed_report_check_fails_reproduce),
     ("report-check-none-as-a-word", case_none_read_only_as_a_value),
+    ("evaluate-ltr-limit-1", case_ltr_on_one_query_per_set),
+    ("ltr-stored-model-json-removed", case_stored_ranker_without_its_json),
+    ("export-trec-disk-full", case_export_onto_a_full_disk),
 ]
 
 

@@ -65,9 +65,22 @@ def trec_qrels_lines(qrels: Mapping[str, Iterable[str]]) -> list[str]:
 
 
 def _write(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    except OSError as exc:  # a full disk names no file, a failed open the temporary one: name this one
+        exc.filename = str(path)
+        raise
+
+
+class ExportWriteError(OSError):
+    """A file of the export could not be written (a full disk, no permission): the message names it and
+    ``--out``, which is left as it was."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 class ExportFolderError(ValueError):
@@ -119,9 +132,22 @@ def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(out, final)
+    except OSError as exc:
+        raise _write_error(exc, out, final) from None
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return manifest
+
+
+def _write_error(exc: OSError, out: Path, final: Path) -> ExportWriteError:
+    """``exc`` as one line naming the file (as it would be under ``--out``) and ``--out``."""
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    try:
+        where = final / Path(str(exc.filename)).relative_to(out)
+    except ValueError:
+        where = Path(str(exc.filename)) if exc.filename else final
+    return ExportWriteError(f"could not write {where} ({reason}); --out {final} is left as it was",
+                            exc.errno)
 
 
 def _export_into(result, out: Path, gts: Sequence[str], source: str | None) -> dict:

@@ -113,7 +113,15 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     if len(design) < 2:
         raise ValueError(f"the learned ranker trains on the {', '.join(DESIGN_SETS)} queries, and this run "
                          f"has {len(design)}: evaluate it with those sets")
-    fold = folds_of(design, sets, q["query"].to_dict(), folds, seed)
+    texts = q["query"].to_dict()
+    per_set = pd.Series([subset_alias(sets[k]) for k in design]).value_counts().sort_index()
+    if per_set.max() < 2 or len({texts[k].strip() for k in design}) < 2:
+        counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
+        raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the "
+                         f"{', '.join(DESIGN_SETS)} queries (split by query text, stratified by set), which "
+                         f"needs 2 distinct queries of one set; this run has {counts}: evaluate it on more "
+                         f"queries (--limit 2 or more)")
+    fold = folds_of(design, sets, texts, folds, seed)
     scores = np.zeros(len(table.qkeys))
     trained_on, seconds = [], []
     for f in sorted(set(fold.values())):
@@ -175,12 +183,21 @@ def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | No
 
 
 def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
-    """The stored booster and its provenance; :class:`StoredModelError` when it fails its checksum."""
+    """The stored booster and its provenance; :class:`StoredModelError` (one line naming the file) when the
+    model fails its checksum or its ``<name>.json`` is missing or unreadable."""
     path = Path(folder) / f"{name}.txt"
     problem = checksum_problem(path)
     if problem is not None:
         raise StoredModelError(f"stored ranker {path}: {problem}; fit it again")
-    prov = json.loads((Path(folder) / f"{name}.json").read_text())
+    about = Path(folder) / f"{name}.json"
+    try:
+        prov = json.loads(about.read_text())
+    except FileNotFoundError:
+        raise StoredModelError(f"stored ranker {path}: its description {about} is missing; fit it again "
+                               "(python -m toolbench_lib.analysis.ltr_study)") from None
+    except (OSError, ValueError) as exc:
+        raise StoredModelError(f"stored ranker {path}: its description {about} cannot be read "
+                               f"({' '.join(str(exc).split())}); fit it again") from None
     return lgb.Booster(model_str=path.read_text()), prov
 
 
