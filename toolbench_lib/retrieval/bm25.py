@@ -7,7 +7,9 @@ English stemmer; scoring is Lucene's BM25 (``k1 = 1.5``, ``b = 0.75``). :meth:`B
 provenance records.
 
 A cached index lives under ``data/cache/bm25/<key>/``, ``key`` a sha256 of the texts and the parameters;
-its files carry sha256 checksums, and a folder whose files fail them is rebuilt, never used.
+its files carry sha256 checksums, and a folder whose files fail them is rebuilt, never used. ``bm25s`` is
+imported on first use (:func:`_bm25s`): importing it takes about half a second, which the command line's
+start-up does not pay.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 import Stemmer
 
@@ -29,10 +32,20 @@ from ..data.atomic import clean_stale_temps, file_sha256
 from ..data.paths import CACHE_DIR
 from .rankings import TextHits
 
+if TYPE_CHECKING:
+    import bm25s
+
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # its index build logs at DEBUG
 
 CHECKSUMS = "checksums.json"
+
+
+def _bm25s() -> ModuleType:
+    """The ``bm25s`` module, imported on first use."""
+    import bm25s
+
+    return bm25s
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,7 @@ class BM25Params:
 
     def describe(self) -> dict:
         """Provenance: library, analyzer and scoring parameters."""
-        return {"library": f"bm25s {bm25s.__version__}", "tokenizer": f"regex {self.splitter!r}, "
+        return {"library": f"bm25s {_bm25s().__version__}", "tokenizer": f"regex {self.splitter!r}, "
                 f"lower-cased={self.lower}", "stopwords": f"bm25s {self.stopwords!r} list",
                 "stemmer": f"PyStemmer Snowball {self.stemmer!r}", "scoring": f"BM25 {self.method}",
                 "k1": self.k1, "b": self.b}
@@ -57,8 +70,8 @@ class BM25Params:
 
 def _tokenizer(params: BM25Params) -> bm25s.tokenization.Tokenizer:
     stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
-    return bm25s.tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
-                                        stopwords=params.stopwords, stemmer=stemmer)
+    return _bm25s().tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
+                                           stopwords=params.stopwords, stemmer=stemmer)
 
 
 def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list[str]]:
@@ -70,7 +83,7 @@ def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list
 def content_key(texts: Sequence[str], params: BM25Params) -> str:
     """sha256 of the parameters and of every text in order (the cache folder's name)."""
     h = hashlib.sha256(json.dumps(asdict(params), sort_keys=True).encode())
-    h.update(bm25s.__version__.encode())
+    h.update(_bm25s().__version__.encode())
     for t in texts:
         h.update(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest())
     return h.hexdigest()[:32]
@@ -136,7 +149,7 @@ class BM25Index:
         return len(self.rows)
 
     def _build(self, texts: Sequence[str]) -> bm25s.BM25:
-        model = bm25s.BM25(k1=self.params.k1, b=self.params.b, method=self.params.method)
+        model = _bm25s().BM25(k1=self.params.k1, b=self.params.b, method=self.params.method)
         corpus = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
                                          show_progress=False)
         model.index(corpus, show_progress=False)
@@ -149,7 +162,7 @@ class BM25Index:
         if problem:
             log.warning("BM25 cache %s: %s; rebuilding it", folder, problem)
             return None
-        return bm25s.BM25.load(str(folder), show_progress=False, verbosity=0)
+        return _bm25s().BM25.load(str(folder), show_progress=False, verbosity=0)
 
     def _save(self, folder: Path) -> None:
         """Write to a temporary folder beside ``folder``, checksum it, then rename it into place."""

