@@ -165,7 +165,7 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     summary and with the scale study they sit beside."""
     from toolbench_lib.analysis.scale import scale_study
     from toolbench_lib.analysis.similarity import query_similarities
-    from toolbench_lib.eval.summary import summary_table
+    from toolbench_lib.analysis.summary import summary_table
 
     main = summary_table(slice_study, 5, ["candidates"], n_resamples=0).set_index(["subset", "method"])
     g2 = se.g2_tables([("slice", slice_study, "G2_category_original"), ("none", None, "G2_instruction")],

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from toolbench_lib.analysis import data_stats, k_ablation, main_results, stub_analysis, trajectory
 from toolbench_lib.analysis.style import METHOD_LABELS
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.pipeline.study import StudySettings, run_study
 
 SUBSETS = ["G1", "G2", "G3"]
 PLAN_LIMIT = 3
@@ -33,7 +34,7 @@ def test_main_results_agree_with_the_study_summary(study):
     for col in ("recall_mean", "precision_mean", "pass_rate_mean"):
         assert in_unit(t[col])
     assert (t["n_planned"] == PLAN_LIMIT).all() and (t["n_runs"] == 2).all()
-    s = summarise_study(study, SUBSETS, 5)
+    s = summary_json(study, SUBSETS, 5)
     for alias in SUBSETS:
         for method in ("rtp", "ptr"):
             r = t[(t["subset"] == alias) & (t["method"] == method) & (t["gt"] == "candidates")].iloc[0]

@@ -232,7 +232,7 @@ def test_main_findings_carry_the_test_over_runs(study):
 
 
 def test_method_calls_are_the_methods_own_calls(study):
-    from toolbench_lib.eval.summary import CALL_COLUMNS, method_calls
+    from toolbench_lib.analysis.summary import CALL_COLUMNS, method_calls
 
     c = method_calls(study)
     assert list(c.columns) == CALL_COLUMNS

@@ -43,7 +43,8 @@ def test_unknown_subset(tmp_path):
 
 
 def test_evaluate_json_matches_library(slice_setup):
-    from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+    from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.pipeline.study import StudySettings, run_study
 
     out = cli("evaluate", "--method", "rtp", "--subset", "G1", "--subset", "G2", "--subset", "G3",
               "--k", "5", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
@@ -54,7 +55,7 @@ def test_evaluate_json_matches_library(slice_setup):
     assert res["k"] == 5 and res["gt"] == "candidates"
     settings = StudySettings(runs=1, plan_limit=0, methods=("rtp",))
     study = run_study(slice_setup, None, settings, progress=False)
-    expected = summarise_study(study, ["G1", "G2", "G3"], 5, "candidates")
+    expected = summary_json(study, ["G1", "G2", "G3"], 5, "candidates")
     for name in ("G1", "G2", "G3"):
         got = res["subsets"][name]
         assert got["n_queries"] == SLICE_QUERIES

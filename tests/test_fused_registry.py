@@ -14,7 +14,8 @@ import pytest
 
 from toolbench_lib.cli import main
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.fused import FUSED
 
 SUBSETS = ["G1", "G2", "G3"]
@@ -50,7 +51,7 @@ def test_fused_name_through_run_study_and_evaluate(name: str, slice_setup, cli_a
     result = run_study(slice_setup, RulesBackend(), StudySettings(runs=1, plan_limit=0, methods=(name,)),
                        progress=False)
     assert result.methods == [name]
-    alone = summarise_study(result, SUBSETS, 5)
+    alone = summary_json(result, SUBSETS, 5)
     recalls = []
     for subset in SUBSETS:
         mine, cli = alone["subsets"][subset]["methods"][name], cli_all["subsets"][subset]["methods"][name]

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.data.dataset import load_dataset
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.embedding import embed_cached
 from toolbench_lib.retrieval.index import registry_vectors
 
@@ -33,14 +34,14 @@ def test_rtp_on_slice(slice_setup):
     assert all(len(v) == 5 for v in ranking.values()) and len(ranking) == len(slice_setup.queries)
     scores = study.scored_ranking("rtp")
     assert all(list(s.values()) == sorted(s.values(), reverse=True) for s in scores.values())
-    res = summarise_study(study, ["G1", "G2", "G3"], 5, "candidates")
+    res = summary_json(study, ["G1", "G2", "G3"], 5, "candidates")
     assert res["model"] == "all-MiniLM-L6-v2" and res["registry_size"] == SLICE_APIS
     for name in ("G1", "G2", "G3"):
         assert res["subsets"][name]["n_queries"] == SLICE_QUERIES
     # Semantic retrieval on a slice that holds the ground truth must beat chance by far:
     # chance recall@5 is about 5 / 2500.
     assert res["subsets"]["G1"]["recall"] > 0.2
-    strict = summarise_study(study, ["G1"], 5, "relevant")
+    strict = summary_json(study, ["G1"], 5, "relevant")
     assert strict["gt"] == "relevant"
     assert strict["subsets"]["G1"]["recall"] != res["subsets"]["G1"]["recall"]
     # ranx's scores equal the plain set definitions (counted here: hits in the top 5 over |gt| and over 5).
@@ -54,7 +55,7 @@ def test_rtp_on_slice(slice_setup):
             keys = set(q.loc[q["subset"] == {"G1": "G1_instruction", "G2": "G2_category_original",
                                              "G3": "G3_instruction_original"}[name], "qkey"])
             want = oracle[oracle["qkey"].isin(keys)][["recall", "precision"]].mean()
-            got = summarise_study(study, [name], 5, gt)["subsets"][name]
+            got = summary_json(study, [name], 5, gt)["subsets"][name]
             assert got["recall"] == pytest.approx(want["recall"], abs=1e-12)
             assert got["precision"] == pytest.approx(want["precision"], abs=1e-12)
 

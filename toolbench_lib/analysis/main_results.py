@@ -17,7 +17,7 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test
-from ..eval.summary import pass_rates, summary_table
+from .summary import pass_rates, summary_table
 from ..pipeline.study import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
 
@@ -80,7 +80,7 @@ def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate per subset, method and ground truth (mean ± std over runs).
 
-    A view of the one summary (:func:`toolbench_lib.eval.summary.summary_table`). Pass rate does not depend
+    A view of the one summary (:func:`toolbench_lib.analysis.summary.summary_table`). Pass rate does not depend
     on the ground truth; it is repeated on the rows of each definition. ``n_planned`` is the number of
     queries with plans (the first ``plan_limit`` of each set).
     """

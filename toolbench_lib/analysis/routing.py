@@ -33,7 +33,7 @@ from scipy.stats import rankdata
 from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
-from ..eval.summary import method_calls
+from .summary import method_calls
 from ..pipeline.study import StudyResult
 from .style import METHOD_COLORS
 

@@ -5,7 +5,7 @@ name once version and deprecation markers are removed); its *evidence* is ``all`
 *passes objectively* when it is not a refusal and its evidence is ``all``. Kappa is Cohen's (scikit-learn)
 between the judge's "Solved" and the objective pass. The full definitions, and the analyses built on these
 (validity, stability, ordering), are in :mod:`toolbench_lib.analysis.judge`; these sit in ``eval`` because
-the study's summary (:mod:`toolbench_lib.eval.summary`) reports the objective pass rate.
+the study's summary (:mod:`toolbench_lib.analysis.summary`) reports the objective pass rate.
 
 ``result`` is a :class:`~toolbench_lib.pipeline.study.StudyResult` (its ``plans``, ``queries`` and
 ``provenance``).

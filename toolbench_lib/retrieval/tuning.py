@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.folds import Split, leave_one_group_out, stratified_folds
+from ..eval.evaluation import recall_at
 from .fusion_specs import FusionInputs, FusionSpec, Lists, Route, RouteGrid, Spec, cached_lists
 
 
@@ -42,13 +43,10 @@ def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = 5, seed
 
 def recall_matrix(grid: Sequence[Lists], keys: Sequence[str], qrels: Mapping[str, set[str]],
                   k: int) -> np.ndarray:
-    """Recall@k of every (candidate, query); 0 for a query without ground truth."""
-    out = np.zeros((len(grid), len(keys)))
-    for i, lists in enumerate(grid):
-        for j, key in enumerate(keys):
-            rel = qrels.get(key) or set()
-            out[i, j] = len(set(lists[key][:k]) & rel) / len(rel) if rel else 0.0
-    return out
+    """Recall@k of every (candidate, query) by eval's one count; 0 for a query without ground truth."""
+    rels = [qrels.get(key) or set() for key in keys]
+    return np.array([recall_at([lists[key] for key in keys], rels, k) for lists in grid]).reshape(len(grid),
+                                                                                                len(keys))
 
 
 @dataclass(frozen=True)

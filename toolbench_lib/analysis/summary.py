@@ -12,12 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, resolve_subset, subset_alias
+from ..eval.evaluation import per_query_runs
+from ..eval.pass_rates import pass_rate_table
+from ..eval.stats import bootstrap_ci
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
-from .evaluation import per_query_runs
-from .pass_rates import pass_rate_table
-from .stats import bootstrap_ci
 
 RETRIEVAL_METRICS = ("recall", "precision")
 
@@ -214,10 +214,8 @@ def _clean(value):
     return value
 
 
-def summary_json(result, subsets: Sequence[str], k: int, gt: str) -> dict:
+def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -> dict:
     """The ``evaluate --json`` object: provenance, then per subset alias and method the summary's row."""
-    from ..data.queries import resolve_subset
-
     table = summary_table(result, k, [gt])
     out = {**result.provenance, "k": k, "gt": gt, "subsets": {}}
     skip = {"subset", "subset_name", "method", "gt", "k"}
