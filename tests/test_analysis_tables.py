@@ -226,8 +226,8 @@ def test_main_findings_carry_the_test_over_runs(study):
     text = main_findings(main, paired, {}, runs=runs_table(study, gts=["candidates"]))
     g1, g2 = text.split("\n")
     p = 1 - 2 * math.atan(5.0) / math.pi  # one-sample t = 5 on 1 degree of freedom
-    assert f"Over 2 runs: PtR 0.875 ± 0.177 against RtP 0.250; the paper's test over runs (robustness only) " \
-           f"p = {p:.3f}." in g1
+    said = "Over 2 runs: PtR 0.875 ± 0.177 against RtP 0.250; the paper's test over runs (robustness only)"
+    assert f"{said} p = {p:.3f}." in g1
     assert "PtR 0.500 ± 0.000 against RtP 0.250" in g2 and "ahead" not in g2.split("Over 2 runs")[1]
 
 

@@ -18,8 +18,8 @@ from toolbench_lib.analysis.ablations import (
     stub_text_variants,
 )
 from toolbench_lib.analysis.main_results import paired_tests
-from toolbench_lib.eval.stats import bootstrap_ci, holm, paired, runs_test
 from toolbench_lib.analysis.summary import summary_table
+from toolbench_lib.eval.stats import bootstrap_ci, holm, paired, runs_test
 
 from .test_analysis_tables import key, study  # noqa: F401 (fixture)
 

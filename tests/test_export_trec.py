@@ -3,9 +3,8 @@ own numbers."""
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import shutil
 import uuid
 from pathlib import Path

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.cli import main
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.fused import FUSED
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.data.dataset import load_dataset
 from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.data.dataset import load_dataset
 from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.embedding import embed_cached
 from toolbench_lib.retrieval.index import registry_vectors

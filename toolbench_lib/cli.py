@@ -344,8 +344,9 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     from pathlib import Path
 
     from .analysis.beyond import add_extra_metrics
+    from .analysis.summary import summary_json
     from .llm.factory import default_workers, make_backend
-    from .pipeline.study import StudySettings, run_study, summarise_study
+    from .pipeline.study import StudySettings, run_study
     from .retrieval.embedding import load_embedder
     from .retrieval.setup import prepare
 
@@ -361,7 +362,7 @@ def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: l
     result = run_study(setup, llm, settings, progress=False)
     if args.save:
         result.save(Path(args.save))
-    out = summarise_study(result, subsets, args.k, args.gt)
+    out = summary_json(result, subsets, args.k, args.gt)
     add_extra_metrics(out, result, subsets, args.k, args.gt)
     for name, counts in unresolved_report(setup.queries, subsets).items():
         out["subsets"][name]["unresolved_gt_pairs"] = counts

@@ -30,10 +30,10 @@ import pandas as pd
 from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
-from .summary import method_calls
 from ..retrieval import fused, fusion_specs, tuning
 from .fusion_board import BASELINES
 from .style import METHOD_COLORS
+from .summary import method_calls
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 KS = tuple(range(1, 21))

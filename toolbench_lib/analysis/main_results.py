@@ -17,9 +17,9 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test
-from .summary import pass_rates, summary_table
 from ..pipeline.study import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
+from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
                 "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"]
@@ -80,8 +80,8 @@ def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate per subset, method and ground truth (mean ± std over runs).
 
-    A view of the one summary (:func:`toolbench_lib.analysis.summary.summary_table`). Pass rate does not depend
-    on the ground truth; it is repeated on the rows of each definition. ``n_planned`` is the number of
+    A view of the one summary (:func:`toolbench_lib.analysis.summary.summary_table`). Pass rate does not
+    depend on the ground truth; it is repeated on the rows of each definition. ``n_planned`` is the number of
     queries with plans (the first ``plan_limit`` of each set).
     """
     k = k or study_k(result)

@@ -29,11 +29,11 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
-from .summary import summary_table
 from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
 from .k_ablation import k_ablation
 from .style import FAMILY_HATCH, FAMILY_LINESTYLE, METHOD_COLORS
+from .summary import summary_table
 
 ALPHA = 0.05
 ARCH_LABEL = {"rtp": "RtP", "ptr": "PtR"}

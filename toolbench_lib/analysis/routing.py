@@ -33,9 +33,9 @@ from scipy.stats import rankdata
 from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
-from .summary import method_calls
 from ..pipeline.study import StudyResult
 from .style import METHOD_COLORS
+from .summary import method_calls
 
 FEATURES = ("n_words", "n_clauses", "n_conjunctions", "n_requests")
 CONJUNCTIONS = frozenset({"and", "also", "plus", "additionally", "moreover", "furthermore", "then",

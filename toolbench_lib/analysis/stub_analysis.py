@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from .summary import method_calls, unique_name_shares
 from ..pipeline.study import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import subset_order
+from .summary import method_calls, unique_name_shares
 
 STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                 "cos_incorrect", "fallback_share"]
