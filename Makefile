@@ -51,20 +51,23 @@ install-ablation: $(ABLATION_STAMP)
 
 # The main job, offline: the replay backend answers from the committed cassette, whose plans were
 # recorded with this embedder on the full registry for the first PLAN_LIMIT queries of each subset.
-EMBEDDER ?= all-MiniLM-L6-v2
-PLAN_LIMIT ?= 100
+# The defaults are toolbench_lib/config.py's (the one source of defaults), read from it here.
+config_value = $(shell sed -n 's/^$(1) = "\{0,1\}\([^" ]*\)"\{0,1\}  *\#.*/\1/p' toolbench_lib/config.py)
+EMBEDDER ?= $(call config_value,EMBEDDER)
+PLAN_LIMIT ?= $(call config_value,PLAN_LIMIT)
+RUNS ?= $(call config_value,RUNS)
 RUN_NAME ?= default
 run: install
 	$(PY) -m toolbench_lib data summary
 	$(PY) -m toolbench_lib index build --model $(EMBEDDER) --with-recorded
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
-		--runs 4 --plan-limit $(PLAN_LIMIT)
+		--runs $(RUNS) --plan-limit $(PLAN_LIMIT)
 
 # The heavy ablations `make run` leaves out (notebook 11's second embedder, all-mpnet-base-v2), into the same
 # run folder; the report is written again with them. Later runs of that folder read them back.
 ablations: install install-ablation
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
-		--runs 4 --plan-limit $(PLAN_LIMIT) --notebooks 11 --ablations
+		--runs $(RUNS) --plan-limit $(PLAN_LIMIT) --notebooks 11 --ablations
 
 # A newcomer's `make run` timed cold (new run folder, caches as after `index build`) and warm, per notebook.
 bench-first-run: install

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolbench_lib"
 DOC = ROOT / "docs" / "architecture.md"
 # The only modules at the top of the package; everything else lives in a layer's sub-package.
-TOP_LEVEL = {"__init__", "__main__", "cli"}
+TOP_LEVEL = {"__init__", "__main__", "cli", "config"}
 
 
 def _section(text: str, title: str) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
+import subprocess
 from collections import Counter
 
 import pytest
 
+from toolbench_lib import config
 from toolbench_lib.data.paths import PROJECT_ROOT
 from toolbench_lib.llm.cassettes import cassette_info, prompt_query, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
@@ -41,7 +42,7 @@ def test_stubs_cover_every_default_query(records, ds):
     assert not missing, f"{len(missing)} default-subset queries have no recorded stubs"
 
 
-PLANNED_PER_SUBSET = 100  # the Makefile's PLAN_LIMIT: `make run` replays plans of this many queries
+PLANNED_PER_SUBSET = config.PLAN_LIMIT  # `make run` replays plans of this many queries
 
 
 def _queries_in(records, version: str) -> list[str]:
@@ -64,8 +65,9 @@ def test_plans_and_verdicts_cover_the_first_queries_of_each_subset(records, ds):
 
 
 def test_makefile_replays_what_the_cassette_covers():
-    makefile = (PROJECT_ROOT / "Makefile").read_text()
-    assert re.search(rf"^PLAN_LIMIT \?= {PLANNED_PER_SUBSET}$", makefile, re.M)
+    make = subprocess.run(["make", "-n", "run"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          check=True).stdout
+    assert f"--plan-limit {PLANNED_PER_SUBSET}" in make
     info = cassette_info(DEFAULT_CASSETTE)
     assert info["distinct_queries_by_prompt_version"][PLAN_PROMPT.version] >= 3 * PLANNED_PER_SUBSET - 2
 

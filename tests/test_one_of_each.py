@@ -30,3 +30,11 @@ def test_one_fusion_stack() -> None:
     assert _defining(r"^class Fused\w*Retriever\b") == ["retrieval/fused.py"]
     assert _defining(r"^class Tuned\b") == ["retrieval/tuning.py"]
     assert _defining(r"^class FusionSpec\b") == ["retrieval/fusion_specs.py"]
+
+
+def test_one_source_of_defaults() -> None:
+    """The embedders' names and the defaults of k, runs, depth, seeds and folds live in config.py (the
+    packaged model's own name, retrieval.embedding.OFFLINE_MODEL, is a fact about that package)."""
+    assert _defining(r'"(all-MiniLM-L6-v2|thenlper/gte-base)"') == ["config.py", "retrieval/embedding.py"]
+    assert _defining(r"\b(k|tune_k|plan_k|depth|runs|seed|folds|scale_seeds): int( \| None)? = \d") == []
+    assert _defining(r"add_argument\(\"--(k|runs|depth|seed)\".*default=\d") == []

@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from toolbench_lib import config
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.pipeline.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
 from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
@@ -46,11 +47,12 @@ def test_study_key_leaves_out_analysis_parameters(real_data_dir):
 
 def test_notebook_defaults_are_make_runs():
     """Opened by hand with its defaults, a notebook reads and writes what `make run` stored."""
-    make = (ROOT / "Makefile").read_text()
-    assert "EMBEDDER ?= all-MiniLM-L6-v2" in make and "PLAN_LIMIT ?= 100" in make and "--runs 4" in make
+    make = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert f"--embedder {config.EMBEDDER} " in make and f"--plan-limit {config.PLAN_LIMIT}" in make
+    assert f"--runs {config.RUNS} " in make  # the Makefile reads toolbench_lib/config.py
     default = ExperimentConfig()
     assert (default.embedder, default.plan_limit, default.runs, default.plan_runs, default.backend) == \
-        ("all-MiniLM-L6-v2", 100, 4, 1, "replay")
+        (config.EMBEDDER, config.PLAN_LIMIT, config.RUNS, config.PLAN_RUNS, "replay")
     notebooks = [p for p in sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")) if not p.name.startswith("08_")]
     assert len(notebooks) >= 8
     for path in notebooks:  # 08 opens a stored run by name and has no study parameters

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from . import config
 from .bench.command import add_parser as add_bench_parser
 from .bench.command import cmd_bench
 from .data.paths import DataNotFoundError
@@ -50,7 +51,7 @@ def _common() -> argparse.ArgumentParser:
 
 def retriever_families(text: str) -> list[str]:
     """``--retriever``: comma-separated retriever families, each checked (one line naming the known ones)."""
-    from .retrieval.hybrid import FAMILIES
+    from .config import FAMILIES
 
     names = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     bad = [n for n in names if n not in FAMILIES]
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     build = index_sub.add_parser("build", parents=[common], help="embed the registry (cached) and index it")
     build.add_argument("--model", default=None, help="sentence-transformers model name or local folder")
     build.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
-    build.add_argument("--seed", type=int_at_least(0), default=0, help="sub-registry sampling seed")
+    build.add_argument("--seed", type=int_at_least(0), default=config.SEED, help="sub-registry sampling seed")
     build.add_argument("--no-keep-gt", action="store_true",
                        help="sample the sub-registry without keeping the default subsets' ground-truth APIs")
     build.add_argument("--with-recorded", action="store_true",
@@ -100,16 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cassette", default=None, type=existing_file, help="cassette file for --backend replay")
     ev.add_argument("--llm-model", default=None,
                     help="backend model (gemini model id, GGUF path, replay filter)")
-    ev.add_argument("--runs", type=int_at_least(1), default=4, help="independent runs (LLM samples)")
-    ev.add_argument("--temperature", type=temperature(), default=0.0, help="temperature of run 0")
-    ev.add_argument("--run-temperature", type=temperature(True), default=0.3,
+    ev.add_argument("--runs", type=int_at_least(1), default=config.RUNS,
+                    help="independent runs (LLM samples)")
+    ev.add_argument("--temperature", type=temperature(), default=config.TEMPERATURE,
+                    help="temperature of run 0")
+    ev.add_argument("--run-temperature", type=temperature(True), default=config.RUN_TEMPERATURE,
                     help="temperature of runs 1.. (seed = run); negative: same as --temperature")
     ev.add_argument("--plan-limit", type=int_at_least(0), default=None,
                     help="plan and judge only the first N queries of each set (0: retrieval only)")
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
     ev.add_argument("--workers", type=int_at_least(1), default=None,
                     help="concurrent LLM calls (default 16 for gemini, else 1)")
-    ev.add_argument("--depth", type=int_in_range(1, MAX_DEPTH), default=20,
+    ev.add_argument("--depth", type=int_in_range(1, MAX_DEPTH), default=config.DEPTH,
                     help=f"hits kept per searched text (>= k, at most {MAX_DEPTH})")
     ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
     ev.add_argument("--subset", action="append", default=None, type=subset_name,
@@ -118,13 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--queries", action="append", default=None, type=existing_file, metavar="FILE",
                     help="evaluate a ToolBench-format query file from anywhere (a set named after its stem, "
                          "its api_list docs join the registry); repeatable")
-    ev.add_argument("--k", type=int_in_range(1, MAX_DEPTH), default=5,
+    ev.add_argument("--k", type=int_in_range(1, MAX_DEPTH), default=config.K,
                     help=f"APIs per query scored (1 to {MAX_DEPTH}, and at most the registry's size)")
     ev.add_argument("--gt", choices=GT_DEFINITIONS, default=DEFAULT_GT, help="ground-truth definition")
     ev.add_argument("--max-apis", type=int_at_least(1), default=None, help="a sub-registry of N APIs")
     ev.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
-    ev.add_argument("--seed", type=int_at_least(0), default=0, help="sub-registry sampling seed")
-    ev.add_argument("--model", default=None, help="embedding model (default thenlper/gte-base)")
+    ev.add_argument("--seed", type=int_at_least(0), default=config.SEED, help="sub-registry sampling seed")
+    ev.add_argument("--model", default=None,
+                    help=f"embedding model (default {config.EMBEDDER}; the paper's: {config.PAPER_EMBEDDER})")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     cas = sub.add_parser("cassette", help="export, import and describe recorded LLM calls")
     cas_sub = cas.add_subparsers(dest="action", required=True)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH, K
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
@@ -69,7 +70,7 @@ def coverage(result, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.Series:
     return pd.Series(out)
 
 
-def decomposition_ablation(llm_result, rules_result, k: int = 5, gt: str = DEFAULT_GT,
+def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAULT_GT,
                            run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set.
 
@@ -164,8 +165,8 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
     return out
 
 
-def stub_text_ablation(setup, result, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
-                       depth: int = 20) -> tuple[pd.DataFrame, str]:
+def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
+                       depth: int = DEPTH) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
     precision, n_queries``)."""
     q = result.queries
@@ -213,7 +214,7 @@ def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarr
 
 
 def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: Sequence[int] = (0, 1, 2),
-                        k: int = 5, gt: str = DEFAULT_GT, keep: str = "candidates",
+                        k: int = K, gt: str = DEFAULT_GT, keep: str = "candidates",
                         run: int = 0) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: share of queries whose RtP and PtR top-k share no API, per set and design.
 
@@ -283,7 +284,7 @@ def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tuple[pd.DataFrame, str]:
+def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: does a query's stub echo (its best stub's cosine to the query) predict whether
     RtP's and PtR's top-k share no API on the study's index? Per set and over all queries: mean echo,
     Spearman's rho of echo against disjointness with its p-value, and the disjoint share in the lowest
@@ -318,7 +319,7 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = 5, run: int = 0) -> tup
 # --------------------------------------------------------------------------- embedder
 
 
-def embedder_ablation(studies: dict[str, object], k: int = 5,
+def embedder_ablation(studies: dict[str, object], k: int = K,
                       gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
     (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``; on PtR's rows also

@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..config import FOLDS, SEED, K
 from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
@@ -54,8 +55,8 @@ def per_query_metrics(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, se
 
 
 def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterable[int] = KS,
-                  params: Mapping[str, float] | None = None, setup=None, folds: int = 5,
-                  seed: int = 0, tune_k: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  params: Mapping[str, float] | None = None, setup=None, folds: int = FOLDS,
+                  seed: int = SEED, tune_k: int = K) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scores, decisions)`` of the named methods on a stored study.
 
     ``-cv`` methods are tuned for recall@``tune_k`` (the planner's budget) unless ``params`` are given.
@@ -134,7 +135,7 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     return frames
 
 
-def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = 5,
+def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = K,
                    n: int = 5) -> pd.DataFrame:
     """Per set, the ``n`` queries where ``method`` loses most recall@k against the better architecture."""
     r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
@@ -154,7 +155,7 @@ LOSS_COLUMNS = ["subset", "method", "reference", "n_queries", "wins", "losses", 
                 "diff", "losses_ptr_zero", "lost_ptr_zero"]
 
 
-def loss_breakdown(scores: pd.DataFrame, method: str, k: int = 5) -> pd.DataFrame:
+def loss_breakdown(scores: pd.DataFrame, method: str, k: int = K) -> pd.DataFrame:
     """Per set, where ``method``'s recall@k gap to the better architecture comes from.
 
     ``gained``/``lost``: the recall its wins add and its losses cost, per query of the set (so
@@ -238,7 +239,7 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
     return fig
 
 
-def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = 5) -> plt.Figure:
+def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.Figure:
     """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted. Only RtP, PtR and
     the best method of each cost are named (methods of one cost share an x position, so more names would
     overlap); every point keeps its CI."""
@@ -264,7 +265,7 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = 5) -> plt.F
     return fig
 
 
-def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: float, k: int = 5,
+def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: float, k: int = K,
                      fused: str = "rrf") -> plt.Figure:
     """Per query: RtP's top-1 cosine against the recall@k the fused list gains over RtP, and the cut."""
     r = scores[(scores["metric"] == "recall") & (scores["k"] == k) & scores["method"].isin(["rtp", fused])]
@@ -318,7 +319,7 @@ def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
     return summary
 
 
-def transfer_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+def transfer_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Per ``-cv`` method and set: recall@k with the parameter fitted on the other sets (leave one set
     out) beside the 5-fold one, and the parameter each way."""
     rows = []

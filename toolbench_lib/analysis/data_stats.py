@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..config import K
 from ..data.dataset import Dataset
 from ..data.queries import GT_DEFINITIONS, resolve_subset, subset_alias
 from ..data.registry import DOC_TEXT_MAX_CHARS
@@ -64,7 +65,7 @@ def recall_ceiling(sizes: np.ndarray, k: int) -> float:
     return float(per_query.mean()) if sizes.size else float("nan")
 
 
-def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = 5) -> pd.DataFrame:
+def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = K) -> pd.DataFrame:
     """Ground-truth APIs per query: ``subset, gt, n_queries, mean, median, min, max, n_empty``.
 
     Also ``share_over_k`` (queries with more than ``k`` ground-truth APIs, which no ranking can fully

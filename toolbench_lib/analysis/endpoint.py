@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ..config import K
 from ..data.queries import subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import evaluate
@@ -26,7 +27,7 @@ class Endpoint:
     """What the study's answer is measured by (one definition for every notebook and the report)."""
 
     metric: str = "recall"
-    k: int = 5
+    k: int = K
     gt: str = "candidates"
     basis: str = "per-query mean over the recorded runs"
     test: str = ("paired t-test over queries (a test of the mean, as is the bootstrap 95% CI of the mean "

@@ -33,6 +33,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
+from ..config import K
 from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..pipeline.study import StoredStudyError, StudyResult
@@ -98,7 +99,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
     ``run_name`` names the run in links; ``url_sync`` makes the page's address follow the view (Voilà).
     """
 
-    def __init__(self, setup=None, result: StudyResult | None = None, k: int = 5, gt: str = DEFAULT_GT,
+    def __init__(self, setup=None, result: StudyResult | None = None, k: int = K, gt: str = DEFAULT_GT,
                  registry: pd.DataFrame | None = None, source: str | None = None, run_name: str | None = None,
                  url_sync: bool = False, views: StudyViews | None = None,
                  family: tuple[list[CatalogueEntry], dict] | None = None):
@@ -216,7 +217,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         self._refresh()
 
     @classmethod
-    def from_run(cls, run_name: str = "default", study: str | None = None, k: int = 5, gt: str = DEFAULT_GT,
+    def from_run(cls, run_name: str = "default", study: str | None = None, k: int = K, gt: str = DEFAULT_GT,
                  outputs_dir: str | Path | None = None, processed_dir: Path | None = None,
                  url_sync: bool = False) -> QueryExplorer:
         """The explorer of the study stored for a run, from its tables alone (no embedder, no index).
@@ -235,7 +236,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
                    url_sync=url_sync, views=views, family=family)
 
     @classmethod
-    def for_page(cls, run_name: str = "default", study: str | None = None, k: int = 5,
+    def for_page(cls, run_name: str = "default", study: str | None = None, k: int = K,
                  gt: str = DEFAULT_GT) -> QueryExplorer | widgets.HTML:
         """The explorer a page asks for: the run its link names (else ``run_name``), in the view the link
         describes; served by Voilà, the page's address then follows the view. A run with no readable

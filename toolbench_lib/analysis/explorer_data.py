@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import numpy as np
 import pandas as pd
 
+from ..config import K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
 from ..pipeline.study import StudyResult
@@ -136,7 +137,7 @@ def filter_phrase(name: str, a: str, b: str, n_selected: int = 2) -> str:
 
 
 def explorer_url(run_name: str, query: str | None = None,
-                 methods: tuple[str, ...] | list[str] = ("rtp", "ptr"), k: int = 5, gt: str = DEFAULT_GT,
+                 methods: tuple[str, ...] | list[str] = ("rtp", "ptr"), k: int = K, gt: str = DEFAULT_GT,
                  run: int = 0, filter: str | None = None,
                  subset: str | None = None, base: str = EXPLORE_URL) -> str:
     """The link of an explorer view (``make explore`` serves it): run name, query key, methods (A, B and

@@ -11,6 +11,7 @@ import logging
 
 import pandas as pd
 
+from ..config import DEPTH, SEED
 from ..pipeline.study import MERGED
 
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
@@ -28,7 +29,7 @@ def learned_methods(result) -> list[str]:
     return [n for n, spec in NAMED.items() if set(component_methods(spec.components)) <= have]
 
 
-def learned_views(result, depth: int = 20, seed: int = 0,
+def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                   label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(hits, features)``: each learned ranker's final ranking per run (``hits`` rows, ``text_idx`` -1,
     the score its out-of-fold LightGBM score) and the features of each query's top

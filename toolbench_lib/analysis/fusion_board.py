@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import FOLDS, SEED, K
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
 from ..eval.stats import bootstrap_ci, paired
@@ -29,7 +30,7 @@ METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 BASELINES = ("rtp", "ptr")
 
 
-def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> dict:
+def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = SEED) -> dict:
     """``values`` against ``reference`` (same queries): ``diff`` (values minus reference), ``diff_lo``,
     ``diff_hi`` (paired bootstrap 95% CI), ``p_value`` (paired t; missing when not testable, ``note`` says
     why), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``
@@ -46,8 +47,8 @@ def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -
     return max(means, key=lambda b: means[b]) if means else None
 
 
-def leaderboard(scores: pd.DataFrame, k: int = 5, metrics: Sequence[str] = METRICS, n_boot: int = 2000,
-                seed: int = 0) -> pd.DataFrame:
+def leaderboard(scores: pd.DataFrame, k: int = K, metrics: Sequence[str] = METRICS, n_boot: int = 2000,
+                seed: int = SEED) -> pd.DataFrame:
     """Per set, method and metric at ``k`` (``scores``: ``qkey, subset, method, metric, k, value``): mean,
     bootstrap CI, and the paired comparison (:func:`versus`) with the better of RtP and PtR there."""
     at = scores[scores["k"] == k]
@@ -101,7 +102,7 @@ def single_architectures(methods) -> list[str]:
     return [m for m in SINGLE_ARCHITECTURES if m in set(methods)]
 
 
-def goal_table(scores: pd.DataFrame, k: int = 5, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Per method: on every set, recall@k minus the best single architecture present in ``scores`` there,
     with its paired 95% CI; ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`). ``baselines``
     names the architectures the study holds (a study of the dense family alone cannot test the goal against
@@ -161,8 +162,8 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
-def pooled_margin(scores: pd.DataFrame, k: int = 5, metric: str = "recall", n_boot: int = 2000,
-                  seed: int = 0) -> pd.DataFrame:
+def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall", n_boot: int = 2000,
+                  seed: int = SEED) -> pd.DataFrame:
     """Per method, over the queries of every set together: the mean of each query's score minus the score of
     its own set's better architecture, with a paired bootstrap 95% CI and t-test (:func:`versus`); more
     queries than any one set, so a sharper test of "no worse than the better one"."""
@@ -218,8 +219,8 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
     return out / result.n_runs
 
 
-def choose_fusion(result, components: Sequence[str], k: int = 5, gt: str = DEFAULT_GT, folds: int = 5,
-                  seed: int = 0, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
+def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAULT_GT, folds: int = FOLDS,
+                  seed: int = SEED, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
     """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
     (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
 
@@ -256,7 +257,7 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
 # retriever families, chosen on the design sets and applied unchanged to unseen sets
 
 
-def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``qkey, subset, method, recall``: per query recall@k (mean over runs, eval's one count) of each named
     spec and of every RtP/PtR method of the study."""
     frames = []
@@ -283,7 +284,7 @@ FUSED_WITH_STUBS = "fused (1 stub call)"
 FUSED_NO_LLM = "fused (no LLM call)"
 
 
-def chosen_fusions(design, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+def chosen_fusions(design, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED) -> tuple[dict, pd.DataFrame]:
     """The two fused methods chosen on the design study: over all four components (one stub call) and over
     the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
     spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
@@ -383,7 +384,8 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
 
 
 def fusion_tables(
-    design, validation=None, unseen: set[str] | None = None, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+    design, validation=None, unseen: set[str] | None = None, k: int = K, gt: str = DEFAULT_GT,
+    seed: int = SEED
 ) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
     """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
     ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
@@ -417,7 +419,7 @@ def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
 
 
 def fusion_and_costs(
-    design, validation, unseen, setup_ms: dict, k: int = 5, gt: str = DEFAULT_GT, seed: int = 0
+    design, validation, unseen, setup_ms: dict, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED
 ) -> dict[str, pd.DataFrame]:
     """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
     specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)

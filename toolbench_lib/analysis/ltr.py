@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH, SEED, K
 from ..data.queries import GT_DEFINITIONS, subset_alias
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
@@ -71,7 +72,7 @@ def _frame(keys, subsets, method, gt, recall) -> pd.DataFrame:
                          "recall": recall})
 
 
-def single_scores(result, keys: Sequence[str], k: int = 5,
+def single_scores(result, keys: Sequence[str], k: int = K,
                   gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs."""
     subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
@@ -85,8 +86,8 @@ def single_scores(result, keys: Sequence[str], k: int = 5,
     return pd.concat(frames, ignore_index=True)
 
 
-def fit_unseen_model(design, spec: LtrSpec, run: int = 0, seed: int = 0, label_gt: str = "candidates",
-                     depth: int = 20) -> Fitted:
+def fit_unseen_model(design, spec: LtrSpec, run: int = 0, seed: int = SEED, label_gt: str = "candidates",
+                     depth: int = DEPTH) -> Fitted:
     """The model for unseen sets: fitted on every design query of ``design``'s run ``run``."""
     runs = study_runs(design, spec, run)
     table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
@@ -94,8 +95,8 @@ def fit_unseen_model(design, spec: LtrSpec, run: int = 0, seed: int = 0, label_g
     return fit(table, spec, table.queries, sets, seed, label_gt)
 
 
-def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int = 0, seed: int = 0,
-                 label_gt: str = "candidates", depth: int = 20, fit_model: bool = True
+def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int = 0, seed: int = SEED,
+                 label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True
                  ) -> tuple[dict, dict, Fitted | None]:
     """``(design lists, unseen lists, model)`` of one ranker: out-of-fold lists of ``design``'s run ``run``,
     and the unseen queries of ``validation`` (its run 0) ranked by the model fitted on the design queries
@@ -116,8 +117,8 @@ def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int =
     return design_lists, unseen_lists, model
 
 
-def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = 5,
-                         gts: Sequence[str] = GT_DEFINITIONS, seed: int = 0) -> pd.DataFrame:
+def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,
+                         gts: Sequence[str] = GT_DEFINITIONS, seed: int = SEED) -> pd.DataFrame:
     """Per query recall@k (the columns of :func:`ranker_scores`) of the linear fusion notebook 12 chooses on
     the design sets (:func:`.fusion_board.chosen_fusions`, on the candidates ground truth:
     one with a stub call, one without), mean over the design runs; the unseen sets from validation's run 0."""
@@ -138,8 +139,8 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
 
 
 def ranker_scores(design, validation=None, unseen: set[str] | None = None,
-                  specs: Mapping[str, LtrSpec] | None = None, k: int = 5, gts: Sequence[str] = GT_DEFINITIONS,
-                  runs: Sequence[int] | None = None, seed: int = 0, label_gt: str = "candidates"
+                  specs: Mapping[str, LtrSpec] | None = None, k: int = K, gts: Sequence[str] = GT_DEFINITIONS,
+                  runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str = "candidates"
                   ) -> tuple[pd.DataFrame, dict[str, Fitted]]:
     """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
     ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets
@@ -242,8 +243,8 @@ def goal_check(cmp: pd.DataFrame, margins: Mapping[str, float] | None = None) ->
     return pd.DataFrame(rows)
 
 
-def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 5,
-              gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = 0,
+def ablations(design, validation=None, unseen: set[str] | None = None, k: int = K,
+              gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = SEED,
               n_resamples: int = 10_000) -> pd.DataFrame:
     """Per ground truth and set: each ablated ranker of :data:`ABLATIONS` against the full ``ltr``."""
     scores, _ = ranker_scores(design, validation, unseen, ABLATIONS, k, gts, runs, seed)
@@ -255,7 +256,7 @@ def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 
     return pd.DataFrame(rows)
 
 
-def explain(result, qkey: str, name: str = "ltr", run: int = 0, top: int = 10, seed: int = 0,
+def explain(result, qkey: str, name: str = "ltr", run: int = 0, top: int = 10, seed: int = SEED,
             label_gt: str = "candidates") -> pd.DataFrame:
     """Why an API was ranked where it was, for one query: its ``top`` candidates by out-of-fold score
     (``rank, api_id, score, label`` and every feature of the ranker ``name``)."""

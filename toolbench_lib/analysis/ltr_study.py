@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..config import SEED, K
 from ..data.paths import OUTPUTS_DIR
 from ..data.queries import GT_DEFINITIONS
 from ..pipeline.experiment import stored_study_dir
@@ -35,7 +36,7 @@ def study_folder(path: str | Path) -> Path:
     return stored_study_dir(p.name, outputs_dir=p)
 
 
-def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = 5, seed: int = 0,
+def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K, seed: int = SEED,
             runs: list[int] | None = None, n_resamples: int = 10_000) -> dict[str, pd.DataFrame]:
     """Every table of the measurement, written as CSV and Markdown under ``out``; the models stored."""
     design = StudyResult.load(design_dir)
@@ -75,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the validation study (unseen sets): a study folder or its run folder; "
                         "'none' to skip")
     p.add_argument("--out", default=None, help="folder for the tables (default: <design study>/ltr)")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--k", type=int, default=K)
+    p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--runs", default=None, help="design runs to average over, comma-separated (default all)")
     args = p.parse_args(argv)
     try:

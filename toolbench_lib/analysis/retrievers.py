@@ -24,12 +24,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH, FAMILIES, K
 from ..data.atomic import atomic_path
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
-from ..retrieval.hybrid import FAMILIES
 from ..retrieval.retrievers import get_retriever, method_name, split_method
 from .k_ablation import k_ablation
 from .style import FAMILY_HATCH, FAMILY_LINESTYLE, METHOD_COLORS
@@ -52,7 +52,7 @@ def _subsets(result) -> list[str]:
 # --------------------------------------------------------------------------- tables
 
 
-def family_table(result, k: int = 5, gt: str = DEFAULT_GT) -> pd.DataFrame:
+def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``subset, retriever, method, n_queries, n_runs, recall_mean, recall_lo, recall_hi, precision_mean,
     llm_calls``: one row per set, family and architecture (``method`` is ``rtp`` or ``ptr``)."""
     table = summary_table(result, k, [gt], n_resamples=2000)
@@ -85,7 +85,7 @@ TEST_COLUMNS = ["subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "dif
                 "p_runs_robustness"]
 
 
-def family_tests(result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
+def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
     """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k): the rows of
     :func:`~toolbench_lib.eval.compare.compare` (paired t over queries, Holm over the sets of one family,
     as the primary endpoint), with its robustness columns."""
@@ -176,7 +176,7 @@ def family_k_table(result, ks: Sequence[int] = range(1, 21), gt: str = DEFAULT_G
     return table.assign(architecture=parts.str[0], retriever=parts.str[1])
 
 
-def family_divergence(result, k: int = 5) -> pd.DataFrame:
+def family_divergence(result, k: int = K) -> pd.DataFrame:
     """``subset, retriever, disjoint_share, mean_overlap``: share of queries whose RtP and PtR top-k lists
     share no API (mean over PtR's runs), and the mean number of shared APIs."""
     rows = []
@@ -235,7 +235,7 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- figures
 
 
-def family_figure(table: pd.DataFrame, k: int = 5) -> plt.Figure:
+def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
     """Recall@k per set: bars for each family and architecture, 95% CI error bars."""
     sets = list(dict.fromkeys(table["subset"]))
     fams = list(dict.fromkeys(table["retriever"]))
@@ -291,7 +291,7 @@ def time_searches(
     texts_query: Sequence[str],
     texts_stubs: Sequence[Sequence[str]],
     families: Sequence[str] = ("dense", "bm25", "hybrid"),
-    depth: int = 20,
+    depth: int = DEPTH,
 ) -> dict[str, float]:
     """Milliseconds per query of each family searching the queries (``<family>:query``) and each query's
     stubs merged (``<family>:stubs``), measured once each after one warm-up search."""
@@ -311,7 +311,7 @@ def time_searches(
 
 
 def study_tables(
-    result, k: int = 5, gt: str = DEFAULT_GT, n_resamples: int = 10_000
+    result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
 ) -> dict[str, pd.DataFrame]:
     """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
     ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``, ``retriever_routing``."""
@@ -377,7 +377,7 @@ def bm25_scale_study(
     stubs: pd.DataFrame,
     sizes: Sequence[int | None],
     seeds: Sequence[int],
-    k: int = 5,
+    k: int = K,
     gt: str = DEFAULT_GT,
     keep_gt: str = "candidates",
     run: int = 0,
@@ -443,7 +443,7 @@ def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
 
 
 def bm25_scale_table(
-    setup, queries: pd.DataFrame, stubs: pd.DataFrame, sizes, seeds, k: int = 5, gt: str = DEFAULT_GT
+    setup, queries: pd.DataFrame, stubs: pd.DataFrame, sizes, seeds, k: int = K, gt: str = DEFAULT_GT
 ) -> pd.DataFrame:
     """:func:`bm25_scale_study` as one table: recall per method and, on every row, the share of queries whose
     RtP and PtR top-k lists are disjoint at that size and seed."""
@@ -460,7 +460,7 @@ def scale_key(sizes, seeds, k: int, gt: str) -> str:
     return hashlib.sha256(blob).hexdigest()[:10]
 
 
-def scale_figure(gap: pd.DataFrame, k: int = 5) -> plt.Figure:
+def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
     """BM25's RtP and PtR recall@k against sub-registry size (log x), one panel per set, ±1 std over seeds."""
     sets = list(dict.fromkeys(gap["subset"]))
     fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True, squeeze=False)
@@ -482,7 +482,7 @@ def scale_figure(gap: pd.DataFrame, k: int = 5) -> plt.Figure:
 
 
 def cached_bm25_scale(
-    folder, setup, result, sizes, seeds: int, k: int = 5, gt: str = DEFAULT_GT
+    folder, setup, result, sizes, seeds: int, k: int = K, gt: str = DEFAULT_GT
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scale, gap)``: :func:`bm25_scale_table` kept (checksummed) in ``folder`` under its parameters' key,
     and :func:`scale_gap` with the mean disjoint share per set and size."""

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from ..config import FOLDS, SEED
 from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
@@ -215,7 +216,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
     return out
 
 
-def route_queries(frame: pd.DataFrame, folds: int = 5, seed: int = 0, l2: float = 1.0) -> pd.DataFrame:
+def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2: float = 1.0) -> pd.DataFrame:
     """Add cross-validated routes (``route_<policy>``, True = PtR), scores and fold numbers."""
     out = frame.copy()
     out["fold"] = fold_ids(out["subset"].to_numpy(), folds, seed)
@@ -317,8 +318,8 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
     return fig
 
 
-def routing_analysis(result: StudyResult, k: int, gt: str = DEFAULT_GT, folds: int = 5,
-                     seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def routing_analysis(result: StudyResult, k: int, gt: str = DEFAULT_GT, folds: int = FOLDS,
+                     seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(routing, routing_signal, per-query routed frame)`` of a stored study."""
     routed = route_queries(routing_frame(result, k, gt), folds, seed)
     table = routing_table(routed)

@@ -19,6 +19,7 @@ import seaborn as sns
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from tqdm.auto import tqdm
 
+from ..config import K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
@@ -97,7 +98,7 @@ def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> li
 
 
 def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
-                sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5, gt: str = DEFAULT_GT,
+                sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scale, scale_divergence)`` tables over sizes, seeds and query sets.

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
 from ..eval.stats import bootstrap_ci, paired
@@ -80,7 +81,7 @@ def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
 
 
 def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
-                   gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+                   gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
 
     Columns: ``subset, basis, retriever, k, n_queries, n_runs, rtp, rtp_lo, rtp_hi, ptr, ptr_lo, ptr_hi,
@@ -109,7 +110,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
 
 
 def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: float, example_qkey: str | None,
-            gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+            gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Per source set: ``subset, basis, n_queries, gt_size, gt_size_lo, gt_size_hi, paper_gt_size,
     gt_size_gap, example_qkey, example_in_set``; ``gt_size`` is the mean ground-truth size under ``gt``
     (bootstrap CI over queries) and ``example_in_set`` whether the paper's worked example is one of its
@@ -184,7 +185,7 @@ def overlap_flags(a: Sequence, b: Sequence) -> tuple[bool, bool]:
     return not (sa & sb), sa != sb
 
 
-def study_divergence(result: StudyResult, k: int = 5) -> pd.DataFrame:
+def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
     """``retriever, size, subset, n_queries, n_runs, disjoint_share, non_identical_share``: per family and
     set, the shares over queries of each query's share over PtR's runs (RtP is deterministic), on the
     study's registry (``size``: its APIs, 0 when the provenance does not say)."""
@@ -283,8 +284,8 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
 
 
 def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
-                sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5, gt: str = DEFAULT_GT,
-                keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+                sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
+                keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Per set and registry size: RtP and PtR recall@k and PtR − RtP with a paired bootstrap CI over
     queries (each query's recall averaged over seeds and PtR's runs), drawn as the scale study draws.
 
@@ -361,8 +362,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- the routing claim
 
 
-def routing_claim(result: StudyResult, run_name: str, k: int = 5, gt: str = DEFAULT_GT,
-                  n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT,
+                  n_resamples: int = 10_000, seed: int = SEED) -> pd.DataFrame:
     """The paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy, per family.
 
     Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
@@ -436,7 +437,7 @@ def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequen
 
 
 def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
-                 divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = 5,
+                 divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = K,
                  gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
                  ) -> dict[str, pd.DataFrame]:
     """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
@@ -453,7 +454,7 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
             "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}
 
 
-def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: int = 5,
+def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: int = K,
                            retriever: str = "dense") -> dict[str, pd.DataFrame]:
     """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
     names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's

@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..config import K
 from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
@@ -178,13 +179,13 @@ def method_terms() -> list[Term]:
     return out
 
 
-def glossary(k: int = 5, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
+def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
     """``term, definition, where``: :data:`GLOSSARY` with this run's ``k`` and the kappa threshold."""
     return pd.DataFrame([{"term": t.term, "definition": t.definition.format(k=k, min_kappa=min_kappa),
                           "where": t.where} for t in (*GLOSSARY, *TERMS_MORE)])
 
 
-def glossary_markdown(k: int = 5, min_kappa: float = MIN_KAPPA) -> str:
+def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
     """The glossary as a Markdown definition list (one bullet per term)."""
     terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
                       for r in glossary(k, min_kappa).itertuples())
@@ -221,7 +222,7 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str,
     return arrow
 
 
-def pipeline_figure(k: int = 5, registry_size: int | None = None, embedder: str | None = None):
+def pipeline_figure(k: int = K, registry_size: int | None = None, embedder: str | None = None):
     """RtP and PtR side by side, boxes and arrows, with the shared registry index and retriever family in
     the middle (the paper's Figure 1). Every box and arrow has a ``gid`` (``rtp:embed``, ``ptr:stubs``,
     ``index``, ...); returns the figure."""
@@ -310,7 +311,7 @@ def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) ->
     return out[out["n_gt"] > 0][["qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt"]]
 
 
-def pick_worked_queries(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
+def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
     """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES`:
 
     * ``ptr_win``: the largest PtR − RtP recall@k (only a positive gap counts),
@@ -356,7 +357,7 @@ class WorkedQuery:
     stubs: list[tuple[str, str]] = field(default_factory=list)
     fell_back: bool = False
     run: int = 0
-    k: int = 5
+    k: int = K
 
     def hits(self, method: str) -> list[str]:
         """The ground-truth APIs among ``method``'s top k, in rank order."""
@@ -367,7 +368,7 @@ class WorkedQuery:
         return len(self.hits(method)) / len(self.ground_truth) if self.ground_truth else float("nan")
 
 
-def worked_query(result: StudyResult, qkey: str, k: int = 5, gt: str = DEFAULT_GT,
+def worked_query(result: StudyResult, qkey: str, k: int = K, gt: str = DEFAULT_GT,
                  run: int = 0) -> WorkedQuery:
     """The :class:`WorkedQuery` of ``qkey`` from a stored study (PtR's stubs and ranking of ``run``)."""
     check_gt(gt)
@@ -448,7 +449,7 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
     return parts
 
 
-def worked_queries_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+def worked_queries_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
                             run_name: str | None = None) -> list[str]:
     """The three worked queries of :func:`pick_worked_queries`, each with its rule and rendering."""
@@ -488,7 +489,7 @@ def _leader(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
 
-def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
                             examples: Sequence[Mapping] | None = None,
                             run_name: str | None = None) -> list[str]:
@@ -517,7 +518,7 @@ def paper_examples_markdown(result: StudyResult, k: int = 5, gt: str = DEFAULT_G
     return parts
 
 
-def paper_examples_summary(result: StudyResult, k: int = 5, gt: str = DEFAULT_GT, run: int = 0,
+def paper_examples_summary(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                            examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
     """One row per Table 2 example whose query is in this study: the paper's recalls and leader beside this
     run's (recall@k, PtR's run ``run``)."""

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import DEPTH
 from .core import BenchLine
 
 
 def bench_bm25(texts: Sequence[str], queries: Sequence[str], dense_search: Callable[[list[str]], object],
-               k: int = 20, source: str = "") -> BenchLine:
+               k: int = DEPTH, source: str = "") -> BenchLine:
     """Seconds to search ``queries`` with BM25 against the dense search (encode + FAISS) of the same queries;
     the details hold BM25's build and cache-load seconds over ``texts``."""
     from ..retrieval.bm25 import BM25Index

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import config
 from ..pipeline.validation import int_at_least
 from .core import BenchLine, format_table, machine_info, run_bench
 from .llm_local import LockBusy
@@ -19,8 +20,8 @@ FULL = {"docs": 2000, "eta_docs": 3000, "gemini_calls": 96, "gemini_workers": 16
 QUICK = {"docs": 96, "eta_docs": 300, "gemini_calls": 24, "gemini_workers": 8, "llm_prompts": 2,
          "llm_tokens": 8}
 # The warm line's study: `make run`'s configuration when the full registry is embedded, else a slice.
-WARM_FULL = {"backend": "replay", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 100}
-WARM_SLICE = {"backend": "rules", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 3, "max_apis": 400,
+WARM_FULL = {"backend": "replay", "embedder": config.EMBEDDER, "runs": 1, "plan_limit": config.PLAN_LIMIT}
+WARM_SLICE = {"backend": "rules", "embedder": config.EMBEDDER, "runs": 1, "plan_limit": 3, "max_apis": 400,
               "limit": 4, "subsets": ["G1", "G3"], "scale_sizes": [400], "scale_seeds": 1}
 
 
@@ -34,7 +35,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                    help="first-run: notebooks at once (default: reproduce's)")
     b.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for tests")
     b.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts of {', '.join(PARTS)}")
-    b.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
+    b.add_argument("--model", default=config.EMBEDDER, help="embedding model")
     b.add_argument("--docs", type=int_at_least(1), default=None, help="registry documents per backend")
     b.add_argument("--llm-lock", default=None,
                    help="file to hold an exclusive flock on while the local model runs (shared with others)")

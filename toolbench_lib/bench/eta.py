@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import SEED
 from .core import BenchLine
 
 
-def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = 0) -> BenchLine:
+def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = SEED) -> BenchLine:
     """Embed ``n`` registry texts drawn at random (they follow the registry's lengths) into a fresh store,
     with the timed sample and the estimate a long build prints: the estimate against the seconds taken."""
     from ..retrieval import eta

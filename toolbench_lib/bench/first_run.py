@@ -23,13 +23,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
 from .core import machine_info
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
               "avx_vnni", "amx_tile", "amx_int8")
-MAKE_RUN = {"backend": "replay", "embedder": "all-MiniLM-L6-v2", "runs": 1, "plan_limit": 100}
+MAKE_RUN = {"backend": "replay", "embedder": config.EMBEDDER, "runs": config.RUNS,
+            "plan_limit": config.PLAN_LIMIT}
 
 
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from ..config import SEED
 from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import hits_inputs
 from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
@@ -31,7 +32,7 @@ def _rows(key: str, method: str, run: int, text: int, ranking: list[tuple[str, f
     return [(key, method, run, text, j, 0, a, s) for j, (a, s) in enumerate(ranking, 1)]
 
 
-def synthetic_study(queries: int = 462, seed: int = 0):
+def synthetic_study(queries: int = 462, seed: int = SEED):
     """A retriever study's shape without its data: per query four top-20 rankings (ptr's merged from two
     stubs), ground truth two APIs of one tool placed at random ranks."""
     from ..pipeline.study import StudyResult

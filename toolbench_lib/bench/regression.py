@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from .. import config
+
 CHECKOUT = Path(__file__).resolve().parents[2]  # the files this command keeps in step live in the checkout
 REFERENCE_FILE = CHECKOUT / "references" / "regression.yaml"
 README = CHECKOUT / "README.md"
@@ -30,7 +32,7 @@ TOLERANCE = 2e-3
 GTS = ("candidates", "relevant")
 SLICE = {"max_apis": 2500, "limit": 15, "seed": 0}
 ARGS = ["--method", "rtp,ptr", "--retriever", "dense,bm25", "--backend", "rules", "--plan-limit", "0",
-        "--runs", "1", "--model", "all-MiniLM-L6-v2", "--k", "5", "--max-apis", str(SLICE["max_apis"]),
+        "--runs", "1", "--model", config.EMBEDDER, "--k", str(config.K), "--max-apis", str(SLICE["max_apis"]),
         "--limit", str(SLICE["limit"]), "--seed", str(SLICE["seed"])]
 HEADER = ("# Retriever families on the slice above, written by `python -m toolbench_lib.bench.regression\n"
           "# --write` (never by hand): `command`, once per ground truth. Scores: [recall@5, precision@5]\n"

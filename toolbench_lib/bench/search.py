@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from ..config import DEPTH
 from .core import BenchLine
 
 
@@ -19,7 +20,7 @@ def _best_of(fn, repeats: int) -> float:
     return best
 
 
-def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = 20, repeats: int = 3,
+def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = DEPTH, repeats: int = 3,
                  source: str = "") -> BenchLine:
     """Seconds of FAISS top-``k`` search against seconds of the plain ``queries @ vectors.T`` product."""
     import faiss

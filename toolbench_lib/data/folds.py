@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from ..config import FOLDS, SEED
 
 Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
 
@@ -23,7 +24,7 @@ def n_folds(groups: Sequence, folds: int) -> int:
     return max(2, min(folds, int(pd.Series(np.asarray(groups)).value_counts().min())))
 
 
-def stratified_folds(groups: Sequence, folds: int = 5, seed: int = 0) -> list[Split]:
+def stratified_folds(groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> list[Split]:
     """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups``, shuffled with ``seed``
     (:func:`n_folds` folds)."""
     from sklearn.model_selection import StratifiedKFold
@@ -33,7 +34,7 @@ def stratified_folds(groups: Sequence, folds: int = 5, seed: int = 0) -> list[Sp
     return list(splitter.split(np.zeros(len(g)), g))
 
 
-def fold_ids(groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
+def fold_ids(groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold number of every item under :func:`stratified_folds`."""
     out = np.empty(len(groups), dtype=np.int64)
     for f, (_, test) in enumerate(stratified_folds(groups, folds, seed)):
@@ -51,7 +52,7 @@ def leave_one_group_out(groups: Sequence) -> list[Split]:
     return list(LeaveOneGroupOut().split(np.zeros(len(g)), groups=g))
 
 
-def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = 5, seed: int = 0) -> np.ndarray:
+def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
     (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds)."""
     from sklearn.model_selection import StratifiedGroupKFold

@@ -25,10 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from .normalize import norm_name
+from ..config import DEFAULT_GT, GT_DEFINITIONS  # noqa: F401 (re-exported: the ground truths)
 
 log = logging.getLogger(__name__)
-GT_DEFINITIONS = ("candidates", "relevant")
-DEFAULT_GT = "candidates"
 
 # Every query set by name: (folder, file stem).
 QUERY_SETS: dict[str, tuple[str, str]] = {

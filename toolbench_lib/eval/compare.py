@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import SEED, K
 from ..data.queries import DEFAULT_GT
 from .evaluation import Evaluation, evaluate
 from .stats import holm, paired, runs_test
@@ -24,9 +25,9 @@ COMPARE_COLUMNS = ["subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean
                    "p_wilcoxon_robustness", "p_runs_robustness"]
 
 
-def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = 5,
+def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
-            seed: int = 0) -> pd.DataFrame:
+            seed: int = SEED) -> pd.DataFrame:
     """Method ``b`` against ``a`` on each of ``sets`` (default: every set, in order), one row each
     (:data:`COMPARE_COLUMNS`). ``evaluation``: an :class:`~toolbench_lib.eval.evaluation.Evaluation` or a
     study (evaluated). ``family``: the sets whose p-values are Holm-adjusted together (default ``sets``);

@@ -21,12 +21,14 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from ..config import SEED
+
 PAIRED_COLUMNS = ["n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "t", "p", "wins", "ties", "losses",
                   "p_wilcoxon", "testable", "note"]
 TOL = 1e-12
 
 
-def resample_counts(n: int, n_resamples: int, seed: int = 0) -> np.ndarray:
+def resample_counts(n: int, n_resamples: int, seed: int = SEED) -> np.ndarray:
     """The resampling matrix: ``(n_resamples, n)`` counts of each of ``n`` items in each resample (items
     drawn with replacement, fixed seed: every call of this size and seed draws the same resamples)."""
     rng = np.random.default_rng(seed)
@@ -35,7 +37,7 @@ def resample_counts(n: int, n_resamples: int, seed: int = 0) -> np.ndarray:
     return np.bincount(rows + idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
 
 
-def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
                   level: float = 0.95) -> np.ndarray:
     """Percentile bootstrap CIs of the mean of every column of ``columns`` (``(n, m)``: n items, m
     quantities over the same items), all from one resampling matrix (:func:`resample_counts`), so paired
@@ -55,7 +57,7 @@ def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
     return out
 
 
-def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
+def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
                  level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean of ``diff`` (resampling its elements): :func:`bootstrap_cis`
     of one column."""
@@ -63,7 +65,7 @@ def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
     return float(low), float(high)
 
 
-def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0) -> dict:
+def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED) -> dict:
     """The one paired test of per-query scores ``a`` and ``b`` (same queries, same order); ``diff = b - a``.
 
     Returns :data:`PAIRED_COLUMNS`: the means, the mean difference and its bootstrap 95% CI, the paired t

@@ -17,23 +17,36 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
+from .. import config
+from ..data.atomic import atomic_path
+from ..data.dataset import load_dataset, sources_fingerprint
 from ..data.markdown import md_table
-from ..data.paths import OUTPUTS_DIR
+from ..data.paths import OUTPUTS_DIR, find_data_dir
+from ..data.queries import resolve_subset
+from ..llm.factory import DEFAULT_CASSETTE, default_workers, make_backend
+from ..llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+from ..retrieval.embedding import DEFAULT_BACKEND, DEFAULT_MODEL, load_embedder, resolve_backend
+from ..retrieval.retrievers import ARCHITECTURES, method_name
+from ..retrieval.setup import prepare
+from .lazy_setup import LazySetup, setup_model
+from .stub_recording import recorded_limit
+from .study import METHODS, StoredStudyError, StudyResult, StudySettings, run_study
+from .validation import validate_config
 
 log = logging.getLogger(__name__)
 
 SMOKE = {"max_apis": 2500, "limit": 15, "runs": 2, "plan_limit": 5, "backend": "rules",
          "scale_sizes": [1500, 2000, 2500], "scale_seeds": 2}
-FULL_SCALE_SIZES = [1000, 2000, 5000, 10000, 20000, None]
-# The notebooks' defaults are `make run`'s: the replay cassette was recorded with this embedder.
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
-DEFAULT_PLAN_LIMIT = 100
+FULL_SCALE_SIZES = list(config.SCALE_SIZES)
+DEFAULT_EMBEDDER = config.EMBEDDER  # `make run`'s: the replay cassette was recorded with this embedder
+DEFAULT_PLAN_LIMIT = config.PLAN_LIMIT
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
@@ -61,28 +74,28 @@ class ExperimentConfig:
 
     run_name: str = "default"
     data_dir: str | None = None
-    subsets: list[str] = field(default_factory=lambda: ["G1", "G2", "G3"])
+    subsets: list[str] = field(default_factory=lambda: list(config.SUBSETS))
     backend: str = "replay"
     cassette: str | None = None
     llm_model: str | None = None
     embedder: str | None = DEFAULT_EMBEDDER
-    k: int = 5
-    plan_k: int = 5
-    depth: int = 20
-    runs: int = 4
+    k: int = config.K
+    plan_k: int = config.PLAN_K
+    depth: int = config.DEPTH
+    runs: int = config.RUNS
     # Runs that get plans and verdicts (the first ``plan_runs``; None: every run). The recorded cassette
     # holds plans of run 0 only, so recall is a mean over ``runs`` runs and the pass rate run 0's.
-    plan_runs: int | None = 1
-    temperature: float = 0.0
-    run_temperature: float | None = 0.3
+    plan_runs: int | None = config.PLAN_RUNS
+    temperature: float = config.TEMPERATURE
+    run_temperature: float | None = config.RUN_TEMPERATURE
     plan_limit: int | None = DEFAULT_PLAN_LIMIT
     max_apis: int | None = None
     limit: int | None = None
-    seed: int = 0
+    seed: int = config.SEED
     scale_sizes: list[int | None] = field(default_factory=lambda: list(FULL_SCALE_SIZES))
-    scale_seeds: int = 5
+    scale_seeds: int = config.SCALE_SEEDS
     # Retriever families of the retriever study (notebook 12); the main study is dense, as the paper's.
-    retrievers: list[str] = field(default_factory=lambda: ["dense", "bm25", "hybrid"])
+    retrievers: list[str] = field(default_factory=lambda: list(config.STUDY_FAMILIES))
     # Methods of the study (None: RtP and PtR); set by the retriever study, part of its study key.
     study_methods: list[str] | None = None
     smoke: bool = False
@@ -97,8 +110,6 @@ class ExperimentConfig:
 
     def validate(self) -> ExperimentConfig:
         """Check every field: a bad one is a ``UsageError`` naming it, the value and what is allowed."""
-        from .validation import validate_config
-
         validate_config(self)
         return self
 
@@ -131,25 +142,16 @@ class ExperimentConfig:
 
     def embedder_name(self) -> str:
         """The requested embedder, with the library default filled in."""
-        import os
-
-        from ..retrieval.embedding import DEFAULT_MODEL
-
         return self.embedder or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
 
     def data_fingerprint(self) -> str:
         """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
         if getattr(self, "_fingerprint", None) is None:
-            from ..data.dataset import sources_fingerprint
-            from ..data.paths import find_data_dir
-
             self._fingerprint = sources_fingerprint(find_data_dir(self.data_dir))
         return self._fingerprint
 
     def study_fields(self) -> dict:
         """Everything the study tables depend on, as hashed by :meth:`study_key`."""
-        from ..llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
-
         fields = {k: getattr(self, k) for k in STUDY_FIELDS}
         if self.study_methods is not None:  # the default keeps the keys of studies stored before
             fields["methods"] = list(self.study_methods)
@@ -157,7 +159,6 @@ class ExperimentConfig:
             fields["plan_runs"] = self.planned_runs()  # stay as they were
         fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
-        from ..retrieval.embedding import DEFAULT_BACKEND, resolve_backend
 
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
@@ -256,7 +257,6 @@ class ExperimentConfig:
         if merged == record["parameters"] and studies == record.get("studies", []):
             return self.out_dir / RUN_RECORD
         record.update(parameters=merged, studies=studies)
-        from ..data.atomic import atomic_path
 
         with atomic_path(self.out_dir / RUN_RECORD) as tmp:
             tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
@@ -276,10 +276,6 @@ class ExperimentConfig:
 
 def build_setup(cfg: ExperimentConfig):
     """Dataset, embedder, (sub-)registry index and queries of a configuration."""
-    from ..data.dataset import load_dataset
-    from ..retrieval.embedding import load_embedder
-    from ..retrieval.setup import prepare
-
     ds = load_dataset(cfg.data_dir)
     emb = load_embedder(cfg.embedder)
     return prepare(ds, emb, cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
@@ -287,8 +283,6 @@ def build_setup(cfg: ExperimentConfig):
 
 def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
     """The study stored in ``folder`` when it is complete and made with ``model``; else None."""
-    from .study import StoredStudyError, StudyResult
-
     if not (folder / "provenance.json").exists():
         return None
     try:
@@ -309,10 +303,6 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
 
     A derived run (see :meth:`ExperimentConfig.redirected`) reuses its base run's study and keeps a copy.
     """
-    from ..llm.factory import default_workers, make_backend
-    from .lazy_setup import LazySetup, setup_model
-    from .study import METHODS, StudySettings, run_study
-
     setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index
     if not isinstance(setup, LazySetup):
         cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
@@ -348,11 +338,6 @@ def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int |
     With the replay backend: the largest N whose stubs the cassette holds in every run (0 when a run has
     none); with a live or rule-based backend, the configuration's limit (None: every query).
     """
-    from ..data.queries import resolve_subset
-    from ..llm.factory import DEFAULT_CASSETTE
-    from .stub_recording import recorded_limit
-    from .study import StudySettings
-
     if cfg.backend != "replay":
         return cfg.limit
     temps = StudySettings(temperature=cfg.temperature, run_temperature=cfg.run_temperature)
@@ -366,8 +351,6 @@ def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, prog
     on the first :func:`runs_limit` queries of each set, stored in the run ``<run_name>-runs<runs>``;
     None when no query is recorded in every run. A main study of as many runs is that study itself (its
     queries all have stubs in every run, or it could not have been made)."""
-    from dataclasses import replace
-
     if cfg.runs == runs:
         return (cfg, *get_study(cfg, progress=progress))
     n = runs_limit(cfg, queries, runs)
@@ -385,10 +368,6 @@ def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame
     retrieval only, over ``runs`` runs on the first :func:`runs_limit` queries of each set (every query
     once the cassette holds every run's stubs), stored in the run ``<run_name>-retrievers``; None when no
     query is recorded in every run."""
-    from dataclasses import replace
-
-    from ..retrieval.retrievers import ARCHITECTURES, method_name
-
     n = runs_limit(cfg, queries, runs)
     if n == 0:
         return None

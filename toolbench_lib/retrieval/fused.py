@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
+from ..config import FOLDS, SEED
 from .fusion_specs import (
     COMPONENTS,
     FusionInputs,
@@ -41,8 +41,10 @@ from .fusion_specs import (
     RouteGrid,
     Spec,
     component_methods,
-    hits_inputs,
+    rankings_inputs,
+    study_component_inputs,
 )
+from .rankings import Retrieved, ranked_frame
 from .retrievers import RETRIEVERS, RunContext, get_retriever, register
 from .tuning import Tuned
 
@@ -108,14 +110,14 @@ def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[s
                  setup=None) -> FusionInputs:
     """The rankings of ``result`` (a stored study) that the named methods read (default: every component
     the study holds), for PtR run ``run``."""
-    have = set(result.hits["method"])
+    have = set(result.rankings["method"])
     comps = (components_of(names) if names is not None
              else [c for c, (m, _) in COMPONENTS.items() if m in have])
-    return hits_inputs(result.hits, result.queries, run, gt, comps, result.stubs, setup)
+    return study_component_inputs(result, run, gt, comps, result.stubs, setup)
 
 
 def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
-                 params: Mapping[str, float] | None = None, folds: int = 5, seed: int = 0,
+                 params: Mapping[str, float] | None = None, folds: int = FOLDS, seed: int = SEED,
                  tune_k: int | None = None) -> tuple[dict[str, Lists], dict[str, dict[str, float]]]:
     """``({method: {qkey: [api_id, ...]}}, {method: {qkey: parameter}})``: top-``k`` lists of one run.
 
@@ -169,23 +171,18 @@ class FusedRetriever:
     def __repr__(self) -> str:
         return f"FusedRetriever({self.name!r}, {self.spec.describe()!r})"
 
-    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
-        parts = [ctx.hits[m] if m in ctx.hits else get_retriever(m).retrieve(ctx)
-                 for m in component_methods(self.spec.components)]
-        hits = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-            columns=["qkey", "method", "text_idx", "rank", "api_id", "score"])
-        inp = hits_inputs(hits, ctx.queries, ctx.run, "candidates", self.spec.components, ctx.stubs,
-                          ctx.setup)
+    def retrieve(self, ctx: RunContext) -> Retrieved:
+        parts = {m: ctx.retrieved[m] if m in ctx.retrieved else get_retriever(m).retrieve(ctx)
+                 for m in component_methods(self.spec.components)}
+        inp = rankings_inputs(parts, ctx.queries, ctx.run, "candidates", self.spec.components, ctx.stubs,
+                              ctx.setup)
         spec = replace(self.spec, tune_k=CV_K) if isinstance(self.spec, Tuned) else self.spec
         if isinstance(spec, FusionSpec):
             ranked = spec.ranked(inp, ctx.depth)
         else:
             ranked = {key: [(a, 1.0 / rank) for rank, a in enumerate(lst, 1)]
                       for key, lst in spec.lists(inp, ctx.depth).items()}
-        row_of = {a: i for i, a in enumerate(ctx.setup.api_ids)}
-        recs = [(key, self.name, -1, rank, row_of[a], a, float(s))
-                for key in ctx.queries["qkey"] for rank, (a, s) in enumerate(ranked[key], 1)]
-        return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+        return Retrieved(ranked_frame(ctx.queries["qkey"].tolist(), self.name, ranked, ctx.setup.api_ids))
 
 
 for _name, _spec in FUSED.items():

@@ -22,20 +22,19 @@ names them all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from ..config import FAMILIES
 from .fuse import Ranking, combine, ids, top
-from .hybrid import FAMILIES
+from .rankings import Retrieved
 from .retrievers import method_name, ptr_texts
 
 Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
-MERGED_TEXT = -1  # text_idx of a method's final ranking in a hits table
-SHARED_RUN = -1  # run of a deterministic method, stored once
 TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 cosine)
 
 
@@ -102,22 +101,20 @@ def _ranking(frame: pd.DataFrame) -> Ranking:
     return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
 
 
-def hits_inputs(hits: pd.DataFrame, queries: pd.DataFrame, run: int = 0, gt: str = "candidates",
-                components: Iterable[str] = (), stubs: pd.DataFrame | None = None,
-                setup: Any = None) -> FusionInputs:
-    """The components' rankings in a hits table for run ``run`` (a deterministic method's stored run
-    included), keyed by query; ``ValueError`` when a component's method has no hits in that run."""
+def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, run: int = 0,
+                    gt: str = "candidates", components: Iterable[str] = (), stubs: pd.DataFrame | None = None,
+                    setup: Any = None) -> FusionInputs:
+    """The components' rankings of one run (``retrieved``: each component method's :class:`Retrieved`),
+    keyed by query; ``ValueError`` when a component's method has no rankings in that run."""
     comps = check_components(components)
     rankings: dict[str, dict[str, list[Ranking]]] = {}
     for method in component_methods(comps):
-        h = hits[hits["method"] == method]
-        if "run" in h:  # rows without a run (retrieved just now for this run) belong to it
-            h = h[h["run"].isna() | h["run"].isin([run, SHARED_RUN])]
-        if h.empty:
-            raise ValueError(f"the study has no hits of {method} for run {run}")
-        final = {key: [_ranking(g)] for key, g in h[h["text_idx"] == MERGED_TEXT].groupby("qkey", sort=False)}
+        got = retrieved.get(method)
+        if got is None or (got.final.empty and got.texts.empty):
+            raise ValueError(f"the study has no rankings of {method} for run {run}")
+        final = {key: [_ranking(g)] for key, g in got.final.groupby("qkey", sort=False)}
         each: dict[str, dict[int, Ranking]] = {}
-        for (key, t), g in h[h["text_idx"] != MERGED_TEXT].groupby(["qkey", "text_idx"], sort=False):
+        for (key, t), g in got.texts.groupby(["qkey", "text_idx"], sort=False):
             each.setdefault(key, {})[int(t)] = _ranking(g)
         for c in comps:
             if COMPONENTS[c][0] == method:
@@ -127,6 +124,20 @@ def hits_inputs(hits: pd.DataFrame, queries: pd.DataFrame, run: int = 0, gt: str
     qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
     return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,
                         stubs, setup)
+
+
+def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", components: Iterable[str] = (),
+                           stubs: pd.DataFrame | None = None, setup: Any = None) -> FusionInputs:
+    """:func:`rankings_inputs` of a stored study's run ``run`` (its ``retrieved(method, run)``);
+    ``ValueError`` when the study lacks a component's method or the run."""
+    comps = check_components(components)
+    retrieved = {}
+    for method in component_methods(comps):
+        try:
+            retrieved[method] = result.retrieved(method, run)
+        except KeyError:
+            raise ValueError(f"the study has no rankings of {method} for run {run}") from None
+    return rankings_inputs(retrieved, result.queries, run, gt, comps, stubs, setup)
 
 
 class Spec(Protocol):

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import FAMILIES
 from .fuse import combine
 from .rankings import Searcher, TextHits
 
-FAMILIES = ("dense", "bm25", "hybrid", "hybrid-rrf")
-DEFAULT_FAMILY = "dense"
 HYBRID_POOL = 100  # hits of each family a hybrid fuses per text
 
 

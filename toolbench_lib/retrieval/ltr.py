@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
 from ..data.folds import grouped_fold_ids
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from .fuse import Ranking
-from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_hits
+from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
+from .rankings import Retrieved, ranked_frame
 from .retrievers import RETRIEVERS, RunContext, get_retriever, register
 
 if TYPE_CHECKING:
@@ -158,7 +160,7 @@ def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
     return {k: set(v) for k, v in zip(queries["qkey"], queries[gt], strict=True)}
 
 
-def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = 20,
+def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = DEPTH,
                  folds: int = FOLDS, seed: int = SEED, label_gt: str = LABEL_GT
                  ) -> tuple[dict[str, Ranking], CrossFit, FeatureTable]:
     """Cross-fitted rankings of every query of ``runs`` (see the module docstring)."""
@@ -222,17 +224,15 @@ class LtrRetriever:
         self.uses_stubs = spec.uses_stubs
         self.deterministic = not spec.uses_stubs
 
-    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
-        hits = {}
+    def retrieve(self, ctx: RunContext) -> Retrieved:
+        retrieved = {}
         for method in self.spec.methods:
-            h = ctx.hits.get(method)
-            hits[method] = h if h is not None else get_retriever(method).retrieve(ctx)
+            got = ctx.retrieved.get(method)
+            retrieved[method] = got if got is not None else get_retriever(method).retrieve(ctx)
         keys = ctx.queries["qkey"].tolist()
-        lists, _, _ = ltr_rankings(runs_from_hits(hits, keys, self.spec), ctx.queries, self.spec, ctx.depth)
-        row_of = {a: i for i, a in enumerate(ctx.setup.api_ids)}
-        recs = [(key, self.name, -1, rank, row_of[a], a, float(s))
-                for key in keys for rank, (a, s) in enumerate(lists.get(key, []), 1)]
-        return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+        lists, _, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec), ctx.queries, self.spec,
+                                   ctx.depth)
+        return Retrieved(ranked_frame(keys, self.name, lists, ctx.setup.api_ids))
 
 
 for _name, _spec in NAMED.items():

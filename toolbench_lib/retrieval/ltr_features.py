@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH
 from .fuse import Ranking, min_max
 from .fused import COMPONENTS
+from .rankings import Retrieved
 
 GROUPS = ("tool", "category")
 
@@ -140,7 +142,7 @@ def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, tool_n, tool_top, cat_tools)
 
 
-def query_features(q: QueryRuns, spec: LtrSpec, depth: int = 20) -> tuple[list[str], np.ndarray]:
+def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH) -> tuple[list[str], np.ndarray]:
     """The candidates of one query (first appearance over the components in order) and their features
     (rows of :attr:`LtrSpec.feature_names`)."""
     stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
@@ -204,7 +206,7 @@ class FeatureTable:
 
 
 def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[str, set[str]] | None = None,
-                  depth: int = 20) -> FeatureTable:
+                  depth: int = DEPTH) -> FeatureTable:
     """The candidate rows of every query of ``runs`` (in its order); labels from ``qrels`` (0 without)."""
     qkeys, ids, blocks, labels = [], [], [], []
     for key, q in runs.items():
@@ -224,18 +226,17 @@ def _ranking(frame: pd.DataFrame) -> Ranking:
     return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
 
 
-def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str],
-                   spec: LtrSpec) -> dict[str, QueryRuns]:
-    """``{qkey: QueryRuns}`` from one run's hits of each component's method (``{method: hits}``, columns
-    ``qkey, text_idx, rank, api_id, score``; ``text_idx = -1`` the final ranking, others a stub's own)."""
+def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
+                       spec: LtrSpec) -> dict[str, QueryRuns]:
+    """``{qkey: QueryRuns}`` from one run's rankings of each component's method (``{method: Retrieved}``:
+    the final rankings and each stub's own)."""
     lists: dict[str, dict[str, Ranking]] = {}
     stubs: dict[str, dict[str, list[Ranking]]] = {}
     for c, method in zip(spec.components, spec.methods, strict=True):
-        h = hits[method]
-        final = h[h["text_idx"] == -1]
-        lists[c] = {q: _ranking(g) for q, g in final.groupby("qkey", sort=False)}
+        got = retrieved[method]
+        lists[c] = {q: _ranking(g) for q, g in got.final.groupby("qkey", sort=False)}
         if c.startswith("s."):
-            own = h[h["text_idx"] >= 0].sort_values(["qkey", "text_idx", "rank"])
+            own = got.texts.sort_values(["qkey", "text_idx", "rank"])
             stubs[c.split(".", 1)[1]] = {
                 q: [_ranking(t) for _, t in g.groupby("text_idx", sort=True)]
                 for q, g in own.groupby("qkey", sort=False)}
@@ -246,12 +247,11 @@ def runs_from_hits(hits: Mapping[str, pd.DataFrame], keys: Sequence[str],
 
 def study_runs(result, spec: LtrSpec, run: int = 0,
                keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
-    """:func:`runs_from_hits` of a stored study's run ``run`` (every query of the study by default)."""
-    hits = {}
+    """:func:`runs_from_rankings` of a stored study's run ``run`` (every query of the study by default)."""
+    retrieved = {}
     for method in spec.methods:
-        h = result.hits[result.hits["method"] == method]
-        if h.empty:
+        if not (result.rankings["method"] == method).any():
             raise ValueError(f"the study has no rankings of {method!r}, which the ranker reads "
                              f"(it has {', '.join(result.methods)})")
-        hits[method] = h[h["run"] == result.stored_run(method, run)]
-    return runs_from_hits(hits, keys if keys is not None else result.queries["qkey"].tolist(), spec)
+        retrieved[method] = result.retrieved(method, run)
+    return runs_from_rankings(retrieved, keys if keys is not None else result.queries["qkey"].tolist(), spec)

@@ -3,12 +3,13 @@
 RtP hands one text per query (the query itself); PtR hands several (one per stub). Every text
 keeps its own ranking and scores, and a query's final ranking merges them by each API's best
 cosine over its texts. Top-k of that max-merge is exact when each text contributes its own top-k.
+A method's rankings travel as two tables (:class:`Retrieved`): the final rankings and the texts' own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -47,20 +48,42 @@ def merge_max(hits: Sequence[TextHits], k: int) -> TextHits:
     return TextHits(np.array(order, dtype=np.int64), np.array([best[r] for r in order], dtype=np.float32))
 
 
-def hits_frame(keys: Sequence[str], method: str, per_query: Sequence[Sequence[TextHits]],
-               merged: Sequence[TextHits], api_ids: Sequence[str]) -> pd.DataFrame:
-    """Long table of every query's per-text hits (``text_idx`` >= 0) and merged ranking (-1).
+RANKING_COLUMNS = ["qkey", "method", "rank", "row", "api_id", "score"]  # a query's final ranking
+TEXT_RANKING_COLUMNS = ["qkey", "method", "text_idx", "rank", "row", "api_id", "score"]  # one text's own
 
-    Columns: ``qkey, method, text_idx, rank, row, api_id, score``.
-    """
-    recs = []
-    for key, texts, final in zip(keys, per_query, merged, strict=True):
-        for t, h in enumerate(texts):
+
+@dataclass
+class Retrieved:
+    """One method's rankings of a run's queries: ``final`` (each query's final ranking,
+    :data:`RANKING_COLUMNS`) and ``texts`` (each searched text's own ranking, :data:`TEXT_RANKING_COLUMNS`,
+    ``text_idx`` counting the query's texts from 0; empty for a method that searches no text itself)."""
+
+    final: pd.DataFrame
+    texts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEXT_RANKING_COLUMNS))
+
+
+def ranked_frame(keys: Sequence[str], method: str, ranked: Mapping[str, Sequence[tuple[str, float]]],
+                 api_ids: Sequence[str]) -> pd.DataFrame:
+    """The final rankings ``{qkey: [(api_id, score), ...]}`` (best first) of the queries ``keys`` as a
+    :data:`RANKING_COLUMNS` table (``row``: the API's registry row)."""
+    row_of = {a: i for i, a in enumerate(api_ids)}
+    recs = [(key, method, rank, row_of[a], a, float(s))
+            for key in keys for rank, (a, s) in enumerate(ranked.get(key, []), 1)]
+    return pd.DataFrame(recs, columns=RANKING_COLUMNS)
+
+
+def retrieved_frames(keys: Sequence[str], method: str, per_query: Sequence[Sequence[TextHits]],
+                     merged: Sequence[TextHits], api_ids: Sequence[str]) -> Retrieved:
+    """Every query's merged ranking and every text's own hits as tables (:class:`Retrieved`)."""
+    finals, texts = [], []
+    for key, own, final in zip(keys, per_query, merged, strict=True):
+        for t, h in enumerate(own):
             for rank, (r, s) in enumerate(zip(h.rows.tolist(), h.scores.tolist(), strict=True), 1):
-                recs.append((key, method, t, rank, r, api_ids[r], s))
+                texts.append((key, method, t, rank, r, api_ids[r], s))
         for rank, (r, s) in enumerate(zip(final.rows.tolist(), final.scores.tolist(), strict=True), 1):
-            recs.append((key, method, -1, rank, r, api_ids[r], s))
-    return pd.DataFrame(recs, columns=["qkey", "method", "text_idx", "rank", "row", "api_id", "score"])
+            finals.append((key, method, rank, r, api_ids[r], s))
+    return Retrieved(pd.DataFrame(finals, columns=RANKING_COLUMNS),
+                     pd.DataFrame(texts, columns=TEXT_RANKING_COLUMNS))
 
 
 class Searcher(Protocol):

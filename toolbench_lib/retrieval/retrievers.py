@@ -1,10 +1,11 @@
-"""The retriever interface: every discovery method turns a run's context into a hits table.
+"""The retriever interface: every discovery method turns a run's context into its rankings.
 
 A retriever has a ``name``, says whether it needs PtR's stubs (``uses_stubs``) and whether its result is the
-same in every run (``deterministic``: stored once with ``run = -1``), and implements
-``retrieve(ctx) -> hits`` (columns ``qkey, method, text_idx, rank, row, api_id, score``; ``text_idx = -1`` is
-the final ranking, others are the searched texts' own rankings). ``ctx`` carries the setup, the run's stubs
-and the hits of the methods already retrieved in this run, so a fused method can build on RtP's and PtR's
+same in every run (``deterministic``: retrieved once and the same ranking stored for every run), and
+implements ``retrieve(ctx) -> Retrieved`` (:class:`~toolbench_lib.retrieval.rankings.Retrieved`: each
+query's final ranking, ``qkey, method, rank, row, api_id, score``, and each searched text's own ranking,
+``qkey, method, text_idx, rank, row, api_id, score``). ``ctx`` carries the setup, the run's stubs and the
+rankings of the methods already retrieved in this run, so a fused method can build on RtP's and PtR's
 rankings without searching again. :func:`register` adds a method to the table the study and the CLI use.
 """
 
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import pandas as pd
 
+from ..config import DEFAULT_FAMILY, FAMILIES
 from ..llm.parsing import Stub, stub_text
-from .hybrid import DEFAULT_FAMILY, FAMILIES, check_family
-from .rankings import hits_frame, search_and_merge
+from .hybrid import check_family
+from .rankings import Retrieved, retrieved_frames, search_and_merge
 
 if TYPE_CHECKING:
     from .setup import RetrievalSetup
@@ -25,14 +27,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class RunContext:
-    """What a retriever sees in one run: setup, queries, this run's stubs and earlier methods' hits."""
+    """What a retriever sees in one run: setup, queries, this run's stubs and earlier methods' rankings."""
 
     setup: RetrievalSetup
     queries: pd.DataFrame
     run: int
     depth: int
     stubs: pd.DataFrame | None = None
-    hits: dict[str, pd.DataFrame] = field(default_factory=dict)
+    retrieved: dict[str, Retrieved] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -41,15 +43,15 @@ class Retriever(Protocol):
     uses_stubs: bool
     deterministic: bool
 
-    def retrieve(self, ctx: RunContext) -> pd.DataFrame: ...
+    def retrieve(self, ctx: RunContext) -> Retrieved: ...
 
 
 def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]],
-                           family: str = DEFAULT_FAMILY) -> pd.DataFrame:
+                           family: str = DEFAULT_FAMILY) -> Retrieved:
     """Search every text of every query with a retriever family and merge each query's rankings by each
     API's best score over its texts (CombMAX)."""
     per_query, merged = search_and_merge(ctx.setup.searcher(family), texts, ctx.depth)
-    return hits_frame(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
+    return retrieved_frames(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
 
 
 ARCHITECTURES = ("rtp", "ptr")
@@ -86,7 +88,7 @@ class RetrieveThenPlan:
         self.family = family
         self.name = method_name("rtp", family)
 
-    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
+    def retrieve(self, ctx: RunContext) -> Retrieved:
         return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]], self.family)
 
 
@@ -100,7 +102,7 @@ class PlanThenRetrieve:
         self.family = family
         self.name = method_name("ptr", family)
 
-    def retrieve(self, ctx: RunContext) -> pd.DataFrame:
+    def retrieve(self, ctx: RunContext) -> Retrieved:
         if ctx.stubs is None:
             raise ValueError("PtR needs the run's stubs")
         return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run), self.family)

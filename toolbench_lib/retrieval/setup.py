@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..config import DEFAULT_FAMILY, SEED
 from ..data.dataset import Dataset
 from ..data.queries import query_keys
 from .bm25 import BM25Index, BM25Params
 from .embedding import Embedder, embed_cached
-from .hybrid import DEFAULT_FAMILY, HYBRIDS, HybridSearcher, check_family
+from .hybrid import HYBRIDS, HybridSearcher, check_family
 from .index import VectorIndex, build_index
 from .rankings import DenseSearcher, Searcher
 from .subregistry import sample_subregistry
@@ -33,7 +34,7 @@ class RetrievalSetup:
     index: VectorIndex
     queries: pd.DataFrame
     max_apis: int | None = None
-    seed: int = 0
+    seed: int = SEED
     provenance: dict = field(default_factory=dict)
 
     searchers: dict = field(default_factory=dict, repr=False)
@@ -85,7 +86,7 @@ def select_queries(ds: Dataset, subsets: list[str], limit: int | None = None) ->
 
 
 def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int | None = None,
-            limit: int | None = None, seed: int = 0, progress: bool = True) -> RetrievalSetup:
+            limit: int | None = None, seed: int = SEED, progress: bool = True) -> RetrievalSetup:
     """Choose queries, sample the sub-registry (keeping every candidate ground-truth API) and index it."""
     queries = select_queries(ds, subsets, limit)
     rows = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import FOLDS, SEED
 from ..data.folds import Split, leave_one_group_out, stratified_folds
 from ..eval.evaluation import recall_at
 from .fusion_specs import FusionInputs, FusionSpec, Lists, Route, RouteGrid, Spec, cached_lists
@@ -36,7 +37,8 @@ def held_out_choice(recall: np.ndarray, groups: np.ndarray, splits: Sequence[Spl
     return chosen
 
 
-def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
+def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = FOLDS,
+                    seed: int = SEED) -> np.ndarray:
     """Per query, the candidate chosen on the other folds (stratified by group, seeded)."""
     return held_out_choice(recall, groups, stratified_folds(groups, folds, seed))
 
@@ -56,8 +58,8 @@ class Tuned:
     (default: the list length)."""
 
     candidates: tuple[Spec, ...] | Callable[[FusionInputs], Sequence[Spec]]
-    folds: int = 5
-    seed: int = 0
+    folds: int = FOLDS
+    seed: int = SEED
     tune_k: int | None = None
 
     def grid(self, inp: FusionInputs) -> list[Spec]:
