@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import logging
 
+from ..data.dataset import load_dataset
+from ..llm.factory import make_backend
+from ..retrieval.embedding import load_embedder
 from ..retrieval.models import MPNET_NAME, ModelNotInstalled, mpnet_folder
+from ..retrieval.setup import prepare
 from .experiment import ExperimentConfig
+from .study import StudySettings, run_study
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +28,6 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
 
     A model that is not installed is left out of the dict and named in ``note``.
     """
-    from ..data.dataset import load_dataset
-    from ..llm.factory import make_backend
-    from ..retrieval.embedding import load_embedder
-    from ..retrieval.setup import prepare
-    from .study import StudySettings, run_study
-
     paths, missing = {}, []
     for name in names:
         try:

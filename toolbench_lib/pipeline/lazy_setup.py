@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import logging
 
+from ..data.dataset import load_dataset
+from ..retrieval import embedding
+from ..retrieval.setup import prepare, select_queries
+
 log = logging.getLogger(__name__)
 
 
@@ -32,8 +36,6 @@ class LazySetup:
         if self._setup is not None:
             return self._setup.ds
         if self._ds is None:
-            from ..data.dataset import load_dataset
-
             self._ds = load_dataset(self._cfg.data_dir)
         return self._ds
 
@@ -42,8 +44,6 @@ class LazySetup:
         if self._setup is not None:
             return self._setup.queries
         if self._queries is None:
-            from ..retrieval.setup import select_queries
-
             self._queries = select_queries(self.ds, self._cfg.subsets, self._cfg.limit)
         return self._queries
 
@@ -54,27 +54,20 @@ class LazySetup:
     @property
     def model(self) -> str:
         """The embedder name results record, resolved without loading the model."""
-        from ..retrieval.embedding import resolve_model_name
-
         if self._setup is not None:
             return self._setup.embedder.name
-        return resolve_model_name(self._cfg.embedder)
+        return embedding.resolve_model_name(self._cfg.embedder)
 
     @property
     def embedder_backend(self) -> str:
-        from ..retrieval.embedding import resolve_backend
-
-        return self._setup.embedder.backend if self._setup is not None else resolve_backend(None)
+        return self._setup.embedder.backend if self._setup is not None else embedding.resolve_backend(None)
 
     def build(self):
         """The full :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` (built once)."""
         if self._setup is None:
-            from ..retrieval.embedding import load_embedder
-            from ..retrieval.setup import prepare
-
             cfg = self._cfg
             log.info("loading the embedder and building the index")
-            self._setup = prepare(self.ds, load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
+            self._setup = prepare(self.ds, embedding.load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
                                   cfg.limit, cfg.seed)
         return self._setup
 

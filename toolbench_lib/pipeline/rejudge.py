@@ -28,11 +28,14 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..data.dataset import load_dataset
 from ..data.queries import DEFAULT_SUBSETS, resolve_subset
 from ..llm.base import LLMBackend
 from ..llm.cassettes import read_cassette
+from ..llm.factory import DEFAULT_CASSETTE, make_backend
 from ..llm.parsing import Plan, parse_plan, parse_verdict
 from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
+from .stub_recording import merge_export
 from .study import StudyResult, _api_docs, judge_plan
 
 log = logging.getLogger(__name__)
@@ -140,9 +143,6 @@ def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
-    from ..data.dataset import load_dataset
-    from ..llm.factory import DEFAULT_CASSETTE, make_backend
-
     ap = argparse.ArgumentParser(prog="python -m toolbench_lib.pipeline.rejudge",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--judge", default="judge-v2", help="judge prompt version")
@@ -166,8 +166,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--export needs a live backend behind the call cache, not {args.backend!r}")
         table = record_verdicts(plans, llm, args.judge)
         if args.export:
-            from .stub_recording import merge_export
-
             before, after = merge_export(llm.store, args.cassette, llm.model)
             log.info("cassette %s: %d -> %d records", args.cassette, before, after)
     except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:

@@ -24,12 +24,18 @@ The notebooks are merged in order with their code, prompts, log streams and bare
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import nh3
+from bs4 import BeautifulSoup
+from markdown_it import MarkdownIt
+
+from ..data.atomic import atomic_path
 from ..data.markdown import visible_controls
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"  # the project's notebooks, in run order
@@ -128,8 +134,6 @@ def write_notebooks_html(out_dir: Path, notebooks: list[Path] | None = None,
     """``<out_dir>/notebooks.html``: the executed notebooks in order as one tidied page (see the module)."""
     from nbconvert import HTMLExporter
 
-    from ..data.atomic import atomic_path
-
     out_dir = Path(out_dir)
     notebooks = notebooks or sorted((out_dir / "notebooks").glob(NOTEBOOK_PATTERN))
     if not notebooks:
@@ -182,8 +186,6 @@ IMAGE_KINDS = {"png": "png", "jpg": "jpeg", "jpeg": "jpeg", "gif": "gif"}
 
 def _inline_figures(soup, out_dir: Path) -> None:
     """Each image of a run folder's file inlined as a ``data:`` URI, so the page stands alone."""
-    import base64
-
     for img in soup.find_all("img"):
         src = str(img.get("src", ""))
         path = (out_dir / src).resolve()
@@ -198,9 +200,6 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
     """``report.md`` as one self-contained, sanitised page: the Markdown rendered (its raw HTML shown as
     text, never as markup), figures inlined, every table whole in a scrollable frame with its numbers
     right-aligned, a table of contents of the sections, and a Content-Security-Policy that forbids scripts."""
-    from bs4 import BeautifulSoup
-    from markdown_it import MarkdownIt
-
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     lines = markdown.splitlines()
     title = (re.sub(r"[`*]", "", lines[0].lstrip("# ")).strip() if lines and lines[0].startswith("# ")
@@ -238,8 +237,6 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
     """``<out_dir>/report.html``: ``report.md`` as one self-contained page (:func:`markdown_page`).
     ``notebooks`` is accepted for callers of the former page of merged notebooks
     (:func:`write_notebooks_html` writes that one)."""
-    from ..data.atomic import atomic_path
-
     out_dir = Path(out_dir)
     source = out_dir / "report.md"
     if not source.is_file():
@@ -256,8 +253,6 @@ def write_html_report(out_dir: Path, notebooks: list[Path] | None = None) -> Pat
 
 def tidy_report_html(page: str, out_dir: Path, title: str) -> str:
     """The exported page made navigable and self-contained (see the module's list)."""
-    from bs4 import BeautifulSoup
-
     soup = BeautifulSoup(page, "lxml")
     for script in soup.find_all("script"):
         script.decompose()
@@ -304,8 +299,6 @@ def _safe_attribute(tag: str, name: str, value: str) -> str | None:
 def sanitise_html(fragment: str) -> str:
     """``fragment`` through the allow-list of :data:`SAFE_TAGS` and :data:`SAFE_ATTRIBUTES` (nh3), its
     bidirectional and zero-width controls shown as escapes (:func:`..data.markdown.visible_controls`)."""
-    import nh3
-
     fragment = visible_controls(fragment)
     return nh3.clean(fragment, tags=set(SAFE_TAGS), clean_content_tags={"script", "iframe", "object",
                                                                           "embed", "template", "noscript"},
@@ -316,8 +309,6 @@ def sanitise_html(fragment: str) -> str:
 
 def _sanitise_body(soup) -> None:
     """Replace the page's body by its sanitised copy (the head is the exporter's own styles)."""
-    from bs4 import BeautifulSoup
-
     body = soup.body
     clean = BeautifulSoup(sanitise_html(body.decode_contents()), "lxml")
     body.clear()

@@ -31,17 +31,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from jupyter_client import AsyncKernelManager
 
 from ..data.machine import available_cpus
 from ..data.paths import PROJECT_ROOT
 from ..llm.factory import BACKENDS
 from . import freshness
-from .experiment import RunConflict
+from .experiment import ExperimentConfig, RunConflict
 from .report_html import NOTEBOOK_PATTERN, write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
@@ -241,8 +245,6 @@ def quiet_kernel_manager() -> type:
     log ``ERROR | KeyboardInterrupt caught in kernel`` when the signal lands in a handler). A kernel that
     does not stop on the shutdown request is still terminated, then killed.
     """
-    from jupyter_client import AsyncKernelManager
-
     class QuietKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -326,9 +328,6 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
                current: set[str] | frozenset = frozenset()) -> NotebookFailure | None:
     """Run a stage's notebooks, ``workers`` at a time (longest first); those named in ``current`` are kept
     as executed before (:mod:`.freshness`). The first failure in notebook order, or None."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
     failed = threading.Event()
 
     def one(path: Path) -> NotebookFailure | None:
@@ -406,7 +405,6 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     not run. :class:`ReportCheckFailure` when the written report fails a check.
     """
     from ..analysis.report import report_problems, write_report
-    from .experiment import ExperimentConfig
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
     check_notebook_imports(notebooks_dir)

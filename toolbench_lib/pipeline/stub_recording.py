@@ -25,10 +25,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.dataset import load_dataset
+from ..data.queries import resolve_subset
+from ..llm import factory
 from ..llm.base import LLMBackend
 from ..llm.cassettes import export_cassette, import_cassette, prompt_query, read_cassette
+from ..llm.parsing import parse_stubs_counted, stub_text
 from ..llm.prompts import STUB_PROMPT
 from ..llm.store import CallStore
+from ..retrieval.setup import select_queries
 from .study import StudySettings, generate_stubs
 
 log = logging.getLogger(__name__)
@@ -68,8 +73,6 @@ def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[t
 def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[str]:
     """Every text a study replayed from ``cassette`` searches by meaning: ``queries`` and, for each recorded
     stub reply (this prompt version, any run), its stubs as PtR searches them; each text once."""
-    from ..llm.parsing import parse_stubs_counted, stub_text
-
     texts = dict.fromkeys(queries)
     path = Path(cassette)
     if path.exists():
@@ -168,16 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from ..data.dataset import load_dataset
-    from ..data.queries import resolve_subset
-    from ..llm.factory import DEFAULT_CASSETTE, DEFAULT_STORE, make_backend
-    from ..retrieval.setup import select_queries
 
     sets = [resolve_subset(s) for s in (args.subset or VALIDATION_SETS)]
     queries = select_queries(load_dataset(args.data_dir), sets, args.limit)
-    cassette = Path(args.cassette) if args.cassette else DEFAULT_CASSETTE
-    store_path = Path(args.store) if args.store else DEFAULT_STORE
-    llm = make_backend(args.backend, store=store_path)
+    cassette = Path(args.cassette) if args.cassette else factory.DEFAULT_CASSETTE
+    store_path = Path(args.store) if args.store else factory.DEFAULT_STORE
+    llm = factory.make_backend(args.backend, store=store_path)
     store = llm.store
     if cassette.exists():
         added = import_cassette(cassette, store)
