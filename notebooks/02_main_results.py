@@ -27,21 +27,23 @@
 # queries to PtR's 33, and PtR wins 69 G2 queries to RtP's 30.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
-multi_runs = 4
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
+multi_runs = config.RUNS
 
 # %%
 from IPython.display import Markdown, display

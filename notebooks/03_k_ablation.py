@@ -25,20 +25,22 @@
 # at k = 5, and for G1 0.453 against 0.279.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
 retriever_runs = 4
 validation_sets = ["G1_category", "G1_tool", "G2_instruction"]
 

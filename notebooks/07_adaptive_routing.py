@@ -25,22 +25,24 @@
 # Every threshold and model is chosen by K-fold cross-validation: each query's route comes from a model fit on the other folds only, never on the query itself. The cost of each policy comes from the recorded LLM calls: RtP pays for its plan call, PtR for its stub call plus its plan call.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
 gt = "candidates"
-folds = 5
+folds = config.FOLDS
 
 # %%
 import matplotlib.pyplot as plt

@@ -18,9 +18,11 @@
 # The stored study one query at a time: find a query, sort the queries by the gap between two methods, and read what each method retrieved, which stubs PtR wrote and the plans (how to use it: below the explorer).
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 study = None
-k = 5
+k = config.K
 gt = "candidates"
 
 # %%

@@ -18,20 +18,22 @@
 # Every number the paper reports is listed, with its source, in `references/paper.yaml`. This notebook looks each one up in the tables the earlier notebooks saved under `outputs/<run>/tables/` and sets this run's value beside the paper's. It also writes `outputs/<run>/report.md` (with the run's provenance and links to every saved figure) and `report.csv`.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
 
 # %%
 import json

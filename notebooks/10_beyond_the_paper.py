@@ -25,22 +25,24 @@
 # Every tuned parameter (a weight, a threshold) is chosen by 5-fold cross-validation over queries, folds stratified by set: a query's list always comes from a parameter chosen on other queries. The methods and parameters were designed on the default sets G1, G2 and G3 only; the last section applies them, unchanged (parameters fitted on all of G1–G3), to query sets that played no part in the design.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
 gt = "candidates"
-folds = 5
+folds = config.FOLDS
 n_boot = 2000
 validation_sets = ["G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction"]
 

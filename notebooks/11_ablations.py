@@ -28,20 +28,22 @@
 # 4. **Embedder**: all-MiniLM-L6-v2 against all-mpnet-base-v2 on one sub-registry, same stubs.
 
 # %% tags=["parameters"]
+from toolbench_lib import config  # the defaults: `make run`'s
+
 run_name = "default"
 smoke = False
 data_dir = None
-subsets = ["G1", "G2", "G3"]
+subsets = list(config.SUBSETS)
 backend = "replay"
 cassette = None
-embedder = "all-MiniLM-L6-v2"
-k = 5
-runs = 4
-plan_limit = 100
+embedder = config.EMBEDDER
+k = config.K
+runs = config.RUNS
+plan_limit = config.PLAN_LIMIT
 max_apis = None
 limit = None
-seed = 0
-scale_seeds = 5
+seed = config.SEED
+scale_seeds = config.SCALE_SEEDS
 ablation_apis = 2000
 ablation_queries = 50
 ablations = False  # the embedder ablation's second model: `make ablations` sets it

@@ -38,5 +38,5 @@ def test_notebook_and_script_agree(name):
 def test_a_drift_is_detected(tmp_path):
     """The check above fails on a script edited without syncing (it is not a test that cannot fail)."""
     nb = nbformat.read(NOTEBOOKS / "08_query_explorer.ipynb", as_version=4)
-    text = jupytext.writes(nb, fmt="py:percent").replace("k = 5", "k = 10", 1)
+    text = jupytext.writes(nb, fmt="py:percent").replace("k = config.K", "k = 10", 1)
     assert _cells(jupytext.reads(text, fmt="py:percent")) != _cells(nb)
