@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import DEPTH
+from ..retrieval.bm25 import BM25Index
 from .core import BenchLine
 
 
@@ -17,8 +18,6 @@ def bench_bm25(texts: Sequence[str], queries: Sequence[str], dense_search: Calla
                k: int = DEPTH, source: str = "") -> BenchLine:
     """Seconds to search ``queries`` with BM25 against the dense search (encode + FAISS) of the same queries;
     the details hold BM25's build and cache-load seconds over ``texts``."""
-    from ..retrieval.bm25 import BM25Index
-
     with tempfile.TemporaryDirectory(prefix="bench-bm25-") as tmp:
         t0 = time.perf_counter()
         index = BM25Index(texts, cache_dir=Path(tmp))

@@ -10,9 +10,24 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
+from ..data.dataset import load_dataset
+from ..data.queries import DEFAULT_SUBSETS
+from ..pipeline.experiment import stored_study_dir
+from ..pipeline.study import StoredStudyError, StudyResult
 from ..pipeline.validation import int_at_least
+from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_embedder
+from ..retrieval.index import VectorIndex
+from ..retrieval.onnx_int8 import load_int8_model
+from .bm25 import bench_bm25
 from .core import BenchLine, format_table, machine_info, run_bench
-from .llm_local import LockBusy
+from .embed import bench_embedding, fixed_sample
+from .eta import bench_eta
+from .first_run import bench_first_run
+from .gemini_fake import bench_gemini
+from .llm_local import LockBusy, bench_local_llm
+from .ltr import bench_ltr, synthetic_study
+from .search import bench_search
+from .warm import bench_warm
 
 PARTS = ("embedding", "eta", "search", "bm25", "ltr", "warm", "local_llm", "gemini")
 FULL = {"docs": 2000, "eta_docs": 3000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4,
@@ -45,9 +60,6 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
 
 
 def _parts(args: argparse.Namespace, sizes: dict) -> dict:
-    from ..data.dataset import load_dataset
-    from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_embedder
-
     ds = load_dataset(args.data_dir)
     state: dict = {}
 
@@ -57,22 +69,15 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return state["fp32"]
 
     def embedding() -> BenchLine:
-        from ..retrieval.onnx_int8 import load_int8_model
-        from .embed import bench_embedding, fixed_sample
-
         f = fp32()
         model = load_int8_model(f)
         i8 = Embedder(f.name, model, f.fallback_from, "int8", model.variant)
         return bench_embedding(f, i8, fixed_sample(ds.texts, args.docs or sizes["docs"]))
 
     def eta() -> BenchLine:
-        from .eta import bench_eta
-
         return bench_eta(fp32(), ds.texts, args.docs or sizes["eta_docs"])
 
     def search() -> BenchLine:
-        from .search import bench_search
-
         if not args.quick and cached_complete(fp32(), ds.texts, "registry"):
             vecs = embed_cached(fp32(), ds.texts, "registry", progress=False)
             qs = ds.queries[ds.queries["subset"].isin(["G1_instruction", "G2_category_original",
@@ -86,10 +91,6 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return bench_search(vecs, vecs[:q].copy(), source="random unit vectors (registry not embedded)")
 
     def bm25() -> BenchLine:
-        from ..data.queries import DEFAULT_SUBSETS
-        from ..retrieval.index import VectorIndex
-        from .bm25 import bench_bm25
-
         sets = [ds.subset_queries(s)["query"] for s in DEFAULT_SUBSETS]
         qs = [q for part in sets for q in part]
         texts = ds.texts
@@ -102,13 +103,9 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return bench_bm25(texts, qs, dense, source=f"{len(texts)} registry texts")
 
     def ltr() -> BenchLine:
-        from .ltr import bench_ltr
-
         return bench_ltr(*_ltr_study(args.quick))
 
     def warm() -> BenchLine:
-        from .warm import bench_warm
-
         full = not args.quick and cached_complete(fp32(), ds.texts, "registry")
         params = dict(WARM_FULL if full else WARM_SLICE, data_dir=args.data_dir)
         with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
@@ -116,16 +113,12 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
                               else f"slice of {WARM_SLICE['max_apis']} APIs, rules backend")
 
     def local_llm() -> BenchLine:
-        from .llm_local import bench_local_llm
-
         queries = ds.subset_queries("G1", sizes["llm_prompts"])["query"].tolist()
         return bench_local_llm(n_seq=sizes["llm_prompts"], max_new=sizes["llm_tokens"],
                                n_prompts=sizes["llm_prompts"], lock=args.llm_lock, queries=queries,
                                lock_timeout_s=args.llm_lock_timeout)
 
     def gemini() -> BenchLine:
-        from .gemini_fake import bench_gemini
-
         return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
 
     return {"embedding": embedding, "eta": eta, "search": search, "bm25": bm25, "ltr": ltr, "warm": warm,
@@ -135,10 +128,6 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 def _ltr_study(quick: bool):
     """The learned ranker's study: the stored retriever study of ``make run`` when there is one (not with
     ``--quick``), else a synthetic one of the same shape."""
-    from ..pipeline.experiment import stored_study_dir
-    from ..pipeline.study import StoredStudyError, StudyResult
-    from .ltr import synthetic_study
-
     if not quick:
         try:
             folder = stored_study_dir("default-retrievers")
@@ -151,8 +140,6 @@ def _ltr_study(quick: bool):
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.target == "first-run":
-        from .first_run import bench_first_run
-
         table, where = bench_first_run(args.run_name, args.workers)
         print(table)
         print(f"written: {where}")

@@ -9,15 +9,14 @@ from pathlib import Path
 import numpy as np
 
 from ..config import SEED
+from ..retrieval import eta
+from ..retrieval.embedding import embed_cached
 from .core import BenchLine
 
 
 def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = SEED) -> BenchLine:
     """Embed ``n`` registry texts drawn at random (they follow the registry's lengths) into a fresh store,
     with the timed sample and the estimate a long build prints: the estimate against the seconds taken."""
-    from ..retrieval import eta
-    from ..retrieval.embedding import embed_cached
-
     rng = np.random.default_rng(seed)
     sample = [texts[i] for i in rng.choice(len(texts), min(n, len(texts)), replace=False)]
     got: list[eta.EtaTracker] = []

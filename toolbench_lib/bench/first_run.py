@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
+from ..retrieval.embed_store import read_pack
 from .core import machine_info
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
@@ -54,8 +55,6 @@ def simd_flags(flags: list[str]) -> list[str]:
 def cold_cache(dest: Path, embedder: str = MAKE_RUN["embedder"], source: Path = CACHE_DIR) -> Path:
     """A cache folder as a fresh clone has it when its notebooks start: links to the registry packs of
     ``embedder``'s vector store in ``source`` (what `index build` wrote) and to its ``models`` folder."""
-    from ..retrieval.embed_store import read_pack
-
     dest.mkdir(parents=True, exist_ok=True)
     stores = source / "embeddings" / "by-text" / embedder
     for folder in sorted(p for p in stores.glob("*") if p.is_dir()):

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..llm.factory import default_workers
+from ..llm.gemini import GeminiBackend, generate_many
 from .core import BenchLine
 
 FAKE_KEY = "bench-key-not-a-secret"
@@ -70,8 +72,6 @@ def _env(**values: str) -> Iterator[None]:
 
 
 def _calls_per_s(backend, n: int, workers: int) -> float:
-    from ..llm.gemini import generate_many
-
     requests = [{"prompt": f"query {i}", "run": 0} for i in range(n)]
     t0 = time.perf_counter()
     replies = generate_many(backend, requests, max_workers=workers)
@@ -86,9 +86,6 @@ def bench_gemini(calls: int = 64, workers: int = 16, delay_s: float = 0.2, targe
 
     ``target`` is in calls/s here (the issue's 20 calls/s); the line's ratio is parallel over serial.
     """
-    from ..llm.factory import default_workers
-    from ..llm.gemini import GeminiBackend
-
     with fake_gemini_server(delay_s) as url, _env(GEMINI_API_KEY=FAKE_KEY, NO_PROXY="127.0.0.1,localhost"):
         serial = GeminiBackend(base_url=url, max_concurrency=1, max_retries=0)
         serial_rate = _calls_per_s(serial, max(4, calls // 8), 1)

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..llm.local import _default_threads
+from ..llm.local_model import MODEL_NAME, resolve_gguf
+from ..llm.prompts import STUB_PROMPT
 from .core import BenchLine
 
 
@@ -123,10 +126,6 @@ def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock:
                     queries: list[str] | None = None, lock_timeout_s: float = 120.0) -> BenchLine:
     """Generated tokens/s (prompt evaluation included) of 1 sequence at a time against ``n_seq`` together."""
     import llama_cpp
-
-    from ..llm.local import _default_threads
-    from ..llm.local_model import MODEL_NAME, resolve_gguf
-    from ..llm.prompts import STUB_PROMPT
 
     path = Path(resolve_gguf(None))
     threads = _default_threads()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import config
+from .. import cli, config
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # the files this command keeps in step live in the checkout
 REFERENCE_FILE = CHECKOUT / "references" / "regression.yaml"
@@ -42,12 +42,10 @@ HEADER = ("# Retriever families on the slice above, written by `python -m toolbe
 
 def evaluate_json(gt: str, data_dir: str | None = None) -> dict:
     """The ``evaluate --json`` object of the slice under ``gt``, from the command line's own ``main``."""
-    from ..cli import main
-
     argv = ["evaluate", *ARGS, "--gt", gt, "--json"] + (["--data-dir", str(data_dir)] if data_dir else [])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = main(argv)
+        status = cli.main(argv)
     if status != 0:
         raise RuntimeError(f"evaluate {' '.join(argv)} exited with {status}")
     return json.loads(out.getvalue())

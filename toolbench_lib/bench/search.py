@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import time
 
+import faiss
 import numpy as np
 
 from ..config import DEPTH
+from ..retrieval.index import VectorIndex, search_threads
 from .core import BenchLine
 
 
@@ -23,10 +25,6 @@ def _best_of(fn, repeats: int) -> float:
 def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = DEPTH, repeats: int = 3,
                  source: str = "") -> BenchLine:
     """Seconds of FAISS top-``k`` search against seconds of the plain ``queries @ vectors.T`` product."""
-    import faiss
-
-    from ..retrieval.index import VectorIndex, search_threads
-
     index = VectorIndex(vectors)
     t_search = _best_of(lambda: index.search(queries, k), repeats)  # with search_threads()
     all_threads = os.cpu_count() or 1

@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 
+from ..pipeline.experiment import ExperimentConfig, build_setup, get_study
 from .core import BenchLine
 
 log = logging.getLogger(__name__)
@@ -17,8 +18,6 @@ def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
     The study is computed once first (not timed) under ``outputs_dir``; then each variant runs on a
     fresh configuration object, as a notebook kernel would.
     """
-    from ..pipeline.experiment import ExperimentConfig, build_setup, get_study
-
     def cfg():
         return ExperimentConfig.build(outputs_dir=str(outputs_dir), **params)
 
