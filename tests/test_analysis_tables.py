@@ -182,18 +182,18 @@ def test_ttests_by_hand(study):
     r = row(t, subset="G1", metric="recall")
     # PtR run means 0.75 and 1.0 against RtP's 0.25: t = 0.625 / (0.1768 / sqrt 2) = 5, df 1 (Cauchy).
     assert r["test"] == "one_sample_t" and r["statistic"] == pytest.approx(5.0)
-    assert r["p_value"] == pytest.approx(1 - 2 * math.atan(5.0) / math.pi)
+    assert r["p_runs_robustness"] == pytest.approx(1 - 2 * math.atan(5.0) / math.pi)
     assert (r["rtp_value"], r["ptr_mean"]) == pytest.approx((0.25, 0.875)) and r["note"] == ""
     for metric in ("recall", "precision"):
         z = row(t, subset="G2", metric=metric)
         # PtR's run means are all 0.5 against RtP's 0.25, a difference with no variance: not testable.
-        assert np.isnan(z["p_value"]) and "no variance" in z["note"]
+        assert np.isnan(z["p_runs_robustness"]) and "no variance" in z["note"]
     pr = row(t, subset="G1", metric="pass_rate")
     # Welch: PtR [1, 1] against RtP [1, 0] -> t = 0.5 / sqrt(0.5 / 2) = -1 with 1 degree of freedom.
     assert pr["test"] == "welch_t" and pr["statistic"] == pytest.approx(1.0)  # PtR minus RtP
-    assert pr["p_value"] == pytest.approx(0.5)
+    assert pr["p_runs_robustness"] == pytest.approx(0.5)
     g2 = row(t, subset="G2", metric="pass_rate")
-    assert np.isnan(g2["p_value"]) and "1 of B" in g2["note"]
+    assert np.isnan(g2["p_runs_robustness"]) and "1 of B" in g2["note"]
 
 
 def test_runs_table_by_hand(study):

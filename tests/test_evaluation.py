@@ -10,7 +10,7 @@ from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
-from toolbench_lib.eval.compare import compare
+from toolbench_lib.eval.compare import compare, p_value_conflicts
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
     K_MAX,
@@ -170,3 +170,14 @@ def test_runs_test_never_decides_without_variance() -> None:
     assert np.isnan(runs_test([0.3], [0.4], a_deterministic=True)["p_value"])
     r = runs_test([0.3], [0.4, 0.5, 0.45], a_deterministic=True)
     assert r["p_value"] == pytest.approx(stats.ttest_1samp([0.4, 0.5, 0.45], 0.3).pvalue)
+
+
+def test_one_p_value_per_comparison_across_tables() -> None:
+    study = _study(2)
+    sets = ["G1_instruction", "G2_instruction"]
+    front = compare(study, "rtp", "ptr", sets, "candidates", 5)
+    again = compare(study, "rtp", "ptr", ["G2_instruction"], "candidates", 5, family=sets)
+    assert p_value_conflicts({"front": front, "tests": again}) == []
+    other = compare(study, "rtp", "ptr", ["G2_instruction"], "candidates", 5)  # another family: another p
+    found = p_value_conflicts({"front": front, "other": other})
+    assert len(found) == 1 and found[0].startswith("ptr − rtp · recall@5 · candidates · G2_instruction: p ")

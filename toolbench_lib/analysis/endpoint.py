@@ -49,8 +49,8 @@ class Endpoint:
 
 PRIMARY = Endpoint()
 FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
-ENDPOINT_COLUMNS = ["retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low", "ci_high",
-                    "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader", "significant",
+ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low",
+                    "ci_high", "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader", "significant",
                     "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
 
 
@@ -86,7 +86,8 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, ref)
-            rows.append({"retriever": family, "subset": t.subset, "n_queries": int(t.n), "n_runs": ev.n_runs,
+            rows.append({"comparison": t.comparison, "retriever": family, "subset": t.subset,
+                         "n_queries": int(t.n), "n_runs": ev.n_runs,
                          "rtp": t.mean_a, "ptr": t.mean_b, "diff": t.diff, "ci_low": t.ci_low,
                          "ci_high": t.ci_high, "p": t.p, "p_holm": t.p_holm,
                          "p_family": f"{t.family} ({family})", "p_runs_robustness": t.p_runs_robustness,

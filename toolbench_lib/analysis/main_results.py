@@ -23,8 +23,8 @@ from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
                 "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"]
-TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean",
-                 "n_rtp", "n_ptr", "note"]
+TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value",
+                 "ptr_mean", "n_rtp", "n_ptr", "note"]
 WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries"]
 
 
@@ -43,7 +43,7 @@ def study_runs(result: StudyResult) -> int:
 
 def study_methods(result: StudyResult) -> list[str]:
     """Methods of the study in the canonical order (RtP first)."""
-    present = set(result.provenance.get("settings", {}).get("methods", [])) or set(result.hits["method"])
+    present = set(result.provenance.get("settings", {}).get("methods", [])) or set(result.rankings["method"])
     return [m for m in METHODS if m in present]
 
 
@@ -136,7 +136,8 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
             for r in by_subset[subset]:
                 res = r["test"]
                 rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
-                             "test": "one_sample_t", "statistic": res["statistic"], "p_value": r["p_runs"],
+                             "test": "one_sample_t", "statistic": res["statistic"],
+                             "p_runs_robustness": r["p_runs"],
                              "rtp_value": r["rtp"], "ptr_mean": r["ptr_mean"], "n_rtp": r["n_rtp"],
                              "n_ptr": int(r["ptr_runs"].size), "note": res["note"]})
             ps = pr[pr["subset"] == subset]
@@ -145,7 +146,7 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
             res = runs_test(a, b, a_deterministic=False)
             t, p, note = res["statistic"], res["p_value"], res["note"]
             rows.append({"subset": subset_alias(subset), "gt": gt, "metric": "pass_rate", "test": "welch_t",
-                         "statistic": t, "p_value": p,
+                         "statistic": t, "p_runs_robustness": p,
                          "rtp_value": float(a.mean()) if a.size else float("nan"),
                          "ptr_mean": float(b.mean()) if b.size else float("nan"),
                          "n_rtp": int(a.size), "n_ptr": int(b.size), "note": note})

@@ -80,9 +80,9 @@ def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     )
 
 
-TEST_COLUMNS = ["subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low", "ci_high",
-                "ptr_wins", "rtp_wins", "ties", "p", "p_holm", "family", "note", "p_wilcoxon_robustness",
-                "p_runs_robustness"]
+TEST_COLUMNS = ["comparison", "subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low",
+                "ci_high", "ptr_wins", "rtp_wins", "ties", "p", "p_holm", "family", "note",
+                "p_wilcoxon_robustness", "p_runs_robustness"]
 
 
 def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:

@@ -44,7 +44,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
                      "p", "p_holm", "family", "rtp_wins", "ptr_wins", "ties", "p_wilcoxon_robustness",
                      "p_runs_robustness"),
-    "ttests": ("subset", "gt", "metric", "test", "statistic", "p_value", "rtp_value", "ptr_mean"),
+    "ttests": ("subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value", "ptr_mean"),
     "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "n_queries",
                    *_ci("recall", "precision", "recall_gain")),
     "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall",

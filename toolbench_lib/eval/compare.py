@@ -10,7 +10,7 @@ The same comparison asked with the same family gives the same p-value everywhere
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,9 @@ from ..data.queries import DEFAULT_GT
 from .evaluation import Evaluation, evaluate
 from .stats import holm, paired, runs_test
 
-COMPARE_COLUMNS = ["subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff", "ci_low",
-                   "ci_high", "t", "p", "p_holm", "family", "wins", "ties", "losses", "testable", "note",
-                   "p_wilcoxon_robustness", "p_runs_robustness"]
+COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff",
+                   "ci_low", "ci_high", "t", "p", "p_holm", "family", "wins", "ties", "losses", "testable",
+                   "note", "p_wilcoxon_robustness", "p_runs_robustness"]
 
 
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
@@ -51,7 +51,8 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
         res = paired(runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0), n_resamples, seed)
         a_runs = runs_a[:1, mask] if ev.is_deterministic(a) else runs_a[:, mask]
         over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
-        rows[s] = {"subset": s, "a": a, "b": b, "metric": metric, "k": k, "gt": gt, **res,
+        rows[s] = {"comparison": comparison_key(a, b, metric, k, gt, s), "subset": s, "a": a, "b": b,
+                   "metric": metric, "k": k, "gt": gt, **res,
                    "p_wilcoxon_robustness": res.pop("p_wilcoxon"), "p_runs_robustness": over["p_value"]}
         rows[s].pop("p_wilcoxon", None)
     adjusted = holm([rows[s]["p"] for s in family])
@@ -62,6 +63,30 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
         if s not in family:
             rows[s].update(p_holm=rows[s]["p"], family="one comparison (no adjustment)")
     return pd.DataFrame([rows[s] for s in sets], columns=COMPARE_COLUMNS)
+
+
+def comparison_key(a: str, b: str, metric: str, k: int, gt: str, subset: str) -> str:
+    """The name of one comparison, the same in every table that shows it (``ptr − rtp · recall@5 ·
+    candidates · G1_instruction``)."""
+    return f"{b} − {a} · {metric}@{k} · {gt} · {subset}"
+
+
+def p_value_conflicts(tables: Mapping[str, pd.DataFrame], digits: int = 3) -> list[str]:
+    """One line per comparison (a ``comparison`` column) whose Holm-adjusted p differs between rows of
+    ``tables`` (``{name: table}``, e.g. every CSV of a run), rounded to ``digits`` significant digits."""
+    seen: dict[str, dict[str, set]] = {}
+    for name, table in tables.items():
+        if "comparison" not in table or "p_holm" not in table:
+            continue
+        for key, p in zip(table["comparison"], table["p_holm"], strict=True):
+            value = "not testable" if pd.isna(p) else f"{float(p):.{digits}g}"
+            seen.setdefault(str(key), {}).setdefault(value, set()).add(name)
+    out = []
+    for key, values in seen.items():
+        if len(values) > 1:
+            shown = " / ".join(f"{v} ({', '.join(sorted(t))})" for v, t in values.items())
+            out.append(f"{key}: p {shown}")
+    return out
 
 
 def significant(row, alpha: float = 0.05) -> bool:
