@@ -49,9 +49,9 @@ class Endpoint:
 
 PRIMARY = Endpoint()
 FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
-ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low",
-                    "ci_high", "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader", "significant",
-                    "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
+ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff",
+                    "ci_low", "ci_high", "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader",
+                    "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
 
 
 def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
