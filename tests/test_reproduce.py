@@ -21,6 +21,7 @@ from toolbench_lib.analysis.report import QUANTITIES_FILE
 from toolbench_lib.analysis.report_checks import check_report
 from toolbench_lib.analysis.scorecard import OPTIONAL_TABLES, TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
+from toolbench_lib.eval.compare import p_value_conflicts
 from toolbench_lib.pipeline.reproduce import (
     KERNEL_NAME,
     NOTEBOOKS_DIR,
@@ -321,6 +322,10 @@ def test_smoke_run_of_every_notebook(run_name, chromium):  # noqa: F811 (the fix
     if set(ANALYSIS_NOTEBOOKS) <= stems:
         expected = set(TABLE_SCHEMAS) - OPTIONAL_TABLES  # the embedder ablation runs with `make ablations`
         assert set(produced) >= expected, f"not written: {expected - set(produced)}"
+
+    every_csv = {p.stem: pd.read_csv(p) for p in (run_dir / "tables").glob("*.csv")}
+    assert p_value_conflicts(every_csv) == []  # one comparison, one p-value, in every table
+    assert sum("comparison" in t for t in every_csv.values()) >= 3  # the answer, the paired and family tests
 
     report = (run_dir / "report.md").read_text()
     assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
