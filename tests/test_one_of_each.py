@@ -38,3 +38,13 @@ def test_one_source_of_defaults() -> None:
     assert _defining(r'"(all-MiniLM-L6-v2|thenlper/gte-base)"') == ["config.py", "retrieval/embedding.py"]
     assert _defining(r"\b(k|tune_k|plan_k|depth|runs|seed|folds|scale_seeds): int( \| None)? = \d") == []
     assert _defining(r"add_argument\(\"--(k|runs|depth|seed)\".*default=\d") == []
+
+
+def test_counts_and_statistics_live_in_eval() -> None:
+    """One count of hits (eval.evaluation), one Wilson interval and every test (eval.stats); ranx only as the
+    tests' oracle."""
+    assert _defining(r"^\s*(from|import) ranx\b") == []
+    assert _defining(r"^def (relevance|metric_values|recall_at|hits_at)\(") == ["eval/evaluation.py"]
+    assert _defining(r"& *(set\()?(rel|truth|gt_set|qrels\[)|len\(\w+ & rel\)") == []  # no hit count by hand
+    assert _defining(r"proportion_confint|^def wilson") == ["eval/stats.py"]
+    assert _defining(r"from scipy import stats|scipy\.stats|statsmodels|roc_auc_score") == ["eval/stats.py"]

@@ -28,7 +28,7 @@ from ..config import DEPTH, K
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
-from ..eval.stats import paired
+from ..eval.stats import paired, spearman
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
 from .intervals import with_ci
@@ -59,15 +59,12 @@ def stub_counts(result, run: int = 0) -> pd.Series:
 
 def coverage(result, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.Series:
     """Per query: share of its ground-truth APIs found by at least one of its stubs in that stub's top k."""
-    own = result.text_rankings("ptr", run)
+    own = result.scored_text_rankings("ptr", run)
     qrels = result.qrels(gt)
-    out = {}
-    for q, rel in qrels.items():
-        found = set()
-        for ranking in own.get(q, []):
-            found |= set(list(ranking)[:k])
-        out[q] = len(found & rel) / len(rel) if rel else 0.0
-    return pd.Series(out)
+    keys = list(qrels)
+    found = [list(dict.fromkeys(a for ranking in own.get(q, []) for a in list(ranking)[:k])) for q in keys]
+    depth = max([1, *map(len, found)])
+    return pd.Series(recall_at(found, [qrels[q] for q in keys], depth), index=keys)
 
 
 def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAULT_GT,
@@ -289,20 +286,17 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tup
     RtP's and PtR's top-k share no API on the study's index? Per set and over all queries: mean echo,
     Spearman's rho of echo against disjointness with its p-value, and the disjoint share in the lowest
     and highest thirds of echo."""
-    from scipy import stats
-
     rtp, ptr = result.ranking("rtp", run, k=k), result.ranking("ptr", run, k=k)
     e = echo.assign(disjoint=[not (set(rtp.get(q, [])) & set(ptr.get(q, []))) for q in echo["qkey"]])
     rows = []
     for subset, g in [*e.groupby("subset", sort=False), ("all", e)]:
-        rho = stats.spearmanr(g["max_cos"], g["disjoint"]) if g["disjoint"].nunique() > 1 else None
+        rho, p_rho = spearman(g["max_cos"], g["disjoint"])
         third = pd.qcut(g["max_cos"].rank(method="first"), 3, labels=["low", "mid", "high"])
         by = g.groupby(third, observed=True)["disjoint"].mean()
         sizes = g.groupby(third, observed=True)["disjoint"].size()
         rows.append({"subset": subset, "mean_cos": g["mean_cos"].mean(), "max_cos": g["max_cos"].mean(),
                      "n_stubs": g["n_stubs"].mean(), "disjoint_share": g["disjoint"].mean(),
-                     "rho_disjoint_vs_echo": float(rho.statistic) if rho else 0.0,
-                     "p_value": float(rho.pvalue) if rho else 1.0,
+                     "rho_disjoint_vs_echo": rho, "p_value": p_rho,
                      "disjoint_low_echo": by.get("low", float("nan")),
                      "disjoint_high_echo": by.get("high", float("nan")), "n_queries": len(g),
                      "n_low_echo": int(sizes.get("low", 0)), "n_high_echo": int(sizes.get("high", 0))})

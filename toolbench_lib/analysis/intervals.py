@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..eval.stats import bootstrap_ci
+from ..eval.stats import bootstrap_ci, wilson_ci
 
 N_RESAMPLES = 2000
 
@@ -22,16 +22,6 @@ def mean_ci(values: Sequence[float] | np.ndarray, n_resamples: int = N_RESAMPLES
     return bootstrap_ci(x, n_resamples)
 
 
-def wilson_ci(count: float, n: float) -> tuple[float, float]:
-    """Wilson 95% interval of the share ``count / n`` (NaN, NaN for ``n = 0``)."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    if not n or (isinstance(n, float) and math.isnan(n)) or (isinstance(count, float) and math.isnan(count)):
-        return math.nan, math.nan
-    low, high = proportion_confint(int(round(count)), int(round(n)), alpha=0.05, method="wilson")
-    return float(low), float(high)
-
-
 def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from :func:`mean_ci` of ``values``."""
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = mean_ci(values)
@@ -39,6 +29,6 @@ def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
 
 
 def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
-    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from :func:`wilson_ci`."""
+    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from eval's one Wilson interval."""
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = wilson_ci(count, n)
     return row

@@ -22,7 +22,7 @@ Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground
   query and method got the same verdict, and the same share restricted to pairs whose plans are identical.
 * **ordering**: the paper's pass-rate claims (RtP ahead on G1, PtR ahead on G2 and G3) re-tested under a
   pass rate: each method's rate over the (query, run) pairs both methods planned, which one leads, and an
-  exact McNemar test (statsmodels) on the pairs where exactly one of the two passes.
+  exact McNemar test (eval.stats.mcnemar_exact) on the pairs where exactly one of the two passes.
 
 Kappa is NaN when it is undefined (fewer than two plans, or both labels constant).
 
@@ -38,7 +38,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.contingency_tables import mcnemar
 
 from ..data.queries import subset_alias
 from ..eval.pass_rates import (  # noqa: F401 (re-exported: the objective pass rate's definitions)
@@ -50,6 +49,7 @@ from ..eval.pass_rates import (  # noqa: F401 (re-exported: the objective pass r
     plan_evidence,
     validity_row,
 )
+from ..eval.stats import mcnemar_exact
 from ..pipeline.study import StudyResult
 
 VERDICTS = ("Solved", "Unsolved")
@@ -118,8 +118,7 @@ def verdict_stability(result: StudyResult) -> pd.DataFrame:
 def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:
     a, b = pairs[rtp].astype(bool), pairs[ptr].astype(bool)
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    table = [[int((a & b).sum()), only_a], [only_b, int((~a & ~b).sum())]]
-    p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else float("nan")
+    p = mcnemar_exact(only_a, only_b)
     ra, rb = float(a.mean()), float(b.mean())
     leader = "rtp" if ra > rb else "ptr" if rb > ra else "tie"
     return {"rtp": ra, "ptr": rb, "leader": leader, "n_pairs": int(len(pairs)), "rtp_only": only_a,

@@ -28,12 +28,12 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from ..config import FOLDS, SEED
 from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
+from ..eval.stats import auroc
 from ..pipeline.study import StudyResult
 from .style import METHOD_COLORS
 from .summary import method_calls
@@ -70,21 +70,6 @@ def query_features(queries: Sequence[str]) -> pd.DataFrame:
         rows.append({"n_words": len(words), "n_clauses": max(1, len(clauses)), "n_conjunctions": n_conj,
                      "n_requests": n_req})
     return pd.DataFrame(rows, columns=list(FEATURES))
-
-
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """Area under the ROC curve of ``scores`` for ``labels`` (Mann-Whitney U over n_pos * n_neg).
-
-    Ties count one half (average ranks). NaN when either class is empty.
-    """
-    s = np.asarray(scores, dtype=float)
-    y = np.asarray(labels, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(s)
-    u = ranks[y].sum() - n_pos * (n_pos + 1) / 2
-    return float(u / (n_pos * n_neg))
 
 
 def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
@@ -206,8 +191,8 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
             out[f"{method}_{metric}"] = out["qkey"].map(mean[(metric, method)]).fillna(0.0).to_numpy()
     out["gain"] = out["ptr_recall"] - out["rtp_recall"]
     out["ptr_wins"] = out["gain"] > 1e-12
-    h = result.final_hits(k=1)
-    top1 = h[h["method"] == "rtp"].set_index("qkey")["score"]
+    h = result.rankings
+    top1 = h[(h["method"] == "rtp") & (h["run"] == 0) & (h["rank"] == 1)].set_index("qkey")["score"]
     out["rtp_top1_cosine"] = out["qkey"].map(top1).to_numpy(dtype=float)
     out = pd.concat([out.reset_index(drop=True), query_features(out["query"].tolist())], axis=1)
     tokens = query_tokens(result)[["qkey", "rtp_tokens", "ptr_tokens", "plan_tokens_imputed"]]

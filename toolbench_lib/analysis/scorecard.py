@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 
 from ..data.paths import PROJECT_ROOT
+from ..eval.stats import wilson_ci
 from ..pipeline.experiment import ExperimentConfig
 from .numbers import fmt_count, fmt_number, fmt_signed
 
@@ -378,10 +379,8 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
 def compare_share(count: float, n: float, paper_count: float, paper_n: float) -> tuple[float, str, str, str]:
     """A count compared as a share of its set: consistent when the paper's share lies in the Wilson 95%
     interval of this run's (``count / n``)."""
-    from statsmodels.stats.proportion import proportion_confint
-
     share, paper_share = count / n, paper_count / paper_n
-    low, high = proportion_confint(int(round(count)), int(round(n)), alpha=0.05, method="wilson")
+    low, high = wilson_ci(count, n)
     ok = low - 1e-12 <= paper_share <= high + 1e-12
     basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
              f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
@@ -536,8 +535,6 @@ def predict(cause: Mapping, item: Mapping, row: Mapping, value: float, ci: tuple
         n, p2 = _located(spec["wilson"]["n"], row, tables)
         if p1 or p2 or not n:
             return None
-        from .intervals import wilson_ci
-
         low, high = wilson_ci(count, n)
         return count / n, low, high, f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
     got = {key: _located(spec[key], row, tables) for key in ("value", "low", "high")}
@@ -674,16 +671,12 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         if not why and n > 0:
             diff, status, direction, basis = compare_share(value, n, bounds["value"],
                                                            entry["share"]["paper_n"])
-            from .intervals import wilson_ci
-
             low, high = wilson_ci(value, n)
             row.update(difference=diff, status=status, direction=direction, basis=basis,
                        ci_low=low * n, ci_high=high * n)
             return row
     ci = None
     if "wilson" in entry:
-        from .intervals import wilson_ci
-
         count, why_c = locate(entry["wilson"]["count"], tables)
         n, why_n = locate(entry["wilson"]["n"], tables)
         if not (why_c or why_n) and n > 0:

@@ -31,7 +31,7 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import bootstrap_ci, paired
+from ..eval.stats import bootstrap_ci, paired, wilson_ci
 from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
 from .retrievers import PAPER_PATTERN, families_of
@@ -42,16 +42,6 @@ from .similarity import SimilarityCache, topk_columns
 # The two readings of "tool selection divergence" and the groups of sets the tables pool.
 READINGS = ("disjoint", "non_identical")
 GROUPS: dict[str, tuple[str, ...]] = {"G1+G2": ("G1", "G2"), "G1–G3": ("G1", "G2", "G3")}
-
-
-def wilson(count: float, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson interval of a share ``count / n`` (``count`` may be a mean over runs times ``n``)."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    if n <= 0:
-        return float("nan"), float("nan")
-    lo, hi = proportion_confint(count, n, alpha=1 - level, method="wilson")
-    return float(lo), float(hi)
 
 
 def basis(run_name: str, n_runs: int) -> str:
@@ -233,7 +223,7 @@ def divergence_readings(per_set: pd.DataFrame, by: Sequence[str] = (),
             n = int(part["n_queries"].sum())
             for reading in READINGS:
                 share = float((part[f"{reading}_share"] * part["n_queries"]).sum() / n) if n else float("nan")
-                lo, hi = wilson(share * n, n)
+                lo, hi = wilson_ci(share * n, n)
                 rows.append({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(sets),
                              "reading": reading, "share": share, "ci_low": lo, "ci_high": hi, "n_queries": n})
     return pd.DataFrame(rows)

@@ -31,6 +31,7 @@ from ..config import K
 from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.evaluation import recall_at
 from ..pipeline.study import StudyResult
 from ..retrieval.fused import FUSED, spec_of
 from ..retrieval.methods import load_methods
@@ -365,7 +366,10 @@ class WorkedQuery:
         return [a for a in getattr(self, method) if a in truth]
 
     def recall(self, method: str) -> float:
-        return len(self.hits(method)) / len(self.ground_truth) if self.ground_truth else float("nan")
+        """recall@k of ``method``'s list (eval's one count); NaN without ground truth."""
+        if not self.ground_truth:
+            return float("nan")
+        return float(recall_at([getattr(self, method)], [set(self.ground_truth)], self.k)[0])
 
 
 def worked_query(result: StudyResult, qkey: str, k: int = K, gt: str = DEFAULT_GT,

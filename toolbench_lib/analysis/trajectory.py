@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.evaluation import per_query_runs
 from ..pipeline.study import METHODS, StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import study_k, subset_order
@@ -32,8 +33,8 @@ def jaccard(a: set, b: set) -> float:
 
 
 def retrieved_top_k(result: StudyResult, k: int) -> dict[tuple[str, str, int], list[str]]:
-    """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` merged ranking (RtP under run -1)."""
-    final = result.final_hits(k).sort_values("rank")
+    """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` final ranking of every method and run."""
+    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
     grouped = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list)
     return grouped.to_dict()
 
@@ -44,8 +45,7 @@ def plan_table(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     p = result.plans.merge(result.queries[["qkey", "subset"]], on="qkey")
     top = retrieved_top_k(result, k)
     named = [set(x) if x is not None else set() for x in p["named_ids"]]
-    shown = [top.get((q, m, -1 if m == "rtp" else r), []) for q, m, r in
-             zip(p["qkey"], p["method"], p["run"], strict=True)]
+    shown = [top.get((q, m, r), []) for q, m, r in zip(p["qkey"], p["method"], p["run"], strict=True)]
     used = [len(n & set(s)) / len(s) if s else np.nan for n, s in zip(named, shown, strict=True)]
     return p.assign(named=named, shown=shown, n_named=[len(n) for n in named], used_share=used)
 
@@ -120,10 +120,9 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
     if result.plans.empty:
         return _empty(MISS_COLUMNS + MISS_EXTRA)
     plans = plan_table(result, k)
-    truth = {key: set(ids) for key, ids in zip(result.queries["qkey"], result.queries[gt], strict=True)}
-    miss = np.array([not (set(s) & truth.get(q, set())) for q, s in
-                     zip(plans["qkey"], plans["shown"], strict=True)], dtype=bool)
-    plans = plans.assign(complete_miss=miss)
+    hits = per_query_runs(result, k, gt)[["qkey", "method", "run", "hits"]]  # the evaluation's count
+    found = plans[["qkey", "method", "run"]].merge(hits, on=["qkey", "method", "run"], how="left")["hits"]
+    plans = plans.assign(complete_miss=found.fillna(0).to_numpy() == 0)
     rows = []
     for subset in subset_order(result):
         for method in METHODS:

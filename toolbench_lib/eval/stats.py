@@ -19,7 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
+from sklearn.metrics import roc_auc_score
+from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 from ..config import SEED
 
@@ -138,3 +141,37 @@ def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_determinis
         res = (stats.ttest_1samp(y, float(x.mean())) if a_deterministic
                else stats.ttest_ind(y, x, equal_var=False))
     return {**out, "statistic": float(res.statistic), "p_value": float(res.pvalue)}
+
+
+def wilson_ci(count: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """The one Wilson interval of a share ``count / n`` (``count`` may be a mean over runs times ``n``);
+    NaN, NaN without items or with a missing count."""
+    if not n or np.isnan(n) or np.isnan(count):
+        return float("nan"), float("nan")
+    low, high = proportion_confint(count, n, alpha=1 - level, method="wilson")
+    return float(low), float(high)
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Exact McNemar p of paired binary outcomes from the discordant counts (missing when there are none)."""
+    if only_a + only_b == 0:
+        return float("nan")
+    return float(mcnemar([[0, only_a], [only_b, 0]], exact=True).pvalue)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Spearman's rho and its p (both missing when either side is constant)."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.size < 3 or np.ptp(a) <= TOL or np.ptp(b) <= TOL:
+        return float("nan"), float("nan")
+    res = stats.spearmanr(a, b)
+    return float(res.statistic), float(res.pvalue)
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve of ``scores`` for ``labels`` (scikit-learn; ties count one half); NaN when
+    either class is empty."""
+    y = np.asarray(labels, dtype=bool)
+    if y.all() or not y.any():
+        return float("nan")
+    return float(roc_auc_score(y, np.asarray(scores, dtype=float)))
