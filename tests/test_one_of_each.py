@@ -47,4 +47,5 @@ def test_counts_and_statistics_live_in_eval() -> None:
     assert _defining(r"^def (relevance|metric_values|recall_at|hits_at)\(") == ["eval/evaluation.py"]
     assert _defining(r"& *(set\()?(rel|truth|gt_set|qrels\[)|len\(\w+ & rel\)") == []  # no hit count by hand
     assert _defining(r"proportion_confint|^def wilson") == ["eval/stats.py"]
-    assert _defining(r"from scipy import stats|scipy\.stats|statsmodels|roc_auc_score") == ["eval/stats.py"]
+    assert _defining(r"^\s*(from|import) (scipy\.stats|statsmodels|sklearn\.metrics)|^\s*from scipy import stats"
+                     ) == ["eval/pass_rates.py", "eval/stats.py"]  # pass_rates: the judge's kappa
