@@ -8,21 +8,42 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 from . import config
 from .bench.command import add_parser as add_bench_parser
 from .bench.command import cmd_bench
-from .data.paths import DataNotFoundError
-from .data.queries import DEFAULT_GT, DEFAULT_SUBSETS, GT_DEFINITIONS, UnknownSubsetError
+from .config import FAMILIES
+from .data.atomic import clean_stale_temps
+from .data.dataset import load_dataset, summary
+from .data.paths import CACHE_DIR, PROCESSED_DIR, DataNotFoundError, find_data_dir
+from .data.queries import (
+    DEFAULT_GT,
+    DEFAULT_SUBSETS,
+    GT_DEFINITIONS,
+    UnknownSubsetError,
+    external_sets,
+    query_file_sets,
+    resolve_subset,
+    user_set_files,
+)
+from .eval.export import MANIFEST, export_trec
+from .llm import factory
 from .llm.base import LLMError
-from .llm.factory import BACKENDS
+from .llm.cassettes import cassette_info, export_cassette, import_cassette
+from .llm.factory import BACKENDS, DEFAULT_CASSETTE, DEFAULT_STORE, default_workers
+from .llm.store import CallStore
+from .pipeline.experiment import stored_study_dir
 from .pipeline.reproduce import add_parser as add_reproduce_parser
 from .pipeline.reproduce import cmd_reproduce
+from .pipeline.stub_recording import record_stubs, recorded_search_texts
+from .pipeline.study import StudyResult, StudySettings, run_study
 from .pipeline.validation import (
     MAX_DEPTH,
     OneLineParser,
     check_dataset,
     check_max_apis,
+    check_run_name,
     check_subsets,
     data_dir,
     existing_file,
@@ -36,6 +57,12 @@ from .pipeline.validation import (
     subset_name,
     temperature,
 )
+from .retrieval.embedding import embed_cached, load_embedder
+from .retrieval.index import build_index, search_threads
+from .retrieval.methods import load_methods
+from .retrieval.retrievers import ARCHITECTURES, method_name
+from .retrieval.setup import prepare, select_queries
+from .retrieval.subregistry import sample_subregistry
 
 log = logging.getLogger("toolbench_lib")
 
@@ -51,8 +78,6 @@ def _common() -> argparse.ArgumentParser:
 
 def retriever_families(text: str) -> list[str]:
     """``--retriever``: comma-separated retriever families, each checked (one line naming the known ones)."""
-    from .config import FAMILIES
-
     names = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     bad = [n for n in names if n not in FAMILIES]
     if bad or not names:
@@ -172,13 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``export trec``: read the run's stored study, write its TREC files, print the manifest's summary."""
-    from pathlib import Path
-
-    from .eval.export import MANIFEST, export_trec
-    from .pipeline.experiment import stored_study_dir
-    from .pipeline.study import StudyResult
-    from .pipeline.validation import check_run_name
-
     folder = stored_study_dir(check_run_name(args.run_name), args.study)
     manifest = export_trec(StudyResult.load(folder), args.out, args.gt or GT_DEFINITIONS, source=str(folder))
     kinds = [f["kind"] for f in manifest["files"]]
@@ -188,14 +206,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .data.dataset import load_dataset
-    from .llm.factory import make_backend
-    from .pipeline.stub_recording import record_stubs
-    from .retrieval.setup import select_queries
-
     subsets = list(dict.fromkeys(args.subset or DEFAULT_SUBSETS))
     runs = [int(r) for r in args.runs.split(",") if r.strip()]
-    llm = make_backend(args.backend, model=args.llm_model)
+    llm = factory.make_backend(args.backend, model=args.llm_model)
     queries = select_queries(load_dataset(args.data_dir), subsets, args.limit)
     made = record_stubs(llm, queries, runs, args.chunk)["calls"]
     print(json.dumps({"calls": made, "new": getattr(llm, "misses", None),
@@ -204,10 +217,6 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_cassette(args: argparse.Namespace) -> int:
-    from .llm.cassettes import cassette_info, export_cassette, import_cassette
-    from .llm.factory import DEFAULT_STORE
-    from .llm.store import CallStore
-
     if args.action == "info":
         print(json.dumps(cassette_info(args.cassette), indent=2))
         return 0
@@ -230,8 +239,6 @@ def cmd_cassette(args: argparse.Namespace) -> int:
 
 
 def cmd_data_summary(args: argparse.Namespace) -> int:
-    from .data.dataset import load_dataset, summary
-
     s = summary(load_dataset(args.data_dir, rebuild=args.rebuild, query_files=args.queries or ()))
     if args.json:
         print(json.dumps(s, indent=2))
@@ -246,12 +253,6 @@ def cmd_data_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from .data.dataset import load_dataset
-    from .data.queries import DEFAULT_SUBSETS
-    from .retrieval.embedding import load_embedder
-    from .retrieval.index import build_index
-    from .retrieval.subregistry import sample_subregistry
-
     ds = load_dataset(args.data_dir)
     check_max_apis(args.max_apis, len(ds.registry))
     emb = load_embedder(args.model)
@@ -263,10 +264,6 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     t0 = time.time()
     index = build_index(ds, emb, rows)  # embeds what the cache lacks; the index itself lives in memory
     if args.with_recorded:  # the notebooks then only search: every text they embed is in the store
-        from .llm.factory import DEFAULT_CASSETTE
-        from .pipeline.stub_recording import recorded_search_texts
-        from .retrieval.embedding import embed_cached
-
         embed_cached(emb, recorded_search_texts(DEFAULT_CASSETTE, ds.queries["query"].tolist()), "queries")
     print(json.dumps({"model": emb.name, "model_requested": emb.fallback_from or emb.name,
                       "apis": len(index), "dim": index.dim, "seconds": round(time.time() - t0, 1)}))
@@ -274,9 +271,6 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .data.dataset import load_dataset
-    from .retrieval.methods import load_methods
-
     RETRIEVERS = load_methods()  # with every fused method (toolbench_lib.retrieval.fused)
     subsets = _evaluated_sets(args)
     methods = expand_methods([m.strip() for m in args.method.split(",") if m.strip()], args.retriever)
@@ -298,8 +292,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def expand_methods(methods: list[str], families: list[str]) -> list[str]:
     """Each architecture (``rtp``, ``ptr``) once per retriever family, other methods as given; no repeats."""
-    from .retrieval.retrievers import ARCHITECTURES, method_name
-
     out: list[str] = []
     for f in families:
         out += [method_name(m, f) if m in ARCHITECTURES else m for m in methods]
@@ -309,9 +301,6 @@ def expand_methods(methods: list[str], families: list[str]) -> list[str]:
 def _evaluated_sets(args: argparse.Namespace) -> list[str]:
     """``--subset`` names (default: the three, or none with ``--queries``) and the ``--queries`` files' sets,
     checked against the data folder's sets before anything is loaded; a set named twice counts once."""
-    from .data.paths import find_data_dir
-    from .data.queries import external_sets, query_file_sets, user_set_files
-
     root = find_data_dir(args.data_dir)
     files = args.queries or []
     users = [*user_set_files(root), *external_sets(root, files)]
@@ -322,8 +311,6 @@ def _evaluated_sets(args: argparse.Namespace) -> list[str]:
 def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
     """Per evaluated set, the ground-truth pairs that resolved to no registry API, by definition (each set
     with any is also logged)."""
-    from .data.queries import resolve_subset
-
     out = {}
     for name in subsets:
         q = queries[queries["subset"] == resolve_subset(name, list(dict.fromkeys(queries["subset"])))]
@@ -345,16 +332,10 @@ def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
 def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: list[str],
                     backend: str | None) -> dict:
     """The one pipeline: ``run_study`` (retrieval only when there is no backend), then the one summary."""
-    from pathlib import Path
-
     from .analysis.beyond import add_extra_metrics
     from .analysis.summary import summary_json
-    from .llm.factory import default_workers, make_backend
-    from .pipeline.study import StudySettings, run_study
-    from .retrieval.embedding import load_embedder
-    from .retrieval.setup import prepare
 
-    llm = make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
+    llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
     emb = load_embedder(args.model)
     setup = prepare(ds, emb, subsets, args.max_apis, args.limit, args.seed)
     settings = StudySettings(
@@ -392,9 +373,6 @@ def _print_result(result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .data.atomic import clean_stale_temps
-    from .data.paths import CACHE_DIR, PROCESSED_DIR
-    from .retrieval.index import search_threads
 
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
