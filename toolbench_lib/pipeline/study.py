@@ -54,7 +54,7 @@ from ..llm.prompts import (
     judge_prompt,
 )
 from ..retrieval.methods import load_methods
-from ..retrieval.retrievers import RunContext, get_retriever
+from ..retrieval.retrievers import RunContext, get_retriever, split_method
 from ..retrieval.setup import RetrievalSetup
 
 log = logging.getLogger(__name__)
@@ -446,8 +446,6 @@ def stub_cap_counts(stubs: Sequence[pd.DataFrame]) -> dict:
 
 def _retriever_provenance(setup: RetrievalSetup, methods: Sequence[str]) -> dict:
     """What each retriever family the methods use is (BM25's analyzer, the hybrid's fusion)."""
-    from ..retrieval.retrievers import split_method
-
     families = list(dict.fromkeys(split_method(m)[1] for m in methods))
     describe = getattr(setup, "retriever_provenance", None)
     return describe(families) if describe is not None else {}
