@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..data.atomic import FolderWriteError
-from ..pipeline.reproduce import NOTEBOOKS_DIR
+from ..data.paths import NOTEBOOKS_DIR
 from .explorer_views import ViewsFolderError, check_views_place
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"

@@ -11,6 +11,7 @@ PROCESSED_DIR = DATA_ROOT / "processed"
 CACHE_ENV_VAR = "TOOLBENCH_CACHE"  # another cache folder (a cold run's, in `bench first-run`)
 CACHE_DIR = Path(os.environ.get(CACHE_ENV_VAR) or DATA_ROOT / "cache")
 OUTPUTS_DIR = PROJECT_ROOT / "outputs"
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 
 EXPECTED_LAYOUT = (
     "toolenv/tools/<Category>/<tool>.json, test_instruction/G1_instruction.json ... "

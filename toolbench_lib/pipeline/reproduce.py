@@ -42,14 +42,13 @@ from pathlib import Path
 from jupyter_client import AsyncKernelManager
 
 from ..data.machine import available_cpus
-from ..data.paths import PROJECT_ROOT
+from ..data.paths import NOTEBOOKS_DIR
 from ..llm.factory import BACKENDS
 from . import freshness
 from .experiment import ExperimentConfig, RunConflict
 from .report_html import NOTEBOOK_PATTERN, write_html_report
 from .validation import existing_dir, existing_file, int_at_least, run_name
 
-NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 KERNEL_NAME = "toolbench"
 PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
                      "ablations")
@@ -404,6 +403,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
     not run. :class:`ReportCheckFailure` when the written report fails a check.
     """
+    from ..analysis.explore_app import prepare_views
     from ..analysis.report import report_problems, write_report
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
@@ -453,6 +453,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     else:
         summary.report = write_report(cfg)
         summary.html = write_html_report(cfg.out_dir)
+    prepare_views(run_name, echo=lambda *a, **kw: None)  # every study's explorer views: `make explore` reads
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
     problems = report_problems(cfg)
