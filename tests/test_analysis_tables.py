@@ -50,6 +50,8 @@ from toolbench_lib.analysis.trajectory import (
 from toolbench_lib.data.dataset import Dataset
 from toolbench_lib.pipeline.study import StudyResult
 
+from .hand_tables import HIT_COLUMNS, study_of_hits
+
 G1, G2 = "G1_instruction", "G2_category_original"
 DEPTH = 10
 RANKINGS = {
@@ -117,7 +119,7 @@ def _hits() -> pd.DataFrame:
         for i, (_, api, score) in enumerate(stubs):
             rows.append((key(q), "ptr", run, i, 1, 1, api, score))
             rows.append((key(q), "ptr", run, i, 2, 2, "a", score - 0.01))  # rank 2 never counts
-    return pd.DataFrame(rows, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
+    return pd.DataFrame(rows, columns=HIT_COLUMNS)
 
 
 def _stubs() -> pd.DataFrame:
@@ -142,7 +144,7 @@ def _calls() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def study() -> StudyResult:
     prov = {"settings": {"k": 2, "depth": DEPTH, "runs": 2, "plan_limit": 1, "methods": ["rtp", "ptr"]}}
-    return StudyResult(_queries(), _stubs(), _hits(), _plans(), _calls(), prov)
+    return study_of_hits(_queries(), _stubs(), _hits(), _plans(), _calls(), prov)
 
 
 def row(df: pd.DataFrame, **where) -> pd.Series:

@@ -22,7 +22,8 @@ from toolbench_lib.retrieval.ltr_features import (
 )
 from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
 
-COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
+from .hand_tables import HIT_COLUMNS, study_of_hits, with_tables
+
 A1, A2, B1 = "Cat/toolA/a1", "Cat/toolA/a2", "Cat/toolB/b1"
 COMPONENT_METHODS = ("rtp", "rtp@bm25", "ptr", "ptr@bm25")
 
@@ -45,8 +46,8 @@ def toy_study() -> StudyResult:
     q = pd.DataFrame({"qkey": [key], "subset": ["G1_instruction"], "query": ["toy"], "candidates": [[A1, A2]],
                       "relevant": [[A1]]})
     prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
-    return StudyResult(q, pd.DataFrame(), pd.DataFrame(rows, columns=COLUMNS), pd.DataFrame(), pd.DataFrame(),
-                       prov)
+    return study_of_hits(q, pd.DataFrame(), pd.DataFrame(rows, columns=HIT_COLUMNS), pd.DataFrame(),
+                         pd.DataFrame(), prov)
 
 
 def test_features_by_hand_on_a_three_api_study():
@@ -89,7 +90,8 @@ def test_bad_specs_and_missing_rankings_are_clear():
     with pytest.raises(ValueError, match="unknown ranker component"):
         LtrSpec(("q.sparse",))
     study = toy_study()
-    study.hits = study.hits[study.hits["method"] != "ptr@bm25"]
+    study = with_tables(study, rankings=study.rankings[study.rankings["method"] != "ptr@bm25"],
+                        text_rankings=study.text_rankings[study.text_rankings["method"] != "ptr@bm25"])
     with pytest.raises(ValueError, match="no rankings of 'ptr@bm25'"):
         study_runs(study, ltr.NAMED["ltr"])
 
@@ -131,8 +133,8 @@ def synthetic_study(sets=DESIGN, n_per_set: int = 12, runs: int = 1, seed: int =
                 b = noise(8, 5.0)
                 rows += _rows(key, "ptr@bm25", r, 0, b) + _rows(key, "ptr@bm25", r, -1, b)
     prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
-    return StudyResult(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows, columns=COLUMNS),
-                       pd.DataFrame(), pd.DataFrame(), prov)
+    return study_of_hits(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows, columns=HIT_COLUMNS),
+                         pd.DataFrame(), pd.DataFrame(), prov)
 
 
 def _crossfit(study: StudyResult, spec: LtrSpec, gt: str = "candidates"):
@@ -163,7 +165,7 @@ def test_no_query_is_scored_by_a_model_trained_on_it():
     def corrupted(keys):
         bad = q.assign(candidates=[[f"nothing/{k}"] if k in keys else c
                                    for k, c in zip(q["qkey"], q["candidates"], strict=True)])
-        stored = StudyResult(bad, study.stubs, study.hits, study.plans, study.calls, study.provenance)
+        stored = with_tables(study, queries=bad)
         return _crossfit(stored, spec)[1].scores
 
     scores = corrupted(fold0)
@@ -247,7 +249,8 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     design = synthetic_study(n_per_set=10, runs=2)
     validation = synthetic_study(("G1_category", "G1_tool"), n_per_set=10, seed=1, prefix="v")
     validation.provenance["settings"]["runs"] = 1
-    validation.hits = validation.hits[validation.hits["run"] <= 0]
+    validation = with_tables(validation, rankings=validation.rankings[validation.rankings["run"] <= 0],
+                             text_rankings=validation.text_rankings[validation.text_rankings["run"] <= 0])
     d, v = design.save(tmp_path / "design"), validation.save(tmp_path / "validation")
     assert main(["--design", str(d), "--validation", str(v), "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
@@ -279,13 +282,13 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
 
 def test_retriever_in_the_study_pipeline_matches_the_library():
     study = synthetic_study(n_per_set=8)
-    ids = sorted(set(study.hits["api_id"]))
-    h = study.hits
+    ids = sorted(set(study.rankings["api_id"]) | set(study.text_rankings["api_id"]))
     ctx = RunContext(SimpleNamespace(api_ids=ids), study.queries, 0, 20, None,
-                     {m: h[h["method"] == m].drop(columns="run") for m in COMPONENT_METHODS})
+                     {m: study.retrieved(m, 0) for m in COMPONENT_METHODS})
     for name in ("ltr", "ltr-nollm"):
-        out = RETRIEVERS[name].retrieve(ctx)
-        assert set(out["text_idx"]) == {-1} and (out["method"] == name).all()
+        got_back = RETRIEVERS[name].retrieve(ctx)
+        out = got_back.final
+        assert got_back.texts.empty and (out["method"] == name).all()
         got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
         spec = ltr.NAMED[name]
         want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
@@ -294,7 +297,7 @@ def test_retriever_in_the_study_pipeline_matches_the_library():
     assert RETRIEVERS["ltr"].uses_stubs and RETRIEVERS["ltr-nollm"].deterministic
     only_unseen = study.queries.assign(subset="G1_category")
     with pytest.raises(ValueError, match="trains on the G1, G2, G3 queries"):
-        RETRIEVERS["ltr-nollm"].retrieve(RunContext(ctx.setup, only_unseen, 0, 20, None, ctx.hits))
+        RETRIEVERS["ltr-nollm"].retrieve(RunContext(ctx.setup, only_unseen, 0, 20, None, ctx.retrieved))
 
 
 def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path, capsys):
@@ -316,7 +319,7 @@ def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path
         lists = study.ranking(name, 0)
         assert len(lists) == len(study.queries) and all(len(v) == len(set(v)) <= 20 for v in lists.values())
     # ltr's candidates come from its four component rankings only
-    pool = study.final_hits(20)
+    pool = study.rankings[study.rankings["rank"] <= 20]
     comps = pool[pool["method"].isin(COMPONENT_METHODS)].groupby("qkey")["api_id"].agg(set)
     assert all(set(v) <= comps[k] for k, v in study.ranking("ltr", 0).items())
     for name, spec in ltr.NAMED.items():  # the stored lists are the library's on the stored rankings

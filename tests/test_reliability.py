@@ -32,7 +32,6 @@ from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
 from toolbench_lib.pipeline.report_html import CSP, sanitise_html, tidy_report_html
 from toolbench_lib.pipeline.study import (
-    MERGED,
     StoredStudyError,
     StudyResult,
     empty_rankings,
@@ -40,6 +39,7 @@ from toolbench_lib.pipeline.study import (
 )
 from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
 
+from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
 from .test_bad_inputs import _dead_pid
 
@@ -52,7 +52,7 @@ PAYLOAD_LABEL = "Tool <svg onload=alert(6)> / [api](javascript:alert(7))"
 
 def hand_study(methods=("rtp", "ptr")) -> StudyResult:
     prov = {"settings": {"k": 2, "depth": 5, "runs": 2, "plan_limit": 1, "methods": list(methods)}}
-    return StudyResult(_queries(), _stubs(), _hits(), _plans(), _calls(), prov)
+    return study_of_hits(_queries(), _stubs(), _hits(), _plans(), _calls(), prov)
 
 
 def live_elements(html: str) -> list[str]:
@@ -147,7 +147,7 @@ def payload_study() -> StudyResult:
     s = study.stubs.copy()
     first = s.index[(s["qkey"] == q.loc[0, "qkey"]) & (s["run"] == 0)][0]
     s.loc[first, ["name", "reasoning"]] = [PAYLOAD_STUB, PAYLOAD_REASON]
-    return StudyResult(q, s, study.hits, study.plans, study.calls, study.provenance)
+    return with_tables(study, queries=q, stubs=s)
 
 
 # --------------------------------------------------------------------------- BM25 over any text
@@ -184,11 +184,10 @@ def case_method_without_hits_stays(tmp: Path) -> str:
 
 
 def case_empty_rankings_counted(tmp: Path) -> str:
-    hits = _hits()
-    hits = hits[~((hits["method"] == "ptr") & (hits["run"] == 1) & (hits["qkey"] == hits["qkey"].iloc[0]))]
-    counts = empty_rankings(hits, _queries()["qkey"], ["rtp", "ptr", "ptr@bm25"])
-    assert counts == {"rtp": [0], "ptr": [0, 1], "ptr@bm25": [4]}  # RtP stored once
-    assert MERGED == -1
+    r = hand_study().rankings
+    r = r[~((r["method"] == "ptr") & (r["run"] == 1) & (r["qkey"] == r["qkey"].iloc[0]))]
+    counts = empty_rankings(r, _queries()["qkey"], ["rtp", "ptr", "ptr@bm25"], 2)
+    assert counts == {"rtp": [0, 0], "ptr": [0, 1], "ptr@bm25": [4, 4]}  # every method in every run
     return "correct"
 
 
@@ -528,16 +527,18 @@ def _tagged_study(tag: str, rows: int = 3000) -> StudyResult:
                             "relevant": [[tag]] * rows})
     stubs = pd.DataFrame({"qkey": keys, "run": 0, "stub_idx": 0, "name": tag, "reasoning": tag,
                           "fell_back": False})
-    hits = pd.DataFrame({"qkey": keys, "method": "rtp", "run": -1, "text_idx": -1, "rank": 1, "row": 0,
-                         "api_id": tag, "score": np.linspace(0, 1, rows)})
+    rankings = pd.DataFrame({"qkey": keys, "method": "rtp", "run": 0, "rank": 1, "row": 0, "api_id": tag,
+                             "score": np.linspace(0, 1, rows)})
+    text_rankings = rankings.assign(text_idx=0, api_id=f"{tag}-text")
     plans = pd.DataFrame({"qkey": keys, "method": tag})
     calls = pd.DataFrame({"qkey": keys, "stage": tag})
-    return StudyResult(queries, stubs, hits, plans, calls, {"tag": tag})
+    return StudyResult(queries, stubs, rankings, text_rankings, plans, calls, {"tag": tag})
 
 
 def _tags(study: StudyResult) -> set[str]:
     return ({study.provenance["tag"]} | set(study.queries["subset"]) | set(study.stubs["name"])
-            | set(study.hits["api_id"]) | set(study.plans["method"]) | set(study.calls["stage"]))
+            | set(study.rankings["api_id"]) | {a.removesuffix("-text") for a in study.text_rankings["api_id"]}
+            | set(study.plans["method"]) | set(study.calls["stage"]))
 
 
 def _saver(folder: str, tag: str, rounds: int) -> None:
@@ -602,7 +603,7 @@ def bidi_study() -> StudyResult:
     s = study.stubs.copy()
     first = s.index[(s["qkey"] == q.loc[0, "qkey"]) & (s["run"] == 0)][0]
     s.loc[first, ["name", "reasoning"]] = [BIDI_STUB, BIDI_REASON]
-    return StudyResult(q, s, study.hits, study.plans, study.calls, study.provenance)
+    return with_tables(study, queries=q, stubs=s)
 
 
 def case_bidi_markdown_shown_as_escapes(tmp: Path) -> str:
@@ -635,7 +636,7 @@ def case_bidi_explorer_html(tmp: Path) -> str:
 
     study = bidi_study()
     ex = QueryExplorer(None, study)
-    ex.labels = {str(a): BIDI_STUB for a in study.hits["api_id"]}
+    ex.labels = {str(a): BIDI_STUB for a in study.rankings["api_id"]}
     ex.subset.value = "all"
     ex.select(str(study.queries["qkey"].iloc[0]))
     page = f"{ex.count.value}{ex.message.value}{ex.grid.value}{ex.render()}"

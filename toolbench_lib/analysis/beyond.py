@@ -66,7 +66,7 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     """
     ks = list(ks)
     kmax = max(ks)
-    runs = sorted(int(r) for r in result.hits.loc[result.hits["method"] == "ptr", "run"].unique())
+    runs = sorted(int(r) for r in result.rankings.loc[result.rankings["method"] == "ptr", "run"].unique())
     if not runs:
         raise ValueError("the study has no PtR rankings; the fused methods need a study run with PtR")
     frames, decisions = [], []
@@ -117,7 +117,7 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     if cache_dir is None or not study:
         return method_scores(result, names, **kwargs)
     args = {k: v for k, v in kwargs.items() if k != "setup"}  # the setup only supplies what the study holds
-    blob = json.dumps({"study": study, "n_hits": int(len(result.hits)), "names": list(names),
+    blob = json.dumps({"study": study, "n_rankings": int(len(result.rankings)), "names": list(names),
                        "args": {k: list(v) if isinstance(v, Iterable) and not isinstance(v, str | Mapping)
                                 else v for k, v in sorted(args.items())},
                        "code": _code_fingerprint()}, sort_keys=True, default=str)

@@ -277,7 +277,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
             index=q.index)
         self._rankings: dict[tuple[str, int], dict[str, list[str]]] = {}
         self._scores: dict[tuple[str, int, int, str], pd.DataFrame] = {}
-        self._hits_by_query: dict[str, pd.DataFrame] | None = None
+        self._hits_by_query: dict[str, dict[str, pd.DataFrame]] = {}  # table -> qkey -> its rows
         self._texts: dict[str, bool] = {}
         self._n_unfiltered = 0
 
@@ -299,7 +299,7 @@ class QueryExplorer(QueryNavigation, QueryRendering):
     # -- scores ----------------------------------------------------------------------------------
 
     def _runs(self) -> list[int]:
-        runs = sorted(int(r) for r in self.result.hits["run"].unique() if int(r) >= 0)
+        runs = sorted(int(r) for r in self.result.rankings["run"].unique())
         if not runs:
             runs = list(range(max(1, self.result.n_runs)))
         return runs

@@ -58,8 +58,8 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
     """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run, scored by
     eval's one count (:func:`~toolbench_lib.eval.evaluation.score_rankings`) on the stored rankings.
 
-    A deterministic method's rankings (RtP) are stored once and count for every run
-    (``StudyResult.ranking`` decodes that). ``rankings`` may hold ``{(method, run): ranking}`` already read.
+    A deterministic method's ranking (RtP) is the same in every run. ``rankings`` may hold
+    ``{(method, run): ranking}`` already read.
     """
     check_gt(gt)
     q = result.queries
@@ -181,7 +181,7 @@ def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
 def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
     """Names of the APIs a study shows, read from the processed registry of its data fingerprint.
 
-    Only the label columns of the ids in the study's hits and ground truth are read; None (ids shown
+    Only the label columns of the ids in the study's rankings and ground truth are read; None (ids shown
     alone) when that registry is not on this machine.
     """
     from ..data.paths import PROCESSED_DIR
@@ -192,7 +192,7 @@ def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> p
         log.info("no processed registry %s: API ids are shown without names", path)
         return None
     q = result.queries
-    ids = set(result.hits["api_id"].astype(str))
+    ids = set(result.rankings["api_id"].astype(str)) | set(result.text_rankings["api_id"].astype(str))
     for column in ("candidates", "relevant"):
         ids.update(str(a) for v in q[column] for a in _ids(v))
     if len(result.plans) and "named_ids" in result.plans:

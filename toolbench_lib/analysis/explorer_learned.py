@@ -12,7 +12,7 @@ import logging
 import pandas as pd
 
 from ..config import DEPTH, SEED
-from ..pipeline.study import MERGED
+from ..pipeline.study import RANKINGS_COLUMNS
 
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
@@ -31,8 +31,8 @@ def learned_methods(result) -> list[str]:
 
 def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                   label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(hits, features)``: each learned ranker's final ranking per run (``hits`` rows, ``text_idx`` -1,
-    the score its out-of-fold LightGBM score) and the features of each query's top
+    """``(rankings, features)``: each learned ranker's final ranking per run (``rankings`` rows, the score
+    its out-of-fold LightGBM score) and the features of each query's top
     :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
     from ..retrieval.ltr import NAMED, crossfit, qrels_of
     from ..retrieval.ltr_features import feature_table, study_runs
@@ -53,14 +53,13 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
             frame["rank"] = frame.groupby("qkey", sort=False).cumcount() + 1
             top = frame[frame["rank"] <= depth]
             hits.append(pd.DataFrame({"qkey": top["qkey"].to_numpy(), "method": name, "run": run,
-                                      "text_idx": MERGED, "rank": top["rank"].to_numpy(), "row": -1,
+                                      "rank": top["rank"].to_numpy(), "row": -1,
                                       "api_id": top["api_id"].to_numpy(), "score": top["score"].to_numpy()}))
             explained = top[top["rank"] <= TOP_EXPLAINED].drop(columns="label")
             long = explained.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
                                   value_name="value")
             features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
-    columns = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
-    hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=columns)
+    hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=RANKINGS_COLUMNS)
     features_frame = (pd.concat(features, ignore_index=True) if features else
                       pd.DataFrame(columns=FEATURE_COLUMNS))
     return hits_frame, features_frame.astype({"value": float, "score": float})

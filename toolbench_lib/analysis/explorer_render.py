@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..data.markdown import html_text
 from ..data.queries import subset_alias
-from ..pipeline.study import MERGED
 from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
 
 STYLE = """<style>
@@ -197,16 +196,19 @@ class QueryRendering:
     def _gt_ids(self, qkey: str) -> set[str]:
         return set(_ids(self.queries.loc[qkey, self.gt.value]))
 
-    def _ranked(self, qkey: str, method: str, text_idx: int) -> pd.DataFrame:
-        h = self._hits_of(qkey)
-        run = self.result.stored_run(method, int(self.run.value))
-        mine = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == text_idx)]
+    def _ranked(self, qkey: str, method: str, text_idx: int | None = None) -> pd.DataFrame:
+        """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own."""
+        h = self._hits_of(qkey, "rankings" if text_idx is None else "text_rankings")
+        mine = h[(h["method"] == method) & (h["run"] == int(self.run.value))]
+        if text_idx is not None:
+            mine = mine[mine["text_idx"] == text_idx]
         return mine.sort_values("rank").head(int(self.k.value))
 
-    def _hits_of(self, qkey: str) -> pd.DataFrame:
-        if self._hits_by_query is None:
-            self._hits_by_query = dict(tuple(self.result.hits.groupby("qkey", sort=False)))
-        return self._hits_by_query.get(qkey, self.result.hits.iloc[0:0])
+    def _hits_of(self, qkey: str, table: str) -> pd.DataFrame:
+        """One query's rows of the study's ``rankings`` or ``text_rankings`` table."""
+        if table not in self._hits_by_query:
+            self._hits_by_query[table] = dict(tuple(getattr(self.result, table).groupby("qkey", sort=False)))
+        return self._hits_by_query[table].get(qkey, getattr(self.result, table).iloc[0:0])
 
     def _list(self, hits: pd.DataFrame, gt: set[str], hit_class: str, final: set[str] | None = None) -> str:
         """A ranking as a list, ground-truth hits checked; with ``final`` (the method's final top k), each
@@ -248,7 +250,7 @@ class QueryRendering:
             return "<h4>Stubs</h4><p class='muted'>no stubs recorded for this query and run</p>"
         fell_back = bool(mine["fell_back"].iloc[0])
         parts = [f"<h4>Stubs ({len(mine)}{', fallback: the raw query' if fell_back else ''})</h4>"]
-        final = set(self._ranked(qkey, method, MERGED)["api_id"])
+        final = set(self._ranked(qkey, method)["api_id"])
         for idx, name, reasoning in zip(mine["stub_idx"], mine["name"], mine["reasoning"], strict=True):
             top = self._ranked(qkey, method, int(idx))
             parts.append(f"<p class='qx-stub'><b>{html_text(str(name))}</b>: "
@@ -290,7 +292,7 @@ class QueryRendering:
     def _has_texts(self, method: str) -> bool:
         """Whether a method searched with stubs: its hits rank texts beyond the first (PtR)."""
         if method not in self._texts:
-            h = self.result.hits
+            h = self.result.text_rankings
             self._texts[method] = method.partition("@")[0] == "ptr" or bool(
                 ((h["method"] == method) & (h["text_idx"] >= 1)).any())
         return self._texts[method]
@@ -314,7 +316,7 @@ class QueryRendering:
         scores = self._method_scores(method)
         pos = int(self._base.index[self._base["qkey"] == qkey][0])
         recall, hits = float(scores.iloc[pos, 0]), int(scores.iloc[pos, 1])
-        top = self._ranked(qkey, method, MERGED)
+        top = self._ranked(qkey, method)
         k = int(self.k.value)
         name = html_text(method_label(method, True))
         parts = [f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",

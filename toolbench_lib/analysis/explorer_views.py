@@ -5,7 +5,7 @@ A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder h
 
 - ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
   (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
-  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``hits`` table's columns;
+  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``rankings`` table's columns;
 - ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
 - ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, read from the evaluation
   (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
@@ -34,11 +34,11 @@ import pandas as pd
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
 from ..eval.evaluation import evaluate
-from ..pipeline.study import MERGED, SHARED_RUN, TABLE_CHECKSUMS, StudyResult
+from ..pipeline.study import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
-VERSION = 2
+VERSION = 3  # 3: fused.parquet in the rankings table's columns (no text_idx)
 MAX_K = 20
 FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
 
@@ -71,12 +71,11 @@ def fused_methods(result: StudyResult) -> list[str]:
 
 
 def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
-    """The final rankings of :func:`fused_methods` for every run, as ``hits`` rows (``text_idx`` -1)."""
+    """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows."""
     from ..retrieval.fused import fused_runs
 
     names = fused_methods(result)
-    rows: dict[str, list] = {c: [] for c in ("qkey", "method", "run", "text_idx", "rank", "row", "api_id",
-                                             "score")}
+    rows: dict[str, list] = {c: [] for c in RANKINGS_COLUMNS}
     for run in range(result.n_runs):
         try:
             lists = fused_runs(result, names, depth, run)
@@ -86,10 +85,10 @@ def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
         for method, ranking in lists.items():
             for qkey, ids in ranking.items():
                 for rank, api in enumerate(ids, start=1):
-                    values = (qkey, method, run, MERGED, rank, -1, api, 1.0 / rank)
+                    values = (qkey, method, run, rank, -1, api, 1.0 / rank)
                     for c, v in zip(rows, values, strict=True):
                         rows[c].append(v)
-    return pd.DataFrame(rows).astype({"run": "int64", "text_idx": "int64", "rank": "int64", "row": "int64"})
+    return pd.DataFrame(rows).astype({"run": "int64", "rank": "int64", "row": "int64"})
 
 
 @dataclass
@@ -152,8 +151,8 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
 
     learned_hits, learned = learned_views(result, depth)
     fused = pd.concat([fused_hits(result, depth), learned_hits], ignore_index=True)
-    both = StudyResult(result.queries, result.stubs, pd.concat([result.hits, fused], ignore_index=True),
-                       result.plans, result.calls,
+    both = StudyResult(result.queries, result.stubs, pd.concat([result.rankings, fused], ignore_index=True),
+                       result.text_rankings, result.plans, result.calls,
                        {**result.provenance, "settings": {**result.provenance.get("settings", {}),
                                                           "methods": [*result.methods,
                                                                       *dict.fromkeys(fused["method"])]}})
@@ -252,14 +251,15 @@ def study_views(folder: Path, result: StudyResult | None = None) -> StudyViews:
 
 
 def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
-    """The study with its fused methods' final rankings added to ``hits`` (and named in its methods)."""
+    """The study with its fused methods' final rankings added to ``rankings`` (and named in its methods)."""
     if views.fused.empty:
         return result
     settings = {**result.provenance.get("settings", {}), "methods": list(views.methods)}
-    return StudyResult(result.queries, result.stubs, pd.concat([result.hits, views.fused], ignore_index=True),
-                       result.plans, result.calls, {**result.provenance, "settings": settings})
+    rankings = pd.concat([result.rankings, views.fused], ignore_index=True)
+    return StudyResult(result.queries, result.stubs, rankings, result.text_rankings, result.plans,
+                       result.calls, {**result.provenance, "settings": settings})
 
 
-__all__ = ["MAX_K", "SHARED_RUN", "StudyViews", "ViewsFolderError", "check_views_place", "compute_views",
+__all__ = ["MAX_K", "StudyViews", "ViewsFolderError", "check_views_place", "compute_views",
            "fused_hits", "fused_methods", "load_views", "study_views", "view_problem", "with_fused",
            "write_views"]

@@ -21,7 +21,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
 from ..eval.stats import bootstrap_ci, paired
 from ..retrieval.fused import METHODS, NAMED
-from ..retrieval.fusion_specs import FusionSpec, hits_inputs
+from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
 from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
 from .retrievers import ARCH_LABEL, families_of
@@ -212,7 +212,7 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
     comps = list(dict.fromkeys(c for s in specs for c in s.components))
     out = np.zeros((len(specs), len(keys)))
     for run in range(result.n_runs):
-        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
+        inp = study_component_inputs(result, run, gt, comps)
         for i, spec in enumerate(specs):
             lists = spec.lists(inp, k)
             out[i] += recall_at([lists[key] for key in keys], [inp.qrels[key] for key in keys], k)
@@ -263,7 +263,7 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
     frames = []
     comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))
     for run in range(result.n_runs):
-        inp = hits_inputs(result.hits, result.queries, run, gt, comps)
+        inp = study_component_inputs(result, run, gt, comps)
         for name, spec in specs.items():
             pq = score_rankings(spec.lists(inp, k), result.queries, gt, k, ("recall",))
             frames.append(pq.assign(method=name, run=run))

@@ -28,14 +28,14 @@ BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", "rtp_k10_recall_ci_low", "rtp
 
 def stored_depth(result: StudyResult) -> int:
     """The depth of the stored merged rankings."""
-    return int(result.provenance.get("settings", {}).get("depth", result.hits["rank"].max()))
+    return int(result.provenance.get("settings", {}).get("depth", result.rankings["rank"].max()))
 
 
 def _gt_flags(result: StudyResult, gt: str) -> pd.DataFrame:
     """Merged-ranking rows with ``is_gt`` (the API is in the query's ground truth)."""
     q = result.queries
     gt_pairs = {(key, a) for key, ids in zip(q["qkey"], q[gt], strict=True) for a in ids}
-    final = result.final_hits()[["qkey", "method", "run", "rank", "api_id"]]
+    final = result.rankings[["qkey", "method", "run", "rank", "api_id"]]
     flags = [(key, a) in gt_pairs for key, a in zip(final["qkey"], final["api_id"], strict=True)]
     return final.assign(is_gt=np.asarray(flags, dtype=bool))
 

@@ -32,7 +32,7 @@ from ..data.queries import GT_DEFINITIONS, subset_alias
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
-from ..retrieval.fusion_specs import hits_inputs
+from ..retrieval.fusion_specs import study_component_inputs
 from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
@@ -53,7 +53,7 @@ BEST_SINGLE = "best single architecture"
 
 def _linear(result, spec, run: int, keys: Sequence[str], k: int) -> dict[str, list[str]]:
     """A linear fusion spec's top-``k`` lists of one stored run, for ``keys``."""
-    lists = spec.lists(hits_inputs(result.hits, result.queries, run, components=spec.components), k)
+    lists = spec.lists(study_component_inputs(result, run, components=spec.components), k)
     return {q: lists.get(q, []) for q in keys}
 
 
@@ -322,7 +322,7 @@ def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) 
                      "model_bytes": len(model.booster.model_to_string().encode()),
                      "llm_calls": int(model.spec.uses_stubs)})
     spec = FUSED["fuse4"]
-    inputs = hits_inputs(design.hits, design.queries, run, components=spec.components)
+    inputs = study_component_inputs(design, run, components=spec.components)
     t0 = time.perf_counter()
     spec.lists(inputs, 20)
     rows.append({"method": "fuse4 (linear fusion)", "train_s": 0.0,

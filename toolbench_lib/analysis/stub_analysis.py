@@ -1,7 +1,7 @@
 """PtR's stubs: how many, how varied, how often their own best match is right, and what they cost.
 
-A stub's *top-1* is the first hit of the stub's own search (``hits`` rows with ``text_idx`` = the stub's
-index), before the merge over the query's stubs.
+A stub's *top-1* is the first hit of the stub's own search (``text_rankings`` rows with ``text_idx`` = the
+stub's index), before the merge over the query's stubs.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Every stub with its subset, query, own top-1 API, cosine and whether that API is ground truth."""
     check_gt(gt)
     st = result.stubs.merge(result.queries[["qkey", "subset", "query"]], on="qkey")
-    h = result.hits
-    top1 = h[(h["method"] == "ptr") & (h["text_idx"] >= 0) & (h["rank"] == 1)]
+    h = result.text_rankings
+    top1 = h[(h["method"] == "ptr") & (h["rank"] == 1)]
     top1 = top1[["qkey", "run", "text_idx", "api_id", "score"]].rename(columns={"text_idx": "stub_idx"})
     st = st.merge(top1, on=["qkey", "run", "stub_idx"], how="left")
     truth = {key: set(ids) for key, ids in zip(result.queries["qkey"], result.queries[gt], strict=True)}

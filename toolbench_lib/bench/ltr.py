@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ..config import SEED
-from ..pipeline.study import StudyResult
+from ..pipeline.study import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
 from ..retrieval.fused import NAMED as FUSED
-from ..retrieval.fusion_specs import hits_inputs
+from ..retrieval.fusion_specs import study_component_inputs
 from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
 from ..retrieval.ltr_features import feature_table, study_runs
 from .core import BenchLine
@@ -29,15 +29,16 @@ def _ranking(rng: np.random.Generator, gt: list[str], top: float) -> list[tuple[
     return [(a, top - 0.01 * j) for j, a in enumerate(dict.fromkeys(ids))]
 
 
-def _rows(key: str, method: str, run: int, text: int, ranking: list[tuple[str, float]]) -> list[tuple]:
-    return [(key, method, run, text, j, 0, a, s) for j, (a, s) in enumerate(ranking, 1)]
+def _rows(key: str, method: str, ranking: list[tuple[str, float]], *text: int) -> list[tuple]:
+    """Rows of run 0 of ``rankings`` (or of ``text_rankings`` with the text's index)."""
+    return [(key, method, 0, *text, j, 0, a, s) for j, (a, s) in enumerate(ranking, 1)]
 
 
 def synthetic_study(queries: int = 462, seed: int = SEED):
     """A retriever study's shape without its data: per query four top-20 rankings (ptr's merged from two
     stubs), ground truth two APIs of one tool placed at random ranks."""
     rng = np.random.default_rng(seed)
-    rows, qs = [], []
+    rows, texts, qs = [], [], []
     for i in range(queries):
         key, subset = f"{SETS[i % 3]}:{i}", SETS[i % 3]
         gt = [f"C{i % 49}/t{i}/x", f"C{i % 49}/t{i}/y"]
@@ -45,18 +46,22 @@ def synthetic_study(queries: int = 462, seed: int = SEED):
                    "relevant": gt[:1]})
         for method in ("rtp", "rtp@bm25"):
             r = _ranking(rng, gt, 0.9)
-            rows += _rows(key, method, -1, 0, r) + _rows(key, method, -1, -1, r)
+            rows += _rows(key, method, r)
+            texts += _rows(key, method, r, 0)
         for method in ("ptr", "ptr@bm25"):
             best: dict[str, float] = {}
             for t, top in enumerate((0.8, 0.7)):
                 r = _ranking(rng, gt, top)
-                rows += _rows(key, method, 0, t, r)
+                texts += _rows(key, method, r, t)
                 for a, s in r:
                     best[a] = max(best.get(a, -1.0), s)
-            rows += _rows(key, method, 0, -1, sorted(best.items(), key=lambda x: -x[1])[:20])
-    hits = pd.DataFrame(rows, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
-    prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
-    return StudyResult(pd.DataFrame(qs), pd.DataFrame(), hits, pd.DataFrame(), pd.DataFrame(), prov)
+            rows += _rows(key, method, sorted(best.items(), key=lambda x: -x[1])[:20])
+    rankings = pd.DataFrame(rows, columns=RANKINGS_COLUMNS)
+    text_rankings = pd.DataFrame(texts, columns=TEXT_RANKINGS_COLUMNS)
+    prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]},
+            "deterministic": ["rtp", "rtp@bm25"]}
+    return StudyResult(pd.DataFrame(qs), pd.DataFrame(), rankings, text_rankings, pd.DataFrame(),
+                       pd.DataFrame(), prov)
 
 
 def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchLine:
@@ -76,7 +81,7 @@ def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchL
         ranked(t, model.predict(t), 20)
         infer = min(infer, time.perf_counter() - t0)
     fuse = FUSED["fuse4"]
-    inputs = hits_inputs(study.hits, study.queries, 0, components=fuse.components)
+    inputs = study_component_inputs(study, 0, components=fuse.components)
     linear = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()

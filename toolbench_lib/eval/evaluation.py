@@ -126,7 +126,7 @@ class Evaluation:
     subsets: np.ndarray
     n_gt: np.ndarray
     flags: np.ndarray
-    deterministic: tuple[bool, ...] = ()  # per method: retrieval stored once for every run (RtP)
+    deterministic: tuple[bool, ...] = ()  # per method: the same retrieval in every run (RtP)
 
     def _gt(self, gt: str) -> int:
         check_gt(gt)
@@ -138,7 +138,7 @@ class Evaluation:
         return self.methods.index(method)
 
     def is_deterministic(self, method: str) -> bool:
-        """Whether ``method``'s retrieval is stored once for every run (RtP)."""
+        """Whether ``method``'s retrieval is the same in every run (RtP; the study's provenance lists it)."""
         return bool(self.deterministic[self._method(method)]) if self.deterministic else False
 
     def values(self, metric: str, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
@@ -209,20 +209,21 @@ def _code_hash() -> str:
 
 
 def evaluation_key(result) -> str:
-    """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods and
-    runs, and the code of this package."""
+    """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods
+    (and which are deterministic) and runs, and the code of this package."""
     h = hashlib.sha256(_code_hash().encode())
-    stored = result.stored_hits_sha256()
-    if stored:  # a stored study's hits as saved or loaded: the checksum of its table
+    stored = result.stored_rankings_sha256()
+    if stored:  # a stored study's rankings as saved or loaded: the checksum of its table
         h.update(stored.encode())
     else:
-        final = result.final_hits()[["qkey", "method", "run", "rank", "api_id"]]
+        final = result.rankings[["qkey", "method", "run", "rank", "api_id"]]
         h.update(pd.util.hash_pandas_object(final, index=False).to_numpy().tobytes())
     q = result.queries
     h.update(json.dumps({"qrels": {gt: [sorted(v) if v is not None else [] for v in q[gt]]
                                        for gt in GT_DEFINITIONS},
                          "qkeys": list(q["qkey"]), "subsets": list(q["subset"]),
-                         "methods": result.methods, "n_runs": result.n_runs}, sort_keys=True).encode())
+                         "methods": result.methods, "n_runs": result.n_runs,
+                         "deterministic": result.deterministic}, sort_keys=True).encode())
     return h.hexdigest()[:20]
 
 
@@ -232,7 +233,7 @@ def _compute(result, key: str) -> Evaluation:
     qkeys = q["qkey"].to_numpy().astype(str)
     methods, n_runs = tuple(result.methods), result.n_runs
     pos = pd.Series(np.arange(len(qkeys)), index=qkeys)
-    final = result.final_hits()
+    final = result.rankings
     final = final.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(["method", "run", "qkey",
                                                                                  "api_id"])
     final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
@@ -248,9 +249,9 @@ def _compute(result, key: str) -> Evaluation:
         rel = np.fromiter((a in rels[i] for a, i in zip(final["api_id"], q_idx, strict=True)), dtype=bool,
                           count=len(final))
         for run in range(n_runs):
-            take = rel & ((runs == run) | (runs < 0))  # a negative run: stored once for every run
+            take = rel & (runs == run)
             flags[g, m_idx[take], run, q_idx[take], final["r"].to_numpy()[take]] = True
-    shared = set(final.loc[runs < 0, "method"])
+    shared = set(result.deterministic)  # the provenance's deterministic methods
     return Evaluation(key, GT_DEFINITIONS, methods, n_runs, qkeys, q["subset"].to_numpy().astype(str), n_gt,
                       flags, tuple(m in shared for m in methods))
 

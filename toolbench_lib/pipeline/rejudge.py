@@ -8,7 +8,7 @@ Two sources of plans:
   judge prompt is rendered by :func:`toolbench_lib.pipeline.study.judge_plan`, exactly as a study renders
   it, so a study that replays the cassette with that judge version finds every recorded verdict.
 * :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.pipeline.study.StudyResult` (steps,
-  refusal and reason), with the API lists rebuilt from its hits.
+  refusal and reason), with the API lists rebuilt from its rankings.
 
 ``python -m toolbench_lib.pipeline.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
 verdicts with the local model behind the call cache (resumable: a cached call is never repeated), then
@@ -115,12 +115,12 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
     q = result.queries.set_index("qkey")
     keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
         else set(q.index)
-    final = result.final_hits(k).sort_values("rank")
+    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
     rows_of = final.groupby(["qkey", "method", "run"])["row"].apply(list).to_dict()
     out = []
     for p in plans[plans["qkey"].isin(keep)].to_dict("records"):
         run = int(p["run"])
-        rows = rows_of.get((p["qkey"], p["method"], run), rows_of.get((p["qkey"], p["method"], -1), []))
+        rows = rows_of.get((p["qkey"], p["method"], run), [])
         plan = Plan(steps=json.loads(p["steps_json"]), refusal=bool(p["refusal"]), reason=p["reason"] or "",
                     parse_ok=bool(p["parse_ok"]))
         later = settings.get("run_temperature")

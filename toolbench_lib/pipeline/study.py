@@ -1,10 +1,14 @@
 """The two architectures end to end: stubs, retrieval, plans and judge verdicts over independent runs.
 
-A study run stores four tables, each once per configuration, that every analysis reads:
+A study run stores these tables, each once per configuration, that every analysis reads (beside
+``queries``):
 
 * ``stubs``: ``qkey, run, stub_idx, name, reasoning, fell_back`` (PtR's generated stubs),
-* ``hits``: ``qkey, method, run, text_idx, rank, row, api_id, score`` (per-text and merged rankings;
-  RtP is deterministic and stored once with ``run = -1``),
+* ``rankings``: ``qkey, method, run, rank, row, api_id, score``: the final ranking of every method, run
+  and query, with the retriever's own scores; every method has every run ``0..runs-1`` (a deterministic
+  method, listed in ``provenance["deterministic"]``, is retrieved once and its ranking repeated per run),
+* ``text_rankings``: ``qkey, method, run, text_idx, rank, row, api_id, score``: each searched text's own
+  ranking (``text_idx`` from 0: the query for RtP, each stub for PtR; none for a fused method),
 * ``plans``: ``qkey, method, run, refusal, parse_ok, n_steps, named_ids, fidelity, named_ids_strict,
   fidelity_strict, steps_json, reason, verdict, judge_version`` (tolerant and strict plan-name
   resolution; steps and reason let another judge re-judge a stored plan),
@@ -13,6 +17,11 @@ A study run stores four tables, each once per configuration, that every analysis
 Runs are independent samples. Run 0 uses ``temperature`` (0, as in the paper); later runs use
 ``run_temperature`` with ``seed = run`` so that a backend that is deterministic at temperature 0 still
 gives independent samples. ``run_temperature=None`` keeps every run at ``temperature``.
+
+A stored study records its layout in ``provenance["format_version"]`` (:data:`FORMAT_VERSION`). A folder of
+format 1 (one ``hits`` table mixing the final rankings with the texts' own, a deterministic method stored
+once for every run) is read through :func:`convert_format_1`; a folder of a newer format than this code's is
+refused with one line naming its version.
 """
 
 from __future__ import annotations
@@ -54,14 +63,16 @@ from ..llm.prompts import (
     judge_prompt,
 )
 from ..retrieval.methods import load_methods
+from ..retrieval.rankings import Retrieved
 from ..retrieval.retrievers import RunContext, get_retriever, split_method
 from ..retrieval.setup import RetrievalSetup
 
 log = logging.getLogger(__name__)
 
 METHODS = ("rtp", "ptr")
-MERGED = -1  # ``text_idx`` of a query's final (merged) ranking in the hits table
-SHARED_RUN = -1  # ``run`` of a method whose retrieval is deterministic and stored once (RtP)
+FORMAT_VERSION = 2  # the stored layout: rankings and text_rankings (1: one hits table, see convert_format_1)
+RANKINGS_COLUMNS = ["qkey", "method", "run", "rank", "row", "api_id", "score"]
+TEXT_RANKINGS_COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
 
 
 @dataclass
@@ -104,22 +115,25 @@ class StudyResult:
 
     queries: pd.DataFrame
     stubs: pd.DataFrame
-    hits: pd.DataFrame
+    rankings: pd.DataFrame
+    text_rankings: pd.DataFrame
     plans: pd.DataFrame
     calls: pd.DataFrame
     provenance: dict = field(default_factory=dict)
     folder: Path | None = None  # where the study is stored (set by save and load); its evaluation goes there
 
-    TABLES = ("queries", "stubs", "hits", "plans", "calls")
+    TABLES = ("queries", "stubs", "rankings", "text_rankings", "plans", "calls")
 
-    def stored_hits_sha256(self) -> str | None:
-        """The sha256 of the stored hits table while ``hits`` is the table saved or loaded, else None."""
-        stored = self.__dict__.get("_hits_sha256")
-        return stored[1] if stored is not None and stored[0] is self.hits else None
+    def stored_rankings_sha256(self) -> str | None:
+        """The sha256 of the stored ``rankings`` table while it is the table saved or loaded, else None (a
+        study converted from format 1 has none until it is saved)."""
+        stored = self.__dict__.get("_rankings_sha256")
+        return stored[1] if stored is not None and stored[0] is self.rankings else None
 
     def save(self, folder: Path) -> Path:
-        """Write every table and their sha256 checksums, then ``provenance.json`` last: its presence marks
-        a complete study."""
+        """Write every table and their sha256 checksums, then ``provenance.json`` last (with
+        ``format_version``): its presence marks a complete study."""
+        self.provenance = {**self.provenance, "format_version": FORMAT_VERSION}
         with atomic_folder(folder, last=(PROVENANCE,)) as out:  # a failed write leaves it as it was
             for name in self.TABLES:
                 getattr(self, name).to_parquet(out.path(f"{name}.parquet"), index=False)
@@ -129,12 +143,14 @@ class StudyResult:
             out.path(TABLE_CHECKSUMS).write_text(json.dumps(sums, indent=2))
             out.path(PROVENANCE).write_bytes(provenance)
         self.folder = Path(folder)
-        self.__dict__["_hits_sha256"] = (self.hits, sums["hits.parquet"])
+        self.__dict__["_rankings_sha256"] = (self.rankings, sums["rankings.parquet"])
         return folder
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`.
+        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`,
+        and so is a format newer than :data:`FORMAT_VERSION` (one line naming it). A study of format 1 is
+        converted in memory (:func:`convert_format_1`).
 
         Each table is read once and its checksum computed over the very bytes that are parsed, under the
         folder's shared lock (a save moves its files in under the exclusive one), so a load never mixes
@@ -143,29 +159,32 @@ class StudyResult:
         try:
             with folder_lock(folder, shared=True):
                 sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
-                tables = {}
-                for name in cls.TABLES:
-                    data = (folder / f"{name}.parquet").read_bytes()
-                    if hashlib.sha256(data).hexdigest() != sums.get(f"{name}.parquet"):
-                        raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
-                                               "checksum; delete the folder to run the study again")
-                    tables[name] = pd.read_parquet(io.BytesIO(data))
                 data = (folder / PROVENANCE).read_bytes()
                 if hashlib.sha256(data).hexdigest() != sums.get(PROVENANCE):
                     raise StoredStudyError(f"stored study {folder}: {PROVENANCE} does not match its checksum "
                                            f"(or {TABLE_CHECKSUMS} lists none); delete the folder to run the "
                                            "study again")
                 provenance = json.loads(data)
+                version = stored_format_version(provenance, folder)
+                tables = {}
+                for name in cls.TABLES if version == FORMAT_VERSION else FORMAT_1_TABLES:
+                    data = (folder / f"{name}.parquet").read_bytes()
+                    if hashlib.sha256(data).hexdigest() != sums.get(f"{name}.parquet"):
+                        raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
+                                               "checksum; delete the folder to run the study again")
+                    tables[name] = pd.read_parquet(io.BytesIO(data))
         except StoredStudyError:
             raise
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
             raise StoredStudyError(f"stored study {folder} is incomplete or damaged ({type(exc).__name__}: "
                                    f"{exc}); delete the folder to run the study again") from None
+        if version != FORMAT_VERSION:
+            tables, provenance = convert_format_1(tables, provenance)
         result = cls(**tables, provenance=provenance, folder=folder)
-        result.__dict__["_hits_sha256"] = (result.hits, sums["hits.parquet"])
+        if version == FORMAT_VERSION:
+            result.__dict__["_rankings_sha256"] = (result.rankings, sums["rankings.parquet"])
         return result
 
-    # The conventions of the ``hits`` table are decoded here and nowhere else.
     @property
     def n_runs(self) -> int:
         """Independent runs of the study."""
@@ -176,38 +195,32 @@ class StudyResult:
         """The study's methods in the order of its settings; one that found nothing for any query stays
         (every query an empty ranking, recall 0), so no table, export or summary drops it."""
         listed = (self.provenance.get("settings", {}).get("methods")
-                  or list(dict.fromkeys(self.hits["method"])))
+                  or list(dict.fromkeys(self.rankings["method"])))
         return list(listed)
 
-    def _method_hits(self, method: str, run: int) -> pd.DataFrame:
-        h = self.hits[self.hits["method"] == method]
-        if h.empty:
-            if method in self.methods:  # retrieved, but nothing for any query
-                return h
-            raise KeyError(f"no hits of method {method!r} in this study (has {self.methods})")
-        if (h["run"] == SHARED_RUN).any():  # deterministic retrieval, stored once for every run
-            return h
+    @property
+    def deterministic(self) -> list[str]:
+        """The methods whose retrieval is the same in every run (their ranking is repeated per run)."""
+        return list(self.provenance.get("deterministic", []))
+
+    def _of(self, table: pd.DataFrame, method: str, run: int) -> pd.DataFrame:
+        """The rows of ``method`` in ``run`` of one of the rankings tables."""
+        mine = table[table["method"] == method]
+        if method not in self.methods and not (self.rankings["method"] == method).any():
+            raise KeyError(f"no rankings of method {method!r} in this study (has {self.methods})")
         if not 0 <= run < self.n_runs:
             raise KeyError(f"run {run} is not in this study (runs 0..{self.n_runs - 1})")
-        return h[h["run"] == run]
+        return mine[mine["run"] == run]
 
-    def stored_run(self, method: str, run: int) -> int:
-        """The ``run`` value under which ``method``'s hits of ``run`` are stored (``SHARED_RUN`` for RtP)."""
-        h = self.hits[self.hits["method"] == method]
-        return SHARED_RUN if (h["run"] == SHARED_RUN).any() else run
-
-    def final_hits(self, k: int | None = None) -> pd.DataFrame:
-        """Every method's final-ranking rows of ``hits`` (``qkey, method, run, rank, row, api_id, score``),
-        cut at ``k``; a deterministic method keeps its one stored run (see :meth:`stored_run`)."""
-        final = self.hits[self.hits["text_idx"] == MERGED]
-        if k is not None:
-            final = final[final["rank"] <= k]
-        return final.drop(columns=["text_idx"])
+    def retrieved(self, method: str, run: int = 0) -> Retrieved:
+        """``method``'s rankings of ``run`` as its retriever returned them (the final rankings and each
+        text's own, without the ``run`` column)."""
+        return Retrieved(self._of(self.rankings, method, run).drop(columns="run"),
+                         self._of(self.text_rankings, method, run).drop(columns="run"))
 
     def ranking(self, method: str, run: int = 0, k: int | None = None) -> dict[str, list[str]]:
         """``{qkey: [api_id, ...]}``: each query's final ranking of ``method`` in ``run``, cut at ``k``."""
-        h = self._method_hits(method, run)
-        final = h[h["text_idx"] == MERGED]
+        final = self._of(self.rankings, method, run)
         if k is not None:
             final = final[final["rank"] <= k]
         final = final.sort_values(["qkey", "rank"])
@@ -215,15 +228,13 @@ class StudyResult:
 
     def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
         """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
-        h = self._method_hits(method, run)
-        final = h[h["text_idx"] == MERGED].sort_values(["qkey", "rank"])
+        final = self._of(self.rankings, method, run).sort_values(["qkey", "rank"])
         return {q: dict(zip(g["api_id"], g["score"].astype(float), strict=True))
                 for q, g in final.groupby("qkey", sort=False)}
 
-    def text_rankings(self, method: str, run: int = 0) -> dict[str, list[dict[str, float]]]:
+    def scored_text_rankings(self, method: str, run: int = 0) -> dict[str, list[dict[str, float]]]:
         """``{qkey: [{api_id: cosine}, ...]}``: every searched text's own ranking, in text order."""
-        h = self._method_hits(method, run)
-        own = h[h["text_idx"] != MERGED].sort_values(["qkey", "text_idx", "rank"])
+        own = self._of(self.text_rankings, method, run).sort_values(["qkey", "text_idx", "rank"])
         return {q: [dict(zip(t["api_id"], t["score"].astype(float), strict=True))
                     for _, t in g.groupby("text_idx", sort=True)]
                 for q, g in own.groupby("qkey", sort=False)}
@@ -232,6 +243,44 @@ class StudyResult:
         """``{qkey: {api_id, ...}}`` under one ground-truth definition."""
         check_gt(gt)
         return {key: set(ids) for key, ids in zip(self.queries["qkey"], self.queries[gt], strict=True)}
+
+
+FORMAT_1_TABLES = ("queries", "stubs", "hits", "plans", "calls")  # the tables of a format-1 folder
+
+
+def stored_format_version(provenance: dict, folder: Path) -> int:
+    """The format of a stored study (1 when its provenance names none: written before the field existed);
+    :class:`StoredStudyError` naming the version when it is not one this code reads."""
+    version = provenance.get("format_version", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION:
+        return version
+    why = (f"newer than this toolkit reads ({FORMAT_VERSION}); update toolbench_lib to read it"
+           if isinstance(version, int) and version > FORMAT_VERSION
+           else f"not one this toolkit reads (1..{FORMAT_VERSION}); run the study again")
+    raise StoredStudyError(f"stored study {folder} has format version {version!r}, {why}")
+
+
+def convert_format_1(tables: dict[str, pd.DataFrame],
+                     provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
+    """A format-1 study's tables and provenance in this format: its one ``hits`` table split into
+    ``rankings`` (the rows of ``text_idx = -1``) and ``text_rankings`` (the rest), each row stored once
+    for every run (``run = -1``) repeated for every run ``0..runs-1``, the methods stored so listed in
+    ``provenance["deterministic"]``, and ``format_version`` recorded.
+
+    The one place the old sentinels are read. A load converts in memory and never writes: the folder
+    keeps format 1 (older code still reads it, a read-only run folder stays readable) until the study is
+    saved again, and its evaluation is keyed by the converted rankings' content."""
+    tables = dict(tables)
+    hits = tables.pop("hits")
+    runs = int(provenance.get("settings", {}).get("runs", 1))
+    once = hits["run"] < 0
+    deterministic = [str(m) for m in dict.fromkeys(hits.loc[once, "method"])]
+    repeated = [hits.loc[once].assign(run=r) for r in range(runs)]
+    hits = pd.concat([hits.loc[~once], *repeated], ignore_index=True).astype({"run": "int64"})
+    final = hits["text_idx"] < 0
+    tables["rankings"] = hits.loc[final, RANKINGS_COLUMNS].reset_index(drop=True)
+    tables["text_rankings"] = hits.loc[~final, TEXT_RANKINGS_COLUMNS].reset_index(drop=True)
+    return tables, {**provenance, "format_version": FORMAT_VERSION, "deterministic": deterministic}
 
 
 def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float, **fields) -> LLMResponse:
@@ -300,18 +349,19 @@ def judge_plan(llm: LLMBackend, template: PromptTemplate, query: str, plan: Plan
                 plan=format_plan(plan.steps, plan.refusal, plan.reason))
 
 
-def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame, hits: pd.DataFrame,
+def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame, ranking: pd.DataFrame,
                    method: str, run: int, temperature: float, k: int, judge: bool = True, workers: int = 1,
                    progress: bool = True,
                    judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
-    """The planner on each query's top-``k`` retrieved APIs, then the pass-rate judge on its plan.
+    """The planner on each query's top-``k`` retrieved APIs (``ranking``: the method's final rankings of the
+    run), then the pass-rate judge on its plan.
 
     Plan steps are resolved both ways (:mod:`toolbench_lib.llm.plan_names`): ``named_ids`` / ``fidelity``
     tolerantly (shown APIs first, then the registry), ``named_ids_strict`` / ``fidelity_strict`` strictly.
     """
     judge_template = judge_prompt(judge_version)
     names = registry_names(setup.ds.registry)
-    final = hits[(hits["text_idx"] == -1) & (hits["rank"] <= k)].sort_values(["qkey", "rank"])
+    final = ranking[ranking["rank"] <= k].sort_values(["qkey", "rank"])
     rows_by_q = final.groupby("qkey", sort=False)["row"].apply(list).to_dict()
     items = list(zip(queries["qkey"], queries["query"], strict=True))
 
@@ -365,8 +415,8 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
     needs_stubs = any(r.uses_stubs for r in retrievers)
     if llm is None and (needs_stubs or settings.plan_limit != 0):
         raise ValueError("an LLM backend is needed for stubs or plans (--backend)")
-    stubs, hits, plans, calls = [], [], [], []
-    shared: dict[str, pd.DataFrame] = {}
+    stubs, finals, texts, plans, calls = [], [], [], [], []
+    shared: dict[str, Retrieved] = {}
     for run in range(settings.runs):
         temp = settings.temperature_of(run)
         ctx = RunContext(setup, q, run, settings.depth)
@@ -376,26 +426,26 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             calls.extend(c)
             ctx.stubs = s
         for r in retrievers:
-            if r.deterministic and r.name in shared:
-                ctx.hits[r.name] = shared[r.name]
-                continue
-            h = r.retrieve(ctx)
-            h.insert(2, "run", SHARED_RUN if r.deterministic else run)
-            ctx.hits[r.name] = h
-            hits.append(h)
-            if r.deterministic:
-                shared[r.name] = h
+            got = shared.get(r.name)
+            if got is None:
+                got = r.retrieve(ctx)
+                if r.deterministic:  # the same in every run: retrieved once, stored for each run
+                    shared[r.name] = got
+            ctx.retrieved[r.name] = got
+            finals.append(got.final.assign(run=run)[RANKINGS_COLUMNS])
+            texts.append(got.texts.assign(run=run)[TEXT_RANKINGS_COLUMNS])
         if settings.plan_limit == 0 or (settings.plan_runs is not None and run >= settings.plan_runs):
             continue
         for method in settings.methods:
             if settings.plan_methods is not None and method not in settings.plan_methods:
                 continue
-            p, c = plan_and_judge(llm, setup, planned, ctx.hits[method], method, run, temp, settings.k,
-                                  settings.judge, settings.workers, progress, settings.judge_version)
+            p, c = plan_and_judge(llm, setup, planned, ctx.retrieved[method].final, method, run, temp,
+                                  settings.k, settings.judge, settings.workers, progress,
+                                  settings.judge_version)
             plans.append(p)
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
-    all_hits = pd.concat(hits, ignore_index=True)
+    rankings, text_rankings = _stack(finals, RANKINGS_COLUMNS), _stack(texts, TEXT_RANKINGS_COLUMNS)
     prov = {
         **setup.provenance,
         "backend": llm.name if llm is not None else None,
@@ -408,25 +458,32 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         "retrievers": _retriever_provenance(setup, settings.methods),
         "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,
-        "empty_rankings": empty_rankings(all_hits, q["qkey"], settings.methods),
+        "empty_rankings": empty_rankings(rankings, q["qkey"], settings.methods, settings.runs),
         "stub_cap": stub_cap_counts(stubs),
+        "deterministic": [r.name for r in retrievers if r.deterministic],
+        "format_version": FORMAT_VERSION,
     }
     stubs = [s.drop(columns="dropped", errors="ignore") for s in stubs]  # counted in provenance
     return StudyResult(q, pd.concat(stubs, ignore_index=True) if stubs else empty_stubs,
-                       all_hits, pd.concat(plans, ignore_index=True)
+                       rankings, text_rankings, pd.concat(plans, ignore_index=True)
                        if plans else pd.DataFrame(), pd.DataFrame(calls), prov)
 
 
-def empty_rankings(hits: pd.DataFrame, qkeys: Sequence[str], methods: Sequence[str]) -> dict[str, list[int]]:
-    """Per method, how many queries got an empty final ranking, per stored run (one count for a method
-    stored once): a text with no indexable term, or nothing found. Each method with any is logged."""
-    final = hits[hits["text_idx"] == MERGED]
+def _stack(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The non-empty frames one below the other (an empty table of ``columns`` when there are none)."""
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def empty_rankings(rankings: pd.DataFrame, qkeys: Sequence[str], methods: Sequence[str],
+                   runs: int) -> dict[str, list[int]]:
+    """Per method, how many queries got an empty final ranking in each run ``0..runs-1``: a text with no
+    indexable term, or nothing found. Each method with any is logged."""
     n = len(set(qkeys))
     out = {}
     for m in methods:
-        h = final[final["method"] == m]
-        runs = sorted(set(h["run"])) or [SHARED_RUN]
-        out[m] = [int(n - h.loc[h["run"] == r, "qkey"].nunique()) for r in runs]
+        h = rankings[rankings["method"] == m]
+        out[m] = [int(n - h.loc[h["run"] == r, "qkey"].nunique()) for r in range(runs)]
         if any(out[m]):
             log.warning("method %s: %s of %d queries have an empty ranking (no indexable term, or nothing "
                         "found); they count as recall 0", m, "/".join(map(str, out[m])), n)
