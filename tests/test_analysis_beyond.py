@@ -154,7 +154,7 @@ def test_pooled_margin_uses_each_set_reference(scored) -> None:
 
 def test_a_study_without_ptr_is_one_clear_error() -> None:
     res = synthetic_study(3)
-    res.hits = res.hits[res.hits["method"] == "rtp"]
+    res.rankings = res.rankings[res.rankings["method"] == "rtp"]
     with pytest.raises(ValueError, match="no PtR rankings"):
         beyond.method_scores(res, ["rtp", "rrf"], ks=[5])
 

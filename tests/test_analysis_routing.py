@@ -27,6 +27,8 @@ from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study
 
+from .hand_tables import HIT_COLUMNS, study_of_hits
+
 # -- AUROC ------------------------------------------------------------------------------------------------
 
 
@@ -125,11 +127,10 @@ def _study(n_per_set: int = 20, runs: int = 2, planned: int = 10) -> StudyResult
                     calls.append((key, "rtp", run, "plan", 300 + i, 50))
                     calls.append((key, "ptr", run, "plan", 400 + i, 50))
                     calls.append((key, "rtp", run, "judge", 999, 9))
-    hit_cols = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
-    hits_df = pd.DataFrame(hits, columns=hit_cols)
+    hits_df = pd.DataFrame(hits, columns=HIT_COLUMNS)
     calls_df = pd.DataFrame(calls, columns=["qkey", "method", "run", "stage", "tokens_in", "tokens_out"])
     prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr"], "k": 5}}
-    return StudyResult(pd.DataFrame(queries), pd.DataFrame(), hits_df, pd.DataFrame(), calls_df, prov)
+    return study_of_hits(pd.DataFrame(queries), pd.DataFrame(), hits_df, pd.DataFrame(), calls_df, prov)
 
 
 def test_query_tokens_impute_missing_plans_from_the_set_mean():

@@ -11,6 +11,8 @@ from toolbench_lib.analysis import sensitivity as se
 from toolbench_lib.analysis.similarity import SimilarityCache
 from toolbench_lib.pipeline.study import StudyResult
 
+from .hand_tables import HIT_COLUMNS, study_of_hits
+
 # Ground truth per query; G2 is G2_category_original, G2_instruction is the other G2.
 GT = {"G1_instruction:1": ["a"], "G1_instruction:2": ["b"], "G2_category_original:3": ["c", "d"],
       "G2_category_original:4": ["e", "f"], "G2_instruction:5": ["g", "h", "i"],
@@ -33,9 +35,9 @@ def _study(keys: list[int] | None = None) -> StudyResult:
         for q in qkeys:
             for rank, api in enumerate(lists[int(q.split(":")[1])], 1):
                 rows.append((q, method, run, -1, rank, 0, api, 1.0 / rank))
-    hits = pd.DataFrame(rows, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
+    hits = pd.DataFrame(rows, columns=HIT_COLUMNS)
     prov = {"settings": {"runs": 2, "k": 2, "depth": 2, "methods": ["rtp", "ptr"]}}
-    return StudyResult(queries, pd.DataFrame(), hits, pd.DataFrame(), pd.DataFrame(), prov)
+    return study_of_hits(queries, pd.DataFrame(), hits, pd.DataFrame(), pd.DataFrame(), prov)
 
 
 SOURCES = [("main", _study(), "G2_category_original"), ("validation", _study(), "G2_instruction")]

@@ -21,6 +21,7 @@ from toolbench_lib.analysis.main_results import paired_tests
 from toolbench_lib.analysis.summary import summary_table
 from toolbench_lib.eval.stats import bootstrap_ci, holm, paired, runs_test
 
+from .hand_tables import with_tables
 from .test_analysis_tables import key, study  # noqa: F401 (fixture)
 
 
@@ -79,20 +80,26 @@ def test_paired_tests_on_the_hand_study(study):  # noqa: F811
 
 
 def test_study_accessors_decode_the_tables(study):  # noqa: F811
-    assert study.ranking("rtp", 1, k=3)[key("q1")] == ["a", "x", "b"]  # RtP is stored once, for every run
+    assert study.ranking("rtp", 1, k=3)[key("q1")] == ["a", "x", "b"]  # RtP's one ranking, in every run
     assert study.ranking("ptr", 1, k=2)[key("q2")] == ["y", "c"]
-    assert [list(r) for r in study.text_rankings("ptr", 0)[key("q1")]] == [["x", "a"], ["a"]]
+    assert [list(r) for r in study.scored_text_rankings("ptr", 0)[key("q1")]] == [["x", "a"], ["a"]]
+    r = study.rankings
+    assert study.deterministic == ["rtp"] and study.retrieved("ptr", 1).final.equals(
+        r[(r["method"] == "ptr") & (r["run"] == 1)].drop(columns="run"))
     with pytest.raises(KeyError, match="run 5"):
         study.ranking("ptr", 5)
-    with pytest.raises(KeyError, match="no hits of method"):
+    with pytest.raises(KeyError, match="no rankings of method"):
         study.ranking("fused")
 
 
 def test_summary_table_single_run_has_ci_not_std(study):  # noqa: F811
-    one_run = type(study)(study.queries, study.stubs[study.stubs["run"] == 0],
-                          study.hits[study.hits["run"] <= 0], study.plans[study.plans["run"] == 0],
-                          study.calls[study.calls["run"] == 0],
-                          {"settings": {**study.provenance["settings"], "runs": 1}})
+    one_run = with_tables(study, stubs=study.stubs[study.stubs["run"] == 0],
+                          rankings=study.rankings[study.rankings["run"] == 0],
+                          text_rankings=study.text_rankings[study.text_rankings["run"] == 0],
+                          plans=study.plans[study.plans["run"] == 0],
+                          calls=study.calls[study.calls["run"] == 0],
+                          provenance={**study.provenance,
+                                      "settings": {**study.provenance["settings"], "runs": 1}})
     t = summary_table(one_run, 2, ["candidates"])
     assert t["recall_std"].isna().all() and (t["n_runs"] == 1).all()
     assert (t["recall_ci_low"] <= t["recall_mean"]).all() and (t["recall_mean"] <= t["recall_ci_high"]).all()

@@ -24,6 +24,8 @@ from toolbench_lib.eval.evaluation import (
 from toolbench_lib.eval.stats import holm, paired, runs_test
 from toolbench_lib.pipeline.study import StudyResult
 
+from .hand_tables import study_of_hits
+
 RANX = {"recall": "recall", "precision": "precision", "ndcg": "ndcg", "mrr": "mrr"}
 
 
@@ -81,7 +83,7 @@ def test_metric_values_broadcast_over_leading_axes() -> None:
 
 
 def _study(seed: int = 0, runs: int = 3) -> StudyResult:
-    """A study of two methods over two sets: ``rtp`` stored once (run -1), ``ptr`` per run."""
+    """A study of two methods over two sets: ``rtp`` written once for every run (run -1), ``ptr`` per run."""
     rng = np.random.default_rng(seed)
     rows, queries = [], []
     for i in range(30):
@@ -94,8 +96,8 @@ def _study(seed: int = 0, runs: int = 3) -> StudyResult:
                     rows.append({"qkey": qk, "method": method, "run": run, "text_idx": -1, "rank": rank,
                                  "row": int(d), "api_id": f"d{d}", "score": 1.0 - rank / 100})
     prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr"]}}
-    return StudyResult(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(),
-                       pd.DataFrame(), prov)
+    return study_of_hits(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(),
+                         pd.DataFrame(), prov)
 
 
 def test_study_evaluation_equals_scoring_each_run(tmp_path) -> None:
@@ -127,7 +129,8 @@ def test_a_stored_study_keeps_its_evaluation_and_refuses_a_damaged_one(tmp_path,
 def test_the_key_follows_the_rankings() -> None:
     study = _study()
     before = evaluate(study).key
-    study.hits = study.hits.assign(api_id=study.hits["api_id"].where(study.hits["rank"] != 1, "zz"))
+    study.rankings = study.rankings.assign(api_id=study.rankings["api_id"].where(study.rankings["rank"] != 1,
+                                                                                 "zz"))
     assert evaluate(study).key != before
 
 

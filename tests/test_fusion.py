@@ -14,6 +14,8 @@ from toolbench_lib.retrieval import fused
 from toolbench_lib.retrieval.fuse import combine
 from toolbench_lib.retrieval.fusion_specs import round_robin
 
+from .hand_tables import study_of_hits
+
 
 def _hits(key: str, method: str, run: int, text_idx: int, ranking: list[tuple[str, float]]) -> list[dict]:
     return [{"qkey": key, "method": method, "run": run, "text_idx": text_idx, "rank": i, "row": 0,
@@ -56,7 +58,7 @@ def synthetic_study(n_per_set: int = 12, seed: int = 0) -> StudyResult:
                            "tokens_out": 40, "latency_s": 1.0, "cached": True, "backend": "x", "model": "m"}
                           for k in q["qkey"]])
     prov = {"model": "synthetic", "settings": {"runs": 1, "methods": ["rtp", "ptr"], "k": 5}}
-    return StudyResult(q, stubs, pd.DataFrame(hits), pd.DataFrame(), calls, prov)
+    return study_of_hits(q, stubs, pd.DataFrame(hits), pd.DataFrame(), calls, prov)
 
 
 def _recall(lists: dict[str, list[str]], result: StudyResult, subset: str, k: int = 5) -> float:
@@ -74,9 +76,9 @@ def test_round_robin_dedupes_and_cuts() -> None:
 def test_baselines_reproduce_stored_rankings() -> None:
     res = synthetic_study()
     runs = fused.fused_runs(res, ["rtp", "ptr"], 5)
-    h = res.hits
-    for method, run in (("rtp", -1), ("ptr", 0)):
-        final = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == -1) & (h["rank"] <= 5)]
+    h = res.rankings
+    for method in ("rtp", "ptr"):
+        final = h[(h["method"] == method) & (h["run"] == 0) & (h["rank"] <= 5)]
         expected = final.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
         assert runs[method] == expected
 
@@ -144,7 +146,7 @@ def test_unknown_method_and_missing_setup_are_clear() -> None:
         fused.fused_runs(res, ["nope"], 5)
     with pytest.raises(ValueError, match="meanemb needs"):
         fused.fused_runs(res, ["meanemb"], 5)
-    with pytest.raises(ValueError, match="no hits of ptr for run 3"):
+    with pytest.raises(ValueError, match="no rankings of rtp for run 3"):
         fused.fused_runs(res, ["rr"], 5, run=3)
 
 
@@ -186,14 +188,13 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
 
     assert {"rrf", "combsum2-mm", "route-cv"} <= set(RETRIEVERS)
     res = synthetic_study()
-    ids = sorted(set(res.hits["api_id"]))
+    ids = sorted(set(res.rankings["api_id"]) | set(res.text_rankings["api_id"]))
     setup = SimpleNamespace(api_ids=ids)
-    h = res.hits
-    ctx = RunContext(setup, res.queries, 0, 5, res.stubs,
-                     {"rtp": h[h["method"] == "rtp"], "ptr": h[h["method"] == "ptr"]})
+    ctx = RunContext(setup, res.queries, 0, 5, res.stubs, {m: res.retrieved(m, 0) for m in ("rtp", "ptr")})
     for name in ("rrf", "combsum2-mm", "rr"):
-        out = RETRIEVERS[name].retrieve(ctx)
-        assert set(out["text_idx"]) == {-1} and (out["method"] == name).all()
+        got_back = RETRIEVERS[name].retrieve(ctx)
+        out = got_back.final
+        assert got_back.texts.empty and (out["method"] == name).all()
         got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
         assert got == fused.fused_runs(res, [name], 5)[name]
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))

@@ -17,6 +17,8 @@ from toolbench_lib.retrieval.fusion_specs import FusionInputs, FusionSpec
 from toolbench_lib.retrieval.retrievers import get_retriever, method_name, split_method
 from toolbench_lib.retrieval.tuning import candidate_specs, weight_grid
 
+from .hand_tables import HIT_COLUMNS, study_of_hits
+
 # Two sets of two queries; ground truth: G1 q1 {a}, q2 {b}; G2 q3 {c, d}, q4 {e, f}.
 QUERIES = pd.DataFrame({
     "qkey": ["G1_instruction:1", "G1_instruction:2", "G2_category_original:3", "G2_category_original:4"],
@@ -54,13 +56,13 @@ def _study() -> StudyResult:
     for m, runs in PTR.items():
         for r, lists in enumerate(runs):
             rows += _rows(m, r, lists)
-    hits = pd.DataFrame(rows, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
+    hits = pd.DataFrame(rows, columns=HIT_COLUMNS)
     calls = pd.DataFrame({"qkey": QUERIES["qkey"].tolist() * 2, "method": "ptr", "run": [0] * 4 + [1] * 4,
                           "stage": "stubs", "tokens_in": 100, "tokens_out": 20, "latency_s": 1.0,
                           "cached": True, "backend": "replay", "model": "m"})
     prov = {"settings": {"runs": 2, "k": 2, "depth": 2, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]},
             "retrievers": {"dense": "cosine", "bm25": {"k1": 1.5}}}
-    return StudyResult(QUERIES, pd.DataFrame(), hits, pd.DataFrame(), calls, prov)
+    return study_of_hits(QUERIES, pd.DataFrame(), hits, pd.DataFrame(), calls, prov)
 
 
 def test_method_names_carry_the_family():
