@@ -89,3 +89,60 @@ def test_cpu_flags_and_notebook_seconds():
     console = ("run r: 2 notebook(s)\n  01_data_prep.ipynb                      12.2 s\n"
                "  02_main_results.ipynb                    0.0 s\noutputs: /x\n")
     assert notebook_seconds(console) == {"01_data_prep.ipynb": 12.2, "02_main_results.ipynb": 0.0}
+
+
+def _package_copy(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the package that ``code_hash`` reads instead of the installed one."""
+    import shutil
+
+    from toolbench_lib.data import tables
+
+    copy = tmp_path / "toolbench_lib"
+    shutil.copytree(tables.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(tables, "PACKAGE", copy)
+    tables.code_hash.cache_clear()
+    return copy
+
+
+def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch):
+    """Each kind of stored result is keyed by the code that computes it: a changed retrieval module is a new
+    study key part and a new analysis cache, but leaves the evaluation's key (eval's code) alone; a changed
+    eval module is a new evaluation key; an analysis change leaves the study's and the evaluation's."""
+    from toolbench_lib.data import tables
+
+    copy = _package_copy(tmp_path, monkeypatch)
+    study, evaluation, everything = (lambda: tables.code_hash("config.py", "data", "llm", "retrieval",
+                                                              "pipeline/study.py"),
+                                     lambda: tables.code_hash("eval", "config.py"), tables.code_hash)
+    before = study(), evaluation(), everything()
+    for rel, changes in (("retrieval/rankings.py", (True, False, True)),
+                         ("eval/compare.py", (False, True, True)),
+                         ("analysis/fusion_board.py", (False, False, True)),
+                         ("analysis/explorer_views.py", (False, False, True))):
+        path = copy / rel
+        path.write_text(path.read_text() + "\n# changed\n")
+        tables.code_hash.cache_clear()
+        after = study(), evaluation(), everything()
+        assert tuple(a != b for a, b in zip(before, after, strict=True)) == changes, rel
+        before = after
+    tables.code_hash.cache_clear()
+
+
+def test_cached_tables_are_made_again_after_a_code_change(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from toolbench_lib.data import tables
+
+    copy = _package_copy(tmp_path, monkeypatch)
+    made = []
+
+    def make():
+        made.append(1)
+        return {"t": pd.DataFrame({"a": [len(made)]})}
+
+    first = tables.cached_tables(tmp_path / "cache", "k5", make)
+    assert tables.cached_tables(tmp_path / "cache", "k5", make)["t"].equals(first["t"]) and len(made) == 1
+    (copy / "analysis" / "retrievers.py").write_text("# another analysis\n")
+    tables.code_hash.cache_clear()
+    assert tables.cached_tables(tmp_path / "cache", "k5", make)["t"]["a"].iloc[0] == 2  # computed again
+    tables.code_hash.cache_clear()

@@ -30,8 +30,9 @@ import pandas as pd
 from ..config import FOLDS, SEED, K
 from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
+from ..data.tables import code_hash
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
-from ..retrieval import fused, fusion_specs, tuning
+from ..retrieval import fused
 from .fusion_board import BASELINES
 from .style import METHOD_COLORS
 from .summary import method_calls
@@ -97,17 +98,6 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     return scores, dec
 
 
-def _code_fingerprint() -> str:
-    """sha256 of the source of the modules that compute method scores (a changed one is a new cache)."""
-    import inspect
-    import sys
-
-    h = hashlib.sha256()
-    for module in (fused, fusion_specs, tuning, sys.modules[__name__]):
-        h.update(Path(inspect.getsourcefile(module)).read_bytes())
-    return h.hexdigest()
-
-
 def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | None = None,
                          **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`method_scores`, kept under ``cache_dir`` and read back by a later call with the same stored
@@ -120,7 +110,7 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     blob = json.dumps({"study": study, "n_rankings": int(len(result.rankings)), "names": list(names),
                        "args": {k: list(v) if isinstance(v, Iterable) and not isinstance(v, str | Mapping)
                                 else v for k, v in sorted(args.items())},
-                       "code": _code_fingerprint()}, sort_keys=True, default=str)
+                       "code": code_hash()}, sort_keys=True, default=str)
     folder = Path(cache_dir) / hashlib.sha256(blob.encode()).hexdigest()[:16]
     paths = [folder / "scores.parquet", folder / "decisions.parquet"]
     blobs = [read_verified(p) for p in paths]  # parsed from the very bytes that were checked

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
+from ..data.tables import code_hash
 from ..eval.evaluation import evaluate
 from ..pipeline.study import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
 
@@ -195,8 +196,9 @@ def write_views(folder: Path, result: StudyResult | None = None) -> Path:
         for name, frame in zip(FILES, frames, strict=True):
             frame.to_parquet(out.path(name), index=False)
             write_checksum(out.path(name))
-        manifest = {"version": VERSION, "study": study_fingerprint(folder), "max_k": MAX_K,
-                    "methods": [*result.methods, *dict.fromkeys(fused["method"])], "files": list(FILES)}
+        manifest = {"version": VERSION, "study": study_fingerprint(folder), "code": code_hash(),
+                    "max_k": MAX_K, "methods": [*result.methods, *dict.fromkeys(fused["method"])],
+                    "files": list(FILES)}
         out.path(MANIFEST).write_text(json.dumps(manifest, indent=2))
         write_checksum(out.path(MANIFEST))
     return target
@@ -213,6 +215,8 @@ def view_problem(folder: Path) -> str | None:
         return f"views of version {manifest.get('version')}, not {VERSION}"
     if manifest.get("study") != study_fingerprint(folder):
         return "views of another study (stale)"
+    if manifest.get("code") != code_hash():
+        return "views computed by other code (stale)"
     return None
 
 

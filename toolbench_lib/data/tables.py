@@ -1,7 +1,10 @@
-"""The one cached-table helper: named tables kept beside what they were computed from, checksummed."""
+"""The one cached-table helper: named tables kept beside what they were computed from, checksummed, and keyed
+by the code that computes them (:func:`code_hash`)."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import json
 from collections.abc import Callable
@@ -12,14 +15,30 @@ import pandas as pd
 from .atomic import atomic_path, read_verified, write_checksum
 
 TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def code_hash(*parts: str) -> str:
+    """sha256 (16 hex digits) of the package's code: of ``parts`` (sub-packages or modules relative to the
+    package, e.g. ``"retrieval"``, ``"config.py"``), or of every module when none is named. Cached tables,
+    stored studies, evaluations, views and learned models are keyed by it, so a change of the code that
+    computes them is never served stale; read once per process."""
+    h = hashlib.sha256()
+    roots = [PACKAGE / p for p in parts] if parts else [PACKAGE]
+    files = sorted({f for r in roots for f in ([r] if r.is_file() else r.rglob("*.py"))
+                    if "__pycache__" not in f.parts})
+    for f in files:
+        h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def cached_tables(folder: Path, key: str,
                   make: Callable[[], dict[str, pd.DataFrame]] | None) -> dict[str, pd.DataFrame] | None:
-    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-v<version>/``: read
-    when every file holds its checksum, else made by ``make()`` and written, ``index.json`` last (with
-    ``make`` None: None, nothing made)."""
-    where = folder / f"tables-{key}-v{TABLES_VERSION}"
+    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-<code>/``
+    (``code``: :func:`code_hash` of the whole package): read when every file holds its checksum, else made
+    by ``make()`` and written, ``index.json`` last (with ``make`` None: None, nothing made)."""
+    where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash()}"
     try:
         names = json.loads((where / "index.json").read_text())
         blobs = {n: read_verified(where / f"{n}.parquet") for n in names}

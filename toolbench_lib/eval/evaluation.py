@@ -27,13 +27,13 @@ import pandas as pd
 
 from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt
+from ..data.tables import code_hash
 
 log = logging.getLogger(__name__)
 
 K_MAX = 20  # the deepest cut-off every evaluation holds (the k-ablation's 1..20)
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 EVAL_DIR = "evaluation"  # beside a stored study's tables
-_CODE = Path(__file__).resolve().parent  # the eval package: its code is part of every evaluation's key
 
 
 def check_metrics(metrics: Sequence[str]) -> list[str]:
@@ -201,17 +201,10 @@ class Evaluation:
             return None
 
 
-def _code_hash() -> str:
-    h = hashlib.sha256()
-    for path in sorted(_CODE.glob("*.py")):
-        h.update(path.name.encode() + path.read_bytes())
-    return h.hexdigest()
-
-
 def evaluation_key(result) -> str:
     """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods
     (and which are deterministic) and runs, and the code of this package."""
-    h = hashlib.sha256(_code_hash().encode())
+    h = hashlib.sha256(code_hash("eval", "config.py").encode())
     stored = result.stored_rankings_sha256()
     if stored:  # a stored study's rankings as saved or loaded: the checksum of its table
         h.update(stored.encode())

@@ -14,6 +14,7 @@ stored study (see :meth:`ExperimentConfig.from_params`). ``reproduce`` refuses i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -25,11 +26,12 @@ from pathlib import Path
 import pandas as pd
 
 from .. import config
-from ..data.atomic import atomic_path
+from ..data.atomic import atomic_path, file_sha256
 from ..data.dataset import load_dataset, sources_fingerprint
 from ..data.markdown import md_table
 from ..data.paths import OUTPUTS_DIR, find_data_dir
 from ..data.queries import resolve_subset
+from ..data.tables import code_hash
 from ..llm.factory import DEFAULT_CASSETTE, default_workers, make_backend
 from ..llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 from ..retrieval.embedding import DEFAULT_BACKEND, DEFAULT_MODEL, load_embedder, resolve_backend
@@ -61,6 +63,15 @@ class RunConflict(RuntimeError):
 def _plain(value):
     """A JSON round trip, so that tuples and lists (or ints and floats) compare as stored."""
     return json.loads(json.dumps(value, default=str))
+
+
+@functools.cache
+def _file_sha256(path: str) -> str:
+    """sha256 of a file (a missing one: ``missing``), read once per process."""
+    try:
+        return file_sha256(path)
+    except OSError:
+        return "missing"
 
 
 def _slug(value) -> str:
@@ -162,6 +173,10 @@ class ExperimentConfig:
 
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
+        # The code that makes the study tables, and the recorded replies a replay answers from.
+        fields["code"] = code_hash("config.py", "data", "llm", "retrieval", "pipeline/study.py")
+        if self.backend == "replay":
+            fields["cassette_sha256"] = _file_sha256(str(self.cassette or DEFAULT_CASSETTE))
         return _plain(fields)
 
     def planned_runs(self) -> int:
