@@ -23,6 +23,8 @@ from toolbench_lib.analysis.explorer import (
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.pipeline.study import StudyResult
 
+from .hand_tables import split_hits, study_of_hits, with_tables
+
 DEPTH = 20
 N_APIS = 40
 # Per query: subset, ranks (1-based) of its ground-truth APIs in RtP's ranking, in PtR's run 0 and run 1.
@@ -92,8 +94,8 @@ def study() -> tuple[pd.DataFrame, StudyResult]:
          "n_steps": 0, "named_ids": [], "fidelity": np.nan, "verdict": "Unsolved", "steps_json": "[]"},
     ])
     prov = {"settings": {"runs": 2, "depth": DEPTH, "k": 5, "methods": ["rtp", "ptr"]}}
-    result = StudyResult(pd.DataFrame(queries), pd.DataFrame(stubs), pd.DataFrame(hits), plans,
-                         pd.DataFrame(), prov)
+    result = study_of_hits(pd.DataFrame(queries), pd.DataFrame(stubs), pd.DataFrame(hits), plans,
+                           pd.DataFrame(), prov)
     return reg, result
 
 
@@ -113,10 +115,13 @@ def _section(html: str, start: str, end: str) -> str:
     return html[i: html.index(end, i)]
 
 
-def _top(result: StudyResult, qkey: str, method: str, run: int, k: int, text_idx: int = -1) -> list[str]:
-    h = result.hits
-    h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == (-1 if method == "rtp" else run))
-          & (h["text_idx"] == text_idx)]
+def _top(result: StudyResult, qkey: str, method: str, run: int, k: int,
+         text_idx: int | None = None) -> list[str]:
+    """The top ``k`` of a method's final ranking (or of one searched text's own ranking)."""
+    h = result.rankings if text_idx is None else result.text_rankings
+    h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == run)]
+    if text_idx is not None:
+        h = h[h["text_idx"] == text_idx]
     return h.sort_values("rank")["api_id"].head(k).tolist()
 
 
@@ -412,10 +417,12 @@ def three_methods(study):
         others = [a for a in ids if a not in gt]
         ranking = _ranking(gt, ranks.get(qkey, [1]), others)
         rows += _hit_rows(qkey, "rtp@bm25", -1, -1, ranking) + _hit_rows(qkey, "rtp@bm25", -1, 0, ranking)
-    prov = {**result.provenance,
+    prov = {**result.provenance, "deterministic": [*result.deterministic, "rtp@bm25"],
             "settings": {**result.provenance["settings"], "methods": ["rtp", "ptr", "rtp@bm25"]}}
-    hits = pd.concat([result.hits, pd.DataFrame(rows)], ignore_index=True)
-    return reg, StudyResult(result.queries, result.stubs, hits, result.plans, result.calls, prov)
+    final, texts, _ = split_hits(pd.DataFrame(rows), result.n_runs)
+    return reg, with_tables(result, rankings=pd.concat([result.rankings, final], ignore_index=True),
+                            text_rankings=pd.concat([result.text_rankings, texts], ignore_index=True),
+                            provenance=prov)
 
 
 def test_any_two_methods_of_the_study(three_methods):

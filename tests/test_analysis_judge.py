@@ -28,6 +28,8 @@ from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.pipeline.rejudge import cassette_plans, record_verdicts
 from toolbench_lib.pipeline.study import StudyResult
 
+from .hand_tables import study_of_hits
+
 G1, G2 = "G1_instruction", "G2_category_original"
 
 
@@ -58,7 +60,7 @@ def _study(runs: int = 1) -> StudyResult:
                          "n_steps": len(named), "named_ids": named, "steps_json": json.dumps(named),
                          "verdict": v, "judge_version": "judge-v1"})
     prov = {"settings": {"runs": runs, "k": 5, "methods": ["rtp", "ptr"]}}
-    return StudyResult(queries, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(), prov)
+    return study_of_hits(queries, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(), prov)
 
 
 REGISTRY = pd.DataFrame([

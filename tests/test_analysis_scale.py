@@ -207,12 +207,12 @@ def slice_cache(slice_setup, slice_study):
     return query_similarities(slice_setup, slice_study)
 
 
-@pytest.mark.parametrize(("method", "run"), [("rtp", -1), ("ptr", 0), ("ptr", 1)])
+@pytest.mark.parametrize(("method", "run"), [("rtp", 0), ("rtp", 1), ("ptr", 0), ("ptr", 1)])
 def test_cached_topk_equals_the_stored_merged_rankings(slice_cache, slice_study, method, run):
     depth = int(slice_study.provenance["settings"]["depth"])
-    rows, scores = slice_cache.top_rows(method, depth, run=max(run, 0))
-    h = slice_study.hits
-    stored = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == -1)].sort_values("rank")
+    rows, scores = slice_cache.top_rows(method, depth, run=run)
+    h = slice_study.rankings
+    stored = h[(h["method"] == method) & (h["run"] == run)].sort_values("rank")
     by_q = {q: g for q, g in stored.groupby("qkey")}
     assert len(by_q) == len(slice_cache.qkeys)
     for i, q in enumerate(slice_cache.qkeys):

@@ -51,6 +51,8 @@ from toolbench_lib.analysis.teaching import (  # noqa: E402
 from toolbench_lib.pipeline.experiment import ExperimentConfig  # noqa: E402
 from toolbench_lib.pipeline.study import StudyResult  # noqa: E402
 
+from .hand_tables import HIT_COLUMNS, study_of_hits  # noqa: E402
+
 G1, G2 = "G1_instruction", "G2_category_original"
 K = 2
 # qkey suffix: (subset, ground truth, RtP, PtR run 0, PtR run 1)
@@ -82,12 +84,12 @@ def make_study(order: list[str] | None = None) -> StudyResult:
         for method, run, ranking in (("rtp", -1, rtp), ("ptr", 0, ptr0), ("ptr", 1, ptr1)):
             ids = ranking.split() + ["pad1", "pad2"]
             hits += [(qkey(q), method, run, -1, r, r, a, 1 - r / 10) for r, a in enumerate(ids, 1)]
-    hits = pd.DataFrame(hits, columns=["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"])
+    hits = pd.DataFrame(hits, columns=HIT_COLUMNS)
     stubs = pd.DataFrame([{"qkey": qkey(q), "run": run, "stub_idx": i, "name": n, "reasoning": r,
                            "fell_back": False}
                           for q, rows in STUBS.items() for run in (0, 1) for i, (n, r) in enumerate(rows)])
     prov = {"settings": {"k": K, "runs": 2, "methods": ["rtp", "ptr"]}}
-    return StudyResult(queries, stubs, hits, pd.DataFrame(), pd.DataFrame(), prov)
+    return study_of_hits(queries, stubs, hits, pd.DataFrame(), pd.DataFrame(), prov)
 
 
 # --------------------------------------------------------------------------- the picks
@@ -308,7 +310,7 @@ def test_report_shows_the_worked_queries_and_every_table2_example(cfg):
 
 def test_teaching_material_of_a_damaged_study_says_so(cfg):
     make_study().save(cfg.study_dir)
-    (cfg.study_dir / "hits.parquet").write_bytes(b"not parquet")
+    (cfg.study_dir / "rankings.parquet").write_bytes(b"not parquet")
     material = teaching_material(cfg)
     assert material.note.startswith("stored study") and "checksum" in material.note
     assert material.picks.empty and material.worked[0].startswith("No worked queries: stored study")

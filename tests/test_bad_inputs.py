@@ -769,18 +769,18 @@ def test_damaged_stored_study_is_never_read(tmp_path, caplog):
     from toolbench_lib.pipeline.experiment import _stored_study
     from toolbench_lib.pipeline.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
 
-    hits = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": -1, "text_idx": -1,
-                         "rank": [1, 2, 3], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
+    rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
+                             "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
     prov = {"model": "all-MiniLM-L6-v2", "settings": {"runs": 1, "methods": ["rtp"]}}
     study = StudyResult(pd.DataFrame({"qkey": ["G1_instruction:1"], "candidates": [["a"]]}), pd.DataFrame(),
-                        hits, pd.DataFrame(), pd.DataFrame(), prov)
+                        rankings, rankings.assign(text_idx=0), pd.DataFrame(), pd.DataFrame(), prov)
     folder = study.save(tmp_path / "runs" / "abc")
     assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
-    path = folder / "hits.parquet"
+    path = folder / "rankings.parquet"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte, same size
     path.write_bytes(bytes(data))
-    with pytest.raises(StoredStudyError, match="hits.parquet does not match its checksum"):
+    with pytest.raises(StoredStudyError, match="rankings.parquet does not match its checksum"):
         StudyResult.load(folder)
     assert _stored_study(folder, "all-MiniLM-L6-v2") is None and "running it again" in caplog.text
     study.save(folder)
@@ -861,12 +861,13 @@ from toolbench_lib.pipeline.validation import report
 
 rng = np.random.default_rng(0)
 n = 200_000
-hits = pd.DataFrame({"qkey": "G1_instruction:1", "method": "rtp", "run": -1, "text_idx": -1,
-                     "rank": np.arange(n), "api_id": [f"api-{x:x}" for x in rng.integers(0, 2**60, n)],
-                     "score": rng.random(n)})
+rankings = pd.DataFrame({"qkey": "G1_instruction:1", "method": "rtp", "run": 0, "rank": np.arange(n),
+                         "row": 0, "api_id": [f"api-{x:x}" for x in rng.integers(0, 2**60, n)],
+                         "score": rng.random(n)})
 # the queries table (written first) differs from the stored one: it must not replace it either
 study = StudyResult(pd.DataFrame({"qkey": ["G1_instruction:9"], "candidates": [["z"]]}), pd.DataFrame(),
-                    hits, pd.DataFrame(), pd.DataFrame(), {"model": "m", "settings": {"runs": 1}})
+                    rankings, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                    {"model": "m", "settings": {"runs": 1}})
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
 try:
@@ -879,10 +880,11 @@ except Exception as exc:
 def _small_study():
     from toolbench_lib.pipeline.study import StudyResult
 
-    hits = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": -1, "text_idx": -1,
-                         "rank": [1, 2, 3], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
+    rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
+                             "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
     return StudyResult(pd.DataFrame({"qkey": ["G1_instruction:1"], "candidates": [["a"]]}), pd.DataFrame(),
-                       hits, pd.DataFrame(), pd.DataFrame(), {"model": "m", "settings": {"runs": 1}})
+                       rankings, rankings.assign(text_idx=0), pd.DataFrame(), pd.DataFrame(),
+                       {"model": "m", "settings": {"runs": 1}})
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -902,7 +904,7 @@ def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
                          timeout=120)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     [line] = problem_lines(out.stderr)
-    assert str(folder / "hits.parquet") in line and "left as it was" in line
+    assert str(folder / "rankings.parquet") in line and "left as it was" in line
     assert _snapshot(folder) == before
     assert StudyResult.load(folder).ranking("rtp") == {"G1_instruction:1": ["a", "b", "c"]}
     OUTCOMES["save-disk-full"] = "clear error"
@@ -917,7 +919,7 @@ def test_a_save_removes_stale_temporary_files_of_dead_processes(tmp_path):
     inside.write_bytes(b"half")
     beside = tmp_path / f".run.{dead}.tmp.d"
     beside.mkdir()
-    (beside / "hits.parquet").write_bytes(b"half")
+    (beside / "rankings.parquet").write_bytes(b"half")
     live = folder / f".stats.json.{os.getpid()}.tmp.json"  # a live writer's file stays
     live.write_bytes(b"being written")
     _small_study().save(folder)

@@ -136,9 +136,8 @@ def _largest_gap(frame: pd.DataFrame) -> str:
 
 
 def _top(result, qkey: str, method: str, k: int) -> list[str]:
-    h = result.hits
-    h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == (-1 if method == "rtp" else 0))
-          & (h["text_idx"] == -1)]
+    h = result.rankings
+    h = h[(h["qkey"] == qkey) & (h["method"] == method) & (h["run"] == 0)]
     return h.sort_values("rank")["api_id"].head(k).tolist()
 
 

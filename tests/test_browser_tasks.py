@@ -1,5 +1,5 @@
 """Three error-analysis tasks done through the explorer page alone (headless Debian Chromium driven by
-Playwright over `make explore`'s Voilà), each answer checked against a recount from the stored hits:
+Playwright over `make explore`'s Voilà), each answer checked against a recount from the stored rankings:
 
 1. the G2 queries where BM25 PtR found a ground-truth API that dense PtR missed, and the stub that found it
    (its hit marked as kept by the merge or dropped by it);
@@ -65,11 +65,10 @@ def family(slice_setup):
 
 
 def _found(result: StudyResult, method: str, k: int, gt: str = "candidates") -> dict[str, set[str]]:
-    """``{qkey: ground-truth APIs in the method's final top k}`` of run 0, recounted from the hits."""
+    """``{qkey: ground-truth APIs in the method's final top k}`` of run 0, recounted from the rankings."""
     rel = dict(zip(result.queries["qkey"], result.queries[gt], strict=True))
-    h = result.hits
-    run = result.stored_run(method, 0)
-    h = h[(h["method"] == method) & (h["run"] == run) & (h["text_idx"] == -1) & (h["rank"] <= k)]
+    h = result.rankings
+    h = h[(h["method"] == method) & (h["run"] == 0) & (h["rank"] <= k)]
     return {q: set(g["api_id"]) & {str(a) for a in rel[q]} for q, g in h.groupby("qkey")}
 
 
@@ -162,9 +161,9 @@ def test_three_tasks_through_the_page(chromium, family, tmp_path):  # noqa: F811
                 items: [...p.nextElementSibling.querySelectorAll('li')].map(li => ({
                     api: li.querySelector('code').innerText,
                     merge: li.querySelector('[data-merge]').dataset.merge}))}))""")
-            h = retr.hits[(retr.hits["qkey"] == qkey) & (retr.hits["method"] == "ptr@bm25")
-                          & (retr.hits["run"] == 0)]
-            final = set(h[(h["text_idx"] == -1) & (h["rank"] <= K)]["api_id"])
+            got = retr.retrieved("ptr@bm25", 0)
+            h = got.texts[got.texts["qkey"] == qkey]
+            final = set(got.final[(got.final["qkey"] == qkey) & (got.final["rank"] <= K)]["api_id"])
             names = retr.stubs[(retr.stubs["qkey"] == qkey) & (retr.stubs["run"] == 0)]
             names = names.sort_values("stub_idx")
             finders = []

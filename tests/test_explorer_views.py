@@ -1,5 +1,5 @@
 """The explorer's precomputed views and API-level filters on a designed study: every answer recounted from
-the stored hits; views written atomically with checksums, and a stale or damaged view never used."""
+the stored rankings; views written atomically with checksums, and a stale or damaged view never used."""
 
 from __future__ import annotations
 
@@ -21,20 +21,20 @@ from toolbench_lib.analysis.explorer_views import (
 )
 from toolbench_lib.eval.evaluation import per_query_runs
 
+from .hand_tables import with_tables
 from .test_analysis_explorer import study, three_methods  # noqa: F401 (fixtures)
 
 
 def _found(result, method: str, run: int, k: int, gt: str = "candidates") -> dict[str, set[str]]:
-    """``{qkey: ground-truth APIs in the method's top k}``, recounted from the stored hits."""
+    """``{qkey: ground-truth APIs in the method's top k}``, recounted from the stored rankings."""
     rel = dict(zip(result.queries["qkey"], result.queries[gt], strict=True))
-    h = result.hits
-    stored = -1 if (h[h["method"] == method]["run"] == -1).any() else run
-    h = h[(h["method"] == method) & (h["run"] == stored) & (h["text_idx"] == -1) & (h["rank"] <= k)]
+    h = result.rankings
+    h = h[(h["method"] == method) & (h["run"] == run) & (h["rank"] <= k)]
     return {q: set(g["api_id"]) & set(rel[q]) for q, g in h.groupby("qkey")}
 
 
 @pytest.mark.parametrize("k", [1, 3, 5, 10])
-def test_api_filters_recounted_from_the_hits(three_methods, k):  # noqa: F811
+def test_api_filters_recounted_from_the_rankings(three_methods, k):  # noqa: F811
     reg, result = three_methods
     ex = QueryExplorer(None, result, registry=reg, k=k)
     ex.subset.value = "all"
@@ -82,7 +82,7 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # n
     study_views(folder, result)
     assert load_views(folder) is not None
     changed = result.queries.assign(query=result.queries["query"] + " again")
-    moved = type(result)(changed, result.stubs, result.hits, result.plans, result.calls, result.provenance)
+    moved = with_tables(result, queries=changed)
     moved.save(folder)
     assert "stale" in view_problem(folder) and load_views(folder) is None
 

@@ -76,7 +76,7 @@ def _explorer_html() -> str:
 
     study = payload_study()
     ex = QueryExplorer(None, study)
-    ex.labels = {str(a): PAYLOAD_LABEL for a in study.hits["api_id"]}
+    ex.labels = {str(a): PAYLOAD_LABEL for a in study.rankings["api_id"]}
     ex.subset.value = "all"
     ex.select(str(study.queries["qkey"].iloc[0]))
     ex.search.value = "alert"  # the payload query is found: the result line quotes the search term

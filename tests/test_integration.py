@@ -61,8 +61,8 @@ def test_rtp_on_slice(slice_setup):
 
 
 def test_query_scores_are_cosines(slice_setup):
-    hits = rtp_study(slice_setup, 3).hits
-    top = hits[(hits["text_idx"] == -1) & (hits["rank"] == 1)].iloc[0]
+    final = rtp_study(slice_setup, 3).rankings
+    top = final[final["rank"] == 1].iloc[0]
     query = slice_setup.queries.set_index("qkey").loc[top["qkey"], "query"]
     qv = slice_setup.embedder.encode([query])[0]
     dv = slice_setup.embedder.encode([slice_setup.ds.texts[top["row"]]])[0]

@@ -26,7 +26,9 @@ def test_stored_study_is_read_without_embedder(mini_toolbench, tmp_path, monkeyp
     assert len(loads) == 1 and setup.built
     setup, again = get_study(_cfg(mini_toolbench, tmp_path))
     assert isinstance(setup, LazySetup) and not setup.built and len(loads) == 1
-    pd.testing.assert_frame_equal(again.hits.reset_index(drop=True), first.hits.reset_index(drop=True))
+    for table in ("rankings", "text_rankings"):
+        pd.testing.assert_frame_equal(getattr(again, table).reset_index(drop=True),
+                                      getattr(first, table).reset_index(drop=True))
     # what a reading cell needs comes without the model ...
     assert setup.ds.registry["api_id"].tolist() == setup.api_ids
     assert setup.queries["qkey"].tolist() == first.queries["qkey"].tolist()

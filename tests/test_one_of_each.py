@@ -1,8 +1,10 @@
 """Grep-level facts of the package: one bootstrap and paired test (``eval.stats``), one fold maker
-(``data.folds``), one fusion stack (``retrieval.fused`` and its specs)."""
+(``data.folds``), one fusion stack (``retrieval.fused`` and its specs), no ``-1`` sentinel in the study's
+tables."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -49,3 +51,49 @@ def test_counts_and_statistics_live_in_eval() -> None:
     assert _defining(r"proportion_confint|^def wilson") == ["eval/stats.py"]
     assert _defining(r"^\s*(from|import) (scipy\.stats|statsmodels|sklearn\.metrics)|^\s*from scipy import stats"
                      ) == ["eval/pass_rates.py", "eval/stats.py"]  # pass_rates: the judge's kappa
+
+
+# A -1 (or a sign test) standing for "final ranking" in text_idx or "every run" in run, as the old hits table
+# had them: named constants, comparisons, literals in a row beside the method, and "-1 if ... else run".
+SENTINELS = [
+    r"\b(MERGED|MERGED_TEXT|SHARED_RUN)\b",
+    r"\btext_idx\b.*((?<![\w.])-\s*1\b|<\s*0\b|>=\s*0\b)",
+    r"(?<![\w.])-\s*1\b.*\btext_idx\b",
+    r"\bruns?\b[\"'\])]*\s*(==|!=|<=|<|=|:)\s*-\s*1\b",
+    r"\bruns?\b[\"'\])]*\s*(<|>=)\s*0\b",
+    r"(?<![\w.])-\s*1\s+if\b.*\belse\b",
+    r"[\"']run[\"']\]?.*(?<![\w.])-\s*1\b",
+    r"\b(method|self\.name|\[[\"']method[\"']\])\s*,\s*-\s*1\b",
+    r"[\"']run[\"']\].*(>=|<)\s*0\b",
+]
+CONVERTER = ("pipeline/study.py", "convert_format_1")  # reads the old format's sentinels, to remove them
+
+
+def _sentinel_lines(path: Path) -> list[str]:
+    """``module:line: text`` of every line of ``path`` that matches a sentinel pattern (the converter's own
+    lines left out)."""
+    source = path.read_text()
+    name = str(path.relative_to(PACKAGE))
+    skip: set[int] = set()
+    if name == CONVERTER[0]:
+        [fn] = [n for n in ast.parse(source).body
+                if isinstance(n, ast.FunctionDef) and n.name == CONVERTER[1]]
+        skip = set(range(fn.lineno, fn.end_lineno + 1))
+    rxs = [re.compile(p) for p in SENTINELS]
+    return [f"{name}:{i}: {line.strip()}" for i, line in enumerate(source.splitlines(), 1)
+            if i not in skip and any(rx.search(line) for rx in rxs)]
+
+
+def test_no_minus_one_sentinel_for_text_idx_or_run() -> None:
+    """The final rankings and the texts' own are two tables, and every method is stored for every run:
+    nothing in the package reads or writes ``text_idx = -1`` or ``run = -1`` but the one converter of
+    stored studies of the old format."""
+    found = [hit for p in sorted(PACKAGE.rglob("*.py")) for hit in _sentinel_lines(p)]
+    assert found == []
+    old = ['final = h[h["text_idx"] == -1]', 'take = rel & ((runs == run) | (runs < 0))',
+           'h.insert(2, "run", SHARED_RUN if r.deterministic else run)',
+           'recs = [(key, self.name, -1, rank, row_of[a], a, float(s))',
+           'rows_of.get((p["qkey"], p["method"], -1), [])', 'top.get((q, m, -1 if m == "rtp" else r), [])',
+           'runs = sorted(int(r) for r in self.result.hits["run"].unique() if int(r) >= 0)',
+           'top1 = h[(h["method"] == "ptr") & (h["text_idx"] >= 0) & (h["rank"] == 1)]']
+    assert all(any(re.search(p, line) for p in SENTINELS) for line in old)  # each old decode is caught

@@ -10,6 +10,8 @@ from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.rejudge import rejudge
 from toolbench_lib.pipeline.study import StudySettings, run_study
 
+from .hand_tables import with_tables
+
 
 @pytest.fixture(scope="module")
 def study(slice_setup):
@@ -45,8 +47,7 @@ def test_rejudge_with_v2_and_the_pass_rate_table(study, slice_setup):
 
 
 def test_rejudge_refuses_plans_without_their_reason(study, slice_setup):
-    old = type(study)(study.queries, study.stubs, study.hits, study.plans.drop(columns=["reason"]),
-                      study.calls, study.provenance)
+    old = with_tables(study, plans=study.plans.drop(columns=["reason"]))
     with pytest.raises(ValueError, match="reason"):
         rejudge(old, slice_setup, RulesBackend(), "judge-v2")
     assert isinstance(old.plans, pd.DataFrame)

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.llm.base import LLMError, LLMResponse
 from toolbench_lib.llm.cached import CachedLLM
 from toolbench_lib.llm.cassettes import export_cassette
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.llm.store import CallStore
-from toolbench_lib.pipeline.study import StudyResult, StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import FORMAT_VERSION, StudyResult, StudySettings, run_study
 
 from .test_llm_gemini import fake_gemini, gemini_body  # noqa: F401 (fixture)
 
@@ -43,12 +44,15 @@ def test_tables_and_summary(rules_result, slice_setup):
     r = rules_result
     n = len(slice_setup.queries)
     assert set(r.stubs["run"]) == {0, 1} and r.stubs["qkey"].nunique() == n
-    assert set(r.hits["method"]) == {"rtp", "ptr"}
-    assert (r.hits[r.hits["method"] == "rtp"]["run"] == -1).all()
+    assert set(r.rankings["method"]) == set(r.text_rankings["method"]) == {"rtp", "ptr"}
+    assert set(r.rankings["run"]) == set(r.text_rankings["run"]) == {0, 1}  # every method in every run
+    assert r.deterministic == ["rtp"] and r.provenance["format_version"] == FORMAT_VERSION
+    assert r.ranking("rtp", 0) == r.ranking("rtp", 1)  # RtP's one ranking, stored for each run
+    assert (r.text_rankings["text_idx"] >= 0).all() and (r.text_rankings["method"] == "rtp").any()
     assert len(r.plans) == 2 * 2 * 3 * 2  # methods x runs x subsets x plan_limit
     stages = r.calls.groupby("stage").size().to_dict()
     assert stages == {"stubs": 2 * n, "plan": 24, "judge": 24}
-    s = summarise_study(r, SUBSETS, 5)
+    s = summary_json(r, SUBSETS, 5)
     assert s["backend"] == "rules" and s["is_llm"] is False
     assert s["pass_rate_kind"].startswith("rules_proxy")
     g1 = s["subsets"]["G1"]["methods"]
@@ -65,7 +69,7 @@ def test_tables_and_summary(rules_result, slice_setup):
 def test_save_and_load(rules_result, tmp_path):
     folder = rules_result.save(tmp_path / "run")
     back = StudyResult.load(folder)
-    assert summarise_study(back, SUBSETS, 5) == summarise_study(rules_result, SUBSETS, 5)
+    assert summary_json(back, SUBSETS, 5) == summary_json(rules_result, SUBSETS, 5)
 
 
 def test_cassette_replay_reproduces_the_run(slice_setup, tmp_path, rules_result):
@@ -75,7 +79,7 @@ def test_cassette_replay_reproduces_the_run(slice_setup, tmp_path, rules_result)
     n = export_cassette(store, cassette)
     assert n == len(recorded.calls) - int(recorded.calls["cached"].sum())  # identical prompts: one call
     replayed = run_study(slice_setup, ReplayBackend(cassette), SETTINGS, progress=False)
-    a, b = summarise_study(recorded, SUBSETS, 5), summarise_study(replayed, SUBSETS, 5)
+    a, b = summary_json(recorded, SUBSETS, 5), summary_json(replayed, SUBSETS, 5)
     assert a["subsets"] == b["subsets"]
     assert replayed.calls["cached"].all()
     with pytest.raises(LLMError, match="run"):
@@ -111,10 +115,10 @@ def test_gemini_backend_end_to_end(slice_setup, fake_gemini, tmp_path, rules_res
                         CallStore(tmp_path / "g.sqlite"))
     settings = StudySettings(runs=1, plan_limit=1, workers=4)
     result = run_study(slice_setup, backend, settings, progress=False)
-    s = summarise_study(result, SUBSETS, 5)
+    s = summary_json(result, SUBSETS, 5)
     assert s["backend"] == "gemini" and s["llm_model"] == "gemini-2.5-flash" and s["is_llm"] is True
     assert s["pass_rate_kind"] == "llm_judge"
-    expected = summarise_study(rules_result, SUBSETS, 5)
+    expected = summary_json(rules_result, SUBSETS, 5)
     for name in SUBSETS:
         got, exp = s["subsets"][name]["methods"]["ptr"], expected["subsets"][name]["methods"]["ptr"]
         assert got["recall_by_run"][0] == exp["recall_by_run"][0]
