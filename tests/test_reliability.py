@@ -13,8 +13,10 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -839,6 +841,79 @@ def case_export_onto_a_full_disk(tmp: Path) -> str:
     return "clear error"
 
 
+# --------------------------------------------------------------------------- round five: signals
+
+
+def _signal_case(sig: int, parallel: bool) -> Callable[[Path], str]:
+    """``reproduce`` stopped by ``sig`` while notebooks run (``parallel``: two at once, after 01 and 02),
+    as Ctrl-C does (SIGINT to the process group) or ``kill`` does (SIGTERM to the process): one line on the
+    console and no kernel-side traceback, every kernel stopped at once (no cell runs after the signal), and
+    no ``tbk-*``, ``toolbench-kernel-*`` or connection file left in its temporary folder."""
+
+    def case(tmp: Path) -> str:
+        import nbformat
+        from nbformat.v4 import new_code_cell, new_notebook
+
+        from toolbench_lib.data.paths import OUTPUTS_DIR
+
+        nbs, temp, marks = tmp / "notebooks", tmp / "tmp", tmp / "marks"
+        for folder in (nbs, temp, marks):
+            folder.mkdir()
+        sleeping = ["03_a", "04_b"] if parallel else ["01_a"]
+        for name in ["01_a", "02_b", "03_a", "04_b"] if parallel else sleeping:
+            body = "x = 1"
+            if name in sleeping:  # prints as it goes (the kernel is sending output when it is stopped)
+                body = (f"import os, sys, time\nopen({str(marks / name)!r}, 'w').write(str(os.getpid()))\n"
+                        "for i in range(3000):\n    print(i, file=sys.stderr if i % 2 else sys.stdout)\n"
+                        "    time.sleep(0.05)\n"
+                        f"open({str(marks / (name + '.finished'))!r}, 'w').write('x')")
+            cells = [new_code_cell('run_name = "default"\nsmoke = False', metadata={"tags": ["parameters"]}),
+                     new_code_cell(body)]
+            nbformat.write(new_notebook(cells=cells), nbs / f"{name}.ipynb")
+        name = f"pytest-signal-{sig}-{os.getpid()}"
+        command = ["reproduce", "--notebooks-dir", str(nbs), "--run-name", name, "--workers", "2"]
+        proc = subprocess.Popen([sys.executable, "-m", "toolbench_lib", *command], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                env={**os.environ, "TMPDIR": str(temp), "HF_HUB_OFFLINE": "1"},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            end = time.monotonic() + 300
+            while not all((marks / n).exists() for n in sleeping) and proc.poll() is None \
+                    and time.monotonic() < end:
+                time.sleep(0.2)
+            time.sleep(1)
+            assert proc.poll() is None, proc.communicate()
+            left_before = sorted(p.name for p in temp.iterdir())
+            (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
+            out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+        assert any(n.startswith("tbk-") for n in left_before)  # the run had made its temporaries
+        assert proc.returncode == 128 + sig, (proc.returncode, err)
+        assert err.strip().splitlines() == [err.strip()] and err.startswith("error: "), err
+        assert "Traceback" not in err and "ZMQError" not in err
+        assert sorted(p.name for p in temp.iterdir()) == []  # tbk-*, toolbench-kernel-*, tmp*.json
+        assert not [n for n in sleeping if (marks / f"{n}.finished").exists()]  # stopped, not waited for
+        pids = [int((marks / n).read_text()) for n in sleeping]
+        end = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in pids)  # no kernel left running
+        return "correct"
+    return case
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("bidi-controls-in-markdown", case_bidi_markdown_shown_as_escapes),
     ("bidi-controls-in-teaching-and-stub-examples", case_bidi_teaching_and_saved_table),
@@ -854,6 +929,10 @@ ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("evaluate-ltr-limit-1", case_ltr_on_one_query_per_set),
     ("ltr-stored-model-json-removed", case_stored_ranker_without_its_json),
     ("export-trec-disk-full", case_export_onto_a_full_disk),
+    ("reproduce-sigterm-temporaries", _signal_case(signal.SIGTERM, parallel=False)),
+    ("reproduce-sigterm-two-notebooks-at-once", _signal_case(signal.SIGTERM, parallel=True)),
+    ("reproduce-sigint-notebook-printing", _signal_case(signal.SIGINT, parallel=False)),
+    ("reproduce-sigint-two-notebooks-at-once", _signal_case(signal.SIGINT, parallel=True)),
 ]
 
 

@@ -16,7 +16,10 @@ parameters is refused before any notebook runs. After the notebooks, ``report.md
 verdicts of the report's summary (read back from ``report.md``) and the report's paths. The report's checks
 (:mod:`toolbench_lib.analysis.report_checks`) are then run over the written report (a kept one too): a
 failed check fails the run (:class:`ReportCheckFailure`; the command prints one line per failed check and
-exits 1), with the report left in place to read.
+exits 1), with the report left in place to read. SIGINT or SIGTERM while the notebooks run stops their kernels
+at once and removes the run's temporary files (the kernels' ``tbk-*`` socket folders and connection files,
+the ``toolbench-kernel-*`` kernelspec): the command ends with one line, ``error: interrupted`` (exit 130)
+or ``error: terminated`` (exit 143), and no kernel is left to print a traceback.
 """
 
 from __future__ import annotations
@@ -28,14 +31,16 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,6 +255,7 @@ def quiet_kernel_manager() -> type:
             self.transport = "ipc"
             self._socket_dir = tempfile.mkdtemp(prefix="tbk-")  # short: unix socket paths are limited
             self.ip = os.path.join(self._socket_dir, "k")
+            KERNELS.add(self)  # stop_kernels() reaches it when the run is interrupted
 
         async def _async_interrupt_kernel(self) -> None:
             if self.shutting_down:
@@ -262,6 +268,57 @@ def quiet_kernel_manager() -> type:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     return QuietKernelManager
+
+
+# The kernel managers of this process's notebooks (:func:`quiet_kernel_manager`), for :func:`stop_kernels`.
+KERNELS: weakref.WeakSet = weakref.WeakSet()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM stopped the run (its kernels stopped, their temporary files removed): an interruption."""
+
+
+def stop_kernels() -> None:
+    """Kill every notebook kernel of this process at once (each leads its own process group, killed whole)
+    and remove its socket folder and connection file. An interrupted run then leaves no kernel to print a
+    traceback while it is torn down, and no temporary file."""
+    for km in list(KERNELS):
+        provisioner = getattr(km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            with suppress(OSError):
+                os.killpg(getattr(provisioner, "pgid", None) or process.pid, signal.SIGKILL)
+        with suppress(Exception):
+            km.cleanup_connection_file()
+        shutil.rmtree(km._socket_dir, ignore_errors=True)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While the block runs (in the main thread): SIGINT and SIGTERM :func:`stop_kernels`, quiet the
+    libraries' complaints about the kernels that died, then raise ``KeyboardInterrupt`` or
+    :class:`Terminated`, so the run unwinds and every temporary folder is removed on the way. A signal that
+    was ignored stays ignored; the previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame) -> None:
+        stop_kernels()
+        for name in ("papermill", "nbclient", "asyncio", "traitlets"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        raise Terminated("terminated") if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s, handler in previous.items():
+        if handler not in (signal.SIG_IGN, None):  # None: a handler not set from Python, left alone
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            if handler not in (signal.SIG_IGN, None):
+                signal.signal(s, handler)
 
 
 def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
@@ -437,7 +494,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
             continue
     current = freshness.current_notebooks(cfg.out_dir, keys)
     # Progress bars would only add frozen widgets to the executed copies.
-    with interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
+    with stop_on_signals(), interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for i, stage in enumerate(notebook_stages(paths)):
             failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel,
                                  1 if i == 0 else workers, done, echo, durations, current)
@@ -508,6 +565,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"notebooks completed before the failure: {done}", file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("error: terminated (SIGTERM): the notebooks' kernels were stopped and their temporary files "
+              "removed", file=sys.stderr)
+        return 143
     except ReportCheckFailure as exc:
         print(exc.summary.text())
         for problem in exc.problems:
