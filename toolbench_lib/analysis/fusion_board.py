@@ -93,6 +93,7 @@ GOAL = ("a fused or learned method meets the goal on a set when the paired 95% C
         "retrieval, whichever has the highest mean on the set) lies above 0; it meets the goal when it does "
         "on "
         "every set")
+GOAL_MIN_QUERIES = 10  # fewer queries on a set: the goal is not testable there, so never met
 GOAL_TABLE = "retriever_fusion_design"  # notebook 12: every fused method against every single architecture
 SINGLE_ARCHITECTURES = tuple(method_name(a, f) for f in ("dense", "bm25", "hybrid") for a in BASELINES)
 
@@ -104,15 +105,18 @@ def single_architectures(methods) -> list[str]:
 
 def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Per method: on every set, recall@k minus the best single architecture present in ``scores`` there,
-    with its paired 95% CI; ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`). ``baselines``
+    with its paired 95% CI; ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`), and never on a
+    set of fewer than :data:`GOAL_MIN_QUERIES` queries or without a CI (``goal_note`` says why). ``baselines``
     names the architectures the study holds (a study of the dense family alone cannot test the goal against
     BM25 or hybrid retrieval)."""
     r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
     base = single_architectures(r["method"])
-    rows = {}
+    rows, untestable = {}, []
     for subset, part in r.groupby("subset", sort=False):
         wide = part.pivot_table(index="qkey", columns="method", values="value")
         best = better_reference(wide, base)
+        if len(wide) < GOAL_MIN_QUERIES:
+            untestable.append(f"{subset}: {len(wide)} queries (the goal needs {GOAL_MIN_QUERIES})")
         for method in wide.columns:
             v = versus(wide[method].to_numpy(), wide[best].to_numpy(), n_boot, seed)
             row = rows.setdefault(method, {"method": method})
@@ -120,10 +124,13 @@ def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int =
             row[f"margin_{subset}"], row[f"margin_lo_{subset}"] = v["diff"], v["diff_lo"]
     out = pd.DataFrame(list(rows.values()))
     margins = out.filter(like="margin_lo_")
+    testable = not untestable and margins.notna().all(axis=1)  # no CI (one query, a NaN): not testable
     out.insert(1, "min_margin", out[[c for c in out.columns if c.startswith("margin_")
                                      and not c.startswith("margin_lo_")]].min(axis=1))
-    out.insert(2, "meets_goal", (margins > 0).all(axis=1) & ~out["method"].isin(base))
+    out.insert(2, "meets_goal", (margins > 0).all(axis=1) & testable & ~out["method"].isin(base))
     out.insert(3, "baselines", ", ".join(base))
+    out.insert(4, "goal_note", "; ".join(untestable) or np.where(margins.notna().all(axis=1), "",
+                                                                  "a set without a CI: not testable"))
     return out.sort_values("min_margin", ascending=False).reset_index(drop=True)
 
 
