@@ -8,12 +8,13 @@ from collections import Counter
 import pytest
 
 from toolbench_lib import config
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.data.paths import PROJECT_ROOT
 from toolbench_lib.llm.cassettes import cassette_info, prompt_query, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 from toolbench_lib.llm.replay import ReplayBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import StudySettings, run_study
 
 MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
@@ -76,7 +77,7 @@ def test_ptr_replays_on_the_slice(slice_setup):
     """Stubs depend only on the query, so they replay on any registry."""
     result = run_study(slice_setup, ReplayBackend(DEFAULT_CASSETTE), StudySettings(runs=1, plan_limit=0),
                        progress=False)
-    s = summarise_study(result, ["G1", "G2", "G3"], 5)
+    s = summary_json(result, ["G1", "G2", "G3"], 5)
     assert s["backend"] == "replay" and s["llm_model"] == MODEL and s["is_llm"] is True
     for name in ("G1", "G2", "G3"):
         ptr = s["subsets"][name]["methods"]["ptr"]

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.eval.export import MANIFEST, export_trec, trec_qrels_lines, trec_run_lines
-from toolbench_lib.pipeline.study import StudyResult, summarise_study
+from toolbench_lib.pipeline.study import StudyResult
 
 from .test_analysis_tables import study  # noqa: F401 (fixture: the hand-made study, no data)
 
@@ -66,7 +67,7 @@ def _trec_eval_means(out: Path, manifest: dict, subset: str, method: str, gt: st
 def _check_against_summary(result: StudyResult, out: Path, manifest: dict, aliases: list[str], k: int) -> int:
     checked = 0
     for gt in ("candidates", "relevant"):
-        ours = summarise_study(result, aliases, k, gt)
+        ours = summary_json(result, aliases, k, gt)
         for alias in aliases:
             entry = ours["subsets"][alias]
             for method, numbers in entry["methods"].items():
@@ -121,7 +122,7 @@ def test_export_command_reads_the_runs_stored_study(study, tmp_path, monkeypatch
 @pytest.mark.slow
 def test_exported_rules_study_on_the_slice_matches_evaluate(slice_setup, tmp_path, capsys):
     """A small stored study (rules backend, 2 runs, both methods) under outputs/<run>/runs/<key>/, exported
-    by the command: ranx on the files gives summarise_study's (evaluate --json's) recall@5 and precision@5."""
+    by the command: ranx on the files gives summary_json's (evaluate --json's) recall@5 and precision@5."""
     from toolbench_lib.cli import main
     from toolbench_lib.data.paths import OUTPUTS_DIR
     from toolbench_lib.llm.rules import RulesBackend

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.embedding import cached_complete
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
@@ -22,7 +23,7 @@ BACKENDS = {"replay": lambda: ReplayBackend(DEFAULT_CASSETTE), "rules": RulesBac
 
 def _check(result, scores: dict, tol: float) -> None:
     for gt, per_subset in scores.items():
-        summary = summarise_study(result, list(per_subset), REFERENCE["k"], gt)
+        summary = summary_json(result, list(per_subset), REFERENCE["k"], gt)
         for subset, methods in per_subset.items():
             for method, (recall, precision) in methods.items():
                 got = summary["subsets"][subset]["methods"][method]

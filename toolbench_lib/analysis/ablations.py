@@ -29,11 +29,13 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
 from ..eval.stats import paired, spearman
+from ..pipeline.ablation_runs import embedder_studies
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
 from .intervals import with_ci
 from .numbers import fmt_p
 from .scale import gt_column_sets
+from .stub_analysis import stub_top1
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
@@ -306,7 +308,8 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tup
     verdict = (f"Stubs restate their query (best stub cosine {a['max_cos']:.2f} on average); the closer "
                f"they are, the more RtP and PtR agree: {low:.0%} of the least-echoing third of queries have "
                f"disjoint top-{k} lists against {high:.0%} of the most-echoing third "
-               f"(Spearman rho {a['rho_disjoint_vs_echo']:+.2f}, p = {a['p_value']:.2g}).")
+               + (f"(Spearman rho {a['rho_disjoint_vs_echo']:+.2f}, {fmt_p(a['p_value'])})."
+                  if pd.notna(a["p_value"]) else "(Spearman's rho not testable: no variation)."))
     return table, verdict
 
 
@@ -321,8 +324,6 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
     ``cos_incorrect``, with bootstrap 95% CIs over stubs), the raw scale of each embedder's cosines; and for
     every embedder after the first its recall minus the first's on the same queries with the paired
     bootstrap 95% CI (``recall_diff``, ``diff_lo``, ``diff_hi``: the claim's uncertainty at this size)."""
-    from .stub_analysis import stub_top1
-
     rows, per_query = [], {}
     for name, res in studies.items():
         q = res.queries
@@ -376,8 +377,6 @@ def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | 
     (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
     computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
     :data:`NOT_RUN`; None and why when no embedder could be run."""
-    from ..pipeline.ablation_runs import embedder_studies
-
     blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
                       sort_keys=True)
     key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"

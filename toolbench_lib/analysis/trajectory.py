@@ -6,6 +6,7 @@ merged ranking the planner saw (RtP: the query's, the same in every run; PtR: th
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -14,6 +15,7 @@ from ..eval.evaluation import per_query_runs
 from ..pipeline.study import METHODS, StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import study_k, subset_order
+from .style import METHOD_COLORS, METHOD_LABELS
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                       "mean_apis_named", "refusal_rate", "n_plans"]
@@ -119,6 +121,7 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
     check_gt(gt)
     if result.plans.empty:
         return _empty(MISS_COLUMNS + MISS_EXTRA)
+    k = k or study_k(result)
     plans = plan_table(result, k)
     hits = per_query_runs(result, k, gt)[["qkey", "method", "run", "hits"]]  # the evaluation's count
     found = plans[["qkey", "method", "run"]].merge(hits, on=["qkey", "method", "run"], how="left")["hits"]
@@ -152,11 +155,6 @@ FIGURE4_DIMENSIONS = (("fidelity", "fidelity"), ("jaccard_rtp_ptr", "Jaccard RtP
 def figure4(traj: pd.DataFrame, paper: dict | None = None):
     """The paper's Figure 4: the five trajectory dimensions per set and method, one panel each; ``paper``
     maps ``(subset or "all", method or None, column)`` to the paper's value (diamonds or a dashed line)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from .style import METHOD_COLORS, METHOD_LABELS
-
     subsets = list(dict.fromkeys(traj["subset"]))
     methods = [m for m in ("rtp", "ptr") if m in set(traj["method"])]
     fig, axes = plt.subplots(1, len(FIGURE4_DIMENSIONS), figsize=(16, 3.4))
