@@ -94,8 +94,7 @@ def test_tests_and_crossover_by_hand():
     assert (tested["p_holm"] >= tested["p"] - 1e-12).all()  # Holm never lowers a p-value
     untested = tests[tests["p"].isna()]  # 2 queries with equal differences: not testable, and says so
     assert untested["note"].str.startswith("not testable").all() and untested["p_holm"].isna().all()
-    families = {"Holm over G1_instruction, G2_instruction", "one comparison (no adjustment)"}
-    assert set(tests["family"]) <= families
+    assert tests["family"].str.startswith("Holm over G1_instruction, G2_").all()  # the study's two sets
     cross = rv.crossover(tests.reset_index()).set_index("retriever")
     assert cross.loc["dense", "ahead_G1"] == "RtP" and cross.loc["dense", "ahead_G2"] == "PtR"
     assert bool(cross.loc["dense", "pattern_holds"]) and not bool(cross.loc["bm25", "pattern_holds"])
@@ -125,7 +124,7 @@ def test_fusion_spec_equals_ranx_fuse():
     for spec in (NAMED["fuse4"], NAMED["fuse4-rrf"], FusionSpec(comps, "sum", "min-max")):
         inp = FusionInputs({c: {q: [r] for q, r in per_q.items()} for c, per_q in rankings.items()},
                            ["q1", "q2"], {}, {})
-        got = spec.lists(inp, 10)
+        got = spec.ranked(inp, 10)
         runs = [Run({q: dict(rankings[c][q]) for q in ("q1", "q2")}) for c in comps]
         kwargs = {"method": spec.method, "norm": spec.norm}
         if spec.method == "wsum":
@@ -133,7 +132,8 @@ def test_fusion_spec_equals_ranx_fuse():
         want = fuse(runs, **kwargs).to_dict()
         for q in ("q1", "q2"):
             expected = [a for a, _ in sorted(want[q].items(), key=lambda x: (-x[1], x[0]))[:10]]
-            assert got[q] == expected
+            assert list(got[q]) == expected
+            assert all(got[q][a] == pytest.approx(want[q][a], rel=1e-6) for a in expected)  # ranx's score
 
 
 def test_weight_grid_and_bad_specs():
