@@ -176,6 +176,24 @@ def test_no_query_is_scored_by_a_model_trained_on_it():
     np.testing.assert_array_equal(cf.scores, corrupted(unseen))
 
 
+def test_an_unseen_query_repeating_a_design_text_is_scored_by_the_model_that_never_saw_it():
+    """A query of another set whose (normalised) text is a design query's: scored by that text's fold model,
+    not by the model fitted on every design query; the cross-fit lists it."""
+    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    q = study.queries
+    q.loc[q["qkey"] == "G1_category:4", "query"] = "  QUERY g1_instruction   4 "  # G1_instruction:4's text
+    spec = ltr.NAMED["ltr"]
+    table, cf = _crossfit(study, spec)
+    assert cf.leaked == ["G1_category:4"]
+    rows = table.rows_of(["G1_category:4"])
+    fold_model = ltr.fit(table, spec, cf.trained_on[cf.fold["G1_instruction:4"]],
+                         q.set_index("qkey")["subset"].to_dict(), ltr.SEED, ltr.LABEL_GT)
+    np.testing.assert_allclose(cf.scores[rows], fold_model.booster.predict(table.X[rows]))
+    assert not np.allclose(cf.scores[rows], cf.unseen_model.booster.predict(table.X[rows]))
+    others = table.rows_of(["G1_category:5"])  # a new text: the model fitted on every design query
+    np.testing.assert_allclose(cf.scores[others], cf.unseen_model.booster.predict(table.X[others]))
+
+
 def test_a_fixed_seed_gives_identical_rankings():
     study = synthetic_study()
     spec = ltr.NAMED["ltr"]
@@ -186,7 +204,7 @@ def test_a_fixed_seed_gives_identical_rankings():
     np.testing.assert_array_equal(cf_a.scores, cf_b.scores)
     c, cf_c, _ = ltr.ltr_rankings(runs, study.queries, spec, seed=1)
     assert cf_c.fold != cf_a.fold  # the seed is the one that shuffles the folds
-    assert all(len(v) == len({x for x, _ in v}) for v in a.values())
+    assert all(list(v.values()) == sorted(v.values(), reverse=True) for v in a.values())  # best first
 
 
 def test_ranker_learns_the_tool_signal_and_ablations_see_it():
@@ -218,7 +236,8 @@ def test_explain_shows_one_query_candidates_with_their_features():
     assert set(ltr.NAMED["ltr"].feature_names) <= set(t.columns) and set(t["label"]) <= {0, 1}
     spec = ltr.NAMED["ltr"]
     lists, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
-    assert t["api_id"].tolist() == [a for a, _ in lists[key][:5]]
+    assert t["api_id"].tolist() == list(lists[key])[:5]
+    assert t["score"].tolist() == pytest.approx(list(lists[key].values())[:5])  # the model's score
     with pytest.raises(ValueError, match="no query"):
         L.explain(study, "G9:0")
 
@@ -289,11 +308,13 @@ def test_retriever_in_the_study_pipeline_matches_the_library():
         got_back = RETRIEVERS[name].retrieve(ctx)
         out = got_back.final
         assert got_back.texts.empty and (out["method"] == name).all()
-        got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
+        out = out.sort_values(["qkey", "rank"])
+        got = {k: list(zip(g["api_id"], g["score"], strict=True)) for k, g in out.groupby("qkey")}
         spec = ltr.NAMED[name]
         want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
-        assert got == {k: [a for a, _ in v] for k, v in want.items()}
+        assert got == {k: list(v.items()) for k, v in want.items()}  # the model's scores, stored
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
+        assert ctx.notes[name] == {"queries_repeating_a_design_text": 0}  # counted in the provenance
     assert RETRIEVERS["ltr"].uses_stubs and RETRIEVERS["ltr-nollm"].deterministic
     only_unseen = study.queries.assign(subset="G1_category")
     with pytest.raises(ValueError, match="trains on the G1, G2, G3 queries"):
@@ -324,7 +345,7 @@ def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path
     assert all(set(v) <= comps[k] for k, v in study.ranking("ltr", 0).items())
     for name, spec in ltr.NAMED.items():  # the stored lists are the library's on the stored rankings
         want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
-        assert study.ranking(name, 0) == {k: [a for a, _ in v] for k, v in want.items()}
+        assert study.ranking(name, 0) == {k: list(v) for k, v in want.items()}
     manifest = export_trec(study, tmp_path / "trec", ["candidates"])
     assert {f["method"] for f in manifest["files"] if f["kind"] == "run"} >= {"ltr", "ltr-nollm"}
 

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from ..data.atomic import FolderWriteError
 from ..data.paths import NOTEBOOKS_DIR
-from .explorer_views import ViewsFolderError, check_views_place
+from ..pipeline.experiment import stored_study_dir
+from .explorer_data import catalogue
+from .explorer_views import ViewsFolderError, check_views_place, study_views, view_problem
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
 # The page's template: Voila's lab template less its links to a CDN (voila.js carries Font Awesome itself).
@@ -53,9 +55,6 @@ def prepare_views(run_name: str, echo=print) -> None:
     """Compute and store the explorer's views of every study of the run's family that lacks current ones
     (once per study: later starts read them); :class:`ViewsFolderError` when a file stands where a study's
     views belong (``main`` prints it as one line)."""
-    from .explorer_data import catalogue
-    from .explorer_views import study_views, view_problem
-
     for entry in catalogue(run_name)[0]:
         check_views_place(entry.folder)  # a file where the views belong: one line, nothing computed
         problem = view_problem(entry.folder)
@@ -76,7 +75,6 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--port {args.port}: a TCP port is 1 to 65535")
     if args.cull_idle < 1:
         parser.error(f"--cull-idle {args.cull_idle}: at least 1 second")
-    from ..pipeline.experiment import stored_study_dir
 
     try:
         folder = stored_study_dir(args.run_name)

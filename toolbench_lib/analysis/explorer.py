@@ -36,6 +36,7 @@ import pandas as pd
 from ..config import K
 from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
+from ..pipeline.experiment import provenance_line, stored_study_dir
 from ..pipeline.study import StoredStudyError, StudyResult
 from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     ALL_SUBSETS,
@@ -225,8 +226,6 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         ``study`` picks one stored study by key when the run holds several; by default it is the one the
         run record names. Nothing is computed or written.
         """
-        from ..pipeline.experiment import stored_study_dir
-
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
         views = study_views(folder, result)
@@ -282,8 +281,6 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         self._n_unfiltered = 0
 
     def _provenance_html(self) -> str:
-        from ..pipeline.experiment import provenance_line
-
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
         report = ""
         if self.run_name:  # the report of the family's main run explains the explorer (its section 08)

@@ -3,8 +3,12 @@ the catalogue of stored studies and the link (URL) of an explorer view."""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode
@@ -13,9 +17,12 @@ import numpy as np
 import pandas as pd
 
 from ..config import K
+from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
-from ..pipeline.study import StudyResult
+from ..pipeline.experiment import stored_study_dir
+from ..pipeline.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+from ..pipeline.validation import check_run_name
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
 API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
@@ -184,8 +191,6 @@ def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> p
     Only the label columns of the ids in the study's rankings and ground truth are read; None (ids shown
     alone) when that registry is not on this machine.
     """
-    from ..data.paths import PROCESSED_DIR
-
     fp = result.provenance.get("data_fingerprint")
     path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
     if not fp or not path.exists():
@@ -215,8 +220,6 @@ def run_name_of(query_string: str) -> str | None:
 
     A name that is not a folder name raises :class:`~toolbench_lib.pipeline.validation.UsageError`.
     """
-    from ..pipeline.validation import check_run_name
-
     value = dict(parse_qsl(query_string or "")).get("run_name")
     return check_run_name(value) if value else None
 
@@ -246,8 +249,6 @@ FAMILY_SUFFIXES = ("-validation-retrievers", "-validation", "-retrievers", "-rul
 def family_base(run_name: str) -> str:
     """The main run a run belongs to: ``default`` for ``default-retrievers``, ``default-runs4`` and
     ``default-validation-retrievers``."""
-    import re
-
     base = re.sub(r"-runs\d+$", "", run_name)
     for suffix in FAMILY_SUFFIXES:
         if base.endswith(suffix):
@@ -257,12 +258,6 @@ def family_base(run_name: str) -> str:
 
 def _stored_queries(folder: Path) -> pd.DataFrame:
     """A stored study's queries table, checked against its checksum (``StoredStudyError`` if not)."""
-    import hashlib
-    import io
-    import json
-
-    from ..pipeline.study import TABLE_CHECKSUMS, StoredStudyError
-
     sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
     data = (folder / "queries.parquet").read_bytes()
     if hashlib.sha256(data).hexdigest() != sums.get("queries.parquet"):
@@ -274,11 +269,6 @@ def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[Cata
     """The stored studies of ``run_name``'s family (the run, its retriever, validation and runs studies),
     the main run first, and ``{run_name: queries}`` for searching across them. A run without a readable
     stored study is left out."""
-    import json
-
-    from ..data.paths import OUTPUTS_DIR
-    from ..pipeline.experiment import stored_study_dir
-
     root = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR
     base = family_base(run_name)
     names = sorted(p.name for p in root.glob(f"{base}*") if p.is_dir()

@@ -13,6 +13,9 @@ import pandas as pd
 
 from ..config import DEPTH, SEED
 from ..pipeline.study import RANKINGS_COLUMNS
+from ..retrieval.fusion_specs import component_methods
+from ..retrieval.ltr import NAMED, crossfit, qrels_of
+from ..retrieval.ltr_features import feature_table, study_runs
 
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
@@ -22,9 +25,6 @@ log = logging.getLogger(__name__)
 
 def learned_methods(result) -> list[str]:
     """The learned rankers whose components the study holds."""
-    from ..retrieval.fusion_specs import component_methods
-    from ..retrieval.ltr import NAMED
-
     have = set(result.methods)
     return [n for n, spec in NAMED.items() if set(component_methods(spec.components)) <= have]
 
@@ -34,9 +34,6 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
     """``(rankings, features)``: each learned ranker's final ranking per run (``rankings`` rows, the score
     its out-of-fold LightGBM score) and the features of each query's top
     :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
-    from ..retrieval.ltr import NAMED, crossfit, qrels_of
-    from ..retrieval.ltr_features import feature_table, study_runs
-
     hits, features = [], []
     for name in learned_methods(result):
         spec = NAMED[name]

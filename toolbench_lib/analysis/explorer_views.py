@@ -36,6 +36,8 @@ from ..data.queries import GT_DEFINITIONS
 from ..data.tables import code_hash
 from ..eval.evaluation import evaluate
 from ..pipeline.study import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
+from ..retrieval.fused import BASELINES, fused_runs, methods_over
+from .explorer_learned import learned_views
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
@@ -66,15 +68,11 @@ def study_fingerprint(folder: Path) -> str:
 
 def fused_methods(result: StudyResult) -> list[str]:
     """The fused methods a stored study can score from its own rankings (no setup, no new search)."""
-    from ..retrieval.fused import BASELINES, methods_over
-
     return [n for n in methods_over(result.methods, with_setup=False) if n not in BASELINES]
 
 
 def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
     """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows."""
-    from ..retrieval.fused import fused_runs
-
     names = fused_methods(result)
     rows: dict[str, list] = {c: [] for c in RANKINGS_COLUMNS}
     for run in range(result.n_runs):
@@ -148,8 +146,6 @@ def _distinct(ids) -> list[str]:
 
 def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame, ...]:
     """``(fused, recall, found, learned)`` of a study (see the module docstring)."""
-    from .explorer_learned import learned_views
-
     learned_hits, learned = learned_views(result, depth)
     fused = pd.concat([fused_hits(result, depth), learned_hits], ignore_index=True)
     both = StudyResult(result.queries, result.stubs, pd.concat([result.rankings, fused], ignore_index=True),

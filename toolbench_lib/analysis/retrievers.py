@@ -17,7 +17,10 @@ Every function reads a retriever study (``pipeline.experiment.get_retrievers_stu
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
+import time
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -30,8 +33,11 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
-from ..retrieval.retrievers import get_retriever, method_name, split_method
+from ..retrieval.bm25 import BM25Index
+from ..retrieval.rankings import search_and_merge
+from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
 from .k_ablation import k_ablation
+from .scale import draw_subregistry
 from .style import FAMILY_HATCH, FAMILY_LINESTYLE, METHOD_COLORS
 from .summary import summary_table
 
@@ -295,10 +301,6 @@ def time_searches(
 ) -> dict[str, float]:
     """Milliseconds per query of each family searching the queries (``<family>:query``) and each query's
     stubs merged (``<family>:stubs``), measured once each after one warm-up search."""
-    import time
-
-    from ..retrieval.rankings import search_and_merge
-
     out = {}
     for f in families:
         searcher = setup.searcher(f)
@@ -349,10 +351,6 @@ def provenance_markdown(result) -> str:
 def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
     """:func:`time_searches` on the study's first ``n`` queries and their run-0 stubs, kept in the study's
     folder (``search_ms.json``, with the CPU it was measured on) so a warm run reads it."""
-    import platform
-
-    from ..retrieval.retrievers import ptr_texts
-
     path = rcfg.study_dir / "search_ms.json"
     try:
         stored = json.loads(path.read_text())
@@ -386,11 +384,6 @@ def bm25_scale_study(
     BM25: each sub-registry is a BM25 index of its own (its statistics are the sub-registry's); RtP searches
     the query, PtR run ``run``'s stubs (merged per API by the best normalised score). Returns ``(scale,
     divergence)`` with the dense study's columns and ``retriever = "bm25"``."""
-    from ..retrieval.bm25 import BM25Index
-    from ..retrieval.rankings import search_and_merge
-    from ..retrieval.retrievers import ptr_texts
-    from .scale import draw_subregistry
-
     ids = registry["api_id"].to_numpy()
     scale_rows, div_rows = [], []
     for subset in dict.fromkeys(queries["subset"]):
@@ -454,8 +447,6 @@ def bm25_scale_table(
 
 def scale_key(sizes, seeds, k: int, gt: str) -> str:
     """A short name for a scale study's parameters (its cached table's file name)."""
-    import hashlib
-
     blob = f"{list(sizes)}|{list(seeds)}|{k}|{gt}".encode()
     return hashlib.sha256(blob).hexdigest()[:10]
 

@@ -32,10 +32,12 @@ from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
-from ..pipeline.study import StudyResult
+from ..pipeline.study import StoredStudyError, StudyResult
 from ..retrieval.fused import FUSED, spec_of
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
+from .explorer import api_labels, query_outcomes, stored_registry
+from .explorer_data import explorer_url
 from .numbers import fmt_count, fmt_number
 from .style import METHOD_COLORS
 
@@ -302,8 +304,6 @@ TIE_BREAK = "ties go to the larger ground truth, then to the first query key"
 def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
     """``qkey, subset, rtp_recall, ptr_recall, gap, n_gt`` per query with a ground truth (gap: PtR − RtP),
     scored by ranx on the stored rankings of ``run``."""
-    from .explorer import query_outcomes
-
     check_gt(gt)
     out = query_outcomes(result, run, k, gt)
     n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
@@ -446,8 +446,6 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
     parts += [f"{HIT} marks a ground-truth API. RtP finds {len(wq.hits('rtp'))} and PtR "
               f"{len(wq.hits('ptr'))} of the {fmt_count(len(wq.ground_truth))}.", ""]
     if run_name:
-        from .explorer_data import explorer_url
-
         url = explorer_url(run_name, wq.qkey, ("rtp", "ptr"), wq.k, wq.gt, wq.run)
         parts += [f"[Open this query in the explorer]({url}) (served by `make explore`).", ""]
     return parts
@@ -554,8 +552,6 @@ class TeachingMaterial:
 def load_run_study(cfg) -> tuple[StudyResult | None, str]:
     """``(study, "")``: the run's own stored study, else the only/first one stored; ``(None, why)`` when
     there is none or it is damaged."""
-    from ..pipeline.study import StoredStudyError
-
     runs = Path(cfg.out_dir) / "runs"
     own = runs / cfg.study_key()
     found = sorted(p.parent for p in runs.glob("*/provenance.json"))
@@ -575,8 +571,6 @@ def load_run_study(cfg) -> tuple[StudyResult | None, str]:
 def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMaterial:
     """The glossary, the worked queries and the Table 2 examples of a run's stored study (rankings cut at
     ``cfg.k``); the glossary alone, with a note, when no study is stored."""
-    from .explorer import api_labels, stored_registry
-
     check_gt(gt)
     gloss = glossary_markdown(cfg.k)
     result, note = load_run_study(cfg)

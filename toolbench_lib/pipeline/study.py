@@ -218,6 +218,14 @@ class StudyResult:
         return Retrieved(self._of(self.rankings, method, run).drop(columns="run"),
                          self._of(self.text_rankings, method, run).drop(columns="run"))
 
+    def api_rows(self) -> dict[str, int]:
+        """``{api_id: registry row}`` of every API the study's rankings hold (a study has one registry, so
+        one row per id)."""
+        cols = ["api_id", "row"]
+        both = pd.concat([t.reindex(columns=cols) for t in (self.rankings, self.text_rankings)])
+        both = both.dropna().drop_duplicates("api_id")
+        return dict(zip(both["api_id"].astype(str), both["row"].astype("int64").tolist(), strict=True))
+
     def ranking(self, method: str, run: int = 0, k: int | None = None) -> dict[str, list[str]]:
         """``{qkey: [api_id, ...]}``: each query's final ranking of ``method`` in ``run``, cut at ``k``."""
         final = self._of(self.rankings, method, run)
@@ -417,6 +425,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         raise ValueError("an LLM backend is needed for stubs or plans (--backend)")
     stubs, finals, texts, plans, calls = [], [], [], [], []
     shared: dict[str, Retrieved] = {}
+    notes: dict[str, dict] = {}
     for run in range(settings.runs):
         temp = settings.temperature_of(run)
         ctx = RunContext(setup, q, run, settings.depth)
@@ -432,6 +441,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
                 if r.deterministic:  # the same in every run: retrieved once, stored for each run
                     shared[r.name] = got
             ctx.retrieved[r.name] = got
+            notes.update(ctx.notes)
             finals.append(got.final.assign(run=run)[RANKINGS_COLUMNS])
             texts.append(got.texts.assign(run=run)[TEXT_RANKINGS_COLUMNS])
         if settings.plan_limit == 0 or (settings.plan_runs is not None and run >= settings.plan_runs):
@@ -462,6 +472,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         "stub_cap": stub_cap_counts(stubs),
         "deterministic": [r.name for r in retrievers if r.deterministic],
         "format_version": FORMAT_VERSION,
+        "retriever_notes": notes,  # e.g. a learned ranker's queries that repeat a design query's text
     }
     stubs = [s.drop(columns="dropped", errors="ignore") for s in stubs]  # counted in provenance
     return StudyResult(q, pd.concat(stubs, ignore_index=True) if stubs else empty_stubs,

@@ -13,6 +13,7 @@ Labels are the ground truth ``label_gt`` (``candidates`` by default, as the ``-c
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,22 +23,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .. import config
 from ..config import DEPTH
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
 from ..data.folds import grouped_fold_ids
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
-from .fuse import Ranking
+from .fusion_specs import Run
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
 from .rankings import Retrieved, ranked_frame
 from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import lightgbm as lgb
 
 DESIGN_SETS = tuple(DEFAULT_SUBSETS)  # G1, G2, G3: the sets a ranker is trained on
-LABEL_GT = "candidates"
+LABEL_GT = config.DEFAULT_GT
 FOLDS = 5
-SEED = 0
+SEED = config.SEED
 THREADS = 1  # fixed; two threads were 8x slower on a loaded 2-core machine (OpenMP waiting)
 PARAMS = {"objective": "lambdarank", "num_leaves": 15, "learning_rate": 0.05, "min_data_in_leaf": 20,
           "deterministic": True, "force_row_wise": True, "num_threads": THREADS, "seed": SEED, "verbose": -1}
@@ -99,13 +103,21 @@ def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, s
 @dataclass
 class CrossFit:
     """Scores of every candidate row and how they were made: each design query's fold (its model never saw
-    it), each fold's training queries, and the model for the other sets (fitted on every design query)."""
+    it), each fold's training queries, the model for the other sets (fitted on every design query), and the
+    other sets' queries whose text a design query holds (``leaked``: each scored by the fold model that never
+    saw that text, not by the model for the other sets)."""
 
     scores: np.ndarray
     fold: dict[str, int]
     trained_on: list[list[str]]
     unseen_model: Fitted | None
     fold_seconds: list[float]
+    leaked: list[str] = field(default_factory=list)
+
+
+def text_key(text: str) -> str:
+    """A query text as the leak check compares it: lower-cased, whitespace collapsed."""
+    return " ".join(str(text).lower().split())
 
 
 def is_design(subset: str) -> bool:
@@ -132,28 +144,39 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
                          f"queries (--limit 2 or more)")
     fold = folds_of(design, sets, texts, folds, seed)
     scores = np.zeros(len(table.qkeys))
-    trained_on, seconds = [], []
+    trained_on, seconds, models = [], [], {}
     for f in sorted(set(fold.values())):
         train = [k for k in design if fold[k] != f]
-        model = fit(table, spec, train, sets, seed, label_gt)
+        models[f] = model = fit(table, spec, train, sets, seed, label_gt)
         rows = table.rows_of([k for k in design if fold[k] == f])
         scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
         trained_on.append(train)
         seconds.append(model.seconds)
     others = [k for k in keys if not is_design(sets[k])]
+    # A query of another set whose text a design query holds: the fold model that never saw that text.
+    text_fold = {text_key(texts[k]): fold[k] for k in design}
+    leaked = [k for k in others if text_key(texts[k]) in text_fold]
+    for k in leaked:
+        rows, model = table.rows_of([k]), models[text_fold[text_key(texts[k])]]
+        scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
+    clean = [k for k in others if k not in set(leaked)]
     unseen = fit(table, spec, design, sets, seed, label_gt) if others else None
-    if others:
-        rows = table.rows_of(others)
+    if clean:
+        rows = table.rows_of(clean)
         scores[rows] = unseen.booster.predict(table.X[rows], num_threads=THREADS)
-    return CrossFit(scores, fold, trained_on, unseen, seconds)
+    if leaked:
+        log.warning("learned ranker: %d queries of other sets repeat a design query's text; each is scored "
+                    "by the fold model trained without that text", len(leaked))
+    return CrossFit(scores, fold, trained_on, unseen, seconds, leaked)
 
 
-def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> dict[str, Ranking]:
-    """``{qkey: [(api_id, score), ...]}``: each query's candidates by score (ties by id), top ``depth``."""
+def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> Run:
+    """``{qkey: {api_id: model score}}``: each query's candidates by the model's score (ties by id), top
+    ``depth``, best first."""
     per: dict[str, list[tuple[str, float]]] = {}
     for key, a, s in zip(table.qkeys, table.api_ids, scores.tolist(), strict=True):
         per.setdefault(key, []).append((a, s))
-    return {key: sorted(v, key=lambda x: (-x[1], x[0]))[:depth] for key, v in per.items()}
+    return {key: dict(sorted(v, key=lambda x: (-x[1], x[0]))[:depth]) for key, v in per.items()}
 
 
 def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
@@ -162,7 +185,7 @@ def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
 
 def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = DEPTH,
                  folds: int = FOLDS, seed: int = SEED, label_gt: str = LABEL_GT
-                 ) -> tuple[dict[str, Ranking], CrossFit, FeatureTable]:
+                 ) -> tuple[Run, CrossFit, FeatureTable]:
     """Cross-fitted rankings of every query of ``runs`` (see the module docstring)."""
     table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
     cf = crossfit(table, spec, queries[queries["qkey"].isin(runs)], folds, seed, label_gt)
@@ -230,8 +253,9 @@ class LtrRetriever:
             got = ctx.retrieved.get(method)
             retrieved[method] = got if got is not None else get_retriever(method).retrieve(ctx)
         keys = ctx.queries["qkey"].tolist()
-        lists, _, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec), ctx.queries, self.spec,
-                                   ctx.depth)
+        lists, cf, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec), ctx.queries, self.spec,
+                                    ctx.depth)
+        ctx.notes[self.name] = {"queries_repeating_a_design_text": len(cf.leaked)}
         return Retrieved(ranked_frame(keys, self.name, lists, ctx.setup.api_ids))
 
 

@@ -35,6 +35,7 @@ class RunContext:
     depth: int
     stubs: pd.DataFrame | None = None
     retrieved: dict[str, Retrieved] = field(default_factory=dict)
+    notes: dict[str, dict] = field(default_factory=dict)  # what a retriever reports of its run (provenance)
 
 
 @runtime_checkable
