@@ -5,24 +5,31 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from toolbench_lib.analysis.explorer import QueryExplorer
 from toolbench_lib.analysis.explorer_data import explorer_url
 from toolbench_lib.analysis.explorer_views import (
+    MAX_K,
     VIEWS,
     StudyViews,
     compute_views,
+    fused_methods,
     load_views,
     study_views,
     view_problem,
     write_views,
 )
 from toolbench_lib.eval.evaluation import per_query_runs
+from toolbench_lib.retrieval import ltr
+from toolbench_lib.retrieval.fused import fused_runs
+from toolbench_lib.retrieval.ltr_features import study_runs
 
 from .hand_tables import with_tables
 from .test_analysis_explorer import study, three_methods  # noqa: F401 (fixtures)
+from .test_ltr import synthetic_study as ranker_study
 
 
 def _found(result, method: str, run: int, k: int, gt: str = "candidates") -> dict[str, set[str]]:
@@ -85,6 +92,43 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # n
     moved = with_tables(result, queries=changed)
     moved.save(folder)
     assert "stale" in view_problem(folder) and load_views(folder) is None
+
+
+def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():
+    """Every fused and learned ranking of the views holds the method's own scores (non-increasing, never a
+    reciprocal rank but round-robin's reciprocal best rank) and each API's registry row from the study."""
+    result = ranker_study(n_per_set=8)
+    ids = sorted(set(result.rankings["api_id"]) | set(result.text_rankings["api_id"]))
+    pos = {a: i for i, a in enumerate(ids)}  # the designed tables give every API row 0: give each its own
+
+    def as_retrieved(t: pd.DataFrame) -> pd.DataFrame:
+        """Each stored ranking ordered by its scores (as a retriever ranks), each API at its own row."""
+        keys = [c for c in ("qkey", "method", "run", "text_idx") if c in t]
+        t = t.sort_values([*keys, "score"], ascending=[*[True] * len(keys), False], kind="stable")
+        return t.assign(rank=t.groupby(keys).cumcount() + 1, row=t["api_id"].map(pos))
+
+    result = with_tables(result, rankings=as_retrieved(result.rankings),
+                         text_rankings=as_retrieved(result.text_rankings))
+    fused = compute_views(result)[0]
+    assert {"rr", "rrf", "route-cv", "wsum-cv", "fuse4", "ltr", "ltr-nollm"} <= set(fused["method"])
+    assert fused["row"].tolist() == fused["api_id"].map(pos).tolist()
+    for (method, _, key), g in fused.groupby(["method", "run", "qkey"]):
+        s = g.sort_values("rank")["score"].to_numpy()
+        assert (np.diff(s) <= 0).all(), (method, key)
+        if method not in ("rr", "rr2"):
+            assert not np.allclose(s, 1.0 / np.arange(1, len(s) + 1)), (method, key)
+
+    def stored(method: str) -> dict[str, list[tuple[str, float]]]:
+        mine = fused[(fused["method"] == method) & (fused["run"] == 0)].sort_values(["qkey", "rank"])
+        return {key: list(zip(g["api_id"], g["score"], strict=True)) for key, g in mine.groupby("qkey")}
+
+    for method, run in fused_runs(result, fused_methods(result), MAX_K).items():
+        assert stored(method) == {key: list(scored.items()) for key, scored in run.items()}, method
+    for name, spec in ltr.NAMED.items():
+        want, _, _ = ltr.ltr_rankings(study_runs(result, spec), result.queries, spec, MAX_K)
+        got = stored(name)
+        assert {key: [a for a, _ in v] for key, v in got.items()} == {key: list(v) for key, v in want.items()}
+        assert all([s for _, s in got[key]] == pytest.approx(list(v.values())) for key, v in want.items())
 
 
 def test_a_teaching_link_opens_its_view(three_methods):  # noqa: F811

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from toolbench_lib.analysis.summary import summary_json
@@ -17,6 +18,7 @@ from toolbench_lib.cli import main
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.fused import FUSED
+from toolbench_lib.retrieval.fusion_specs import MeanEmbedding, RoundRobin
 
 SUBSETS = ["G1", "G2", "G3"]
 NAMES = list(FUSED)
@@ -60,6 +62,16 @@ def test_fused_name_through_run_study_and_evaluate(name: str, slice_setup, cli_a
         assert cli_all["subsets"][subset]["n_queries"] == 15
         recalls.append(cli["recall"])
     assert max(recalls) > 0, name
+    # The stored ranking holds the method's own scores, best first, and each API's registry row.
+    final = result.rankings.sort_values(["qkey", "rank"])
+    assert [slice_setup.api_ids[r] for r in final["row"]] == final["api_id"].tolist()
+    for key, g in final.groupby("qkey"):
+        s = g["score"].to_numpy()
+        assert (np.diff(s) <= 1e-12).all(), (name, key)
+        if not isinstance(FUSED[name], RoundRobin) and len(s) > 1:
+            assert not np.allclose(s, 1.0 / np.arange(1, len(s) + 1)), (name, key)
+        if isinstance(FUSED[name], MeanEmbedding):
+            assert (np.abs(s) <= 1 + 1e-5).all(), key  # a cosine
 
 
 def test_stub_readers_report_the_stub_call_tokens(cli_all) -> None:

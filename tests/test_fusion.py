@@ -12,7 +12,8 @@ from toolbench_lib.data.folds import stratified_folds
 from toolbench_lib.pipeline.study import StudyResult
 from toolbench_lib.retrieval import fused
 from toolbench_lib.retrieval.fuse import combine
-from toolbench_lib.retrieval.fusion_specs import round_robin
+from toolbench_lib.retrieval.fusion_specs import FusionSpec, Ranked, RoundRobin, Run, round_robin
+from toolbench_lib.retrieval.tuning import Tuned
 
 from .hand_tables import study_of_hits
 
@@ -61,16 +62,23 @@ def synthetic_study(n_per_set: int = 12, seed: int = 0) -> StudyResult:
     return study_of_hits(q, stubs, pd.DataFrame(hits), pd.DataFrame(), calls, prov)
 
 
-def _recall(lists: dict[str, list[str]], result: StudyResult, subset: str, k: int = 5) -> float:
+def _recall(run: Run, result: StudyResult, subset: str, k: int = 5) -> float:
     q = result.queries[result.queries["subset"] == subset]
-    return float(np.mean([len(set(lists[key][:k]) & set(gt)) / len(gt)
+    return float(np.mean([len(set(list(run[key])[:k]) & set(gt)) / len(gt)
                           for key, gt in zip(q["qkey"], q["candidates"], strict=True)]))
 
 
+def _ordered(run: Run) -> dict[str, list[tuple[str, float]]]:
+    """A run with its order made part of equality (dict equality ignores it)."""
+    return {key: list(scored.items()) for key, scored in run.items()}
+
+
 def test_round_robin_dedupes_and_cuts() -> None:
-    assert round_robin([["a", "b", "c"], ["b", "d"], ["e"]], 4) == ["a", "b", "e", "d"]
-    assert round_robin([["a"], []], 5) == ["a"]
-    assert round_robin([], 3) == []
+    got = round_robin([["a", "b", "c"], ["b", "d"], ["e"]], 4)
+    assert list(got) == ["a", "b", "e", "d"]
+    assert got == {"a": 1.0, "b": 1.0, "e": 1.0, "d": 0.5}  # 1 / best rank in any list
+    assert round_robin([["a"], []], 5) == {"a": 1.0}
+    assert round_robin([], 3) == {}
 
 
 def test_baselines_reproduce_stored_rankings() -> None:
@@ -80,7 +88,9 @@ def test_baselines_reproduce_stored_rankings() -> None:
     for method in ("rtp", "ptr"):
         final = h[(h["method"] == method) & (h["run"] == 0) & (h["rank"] <= 5)]
         expected = final.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
-        assert runs[method] == expected
+        assert {key: list(scored) for key, scored in runs[method].items()} == expected
+        scores = final.sort_values(["qkey", "rank"]).groupby("qkey")["score"].apply(list).to_dict()
+        assert {key: list(scored.values()) for key, scored in runs[method].items()} == scores
 
 
 def test_rtp_and_ptr_each_win_one_set_and_fusion_wins_both() -> None:
@@ -91,15 +101,50 @@ def test_rtp_and_ptr_each_win_one_set_and_fusion_wins_both() -> None:
     for name in ("rr", "rrf", "maxsim"):
         assert _recall(runs[name], res, "S1") == 1.0, name
         assert _recall(runs[name], res, "S2") == 1.0, name
-    assert runs["maxsim"] == runs["combmax"]  # CombMAX on raw cosines is max-sim
+    assert _ordered(runs["maxsim"]) == _ordered(runs["combmax"])  # CombMAX on raw cosines is max-sim
     assert all(len(v) == 5 and len(set(v)) == 5 for v in runs["rrf"].values())
 
 
 def test_maxsim_keeps_best_score_order() -> None:
     res = synthetic_study()
     key = "S2:0"
-    lists = fused.fused_runs(res, ["maxsim"], 3)["maxsim"][key]
-    assert lists == [f"{key}/gt0", f"{key}/gt1", f"{key}/n8"]
+    scored = fused.fused_runs(res, ["maxsim"], 3)["maxsim"][key]
+    assert list(scored.items()) == [(f"{key}/gt0", 0.7), (f"{key}/gt1", 0.69), (f"{key}/n8", 0.6)]
+
+
+def test_every_method_scores_its_list_with_its_own_score() -> None:
+    """Each method's run carries the method's own scores, non-increasing along its list: the fused score,
+    the component's score, the chosen candidate's (a tuned method, a route); round-robin's is the
+    reciprocal of the API's best rank in any component ranking, and no other is the reciprocal rank."""
+    res = synthetic_study()
+    inp = fused.study_inputs(res)
+    names = [n for n in fused.METHODS if n != "meanemb"]  # meanemb needs an index: test_fused_registry
+    runs, chosen = fused.method_runs(inp, names, 10)
+    for name in names:
+        spec = fused.spec_of(name)
+        for key, scored in runs[name].items():
+            s = list(scored.values())
+            assert len(s) > 1 and all(a >= b for a, b in zip(s, s[1:], strict=False)), (name, key)
+            if isinstance(spec, RoundRobin):
+                best: dict[str, int] = {}
+                for r in (r for c in spec.components for r in inp.texts(c, key)):
+                    for rank, (a, _) in enumerate(r, 1):
+                        best[a] = min(best.get(a, rank), rank)
+                assert scored == {a: 1.0 / best[a] for a in scored}, (name, key)
+                continue
+            assert not np.allclose(s, 1.0 / np.arange(1, len(s) + 1)), (name, key)
+            if isinstance(spec, FusionSpec):
+                assert scored == {a: spec.scores(inp, key)[a] for a in scored}, (name, key)
+            elif isinstance(spec, Ranked):
+                assert list(scored.items()) == inp.texts(spec.component, key)[0][:10], (name, key)
+            elif isinstance(spec, Tuned):
+                own = spec.with_param(inp, chosen[name][key]).ranked(inp, 10)[key]
+                assert list(scored.items()) == list(own.items()), (name, key)
+    route = fused.FUSED["route-cv"].with_param(inp, 0.6)  # RtP's list above 0.6 (S1), else RRF's (S2)
+    routed = route.ranked(inp, 10)
+    rtp, rrf = fused.BASELINES["rtp"].ranked(inp, 10), fused.RRF.ranked(inp, 10)
+    assert all(_ordered(routed)[key] == _ordered(rtp if key.startswith("S1") else rrf)[key]
+               for key in inp.keys)
 
 
 def test_route_threshold_is_cross_validated_and_routes_by_top1() -> None:
@@ -134,10 +179,10 @@ def test_fit_then_apply_matches_grid() -> None:
     params = fused.fit_params(inp, ["wsum-cv", "wrrf-cv", "route-cv"], 5)
     assert set(params) == {"wsum-cv", "wrrf-cv", "route-cv"}
     for name, p in params.items():
-        lists = fused.method_lists(inp, [name], 5, params={name: p})[0][name]
+        lists = fused.method_runs(inp, [name], 5, params={name: p})[0][name]
         assert _recall(lists, res, "S1") == 1.0 and _recall(lists, res, "S2") == 1.0, name
     with pytest.raises(ValueError, match="not in its grid"):
-        fused.method_lists(inp, ["wsum-cv"], 5, params={"wsum-cv": 0.123})
+        fused.method_runs(inp, ["wsum-cv"], 5, params={"wsum-cv": 0.123})
 
 
 def test_unknown_method_and_missing_setup_are_clear() -> None:
@@ -177,7 +222,7 @@ def test_tuning_depth_is_separate_from_list_length() -> None:
     short, chosen_short = replace(fused.FUSED["wsum-cv"], folds=3).tune(inp, 5)
     long, chosen_long = replace(fused.FUSED["wsum-cv"], folds=3, tune_k=5).tune(inp, 12)
     assert chosen_short == chosen_long
-    assert all(long[key][:5] == short[key] and len(long[key]) == 12 for key in inp.keys)
+    assert all(_ordered(long)[key][:5] == _ordered(short)[key] and len(long[key]) == 12 for key in inp.keys)
 
 
 def test_fused_retriever_in_the_study_pipeline() -> None:
@@ -195,8 +240,9 @@ def test_fused_retriever_in_the_study_pipeline() -> None:
         got_back = RETRIEVERS[name].retrieve(ctx)
         out = got_back.final
         assert got_back.texts.empty and (out["method"] == name).all()
-        got = out.sort_values(["qkey", "rank"]).groupby("qkey")["api_id"].apply(list).to_dict()
-        assert got == fused.fused_runs(res, [name], 5)[name]
+        out = out.sort_values(["qkey", "rank"])
+        got = {key: list(zip(g["api_id"], g["score"], strict=True)) for key, g in out.groupby("qkey")}
+        assert got == _ordered(fused.fused_runs(res, [name], 5)[name])  # the method's own scores, stored
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
 
 

@@ -74,8 +74,8 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     sep = "\x1f"
     for run in runs:
         inp = fused.study_inputs(result, run, gt, names, setup)
-        lists, chosen = fused.method_lists(inp, names, kmax, params=params, folds=folds, seed=seed,
-                                           tune_k=tune_k)
+        lists, chosen = fused.method_runs(inp, names, kmax, params=params, folds=folds, seed=seed,
+                                          tune_k=tune_k)
         # One count for all methods of the run: keys "method<sep>qkey".
         joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
         joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}

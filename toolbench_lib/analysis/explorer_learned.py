@@ -32,9 +32,10 @@ def learned_methods(result) -> list[str]:
 def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                   label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(rankings, features)``: each learned ranker's final ranking per run (``rankings`` rows, the score
-    its out-of-fold LightGBM score) and the features of each query's top
-    :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
+    its out-of-fold LightGBM score, the row the study's rankings give the API) and the features of each
+    query's top :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
     hits, features = [], []
+    api_rows = result.api_rows()
     for name in learned_methods(result):
         spec = NAMED[name]
         for run in range(result.n_runs):
@@ -50,7 +51,8 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
             frame["rank"] = frame.groupby("qkey", sort=False).cumcount() + 1
             top = frame[frame["rank"] <= depth]
             hits.append(pd.DataFrame({"qkey": top["qkey"].to_numpy(), "method": name, "run": run,
-                                      "rank": top["rank"].to_numpy(), "row": -1,
+                                      "rank": top["rank"].to_numpy(),
+                                      "row": top["api_id"].map(api_rows).astype("int64").to_numpy(),
                                       "api_id": top["api_id"].to_numpy(), "score": top["score"].to_numpy()}))
             explained = top[top["rank"] <= TOP_EXPLAINED].drop(columns="label")
             long = explained.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",

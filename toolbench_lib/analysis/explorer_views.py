@@ -5,7 +5,8 @@ A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder h
 
 - ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
   (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
-  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``rankings`` table's columns;
+  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``rankings`` table's columns,
+  with each method's own scores and each API's registry row;
 - ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
 - ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, read from the evaluation
   (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
@@ -41,7 +42,7 @@ from .explorer_learned import learned_views
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
-VERSION = 3  # 3: fused.parquet in the rankings table's columns (no text_idx)
+VERSION = 4  # 3: fused.parquet in the rankings table's columns (no text_idx); 4: methods' own scores, rows
 MAX_K = 20
 FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
 
@@ -72,19 +73,22 @@ def fused_methods(result: StudyResult) -> list[str]:
 
 
 def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
-    """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows."""
+    """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows: each API's score is
+    the method's own, its ``row`` the registry row the study's rankings give it (a fused method over stored
+    rankings only holds APIs a component retrieved)."""
     names = fused_methods(result)
+    api_rows = result.api_rows()
     rows: dict[str, list] = {c: [] for c in RANKINGS_COLUMNS}
     for run in range(result.n_runs):
         try:
-            lists = fused_runs(result, names, depth, run)
+            runs = fused_runs(result, names, depth, run)
         except (KeyError, ValueError) as exc:  # a run without the components of a method
             log.warning("fused methods of run %d not computed: %s", run, exc)
             continue
-        for method, ranking in lists.items():
-            for qkey, ids in ranking.items():
-                for rank, api in enumerate(ids, start=1):
-                    values = (qkey, method, run, rank, -1, api, 1.0 / rank)
+        for method, scored in runs.items():
+            for qkey, ranking in scored.items():
+                for rank, (api, score) in enumerate(ranking.items(), start=1):
+                    values = (qkey, method, run, rank, api_rows[api], api, float(score))
                     for c, v in zip(rows, values, strict=True):
                         rows[c].append(v)
     return pd.DataFrame(rows).astype({"run": "int64", "rank": "int64", "row": "int64"})

@@ -221,8 +221,8 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
     for run in range(result.n_runs):
         inp = study_component_inputs(result, run, gt, comps)
         for i, spec in enumerate(specs):
-            lists = spec.lists(inp, k)
-            out[i] += recall_at([lists[key] for key in keys], [inp.qrels[key] for key in keys], k)
+            ranked = spec.ranked(inp, k)
+            out[i] += recall_at([ranked[key] for key in keys], [inp.qrels[key] for key in keys], k)
     return out / result.n_runs
 
 
@@ -272,7 +272,7 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
     for run in range(result.n_runs):
         inp = study_component_inputs(result, run, gt, comps)
         for name, spec in specs.items():
-            pq = score_rankings(spec.lists(inp, k), result.queries, gt, k, ("recall",))
+            pq = score_rankings(spec.ranked(inp, k), result.queries, gt, k, ("recall",))
             frames.append(pq.assign(method=name, run=run))
     pq = per_query_runs(result, k, gt, ("recall",))
     frames.append(

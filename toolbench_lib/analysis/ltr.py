@@ -53,8 +53,8 @@ BEST_SINGLE = "best single architecture"
 
 def _linear(result, spec, run: int, keys: Sequence[str], k: int) -> dict[str, list[str]]:
     """A linear fusion spec's top-``k`` lists of one stored run, for ``keys``."""
-    lists = spec.lists(study_component_inputs(result, run, components=spec.components), k)
-    return {q: lists.get(q, []) for q in keys}
+    scored = spec.ranked(study_component_inputs(result, run, components=spec.components), k)
+    return {q: list(scored.get(q, {})) for q in keys}
 
 
 def single_methods(result) -> list[str]:
@@ -104,7 +104,7 @@ def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int =
     runs = study_runs(design, spec, run)
     table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
     cf = crossfit(table, spec, design.queries, seed=seed, label_gt=label_gt)
-    design_lists = {q: [a for a, _ in r] for q, r in ranked(table, cf.scores, depth).items()}
+    design_lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
     if not fit_model:
         return design_lists, {}, None
     model = fit(table, spec, table.queries, design.queries.set_index("qkey")["subset"].to_dict(), seed,
@@ -113,7 +113,7 @@ def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int =
     if validation is not None and unseen:
         keys = [k for k in validation.queries["qkey"] if k in unseen]
         vtable = feature_table(study_runs(validation, spec, 0, keys), spec, None, depth)
-        unseen_lists = {q: [a for a, _ in r] for q, r in ranked(vtable, model.predict(vtable), depth).items()}
+        unseen_lists = {q: list(r) for q, r in ranked(vtable, model.predict(vtable), depth).items()}
     return design_lists, unseen_lists, model
 
 
@@ -324,7 +324,7 @@ def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) 
     spec = FUSED["fuse4"]
     inputs = study_component_inputs(design, run, components=spec.components)
     t0 = time.perf_counter()
-    spec.lists(inputs, 20)
+    spec.ranked(inputs, 20)
     rows.append({"method": "fuse4 (linear fusion)", "train_s": 0.0,
                  "infer_ms_per_query": 1000 * (time.perf_counter() - t0) / len(keys), "model_bytes": 0,
                  "llm_calls": 1})

@@ -85,7 +85,7 @@ def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchL
     linear = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fuse.lists(inputs, 20)
+        fuse.ranked(inputs, 20)
         linear = min(linear, time.perf_counter() - t0)
     n = max(len(keys), 1)
     details = {"study": source, "queries": len(keys), "candidate_rows": len(table.qkeys),

@@ -16,10 +16,12 @@ no new search (except ``meanemb``, which searches once per query). The names:
   1 for the query, 0.5 for the stubs), ``fuse4-rrf`` (RRF of the same four), ``fuse2`` (the query's dense and
   BM25 rankings: no LLM call).
 
-As a retriever a method reads the run's component rankings from the context (retrieving a component that
-was not asked for) and returns its final ranking (``score``: the fused score for score fusion, else
-``1 / rank``); a tuned method cross-validates over the run's queries for recall@:data:`CV_K` on the
-candidates ground truth. ``evaluate --method <name>`` and ``run_study(methods=(<name>,))`` both find them.
+Every method gives a scored run (:data:`~toolbench_lib.retrieval.fusion_specs.Run`) with its own scores:
+the fused score, the round-robin's reciprocal best rank, the mean embedding's cosine, a route's or a tuned
+method's chosen list's. As a retriever a method reads the run's component rankings from the context
+(retrieving a component that was not asked for) and returns that run as its final ranking; a tuned method
+cross-validates over the run's queries for recall@:data:`CV_K` on the candidates ground truth.
+``evaluate --method <name>`` and ``run_study(methods=(<name>,))`` both find them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from .fusion_specs import (
     COMPONENTS,
     FusionInputs,
     FusionSpec,
-    Lists,
     MeanEmbedding,
     Ranked,
     RoundRobin,
     RouteGrid,
+    Run,
     Spec,
     component_methods,
     rankings_inputs,
@@ -116,27 +118,28 @@ def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[s
     return study_component_inputs(result, run, gt, comps, result.stubs, setup)
 
 
-def method_lists(inp: FusionInputs, names: Iterable[str], k: int, *,
-                 params: Mapping[str, float] | None = None, folds: int = FOLDS, seed: int = SEED,
-                 tune_k: int | None = None) -> tuple[dict[str, Lists], dict[str, dict[str, float]]]:
-    """``({method: {qkey: [api_id, ...]}}, {method: {qkey: parameter}})``: top-``k`` lists of one run.
+def method_runs(inp: FusionInputs, names: Iterable[str], k: int, *,
+                params: Mapping[str, float] | None = None, folds: int = FOLDS, seed: int = SEED,
+                tune_k: int | None = None) -> tuple[dict[str, Run], dict[str, dict[str, float]]]:
+    """``({method: {qkey: {api_id: score}}}, {method: {qkey: parameter}})``: top-``k`` scored runs of one
+    PtR run.
 
     A tuned method uses ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation
     (``folds``, ``seed``) of recall@``tune_k`` (default ``k``).
     """
-    out: dict[str, Lists] = {}
+    out: dict[str, Run] = {}
     chosen: dict[str, dict[str, float]] = {}
     for name in names:
         spec = spec_of(name)
         if isinstance(spec, Tuned):
             spec = replace(spec, folds=folds, seed=seed, tune_k=tune_k)
             if params and name in params:
-                out[name] = spec.with_param(inp, params[name]).lists(inp, k)
+                out[name] = spec.with_param(inp, params[name]).ranked(inp, k)
                 chosen[name] = dict.fromkeys(inp.keys, float(params[name]))
             else:
                 out[name], chosen[name] = spec.tune(inp, k)
         else:
-            out[name] = spec.lists(inp, k)
+            out[name] = spec.ranked(inp, k)
     return out, chosen
 
 
@@ -154,10 +157,11 @@ def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, flo
 
 
 def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
-               setup=None, params: Mapping[str, float] | None = None) -> dict[str, Lists]:
-    """``{method: {qkey: [api_id, ...]}}`` (top ``k``) of the named methods on a stored study's run."""
+               setup=None, params: Mapping[str, float] | None = None) -> dict[str, Run]:
+    """``{method: {qkey: {api_id: score}}}`` (top ``k``, best first) of the named methods on a stored
+    study's run."""
     names = list(names)
-    return method_lists(study_inputs(result, run, gt, names, setup), names, k, params=params)[0]
+    return method_runs(study_inputs(result, run, gt, names, setup), names, k, params=params)[0]
 
 
 class FusedRetriever:
@@ -177,11 +181,7 @@ class FusedRetriever:
         inp = rankings_inputs(parts, ctx.queries, ctx.run, "candidates", self.spec.components, ctx.stubs,
                               ctx.setup)
         spec = replace(self.spec, tune_k=CV_K) if isinstance(self.spec, Tuned) else self.spec
-        if isinstance(spec, FusionSpec):
-            ranked = spec.ranked(inp, ctx.depth)
-        else:
-            ranked = {key: [(a, 1.0 / rank) for rank, a in enumerate(lst, 1)]
-                      for key, lst in spec.lists(inp, ctx.depth).items()}
+        ranked = spec.ranked(inp, ctx.depth)
         return Retrieved(ranked_frame(ctx.queries["qkey"].tolist(), self.name, ranked, ctx.setup.api_ids))
 
 

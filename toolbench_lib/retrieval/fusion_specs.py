@@ -7,13 +7,16 @@ A *component* is a ranking per query that a study already holds, named ``<text>.
 * ``s.<family>``: the stubs searched by a family and merged per API (``s.dense`` is PtR's final ranking);
 * ``s*.<family>``: every stub's own ranking, one ranking per stub (PtR's per-text rankings).
 
-A spec turns a run's :class:`FusionInputs` into each query's top-``k`` list:
+A spec turns a run's :class:`FusionInputs` into a scored run (:data:`Run`, ``spec.ranked(inp, k)``):
+each query's top ``k`` APIs with the method's own score, best first (scores never increase along a list):
 
 * :class:`FusionSpec`: components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after
   ``norm``, with optional weights, as ``ranx.fuse`` does (:func:`toolbench_lib.retrieval.fuse.combine`);
-* :class:`RoundRobin`, :class:`MeanEmbedding`: the two that are not score fusion;
-* :class:`Ranked`: one component's own ranking (RtP's or PtR's list as a baseline);
-* :class:`Route`: RtP's list when its top-1 score is at least a threshold, else another spec's list.
+  the score is the fused score;
+* :class:`RoundRobin` (score: the reciprocal of the API's best rank in any component ranking),
+  :class:`MeanEmbedding` (score: the cosine to the mean embedding): the two that are not score fusion;
+* :class:`Ranked`: one component's own ranking and scores (RtP's or PtR's list as a baseline);
+* :class:`Route`: RtP's ranked run when its top-1 score is at least a threshold, else another spec's.
 
 A spec whose components include a stub ranking pays PtR's stub call (``uses_stubs``).
 :mod:`toolbench_lib.retrieval.tuning` adds the tuned shape (``Tuned``); :mod:`toolbench_lib.retrieval.fused`
@@ -30,11 +33,13 @@ import numpy as np
 import pandas as pd
 
 from ..config import FAMILIES
-from .fuse import Ranking, combine, ids, top
+from .fuse import Ranking, as_scores, combine, ids, top
 from .rankings import Retrieved
 from .retrievers import method_name, ptr_texts
 
-Lists = dict[str, list[str]]  # {qkey: [api_id, ...]}
+# {qkey: {api_id: score}}: each query's APIs best first, with the method's own scores (a ranx Run's dict;
+# iterating a query's entry gives its ids in rank order)
+Run = dict[str, dict[str, float]]
 TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 cosine)
 
 
@@ -141,7 +146,7 @@ def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", co
 
 
 class Spec(Protocol):
-    """What every fused method is: components, whether it pays the stub call, and its lists."""
+    """What every fused method is: components, whether it pays the stub call, and its scored run."""
 
     @property
     def components(self) -> tuple[str, ...]: ...
@@ -149,16 +154,16 @@ class Spec(Protocol):
     @property
     def uses_stubs(self) -> bool: ...
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists: ...
+    def ranked(self, inp: FusionInputs, k: int) -> Run: ...
 
     def describe(self) -> str: ...
 
 
-def cached_lists(spec: Spec, inp: FusionInputs, k: int) -> Lists:
-    """``spec.lists(inp, k)``, computed once per inputs (a tuner's candidates share their parts)."""
+def cached_ranked(spec: Spec, inp: FusionInputs, k: int) -> Run:
+    """``spec.ranked(inp, k)``, computed once per inputs (a tuner's candidates share their parts)."""
     key = (spec, k)
     if key not in inp.cache:
-        inp.cache[key] = spec.lists(inp, k)
+        inp.cache[key] = spec.ranked(inp, k)
     return inp.cache[key]
 
 
@@ -207,27 +212,24 @@ class FusionSpec:
                 weights.append(self.weights[i] if self.weights is not None else 1.0)
         return combine(texts, self.method, self.norm, weights if self.weights is not None else None)
 
-    def ranked(self, inp: FusionInputs, k: int) -> dict[str, Ranking]:
-        """``{qkey: [(api_id, fused score), ...]}``, top ``k`` (ties by id)."""
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
+        """Each query's top ``k`` by fused score (ties by id), with that score."""
         out = {}
         for key in inp.keys:
             s = self.scores(inp, key)
-            out[key] = [(a, float(s[a])) for a in top(s, k)]
+            out[key] = {a: float(s[a]) for a in top(s, k)}
         return out
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
-        return {key: ids(r) for key, r in self.ranked(inp, k).items()}
 
-
-def round_robin(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
-    """Interleave ranked lists rank by rank (list order within a rank), dropping repeats; first ``k``."""
-    out: list[str] = []
-    seen: set[str] = set()
+def round_robin(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
+    """Interleave ranked lists rank by rank (list order within a rank), dropping repeats; first ``k``, each
+    scored ``1 / depth`` where ``depth`` is its best rank in any list (what orders it: ties keep list
+    order)."""
+    out: dict[str, float] = {}
     for depth in range(max((len(r) for r in rankings), default=0)):
         for r in rankings:
-            if depth < len(r) and r[depth] not in seen:
-                seen.add(r[depth])
-                out.append(r[depth])
+            if depth < len(r) and r[depth] not in out:
+                out[r[depth]] = 1.0 / (depth + 1)
                 if len(out) == k:
                     return out
     return out
@@ -235,7 +237,9 @@ def round_robin(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
 
 @dataclass(frozen=True)
 class RoundRobin:
-    """The components' rankings interleaved rank by rank (component order; dedupe; cut at k)."""
+    """The components' rankings interleaved rank by rank (component order; dedupe; cut at k). An API's
+    score is the reciprocal of its best rank in any component ranking, which is what orders the list; APIs
+    of equal best rank tie, in component order."""
 
     components: tuple[str, ...]
 
@@ -249,14 +253,14 @@ class RoundRobin:
     def describe(self) -> str:
         return f"round-robin of {' + '.join(self.components)}"
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
         return {key: round_robin([ids(r) for c in self.components for r in inp.texts(c, key)], k)
                 for key in inp.keys}
 
 
 @dataclass(frozen=True)
 class Ranked:
-    """One component's own ranking, unchanged (RtP's or PtR's list as a baseline)."""
+    """One component's own ranking and scores, unchanged (RtP's or PtR's list as a baseline)."""
 
     component: str
 
@@ -274,14 +278,14 @@ class Ranked:
     def describe(self) -> str:
         return f"{self.component} as ranked"
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
-        return {key: ids(next(iter(inp.texts(self.component, key)), []))[:k] for key in inp.keys}
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
+        return {key: as_scores(next(iter(inp.texts(self.component, key)), [])[:k]) for key in inp.keys}
 
 
 @dataclass(frozen=True)
 class MeanEmbedding:
     """The normalised mean of the query's and its stubs' embeddings, searched once (needs the index and the
-    embedder: ``inp.setup``, and the run's queries and stubs)."""
+    embedder: ``inp.setup``, and the run's queries and stubs); an API's score is its cosine to that mean."""
 
     components: tuple[str, ...] = ()
     uses_stubs: bool = True
@@ -289,7 +293,7 @@ class MeanEmbedding:
     def describe(self) -> str:
         return "mean embedding of the query and its stubs, searched once"
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
         if inp.setup is None or inp.queries is None or inp.stubs is None:
             raise ValueError("meanemb needs the index and the embedder (a retrieval setup)")
         q = inp.queries.set_index("qkey").loc[inp.keys].reset_index()
@@ -301,15 +305,16 @@ class MeanEmbedding:
             m = vecs[pos:pos + len(ts)].mean(axis=0)
             pos += len(ts)
             means.append(m / (np.linalg.norm(m) or 1.0))
-        _, rows = inp.setup.index.search(np.asarray(means, dtype=np.float32), k)
+        scores, rows = inp.setup.index.search(np.asarray(means, dtype=np.float32), k)
         api_ids = inp.setup.api_ids
-        return {key: [api_ids[int(r)] for r in rr] for key, rr in zip(inp.keys, rows, strict=True)}
+        return {key: as_scores([(api_ids[int(r)], float(s)) for r, s in zip(rr, ss, strict=True)])
+                for key, rr, ss in zip(inp.keys, rows, scores, strict=True)}
 
 
 @dataclass(frozen=True)
 class Route:
     """RtP's list when its top-1 score is at least ``threshold``, else ``base``'s list (such a query needs
-    no stub call)."""
+    no stub call); a query's scores are those of the list it is routed to."""
 
     threshold: float
     base: Spec
@@ -329,8 +334,8 @@ class Route:
     def describe(self) -> str:
         return f"RtP if its top-1 score >= {self.threshold:g}, else {self.base.describe()}"
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
-        rtp, fused = cached_lists(Ranked(TOP1), inp, k), cached_lists(self.base, inp, k)
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
+        rtp, fused = cached_ranked(Ranked(TOP1), inp, k), cached_ranked(self.base, inp, k)
         return {key: rtp[key] if inp.top1(key) >= self.threshold else fused[key] for key in inp.keys}
 
     def stub_calls(self, inp: FusionInputs) -> dict[str, bool]:

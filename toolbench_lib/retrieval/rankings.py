@@ -62,13 +62,13 @@ class Retrieved:
     texts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEXT_RANKING_COLUMNS))
 
 
-def ranked_frame(keys: Sequence[str], method: str, ranked: Mapping[str, Sequence[tuple[str, float]]],
+def ranked_frame(keys: Sequence[str], method: str, ranked: Mapping[str, Mapping[str, float]],
                  api_ids: Sequence[str]) -> pd.DataFrame:
-    """The final rankings ``{qkey: [(api_id, score), ...]}`` (best first) of the queries ``keys`` as a
+    """The final rankings ``{qkey: {api_id: score}}`` (best first) of the queries ``keys`` as a
     :data:`RANKING_COLUMNS` table (``row``: the API's registry row)."""
     row_of = {a: i for i, a in enumerate(api_ids)}
     recs = [(key, method, rank, row_of[a], a, float(s))
-            for key in keys for rank, (a, s) in enumerate(ranked.get(key, []), 1)]
+            for key in keys for rank, (a, s) in enumerate(ranked.get(key, {}).items(), 1)]
     return pd.DataFrame(recs, columns=RANKING_COLUMNS)
 
 

@@ -1,10 +1,11 @@
 """Tuned fused methods: one shape, ``Tuned(candidates, folds)``, and the one way a candidate is chosen.
 
 A candidate is chosen by its recall@k averaged within each query set, then over sets (:func:`best_by_group`;
-ties go to the first in order). A tuned method's list for a query comes from the candidate chosen on the
-other folds (:func:`cross_validated`, folds from :func:`toolbench_lib.data.folds.stratified_folds`), so
-nothing looks at a query's own ground truth to build that query's list. :meth:`Tuned.fit` chooses on every
-query instead, for use unchanged elsewhere; :meth:`Tuned.leave_one_set_out` fits on the other sets.
+ties go to the first in order). A tuned method's ranked list for a query, with its scores, is the one of the
+candidate chosen on the other folds (:func:`cross_validated`, folds from
+:func:`toolbench_lib.data.folds.stratified_folds`), so nothing looks at a query's own ground truth to build
+that query's list. :meth:`Tuned.fit` chooses on every query instead, for use unchanged elsewhere;
+:meth:`Tuned.leave_one_set_out` fits on the other sets.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from ..config import FOLDS, SEED
 from ..data.folds import Split, leave_one_group_out, stratified_folds
 from ..eval.evaluation import recall_at
-from .fusion_specs import FusionInputs, FusionSpec, Lists, Route, RouteGrid, Spec, cached_lists
+from .fusion_specs import FusionInputs, FusionSpec, Route, RouteGrid, Run, Spec, cached_ranked
 
 
 def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
@@ -43,12 +44,12 @@ def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = FOLDS,
     return held_out_choice(recall, groups, stratified_folds(groups, folds, seed))
 
 
-def recall_matrix(grid: Sequence[Lists], keys: Sequence[str], qrels: Mapping[str, set[str]],
+def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, set[str]],
                   k: int) -> np.ndarray:
     """Recall@k of every (candidate, query) by eval's one count; 0 for a query without ground truth."""
     rels = [qrels.get(key) or set() for key in keys]
-    return np.array([recall_at([lists[key] for key in keys], rels, k) for lists in grid]).reshape(len(grid),
-                                                                                                len(keys))
+    return np.array([recall_at([run[key] for key in keys], rels, k) for run in grid]).reshape(len(grid),
+                                                                                            len(keys))
 
 
 @dataclass(frozen=True)
@@ -81,31 +82,32 @@ class Tuned:
             f"{len(self.candidates)} candidates ({self.candidates[0].describe()}, ...)"
         return f"tuned by {self.folds}-fold cross-validation over {what}"
 
-    def _recall(self, inp: FusionInputs, k: int, tune_k: int | None) -> tuple[list[Spec], list[Lists],
+    def _recall(self, inp: FusionInputs, k: int, tune_k: int | None) -> tuple[list[Spec], list[Run],
                                                                               np.ndarray, np.ndarray]:
         specs = self.grid(inp)
-        lists = [cached_lists(s, inp, k) for s in specs]
+        runs = [cached_ranked(s, inp, k) for s in specs]
         groups = np.array([inp.subsets[key] for key in inp.keys])
-        return specs, lists, recall_matrix(lists, inp.keys, inp.qrels, tune_k or k), groups
+        return specs, runs, recall_matrix(runs, inp.keys, inp.qrels, tune_k or k), groups
 
-    def _per_query(self, specs: list[Spec], lists: list[Lists], keys: list[str],
-                   chosen: np.ndarray) -> tuple[Lists, dict[str, float]]:
-        return ({key: lists[i][key] for key, i in zip(keys, chosen, strict=True)},
+    def _per_query(self, specs: list[Spec], runs: list[Run], keys: list[str],
+                   chosen: np.ndarray) -> tuple[Run, dict[str, float]]:
+        return ({key: runs[i][key] for key, i in zip(keys, chosen, strict=True)},
                 {key: float(specs[i].param) for key, i in zip(keys, chosen, strict=True)})
 
-    def tune(self, inp: FusionInputs, k: int) -> tuple[Lists, dict[str, float]]:
-        """Out-of-fold top-``k`` lists and each query's chosen parameter (a weight, a threshold)."""
-        specs, lists, recall, groups = self._recall(inp, k, self.tune_k)
-        return self._per_query(specs, lists, inp.keys, cross_validated(recall, groups, self.folds, self.seed))
+    def tune(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
+        """The out-of-fold top-``k`` run (each query's list and scores from its chosen candidate) and each
+        query's chosen parameter (a weight, a threshold)."""
+        specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
+        return self._per_query(specs, runs, inp.keys, cross_validated(recall, groups, self.folds, self.seed))
 
-    def lists(self, inp: FusionInputs, k: int) -> Lists:
+    def ranked(self, inp: FusionInputs, k: int) -> Run:
         return self.tune(inp, k)[0]
 
-    def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Lists, dict[str, float]]:
-        """Lists whose candidate, for each query set, was chosen on the other sets only (does a tuned
+    def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
+        """The run whose candidate, for each query set, was chosen on the other sets only (does a tuned
         parameter carry over to another kind of query?)."""
-        specs, lists, recall, groups = self._recall(inp, k, self.tune_k)
-        return self._per_query(specs, lists, inp.keys,
+        specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
+        return self._per_query(specs, runs, inp.keys,
                                held_out_choice(recall, groups, leave_one_group_out(groups)))
 
     def fit(self, inp: FusionInputs, k: int) -> Spec:
