@@ -6,8 +6,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolbench_lib"
 DOC = ROOT / "docs" / "architecture.md"
@@ -219,8 +217,6 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "optim
          "google.genai", "playwright", "voila", "sklearn", "scipy", "statsmodels", "ranx", "bm25s",
          "nbformat", "nbconvert", "papermill", "matplotlib", "seaborn", "IPython")
 MAX_FUNCTION_IMPORTS = 40
-# Sub-packages still being converted: the whole package is held to the rule by the xfail test below.
-PENDING = ("eval", "analysis")
 # Project modules imported inside a function besides the doc's exceptions, each because importing it loads a
 # heavy library (eval imports SciPy, statsmodels and scikit-learn at its top, analysis.beyond matplotlib):
 # they move to the top once those modules import their heavy libraries where they use them.
@@ -295,32 +291,22 @@ def _counts(found) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def test_function_imports_outside_pending_packages_are_heavy_libraries():
-    """Outside the sub-packages still being converted, a function imports only a heavy library (HEAVY), a
-    lower layer's module the doc lists as an exception, or a module of LAZY_PROJECT; everything else is
-    imported at the top of its module."""
-    found = [f for f in package_function_imports() if _group(f[0]) not in PENDING]
-    print(f"imports inside functions outside {', '.join(PENDING)}: {len(found)} {_counts(found)}")
+def test_at_most_40_function_imports_in_the_package_each_of_a_heavy_library():
+    """A function imports only a heavy library (HEAVY), a lower layer's module the doc lists as an exception,
+    or a module of LAZY_PROJECT; everything else is imported at the top of its module, and the whole package
+    holds at most MAX_FUNCTION_IMPORTS imports inside functions."""
+    found = package_function_imports()
+    heavy = [f for f in found if _is_heavy(f[3])]
+    print(f"imports inside functions: {len(found)} ({len(heavy)} of heavy libraries) {_counts(found)}")
     allowed = exceptions() | LAZY_PROJECT
     wrong = [f"{path.relative_to(ROOT)}:{line}: {names[0]}" for path, mod, line, names in found
              if not _allowed(mod, names, allowed)]
     assert not wrong, f"imports inside functions that belong at the top of their module: {wrong}"
-    assert len(found) <= MAX_FUNCTION_IMPORTS
+    assert len(found) <= MAX_FUNCTION_IMPORTS, f"{len(found)} imports inside functions"
     stale = {(m, d) for m, d in LAZY_PROJECT
              if not any(mod == m and any(n == d or n.startswith(d + ".") for n in names)
                         for _, mod, _, names in found)}
     assert not stale, f"LAZY_PROJECT lists imports that are no longer inside a function: {stale}"
-
-
-@pytest.mark.xfail(strict=False, reason="eval/ and analysis/ not yet converted")
-def test_at_most_40_function_imports_in_the_package_each_of_a_heavy_library():
-    found = package_function_imports()
-    heavy = [f for f in found if _is_heavy(f[3])]
-    print(f"imports inside functions: {len(found)} ({len(heavy)} of heavy libraries) {_counts(found)}")
-    wrong = [f"{path.relative_to(ROOT)}:{line}: {names[0]}" for path, _, line, names in found
-             if not _is_heavy(names)]
-    assert not wrong, f"imports inside functions that are not of a heavy library: {wrong}"
-    assert len(found) <= MAX_FUNCTION_IMPORTS, f"{len(found)} imports inside functions"
 
 
 def test_the_function_import_check_sees_them():
