@@ -44,7 +44,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_bench.py::test_bench_command_quick": ("data",),
     "test_cli.py::test_data_summary_json": ("data",),
     "test_cli.py::test_unknown_subset": ("data",),  # a set name is checked against the data folder's sets
-    "test_cli.py::test_default_model_falls_back_offline": ("data", "model"),
+    "test_cli.py::test_default_model_is_make_runs_and_the_papers_falls_back_offline": ("data", "model"),
     "test_cli.py::test_index_build_slice": ("data", "model"),
     "test_cli.py::test_evaluate_both_methods_with_rules_backend": ("data", "model"),
     "test_cli.py::test_replay_miss_is_a_clear_error": ("data", "model"),

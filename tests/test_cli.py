@@ -63,12 +63,20 @@ def test_evaluate_json_matches_library(slice_setup):
         assert abs(got["precision"] - expected["subsets"][name]["precision"]) < 1e-9
 
 
-def test_default_model_falls_back_offline():
-    out = cli("evaluate", "--subset", "G3", "--limit", "2", "--max-apis", str(SLICE_APIS), "--json",
-              env={"HF_HOME": "/nonexistent-hf-home"})
+def test_default_model_is_make_runs_and_the_papers_falls_back_offline():
+    """evaluate's default embedder is `make run`'s (config.EMBEDDER); the paper's GTE-base, asked for while
+    offline and not cached, falls back to the packaged all-MiniLM-L6-v2 and says so."""
+    from toolbench_lib import config
+
+    args = ("evaluate", "--subset", "G3", "--limit", "2", "--max-apis", str(SLICE_APIS), "--json")
+    default = cli(*args, env={"HF_HOME": "/nonexistent-hf-home"})
+    assert default.returncode == 0, default.stderr
+    res = json.loads(default.stdout)
+    assert res["model"] == config.EMBEDDER and not res.get("embedder_fallback")
+    out = cli(*args, "--model", config.PAPER_EMBEDDER, env={"HF_HOME": "/nonexistent-hf-home"})
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    assert res["model"] == "all-MiniLM-L6-v2" and res["model_requested"] == "thenlper/gte-base"
+    assert res["model"] == "all-MiniLM-L6-v2" and res["model_requested"] == config.PAPER_EMBEDDER
     assert res["embedder_fallback"] is True
     assert "falling back" in out.stderr
 
