@@ -82,17 +82,17 @@ def test_metric_values_broadcast_over_leading_axes() -> None:
     assert metric_values(flags, np.array([1, 2, 0]), "mrr", 5)[1, 1] == 0.25
 
 
-def _study(seed: int = 0, runs: int = 3) -> StudyResult:
+def _study(seed: int = 0, runs: int = 3, depth: int = K_MAX) -> StudyResult:
     """A study of two methods over two sets: ``rtp`` written once for every run (run -1), ``ptr`` per run."""
     rng = np.random.default_rng(seed)
     rows, queries = [], []
     for i in range(30):
         qk, subset = f"q{i}", "G1_instruction" if i < 15 else "G2_instruction"
-        gt = [f"d{j}" for j in rng.choice(30, size=3, replace=False)]
+        gt = [f"d{j}" for j in rng.choice(max(30, depth), size=3, replace=False)]
         queries.append({"qkey": qk, "subset": subset, "candidates": gt, "relevant": gt[:1]})
         for method, stored in (("rtp", [-1]), ("ptr", list(range(runs)))):
             for run in stored:
-                for rank, d in enumerate(rng.permutation(30)[:K_MAX], 1):
+                for rank, d in enumerate(rng.permutation(max(30, depth))[:depth], 1):
                     rows.append({"qkey": qk, "method": method, "run": run, "text_idx": -1, "rank": rank,
                                  "row": int(d), "api_id": f"d{d}", "score": 1.0 - rank / 100})
     prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr"]}}
@@ -110,6 +110,17 @@ def test_study_evaluation_equals_scoring_each_run(tmp_path) -> None:
                 mine = got[(got["method"] == method) & (got["run"] == run)].reset_index(drop=True)
                 pd.testing.assert_frame_equal(mine[["qkey", *METRICS, "n_gt"]], want, check_dtype=False)
     assert set(got.columns) >= {"hits", "subset"}
+
+
+def test_rankings_deeper_than_20_are_evaluated_to_their_depth() -> None:
+    study = _study(depth=40)
+    assert evaluate(study).depth == 40
+    got = per_query_runs(study, 35, "candidates", ("recall",))
+    want = score_rankings(study.ranking("ptr", 1), study.queries, "candidates", 35, ("recall",))
+    mine = got[(got["method"] == "ptr") & (got["run"] == 1)].reset_index(drop=True)
+    assert mine["recall"].tolist() == pytest.approx(want["recall"].tolist())
+    with pytest.raises(ValueError, match="between 1 and 40"):
+        per_query_runs(study, 41)
 
 
 def test_a_stored_study_keeps_its_evaluation_and_refuses_a_damaged_one(tmp_path, caplog) -> None:

@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import config
 from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt
 from ..data.tables import code_hash
 
 log = logging.getLogger(__name__)
 
-K_MAX = 20  # the deepest cut-off every evaluation holds (the k-ablation's 1..20)
+K_MAX = config.K_MAX  # the cut-off every evaluation holds at least (the k-ablation's 1..20)
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 EVAL_DIR = "evaluation"  # beside a stored study's tables
 
@@ -44,10 +45,10 @@ def check_metrics(metrics: Sequence[str]) -> list[str]:
     return list(metrics)
 
 
-def check_k(k: int) -> int:
-    """A cut-off every evaluation holds (1..:data:`K_MAX`)."""
-    if not 1 <= int(k) <= K_MAX:
-        raise ValueError(f"k must be between 1 and {K_MAX}, got {k}")
+def check_k(k: int, depth: int = K_MAX) -> int:
+    """A cut-off an evaluation of ``depth`` ranks holds (1..``depth``)."""
+    if not 1 <= int(k) <= depth:
+        raise ValueError(f"k must be between 1 and {depth} (the ranks evaluated), got {k}")
     return int(k)
 
 
@@ -102,7 +103,7 @@ def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: 
     ``qkey, <metric>..., n_gt`` for every query of ``queries``; a query the rankings miss retrieved
     nothing."""
     check_gt(gt)
-    metrics, k = check_metrics(metrics), check_k(k)
+    metrics, k = check_metrics(metrics), check_k(k, max(k, 1))
     rels = [set(r) for r in queries[gt]]
     flags = relevance([rankings.get(q, []) for q in queries["qkey"]], rels, k)
     n_gt = np.array([len(r) for r in rels])
@@ -137,6 +138,11 @@ class Evaluation:
             raise KeyError(f"no method {method!r} in this evaluation (has {list(self.methods)})")
         return self.methods.index(method)
 
+    @property
+    def depth(self) -> int:
+        """The ranks evaluated: :data:`K_MAX`, or the deepest final ranking's length when longer."""
+        return int(self.flags.shape[-1])
+
     def is_deterministic(self, method: str) -> bool:
         """Whether ``method``'s retrieval is the same in every run (RtP; the study's provenance lists it)."""
         return bool(self.deterministic[self._method(method)]) if self.deterministic else False
@@ -144,13 +150,13 @@ class Evaluation:
     def values(self, metric: str, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
         """``(method, run, query)`` values of ``metric@k`` under ``gt``."""
         g = self._gt(gt)
-        return metric_values(self.flags[g], self.n_gt[g][None, None, :], metric, check_k(k))
+        return metric_values(self.flags[g], self.n_gt[g][None, None, :], metric, check_k(k, self.depth))
 
     def scores(self, k: int, gt: str = DEFAULT_GT, metrics: Sequence[str] = ("recall", "precision"),
                methods: Sequence[str] | None = None) -> pd.DataFrame:
         """Long table ``qkey, <metrics>..., n_gt, hits, method, run, subset``: one row per method, run and
         query (a deterministic method repeated for every run), methods in study order, queries in order."""
-        metrics, k = check_metrics(metrics), check_k(k)
+        metrics, k = check_metrics(metrics), check_k(k, self.depth)
         g = self._gt(gt)
         chosen = list(self.methods) if methods is None else list(methods)
         idx = [self._method(m) for m in chosen]
@@ -170,7 +176,8 @@ class Evaluation:
     def save(self, path: Path) -> None:
         """Write the evaluation to ``path`` (npz) and its sha256 sidecar."""
         meta = json.dumps({"key": self.key, "gts": list(self.gts), "methods": list(self.methods),
-                           "n_runs": self.n_runs, "deterministic": list(self.deterministic)})
+                           "n_runs": self.n_runs, "deterministic": list(self.deterministic),
+                           "depth": self.depth})
         buf = io.BytesIO()
         np.savez_compressed(buf, meta=np.array(meta), qkeys=self.qkeys.astype(str),
                             subsets=self.subsets.astype(str), n_gt=self.n_gt,
@@ -193,7 +200,7 @@ class Evaluation:
                 meta = json.loads(str(z["meta"]))
                 if meta["key"] != key:
                     return None
-                flags = np.unpackbits(z["flags"], axis=-1, count=K_MAX).astype(bool)
+                flags = np.unpackbits(z["flags"], axis=-1, count=int(meta.get("depth", K_MAX))).astype(bool)
                 return cls(meta["key"], tuple(meta["gts"]), tuple(meta["methods"]), int(meta["n_runs"]),
                            z["qkeys"], z["subsets"], z["n_gt"], flags, tuple(meta["deterministic"]))
         except (OSError, ValueError, KeyError) as exc:
@@ -230,8 +237,9 @@ def _compute(result, key: str) -> Evaluation:
     final = final.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(["method", "run", "qkey",
                                                                                  "api_id"])
     final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
-    final = final[(final["r"] < K_MAX) & final["qkey"].isin(pos.index) & final["method"].isin(methods)]
-    flags = np.zeros((len(GT_DEFINITIONS), len(methods), n_runs, len(qkeys), K_MAX), dtype=bool)
+    final = final[final["qkey"].isin(pos.index) & final["method"].isin(methods)]
+    depth = max(K_MAX, int(final["r"].max()) + 1 if len(final) else 0)
+    flags = np.zeros((len(GT_DEFINITIONS), len(methods), n_runs, len(qkeys), depth), dtype=bool)
     n_gt = np.zeros((len(GT_DEFINITIONS), len(qkeys)), dtype=np.int64)
     m_idx = final["method"].map({m: i for i, m in enumerate(methods)}).to_numpy()
     q_idx = pos.loc[final["qkey"].to_numpy()].to_numpy()
