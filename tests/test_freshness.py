@@ -146,3 +146,21 @@ def test_cached_tables_are_made_again_after_a_code_change(tmp_path, monkeypatch)
     tables.code_hash.cache_clear()
     assert tables.cached_tables(tmp_path / "cache", "k5", make)["t"]["a"].iloc[0] == 2  # computed again
     tables.code_hash.cache_clear()
+
+
+def test_every_file_the_run_wrote_is_recorded(tmp_path):
+    """teaching.md and report_quantities.json edited by hand make the run stale, like a table would; the
+    stored studies (their own checksums) and lock files are not part of it."""
+    out = _run_folder(tmp_path)
+    for rel in ("teaching.md", "report_quantities.json", "runs/abc/rankings.parquet", "runs/abc/.lock"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("x")
+    keys = {"02_main.ipynb": "k2"}
+    freshness.write_manifest(out, keys)
+    files = json.loads((out / "notebooks" / freshness.MANIFEST).read_text())["files"]
+    assert {"teaching.md", "report_quantities.json"} <= set(files)
+    assert not any(f.startswith("runs") for f in files)
+    for rel in ("teaching.md", "report_quantities.json"):
+        freshness.write_manifest(out, keys)
+        (out / rel).write_text("edited by hand")
+        assert freshness.current_notebooks(out, keys) == set(), rel

@@ -4,7 +4,8 @@ A notebook's key hashes what its outputs depend on: the notebook's own file, the
 the configuration's study key (data fingerprint, embedder, backend, prompts), and the code, references,
 cassettes and lock files of the checkout. After a run that completed, ``notebooks/fresh.json`` records each
 notebook's key and the sha256 of every file under the run folder's ``notebooks/``, ``tables/`` and
-``figures/`` and of its report (written from those, so kept with them when every notebook is kept). A later
+``figures/``, of its report and of every other file the run wrote beside them (written from those, so kept
+with them when every notebook is kept). A later
 run with the same key keeps that notebook's executed copy and outputs instead of executing it again, but
 only while every recorded file still holds its checksum: one changed, missing or corrupted file makes every
 notebook run again.
@@ -21,7 +22,6 @@ from ..data.atomic import atomic_path, file_sha256
 from ..data.paths import PROJECT_ROOT
 
 MANIFEST = "fresh.json"
-OUTPUT_FOLDERS = ("notebooks", "tables", "figures")
 REPORT_FILES = ("report.md", "report.html")
 # What every notebook's outputs depend on besides its own file and parameters (relative to the checkout).
 SOURCES = ("toolbench_lib/**/*.py", "references/**/*", "data/cassettes/**/*", "requirements*.lock",
@@ -47,13 +47,15 @@ def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str)
 
 
 def output_checksums(out_dir: Path) -> dict[str, str]:
-    """sha256 of every file under the run folder's output folders and of its report (paths relative to
-    ``out_dir``)."""
-    out = {name: file_sha256(out_dir / name) for name in REPORT_FILES if (out_dir / name).is_file()}
-    for folder in OUTPUT_FOLDERS:
-        for path in sorted((out_dir / folder).rglob("*")):
-            if path.is_file() and path.name != MANIFEST:
-                out[str(path.relative_to(out_dir))] = file_sha256(path)
+    """sha256 of every file the run wrote (paths relative to ``out_dir``): its output folders, its report and
+    every other file beside them (``teaching.md``, ``report_quantities.json``, ...); the stored studies
+    (``runs/``, which carry their own checksums and keys) and lock files aside."""
+    out = {}
+    for path in sorted(out_dir.rglob("*")):
+        rel = path.relative_to(out_dir)
+        if (path.is_file() and path.name != MANIFEST and rel.parts[0] != "runs"
+                and not path.name.endswith(".lock") and not path.name.startswith(".")):
+            out[str(rel)] = file_sha256(path)
     return out
 
 
