@@ -905,6 +905,121 @@ def _signal_case(sig: int, parallel: bool) -> Callable[[Path], str]:
     return case
 
 
+# ---------------------------------------------------------------- round five: statistics and freshness
+
+
+def case_constant_difference_is_not_testable(tmp: Path) -> str:
+    from toolbench_lib.eval.stats import paired
+
+    r = paired([0.2, 0.4], [0.5, 0.7])  # a constant +0.3 over 2 queries: t = 0, p = 0 before
+    assert not r["testable"] and np.isnan(r["p"]) and "no variance" in r["note"]
+    return "correct"
+
+
+def case_nan_score_is_not_testable(tmp: Path) -> str:
+    from toolbench_lib.eval.stats import paired
+
+    r = paired([0.2, float("nan"), 0.4], [0.3, 0.5, 0.1])
+    assert not r["testable"] and np.isnan(r["p"]) and "NaN" in r["note"]
+    return "correct"
+
+
+def case_one_query_has_no_ci(tmp: Path) -> str:
+    from toolbench_lib.eval.stats import paired
+
+    r = paired([0.2], [0.6])  # a zero-width CI [d, d] with no note before
+    assert np.isnan(r["ci_low"]) and np.isnan(r["ci_high"]) and "1 query" in r["note"]
+    return "correct"
+
+
+def case_goal_on_one_query_per_set(tmp: Path) -> str:
+    from toolbench_lib.analysis import fusion_board
+
+    rows = [{"qkey": f"{s}:0", "subset": s, "method": m, "metric": "recall", "k": 5, "value": v}
+            for s in ("G1", "G2") for m, v in (("rtp", 0.0), ("ptr", 0.0), ("rrf", 1.0))]
+    goal = fusion_board.goal_table(pd.DataFrame(rows), 5, n_boot=100).set_index("method")
+    assert not goal.loc["rrf", "meets_goal"] and "the goal needs 10" in goal.loc["rrf", "goal_note"]
+    return "correct"
+
+
+def case_compare_a_method_with_itself(tmp: Path) -> str:
+    from toolbench_lib.eval.compare import compare
+
+    with pytest.raises(ValueError, match="two different methods"):
+        compare(hand_study(), "rtp", "rtp")
+    return "clear error"
+
+
+def case_stored_study_follows_the_retrieval_code(tmp: Path) -> str:
+    """A changed retrieval module changes the study key (the stored study is not reused); a changed analysis
+    module does not."""
+    import shutil
+
+    from toolbench_lib.data import tables
+
+    copy = tmp / "toolbench_lib"
+    shutil.copytree(tables.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    real = tables.PACKAGE
+    try:
+        tables.PACKAGE = copy
+        parts = ("config.py", "data", "llm", "retrieval", "pipeline/study.py")
+        tables.code_hash.cache_clear()
+        before = tables.code_hash(*parts)
+        (copy / "analysis" / "report.py").write_text("# changed\n", encoding="utf-8")
+        tables.code_hash.cache_clear()
+        assert tables.code_hash(*parts) == before
+        path = copy / "retrieval" / "rankings.py"
+        path.write_text(path.read_text(encoding="utf-8").replace("-best[r]", "best[r]"), encoding="utf-8")
+        tables.code_hash.cache_clear()
+        assert tables.code_hash(*parts) != before
+    finally:
+        tables.PACKAGE = real
+        tables.code_hash.cache_clear()
+    return "correct"
+
+
+def case_cassette_content_is_in_the_study_key(tmp: Path) -> str:
+    from toolbench_lib.pipeline.experiment import ExperimentConfig
+
+    mine = tmp / "cassette.jsonl.gz"
+    mine.write_bytes(b'{"stubs": "recorded"}\n')  # only its bytes enter the key
+    cfg = ExperimentConfig.build(run_name="r", outputs_dir=str(tmp / "o"), cassette=str(mine))
+    cfg._fingerprint = "fixed"  # the data folder's fingerprint is not what this row is about
+    first = cfg.study_fields()["cassette_sha256"]
+    edited = tmp / "edited.jsonl.gz"
+    edited.write_bytes(mine.read_bytes()[:-1] + b"\0")
+    other = ExperimentConfig.build(run_name="r", outputs_dir=str(tmp / "o"), cassette=str(edited))
+    other._fingerprint = "fixed"
+    assert other.study_fields()["cassette_sha256"] != first
+    return "correct"
+
+
+def case_teaching_edited_by_hand_is_stale(tmp: Path) -> str:
+    from toolbench_lib.pipeline import freshness
+
+    out = tmp / "run"
+    for rel in ("notebooks/02.ipynb", "teaching.md", "report_quantities.json"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("{}")
+    freshness.write_manifest(out, {"02.ipynb": "k"})
+    (out / "teaching.md").write_text("edited by hand")
+    assert freshness.current_notebooks(out, {"02.ipynb": "k"}) == set()
+    return "correct"
+
+
+def case_learned_ranker_on_repeated_design_texts(tmp: Path) -> str:
+    from toolbench_lib.retrieval import ltr
+
+    from .test_ltr import DESIGN, _crossfit, synthetic_study
+
+    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    q = study.queries
+    q.loc[q["qkey"] == "G1_category:2", "query"] = "query G1_instruction 2"
+    _, cf = _crossfit(study, ltr.NAMED["ltr-nollm"])
+    assert cf.leaked == ["G1_category:2"]
+    return "correct"
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
     try:
@@ -933,6 +1048,15 @@ ROUND_FIVE: list[tuple[str, Callable[[Path], str]]] = [
     ("reproduce-sigterm-two-notebooks-at-once", _signal_case(signal.SIGTERM, parallel=True)),
     ("reproduce-sigint-notebook-printing", _signal_case(signal.SIGINT, parallel=False)),
     ("reproduce-sigint-two-notebooks-at-once", _signal_case(signal.SIGINT, parallel=True)),
+    ("stats-constant-difference", case_constant_difference_is_not_testable),
+    ("stats-nan-score", case_nan_score_is_not_testable),
+    ("stats-one-query-ci", case_one_query_has_no_ci),
+    ("goal-one-query-per-set", case_goal_on_one_query_per_set),
+    ("compare-a-equals-b", case_compare_a_method_with_itself),
+    ("stored-study-after-a-retrieval-change", case_stored_study_follows_the_retrieval_code),
+    ("cassette-edited-same-study-key", case_cassette_content_is_in_the_study_key),
+    ("teaching-md-edited-by-hand", case_teaching_edited_by_hand_is_stale),
+    ("ltr-design-texts-under-new-ids", case_learned_ranker_on_repeated_design_texts),
 ]
 
 
