@@ -27,3 +27,10 @@ def test_lists_moved_cells_rows_columns_and_tables(tmp_path, capsys) -> None:
     assert "Unchanged at 3 decimals (1): same" in report
     assert main([str(before), str(tmp_path / "nowhere")]) == 2
     assert "has no tables/ folder" in capsys.readouterr().err
+
+
+def test_a_run_name_in_text_cells_can_be_matched(tmp_path) -> None:
+    before = _run(tmp_path / "a", {"t": pd.DataFrame({"basis": ["default: mean of 4 runs"], "x": [0.5]})})
+    after = _run(tmp_path / "b", {"t": pd.DataFrame({"basis": ["after: mean of 4 runs"], "x": [0.5]})})
+    assert "row(s) only before" in tables_diff(before, after)
+    assert "Unchanged at 3 decimals (1): t" in tables_diff(before, after, rename={"after": "default"})

@@ -72,8 +72,21 @@ def table_diff(name: str, a: pd.DataFrame, b: pd.DataFrame, decimals: int = 3) -
     return [f"### {name}", *lines] if lines else []
 
 
-def tables_diff(before: Path, after: Path, decimals: int = 3) -> str:
-    """The Markdown report of every table of two run folders."""
+def _renamed(table: pd.DataFrame, rename: dict[str, str]) -> pd.DataFrame:
+    """``table`` with each ``old`` run name in its text cells written as ``new`` (two runs' own names)."""
+    if not rename:
+        return table
+    out = table.copy()
+    for c in out.columns:
+        if not (pd.api.types.is_numeric_dtype(out[c]) or pd.api.types.is_bool_dtype(out[c])):
+            for old, new in rename.items():
+                out[c] = out[c].map(lambda v, o=old, n=new: v.replace(o, n) if isinstance(v, str) else v)
+    return out
+
+
+def tables_diff(before: Path, after: Path, decimals: int = 3, rename: dict[str, str] | None = None) -> str:
+    """The Markdown report of every table of two run folders (``rename``: run names of ``after`` written as
+    ``before``'s in text cells, so rows match)."""
     tb, ta = Path(before) / "tables", Path(after) / "tables"
     names_b = {p.stem for p in tb.glob("*.csv")}
     names_a = {p.stem for p in ta.glob("*.csv")}
@@ -84,7 +97,8 @@ def tables_diff(before: Path, after: Path, decimals: int = 3) -> str:
         out.append(f"Only after: {', '.join(sorted(names_a - names_b))}")
     same = []
     for name in sorted(names_b & names_a):
-        lines = table_diff(name, _read(tb / f"{name}.csv"), _read(ta / f"{name}.csv"), decimals)
+        lines = table_diff(name, _read(tb / f"{name}.csv"), _renamed(_read(ta / f"{name}.csv"), rename or {}),
+                           decimals)
         if lines:
             out += ["", *lines]
         else:
@@ -99,12 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path, help="run folder after")
     parser.add_argument("--decimals", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="write the report here too")
+    parser.add_argument("--rename", action="append", default=[], metavar="AFTER=BEFORE",
+                        help="a run name of AFTER's text cells written as BEFORE's (repeatable)")
     args = parser.parse_args(argv)
     for folder in (args.before, args.after):
         if not (folder / "tables").is_dir():
             print(f"error: {folder} has no tables/ folder (a run folder of `make run`)", file=sys.stderr)
             return 2
-    report = tables_diff(args.before, args.after, args.decimals)
+    rename = dict(r.split("=", 1) for r in args.rename if "=" in r)
+    report = tables_diff(args.before, args.after, args.decimals, rename)
     if args.out:
         args.out.write_text(report)
     print(report, end="")

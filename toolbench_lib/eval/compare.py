@@ -47,7 +47,8 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     tested = list(dict.fromkeys([*family, *sets]))
     rows = {}
     for s in tested:
-        mask = ev.subsets == s
+        mask = np.flatnonzero(ev.subsets == s)
+        mask = mask[np.argsort(ev.qkeys[mask], kind="stable")]  # queries by key: the resampling's order
         res = paired(runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0), n_resamples, seed)
         a_runs = runs_a[:1, mask] if ev.is_deterministic(a) else runs_a[:, mask]
         over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
