@@ -329,3 +329,22 @@ def test_the_function_import_check_sees_them():
         (6, "os"), (7, "data"), (8, "google"), (12, "llama_cpp"), (18, "retrieval.ltr")]
     assert [_is_heavy(names) for _, names in found] == [False, False, True, True, False]
     assert found[1][1] == ["data", "data.paths"]
+
+
+# Sub-package circles still present, each to go with the layout that moves the runner of the notebooks
+# (pipeline.reproduce writes the report and the explorer's views) above analysis.
+KNOWN_PACKAGE_CIRCLES = [["analysis", "pipeline"]]
+
+
+def test_sub_package_circles_are_the_known_ones():
+    """Imports between sub-packages (and the top-level modules) close no circle but the listed one: a new
+    circle fails here, and the list shrinks as the layout moves."""
+    graph: dict[str, set[str]] = {}
+    for src, dst in imports():
+        a, b = src.split(".")[0], dst.split(".")[0]
+        graph.setdefault(a, set())
+        if a != b:
+            graph[a].add(b)
+    found = circles(graph)
+    print(f"sub-package circles: {found}")
+    assert found == KNOWN_PACKAGE_CIRCLES

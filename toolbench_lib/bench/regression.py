@@ -12,15 +12,14 @@ is the only way the block is made, and ``tests/test_regression.py`` checks a fre
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from .. import cli, config
+from .. import config
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # the files this command keeps in step live in the checkout
 REFERENCE_FILE = CHECKOUT / "references" / "regression.yaml"
@@ -41,14 +40,14 @@ HEADER = ("# Retriever families on the slice above, written by `python -m toolbe
 
 
 def evaluate_json(gt: str, data_dir: str | None = None) -> dict:
-    """The ``evaluate --json`` object of the slice under ``gt``, from the command line's own ``main``."""
+    """The ``evaluate --json`` object of the slice under ``gt``, from the command line (a child process of
+    this interpreter, so the benchmark does not import the command line that imports it)."""
     argv = ["evaluate", *ARGS, "--gt", gt, "--json"] + (["--data-dir", str(data_dir)] if data_dir else [])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = cli.main(argv)
-    if status != 0:
-        raise RuntimeError(f"evaluate {' '.join(argv)} exited with {status}")
-    return json.loads(out.getvalue())
+    out = subprocess.run([sys.executable, "-m", "toolbench_lib", *argv], capture_output=True, text=True,
+                         check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"evaluate {' '.join(argv)} exited with {out.returncode}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout)
 
 
 def measure(data_dir: str | None = None) -> dict:
