@@ -475,9 +475,6 @@ class QueryExplorer(QueryNavigation, QueryRendering):
         self._draw_table(self._frame)
         self._sync_url()
 
-    def _pick_row(self, i: int) -> None:
-        if i < len(self._rows_shown):
-            self.query.value = self._rows_shown[i]
 
     def _on_bridge(self, change) -> None:
         """A click in the table, sent by the page: ``sort|<column>|<nonce>`` or

@@ -86,14 +86,6 @@ def single_scores(result, keys: Sequence[str], k: int = K,
     return pd.concat(frames, ignore_index=True)
 
 
-def fit_unseen_model(design, spec: LtrSpec, run: int = 0, seed: int = SEED, label_gt: str = "candidates",
-                     depth: int = DEPTH) -> Fitted:
-    """The model for unseen sets: fitted on every design query of ``design``'s run ``run``."""
-    runs = study_runs(design, spec, run)
-    table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
-    sets = design.queries.set_index("qkey")["subset"].to_dict()
-    return fit(table, spec, table.queries, sets, seed, label_gt)
-
 
 def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int = 0, seed: int = SEED,
                  label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True

@@ -158,10 +158,6 @@ def figure_files(cfg: ExperimentConfig) -> list[Path]:
                   if p.stem not in SKIPPED_FIGURES)
 
 
-def figure_links(cfg: ExperimentConfig) -> list[str]:
-    """Markdown image links, relative to the run folder, of every figure saved for this run."""
-    return [f"![{p.stem}]({p.relative_to(cfg.out_dir).as_posix()})" for p in figure_files(cfg)]
-
 
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     """The figures of one section, each with its caption."""

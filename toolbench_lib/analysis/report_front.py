@@ -41,9 +41,6 @@ class Ledger:
             seen.append(text)
         return text
 
-    def conflicts(self) -> dict[str, list[str]]:
-        """Names stated with more than one value."""
-        return {name: texts for name, texts in self.values.items() if len(texts) > 1}
 
     def as_dict(self) -> dict[str, str | list[str]]:
         return {name: texts[0] if len(texts) == 1 else texts for name, texts in self.values.items()}

@@ -495,10 +495,6 @@ def _for_row(locator, row: Mapping[str, str]):
     return locator
 
 
-def _for_subset(locator, subset: str):
-    """A copy of ``locator`` with ``{subset}`` in its filters replaced by ``subset``."""
-    return _for_row(locator, {"subset": subset})
-
 
 def explains(cause: Mapping, entry: Mapping) -> dict | None:
     """The item of a tested cause's ``explains`` that names this entry's metric, method and k, or

@@ -285,8 +285,3 @@ def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
     return evaluate(result).scores(k, gt, metrics)
 
 
-def run_scores(result, method: str, run: int, k: int, gt: str = DEFAULT_GT,
-               metrics: Sequence[str] = ("recall",)) -> pd.DataFrame:
-    """``qkey, <metrics>..., n_gt, hits, subset`` of one method's run."""
-    out = evaluate(result).scores(k, gt, metrics, methods=[method])
-    return out[out["run"] == run].drop(columns=["method", "run"]).reset_index(drop=True)

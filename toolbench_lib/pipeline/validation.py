@@ -182,10 +182,6 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     return path
 
 
-def check_output_dir(name: str, value: str | os.PathLike[str]) -> Path:
-    """A folder that exists or can be made (not an existing file)."""
-    return check_path(name, value, "output_dir")
-
 
 # --------------------------------------------------------------------------- argparse types
 
