@@ -109,11 +109,12 @@ def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch)
     study key part and a new analysis cache, but leaves the evaluation's key (eval's code) alone; a changed
     eval module is a new evaluation key; an analysis change leaves the study's and the evaluation's."""
     from toolbench_lib.data import tables
+    from toolbench_lib.eval.evaluation import EVAL_CODE
+    from toolbench_lib.pipeline.experiment import STUDY_CODE
 
     copy = _package_copy(tmp_path, monkeypatch)
-    study, evaluation, everything = (lambda: tables.code_hash("config.py", "data", "llm", "retrieval",
-                                                              "pipeline/study.py"),
-                                     lambda: tables.code_hash("eval", "config.py"), tables.code_hash)
+    study, evaluation, everything = (lambda: tables.code_hash(*STUDY_CODE),
+                                     lambda: tables.code_hash(*EVAL_CODE), tables.code_hash)
     before = study(), evaluation(), everything()
     for rel, changes in (("retrieval/rankings.py", (True, False, True)),
                          ("eval/compare.py", (False, True, True)),

@@ -953,28 +953,22 @@ def case_compare_a_method_with_itself(tmp: Path) -> str:
 def case_stored_study_follows_the_retrieval_code(tmp: Path) -> str:
     """A changed retrieval module changes the study key (the stored study is not reused); a changed analysis
     module does not."""
-    import shutil
-
     from toolbench_lib.data import tables
+    from toolbench_lib.pipeline.experiment import STUDY_CODE
 
-    copy = tmp / "toolbench_lib"
-    shutil.copytree(tables.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    real = tables.PACKAGE
-    try:
-        tables.PACKAGE = copy
-        parts = ("config.py", "data", "llm", "retrieval", "pipeline/study.py")
-        tables.code_hash.cache_clear()
-        before = tables.code_hash(*parts)
+    from .test_freshness import _package_copy
+
+    with pytest.MonkeyPatch.context() as mp:
+        copy = _package_copy(tmp, mp)
+        before = tables.code_hash(*STUDY_CODE)
         (copy / "analysis" / "report.py").write_text("# changed\n", encoding="utf-8")
         tables.code_hash.cache_clear()
-        assert tables.code_hash(*parts) == before
+        assert tables.code_hash(*STUDY_CODE) == before
         path = copy / "retrieval" / "rankings.py"
         path.write_text(path.read_text(encoding="utf-8").replace("-best[r]", "best[r]"), encoding="utf-8")
         tables.code_hash.cache_clear()
-        assert tables.code_hash(*parts) != before
-    finally:
-        tables.PACKAGE = real
-        tables.code_hash.cache_clear()
+        assert tables.code_hash(*STUDY_CODE) != before
+    tables.code_hash.cache_clear()
     return "correct"
 
 

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 K_MAX = config.K_MAX  # the cut-off every evaluation holds at least (the k-ablation's 1..20)
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
+EVAL_CODE = ("eval", "config.py")  # the code an evaluation's key covers
 EVAL_DIR = "evaluation"  # beside a stored study's tables
 
 
@@ -211,7 +212,7 @@ class Evaluation:
 def evaluation_key(result) -> str:
     """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods
     (and which are deterministic) and runs, and the code of this package."""
-    h = hashlib.sha256(code_hash("eval", "config.py").encode())
+    h = hashlib.sha256(code_hash(*EVAL_CODE).encode())
     stored = result.stored_rankings_sha256()
     if stored:  # a stored study's rankings as saved or loaded: the checksum of its table
         h.update(stored.encode())

@@ -52,6 +52,7 @@ DEFAULT_PLAN_LIMIT = config.PLAN_LIMIT
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
+STUDY_CODE = ("config.py", "data", "llm", "retrieval", "pipeline/study.py")  # the code a study key covers
 # Fields that name where outputs go, not what they hold: never compared between runs.
 PLACE_FIELDS = ("run_name", "outputs_dir", "base_run")
 
@@ -174,7 +175,7 @@ class ExperimentConfig:
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
         # The code that makes the study tables, and the recorded replies a replay answers from.
-        fields["code"] = code_hash("config.py", "data", "llm", "retrieval", "pipeline/study.py")
+        fields["code"] = code_hash(*STUDY_CODE)
         if self.backend == "replay":
             fields["cassette_sha256"] = _file_sha256(str(self.cassette or DEFAULT_CASSETTE))
         return _plain(fields)
