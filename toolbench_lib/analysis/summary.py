@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, resolve_subset, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.pass_rates import pass_rate_table
@@ -89,11 +90,6 @@ def method_cost(result) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
-def norm_stub_name(name: str) -> str:
-    """A stub name case-folded with its whitespace collapsed (how names are compared)."""
-    return " ".join(str(name).lower().split())
-
-
 def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
     """``(pooled, per_query)`` shares of distinct lower-cased stub names.
 
@@ -102,7 +98,7 @@ def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
     """
     if stubs.empty:
         return float("nan"), float("nan")
-    names = stubs.assign(norm=stubs["name"].map(norm_stub_name))
+    names = stubs.assign(norm=stubs["name"].map(norm_text))
     pooled = names.groupby("run")["norm"].agg(lambda s: s.nunique() / len(s)).mean()
     per_query = names.groupby(["run", "qkey"])["norm"].agg(lambda s: s.nunique() / len(s)).mean()
     return float(pooled), float(per_query)

@@ -1,4 +1,5 @@
-"""Name normalisation shared by the registry and the query loaders."""
+"""Name and text normalisation shared by the registry, the query loaders, the stub statistics and the learned
+ranker's leak check."""
 
 from __future__ import annotations
 
@@ -23,3 +24,8 @@ def norm_name(name: str | None) -> str:
 def norm_key(tool: str | None, api: str | None) -> tuple[str, str]:
     """Normalised (tool, API) key."""
     return norm_name(tool), norm_name(api)
+
+
+def norm_text(text: str) -> str:
+    """A text as compared across sets or stubs: case-folded, whitespace collapsed."""
+    return " ".join(str(text).lower().split())

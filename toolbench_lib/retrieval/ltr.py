@@ -27,6 +27,7 @@ from .. import config
 from ..config import DEPTH
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
 from ..data.folds import grouped_fold_ids
+from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from .fusion_specs import Run
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
@@ -115,11 +116,6 @@ class CrossFit:
     leaked: list[str] = field(default_factory=list)
 
 
-def text_key(text: str) -> str:
-    """A query text as the leak check compares it: lower-cased, whitespace collapsed."""
-    return " ".join(str(text).lower().split())
-
-
 def is_design(subset: str) -> bool:
     return subset_alias(subset) in DESIGN_SETS
 
@@ -154,10 +150,10 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
         seconds.append(model.seconds)
     others = [k for k in keys if not is_design(sets[k])]
     # A query of another set whose text a design query holds: the fold model that never saw that text.
-    text_fold = {text_key(texts[k]): fold[k] for k in design}
-    leaked = [k for k in others if text_key(texts[k]) in text_fold]
+    text_fold = {norm_text(texts[k]): fold[k] for k in design}
+    leaked = [k for k in others if norm_text(texts[k]) in text_fold]
     for k in leaked:
-        rows, model = table.rows_of([k]), models[text_fold[text_key(texts[k])]]
+        rows, model = table.rows_of([k]), models[text_fold[norm_text(texts[k])]]
         scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
     clean = [k for k in others if k not in set(leaked)]
     unseen = fit(table, spec, design, sets, seed, label_gt) if others else None
