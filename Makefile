@@ -79,7 +79,7 @@ EXPLORE_PORT ?= 8866
 EXPLORE_CULL ?= 300
 .PHONY: explore sync-notebooks
 explore: install
-	$(PY) -m toolbench_lib.analysis.explore_app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL)
+	$(PY) -m toolbench_lib.explorer.app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL)
 
 # Pair every notebook with its py:percent script (notebooks/jupytext.toml): the newer side updates the other.
 sync-notebooks: install

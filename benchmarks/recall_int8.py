@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from toolbench_lib.data.dataset import load_dataset
-from toolbench_lib.pipeline.study import StudySettings, run_study, summarise_study
+from toolbench_lib.study.result import StudySettings, run_study, summarise_study
 from toolbench_lib.retrieval.embedding import load_embedder
 from toolbench_lib.retrieval.setup import prepare
 

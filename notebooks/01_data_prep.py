@@ -53,7 +53,7 @@ from toolbench_lib.analysis import data_stats
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.data.dataset import load_dataset
 from toolbench_lib.data.queries import resolve_subset, subset_alias
-from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure, save_table
+from toolbench_lib.study.experiment import ExperimentConfig, save_figure, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -84,7 +84,7 @@ display(categories.head(15).round(4))
 
 # %%
 by_cat = categories.set_index("category")["n_apis"]
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 for name, paper in (("Sports", paper_value("sports_apis")), ("Data", paper_value("data_apis"))):
     here = int(by_cat.get(name, 0))
@@ -157,7 +157,8 @@ print(f"saved {save_figure(fig, 'data_doc_lengths', cfg)}")
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis.findings import data_findings  # noqa: E402
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 display(Markdown(data_findings(sources, sizes, paper_value("registry_size"))))

@@ -52,7 +52,7 @@ from toolbench_lib.analysis import main_results as mr
 from toolbench_lib.analysis.numbers import fmt_p
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.data.queries import subset_alias
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_runs_study,
     get_study,
@@ -96,7 +96,7 @@ save_table(main, "main_results", cfg, prov)
 display(main.round(3))
 
 # %%
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 PAPER_RECALL = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
                 for s in ("G1", "G2", "G3")}
@@ -247,7 +247,7 @@ import pandas as pd
 
 from toolbench_lib.analysis import judge as jv
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
-from toolbench_lib.pipeline.rejudge import recorded_judge_versions, rejudge
+from toolbench_lib.study.rejudge import recorded_judge_versions, rejudge
 
 fid = jv.fidelity_table(result)
 save_table(fid, "plan_name_fidelity", cfg, prov)

@@ -49,7 +49,7 @@ from IPython.display import display
 
 from toolbench_lib.analysis import k_ablation as ka
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
     provenance_line,
@@ -83,7 +83,7 @@ display(cand[cand["k"].isin(cuts)].pivot_table(index=["subset", "method"], colum
                                                 sort=False).round(3))
 
 # %%
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 PAPER_K = {(s, m, 5): v for s in ("G1", "G2", "G3") for m in ("rtp", "ptr")
            if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
@@ -144,8 +144,9 @@ for _, r in budget[budget["gt"] == "candidates"].iterrows():
 from dataclasses import replace  # noqa: E402
 
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis import sensitivity as se  # noqa: E402
-from toolbench_lib.pipeline.experiment import get_retrievers_study, save_tables  # noqa: E402
+from toolbench_lib.study.experiment import get_retrievers_study, save_tables  # noqa: E402
 
 rcfg, _, rstudy = get_retrievers_study(cfg, retriever_runs, setup.ds.queries)
 vgot = get_retrievers_study(replace(cfg, run_name=f"{cfg.run_name}-validation", subsets=validation_sets), 1,
@@ -167,6 +168,7 @@ display(Markdown("\n\n".join(g2["g2_verdict"]["text"])))
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis.findings import k_findings  # noqa: E402
 
 display(Markdown(k_findings(ablation, budget)))

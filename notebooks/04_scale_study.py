@@ -50,7 +50,7 @@ from IPython.display import Image, Markdown, display
 from toolbench_lib.analysis.scale import plot_divergence, plot_scale_recall, scale_study, scale_summary
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
     provenance_line,
@@ -120,7 +120,7 @@ for subset, part in gap.groupby("subset"):
 # A backend that writes stubs by copying parts of the query (the rule-based backend used for smoke runs) searches with nearly the query's own words, so its divergence is far lower than an LLM's; the paper's numbers are only comparable for an LLM backend.
 
 # %%
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 by_size = divergence.groupby("size")["no_overlap_share"].mean()
 display(divergence.pivot_table(index="size", columns="subset", values="no_overlap_share").round(3))
@@ -148,7 +148,7 @@ plt.close(fig)
 
 # %%
 from toolbench_lib.analysis import sensitivity as se  # noqa: E402
-from toolbench_lib.pipeline.experiment import save_tables  # noqa: E402
+from toolbench_lib.study.experiment import save_tables  # noqa: E402
 
 claims = se.scale_tables(sims, result.queries, setup.ds.registry, divergence, cfg.scale_sizes,
                          list(range(cfg.scale_seeds)), cfg.k, gt, keep_gt, cfg.run_name)

@@ -53,7 +53,7 @@ from IPython.display import display
 from toolbench_lib.analysis import trajectory as tr
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.data.queries import subset_alias
-from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study, provenance_line, save_table
+from toolbench_lib.study.experiment import ExperimentConfig, get_study, provenance_line, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -100,8 +100,8 @@ display(traj.round(3))
 # it gives them (diamonds for one set, dashed lines for ranges or values over all sets).
 
 # %%
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
-from toolbench_lib.pipeline.experiment import save_figure  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
+from toolbench_lib.study.experiment import save_figure  # noqa: E402
 
 PAPER_FIG4 = {("G1", "rtp", "jaccard_rtp_ptr"): paper_value("g1_plan_jaccard"),
               ("G3", "rtp", "jaccard_rtp_ptr"): paper_value("g3_plan_jaccard"),
@@ -154,6 +154,7 @@ if not miss.empty:
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis import sensitivity as se  # noqa: E402
 
 div = se.full_divergence_tables(result, cfg.run_name, cfg.k)

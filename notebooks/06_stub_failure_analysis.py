@@ -46,7 +46,7 @@ from IPython.display import display
 
 from toolbench_lib.analysis import stub_analysis as sa
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study, provenance_line, save_table
+from toolbench_lib.study.experiment import ExperimentConfig, get_study, provenance_line, save_table
 
 # %matplotlib inline
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
@@ -121,6 +121,7 @@ for _, r in overhead.dropna(subset=["overhead_pct"]).iterrows():
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis.findings import stub_findings  # noqa: E402
 
 display(Markdown(stub_findings(stubs, overhead)))

@@ -48,11 +48,20 @@ folds = config.FOLDS
 import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
-from toolbench_lib.analysis.routing import (plot_routing_curves, routing_analysis, routing_signal_table,
-                                            routing_table)
+from toolbench_lib.analysis.routing import (
+    plot_routing_curves,
+    routing_analysis,
+    routing_signal_table,
+    routing_table,
+)
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (ExperimentConfig, get_study, provenance_line, save_figure,
-                                              save_table)
+from toolbench_lib.study.experiment import (
+    ExperimentConfig,
+    get_study,
+    provenance_line,
+    save_figure,
+    save_table,
+)
 
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,
                                    backend=backend, cassette=cassette, embedder=embedder, k=k, runs=runs,
@@ -86,7 +95,7 @@ for subset in table["subset"].unique():
           f"routed to PtR, {r.loc['router_top1_cosine', 'tokens_saved_vs_ptr_pct']:.1f}% tokens saved")
 saved = 100 * (1 - by.xs("router_top1_cosine", level="policy")["tokens_per_query"].mean()
                / by.xs("always_ptr", level="policy")["tokens_per_query"].mean())
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 print(f"mean over sets: the top-1 cosine router spends {saved:.1f}% fewer tokens than always-PtR "
       f"(paper: ~{paper_value('router_tokens_saved'):.0f}%)")
@@ -128,6 +137,7 @@ print(f"queries where PtR beats RtP: {routed['ptr_wins'].mean():.1%}; "
 
 # %%
 from IPython.display import Markdown  # noqa: E402
+
 from toolbench_lib.analysis import sensitivity as se  # noqa: E402
 
 claim = se.routing_claim(result, cfg.run_name, cfg.k, gt)

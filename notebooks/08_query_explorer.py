@@ -28,7 +28,7 @@ gt = "candidates"
 # %%
 import os
 
-from toolbench_lib.analysis.explorer import QueryExplorer
+from toolbench_lib.explorer.widget import QueryExplorer
 
 run_name = os.environ.get("TOOLBENCH_EXPLORE_RUN") or run_name
 explorer = QueryExplorer.for_page(run_name, study=study, k=k, gt=gt)

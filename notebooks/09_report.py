@@ -43,13 +43,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis.display import format_numbers
-from toolbench_lib.analysis.report import QUANTITIES_FILE, provenance_markdown, run_provenance, write_report
-from toolbench_lib.analysis.report_checks import check_report, front_text
-from toolbench_lib.analysis.scorecard import build_report, status_counts
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.analysis.teaching import pipeline_figure, teaching_material
-from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure
+from toolbench_lib.report.checks import check_report, front_text
+from toolbench_lib.report.scorecard import build_report, status_counts
+from toolbench_lib.report.teaching import pipeline_figure, teaching_material
+from toolbench_lib.report.write import QUANTITIES_FILE, provenance_markdown, run_provenance, write_report
 from toolbench_lib.retrieval.methods import load_methods
+from toolbench_lib.study.experiment import ExperimentConfig, save_figure
 
 # %%
 cfg = ExperimentConfig.from_params(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets,

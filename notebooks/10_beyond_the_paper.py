@@ -53,14 +53,14 @@ from IPython.display import Image, Markdown, display
 from toolbench_lib.analysis import beyond, fusion_board
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.retrieval import fused
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
     provenance_line,
     save_figure,
     save_table,
 )
-from toolbench_lib.retrieval import fused
 
 params = dict(run_name=run_name, smoke=smoke, data_dir=data_dir, subsets=subsets, backend=backend,
               cassette=cassette, embedder=embedder, k=k, runs=runs, plan_limit=plan_limit, max_apis=max_apis,
@@ -192,7 +192,7 @@ show(transfer)
 if cfg.backend == "replay":
     from toolbench_lib.data.queries import resolve_subset
     from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-    from toolbench_lib.pipeline.stub_recording import recorded_limit
+    from toolbench_lib.study.stub_recording import recorded_limit
 
     val_sets = [resolve_subset(s) for s in validation_sets]
     n_val = recorded_limit(cfg.cassette or DEFAULT_CASSETTE, setup.ds.queries, val_sets)

@@ -56,10 +56,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from toolbench_lib.analysis import ablations as ab
-from toolbench_lib.analysis.scorecard import paper_query_counts
+from toolbench_lib.analysis.references import paper_query_counts
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
     provenance_line,
@@ -208,8 +208,8 @@ print(verdicts["embedder"])
 # %%
 from IPython.display import HTML  # noqa: E402
 
-from toolbench_lib.analysis.explorer import QueryExplorer  # noqa: E402
-from toolbench_lib.analysis.teaching import worked_examples  # noqa: E402
+from toolbench_lib.explorer.widget import QueryExplorer  # noqa: E402
+from toolbench_lib.report.teaching import worked_examples  # noqa: E402
 
 explorer = QueryExplorer(setup, result, k=cfg.k)
 for example in worked_examples():

@@ -59,7 +59,7 @@ from toolbench_lib.analysis import fusion_board
 from toolbench_lib.analysis import retrievers as rv
 from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
-from toolbench_lib.pipeline.experiment import (
+from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_retrievers_study,
     get_study,
@@ -88,7 +88,7 @@ display(Markdown(rv.provenance_markdown(study)))
 
 # %%
 from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table  # noqa: E402
-from toolbench_lib.analysis.scorecard import paper_value  # noqa: E402
+from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 paper_recall = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
                 for s in ("G1", "G2", "G3")}

@@ -130,8 +130,8 @@ def test_the_goal_is_met_only_with_enough_queries_and_a_ci() -> None:
 
 
 def test_report_states_notebook_10s_goal_result(tmp_path, scored) -> None:
-    from toolbench_lib.analysis.report import write_report
-    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+    from toolbench_lib.report.write import write_report
+    from toolbench_lib.study.experiment import ExperimentConfig, save_table
 
     cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
     assert "On the main study (notebook 10" not in write_report(cfg).read_text()

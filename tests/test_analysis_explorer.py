@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.analysis.explorer import (
+from toolbench_lib.eval.evaluation import per_query_runs
+from toolbench_lib.explorer.widget import (
     FILTERS,
     NO_PLAN,
     NO_QUERY,
@@ -20,8 +21,7 @@ from toolbench_lib.analysis.explorer import (
     query_outcomes,
     run_name_of,
 )
-from toolbench_lib.eval.evaluation import per_query_runs
-from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.study.result import StudyResult
 
 from .hand_tables import split_hits, study_of_hits, with_tables
 
@@ -274,7 +274,7 @@ def test_outcomes_agree_with_per_query_runs(study):
 @pytest.fixture(scope="module")
 def real_study(slice_setup):
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.pipeline.study import StudySettings, run_study
+    from toolbench_lib.study.result import StudySettings, run_study
 
     return run_study(slice_setup, RulesBackend(), StudySettings(runs=1, plan_limit=2), progress=False)
 

@@ -25,8 +25,8 @@ from toolbench_lib.llm.cassettes import read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import judge_prompt
 from toolbench_lib.llm.replay import ReplayBackend
-from toolbench_lib.pipeline.rejudge import cassette_plans, record_verdicts
-from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.study.rejudge import cassette_plans, record_verdicts
+from toolbench_lib.study.result import StudyResult
 
 from .hand_tables import study_of_hits
 
@@ -207,7 +207,7 @@ def test_findings_are_written_from_the_tables():
 
 
 def test_recorded_judge_versions_of_the_committed_cassette():
-    from toolbench_lib.pipeline.rejudge import recorded_judge_versions
+    from toolbench_lib.study.rejudge import recorded_judge_versions
 
     versions = recorded_judge_versions(DEFAULT_CASSETTE)
     assert versions.get("judge-v1", 0) >= 597
@@ -215,7 +215,7 @@ def test_recorded_judge_versions_of_the_committed_cassette():
 
 
 def test_rejudge_command(ds, tmp_path, capsys):
-    from toolbench_lib.pipeline.rejudge import main
+    from toolbench_lib.study.rejudge import main
 
     out = tmp_path / "v.csv"
     data = ["--data-dir", str(ds.data_dir)]

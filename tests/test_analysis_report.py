@@ -11,22 +11,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from toolbench_lib.analysis.report import write_report
-from toolbench_lib.analysis.scorecard import (
-    REFERENCES_FILE,
-    TABLE_SCHEMAS,
-    TableCache,
-    build_report,
-    check_locator,
-    compare,
-    compare_entries,
-    compare_share,
-    evaluate_expr,
-    load_references,
-    locate,
-    paper_text,
-)
-from toolbench_lib.pipeline.experiment import ExperimentConfig, save_figure, save_table
+from toolbench_lib.analysis.references import TABLE_SCHEMAS, check_locator, load_references
+from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
+from toolbench_lib.report.scorecard import REFERENCES_FILE, build_report, compare_entries
+from toolbench_lib.report.write import write_report
+from toolbench_lib.study.experiment import ExperimentConfig, save_figure, save_table
 
 
 @pytest.fixture()
@@ -345,7 +334,7 @@ def test_a_cause_is_a_predicted_size_covering_the_paper_or_not(cfg):
     - A gain of 0.200 overshoots: predicted 0.425 [0.400, 0.450], "unexplained".
     - The same cause names no precision row nor recall at k = 1; without its table it is "not tested".
     """
-    from toolbench_lib.analysis.scorecard import load_causes, name_cause
+    from toolbench_lib.report.scorecard import load_causes, name_cause
 
     causes = load_causes()
     entry = {**_entry({}, paper=0.289), "id": "g1_ptr_recall", "subset": "G1", "method": "ptr",
@@ -376,7 +365,7 @@ def test_the_embedder_cause_on_raw_cosines_is_not_tested_without_its_table(cfg):
     """A stronger embedder's cosines run 0.20 above MiniLM's: G1's 0.674 [0.660, 0.688] becomes 0.874
     [0.860, 0.888], which holds the paper's 0.874. Without the cosine columns (an older ablation table),
     "not tested"."""
-    from toolbench_lib.analysis.scorecard import load_causes, name_cause
+    from toolbench_lib.report.scorecard import load_causes, name_cause
 
     causes = load_causes()
     entry = {**_entry({}, paper=0.874), "id": "g1_stub_cos_correct", "subset": "G1", "method": "ptr",
@@ -392,7 +381,7 @@ def test_the_embedder_cause_on_raw_cosines_is_not_tested_without_its_table(cfg):
 
 
 def test_a_setup_difference_is_labelled_not_tested(cfg):
-    from toolbench_lib.analysis.scorecard import load_causes, name_cause
+    from toolbench_lib.report.scorecard import load_causes, name_cause
 
     save_table(pd.DataFrame({"source": ["a", "b"], "n_apis": [40000, 7651], "share": [0.8, 0.2]}),
                "data_sources", cfg)
@@ -412,7 +401,7 @@ def test_routing_saving_is_predicted_from_the_token_overhead(cfg):
     (1 + o)) = 13.8% at o = 0.895 for every set, 11.3% (o1 = 0.75, o = 1.04) to 16.9% (o1 = 1.04,
     o = 0.75). The
     paper's ~16% (±2) meets [11.3, 16.9]: explained. Of the overhead: 40% at equal overheads."""
-    from toolbench_lib.analysis.scorecard import compare_entries, load_causes
+    from toolbench_lib.report.scorecard import compare_entries, load_causes
 
     save_table(pd.DataFrame({"subset": ["G1", "G2", "G3"], "policy": "always_rtp", "recall": 0.3,
                              "precision": 0.1, "tokens_per_query": 100.0, "share_routed_ptr": 0.0,
@@ -440,7 +429,7 @@ def test_every_entry_is_scored_by_an_interval_or_states_why_not():
     """Each entry is CI-scored, share/Wilson-scored or validity-gated, or states why it has a point
     tolerance; a stated tolerance is the paper's "~" or sits beside a reason; a cited cause names the
     entry's metric, method and k (or is a setup difference)."""
-    from toolbench_lib.analysis.scorecard import explains, load_causes
+    from toolbench_lib.report.scorecard import explains, load_causes
 
     causes = load_causes()
     for e in load_references()["entries"]:
@@ -454,7 +443,7 @@ def test_every_entry_is_scored_by_an_interval_or_states_why_not():
 
 
 def test_status_counts_are_computed_from_the_rows():
-    from toolbench_lib.analysis.scorecard import status_counts
+    from toolbench_lib.report.scorecard import status_counts
 
     report = pd.DataFrame({"status": ["consistent", "differs", "differs", "differs", "differs", "differs",
                                       "not scored", "missing table"],
@@ -467,7 +456,7 @@ def test_status_counts_are_computed_from_the_rows():
 
 
 def test_causes_file_is_quantitative_and_names_existing_tables(tmp_path):
-    from toolbench_lib.analysis.scorecard import CAUSES_FILE, load_causes
+    from toolbench_lib.report.scorecard import CAUSES_FILE, load_causes
 
     causes = load_causes()
     assert {"stub_writer", "embedder", "token_overhead", "stub_echo", "query_set",
@@ -525,7 +514,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     """The front first (question, the primary endpoint, one table of the answer, the setup box, a
     conclusion per retriever last); every saved figure appears once, in its section, with a caption of 12+
     words; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
-    from toolbench_lib.analysis.report_checks import check_captions, front_text
+    from toolbench_lib.report.checks import check_captions, front_text
 
     main = _main_results()
     main.loc[(main["subset"] == "G1") & (main["method"] == "rtp"), "n_queries"] = 16300

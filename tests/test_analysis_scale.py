@@ -24,7 +24,7 @@ from toolbench_lib.analysis.similarity import (
 )
 from toolbench_lib.eval.evaluation import per_query_runs, score_rankings
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study
+from toolbench_lib.study.result import StudySettings, run_study
 
 # -- top-k on column subsets ------------------------------------------------------------------------
 

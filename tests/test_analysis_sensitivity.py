@@ -9,7 +9,7 @@ import pytest
 
 from toolbench_lib.analysis import sensitivity as se
 from toolbench_lib.analysis.similarity import SimilarityCache
-from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.study.result import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
 
@@ -157,7 +157,7 @@ def test_routing_claim_by_hand():
 @pytest.fixture(scope="module")
 def slice_study(slice_setup):
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.pipeline.study import StudySettings, run_study
+    from toolbench_lib.study.result import StudySettings, run_study
 
     return run_study(slice_setup, RulesBackend(), StudySettings(runs=2, plan_limit=0), progress=False)
 
@@ -206,7 +206,7 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
 
 
 def test_paper_numbers_come_from_the_reference_file():
-    from toolbench_lib.analysis.scorecard import load_references, paper_value
+    from toolbench_lib.analysis.references import load_references, paper_value
 
     examples = {e["id"]: e.get("qkey") for e in load_references()["worked_examples"]}
     assert se.worked_example_qkey("greece_energy_news") == examples["greece_energy_news"]

@@ -11,7 +11,7 @@ from toolbench_lib.analysis import data_stats, k_ablation, main_results, stub_an
 from toolbench_lib.analysis.style import METHOD_LABELS
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study
+from toolbench_lib.study.result import StudySettings, run_study
 
 SUBSETS = ["G1", "G2", "G3"]
 PLAN_LIMIT = 3

@@ -33,8 +33,7 @@ import pytest  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from toolbench_lib.analysis.report import TEACHING_FILE, write_report  # noqa: E402
-from toolbench_lib.analysis.teaching import (  # noqa: E402
+from toolbench_lib.report.teaching import (  # noqa: E402
     FAMILY_LINES,
     GLOSSARY,
     HIT,
@@ -48,8 +47,9 @@ from toolbench_lib.analysis.teaching import (  # noqa: E402
     worked_query,
     worked_query_markdown,
 )
-from toolbench_lib.pipeline.experiment import ExperimentConfig  # noqa: E402
-from toolbench_lib.pipeline.study import StudyResult  # noqa: E402
+from toolbench_lib.report.write import TEACHING_FILE, write_report  # noqa: E402
+from toolbench_lib.study.experiment import ExperimentConfig  # noqa: E402
+from toolbench_lib.study.result import StudyResult  # noqa: E402
 
 from .hand_tables import HIT_COLUMNS, study_of_hits  # noqa: E402
 
@@ -118,7 +118,7 @@ def test_a_role_no_query_fills_says_so():
     picks = pick_worked_queries(study, k=K).set_index("role")
     assert picks.loc["ptr_win", "qkey"] is None and picks.loc["both_miss", "qkey"] is None
     assert picks.loc["rtp_win", "qkey"] == qkey("d")
-    from toolbench_lib.analysis.teaching import worked_queries_markdown
+    from toolbench_lib.report.teaching import worked_queries_markdown
 
     text = "\n".join(worked_queries_markdown(study, k=K))
     assert "No query here is the query with PtR's largest recall@2 gain over RtP." in text

@@ -600,7 +600,7 @@ def test_adversarial_reply_in_a_cassette_falls_back(small_data, tmp_path):
     from toolbench_lib.llm.prompts import STUB_PROMPT
     from toolbench_lib.llm.rules import RulesBackend
     from toolbench_lib.llm.store import CallStore
-    from toolbench_lib.pipeline.study import call
+    from toolbench_lib.study.result import call
 
     queries = json.loads((small_data / "test_instruction" / "G1_instruction.json").read_text())[:3]
     with CallStore(tmp_path / "calls.sqlite") as store:
@@ -685,8 +685,8 @@ CONFIG_CASES = [
 @pytest.mark.parametrize("params,message", CONFIG_CASES, ids=[m.split(":")[0] + "-" + str(i)
                                                              for i, (_, m) in enumerate(CONFIG_CASES)])
 def test_experiment_config_rejects_bad_fields(params, message):
-    from toolbench_lib.pipeline.experiment import ExperimentConfig
-    from toolbench_lib.pipeline.validation import UsageError
+    from toolbench_lib.study.experiment import ExperimentConfig
+    from toolbench_lib.study.validation import UsageError
 
     with pytest.raises(UsageError) as info:
         ExperimentConfig(**params)
@@ -706,8 +706,8 @@ def _tiny_data_folder(root: Path, user_sets: tuple[str, ...] = ()) -> Path:
 def test_an_unknown_set_is_refused_in_every_form(form, tmp_path):
     """``-y 'subsets: ["G9"]'`` (a list) and ``-p subsets '["G9"]'`` (text) meet the same check, against
     the data folder's own sets, before any run folder is read or made."""
-    from toolbench_lib.pipeline.experiment import ExperimentConfig
-    from toolbench_lib.pipeline.validation import UsageError
+    from toolbench_lib.study.experiment import ExperimentConfig
+    from toolbench_lib.study.validation import UsageError
 
     data = _tiny_data_folder(tmp_path / "toolbench", user_sets=("mine",))
     value = ["G9"] if form == "list" else '["G9"]'
@@ -723,7 +723,7 @@ def test_an_unknown_set_is_refused_in_every_form(form, tmp_path):
 
 
 def test_experiment_config_keeps_a_set_once():
-    from toolbench_lib.pipeline.experiment import ExperimentConfig
+    from toolbench_lib.study.experiment import ExperimentConfig
 
     cfg = ExperimentConfig(subsets=["G1", "G1_instruction", "G3", "G1"])
     assert cfg.subsets == ["G1", "G3"]
@@ -766,8 +766,8 @@ def test_damaged_stored_study_is_never_read(tmp_path, caplog):
     """A stored study whose table changed after it was written is refused (and run again by get_study)."""
     import pandas as pd
 
-    from toolbench_lib.pipeline.experiment import _stored_study
-    from toolbench_lib.pipeline.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+    from toolbench_lib.study.experiment import _stored_study
+    from toolbench_lib.study.result import TABLE_CHECKSUMS, StoredStudyError, StudyResult
 
     rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
                              "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
@@ -856,8 +856,8 @@ FILL_SCRIPT = """
 import resource, signal, sys
 import numpy as np, pandas as pd
 from pathlib import Path
-from toolbench_lib.pipeline.study import StudyResult
-from toolbench_lib.pipeline.validation import report
+from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.validation import report
 
 rng = np.random.default_rng(0)
 n = 200_000
@@ -878,7 +878,7 @@ except Exception as exc:
 
 
 def _small_study():
-    from toolbench_lib.pipeline.study import StudyResult
+    from toolbench_lib.study.result import StudyResult
 
     rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
                              "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
@@ -895,7 +895,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
     """A write that fails half-way (a file-size limit: EFBIG, as a full disk gives ENOSPC) leaves the
     study folder byte for byte as it was, no temporary folder beside it, and one line naming the file."""
-    from toolbench_lib.pipeline.study import StudyResult
+    from toolbench_lib.study.result import StudyResult
 
     folder = _small_study().save(tmp_path / "run")
     (folder / "notes.txt").write_text("the user's own file")
@@ -911,7 +911,7 @@ def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
 
 
 def test_a_save_removes_stale_temporary_files_of_dead_processes(tmp_path):
-    from toolbench_lib.pipeline.study import StudyResult
+    from toolbench_lib.study.result import StudyResult
 
     folder = _small_study().save(tmp_path / "run")
     dead = _dead_pid()

@@ -28,13 +28,13 @@ import pandas as pd
 import psutil
 import pytest
 
-from toolbench_lib.analysis.explore_app import HOST, prepare_views, voila_argv, voila_env
-from toolbench_lib.analysis.explorer import NO_PLAN, PAGE_ROWS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.evaluation import per_query_runs
-from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
-from toolbench_lib.pipeline.report_html import write_notebooks_html
-from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
+from toolbench_lib.explorer.app import HOST, prepare_views, voila_argv, voila_env
+from toolbench_lib.explorer.widget import NO_PLAN, PAGE_ROWS
+from toolbench_lib.report.html import write_notebooks_html
+from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, interpreter_kernel, run_notebook
+from toolbench_lib.study.experiment import ExperimentConfig, get_study
 
 from .axe import axe_violations, format_violations, required
 

@@ -14,7 +14,7 @@ from toolbench_lib.llm.cassettes import cassette_info, prompt_query, read_casset
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
 from toolbench_lib.llm.replay import ReplayBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study
+from toolbench_lib.study.result import StudySettings, run_study
 
 MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 

@@ -44,7 +44,7 @@ def test_unknown_subset(tmp_path):
 
 def test_evaluate_json_matches_library(slice_setup):
     from toolbench_lib.analysis.summary import summary_json
-    from toolbench_lib.pipeline.study import StudySettings, run_study
+    from toolbench_lib.study.result import StudySettings, run_study
 
     out = cli("evaluate", "--method", "rtp", "--subset", "G1", "--subset", "G2", "--subset", "G3",
               "--k", "5", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),

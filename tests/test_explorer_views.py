@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.analysis.explorer import QueryExplorer
-from toolbench_lib.analysis.explorer_data import explorer_url
-from toolbench_lib.analysis.explorer_views import (
+from toolbench_lib.eval.evaluation import per_query_runs
+from toolbench_lib.explorer.data import explorer_url
+from toolbench_lib.explorer.views import (
     MAX_K,
     VIEWS,
     StudyViews,
@@ -22,7 +22,7 @@ from toolbench_lib.analysis.explorer_views import (
     view_problem,
     write_views,
 )
-from toolbench_lib.eval.evaluation import per_query_runs
+from toolbench_lib.explorer.widget import QueryExplorer
 from toolbench_lib.retrieval import ltr
 from toolbench_lib.retrieval.fused import fused_runs
 from toolbench_lib.retrieval.ltr_features import study_runs

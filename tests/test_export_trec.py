@@ -15,7 +15,7 @@ from ranx import Qrels, Run, evaluate
 
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.eval.export import MANIFEST, export_trec, trec_qrels_lines, trec_run_lines
-from toolbench_lib.pipeline.study import StudyResult
+from toolbench_lib.study.result import StudyResult
 
 from .test_analysis_tables import study  # noqa: F401 (fixture: the hand-made study, no data)
 
@@ -105,7 +105,7 @@ def test_hand_study_files_give_the_summarys_numbers(study, tmp_path):  # noqa: F
 
 def test_export_command_reads_the_runs_stored_study(study, tmp_path, monkeypatch, capsys):  # noqa: F811
     from toolbench_lib.cli import main
-    from toolbench_lib.pipeline import experiment
+    from toolbench_lib.study import experiment
 
     monkeypatch.setattr(experiment, "OUTPUTS_DIR", tmp_path / "outputs")
     study.save(tmp_path / "outputs" / "hand" / "runs" / "abc123")
@@ -126,7 +126,7 @@ def test_exported_rules_study_on_the_slice_matches_evaluate(slice_setup, tmp_pat
     from toolbench_lib.cli import main
     from toolbench_lib.data.paths import OUTPUTS_DIR
     from toolbench_lib.llm.rules import RulesBackend
-    from toolbench_lib.pipeline.study import StudySettings, run_study
+    from toolbench_lib.study.result import StudySettings, run_study
 
     settings = StudySettings(runs=2, plan_limit=2, methods=("rtp", "ptr"))
     result = run_study(slice_setup, RulesBackend(), settings, progress=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from toolbench_lib.bench.first_run import cold_cache, cpu_flags, notebook_seconds, simd_flags
-from toolbench_lib.pipeline import freshness
 from toolbench_lib.retrieval.embed_store import text_keys, write_pack
+from toolbench_lib.report import freshness
 
 
 def _run_folder(tmp_path: Path) -> Path:
@@ -110,7 +110,7 @@ def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch)
     eval module is a new evaluation key; an analysis change leaves the study's and the evaluation's."""
     from toolbench_lib.data import tables
     from toolbench_lib.eval.evaluation import EVAL_CODE
-    from toolbench_lib.pipeline.experiment import STUDY_CODE
+    from toolbench_lib.study.experiment import STUDY_CODE
 
     copy = _package_copy(tmp_path, monkeypatch)
     study, evaluation, everything = (lambda: tables.code_hash(*STUDY_CODE),
@@ -119,7 +119,7 @@ def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch)
     for rel, changes in (("retrieval/rankings.py", (True, False, True)),
                          ("eval/compare.py", (False, True, True)),
                          ("analysis/fusion_board.py", (False, False, True)),
-                         ("analysis/explorer_views.py", (False, False, True))):
+                         ("explorer/views.py", (False, False, True))):
         path = copy / rel
         path.write_text(path.read_text() + "\n# changed\n")
         tables.code_hash.cache_clear()

@@ -16,9 +16,9 @@ import pytest
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.cli import main
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.fused import FUSED
 from toolbench_lib.retrieval.fusion_specs import MeanEmbedding, RoundRobin
+from toolbench_lib.study.result import StudySettings, run_study
 
 SUBSETS = ["G1", "G2", "G3"]
 NAMES = list(FUSED)
@@ -27,7 +27,7 @@ NAMES = list(FUSED)
 def test_every_fused_name_is_registered_when_the_pipeline_is_imported() -> None:
     """A fresh interpreter that imports only the study pipeline finds every fused name (no registration
     call), as a notebook does."""
-    code = ("from toolbench_lib.pipeline.study import run_study\n"
+    code = ("from toolbench_lib.study.result import run_study\n"
             "from toolbench_lib.retrieval.retrievers import RETRIEVERS\n"
             f"missing = set({NAMES!r}) - set(RETRIEVERS)\n"
             "assert not missing, missing\n")

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.data.folds import stratified_folds
-from toolbench_lib.pipeline.study import StudyResult
 from toolbench_lib.retrieval import fused
 from toolbench_lib.retrieval.fuse import combine
 from toolbench_lib.retrieval.fusion_specs import FusionSpec, Ranked, RoundRobin, Run, round_robin
 from toolbench_lib.retrieval.tuning import Tuned
+from toolbench_lib.study.result import StudyResult
 
 from .hand_tables import study_of_hits
 

@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
-from toolbench_lib.pipeline.report_html import write_notebooks_html
+from toolbench_lib.report.html import write_notebooks_html
+from toolbench_lib.report.teaching import worked_query, worked_query_markdown
 
 from .test_browser import SHOTS, TIMEOUT_MS, _launch, chromium  # noqa: F401 (chromium: the fixture)
 from .test_reliability import (
@@ -72,7 +72,7 @@ def _worked_markdown() -> str:
 def _explorer_html() -> str:
     """The explorer's table, result line and query view of the payload study (its query shown, the API
     names the payload label), as the page shows them."""
-    from toolbench_lib.analysis.explorer import STYLE, QueryExplorer
+    from toolbench_lib.explorer.widget import STYLE, QueryExplorer
 
     study = payload_study()
     ex = QueryExplorer(None, study)

@@ -6,9 +6,9 @@ import pytest
 
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.data.dataset import load_dataset
-from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.embedding import embed_cached
 from toolbench_lib.retrieval.index import registry_vectors
+from toolbench_lib.study.result import StudySettings, run_study
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 

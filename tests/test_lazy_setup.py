@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolbench_lib.pipeline.experiment import ExperimentConfig, get_study
-from toolbench_lib.pipeline.lazy_setup import LazySetup
 from toolbench_lib.retrieval import embedding
+from toolbench_lib.study.experiment import ExperimentConfig, get_study
+from toolbench_lib.study.lazy_setup import LazySetup
 
 
 def _cfg(data_dir, out):

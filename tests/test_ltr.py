@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.analysis import ltr as L
-from toolbench_lib.pipeline.study import StudyResult
 from toolbench_lib.retrieval import ltr
 from toolbench_lib.retrieval.ltr_features import (
     LtrSpec,
@@ -21,6 +20,7 @@ from toolbench_lib.retrieval.ltr_features import (
     tool_of,
 )
 from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
+from toolbench_lib.study.result import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits, with_tables
 

@@ -28,7 +28,7 @@ def test_one_fold_maker() -> None:
 
 
 def test_one_fusion_stack() -> None:
-    assert not (PACKAGE / "pipeline" / "fusion.py").exists()
+    assert not (PACKAGE / "study" / "fusion.py").exists()
     assert _defining(r"^class Fused\w*Retriever\b") == ["retrieval/fused.py"]
     assert _defining(r"^class Tuned\b") == ["retrieval/tuning.py"]
     assert _defining(r"^class FusionSpec\b") == ["retrieval/fusion_specs.py"]
@@ -66,7 +66,7 @@ SENTINELS = [
     r"\b(method|self\.name|\[[\"']method[\"']\])\s*,\s*-\s*1\b",
     r"[\"']run[\"']\].*(>=|<)\s*0\b",
 ]
-CONVERTER = ("pipeline/study.py", "convert_format_1")  # reads the old format's sentinels, to remove them
+CONVERTER = ("study/result.py", "convert_format_1")  # reads the old format's sentinels, to remove them
 
 
 def _sentinel_lines(path: Path) -> list[str]:

@@ -11,8 +11,8 @@ from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.study import StudySettings, run_study
 from toolbench_lib.retrieval.embedding import cached_complete
+from toolbench_lib.study.result import StudySettings, run_study
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 

@@ -7,8 +7,8 @@ import pytest
 
 from toolbench_lib.analysis.judge import PASS_RATE_COLUMNS, pass_rate_table, plan_evidence
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.pipeline.rejudge import rejudge
-from toolbench_lib.pipeline.study import StudySettings, run_study
+from toolbench_lib.study.rejudge import rejudge
+from toolbench_lib.study.result import StudySettings, run_study
 
 from .hand_tables import with_tables
 

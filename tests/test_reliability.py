@@ -32,14 +32,14 @@ from toolbench_lib.data.markdown import md_code, md_table, md_text
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
-from toolbench_lib.pipeline.report_html import CSP, sanitise_html, tidy_report_html
-from toolbench_lib.pipeline.study import (
+from toolbench_lib.report.html import CSP, sanitise_html, tidy_report_html
+from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
+from toolbench_lib.study.result import (
     StoredStudyError,
     StudyResult,
     empty_rankings,
     stub_cap_counts,
 )
-from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
 
 from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
@@ -103,7 +103,7 @@ def case_table_cell_keeps_its_column(tmp: Path) -> str:
 
 
 def case_worked_query_block_is_inert(tmp: Path) -> str:
-    from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
+    from toolbench_lib.report.teaching import worked_query, worked_query_markdown
 
     study = payload_study()
     lines = worked_query_markdown(worked_query(study, study.queries["qkey"].iloc[0], k=2),
@@ -116,7 +116,7 @@ def case_worked_query_block_is_inert(tmp: Path) -> str:
 
 
 def case_saved_table_is_escaped(tmp: Path) -> str:
-    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+    from toolbench_lib.study.experiment import ExperimentConfig, save_table
 
     cfg = ExperimentConfig.build(run_name="pytest_reliability_table", outputs_dir=str(tmp / "out"))
     save_table(pd.DataFrame({"stub": [PAYLOAD_STUB], "n": [1]}), "stubs_payload", cfg)
@@ -351,7 +351,7 @@ def case_stub_cap_stated_and_counted(tmp: Path) -> str:
 
 
 def _explore_app(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "toolbench_lib.analysis.explore_app", *args],
+    return subprocess.run([sys.executable, "-m", "toolbench_lib.explorer.app", *args],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -365,7 +365,7 @@ def _port_case(port: str) -> Callable[[Path], str]:
 
 
 def case_voila_shows_no_tracebacks(tmp: Path) -> str:
-    from toolbench_lib.analysis.explore_app import voila_argv
+    from toolbench_lib.explorer.app import voila_argv
 
     argv = voila_argv()
     assert "--show_tracebacks=False" in argv and not any("show_tracebacks=True" in a for a in argv)
@@ -373,7 +373,7 @@ def case_voila_shows_no_tracebacks(tmp: Path) -> str:
 
 
 def case_explorer_page_for_an_unknown_run(tmp: Path) -> str:
-    from toolbench_lib.analysis.explorer import QueryExplorer
+    from toolbench_lib.explorer.widget import QueryExplorer
 
     page = QueryExplorer.for_page("pytest-no-such-run")
     assert page.value.startswith("<p class='qx-error' role='alert'>explorer: ")
@@ -383,7 +383,7 @@ def case_explorer_page_for_an_unknown_run(tmp: Path) -> str:
 
 
 def case_kernel_importing_another_checkout(tmp: Path) -> str:
-    from toolbench_lib.pipeline.reproduce import CheckoutMismatch, check_notebook_imports
+    from toolbench_lib.report.reproduce import CheckoutMismatch, check_notebook_imports
 
     other = tmp / "other" / "toolbench_lib"
     other.mkdir(parents=True)
@@ -403,7 +403,7 @@ def case_kernel_importing_another_checkout(tmp: Path) -> str:
 
 
 def case_relative_paths_made_absolute(tmp: Path) -> str:
-    from toolbench_lib.pipeline.reproduce import absolute_paths
+    from toolbench_lib.report.reproduce import absolute_paths
 
     here = Path.cwd()
     os.chdir(tmp)
@@ -416,7 +416,7 @@ def case_relative_paths_made_absolute(tmp: Path) -> str:
 
 
 def case_notebooks_wait_for_the_study(tmp: Path) -> str:
-    from toolbench_lib.pipeline.reproduce import notebook_stages
+    from toolbench_lib.report.reproduce import notebook_stages
 
     picked = [Path(n) for n in ("01_data_prep.ipynb", "02_main_results.ipynb", "08_query_explorer.ipynb",
                                 "09_report.ipynb")]
@@ -618,8 +618,8 @@ def case_bidi_markdown_shown_as_escapes(tmp: Path) -> str:
 
 
 def case_bidi_teaching_and_saved_table(tmp: Path) -> str:
-    from toolbench_lib.analysis.teaching import worked_query, worked_query_markdown
-    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+    from toolbench_lib.report.teaching import worked_query, worked_query_markdown
+    from toolbench_lib.study.experiment import ExperimentConfig, save_table
 
     study = bidi_study()
     lines = worked_query_markdown(worked_query(study, study.queries["qkey"].iloc[0], k=2),
@@ -634,7 +634,7 @@ def case_bidi_teaching_and_saved_table(tmp: Path) -> str:
 
 
 def case_bidi_explorer_html(tmp: Path) -> str:
-    from toolbench_lib.analysis.explorer import QueryExplorer
+    from toolbench_lib.explorer.widget import QueryExplorer
 
     study = bidi_study()
     ex = QueryExplorer(None, study)
@@ -649,7 +649,7 @@ def case_bidi_explorer_html(tmp: Path) -> str:
 
 
 def case_bidi_report_html(tmp: Path) -> str:
-    from toolbench_lib.pipeline.report_html import markdown_page
+    from toolbench_lib.report.html import markdown_page
 
     raw = (f"<html><head></head><body><main><div class='jp-Cell'><p>{BIDI_QUERY}</p></div></main></body>"
            "</html>")
@@ -671,7 +671,7 @@ def _text_column_case(text: str) -> Callable[[Path], str]:
 
 
 def case_saved_table_keeps_text_columns(tmp: Path) -> str:
-    from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table
+    from toolbench_lib.study.experiment import ExperimentConfig, save_table
 
     cfg = ExperimentConfig.build(run_name="pytest_reliability_text", outputs_dir=str(tmp / "out"))
     save_table(pd.DataFrame({"code": ["007", "1e5", "0.10"], "n": [1, 2, 3]}), "codes", cfg)
@@ -684,8 +684,8 @@ def case_saved_table_keeps_text_columns(tmp: Path) -> str:
 
 
 def case_views_folder_replaced_by_a_file(tmp: Path) -> str:
-    from toolbench_lib.analysis.explorer import QueryExplorer
     from toolbench_lib.data.paths import OUTPUTS_DIR
+    from toolbench_lib.explorer.widget import QueryExplorer
 
     name = f"pytest-views-file-{os.getpid()}"
     run = OUTPUTS_DIR / name
@@ -725,13 +725,13 @@ def case_failed_report_check_fails_reproduce(tmp: Path) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from toolbench_lib.analysis.report_checks import MAX_REPORT_BYTES
     from toolbench_lib.data.paths import OUTPUTS_DIR
+    from toolbench_lib.report.checks import MAX_REPORT_BYTES
 
     rows = MAX_REPORT_BYTES // 30  # about 40 bytes a row: the report is well over the limit
     cells = [new_code_cell('run_name = "default"\nsmoke = False', metadata={"tags": ["parameters"]}),
              new_code_cell("import pandas as pd\n"
-                           "from toolbench_lib.pipeline.experiment import ExperimentConfig, save_table\n"
+                           "from toolbench_lib.study.experiment import ExperimentConfig, save_table\n"
                            "cfg = ExperimentConfig.build(run_name=run_name, smoke=smoke)\n"
                            f"names = [f'method {{i}} of a long list of methods' for i in range({rows})]\n"
                            "save_table(pd.DataFrame({'method': names, 'n': range(len(names))}), "
@@ -751,7 +751,7 @@ def case_failed_report_check_fails_reproduce(tmp: Path) -> str:
 
 
 def case_none_read_only_as_a_value(tmp: Path) -> str:
-    from toolbench_lib.analysis.report_checks import check_report
+    from toolbench_lib.report.checks import check_report
 
     front = ["# Report", "", "## The question and the answer", "", "None of the paper's 8 numbers is here.",
              "", "### Conclusion per retriever", "", "- **Dense:** no test.", ""]
@@ -954,7 +954,7 @@ def case_stored_study_follows_the_retrieval_code(tmp: Path) -> str:
     """A changed retrieval module changes the study key (the stored study is not reused); a changed analysis
     module does not."""
     from toolbench_lib.data import tables
-    from toolbench_lib.pipeline.experiment import STUDY_CODE
+    from toolbench_lib.study.experiment import STUDY_CODE
 
     from .test_freshness import _package_copy
 
@@ -973,7 +973,7 @@ def case_stored_study_follows_the_retrieval_code(tmp: Path) -> str:
 
 
 def case_cassette_content_is_in_the_study_key(tmp: Path) -> str:
-    from toolbench_lib.pipeline.experiment import ExperimentConfig
+    from toolbench_lib.study.experiment import ExperimentConfig
 
     mine = tmp / "cassette.jsonl.gz"
     mine.write_bytes(b'{"stubs": "recorded"}\n')  # only its bytes enter the key
@@ -989,7 +989,7 @@ def case_cassette_content_is_in_the_study_key(tmp: Path) -> str:
 
 
 def case_teaching_edited_by_hand_is_stale(tmp: Path) -> str:
-    from toolbench_lib.pipeline import freshness
+    from toolbench_lib.report import freshness
 
     out = tmp / "run"
     for rel in ("notebooks/02.ipynb", "teaching.md", "report_quantities.json"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from toolbench_lib.analysis.report_checks import (
+from toolbench_lib.report.checks import (
     MAX_FRONT_WORDS,
     MIN_CAPTION_WORDS,
     check_captions,

@@ -10,7 +10,7 @@ import pandas as pd
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from toolbench_lib.pipeline.report_html import (
+from toolbench_lib.report.html import (
     MAX_TABLE_CHARS,
     NA,
     format_cell,

@@ -17,12 +17,11 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from toolbench_lib.analysis.report import QUANTITIES_FILE
-from toolbench_lib.analysis.report_checks import check_report
-from toolbench_lib.analysis.scorecard import OPTIONAL_TABLES, TABLE_SCHEMAS
+from toolbench_lib.analysis.references import OPTIONAL_TABLES, TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.compare import p_value_conflicts
-from toolbench_lib.pipeline.reproduce import (
+from toolbench_lib.report.checks import check_report
+from toolbench_lib.report.reproduce import (
     KERNEL_NAME,
     NOTEBOOKS_DIR,
     NotebookFailure,
@@ -36,6 +35,7 @@ from toolbench_lib.pipeline.reproduce import (
     reproduce,
     select_notebooks,
 )
+from toolbench_lib.report.write import QUANTITIES_FILE
 from toolbench_lib.retrieval.methods import load_methods
 
 from .report_page import page_problems
@@ -127,7 +127,7 @@ REPORT_SIGINT = ("import signal, sys\n"
 
 
 def test_declared_parameters_only_are_passed(tmp_path):
-    from toolbench_lib.pipeline.reproduce import own_parameters
+    from toolbench_lib.report.reproduce import own_parameters
 
     nb = tmp_path / "01_a.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("x = 1"), new_code_cell(
@@ -163,7 +163,7 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     assert executed.metadata["papermill"]["parameters"] == {"run_name": run_name}
 
     control = ("import papermill as pm, sys\n"
-               "from toolbench_lib.pipeline.reproduce import interpreter_kernel\n"
+               "from toolbench_lib.report.reproduce import interpreter_kernel\n"
                "with interpreter_kernel() as k:\n"
                f"    pm.execute_notebook({str(sigint)!r}, {str(tmp_path / 'c.ipynb')!r},"
                " kernel_name=k, language='python', progress_bar=False)\n")
@@ -256,7 +256,7 @@ def test_html_report_hides_code_and_noise(tmp_path):
     """notebooks.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
     from nbformat.v4 import new_output
 
-    from toolbench_lib.pipeline.report_html import write_notebooks_html
+    from toolbench_lib.report.html import write_notebooks_html
 
     widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     first = new_code_cell("print('secret code')", outputs=[

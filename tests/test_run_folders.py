@@ -14,8 +14,8 @@ import pytest
 
 from toolbench_lib import config
 from toolbench_lib.data.paths import OUTPUTS_DIR
-from toolbench_lib.pipeline.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
-from toolbench_lib.pipeline.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
+from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
+from toolbench_lib.study.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def test_stored_study_dir_says_what_to_do(tmp_path):
 
 def test_explore_without_a_stored_study_is_one_line():
     name = f"pytest_nothing_{uuid.uuid4().hex[:8]}"
-    out = subprocess.run([sys.executable, "-m", "toolbench_lib.analysis.explore_app", "--run-name", name],
+    out = subprocess.run([sys.executable, "-m", "toolbench_lib.explorer.app", "--run-name", name],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [f"error: no stored study under {OUTPUTS_DIR / name / 'runs'}: "
@@ -176,7 +176,7 @@ def test_papermill_with_other_k_leaves_the_stored_run_unchanged(smoke_run, tmp_p
 
 @pytest.mark.slow
 def test_explorer_opens_a_stored_run_from_its_tables_alone(smoke_run):
-    code = ("import sys\nfrom toolbench_lib.analysis.explorer import QueryExplorer\n"
+    code = ("import sys\nfrom toolbench_lib.explorer.widget import QueryExplorer\n"
             f"ex = QueryExplorer.from_run({smoke_run!r})\n"
             "print(len(ex.labels), len(ex.query.options), ex.query.value)\n"
             "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n")

@@ -13,7 +13,9 @@ from toolbench_lib.llm.cached import CachedLLM
 from toolbench_lib.llm.cassettes import export_cassette, prompt_query, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
 from toolbench_lib.llm.store import CallStore
-from toolbench_lib.pipeline.stub_recording import (
+from toolbench_lib.retrieval.retrievers import ptr_texts
+from toolbench_lib.study.result import generate_stubs
+from toolbench_lib.study.stub_recording import (
     merge_export,
     record_stubs,
     recorded_limit,
@@ -22,8 +24,6 @@ from toolbench_lib.pipeline.stub_recording import (
     recorded_stub_runs,
     recording_order,
 )
-from toolbench_lib.pipeline.study import generate_stubs
-from toolbench_lib.retrieval.retrievers import ptr_texts
 
 
 class StubBackend:
@@ -122,7 +122,7 @@ def test_merge_export_refuses_to_lose_records(tmp_path: Path) -> None:
 
 def test_recorded_limit_counts_the_first_queries_of_every_set_in_every_run(tmp_path: Path) -> None:
     from toolbench_lib.llm.prompts import STUB_PROMPT
-    from toolbench_lib.pipeline.study import call
+    from toolbench_lib.study.result import call
 
     queries = pd.DataFrame({"subset": ["A"] * 4 + ["B"] * 2,
                             "query": ["a0", "a1", "a2", "a3", "b0", "b1"]})
@@ -151,7 +151,7 @@ def test_both_entry_points_record_through_one_function(mini_toolbench, tmp_path,
     from toolbench_lib import cli
     from toolbench_lib.data import dataset
     from toolbench_lib.llm import factory
-    from toolbench_lib.pipeline import stub_recording
+    from toolbench_lib.study import stub_recording
 
     monkeypatch.setattr(dataset, "PROCESSED_DIR", tmp_path / "processed")
     backend = StubBackend()

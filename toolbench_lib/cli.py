@@ -33,12 +33,18 @@ from .llm.base import LLMError
 from .llm.cassettes import cassette_info, export_cassette, import_cassette
 from .llm.factory import BACKENDS, DEFAULT_CASSETTE, DEFAULT_STORE, default_workers
 from .llm.store import CallStore
-from .pipeline.experiment import stored_study_dir
-from .pipeline.reproduce import add_parser as add_reproduce_parser
-from .pipeline.reproduce import cmd_reproduce
-from .pipeline.stub_recording import record_stubs, recorded_search_texts
-from .pipeline.study import StudyResult, StudySettings, run_study
-from .pipeline.validation import (
+from .report.reproduce import add_parser as add_reproduce_parser
+from .report.reproduce import cmd_reproduce
+from .retrieval.embedding import embed_cached, load_embedder
+from .retrieval.index import build_index, search_threads
+from .retrieval.methods import load_methods
+from .retrieval.retrievers import ARCHITECTURES, method_name
+from .retrieval.setup import prepare, select_queries
+from .retrieval.subregistry import sample_subregistry
+from .study.experiment import stored_study_dir
+from .study.result import StudyResult, StudySettings, run_study
+from .study.stub_recording import record_stubs, recorded_search_texts
+from .study.validation import (
     MAX_DEPTH,
     OneLineParser,
     check_dataset,
@@ -57,12 +63,6 @@ from .pipeline.validation import (
     subset_name,
     temperature,
 )
-from .retrieval.embedding import embed_cached, load_embedder
-from .retrieval.index import build_index, search_threads
-from .retrieval.methods import load_methods
-from .retrieval.retrievers import ARCHITECTURES, method_name
-from .retrieval.setup import prepare, select_queries
-from .retrieval.subregistry import sample_subregistry
 
 log = logging.getLogger("toolbench_lib")
 

@@ -29,9 +29,9 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
 from ..eval.stats import paired, spearman
-from ..pipeline.ablation_runs import embedder_studies
 from ..retrieval.rankings import retrieve_multi
 from ..retrieval.retrievers import ptr_texts
+from ..study.ablation_runs import embedder_studies
 from .intervals import with_ci
 from .numbers import fmt_p
 from .scale import gt_column_sets
@@ -373,7 +373,7 @@ NOT_RUN = "not run; `make ablations` runs it"
 def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | None,
                              run: bool) -> tuple[dict | None, str]:
     """``({"ablation_embedder": table, "verdict": one-row table} or None, note)``: the embedder ablation
-    (:func:`~toolbench_lib.pipeline.ablation_runs.embedder_studies`, then :func:`embedder_ablation`), kept
+    (:func:`~toolbench_lib.study.ablation_runs.embedder_studies`, then :func:`embedder_ablation`), kept
     (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
     computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
     :data:`NOT_RUN`; None and why when no embedder could be run."""

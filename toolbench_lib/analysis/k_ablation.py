@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
-from ..pipeline.study import METHODS, StudyResult
+from ..study.result import METHODS, StudyResult
 from .intervals import with_ci
 from .main_results import alias_order
 from .style import METHOD_COLORS, METHOD_LABELS

@@ -21,9 +21,9 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.paths import OUTPUTS_DIR
 from ..data.queries import GT_DEFINITIONS
-from ..pipeline.experiment import stored_study_dir
-from ..pipeline.study import StudyResult
 from ..retrieval.ltr import NAMED, save_model
+from ..study.experiment import stored_study_dir
+from ..study.result import StudyResult
 from . import ltr as L
 from .fusion_board import unseen_keys
 

@@ -17,7 +17,7 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test
-from ..pipeline.study import METHODS, StudyResult
+from ..study.result import METHODS, StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
 from .summary import pass_rates, summary_table
 

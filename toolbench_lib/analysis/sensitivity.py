@@ -28,15 +28,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..analysis.references import load_references, paper_value
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
 from ..eval.stats import bootstrap_ci, paired, wilson_ci
-from ..pipeline.study import StudyResult
 from ..retrieval.retrievers import method_name
+from ..study.result import StudyResult
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
-from .scorecard import load_references, paper_value
 from .similarity import SimilarityCache, topk_columns
 
 # The two readings of "tool selection divergence" and the groups of sets the tables pool.

@@ -12,12 +12,12 @@ import numpy as np
 from .. import config
 from ..data.dataset import load_dataset
 from ..data.queries import DEFAULT_SUBSETS
-from ..pipeline.experiment import stored_study_dir
-from ..pipeline.study import StoredStudyError, StudyResult
-from ..pipeline.validation import int_at_least
 from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_embedder
 from ..retrieval.index import VectorIndex
 from ..retrieval.onnx_int8 import load_int8_model
+from ..study.experiment import stored_study_dir
+from ..study.result import StoredStudyError, StudyResult
+from ..study.validation import int_at_least
 from .bm25 import bench_bm25
 from .core import BenchLine, format_table, machine_info, run_bench
 from .embed import bench_embedding, fixed_sample

@@ -6,7 +6,7 @@ import logging
 import time
 from pathlib import Path
 
-from ..pipeline.experiment import ExperimentConfig, build_setup, get_study
+from ..study.experiment import ExperimentConfig, build_setup, get_study
 from .core import BenchLine
 
 log = logging.getLogger(__name__)

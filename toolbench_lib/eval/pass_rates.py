@@ -7,7 +7,7 @@ between the judge's "Solved" and the objective pass. The full definitions, and t
 (validity, stability, ordering), are in :mod:`toolbench_lib.analysis.judge`; these sit in ``eval`` because
 the study's summary (:mod:`toolbench_lib.analysis.summary`) reports the objective pass rate.
 
-``result`` is a :class:`~toolbench_lib.pipeline.study.StudyResult` (its ``plans``, ``queries`` and
+``result`` is a :class:`~toolbench_lib.study.result.StudyResult` (its ``plans``, ``queries`` and
 ``provenance``).
 """
 
@@ -60,7 +60,7 @@ def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = 
     """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass.
 
     ``verdicts`` (``qkey, method, run, verdict[, judge_version]``) replaces the study's own verdicts,
-    e.g. those of another judge version (:func:`toolbench_lib.pipeline.rejudge.rejudge`); plans it lacks are
+    e.g. those of another judge version (:func:`toolbench_lib.study.rejudge.rejudge`); plans it lacks are
     left out. Columns: ``qkey, subset, method, run, refusal, verdict, judge_version, n_gt, n_named,
     n_covered, evidence, objective_pass, gt``.
     """

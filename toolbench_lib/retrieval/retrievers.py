@@ -120,7 +120,7 @@ def register(retriever: Retriever) -> Retriever:
 
 def get_retriever(name: str) -> Retriever:
     """The registered method ``name`` (the fused ones register when :mod:`.methods` or :mod:`.fused` is
-    imported, as :mod:`toolbench_lib.pipeline.study` does)."""
+    imported, as :mod:`toolbench_lib.study.result` does)."""
     if name not in RETRIEVERS:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name]

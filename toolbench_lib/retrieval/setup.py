@@ -1,6 +1,6 @@
 """What every retrieval run depends on: the data, the embedder, the (sub-)registry index and the queries.
 
-Evaluation itself is :func:`toolbench_lib.pipeline.study.run_study` (retrieval only with ``plan_limit=0``)
+Evaluation itself is :func:`toolbench_lib.study.result.run_study` (retrieval only with ``plan_limit=0``)
 scored by :mod:`toolbench_lib.eval`.
 """
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..data.markdown import html_text
 from ..data.queries import subset_alias
-from .explorer_data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
+from .data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
 
 STYLE = """<style>
 .qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
@@ -59,7 +59,7 @@ DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</
 
 
 class QueryRendering:
-    """The explorer's HTML, as methods of :class:`~toolbench_lib.analysis.explorer.QueryExplorer`."""
+    """The explorer's HTML, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
     def _scope(self) -> str:
         term = str(self.search.value).strip()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..data.atomic import FolderWriteError
 from ..data.paths import NOTEBOOKS_DIR
-from ..pipeline.experiment import stored_study_dir
-from .explorer_data import catalogue
-from .explorer_views import ViewsFolderError, check_views_place, study_views, view_problem
+from ..study.experiment import stored_study_dir
+from .data import catalogue
+from .views import ViewsFolderError, check_views_place, study_views, view_problem
 
 EXPLORER_NOTEBOOK = NOTEBOOKS_DIR / "08_query_explorer.ipynb"
 # The page's template: Voila's lab template less its links to a CDN (voila.js carries Font Awesome itself).

@@ -20,9 +20,9 @@ from ..config import K
 from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
-from ..pipeline.experiment import stored_study_dir
-from ..pipeline.study import TABLE_CHECKSUMS, StoredStudyError, StudyResult
-from ..pipeline.validation import check_run_name
+from ..study.experiment import stored_study_dir
+from ..study.result import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+from ..study.validation import check_run_name
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
 API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
@@ -218,7 +218,7 @@ def page_query_string() -> str:
 def run_name_of(query_string: str) -> str | None:
     """The ``run_name`` a link names, checked as a folder name; None when it names none.
 
-    A name that is not a folder name raises :class:`~toolbench_lib.pipeline.validation.UsageError`.
+    A name that is not a folder name raises :class:`~toolbench_lib.study.validation.UsageError`.
     """
     value = dict(parse_qsl(query_string or "")).get("run_name")
     return check_run_name(value) if value else None

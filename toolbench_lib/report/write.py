@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.endpoint import PRIMARY
+from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from ..analysis.references import load_references
 from ..data.markdown import md_compact, md_table
-from ..pipeline.experiment import ExperimentConfig
+from ..explorer.data import explorer_url
 from ..retrieval.methods import load_methods
-from .endpoint import PRIMARY
-from .explorer_data import explorer_url
-from .fusion_board import GOAL_TABLE, goal_sentence, goal_summary
-from .numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
-from .report_checks import check_report
-from .report_front import (
+from ..study.experiment import ExperimentConfig
+from .checks import check_report
+from .front import (
     Ledger,
     claim_verdicts,
     endpoint_rows,
@@ -29,7 +30,8 @@ from .report_front import (
     right_and_wrong,
     setup_box,
 )
-from .scorecard import DIFFERS, REFERENCES_FILE, TableCache, compare_entries, load_references, status_counts
+from .locate import TableCache
+from .scorecard import DIFFERS, REFERENCES_FILE, compare_entries, status_counts
 from .teaching import teaching_material
 
 # -- the written report -------------------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..analysis.endpoint import PRIMARY
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
-from ..pipeline.experiment import ExperimentConfig
-from .endpoint import PRIMARY
-from .numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from .scorecard import TableCache, paper_bounds, status_counts
+from ..study.experiment import ExperimentConfig
+from .locate import TableCache
+from .scorecard import status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study

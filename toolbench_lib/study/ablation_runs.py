@@ -10,7 +10,7 @@ from ..retrieval.embedding import load_embedder
 from ..retrieval.models import MPNET_NAME, ModelNotInstalled, mpnet_folder
 from ..retrieval.setup import prepare
 from .experiment import ExperimentConfig
-from .study import StudySettings, run_study
+from .result import StudySettings, run_study
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ records are first imported into the cache, then the cache (one model) is written
 checked to still hold every record it held before.
 
 Two entry points call it: ``python -m toolbench_lib record stubs`` (any sets and runs, no cassette) and
-``python -m toolbench_lib.pipeline.stub_recording --subset G1_category --subset G1_tool ...`` (run 0, one
+``python -m toolbench_lib.study.stub_recording --subset G1_category --subset G1_tool ...`` (run 0, one
 query per set per round, merged into the cassette; default sets: the validation sets).
 """
 
@@ -34,7 +34,7 @@ from ..llm.parsing import parse_stubs_counted, stub_text
 from ..llm.prompts import STUB_PROMPT
 from ..llm.store import CallStore
 from ..retrieval.setup import select_queries
-from .study import StudySettings, generate_stubs
+from .result import StudySettings, generate_stubs
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m toolbench_lib.pipeline.stub_recording", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m toolbench_lib.study.stub_recording", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--subset", action="append", default=None,
                    help=f"query set (repeatable; default the validation sets {', '.join(VALIDATION_SETS)})")

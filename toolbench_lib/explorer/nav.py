@@ -8,8 +8,8 @@ import html
 import threading
 from urllib.parse import parse_qsl, quote, urlencode
 
-from ..pipeline.study import StudyResult
-from .explorer_data import (
+from ..study.result import StudyResult
+from .data import (
     ALL_SUBSETS,
     SORTS,
     STATE_KEYS,
@@ -18,13 +18,13 @@ from .explorer_data import (
     search_queries,
     stored_registry,
 )
-from .explorer_views import study_views, with_fused
+from .views import study_views, with_fused
 
 _LOAD_LOCK = threading.Lock()
 
 
 class QueryNavigation:
-    """State and study family, as methods of :class:`~toolbench_lib.analysis.explorer.QueryExplorer`."""
+    """State and study family, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
     def preload(self) -> threading.Thread:
         """Read the family's other studies (and their views) in the background, so a switch is quick."""

@@ -14,7 +14,7 @@ A run folder holds one set of parameters (its ``run.json``): reproducing into a 
 parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
 (every executed notebook in order, code hidden, figures inline) are written, and the console ends with the
 verdicts of the report's summary (read back from ``report.md``) and the report's paths. The report's checks
-(:mod:`toolbench_lib.analysis.report_checks`) are then run over the written report (a kept one too): a
+(:mod:`toolbench_lib.report.checks`) are then run over the written report (a kept one too): a
 failed check fails the run (:class:`ReportCheckFailure`; the command prints one line per failed check and
 exits 1), with the report left in place to read. SIGINT or SIGTERM while the notebooks run stops their kernels
 at once and removes the run's temporary files (the kernels' ``tbk-*`` socket folders and connection files,
@@ -48,11 +48,13 @@ from jupyter_client import AsyncKernelManager
 
 from ..data.machine import available_cpus
 from ..data.paths import NOTEBOOKS_DIR
+from ..explorer.app import prepare_views
 from ..llm.factory import BACKENDS
+from ..study.experiment import ExperimentConfig, RunConflict
+from ..study.validation import existing_dir, existing_file, int_at_least, run_name
 from . import freshness
-from .experiment import ExperimentConfig, RunConflict
-from .report_html import NOTEBOOK_PATTERN, write_html_report
-from .validation import existing_dir, existing_file, int_at_least, run_name
+from .html import NOTEBOOK_PATTERN, write_html_report
+from .write import report_problems, write_report
 
 KERNEL_NAME = "toolbench"
 PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
@@ -460,9 +462,6 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
     not run. :class:`ReportCheckFailure` when the written report fails a check.
     """
-    from ..analysis.explore_app import prepare_views
-    from ..analysis.report import report_problems, write_report
-
     logging.getLogger("papermill").setLevel(logging.WARNING)
     check_notebook_imports(notebooks_dir)
     run_name = run_name or ("smoke" if smoke else "default")
@@ -574,7 +573,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(f"error: report check failed: {problem}", file=sys.stderr)
         print(f"error: {exc.summary.report} fails {len(exc.problems)} check(s) of the report "
-              "(toolbench_lib.analysis.report_checks)", file=sys.stderr)
+              "(toolbench_lib.report.checks)", file=sys.stderr)
         return 1
     print(summary.text())
     return 0

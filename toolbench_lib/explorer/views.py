@@ -5,7 +5,7 @@ A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder h
 
 - ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
   (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
-  (:func:`~toolbench_lib.analysis.explorer_learned.learned_views`), in the ``rankings`` table's columns,
+  (:func:`~toolbench_lib.explorer.learned.learned_views`), in the ``rankings`` table's columns,
   with each method's own scores and each API's registry row;
 - ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
 - ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, read from the evaluation
@@ -36,9 +36,9 @@ from ..data.atomic import atomic_folder, folder_lock, read_verified, write_check
 from ..data.queries import GT_DEFINITIONS
 from ..data.tables import code_hash
 from ..eval.evaluation import evaluate
-from ..pipeline.study import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
 from ..retrieval.fused import BASELINES, fused_runs, methods_over
-from .explorer_learned import learned_views
+from ..study.result import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
+from .learned import learned_views
 
 VIEWS = "views"
 MANIFEST = "manifest.json"

@@ -355,7 +355,7 @@ def check_run_name(value: object) -> str:
 def validate_config(cfg) -> None:
     """Check every field of a configuration (subsets deduplicated, lists given as text read as lists).
 
-    ``cfg`` is an :class:`~toolbench_lib.pipeline.experiment.ExperimentConfig`; a bad field is a
+    ``cfg`` is an :class:`~toolbench_lib.study.experiment.ExperimentConfig`; a bad field is a
     :class:`UsageError` naming it, its value and what is allowed.
     """
     check_run_name(cfg.run_name)

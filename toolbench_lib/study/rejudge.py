@@ -5,12 +5,12 @@ Two sources of plans:
 * :func:`cassette_plans` / :func:`record_verdicts`: the plan records of a cassette. A plan record holds
   the query and the API list the planner was shown (its prompt) and the reply, which is everything a
   judge prompt is rendered from, so the new verdicts can be recorded without an embedding index. The
-  judge prompt is rendered by :func:`toolbench_lib.pipeline.study.judge_plan`, exactly as a study renders
+  judge prompt is rendered by :func:`toolbench_lib.study.result.judge_plan`, exactly as a study renders
   it, so a study that replays the cassette with that judge version finds every recorded verdict.
-* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.pipeline.study.StudyResult` (steps,
+* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.result.StudyResult` (steps,
   refusal and reason), with the API lists rebuilt from its rankings.
 
-``python -m toolbench_lib.pipeline.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
+``python -m toolbench_lib.study.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
 verdicts with the local model behind the call cache (resumable: a cached call is never repeated), then
 merges the cache into the cassette (which must keep every record it held).
 """
@@ -35,8 +35,8 @@ from ..llm.cassettes import read_cassette
 from ..llm.factory import DEFAULT_CASSETTE, make_backend
 from ..llm.parsing import Plan, parse_plan, parse_verdict
 from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
+from .result import StudyResult, _api_docs, judge_plan
 from .stub_recording import merge_export
-from .study import StudyResult, _api_docs, judge_plan
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.pipeline.rejudge",
+    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.study.rejudge",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--judge", default="judge-v2", help="judge prompt version")
     ap.add_argument("--cassette", default=str(DEFAULT_CASSETTE), help="cassette holding the plans")

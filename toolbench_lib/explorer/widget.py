@@ -36,9 +36,9 @@ import pandas as pd
 from ..config import K
 from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
-from ..pipeline.experiment import provenance_line, stored_study_dir
-from ..pipeline.study import StoredStudyError, StudyResult
-from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
+from ..study.experiment import provenance_line, stored_study_dir
+from ..study.result import StoredStudyError, StudyResult
+from .data import (  # noqa: F401 (re-exported: the explorer's names)
     ALL_SUBSETS,
     API_FILTERS,
     FILTERS,
@@ -69,9 +69,9 @@ from .explorer_data import (  # noqa: F401 (re-exported: the explorer's names)
     stored_registry,
     summarise,
 )
-from .explorer_nav import QueryNavigation
-from .explorer_render import STYLE, QueryRendering  # noqa: F401
-from .explorer_views import StudyViews, ViewsFolderError, study_views, with_fused
+from .nav import QueryNavigation
+from .render import STYLE, QueryRendering  # noqa: F401
+from .views import StudyViews, ViewsFolderError, study_views, with_fused
 
 # Sent with every address update (once per page): the table's clicks sent to the kernel, and the k
 # slider's handle named for assistive technology.

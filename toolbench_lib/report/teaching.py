@@ -27,19 +27,19 @@ import pandas as pd
 import yaml
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.style import METHOD_COLORS
 from ..config import K
 from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
-from ..pipeline.study import StoredStudyError, StudyResult
+from ..explorer.data import explorer_url
+from ..explorer.widget import api_labels, query_outcomes, stored_registry
 from ..retrieval.fused import FUSED, spec_of
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
-from .explorer import api_labels, query_outcomes, stored_registry
-from .explorer_data import explorer_url
-from .numbers import fmt_count, fmt_number
-from .style import METHOD_COLORS
+from ..study.result import StoredStudyError, StudyResult
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 HIT = "✓"

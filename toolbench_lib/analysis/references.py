@@ -1,0 +1,199 @@
+"""The paper's reference numbers (``references/paper.yaml``): the file checked on load, the tables and
+columns a locator may name, and the paper's value of one entry.
+
+Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
+filters, a column, an aggregate); :mod:`toolbench_lib.report.scorecard` looks each one up.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ..data.paths import PROJECT_ROOT
+
+REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
+AGGREGATES = ("first", "mean", "min", "max", "sum")
+
+def _ci(*columns: str) -> tuple[str, ...]:
+    """The CI columns ``<c>_ci_low``, ``<c>_ci_high`` of each column."""
+    return tuple(f"{c}_ci_{end}" for c in columns for end in ("low", "high"))
+
+
+# The saved tables and the columns the analyses write (extra columns are allowed).
+TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
+    "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
+                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
+                     *_ci("recall", "precision")),
+    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
+    "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
+                     "p", "p_holm", "family", "rtp_wins", "ptr_wins", "ties", "p_wilcoxon_robustness",
+                     "p_runs_robustness"),
+    "ttests": ("subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value", "ptr_mean"),
+    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "n_queries",
+                   *_ci("recall", "precision", "recall_gain")),
+    "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall",
+                     *_ci("rtp_k10_recall", "ptr_k5_recall")),
+    "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
+    "scale_divergence": ("size", "seed", "subset", "no_overlap_share", "n_queries", *_ci("no_overlap_share")),
+    "trajectory": ("subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
+                   "mean_apis_named", "refusal_rate", "n_plans", "n_queries",
+                   *_ci("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
+                       "refusal_rate")),
+    "miss_behaviour": ("subset", "method", "n_complete_miss", "refusal_rate_on_miss",
+                       "wrong_tool_rate_on_miss", "n_refusal_on_miss", "n_wrong_tool_on_miss",
+                       *_ci("refusal_rate_on_miss", "wrong_tool_rate_on_miss")),
+    "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                   "cos_incorrect", "fallback_share", "n_stubs", "n_matched", "n_hits",
+                   *_ci("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                       "cos_incorrect")),
+    "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
+                       "ptr_latency_s", "n_queries", *_ci("overhead_pct")),
+    "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr",
+                "n_queries"),
+    "routing_overall": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
+    "retriever_main": ("subset", "retriever", "method", "recall_mean", "recall_lo", "recall_hi", "n_queries"),
+    "routing_signal": ("subset", "signal", "auroc"),
+    "data_sources": ("source", "n_apis", "share"),
+    "data_categories": ("category", "n_apis", "share", "n_tools"),
+    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median", *_ci("mean")),
+    "paper_query_counts": ("subset", "n_queries"),
+    "ablation_decomposition": ("subset", "decomposer", "ptr_recall", "rtp_recall", "stubs_per_query",
+                               "coverage", "n_queries"),
+    "ablation_stub_text": ("subset", "variant", "recall", "precision", "n_queries"),
+    "ablation_divergence": ("subset", "design", "size", "no_overlap_share", "gt_share", "rtp_recall",
+                            "ptr_recall", "n_queries"),
+    "ablation_stub_echo": ("subset", "mean_cos", "max_cos", "n_stubs", "disjoint_share",
+                           "rho_disjoint_vs_echo", "p_value", "disjoint_low_echo", "disjoint_high_echo",
+                           "n_queries", "n_low_echo", "n_high_echo"),
+    "ablation_embedder": ("subset", "embedder", "method", "recall", "precision"),
+    "judge_validity": ("subset", "method", "kappa", "judged_pass_rate", "objective_pass_rate", "n_plans"),
+    "g2_sensitivity": ("subset", "basis", "retriever", "k", "n_queries", "n_runs", "rtp", "rtp_lo", "rtp_hi",
+                       "ptr", "ptr_lo", "ptr_hi", "diff", "diff_lo", "diff_hi"),
+    "g2_sets": ("subset", "basis", "n_queries", "gt_size", "gt_size_lo", "gt_size_hi", "paper_gt_size",
+                "example_in_set"),
+    "g2_verdict": ("subset", "gt_fits", "example_in_set", "paper_diffs_in_ci", "fits", "text"),
+    "scale_claim": ("subset", "size", "rtp", "ptr", "diff", "ci_low", "ci_high", "gt_share", "keeps_all_gt"),
+    "scale_claim_verdict": ("subset", "leader", "n_sizes", "sizes_ahead", "sizes_ahead_significant",
+                            "gap_std", "holds", "text"),
+    "divergence_readings": ("size", "group", "reading", "share", "ci_low", "ci_high", "n_queries"),
+    "divergence_verdict": ("group", "reading", "text"),
+    "divergence_full": ("retriever", "size", "group", "reading", "share", "ci_low", "ci_high", "n_queries"),
+    "divergence_full_verdict": ("group", "reading", "text"),
+    "routing_claim": ("retriever", "basis", "against", "routed", "other", "diff", "ci_low", "ci_high", "loss",
+                      "text"),
+}
+
+# Columns a table has only in some runs (a locator may name them; a table need not hold them).
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ablation_embedder": ("cos_correct", "cos_incorrect", *_ci("cos_correct", "cos_incorrect")),
+}
+
+# Tables only an opt-in step writes (`make ablations`: the embedder ablation of notebook 11).
+OPTIONAL_TABLES = frozenset({"ablation_embedder"})
+_LOCATOR_KEYS = {"table", "where", "column", "agg", "scale"}
+
+
+def paper_bounds(paper) -> dict[str, float]:
+    """``{"value": x}`` or ``{"min": a, "max": b}`` (either bound alone) from an entry's ``paper`` field."""
+    if isinstance(paper, int | float) and not isinstance(paper, bool):
+        return {"value": float(paper)}
+    if isinstance(paper, Mapping) and paper and set(paper) <= {"value", "min", "max"}:
+        if "value" in paper and len(paper) > 1:
+            raise ValueError(f"paper: give a value or min/max, not both ({dict(paper)})")
+        return {key: float(v) for key, v in paper.items()}
+    raise ValueError(f"paper must be a number or a mapping of value/min/max, got {paper!r}")
+
+
+def expression_names(expr: str) -> set[str]:
+    """Names an ``expr`` uses (checked against the locator's keys)."""
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
+def check_locator(locator: Mapping, where: str = "locator") -> None:
+    """Raise ``ValueError`` when a locator is malformed or names an unknown table or column."""
+    if "expr" in locator:
+        names = expression_names(str(locator["expr"]))
+        missing = names - set(locator)
+        if missing:
+            raise ValueError(f"{where}: expr uses {sorted(missing)} without a locator for them")
+        for name in names:
+            check_locator(locator[name], f"{where}.{name}")
+        return
+    if "paper" in locator:  # a number of the paper: {paper: entry id, bound: value | min | max}
+        if set(locator) - {"paper", "bound"} or locator.get("bound", "value") not in ("value", "min", "max"):
+            raise ValueError(f"{where}: a paper locator is {{paper: <entry id>, bound: value|min|max}}")
+        return
+    unknown = set(locator) - _LOCATOR_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    table, column = locator.get("table"), locator.get("column")
+    if table not in TABLE_SCHEMAS:
+        raise ValueError(f"{where}: unknown table {table!r}")
+    columns = TABLE_SCHEMAS[table] + OPTIONAL_COLUMNS.get(table, ())
+    if column not in columns and "{" not in str(column):  # "{metric}": the report row's metric
+        raise ValueError(f"{where}: table {table} has no column {column!r}")
+    if not isinstance(locator.get("where") or {}, Mapping):
+        raise ValueError(f"{where}: where must be a mapping of column to value")
+    if locator.get("agg", "first") not in AGGREGATES:
+        raise ValueError(f"{where}: agg must be one of {AGGREGATES}")
+
+
+def load_references(path: Path = REFERENCES_FILE) -> dict:
+    """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    for key in ("version", "source", "entries"):
+        if key not in data:
+            raise ValueError(f"{path}: missing top-level {key!r}")
+    seen: set[str] = set()
+    for entry in data["entries"]:
+        for key in ("id", "description", "section", "quote", "subset", "paper", "locator"):
+            if key not in entry:
+                raise ValueError(f"{path}: entry {entry.get('id', '?')} lacks {key!r}")
+        if entry["id"] in seen:
+            raise ValueError(f"{path}: duplicate id {entry['id']!r}")
+        seen.add(entry["id"])
+        paper_bounds(entry["paper"])
+        check_locator(entry["locator"], entry["id"])
+        for extra in ("low", "high"):
+            if "ci" in entry:
+                check_locator(entry["ci"][extra], f"{entry['id']}.ci.{extra}")
+        if "share" in entry:
+            check_locator(entry["share"]["n"], f"{entry['id']}.share.n")
+        for key in ("count", "n"):
+            if "wilson" in entry:
+                check_locator(entry["wilson"][key], f"{entry['id']}.wilson.{key}")
+        for extra in ("kappa", "objective"):
+            if extra in entry.get("validity", {}):
+                check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
+    return data
+
+
+
+def paper_numbers(entry: Mapping) -> list[float]:
+    """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
+    a worked example's two recalls."""
+    out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
+    out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
+    return out
+
+
+def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:
+    """The paper's value of one reference entry, or its ``min``/``max`` bound (``None`` when absent)."""
+    for e in load_references(path)["entries"]:
+        if e["id"] == entry_id:
+            return paper_bounds(e["paper"]).get(bound)
+    return None
+
+
+def paper_query_counts(path: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """``subset, n_queries``: the paper's query count per set, from the reference file's entries."""
+    entries = load_references(path)["entries"]
+    rows = [{"subset": e["subset"], "n_queries": paper_bounds(e["paper"])["value"]}
+            for e in entries if e["id"].endswith("_query_count")]
+    return pd.DataFrame(rows, columns=["subset", "n_queries"])
+

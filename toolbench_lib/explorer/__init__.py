@@ -1,0 +1,1 @@
+"""The query explorer: stored per-query views, filters, rendering and its Voila app."""

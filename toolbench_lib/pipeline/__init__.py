@@ -1,1 +1,0 @@
-"""The pipeline: the study, its configuration and run folders, fused methods, recording, reproduce."""

@@ -1,0 +1,237 @@
+"""This run's value of a reference entry, located in the saved tables, and its comparison with the paper's.
+
+A table or column that is not there is reported as such, never raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.references import expression_names
+from ..eval.stats import wilson_ci
+
+EXTREMES = {"$min": "min", "$max": "max"}
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+# -- locating this run's value ------------------------------------------------------------------------------
+
+class TableCache:
+    """Tables of one run, each read once; ``None`` for a table that was not saved. ``paper`` holds the
+    reference entries' bounds (``{id: bounds}``) for ``{paper: id}`` locators."""
+
+    def __init__(self, tables_dir: Path, paper: Mapping[str, Mapping[str, float]] | None = None):
+        self.tables_dir = Path(tables_dir)
+        self._tables: dict[str, pd.DataFrame | None] = {}
+        self.paper = dict(paper or {})
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        if name not in self._tables:
+            path = self.tables_dir / f"{name}.csv"
+            try:
+                self._tables[name] = pd.read_csv(path) if path.exists() else None
+            except pd.errors.EmptyDataError:
+                self._tables[name] = pd.DataFrame()
+        return self._tables[name]
+
+
+def _equal_to(series: pd.Series, value) -> pd.Series:
+    if isinstance(value, bool):
+        return series.astype(str).str.lower() == str(value).lower()
+    if isinstance(value, int | float):
+        numbers = pd.to_numeric(series, errors="coerce")
+        return pd.Series(np.isclose(numbers, float(value)), index=series.index) & numbers.notna()
+    return series.astype(str) == str(value)
+
+
+def select_rows(df: pd.DataFrame, where: Mapping | None) -> pd.DataFrame:
+    """Rows equal to every filter; ``"$min"``/``"$max"`` then keep the extreme of a numeric column."""
+    where = dict(where or {})
+    extremes = {c: v for c, v in where.items() if isinstance(v, str) and v in EXTREMES}
+    for col, value in where.items():
+        if col not in extremes:
+            df = df[_equal_to(df[col], value)]
+    for col, value in extremes.items():
+        numbers = pd.to_numeric(df[col], errors="coerce")
+        if numbers.notna().any():
+            target = numbers.min() if EXTREMES[value] == "min" else numbers.max()
+            df = df[np.isclose(numbers, target)]
+        else:
+            df = df.iloc[0:0]
+    return df
+
+
+def _aggregate(values: pd.Series, agg: str) -> float:
+    numbers = pd.to_numeric(values, errors="coerce")
+    if agg == "first":
+        return float(numbers.iloc[0])
+    numbers = numbers.dropna()
+    if numbers.empty:
+        return math.nan
+    return float(getattr(numbers, agg)())
+
+
+def evaluate_expr(expr: str, values: Mapping[str, float]) -> float:
+    """Arithmetic (``+ - * / **``, numbers, parentheses) over named values; NaN on division by zero."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in values:
+            return float(values[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](ev(node.operand))
+        raise ValueError(f"unsupported expression element {ast.dump(node)} in {expr!r}")
+
+    try:
+        return ev(ast.parse(expr, mode="eval"))
+    except ZeroDivisionError:
+        return math.nan
+
+
+def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
+    """This run's value and ``None``, or NaN and why it is missing (``missing table``, ...)."""
+    if "expr" in locator:
+        values = {}
+        for name in sorted(expression_names(str(locator["expr"]))):
+            value, problem = locate(locator[name], tables)
+            if problem:
+                return math.nan, problem
+            values[name] = value
+        value = evaluate_expr(str(locator["expr"]), values)
+        return (value, None) if not math.isnan(value) else (math.nan, "no value")
+    if "paper" in locator:
+        bound = tables.paper.get(str(locator["paper"]), {}).get(locator.get("bound", "value"))
+        return (float(bound), None) if bound is not None else (math.nan, f"no paper value {locator['paper']}")
+    df = tables.get(locator["table"])
+    if df is None:
+        return math.nan, "missing table"
+    where = locator.get("where") or {}
+    for col in [*where, locator["column"]]:
+        if col not in df.columns:
+            return math.nan, f"missing column {col}"
+    rows = select_rows(df, where)
+    if rows.empty:
+        return math.nan, "no matching rows"
+    value = _aggregate(rows[locator["column"]], locator.get("agg", "first"))
+    if math.isnan(value):
+        return math.nan, "no value"
+    return value * float(locator.get("scale", 1)), None
+
+
+def locator_source(locator: Mapping) -> str:
+    """Where a value comes from, for the report's ``source`` column."""
+    if "expr" in locator:
+        names = sorted(expression_names(str(locator["expr"])))
+        parts = [f"{n} = {locator_source(locator[n])}" for n in names]
+        return f"{locator['expr']} with " + "; ".join(parts)
+    if "paper" in locator:
+        return f"the paper's {locator['paper']} ({locator.get('bound', 'value')})"
+    where = ", ".join(f"{k}={v}" for k, v in (locator.get("where") or {}).items())
+    agg = locator.get("agg", "first")
+    text = f"{locator['table']}.{locator['column']}" + (f" [{where}]" if where else "")
+    text += f" ({agg})" if agg != "first" else ""
+    return text + (f" ×{locator['scale']}" if "scale" in locator else "")
+
+
+# -- comparing ----------------------------------------------------------------------------------------------
+
+CONSISTENT, DIFFERS, NOT_SCORED = "consistent", "differs", "not scored"
+
+
+def default_tolerance(value: float) -> float:
+    """Half a unit of the paper's last decimal (at least two decimals for a non-integer)."""
+    if float(value).is_integer():
+        return 0.5
+    decimals = max(2, len(repr(float(value)).split(".")[1]))
+    return 0.5 * 10 ** -decimals
+
+
+def _direction(diff: float) -> str:
+    return "above" if diff > 0 else "below" if diff < 0 else ""
+
+
+def _overlaps(low: float, high: float, a: float, b: float) -> bool:
+    return low - 1e-12 <= b and a <= high + 1e-12
+
+
+def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
+            ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
+    """``(difference, status, direction, basis)`` of this run's value against the paper's.
+
+    ``difference`` is this run minus the paper, or the distance outside the paper's range. With a 95% CI
+    (``ci``) the status is "consistent" when the CI meets the paper's value, or its range, or (a "~"
+    number) its value ± ``tolerance``. Without one: within ``tolerance``, else equal at the paper's last
+    decimal, or inside the paper's range. "differs" otherwise, with the direction of this run against
+    the paper (above / below).
+    """
+    if "value" in bounds:
+        paper = bounds["value"]
+        diff = this_run - paper
+        if ci is not None:
+            low, high = ci
+            tol = 0.0 if tolerance is None else float(tolerance)
+            ok = _overlaps(low, high, paper - tol, paper + tol)
+            target = f"paper ±{tol:g}" if tol else "paper"
+            basis = (f"{target} {'in' if ok else 'outside'} this run's 95% CI "
+                     f"[{fmt_number(low)}, {fmt_number(high)}]")
+        else:
+            tol = default_tolerance(paper) if tolerance is None else float(tolerance)
+            ok = abs(diff) <= tol + 1e-12
+            basis = (f"tolerance ±{tol:g}" if tolerance is not None else
+                     f"the paper's precision (±{tol:g})")
+        return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
+    low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+    basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
+    if ci is not None:
+        ok = _overlaps(ci[0], ci[1], low, high)
+        basis += (f" {'meets' if ok else 'misses'} this run's 95% CI "
+                  f"[{fmt_number(ci[0])}, {fmt_number(ci[1])}]")
+        if ok:
+            return 0.0, CONSISTENT, "", basis
+    if this_run < low:
+        return this_run - low, DIFFERS, "below", basis
+    if this_run > high:
+        return this_run - high, DIFFERS, "above", basis
+    return 0.0, CONSISTENT, "", basis
+
+
+def compare_share(count: float, n: float, paper_count: float, paper_n: float) -> tuple[float, str, str, str]:
+    """A count compared as a share of its set: consistent when the paper's share lies in the Wilson 95%
+    interval of this run's (``count / n``)."""
+    share, paper_share = count / n, paper_count / paper_n
+    low, high = wilson_ci(count, n)
+    ok = low - 1e-12 <= paper_share <= high + 1e-12
+    basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
+             f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
+             f"({fmt_count(paper_count)} of {fmt_count(paper_n)})")
+    diff = share - paper_share
+    return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
+
+
+def paper_text(bounds: Mapping[str, float]) -> str:
+    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``, ``46,984``."""
+
+    def fmt(x: float) -> str:
+        return fmt_count(x) if float(x).is_integer() and abs(x) >= 1000 else f"{x:g}"
+
+    if "value" in bounds:
+        return fmt(bounds["value"])
+    if "min" in bounds and "max" in bounds:
+        return f"{fmt(bounds['min'])}–{fmt(bounds['max'])}"
+    return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
+
+

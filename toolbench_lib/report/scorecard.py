@@ -1,0 +1,345 @@
+"""The scorecard: the paper's numbers against this run's (``references/paper.yaml`` over the saved tables).
+
+Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
+filters, a column, an aggregate); :func:`build_report` looks each one up and compares it with the paper.
+A table or column that is not there is reported as such, never raised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..analysis.references import REFERENCES_FILE, check_locator, load_references, paper_bounds
+from ..data.paths import PROJECT_ROOT
+from ..eval.stats import wilson_ci
+from ..study.experiment import ExperimentConfig
+from .locate import (
+    CONSISTENT,
+    DIFFERS,
+    NOT_SCORED,
+    TableCache,
+    compare,
+    compare_share,
+    locate,
+    locator_source,
+    paper_text,
+)
+
+CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
+REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
+                  "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
+                  "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high"]
+
+
+
+# -- named causes -------------------------------------------------------------------------------------------
+
+EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
+    "explained", "partly explained", "unexplained", "setup difference", "not tested")
+CAUSE_KINDS = ("tested", "setup")
+
+
+def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
+    """``{cause id: cause}`` from the causes file, each cause checked.
+
+    A cause is ``tested`` (``explains`` rows by metric, method and k, each with the ``effect`` it adds to
+    this run's value or the ``predicted`` value itself) or a ``setup`` difference (what differs, shown by
+    optional ``shows`` locators, not tested).
+    """
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for cause in data.get("causes", []):
+        cid = cause.get("id", "?")
+        for key in ("id", "kind", "title", "prediction"):
+            if key not in cause:
+                raise ValueError(f"{path}: cause {cid} lacks {key!r}")
+        if cause["kind"] not in CAUSE_KINDS:
+            raise ValueError(f"{path}: cause {cid}: kind must be one of {CAUSE_KINDS}")
+        for i, shown in enumerate(cause.get("shows", [])):
+            check_locator({k: v for k, v in shown.items() if k != "label"}, f"{cid}.shows[{i}]")
+        if cause["kind"] == "setup":
+            out[cid] = cause
+            continue
+        if "ablation" not in cause or not cause.get("explains"):
+            raise ValueError(f"{path}: tested cause {cid} needs an ablation and the rows it explains")
+        for i, item in enumerate(cause["explains"]):
+            where = f"{path}: cause {cid}.explains[{i}]"
+            if not item.get("metric"):
+                raise ValueError(f"{where}: names no metric")
+            size = {"effect", "predicted"} & (set(item) | set(cause))
+            if len(size) != 1:
+                raise ValueError(f"{where}: give the size it predicts as one of effect / predicted")
+            spec = item.get("effect", item.get("predicted", cause.get("effect", cause.get("predicted"))))
+            if "effect" in size:
+                check_locator(spec, f"{cid}.effect")
+            else:
+                _check_predicted(spec, f"{cid}.predicted")
+        out[cid] = cause
+    return out
+
+
+def _check_predicted(spec: Mapping, where: str) -> None:
+    """A ``predicted`` block: ``value`` with ``low``/``high`` locators, or ``wilson: {count, n}``."""
+    if "wilson" in spec:
+        for key in ("count", "n"):
+            check_locator(spec["wilson"][key], f"{where}.wilson.{key}")
+        return
+    for key in ("value", "low", "high"):
+        if key not in spec:
+            raise ValueError(f"{where}: needs value, low and high (or wilson)")
+        check_locator(spec[key], f"{where}.{key}")
+
+
+def _for_row(locator, row: Mapping[str, str]):
+    """A copy of ``locator`` with ``{subset}``, ``{method}`` and ``{metric}`` replaced by the row's."""
+    if isinstance(locator, Mapping):
+        return {k: _for_row(v, row) for k, v in locator.items()}
+    if isinstance(locator, str):
+        for key in ("subset", "method", "metric"):
+            locator = locator.replace("{" + key + "}", str(row.get(key, "")))
+        return locator
+    return locator
+
+
+
+def explains(cause: Mapping, entry: Mapping) -> dict | None:
+    """The item of a tested cause's ``explains`` that names this entry's metric, method and k, or
+    ``None`` (a cause explains no row it does not name)."""
+    for item in cause.get("explains", []):
+        same_method = item.get("method", entry.get("method")) == entry.get("method")
+        if item["metric"] == entry.get("metric") and same_method and item.get("k") == entry.get("k"):
+            return dict(item)
+    return None
+
+
+def _located(locator: Mapping, row: Mapping, tables: TableCache) -> tuple[float, str | None]:
+    return locate(_for_row(locator, row), tables)
+
+
+def predict(cause: Mapping, item: Mapping, row: Mapping, value: float, ci: tuple[float, float] | None,
+            tables: TableCache) -> tuple[float, float, float, str] | None:
+    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved.
+
+    ``effect``: this run's value plus the effect, its CI shifted by the same amount (a point when the row
+    has no CI). ``predicted``: the value and interval the cause's tables give (``wilson``: a share).
+    """
+    effect = item.get("effect", cause.get("effect"))
+    if effect is not None:
+        size, problem = _located(effect, row, tables)
+        if problem:
+            return None
+        low, high = (ci[0] + size, ci[1] + size) if ci else (value + size, value + size)
+        how = f"this run's {fmt_number(value)} {fmt_signed(size)} ({locator_source(_for_row(effect, row))})"
+        return value + size, low, high, how
+    spec = item.get("predicted", cause.get("predicted"))
+    if "wilson" in spec:
+        count, p1 = _located(spec["wilson"]["count"], row, tables)
+        n, p2 = _located(spec["wilson"]["n"], row, tables)
+        if p1 or p2 or not n:
+            return None
+        low, high = wilson_ci(count, n)
+        return count / n, low, high, f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
+    got = {key: _located(spec[key], row, tables) for key in ("value", "low", "high")}
+    if any(problem for _, problem in got.values()):
+        return None
+    return got["value"][0], got["low"][0], got["high"][0], locator_source(_for_row(spec["value"], row))
+
+
+def _shown(cause: Mapping, row: Mapping, tables: TableCache) -> str:
+    parts = []
+    for shown in cause.get("shows", []):
+        value, problem = _located({k: v for k, v in shown.items() if k != "label"}, row, tables)
+        label = shown.get("label", locator_source(_for_row(shown, row)))
+        parts.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
+    return "; ".join(parts)
+
+
+def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
+    """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence.
+
+    "explained" when the predicted value's CI meets the paper's value (by the row's own rule); "partly
+    explained (x of y)" when the prediction moves this run's value toward the paper's by x of the gap y
+    but not enough; "unexplained" when it moves away or past the paper's; "not tested" when the ablation's
+    table is not in this run. A setup cause is labelled "setup difference", untested.
+    """
+    row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
+           "metric": str(entry.get("metric", ""))}
+    out = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
+           "predicted_ci_high": math.nan, "evidence": ""}
+    if cause["kind"] == "setup":
+        shown = _shown(cause, row, tables)
+        out.update(cause_status=SETUP,
+                   evidence=f"setup difference, not tested: {cause['prediction'].strip()}"
+                   + (f" ({shown})" if shown else ""))
+        return out
+    item = explains(cause, entry)
+    if item is None:
+        out.update(cause_status=UNEXPLAINED,
+                   evidence=f"{cause['id']} names no {row['metric']} row of this method and k")
+        return out
+    value = judged["this_run"]
+    ci = None if math.isnan(judged["ci_low"]) else (judged["ci_low"], judged["ci_high"])
+    got = predict(cause, item, row, value, ci, tables)
+    if got is None:
+        out.update(cause_status=NOT_TESTED, evidence=f"{ablation_text(cause)} not in this run")
+        return out
+    predicted, low, high, how = got
+    out.update(predicted=predicted, predicted_ci_low=low, predicted_ci_high=high)
+    bounds = paper_bounds(entry["paper"])
+    _, status, _, basis = compare(predicted, bounds, entry.get("tolerance"), (low, high))
+    gap = -judged["difference"]
+    moved = predicted - value
+    text = (f"{ablation_text(cause)}: predicts {fmt_number(predicted)} [{fmt_number(low)}, "
+            f"{fmt_number(high)}] = {how}")
+    if status == CONSISTENT:
+        out.update(cause_status=EXPLAINED, evidence=f"{text}; {basis}")
+    elif gap and moved * gap > 0 and abs(moved) < abs(gap):
+        out.update(cause_status=f"{PARTLY} ({fmt_number(abs(moved))} of {fmt_number(abs(gap))})",
+                   evidence=f"{text}; recovers {fmt_number(abs(moved))} of the {fmt_number(abs(gap))} gap")
+    else:
+        why = "past the paper's" if moved * gap > 0 else "away from the paper's"
+        out.update(cause_status=UNEXPLAINED, evidence=f"{text}; moves {why} value")
+    return out
+
+
+def ablation_text(cause: Mapping) -> str:
+    a = cause.get("ablation", "")
+    if isinstance(a, Mapping):
+        return f"table {a['table']}" + (f" (notebook {a['notebook']})" if a.get("notebook") else "")
+    return str(a)
+
+
+def _rank(status: str) -> tuple[int, float]:
+    """Order of cause statuses, best first (a larger recovered share first among partial ones)."""
+    if status.startswith(PARTLY):
+        return 1, 0.0
+    return {EXPLAINED: 0, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
+
+
+def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tables: TableCache) -> dict:
+    """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs:
+    the best of its listed causes (explained, then partly explained by the most, then a setup difference,
+    then not tested); "unexplained" with what was tried when none does better."""
+    empty = {"cause": "", "cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
+             "predicted_ci_high": math.nan, "evidence": ""}
+    if judged["status"] != DIFFERS:
+        return empty
+    listed = entry.get("causes", [])
+    if not listed:
+        return {**empty, "cause": UNEXPLAINED, "cause_status": UNEXPLAINED, "evidence": "no cause listed"}
+    results = []
+    for cause_id in listed:
+        cause = causes.get(cause_id)
+        if cause is None:
+            raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
+        results.append((cause_id, cause, weigh_cause(cause, entry, judged, tables)))
+
+    def key(r):
+        status = r[2]["cause_status"]
+        recovered = abs(r[2]["predicted"] - judged["this_run"]) if status.startswith(PARTLY) else 0.0
+        return _rank(status)[0], -recovered
+
+    best_id, best, result = min(results, key=key)
+    tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
+    evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
+    if result["cause_status"] == UNEXPLAINED:
+        return {**result, "cause": UNEXPLAINED, "evidence": f"{best_id}: {evidence}"}
+    return {**result, "cause": f"{best_id}: {best['title']}", "evidence": evidence}
+
+
+def judge_entry(entry: Mapping, tables: TableCache) -> dict:
+    """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
+    bounds = paper_bounds(entry["paper"])
+    row = {"this_run": math.nan, "ci_low": math.nan, "ci_high": math.nan, "difference": math.nan,
+           "status": "", "direction": "", "basis": "", "objective": math.nan}
+    value, problem = locate(entry["locator"], tables)
+    if problem:
+        row["status"] = problem
+        return row
+    row["this_run"] = value
+    validity = entry.get("validity")
+    if validity:
+        objective, _ = locate(validity["objective"], tables) if "objective" in validity else (math.nan, None)
+        row["objective"] = objective
+        kappa, why = locate(validity["kappa"], tables)
+        if why or kappa < float(validity.get("min_kappa", 0.4)):
+            row["difference"] = value - bounds.get("value", math.nan)
+            row["status"] = NOT_SCORED
+            row["basis"] = (f"judge validity not measured ({why})" if why else
+                            f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
+            return row
+    if "share" in entry and "value" in bounds:
+        n, why = locate(entry["share"]["n"], tables)
+        if not why and n > 0:
+            diff, status, direction, basis = compare_share(value, n, bounds["value"],
+                                                           entry["share"]["paper_n"])
+            low, high = wilson_ci(value, n)
+            row.update(difference=diff, status=status, direction=direction, basis=basis,
+                       ci_low=low * n, ci_high=high * n)
+            return row
+    ci = None
+    if "wilson" in entry:
+        count, why_c = locate(entry["wilson"]["count"], tables)
+        n, why_n = locate(entry["wilson"]["n"], tables)
+        if not (why_c or why_n) and n > 0:
+            ci = wilson_ci(count, n)
+            row["ci_low"], row["ci_high"] = ci
+    if "ci" in entry:
+        low, why_low = locate(entry["ci"]["low"], tables)
+        high, why_high = locate(entry["ci"]["high"], tables)
+        if not (why_low or why_high):
+            ci = (low, high)
+            row["ci_low"], row["ci_high"] = low, high
+    diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci)
+    if "ci" in entry and ci is None:
+        basis += " (no CI saved)"
+    row.update(difference=diff, status=status, direction=direction, basis=basis)
+    return row
+
+
+def compare_entries(entries: list[dict], tables_dir: Path,
+                    causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
+    """One row per reference entry: the paper's number, this run's with its CI, the status by evidence,
+    the direction, and the cause of a difference with the value it predicts."""
+    tables = TableCache(tables_dir, {e["id"]: paper_bounds(e["paper"]) for e in entries})
+    causes = load_causes() if causes is None else causes
+    rows = []
+    for entry in entries:
+        judged = judge_entry(entry, tables)
+        named = name_cause(entry, judged, causes, tables)
+        rows.append({"id": entry["id"], "description": entry["description"],
+                     "section": entry.get("section", ""), "subset": entry["subset"],
+                     "metric": entry.get("metric", ""), "method": entry.get("method", ""),
+                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, **named,
+                     "quote": entry.get("quote", ""), "source": locator_source(entry["locator"])})
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS)
+
+
+def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> pd.DataFrame:
+    """The paper's reference numbers against the tables this run saved under ``cfg.tables_dir``."""
+    return compare_entries(load_references(references)["entries"], cfg.tables_dir)
+
+
+STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, "not scored",
+               "not found")
+
+
+def status_counts(report: pd.DataFrame) -> dict[str, int]:
+    """Counts of the rows by status (consistent / differs / not scored / not found) and of the rows that
+    differ by cause status (explained / partly explained / unexplained / setup difference / not tested)."""
+    differs = report["status"] == DIFFERS
+    cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
+    out = {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum())}
+    for key in (EXPLAINED, UNEXPLAINED, SETUP, NOT_TESTED):
+        out[key] = int((differs & (cause == key)).sum())
+    out[PARTLY] = int((differs & cause.str.startswith(PARTLY)).sum())
+    out[UNEXPLAINED] += int((differs & (cause == "")).sum())
+    out["not scored"] = int((report["status"] == NOT_SCORED).sum())
+    out["not found"] = int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())
+    return {key: out[key] for key in STATUS_KEYS}
