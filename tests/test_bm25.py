@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from toolbench_lib.retrieval.bm25 import BM25Index, BM25Params, checksum_problem, tokens, top_rows
-from toolbench_lib.retrieval.hybrid import HybridSearcher, HybridSpec, check_family
+from toolbench_lib.retrieval.families import HybridSearcher, HybridSpec, check_family
 from toolbench_lib.retrieval.rankings import TextHits, search_and_merge
 
 CORPUS = [

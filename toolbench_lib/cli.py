@@ -13,7 +13,6 @@ from pathlib import Path
 from . import config
 from .bench.command import add_parser as add_bench_parser
 from .bench.command import cmd_bench
-from .config import FAMILIES
 from .data.atomic import clean_stale_temps
 from .data.dataset import load_dataset, summary
 from .data.paths import CACHE_DIR, PROCESSED_DIR, DataNotFoundError, find_data_dir
@@ -36,6 +35,7 @@ from .llm.store import CallStore
 from .report.reproduce import add_parser as add_reproduce_parser
 from .report.reproduce import cmd_reproduce
 from .retrieval.embedding import embed_cached, load_embedder
+from .retrieval.families import FAMILIES
 from .retrieval.index import build_index, search_threads
 from .retrieval.methods import load_methods
 from .retrieval.retrievers import ARCHITECTURES, method_name

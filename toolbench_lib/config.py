@@ -19,7 +19,6 @@ FOLDS = 5  # cross-validation folds (grouped by query text)
 SUBSETS = ("G1", "G2", "G3")  # the design sets
 GT_DEFINITIONS = ("candidates", "relevant")
 DEFAULT_GT = "candidates"
-FAMILIES = ("dense", "bm25", "hybrid", "hybrid-rrf")  # retriever families
 DEFAULT_FAMILY = "dense"  # the paper's
 STUDY_FAMILIES = ("dense", "bm25", "hybrid")  # the retriever study's (notebook 12)
 SCALE_SIZES = (1000, 2000, 5000, 10000, 20000, None)  # registry sizes of the scale study (None: all)

@@ -27,13 +27,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..config import DEPTH, FAMILIES, K
+from ..config import DEPTH, K
 from ..data.atomic import atomic_path
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
 from ..retrieval.bm25 import BM25Index
+from ..retrieval.families import FAMILIES
 from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
 from .k_ablation import k_ablation

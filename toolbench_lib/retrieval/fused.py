@@ -33,7 +33,6 @@ import numpy as np
 
 from ..config import FOLDS, SEED
 from .fusion_specs import (
-    COMPONENTS,
     FusionInputs,
     FusionSpec,
     MeanEmbedding,
@@ -43,6 +42,7 @@ from .fusion_specs import (
     Run,
     Spec,
     component_methods,
+    component_table,
     rankings_inputs,
     study_component_inputs,
 )
@@ -114,7 +114,7 @@ def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[s
     the study holds), for PtR run ``run``."""
     have = set(result.rankings["method"])
     comps = (components_of(names) if names is not None
-             else [c for c, (m, _) in COMPONENTS.items() if m in have])
+             else [c for c, (m, _) in component_table().items() if m in have])
     return study_component_inputs(result, run, gt, comps, result.stubs, setup)
 
 

@@ -25,6 +25,7 @@ names them all.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ..config import FAMILIES
+from .families import FAMILIES
 from .fuse import Ranking, as_scores, combine, ids, top
 from .rankings import Retrieved
 from .retrievers import method_name, ptr_texts
@@ -43,31 +44,34 @@ Run = dict[str, dict[str, float]]
 TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 cosine)
 
 
-def _components() -> dict[str, tuple[str, bool]]:
+@functools.cache
+def _components(families: tuple[str, ...]) -> dict[str, tuple[str, bool]]:
     out = {}
-    for family in FAMILIES:
+    for family in families:
         out[f"q.{family}"] = (method_name("rtp", family), False)
         out[f"s.{family}"] = (method_name("ptr", family), False)
         out[f"s*.{family}"] = (method_name("ptr", family), True)
     return out
 
 
-# component -> (the study method whose rankings it reads, whether it is every stub's own ranking)
-COMPONENTS: dict[str, tuple[str, bool]] = _components()
+def component_table() -> dict[str, tuple[str, bool]]:
+    """component -> (the study method whose rankings it reads, whether it is every stub's own ranking), for
+    every registered retriever family."""
+    return _components(tuple(FAMILIES))
 
 
 def check_components(components: Iterable[str]) -> tuple[str, ...]:
     """The components, checked (``ValueError`` naming the known ones)."""
     comps = tuple(components)
-    unknown = [c for c in comps if c not in COMPONENTS]
+    unknown = [c for c in comps if c not in component_table()]
     if unknown:
-        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(COMPONENTS)}")
+        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(component_table())}")
     return comps
 
 
 def component_methods(components: Iterable[str]) -> list[str]:
     """The study methods whose rankings the components read, each once."""
-    return list(dict.fromkeys(COMPONENTS[c][0] for c in check_components(components)))
+    return list(dict.fromkeys(component_table()[c][0] for c in check_components(components)))
 
 
 def uses_stub_ranking(components: Iterable[str]) -> bool:
@@ -122,9 +126,9 @@ def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, r
         for (key, t), g in got.texts.groupby(["qkey", "text_idx"], sort=False):
             each.setdefault(key, {})[int(t)] = _ranking(g)
         for c in comps:
-            if COMPONENTS[c][0] == method:
+            if component_table()[c][0] == method:
                 rankings[c] = ({key: [r for _, r in sorted(texts.items())] for key, texts in each.items()}
-                               if COMPONENTS[c][1] else final)
+                               if component_table()[c][1] else final)
     keys = queries["qkey"].tolist()
     qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
     return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,
@@ -207,7 +211,7 @@ class FusionSpec:
         """One query's fused scores."""
         texts, weights = [], []
         for i, c in enumerate(self.components):
-            for r in inp.texts(c, key) or ([[]] if not COMPONENTS[c][1] else []):
+            for r in inp.texts(c, key) or ([[]] if not component_table()[c][1] else []):
                 texts.append(r)
                 weights.append(self.weights[i] if self.weights is not None else 1.0)
         return combine(texts, self.method, self.norm, weights if self.weights is not None else None)

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..config import DEPTH
 from .fuse import Ranking, min_max
-from .fused import COMPONENTS
+from .fusion_specs import component_table
 from .rankings import Retrieved
 
 GROUPS = ("tool", "category")
@@ -51,9 +51,10 @@ class LtrSpec:
     category: bool = True
 
     def __post_init__(self) -> None:
-        unknown = [c for c in self.components if c not in COMPONENTS]
+        known = component_table()
+        unknown = [c for c in self.components if c not in known]
         if unknown or not self.components:
-            raise ValueError(f"unknown ranker component(s) {unknown}; choose from {', '.join(COMPONENTS)}")
+            raise ValueError(f"unknown ranker component(s) {unknown}; choose from {', '.join(known)}")
 
     @property
     def uses_stubs(self) -> bool:
@@ -68,7 +69,7 @@ class LtrSpec:
     @property
     def methods(self) -> list[str]:
         """The study methods whose rankings the components are."""
-        return [COMPONENTS[c][0] for c in self.components]  # (method, per-stub rankings?)
+        return [component_table()[c][0] for c in self.components]  # (method, per-stub rankings?)
 
     @property
     def feature_names(self) -> list[str]:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import pandas as pd
 
-from ..config import DEFAULT_FAMILY, FAMILIES
+from ..config import DEFAULT_FAMILY
 from ..llm.parsing import Stub, stub_text
-from .hybrid import check_family
+from .families import FAMILIES, Family, check_family
 from .rankings import Retrieved, retrieved_frames, search_and_merge
 
 if TYPE_CHECKING:
@@ -126,6 +126,14 @@ def get_retriever(name: str) -> Retriever:
     return RETRIEVERS[name]
 
 
-for _family in FAMILIES:
-    register(RetrieveThenPlan(_family))
-    register(PlanThenRetrieve(_family))
+def register_family(family: Family) -> Family:
+    """Add a retriever family: its RtP and PtR (``rtp@<name>``, ``ptr@<name>``) become methods, and fused
+    specs may read it (``q.<name>``, ``s.<name>``, ``s*.<name>``)."""
+    FAMILIES[family.name] = family
+    register(RetrieveThenPlan(family.name))
+    register(PlanThenRetrieve(family.name))
+    return family
+
+
+for _family in list(FAMILIES.values()):
+    register_family(_family)

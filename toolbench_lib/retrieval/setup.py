@@ -15,11 +15,11 @@ import pandas as pd
 from ..config import DEFAULT_FAMILY, SEED
 from ..data.dataset import Dataset
 from ..data.queries import query_keys
-from .bm25 import BM25Index, BM25Params
+from .bm25 import BM25Index
 from .embedding import Embedder, embed_cached
-from .hybrid import HYBRIDS, HybridSearcher, check_family
+from .families import FAMILIES, check_family
 from .index import VectorIndex, build_index
-from .rankings import DenseSearcher, Searcher
+from .rankings import Searcher
 from .subregistry import sample_subregistry
 
 log = logging.getLogger(__name__)
@@ -52,25 +52,12 @@ class RetrievalSetup:
         return self.searchers["bm25"]
 
     def searcher(self, family: str = DEFAULT_FAMILY) -> Searcher:
-        """The searcher of a retriever family (``dense``, ``bm25``, ``hybrid``, ``hybrid-rrf``)."""
-        check_family(family)
-        if family == "dense":
-            return DenseSearcher(self.index, self.encode)
-        if family == "bm25":
-            return self.bm25
-        return HybridSearcher(self.searcher("dense"), self.bm25, HYBRIDS[family])
+        """The searcher of a retriever family (a name of :data:`~.families.FAMILIES`)."""
+        return FAMILIES[check_family(family)].searcher(self)
 
     def retriever_provenance(self, families) -> dict:
         """What each family of ``families`` is, for a result's provenance."""
-        out = {}
-        for f in families:
-            if f == "dense":
-                out[f] = f"cosine, {self.provenance.get('index', 'FAISS flat index')}"
-            elif f == "bm25":
-                out[f] = BM25Params().describe()
-            else:
-                out[f] = {"fusion": HYBRIDS[f].describe(), "bm25": BM25Params().describe()}
-        return out
+        return {f: FAMILIES[check_family(f)].describe(self) for f in families}
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embeddings of query-side texts, cached on disk by model and text fingerprint."""

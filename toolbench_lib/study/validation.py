@@ -16,11 +16,11 @@ from pathlib import Path
 
 import yaml
 
-from ..config import FAMILIES
 from ..data.paths import DataNotFoundError, find_data_dir
 from ..data.queries import UnknownSubsetError, resolve_subset, user_set_files
 from ..llm.base import LLMError
 from ..llm.factory import BACKENDS
+from ..retrieval.families import FAMILIES
 
 MAX_TEMPERATURE = 2.0
 # The most APIs scored per query (``k``) and hits kept per searched text (``depth``): a ranking deeper than

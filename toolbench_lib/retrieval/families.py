@@ -1,4 +1,5 @@
-"""The retriever families a study can vary: ``dense``, ``bm25``, ``hybrid`` and ``hybrid-rrf``.
+"""The retriever families a study can vary: ``dense``, ``bm25``, ``hybrid`` and ``hybrid-rrf``, each a
+:class:`Family` in :data:`FAMILIES` (a new one: :func:`toolbench_lib.retrieval.retrievers.register_family`).
 
 ``dense`` is cosine over the FAISS index (the paper's retriever); ``bm25`` is :mod:`.bm25` over the same
 API texts; ``hybrid`` fuses each text's dense and BM25 rankings by min-max normalised weighted sum
@@ -9,14 +10,15 @@ API texts; ``hybrid`` fuses each text's dense and BM25 rankings by min-max norma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..config import FAMILIES
+from .bm25 import BM25Params
 from .fuse import combine
-from .rankings import Searcher, TextHits
+from .rankings import DenseSearcher, Searcher, TextHits
 
 HYBRID_POOL = 100  # hits of each family a hybrid fuses per text
 
@@ -38,6 +40,30 @@ class HybridSpec:
 
 
 HYBRIDS = {"hybrid": HybridSpec(), "hybrid-rrf": HybridSpec(method="rrf", norm=None)}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A retriever family: the searcher it gives a setup (a :class:`~.setup.RetrievalSetup`), and what a
+    result's provenance records of it."""
+
+    name: str
+    searcher: Callable[[Any], Searcher]
+    describe: Callable[[Any], str | dict]
+
+
+def _hybrid(name: str) -> Family:
+    spec = HYBRIDS[name]
+    return Family(name, lambda s: HybridSearcher(s.searcher("dense"), s.bm25, spec),
+                  lambda s: {"fusion": spec.describe(), "bm25": BM25Params().describe()})
+
+
+FAMILIES: dict[str, Family] = {
+    "dense": Family("dense", lambda s: DenseSearcher(s.index, s.encode),
+                    lambda s: f"cosine, {s.provenance.get('index', 'FAISS flat index')}"),
+    "bm25": Family("bm25", lambda s: s.bm25, lambda s: BM25Params().describe()),
+    **{name: _hybrid(name) for name in HYBRIDS},
+}
 
 
 def check_family(name: str) -> str:
