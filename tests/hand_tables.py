@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolbench_lib.study.result import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
+from toolbench_lib.study.stored import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
 
 HIT_COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
 

@@ -21,7 +21,7 @@ from toolbench_lib.explorer.widget import (
     query_outcomes,
     run_name_of,
 )
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import split_hits, study_of_hits, with_tables
 

@@ -26,7 +26,7 @@ from toolbench_lib.llm.factory import DEFAULT_CASSETTE
 from toolbench_lib.llm.prompts import judge_prompt
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.study.rejudge import cassette_plans, record_verdicts
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
 

@@ -25,7 +25,8 @@ from toolbench_lib.analysis.routing import (
 from toolbench_lib.data.folds import fold_ids
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
-from toolbench_lib.study.result import StudyResult, StudySettings, run_study
+from toolbench_lib.study.result import StudySettings, run_study
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
 

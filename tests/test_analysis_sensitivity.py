@@ -9,7 +9,7 @@ import pytest
 
 from toolbench_lib.analysis import sensitivity as se
 from toolbench_lib.analysis.similarity import SimilarityCache
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
 

@@ -48,7 +48,7 @@ from toolbench_lib.analysis.trajectory import (
     trajectory,
 )
 from toolbench_lib.data.dataset import Dataset
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
 

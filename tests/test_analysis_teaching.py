@@ -49,7 +49,7 @@ from toolbench_lib.report.teaching import (  # noqa: E402
 )
 from toolbench_lib.report.write import TEACHING_FILE, write_report  # noqa: E402
 from toolbench_lib.study.experiment import ExperimentConfig  # noqa: E402
-from toolbench_lib.study.result import StudyResult  # noqa: E402
+from toolbench_lib.study.stored import StudyResult  # noqa: E402
 
 from .hand_tables import HIT_COLUMNS, study_of_hits  # noqa: E402
 

@@ -767,7 +767,7 @@ def test_damaged_stored_study_is_never_read(tmp_path, caplog):
     import pandas as pd
 
     from toolbench_lib.study.experiment import _stored_study
-    from toolbench_lib.study.result import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+    from toolbench_lib.study.stored import TABLE_CHECKSUMS, StoredStudyError, StudyResult
 
     rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
                              "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
@@ -878,7 +878,7 @@ except Exception as exc:
 
 
 def _small_study():
-    from toolbench_lib.study.result import StudyResult
+    from toolbench_lib.study.stored import StudyResult
 
     rankings = pd.DataFrame({"qkey": ["G1_instruction:1"] * 3, "method": "rtp", "run": 0, "rank": [1, 2, 3],
                              "row": [0, 1, 2], "api_id": ["a", "b", "c"], "score": [0.9, 0.8, 0.7]})
@@ -895,7 +895,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
     """A write that fails half-way (a file-size limit: EFBIG, as a full disk gives ENOSPC) leaves the
     study folder byte for byte as it was, no temporary folder beside it, and one line naming the file."""
-    from toolbench_lib.study.result import StudyResult
+    from toolbench_lib.study.stored import StudyResult
 
     folder = _small_study().save(tmp_path / "run")
     (folder / "notes.txt").write_text("the user's own file")
@@ -911,7 +911,7 @@ def test_a_failed_save_names_the_file_and_leaves_the_folder_as_it_was(tmp_path):
 
 
 def test_a_save_removes_stale_temporary_files_of_dead_processes(tmp_path):
-    from toolbench_lib.study.result import StudyResult
+    from toolbench_lib.study.stored import StudyResult
 
     folder = _small_study().save(tmp_path / "run")
     dead = _dead_pid()

@@ -26,7 +26,7 @@ import pytest
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.explorer.app import prepare_views
 from toolbench_lib.study.experiment import ExperimentConfig, get_study
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .axe import axe_violations, format_violations
 from .test_browser import SHOTS, TIMEOUT_MS, _launch, _set_k, chromium, serve  # noqa: F401 (chromium: the fixture)

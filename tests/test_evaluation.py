@@ -22,7 +22,7 @@ from toolbench_lib.eval.evaluation import (
     score_rankings,
 )
 from toolbench_lib.eval.stats import holm, paired, runs_test
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
 

@@ -15,7 +15,7 @@ from ranx import Qrels, Run, evaluate
 
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.eval.export import MANIFEST, export_trec, trec_qrels_lines, trec_run_lines
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .test_analysis_tables import study  # noqa: F401 (fixture: the hand-made study, no data)
 

@@ -13,7 +13,7 @@ from toolbench_lib.retrieval import fused
 from toolbench_lib.retrieval.fuse import combine
 from toolbench_lib.retrieval.fusion_specs import FusionSpec, Ranked, RoundRobin, Run, round_robin
 from toolbench_lib.retrieval.tuning import Tuned
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
 

@@ -20,7 +20,7 @@ from toolbench_lib.retrieval.ltr_features import (
     tool_of,
 )
 from toolbench_lib.retrieval.retrievers import RETRIEVERS, RunContext
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits, with_tables
 

@@ -66,7 +66,7 @@ SENTINELS = [
     r"\b(method|self\.name|\[[\"']method[\"']\])\s*,\s*-\s*1\b",
     r"[\"']run[\"']\].*(>=|<)\s*0\b",
 ]
-CONVERTER = ("study/result.py", "convert_format_1")  # reads the old format's sentinels, to remove them
+CONVERTER = ("study/stored.py", "convert_format_1")  # reads the old format's sentinels, to remove them
 
 
 def _sentinel_lines(path: Path) -> list[str]:

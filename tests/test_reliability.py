@@ -34,12 +34,8 @@ from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
 from toolbench_lib.report.html import CSP, sanitise_html, tidy_report_html
 from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
-from toolbench_lib.study.result import (
-    StoredStudyError,
-    StudyResult,
-    empty_rankings,
-    stub_cap_counts,
-)
+from toolbench_lib.study.result import empty_rankings, stub_cap_counts
+from toolbench_lib.study.stored import StoredStudyError, StudyResult
 
 from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs

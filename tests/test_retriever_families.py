@@ -15,7 +15,7 @@ from toolbench_lib.retrieval.fused import NAMED
 from toolbench_lib.retrieval.fusion_specs import FusionInputs, FusionSpec
 from toolbench_lib.retrieval.retrievers import get_retriever, method_name, split_method
 from toolbench_lib.retrieval.tuning import candidate_specs, weight_grid
-from toolbench_lib.study.result import StudyResult
+from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
 

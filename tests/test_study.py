@@ -13,7 +13,8 @@ from toolbench_lib.llm.cassettes import export_cassette
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.llm.store import CallStore
-from toolbench_lib.study.result import FORMAT_VERSION, StudyResult, StudySettings, run_study
+from toolbench_lib.study.result import StudySettings, run_study
+from toolbench_lib.study.stored import FORMAT_VERSION, StudyResult
 
 from .test_llm_gemini import fake_gemini, gemini_body  # noqa: F401 (fixture)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.eval.evaluation import METRICS, evaluate, per_query_runs
-from toolbench_lib.study.result import (
+from toolbench_lib.study.stored import (
     FORMAT_VERSION,
     PROVENANCE,
     TABLE_CHECKSUMS,

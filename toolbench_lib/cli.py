@@ -42,7 +42,8 @@ from .retrieval.retrievers import ARCHITECTURES, method_name
 from .retrieval.setup import prepare, select_queries
 from .retrieval.subregistry import sample_subregistry
 from .study.experiment import stored_study_dir
-from .study.result import StudyResult, StudySettings, run_study
+from .study.result import StudySettings, run_study
+from .study.stored import StudyResult
 from .study.stub_recording import record_stubs, recorded_search_texts
 from .study.validation import (
     MAX_DEPTH,

@@ -69,7 +69,7 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                    families: Sequence[str] | None = None, n_resamples: int = 10_000) -> pd.DataFrame:
     """The primary comparison per retriever family and set (:data:`ENDPOINT_COLUMNS`).
 
-    ``result``: a stored study (:class:`~toolbench_lib.study.result.StudyResult`); ``paper``:
+    ``result``: a stored study (:class:`~toolbench_lib.study.stored.StudyResult`); ``paper``:
     ``{set: {"rtp": value, "ptr": value}}`` of the paper's recall; ``families`` keeps those families only.
     """
     paper = paper or {}

@@ -50,7 +50,7 @@ from ..eval.pass_rates import (  # noqa: F401 (re-exported: the objective pass r
     validity_row,
 )
 from ..eval.stats import mcnemar_exact
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 
 VERDICTS = ("Solved", "Unsolved")
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
-from ..study.result import METHODS, StudyResult
+from ..study.result import METHODS
+from ..study.stored import StudyResult
 from .intervals import with_ci
 from .main_results import alias_order
 from .style import METHOD_COLORS, METHOD_LABELS

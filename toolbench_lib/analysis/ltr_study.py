@@ -23,7 +23,7 @@ from ..data.paths import OUTPUTS_DIR
 from ..data.queries import GT_DEFINITIONS
 from ..retrieval.ltr import NAMED, save_model
 from ..study.experiment import stored_study_dir
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 from . import ltr as L
 from .fusion_board import unseen_keys
 

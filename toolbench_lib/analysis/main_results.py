@@ -17,7 +17,8 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test
-from ..study.result import METHODS, StudyResult
+from ..study.result import METHODS
+from ..study.stored import StudyResult
 from .style import METHOD_COLORS, METHOD_LABELS
 from .summary import pass_rates, summary_table
 

@@ -34,7 +34,7 @@ from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import auroc
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 from .style import METHOD_COLORS
 from .summary import method_calls
 

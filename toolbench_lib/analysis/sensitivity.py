@@ -34,7 +34,7 @@ from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
 from ..eval.stats import bootstrap_ci, paired, wilson_ci
 from ..retrieval.retrievers import method_name
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
 from .similarity import SimilarityCache, topk_columns

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import subset_order
 from .summary import method_calls, unique_name_shares

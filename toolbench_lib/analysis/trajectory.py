@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import per_query_runs
-from ..study.result import METHODS, StudyResult
+from ..study.result import METHODS
+from ..study.stored import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import study_k, subset_order
 from .style import METHOD_COLORS, METHOD_LABELS

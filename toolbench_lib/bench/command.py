@@ -16,7 +16,7 @@ from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_
 from ..retrieval.index import VectorIndex
 from ..retrieval.onnx_int8 import load_int8_model
 from ..study.experiment import stored_study_dir
-from ..study.result import StoredStudyError, StudyResult
+from ..study.stored import StoredStudyError, StudyResult
 from ..study.validation import int_at_least
 from .bm25 import bench_bm25
 from .core import BenchLine, format_table, machine_info, run_bench

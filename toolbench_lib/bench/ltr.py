@@ -16,7 +16,7 @@ from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import study_component_inputs
 from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
 from ..retrieval.ltr_features import feature_table, study_runs
-from ..study.result import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
+from ..study.stored import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
 from .core import BenchLine
 
 SETS = ("G1_instruction", "G2_category_original", "G3_instruction_original")

@@ -7,7 +7,7 @@ between the judge's "Solved" and the objective pass. The full definitions, and t
 (validity, stability, ordering), are in :mod:`toolbench_lib.analysis.judge`; these sit in ``eval`` because
 the study's summary (:mod:`toolbench_lib.analysis.summary`) reports the objective pass rate.
 
-``result`` is a :class:`~toolbench_lib.study.result.StudyResult` (its ``plans``, ``queries`` and
+``result`` is a :class:`~toolbench_lib.study.stored.StudyResult` (its ``plans``, ``queries`` and
 ``provenance``).
 """
 

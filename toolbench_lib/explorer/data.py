@@ -21,7 +21,7 @@ from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
 from ..study.experiment import stored_study_dir
-from ..study.result import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+from ..study.stored import TABLE_CHECKSUMS, StoredStudyError, StudyResult
 from ..study.validation import check_run_name
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")

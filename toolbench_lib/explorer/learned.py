@@ -15,7 +15,7 @@ from ..config import DEPTH, SEED
 from ..retrieval.fusion_specs import component_methods
 from ..retrieval.ltr import NAMED, crossfit, qrels_of
 from ..retrieval.ltr_features import feature_table, study_runs
-from ..study.result import RANKINGS_COLUMNS
+from ..study.stored import RANKINGS_COLUMNS
 
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]

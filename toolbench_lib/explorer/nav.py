@@ -8,7 +8,7 @@ import html
 import threading
 from urllib.parse import parse_qsl, quote, urlencode
 
-from ..study.result import StudyResult
+from ..study.stored import StudyResult
 from .data import (
     ALL_SUBSETS,
     SORTS,

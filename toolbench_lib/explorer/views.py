@@ -37,7 +37,7 @@ from ..data.queries import GT_DEFINITIONS
 from ..data.tables import code_hash
 from ..eval.evaluation import evaluate
 from ..retrieval.fused import BASELINES, fused_runs, methods_over
-from ..study.result import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
+from ..study.stored import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
 from .learned import learned_views
 
 VIEWS = "views"

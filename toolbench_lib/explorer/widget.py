@@ -37,7 +37,7 @@ from ..config import K
 from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
-from ..study.result import StoredStudyError, StudyResult
+from ..study.stored import StoredStudyError, StudyResult
 from .data import (  # noqa: F401 (re-exported: the explorer's names)
     ALL_SUBSETS,
     API_FILTERS,

@@ -39,7 +39,7 @@ from ..explorer.widget import api_labels, query_outcomes, stored_registry
 from ..retrieval.fused import FUSED, spec_of
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
-from ..study.result import StoredStudyError, StudyResult
+from ..study.stored import StoredStudyError, StudyResult
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 HIT = "✓"

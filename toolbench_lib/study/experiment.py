@@ -38,7 +38,8 @@ from ..retrieval.embedding import DEFAULT_BACKEND, DEFAULT_MODEL, load_embedder,
 from ..retrieval.retrievers import ARCHITECTURES, method_name
 from ..retrieval.setup import prepare
 from .lazy_setup import LazySetup, setup_model
-from .result import METHODS, StoredStudyError, StudyResult, StudySettings, run_study
+from .result import METHODS, StudySettings, run_study
+from .stored import StoredStudyError, StudyResult
 from .stub_recording import recorded_limit
 from .validation import validate_config
 
@@ -52,7 +53,8 @@ DEFAULT_PLAN_LIMIT = config.PLAN_LIMIT
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
-STUDY_CODE = ("config.py", "data", "llm", "retrieval", "study/result.py")  # the code a study key covers
+STUDY_CODE = ("config.py", "data", "llm", "retrieval", "study/result.py",
+              "study/stored.py")  # the code a study key covers
 # Fields that name where outputs go, not what they hold: never compared between runs.
 PLACE_FIELDS = ("run_name", "outputs_dir", "base_run")
 

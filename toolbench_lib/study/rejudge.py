@@ -7,7 +7,7 @@ Two sources of plans:
   judge prompt is rendered from, so the new verdicts can be recorded without an embedding index. The
   judge prompt is rendered by :func:`toolbench_lib.study.result.judge_plan`, exactly as a study renders
   it, so a study that replays the cassette with that judge version finds every recorded verdict.
-* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.result.StudyResult` (steps,
+* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.stored.StudyResult` (steps,
   refusal and reason), with the API lists rebuilt from its rankings.
 
 ``python -m toolbench_lib.study.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
@@ -35,7 +35,8 @@ from ..llm.cassettes import read_cassette
 from ..llm.factory import DEFAULT_CASSETTE, make_backend
 from ..llm.parsing import Plan, parse_plan, parse_verdict
 from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
-from .result import StudyResult, _api_docs, judge_plan
+from .result import _api_docs, judge_plan
+from .stored import StudyResult
 from .stub_recording import merge_export
 
 log = logging.getLogger(__name__)

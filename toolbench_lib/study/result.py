@@ -17,30 +17,20 @@ A study run stores these tables, each once per configuration, that every analysi
 Runs are independent samples. Run 0 uses ``temperature`` (0, as in the paper); later runs use
 ``run_temperature`` with ``seed = run`` so that a backend that is deterministic at temperature 0 still
 gives independent samples. ``run_temperature=None`` keeps every run at ``temperature``.
-
-A stored study records its layout in ``provenance["format_version"]`` (:data:`FORMAT_VERSION`). A folder of
-format 1 (one ``hits`` table mixing the final rankings with the texts' own, a deterministic method stored
-once for every run) is read through :func:`convert_format_1`; a folder of a newer format than this code's is
-refused with one line naming its version.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 from tqdm.auto import tqdm
 
 from ..config import DEPTH, RUN_TEMPERATURE, RUNS, TEMPERATURE, K
-from ..data.atomic import atomic_folder, file_sha256, folder_lock
-from ..data.queries import DEFAULT_GT, check_gt
 from ..llm.base import LLMBackend, LLMResponse
 from ..llm.parsing import (
     MAX_STUBS,
@@ -66,13 +56,11 @@ from ..retrieval.methods import load_methods
 from ..retrieval.rankings import Retrieved
 from ..retrieval.retrievers import RunContext, get_retriever, split_method
 from ..retrieval.setup import RetrievalSetup
+from .stored import FORMAT_VERSION, RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
 
 log = logging.getLogger(__name__)
 
 METHODS = ("rtp", "ptr")
-FORMAT_VERSION = 2  # the stored layout: rankings and text_rankings (1: one hits table, see convert_format_1)
-RANKINGS_COLUMNS = ["qkey", "method", "run", "rank", "row", "api_id", "score"]
-TEXT_RANKINGS_COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
 
 
 @dataclass
@@ -99,196 +87,6 @@ class StudySettings:
         if run == 0 or self.run_temperature is None:
             return self.temperature
         return self.run_temperature
-
-
-TABLE_CHECKSUMS = "checksums.json"  # sha256 of each stored table and of provenance.json, written before it
-PROVENANCE = "provenance.json"  # written last: its presence marks a complete study
-
-
-class StoredStudyError(ValueError):
-    """A stored study whose tables are missing, unreadable or not the ones written."""
-
-
-@dataclass
-class StudyResult:
-    """The stored tables of one study run and their provenance."""
-
-    queries: pd.DataFrame
-    stubs: pd.DataFrame
-    rankings: pd.DataFrame
-    text_rankings: pd.DataFrame
-    plans: pd.DataFrame
-    calls: pd.DataFrame
-    provenance: dict = field(default_factory=dict)
-    folder: Path | None = None  # where the study is stored (set by save and load); its evaluation goes there
-
-    TABLES = ("queries", "stubs", "rankings", "text_rankings", "plans", "calls")
-
-    def stored_rankings_sha256(self) -> str | None:
-        """The sha256 of the stored ``rankings`` table while it is the table saved or loaded, else None (a
-        study converted from format 1 has none until it is saved)."""
-        stored = self.__dict__.get("_rankings_sha256")
-        return stored[1] if stored is not None and stored[0] is self.rankings else None
-
-    def save(self, folder: Path) -> Path:
-        """Write every table and their sha256 checksums, then ``provenance.json`` last (with
-        ``format_version``): its presence marks a complete study."""
-        self.provenance = {**self.provenance, "format_version": FORMAT_VERSION}
-        with atomic_folder(folder, last=(PROVENANCE,)) as out:  # a failed write leaves it as it was
-            for name in self.TABLES:
-                getattr(self, name).to_parquet(out.path(f"{name}.parquet"), index=False)
-            sums = {f"{name}.parquet": file_sha256(out.tmp / f"{name}.parquet") for name in self.TABLES}
-            provenance = json.dumps(self.provenance, indent=2, default=str).encode()
-            sums[PROVENANCE] = hashlib.sha256(provenance).hexdigest()  # every file a load reads is covered
-            out.path(TABLE_CHECKSUMS).write_text(json.dumps(sums, indent=2))
-            out.path(PROVENANCE).write_bytes(provenance)
-        self.folder = Path(folder)
-        self.__dict__["_rankings_sha256"] = (self.rankings, sums["rankings.parquet"])
-        return folder
-
-    @classmethod
-    def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`,
-        and so is a format newer than :data:`FORMAT_VERSION` (one line naming it). A study of format 1 is
-        converted in memory (:func:`convert_format_1`).
-
-        Each table is read once and its checksum computed over the very bytes that are parsed, under the
-        folder's shared lock (a save moves its files in under the exclusive one), so a load never mixes
-        two saves' tables."""
-        folder = Path(folder)
-        try:
-            with folder_lock(folder, shared=True):
-                sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
-                data = (folder / PROVENANCE).read_bytes()
-                if hashlib.sha256(data).hexdigest() != sums.get(PROVENANCE):
-                    raise StoredStudyError(f"stored study {folder}: {PROVENANCE} does not match its checksum "
-                                           f"(or {TABLE_CHECKSUMS} lists none); delete the folder to run the "
-                                           "study again")
-                provenance = json.loads(data)
-                version = stored_format_version(provenance, folder)
-                tables = {}
-                for name in cls.TABLES if version == FORMAT_VERSION else FORMAT_1_TABLES:
-                    data = (folder / f"{name}.parquet").read_bytes()
-                    if hashlib.sha256(data).hexdigest() != sums.get(f"{name}.parquet"):
-                        raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
-                                               "checksum; delete the folder to run the study again")
-                    tables[name] = pd.read_parquet(io.BytesIO(data))
-        except StoredStudyError:
-            raise
-        except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
-            raise StoredStudyError(f"stored study {folder} is incomplete or damaged ({type(exc).__name__}: "
-                                   f"{exc}); delete the folder to run the study again") from None
-        if version != FORMAT_VERSION:
-            tables, provenance = convert_format_1(tables, provenance)
-        result = cls(**tables, provenance=provenance, folder=folder)
-        if version == FORMAT_VERSION:
-            result.__dict__["_rankings_sha256"] = (result.rankings, sums["rankings.parquet"])
-        return result
-
-    @property
-    def n_runs(self) -> int:
-        """Independent runs of the study."""
-        return int(self.provenance.get("settings", {}).get("runs", 1))
-
-    @property
-    def methods(self) -> list[str]:
-        """The study's methods in the order of its settings; one that found nothing for any query stays
-        (every query an empty ranking, recall 0), so no table, export or summary drops it."""
-        listed = (self.provenance.get("settings", {}).get("methods")
-                  or list(dict.fromkeys(self.rankings["method"])))
-        return list(listed)
-
-    @property
-    def deterministic(self) -> list[str]:
-        """The methods whose retrieval is the same in every run (their ranking is repeated per run)."""
-        return list(self.provenance.get("deterministic", []))
-
-    def _of(self, table: pd.DataFrame, method: str, run: int) -> pd.DataFrame:
-        """The rows of ``method`` in ``run`` of one of the rankings tables."""
-        mine = table[table["method"] == method]
-        if method not in self.methods and not (self.rankings["method"] == method).any():
-            raise KeyError(f"no rankings of method {method!r} in this study (has {self.methods})")
-        if not 0 <= run < self.n_runs:
-            raise KeyError(f"run {run} is not in this study (runs 0..{self.n_runs - 1})")
-        return mine[mine["run"] == run]
-
-    def retrieved(self, method: str, run: int = 0) -> Retrieved:
-        """``method``'s rankings of ``run`` as its retriever returned them (the final rankings and each
-        text's own, without the ``run`` column)."""
-        return Retrieved(self._of(self.rankings, method, run).drop(columns="run"),
-                         self._of(self.text_rankings, method, run).drop(columns="run"))
-
-    def api_rows(self) -> dict[str, int]:
-        """``{api_id: registry row}`` of every API the study's rankings hold (a study has one registry, so
-        one row per id)."""
-        cols = ["api_id", "row"]
-        both = pd.concat([t.reindex(columns=cols) for t in (self.rankings, self.text_rankings)])
-        both = both.dropna().drop_duplicates("api_id")
-        return dict(zip(both["api_id"].astype(str), both["row"].astype("int64").tolist(), strict=True))
-
-    def ranking(self, method: str, run: int = 0, k: int | None = None) -> dict[str, list[str]]:
-        """``{qkey: [api_id, ...]}``: each query's final ranking of ``method`` in ``run``, cut at ``k``."""
-        final = self._of(self.rankings, method, run)
-        if k is not None:
-            final = final[final["rank"] <= k]
-        final = final.sort_values(["qkey", "rank"])
-        return final.groupby("qkey", sort=False)["api_id"].apply(list).to_dict()
-
-    def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
-        """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
-        final = self._of(self.rankings, method, run).sort_values(["qkey", "rank"])
-        return {q: dict(zip(g["api_id"], g["score"].astype(float), strict=True))
-                for q, g in final.groupby("qkey", sort=False)}
-
-    def scored_text_rankings(self, method: str, run: int = 0) -> dict[str, list[dict[str, float]]]:
-        """``{qkey: [{api_id: cosine}, ...]}``: every searched text's own ranking, in text order."""
-        own = self._of(self.text_rankings, method, run).sort_values(["qkey", "text_idx", "rank"])
-        return {q: [dict(zip(t["api_id"], t["score"].astype(float), strict=True))
-                    for _, t in g.groupby("text_idx", sort=True)]
-                for q, g in own.groupby("qkey", sort=False)}
-
-    def qrels(self, gt: str = DEFAULT_GT) -> dict[str, set[str]]:
-        """``{qkey: {api_id, ...}}`` under one ground-truth definition."""
-        check_gt(gt)
-        return {key: set(ids) for key, ids in zip(self.queries["qkey"], self.queries[gt], strict=True)}
-
-
-FORMAT_1_TABLES = ("queries", "stubs", "hits", "plans", "calls")  # the tables of a format-1 folder
-
-
-def stored_format_version(provenance: dict, folder: Path) -> int:
-    """The format of a stored study (1 when its provenance names none: written before the field existed);
-    :class:`StoredStudyError` naming the version when it is not one this code reads."""
-    version = provenance.get("format_version", 1)
-    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION:
-        return version
-    why = (f"newer than this toolkit reads ({FORMAT_VERSION}); update toolbench_lib to read it"
-           if isinstance(version, int) and version > FORMAT_VERSION
-           else f"not one this toolkit reads (1..{FORMAT_VERSION}); run the study again")
-    raise StoredStudyError(f"stored study {folder} has format version {version!r}, {why}")
-
-
-def convert_format_1(tables: dict[str, pd.DataFrame],
-                     provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A format-1 study's tables and provenance in this format: its one ``hits`` table split into
-    ``rankings`` (the rows of ``text_idx = -1``) and ``text_rankings`` (the rest), each row stored once
-    for every run (``run = -1``) repeated for every run ``0..runs-1``, the methods stored so listed in
-    ``provenance["deterministic"]``, and ``format_version`` recorded.
-
-    The one place the old sentinels are read. A load converts in memory and never writes: the folder
-    keeps format 1 (older code still reads it, a read-only run folder stays readable) until the study is
-    saved again, and its evaluation is keyed by the converted rankings' content."""
-    tables = dict(tables)
-    hits = tables.pop("hits")
-    runs = int(provenance.get("settings", {}).get("runs", 1))
-    once = hits["run"] < 0
-    deterministic = [str(m) for m in dict.fromkeys(hits.loc[once, "method"])]
-    repeated = [hits.loc[once].assign(run=r) for r in range(runs)]
-    hits = pd.concat([hits.loc[~once], *repeated], ignore_index=True).astype({"run": "int64"})
-    final = hits["text_idx"] < 0
-    tables["rankings"] = hits.loc[final, RANKINGS_COLUMNS].reset_index(drop=True)
-    tables["text_rankings"] = hits.loc[~final, TEXT_RANKINGS_COLUMNS].reset_index(drop=True)
-    return tables, {**provenance, "format_version": FORMAT_VERSION, "deterministic": deterministic}
 
 
 def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float, **fields) -> LLMResponse:
