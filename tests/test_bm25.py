@@ -43,6 +43,21 @@ def test_scores_equal_lucene_bm25_by_hand():
     assert hits.scores[0] == pytest.approx(term(2, 1, 5) + term(1, 1, 5), rel=1e-5)
 
 
+def test_an_index_of_analysed_terms_equals_one_of_texts():
+    """The scale study analyses the registry once and indexes each sub-registry from those terms: a
+    sub-collection's index is the same either way (its statistics its own); mismatched terms are refused."""
+    terms = tokens(CORPUS)
+    for rows in ([0, 1, 2], [0, 2]):
+        texts = [CORPUS[r] for r in rows]
+        a = BM25Index(texts, np.array(rows), use_cache=False)
+        b = BM25Index(texts, np.array(rows), use_cache=False, terms=[terms[r] for r in rows])
+        queries = ["weather city", "currency"]
+        for x, y in zip(a.search_texts(queries, 3), b.search_texts(queries, 3), strict=True):
+            assert x.rows.tolist() == y.rows.tolist() and x.scores.tolist() == y.scores.tolist()
+    with pytest.raises(ValueError, match="differ in length"):
+        BM25Index(CORPUS, use_cache=False, terms=terms[:2])
+
+
 def test_text_without_indexed_terms_has_no_hits_and_rows_map_to_the_registry():
     idx = BM25Index(CORPUS, rows=np.array([10, 20, 30]), use_cache=False)
     hits = idx.search_texts(["zzz qqq", "alerts"], 5)

@@ -126,7 +126,9 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str], rows: np.ndarray | None = None,
                  params: BM25Params = BM25Params(), cache_dir: Path | None = None,
-                 use_cache: bool = True) -> None:
+                 use_cache: bool = True, terms: Sequence[list[str]] | None = None) -> None:
+        """``terms``: the texts already analysed (:func:`tokens` with ``params``), so that indexes over parts
+        of one collection analyse it once."""
         self.params = params
         self.rows = np.arange(len(texts)) if rows is None else np.asarray(rows, dtype=np.int64)
         if len(self.rows) != len(texts):
@@ -139,7 +141,7 @@ class BM25Index:
         folder = (cache_dir or CACHE_DIR / "bm25") / self.key
         self.model = self._load(folder) if use_cache else None
         if self.model is None:
-            self.model = self._build(texts)
+            self.model = self._build(texts, terms)
             if use_cache:
                 self._save(folder)
         else:
@@ -148,10 +150,11 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def _build(self, texts: Sequence[str]) -> bm25s.BM25:
+    def _build(self, texts: Sequence[str], terms: Sequence[list[str]] | None) -> bm25s.BM25:
         model = _bm25s().BM25(k1=self.params.k1, b=self.params.b, method=self.params.method)
-        corpus = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
-                                         show_progress=False)
+        corpus = list(terms) if terms is not None else tokens(texts, self.params)
+        if len(corpus) != len(texts):
+            raise ValueError("terms and texts differ in length")
         model.index(corpus, show_progress=False)
         return model
 
