@@ -33,12 +33,10 @@ import pytest  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from toolbench_lib.report.glossary import GLOSSARY, TERMS_MORE, glossary  # noqa: E402
 from toolbench_lib.report.teaching import (  # noqa: E402
     FAMILY_LINES,
-    GLOSSARY,
     HIT,
-    TERMS_MORE,
-    glossary,
     paper_examples_markdown,
     pick_worked_queries,
     pipeline_figure,

@@ -4,8 +4,6 @@ Table 2 examples as this run saw them.
 * :func:`pipeline_figure` draws RtP and PtR side by side (the paper's Figure 1), with the shared registry
   index and the retriever family (dense, BM25, hybrid) where it plugs in; notebook 09 saves it as the
   figure ``pipeline``.
-* :data:`GLOSSARY` defines the terms the report uses, each with where the toolkit computes it;
-  :func:`glossary` fills in the run's ``k`` and the judge's kappa threshold.
 * :func:`pick_worked_queries` picks three queries of a stored study by rule: PtR's largest win on
   recall@k, RtP's largest win, and a query both methods miss entirely. Ties are broken by the larger
   ground truth, then by the first query key, so the picks do not depend on the table's order.
@@ -36,165 +34,12 @@ from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
 from ..explorer.data import explorer_url
 from ..explorer.widget import api_labels, query_outcomes, stored_registry
-from ..retrieval.fused import FUSED, spec_of
-from ..retrieval.methods import load_methods
-from ..retrieval.retrievers import split_method
 from ..study.stored import StoredStudyError, StudyResult
+from .glossary import glossary_markdown
 
-MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 HIT = "✓"
 ROLES = ("ptr_win", "rtp_win", "both_miss")
 PICK_COLUMNS = ["role", "qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt", "rule"]
-
-# -- the glossary -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Term:
-    """One glossary entry: the term, its definition (``{k}`` and ``{min_kappa}`` filled in) and where the
-    toolkit computes it."""
-
-    term: str
-    definition: str
-    where: str
-
-
-GLOSSARY: tuple[Term, ...] = (
-    Term("RtP (retrieve, then plan)",
-         "The raw query itself is searched in the registry (embedded, with the dense retriever) and the k "
-         "APIs most similar to it are shown to the planner, which writes the plan. No LLM call happens "
-         "before retrieval.",
-         "retrieval.retrievers"),
-    Term("PtR (plan, then retrieve)",
-         "The planner first writes stubs for the query without seeing any tool; each stub is searched in "
-         "the registry, the hits of all stubs are merged by each API's best similarity, and the top k are "
-         "shown to the planner.",
-         "retrieval.retrievers, retrieval.rankings.merge_max"),
-    Term("stub",
-         "A tool the planner imagines before seeing any: a JSON object with a hypothesised tool name and a"
-         " reasoning. The text searched for a stub is `name: reasoning`. A reply without usable stubs "
-         "falls back to the raw query (`fell_back`).",
-         "llm.parsing.parse_stubs, llm.parsing.stub_text"),
-    Term("recall@k",
-         "Of a query's ground-truth APIs, the share found among the top k retrieved (here k = {k}); then "
-         "the mean over queries. A query whose ground truth holds more than k APIs cannot reach 1.",
-         "eval.evaluation.relevance, eval.evaluation.metric_values"),
-    Term("precision@k",
-         "Of the top k retrieved APIs (here k = {k}), the share that are in the query's ground truth; then"
-         " the mean over queries.",
-         "eval.evaluation.relevance, eval.evaluation.metric_values"),
-    Term("ground truth: candidates",
-         "The query's whole `api_list` in ToolBench: every API of the tools sampled when the query was "
-         "written. The default here, and the definition the paper's numbers correspond to.",
-         "data.queries"),
-    Term("ground truth: relevant",
-         "ToolBench's `relevant APIs`: the APIs the query was written to need, a strict subset of the "
-         "candidates. Fewer APIs to find, so recall is usually higher and precision lower.",
-         "data.queries"),
-    Term("fidelity",
-         "Of the APIs a plan names (one per step), the share that were in the retrieved set shown to the "
-         "planner: 1 means the planner never reaches outside what retrieval gave it.",
-         "llm.plan_names.fidelity, analysis.trajectory"),
-    Term("divergence",
-         "How differently the two architectures choose tools: the share of queries whose RtP and PtR top-k"
-         " lists share no API (retrieval divergence), and the Jaccard index of the APIs their plans name "
-         "(trajectory divergence).",
-         "analysis.scale.no_overlap, analysis.trajectory.jaccard"),
-    Term("bootstrap CI",
-         "A 95% confidence interval of a mean (e.g. PtR − RtP recall) from resampling the queries with "
-         "replacement and taking the 2.5th and 97.5th percentiles of the resampled means.",
-         "eval.stats.bootstrap_ci"),
-    Term("Holm correction",
-         "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
-         "the chance of any false alarm among them stays at or below the test level (5%).",
-         "eval.stats.holm (statsmodels)"),
-    Term("pass rate (judged and objective)",
-         "Judged: the share of plans an LLM judge calls \"Solved\". Objective: the share of plans that are "
-         "not a refusal and name every ground-truth API (or an equivalent), which anyone can recount by "
-         "hand.",
-         "analysis.judge"),
-    Term("judge kappa",
-         "Cohen's kappa between the judge's \"Solved\" and the objective pass: 1 is full agreement, 0 is "
-         "chance. Below {min_kappa} the judged pass rate is shown but not scored against the paper.",
-         "analysis.judge.kappa (scikit-learn)"),
-    Term("retriever family",
-         "How a searched text (query or stub) is matched to API documents: dense (cosine of embeddings in "
-         "a FAISS flat index, the paper's), BM25 (word matching, bm25s) or hybrid (dense and BM25 rankings"
-         " fused by min-max CombSUM, or by reciprocal-rank fusion in hybrid-rrf). Either architecture runs"
-         " on any family (e.g. `ptr@bm25`).",
-         "retrieval.hybrid, retrieval.bm25"),
-)
-
-
-TERMS_MORE: tuple[Term, ...] = (
-    Term("G1, G2, G3",
-         "ToolBench's query groups: G1 single-tool queries (`G1_instruction`), G2 intra-category multi-tool "
-         "queries (`G2_category_original` here; `G2_instruction` is the sensitivity set), G3 cross-category "
-         "multi-tool queries (`G3_instruction_original`).",
-         "data.queries"),
-    Term("Intent-Registry Coupling",
-         "The paper's central idea: PtR works when the words of a query's intent, as the planner writes them "
-         "in a stub, match how the registry names the API; the brand-word ablation of notebook 11 tests it "
-         "by "
-         "removing brand names from stubs.",
-         "analysis.ablations"),
-    Term("design and unseen sets",
-         "Design sets (G1-G3) are the queries on which fused methods were chosen and tuned; unseen sets "
-         "(G1_category, G1_tool, G2_instruction) share no query text with them and score the chosen methods "
-         "unchanged.",
-         "analysis.fusion_board.unseen_keys"),
-    Term("primary endpoint",
-         "The one measure the study's answer rests on: recall@{k} (candidates), each query's score the mean "
-         "over the recorded runs, PtR minus RtP per set by a paired t-test, Holm over the three sets.",
-         "analysis.endpoint.PRIMARY"),
-    Term("the goal (beyond the paper)",
-         "A fused or learned method meets the goal when, on every set, the paired 95% CI of its recall "
-         "margin "
-         "over the best single architecture of any family lies above 0.",
-         "analysis.fusion_board.GOAL"),
-    Term("nDCG, MRR, COMP@k",
-         "nDCG@k rewards ground-truth APIs ranked higher; MRR is the mean of 1 / rank of the first hit; "
-         "COMP@k is 1 when every ground-truth API is in the top k.",
-         "eval.evaluation.metric_values"),
-)
-NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the merged ranking of its stubs "
-            "and `s*` each stub's own ranking; `.dense` and `.bm25` name the retriever family; min-max "
-            "scales each ranking's scores to 0..1 before fusing; rrf is reciprocal-rank fusion.")
-
-
-ARCH_NAMES = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
-
-
-def method_terms() -> list[Term]:
-    """A glossary entry for every registered method name (architectures, fused and learned methods)."""
-    out = []
-    for name in load_methods():
-        if name in FUSED:
-            text = f"Fused: {spec_of(name).describe()}."
-        elif name.startswith("ltr"):
-            text = ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds) over features of "
-                    "the query's and stubs' dense and BM25 rankings" + (", without any stub (no LLM call)."
-                                                                        if "nollm" in name else "."))
-        else:
-            arch, family = split_method(name)
-            text = f"{ARCH_NAMES.get(arch, arch)} with {family} retrieval."
-        out.append(Term(f"`{name}`", text, "retrieval.methods"))
-    return out
-
-
-def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
-    """``term, definition, where``: :data:`GLOSSARY` with this run's ``k`` and the kappa threshold."""
-    return pd.DataFrame([{"term": t.term, "definition": t.definition.format(k=k, min_kappa=min_kappa),
-                          "where": t.where} for t in (*GLOSSARY, *TERMS_MORE)])
-
-
-def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
-    """The glossary as a Markdown definition list (one bullet per term)."""
-    terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
-                      for r in glossary(k, min_kappa).itertuples())
-    methods = "\n".join(f"- **{t.term}**: {t.definition}" for t in method_terms())
-    return f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}"
-
 
 # -- the pipeline diagram ------------------------------------------------------------------------------------
 
