@@ -10,15 +10,8 @@ import pandas as pd
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from toolbench_lib.report.html import (
-    MAX_TABLE_CHARS,
-    NA,
-    format_cell,
-    report_title,
-    tidy_table,
-    write_html_report,
-    write_notebooks_html,
-)
+from toolbench_lib.report.html import report_title, write_html_report, write_notebooks_html
+from toolbench_lib.report.html_tables import MAX_TABLE_CHARS, NA, format_cell, tidy_table
 
 PROV = ("embedder all-MiniLM-L6-v2 (requested all-MiniLM-L6-v2), registry 2500 APIs, data abc123, "
         "backend rules (rules-v1), k=5, runs=1, plan_limit=2")
