@@ -21,12 +21,11 @@ from toolbench_lib.analysis.references import OPTIONAL_TABLES, TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.compare import p_value_conflicts
 from toolbench_lib.report.checks import check_report
+from toolbench_lib.report.kernels import KERNEL_NAME, interpreter_kernel
 from toolbench_lib.report.reproduce import (
-    KERNEL_NAME,
     NOTEBOOKS_DIR,
     NotebookFailure,
     declared_parameters,
-    interpreter_kernel,
     longest_first,
     notebook_parameters,
     notebook_stages,
@@ -163,7 +162,7 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     assert executed.metadata["papermill"]["parameters"] == {"run_name": run_name}
 
     control = ("import papermill as pm, sys\n"
-               "from toolbench_lib.report.reproduce import interpreter_kernel\n"
+               "from toolbench_lib.report.kernels import interpreter_kernel\n"
                "with interpreter_kernel() as k:\n"
                f"    pm.execute_notebook({str(sigint)!r}, {str(tmp_path / 'c.ipynb')!r},"
                " kernel_name=k, language='python', progress_bar=False)\n")

@@ -14,7 +14,8 @@ import pytest
 
 from toolbench_lib import config
 from toolbench_lib.data.paths import OUTPUTS_DIR
-from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, interpreter_kernel, reproduce, run_notebook
+from toolbench_lib.report.kernels import interpreter_kernel
+from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, reproduce, run_notebook
 from toolbench_lib.study.experiment import ExperimentConfig, RunConflict, get_study, stored_study_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,26 +25,17 @@ or ``error: terminated`` (exit 143), and no kernel is left to print a traceback.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import weakref
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from jupyter_client import AsyncKernelManager
 
 from ..data.machine import available_cpus
 from ..data.paths import NOTEBOOKS_DIR
@@ -54,9 +45,9 @@ from ..study.experiment import ExperimentConfig, RunConflict
 from ..study.validation import existing_dir, existing_file, int_at_least, run_name
 from . import freshness
 from .html import NOTEBOOK_PATTERN, write_html_report
+from .kernels import Terminated, environment, interpreter_kernel, quiet_kernel_manager, stop_on_signals
 from .write import report_problems, write_report
 
-KERNEL_NAME = "toolbench"
 PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
                      "ablations")
 RUN_ONLY = ("ablations",)  # passed to the notebooks that declare it, not part of the run's configuration
@@ -164,50 +155,6 @@ def notebook_parameters(**given) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def kernel_spec() -> dict:
-    """A kernelspec running ipykernel in this interpreter."""
-    return {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
-            "language": "python", "metadata": {"debugger": True}}
-
-
-@contextmanager
-def interpreter_kernel() -> Iterator[str]:
-    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration; yields its name.
-
-    The spec goes to a temporary folder put first on ``JUPYTER_PATH``, so it wins over any other spec of
-    that name and nothing is written to the environment or the home folder.
-    """
-    previous = os.environ.get("JUPYTER_PATH")
-    with tempfile.TemporaryDirectory(prefix="toolbench-kernel-") as tmp:
-        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
-        spec_dir.mkdir(parents=True)
-        (spec_dir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1))
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([previous] if previous else [])])
-        try:
-            yield KERNEL_NAME
-        finally:
-            if previous is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = previous
-
-
-@contextmanager
-def environment(**values: str) -> Iterator[None]:
-    """Set environment variables (seen by the kernels started meanwhile), restored afterwards."""
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _source_cell_index(executed: Path, cell_index: int) -> tuple[int, str]:
     """Index of a failing cell in the source notebook (papermill inserts cells) and its first line."""
     import nbformat
@@ -239,88 +186,6 @@ def own_parameters(path: Path, parameters: dict) -> dict:
     """The shared parameters the notebook declares: papermill warns about any other one it is passed."""
     declared = declared_parameters(path)
     return {k: v for k, v in parameters.items() if k in declared}
-
-
-@functools.cache
-def quiet_kernel_manager() -> type:
-    """A kernel manager for papermill that keeps the console quiet when nothing fails.
-
-    Its kernels use IPC sockets in a private temporary folder (no ``Kernel is running over TCP without
-    encryption`` warning; nothing listens on a network port), and shutting down a kernel whose notebook has
-    finished sends no SIGINT first (jupyter_client interrupts before every shutdown, which makes ipykernel
-    log ``ERROR | KeyboardInterrupt caught in kernel`` when the signal lands in a handler). A kernel that
-    does not stop on the shutdown request is still terminated, then killed.
-    """
-    class QuietKernelManager(AsyncKernelManager):
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            self.transport = "ipc"
-            self._socket_dir = tempfile.mkdtemp(prefix="tbk-")  # short: unix socket paths are limited
-            self.ip = os.path.join(self._socket_dir, "k")
-            KERNELS.add(self)  # stop_kernels() reaches it when the run is interrupted
-
-        async def _async_interrupt_kernel(self) -> None:
-            if self.shutting_down:
-                return
-            await super()._async_interrupt_kernel()
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart)
-            if not restart:
-                shutil.rmtree(self._socket_dir, ignore_errors=True)
-
-    return QuietKernelManager
-
-
-# The kernel managers of this process's notebooks (:func:`quiet_kernel_manager`), for :func:`stop_kernels`.
-KERNELS: weakref.WeakSet = weakref.WeakSet()
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM stopped the run (its kernels stopped, their temporary files removed): an interruption."""
-
-
-def stop_kernels() -> None:
-    """Kill every notebook kernel of this process at once (each leads its own process group, killed whole)
-    and remove its socket folder and connection file. An interrupted run then leaves no kernel to print a
-    traceback while it is torn down, and no temporary file."""
-    for km in list(KERNELS):
-        provisioner = getattr(km, "provisioner", None)
-        process = getattr(provisioner, "process", None)
-        if process is not None and process.poll() is None:
-            with suppress(OSError):
-                os.killpg(getattr(provisioner, "pgid", None) or process.pid, signal.SIGKILL)
-        with suppress(Exception):
-            km.cleanup_connection_file()
-        shutil.rmtree(km._socket_dir, ignore_errors=True)
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """While the block runs (in the main thread): SIGINT and SIGTERM :func:`stop_kernels`, quiet the
-    libraries' complaints about the kernels that died, then raise ``KeyboardInterrupt`` or
-    :class:`Terminated`, so the run unwinds and every temporary folder is removed on the way. A signal that
-    was ignored stays ignored; the previous handlers come back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame) -> None:
-        stop_kernels()
-        for name in ("papermill", "nbclient", "asyncio", "traitlets"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-        raise Terminated("terminated") if signum == signal.SIGTERM else KeyboardInterrupt()
-
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s, handler in previous.items():
-        if handler not in (signal.SIG_IGN, None):  # None: a handler not set from Python, left alone
-            signal.signal(s, stop)
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            if handler not in (signal.SIG_IGN, None):
-                signal.signal(s, handler)
 
 
 def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
