@@ -1,0 +1,137 @@
+"""The explorer's scores: each method's recall per query (run, k, ground truth) and the table's rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .data import (
+    ALL_SUBSETS,
+    API_FILTERS,
+    Summary,
+    _ids,
+    filter_outcomes,
+    method_label,
+    query_outcomes,
+    summarise,
+)
+
+
+class QueryScores:
+    """Scores and the table's rows, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
+
+    def _runs(self) -> list[int]:
+        runs = sorted(int(r) for r in self.result.rankings["run"].unique())
+        if not runs:
+            runs = list(range(max(1, self.result.n_runs)))
+        return runs
+
+    @property
+    def methods(self) -> tuple[str, str]:
+        """The two methods compared: ``(A, B)``."""
+        return str(self.method_a.value), str(self.method_b.value)
+
+    @property
+    def selected(self) -> list[str]:
+        """Every selected method: A, B, then the others picked."""
+        return list(dict.fromkeys([*self.methods, *(str(m) for m in self.more.value)]))
+
+    def _ranking_of(self, method: str, run: int) -> dict[str, list[str]]:
+        if (method, run) not in self._rankings:
+            self._rankings[(method, run)] = self.result.ranking(method, run)
+        return self._rankings[(method, run)]
+
+    def found(self, method: str) -> pd.DataFrame:
+        """``qkey, api_id``: the ground-truth APIs of the method's top k (current run and ground truth)."""
+        run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
+        if self.views is not None and (method, run, gt) in self.views._found:
+            return self.views.found_at(method, run, gt, k)
+        rel = dict(zip(self.queries["qkey"], self.queries[gt], strict=True))
+        pairs = [(q, a) for q, ids in self._ranking_of(method, run).items()
+                 for a in list(dict.fromkeys(ids))[:k] if a in set(_ids(rel.get(q)))]
+        return pd.DataFrame(pairs, columns=["qkey", "api_id"])
+
+    def _method_scores(self, method: str) -> pd.DataFrame:
+        run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
+        key = (method, run, k, gt)
+        if key not in self._scores and self.views is not None and (method, run, gt) in self.views._recall:
+            scores = self.views.scores(method, run, gt, k, self._base["qkey"])
+            self._scores[key] = scores.rename(columns={"recall": f"{method}_recall",
+                                                       "hits": f"{method}_hits"})
+        if key not in self._scores:
+            if (method, run) not in self._rankings:
+                self._rankings[(method, run)] = self.result.ranking(method, run)
+            pq = query_outcomes(self.result, run, k, gt, (method,), rankings=self._rankings)
+            self._scores[key] = pq[[f"{method}_recall", f"{method}_hits"]]
+        return self._scores[key]
+
+    def outcomes(self) -> pd.DataFrame:
+        """Per query (study order): ``qkey, subset`` (alias), ``query_id, text`` and both methods'
+        ``<method>_recall, <method>_hits`` for the current run, ``k`` and ground truth."""
+        out = self._base.copy()
+        for method in self.selected:
+            scores = self._method_scores(method)
+            for column in scores:
+                out[column] = scores[column].to_numpy()
+        return out
+
+    def _searched(self, term: str) -> np.ndarray:
+        """Which queries (study order) the search term finds in their id, text, ground truth or the shown
+        methods' top ``k``."""
+        term = term.strip().lower()
+        found = (self._lower.str.contains(term, regex=False).to_numpy()
+                 | self._gt_text.str.contains(term, regex=False).to_numpy())
+        k, run = int(self.k.value), int(self.run.value)
+        keys = set()
+        for method in dict.fromkeys(self.methods):
+            if (method, run) not in self._rankings:
+                self._rankings[(method, run)] = self.result.ranking(method, run)
+            ranking = self._rankings[(method, run)]
+            keys.update(q for q, ids in ranking.items() if any(term in a.lower() for a in ids[:k]))
+        return found | self._base["qkey"].isin(keys).to_numpy()
+
+    def table_frame(self) -> pd.DataFrame:
+        """The rows of the table for the current view, sorted: ``qkey, query_id, subset, text, a, b, gap,
+        abs_gap, winner, order``."""
+        a, b = self.methods
+        o = self.outcomes()
+        term = str(self.search.value).strip()
+        if term:
+            o = o[self._searched(term)]
+        elif self.subset.value != ALL_SUBSETS:
+            o = o[o["subset"] == self.subset.value]
+        self._n_unfiltered = len(o)
+        name = str(self.filter.value)
+        found = {m: self.found(m) for m in self.selected} if name in API_FILTERS else None
+        o = filter_outcomes(o, name, a, b, found=found, selected=self.selected)
+        ra, rb = o[f"{a}_recall"].to_numpy(), o[f"{b}_recall"].to_numpy()
+        frame = pd.DataFrame({"qkey": o["qkey"].to_numpy(), "query_id": o["query_id"].to_numpy(),
+                              "subset": o["subset"].to_numpy(), "text": o["text"].to_numpy(),
+                              "a": ra, "b": rb,
+                              "gap": ra - rb, "abs_gap": np.abs(ra - rb),
+                              "winner": np.where(ra > rb, method_label(a), np.where(rb > ra, method_label(b),
+                                                                                     "tie")),
+                              "order": o["order"].to_numpy()})
+        column, desc = self._sort
+        if column == "query":
+            return frame.sort_values("order", ascending=not desc, kind="stable")
+        by = "text" if column == "text" else column
+        # Ties keep study order, whichever the direction.
+        return frame.sort_values([by, "order"], ascending=[not desc, True], kind="stable")
+
+    def visible_queries(self) -> list[str]:
+        """Query keys of the current view, in the table's order."""
+        return self.table_frame()["qkey"].tolist()
+
+    def informative_query(self, frame: pd.DataFrame | None = None) -> str | None:
+        """The view's most informative query: the largest gap between the methods (first in study order)."""
+        frame = self.table_frame() if frame is None else frame
+        if frame.empty:
+            return None
+        ranked = frame.sort_values(["abs_gap", "order"], ascending=[False, True], kind="stable")
+        return str(ranked["qkey"].iloc[0])
+
+    def summary(self, frame: pd.DataFrame | None = None) -> Summary:
+        """The :class:`Summary` of the view's queries."""
+        frame = self.table_frame() if frame is None else frame
+        return summarise(frame.rename(columns={"a": "a_recall", "b": "b_recall"}), "a", "b")
