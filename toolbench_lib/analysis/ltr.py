@@ -146,9 +146,12 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     frames, models = [], {}
     for name, spec in specs.items():
         per_run: dict[str, list[list[float]]] = {gt: [] for gt in gts}
+        # a ranker of deterministic methods only (RtP's) reads the same rankings in every run: fitted once
+        same_each_run = set(spec.methods) <= set(design.deterministic)
         for r in runs:
-            dl, ul, model = ranker_lists(design, validation, unseen, spec, r, seed, label_gt,
-                                         fit_model=r == runs[0])
+            if r == runs[0] or not same_each_run:
+                dl, ul, model = ranker_lists(design, validation, unseen, spec, r, seed, label_gt,
+                                             fit_model=r == runs[0])
             if r == runs[0]:
                 models[name] = model
                 if ukeys:

@@ -222,9 +222,18 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
     return FeatureTable(qkeys, ids, X, np.asarray(labels), names)
 
 
-def _ranking(frame: pd.DataFrame) -> Ranking:
-    f = frame.sort_values("rank")
-    return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+def _rankings(frame: pd.DataFrame, by: list[str]) -> dict:
+    """``{key: ranking}`` of every group of ``by`` (a tuple key for several columns), best rank first."""
+    f = frame.sort_values([*by, "rank"], kind="stable")
+    pairs = list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+    keys = f[by[0]].tolist() if len(by) == 1 else list(zip(*(f[c].tolist() for c in by), strict=True))
+    out: dict = {}
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            out[keys[start]] = pairs[start:i]
+            start = i
+    return out
 
 
 def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
@@ -235,12 +244,11 @@ def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
     stubs: dict[str, dict[str, list[Ranking]]] = {}
     for c, method in zip(spec.components, spec.methods, strict=True):
         got = retrieved[method]
-        lists[c] = {q: _ranking(g) for q, g in got.final.groupby("qkey", sort=False)}
+        lists[c] = _rankings(got.final, ["qkey"])
         if c.startswith("s."):
-            own = got.texts.sort_values(["qkey", "text_idx", "rank"])
-            stubs[c.split(".", 1)[1]] = {
-                q: [_ranking(t) for _, t in g.groupby("text_idx", sort=True)]
-                for q, g in own.groupby("qkey", sort=False)}
+            per_stub = stubs[c.split(".", 1)[1]] = {}
+            for (q, _), ranking in _rankings(got.texts, ["qkey", "text_idx"]).items():
+                per_stub.setdefault(q, []).append(ranking)
     return {key: QueryRuns({c: lists[c].get(key, []) for c in spec.components},
                            {f: s.get(key, []) for f, s in stubs.items()})
             for key in keys}
