@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from toolbench_lib.bench.first_run import cold_cache, cpu_flags, notebook_seconds, simd_flags
-from toolbench_lib.retrieval.embed_store import text_keys, write_pack
 from toolbench_lib.report import freshness
+from toolbench_lib.retrieval.embed_store import text_keys, write_pack
 
 
 def _run_folder(tmp_path: Path) -> Path:

@@ -51,8 +51,8 @@ def toy():
 
 
 def test_a_toy_family_runs_through_study_evaluation_and_fusion(toy, slice_setup) -> None:
-    result = run_study(slice_setup, RulesBackend(),
-                       StudySettings(runs=1, plan_limit=0, methods=("rtp@toy", "ptr@toy", "rtp")), progress=False)
+    settings = StudySettings(runs=1, plan_limit=0, methods=("rtp@toy", "ptr@toy", "rtp"))
+    result = run_study(slice_setup, RulesBackend(), settings, progress=False)
     assert result.provenance["retrievers"]["toy"] == "word overlap with the API's doc"
     final = result.rankings[result.rankings["method"] == "rtp@toy"]
     # its own scores, best first, are what the study stores

@@ -87,7 +87,7 @@ GLOSSARY: tuple[Term, ...] = (
          "a FAISS flat index, the paper's), BM25 (word matching, bm25s) or hybrid (dense and BM25 rankings"
          " fused by min-max CombSUM, or by reciprocal-rank fusion in hybrid-rrf). Either architecture runs"
          " on any family (e.g. `ptr@bm25`).",
-         "retrieval.hybrid, retrieval.bm25"),
+         "retrieval.families, retrieval.bm25"),
 )
 
 
