@@ -12,15 +12,8 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.eval.evaluation import per_query_runs
-from toolbench_lib.explorer.widget import (
-    FILTERS,
-    NO_PLAN,
-    NO_QUERY,
-    PAGE_ROWS,
-    QueryExplorer,
-    query_outcomes,
-    run_name_of,
-)
+from toolbench_lib.explorer.data import FILTERS, NO_PLAN, NO_QUERY, PAGE_ROWS, query_outcomes, run_name_of
+from toolbench_lib.explorer.widget import QueryExplorer
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import split_hits, study_of_hits, with_tables

@@ -31,7 +31,7 @@ import pytest
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.explorer.app import HOST, prepare_views, voila_argv, voila_env
-from toolbench_lib.explorer.widget import NO_PLAN, PAGE_ROWS
+from toolbench_lib.explorer.data import NO_PLAN, PAGE_ROWS
 from toolbench_lib.report.html import write_notebooks_html
 from toolbench_lib.report.kernels import interpreter_kernel
 from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, run_notebook

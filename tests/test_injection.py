@@ -72,7 +72,8 @@ def _worked_markdown() -> str:
 def _explorer_html() -> str:
     """The explorer's table, result line and query view of the payload study (its query shown, the API
     names the payload label), as the page shows them."""
-    from toolbench_lib.explorer.widget import STYLE, QueryExplorer
+    from toolbench_lib.explorer.render import STYLE
+    from toolbench_lib.explorer.widget import QueryExplorer
 
     study = payload_study()
     ex = QueryExplorer(None, study)

@@ -38,39 +38,24 @@ from ..data.markdown import visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
-from .data import (  # noqa: F401 (re-exported: the explorer's names)
+from .data import (
     ALL_SUBSETS,
-    API_FILTERS,
-    FILTERS,
-    LABEL_COLUMNS,
-    LONG_NAMES,
     MAX_K,
-    NO_PLAN,
-    NO_QUERY,
     PAGE_ROWS,
-    SHORT_NAMES,
-    SHOW,
-    SORTS,
-    STATE_KEYS,
     CatalogueEntry,
-    Summary,
     _ids,
     api_labels,
     catalogue,
     family_base,
     filter_labels,
-    filter_outcomes,
     method_label,
     page_query_string,
-    query_outcomes,
     run_name_of,
-    search_queries,
     served_by_voila,
     stored_registry,
-    summarise,
 )
 from .nav import QueryNavigation
-from .render import STYLE, QueryRendering  # noqa: F401
+from .render import STYLE, QueryRendering
 from .scores import QueryScores
 from .views import StudyViews, ViewsFolderError, study_views, with_fused
 
