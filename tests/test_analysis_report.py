@@ -550,3 +550,26 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         end = text.find("\n## ", start + 1)
         assert f"figures/{name}.png" in text[start:end], name
     assert "nan" not in text.lower().replace("nanmean", "") and "e+0" not in text
+
+
+def test_validation_queries_repeating_a_design_text_are_left_out_and_counted_in_the_report():
+    """A validation query that repeats a design query's text up to case and spacing is not unseen (the
+    learned ranker's leak guard compares texts the same way); the report states how many were left out."""
+    from toolbench_lib.analysis.fusion_board import unseen_queries
+    from toolbench_lib.report.front import Ledger
+    from toolbench_lib.report.write import unseen_lines
+
+    design = pd.DataFrame({"qkey": ["G1:1"], "query": ["Find  the weather in Paris"]})
+    val = pd.DataFrame({"qkey": ["V:1", "V:2", "W:1"], "subset": ["V", "V", "W"],
+                        "query": ["find the WEATHER in paris ", "convert 5 euros",
+                                  "Find the weather in Paris"]})
+    keys, counts = unseen_queries(val, design, min_queries=1)
+    assert keys == {"V:2"}
+    assert counts.set_index("subset")[["n", "seen", "unseen"]].to_dict("index") == {
+        "V": {"n": 2, "seen": 1, "unseen": 1}, "W": {"n": 1, "seen": 1, "unseen": 0}}
+    ledger = Ledger()
+    text = " ".join(unseen_lines(counts, ledger))
+    assert "validation sets' 3 queries, 2 repeat a design query's text" in text
+    assert "W kept too few to be scored" in text
+    assert ledger.as_dict()["validation_queries_repeating_a_design_text"] == "2"
+    assert unseen_lines(None, ledger) == []

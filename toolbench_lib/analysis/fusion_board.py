@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED, K
+from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
 from ..eval.stats import bootstrap_ci, paired
@@ -248,10 +249,11 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     """Keys of the queries whose text is in none of the design sets, and a per-set count of what was kept.
 
     Some ToolBench sets repeat others (``G2_category`` and ``G3_instruction`` hold the queries of the
-    ``_original`` sets the study uses), so validation keeps only queries the design never saw; a set with
-    fewer than ``min_queries`` unseen queries is dropped.
+    ``_original`` sets the study uses), so validation keeps only queries the design never saw, texts compared
+    as the learned ranker's leak guard compares them (:func:`~toolbench_lib.data.normalize.norm_text`); a set
+    with fewer than ``min_queries`` unseen queries is dropped.
     """
-    seen = queries["query"].isin(set(design["query"]))
+    seen = queries["query"].map(norm_text).isin({norm_text(t) for t in design["query"]})
     counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
     counts["unseen"] = counts["n"] - counts["seen"]
     counts["kept"] = counts["unseen"] >= min_queries

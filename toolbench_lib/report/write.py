@@ -285,7 +285,24 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
              "them)."]
     if main is not None and not main.empty and "baselines" in main:
         lines.append("On the main study (notebook 10, the dense family only): " + goal_summary(main))
-    return [*lines, ""]
+    return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
+
+
+UNSEEN_TABLE = "retriever_unseen_queries"  # notebook 12: the validation sets' queries, seen and kept
+
+
+def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
+    """How many validation queries repeat a design query's text, and are therefore left out of the unseen
+    sets that the fused and learned methods are scored on."""
+    if counts is None or counts.empty:
+        return []
+    n, seen = int(counts["n"].sum()), int(counts["seen"].sum())
+    dropped = [str(s) for s in counts.loc[~counts["kept"].astype(bool), "subset"]]
+    return ["", f"Of the validation sets' {fmt_count(n)} queries, "
+            f"{ledger.put('validation_queries_repeating_a_design_text', fmt_count(seen))} repeat a design "
+            "query's text (case and spacing aside) and are left out, so no fused or learned method is scored "
+            "on a text it was fitted on"
+            + (f"; {', '.join(dropped)} kept too few to be scored" if dropped else "") + "."]
 
 
 def glossary_section(material) -> list[str]:
