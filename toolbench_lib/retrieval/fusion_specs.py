@@ -105,9 +105,18 @@ class FusionInputs:
         return r[0][0][1] if r and r[0] else float("nan")
 
 
-def _ranking(frame: pd.DataFrame) -> Ranking:
-    f = frame.sort_values("rank")
-    return list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+def rankings_by(frame: pd.DataFrame, by: list[str]) -> dict:
+    """``{key: ranking}`` of every group of ``by`` (a tuple key for several columns), best rank first."""
+    f = frame.sort_values([*by, "rank"], kind="stable")
+    pairs = list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
+    keys = f[by[0]].tolist() if len(by) == 1 else list(zip(*(f[c].tolist() for c in by), strict=True))
+    out: dict = {}
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            out[keys[start]] = pairs[start:i]
+            start = i
+    return out
 
 
 def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, run: int = 0,
@@ -121,14 +130,13 @@ def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, r
         got = retrieved.get(method)
         if got is None or (got.final.empty and got.texts.empty):
             raise ValueError(f"the study has no rankings of {method} for run {run}")
-        final = {key: [_ranking(g)] for key, g in got.final.groupby("qkey", sort=False)}
-        each: dict[str, dict[int, Ranking]] = {}
-        for (key, t), g in got.texts.groupby(["qkey", "text_idx"], sort=False):
-            each.setdefault(key, {})[int(t)] = _ranking(g)
+        final = {key: [r] for key, r in rankings_by(got.final, ["qkey"]).items()}
+        each: dict[str, list[Ranking]] = {}
+        for (key, _), r in rankings_by(got.texts, ["qkey", "text_idx"]).items():  # text_idx ascending
+            each.setdefault(key, []).append(r)
         for c in comps:
             if component_table()[c][0] == method:
-                rankings[c] = ({key: [r for _, r in sorted(texts.items())] for key, texts in each.items()}
-                               if component_table()[c][1] else final)
+                rankings[c] = each if component_table()[c][1] else final
     keys = queries["qkey"].tolist()
     qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
     return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..config import DEPTH
 from .fuse import Ranking, min_max
-from .fusion_specs import component_table
+from .fusion_specs import component_table, rankings_by
 from .rankings import Retrieved
 
 GROUPS = ("tool", "category")
@@ -222,20 +222,6 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
     return FeatureTable(qkeys, ids, X, np.asarray(labels), names)
 
 
-def _rankings(frame: pd.DataFrame, by: list[str]) -> dict:
-    """``{key: ranking}`` of every group of ``by`` (a tuple key for several columns), best rank first."""
-    f = frame.sort_values([*by, "rank"], kind="stable")
-    pairs = list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
-    keys = f[by[0]].tolist() if len(by) == 1 else list(zip(*(f[c].tolist() for c in by), strict=True))
-    out: dict = {}
-    start = 0
-    for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start]:
-            out[keys[start]] = pairs[start:i]
-            start = i
-    return out
-
-
 def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
                        spec: LtrSpec) -> dict[str, QueryRuns]:
     """``{qkey: QueryRuns}`` from one run's rankings of each component's method (``{method: Retrieved}``:
@@ -244,10 +230,10 @@ def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
     stubs: dict[str, dict[str, list[Ranking]]] = {}
     for c, method in zip(spec.components, spec.methods, strict=True):
         got = retrieved[method]
-        lists[c] = _rankings(got.final, ["qkey"])
+        lists[c] = rankings_by(got.final, ["qkey"])
         if c.startswith("s."):
             per_stub = stubs[c.split(".", 1)[1]] = {}
-            for (q, _), ranking in _rankings(got.texts, ["qkey", "text_idx"]).items():
+            for (q, _), ranking in rankings_by(got.texts, ["qkey", "text_idx"]).items():
                 per_stub.setdefault(q, []).append(ranking)
     return {key: QueryRuns({c: lists[c].get(key, []) for c in spec.components},
                            {f: s.get(key, []) for f, s in stubs.items()})
