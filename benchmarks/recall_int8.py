@@ -15,9 +15,10 @@ import json
 from pathlib import Path
 
 from toolbench_lib.data.dataset import load_dataset
-from toolbench_lib.study.result import StudySettings, run_study, summarise_study
+from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.retrieval.embedding import load_embedder
 from toolbench_lib.retrieval.setup import prepare
+from toolbench_lib.study.result import StudySettings, run_study
 
 SUBSETS = ["G1", "G2", "G3"]
 GTS = ["candidates", "relevant"]
@@ -32,7 +33,7 @@ def scores(ds, backend: str, model: str, max_apis: int | None) -> dict:
     out = {"embedder_backend": emb.backend, "variant": emb.variant, "model": emb.name,
            "registry_size": len(setup.index), "data_fingerprint": ds.fingerprint}
     for gt in GTS:
-        summary = summarise_study(result, SUBSETS, 5, gt)
+        summary = summary_json(result, SUBSETS, 5, gt)
         for name in SUBSETS:
             r = summary["subsets"][name]
             m = r.get("methods", {}).get("rtp", r)
