@@ -14,8 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from toolbench_lib.data.dataset import load_dataset
 from toolbench_lib.analysis.summary import summary_json
+from toolbench_lib.data.dataset import load_dataset
 from toolbench_lib.retrieval.embedding import load_embedder
 from toolbench_lib.retrieval.setup import prepare
 from toolbench_lib.study.result import StudySettings, run_study
