@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from toolbench_lib.analysis.references import TABLE_SCHEMAS, check_locator, load_references
+from toolbench_lib.analysis.references import REFERENCES_FILE, TABLE_SCHEMAS, check_locator, load_references
 from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
-from toolbench_lib.report.scorecard import REFERENCES_FILE, build_report, compare_entries
+from toolbench_lib.report.scorecard import build_report, compare_entries
 from toolbench_lib.report.write import write_report
 from toolbench_lib.study.experiment import ExperimentConfig, save_figure, save_table
 

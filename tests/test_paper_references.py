@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from toolbench_lib.analysis.references import load_references, paper_bounds, paper_numbers
-from toolbench_lib.report.scorecard import REFERENCES_FILE
+from toolbench_lib.analysis.references import REFERENCES_FILE, load_references, paper_bounds, paper_numbers
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")

@@ -28,13 +28,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..analysis.references import load_references, paper_value
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
 from ..eval.stats import bootstrap_ci, paired, wilson_ci
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
+from .references import load_references, paper_value
 from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
 from .similarity import SimilarityCache, topk_columns

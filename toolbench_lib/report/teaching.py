@@ -32,8 +32,7 @@ from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
-from ..explorer.data import explorer_url, query_outcomes
-from ..explorer.widget import api_labels, stored_registry
+from ..explorer.data import api_labels, explorer_url, query_outcomes, stored_registry
 from ..study.stored import StoredStudyError, StudyResult
 from .glossary import glossary_markdown
 

@@ -13,7 +13,7 @@ import pandas as pd
 from ..analysis.endpoint import PRIMARY
 from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
-from ..analysis.references import load_references
+from ..analysis.references import REFERENCES_FILE, load_references
 from ..data.markdown import md_compact, md_table
 from ..explorer.data import explorer_url
 from ..retrieval.methods import load_methods
@@ -30,8 +30,8 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
-from .locate import TableCache
-from .scorecard import DIFFERS, REFERENCES_FILE, compare_entries, status_counts
+from .locate import DIFFERS, TableCache
+from .scorecard import compare_entries, status_counts
 from .teaching import teaching_material
 
 # -- the written report -------------------------------------------------------------------------------------

@@ -62,10 +62,10 @@ def component_table() -> dict[str, tuple[str, bool]]:
 
 def check_components(components: Iterable[str]) -> tuple[str, ...]:
     """The components, checked (``ValueError`` naming the known ones)."""
-    comps = tuple(components)
-    unknown = [c for c in comps if c not in component_table()]
+    comps, known = tuple(components), component_table()
+    unknown = [c for c in comps if c not in known]
     if unknown:
-        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(component_table())}")
+        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(known)}")
     return comps
 
 
@@ -135,8 +135,9 @@ def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, r
         for (key, _), r in rankings_by(got.texts, ["qkey", "text_idx"]).items():  # text_idx ascending
             each.setdefault(key, []).append(r)
         for c in comps:
-            if component_table()[c][0] == method:
-                rankings[c] = each if component_table()[c][1] else final
+            read, per_stub = component_table()[c]
+            if read == method:
+                rankings[c] = each if per_stub else final
     keys = queries["qkey"].tolist()
     qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
     return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,
