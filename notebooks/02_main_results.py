@@ -111,14 +111,6 @@ for subset in dict.fromkeys(main["subset"]):
     print(f"{subset}: RtP {rtp:.3f}, PtR {ptr:.3f} -> {lead} ahead here (paper: {ref})")
 
 # %% [markdown]
-# The headline figure: recall@k per set, the two methods side by side, with error bars of one standard
-# deviation over runs (absent for RtP, which does not vary, and for single-run studies).
-
-# %%
-fig = mr.headline_figure(main, gt="candidates")
-print(f"saved {save_figure(fig, 'headline', cfg)}")
-
-# %% [markdown]
 # ## Are the differences larger than run-to-run noise?
 #
 # RtP is deterministic, so PtR's run means are tested against RtP's single value with a one-sample t-test, for

@@ -13,6 +13,7 @@ from toolbench_lib.report.checks import (
     check_report,
     check_scored_rows,
     front_text,
+    raw_floats,
     words,
 )
 
@@ -25,7 +26,7 @@ def _report(front_extra: str = "", caption: str = CAPTION_OK, glossary: str = "-
         "# Report", "", "## The question and the answer", "", "Which first?", "",
         "| retriever | set | p |", "|---|---|---|", "| dense | G1 | p = 0.012 |", "", front_extra,
         "### Conclusion per retriever", "", "- **Dense:** RtP ahead on G1 (p = 0.012).", "",
-        "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure `k`.* {caption}", "",
+        "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure 1.* {caption}", "",
         "## Glossary", "", glossary, ""])
 
 
@@ -53,8 +54,25 @@ def test_a_long_front_and_a_front_not_ending_in_conclusions_fail():
 def test_short_captions_and_repeated_figures_fail():
     short = "Recall against k."
     assert words(short) < MIN_CAPTION_WORDS and check_captions(_report(caption=short))
-    twice = _report() + f"\n*Figure `k`.* {CAPTION_OK}\n"
-    assert check_captions(twice) == ["figure k appears twice"]
+    twice = _report() + f"\n![x](figures/k.png)\n\n*Figure 2.* {CAPTION_OK} Again.\n"
+    assert check_captions(twice) == ["figure figures/k.png appears twice"]
+
+
+def test_shared_captions_and_internal_ids_in_captions_fail():
+    shared = _report() + f"\n![y](figures/other.png)\n\n*Figure 2.* {CAPTION_OK}\n"
+    assert check_captions(shared) == ["figures 1 and 2 share one caption"]
+    for caption, token in ((f"{CAPTION_OK} See `figure4`.", "`figure4`"),
+                           (f"{CAPTION_OK} From figure4.", "figure4"),
+                           (f"{CAPTION_OK} See scale_divergence.", "scale_divergence")):
+        assert check_captions(_report(caption=caption)) == [
+            f"figure 1: an internal id in its caption: {token}"], caption
+
+
+def test_raw_numbers_fail_and_rounded_ones_pass():
+    assert raw_floats("0.372, p = 0.00211, p < 0.001, 163 queries, torch 2.13.0, `0.123456`") == []
+    assert raw_floats("p = 0.00210603, 1.99043e-05 and 12.3456") == ["0.00210603", "1.99043e-05", "12.3456"]
+    problems = check_report(_report("Recall 0.37234."), QUANTITIES, [], [])
+    assert any("a raw number" in p and "0.37234" in p for p in problems), problems
 
 
 def test_scored_rows_need_a_ci_or_a_reason():

@@ -18,7 +18,6 @@ at the same budget k.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -28,9 +27,8 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED, K
-from ..data.atomic import atomic_path, read_verified, write_checksum
 from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
-from ..data.tables import code_hash
+from ..data.tables import cached_tables
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..retrieval import fused
 from .fusion_board import BASELINES
@@ -109,20 +107,14 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     args = {k: v for k, v in kwargs.items() if k != "setup"}  # the setup only supplies what the study holds
     blob = json.dumps({"study": study, "n_rankings": int(len(result.rankings)), "names": list(names),
                        "args": {k: list(v) if isinstance(v, Iterable) and not isinstance(v, str | Mapping)
-                                else v for k, v in sorted(args.items())},
-                       "code": code_hash()}, sort_keys=True, default=str)
-    folder = Path(cache_dir) / hashlib.sha256(blob.encode()).hexdigest()[:16]
-    paths = [folder / "scores.parquet", folder / "decisions.parquet"]
-    blobs = [read_verified(p) for p in paths]  # parsed from the very bytes that were checked
-    if all(b is not None for b in blobs):
-        return pd.read_parquet(io.BytesIO(blobs[0])), pd.read_parquet(io.BytesIO(blobs[1]))
-    frames = method_scores(result, names, **kwargs)
-    folder.mkdir(parents=True, exist_ok=True)
-    for path, frame in zip(paths, frames, strict=True):
-        with atomic_path(path) as tmp:
-            frame.to_parquet(tmp, index=False)
-        write_checksum(path)
-    return frames
+                                else v for k, v in sorted(args.items())}}, sort_keys=True, default=str)
+    key = "scores-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def make() -> dict[str, pd.DataFrame]:
+        return dict(zip(("scores", "decisions"), method_scores(result, names, **kwargs), strict=True))
+
+    tables = cached_tables(Path(cache_dir), key, make)
+    return tables["scores"], tables["decisions"]
 
 
 def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = K,

@@ -203,29 +203,6 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 # --------------------------------------------------------------------------- figure
 
 
-def headline_figure(table: pd.DataFrame, gt: str = "candidates", metric: str = "recall"):
-    """Grouped bars of ``metric`` per subset and method; error bars are the std over runs."""
-    t = table[table["gt"] == gt]
-    subsets = list(dict.fromkeys(t["subset"]))
-    methods = [m for m in METHODS if m in set(t["method"])]
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    width = 0.8 / max(1, len(methods))
-    x = np.arange(len(subsets))
-    for i, method in enumerate(methods):
-        m = t[t["method"] == method].set_index("subset").reindex(subsets)
-        err = m[f"{metric}_std"].fillna(0.0).to_numpy()
-        ax.bar(x + (i - (len(methods) - 1) / 2) * width, m[f"{metric}_mean"], width, yerr=err, capsize=4,
-               color=METHOD_COLORS.get(method), label=METHOD_LABELS.get(method, method))
-    k = int(t["k"].iloc[0]) if "k" in t and len(t) else None
-    ax.set_xticks(x, subsets)
-    ax.set_ylabel(f"{metric}@{k}" if k else metric)
-    ax.set_ylim(0, 1)
-    ax.set_title(f"{metric.capitalize()} per subset (ground truth: {gt})")
-    ax.legend(loc="upper right", fontsize="small")
-    fig.tight_layout()
-    return fig
-
-
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
     """The paper's Figure 2 in one row: recall, precision and pass rate per set and method (error bars: the

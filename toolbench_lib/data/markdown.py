@@ -79,17 +79,36 @@ def md_code(text: object, in_table: bool = False) -> str:
     return f"{fence}{pad}{line}{pad}{fence}"
 
 
+P_COLUMN = re.compile(r"^p(_|$)|_p$|^p[a-z]*_value")  # a column of p-values: p, p_holm, ..._p, p_value
+
+
+def md_number(value: float, p_value: bool = False) -> str:
+    """A number as a report prints it: an integer as itself, any other number at 3 decimals; a p-value as
+    ``< 0.001`` or to 3 significant digits."""
+    if isinstance(value, int) or float(value).is_integer() and not p_value:
+        return f"{int(value)}" if isinstance(value, int) or abs(value) < 1e15 else f"{value:.3g}"
+    if p_value:
+        return "< 0.001" if 0 <= value < 0.001 else f"{value:.3g}"
+    return f"{value:.3f}"
+
+
 def md_table(df: pd.DataFrame, na: str = "n/a", numparse: bool = True) -> str:
-    """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers as they
-    are, missing values as ``na``. A text column is never parsed as numbers (``'007'``, ``'1e5'`` and
-    ``'0.10'`` stay as written); ``numparse=False`` also keeps the numeric columns' values as written
-    (``0.580`` stays ``0.580``)."""
+    """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers through
+    :func:`md_number` (3 decimals; p-value columns, named as :data:`P_COLUMN` matches, as ``< 0.001`` or 3
+    significant digits), missing values as ``na``. A text column is never parsed as numbers (``'007'``,
+    ``'1e5'`` and ``'0.10'`` stay as written); ``numparse=False`` also keeps the numeric columns' values as
+    written (``0.580`` stays ``0.580``)."""
+    numeric = [_numeric_column(col) for _, col in df.items()]
     shown = df.astype(object).where(df.notna(), na)
-    shown = shown.map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                      else md_text(v, line_start=False))
+    for j, (name, col) in enumerate(shown.items()):
+        p_value = bool(P_COLUMN.search(str(name)))
+        shown[name] = col.map(lambda v: v if isinstance(v, str) and v == na
+                              else md_number(v, p_value) if numeric[j] and numparse
+                              and isinstance(v, (int, float)) and not isinstance(v, bool)
+                              else md_text(v, line_start=False))
     shown.columns = [md_text(c, line_start=False) for c in shown.columns]
-    text_columns = [j for j, (_, col) in enumerate(df.items()) if not _numeric_column(col)]
-    return shown.to_markdown(index=False, disable_numparse=True if not numparse else text_columns or False)
+    align = ["right" if n else "left" for n in numeric]
+    return shown.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
 def _numeric_column(col: pd.Series) -> bool:

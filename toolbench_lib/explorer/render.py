@@ -300,7 +300,7 @@ class QueryRendering:
     def _learned(self, qkey: str, method: str) -> str:
         """For a learned ranker: the features behind its top API (empty for any other method)."""
         views = getattr(self, "views", None)
-        if views is None or views.learned.empty or method not in set(views.learned["method"]):
+        if views is None or method not in views.learned_methods:
             return ""
         f = views.features(method, int(self.run.value), qkey, 1)
         if f.empty:

@@ -106,6 +106,8 @@ class StudyViews:
     _recall: dict = field(default_factory=dict, repr=False)
     _hits: dict = field(default_factory=dict, repr=False)
     _found: dict = field(default_factory=dict, repr=False)
+    _learned: dict = field(default_factory=dict, repr=False)
+    learned_methods: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         for (method, run, gt), g in self.recall.groupby(["method", "run", "gt"], sort=False):
@@ -116,6 +118,9 @@ class StudyViews:
             self._hits[(method, int(run), gt)] = g["hits"].to_numpy().reshape(MAX_K, n)
         for (method, run, gt), g in self.found.groupby(["method", "run", "gt"], sort=False):
             self._found[(method, int(run), gt)] = g[["qkey", "api_id", "rank"]].reset_index(drop=True)
+        if not self.learned.empty:  # indexed once: a look-up per change never scans the whole table
+            self._learned = self.learned.groupby(["method", "run", "qkey", "rank"], sort=False).indices
+        self.learned_methods = {key[0] for key in self._learned}
 
     def scores(self, method: str, run: int, gt: str, k: int, order: pd.Series) -> pd.DataFrame:
         """``recall, hits`` at ``k`` of one method and run, in the order of the query keys ``order``."""
@@ -130,11 +135,10 @@ class StudyViews:
 
     def features(self, method: str, run: int, qkey: str, rank: int = 1) -> pd.DataFrame:
         """``api_id, score, feature, value`` behind a learned method's API at ``rank`` for one query."""
-        f = self.learned
-        if f.empty:
-            return f
-        mine = f[(f["method"] == method) & (f["run"] == run) & (f["qkey"] == qkey) & (f["rank"] == rank)]
-        return mine[["api_id", "score", "feature", "value"]].reset_index(drop=True)
+        rows = self._learned.get((method, run, qkey, rank))
+        if rows is None:
+            return pd.DataFrame({c: [] for c in ("api_id", "score", "feature", "value")})
+        return self.learned.iloc[rows][["api_id", "score", "feature", "value"]].reset_index(drop=True)
 
     def found_at(self, method: str, run: int, gt: str, k: int) -> pd.DataFrame:
         """``qkey, api_id, rank``: the ground-truth APIs the method's top ``k`` holds."""

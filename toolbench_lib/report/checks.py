@@ -4,7 +4,8 @@
 * one p-value per comparison: every p-value of the primary comparison is stated once per retriever and set;
 * every scored row has a 95% CI or says why it has none;
 * every method name the report shows is defined in its glossary;
-* every figure caption has at least :data:`MIN_CAPTION_WORDS` words;
+* every figure caption has at least :data:`MIN_CAPTION_WORDS` words, is its own and names no internal id;
+* every number at 3 decimals at most, or to 3 significant digits (p-values), never in exponent notation;
 * the front (up to the first claim's section) has at most :data:`MAX_FRONT_WORDS` words and ends with the
   conclusion per retriever; the whole report is at most :data:`MAX_REPORT_BYTES`;
 * no LaTeX, no ``nan`` and no ``None`` as a value (a table cell, a number's slot such as ``p = None`` or
@@ -25,7 +26,15 @@ MAX_REPORT_BYTES = 60_000
 FRONT_HEADING = "## The question and the answer"
 CONCLUSION_HEADING = "### Conclusion per retriever"
 GLOSSARY_HEADING = "## Glossary"
-CAPTION = re.compile(r"^\*Figure `([^`]+)`\.\* (.+)$")
+CAPTION = re.compile(r"^\*Figure (\d+)\.\* (.+)$")
+IMAGE = re.compile(r"^!\[[^\]]*\]\(([^)]+)\)")
+# An internal id in a caption: a code span, a snake_case name or a figure's file stem (``figure4``).
+INTERNAL_ID = re.compile(r"`[^`]+`|\b[a-z0-9]+_[a-z0-9_]+\b|\bfigure\d+\b")
+# A number written raw: more than 3 decimals and more than 3 significant digits (``0.00210603``; ``0.372``
+# and a p-value's ``0.00211`` are fine), or exponent notation (``1.99043e-05``).
+RAW_FLOAT = re.compile(r"(?<![\w.])(?:\d*[1-9]\d*\.\d{4,}|0\.(?!0*\d{1,3}(?!\d))\d{4,}"
+                       r"|\d+(?:\.\d+)?[eE][-+]?\d+)(?!\w|\.\d)")
+CODE_OR_LINK = re.compile(r"`[^`\n]*`|\]\([^)]*\)|https?://\S+")
 LATEX = re.compile(r"\{\\\w+\}|\\(?:pm|times|leq|geq|frac|mathrm)\b|\$[^$\n]+\$|\{<\}|\{>\}")
 BARE_MISSING = re.compile(r"(?<![\w`])(None|nan|NaN)(?![\w`])")
 # ``None`` read as the English word: a lowercase word follows it, and no value's mark (``=``, ``:``, a table
@@ -96,19 +105,31 @@ def check_p_values(markdown: str, quantities: Mapping[str, object]) -> list[str]
 
 
 def check_captions(markdown: str) -> list[str]:
-    """Every figure caption of at least :data:`MIN_CAPTION_WORDS` words, and every figure once."""
-    problems, seen = [], set()
+    """Every figure once, each caption of at least :data:`MIN_CAPTION_WORDS` words, its own (no two figures
+    share one) and free of internal ids (a code span, a snake_case name, a file stem such as ``figure4``)."""
+    problems, figures, captions, image = [], set(), {}, ""
     for line in markdown.splitlines():
-        m = CAPTION.match(line)
-        if not m:
+        if m := IMAGE.match(line):
+            image = m.group(1)
+            if image in figures:
+                problems.append(f"figure {image} appears twice")
+            figures.add(image)
+        if not (m := CAPTION.match(line)):
             continue
-        stem, caption = m.groups()
-        if stem in seen:
-            problems.append(f"figure {stem} appears twice")
-        seen.add(stem)
+        number, caption = m.groups()
         if words(caption) < MIN_CAPTION_WORDS:
-            problems.append(f"figure {stem}: caption of {words(caption)} words")
+            problems.append(f"figure {number}: caption of {words(caption)} words")
+        if ids := INTERNAL_ID.findall(caption):
+            problems.append(f"figure {number}: an internal id in its caption: {ids[0]}")
+        if caption in captions:
+            problems.append(f"figures {captions[caption]} and {number} share one caption")
+        captions.setdefault(caption, number)
     return problems
+
+
+def raw_floats(markdown: str) -> list[str]:
+    """Numbers written raw (:data:`RAW_FLOAT`) outside code spans and link targets."""
+    return RAW_FLOAT.findall(CODE_OR_LINK.sub(" ", markdown))
 
 
 def check_scored_rows(rows: Iterable[Mapping]) -> list[str]:
@@ -151,7 +172,9 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
     if size > MAX_REPORT_BYTES:
         problems.append(f"the report is {size:,} bytes (at most {MAX_REPORT_BYTES:,})")
     for what, found in (("LaTeX", [m.group(0) for m in LATEX.finditer(markdown)]),
-                        ("a missing value", missing_values(markdown))):
+                        ("a missing value", missing_values(markdown)),
+                        ("a raw number (at most 3 decimals, p-values to 3 significant digits)",
+                         raw_floats(markdown))):
         if found:
             problems.append(f"{what} in the text: {sorted(set(found))[:5]}")
     return (problems + check_quantities(markdown, quantities) + check_p_values(markdown, quantities)

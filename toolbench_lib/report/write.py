@@ -138,7 +138,6 @@ FIGURE_PREFIXES = {
                        "family, "
                        "per set, with its bootstrap 95% CI."),
 }
-SKIPPED_FIGURES = {"headline"}  # the same numbers as figure2
 
 
 def figure_section(stem: str) -> tuple[str, str]:
@@ -148,28 +147,36 @@ def figure_section(stem: str) -> tuple[str, str]:
     for prefix, (key, caption) in FIGURE_PREFIXES.items():
         if stem.startswith(prefix):
             return key, caption.format(name=stem[len(prefix):].replace("_", " "))
-    return "other", (f"Figure {stem.replace('_', ' ')}, saved by a notebook for no section of the paper; "
-                     "the notebook that saved it explains how to read it.")
+    return "other", (f"A figure of {stem.replace('_', ' ')}, saved by a notebook for no section of the "
+                     "paper; the notebook that saved it explains how to read it.")
 
 
 def figure_files(cfg: ExperimentConfig) -> list[Path]:
     folder = cfg.figures_dir
     if not folder.is_dir():
         return []
-    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}")
-                  if p.stem not in SKIPPED_FIGURES)
+    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
 
 
 
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
-    """The figures of one section, each with its caption."""
+    """The figures of one section, each with its caption (numbered by :func:`number_figures`)."""
     parts = []
     for p in figure_files(cfg):
         section, caption = figure_section(p.stem)
         if section == key:
             parts += [f"![{caption}]({p.relative_to(cfg.out_dir).as_posix()})", "",
-                      f"*Figure `{p.stem}`.* {caption}", ""]
+                      f"{FIGURE_MARK} {caption}", ""]
     return parts
+
+
+FIGURE_MARK = "*Figure.*"
+
+
+def number_figures(markdown: str) -> str:
+    """Each figure caption's mark (:data:`FIGURE_MARK`) as ``*Figure n.*``, numbered in reading order."""
+    count = iter(range(1, 10_000))
+    return re.sub(r"(?m)^" + re.escape(FIGURE_MARK), lambda _: f"*Figure {next(count)}.*", markdown)
 
 
 def _status_text(r) -> str:
@@ -383,7 +390,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
             parts += ["", f"Other studies stored for this run: {others}."]
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
-    return md_compact("\n".join(parts).rstrip()) + "\n"
+    return md_compact(number_figures("\n".join(parts).rstrip())) + "\n"
 
 
 QUANTITIES_FILE = "report_quantities.json"
