@@ -105,8 +105,8 @@ def _package_copy(tmp_path: Path, monkeypatch) -> Path:
 
 
 def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch):
-    """Each kind of stored result is keyed by the code that computes it: a changed retrieval module is a new
-    study key part and a new analysis cache, but leaves the evaluation's key (eval's code) alone; a changed
+    """Each kind of stored result is keyed by the code that computes it: a changed retrieval module (a
+    retriever, a fused method, the learned ranker) is a new study key part and a new analysis cache, but leaves the evaluation's key (eval's code) alone; a changed
     eval module is a new evaluation key; an analysis change leaves the study's and the evaluation's."""
     from toolbench_lib.data import tables
     from toolbench_lib.eval.evaluation import EVAL_CODE
@@ -117,6 +117,8 @@ def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch)
                                      lambda: tables.code_hash(*EVAL_CODE), tables.code_hash)
     before = study(), evaluation(), everything()
     for rel, changes in (("retrieval/rankings.py", (True, False, True)),
+                         ("retrieval/fused.py", (True, False, True)),  # a study may hold fused methods
+                         ("retrieval/ltr.py", (True, False, True)),  # ... and learned ones
                          ("eval/compare.py", (False, True, True)),
                          ("analysis/fusion_board.py", (False, False, True)),
                          ("explorer/views.py", (False, False, True))):
