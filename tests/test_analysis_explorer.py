@@ -440,6 +440,24 @@ def test_any_two_methods_of_the_study(three_methods):
     assert "<h4>Stubs" not in ex.render() and "RtP@bm25 (retrieve, then plan)" in ex.render()
 
 
+def test_every_selected_method_is_a_column_and_the_filter_names_them(three_methods):
+    reg, result = three_methods
+    ex = QueryExplorer(None, result, registry=reg, k=5)
+    assert ex.show.options[0] == ("every selected", "both")
+    assert ["<div class='col method-rtp'>" in ex.render(), "method-rtp@bm25" in ex.render()] == [True, False]
+    ex.more.value = ("rtp@bm25",)
+    html = ex.render()
+    assert all(f"<div class='col method-{m}'>" in html for m in ("rtp", "ptr", "rtp@bm25")), html[-800:]
+    ex.filter.value = "all_missed"
+    assert dict(ex.filter.options)["every selected method (3) missed"] == "all_missed"
+    assert "every selected method (3) missed" in ex.count.value
+    pq = per_query_runs(result, 5)
+    recall = pq[pq["run"] == 0].pivot_table(index="qkey", columns="method", values="recall")
+    subset = set(result.queries[result.queries["subset"] == result.queries["subset"].iloc[0]]["qkey"])
+    missed = (recall[["rtp", "ptr", "rtp@bm25"]] == 0).all(axis=1)
+    assert sorted(ex.visible_queries()) == sorted(q for q in recall.index[missed] if q in subset)
+
+
 def test_a_link_opens_the_same_view(study):
     ex = _explorer(study)
     ex.method_b.value = "ptr"

@@ -188,7 +188,7 @@ def test_three_tasks_through_the_page(chromium, family, tmp_path):  # noqa: F811
             timed("filter: both missed", lambda: _select(page, "filter", "both missed every"),
                   "with the filter both missed")
             timed("more methods", lambda: page.locator(".qx-more select").select_option(label=others),
-                  "with the filter all 6 methods missed")
+                  "with the filter every selected method (6) missed")
             found = {m: _found(retr, m, K_MISSED) for m in RETRIEVERS}
             g3 = retr.queries[retr.queries["subset"].str.startswith("G3")]["qkey"]
             missed = [q for q in g3 if not any(found[m].get(q) for m in RETRIEVERS)]

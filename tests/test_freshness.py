@@ -106,8 +106,9 @@ def _package_copy(tmp_path: Path, monkeypatch) -> Path:
 
 def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch):
     """Each kind of stored result is keyed by the code that computes it: a changed retrieval module (a
-    retriever, a fused method, the learned ranker) is a new study key part and a new analysis cache, but leaves the evaluation's key (eval's code) alone; a changed
-    eval module is a new evaluation key; an analysis change leaves the study's and the evaluation's."""
+    retriever, a fused method, the learned ranker) is a new study key part and a new analysis cache, but
+    leaves the evaluation's key (eval's code) alone; a changed eval module is a new evaluation key; an
+    analysis change leaves the study's and the evaluation's."""
     from toolbench_lib.data import tables
     from toolbench_lib.eval.evaluation import EVAL_CODE
     from toolbench_lib.study.experiment import STUDY_CODE

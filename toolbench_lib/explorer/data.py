@@ -131,7 +131,8 @@ def api_filter(name: str, found: dict[str, pd.DataFrame], a: str, b: str) -> set
 def filter_labels(a: str, b: str, n_selected: int = 2) -> list[tuple[str, str]]:
     """The filter dropdown's ``(label, key)`` pairs for methods ``a`` and ``b`` (of ``n_selected``)."""
     la, lb = method_label(a), method_label(b)
-    every = "both missed every ground-truth API" if n_selected <= 2 else f"all {n_selected} methods missed"
+    every = ("both missed every ground-truth API" if n_selected <= 2
+             else f"every selected method ({n_selected}) missed")
     return [("all", "all"), (f"{la} higher recall", "a_wins"), (f"{lb} higher recall", "b_wins"),
             ("both recall 0", "both_missed"), ("both recall > 0", "both_hit"),
             (f"{la} found a ground-truth API {lb} missed", "a_found_b_missed"),

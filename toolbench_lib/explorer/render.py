@@ -330,9 +330,9 @@ class QueryRendering:
         return "".join(parts)
 
     def methods_shown(self) -> list[str]:
-        """The methods whose columns are shown: both (A, then B) or one of them."""
+        """The methods whose columns are shown: every selected one (A, B, then the others picked) or one."""
         a, b = self.methods
-        return {"both": list(dict.fromkeys([a, b])), "a": [a], "b": [b]}[str(self.show.value)]
+        return {"both": self.selected, "a": [a], "b": [b]}[str(self.show.value)]
 
     def render(self) -> str:
         """The HTML of the selected query under the current settings."""

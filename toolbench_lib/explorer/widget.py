@@ -277,7 +277,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     @staticmethod
     def _show_options(a: str, b: str) -> list[tuple[str, str]]:
-        return [("both", "both"), (f"{method_label(a)} only", "a"), (f"{method_label(b)} only", "b")]
+        return [("every selected", "both"), (f"{method_label(a)} only", "a"),
+                (f"{method_label(b)} only", "b")]
 
     # -- events ----------------------------------------------------------------------------------
 
