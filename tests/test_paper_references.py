@@ -110,3 +110,22 @@ def test_worked_examples_name_a_query_or_say_why_not():
         assert x.get("qkey") or x.get("absent"), x["id"]
         assert x["winner"] in ("ptr", "rtp")
         assert (x["ptr_recall"] > x["rtp_recall"]) == (x["winner"] == "ptr")
+
+
+def test_every_claim_summary_rests_on_words_of_the_paper():
+    """Each section's claim in short carries the paper's own words, and each is verbatim in its text: the
+    §4.4 claim says stubs are invented (not the registry's naming), the glossary's Intent-Registry Coupling
+    is the query naming its API, and §5 quotes the top-1-cosine routing as the paper's proposal."""
+    from toolbench_lib.report.checks import PAPER_QUOTE, check_paper_quotes
+    from toolbench_lib.report.glossary import glossary_markdown
+    from toolbench_lib.report.write import SECTIONS, paper_quotes
+
+    paper = _collapse(PAPER_TEXT.read_text(encoding="utf-8"))
+    shown = "\n".join([paper_quotes(quotes) for *_, quotes in SECTIONS] + [glossary_markdown(5)])
+    assert all(quotes for *_, quotes in SECTIONS)
+    assert len(PAPER_QUOTE.findall(shown)) >= 2 * len(SECTIONS) + 2 and check_paper_quotes(shown, paper) == []
+    stubs = dict((key, (claim, quotes)) for key, _, _, claim, quotes in SECTIONS)["stubs"]
+    assert "hallucinating tool names from scratch" in " ".join(stubs[1]) and "echo" not in stubs[0]
+    assert "API’s name or brand directly" in glossary_markdown(5)
+    assert check_paper_quotes("*“stubs echo the registry's naming”*", paper) == [
+        "a quote not in the paper: “stubs echo the registry's naming”"]

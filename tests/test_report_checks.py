@@ -9,6 +9,7 @@ from toolbench_lib.report.checks import (
     MIN_CAPTION_WORDS,
     check_captions,
     check_methods,
+    check_paper_quotes,
     check_quantities,
     check_report,
     check_scored_rows,
@@ -66,6 +67,15 @@ def test_shared_captions_and_internal_ids_in_captions_fail():
                            (f"{CAPTION_OK} See scale_divergence.", "scale_divergence")):
         assert check_captions(_report(caption=caption)) == [
             f"figure 1: an internal id in its caption: {token}"], caption
+
+
+def test_a_quote_of_the_paper_must_be_in_its_text():
+    paper = "RtP leads all G1 metrics: recall 0.372 vs. 0.289."
+    ok = _report("The paper's words: *“RtP leads all   G1 metrics”*.")
+    assert check_paper_quotes(ok, paper) == [] and check_paper_quotes(ok, None) == []
+    bad = _report("The paper's words: *“stubs echo the registry's naming”*. A query: \\*“not a quote”\\*.")
+    assert check_paper_quotes(bad, paper) == ["a quote not in the paper: “stubs echo the registry's naming”"]
+    assert "a quote not in the paper" in " ".join(check_report(bad, QUANTITIES, [], [], paper))
 
 
 def test_raw_numbers_fail_and_rounded_ones_pass():

@@ -17,6 +17,16 @@ import yaml
 from ..data.paths import PROJECT_ROOT
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
+PAPER_TEXT_FILE = PROJECT_ROOT.parent / "shared" / "paper" / "plan-or-retrieve-first.txt"  # not committed
+
+
+def paper_text_collapsed(path: Path = PAPER_TEXT_FILE) -> str | None:
+    """The paper's text with whitespace collapsed (what a verbatim quote is checked against); None when the
+    text is not beside the checkout."""
+    try:
+        return " ".join(path.read_text(encoding="utf-8").split())
+    except OSError:
+        return None
 AGGREGATES = ("first", "mean", "min", "max", "sum")
 
 def _ci(*columns: str) -> tuple[str, ...]:

@@ -4,6 +4,7 @@
 * one p-value per comparison: every p-value of the primary comparison is stated once per retriever and set;
 * every scored row has a 95% CI or says why it has none;
 * every method name the report shows is defined in its glossary;
+* every quote of the paper (*“...”*) is verbatim in the paper's text, when that text is at hand;
 * every figure caption has at least :data:`MIN_CAPTION_WORDS` words, is its own and names no internal id;
 * every number at 3 decimals at most, or to 3 significant digits (p-values), never in exponent notation;
 * the front (up to the first claim's section) has at most :data:`MAX_FRONT_WORDS` words and ends with the
@@ -34,6 +35,8 @@ INTERNAL_ID = re.compile(r"`[^`]+`|\b[a-z0-9]+_[a-z0-9_]+\b|\bfigure\d+\b")
 # and a p-value's ``0.00211`` are fine), or exponent notation (``1.99043e-05``).
 RAW_FLOAT = re.compile(r"(?<![\w.])(?:\d*[1-9]\d*\.\d{4,}|0\.(?!0*\d{1,3}(?!\d))\d{4,}"
                        r"|\d+(?:\.\d+)?[eE][-+]?\d+)(?!\w|\.\d)")
+# The paper's own words as the report quotes them: *“...”* (an escaped ``\*`` is untrusted text, not a quote).
+PAPER_QUOTE = re.compile(r"(?<!\\)\*“([^”]+)”\*")
 CODE_OR_LINK = re.compile(r"`[^`\n]*`|\]\([^)]*\)|https?://\S+")
 LATEX = re.compile(r"\{\\\w+\}|\\(?:pm|times|leq|geq|frac|mathrm)\b|\$[^$\n]+\$|\{<\}|\{>\}")
 BARE_MISSING = re.compile(r"(?<![\w`])(None|nan|NaN)(?![\w`])")
@@ -127,6 +130,15 @@ def check_captions(markdown: str) -> list[str]:
     return problems
 
 
+def check_paper_quotes(markdown: str, paper: str | None) -> list[str]:
+    """Every quote of the paper (*“...”*) is verbatim in its text (whitespace collapsed); nothing to check
+    without the text."""
+    if paper is None:
+        return []
+    return [f"a quote not in the paper: “{q[:60]}”" for q in PAPER_QUOTE.findall(markdown)
+            if " ".join(q.split()) not in paper]
+
+
 def raw_floats(markdown: str) -> list[str]:
     """Numbers written raw (:data:`RAW_FLOAT`) outside code spans and link targets."""
     return RAW_FLOAT.findall(CODE_OR_LINK.sub(" ", markdown))
@@ -156,7 +168,7 @@ def check_methods(markdown: str, method_names: Iterable[str]) -> list[str]:
 
 
 def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable[Mapping],
-                 method_names: Iterable[str]) -> list[str]:
+                 method_names: Iterable[str], paper: str | None = None) -> list[str]:
     """Every check of this module; an empty list when the report passes them all."""
     problems = []
     front = front_text(markdown)
@@ -178,4 +190,5 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
         if found:
             problems.append(f"{what} in the text: {sorted(set(found))[:5]}")
     return (problems + check_quantities(markdown, quantities) + check_p_values(markdown, quantities)
-            + check_captions(markdown) + check_scored_rows(rows) + check_methods(markdown, method_names))
+            + check_captions(markdown) + check_scored_rows(rows) + check_methods(markdown, method_names)
+            + check_paper_quotes(markdown, paper))

@@ -98,10 +98,11 @@ TERMS_MORE: tuple[Term, ...] = (
          "multi-tool queries (`G3_instruction_original`).",
          "data.queries"),
     Term("Intent-Registry Coupling",
-         "The paper's central idea: PtR works when the words of a query's intent, as the planner writes them "
-         "in a stub, match how the registry names the API; the brand-word ablation of notebook 11 tests it "
-         "by "
-         "removing brand names from stubs.",
+         "The paper's explanation of the crossover: how directly a query's own words name its API. High on "
+         "G1, where *“the raw query often contains the API’s name or brand directly, giving RtP a direct "
+         "embedding match”*; low on G2 and G3, where *“a single embedding cannot capture multi-faceted "
+         "intent”*. High coupling favours RtP; the brand-word ablation of notebook 11 tests it by removing "
+         "brand names from stubs.",
          "analysis.ablations"),
     Term("design and unseen sets",
          "Design sets (G1-G3) are the queries on which fused methods were chosen and tuned; unseen sets "
