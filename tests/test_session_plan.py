@@ -1,0 +1,218 @@
+"""The reading-group session that opens teaching.md: a plan of 90 minutes over the report's sections, and
+discussion questions whose numbers come from the run's saved tables (hand-written below) and the paper's
+reference numbers; a table the run did not save is said in one line, never replaced by a number."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolbench_lib.analysis.references import paper_value
+from toolbench_lib.report.session import (
+    QUESTIONS_HEADING,
+    QUOTE_GT,
+    QUOTE_RETRIEVER,
+    QUOTE_TEST,
+    SESSION_HEADING,
+    anchor,
+    plan_lines,
+    session_lines,
+)
+from toolbench_lib.report.write import TEACHING_FILE, write_report
+from toolbench_lib.study.experiment import ExperimentConfig
+
+PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
+MINUTES = re.compile(r"(?m)^\d+\. \*\*(\d+) min\*\*")
+
+
+def _recall_rows() -> list[dict]:
+    values = {("G1", "rtp"): (0.351, 0.512), ("G1", "ptr"): (0.264, 0.433), ("G2", "rtp"): (0.131, 0.221),
+              ("G2", "ptr"): (0.177, 0.259), ("G3", "rtp"): (0.161, 0.245), ("G3", "ptr"): (0.173, 0.268)}
+    return [{"subset": s, "method": m, "gt": gt, "recall_mean": v[i]}
+            for (s, m), v in values.items() for i, gt in enumerate(("candidates", "relevant"))] + \
+        [{"subset": "G1", "method": "ptr@bm25", "gt": "candidates", "recall_mean": 0.901}]  # not RtP or PtR
+
+
+def _endpoint(retriever: str, numbers: dict) -> list[dict]:
+    return [{"retriever": retriever, "subset": s, "rtp": r, "ptr": p, "n_runs": 4, "n_queries": n,
+             "p_holm": ph, "p_runs_robustness": pr} for s, (r, p, n, ph, pr) in numbers.items()]
+
+
+def hand_tables() -> dict[str, pd.DataFrame]:
+    """The tables the questions read, each value written once so that a question shows where it came from."""
+    bm25 = {"G1_instruction": (0.455, 0.391, 200, 0.0312, 0.0004),
+            "G2_category_original": (0.201, 0.236, 200, 0.0815, 0.0123)}
+    dense = {"G1_instruction": (0.352, 0.265, 200, 0.002, 0.01),
+             "G2_category_original": (0.132, 0.178, 200, 0.04, 0.02)}
+    return {
+        "main_results": pd.DataFrame(_recall_rows()),
+        "paired_tests": pd.DataFrame([
+            {"subset": "G1", "gt": "candidates", "metric": "recall", "diff": -0.061, "ci_low": -0.102,
+             "ci_high": -0.024},
+            {"subset": "G1", "gt": "relevant", "metric": "recall", "diff": -0.555, "ci_low": -0.6,
+             "ci_high": -0.5}]),
+        "judge_validity": pd.DataFrame([
+            {"subset": s, "method": m, "objective_pass_rate": v, "plans": "all"}
+            for (s, m), v in {("G1", "rtp"): 0.412, ("G1", "ptr"): 0.455, ("G2", "rtp"): 0.531,
+                              ("G2", "ptr"): 0.655, ("G3", "rtp"): 0.498, ("G3", "ptr"): 0.507}.items()]
+            + [{"subset": "G1", "method": "rtp", "objective_pass_rate": 0.999, "plans": "same"}]),
+        "primary_endpoint": pd.DataFrame(_endpoint("dense", dense)),
+        "primary_endpoint_families": pd.DataFrame(_endpoint("bm25", bm25) + _endpoint("dense", {
+            "G1_instruction": (0.777, 0.778, 200, 0.5, 0.5)})),  # the main study's dense rows come first
+        "stub_stats": pd.DataFrame([{"subset": "G1", "gt": "candidates", "stub_hit_share": 0.287},
+                                    {"subset": "G1", "gt": "relevant", "stub_hit_share": 0.812},
+                                    {"subset": "G3", "gt": "candidates", "stub_hit_share": 0.193}]),
+        "ablation_decomposition": pd.DataFrame([
+            {"subset": "G1", "decomposer": "llm", "ptr_recall": 0.264, "rtp_recall": 0.351},
+            {"subset": "G1", "decomposer": "rules", "ptr_recall": 0.219, "rtp_recall": 0.351}]),
+    }
+
+
+@pytest.fixture()
+def cfg(tmp_path: Path) -> ExperimentConfig:
+    cfg = ExperimentConfig(run_name="session_test", outputs_dir=str(tmp_path / "run"), k=5)
+    cfg._fingerprint = "hand-made"  # the study key without a data folder (as get_study sets it)
+    return cfg
+
+
+def save(cfg: ExperimentConfig, tables: dict[str, pd.DataFrame]) -> None:
+    cfg.tables_dir.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        table.to_csv(cfg.tables_dir / f"{name}.csv", index=False)
+
+
+def questions(cfg: ExperimentConfig) -> dict[str, str]:
+    """``{title: text}`` of every discussion question, for a report of the plan's headings."""
+    text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
+    blocks = text.split(f"## {QUESTIONS_HEADING}")[1].split("\n### ")[1:]
+    return {b.split("\n")[0].split(". ", 1)[1]: b for b in blocks}
+
+
+def run_line(question: str) -> str:
+    return next(line for line in question.splitlines() if line.startswith("**This run.**"))
+
+
+def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
+    report = write_report(cfg).read_text(encoding="utf-8")
+    teaching = (cfg.out_dir / TEACHING_FILE).read_text(encoding="utf-8")
+    plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
+    assert sum(map(int, MINUTES.findall(plan))) == 90 and "Total: 90 minutes." in plan
+    targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
+    headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
+    assert len(targets) >= 8 and set(targets) <= headings
+    own = {anchor(h) for h in re.findall(r"(?m)^##+ (.+)$", teaching)}
+    assert set(re.findall(r"\]\(#([^)]+)\)", plan)) <= own  # the questions, worked queries and examples
+    assert teaching.index(SESSION_HEADING) < teaching.index(QUESTIONS_HEADING) \
+        < teaching.index("## Worked queries") < teaching.index("## The paper's Table 2 examples")
+    front = report.split("## Setup and data")[0]
+    assert f"]({TEACHING_FILE}#{anchor(SESSION_HEADING)})" in front
+
+
+def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing():
+    report = "## The question and the answer\n\n*Figure 1.* a\n\n## Setup and data (§3)\n\n*Figure 2.* b\n" \
+             "*Figure 3.* c\n"
+    plan = "\n".join(plan_lines(report))
+    assert "[The question and the answer](report.md#the-question-and-the-answer), figure 1:" in plan
+    assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
+    assert "Registry scale (not in this run's report)" in plan
+    assert sum(map(int, MINUTES.findall(plan))) == 90
+
+
+def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
+    save(cfg, hand_tables())
+    q = questions(cfg)
+    assert len(q) >= 6
+    expected = {
+        "The paper's G1 difference, twice": ["-0.072", "0.289 − 0.372 = -0.083", "-0.061 [-0.102, -0.024]",
+                                             "`paired_tests`"],
+        "Pass rate against recall": ["0.732–0.884", "at most 0.372", "Objective pass rate 0.412–0.655",
+                                     "`judge_validity`", "Recall at most 0.351", "`main_results`"],
+        "Which ground truth?": ["RtP 0.160, PtR 0.172", "`candidates` RtP 0.161, PtR 0.173",
+                                "`relevant` RtP 0.245, PtR 0.268", "`main_results`"],
+        "The test over runs against the test over queries": [
+            "over 4 runs p < 0.001", "over 200 queries (Holm over the sets) p = 0.0312",
+            "`primary_endpoint_families`"],
+        "Is BM25's win a fair comparison?": ["G1 BM25 RtP 0.455, PtR 0.391, dense RtP 0.352, PtR 0.265",
+                                             "G2 BM25 RtP 0.201, PtR 0.236, dense RtP 0.132, PtR 0.178",
+                                             "`primary_endpoint`"],
+        "What would a stronger stub writer change?": [
+            "0.406 of G1 stubs and 0.248 of G3", "Stub hit share G1 0.287; G3 0.193", "`stub_stats`",
+            "G1 PtR 0.264 with the LLM's stubs, 0.219 with rule-based stubs, RtP 0.351",
+            "`ablation_decomposition`"],
+    }
+    assert set(expected) <= set(q)
+    for title, numbers in expected.items():
+        for number in numbers:
+            assert number in q[title], (title, number)
+        assert "not in this run" not in q[title].lower()
+    # the paper's numbers are its reference entries', the G1 difference computed from two of them
+    one = q["The paper's G1 difference, twice"]
+    ptr, rtp = paper_value("g1_ptr_recall"), paper_value("g1_rtp_recall")
+    assert f"{ptr:.3f} − {rtp:.3f} = {ptr - rtp:.3f}" in one
+    assert f"{paper_value('g1_ptr_minus_rtp_recall'):.3f}" in one
+    # rows the questions must pass over: another plan set, another method, another ground truth, the
+    # families table's dense rows (the main study's come first)
+    assert "0.999" not in q["Pass rate against recall"] and "0.901" not in q["Pass rate against recall"]
+    assert "0.812" not in q["What would a stronger stub writer change?"]
+    assert "0.777" not in "".join(q.values())
+
+
+@pytest.mark.parametrize(("table", "row", "column", "new", "title", "old_text", "new_text"), [
+    ("paired_tests", 0, "diff", -0.047, "The paper's G1 difference, twice", "-0.061", "-0.047"),
+    ("judge_validity", 3, "objective_pass_rate", 0.701, "Pass rate against recall", "0.412–0.655",
+     "0.412–0.701"),
+    ("main_results", 0, "recall_mean", 0.366, "Pass rate against recall", "at most 0.351", "at most 0.366"),
+    ("main_results", 11, "recall_mean", 0.281, "Which ground truth?", "PtR 0.268", "PtR 0.281"),
+    ("primary_endpoint_families", 0, "p_holm", 0.000123, "The test over runs against the test over queries",
+     "sets) p = 0.0312", "sets) p < 0.001"),
+    ("primary_endpoint_families", 0, "p_runs_robustness", 0.2468, "The test over runs against the test over "
+     "queries", "runs p < 0.001", "runs p = 0.247"),
+    ("primary_endpoint", 1, "ptr", 0.199, "Is BM25's win a fair comparison?", "PtR 0.178", "PtR 0.199"),
+    ("stub_stats", 2, "stub_hit_share", 0.222, "What would a stronger stub writer change?", "G3 0.193",
+     "G3 0.222"),
+    ("ablation_decomposition", 1, "ptr_recall", 0.305, "What would a stronger stub writer change?", "0.219",
+     "0.305"),
+])
+def test_a_changed_table_value_changes_its_question(cfg, table, row, column, new, title, old_text, new_text):
+    tables = hand_tables()
+    save(cfg, tables)
+    before = questions(cfg)[title]
+    assert old_text in before and new_text not in before
+    tables[table].loc[row, column] = new
+    save(cfg, tables)
+    after = run_line(questions(cfg)[title])
+    assert new_text in after and old_text not in after
+
+
+def test_a_missing_table_is_said_in_one_line_and_never_a_number(cfg):
+    q = questions(cfg)  # no table at all
+    assert len(q) >= 6
+    for title, text in q.items():
+        line = run_line(text)
+        assert line.startswith("**This run.** Not in this run: no `"), title
+        assert not re.search(r"\d\.\d", line), (title, line)  # no number, only the table's name
+    tables = hand_tables()
+    del tables["stub_stats"]
+    save(cfg, tables)
+    line = run_line(questions(cfg)["What would a stronger stub writer change?"])
+    assert "not in this run: no `stub_stats` table (notebook 06 saves it)" in line.lower()
+    assert "0.264 with the LLM's stubs" in line  # the other table's numbers stay
+
+
+def test_a_missing_row_is_said_too(cfg):
+    tables = hand_tables()
+    tables["primary_endpoint_families"] = tables["primary_endpoint_families"].query("retriever == 'dense'")
+    save(cfg, tables)
+    line = run_line(questions(cfg)["The test over runs against the test over queries"])
+    assert line.startswith("**This run.** Not in this run: `primary_endpoint_families` has no n_runs")
+    assert not re.search(r"\d\.\d", line)
+
+
+@pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
+def test_the_quoted_words_are_the_papers():
+    paper = " ".join(PAPER_TEXT.read_text(encoding="utf-8").split())
+    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER):
+        assert quote in paper, quote

@@ -1,0 +1,274 @@
+"""A 90-minute reading-group session on a run's report, the opening of ``teaching.md``: the plan (which
+report sections and figures, in which order, for how long) and discussion questions whose numbers come from
+this run's saved tables and the paper's reference numbers (``references/paper.yaml``). A table the run did
+not save is named in one line ("not in this run"), never replaced by a number."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
+from ..data.markdown import md_number, md_text
+from ..data.queries import subset_alias
+from ..study.experiment import ExperimentConfig
+from .checks import CAPTION, sections
+from .locate import TableCache
+
+REPORT_FILE = "report.md"
+SESSION_HEADING = "A 90-minute reading-group session"
+QUESTIONS_HEADING = "Discussion questions"
+SETS = ("G1", "G2", "G3")
+NAN = float("nan")
+# The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
+PLAN = (
+    ("The question and the answer", 10, "the answer per retriever, the setup differences, the conclusions"),
+    ("Setup and data", 5, "the query sets, the registry and the two pipelines"),
+    ("Which architecture finds more tools", 15, "the main claim: recall, precision and pass rate per set"),
+    ("A larger retrieval budget", 5, "whether the better architecture changes with k"),
+    ("Registry scale", 5, "recall and divergence as the registry grows"),
+    ("Trajectories", 5, "whether plans stay inside the retrieved set"),
+    ("Stubs and Intent-Registry Coupling", 10, "the stubs, then the [worked queries](#worked-queries) and "
+                                               "[Table 2 examples](#the-papers-table-2-examples) below"),
+    ("Cost and routing", 5, "what PtR's extra LLM call costs and what routing saves"),
+    ("Retriever families", 5, "the same comparison with BM25 and hybrid retrieval"),
+    ("Beyond the paper", 5, "whether a fused or learned method beats both architectures"),
+)
+DISCUSSION_MINUTES = 20
+SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
+            "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11"}
+# The paper's words, verbatim (its setup paragraph, §3).
+QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
+            "in the reference solution)")
+QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
+QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def plan_lines(report_md: str) -> list[str]:
+    """The plan: each report section linked by its heading, with its figures' numbers and its minutes."""
+    found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
+    lines = []
+    for i, (start, minutes, what) in enumerate(PLAN, 1):
+        heading = next((h for h in found if h.startswith(start)), None)
+        if heading is None:
+            lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
+            continue
+        figures = [m.group(1) for line in found[heading].splitlines() if (m := CAPTION.match(line))]
+        shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
+        lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
+                     f"{shown}: {what}.")
+    total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES
+    return [*lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
+            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes."]
+
+
+# -- this run's numbers -------------------------------------------------------------------------------------
+
+class NotInRun(LookupError):
+    """A table, or a row of it, that this run did not save."""
+
+
+def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
+    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` when the run did
+    not save the table or it lacks a filtered column."""
+    df = cache.get(table)
+    if df is None or df.empty:
+        raise NotInRun(f"no `{table}` table (notebook {SAVED_BY.get(table, '?')} saves it)")
+    for col, wanted in where.items():
+        if col not in df:
+            raise NotInRun(f"`{table}` has no {col} column")
+        cells = df[col].astype(str)
+        df = df[(cells.map(subset_alias) if col == "subset" else cells) == wanted]
+    return df
+
+
+def value(cache: TableCache, table: str, column: str, **where: str) -> float:
+    """One number of a saved table: the first row equal to ``where``."""
+    df = rows(cache, table, **where)
+    if df.empty or column not in df:
+        raise NotInRun(f"`{table}` has no {column} for " + ", ".join(f"{c} {v}" for c, v in where.items()))
+    return float(pd.to_numeric(df[column], errors="coerce").iloc[0])
+
+
+def architectures(cache: TableCache, table: str, column: str, **where: str) -> pd.Series:
+    """``column`` of a table's RtP and PtR rows of G1-G3 (and ``where``), numbers only."""
+    df = rows(cache, table, **where)
+    keep = df["subset"].astype(str).map(subset_alias).isin(SETS) & df["method"].isin(["rtp", "ptr"]) \
+        if {"subset", "method"} <= set(df) else pd.Series(False, index=df.index)
+    found = pd.to_numeric(df.loc[keep, column], errors="coerce").dropna() if column in df else pd.Series()
+    if found.empty:
+        raise NotInRun(f"`{table}` has no {column} of RtP and PtR")
+    return found
+
+
+def p_text(p: float) -> str:
+    """``p = 0.0123`` or ``p < 0.001`` (3 significant digits); ``p = n/a`` when missing."""
+    text = md_number(p, p_value=True) if p == p else "n/a"
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def per_set(make: Callable[[str], str]) -> str:
+    """``make(set)`` for every set this run has; the last :class:`NotInRun` when none has."""
+    parts, missing = [], NotInRun("no set")
+    for s in SETS:
+        try:
+            parts.append(make(s))
+        except NotInRun as exc:
+            missing = exc
+    if not parts:
+        raise missing
+    return "; ".join(parts)
+
+
+def g1_difference(c: TableCache) -> str:
+    d, lo, hi = (value(c, "paired_tests", col, subset="G1", gt="candidates", metric="recall")
+                 for col in ("diff", "ci_low", "ci_high"))
+    return f"dense PtR − RtP on G1 {fmt_signed(d)} {fmt_ci(lo, hi)} (`paired_tests`: diff, ci_low, ci_high)"
+
+
+def objective_pass_rates(c: TableCache) -> str:
+    table = c.get("judge_validity")
+    rates = architectures(c, "judge_validity", "objective_pass_rate",
+                          **({"plans": "all"} if table is not None and "plans" in table else {}))
+    return (f"objective pass rate {fmt_number(rates.min())}–{fmt_number(rates.max())} over the sets and both "
+            "architectures (`judge_validity`: objective_pass_rate)")
+
+
+def recall_ceiling(c: TableCache) -> str:
+    recall = architectures(c, "main_results", "recall_mean", gt="candidates")
+    return f"recall at most {fmt_number(recall.max())} (`main_results`: recall_mean, candidates)"
+
+
+def g3_ground_truths(c: TableCache) -> str:
+    r = [fmt_number(value(c, "main_results", "recall_mean", subset="G3", method=m, gt=gt))
+         for gt in ("candidates", "relevant") for m in ("rtp", "ptr")]
+    return (f"dense G3 recall against `candidates` RtP {r[0]}, PtR {r[1]}; against `relevant` RtP {r[2]}, "
+            f"PtR {r[3]} (`main_results`: recall_mean by gt)")
+
+
+def endpoint(c: TableCache, family: str, column: str, subset: str) -> float:
+    """The primary comparison's ``column``: dense from ``primary_endpoint``, other families from
+    ``primary_endpoint_families`` (as the report's front reads them)."""
+    table = "primary_endpoint" if family == "dense" and c.get("primary_endpoint") is not None else \
+        "primary_endpoint_families"
+    return value(c, table, column, subset=subset, retriever=family)
+
+
+def bm25_tests(c: TableCache) -> str:
+    runs, n, p_runs, p_holm = (endpoint(c, "bm25", col, "G1")
+                               for col in ("n_runs", "n_queries", "p_runs_robustness", "p_holm"))
+    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {p_text(p_runs)}, the paired t-test "
+            f"over {fmt_count(n)} queries (Holm over the sets) {p_text(p_holm)} "
+            "(`primary_endpoint_families`: p_runs_robustness, p_holm)")
+
+
+def bm25_against_dense(c: TableCache) -> str:
+    def one(s: str) -> str:
+        b, d = ([fmt_number(endpoint(c, f, m, s)) for m in ("rtp", "ptr")] for f in ("bm25", "dense"))
+        return f"{s} BM25 RtP {b[0]}, PtR {b[1]}, dense RtP {d[0]}, PtR {d[1]}"
+    return per_set(one) + " (`primary_endpoint_families`, `primary_endpoint`: rtp, ptr)"
+
+
+def stub_hits(c: TableCache) -> str:
+    def one(s: str) -> str:
+        return f"{s} {fmt_number(value(c, 'stub_stats', 'stub_hit_share', subset=s, gt='candidates'))}"
+    return f"stub hit share {per_set(one)} (`stub_stats`: stub_hit_share, candidates)"
+
+
+def decomposers(c: TableCache) -> str:
+    def one(s: str) -> str:
+        llm, rules = (fmt_number(value(c, "ablation_decomposition", "ptr_recall", subset=s, decomposer=d))
+                      for d in ("llm", "rules"))
+        rtp = fmt_number(value(c, "ablation_decomposition", "rtp_recall", subset=s, decomposer="llm"))
+        return f"{s} PtR {llm} with the LLM's stubs, {rules} with rule-based stubs, RtP {rtp}"
+    return per_set(one) + " (`ablation_decomposition`: ptr_recall, rtp_recall by decomposer)"
+
+
+# -- the questions ------------------------------------------------------------------------------------------
+
+Maker = Callable[[TableCache], str]
+
+
+def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, ...], str]]:
+    """``(title, the paper's numbers, makers of this run's numbers, what to discuss)`` per question; the
+    paper's numbers are its reference entries' (``refs``: id to entry)."""
+    def paper(entry: str) -> float:
+        return paper_bounds(refs[entry]["paper"]).get("value", NAN) if entry in refs else NAN
+
+    def sec(entry: str) -> str:
+        return str(refs.get(entry, {}).get("section", "section not found"))
+
+    ptr, rtp = paper("g1_ptr_recall"), paper("g1_rtp_recall")
+    passes = [paper(f"{s.lower()}_{m}_pass_rate") for s in SETS for m in ("rtp", "ptr")]
+    recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
+    setup = sec("g1_query_count")
+    return [
+        ("The paper's G1 difference, twice",
+         f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
+         f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
+         f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
+         "Which of the paper's two values lies in this run's CI, and which would you quote? What can make a "
+         "stated difference differ from the difference of the stated means?"),
+        ("Pass rate against recall",
+         f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
+         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}).",
+         (objective_pass_rates, recall_ceiling),
+         "How can a plan pass when most of the query's APIs were never retrieved? What does the pass rate "
+         "measure, then?"),
+        ("Which ground truth?",
+         f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
+         f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
+         (g3_ground_truths,),
+         "Does the leader change with the definition? Which definition matches the paper's words, and which "
+         "its numbers?"),
+        ("The test over runs against the test over queries",
+         f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
+         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
+         "as fixed: what variation does it leave out, and why does that make it the more optimistic test?"),
+        ("Is BM25's win a fair comparison?",
+         f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
+         "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
+         "that test the architectures or how lexical the queries are? What would make the dense side a fair "
+         "opponent?"),
+        ("What would a stronger stub writer change?",
+         f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
+         f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
+         (stub_hits, decomposers),
+         "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
+         "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?"),
+    ]
+
+
+def run_numbers(cache: TableCache, makers: tuple[Maker, ...]) -> str:
+    """This run's numbers of a question, one clause per maker; a missing table is said in its clause."""
+    parts = []
+    for make in makers:
+        try:
+            parts.append(make(cache))
+        except NotInRun as missing:
+            parts.append(f"not in this run: {missing}")
+    return "**This run.** " + " ".join(f"{t[:1].upper()}{t[1:]}." for t in parts)
+
+
+def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFERENCES_FILE) -> list[str]:
+    """The session plan for ``report_md`` (the written report), then the discussion questions with this
+    run's numbers: the opening lines of ``teaching.md``."""
+    refs = {e["id"]: e for e in load_references(references)["entries"]}
+    cache = TableCache(cfg.tables_dir)
+    lines = [f"## {SESSION_HEADING}", "",
+             f"Read the sections of [the report]({REPORT_FILE}) in this order, then discuss the questions "
+             "below; each states this run's numbers and the table they come from.", "",
+             *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
+    for i, (title, paper_text, makers, ask) in enumerate(questions(refs), 1):
+        lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
+                  f"**Discuss.** {ask}", ""]
+    return lines
