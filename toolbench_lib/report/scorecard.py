@@ -163,10 +163,12 @@ def _shown(cause: Mapping, row: Mapping, tables: TableCache) -> str:
 def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
     """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence.
 
-    "explained" when the predicted value's CI meets the paper's value (by the row's own rule); "partly
-    explained (x of y)" when the prediction moves this run's value toward the paper's by x of the gap y
-    but not enough; "unexplained" when it moves away or past the paper's; "not tested" when the ablation's
-    table is not in this run. A setup cause is labelled "setup difference", untested.
+    "explained" when the predicted value's CI meets the paper's value (by the row's own rule) and the
+    prediction covers at least half the gap; "partly explained (x of y, share)" when the prediction moves
+    this run's value toward the paper's by x of the gap y but covers less than half of it or misses the
+    paper's value; "unexplained" when it moves away or past the paper's; "not tested" when the ablation's
+    table is not in this run. A setup cause is labelled "setup difference", untested. A cause read off a
+    subgroup (``association: true``) is at most "partly explained", labelled an association.
     """
     row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
            "metric": str(entry.get("metric", ""))}
@@ -197,11 +199,16 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
     moved = predicted - value
     text = (f"{ablation_text(cause)}: predicts {fmt_number(predicted)} [{fmt_number(low)}, "
             f"{fmt_number(high)}] = {how}")
-    if status == CONSISTENT:
+    covers = not gap or abs(moved) >= abs(gap) / 2
+    association = ", an association in a subgroup" if cause.get("association") else ""
+    if status == CONSISTENT and covers and not association:
         out.update(cause_status=EXPLAINED, evidence=f"{text}; {basis}")
-    elif gap and moved * gap > 0 and abs(moved) < abs(gap):
-        out.update(cause_status=f"{PARTLY} ({fmt_number(abs(moved))} of {fmt_number(abs(gap))})",
-                   evidence=f"{text}; recovers {fmt_number(abs(moved))} of the {fmt_number(abs(gap))} gap")
+    elif gap and moved * gap > 0 and (abs(moved) < abs(gap) or status == CONSISTENT):
+        share = min(abs(moved) / abs(gap), 1.0)
+        out.update(cause_status=f"{PARTLY} ({fmt_number(abs(moved))} of {fmt_number(abs(gap))}, "
+                                f"{share:.0%}){association}",
+                   evidence=f"{text}; recovers {fmt_number(abs(moved))} of the {fmt_number(abs(gap))} gap "
+                            f"({share:.0%}){association}")
     else:
         why = "past the paper's" if moved * gap > 0 else "away from the paper's"
         out.update(cause_status=UNEXPLAINED, evidence=f"{text}; moves {why} value")
