@@ -8,6 +8,7 @@ from toolbench_lib.report.checks import (
     MAX_FRONT_WORDS,
     MIN_CAPTION_WORDS,
     check_captions,
+    check_judged_rates,
     check_methods,
     check_paper_quotes,
     check_quantities,
@@ -78,6 +79,18 @@ def test_a_quote_of_the_paper_must_be_in_its_text():
     assert "a quote not in the paper" in " ".join(check_report(bad, QUANTITIES, [], [], paper))
 
 
+def test_a_judged_rate_outside_the_appendix_fails():
+    row = {"id": "g1_rtp_pass_rate", "status": "not scored", "this_run": 0.7123, "objective": 0.05}
+    shown = _report("| g1_rtp_pass_rate | G1 | 0.884 | 0.050 (objective) |")
+    assert check_judged_rates(shown, [row]) == []
+    judged = _report("| g1_rtp_pass_rate | G1 | 0.884 | 0.712 |")
+    assert check_judged_rates(judged, [row]) == [
+        "row g1_rtp_pass_rate: the judged rate 0.712 outside the appendix"]
+    assert check_judged_rates(judged + "\n## Appendix B\n\n| g1_rtp_pass_rate | 0.712 |\n", [row]) != []
+    assert check_judged_rates(shown + "\n## Appendix B\n\n| g1_rtp_pass_rate | 0.712 |\n", [row]) == []
+    assert check_judged_rates(judged, [{**row, "status": "consistent"}]) == []  # a judge kappa high enough
+
+
 def test_raw_numbers_fail_and_rounded_ones_pass():
     assert raw_floats("0.372, p = 0.00211, p < 0.001, 163 queries, torch 2.13.0, `0.123456`") == []
     assert raw_floats("p = 0.00210603, 1.99043e-05 and 12.3456") == ["0.00210603", "1.99043e-05", "12.3456"]
@@ -107,3 +120,22 @@ def test_latex_and_bare_missing_values_fail():
 def test_escaped_values_count_as_written():
     report = _report().replace("| dense | G1 | p = 0.012 |", "| dense | G1 | p &lt; 0.001 \\[0.1, 0.2\\] |")
     assert check_quantities(report, {"dense G1 p": "p < 0.001", "dense G1 CI": "[0.1, 0.2]"}) == []
+
+
+def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
+    import pandas as pd
+
+    from toolbench_lib.report.write import _report_table
+
+    report = pd.DataFrame([
+        {"id": "g1_rtp_pass_rate", "subset": "G1", "paper": "0.884", "this_run": 0.7123, "objective": 0.05,
+         "metric": "pass_rate", "ci_low": float("nan"), "ci_high": float("nan"), "status": "not scored",
+         "direction": "", "basis": "judge kappa 0.062 < 0.4", "cause_status": "", "cause": ""},
+        {"id": "g1_rtp_recall", "subset": "G1", "paper": "0.372", "this_run": 0.401,
+         "objective": float("nan"), "metric": "recall", "ci_low": 0.35, "ci_high": 0.45,
+         "status": "consistent", "direction": "", "basis": "", "cause_status": "", "cause": ""}])
+    table = _report_table(report, full=False)
+    assert "0.050 (objective)" in table and "0.712" not in table and "judge kappa 0.062 &lt; 0.4" in table
+    assert "0.401" in table and "0.350, 0.450" in table
+    rows = report.to_dict("records")
+    assert check_judged_rates(table, rows) == []

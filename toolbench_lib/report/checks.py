@@ -3,6 +3,7 @@
 * one value per named quantity (the report's ledger, ``report_quantities.json``), each value in the text;
 * one p-value per comparison: every p-value of the primary comparison is stated once per retriever and set;
 * every scored row has a 95% CI or says why it has none;
+* a judged rate the judge cannot support (kappa too low) appears only in the appendix;
 * every method name the report shows is defined in its glossary;
 * every quote of the paper (*“...”*) is verbatim in the paper's text, when that text is at hand;
 * every figure caption has at least :data:`MIN_CAPTION_WORDS` words, is its own and names no internal id;
@@ -139,6 +140,26 @@ def check_paper_quotes(markdown: str, paper: str | None) -> list[str]:
             if " ".join(q.split()) not in paper]
 
 
+def check_judged_rates(markdown: str, rows: Iterable[Mapping]) -> list[str]:
+    """A judged rate the judge cannot support (a row not scored that has an objective rate) appears only in
+    the appendix: before it, the row's lines show the objective rate."""
+    body = markdown.split("\n## Appendix", 1)[0].splitlines()
+    problems = []
+    for r in rows:
+        objective, judged = r.get("objective"), r.get("this_run")
+        if r.get("status") != "not scored" or not _number(objective) or not _number(judged):
+            continue
+        shown = f"{float(judged):.3f}"
+        if shown != f"{float(objective):.3f}" and any(str(r.get("id")) in line and shown in line
+                                                       for line in body):
+            problems.append(f"row {r.get('id')}: the judged rate {shown} outside the appendix")
+    return problems
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and value == value
+
+
 def raw_floats(markdown: str) -> list[str]:
     """Numbers written raw (:data:`RAW_FLOAT`) outside code spans and link targets."""
     return RAW_FLOAT.findall(CODE_OR_LINK.sub(" ", markdown))
@@ -191,4 +212,4 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
             problems.append(f"{what} in the text: {sorted(set(found))[:5]}")
     return (problems + check_quantities(markdown, quantities) + check_p_values(markdown, quantities)
             + check_captions(markdown) + check_scored_rows(rows) + check_methods(markdown, method_names)
-            + check_paper_quotes(markdown, paper))
+            + check_paper_quotes(markdown, paper) + check_judged_rates(markdown, rows))

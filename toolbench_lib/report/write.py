@@ -30,7 +30,7 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
-from .locate import DIFFERS, TableCache
+from .locate import DIFFERS, NOT_SCORED, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import teaching_material
@@ -218,14 +218,28 @@ def _status_text(r) -> str:
     return status
 
 
+def objective_shown(report: pd.DataFrame) -> pd.Series:
+    """The rows whose judged number is not scored (the judge's kappa too low) and that have an objective rate:
+    the report shows the objective rate there; the judged one only in the appendix's validity table."""
+    objective = report["objective"] if "objective" in report else pd.Series(float("nan"), index=report.index)
+    return (report["status"] == NOT_SCORED) & objective.notna()
+
+
 def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
-    """Report rows with every number formatted once (3 decimals, counts with separators, no nan)."""
+    """Report rows with every number formatted once (3 decimals, counts with separators, no nan); a judged
+    rate the judge cannot support shows the objective rate instead (:func:`objective_shown`)."""
+    objective = objective_shown(report)
+    value = report["this_run"].where(~objective, report.get("objective"))
     out = pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
-        "this run": [fmt_count(v) if m in ("count", "wins") else fmt_number(v)
-                     for v, m in zip(report["this_run"], report["metric"], strict=True)],
-        "95% CI": [fmt_ci(lo, hi) if pd.notna(lo) else "no CI: " + (str(b) if isinstance(b, str) else "")
-                   for lo, hi, b in zip(report["ci_low"], report["ci_high"], report["basis"], strict=True)],
+        "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
+                     + (" (objective)" if o else "")
+                     for v, m, o in zip(value, report["metric"], objective, strict=True)],
+        "95% CI": [f"no CI: the objective pass rate is shown, as {b}; the judged rate is in the appendix"
+                   if o else fmt_ci(lo, hi) if pd.notna(lo)
+                   else "no CI: " + (str(b) if isinstance(b, str) else "")
+                   for lo, hi, b, o in zip(report["ci_low"], report["ci_high"], report["basis"], objective,
+                                           strict=True)],
         "status": [_status_text(r) for r in report.itertuples()]})
     if full:
         out["what"] = report["description"]
