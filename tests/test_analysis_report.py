@@ -581,3 +581,40 @@ def test_validation_queries_repeating_a_design_text_are_left_out_and_counted_in_
     assert "W kept too few to be scored" in text
     assert ledger.as_dict()["validation_queries_repeating_a_design_text"] == "2"
     assert unseen_lines(None, ledger) == []
+
+
+def test_one_answer_sentence_follows_the_verdicts():
+    from toolbench_lib.report.front import answer_sentence
+
+    def rows(spec):
+        return pd.DataFrame([{"retriever": fam, "subset": s, "leader": lead, "significant": sig,
+                              "paper_leader": "PtR" if s != "G1" else "RtP", "verdict": verdict}
+                             for fam, sets in spec.items() for s, (lead, sig, verdict) in sets.items()])
+
+    dense = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", False, "same direction"),
+             "G3_instruction_original": ("RtP", False, "not reproduced")}
+    bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
+            "G3_instruction_original": ("PtR", True, "reproduced")}
+    text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
+    assert text == ("**The answer.** With the paper's dense retrieval, RtP leads on G1, neither leads "
+                    "significantly on G2 and G3; with BM25 retrieval, RtP leads on G1, PtR leads on G2 and "
+                    "G3: the paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) holds with BM25 "
+                    "retrieval only.")
+    flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
+    assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
+        "holds with no retriever tested.")
+    assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
+
+
+def test_the_query_counts_are_explained_in_one_line():
+    from toolbench_lib.report.front import count_line
+
+    rows = pd.DataFrame({"subset": ["G1_instruction", "G2_category_original", "G1_instruction"],
+                         "n_queries": [163, 199, 163]})
+    paper = pd.DataFrame({"subset": ["G1", "G2", "G3"], "n_queries": [200.0, 200.0, 100.0]})
+    line = count_line(rows, paper)
+    assert line.startswith("Queries per set: G1 163 (`G1_instruction`, StableToolBench's solvable subset")
+    assert "G2 199 (`G2_category_original`, the original ToolBench test set; the paper's: 200)" in line
+    assert line.endswith("G1 holds fewer queries than the paper's because StableToolBench kept only the "
+                         "queries it could solve.")
+    assert not count_line(rows.assign(n_queries=200), paper).endswith("could solve.")

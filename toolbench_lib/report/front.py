@@ -115,6 +115,53 @@ def crossover_text(rows: pd.DataFrame) -> str:
     return text
 
 
+def _sets(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def answer_sentence(rows: pd.DataFrame) -> str:
+    """The answer in one sentence, from the primary comparisons (Holm-adjusted paired tests): per family,
+    which architecture leads significantly on which sets, then the families with which the paper's
+    crossover holds. Generated from the rows, so it changes when they do."""
+    parts, holds = [], []
+    for family, g in rows.groupby("retriever", sort=False):
+        sig = g[g["significant"].astype(bool)]
+        lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
+        none = [subset_alias(s) for s in g.loc[~g["significant"].astype(bool), "subset"]]
+        said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
+        said += [f"neither leads significantly on {_sets(none)}"] if none else []
+        parts.append(f"with {FAMILY_SHORT.get(family, family)} retrieval, {', '.join(said)}")
+        with_paper = g[g["paper_leader"].notna()]
+        if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
+            holds.append(FAMILY_SHORT.get(family, family))
+    verdict = (f"the paper's crossover ({PAPER_CROSSOVER}) holds with {_sets(holds)} retrieval only"
+               if holds and len(holds) < len(parts) else
+               f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
+               f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
+    text = "; ".join(parts)
+    return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}."
+
+
+SET_SOURCES = {"_original": "the original ToolBench test set",
+               "": "StableToolBench's solvable subset of the ToolBench test set"}
+
+
+def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
+    """Why this run's sets hold other numbers of queries than the paper's, in one line."""
+    paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
+    said, fewer = [], []
+    for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False):
+        alias, source = subset_alias(s), SET_SOURCES["_original" if str(s).endswith("_original") else ""]
+        theirs = paper.get(alias)
+        said.append(f"{alias} {fmt_count(n)} (`{s}`, {source}"
+                    + (f"; the paper's: {fmt_count(theirs)})" if theirs is not None else ")"))
+        if theirs is not None and n < theirs and not str(s).endswith("_original"):
+            fewer.append(alias)
+    end = (f" {_sets(fewer)} {'holds' if len(fewer) == 1 else 'hold'} fewer queries than the paper's because "
+           "StableToolBench kept only the queries it could solve." if fewer else "")
+    return f"Queries per set: {'; '.join(said)}.{end}"
+
+
 def family_headline(family: str, rows: pd.DataFrame) -> str:
     """One line per family for "what the paper gets right and wrong"."""
     return f"With {FAMILY_SHORT.get(family, family)} retrieval, {crossover_text(rows)}."

@@ -13,7 +13,7 @@ import pandas as pd
 from ..analysis.endpoint import PRIMARY
 from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
-from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
+from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
 from ..explorer.data import explorer_url
 from ..retrieval.methods import load_methods
@@ -21,7 +21,9 @@ from ..study.experiment import ExperimentConfig
 from .checks import check_report
 from .front import (
     Ledger,
+    answer_sentence,
     claim_verdicts,
+    count_line,
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
@@ -377,11 +379,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
-             PRIMARY.at(cfg.k).text(), ""]
+             *([answer_sentence(rows), ""] if len(rows) else []), PRIMARY.at(cfg.k).text(), ""]
     conclusions, headlines = {}, {}
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        parts += [endpoint_table_markdown(rows, ledger), ""]
+        parts += [endpoint_table_markdown(rows, ledger), "", count_line(rows, paper_query_counts()), ""]
         conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
         headlines = {f: family_headline(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
