@@ -618,3 +618,17 @@ def test_the_query_counts_are_explained_in_one_line():
     assert line.endswith("G1 holds fewer queries than the paper's because StableToolBench kept only the "
                          "queries it could solve.")
     assert not count_line(rows.assign(n_queries=200), paper).endswith("could solve.")
+
+
+def test_an_ordering_is_consistent_only_on_the_papers_side():
+    """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI reaches above 0 would meet
+    the bound {min: 0}, but as an ordering (PtR more) it differs; a tie is no ordering either."""
+    assert compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06))[1] == "consistent"  # a bound met by the CI
+    diff, status, _, basis = compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06), ordering=True)
+    assert status == "differs" and basis.startswith("the paper's ordering") and "[-0.200, 0.060]" in basis
+    assert compare(0.03, {"min": 0.0}, ci=(-0.01, 0.07), ordering=True)[1] == "consistent"
+    assert compare(-0.026, {"max": 0.0}, ordering=True)[1] == "consistent"
+    assert compare(0.0, {"max": 0.0}, ordering=True)[1:3] == ("differs", "")
+    rows = {e["id"]: e for e in load_references()["entries"]}
+    assert all(rows[i].get("ordering") for i in ("g1_rtp_ahead_at_every_k", "g2_ptr_ahead_at_every_k",
+                                                 "g3_ptr_names_more_apis"))

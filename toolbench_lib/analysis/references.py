@@ -187,6 +187,8 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
 def paper_numbers(entry: Mapping) -> list[float]:
     """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
     a worked example's two recalls."""
+    if entry.get("ordering"):
+        return []  # a claim of sign (PtR ahead): its bound 0 is not a number the paper writes
     out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
     out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
     return out

@@ -169,14 +169,15 @@ def _overlaps(low: float, high: float, a: float, b: float) -> bool:
 
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
-            ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
+            ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's.
 
     ``difference`` is this run minus the paper, or the distance outside the paper's range. With a 95% CI
     (``ci``) the status is "consistent" when the CI meets the paper's value, or its range, or (a "~"
     number) its value ± ``tolerance``. Without one: within ``tolerance``, else equal at the paper's last
     decimal, or inside the paper's range. "differs" otherwise, with the direction of this run against
-    the paper (above / below).
+    the paper (above / below). An ``ordering`` (a claim of sign, e.g. ``{min: 0}``: PtR ahead) is consistent
+    only when this run's estimate itself lies on the paper's side; its CI is stated beside it.
     """
     if "value" in bounds:
         paper = bounds["value"]
@@ -196,7 +197,12 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
-    if ci is not None:
+    if ordering:
+        basis = "the paper's ordering, by this run's estimate" + (
+            f" (95% CI [{fmt_number(ci[0])}, {fmt_number(ci[1])}])" if ci is not None else "")
+        if this_run in (low, high):
+            return 0.0, DIFFERS, "", basis + ": a tie"
+    elif ci is not None:
         ok = _overlaps(ci[0], ci[1], low, high)
         basis += (f" {'meets' if ok else 'misses'} this run's 95% CI "
                   f"[{fmt_number(ci[0])}, {fmt_number(ci[1])}]")

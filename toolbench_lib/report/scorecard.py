@@ -303,7 +303,8 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         if not (why_low or why_high):
             ci = (low, high)
             row["ci_low"], row["ci_high"] = low, high
-    diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci)
+    diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
+                                             bool(entry.get("ordering")))
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
