@@ -7,8 +7,6 @@ for one value per named quantity (``report_quantities.json`` beside ``report.md`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
@@ -142,29 +140,16 @@ def answer_sentence(rows: pd.DataFrame) -> str:
     return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}."
 
 
-SET_SOURCES = {"_original": "the original ToolBench test set",
-               "": "StableToolBench's solvable subset of the ToolBench test set"}
-
-
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
-    """Why this run's sets hold other numbers of queries than the paper's, in one line."""
+    """Why a set holds fewer queries than the paper's, in one line (the counts are in the setup table)."""
     paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
-    said, fewer = [], []
-    for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False):
-        alias, source = subset_alias(s), SET_SOURCES["_original" if str(s).endswith("_original") else ""]
-        theirs = paper.get(alias)
-        said.append(f"{alias} {fmt_count(n)} (`{s}`, {source}"
-                    + (f"; the paper's: {fmt_count(theirs)})" if theirs is not None else ")"))
-        if theirs is not None and n < theirs and not str(s).endswith("_original"):
-            fewer.append(alias)
-    end = (f" {_sets(fewer)} {'holds' if len(fewer) == 1 else 'hold'} fewer queries than the paper's because "
-           "StableToolBench kept only the queries it could solve." if fewer else "")
-    return f"Queries per set: {'; '.join(said)}.{end}"
-
-
-def family_headline(family: str, rows: pd.DataFrame) -> str:
-    """One line per family for "what the paper gets right and wrong"."""
-    return f"With {FAMILY_SHORT.get(family, family)} retrieval, {crossover_text(rows)}."
+    fewer = [f"{subset_alias(s)} holds {fmt_count(n)} (the paper's: {fmt_count(paper[subset_alias(s)])})"
+             for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
+             if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
+    if not fewer:
+        return ""
+    return (f"{'; '.join(fewer)}: this run's `test_instruction` sets are StableToolBench's solvable subsets, "
+            "the queries it kept as solvable; the `_original` sets are ToolBench's own.")
 
 
 def family_conclusion(family: str, rows: pd.DataFrame, ledger: Ledger) -> str:
@@ -201,11 +186,11 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
 
-def right_and_wrong(report: pd.DataFrame, headlines: Mapping[str, str], extra: list[str]) -> list[str]:
-    """What the paper gets right and wrong: its headline per retriever, then the scorecard's counts."""
+def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
+    """What the paper gets right and wrong: the scorecard's counts, then ``extra`` lines (the crossover per
+    retriever is the answer sentence's)."""
     c = status_counts(report) if len(report) else {}
     lines = ["### What the paper gets right and wrong", ""]
-    lines += [f"- {text}" for text in headlines.values()]
     if c:
         counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
         lines.append(f"- The paper's {fmt_count(len(report))} reference numbers against this run: {counts}. "

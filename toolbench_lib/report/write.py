@@ -27,7 +27,6 @@ from .front import (
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
-    family_headline,
     limits,
     right_and_wrong,
     setup_box,
@@ -380,19 +379,18 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
              *([answer_sentence(rows), ""] if len(rows) else []), PRIMARY.at(cfg.k).text(), ""]
-    conclusions, headlines = {}, {}
+    conclusions = {}
     same_quantities(report, ledger, cfg.k)
     if len(rows):
         parts += [endpoint_table_markdown(rows, ledger), "", count_line(rows, paper_query_counts()), ""]
         conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
-        headlines = {f: family_headline(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
               "discussion questions on this run's numbers.", ""]
     parts += setup_box(cfg, provenance, references, rows)
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
-    parts += right_and_wrong(report, headlines, extra)
+    parts += right_and_wrong(report, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
