@@ -448,6 +448,8 @@ def test_every_selected_method_is_a_column_and_the_filter_names_them(three_metho
     ex.more.value = ("rtp@bm25",)
     html = ex.render()
     assert all(f"<div class='col method-{m}'>" in html for m in ("rtp", "ptr", "rtp@bm25")), html[-800:]
+    # each column says what its method is, in the glossary's words
+    assert "<p class='muted qx-desc'>RtP (retrieve, then plan) with bm25 retrieval.</p>" in html
     ex.filter.value = "all_missed"
     assert dict(ex.filter.options)["every selected method (3) missed"] == "all_missed"
     assert "every selected method (3) missed" in ex.count.value

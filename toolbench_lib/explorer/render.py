@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..data.markdown import html_text
 from ..data.queries import subset_alias
+from ..retrieval.methods import describe_method
 from .data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
 
 STYLE = """<style>
@@ -320,6 +321,7 @@ class QueryRendering:
         k = int(self.k.value)
         name = html_text(method_label(method, True))
         parts = [f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
+                 f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",
                  f"<p>recall@{k}: <b>{recall:.3f}</b> ({hits} ground-truth APIs in the top {k})</p>",
                  "<h4>Ranking</h4>", self._list(top, gt, "hit")]
         if self._has_texts(method):

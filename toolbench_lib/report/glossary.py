@@ -7,9 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..config import K
-from ..retrieval.fused import FUSED, spec_of
-from ..retrieval.methods import load_methods
-from ..retrieval.retrievers import split_method
+from ..retrieval.methods import describe_method, load_methods
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 
@@ -128,24 +126,9 @@ NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the 
             "scales each ranking's scores to 0..1 before fusing; rrf is reciprocal-rank fusion.")
 
 
-ARCH_NAMES = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
-
-
 def method_terms() -> list[Term]:
     """A glossary entry for every registered method name (architectures, fused and learned methods)."""
-    out = []
-    for name in load_methods():
-        if name in FUSED:
-            text = f"Fused: {spec_of(name).describe()}."
-        elif name.startswith("ltr"):
-            text = ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds) over features of "
-                    "the query's and stubs' dense and BM25 rankings" + (", without any stub (no LLM call)."
-                                                                        if "nollm" in name else "."))
-        else:
-            arch, family = split_method(name)
-            text = f"{ARCH_NAMES.get(arch, arch)} with {family} retrieval."
-        out.append(Term(f"`{name}`", text, "retrieval.methods"))
-    return out
+    return [Term(f"`{name}`", describe_method(name), "retrieval.methods") for name in load_methods()]
 
 
 def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
