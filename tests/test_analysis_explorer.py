@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -478,6 +479,17 @@ def test_a_link_opens_the_same_view(study):
     # A query outside the link's filter is still shown (its subset chosen, the filter widened).
     other.apply_state("query=G1_instruction:1&filter=a_wins")
     assert other.query.value == "G1_instruction:1" and other.subset.value == "G1"
+
+
+def test_the_footer_names_sections_the_report_has(study):
+    from toolbench_lib.report import write
+
+    reg, result = study
+    footer = QueryExplorer(None, result, registry=reg, k=5, run_name="default").provenance.value
+    headings = {"Glossary": "## Glossary", "Appendix C": "## Appendix C"}
+    source = Path(write.__file__).read_text()
+    assert all(name in footer and f'"{h}' in source for name, h in headings.items())
+    assert "section 08" not in footer
 
 
 def test_a_bad_link_is_named_one_line_each(study):

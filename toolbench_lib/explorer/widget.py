@@ -269,9 +269,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def _provenance_html(self) -> str:
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
         report = ""
-        if self.run_name:  # the report of the family's main run explains the explorer (its section 08)
-            report = (f"<br>How to read it: the report's section 08 · Query explorer, "
-                      f"<code>outputs/{html.escape(family_base(str(self.run_name)))}/report.html</code>")
+        if self.run_name:  # the report of the family's main run names the methods and works queries through
+            report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
+                      f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
+                      f"/report.html</code>")
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
