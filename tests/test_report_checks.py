@@ -139,3 +139,18 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
     assert "0.401" in table and "0.350, 0.450" in table
     rows = report.to_dict("records")
     assert check_judged_rates(table, rows) == []
+
+
+def test_a_wide_saved_table_is_narrowed_for_the_report():
+    import pandas as pd
+
+    from toolbench_lib.report.write import narrow
+
+    nan = float("nan")
+    wide = pd.DataFrame({"method": ["fuse4", "rtp"], "recall": [0.5981, 0.61], "recall_lo": [0.418, 0.5],
+                         "recall_hi": [0.77, 0.7], "diff": [-0.018, nan], "diff_ci_low": [-0.072, 0.0],
+                         "diff_ci_high": [0.044, 0.0], "note": [nan, nan], "p_value": [0.56, 0.1]})
+    out = narrow(wide)
+    assert list(out.columns) == ["method", "recall", "diff", "p_value"]
+    assert out["recall"].tolist() == ["0.598 [0.418, 0.770]", "0.610 [0.500, 0.700]"]
+    assert out["diff"].iloc[0] == "-0.018 [-0.072, 0.044]" and pd.isna(out["diff"].iloc[1])

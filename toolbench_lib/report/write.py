@@ -291,13 +291,33 @@ def readable_header(table_md: str) -> str:
     return "\n".join(lines)
 
 
+CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
+
+
+def narrow(table: pd.DataFrame) -> pd.DataFrame:
+    """A saved table as the report prints it: each value with its interval in one cell (``recall`` with
+    ``recall_lo``/``recall_hi`` becomes ``0.598 [0.418, 0.770]``) and columns with no value left out, so a
+    wide table fits the page."""
+    out = table.dropna(axis=1, how="all")
+    out = out.loc[:, [c for c in out.columns if not (out[c].astype(str).str.strip() == "").all()]]
+    for col in list(out.columns):
+        for lo, hi in CI_ENDS:
+            if f"{col}{lo}" in out and f"{col}{hi}" in out and pd.api.types.is_numeric_dtype(out[col]):
+                out[col] = [f"{fmt_number(v)} {fmt_ci(a, b)}" if pd.notna(v) else v
+                            for v, a, b in zip(out[col], out[f"{col}{lo}"], out[f"{col}{hi}"], strict=True)]
+                out = out.drop(columns=[f"{col}{lo}", f"{col}{hi}"])
+    return out
+
+
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
-    """A report section of saved Markdown tables (``(name, title)`` pairs); nothing when none was saved."""
+    """A report section of saved tables (``(name, title)`` pairs, read from their CSV files and narrowed
+    by :func:`narrow`); nothing when none was saved."""
     parts = []
     for name, title in tables:
-        path = cfg.tables_dir / f"{name}.md"
+        path = cfg.tables_dir / f"{name}.csv"
         if path.exists():
-            parts += [f"{level} {title}", "", readable_header(path.read_text(encoding="utf-8").strip()), ""]
+            table = md_table(narrow(pd.read_csv(path, keep_default_na=True)))
+            parts += [f"{level} {title}", "", readable_header(table), ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts
 
 
