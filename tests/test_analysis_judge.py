@@ -19,7 +19,6 @@ from toolbench_lib.analysis.judge import (
     ordering,
     pass_rate_table,
     plan_evidence,
-    verdict_stability,
 )
 from toolbench_lib.llm.cassettes import read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
@@ -125,14 +124,6 @@ def test_other_verdicts_replace_the_studys():
                            "judge_version": "judge-v2"}])
     ev = plan_evidence(_study(), verdicts=other)
     assert ev[["qkey", "verdict", "judge_version"]].values.tolist() == [["q1", "Unsolved", "judge-v2"]]
-
-
-def test_verdict_stability():
-    assert verdict_stability(_study(runs=1)).empty
-    s = verdict_stability(_study(runs=2)).set_index(["subset", "method"])
-    assert s.loc[("G1", "rtp"), ["n_pairs", "same_verdict"]].tolist() == [3, 2 / 3]
-    assert s.loc[("G1", "rtp"), "same_verdict_same_plan"] == 2 / 3  # the plans are identical across runs
-    assert s.loc[("G1", "ptr"), "n_pairs"] == 2  # q3's plan has no verdict
 
 
 def test_judge_v2_is_selectable_and_v1_stays_default():

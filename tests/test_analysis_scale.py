@@ -20,7 +20,6 @@ from toolbench_lib.analysis.similarity import (
     max_over_groups,
     query_similarities,
     topk_columns,
-    topk_rows,
 )
 from toolbench_lib.eval.evaluation import per_query_runs, score_rankings
 from toolbench_lib.llm.rules import RulesBackend
@@ -39,13 +38,6 @@ def test_topk_columns_on_a_column_subset():
     assert pos[1].tolist() == [0, 2, 3]  # the tie 0.6/0.6 goes to the lower column
     pos, _ = topk_columns(m, np.array([1, 4]), 10)  # k capped at the subset size
     assert pos.tolist() == [[1, 4], [4, 1]]
-
-
-def test_topk_rows_maps_columns_to_registry_rows():
-    m = np.array([[0.1, 0.9, 0.5]], dtype=np.float32)
-    rows = np.array([40, 7, 12])
-    assert topk_rows(m, np.arange(3), 2, rows).tolist() == [[7, 12]]
-    assert topk_rows(m, np.arange(3), 2).tolist() == [[1, 2]]
 
 
 def test_max_over_groups_matches_a_direct_max_across_blocks():

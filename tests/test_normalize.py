@@ -1,6 +1,6 @@
 import pytest
 
-from toolbench_lib.data.normalize import norm_key, norm_name, strip_version
+from toolbench_lib.data.normalize import norm_name, strip_version
 
 
 @pytest.mark.parametrize(
@@ -24,4 +24,3 @@ def test_norm_name(raw, expected):
 def test_strip_version_and_key():
     assert strip_version("Dad Jokes_v2") == "Dad Jokes"
     assert strip_version("Dad Jokes_v2x") == "Dad Jokes_v2x"
-    assert norm_key("Dad Jokes_v2", "Random Joke") == ("dadjokes", "randomjoke")

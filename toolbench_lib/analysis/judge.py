@@ -33,10 +33,8 @@ module re-exports them beside the analyses built on them.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..data.queries import subset_alias
@@ -62,8 +60,6 @@ FIDELITY_COLUMNS = ["subset", "method", "fidelity_strict", "fidelity", "resolved
                     "n_plans", "n_steps"]
 PAPER_PASS_LEADER = {"G1": "rtp", "G2": "ptr", "G3": "ptr"}  # paper: G1 0.884 vs 0.840, G2 0.747 vs 0.855,
 # G3 0.732 vs 0.820 (RtP vs PtR)
-STABILITY_COLUMNS = ["subset", "method", "n_pairs", "same_verdict", "n_same_plan_pairs",
-                     "same_verdict_same_plan"]
 
 
 def confusion(ev: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
@@ -89,30 +85,6 @@ def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -
     cols = [c for c in VALIDITY_COLUMNS if c in out] + [c for c in out if c not in VALIDITY_COLUMNS]
     return out[cols] if rows else pd.DataFrame(columns=VALIDITY_COLUMNS)
 
-
-def verdict_stability(result: StudyResult) -> pd.DataFrame:
-    """Per subset and method: agreement of verdicts between runs for the same query (and same plan).
-
-    Empty with a single run: stability needs the same query judged in at least two runs.
-    """
-    p = result.plans
-    if p.empty or p["run"].nunique() < 2:
-        return pd.DataFrame(columns=STABILITY_COLUMNS)
-    p = p[p["verdict"].notna()].merge(result.queries[["qkey", "subset"]], on="qkey")
-    rows = []
-    for (subset, method), g in p.groupby(["subset", "method"], sort=False):
-        same, same_plan = [], []
-        for _, q in g.groupby("qkey"):
-            for a, b in itertools.combinations(q.to_dict("records"), 2):
-                agree = a["verdict"] == b["verdict"]
-                same.append(agree)
-                if a["steps_json"] == b["steps_json"] and a["refusal"] == b["refusal"]:
-                    same_plan.append(agree)
-        rows.append({"subset": subset_alias(subset), "method": method, "n_pairs": len(same),
-                     "same_verdict": float(np.mean(same)) if same else float("nan"),
-                     "n_same_plan_pairs": len(same_plan),
-                     "same_verdict_same_plan": float(np.mean(same_plan)) if same_plan else float("nan")})
-    return pd.DataFrame(rows, columns=STABILITY_COLUMNS)
 
 
 def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:

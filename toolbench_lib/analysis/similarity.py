@@ -96,12 +96,6 @@ def topk_columns(matrix: np.ndarray, cols: np.ndarray, k: int) -> tuple[np.ndarr
     return cols[part], np.take_along_axis(scores, order, axis=1)
 
 
-def topk_rows(matrix: np.ndarray, cols: np.ndarray, k: int,
-              rows: np.ndarray | None = None) -> np.ndarray:
-    """Top-``k`` registry rows per matrix row over ``cols``; with ``rows=None`` the column positions."""
-    pos, _ = topk_columns(matrix, cols, k)
-    return pos if rows is None else np.asarray(rows)[pos]
-
 
 def max_over_groups(texts_vecs: np.ndarray, group_sizes: Sequence[int], api_vecs: np.ndarray,
                     block_rows: int = BLOCK_ROWS) -> np.ndarray:

@@ -21,10 +21,6 @@ def norm_name(name: str | None) -> str:
     return _NON_ALNUM.sub("", strip_version(str(name)).lower())
 
 
-def norm_key(tool: str | None, api: str | None) -> tuple[str, str]:
-    """Normalised (tool, API) key."""
-    return norm_name(tool), norm_name(api)
-
 
 def norm_text(text: str) -> str:
     """A text as compared across sets or stubs: case-folded, whitespace collapsed."""
