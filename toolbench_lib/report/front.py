@@ -88,12 +88,11 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
 
 def _set_phrase(r, ledger: Ledger) -> str:
     n, s = _name(r), subset_alias(r.subset)
-    diff = ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff))
-    ci = ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
+    diff = ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff))  # its CI is in the answer's table above
     p = ledger.put(f"{n} p", fmt_p(r.p_holm))
     if r.significant:
-        return f"{r.leader} ahead on {s} ({diff} {ci}, {p})"
-    return f"no significant difference on {s} ({diff} {ci}, {p})"
+        return f"{r.leader} ahead on {s} ({diff}, {p})"
+    return f"no significant difference on {s} ({diff}, {p})"
 
 
 def crossover_text(rows: pd.DataFrame) -> str:
