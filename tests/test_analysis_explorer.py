@@ -519,3 +519,15 @@ def test_pages_of_a_real_study(slice_setup, real_study):
     assert _row_ids(ex)[0] == str(real_study.queries["query_id"].iloc[PAGE_ROWS])
     assert f"rows {PAGE_ROWS + 1}–" in ex.page_label.value and "page=2" in ex.state_query()
     assert ex.prev_page.disabled is False
+
+
+def test_the_page_says_it_is_busy_while_a_change_is_computed(study):
+    ex = _explorer(study)
+    seen = []
+    render = ex.render
+    ex.render = lambda: seen.append("qx-busy" in ex.widget._dom_classes) or render()
+    ex.k.value = 3
+    ex.show.value = "a"
+    assert seen and all(seen) and "qx-busy" not in ex.widget._dom_classes
+    from toolbench_lib.explorer.render import STYLE
+    assert ".query-explorer.qx-busy .qx-count::before" in STYLE

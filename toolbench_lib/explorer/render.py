@@ -26,6 +26,9 @@ STYLE = """<style>
 .qx .tag {font-size: 11px; padding: 0 4px; border-radius: 3px; background: #eee; margin-left: 4px}
 .qx .tag.active {background: #cfe8d6}
 .qx .muted {color: #595959}
+.query-explorer.qx-busy {cursor: progress}
+.query-explorer.qx-busy .qx-output, .query-explorer.qx-busy .qx-table {opacity: 0.55}
+.query-explorer.qx-busy .qx-count::before {content: "updating… "; font-style: italic}
 .qx .tag {color: #1a1a1a; font-weight: normal}
 .qx .tag.kept {background: #d7ecdd} .qx .tag.dropped {background: #f9e3e3}
 .query-explorer :focus-visible, .query-explorer button:focus, .query-explorer input:focus,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -310,15 +311,17 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def _on_query_change(self, _change) -> None:
         if self._updating:
             return
-        self._follow_query()
-        self._draw_table(self._frame)
-        self.output.value = self.render()
-        self._sync_url()
+        with self.busy():
+            self._follow_query()
+            self._draw_table(self._frame)
+            self.output.value = self.render()
+            self._sync_url()
 
     def _on_view_change(self, _change) -> None:
         if not self._updating:
-            self.output.value = self.render()
-            self._sync_url()
+            with self.busy():
+                self.output.value = self.render()
+                self._sync_url()
 
     def sort_by(self, column: str) -> None:
         """Sort the table by a column; the same column again reverses it. The gap column cycles through
@@ -378,8 +381,22 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             finally:
                 self._updating = was
 
+    @contextmanager
+    def busy(self):
+        """While a change is computed, the page says so: the explorer carries the class ``qx-busy`` (its
+        output dimmed, a progress cursor and an 'updating' note beside the count), removed when done."""
+        self.widget.add_class("qx-busy")
+        try:
+            yield
+        finally:
+            self.widget.remove_class("qx-busy")
+
     def _refresh(self, prefer: str | None = None) -> None:
         """Recompute the view after a change of its queries: rows, summary, the query shown, the page."""
+        with self.busy():
+            self._recompute(prefer)
+
+    def _recompute(self, prefer: str | None) -> None:
         self._frame = self.table_frame()
         keys = self._frame["qkey"].tolist()
         previous = self.query.value
