@@ -631,3 +631,16 @@ def test_an_ordering_is_consistent_only_on_the_papers_side():
     rows = {e["id"]: e for e in load_references()["entries"]}
     assert all(rows[i].get("ordering") for i in ("g1_rtp_ahead_at_every_k", "g2_ptr_ahead_at_every_k",
                                                  "g3_ptr_names_more_apis"))
+
+
+def test_the_worked_queries_link_to_their_views():
+    from toolbench_lib.report.teaching import PICK_COLUMNS, TeachingMaterial
+    from toolbench_lib.report.write import worked_links
+
+    empty = dict.fromkeys(PICK_COLUMNS)
+    picks = pd.DataFrame([empty | {"role": "ptr_win", "qkey": "G1_instruction:87632"},
+                          empty | {"role": "both_miss", "qkey": None}])
+    lines = worked_links(TeachingMaterial("", [], [], picks), 5, "default")
+    assert lines == ["- PtR's largest win: query `G1_instruction:87632` ([open](http://127.0.0.1:8866/?run_name="
+                     "default&run=0&a=rtp&b=ptr&k=5&gt=candidates&query=G1_instruction:87632))", ""]
+    assert worked_links(TeachingMaterial("", [], [], picks.iloc[:0]), 5, "default") == []

@@ -34,7 +34,7 @@ from .front import (
 from .locate import DIFFERS, NOT_SCORED, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
-from .teaching import teaching_material
+from .teaching import TITLES, teaching_material
 
 # -- the written report -------------------------------------------------------------------------------------
 
@@ -447,7 +447,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += ["## Appendix C: worked queries and the Table 2 examples", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
               f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
-              "this report.", ""]
+              "this report.", "", *worked_links(material, cfg.k, cfg.run_name)]
     parts += ["## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
@@ -462,6 +462,15 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
 QUANTITIES_FILE = "report_quantities.json"
 LTR_TABLE = "ltr_comparison"  # notebook 12: the learned rankers against the best single architecture
 TEACHING_FILE = "teaching.md"
+
+
+def worked_links(material, k: int, run_name: str) -> list[str]:
+    """One line per worked query: its role and a link that opens it in the explorer (``make explore``)."""
+    picks = material.picks
+    rows = [f"- {TITLES[p.role]}: query `{p.qkey}` "
+            f"([open]({explorer_url(run_name, p.qkey, ('rtp', 'ptr'), k)}))"
+            for p in picks.itertuples() if isinstance(p.qkey, str)] if len(picks) else []
+    return [*rows, ""] if rows else []
 
 
 def examples_lines(material, k: int, run_name: str) -> list[str]:
