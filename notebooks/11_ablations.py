@@ -58,7 +58,7 @@ from IPython.display import Markdown, display
 from toolbench_lib.analysis import ablations as ab
 from toolbench_lib.analysis.references import paper_query_counts
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
-from toolbench_lib.analysis.style import use_style
+from toolbench_lib.analysis.style import METHOD_COLORS, use_style
 from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
@@ -102,7 +102,7 @@ fig, ax = plt.subplots(figsize=(7, 3.5))
 wide = decomp.pivot(index="subset", columns="decomposer", values="ptr_recall")
 wide["RtP"] = decomp.groupby("subset", sort=False)["rtp_recall"].first()
 wide[["RtP", "llm", "rules"]].rename(columns={"llm": "PtR, LLM stubs", "rules": "PtR, rules stubs"}).plot.bar(
-    ax=ax, rot=0)
+    ax=ax, rot=0, color=[METHOD_COLORS["rtp"], METHOD_COLORS["ptr"], "#f4a6a6"])  # PtR stays red
 ax.set_ylabel(f"recall@{cfg.k}")
 ax.set_title("Same architecture, two decomposers")
 save_figure(fig, "ablation_decomposition", cfg)
@@ -126,7 +126,7 @@ text_table.pivot(index="subset", columns="variant", values="recall")[list(ab.STU
     ax=ax, rot=0)
 ax.set_ylabel(f"recall@{cfg.k}")
 ax.set_title("What part of a stub retrieves")
-ax.legend(fontsize="small", ncol=2)
+ax.legend(ncol=2)
 save_figure(fig, "ablation_stub_text", cfg)
 plt.show()
 print(verdicts["stub_text"])
@@ -191,7 +191,7 @@ if emb is not None:
         index="subset", columns="label", values="recall").plot.bar(ax=ax, rot=0)
     ax.set_ylabel(f"recall@{cfg.k}")
     ax.set_title("RtP and PtR under two embedders (same stubs, same sub-registry)")
-    ax.legend(fontsize="small")
+    ax.legend()
     save_figure(fig, "ablation_embedder", cfg)
     plt.show()
 else:

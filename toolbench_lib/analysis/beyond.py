@@ -216,7 +216,7 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
         ax.set_xlabel("k")
         ax.set_ylabel(f"{metric}@k")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 

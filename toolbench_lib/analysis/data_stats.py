@@ -17,6 +17,7 @@ from ..data.dataset import Dataset
 from ..data.queries import GT_DEFINITIONS, resolve_subset, subset_alias
 from ..data.registry import DOC_TEXT_MAX_CHARS
 from .intervals import with_ci
+from .style import LEGEND_SIZE
 
 GT_PAIR_COLUMNS = {"candidates": ("n_candidate_pairs", "unresolved_candidates"),
                    "relevant": ("n_relevant_pairs", "unresolved_relevant")}
@@ -143,6 +144,6 @@ def doc_length_figure(lengths: pd.Series, bins: int = 60):
     ax.set_xlabel("characters of the embedded text")
     ax.set_ylabel("APIs")
     ax.set_title("Document length")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=LEGEND_SIZE)
     fig.tight_layout()
     return fig

@@ -17,7 +17,7 @@ from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import with_ci
 from .main_results import alias_order
-from .style import METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
 ABLATION_EXTRA = ["recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high", "recall_gain",
@@ -149,7 +149,7 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_ylabel("PtR − RtP recall" if j == 0 else "")
         ax.set_xlabel("k")
-    axes[0][0].legend(fontsize="x-small")
+    axes[0][0].legend(fontsize=LEGEND_SIZE)
     fig.suptitle(f"Recall and precision against k, and PtR's recall advantage (ground truth: {gt})")
     fig.tight_layout()
     return fig

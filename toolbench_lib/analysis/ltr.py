@@ -37,6 +37,7 @@ from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
 from .fusion_board import chosen_fusions
+from .style import LEGEND_SIZE
 
 SINGLE = ("rtp", "ptr")
 DENSE = ("rtp", "ptr")
@@ -294,7 +295,7 @@ def importance_figure(table: pd.DataFrame, top: int = 20) -> plt.Figure:
     ax.barh(t["feature"], t["share"], color=[colors.get(g, "#999999") for g in t["group"]])
     ax.set_xlabel("share of total gain")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, list(colors), loc="lower right", fontsize=8)
+    ax.legend(handles, list(colors), loc="lower right", fontsize=LEGEND_SIZE)
     fig.tight_layout()
     return fig
 

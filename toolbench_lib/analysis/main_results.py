@@ -19,7 +19,7 @@ from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .style import METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
@@ -252,7 +252,7 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
                 ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
     ax.set_xticks(x, subsets)
     ax.set_title("queries won on recall")
-    axes[0].legend(fontsize="x-small", loc="upper right")
+    axes[0].legend(fontsize=LEGEND_SIZE, loc="upper right")
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
     fig.tight_layout()
     return fig
@@ -285,7 +285,7 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("pass rate: objective (filled), judged (outline)" + (
-        f"\nhatched: judge kappa < {min_kappa:g}, not valid" if invalid else ""), fontsize="small")
+        f"\nhatched: judge kappa < {min_kappa:g}, not valid" if invalid else ""), fontsize=LEGEND_SIZE)
 
 
 # --------------------------------------------------------------------------- several runs
@@ -344,6 +344,6 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
     ax.set_xticks(x, [f"{s}\n(n={q})" for s, q in zip(t["subset"], t["n_queries"], strict=True)])
     ax.set_ylabel(f"{metric}@k")
     ax.set_title(f"{metric.capitalize()} over {n} runs (ground truth: {gt})")
-    ax.legend(fontsize="x-small", loc="upper right")
+    ax.legend(fontsize=LEGEND_SIZE, loc="upper right")
     fig.tight_layout()
     return fig

@@ -39,7 +39,7 @@ from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
 from .k_ablation import k_ablation
 from .scale import draw_subregistry
-from .style import FAMILY_HATCH, FAMILY_LINESTYLE, METHOD_COLORS
+from .style import FAMILY_HATCH, FAMILY_LINESTYLE, LEGEND_SIZE, METHOD_COLORS
 from .summary import summary_table
 
 ALPHA = 0.05
@@ -287,7 +287,7 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
         ax.set_title(subset)
         ax.set_xlabel("k")
     axes[0].set_ylabel("recall@k")
-    axes[-1].legend(fontsize=7, loc="lower right")
+    axes[-1].legend(fontsize=LEGEND_SIZE, loc="lower right")
     fig.suptitle("Recall against k per retriever family (colour: architecture; line style: family)")
     fig.tight_layout()
     return fig
@@ -460,7 +460,7 @@ def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
     fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True, squeeze=False)
     for ax, subset in zip(axes[0], sets, strict=True):
         g = gap[gap["subset"] == subset].sort_values("size")
-        for arch, color in (("rtp", "#4C72B0"), ("ptr", "#DD8452")):
+        for arch, color in (("rtp", METHOD_COLORS["rtp"]), ("ptr", METHOD_COLORS["ptr"])):
             ax.plot(g["size"], g[arch], marker="o", color=color, label=f"{ARCH_LABEL[arch]} bm25")
             ax.fill_between(
                 g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color, alpha=0.2

@@ -297,7 +297,7 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
         ax.set_xlabel("share of queries routed to PtR")
         ax.set_ylabel(f"recall@{k}")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.suptitle("Routing: recall against the share sent to PtR (curves: every threshold, in-sample)")
     fig.tight_layout()
     return fig

@@ -25,7 +25,7 @@ from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
 from .intervals import with_wilson
 from .similarity import SimilarityCache, topk_columns
-from .style import METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS
 
 KEEP_GT = ("candidates", "relevant", None)
 
@@ -194,21 +194,27 @@ def _size_axis(ax: plt.Axes, sizes: pd.Series) -> None:
 
 def plot_divergence(divergence: pd.DataFrame, k: int,
                     paper: dict[str, float] | None = None) -> plt.Figure:
-    """Share of queries whose RtP and PtR top-k sets share no API, against size (log x); ``paper`` values
-    (``{"smallest": 0.88, "full": 0.98}``) are drawn at the smallest and largest size."""
+    """Both readings of divergence against size (log x), per set (the sets' palette): the share of queries
+    whose RtP and PtR top-k sets share no API (disjoint, solid) and whose sets differ at all (non-identical,
+    dashed); ``paper`` values (``{"smallest": 0.88, "full": 0.98}``) are drawn at the smallest and largest
+    size."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    sns.lineplot(divergence, x="size", y="no_overlap_share", hue="subset", marker="o", errorbar="sd", ax=ax)
+    readings = {"no_overlap_share": "disjoint", "non_identical_share": "non-identical"}
+    long = divergence.melt(id_vars=["size", "subset"], value_vars=[c for c in readings if c in divergence],
+                           var_name="reading", value_name="share").replace({"reading": readings})
+    palette = {s: SET_COLORS.get(subset_alias(s), "0.4") for s in long["subset"].unique()}
+    sns.lineplot(long, x="size", y="share", hue="subset", style="reading", marker="o", errorbar="sd",
+                 palette=palette, ax=ax)
     sizes = sorted(divergence["size"].unique())
     for where, value in (paper or {}).items():
         if sizes and value is not None:
             x = sizes[0] if where == "smallest" else sizes[-1]
             ax.plot([x], [value], marker="*", markersize=12, color="black", linestyle="none",
                     label=f"paper ({where})")
-    if paper:
-        ax.legend(fontsize="small")
+    ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
     _size_axis(ax, divergence["size"])
     ax.set_ylim(0, 1.02)
-    ax.set_ylabel(f"queries with disjoint top-{k} sets")
+    ax.set_ylabel(f"queries whose top-{k} sets diverge")
     ax.set_title("Tool-selection divergence between RtP and PtR")
     fig.tight_layout()
     return fig

@@ -7,6 +7,9 @@ import seaborn as sns
 
 METHOD_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "router": "#2ca02c", "oracle": "#7f7f7f"}
 METHOD_LABELS = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
+# Sets have their own palette, with none of the architectures' colours: blue and red always mean RtP and PtR.
+SET_COLORS = {"G1": "#009E73", "G2": "#E69F00", "G3": "#CC79A7"}
+LEGEND_SIZE = 11  # points: legible when a figure is projected at 1,280 px
 # One look per retriever family in every figure: the architecture keeps its colour, the family its hatch
 # (bars) or line style (lines).
 FAMILY_HATCH = {"dense": "", "bm25": "//", "hybrid": "..", "hybrid-rrf": "xx"}
@@ -16,4 +19,5 @@ FAMILY_LINESTYLE = {"dense": "-", "bm25": "--", "hybrid": ":", "hybrid-rrf": "-.
 def use_style() -> None:
     """Seaborn whitegrid, colour-blind palette, readable sizes."""
     sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
-    plt.rcParams.update({"figure.figsize": (7, 4), "figure.dpi": 100, "axes.titleweight": "bold"})
+    plt.rcParams.update({"figure.figsize": (7, 4), "figure.dpi": 100, "axes.titleweight": "bold",
+                         "legend.fontsize": LEGEND_SIZE, "legend.title_fontsize": LEGEND_SIZE})

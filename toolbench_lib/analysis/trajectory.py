@@ -16,7 +16,7 @@ from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import study_k, subset_order
-from .style import METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                       "mean_apis_named", "refusal_rate", "n_plans"]
@@ -176,7 +176,7 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
                 ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
         ax.set_xticks(x, subsets)
         ax.set_title(title)
-    axes[0].legend(fontsize="x-small")
+    axes[0].legend(fontsize=LEGEND_SIZE)
     fig.suptitle("Plan trajectories: five dimensions (diamonds and dashed lines: the paper)")
     fig.tight_layout()
     return fig
