@@ -147,8 +147,9 @@ FIGURES = {
     "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds: both architectures "
                               "lose recall as distractors are added, and the gap between them is what "
                               "matters."),
-    "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API, by registry "
-                                  "size: the paper's divergence claim is this curve rising with size."),
+    "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API (solid) or "
+                                  "differ at all (dashed), by registry size: the paper's 88% and 98% are "
+                                  "the stars; which reading they fit is its definition question."),
     "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
                               "named "
                               "per set, with the paper's values as markers beside this run's bars."),
