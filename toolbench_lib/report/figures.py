@@ -1,0 +1,97 @@
+"""The report's figures: each saved figure's section and caption, and the captions numbered in reading
+order (no file stem in a caption)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..study.experiment import ExperimentConfig
+
+# Figures by name: (section key, caption). A caption says what to see; a figure appears once.
+FIGURES = {
+    "pipeline": ("setup", "The two pipelines: RtP searches the registry with the query itself, while PtR has "
+                          "the planner write stubs first, searches with each stub and keeps each API's best "
+                          "similarity."),
+    "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
+                                 "so a query's neighbours are often from the same crowded category."),
+    "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
+                                  "API's "
+                                  "name carries much of what the embedder sees."),
+    "figure2": ("main", "Recall, precision and objective pass rate per set and architecture with bootstrap "
+                        "95% "
+                        "CIs; the paper's values are the markers, so a marker outside a bar's CI is a "
+                        "difference."),
+    "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
+                            "of "
+                            "the dots is the run-to-run noise the paper's test over runs measures."),
+    "k_ablation": ("budget", "Recall against the retrieval budget k per set and architecture (candidates): "
+                             "where the curves cross is where the better architecture changes."),
+    "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
+                                      "ordering of the two architectures should not depend on the "
+                                      "definition."),
+    "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds: both architectures "
+                              "lose recall as distractors are added, and the gap between them is what "
+                              "matters."),
+    "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API (solid) or "
+                                  "differ at all (dashed), by registry size: the paper's 88% and 98% are "
+                                  "the stars; which reading they fit is its definition question."),
+    "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
+                              "named "
+                              "per set, with the paper's values as markers beside this run's bars."),
+    "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR for each routing "
+                                        "policy: a policy above the line joining always-RtP and always-PtR "
+                                        "routes well."),
+}
+FIGURE_PREFIXES = {
+    "retriever_": ("retriever", "Retriever families (notebook 12), {name}: compare the families' bars "
+                                "within a "
+                                "set; a family whose PtR bar clears its RtP bar reproduces the paper there."),
+    "ablation_": ("ablations", "Ablation behind a named cause (notebook 11), {name}: the cause explains a "
+                               "row "
+                               "only when this effect is large enough to cover the gap to the paper."),
+    "beyond_": ("beyond", "Fused and learned methods (notebook 10), {name}: a method beats the paper's "
+                          "architectures only where it clears the best single architecture of any family."),
+    "ltr_": ("beyond", "The learned ranker, {name}: its gain over the best single architecture of any "
+                       "family, "
+                       "per set, with its bootstrap 95% CI."),
+}
+
+
+def figure_section(stem: str) -> tuple[str, str]:
+    """``(section key, caption)`` of a saved figure; ``("other", ...)`` for a figure no section claims."""
+    if stem in FIGURES:
+        return FIGURES[stem]
+    for prefix, (key, caption) in FIGURE_PREFIXES.items():
+        if stem.startswith(prefix):
+            return key, caption.format(name=stem[len(prefix):].replace("_", " "))
+    return "other", (f"A figure of {stem.replace('_', ' ')}, saved by a notebook for no section of the "
+                     "paper; the notebook that saved it explains how to read it.")
+
+
+def figure_files(cfg: ExperimentConfig) -> list[Path]:
+    folder = cfg.figures_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
+
+
+
+def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The figures of one section, each with its caption (numbered by :func:`number_figures`)."""
+    parts = []
+    for p in figure_files(cfg):
+        section, caption = figure_section(p.stem)
+        if section == key:
+            parts += [f"![{caption}]({p.relative_to(cfg.out_dir).as_posix()})", "",
+                      f"{FIGURE_MARK} {caption}", ""]
+    return parts
+
+
+FIGURE_MARK = "*Figure.*"
+
+
+def number_figures(markdown: str) -> str:
+    """Each figure caption's mark (:data:`FIGURE_MARK`) as ``*Figure n.*``, numbered in reading order."""
+    count = iter(range(1, 10_000))
+    return re.sub(r"(?m)^" + re.escape(FIGURE_MARK), lambda _: f"*Figure {next(count)}.*", markdown)
