@@ -78,7 +78,8 @@ GLOSSARY: tuple[Term, ...] = (
          "analysis.judge"),
     Term("judge kappa",
          "Cohen's kappa between the judge's \"Solved\" and the objective pass: 1 is full agreement, 0 is "
-         "chance. Below {min_kappa} the judged pass rate is shown but not scored against the paper.",
+         "chance. Below {min_kappa} the judged pass rate is not scored against the paper: the objective pass "
+         "rate is shown in its place, and the judged one only in the appendix.",
          "analysis.judge.kappa (scikit-learn)"),
     Term("retriever family",
          "How a searched text (query or stub) is matched to API documents: dense (cosine of embeddings in "
