@@ -189,6 +189,24 @@ def test_figure2_draws_four_panels_with_the_paper(study):  # noqa: F811
     assert [tuple(d.get_ydata()) for d in diamonds] == [(0.372,), (33,)]
 
 
+def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # noqa: F811
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+    from toolbench_lib.analysis.main_results import figure2, main_results, wins
+
+    table = main_results(study, gts=["candidates"])
+    subsets = list(dict.fromkeys(table["subset"]))
+    validity = pd.DataFrame([{"subset": s, "method": m, "objective_pass_rate": 0.1, "judged_pass_rate": 0.7,
+                              "kappa": 0.6 if (i, m) == (0, "rtp") else 0.1}
+                             for i, s in enumerate(subsets) for m in ("rtp", "ptr")])
+    fig = figure2(table, wins(study, gts=["candidates"]), None, validity=validity)
+    outlined = [p for ax in fig.axes for p in ax.patches if not p.get_fill()]
+    assert [round(p.get_height(), 3) for p in outlined] == [0.7]  # the one valid judge
+    assert "judged not drawn where kappa < 0.4" in fig.axes[2].get_title()
+
+
 def test_figure4_draws_five_dimensions(study):  # noqa: F811
     import matplotlib
 

@@ -260,8 +260,9 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
 
 def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: list[str], width: float,
                      paper: dict | None, min_kappa: float) -> None:
-    """Figure 2's pass-rate panel redrawn: objective pass rate (filled), judged (outlined; hatched and
-    labelled invalid where kappa < ``min_kappa``), the paper's judged value as a diamond."""
+    """Figure 2's pass-rate panel redrawn: objective pass rate (filled); the judged one (outlined) only where
+    the judge's kappa reaches ``min_kappa`` (elsewhere it is in the appendix's validity table alone); the
+    paper's judged value as a diamond."""
     ax.clear()
     v = validity.drop_duplicates(["subset", "method"]).set_index(["subset", "method"])
     x = np.arange(len(subsets))
@@ -275,17 +276,18 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
         for j, r in enumerate(rows):
             if r is None:
                 continue
-            bad = float(r["kappa"]) < min_kappa
+            bad = not float(r["kappa"]) >= min_kappa
             invalid |= bad
-            ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False, hatch="xx" if bad else "",
-                   edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
+            if not bad:
+                ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
+                       edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
             ref = (paper or {}).get((subsets[j], method, "pass_rate"))
             if ref is not None:
                 ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("pass rate: objective (filled), judged (outline)" + (
-        f"\nhatched: judge kappa < {min_kappa:g}, not valid" if invalid else ""), fontsize=LEGEND_SIZE)
+        f"\njudged not drawn where kappa < {min_kappa:g}" if invalid else ""), fontsize=LEGEND_SIZE)
 
 
 # --------------------------------------------------------------------------- several runs
