@@ -186,7 +186,11 @@ def test_figure2_draws_four_panels_with_the_paper(study):  # noqa: F811
                   {("G1", "rtp", "recall"): 0.372, ("G1", "ptr", "wins"): 33})
     assert len(fig.axes) == 4
     diamonds = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "D"]
-    assert [tuple(d.get_ydata()) for d in diamonds] == [(0.372,), (33,)]
+    assert [tuple(d.get_ydata()) for d in diamonds] == [(0.372,), (33 / 200,)]  # wins as the paper's share
+    w = wins(study, gts=["candidates"]).set_index("subset")
+    g1 = w.loc["G1"]
+    bars = [p.get_height() for p in fig.axes[3].patches]
+    assert bars[0] == pytest.approx(g1["rtp_wins"] / g1["n_queries"])  # this run's share, not its count
 
 
 def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # noqa: F811

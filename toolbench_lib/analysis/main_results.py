@@ -16,9 +16,10 @@ import pandas as pd
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
-from ..eval.stats import runs_test
+from ..eval.stats import runs_test, wilson_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
+from .references import paper_query_counts
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 from .summary import pass_rates, summary_table
 
@@ -206,11 +207,12 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
     """The paper's Figure 2 in one row: recall, precision and pass rate per set and method (error bars: the
-    bootstrap 95% CI over queries where present, else the std over runs), and per-query wins. ``paper`` maps
-    ``(subset, method, metric)`` (metric ``recall``, ``precision``, ``pass_rate``, ``wins``) to the paper's
-    value, drawn as open diamonds. With ``validity`` (``judge_validity``: ``subset, method, kappa,
+    bootstrap 95% CI over queries where present, else the std over runs), and per-query wins as shares of each
+    set's queries (Wilson 95% CIs). ``paper`` maps ``(subset, method, metric)`` (metric ``recall``,
+    ``precision``, ``pass_rate``, ``wins``) to the paper's value, drawn as open diamonds (its wins as a
+    count over its own set size). With ``validity`` (``judge_validity``: ``subset, method, kappa,
     judged_pass_rate, objective_pass_rate``) the pass-rate panel shows the objective pass rate as bars and the
-    judged one as outlined bars, hatched and marked invalid where the judge's kappa is below ``min_kappa``."""
+    judged one, outlined, only where the judge's kappa reaches ``min_kappa``."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
     subsets = list(dict.fromkeys(t["subset"]))
@@ -241,17 +243,24 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     if validity is not None and len(validity):
         _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
+    n = w.reindex(subsets)["n_queries"].to_numpy(float) if "n_queries" in w else np.full(len(subsets), np.nan)
+    paper_n = dict(zip(paper_query_counts()["subset"], paper_query_counts()["n_queries"], strict=True))
     for i, method in enumerate(methods):
         col = f"{method}_wins"
-        vals = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
+        wins_ = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
+        share = wins_ / n
+        ci = np.array([wilson_ci(c, m) for c, m in zip(wins_, n, strict=True)]).reshape(-1, 2)
+        err = np.nan_to_num(np.vstack([share - ci[:, 0], ci[:, 1] - share]))
         pos = x + (i - (len(methods) - 1) / 2) * width
-        ax.bar(pos, vals, width, color=METHOD_COLORS.get(method), label=METHOD_LABELS.get(method, method))
+        ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),
+               label=METHOD_LABELS.get(method, method))
         for j, subset in enumerate(subsets):
             ref = (paper or {}).get((subset, method, "wins"))
-            if ref is not None:
-                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            if ref is not None and paper_n.get(subset):
+                ax.plot(pos[j], ref / paper_n[subset], marker="D", mfc="white", color="black", markersize=6)
     ax.set_xticks(x, subsets)
-    ax.set_title("queries won on recall")
+    ax.set_ylim(0, 1)
+    ax.set_title("share of queries won on recall (Wilson 95%)")
     axes[0].legend(fontsize=LEGEND_SIZE, loc="upper right")
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
     fig.tight_layout()
