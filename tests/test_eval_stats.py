@@ -217,8 +217,13 @@ def test_figure4_draws_five_dimensions(study):  # noqa: F811
     matplotlib.use("Agg")
     from toolbench_lib.analysis.trajectory import figure4, trajectory
 
-    fig = figure4(trajectory(study), {("G1", "rtp", "jaccard_rtp_ptr"): 0.4, ("all", None, "fidelity"): 0.96})
+    traj = trajectory(study)
+    fig = figure4(traj, {("G1", "rtp", "jaccard_rtp_ptr"): 0.4, ("all", None, "fidelity"): 0.96})
     assert len(fig.axes) == 5
+    jaccard = next(ax for ax in fig.axes if "accard" in ax.get_title())
+    n_sets = traj["subset"].nunique()
+    assert len(jaccard.patches) == n_sets  # one bar per set: the pair's overlap, drawn once
+    assert [tuple(ln.get_ydata()) for ln in jaccard.lines if ln.get_marker() == "D"] == [(0.4,)]
     assert [t.get_text() for t in (ax.title for ax in fig.axes)][0] == "fidelity"
 
 

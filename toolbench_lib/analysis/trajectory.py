@@ -153,6 +153,9 @@ FIGURE4_DIMENSIONS = (("fidelity", "fidelity"), ("jaccard_rtp_ptr", "Jaccard RtP
                       ("mean_apis_named", "APIs named"))
 
 
+PAIR_COLUMNS = ("jaccard_rtp_ptr",)  # measured on the pair of plans, the same for both architectures
+
+
 def figure4(traj: pd.DataFrame, paper: dict | None = None):
     """The paper's Figure 4: the five trajectory dimensions per set and method, one panel each; ``paper``
     maps ``(subset or "all", method or None, column)`` to the paper's value (diamonds or a dashed line)."""
@@ -162,6 +165,17 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
     x = np.arange(len(subsets))
     width = 0.8 / max(1, len(methods))
     for ax, (col, title) in zip(axes, FIGURE4_DIMENSIONS, strict=True):
+        if col in PAIR_COLUMNS:  # one value per set for the two plans together: one bar, one diamond
+            value = traj.drop_duplicates("subset").set_index("subset").reindex(subsets)[col].to_numpy(float)
+            ax.bar(x, value, width, color="0.45", label="RtP and PtR plans")
+            for j, subset in enumerate(subsets):
+                refs = [(paper or {}).get((subset, m, col)) for m in (None, *methods)]
+                ref = next((r for r in refs if r is not None), None)
+                if ref is not None:
+                    ax.plot(x[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            ax.set_xticks(x, subsets)
+            ax.set_title(title)
+            continue
         for i, method in enumerate(methods):
             m = traj[traj["method"] == method].set_index("subset").reindex(subsets)
             pos = x + (i - (len(methods) - 1) / 2) * width
