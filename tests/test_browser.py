@@ -111,8 +111,15 @@ def app(stored, tmp_path_factory):
 
 
 def _kernels(proc: subprocess.Popen) -> list[psutil.Process]:
-    children = psutil.Process(proc.pid).children(recursive=True)
-    return [c for c in children if "ipykernel_launcher" in " ".join(c.cmdline())]
+    """The server's live kernel processes; one that exits while they are listed (a zombie, or gone) is not."""
+    out = []
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        try:
+            if "ipykernel_launcher" in " ".join(child.cmdline()):
+                out.append(child)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return out
 
 
 ALIAS = {"G1_instruction": "G1", "G2_category_original": "G2", "G3_instruction_original": "G3"}
