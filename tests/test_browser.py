@@ -62,7 +62,8 @@ def stored(slice_setup):
     cfg = ExperimentConfig.build(run_name=name, smoke=True)
     _, result = get_study(cfg, setup=slice_setup, progress=False)
     yield name, result
-    shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+    for folder in [OUTPUTS_DIR / name, *OUTPUTS_DIR.glob(f"{name}-*")]:  # and the studies run beside it
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _free_port() -> int:

@@ -55,7 +55,8 @@ def run_name():
     """A unique run name whose outputs folder is removed afterwards."""
     name = f"pytest_reproduce_{uuid.uuid4().hex[:8]}"
     yield name
-    shutil.rmtree(OUTPUTS_DIR / name, ignore_errors=True)
+    for folder in [OUTPUTS_DIR / name, *OUTPUTS_DIR.glob(f"{name}-*")]:  # and the studies run beside it
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _notebook(path: Path, *sources: str) -> None:
