@@ -224,3 +224,15 @@ def test_cached_method_scores_reads_back_and_never_uses_a_corrupted_file(tmp_pat
     fixed = beyond.cached_method_scores(res, ["rtp", "ptr", "rrf"], tmp_path, ks=[1, 5], folds=3)
     assert calls == [1, 1]  # the corrupted file is detected and computed again
     pd.testing.assert_frame_equal(first[0], fixed[0])
+
+
+def test_cost_frontier_stacks_the_names_at_one_cost() -> None:
+    board = pd.DataFrame({"subset": ["G1"] * 3, "metric": ["recall"] * 3, "method": ["rtp", "ptr", "rrf"],
+                          "mean": [0.40, 0.30, 0.42], "ci_lo": [0.35, 0.25, 0.37],
+                          "ci_hi": [0.45, 0.35, 0.47]})
+    costs = pd.DataFrame({"subset": ["G1"] * 3, "method": ["rtp", "ptr", "rrf"],
+                          "tokens_per_query": [0.0, 120.0, 120.0], "plan_tokens_mean": [float("nan")] * 3})
+    fig = beyond.cost_frontier(board, costs)
+    offsets = {t.get_text(): t.xyann for t in fig.axes[0].texts}
+    assert set(offsets) == {"rtp", "ptr", "rrf"}  # the baselines and the best at each cost
+    assert offsets["ptr"][1] != offsets["rrf"][1]  # two names at 120 tokens do not overlap

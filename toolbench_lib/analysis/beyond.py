@@ -224,21 +224,24 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
 def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.Figure:
     """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted. Only RtP, PtR and
     the best method of each cost are named (methods of one cost share an x position, so more names would
-    overlap); every point keeps its CI."""
+    overlap); names at one cost are stacked, each above the last; every point keeps its CI."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
     subsets = list(dict.fromkeys(r["subset"]))
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), squeeze=False)
     for ax, subset in zip(axes[0], subsets, strict=True):
         p = r[r["subset"] == subset]
         best = set(p.loc[p.groupby(p["tokens_per_query"].round(1))["mean"].idxmax(), "method"])
-        for _, row in p.iterrows():
+        named: dict[float, int] = {}  # names already written at each cost
+        for _, row in p.sort_values("mean").iterrows():
             base = row["method"] in BASELINES
             ax.errorbar(row["tokens_per_query"], row["mean"], yerr=[[row["mean"] - row["ci_lo"]],
                         [row["ci_hi"] - row["mean"]]], fmt="o" if base else "s", ms=7 if base else 4,
                         color=METHOD_COLORS.get(row["method"], "0.4"), alpha=0.9, capsize=2)
             if base or row["method"] in best:
-                ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=7,
-                            xytext=(4, -10 if row["method"] == "rtp" else 4), textcoords="offset points")
+                n = named.setdefault(round(float(row["tokens_per_query"]), 1), 0)
+                named[round(float(row["tokens_per_query"]), 1)] = n + 1
+                ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=9,
+                            xytext=(4, -12 + 13 * n), textcoords="offset points")
         ax.set_title(subset)
         plans = "" if r["plan_tokens_mean"].notna().any() else "; no plan calls in this study"
         ax.set_xlabel(f"LLM tokens per query (stubs + mean plan{plans})")
