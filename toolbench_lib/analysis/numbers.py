@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from ..data.markdown import md_number
+
 NOT_AVAILABLE = "n/a"
 ONE_RUN = "n/a (one run)"
 
@@ -41,10 +43,12 @@ def fmt_signed(x, decimals: int = 3, missing: str = NOT_AVAILABLE) -> str:
 
 
 def fmt_p(p, missing: str = ONE_RUN) -> str:
-    """A p-value: ``p = 0.014``, ``p < 0.001``; ``missing`` when the test could not run."""
+    """A p-value as every table prints it (:func:`~toolbench_lib.data.markdown.md_number`): ``p = 0.0141``,
+    ``p < 0.001``; ``missing`` when the test could not run."""
     if _missing(p):
         return missing
-    return "p < 0.001" if float(p) < 0.001 else f"p = {float(p):.3f}"
+    text = md_number(float(p), p_value=True)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def fmt_ci(low, high, decimals: int = 3) -> str:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
-from ..data.markdown import md_number, md_text
+from ..data.markdown import md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .checks import CAPTION, sections
@@ -24,6 +24,7 @@ SESSION_HEADING = "A 90-minute reading-group session"
 QUESTIONS_HEADING = "Discussion questions"
 SETS = ("G1", "G2", "G3")
 NAN = float("nan")
+NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
     ("The question and the answer", 10, "the answer per retriever, the setup differences, the conclusions"),
@@ -110,12 +111,6 @@ def architectures(cache: TableCache, table: str, column: str, **where: str) -> p
     return found
 
 
-def p_text(p: float) -> str:
-    """``p = 0.0123`` or ``p < 0.001`` (3 significant digits); ``p = n/a`` when missing."""
-    text = md_number(p, p_value=True) if p == p else "n/a"
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
-
-
 def per_set(make: Callable[[str], str]) -> str:
     """``make(set)`` for every set this run has; the last :class:`NotInRun` when none has."""
     parts, missing = [], NotInRun("no set")
@@ -166,8 +161,9 @@ def endpoint(c: TableCache, family: str, column: str, subset: str) -> float:
 def bm25_tests(c: TableCache) -> str:
     runs, n, p_runs, p_holm = (endpoint(c, "bm25", col, "G1")
                                for col in ("n_runs", "n_queries", "p_runs_robustness", "p_holm"))
-    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {p_text(p_runs)}, the paired t-test "
-            f"over {fmt_count(n)} queries (Holm over the sets) {p_text(p_holm)} "
+    over_runs, paired = fmt_p(p_runs, NO_P), fmt_p(p_holm, NO_P)
+    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {over_runs}, the paired t-test "
+            f"over {fmt_count(n)} queries (Holm over the sets) {paired} "
             "(`primary_endpoint_families`: p_runs_robustness, p_holm)")
 
 
