@@ -88,7 +88,7 @@ def md_number(value: float, p_value: bool = False) -> str:
     if isinstance(value, int) or float(value).is_integer() and not p_value:
         return f"{int(value)}" if isinstance(value, int) or abs(value) < 1e15 else f"{value:.3g}"
     if p_value:
-        return "< 0.001" if 0 <= value < 0.001 else f"{value:.3g}"
+        return "< 0.001" if 0 <= value < 0.001 else f"{value:#.3g}"  # 0.120, not 0.12
     return f"{value:.3f}"
 
 
