@@ -260,7 +260,7 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
                 ax.plot(pos[j], ref / paper_n[subset], marker="D", mfc="white", color="black", markersize=6)
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
-    ax.set_title("share of queries won on recall (Wilson 95%)")
+    ax.set_title("queries won on recall\n(share, Wilson 95%)")
     axes[0].legend(fontsize=LEGEND_SIZE, loc="upper right")
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
     fig.tight_layout()

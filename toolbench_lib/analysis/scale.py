@@ -198,7 +198,7 @@ def plot_divergence(divergence: pd.DataFrame, k: int,
     whose RtP and PtR top-k sets share no API (disjoint, solid) and whose sets differ at all (non-identical,
     dashed); ``paper`` values (``{"smallest": 0.88, "full": 0.98}``) are drawn at the smallest and largest
     size."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
     readings = {"no_overlap_share": "disjoint", "non_identical_share": "non-identical"}
     long = divergence.melt(id_vars=["size", "subset"], value_vars=[c for c in readings if c in divergence],
                            var_name="reading", value_name="share").replace({"reading": readings})
@@ -211,7 +211,7 @@ def plot_divergence(divergence: pd.DataFrame, k: int,
             x = sizes[0] if where == "smallest" else sizes[-1]
             ax.plot([x], [value], marker="*", markersize=12, color="black", linestyle="none",
                     label=f"paper ({where})")
-    ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
+    ax.legend(fontsize=LEGEND_SIZE, loc="center left", bbox_to_anchor=(1.0, 0.5))
     _size_axis(ax, divergence["size"])
     ax.set_ylim(0, 1.02)
     ax.set_ylabel(f"queries whose top-{k} sets diverge")
