@@ -177,9 +177,11 @@ display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_ver
 # ## The learned rankers
 #
 # `ltr` and `ltr-nollm` (LightGBM lambdarank over features of the query's and the stubs' dense and BM25
-# rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call) against the best
+# rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call; `ltr-4runs` with
+# the agreement of every run's stubs) against the best
 # single architecture of any family, per set, with the paired 95% CI of the recall difference: the report's
-# one goal. On the unseen sets the model fitted on G1–G3 is applied unchanged.
+# one goal. The rankers are cross-fitted over the design and the unseen sets' queries at once, folds grouped
+# by query text, so every query (an unseen one too) is scored by a model that never saw its text.
 
 # %%
 from toolbench_lib.analysis import ltr as learned  # noqa: E402

@@ -43,7 +43,8 @@ def toy_study() -> StudyResult:
     rows += _rows(key, "ptr", 0, 0, [(A2, 0.8)]) + _rows(key, "ptr", 0, 1, [(A1, 0.4), (A2, 0.3)])
     rows += _rows(key, "ptr", 0, -1, [(A2, 0.8), (A1, 0.4)])
     rows += _rows(key, "ptr@bm25", 0, 0, [(A2, 3.0)]) + _rows(key, "ptr@bm25", 0, -1, [(A2, 3.0)])
-    q = pd.DataFrame({"qkey": [key], "subset": ["G1_instruction"], "query": ["toy"], "candidates": [[A1, A2]],
+    q = pd.DataFrame({"qkey": [key], "subset": ["G1_instruction"], "query": ["find a1 in toolA"],
+                      "candidates": [[A1, A2]],
                       "relevant": [[A1]]})
     prov = {"settings": {"runs": 1, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
     return study_of_hits(q, pd.DataFrame(), pd.DataFrame(rows, columns=HIT_COLUMNS), pd.DataFrame(),
@@ -74,14 +75,20 @@ def test_features_by_hand_on_a_three_api_study():
              "tool_best_s_dense": 0, "tool_n_s_dense": 1, "rr_s_bm25": 1, "mm_s_bm25": 0, "tool_n_s_bm25": 0,
              "n_lists": 3, "stubs_dense": 2, "stubs_bm25": 1},
     }
+    # per-stub evidence: s.dense's stubs hold [A2] and [A1, A2], s.bm25's one stub [A2]; lexical: the query
+    # "find a1 in toolA" holds a1 and tool (toolA and toolB both split to "tool"), never "cat"
+    want2 = {A1: (1, 2, 0, 1, 1, 1, 0), B1: (0, 0, 0, 0, 0, 1, 0), A2: (1, 2, 1, 1, 0, 1, 0)}
+    names2 = ["stub_rr_dense", "stub_tool_dense", "stub_rr_bm25", "stub_tool_bm25", "lex_api", "lex_tool",
+              "lex_cat"]
     for api, values in want.items():
+        values.update(zip(names2, want2[api], strict=True))
         for name, value in values.items():
             assert f.loc[api, name] == pytest.approx(value), (api, name)
     nollm = ltr.NAMED["ltr-nollm"]
     assert not nollm.uses_stubs and not any(n.startswith(("stubs", "n_stubs")) for n in nollm.feature_names)
     f2 = feature_table(study_runs(toy_study(), nollm), nollm).frame().set_index("api_id")
     assert list(f2.index) == [A1, B1, A2] and f2.loc[A2, "n_lists"] == 1
-    bare = LtrSpec(("q.dense",), tool=False, category=False)
+    bare = LtrSpec(("q.dense",), tool=False, category=False, lexical=False)
     assert bare.feature_names == ["rr_q_dense", "mm_q_dense", "n_lists"]
     assert tool_of(A1) == "Cat/toolA" and category_of(B1) == "Cat" and tool_of("plain") == "plain"
 
@@ -144,12 +151,12 @@ def _crossfit(study: StudyResult, spec: LtrSpec, gt: str = "candidates"):
 
 
 def test_no_query_is_scored_by_a_model_trained_on_it():
-    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    study = synthetic_study((*DESIGN, "heldout"), n_per_set=10)
     q = study.queries
     q.loc[q["qkey"] == "G2_category_original:3", "query"] = "query G1_instruction 3"  # one text in two sets
     spec = ltr.NAMED["ltr"]
     table, cf = _crossfit(study, spec)
-    design = [k for k in q["qkey"] if not k.startswith("G1_category")]
+    design = [k for k in q["qkey"] if not k.startswith("heldout")]
     assert set(cf.fold) == set(design) and len(cf.trained_on) == 5
     text = q.set_index("qkey")["query"]
     for f, train in enumerate(cf.trained_on):
@@ -157,10 +164,14 @@ def test_no_query_is_scored_by_a_model_trained_on_it():
         assert not scored & set(train)
         assert not set(text[list(scored)]) & set(text[train])  # grouped by text, not only by key
     assert cf.fold["G2_category_original:3"] == cf.fold["G1_instruction:3"]
+    # a solvable set beyond G1-G3 is cross-fitted too (the eight sets at once), a query file is not
+    _, cf8 = _crossfit(synthetic_study((*DESIGN, "G1_category", "heldout"), n_per_set=10), spec)
+    assert {k.split(":")[0] for k in cf8.fold} == {*DESIGN, "G1_category"}
+    assert cf8.unseen_model.train_sets == sorted({*DESIGN, "G1_category"})
     assert cf.unseen_model.train_sets == list(DESIGN) and len(cf.unseen_model.train_queries) == len(design)
     # Corrupt the labels of fold 0's queries: their scores do not move, the other folds' do.
     fold0 = [k for k, g in cf.fold.items() if g == 0]
-    unseen = [k for k in q["qkey"] if k.startswith("G1_category")]
+    unseen = [k for k in q["qkey"] if k.startswith("heldout")]
 
     def corrupted(keys):
         bad = q.assign(candidates=[[f"nothing/{k}"] if k in keys else c
@@ -179,18 +190,18 @@ def test_no_query_is_scored_by_a_model_trained_on_it():
 def test_an_unseen_query_repeating_a_design_text_is_scored_by_the_model_that_never_saw_it():
     """A query of another set whose (normalised) text is a design query's: scored by that text's fold model,
     not by the model fitted on every design query; the cross-fit lists it."""
-    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    study = synthetic_study((*DESIGN, "heldout"), n_per_set=10)
     q = study.queries
-    q.loc[q["qkey"] == "G1_category:4", "query"] = "  QUERY g1_instruction   4 "  # G1_instruction:4's text
+    q.loc[q["qkey"] == "heldout:4", "query"] = "  QUERY g1_instruction   4 "  # G1_instruction:4's text
     spec = ltr.NAMED["ltr"]
     table, cf = _crossfit(study, spec)
-    assert cf.leaked == ["G1_category:4"]
-    rows = table.rows_of(["G1_category:4"])
+    assert cf.leaked == ["heldout:4"]
+    rows = table.rows_of(["heldout:4"])
     fold_model = ltr.fit(table, spec, cf.trained_on[cf.fold["G1_instruction:4"]],
                          q.set_index("qkey")["subset"].to_dict(), ltr.SEED, ltr.LABEL_GT)
     np.testing.assert_allclose(cf.scores[rows], fold_model.booster.predict(table.X[rows]))
     assert not np.allclose(cf.scores[rows], cf.unseen_model.booster.predict(table.X[rows]))
-    others = table.rows_of(["G1_category:5"])  # a new text: the model fitted on every design query
+    others = table.rows_of(["heldout:5"])  # a new text: the model fitted on every design query
     np.testing.assert_allclose(cf.scores[others], cf.unseen_model.booster.predict(table.X[others]))
 
 
@@ -215,17 +226,17 @@ def test_ranker_learns_the_tool_signal_and_ablations_see_it():
     mean = scores.groupby("method")["recall"].mean()
     assert mean["rtp"] == pytest.approx(0.5)  # the query's ranking holds one of the two, in its top 4
     assert mean["ltr"] > 0.9 and mean["ltr"] > mean["ltr-nollm"]
-    assert set(models) == {"ltr", "ltr-nollm"}
+    assert set(models) == {"ltr", "ltr-nollm", "ltr-4runs"}
     cmp = L.comparison(scores, n_resamples=500)
     row = cmp[(cmp["method"] == "ltr") & (cmp["against"] == "best single")].iloc[0]
     assert row["reference"] in L.single_methods(study) and row["diff"] > 0 and row["ci_low"] > 0
     table = L.issue_table(cmp, "candidates")
-    assert table["method"].tolist() == [L.BEST_SINGLE, "ltr", "ltr-nollm"]
+    assert table["method"].tolist() == [L.BEST_SINGLE, "ltr", "ltr-nollm", "ltr-4runs"]
     assert list(table.columns[1:]) == ["G1", "G2", "G3"]
     imp = L.importance(models["ltr"])
     assert set(imp["feature"]) == set(ltr.NAMED["ltr"].feature_names)
     assert imp["share"].sum() == pytest.approx(1.0) and set(imp["group"]) <= {"tool", "category", "stubs",
-                                                                               "rank and score"}
+                                                                               "lexical", "rank and score"}
 
 
 def test_explain_shows_one_query_candidates_with_their_features():
@@ -280,7 +291,7 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "out" / "ltr_table_relevant.csv")
     assert list(table.columns) == ["method", "G1", "G2", "G3", "G1_category", "G1_tool"]
     assert table["method"].tolist() == [L.BEST_SINGLE, "linear fused (1 stub call)",
-                                        "linear fused (no LLM call)", "ltr", "ltr-nollm"]
+                                        "linear fused (no LLM call)", "ltr", "ltr-nollm", "ltr-4runs"]
     goal = pd.read_csv(tmp_path / "out" / "ltr_goal.csv")
     assert len(goal) == 2 * 2 * 5 and goal["part"].tolist()[:3] == ["design"] * 3  # 2 gts, 2 rankers, 5 sets
     abl = pd.read_csv(tmp_path / "out" / "ltr_ablations.csv")
@@ -289,7 +300,8 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     costs = pd.read_csv(tmp_path / "out" / "ltr_costs.csv").set_index("method")
     assert costs.loc["ltr", "model_bytes"] > 0 and costs.loc["ltr", "infer_ms_per_query"] > 0
     booster, prov = ltr.load_model(d / "ltr", "ltr")
-    assert prov["training_sets"] == list(DESIGN) and prov["features"] == ltr.NAMED["ltr"].feature_names
+    assert prov["training_sets"] == sorted({*DESIGN, "G1_category", "G1_tool"})  # the eight sets' queries
+    assert prov["features"] == ltr.NAMED["ltr"].feature_names
     assert prov["params"]["deterministic"] is True and prov["sha256"]
     assert booster.feature_name() == prov["features"]
     (d / "ltr" / "ltr.txt").write_text((d / "ltr" / "ltr.txt").read_text() + "\n")
@@ -314,11 +326,14 @@ def test_retriever_in_the_study_pipeline_matches_the_library():
         want, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
         assert got == {k: list(v.items()) for k, v in want.items()}  # the model's scores, stored
         assert all(ids[r] == a for r, a in zip(out["row"], out["api_id"], strict=True))
-        assert ctx.notes[name] == {"queries_repeating_a_design_text": 0}  # counted in the provenance
+        assert ctx.notes[name] == {"queries_repeating_a_training_text": 0}  # counted in the provenance
     assert RETRIEVERS["ltr"].uses_stubs and RETRIEVERS["ltr-nollm"].deterministic
-    only_unseen = study.queries.assign(subset="G1_category")
-    with pytest.raises(ValueError, match="trains on the G1, G2, G3 queries"):
-        RETRIEVERS["ltr-nollm"].retrieve(RunContext(ctx.setup, only_unseen, 0, 20, None, ctx.retrieved))
+    only_file = study.queries.assign(subset="my_file")
+    with pytest.raises(ValueError, match="trains on the queries of the solvable sets"):
+        RETRIEVERS["ltr-nollm"].retrieve(RunContext(ctx.setup, only_file, 0, 20, None, ctx.retrieved))
+    with pytest.raises(ValueError, match="reads the stubs of every run of a stored study") as info:
+        RETRIEVERS["ltr-4runs"].retrieve(ctx)
+    assert "\n" not in str(info.value)
 
 
 def test_evaluate_and_export_learned_rankers_on_the_slice(ds, embedder, tmp_path, capsys):

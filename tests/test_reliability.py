@@ -774,7 +774,7 @@ def case_ltr_on_one_query_per_set(tmp: Path) -> str:
         ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
     said = str(info.value)
     assert "\n" not in said and "--limit" in said and "n_splits" not in said, said
-    assert all(f"{s} 1" in said for s in ltr.DESIGN_SETS), said
+    assert all(f"{s} 1" in said for s in study.queries["subset"].unique()), said
     two = synthetic_study(n_per_set=2)  # the smallest input that cross-fits
     assert len(ltr.ltr_rankings(study_runs(two, spec), two.queries, spec)[0]) == len(two.queries)
     return "clear error"
@@ -1002,11 +1002,11 @@ def case_learned_ranker_on_repeated_design_texts(tmp: Path) -> str:
 
     from .test_ltr import DESIGN, _crossfit, synthetic_study
 
-    study = synthetic_study((*DESIGN, "G1_category"), n_per_set=10)
+    study = synthetic_study((*DESIGN, "heldout"), n_per_set=10)
     q = study.queries
-    q.loc[q["qkey"] == "G1_category:2", "query"] = "query G1_instruction 2"
+    q.loc[q["qkey"] == "heldout:2", "query"] = "query G1_instruction 2"
     _, cf = _crossfit(study, ltr.NAMED["ltr-nollm"])
-    assert cf.leaked == ["G1_category:2"]
+    assert cf.leaked == ["heldout:2"]
     return "correct"
 
 

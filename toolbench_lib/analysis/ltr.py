@@ -2,20 +2,21 @@
 
 Every function returns a DataFrame (or a figure):
 
-* :func:`ranker_scores`: per query recall@k of the learned rankers (cross-fitted on the design sets, the
-  stored model on the unseen sets) and of every single architecture of the studies (any family), under
-  each ground truth;
+* :func:`ranker_scores`: per query recall@k of the learned rankers (cross-fitted over the design and the
+  validation study's queries at once, each ground truth by the ranker trained on its own labels) and of
+  every single architecture of the studies (any family), under each ground truth;
 * :func:`comparison`: per set, each ranker against the best single architecture of any family of that set
   and against the better dense architecture, with the paired bootstrap 95% CI of
   :func:`toolbench_lib.eval.stats.paired`; :func:`issue_table` is its wide form;
-* :func:`ablations`: the ranker without tool-level, category-level, stub, BM25 or dense features, each
-  against the full ranker;
+* :func:`ablations`: the ranker with every run's stubs, and without per-stub evidence, lexical overlap,
+  tool-level, category-level, stub, BM25 or dense features, each against the full ranker;
 * :func:`importance` and :func:`importance_figure`: LightGBM's gain per feature;
 * :func:`explain`: one query's candidates with their scores and features (why was this API first?);
 * :func:`costs`: training seconds, inference milliseconds per query and model size, beside linear fusion.
 
-The design sets' scores are out of fold (each query scored by a model that never saw it); the unseen sets
-are the validation study's queries whose text is in no design query, scored by the model fitted on G1–G3.
+Every score is out of fold: the folds are grouped by query text over all eight solvable sets, so each
+query is scored by a model that never saw its text. The unseen sets are the validation study's queries
+whose text is in no design query; their models trained on the other folds' design and validation queries.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..config import DEPTH, SEED, K
+from ..config import DEFAULT_GT, DEPTH, SEED, K
 from ..data.queries import GT_DEFINITIONS, subset_alias
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
@@ -43,6 +44,9 @@ SINGLE = ("rtp", "ptr")
 DENSE = ("rtp", "ptr")
 ABLATIONS = {
     "ltr": NAMED["ltr"],
+    "with every run's stubs (ltr-4runs)": NAMED["ltr-4runs"],
+    "without per-stub evidence": LtrSpec(ALL, stub_evidence=False),
+    "without lexical overlap": LtrSpec(ALL, lexical=False),
     "without tool-level features": LtrSpec(ALL, tool=False),
     "without category-level features": LtrSpec(ALL, category=False),
     "without stub features": LtrSpec(("q.dense", "q.bm25")),
@@ -88,26 +92,33 @@ def single_scores(result, keys: Sequence[str], k: int = K,
 
 
 
-def ranker_lists(design, validation, unseen: set[str], spec: LtrSpec, run: int = 0, seed: int = SEED,
+def _training_queries(design, validation) -> pd.DataFrame:
+    """The queries of both studies (the validation study's keys that the design study lacks)."""
+    if validation is None:
+        return design.queries
+    v = validation.queries
+    return pd.concat([design.queries, v[~v["qkey"].isin(set(design.queries["qkey"]))]], ignore_index=True)
+
+
+def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                  label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True
-                 ) -> tuple[dict, dict, Fitted | None]:
-    """``(design lists, unseen lists, model)`` of one ranker: out-of-fold lists of ``design``'s run ``run``,
-    and the unseen queries of ``validation`` (its run 0) ranked by the model fitted on the design queries
-    (None, and no unseen lists, without ``fit_model``)."""
+                 ) -> tuple[dict, Fitted | None]:
+    """``(lists, model)`` of one ranker: out-of-fold lists of every query of ``design``'s run ``run`` and of
+    ``validation``'s run 0, cross-fitted over both at once (:func:`~toolbench_lib.retrieval.ltr.crossfit`:
+    folds grouped by query text over the eight solvable sets, so each query, of a design set or an unseen
+    one, is scored by a model that never saw its text), and the model fitted on every one of them, for
+    held-out query files (None without ``fit_model``)."""
+    queries = _training_queries(design, validation)
     runs = study_runs(design, spec, run)
-    table = feature_table(runs, spec, qrels_of(design.queries, label_gt), depth)
-    cf = crossfit(table, spec, design.queries, seed=seed, label_gt=label_gt)
-    design_lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
+    if validation is not None:
+        runs.update(study_runs(validation, spec, 0, [k for k in validation.queries["qkey"] if k not in runs]))
+    table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
+    cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
+    lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
     if not fit_model:
-        return design_lists, {}, None
-    model = fit(table, spec, table.queries, design.queries.set_index("qkey")["subset"].to_dict(), seed,
-                label_gt)
-    unseen_lists: dict = {}
-    if validation is not None and unseen:
-        keys = [k for k in validation.queries["qkey"] if k in unseen]
-        vtable = feature_table(study_runs(validation, spec, 0, keys), spec, None, depth)
-        unseen_lists = {q: list(r) for q, r in ranked(vtable, model.predict(vtable), depth).items()}
-    return design_lists, unseen_lists, model
+        return lists, None
+    trained = [k for k in table.queries if k in cf.fold]
+    return lists, fit(table, spec, trained, queries.set_index("qkey")["subset"].to_dict(), seed, label_gt)
 
 
 def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,
@@ -133,38 +144,47 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
 
 def ranker_scores(design, validation=None, unseen: set[str] | None = None,
                   specs: Mapping[str, LtrSpec] | None = None, k: int = K, gts: Sequence[str] = GT_DEFINITIONS,
-                  runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str = "candidates"
+                  runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str | None = None
                   ) -> tuple[pd.DataFrame, dict[str, Fitted]]:
     """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
-    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets
-    from the model of run 0) and of every single architecture; ``models`` are the unseen-set models."""
+    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets,
+    the validation study's queries in ``unseen``, from run 0's cross-fit) and of every single architecture.
+
+    Each ground truth is scored by the ranker trained on its own labels (``label_gt`` None), or every one by
+    the ranker trained on ``label_gt``. ``models`` are those fitted on every training query with the
+    default ground truth's labels (or ``label_gt``'s): the models for held-out query files."""
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
     unseen = set(unseen or ())
     dkeys = design.queries["qkey"].tolist()
     ukeys = [q for q in validation.queries["qkey"] if q in unseen] if validation is not None else []
-    dsub = dict(zip(dkeys, design.queries["subset"].map(subset_alias), strict=True))
+    queries = _training_queries(design, validation)
+    sub = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
+    labels = {gt: gt for gt in gts} if label_gt is None else {label_gt: None}
+    model_label = label_gt or (DEFAULT_GT if DEFAULT_GT in gts else gts[0])
     frames, models = [], {}
     for name, spec in specs.items():
-        per_run: dict[str, list[list[float]]] = {gt: [] for gt in gts}
         # a ranker of deterministic methods only (RtP's) reads the same rankings in every run: fitted once
         same_each_run = set(spec.methods) <= set(design.deterministic)
-        for r in runs:
-            if r == runs[0] or not same_each_run:
-                dl, ul, model = ranker_lists(design, validation, unseen, spec, r, seed, label_gt,
-                                             fit_model=r == runs[0])
-            if r == runs[0]:
-                models[name] = model
-                if ukeys:
-                    vq = validation.queries
-                    usub = dict(zip(vq["qkey"], vq["subset"].map(subset_alias), strict=True))
-                    for gt in gts:
-                        rec = _recalls(ul, qrels_of(validation.queries, gt), ukeys, k)
-                        frames.append(_frame(ukeys, usub, name, gt, rec).assign(part="unseen"))
-            for gt in gts:
-                per_run[gt].append(_recalls(dl, qrels_of(design.queries, gt), dkeys, k))
-        for gt in gts:
-            frames.append(_frame(dkeys, dsub, name, gt, np.mean(per_run[gt], axis=0)).assign(part="design"))
+        for label, only in labels.items():
+            scored = [only] if only else list(gts)
+            per_run: dict[str, list[list[float]]] = {gt: [] for gt in scored}
+            for r in runs:
+                if r == runs[0] or not same_each_run:
+                    lists, model = ranker_lists(design, validation, spec, r, seed, label,
+                                                fit_model=r == runs[0] and label == model_label)
+                if r == runs[0]:
+                    if model is not None:
+                        models[name] = model
+                    for gt in scored:
+                        if ukeys:
+                            rec = _recalls(lists, qrels_of(queries, gt), ukeys, k)
+                            frames.append(_frame(ukeys, sub, name, gt, rec).assign(part="unseen"))
+                for gt in scored:
+                    per_run[gt].append(_recalls(lists, qrels_of(queries, gt), dkeys, k))
+            for gt in scored:
+                rec = np.mean(per_run[gt], axis=0)
+                frames.append(_frame(dkeys, sub, name, gt, rec).assign(part="design"))
     frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
@@ -278,7 +298,11 @@ def importance(model: Fitted) -> pd.DataFrame:
             return "tool"
         if name.startswith("cat_"):
             return "category"
-        if name.startswith("stubs_") or name == "n_stubs" or "_s_" in f"_{name}":
+        if name.startswith("lex_"):
+            return "lexical"
+        if name.startswith("runs_"):
+            return "runs"
+        if name.startswith("stub") or name == "n_stubs" or "_s_" in f"_{name}":
             return "stubs"
         return "rank and score"
 
@@ -290,7 +314,8 @@ def importance(model: Fitted) -> pd.DataFrame:
 def importance_figure(table: pd.DataFrame, top: int = 20) -> plt.Figure:
     """Horizontal bars of the ``top`` features' gain share, coloured by group."""
     t = table.head(top).iloc[::-1]
-    colors = {"tool": "#DD8452", "category": "#55A868", "stubs": "#8172B2", "rank and score": "#4C72B0"}
+    colors = {"tool": "#DD8452", "category": "#55A868", "stubs": "#8172B2", "lexical": "#937860",
+              "runs": "#DA8BC3", "rank and score": "#4C72B0"}
     fig, ax = plt.subplots(figsize=(6.5, 0.28 * len(t) + 1.2))
     ax.barh(t["feature"], t["share"], color=[colors.get(g, "#999999") for g in t["group"]])
     ax.set_xlabel("share of total gain")

@@ -5,8 +5,9 @@
 ``--out`` (default: ``ltr/`` in the design study's folder) the issue's table for both ground truths
 (``ltr`` and ``ltr-nollm`` against the best single architecture of any family, recall@k, paired bootstrap
 95% CI), the goal check, the ablations, the feature importance (table and figure) and the costs; the
-models for unseen sets (fitted on G1–G3 only) are stored, checksummed, in the design study's ``ltr/``
-folder. A folder given may be a study folder (with ``provenance.json``) or a run folder holding one.
+models for query files (fitted on every query of both studies) are stored, checksummed, in the design
+study's ``ltr/`` folder. A folder given may be a study folder (with ``provenance.json``) or a run folder
+holding one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The learned ranker: LightGBM lambdarank over the features of :mod:`.ltr_features`, cross-fitted.
 
 ``ltr`` reads the four component rankings of a run (one stub call), ``ltr-nollm`` the query's two
-(``rtp``, ``rtp@bm25``: no LLM call). Training is cross-fitted: the design sets' queries (G1, G2, G3) are
-split into folds grouped by query text and stratified by set (``data.folds``: ``StratifiedGroupKFold``), and
-every design query is scored by the model fitted on the other folds, so no query's score comes from a
-model that saw it. Queries of any other set are scored by one model fitted on every design query (G1–G3
-only), which :func:`save_model` stores with its features, parameters and training sets, checksummed.
+(``rtp``, ``rtp@bm25``: no LLM call). Training is cross-fitted over every query of the eight solvable sets
+the run holds (:data:`TRAIN_SETS`: G1–G3 and the five validation sets): they are split into folds grouped
+by normalised query text and stratified by set (``data.folds``: ``StratifiedGroupKFold``), so a text that
+two sets share (``G2_category`` holds G2's queries) stays in one fold, and every such query is scored by
+the model fitted on the other folds: no query's score comes from a model that saw its text. Queries of any
+other source (a query file, ``evaluate --queries``) are scored by one model fitted on every training query,
+which :func:`save_model` stores with its features, parameters and training sets, checksummed.
 Fixed seed, ``deterministic=True`` and a fixed thread count: the same inputs give the same rankings.
 Labels are the ground truth ``label_gt`` (``candidates`` by default, as the ``-cv`` fusions are tuned).
 """
@@ -28,7 +30,7 @@ from ..config import DEPTH
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
 from ..data.folds import grouped_fold_ids
 from ..data.normalize import norm_text
-from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from ..data.queries import QUERY_SETS, resolve_subset
 from .fusion_specs import Run
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
 from .rankings import Retrieved, ranked_frame
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import lightgbm as lgb
 
-DESIGN_SETS = tuple(DEFAULT_SUBSETS)  # G1, G2, G3: the sets a ranker is trained on
+TRAIN_SETS = tuple(QUERY_SETS)  # the eight solvable sets: every query of theirs is cross-fitted
 LABEL_GT = config.DEFAULT_GT
 FOLDS = 5
 SEED = config.SEED
@@ -48,7 +50,8 @@ PARAMS = {"objective": "lambdarank", "num_leaves": 15, "learning_rate": 0.05, "m
           "deterministic": True, "force_row_wise": True, "num_threads": THREADS, "seed": SEED, "verbose": -1}
 ROUNDS = 300
 ALL = ("q.dense", "q.bm25", "s.dense", "s.bm25")
-NAMED = {"ltr": LtrSpec(ALL), "ltr-nollm": LtrSpec(("q.dense", "q.bm25"))}
+NAMED = {"ltr": LtrSpec(ALL), "ltr-nollm": LtrSpec(("q.dense", "q.bm25")),
+         "ltr-4runs": LtrSpec(ALL, agreement=True)}  # the stubs of every run: measured on a stored study
 
 
 @dataclass
@@ -95,18 +98,18 @@ def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[s
 
 def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, str], folds: int = FOLDS,
              seed: int = SEED) -> dict[str, int]:
-    """Each query's fold: grouped by query text (a repeated text never straddles two folds), stratified by
-    set; at most the smallest set's size, at least 2 (:func:`toolbench_lib.data.folds.grouped_fold_ids`)."""
-    ids = grouped_fold_ids([sets[k] for k in keys], [texts[k].strip() for k in keys], folds, seed)
+    """Each query's fold: grouped by normalised query text (a repeated text never straddles two folds),
+    stratified by set (:func:`toolbench_lib.data.folds.grouped_fold_ids`)."""
+    ids = grouped_fold_ids([sets[k] for k in keys], [norm_text(texts[k]) for k in keys], folds, seed)
     return {k: int(f) for k, f in zip(keys, ids, strict=True)}
 
 
 @dataclass
 class CrossFit:
-    """Scores of every candidate row and how they were made: each design query's fold (its model never saw
-    it), each fold's training queries, the model for the other sets (fitted on every design query), and the
-    other sets' queries whose text a design query holds (``leaked``: each scored by the fold model that never
-    saw that text, not by the model for the other sets)."""
+    """Scores of every candidate row and how they were made: each training query's fold (its model never
+    saw it), each fold's training queries, the model for other sources (fitted on every training query), and
+    the other sources' queries whose text a training query holds (``leaked``: each scored by the fold model
+    that never saw that text, not by the model for other sources)."""
 
     scores: np.ndarray
     fold: dict[str, int]
@@ -116,8 +119,12 @@ class CrossFit:
     leaked: list[str] = field(default_factory=list)
 
 
-def is_design(subset: str) -> bool:
-    return subset_alias(subset) in DESIGN_SETS
+def is_training(subset: str) -> bool:
+    """Whether a set's queries are cross-fitted (one of :data:`TRAIN_SETS`, by name or alias)."""
+    try:
+        return resolve_subset(subset) in TRAIN_SETS
+    except ValueError:
+        return False
 
 
 def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: int = FOLDS, seed: int = SEED,
@@ -126,18 +133,19 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     q = queries.set_index("qkey")
     keys = table.queries
     sets = q["subset"].to_dict()
-    design = [k for k in keys if is_design(sets[k])]
+    design = [k for k in keys if is_training(sets[k])]
     if len(design) < 2:
-        raise ValueError(f"the learned ranker trains on the {', '.join(DESIGN_SETS)} queries, and this run "
-                         f"has {len(design)}: evaluate it with those sets")
+        raise ValueError(f"the learned ranker trains on the queries of the solvable sets "
+                         f"({', '.join(TRAIN_SETS)}), and this run has {len(design)}: evaluate it with "
+                         f"some of those sets")
     texts = q["query"].to_dict()
-    per_set = pd.Series([subset_alias(sets[k]) for k in design]).value_counts().sort_index()
-    if per_set.max() < 2 or len({texts[k].strip() for k in design}) < 2:
+    per_set = pd.Series([sets[k] for k in design]).value_counts().sort_index()
+    if per_set.max() < 2 or len({norm_text(texts[k]) for k in design}) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
-        raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the "
-                         f"{', '.join(DESIGN_SETS)} queries (split by query text, stratified by set), which "
-                         f"needs 2 distinct queries of one set; this run has {counts}: evaluate it on more "
-                         f"queries (--limit 2 or more)")
+        raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the solvable sets' "
+                         f"queries (split by query text, stratified by set), which needs 2 distinct queries "
+                         f"of one set; this run has {counts}: evaluate it on more queries (--limit 2 or more)"
+                         )
     fold = folds_of(design, sets, texts, folds, seed)
     scores = np.zeros(len(table.qkeys))
     trained_on, seconds, models = [], [], {}
@@ -148,8 +156,8 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
         scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
         trained_on.append(train)
         seconds.append(model.seconds)
-    others = [k for k in keys if not is_design(sets[k])]
-    # A query of another set whose text a design query holds: the fold model that never saw that text.
+    others = [k for k in keys if not is_training(sets[k])]
+    # A query of another source whose text a training query holds: the fold model that never saw that text.
     text_fold = {norm_text(texts[k]): fold[k] for k in design}
     leaked = [k for k in others if norm_text(texts[k]) in text_fold]
     for k in leaked:
@@ -161,8 +169,8 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
         rows = table.rows_of(clean)
         scores[rows] = unseen.booster.predict(table.X[rows], num_threads=THREADS)
     if leaked:
-        log.warning("learned ranker: %d queries of other sets repeat a design query's text; each is scored "
-                    "by the fold model trained without that text", len(leaked))
+        log.warning("learned ranker: %d queries of other sources repeat a training query's text; each is "
+                    "scored by the fold model trained without that text", len(leaked))
     return CrossFit(scores, fold, trained_on, unseen, seconds, leaked)
 
 
@@ -244,14 +252,19 @@ class LtrRetriever:
         self.deterministic = not spec.uses_stubs
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
+        if self.spec.agreement:
+            raise ValueError(f"{self.name} reads the stubs of every run of a stored study, which one run of "
+                             f"evaluate does not have: it is measured by notebook 12 and python -m "
+                             f"toolbench_lib.analysis.ltr_study; choose ltr or ltr-nollm here")
         retrieved = {}
         for method in self.spec.methods:
             got = ctx.retrieved.get(method)
             retrieved[method] = got if got is not None else get_retriever(method).retrieve(ctx)
         keys = ctx.queries["qkey"].tolist()
-        lists, cf, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec), ctx.queries, self.spec,
-                                    ctx.depth)
-        ctx.notes[self.name] = {"queries_repeating_a_design_text": len(cf.leaked)}
+        texts = dict(zip(keys, ctx.queries["query"], strict=True))
+        lists, cf, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec, texts), ctx.queries,
+                                    self.spec, ctx.depth)
+        ctx.notes[self.name] = {"queries_repeating_a_training_text": len(cf.leaked)}
         return Retrieved(ranked_frame(keys, self.name, lists, ctx.setup.api_ids))
 
 

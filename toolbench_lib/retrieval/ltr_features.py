@@ -18,28 +18,35 @@ the candidate (or holds no sibling) is 0.
 | ``n_lists`` | how many of the method's component rankings hold the API | every component |
 | ``stubs_<f>`` | how many stubs' own rankings of family ``f`` hold the API | ``s.<f>``'s per-stub rankings |
 | ``n_stubs`` | how many stubs the query has (PtR's searched texts) | a stub component |
+| ``stub_rr_<f>`` | best reciprocal rank of the API in one stub's own ranking | as ``stubs_<f>`` |
+| ``stub_tool_<f>`` | how many stubs' own rankings hold an API of its tool | as ``stubs_<f>`` |
+| ``lex_<p>`` | share of the API's name (tool, category) terms in the query (BM25's analyzer) | the text |
+| ``runs_n_<c>`` | how many runs' rankings of stub component ``c`` hold the API (``ltr-4runs``) | every run |
+| ``runs_rr_<c>`` | its mean reciprocal rank over those runs (0 where a run misses it) | every run |
 
 ``<c>`` is written with ``_`` for ``.`` (``rr_q_dense``): LightGBM refuses some characters in names. ``ltr``
 uses all four components (one stub call); ``ltr-nollm`` only ``q.dense`` and ``q.bm25`` (no LLM call, so no
-stub features). :class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop
-groups).
+stub features); ``ltr-4runs`` adds the agreement of every run's stubs (one stub call per run).
+:class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop groups).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..config import DEPTH
+from .bm25 import tokens
 from .fuse import Ranking, min_max
 from .fusion_specs import component_table, rankings_by
 from .rankings import Retrieved
 
-GROUPS = ("tool", "category")
+GROUPS = ("tool", "category", "stub_evidence", "lexical", "agreement")
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,9 @@ class LtrSpec:
     components: tuple[str, ...]
     tool: bool = True
     category: bool = True
+    stub_evidence: bool = True  # per-stub best rank and tool hits (with a stub component)
+    lexical: bool = True  # the query's terms in the API's name, tool and category
+    agreement: bool = False  # every run's stub rankings (one stub call per run)
 
     def __post_init__(self) -> None:
         known = component_table()
@@ -65,6 +75,10 @@ class LtrSpec:
     def stub_families(self) -> list[str]:
         """The retriever families of the stub components (``dense``, ``bm25``)."""
         return [c.split(".", 1)[1] for c in self.components if c.startswith("s.")]
+
+    @property
+    def stub_components(self) -> list[str]:
+        return [c for c in self.components if c.startswith("s.")]
 
     @property
     def methods(self) -> list[str]:
@@ -85,11 +99,17 @@ class LtrSpec:
         names += [f"stubs_{f}" for f in self.stub_families]
         if self.uses_stubs:
             names.append("n_stubs")
+        if self.stub_evidence:
+            names += [f"stub_{x}_{f}" for f in self.stub_families for x in ("rr", "tool")]
+        if self.lexical:
+            names += ["lex_api", "lex_tool", "lex_cat"]
+        if self.agreement:
+            names += [f"runs_{x}_{c.replace('.', '_')}" for c in self.stub_components for x in ("n", "rr")]
         return names
 
     def describe(self) -> str:
-        groups = [g for g in GROUPS if getattr(self, g)]
-        return f"{' + '.join(self.components)}; tool/category features: {', '.join(groups) or 'none'}"
+        groups = [g.replace("_", " ") for g in GROUPS if getattr(self, g)]
+        return f"{' + '.join(self.components)}; feature groups: {', '.join(groups) or 'none'}"
 
 
 @dataclass
@@ -99,6 +119,8 @@ class QueryRuns:
 
     lists: dict[str, Ranking]
     stubs: dict[str, list[Ranking]] = field(default_factory=dict)
+    text: str = ""  # the query's text (lexical features)
+    runs: dict[str, list[Ranking]] = field(default_factory=dict)  # per stub component, every run's ranking
 
 
 def tool_of(api_id: str) -> str:
@@ -110,6 +132,40 @@ def tool_of(api_id: str) -> str:
 def category_of(api_id: str) -> str:
     """The category of an API id (its first part)."""
     return api_id.split("/", 1)[0]
+
+
+class Terms:
+    """Texts as sets of BM25's analyzer terms (:func:`.bm25.tokens`), an API id's parts split on ``_``, ``-``
+    and camel case first; each text analysed once, in batches."""
+
+    def __init__(self) -> None:
+        self._terms: dict[str, frozenset[str]] = {}
+
+    @staticmethod
+    def _plain(text: str) -> str:
+        return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+
+    def add(self, texts: Iterable[str]) -> None:
+        new = list(dict.fromkeys(t for t in texts if t not in self._terms))
+        if new:
+            for t, terms in zip(new, tokens([self._plain(t) for t in new]), strict=True):
+                self._terms[t] = frozenset(x for x in terms if x)
+
+    def __call__(self, text: str) -> frozenset[str]:
+        if text not in self._terms:
+            self.add([text])
+        return self._terms[text]
+
+    def overlap(self, query: str, name: str) -> float:
+        """The share of ``name``'s terms that ``query`` holds (0 for a name without terms)."""
+        mine = self(name)
+        return len(mine & self(query)) / len(mine) if mine else 0.0
+
+
+def _parts(api_id: str) -> tuple[str, str, str]:
+    """An API id's name, tool and category as texts."""
+    parts = api_id.split("/", 2)
+    return parts[-1], parts[1] if len(parts) > 1 else api_id, parts[0]
 
 
 @dataclass
@@ -143,14 +199,26 @@ def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, tool_n, tool_top, cat_tools)
 
 
-def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH) -> tuple[list[str], np.ndarray]:
+def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
+                   terms: Terms | None = None) -> tuple[list[str], np.ndarray]:
     """The candidates of one query (first appearance over the components in order) and their features
     (rows of :attr:`LtrSpec.feature_names`)."""
     stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
     ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
-    stub_counts = {f: Counter(a for r in q.stubs.get(f, []) for a in dict.fromkeys(x for x, _ in r[:depth]))
-                   for f in spec.stub_families}
+    stub_tops = {f: [list(dict.fromkeys(x for x, _ in r[:depth])) for r in q.stubs.get(f, [])]
+                 for f in spec.stub_families}
+    stub_counts = {f: Counter(a for top in tops for a in top) for f, tops in stub_tops.items()}
+    stub_best = {f: {} for f in spec.stub_families}
+    stub_tools = {f: Counter() for f in spec.stub_families}
+    for f, tops in stub_tops.items():
+        for top in tops:
+            for i, a in enumerate(top, 1):
+                stub_best[f][a] = max(stub_best[f].get(a, 0.0), 1.0 / i)
+            stub_tools[f].update({tool_of(a) for a in top})
+    run_ranks = {c: [{a: i for i, a in enumerate(dict.fromkeys(x for x, _ in r[:depth]), 1)}
+                     for r in q.runs.get(c, [])] for c in spec.stub_components} if spec.agreement else {}
     n_stubs = max((len(v) for v in q.stubs.values()), default=0)
+    terms = terms if terms is not None else Terms()
     X = np.zeros((len(ids), len(spec.feature_names)))
     for i, a in enumerate(ids):
         tool, cat = tool_of(a), category_of(a)
@@ -168,6 +236,14 @@ def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH) -> tuple[lis
         row += [float(stub_counts[f][a]) for f in spec.stub_families]
         if spec.uses_stubs:
             row.append(float(n_stubs))
+        if spec.stub_evidence:
+            for f in spec.stub_families:
+                row += [stub_best[f].get(a, 0.0), float(stub_tools[f][tool])]
+        if spec.lexical:
+            row += [terms.overlap(q.text, part) for part in _parts(a)]
+        for c in run_ranks:
+            held = [r[a] for r in run_ranks[c] if a in r]
+            row += [float(len(held)), sum(1.0 / x for x in held) / max(len(run_ranks[c]), 1)]
         X[i] = row
     return ids, X
 
@@ -210,8 +286,12 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
                   depth: int = DEPTH) -> FeatureTable:
     """The candidate rows of every query of ``runs`` (in its order); labels from ``qrels`` (0 without)."""
     qkeys, ids, blocks, labels = [], [], [], []
+    terms = Terms()
+    if spec.lexical:  # every text analysed in one batch
+        terms.add([q.text for q in runs.values()])
+        terms.add(p for q in runs.values() for r in q.lists.values() for a, _ in r[:depth] for p in _parts(a))
     for key, q in runs.items():
-        got, X = query_features(q, spec, depth)
+        got, X = query_features(q, spec, depth, terms)
         rel = (qrels or {}).get(key) or set()
         qkeys += [key] * len(got)
         ids += got
@@ -222,12 +302,15 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
     return FeatureTable(qkeys, ids, X, np.asarray(labels), names)
 
 
-def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
-                       spec: LtrSpec) -> dict[str, QueryRuns]:
+def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str], spec: LtrSpec,
+                       texts: Mapping[str, str] | None = None,
+                       every_run: Mapping[str, Sequence[Retrieved]] | None = None) -> dict[str, QueryRuns]:
     """``{qkey: QueryRuns}`` from one run's rankings of each component's method (``{method: Retrieved}``:
-    the final rankings and each stub's own)."""
+    the final rankings and each stub's own), the queries' ``texts`` and, for agreement, every run's
+    rankings of each stub component's method (``every_run``)."""
     lists: dict[str, dict[str, Ranking]] = {}
     stubs: dict[str, dict[str, list[Ranking]]] = {}
+    runs: dict[str, list[dict[str, Ranking]]] = {}
     for c, method in zip(spec.components, spec.methods, strict=True):
         got = retrieved[method]
         lists[c] = rankings_by(got.final, ["qkey"])
@@ -235,18 +318,31 @@ def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str],
             per_stub = stubs[c.split(".", 1)[1]] = {}
             for (q, _), ranking in rankings_by(got.texts, ["qkey", "text_idx"]).items():
                 per_stub.setdefault(q, []).append(ranking)
+            if spec.agreement:
+                if not every_run or method not in every_run:
+                    raise ValueError(f"the ranker's agreement features read every run's rankings of "
+                                     f"{method!r}, and none were given")
+                runs[c] = [rankings_by(r.final, ["qkey"]) for r in every_run[method]]
+    texts = texts or {}
     return {key: QueryRuns({c: lists[c].get(key, []) for c in spec.components},
-                           {f: s.get(key, []) for f, s in stubs.items()})
+                           {f: s.get(key, []) for f, s in stubs.items()}, str(texts.get(key, "")),
+                           {c: [r.get(key, []) for r in rs] for c, rs in runs.items()})
             for key in keys}
 
 
 def study_runs(result, spec: LtrSpec, run: int = 0,
                keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
-    """:func:`runs_from_rankings` of a stored study's run ``run`` (every query of the study by default)."""
+    """:func:`runs_from_rankings` of a stored study's run ``run`` (every query of the study by default); with
+    agreement features, every run of the study's stub methods."""
     retrieved = {}
     for method in spec.methods:
         if not (result.rankings["method"] == method).any():
             raise ValueError(f"the study has no rankings of {method!r}, which the ranker reads "
                              f"(it has {', '.join(result.methods)})")
         retrieved[method] = result.retrieved(method, run)
-    return runs_from_rankings(retrieved, keys if keys is not None else result.queries["qkey"].tolist(), spec)
+    every = ({m: [result.retrieved(m, r) for r in range(result.n_runs)]
+              for m, c in zip(spec.methods, spec.components, strict=True) if c.startswith("s.")}
+             if spec.agreement else None)
+    texts = dict(zip(result.queries["qkey"], result.queries["query"], strict=True))
+    return runs_from_rankings(retrieved, keys if keys is not None else result.queries["qkey"].tolist(), spec,
+                              texts, every)

@@ -25,7 +25,9 @@ def describe_method(name: str) -> str:
         return f"Fused: {spec_of(name).describe()}."
     if name.startswith("ltr"):
         return ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds) over features of the "
-                "query's and stubs' dense and BM25 rankings" + (", without any stub (no LLM call)."
-                                                                 if "nollm" in name else "."))
+                "query's and stubs' dense and BM25 rankings and the query's words in the API's name"
+                + {"ltr-nollm": ", without any stub (no LLM call).",
+                   "ltr-4runs": ", with the agreement of every run's stubs (one stub call per run)."}.get(
+                    name, "."))
     arch, family = split_method(name)
     return f"{ARCH_NAMES.get(arch, arch)} with {family} retrieval."
