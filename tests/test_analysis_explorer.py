@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from html import escape
 from pathlib import Path
 
@@ -93,9 +94,10 @@ def study() -> tuple[pd.DataFrame, StudyResult]:
     return reg, result
 
 
-def _explorer(study, **kw) -> QueryExplorer:
+def _explorer(study, run=0, **kw) -> QueryExplorer:
+    """The explorer of the hand-made study, on run 0 unless told (the tests below count one run by hand)."""
     reg, result = study
-    return QueryExplorer(None, result, registry=reg, **kw)
+    return QueryExplorer(None, result, registry=reg, run=run, **kw)
 
 
 def _row_ids(ex: QueryExplorer) -> list[str]:
@@ -334,6 +336,68 @@ def test_summary_counts_of_a_view_by_hand(study):
     assert (ex.summary().n, ex.summary().b_wins) == (2, 0) and "<b>2</b> queries in G1" in ex.count.value
 
 
+def test_the_default_view_is_the_mean_of_runs_as_the_report_counts(study):
+    """A study of two runs opens on their mean (the primary endpoint's basis): per query, each method's
+    recall averaged over runs, and wins counted on those means; one run stays a choice, in the link too."""
+    reg, result = study
+    ex = QueryExplorer(None, result, registry=reg, k=5)
+    assert ex.run.value == "mean" and ex.run.options[0] == ("mean of 2 runs", "mean")
+    pq = per_query_runs(result, 5)
+    pq = pq[pq["qkey"].str.startswith("G1_")]
+    rtp = pq[pq["method"] == "rtp"].groupby("qkey")["recall"].mean()
+    ptr = pq[pq["method"] == "ptr"].groupby("qkey")["recall"].mean()
+    assert pq[pq["method"] == "ptr"]["run"].nunique() == 2
+    s = ex.summary()
+    assert s.mean_a == pytest.approx(rtp.mean()) and s.mean_b == pytest.approx(ptr.mean())
+    assert (s.a_wins, s.b_wins) == (int((rtp > ptr + 1e-12).sum()), int((ptr > rtp + 1e-12).sum()))
+    assert "recall: mean of 2 runs; rankings, stubs and plans: run 0" in ex.output.value
+    assert "run=mean" in ex.state_query()
+    ex.apply_state("run=1")
+    assert ex.run.value == 1 and "(run 1, k = 5)" in ex.output.value
+    ex.apply_state("run=mean")
+    assert ex.run.value == "mean"
+
+
+def test_what_the_view_shares_by_hand(study):
+    """G1, run 0, k = 5 (DESIGN: three ground-truth APIs per query). RtP holds 4 of the 12 in its top 5,
+    1 at rank 8, 7 nowhere; PtR 3, 1 (rank 9), 8; of PtR's 3, one (G1:2's second, rank 5) is not in RtP's
+    top 5: found only by a stub. The best single architecture of G1 is RtP (1/3 against 1/4)."""
+    reg, result = study
+    ex = _explorer(study, k=5)
+    table, (cats, tools) = ex.digest(ex.table_frame())
+    t = table.set_index("method")
+    assert t.loc["rtp", ["found", "missed_near", "missed_beyond"]].tolist() == pytest.approx([4 / 12, 1 / 12,
+                                                                                           7 / 12])
+    assert t.loc["ptr", ["found", "missed_near", "missed_beyond"]].tolist() == pytest.approx([3 / 12, 1 / 12,
+                                                                                           8 / 12])
+    assert t.loc["ptr", "stub_only"] == pytest.approx(1 / 3) and np.isnan(t.loc["rtp", "stub_only"])
+    q = result.queries.set_index("qkey")
+    for method in ("rtp", "ptr"):  # wrong APIs of a ground-truth API's tool, recounted
+        wrong = siblings = 0
+        for key, ids in result.ranking(method, 0).items():
+            if not key.startswith("G1_"):
+                continue
+            gt = set(q.loc[key, "candidates"])
+            gt_tools = {a.rsplit("/", 1)[0] for a in gt}
+            for a in ids[:5]:
+                if a not in gt:
+                    wrong += 1
+                    siblings += a.rsplit("/", 1)[0] in gt_tools
+        assert t.loc[method, "wrong_siblings"] == pytest.approx(siblings / wrong)
+    gts = [a for key in q.index if key.startswith("G1_") for a in q.loc[key, "candidates"]]
+    assert cats == Counter(a.split("/")[0] for a in gts).most_common(3)
+    assert tools == Counter(a.split("/")[1] for a in gts).most_common(3)
+    assert ex.best_single()[0] == "rtp" and ex.best_single()[1] == pytest.approx(1 / 3)
+    box = ex.digest_box.value
+    assert "Best single architecture of G1" in box and "<b>RtP" in box and "33%" in box
+    assert "★ best single architecture of the set" in _section(ex.output.value, "method-rtp", "</h3>")
+    assert "★ best single" not in _section(ex.output.value, "method-ptr", "</h3>")
+    ex.filter.value = "both_missed"  # G1:1 alone: nothing found, every ground truth beyond the top 20
+    table, _ = ex.digest(ex.table_frame())
+    assert table.set_index("method").loc["rtp", "missed_beyond"] == pytest.approx(1.0)
+    assert "<b>RtP" in ex.digest_box.value  # the best single is of the set, before the filter
+
+
 def test_a_view_opens_on_its_largest_gap(study):
     ex = _explorer(study, k=5)
     assert ex.query.value == "G1_instruction:0"  # gaps 1/3, 0, 1/3, 1/3: the first of the largest
@@ -421,7 +485,7 @@ def three_methods(study):
 
 def test_any_two_methods_of_the_study(three_methods):
     reg, result = three_methods
-    ex = QueryExplorer(None, result, registry=reg, k=5)
+    ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
     assert [v for _, v in ex.method_b.options] == ["rtp", "ptr", "rtp@bm25"]
     ex.method_a.value = "rtp@bm25"
     assert ex.filter.options[1] == ("RtP@bm25 higher recall", "a_wins")
@@ -443,7 +507,7 @@ def test_any_two_methods_of_the_study(three_methods):
 
 def test_every_selected_method_is_a_column_and_the_filter_names_them(three_methods):
     reg, result = three_methods
-    ex = QueryExplorer(None, result, registry=reg, k=5)
+    ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
     assert ex.show.options[0] == ("every selected", "both")
     assert ["<div class='col method-rtp'>" in ex.render(), "method-rtp@bm25" in ex.render()] == [True, False]
     ex.more.value = ("rtp@bm25",)

@@ -41,6 +41,14 @@ STATE_KEYS = ("run_name", "run", "subset", "filter", "a", "b", "more", "show", "
               "desc", "page", "query")
 EXPLORE_URL = "http://127.0.0.1:8866/"  # where `make explore` serves the explorer
 REPORT_SECTION = "report.html#08-query-explorer"  # the report's section on the explorer
+MEAN_RUNS = "mean"  # the run control's value for the mean over every run (the report's basis)
+
+
+def run_options(runs: list[int]) -> list[tuple[str, int | str]]:
+    """The run control's choices: the mean over every run first (the primary endpoint's basis) where the
+    study has more than one, then each run."""
+    each = [(f"run {r}", r) for r in runs]
+    return [(f"mean of {len(runs)} runs", MEAN_RUNS), *each] if len(runs) > 1 else each
 
 log = logging.getLogger(__name__)
 

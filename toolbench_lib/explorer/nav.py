@@ -11,10 +11,12 @@ from urllib.parse import parse_qsl, quote, urlencode
 from ..study.stored import StudyResult
 from .data import (
     ALL_SUBSETS,
+    MEAN_RUNS,
     SORTS,
     STATE_KEYS,
     api_labels,
     method_label,
+    run_options,
     search_queries,
     stored_registry,
 )
@@ -82,8 +84,9 @@ class QueryNavigation:
             self.subset.options = [*subsets, ALL_SUBSETS]
             self.subset.value = keep if keep in self.subset.options else subsets[0]
             keep_run = self.run.value
-            self.run.options = runs
-            self.run.value = keep_run if keep_run in runs else runs[0]
+            self.run.options = run_options(runs)
+            values = [v for _, v in self.run.options]
+            self.run.value = keep_run if keep_run in values else values[0]
         finally:
             self._updating = False
         self.provenance.value = self._provenance_html()
@@ -181,7 +184,8 @@ class QueryNavigation:
                     continue
                 allowed = [str(v if not isinstance(v, tuple) else v[1]) for v in control.options]
                 if given[key] in allowed:
-                    control.value = int(given[key]) if control is self.run else given[key]
+                    control.value = (int(given[key]) if control is self.run and given[key] != MEAN_RUNS
+                                     else given[key])
                 else:
                     problems.append(f"link: ignored {key}={given[key]!r} (one of {', '.join(allowed)})")
             if "k" in given:

@@ -97,6 +97,45 @@ class QueryRendering:
 
     def _draw_summary(self, frame: pd.DataFrame) -> None:
         self.count.value = f"<span class='qx-summary'>{self._summary_html(frame)}</span>"
+        self.digest_box.value = self._digest_html(frame)
+
+    def _best_html(self) -> str:
+        best, mean = self._best
+        if best is None:
+            return ""
+        scope = "this view's queries" if self._multi_subset() else html_text(str(self.subset.value))
+        return (f"<p class='qx-best'>★ Best single architecture of {scope} (mean recall@{int(self.k.value)} "
+                f"before the filter): <b>{html_text(method_label(best, True))}</b> {mean:.3f}</p>")
+
+    def _digest_html(self, frame: pd.DataFrame) -> str:
+        """The summary of the view's queries: per selected method, where its ground truth sat and what its
+        wrong APIs were (:mod:`.digest`), the ground truth's common categories and tools, the best single."""
+        self._best = self.best_single()
+        if frame.empty:
+            return f"<div class='qx qx-digest'>{self._best_html()}</div>"
+        table, (cats, tools) = self.digest(frame)
+        k = int(self.k.value)
+        runs = f", pooled over {len(self._scored_runs())} runs" if self.mean_of_runs else ""
+
+        def pct(v: float) -> str:
+            return "–" if v != v else f"{100 * v:.0f}%"
+
+        heads = ["method", f"ground truth in the top {k}", f"at ranks {k + 1}–20", "beyond 20",
+                 "found only by a stub", "wrong APIs of a ground-truth API's tool"]
+        body = "".join(
+            f"<tr><th scope='row'>{html_text(method_label(r['method']))}"
+            f"{' ★' if r['method'] == self._best[0] else ''}</th>"
+            + "".join(f"<td class='num'>{pct(r[c])}</td>" for c in ("found", "missed_near", "missed_beyond",
+                                                                       "stub_only", "wrong_siblings"))
+            + "</tr>" for _, r in table.iterrows())
+        named = "; ".join(f"{what}: " + ", ".join(f"{html_text(n)} ({c})" for n, c in pairs)
+                          for what, pairs in (("categories", cats), ("tools", tools)) if pairs)
+        return (f"<div class='qx qx-digest'>{self._best_html()}<table class='qtable qx-digest-table'>"
+                f"<caption class='muted'>What the {len(frame)} queries of the view share (shares of their "
+                f"ground-truth APIs{runs}; ★ the best single architecture)</caption><thead><tr>"
+                + "".join(f"<th scope='col'>{html_text(h)}</th>" for h in heads)
+                + f"</tr></thead><tbody>{body}</tbody></table>"
+                f"<p class='muted'>Their ground truth's most frequent {named}</p></div>")
 
     def _multi_subset(self) -> bool:
         return bool(str(self.search.value).strip()) or self.subset.value == ALL_SUBSETS
@@ -186,7 +225,8 @@ class QueryRendering:
                                          "</td>" for c in columns) + "</tr>")
         more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
                 if len(frame) > rows else "")
-        return (f"<div class='qx'><p>{self._summary_html(frame)}</p><table class='qtable'><thead><tr>{head}"
+        return (f"<div class='qx'><p>{self._summary_html(frame)}</p></div>{self._digest_html(frame)}"
+                f"<div class='qx'><table class='qtable'><thead><tr>{head}"
                 f"</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>")
 
 
@@ -203,7 +243,7 @@ class QueryRendering:
     def _ranked(self, qkey: str, method: str, text_idx: int | None = None) -> pd.DataFrame:
         """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own."""
         h = self._hits_of(qkey, "rankings" if text_idx is None else "text_rankings")
-        mine = h[(h["method"] == method) & (h["run"] == int(self.run.value))]
+        mine = h[(h["method"] == method) & (h["run"] == self.shown_run)]
         if text_idx is not None:
             mine = mine[mine["text_idx"] == text_idx]
         return mine.sort_values("rank").head(int(self.k.value))
@@ -249,7 +289,7 @@ class QueryRendering:
 
     def _stubs(self, qkey: str, gt: set[str], method: str) -> str:
         s = self.result.stubs
-        mine = s[(s["qkey"] == qkey) & (s["run"] == int(self.run.value))].sort_values("stub_idx")
+        mine = s[(s["qkey"] == qkey) & (s["run"] == self.shown_run)].sort_values("stub_idx")
         if mine.empty:
             return "<h4>Stubs</h4><p class='muted'>no stubs recorded for this query and run</p>"
         fell_back = bool(mine["fell_back"].iloc[0])
@@ -265,7 +305,7 @@ class QueryRendering:
         p = self.result.plans
         if p.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
-        mine = p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == int(self.run.value))]
+        mine = p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == self.shown_run)]
         if mine.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
         plan = mine.iloc[0]
@@ -306,7 +346,7 @@ class QueryRendering:
         views = getattr(self, "views", None)
         if views is None or method not in views.learned_methods:
             return ""
-        f = views.features(method, int(self.run.value), qkey, 1)
+        f = views.features(method, self.shown_run, qkey, 1)
         if f.empty:
             return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
         rows = "".join(f"<tr><td><code>{html_text(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
@@ -319,13 +359,19 @@ class QueryRendering:
     def _method_column(self, qkey: str, method: str, gt: set[str]) -> str:
         scores = self._method_scores(method)
         pos = int(self._base.index[self._base["qkey"] == qkey][0])
-        recall, hits = float(scores.iloc[pos, 0]), int(scores.iloc[pos, 1])
+        recall, hits = float(scores.iloc[pos, 0]), float(scores.iloc[pos, 1])
         top = self._ranked(qkey, method)
         k = int(self.k.value)
         name = html_text(method_label(method, True))
+        if method == getattr(self, "_best", (None,))[0]:
+            name += " <span class='tag qx-best-tag'>★ best single architecture of the set</span>"
+        n = len(self._runs())
+        found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {n} runs; the ranking below is run "
+                 f"{self.shown_run}'s" if self.mean_of_runs
+                 else f"{hits:.0f} ground-truth APIs in the top {k}")
         parts = [f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
                  f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",
-                 f"<p>recall@{k}: <b>{recall:.3f}</b> ({hits} ground-truth APIs in the top {k})</p>",
+                 f"<p>recall@{k}: <b>{recall:.3f}</b> ({found})</p>",
                  "<h4>Ranking</h4>", self._list(top, gt, "hit")]
         if self._has_texts(method):
             parts.append(self._stubs(qkey, gt, method))
@@ -333,6 +379,12 @@ class QueryRendering:
         parts.append(self._plan(qkey, method, gt))
         parts.append("</div>")
         return "".join(parts)
+
+    def _run_words(self) -> str:
+        if self.mean_of_runs:
+            n, run = len(self._runs()), self.shown_run
+            return f"recall: mean of {n} runs; rankings, stubs and plans: run {run}"
+        return f"run {int(self.run.value)}"
 
     def methods_shown(self) -> list[str]:
         """The methods whose columns are shown: every selected one (A, B, then the others picked) or one."""
@@ -348,7 +400,7 @@ class QueryRendering:
         gt = self._gt_ids(qkey)
         cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
         return (f"{STYLE}<div class='qx'><h3>{html_text(subset_alias(str(row['subset'])))} query "
-                f"{html_text(str(row['query_id']))} <span class='muted'>(run {int(self.run.value)}, "
+                f"{html_text(str(row['query_id']))} <span class='muted'>({self._run_words()}, "
                 f"k = {int(self.k.value)})</span></h3><blockquote>{html_text(str(row['query']))}"
                 f"</blockquote>{self._ground_truth(qkey)}<div class='cols'>{cols}</div></div>")
 

@@ -8,6 +8,7 @@ import pandas as pd
 from .data import (
     ALL_SUBSETS,
     API_FILTERS,
+    MEAN_RUNS,
     Summary,
     _ids,
     filter_outcomes,
@@ -15,6 +16,7 @@ from .data import (
     query_outcomes,
     summarise,
 )
+from .digest import best_single, common_names, digest
 
 
 class QueryScores:
@@ -25,6 +27,19 @@ class QueryScores:
         if not runs:
             runs = list(range(max(1, self.result.n_runs)))
         return runs
+
+    @property
+    def mean_of_runs(self) -> bool:
+        """Whether the scores are the mean over every run (the report's basis) rather than one run's."""
+        return self.run.value == MEAN_RUNS
+
+    @property
+    def shown_run(self) -> int:
+        """The run whose rankings, stubs and plans are shown (the first under the mean of runs)."""
+        return self._runs()[0] if self.mean_of_runs else int(self.run.value)
+
+    def _scored_runs(self) -> list[int]:
+        return self._runs() if self.mean_of_runs else [int(self.run.value)]
 
     @property
     def methods(self) -> tuple[str, str]:
@@ -42,8 +57,15 @@ class QueryScores:
         return self._rankings[(method, run)]
 
     def found(self, method: str) -> pd.DataFrame:
-        """``qkey, api_id``: the ground-truth APIs of the method's top k (current run and ground truth)."""
-        run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
+        """``qkey, api_id``: the ground-truth APIs of the method's top k (current run and ground truth; under
+        the mean of runs, those of any run's top k, so "missed" means missed in every run)."""
+        if self.mean_of_runs:
+            got = pd.concat([self._found_in(method, r) for r in self._runs()], ignore_index=True)
+            return got.drop_duplicates(ignore_index=True)
+        return self._found_in(method, int(self.run.value))
+
+    def _found_in(self, method: str, run: int) -> pd.DataFrame:
+        k, gt = int(self.k.value), str(self.gt.value)
         if self.views is not None and (method, run, gt) in self.views._found:
             return self.views.found_at(method, run, gt, k)
         rel = dict(zip(self.queries["qkey"], self.queries[gt], strict=True))
@@ -52,7 +74,18 @@ class QueryScores:
         return pd.DataFrame(pairs, columns=["qkey", "api_id"])
 
     def _method_scores(self, method: str) -> pd.DataFrame:
-        run, k, gt = int(self.run.value), int(self.k.value), str(self.gt.value)
+        """``<method>_recall, <method>_hits`` per query (study order): one run's, or the mean over runs."""
+        if not self.mean_of_runs:
+            return self._run_scores(method, int(self.run.value))
+        k, gt = int(self.k.value), str(self.gt.value)
+        key = (method, MEAN_RUNS, k, gt)
+        if key not in self._scores:
+            per_run = [self._run_scores(method, r) for r in self._runs()]
+            self._scores[key] = sum(per_run[1:], per_run[0]) / len(per_run)
+        return self._scores[key]
+
+    def _run_scores(self, method: str, run: int) -> pd.DataFrame:
+        k, gt = int(self.k.value), str(self.gt.value)
         key = (method, run, k, gt)
         if key not in self._scores and self.views is not None and (method, run, gt) in self.views._recall:
             scores = self.views.scores(method, run, gt, k, self._base["qkey"])
@@ -81,7 +114,7 @@ class QueryScores:
         term = term.strip().lower()
         found = (self._lower.str.contains(term, regex=False).to_numpy()
                  | self._gt_text.str.contains(term, regex=False).to_numpy())
-        k, run = int(self.k.value), int(self.run.value)
+        k, run = int(self.k.value), self.shown_run
         keys = set()
         for method in dict.fromkeys(self.methods):
             if (method, run) not in self._rankings:
@@ -135,3 +168,29 @@ class QueryScores:
         """The :class:`Summary` of the view's queries."""
         frame = self.table_frame() if frame is None else frame
         return summarise(frame.rename(columns={"a": "a_recall", "b": "b_recall"}), "a", "b")
+
+    def _scope_keys(self) -> list[str]:
+        """The queries of the current subset (all, under a search), before the filter."""
+        if str(self.search.value).strip() or self.subset.value == ALL_SUBSETS:
+            return self._base["qkey"].tolist()
+        return self._base.loc[self._base["subset"] == self.subset.value, "qkey"].tolist()
+
+    def best_single(self) -> tuple[str | None, float]:
+        """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
+        and that mean (the current run or mean of runs, ``k`` and ground truth)."""
+        rows = self._base["qkey"].isin(set(self._scope_keys())).to_numpy()
+        means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in self.result.methods}
+        best = best_single(means)
+        return best, means.get(best, float("nan"))
+
+    def digest(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, tuple[list, list]]:
+        """What the view's queries share, per selected method (:func:`.digest.digest`), and their ground
+        truth's most frequent categories and tools."""
+        keys = frame["qkey"].tolist()
+        gt = str(self.gt.value)
+        gts = {q: set(_ids(self.queries.loc[q, gt])) for q in keys}
+        runs = self._scored_runs()
+        rankings = {m: [self._ranking_of(m, r) for r in runs] for m in self.selected}
+        stubs = {m for m in self.selected if self._has_texts(m)}
+        rtp = [self._ranking_of("rtp", r) for r in runs] if "rtp" in self.result.methods else None
+        return digest(rankings, gts, keys, int(self.k.value), stubs, rtp), common_names(gts, keys)

@@ -52,6 +52,7 @@ from .data import (
     method_label,
     page_query_string,
     run_name_of,
+    run_options,
     served_by_voila,
     stored_registry,
 )
@@ -85,12 +86,13 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     ``setup`` is only used for its registry (API names); pass ``registry`` instead to go without one.
     ``run_name`` names the run in links; ``url_sync`` makes the page's address follow the view (Voilà).
+    ``run`` is the run scored first; by default the mean over every run, the report's basis.
     """
 
     def __init__(self, setup=None, result: StudyResult | None = None, k: int = K, gt: str = DEFAULT_GT,
                  registry: pd.DataFrame | None = None, source: str | None = None, run_name: str | None = None,
                  url_sync: bool = False, views: StudyViews | None = None,
-                 family: tuple[list[CatalogueEntry], dict] | None = None):
+                 family: tuple[list[CatalogueEntry], dict] | None = None, run: int | str | None = None):
         if result is None:
             raise ValueError("QueryExplorer needs a StudyResult")
         check_gt(gt)
@@ -128,8 +130,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                        layout=widgets.Layout(width="150px"))
         self.filter = widgets.Dropdown(options=filter_labels(a, b), value="all", description="Filter",
                                        style=style, layout=widgets.Layout(width="220px"))
-        self.run = widgets.Dropdown(options=runs, value=runs[0], description="Run", style=style,
-                                    layout=widgets.Layout(width="110px"))
+        choices = run_options(runs)
+        self.run = widgets.Dropdown(options=choices, value=run if run in dict(map(reversed, choices)) else
+                                    choices[0][1], description="Run", style=style,
+                                    layout=widgets.Layout(width="190px"))
         self.k = widgets.IntSlider(value=min(k, depth), min=1, max=min(MAX_K, depth), description="k",
                                    style=style, layout=widgets.Layout(width="260px"))
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
@@ -155,6 +159,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self.query = widgets.Dropdown(options=[], description="Query", style=style,
                                       layout=widgets.Layout(width="70%"))
         self.count = widgets.HTML()
+        self.digest_box = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self._best: tuple[str | None, float] = (None, float("nan"))
         self.link = widgets.HTML()
         self.message = widgets.HTML()
         self.output = widgets.HTML(layout=widgets.Layout(width="100%"))
@@ -173,8 +179,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
                      "show", "grid", "bridge",
                      "gt", "search", "query",
-                     "count", "output", "provenance", "link", "message", "page_label", "prev_page",
-                     "next_page"):
+                     "count", "digest_box", "output", "provenance", "link", "message", "page_label",
+                     "prev_page", "next_page"):
             getattr(self, name).add_class(f"qx-{name.replace('_', '-')}")
         for control in (self.subset, self.filter, self.run, self.k, self.gt, self.search):
             control.observe(self._on_selection_change, names="value")
@@ -194,6 +200,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             widgets.HBox([self.search, self.count], layout=widgets.Layout(flex_flow="row wrap",
                                                                           align_items="center")),
             widgets.HBox([self.message, self.switch], layout=widgets.Layout(align_items="center")),
+            self.digest_box,
             self.table,
             widgets.HBox([self.query, self.link], layout=widgets.Layout(align_items="center")),
             self.show,
