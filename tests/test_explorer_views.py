@@ -143,6 +143,43 @@ def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():
         assert all([s for _, s in got[key]] == pytest.approx(list(v.values())) for key, v in want.items())
 
 
+def test_a_learned_method_says_why_in_words():
+    """The top API of a learned ranker is explained in words (the ranker's feature names behind a toggle),
+    from the stored features."""
+    from toolbench_lib.data.markdown import html_text
+    from toolbench_lib.explorer.views import StudyViews
+    from toolbench_lib.retrieval.ltr_features import feature_words
+
+    result = ranker_study(n_per_set=8)
+    result = with_tables(result, queries=result.queries.assign(query_id=result.queries["qkey"]))
+    views = StudyViews(["ltr"], *compute_views(result))
+    ex = QueryExplorer(None, result, views=views)
+    ex.method_a.value = "ltr"
+    key = ex.query.value
+    page = ex.output.value
+    f = views.features("ltr", 0, key, 1)
+    values = dict(zip(f["feature"], f["value"], strict=True))
+    said = [feature_words(n, v, int(values["n_stubs"])) for n, v in values.items()]
+    assert [w for w in said if w] and all(html_text(w) in page for w in said if w)
+    assert "because it is" in page and "<details class='qx-raw'>" in page
+    raw = page[page.index("<details class='qx-raw'>"):]
+    assert all(f"<code>{n}</code>" in raw for n, v in values.items() if v)
+    assert "<code>rr_" not in page[:page.index("<details class='qx-raw'>")]  # names only behind the toggle
+
+
+def test_feature_words_by_hand():
+    from toolbench_lib.retrieval.ltr_features import feature_words as words
+
+    assert words("rr_q_dense", 0.5) == "rank 2 in the query's dense ranking"
+    assert words("stubs_dense", 3, 4) == "found by 3 of 4 stubs (dense)"
+    assert words("stub_tool_bm25", 1, 2) == "1 of 2 stubs (BM25) find an API of its tool"
+    assert words("tool_best_s_bm25", 1) == "another API of its tool scores 1.00 in the stubs' BM25 ranking"
+    assert words("lex_cat", 0.5) == "50% of its category's terms are in the query"
+    assert words("runs_n_s_dense", 3) == "in 3 runs' versions of the stubs' dense ranking"
+    assert words("n_lists", 2) == "in 2 of the ranker's rankings"
+    assert words("rr_q_dense", 0) is None and words("n_stubs", 4) is None
+
+
 def test_a_teaching_link_opens_its_view(three_methods):  # noqa: F811
     reg, result = three_methods
     url = explorer_url("demo", "G1_instruction:1", ["rtp@bm25", "ptr", "rtp"], k=8, filter="only_a",

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..data.markdown import html_text
 from ..data.queries import subset_alias
+from ..retrieval.ltr_features import feature_words
 from ..retrieval.methods import describe_method
 from .data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
 
@@ -349,12 +350,17 @@ class QueryRendering:
         f = views.features(method, self.shown_run, qkey, 1)
         if f.empty:
             return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
+        values = dict(zip(f["feature"], f["value"], strict=True))
+        n_stubs = int(values.get("n_stubs", 0)) or None
+        said = [w for w in (feature_words(n, v, n_stubs) for n, v in values.items()) if w]
         rows = "".join(f"<tr><td><code>{html_text(str(n))}</code></td><td class='num'>{v:.3f}</td></tr>"
-                       for n, v in zip(f["feature"], f["value"], strict=True) if v)
+                       for n, v in values.items() if v)
         return (f"<h4>Why the top API</h4><p>{self._api(str(f['api_id'].iloc[0]))}: out-of-fold score "
-                f"{float(f['score'].iloc[0]):.3f}; its non-zero features:</p>"
+                f"{float(f['score'].iloc[0]):.3f}, because it is "
+                f"{html_text('; '.join(said) or 'in none of the rankings')}.</p>"
+                f"<details class='qx-raw'><summary>its non-zero features, as the ranker names them</summary>"
                 f"<table class='steps qx-features'><thead><tr><th scope='col'>feature</th>"
-                f"<th scope='col'>value</th></tr></thead><tbody>{rows}</tbody></table>")
+                f"<th scope='col'>value</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
     def _method_column(self, qkey: str, method: str, gt: set[str]) -> str:
         scores = self._method_scores(method)

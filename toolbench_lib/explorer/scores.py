@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..retrieval.retrievers import ARCHITECTURES, split_method
 from .data import (
     ALL_SUBSETS,
     API_FILTERS,
@@ -179,7 +180,8 @@ class QueryScores:
         """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
         and that mean (the current run or mean of runs, ``k`` and ground truth)."""
         rows = self._base["qkey"].isin(set(self._scope_keys())).to_numpy()
-        means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in self.result.methods}
+        singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
+        means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}
         best = best_single(means)
         return best, means.get(best, float("nan"))
 

@@ -112,6 +112,37 @@ class LtrSpec:
         return f"{' + '.join(self.components)}; feature groups: {', '.join(groups) or 'none'}"
 
 
+COMPONENT_WORDS = {"q.dense": "the query's dense ranking", "q.bm25": "the query's BM25 ranking",
+                   "s.dense": "the stubs' dense ranking", "s.bm25": "the stubs' BM25 ranking"}
+
+
+def feature_words(name: str, value: float, n_stubs: int | None = None) -> str | None:
+    """One feature's value in words ("found by 3 of 4 stubs' dense rankings"); None for a value that says
+    nothing (0, or the stub count itself)."""
+    if not value or name == "n_stubs":
+        return None
+    kind, _, rest = name.rpartition("_")
+    where = {c.replace(".", "_"): w for c, w in COMPONENT_WORDS.items()}
+    for tag, words in where.items():  # a component's feature: <kind>_<component>
+        if name.endswith("_" + tag):
+            kind = name[: -len(tag) - 1]
+            return {"rr": f"rank {round(1 / value)} in {words}",
+                    "mm": f"normalised score {value:.2f} in {words}",
+                    "tool_best": f"another API of its tool scores {value:.2f} in {words}",
+                    "tool_n": f"{value:.0f} other API(s) of its tool in {words}",
+                    "cat_tools": f"{value:.0f} other tool(s) of its category in {words}",
+                    "runs_n": f"in {value:.0f} runs' versions of {words}",
+                    "runs_rr": f"mean reciprocal rank {value:.2f} over the runs of {words}"}.get(kind)
+    of = f" of {n_stubs}" if n_stubs else ""
+    family = rest.upper() if rest == "bm25" else rest
+    return {"n_lists": f"in {value:.0f} of the ranker's rankings",
+            "stubs": f"found by {value:.0f}{of} stubs ({family})",
+            "stub_rr": f"rank {round(1 / value)} in one stub's own {family} ranking",
+            "stub_tool": f"{value:.0f}{of} stubs ({family}) find an API of its tool",
+            "lex": f"{value:.0%} of its {'name' if rest == 'api' else rest.replace('cat', 'category')}'s "
+                   f"terms are in the query"}.get(kind if name != "n_lists" else "n_lists")
+
+
 @dataclass
 class QueryRuns:
     """One query's stored rankings: each component's final ranking (best first) and, per stub family,
