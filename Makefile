@@ -76,7 +76,7 @@ bench-first-run: install
 # The query explorer as an app: notebook 08 served by Voila on 127.0.0.1:EXPLORE_PORT over the study of
 # RUN_NAME (what `make run` stored); the kernel of a closed page is shut down after EXPLORE_CULL idle seconds.
 EXPLORE_PORT ?= 8866
-EXPLORE_CULL ?= 300
+EXPLORE_CULL ?= 30
 .PHONY: explore sync-notebooks
 explore: install
 	$(PY) -m toolbench_lib.explorer.app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL)

@@ -595,3 +595,15 @@ def test_the_page_says_it_is_busy_while_a_change_is_computed(study):
     assert seen and all(seen) and "qx-busy" not in ex.widget._dom_classes
     from toolbench_lib.explorer.render import STYLE
     assert ".query-explorer.qx-busy .qx-count::before" in STYLE
+
+
+def test_every_control_has_a_tooltip_and_help_sits_beside_the_controls(study):
+    from toolbench_lib.explorer.widget import TOOLTIPS
+
+    ex = _explorer(study)
+    controls = ("study", "subset", "filter", "run", "k", "gt", "method_a", "method_b", "more", "search", "show")
+    assert set(controls) <= set(TOOLTIPS)
+    assert all(getattr(ex, c).tooltip == TOOLTIPS[c] for c in controls)
+    children = list(ex.widget.children)
+    assert children.index(ex.help) == 3 and "How to read this page" in ex.help.value  # under the controls
+    assert all(getattr(ex, c).layout.width == "auto" for c in ("filter", "method_a", "method_b", "more"))

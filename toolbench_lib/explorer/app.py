@@ -27,8 +27,8 @@ TEMPLATES = Path(__file__).resolve().parent / "jupyter"  # a Jupyter data folder
 TEMPLATE = "explorer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8866
-CULL_IDLE_S = 300
-CULL_INTERVAL_S = 60
+CULL_IDLE_S = 30  # a closed page's kernel is released within 30 + 15 s
+CULL_INTERVAL_S = 15
 
 
 def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,

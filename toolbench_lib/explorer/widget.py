@@ -81,6 +81,30 @@ A11Y_JS = """(function () {
 })();"""
 
 
+# Each control's tooltip (shown on hover and focus), and the help beside the controls.
+TOOLTIPS = {
+    "study": "the stored study of the run's family: main, retriever families, validation sets",
+    "subset": "the query set shown (all: every set)",
+    "filter": "keep only the queries where the selected methods differ or agree, at this k and run",
+    "run": "the mean of every run (the report's basis) or one LLM run",
+    "k": "each ranking is cut at its top k (1 to 20)",
+    "gt": "candidates: the query's whole api_list; relevant: ToolBench's relevant APIs",
+    "method_a": "the first method compared (the table's A column)",
+    "method_b": "the second method compared (the table's B column)",
+    "more": "further methods shown side by side (Ctrl or Shift to pick several)",
+    "search": "a query's text or id, or an API id in its ground truth or the methods' top k; Enter",
+    "show": "show every selected method's column, or one",
+}
+HELP = ("<details class='qx qx-help'><summary>How to read this page</summary><p>Pick a <b>study</b> and a "
+        "<b>subset</b>; <b>Method A</b>, <b>Method B</b> and <b>More methods</b> are the columns compared. "
+        "The line beside the search counts the view's queries, the mean recall@k of A and B and their wins. "
+        "The summary above the table says, per selected method, where the view's ground-truth APIs sat and "
+        "what its wrong APIs were; ★ marks the set's best single architecture. A row's button shows the "
+        "query: its ground truth (✓ where retrieved), each method's ranking, PtR's stubs and the plans. "
+        "Every method's long name and description head its column; the report's Glossary defines them. "
+        "Hover or focus a control for what it does.</p></details>")
+
+
 class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     """Browse a study query by query: find, filter, sort and compare any two methods' rankings.
 
@@ -129,7 +153,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                        description="Subset", style=style,
                                        layout=widgets.Layout(width="150px"))
         self.filter = widgets.Dropdown(options=filter_labels(a, b), value="all", description="Filter",
-                                       style=style, layout=widgets.Layout(width="220px"))
+                                       style=style, layout=widgets.Layout(width="auto", max_width="100%"))
         choices = run_options(runs)
         self.run = widgets.Dropdown(options=choices, value=run if run in dict(map(reversed, choices)) else
                                     choices[0][1], description="Run", style=style,
@@ -139,16 +163,17 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
                                         style={**style, "button_width": "90px"})
         options = [(method_label(m), m) for m in methods]
+        wide = widgets.Layout(width="auto", max_width="100%")
         self.method_a = widgets.Dropdown(options=options, value=a, description="Method A", style=style,
-                                         layout=widgets.Layout(width="230px"))
+                                         layout=wide)
         self.method_b = widgets.Dropdown(options=options, value=b, description="Method B", style=style,
-                                         layout=widgets.Layout(width="230px"))
+                                         layout=widgets.Layout(width="auto", max_width="100%"))
         self.more = widgets.SelectMultiple(options=options, value=(), rows=4, description="More methods",
-                                           style=style, layout=widgets.Layout(width="280px"))
+                                           style=style, layout=widgets.Layout(width="auto", max_width="100%"))
         studies = [(e.label(), e.run_name) for e in self.entries] or [(str(run_name), str(run_name))]
         self.study = widgets.Dropdown(options=studies, value=run_name if run_name in dict(
             (v, v) for _, v in studies) else studies[0][1], description="Study", style=style,
-            layout=widgets.Layout(width="560px"))
+            layout=widgets.Layout(width="auto", max_width="100%"))
         self.switch = widgets.Button(description="", layout=widgets.Layout(display="none", width="auto"))
         self.switch.on_click(lambda _b: self._switch_to_found())
         self.show = widgets.ToggleButtons(options=self._show_options(a, b), value="both", description="Show",
@@ -182,6 +207,9 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                      "count", "digest_box", "output", "provenance", "link", "message", "page_label",
                      "prev_page", "next_page"):
             getattr(self, name).add_class(f"qx-{name.replace('_', '-')}")
+        for name, text in TOOLTIPS.items():
+            getattr(self, name).tooltip = text
+        self.help = widgets.HTML(HELP)
         for control in (self.subset, self.filter, self.run, self.k, self.gt, self.search):
             control.observe(self._on_selection_change, names="value")
         for control in (self.method_a, self.method_b, self.more):
@@ -197,6 +225,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             widgets.HBox([self.study], layout=wrap),
             widgets.HBox([self.subset, self.filter, self.run, self.k], layout=wrap),
             widgets.HBox([self.method_a, self.method_b, self.more, self.gt], layout=wrap),
+            self.help,
             widgets.HBox([self.search, self.count], layout=widgets.Layout(flex_flow="row wrap",
                                                                           align_items="center")),
             widgets.HBox([self.message, self.switch], layout=widgets.Layout(align_items="center")),
