@@ -259,14 +259,45 @@ def goal_check(cmp: pd.DataFrame, margins: Mapping[str, float] | None = None) ->
     return pd.DataFrame(rows)
 
 
+DESIGN_ONLY = "ltr trained on G1–G3 only"
+
+
+def design_only_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,
+                       gts: Sequence[str] = GT_DEFINITIONS, run: int = 0, seed: int = SEED) -> pd.DataFrame:
+    """``ltr`` as trained before the eight sets: cross-fitted over the design study's queries alone, the
+    unseen sets scored by its model fitted on G1–G3; per query recall (the columns of
+    :func:`ranker_scores`), each ground truth by the ranker trained on its own labels."""
+    spec = NAMED["ltr"]
+    dkeys = design.queries["qkey"].tolist()
+    keep = set(unseen or ())
+    ukeys = [q for q in validation.queries["qkey"] if q in keep] if validation is not None else []
+    queries = _training_queries(design, validation)
+    sub = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
+    frames = []
+    for gt in gts:
+        lists, model = ranker_lists(design, None, spec, run, seed, gt)
+        frames.append(_frame(dkeys, sub, DESIGN_ONLY, gt, _recalls(lists, qrels_of(queries, gt), dkeys, k))
+                      .assign(part="design"))
+        if ukeys:
+            table = feature_table(study_runs(validation, spec, 0, ukeys), spec)
+            unseen_lists = {q: list(r) for q, r in ranked(table, model.predict(table), DEPTH).items()}
+            frames.append(_frame(ukeys, sub, DESIGN_ONLY, gt, _recalls(unseen_lists, qrels_of(queries, gt),
+                                                                       ukeys, k)).assign(part="unseen"))
+    return pd.concat(frames, ignore_index=True)
+
+
 def ablations(design, validation=None, unseen: set[str] | None = None, k: int = K,
               gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = SEED,
               n_resamples: int = 10_000) -> pd.DataFrame:
-    """Per ground truth and set: each ablated ranker of :data:`ABLATIONS` against the full ``ltr``."""
+    """Per ground truth and set: each ablated ranker of :data:`ABLATIONS`, and ``ltr`` trained on G1–G3
+    only (:func:`design_only_scores`), against the full ``ltr``."""
     scores, _ = ranker_scores(design, validation, unseen, ABLATIONS, k, gts, runs, seed)
+    run = 0 if runs is None else list(runs)[0]
+    scores = pd.concat([scores, design_only_scores(design, validation, unseen, k, gts, run, seed)],
+                       ignore_index=True)
     rows = []
     for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
-        for name in ABLATIONS:
+        for name in (*ABLATIONS, DESIGN_ONLY):
             rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
                          **_versus(g, "ltr", name, n_resamples)})
     return pd.DataFrame(rows)
