@@ -601,7 +601,8 @@ def test_every_control_has_a_tooltip_and_help_sits_beside_the_controls(study):
     from toolbench_lib.explorer.widget import TOOLTIPS
 
     ex = _explorer(study)
-    controls = ("study", "subset", "filter", "run", "k", "gt", "method_a", "method_b", "more", "search", "show")
+    controls = ("study", "subset", "filter", "run", "k", "gt", "method_a", "method_b", "more", "search",
+                "show")
     assert set(controls) <= set(TOOLTIPS)
     assert all(getattr(ex, c).tooltip == TOOLTIPS[c] for c in controls)
     children = list(ex.widget.children)
