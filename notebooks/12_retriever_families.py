@@ -177,18 +177,22 @@ display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_ver
 # ## The learned rankers
 #
 # `ltr` and `ltr-nollm` (LightGBM lambdarank over features of the query's and the stubs' dense and BM25
-# rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call; `ltr-4runs` with
-# the agreement of every run's stubs) against the best
+# rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call) against the best
 # single architecture of any family, per set, with the paired 95% CI of the recall difference: the report's
 # one goal. The rankers are cross-fitted over the design and the unseen sets' queries at once, folds grouped
-# by query text, so every query (an unseen one too) is scored by a model that never saw its text.
+# by query text, so every query (an unseen one too) is scored by a model that never saw its text; each ground
+# truth by the ranker trained on its own labels. The rankers read run 0's stubs (the single architectures:
+# their mean over runs). `python -m toolbench_lib.analysis.ltr_study` measures them over every run, with
+# `ltr-4runs` (every run's stubs), the ablations, the feature importance and the costs.
 
 # %%
 from toolbench_lib.analysis import ltr as learned  # noqa: E402
 
 lkey = f"ltr-k{cfg.k}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
+rankers = {name: learned.NAMED[name] for name in ("ltr", "ltr-nollm")}  # ltr-4runs: an ablation row
 ltables = rv.cached_tables(rcfg.study_dir, lkey, lambda: {"ltr_comparison": learned.comparison(
-    learned.ranker_scores(study, vstudy, unseen, k=cfg.k, seed=cfg.seed)[0])})
+    learned.ranker_scores(study, vstudy, unseen, rankers, k=cfg.k, runs=[0], seed=cfg.seed,
+                          models=False)[0])})
 save_tables(ltables, cfg, prov)
 display(learned.issue_table(ltables["ltr_comparison"], "candidates"))
 
