@@ -192,7 +192,7 @@ lkey = f"ltr-k{cfg.k}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
 rankers = {name: learned.NAMED[name] for name in ("ltr", "ltr-nollm")}  # ltr-4runs: an ablation row
 ltables = rv.cached_tables(rcfg.study_dir, lkey, lambda: {"ltr_comparison": learned.comparison(
     learned.ranker_scores(study, vstudy, unseen, rankers, k=cfg.k, runs=[0], seed=cfg.seed,
-                          models=False)[0])})
+                          fit_models=False)[0])})
 save_tables(ltables, cfg, prov)
 display(learned.issue_table(ltables["ltr_comparison"], "candidates"))
 

@@ -145,7 +145,7 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
 def ranker_scores(design, validation=None, unseen: set[str] | None = None,
                   specs: Mapping[str, LtrSpec] | None = None, k: int = K, gts: Sequence[str] = GT_DEFINITIONS,
                   runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str | None = None,
-                  models: bool = True) -> tuple[pd.DataFrame, dict[str, Fitted]]:
+                  fit_models: bool = True) -> tuple[pd.DataFrame, dict[str, Fitted]]:
     """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
     ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets,
     the validation study's queries in ``unseen``, from run 0's cross-fit) and of every single architecture.
@@ -153,7 +153,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     Each ground truth is scored by the ranker trained on its own labels (``label_gt`` None), or every one by
     the ranker trained on ``label_gt``. The models returned are those fitted on every training query with
     the default ground truth's labels (or ``label_gt``'s): the models for held-out query files (none
-    without ``models``)."""
+    without ``fit_models``)."""
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
     unseen = set(unseen or ())
@@ -172,8 +172,8 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
             per_run: dict[str, list[list[float]]] = {gt: [] for gt in scored}
             for r in runs:
                 if r == runs[0] or not same_each_run:
-                    lists, model = ranker_lists(design, validation, spec, r, seed, label,
-                                                fit_model=models and r == runs[0] and label == model_label)
+                    fit_now = fit_models and r == runs[0] and label == model_label
+                    lists, model = ranker_lists(design, validation, spec, r, seed, label, fit_model=fit_now)
                 if r == runs[0]:
                     if model is not None:
                         models[name] = model

@@ -18,6 +18,7 @@ from ..retrieval.ltr_features import feature_table, study_runs
 from ..study.stored import RANKINGS_COLUMNS
 
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
+EXPLORED = ("ltr", "ltr-nollm")  # ltr-4runs, every run's stubs at once, is measured by analysis.ltr_study
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,8 @@ log = logging.getLogger(__name__)
 def learned_methods(result) -> list[str]:
     """The learned rankers whose components the study holds."""
     have = set(result.methods)
-    return [n for n, spec in NAMED.items() if set(component_methods(spec.components)) <= have]
+    return [n for n, spec in NAMED.items()
+            if n in EXPLORED and set(component_methods(spec.components)) <= have]
 
 
 def learned_views(result, depth: int = DEPTH, seed: int = SEED,
@@ -38,7 +40,13 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
     api_rows = result.api_rows()
     for name in learned_methods(result):
         spec = NAMED[name]
+        once = set(spec.methods) <= set(result.deterministic)  # the same rankings in every run
+        first: tuple[pd.DataFrame, pd.DataFrame] | None = None
         for run in range(result.n_runs):
+            if once and first is not None:  # computed once, stored for each run
+                hits.append(first[0].assign(run=run))
+                features.append(first[1].assign(run=run))
+                continue
             try:
                 table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
                 cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
@@ -58,6 +66,7 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
             long = explained.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
                                   value_name="value")
             features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
+            first = hits[-1], features[-1]
     hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=RANKINGS_COLUMNS)
     features_frame = (pd.concat(features, ignore_index=True) if features else
                       pd.DataFrame(columns=FEATURE_COLUMNS))

@@ -83,8 +83,9 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     for p in figure_files(cfg):
         section, caption = figure_section(p.stem)
         if section == key:
-            parts += [f"![{caption}]({p.relative_to(cfg.out_dir).as_posix()})", "",
-                      f"{FIGURE_MARK} {caption}", ""]
+            alt = caption.split(": ", 1)[0].split(". ", 1)[0]  # its title; the caption follows it
+            path = p.relative_to(cfg.out_dir).as_posix()
+            parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}", ""]
     return parts
 
 

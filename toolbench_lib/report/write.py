@@ -209,7 +209,10 @@ CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
 def narrow(table: pd.DataFrame) -> pd.DataFrame:
     """A saved table as the report prints it: each value with its interval in one cell (``recall`` with
     ``recall_lo``/``recall_hi`` becomes ``0.598 [0.418, 0.770]``) and columns with no value left out, so a
-    wide table fits the page."""
+    wide table fits the page. A row comparing a method with itself (``method`` = ``reference``) says nothing
+    and is left out too: the reference's own value is in ``reference recall``."""
+    if {"method", "reference"} <= set(table.columns):
+        table = table[table["method"].astype(str) != table["reference"].astype(str)]
     out = table.dropna(axis=1, how="all")
     out = out.loc[:, [c for c in out.columns if not (out[c].astype(str).str.strip() == "").all()]]
     for col in list(out.columns):
