@@ -278,7 +278,7 @@ def real_study(slice_setup):
 def test_explorer_on_a_real_study(slice_setup, real_study):
     ex = QueryExplorer(slice_setup, real_study)
     assert list(ex.subset.options) == ["G1", "G2", "G3", "all"]
-    assert ex.run.options == (0,)
+    assert ex.run.options == (("run 0", 0),)  # one run: no mean to offer
     ex.subset.value = "G2"
     ex.filter.value = "b_wins"
     pq = per_query_runs(real_study, 5)
