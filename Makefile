@@ -74,12 +74,14 @@ bench-first-run: install
 	$(PY) -m toolbench_lib bench first-run
 
 # The query explorer as an app: notebook 08 served by Voila on 127.0.0.1:EXPLORE_PORT over the study of
-# RUN_NAME (what `make run` stored); the kernel of a closed page is shut down after EXPLORE_CULL idle seconds.
+# RUN_NAME (what `make run` stored); the kernel of a closed page is shut down when it closes (after EXPLORE_CULL
+# idle seconds at the latest); at most EXPLORE_PAGES pages (kernels) at once.
 EXPLORE_PORT ?= 8866
 EXPLORE_CULL ?= 30
+EXPLORE_PAGES ?= 4
 .PHONY: explore sync-notebooks
 explore: install
-	$(PY) -m toolbench_lib.explorer.app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL)
+	$(PY) -m toolbench_lib.explorer.app --run-name $(RUN_NAME) --port $(EXPLORE_PORT) --cull-idle $(EXPLORE_CULL) --max-pages $(EXPLORE_PAGES)
 
 # Pair every notebook with its py:percent script (notebooks/jupytext.toml): the newer side updates the other.
 sync-notebooks: install

@@ -14,14 +14,20 @@ violation."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
 from contextlib import contextmanager
+from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pandas as pd
@@ -73,7 +79,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve(run_name: str, log: Path):
+def serve(run_name: str, log: Path, max_pages: int = 4, cull_idle_s: int = 20):
     """`make explore`'s Voilà for ``run_name`` on a free loopback port, kernels culled after 20 idle seconds:
     ``(url, process, log)``, the server stopped on exit.
 
@@ -82,8 +88,9 @@ def serve(run_name: str, log: Path):
     ranx compile) outlasted a 4-second limit."""
     port = _free_port()
     with log.open("w") as out:
-        proc = subprocess.Popen(voila_argv(port, cull_idle_s=20, cull_interval_s=5), env=voila_env(run_name),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(voila_argv(port, cull_idle_s=cull_idle_s, cull_interval_s=5),
+                                env=voila_env(run_name, max_pages=max_pages), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
         while True:
@@ -364,6 +371,36 @@ def test_explorer_app_in_chromium(chromium, stored, app):
     while _kernels(proc) and time.time() < deadline:
         time.sleep(1)
     assert not _kernels(proc), f"the kernel of a closed page still runs:\n{log.read_text()[-2000:]}"
+
+
+def test_a_page_beyond_the_limit_is_refused_in_one_line_and_a_closed_page_frees_its_kernel(app, stored,
+                                                                                         tmp_path):
+    """With at most one page, a second is refused (503, one line); the close beacon the page sends (its
+    ``_xsrf`` cookie in the form, as Voilà's page script does) shuts the first page's kernel down at once,
+    and the next page is served."""
+    with serve(stored[0], tmp_path / "voila.log", max_pages=1, cull_idle_s=600) as (url, proc, log):
+        jar = CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = opener.open(url, timeout=TIMEOUT_MS / 1000).read().decode()
+        assert "query-explorer" in page and len(_kernels(proc)) == 1
+        xsrf = {c.name: c.value for c in jar}.get("_xsrf")
+        assert xsrf, "the page set no _xsrf cookie: its close beacon would be refused"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            opener.open(url, timeout=60)
+        line = refused.value.read().decode()
+        assert refused.value.code == 503 and "serves at most 1 pages at once and 1 are open" in line
+        assert len(_kernels(proc)) == 1
+        kernel = json.loads(re.search(r'"kernelId": ("[0-9a-f-]+")', page).group(1))
+        closed = opener.open(urllib.request.Request(
+            f"{url}voila/api/shutdown/{kernel}", data=urllib.parse.urlencode({"_xsrf": xsrf}).encode()),
+            timeout=60)
+        assert closed.status == 204
+        deadline = time.time() + 30  # at once, not culled (after 600 idle seconds)
+        while _kernels(proc) and time.time() < deadline:
+            time.sleep(0.5)
+        assert not _kernels(proc), f"the closed page's kernel still runs:\n{log.read_text()[-2000:]}"
+        assert "_xsrf" not in log.read_text()
+        assert "query-explorer" in opener.open(url, timeout=TIMEOUT_MS / 1000).read().decode()
 
 
 REPORT_NOTEBOOKS = ("01_data_prep", "03_k_ablation", "06_stub_failure_analysis", "08_query_explorer")

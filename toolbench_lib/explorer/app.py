@@ -3,9 +3,11 @@
 The app opens the study a run stored (``--run-name``, passed to the notebook through
 ``TOOLBENCH_EXPLORE_RUN``) from its tables alone. Only the loopback interface is served; a kernel whose
 page was closed is shut down after ``--cull-idle`` seconds without activity; code cells are hidden and
-progress bars are off, so the page shows the explorer and nothing else. Before serving, the explorer's
-views of every study of the run's family are computed once where missing or stale; the page's template
-requests nothing outside this server.
+progress bars are off, so the page shows the explorer and nothing else. At most ``--max-pages`` kernels run
+at once (a page beyond them says so in one line), and a page sets the ``_xsrf`` cookie Voilà's close beacon
+needs, so a closed page's kernel is shut down when it closes (culling is the fallback). Before serving,
+the explorer's views of every study of the run's family are computed once where missing or stale; the
+page's template requests nothing outside this server.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+from tornado.web import HTTPError
 
 from ..data.atomic import FolderWriteError
 from ..data.paths import NOTEBOOKS_DIR
@@ -29,23 +33,41 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8866
 CULL_IDLE_S = 30  # a closed page's kernel is released within 30 + 15 s
 CULL_INTERVAL_S = 15
+MAX_PAGES = 4  # kernels at once: each holds one study's tables
+MAX_PAGES_ENV = "TOOLBENCH_EXPLORE_MAX_PAGES"
+
+
+def page_hook(handler, notebook, cwd):  # noqa: ARG001 (Voilà's prelaunch hook signature)
+    """Before a page's kernel starts: refuse it in one line when ``--max-pages`` kernels already run, and
+    set the ``_xsrf`` cookie (reading the token sets it) that the page's close beacon sends."""
+    limit = int(os.environ.get(MAX_PAGES_ENV, MAX_PAGES))
+    running = len(handler.kernel_manager.list_kernel_ids())
+    if running >= limit:
+        line = (f"the explorer serves at most {limit} pages at once and {running} are open: close one and "
+                "reload this page (make explore EXPLORE_PAGES=N sets the limit)")
+        raise HTTPError(503, line, reason=line)
+    handler.xsrf_token  # noqa: B018 (its first read sets the cookie)
+    return notebook
 
 
 def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
                cull_interval_s: int = CULL_INTERVAL_S, notebook: Path = EXPLORER_NOTEBOOK) -> list[str]:
-    """The command serving the explorer with this interpreter's Voilà."""
-    return [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--Voila.ip={HOST}",
-            f"--port={port}", "--Voila.port_retries=0", f"--template={TEMPLATE}",
+    """The command serving the explorer with this interpreter's Voilà (and :func:`page_hook`)."""
+    return [sys.executable, "-m", "toolbench_lib.explorer.serve", str(notebook), "--no-browser",
+            f"--Voila.ip={HOST}", f"--port={port}", "--Voila.port_retries=0", f"--template={TEMPLATE}",
             "--strip_sources=True", "--show_tracebacks=False",
             f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
             f"--MappingKernelManager.cull_interval={cull_interval_s}",
             "--MappingKernelManager.cull_connected=False"]
 
 
-def voila_env(run_name: str, base: dict | None = None) -> dict[str, str]:
-    """The environment of the app: the run to open, offline, no progress bars."""
+def voila_env(run_name: str, base: dict | None = None, max_pages: int = MAX_PAGES) -> dict[str, str]:
+    """The environment of the app: the run to open, the most pages at once, offline, no progress bars."""
     env = dict(os.environ if base is None else base)
-    env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
+    # MIMALLOC_PURGE_DELAY=0: Arrow's allocator returns what reading a study's parquet freed at once (a page's
+    # kernel held 628 MB of the retriever study with the default delay, 392 MB with it)
+    env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1", MIMALLOC_PURGE_DELAY="0",
+               **{MAX_PAGES_ENV: str(max_pages)},
                PYTHONWARNINGS="ignore",
                JUPYTER_PATH=os.pathsep.join([str(TEMPLATES), *filter(None, [env.get("JUPYTER_PATH")])]))
     return env
@@ -70,11 +92,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--cull-idle", type=int, default=CULL_IDLE_S,
                         help="seconds after which an idle kernel (closed page) is shut down")
+    parser.add_argument("--max-pages", type=int, default=MAX_PAGES,
+                        help="pages (kernels) served at once; one more is refused in one line")
     args = parser.parse_args(argv)
     if not 1 <= args.port <= 65535:
         parser.error(f"--port {args.port}: a TCP port is 1 to 65535")
     if args.cull_idle < 1:
         parser.error(f"--cull-idle {args.cull_idle}: at least 1 second")
+    if args.max_pages < 1:
+        parser.error(f"--max-pages {args.max_pages}: at least 1 page")
 
     try:
         folder = stored_study_dir(args.run_name)
@@ -86,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {' '.join(str(exc).split())}")
     print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
     cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
-    os.execve(cmd[0], cmd, voila_env(args.run_name))
+    os.execve(cmd[0], cmd, voila_env(args.run_name, max_pages=args.max_pages))
 
 
 if __name__ == "__main__":

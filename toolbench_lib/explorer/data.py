@@ -206,7 +206,7 @@ def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> p
         log.info("no processed registry %s: API ids are shown without names", path)
         return None
     q = result.queries
-    ids = set(result.rankings["api_id"].astype(str)) | set(result.text_rankings["api_id"].astype(str))
+    ids = {str(a) for t in (result.rankings, result.text_rankings) for a in t["api_id"].unique()}
     for column in ("candidates", "relevant"):
         ids.update(str(a) for v in q[column] for a in _ids(v))
     if len(result.plans) and "named_ids" in result.plans:

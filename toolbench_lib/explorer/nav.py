@@ -1,11 +1,10 @@
 """The explorer's navigation: the view as a state (a link's query string) and the family of stored studies
-(the main, retriever and validation studies of a run), loaded once each, switched between, and searched
+(the main, retriever and validation studies of a run), each loaded when switched to, and searched
 across."""
 
 from __future__ import annotations
 
 import html
-import threading
 from urllib.parse import parse_qsl, quote, urlencode
 
 from ..study.stored import StudyResult
@@ -22,48 +21,23 @@ from .data import (
 )
 from .views import study_views, with_fused
 
-_LOAD_LOCK = threading.Lock()
-
 
 class QueryNavigation:
     """State and study family, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
-    def preload(self) -> threading.Thread:
-        """Read the family's other studies (and their views) in the background, so a switch is quick."""
-        names = [e.run_name for e in self.entries if e.run_name != self.run_name]
-
-        def work() -> None:
-            for name in names:
-                try:
-                    self._load(name)
-                except Exception as exc:  # noqa: BLE001 (a damaged study is named when switched to)
-                    self.problems.append(f"study {name}: {exc}")
-
-        thread = threading.Thread(target=work, daemon=True, name="explorer-preload")
-        thread.start()
-        return thread
-
     def _load(self, name: str) -> tuple:
-        """``(result with fused methods, views, labels, source)`` of a study of the family, read once."""
-        with _LOAD_LOCK:
-            return self._load_locked(name)
-
-    def _load_locked(self, name: str) -> tuple:
-        if name not in self._loaded:
-            entry = next(e for e in self.entries if e.run_name == name)
-            result = StudyResult.load(entry.folder)
-            views = study_views(entry.folder, result)
-            source = f"{name}/{entry.folder.parent.name}/{entry.folder.name}"
-            labels = api_labels(stored_registry(result))
-            self._loaded[name] = (with_fused(result, views), views, labels, source)
-        return self._loaded[name]
+        """``(result with fused methods, views, labels, source)`` of a study of the family, read when it is
+        switched to: the kernel holds the one study it shows, never the family."""
+        entry = next(e for e in self.entries if e.run_name == name)
+        result = StudyResult.load(entry.folder)
+        views = study_views(entry.folder, result)
+        source = f"{name}/{entry.folder.parent.name}/{entry.folder.name}"
+        return with_fused(result, views), views, api_labels(stored_registry(result)), source
 
     def switch_run(self, name: str) -> None:
         """Show another stored study of the family (its methods, sets and runs); the search is kept."""
         if name == self.run_name:
             return
-        if self.run_name and self.views is not None and self.run_name not in self._loaded:
-            self._loaded[self.run_name] = (self.result, self.views, self.labels, self.source)
         result, views, labels, source = self._load(name)
         self.views, self.labels, self.source, self.run_name = views, labels, source, name
         self._bind(result)
@@ -156,6 +130,10 @@ class QueryNavigation:
         """Open the view a query string (or dict) describes; what cannot be used is left as it is and
         listed, one line each (also shown above the table)."""
         given = dict(parse_qsl(query_string)) if isinstance(query_string, str) else dict(query_string)
+        if not given:  # the view as opened: nothing to recompute
+            self.problems = []
+            self._show_problems()
+            return []
         problems = [f"link: ignored {key}={value!r} (not a setting of the explorer)"
                     for key, value in given.items() if key not in STATE_KEYS]
         self._updating = True

@@ -110,6 +110,7 @@ class StudyViews:
     learned_methods: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
+        self.recall, self.found, self.learned = (compact(t) for t in (self.recall, self.found, self.learned))
         for (method, run, gt), g in self.recall.groupby(["method", "run", "gt"], sort=False):
             g = g.sort_values(["k", "qkey"])
             keys = g["qkey"].to_numpy()[g["k"].to_numpy() == 1]
@@ -121,6 +122,7 @@ class StudyViews:
         if not self.learned.empty:  # indexed once: a look-up per change never scans the whole table
             self._learned = self.learned.groupby(["method", "run", "qkey", "rank"], sort=False).indices
         self.learned_methods = {key[0] for key in self._learned}
+        self.recall = self.found = pd.DataFrame()  # indexed above: the tables themselves are not kept
 
     def scores(self, method: str, run: int, gt: str, k: int, order: pd.Series) -> pd.DataFrame:
         """``recall, hits`` at ``k`` of one method and run, in the order of the query keys ``order``."""
@@ -258,16 +260,33 @@ def study_views(folder: Path, result: StudyResult | None = None) -> StudyViews:
     return views
 
 
+def compact(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` as the explorer holds it: repeated strings (methods, query keys, API ids) as categories and
+    integers in the smallest type that holds them; values and their order unchanged."""
+    out = {}
+    for name, column in table.items():
+        if column.dtype.kind in "iu" and len(column):
+            column = pd.to_numeric(column, downcast="integer" if column.min() < 0 else "unsigned")
+        elif (pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, pd.CategoricalDtype)
+              and column.nunique() < len(column) // 2):
+            column = column.astype("category")
+        out[name] = column
+    return pd.DataFrame(out, index=table.index)
+
+
 def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
-    """The study with its fused methods' final rankings added to ``rankings`` (and named in its methods)."""
-    if views.fused.empty:
-        return result
-    settings = {**result.provenance.get("settings", {}), "methods": list(views.methods)}
-    rankings = pd.concat([result.rankings, views.fused], ignore_index=True)
-    return StudyResult(result.queries, result.stubs, rankings, result.text_rankings, result.plans,
-                       result.calls, {**result.provenance, "settings": settings})
+    """The study the explorer holds: its fused methods' final rankings added to ``rankings`` (and named in
+    its methods), the rankings tables :func:`compact`, and the views' copy of the fused rankings let go."""
+    rankings, provenance = result.rankings, result.provenance
+    if not views.fused.empty:
+        rankings = pd.concat([rankings, views.fused], ignore_index=True)
+        views.fused = pd.DataFrame(columns=views.fused.columns)
+        settings = {**provenance.get("settings", {}), "methods": list(views.methods)}
+        provenance = {**provenance, "settings": settings}
+    return StudyResult(result.queries, result.stubs, compact(rankings), compact(result.text_rankings),
+                       result.plans, result.calls, provenance)
 
 
-__all__ = ["MAX_K", "StudyViews", "ViewsFolderError", "check_views_place", "compute_views",
+__all__ = ["MAX_K", "StudyViews", "ViewsFolderError", "check_views_place", "compact", "compute_views",
            "fused_hits", "fused_methods", "load_views", "study_views", "view_problem", "with_fused",
            "write_views"]

@@ -127,7 +127,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             raise ValueError("the study has no method with rankings to explore")
         self.views = views
         self.entries, self.family_queries = family or ([], {})
-        self._loaded: dict[str, tuple] = {}
         self._elsewhere: list[tuple[str, str]] = []
         self.source = source
         self.run_name = run_name
@@ -276,7 +275,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             line = " ".join(str(exc).split()) or type(exc).__name__
             return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html.escape(line)}</p>")
         explorer.apply_state(qs)
-        explorer.preload()
         if problem:
             explorer.problems.insert(0, problem)
             explorer._show_problems()
