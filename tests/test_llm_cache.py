@@ -290,7 +290,8 @@ def test_replay_miss_names_what_is_missing(cassette: Path) -> None:
     with pytest.raises(LLMError) as info:
         replay.generate(long_prompt, temperature=0.3, run=7, prompt_version="p9")
     message = str(info.value)
-    for part in ("replay miss", "prompt_version=p9", "run=7", "temperature=0.3", str(cassette), "gamma xxx"):
+    for part in ("replay miss", "prompt_version=p9", "run=7", "temperature=0.3", str(cassette), "gamma xxx",
+                 "--backend gemini or local", "ltr-nollm with --plan-limit 0"):
         assert part in message
     assert "x" * 200 not in message
     with pytest.raises(LLMError, match="prompt_version=p2"):

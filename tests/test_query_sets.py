@@ -19,6 +19,8 @@ from toolbench_lib.data.queries import (
     user_set_files,
 )
 
+CASSETTE = Path(__file__).resolve().parents[1] / "data" / "cassettes" / "local-qwen2.5-coder-1.5b.jsonl.gz"
+
 
 def _g1(root: Path) -> list[dict]:
     return json.loads((root / "test_instruction" / "G1_instruction.json").read_text())
@@ -192,3 +194,21 @@ def test_evaluate_a_users_set_gives_the_builtin_sets_numbers(small_copy, tmp_pat
     assert results["builtin"]["subsets"]["G1"]["n_queries"] == 5
     assert _numbers(results["queries"]) == _numbers(results["dropped"]) == _numbers(results["builtin"])
     assert results["builtin"]["subsets"]["G1"]["recall"] > 0
+
+
+def test_ltr_on_a_file_without_recorded_stubs_says_what_to_do_in_one_line(mini_toolbench, tmp_path, capsys,
+                                                                          monkeypatch):
+    """``evaluate --queries FILE --method ltr`` with the replay backend and no recording of the file's stubs:
+    exit 2 and one line naming the miss and the choices (a live backend, or methods calling no LLM)."""
+    from toolbench_lib.data import dataset
+
+    monkeypatch.setattr(dataset, "PROCESSED_DIR", tmp_path / "p")
+    mine = tmp_path / "mine.json"
+    queries = [{**q, "query": f"{q['query']} (never recorded)"} for q in _g1(mini_toolbench)]
+    mine.write_text(json.dumps(queries))
+    code, _, err = _main(capsys, "evaluate", "--data-dir", mini_toolbench, "--queries", mine, "--subset",
+                         "mine", "--method", "ltr", "--backend", "replay", "--runs", "1", "--plan-limit", "0",
+                         "--depth", "5", "--model", "all-MiniLM-L6-v2", "--cassette", CASSETTE)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]  # (a progress bar is not one)
+    assert code == 2 and len(lines) == 1, err
+    assert "replay miss" in lines[0] and "--backend gemini or local" in lines[0] and "ltr-nollm" in lines[0]

@@ -10,6 +10,11 @@ from .base import LLMError, LLMResponse
 from .cassettes import unique_records
 from .store import _canonical_schema, _record_to_response
 
+# What a user can do about a miss (stubs for PtR, ltr and ltr-4runs, or plans, of queries never recorded).
+MISS_CHOICES = ("a live backend answers it (--backend gemini or local; --backend rules writes rule-based "
+                "stubs), or choose methods that call no LLM (rtp, rtp@bm25, rtp@hybrid, ltr-nollm with "
+                "--plan-limit 0)")
+
 
 def _match_key(
     prompt_version: str | None,
@@ -99,6 +104,7 @@ class ReplayBackend:
             raise LLMError(
                 "replay miss: no recorded reply for "
                 + self._describe(prompt_version, prompt, temperature, run)
+                + f"; {MISS_CHOICES}"
             )
         if len(found) > 1:
             origins = sorted({f"{r['backend']}/{r['model']}@{r['prompt_version']}" for r in found.values()})
