@@ -15,11 +15,13 @@ from toolbench_lib.explorer.views import (
     MAX_K,
     VIEWS,
     StudyViews,
+    compact,
     compute_views,
     fused_methods,
     load_views,
     study_views,
     view_problem,
+    with_fused,
     write_views,
 )
 from toolbench_lib.explorer.widget import QueryExplorer
@@ -191,3 +193,22 @@ def test_a_teaching_link_opens_its_view(three_methods):  # noqa: F811
     assert (ex.methods, tuple(ex.more.value), ex.k.value) == (("rtp@bm25", "ptr"), ("rtp",), 8)
     assert ex.filter.value == "only_a" and ex.subset.value == "G1"
     assert ex.query.value == "G1_instruction:1" and "G1_instruction:1" in pd.Index(ex.visible_queries())
+
+
+def test_the_explorer_holds_compact_tables_with_the_same_values(study, tmp_path):  # noqa: F811
+    """compact(): repeated strings become categories and integers the smallest type, values unchanged;
+    the views' fused rankings are added to one study only (a second use is a clear error)."""
+    _, result = study
+    table = pd.concat([result.rankings] * 3, ignore_index=True).assign(rank=lambda t: t["rank"] + 300)
+    small = compact(table)
+    assert isinstance(small["method"].dtype, pd.CategoricalDtype) and small["rank"].dtype == np.uint16
+    assert small["score"].dtype == table["score"].dtype
+    assert small.astype({c: table[c].dtype for c in table}).equals(table)
+    assert small.memory_usage(deep=True).sum() < table.memory_usage(deep=True).sum() / 2
+    folder = tmp_path / "runs" / "key"
+    result.save(folder)
+    views = study_views(folder, result)
+    shown = with_fused(result, views)
+    assert set(shown.rankings["method"]) == set(result.rankings["method"]) | set(fused_methods(result))
+    with pytest.raises(ValueError, match="already added"):
+        with_fused(result, views)

@@ -99,7 +99,7 @@ class StudyViews:
     """The precomputed views of one study, indexed for the explorer's look-ups."""
 
     methods: list[str]
-    fused: pd.DataFrame
+    fused: pd.DataFrame | None  # None once :func:`with_fused` has added it to the study
     recall: pd.DataFrame
     found: pd.DataFrame
     learned: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -277,10 +277,12 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
 def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
     """The study the explorer holds: its fused methods' final rankings added to ``rankings`` (and named in
     its methods), the rankings tables :func:`compact`, and the views' copy of the fused rankings let go."""
+    if views.fused is None:
+        raise ValueError("these views' fused rankings were already added to a study: read the views again")
     rankings, provenance = result.rankings, result.provenance
-    if not views.fused.empty:
-        rankings = pd.concat([rankings, views.fused], ignore_index=True)
-        views.fused = pd.DataFrame(columns=views.fused.columns)
+    fused, views.fused = views.fused, None
+    if not fused.empty:
+        rankings = pd.concat([rankings, fused], ignore_index=True)
         settings = {**provenance.get("settings", {}), "methods": list(views.methods)}
         provenance = {**provenance, "settings": settings}
     return StudyResult(result.queries, result.stubs, compact(rankings), compact(result.text_rankings),
