@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..data.atomic import atomic_folder, file_sha256, folder_lock
@@ -148,7 +149,12 @@ class StudyResult:
         if k is not None:
             final = final[final["rank"] <= k]
         final = final.sort_values(["qkey", "rank"])
-        return final.groupby("qkey", sort=False)["api_id"].apply(list).to_dict()
+        keys = np.asarray(final["qkey"], dtype=object)  # (a split by position: no per-group pandas call)
+        if not len(keys):
+            return {}
+        ids = np.asarray(final["api_id"], dtype=object).tolist()
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]).tolist()
+        return {keys[s]: ids[s:e] for s, e in zip(starts, [*starts[1:], len(keys)], strict=True)}
 
     def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
         """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
