@@ -403,6 +403,38 @@ def test_a_page_beyond_the_limit_is_refused_in_one_line_and_a_closed_page_frees_
         assert "query-explorer" in opener.open(url, timeout=TIMEOUT_MS / 1000).read().decode()
 
 
+def test_six_pages_closed_in_chromium_release_their_kernels_within_a_minute(chromium, app, stored, tmp_path):
+    """Six pages opened in Chromium, each kernel's resident memory printed; closed (their close beacons
+    sent), every kernel is gone within 60 s, with culling set far later (600 idle seconds)."""
+    from playwright.sync_api import sync_playwright
+
+    with serve(stored[0], tmp_path / "voila.log", max_pages=6, cull_idle_s=600) as (url, proc, log), \
+            sync_playwright() as p:
+        profile = tmp_path / "profile"
+        ctx = _launch(p, chromium, profile)
+        try:
+            pages = []
+            for _ in range(6):
+                page = ctx.new_page()
+                page.goto(url, timeout=TIMEOUT_MS)
+                page.wait_for_selector(".qx-output .qx", timeout=TIMEOUT_MS)
+                pages.append(page)
+            kernels = _kernels(proc)
+            assert len(kernels) == 6
+            print("page kernels' resident memory (MiB): "
+                  + ", ".join(f"{k.memory_info().rss / 2**20:.0f}" for k in kernels))
+            t0 = time.time()
+            for page in pages:
+                page.close(run_before_unload=True)
+            while _kernels(proc) and time.time() < t0 + 60:
+                time.sleep(0.5)
+            assert not _kernels(proc), f"kernels of closed pages still run:\n{log.read_text()[-2000:]}"
+            print(f"six closed pages' kernels released in {time.time() - t0:.1f} s")
+        finally:
+            ctx.close()
+    assert "_xsrf" not in log.read_text()
+
+
 REPORT_NOTEBOOKS = ("01_data_prep", "03_k_ablation", "06_stub_failure_analysis", "08_query_explorer")
 
 
