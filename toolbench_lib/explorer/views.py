@@ -23,7 +23,6 @@ names it and says to remove it, after which the views are computed again.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
@@ -243,7 +244,7 @@ def load_views(folder: Path) -> StudyViews | None:
             if data is None:
                 log.warning("explorer views of %s not used: %s does not match its checksum", folder, name)
                 return None
-            frames.append(pd.read_parquet(io.BytesIO(data)))
+            frames.append(read_compact(data))
     return StudyViews(list(manifest["methods"]), *frames)
 
 
@@ -267,11 +268,20 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     for name, column in table.items():
         if column.dtype.kind in "iu" and len(column):
             column = pd.to_numeric(column, downcast="integer" if column.min() < 0 else "unsigned")
-        elif (pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, pd.CategoricalDtype)
-              and column.nunique() < len(column) // 2):
+        elif isinstance(column.dtype, pd.CategoricalDtype):  # a file's dictionary order: sorted, as below
+            column = column.cat.set_categories(sorted(column.cat.categories))
+        elif pd.api.types.is_string_dtype(column.dtype) and column.nunique() < len(column) // 2:
             column = column.astype("category")
         out[name] = column
     return pd.DataFrame(out, index=table.index)
+
+
+def read_compact(data: bytes) -> pd.DataFrame:
+    """A parquet file as the explorer holds it: its strings read as dictionaries (categories, never a string
+    per row), then :func:`compact`."""
+    strings = [f.name for f in pq.read_schema(pa.BufferReader(data))
+               if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return compact(pq.read_table(pa.BufferReader(data), read_dictionary=strings).to_pandas())
 
 
 def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
@@ -290,5 +300,5 @@ def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
 
 
 __all__ = ["MAX_K", "StudyViews", "ViewsFolderError", "check_views_place", "compact", "compute_views",
-           "fused_hits", "fused_methods", "load_views", "study_views", "view_problem", "with_fused",
-           "write_views"]
+           "fused_hits", "fused_methods", "load_views", "read_compact", "study_views", "view_problem",
+           "with_fused", "write_views"]
