@@ -43,8 +43,10 @@ from .learned import learned_views
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
-VERSION = 4  # 3: fused.parquet in the rankings table's columns (no text_idx); 4: methods' own scores, rows
+VERSION = 5  # 3: fused.parquet in the rankings table's columns (no text_idx); 4: methods' own scores, rows;
+# 5: recall.parquet sorted by method, run, gt, k, qkey
 MAX_K = 20
+ROWS_K = np.arange(1, MAX_K + 1)[:, None]  # k of each row of a method's recall block
 FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
 
 log = logging.getLogger(__name__)
@@ -112,12 +114,19 @@ class StudyViews:
 
     def __post_init__(self) -> None:
         self.recall, self.found, self.learned = (compact(t) for t in (self.recall, self.found, self.learned))
-        for (method, run, gt), g in self.recall.groupby(["method", "run", "gt"], sort=False):
-            g = g.sort_values(["k", "qkey"])
-            keys = g["qkey"].to_numpy()[g["k"].to_numpy() == 1]
-            n = len(keys)
-            self._recall[(method, int(run), gt)] = (keys, g["recall"].to_numpy().reshape(MAX_K, n))
-            self._hits[(method, int(run), gt)] = g["hits"].to_numpy().reshape(MAX_K, n)
+        r = self.recall  # sorted by method, run, gt, k, qkey (as written): each block a slice, k-major
+        block = [r[c].factorize()[0] for c in ("method", "run", "gt")]
+        changed = np.any([c[1:] != c[:-1] for c in block], axis=0) if len(r) else np.zeros(0, bool)
+        bounds = (np.flatnonzero(changed) + 1).tolist()
+        values, hits, ks = r["recall"].to_numpy(), r["hits"].to_numpy(), r["k"].to_numpy()
+        for start, end in zip([0, *bounds], [*bounds, len(r)] if len(r) else [], strict=False):
+            n = (end - start) // MAX_K
+            if n * MAX_K != end - start or (ks[start:end].reshape(MAX_K, n) != ROWS_K).any():
+                raise ValueError(f"explorer views: recall rows of {r['method'].iat[start]} are not k-major")
+            key = (r["method"].iat[start], int(r["run"].iat[start]), r["gt"].iat[start])
+            self._recall[key] = (np.asarray(r["qkey"].iloc[start:start + n], dtype=object),
+                                 values[start:end].reshape(MAX_K, n))
+            self._hits[key] = hits[start:end].reshape(MAX_K, n)
         for (method, run, gt), g in self.found.groupby(["method", "run", "gt"], sort=False):
             self._found[(method, int(run), gt)] = g[["qkey", "api_id", "rank"]].reset_index(drop=True)
         if not self.learned.empty:  # indexed once: a look-up per change never scans the whole table
@@ -185,7 +194,8 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
                             rows.append((qkey, api, rank))
                 found_parts.append(pd.DataFrame(rows, columns=["qkey", "api_id", "rank"]).assign(
                     method=method, run=run, gt=gt))
-    recall = pd.concat(recall_parts, ignore_index=True)
+    recall = pd.concat(recall_parts, ignore_index=True).sort_values(  # the order StudyViews slices by
+        ["method", "run", "gt", "k", "qkey"], ignore_index=True)
     found = pd.concat(found_parts, ignore_index=True)[["method", "run", "gt", "qkey", "api_id", "rank"]]
     return fused, recall, found, learned
 
