@@ -8,8 +8,8 @@ A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder h
   (:func:`~toolbench_lib.explorer.learned.learned_views`), in the ``rankings`` table's columns,
   with each method's own scores and each API's registry row;
 - ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
-- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, read from the evaluation
-  (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
+- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, rows in that order, read from
+  the evaluation (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
 - ``found.parquet``: ``method, run, gt, qkey, api_id, rank``: each ground-truth API a final ranking holds
   and its rank among the ranking's distinct ids (the API-level filters read it: found at k is rank <= k);
 - ``manifest.json``, written last, naming the study's checksums it was computed from.
