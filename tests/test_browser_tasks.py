@@ -19,13 +19,17 @@ import shutil
 import statistics
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 
 import pytest
 
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.explorer.app import prepare_views
-from toolbench_lib.study.experiment import ExperimentConfig, get_study
+from toolbench_lib.explorer.data import method_label
+from toolbench_lib.explorer.views import study_views, with_fused
+from toolbench_lib.retrieval.ltr_features import category_of
+from toolbench_lib.study.experiment import ExperimentConfig, get_study, stored_study_dir
 from toolbench_lib.study.stored import StudyResult
 
 from .axe import axe_violations, format_violations
@@ -256,3 +260,58 @@ def test_three_tasks_through_the_page(chromium, family, tmp_path):  # noqa: F811
     assert not violations, format_violations(violations)
     assert len(seconds) >= 30
     assert statistics.median(seconds) <= MEDIAN_BOUND_S and max(seconds) <= MAX_BOUND_S, timings
+
+
+def test_task_c_where_ltr_loses_to_the_best_single_architecture(chromium, family, tmp_path):  # noqa: F811
+    """Task c through the page: in the retriever study's G2 (run 0, k = 5), the page marks the best single
+    architecture (recounted from the rankings), lists the queries where ``ltr`` has lower recall than it,
+    and its summary names what their ground truth shares (categories, recounted)."""
+    from playwright.sync_api import sync_playwright
+
+    main_name, _ = family["main"]
+    retr_name, retr = family["retrievers"]
+    shown = with_fused(retr, study_views(stored_study_dir(retr_name), retr))
+    assert "ltr" in shown.methods
+    q = retr.queries
+    g2 = set(q.loc[q["subset"].str.startswith("G2"), "qkey"])
+    rel = {k: {str(a) for a in v} for k, v in zip(q["qkey"], q["candidates"], strict=True)}
+    assert all(rel[k] for k in g2)  # (every G2 query has ground truth: each counts in a mean)
+
+    def recall(method: str) -> dict[str, float]:
+        lists = shown.ranking(method, 0)
+        return {k: len(set(list(dict.fromkeys(lists.get(k, [])))[:K]) & rel[k]) / len(rel[k]) for k in g2}
+
+    singles = sorted(RETRIEVERS)
+    means = {m: sum(recall(m).values()) / len(g2) for m in singles}
+    best = max(singles, key=lambda m: (means[m], -singles.index(m)))
+    ltr_r, best_r = recall("ltr"), recall(best)
+    want = sorted(k for k in best_r if best_r[k] > ltr_r[k])
+    cats = Counter(category_of(a) for k in want for a in sorted(rel[k])).most_common(3)
+
+    with serve(main_name, tmp_path / "voila.log") as (url, _proc, _log), sync_playwright() as p:
+        ctx = _launch(p, chromium, tmp_path / "profile")
+        try:
+            page = ctx.new_page()
+            page.goto(url + "?run=0", timeout=TIMEOUT_MS)
+            page.wait_for_selector(".qx-output .qx", timeout=TIMEOUT_MS)
+            _select(page, "study", retr_name)
+            page.wait_for_function(SHOWS, arg=[".qx-provenance", f"outputs/{retr_name}/"], timeout=TIMEOUT_MS)
+            _select(page, "subset", "G2")
+            page.wait_for_function(SHOWS, arg=[".qx-count", "queries in G2"], timeout=TIMEOUT_MS)
+            page.locator(".qx-method-a select").select_option(label="ltr")
+            page.wait_for_function(SHOWS, arg=[".qx-count", "ltr wins"], timeout=TIMEOUT_MS)
+            star = page.locator(".qx-best").inner_text().replace("\xa0", " ")
+            assert f"{method_label(best, True)} {means[best]:.3f}" in star, (star, best, means)
+            page.locator(".qx-method-b select").select_option(label=method_label(best))
+            page.wait_for_function(SHOWS, arg=[".qx-count", f"{method_label(best)} wins"], timeout=TIMEOUT_MS)
+            _select(page, "filter", f"{method_label(best)} higher recall")
+            page.wait_for_function(SHOWS, arg=[".qx-count", "with the filter"], timeout=TIMEOUT_MS)
+            print(f"\ntask c: {len(want)} G2 queries where ltr trails {best}; their categories: {cats}")
+            if not want:
+                assert "0 queries" in _count(page)
+                return
+            assert _count(page).startswith(f"{len(want)} quer") and _listed(page) == _ids_of(retr, want)
+            digest = page.locator(".qx-digest").inner_text().replace("\xa0", " ")
+            assert "categories: " + ", ".join(f"{c} ({n})" for c, n in cats) in digest, digest
+        finally:
+            ctx.close()
