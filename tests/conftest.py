@@ -51,6 +51,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_embedding.py::test_offline_fallback_is_quick_and_recorded": ("model",),
     "test_parsing_fuzz.py::test_thousand_adversarial_replies": ("slow",),
     "test_parsing_fuzz.py::test_one_mb_replies_parse_in_bounded_time": ("slow",),
+    "test_query_sets.py::test_ltr_on_a_file_without_recorded_stubs_says_what_to_do_in_one_line": ("model",),
     "test_regression.py::test_slice_families_matrix": ("model",),  # evaluate loads the embedder
     "test_reproduce.py::test_failing_notebook_stops_the_run": ("slow",),  # starts a kernel
     "test_reproduce.py::test_console_is_quiet_when_nothing_fails": ("data", "slow"),  # the report reads data
