@@ -191,8 +191,13 @@ APPENDIX_TABLES = (
     ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets"),
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found (notebook 11)"),
-    ("pass_rate_judged_objective", "Judged against objective pass rates, with the judge's kappa"),
+    ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
+     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate", "objective_pass_rate",
+                        "kappa"]),
+    ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa"),
 )
+# A p-value column of a saved table is compare's paired t-test, unadjusted: its header says so.
+P_HEADERS = {"p_value": "p_paired_t_unadjusted", "p": "p_paired_t_unadjusted"}
 
 
 def readable_header(table_md: str) -> str:
@@ -225,13 +230,17 @@ def narrow(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
-    """A report section of saved tables (``(name, title)`` pairs, read from their CSV files and narrowed
-    by :func:`narrow`); nothing when none was saved."""
+    """A report section of saved tables (``(name, title)`` pairs, or ``(name, title, query, columns)`` for
+    some rows and columns, read from their CSV files and narrowed by :func:`narrow`); nothing when none was
+    saved."""
     parts = []
-    for name, title in tables:
+    for name, title, *keep in tables:
         path = cfg.tables_dir / f"{name}.csv"
         if path.exists():
-            table = md_table(narrow(pd.read_csv(path, keep_default_na=True)))
+            frame = pd.read_csv(path, keep_default_na=True)
+            if keep:
+                frame = frame.query(keep[0])[[c for c in keep[1] if c in frame]]
+            table = md_table(narrow(frame).rename(columns=P_HEADERS))
             parts += [f"{level} {title}", "", readable_header(table), ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts
 
