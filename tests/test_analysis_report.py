@@ -599,11 +599,35 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert text == ("**The answer.** With the paper's dense retrieval, RtP leads on G1, neither leads "
                     "significantly on G2 and G3; with BM25 retrieval, RtP leads on G1, PtR leads on G2 and "
                     "G3: the paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) holds with BM25 "
-                    "retrieval only.")
+                    "retrieval only, which the paper did not test.")
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
+
+
+def test_the_paper_against_itself_is_computed_from_its_numbers():
+    from toolbench_lib.report.front import paper_against_itself
+
+    def entry(i, v):
+        return {"id": i, "paper": v}
+
+    refs = {"entries": [entry("g1_rtp_recall", 0.372), entry("g1_ptr_recall", 0.289),
+                        entry("g1_ptr_minus_rtp_recall", -0.072), entry("g2_rtp_recall", 0.143),
+                        entry("g2_ptr_recall", 0.188), entry("g2_ptr_minus_rtp_recall", 0.045),
+                        entry("g1_budget_ptr_k5", 0.279), entry("g1_rtp_pass_rate", 0.884),
+                        entry("g3_rtp_pass_rate", 0.732), entry("divergence_full", 0.98)]}
+    readings = pd.DataFrame({"size": [1000, 47651, 47651], "group": ["G1+G2"] * 3,
+                             "reading": ["disjoint", "disjoint", "non_identical"],
+                             "share": [0.1, 0.31, 0.98]})
+    lines = paper_against_itself(refs, readings)
+    assert lines[0] == ("G1: its PtR − RtP recall is stated as -0.072, but its own means give "
+                        "0.289 − 0.372 = -0.083.")
+    assert not any(line.startswith("G2") for line in lines)  # +0.045 is what its means give
+    assert "0.279 in its budget paragraph and 0.289" in lines[1]
+    assert "(0.732–0.884)" in lines[2] and "at most 0.372" in lines[2] and "at most 37%" in lines[2]
+    assert "98% non-identical against 31% disjoint" in lines[3]
+    assert len(paper_against_itself(refs)) == 3  # no readings: no divergence line
 
 
 def test_the_query_counts_are_explained_in_one_line():
@@ -644,3 +668,18 @@ def test_the_worked_queries_link_to_their_views():
     assert lines == ["- PtR's largest win: query `G1_instruction:87632` ([open](http://127.0.0.1:8866/?run_name="
                      "default&run=0&a=rtp&b=ptr&k=5&gt=candidates&query=G1_instruction:87632))", ""]
     assert worked_links(TeachingMaterial("", [], [], picks.iloc[:0]), 5, "default") == []
+
+
+def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
+    from toolbench_lib.report.write import scorecard_lines
+
+    report = pd.DataFrame({"id": ["a", "b", "c", "d"], "description": ["A", "B", "C", "D"],
+                           "status": ["consistent", "differs", "not scored", "consistent"],
+                           "direction": ["", "below", "", ""], "cause_status": ["", "unexplained", "", ""],
+                           "cause": ["", "", "", ""], "predicted": [float("nan")] * 4,
+                           "predicted_ci_low": [float("nan")] * 4, "predicted_ci_high": [float("nan")] * 4})
+    lines = scorecard_lines(report)
+    assert lines[:2] == ["- *consistent* (2): `a`, `d`", "- *not scored* (1): `c`"]
+    table = lines[-1]
+    assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
+    assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"

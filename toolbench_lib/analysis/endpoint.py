@@ -3,8 +3,9 @@
 Primary: recall@5 against the ``candidates`` ground truth, each query's score the mean over the recorded
 runs, PtR minus RtP compared per set by a paired t-test over queries (a test of the mean difference, as its
 bootstrap 95% CI is), Holm-corrected over the three sets of one retriever family (G1, G2, G3). Robustness: the
-paper's own test, a one-sample t-test of PtR's run means against RtP's (deterministic) value, unadjusted, shown
-in a column of its own and never a verdict. Every other table of the report that shows this comparison takes its numbers from here.
+paper's own test, a one-sample t-test of PtR's run means against RtP's (deterministic) value, unadjusted,
+shown in a column of its own and never a verdict. Every other table of the report that shows this comparison
+takes its numbers from here.
 """
 
 from __future__ import annotations

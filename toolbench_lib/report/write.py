@@ -29,6 +29,7 @@ from .front import (
     endpoint_table_markdown,
     family_conclusion,
     limits,
+    paper_against_itself,
     right_and_wrong,
     setup_box,
 )
@@ -192,8 +193,8 @@ APPENDIX_TABLES = (
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found (notebook 11)"),
     ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
-     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate", "objective_pass_rate",
-                        "kappa"]),
+     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate",
+                        "objective_pass_rate", "kappa"]),
     ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa"),
 )
 # A p-value column of a saved table is compare's paired t-test, unadjusted: its header says so.
@@ -337,6 +338,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += right_and_wrong(report, extra)
     parts += limits(provenance)
     parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
+    against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
+    if against:
+        parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
@@ -364,9 +368,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "explained* when it closes part of the gap, *setup difference* for a difference of setup (not "
               "a "
               "tested cause), *unexplained* otherwise (`references/causes.yaml`).", "",
-              "Each row's numbers are in the section of its claim above; here, what each row measures and "
-              "the cause of a difference with the value it predicts.", "",
-              md_table(cause_table(report)) if len(report) else "No reference number.", ""]
+              "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
+              "each that differs what it measures and the cause with the value it predicts.", "",
+              *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES)
     parts += ["## Appendix C: worked queries and the Table 2 examples", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
@@ -425,6 +429,15 @@ def cause_table(report: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"reference": report["id"], "what": report["description"],
                          "status": [_status_text(r) for r in report.itertuples()],
                          "predicted by the cause": predicted})
+
+
+def scorecard_lines(report: pd.DataFrame) -> list[str]:
+    """Appendix A: the rows that agree or are not scored by name, one line per status; then the cause
+    table of the rows that differ."""
+    differs = report["status"] == DIFFERS
+    lines = [f"- *{status}* ({fmt_count(len(g))}): {', '.join(f'`{i}`' for i in g['id'])}"
+             for status, g in report[~differs].groupby("status", sort=False)]
+    return [*lines, "", md_table(cause_table(report[differs]))] if differs.any() else lines
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
