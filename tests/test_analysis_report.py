@@ -683,3 +683,20 @@ def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
     table = lines[-1]
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
+
+
+def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
+    from toolbench_lib.report.front import family_conclusion, g2_instruction_sentence
+
+    rows = pd.DataFrame({"retriever": ["dense", "bm25", "hybrid"], "subset": ["G2_instruction"] * 3,
+                         "n_queries": [106] * 3, "n_runs": [1] * 3, "leader": ["PtR", "PtR", "RtP"],
+                         "significant": [False, True, False],
+                         "paper_leader": ["PtR"] * 3,
+                         "verdict": ["same direction", "reproduced", "not reproduced"]})
+    assert g2_instruction_sentence(rows) == (
+        "On G2_instruction, the set the paper's G2 numbers fit (106 queries, one run, p unadjusted): no "
+        "significant difference with the paper's dense and hybrid (dense + BM25) retrieval; PtR ahead with "
+        "BM25 retrieval.")
+    assert g2_instruction_sentence(rows.iloc[0:0]) == ""
+    assert family_conclusion("bm25", rows.iloc[[1]]) == (
+        "**BM25:** PtR ahead on G2_instruction. With this retriever the paper's crossover is reproduced.")

@@ -67,11 +67,13 @@ def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
 
 def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                    paper: Mapping[str, Mapping[str, float]] | None = None,
-                   families: Sequence[str] | None = None, n_resamples: int = 10_000) -> pd.DataFrame:
+                   families: Sequence[str] | None = None, n_resamples: int = 10_000,
+                   sets: Sequence[str] | None = None) -> pd.DataFrame:
     """The primary comparison per retriever family and set (:data:`ENDPOINT_COLUMNS`).
 
     ``result``: a stored study (:class:`~toolbench_lib.study.stored.StudyResult`); ``paper``:
-    ``{set: {"rtp": value, "ptr": value}}`` of the paper's recall; ``families`` keeps those families only.
+    ``{set: {"rtp": value, "ptr": value}}`` of the paper's recall; ``families`` keeps those families only;
+    ``sets`` compares those sets only, Holm over them (default: every set of the study).
     """
     paper = paper or {}
     pairs = family_pairs(result.methods)
@@ -80,7 +82,9 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     if not pairs:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
     ev = evaluate(result)
-    sets = list(dict.fromkeys(ev.subsets))
+    sets = list(dict.fromkeys(ev.subsets)) if sets is None else [s for s in sets if s in set(ev.subsets)]
+    if not sets:
+        return pd.DataFrame(columns=ENDPOINT_COLUMNS)
     rows = []
     for family, (a, b) in pairs.items():
         tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples)

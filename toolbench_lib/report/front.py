@@ -20,6 +20,7 @@ from .scorecard import status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
+G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "the paper's dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
@@ -60,6 +61,28 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def g2_instruction_rows(cfg: ExperimentConfig) -> pd.DataFrame:
+    """The primary comparison on G2_instruction, the set the paper's G2 numbers fit (notebook 12, from the
+    validation study's one run); empty when not saved."""
+    table = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)
+    return table if table is not None else pd.DataFrame()
+
+
+def g2_instruction_sentence(rows: pd.DataFrame) -> str:
+    """One sentence: with which families each architecture leads on G2_instruction (numbers in the table)."""
+    if not len(rows):
+        return ""
+    r0 = rows.iloc[0]
+    runs = "one run" if r0.n_runs == 1 else f"{fmt_count(r0.n_runs)} runs"
+    groups: dict[str, list[str]] = {}
+    for r in rows.itertuples():
+        groups.setdefault(f"{r.leader} ahead" if r.significant else "no significant difference", []).append(
+            FAMILY_SHORT.get(r.retriever, r.retriever))
+    said = "; ".join(f"{what} with {_sets(fams)} retrieval" for what, fams in groups.items())
+    return (f"On G2_instruction, the set the paper's G2 numbers fit ({fmt_count(r0.n_queries)} queries, "
+            f"{runs}, p unadjusted): {said}.")
+
+
 def _name(row) -> str:
     return f"{row.retriever} {subset_alias(row.subset)}"
 
@@ -72,7 +95,8 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
         paper = (f"{fmt_number(r.paper_rtp)} / {fmt_number(r.paper_ptr)}"
                  if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
         out.append({
-            "retriever": r.retriever, "set": subset_alias(r.subset),
+            "retriever": r.retriever,
+            "set": subset_alias(r.subset) + (" (p unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
             "PtR − RtP (95% CI)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
@@ -86,27 +110,19 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
-def _set_phrase(r, ledger: Ledger) -> str:
-    n, s = _name(r), subset_alias(r.subset)
-    diff = ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff))  # its CI is in the answer's table above
-    p = ledger.put(f"{n} p", fmt_p(r.p_holm))
-    if r.significant:
-        return f"{r.leader} ahead on {s} ({diff}, {p})"
-    return f"no significant difference on {s} ({diff}, {p})"
-
-
 def crossover_text(rows: pd.DataFrame) -> str:
-    """Whether the paper's crossover holds with one family's rows, from their verdicts."""
+    """Whether the paper's crossover (spelt out in the answer sentence) holds with one family's rows, from
+    their verdicts."""
     with_paper = rows[rows["paper_leader"].notna()]
     reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
     refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
                                                          "subset"]]
     if len(with_paper) and len(reproduced) == len(with_paper):
-        text = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced"
+        text = "the paper's crossover is reproduced"
     elif reproduced:
-        text = f"the paper's crossover ({PAPER_CROSSOVER}) is reproduced on {', '.join(reproduced)} only"
+        text = f"the paper's crossover is reproduced on {_sets(reproduced)} only"
     else:
-        text = f"the paper's crossover ({PAPER_CROSSOVER}) is not reproduced"
+        text = "the paper's crossover is not reproduced"
     if refuted:
         text += f"; on {', '.join(refuted)} the other architecture leads significantly"
     return text
@@ -153,10 +169,15 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
             "the queries it kept as solvable; the `_original` sets are ToolBench's own.")
 
 
-def family_conclusion(family: str, rows: pd.DataFrame, ledger: Ledger) -> str:
-    """One sentence per retriever family: per set, who leads (significantly or not), and whether the paper's
-    crossover holds with this retriever. Generated from the rows, so it cannot contradict them."""
-    phrases = "; ".join(_set_phrase(r, ledger) for r in rows.itertuples())
+def family_conclusion(family: str, rows: pd.DataFrame) -> str:
+    """One sentence per retriever family: on which sets each architecture leads significantly, and whether
+    the paper's crossover holds with this retriever (the numbers are the answer table's). Generated from the
+    rows, so it cannot contradict them."""
+    groups: dict[str, list[str]] = {}
+    for r in rows.itertuples():
+        what = f"{r.leader} ahead on" if r.significant else "no significant difference on"
+        groups.setdefault(what, []).append(subset_alias(r.subset))
+    phrases = "; ".join(f"{what} {_sets(sets)}" for what, sets in groups.items())
     return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}. With this retriever {crossover_text(rows)}."
 
 

@@ -28,6 +28,8 @@ from .front import (
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
+    g2_instruction_rows,
+    g2_instruction_sentence,
     limits,
     paper_against_itself,
     right_and_wrong,
@@ -317,8 +319,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     ledger = ledger if ledger is not None else Ledger()
     rows = endpoint_rows(cfg)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
-             f"Reference numbers: {references['source']} (`references/paper.yaml`, version "
-             f"{references['version']}, every number quoted from the paper's text).", "",
+             f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
+             f"version {references['version']}; the paper's setup is in the table below).", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
@@ -327,8 +329,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     conclusions = {}
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        parts += [endpoint_table_markdown(rows, ledger), "", count_line(rows, paper_query_counts()), ""]
-        conclusions = {f: family_conclusion(f, g, ledger) for f, g in rows.groupby("retriever", sort=False)}
+        g2i = g2_instruction_rows(cfg)
+        parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
+                                          ledger), "", count_line(rows, paper_query_counts()),
+                  g2_instruction_sentence(g2i), ""]
+        conclusions = {f: family_conclusion(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
