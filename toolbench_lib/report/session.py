@@ -212,8 +212,8 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
          f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
          f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
-         "Which of the paper's two values lies in this run's CI, and which would you quote? What can make a "
-         "stated difference differ from the difference of the stated means?"),
+         "Does each of the paper's two values lie in this run's CI, and which would you quote? What can make "
+         "a stated difference differ from the difference of the stated means?"),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
          f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}).",
@@ -229,7 +229,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
         ("The test over runs against the test over queries",
          f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and why does that make it the more optimistic test?"),
+         "as fixed: what variation does it leave out, and what does that do to its p-value?"),
         ("Is BM25's win a fair comparison?",
          f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
