@@ -339,7 +339,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         other = [f"{int(r['size'])} ({r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}])"
                  for _, r in g.iterrows() if sign * r["diff"] <= 0]
         holds = point == len(g)
-        claim = (f"the claim that {lead} keeps its advantage at every size" if subset_alias(subset) in SCALE_SETS
+        claim = (f"the claim that {lead} keeps its advantage at every size"
+                 if subset_alias(subset) in SCALE_SETS
                  else f"{lead} ahead at every size (the paper claims this for G1 and G2 only)")
         text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
