@@ -251,3 +251,33 @@ def test_one_resampling_matrix_gives_each_column_its_own_bootstrap():
     assert got[2].tolist() == [0.25, 0.25]
     counts = resample_counts(120, 50, seed=3)
     assert counts.shape == (50, 120) and (counts.sum(axis=1) == 120).all()
+
+
+def test_the_auroc_ci_resamples_each_class_and_brackets_the_auroc():
+    from sklearn.metrics import roc_auc_score
+
+    from toolbench_lib.eval.stats import auroc, auroc_ci, resample_counts
+
+    rng = np.random.default_rng(3)
+    scores, labels = rng.normal(size=120), rng.random(120) < 0.3
+    scores[labels] += 0.6
+    low, high = auroc_ci(scores, labels, n_resamples=500, seed=5)
+    assert low < auroc(scores, labels) < high and low > 0.5
+    pos, neg = scores[labels], scores[~labels]  # the first resample, rebuilt and scored by scikit-learn
+    w, v = resample_counts(pos.size, 500, 5)[0], resample_counts(neg.size, 500, 6)[0]
+    first = roc_auc_score([1] * int(w.sum()) + [0] * int(v.sum()),
+                          np.r_[np.repeat(pos, w), np.repeat(neg, v)])
+    pairs = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    assert np.isclose((w @ pairs * v).sum() / (pos.size * neg.size), first)
+    assert all(np.isnan(auroc_ci(scores[:3], [True, False, False])))
+
+
+def test_the_difference_ci_of_two_independent_samples():
+    from toolbench_lib.eval.stats import difference_ci
+
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(1.0, 1, 400), rng.normal(0.8, 1, 300)
+    low, high = difference_ci(a, b)
+    assert low < a.mean() - b.mean() < high and high - low < 0.4
+    assert difference_ci(a, b) == (low, high)  # fixed seed
+    assert all(np.isnan(difference_ci(a, b[:1])))

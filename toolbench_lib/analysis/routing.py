@@ -33,7 +33,7 @@ from ..config import FOLDS, SEED
 from ..data.folds import fold_ids
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
-from ..eval.stats import auroc
+from ..eval.stats import auroc, auroc_ci
 from ..study.stored import StudyResult
 from .style import METHOD_COLORS
 from .summary import method_calls
@@ -247,15 +247,18 @@ def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
 
 
 def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
-    """The ``routing_signal`` table: AUROC of each signal for "PtR beats RtP on this query", per set
-    (or pooled, ``subset="all"``)."""
+    """The ``routing_signal`` table: AUROC of each signal for "PtR beats RtP on this query", with its
+    bootstrap 95% CI, per set (or pooled, ``subset="all"``)."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
     rows = []
     for subset, part in groups:
         y = part["ptr_wins"].to_numpy(bool)
         for signal, meaning in SIGNALS.items():
-            rows.append({"subset": subset, "signal": signal, "auroc": auroc(part[signal].to_numpy(float), y),
-                         "higher_means": meaning, "n_ptr_wins": int(y.sum()), "n_queries": len(part)})
+            x = part[signal].to_numpy(float)
+            low, high = auroc_ci(x, y)
+            rows.append({"subset": subset, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
+                         "auroc_ci_high": high, "higher_means": meaning, "n_ptr_wins": int(y.sum()),
+                         "n_queries": len(part)})
     return pd.DataFrame(rows)
 
 

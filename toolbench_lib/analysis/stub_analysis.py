@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..eval.stats import difference_ci
 from ..study.stored import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import subset_order
@@ -19,7 +20,8 @@ STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_shar
                 "cos_incorrect", "fallback_share"]
 STUB_CI = ("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct", "cos_incorrect")
 STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
-              *[f"{c}_ci_{e}" for c in STUB_CI for e in ("low", "high")]]
+              *[f"{c}_ci_{e}" for c in STUB_CI for e in ("low", "high")], "cos_gap", "cos_gap_ci_low",
+              "cos_gap_ci_high"]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
 OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs", "overhead_pct_ci_low",
@@ -50,7 +52,8 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     are / are not. ``fallback_share`` is the share of stub sets (query, run) where the reply held no
     usable stub and the raw query stood in. 95% intervals: a bootstrap over queries for stubs per query
     (per query, the mean over runs), a bootstrap over matched stubs for the cosines, Wilson over stubs for
-    the two shares (``n_hits`` of ``n_matched``; distinct names of the stubs of one run).
+    the two shares (``n_hits`` of ``n_matched``; distinct names of the stubs of one run). ``cos_gap`` is
+    ``cos_correct - cos_incorrect``, its CI a bootstrap of the two groups of matched stubs apart.
     """
     st = stub_top1(result, gt)
     rows = []
@@ -74,8 +77,12 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
         per_run = len(s) / max(1, s["run"].nunique())
         with_wilson(row, "unique_name_share", pooled * per_run, per_run)
         with_wilson(row, "stub_hit_share", row["n_hits"], row["n_matched"])
-        with_ci(row, "cos_correct", matched[matched["correct"]]["score"].to_numpy(dtype=float))
-        with_ci(row, "cos_incorrect", matched[~matched["correct"]]["score"].to_numpy(dtype=float))
+        right = matched[matched["correct"]]["score"].to_numpy(dtype=float)
+        wrong = matched[~matched["correct"]]["score"].to_numpy(dtype=float)
+        with_ci(row, "cos_correct", right)
+        with_ci(row, "cos_incorrect", wrong)
+        row["cos_gap"] = row["cos_correct"] - row["cos_incorrect"]
+        row["cos_gap_ci_low"], row["cos_gap_ci_high"] = difference_ci(right, wrong)
     return pd.DataFrame(rows, columns=STUB_COLUMNS + STUB_EXTRA)
 
 

@@ -168,6 +168,37 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def difference_ci(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED,
+                  level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``mean(a) - mean(b)`` for two independent samples, each resampled on its
+    own; NaN bounds when either has fewer than 2 values."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2 or y.size < 2:
+        return float("nan"), float("nan")
+    diffs = (resample_counts(x.size, n_resamples, seed) @ x / x.size
+             - resample_counts(y.size, n_resamples, seed + 1) @ y / y.size)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(diffs, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def auroc_ci(scores: Sequence[float], labels: Sequence[bool], n_resamples: int = 2000, seed: int = SEED,
+             level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of :func:`auroc`, positives and negatives resampled apart (each resample
+    keeps both classes); every resample's AUROC from one matrix of pairwise comparisons. NaN bounds when
+    either class has fewer than 2 items."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    pos, neg = s[y], s[~y]
+    if pos.size < 2 or neg.size < 2:
+        return float("nan"), float("nan")
+    pairs = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])  # (positives, negatives)
+    w, v = resample_counts(pos.size, n_resamples, seed), resample_counts(neg.size, n_resamples, seed + 1)
+    aucs = ((w @ pairs) * v).sum(axis=1) / (pos.size * neg.size)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(aucs, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     """Area under the ROC curve of ``scores`` for ``labels`` (scikit-learn; ties count one half); NaN when
     either class is empty."""
