@@ -39,6 +39,52 @@ FIGURES = {
     "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
                               "named "
                               "per set, with the paper's values as markers beside this run's bars."),
+    "retriever_recall": (
+        "retriever",
+        "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with 95% CIs per set: "
+        "where a family's PtR bar clears its RtP bar, that family reproduces the paper's multi-tool "
+        "result."),
+    "retriever_k": (
+        "retriever",
+        "Recall against k for each family, colour for the architecture and line style for the family: "
+        "whether a family's ordering of RtP and PtR holds at every budget."),
+    "retriever_scale": (
+        "retriever",
+        "BM25 alone on sub-registries of growing size, each with an index of its own (±1 std over seeds):"
+        " whether the lexical family's gap keeps its sign as the registry grows."),
+    "ablation_decomposition": (
+        "ablations",
+        "PtR with the LLM's stubs and with rule-based stubs (more, narrower stubs) beside RtP: what the "
+        "breadth of the stubs alone changes."),
+    "ablation_divergence": (
+        "ablations",
+        "Disjoint top-k lists on 1,000-API sub-registries drawn three ways (the set's ground truth, the "
+        "query's own, none) and the full registry: how much of the small-registry divergence the draw "
+        "makes."),
+    "ablation_stub_text": (
+        "ablations",
+        "PtR's recall when a stub is searched by its name, its reasoning, both, or with brand words "
+        "removed: which part of a stub finds the APIs."),
+    "beyond_recall_vs_k": (
+        "beyond",
+        "Recall against k for RtP, PtR (solid) and the fused methods closest to the goal (dashed), per "
+        "set."),
+    "beyond_ndcg_vs_k": (
+        "beyond",
+        "nDCG against k for the same methods: whether a fused method also ranks the found APIs higher."),
+    "beyond_comp_vs_k": (
+        "beyond",
+        "Completeness (every ground-truth API of the query found) against k for the same methods: the "
+        "strictest reading of a multi-tool query."),
+    "beyond_cost_frontier": (
+        "beyond",
+        "Recall@k against tokens per query for every method: a method is worth its cost when no cheaper "
+        "one has higher recall."),
+    "beyond_router_regions": (
+        "beyond",
+        "Each query by RtP's top-1 cosine (x) and what the fused list gains over RtP's (y): "
+        "route-then-fuse keeps RtP right of the dashed threshold, so a good threshold leaves the gains on"
+        " its left."),
     "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR for each routing "
                                         "policy: a policy above the line joining always-RtP and always-PtR "
                                         "routes well."),
@@ -78,9 +124,13 @@ def figure_files(cfg: ExperimentConfig) -> list[Path]:
 
 
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
-    """The figures of one section, each with its caption (numbered by :func:`number_figures`)."""
+    """The figures of one section in the order :data:`FIGURES` lists them, each with its caption (numbered by
+    :func:`number_figures`)."""
     parts = []
-    for p in figure_files(cfg):
+    order = list(FIGURES)  # the order FIGURES lists them; other figures after, by name
+    files = sorted(figure_files(cfg), key=lambda p: (order.index(p.stem) if p.stem in order else len(order),
+                                                     p.stem))
+    for p in files:
         section, caption = figure_section(p.stem)
         if section == key:
             alt = caption.split(": ", 1)[0].split(". ", 1)[0]  # its title; the caption follows it
