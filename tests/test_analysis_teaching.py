@@ -162,7 +162,7 @@ def test_paper_examples_present_shown_the_others_explained():
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "
             "leader") in text
     assert f"| 1 | {HIT} `d1` | `x` |" in text and "- `d1`: found by RtP" in text
-    assert "- `ex_elsewhere`: `G2_instruction:99` is not among this run's queries." in text
+    assert "- `ex_elsewhere`: `G2_instruction:99` is not in this study's sets (" in text
     assert "- `ex_absent`: not in the data: no such query in the data." in text
 
 

@@ -319,11 +319,12 @@ def paper_examples(result: StudyResult, examples: Sequence[Mapping] | None = Non
     is in this study, and why not."""
     examples = worked_examples(present_only=False) if examples is None else examples
     keys = set(result.queries["qkey"])
+    sets = ", ".join(dict.fromkeys(result.queries["subset"]))
     rows = []
     for x in examples:
         qkey = x.get("qkey")
         present = bool(qkey) and qkey in keys
-        why = ("" if present else f"{md_code(qkey)} is not among this run's queries" if qkey else
+        why = ("" if present else f"{md_code(qkey)} is not in this study's sets ({sets})" if qkey else
                f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}")
         rows.append({"id": x["id"], "qkey": qkey, "winner": x["winner"], "ptr_recall": x["ptr_recall"],
                      "rtp_recall": x["rtp_recall"], "present": present, "why": why, "quote": x["quote"],
