@@ -368,12 +368,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += ["## Appendix A: scorecard and causes", "",
               "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
               "queries, or Wilson for a share; for the paper's approximate numbers, “~70%”, its value ± the "
-              "tolerance in `references/paper.yaml`, which `report.csv` states per row); a number without sampling is compared at the paper's last "
-              "decimal, and the row says why it has no CI. A row that differs names its cause's status: "
-              "*explained* when the cause's predicted value has a CI that covers the paper's, *partly "
-              "explained* when it closes part of the gap, *setup difference* for a difference of setup (not "
-              "a "
-              "tested cause), *unexplained* otherwise (`references/causes.yaml`).", "",
+              "tolerance in `references/paper.yaml`, which `report.csv` states per row); a number without "
+              "sampling is compared at the paper's last decimal, and the row says why it has no CI. A row "
+              "that differs names its cause's status: *explained* when the cause's predicted value has a CI "
+              "that covers the paper's, *partly explained* when it closes part of the gap, *setup "
+              "difference* for a difference of setup (not a tested cause), *unexplained* otherwise "
+              "(`references/causes.yaml`).", "",
               "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
               "each that differs what it measures and the cause with the value it predicts.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
