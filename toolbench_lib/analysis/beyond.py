@@ -32,7 +32,7 @@ from ..data.tables import cached_tables
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..retrieval import fused
 from .fusion_board import BASELINES
-from .style import METHOD_COLORS
+from .style import METHOD_COLORS, OTHER_COLORS
 from .summary import method_calls
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
@@ -207,10 +207,12 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
     mean = s.groupby(["subset", "method", "k"], as_index=False)["value"].mean()
     subsets = list(dict.fromkeys(mean["subset"]))
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), sharey=True, squeeze=False)
+    others = iter(OTHER_COLORS * len(methods))
+    colors = {m: METHOD_COLORS.get(m) or next(others) for m in methods}
     for ax, subset in zip(axes[0], subsets, strict=True):
         for method in methods:
             m = mean[(mean["subset"] == subset) & (mean["method"] == method)]
-            ax.plot(m["k"], m["value"], label=method, color=METHOD_COLORS.get(method),
+            ax.plot(m["k"], m["value"], label=method, color=colors[method],
                     lw=2.2 if method in BASELINES else 1.3, ls="-" if method in BASELINES else "--")
         ax.set_title(subset)
         ax.set_xlabel("k")
@@ -264,9 +266,11 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
     for ax, subset in zip(axes[0], subsets, strict=True):
         p = wide[wide["subset"] == subset]
         jitter = rng.uniform(-0.02, 0.02, len(p))
-        colors = np.where(p["gain"] > 0, METHOD_COLORS["ptr"], np.where(p["gain"] < 0, METHOD_COLORS["rtp"],
-                                                                         "0.6"))
-        ax.scatter(p["cos"], p["gain"] + jitter, c=colors, s=12, alpha=0.7)
+        for label, part, color in ((f"{fused} finds more", p["gain"] > 0, OTHER_COLORS[0]),
+                                   ("RtP finds more", p["gain"] < 0, METHOD_COLORS["rtp"]),
+                                   ("equal", p["gain"] == 0, "0.6")):
+            ax.scatter(p.loc[part, "cos"], p.loc[part, "gain"] + jitter[part.to_numpy()], c=color, s=12,
+                       alpha=0.7, label=label)
         if np.isfinite(threshold):
             ax.axvline(threshold, color="k", ls="--", lw=1)
             right = max(p["cos"].max(), threshold) + 0.01
@@ -275,6 +279,8 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
         ax.set_title(subset)
         ax.set_xlabel("RtP top-1 cosine")
         ax.set_ylabel(f"recall@{k}: {fused} minus RtP")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.suptitle("route-then-fuse: right of the line RtP's list is used (no stub call), left the fused list")
     fig.tight_layout()
     return fig

@@ -9,6 +9,8 @@ METHOD_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "router": "#2ca02c", "oracl
 METHOD_LABELS = {"rtp": "RtP (retrieve, then plan)", "ptr": "PtR (plan, then retrieve)"}
 # Sets have their own palette, with none of the architectures' colours: blue and red always mean RtP and PtR.
 SET_COLORS = {"G1": "#009E73", "G2": "#E69F00", "G3": "#CC79A7"}
+# Fused and learned methods: neither an architecture's colour nor a set's.
+OTHER_COLORS = ("#9467bd", "#8c564b", "#000000", "#bcbd22", "#17becf", "#7f7f7f")
 LEGEND_SIZE = 11  # points: legible when a figure is projected at 1,280 px
 # One look per retriever family in every figure: the architecture keeps its colour, the family its hatch
 # (bars) or line style (lines).
