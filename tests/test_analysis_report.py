@@ -700,3 +700,24 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction. With this retriever the paper's crossover is reproduced.")
+
+
+def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
+    from types import SimpleNamespace
+
+    from toolbench_lib.analysis.ltr_study import summary_tables
+    from toolbench_lib.report.write import glossary_section
+
+    material = SimpleNamespace(glossary="- **stub**: a tool imagined.\n- **`rtp`**: RtP.\n"
+                                        "- **`rrf`**: fused.\n- **`rtp@bm25`**: RtP, BM25.")
+    kept = "\n".join(glossary_section(material, "rtp@bm25 beats ... and `rtp` too"))
+    assert "**stub**" in kept and "`rtp`" in kept and "`rtp@bm25`" in kept and "`rrf`" not in kept
+    assert "`rrf`" in "\n".join(glossary_section(material))
+    assert summary_tables(tmp_path) == {}
+    pd.DataFrame({"gt": ["candidates"] * 3 + ["relevant"], "part": ["unseen", "design", "design", "design"],
+                  "subset": ["G1_tool", "G1", "G1", "G1"], "method": ["no BM25", "no BM25", "ltr", "no BM25"],
+                  "reference": ["ltr"] * 4, "diff": [-0.1, 0.01, 0.0, 0.2], "ci_low": [-0.2, -0.01, 0, 0.1],
+                  "ci_high": [-0.05, 0.03, 0, 0.3]}).to_csv(tmp_path / "ltr_ablations.csv", index=False)
+    table = summary_tables(tmp_path)["ablations"]
+    assert list(table.columns) == ["method", "G1", "G1_tool"]  # design sets first
+    assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]

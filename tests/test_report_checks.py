@@ -144,7 +144,7 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
 def test_a_wide_saved_table_is_narrowed_for_the_report():
     import pandas as pd
 
-    from toolbench_lib.report.write import narrow
+    from toolbench_lib.report.appendix import narrow
 
     nan = float("nan")
     wide = pd.DataFrame({"method": ["fuse4", "rtp"], "recall": [0.5981, 0.61], "recall_lo": [0.418, 0.5],

@@ -68,6 +68,30 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K
     return tables
 
 
+def summary_tables(folder: Path, gt: str = "candidates") -> dict[str, pd.DataFrame]:
+    """The report's two tables of a measurement written under ``folder`` (none when it was not run): the
+    ablations as one row per variant and one column per set (recall@k minus the full ``ltr``, ``*`` where
+    the paired 95% CI excludes 0), and the costs."""
+    out = {}
+    path = folder / "ltr_ablations.csv"
+    if path.exists():
+        a = pd.read_csv(path)
+        a = a[(a["gt"] == gt) & (a["method"] != a["reference"])].sort_values("part", kind="stable")
+        a = a.assign(cell=[f"{d:+.3f}" + ("*" if lo > 0 or hi < 0 else "")
+                           for d, lo, hi in zip(a["diff"], a["ci_low"], a["ci_high"], strict=True)])
+        wide = a.pivot(index="method", columns="subset", values="cell")
+        out["ablations"] = wide.reindex(index=list(dict.fromkeys(a["method"])),
+                                        columns=list(dict.fromkeys(a["subset"]))).reset_index()
+    path = folder / "ltr_costs.csv"
+    if path.exists():
+        c = pd.read_csv(path)
+        out["costs"] = pd.DataFrame({"method": c["method"], "training s": c["train_s"].round(2),
+                                     "ms per query": c["infer_ms_per_query"].round(2),
+                                     "model KB": (c["model_bytes"] / 1000).round(0).astype(int),
+                                     "LLM calls": c["llm_calls"]})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolbench_lib.analysis.ltr_study", description=__doc__.split(
         "\n\n")[0])

@@ -12,12 +12,14 @@ import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
 from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
+from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
 from ..explorer.data import explorer_url
 from ..retrieval.methods import load_methods
-from ..study.experiment import ExperimentConfig
+from ..study.experiment import ExperimentConfig, stored_study_dir
+from .appendix import APPENDIX_TABLES, table_section
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
@@ -189,65 +191,6 @@ def section_sentence(rows: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-APPENDIX_TABLES = (
-    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)"),
-    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets"),
-    ("retriever_costs", "Cost per query of each method"),
-    ("ablation_verdicts", "What the ablations found (notebook 11)"),
-    ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
-     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate",
-                        "objective_pass_rate", "kappa"]),
-    ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa"),
-)
-# A p-value column of a saved table is compare's paired t-test, unadjusted: its header says so.
-P_HEADERS = {"p_value": "p_paired_t_unadjusted", "p": "p_paired_t_unadjusted"}
-
-
-def readable_header(table_md: str) -> str:
-    """A saved Markdown table with words for its column names (``recall_mean`` -> ``recall mean``)."""
-    lines = table_md.split("\n")
-    if lines and lines[0].startswith("|"):
-        lines[0] = lines[0].replace("_", " ")
-    return "\n".join(lines)
-
-
-CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
-
-
-def narrow(table: pd.DataFrame) -> pd.DataFrame:
-    """A saved table as the report prints it: each value with its interval in one cell (``recall`` with
-    ``recall_lo``/``recall_hi`` becomes ``0.598 [0.418, 0.770]``) and columns with no value left out, so a
-    wide table fits the page. A row comparing a method with itself (``method`` = ``reference``) says nothing
-    and is left out too: the reference's own value is in ``reference recall``."""
-    if {"method", "reference"} <= set(table.columns):
-        table = table[table["method"].astype(str) != table["reference"].astype(str)]
-    out = table.dropna(axis=1, how="all")
-    out = out.loc[:, [c for c in out.columns if not (out[c].astype(str).str.strip() == "").all()]]
-    for col in list(out.columns):
-        for lo, hi in CI_ENDS:
-            if f"{col}{lo}" in out and f"{col}{hi}" in out and pd.api.types.is_numeric_dtype(out[col]):
-                out[col] = [f"{fmt_number(v)} {fmt_ci(a, b)}" if pd.notna(v) else v
-                            for v, a, b in zip(out[col], out[f"{col}{lo}"], out[f"{col}{hi}"], strict=True)]
-                out = out.drop(columns=[f"{col}{lo}", f"{col}{hi}"])
-    return out
-
-
-def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
-    """A report section of saved tables (``(name, title)`` pairs, or ``(name, title, query, columns)`` for
-    some rows and columns, read from their CSV files and narrowed by :func:`narrow`); nothing when none was
-    saved."""
-    parts = []
-    for name, title, *keep in tables:
-        path = cfg.tables_dir / f"{name}.csv"
-        if path.exists():
-            frame = pd.read_csv(path, keep_default_na=True)
-            if keep:
-                frame = frame.query(keep[0])[[c for c in keep[1] if c in frame]]
-            table = md_table(narrow(frame).rename(columns=P_HEADERS))
-            parts += [f"{level} {title}", "", readable_header(table), ""]
-    return [f"## {heading}", "", *parts] if parts and heading else parts
-
-
 PRIMARY_ROWS = re.compile(r"^(g[123])_(rtp|ptr)_recall$|^(g[123])_ptr_minus_rtp_(recall)$")
 
 
@@ -287,6 +230,29 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
+def ltr_lines(cfg: ExperimentConfig) -> list[str]:
+    """The learned ranker's ablations and costs, as ``ltr_study`` wrote them beside the retriever study;
+    one line saying how to measure them when it has not run."""
+    try:
+        folder = stored_study_dir(f"{cfg.run_name}-retrievers", outputs_dir=cfg.out_dir.with_name(
+            f"{cfg.run_name}-retrievers")) / "ltr"
+    except FileNotFoundError:
+        return []
+    tables = summary_tables(folder)
+    if not tables:
+        return ["The learned ranker's ablations and costs were not measured for this run: `python -m "
+                "toolbench_lib.analysis.ltr_study` measures them (about 10 minutes).", ""]
+    lines = []
+    if "ablations" in tables:
+        lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`): recall@"
+                  f"{cfg.k} of each variant minus the full `ltr`'s; * where the paired 95% CI excludes 0.",
+                  "",
+                  md_table(tables["ablations"], numparse=False), ""]
+    if "costs" in tables:
+        lines += ["**Their costs** beside `fuse4`:", "", md_table(tables["costs"]), ""]
+    return lines
+
+
 UNSEEN_TABLE = "retriever_unseen_queries"  # notebook 12: the validation sets' queries, seen and kept
 
 
@@ -304,9 +270,17 @@ def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
             + (f"; {', '.join(dropped)} kept too few to be scored" if dropped else "") + "."]
 
 
-def glossary_section(material) -> list[str]:
-    """The glossary: every term and method name the report uses, each with where the toolkit computes it."""
+METHOD_TERM = re.compile(r"^- \*\*`([^`]+)`\*\*:")
+
+
+def glossary_section(material, body: str | None = None) -> list[str]:
+    """The glossary: every term, and every method name ``body`` (the rest of the report) uses; all of them
+    without a body."""
     terms = re.sub(r" \*\(`[^`]*`\)\*", "", material.glossary)  # where the toolkit computes it: notebook 09
+    if body is not None:
+        terms = "\n".join(line for line in terms.split("\n")
+                          if not (m := METHOD_TERM.match(line)) or re.search(
+                              rf"(?<![\w@-]){re.escape(m.group(1))}(?![\w@-])", body))
     return ["## Glossary", "", terms, ""]
 
 
@@ -359,12 +333,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
               "retriever family and architecture.", "", *figures_markdown(cfg, "retriever")]
     parts += ["## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
-              *figures_markdown(cfg, "beyond")]
+              *ltr_lines(cfg), *figures_markdown(cfg, "beyond")]
     parts += ["## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
         parts += ["## Other figures", "", *other]
-    parts += glossary_section(material)
+    glossary_at = len(parts)  # the glossary goes here, once the whole report says which methods it names
     parts += ["## Appendix A: scorecard and causes", "",
               "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
               "queries, or Wilson for a share; for the paper's approximate numbers, “~70%”, its value ± the "
@@ -390,6 +364,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
             parts += ["", f"Other studies stored for this run: {others}."]
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
+    parts[glossary_at:glossary_at] = glossary_section(material, "\n".join(parts))
     return md_compact(number_figures("\n".join(parts).rstrip())) + "\n"
 
 

@@ -1,0 +1,72 @@
+"""The report's Appendix B: saved tables as the report prints them (some rows and columns, each value with its
+interval in one cell, words for column names, p-value columns named for their test)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.numbers import fmt_ci, fmt_number
+from ..data.markdown import md_table
+from ..study.experiment import ExperimentConfig
+
+FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
+                  "diff_hi", "wins", "losses", "p_value", "note"]  # n queries: the answer table's
+APPENDIX_TABLES = (
+    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)",
+     "index == index", FUSION_COLUMNS),
+    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", "index == index",
+     FUSION_COLUMNS),
+    ("retriever_costs", "Cost per query of each method"),
+    ("ablation_verdicts", "What the ablations found (notebook 11)"),
+    ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
+     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate",
+                        "objective_pass_rate", "kappa"]),
+    ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa"),
+)
+# A p-value column of a saved table is compare's paired t-test, unadjusted: its header says so.
+P_HEADERS = {"p_value": "p_paired_t_unadjusted", "p": "p_paired_t_unadjusted"}
+
+
+def readable_header(table_md: str) -> str:
+    """A saved Markdown table with words for its column names (``recall_mean`` -> ``recall mean``)."""
+    lines = table_md.split("\n")
+    if lines and lines[0].startswith("|"):
+        lines[0] = lines[0].replace("_", " ")
+    return "\n".join(lines)
+
+
+CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
+
+
+def narrow(table: pd.DataFrame) -> pd.DataFrame:
+    """A saved table as the report prints it: each value with its interval in one cell (``recall`` with
+    ``recall_lo``/``recall_hi`` becomes ``0.598 [0.418, 0.770]``) and columns with no value left out, so a
+    wide table fits the page. A row comparing a method with itself (``method`` = ``reference``) says nothing
+    and is left out too: the reference's own value is in ``reference recall``."""
+    if {"method", "reference"} <= set(table.columns):
+        table = table[table["method"].astype(str) != table["reference"].astype(str)]
+    out = table.dropna(axis=1, how="all")
+    out = out.loc[:, [c for c in out.columns if not (out[c].astype(str).str.strip() == "").all()]]
+    for col in list(out.columns):
+        for lo, hi in CI_ENDS:
+            if f"{col}{lo}" in out and f"{col}{hi}" in out and pd.api.types.is_numeric_dtype(out[col]):
+                out[col] = [f"{fmt_number(v)} {fmt_ci(a, b)}" if pd.notna(v) else v
+                            for v, a, b in zip(out[col], out[f"{col}{lo}"], out[f"{col}{hi}"], strict=True)]
+                out = out.drop(columns=[f"{col}{lo}", f"{col}{hi}"])
+    return out
+
+
+def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
+    """A report section of saved tables (``(name, title)`` pairs, or ``(name, title, query, columns)`` for
+    some rows and columns, read from their CSV files and narrowed by :func:`narrow`); nothing when none was
+    saved."""
+    parts = []
+    for name, title, *keep in tables:
+        path = cfg.tables_dir / f"{name}.csv"
+        if path.exists():
+            frame = pd.read_csv(path, keep_default_na=True)
+            if keep:
+                frame = frame.query(keep[0])[[c for c in keep[1] if c in frame]]
+            table = md_table(narrow(frame).rename(columns=P_HEADERS))
+            parts += [f"{level} {title}", "", readable_header(table), ""]
+    return [f"## {heading}", "", *parts] if parts and heading else parts
