@@ -22,6 +22,7 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.paths import OUTPUTS_DIR
 from ..data.queries import GT_DEFINITIONS
+from ..data.tables import code_hash
 from ..retrieval.ltr import NAMED, save_model
 from ..study.experiment import stored_study_dir
 from ..study.stored import StudyResult
@@ -56,6 +57,7 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K
                                          ignore_index=True)
     tables["ltr_costs"] = L.costs(design, models)
     out.mkdir(parents=True, exist_ok=True)
+    (out / CODE_FILE).write_text(json.dumps({"code": measured_code()}) + "\n")
     for name, model in models.items():
         save_model(model, design_dir / "ltr", name,
                    {"study": str(design_dir), "study_key": design.provenance.get("study_key"), "run": 0})
@@ -68,10 +70,26 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K
     return tables
 
 
-def summary_tables(folder: Path, gt: str = "candidates") -> dict[str, pd.DataFrame]:
-    """The report's two tables of a measurement written under ``folder`` (none when it was not run): the
-    ablations as one row per variant and one column per set (recall@k minus the full ``ltr``, ``*`` where
-    the paired 95% CI excludes 0), and the costs."""
+CODE_FILE = "code.json"  # the code a measurement ran, beside its tables
+
+
+def measured_code() -> str:
+    """The hash of the code a measurement runs (the study's retrieval, its evaluation, the ranker)."""
+    return code_hash("config.py", "data", "retrieval", "eval", "study", "analysis/ltr.py",
+                     "analysis/ltr_study.py", "analysis/fusion_board.py")
+
+
+def summary_tables(folder: Path, gt: str = "candidates") -> dict[str, pd.DataFrame] | None:
+    """The report's two tables of a measurement written under ``folder`` (empty when it was not run; None
+    when it ran other code than this one): the ablations as one row per variant and one column per set
+    (recall@k minus the full ``ltr``, ``*`` where the paired 95% CI excludes 0), and the costs."""
+    if not (folder / "ltr_ablations.csv").exists() and not (folder / "ltr_costs.csv").exists():
+        return {}
+    try:
+        if json.loads((folder / CODE_FILE).read_text())["code"] != measured_code():
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
     out = {}
     path = folder / "ltr_ablations.csv"
     if path.exists():

@@ -240,7 +240,9 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
         return []
     tables = summary_tables(folder)
     if not tables:
-        return ["The learned ranker's ablations and costs were not measured for this run: `python -m "
+        why = ("were measured with other code than this" if tables is None else
+               "were not measured for this run")
+        return [f"The learned ranker's ablations and costs {why}: `python -m "
                 "toolbench_lib.analysis.ltr_study` measures them (about 10 minutes).", ""]
     lines = []
     if "ablations" in tables:
