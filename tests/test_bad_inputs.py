@@ -469,6 +469,8 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
      ("TOOLBENCH_FAISS_THREADS", "'two'", "whole number")),
     ("faiss-threads-zero", lambda c: {"args": ev(c), "env": {"TOOLBENCH_FAISS_THREADS": "0"}},
      ("TOOLBENCH_FAISS_THREADS", "'0'")),
+    ("torch-threads-text", lambda c: {"args": ["data", "summary"], "env": {"TOOLBENCH_TORCH_THREADS": "two"}},
+     ("TOOLBENCH_TORCH_THREADS", "'two'", "whole number")),
     ("import-other-reply-than-the-store",
      lambda c: ["cassette", "import", str(other_reply_cassette(c.tmp)), "--store", str(call_store(c.tmp))],
      ("other.jsonl.gz", "another reply", "calls.sqlite")),

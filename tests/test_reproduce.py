@@ -347,3 +347,22 @@ def test_smoke_run_of_every_notebook(run_name, chromium):  # noqa: F811 (the fix
     assert not leaks, f"the API key appears in {leaks}"
     print(f"smoke reproduce of {len(notebooks)} notebooks: {seconds:.0f} s; "
           f"{found} of {len(report_csv)} reference numbers found")
+
+
+def test_the_kernels_share_the_cpus_among_the_notebooks_run_at_once(monkeypatch):
+    from toolbench_lib.data.machine import available_cpus
+    from toolbench_lib.report.reproduce import stage_threads
+    from toolbench_lib.retrieval.embedding import torch_threads
+
+    monkeypatch.delenv("TOOLBENCH_TORCH_THREADS", raising=False)
+    cpus = available_cpus()
+    assert stage_threads(1) == {"TOOLBENCH_TORCH_THREADS": str(cpus)}
+    assert stage_threads(2) == {"TOOLBENCH_TORCH_THREADS": str(max(1, cpus // 2))}
+    assert stage_threads(10_000) == {"TOOLBENCH_TORCH_THREADS": "1"}
+    assert torch_threads() is None
+    monkeypatch.setenv("TOOLBENCH_TORCH_THREADS", "3")
+    assert stage_threads(2) == {} and torch_threads() == 3  # the user's choice stands
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("TOOLBENCH_TORCH_THREADS", bad)
+        with pytest.raises(ValueError, match="TOOLBENCH_TORCH_THREADS"):
+            torch_threads()

@@ -34,7 +34,7 @@ from .llm.factory import BACKENDS, DEFAULT_CASSETTE, DEFAULT_STORE, default_work
 from .llm.store import CallStore
 from .report.reproduce import add_parser as add_reproduce_parser
 from .report.reproduce import cmd_reproduce
-from .retrieval.embedding import embed_cached, load_embedder
+from .retrieval.embedding import embed_cached, load_embedder, torch_threads
 from .retrieval.families import FAMILIES
 from .retrieval.index import build_index, search_threads
 from .retrieval.methods import load_methods
@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("faiss.loader", "httpx", "sentence_transformers.base.model", "bm25s"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        search_threads()  # a bad TOOLBENCH_FAISS_THREADS is one line now, not after the embedding
+        search_threads(), torch_threads()  # a bad thread count is one line now, not after the embedding
         clean_stale_temps(PROCESSED_DIR, CACHE_DIR)
         if args.command == "data":
             return cmd_data_summary(args)

@@ -281,6 +281,14 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
     return next((failures[p] for p in stage if failures[p] is not None), None)
 
 
+def stage_threads(at_once: int) -> dict[str, str]:
+    """The kernels' torch threads while ``at_once`` notebooks run together: the CPUs shared among them
+    (nothing when ``TOOLBENCH_TORCH_THREADS`` is set already: the user's choice stands)."""
+    if os.environ.get("TOOLBENCH_TORCH_THREADS", "").strip():
+        return {}
+    return {"TOOLBENCH_TORCH_THREADS": str(max(1, available_cpus() // max(1, at_once)))}
+
+
 def absolute_paths(*paths: str | None) -> tuple[str | None, ...]:
     """Each given path made absolute from this working folder: the notebooks run in their own folder,
     where a relative path would name another place (and the run record would differ from a retry's)."""
@@ -360,8 +368,10 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     # Progress bars would only add frozen widgets to the executed copies.
     with stop_on_signals(), interpreter_kernel() as kernel, environment(TQDM_DISABLE="1"):
         for i, stage in enumerate(notebook_stages(paths)):
-            failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel,
-                                 1 if i == 0 else workers, done, echo, durations, current)
+            at_once = 1 if i == 0 else workers
+            with environment(**stage_threads(at_once)):
+                failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, at_once, done,
+                                     echo, durations, current)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
