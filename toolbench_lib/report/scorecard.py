@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
-from ..analysis.references import REFERENCES_FILE, check_locator, load_references, paper_bounds
+from ..analysis.references import REFERENCES_FILE, check_locator, load_references, paper_bounds, read_yaml
 from ..data.paths import PROJECT_ROOT
 from ..eval.stats import wilson_ci
 from ..study.experiment import ExperimentConfig
@@ -52,7 +51,7 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
     this run's value or the ``predicted`` value itself) or a ``setup`` difference (what differs, shown by
     optional ``shows`` locators, not tested).
     """
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data = read_yaml(path)
     out = {}
     for cause in data.get("causes", []):
         cid = cause.get("id", "?")

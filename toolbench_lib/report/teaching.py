@@ -22,10 +22,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import yaml
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.references import read_yaml
 from ..analysis.style import METHOD_COLORS
 from ..config import K
 from ..data.markdown import md_code, md_text
@@ -435,5 +435,5 @@ PAPER_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 def worked_examples(path: Path = PAPER_FILE, present_only: bool = True) -> list[dict]:
     """The paper's Table 2 examples (``id, quote, winner, ptr_recall, rtp_recall, qkey, description``);
     by default only those whose query is in the data (the others say why under ``absent``)."""
-    examples = yaml.safe_load(Path(path).read_text(encoding="utf-8")).get("worked_examples", [])
+    examples = read_yaml(path).get("worked_examples", [])
     return [dict(x) for x in examples if x.get("qkey") or not present_only]
