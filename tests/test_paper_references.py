@@ -129,3 +129,13 @@ def test_every_claim_summary_rests_on_words_of_the_paper():
     assert "API’s name or brand directly" in glossary_markdown(5)
     assert check_paper_quotes("*“stubs echo the registry's naming”*", paper) == [
         "a quote not in the paper: “stubs echo the registry's naming”"]
+
+
+def test_a_difference_of_the_papers_numbers_is_checked(tmp_path):
+    refs = yaml.safe_load(REFERENCES_FILE.read_text(encoding="utf-8"))
+    entry = next(e for e in refs["entries"] if "difference_of" in e)
+    assert paper_numbers(entry) == [0.874, 0.872]
+    entry["difference_of"] = [0.874, 0.870]
+    (tmp_path / "paper.yaml").write_text(yaml.safe_dump(refs), encoding="utf-8")
+    with pytest.raises(ValueError, match="g1_stub_cos_gap: paper is not 0.874 - 0.87"):
+        load_references(tmp_path / "paper.yaml")
