@@ -27,7 +27,7 @@ import pytest
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.explorer.app import prepare_views
 from toolbench_lib.explorer.data import method_label
-from toolbench_lib.explorer.views import study_views, with_fused
+from toolbench_lib.explorer.views import study_views, view_problem, with_fused
 from toolbench_lib.retrieval.ltr_features import category_of
 from toolbench_lib.study.experiment import ExperimentConfig, get_study, stored_study_dir
 from toolbench_lib.study.stored import StudyResult
@@ -62,7 +62,8 @@ def family(slice_setup):
             cfg.plan_limit = 0
         _, result = get_study(cfg, setup=setup, progress=False)
         runs[role] = (run_name, result)
-    prepare_views(name, echo=lambda *a, **k: None)
+    prepare_views(name, echo=lambda *a, **k: None, workers=2)  # three studies, two processes: the tasks
+    assert all(view_problem(stored_study_dir(r)) is None for r, _ in runs.values())  # recount what they wrote
     yield runs
     for run_name, _ in runs.values():
         shutil.rmtree(OUTPUTS_DIR / run_name, ignore_errors=True)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 from tornado.web import HTTPError
@@ -73,16 +75,33 @@ def voila_env(run_name: str, base: dict | None = None, max_pages: int = MAX_PAGE
     return env
 
 
-def prepare_views(run_name: str, echo=print) -> None:
+def _compute_views(folder: Path) -> None:
+    study_views(folder)  # written beside the study; nothing large crosses a process boundary
+
+
+def _study_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("*.parquet"))
+
+
+def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
     """Compute and store the explorer's views of every study of the run's family that lacks current ones
-    (once per study: later starts read them); :class:`ViewsFolderError` when a file stands where a study's
-    views belong (``main`` prints it as one line)."""
+    (once per study: later starts read them), ``workers`` studies at once in processes of their own, the
+    largest first; :class:`ViewsFolderError` when a file stands where a study's views belong (``main`` prints
+    it as one line)."""
+    todo = []
     for entry in catalogue(run_name)[0]:
         check_views_place(entry.folder)  # a file where the views belong: one line, nothing computed
         problem = view_problem(entry.folder)
         if problem:
             echo(f"explorer views of {entry.run_name}: {problem}; computing them once", flush=True)
-            study_views(entry.folder)
+            todo.append(entry.folder)
+    if workers <= 1 or len(todo) <= 1:
+        for folder in todo:
+            _compute_views(folder)
+        return
+    todo.sort(key=_study_bytes, reverse=True)
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn")) as pool:
+        list(pool.map(_compute_views, todo))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -384,7 +384,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     else:
         summary.report = write_report(cfg)
         summary.html = write_html_report(cfg.out_dir)
-    prepare_views(run_name, echo=lambda *a, **kw: None)  # every study's explorer views: `make explore` reads
+    prepare_views(run_name, echo=lambda *a, **kw: None, workers=workers)  # every study's explorer views
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
     problems = report_problems(cfg)
