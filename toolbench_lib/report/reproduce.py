@@ -33,8 +33,10 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 from ..data.machine import available_cpus
@@ -47,6 +49,8 @@ from . import freshness
 from .html import NOTEBOOK_PATTERN, write_html_report
 from .kernels import Terminated, environment, interpreter_kernel, quiet_kernel_manager, stop_on_signals
 from .write import report_problems, write_report
+
+log = logging.getLogger(__name__)
 
 PASSED_PARAMETERS = ("run_name", "smoke", "data_dir", "backend", "cassette", "embedder", "runs", "plan_limit",
                      "ablations")
@@ -248,9 +252,11 @@ def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
                done: dict[str, float], echo,
                durations: dict[str, float] | None = None,
-               current: set[str] | frozenset = frozenset()) -> NotebookFailure | None:
+               current: set[str] | frozenset = frozenset(),
+               then: Callable[[], None] | None = None) -> NotebookFailure | None:
     """Run a stage's notebooks, ``workers`` at a time (longest first); those named in ``current`` are kept
-    as executed before (:mod:`.freshness`). The first failure in notebook order, or None."""
+    as executed before (:mod:`.freshness`). ``then`` takes the first worker free once every notebook has
+    started, unless one failed. The first failure in notebook order, or None."""
     failed = threading.Event()
 
     def one(path: Path) -> NotebookFailure | None:
@@ -277,8 +283,25 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         return None
     with ThreadPoolExecutor(max_workers=workers) as pool:
         order = longest_first(stage, durations or {})
-        failures = dict(zip(order, pool.map(one, order), strict=True))
+        futures = [pool.submit(one, p) for p in order]
+        if then is not None:
+            pool.submit(lambda: None if failed.is_set() else then())
+        failures = {p: f.result() for p, f in zip(order, futures, strict=True)}
     return next((failures[p] for p in stage if failures[p] is not None), None)
+
+
+def _quiet(*args, **kwargs) -> None:
+    return None
+
+
+def early_views(run_name: str) -> None:
+    """The explorer views of the studies stored so far, in a process of their own, while the last notebooks
+    run (a failure here is left to the views written after the report, which say it)."""
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+            pool.submit(prepare_views, run_name, _quiet).result()
+    except Exception:  # noqa: BLE001 - prepare_views runs again after the report and raises there
+        log.debug("early explorer views failed; computed after the report", exc_info=True)
 
 
 def stage_threads(at_once: int) -> dict[str, str]:
@@ -371,7 +394,8 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
             at_once = 1 if i == 0 else workers
             with environment(**stage_threads(at_once)):
                 failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, at_once, done,
-                                     echo, durations, current)
+                                     echo, durations, current,
+                                     then=(lambda: early_views(run_name)) if i == 1 else None)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
