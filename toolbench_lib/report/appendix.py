@@ -12,10 +12,9 @@ from ..study.experiment import ExperimentConfig
 FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
                   "diff_hi", "wins", "losses", "p_value", "note"]  # n queries: the answer table's
 APPENDIX_TABLES = (
-    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)",
-     "index == index", FUSION_COLUMNS),
-    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", "index == index",
+    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)", None,
      FUSION_COLUMNS),
+    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", None, FUSION_COLUMNS),
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found (notebook 11)"),
     ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
@@ -58,15 +57,16 @@ def narrow(table: pd.DataFrame) -> pd.DataFrame:
 
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved tables (``(name, title)`` pairs, or ``(name, title, query, columns)`` for
-    some rows and columns, read from their CSV files and narrowed by :func:`narrow`); nothing when none was
-    saved."""
+    some rows (every row when the query is None) and columns, read from their CSV files and narrowed by
+    :func:`narrow`); nothing when none was saved."""
     parts = []
     for name, title, *keep in tables:
         path = cfg.tables_dir / f"{name}.csv"
         if path.exists():
             frame = pd.read_csv(path, keep_default_na=True)
             if keep:
-                frame = frame.query(keep[0])[[c for c in keep[1] if c in frame]]
+                rows, columns = keep
+                frame = (frame if rows is None else frame.query(rows))[[c for c in columns if c in frame]]
             table = md_table(narrow(frame).rename(columns=P_HEADERS))
             parts += [f"{level} {title}", "", readable_header(table), ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts
