@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from toolbench_lib.retrieval.bm25 import BM25Index, BM25Params, checksum_problem, tokens, top_rows
+from toolbench_lib.retrieval.bm25 import (BM25Index, BM25Params, TermCounts, checksum_problem, tokens,
+                                          top_rows)
 from toolbench_lib.retrieval.families import HybridSearcher, HybridSpec, check_family
 from toolbench_lib.retrieval.rankings import TextHits, search_and_merge
 
@@ -43,19 +44,23 @@ def test_scores_equal_lucene_bm25_by_hand():
     assert hits.scores[0] == pytest.approx(term(2, 1, 5) + term(1, 1, 5), rel=1e-5)
 
 
-def test_an_index_of_analysed_terms_equals_one_of_texts():
-    """The scale study analyses the registry once and indexes each sub-registry from those terms: a
-    sub-collection's index is the same either way (its statistics its own); mismatched terms are refused."""
-    terms = tokens(CORPUS)
-    for rows in ([0, 1, 2], [0, 2]):
-        texts = [CORPUS[r] for r in rows]
-        a = BM25Index(texts, np.array(rows), use_cache=False)
-        b = BM25Index(texts, np.array(rows), use_cache=False, terms=[terms[r] for r in rows])
-        queries = ["weather city", "currency"]
-        for x, y in zip(a.search_texts(queries, 3), b.search_texts(queries, 3), strict=True):
+def test_subsets_of_term_counts_score_as_bm25s_indexes_of_the_subsets(ds):
+    """The scale study indexes sub-registries by slicing one count matrix: on real registry texts, every
+    subset's hits (rows and float32 scores, ties included) equal those of a bm25s index of the subset,
+    repeated query terms and texts with no indexed term included."""
+    texts = ds.texts[:3000]
+    counts = TermCounts(texts)
+    queries = [*ds.queries["query"].head(60), "weather weather city", "the of and", "", "🙂"]
+    rng = np.random.default_rng(0)
+    for size in (1, 300, 3000):
+        rows = np.sort(rng.choice(len(texts), size, replace=False))
+        ours = counts.index(rows).search_texts(queries, 20)
+        ref = BM25Index([texts[r] for r in rows], rows, use_cache=False).search_texts(queries, 20)
+        for x, y in zip(ours, ref, strict=True):
             assert x.rows.tolist() == y.rows.tolist() and x.scores.tolist() == y.scores.tolist()
-    with pytest.raises(ValueError, match="differ in length"):
-        BM25Index(CORPUS, use_cache=False, terms=terms[:2])
+    assert sum(len(h.rows) for h in ours) > 1000
+    with pytest.raises(ValueError, match="at least one text"):
+        counts.index(np.zeros(0, dtype=np.int64))
 
 
 def test_text_without_indexed_terms_has_no_hits_and_rows_map_to_the_registry():

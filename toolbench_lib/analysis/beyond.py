@@ -78,8 +78,9 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
         joint = {f"{name}{sep}{key}": lst for name, per_q in lists.items() for key, lst in per_q.items()}
         joint_qrels = {f"{name}{sep}{key}": rel for name in lists for key, rel in inp.qrels.items()}
         pq = per_query_metrics(joint, joint_qrels, ks)
-        split = pq["qkey"].str.split(sep, n=1, expand=True)
-        frames.append(pq.assign(method=split[0], qkey=split[1], run=run))
+        codes, joint_keys = pd.factorize(pq["qkey"])  # split each distinct key once, not each row
+        split = pd.Series(joint_keys).str.split(sep, n=1, expand=True).to_numpy()
+        frames.append(pq.assign(method=split[codes, 0], qkey=split[codes, 1], run=run))
         for name in lists:
             needs = fused.stub_calls(name, inp, chosen.get(name))
             ch = chosen.get(name) or {}

@@ -33,7 +33,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
-from ..retrieval.bm25 import BM25Index, tokens
+from ..retrieval.bm25 import TermCounts
 from ..retrieval.families import FAMILIES
 from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
@@ -386,7 +386,7 @@ def bm25_scale_study(
     the query, PtR run ``run``'s stubs (merged per API by the best normalised score). Returns ``(scale,
     divergence)`` with the dense study's columns and ``retriever = "bm25"``."""
     ids = registry["api_id"].to_numpy()
-    terms = tokens(texts)  # the registry analysed once; each sub-registry's index counts its rows' terms
+    counts = TermCounts(texts)  # the registry analysed once; each sub-registry's index slices its counts
     scale_rows, div_rows = [], []
     for subset in dict.fromkeys(queries["subset"]):
         sq = queries[queries["subset"] == subset]
@@ -398,8 +398,7 @@ def bm25_scale_study(
             for seed in seeds if size is not None and size < len(registry) else [0]:
                 sub = draw_subregistry(registry, size, seed, keep)
                 rows = np.sort(sub.cols)
-                index = BM25Index([texts[int(r)] for r in rows], rows, use_cache=size is None,
-                                  terms=[terms[int(r)] for r in rows])
+                index = counts.index(rows)
                 lists = {}
                 for arch, tx in (("rtp", q_texts), ("ptr", s_texts)):
                     _, merged = search_and_merge(index, tx, k)

@@ -15,8 +15,10 @@ start-up does not pay.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
+import math
 import os
 import shutil
 from collections.abc import Sequence
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import Stemmer
+from scipy import sparse
 
 from ..data.atomic import clean_stale_temps, file_sha256
 from ..data.paths import CACHE_DIR
@@ -126,9 +129,7 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str], rows: np.ndarray | None = None,
                  params: BM25Params = BM25Params(), cache_dir: Path | None = None,
-                 use_cache: bool = True, terms: Sequence[list[str]] | None = None) -> None:
-        """``terms``: the texts already analysed (:func:`tokens` with ``params``), so that indexes over parts
-        of one collection analyse it once."""
+                 use_cache: bool = True) -> None:
         self.params = params
         self.rows = np.arange(len(texts)) if rows is None else np.asarray(rows, dtype=np.int64)
         if len(self.rows) != len(texts):
@@ -141,7 +142,7 @@ class BM25Index:
         folder = (cache_dir or CACHE_DIR / "bm25") / self.key
         self.model = self._load(folder) if use_cache else None
         if self.model is None:
-            self.model = self._build(texts, terms)
+            self.model = self._build(texts)
             if use_cache:
                 self._save(folder)
         else:
@@ -150,12 +151,9 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def _build(self, texts: Sequence[str], terms: Sequence[list[str]] | None) -> bm25s.BM25:
+    def _build(self, texts: Sequence[str]) -> bm25s.BM25:
         model = _bm25s().BM25(k1=self.params.k1, b=self.params.b, method=self.params.method)
-        corpus = list(terms) if terms is not None else tokens(texts, self.params)
-        if len(corpus) != len(texts):
-            raise ValueError("terms and texts differ in length")
-        model.index(corpus, show_progress=False)
+        model.index(tokens(texts, self.params), show_progress=False)
         return model
 
     def _load(self, folder: Path) -> bm25s.BM25 | None:
@@ -208,6 +206,78 @@ class BM25Index:
                 out.append(TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
                 continue
             scores = np.asarray(self.model.get_scores_from_ids(ids), dtype=np.float32)
+            top = top_rows(scores, k)
+            out.append(TextHits(self.rows[top], scores[top]))
+        return out
+
+
+class TermCounts:
+    """A collection's term counts, analysed once; :meth:`index` is the BM25 index of any subset of its rows
+    with the subset's own statistics (N, df, average length), scored as bm25s scores it (the same float32
+    values, ``tests/test_bm25.py``) without analysing or counting the texts again. The scale study indexes
+    75 sub-registries this way."""
+
+    def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
+        if params.method != "lucene":
+            raise ValueError(f"TermCounts scores Lucene's BM25 only, not {params.method!r}")
+        self.params = params
+        self.vocab: dict[str, int] = {}
+        ids = [[self.vocab.setdefault(t, len(self.vocab)) for t in doc] for doc in tokens(texts, params)]
+        self.lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+        flat = np.fromiter(itertools.chain.from_iterable(ids), np.int64, int(self.lengths.sum()))
+        docs = np.repeat(np.arange(len(ids)), self.lengths)
+        self.counts = sparse.csr_matrix((np.ones(len(flat), np.float32), (docs, flat)),
+                                        shape=(len(ids), len(self.vocab)))  # duplicates summed: tf
+        self._query_ids: dict[str, list[int]] = {}
+
+    def query_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's indexed term ids, repeats kept (bm25s adds a repeated query term twice)."""
+        new = [t for t in dict.fromkeys(texts) if t not in self._query_ids]
+        for text, terms in zip(new, tokens(new, self.params) if new else [], strict=True):
+            self._query_ids[text] = [self.vocab[t] for t in terms if t and t in self.vocab]
+        return [self._query_ids[t] for t in texts]
+
+    def index(self, rows: np.ndarray) -> SubsetBM25:
+        """The BM25 index of the collection's ``rows`` (hits report these rows)."""
+        return SubsetBM25(self, np.asarray(rows, dtype=np.int64))
+
+
+class SubsetBM25:
+    """:meth:`TermCounts.index`: a term-by-document matrix of BM25 weights over some rows of a collection."""
+
+    merge_norm = "min-max"
+
+    def __init__(self, counts: TermCounts, rows: np.ndarray) -> None:
+        if not len(rows):
+            raise ValueError("a BM25 index needs at least one text")
+        self.rows, self.counts = rows, counts
+        k1, b = counts.params.k1, counts.params.b
+        sub = counts.counts[rows]
+        n, dl = len(rows), counts.lengths[rows]
+        df = np.bincount(sub.indices, minlength=sub.shape[1])
+        values, inverse = np.unique(df, return_inverse=True)  # bm25s: math.log in float64, kept as float32
+        idf = np.array([math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5)) for d in values],
+                       dtype=np.float32)[inverse]
+        norm = k1 * ((1 - b) + b * dl / dl.mean())
+        tf = sub.data.astype(np.float64)
+        tfc = tf / (np.repeat(norm, np.diff(sub.indptr)) + tf)
+        weights = (idf[sub.indices].astype(np.float64) * tfc).astype(np.float32)
+        self.matrix = sparse.csr_matrix((weights, sub.indices, sub.indptr), shape=sub.shape).tocsc()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
+        """As :meth:`BM25Index.search_texts`: each text's query terms added in order, in float32."""
+        out, k = [], min(k, len(self))
+        ptr, docs, weights = self.matrix.indptr, self.matrix.indices, self.matrix.data
+        for ids in self.counts.query_ids(texts):
+            if not ids or k == 0:
+                out.append(TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
+                continue
+            scores = np.zeros(len(self), dtype=np.float32)
+            for t in ids:
+                scores[docs[ptr[t]:ptr[t + 1]]] += weights[ptr[t]:ptr[t + 1]]
             top = top_rows(scores, k)
             out.append(TextHits(self.rows[top], scores[top]))
         return out

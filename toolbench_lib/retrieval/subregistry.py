@@ -50,10 +50,13 @@ def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
         if extra.sum() == 0:
             extra.loc[room.index[0]] = 1
         free = free.add(np.sign(gap) * extra, fill_value=0).astype(int)
+    rows = np.flatnonzero(~is_kept)  # each category's rows not kept, in registry order
+    codes = pd.Categorical(cats[rows], categories=sizes.index).codes
+    pools = dict(zip(sizes.index, np.split(rows[np.argsort(codes, kind="stable")],
+                                           np.cumsum(np.bincount(codes, minlength=len(sizes)))[:-1]),
+                     strict=True))
     chosen = [np.flatnonzero(is_kept)]
     for cat, m in free.items():
-        if m <= 0:
-            continue
-        pool = np.flatnonzero((cats == cat) & ~is_kept)
-        chosen.append(rng.choice(pool, size=int(m), replace=False))
+        if m > 0:
+            chosen.append(rng.choice(pools[cat], size=int(m), replace=False))
     return np.sort(np.concatenate(chosen))
