@@ -54,10 +54,14 @@ def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = SE
     vary = np.ptp(x, axis=0) > TOL
     if n == 1 or n_resamples < 1 or not vary.any():
         return out
-    means = resample_counts(n, n_resamples, seed) @ x[:, vary] / n
-    alpha = (1 - level) / 2
-    out[vary] = np.quantile(means, [alpha, 1 - alpha], axis=0).T
+    out[vary] = _percentile_ci(resample_counts(n, n_resamples, seed) @ x[:, vary] / n, level).T
     return out
+
+
+def _percentile_ci(draws: np.ndarray, level: float) -> np.ndarray:
+    """The percentile bounds of bootstrap ``draws`` (one resample a row): ``(2, ...)``, low then high."""
+    alpha = (1 - level) / 2
+    return np.quantile(draws, [alpha, 1 - alpha], axis=0)
 
 
 def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
@@ -177,8 +181,7 @@ def difference_ci(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_
         return float("nan"), float("nan")
     diffs = (resample_counts(x.size, n_resamples, seed) @ x / x.size
              - resample_counts(y.size, n_resamples, seed + 1) @ y / y.size)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(diffs, [alpha, 1 - alpha])
+    low, high = _percentile_ci(diffs, level)
     return float(low), float(high)
 
 
@@ -193,9 +196,7 @@ def auroc_ci(scores: Sequence[float], labels: Sequence[bool], n_resamples: int =
         return float("nan"), float("nan")
     pairs = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])  # (positives, negatives)
     w, v = resample_counts(pos.size, n_resamples, seed), resample_counts(neg.size, n_resamples, seed + 1)
-    aucs = ((w @ pairs) * v).sum(axis=1) / (pos.size * neg.size)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(aucs, [alpha, 1 - alpha])
+    low, high = _percentile_ci(((w @ pairs) * v).sum(axis=1) / (pos.size * neg.size), level)
     return float(low), float(high)
 
 
