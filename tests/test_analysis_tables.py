@@ -233,6 +233,16 @@ def test_main_findings_carry_the_test_over_runs(study):
     assert "PtR 0.500 ± 0.000 against RtP 0.250" in g2 and "ahead" not in g2.split("Over 2 runs")[1]
 
 
+def test_a_verdict_names_its_p_as_holm_corrected_only_in_a_family_of_several():
+    from toolbench_lib.analysis.findings import recall_verdict
+
+    paper = {"rtp": 0.1, "ptr": 0.2}
+    holm = recall_verdict(0.1, 0.2, 0.3, "Holm over G1, G2", paper)["verdict"]
+    assert holm == "same direction, not significant (Holm-corrected paired t p = 0.300)"
+    one = recall_verdict(0.1, 0.2, 0.3, "one comparison (no adjustment)", paper)["verdict"]
+    assert one == "same direction, not significant (unadjusted paired t p = 0.300)"
+
+
 def test_method_calls_are_the_methods_own_calls(study):
     from toolbench_lib.analysis.summary import CALL_COLUMNS, method_calls
 

@@ -90,7 +90,7 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
         tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples)
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
-            v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, ref)
+            v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)
             rows.append({"comparison": t.comparison, "retriever": family, "subset": t.subset,
                          "n_queries": int(t.n), "n_runs": ev.n_runs,
                          "rtp": t.mean_a, "ptr": t.mean_b, "diff": t.diff, "ci_low": t.ci_low,

@@ -14,18 +14,18 @@ def _lead(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
 
-def recall_verdict(rtp: float, ptr: float, p_holm: float, paper: Mapping[str, float],
+def recall_verdict(rtp: float, ptr: float, p_holm: float, family: str, paper: Mapping[str, float],
                    alpha: float = 0.05, test: str = "paired t") -> dict:
     """The one verdict on a set's recall, used by notebook 02's findings and the report's summary alike:
-    ``leader`` here, ``paper_leader`` (None without a paper pair), ``significant`` (the Holm-adjusted p of
-    :func:`~toolbench_lib.eval.compare.compare` below ``alpha``; never for a comparison that is not
-    testable) and ``verdict``: reproduced, same direction but not significant,
-    refuted (the other method leads significantly) or not reproduced (the other leads, not significantly)."""
+    ``leader``, ``paper_leader`` (None without a paper pair), ``significant`` (``p_holm`` of
+    :func:`~toolbench_lib.eval.compare.compare`, unadjusted in a ``family`` of one, below ``alpha``) and
+    ``verdict``: reproduced, same direction but not significant, refuted or not reproduced."""
     here, sig = _lead(rtp, ptr), bool(np.isfinite(p_holm) and p_holm < alpha)
     if not ("rtp" in paper and "ptr" in paper):
         return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}
     want = _lead(paper["rtp"], paper["ptr"])
-    same = f"same direction, not significant (Holm-corrected {test} {fmt_p(p_holm)})"
+    how = "Holm-corrected" if str(family).startswith("Holm") else "unadjusted"
+    same = f"same direction, not significant ({how} {test} {fmt_p(p_holm)})"
     verdict = ("reproduced" if here == want and sig else same if here == want else
                "refuted: the other method leads significantly" if sig else
                f"not reproduced: {here} leads here, not significantly")
@@ -45,7 +45,7 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
             continue
         r, q, t = m.loc[(subset, "rtp")], m.loc[(subset, "ptr")], p.loc[subset]
         paper = paper_recall.get(subset, {})
-        v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_holm"], paper, alpha)
+        v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_holm"], t["family"], paper, alpha)
         if v["paper_leader"]:
             paper_txt = (f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({v['paper_leader']} "
                          f"ahead): {v['verdict']}")
