@@ -86,6 +86,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                        "objective_pass_rate", "n_plans"),
     "g2_sensitivity": ("subset", "basis", "retriever", "k", "n_queries", "n_runs", "rtp", "rtp_lo", "rtp_hi",
                        "ptr", "ptr_lo", "ptr_hi", "diff", "diff_lo", "diff_hi"),
+    "primary_endpoint_g2_instruction": ("retriever", "subset", "diff", "ci_low", "ci_high", "p_holm"),
     "g2_sets": ("subset", "basis", "n_queries", "gt_size", "gt_size_lo", "gt_size_hi", "paper_gt_size",
                 "example_in_set"),
     "g2_verdict": ("subset", "gt_fits", "example_in_set", "paper_diffs_in_ci", "fits", "text"),
