@@ -272,12 +272,17 @@ def test_the_auroc_ci_resamples_each_class_and_brackets_the_auroc():
     assert all(np.isnan(auroc_ci(scores[:3], [True, False, False])))
 
 
-def test_the_difference_ci_of_two_independent_samples():
-    from toolbench_lib.eval.stats import difference_ci
+def test_the_cluster_difference_ci_resamples_whole_clusters():
+    from toolbench_lib.eval.stats import cluster_difference_ci
 
     rng = np.random.default_rng(4)
-    a, b = rng.normal(1.0, 1, 400), rng.normal(0.8, 1, 300)
-    low, high = difference_ci(a, b)
-    assert low < a.mean() - b.mean() < high and high - low < 0.4
-    assert difference_ci(a, b) == (low, high)  # fixed seed
-    assert all(np.isnan(difference_ci(a, b[:1])))
+    v, a, q = rng.normal(1.0, 1, 400), rng.random(400) < 0.5, rng.integers(0, 80, 400)
+    v[a] += 0.2
+    low, high = cluster_difference_ci(v, a, q)
+    assert low < v[a].mean() - v[~a].mean() < high and high - low < 0.6
+    assert cluster_difference_ci(v, a, q) == (low, high)  # fixed seed
+    assert all(np.isnan(cluster_difference_ci(v, a, np.zeros(400))))
+    assert all(np.isnan(cluster_difference_ci(v, np.ones(400, bool), q)))
+    shared = v + rng.normal(0, 1, 80)[q]  # items of one cluster are alike: resampling items is too narrow
+    assert np.diff(cluster_difference_ci(shared, q % 2 == 0, q)) > 1.5 * np.diff(
+        cluster_difference_ci(shared, q % 2 == 0, np.arange(400)))

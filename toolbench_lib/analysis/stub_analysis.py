@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.stats import difference_ci
+from ..eval.stats import cluster_difference_ci
 from ..study.stored import StudyResult
 from .intervals import with_ci, with_wilson
 from .main_results import subset_order
@@ -53,7 +53,7 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     usable stub and the raw query stood in. 95% intervals: a bootstrap over queries for stubs per query
     (per query, the mean over runs), a bootstrap over matched stubs for the cosines, Wilson over stubs for
     the two shares (``n_hits`` of ``n_matched``; distinct names of the stubs of one run). ``cos_gap`` is
-    ``cos_correct - cos_incorrect``, its CI a bootstrap of the two groups of matched stubs apart.
+    ``cos_correct - cos_incorrect``, its CI a bootstrap over queries (each drawn query brings all its stubs).
     """
     st = stub_top1(result, gt)
     rows = []
@@ -82,7 +82,8 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
         with_ci(row, "cos_correct", right)
         with_ci(row, "cos_incorrect", wrong)
         row["cos_gap"] = row["cos_correct"] - row["cos_incorrect"]
-        row["cos_gap_ci_low"], row["cos_gap_ci_high"] = difference_ci(right, wrong)
+        row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
+            matched["score"], matched["correct"], matched["qkey"])
     return pd.DataFrame(rows, columns=STUB_COLUMNS + STUB_EXTRA)
 
 

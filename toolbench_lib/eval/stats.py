@@ -172,16 +172,21 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def difference_ci(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED,
-                  level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``mean(a) - mean(b)`` for two independent samples, each resampled on its
-    own; NaN bounds when either has fewer than 2 values."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.size < 2 or y.size < 2:
+def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], clusters: Sequence,
+                          n_resamples: int = 10_000, seed: int = SEED,
+                          level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``mean(values[in_a]) - mean(values[~in_a])`` resampling whole clusters
+    (every item of a drawn cluster, both groups); resamples lacking a group are dropped. NaN bounds with
+    fewer than 2 clusters or an empty group."""
+    v, a = np.asarray(values, dtype=float), np.asarray(in_a, dtype=bool)
+    c = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    if c.size == 0 or c.max() < 1 or a.all() or not a.any():
         return float("nan"), float("nan")
-    diffs = (resample_counts(x.size, n_resamples, seed) @ x / x.size
-             - resample_counts(y.size, n_resamples, seed + 1) @ y / y.size)
-    low, high = _percentile_ci(diffs, level)
+    per = np.stack([np.bincount(c, weights=w) for w in (v * a, a, v * ~a, ~a)], axis=1)  # (cluster, 4)
+    s = resample_counts(per.shape[0], n_resamples, seed) @ per
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diffs = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
+    low, high = _percentile_ci(diffs[np.isfinite(diffs)], level)
     return float(low), float(high)
 
 
