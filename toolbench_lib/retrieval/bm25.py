@@ -268,26 +268,33 @@ class SubsetBM25:
         return len(self.rows)
 
     def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
-        """As :meth:`BM25Index.search_texts`: each text's query terms added in order, in float32."""
-        out, k = [], min(k, len(self))
-        ptr, docs, weights = self.matrix.indptr, self.matrix.indices, self.matrix.data
-        for ids in self.counts.query_ids(texts):
-            if not ids or k == 0:
-                out.append(TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
-                continue
-            scores = np.zeros(len(self), dtype=np.float32)
-            for t in ids:
-                scores[docs[ptr[t]:ptr[t + 1]]] += weights[ptr[t]:ptr[t + 1]]
-            top = top_rows(scores, k)
-            out.append(TextHits(self.rows[top], scores[top]))
+        """As :meth:`BM25Index.search_texts`, all texts in one sparse product whose float32 sums add each
+        text's terms in the text's order (its row's entries are left in that order, repeats kept), as bm25s
+        does."""
+        ids, k = self.counts.query_ids(texts), min(k, len(self))
+        lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+        n = int(lengths.sum())
+        terms = sparse.csr_matrix((np.ones(n, np.float32), np.fromiter(itertools.chain.from_iterable(ids),
+                                   np.int64, n), np.concatenate([[0], np.cumsum(lengths)])),
+                                  shape=(len(ids), self.matrix.shape[1]))
+        scores = terms @ self.matrix.T
+        out = []
+        for i in range(len(ids)):
+            span = slice(scores.indptr[i], scores.indptr[i + 1])
+            docs, values = scores.indices[span], scores.data[span]
+            top = top_rows(values, k, docs)
+            out.append(TextHits(self.rows[docs[top]], values[top]))
         return out
 
 
-def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` best positive scores, best first; ties by position (deterministic)."""
-    pos = np.flatnonzero(scores > 0)
+def top_rows(scores: np.ndarray, k: int, positions: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the ``k`` best positive scores, best first; ties by position (deterministic). ``positions``
+    (one per score, default the indices) are what ties are broken by."""
+    at = np.arange(len(scores)) if positions is None else positions
+    pos = np.flatnonzero(scores > 0) if k > 0 else np.zeros(0, dtype=np.int64)
     if len(pos) > k:
         kth = np.partition(scores[pos], len(pos) - k)[len(pos) - k]  # the k-th largest positive score
         above, tied = pos[scores[pos] > kth], pos[scores[pos] == kth]
+        tied = tied if positions is None else tied[np.argsort(at[tied], kind="stable")]
         pos = np.concatenate([above, tied[:k - len(above)]])
-    return pos[np.lexsort((pos, -scores[pos]))]
+    return pos[np.lexsort((at[pos], -scores[pos]))]
