@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import toolbench_lib.retrieval.fused as fused_mod
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.explorer.data import explorer_url
 from toolbench_lib.explorer.views import (
@@ -145,6 +146,31 @@ def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():
         got = stored(name)
         assert {key: [a for a, _ in v] for key, v in got.items()} == {key: list(v) for key, v in want.items()}
         assert all([s for _, s in got[key]] == pytest.approx(list(v.values())) for key, v in want.items())
+
+
+def test_fused_runs_of_the_same_inputs_are_computed_once(monkeypatch):
+    """A second study whose dense rankings, queries and ground truth are the first's (the retriever study
+    beside the main one) reuses the first's dense-only fused runs and computes only what differs; a changed
+    query text changes every key."""
+    computed: list[str] = []
+    real = fused_mod.method_runs
+    monkeypatch.setattr(fused_mod, "method_runs", lambda inp, names, *a, **kw: (
+        computed.extend(names), real(inp, names, *a, **kw))[1])
+    monkeypatch.setattr(fused_mod, "_SHARED", {})
+    first = ranker_study(n_per_set=6)
+    names = fused_methods(first)
+    want = fused_runs(first, names, MAX_K)
+    bm25 = first.rankings["method"].str.contains("bm25")
+    second = with_tables(first, rankings=first.rankings.assign(
+        score=first.rankings["score"].where(~bm25, first.rankings["score"] * 0.5)))
+    computed.clear()
+    assert fused_runs(second, names, MAX_K) == want | {n: fused_runs(second, [n], MAX_K)[n] for n in computed}
+    assert computed and set(computed) < set(names)
+    assert all("bm25" in " ".join(fused_mod.spec_of(n).components) for n in computed)
+    computed.clear()
+    fused_runs(with_tables(first, queries=first.queries.assign(query=first.queries["query"] + "!")), names,
+               MAX_K)
+    assert sorted(computed) == sorted(names)
 
 
 def test_a_learned_method_says_why_in_words():

@@ -26,6 +26,7 @@ cross-validates over the run's queries for recall@:data:`CV_K` on the candidates
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from ..config import FOLDS, SEED
 from .fusion_specs import (
+    TOP1,
     FusionInputs,
     FusionSpec,
     MeanEmbedding,
@@ -156,12 +158,42 @@ def fit_params(inp: FusionInputs, names: Iterable[str], k: int) -> dict[str, flo
     return {n: float(spec_of(n).fit(inp, k).param) for n in names}
 
 
+_SHARED: dict[str, Run] = {}  # fused runs by the content of their inputs (the last SHARED_MAX)
+SHARED_MAX = 96
+
+
 def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
                setup=None, params: Mapping[str, float] | None = None) -> dict[str, Run]:
     """``{method: {qkey: {api_id: score}}}`` (top ``k``, best first) of the named methods on a stored
-    study's run."""
+    study's run. Without a setup, a method whose inputs (its components' rankings, the queries and their
+    ground truth) are those of a recent call is not computed again: the retriever study's dense methods are
+    the main study's."""
     names = list(names)
-    return method_runs(study_inputs(result, run, gt, names, setup), names, k, params=params)[0]
+    inp = study_inputs(result, run, gt, names, setup)
+    if setup is not None:
+        return method_runs(inp, names, k, params=params)[0]
+    keys = _content_keys(names, inp, k, params)
+    todo = [n for n in names if keys[n] not in _SHARED]
+    for name, ranked in (method_runs(inp, todo, k, params=params)[0] if todo else {}).items():
+        _SHARED[keys[name]] = ranked
+    out = {n: _SHARED[keys[n]] for n in names}
+    while len(_SHARED) > SHARED_MAX:
+        _SHARED.pop(next(iter(_SHARED)))
+    return out
+
+
+def _content_keys(names: list[str], inp: FusionInputs, k: int, params: Mapping[str, float] | None
+                  ) -> dict[str, str]:
+    """Each method's key: its spec and parameters, and the digests of what it reads (each hashed once)."""
+    shared = hashlib.sha256(repr((k, FOLDS, SEED, inp.keys, sorted(inp.subsets.items()),
+                                  sorted((q, sorted(r)) for q, r in inp.qrels.items()))).encode())
+    if inp.queries is not None:
+        shared.update(repr(inp.queries[["qkey", "query"]].to_numpy().tolist()).encode())
+    comps = dict.fromkeys(c for n in names for c in (*spec_of(n).components, TOP1))
+    digest = {c: hashlib.sha256(repr(sorted(inp.rankings.get(c, {}).items())).encode()).hexdigest()
+              for c in comps}
+    return {n: hashlib.sha256(repr((n, spec_of(n), (params or {}).get(n), shared.hexdigest(), [
+        digest[c] for c in (*spec_of(n).components, TOP1)])).encode()).hexdigest() for n in names}
 
 
 class FusedRetriever:
