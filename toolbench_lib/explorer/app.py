@@ -75,12 +75,13 @@ def voila_env(run_name: str, base: dict | None = None, max_pages: int = MAX_PAGE
     return env
 
 
-def _compute_views(folder: Path) -> None:
-    study_views(folder)  # written beside the study; nothing large crosses a process boundary
+def _compute_views(folders: list[Path]) -> None:
+    for folder in folders:  # one after another in one process, sharing the fused runs they have in common
+        study_views(folder)  # written beside the study; nothing large crosses a process boundary
 
 
-def _study_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.glob("*.parquet"))
+def _study_bytes(folders: list[Path]) -> int:
+    return sum(p.stat().st_size for folder in folders for p in folder.glob("*.parquet"))
 
 
 def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
@@ -88,18 +89,17 @@ def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
     (once per study: later starts read them), ``workers`` studies at once in processes of their own, the
     largest first; :class:`ViewsFolderError` when a file stands where a study's views belong (``main`` prints
     it as one line)."""
-    todo = []
+    groups: dict[str, list[Path]] = {}  # a run and its retriever study (the same dense rankings) together
     for entry in catalogue(run_name)[0]:
         check_views_place(entry.folder)  # a file where the views belong: one line, nothing computed
         problem = view_problem(entry.folder)
         if problem:
             echo(f"explorer views of {entry.run_name}: {problem}; computing them once", flush=True)
-            todo.append(entry.folder)
+            groups.setdefault(entry.run_name.removesuffix("-retrievers"), []).append(entry.folder)
+    todo = sorted(groups.values(), key=_study_bytes, reverse=True)
     if workers <= 1 or len(todo) <= 1:
-        for folder in todo:
-            _compute_views(folder)
+        _compute_views([f for group in todo for f in group])
         return
-    todo.sort(key=_study_bytes, reverse=True)
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn")) as pool:
         list(pool.map(_compute_views, todo))
 
