@@ -1,13 +1,12 @@
 """BM25 against scores worked out by hand, its content-addressed cache, and the hybrid against ranx.fuse."""
 
-import json
 import math
 
+import bm25s
 import numpy as np
 import pytest
 
-from toolbench_lib.retrieval.bm25 import (BM25Index, BM25Params, TermCounts, checksum_problem, tokens,
-                                          top_rows)
+from toolbench_lib.retrieval.bm25 import BM25Params, TermCounts, tokens, top_rows
 from toolbench_lib.retrieval.families import HybridSearcher, HybridSpec, check_family
 from toolbench_lib.retrieval.rankings import TextHits, search_and_merge
 
@@ -24,7 +23,7 @@ def test_analyzer_lowercases_drops_stopwords_and_stems():
 
 def test_scores_equal_lucene_bm25_by_hand():
     """Lucene BM25: idf = ln(1 + (N - df + .5) / (df + .5)); tf part tf / (tf + k1 (1 - b + b dl / avgdl))."""
-    idx = BM25Index(CORPUS, use_cache=False)
+    idx = TermCounts(CORPUS).index()
     k1, b, n = 1.5, 0.75, 3
     lengths = [3, 5, 3]  # terms per document after stopwords: "and" and "for" are stopwords
     avgdl = sum(lengths) / n
@@ -44,6 +43,20 @@ def test_scores_equal_lucene_bm25_by_hand():
     assert hits.scores[0] == pytest.approx(term(2, 1, 5) + term(1, 1, 5), rel=1e-5)
 
 
+def bm25s_hits(texts: list[str], rows: np.ndarray, queries: list[str], k: int) -> list[TextHits]:
+    """The oracle: a bm25s index of ``texts`` (Lucene, the same analyzer), its ``get_scores_from_ids``."""
+    model = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    model.index(tokens(texts), show_progress=False)
+    out = []
+    for terms in tokens(queries):
+        ids = [model.vocab_dict[t] for t in terms if t and t in model.vocab_dict]
+        scores = (np.asarray(model.get_scores_from_ids(ids), dtype=np.float32) if ids
+                  else np.zeros(len(texts), np.float32))
+        top = top_rows(scores, k)
+        out.append(TextHits(rows[top], scores[top]))
+    return out
+
+
 def test_subsets_of_term_counts_score_as_bm25s_indexes_of_the_subsets(ds):
     """The scale study indexes sub-registries by slicing one count matrix: on real registry texts, every
     subset's hits (rows and float32 scores, ties included) equal those of a bm25s index of the subset,
@@ -55,7 +68,7 @@ def test_subsets_of_term_counts_score_as_bm25s_indexes_of_the_subsets(ds):
     for size in (1, 300, 3000):
         rows = np.sort(rng.choice(len(texts), size, replace=False))
         ours = counts.index(rows).search_texts(queries, 20)
-        ref = BM25Index([texts[r] for r in rows], rows, use_cache=False).search_texts(queries, 20)
+        ref = bm25s_hits([texts[r] for r in rows], rows, queries, 20)
         for x, y in zip(ours, ref, strict=True):
             assert x.rows.tolist() == y.rows.tolist() and x.scores.tolist() == y.scores.tolist()
     assert sum(len(h.rows) for h in ours) > 1000
@@ -64,7 +77,7 @@ def test_subsets_of_term_counts_score_as_bm25s_indexes_of_the_subsets(ds):
 
 
 def test_text_without_indexed_terms_has_no_hits_and_rows_map_to_the_registry():
-    idx = BM25Index(CORPUS, rows=np.array([10, 20, 30]), use_cache=False)
+    idx = TermCounts(CORPUS).index(ids=np.array([10, 20, 30]))
     hits = idx.search_texts(["zzz qqq", "alerts"], 5)
     assert len(hits[0].rows) == 0
     assert hits[1].rows.tolist() == [30]
@@ -75,26 +88,6 @@ def test_top_rows_breaks_ties_by_position():
     assert top_rows(s, 2).tolist() == [5, 1]
     assert top_rows(s, 3).tolist() == [5, 1, 3]
     assert top_rows(s, 10).tolist() == [5, 1, 3, 2]  # zero scores are never hits
-
-
-def test_cache_is_keyed_by_content_and_a_damaged_one_is_rebuilt(tmp_path):
-    first = BM25Index(CORPUS, cache_dir=tmp_path)
-    assert not first.from_cache
-    again = BM25Index(CORPUS, cache_dir=tmp_path)
-    assert again.from_cache and again.key == first.key
-    other = BM25Index([*CORPUS, "one more api"], cache_dir=tmp_path)
-    assert other.key != first.key and not other.from_cache
-    assert BM25Index(CORPUS, params=BM25Params(k1=1.2), cache_dir=tmp_path).key != first.key
-    folder = tmp_path / first.key
-    victim = next(p for p in sorted(folder.iterdir()) if p.suffix == ".npy")
-    victim.write_bytes(victim.read_bytes()[:-4] + b"\0\0\0\0")
-    assert "does not match its checksum" in checksum_problem(folder)
-    rebuilt = BM25Index(CORPUS, cache_dir=tmp_path)
-    assert not rebuilt.from_cache  # detected, never used
-    assert checksum_problem(folder) is None  # and written again whole
-    q = ["weather in a city"]
-    assert rebuilt.search_texts(q, 3)[0].scores.tolist() == first.search_texts(q, 3)[0].scores.tolist()
-    assert json.loads((folder / "checksums.json").read_text())
 
 
 def test_provenance_names_tokenizer_stopwords_and_stemmer():
@@ -140,7 +133,7 @@ def test_hybrid_equals_ranx_fuse(spec):
 
 
 def test_ptr_with_bm25_merges_each_api_by_its_best_min_max_normalised_stub_score():
-    idx = BM25Index(CORPUS, use_cache=False)
+    idx = TermCounts(CORPUS).index()
     per_query, merged = search_and_merge(idx, [["weather city", "currency alerts"], ["zzz"]], 3)
     raw = idx.search_texts(["weather city", "currency alerts"], 3)
     # text 0 hits docs 0 and 2 with equal scores (each is its best: 1); text 1 hits doc 1 (1) and doc 2 (0)

@@ -26,20 +26,18 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from toolbench_lib.data.atomic import clean_stale_temps
 from toolbench_lib.data.dataset import sources_fingerprint
 from toolbench_lib.data.markdown import md_code, md_table, md_text
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
 from toolbench_lib.report.html import CSP, sanitise_html, tidy_report_html
-from toolbench_lib.retrieval.bm25 import CHECKSUMS, BM25Index, checksum_problem
+from toolbench_lib.retrieval.bm25 import TermCounts
 from toolbench_lib.study.result import empty_rankings, stub_cap_counts
 from toolbench_lib.study.stored import StoredStudyError, StudyResult
 
 from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
-from .test_bad_inputs import _dead_pid
 
 VERDICTS: dict[str, str] = {}
 PAYLOAD_QUERY = '<iframe src="javascript:alert(1)"></iframe> [x](javascript:alert(2)) find *hotels* | now'
@@ -153,7 +151,7 @@ def payload_study() -> StudyResult:
 
 def _bm25_case(text: str) -> Callable[[Path], str]:
     def case(tmp: Path) -> str:
-        index = BM25Index(["weather forecast api for a city", "currency exchange rates"], use_cache=False)
+        index = TermCounts(["weather forecast api for a city", "currency exchange rates"]).index()
         hits = index.search_texts([text, "weather"], k=2)
         assert len(hits[0].rows) == 0 and list(hits[1].rows) == [0]
         return "correct"
@@ -162,7 +160,7 @@ def _bm25_case(text: str) -> Callable[[Path], str]:
 
 def case_bm25_stub_the(tmp: Path) -> str:
     stubs, _ = parse_stubs('[{"name": "The", "reasoning": ""}]', "q")
-    index = BM25Index(["weather forecast api", "currency rates"], use_cache=False)
+    index = TermCounts(["weather forecast api", "currency rates"]).index()
     assert index.search_texts([stubs[0].name], k=5)[0].rows.size == 0
     return "correct"
 
@@ -228,43 +226,6 @@ def case_damaged_hash_cache_is_ignored(tmp: Path) -> str:
     for cache in (tmp / "processed").glob("source-hashes-*.json"):
         cache.write_text('{"hashed_at_ns": 9e99, "files": {"test_instruction/G1_instruction.json": [1]}')
     assert sources_fingerprint(root, processed_dir=tmp / "processed") == before
-    return "repaired"
-
-
-def _bm25_cache(tmp: Path) -> tuple[list[str], Path]:
-    texts = ["weather forecast api", "currency exchange rates", "live sports scores"]
-    index = BM25Index(texts, cache_dir=tmp / "bm25")
-    return texts, tmp / "bm25" / index.key
-
-
-def case_bm25_unlisted_corrupt_file(tmp: Path) -> str:
-    texts, folder = _bm25_cache(tmp)
-    sums = json.loads((folder / CHECKSUMS).read_text())
-    victim = sorted(n for n in sums if n.endswith(".npy") or n.endswith(".npz") or n.endswith(".json"))[0]
-    del sums[victim]
-    (folder / CHECKSUMS).write_text(json.dumps(sums))
-    (folder / victim).write_bytes(b"\x00" * 10)
-    assert f"{victim} is not in {CHECKSUMS}" == checksum_problem(folder)
-    again = BM25Index(texts, cache_dir=tmp / "bm25")
-    assert not again.from_cache and list(again.search_texts(["weather"], 1)[0].rows) == [0]
-    assert checksum_problem(folder) is None  # rebuilt with every file listed
-    return "repaired"
-
-
-def case_bm25_extra_file(tmp: Path) -> str:
-    texts, folder = _bm25_cache(tmp)
-    (folder / "params.index.json.bak").write_text("{}")
-    assert "not in" in checksum_problem(folder)
-    assert not BM25Index(texts, cache_dir=tmp / "bm25").from_cache
-    return "repaired"
-
-
-def case_bm25_killed_save_leaves_nothing(tmp: Path) -> str:
-    texts, folder = _bm25_cache(tmp)
-    dead = folder.with_name(f".{folder.name}.{_dead_pid()}.tmp.d")
-    shutil.copytree(folder, dead)  # what a save killed midway leaves
-    removed = clean_stale_temps(folder.parent)
-    assert dead in removed and not dead.exists() and folder.exists()
     return "repaired"
 
 
@@ -470,9 +431,6 @@ ROUND_FOUR: list[tuple[str, Callable[[Path], str]]] = [
     ("fingerprint-same-size-edit-mtime-restored", case_same_size_edit_with_mtime_restored),
     ("fingerprint-touched-file", case_touched_file_keeps_its_fingerprint),
     ("fingerprint-damaged-hash-cache", case_damaged_hash_cache_is_ignored),
-    ("bm25-cache-unlisted-corrupt-file", case_bm25_unlisted_corrupt_file),
-    ("bm25-cache-extra-file", case_bm25_extra_file),
-    ("bm25-cache-killed-save", case_bm25_killed_save_leaves_nothing),
     ("study-table-damaged", case_damaged_study_table),
     ("study-provenance-edited", case_edited_study_provenance),
     ("export-into-earlier-export", case_export_replaces_its_own_export_whole),

@@ -188,7 +188,7 @@ def test_evaluate_with_retriever_families_on_the_slice(ds, embedder, capsys, tmp
 
 
 def test_bm25_scale_study_indexes_each_sub_registry_on_its_own():
-    from toolbench_lib.retrieval.bm25 import BM25Index
+    from .test_bm25 import bm25s_hits
 
     words = ["weather", "currency", "sports", "music", "travel", "hotel", "news", "movies"]
     texts = [f"{words[i % 8]} api number {i} {words[(i * 3) % 8]}" for i in range(40)]
@@ -202,8 +202,8 @@ def test_bm25_scale_study_indexes_each_sub_registry_on_its_own():
     scale, div = rv.bm25_scale_study(registry, texts, queries, stubs, [10, None], [0, 1], k=3)
     assert set(scale["size"]) == {10, 40} and (scale["retriever"] == "bm25").all()
     assert len(scale) == 2 * 2 + 2 and len(div) == 3  # two seeds at 10 APIs, one draw of the whole registry
-    # the whole registry equals a direct BM25 search of every text
-    full = BM25Index(texts, use_cache=False).search_texts(["weather travel", "hotel news"], 3)
+    # the whole registry equals a bm25s index's search of every text
+    full = bm25s_hits(texts, np.arange(len(texts)), ["weather travel", "hotel news"], 3)
     want = np.mean([len({f"t/{r}" for r in h.rows} & g) / len(g)
                     for h, g in zip(full, [{"t/0", "t/16"}, {"t/5"}], strict=True)])
     got = scale[(scale["size"] == 40) & (scale["method"] == "rtp")]["recall"].iloc[0]

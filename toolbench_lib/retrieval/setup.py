@@ -15,7 +15,7 @@ import pandas as pd
 from ..config import DEFAULT_FAMILY, SEED
 from ..data.dataset import Dataset
 from ..data.queries import query_keys
-from .bm25 import BM25Index
+from .bm25 import BM25Index, TermCounts
 from .embedding import Embedder, embed_cached
 from .families import FAMILIES, check_family
 from .index import VectorIndex, build_index
@@ -45,10 +45,10 @@ class RetrievalSetup:
 
     @property
     def bm25(self) -> BM25Index:
-        """BM25 over the API texts of this setup's (sub-)registry: built, or read from its cache, once."""
+        """BM25 over the API texts of this setup's (sub-)registry, built once."""
         if "bm25" not in self.searchers:
-            texts = self.ds.texts
-            self.searchers["bm25"] = BM25Index([texts[int(r)] for r in self.index.rows], self.index.rows)
+            texts = [self.ds.texts[int(r)] for r in self.index.rows]
+            self.searchers["bm25"] = TermCounts(texts).index(ids=self.index.rows)
         return self.searchers["bm25"]
 
     def searcher(self, family: str = DEFAULT_FAMILY) -> Searcher:
