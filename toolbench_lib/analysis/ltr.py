@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -101,18 +102,28 @@ def _training_queries(design, validation) -> pd.DataFrame:
 
 
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
-                 label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True
-                 ) -> tuple[dict, Fitted | None]:
+                 label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True,
+                 tables: dict | None = None) -> tuple[dict, Fitted | None]:
     """``(lists, model)`` of one ranker: out-of-fold lists of every query of ``design``'s run ``run`` and of
     ``validation``'s run 0, cross-fitted over both at once (:func:`~toolbench_lib.retrieval.ltr.crossfit`:
     folds grouped by query text over the eight solvable sets, so each query, of a design set or an unseen
     one, is scored by a model that never saw its text), and the model fitted on every one of them, for
-    held-out query files (None without ``fit_model``)."""
+    held-out query files (None without ``fit_model``). ``tables`` keeps each run's features for a call with
+    other labels."""
     queries = _training_queries(design, validation)
-    runs = study_runs(design, spec, run)
-    if validation is not None:
-        runs.update(study_runs(validation, spec, 0, [k for k in validation.queries["qkey"] if k not in runs]))
-    table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
+    qrels = qrels_of(queries, label_gt)
+    table = (tables or {}).get((spec, run, depth))
+    if table is None:
+        runs = study_runs(design, spec, run)
+        if validation is not None:
+            more = [k for k in validation.queries["qkey"] if k not in runs]
+            runs.update(study_runs(validation, spec, 0, more))
+        table = feature_table(runs, spec, qrels, depth)
+        if tables is not None:
+            tables[(spec, run, depth)] = table
+    else:  # the same candidates and features, this ground truth's labels
+        pairs = zip(table.qkeys, table.api_ids, strict=True)
+        table = replace(table, y=np.array([float(a in qrels.get(q, ())) for q, a in pairs]))
     cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
     lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
     if not fit_model:
@@ -163,7 +174,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     sub = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
     labels = {gt: gt for gt in gts} if label_gt is None else {label_gt: None}
     model_label = label_gt or (DEFAULT_GT if DEFAULT_GT in gts else gts[0])
-    frames, models = [], {}
+    frames, models, tables = [], {}, {}
     for name, spec in specs.items():
         # a ranker of deterministic methods only (RtP's) reads the same rankings in every run: fitted once
         same_each_run = set(spec.methods) <= set(design.deterministic)
@@ -173,7 +184,8 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
             for r in runs:
                 if r == runs[0] or not same_each_run:
                     fit_now = fit_models and r == runs[0] and label == model_label
-                    lists, model = ranker_lists(design, validation, spec, r, seed, label, fit_model=fit_now)
+                    lists, model = ranker_lists(design, validation, spec, r, seed, label, fit_model=fit_now,
+                                                tables=tables)
                 if r == runs[0]:
                     if model is not None:
                         models[name] = model
