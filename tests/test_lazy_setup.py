@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from toolbench_lib.retrieval import embedding
+from toolbench_lib.study import lazy_setup
 from toolbench_lib.study.experiment import ExperimentConfig, get_study
 from toolbench_lib.study.lazy_setup import LazySetup
 
@@ -22,6 +23,7 @@ def test_stored_study_is_read_without_embedder(mini_toolbench, tmp_path, monkeyp
         return embedder
 
     monkeypatch.setattr(embedding, "load_embedder", counting_load)
+    monkeypatch.setattr(lazy_setup, "_EMBEDDERS", {})
     setup, first = get_study(_cfg(mini_toolbench, tmp_path))  # computes and stores the study
     assert len(loads) == 1 and setup.built
     setup, again = get_study(_cfg(mini_toolbench, tmp_path))
@@ -33,12 +35,16 @@ def test_stored_study_is_read_without_embedder(mini_toolbench, tmp_path, monkeyp
     assert setup.ds.registry["api_id"].tolist() == setup.api_ids
     assert setup.queries["qkey"].tolist() == first.queries["qkey"].tolist()
     assert setup.model == "all-MiniLM-L6-v2" and not setup.built
-    # ... and a cell that searches builds the setup once, on first use
+    # ... and a cell that searches builds the setup once, on first use, with the model the process loaded
     assert len(setup.index) == len(setup.ds.registry)
-    assert setup.built and len(loads) == 2
+    assert setup.built and len(loads) == 1
     assert setup.provenance["embedder_backend"] == "fp32"
     setup.encode(["weather"])
-    assert len(loads) == 2
+    other, _ = get_study(_cfg(mini_toolbench, tmp_path))  # another study of the process shares it too
+    assert len(other.index) == len(setup.index) and other.built and len(loads) == 1
+    monkeypatch.setattr(lazy_setup, "_EMBEDDERS", {})  # a new process loads it once
+    fresh, _ = get_study(_cfg(mini_toolbench, tmp_path))
+    assert len(fresh.index) == len(setup.index) and len(loads) == 2
 
 
 def test_embedder_backend_keys_the_study(mini_toolbench, tmp_path, monkeypatch):

@@ -12,6 +12,9 @@ from ..retrieval.setup import prepare, select_queries
 log = logging.getLogger(__name__)
 
 
+_EMBEDDERS: dict[tuple, embedding.Embedder] = {}
+
+
 class LazySetup:
     """Stands in for :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` of a configuration.
 
@@ -67,8 +70,10 @@ class LazySetup:
         if self._setup is None:
             cfg = self._cfg
             log.info("loading the embedder and building the index")
-            self._setup = prepare(self.ds, embedding.load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
-                                  cfg.limit, cfg.seed)
+            key = (cfg.embedder, embedding.resolve_backend(None))
+            if key not in _EMBEDDERS:  # one model per process: a notebook's studies share it
+                _EMBEDDERS[key] = embedding.load_embedder(cfg.embedder)
+            self._setup = prepare(self.ds, _EMBEDDERS[key], cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
         return self._setup
 
     def __getattr__(self, name: str):
