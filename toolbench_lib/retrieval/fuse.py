@@ -25,7 +25,12 @@ def ids(r: Ranking) -> list[str]:
 
 def top(scores: Mapping[str, float], k: int) -> list[str]:
     """The ``k`` best ids by score; ties by id, so every list is deterministic."""
-    return [a for a, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]]
+    if k <= 0 or not scores:
+        return []
+    values = sorted(scores.values(), reverse=True)
+    kth = values[min(k, len(values)) - 1]  # only ids scoring at least the k-th best need ordering
+    best = [x for x in scores.items() if x[1] >= kth]
+    return [a for a, _ in sorted(best, key=lambda x: (-x[1], x[0]))[:k]]
 
 
 def as_scores(r: Ranking) -> dict[str, float]:
@@ -57,15 +62,27 @@ def combine(texts: Sequence[Ranking], method: str, norm: str | None = None,
     ``method``: ``rrf``, ``max``, ``sum``, ``mnz`` or ``wsum`` (with ``weights``, one per ranking);
     ``norm``: None or ``"min-max"`` (ignored by ``rrf``, which fuses ranks).
     """
+    return merge(normalised(texts, method, norm), method, weights)
+
+
+def normalised(texts: Sequence[Ranking], method: str, norm: str | None = None) -> list[dict[str, float]]:
+    """Each ranking's scores as :func:`combine` fuses them: reciprocal ranks for ``rrf``, else the scores
+    after ``norm`` (a fusion over a weight grid normalises each ranking once)."""
     if method == "rrf":
-        runs = [rr_scores(t) for t in texts]
+        return [rr_scores(t) for t in texts]
+    runs = [as_scores(t) for t in texts]
+    if norm == "min-max":
+        return [min_max(r) for r in runs]
+    if norm is not None:
+        raise ValueError(f"unknown norm {norm!r}; choose from None, 'min-max'")
+    return runs
+
+
+def merge(runs: Sequence[Mapping[str, float]], method: str,
+          weights: Sequence[float] | None = None) -> dict[str, float]:
+    """:func:`combine`'s second step: the :func:`normalised` scores fused by ``method``."""
+    if method == "rrf":
         method = "sum" if weights is None else "wsum"
-    else:
-        runs = [as_scores(t) for t in texts]
-        if norm == "min-max":
-            runs = [min_max(r) for r in runs]
-        elif norm is not None:
-            raise ValueError(f"unknown norm {norm!r}; choose from None, 'min-max'")
     if method == "wsum":
         if weights is None or len(weights) != len(runs):
             raise ValueError("wsum needs one weight per ranking")

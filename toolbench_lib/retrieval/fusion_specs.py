@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .families import FAMILIES
-from .fuse import Ranking, as_scores, combine, ids, top
+from .fuse import Ranking, as_scores, ids, merge, normalised, top
 from .rankings import Retrieved
 from .retrievers import method_name, ptr_texts
 
@@ -217,13 +217,16 @@ class FusionSpec:
         return f"{self.method}{norm} of {' + '.join(self.components)}{w}"
 
     def scores(self, inp: FusionInputs, key: str) -> dict[str, float]:
-        """One query's fused scores."""
-        texts, weights = [], []
+        """One query's fused scores (each component's rankings normalised once per inputs)."""
+        runs, weights = [], []
         for i, c in enumerate(self.components):
-            for r in inp.texts(c, key) or ([[]] if not component_table()[c][1] else []):
-                texts.append(r)
-                weights.append(self.weights[i] if self.weights is not None else 1.0)
-        return combine(texts, self.method, self.norm, weights if self.weights is not None else None)
+            slot = ("normalised", c, key, self.method == "rrf", self.norm)
+            if slot not in inp.cache:
+                texts = inp.texts(c, key) or ([[]] if not component_table()[c][1] else [])
+                inp.cache[slot] = normalised(texts, self.method, self.norm)
+            runs += inp.cache[slot]
+            weights += [self.weights[i] if self.weights is not None else 1.0] * len(inp.cache[slot])
+        return merge(runs, self.method, weights if self.weights is not None else None)
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         """Each query's top ``k`` by fused score (ties by id), with that score."""
@@ -349,7 +352,10 @@ class Route:
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         rtp, fused = cached_ranked(Ranked(TOP1), inp, k), cached_ranked(self.base, inp, k)
-        return {key: rtp[key] if inp.top1(key) >= self.threshold else fused[key] for key in inp.keys}
+        if "top1" not in inp.cache:
+            inp.cache["top1"] = {key: inp.top1(key) for key in inp.keys}
+        top1 = inp.cache["top1"]
+        return {key: rtp[key] if top1[key] >= self.threshold else fused[key] for key in inp.keys}
 
     def stub_calls(self, inp: FusionInputs) -> dict[str, bool]:
         """Per query, whether the route sends it to the fused list (which needs the stub call)."""

@@ -46,10 +46,19 @@ def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = FOLDS,
 
 def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, set[str]],
                   k: int) -> np.ndarray:
-    """Recall@k of every (candidate, query) by eval's one count; 0 for a query without ground truth."""
+    """Recall@k of every (candidate, query) by eval's one count; 0 for a query without ground truth. A list
+    that several candidates share (a route's RtP or fused list) is counted once."""
     rels = [qrels.get(key) or set() for key in keys]
-    return np.array([recall_at([run[key] for key in keys], rels, k) for run in grid]).reshape(len(grid),
-                                                                                            len(keys))
+    out = np.zeros((len(grid), len(keys)))
+    seen: dict[tuple[int, int], float] = {}  # (id of a list, query): the lists live as long as ``grid``
+    for g, run in enumerate(grid):
+        lists = [run[key] for key in keys]
+        new = [j for j, lst in enumerate(lists) if (id(lst), j) not in seen]
+        if new:
+            values = recall_at([lists[j] for j in new], [rels[j] for j in new], k)
+            seen.update(((id(lists[j]), j), float(v)) for j, v in zip(new, values, strict=True))
+        out[g] = [seen[(id(lst), j)] for j, lst in enumerate(lists)]
+    return out
 
 
 @dataclass(frozen=True)
