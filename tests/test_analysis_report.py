@@ -623,7 +623,11 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
                         entry("g1_ptr_minus_rtp_recall", -0.072), entry("g2_rtp_recall", 0.143),
                         entry("g2_ptr_recall", 0.188), entry("g2_ptr_minus_rtp_recall", 0.045),
                         entry("g1_budget_ptr_k5", 0.279), entry("g1_rtp_pass_rate", 0.884),
-                        entry("g3_rtp_pass_rate", 0.732), entry("divergence_full", 0.98)]}
+                        entry("g3_rtp_pass_rate", 0.732), entry("divergence_full", 0.98),
+                        entry("g3_rtp_recall", 0.160), entry("g3_ptr_recall", 0.172),
+                        entry("g2_stubs_per_query", {"min": 2.4, "max": 2.5}),
+                        {**entry("g2_budget_rtp_k10", 0.186), "k": 10},
+                        {**entry("g2_budget_ptr_k5", 0.184), "k": 5}]}
     readings = pd.DataFrame({"size": [1000, 47651, 47651], "group": ["G1+G2"] * 3,
                              "reading": ["disjoint", "disjoint", "non_identical"],
                              "share": [0.1, 0.31, 0.98]})
@@ -633,8 +637,21 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     assert not any(line.startswith("G2") for line in lines)  # +0.045 is what its means give
     assert "0.279 in its budget paragraph and 0.289" in lines[1]
     assert "(0.732–0.884)" in lines[2] and "at most 0.372" in lines[2] and "at most 37%" in lines[2]
-    assert "98% non-identical against 31% disjoint" in lines[3]
-    assert len(paper_against_itself(refs)) == 3  # no readings: no divergence line
+    assert "k = 10 *“budget-equivalent”* with PtR at k = 5" in lines[3] and "search width is 12." in lines[3]
+    assert lines[4].startswith("On G3 its recall difference (+0.012) *“does not reach significance”*")
+    assert "*“temperature =0”*" in lines[5]
+    assert "98% non-identical against 31% disjoint" in lines[6]
+    assert len(paper_against_itself(refs)) == 6  # no readings: no divergence line
+
+
+def test_the_paper_against_itself_quotes_the_paper():
+    from toolbench_lib.analysis.references import paper_text_collapsed
+    from toolbench_lib.report.front import QUOTES
+
+    text = paper_text_collapsed()
+    if text is None:
+        pytest.skip("the paper's text is not in shared/")
+    assert [q for q in QUOTES.values() if " ".join(q.split()) not in text] == []
 
 
 def test_the_query_counts_are_explained_in_one_line():

@@ -198,6 +198,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
              ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
               f"(backend {prov.get('backend', 'n/a')})"),
              ("runs (stubs, retrieval)", "4", fmt_count(runs)),
+             ("LLM temperature", "0", _temperatures(settings)),
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")))]
     for subset in cfg.subsets:
@@ -206,6 +207,15 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
                       f"{fmt_count(counts.get(canonical))} ({canonical})"))
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
+
+
+def _temperatures(settings: dict) -> str:
+    t, later = settings.get("temperature"), settings.get("run_temperature")
+    if t is None:
+        return "n/a"
+    if later is None or later == t:
+        return f"{t:g}"
+    return f"{t:g} in run 0, {later:g} in later runs (seeded by the run), so that runs differ"
 
 
 def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
@@ -225,6 +235,15 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
 def _paper(refs: dict) -> dict[str, float]:
     return {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
             for e in refs["entries"]}
+
+
+QUOTES = {  # the paper's words that paper_against_itself sets side by side (tests find each in its text)
+    "budget": "budget-equivalent",
+    "g3_ns": "does not reach significance",
+    "g3_favours": "G3 recall favors PtR",
+    "temperature": "temperature =0",
+    "vary": "both stub generation and planner output vary across runs",
+}
 
 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[str]:
@@ -249,6 +268,20 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
                      f"recall@5 (at most {fmt_number(max(recalls))}): its plans pass although the planner "
                      f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, and "
                      "it does not say how its judge allows that.")
+    entries = {e["id"]: e for e in refs["entries"]}
+    stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))
+    if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
+        m, k, k_ptr = paper_bounds(stubs["paper"])["min"], int(rtp["k"]), int(ptr["k"])
+        if abs(m * k_ptr - k) >= 1:
+            lines.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
+                         f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR's search width "
+                         f"is {m * k_ptr:g}.")
+    a, b = v.get("g3_ptr_recall"), v.get("g3_rtp_recall")
+    if None not in (a, b):
+        lines.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
+                     f"discussion explains why *“{QUOTES['g3_favours']}”* as if it were an effect.")
+    lines.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
+                 f"because *“{QUOTES['vary']}”*; it does not say what varies at temperature 0.")
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
