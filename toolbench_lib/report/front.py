@@ -215,7 +215,7 @@ def _temperatures(settings: dict) -> str:
         return "n/a"
     if later is None or later == t:
         return f"{t:g}"
-    return f"{t:g} in run 0, {later:g} in later runs (seeded by the run), so that runs differ"
+    return f"{t:g} (run 0), {later:g} (later runs)"
 
 
 def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
