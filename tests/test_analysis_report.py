@@ -603,7 +603,7 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With the paper's dense retrieval, RtP leads on G1, neither leads "
+    assert text == ("**The answer.** With dense retrieval, RtP leads on G1, neither leads "
                     "significantly on G2 and G3; with BM25 retrieval, RtP leads on G1, PtR leads on G2 and "
                     "G3: the paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) holds with BM25 "
                     "retrieval only, which the paper did not test.")
@@ -719,7 +719,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
         "On G2_instruction, the set the paper's G2 numbers fit (106 queries, one run, p unadjusted): no "
-        "significant difference with the paper's dense and hybrid (dense + BM25) retrieval; PtR ahead with "
+        "significant difference with dense and hybrid (dense + BM25) retrieval; PtR ahead with "
         "BM25 retrieval.")
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (

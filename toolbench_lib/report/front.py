@@ -22,7 +22,7 @@ ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retrieve
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
-FAMILY_SHORT = {"dense": "the paper's dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
+FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
 SHORT_VERDICT = {"reproduced": "reproduced", "same direction, not significant": "same, n.s.",
                  "not reproduced": "other leads, n.s.", "refuted": "other leads (significant)",
