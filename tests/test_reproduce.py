@@ -218,8 +218,6 @@ def test_longest_notebooks_start_first_by_their_last_durations(tmp_path):
     assert [p.name for p in longest_first(stage, durations)] == ["04_c.ipynb", "06_d.ipynb", "03_b.ipynb",
                                                                  "02_a.ipynb"]
     assert previous_durations(tmp_path / "missing") == {}
-    cold = [Path(f"{n}.ipynb") for n in ("03_k", "05_t", "11_a", "12_r", "04_s")]  # a first run: none timed
-    assert [p.stem[:2] for p in longest_first(cold, {})] == ["12", "11", "03", "04", "05"]
 
 
 def test_notebooks_between_run_together_and_the_report_after_them(tmp_path, run_name):

@@ -243,16 +243,10 @@ def previous_durations(executed_dir: Path) -> dict[str, float]:
     return out
 
 
-LONG_FIRST = ("12", "11", "10", "03", "04", "08")  # the longest on a cold run (README, Performance)
-
-
 def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
     """The stage's notebooks, the longest last time first and those never timed before them (so two workers
-    do not end with one long notebook alone); untimed ones in :data:`LONG_FIRST`'s order, then notebook
-    order."""
-    def rank(p: Path) -> int:
-        return LONG_FIRST.index(p.stem[:2]) if p.stem[:2] in LONG_FIRST else len(LONG_FIRST)
-    return sorted(stage, key=lambda p: (-durations.get(p.name, float("inf")), rank(p)))
+    do not end with one long notebook alone); ties keep notebook order."""
+    return sorted(stage, key=lambda p: -durations.get(p.name, float("inf")))
 
 
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
@@ -300,12 +294,12 @@ def _quiet(*args, **kwargs) -> None:
     return None
 
 
-def early_views(run_name: str, workers: int = 1) -> None:
-    """The explorer views of the studies stored so far, in processes of their own (``workers`` at once), while
-    the last notebooks run (a failure here is left to the views written after the report, which say it)."""
+def early_views(run_name: str) -> None:
+    """The explorer views of the studies stored so far, in a process of their own, while the last notebooks
+    run (a failure here is left to the views written after the report, which say it)."""
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-            pool.submit(prepare_views, run_name, _quiet, workers).result()
+            pool.submit(prepare_views, run_name, _quiet).result()
     except Exception:  # noqa: BLE001 - prepare_views runs again after the report and raises there
         log.debug("early explorer views failed; computed after the report", exc_info=True)
 
@@ -401,7 +395,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
             with environment(**stage_threads(at_once)):
                 failure = _run_stage(stage, paths, cfg.out_dir / "notebooks", params, kernel, at_once, done,
                                      echo, durations, current,
-                                     then=(lambda: early_views(run_name, workers)) if i == 1 else None)
+                                     then=(lambda: early_views(run_name)) if i == 1 else None)
             if failure is not None:
                 failure.completed = [(p.name, done[p.name]) for p in paths if p.name in done]
                 raise failure
