@@ -244,15 +244,15 @@ def _compute(result, key: str) -> Evaluation:
     n_gt = np.zeros((len(GT_DEFINITIONS), len(qkeys)), dtype=np.int64)
     m_idx = final["method"].map({m: i for i, m in enumerate(methods)}).to_numpy()
     q_idx = pos.loc[final["qkey"].to_numpy()].to_numpy()
-    runs = final["run"].to_numpy()
+    runs, apis, ranks = final["run"].to_numpy(), final["api_id"].tolist(), final["r"].to_numpy()
     for g, gt in enumerate(GT_DEFINITIONS):
         rels = [set() if v is None else set(v) for v in q[gt]]
         n_gt[g] = [len(r) for r in rels]
-        rel = np.fromiter((a in rels[i] for a, i in zip(final["api_id"], q_idx, strict=True)), dtype=bool,
+        rel = np.fromiter((a in rels[i] for a, i in zip(apis, q_idx.tolist(), strict=True)), dtype=bool,
                           count=len(final))
         for run in range(n_runs):
             take = rel & (runs == run)
-            flags[g, m_idx[take], run, q_idx[take], final["r"].to_numpy()[take]] = True
+            flags[g, m_idx[take], run, q_idx[take], ranks[take]] = True
     shared = set(result.deterministic)  # the provenance's deterministic methods
     return Evaluation(key, GT_DEFINITIONS, methods, n_runs, qkeys, q["subset"].to_numpy().astype(str), n_gt,
                       flags, tuple(m in shared for m in methods))
