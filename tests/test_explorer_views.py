@@ -148,6 +148,39 @@ def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():
         assert all([s for _, s in got[key]] == pytest.approx(list(v.values())) for key, v in want.items())
 
 
+def test_learned_views_of_a_study_pair_read_the_reported_cross_fit(tmp_path, monkeypatch):
+    """The retriever study and its validation study, stored as `make run` stores them: the views of both show
+    notebook 12's rankings (``ranker_lists``, cross-fitted over both studies at once; run 0's ranking in every
+    run) read from the one kept cross-fit, and a changed partner makes the views stale."""
+    from toolbench_lib.analysis import ltr as L
+    from toolbench_lib.study.stored import StudyResult
+
+    design = ranker_study(n_per_set=8, runs=2)
+    validation = ranker_study(("G1_category", "G1_tool"), n_per_set=8, seed=1, prefix="v")
+    dfolder = design.save(tmp_path / "x-retrievers" / "runs" / "one")
+    vfolder = validation.save(tmp_path / "x-validation-retrievers" / "runs" / "two")
+    d, v = StudyResult.load(dfolder), StudyResult.load(vfolder)
+    spec = ltr.NAMED["ltr"]
+    want, _ = L.ranker_lists(d, v, spec, 0, fit_model=False)  # the report's lists, kept beside the design
+    assert want == L.ranker_lists(d, v, spec, 0)[0]  # the same lists as a cross-fit that is not kept
+    fits: list[int] = []
+    real = ltr.crossfit
+    monkeypatch.setattr(L, "crossfit", lambda *a, **kw: (fits.append(1), real(*a, **kw))[1])
+    views = {"design": compute_views(d), "validation": compute_views(v)}
+    for part, one in (("design", d), ("validation", v)):
+        fused, learned = views[part][0], views[part][3]
+        for run in range(one.n_runs):
+            mine = fused[(fused["method"] == "ltr") & (fused["run"] == run)].sort_values(["qkey", "rank"])
+            got = {key: g["api_id"].tolist() for key, g in mine.groupby("qkey")}
+            assert got == {key: want[key][:MAX_K] for key in one.queries["qkey"]}, (part, run)
+        assert set(learned["qkey"]) == set(one.queries["qkey"]) and learned["rank"].max() == 3
+    assert len(fits) == 1  # ltr-nollm's cross-fit; ltr's was read
+    write_views(dfolder, d)
+    assert view_problem(dfolder) is None
+    with_tables(v, queries=v.queries.assign(query=v.queries["query"] + " again")).save(vfolder)
+    assert "stale" in view_problem(dfolder)
+
+
 def test_fused_runs_of_the_same_inputs_are_computed_once(monkeypatch):
     """A second study whose dense rankings, queries and ground truth are the first's (the retriever study
     beside the main one) reuses the first's dense-only fused runs and computes only what differs; a changed

@@ -21,6 +21,8 @@ whose text is in no design query; their models trained on the other folds' desig
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -31,6 +33,7 @@ import pandas as pd
 
 from ..config import DEFAULT_GT, DEPTH, SEED, K
 from ..data.queries import GT_DEFINITIONS, subset_alias
+from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
@@ -55,6 +58,7 @@ ABLATIONS = {
     "without dense": LtrSpec(("q.bm25", "s.bm25")),
 }
 BEST_SINGLE = "best single architecture"
+TOP_EXPLAINED = 3  # the top APIs of each query whose features are kept (the explorer's "why")
 
 
 def _linear(result, spec, run: int, keys: Sequence[str], k: int) -> dict[str, list[str]]:
@@ -101,33 +105,71 @@ def _training_queries(design, validation) -> pd.DataFrame:
     return pd.concat([design.queries, v[~v["qkey"].isin(set(design.queries["qkey"]))]], ignore_index=True)
 
 
+def _features(design, validation, spec: LtrSpec, run: int, qrels, depth: int, tables: dict | None):
+    """The candidates and features of ``design``'s run ``run`` and ``validation``'s run 0 (its queries the
+    design lacks), labelled by ``qrels``; ``tables`` keeps them for a call with other labels."""
+    table = (tables or {}).get((spec, run, depth))
+    if table is not None:  # the same candidates and features, these labels
+        pairs = zip(table.qkeys, table.api_ids, strict=True)
+        return replace(table, y=np.array([float(a in qrels.get(q, ())) for q, a in pairs]))
+    runs = study_runs(design, spec, run)
+    if validation is not None:
+        more = [k for k in validation.queries["qkey"] if k not in runs]
+        runs.update(study_runs(validation, spec, 0, more))
+    table = feature_table(runs, spec, qrels, depth)
+    if tables is not None:
+        tables[(spec, run, depth)] = table
+    return table
+
+
+def _frame_key(design, validation, spec: LtrSpec, run: int, seed: int, label_gt: str,
+               depth: int) -> str | None:
+    studies = [s for s in (design, validation) if s is not None]
+    shas = [s.stored_rankings_sha256() for s in studies]
+    if design.folder is None or None in shas:
+        return None  # a study not stored: computed, not kept
+    what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
+    return f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+
+def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
+                  label_gt: str = DEFAULT_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
+    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then each feature's value for the top
+    :data:`TOP_EXPLAINED` of each query, NaN below) of every query of ``design``'s run ``run`` and of
+    ``validation``'s run 0, cross-fitted over both at once (:func:`~toolbench_lib.retrieval.ltr.crossfit`:
+    folds grouped by query text over the eight solvable sets, so each query, of a design set or an unseen
+    one, is scored by a model that never saw its text). Kept beside the stored design study
+    (:func:`~toolbench_lib.data.tables.cached_tables`): notebook 12 and the explorer's views of both studies
+    read one cross-fit."""
+    def make() -> dict[str, pd.DataFrame]:
+        queries = _training_queries(design, validation)
+        table = _features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
+        cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
+        frame = table.frame().drop(columns="label").assign(score=cf.scores)
+        frame = frame.sort_values(["qkey", "score", "api_id"], ascending=[True, False, True], kind="stable")
+        frame.insert(1, "rank", frame.groupby("qkey", sort=False).cumcount() + 1)
+        frame = frame[frame["rank"] <= depth].reset_index(drop=True)
+        frame.loc[frame["rank"] > TOP_EXPLAINED, table.names] = np.nan
+        return {"lists": frame[["qkey", "rank", "api_id", "score", *table.names]]}
+
+    key = _frame_key(design, validation, spec, run, seed, label_gt, depth)
+    return make()["lists"] if key is None else cached_tables(design.folder, key, make)["lists"]
+
+
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                  label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True,
                  tables: dict | None = None) -> tuple[dict, Fitted | None]:
-    """``(lists, model)`` of one ranker: out-of-fold lists of every query of ``design``'s run ``run`` and of
-    ``validation``'s run 0, cross-fitted over both at once (:func:`~toolbench_lib.retrieval.ltr.crossfit`:
-    folds grouped by query text over the eight solvable sets, so each query, of a design set or an unseen
-    one, is scored by a model that never saw its text), and the model fitted on every one of them, for
-    held-out query files (None without ``fit_model``). ``tables`` keeps each run's features for a call with
-    other labels."""
+    """``(lists, model)`` of one ranker: the out-of-fold lists of :func:`learned_frame`, and the model fitted
+    on every one of its queries, for held-out query files (None without ``fit_model``). ``tables`` keeps
+    each run's features for a call with other labels."""
+    if not fit_model:
+        frame = learned_frame(design, validation, spec, run, seed, label_gt, depth, tables)
+        return {q: g.tolist() for q, g in frame.groupby("qkey", sort=False)["api_id"]}, None
     queries = _training_queries(design, validation)
     qrels = qrels_of(queries, label_gt)
-    table = (tables or {}).get((spec, run, depth))
-    if table is None:
-        runs = study_runs(design, spec, run)
-        if validation is not None:
-            more = [k for k in validation.queries["qkey"] if k not in runs]
-            runs.update(study_runs(validation, spec, 0, more))
-        table = feature_table(runs, spec, qrels, depth)
-        if tables is not None:
-            tables[(spec, run, depth)] = table
-    else:  # the same candidates and features, this ground truth's labels
-        pairs = zip(table.qkeys, table.api_ids, strict=True)
-        table = replace(table, y=np.array([float(a in qrels.get(q, ())) for q, a in pairs]))
+    table = _features(design, validation, spec, run, qrels, depth, tables)
     cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
     lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
-    if not fit_model:
-        return lists, None
     trained = [k for k in table.queries if k in cf.fold]
     return lists, fit(table, spec, trained, queries.set_index("qkey")["subset"].to_dict(), seed, label_gt)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path, read_verified, write_checksum
+from .atomic import atomic_path, folder_lock, read_verified, write_checksum
 
 TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -33,12 +33,7 @@ def code_hash(*parts: str) -> str:
     return h.hexdigest()[:16]
 
 
-def cached_tables(folder: Path, key: str,
-                  make: Callable[[], dict[str, pd.DataFrame]] | None) -> dict[str, pd.DataFrame] | None:
-    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-<code>/``
-    (``code``: :func:`code_hash` of the whole package): read when every file holds its checksum, else made
-    by ``make()`` and written, ``index.json`` last (with ``make`` None: None, nothing made)."""
-    where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash()}"
+def _read_tables(where: Path) -> dict[str, pd.DataFrame] | None:
     try:
         names = json.loads((where / "index.json").read_text())
         blobs = {n: read_verified(where / f"{n}.parquet") for n in names}
@@ -46,14 +41,29 @@ def cached_tables(folder: Path, key: str,
             return {n: pd.read_parquet(io.BytesIO(b)) for n, b in blobs.items()}
     except (OSError, ValueError):
         pass
-    if make is None:
-        return None
-    tables = make()
+    return None
+
+
+def cached_tables(folder: Path, key: str,
+                  make: Callable[[], dict[str, pd.DataFrame]] | None) -> dict[str, pd.DataFrame] | None:
+    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-<code>/``
+    (``code``: :func:`code_hash` of the whole package): read when every file holds its checksum, else made
+    by ``make()`` and written, ``index.json`` last (with ``make`` None: None, nothing made). Two processes
+    making the same tables take turns (:func:`~.atomic.folder_lock`): the second reads the first's."""
+    where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash()}"
+    tables = _read_tables(where)
+    if tables is not None or make is None:
+        return tables
     where.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        with atomic_path(where / f"{name}.parquet") as tmp:
-            table.to_parquet(tmp, index=False)
-        write_checksum(where / f"{name}.parquet")
-    with atomic_path(where / "index.json") as tmp:
-        tmp.write_text(json.dumps(list(tables)))
+    with folder_lock(where):
+        tables = _read_tables(where)
+        if tables is not None:
+            return tables
+        tables = make()
+        for name, table in tables.items():
+            with atomic_path(where / f"{name}.parquet") as tmp:
+                table.to_parquet(tmp, index=False)
+            write_checksum(where / f"{name}.parquet")
+        with atomic_path(where / "index.json") as tmp:
+            tmp.write_text(json.dumps(list(tables)))
     return tables

@@ -1,27 +1,51 @@
-"""The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods: each query's ranking
-by the out-of-fold LightGBM score (every query scored by a model that never saw it, as
-:func:`~toolbench_lib.analysis.ltr.explain` scores it) and the features behind its top APIs.
+"""The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods: the rankings that
+notebook 12 reports and the features behind each query's top APIs
+(:func:`~toolbench_lib.analysis.ltr.learned_frame`: run 0's stubs, cross-fitted over the retriever study and
+its validation study at once, every query scored by a model that never saw its text), read where notebook 12
+kept them, else computed once and kept.
 
-Computed once with the explorer's views (:mod:`.explorer_views`) where the study holds a ranker's
-components (the retriever study: dense and BM25 rankings of the query and of the stubs)."""
+Every run of the study shows run 0's ranking, as the report weighs the rankers (their mean over runs is run
+0's).
+"""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.ltr import TOP_EXPLAINED, learned_frame
 from ..config import DEPTH, SEED
 from ..retrieval.fusion_specs import component_methods
-from ..retrieval.ltr import NAMED, crossfit, qrels_of
-from ..retrieval.ltr_features import feature_table, study_runs
-from ..study.stored import RANKINGS_COLUMNS
+from ..retrieval.ltr import NAMED
+from ..study.experiment import stored_study_dir
+from ..study.stored import RANKINGS_COLUMNS, StudyResult
 
-TOP_EXPLAINED = 3  # the top APIs of each query whose features are stored
 EXPLORED = ("ltr", "ltr-nollm")  # ltr-4runs, every run's stubs at once, is measured by analysis.ltr_study
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
+# the run names notebooks 03 and 12 store the pair as
+DESIGN, VALIDATION = "-retrievers", "-validation-retrievers"
 
 log = logging.getLogger(__name__)
+
+
+def partner_folder(folder: Path | None) -> Path | None:
+    """The other study of a retriever study's pair (``<run>-retrievers`` and ``<run>-validation-retrievers``),
+    where it is stored; else None."""
+    if folder is None:
+        return None
+    run = Path(folder).parents[1].name
+    if run.endswith(VALIDATION):
+        other = run.removesuffix(VALIDATION) + DESIGN
+    elif run.endswith(DESIGN):
+        other = run.removesuffix(DESIGN) + VALIDATION
+    else:
+        return None
+    try:
+        return stored_study_dir(other, outputs_dir=Path(folder).parents[2] / other)
+    except (FileNotFoundError, ValueError, OSError):
+        return None
 
 
 def learned_methods(result) -> list[str]:
@@ -31,42 +55,45 @@ def learned_methods(result) -> list[str]:
             if n in EXPLORED and set(component_methods(spec.components)) <= have]
 
 
+def _pair(result) -> tuple:
+    """``(design, validation)``: the study and its partner in the order :func:`learned_frame` takes them."""
+    folder = partner_folder(result.folder)
+    if folder is None:
+        return result, None
+    partner = StudyResult.load(folder)
+    if set(learned_methods(partner)) != set(learned_methods(result)):
+        return result, None
+    is_validation = Path(result.folder).parents[1].name.endswith(VALIDATION)
+    return (partner, result) if is_validation else (result, partner)
+
+
 def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                   label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(rankings, features)``: each learned ranker's final ranking per run (``rankings`` rows, the score
-    its out-of-fold LightGBM score, the row the study's rankings give the API) and the features of each
-    query's top :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id, score, feature, value``)."""
+    """``(rankings, features)``: each learned ranker's ranking of the study's queries in every run
+    (``rankings`` rows, the score its out-of-fold LightGBM score, the row the study's rankings give the API)
+    and the features of each query's top :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id,
+    score, feature, value``)."""
     hits, features = [], []
-    api_rows = result.api_rows()
-    for name in learned_methods(result):
-        spec = NAMED[name]
-        once = set(spec.methods) <= set(result.deterministic)  # the same rankings in every run
-        first: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    methods = learned_methods(result)
+    design, validation = _pair(result) if methods else (result, None)
+    keys, api_rows = set(result.queries["qkey"]), result.api_rows()
+    for name in methods:
+        try:
+            frame = learned_frame(design, validation, NAMED[name], 0, seed, label_gt, depth)
+        except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
+            log.warning("learned ranker %s not computed: %s", name, exc)
+            continue
+        frame = frame[frame["qkey"].isin(keys)]
+        ranking = pd.DataFrame({"qkey": frame["qkey"].to_numpy(), "method": name, "run": 0,
+                                "rank": frame["rank"].to_numpy(),
+                                "row": frame["api_id"].map(api_rows).astype("int64").to_numpy(),
+                                "api_id": frame["api_id"].to_numpy(), "score": frame["score"].to_numpy()})
+        top = frame[frame["rank"] <= TOP_EXPLAINED]
+        long = top.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature", value_name="value")
+        long = long.assign(method=name, run=0)[FEATURE_COLUMNS]
         for run in range(result.n_runs):
-            if once and first is not None:  # computed once, stored for each run
-                hits.append(first[0].assign(run=run))
-                features.append(first[1].assign(run=run))
-                continue
-            try:
-                table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
-                cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
-            except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
-                log.warning("learned ranker %s of run %d not computed: %s", name, run, exc)
-                continue
-            frame = table.frame().assign(score=cf.scores)
-            frame = frame.sort_values(["qkey", "score", "api_id"], ascending=[True, False, True],
-                                      kind="stable")
-            frame["rank"] = frame.groupby("qkey", sort=False).cumcount() + 1
-            top = frame[frame["rank"] <= depth]
-            hits.append(pd.DataFrame({"qkey": top["qkey"].to_numpy(), "method": name, "run": run,
-                                      "rank": top["rank"].to_numpy(),
-                                      "row": top["api_id"].map(api_rows).astype("int64").to_numpy(),
-                                      "api_id": top["api_id"].to_numpy(), "score": top["score"].to_numpy()}))
-            explained = top[top["rank"] <= TOP_EXPLAINED].drop(columns="label")
-            long = explained.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
-                                  value_name="value")
-            features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
-            first = hits[-1], features[-1]
+            hits.append(ranking.assign(run=run))
+            features.append(long.assign(run=run))
     hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=RANKINGS_COLUMNS)
     features_frame = (pd.concat(features, ignore_index=True) if features else
                       pd.DataFrame(columns=FEATURE_COLUMNS))

@@ -39,7 +39,7 @@ from ..data.tables import code_hash
 from ..eval.evaluation import evaluate
 from ..retrieval.fused import BASELINES, fused_runs, methods_over
 from ..study.stored import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
-from .learned import learned_views
+from .learned import learned_views, partner_folder
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
@@ -66,8 +66,13 @@ def check_views_place(folder: Path) -> None:
 
 
 def study_fingerprint(folder: Path) -> str:
-    """sha256 of the study's ``checksums.json`` (which covers every stored table)."""
-    return hashlib.sha256((Path(folder) / TABLE_CHECKSUMS).read_bytes()).hexdigest()
+    """sha256 of the study's ``checksums.json`` (which covers every stored table) and of its partner's, whose
+    queries the learned rankers are cross-fitted with (:func:`~.learned.partner_folder`)."""
+    h = hashlib.sha256((Path(folder) / TABLE_CHECKSUMS).read_bytes())
+    partner = partner_folder(folder)
+    if partner is not None:
+        h.update((partner / TABLE_CHECKSUMS).read_bytes())
+    return h.hexdigest()
 
 
 def fused_methods(result: StudyResult) -> list[str]:
