@@ -183,11 +183,11 @@ def test_real_embedding_logs_its_estimate_and_keeps_its_vectors(ds, embedder, tm
     assert np.array_equal(shown, quiet)
 
 
-ETA_SLICE = 3000
+ETA_SLICE = 1500
 
 
 def test_estimate_on_a_registry_slice_against_its_real_time(ds, embedder, tmp_path, monkeypatch, caplog):
-    """3,000 registry texts drawn at random (so they follow the registry's lengths), embedded for real with
+    """1,500 registry texts drawn at random (so they follow the registry's lengths), embedded for real with
     the timed sample first: the log ends with the time taken beside the estimate printed before the start,
     and the error is printed. A timing on a shared machine is a measurement (``bench --only eta``), not a
     pass mark: only an estimate off by more than a factor of four fails."""

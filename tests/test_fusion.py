@@ -15,6 +15,7 @@ from toolbench_lib.retrieval.fusion_specs import FusionSpec, Ranked, RoundRobin,
 from toolbench_lib.retrieval.tuning import Tuned
 from toolbench_lib.study.stored import StudyResult
 
+from .conftest import SLICE_APIS, SLICE_QUERIES
 from .hand_tables import study_of_hits
 
 
@@ -253,7 +254,8 @@ def test_evaluate_prints_fused_methods_with_extra_metrics(ds, embedder, capsys) 
     from toolbench_lib.cli import main
 
     code = main(["evaluate", "--method", "rtp,ptr,combsum2-mm", "--backend", "rules", "--runs", "1",
-                 "--plan-limit", "0", "--max-apis", "2500", "--limit", "5", "--model", "all-MiniLM-L6-v2",
+                 "--plan-limit", "0", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
+                 "--model", "all-MiniLM-L6-v2",
                  "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)

@@ -17,6 +17,7 @@ from toolbench_lib.retrieval.retrievers import get_retriever, method_name, split
 from toolbench_lib.retrieval.tuning import candidate_specs, weight_grid
 from toolbench_lib.study.stored import StudyResult
 
+from .conftest import SLICE_APIS, SLICE_QUERIES
 from .hand_tables import HIT_COLUMNS, study_of_hits
 
 # Two sets of two queries; ground truth: G1 q1 {a}, q2 {b}; G2 q3 {c, d}, q4 {e, f}.
@@ -171,8 +172,10 @@ def test_costs_name_calls_tokens_and_time():
 def test_evaluate_with_retriever_families_on_the_slice(ds, embedder, capsys, tmp_path):
     from toolbench_lib.cli import main
 
-    assert main(["evaluate", "--method", "rtp,fuse2", "--retriever", "dense,bm25,hybrid", "--subset", "G1",
-                 "--max-apis", "2500", "--limit", "10", "--json", "--save", str(tmp_path / "s")]) == 0
+    # the suite's slice (its embeddings are cached by then): G1-G3, 15 queries each, 2,500 APIs
+    assert main(["evaluate", "--method", "rtp,fuse2", "--retriever", "dense,bm25,hybrid", "--max-apis",
+                 str(SLICE_APIS), "--limit", str(SLICE_QUERIES), "--json", "--save",
+                 str(tmp_path / "s")]) == 0
     out = json.loads(capsys.readouterr().out)
     methods = out["subsets"]["G1"]["methods"]
     assert set(methods) == {"rtp", "rtp@bm25", "rtp@hybrid", "fuse2"}
