@@ -467,7 +467,7 @@ def test_status_counts_are_computed_from_the_rows():
                                             "unexplained", "setup difference", "not tested", "", ""]})
     assert status_counts(report) == {"consistent": 1, "differs": 5, "explained": 1,
                                      "partly explained": 1, "unexplained": 1, "setup difference": 1,
-                                     "not tested": 1, "not scored": 1, "not found": 1}
+                                     "not tested": 1, "inconclusive": 0, "not scored": 1, "not found": 1}
 
 
 def test_causes_file_is_quantitative_and_names_existing_tables(tmp_path):
@@ -667,15 +667,26 @@ def test_the_query_counts_are_explained_in_one_line():
 
 
 
-def test_an_ordering_is_consistent_only_on_the_papers_side():
+def test_an_ordering_is_judged_by_its_ci():
     """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI reaches above 0 would meet
-    the bound {min: 0}, but as an ordering (PtR more) it differs; a tie is no ordering either."""
+    the bound {min: 0}, but as an ordering (PtR more) it is inconclusive; a CI wholly on one side of the bound
+    is consistent or differs; without a CI the estimate decides; a tie is no ordering."""
     assert compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06))[1] == "consistent"  # a bound met by the CI
     diff, status, _, basis = compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06), ordering=True)
-    assert status == "differs" and basis.startswith("the paper's ordering") and "[-0.200, 0.060]" in basis
-    assert compare(0.03, {"min": 0.0}, ci=(-0.01, 0.07), ordering=True)[1] == "consistent"
+    assert status == "inconclusive" and basis.startswith("the paper's ordering")
+    assert "[-0.200, 0.060]" in basis
+    assert "estimate on the other side" in basis
+    assert "estimate on the paper's side" in compare(0.03, {"min": 0.0}, ci=(-0.01, 0.07), ordering=True)[3]
+    assert compare(0.03, {"min": 0.0}, ci=(0.01, 0.07), ordering=True)[1] == "consistent"
+    assert compare(0.53, {"min": 0.5}, ci=(0.49, 0.57), ordering=True)[1] == "inconclusive"  # AUROC at chance
+    assert compare(-0.05, {"min": 0.0}, ci=(-0.09, -0.01), ordering=True)[1:3] == ("differs", "below")
     assert compare(-0.026, {"max": 0.0}, ordering=True)[1] == "consistent"
     assert compare(0.0, {"max": 0.0}, ordering=True)[1:3] == ("differs", "")
+    from toolbench_lib.report.scorecard import status_counts
+
+    report = pd.DataFrame({"status": ["consistent", "inconclusive", "differs"], "cause_status": ["", "", ""]})
+    counts = status_counts(report)
+    assert [counts[s] for s in ("consistent", "inconclusive", "differs", "not found")] == [1, 1, 1, 0]
     rows = {e["id"]: e for e in load_references()["entries"]}
     assert all(rows[i].get("ordering") for i in ("g1_rtp_ahead_at_every_k", "g2_ptr_ahead_at_every_k",
                                                  "g3_ptr_names_more_apis"))

@@ -166,10 +166,11 @@ def raw_floats(markdown: str) -> list[str]:
 
 
 def check_scored_rows(rows: Iterable[Mapping]) -> list[str]:
-    """Every scored row (consistent or differs) has a 95% CI or a stated reason for a point comparison."""
+    """Every scored row (consistent, differs or inconclusive) has a 95% CI or a stated reason for a point
+    comparison."""
     problems = []
     for r in rows:
-        if r.get("status") not in ("consistent", "differs"):
+        if r.get("status") not in ("consistent", "differs", "inconclusive"):
             continue
         has_ci = r.get("ci_low") == r.get("ci_low") and r.get("ci_low") is not None  # not NaN
         reason = str(r.get("basis") or "").strip()

@@ -21,6 +21,7 @@ from ..study.experiment import ExperimentConfig
 from .locate import (
     CONSISTENT,
     DIFFERS,
+    INCONCLUSIVE,
     NOT_SCORED,
     TableCache,
     compare,
@@ -333,13 +334,14 @@ def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> p
     return compare_entries(load_references(references)["entries"], cfg.tables_dir)
 
 
-STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, "not scored",
-               "not found")
+STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, INCONCLUSIVE,
+               "not scored", "not found")
 
 
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
-    """Counts of the rows by status (consistent / differs / not scored / not found) and of the rows that
-    differ by cause status (explained / partly explained / unexplained / setup difference / not tested)."""
+    """Counts of the rows by status (consistent / differs / inconclusive / not scored / not found) and of the
+    rows that differ by cause status (explained / partly explained / unexplained / setup difference / not
+    tested)."""
     differs = report["status"] == DIFFERS
     cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
     out = {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum())}
@@ -347,6 +349,7 @@ def status_counts(report: pd.DataFrame) -> dict[str, int]:
         out[key] = int((differs & (cause == key)).sum())
     out[PARTLY] = int((differs & cause.str.startswith(PARTLY)).sum())
     out[UNEXPLAINED] += int((differs & (cause == "")).sum())
+    out[INCONCLUSIVE] = int((report["status"] == INCONCLUSIVE).sum())
     out["not scored"] = int((report["status"] == NOT_SCORED).sum())
-    out["not found"] = int((~report["status"].isin([CONSISTENT, DIFFERS, NOT_SCORED])).sum())
+    out["not found"] = int((~report["status"].isin([CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED])).sum())
     return {key: out[key] for key in STATUS_KEYS}

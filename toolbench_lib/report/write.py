@@ -37,7 +37,7 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
-from .locate import DIFFERS, NOT_SCORED, TableCache
+from .locate import DIFFERS, INCONCLUSIVE, NOT_SCORED, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
@@ -175,7 +175,7 @@ def section_rows(report: pd.DataFrame, prefixes) -> pd.DataFrame:
 def section_sentence(rows: pd.DataFrame) -> str:
     """A generated sentence on a section's rows: how many are consistent, which differ and why."""
     c = status_counts(rows)
-    found = c["consistent"] + c["differs"]
+    found = c["consistent"] + c["differs"] + c[INCONCLUSIVE]
     if found == 0:
         return (f"None of the paper's {len(rows)} numbers of this section was measured in this run "
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
@@ -184,6 +184,8 @@ def section_sentence(rows: pd.DataFrame) -> str:
     differs = rows[rows["status"] == DIFFERS]
     if len(differs):
         parts.append("differing: " + ", ".join(f"{r.id} ({r.direction})" for r in differs.itertuples()))
+    if c[INCONCLUSIVE]:
+        parts.append(f"{c[INCONCLUSIVE]} inconclusive (the 95% CI holds the paper's bound)")
     if c["not scored"]:
         parts.append(f"{c['not scored']} not scored")
     if c["not found"]:
