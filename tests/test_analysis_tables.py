@@ -300,7 +300,12 @@ def test_k_ablation_by_hand(study):
     gain = row(t, subset="G1", method="ptr", k=3)["recall_gain"]
     assert gain == pytest.approx(0.875 - 1.0)
     assert row(t, subset="G1", method="rtp", k=3)["recall_gain"] == gain
-    for metric in ("recall", "precision", "recall_gain"):
+    # How far the gain moved from k = 1: the gain at k minus the gain at 1 (0 at k = 1), NaN without k = 1.
+    g1 = row(t, subset="G1", method="ptr", k=1)["recall_gain"]
+    assert row(t, subset="G1", method="ptr", k=3)["recall_gain_vs_k1"] == pytest.approx(gain - g1)
+    assert (t.loc[t["k"] == 1, "recall_gain_vs_k1"] == 0).all()
+    assert k_ablation(study, ks=[2, 3], gts=["candidates"])["recall_gain_vs_k1"].isna().all()
+    for metric in ("recall", "precision", "recall_gain", "recall_gain_vs_k1"):
         assert (t[f"{metric}_ci_low"] <= t[metric] + 1e-12).all()
         assert (t[metric] <= t[f"{metric}_ci_high"] + 1e-12).all()
     assert (t["recall_ci_high"] > t["recall_ci_low"]).any()

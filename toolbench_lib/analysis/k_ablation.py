@@ -21,7 +21,8 @@ from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
 ABLATION_EXTRA = ["recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high", "recall_gain",
-                  "recall_gain_ci_low", "recall_gain_ci_high", "n_queries"]
+                  "recall_gain_ci_low", "recall_gain_ci_high", "recall_gain_vs_k1",
+                  "recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high", "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
 BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", "rtp_k10_recall_ci_low", "rtp_k10_recall_ci_high",
                 "ptr_k5_recall_ci_low", "ptr_k5_recall_ci_high"]
@@ -49,7 +50,8 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
     divides by ``k`` even when fewer APIs were retrieved); then the mean over runs. Each value has a
     bootstrap 95% CI over queries (``<metric>_ci_low`` / ``_ci_high``, per query the mean over runs), and
     ``recall_gain`` is PtR minus RtP recall@k on the same queries with its paired bootstrap CI (the same on
-    both methods' rows).
+    both methods' rows); ``recall_gain_vs_k1`` is how far that gain moved from k = 1 (per query, the gain
+    at k minus the gain at 1; NaN where k = 1 is not computed), with its CI: whether a gap is stable in k.
     """
     ks = list(ks)
     depth = stored_depth(result)
@@ -68,13 +70,14 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                 found = q["qkey"].map(hits_k).fillna(0).to_numpy(dtype=float)
                 per_query.setdefault((method, k), []).append(found)
         means = {key: np.mean(runs, axis=0) for key, runs in per_query.items()}
+        recalls = {key: np.divide(found, n, out=np.zeros_like(found), where=n > 0)
+                   for key, found in means.items()}
+        gains = {k: recalls[("ptr", k)] - recalls[("rtp", k)] for k in ks
+                 if ("ptr", k) in recalls and ("rtp", k) in recalls}
         for (method, k), found in means.items():
-            recall = np.divide(found, n, out=np.zeros_like(found), where=n > 0)
-            other = means.get(("rtp" if method == "ptr" else "ptr", k))
-            gain = None
-            if other is not None and method in ("rtp", "ptr"):
-                other_recall = np.divide(other, n, out=np.zeros_like(other), where=n > 0)
-                gain = recall - other_recall if method == "ptr" else other_recall - recall
+            recall = recalls[(method, k)]
+            gain = gains.get(k) if method in ("rtp", "ptr") else None
+            moved = gain - gains[1] if gain is not None and 1 in gains else None
             for subset in dict.fromkeys(subsets):
                 mask = subsets == subset
                 row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
@@ -83,6 +86,8 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                 with_ci(row, "precision", found[mask] / k)
                 row["recall_gain"] = float(gain[mask].mean()) if gain is not None else np.nan
                 with_ci(row, "recall_gain", gain[mask] if gain is not None else [])
+                row["recall_gain_vs_k1"] = float(moved[mask].mean()) if moved is not None else np.nan
+                with_ci(row, "recall_gain_vs_k1", moved[mask] if moved is not None else [])
                 row["n_queries"] = int(mask.sum())
                 rows.append(row)
     out = pd.DataFrame(rows)

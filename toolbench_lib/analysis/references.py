@@ -44,8 +44,8 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                      "p", "p_holm", "family", "rtp_wins", "ptr_wins", "ties", "p_wilcoxon_robustness",
                      "p_runs_robustness"),
     "ttests": ("subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value", "ptr_mean"),
-    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "n_queries",
-                   *_ci("recall", "precision", "recall_gain")),
+    "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "recall_gain_vs_k1",
+                   "n_queries", *_ci("recall", "precision", "recall_gain", "recall_gain_vs_k1")),
     "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall",
                      *_ci("rtp_k10_recall", "ptr_k5_recall")),
     "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
@@ -200,8 +200,8 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
 def paper_numbers(entry: Mapping) -> list[float]:
     """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
     a worked example's two recalls."""
-    if entry.get("ordering"):
-        return []  # a claim of sign (PtR ahead): its bound 0 is not a number the paper writes
+    if entry.get("ordering") or entry.get("stable"):
+        return []  # a claim of sign (PtR ahead) or of no change: its 0 is not a number the paper writes
     if "difference_of" in entry:  # a difference of two numbers the paper writes (0.874 - 0.872)
         return [float(v) for v in entry["difference_of"]]
     out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
