@@ -668,10 +668,10 @@ def test_the_query_counts_are_explained_in_one_line():
 
 
 def test_an_ordering_is_judged_by_its_ci():
-    """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI reaches above 0 would meet
-    the bound {min: 0}, but as an ordering (PtR more) it is inconclusive; a CI wholly on one side of the bound
-    is consistent or differs; without a CI the estimate decides; a tie is no ordering."""
-    assert compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06))[1] == "consistent"  # a bound met by the CI
+    """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI holds 0 is inconclusive, as a
+    bound {min: 0} or as an ordering (PtR more); a CI wholly on one side of the bound is consistent or
+    differs; without a CI the estimate decides; a tie is no ordering."""
+    assert compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06))[1] == "inconclusive"  # a bound, held by the CI
     diff, status, _, basis = compare(-0.07, {"min": 0.0}, ci=(-0.2, 0.06), ordering=True)
     assert status == "inconclusive" and basis.startswith("the paper's ordering")
     assert "[-0.200, 0.060]" in basis
@@ -681,6 +681,11 @@ def test_an_ordering_is_judged_by_its_ci():
     assert compare(0.53, {"min": 0.5}, ci=(0.49, 0.57), ordering=True)[1] == "inconclusive"  # AUROC at chance
     assert compare(-0.05, {"min": 0.0}, ci=(-0.09, -0.01), ordering=True)[1:3] == ("differs", "below")
     assert compare(-0.026, {"max": 0.0}, ordering=True)[1] == "consistent"
+    # A one-sided bound (the paper's "≥ 0.96") is judged by the same rule; a two-sided range is met by the CI.
+    assert compare(0.95, {"min": 0.96}, ci=(0.906, 0.989))[1] == "inconclusive"
+    assert compare(0.97, {"min": 0.96}, ci=(0.96, 0.99))[1] == "consistent"
+    assert compare(0.90, {"min": 0.96}, ci=(0.85, 0.95))[1:3] == ("differs", "below")
+    assert compare(0.25, {"min": 0.27, "max": 0.29}, ci=(0.20, 0.28))[1] == "consistent"
     assert compare(0.0, {"max": 0.0}, ordering=True)[1:3] == ("differs", "")
     from toolbench_lib.report.scorecard import status_counts
 

@@ -346,6 +346,13 @@ def test_trajectory_by_hand(study):
     assert tuple(g2[["fidelity", "used_share", "mean_steps", "mean_apis_named", "refusal_rate"]]) == \
         pytest.approx((1.0, 0.25, 0.5, 0.5, 0.5))
     assert g2["jaccard_rtp_ptr"] == 0.0
+    # PtR's minus RtP's APIs named, per query planned by both, the same on both rows, inside its paired CI
+    for subset in ("G1", "G2"):
+        a, b = row(t, subset=subset, method="ptr"), row(t, subset=subset, method="rtp")
+        assert a["apis_named_ptr_minus_rtp"] == b["apis_named_ptr_minus_rtp"]
+        assert a["apis_named_ptr_minus_rtp_ci_low"] <= a["apis_named_ptr_minus_rtp"] <= \
+            a["apis_named_ptr_minus_rtp_ci_high"]
+    assert p["apis_named_ptr_minus_rtp"] == pytest.approx(p["mean_apis_named"] - r["mean_apis_named"])
 
 
 def test_miss_behaviour_by_hand(study):

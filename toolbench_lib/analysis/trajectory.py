@@ -22,7 +22,9 @@ TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_s
                       "mean_apis_named", "refusal_rate", "n_plans"]
 TRAJECTORY_CI = ("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named", "refusal_rate")
 TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named",
-                    *[f"{c}_ci_{e}" for c in TRAJECTORY_CI for e in ("low", "high")]]
+                    *[f"{c}_ci_{e}" for c in TRAJECTORY_CI for e in ("low", "high")],
+                    "apis_named_ptr_minus_rtp", "apis_named_ptr_minus_rtp_ci_low",
+                    "apis_named_ptr_minus_rtp_ci_high"]
 MISS_COLUMNS = ["subset", "method", "n_complete_miss", "refusal_rate_on_miss", "wrong_tool_rate_on_miss"]
 MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss", "n_refusal_on_miss",
               "n_wrong_tool_on_miss", "refusal_rate_on_miss_ci_low", "refusal_rate_on_miss_ci_high",
@@ -74,15 +76,19 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     named APIs (pairs where neither plan named an API are left out); it is the same on both rows.
     ``used_share`` is the mean over plans of the share of the shown top-``k`` APIs that the plan named.
     Each has a bootstrap 95% CI over queries (``<column>_ci_low`` / ``_ci_high``; per query, the mean
-    over its plans or pairs).
+    over its plans or pairs). ``apis_named_ptr_minus_rtp`` is PtR's minus RtP's APIs named, per query
+    planned by both (the same on both rows), with its paired CI.
     """
     if result.plans.empty:
         return _empty(TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
     plans = plan_table(result, k)
     jac = jaccard_pairs(plans)
     rows = []
+    named = plans.groupby(["subset", "qkey", "method"])["n_named"].mean().unstack("method")
     for subset in subset_order(result):
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
+        both = named.loc[subset].dropna() if subset in named.index and {"rtp", "ptr"} <= set(named) else None
+        gap = (both["ptr"] - both["rtp"]).to_numpy(dtype=float) if both is not None else np.array([])
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
@@ -107,6 +113,8 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                 with_ci(rows[-1], col, by_query[src].to_numpy(dtype=float))
             with_ci(rows[-1], "jaccard_rtp_ptr",
                     jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean().to_numpy(dtype=float))
+            rows[-1]["apis_named_ptr_minus_rtp"] = float(gap.mean()) if gap.size else np.nan
+            with_ci(rows[-1], "apis_named_ptr_minus_rtp", gap)
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
 
 

@@ -176,10 +176,10 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
     (``ci``) the status is "consistent" when the CI meets the paper's value, or its range, or (a "~"
     number) its value ± ``tolerance``. Without one: within ``tolerance``, else equal at the paper's last
     decimal, or inside the paper's range. "differs" otherwise, with the direction of this run against
-    the paper (above / below). An ``ordering`` (a claim of sign, e.g. ``{min: 0}``: PtR ahead) is
-    consistent when this run's 95% CI lies on the paper's side of its bound, differs when it lies on the
-    other side and is "inconclusive" when it holds the bound; without a CI, by the estimate alone. A tie
-    differs.
+    the paper (above / below). A one-sided claim (a bound, ``{min: 0.96}``, or an ``ordering``, a claim of
+    sign such as ``{min: 0}``: PtR ahead) is consistent when this run's 95% CI lies on the paper's side of
+    its bound, differs when it lies on the other side and is "inconclusive" when it holds the bound; without
+    a CI, by the estimate alone. A tie differs from an ordering.
     """
     if "value" in bounds:
         paper = bounds["value"]
@@ -199,18 +199,21 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
-    if ordering:
-        if this_run in (low, high):
-            return 0.0, DIFFERS, "", "the paper's ordering: a tie"
-        if ci is not None:
-            basis = f"the paper's ordering, by this run's 95% CI [{fmt_number(ci[0])}, {fmt_number(ci[1])}]"
-            if low < ci[0] and ci[1] < high:
-                return 0.0, CONSISTENT, "", basis
-            if ci[0] <= low <= ci[1] or ci[0] <= high <= ci[1]:
-                side = "the paper's" if low < this_run < high else "the other"
-                return 0.0, INCONCLUSIVE, "", f"{basis}, holding the paper's bound (estimate on {side} side)"
-        else:
-            basis = "the paper's ordering, by this run's estimate (no CI)"
+    one_sided = math.isfinite(low) != math.isfinite(high)
+    claim = "the paper's ordering" if ordering else "the paper's bound"
+    if ordering and this_run in (low, high):
+        return 0.0, DIFFERS, "", "the paper's ordering: a tie"
+    if (ordering or one_sided) and ci is not None:
+        basis = f"{claim}, by this run's 95% CI [{fmt_number(ci[0])}, {fmt_number(ci[1])}]"
+        inside = (low < ci[0] and ci[1] < high) if ordering else (low <= ci[0] and ci[1] <= high)
+        if inside:
+            return 0.0, CONSISTENT, "", basis
+        if ci[0] <= low <= ci[1] or ci[0] <= high <= ci[1]:
+            ours = (low < this_run < high) if ordering else (low <= this_run <= high)
+            side = "the paper's" if ours else "the other"
+            return 0.0, INCONCLUSIVE, "", f"{basis}, holding the paper's bound (estimate on {side} side)"
+    elif ordering:
+        basis = "the paper's ordering, by this run's estimate (no CI)"
     elif ci is not None:
         ok = _overlaps(ci[0], ci[1], low, high)
         basis += (f" {'meets' if ok else 'misses'} this run's 95% CI "
