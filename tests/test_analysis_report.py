@@ -766,3 +766,26 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     table = summary_tables(tmp_path)["ablations"]
     assert list(table.columns) == ["method", "G1", "G1_tool"]  # design sets first
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
+
+
+def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):
+    """A learned ranker ahead on every design set but not on an unseen one does not meet the goal, as a fused
+    method would not: the fused and learned rows of both parts are judged together."""
+    from types import SimpleNamespace
+
+    from toolbench_lib.report.front import Ledger
+    from toolbench_lib.report.write import goal_lines
+
+    def fused(subsets, lo):
+        return pd.DataFrame({"subset": subsets, "method": "fuse4 (fixed a priori)", "reference": "rtp@hybrid",
+                             "diff": 0.05, "diff_lo": lo, "diff_hi": 0.09})
+
+    fused(["G1", "G2"], 0.01).to_csv(tmp_path / "retriever_fusion_design.csv", index=False)
+    fused(["G1_tool"], 0.02).to_csv(tmp_path / "retriever_fusion_unseen.csv", index=False)
+    pd.DataFrame({"gt": "candidates", "against": "best single", "method": "ltr", "reference": "rtp@hybrid",
+                  "part": ["design", "design", "unseen"], "subset": ["G1", "G2", "G1_tool"],
+                  "diff": [0.09, 0.05, 0.02], "ci_low": [0.05, 0.02, -0.01], "ci_high": [0.13, 0.08, 0.05]}
+                 ).to_csv(tmp_path / "ltr_comparison.csv", index=False)
+    first = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger(), short=True)[0]
+    assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in first
+    assert first.endswith(": `fuse4 (fixed a priori)`.")

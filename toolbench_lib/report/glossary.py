@@ -113,9 +113,9 @@ TERMS_MORE: tuple[Term, ...] = (
          "over the recorded runs, PtR minus RtP per set by a paired t-test, Holm over the three sets.",
          "analysis.endpoint.PRIMARY"),
     Term("the goal (beyond the paper)",
-         "A fused or learned method meets the goal when, on every set, the paired 95% CI of its recall "
-         "margin "
-         "over the best single architecture of any family lies above 0.",
+         "A fused or learned method meets the goal when, on every set (the design sets and the unseen sets "
+         "alike), the paired 95% CI of its recall margin over the best single architecture of any family "
+         "lies above 0.",
          "analysis.fusion_board.GOAL"),
     Term("nDCG, MRR, COMP@k",
          "nDCG@k rewards ground-truth APIs ranked higher; MRR is the mean of 1 / rank of the first hit; "

@@ -216,12 +216,15 @@ ARCH = {"rtp": "RtP", "ptr": "PtR"}
 
 def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
     """"Beyond the paper": :data:`~.fusion_board.GOAL` and which fused or learned methods meet it over every
-    family (notebook 12), then notebook 10's result against the dense architectures of the main study."""
+    family (notebook 12), on the design and the unseen sets alike, then notebook 10's result against the
+    dense architectures of the main study."""
     cache = TableCache(cfg.tables_dir)
     design, main, learned = cache.get(GOAL_TABLE), cache.get("beyond_goal"), cache.get(LTR_TABLE)
+    unseen = cache.get(UNSEEN_GOAL_TABLE)
+    if design is not None and unseen is not None and not unseen.empty:  # one rule: every set, seen or not
+        design = pd.concat([design, unseen], ignore_index=True)
     if design is not None and learned is not None and not learned.empty:  # the learned rankers beside them
-        rows = learned[(learned["gt"] == "candidates") & (learned["against"] == "best single")
-                       & (learned["part"] == "design")]
+        rows = learned[(learned["gt"] == "candidates") & (learned["against"] == "best single")]
         design = pd.concat([design, rows.rename(columns={"ci_low": "diff_lo", "ci_high": "diff_hi"})],
                            ignore_index=True)
     lines = [goal_sentence(design, ledger, short) if design is not None and not design.empty else
@@ -258,6 +261,7 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
 
 
 UNSEEN_TABLE = "retriever_unseen_queries"  # notebook 12: the validation sets' queries, seen and kept
+UNSEEN_GOAL_TABLE = "retriever_fusion_unseen"  # notebook 12: the fused methods, unchanged, on unseen sets
 
 
 def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
