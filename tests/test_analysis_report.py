@@ -789,3 +789,16 @@ def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):
     first = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger(), short=True)[0]
     assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in first
     assert first.endswith(": `fuse4 (fixed a priori)`.")
+
+
+def test_a_ci_bound_that_decides_the_status_is_printed_so():
+    """0.00245 against the paper's 0.002 would print as 0.002; it is printed to 3 significant digits, where
+    that stays short (no raw float), and other bounds at 3 decimals."""
+    from toolbench_lib.report.checks import raw_floats
+    from toolbench_lib.report.write import ci_text
+
+    assert ci_text(0.00245, 0.0061, "0.002") == "[0.00245, 0.006]"
+    assert ci_text(-0.031, 0.04151, "0.042") == "[-0.031, 0.0415]"
+    assert ci_text(0.9061, 0.9889, "≥ 0.96") == "[0.906, 0.989]"
+    assert ci_text(0.1234, 0.2, "0.123") == "[0.123, 0.200]"  # 4 decimals would be a raw float
+    assert raw_floats(ci_text(0.00245, 0.0061, "0.002") + " " + ci_text(-0.031, 0.04151, "0.042")) == []

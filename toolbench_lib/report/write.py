@@ -143,6 +143,19 @@ def objective_shown(report: pd.DataFrame) -> pd.Series:
     return (report["status"] == NOT_SCORED) & objective.notna()
 
 
+def ci_text(low: float, high: float, paper: str) -> str:
+    """A row's CI at 3 decimals; a bound that would print as one of the paper's numbers without being it is
+    printed to 3 significant digits where that stays short (0.00245 against the paper's 0.002), so the status
+    can be read off the printed CI."""
+    marks = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", str(paper).replace(",", ""))]
+
+    def bound(b: float) -> str:
+        close = any(b != m and fmt_number(b) == fmt_number(m) for m in marks)
+        return f"{b:.3g}" if close and 0.001 <= abs(b) < 0.1 else fmt_number(b)
+
+    return f"[{bound(low)}, {bound(high)}]"
+
+
 def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
     """Report rows with every number formatted once (3 decimals, counts with separators, no nan); a judged
     rate the judge cannot support shows the objective rate instead (:func:`objective_shown`)."""
@@ -154,10 +167,10 @@ def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
                      + (" (objective)" if o else "")
                      for v, m, o in zip(value, report["metric"], objective, strict=True)],
         "95% CI": [f"no CI: the objective pass rate is shown, as {b}; the judged rate is in the appendix"
-                   if o else fmt_ci(lo, hi) if pd.notna(lo)
+                   if o else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")
-                   for lo, hi, b, o in zip(report["ci_low"], report["ci_high"], report["basis"], objective,
-                                           strict=True)],
+                   for lo, hi, b, o, pa in zip(report["ci_low"], report["ci_high"], report["basis"],
+                                               objective, report["paper"], strict=True)],
         "status": [_status_text(r) for r in report.itertuples()]})
     if full:
         out["what"] = report["description"]
