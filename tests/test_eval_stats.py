@@ -13,6 +13,7 @@ from toolbench_lib.analysis.ablations import (
     brand_words,
     coverage,
     decomposition_ablation,
+    decomposition_verdict,
     remove_words,
     stub_counts,
     stub_text_variants,
@@ -115,7 +116,14 @@ def test_decomposition_ablation_by_hand(study):  # noqa: F811
     assert set(table["decomposer"]) == {"llm", "rules"} and len(table) == 4
     g1 = table[(table["subset"] == "G1") & (table["decomposer"] == "llm")].iloc[0]
     assert (g1["ptr_recall"], g1["rtp_recall"]) == pytest.approx((0.75, 0.25))
-    assert "G1: PtR beats RtP (0.250)" in verdict
+    # the verdict follows the paired CI: ahead only when it lies above 0, else no separation
+    lead = ("G1: PtR beats RtP (0.250)" if g1["ci_low"] > 0 else
+            "G1: no decomposer separates PtR from RtP (0.250")
+    assert verdict.startswith("Run 0, each comparison unadjusted.") and lead in verdict
+    wide = table.assign(ci_low=0.01, ci_high=0.2)
+    assert "G1: PtR beats RtP (0.250) with the llm and rules decomposers" in decomposition_verdict(wide)
+    assert "RtP (0.250) beats PtR with the llm decomposer" in decomposition_verdict(
+        table.assign(ci_low=-0.2, ci_high=np.where(table["decomposer"] == "llm", -0.01, 0.1)))
     assert by_stubs["n_queries"].sum() == 2 * 4
 
 

@@ -103,20 +103,26 @@ def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAU
 
 
 def decomposition_verdict(table: pd.DataFrame) -> str:
-    """One sentence per set: which decomposer puts PtR ahead of RtP, with the numbers."""
+    """One sentence per set: with which decomposer PtR and RtP differ by the paired 95% CI (run 0, each
+    comparison unadjusted), with the numbers."""
     parts = []
     for subset, g in table.groupby("subset", sort=False):
         g = g.set_index("decomposer")
         rtp = g["rtp_recall"].iloc[0]
-        ahead = [d for d in g.index if g.loc[d, "ptr_recall"] > rtp]
+        ahead = [d for d in g.index if g.loc[d, "ci_low"] > 0]
+        behind = [d for d in g.index if g.loc[d, "ci_high"] < 0]
         nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
                          f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f}, CI "
                          f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], paired t "
                          f"{fmt_p(g.loc[d, 'p'])})" for d in g.index)
-        lead = f"PtR beats RtP ({rtp:.3f}) with the {' and '.join(ahead)} decomposer" if ahead else \
-            f"no decomposer puts PtR ahead of RtP ({rtp:.3f})"
+        def named(ds: list[str]) -> str:
+            return f"the {' and '.join(ds)} decomposer{'s' * (len(ds) > 1)}"
+
+        leads = [f"PtR beats RtP ({rtp:.3f}) with {named(ahead)}"] if ahead else []
+        leads += [f"RtP ({rtp:.3f}) beats PtR with {named(behind)}"] if behind else []
+        lead = "; ".join(leads) or f"no decomposer separates PtR from RtP ({rtp:.3f}; every 95% CI holds 0)"
         parts.append(f"{subset}: {lead}: {nums}")
-    return "; ".join(parts) + "."
+    return "Run 0, each comparison unadjusted. " + "; ".join(parts) + "."
 
 
 # --------------------------------------------------------------------------- stub text
