@@ -605,10 +605,10 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With dense retrieval, RtP leads on G1, neither leads "
-                    "significantly on G2 and G3; with BM25 retrieval, RtP leads on G1, PtR leads on G2 and "
-                    "G3: the paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) holds with BM25 "
-                    "retrieval only, which the paper did not test.")
+    assert text == ("**The answer.** With the paper's retriever (dense), RtP leads on G1, neither leads "
+                    "significantly on G2 and G3: the paper's crossover does not hold. With BM25 retrieval, "
+                    "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover (RtP ahead on G1, PtR "
+                    "ahead on G2 and G3) holds with BM25 retrieval only, which the paper did not test.")
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")

@@ -133,16 +133,18 @@ def _sets(names: list[str]) -> str:
 
 
 def answer_sentence(rows: pd.DataFrame) -> str:
-    """The answer in one sentence, from the primary comparisons (Holm-adjusted paired tests): per family,
-    which architecture leads significantly on which sets, then the families with which the paper's
-    crossover holds. Generated from the rows, so it changes when they do."""
-    parts, holds = [], []
+    """The answer, from the primary comparisons (Holm-adjusted paired tests): first with the paper's retriever
+    (dense) and whether the paper's crossover holds with it, then per other family which architecture leads
+    significantly on which sets, and the families with which the crossover holds. Generated from the rows,
+    so it changes when they do."""
+    parts, holds, said_by = [], [], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
         lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
         none = [subset_alias(s) for s in g.loc[~g["significant"].astype(bool), "subset"]]
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none)}"] if none else []
+        said_by[family] = ", ".join(said)
         parts.append(f"with {FAMILY_SHORT.get(family, family)} retrieval, {', '.join(said)}")
         with_paper = g[g["paper_leader"].notna()]
         if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
@@ -153,6 +155,12 @@ def answer_sentence(rows: pd.DataFrame) -> str:
                if holds and len(holds) < len(parts) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
+    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, on its own
+        first = (f"With the paper's retriever (dense), {said_by['dense']}: the paper's crossover "
+                 f"{'holds' if 'dense' in holds else 'does not hold'}.")
+        parts = [p for p, f in zip(parts, said_by, strict=True) if f != "dense"]
+        text = "; ".join(parts)
+        return f"**The answer.** {first} {text[0].upper()}{text[1:]}: {verdict}."
     text = "; ".join(parts)
     return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}."
 
