@@ -788,8 +788,10 @@ def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):
                   "diff": [0.09, 0.05, 0.02], "ci_low": [0.05, 0.02, -0.01], "ci_high": [0.13, 0.08, 0.05]}
                  ).to_csv(tmp_path / "ltr_comparison.csv", index=False)
     first = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger(), short=True)[0]
-    assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in first
-    assert first.endswith(": `fuse4 (fixed a priori)`.")
+    assert first == ("Fused and learned methods: 1 of 2 meet the glossary's goal on all 3 design and unseen "
+                     "sets: `fuse4 (fixed a priori)`.")
+    full = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger())[0]
+    assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in full
 
 
 def test_a_ci_bound_that_decides_the_status_is_printed_so():

@@ -167,7 +167,9 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     verdict = (f"{len(met)} of {fused['method'].nunique()} fused or learned methods meet the goal on all "
                f"{len(sets)} sets ({', '.join(sets)}): {', '.join(f'`{m}`' for m in met) or 'none'}")
     if short:  # the report's front: the verdict alone (the section "Beyond the paper" has the numbers)
-        return f"Fused and learned methods against the goal of the glossary: {verdict}."
+        named = f": {', '.join(f'`{m}`' for m in met)}" if met else ""
+        return (f"Fused and learned methods: {len(met)} of {fused['method'].nunique()} meet the glossary's "
+                f"goal on all {len(sets)} design and unseen sets{named}.")
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
