@@ -38,7 +38,7 @@ from ..eval.evaluation import recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import study_component_inputs
-from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, qrels_of, ranked
+from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, is_training, qrels_of, ranked
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
 from .fusion_board import chosen_fusions
@@ -162,16 +162,15 @@ def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SE
     """``(lists, model)`` of one ranker: the out-of-fold lists of :func:`learned_frame`, and the model fitted
     on every one of its queries, for held-out query files (None without ``fit_model``). ``tables`` keeps
     each run's features for a call with other labels."""
+    frame = learned_frame(design, validation, spec, run, seed, label_gt, depth, tables)
+    lists = {q: g.tolist() for q, g in frame.groupby("qkey", sort=False)["api_id"]}
     if not fit_model:
-        frame = learned_frame(design, validation, spec, run, seed, label_gt, depth, tables)
-        return {q: g.tolist() for q, g in frame.groupby("qkey", sort=False)["api_id"]}, None
+        return lists, None
     queries = _training_queries(design, validation)
-    qrels = qrels_of(queries, label_gt)
-    table = _features(design, validation, spec, run, qrels, depth, tables)
-    cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
-    lists = {q: list(r) for q, r in ranked(table, cf.scores, depth).items()}
-    trained = [k for k in table.queries if k in cf.fold]
-    return lists, fit(table, spec, trained, queries.set_index("qkey")["subset"].to_dict(), seed, label_gt)
+    table = _features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
+    sets = queries.set_index("qkey")["subset"].to_dict()
+    trained = [k for k in table.queries if is_training(sets[k])]  # the queries the cross-fit trained on
+    return lists, fit(table, spec, trained, sets, seed, label_gt)
 
 
 def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,

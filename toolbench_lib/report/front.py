@@ -137,7 +137,7 @@ def answer_sentence(rows: pd.DataFrame) -> str:
     (dense) and whether the paper's crossover holds with it, then per other family which architecture leads
     significantly on which sets, and the families with which the crossover holds. Generated from the rows,
     so it changes when they do."""
-    parts, holds, said_by = [], [], {}
+    holds, said_by = [], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
         lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
@@ -145,24 +145,21 @@ def answer_sentence(rows: pd.DataFrame) -> str:
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none)}"] if none else []
         said_by[family] = ", ".join(said)
-        parts.append(f"with {FAMILY_SHORT.get(family, family)} retrieval, {', '.join(said)}")
         with_paper = g[g["paper_leader"].notna()]
         if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
             holds.append(FAMILY_SHORT.get(family, family))
     untested = [FAMILY_SHORT.get(f, f) for f in rows["retriever"].unique() if f != "dense"]
     verdict = (f"the paper's crossover ({PAPER_CROSSOVER}) holds with {_sets(holds)} retrieval only"
                + (", which the paper did not test" if set(holds) <= set(untested) else "")
-               if holds and len(holds) < len(parts) else
+               if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
+    first = ""
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, on its own
-        first = (f"With the paper's retriever (dense), {said_by['dense']}: the paper's crossover "
-                 f"{'holds' if 'dense' in holds else 'does not hold'}.")
-        parts = [p for p, f in zip(parts, said_by, strict=True) if f != "dense"]
-        text = "; ".join(parts)
-        return f"**The answer.** {first} {text[0].upper()}{text[1:]}: {verdict}."
-    text = "; ".join(parts)
-    return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}."
+        first = (f"With the paper's retriever (dense), {said_by.pop('dense')}: the paper's crossover "
+                 f"{'holds' if 'dense' in holds else 'does not hold'}. ")
+    text = "; ".join(f"with {FAMILY_SHORT.get(f, f)} retrieval, {said}" for f, said in said_by.items())
+    return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
