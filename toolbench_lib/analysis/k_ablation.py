@@ -1,8 +1,5 @@
-"""Recall and precision as functions of the cut-off ``k``, read from the stored rankings.
-
-The study stores every merged ranking to depth 20, so any ``k`` up to that depth is a slice of the
-stored hits: nothing is retrieved again.
-"""
+"""Recall and precision as functions of the cut-off ``k``, read from the study's one evaluation (every
+merged ranking is evaluated to depth 20: nothing is retrieved or counted again)."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..eval.evaluation import evaluate
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import with_ci
@@ -33,63 +31,41 @@ def stored_depth(result: StudyResult) -> int:
     return int(result.provenance.get("settings", {}).get("depth", result.rankings["rank"].max()))
 
 
-def _gt_flags(result: StudyResult, gt: str) -> pd.DataFrame:
-    """Merged-ranking rows with ``is_gt`` (the API is in the query's ground truth)."""
-    q = result.queries
-    gt_pairs = {(key, a) for key, ids in zip(q["qkey"], q[gt], strict=True) for a in ids}
-    final = result.rankings[["qkey", "method", "run", "rank", "api_id"]]
-    flags = [(key, a) in gt_pairs for key, a in zip(final["qkey"], final["api_id"], strict=True)]
-    return final.assign(is_gt=np.asarray(flags, dtype=bool))
-
-
 def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Recall@k and precision@k per subset, method and ground truth for every ``k`` in ``ks``.
-
-    Per run, means over the subset's queries (a query without ground truth has recall 0; precision
-    divides by ``k`` even when fewer APIs were retrieved); then the mean over runs. Each value has a
-    bootstrap 95% CI over queries (``<metric>_ci_low`` / ``_ci_high``, per query the mean over runs), and
-    ``recall_gain`` is PtR minus RtP recall@k on the same queries with its paired bootstrap CI (the same on
-    both methods' rows); ``recall_gain_vs_k1`` is how far that gain moved from k = 1 (per query, the gain
-    at k minus the gain at 1; NaN where k = 1 is not computed), with its CI: whether a gap is stable in k.
-    """
+    """Recall@k and precision@k per subset, method and ground truth for every ``k`` in ``ks``, read from the
+    study's evaluation: per query the mean over runs, then the subset's mean, with bootstrap 95% CIs over
+    queries. ``recall_gain`` is PtR minus RtP recall@k on the same queries (paired CI, on both methods'
+    rows); ``recall_gain_vs_k1`` is how far that gain moved from k = 1 (NaN where k = 1 is not computed)."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
         raise ValueError(f"k must lie in 1..{depth} (the stored depth), got {min(ks)}..{max(ks)}")
-    q = result.queries[["qkey", "subset"]]
-    subsets = q["subset"].to_numpy()
+    ev = evaluate(result)
+    subsets = ev.subsets
     rows = []
     for gt in [check_gt(g) for g in gts]:
-        n = q["qkey"].map(result.queries.set_index("qkey")[gt].map(len)).to_numpy(dtype=float)
-        flags = _gt_flags(result, gt)
-        per_query: dict[tuple[str, int], list[np.ndarray]] = {}
-        for (method, _run), h in flags.groupby(["method", "run"], sort=False):
+        recalls = {k: ev.values("recall", k, gt).mean(axis=1) for k in ks}  # (method, query)
+        precisions = {k: ev.values("precision", k, gt).mean(axis=1) for k in ks}
+        both = {"rtp", "ptr"} <= set(ev.methods)
+        gains = {k: recalls[k][ev.methods.index("ptr")] - recalls[k][ev.methods.index("rtp")]
+                 for k in ks} if both else {}
+        for i, method in enumerate(ev.methods):
             for k in ks:
-                hits_k = h[(h["rank"] <= k) & h["is_gt"]].groupby("qkey").size()
-                found = q["qkey"].map(hits_k).fillna(0).to_numpy(dtype=float)
-                per_query.setdefault((method, k), []).append(found)
-        means = {key: np.mean(runs, axis=0) for key, runs in per_query.items()}
-        recalls = {key: np.divide(found, n, out=np.zeros_like(found), where=n > 0)
-                   for key, found in means.items()}
-        gains = {k: recalls[("ptr", k)] - recalls[("rtp", k)] for k in ks
-                 if ("ptr", k) in recalls and ("rtp", k) in recalls}
-        for (method, k), found in means.items():
-            recall = recalls[(method, k)]
-            gain = gains.get(k) if method in ("rtp", "ptr") else None
-            moved = gain - gains[1] if gain is not None and 1 in gains else None
-            for subset in dict.fromkeys(subsets):
-                mask = subsets == subset
-                row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
-                       "recall": float(recall[mask].mean()), "precision": float(found[mask].mean() / k)}
-                with_ci(row, "recall", recall[mask])
-                with_ci(row, "precision", found[mask] / k)
-                row["recall_gain"] = float(gain[mask].mean()) if gain is not None else np.nan
-                with_ci(row, "recall_gain", gain[mask] if gain is not None else [])
-                row["recall_gain_vs_k1"] = float(moved[mask].mean()) if moved is not None else np.nan
-                with_ci(row, "recall_gain_vs_k1", moved[mask] if moved is not None else [])
-                row["n_queries"] = int(mask.sum())
-                rows.append(row)
+                gain = gains.get(k) if method in ("rtp", "ptr") else None
+                moved = gain - gains[1] if gain is not None and 1 in gains else None
+                for subset in dict.fromkeys(subsets):
+                    mask = subsets == subset
+                    recall, precision = recalls[k][i][mask], precisions[k][i][mask]
+                    row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
+                           "recall": float(recall.mean()), "precision": float(precision.mean())}
+                    with_ci(row, "recall", recall)
+                    with_ci(row, "precision", precision)
+                    for name, values in (("recall_gain", gain), ("recall_gain_vs_k1", moved)):
+                        row[name] = float(values[mask].mean()) if values is not None else np.nan
+                        with_ci(row, name, values[mask] if values is not None else [])
+                    row["n_queries"] = int(mask.sum())
+                    rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=ABLATION_COLUMNS + ABLATION_EXTRA)
