@@ -1,14 +1,7 @@
 """``make explore``: the query explorer (notebook 08) served as an app by Voilà on 127.0.0.1.
 
-The app opens the study a run stored (``--run-name``, passed to the notebook through
-``TOOLBENCH_EXPLORE_RUN``) from its tables alone. Only the loopback interface is served; a kernel whose
-page was closed is shut down after ``--cull-idle`` seconds without activity; code cells are hidden and
-progress bars are off, so the page shows the explorer and nothing else. At most ``--max-pages`` kernels run
-at once (a page beyond them says so in one line), and a page sets the ``_xsrf`` cookie Voilà's close beacon
-needs, so a closed page's kernel is shut down when it closes (culling is the fallback). Before serving,
-the explorer's views of every study of the run's family are computed once where missing or stale; the
-page's template requests nothing outside this server.
-"""
+It opens the study a run stored (``--run-name``); idle kernels of closed pages are culled, at most
+``--max-pages`` run at once, and the views of every study of the run's family are computed before serving."""
 
 from __future__ import annotations
 

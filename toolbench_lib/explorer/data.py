@@ -27,7 +27,6 @@ from ..study.validation import check_run_name
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
 API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
 FILTERS = (*RECALL_FILTERS, *API_FILTERS)
-SHOW = ("both", "a", "b")
 SORTS = ("query", "text", "a", "b", "gap", "abs_gap", "winner")
 ALL_SUBSETS = "all"
 SHORT_NAMES = {"rtp": "RtP", "ptr": "PtR"}
@@ -40,7 +39,6 @@ LABEL_COLUMNS = ["api_id", "tool_name", "api_name", "category"]
 STATE_KEYS = ("run_name", "run", "subset", "filter", "a", "b", "more", "show", "k", "gt", "search", "sort",
               "desc", "page", "query")
 EXPLORE_URL = "http://127.0.0.1:8866/"  # where `make explore` serves the explorer
-REPORT_SECTION = "report.html#08-query-explorer"  # the report's section on the explorer
 MEAN_RUNS = "mean"  # the run control's value for the mean over every run (the report's basis)
 
 
@@ -70,12 +68,8 @@ def method_label(method: str, long: bool = False) -> str:
 def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
                    methods: tuple[str, ...] | list[str] = ("rtp", "ptr"),
                    rankings: dict | None = None) -> pd.DataFrame:
-    """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run, scored by
-    eval's one count (:func:`~toolbench_lib.eval.evaluation.score_rankings`) on the stored rankings.
-
-    A deterministic method's ranking (RtP) is the same in every run. ``rankings`` may hold
-    ``{(method, run): ranking}`` already read.
-    """
+    """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run (eval's
+    :func:`~toolbench_lib.eval.evaluation.score_rankings`); ``rankings``: ``{(method, run): ranking}``."""
     check_gt(gt)
     q = result.queries
     out = q[["qkey", "subset"]].copy()
@@ -93,10 +87,9 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
 def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = "ptr",
                     found: dict[str, pd.DataFrame] | None = None,
                     selected: list[str] | None = None) -> pd.DataFrame:
-    """The queries of one filter of methods ``a`` and ``b``: ``a_wins`` / ``b_wins`` compare recall,
-    ``both_missed`` / ``both_hit`` look at its zeros; ``all_missed`` keeps the queries with no hit under
-    any of ``a``, ``b`` and ``selected``; the other API-level filters read ``found`` (see
-    :func:`api_filter`)."""
+    """The queries of one filter of methods ``a`` and ``b``. ``all_missed``: no hit under ``a``, ``b`` or
+    ``selected``; ``a_found_b_missed`` / ``only_a``: ``a`` found a ground-truth API (``found``: ``{method:
+    qkey, api_id}``) that ``b`` / no other selected method found."""
     ra, rb = outcomes[f"{a}_recall"], outcomes[f"{b}_recall"]
     masks = {"all": ra == ra, "a_wins": ra > rb, "b_wins": rb > ra,
              "both_missed": (ra == 0) & (rb == 0), "both_hit": (ra > 0) & (rb > 0)}
@@ -106,34 +99,13 @@ def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = 
             hit |= outcomes[f"{m}_hits"].to_numpy() > 0
         return outcomes[~hit]
     if name in API_FILTERS:
-        return outcomes[outcomes["qkey"].isin(api_filter(name, found or {}, a, b)).to_numpy()]
+        pairs = {m: set(zip(f["qkey"], f["api_id"], strict=True)) for m, f in (found or {}).items()}
+        others = (pairs[b] if name == "a_found_b_missed"
+                  else set().union(*(p for m, p in pairs.items() if m != a)))
+        return outcomes[outcomes["qkey"].isin({q for q, _ in pairs[a] - others}).to_numpy()]
     if name not in masks:
         raise ValueError(f"unknown filter {name!r}; choose one of {FILTERS}")
     return outcomes[masks[name]]
-
-
-def found_pairs(found: pd.DataFrame) -> set[tuple[str, str]]:
-    """``{(qkey, api_id)}`` of a found table (the ground-truth APIs a method's top k holds)."""
-    return set(zip(found["qkey"], found["api_id"], strict=True))
-
-
-def api_filter(name: str, found: dict[str, pd.DataFrame], a: str, b: str) -> set[str]:
-    """The query keys of an API-level filter, from each selected method's found ground-truth APIs
-    (``{method: qkey, api_id}``; the first selected methods are ``a`` and ``b``):
-
-    - ``a_found_b_missed``: ``a`` found a ground-truth API that ``b`` did not;
-    - ``only_a``: ``a`` found a ground-truth API that no other selected method found;
-    - ``all_missed``: every selected method found none (its complement: a query some method hit).
-    """
-    pairs = {m: found_pairs(f) for m, f in found.items()}
-    if name == "a_found_b_missed":
-        return {q for q, _ in pairs[a] - pairs[b]}
-    if name == "only_a":
-        others = set().union(*(p for m, p in pairs.items() if m != a))
-        return {q for q, _ in pairs[a] - others}
-    if name == "all_missed":
-        return set()  # the caller keeps the queries not hit: see filter_outcomes
-    raise ValueError(f"unknown filter {name!r}; choose one of {FILTERS}")
 
 
 def filter_labels(a: str, b: str, n_selected: int = 2) -> list[tuple[str, str]]:
@@ -177,14 +149,6 @@ class Summary:
     b_wins: int
 
 
-def summarise(outcomes: pd.DataFrame, a: str, b: str) -> Summary:
-    """The :class:`Summary` of some queries' outcomes under methods ``a`` and ``b``."""
-    ra, rb = outcomes[f"{a}_recall"].to_numpy(), outcomes[f"{b}_recall"].to_numpy()
-    n = len(outcomes)
-    return Summary(n, float(ra.mean()) if n else float("nan"), float(rb.mean()) if n else float("nan"),
-                   int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
-
-
 def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
     """``{api_id: "tool / API (category)"}`` from a registry table; empty without one."""
     if registry is None:
@@ -195,11 +159,8 @@ def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
 
 
 def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
-    """Names of the APIs a study shows, read from the processed registry of its data fingerprint.
-
-    Only the label columns of the ids in the study's rankings and ground truth are read; None (ids shown
-    alone) when that registry is not on this machine.
-    """
+    """Label columns of the APIs a study shows (its rankings, ground truth, plans), from the processed
+    registry of its data fingerprint; None (ids shown alone) when that registry is not on this machine."""
     fp = result.provenance.get("data_fingerprint")
     path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
     if not fp or not path.exists():
@@ -225,13 +186,9 @@ def page_query_string() -> str:
 
 
 def run_name_of(query_string: str) -> str | None:
-    """The ``run_name`` a link names, checked as a folder name; None when it names none.
-
-    A name that is not a folder name raises :class:`~toolbench_lib.study.validation.UsageError`.
-    """
+    """The ``run_name`` a link names (None when none); ``UsageError`` when it is not a folder name."""
     value = dict(parse_qsl(query_string or "")).get("run_name")
     return check_run_name(value) if value else None
-
 
 
 @dataclass(frozen=True)
@@ -252,17 +209,11 @@ class CatalogueEntry:
         return f"{self.run_name} ({sets}; {len(self.methods)} methods; {runs})"
 
 
-FAMILY_SUFFIXES = ("-validation-retrievers", "-validation", "-retrievers", "-rules")
-
-
 def family_base(run_name: str) -> str:
     """The main run a run belongs to: ``default`` for ``default-retrievers``, ``default-runs4`` and
     ``default-validation-retrievers``."""
-    base = re.sub(r"-runs\d+$", "", run_name)
-    for suffix in FAMILY_SUFFIXES:
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base
+    return re.sub(r"(-validation-retrievers|-validation|-retrievers|-rules)$", "",
+                  re.sub(r"-runs\d+$", "", run_name))
 
 
 def _stored_queries(folder: Path) -> pd.DataFrame:

@@ -1,13 +1,6 @@
-"""What a filtered set of queries shares, per selected method: the explorer's summary table above the list.
-
-For the view's queries, under the current run (or every run pooled, under the mean of runs), ``k`` and
-ground truth, each selected method's row gives the share of ground-truth APIs its top ``k`` holds, where the
-others sat (at ranks ``k+1``–20, or beyond the stored top 20), the share of its found ones that RtP's top
-``k`` misses (found only through a stub; methods with stubs), and the share of its wrong APIs that are
-siblings (same tool) of a ground-truth API. The ground truth's most frequent categories and tools are named
-beside it, and the best single architecture of the view (RtP or PtR of any family, by mean recall) is
-marked.
-"""
+"""What a filtered set of queries shares, per selected method (the explorer's summary above the list): where
+the ground truth sat, what only a stub found, which wrong APIs are siblings of a ground-truth API, the common
+categories and tools, and the view's best single architecture."""
 
 from __future__ import annotations
 

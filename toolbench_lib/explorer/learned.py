@@ -1,12 +1,6 @@
-"""The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods: the rankings that
-notebook 12 reports and the features behind each query's top APIs
-(:func:`~toolbench_lib.analysis.ltr.learned_frame`: run 0's stubs, cross-fitted over the retriever study and
-its validation study at once, every query scored by a model that never saw its text), read where notebook 12
-kept them, else computed once and kept.
-
-Every run of the study shows run 0's ranking, as the report weighs the rankers (their mean over runs is run
-0's).
-"""
+"""The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods, with the features
+behind each query's top APIs (:func:`~toolbench_lib.analysis.ltr.learned_frame`, cross-fitted over the
+retriever study and its validation study); every run shows run 0's ranking, as the report weighs them."""
 
 from __future__ import annotations
 

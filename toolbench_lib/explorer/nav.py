@@ -46,8 +46,7 @@ class QueryNavigation:
         a, b = self.methods
         subsets = list(dict.fromkeys(self._base["subset"]))
         runs = self._runs()
-        self._updating = True
-        try:
+        with self._quiet():
             self.study.value = name
             self.more.value = tuple(m for m in self.more.value if m in methods)
             for control in (self.method_a, self.method_b, self.more):
@@ -61,8 +60,6 @@ class QueryNavigation:
             self.run.options = run_options(runs)
             values = [v for _, v in self.run.options]
             self.run.value = keep_run if keep_run in values else values[0]
-        finally:
-            self._updating = False
         self.provenance.value = self._provenance_html()
         self._relabel()
         self._refresh()
@@ -107,7 +104,6 @@ class QueryNavigation:
         self.switch.description = f"open it in {name}"
         self.switch.layout.display = None
 
-
     # -- state -----------------------------------------------------------------------------------
 
     def state(self) -> dict[str, str]:
@@ -136,8 +132,7 @@ class QueryNavigation:
             return []
         problems = [f"link: ignored {key}={value!r} (not a setting of the explorer)"
                     for key, value in given.items() if key not in STATE_KEYS]
-        self._updating = True
-        try:
+        with self._quiet():
             methods = self.method_a.options
             names = [value for _, value in methods]
             for key, control in (("a", self.method_a), ("b", self.method_b)):
@@ -182,8 +177,6 @@ class QueryNavigation:
                     self._sort = (given["sort"], given.get("desc", "1") != "0")
                 else:
                     problems.append(f"link: ignored sort={given['sort']!r} (one of {', '.join(SORTS)})")
-        finally:
-            self._updating = False
         wanted = given.get("query")
         if wanted is not None and wanted not in self.queries.index:
             problems.append(f"link: ignored query={wanted!r} (no such query in this study)")

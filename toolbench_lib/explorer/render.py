@@ -1,7 +1,5 @@
-"""The HTML of the query explorer: the summary line, the table and one query's view (its ground truth, each
-method's ranking, stubs and plan). Every untrusted text (queries, stub names, reasoning, API names) is
-escaped where it is written, its bidirectional and zero-width controls shown as escapes
-(:func:`toolbench_lib.data.markdown.html_text`, the cleaning of the Markdown writers)."""
+"""The HTML of the query explorer: the summary line, the table and one query's view. Every untrusted text is
+escaped where it is written (:func:`toolbench_lib.data.markdown.html_text`)."""
 
 from __future__ import annotations
 
@@ -85,16 +83,14 @@ class QueryRendering:
                 f"({self._n_unfiltered} without it)")
 
     def _summary_html(self, frame: pd.DataFrame) -> str:
-        a, b = (method_label(m) for m in self.methods)
+        a, b = (html_text(method_label(m)) for m in self.methods)
         s = self.summary(frame)
         k = int(self.k.value)
         if not s.n:
             return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
         return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
-                f"mean recall@{k}: "
-                f"{html_text(a)} "
-                f"<b>{s.mean_a:.3f}</b>, {html_text(b)} <b>{s.mean_b:.3f}</b> · {html_text(a)} wins "
-                f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {html_text(b)} wins <b>{s.b_wins}</b>")
+                f"mean recall@{k}: {a} <b>{s.mean_a:.3f}</b>, {b} <b>{s.mean_b:.3f}</b> · {a} wins "
+                f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {b} wins <b>{s.b_wins}</b>")
 
     def _draw_summary(self, frame: pd.DataFrame) -> None:
         self.count.value = f"<span class='qx-summary'>{self._summary_html(frame)}</span>"
@@ -230,7 +226,6 @@ class QueryRendering:
                 f"<div class='qx'><table class='qtable'><thead><tr>{head}"
                 f"</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>")
 
-
     # -- rendering -------------------------------------------------------------------------------
 
     def _api(self, api_id: str) -> str:
@@ -260,12 +255,8 @@ class QueryRendering:
         item marked as kept by the merge or dropped by it."""
         items = []
         for api_id, score in zip(hits["api_id"], hits["score"], strict=True):
-            is_hit = api_id in gt
-            cls = f' class="{hit_class}"' if is_hit else ""
-            mark = "✓ " if is_hit else ""
-            merge = ""
-            if final is not None:
-                merge = (KEPT if api_id in final else DROPPED)
+            cls, mark = (f' class="{hit_class}"', "✓ ") if api_id in gt else ("", "")
+            merge = "" if final is None else KEPT if api_id in final else DROPPED
             items.append(f"<li{cls}>{mark}{self._api(api_id)} "
                          f"<span class='muted'>{score:.3f}</span>{merge}</li>")
         if not items:
@@ -304,9 +295,8 @@ class QueryRendering:
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
         p = self.result.plans
-        if p.empty:
-            return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
-        mine = p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == self.shown_run)]
+        run = self.shown_run
+        mine = p if p.empty else p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == run)]
         if mine.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
         plan = mine.iloc[0]
@@ -332,7 +322,6 @@ class QueryRendering:
             for a in named)
         named_html = f"<p>APIs named (resolved):</p><ul>{named_items}</ul>" if named_items else ""
         return head + table + named_html
-
 
     def _has_texts(self, method: str) -> bool:
         """Whether a method searched with stubs: its hits rank texts beyond the first (PtR)."""

@@ -15,7 +15,6 @@ from .data import (
     filter_outcomes,
     method_label,
     query_outcomes,
-    summarise,
 )
 from .digest import best_single, common_names, digest
 
@@ -24,10 +23,8 @@ class QueryScores:
     """Scores and the table's rows, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
     def _runs(self) -> list[int]:
-        runs = sorted(int(r) for r in self.result.rankings["run"].unique())
-        if not runs:
-            runs = list(range(max(1, self.result.n_runs)))
-        return runs
+        return (sorted(int(r) for r in self.result.rankings["run"].unique())
+                or list(range(max(1, self.result.n_runs))))
 
     @property
     def mean_of_runs(self) -> bool:
@@ -93,8 +90,7 @@ class QueryScores:
             self._scores[key] = scores.rename(columns={"recall": f"{method}_recall",
                                                        "hits": f"{method}_hits"})
         if key not in self._scores:
-            if (method, run) not in self._rankings:
-                self._rankings[(method, run)] = self.result.ranking(method, run)
+            self._ranking_of(method, run)
             pq = query_outcomes(self.result, run, k, gt, (method,), rankings=self._rankings)
             self._scores[key] = pq[[f"{method}_recall", f"{method}_hits"]]
         return self._scores[key]
@@ -118,10 +114,8 @@ class QueryScores:
         k, run = int(self.k.value), self.shown_run
         keys = set()
         for method in dict.fromkeys(self.methods):
-            if (method, run) not in self._rankings:
-                self._rankings[(method, run)] = self.result.ranking(method, run)
-            ranking = self._rankings[(method, run)]
-            keys.update(q for q, ids in ranking.items() if any(term in a.lower() for a in ids[:k]))
+            keys.update(q for q, ids in self._ranking_of(method, run).items()
+                        if any(term in a.lower() for a in ids[:k]))
         return found | self._base["qkey"].isin(keys).to_numpy()
 
     def table_frame(self) -> pd.DataFrame:
@@ -168,7 +162,9 @@ class QueryScores:
     def summary(self, frame: pd.DataFrame | None = None) -> Summary:
         """The :class:`Summary` of the view's queries."""
         frame = self.table_frame() if frame is None else frame
-        return summarise(frame.rename(columns={"a": "a_recall", "b": "b_recall"}), "a", "b")
+        ra, rb, n = frame["a"].to_numpy(), frame["b"].to_numpy(), len(frame)
+        return Summary(n, float(ra.mean()) if n else float("nan"), float(rb.mean()) if n else float("nan"),
+                       int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
     def _scope_keys(self) -> list[str]:
         """The queries of the current subset (all, under a search), before the filter."""

@@ -1,24 +1,7 @@
-"""Precomputed views of a stored study for the explorer: every method's per-query scores at every k, both
-ground truths and every run, written once beside the study and read back verified.
-
-A stored study folder (``outputs/<run>/runs/<key>/``) gets a ``views/`` folder holding
-
-- ``fused.parquet``: the final rankings (depth 20) of every fused method whose components the study holds
-  (:func:`~toolbench_lib.retrieval.fused.fused_runs`) and of every learned ranker
-  (:func:`~toolbench_lib.explorer.learned.learned_views`), in the ``rankings`` table's columns,
-  with each method's own scores and each API's registry row;
-- ``learned.parquet``: the features behind each learned ranker's top APIs of every query;
-- ``recall.parquet``: ``method, run, gt, k, qkey, recall, hits`` for k = 1..20, rows in that order, read from
-  the evaluation (:func:`~toolbench_lib.eval.evaluation.evaluate`) of the study with these rankings added;
-- ``found.parquet``: ``method, run, gt, qkey, api_id, rank``: each ground-truth API a final ranking holds
-  and its rank among the ranking's distinct ids (the API-level filters read it: found at k is rank <= k);
-- ``manifest.json``, written last, naming the study's checksums it was computed from.
-
-Every file has a sha256 sidecar; a view whose sidecar, manifest or study checksums differ is stale or
-damaged and never used (:func:`load_views` returns None and :func:`study_views` computes it again). A file
-(not a folder) where ``views/`` belongs is not removed (it is not the explorer's): :class:`ViewsFolderError`
-names it and says to remove it, after which the views are computed again.
-"""
+"""Precomputed views of a stored study for the explorer, written once to its ``views/`` folder: fused and
+learned rankings (``fused.parquet``), the learned rankers' features (``learned.parquet``), recall and hits at
+k = 1..20 (``recall.parquet``), the ranks of found ground-truth APIs (``found.parquet``) and, last,
+``manifest.json``. Every file has a sha256 sidecar; stale or damaged views are computed again."""
 
 from __future__ import annotations
 
@@ -43,8 +26,7 @@ from .learned import learned_views, partner_folder
 
 VIEWS = "views"
 MANIFEST = "manifest.json"
-VERSION = 5  # 3: fused.parquet in the rankings table's columns (no text_idx); 4: methods' own scores, rows;
-# 5: recall.parquet sorted by method, run, gt, k, qkey
+VERSION = 5  # 5: recall.parquet sorted by method, run, gt, k, qkey
 MAX_K = 20
 ROWS_K = np.arange(1, MAX_K + 1)[:, None]  # k of each row of a method's recall block
 FILES = ("fused.parquet", "recall.parquet", "found.parquet", "learned.parquet")
@@ -165,10 +147,6 @@ class StudyViews:
         return f[f["rank"].to_numpy() <= k]
 
 
-def _distinct(ids) -> list[str]:
-    return list(dict.fromkeys(str(a) for a in ids))
-
-
 def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame, ...]:
     """``(fused, recall, found, learned)`` of a study (see the module docstring)."""
     learned_hits, learned = learned_views(result, depth)
@@ -183,6 +161,7 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
     recall_parts = [ev.scores(k, gt, ("recall",)).assign(k=k, gt=gt)[["qkey", "k", "method", "run", "gt",
                                                                        "recall", "hits"]]
                     for gt in GT_DEFINITIONS for k in range(1, MAX_K + 1)]
+    truths = {gt: [{str(a) for a in ([] if v is None else v)} for v in q[gt]] for gt in GT_DEFINITIONS}
     found_parts = []
     for method in both.methods:
         for run in range(result.n_runs):
@@ -191,12 +170,9 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
             except KeyError:
                 continue
             for gt in GT_DEFINITIONS:
-                rows = []
-                for qkey, gt_ids in zip(q["qkey"], q[gt], strict=True):
-                    rel = {str(a) for a in ([] if gt_ids is None else gt_ids)}
-                    for rank, api in enumerate(_distinct(ranking.get(qkey, [])), start=1):
-                        if api in rel:
-                            rows.append((qkey, api, rank))
+                rows = [(qkey, api, rank) for qkey, truth in zip(q["qkey"], truths[gt], strict=True)
+                        for rank, api in enumerate(dict.fromkeys(str(a) for a in ranking.get(qkey, [])), 1)
+                        if api in truth]
                 found_parts.append(pd.DataFrame(rows, columns=["qkey", "api_id", "rank"]).assign(
                     method=method, run=run, gt=gt))
     recall = pd.concat(recall_parts, ignore_index=True).sort_values(  # the order StudyViews slices by
@@ -313,7 +289,3 @@ def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
     return StudyResult(result.queries, result.stubs, compact(rankings), compact(result.text_rankings),
                        result.plans, result.calls, provenance)
 
-
-__all__ = ["MAX_K", "StudyViews", "ViewsFolderError", "check_views_place", "compact", "compute_views",
-           "fused_hits", "fused_methods", "load_views", "read_compact", "study_views", "view_problem",
-           "with_fused", "write_views"]

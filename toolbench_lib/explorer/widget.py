@@ -1,28 +1,8 @@
-"""An interactive per-query view of a stored study: find, sort and compare queries under any two methods.
+"""An interactive per-query view of a stored study: find, sort and compare queries under any methods.
 
-:class:`QueryExplorer` holds its controls as attributes (``subset``, ``filter``, ``run``, ``k``, ``gt``,
-``method_a``, ``method_b``, ``show``, ``search``, ``query``) and shows, for the queries of the current
-subset and filter (or of a search, over every subset):
-
-- a summary line (``count``): how many queries, the mean recall@k of both methods, wins, ties and losses;
-- a sortable table (``table``): query id, text, both methods' recall, their gap and the winner; a header
-  click sorts by its column (again: the other way), a row's button shows that query;
-- the selected query (``output``, an ``ipywidgets.HTML``; ``render()`` returns the same HTML): what the
-  user asked, its ground truth, and each shown method's ranking, stubs and plan.
-
-The methods are any two of the stored study (``StudyResult.methods``: RtP, PtR, fused methods, other
-retriever families). A filter's first query is its most informative one: the largest gap. Scores come from
-the one scorer (:func:`~toolbench_lib.eval.runs.score_rankings`, ranx) on the stored rankings cut at ``k``
-(never a new retrieval). The whole view is a state (:meth:`QueryExplorer.state`), written as a query string
-(:meth:`QueryExplorer.state_query`, the ``link`` shown under the controls) and read back from one
-(:meth:`QueryExplorer.apply_state`), so a link opens the same view; served by Voilà, the page's address
-follows the view.
-
-:meth:`QueryExplorer.from_run` opens the study a run stored (``outputs/<run>/runs/<key>/``) from its
-tables alone, without an embedder or an index. Displayed in a notebook, the explorer is one output
-holding both the live widget and a static HTML rendering of what it shows: a frontend with a live kernel
-shows the widget, an exported copy (nbconvert, ``report.html``) the static rendering.
-"""
+:class:`QueryExplorer` shows a summary line, a sortable table and the selected query's ground truth, rankings,
+stubs and plans; scores come from the stored rankings (never a new retrieval). The view is a state written
+as a link's query string; in an exported notebook it is a static HTML rendering."""
 from __future__ import annotations
 
 import html
@@ -106,12 +86,8 @@ HELP = ("<details class='qx qx-help'><summary>How to read this page</summary><p>
 
 
 class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
-    """Browse a study query by query: find, filter, sort and compare any two methods' rankings.
-
-    ``setup`` is only used for its registry (API names); pass ``registry`` instead to go without one.
-    ``run_name`` names the run in links; ``url_sync`` makes the page's address follow the view (Voilà).
-    ``run`` is the run scored first; by default the mean over every run, the report's basis.
-    """
+    """Browse a study query by query. ``setup`` (or ``registry``) gives API names; ``url_sync``: the page's
+    address follows the view (Voilà); ``run``: the run scored first (default: the mean over every run)."""
 
     def __init__(self, setup=None, result: StudyResult | None = None, k: int = K, gt: str = DEFAULT_GT,
                  registry: pd.DataFrame | None = None, source: str | None = None, run_name: str | None = None,
@@ -201,10 +177,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self.next_page.on_click(lambda _b: self.turn_page(1))
         self.page_label = widgets.HTML()
         for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
-                     "show", "grid", "bridge",
-                     "gt", "search", "query",
-                     "count", "digest_box", "output", "provenance", "link", "message", "page_label",
-                     "prev_page", "next_page"):
+                     "show", "grid", "bridge", "gt", "search", "query", "count", "digest_box", "output",
+                     "provenance", "link", "message", "page_label", "prev_page", "next_page"):
             getattr(self, name).add_class(f"qx-{name.replace('_', '-')}")
         for name, text in TOOLTIPS.items():
             getattr(self, name).tooltip = text
@@ -243,11 +217,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def from_run(cls, run_name: str = "default", study: str | None = None, k: int = K, gt: str = DEFAULT_GT,
                  outputs_dir: str | Path | None = None, processed_dir: Path | None = None,
                  url_sync: bool = False) -> QueryExplorer:
-        """The explorer of the study stored for a run, from its tables alone (no embedder, no index).
-
-        ``study`` picks one stored study by key when the run holds several; by default it is the one the
-        run record names. Nothing is computed or written.
-        """
+        """The explorer of the study a run stored (``study``: its key, default the run record's), from its
+        tables and views alone (no embedder, no index)."""
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
         views = study_views(folder, result)
@@ -322,15 +293,11 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         """The filter and show options named after the current methods (their values kept)."""
         a, b = self.methods
         keep_filter, keep_show = self.filter.value, self.show.value
-        was = self._updating
-        self._updating = True
-        try:
+        with self._quiet():
             self.filter.options = filter_labels(a, b, len(self.selected))
             self.filter.value = keep_filter
             self.show.options = self._show_options(a, b)
             self.show.value = keep_show
-        finally:
-            self._updating = was
 
     def _on_methods_change(self, _change) -> None:
         if self._updating:
@@ -382,7 +349,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._draw_table(self._frame)
         self._sync_url()
 
-
     def _on_bridge(self, change) -> None:
         """A click in the table, sent by the page: ``sort|<column>|<nonce>`` or
         ``pick|<query key>|<nonce>``."""
@@ -405,15 +371,19 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                                   strict=True))
         if options != self._last_options:
             self._last_options = options
-            was = self._updating
-            self._updating = True
-            try:
+            with self._quiet():
                 previous = self.query.value
                 self.query.options = options
-                keys = [key for _, key in options]
-                self.query.value = previous if previous in keys else None
-            finally:
-                self._updating = was
+                self.query.value = previous if previous in [key for _, key in options] else None
+
+    @contextmanager
+    def _quiet(self):
+        """Changes of the controls made inside do not reach their observers."""
+        was, self._updating = self._updating, True
+        try:
+            yield
+        finally:
+            self._updating = was
 
     @contextmanager
     def busy(self):
@@ -428,30 +398,20 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def _refresh(self, prefer: str | None = None) -> None:
         """Recompute the view after a change of its queries: rows, summary, the query shown, the page."""
         with self.busy():
-            self._recompute(prefer)
-
-    def _recompute(self, prefer: str | None) -> None:
-        self._frame = self.table_frame()
-        keys = self._frame["qkey"].tolist()
-        previous = self.query.value
-        self._set_query_options(self._frame)
-        if prefer in keys:
-            chosen = prefer
-        elif previous in keys:
-            chosen = previous
-        else:
-            chosen = self.informative_query(self._frame)
-        self._updating = True
-        try:
-            self.query.value = chosen
-        finally:
-            self._updating = False
-        self._page = keys.index(chosen) // PAGE_ROWS if chosen in keys else 0
-        self._draw_summary(self._frame)
-        self._draw_elsewhere()
-        self._draw_table(self._frame)
-        self.output.value = self.render()
-        self._sync_url()
+            self._frame = self.table_frame()
+            keys = self._frame["qkey"].tolist()
+            previous = self.query.value
+            self._set_query_options(self._frame)
+            chosen = (prefer if prefer in keys else previous if previous in keys
+                      else self.informative_query(self._frame))
+            with self._quiet():
+                self.query.value = chosen
+            self._page = keys.index(chosen) // PAGE_ROWS if chosen in keys else 0
+            self._draw_summary(self._frame)
+            self._draw_elsewhere()
+            self._draw_table(self._frame)
+            self.output.value = self.render()
+            self._sync_url()
 
     # -- the address of the view -----------------------------------------------------------------
 
@@ -467,20 +427,16 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         with self._js:
             display(Javascript(A11Y_JS + address))
 
-
     def select(self, qkey: str) -> None:
         """Show one query by key, switching subset (and filter to ``all``, search off) when needed."""
         if qkey not in self.queries.index:
             raise KeyError(f"no query {qkey!r} in this study")
         if qkey not in self.visible_queries():
-            self._updating = True
-            try:
+            with self._quiet():
                 self.search.value = ""
                 self.subset.value = subset_alias(str(self.queries.loc[qkey, "subset"]))
                 if qkey not in self.visible_queries():
                     self.filter.value = "all"
-            finally:
-                self._updating = False
             self._refresh(prefer=qkey)
         self.query.value = qkey
 
