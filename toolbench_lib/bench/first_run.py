@@ -1,13 +1,7 @@
 """``bench first-run``: a newcomer's `make run`, timed cold and warm, notebook by notebook.
 
-Cold is what a fresh clone meets once `make install` and `index build` are done: a new run folder and a
-cache folder holding only the default embedder's registry vectors (the packs `index build` wrote) and the
-assembled model folders; every other cache (query and stub vectors, BM25 indexes, the ablation embedder's
-vectors, LLM calls) starts empty. Warm is the same `make run` again, unchanged. Each run is the three
-commands of `make run` (``data summary``, ``index build``, ``reproduce``) in child processes of this
-interpreter with ``TOOLBENCH_CACHE`` naming the cache folder, so the notebook kernels see it too. The table
-(Markdown and JSON) records the CPU model and its SIMD flags, and goes to ``outputs/<run>/bench/``.
-"""
+Cold: a new run folder and a cache holding only what `index build` wrote (the default embedder's registry
+vectors, the model folders); warm: the same `make run` again. The table goes to ``outputs/<run>/bench/``."""
 
 from __future__ import annotations
 

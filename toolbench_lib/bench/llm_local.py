@@ -1,11 +1,5 @@
-"""Local-model generation throughput: one sequence at a time against several decoded together.
-
-Both settings run the same greedy decoding loop on llama.cpp's low-level batch API (llama-cpp-python),
-on the same model, prompts (real stub prompts of G1 queries, in Qwen's chat format) and thread count:
-``1`` sequence per context, the prompts one after another, against ``n_seq`` sequences sharing one
-context, their prompts evaluated in one batch and their next tokens decoded together. A token step of a
-1.5B model on a CPU is bound by reading its weights; decoding several sequences per read is the gain.
-"""
+"""Local-model generation throughput: one sequence at a time against ``n_seq`` decoded together in one
+llama.cpp context (the same greedy loop, model, stub prompts and threads)."""
 
 from __future__ import annotations
 

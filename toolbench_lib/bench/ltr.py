@@ -1,8 +1,5 @@
-"""The learned ranker beside linear fusion: training seconds, milliseconds per query, model size.
-
-On a stored retriever study (notebook 12's ``<run>-retrievers``) when there is one, else on a synthetic
-study of the same shape (``queries`` queries, four top-20 rankings, two stubs each, APIs of random tools).
-"""
+"""The learned ranker beside linear fusion: training seconds, milliseconds per query, model size, on a stored
+retriever study when there is one, else a synthetic study of the same shape."""
 
 from __future__ import annotations
 

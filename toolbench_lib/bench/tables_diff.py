@@ -1,11 +1,7 @@
 """Two runs' tables side by side at 3 decimals: what a change of code moved.
 
-``python -m toolbench_lib.bench.tables_diff BEFORE AFTER [--decimals 3] [--out FILE]`` reads every CSV of
-``BEFORE/tables`` and ``AFTER/tables`` (two run folders of ``make run``) and lists, per table, the tables and
-columns only one side has, the rows only one side has (matched on the table's text columns), and every
-numeric cell that differs once rounded to ``--decimals``. The report is Markdown; the exit code is 0 either
-way (a difference is a finding to explain, not an error).
-"""
+``python -m toolbench_lib.bench.tables_diff BEFORE AFTER`` lists, per CSV of the two run folders' ``tables/``,
+the columns and rows only one side has and every numeric cell that differs once rounded (Markdown; exit 0)."""
 
 from __future__ import annotations
 
