@@ -382,21 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         search_threads(), torch_threads()  # a bad thread count is one line now, not after the embedding
         clean_stale_temps(PROCESSED_DIR, CACHE_DIR)
-        if args.command == "data":
-            return cmd_data_summary(args)
-        if args.command == "index":
-            return cmd_index_build(args)
-        if args.command == "cassette":
-            return cmd_cassette(args)
-        if args.command == "reproduce":
-            return cmd_reproduce(args)
-        if args.command == "bench":
-            return cmd_bench(args)
-        if args.command == "record":
-            return cmd_record(args)
-        if args.command == "export":
-            return cmd_export(args)
-        return cmd_evaluate(args)
+        commands = {"data": cmd_data_summary, "index": cmd_index_build, "cassette": cmd_cassette,
+                    "reproduce": cmd_reproduce, "bench": cmd_bench, "record": cmd_record,
+                    "export": cmd_export}
+        return commands.get(args.command, cmd_evaluate)(args)
     except (DataNotFoundError, UnknownSubsetError, FileNotFoundError, ValueError, LLMError) as exc:
         return report(exc)
     except KeyboardInterrupt:

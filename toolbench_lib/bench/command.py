@@ -80,8 +80,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
     def search() -> BenchLine:
         if not args.quick and cached_complete(fp32(), ds.texts, "registry"):
             vecs = embed_cached(fp32(), ds.texts, "registry", progress=False)
-            qs = ds.queries[ds.queries["subset"].isin(["G1_instruction", "G2_category_original",
-                                                         "G3_instruction_original"])]["query"].tolist()
+            qs = ds.queries[ds.queries["subset"].isin(list(DEFAULT_SUBSETS.values()))]["query"].tolist()
             return bench_search(vecs, embed_cached(fp32(), qs, "queries", progress=False),
                                 source=f"{fp32().name} fp32 registry")
         rng = np.random.default_rng(0)

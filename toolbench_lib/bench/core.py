@@ -50,6 +50,16 @@ class BenchLine:
         return {**asdict(self), "ratio": self.ratio, "meets_target": self.meets_target}
 
 
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    """The fewest seconds ``fn()`` took in ``repeats`` calls."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def machine_info() -> dict:
     """CPU model, cores, memory and load: the machine every figure was measured on."""
     model = platform.processor() or ""

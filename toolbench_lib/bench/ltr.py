@@ -3,8 +3,6 @@ retriever study when there is one, else a synthetic study of the same shape."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 
@@ -14,7 +12,7 @@ from ..retrieval.fusion_specs import study_component_inputs
 from ..retrieval.ltr import NAMED, fit, qrels_of, ranked
 from ..retrieval.ltr_features import feature_table, study_runs
 from ..study.stored import RANKINGS_COLUMNS, TEXT_RANKINGS_COLUMNS, StudyResult
-from .core import BenchLine
+from .core import BenchLine, best_of
 
 SETS = ("G1_instruction", "G2_category_original", "G3_instruction_original")
 
@@ -71,19 +69,15 @@ def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchL
     table = feature_table(runs, spec, qrels_of(study.queries, "candidates"))
     sets = study.queries.set_index("qkey")["subset"].to_dict()
     model = fit(table, spec, table.queries, sets)
-    infer = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+
+    def infer_once() -> None:
         t = feature_table(runs, spec)
         ranked(t, model.predict(t), 20)
-        infer = min(infer, time.perf_counter() - t0)
+
+    infer = best_of(infer_once, repeats)
     fuse = FUSED["fuse4"]
     inputs = study_component_inputs(study, 0, components=fuse.components)
-    linear = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fuse.ranked(inputs, 20)
-        linear = min(linear, time.perf_counter() - t0)
+    linear = best_of(lambda: fuse.ranked(inputs, 20), repeats)
     n = max(len(keys), 1)
     details = {"study": source, "queries": len(keys), "candidate_rows": len(table.qkeys),
                "features": len(table.names), "train_s": round(model.seconds, 2),

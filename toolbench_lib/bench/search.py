@@ -3,35 +3,25 @@
 from __future__ import annotations
 
 import os
-import time
 
 import faiss
 import numpy as np
 
 from ..config import DEPTH
 from ..retrieval.index import VectorIndex, search_threads
-from .core import BenchLine
-
-
-def _best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from .core import BenchLine, best_of
 
 
 def bench_search(vectors: np.ndarray, queries: np.ndarray, k: int = DEPTH, repeats: int = 3,
                  source: str = "") -> BenchLine:
     """Seconds of FAISS top-``k`` search against seconds of the plain ``queries @ vectors.T`` product."""
     index = VectorIndex(vectors)
-    t_search = _best_of(lambda: index.search(queries, k), repeats)  # with search_threads()
+    t_search = best_of(lambda: index.search(queries, k), repeats)  # with search_threads()
     all_threads = os.cpu_count() or 1
     faiss.omp_set_num_threads(all_threads)
-    t_all = _best_of(lambda: index.index.search(queries, k), repeats)
-    t_matmul = _best_of(lambda: queries @ vectors.T, repeats)
-    t_topk = _best_of(lambda: np.argpartition(-(queries @ vectors.T), k, axis=1)[:, :k], repeats)
+    t_all = best_of(lambda: index.index.search(queries, k), repeats)
+    t_matmul = best_of(lambda: queries @ vectors.T, repeats)
+    t_topk = best_of(lambda: np.argpartition(-(queries @ vectors.T), k, axis=1)[:, :k], repeats)
     flops = 2.0 * len(queries) * len(vectors) * vectors.shape[1]
     details = {"vectors": source, "registry": len(vectors), "queries": len(queries), "dim": vectors.shape[1],
                "k": k, "matmul_gflops": round(flops / t_matmul / 1e9, 1),

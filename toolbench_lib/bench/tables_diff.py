@@ -15,10 +15,6 @@ import pandas as pd
 MAX_SHOWN = 8  # differing cells listed per column
 
 
-def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path)
-
-
 def _keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """The text columns both tables hold: the rows are matched on them."""
     def text(s: pd.Series) -> bool:
@@ -93,8 +89,8 @@ def tables_diff(before: Path, after: Path, decimals: int = 3, rename: dict[str, 
         out.append(f"Only after: {', '.join(sorted(names_a - names_b))}")
     same = []
     for name in sorted(names_b & names_a):
-        lines = table_diff(name, _read(tb / f"{name}.csv"), _renamed(_read(ta / f"{name}.csv"), rename or {}),
-                           decimals)
+        lines = table_diff(name, pd.read_csv(tb / f"{name}.csv"),
+                           _renamed(pd.read_csv(ta / f"{name}.csv"), rename or {}), decimals)
         if lines:
             out += ["", *lines]
         else:

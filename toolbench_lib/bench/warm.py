@@ -13,11 +13,8 @@ log = logging.getLogger(__name__)
 
 
 def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
-    """Seconds of ``get_study`` on a stored study: eager (embedder and index first) against lazy.
-
-    The study is computed once first (not timed) under ``outputs_dir``; then each variant runs on a
-    fresh configuration object, as a notebook kernel would.
-    """
+    """Seconds of ``get_study`` on a stored study (computed once first, untimed): eager (embedder and index
+    first) against lazy, each on a fresh configuration object, as a notebook kernel would."""
     def cfg():
         return ExperimentConfig.build(outputs_dir=str(outputs_dir), **params)
 
