@@ -60,9 +60,7 @@ def method_label(method: str, long: bool = False) -> str:
     """A method's shown name (``RtP``, ``PtR@bm25``, a fused method's own); ``long`` says what it is."""
     family, sep, rest = method.partition("@")
     short = SHORT_NAMES.get(family, family) + (f"@{rest}" if sep else "")
-    if long and family in LONG_NAMES:
-        return f"{short} ({LONG_NAMES[family]})"
-    return short
+    return f"{short} ({LONG_NAMES[family]})" if long and family in LONG_NAMES else short
 
 
 def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
@@ -94,10 +92,8 @@ def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = 
     masks = {"all": ra == ra, "a_wins": ra > rb, "b_wins": rb > ra,
              "both_missed": (ra == 0) & (rb == 0), "both_hit": (ra > 0) & (rb > 0)}
     if name == "all_missed":
-        hit = np.zeros(len(outcomes), dtype=bool)
-        for m in dict.fromkeys([a, b, *(selected or [])]):
-            hit |= outcomes[f"{m}_hits"].to_numpy() > 0
-        return outcomes[~hit]
+        hits = outcomes[[f"{m}_hits" for m in dict.fromkeys([a, b, *(selected or [])])]].to_numpy()
+        return outcomes[~(hits > 0).any(axis=1)]
     if name in API_FILTERS:
         pairs = {m: set(zip(f["qkey"], f["api_id"], strict=True)) for m, f in (found or {}).items()}
         others = (pairs[b] if name == "a_found_b_missed"

@@ -97,10 +97,8 @@ class QueryNavigation:
         also = f" (also in {html.escape(', '.join(runs[1:]))})" if len(runs) > 1 else ""
         self.message.value = ("<div class='qx'><p class='qx-elsewhere' role='status'>“"
                               f"{html.escape(term)}” is not in {html.escape(str(self.run_name))}: query "
-                              f"<code>{html.escape(qkey)}</code> is in the study "
-                              f"<b>{html.escape(name)}</b>"
-                              f"{also}"
-                              "</p></div>")
+                              f"<code>{html.escape(qkey)}</code> is in the study <b>{html.escape(name)}</b>"
+                              f"{also}</p></div>")
         self.switch.description = f"open it in {name}"
         self.switch.layout.display = None
 

@@ -300,10 +300,9 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             self.show.value = keep_show
 
     def _on_methods_change(self, _change) -> None:
-        if self._updating:
-            return
-        self._relabel()
-        self._refresh()
+        if not self._updating:
+            self._relabel()
+            self._refresh()
 
     def _on_selection_change(self, _change) -> None:
         if not self._updating:
