@@ -213,9 +213,8 @@ def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
     res = paired(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
-            "reference_recall": res["mean_a"], "diff": res["diff"], "ci_low": res["ci_low"],
-            "ci_high": res["ci_high"], "wins": res["wins"], "losses": res["losses"],
-            "p": res["p"], "note": res["note"]}
+            "reference_recall": res["mean_a"], **{c: res[c] for c in ("diff", "ci_low", "ci_high", "wins",
+                                                                      "losses", "p", "note")}}
 
 
 def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000

@@ -45,9 +45,6 @@ def _subsets(result) -> list[str]:
     return [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
 
 
-# --------------------------------------------------------------------------- tables
-
-
 def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``subset, retriever, method, n_queries, n_runs, recall_mean, recall_lo, recall_hi, precision_mean,
     llm_calls``: one row per set, family and architecture (``method`` is ``rtp`` or ``ptr``)."""
@@ -190,9 +187,6 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
                      "oracle_per_set": best / total,
                      "stub_calls_saved": sum(n[s] for s in sets if PAPER_PATTERN[s] == "RtP") / total})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- figures
 
 
 def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:

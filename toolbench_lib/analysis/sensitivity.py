@@ -30,9 +30,6 @@ def basis(run_name: str, n_runs: int) -> str:
     return f"{run_name}: mean of {n_runs} runs" if n_runs > 1 else f"{run_name}: run 0"
 
 
-# --------------------------------------------------------------------------- which G2
-
-
 def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
                      gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, mean over the study's runs."""
@@ -139,9 +136,6 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
     return pd.concat([out.assign(fits=""), pd.DataFrame([verdict])], ignore_index=True)
 
 
-# --------------------------------------------------------------------------- divergence two ways
-
-
 def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
     """Per family and set: the shares of queries whose RtP and PtR top-k lists are disjoint and
     non-identical (each query's share over PtR's runs); ``size`` is the registry's (0 when unknown)."""
@@ -231,9 +225,6 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
                      ignore_index=True)
 
 
-# --------------------------------------------------------------------------- the scale claim
-
-
 def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
@@ -308,9 +299,6 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
                      else 0.0, "holds": holds, "keeps_all_gt": bool(g["keeps_all_gt"].all()),
                      "smallest_gt_share": float(g["gt_share"].iloc[0]), "text": text})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- the routing claim
 
 
 def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT,
