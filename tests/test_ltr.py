@@ -239,20 +239,6 @@ def test_ranker_learns_the_tool_signal_and_ablations_see_it():
                                                                                "lexical", "rank and score"}
 
 
-def test_explain_shows_one_query_candidates_with_their_features():
-    study = synthetic_study(n_per_set=8)
-    key = "G1_instruction:2"
-    t = L.explain(study, key, "ltr", top=5)
-    assert t["rank"].tolist() == [1, 2, 3, 4, 5] and t["score"].is_monotonic_decreasing
-    assert set(ltr.NAMED["ltr"].feature_names) <= set(t.columns) and set(t["label"]) <= {0, 1}
-    spec = ltr.NAMED["ltr"]
-    lists, _, _ = ltr.ltr_rankings(study_runs(study, spec), study.queries, spec)
-    assert t["api_id"].tolist() == list(lists[key])[:5]
-    assert t["score"].tolist() == pytest.approx(list(lists[key].values())[:5])  # the model's score
-    with pytest.raises(ValueError, match="no query"):
-        L.explain(study, "G9:0")
-
-
 def test_goal_check_by_hand():
     cmp = pd.DataFrame([
         {"gt": "candidates", "part": "design", "subset": "G1", "method": "ltr", "against": "best single",

@@ -1,18 +1,6 @@
-"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`), their scores, costs,
-evidence and figures.
-
-Metrics per query (recall, precision, nDCG, MRR and COMP at k = 1..20) come from eval's one count
-(:mod:`toolbench_lib.eval.evaluation`); a query without ground truth scores 0 on every metric. PtR-based
-methods are scored per run and averaged per query over the study's runs.
-
-The leaderboard over these scores (bootstrap CIs, paired tests against the better of RtP and PtR) is
-:mod:`.fusion_board`'s, shared with the retriever study.
-
-Costs: RtP makes no LLM call before planning; PtR and every fused method make one stub call per query,
-except route-then-fuse, which makes it only for the queries it sends to the fused list. Tokens per query
-are the recorded stub calls' prompt plus output tokens, plus the mean plan call of the study (the planner
-sees k APIs whichever method found them; 0 when the study made no plan call), so that methods compare
-at the same budget k.
+"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`), their per-query scores
+(eval's one count; PtR-based methods averaged over runs), costs, evidence and figures; the leaderboard is
+:mod:`.fusion_board`'s. Tokens per query are the recorded stub calls' plus the study's mean plan call.
 """
 
 from __future__ import annotations
@@ -42,8 +30,7 @@ TIE_TOL = 1e-9  # recall differences at or below this are ties
 
 def per_query_metrics(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]],
                    ks: Iterable[int] = KS) -> pd.DataFrame:
-    """Long frame ``qkey, metric, k, value`` of every query of ``qrels`` for one method's ranked lists, from
-    eval's one count (:func:`~toolbench_lib.eval.evaluation.relevance`)."""
+    """``qkey, metric, k, value`` of every query of ``qrels`` for one method's ranked lists."""
     ks = list(ks)
     keys = list(qrels)
     flags = relevance([lists.get(key, []) for key in keys], [set(qrels[key]) for key in keys], max(ks))
@@ -56,13 +43,9 @@ def per_query_metrics(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, se
 def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterable[int] = KS,
                   params: Mapping[str, float] | None = None, setup=None, folds: int = FOLDS,
                   seed: int = SEED, tune_k: int = K) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scores, decisions)`` of the named methods on a stored study.
-
-    ``-cv`` methods are tuned for recall@``tune_k`` (the planner's budget) unless ``params`` are given.
-
-    ``scores``: ``qkey, subset, method, metric, k, value`` (mean over PtR runs). ``decisions``:
-    per query, run and method, the ``-cv`` parameter used and whether a stub call was needed.
-    """
+    """``(scores, decisions)`` of the named methods on a stored study (``-cv`` methods tuned for
+    recall@``tune_k`` unless ``params`` are given): ``qkey, subset, method, metric, k, value`` (mean over
+    PtR runs), and per query, run and method the ``-cv`` parameter and whether a stub call was needed."""
     ks = list(ks)
     kmax = max(ks)
     runs = sorted(int(r) for r in result.rankings.loc[result.rankings["method"] == "ptr", "run"].unique())
@@ -99,9 +82,8 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
 
 def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | None = None,
                          **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`method_scores`, kept under ``cache_dir`` and read back by a later call with the same stored
-    study (its ``study_key``), arguments and scoring code; files carry sha256 checksums, and a file that
-    does not match is computed again. Without ``cache_dir`` or a study key, it computes every time."""
+    """:func:`method_scores`, kept (checksummed) under ``cache_dir`` for the same study key, arguments and
+    code; without ``cache_dir`` or a study key, computed every time."""
     study = result.provenance.get("study_key")
     if cache_dir is None or not study:
         return method_scores(result, names, **kwargs)
@@ -118,11 +100,15 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     return tables["scores"], tables["decisions"]
 
 
+def _recall_wide(scores: pd.DataFrame, k: int) -> pd.DataFrame:
+    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
+    return r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+
+
 def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = K,
                    n: int = 5) -> pd.DataFrame:
     """Per set, the ``n`` queries where ``method`` loses most recall@k against the better architecture."""
-    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
-    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    wide = _recall_wide(scores, k)
     text = queries.set_index("qkey")["query"]
     rows = []
     for _, part in wide.groupby("subset", sort=False):
@@ -139,15 +125,10 @@ LOSS_COLUMNS = ["subset", "method", "reference", "n_queries", "wins", "losses", 
 
 
 def loss_breakdown(scores: pd.DataFrame, method: str, k: int = K) -> pd.DataFrame:
-    """Per set, where ``method``'s recall@k gap to the better architecture comes from.
-
-    ``gained``/``lost``: the recall its wins add and its losses cost, per query of the set (so
-    ``diff = gained - lost``). ``losses_ptr_zero``: losses on queries where PtR's own list holds no
-    ground-truth API, so that every stub hit the fusion put into the top k displaced a right one;
-    ``lost_ptr_zero`` is their share of ``lost``.
-    """
-    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
-    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    """Per set, where ``method``'s recall@k gap to the better architecture comes from: ``gained``/``lost``
+    per query of the set (``diff = gained - lost``); ``losses_ptr_zero``: losses where PtR's own list holds
+    no ground-truth API, ``lost_ptr_zero`` their share of ``lost``."""
+    wide = _recall_wide(scores, k)
     rows = []
     for subset, part in wide.groupby("subset", sort=False):
         ref = max(BASELINES, key=lambda b: part[b].mean())
@@ -225,9 +206,8 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
 
 
 def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.Figure:
-    """Recall@k against LLM tokens per query, one panel per set; RtP and PtR highlighted. Only RtP, PtR and
-    the best method of each cost are named (methods of one cost share an x position, so more names would
-    overlap); names at one cost are stacked, each above the last; every point keeps its CI."""
+    """Recall@k (95% CI) against LLM tokens per query, one panel per set; only RtP, PtR and the best method
+    of each cost are named, names at one cost stacked."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
     subsets = list(dict.fromkeys(r["subset"]))
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), squeeze=False)
@@ -292,11 +272,8 @@ EXTRA_METRICS = ("ndcg", "mrr", "comp")
 
 def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
                       gt: str = DEFAULT_GT) -> dict:
-    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means, from the study's evaluation) to an
-    ``evaluate`` summary.
-
-    ``summary`` is the ``evaluate --json`` object: ``subsets -> name -> methods -> method -> {...}``.
-    """
+    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means) to an ``evaluate --json`` summary
+    (``subsets -> name -> methods -> method -> {...}``)."""
     pq = per_query_runs(result, k, gt, EXTRA_METRICS)
     means = pq.groupby(["subset", "method", "run"])[list(EXTRA_METRICS)].mean().groupby(["subset", "method"])
     means = means.mean()
@@ -312,8 +289,8 @@ def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
 
 
 def transfer_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """Per ``-cv`` method and set: recall@k with the parameter fitted on the other sets (leave one set
-    out) beside the 5-fold one, and the parameter each way."""
+    """Per ``-cv`` method and set: recall@k with the parameter fitted on the other sets beside the 5-fold
+    one, and the parameter each way."""
     rows = []
     inp = fused.study_inputs(result, 0, gt, fused.CV)
     sub = {key: subset_alias(s) for key, s in inp.subsets.items()}

@@ -1,12 +1,8 @@
 """Fused methods against the better architecture, and the choice of one: notebooks 10 and 12's leaderboard.
 
-Every comparison here sets a method's per-query scores against those of the better of the reference methods
-on that set (RtP and PtR by default: the one with the higher mean), through :mod:`toolbench_lib.eval.stats`
-(the one bootstrap and paired test): the method's mean with a percentile bootstrap 95% CI over queries, the
-mean difference (method minus reference) with its paired bootstrap CI, the paired t-test and Wilcoxon
-p-values, wins, losses and ties. Notebook 12's fused methods over retriever families are chosen on the
-design sets by :func:`choose_fusion` (the tuner of :mod:`toolbench_lib.retrieval.tuning`), scored unchanged on
-unseen sets and costed (:func:`fusion_and_costs`).
+Each method's per-query scores are compared, through :mod:`toolbench_lib.eval.stats`, with those of the
+better reference method on the set (RtP or PtR by default); notebook 12's fused methods are chosen on the
+design sets (:func:`choose_fusion`), scored unchanged on unseen sets and costed (:func:`fusion_and_costs`).
 """
 
 from __future__ import annotations
@@ -32,10 +28,9 @@ BASELINES = ("rtp", "ptr")
 
 
 def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = SEED) -> dict:
-    """``values`` against ``reference`` (same queries): ``diff`` (values minus reference), ``diff_lo``,
-    ``diff_hi`` (paired bootstrap 95% CI), ``p_value`` (paired t; missing when not testable, ``note`` says
-    why), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``
-    (:func:`~toolbench_lib.eval.stats.paired`)."""
+    """``values`` against ``reference`` (same queries, :func:`~toolbench_lib.eval.stats.paired`): ``diff``
+    (values minus reference) with its CI ``diff_lo, diff_hi``, ``p_value`` (paired t; ``note`` says why
+    when missing), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``."""
     r = paired(reference, values, n_resamples, seed)
     return {"diff": r["diff"], "diff_lo": r["ci_low"], "diff_hi": r["ci_high"], "p_value": r["p"],
             "p_wilcoxon_robustness": r["p_wilcoxon"], "wins": r["wins"], "losses": r["losses"],
@@ -104,11 +99,9 @@ def single_architectures(methods) -> list[str]:
 
 
 def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int = SEED) -> pd.DataFrame:
-    """Per method: on every set, recall@k minus the best single architecture present in ``scores`` there,
-    with its paired 95% CI; ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`), and never on a
-    set of fewer than :data:`GOAL_MIN_QUERIES` queries or without a CI (``goal_note`` says why). ``baselines``
-    names the architectures the study holds (a study of the dense family alone cannot test the goal against
-    BM25 or hybrid retrieval)."""
+    """Per method: on every set, recall@k minus the set's best single architecture with its paired 95% CI;
+    ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`), never on a set of fewer than
+    :data:`GOAL_MIN_QUERIES` queries or without a CI (``goal_note`` says why); ``baselines`` names them."""
     r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
     base = single_architectures(r["method"])
     rows, untestable = {}, []
@@ -135,8 +128,7 @@ def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int =
 
 
 def goal_summary(goal: pd.DataFrame) -> str:
-    """One line on a :func:`goal_table`: how many fused or learned methods meet :data:`GOAL` against the
-    architectures the study holds, and the best one's smallest margin."""
+    """One line on a :func:`goal_table`: how many meet :data:`GOAL`, and the best one's smallest margin."""
     cand = goal[~goal["method"].isin(SINGLE_ARCHITECTURES)]
     met = cand[cand["meets_goal"]]["method"].tolist()
     base = goal["baselines"].iloc[0] if len(goal) else ""
@@ -149,9 +141,8 @@ def goal_summary(goal: pd.DataFrame) -> str:
 
 
 def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str:
-    """The goal's verdict from notebook 12's tables (``retriever_fusion_design`` and, where given, the unseen
-    sets' rows beside them): which fused or learned methods meet it on every set, and the best one's margin
-    per set. ``ledger`` (the report's) records each number."""
+    """The goal's verdict from notebook 12's comparison rows: which fused or learned methods meet it on every
+    set, and the best one's margin per set. ``ledger`` (the report's) records each number."""
     put = ledger.put if ledger is not None else (lambda name, text: text)
     fused = design[~design["method"].isin(SINGLE_ARCHITECTURES)]
     if fused.empty:
@@ -175,9 +166,8 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
 
 def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall", n_boot: int = 2000,
                   seed: int = SEED) -> pd.DataFrame:
-    """Per method, over the queries of every set together: the mean of each query's score minus the score of
-    its own set's better architecture, with a paired bootstrap 95% CI and t-test (:func:`versus`); more
-    queries than any one set, so a sharper test of "no worse than the better one"."""
+    """Per method, over every set's queries together: each query's score minus its own set's better
+    architecture's, with :func:`versus`' paired CI and tests."""
     at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
     wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
     ref = pd.Series(np.nan, index=wide.index)
@@ -193,8 +183,8 @@ def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall", n_bo
 
 def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: Sequence[str] = BASELINES,
                       n_resamples: int = 10_000) -> pd.DataFrame:
-    """Per set and method (``scores``: ``qkey, subset, method, recall``): mean recall and its CI, the better
-    baseline of that set and the paired comparison with it (:func:`versus`)."""
+    """Per set and method (``scores``: ``qkey, subset, method, recall``): mean recall and its CI, and
+    :func:`versus` the set's better baseline."""
     rows = []
     wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
     for subset in dict.fromkeys(scores["subset"]):
@@ -232,12 +222,9 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
 
 def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAULT_GT, folds: int = FOLDS,
                   seed: int = SEED, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
-    """The fused method over ``components`` chosen on this study's sets (the design sets): the candidate
-    (RRF, or min-max wsum on a weight grid) with the best recall@k averaged within each set, then over sets.
-
-    Returns ``spec`` (fitted on every query), ``cv_recall`` (per query, out of fold: each query's list
-    from the spec chosen on the other folds, folds stratified by set) and ``n_candidates``.
-    """
+    """The candidate over ``components`` (RRF, or min-max wsum on a weight grid) with the best recall@k
+    averaged within each of the study's sets, then over sets: ``spec`` (chosen on every query),
+    ``cv_recall`` (per query, out of fold, folds stratified by set) and ``n_candidates``."""
     specs = candidate_specs(components, values)
     keys, groups = _keys_groups(result)
     recall = spec_recalls(specs, result, k, gt)
@@ -249,13 +236,8 @@ def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAU
 
 def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
                    min_queries: int = 10) -> tuple[set[str], pd.DataFrame]:
-    """Keys of the queries whose text is in none of the design sets, and a per-set count of what was kept.
-
-    Some ToolBench sets repeat others (``G2_category`` and ``G3_instruction`` hold the queries of the
-    ``_original`` sets the study uses), so validation keeps only queries the design never saw, texts compared
-    as the learned ranker's leak guard compares them (:func:`~toolbench_lib.data.normalize.norm_text`); a set
-    with fewer than ``min_queries`` unseen queries is dropped.
-    """
+    """Keys of the queries whose text (:func:`~toolbench_lib.data.normalize.norm_text`) is in no design
+    query, and a per-set count; a set with fewer than ``min_queries`` unseen queries is dropped."""
     seen = queries["query"].map(norm_text).isin({norm_text(t) for t in design["query"]})
     counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
     counts["unseen"] = counts["n"] - counts["seen"]
@@ -265,13 +247,9 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     return keys, counts.reset_index()
 
 
-# --------------------------------------------------------------------------- notebook 12: fused methods over
-# retriever families, chosen on the design sets and applied unchanged to unseen sets
-
-
 def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, subset, method, recall``: per query recall@k (mean over runs, eval's one count) of each named
-    spec and of every RtP/PtR method of the study."""
+    """``qkey, subset, method, recall``: per query recall@k (mean over runs) of each named spec and of
+    every RtP/PtR method of the study."""
     frames = []
     comps = list(dict.fromkeys(c for s in specs.values() for c in s.components))
     for run in range(result.n_runs):
@@ -289,7 +267,6 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
     return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
 
 
-
 STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")
 NO_LLM_COMPONENTS = ("q.dense", "q.bm25")
 FUSED_WITH_STUBS = "fused (1 stub call)"
@@ -297,9 +274,9 @@ FUSED_NO_LLM = "fused (no LLM call)"
 
 
 def chosen_fusions(design, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED) -> tuple[dict, pd.DataFrame]:
-    """The two fused methods chosen on the design study: over all four components (one stub call) and over
-    the query's two rankings only (no LLM call). Returns ``({name: spec}, table)``; the table gives each
-    spec, its candidates and its out-of-fold (5-fold, stratified by set) recall@k per set."""
+    """``({name: spec}, table)``: the fused methods chosen on the design study over all four components (one
+    stub call) and over the query's two rankings (no LLM call); the table gives each spec, its number of
+    candidates and its out-of-fold recall@k per set."""
     specs, rows = {}, []
     q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
     for name, comps, values in (
@@ -309,25 +286,15 @@ def chosen_fusions(design, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED) -
         got = choose_fusion(design, comps, k, gt, seed=seed, values=values)
         specs[name] = got["spec"]
         cv = got["cv_recall"].groupby(q_alias).mean()
-        rows.append(
-            {
-                "method": name,
-                "spec": got["spec"].describe(),
-                "candidates": got["n_candidates"],
-                **{f"cv_recall_{s}": float(v) for s, v in cv.items()},
-            }
-        )
+        rows.append({"method": name, "spec": got["spec"].describe(), "candidates": got["n_candidates"],
+                     **{f"cv_recall_{s}": float(v) for s, v in cv.items()}})
     return specs, pd.DataFrame(rows)
 
 
-def cost_table(
-    result,
-    families: Sequence[str],
-    specs: Mapping[str, FusionSpec],
-    search_ms: Mapping[str, float] | None = None,
-) -> pd.DataFrame:
-    """Per method: LLM calls before planning, the stub call's tokens per query (the study's recorded calls)
-    and, when measured, search milliseconds per query (a fused method pays its components' searches)."""
+def cost_table(result, families: Sequence[str], specs: Mapping[str, FusionSpec],
+               search_ms: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Per method: LLM calls before planning, the stub call's tokens per query and, when measured, search
+    milliseconds per query (a fused method pays its components' searches)."""
     calls = result.calls
     stub_tokens = float("nan")
     if calls is not None and len(calls):
@@ -340,41 +307,22 @@ def cost_table(
         for arch in ("rtp", "ptr"):
             uses = arch == "ptr"
             key = f"{f}:{'stubs' if uses else 'query'}"
-            rows.append(
-                {
-                    "method": method_name(arch, f),
-                    "architecture": ARCH_LABEL[arch],
-                    "retriever": f,
-                    "llm_calls": int(uses),
-                    "stub_tokens": stub_tokens if uses else 0.0,
-                    "search_ms": ms.get(key, np.nan),
-                }
-            )
-    comp_key = {
-        "q.dense": "dense:query",
-        "q.bm25": "bm25:query",
-        "s.dense": "dense:stubs",
-        "s.bm25": "bm25:stubs",
-    }
+            rows.append({"method": method_name(arch, f), "architecture": ARCH_LABEL[arch], "retriever": f,
+                         "llm_calls": int(uses), "stub_tokens": stub_tokens if uses else 0.0,
+                         "search_ms": ms.get(key, np.nan)})
+    comp_key = {c: f"{c[2:]}:{'query' if c[0] == 'q' else 'stubs'}" for c in STUB_COMPONENTS}  # dense:query
     for name, spec in specs.items():
         parts = [ms.get(comp_key[c], np.nan) for c in spec.components]
-        rows.append(
-            {
-                "method": name,
-                "architecture": "fused",
-                "retriever": "+".join(spec.components),
-                "llm_calls": int(spec.uses_stubs),
-                "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
-                "search_ms": float(np.sum(parts)) if parts else np.nan,
-            }
-        )
+        rows.append({"method": name, "architecture": "fused", "retriever": "+".join(spec.components),
+                     "llm_calls": int(spec.uses_stubs),
+                     "stub_tokens": stub_tokens if spec.uses_stubs else 0.0,
+                     "search_ms": float(np.sum(parts)) if parts else np.nan})
     return pd.DataFrame(rows)
 
 
-
 def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) -> list[str]:
-    """Generated lines: for each fused method, its margin over the best single architecture of any family per
-    set, on the design sets and on the unseen sets, and whether it meets :data:`GOAL` on every set."""
+    """Per fused method, a line: its margin over the best single architecture per design and unseen set, and
+    whether it meets :data:`GOAL` on every set."""
     lines = []
     parts = [("design", design_cmp)] + (
         [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
@@ -395,12 +343,10 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
     return lines
 
 
-def fusion_tables(
-    design, validation=None, unseen: set[str] | None = None, k: int = K, gt: str = DEFAULT_GT,
-    seed: int = SEED
-) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
-    """The fused methods chosen on ``design`` and scored, unchanged, on ``validation``'s ``unseen`` queries:
-    ``(specs, {retriever_fusion_choice, retriever_fusion_design, retriever_fusion_unseen}, sentences)``."""
+def fusion_tables(design, validation=None, unseen: set[str] | None = None, k: int = K, gt: str = DEFAULT_GT,
+                  seed: int = SEED) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
+    """``(specs, tables, sentences)``: the fused methods chosen on ``design`` and scored, unchanged, on
+    ``validation``'s ``unseen`` queries."""
     specs, choice = chosen_fusions(design, k, gt, seed)
     specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
     families = [f for f in families_of(design) if f != "dense"]
@@ -423,16 +369,13 @@ def fusion_tables(
     return specs, tables, lines
 
 
-
 def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
     """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
     return unseen_queries(validation.queries, design.queries)
 
 
-
-def fusion_and_costs(
-    design, validation, unseen, setup_ms: dict, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED
-) -> dict[str, pd.DataFrame]:
+def fusion_and_costs(design, validation, unseen, setup_ms: dict, k: int = K, gt: str = DEFAULT_GT,
+                     seed: int = SEED) -> dict[str, pd.DataFrame]:
     """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
     specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
     tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)

@@ -1,22 +1,8 @@
-"""The learned ranker (:mod:`toolbench_lib.retrieval.ltr`) measured on a stored retriever study.
+"""The learned ranker (:mod:`toolbench_lib.retrieval.ltr`) measured on stored retriever studies: per query
+recall of the rankers and single architectures, comparisons, ablations, feature importance and costs.
 
-Every function returns a DataFrame (or a figure):
-
-* :func:`ranker_scores`: per query recall@k of the learned rankers (cross-fitted over the design and the
-  validation study's queries at once, each ground truth by the ranker trained on its own labels) and of
-  every single architecture of the studies (any family), under each ground truth;
-* :func:`comparison`: per set, each ranker against the best single architecture of any family of that set
-  and against the better dense architecture, with the paired bootstrap 95% CI of
-  :func:`toolbench_lib.eval.stats.paired`; :func:`issue_table` is its wide form;
-* :func:`ablations`: the ranker with every run's stubs, and without per-stub evidence, lexical overlap,
-  tool-level, category-level, stub, BM25 or dense features, each against the full ranker;
-* :func:`importance` and :func:`importance_figure`: LightGBM's gain per feature;
-* :func:`explain`: one query's candidates with their scores and features (why was this API first?);
-* :func:`costs`: training seconds, inference milliseconds per query and model size, beside linear fusion.
-
-Every score is out of fold: the folds are grouped by query text over all eight solvable sets, so each
-query is scored by a model that never saw its text. The unseen sets are the validation study's queries
-whose text is in no design query; their models trained on the other folds' design and validation queries.
+Every score is out of fold (folds grouped by query text over the eight solvable sets); the unseen sets are
+the validation study's queries whose text is in no design query.
 """
 
 from __future__ import annotations
@@ -44,8 +30,7 @@ from ..retrieval.retrievers import split_method
 from .fusion_board import chosen_fusions
 from .style import LEGEND_SIZE
 
-SINGLE = ("rtp", "ptr")
-DENSE = ("rtp", "ptr")
+SINGLE = ("rtp", "ptr")  # the architectures; with the dense family their method names
 ABLATIONS = {
     "ltr": NAMED["ltr"],
     "with every run's stubs (ltr-4runs)": NAMED["ltr-4runs"],
@@ -58,13 +43,8 @@ ABLATIONS = {
     "without dense": LtrSpec(("q.bm25", "s.bm25")),
 }
 BEST_SINGLE = "best single architecture"
+PREFIX_GROUPS = {"tool_": "tool", "cat_": "category", "lex_": "lexical", "runs_": "runs"}  # feature groups
 TOP_EXPLAINED = 3  # the top APIs of each query whose features are kept (the explorer's "why")
-
-
-def _linear(result, spec, run: int, keys: Sequence[str], k: int) -> dict[str, list[str]]:
-    """A linear fusion spec's top-``k`` lists of one stored run, for ``keys``."""
-    scored = spec.ranked(study_component_inputs(result, run, components=spec.components), k)
-    return {q: list(scored.get(q, {})) for q in keys}
 
 
 def single_methods(result) -> list[str]:
@@ -72,13 +52,11 @@ def single_methods(result) -> list[str]:
     return [m for m in result.methods if split_method(m)[0] in SINGLE]
 
 
-def _recalls(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, set[str]], keys: Sequence[str],
-             k: int) -> list[float]:
-    return list(recall_at([list(lists.get(key, [])) for key in keys], [qrels[key] for key in keys], k))
-
-
-def _frame(keys, subsets, method, gt, recall) -> pd.DataFrame:
-    return pd.DataFrame({"qkey": list(keys), "subset": [subsets[k] for k in keys], "method": method, "gt": gt,
+def _scored(keys, subsets, method, gt, runs_lists, qrels, k: int) -> pd.DataFrame:
+    """``qkey, subset, method, gt, recall``: recall@k of ``keys``, mean over ``runs_lists`` (one per run)."""
+    recall = np.mean([recall_at([list(x.get(q, [])) for q in keys], [qrels[q] for q in keys], k)
+                      for x in runs_lists], axis=0)
+    return pd.DataFrame({"qkey": list(keys), "subset": [subsets[q] for q in keys], "method": method, "gt": gt,
                          "recall": recall})
 
 
@@ -90,11 +68,9 @@ def single_scores(result, keys: Sequence[str], k: int = K,
     for gt in gts:
         qrels = qrels_of(result.queries, gt)
         for m in single_methods(result):
-            rec = np.mean([_recalls(result.ranking(m, r, k), qrels, keys, k) for r in range(result.n_runs)],
-                          axis=0)
-            frames.append(_frame(keys, subsets, m, gt, rec))
+            runs_lists = [result.ranking(m, r, k) for r in range(result.n_runs)]
+            frames.append(_scored(keys, subsets, m, gt, runs_lists, qrels, k))
     return pd.concat(frames, ignore_index=True)
-
 
 
 def _training_queries(design, validation) -> pd.DataFrame:
@@ -134,13 +110,9 @@ def _frame_key(design, validation, spec: LtrSpec, run: int, seed: int, label_gt:
 
 def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                   label_gt: str = DEFAULT_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
-    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then each feature's value for the top
-    :data:`TOP_EXPLAINED` of each query, NaN below) of every query of ``design``'s run ``run`` and of
-    ``validation``'s run 0, cross-fitted over both at once (:func:`~toolbench_lib.retrieval.ltr.crossfit`:
-    folds grouped by query text over the eight solvable sets, so each query, of a design set or an unseen
-    one, is scored by a model that never saw its text). Kept beside the stored design study
-    (:func:`~toolbench_lib.data.tables.cached_tables`): notebook 12 and the explorer's views of both studies
-    read one cross-fit."""
+    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then the features of each query's top
+    :data:`TOP_EXPLAINED`, NaN below) of ``design``'s run ``run`` and ``validation``'s run 0, cross-fitted
+    over both at once; kept beside the stored design study."""
     def make() -> dict[str, pd.DataFrame]:
         queries = _training_queries(design, validation)
         table = _features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
@@ -159,9 +131,8 @@ def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = S
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                  label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True,
                  tables: dict | None = None) -> tuple[dict, Fitted | None]:
-    """``(lists, model)`` of one ranker: the out-of-fold lists of :func:`learned_frame`, and the model fitted
-    on every one of its queries, for held-out query files (None without ``fit_model``). ``tables`` keeps
-    each run's features for a call with other labels."""
+    """``(lists, model)``: the out-of-fold lists of :func:`learned_frame` and the model fitted on its training
+    queries (None without ``fit_model``). ``tables`` keeps each run's features for other labels."""
     frame = learned_frame(design, validation, spec, run, seed, label_gt, depth, tables)
     lists = {q: g.tolist() for q, g in frame.groupby("qkey", sort=False)["api_id"]}
     if not fit_model:
@@ -175,9 +146,8 @@ def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SE
 
 def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,
                          gts: Sequence[str] = GT_DEFINITIONS, seed: int = SEED) -> pd.DataFrame:
-    """Per query recall@k (the columns of :func:`ranker_scores`) of the linear fusion notebook 12 chooses on
-    the design sets (:func:`.fusion_board.chosen_fusions`, on the candidates ground truth:
-    one with a stub call, one without), mean over the design runs; the unseen sets from validation's run 0."""
+    """Per query recall@k (:func:`ranker_scores`' columns) of the two linear fusions chosen on the design sets
+    (:func:`.fusion_board.chosen_fusions`), mean over the design runs; the unseen sets from run 0."""
     specs, _ = chosen_fusions(design, k, "candidates", seed)
     frames = []
     parts = [("design", design, design.queries["qkey"].tolist(), range(design.n_runs))]
@@ -186,11 +156,11 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
     for part, result, keys, runs in parts:
         subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
         for name, spec in specs.items():
-            lists = [_linear(result, spec, r, keys, k) for r in runs]
+            lists = [spec.ranked(study_component_inputs(result, r, components=spec.components), k)
+                     for r in runs]
             for gt in gts:
                 qrels = qrels_of(result.queries, gt)
-                rec = np.mean([_recalls(x, qrels, keys, k) for x in lists], axis=0)
-                frames.append(_frame(keys, subsets, f"linear {name}", gt, rec).assign(part=part))
+                frames.append(_scored(keys, subsets, f"linear {name}", gt, lists, qrels, k).assign(part=part))
     return pd.concat(frames, ignore_index=True)[["qkey", "subset", "part", "method", "gt", "recall"]]
 
 
@@ -199,13 +169,10 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
                   runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str | None = None,
                   fit_models: bool = True) -> tuple[pd.DataFrame, dict[str, Fitted]]:
     """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
-    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; the unseen sets,
-    the validation study's queries in ``unseen``, from run 0's cross-fit) and of every single architecture.
-
-    Each ground truth is scored by the ranker trained on its own labels (``label_gt`` None), or every one by
-    the ranker trained on ``label_gt``. The models returned are those fitted on every training query with
-    the default ground truth's labels (or ``label_gt``'s): the models for held-out query files (none
-    without ``fit_models``)."""
+    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; ``unseen`` from
+    run 0) and of every single architecture. Each ground truth is scored by the ranker trained on its own
+    labels, or all by ``label_gt``'s; ``models`` are fitted with the default ground truth's (or
+    ``label_gt``'s) labels (none without ``fit_models``)."""
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
     unseen = set(unseen or ())
@@ -221,24 +188,20 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
         same_each_run = set(spec.methods) <= set(design.deterministic)
         for label, only in labels.items():
             scored = [only] if only else list(gts)
-            per_run: dict[str, list[list[float]]] = {gt: [] for gt in scored}
+            runs_lists = []
             for r in runs:
                 if r == runs[0] or not same_each_run:
                     fit_now = fit_models and r == runs[0] and label == model_label
                     lists, model = ranker_lists(design, validation, spec, r, seed, label, fit_model=fit_now,
                                                 tables=tables)
-                if r == runs[0]:
-                    if model is not None:
+                    if r == runs[0] and model is not None:
                         models[name] = model
-                    for gt in scored:
-                        if ukeys:
-                            rec = _recalls(lists, qrels_of(queries, gt), ukeys, k)
-                            frames.append(_frame(ukeys, sub, name, gt, rec).assign(part="unseen"))
+                runs_lists.append(lists)
+            parts = [("unseen", ukeys, runs_lists[:1])] if ukeys else []
+            for part, keys, part_lists in [*parts, ("design", dkeys, runs_lists)]:
                 for gt in scored:
-                    per_run[gt].append(_recalls(lists, qrels_of(queries, gt), dkeys, k))
-            for gt in scored:
-                rec = np.mean(per_run[gt], axis=0)
-                frames.append(_frame(dkeys, sub, name, gt, rec).assign(part="design"))
+                    qrels = qrels_of(queries, gt)
+                    frames.append(_scored(keys, sub, name, gt, part_lists, qrels, k).assign(part=part))
     frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
@@ -250,21 +213,19 @@ def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
     res = paired(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
-            "reference_recall": res["mean_a"], "diff": res["diff"], "ci_low": res["ci_low"],
-            "ci_high": res["ci_high"], "wins": res["wins"], "losses": res["losses"],
-            "p": res["p"], "note": res["note"]}
+            "reference_recall": res["mean_a"], **{c: res[c] for c in ("diff", "ci_low", "ci_high", "wins",
+                                                                      "losses", "p", "note")}}
 
 
 def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000
                ) -> pd.DataFrame:
-    """Per ground truth, set and ranker: against the best single architecture of any family of that set
-    (``against = best single``) and against the better dense architecture (``against = best dense``),
-    paired per query with a bootstrap 95% CI of the difference."""
+    """Per ground truth, set and ranker: paired against the set's best single architecture of any family
+    (``against = best single``) and its better dense one (``best dense``)."""
     rows = []
     for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
         means = g.groupby("method")["recall"].mean()
         singles = [m for m in means.index if split_method(m)[0] in SINGLE]
-        dense = [m for m in singles if m in DENSE]
+        dense = [m for m in singles if m in SINGLE]
         refs = {"best single": max(singles, key=lambda m: (means[m], m)) if singles else None,
                 "best dense": max(dense, key=lambda m: (means[m], m)) if dense else None}
         for m in methods:
@@ -279,8 +240,8 @@ def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_re
 
 
 def issue_table(cmp: pd.DataFrame, gt: str, digits: int = 3) -> pd.DataFrame:
-    """The issue's table for one ground truth: rows best single architecture (named per set), each ranker
-    with its difference and CI; one column per set (design sets first)."""
+    """One ground truth's wide table: the best single architecture (named per set) and each ranker with its
+    difference and CI; one column per set (design sets first)."""
     c = cmp[(cmp["gt"] == gt) & (cmp["against"] == "best single")]
     sets = list(dict.fromkeys(c.sort_values("part", kind="stable")["subset"]))
     rows = {}
@@ -295,9 +256,8 @@ def issue_table(cmp: pd.DataFrame, gt: str, digits: int = 3) -> pd.DataFrame:
 
 
 def goal_check(cmp: pd.DataFrame, margins: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """The issue's criteria per set: ``ltr`` ahead of the best single architecture by at least the margin of
-    each ground truth (0.05 candidates, 0.03 relevant) with the CI above 0; ``ltr-nollm`` ahead of the better
-    dense architecture (difference and CI above 0)."""
+    """Per set: ``ltr`` ahead of the best single architecture by each ground truth's margin (0.05
+    candidates, 0.03 relevant), CI above 0; ``ltr-nollm`` ahead of the better dense one."""
     margins = dict(margins or {"candidates": 0.05, "relevant": 0.03})
     rows = []
     for _, r in cmp.iterrows():
@@ -318,9 +278,8 @@ DESIGN_ONLY = "ltr trained on G1–G3 only"
 
 def design_only_scores(design, validation=None, unseen: set[str] | None = None, k: int = K,
                        gts: Sequence[str] = GT_DEFINITIONS, run: int = 0, seed: int = SEED) -> pd.DataFrame:
-    """``ltr`` as trained before the eight sets: cross-fitted over the design study's queries alone, the
-    unseen sets scored by its model fitted on G1–G3; per query recall (the columns of
-    :func:`ranker_scores`), each ground truth by the ranker trained on its own labels."""
+    """``ltr`` cross-fitted over the design study's queries alone, the unseen sets scored by its model fitted
+    on G1–G3: per query recall (:func:`ranker_scores`' columns), each ground truth by its own labels."""
     spec = NAMED["ltr"]
     dkeys = design.queries["qkey"].tolist()
     keep = set(unseen or ())
@@ -330,13 +289,12 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
     frames = []
     for gt in gts:
         lists, model = ranker_lists(design, None, spec, run, seed, gt)
-        frames.append(_frame(dkeys, sub, DESIGN_ONLY, gt, _recalls(lists, qrels_of(queries, gt), dkeys, k))
-                      .assign(part="design"))
+        qrels = qrels_of(queries, gt)
+        frames.append(_scored(dkeys, sub, DESIGN_ONLY, gt, [lists], qrels, k).assign(part="design"))
         if ukeys:
             table = feature_table(study_runs(validation, spec, 0, ukeys), spec)
-            unseen_lists = {q: list(r) for q, r in ranked(table, model.predict(table), DEPTH).items()}
-            frames.append(_frame(ukeys, sub, DESIGN_ONLY, gt, _recalls(unseen_lists, qrels_of(queries, gt),
-                                                                       ukeys, k)).assign(part="unseen"))
+            u_lists = [ranked(table, model.predict(table), DEPTH)]
+            frames.append(_scored(ukeys, sub, DESIGN_ONLY, gt, u_lists, qrels, k).assign(part="unseen"))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -357,21 +315,6 @@ def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 
     return pd.DataFrame(rows)
 
 
-def explain(result, qkey: str, name: str = "ltr", run: int = 0, top: int = 10, seed: int = SEED,
-            label_gt: str = "candidates") -> pd.DataFrame:
-    """Why an API was ranked where it was, for one query: its ``top`` candidates by out-of-fold score
-    (``rank, api_id, score, label`` and every feature of the ranker ``name``)."""
-    spec = NAMED[name]
-    if qkey not in set(result.queries["qkey"]):
-        raise ValueError(f"no query {qkey!r} in this study")
-    table = feature_table(study_runs(result, spec, run), spec, qrels_of(result.queries, label_gt))
-    cf = crossfit(table, spec, result.queries, seed=seed, label_gt=label_gt)
-    frame = table.frame().assign(score=cf.scores)
-    mine = frame[frame["qkey"] == qkey].sort_values(["score", "api_id"], ascending=[False, True]).head(top)
-    mine.insert(1, "rank", range(1, len(mine) + 1))
-    return mine.drop(columns="qkey").reset_index(drop=True)
-
-
 def importance(model: Fitted) -> pd.DataFrame:
     """``feature, group, gain, share``: LightGBM's total gain per feature, largest first."""
     gain = model.booster.feature_importance("gain")
@@ -379,17 +322,11 @@ def importance(model: Fitted) -> pd.DataFrame:
     total = float(gain.sum()) or 1.0
 
     def group(name: str) -> str:
-        if name.startswith("tool_"):
-            return "tool"
-        if name.startswith("cat_"):
-            return "category"
-        if name.startswith("lex_"):
-            return "lexical"
-        if name.startswith("runs_"):
-            return "runs"
-        if name.startswith("stub") or name == "n_stubs" or "_s_" in f"_{name}":
-            return "stubs"
-        return "rank and score"
+        prefixed = [g for p, g in PREFIX_GROUPS.items() if name.startswith(p)]
+        if prefixed:
+            return prefixed[0]
+        stubs = name.startswith("stub") or name == "n_stubs" or "_s_" in f"_{name}"
+        return "stubs" if stubs else "rank and score"
 
     out = pd.DataFrame({"feature": names, "group": [group(n) for n in names], "gain": gain.astype(float),
                         "share": gain / total})
@@ -411,9 +348,8 @@ def importance_figure(table: pd.DataFrame, top: int = 20) -> plt.Figure:
 
 
 def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) -> pd.DataFrame:
-    """Per ranker: training seconds (one fit on every design query), inference milliseconds per query
-    (features from the stored rankings and the model's scores, best of ``repeats``), model size in bytes;
-    beside linear fusion (``fuse4``: milliseconds per query of the fusion alone)."""
+    """Per ranker: training seconds, inference milliseconds per query (features and scores, best of
+    ``repeats``) and model bytes; beside linear fusion (``fuse4``: the fusion alone)."""
     rows = []
     keys = design.queries["qkey"].tolist()
     for name, model in models.items():

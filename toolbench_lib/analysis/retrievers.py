@@ -1,18 +1,7 @@
-"""The study across retriever families: RtP and PtR with dense, BM25 and hybrid retrieval, and fusion.
-
-Every function reads a retriever study (``pipeline.experiment.get_retrievers_study``: methods ``rtp``,
-``ptr``, ``rtp@bm25``, ``ptr@bm25``, ...) and returns a DataFrame or a figure:
-
-* :func:`family_table`: recall@k and precision@k per set, family and architecture (mean over runs, 95%
-  bootstrap CI over queries), with the LLM calls each method makes before planning;
-* :func:`family_tests`: PtR against RtP within each family, paired per query (mean over runs; t, Wilcoxon,
-  sign test, bootstrap CI) and over runs (the paper's one-sample t), Holm-corrected over the whole table;
-* :func:`verdicts` and :func:`crossover`: one generated sentence per set and family, and whether the
-  paper's crossover (RtP ahead on G1, PtR ahead on G2 and G3) appears with each family;
-* :func:`family_k_table`, :func:`family_divergence`, :func:`routing_by_subset`: the k-ablation, the
-  top-k divergence and the paper's by-subset routing per family;
-* the fused methods over these families, chosen on the design sets and scored unchanged elsewhere, are
-  :mod:`.fusion_board`'s (the leaderboard notebook 10 uses too).
+"""The study across retriever families (dense, BM25, hybrid): RtP against PtR within each family, the
+paper's crossover, the k-ablation, top-k divergence and by-subset routing per family, and BM25's scale study.
+Every function reads a retriever study (methods ``rtp``, ``ptr``, ``rtp@bm25``, ...); fused methods over
+the families are :mod:`.fusion_board`'s.
 """
 
 from __future__ import annotations
@@ -56,28 +45,15 @@ def _subsets(result) -> list[str]:
     return [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
 
 
-# --------------------------------------------------------------------------- tables
-
-
 def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``subset, retriever, method, n_queries, n_runs, recall_mean, recall_lo, recall_hi, precision_mean,
     llm_calls``: one row per set, family and architecture (``method`` is ``rtp`` or ``ptr``)."""
     table = summary_table(result, k, [gt], n_resamples=2000)
     table = table[table["architecture"].isin(ARCH_LABEL)]
-    out = pd.DataFrame(
-        {
-            "subset": table["subset"],
-            "retriever": table["retriever"],
-            "method": table["architecture"],
-            "n_queries": table["n_queries"],
-            "n_runs": table["n_runs"],
-            "recall_mean": table["recall_mean"],
-            "recall_lo": table["recall_ci_low"],
-            "recall_hi": table["recall_ci_high"],
-            "precision_mean": table["precision_mean"],
-            "llm_calls": [int(get_retriever(m).uses_stubs) for m in table["method"]],
-        }
-    )
+    out = table[["subset", "retriever", "architecture", "n_queries", "n_runs", "recall_mean", "recall_ci_low",
+                 "recall_ci_high", "precision_mean"]].rename(columns={
+        "architecture": "method", "recall_ci_low": "recall_lo", "recall_ci_high": "recall_hi"})
+    out = out.assign(llm_calls=[int(get_retriever(m).uses_stubs) for m in table["method"]])
     order = {f: i for i, f in enumerate(FAMILIES)}
     return (
         out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(_subsets(result).index))
@@ -94,8 +70,7 @@ TEST_COLUMNS = ["comparison", "subset", "retriever", "n_queries", "n_runs", "rtp
 
 def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
     """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k): the rows of
-    :func:`~toolbench_lib.eval.compare.compare` (paired t over queries, Holm over the sets of one family,
-    as the primary endpoint), with its robustness columns."""
+    :func:`~toolbench_lib.eval.compare.compare` (the primary endpoint's test) with its robustness columns."""
     ev = evaluate(result)
     sets = list(dict.fromkeys(ev.subsets))
     frames = []
@@ -112,9 +87,7 @@ def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10
 
 
 def leader(row: Mapping, alpha: float = ALPHA) -> str:
-    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when
-    :func:`~toolbench_lib.eval.compare.compare`'s Holm-adjusted p is below ``alpha`` (the primary
-    endpoint's test)."""
+    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when the Holm-adjusted p is below ``alpha``."""
     return ("PtR" if row["diff"] > 0 else "RtP") if significant(row, alpha) else "neither"
 
 
@@ -123,24 +96,17 @@ PAPER_PATTERN = {"G1": "RtP", "G2": "PtR", "G3": "PtR"}  # the paper's crossover
 
 def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per family: the architecture ahead on each set (point estimate and significant), whether the paper's
-    pattern (RtP on G1, PtR on G2 and G3) holds at the point estimates, and how many of its sets hold
-    significantly."""
+    pattern holds at the point estimates, and on how many sets significantly."""
     rows = []
     for family, g in tests.groupby("retriever", sort=False):
         g = g.set_index("subset")
         sets = [s for s in PAPER_PATTERN if s in g.index]
         point = {s: "PtR" if g.loc[s, "diff"] > 0 else "RtP" for s in sets}
         sig = {s: leader(g.loc[s], alpha) for s in sets}
-        rows.append(
-            {
-                "retriever": family,
-                **{f"ahead_{s}": point[s] for s in sets},
-                **{f"significant_{s}": sig[s] for s in sets},
-                "pattern_holds": all(point[s] == PAPER_PATTERN[s] for s in sets),
-                "significant_sets": sum(sig[s] == PAPER_PATTERN[s] for s in sets),
-                "n_sets": len(sets),
-            }
-        )
+        rows.append({"retriever": family, **{f"ahead_{s}": point[s] for s in sets},
+                     **{f"significant_{s}": sig[s] for s in sets},
+                     "pattern_holds": all(point[s] == PAPER_PATTERN[s] for s in sets),
+                     "significant_sets": sum(sig[s] == PAPER_PATTERN[s] for s in sets), "n_sets": len(sets)})
     return pd.DataFrame(rows)
 
 
@@ -160,10 +126,8 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
     for _, r in cross.iterrows():
         sets = [c.removeprefix("ahead_") for c in cross.columns if c.startswith("ahead_")]
         order = ", ".join(f"{s} {r[f'ahead_{s}']}" for s in sets)
-        parts.append(
-            f"{r['retriever']}: {order} ({r['significant_sets']} of {r['n_sets']} sets significant in "
-            f"the paper's direction)"
-        )
+        parts.append(f"{r['retriever']}: {order} ({r['significant_sets']} of {r['n_sets']} sets significant "
+                     f"in the paper's direction)")
     if holds and fails:
         verdict = (
             f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 and "
@@ -197,15 +161,9 @@ def family_divergence(result, k: int = K) -> pd.DataFrame:
             shares.append(pd.DataFrame({"alias": q, "shared": shared}))
         allruns = pd.concat(shares)
         for subset, g in allruns.groupby("alias", sort=False):
-            rows.append(
-                {
-                    "subset": subset,
-                    "retriever": family,
-                    "disjoint_share": float((g["shared"] == 0).mean()),
-                    "mean_overlap": float(g["shared"].mean()),
-                    "k": k,
-                }
-            )
+            rows.append({"subset": subset, "retriever": family,
+                         "disjoint_share": float((g["shared"] == 0).mean()),
+                         "mean_overlap": float(g["shared"].mean()), "k": k})
     return pd.DataFrame(rows)
 
 
@@ -222,24 +180,13 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
         def pooled(choice, g=g, sets=sets, n=n, total=total):
             return sum(g.loc[(s, choice(s)), "recall_mean"] * n[s] for s in sets) / total
 
-        rows.append(
-            {
-                "retriever": family,
-                "always_rtp": pooled(lambda s: "rtp"),
-                "always_ptr": pooled(lambda s: "ptr"),
-                "by_subset": pooled(lambda s: "rtp" if PAPER_PATTERN[s] == "RtP" else "ptr"),
-                "oracle_per_set": sum(
-                    max(g.loc[(s, "rtp"), "recall_mean"], g.loc[(s, "ptr"), "recall_mean"]) * n[s]
-                    for s in sets
-                )
-                / total,
-                "stub_calls_saved": sum(n[s] for s in sets if PAPER_PATTERN[s] == "RtP") / total,
-            }
-        )
+        best = sum(max(g.loc[(s, a), "recall_mean"] for a in ("rtp", "ptr")) * n[s] for s in sets)
+        rows.append({"retriever": family, "always_rtp": pooled(lambda s: "rtp"),
+                     "always_ptr": pooled(lambda s: "ptr"),
+                     "by_subset": pooled(lambda s: "rtp" if PAPER_PATTERN[s] == "RtP" else "ptr"),
+                     "oracle_per_set": best / total,
+                     "stub_calls_saved": sum(n[s] for s in sets if PAPER_PATTERN[s] == "RtP") / total})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- figures
 
 
 def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
@@ -293,29 +240,8 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def time_searches(
-    setup,
-    texts_query: Sequence[str],
-    texts_stubs: Sequence[Sequence[str]],
-    families: Sequence[str] = ("dense", "bm25", "hybrid"),
-    depth: int = DEPTH,
-) -> dict[str, float]:
-    """Milliseconds per query of each family searching the queries (``<family>:query``) and each query's
-    stubs merged (``<family>:stubs``), measured once each after one warm-up search."""
-    out = {}
-    for f in families:
-        searcher = setup.searcher(f)
-        searcher.search_texts(list(texts_query[:2]), depth)  # warm-up: model, index and caches loaded
-        for kind, texts in (("query", [[t] for t in texts_query]), ("stubs", texts_stubs)):
-            t0 = time.perf_counter()
-            search_and_merge(searcher, texts, depth)
-            out[f"{f}:{kind}"] = 1000 * (time.perf_counter() - t0) / max(len(texts), 1)
-    return out
-
-
-def study_tables(
-    result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
-) -> dict[str, pd.DataFrame]:
+def study_tables(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
+                 ) -> dict[str, pd.DataFrame]:
     """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
     ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``, ``retriever_routing``."""
     main = family_table(result, k, gt)
@@ -337,21 +263,17 @@ def provenance_markdown(result) -> str:
         return "_The study's provenance does not describe its retrievers._"
     lines = []
     for family, what in prov.items():
-        text = (
-            what
-            if isinstance(what, str)
-            else "; ".join(
-                f"{k}: {v if not isinstance(v, dict) else ', '.join(f'{a} {b}' for a, b in v.items())}"
-                for k, v in what.items()
-            )
-        )
+        text = what if isinstance(what, str) else "; ".join(
+            f"{k}: {v if not isinstance(v, dict) else ', '.join(f'{a} {b}' for a, b in v.items())}"
+            for k, v in what.items())
         lines.append(f"- **{family}**: {text}")
     return "\n".join(lines)
 
 
 def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
-    """:func:`time_searches` on the study's first ``n`` queries and their run-0 stubs, kept in the study's
-    folder (``search_ms.json``, with the CPU it was measured on) so a warm run reads it."""
+    """Milliseconds per query of each family searching the study's first ``n`` queries (``<family>:query``)
+    and their run-0 stubs merged (``<family>:stubs``), each timed once after a warm-up search; kept in the
+    study's folder (``search_ms.json``, with the CPU) so a warm run reads it."""
     path = rcfg.study_dir / "search_ms.json"
     try:
         stored = json.loads(path.read_text())
@@ -360,8 +282,14 @@ def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
     except (OSError, ValueError, AttributeError):
         pass
     q = result.queries.head(n)
-    stubs = ptr_texts(q, result.stubs, 0)
-    ms = time_searches(setup, q["query"].tolist(), stubs, families_of(result))
+    texts_query, stubs, ms = q["query"].tolist(), ptr_texts(q, result.stubs, 0), {}
+    for f in families_of(result):
+        searcher = setup.searcher(f)
+        searcher.search_texts(list(texts_query[:2]), DEPTH)  # warm-up: model, index and caches loaded
+        for kind, texts in (("query", [[t] for t in texts_query]), ("stubs", stubs)):
+            t0 = time.perf_counter()
+            search_and_merge(searcher, texts, DEPTH)
+            ms[f"{f}:{kind}"] = 1000 * (time.perf_counter() - t0) / max(len(texts), 1)
     with atomic_path(path) as tmp:
         tmp.write_text(
             json.dumps({"ms": ms, "queries": len(q), "cpu": platform.processor() or platform.machine()})
@@ -369,22 +297,11 @@ def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
     return ms
 
 
-def bm25_scale_study(
-    registry: pd.DataFrame,
-    texts: Sequence[str],
-    queries: pd.DataFrame,
-    stubs: pd.DataFrame,
-    sizes: Sequence[int | None],
-    seeds: Sequence[int],
-    k: int = K,
-    gt: str = DEFAULT_GT,
-    keep_gt: str = "candidates",
-    run: int = 0,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The scale study (:func:`toolbench_lib.analysis.scale.scale_study`'s sizes, seeds and sampling) with
-    BM25: each sub-registry is a BM25 index of its own (its statistics are the sub-registry's); RtP searches
-    the query, PtR run ``run``'s stubs (merged per API by the best normalised score). Returns ``(scale,
-    divergence)`` with the dense study's columns and ``retriever = "bm25"``."""
+def bm25_scale_study(registry: pd.DataFrame, texts: Sequence[str], queries: pd.DataFrame, stubs: pd.DataFrame,
+                     sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
+                     keep_gt: str = "candidates", run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(scale, divergence)``: the scale study (:func:`~toolbench_lib.analysis.scale.scale_study`'s draws)
+    with BM25, each sub-registry an index of its own; RtP searches the query, PtR run ``run``'s stubs."""
     ids = registry["api_id"].to_numpy()
     counts = TermCounts(texts)  # the registry analysed once; each sub-registry's index slices its counts
     scale_rows, div_rows = [], []
@@ -403,17 +320,9 @@ def bm25_scale_study(
                 for arch, tx in (("rtp", q_texts), ("ptr", s_texts)):
                     _, merged = search_and_merge(index, tx, k)
                     lists[arch] = [ids[m.rows].tolist() for m in merged]
-                base = {
-                    "size": len(rows),
-                    "target_size": sub.target_size,
-                    "seed": seed,
-                    "subset": subset_alias(subset),
-                    "retriever": "bm25",
-                    "k": k,
-                    "n_queries": len(sq),
-                    "keep_gt": keep_gt,
-                    "note": sub.note,
-                }
+                base = {"size": len(rows), "target_size": sub.target_size, "seed": seed,
+                        "subset": subset_alias(subset), "retriever": "bm25", "k": k, "n_queries": len(sq),
+                        "keep_gt": keep_gt, "note": sub.note}
                 for arch in ("rtp", "ptr"):
                     rec = recall_at(lists[arch], rel, k)
                     scale_rows.append({**base, "method": arch, "gt": gt, "recall": float(np.mean(rec))})
@@ -425,32 +334,10 @@ def bm25_scale_study(
 def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
     """Per set and size: RtP's and PtR's recall (mean and std over seeds) and PtR − RtP."""
     g = scale.groupby(["subset", "size", "method"])["recall"].agg(["mean", "std"]).unstack("method")
-    out = pd.DataFrame(
-        {
-            "rtp": g[("mean", "rtp")],
-            "ptr": g[("mean", "ptr")],
-            "rtp_std": g[("std", "rtp")].fillna(0.0),
-            "ptr_std": g[("std", "ptr")].fillna(0.0),
-        }
-    )
+    out = pd.DataFrame({"rtp": g[("mean", "rtp")], "ptr": g[("mean", "ptr")],
+                        "rtp_std": g[("std", "rtp")].fillna(0.0), "ptr_std": g[("std", "ptr")].fillna(0.0)})
     out["ptr_minus_rtp"] = out["ptr"] - out["rtp"]
     return out.reset_index()
-
-
-def bm25_scale_table(
-    setup, queries: pd.DataFrame, stubs: pd.DataFrame, sizes, seeds, k: int = K, gt: str = DEFAULT_GT
-) -> pd.DataFrame:
-    """:func:`bm25_scale_study` as one table: recall per method and, on every row, the share of queries whose
-    RtP and PtR top-k lists are disjoint at that size and seed."""
-    scale, div = bm25_scale_study(setup.ds.registry, setup.ds.texts, queries, stubs, sizes, seeds, k, gt)
-    keys = ["subset", "size", "seed"]
-    return scale.merge(div[[*keys, "no_overlap_share"]], on=keys)
-
-
-def scale_key(sizes, seeds, k: int, gt: str) -> str:
-    """A short name for a scale study's parameters (its cached table's file name)."""
-    blob = f"{list(sizes)}|{list(seeds)}|{k}|{gt}".encode()
-    return hashlib.sha256(blob).hexdigest()[:10]
 
 
 def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
@@ -461,9 +348,8 @@ def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
         g = gap[gap["subset"] == subset].sort_values("size")
         for arch, color in (("rtp", METHOD_COLORS["rtp"]), ("ptr", METHOD_COLORS["ptr"])):
             ax.plot(g["size"], g[arch], marker="o", color=color, label=f"{ARCH_LABEL[arch]} bm25")
-            ax.fill_between(
-                g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color, alpha=0.2
-            )
+            ax.fill_between(g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color,
+                            alpha=0.2)
         ax.set_xscale("log")
         ax.set_title(subset)
         ax.set_xlabel("registry size (APIs)")
@@ -474,17 +360,21 @@ def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
     return fig
 
 
-def cached_bm25_scale(
-    folder, setup, result, sizes, seeds: int, k: int = K, gt: str = DEFAULT_GT
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scale, gap)``: :func:`bm25_scale_table` kept (checksummed) in ``folder`` under its parameters' key,
-    and :func:`scale_gap` with the mean disjoint share per set and size."""
-    key = f"bm25-scale-{scale_key(sizes, range(seeds), k, gt)}"
-    scale = cached_tables(
-        folder,
-        key,
-        lambda: {"scale": bm25_scale_table(setup, result.queries, result.stubs, sizes, range(seeds), k, gt)},
-    )["scale"]
+def cached_bm25_scale(folder, setup, result, sizes, seeds: int, k: int = K,
+                      gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(scale, gap)``: :func:`bm25_scale_study`'s recall per method with, on every row, the share of
+    queries whose RtP and PtR top-k lists are disjoint, kept (checksummed) in ``folder`` under its
+    parameters' key; and :func:`scale_gap` with the mean disjoint share per set and size."""
+    blob = f"{list(sizes)}|{list(range(seeds))}|{k}|{gt}".encode()
+    key = f"bm25-scale-{hashlib.sha256(blob).hexdigest()[:10]}"
+
+    def make() -> dict[str, pd.DataFrame]:
+        scale, div = bm25_scale_study(setup.ds.registry, setup.ds.texts, result.queries, result.stubs, sizes,
+                                      range(seeds), k, gt)
+        keys = ["subset", "size", "seed"]
+        return {"scale": scale.merge(div[[*keys, "no_overlap_share"]], on=keys)}
+
+    scale = cached_tables(folder, key, make)["scale"]
     div = scale.groupby(["subset", "size"], as_index=False)["no_overlap_share"].mean()
     return scale, scale_gap(scale).merge(div, on=["subset", "size"])
 

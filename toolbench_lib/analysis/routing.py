@@ -1,23 +1,8 @@
-"""Adaptive routing between RtP and PtR, validated by K-fold cross-validation.
-
-Two routers send each query to RtP or to PtR:
-
-* ``router_top1_cosine``: RtP's own confidence, the cosine of its best API. Low confidence sends the
-  query to PtR. The threshold is the one that maximises recall on the training folds (ties: the one
-  routing fewest queries to PtR, the cheaper choice).
-* ``router_features``: cheap features of the query text (words, clauses, conjunctions, requests) in
-  a ridge-penalised logistic regression of "PtR beats RtP on this query" (fit by Newton's method in
-  numpy, which stays finite under the perfect separation small folds often show); its probability
-  is thresholded like the cosine, the threshold again chosen on the training folds only.
-
-Every query's route comes from a model fit on the other folds (scikit-learn's ``StratifiedKFold`` by
-query set, seeded: :func:`toolbench_lib.data.folds.fold_ids`); nothing is tuned on the queries it is
-evaluated on. Both are compared with
-always-RtP, always-PtR and the per-query oracle (the better of the two on each query; ties go to RtP).
-
-Per-query PtR numbers are means over the study's runs. Token costs come from the ``calls`` table:
-RtP pays its plan call, PtR its stub call plus its plan call (judge calls are evaluation, not cost);
-queries without a plan call are given their set's mean plan tokens for that method.
+"""Adaptive routing between RtP and PtR, validated by K-fold cross-validation: ``router_top1_cosine``
+(RtP's top-1 cosine, low sends the query to PtR) and ``router_features`` (a ridge-penalised logistic
+regression on cheap text features, fit by Newton's method), each thresholded on the training folds, against
+always-RtP, always-PtR, by-subset and the per-query oracle. Token costs come from the ``calls`` table;
+queries without a plan call get their set's mean plan tokens.
 """
 
 from __future__ import annotations
@@ -54,12 +39,8 @@ SIGNALS = {"rtp_top1_cosine_low": "low RtP top-1 cosine", "n_words": "more words
 
 
 def query_features(queries: Sequence[str]) -> pd.DataFrame:
-    """Cheap text features of each query (one row per query, columns :data:`FEATURES`).
-
-    ``n_clauses``: segments separated by sentence ends, semicolons, colons or commas;
-    ``n_conjunctions``: words such as "and", "also", "additionally", plus "as well";
-    ``n_requests``: question marks plus request phrases ("can you", "please", "i need", ...).
-    """
+    """Cheap text features of each query (columns :data:`FEATURES`): words, clauses (split at sentence ends,
+    semicolons, colons or commas), conjunctions (plus "as well"), and question marks plus request phrases."""
     rows = []
     for q in queries:
         low = q.lower()
@@ -73,11 +54,8 @@ def query_features(queries: Sequence[str]) -> pd.DataFrame:
 
 
 def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
-    """The threshold ``t`` for "route to PtR when signal > t" that maximises the summed ``gain``.
-
-    ``gain`` is PtR's minus RtP's recall per query. Cuts fall between distinct signal values; among
-    equally good cuts the one routing fewest queries wins. ``inf`` routes nothing, ``-inf`` everything.
-    """
+    """The ``t`` for "PtR when signal > t" that maximises the summed ``gain`` (PtR − RtP recall); cuts fall
+    between distinct values, ties route fewest. ``inf`` routes nothing, ``-inf`` everything."""
     signal = np.asarray(signal, dtype=float)
     if len(signal) == 0:
         return float("inf")
@@ -133,10 +111,8 @@ def cv_threshold_routes(signal: np.ndarray, gain: np.ndarray,
 
 def cv_feature_routes(x: np.ndarray, label: np.ndarray, gain: np.ndarray, folds: np.ndarray,
                       l2: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Out-of-fold (probability, route) of the feature model; model and threshold fit on other folds.
-
-    Features are standardised with the training folds' means and deviations.
-    """
+    """Out-of-fold (probability, route) of the feature model (standardised on, and fit with its threshold
+    on, the other folds)."""
     x = np.asarray(x, dtype=float)
     prob = np.zeros(len(x))
     routes = np.zeros(len(x), dtype=bool)

@@ -1,24 +1,6 @@
-"""Which G2, divergence read two ways, and two claims scored: the scale claim and the routing claim.
-
-Every function takes stored studies (or tables made from them) and returns a table; the sentences of the
-verdict tables are generated from their numbers. Recall and hits come from
-:mod:`toolbench_lib.eval.evaluation`
-(ranx, checked against a direct count) or, on sub-registries, from the scale study's direct count; every
-confidence interval and paired test from :mod:`toolbench_lib.eval.stats`; the intervals of shares are
-Wilson 95% intervals (statsmodels).
-
-* :func:`g2_sensitivity`: recall@k (k = 1..20) per G2 set, retriever family and architecture, each with a
-  bootstrap CI over queries, and the paired PtR − RtP difference with its CI; :func:`g2_sets`: each G2
-  set's ground-truth size against the paper's and whether the paper's worked example is in it;
-  :func:`g2_verdict`: which G2 the paper's numbers fit.
-* :func:`study_divergence` and :func:`divergence_readings`: the share of queries whose RtP and PtR top-k
-  lists are *disjoint* (share no API) and *non-identical* (differ in at least one API), per set and pooled
-  over named groups of sets; :func:`divergence_verdict`: which reading the paper's figures fit.
-* :func:`scale_claim` and :func:`scale_claim_verdict`: PtR − RtP per registry size with a paired CI over
-  queries (each query's recall averaged over seeds and runs), and the share of each sub-registry that is
-  the set's ground truth.
-* :func:`routing_claim`: the paper's by-subset routing against always-RtP, always-PtR and the better
-  architecture per subset, paired per query.
+"""Which G2 the paper's numbers fit, divergence read two ways (disjoint or non-identical top-k lists), and
+two claims scored: PtR − RtP at every registry size, and by-subset routing against fixed policies.
+Confidence intervals and paired tests come from :mod:`toolbench_lib.eval.stats` (shares: Wilson 95%).
 """
 
 from __future__ import annotations
@@ -39,7 +21,6 @@ from .retrievers import PAPER_PATTERN, families_of
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
 from .similarity import SimilarityCache, topk_columns
 
-# The two readings of "tool selection divergence" and the groups of sets the tables pool.
 READINGS = ("disjoint", "non_identical")
 GROUPS: dict[str, tuple[str, ...]] = {"G1+G2": ("G1", "G2"), "G1–G3": ("G1", "G2", "G3")}
 
@@ -49,13 +30,9 @@ def basis(run_name: str, n_runs: int) -> str:
     return f"{run_name}: mean of {n_runs} runs" if n_runs > 1 else f"{run_name}: run 0"
 
 
-# --------------------------------------------------------------------------- which G2
-
-
 def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
                      gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, the mean over the study's runs,
-    read from the study's evaluation."""
+    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, mean over the study's runs."""
     check_gt(gt)
     ev = evaluate(result)
     mask = ev.subsets == subset
@@ -72,12 +49,8 @@ def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
 
 def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
                    gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
-    """Recall@k of RtP and PtR per ``(run_name, study, subset)`` source, retriever family and ``k``.
-
-    Columns: ``subset, basis, retriever, k, n_queries, n_runs, rtp, rtp_lo, rtp_hi, ptr, ptr_lo, ptr_hi,
-    diff, diff_lo, diff_hi, p, note, ptr_wins, rtp_wins``; ``diff`` = PtR − RtP per query (each query's
-    mean over runs), its CI a bootstrap over queries; ``basis`` names the study and its runs.
-    """
+    """Recall@k of RtP and PtR (bootstrap CIs) and the paired PtR − RtP per ``(run_name, study, subset)``
+    source, retriever family and ``k``; each query's recall is its mean over runs."""
     rows = []
     for run_name, result, subset in sources:
         pq = per_query_recall(result, subset, ks, gt)
@@ -101,10 +74,8 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
 
 def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: float, example_qkey: str | None,
             gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
-    """Per source set: ``subset, basis, n_queries, gt_size, gt_size_lo, gt_size_hi, paper_gt_size,
-    gt_size_gap, example_qkey, example_in_set``; ``gt_size`` is the mean ground-truth size under ``gt``
-    (bootstrap CI over queries) and ``example_in_set`` whether the paper's worked example is one of its
-    queries."""
+    """Per source set: the mean ground-truth size (bootstrap CI) against the paper's, and whether the paper's
+    worked example is one of its queries."""
     rows = []
     for run_name, result, subset in sources:
         q = result.queries[result.queries["subset"] == subset]
@@ -124,9 +95,8 @@ def _inside(value: float | None, lo: float, hi: float) -> bool | None:
 
 def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int, float],
                retriever: str = "dense") -> pd.DataFrame:
-    """One row per G2 set and one ``verdict`` row: whether its ground-truth size rounds to the paper's
-    (one decimal), whether it holds the paper's worked example, and at how many of the paper's stated
-    PtR − RtP differences (``{k: diff}``) the paper's value lies in this set's CI (``retriever``)."""
+    """One row per G2 set and a ``verdict`` row: whether its ground-truth size rounds to the paper's, holds
+    the worked example, and at how many of ``paper_diffs`` (``{k: PtR − RtP}``) the paper lies in its CI."""
     rows = []
     for _, s in sets.iterrows():
         part = sens[(sens["subset"] == s["subset"]) & (sens["retriever"] == retriever)].set_index("k")
@@ -166,19 +136,9 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
     return pd.concat([out.assign(fits=""), pd.DataFrame([verdict])], ignore_index=True)
 
 
-# --------------------------------------------------------------------------- divergence two ways
-
-
-def overlap_flags(a: Sequence, b: Sequence) -> tuple[bool, bool]:
-    """``(disjoint, non_identical)`` of two top-k lists read as sets of APIs."""
-    sa, sb = set(a), set(b)
-    return not (sa & sb), sa != sb
-
-
 def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
-    """``retriever, size, subset, n_queries, n_runs, disjoint_share, non_identical_share``: per family and
-    set, the shares over queries of each query's share over PtR's runs (RtP is deterministic), on the
-    study's registry (``size``: its APIs, 0 when the provenance does not say)."""
+    """Per family and set: the shares of queries whose RtP and PtR top-k lists are disjoint and
+    non-identical (each query's share over PtR's runs); ``size`` is the registry's (0 when unknown)."""
     q = result.queries.assign(alias=result.queries["subset"].map(subset_alias))
     size = int(result.provenance.get("registry_size") or 0)
     rows = []
@@ -188,8 +148,8 @@ def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
         for run in range(result.n_runs):
             ptr = result.ranking(method_name("ptr", family), run, k)
             for key, alias in zip(q["qkey"], q["alias"], strict=True):
-                d, n = overlap_flags(rtp.get(key, []), ptr.get(key, []))
-                flags.append((alias, key, d, n))
+                a, b = set(rtp.get(key, [])), set(ptr.get(key, []))
+                flags.append((alias, key, not (a & b), a != b))
         f = pd.DataFrame(flags, columns=["subset", "qkey", "disjoint", "non_identical"])
         per_q = f.groupby(["subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean().reset_index()
         for subset, g in per_q.groupby("subset", sort=False):
@@ -202,13 +162,8 @@ def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
 
 def divergence_readings(per_set: pd.DataFrame, by: Sequence[str] = (),
                         groups: Mapping[str, Sequence[str]] = GROUPS) -> pd.DataFrame:
-    """Both readings per set and pooled over each group of ``groups``, with Wilson 95% intervals.
-
-    ``per_set`` has ``subset, n_queries, disjoint_share, non_identical_share`` (each a mean over queries;
-    further columns of ``by``, e.g. ``size`` or ``retriever``). Rows with the same ``by`` and set (seeds)
-    are averaged first; a group pools its sets weighted by their queries. Columns: ``*by, group, sets,
-    reading, share, ci_low, ci_high, n_queries``; the interval treats the group's queries as the sample.
-    """
+    """Both readings per set and pooled over each of ``groups`` (weighted by queries), with Wilson 95%
+    intervals; rows of ``per_set`` with the same ``by`` and set (seeds) are averaged first."""
     by = list(by)
     cols = ["disjoint_share", "non_identical_share"]
     mean = per_set.groupby([*by, "subset"], sort=False).agg(
@@ -270,20 +225,12 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
                      ignore_index=True)
 
 
-# --------------------------------------------------------------------------- the scale claim
-
-
 def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
-    """Per set and registry size: RtP and PtR recall@k and PtR − RtP with a paired bootstrap CI over
-    queries (each query's recall averaged over seeds and PtR's runs), drawn as the scale study draws.
-
-    Columns: ``subset, size, target_size, n_seeds, n_runs, n_queries, rtp, ptr, diff, ci_low, ci_high,
-    expected, gt_share, keeps_all_gt``; ``expected`` is the paper's leader on the set, ``gt_share`` the
-    share of the sub-registry that is the set's ground truth (``keep_gt``, mean over seeds) and
-    ``keeps_all_gt`` whether every draw held every such API of the index.
-    """
+    """Per set and registry size (drawn as the scale study draws): RtP and PtR recall@k and PtR − RtP with a
+    paired CI over queries (each averaged over seeds and runs); ``expected`` is the paper's leader,
+    ``gt_share`` the sub-registry's share of ground truth, ``keeps_all_gt`` whether every draw kept it."""
     check_gt(gt)
     local = registry.iloc[cache.rows].reset_index(drop=True)
     runs = cache.runs
@@ -324,9 +271,8 @@ SCALE_SETS = ("G1", "G2")  # the paper's scale claim (its Figure 3) covers these
 
 
 def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
-    """Per set with a leader in the paper: at how many sizes that architecture is ahead (point estimate)
-    and significantly (the CI excludes 0 on its side), the std of PtR − RtP over sizes, whether "maintains
-    its advantage at every registry size" holds, and a generated sentence."""
+    """Per set with a leader in the paper: at how many sizes it is ahead (and significantly), the std of
+    PtR − RtP over sizes, whether it is ahead at every size, and a generated sentence."""
     rows = []
     for subset, g in claim.groupby("subset", sort=False):
         lead = g["expected"].iloc[0]
@@ -355,20 +301,12 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- the routing claim
-
-
 def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT,
                   n_resamples: int = 10_000, seed: int = SEED) -> pd.DataFrame:
-    """The paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy, per family.
-
-    Each query's recall@k is its mean over runs; ``best_per_subset`` takes, per set, the architecture with
-    the higher mean recall (the paper's "always selecting the better architecture per subset"). Columns:
-    ``retriever, basis, against, n_queries, routed, other, diff, ci_low, ci_high, p, note, loss, text``
-    with ``diff`` = routed − other (paired bootstrap CI over queries) and ``loss`` one of ``none``
-    (identical choices), ``gain`` (the CI lies above 0), ``not significant`` and ``significant`` (the CI
-    lies below 0).
-    """
+    """Per family, the paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy
+    (``best_per_subset``: the architecture with the higher mean per set): ``diff`` = routed − other, paired
+    over queries (each its mean over runs); ``loss`` is ``none``, ``gain``, ``not significant`` or
+    ``significant`` (the CI below 0)."""
     pq = per_query_runs(result, k, gt, ("recall",))
     pq = pq.assign(subset=pq["subset"].map(subset_alias))
     mean = pq.groupby(["subset", "qkey", "method"], as_index=False, sort=False)["recall"].mean()
@@ -404,12 +342,8 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- the notebooks' tables
-
-
 def paper_g2_diffs() -> dict[int, float]:
-    """The paper's G2 PtR − RtP recall differences by k (k = 1 and 20 from Table 1; k = 5 from the main
-    results' two recalls), from ``references/paper.yaml``."""
+    """The paper's G2 PtR − RtP recall differences by k (1 and 20 from Table 1, 5 from the main results)."""
     five = [paper_value("g2_ptr_recall"), paper_value("g2_rtp_recall")]
     out = {1: paper_value("g2_ptr_gain_k1"), 5: five[0] - five[1] if None not in five else None,
            20: paper_value("g2_ptr_gain_k20")}
@@ -424,8 +358,7 @@ def worked_example_qkey(example_id: str) -> str | None:
 
 def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
               example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
-    """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists, against the
-    paper's ground-truth size, G2 differences and worked example."""
+    """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists."""
     sources = [s for s in sources if s[1] is not None and (s[1].queries["subset"] == s[2]).any()]
     sens = g2_sensitivity(sources, ks, gt)
     sets = g2_sets(sources, paper_value("g2_gt_size"), worked_example_qkey(example_id), gt)
@@ -436,9 +369,8 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
                  divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = K,
                  gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
                  ) -> dict[str, pd.DataFrame]:
-    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (from the scale study's
-    ``divergence`` table; ``size`` is the target size) and ``divergence_verdict`` against the paper's two
-    divergence figures; ``basis`` names the study (``run_name``) and its runs."""
+    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (of the scale study's ``divergence``
+    table, at the target sizes) and ``divergence_verdict`` against the paper's two figures."""
     where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
     per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
@@ -452,9 +384,8 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
 
 def full_divergence_tables(result: StudyResult, run_name: str = "this run", k: int = K,
                            retriever: str = "dense") -> dict[str, pd.DataFrame]:
-    """``divergence_full`` (both readings per family, set and group on the study's registry; ``basis``
-    names the study and its runs) and ``divergence_full_verdict`` (``retriever``'s against the paper's
-    full-registry figure)."""
+    """``divergence_full`` (both readings per family, set and group on the study's registry) and
+    ``divergence_full_verdict`` (``retriever``'s against the paper's full-registry figure)."""
     readings = divergence_readings(study_divergence(result, k), ["retriever", "size"])
     readings = readings.assign(basis=basis(run_name, result.n_runs))
     mine = readings[readings["retriever"] == retriever]
