@@ -1,17 +1,6 @@
-"""Teaching material: the two pipelines drawn, a glossary, worked queries picked by rule, and the paper's
-Table 2 examples as this run saw them.
-
-* :func:`pipeline_figure` draws RtP and PtR side by side (the paper's Figure 1), with the shared registry
-  index and the retriever family (dense, BM25, hybrid) where it plugs in; notebook 09 saves it as the
-  figure ``pipeline``.
-* :func:`pick_worked_queries` picks three queries of a stored study by rule: PtR's largest win on
-  recall@k, RtP's largest win, and a query both methods miss entirely. Ties are broken by the larger
-  ground truth, then by the first query key, so the picks do not depend on the table's order.
-* :func:`worked_query` gathers one query's text, stubs, both top-k rankings (hits marked) and ground truth;
-  :func:`worked_query_markdown` renders it, for ``report.md`` and notebook 09 alike.
-* :func:`paper_examples_markdown` renders every Table 2 example of ``references/paper.yaml`` whose query is
-  in the study, and says why each other one is not shown.
-"""
+"""Teaching material: the two pipelines drawn (:func:`pipeline_figure`), a glossary, worked queries picked by
+rule (:func:`pick_worked_queries`, rendered by :func:`worked_query_markdown`), and the paper's Table 2
+examples as this run saw them (:func:`paper_examples_markdown`)."""
 
 from __future__ import annotations
 
@@ -157,15 +146,9 @@ def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) ->
 
 
 def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
-    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES`:
-
-    * ``ptr_win``: the largest PtR − RtP recall@k (only a positive gap counts),
-    * ``rtp_win``: the largest RtP − PtR recall@k (only a positive gap counts),
-    * ``both_miss``: recall@k 0 for both methods.
-
-    Ties go to the larger ground truth, then to the first query key. A role no query fills has
-    ``qkey`` None.
-    """
+    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES` (:data:`RULES`; a
+    win needs a positive gap); ties go to the larger ground truth, then to the first query key; a role no
+    query fills has ``qkey`` None."""
     o = outcomes(result, k, gt, run)
     o = o.sort_values("qkey", kind="stable")
     candidates = {"ptr_win": o[o["gap"] > 0].assign(score=o["gap"]),
@@ -245,11 +228,6 @@ def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
     if not label:
         return md_code(api_id, in_table=True)
     return _cell(label) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
-
-
-def _paper_quote(text: str) -> str:
-    """A quote of the paper's text as Markdown: its TeX arrow as an arrow."""
-    return _cell(str(text).replace("\\to", "→"))
 
 
 def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = None,
@@ -353,7 +331,7 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
         ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
-        parts += [f"### {md_code(x.id)}", "", f"*The paper:* {_paper_quote(x.quote)}", "",
+        parts += [f"### {md_code(x.id)}", "", "*The paper:* " + _cell(str(x.quote).replace("\\to", "→")), "",
                   f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
                   f"(paper: RtP {x.rtp_recall:g}, PtR {x.ptr_recall:g}); leader here: "
                   f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description
