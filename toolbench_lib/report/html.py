@@ -35,11 +35,6 @@ SAFE_ATTRIBUTES = {
 SAFE_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z")
 
 
-def report_title(out_dir: Path) -> str:
-    """The page's title: what the report is, and which run."""
-    return f"Plan or Retrieve First? Tool discovery on ToolBench: report of run {out_dir.name!r}"
-
-
 MD_CSS = """
 body {font-family: system-ui, sans-serif; color: #1a1a1a; background: #fff; line-height: 1.5; margin: 0}
 main {max-width: 1180px; margin: 0 auto; padding: 0 16px 48px}
@@ -87,7 +82,7 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     lines = markdown.splitlines()
     title = (re.sub(r"[`*]", "", lines[0].lstrip("# ")).strip() if lines and lines[0].startswith("# ")
-             else report_title(out_dir))
+             else f"Plan or Retrieve First? Tool discovery on ToolBench: report of run {out_dir.name!r}")
     body = md.render("\n".join(lines[1:] if lines and lines[0].startswith("# ") else lines))
     soup = BeautifulSoup(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title></title>"
                          f"</head><body><main>{sanitise_html(body)}</main></body></html>", "lxml")
@@ -153,11 +148,6 @@ def sanitise_html(fragment: str) -> str:
                      link_rel=None, strip_comments=True)
 
 
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
-    return slug or "section"
-
-
 def _table_of_contents(soup, main):
     """``<nav id="toc">``: every h1 (a notebook) with its h2 sections, each a link to a unique id."""
     used: set[str] = set()
@@ -172,7 +162,7 @@ def _table_of_contents(soup, main):
         text = h.get_text(" ", strip=True)
         if not text:
             continue
-        base = _slug(text)
+        base = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-") or "section"
         hid, n = base, 1
         while hid in used:
             n += 1

@@ -29,6 +29,7 @@ from ..llm.factory import BACKENDS
 from ..study.experiment import ExperimentConfig, RunConflict
 from ..study.validation import existing_dir, existing_file, int_at_least, run_name
 from . import freshness
+from .checks import CONCLUSION_HEADING
 from .html import NOTEBOOK_PATTERN, write_html_report
 from .kernels import Terminated, environment, interpreter_kernel, quiet_kernel_manager, stop_on_signals
 from .write import report_problems, write_report
@@ -94,27 +95,18 @@ class ReproduceSummary:
         return "\n".join(lines)
 
 
-SUMMARY_HEADING = "### Conclusion per retriever"
-
-
-def _plain(markdown: str) -> str:
-    """A markdown line as console text: no emphasis marks, no code ticks, no list marker."""
-    text = re.sub(r"^\s*[-*]\s+", "", markdown)
-    return re.sub(r"\*\*|__|`", "", text).strip()
-
-
 def report_verdicts(report: Path) -> list[str]:
     """Each retriever's conclusion in a written ``report.md``'s front, as plain text; none without one."""
     try:
         lines = Path(report).read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    if SUMMARY_HEADING not in lines:
+    if CONCLUSION_HEADING not in lines:
         return []
-    section = lines[lines.index(SUMMARY_HEADING) + 1:]
+    section = lines[lines.index(CONCLUSION_HEADING) + 1:]
     section = section[:next((i for i, ln in enumerate(section) if ln.startswith("#")), len(section))]
-    keep = [ln for ln in section if re.match(r"\s*[-*]\s+\S", ln)]
-    return [_plain(ln) for ln in keep]
+    return [re.sub(r"\*\*|__|`", "", re.sub(r"^\s*[-*]\s+", "", ln)).strip() for ln in section
+            if re.match(r"\s*[-*]\s+\S", ln)]
 
 
 def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
@@ -296,22 +288,17 @@ class CheckoutMismatch(RuntimeError):
     """The notebooks' kernel would import ``toolbench_lib`` from another checkout than this one."""
 
 
-def kernel_package_dir(cwd: Path) -> Path:
-    """Where a kernel of this interpreter, started in ``cwd``, imports ``toolbench_lib`` from."""
+def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
+    """The package a kernel started in ``notebooks_dir`` imports, which must be this checkout's; returns its
+    folder."""
     code = "import toolbench_lib, pathlib; print(pathlib.Path(toolbench_lib.__file__).resolve().parent)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(notebooks_dir), env=env, capture_output=True,
+                          text=True, timeout=120)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckoutMismatch(f"a notebook kernel cannot import toolbench_lib ({tail})")
-    return Path(done.stdout.strip())
-
-
-def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
-    """The package the notebooks will import, which must be this checkout's; returns its folder."""
-    here = Path(__file__).resolve().parent.parent
-    there = kernel_package_dir(Path(notebooks_dir))
+    here, there = Path(__file__).resolve().parent.parent, Path(done.stdout.strip())
     if there != here:
         raise CheckoutMismatch(f"the notebooks would import toolbench_lib from {there}, not from this "
                                f"checkout ({here}): reinstall it here (pip install -e .) or run from there")

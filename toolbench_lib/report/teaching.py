@@ -134,23 +134,16 @@ TITLES = {"ptr_win": "PtR's largest win", "rtp_win": "RtP's largest win", "both_
 TIE_BREAK = "ties go to the larger ground truth, then to the first query key"
 
 
-def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
-    """``qkey, subset, rtp_recall, ptr_recall, gap, n_gt`` per query with a ground truth (gap: PtR − RtP),
-    scored by ranx on the stored rankings of ``run``."""
-    check_gt(gt)
-    out = query_outcomes(result, run, k, gt)
-    n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
-    out["n_gt"] = out["qkey"].map(n_gt).astype(int)
-    out["gap"] = out["ptr_recall"] - out["rtp_recall"]
-    return out[out["n_gt"] > 0][["qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt"]]
-
-
 def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
     """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES` (:data:`RULES`; a
     win needs a positive gap); ties go to the larger ground truth, then to the first query key; a role no
     query fills has ``qkey`` None."""
-    o = outcomes(result, k, gt, run)
-    o = o.sort_values("qkey", kind="stable")
+    check_gt(gt)
+    o = query_outcomes(result, run, k, gt)
+    n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
+    o["n_gt"] = o["qkey"].map(n_gt).astype(int)
+    o["gap"] = o["ptr_recall"] - o["rtp_recall"]
+    o = o[o["n_gt"] > 0].sort_values("qkey", kind="stable")
     candidates = {"ptr_win": o[o["gap"] > 0].assign(score=o["gap"]),
                   "rtp_win": o[o["gap"] < 0].assign(score=-o["gap"]),
                   "both_miss": o[(o["rtp_recall"] == 0) & (o["ptr_recall"] == 0)].assign(score=0.0)}
