@@ -85,9 +85,8 @@ class ReproduceSummary:
         lines += [f"  {name:36s} {seconds:7.1f} s" for name, seconds in self.notebooks]
         lines.append(f"outputs: {self.out_dir}")
         if self.verdicts:
-            lines += ["", "What the study found (the report's summary):"]
-            lines += [f"  {line}" for line in self.verdicts]
-            lines.append("")
+            lines += ["", "What the study found (the report's summary):",
+                      *(f"  {line}" for line in self.verdicts), ""]
         if self.report:
             lines.append(f"report:  {self.report}")
         if self.html:
