@@ -111,9 +111,7 @@ def figure_section(stem: str) -> tuple[str, str]:
 
 def figure_files(cfg: ExperimentConfig) -> list[Path]:
     folder = cfg.figures_dir
-    if not folder.is_dir():
-        return []
-    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
+    return sorted(p for e in ("png", "svg", "jpg") for p in folder.glob(f"*.{e}")) if folder.is_dir() else []
 
 
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:

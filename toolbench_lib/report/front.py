@@ -52,9 +52,7 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     if fams is not None and not fams.empty:
         have = set(main["retriever"]) if main is not None and not main.empty else set()
         frames.append(fams[~fams["retriever"].isin(have)])
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def g2_instruction_rows(cfg: ExperimentConfig) -> pd.DataFrame:
