@@ -318,13 +318,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         conclusions = {f: family_conclusion(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
-    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
-              "discussion questions on this run's numbers.", ""]
-    parts += setup_box(cfg, provenance, references, rows)
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
-    parts += right_and_wrong(report, extra)
-    parts += limits(provenance)
-    parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
+    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
+              "discussion questions on this run's numbers.", "",
+              *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
+              *limits(provenance), "### Conclusion per retriever", "",
+              *[f"- {t}" for t in conclusions.values()], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
@@ -339,10 +338,10 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
     parts += ["## Retriever families (notebook 12)", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever")]
-    parts += ["## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
-              *ltr_lines(cfg), *figures_markdown(cfg, "beyond")]
-    parts += ["## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
+              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever"),
+              "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
+              *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
+              "## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
         parts += ["## Other figures", "", *other]
@@ -359,12 +358,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
               "each that differs what it measures and the cause with the value it predicts.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
-    parts += table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES)
-    parts += ["## Appendix C: worked queries and the Table 2 examples", "",
+    parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
+              "## Appendix C: worked queries and the Table 2 examples", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
               f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
-              "this report.", "", *worked_links(material, cfg.k, cfg.run_name)]
-    parts += ["## Appendix D: this run", ""]
+              "this report.", "", *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         if len(provenance) > 1:
