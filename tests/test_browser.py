@@ -1,16 +1,11 @@
-"""The explorer app and report.html in a real browser (headless Debian Chromium driven by Playwright, never
+"""The explorer app in a real browser (headless Debian Chromium driven by Playwright, never
 its own browser download).
 
 The app: Voilà serves notebook 08 over a small stored study; the page searches, filters, sorts the table,
 picks a row, swaps the methods and changes k, each change timed (the seconds printed; asserted only under a
 generous 2 s), every view checked against the stored tables scored independently (``eval.runs``); the
 view's link, opened in a second page, shows the same view. Screenshots of a search result and a sorted
-table go to outputs/browser/.
-
-The report: notebooks run under papermill into a small run folder, ``report.html`` is written and loaded
-at 1,280 px: its contents links resolve, no image is broken, no table is wider than the page, no absolute
-path of the machine appears, the page makes no network request and axe-core finds no serious or critical
-violation."""
+table go to outputs/browser/ (``report.html`` is loaded in Chromium by the smoke run of ``reproduce``)."""
 
 from __future__ import annotations
 
@@ -38,12 +33,9 @@ from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.explorer.app import HOST, prepare_views, voila_argv, voila_env
 from toolbench_lib.explorer.data import NO_PLAN, PAGE_ROWS
-from toolbench_lib.report.html import write_notebooks_html
-from toolbench_lib.report.kernels import interpreter_kernel
-from toolbench_lib.report.reproduce import NOTEBOOKS_DIR, run_notebook
 from toolbench_lib.study.experiment import ExperimentConfig, get_study
 
-from .axe import axe_violations, format_violations, required
+from .axe import required
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -433,72 +425,3 @@ def test_six_pages_closed_in_chromium_release_their_kernels_within_a_minute(chro
         finally:
             ctx.close()
     assert "_xsrf" not in log.read_text()
-
-
-REPORT_NOTEBOOKS = ("01_data_prep", "03_k_ablation", "06_stub_failure_analysis", "08_query_explorer")
-
-
-@pytest.fixture(scope="module")
-def report(stored) -> Path:
-    """notebooks.html of a small run folder: four notebooks run under papermill over the stored study (the
-    page of report.md is checked in Chromium by the smoke reproduce test)."""
-    name, _ = stored
-    run_dir = OUTPUTS_DIR / name
-    with interpreter_kernel() as kernel:
-        for stem in REPORT_NOTEBOOKS:
-            run_notebook(NOTEBOOKS_DIR / f"{stem}.ipynb", run_dir / "notebooks" / f"{stem}.ipynb",
-                         {"run_name": name, "smoke": True}, kernel)
-    return write_notebooks_html(run_dir)
-
-
-def test_report_html_in_chromium(chromium, report):
-    from playwright.sync_api import sync_playwright
-
-    text = report.read_text(encoding="utf-8")
-    roots = {str(OUTPUTS_DIR.parent), str(OUTPUTS_DIR), str(Path.home()), str(report.parent)}
-    assert not [r for r in roots if r in text], "an absolute path of this machine"
-    requests: list[str] = []
-    with sync_playwright() as p:
-        profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
-        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(chromium), headless=True,
-                                                   args=FLAGS, viewport={"width": 1280, "height": 900},
-                                                   bypass_csp=True)  # axe-core is injected (tests/axe.py)
-        try:
-            page = ctx.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(report.as_uri(), wait_until="load", timeout=TIMEOUT_MS)
-            assert "default" not in page.title() and report.parent.name in page.title()
-            links = page.evaluate("() => [...document.querySelectorAll('nav#toc a')]"
-                                  ".map(a => a.getAttribute('href'))")
-            assert len(links) >= len(REPORT_NOTEBOOKS)
-            missing = page.evaluate("(ls) => ls.filter(h => !document.getElementById(h.slice(1)))", links)
-            assert not missing, f"contents links without a target: {missing}"
-            headings = page.evaluate("() => [...document.querySelectorAll('main h1')].map(h => h.innerText)")
-            assert all(any(h.startswith(stem[:2]) for h in headings) for stem in REPORT_NOTEBOOKS)
-            page.click(f"nav#toc a[href='{links[-1]}']")
-            assert page.evaluate("() => window.scrollY") > 0 and page.url.endswith(links[-1])
-            broken = page.evaluate("() => [...document.images].filter(i => !i.complete || !i.naturalWidth)"
-                                   ".map(i => i.alt)")
-            assert not broken and page.locator("img").count() >= 1
-            alts = page.evaluate("() => [...document.images].map(i => i.alt)")
-            assert all(a and not a.startswith("No description") for a in alts), alts
-            width = page.evaluate("() => document.documentElement.clientWidth")
-            wide = page.evaluate("(w) => [...document.querySelectorAll('table')].filter(t => "
-                                 "t.getBoundingClientRect().right > w + 1)"
-                                 ".map(t => t.innerText.slice(0, 80))", width)
-            assert not wide, f"tables wider than the page at 1280 px: {wide}"
-            assert page.evaluate("() => document.documentElement.scrollWidth") <= width
-            cells = page.evaluate("() => [...document.querySelectorAll('td, th')]"
-                                  ".map(c => c.innerText.trim())")
-            assert cells and not [c for c in cells if c in ("NaN", "nan", "<NA>")]
-            height = page.evaluate("() => document.documentElement.scrollHeight")
-            page.screenshot(path=str(SHOTS / "report_top.png"))
-            violations = axe_violations(page)
-        finally:
-            ctx.close()
-            shutil.rmtree(profile, ignore_errors=True)
-    remote = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
-    assert not remote, f"network requests: {remote}"
-    print(f"axe-core on report.html: {len(violations)} serious or critical violations")
-    assert not violations, format_violations(violations)
-    print(f"report.html: {len(links)} contents links, {len(cells)} table cells, page height {height} px")

@@ -3,10 +3,10 @@ script payloads is rendered as the report renders it, and headless Debian Chromi
 finds nothing live: no dialog (after hovering and clicking every element), no ``javascript:`` link, no
 event-handler attribute, no frame.
 
-Two pages: ``notebooks.html`` written by :func:`write_notebooks_html` from an executed notebook whose Markdown
-outputs are the worked-query block (escaped where written) and, as the second line, the same payloads
-unescaped in Markdown and HTML outputs (sanitised by the report's allow-list); and the worked-query block
-of ``report.md`` rendered to HTML by a renderer that lets raw HTML through."""
+Three pages: ``report.html`` written by :func:`write_html_report` from a ``report.md`` holding the
+worked-query block (escaped where written) and, as the second line, the same payloads unescaped (shown as
+text or sanitised by the report's allow-list); the worked-query block of ``report.md`` rendered to HTML by
+a renderer that lets raw HTML through; and the explorer's views of the payload study."""
 
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from toolbench_lib.report.html import write_notebooks_html
+from toolbench_lib.report.html import write_html_report
 from toolbench_lib.report.teaching import worked_query, worked_query_markdown
 
 from .test_browser import SHOTS, TIMEOUT_MS, _launch, chromium  # noqa: F401 (chromium: the fixture)
@@ -87,16 +85,10 @@ def _explorer_html() -> str:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> dict[str, Path]:
     run = tmp_path_factory.mktemp("injection") / "run"
-    nb = new_notebook(cells=[new_markdown_cell("# 09 · Report with untrusted text")])
-    worked = new_code_cell("display(Markdown(worked))")
-    worked.outputs = [new_output("display_data", data={"text/markdown": _worked_markdown()})]
-    raw = new_code_cell("display(Markdown(raw)); display(HTML(raw))")
-    raw.outputs = [new_output("display_data", data={"text/markdown": text}) for text in RAW]
-    raw.outputs += [new_output("display_data", data={"text/html": text}) for text in RAW]
-    nb.cells += [worked, raw]
-    (run / "notebooks").mkdir(parents=True)
-    nbformat.write(nb, run / "notebooks" / "09_report.ipynb")
-    report = write_notebooks_html(run)
+    run.mkdir()
+    text = "\n\n".join(["# Report with untrusted text", _worked_markdown(), *RAW])
+    (run / "report.md").write_text(text + "\n", encoding="utf-8")
+    report = write_html_report(run)
     md_page = run / "report_md.html"
     md_page.write_text(f"<!doctype html><html><body>{render(_worked_markdown())}</body></html>",
                        encoding="utf-8")

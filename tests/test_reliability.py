@@ -31,7 +31,7 @@ from toolbench_lib.data.markdown import md_code, md_table, md_text
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.eval.export import MANIFEST, ExportFolderError, export_trec
 from toolbench_lib.llm.parsing import MAX_STUBS, Stub, parse_stubs, parse_stubs_counted
-from toolbench_lib.report.html import CSP, sanitise_html, tidy_report_html
+from toolbench_lib.report.html import CSP, markdown_page, sanitise_html
 from toolbench_lib.retrieval.bm25 import TermCounts
 from toolbench_lib.study.result import empty_rankings, stub_cap_counts
 from toolbench_lib.study.stored import StoredStudyError, StudyResult
@@ -120,17 +120,17 @@ def case_saved_table_is_escaped(tmp: Path) -> str:
 
 
 def case_html_report_sanitised(tmp: Path) -> str:
-    dirty = ('<html><head></head><body><main><div class="jp-Cell"><a href="java\nscript:alert(1)">a</a>'
-             '<img src="x" onerror="alert(2)"><iframe src="data:text/html,x"></iframe>'
-             '<a href="data:text/html;base64,PHNjcmlwdD4=">d</a><p onclick="x()">p</p>'
-             '<img src="data:image/png;base64,iVBORw0KGgo=" alt="fig"><a href="#top">top</a>'
-             '<table><tr><td>1</td></tr></table></div></main></body></html>')
-    page = tidy_report_html(dirty, tmp, "title")
-    assert live_elements(page) == []
-    soup = BeautifulSoup(page, "lxml")
-    assert soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"] == CSP
-    assert "script-src" not in CSP and "default-src 'none'" in CSP  # no script of any origin
+    dirty = ('<a href="java\nscript:alert(1)">a</a><img src="x" onerror="alert(2)">'
+             '<iframe src="data:text/html,x"></iframe><a href="data:text/html;base64,PHNjcmlwdD4=">d</a>'
+             '<p onclick="x()">p</p><img src="data:image/png;base64,iVBORw0KGgo=" alt="fig">'
+             '<a href="#top">top</a><table><tr><td>1</td></tr></table><script>alert(3)</script>')
+    clean = sanitise_html(dirty)
+    assert live_elements(clean) == []
+    soup = BeautifulSoup(clean, "lxml")
     assert soup.find("img", alt="fig") is not None and soup.find("a", href="#top") is not None
+    page = BeautifulSoup(markdown_page("# Report\n\n[a](javascript:alert(1))\n", tmp), "lxml")
+    assert page.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"] == CSP
+    assert "script-src" not in CSP and "default-src 'none'" in CSP  # no script of any origin
     assert sanitise_html('<b onmouseover="x">b</b>') == "<b>b</b>"
     return "correct"
 
@@ -603,12 +603,9 @@ def case_bidi_explorer_html(tmp: Path) -> str:
 
 
 def case_bidi_report_html(tmp: Path) -> str:
-    from toolbench_lib.report.html import markdown_page
-
-    raw = (f"<html><head></head><body><main><div class='jp-Cell'><p>{BIDI_QUERY}</p></div></main></body>"
-           "</html>")
     pages = [markdown_page(f"# Report\n\n> {md_text(BIDI_QUERY)}\n\nraw: {BIDI_REASON}\n", tmp),
-             tidy_report_html(raw, tmp, "title"), sanitise_html(f"<td title='{BIDI_STUB}'>{BIDI_QUERY}</td>")]
+             sanitise_html(f"<p>{BIDI_QUERY}</p>"),
+             sanitise_html(f"<td title='{BIDI_STUB}'>{BIDI_QUERY}</td>")]
     assert all(no_controls(p) for p in pages), [ascii(p) for p in pages]
     assert all("\\u202e" in p or "\\u2066" in p for p in pages)
     return "correct"

@@ -252,33 +252,6 @@ def test_unreadable_notebook_is_named(tmp_path, run_name):
     assert "01_corrupt.ipynb" in str(info.value) and "before any cell" in str(info.value)
 
 
-def test_html_report_hides_code_and_noise(tmp_path):
-    """notebooks.html: markdown and outputs in notebook order, no code, no stderr, no bare widgets."""
-    from nbformat.v4 import new_output
-
-    from toolbench_lib.report.html import write_notebooks_html
-
-    widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
-    first = new_code_cell("print('secret code')", outputs=[
-        new_output("stream", name="stdout", text="shown line\n"),
-        new_output("stream", name="stderr", text="a warning\n"),
-        new_output("display_data", data={"text/plain": "bar 0%|", "application/vnd.jupyter.widget-view+json":
-                                         widget}),
-        new_output("display_data", data={"text/plain": "x", "text/html": "<b>static explorer</b>",
-                                         "application/vnd.jupyter.widget-view+json": widget})])
-    (tmp_path / "notebooks").mkdir()
-    nbformat.write(new_notebook(cells=[new_markdown_cell("# 01 · First"), first]),
-                   tmp_path / "notebooks" / "01_a.ipynb")
-    second = new_notebook(cells=[new_markdown_cell("# 02 · Second")])
-    nbformat.write(second, tmp_path / "notebooks" / "02_b.ipynb")
-    html = write_notebooks_html(tmp_path).read_text()
-    html = html[html.index("</nav>"):]  # the page after its table of contents
-    assert html.index("01 · First") < html.index("shown line") < html.index("02 · Second")
-    assert "<b>static explorer</b>" in html
-    for absent in ("secret code", "a warning", "bar 0%|"):
-        assert absent not in html, absent
-
-
 def _errors(nb) -> list[str]:
     return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
             if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]

@@ -38,10 +38,8 @@ CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
 
 
 def narrow(table: pd.DataFrame) -> pd.DataFrame:
-    """A saved table as the report prints it: each value with its interval in one cell (``recall`` with
-    ``recall_lo``/``recall_hi`` becomes ``0.598 [0.418, 0.770]``) and columns with no value left out, so a
-    wide table fits the page. A row comparing a method with itself (``method`` = ``reference``) says nothing
-    and is left out too: the reference's own value is in ``reference recall``."""
+    """A saved table as the report prints it: each value with its interval in one cell (``0.598 [0.418,
+    0.770]``), without empty columns and without rows comparing a method with itself (``reference``)."""
     if {"method", "reference"} <= set(table.columns):
         table = table[table["method"].astype(str) != table["reference"].astype(str)]
     out = table.dropna(axis=1, how="all")
@@ -56,9 +54,8 @@ def narrow(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
-    """A report section of saved tables (``(name, title)`` pairs, or ``(name, title, query, columns)`` for
-    some rows (every row when the query is None) and columns, read from their CSV files and narrowed by
-    :func:`narrow`); nothing when none was saved."""
+    """A report section of saved tables (``(name, title)``, or ``(name, title, query or None, columns)``),
+    each :func:`narrow`-ed; nothing when none was saved."""
     parts = []
     for name, title, *keep in tables:
         path = cfg.tables_dir / f"{name}.csv"

@@ -1,20 +1,6 @@
-"""Checks over a written ``report.md``: what a reader relies on, tested on the report itself.
-
-* one value per named quantity (the report's ledger, ``report_quantities.json``), each value in the text;
-* one p-value per comparison: every p-value of the primary comparison is stated once per retriever and set;
-* every scored row has a 95% CI or says why it has none;
-* a judged rate the judge cannot support (kappa too low) appears only in the appendix;
-* every method name the report shows is defined in its glossary;
-* every quote of the paper (*“...”*) is verbatim in the paper's text, when that text is at hand;
-* every figure caption has at least :data:`MIN_CAPTION_WORDS` words, is its own and names no internal id;
-* every number at 3 decimals at most, or to 3 significant digits (p-values), never in exponent notation;
-* the front (up to the first claim's section) has at most :data:`MAX_FRONT_WORDS` words and ends with the
-  conclusion per retriever; the whole report is at most :data:`MAX_REPORT_BYTES`;
-* no LaTeX, no ``nan`` and no ``None`` as a value (a table cell, a number's slot such as ``p = None`` or
-  ``[None, 0.5]``); the English word in a sentence ("None of the paper's numbers ...") is not a value.
-
-:func:`check_report` returns the failed checks, one line each; ``reproduce`` fails the run with them.
-"""
+"""Checks over a written ``report.md`` (one value per named quantity, p-values, CIs, judged rates, glossary,
+the paper's quotes, captions, number formats, the front's length, no LaTeX/``nan``/``None`` values):
+:func:`check_report` returns the failed ones, one line each; ``reproduce`` fails the run with them."""
 
 from __future__ import annotations
 

@@ -16,15 +16,12 @@ FIGURES = {
     "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
                                  "so a query's neighbours are often from the same crowded category."),
     "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
-                                  "API's "
-                                  "name carries much of what the embedder sees."),
+                                  "API's name carries much of what the embedder sees."),
     "figure2": ("main", "Recall, precision and objective pass rate per set and architecture with bootstrap "
-                        "95% "
-                        "CIs; the paper's values are the markers, so a marker outside a bar's CI is a "
+                        "95% CIs; the paper's values are the markers, so a marker outside a bar's CI is a "
                         "difference."),
     "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
-                            "of "
-                            "the dots is the run-to-run noise the paper's test over runs measures."),
+                            "of the dots is the run-to-run noise the paper's test over runs measures."),
     "k_ablation": ("budget", "Recall against the retrieval budget k per set and architecture (candidates): "
                              "where the curves cross is where the better architecture changes."),
     "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
@@ -37,8 +34,7 @@ FIGURES = {
                                   "differ at all (dashed), by registry size: the paper's 88% and 98% are "
                                   "the stars; which reading they fit is its definition question."),
     "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
-                              "named "
-                              "per set, with the paper's values as markers beside this run's bars."),
+                              "named per set, with the paper's values as markers beside this run's bars."),
     "retriever_recall": (
         "retriever",
         "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with 95% CIs per set: "
@@ -91,16 +87,14 @@ FIGURES = {
 }
 FIGURE_PREFIXES = {
     "retriever_": ("retriever", "Retriever families (notebook 12), {name}: compare the families' bars "
-                                "within a "
-                                "set; a family whose PtR bar clears its RtP bar reproduces the paper there."),
+                                "within a set; a family whose PtR bar clears its RtP bar reproduces the "
+                                "paper there."),
     "ablation_": ("ablations", "Ablation behind a named cause (notebook 11), {name}: the cause explains a "
-                               "row "
-                               "only when this effect is large enough to cover the gap to the paper."),
+                               "row only when this effect is large enough to cover the gap to the paper."),
     "beyond_": ("beyond", "Fused and learned methods (notebook 10), {name}: a method beats the paper's "
                           "architectures only where it clears the best single architecture of any family."),
     "ltr_": ("beyond", "The learned ranker, {name}: its gain over the best single architecture of any "
-                       "family, "
-                       "per set, with its bootstrap 95% CI."),
+                       "family, per set, with its bootstrap 95% CI."),
 }
 
 
@@ -117,10 +111,7 @@ def figure_section(stem: str) -> tuple[str, str]:
 
 def figure_files(cfg: ExperimentConfig) -> list[Path]:
     folder = cfg.figures_dir
-    if not folder.is_dir():
-        return []
-    return sorted(p for ext in ("png", "svg", "jpg") for p in folder.glob(f"*.{ext}"))
-
+    return sorted(p for e in ("png", "svg", "jpg") for p in folder.glob(f"*.{e}")) if folder.is_dir() else []
 
 
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:

@@ -1,15 +1,8 @@
 """Which executed notebooks of a run folder are still current: a warm `make run` keeps them.
 
-A notebook's key hashes what its outputs depend on: the notebook's own file, the parameters it is passed,
-the configuration's study key (data fingerprint, embedder, backend, prompts), and the code, references,
-cassettes and lock files of the checkout. After a run that completed, ``notebooks/fresh.json`` records each
-notebook's key and the sha256 of every file under the run folder's ``notebooks/``, ``tables/`` and
-``figures/``, of its report and of every other file the run wrote beside them (written from those, so kept
-with them when every notebook is kept). A later
-run with the same key keeps that notebook's executed copy and outputs instead of executing it again, but
-only while every recorded file still holds its checksum: one changed, missing or corrupted file makes every
-notebook run again.
-"""
+A notebook's key hashes its file, its parameters, the study key and the checkout's code, references,
+cassettes and lock files; ``notebooks/fresh.json`` records the keys and the sha256 of every output file, and
+one changed, missing or corrupted file makes every notebook run again."""
 
 from __future__ import annotations
 
@@ -47,9 +40,8 @@ def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str)
 
 
 def output_checksums(out_dir: Path) -> dict[str, str]:
-    """sha256 of every file the run wrote (paths relative to ``out_dir``): its output folders, its report and
-    every other file beside them (``teaching.md``, ``report_quantities.json``, ...); the stored studies
-    (``runs/``, which carry their own checksums and keys) and lock files aside."""
+    """sha256 of every file the run wrote, by path relative to ``out_dir``; the stored studies (``runs/``)
+    and lock files aside."""
     out = {}
     for path in sorted(out_dir.rglob("*")):
         rel = path.relative_to(out_dir)
@@ -86,4 +78,3 @@ def write_manifest(out_dir: Path, keys: Mapping[str, str]) -> Path:
         tmp.write_text(json.dumps({"notebooks": {**before, **keys}, "files": output_checksums(out_dir)},
                                   indent=1, sort_keys=True), encoding="utf-8")
     return path
-

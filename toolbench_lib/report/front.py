@@ -1,9 +1,6 @@
-"""The report's front: the question, the answer per retriever with its one test, the setup differences,
-what the paper gets right and wrong, the limits of this reproduction, and a conclusion per retriever.
-
-Every number of the front's prose goes through a :class:`Ledger` under a name, so the report can be checked
-for one value per named quantity (``report_quantities.json`` beside ``report.md``).
-"""
+"""The report's front: the question, the answer per retriever, the setup differences, what the paper gets
+right and wrong, the limits and a conclusion per retriever; each number of its prose goes through a
+:class:`Ledger` under a name (``report_quantities.json``)."""
 
 from __future__ import annotations
 
@@ -42,7 +39,6 @@ class Ledger:
             seen.append(text)
         return text
 
-
     def as_dict(self) -> dict[str, str | list[str]]:
         return {name: texts[0] if len(texts) == 1 else texts for name, texts in self.values.items()}
 
@@ -56,9 +52,7 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     if fams is not None and not fams.empty:
         have = set(main["retriever"]) if main is not None and not main.empty else set()
         frames.append(fams[~fams["retriever"].isin(have)])
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def g2_instruction_rows(cfg: ExperimentConfig) -> pd.DataFrame:
@@ -83,15 +77,11 @@ def g2_instruction_sentence(rows: pd.DataFrame) -> str:
             f"{runs}, p unadjusted): {said}.")
 
 
-def _name(row) -> str:
-    return f"{row.retriever} {subset_alias(row.subset)}"
-
-
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
     """The answer as one table: every number of the primary comparison, once."""
     out = []
     for r in rows.itertuples():
-        n = _name(r)
+        n = f"{r.retriever} {subset_alias(r.subset)}"
         paper = (f"{fmt_number(r.paper_rtp)} / {fmt_number(r.paper_ptr)}"
                  if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
         out.append({
@@ -111,8 +101,7 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
 
 
 def crossover_text(rows: pd.DataFrame) -> str:
-    """Whether the paper's crossover (spelt out in the answer sentence) holds with one family's rows, from
-    their verdicts."""
+    """Whether the paper's crossover holds with one family's rows, from their verdicts."""
     with_paper = rows[rows["paper_leader"].notna()]
     reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
     refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
@@ -133,10 +122,9 @@ def _sets(names: list[str]) -> str:
 
 
 def answer_sentence(rows: pd.DataFrame) -> str:
-    """The answer, from the primary comparisons (Holm-adjusted paired tests): first with the paper's retriever
-    (dense) and whether the paper's crossover holds with it, then per other family which architecture leads
-    significantly on which sets, and the families with which the crossover holds. Generated from the rows,
-    so it changes when they do."""
+    """The answer from the primary comparisons (Holm-adjusted paired tests): the paper's retriever (dense)
+    first, then which architecture leads significantly on which sets per family, and where the crossover
+    holds."""
     holds, said_by = [], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -176,8 +164,7 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
 
 def family_conclusion(family: str, rows: pd.DataFrame) -> str:
     """One sentence per retriever family: on which sets each architecture leads significantly, and whether
-    the paper's crossover holds with this retriever (the numbers are the answer table's). Generated from the
-    rows, so it cannot contradict them."""
+    the paper's crossover holds with it."""
     groups: dict[str, list[str]] = {}
     for r in rows.itertuples():
         what = f"{r.leader} ahead on" if r.significant else "no significant difference on"
@@ -237,11 +224,6 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
     return lines + [""]
 
 
-def _paper(refs: dict) -> dict[str, float]:
-    return {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
-            for e in refs["entries"]}
-
-
 QUOTES = {  # the paper's words that paper_against_itself sets side by side (tests find each in its text)
     "budget": "budget-equivalent",
     "g3_ns": "does not reach significance",
@@ -254,7 +236,8 @@ QUOTES = {  # the paper's words that paper_against_itself sets side by side (tes
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[str]:
     """Where the paper's own numbers disagree with each other or with its definitions, each computed from the
     reference entries (and, for the divergence definition, this run's two readings at the full registry)."""
-    v = _paper(refs)
+    v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
+         for e in refs["entries"]}
     lines = []
     for s in ("g1", "g2"):
         stated, a, b = (v.get(f"{s}_ptr_minus_rtp_recall"), v.get(f"{s}_ptr_recall"),

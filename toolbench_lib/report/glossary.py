@@ -127,11 +127,6 @@ NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the 
             "scales each ranking's scores to 0..1 before fusing; rrf is reciprocal-rank fusion.")
 
 
-def method_terms() -> list[Term]:
-    """A glossary entry for every registered method name (architectures, fused and learned methods)."""
-    return [Term(f"`{name}`", describe_method(name), "retrieval.methods") for name in load_methods()]
-
-
 def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
     """``term, definition, where``: :data:`GLOSSARY` with this run's ``k`` and the kappa threshold."""
     return pd.DataFrame([{"term": t.term, "definition": t.definition.format(k=k, min_kappa=min_kappa),
@@ -142,5 +137,5 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
     """The glossary as a Markdown definition list (one bullet per term)."""
     terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
                       for r in glossary(k, min_kappa).itertuples())
-    methods = "\n".join(f"- **{t.term}**: {t.definition}" for t in method_terms())
+    methods = "\n".join(f"- **`{name}`**: {describe_method(name)}" for name in load_methods())
     return f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}"

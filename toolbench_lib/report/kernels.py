@@ -21,25 +21,18 @@ from jupyter_client import AsyncKernelManager
 KERNEL_NAME = "toolbench"
 
 
-def kernel_spec() -> dict:
-    """A kernelspec running ipykernel in this interpreter."""
-    return {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
-            "language": "python", "metadata": {"debugger": True}}
-
-
 @contextmanager
 def interpreter_kernel() -> Iterator[str]:
-    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration; yields its name.
-
-    The spec goes to a temporary folder put first on ``JUPYTER_PATH``, so it wins over any other spec of
-    that name and nothing is written to the environment or the home folder.
-    """
+    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration, from a temporary
+    folder put first on ``JUPYTER_PATH`` (nothing written elsewhere); yields its name."""
     previous = os.environ.get("JUPYTER_PATH")
     with tempfile.TemporaryDirectory(prefix="toolbench-kernel-") as tmp:
         spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
-        (spec_dir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1))
+        spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
+                "language": "python", "metadata": {"debugger": True}}
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
         os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([previous] if previous else [])])
         try:
             yield KERNEL_NAME
@@ -67,14 +60,9 @@ def environment(**values: str) -> Iterator[None]:
 
 @functools.cache
 def quiet_kernel_manager() -> type:
-    """A kernel manager for papermill that keeps the console quiet when nothing fails.
-
-    Its kernels use IPC sockets in a private temporary folder (no ``Kernel is running over TCP without
-    encryption`` warning; nothing listens on a network port), and shutting down a kernel whose notebook has
-    finished sends no SIGINT first (jupyter_client interrupts before every shutdown, which makes ipykernel
-    log ``ERROR | KeyboardInterrupt caught in kernel`` when the signal lands in a handler). A kernel that
-    does not stop on the shutdown request is still terminated, then killed.
-    """
+    """A kernel manager for papermill that keeps the console quiet when nothing fails: IPC sockets in a
+    private temporary folder (no TCP warning, no network port) and no SIGINT before a shutdown (which makes
+    ipykernel log ``KeyboardInterrupt caught in kernel``)."""
     class QuietKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -105,9 +93,8 @@ class Terminated(KeyboardInterrupt):
 
 
 def stop_kernels() -> None:
-    """Kill every notebook kernel of this process at once (each leads its own process group, killed whole)
-    and remove its socket folder and connection file. An interrupted run then leaves no kernel to print a
-    traceback while it is torn down, and no temporary file."""
+    """Kill every notebook kernel of this process (its whole process group) and remove its socket folder
+    and connection file."""
     for km in list(KERNELS):
         provisioner = getattr(km, "provisioner", None)
         process = getattr(provisioner, "process", None)
@@ -121,10 +108,8 @@ def stop_kernels() -> None:
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """While the block runs (in the main thread): SIGINT and SIGTERM :func:`stop_kernels`, quiet the
-    libraries' complaints about the kernels that died, then raise ``KeyboardInterrupt`` or
-    :class:`Terminated`, so the run unwinds and every temporary folder is removed on the way. A signal that
-    was ignored stays ignored; the previous handlers come back afterwards."""
+    """While the block runs (in the main thread), SIGINT and SIGTERM :func:`stop_kernels`, quiet the logs
+    and raise ``KeyboardInterrupt`` or :class:`Terminated`; an ignored signal stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

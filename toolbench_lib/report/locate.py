@@ -1,7 +1,5 @@
-"""This run's value of a reference entry, located in the saved tables, and its comparison with the paper's.
-
-A table or column that is not there is reported as such, never raised.
-"""
+"""This run's value of a reference entry, located in the saved tables, and its comparison with the paper's;
+a table or column that is not there is reported as such, never raised."""
 
 from __future__ import annotations
 
@@ -170,17 +168,11 @@ def _overlaps(low: float, high: float, a: float, b: float) -> bool:
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
-    """``(difference, status, direction, basis)`` of this run's value against the paper's.
-
-    ``difference`` is this run minus the paper, or the distance outside the paper's range. With a 95% CI
-    (``ci``) the status is "consistent" when the CI meets the paper's value, or its range, or (a "~"
-    number) its value ± ``tolerance``. Without one: within ``tolerance``, else equal at the paper's last
-    decimal, or inside the paper's range. "differs" otherwise, with the direction of this run against
-    the paper (above / below). A one-sided claim (a bound, ``{min: 0.96}``, or an ``ordering``, a claim of
-    sign such as ``{min: 0}``: PtR ahead) is consistent when this run's 95% CI lies on the paper's side of
-    its bound, differs when it lies on the other side and is "inconclusive" when it holds the bound; without
-    a CI, by the estimate alone. A tie differs from an ordering.
-    """
+    """``(difference, status, direction, basis)`` of this run's value against the paper's (difference: this
+    run minus the paper, or the distance outside its range). With a 95% ``ci``: consistent when the CI meets
+    the paper's value (± ``tolerance``) or range; without: within ``tolerance`` or the paper's last decimal.
+    A one-sided bound or an ``ordering`` (a tie differs) is consistent when the CI lies on the paper's side,
+    "inconclusive" when it holds the bound; without a CI, by the estimate."""
     if "value" in bounds:
         paper = bounds["value"]
         diff = this_run - paper
@@ -251,5 +243,3 @@ def paper_text(bounds: Mapping[str, float]) -> str:
     if "min" in bounds and "max" in bounds:
         return f"{fmt(bounds['min'])}–{fmt(bounds['max'])}"
     return f"≥ {fmt(bounds['min'])}" if "min" in bounds else f"≤ {fmt(bounds['max'])}"
-
-

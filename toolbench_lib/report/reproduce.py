@@ -1,26 +1,9 @@
-"""``python -m toolbench_lib reproduce``: run every numbered notebook, then write the report.
+"""``python -m toolbench_lib reproduce``: run every numbered notebook under papermill (in a temporary
+kernel of this interpreter), then write ``report.md`` and ``report.html`` and check the report.
 
-The notebooks ``notebooks/NN_*.ipynb`` run under papermill in a kernel of the interpreter that runs this
-command (a kernelspec named ``toolbench`` is written to a temporary Jupyter path for the duration of the
-run, so nothing has to be registered beforehand and a fresh virtual environment works). Every notebook
-gets the shared parameters its parameters cell declares; those not given are left out so the notebook's
-defaults apply. Kernels talk over local IPC sockets and are not interrupted when they are shut down after
-their last cell, so the console shows no kernel chatter when nothing failed. Executed copies
-go to ``outputs/<run>/notebooks/``. The notebooks up to 02 run one after another (02 makes the stored
-study), the report notebook last, the others ``--workers`` at a time (each in its own kernel); a failing
-notebook stops the run (no later notebook starts) with its name and cell.
-
-A run folder holds one set of parameters (its ``run.json``): reproducing into a folder made with other
-parameters is refused before any notebook runs. After the notebooks, ``report.md`` and ``report.html``
-(every executed notebook in order, code hidden, figures inline) are written, and the console ends with the
-verdicts of the report's summary (read back from ``report.md``) and the report's paths. The report's checks
-(:mod:`toolbench_lib.report.checks`) are then run over the written report (a kept one too): a
-failed check fails the run (:class:`ReportCheckFailure`; the command prints one line per failed check and
-exits 1), with the report left in place to read. SIGINT or SIGTERM while the notebooks run stops their kernels
-at once and removes the run's temporary files (the kernels' ``tbk-*`` socket folders and connection files,
-the ``toolbench-kernel-*`` kernelspec): the command ends with one line, ``error: interrupted`` (exit 130)
-or ``error: terminated`` (exit 143), and no kernel is left to print a traceback.
-"""
+Executed copies go to ``outputs/<run>/notebooks/``. A failing notebook, a run folder made with other
+parameters or a failed check of the report (:class:`ReportCheckFailure`) ends the run with exit 1; SIGINT or
+SIGTERM stops the kernels and removes their temporary files (exit 130 or 143)."""
 
 from __future__ import annotations
 
@@ -46,6 +29,7 @@ from ..llm.factory import BACKENDS
 from ..study.experiment import ExperimentConfig, RunConflict
 from ..study.validation import existing_dir, existing_file, int_at_least, run_name
 from . import freshness
+from .checks import CONCLUSION_HEADING
 from .html import NOTEBOOK_PATTERN, write_html_report
 from .kernels import Terminated, environment, interpreter_kernel, quiet_kernel_manager, stop_on_signals
 from .write import report_problems, write_report
@@ -94,7 +78,6 @@ class ReproduceSummary:
     notebooks: list[tuple[str, float]] = field(default_factory=list)
     report: Path | None = None
     html: Path | None = None
-
     verdicts: list[str] = field(default_factory=list)
 
     def text(self) -> str:
@@ -102,9 +85,8 @@ class ReproduceSummary:
         lines += [f"  {name:36s} {seconds:7.1f} s" for name, seconds in self.notebooks]
         lines.append(f"outputs: {self.out_dir}")
         if self.verdicts:
-            lines += ["", "What the study found (the report's summary):"]
-            lines += [f"  {line}" for line in self.verdicts]
-            lines.append("")
+            lines += ["", "What the study found (the report's summary):",
+                      *(f"  {line}" for line in self.verdicts), ""]
         if self.report:
             lines.append(f"report:  {self.report}")
         if self.html:
@@ -112,28 +94,18 @@ class ReproduceSummary:
         return "\n".join(lines)
 
 
-SUMMARY_HEADING = "### Conclusion per retriever"
-
-
-def _plain(markdown: str) -> str:
-    """A markdown line as console text: no emphasis marks, no code ticks, no list marker."""
-    text = re.sub(r"^\s*[-*]\s+", "", markdown)
-    return re.sub(r"\*\*|__|`", "", text).strip()
-
-
 def report_verdicts(report: Path) -> list[str]:
-    """The verdict lines of a written ``report.md``, read from its front's conclusions (so the console says
-    what the report says): each retriever's conclusion as plain text; none when the report has none."""
+    """Each retriever's conclusion in a written ``report.md``'s front, as plain text; none without one."""
     try:
         lines = Path(report).read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    if SUMMARY_HEADING not in lines:
+    if CONCLUSION_HEADING not in lines:
         return []
-    section = lines[lines.index(SUMMARY_HEADING) + 1:]
+    section = lines[lines.index(CONCLUSION_HEADING) + 1:]
     section = section[:next((i for i, ln in enumerate(section) if ln.startswith("#")), len(section))]
-    keep = [ln for ln in section if re.match(r"\s*[-*]\s+\S", ln)]
-    return [_plain(ln) for ln in keep]
+    return [re.sub(r"\*\*|__|`", "", re.sub(r"^\s*[-*]\s+", "", ln)).strip() for ln in section
+            if re.match(r"\s*[-*]\s+\S", ln)]
 
 
 def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
@@ -176,8 +148,7 @@ def _source_cell_index(executed: Path, cell_index: int) -> tuple[int, str]:
 
 
 def declared_parameters(path: Path) -> set[str]:
-    """Names the notebook's (first) ``parameters`` cell declares, read by papermill's Python translator;
-    none when it has no such cell."""
+    """Names the notebook's first ``parameters`` cell declares (papermill's translator); none without one."""
     import nbformat
     from papermill.translators import PythonTranslator
 
@@ -194,8 +165,7 @@ def own_parameters(path: Path, parameters: dict) -> dict:
 
 def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
                  cwd: Path | None = None) -> float:
-    """Execute one notebook with papermill, passed the ``parameters`` it declares; seconds taken, or
-    :class:`NotebookFailure`."""
+    """Run one notebook with the ``parameters`` it declares; seconds taken, or :class:`NotebookFailure`."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -218,9 +188,8 @@ STUDY_NOTEBOOK = "02"  # makes the stored study every later notebook reads
 
 
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:
-    """The notebooks in stages: first, one after another, those up to the one that makes the stored study
-    (:data:`STUDY_NOTEBOOK`; without it, the first notebook alone), then those between, then the report
-    notebooks. So no notebook starts while the study it reads is being made."""
+    """The notebooks in stages: those up to :data:`STUDY_NOTEBOOK` (else the first alone), those between,
+    then the report notebooks; so no notebook starts while the study it reads is being made."""
     if not paths:
         return []
     first = [p for p in paths if p.stem[:2] <= STUDY_NOTEBOOK] or paths[:1]
@@ -231,8 +200,7 @@ def notebook_stages(paths: list[Path]) -> list[list[Path]]:
 
 
 def previous_durations(executed_dir: Path) -> dict[str, float]:
-    """Seconds each notebook took when it last ran into ``executed_dir`` (papermill's record); a copy that
-    cannot be read, or has no record, is left out."""
+    """Seconds each notebook took when it last ran into ``executed_dir`` (papermill's record), if readable."""
     out = {}
     for path in sorted(Path(executed_dir).glob(NOTEBOOK_PATTERN)):
         try:
@@ -244,8 +212,7 @@ def previous_durations(executed_dir: Path) -> dict[str, float]:
 
 
 def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
-    """The stage's notebooks, the longest last time first and those never timed before them (so two workers
-    do not end with one long notebook alone); ties keep notebook order."""
+    """The stage's notebooks, never timed first, then the longest last time; ties keep notebook order."""
     return sorted(stage, key=lambda p: -durations.get(p.name, float("inf")))
 
 
@@ -254,9 +221,8 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
                durations: dict[str, float] | None = None,
                current: set[str] | frozenset = frozenset(),
                then: Callable[[], None] | None = None) -> NotebookFailure | None:
-    """Run a stage's notebooks, ``workers`` at a time (longest first); those named in ``current`` are kept
-    as executed before (:mod:`.freshness`). ``then`` takes the first worker free once every notebook has
-    started, unless one failed. The first failure in notebook order, or None."""
+    """Run a stage's notebooks, ``workers`` at a time (longest first), keeping those in ``current``; ``then``
+    runs once all have started, unless one failed. The first failure in notebook order, or None."""
     failed = threading.Event()
 
     def one(path: Path) -> NotebookFailure | None:
@@ -296,7 +262,7 @@ def _quiet(*args, **kwargs) -> None:
 
 def early_views(run_name: str) -> None:
     """The explorer views of the studies stored so far, in a process of their own, while the last notebooks
-    run (a failure here is left to the views written after the report, which say it)."""
+    run (a failure is left to the views written after the report)."""
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
             pool.submit(prepare_views, run_name, _quiet).result()
@@ -306,15 +272,14 @@ def early_views(run_name: str) -> None:
 
 def stage_threads(at_once: int) -> dict[str, str]:
     """The kernels' torch threads while ``at_once`` notebooks run together: the CPUs shared among them
-    (nothing when ``TOOLBENCH_TORCH_THREADS`` is set already: the user's choice stands)."""
+    (nothing when ``TOOLBENCH_TORCH_THREADS`` is set already)."""
     if os.environ.get("TOOLBENCH_TORCH_THREADS", "").strip():
         return {}
     return {"TOOLBENCH_TORCH_THREADS": str(max(1, available_cpus() // max(1, at_once)))}
 
 
 def absolute_paths(*paths: str | None) -> tuple[str | None, ...]:
-    """Each given path made absolute from this working folder: the notebooks run in their own folder,
-    where a relative path would name another place (and the run record would differ from a retry's)."""
+    """Each given path made absolute from this working folder (the notebooks run in their own folder)."""
     return tuple(str(Path(p).expanduser().resolve()) if p else p for p in paths)
 
 
@@ -322,24 +287,17 @@ class CheckoutMismatch(RuntimeError):
     """The notebooks' kernel would import ``toolbench_lib`` from another checkout than this one."""
 
 
-def kernel_package_dir(cwd: Path) -> Path:
-    """Where a kernel of this interpreter, started in ``cwd`` (a notebook's folder), imports
-    ``toolbench_lib`` from: a virtual environment's editable install may point at another checkout."""
+def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
+    """The package a kernel started in ``notebooks_dir`` imports, which must be this checkout's; returns its
+    folder."""
     code = "import toolbench_lib, pathlib; print(pathlib.Path(toolbench_lib.__file__).resolve().parent)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(notebooks_dir), env=env, capture_output=True,
+                          text=True, timeout=120)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise CheckoutMismatch(f"a notebook kernel cannot import toolbench_lib ({tail})")
-    return Path(done.stdout.strip())
-
-
-def check_notebook_imports(notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
-    """The package the notebooks will import, which must be this checkout's (else tables, figures and data
-    of this run would be written into the other checkout); returns its folder."""
-    here = Path(__file__).resolve().parent.parent
-    there = kernel_package_dir(Path(notebooks_dir))
+    here, there = Path(__file__).resolve().parent.parent, Path(done.stdout.strip())
     if there != here:
         raise CheckoutMismatch(f"the notebooks would import toolbench_lib from {there}, not from this "
                                f"checkout ({here}): reinstall it here (pip install -e .) or run from there")
@@ -351,13 +309,8 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
               plan_limit: int | None = None, data_dir: str | None = None, notebooks: list[str] | None = None,
               notebooks_dir: Path = NOTEBOOKS_DIR, workers: int = 1, echo=print,
               ablations: bool = False) -> ReproduceSummary:
-    """Run the numbered notebooks with shared parameters, then write the report.
-
-    The notebooks up to 02 run one after another (02 makes the stored study the others read), the report
-    notebooks last; the others run ``workers`` at a time, each in its own kernel. ``ablations`` runs the
-    heavy ablations (notebook 11's second embedder), which a run otherwise reads when stored and names as
-    not run. :class:`ReportCheckFailure` when the written report fails a check.
-    """
+    """Run the numbered notebooks with shared parameters (:func:`notebook_stages`), then write the report;
+    ``ablations`` runs notebook 11's heavy ablations. :class:`ReportCheckFailure` when a check fails."""
     logging.getLogger("papermill").setLevel(logging.WARNING)
     check_notebook_imports(notebooks_dir)
     run_name = run_name or ("smoke" if smoke else "default")
@@ -419,8 +372,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
 
 def default_workers() -> int:
     """Notebooks to run at once: the CPUs this process may use, at most 2 (each kernel is a process)."""
-    cpus = available_cpus()
-    return max(1, min(2, cpus))
+    return max(1, min(2, available_cpus()))
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -1,9 +1,5 @@
-"""The scorecard: the paper's numbers against this run's (``references/paper.yaml`` over the saved tables).
-
-Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
-filters, a column, an aggregate); :func:`build_report` looks each one up and compares it with the paper.
-A table or column that is not there is reported as such, never raised.
-"""
+"""The scorecard: the paper's numbers (``references/paper.yaml``) against this run's saved tables, with the
+cause named for each that differs; a table or column that is not there is reported as such, never raised."""
 
 from __future__ import annotations
 
@@ -36,8 +32,6 @@ REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", 
                   "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
                   "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high"]
 
-
-
 # -- named causes -------------------------------------------------------------------------------------------
 
 EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
@@ -46,12 +40,8 @@ CAUSE_KINDS = ("tested", "setup")
 
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
-    """``{cause id: cause}`` from the causes file, each cause checked.
-
-    A cause is ``tested`` (``explains`` rows by metric, method and k, each with the ``effect`` it adds to
-    this run's value or the ``predicted`` value itself) or a ``setup`` difference (what differs, shown by
-    optional ``shows`` locators, not tested).
-    """
+    """``{cause id: cause}`` from the causes file, each checked: ``tested`` (``explains`` rows by metric,
+    method and k, each with an ``effect`` on this run's value or a ``predicted`` value) or ``setup``."""
     data = read_yaml(path)
     out = {}
     for cause in data.get("causes", []):
@@ -107,7 +97,6 @@ def _for_row(locator, row: Mapping[str, str]):
     return locator
 
 
-
 def explains(cause: Mapping, entry: Mapping) -> dict | None:
     """The item of a tested cause's ``explains`` that names this entry's metric, method and k, or
     ``None`` (a cause explains no row it does not name)."""
@@ -124,11 +113,8 @@ def _located(locator: Mapping, row: Mapping, tables: TableCache) -> tuple[float,
 
 def predict(cause: Mapping, item: Mapping, row: Mapping, value: float, ci: tuple[float, float] | None,
             tables: TableCache) -> tuple[float, float, float, str] | None:
-    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved.
-
-    ``effect``: this run's value plus the effect, its CI shifted by the same amount (a point when the row
-    has no CI). ``predicted``: the value and interval the cause's tables give (``wilson``: a share).
-    """
+    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved;
+    ``effect`` shifts this run's value and CI (a point without one), ``predicted`` reads them off tables."""
     effect = item.get("effect", cause.get("effect"))
     if effect is not None:
         size, problem = _located(effect, row, tables)
@@ -162,14 +148,9 @@ def _shown(cause: Mapping, row: Mapping, tables: TableCache) -> str:
 
 def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
     """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence.
-
-    "explained" when the predicted value's CI meets the paper's value (by the row's own rule) and the
-    prediction covers at least half the gap; "partly explained (x of y, share)" when the prediction moves
-    this run's value toward the paper's by x of the gap y but covers less than half of it or misses the
-    paper's value; "unexplained" when it moves away or past the paper's; "not tested" when the ablation's
-    table is not in this run. A setup cause is labelled "setup difference", untested. A cause read off a
-    subgroup (``association: true``) is at most "partly explained", labelled an association.
-    """
+    "explained" when the prediction's CI meets the paper's value and covers half the gap; "partly explained
+    (x of y, share)" when it moves toward the paper's by less; "unexplained" when away or past; "not tested"
+    without the ablation's table. A subgroup's cause (``association: true``) is at most partly explained."""
     row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
            "metric": str(entry.get("metric", ""))}
     out = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
@@ -222,13 +203,6 @@ def ablation_text(cause: Mapping) -> str:
     return str(a)
 
 
-def _rank(status: str) -> tuple[int, float]:
-    """Order of cause statuses, best first (a larger recovered share first among partial ones)."""
-    if status.startswith(PARTLY):
-        return 1, 0.0
-    return {EXPLAINED: 0, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
-
-
 def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tables: TableCache) -> dict:
     """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs:
     the best of its listed causes (explained, then partly explained by the most, then a setup difference,
@@ -247,10 +221,11 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
             raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
         results.append((cause_id, cause, weigh_cause(cause, entry, judged, tables)))
 
-    def key(r):
+    def key(r):  # best first: explained, partly (the most recovered first), setup, not tested
         status = r[2]["cause_status"]
-        recovered = abs(r[2]["predicted"] - judged["this_run"]) if status.startswith(PARTLY) else 0.0
-        return _rank(status)[0], -recovered
+        if status.startswith(PARTLY):
+            return 1, -abs(r[2]["predicted"] - judged["this_run"])
+        return {EXPLAINED: 0, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
 
     best_id, best, result = min(results, key=key)
     tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
@@ -339,9 +314,7 @@ STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, N
 
 
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
-    """Counts of the rows by status (consistent / differs / inconclusive / not scored / not found) and of the
-    rows that differ by cause status (explained / partly explained / unexplained / setup difference / not
-    tested)."""
+    """Counts of the rows by status, and of the rows that differ by cause status (:data:`STATUS_KEYS`)."""
     differs = report["status"] == DIFFERS
     cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
     out = {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum())}

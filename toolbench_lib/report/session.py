@@ -1,7 +1,5 @@
-"""A 90-minute reading-group session on a run's report, the opening of ``teaching.md``: the plan (which
-report sections and figures, in which order, for how long) and discussion questions whose numbers come from
-this run's saved tables and the paper's reference numbers (``references/paper.yaml``). A table the run did
-not save is named in one line ("not in this run"), never replaced by a number."""
+"""A 90-minute reading-group session on a run's report, the opening of ``teaching.md``: the plan and
+discussion questions with this run's numbers (a table the run did not save is named, never replaced)."""
 
 from __future__ import annotations
 

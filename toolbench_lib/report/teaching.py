@@ -1,17 +1,6 @@
-"""Teaching material: the two pipelines drawn, a glossary, worked queries picked by rule, and the paper's
-Table 2 examples as this run saw them.
-
-* :func:`pipeline_figure` draws RtP and PtR side by side (the paper's Figure 1), with the shared registry
-  index and the retriever family (dense, BM25, hybrid) where it plugs in; notebook 09 saves it as the
-  figure ``pipeline``.
-* :func:`pick_worked_queries` picks three queries of a stored study by rule: PtR's largest win on
-  recall@k, RtP's largest win, and a query both methods miss entirely. Ties are broken by the larger
-  ground truth, then by the first query key, so the picks do not depend on the table's order.
-* :func:`worked_query` gathers one query's text, stubs, both top-k rankings (hits marked) and ground truth;
-  :func:`worked_query_markdown` renders it, for ``report.md`` and notebook 09 alike.
-* :func:`paper_examples_markdown` renders every Table 2 example of ``references/paper.yaml`` whose query is
-  in the study, and says why each other one is not shown.
-"""
+"""Teaching material: the two pipelines drawn (:func:`pipeline_figure`), a glossary, worked queries picked by
+rule (:func:`pick_worked_queries`, rendered by :func:`worked_query_markdown`), and the paper's Table 2
+examples as this run saw them (:func:`paper_examples_markdown`)."""
 
 from __future__ import annotations
 
@@ -145,29 +134,16 @@ TITLES = {"ptr_win": "PtR's largest win", "rtp_win": "RtP's largest win", "both_
 TIE_BREAK = "ties go to the larger ground truth, then to the first query key"
 
 
-def outcomes(result: StudyResult, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
-    """``qkey, subset, rtp_recall, ptr_recall, gap, n_gt`` per query with a ground truth (gap: PtR − RtP),
-    scored by ranx on the stored rankings of ``run``."""
-    check_gt(gt)
-    out = query_outcomes(result, run, k, gt)
-    n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
-    out["n_gt"] = out["qkey"].map(n_gt).astype(int)
-    out["gap"] = out["ptr_recall"] - out["rtp_recall"]
-    return out[out["n_gt"] > 0][["qkey", "subset", "rtp_recall", "ptr_recall", "gap", "n_gt"]]
-
-
 def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
-    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES`:
-
-    * ``ptr_win``: the largest PtR − RtP recall@k (only a positive gap counts),
-    * ``rtp_win``: the largest RtP − PtR recall@k (only a positive gap counts),
-    * ``both_miss``: recall@k 0 for both methods.
-
-    Ties go to the larger ground truth, then to the first query key. A role no query fills has
-    ``qkey`` None.
-    """
-    o = outcomes(result, k, gt, run)
-    o = o.sort_values("qkey", kind="stable")
+    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES` (:data:`RULES`; a
+    win needs a positive gap); ties go to the larger ground truth, then to the first query key; a role no
+    query fills has ``qkey`` None."""
+    check_gt(gt)
+    o = query_outcomes(result, run, k, gt)
+    n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
+    o["n_gt"] = o["qkey"].map(n_gt).astype(int)
+    o["gap"] = o["ptr_recall"] - o["rtp_recall"]
+    o = o[o["n_gt"] > 0].sort_values("qkey", kind="stable")
     candidates = {"ptr_win": o[o["gap"] > 0].assign(score=o["gap"]),
                   "rtp_win": o[o["gap"] < 0].assign(score=-o["gap"]),
                   "both_miss": o[(o["rtp_recall"] == 0) & (o["ptr_recall"] == 0)].assign(score=0.0)}
@@ -245,11 +221,6 @@ def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
     if not label:
         return md_code(api_id, in_table=True)
     return _cell(label) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
-
-
-def _paper_quote(text: str) -> str:
-    """A quote of the paper's text as Markdown: its TeX arrow as an arrow."""
-    return _cell(str(text).replace("\\to", "→"))
 
 
 def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = None,
@@ -353,7 +324,7 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
         ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
-        parts += [f"### {md_code(x.id)}", "", f"*The paper:* {_paper_quote(x.quote)}", "",
+        parts += [f"### {md_code(x.id)}", "", "*The paper:* " + _cell(str(x.quote).replace("\\to", "→")), "",
                   f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
                   f"(paper: RtP {x.rtp_recall:g}, PtR {x.ptr_recall:g}); leader here: "
                   f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description

@@ -137,16 +137,14 @@ def _status_text(r) -> str:
 
 
 def objective_shown(report: pd.DataFrame) -> pd.Series:
-    """The rows whose judged number is not scored (the judge's kappa too low) and that have an objective rate:
-    the report shows the objective rate there; the judged one only in the appendix's validity table."""
+    """The rows not scored (the judge's kappa too low) that have an objective rate, which the report shows."""
     objective = report["objective"] if "objective" in report else pd.Series(float("nan"), index=report.index)
     return (report["status"] == NOT_SCORED) & objective.notna()
 
 
 def ci_text(low: float, high: float, paper: str) -> str:
-    """A row's CI at 3 decimals; a bound that would print as one of the paper's numbers without being it is
-    printed to 3 significant digits where that stays short (0.00245 against the paper's 0.002), so the status
-    can be read off the printed CI."""
+    """A row's CI at 3 decimals; a bound that would print as one of the paper's numbers without being it gets
+    3 significant digits where short (0.00245 against the paper's 0.002)."""
     marks = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", str(paper).replace(",", ""))]
 
     def bound(b: float) -> str:
@@ -157,8 +155,7 @@ def ci_text(low: float, high: float, paper: str) -> str:
 
 
 def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
-    """Report rows with every number formatted once (3 decimals, counts with separators, no nan); a judged
-    rate the judge cannot support shows the objective rate instead (:func:`objective_shown`)."""
+    """Report rows with every number formatted once; :func:`objective_shown` rows show the objective rate."""
     objective = objective_shown(report)
     value = report["this_run"].where(~objective, report.get("objective"))
     out = pd.DataFrame({
@@ -179,10 +176,6 @@ def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
 
 def _report_table(report: pd.DataFrame, full: bool = True) -> str:
     return md_table(_shown(report, full)) if len(report) else "No reference number here."
-
-
-def section_rows(report: pd.DataFrame, prefixes) -> pd.DataFrame:
-    return report[report["section"].astype(str).str.startswith(tuple(prefixes))]
 
 
 def section_sentence(rows: pd.DataFrame) -> str:
@@ -210,8 +203,7 @@ PRIMARY_ROWS = re.compile(r"^(g[123])_(rtp|ptr)_recall$|^(g[123])_ptr_minus_rtp_
 
 
 def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
-    """The scorecard's rows of the primary comparison (dense recall per set and architecture, and PtR − RtP)
-    recorded under the front's names, so a second value for the same quantity is a conflict."""
+    """The scorecard's rows of the primary comparison recorded under the front's names (one value each)."""
     for r in report.itertuples():
         m = PRIMARY_ROWS.match(str(r.id))
         if not m or pd.isna(r.this_run):
@@ -228,9 +220,8 @@ ARCH = {"rtp": "RtP", "ptr": "PtR"}
 
 
 def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
-    """"Beyond the paper": :data:`~.fusion_board.GOAL` and which fused or learned methods meet it over every
-    family (notebook 12), on the design and the unseen sets alike, then notebook 10's result against the
-    dense architectures of the main study."""
+    """"Beyond the paper": which fused or learned methods meet the goal on the design and unseen sets
+    (notebook 12), then notebook 10's result against the main study's dense architectures."""
     cache = TableCache(cfg.tables_dir)
     design, main, learned = cache.get(GOAL_TABLE), cache.get("beyond_goal"), cache.get(LTR_TABLE)
     unseen = cache.get(UNSEEN_GOAL_TABLE)
@@ -249,8 +240,7 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
-    """The learned ranker's ablations and costs, as ``ltr_study`` wrote them beside the retriever study;
-    one line saying how to measure them when it has not run."""
+    """The learned ranker's ablations and costs from ``ltr_study``; how to measure them when not run."""
     try:
         folder = stored_study_dir(f"{cfg.run_name}-retrievers", outputs_dir=cfg.out_dir.with_name(
             f"{cfg.run_name}-retrievers")) / "ltr"
@@ -278,8 +268,7 @@ UNSEEN_GOAL_TABLE = "retriever_fusion_unseen"  # notebook 12: the fused methods,
 
 
 def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
-    """How many validation queries repeat a design query's text, and are therefore left out of the unseen
-    sets that the fused and learned methods are scored on."""
+    """How many validation queries repeat a design query's text (left out of the unseen sets)."""
     if counts is None or counts.empty:
         return []
     n, seen = int(counts["n"].sum()), int(counts["seen"].sum())
@@ -295,8 +284,7 @@ METHOD_TERM = re.compile(r"^- \*\*`([^`]+)`\*\*:")
 
 
 def glossary_section(material, body: str | None = None) -> list[str]:
-    """The glossary: every term, and every method name ``body`` (the rest of the report) uses; all of them
-    without a body."""
+    """The glossary: every term, and the method names ``body`` uses (all without a body)."""
     terms = re.sub(r" \*\(`[^`]*`\)\*", "", material.glossary)  # where the toolkit computes it: notebook 09
     if body is not None:
         terms = "\n".join(line for line in terms.split("\n")
@@ -307,9 +295,8 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
                     provenance: list[dict], material=None, ledger: Ledger | None = None) -> str:
-    """The whole ``report.md``: the front (question, answer per retriever, setup differences, what the paper
-    gets right and wrong, limits, conclusions), one section per paper claim with its rows and figures, the
-    glossary, then the appendix (scorecard, leaderboards and wide tables, worked queries, provenance)."""
+    """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
+    glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
     material = teaching_material(cfg) if material is None else material
     ledger = ledger if ledger is not None else Ledger()
     rows = endpoint_rows(cfg)
@@ -331,20 +318,19 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         conclusions = {f: family_conclusion(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
-    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
-              "discussion questions on this run's numbers.", ""]
-    parts += setup_box(cfg, provenance, references, rows)
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
-    parts += right_and_wrong(report, extra)
-    parts += limits(provenance)
-    parts += ["### Conclusion per retriever", "", *[f"- {t}" for t in conclusions.values()], ""]
+    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
+              "discussion questions on this run's numbers.", "",
+              *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
+              *limits(provenance), "### Conclusion per retriever", "",
+              *[f"- {t}" for t in conclusions.values()], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
-        sec = section_rows(report, prefixes)
+        sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
         verdicts = claim_verdicts(cfg, key)
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
@@ -352,10 +338,10 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
     parts += ["## Retriever families (notebook 12)", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever")]
-    parts += ["## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
-              *ltr_lines(cfg), *figures_markdown(cfg, "beyond")]
-    parts += ["## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
+              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever"),
+              "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
+              *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
+              "## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
         parts += ["## Other figures", "", *other]
@@ -372,12 +358,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
               "each that differs what it measures and the cause with the value it predicts.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
-    parts += table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES)
-    parts += ["## Appendix C: worked queries and the Table 2 examples", "",
+    parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
+              "## Appendix C: worked queries and the Table 2 examples", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
               f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
-              "this report.", "", *worked_links(material, cfg.k, cfg.run_name)]
-    parts += ["## Appendix D: this run", ""]
+              "this report.", "", *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         if len(provenance) > 1:
@@ -434,8 +419,7 @@ def cause_table(report: pd.DataFrame) -> pd.DataFrame:
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
-    """Appendix A: the rows that agree or are not scored by name, one line per status; then the cause
-    table of the rows that differ."""
+    """Appendix A: the rows not differing, one line per status; then the cause table of those differing."""
     differs = report["status"] == DIFFERS
     lines = [f"- *{status}* ({fmt_count(len(g))}): {', '.join(f'`{i}`' for i in g['id'])}"
              for status, g in report[~differs].groupby("status", sort=False)]
@@ -443,8 +427,8 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
-    """Write ``outputs/<run>/report.md``, ``report.csv`` and ``report_quantities.json`` (every named number
-    the report's prose states, with its value); returns the Markdown path."""
+    """Write ``report.md``, ``teaching.md``, ``report.csv`` and ``report_quantities.json`` (the prose's
+    named numbers) into the run folder; returns the Markdown path."""
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
@@ -465,8 +449,8 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
 
 
 def report_problems(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> list[str]:
-    """The failed checks (:func:`.report_checks.check_report`) of the report written in ``cfg``'s run folder,
-    one line each; empty when it passes them all. ``reproduce`` fails the run when any fails."""
+    """The failed checks (:func:`.checks.check_report`) of the report in ``cfg``'s run folder, one line
+    each; empty when it passes them all."""
     try:
         text = (cfg.out_dir / "report.md").read_text(encoding="utf-8")
         quantities = json.loads((cfg.out_dir / QUANTITIES_FILE).read_text(encoding="utf-8"))
