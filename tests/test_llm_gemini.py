@@ -312,7 +312,7 @@ def test_generate_many_keeps_order_and_bounds_concurrency(fake_gemini: FakeGemin
     fake_gemini.delay_s = 0.05
     backend = make_backend(max_concurrency=2)
     requests = [{"prompt": f"p{i}", "run": i} for i in range(6)]
-    replies = backend.generate_many(requests, max_workers=6)
+    replies = generate_many(backend, requests, max_workers=6)
     assert [r.text for r in replies] == [f"echo:p{i}" for i in range(6)]
     assert fake_gemini.max_inflight <= 2
     assert sorted(r["body"]["generationConfig"]["seed"] for r in fake_gemini.requests) == list(range(6))

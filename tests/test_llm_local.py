@@ -195,7 +195,7 @@ def test_child_process_crash_is_reported_not_fatal():
     from toolbench_lib.llm.cpu_check import run_isolated
 
     result = run_isolated("import os, signal; os.kill(os.getpid(), signal.SIGILL)")
-    assert result.crashed
+    assert result.returncode < 0
     assert result.describe().startswith("killed by SIGILL")
 
 

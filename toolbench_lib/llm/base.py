@@ -1,8 +1,5 @@
-"""The one LLM interface every backend implements.
-
-Nothing outside :mod:`toolbench_lib.llm` knows which backend runs: pipelines call
-``backend.generate(prompt, system, json_schema, temperature, run)`` and get an :class:`LLMResponse`.
-"""
+"""The one LLM interface every backend implements: ``backend.generate(prompt, system, json_schema,
+temperature, run)`` returns an :class:`LLMResponse`."""
 
 from __future__ import annotations
 
@@ -16,12 +13,8 @@ class LLMError(RuntimeError):
 
 @dataclass
 class LLMResponse:
-    """One LLM reply with its cost.
-
-    ``backend`` is the backend that produced the text originally (a replayed or cached reply keeps
-    the recording backend's name and model); ``cached`` says whether this call was answered from a
-    cache or cassette rather than by the model.
-    """
+    """One LLM reply with its cost; ``backend`` and ``model`` are the recording ones for a replayed or cached
+    reply, and ``cached`` says it came from a cache or cassette."""
 
     text: str
     tokens_in: int
@@ -43,13 +36,7 @@ class LLMBackend(Protocol):
     model: str
     is_llm: bool
 
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
         """Reply to ``prompt``. ``run`` is the index of an independent sample (seeded where possible)."""
         ...

@@ -13,10 +13,8 @@ from .store import CallRequest, CallStore
 
 
 class CachedLLM:
-    """A backend wrapper that answers repeated calls from a :class:`CallStore`.
-
-    Identical concurrent calls are serialised per key, so the inner backend is called once per key.
-    """
+    """A backend wrapper that answers repeated calls from a :class:`CallStore`; identical concurrent calls
+    are serialised per key, so the inner backend is called once per key."""
 
     accepts_prompt_version = True
 
@@ -61,51 +59,26 @@ class CachedLLM:
 
     def _count(self, hit: bool) -> None:
         with self._lock:
-            if hit:
-                self.hits += 1
-            else:
-                self.misses += 1
+            self.hits += hit
+            self.misses += not hit
 
-    def _call_inner(self, request: CallRequest) -> LLMResponse:
-        kwargs: dict[str, Any] = {
-            "system": request.system,
-            "json_schema": request.json_schema,
-            "temperature": request.temperature,
-            "run": request.run,
-        }
-        if getattr(self.backend, "accepts_prompt_version", False):
-            kwargs["prompt_version"] = request.prompt_version
-        return self.backend.generate(request.prompt, **kwargs)
-
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-        *,
-        prompt_version: str | None = None,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0, *, prompt_version: str | None = None) -> LLMResponse:
         """Stored reply if this exact call was made before; else call the backend, store, return."""
-        request = CallRequest(
-            backend=self.name,
-            model=self.model,
-            prompt_version=prompt_version if prompt_version is not None else self.prompt_version,
-            system=system,
-            prompt=prompt,
-            json_schema=json_schema,
-            temperature=float(temperature),
-            run=int(run),
-            is_llm=bool(self.is_llm),
-        )
+        version = prompt_version if prompt_version is not None else self.prompt_version
+        request = CallRequest(backend=self.name, model=self.model, prompt_version=version, system=system,
+                              prompt=prompt, json_schema=json_schema, temperature=float(temperature),
+                              run=int(run), is_llm=bool(self.is_llm))
         key = request.key()
         with self._key_lock(key):
             cached = self.store.get(key)
             if cached is not None:
                 self._count(hit=True)
                 return cached
-            response = self._call_inner(request)
+            takes_version = getattr(self.backend, "accepts_prompt_version", False)
+            extra = {"prompt_version": version} if takes_version else {}
+            response = self.backend.generate(prompt, system=system, json_schema=json_schema,
+                                             temperature=request.temperature, run=request.run, **extra)
             stored_first = self.store.put(key, request, response)
             self._count(hit=False)
             if not stored_first:  # another process stored this call meanwhile: everyone uses its reply

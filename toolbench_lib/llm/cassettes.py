@@ -1,16 +1,7 @@
-"""Portable cassettes (``.jsonl.gz``) of recorded calls for offline replay, and what a cassette covers.
+"""Portable cassettes (``.jsonl.gz``, sorted by key, fixed gzip header) of recorded calls for offline replay.
 
-* :func:`export_cassette` / :func:`import_cassette` move records between call stores as a deterministic
-  file (sorted by key, fixed gzip header); :func:`read_cassette` reads and validates one.
-* :func:`cassette_info`: records per model, prompt version and run; :func:`prompt_query`.
-
-One rule for a key recorded twice, wherever records are read (replay, ``cassette import``, ``cassette
-info``): identical replies collapse to one record with a warning; different replies for one key are a
-:class:`CacheFileError` naming both lines (:func:`unique_records`). ``import`` also refuses a cassette
-whose reply differs from the one the store already holds for that key; ``export`` writes only records
-that pass the same check as :func:`read_cassette` applies.
-
-Records hold the request and the reply only; no credential is ever part of a record.
+A key recorded twice collapses to one record when the replies agree and is a :class:`CacheFileError`
+naming both lines when they differ (:func:`unique_records`). Records hold no credential.
 """
 
 from __future__ import annotations
@@ -48,12 +39,8 @@ def _write_gzip_deterministic(path: Path, lines: Iterable[str]) -> None:
 
 
 def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
-    """Write the records of ``store`` (only ``model``'s when given) to a ``.jsonl.gz`` cassette, sorted by
-    key; returns the count.
-
-    Every record is checked as :func:`read_cassette` will check it; a record that would not pass is a
-    :class:`CacheFileError` naming the store and the row, and nothing is written.
-    """
+    """Write the records of ``store`` (only ``model``'s when given) to a cassette; returns the count.
+    A record :func:`read_cassette` would refuse is a :class:`CacheFileError` and nothing is written."""
     lines = []
     for record in store.iter_records():
         if model is not None and record["model"] != model:
@@ -72,12 +59,8 @@ def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str |
 
 
 def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
-    """Validated records of one cassette, in file order (a repeated key as often as it is there; see
-    :func:`unique_records`).
-
-    A file that is not a whole gzip stream of UTF-8 text, or a bad record, is a :class:`CacheFileError`
-    naming the file (and the line).
-    """
+    """Validated records of one cassette, in file order (repeated keys included); an unreadable file or
+    bad record is a :class:`CacheFileError` naming the file and line."""
     for _, record in _numbered_records(path):
         yield record
 
@@ -114,11 +97,8 @@ def _same_reply(a: dict, b: dict) -> bool:
 
 
 def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[dict]:
-    """The validated records of one or more cassettes, one per key, in file order.
-
-    A key recorded again with the same reply is kept once (a warning counts them); with a different
-    reply it is a :class:`CacheFileError` naming the file and line of both records.
-    """
+    """The validated records of one or more cassettes, one per key, in file order; a key recorded again
+    with another reply is a :class:`CacheFileError` naming both lines."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     first: dict[str, tuple[dict, str]] = {}
@@ -142,11 +122,8 @@ def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[st
 
 
 def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
-    """Add the cassette's records to ``store``; returns how many were new (importing twice adds none).
-
-    The cassette is read and checked whole first: a key recorded twice with different replies, or whose
-    reply differs from the one the store holds, is a :class:`CacheFileError` and nothing is added.
-    """
+    """Add the cassette's records to ``store``; returns how many were new. A reply that differs from the
+    store's for its key is a :class:`CacheFileError` and nothing is added."""
     records = unique_records(path)
     for record in records:
         held = store.get_record(record["key"])
@@ -164,10 +141,8 @@ def prompt_query(prompt: str) -> str | None:
 
 
 def cassette_info(path: str | os.PathLike[str]) -> dict:
-    """Records per model, prompt version and run, and how many distinct queries each version covers.
-
-    Records are counted once per key (:func:`unique_records`); ``repeated_keys`` counts the lines that
-    repeat a key with the same reply."""
+    """Records (once per key) per model, prompt version and run, distinct queries per version, and
+    ``repeated_keys``: the lines that repeat a key with the same reply."""
     by = Counter()
     queries: dict[str, set[str]] = {}
     tokens = Counter()

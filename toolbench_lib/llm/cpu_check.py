@@ -1,9 +1,6 @@
-"""Check that the installed llama.cpp library runs on this CPU, in a child process.
-
-A llama.cpp build that uses instructions this CPU lacks dies with SIGILL the moment it is used, taking the
-whole Python process with it. :func:`run_isolated` runs a snippet in a child interpreter and turns such a
-death into a one-line message naming the signal; ``python -m toolbench_lib.llm.cpu_check`` prints the CPU's
-vector extensions beside the ones the library was built with and exits 1 when the library cannot run here.
+"""Check in a child process that the installed llama.cpp runs on this CPU (a build using instructions the
+CPU lacks dies with SIGILL). ``python -m toolbench_lib.llm.cpu_check`` prints the CPU's vector extensions
+beside the library's and exits 1 when the library cannot run here.
 """
 
 from __future__ import annotations
@@ -15,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FLAGS_OF_INTEREST = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512bw",
-                     "avx512vl",
-                     "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16")
+                     "avx512vl", "avx512_vnni", "avx512_bf16",
+                     "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16")
 
 SYSTEM_INFO_SNIPPET = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
 
@@ -28,10 +25,6 @@ class ChildResult:
     returncode: int
     stdout: str
     stderr: str
-
-    @property
-    def crashed(self) -> bool:
-        return self.returncode < 0
 
     def describe(self) -> str:
         """One line: ``ok``, ``exit N: <last stderr line>`` or ``killed by SIGILL (...)``."""

@@ -23,21 +23,15 @@ GEMINI_WORKERS = 16
 
 
 def default_workers(name: str) -> int:
-    """Concurrent calls a backend takes by default: a remote API several, a local model or replay one.
-
-    Gemini: 16 calls in flight, so that a reply latency of 200 ms still allows 20 calls/s or more (4 gave
-    at most 20); 429 replies are retried with backoff (``python -m toolbench_lib bench`` measures it).
-    """
+    """Concurrent calls a backend takes by default: Gemini 16 (a 200 ms latency still allows 20 calls/s or
+    more; ``python -m toolbench_lib bench`` measures it), a local model or replay one."""
     return GEMINI_WORKERS if name == "gemini" else 1
 
 
 def make_backend(name: str, cassette: str | Path | None = None, model: str | None = None,
                  store: str | Path | None = DEFAULT_STORE) -> LLMBackend:
-    """A backend by name. Live backends (``gemini``, ``local``) are wrapped in the durable call cache.
-
-    ``replay`` reads ``cassette`` (default: the committed local-model cassette). ``store=None``
-    disables the cache.
-    """
+    """A backend by name; ``replay`` reads ``cassette`` (default: the committed local-model cassette), live
+    ones (``gemini``, ``local``) are wrapped in the durable call cache unless ``store=None``."""
     if name == "replay":
         path = Path(cassette) if cassette else DEFAULT_CASSETTE
         if not path.exists():
@@ -53,6 +47,5 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
     if store is None:
         return backend
-
     Path(store).parent.mkdir(parents=True, exist_ok=True)
     return CachedLLM(backend, CallStore(store))

@@ -1,14 +1,8 @@
-"""Gemini backend over the official ``google-genai`` client.
+"""Gemini backend over the official ``google-genai`` client (imported on first use: it takes about a second).
 
-The API key is read from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` only and never appears in any message.
-Retries are done here (exponential backoff on HTTP 429 and 5xx); the client's own retries are switched off
-so that the number of attempts is exactly ``max_retries + 1``. A server's ``Retry-After`` header (seconds or
-an HTTP date) or ``RetryInfo.retryDelay`` is honoured: the wait is at least what it asks; a wait longer
-than ``retry_max_delay_s`` is not slept through but reported at once.
-
-``google-genai`` (and the HTTP stack's error classes) are imported when a backend is made or calls
-(:func:`_genai`): importing them takes about a second, which the command line's start-up and the other
-backends do not pay.
+The API key (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) never appears in any message. HTTP 429 and 5xx are
+retried here with exponential backoff, exactly ``max_retries + 1`` attempts; a server's ``Retry-After`` or
+``RetryInfo.retryDelay`` is honoured, and one longer than ``retry_max_delay_s`` is reported at once.
 """
 
 from __future__ import annotations
@@ -42,8 +36,7 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 
 @functools.cache
 def _transient_transport_errors() -> tuple[type[BaseException], ...]:
-    """Connection and timeout errors of the HTTP stacks the client may use (httpx, httpx2), looked up on
-    first use."""
+    """Connection and timeout errors of the HTTP stacks the client may use (httpx, httpx2)."""
     found: list[type[BaseException]] = []
     for module_name in ("httpx", "httpx2"):
         try:
@@ -161,11 +154,8 @@ class GeminiBackend:
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
         self._rng = random.Random()
         self._api_key = read_api_key()
-        client, _, _ = _genai()
-        self._client = client(
-            api_key=self._api_key,
-            http_options=self._http_options(api_version, timeout_s),
-        )
+        self._client = _genai()[0](api_key=self._api_key,
+                                   http_options=self._http_options(api_version, timeout_s))
 
     def __repr__(self) -> str:
         return f"GeminiBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -173,16 +163,12 @@ class GeminiBackend:
     def _http_options(self, api_version: str | None, timeout_s: float) -> genai_types.HttpOptions:
         """Client options: custom endpoint, timeout, and the client's own retries off (one attempt)."""
         types = _genai()[2]
-        return types.HttpOptions(
-            base_url=self.base_url,
-            api_version=api_version,
-            timeout=int(timeout_s * 1000),
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
+        return types.HttpOptions(base_url=self.base_url, api_version=api_version,
+                                 timeout=int(timeout_s * 1000),
+                                 retry_options=types.HttpRetryOptions(attempts=1))
 
-    def _config(
-        self, system: str, json_schema: dict | None, temperature: float, run: int
-    ) -> genai_types.GenerateContentConfig:
+    def _config(self, system: str, json_schema: dict | None, temperature: float,
+                run: int) -> genai_types.GenerateContentConfig:
         """Generation config: temperature, ``seed=run``, system instruction and JSON mode."""
         kwargs: dict[str, Any] = {"temperature": temperature, "seed": int(run)}
         if system:
@@ -242,9 +228,8 @@ class GeminiBackend:
                 raise self._malformed(f"{type(err).__name__}: {str(err)[:300]}") from None
             if attempt + 1 < attempts:
                 self._sleep(self._backoff_s(attempt, hint))
-        raise LLMError(
-            f"Gemini call failed after {attempts} attempts (model {self.model}); last error: {last}"
-        )
+        raise LLMError(f"Gemini call failed after {attempts} attempts (model {self.model}); last error: "
+                       f"{last}")
 
     def _to_response(self, reply: Any, latency_s: float) -> LLMResponse:
         """Turn a ``GenerateContentResponse`` into an :class:`LLMResponse`, or raise on a malformed one."""
@@ -258,38 +243,19 @@ class GeminiBackend:
         usage = reply.usage_metadata
         tokens_in = (usage.prompt_token_count or 0) if usage else 0
         tokens_out = (usage.candidates_token_count or 0) if usage else 0
-        return LLMResponse(
-            text=text,
-            tokens_in=int(tokens_in),
-            tokens_out=int(tokens_out),
-            latency_s=latency_s,
-            model=self.model,
-            backend=self.name,
-        )
+        return LLMResponse(text=text, tokens_in=int(tokens_in), tokens_out=int(tokens_out),
+                           latency_s=latency_s, model=self.model, backend=self.name)
 
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
         """Reply to ``prompt``; ``run`` is sent as the sampling seed."""
         config = self._config(system, json_schema, temperature, run)
-        reply, latency_s = self._call_with_retries(prompt, config)
-        return self._to_response(reply, latency_s)
-
-    def generate_many(self, requests: Sequence[dict], max_workers: int = 4) -> list[LLMResponse]:
-        """Run several ``generate`` calls in threads; replies come back in request order."""
-        return generate_many(self, requests, max_workers=max_workers)
+        return self._to_response(*self._call_with_retries(prompt, config))
 
 
 def generate_many(backend: LLMBackend, requests: Sequence[dict], max_workers: int = 4) -> list[LLMResponse]:
-    """Call ``backend.generate(**request)`` for each request in a thread pool, keeping the order.
-
-    The first failing request (in order) raises its error once all calls have finished.
-    """
+    """``backend.generate(**request)`` of each request in a thread pool, in request order; the first failing
+    request (in order) raises its error once all calls have finished."""
     if max_workers < 1:
         raise ValueError("max_workers must be >= 1")
     if not requests:

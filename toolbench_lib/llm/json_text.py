@@ -1,12 +1,6 @@
-"""Tolerant extraction of the JSON object or list in a model reply (:func:`extract_json`).
-
-Replies from small models come wrapped in code fences or prose, with trailing commas, Python-style
-quotes, one object where a list was asked for, or cut off mid-list; :func:`extract_json` recovers what
-it can and returns None when there is nothing.
-
-It never raises on any string: huge integers, deep nesting, NUL bytes and lone surrogates are
-handled, and the work per reply is bounded (a token and a character budget), so a 1 MB reply is
-parsed in well under a second; a reply that exhausts the budget keeps what was found so far.
+"""Tolerant extraction of the JSON object or list in a model reply (:func:`extract_json`). It never raises
+on any string, and the work per reply is bounded (a token and a character budget: a 1 MB reply takes well
+under a second; a reply that exhausts the budget keeps what was found so far).
 """
 
 from __future__ import annotations
@@ -52,10 +46,8 @@ class _Budget:
 
 
 def _segments(text: str, quotes: str) -> list[tuple[bool, str]]:
-    """Split ``text`` into ``(is_string, chunk)`` pieces; strings use any quote char in ``quotes``.
-
-    An unterminated string runs to the end of ``text``.
-    """
+    """``text`` as ``(is_string, chunk)`` pieces (strings quoted by any char of ``quotes``, an unterminated
+    one running to the end)."""
     out: list[tuple[bool, str]] = []
     pos = 0
     for m in _STRINGS[quotes].finditer(text):
@@ -152,12 +144,9 @@ def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
 
 
 def extract_json(text: str | None) -> object | None:
-    """The JSON object or list in a model reply, or None when there is none.
-
-    Tolerates code fences, prose around the payload, trailing commas, Python literals / single quotes
-    and a reply truncated mid-list. When several bracketed spans parse, the longest wins. Bare scalars
-    (numbers, strings) do not count as usable. Never raises; the work per reply is bounded.
-    """
+    """The JSON object or list in a model reply (code fences, prose, trailing commas, Python literals and a
+    reply truncated mid-list tolerated; the longest span that parses wins), or None: a bare scalar counts
+    as none."""
     if not isinstance(text, str) or not text.strip():
         return None
     budget = _Budget()

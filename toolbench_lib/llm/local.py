@@ -1,18 +1,9 @@
-"""Local backend: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M) on the CPU through llama-cpp-python.
+"""Local backend: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M) on the CPU through llama-cpp-python, loaded
+once on first use; calls are serialised by a lock.
 
-The model is loaded lazily, once, and kept loaded; calls are serialised by a lock (a ``Llama`` object is
-not thread-safe).
-
-Prompt prefix reuse is off by default: reusing the KV cache of the prefix shared with the previous call
-saves about 30% of a stub call, but the remaining tokens are then evaluated in a different batch shape,
-which changes the logits slightly, and a greedy reply can then depend on which call came before (seen
-in 1 of 4 stub prompts). With ``reuse_prefix=False`` every call starts from an empty cache, so a prompt
-always gets the same reply for the same seed.
-
-Replies are returned as the model wrote them (usually inside a json code fence); the parsers in
-:mod:`toolbench_lib.llm.parsing` cope with that. ``json_schema`` is ignored by default: grammar-constrained
-sampling (``use_grammar=True``, llama.cpp's ``response_format`` with the schema) added about 20 ms of
-sampling per generated token, about 40% on top of the ~50 ms a token takes to generate on a 2-core CPU.
+``reuse_prefix`` is off by default: reusing the previous call's KV cache saves ~30% of a stub call but
+changes the logits slightly, so a greedy reply could depend on the call before it (1 of 4 stub prompts).
+``json_schema`` is ignored unless ``use_grammar=True``: grammar-constrained sampling added ~40% per token.
 """
 
 from __future__ import annotations
@@ -29,14 +20,9 @@ from .local_model import GGUF_ENV_VAR, INSTALL_HINT, MODEL_NAME, ModelFileError,
 
 
 def _default_threads() -> int:
-    """One thread fewer than the CPUs this process may run on (at least one).
-
-    llama.cpp's worker threads spin at every barrier, so a thread that has to share its core with
-    another busy process slows every token down: on a 2-core machine with one other busy process,
-    2 threads generated 1-4 tokens/s against 19 tokens/s with 1 thread.
-    """
-    cpus = available_cpus()
-    return max(cpus - 1, 1)
+    """One thread fewer than the CPUs this process may run on (at least one): llama.cpp's threads spin at
+    every barrier, so on 2 cores beside one busy process 2 threads made 1-4 tokens/s, 1 thread 19."""
+    return max(available_cpus() - 1, 1)
 
 
 class LocalBackend:
@@ -88,22 +74,16 @@ class LocalBackend:
         try:
             import llama_cpp
         except ImportError as err:
-            raise LLMError(
-                f"llama-cpp-python is not installed ({err}); install it with {INSTALL_HINT}"
-            ) from None
+            raise LLMError(f"llama-cpp-python is not installed ({err}); install it with "
+                           f"{INSTALL_HINT}") from None
         try:
             path = resolve_gguf(self.model_path)
         except ModelFileError as err:
             raise LLMError(str(err)) from None
         start = time.perf_counter()
         try:
-            self._llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                verbose=False,
-            )
+            self._llama = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                          n_threads_batch=self.n_threads, verbose=False)
         except Exception as err:  # llama.cpp reports load failures as ValueError / RuntimeError
             raise LLMError(f"Could not load GGUF model {path}: {type(err).__name__}: {err}") from None
         self.load_s = time.perf_counter() - start
@@ -122,30 +102,19 @@ class LocalBackend:
             if llama is not None and hasattr(llama, "close"):
                 llama.close()
 
-    def _request(
-        self, prompt: str, system: str, json_schema: dict | None, temperature: float, run: int
-    ) -> dict[str, Any]:
+    def _request(self, prompt: str, system: str, json_schema: dict | None, temperature: float,
+                 run: int) -> dict[str, Any]:
         """Keyword arguments for ``create_chat_completion``."""
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt})
-        kwargs: dict[str, Any] = {
-            "messages": messages,
-            "temperature": float(temperature),
-            "seed": int(run),
-            "max_tokens": self.max_tokens,
-        }
+        kwargs: dict[str, Any] = {"messages": messages, "temperature": float(temperature), "seed": int(run),
+                                  "max_tokens": self.max_tokens}
         if self.use_grammar and json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         return kwargs
 
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
         """Reply to ``prompt`` (system + user chat messages); ``run`` seeds the sampler."""
         kwargs = self._request(prompt, system, json_schema, temperature, run)
         with self._lock:
@@ -156,9 +125,8 @@ class LocalBackend:
                     llama.reset()
                 reply = llama.create_chat_completion(**kwargs)
             except Exception as err:  # e.g. ValueError when the prompt exceeds the context window
-                raise LLMError(
-                    f"Local model call failed ({self.model}): {type(err).__name__}: {err}"
-                ) from None
+                raise LLMError(f"Local model call failed ({self.model}): {type(err).__name__}: "
+                               f"{err}") from None
             latency_s = time.perf_counter() - start
         try:
             text = reply["choices"][0]["message"]["content"]
@@ -167,11 +135,6 @@ class LocalBackend:
             raise LLMError(f"Local model returned a malformed reply ({self.model}): {err!r}") from None
         if text is None:
             raise LLMError(f"Local model returned no text ({self.model})")
-        return LLMResponse(
-            text=text,
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            latency_s=latency_s,
-            model=self.model,
-            backend=self.name,
-        )
+        return LLMResponse(text=text, tokens_in=int(usage.get("prompt_tokens") or 0),
+                           tokens_out=int(usage.get("completion_tokens") or 0), latency_s=latency_s,
+                           model=self.model, backend=self.name)

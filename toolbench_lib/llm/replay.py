@@ -16,34 +16,20 @@ MISS_CHOICES = ("a live backend answers it (--backend gemini or local; --backend
                 "--plan-limit 0)")
 
 
-def _match_key(
-    prompt_version: str | None,
-    system: str,
-    prompt: str,
-    json_schema: dict | None,
-    temperature: float,
-    run: int,
-) -> tuple:
+def _match_key(prompt_version: str | None, system: str, prompt: str, json_schema: dict | None,
+               temperature: float, run: int) -> tuple:
     return (prompt_version, system, prompt, _canonical_schema(json_schema), float(temperature), int(run))
 
 
 class ReplayBackend:
-    """Answers only from recorded cassettes; a call that was never recorded raises :class:`LLMError`.
-
-    Matching ignores which backend recorded a reply; pass ``model`` to use only one recorded model.
-    Replies keep the recording backend's name and model and are marked ``cached``. A key recorded twice
-    (in one cassette or across several) follows :func:`~toolbench_lib.llm.cassettes.unique_records`: the
-    same reply is used once, two different replies are refused when the cassettes are read.
-    """
+    """Answers only from recorded cassettes (any recording backend, or only ``model``'s), a miss raising
+    :class:`LLMError`; replies keep the recording backend's name and model and are marked ``cached``."""
 
     name = "replay"
     accepts_prompt_version = True
 
-    def __init__(
-        self,
-        cassette_path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-        model: str | None = None,
-    ) -> None:
+    def __init__(self, cassette_path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                 model: str | None = None) -> None:
         if isinstance(cassette_path_or_paths, (str, os.PathLike)):
             cassette_path_or_paths = [cassette_path_or_paths]
         self.paths = [Path(p) for p in cassette_path_or_paths]
@@ -68,13 +54,7 @@ class ReplayBackend:
         return sum(len(group) for group in self._by_version.values())
 
     def _index(self, record: dict) -> None:
-        args = (
-            record["system"],
-            record["prompt"],
-            record["json_schema"],
-            record["temperature"],
-            record["run"],
-        )
+        args = tuple(record[name] for name in ("system", "prompt", "json_schema", "temperature", "run"))
         self._by_version.setdefault(_match_key(record["prompt_version"], *args), {})[record["key"]] = record
         self._any_version.setdefault(_match_key(None, *args), {})[record["key"]] = record
 
@@ -82,35 +62,20 @@ class ReplayBackend:
         head = prompt[:120] + ("..." if len(prompt) > 120 else "")
         where = ", ".join(str(p) for p in self.paths)
         model = f", model={self.model_filter}" if self.model_filter else ""
-        return (
-            f"prompt_version={prompt_version if prompt_version is not None else '(any)'}, run={run}, "
-            f"temperature={temperature}{model}, prompt={head!r}; cassette(s): {where}"
-        )
+        return (f"prompt_version={prompt_version if prompt_version is not None else '(any)'}, run={run}, "
+                f"temperature={temperature}{model}, prompt={head!r}; cassette(s): {where}")
 
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-        *,
-        prompt_version: str | None = None,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0, *, prompt_version: str | None = None) -> LLMResponse:
         """The recorded reply for this call; raises :class:`LLMError` on a miss or an ambiguous match."""
         index = self._by_version if prompt_version is not None else self._any_version
         found = index.get(_match_key(prompt_version, system, prompt, json_schema, temperature, run), {})
         if not found:
-            raise LLMError(
-                "replay miss: no recorded reply for "
-                + self._describe(prompt_version, prompt, temperature, run)
-                + f"; {MISS_CHOICES}"
-            )
+            raise LLMError(f"replay miss: no recorded reply for "
+                           f"{self._describe(prompt_version, prompt, temperature, run)}; {MISS_CHOICES}")
         if len(found) > 1:
             origins = sorted({f"{r['backend']}/{r['model']}@{r['prompt_version']}" for r in found.values()})
-            raise LLMError(
-                f"replay ambiguous: {len(found)} recorded replies ({', '.join(origins)}) for "
-                + self._describe(prompt_version, prompt, temperature, run)
-                + "; pass model=... or prompt_version=... to choose one"
-            )
+            raise LLMError(f"replay ambiguous: {len(found)} recorded replies ({', '.join(origins)}) for "
+                           f"{self._describe(prompt_version, prompt, temperature, run)}; pass model=... or "
+                           "prompt_version=... to choose one")
         return _record_to_response(next(iter(found.values())))

@@ -1,22 +1,14 @@
-"""A deterministic rule-based baseline behind the LLM interface (no model at all).
+"""A deterministic rule-based baseline behind the LLM interface (no model at all), answering by the
+prompt's template marker (:mod:`toolbench_lib.llm.prompts`):
 
-:class:`RulesBackend` recognises which template a prompt was rendered from by its marker line
-(``# task: stubs-v1`` etc., see :mod:`toolbench_lib.llm.prompts`) and answers with rules:
+* **stubs**: one stub per sub-goal of the query (:func:`split_subgoals`), named in Title Case from its first
+  content words, the sub-goal as reasoning.
+* **plan**: per sub-goal, the listed API with the largest overlap of content words (stopwords and generic
+  verbs removed, light stemming; ties: the better-retrieved), each API once; a refusal when none overlaps.
+* **judge**: a *proxy*, labelled so in its reason: ``"Solved"`` when the plan is no refusal and every
+  sub-goal shares a content word with some step's tool or API name.
 
-* **stubs**: the query is split into sub-goals (:func:`split_subgoals`); each sub-goal becomes a stub
-  named from its first content words in Title Case (``"Get Weather Forecast"``), with the sub-goal
-  text as reasoning.
-* **plan**: for each sub-goal the listed API with the largest word overlap (lower-cased content
-  words, stopwords and generic verbs such as *get*/*find* removed, light plural stemming) is chosen;
-  ties go to the earlier, i.e. better-retrieved, API. Each API is used once, steps follow sub-goal
-  order, sub-goals with no overlapping API get no step, and the plan is a refusal when no sub-goal
-  shares a content word with any listed API.
-* **judge**: a *proxy*, labelled as such in its reason, not an LLM judgement: ``"Solved"`` when the
-  plan is not a refusal and every checkable sub-goal shares at least one content word with the
-  tool or API name of some step (purposes are free text and ignored), else ``"Unsolved"``.
-
-Token counts are whitespace-token counts of the prompt (plus system text) and of the reply; latency
-is measured. ``temperature`` and ``run`` are ignored: the output depends only on the prompt.
+Token counts are whitespace tokens; ``temperature`` and ``run`` are ignored.
 """
 
 from __future__ import annotations
@@ -35,8 +27,7 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-STOPWORDS = _wordset(
-    """
+STOPWORDS = _wordset("""
     a about above after again against all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have
     having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -49,19 +40,15 @@ STOPWORDS = _wordset(
     shall able sure near nearby via per within without much many lot lots something anything everything
     someone anyone one ones thing things way know me mine next okay ok well really just maybe
     etc e g ie eg s t
-    """
-)
-GENERIC_WORDS = _wordset(
-    """
+    """)
+GENERIC_WORDS = _wordset("""
     get gets give find search fetch retrieve provide show tell list check look lookup suggest recommend
     share send let obtain display return returns use using make api apis data info information details
     detail endpoint endpoints result results query request requests gather collect access
-    """
-)
+    """)
 _GET_VERBS = _wordset("give tell show provide fetch retrieve obtain share display send gather collect")
-_NAME_SKIP = _wordset(
-    "next week weeks today tomorrow tonight weekend day days month months year years upcoming"
-)
+_NAME_SKIP = _wordset("next week weeks today tomorrow tonight weekend day days month months year years "
+                      "upcoming")
 _CONTEXT_START = re.compile(
     r"^(?:i'm|i am|im|we're|we are|my|our|i have|we have|i've|we've|i was|we were|it's|this is)\b",
     re.IGNORECASE,
@@ -81,9 +68,6 @@ _DOC_LINE = re.compile(r"^\[(\d+)\]\s+(.+?) / (.+?) \(([^()]*)\):\s?(.*)$")
 _PLAN_LINE = re.compile(r"^\s*(\d+)\.\s+(.+?) / (.+?)(?::\s+(.*))?$")
 _MAX_NAME_WORDS = 4
 _MIN_CLAUSE_WORDS = 2
-
-
-# --------------------------------------------------------------------------- words
 
 
 def words(text: str) -> list[str]:
@@ -109,9 +93,6 @@ def _stem(word: str) -> str:
 def overlap_terms(text: str) -> set[str]:
     """Stemmed content words minus generic verbs and API boilerplate, for overlap scoring."""
     return {_stem(w) for w in content_words(text) if w not in GENERIC_WORDS}
-
-
-# --------------------------------------------------------------------------- sub-goals
 
 
 def _merge_short(pieces: list[str], delims: list[str]) -> list[str]:
@@ -178,9 +159,6 @@ def stub_name(subgoal: str) -> str:
     return " ".join(out)
 
 
-# --------------------------------------------------------------------------- tasks
-
-
 def parse_api_docs(text: str) -> list[dict]:
     """The numbered API lines of a plan prompt as dicts (index, tool_name, api_name, category, text)."""
     docs = []
@@ -188,15 +166,8 @@ def parse_api_docs(text: str) -> list[dict]:
         m = _DOC_LINE.match(line.strip())
         if m:
             idx, tool, api, category, desc = m.groups()
-            docs.append(
-                {
-                    "index": int(idx),
-                    "tool_name": tool,
-                    "api_name": api,
-                    "category": category,
-                    "text": f"{tool} {api} {category} {desc}",
-                }
-            )
+            docs.append({"index": int(idx), "tool_name": tool, "api_name": api, "category": category,
+                         "text": f"{tool} {api} {category} {desc}"})
     return docs
 
 
@@ -225,14 +196,8 @@ def plan_reply(query: str, docs: list[dict]) -> str:
             continue
         used.add(best)
         doc = docs[best]
-        steps.append(
-            {
-                "step": len(steps) + 1,
-                "tool_name": doc["tool_name"],
-                "api_name": doc["api_name"],
-                "purpose": goal,
-            }
-        )
+        steps.append({"step": len(steps) + 1, "tool_name": doc["tool_name"], "api_name": doc["api_name"],
+                      "purpose": goal})
     if not steps:
         reason = "no listed API shares a content word with the request"
         return json.dumps({"refusal": True, "reason": reason, "steps": []})
@@ -270,9 +235,6 @@ def judge_reply(query: str, plan_text: str) -> str:
     return json.dumps({"verdict": "Solved" if solved else "Unsolved", "reason": reason})
 
 
-# --------------------------------------------------------------------------- backend
-
-
 class RulesBackend:
     """Deterministic rule-based stand-in for an LLM (``is_llm`` is False)."""
 
@@ -295,22 +257,11 @@ class RulesBackend:
             return judge_reply(query, extract_section(prompt, "plan") or "")
         raise LLMError(f"rules backend: unknown template {version!r}")
 
-    def generate(
-        self,
-        prompt: str,
-        system: str = "",
-        json_schema: dict | None = None,
-        temperature: float = 0.0,
-        run: int = 0,
-    ) -> LLMResponse:
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
         """Answer a rendered template prompt by rules; ``temperature`` and ``run`` are ignored."""
         start = time.perf_counter()
         text = self._reply(prompt)
-        return LLMResponse(
-            text=text,
-            tokens_in=len(prompt.split()) + len(system.split()),
-            tokens_out=len(text.split()),
-            latency_s=time.perf_counter() - start,
-            model=self.model,
-            backend=self.name,
-        )
+        return LLMResponse(text=text, tokens_in=len(prompt.split()) + len(system.split()),
+                           tokens_out=len(text.split()), latency_s=time.perf_counter() - start,
+                           model=self.model, backend=self.name)

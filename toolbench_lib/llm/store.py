@@ -25,23 +25,10 @@ from .base import LLMResponse
 
 KEY_SCHEME_VERSION = 1
 
-RECORD_FIELDS = (
-    "key",
-    "backend",
-    "model",
-    "is_llm",
-    "prompt_version",
-    "system",
-    "prompt",
-    "json_schema",
-    "temperature",
-    "run",
-    "text",
-    "tokens_in",
-    "tokens_out",
-    "latency_s",
-    "created_at",
-)
+RECORD_FIELDS = ("key", "backend", "model", "is_llm", "prompt_version", "system", "prompt", "json_schema",
+                 "temperature", "run", "text", "tokens_in", "tokens_out", "latency_s", "created_at")
+# The fields that determine a call, in the order :func:`call_key` takes them.
+KEY_FIELDS = ("backend", "model", "prompt_version", "system", "prompt", "json_schema", "temperature", "run")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -88,28 +75,12 @@ def _canonical_schema(json_schema: dict | None) -> str | None:
     return json.dumps(json_schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def call_key(
-    backend: str,
-    model: str,
-    prompt_version: str,
-    system: str,
-    prompt: str,
-    json_schema: dict | None,
-    temperature: float,
-    run: int,
-) -> str:
+def call_key(backend: str, model: str, prompt_version: str, system: str, prompt: str,
+             json_schema: dict | None, temperature: float, run: int) -> str:
     """SHA-256 hex digest of the canonical JSON of everything that determines a call."""
-    payload = {
-        "v": KEY_SCHEME_VERSION,
-        "backend": backend,
-        "model": model,
-        "prompt_version": prompt_version,
-        "system": system,
-        "prompt": prompt,
-        "json_schema": json_schema,
-        "temperature": float(temperature),
-        "run": int(run),
-    }
+    payload = {"v": KEY_SCHEME_VERSION, "backend": backend, "model": model, "prompt_version": prompt_version,
+               "system": system, "prompt": prompt, "json_schema": json_schema,
+               "temperature": float(temperature), "run": int(run)}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -130,20 +101,7 @@ class CallRequest:
 
     def key(self) -> str:
         """The cache key of this request."""
-        return call_key(
-            self.backend,
-            self.model,
-            self.prompt_version,
-            self.system,
-            self.prompt,
-            self.json_schema,
-            self.temperature,
-            self.run,
-        )
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+        return call_key(*(getattr(self, name) for name in KEY_FIELDS))
 
 
 def _row_to_record(row: sqlite3.Row) -> dict:
@@ -156,15 +114,9 @@ def _row_to_record(row: sqlite3.Row) -> dict:
 
 def _record_to_response(record: dict) -> LLMResponse:
     """The recorded reply, marked as cached."""
-    return LLMResponse(
-        text=record["text"],
-        tokens_in=int(record["tokens_in"]),
-        tokens_out=int(record["tokens_out"]),
-        latency_s=float(record["latency_s"]),
-        model=record["model"],
-        backend=record["backend"],
-        cached=True,
-    )
+    return LLMResponse(text=record["text"], tokens_in=int(record["tokens_in"]),
+                       tokens_out=int(record["tokens_out"]), latency_s=float(record["latency_s"]),
+                       model=record["model"], backend=record["backend"], cached=True)
 
 
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -188,20 +140,9 @@ def _validate_record(record: dict) -> dict:
         wrong.append("json_schema")
     if wrong:
         raise ValueError(f"cassette record has fields of the wrong type: {wrong}")
-    expected = call_key(
-        clean["backend"],
-        clean["model"],
-        clean["prompt_version"],
-        clean["system"],
-        clean["prompt"],
-        clean["json_schema"],
-        clean["temperature"],
-        clean["run"],
-    )
-    if expected != clean["key"]:
-        raise ValueError(
-            f"cassette record {str(clean['key'])[:12]}... has a key that does not match its fields"
-        )
+    if call_key(*(clean[name] for name in KEY_FIELDS)) != clean["key"]:
+        raise ValueError(f"cassette record {str(clean['key'])[:12]}... has a key that does not match its "
+                         "fields")
     return clean
 
 
@@ -307,24 +248,12 @@ class CallStore:
 
     def put(self, key: str, request: CallRequest, response: LLMResponse) -> bool:
         """Store one call and commit at once; returns False if ``key`` was already stored (kept as is)."""
-        record = {
-            "key": key,
-            "backend": request.backend,
-            "model": request.model,
-            "is_llm": request.is_llm,
-            "prompt_version": request.prompt_version,
-            "system": request.system,
-            "prompt": request.prompt,
-            "json_schema": request.json_schema,
-            "temperature": float(request.temperature),
-            "run": int(request.run),
-            "text": response.text,
-            "tokens_in": int(response.tokens_in),
-            "tokens_out": int(response.tokens_out),
+        return self.put_record({
+            "key": key, **{name: getattr(request, name) for name in KEY_FIELDS}, "is_llm": request.is_llm,
+            "temperature": float(request.temperature), "run": int(request.run), "text": response.text,
+            "tokens_in": int(response.tokens_in), "tokens_out": int(response.tokens_out),
             "latency_s": float(response.latency_s),
-            "created_at": _now_iso(),
-        }
-        return self.put_record(record)
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds")})
 
     def put_record(self, record: dict) -> bool:
         """Insert a full record and commit; returns False if its key was already stored."""

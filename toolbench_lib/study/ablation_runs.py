@@ -23,11 +23,8 @@ def embedder_path(name: str) -> str:
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
                      per_set: int | None = None) -> tuple[dict, str]:
     """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
-    configuration's queries (the first ``per_set`` of each set when given) on one sub-registry of
-    ``n_apis`` APIs (seed ``cfg.seed``) per embedder.
-
-    A model that is not installed is left out of the dict and named in ``note``.
-    """
+    configuration's queries (the first ``per_set`` of each set) on one ``n_apis``-API sub-registry per
+    embedder; a model that is not installed is left out and named in ``note``."""
     paths, missing = {}, []
     for name in names:
         try:

@@ -1,15 +1,8 @@
 """One experiment configuration shared by every notebook: load or run the study once, save outputs.
 
-A notebook's ``parameters`` cell sets the fields of :class:`ExperimentConfig`; ``smoke=True`` shrinks
-everything to a CI-sized slice. The study tables of a configuration are stored once under
-``outputs/<run_name>/runs/<study key>/`` and every later notebook reads them instead of recomputing.
-The study key hashes what the tables depend on (data fingerprint, embedder, backend, prompt versions,
-sizes and runs), never analysis-only parameters such as the cut-off ``k``.
-
-A run folder is made with one set of parameters, recorded in ``outputs/<run_name>/run.json`` by the
-first command that writes there. A notebook whose parameters differ (``papermill ... -p k 10``) never
-writes into that folder: its outputs go to a derived run, ``outputs/<run_name>-k10/``, which reuses the
-stored study (see :meth:`ExperimentConfig.from_params`). ``reproduce`` refuses instead.
+A study is stored once under ``outputs/<run_name>/runs/<study key>/``, the key hashing what its tables
+depend on (never analysis-only parameters such as ``k``). A run folder keeps the parameters it was made
+with (``run.json``); a notebook given other ones writes to a derived run (``outputs/<run_name>-k10/``).
 """
 
 from __future__ import annotations
@@ -47,9 +40,6 @@ log = logging.getLogger(__name__)
 
 SMOKE = {"max_apis": 2500, "limit": 15, "runs": 2, "plan_limit": 5, "backend": "rules",
          "scale_sizes": [1500, 2000, 2500], "scale_seeds": 2}
-FULL_SCALE_SIZES = list(config.SCALE_SIZES)
-DEFAULT_EMBEDDER = config.EMBEDDER  # `make run`'s: the replay cassette was recorded with this embedder
-DEFAULT_PLAN_LIMIT = config.PLAN_LIMIT
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
@@ -92,7 +82,7 @@ class ExperimentConfig:
     backend: str = "replay"
     cassette: str | None = None
     llm_model: str | None = None
-    embedder: str | None = DEFAULT_EMBEDDER
+    embedder: str | None = config.EMBEDDER  # `make run`'s: the replay cassette was recorded with it
     k: int = config.K
     plan_k: int = config.PLAN_K
     depth: int = config.DEPTH
@@ -102,11 +92,11 @@ class ExperimentConfig:
     plan_runs: int | None = config.PLAN_RUNS
     temperature: float = config.TEMPERATURE
     run_temperature: float | None = config.RUN_TEMPERATURE
-    plan_limit: int | None = DEFAULT_PLAN_LIMIT
+    plan_limit: int | None = config.PLAN_LIMIT
     max_apis: int | None = None
     limit: int | None = None
     seed: int = config.SEED
-    scale_sizes: list[int | None] = field(default_factory=lambda: list(FULL_SCALE_SIZES))
+    scale_sizes: list[int | None] = field(default_factory=lambda: list(config.SCALE_SIZES))
     scale_seeds: int = config.SCALE_SEEDS
     # Retriever families of the retriever study (notebook 12); the main study is dense, as the paper's.
     retrievers: list[str] = field(default_factory=lambda: list(config.STUDY_FAMILIES))
@@ -120,19 +110,12 @@ class ExperimentConfig:
     base_run: str | None = None
 
     def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> ExperimentConfig:
-        """Check every field: a bad one is a ``UsageError`` naming it, the value and what is allowed."""
-        validate_config(self)
-        return self
+        validate_config(self)  # a bad field is a UsageError naming it, the value and what is allowed
 
     @classmethod
     def build(cls, **params) -> ExperimentConfig:
-        """The configuration of these parameters (unknown names go to ``extra``); no run folder is read.
-
-        Every form of a parameter (``papermill -p``, ``-y``, ``-f``) meets the same checks
-        (:func:`validation.validate_config`), before anything is written."""
+        """The configuration of these parameters, checked (unknown names go to ``extra``); no run folder is
+        read."""
         known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__}
         extra = {k: v for k, v in params.items() if k not in cls.__dataclass_fields__}
         cfg = cls(**known)
@@ -144,19 +127,11 @@ class ExperimentConfig:
 
     @classmethod
     def from_params(cls, echo=print, **params) -> ExperimentConfig:
-        """Build from notebook parameters; ``smoke=True`` overrides sizes with the CI slice.
-
-        When ``outputs/<run_name>/`` was made with other parameters, the configuration is redirected to
-        a derived run (``<run_name>-<changed parameters>``) and ``echo`` says so: a notebook never writes
-        into a run folder made with other parameters.
-        """
+        """Build from notebook parameters (``smoke=True``: the CI slice), redirected to a derived run (and
+        ``echo`` says so) when ``outputs/<run_name>/`` was made with other parameters."""
         return cls.build(**params).redirected(echo)
 
     # -- the study key ------------------------------------------------------------------------------
-
-    def embedder_name(self) -> str:
-        """The requested embedder, with the library default filled in."""
-        return self.embedder or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
 
     def data_fingerprint(self) -> str:
         """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
@@ -171,9 +146,9 @@ class ExperimentConfig:
             fields["methods"] = list(self.study_methods)
         if self.planned_runs() < self.runs and self.plan_limit != 0:  # keys of studies planning every run
             fields["plan_runs"] = self.planned_runs()  # stay as they were
-        fields.update(embedder=self.embedder_name(), data_fingerprint=self.data_fingerprint(),
+        embedder = self.embedder or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
+        fields.update(embedder=embedder, data_fingerprint=self.data_fingerprint(),
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
-
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
         # The code that makes the study tables, and the recorded replies a replay answers from.
@@ -257,10 +232,8 @@ class ExperimentConfig:
         return self
 
     def claim_run(self, study: str | None = None) -> Path:
-        """Write (or extend) the run record before anything is written to the run folder.
-
-        Raises :class:`RunConflict` when the folder was recorded with other parameters.
-        """
+        """Write (or extend) the run record before anything is written to the run folder;
+        :class:`RunConflict` when the folder was recorded with other parameters."""
         record = self.read_record()
         diff = self.differences(record)
         if diff:
@@ -275,7 +248,6 @@ class ExperimentConfig:
         if merged == record["parameters"] and studies == record.get("studies", []):
             return self.out_dir / RUN_RECORD
         record.update(parameters=merged, studies=studies)
-
         with atomic_path(self.out_dir / RUN_RECORD) as tmp:
             tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
         return self.out_dir / RUN_RECORD
@@ -317,10 +289,8 @@ def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
 
 
 def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
-    """``(setup, StudyResult)``: the stored study of this configuration, run and saved when missing.
-
-    A derived run (see :meth:`ExperimentConfig.redirected`) reuses its base run's study and keeps a copy.
-    """
+    """``(setup, StudyResult)``: the stored study of this configuration (a derived run's from its base run,
+    copied), run and saved when missing."""
     setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index
     if not isinstance(setup, LazySetup):
         cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
@@ -351,11 +321,8 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
 
 
 def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int | None:
-    """Queries per set that a study of ``runs`` runs can use.
-
-    With the replay backend: the largest N whose stubs the cassette holds in every run (0 when a run has
-    none); with a live or rule-based backend, the configuration's limit (None: every query).
-    """
+    """Queries per set that a study of ``runs`` runs can use: with replay, the largest N whose stubs the
+    cassette holds in every run; else the configuration's limit (None: every query)."""
     if cfg.backend != "replay":
         return cfg.limit
     temps = StudySettings(temperature=cfg.temperature, run_temperature=cfg.run_temperature)
@@ -371,14 +338,7 @@ def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, prog
     queries all have stubs in every run, or it could not have been made)."""
     if cfg.runs == runs:
         return (cfg, *get_study(cfg, progress=progress))
-    n = runs_limit(cfg, queries, runs)
-    if n == 0:
-        return None
-    rcfg = replace(cfg, run_name=f"{cfg.run_name}-runs{runs}", runs=runs, plan_limit=0, limit=n,
-                   base_run=None, extra={})
-    rcfg = rcfg.redirected(echo=log.info)
-    setup, result = get_study(rcfg, progress=progress)
-    return rcfg, setup, result
+    return _retrieval_study(cfg, runs, queries, progress, f"runs{runs}")
 
 
 def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
@@ -386,15 +346,20 @@ def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame
     retrieval only, over ``runs`` runs on the first :func:`runs_limit` queries of each set (every query
     once the cassette holds every run's stubs), stored in the run ``<run_name>-retrievers``; None when no
     query is recorded in every run."""
+    methods = [method_name(a, f) for f in cfg.retrievers for a in ARCHITECTURES]
+    return _retrieval_study(cfg, runs, queries, progress, "retrievers", study_methods=methods)
+
+
+def _retrieval_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool, suffix: str,
+                     **fields):
+    """``(config, setup, StudyResult)`` of a retrieval-only study of ``runs`` runs on the first
+    :func:`runs_limit` queries, in the run ``<run_name>-<suffix>``; None when that limit is 0."""
     n = runs_limit(cfg, queries, runs)
     if n == 0:
         return None
-    methods = [method_name(a, f) for f in cfg.retrievers for a in ARCHITECTURES]
-    rcfg = replace(cfg, run_name=f"{cfg.run_name}-retrievers", runs=runs, plan_limit=0, limit=n,
-                   base_run=None, extra={}, study_methods=methods)
-    rcfg = rcfg.redirected(echo=log.info)
-    setup, result = get_study(rcfg, progress=progress)
-    return rcfg, setup, result
+    rcfg = replace(cfg, run_name=f"{cfg.run_name}-{suffix}", runs=runs, plan_limit=0, limit=n,
+                   base_run=None, extra={}, **fields).redirected(echo=log.info)
+    return (rcfg, *get_study(rcfg, progress=progress))
 
 
 def stored_study_dir(run_name: str = "default", study: str | None = None,

@@ -10,18 +10,13 @@ from ..retrieval import embedding
 from ..retrieval.setup import prepare, select_queries
 
 log = logging.getLogger(__name__)
-
-
 _EMBEDDERS: dict[tuple, embedding.Embedder] = {}
 
 
 class LazySetup:
-    """Stands in for :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` of a configuration.
-
-    ``ds``, ``queries``, ``api_ids``, ``model`` and ``embedder_backend`` are answered from the
-    processed dataset and the configuration; the first access to anything else (``index``,
-    ``embedder``, ``encode``, ``provenance``...) loads the embedder and builds the index once.
-    """
+    """Stands in for a configuration's :class:`~toolbench_lib.retrieval.setup.RetrievalSetup`: ``ds``,
+    ``queries``, ``api_ids``, ``model`` and ``embedder_backend`` come from the data and the configuration;
+    anything else loads the embedder and builds the index (once)."""
 
     def __init__(self, cfg) -> None:
         self._cfg = cfg

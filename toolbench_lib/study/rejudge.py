@@ -1,18 +1,10 @@
 """Re-judge plans with another judge prompt version, without planning again.
 
-Two sources of plans:
-
-* :func:`cassette_plans` / :func:`record_verdicts`: the plan records of a cassette. A plan record holds
-  the query and the API list the planner was shown (its prompt) and the reply, which is everything a
-  judge prompt is rendered from, so the new verdicts can be recorded without an embedding index. The
-  judge prompt is rendered by :func:`toolbench_lib.study.result.judge_plan`, exactly as a study renders
-  it, so a study that replays the cassette with that judge version finds every recorded verdict.
-* :func:`rejudge`: the stored plans of a :class:`~toolbench_lib.study.stored.StudyResult` (steps,
-  refusal and reason), with the API lists rebuilt from its rankings.
+Plans come from a cassette's plan records (:func:`cassette_plans`, :func:`record_verdicts`; judged as a
+study judges them, so a replayed study finds the verdicts) or a stored study (:func:`rejudge`).
 
 ``python -m toolbench_lib.study.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
-verdicts with the local model behind the call cache (resumable: a cached call is never repeated), then
-merges the cache into the cassette (which must keep every record it held).
+verdicts with the local model behind the call cache, then merges the cache into the cassette.
 """
 
 from __future__ import annotations
@@ -58,11 +50,8 @@ class StoredPlan:
 def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int | None = None,
                    subsets: Sequence[str] = tuple(DEFAULT_SUBSETS),
                    runs: Sequence[int] = (0,)) -> list[StoredPlan]:
-    """The cassette's plan records of the first ``per_subset`` queries of each subset (all when None).
-
-    ``queries`` is the dataset's query table (``subset, query``); records are matched to it by query
-    text. Every method's plan of a query is included (a query's plans differ by the API list shown).
-    """
+    """The cassette's plan records (every method's) of the first ``per_subset`` queries of each subset (all
+    when None), matched to ``queries`` (``subset, query``) by query text."""
     wanted: dict[str, tuple[str, int]] = {}
     for name in subsets:
         canonical = resolve_subset(name)
@@ -99,11 +88,8 @@ def record_verdicts(plans: Sequence[StoredPlan], llm: LLMBackend, version: str,
 
 def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
             per_subset: int | None = None) -> pd.DataFrame:
-    """Verdicts of judge ``version`` on a study's stored plans (first ``per_subset`` queries per subset).
-
-    ``setup`` is the study's :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` (for the API docs).
-    Returns ``qkey, method, run, verdict, judge_version``.
-    """
+    """``qkey, method, run, verdict, judge_version`` of judge ``version`` on a study's stored plans (first
+    ``per_subset`` queries per subset); ``setup`` (the study's) gives the API docs."""
     plans = result.plans
     if plans.empty:
         return pd.DataFrame(columns=["qkey", "method", "run", "verdict", "judge_version"])
@@ -111,8 +97,8 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
         raise ValueError("these stored plans lack their 'reason' column (stored by an older version); "
                          "run the study again to re-judge them")
     template = judge_prompt(version)
-    k = int(result.provenance.get("settings", {}).get("k", 5))
     settings = result.provenance.get("settings", {})
+    k = int(settings.get("k", 5))
     q = result.queries.set_index("qkey")
     keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
         else set(q.index)

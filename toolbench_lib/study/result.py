@@ -32,17 +32,8 @@ from tqdm.auto import tqdm
 
 from ..config import DEPTH, RUN_TEMPERATURE, RUNS, TEMPERATURE, K
 from ..llm.base import LLMBackend, LLMResponse
-from ..llm.parsing import (
-    MAX_STUBS,
-    Plan,
-    Stub,
-    fidelity,
-    parse_plan,
-    parse_stubs_counted,
-    parse_verdict,
-    resolve_plan_apis,
-)
-from ..llm.plan_names import registry_names
+from ..llm.parsing import MAX_STUBS, Plan, Stub, parse_plan, parse_stubs_counted, parse_verdict
+from ..llm.plan_names import fidelity, registry_names, resolve_plan_apis
 from ..llm.prompts import (
     DEFAULT_JUDGE,
     PLAN_PROMPT,
@@ -84,9 +75,7 @@ class StudySettings:
         self.depth = max(self.depth, self.k)  # the planner sees the top k, so every text keeps at least k
 
     def temperature_of(self, run: int) -> float:
-        if run == 0 or self.run_temperature is None:
-            return self.temperature
-        return self.run_temperature
+        return self.temperature if run == 0 or self.run_temperature is None else self.run_temperature
 
 
 def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float, **fields) -> LLMResponse:
@@ -97,20 +86,11 @@ def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float
 
 
 def _map(fn: Callable, items: Sequence, workers: int, desc: str, progress: bool) -> list:
-    bar = tqdm(total=len(items), desc=desc, disable=not progress or len(items) < 20)
+    bar = {"total": len(items), "desc": desc, "disable": not progress or len(items) < 20}
     if workers <= 1:
-        out = []
-        for item in items:
-            out.append(fn(item))
-            bar.update()
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            out = []
-            for result in pool.map(fn, items):
-                out.append(result)
-                bar.update()
-    bar.close()
-    return out
+        return list(tqdm(map(fn, items), **bar))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(tqdm(pool.map(fn, items), **bar))
 
 
 def _call_row(qkey: str, method: str, run: int, stage: str, r: LLMResponse) -> dict:
@@ -159,12 +139,8 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
                    method: str, run: int, temperature: float, k: int, judge: bool = True, workers: int = 1,
                    progress: bool = True,
                    judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
-    """The planner on each query's top-``k`` retrieved APIs (``ranking``: the method's final rankings of the
-    run), then the pass-rate judge on its plan.
-
-    Plan steps are resolved both ways (:mod:`toolbench_lib.llm.plan_names`): ``named_ids`` / ``fidelity``
-    tolerantly (shown APIs first, then the registry), ``named_ids_strict`` / ``fidelity_strict`` strictly.
-    """
+    """The planner on each query's top-``k`` APIs of ``ranking`` (the method's final rankings of the run),
+    then the judge on its plan; steps resolved tolerantly (``named_ids``, ``fidelity``) and strictly."""
     judge_template = judge_prompt(judge_version)
     names = registry_names(setup.ds.registry)
     final = ranking[ranking["rank"] <= k].sort_values(["qkey", "rank"])
@@ -210,10 +186,8 @@ def plan_queries(queries: pd.DataFrame, plan_limit: int | None) -> pd.DataFrame:
 
 def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySettings,
               progress: bool = True) -> StudyResult:
-    """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline.
-
-    Retrieval-only evaluation is this pipeline with ``plan_limit=0`` (then RtP alone needs no ``llm``).
-    """
+    """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline
+    (retrieval only with ``plan_limit=0``; then RtP alone needs no ``llm``)."""
     q = setup.queries
     planned = plan_queries(q, settings.plan_limit)
     load_methods()  # every method registered, the fused ones of retrieval.fused included

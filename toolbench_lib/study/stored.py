@@ -65,13 +65,9 @@ class StudyResult:
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder``; a table that fails its checksum is a :class:`StoredStudyError`,
-        and so is a format newer than :data:`FORMAT_VERSION` (one line naming it). A study of format 1 is
-        converted in memory (:func:`convert_format_1`).
-
-        Each table is read once and its checksum computed over the very bytes that are parsed, under the
-        folder's shared lock (a save moves its files in under the exclusive one), so a load never mixes
-        two saves' tables."""
+        """The stored study of ``folder`` (format 1 converted in memory); a table failing its checksum, or a
+        format newer than :data:`FORMAT_VERSION`, is a :class:`StoredStudyError`. Each checksum covers the
+        very bytes parsed, read under the folder's shared lock, so a load never mixes two saves' tables."""
         folder = Path(folder)
         try:
             with folder_lock(folder, shared=True):
@@ -192,14 +188,9 @@ def stored_format_version(provenance: dict, folder: Path) -> int:
 
 def convert_format_1(tables: dict[str, pd.DataFrame],
                      provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A format-1 study's tables and provenance in this format: its one ``hits`` table split into
-    ``rankings`` (the rows of ``text_idx = -1``) and ``text_rankings`` (the rest), each row stored once
-    for every run (``run = -1``) repeated for every run ``0..runs-1``, the methods stored so listed in
-    ``provenance["deterministic"]``, and ``format_version`` recorded.
-
-    The one place the old sentinels are read. A load converts in memory and never writes: the folder
-    keeps format 1 (older code still reads it, a read-only run folder stays readable) until the study is
-    saved again, and its evaluation is keyed by the converted rankings' content."""
+    """A format-1 study's tables and provenance in this format: its ``hits`` split into ``rankings`` (rows of
+    ``text_idx = -1``) and ``text_rankings``, rows of ``run = -1`` repeated for every run (their methods
+    listed as ``deterministic``). The one place the old sentinels are read; nothing is written."""
     tables = dict(tables)
     hits = tables.pop("hits")
     runs = int(provenance.get("settings", {}).get("runs", 1))

@@ -97,11 +97,8 @@ def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[s
 
 
 def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> tuple[int, int]:
-    """Merge the cassette with the cache and write it back; ``(records before, records after)``.
-
-    The merged cassette is written beside the old one and replaces it only if it keeps every record the
-    old one held; otherwise ``RuntimeError`` and the old cassette stays as it was.
-    """
+    """Merge the cassette with the cache and write it back; ``(records before, records after)``. The merged
+    cassette replaces the old one only if it keeps every record, else ``RuntimeError``."""
     path = Path(cassette)
     before = {r["key"] for r in read_cassette(path)} if path.exists() else set()
     if path.exists():
@@ -123,12 +120,9 @@ def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (
                  settings: StudySettings | None = None, store: CallStore | None = None,
                  cassette: str | Path | None = None, export_every: int = 20,
                  echo: Callable[[str], object] = log.info) -> dict:
-    """Generate (and so record) the stubs of ``runs`` for ``queries`` (with ``qkey``, ``query`` and ``subset``
-    columns), in the rounds of :func:`recording_order`; with a ``cassette`` (and the ``store`` behind ``llm``)
-    the cache is merged into it every ``export_every`` new calls and at the end.
-
-    Returns ``calls`` (stub calls made, cached or not), ``queries``, ``new_calls`` (the backend's misses) and
-    ``cassette_records`` (None without a cassette)."""
+    """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`, merging the
+    cache (``store``) into ``cassette`` every ``export_every`` new calls and at the end. Returns ``calls``
+    (made, cached or not), ``queries``, ``new_calls`` and ``cassette_records`` (None: no cassette)."""
     if cassette is not None and store is None:
         raise ValueError("recording into a cassette needs the call store behind the backend")
     settings = settings or StudySettings()
@@ -171,7 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-
     sets = [resolve_subset(s) for s in (args.subset or VALIDATION_SETS)]
     queries = select_queries(load_dataset(args.data_dir), sets, args.limit)
     cassette = Path(args.cassette) if args.cassette else factory.DEFAULT_CASSETTE

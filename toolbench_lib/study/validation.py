@@ -1,7 +1,5 @@
-"""Checks of user-given values, shared by the command line and the notebooks' ExperimentConfig.
-
-Every check fails with one line that names the option, the bad value and what is allowed.
-"""
+"""Checks of user-given values, shared by the command line and the notebooks' ExperimentConfig; each fails
+with one line naming the option, the bad value and what is allowed."""
 
 from __future__ import annotations
 
@@ -41,9 +39,6 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-# --------------------------------------------------------------------------- plain checks
-
-
 def check_int(name: str, value: object, minimum: int, maximum: int | None = None,
               allow_none: bool = False) -> int | None:
     """``value`` as an int in ``[minimum, maximum]`` (None passes when ``allow_none``)."""
@@ -79,12 +74,9 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
 
 
 def check_subsets(name: str, values: object, user_sets: Iterable[str] | None = None) -> list[str]:
-    """Known query-set names or aliases, a set named twice (also through an alias) kept once.
-
-    ``user_sets``: the user sets of the data folder, when known (else a user set's name is checked for its
-    form only, and against the data when it is loaded)."""
+    """Known query-set names or aliases, a set named twice (also through an alias) kept once; ``user_sets``:
+    the data folder's user sets, when known (else a user set is checked for its form only)."""
     user_sets = None if user_sets is None else list(user_sets)
-
     if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
         raise UsageError(f"{name}: {values!r} is not allowed; expected a non-empty list of query sets")
     out: dict[str, str] = {}
@@ -136,14 +128,9 @@ def path_problem(value: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def _os_reason(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
-
-
 def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
-    """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``) checked without
-    raising anything but :class:`UsageError`: its form, then the file system (a permission or other OS
-    error is reported, never raised)."""
+    """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``), its form and then the
+    file system checked; nothing but :class:`UsageError` is raised."""
     prefix = f"{name}: " if name else ""
     problem = path_problem(value)
     if problem:
@@ -176,14 +163,10 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
                         problem = f"{parent} is not writable (permission denied)"
                     break
     except OSError as exc:
-        problem = _os_reason(exc)
+        problem = exc.strerror or type(exc).__name__
     if problem:
         raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
     return path
-
-
-
-# --------------------------------------------------------------------------- argparse types
 
 
 def _typed(fn: Callable[[str], object], name: str) -> Callable[[str], object]:
@@ -191,20 +174,24 @@ def _typed(fn: Callable[[str], object], name: str) -> Callable[[str], object]:
     return fn
 
 
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``."""
+def int_in_range(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` (to ``maximum`` when given)."""
+    kind = f"integer >= {minimum}" if maximum is None else f"integer from {minimum} to {maximum}"
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not allowed; expected an integer >= {minimum}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an integer >= {minimum}")
+            bad = repr(text) if maximum is None else shown(text)
+            raise argparse.ArgumentTypeError(f"{bad} is not allowed; expected an {kind}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an {kind}")
         return value
 
-    return _typed(parse, f"integer >= {minimum}")
+    return _typed(parse, kind)
+
+
+int_at_least = int_in_range  # an argparse type: an integer >= ``minimum``
 
 
 def temperature(negative_means_default: bool = False) -> Callable[[str], float]:
@@ -233,7 +220,7 @@ def subset_name(text: str) -> str:
     return text
 
 
-def _path_type(kind: str, what: str) -> Callable[[str], str]:
+def _path_type(kind: str, what: str, doc: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         try:
             check_path("", text, kind)
@@ -241,15 +228,15 @@ def _path_type(kind: str, what: str) -> Callable[[str], str]:
             raise argparse.ArgumentTypeError(str(exc)) from None
         return text
 
+    parse.__doc__ = f"An argparse type: {doc}."
     return _typed(parse, what)
 
 
-existing_file = _path_type("file", "existing file")
-existing_file.__doc__ = "An argparse type: a readable file."
-output_dir = _path_type("output_dir", "output folder")
-output_dir.__doc__ = "An argparse type: a folder that exists or can be made."
-output_file = _path_type("output_file", "output file")
-output_file.__doc__ = "An argparse type: a file that can be written (its folder exists or can be made)."
+existing_file = _path_type("file", "existing file", "a readable file")
+existing_dir = _path_type("dir", "existing folder", "an existing, readable folder")
+output_dir = _path_type("output_dir", "output folder", "a folder that exists or can be made")
+output_file = _path_type("output_file", "output file",
+                         "a file that can be written (its folder exists or can be made)")
 
 
 def data_dir(text: str) -> str:
@@ -260,22 +247,6 @@ def data_dir(text: str) -> str:
         raise argparse.ArgumentTypeError(
             str(exc).replace(" is not allowed; ", " is not a ToolBench data folder: ")) from None
     return text
-
-
-def int_in_range(minimum: int, maximum: int) -> Callable[[str], int]:
-    """An argparse type: an integer from ``minimum`` to ``maximum``."""
-
-    def parse(text: str) -> int:
-        allowed = f"expected an integer from {minimum} to {maximum}"
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown(text)} is not allowed; {allowed}") from None
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"{value} is not allowed; {allowed}")
-        return value
-
-    return _typed(parse, f"integer from {minimum} to {maximum}")
 
 
 def run_indices(text: str) -> str:
@@ -295,12 +266,6 @@ def run_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
 
 
-existing_dir = _path_type("dir", "existing folder")
-existing_dir.__doc__ = "An argparse type: an existing, readable folder."
-
-
-# --------------------------------------------------------------------------- the top-level guard
-
 # Errors of the input (options, data files, caches, a replay miss): exit code 2. Anything else: 1.
 INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSError, EOFError, sqlite3.Error,
                                                  LLMError)
@@ -318,17 +283,10 @@ def error_line(exc: BaseException) -> str:
     return f"error: {type(exc).__name__}: {message} (rerun with -v to see where)"
 
 
-def exit_code(exc: BaseException) -> int:
-    return 2 if isinstance(exc, INPUT_ERRORS) else 1
-
-
 def report(exc: BaseException) -> int:
     """Print ``exc`` as one line on stderr; returns the exit code."""
     print(error_line(exc), file=sys.stderr)
-    return exit_code(exc)
-
-
-# --------------------------------------------------------------------------- the notebooks' configuration
+    return 2 if isinstance(exc, INPUT_ERRORS) else 1
 
 
 def list_from_text(value: object) -> object:
@@ -336,7 +294,6 @@ def list_from_text(value: object) -> object:
     any other value as it is (and checked as such)."""
     if not isinstance(value, str) or not value.strip().startswith("["):
         return value
-
     try:
         parsed = yaml.safe_load(value)
     except yaml.YAMLError:
@@ -353,11 +310,8 @@ def check_run_name(value: object) -> str:
 
 
 def validate_config(cfg) -> None:
-    """Check every field of a configuration (subsets deduplicated, lists given as text read as lists).
-
-    ``cfg`` is an :class:`~toolbench_lib.study.experiment.ExperimentConfig`; a bad field is a
-    :class:`UsageError` naming it, its value and what is allowed.
-    """
+    """Check every field of an ``ExperimentConfig`` (subsets deduplicated, lists given as text read as
+    lists); a bad field is a :class:`UsageError` naming it, its value and what is allowed."""
     check_run_name(cfg.run_name)
     for name, kind in (("data_dir", "dir"), ("cassette", "file"), ("outputs_dir", "output_dir")):
         value = getattr(cfg, name)
@@ -396,8 +350,7 @@ def validate_config(cfg) -> None:
 
 
 def _data_user_sets(data_dir: object) -> list[str] | None:
-    """The user sets of the data folder the configuration reads (None when no data folder is found: then
-    a set name is checked for its form here and against the data when it is loaded)."""
+    """The user sets of the configuration's data folder (None when no data folder is found)."""
     try:
         return list(user_set_files(find_data_dir(data_dir)))
     except (DataNotFoundError, OSError):
