@@ -1,15 +1,6 @@
-"""The objective pass rate and the judge's agreement with it, per plan and per subset, method and run.
-
-A plan *covers* a ground-truth API when it names it or an equivalent (same category and tool, the same API
-name once version and deprecation markers are removed); its *evidence* is ``all``, ``some`` or ``none``; it
-*passes objectively* when it is not a refusal and its evidence is ``all``. Kappa is Cohen's (scikit-learn)
-between the judge's "Solved" and the objective pass. The full definitions, and the analyses built on these
-(validity, stability, ordering), are in :mod:`toolbench_lib.analysis.judge`; these sit in ``eval`` because
-the study's summary (:mod:`toolbench_lib.analysis.summary`) reports the objective pass rate.
-
-``result`` is a :class:`~toolbench_lib.study.stored.StudyResult` (its ``plans``, ``queries`` and
-``provenance``).
-"""
+"""The objective pass rate and the judge's agreement with it (Cohen's kappa), per plan and per subset,
+method and run; definitions in :mod:`toolbench_lib.analysis.judge`. They sit in ``eval`` because the
+study's summary reports the objective pass rate."""
 
 from __future__ import annotations
 
@@ -57,13 +48,9 @@ def _evidence(n_covered: int, n_gt: int) -> str:
 
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass.
-
-    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``) replaces the study's own verdicts,
-    e.g. those of another judge version (:func:`toolbench_lib.study.rejudge.rejudge`); plans it lacks are
-    left out. Columns: ``qkey, subset, method, run, refusal, verdict, judge_version, n_gt, n_named,
-    n_covered, evidence, objective_pass, gt``.
-    """
+    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass;
+    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``, e.g. of another judge version) replace
+    the study's own, and plans they lack are left out."""
     check_gt(gt)
     cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
             "n_covered", "evidence", "objective_pass", "gt"]
@@ -119,12 +106,8 @@ def validity_row(g: pd.DataFrame) -> dict:
 
 def pass_rate_table(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                     verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per subset, method and run: judged and objective pass rates, the judge's kappa, plans.
-
-    Columns: ``subset`` (canonical name), ``method``, ``run``, ``judged_pass_rate`` (share of judged
-    plans rated "Solved"), ``objective_pass_rate`` (module docstring), ``kappa`` (verdict vs objective
-    pass), ``n_plans``, then ``gt`` and ``judge_version``.
-    """
+    """Per subset (canonical name), method and run: judged and objective pass rates, the judge's kappa
+    against the objective pass, plans, ``gt`` and ``judge_version``."""
     ev = plan_evidence(result, gt, registry, verdicts)
     rows = []
     for (subset, method, run), g in ev.groupby(["subset", "method", "run"], sort=False):
