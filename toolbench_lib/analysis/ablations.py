@@ -22,6 +22,7 @@ from ..study.ablation_runs import embedder_studies
 from .intervals import with_ci
 from .numbers import fmt_p
 from .scale import gt_column_sets
+from .similarity import topk_columns
 from .stub_analysis import stub_top1
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
@@ -172,10 +173,7 @@ DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")
 
 
 def _topk_sets(matrix_rows: np.ndarray, cols: np.ndarray, k: int) -> list[set[int]]:
-    sub = matrix_rows[:, cols]
-    kk = min(k, sub.shape[1])
-    part = np.argpartition(-sub, kk - 1, axis=1)[:, :kk]
-    return [set(cols[p].tolist()) for p in part]
+    return [set(top.tolist()) for top in topk_columns(matrix_rows, cols, k)[0]]
 
 
 def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarray:
