@@ -54,13 +54,6 @@ def alias_order(result: StudyResult) -> list[str]:
     return [subset_alias(s) for s in subset_order(result)]
 
 
-def run_means(result: StudyResult, k: int, gt: str) -> pd.DataFrame:
-    """``subset, method, run, recall, precision, n_queries``: per-run means over each subset's queries."""
-    return (per_query_runs(result, k, gt).groupby(["subset", "method", "run"], sort=False)
-            .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
-            .reset_index())
-
-
 def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate (the same for every ground truth) per subset, method and ground
@@ -77,7 +70,9 @@ def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[
     """Per subset, for recall then precision: RtP's value, PtR's run means (run order), their mean, the
     counts, and the paper's test over runs (``p_runs`` from :func:`~toolbench_lib.eval.compare.compare`,
     a robustness check that decides nothing)."""
-    rm = run_means(result, k, gt)
+    rm = (per_query_runs(result, k, gt).groupby(["subset", "method", "run"], sort=False)
+          .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
+          .reset_index())  # per-run means over each subset's queries
     sets = subset_order(result)
     tested = {m: compare(result, "rtp", "ptr", sets, gt, k, m).set_index("subset") for m in ("recall",
                                                                                            "precision")}

@@ -34,17 +34,12 @@ def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(union) if union else float("nan")
 
 
-def retrieved_top_k(result: StudyResult, k: int) -> dict[tuple[str, str, int], list[str]]:
-    """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` final ranking of every method and run."""
-    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
-    return final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list).to_dict()
-
-
 def plan_table(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     """One row per plan with its subset, named APIs as a set, the top-``k`` it saw and their overlap."""
     k = k or study_k(result)
     p = result.plans.merge(result.queries[["qkey", "subset"]], on="qkey")
-    top = retrieved_top_k(result, k)
+    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
+    top = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list).to_dict()
     named = [set(x) if x is not None else set() for x in p["named_ids"]]
     shown = [top.get((q, m, r), []) for q, m, r in zip(p["qkey"], p["method"], p["run"], strict=True)]
     used = [len(n & set(s)) / len(s) if s else np.nan for n, s in zip(named, shown, strict=True)]

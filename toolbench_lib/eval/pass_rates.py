@@ -40,12 +40,6 @@ def _covered(gt_ids: Sequence[str], named: set[str], keys: dict | None) -> int:
     return sum(g in named or keys.get(g, g) in named_keys for g in gt_ids)
 
 
-def _evidence(n_covered: int, n_gt: int) -> str:
-    if n_gt and n_covered == n_gt:
-        return "all"
-    return "some" if n_covered else "none"
-
-
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass;
@@ -69,7 +63,8 @@ def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = 
     gts = [list(x) for x in p[gt]]
     n_cov = [0 if r else _covered(g, n, keys) for g, n, r in zip(gts, named, p["refusal"], strict=True)]
     out = p.assign(n_gt=[len(g) for g in gts], n_named=[len(n) for n in named], n_covered=n_cov, gt=gt)
-    out["evidence"] = [_evidence(c, n) for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
+    out["evidence"] = ["all" if n and c == n else "some" if c else "none"
+                       for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
     out["objective_pass"] = (out["evidence"] == "all") & ~out["refusal"].astype(bool)
     return out[cols].reset_index(drop=True)
 
