@@ -204,7 +204,9 @@ def slice_cache(slice_setup, slice_study):
 @pytest.mark.parametrize(("method", "run"), [("rtp", 0), ("rtp", 1), ("ptr", 0), ("ptr", 1)])
 def test_cached_topk_equals_the_stored_merged_rankings(slice_cache, slice_study, method, run):
     depth = int(slice_study.provenance["settings"]["depth"])
-    rows, scores = slice_cache.top_rows(method, depth, run=run)
+    matrix = slice_cache.rtp if method == "rtp" else slice_cache.ptr[run]
+    pos, scores = topk_columns(matrix, np.arange(slice_cache.n_columns), depth)
+    rows = slice_cache.rows[pos]
     h = slice_study.rankings
     stored = h[(h["method"] == method) & (h["run"] == run)].sort_values("rank")
     by_q = {q: g for q, g in stored.groupby("qkey")}

@@ -1,18 +1,5 @@
-"""Ablations that name the causes of this toolkit's gaps to the paper; each returns tables and a verdict.
-
-* :func:`decomposition_ablation`: the same architecture (PtR) with two decomposers, the LLM's stubs and
-  the rule-based sub-goal splitter, against RtP; stubs per query, sub-goal coverage (share of a query's
-  ground-truth APIs that at least one stub finds in its own top ``k``) and recall by number of stubs.
-* :func:`stub_text_ablation`: what part of a stub does the work: name only, reasoning only, both (PtR as
-  run), both with the query's brand words removed.
-* :func:`divergence_ablation`: the RtP/PtR top-k disjointness on small sub-registries under three designs
-  (keep the ground truth of the whole set, of the scored query only, or none), the ground-truth share of
-  the sub-registry, and how close stubs are to their query (stub echo).
-* :func:`embedder_ablation`: RtP and PtR (the same recorded stubs) under several embedders on one
-  sub-registry.
-
-Every verdict is a sentence built from the numbers of its table.
-"""
+"""Ablations that name the causes of this toolkit's gaps to the paper: the decomposer, the stub text, the
+divergence design and the embedder. Each returns tables and a verdict sentence built from their numbers."""
 
 from __future__ import annotations
 
@@ -35,20 +22,11 @@ from ..study.ablation_runs import embedder_studies
 from .intervals import with_ci
 from .numbers import fmt_p
 from .scale import gt_column_sets
+from .similarity import topk_columns
 from .stub_analysis import stub_top1
 
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
-
-
-def _rankings_of(setup, queries: pd.DataFrame, texts: list[list[str]], depth: int) -> dict[str, list[str]]:
-    """Search each query's texts on the setup's index, merge by best cosine, return id lists."""
-    _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)
-    ids = setup.api_ids
-    return {q: [ids[r] for r in m.rows.tolist()] for q, m in zip(queries["qkey"], merged, strict=True)}
-
-
-# --------------------------------------------------------------------------- decomposition
 
 
 def stub_counts(result, run: int = 0) -> pd.Series:
@@ -71,12 +49,8 @@ def coverage(result, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.Series:
 
 def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAULT_GT,
                            run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set.
-
-    ``table``: ``subset, decomposer, ptr_recall, rtp_recall, stubs_per_query, coverage, n_queries`` and the
-    paired comparison of that PtR with RtP (``ptr_minus_rtp`` with its bootstrap CI, Wilcoxon p, wins).
-    ``by_stubs``: recall of PtR and RtP by the number of stubs a query got (1, 2, 3, 4+).
-    """
+    """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set, with the
+    paired comparison (``ptr_minus_rtp``, CI, p, wins); ``by_stubs``: both recalls by stubs (1, 2, 3, 4+)."""
     q = llm_result.queries
     rtp = score_rankings(llm_result.ranking("rtp"), q, gt, k)
     rows, by_stub_rows = [], []
@@ -125,9 +99,6 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
     return "Run 0, each comparison unadjusted. " + "; ".join(parts) + "."
 
 
-# --------------------------------------------------------------------------- stub text
-
-
 def brand_words(query: str) -> set[str]:
     """The query's proper names: capitalised words not opening a sentence, and words with digits or inner
     capitals (``YouTube``, ``Web3``), lower-cased."""
@@ -174,10 +145,12 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
                        depth: int = DEPTH) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
     precision, n_queries``)."""
-    q = result.queries
+    q, ids = result.queries, setup.api_ids
     rows = []
     for variant, texts in stub_text_variants(q, result.stubs, run).items():
-        pq = score_rankings(_rankings_of(setup, q, texts, depth), q, gt, k)
+        _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)  # each text searched, best cosine
+        ranking = {qk: [ids[r] for r in m.rows.tolist()] for qk, m in zip(q["qkey"], merged, strict=True)}
+        pq = score_rankings(ranking, q, gt, k)
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
             rows.append({"subset": subset, "variant": variant, "recall": g["recall"].mean(),
                          "precision": g["precision"].mean(), "n_queries": len(g)})
@@ -196,17 +169,11 @@ def stub_text_verdict(table: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-# --------------------------------------------------------------------------- divergence
-
-
 DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")
 
 
 def _topk_sets(matrix_rows: np.ndarray, cols: np.ndarray, k: int) -> list[set[int]]:
-    sub = matrix_rows[:, cols]
-    kk = min(k, sub.shape[1])
-    part = np.argpartition(-sub, kk - 1, axis=1)[:, :kk]
-    return [set(cols[p].tolist()) for p in part]
+    return [set(top.tolist()) for top in topk_columns(matrix_rows, cols, k)[0]]
 
 
 def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarray:
@@ -221,12 +188,9 @@ def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarr
 def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: Sequence[int] = (0, 1, 2),
                         k: int = K, gt: str = DEFAULT_GT, keep: str = "candidates",
                         run: int = 0) -> tuple[pd.DataFrame, str]:
-    """``(table, verdict)``: share of queries whose RtP and PtR top-k share no API, per set and design.
-
-    Designs: ``set_gt`` keeps the ground truth of every query of the set (the scale study's design),
-    ``own_gt`` draws one sub-registry per query keeping only that query's ground truth, ``no_gt`` keeps
-    none; ``full`` is the whole index. Also the ground-truth share of the sub-registry and both recalls.
-    """
+    """``(table, verdict)``: share of queries whose RtP and PtR top-k share no API, per set and design
+    (sub-registries keeping the set's ground truth, ``set_gt``; the query's, ``own_gt``; none, ``no_gt``;
+    ``full``: the whole index), with the ground truth's share of the sub-registry and both recalls."""
     n = cache.n_columns
     lookup = {a: i for i, a in enumerate(cache.api_ids)}
     rows = []
@@ -290,10 +254,9 @@ def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
 
 
 def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tuple[pd.DataFrame, str]:
-    """``(table, verdict)``: does a query's stub echo (its best stub's cosine to the query) predict whether
-    RtP's and PtR's top-k share no API on the study's index? Per set and over all queries: mean echo,
-    Spearman's rho of echo against disjointness with its p-value, and the disjoint share in the lowest
-    and highest thirds of echo."""
+    """``(table, verdict)``: per set and over all queries, Spearman's rho of a query's stub echo (best stub
+    cosine to the query) against disjoint RtP/PtR top-k lists, and the disjoint share in the lowest and
+    highest thirds of echo."""
     rtp, ptr = result.ranking("rtp", run, k=k), result.ranking("ptr", run, k=k)
     e = echo.assign(disjoint=[not (set(rtp.get(q, [])) & set(ptr.get(q, []))) for q in echo["qkey"]])
     rows = []
@@ -319,17 +282,11 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tup
     return table, verdict
 
 
-# --------------------------------------------------------------------------- embedder
-
-
 def embedder_ablation(studies: dict[str, object], k: int = K,
                       gt: str = DEFAULT_GT) -> tuple[pd.DataFrame, str]:
-    """``(table, verdict)`` from studies of the same queries, stubs and sub-registry under each embedder
-    (``{embedder name: StudyResult}``): ``subset, embedder, method, recall, precision``; on PtR's rows also
-    the mean cosine of a stub to its own top-1 API when that API is / is not ground truth (``cos_correct``,
-    ``cos_incorrect``, with bootstrap 95% CIs over stubs), the raw scale of each embedder's cosines; and for
-    every embedder after the first its recall minus the first's on the same queries with the paired
-    bootstrap 95% CI (``recall_diff``, ``diff_lo``, ``diff_hi``: the claim's uncertainty at this size)."""
+    """``(table, verdict)`` of ``{embedder name: StudyResult}``: recall and precision per set, embedder and
+    method; PtR's stub-to-top-1 cosines when right / wrong (``cos_correct``, ``cos_incorrect``, with CIs);
+    each later embedder's recall minus the first's with its paired CI (``recall_diff``, ``diff_lo/hi``)."""
     rows, per_query = [], {}
     for name, res in studies.items():
         q = res.queries
@@ -378,11 +335,9 @@ NOT_RUN = "not run; `make ablations` runs it"
 
 def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | None,
                              run: bool) -> tuple[dict | None, str]:
-    """``({"ablation_embedder": table, "verdict": one-row table} or None, note)``: the embedder ablation
-    (:func:`~toolbench_lib.study.ablation_runs.embedder_studies`, then :func:`embedder_ablation`), kept
-    (checksummed) beside the run's stored study under its settings' key and read back when stored. It is
-    computed only when ``run`` (``make ablations``): otherwise, with nothing stored, None and
-    :data:`NOT_RUN`; None and why when no embedder could be run."""
+    """``({"ablation_embedder": table, "verdict": table} or None, note)``, stored beside the study under its
+    settings' key; computed only when ``run`` (``make ablations``), else None and :data:`NOT_RUN` when
+    nothing is stored; None and why when an embedder could not be run."""
     blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
                       sort_keys=True)
     key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"

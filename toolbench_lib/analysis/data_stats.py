@@ -1,8 +1,5 @@
-"""Descriptive statistics of the processed dataset: the registry, its documents and the ground truth.
-
-Everything here reads the :class:`~toolbench_lib.data.dataset.Dataset` only (the full registry and every
-query set), never a study run.
-"""
+"""Descriptive statistics of the processed dataset (:class:`~toolbench_lib.data.dataset.Dataset`, never a
+study run): the registry, its documents and the ground truth."""
 
 from __future__ import annotations
 
@@ -67,12 +64,8 @@ def recall_ceiling(sizes: np.ndarray, k: int) -> float:
 
 
 def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = K) -> pd.DataFrame:
-    """Ground-truth APIs per query: ``subset, gt, n_queries, mean, median, min, max, n_empty``.
-
-    Also ``share_over_k`` (queries with more than ``k`` ground-truth APIs, which no ranking can fully
-    recall at ``k``) and ``recall_ceiling`` (:func:`recall_ceiling` at ``k``); ``mean_ci_low`` /
-    ``mean_ci_high``: a bootstrap 95% CI of the mean over the set's queries.
-    """
+    """Ground-truth APIs per query: ``subset, gt, n_queries, mean, median, min, max, n_empty``, the share
+    of queries with more than ``k`` (``share_over_k``), :func:`recall_ceiling` and the mean's CI."""
     q = _queries(ds, subsets)
     rows = []
     for subset, part in q.groupby("subset", sort=False):
@@ -88,11 +81,8 @@ def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = K) -> p
 
 
 def gt_resolution(ds: Dataset, subsets: Sequence[str] | None = None) -> pd.DataFrame:
-    """``subset, gt, n_pairs, resolved, unresolved, resolved_share``: ground-truth pairs in the registry.
-
-    A pair is one (tool, API) entry of a query's ``api_list`` (``candidates``) or ``relevant APIs``
-    (``relevant``); ``unresolved`` counts those that matched no registry id.
-    """
+    """``subset, gt, n_pairs, resolved, unresolved, resolved_share``: a query's (tool, API) ground-truth
+    entries and how many matched no registry id."""
     q = _queries(ds, subsets)
     rows = []
     for subset, part in q.groupby("subset", sort=False):
@@ -109,10 +99,8 @@ def doc_lengths(ds: Dataset) -> pd.Series:
 
 
 def doc_length_stats(ds: Dataset) -> pd.DataFrame:
-    """``source, n_apis, mean, median, p05, p95, max, n_capped``; the last row (``all``) pools sources.
-
-    ``n_capped`` counts documents cut at the embedding text's cap (``DOC_TEXT_MAX_CHARS``).
-    """
+    """``source, n_apis, mean, median, p05, p95, max, n_capped`` (documents cut at
+    ``DOC_TEXT_MAX_CHARS``); the last row (``all``) pools sources."""
     lengths = pd.DataFrame({"source": ds.registry["source"].to_numpy(), "chars": doc_lengths(ds).to_numpy()})
     groups = [(s, g["chars"]) for s, g in lengths.groupby("source")] + [("all", lengths["chars"])]
     rows = [{"source": s, "n_apis": int(len(c)), "mean": float(c.mean()), "median": float(c.median()),

@@ -1,12 +1,5 @@
-"""The study's primary endpoint, declared once, and its one test per comparison.
-
-Primary: recall@5 against the ``candidates`` ground truth, each query's score the mean over the recorded
-runs, PtR minus RtP compared per set by a paired t-test over queries (a test of the mean difference, as its
-bootstrap 95% CI is), Holm-corrected over the three sets of one retriever family (G1, G2, G3). Robustness: the
-paper's own test, a one-sample t-test of PtR's run means against RtP's (deterministic) value, unadjusted,
-shown in a column of its own and never a verdict. Every other table of the report that shows this comparison
-takes its numbers from here.
-"""
+"""The study's primary endpoint (:class:`Endpoint`), declared once, and its one test per comparison: every
+table of the report that shows this comparison takes its numbers from here."""
 
 from __future__ import annotations
 
@@ -69,12 +62,8 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                    paper: Mapping[str, Mapping[str, float]] | None = None,
                    families: Sequence[str] | None = None, n_resamples: int = 10_000,
                    sets: Sequence[str] | None = None) -> pd.DataFrame:
-    """The primary comparison per retriever family and set (:data:`ENDPOINT_COLUMNS`).
-
-    ``result``: a stored study (:class:`~toolbench_lib.study.stored.StudyResult`); ``paper``:
-    ``{set: {"rtp": value, "ptr": value}}`` of the paper's recall; ``families`` keeps those families only;
-    ``sets`` compares those sets only, Holm over them (default: every set of the study).
-    """
+    """The primary comparison per retriever family and set (:data:`ENDPOINT_COLUMNS`); ``paper``: ``{set:
+    {"rtp": recall, "ptr": recall}}``; ``families`` / ``sets``: only those (Holm over ``sets``)."""
     paper = paper or {}
     pairs = family_pairs(result.methods)
     if families is not None:

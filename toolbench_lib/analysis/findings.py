@@ -16,10 +16,9 @@ def _lead(rtp: float, ptr: float) -> str:
 
 def recall_verdict(rtp: float, ptr: float, p_holm: float, family: str, paper: Mapping[str, float],
                    alpha: float = 0.05, test: str = "paired t") -> dict:
-    """The one verdict on a set's recall, used by notebook 02's findings and the report's summary alike:
-    ``leader``, ``paper_leader`` (None without a paper pair), ``significant`` (``p_holm`` of
-    :func:`~toolbench_lib.eval.compare.compare`, unadjusted in a ``family`` of one, below ``alpha``) and
-    ``verdict``: reproduced, same direction but not significant, refuted or not reproduced."""
+    """The one verdict on a set's recall (notebook 02 and the report): ``leader``, ``paper_leader`` (None
+    without a paper pair), ``significant`` (``p_holm`` below ``alpha``) and ``verdict``: reproduced, same
+    direction but not significant, refuted or not reproduced."""
     here, sig = _lead(rtp, ptr), bool(np.isfinite(p_holm) and p_holm < alpha)
     if not ("rtp" in paper and "ptr" in paper):
         return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}

@@ -13,18 +13,13 @@ from ..eval.stats import bootstrap_ci, wilson_ci
 N_RESAMPLES = 2000
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, n_resamples: int = N_RESAMPLES) -> tuple[float, float]:
-    """Percentile bootstrap 95% CI of the mean of ``values`` (NaNs dropped; NaN, NaN when none is left)."""
+def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
+    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
+    ``values`` (NaNs dropped; NaN, NaN when none is left)."""
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
-    if x.size == 0:
-        return math.nan, math.nan
-    return bootstrap_ci(x, n_resamples)
-
-
-def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
-    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from :func:`mean_ci` of ``values``."""
-    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = mean_ci(values)
+    ci = bootstrap_ci(x, N_RESAMPLES) if x.size else (math.nan, math.nan)
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
     return row
 
 

@@ -1,34 +1,11 @@
-"""How far the pass-rate judge can be trusted, and an objective pass rate beside it.
-
-Definitions (per plan, i.e. per query, method and run; ``gt`` selects the ground truth, default
-``relevant``: the APIs the query was written to need):
-
-* **named APIs**: the plan's steps resolved tolerantly (``named_ids``, :mod:`toolbench_lib.llm.plan_names`).
-* **covers** a ground-truth API ``g``: the plan names ``g`` itself or an *equivalent* of it. With a
-  registry (``registry=``) an equivalent is an API of the same category and tool (display names,
-  normalised) whose API name is the same once normalised and stripped of version and deprecation
-  markers (a trailing ``(...)`` group such as ``(Deprecated)``, and ``/vN/`` path segments:
-  ``title/v2/get-videos`` is ``title/get-videos (Deprecated)``). Without a registry only ``g`` counts.
-* **evidence**: ``all`` when the plan covers every ground-truth API of the query, ``some`` when it covers
-  at least one, ``none`` otherwise (a refusal names nothing, so its evidence is ``none``).
-* **objective pass**: not a refusal and evidence ``all``. The **objective pass rate** is its mean over
-  plans; it needs only the ground truth and the plan, so a reviewer can recompute it by hand.
-* **judge validity**: the confusion table of verdicts (Solved / Unsolved) against evidence, Cohen's
-  kappa (scikit-learn) between "Solved" and the objective pass (``kappa``) and between "Solved" and
-  naming at least one ground-truth API (``kappa_any``, a laxer yardstick), and the share of plans judged
-  "Solved" among those whose evidence is ``none`` (``solved_rate_none``; a valid judge keeps it low).
-  ``coverage`` is the mean share of a plan's ground-truth APIs that it covers.
-* **verdict stability**: where a study has several runs, the share of pairs of runs in which the same
-  query and method got the same verdict, and the same share restricted to pairs whose plans are identical.
-* **ordering**: the paper's pass-rate claims (RtP ahead on G1, PtR ahead on G2 and G3) re-tested under a
-  pass rate: each method's rate over the (query, run) pairs both methods planned, which one leads, and an
-  exact McNemar test (eval.stats.mcnemar_exact) on the pairs where exactly one of the two passes.
-
-Kappa is NaN when it is undefined (fewer than two plans, or both labels constant).
-
-The per-plan evidence, the objective pass and kappa (:func:`plan_evidence`, :func:`pass_rate_table`,
-:func:`kappa`) live in :mod:`toolbench_lib.eval.pass_rates`, where the study's summary reads them; this
-module re-exports them beside the analyses built on them.
+"""How far the pass-rate judge can be trusted, and an objective pass rate beside it (per plan; ``gt``
+default ``relevant``). A plan *covers* a ground-truth API when it names it or, with a registry, an API of the
+same category and tool whose name matches once version and deprecation markers are stripped; its evidence
+is ``all``, ``some`` or ``none``; it passes objectively when it is not a refusal and covers ``all``. Judge
+validity: verdicts against evidence, Cohen's kappa against the objective pass (``kappa``) and against
+naming any ground truth (``kappa_any``; NaN when undefined). Ordering: the paper's pass-rate claims
+re-tested on the (query, run) pairs both methods planned, with an exact McNemar test. The per-plan
+definitions live in :mod:`toolbench_lib.eval.pass_rates` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -86,7 +63,6 @@ def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -
     return out[cols] if rows else pd.DataFrame(columns=VALIDITY_COLUMNS)
 
 
-
 def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:
     a, b = pairs[rtp].astype(bool), pairs[ptr].astype(bool)
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
@@ -98,11 +74,8 @@ def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:
 
 
 def ordering(ev: pd.DataFrame) -> pd.DataFrame:
-    """The paper's pass-rate ordering re-tested per subset, under the judged and the objective pass rate.
-
-    Pairs are (query, run) with a plan of both methods (and, for the judged rate, a verdict of both).
-    ``holds`` is True when the leader here is the paper's leader.
-    """
+    """The paper's pass-rate ordering re-tested per subset under the judged and the objective pass rate, on
+    (query, run) pairs planned (for the judged rate, judged) for both; ``holds``: the paper's leader leads."""
     rows = []
     for (subset, version), g in ev.groupby(["subset", "judge_version"], sort=False, dropna=False):
         alias = subset_alias(subset)

@@ -33,10 +33,9 @@ def stored_depth(result: StudyResult) -> int:
 
 def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Recall@k and precision@k per subset, method and ground truth for every ``k`` in ``ks``, read from the
-    study's evaluation: per query the mean over runs, then the subset's mean, with bootstrap 95% CIs over
-    queries. ``recall_gain`` is PtR minus RtP recall@k on the same queries (paired CI, on both methods'
-    rows); ``recall_gain_vs_k1`` is how far that gain moved from k = 1 (NaN where k = 1 is not computed)."""
+    """Recall@k and precision@k per subset, method, ground truth and ``k`` (query means over runs, CIs over
+    queries); ``recall_gain``: PtR minus RtP recall@k (paired CI); ``recall_gain_vs_k1``: its change from
+    k = 1 (NaN without k = 1)."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
@@ -77,11 +76,8 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
 
 
 def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """RtP's recall at k = 10 beside PtR's at k = 5 (PtR's stubs search several times the APIs RtP does).
-
-    Extra columns give RtP at 5 and PtR at 10 so both sides of the comparison are visible, and the
-    bootstrap 95% CI over queries of the two compared recalls.
-    """
+    """RtP's recall at k = 10 beside PtR's at k = 5 (PtR's stubs search several times the APIs RtP does),
+    with their CIs, and RtP at 5 and PtR at 10."""
     ab = k_ablation(result, [5, 10], gts)
     rows = []
     for (subset, gt), g in ab.groupby(["subset", "gt"], sort=False):

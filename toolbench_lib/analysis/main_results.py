@@ -1,9 +1,7 @@
 """The headline comparison: recall, precision and pass rate per subset and method, tests and wins.
 
-Every number is a mean over runs of a per-run mean over queries. RtP's retrieval is deterministic (stored
-once and repeated for every run), so its standard deviation over runs is 0; PtR's varies with the stubs.
-A standard deviation needs two runs: with one run it is NaN.
-"""
+Every number is a mean over runs of a per-run mean over queries; a standard deviation over runs needs two
+runs (NaN with one) and is 0 for RtP, whose retrieval is the same in every run."""
 
 from __future__ import annotations
 
@@ -28,9 +26,6 @@ MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", 
 TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value",
                  "ptr_mean", "n_rtp", "n_ptr", "note"]
 WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries"]
-
-
-# --------------------------------------------------------------------------- shared helpers
 
 
 def study_k(result: StudyResult) -> int:
@@ -59,49 +54,25 @@ def alias_order(result: StudyResult) -> list[str]:
     return [subset_alias(s) for s in subset_order(result)]
 
 
-def _check_gts(gts: Sequence[str]) -> list[str]:
-    return [check_gt(g) for g in gts]
-
-
-# --------------------------------------------------------------------------- per-run numbers
-
-
-def run_means(result: StudyResult, k: int, gt: str) -> pd.DataFrame:
-    """``subset, method, run, recall, precision, n_queries``: per-run means over each subset's queries."""
-    pq = per_query_runs(result, k, gt)
-    out = (pq.groupby(["subset", "method", "run"], sort=False)
-           .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
-           .reset_index())
-    return out
-
-
-# --------------------------------------------------------------------------- the main table
-
-
 def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Recall@k, precision@k and pass rate per subset, method and ground truth (mean ± std over runs).
-
-    A view of the one summary (:func:`toolbench_lib.analysis.summary.summary_table`). Pass rate does not
-    depend on the ground truth; it is repeated on the rows of each definition. ``n_planned`` is the number of
-    queries with plans (the first ``plan_limit`` of each set).
-    """
+    """Recall@k, precision@k and pass rate (the same for every ground truth) per subset, method and ground
+    truth, mean ± std over runs: a view of :func:`~toolbench_lib.analysis.summary.summary_table`;
+    ``n_planned``: the queries with plans."""
     k = k or study_k(result)
-    table = summary_table(result, k, _check_gts(gts))
+    table = summary_table(result, k, gts)
     extra = [c for c in ("recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high")
              if c in table]
     return table[[*MAIN_COLUMNS, "k", *extra]].reset_index(drop=True)
 
 
-# --------------------------------------------------------------------------- significance tests
-
-
 def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[dict]]:
     """Per subset, for recall then precision: RtP's value, PtR's run means (run order), their mean, the
-    queries and RtP runs counted, and the paper's test over runs as
-    :func:`~toolbench_lib.eval.compare.compare` gives it (``p_runs``, a robustness check that decides
-    nothing)."""
-    rm = run_means(result, k, gt)
+    counts, and the paper's test over runs (``p_runs`` from :func:`~toolbench_lib.eval.compare.compare`,
+    a robustness check that decides nothing)."""
+    rm = (per_query_runs(result, k, gt).groupby(["subset", "method", "run"], sort=False)
+          .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
+          .reset_index())  # per-run means over each subset's queries
     sets = subset_order(result)
     tested = {m: compare(result, "rtp", "ptr", sets, gt, k, m).set_index("subset") for m in ("recall",
                                                                                            "precision")}
@@ -123,16 +94,12 @@ def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[
 
 
 def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """PtR against RtP per subset and ground truth.
-
-    Recall and precision: one-sample t-test of PtR's run means against RtP's value (RtP is
-    deterministic). Pass rate: Welch's two-sample t-test of the two methods' per-run pass rates (the
-    planner and judge sample RtP too); it does not depend on the ground truth and is repeated per ``gt``.
-    """
+    """PtR against RtP per subset and ground truth: a one-sample t of PtR's run means against RtP's value
+    on recall and precision; Welch's t of both methods' per-run pass rates (repeated per ``gt``)."""
     k = k or study_k(result)
     pr = pass_rates(result).dropna(subset=["pass_rate"])
     rows = []
-    for gt in _check_gts(gts):
+    for gt in map(check_gt, gts):
         by_subset = retrieval_run_tests(result, k, gt)
         for subset in subset_order(result):
             for r in by_subset[subset]:
@@ -155,9 +122,6 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
     return pd.DataFrame(rows, columns=TTEST_COLUMNS)
 
 
-# --------------------------------------------------------------------------- per-query wins
-
-
 def per_query_scores(result: StudyResult, k: int, gt: str, basis: str = "run0") -> pd.DataFrame:
     """``qkey, subset, method, recall, precision`` per query: run 0 (``basis="run0"``) or mean over runs."""
     if basis not in ("run0", "mean"):
@@ -175,7 +139,7 @@ def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFI
     endpoint's, as :func:`~toolbench_lib.eval.compare.compare` counts them) or run 0 alone."""
     k = k or study_k(result)
     rows = []
-    for gt in _check_gts(gts):
+    for gt in map(check_gt, gts):
         pq = per_query_scores(result, k, gt, basis)
         for subset in subset_order(result):
             s = pq[pq["subset"] == subset]
@@ -194,25 +158,18 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
     (each query's mean over runs; Holm over the study's sets, as the primary endpoint)."""
     k = k or study_k(result)
     sets = subset_order(result)
-    frames = [compare(result, "rtp", "ptr", sets, gt, k, m) for gt in _check_gts(gts) for m in metrics]
+    frames = [compare(result, "rtp", "ptr", sets, gt, k, m) for gt in map(check_gt, gts) for m in metrics]
     out = pd.concat(frames, ignore_index=True)
     out["subset"] = out["subset"].map(subset_alias)
     return out.rename(columns={"mean_a": "rtp_mean", "mean_b": "ptr_mean", "losses": "rtp_wins",
                                "wins": "ptr_wins"})
 
 
-# --------------------------------------------------------------------------- figure
-
-
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
-    """The paper's Figure 2 in one row: recall, precision and pass rate per set and method (error bars: the
-    bootstrap 95% CI over queries where present, else the std over runs), and per-query wins as shares of each
-    set's queries (Wilson 95% CIs). ``paper`` maps ``(subset, method, metric)`` (metric ``recall``,
-    ``precision``, ``pass_rate``, ``wins``) to the paper's value, drawn as open diamonds (its wins as a
-    count over its own set size). With ``validity`` (``judge_validity``: ``subset, method, kappa,
-    judged_pass_rate, objective_pass_rate``) the pass-rate panel shows the objective pass rate as bars and the
-    judged one, outlined, only where the judge's kappa reaches ``min_kappa``."""
+    """The paper's Figure 2: recall, precision, pass rate (CI or std bars) and per-query wins (Wilson) per set
+    and method; ``paper``: ``{(subset, method, metric): value}`` as diamonds; with ``validity``
+    (``judge_validity``) the pass-rate panel is :func:`_objective_panel`."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
     subsets = list(dict.fromkeys(t["subset"]))
@@ -299,24 +256,17 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
         f"\njudged not drawn where kappa < {min_kappa:g}" if invalid else ""), fontsize=LEGEND_SIZE)
 
 
-# --------------------------------------------------------------------------- several runs
-
 RUNS_COLUMNS = ["subset", "gt", "metric", "n_queries", "n_runs", "rtp", "ptr_runs", "ptr_mean", "ptr_std",
                 "ptr_minus_rtp", "t", "p_runs_robustness", "note"]
 
 
 def runs_table(result: StudyResult, k: int | None = None,
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """The paper's test over runs, one row per subset, ground truth and metric (recall, precision).
-
-    ``ptr_runs`` lists PtR's per-run means (run 0 first); RtP's value is the same in every run. The test is
-    the one-sample t of PtR's run means against RtP's value, a robustness check beside the primary paired
-    test (its p is :func:`~toolbench_lib.eval.compare.compare`'s ``p_runs_robustness``, unadjusted); it
-    gives no verdict of its own.
-    """
+    """The paper's test over runs (a robustness check, no verdict) per subset, ground truth and metric:
+    PtR's per-run means (``ptr_runs``, run 0 first) against RtP's value by a one-sample t."""
     k = k or study_k(result)
     rows = []
-    for gt in _check_gts(gts):
+    for gt in map(check_gt, gts):
         for subset, tests in retrieval_run_tests(result, k, gt).items():
             for r in tests:
                 a, b, res = r["rtp"], r["ptr_runs"], r["test"]

@@ -1,9 +1,6 @@
 """The paper's reference numbers (``references/paper.yaml``): the file checked on load, the tables and
-columns a locator may name, and the paper's value of one entry.
-
-Every reference entry names where this run's value is (a table under ``outputs/<run>/tables/``, row
-filters, a column, an aggregate); :mod:`toolbench_lib.report.scorecard` looks each one up.
-"""
+columns a locator may name (:mod:`toolbench_lib.report.scorecard` looks each one up), and the paper's value
+of one entry."""
 
 from __future__ import annotations
 
@@ -182,19 +179,13 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
             if abs(paper_bounds(entry["paper"]).get("value", float("nan")) - (a - b)) > 1e-9:
                 raise ValueError(f"{path}: entry {entry['id']}: paper is not {a:g} - {b:g}")
         check_locator(entry["locator"], entry["id"])
-        for extra in ("low", "high"):
-            if "ci" in entry:
-                check_locator(entry["ci"][extra], f"{entry['id']}.ci.{extra}")
-        if "share" in entry:
-            check_locator(entry["share"]["n"], f"{entry['id']}.share.n")
-        for key in ("count", "n"):
-            if "wilson" in entry:
-                check_locator(entry["wilson"][key], f"{entry['id']}.wilson.{key}")
+        for part, keys in (("ci", ("low", "high")), ("share", ("n",)), ("wilson", ("count", "n"))):
+            for key in keys if part in entry else ():
+                check_locator(entry[part][key], f"{entry['id']}.{part}.{key}")
         for extra in ("kappa", "objective"):
             if extra in entry.get("validity", {}):
                 check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
     return data
-
 
 
 def paper_numbers(entry: Mapping) -> list[float]:

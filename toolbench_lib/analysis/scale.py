@@ -1,11 +1,6 @@
-"""The scale study: RtP and PtR on sub-registries of growing size, from cached cosines.
-
-For every target size and seed, each query set gets its own sub-registry sampled from the study's
-index in proportion to category sizes, keeping that set's ground-truth APIs (so small sizes can still
-hold them). Top-k comes from the :class:`~toolbench_lib.analysis.similarity.SimilarityCache`
-restricted to the sampled columns: nothing is re-embedded or re-searched. PtR's numbers are the mean
-over the study's runs (every run's stubs scored on the same sub-registry).
-"""
+"""The scale study: RtP and PtR on sub-registries of growing size (per size, seed and query set, sampled by
+category and keeping the set's ground truth), top-k from the cached cosines
+(:class:`~toolbench_lib.analysis.similarity.SimilarityCache`); PtR is the mean over the study's runs."""
 
 from __future__ import annotations
 
@@ -48,10 +43,8 @@ def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) ->
 
 def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
                      keep_ids: set[str]) -> SubRegistry:
-    """Sample ``size`` rows of ``registry`` (its positions) keeping ``keep_ids``; ``None`` = all of it.
-
-    When the kept APIs outnumber ``size``, the size is raised to their count and a note says so.
-    """
+    """Sample ``size`` rows of ``registry`` (its positions) keeping ``keep_ids``; ``None`` = all of it. When
+    the kept APIs outnumber ``size``, the size is raised to their count and a note says so."""
     n = len(registry)
     if size is None or size >= n:
         return SubRegistry(np.arange(n), n if size is None else size,
@@ -66,11 +59,8 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
 
 
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-query recall and precision at ``k`` of top-k column positions against ground-truth columns.
-
-    The hits are eval's one count (:func:`toolbench_lib.eval.evaluation.hits_at`) on column positions. Recall
-    divides by the full ground-truth size (0 without ground truth), precision by ``k``.
-    """
+    """Per-query recall (0 without ground truth) and precision at ``k`` of top-k column positions against
+    ground-truth columns, from eval's one count (:func:`~toolbench_lib.eval.evaluation.hits_at`)."""
     hits = hits_at([row.tolist() for row in top], gt_sets, k)
     n_gt = np.array([len(g) for g in gt_sets])
     recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
@@ -90,24 +80,16 @@ def non_identical(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> list[set[int]]:
     """Ground truth of each query as cache columns; APIs outside the index count via placeholders."""
     lookup = {a: i for i, a in enumerate(cache.api_ids)}
-    out = []
-    for ids in queries[gt]:
-        # An id missing from the index can never be retrieved but still counts in recall's denominator.
-        out.append({lookup.get(a, -1 - j) for j, a in enumerate(dict.fromkeys(ids))})
-    return out
+    return [{lookup.get(a, -1 - j) for j, a in enumerate(dict.fromkeys(ids))} for ids in queries[gt]]
 
 
 def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scale, scale_divergence)`` tables over sizes, seeds and query sets.
-
-    ``registry`` is the full registry (``ds.registry``); sampling uses only the rows of the cache's
-    index. A size that is the whole index is evaluated once (seed 0), as every seed gives the same set.
-    PtR is averaged over ``runs`` (default: every run in the cache). A divergence row has the Wilson 95%
-    interval of its share over the set's queries (``no_overlap_share_ci_low`` / ``_high``).
-    """
+    """``(scale, scale_divergence)`` tables over sizes, seeds and query sets of the full ``registry``'s
+    index rows; the whole index is evaluated once (seed 0); PtR averaged over ``runs`` (default: all);
+    each divergence share with its Wilson 95% interval over the set's queries."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")
@@ -157,10 +139,9 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
 
 def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard deviation over seeds of recall per size, set and method (wide, for reading)."""
-    g = scale.groupby(["subset", "method", "size"])["recall"]
-    out = g.agg(recall_mean="mean", recall_std="std", n_seeds="size").reset_index()
-    out["recall_std"] = out["recall_std"].fillna(0.0)
-    return out
+    out = scale.groupby(["subset", "method", "size"])["recall"].agg(recall_mean="mean", recall_std="std",
+                                                                   n_seeds="size")
+    return out.reset_index().fillna({"recall_std": 0.0})
 
 
 def plot_scale_recall(scale: pd.DataFrame, k: int) -> plt.Figure:
@@ -194,10 +175,8 @@ def _size_axis(ax: plt.Axes, sizes: pd.Series) -> None:
 
 def plot_divergence(divergence: pd.DataFrame, k: int,
                     paper: dict[str, float] | None = None) -> plt.Figure:
-    """Both readings of divergence against size (log x), per set (the sets' palette): the share of queries
-    whose RtP and PtR top-k sets share no API (disjoint, solid) and whose sets differ at all (non-identical,
-    dashed); ``paper`` values (``{"smallest": 0.88, "full": 0.98}``) are drawn at the smallest and largest
-    size."""
+    """Shares of queries whose RtP and PtR top-k sets are disjoint (solid) or differ at all (dashed) against
+    size (log x), per set; ``paper`` values (``{"smallest": 0.88, "full": 0.98}``) as stars."""
     fig, ax = plt.subplots(figsize=(8.5, 3.8))
     readings = {"no_overlap_share": "disjoint", "non_identical_share": "non-identical"}
     long = divergence.melt(id_vars=["size", "subset"], value_vars=[c for c in readings if c in divergence],

@@ -1,16 +1,6 @@
-"""Query-to-API cosines computed once per study and reused across k, seeds and sub-registries.
-
-A :class:`SimilarityCache` holds, for every evaluated query and every API of the study's index,
-
-* ``rtp``: the cosine of the raw query to the API (RtP's retrieval score), and
-* ``ptr[run]``: the best cosine over the query's stubs of that run (PtR's max-merge score; a query
-  without stubs is searched with the raw query, as in the study).
-
-Top-k over any set of columns (a sub-registry) is then a partial sort of these matrices, with the
-same scores the flat index returns, so the scale study and the ablations never re-embed or re-search.
-The query-side vectors come from ``setup.encode`` called with exactly the text lists the study
-encoded, so they are read from the embedding cache written by the study.
-"""
+"""Query-to-API cosines computed once per study and reused across k, seeds and sub-registries: RtP's
+(``rtp``) and, per run, PtR's best cosine over the query's stubs (``ptr[run]``), so top-k over any
+sub-registry is a partial sort, never a new search (the texts are those the study encoded, cached)."""
 
 from __future__ import annotations
 
@@ -49,14 +39,6 @@ class SimilarityCache:
     def runs(self) -> list[int]:
         return sorted(self.ptr)
 
-    def matrix(self, method: str, run: int = 0) -> np.ndarray:
-        """The score matrix of ``method`` (``"rtp"`` or ``"ptr"``; PtR needs a run)."""
-        if method == "rtp":
-            return self.rtp
-        if method == "ptr":
-            return self.ptr[run]
-        raise ValueError(f"unknown method {method!r}")
-
     def query_positions(self, qkeys: Sequence[str]) -> np.ndarray:
         """Matrix row of each query key."""
         lookup = {k: i for i, k in enumerate(self.qkeys)}
@@ -67,22 +49,10 @@ class SimilarityCache:
         wanted = set(api_ids)
         return np.flatnonzero(np.isin(self.api_ids, list(wanted))) if wanted else np.zeros(0, np.int64)
 
-    def top_rows(self, method: str, k: int, cols: np.ndarray | None = None, run: int = 0,
-                 queries: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` (registry rows, scores) per query over ``cols`` (default: the whole index)."""
-        m = self.matrix(method, run)
-        if queries is not None:
-            m = m[queries]
-        cols = np.arange(self.n_columns) if cols is None else cols
-        pos, scores = topk_columns(m, cols, k)
-        return self.rows[pos], scores
-
 
 def topk_columns(matrix: np.ndarray, cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` (column positions, scores) of each row of ``matrix`` restricted to ``cols``, best first.
-
-    ``k`` is capped at ``len(cols)``; ties are broken by the lower column position.
-    """
+    """Top-``k`` (column positions, scores) of each row of ``matrix`` restricted to ``cols``, best first;
+    ``k`` is capped at ``len(cols)``; ties are broken by the lower column position."""
     cols = np.asarray(cols, dtype=np.int64)
     n = matrix.shape[0]
     k = min(k, len(cols))
@@ -96,14 +66,10 @@ def topk_columns(matrix: np.ndarray, cols: np.ndarray, k: int) -> tuple[np.ndarr
     return cols[part], np.take_along_axis(scores, order, axis=1)
 
 
-
 def max_over_groups(texts_vecs: np.ndarray, group_sizes: Sequence[int], api_vecs: np.ndarray,
                     block_rows: int = BLOCK_ROWS) -> np.ndarray:
-    """Per group of consecutive text vectors, the max cosine to every API (groups x APIs, float32).
-
-    Text rows are processed in blocks of about ``block_rows`` (whole groups per block), so memory is
-    bounded by ``block_rows x n_apis`` floats besides the output.
-    """
+    """Per group of consecutive text vectors, the max cosine to every API (groups x APIs, float32), in
+    blocks of about ``block_rows`` texts (whole groups) to bound memory."""
     sizes = np.asarray(group_sizes, dtype=np.int64)
     if (sizes <= 0).any():
         raise ValueError("every group needs at least one text")
@@ -147,11 +113,8 @@ def _load_or_compute(path: Path | None, compute) -> np.ndarray:
 
 def query_similarities(setup, result, cache_dir: Path | None = None, runs: Sequence[int] | None = None,
                        block_rows: int = BLOCK_ROWS) -> SimilarityCache:
-    """RtP and per-run PtR cosine matrices of a study's queries against the setup's index.
-
-    With ``cache_dir`` (e.g. the study's run folder), each matrix is stored as ``.npy`` under a name
-    keyed by method, run and a fingerprint of embedder, index rows and texts, and read back later.
-    """
+    """RtP and per-run PtR cosine matrices of a study's queries against the setup's index; with
+    ``cache_dir`` each is stored as ``.npy`` keyed by method, run, embedder, index rows and texts."""
     queries = result.queries
     index = setup.index
     api_vecs = index.vectors

@@ -1,8 +1,5 @@
-"""PtR's stubs: how many, how varied, how often their own best match is right, and what they cost.
-
-A stub's *top-1* is the first hit of the stub's own search (``text_rankings`` rows with ``text_idx`` = the
-stub's index), before the merge over the query's stubs.
-"""
+"""PtR's stubs: how many, how varied, how often their own best match is right, and what they cost. A stub's
+*top-1* is the first hit of its own search (``text_rankings``), before the merge over the query's stubs."""
 
 from __future__ import annotations
 
@@ -43,18 +40,9 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
 
 
 def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """Per subset: stubs per query, name variety, top-1 hit share and cosines, fallback share.
-
-    ``unique_name_share`` is the pooled share (see :func:`unique_name_shares`): the parser already drops
-    duplicate names within one reply, so the per-query share is close to 1 by construction and is given
-    as ``unique_name_share_per_query``. ``stub_hit_share`` is the share of stubs whose own top-1 API is
-    ground truth; ``cos_correct`` / ``cos_incorrect`` are the mean cosines of those top-1 matches that
-    are / are not. ``fallback_share`` is the share of stub sets (query, run) where the reply held no
-    usable stub and the raw query stood in. 95% intervals: a bootstrap over queries for stubs per query
-    (per query, the mean over runs), a bootstrap over matched stubs for the cosines, Wilson over stubs for
-    the two shares (``n_hits`` of ``n_matched``; distinct names of the stubs of one run). ``cos_gap`` is
-    ``cos_correct - cos_incorrect``, its CI a bootstrap over queries (each drawn query brings all its stubs).
-    """
+    """Per subset: stubs per query, pooled distinct-name share (:func:`unique_name_shares`), share of stubs
+    whose top-1 is ground truth, mean top-1 cosines when right / wrong and their gap, share of stub sets that
+    fell back to the query; 95% CIs (bootstrap over queries or stubs, Wilson for shares)."""
     st = stub_top1(result, gt)
     rows = []
     for subset in subset_order(result):
@@ -88,11 +76,8 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
 
 
 def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: int = 0) -> pd.DataFrame:
-    """Per subset, the ``n`` most confident correct and ``n`` most confident incorrect stub matches.
-
-    Chosen deterministically from ``run``: highest top-1 cosine first, ties by query key and stub index;
-    fallback stubs (the raw query) are left out.
-    """
+    """Per subset, the ``n`` most confident correct and incorrect stub matches of ``run`` (highest top-1
+    cosine first, ties by query key and stub index; fallback stubs left out)."""
     st = stub_top1(result, gt)
     st = st[(st["run"] == run) & st["api_id"].notna() & ~st["fell_back"].astype(bool)]
     st = st.sort_values(["score", "qkey", "stub_idx"], ascending=[False, True, True])
@@ -114,15 +99,9 @@ def _mean_of(frame: pd.DataFrame, column: str) -> float:
 
 
 def token_overhead(result: StudyResult) -> pd.DataFrame:
-    """Tokens (in + out) and latency per query of each method's own calls, and PtR's overhead in %.
-
-    Only queries with plans count, for both methods (RtP's only call is the plan): per (query, run)
-    with an RtP plan call, RtP's cost is its plan call and PtR's is its stub call plus its plan call;
-    then the mean over those (query, run) pairs. ``overhead_pct`` = 100 * (PtR - RtP) / RtP.
-    The judge is evaluation, not method cost, and is excluded. ``overhead_pct_ci_low`` / ``_high``: a
-    bootstrap 95% CI over queries of the overhead with RtP's mean as a fixed denominator (per query, PtR's
-    minus RtP's tokens over runs).
-    """
+    """Tokens (in + out) and latency per query of each method's own calls (no judge) over the (query, run)
+    pairs with an RtP plan, and ``overhead_pct`` = 100 * (PtR - RtP) / RtP with a bootstrap 95% CI over
+    queries (RtP's mean as a fixed denominator)."""
     costs = method_calls(result)
     rtp_plans = costs[(costs["method"] == "rtp") & (costs["stage"] == "plan")]
     planned = rtp_plans[["qkey", "run"]].drop_duplicates()

@@ -1,9 +1,7 @@
 """The one summary of a study: per subset, method and ground truth, every metric over runs, pass rate, cost.
 
-Every number is a mean over runs of a per-run mean over the subset's queries. The standard deviation over
-runs needs two runs: with one run it is NaN in tables and ``null`` in JSON, and ``n_runs`` says why. The
-bootstrap CI is over queries (each query's mean over runs), so it exists from a single run.
-"""
+Means over runs of per-run means over queries; the std over runs is NaN (``null`` in JSON) with one run;
+the bootstrap CI is over queries (each query's mean over runs)."""
 
 from __future__ import annotations
 
@@ -91,11 +89,8 @@ def method_cost(result) -> pd.DataFrame:
 
 
 def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
-    """``(pooled, per_query)`` shares of distinct lower-cased stub names.
-
-    Pooled: distinct names / stubs over all stubs of the table, per run, averaged over runs.
-    Per query: the same within each query's stub set (one run), averaged over stub sets.
-    """
+    """``(pooled, per_query)`` shares of distinct normalised stub names over stubs: per run over all stubs
+    (averaged over runs), and per query's stub set (averaged over stub sets)."""
     if stubs.empty:
         return float("nan"), float("nan")
     names = stubs.assign(norm=stubs["name"].map(norm_text))
@@ -105,11 +100,8 @@ def unique_name_shares(stubs: pd.DataFrame) -> tuple[float, float]:
 
 
 def stub_stats(result) -> pd.DataFrame:
-    """``subset, stubs_per_query, fallback_stubs, unique_stub_name_share``: PtR's stubs per set.
-
-    The unique-name share is distinct (case-folded, whitespace-collapsed) stub names over stubs, pooled per
-    set and run, then averaged over runs.
-    """
+    """``subset, stubs_per_query, fallback_stubs, unique_stub_name_share``: PtR's stubs per set (the share
+    pooled per set and run, as :func:`unique_name_shares`)."""
     cols = ["subset", "stubs_per_query", "fallback_stubs", "unique_stub_name_share"]
     st = result.stubs
     if st is None or st.empty:
@@ -156,15 +148,9 @@ def objective_pass_rates(result) -> dict[tuple[str, str], dict]:
 
 def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
                   metrics: Sequence[str] = RETRIEVAL_METRICS, n_resamples: int = 2000) -> pd.DataFrame:
-    """One row per subset, method and ground truth.
-
-    Columns: ``subset`` (alias), ``subset_name``, ``method``, ``architecture`` and ``retriever`` (the
-    method's parts: ``ptr@bm25`` is PtR with BM25; a fused method is its own architecture), ``gt``, ``k``,
-    ``n_queries``, ``n_runs``,
-    per metric ``<m>_mean``, ``<m>_std`` (over runs), ``<m>_ci_low``, ``<m>_ci_high`` (bootstrap over
-    queries), then ``pass_rate_mean``, ``pass_rate_std``, ``n_planned``, the method's cost per query and
-    PtR's stub statistics.
-    """
+    """One row per subset, method and ground truth: the method's ``architecture`` and ``retriever``, per
+    metric ``<m>_mean``, ``<m>_std`` (over runs), ``<m>_ci_low/high`` (over queries), the pass rate,
+    ``n_planned``, the cost per query and PtR's stub statistics."""
     k = k or int(result.provenance.get("settings", {}).get("k", 5))
     pr = pass_rates(result)
     objective = objective_pass_rates(result)

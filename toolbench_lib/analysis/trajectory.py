@@ -1,8 +1,5 @@
-"""What the planner does with what it was shown: fidelity, divergence between methods, refusals.
-
-Plans exist for the first ``plan_limit`` queries of each set and every run. A plan's *top-k* is the
-merged ranking the planner saw (RtP: the query's, the same in every run; PtR: that run's stubs').
-"""
+"""What the planner does with what it was shown (the merged top-k of its method and run): fidelity,
+divergence between methods, refusals. Plans exist for the first ``plan_limit`` queries of each set."""
 
 from __future__ import annotations
 
@@ -37,18 +34,12 @@ def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(union) if union else float("nan")
 
 
-def retrieved_top_k(result: StudyResult, k: int) -> dict[tuple[str, str, int], list[str]]:
-    """``{(qkey, method, run): [api_id, ...]}``: the top-``k`` final ranking of every method and run."""
-    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
-    grouped = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list)
-    return grouped.to_dict()
-
-
 def plan_table(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     """One row per plan with its subset, named APIs as a set, the top-``k`` it saw and their overlap."""
     k = k or study_k(result)
     p = result.plans.merge(result.queries[["qkey", "subset"]], on="qkey")
-    top = retrieved_top_k(result, k)
+    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
+    top = final.groupby(["qkey", "method", "run"], sort=False)["api_id"].apply(list).to_dict()
     named = [set(x) if x is not None else set() for x in p["named_ids"]]
     shown = [top.get((q, m, r), []) for q, m, r in zip(p["qkey"], p["method"], p["run"], strict=True)]
     used = [len(n & set(s)) / len(s) if s else np.nan for n, s in zip(named, shown, strict=True)]
@@ -64,23 +55,12 @@ def jaccard_pairs(plans: pd.DataFrame) -> pd.DataFrame:
     return m[["qkey", "subset", "run"]].assign(jaccard=values)
 
 
-def _empty(columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(columns=columns)
-
-
 def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
-    """Per subset and method: fidelity, RtP–PtR Jaccard, used share, plan size and refusal rate.
-
-    ``fidelity`` is the mean over plans that named an API of the share of named APIs among those shown.
-    ``jaccard_rtp_ptr`` is the mean over (query, run) pairs of the Jaccard index of the two methods'
-    named APIs (pairs where neither plan named an API are left out); it is the same on both rows.
-    ``used_share`` is the mean over plans of the share of the shown top-``k`` APIs that the plan named.
-    Each has a bootstrap 95% CI over queries (``<column>_ci_low`` / ``_ci_high``; per query, the mean
-    over its plans or pairs). ``apis_named_ptr_minus_rtp`` is PtR's minus RtP's APIs named, per query
-    planned by both (the same on both rows), with its paired CI.
-    """
+    """Per subset and method: fidelity, RtP–PtR Jaccard of named APIs (per query and run, the same on both
+    rows), share of the shown top-``k`` named, plan size, refusal rate, PtR minus RtP APIs named; each with
+    a bootstrap 95% CI over queries."""
     if result.plans.empty:
-        return _empty(TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
+        return pd.DataFrame(columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
     plans = plan_table(result, k)
     jac = jaccard_pairs(plans)
     rows = []
@@ -119,17 +99,11 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
 
 
 def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = None) -> pd.DataFrame:
-    """What plans do when the shown top-``k`` holds no ground-truth API at all (a complete miss).
-
-    Counted over plans, i.e. (query, run) pairs: ``n_complete_miss`` plans, of which the share that
-    refused (``refusal_rate_on_miss``), the share that did not refuse and named at least one API anyway
-    (``wrong_tool_rate_on_miss``, necessarily a wrong tool) and the share that did neither
-    (``no_api_rate_on_miss``). Rates are NaN when there is no complete miss. The two rates come with their
-    counts (``n_refusal_on_miss``, ``n_wrong_tool_on_miss``) and Wilson 95% intervals over the plans.
-    """
+    """Over plans whose shown top-``k`` holds no ground-truth API (complete misses): the shares that
+    refused, named an API anyway (a wrong tool) or neither, with counts and Wilson 95% CIs (NaN without)."""
     check_gt(gt)
     if result.plans.empty:
-        return _empty(MISS_COLUMNS + MISS_EXTRA)
+        return pd.DataFrame(columns=MISS_COLUMNS + MISS_EXTRA)
     k = k or study_k(result)
     plans = plan_table(result, k)
     hits = per_query_runs(result, k, gt)[["qkey", "method", "run", "hits"]]  # the evaluation's count

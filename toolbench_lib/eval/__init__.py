@@ -1,2 +1,1 @@
-"""Evaluation: ranx runs and qrels from a study, one summary, one statistics module, TREC export, and the
-former hand-written metrics (``metrics``) that the explorer still uses."""
+"""Evaluation: the one count of hits and every metric, comparisons and their statistics, TREC export."""

@@ -1,12 +1,5 @@
-"""The one comparison of two methods: every p-value any table, notebook, report sentence or view prints.
-
-``compare(evaluation, a, b, sets, gt, k, metric, family)`` compares method ``b`` against ``a`` per set on
-each query's score averaged over the runs: the mean difference ``b - a`` with its paired bootstrap 95% CI,
-the paired t-test's p, its Holm adjustment within the declared ``family`` of sets, and wins, ties and losses
-(:func:`~toolbench_lib.eval.stats.paired`). Two robustness columns are named as such and never decide:
-Wilcoxon's signed-rank p and the paper's test over runs (:func:`~toolbench_lib.eval.stats.runs_test`).
-The same comparison asked with the same family gives the same p-value everywhere.
-"""
+"""The one comparison of two methods: every p-value any table, notebook, report sentence or view prints
+(the same comparison with the same family gives the same p-value everywhere)."""
 
 from __future__ import annotations
 
@@ -28,11 +21,9 @@ COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
             seed: int = SEED) -> pd.DataFrame:
-    """Method ``b`` against ``a`` on each of ``sets`` (default: every set, in order), one row each
-    (:data:`COMPARE_COLUMNS`). ``evaluation``: an :class:`~toolbench_lib.eval.evaluation.Evaluation` or a
-    study (evaluated). ``family``: the sets whose p-values are Holm-adjusted together (default ``sets``);
-    each family set is tested even when not shown, so a row's ``p_holm`` does not depend on which rows a
-    table shows."""
+    """Method ``b`` against ``a`` on each query's mean over runs (:func:`~toolbench_lib.eval.stats.paired`),
+    one row per set of ``sets`` (default: all); p-values Holm-adjusted over ``family`` (default ``sets``);
+    robustness only: Wilcoxon's p and the paper's test over runs. ``evaluation``: an Evaluation or a study."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")
@@ -54,8 +45,7 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
         over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
         rows[s] = {"comparison": comparison_key(a, b, metric, k, gt, s), "subset": s, "a": a, "b": b,
                    "metric": metric, "k": k, "gt": gt, **res,
-                   "p_wilcoxon_robustness": res.pop("p_wilcoxon"), "p_runs_robustness": over["p_value"]}
-        rows[s].pop("p_wilcoxon", None)
+                   "p_wilcoxon_robustness": res["p_wilcoxon"], "p_runs_robustness": over["p_value"]}
     adjusted = holm([rows[s]["p"] for s in family])
     label = f"Holm over {', '.join(family)}" if len(family) > 1 else "one comparison (no adjustment)"
     for s, p in zip(family, adjusted, strict=True):

@@ -1,15 +1,6 @@
-"""One evaluation per study: which retrieved ranks are ground truth, counted once, and every metric from it.
-
-:func:`relevance` is the one place a hit is counted: for each ranking and rank ``1..depth`` it marks whether
-the API there is a ground-truth API (a repeated id counts at its first rank only). Every metric at every
-cut-off follows from those marks by cumulative sums (:func:`metric_values`): recall, precision (divided by
-``k`` even for a shorter list), nDCG (binary gains, log2 discount), MRR and COMP (every ground-truth API in
-the top ``k``). A query without ground truth scores 0 on each.
-
-:func:`evaluate` applies it to a whole study at once: ground truth x method x run x query x rank 1..
-:data:`K_MAX`. The result (:class:`Evaluation`) is computed once per study content and code of this package,
-kept on the study for the process and, for a stored study, written beside its tables (checksummed). Every
-table, notebook and view reads it. ranx is its test oracle (``tests/test_evaluation.py``).
+"""One evaluation per study: which retrieved ranks are ground truth, counted once (:func:`relevance`), and
+every metric from it (:func:`metric_values`: recall, precision over ``k``, nDCG, MRR, COMP; 0 without ground
+truth). :func:`evaluate` marks a whole study once per content and code, kept beside a stored study's tables.
 """
 
 from __future__ import annotations

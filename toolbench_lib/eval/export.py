@@ -1,17 +1,7 @@
-"""TREC files of a stored study, for ranx, ir-measures and trec_eval.
-
-One run file per subset, method and run (``runs/<subset>.<method>.run<r>.trec``: ``qid Q0 docid rank score
-tag``) and one qrels file per subset and ground-truth definition (``qrels/<subset>.<gt>.qrels``: ``qid 0
-docid 1``). The query id is the study's ``<set>:<query_id>`` key, the document id the registry id.
-
-The score column is the retriever's own score (cosine, BM25 or fused score, as stored in the study). Where a
-list's scores tie or do not decrease, each later score is lowered to the next float below the one before it,
-so every reader orders the list exactly as the retriever did; ``manifest.json`` counts those separated
-ties per file. A
-query without ground truth has no qrels line (TREC's convention): readers leave it out of their means, while
-this toolkit's summary counts it as 0, so ``manifest.json`` gives the number of such queries of every file
-pair (0 on the shipped data, where the numbers then agree). A query the method retrieved nothing for has no
-run line; ``trec_eval -c`` averages over every judged query.
+"""TREC files of a stored study, for ranx, ir-measures and trec_eval: ``runs/<subset>.<method>.run<r>.trec``
+(``qid Q0 docid rank score tag``, the retriever's scores, a tie lowered to the next float below) and
+``qrels/<subset>.<gt>.qrels`` (``qid 0 docid 1``; none for a query without ground truth), with
+``manifest.json`` counting separated ties and queries without ground truth or hits per file.
 """
 
 from __future__ import annotations
@@ -107,15 +97,9 @@ def _check_own_folder(out: Path) -> None:
 
 def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS,
                 source: str | None = None) -> dict:
-    """Write the study's TREC run and qrels files as the folder ``out_dir``; returns (and writes) the
-    manifest.
-
-    Every method's ranking is written for every run (a deterministic method's stored ranking repeats), so
-    the mean over a method's run files is the study's mean over runs. The export owns its folder: it is
-    written beside ``out_dir`` and renamed into place, replacing an earlier export whole (no file of
-    another study stays beside the new manifest); a folder holding anything else is refused, and a failed
-    export leaves ``out_dir`` as it was.
-    """
+    """Write the study's TREC files (every method for every run) as the folder ``out_dir`` and return the
+    manifest; an earlier export is replaced whole, any other folder refused, and a failure leaves
+    ``out_dir`` as it was."""
     final = Path(out_dir)
     _check_own_folder(final)
     gts = [check_gt(g) for g in gts]

@@ -1,15 +1,6 @@
-"""The objective pass rate and the judge's agreement with it, per plan and per subset, method and run.
-
-A plan *covers* a ground-truth API when it names it or an equivalent (same category and tool, the same API
-name once version and deprecation markers are removed); its *evidence* is ``all``, ``some`` or ``none``; it
-*passes objectively* when it is not a refusal and its evidence is ``all``. Kappa is Cohen's (scikit-learn)
-between the judge's "Solved" and the objective pass. The full definitions, and the analyses built on these
-(validity, stability, ordering), are in :mod:`toolbench_lib.analysis.judge`; these sit in ``eval`` because
-the study's summary (:mod:`toolbench_lib.analysis.summary`) reports the objective pass rate.
-
-``result`` is a :class:`~toolbench_lib.study.stored.StudyResult` (its ``plans``, ``queries`` and
-``provenance``).
-"""
+"""The objective pass rate and the judge's agreement with it (Cohen's kappa), per plan and per subset,
+method and run; definitions in :mod:`toolbench_lib.analysis.judge`. They sit in ``eval`` because the
+study's summary reports the objective pass rate."""
 
 from __future__ import annotations
 
@@ -49,21 +40,11 @@ def _covered(gt_ids: Sequence[str], named: set[str], keys: dict | None) -> int:
     return sum(g in named or keys.get(g, g) in named_keys for g in gt_ids)
 
 
-def _evidence(n_covered: int, n_gt: int) -> str:
-    if n_gt and n_covered == n_gt:
-        return "all"
-    return "some" if n_covered else "none"
-
-
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass.
-
-    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``) replaces the study's own verdicts,
-    e.g. those of another judge version (:func:`toolbench_lib.study.rejudge.rejudge`); plans it lacks are
-    left out. Columns: ``qkey, subset, method, run, refusal, verdict, judge_version, n_gt, n_named,
-    n_covered, evidence, objective_pass, gt``.
-    """
+    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass;
+    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``, e.g. of another judge version) replace
+    the study's own, and plans they lack are left out."""
     check_gt(gt)
     cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
             "n_covered", "evidence", "objective_pass", "gt"]
@@ -82,7 +63,8 @@ def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = 
     gts = [list(x) for x in p[gt]]
     n_cov = [0 if r else _covered(g, n, keys) for g, n, r in zip(gts, named, p["refusal"], strict=True)]
     out = p.assign(n_gt=[len(g) for g in gts], n_named=[len(n) for n in named], n_covered=n_cov, gt=gt)
-    out["evidence"] = [_evidence(c, n) for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
+    out["evidence"] = ["all" if n and c == n else "some" if c else "none"
+                       for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
     out["objective_pass"] = (out["evidence"] == "all") & ~out["refusal"].astype(bool)
     return out[cols].reset_index(drop=True)
 
@@ -119,12 +101,8 @@ def validity_row(g: pd.DataFrame) -> dict:
 
 def pass_rate_table(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                     verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per subset, method and run: judged and objective pass rates, the judge's kappa, plans.
-
-    Columns: ``subset`` (canonical name), ``method``, ``run``, ``judged_pass_rate`` (share of judged
-    plans rated "Solved"), ``objective_pass_rate`` (module docstring), ``kappa`` (verdict vs objective
-    pass), ``n_plans``, then ``gt`` and ``judge_version``.
-    """
+    """Per subset (canonical name), method and run: judged and objective pass rates, the judge's kappa
+    against the objective pass, plans, ``gt`` and ``judge_version``."""
     ev = plan_evidence(result, gt, registry, verdicts)
     rows = []
     for (subset, method, run), g in ev.groupby(["subset", "method", "run"], sort=False):

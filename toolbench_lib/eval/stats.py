@@ -1,16 +1,6 @@
-"""The statistics of a comparison of two methods, in one place (:func:`~toolbench_lib.eval.compare.compare`
-applies them to a study's evaluation).
-
-* :func:`paired`: the one paired test of per-query scores (each query's mean over runs): the mean
-  difference, its percentile bootstrap 95% CI (queries resampled with replacement, fixed seed), the paired
-  t-test, wins/ties/losses, and Wilcoxon's signed-rank p (Pratt) as a robustness check only.
-* :func:`runs_test`: the paper's test over runs, a robustness check only: a one-sample t-test of B's run
-  means against A's value when A's retrieval is deterministic, or Welch's two-sample t-test of run values.
-* :func:`holm`: Holm's correction over one declared family.
-
-A test that cannot decide (one query, no variance, a NaN score, fewer than 2 runs) is *not testable*: its
-p-value is missing and its note says why; it is never reported as p = 0, p = 1 or NaN.
-"""
+"""The statistics of a comparison of two methods, in one place: :func:`paired`, :func:`runs_test`,
+:func:`holm`, bootstrap and Wilson intervals. A test that cannot decide is *not testable*: its p-value is
+missing and its note says why (never p = 0, p = 1 or NaN presented as a result)."""
 
 from __future__ import annotations
 
@@ -73,14 +63,9 @@ def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
 
 
 def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b`` (same queries, same order); ``diff = b - a``.
-
-    Returns :data:`PAIRED_COLUMNS`: the means, the mean difference and its bootstrap 95% CI, the paired t
-    (``t``, ``p``), wins, ties and losses of ``b`` against ``a``, Wilcoxon's p as a robustness check, and
-    ``testable``/``note``. A test that cannot decide (a NaN score, fewer than 2 queries, differences without
-    variance) is not testable: its p-values are missing (never 0, 1 or NaN presented as a result) and the
-    note says why; the CI is missing when there are fewer than 2 queries.
-    """
+    """The one paired test of per-query scores ``a`` and ``b`` (same queries and order): means, ``diff = b -
+    a`` and its bootstrap 95% CI (2 queries or more), paired t, wins/ties/losses, Wilcoxon's p (robustness);
+    not testable (p missing, ``note`` says why) with a NaN score, under 2 queries or no variance."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
