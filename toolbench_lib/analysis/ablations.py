@@ -29,7 +29,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
 from ..eval.stats import paired, spearman
-from ..retrieval.rankings import retrieve_multi
+from ..retrieval.rankings import DenseSearcher, search_and_merge
 from ..retrieval.retrievers import ptr_texts
 from ..study.ablation_runs import embedder_studies
 from .intervals import with_ci
@@ -43,7 +43,7 @@ _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
 
 def _rankings_of(setup, queries: pd.DataFrame, texts: list[list[str]], depth: int) -> dict[str, list[str]]:
     """Search each query's texts on the setup's index, merge by best cosine, return id lists."""
-    _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)
+    _, merged = search_and_merge(DenseSearcher(setup.index, setup.encode), texts, depth)
     ids = setup.api_ids
     return {q: [ids[r] for r in m.rows.tolist()] for q, m in zip(queries["qkey"], merged, strict=True)}
 
