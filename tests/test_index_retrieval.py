@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from toolbench_lib.retrieval.index import VectorIndex
-from toolbench_lib.retrieval.rankings import merge_max, retrieve_multi, search_texts
+from toolbench_lib.retrieval.rankings import DenseSearcher, merge_max, search_and_merge, search_texts
 
 
 def _unit(rng, n, d=16):
@@ -47,12 +47,12 @@ def test_max_merge_equals_brute_force():
     assert merged.scores == pytest.approx(np.sort(best)[::-1][:5], abs=1e-5)
 
 
-def test_retrieve_multi_keeps_per_text_hits():
+def test_search_and_merge_keeps_per_text_hits():
     rng = np.random.default_rng(3)
     docs = _unit(rng, 100)
     vecs = {t: _unit(rng, 1)[0] for t in ["a", "b", "c"]}
-    per_query, merged = retrieve_multi(VectorIndex(docs), [["a", "b"], ["c"], []],
-                                       lambda ts: np.stack([vecs[t] for t in ts]), k=4)
+    searcher = DenseSearcher(VectorIndex(docs), lambda ts: np.stack([vecs[t] for t in ts]))
+    per_query, merged = search_and_merge(searcher, [["a", "b"], ["c"], []], k=4)
     assert [len(p) for p in per_query] == [2, 1, 0]
     assert len(merged[2].rows) == 0
     assert set(merged[0].rows) <= set(per_query[0][0].rows) | set(per_query[0][1].rows)

@@ -16,7 +16,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
 from ..eval.stats import paired, spearman
-from ..retrieval.rankings import retrieve_multi
+from ..retrieval.rankings import DenseSearcher, search_and_merge
 from ..retrieval.retrievers import ptr_texts
 from ..study.ablation_runs import embedder_studies
 from .intervals import with_ci
@@ -146,9 +146,10 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
     """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
     precision, n_queries``)."""
     q, ids = result.queries, setup.api_ids
+    searcher = DenseSearcher(setup.index, setup.encode)  # each text searched, merged by best cosine
     rows = []
     for variant, texts in stub_text_variants(q, result.stubs, run).items():
-        _, merged = retrieve_multi(setup.index, texts, setup.encode, depth)  # each text searched, best cosine
+        _, merged = search_and_merge(searcher, texts, depth)
         ranking = {qk: [ids[r] for r in m.rows.tolist()] for qk, m in zip(q["qkey"], merged, strict=True)}
         pq = score_rankings(ranking, q, gt, k)
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):

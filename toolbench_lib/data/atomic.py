@@ -30,11 +30,8 @@ def temp_path(path: Path) -> Path:
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path to write; it replaces ``path`` when the block ends without error.
-
-    The temporary name carries the process id, so two processes writing the same file at once each
-    rename a whole file of their own and the last one wins; a failed write leaves ``path`` untouched.
-    """
+    """Yield a temporary path (named with the process id) to write; it replaces ``path`` when the block ends
+    without error (the last of concurrent writers wins; a failed write leaves ``path`` untouched)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
@@ -56,11 +53,8 @@ def _process_alive(pid: int) -> bool:
 
 
 def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> list[Path]:
-    """Remove the temporary files and folders (:func:`atomic_path`, :func:`atomic_folder`, a cache's
-    ``.<name>.<pid>.tmp.d``) left by dead processes or older than ``max_age_s``.
-
-    Looks through ``folders`` recursively; returns the removed paths (each is logged).
-    """
+    """Remove (and log) the temporary files and folders under ``folders`` left by dead processes or older
+    than ``max_age_s``; returns the removed paths."""
     removed: list[Path] = []
     for folder in folders:
         folder = Path(folder)
@@ -73,13 +67,7 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
 
 
 class FolderWriteError(OSError):
-    """A file of a folder being written could not be written; the message names it and says the folder
-    was left as it was."""
-
-
-def _named_os_error(exc: OSError, target: Path, folder: Path) -> FolderWriteError:
-    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
-    return FolderWriteError(exc.errno, f"could not write {target} ({reason}); {folder} is left as it was")
+    """A file of a folder being written could not be written (the folder was left as it was)."""
 
 
 class FolderWriter:
@@ -115,24 +103,14 @@ def _remove_stale(path: Path, max_age_s: float) -> bool:
     return True
 
 
-LOCK_NAME = ".lock"
-
-
-def lock_path(folder: str | os.PathLike[str]) -> Path:
-    """The lock file of ``folder``: ``.lock`` inside it (never removed while the folder stays: removing
-    races)."""
-    return Path(folder) / LOCK_NAME
+LOCK_NAME = ".lock"  # inside the folder, never removed while the folder stays (removing races)
 
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
-    """An advisory lock on ``folder`` (``flock`` of :func:`lock_path`): :func:`atomic_folder` moves files in
-    under the exclusive lock, readers hold the shared one, so a reader never sees two writers' files.
-
-    Where no lock file can be made (a read-only checkout) a reader goes on unlocked: nothing of this
-    toolkit can write there either.
-    """
-    path = lock_path(folder)
+    """An advisory ``flock`` on ``folder``: :func:`atomic_folder` moves files in under the exclusive lock,
+    readers hold the shared one. Where no lock file can be made (read-only) a reader goes on unlocked."""
+    path = Path(folder) / LOCK_NAME
     fd = None
     for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
         try:
@@ -154,24 +132,18 @@ def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterato
 
 @contextmanager
 def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) -> Iterator[FolderWriter]:
-    """Write a folder's files into a new temporary folder beside it, then move them in.
-
-    Stale temporary files and folders of dead processes in and beside ``folder`` are removed first. When
-    the block ends without error, the files in ``last`` are first removed from ``folder`` (so that a reader
-    never trusts a half-moved folder), every other new file is moved in, then those of ``last``; files of
-    ``folder`` that were not written stay; the moves happen under :func:`folder_lock`, so concurrent
-    writers never interleave and a reader holding the shared lock sees one writer's folder. When writing
-    fails (a full disk, a file too large), the temporary folder is removed, ``folder`` is left exactly as
-    it was, and the error names the file; a file where ``folder`` should be is a :class:`FolderWriteError`
-    naming it, before anything is written.
-    """
+    """Write a folder's files into a temporary folder beside it, then move them in under
+    :func:`folder_lock`: the files of ``last`` are removed first and moved in last (no reader trusts a
+    half-moved folder); files not written stay. A failed write leaves ``folder`` as it was and the
+    :class:`FolderWriteError` names the file."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
         raise FolderWriteError(errno.ENOTDIR, f"could not write the folder {folder}: a file of that name is "
                                "there (move or remove it); nothing was written")
     clean_stale_temps(folder)
-    for path in folder.parent.glob(f".{glob_escape(folder.name)}.*.tmp*"):
+    escaped = re.sub(r"([*?\[])", r"[\1]", folder.name)  # glob's special characters
+    for path in folder.parent.glob(f".{escaped}.*.tmp*"):
         _remove_stale(path, STALE_AFTER_S)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp.d")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -183,7 +155,9 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
         except FolderWriteError:
             raise
         except OSError as exc:
-            raise _named_os_error(exc, writer.current or folder, folder) from exc
+            reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+            raise FolderWriteError(exc.errno, f"could not write {writer.current or folder} ({reason}); "
+                                   f"{folder} is left as it was") from exc
         names = sorted(p.name for p in tmp.iterdir())
         folder.mkdir(exist_ok=True)
         with folder_lock(folder):  # one writer moves in at a time; readers wait (see folder_lock)
@@ -193,11 +167,6 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
                 os.replace(tmp / name, folder / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def glob_escape(text: str) -> str:
-    """``text`` with glob's special characters escaped."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -234,8 +203,7 @@ def checksum_problem(path: str | os.PathLike[str]) -> str | None:
 
 
 def read_verified(path: str | os.PathLike[str]) -> bytes | None:
-    """The bytes of ``path`` when they match its sidecar (hashed as read, so what is parsed is what was
-    checked), else None: missing, unreadable, no sidecar or another content."""
+    """The bytes of ``path`` when they match its sidecar (what is parsed is what was checked), else None."""
     try:
         data = Path(path).read_bytes()
         expected = checksum_path(path).read_text().strip()

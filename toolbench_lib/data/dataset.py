@@ -42,13 +42,9 @@ def source_files(data_dir: Path) -> list[Path]:
 
 def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
                         processed_dir: Path | None = None) -> str:
-    """sha256 over the relative path and the content (sha256) of every source file, and of the query files
-    given apart (by set name and absolute path).
-
-    A file's content hash is reused from the last run only while its inode, size, modification and change
-    times are all as they were then and it was not modified within a second of that hashing; so a
-    same-size edit whose modification time was set back (its change time moves) is hashed again.
-    """
+    """sha256 over the relative path and content of every source file and of the query files given apart.
+    A content hash is reused only while inode, size, mtime and ctime are unchanged and the file was not
+    modified within a second of that hashing."""
     data_dir = Path(data_dir)
     cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())
@@ -158,11 +154,8 @@ def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
 
 def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path | None = None,
                  rebuild: bool = False, query_files: Sequence[str | os.PathLike] = ()) -> Dataset:
-    """Load the processed dataset, building and caching it when the sources changed.
-
-    ``query_files`` are ToolBench-format query files from anywhere (``--queries``): each is a query set
-    named after its stem and its ``api_list`` docs join the registry, as for a file of ``test_instruction/``.
-    """
+    """The processed dataset, built and cached when the sources changed; ``query_files`` (``--queries``)
+    are query sets named after their stems whose ``api_list`` docs join the registry."""
     root = find_data_dir(data_dir)
     external = external_sets(root, query_files)
     fp = sources_fingerprint(root, external, processed_dir)
@@ -172,10 +165,9 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     cached = None if rebuild else _read_cache(root, fp, out)
     if cached is not None:
         log.info("processed dataset %s from %s", fp, out)
-        # The cache is keyed by content, so it may have been built from another folder with the same files:
-        # the files skipped then are named here, under this folder.
-        for rel in cached.stats.get("malformed_file_paths", []):
-            log.warning("skipping malformed source file %s (as when the processed data was built)", root / rel)
+        for rel in cached.stats.get("malformed_file_paths", []):  # keyed by content: named under this folder
+            log.warning("skipping malformed source file %s (as when the processed data was built)",
+                        root / rel)
         return cached
     log.info("building processed dataset %s from %s", fp, root)
     registry, merge_stats = merge_registry(root, external.values())
@@ -183,17 +175,12 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     queries = load_queries(root, available_sets(root) + list(external), registry, external)
     for col in ("candidates", "relevant"):
         queries[col] = queries[col].map(list)
-    stats = {
-        "data_dir": str(root),
-        "fingerprint": fp,
-        "query_files": {name: str(p) for name, p in external.items()},
-        "tool_files_read": merge_stats.files_read,
-        "malformed_files": len(merge_stats.malformed_files),
-        "malformed_file_paths": [os.path.relpath(p, root) for p in merge_stats.malformed_files[:50]],
-        "duplicate_api_names_skipped": merge_stats.duplicate_api_names,
-        "added_by_source": merge_stats.added,
-        "skipped_existing_by_source": merge_stats.skipped_existing,
-    }
+    stats = {"data_dir": str(root), "fingerprint": fp,
+             "query_files": {name: str(p) for name, p in external.items()},
+             "tool_files_read": merge_stats.files_read, "malformed_files": len(merge_stats.malformed_files),
+             "malformed_file_paths": [os.path.relpath(p, root) for p in merge_stats.malformed_files[:50]],
+             "duplicate_api_names_skipped": merge_stats.duplicate_api_names,
+             "added_by_source": merge_stats.added, "skipped_existing_by_source": merge_stats.skipped_existing}
     for df, path in ((registry, reg_path), (queries, q_path)):
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)

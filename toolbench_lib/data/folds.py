@@ -1,12 +1,5 @@
-"""Cross-validation folds over queries, from scikit-learn: the one fold maker of the toolkit.
-
-Folds are stratified by a group per query (its query set) and shuffled with a seed
-(``StratifiedKFold``); :func:`leave_one_group_out` holds out one whole group at a time (``LeaveOneGroupOut``).
-:func:`grouped_fold_ids` also keeps every item of a group (a query text) in one fold
-(``StratifiedGroupKFold``). The fused methods' tuner, the choice of a fused method on the design sets, the
-routers and the learned ranker's cross-fitting use these. scikit-learn is imported by each function that
-uses it: importing it takes over a second, which the command line's start-up does not pay.
-"""
+"""Cross-validation folds over queries from scikit-learn, the toolkit's one fold maker: stratified by query
+set and seeded. scikit-learn is imported on use (over a second the CLI's start-up skips)."""
 
 from __future__ import annotations
 
@@ -14,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
 from ..config import FOLDS, SEED
 
 Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
@@ -25,8 +19,7 @@ def n_folds(groups: Sequence, folds: int) -> int:
 
 
 def stratified_folds(groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> list[Split]:
-    """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups``, shuffled with ``seed``
-    (:func:`n_folds` folds)."""
+    """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups`` (:func:`n_folds`), seeded."""
     from sklearn.model_selection import StratifiedKFold
 
     g = np.asarray(groups)

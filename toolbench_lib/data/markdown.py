@@ -1,23 +1,7 @@
-"""Untrusted text as Markdown that renders as text, never as markup, a link or HTML.
-
-Query files, registry docs (a query file's ``api_list`` brings its own) and LLM replies are untrusted: a
-query may carry ``<iframe src="javascript:...">``, a stub name a backtick and ``<b onmouseover=...>``.
-Every writer of ``report.md`` and of a notebook's Markdown output passes such text through one of these:
-
-- :func:`md_text`: inline text. Whitespace (newlines too) is collapsed to one line, ``&``, ``<`` and
-  ``>`` become entities (so no raw HTML and no autolink), and Markdown's punctuation is backslash-escaped
-  (so no emphasis, link, image, code span, table cell break or TeX).
-- :func:`md_code`: a code span that cannot be broken out of: its fence is one backtick longer than the
-  longest backtick run inside, so the text shows as typed (HTML inside a code span is never HTML).
-- :func:`md_table`: a DataFrame as a pipe table with every text cell passed through :func:`md_text`; a text
-  column is never read as numbers (``'007'``, ``'1e5'`` and ``'0.10'`` stay as written).
-
-Text also stays the text it shows: bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F,
-U+061C) and zero-width characters (U+200B-U+200D, U+2060, U+FEFF) could make a query show one text and
-hold another, so every function here makes each one visible as its escape, the six characters ``\\u202e``
-(:func:`visible_controls`); nothing is removed, so a reader sees that something was there. The HTML
-writers (the explorer, ``report.html``) use the same cleaning (:func:`html_text`).
-"""
+"""Untrusted text (queries, registry docs, LLM replies) as Markdown that renders as text, never as markup,
+a link or HTML: :func:`md_text` (one line, entities, punctuation escaped), :func:`md_code` (an unbreakable
+code span), :func:`md_table`. Bidirectional and zero-width controls are shown as their escapes
+(:func:`visible_controls`), in the HTML writers too (:func:`html_text`)."""
 
 from __future__ import annotations
 
@@ -38,8 +22,7 @@ CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200
 
 
 def visible_controls(text: object) -> str:
-    """``text`` with every bidirectional control and zero-width character (:data:`CONTROLS`) written as its
-    visible escape (U+202E becomes the six characters ``\\u202e``); other characters unchanged."""
+    """``text`` with every character of :data:`CONTROLS` written as its escape (U+202E: ``\\u202e``)."""
     return CONTROLS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
 
 
@@ -49,12 +32,8 @@ def html_text(text: object, quote: bool = True) -> str:
 
 
 def md_text(text: object, line_start: bool = True) -> str:
-    """``text`` as one line of Markdown that renders exactly as the text (see the module).
-
-    ``line_start``: the text may begin a line, so block syntax at its start (``-``, ``>``, ``1.``) is
-    escaped too; a table cell or the middle of a sentence needs no such escape. Bidirectional and
-    zero-width controls are shown as their escapes (:func:`visible_controls`).
-    """
+    """``text`` as one line of Markdown that renders exactly as the text; ``line_start``: block syntax at
+    its start (``-``, ``>``, ``1.``) is escaped too."""
     line = " ".join(visible_controls(text).split())
     line = html.escape(line, quote=False)
     line = _INLINE.sub(r"\\\1", line)
@@ -64,12 +43,8 @@ def md_text(text: object, line_start: bool = True) -> str:
 
 
 def md_code(text: object, in_table: bool = False) -> str:
-    """``text`` as an inline code span that shows it as typed and cannot be broken out of.
-
-    In a table cell (``in_table``) a ``|`` is written ``\\|``, which GitHub-flavoured Markdown turns back
-    into ``|`` inside the span; elsewhere the span holds the text unchanged, apart from bidirectional and
-    zero-width controls, shown as their escapes (:func:`visible_controls`).
-    """
+    """``text`` as an inline code span that shows it as typed and cannot be broken out of (``in_table``:
+    ``|`` written ``\\|``, which GitHub-flavoured Markdown turns back into ``|``)."""
     line = " ".join(visible_controls(text).split())
     if in_table:
         line = line.replace("|", "\\|")
@@ -93,16 +68,14 @@ def md_number(value: float, p_value: bool = False) -> str:
 
 
 def md_table(df: pd.DataFrame, na: str = "n/a", numparse: bool = True) -> str:
-    """``df`` as a Markdown pipe table: headers and text cells through :func:`md_text`, numbers through
-    :func:`md_number` (3 decimals; p-value columns, named as :data:`P_COLUMN` matches, as ``< 0.001`` or 3
-    significant digits), missing values as ``na``. A text column is never parsed as numbers (``'007'``,
-    ``'1e5'`` and ``'0.10'`` stay as written); ``numparse=False`` also keeps the numeric columns' values as
-    written (``0.580`` stays ``0.580``)."""
+    """``df`` as a Markdown pipe table: text through :func:`md_text` (never parsed as numbers), numbers
+    through :func:`md_number` (p-values in :data:`P_COLUMN` columns; ``numparse=False``: as written),
+    missing values as ``na``."""
     numeric = [_numeric_column(col) for _, col in df.items()]
     shown = df.astype(object).where(df.notna(), na)
     for j, (name, col) in enumerate(shown.items()):
         p_value = bool(P_COLUMN.search(str(name)))
-        shown[name] = col.map(lambda v: v if isinstance(v, str) and v == na
+        shown[name] = col.map(lambda v, j=j, p_value=p_value: v if isinstance(v, str) and v == na
                               else md_number(v, p_value) if numeric[j] and numparse
                               and isinstance(v, (int, float)) and not isinstance(v, bool)
                               else md_text(v, line_start=False))
@@ -126,8 +99,7 @@ _RULE_CELL = re.compile(r":?-+:?")
 
 
 def md_compact(markdown: str) -> str:
-    """Every pipe table of ``markdown`` without the padding that aligns its columns in plain text (the same
-    table once rendered, a fraction of the bytes); other lines unchanged."""
+    """Every pipe table of ``markdown`` without the padding that aligns its columns in plain text."""
     out = []
     for line in markdown.split("\n"):
         if not (line.startswith("|") and line.rstrip().endswith("|")):

@@ -42,13 +42,8 @@ def is_toolbench_dir(path: Path) -> bool:
 
 
 def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """Resolve the ToolBench data folder.
-
-    Order: ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``, ``../shared/toolbench``.
-
-    An explicit ``data_dir`` (or a set ``TOOLBENCH_DATA``) that is not a ToolBench folder is an error, never
-    silently skipped.
-    """
+    """The ToolBench data folder, from ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``,
+    ``../shared/toolbench``; a given one that is no ToolBench folder is an error, never skipped."""
     places = candidate_data_dirs(data_dir)
     if data_dir is not None:
         label, path = places[0]

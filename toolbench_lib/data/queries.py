@@ -1,17 +1,6 @@
-"""ToolBench query sets and their ground truth, resolved to registry ids.
-
-Two ground-truth definitions are supported everywhere:
-
-* ``candidates`` (default): the query's whole ``api_list``, the APIs of the tools sampled for it.
-  The paper's numbers correspond to this definition.
-* ``relevant``: ToolBench's ``relevant APIs``, the APIs the query was written to need (a strict
-  subset of ``candidates``).
-
-Query sets are the built-in ones of :data:`QUERY_SETS` and, besides them, every other ToolBench-format file
-``test_instruction/<name>.json`` of the data folder (a *user set* named after its file stem), or a file
-given by path (``evaluate --queries FILE``). A user set is resolved exactly like a built-in one, and its
-``api_list`` docs join the registry like theirs (:mod:`toolbench_lib.data.registry`).
-"""
+"""ToolBench query sets and both ground truths resolved to registry ids: ``candidates`` (the whole
+``api_list``, the paper's) and ``relevant`` (``relevant APIs``). Sets are the built-in :data:`QUERY_SETS`,
+any other ``test_instruction/<name>.json`` (a *user set*) and files given by path (``--queries``)."""
 
 from __future__ import annotations
 
@@ -24,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .normalize import norm_name
 from ..config import DEFAULT_GT, GT_DEFINITIONS  # noqa: F401 (re-exported: the ground truths)
+from .normalize import norm_name
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +39,7 @@ DEFAULT_SUBSETS: dict[str, str] = {
 
 def subset_alias(name: str) -> str:
     """Short alias of a canonical set name (``G1_instruction`` -> ``G1``), else the name itself."""
-    for alias, canonical in DEFAULT_SUBSETS.items():
-        if canonical == name:
-            return alias
-    return name
+    return {canonical: alias for alias, canonical in DEFAULT_SUBSETS.items()}.get(name, name)
 
 
 class UnknownSubsetError(KeyError):
@@ -73,11 +59,8 @@ def _unknown(name: object, user_sets: Iterable[str] = ()) -> UnknownSubsetError:
 
 
 def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
-    """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``).
-
-    A name that is no built-in set or alias is a user set: checked against ``user_sets`` when given (the
-    sets of a data folder, :func:`user_set_files`), else only for its form and checked when data is loaded.
-    """
+    """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``); any other name is a user set,
+    checked against ``user_sets`` when given, else only for its form."""
     if name in DEFAULT_SUBSETS:
         return DEFAULT_SUBSETS[name]
     if name in QUERY_SETS:
@@ -135,11 +118,8 @@ DOC_KEY_FIELDS = ("category_name", "tool_name", "api_name")
 
 
 def doc_key_problem(api: dict) -> str | None:
-    """The first key field an ``api_list`` doc lacks (missing, not a string, or without a letter or digit
-    to key it by), or None.
-
-    Such a doc never joins the registry (its key would be invented or collide with another API) and its
-    ground-truth pair counts as unresolved."""
+    """The first key field an ``api_list`` doc lacks (missing, not a string, or without a letter or digit),
+    or None; such a doc never joins the registry and its ground-truth pair counts as unresolved."""
     for name in DOC_KEY_FIELDS:
         value = api.get(name)
         if not isinstance(value, str) or not norm_name(value):
@@ -187,8 +167,7 @@ def builtin_query_files(data_dir: Path) -> set[Path]:
 
 
 def user_set_files(data_dir: Path) -> dict[str, Path]:
-    """``{name: file}`` of the user sets of a data folder: ``test_instruction/*.json`` beside the built-in
-    ones. A file whose stem is a built-in set name or alias, or no plain name, is skipped with a warning."""
+    """``{name: file}`` of the user sets of a data folder (a built-in or odd stem: skipped, warned)."""
     builtin = builtin_query_files(data_dir)
     out: dict[str, Path] = {}
     for path in sorted((data_dir / USER_SET_FOLDER).glob("*.json")):
@@ -226,11 +205,8 @@ def query_file_sets(data_dir: Path, files: Iterable[str | Path]) -> list[str]:
 
 
 def external_sets(data_dir: Path, files: Iterable[str | Path]) -> dict[str, Path]:
-    """``{name: file}`` of query files given by path (``--queries``), each named after its stem.
-
-    A file that is one of the data folder's own sets is left out (it is there already); a stem that names
-    a built-in set, an alias, one of the folder's user sets or another given file is a ``ValueError``.
-    """
+    """``{name: file}`` of query files given by path (``--queries``), named after their stems; the data
+    folder's own sets are left out, a stem naming another set or given file is a ``ValueError``."""
     own = own_set_files(data_dir)
     out: dict[str, Path] = {}
     for f in files:
@@ -286,12 +262,8 @@ QUERY_COLUMNS = ["subset", "query_id", "query", "candidates", "relevant", "n_can
 
 def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                  files: Mapping[str, Path] | None = None) -> pd.DataFrame:
-    """Queries of the named sets with both ground truths as lists of registry ids.
-
-    ``files`` gives the file of a set that is not in the data folder (``--queries``). Columns: ``subset,
-    query_id, query, candidates, relevant, unresolved_candidates, unresolved_relevant`` (the last two count
-    ground-truth pairs that found no registry id).
-    """
+    """Queries of the named sets (``files``: those not in the data folder) with both ground truths as lists
+    of registry ids (:data:`QUERY_COLUMNS`; ``unresolved_*`` count pairs without a registry id)."""
     resolver = ApiResolver.from_registry(registry)
     files = files or {}
     rows = []
@@ -325,17 +297,11 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                     unres_r += 1
                 elif api_id not in rel:
                     rel.append(api_id)
-            rows.append({
-                "subset": subset,
-                "query_id": str(q.get("query_id")),
-                "query": str(q.get("query", "")).strip(),
-                "candidates": cand,
-                "relevant": rel,
-                "n_candidate_pairs": len(q.get("api_list", [])),
-                "n_relevant_pairs": len(q.get("relevant APIs", [])),
-                "unresolved_candidates": unres_c,
-                "unresolved_relevant": unres_r,
-            })
+            rows.append({"subset": subset, "query_id": str(q.get("query_id")),
+                         "query": str(q.get("query", "")).strip(), "candidates": cand, "relevant": rel,
+                         "n_candidate_pairs": len(q.get("api_list", [])),
+                         "n_relevant_pairs": len(q.get("relevant APIs", [])),
+                         "unresolved_candidates": unres_c, "unresolved_relevant": unres_r})
     return pd.DataFrame(rows, columns=QUERY_COLUMNS)  # the columns even when every set is empty
 
 

@@ -1,17 +1,6 @@
-"""The merged ToolBench API registry.
-
-Sources are merged in a fixed order, keeping the first API of each normalised key:
-
-1. ``toolenv/tools/<Category>/<tool>.json`` (the 2024 re-crawl; a tool is told apart by its file),
-2. the ``api_list`` docs carried by the test queries (the built-in sets' files first, then a user's own
-   query files, see :mod:`toolbench_lib.data.queries`),
-3. ``toolenv_2023/tools/`` (the 2023 naming the queries use),
-4. ``retrieval_corpus/*.jsonl`` (ToolBench's retriever corpus text form).
-
-Within ``toolenv`` a tool is identified by ``(category, file name)``, so tools that share a display
-name stay distinct; a repeated API name inside one tool is kept once. An API from a later source is
-added only when no earlier API has the same normalised (category, tool, API) key.
-"""
+"""The merged ToolBench API registry: ``toolenv/tools/`` (a tool told apart by its file), the queries'
+``api_list`` docs (built-in sets first), ``toolenv_2023/tools/`` and ``retrieval_corpus/*.jsonl``, in that
+order, an API added only when no earlier one has its normalised (category, tool, API) key."""
 
 from __future__ import annotations
 
@@ -30,21 +19,8 @@ from .queries import builtin_query_files, doc_key_problem, read_query_file
 log = logging.getLogger(__name__)
 
 SOURCES = ("toolenv", "query_api_list", "toolenv_2023", "retrieval_corpus")
-COLUMNS = [
-    "api_id",
-    "category",
-    "tool_key",
-    "tool_name",
-    "tool_description",
-    "api_name",
-    "api_description",
-    "method",
-    "required_parameters",
-    "optional_parameters",
-    "source",
-    "norm_tool",
-    "norm_api",
-]
+COLUMNS = ["api_id", "category", "tool_key", "tool_name", "tool_description", "api_name", "api_description",
+           "method", "required_parameters", "optional_parameters", "source", "norm_tool", "norm_api"]
 DOC_TEXT_MAX_CHARS = 1200
 
 
@@ -69,45 +45,21 @@ def _params(value: object) -> list[dict]:
     """Parameters as a list of ``{name, type, description, default}`` dicts."""
     if not isinstance(value, list):
         return []
-    out = []
-    for p in value:
-        if isinstance(p, dict) and p.get("name"):
-            out.append(
-                {
-                    "name": str(p.get("name")),
-                    "type": str(p.get("type", "")),
-                    "description": str(p.get("description", "") or ""),
-                    "default": p.get("default"),
-                }
-            )
-    return out
+    return [{"name": str(p.get("name")), "type": str(p.get("type", "")),
+             "description": str(p.get("description", "") or ""), "default": p.get("default")}
+            for p in value if isinstance(p, dict) and p.get("name")]
 
 
-def _row(
-    category: str,
-    tool_key: str,
-    tool_name: str,
-    tool_description: str,
-    api: dict,
-    source: str,
-    required: object,
-    optional: object,
-) -> dict:
+def _row(category: str, tool_key: str, tool_name: str, tool_description: str, api: dict, source: str,
+         required: object, optional: object) -> dict:
     api_name = str(api.get("name") or api.get("api_name") or "").strip()
-    return {
-        "category": category,
-        "tool_key": tool_key,
-        "tool_name": tool_name.strip(),
-        "tool_description": str(tool_description or "").strip(),
-        "api_name": api_name,
-        "api_description": str(api.get("description") or api.get("api_description") or "").strip(),
-        "method": str(api.get("method") or "").upper(),
-        "required_parameters": json.dumps(_params(required), default=str),
-        "optional_parameters": json.dumps(_params(optional), default=str),
-        "source": source,
-        "norm_tool": norm_name(tool_name),
-        "norm_api": norm_name(api_name),
-    }
+    return {"category": category, "tool_key": tool_key, "tool_name": tool_name.strip(),
+            "tool_description": str(tool_description or "").strip(), "api_name": api_name,
+            "api_description": str(api.get("description") or api.get("api_description") or "").strip(),
+            "method": str(api.get("method") or "").upper(),
+            "required_parameters": json.dumps(_params(required), default=str),
+            "optional_parameters": json.dumps(_params(optional), default=str),
+            "source": source, "norm_tool": norm_name(tool_name), "norm_api": norm_name(api_name)}
 
 
 def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
@@ -142,18 +94,13 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
             else:
                 required = api.get("required_parameters")
                 optional = api.get("optional_parameters")
-            yield _row(
-                category, f"{path.stem}", tool_name, tool.get("tool_description", ""), api,
-                source, required, optional,
-            )
+            yield _row(category, f"{path.stem}", tool_name, tool.get("tool_description", ""), api, source,
+                       required, optional)
 
 
 def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None) -> Iterator[dict]:
-    """API docs carried in the queries' ``api_list``.
-
-    A doc without one of the fields its key is made of (category, tool and API name) is left out with a
-    warning naming the file, the query's index and the field: it would otherwise become an invented API
-    (``unnamed`` tool) or a duplicate of an API of another category."""
+    """API docs carried in the queries' ``api_list``; a doc without a key field is left out with a warning
+    (it would become an invented API or a duplicate of another category's)."""
     for path in query_files:
         for index, query in enumerate(read_query_file(path)):
             for position, api in enumerate(query.get("api_list", [])):
@@ -166,11 +113,8 @@ def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None
                         stats.incomplete_query_docs += 1
                     continue
                 tool_name = str(api.get("tool_name", ""))
-                yield _row(
-                    str(api.get("category_name", "")), slug(tool_name), tool_name, "",
-                    api, "query_api_list", api.get("required_parameters"),
-                    api.get("optional_parameters"),
-                )
+                yield _row(str(api.get("category_name", "")), slug(tool_name), tool_name, "", api,
+                           "query_api_list", api.get("required_parameters"), api.get("optional_parameters"))
 
 
 _CORPUS_RE = re.compile(
@@ -194,13 +138,9 @@ def parse_corpus_text(text: str) -> dict | None:
         except ValueError:
             return []
 
-    return {
-        "category": m["category"].strip(),
-        "tool_name": m["tool"].strip(),
-        "api": {"name": m["api"].strip(), "description": m["desc"].strip()},
-        "required": load(m["req"]),
-        "optional": load(m["opt"]),
-    }
+    return {"category": m["category"].strip(), "tool_name": m["tool"].strip(),
+            "api": {"name": m["api"].strip(), "description": m["desc"].strip()},
+            "required": load(m["req"]), "optional": load(m["opt"])}
 
 
 def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
@@ -217,15 +157,12 @@ def iter_corpus(files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
                 log.warning("skipping malformed corpus line %s:%d", path, lineno)
                 stats.malformed_files.append(f"{path}:{lineno}")
                 continue
-            yield _row(
-                doc["category"], slug(doc["tool_name"]), doc["tool_name"], "", doc["api"],
-                "retrieval_corpus", doc["required"], doc["optional"],
-            )
+            yield _row(doc["category"], slug(doc["tool_name"]), doc["tool_name"], "", doc["api"],
+                       "retrieval_corpus", doc["required"], doc["optional"])
 
 
 def query_files(data_dir: Path, extra: Iterable[Path] = ()) -> list[Path]:
-    """Every query file of the data folder, then ``extra`` ones, in a fixed order: the built-in sets' files
-    first, so a user's own set (whose docs may repeat theirs) never changes the rows of the registry."""
+    """Every query file of the data folder, built-in sets' first (fixed rows), then ``extra`` ones."""
     builtin = builtin_query_files(data_dir)
     files = sorted((data_dir / "test_instruction").glob("*.json"))
     files += sorted((data_dir / "test_instruction_original").glob("*.json"))
@@ -278,12 +215,8 @@ def _stable_ids(df: pd.DataFrame) -> list[str]:
 
 
 def api_text(row: dict | pd.Series, max_chars: int = DOC_TEXT_MAX_CHARS) -> str:
-    """The text an API is embedded as.
-
-    ``"<tool name> (<category>): <tool description> | <API name>: <API description> | parameters: a, b"``,
-    with whitespace collapsed and the whole capped at ``max_chars`` characters. The tool and API
-    names come first so that a cap never cuts them.
-    """
+    """The text an API is embedded as, whitespace collapsed, capped at ``max_chars``:
+    ``"<tool name> (<category>): <tool description> | <API name>: <API description> | parameters: a, b"``."""
     params = [p["name"] for p in json.loads(row["required_parameters"])]
     params += [p["name"] for p in json.loads(row["optional_parameters"])]
     category = str(row["category"]).replace("_", " ")

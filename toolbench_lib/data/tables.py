@@ -20,10 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 @functools.cache
 def code_hash(*parts: str) -> str:
-    """sha256 (16 hex digits) of the package's code: of ``parts`` (sub-packages or modules relative to the
-    package, e.g. ``"retrieval"``, ``"config.py"``), or of every module when none is named. Cached tables,
-    stored studies, evaluations, views and learned models are keyed by it, so a change of the code that
-    computes them is never served stale; read once per process."""
+    """sha256 (16 hex digits) of the package's code, of ``parts`` (e.g. ``"retrieval"``, ``"config.py"``)
+    or of every module; what caches are keyed by so a code change is never served stale."""
     h = hashlib.sha256()
     roots = [PACKAGE / p for p in parts] if parts else [PACKAGE]
     files = sorted({f for r in roots for f in ([r] if r.is_file() else r.rglob("*.py"))
@@ -46,10 +44,8 @@ def _read_tables(where: Path) -> dict[str, pd.DataFrame] | None:
 
 def cached_tables(folder: Path, key: str,
                   make: Callable[[], dict[str, pd.DataFrame]] | None) -> dict[str, pd.DataFrame] | None:
-    """Named tables kept as parquet files (each with its sha256) in ``folder/tables-<key>-<code>/``
-    (``code``: :func:`code_hash` of the whole package): read when every file holds its checksum, else made
-    by ``make()`` and written, ``index.json`` last (with ``make`` None: None, nothing made). Two processes
-    making the same tables take turns (:func:`~.atomic.folder_lock`): the second reads the first's."""
+    """Named tables kept as checksummed parquet in ``folder/tables-<key>-<code>/``: read when they verify,
+    else made by ``make()`` (None: nothing made) and written under :func:`~.atomic.folder_lock`."""
     where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash()}"
     tables = _read_tables(where)
     if tables is not None or make is None:

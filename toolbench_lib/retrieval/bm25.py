@@ -1,14 +1,6 @@
-"""BM25 over the registry's API texts: bm25s's analyzer, Lucene's scoring from one term-count matrix.
-
-The index covers exactly the texts the dense index embeds (``Dataset.texts``, or the rows of a
-sub-registry: BM25's statistics depend on the collection, so a sub-registry is an index of its own). The
-analyzer is bm25s's: lower-cased ``\\w\\w+`` tokens, bm25s's English stopword list, PyStemmer's Snowball
-English stemmer; scoring is Lucene's BM25 (``k1 = 1.5``, ``b = 0.75``), computed as bm25s computes it (the
-same float32 scores and hits, ``tests/test_bm25.py``) from a collection's term counts, so that an index of
-any part of it (the scale study's 75 sub-registries) is a slice of one matrix, built in milliseconds, and
-needs no cache. :meth:`BM25Params.describe` is what provenance records. ``bm25s`` is imported on first use
-(:func:`_bm25s`): importing it takes about half a second, which the command line's start-up does not pay.
-"""
+"""BM25 over the dense index's API texts: bm25s's analyzer and Lucene scores (``k1 = 1.5``, ``b = 0.75``,
+equal to bm25s's, tested) from one term-count matrix, so a sub-registry's index (its own statistics) is a
+slice built in milliseconds. ``bm25s`` is imported on first use (half a second the CLI's start-up skips)."""
 
 from __future__ import annotations
 
@@ -33,7 +25,6 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 def _bm25s() -> ModuleType:
-    """The ``bm25s`` module, imported on first use."""
     import bm25s
 
     return bm25s
@@ -73,8 +64,7 @@ def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list
 
 
 class TermCounts:
-    """A collection's term counts, analysed once; :meth:`index` is the BM25 index of any subset of its rows
-    with the subset's own statistics (N, df, average length), without analysing the texts again."""
+    """A collection's term counts; :meth:`index`: the BM25 index of any rows, with their own statistics."""
 
     def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
         if params.method != "lucene":
@@ -97,18 +87,14 @@ class TermCounts:
         return [self._query_ids[t] for t in texts]
 
     def index(self, rows: np.ndarray | None = None, ids: np.ndarray | None = None) -> BM25Index:
-        """The BM25 index of the collection's ``rows`` (default all); hits report ``ids`` (default ``rows``),
-        one per row."""
+        """The BM25 index of ``rows`` (default all); hits report ``ids`` (default ``rows``), one per row."""
         rows = np.arange(len(self.lengths)) if rows is None else np.asarray(rows, dtype=np.int64)
         return BM25Index(self, rows, rows if ids is None else np.asarray(ids, dtype=np.int64))
 
 
 class BM25Index:
-    """:meth:`TermCounts.index`: a term-by-document matrix of BM25 weights over some rows of a collection.
-
-    BM25 scores grow with the searched text's length, so PtR's merge over stubs compares each stub's
-    min-max normalised scores (``merge_norm``), not the raw ones.
-    """
+    """A term-by-document matrix of BM25 weights over some rows of a collection; scores grow with the text's
+    length, so PtR's merge compares each stub's min-max normalised scores (``merge_norm``)."""
 
     merge_norm = "min-max"
 
@@ -135,13 +121,9 @@ class BM25Index:
         return len(self.rows)
 
     def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
-        """Top-``k`` hits of each text: ``ids`` and BM25 scores, best first.
-
-        Only documents sharing at least one term with the text are returned (a score of 0 ranks nothing),
-        so a text with no indexed term (stopwords, emoji or punctuation only) has no hits and never an error.
-        Ties keep the lower position first. All texts are scored in one sparse product whose float32 sums
-        add each text's terms in the text's order (repeats kept), as bm25s adds them.
-        """
+        """Top-``k`` hits of each text (``ids``, scores), best first, only documents sharing a term (a text
+        without an indexed term has none); ties by position. One sparse product sums each text's terms in
+        its order, repeats kept, as bm25s does."""
         ids, k = self.counts.query_ids(texts), min(k, len(self))
         lengths = np.fromiter(map(len, ids), np.int64, len(ids))
         n = int(lengths.sum())
@@ -159,8 +141,7 @@ class BM25Index:
 
 
 def top_rows(scores: np.ndarray, k: int, positions: np.ndarray | None = None) -> np.ndarray:
-    """Indices of the ``k`` best positive scores, best first; ties by position (deterministic). ``positions``
-    (one per score, default the indices) are what ties are broken by."""
+    """Indices of the ``k`` best positive scores, best first; ties by ``positions`` (default the indices)."""
     at = np.arange(len(scores)) if positions is None else positions
     pos = np.flatnonzero(scores > 0) if k > 0 else np.zeros(0, dtype=np.int64)
     if len(pos) > k:

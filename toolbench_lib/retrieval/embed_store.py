@@ -1,12 +1,6 @@
-"""Content-addressed embedding store: vectors keyed by (model, backend, text hash), verified on load.
-
-A store folder holds *packs*, one ``.npz`` file per embedded chunk, each written atomically with
-its texts' keys (a 16-byte sha256 prefix of the UTF-8 text), its vectors, a JSON ``meta`` blob and
-a sha256 over all three. A pack is checked against its checksum the first time a process reads
-it; a pack that fails (garbage written over it, a truncated copy) is removed with one warning line
-and its texts are embedded again. Any list of texts reuses every text the store has seen, so a
-changed registry or a new query set embeds only its new texts.
-"""
+"""Content-addressed embedding store: one folder per (model, backend) of *packs*, ``.npz`` files of keys
+(16-byte sha256 prefix of the UTF-8 text), vectors, JSON meta and a sha256 over the three, written
+atomically and checked on a process's first read (a failing pack is removed, its texts embedded again)."""
 
 from __future__ import annotations
 
@@ -32,13 +26,9 @@ class CorruptPackError(ValueError):
     """A pack whose content does not match the checksum written with it."""
 
 
-def text_key(text: str) -> bytes:
-    """The store key of one text: the first 16 bytes of its UTF-8 sha256."""
-    return hashlib.sha256(text.encode("utf-8")).digest()[:KEY_BYTES]
-
-
 def text_keys(texts: Iterable[str]) -> list[bytes]:
-    return [text_key(t) for t in texts]
+    """Each text's store key: the first 16 bytes of its UTF-8 sha256."""
+    return [hashlib.sha256(t.encode("utf-8")).digest()[:KEY_BYTES] for t in texts]
 
 
 def _checksum(keys: np.ndarray, vectors: np.ndarray, meta: np.ndarray) -> bytes:
@@ -93,9 +83,6 @@ class EmbeddingStore:
         self.folder = Path(folder)
         self.dim = dim
 
-    def packs(self) -> list[Path]:
-        return sorted(self.folder.glob(PACK_GLOB))
-
     def _pack(self, path: Path) -> _Pack | None:
         """The verified pack at ``path`` (cached by size and mtime); a corrupt one is removed."""
         try:
@@ -126,7 +113,7 @@ class EmbeddingStore:
             want.setdefault(k, []).append(i)
         out = np.zeros((len(keys), self.dim), dtype=np.float32)
         found = np.zeros(len(keys), dtype=bool)
-        for path in self.packs():
+        for path in sorted(self.folder.glob(PACK_GLOB)):
             if not want:
                 break
             pack = self._pack(path)
@@ -143,19 +130,6 @@ class EmbeddingStore:
                 found[dst] = True
         return out, found
 
-    def has(self, keys: Sequence[bytes]) -> np.ndarray:
-        """Boolean mask of the keys the store holds (verifying the packs it reads)."""
-        return self.get(keys)[1]
-
     def put(self, keys: Sequence[bytes], vectors: np.ndarray, meta: dict) -> Path:
         """Store one chunk as a new pack."""
         return write_pack(self.folder, keys, vectors, {**meta, "n": len(keys), "dim": self.dim})
-
-    def size(self) -> int:
-        """Number of distinct texts stored."""
-        seen: set[bytes] = set()
-        for path in self.packs():
-            pack = self._pack(path)
-            if pack is not None:
-                seen.update(pack.keys)
-        return len(seen)

@@ -1,8 +1,5 @@
-"""Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the embedding cache.
-
-Vectors are cached per text in a content-addressed store (:mod:`toolbench_lib.retrieval.embed_store`) keyed
-by model, backend and text hash.
-"""
+"""Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the per-text embedding cache
+(:mod:`.embed_store`, keyed by model, backend and text hash)."""
 
 from __future__ import annotations
 
@@ -19,6 +16,7 @@ from huggingface_hub import try_to_load_from_cache
 from tqdm.auto import tqdm
 
 from ..config import EMBEDDER
+from ..data.machine import env_threads
 from ..data.paths import CACHE_DIR
 from . import eta
 from .embed_store import EmbeddingStore, text_keys
@@ -64,11 +62,8 @@ def default_device() -> str:
 
 @dataclass
 class Embedder:
-    """A loaded sentence-transformers model, the name results record it under and its backend.
-
-    ``backend`` is ``fp32`` (PyTorch) or ``int8`` (ONNX Runtime, dynamically quantised weights);
-    ``variant`` names the int8 export (quantisation settings and export version).
-    """
+    """A loaded model, the name results record it under, its backend (``fp32``: PyTorch, ``int8``: ONNX
+    Runtime) and ``variant``, the int8 export's quantisation settings and version."""
 
     name: str
     model: object
@@ -127,13 +122,9 @@ def resolve_model_name(name: str | None = None) -> str:
 
 
 def load_embedder(name: str | None = None, device: str | None = None, backend: str | None = None) -> Embedder:
-    """Load a sentence-transformers model by hub name or local folder, never hanging offline.
-
-    ``name`` defaults to ``TOOLBENCH_EMBEDDER`` or :data:`DEFAULT_MODEL`. A hub model is tried from
-    the local Hugging Face cache first, then from the hub when it is reachable; otherwise the
-    packaged all-MiniLM-L6-v2 is used and the fallback is logged and recorded. ``backend``
-    (default ``TOOLBENCH_EMBED_BACKEND`` or :data:`DEFAULT_BACKEND`) is ``fp32`` or ``int8``; the
-    int8 model is exported and quantised locally from the fp32 weights once, then reused.
+    """A model by hub name (local cache, then the hub when reachable, else the packaged all-MiniLM-L6-v2,
+    recorded as a fallback) or local folder; ``name`` defaults to ``TOOLBENCH_EMBEDDER`` or
+    :data:`DEFAULT_MODEL`, ``backend`` to ``TOOLBENCH_EMBED_BACKEND`` or ``fp32`` (``int8``: exported once).
     """
     backend = resolve_backend(backend)
     name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
@@ -145,18 +136,9 @@ def load_embedder(name: str | None = None, device: str | None = None, backend: s
 
 
 def torch_threads() -> int | None:
-    """Torch's intra-op threads: ``TOOLBENCH_TORCH_THREADS`` when set, else torch's own default (None).
-
-    ``reproduce`` sets it to the CPUs shared among the notebooks it runs at once: two kernels each encoding
-    1,000 texts on a 2-core machine took 43.7 s each with torch's 2 threads and 18.3 s each with 1.
-    """
-    env = os.environ.get("TOOLBENCH_TORCH_THREADS", "").strip()
-    if not env:
-        return None
-    if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= 1024:
-        raise ValueError(f"TOOLBENCH_TORCH_THREADS={env!r}: a whole number of threads from 1 to 1024, or "
-                         "unset for torch's default")
-    return int(env)
+    """Torch's intra-op threads: ``TOOLBENCH_TORCH_THREADS`` (``reproduce`` shares the CPUs among its
+    notebooks), else torch's own default (None)."""
+    return env_threads("TOOLBENCH_TORCH_THREADS", "torch's default")
 
 
 def _load_fp32(name: str, device: str) -> Embedder:
@@ -191,13 +173,9 @@ def _load_fp32(name: str, device: str) -> Embedder:
     return Embedder(OFFLINE_MODEL, model, fallback_from=name)
 
 
-def embeddings_root(cache_dir: Path | None = None) -> Path:
-    return cache_dir or CACHE_DIR / "embeddings"
-
-
 def store_folder(embedder: Embedder, cache_dir: Path | None = None) -> Path:
     """Folder of the content-addressed vectors of ``embedder`` (model, backend, sequence length)."""
-    return embeddings_root(cache_dir) / "by-text" / embedder.slug / embedder.cache_key
+    return (cache_dir or CACHE_DIR / "embeddings") / "by-text" / embedder.slug / embedder.cache_key
 
 
 def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingStore:
@@ -207,7 +185,7 @@ def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingSt
 def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
                     cache_dir: Path | None = None) -> bool:
     """True when every text is in the store."""
-    return bool(open_store(embedder, cache_dir).has(text_keys(texts)).all())
+    return bool(open_store(embedder, cache_dir).get(text_keys(texts))[1].all())
 
 
 def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[int]]:
@@ -218,10 +196,8 @@ def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[in
 
 def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
                       batch_size: int) -> tuple[np.ndarray, np.ndarray, EtaTracker | None]:
-    """What the progress bar counts for each text (its cost in token-equivalents, :mod:`.eta`, so that the
-    bar's rate holds while the texts get shorter), the texts' padded lengths, and for a long run the
-    tracker of its estimate: such a run first logs its estimated duration, from a timed sample of texts
-    spread over the length distribution, in the run's own order."""
+    """Each text's weight on the progress bar (its cost in token-equivalents, :mod:`.eta`), the padded
+    lengths, and for a long run the tracker of its estimate (logged first, from a timed sample)."""
     lengths = token_lengths(embedder, texts)
     padded = padded_lengths(lengths, chunks, batch_size)
     if len(texts) < eta.SAMPLE_MIN_TEXTS:
@@ -244,14 +220,9 @@ def embed_cached(
     batch_size: int = 64,
     on_estimate: Callable[[EtaTracker], None] | None = None,
 ) -> np.ndarray:
-    """Embeddings of ``texts``, each text embedded once per (model, backend) and kept on disk.
-
-    Texts the store lacks are embedded longest first in chunks of ``chunk_size``, each stored as one
-    verified pack as soon as it is done, so a killed build resumes with the texts still missing.
-    ``kind`` only names the texts in logs and progress bars; ``on_estimate`` gets the estimate's tracker
-    when a long run ends (its estimate before the start and the seconds taken). Returns an ``(n, dim)``
-    float32 array of L2-normalised rows.
-    """
+    """``(n, dim)`` float32 L2-normalised embeddings of ``texts``, each embedded once per (model, backend):
+    missing texts are embedded longest first, each chunk stored as a pack when done (a killed build
+    resumes). ``kind`` names the texts in logs; ``on_estimate`` gets a long run's tracker at its end."""
     store = open_store(embedder, cache_dir)
     keys = text_keys(texts)
     vecs, found = store.get(keys)

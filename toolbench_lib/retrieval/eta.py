@@ -1,16 +1,6 @@
-"""How long embedding takes: each text's cost in tokens, a timed sample, and the progress bar's weights.
-
-The registry is embedded longest text first, so a bar counting documents starts slow and speeds up (on a
-2-core CPU the per-document rate rises about fourfold) and its first estimates are far too long. Here each
-text weighs what it costs: the tokens the encoder computes for it (its batch's longest token count, since a
-batch pads to it, cut at the model's sequence length) plus a per-text overhead in token-equivalents and an
-attention term growing with the square of the padded length. The three costs come from a short timed
-sample that represents the length distribution: batches of neighbouring texts (in the run's own
-longest-first order) at evenly spaced quantiles, timed after an untimed warm-up batch, fitted by
-non-negative least squares. While the run goes, :class:`EtaTracker` refreshes the estimate with the ratio of
-the time the finished chunks took to what the model predicted for them (a CPU busier or quieter than during
-the sample), and the run ends with the measured time beside the estimate printed before it started.
-"""
+"""How long embedding takes: each text's cost (padded tokens, per-text overhead, attention's square term),
+fitted on a timed sample at evenly spaced quantiles of the length order, and refreshed as chunks finish
+(:class:`EtaTracker`). README's "Embeddings" paragraph describes the estimate."""
 
 from __future__ import annotations
 
@@ -23,15 +13,14 @@ import numpy as np
 SAMPLE_MIN_TEXTS = 10000  # fewer texts: no timed sample (it would be a noticeable share of a short run)
 SAMPLE_BATCH = 32
 SAMPLE_BATCHES = 8
-# evenly spaced quantiles of the longest-first order: every part of the length distribution weighs the same
 SAMPLE_POSITIONS = tuple((i + 0.5) / SAMPLE_BATCHES for i in range(SAMPLE_BATCHES))
 CHARS_PER_TOKEN = 4.0  # only for a model without a tokenizer
 TOKENIZE_CHUNK = 4096
 
 
 def token_lengths(embedder, texts: Sequence[str]) -> np.ndarray:
-    """Tokens each text is embedded with: special tokens included, cut at the model's sequence length (an
-    encoder without a tokenizer: characters / 4, cut the same way)."""
+    """Tokens each text is embedded with, special tokens included, cut at the sequence length (no
+    tokenizer: characters / 4)."""
     cap = embedder.max_seq_length or None
     tokenizer = getattr(embedder.model, "tokenizer", None)
     if tokenizer is None:
@@ -46,9 +35,8 @@ def token_lengths(embedder, texts: Sequence[str]) -> np.ndarray:
 
 
 def padded_lengths(lengths: np.ndarray, chunks: Sequence[Sequence[int]], batch_size: int) -> np.ndarray:
-    """Tokens computed per text: each chunk (positions in the encoder's order: the encoders sort by length,
-    longest first, as the chunks already are) is cut into batches of ``batch_size`` and every text of a
-    batch costs the batch's longest."""
+    """Tokens computed per text: each chunk (positions, longest first) is cut into batches of ``batch_size``
+    and every text of a batch costs the batch's longest."""
     lengths = np.asarray(lengths, dtype=np.float64)
     out = lengths.copy()
     for chunk in chunks:
@@ -61,8 +49,7 @@ def padded_lengths(lengths: np.ndarray, chunks: Sequence[Sequence[int]], batch_s
 
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds to embed a text of ``n`` padded tokens: ``per_text + per_token * n + per_square * n**2`` (the
-    last is attention's share, which grows with the square of the length)."""
+    """Seconds to embed a text of ``n`` padded tokens: ``per_text + per_token * n + per_square * n**2``."""
 
     per_text: float
     per_token: float
@@ -87,9 +74,8 @@ class CostModel:
 
 def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[float],
              squares: Sequence[float] | None = None) -> CostModel:
-    """Per-text, per-token and (given ``squares``, each batch's sum of squared padded lengths) per-square
-    seconds from timed batches, by non-negative least squares; terms the batches cannot tell apart are left
-    out (all cost per token at the least)."""
+    """Per-text, per-token and (given ``squares``) per-square seconds from timed batches, by non-negative
+    least squares; terms the batches cannot tell apart are left out (all cost per token at the least)."""
     from scipy.optimize import nnls
 
     cols = [np.asarray(texts, dtype=np.float64), np.asarray(tokens, dtype=np.float64)]
@@ -108,8 +94,8 @@ def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[fl
 
 def sample_batches(order: Sequence[int], batch: int | None = None,
                    positions: Sequence[float] = SAMPLE_POSITIONS) -> list[list[int]]:
-    """Batches of ``batch`` (default :data:`SAMPLE_BATCH`) neighbouring positions of ``order`` around each
-    quantile in ``positions`` (disjoint; fewer when ``order`` is short)."""
+    """Disjoint batches of ``batch`` (default :data:`SAMPLE_BATCH`) neighbouring positions of ``order``
+    around each quantile in ``positions``."""
     batch = batch or SAMPLE_BATCH
     n = len(order)
     out, taken = [], set()
@@ -124,11 +110,10 @@ def sample_batches(order: Sequence[int], batch: int | None = None,
 
 def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Sequence[int],
                  batch_size: int = 64, clock=time.perf_counter) -> tuple[CostModel, int]:
-    """The cost model of ``embedder`` on this machine, from encoding a few batches of ``texts`` (positions
-    in ``order``, the run's embedding order; ``lengths`` their token counts); the vectors are discarded.
-    Returns the model and the texts timed."""
-    batches = sample_batches(order, batch_size)  # batches as the run encodes them
-    # first call, untimed: thread pools and allocations, on a batch of typical length
+    """``(cost model, texts timed)`` of ``embedder`` on this machine, from encoding a few batches of
+    ``texts`` (positions in ``order``, the run's order); the vectors are discarded."""
+    batches = sample_batches(order, batch_size)
+    # untimed warm-up on a batch of typical length
     embedder.encode([texts[i] for i in sample_batches(order, batch_size, (0.5,))[0]], batch_size=batch_size)
     n, tok, sq, sec = [], [], [], []
     for chunk in batches:
@@ -142,13 +127,6 @@ def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Seq
     return fit_cost(n, tok, sec, sq), sum(n)
 
 
-def remaining_seconds(done_weight: float, total_weight: float, elapsed: float) -> float:
-    """Time left at the rate so far, in weight units per second (what the bar shows)."""
-    if done_weight <= 0:
-        return float("nan")
-    return elapsed * (total_weight - done_weight) / done_weight
-
-
 def minutes_text(seconds: float) -> str:
     """``about N min`` (``under a minute`` below 60 s)."""
     if seconds < 60:
@@ -157,9 +135,8 @@ def minutes_text(seconds: float) -> str:
 
 
 class EtaTracker:
-    """The estimate while a run goes: before the start, the cost model's seconds for every text; after each
-    finished chunk, the time spent plus the model's seconds for what is left, scaled by the ratio of the time
-    the finished chunks took to the model's seconds for them."""
+    """The estimate while a run goes: the time spent plus the model's seconds for what is left, scaled by
+    the ratio of the finished chunks' time to the model's seconds for them."""
 
     def __init__(self, model: CostModel, padded: np.ndarray, clock=time.perf_counter):
         self.model, self.clock = model, clock

@@ -1,12 +1,6 @@
-"""The retriever families a study can vary: ``dense``, ``bm25``, ``hybrid`` and ``hybrid-rrf``, each a
-:class:`Family` in :data:`FAMILIES` (a new one: :func:`toolbench_lib.retrieval.retrievers.register_family`).
-
-``dense`` is cosine over the FAISS index (the paper's retriever); ``bm25`` is :mod:`.bm25` over the same
-API texts; ``hybrid`` fuses each text's dense and BM25 rankings by min-max normalised weighted sum
-(CombSUM, weights 0.5 / 0.5) and ``hybrid-rrf`` by reciprocal-rank fusion, both through
-:func:`toolbench_lib.retrieval.fuse.combine` (equal to ``ranx.fuse``; tested) over each family's top
-``pool`` hits.
-"""
+"""The retriever families (:data:`FAMILIES`): ``dense`` (cosine over the FAISS index), ``bm25``, and
+``hybrid`` / ``hybrid-rrf``, each text's dense and BM25 top ``pool`` fused by min-max wsum (0.5 / 0.5) or
+RRF through :func:`.fuse.combine`. A new one: :func:`.retrievers.register_family`."""
 
 from __future__ import annotations
 
@@ -44,8 +38,7 @@ HYBRIDS = {"hybrid": HybridSpec(), "hybrid-rrf": HybridSpec(method="rrf", norm=N
 
 @dataclass(frozen=True)
 class Family:
-    """A retriever family: the searcher it gives a setup (a :class:`~.setup.RetrievalSetup`), and what a
-    result's provenance records of it."""
+    """A retriever family: the searcher it gives a :class:`~.setup.RetrievalSetup`, and its provenance."""
 
     name: str
     searcher: Callable[[Any], Searcher]

@@ -1,28 +1,6 @@
-"""Every fused discovery method by name, registered as a retriever when this module is imported.
-
-Each is a spec over a run's rankings (:mod:`.fusion_specs`: components x method x norm x weights, round-robin,
-mean embedding, route) or a tuned spec (:class:`~toolbench_lib.retrieval.tuning.Tuned`); no new LLM call,
-no new search (except ``meanemb``, which searches once per query). The names:
-
-* ``rr``: round-robin over the query's ranking and each stub's ranking; ``rr2`` over RtP's and PtR's lists.
-* ranx's fusion methods over the query's and every stub's ranking: ``rrf``; ``combmax``, ``combsum``,
-  ``combmnz`` on raw cosines and, with ``-mm``, min-max normalised (``maxsim`` is ``combmax``: max-sim over
-  the query plus the stubs, HyDE-style); ``rrf2`` and ``combsum2-mm`` fuse RtP's and PtR's final lists.
-* ``meanemb``: the mean of the query's and the stubs' embeddings searched once.
-* tuned (``-cv``): ``wsum-cv`` (min-max wsum of RtP and PtR, weight ``w`` on RtP), ``wrrf-cv`` (the same
-  over reciprocal-rank scores), ``route-cv`` (RtP's list when its top-1 cosine is at least ``t``, else the
-  ``rrf`` list; such a query needs no stub call), ``route-mm-cv`` (routes to ``combmax-mm``).
-* over retriever families, fixed a priori: ``fuse4`` (min-max wsum of RtP and PtR with dense and BM25, weight
-  1 for the query, 0.5 for the stubs), ``fuse4-rrf`` (RRF of the same four), ``fuse2`` (the query's dense and
-  BM25 rankings: no LLM call).
-
-Every method gives a scored run (:data:`~toolbench_lib.retrieval.fusion_specs.Run`) with its own scores:
-the fused score, the round-robin's reciprocal best rank, the mean embedding's cosine, a route's or a tuned
-method's chosen list's. As a retriever a method reads the run's component rankings from the context
-(retrieving a component that was not asked for) and returns that run as its final ranking; a tuned method
-cross-validates over the run's queries for recall@:data:`CV_K` on the candidates ground truth.
-``evaluate --method <name>`` and ``run_study(methods=(<name>,))`` both find them.
-"""
+"""Every fused discovery method by name (README lists them), each a spec of :mod:`.fusion_specs` or a
+:class:`~.tuning.Tuned` one, registered as a retriever on import: it reads the run's component rankings
+(retrieving any not asked for) and returns its scored run; a tuned one is tuned for recall@:data:`CV_K`."""
 
 from __future__ import annotations
 
@@ -98,8 +76,7 @@ def spec_of(name: str) -> Spec:
 
 
 def methods_over(study_methods: Iterable[str], with_setup: bool = True) -> list[str]:
-    """The names of :data:`METHODS` whose components a study with ``study_methods`` holds, in order
-    (``meanemb`` only ``with_setup``)."""
+    """The names of :data:`METHODS` whose components ``study_methods`` hold (``meanemb``: ``with_setup``)."""
     have = set(study_methods)
     return [n for n in METHODS if set(component_methods(spec_of(n).components)) <= have
             and (with_setup or not isinstance(spec_of(n), MeanEmbedding))]
@@ -112,8 +89,7 @@ def components_of(names: Iterable[str]) -> list[str]:
 
 def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[str] | None = None,
                  setup=None) -> FusionInputs:
-    """The rankings of ``result`` (a stored study) that the named methods read (default: every component
-    the study holds), for PtR run ``run``."""
+    """The rankings of a stored study's run that the named methods read (default: every one it holds)."""
     have = set(result.rankings["method"])
     comps = (components_of(names) if names is not None
              else [c for c, (m, _) in component_table().items() if m in have])
@@ -123,12 +99,8 @@ def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[s
 def method_runs(inp: FusionInputs, names: Iterable[str], k: int, *,
                 params: Mapping[str, float] | None = None, folds: int = FOLDS, seed: int = SEED,
                 tune_k: int | None = None) -> tuple[dict[str, Run], dict[str, dict[str, float]]]:
-    """``({method: {qkey: {api_id: score}}}, {method: {qkey: parameter}})``: top-``k`` scored runs of one
-    PtR run.
-
-    A tuned method uses ``params[name]`` when given (fitted elsewhere), else out-of-fold cross-validation
-    (``folds``, ``seed``) of recall@``tune_k`` (default ``k``).
-    """
+    """``({method: Run}, {method: {qkey: parameter}})``, top ``k``; a tuned method uses ``params[name]``
+    when given, else out-of-fold cross-validation of recall@``tune_k`` (default ``k``)."""
     out: dict[str, Run] = {}
     chosen: dict[str, dict[str, float]] = {}
     for name in names:
@@ -164,10 +136,8 @@ SHARED_MAX = 96
 
 def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
                setup=None, params: Mapping[str, float] | None = None) -> dict[str, Run]:
-    """``{method: {qkey: {api_id: score}}}`` (top ``k``, best first) of the named methods on a stored
-    study's run. Without a setup, a method whose inputs (its components' rankings, the queries and their
-    ground truth) are those of a recent call is not computed again: the retriever study's dense methods are
-    the main study's."""
+    """``{method: Run}`` (top ``k``) of the named methods on a stored study's run; without a setup, a run
+    whose inputs are a recent call's is reused (the retriever study's dense methods are the main study's)."""
     names = list(names)
     inp = study_inputs(result, run, gt, names, setup)
     if setup is not None:
@@ -197,7 +167,7 @@ def _content_keys(names: list[str], inp: FusionInputs, k: int, params: Mapping[s
 
 
 class FusedRetriever:
-    """A fused method as a retriever of the study pipeline (see the module's docstring)."""
+    """A fused method as a retriever of the study pipeline."""
 
     def __init__(self, name: str, spec: Spec) -> None:
         self.name, self.spec = name, spec

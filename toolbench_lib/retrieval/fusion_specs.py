@@ -1,31 +1,13 @@
-"""The shapes of a fused method: what it combines (components) and how (a spec), over one run's rankings.
-
-A *component* is a ranking per query that a study already holds, named ``<text>.<family>``:
-
-* ``q.<family>``: the query searched by a retriever family (``q.dense`` is RtP's ranking, ``q.bm25`` is
-  ``rtp@bm25``'s);
-* ``s.<family>``: the stubs searched by a family and merged per API (``s.dense`` is PtR's final ranking);
-* ``s*.<family>``: every stub's own ranking, one ranking per stub (PtR's per-text rankings).
-
-A spec turns a run's :class:`FusionInputs` into a scored run (:data:`Run`, ``spec.ranked(inp, k)``):
-each query's top ``k`` APIs with the method's own score, best first (scores never increase along a list):
-
-* :class:`FusionSpec`: components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after
-  ``norm``, with optional weights, as ``ranx.fuse`` does (:func:`toolbench_lib.retrieval.fuse.combine`);
-  the score is the fused score;
-* :class:`RoundRobin` (score: the reciprocal of the API's best rank in any component ranking),
-  :class:`MeanEmbedding` (score: the cosine to the mean embedding): the two that are not score fusion;
-* :class:`Ranked`: one component's own ranking and scores (RtP's or PtR's list as a baseline);
-* :class:`Route`: RtP's ranked run when its top-1 score is at least a threshold, else another spec's.
-
-A spec whose components include a stub ranking pays PtR's stub call (``uses_stubs``).
-:mod:`toolbench_lib.retrieval.tuning` adds the tuned shape (``Tuned``); :mod:`toolbench_lib.retrieval.fused`
-names them all.
-"""
+"""The shapes of a fused method over one run's rankings: *components* (rankings a study holds, named
+``q.<family>``: the query's, ``s.<family>``: PtR's merged stubs', ``s*.<family>``: each stub's own) and
+*specs* turning a run's :class:`FusionInputs` into a scored run (``spec.ranked(inp, k)``, best first):
+:class:`FusionSpec` (score fusion as ``ranx.fuse``), :class:`RoundRobin`, :class:`MeanEmbedding`,
+:class:`Ranked` (one component as is) and :class:`Route`."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,8 +20,7 @@ from .fuse import Ranking, as_scores, ids, merge, normalised, top
 from .rankings import Retrieved
 from .retrievers import method_name, ptr_texts
 
-# {qkey: {api_id: score}}: each query's APIs best first, with the method's own scores (a ranx Run's dict;
-# iterating a query's entry gives its ids in rank order)
+# {qkey: {api_id: score}}: each query's APIs best first, with the method's own scores
 Run = dict[str, dict[str, float]]
 TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 cosine)
 
@@ -55,8 +36,7 @@ def _components(families: tuple[str, ...]) -> dict[str, tuple[str, bool]]:
 
 
 def component_table() -> dict[str, tuple[str, bool]]:
-    """component -> (the study method whose rankings it reads, whether it is every stub's own ranking), for
-    every registered retriever family."""
+    """component -> (study method whose rankings it reads, whether it is every stub's own), every family."""
     return _components(tuple(FAMILIES))
 
 
@@ -74,16 +54,17 @@ def component_methods(components: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(component_table()[c][0] for c in check_components(components)))
 
 
-def uses_stub_ranking(components: Iterable[str]) -> bool:
-    """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
-    return any(not c.startswith("q.") for c in components)
+class _StubUse:
+    @property
+    def uses_stubs(self) -> bool:
+        """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
+        return any(not c.startswith("q.") for c in self.components)
 
 
 @dataclass
 class FusionInputs:
-    """One run's rankings per component and query (``rankings[c][qkey]``: a list of rankings, one for a
-    ``q.``/``s.`` component, one per stub for ``s*.``), with each query's set and ground truth (used only
-    for tuning), and what a mean-embedding search needs (queries, stubs, setup)."""
+    """One run's rankings per component and query (``rankings[c][qkey]``: one ranking, or one per stub for
+    ``s*.``), each query's set and ground truth (for tuning), and a mean-embedding search's needs."""
 
     rankings: dict[str, dict[str, list[Ranking]]]
     keys: list[str]
@@ -110,20 +91,14 @@ def rankings_by(frame: pd.DataFrame, by: list[str]) -> dict:
     f = frame.sort_values([*by, "rank"], kind="stable")
     pairs = list(zip(f["api_id"].tolist(), f["score"].astype(float).tolist(), strict=True))
     keys = f[by[0]].tolist() if len(by) == 1 else list(zip(*(f[c].tolist() for c in by), strict=True))
-    out: dict = {}
-    start = 0
-    for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start]:
-            out[keys[start]] = pairs[start:i]
-            start = i
-    return out
+    return {key: [p for _, p in group]
+            for key, group in itertools.groupby(zip(keys, pairs, strict=True), key=lambda x: x[0])}
 
 
 def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, run: int = 0,
                     gt: str = "candidates", components: Iterable[str] = (), stubs: pd.DataFrame | None = None,
                     setup: Any = None) -> FusionInputs:
-    """The components' rankings of one run (``retrieved``: each component method's :class:`Retrieved`),
-    keyed by query; ``ValueError`` when a component's method has no rankings in that run."""
+    """The components' rankings of one run's ``{method: Retrieved}`` (``ValueError`` for a missing one)."""
     comps = check_components(components)
     rankings: dict[str, dict[str, list[Ranking]]] = {}
     for method in component_methods(comps):
@@ -146,8 +121,7 @@ def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, r
 
 def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", components: Iterable[str] = (),
                            stubs: pd.DataFrame | None = None, setup: Any = None) -> FusionInputs:
-    """:func:`rankings_inputs` of a stored study's run ``run`` (its ``retrieved(method, run)``);
-    ``ValueError`` when the study lacks a component's method or the run."""
+    """:func:`rankings_inputs` of a stored study's run (``ValueError`` when it lacks a method or the run)."""
     comps = check_components(components)
     retrieved = {}
     for method in component_methods(comps):
@@ -181,7 +155,7 @@ def cached_ranked(spec: Spec, inp: FusionInputs, k: int) -> Run:
 
 
 @dataclass(frozen=True)
-class FusionSpec:
+class FusionSpec(_StubUse):
     """Components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after ``norm``; one
     weight per component (an ``s*.`` component's weight applies to each of its stubs)."""
 
@@ -196,10 +170,6 @@ class FusionSpec:
         check_components(self.components)
         if self.method == "wsum" and (self.weights is None or len(self.weights) != len(self.components)):
             raise ValueError("wsum needs one weight per component")
-
-    @property
-    def uses_stubs(self) -> bool:
-        return uses_stub_ranking(self.components)
 
     @property
     def methods(self) -> list[str]:
@@ -238,9 +208,7 @@ class FusionSpec:
 
 
 def round_robin(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
-    """Interleave ranked lists rank by rank (list order within a rank), dropping repeats; first ``k``, each
-    scored ``1 / depth`` where ``depth`` is its best rank in any list (what orders it: ties keep list
-    order)."""
+    """The lists interleaved rank by rank, repeats dropped, first ``k``, each scored ``1 / its best rank``."""
     out: dict[str, float] = {}
     for depth in range(max((len(r) for r in rankings), default=0)):
         for r in rankings:
@@ -252,19 +220,13 @@ def round_robin(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class RoundRobin:
-    """The components' rankings interleaved rank by rank (component order; dedupe; cut at k). An API's
-    score is the reciprocal of its best rank in any component ranking, which is what orders the list; APIs
-    of equal best rank tie, in component order."""
+class RoundRobin(_StubUse):
+    """The components' rankings interleaved by :func:`round_robin` (score: 1 / the API's best rank)."""
 
     components: tuple[str, ...]
 
     def __post_init__(self) -> None:
         check_components(self.components)
-
-    @property
-    def uses_stubs(self) -> bool:
-        return uses_stub_ranking(self.components)
 
     def describe(self) -> str:
         return f"round-robin of {' + '.join(self.components)}"
@@ -275,7 +237,7 @@ class RoundRobin:
 
 
 @dataclass(frozen=True)
-class Ranked:
+class Ranked(_StubUse):
     """One component's own ranking and scores, unchanged (RtP's or PtR's list as a baseline)."""
 
     component: str
@@ -287,10 +249,6 @@ class Ranked:
     def components(self) -> tuple[str, ...]:
         return (self.component,)
 
-    @property
-    def uses_stubs(self) -> bool:
-        return uses_stub_ranking(self.components)
-
     def describe(self) -> str:
         return f"{self.component} as ranked"
 
@@ -300,8 +258,8 @@ class Ranked:
 
 @dataclass(frozen=True)
 class MeanEmbedding:
-    """The normalised mean of the query's and its stubs' embeddings, searched once (needs the index and the
-    embedder: ``inp.setup``, and the run's queries and stubs); an API's score is its cosine to that mean."""
+    """The normalised mean of the query's and its stubs' embeddings, searched once (needs ``inp.setup``,
+    queries and stubs); an API's score is its cosine to that mean."""
 
     components: tuple[str, ...] = ()
     uses_stubs: bool = True
@@ -329,8 +287,7 @@ class MeanEmbedding:
 
 @dataclass(frozen=True)
 class Route:
-    """RtP's list when its top-1 score is at least ``threshold``, else ``base``'s list (such a query needs
-    no stub call); a query's scores are those of the list it is routed to."""
+    """RtP's list (and scores) when its top-1 score is at least ``threshold``, else ``base``'s."""
 
     threshold: float
     base: Spec
@@ -364,8 +321,7 @@ class Route:
 
 @dataclass(frozen=True)
 class RouteGrid:
-    """Every threshold a route can usefully take on a run's inputs: always RtP (``-inf``), a cut at each
-    query's top-1 score (rounded to 4 decimals), always ``base`` (``inf``)."""
+    """Every useful route threshold on a run: ``-inf``, each query's top-1 score (4 decimals), ``inf``."""
 
     base: Spec
     uses_stubs: bool = True

@@ -3,42 +3,28 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import faiss
 import numpy as np
 
 from ..data.dataset import Dataset
-from ..data.machine import available_cpus
+from ..data.machine import available_cpus, env_threads
 from .embedding import Embedder, embed_cached
 
 log = logging.getLogger(__name__)
 
 
 def search_threads() -> int:
-    """OpenMP threads of a FAISS search: ``TOOLBENCH_FAISS_THREADS``, else one fewer than the CPUs (>= 1).
-
-    FAISS's OpenMP threads spin at every barrier: with another busy process on a 2-core machine, a search
-    of 462 queries over 47,651 vectors took 6.4 s with 2 threads and 1.1 s with 1 (the bare matrix
-    product: 1.0 s); see ``python -m toolbench_lib bench``.
-    """
-    env = os.environ.get("TOOLBENCH_FAISS_THREADS", "").strip()
-    if env:
-        if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= 1024:
-            raise ValueError(f"TOOLBENCH_FAISS_THREADS={env!r}: a whole number of threads from 1 to 1024, "
-                             "or unset for one fewer than the CPUs")
-        return int(env)
-    cpus = available_cpus()
-    return max(cpus - 1, 1)
+    """OpenMP threads of a FAISS search: ``TOOLBENCH_FAISS_THREADS``, else one fewer than the CPUs (>= 1):
+    FAISS's threads spin at barriers, 6x slower beside a busy process on 2 cores (``bench``)."""
+    threads = env_threads("TOOLBENCH_FAISS_THREADS", "one fewer than the CPUs")
+    return threads if threads is not None else max(available_cpus() - 1, 1)
 
 
 class VectorIndex:
-    """A FAISS ``IndexFlatIP`` whose result positions map back to registry rows.
-
-    ``rows[i]`` is the registry row of the index's i-th vector, so a sub-registry index built from
-    rows of the full embedding matrix reports registry rows and never re-embeds anything.
-    """
+    """A FAISS ``IndexFlatIP`` whose i-th vector is registry row ``rows[i]`` (a sub-registry index reports
+    registry rows and never re-embeds anything)."""
 
     def __init__(self, vectors: np.ndarray, rows: np.ndarray | None = None) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -79,15 +65,9 @@ class VectorIndex:
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
                      cache_dir: Path | None = None, progress: bool = True) -> np.ndarray:
-    """Embeddings of the registry (or of ``rows`` of it) from the content-addressed cache.
-
-    Only texts never embedded with this model and backend are embedded; a sub-registry of an
-    embedded registry embeds nothing.
-    """
-    texts = ds.texts
-    if rows is None:
-        return embed_cached(embedder, texts, "registry", cache_dir, progress=progress)
-    return embed_cached(embedder, [texts[int(r)] for r in rows], "registry", cache_dir, progress=progress)
+    """Embeddings of the registry (or of ``rows`` of it) from the cache (embedding only texts it lacks)."""
+    texts = ds.texts if rows is None else [ds.texts[int(r)] for r in rows]
+    return embed_cached(embedder, texts, "registry", cache_dir, progress=progress)
 
 
 def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,

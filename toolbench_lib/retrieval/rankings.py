@@ -1,10 +1,5 @@
-"""Retrieval over the index: per-text rankings and their max-similarity merge.
-
-RtP hands one text per query (the query itself); PtR hands several (one per stub). Every text
-keeps its own ranking and scores, and a query's final ranking merges them by each API's best
-cosine over its texts. Top-k of that max-merge is exact when each text contributes its own top-k.
-A method's rankings travel as two tables (:class:`Retrieved`): the final rankings and the texts' own.
-"""
+"""Per-text rankings (RtP: the query; PtR: each stub) and their merge by each API's best score over a
+query's texts; a method's rankings travel as two tables (:class:`Retrieved`)."""
 
 from __future__ import annotations
 
@@ -35,10 +30,7 @@ def search_texts(index: VectorIndex, vectors: np.ndarray, k: int) -> list[TextHi
 
 
 def merge_max(hits: Sequence[TextHits], k: int) -> TextHits:
-    """Union of the texts' hits re-ranked by each API's best score over the texts; top ``k``.
-
-    Ties keep the order of first appearance (text order, then rank), so the merge is deterministic.
-    """
+    """The texts' hits by each API's best score, top ``k``; ties in order of first appearance."""
     best: dict[int, float] = {}
     for h in hits:
         for r, s in zip(h.rows.tolist(), h.scores.tolist(), strict=True):
@@ -54,9 +46,8 @@ TEXT_RANKING_COLUMNS = ["qkey", "method", "text_idx", "rank", "row", "api_id", "
 
 @dataclass
 class Retrieved:
-    """One method's rankings of a run's queries: ``final`` (each query's final ranking,
-    :data:`RANKING_COLUMNS`) and ``texts`` (each searched text's own ranking, :data:`TEXT_RANKING_COLUMNS`,
-    ``text_idx`` counting the query's texts from 0; empty for a method that searches no text itself)."""
+    """One method's rankings of a run's queries: ``final`` (:data:`RANKING_COLUMNS`) and ``texts`` (each
+    searched text's own, ``text_idx`` from 0; empty for a method that searches no text itself)."""
 
     final: pd.DataFrame
     texts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEXT_RANKING_COLUMNS))
@@ -64,8 +55,7 @@ class Retrieved:
 
 def ranked_frame(keys: Sequence[str], method: str, ranked: Mapping[str, Mapping[str, float]],
                  api_ids: Sequence[str]) -> pd.DataFrame:
-    """The final rankings ``{qkey: {api_id: score}}`` (best first) of the queries ``keys`` as a
-    :data:`RANKING_COLUMNS` table (``row``: the API's registry row)."""
+    """The final rankings ``{qkey: {api_id: score}}`` of ``keys`` as a :data:`RANKING_COLUMNS` table."""
     row_of = {a: i for i, a in enumerate(api_ids)}
     recs = [(key, method, rank, row_of[a], a, float(s))
             for key in keys for rank, (a, s) in enumerate(ranked.get(key, {}).items(), 1)]
@@ -103,25 +93,11 @@ class DenseSearcher:
         return search_texts(self.index, vecs, k)
 
 
-def retrieve_multi(index: VectorIndex, texts_per_query: Sequence[Sequence[str]], encode, k: int,
-                   depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
-    """Search every text of every query by cosine and merge per query (see :func:`search_and_merge`).
-
-    ``encode`` maps a list of texts to L2-normalised vectors (all texts are encoded in one batch).
-    ``depth`` is how many hits each text keeps (default ``k``).
-    """
-    return search_and_merge(DenseSearcher(index, encode), texts_per_query, k, depth)
-
-
 def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]], k: int,
                      depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
-    """Search every text of every query (in one batch) and merge each query's texts by best score.
-
-    A searcher whose scores are not comparable across texts (``merge_norm = "min-max"``: BM25, whose scores
-    grow with the text's length) has each text's hits min-max normalised before the merge, as
-    ``ranx.fuse(method="max", norm="min-max")`` does; cosines (dense) and the hybrid's fused scores are
-    merged as they are. The per-text hits keep their own scores.
-    """
+    """Search every text of every query (in one batch, ``depth`` hits each, default ``k``) and merge each
+    query's texts by best score; with ``merge_norm = "min-max"`` (BM25, whose scores grow with the text's
+    length) each text's hits are min-max normalised for the merge only."""
     flat = [t for texts in texts_per_query for t in texts]
     all_hits = searcher.search_texts(flat, depth or k) if flat else []
     normalise = getattr(searcher, "merge_norm", None) == "min-max"
@@ -135,8 +111,7 @@ def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]
 
 
 def min_max_hits(hits: TextHits) -> TextHits:
-    """One text's hits with scores min-max normalised; hits that all score alike (one hit, or ties) are
-    each the text's best and score 1 (ranx would give them 0, silencing such a stub in the merge)."""
+    """One text's hits min-max normalised; hits that all score alike score 1 (ranx: 0, silencing a stub)."""
     if len(hits.scores) == 0:
         return hits
     lo, hi = float(hits.scores.min()), float(hits.scores.max())

@@ -1,13 +1,6 @@
-"""The retriever interface: every discovery method turns a run's context into its rankings.
-
-A retriever has a ``name``, says whether it needs PtR's stubs (``uses_stubs``) and whether its result is the
-same in every run (``deterministic``: retrieved once and the same ranking stored for every run), and
-implements ``retrieve(ctx) -> Retrieved`` (:class:`~toolbench_lib.retrieval.rankings.Retrieved`: each
-query's final ranking, ``qkey, method, rank, row, api_id, score``, and each searched text's own ranking,
-``qkey, method, text_idx, rank, row, api_id, score``). ``ctx`` carries the setup, the run's stubs and the
-rankings of the methods already retrieved in this run, so a fused method can build on RtP's and PtR's
-rankings without searching again. :func:`register` adds a method to the table the study and the CLI use.
-"""
+"""The retriever interface: a method's ``retrieve(ctx) -> Retrieved`` turns a run's context (setup, stubs,
+the rankings of methods already retrieved in the run) into its rankings; ``uses_stubs`` says whether it
+needs PtR's stubs, ``deterministic`` whether it is retrieved once for every run. :func:`register` adds one."""
 
 from __future__ import annotations
 
@@ -49,8 +42,7 @@ class Retriever(Protocol):
 
 def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]],
                            family: str = DEFAULT_FAMILY) -> Retrieved:
-    """Search every text of every query with a retriever family and merge each query's rankings by each
-    API's best score over its texts (CombMAX)."""
+    """Search every text of every query with a retriever family, merged by each API's best score."""
     per_query, merged = search_and_merge(ctx.setup.searcher(family), texts, ctx.depth)
     return retrieved_frames(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
 
@@ -119,8 +111,7 @@ def register(retriever: Retriever) -> Retriever:
 
 
 def get_retriever(name: str) -> Retriever:
-    """The registered method ``name`` (the fused ones register when :mod:`.methods` or :mod:`.fused` is
-    imported, as :mod:`toolbench_lib.study.result` does)."""
+    """The registered method ``name`` (the fused ones register when :mod:`.methods` is imported)."""
     if name not in RETRIEVERS:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(RETRIEVERS)}")
     return RETRIEVERS[name]

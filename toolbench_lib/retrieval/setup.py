@@ -1,8 +1,4 @@
-"""What every retrieval run depends on: the data, the embedder, the (sub-)registry index and the queries.
-
-Evaluation itself is :func:`toolbench_lib.study.result.run_study` (retrieval only with ``plan_limit=0``)
-scored by :mod:`toolbench_lib.eval`.
-"""
+"""What every retrieval run depends on: the data, the embedder, the (sub-)registry index and the queries."""
 
 from __future__ import annotations
 
@@ -81,16 +77,10 @@ def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int |
         keep = {a for ids in queries["candidates"] for a in ids}
         rows = sample_subregistry(ds.registry, max_apis, seed, keep)
     index = build_index(ds, embedder, rows, progress=progress)
-    prov = {
-        "model": embedder.name,
-        "model_requested": embedder.fallback_from or embedder.name,
-        "embedder_fallback": embedder.fallback_from is not None,
-        "embedder_backend": getattr(embedder, "backend", "fp32"),
-        "registry_size": len(index),
-        "registry_full_size": len(ds.registry),
-        "data_dir": str(ds.data_dir),
-        "data_fingerprint": ds.fingerprint,
-        "sub_registry_seed": seed if max_apis else None,
-        "index": "faiss.IndexFlatIP (cosine over L2-normalised vectors)",
-    }
+    prov = {"model": embedder.name, "model_requested": embedder.fallback_from or embedder.name,
+            "embedder_fallback": embedder.fallback_from is not None,
+            "embedder_backend": getattr(embedder, "backend", "fp32"), "registry_size": len(index),
+            "registry_full_size": len(ds.registry), "data_dir": str(ds.data_dir),
+            "data_fingerprint": ds.fingerprint, "sub_registry_seed": seed if max_apis else None,
+            "index": "faiss.IndexFlatIP (cosine over L2-normalised vectors)"}
     return RetrievalSetup(ds, embedder, index, queries, max_apis, seed, prov)

@@ -19,13 +19,9 @@ def proportional_quota(category_sizes: pd.Series, total: int) -> pd.Series:
 
 def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
                        keep_ids: set[str] | None = None) -> np.ndarray:
-    """Registry rows of a sub-registry of ``size`` APIs (sorted).
-
-    Every API in ``keep_ids`` is kept; the remaining slots are filled per category in proportion
-    to the full registry's category sizes, sampled with ``seed``. Where kept APIs already exceed a
-    category's quota, the shortfall is made up from the other categories in proportion. ``size``
-    at or above the registry size returns every row.
-    """
+    """Sorted registry rows of a sub-registry of ``size`` APIs (every row at or above the registry's size):
+    every API of ``keep_ids``, the other slots filled per category in proportion to the registry (a
+    category whose kept APIs exceed its quota is made up by the others), sampled with ``seed``."""
     n = len(registry)
     if size >= n:
         return np.arange(n)
@@ -41,7 +37,6 @@ def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
     free = (quota - kept_per_cat).clip(lower=0)
     avail = sizes - kept_per_cat
     budget = size - int(is_kept.sum())
-    # Redistribute so that the free slots add up to the budget exactly.
     while free.sum() != budget:
         gap = budget - int(free.sum())
         room = (avail - free) if gap > 0 else free

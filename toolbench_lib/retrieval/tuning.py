@@ -1,12 +1,6 @@
-"""Tuned fused methods: one shape, ``Tuned(candidates, folds)``, and the one way a candidate is chosen.
-
-A candidate is chosen by its recall@k averaged within each query set, then over sets (:func:`best_by_group`;
-ties go to the first in order). A tuned method's ranked list for a query, with its scores, is the one of the
-candidate chosen on the other folds (:func:`cross_validated`, folds from
-:func:`toolbench_lib.data.folds.stratified_folds`), so nothing looks at a query's own ground truth to build
-that query's list. :meth:`Tuned.fit` chooses on every query instead, for use unchanged elsewhere;
-:meth:`Tuned.leave_one_set_out` fits on the other sets.
-"""
+"""Tuned fused methods, ``Tuned(candidates, folds)``: a candidate is chosen by recall@k averaged within
+each query set, then over sets (:func:`best_by_group`), and each query's list is that of the candidate
+chosen on the other folds (:func:`cross_validated`); :meth:`Tuned.fit` chooses on every query."""
 
 from __future__ import annotations
 
@@ -23,8 +17,7 @@ from .fusion_specs import FusionInputs, FusionSpec, Route, RouteGrid, Run, Spec,
 
 
 def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
-    """Index of the row (a candidate) of ``recall`` (candidates x queries) with the best recall averaged
-    within each group (query set), then over groups; ties go to the first in order."""
+    """The first row of ``recall`` (candidates x queries) best on average within groups, then over them."""
     per_group = np.stack([recall[:, groups == g].mean(axis=1) for g in np.unique(groups)], axis=1)
     score = per_group.mean(axis=1)
     return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
@@ -46,8 +39,7 @@ def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = FOLDS,
 
 def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, set[str]],
                   k: int) -> np.ndarray:
-    """Recall@k of every (candidate, query) by eval's one count; 0 for a query without ground truth. A list
-    that several candidates share (a route's RtP or fused list) is counted once."""
+    """Recall@k of every (candidate, query), 0 without ground truth; a shared list is counted once."""
     rels = [qrels.get(key) or set() for key in keys]
     out = np.zeros((len(grid), len(keys)))
     seen: dict[tuple[int, int], float] = {}  # (id of a list, query): the lists live as long as ``grid``
@@ -63,9 +55,8 @@ def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, 
 
 @dataclass(frozen=True)
 class Tuned:
-    """A fused method whose spec is chosen among ``candidates`` (specs, or a function of a run's inputs
-    giving them, such as a :class:`RouteGrid`) by ``folds``-fold cross-validation of recall@``tune_k``
-    (default: the list length)."""
+    """A fused method whose spec is chosen among ``candidates`` (specs, or a function of a run's inputs such
+    as a :class:`RouteGrid`) by cross-validation of recall@``tune_k`` (default: the list length)."""
 
     candidates: tuple[Spec, ...] | Callable[[FusionInputs], Sequence[Spec]]
     folds: int = FOLDS
@@ -104,8 +95,7 @@ class Tuned:
                 {key: float(specs[i].param) for key, i in zip(keys, chosen, strict=True)})
 
     def tune(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
-        """The out-of-fold top-``k`` run (each query's list and scores from its chosen candidate) and each
-        query's chosen parameter (a weight, a threshold)."""
+        """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold)."""
         specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
         return self._per_query(specs, runs, inp.keys, cross_validated(recall, groups, self.folds, self.seed))
 
@@ -113,8 +103,7 @@ class Tuned:
         return self.tune(inp, k)[0]
 
     def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
-        """The run whose candidate, for each query set, was chosen on the other sets only (does a tuned
-        parameter carry over to another kind of query?)."""
+        """The run whose candidate, for each query set, was chosen on the other sets only."""
         specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
         return self._per_query(specs, runs, inp.keys,
                                held_out_choice(recall, groups, leave_one_group_out(groups)))
@@ -141,8 +130,8 @@ class Tuned:
 
 
 def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
-    """Every weight vector of ``n`` components from ``values`` with at least one positive weight, scaled so
-    the largest weight is 1 (a vector and its multiples rank alike: kept once)."""
+    """Every weight vector of ``n`` components from ``values``, scaled to a largest weight of 1, once each
+    (an all-zero one left out)."""
     seen, out = set(), []
     for w in itertools.product(values, repeat=n):
         if max(w) <= 0:
