@@ -196,20 +196,15 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: S
             res = versus(v, w[ref].to_numpy(), n_resamples)
             rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
-                         "reference_recall": float(w[ref].mean()), "diff": res["diff"],
-                         "diff_lo": res["diff_lo"], "diff_hi": res["diff_hi"], "wins": res["wins"],
-                         "losses": res["losses"], "p_value": res["p_value"], "note": res["note"]})
+                         "reference_recall": float(w[ref].mean()),
+                         **{c: res[c] for c in ("diff", "diff_lo", "diff_hi", "wins", "losses", "p_value",
+                                                "note")}})
     return pd.DataFrame(rows)
-
-
-def _keys_groups(result) -> tuple[list[str], np.ndarray]:
-    q = result.queries
-    return q["qkey"].tolist(), q["subset"].map(subset_alias).to_numpy()
 
 
 def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_GT) -> np.ndarray:
     """Recall@k of every (spec, query), averaged over the study's runs (eval's one count)."""
-    keys, _ = _keys_groups(result)
+    keys = result.queries["qkey"].tolist()
     comps = list(dict.fromkeys(c for s in specs for c in s.components))
     out = np.zeros((len(specs), len(keys)))
     for run in range(result.n_runs):
@@ -226,7 +221,7 @@ def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAU
     averaged within each of the study's sets, then over sets: ``spec`` (chosen on every query),
     ``cv_recall`` (per query, out of fold, folds stratified by set) and ``n_candidates``."""
     specs = candidate_specs(components, values)
-    keys, groups = _keys_groups(result)
+    keys, groups = result.queries["qkey"].tolist(), result.queries["subset"].map(subset_alias).to_numpy()
     recall = spec_recalls(specs, result, k, gt)
     chosen = cross_validated(recall, groups, folds, seed)
     cv = recall[chosen, np.arange(len(keys))]
@@ -343,18 +338,22 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
     return lines
 
 
-def fusion_tables(design, validation=None, unseen: set[str] | None = None, k: int = K, gt: str = DEFAULT_GT,
-                  seed: int = SEED) -> tuple[dict[str, FusionSpec], dict[str, pd.DataFrame], list[str]]:
-    """``(specs, tables, sentences)``: the fused methods chosen on ``design`` and scored, unchanged, on
-    ``validation``'s ``unseen`` queries."""
+def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
+    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
+    return unseen_queries(validation.queries, design.queries)
+
+
+def fusion_and_costs(design, validation, unseen: set[str] | None, setup_ms: dict, k: int = K,
+                     gt: str = DEFAULT_GT, seed: int = SEED) -> dict[str, pd.DataFrame]:
+    """The fused methods chosen on ``design``, scored unchanged on ``validation``'s ``unseen`` queries, their
+    verdicts and :func:`cost_table` (``retriever_costs``), as one dict of tables."""
     specs, choice = chosen_fusions(design, k, gt, seed)
     specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
-    families = [f for f in families_of(design) if f != "dense"]
-    shown = [*specs, *(method_name(a, f) for f in families for a in ("rtp", "ptr"))]
-    base = single_architectures(design.methods)
-    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown, base)
+    shown = [*specs, *(method_name(a, f) for f in families_of(design) if f != "dense" for a in BASELINES)]
+    design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown,
+                                   single_architectures(design.methods))
     tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
-    unseen_cmp = None
+    unseen_fused = None
     if validation is not None and unseen:
         vs = fusion_scores(validation, specs, k, gt)
         vs = vs[vs["qkey"].isin(unseen)]
@@ -362,21 +361,8 @@ def fusion_tables(design, validation=None, unseen: set[str] | None = None, k: in
             unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])],
                                            single_architectures(validation.methods))
             tables["retriever_fusion_unseen"] = unseen_cmp
-    fused_only = design_cmp[design_cmp["method"].isin(specs)]
-    unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)] if unseen_cmp is not None else None
-    lines = fusion_sentences(fused_only, unseen_fused)
+            unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)]
+    lines = fusion_sentences(design_cmp[design_cmp["method"].isin(specs)], unseen_fused)
     tables["retriever_fusion_verdicts"] = pd.DataFrame({"text": lines})
-    return specs, tables, lines
-
-
-def unseen_keys(validation, design) -> tuple[set[str], pd.DataFrame]:
-    """Keys of ``validation``'s queries whose text is in no design query, and a per-set count."""
-    return unseen_queries(validation.queries, design.queries)
-
-
-def fusion_and_costs(design, validation, unseen, setup_ms: dict, k: int = K, gt: str = DEFAULT_GT,
-                     seed: int = SEED) -> dict[str, pd.DataFrame]:
-    """:func:`fusion_tables` and :func:`cost_table` as one dict of tables (``retriever_costs`` included)."""
-    specs, tables, _ = fusion_tables(design, validation, unseen, k, gt, seed)
     tables["retriever_costs"] = cost_table(design, families_of(design), specs, setup_ms)
     return tables

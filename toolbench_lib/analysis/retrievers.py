@@ -10,7 +10,7 @@ import hashlib
 import json
 import platform
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -41,10 +41,6 @@ def families_of(result) -> list[str]:
     return [f for f in FAMILIES if method_name("rtp", f) in have and method_name("ptr", f) in have]
 
 
-def _subsets(result) -> list[str]:
-    return [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
-
-
 def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """``subset, retriever, method, n_queries, n_runs, recall_mean, recall_lo, recall_hi, precision_mean,
     llm_calls``: one row per set, family and architecture (``method`` is ``rtp`` or ``ptr``)."""
@@ -55,8 +51,9 @@ def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
         "architecture": "method", "recall_ci_low": "recall_lo", "recall_ci_high": "recall_hi"})
     out = out.assign(llm_calls=[int(get_retriever(m).uses_stubs) for m in table["method"]])
     order = {f: i for i, f in enumerate(FAMILIES)}
+    sets = [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
     return (
-        out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(_subsets(result).index))
+        out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(sets.index))
         .sort_values(["_s", "_f", "method"], ascending=[True, True, False])
         .drop(columns=["_f", "_s"])
         .reset_index(drop=True)
@@ -86,23 +83,19 @@ def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10
     return out[TEST_COLUMNS]
 
 
-def leader(row: Mapping, alpha: float = ALPHA) -> str:
-    """``PtR``, ``RtP`` or ``neither``: the architecture ahead when the Holm-adjusted p is below ``alpha``."""
-    return ("PtR" if row["diff"] > 0 else "RtP") if significant(row, alpha) else "neither"
-
-
 PAPER_PATTERN = {"G1": "RtP", "G2": "PtR", "G3": "PtR"}  # the paper's crossover, by set
 
 
 def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Per family: the architecture ahead on each set (point estimate and significant), whether the paper's
-    pattern holds at the point estimates, and on how many sets significantly."""
+    """Per family: the architecture ahead on each set (point estimate; significant: Holm-adjusted p below
+    ``alpha``), whether the paper's pattern holds at the point estimates, and on how many sets
+    significantly."""
     rows = []
     for family, g in tests.groupby("retriever", sort=False):
         g = g.set_index("subset")
         sets = [s for s in PAPER_PATTERN if s in g.index]
         point = {s: "PtR" if g.loc[s, "diff"] > 0 else "RtP" for s in sets}
-        sig = {s: leader(g.loc[s], alpha) for s in sets}
+        sig = {s: point[s] if significant(g.loc[s], alpha) else "neither" for s in sets}
         rows.append({"retriever": family, **{f"ahead_{s}": point[s] for s in sets},
                      **{f"significant_{s}": sig[s] for s in sets},
                      "pattern_holds": all(point[s] == PAPER_PATTERN[s] for s in sets),
@@ -147,24 +140,28 @@ def family_k_table(result, ks: Sequence[int] = range(1, 21), gt: str = DEFAULT_G
     return table.assign(architecture=parts.str[0], retriever=parts.str[1])
 
 
+def top_k_overlaps(result, k: int = K) -> pd.DataFrame:
+    """``retriever, subset, qkey, shared, non_identical``: per family, PtR run and query (in that order), how
+    many APIs its RtP and PtR top-k lists share and whether the two lists differ as sets."""
+    q = result.queries.assign(alias=result.queries["subset"].map(subset_alias))
+    rows = []
+    for family in families_of(result):
+        rtp = result.ranking(method_name("rtp", family), 0, k)
+        for run in range(result.n_runs):
+            ptr = result.ranking(method_name("ptr", family), run, k)
+            for key, alias in zip(q["qkey"], q["alias"], strict=True):
+                a, b = set(rtp.get(key, [])), set(ptr.get(key, []))
+                rows.append((family, alias, key, len(a & b), a != b))
+    return pd.DataFrame(rows, columns=["retriever", "subset", "qkey", "shared", "non_identical"])
+
+
 def family_divergence(result, k: int = K) -> pd.DataFrame:
     """``subset, retriever, disjoint_share, mean_overlap``: share of queries whose RtP and PtR top-k lists
     share no API (mean over PtR's runs), and the mean number of shared APIs."""
-    rows = []
-    q = result.queries.assign(alias=result.queries["subset"].map(subset_alias)).set_index("qkey")["alias"]
-    for family in families_of(result):
-        rtp = result.ranking(method_name("rtp", family), 0, k)
-        shares = []
-        for run in range(result.n_runs):
-            ptr = result.ranking(method_name("ptr", family), run, k)
-            shared = pd.Series({key: len(set(rtp.get(key, [])) & set(ptr.get(key, []))) for key in q.index})
-            shares.append(pd.DataFrame({"alias": q, "shared": shared}))
-        allruns = pd.concat(shares)
-        for subset, g in allruns.groupby("alias", sort=False):
-            rows.append({"subset": subset, "retriever": family,
-                         "disjoint_share": float((g["shared"] == 0).mean()),
-                         "mean_overlap": float(g["shared"].mean()), "k": k})
-    return pd.DataFrame(rows)
+    over = top_k_overlaps(result, k).assign(disjoint=lambda x: x["shared"] == 0)
+    return pd.DataFrame([{"subset": s, "retriever": f, "disjoint_share": float(g["disjoint"].mean()),
+                          "mean_overlap": float(g["shared"].mean()), "k": k}
+                         for (f, s), g in over.groupby(["retriever", "subset"], sort=False)])
 
 
 def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from ..eval.stats import bootstrap_ci, paired, wilson_ci
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
 from .references import load_references, paper_value
-from .retrievers import PAPER_PATTERN, families_of
+from .retrievers import PAPER_PATTERN, families_of, top_k_overlaps
 from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
 from .similarity import SimilarityCache, topk_columns
 
@@ -103,20 +103,19 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
         inside = [_inside(v, part.loc[k, "diff_lo"], part.loc[k, "diff_hi"]) for k, v in paper_diffs.items()
                   if k in part.index]
         gt_fits = round(s["gt_size"], 1) == round(s["paper_gt_size"], 1)
-        score = int(gt_fits) + int(s["example_in_set"])
+        n_in = sum(bool(i) for i in inside)
+        text = (f"{s['subset']}: {s['gt_size']:.2f} ground-truth APIs per query against the paper's "
+                f"{s['paper_gt_size']:.1f} ({'fits' if gt_fits else 'does not fit'}); the paper's worked "
+                f"example {'is' if s['example_in_set'] else 'is not'} in it; the paper's PtR − RtP lies in "
+                f"its {retriever} CI at {n_in} of {len(inside)} stated k.")
         rows.append({"subset": s["subset"], "gt_size": s["gt_size"], "paper_gt_size": s["paper_gt_size"],
                      "gt_fits": gt_fits, "example_in_set": bool(s["example_in_set"]),
-                     "paper_diffs_in_ci": sum(bool(i) for i in inside), "n_paper_diffs": len(inside),
-                     "identity_score": score, "text": ""})
+                     "paper_diffs_in_ci": n_in,
+                     "n_paper_diffs": len(inside), "identity_score": int(gt_fits) + int(s["example_in_set"]),
+                     "text": text})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    for i, r in out.iterrows():
-        out.loc[i, "text"] = (
-            f"{r['subset']}: {r['gt_size']:.2f} ground-truth APIs per query against the paper's "
-            f"{r['paper_gt_size']:.1f} ({'fits' if r['gt_fits'] else 'does not fit'}); the paper's worked "
-            f"example {'is' if r['example_in_set'] else 'is not'} in it; the paper's PtR − RtP lies in its "
-            f"{retriever} CI at {r['paper_diffs_in_ci']} of {r['n_paper_diffs']} stated k.")
     best = out.sort_values(["identity_score", "paper_diffs_in_ci"], ascending=False)
     top = best.iloc[0]
     tied = best[(best["identity_score"] == top["identity_score"])
@@ -139,25 +138,13 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
 def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
     """Per family and set: the shares of queries whose RtP and PtR top-k lists are disjoint and
     non-identical (each query's share over PtR's runs); ``size`` is the registry's (0 when unknown)."""
-    q = result.queries.assign(alias=result.queries["subset"].map(subset_alias))
     size = int(result.provenance.get("registry_size") or 0)
-    rows = []
-    for family in families_of(result):
-        rtp = result.ranking(method_name("rtp", family), 0, k)
-        flags = []
-        for run in range(result.n_runs):
-            ptr = result.ranking(method_name("ptr", family), run, k)
-            for key, alias in zip(q["qkey"], q["alias"], strict=True):
-                a, b = set(rtp.get(key, [])), set(ptr.get(key, []))
-                flags.append((alias, key, not (a & b), a != b))
-        f = pd.DataFrame(flags, columns=["subset", "qkey", "disjoint", "non_identical"])
-        per_q = f.groupby(["subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean().reset_index()
-        for subset, g in per_q.groupby("subset", sort=False):
-            rows.append({"retriever": family, "size": size, "subset": subset, "n_queries": len(g),
-                         "n_runs": result.n_runs,
-                         "disjoint_share": float(g["disjoint"].mean()),
-                         "non_identical_share": float(g["non_identical"].mean())})
-    return pd.DataFrame(rows)
+    f = top_k_overlaps(result, k).assign(disjoint=lambda x: x["shared"] == 0)
+    per_q = f.groupby(["retriever", "subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean()
+    return pd.DataFrame([{"retriever": family, "size": size, "subset": subset, "n_queries": len(g),
+                          "n_runs": result.n_runs, "disjoint_share": float(g["disjoint"].mean()),
+                          "non_identical_share": float(g["non_identical"].mean())}
+                         for (family, subset), g in per_q.groupby(level=[0, 1], sort=False)])
 
 
 def divergence_readings(per_set: pd.DataFrame, by: Sequence[str] = (),
