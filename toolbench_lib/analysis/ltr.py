@@ -52,8 +52,11 @@ def single_methods(result) -> list[str]:
     return [m for m in result.methods if split_method(m)[0] in SINGLE]
 
 
-def _scored(keys, subsets, method, gt, runs_lists, qrels, k: int) -> pd.DataFrame:
-    """``qkey, subset, method, gt, recall``: recall@k of ``keys``, mean over ``runs_lists`` (one per run)."""
+def _scored(queries, keys, method, gt, runs_lists, k: int) -> pd.DataFrame:
+    """``qkey, subset, method, gt, recall``: recall@k of ``keys`` (of ``queries``) under ``gt``, mean over
+    ``runs_lists`` (one per run)."""
+    qrels = qrels_of(queries, gt)
+    subsets = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
     recall = np.mean([recall_at([list(x.get(q, [])) for q in keys], [qrels[q] for q in keys], k)
                       for x in runs_lists], axis=0)
     return pd.DataFrame({"qkey": list(keys), "subset": [subsets[q] for q in keys], "method": method, "gt": gt,
@@ -63,14 +66,9 @@ def _scored(keys, subsets, method, gt, runs_lists, qrels, k: int) -> pd.DataFram
 def single_scores(result, keys: Sequence[str], k: int = K,
                   gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs."""
-    subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
-    frames = []
-    for gt in gts:
-        qrels = qrels_of(result.queries, gt)
-        for m in single_methods(result):
-            runs_lists = [result.ranking(m, r, k) for r in range(result.n_runs)]
-            frames.append(_scored(keys, subsets, m, gt, runs_lists, qrels, k))
-    return pd.concat(frames, ignore_index=True)
+    lists = {m: [result.ranking(m, r, k) for r in range(result.n_runs)] for m in single_methods(result)}
+    return pd.concat([_scored(result.queries, keys, m, gt, runs_lists, k) for gt in gts
+                      for m, runs_lists in lists.items()], ignore_index=True)
 
 
 def _training_queries(design, validation) -> pd.DataFrame:
@@ -98,16 +96,6 @@ def _features(design, validation, spec: LtrSpec, run: int, qrels, depth: int, ta
     return table
 
 
-def _frame_key(design, validation, spec: LtrSpec, run: int, seed: int, label_gt: str,
-               depth: int) -> str | None:
-    studies = [s for s in (design, validation) if s is not None]
-    shas = [s.stored_rankings_sha256() for s in studies]
-    if design.folder is None or None in shas:
-        return None  # a study not stored: computed, not kept
-    what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
-    return f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
-
-
 def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                   label_gt: str = DEFAULT_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
     """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then the features of each query's top
@@ -124,8 +112,13 @@ def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = S
         frame.loc[frame["rank"] > TOP_EXPLAINED, table.names] = np.nan
         return {"lists": frame[["qkey", "rank", "api_id", "score", *table.names]]}
 
-    key = _frame_key(design, validation, spec, run, seed, label_gt, depth)
-    return make()["lists"] if key is None else cached_tables(design.folder, key, make)["lists"]
+    studies = [s for s in (design, validation) if s is not None]
+    shas = [s.stored_rankings_sha256() for s in studies]
+    if design.folder is None or None in shas:
+        return make()["lists"]  # a study not stored: computed, not kept
+    what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
+    key = f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+    return cached_tables(design.folder, key, make)["lists"]
 
 
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
@@ -154,13 +147,11 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
     if validation is not None and unseen:
         parts.append(("unseen", validation, [q for q in validation.queries["qkey"] if q in unseen], [0]))
     for part, result, keys, runs in parts:
-        subsets = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
         for name, spec in specs.items():
             lists = [spec.ranked(study_component_inputs(result, r, components=spec.components), k)
                      for r in runs]
             for gt in gts:
-                qrels = qrels_of(result.queries, gt)
-                frames.append(_scored(keys, subsets, f"linear {name}", gt, lists, qrels, k).assign(part=part))
+                frames.append(_scored(result.queries, keys, f"linear {name}", gt, lists, k).assign(part=part))
     return pd.concat(frames, ignore_index=True)[["qkey", "subset", "part", "method", "gt", "recall"]]
 
 
@@ -179,7 +170,6 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     dkeys = design.queries["qkey"].tolist()
     ukeys = [q for q in validation.queries["qkey"] if q in unseen] if validation is not None else []
     queries = _training_queries(design, validation)
-    sub = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
     labels = {gt: gt for gt in gts} if label_gt is None else {label_gt: None}
     model_label = label_gt or (DEFAULT_GT if DEFAULT_GT in gts else gts[0])
     frames, models, tables = [], {}, {}
@@ -200,8 +190,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
             parts = [("unseen", ukeys, runs_lists[:1])] if ukeys else []
             for part, keys, part_lists in [*parts, ("design", dkeys, runs_lists)]:
                 for gt in scored:
-                    qrels = qrels_of(queries, gt)
-                    frames.append(_scored(keys, sub, name, gt, part_lists, qrels, k).assign(part=part))
+                    frames.append(_scored(queries, keys, name, gt, part_lists, k).assign(part=part))
     frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
@@ -285,16 +274,14 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
     keep = set(unseen or ())
     ukeys = [q for q in validation.queries["qkey"] if q in keep] if validation is not None else []
     queries = _training_queries(design, validation)
-    sub = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
     frames = []
     for gt in gts:
         lists, model = ranker_lists(design, None, spec, run, seed, gt)
-        qrels = qrels_of(queries, gt)
-        frames.append(_scored(dkeys, sub, DESIGN_ONLY, gt, [lists], qrels, k).assign(part="design"))
+        frames.append(_scored(queries, dkeys, DESIGN_ONLY, gt, [lists], k).assign(part="design"))
         if ukeys:
             table = feature_table(study_runs(validation, spec, 0, ukeys), spec)
             u_lists = [ranked(table, model.predict(table), DEPTH)]
-            frames.append(_scored(ukeys, sub, DESIGN_ONLY, gt, u_lists, qrels, k).assign(part="unseen"))
+            frames.append(_scored(queries, ukeys, DESIGN_ONLY, gt, u_lists, k).assign(part="unseen"))
     return pd.concat(frames, ignore_index=True)
 
 

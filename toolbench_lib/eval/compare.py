@@ -82,5 +82,4 @@ def p_value_conflicts(tables: Mapping[str, pd.DataFrame], digits: int = 3) -> li
 
 def significant(row, alpha: float = 0.05) -> bool:
     """Whether a compared row's Holm-adjusted p is below ``alpha`` (never for a row that is not testable)."""
-    p = row["p_holm"] if isinstance(row, dict) else row.p_holm
-    return bool(np.isfinite(p) and p < alpha)
+    return bool(np.isfinite(row["p_holm"]) and row["p_holm"] < alpha)

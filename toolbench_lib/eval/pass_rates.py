@@ -81,10 +81,6 @@ def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
         return float(cohen_kappa_score(a, b))
 
 
-def _rate(mask: pd.Series, solved: pd.Series) -> float:
-    return float(solved[mask].mean()) if mask.any() else float("nan")
-
-
 def validity_row(g: pd.DataFrame) -> dict:
     judged = g[g["verdict"].notna()]
     solved = judged["verdict"] == "Solved"
@@ -96,7 +92,8 @@ def validity_row(g: pd.DataFrame) -> dict:
             "kappa": kappa(g["verdict"], g["objective_pass"]),
             "kappa_any": kappa(g["verdict"], g["evidence"] != "none"),
             "coverage": float((g["n_covered"] / g["n_gt"].clip(lower=1)).mean()) if len(g) else float("nan"),
-            **{f"solved_rate_{e}": _rate(ev == e, solved) for e in ("none", "some", "all")}}
+            **{f"solved_rate_{e}": float(solved[ev == e].mean()) if (ev == e).any() else float("nan")
+               for e in ("none", "some", "all")}}
 
 
 def pass_rate_table(result, gt: str = "relevant", registry: pd.DataFrame | None = None,

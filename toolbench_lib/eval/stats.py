@@ -16,8 +16,6 @@ from statsmodels.stats.proportion import proportion_confint
 
 from ..config import SEED
 
-PAIRED_COLUMNS = ["n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "t", "p", "wins", "ties", "losses",
-                  "p_wilcoxon", "testable", "note"]
 TOL = 1e-12
 
 
