@@ -133,13 +133,6 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
     return verdict + " Ahead per set: " + "; ".join(parts) + "."
 
 
-def family_k_table(result, ks: Sequence[int] = range(1, 21), gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """The k-ablation (recall@k, precision@k, mean over runs) with ``retriever`` and ``architecture``."""
-    table = k_ablation(result, ks, [gt])
-    parts = table["method"].map(split_method)
-    return table.assign(architecture=parts.str[0], retriever=parts.str[1])
-
-
 def top_k_overlaps(result, k: int = K) -> pd.DataFrame:
     """``retriever, subset, qkey, shared, non_identical``: per family, PtR run and query (in that order), how
     many APIs its RtP and PtR top-k lists share and whether the two lists differ as sets."""
@@ -240,14 +233,17 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
 def study_tables(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
                  ) -> dict[str, pd.DataFrame]:
     """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
-    ``retriever_crossover``, ``retriever_k``, ``retriever_divergence``, ``retriever_routing``."""
+    ``retriever_crossover``, ``retriever_k`` (the k-ablation with ``architecture`` and ``retriever``),
+    ``retriever_divergence``, ``retriever_routing``."""
     main = family_table(result, k, gt)
     tests = family_tests(result, k, gt, n_resamples)
+    ktable = k_ablation(result, range(1, 21), [gt])
+    parts = ktable["method"].map(split_method)
     return {
         "retriever_main": main,
         "retriever_tests": tests,
         "retriever_crossover": crossover(tests),
-        "retriever_k": family_k_table(result, range(1, 21), gt),
+        "retriever_k": ktable.assign(architecture=parts.str[0], retriever=parts.str[1]),
         "retriever_divergence": family_divergence(result, k),
         "retriever_routing": routing_by_subset(main),
     }

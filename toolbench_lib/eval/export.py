@@ -68,10 +68,6 @@ class ExportWriteError(OSError):
     """A file of the export could not be written (a full disk, no permission): the message names it and
     ``--out``, which is left as it was."""
 
-    def __init__(self, message: str, errno: int | None = None) -> None:
-        super().__init__(message)
-        self.errno = errno
-
 
 class ExportFolderError(ValueError):
     """``--out`` holds something other than an earlier export of this command."""
@@ -116,22 +112,18 @@ def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(out, final)
-    except OSError as exc:
-        raise _write_error(exc, out, final) from None
+    except OSError as exc:  # one line naming the file (as it would be under --out) and --out
+        reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+        try:
+            where = final / Path(str(exc.filename)).relative_to(out)
+        except ValueError:
+            where = Path(str(exc.filename)) if exc.filename else final
+        error = ExportWriteError(f"could not write {where} ({reason}); --out {final} is left as it was")
+        error.errno = exc.errno
+        raise error from None
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return manifest
-
-
-def _write_error(exc: OSError, out: Path, final: Path) -> ExportWriteError:
-    """``exc`` as one line naming the file (as it would be under ``--out``) and ``--out``."""
-    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
-    try:
-        where = final / Path(str(exc.filename)).relative_to(out)
-    except ValueError:
-        where = Path(str(exc.filename)) if exc.filename else final
-    return ExportWriteError(f"could not write {where} ({reason}); --out {final} is left as it was",
-                            exc.errno)
 
 
 def _export_into(result, out: Path, gts: Sequence[str], source: str | None) -> dict:
