@@ -13,17 +13,15 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.evaluation import evaluate
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .intervals import with_ci
+from .intervals import ci_of, with_ci
 from .main_results import alias_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
-ABLATION_EXTRA = ["recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high", "recall_gain",
-                  "recall_gain_ci_low", "recall_gain_ci_high", "recall_gain_vs_k1",
-                  "recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high", "n_queries"]
+ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
+                  *ci_of("recall_gain_vs_k1"), "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
-BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", "rtp_k10_recall_ci_low", "rtp_k10_recall_ci_high",
-                "ptr_k5_recall_ci_low", "ptr_k5_recall_ci_high"]
+BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall")]
 
 
 def stored_depth(result: StudyResult) -> int:

@@ -9,20 +9,20 @@ import pandas as pd
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.stats import cluster_difference_ci
 from ..study.stored import StudyResult
-from .intervals import with_ci, with_wilson
+from .intervals import ci_of, with_ci, with_wilson
 from .main_results import subset_order
 from .summary import method_calls, unique_name_shares
 
 STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                 "cos_incorrect", "fallback_share"]
-STUB_CI = ("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct", "cos_incorrect")
 STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
-              *[f"{c}_ci_{e}" for c in STUB_CI for e in ("low", "high")], "cos_gap", "cos_gap_ci_low",
-              "cos_gap_ci_high"]
+              *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                     "cos_incorrect"),
+              "cos_gap", *ci_of("cos_gap")]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
-OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs", "overhead_pct_ci_low",
-                  "overhead_pct_ci_high"]
+OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs",
+                  *ci_of("overhead_pct")]
 
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
