@@ -79,15 +79,12 @@ def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd
     ab = k_ablation(result, [5, 10], gts)
     rows = []
     for (subset, gt), g in ab.groupby(["subset", "gt"], sort=False):
+        g = g.set_index(["method", "k"])
         row: dict = {"subset": subset, "gt": gt}
         for method, k in (("rtp", 10), ("ptr", 5), ("rtp", 5), ("ptr", 10)):
-            r = g[(g["method"] == method) & (g["k"] == k)]
-            name = f"{method}_k{k}_recall"
-            found = len(r) > 0
-            row[name] = float(r["recall"].iloc[0]) if found else np.nan
-            if (method, k) in (("rtp", 10), ("ptr", 5)):
-                row[f"{name}_ci_low"] = float(r["recall_ci_low"].iloc[0]) if found else np.nan
-                row[f"{name}_ci_high"] = float(r["recall_ci_high"].iloc[0]) if found else np.nan
+            r = g.loc[(method, k)] if (method, k) in g.index else None
+            for end in ("", "_ci_low", "_ci_high") if (method, k) in (("rtp", 10), ("ptr", 5)) else ("",):
+                row[f"{method}_k{k}_recall{end}"] = np.nan if r is None else float(r[f"recall{end}"])
         rows.append(row)
     return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, *BUDGET_EXTRA])
 
