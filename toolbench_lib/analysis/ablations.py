@@ -155,19 +155,14 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
             rows.append({"subset": subset, "variant": variant, "recall": g["recall"].mean(),
                          "precision": g["precision"].mean(), "n_queries": len(g)})
-    table = pd.DataFrame(rows)
-    return table, stub_text_verdict(table)
-
-
-def stub_text_verdict(table: pd.DataFrame) -> str:
-    parts = []
+    table, parts = pd.DataFrame(rows), []
     for subset, g in table.groupby("subset", sort=False):
         r = g.set_index("variant")["recall"]
         best = r.drop("query").idxmax()
         parts.append(f"{subset}: best stub text is {best} ({r[best]:.3f}; query {r['query']:.3f}, name "
                      f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
                      f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
-    return "; ".join(parts) + "."
+    return table, "; ".join(parts) + "."
 
 
 DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")

@@ -139,20 +139,14 @@ def query_tokens(result: StudyResult) -> pd.DataFrame:
     cost = method_calls(result)
     per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
     per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
-    imputed = np.zeros(len(out), dtype=bool)
+    imputed, plans = np.zeros(len(out), dtype=bool), {}
     for method in ("rtp", "ptr"):
         plan = out["qkey"].map(per_q[(method, "plan")]) if (method, "plan") in per_q else pd.Series(
             np.nan, index=out.index)
-        missing = plan.isna().to_numpy()
-        imputed |= missing
-        set_mean = plan.groupby(out["subset"]).transform("mean")
-        plan = plan.fillna(set_mean).fillna(plan.mean())
-        out[f"{method}_plan_tokens"] = plan
+        imputed |= plan.isna().to_numpy()
+        plans[method] = plan.fillna(plan.groupby(out["subset"]).transform("mean")).fillna(plan.mean())
     stubs = out["qkey"].map(per_q[("ptr", "stubs")]) if ("ptr", "stubs") in per_q else np.nan
-    out["rtp_tokens"] = out["rtp_plan_tokens"]
-    out["ptr_tokens"] = out["ptr_plan_tokens"] + stubs
-    out["plan_tokens_imputed"] = imputed
-    return out.drop(columns=["rtp_plan_tokens", "ptr_plan_tokens"])
+    return out.assign(rtp_tokens=plans["rtp"], ptr_tokens=plans["ptr"] + stubs, plan_tokens_imputed=imputed)
 
 
 def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
