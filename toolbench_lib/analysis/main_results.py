@@ -18,7 +18,7 @@ from ..eval.stats import runs_test, wilson_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .references import paper_query_counts
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
@@ -179,11 +179,8 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            for j, subset in enumerate(subsets):
-                ref = (paper or {}).get((subset, method, metric))
-                if ref is not None:
-                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
-                            label="paper" if (i, j) == (0, 0) else None)
+            paper_marks(ax, pos, [(paper or {}).get((s, method, metric)) for s in subsets],
+                        "paper" if i == 0 else None)
         ax.set_xticks(x, subsets)
         ax.set_title(metric.replace("_", " "))
         ax.set_ylim(0, 1)
@@ -201,10 +198,9 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
         pos = x + (i - (len(methods) - 1) / 2) * width
         ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),
                label=METHOD_LABELS.get(method, method))
-        for j, subset in enumerate(subsets):
-            ref = (paper or {}).get((subset, method, "wins"))
-            if ref is not None and paper_n.get(subset):
-                ax.plot(pos[j], ref / paper_n[subset], marker="D", mfc="white", color="black", markersize=6)
+        refs = [(paper or {}).get((s, method, "wins")) for s in subsets]
+        paper_marks(ax, pos, [r / paper_n[s] if r is not None and paper_n.get(s) else None
+                              for r, s in zip(refs, subsets, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("queries won on recall\n(share, Wilson 95%)")
@@ -237,9 +233,8 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
             if not bad:
                 ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
                        edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
-            ref = (paper or {}).get((subsets[j], method, "pass_rate"))
-            if ref is not None:
-                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+        paper_marks(ax, pos, [None if r is None else (paper or {}).get((s, method, "pass_rate"))
+                              for s, r in zip(subsets, rows, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("pass rate: objective (filled), judged (outline)" + (
@@ -277,10 +272,8 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
                 ax.scatter([pos[j]] * len(runs), runs, s=14, color="black", zorder=3,
                            facecolors=["black"] + ["white"] * (len(runs) - 1),
                            label="PtR per run (run 0 filled)" if j == 0 else None)
-            ref = (paper or {}).get((row["subset"], method))
-            if ref is not None:
-                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
-                        label="paper" if (i, j) == (0, 0) else None)
+        paper_marks(ax, pos, [(paper or {}).get((s, method)) for s in t["subset"]],
+                    "paper" if i == 0 else None)
     n = int(t["n_runs"].max()) if len(t) else 0
     ax.set_xticks(x, [f"{s}\n(n={q})" for s, q in zip(t["subset"], t["n_queries"], strict=True)])
     ax.set_ylabel(f"{metric}@k")

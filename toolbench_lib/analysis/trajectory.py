@@ -13,7 +13,7 @@ from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
 from .main_results import study_k, subset_order
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                       "mean_apis_named", "refusal_rate", "n_plans"]
@@ -143,11 +143,8 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
         if col in PAIR_COLUMNS:  # one value per set for the two plans together: one bar, one diamond
             value = traj.drop_duplicates("subset").set_index("subset").reindex(subsets)[col].to_numpy(float)
             ax.bar(x, value, width, color="0.45", label="RtP and PtR plans")
-            for j, subset in enumerate(subsets):
-                refs = [(paper or {}).get((subset, m, col)) for m in (None, *methods)]
-                ref = next((r for r in refs if r is not None), None)
-                if ref is not None:
-                    ax.plot(x[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            refs = [[(paper or {}).get((s, m, col)) for m in (None, *methods)] for s in subsets]
+            paper_marks(ax, x, [next((r for r in rs if r is not None), None) for rs in refs])
             ax.set_xticks(x, subsets)
             ax.set_title(title)
             continue
@@ -156,10 +153,7 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            for j, subset in enumerate(subsets):
-                ref = (paper or {}).get((subset, method, col))
-                if ref is not None:
-                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            paper_marks(ax, pos, [(paper or {}).get((s, method, col)) for s in subsets])
         for key, ref in (paper or {}).items():
             if key[0] == "all" and key[2] == col:
                 ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
