@@ -51,17 +51,15 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
             for k in ks:
                 gain = gains.get(k) if method in ("rtp", "ptr") else None
                 moved = gain - gains[1] if gain is not None and 1 in gains else None
+                values = {"recall": recalls[k][i], "precision": precisions[k][i], "recall_gain": gain,
+                          "recall_gain_vs_k1": moved}
                 for subset in dict.fromkeys(subsets):
                     mask = subsets == subset
-                    recall, precision = recalls[k][i][mask], precisions[k][i][mask]
                     row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
-                           "recall": float(recall.mean()), "precision": float(precision.mean())}
-                    with_ci(row, "recall", recall)
-                    with_ci(row, "precision", precision)
-                    for name, values in (("recall_gain", gain), ("recall_gain_vs_k1", moved)):
-                        row[name] = float(values[mask].mean()) if values is not None else np.nan
-                        with_ci(row, name, values[mask] if values is not None else [])
-                    row["n_queries"] = int(mask.sum())
+                           "n_queries": int(mask.sum())}
+                    for name, v in values.items():
+                        row[name] = float(v[mask].mean()) if v is not None else np.nan
+                        with_ci(row, name, v[mask] if v is not None else [])
                     rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
