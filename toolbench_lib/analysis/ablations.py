@@ -127,17 +127,14 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
     full = ptr_texts(queries, stubs, run)
     for (qkey, query), texts in zip(zip(queries["qkey"], queries["query"], strict=True), full, strict=True):
         g = by_q.get(qkey)
+        names = g["name"].astype(str).tolist() if g is not None else []
+        reasons = g["reasoning"].astype(str).tolist() if g is not None else []
         brands = brand_words(query)
         out["query"].append([query])
         out["name+reasoning"].append(texts)
         out["name+reasoning-brand"].append([remove_words(t, brands) for t in texts])
-        if g is None or g.empty:
-            out["name"].append([query])
-            out["reasoning"].append([query])
-            continue
-        out["name"].append([n or query for n in g["name"].astype(str)])
-        out["reasoning"].append([r or n or query for n, r in zip(g["name"].astype(str),
-                                                                  g["reasoning"].astype(str), strict=True)])
+        out["name"].append([n or query for n in names] or [query])  # a query without stubs: itself
+        out["reasoning"].append([r or n or query for n, r in zip(names, reasons, strict=True)] or [query])
     return out
 
 
