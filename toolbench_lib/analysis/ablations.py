@@ -317,8 +317,7 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
     for subset, g in table.groupby("subset", sort=False):
         w = g.pivot(index="embedder", columns="method", values="recall")
         desc = ", ".join(f"{e}: RtP {w.loc[e, 'rtp']:.3f} / PtR {w.loc[e, 'ptr']:.3f}" for e in w.index)
-        flips = {e: ("PtR" if w.loc[e, "ptr"] > w.loc[e, "rtp"] else "RtP") for e in w.index}
-        same = len(set(flips.values())) == 1
+        same = len({w.loc[e, "ptr"] > w.loc[e, "rtp"] for e in w.index}) == 1  # one winner for every embedder
         parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
     return table, "; ".join(parts) + "."
 

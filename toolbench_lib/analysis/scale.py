@@ -50,12 +50,8 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
         return SubRegistry(np.arange(n), n if size is None else size,
                            "" if size is None or size == n else f"capped at the index size {n}")
     n_keep = int(registry["api_id"].isin(keep_ids).sum())
-    note = ""
-    target = size
-    if n_keep > size:
-        note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold"
-        size = n_keep
-    return SubRegistry(sample_subregistry(registry, size, seed, keep_ids), target, note)
+    note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold" if n_keep > size else ""
+    return SubRegistry(sample_subregistry(registry, max(size, n_keep), seed, keep_ids), size, note)
 
 
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
