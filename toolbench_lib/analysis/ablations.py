@@ -127,17 +127,14 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
     full = ptr_texts(queries, stubs, run)
     for (qkey, query), texts in zip(zip(queries["qkey"], queries["query"], strict=True), full, strict=True):
         g = by_q.get(qkey)
+        names = g["name"].astype(str).tolist() if g is not None else []
+        reasons = g["reasoning"].astype(str).tolist() if g is not None else []
         brands = brand_words(query)
         out["query"].append([query])
         out["name+reasoning"].append(texts)
         out["name+reasoning-brand"].append([remove_words(t, brands) for t in texts])
-        if g is None or g.empty:
-            out["name"].append([query])
-            out["reasoning"].append([query])
-            continue
-        out["name"].append([n or query for n in g["name"].astype(str)])
-        out["reasoning"].append([r or n or query for n, r in zip(g["name"].astype(str),
-                                                                  g["reasoning"].astype(str), strict=True)])
+        out["name"].append([n or query for n in names] or [query])  # a query without stubs: itself
+        out["reasoning"].append([r or n or query for n, r in zip(names, reasons, strict=True)] or [query])
     return out
 
 
@@ -155,19 +152,14 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
             rows.append({"subset": subset, "variant": variant, "recall": g["recall"].mean(),
                          "precision": g["precision"].mean(), "n_queries": len(g)})
-    table = pd.DataFrame(rows)
-    return table, stub_text_verdict(table)
-
-
-def stub_text_verdict(table: pd.DataFrame) -> str:
-    parts = []
+    table, parts = pd.DataFrame(rows), []
     for subset, g in table.groupby("subset", sort=False):
         r = g.set_index("variant")["recall"]
         best = r.drop("query").idxmax()
         parts.append(f"{subset}: best stub text is {best} ({r[best]:.3f}; query {r['query']:.3f}, name "
                      f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
                      f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
-    return "; ".join(parts) + "."
+    return table, "; ".join(parts) + "."
 
 
 DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")
@@ -325,8 +317,7 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
     for subset, g in table.groupby("subset", sort=False):
         w = g.pivot(index="embedder", columns="method", values="recall")
         desc = ", ".join(f"{e}: RtP {w.loc[e, 'rtp']:.3f} / PtR {w.loc[e, 'ptr']:.3f}" for e in w.index)
-        flips = {e: ("PtR" if w.loc[e, "ptr"] > w.loc[e, "rtp"] else "RtP") for e in w.index}
-        same = len(set(flips.values())) == 1
+        same = len({w.loc[e, "ptr"] > w.loc[e, "rtp"] for e in w.index}) == 1  # one winner for every embedder
         parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
     return table, "; ".join(parts) + "."
 

@@ -163,15 +163,10 @@ def loss_sentences(breakdown: pd.DataFrame) -> list[str]:
 
 def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
     """Per set and method: LLM calls and tokens per query before planning, and with the plan call."""
-    calls = result.calls
-    if calls is None or calls.empty:
-        stub_tok = pd.Series(dtype=float)
-        plan_tok = float("nan")
-    else:
-        c = method_calls(result)
-        stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
-        plan = c[c["stage"] == "plan"]
-        plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
+    c = method_calls(result)  # empty without calls
+    stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
+    plan = c[c["stage"] == "plan"]
+    plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
     d = decisions.copy()
     idx = pd.MultiIndex.from_arrays([d["qkey"], d["run"]])
     d["stub_tokens"] = np.where(d["stub_call"], stub_tok.reindex(idx).to_numpy(dtype=float), 0.0)

@@ -80,12 +80,7 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)
-            rows.append({"comparison": t.comparison, "retriever": family, "subset": t.subset,
-                         "n_queries": int(t.n), "n_runs": ev.n_runs,
-                         "rtp": t.mean_a, "ptr": t.mean_b, "diff": t.diff, "ci_low": t.ci_low,
-                         "ci_high": t.ci_high, "p": t.p, "p_holm": t.p_holm,
-                         "p_family": f"{t.family} ({family})", "p_runs_robustness": t.p_runs_robustness,
-                         "note": t.note, "leader": v["leader"], "significant": v["significant"],
-                         "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan),
-                         "paper_leader": v["paper_leader"], "verdict": v["verdict"]})
+            rows.append({**t._asdict(), **v, "retriever": family, "n_queries": int(t.n), "n_runs": ev.n_runs,
+                         "rtp": t.mean_a, "ptr": t.mean_b, "p_family": f"{t.family} ({family})",
+                         "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan)})
     return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)

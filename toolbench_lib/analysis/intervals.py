@@ -13,6 +13,11 @@ from ..eval.stats import bootstrap_ci, wilson_ci
 N_RESAMPLES = 2000
 
 
+def ci_of(*columns: str) -> list[str]:
+    """The CI columns ``<c>_ci_low``, ``<c>_ci_high`` of each column."""
+    return [f"{c}_ci_{end}" for c in columns for end in ("low", "high")]
+
+
 def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
     ``values`` (NaNs dropped; NaN, NaN when none is left)."""

@@ -63,16 +63,6 @@ def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -
     return out[cols] if rows else pd.DataFrame(columns=VALIDITY_COLUMNS)
 
 
-def _ordering_row(pairs: pd.DataFrame, rtp: str, ptr: str) -> dict:
-    a, b = pairs[rtp].astype(bool), pairs[ptr].astype(bool)
-    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    p = mcnemar_exact(only_a, only_b)
-    ra, rb = float(a.mean()), float(b.mean())
-    leader = "rtp" if ra > rb else "ptr" if rb > ra else "tie"
-    return {"rtp": ra, "ptr": rb, "leader": leader, "n_pairs": int(len(pairs)), "rtp_only": only_a,
-            "ptr_only": only_b, "p_value": p}
-
-
 def ordering(ev: pd.DataFrame) -> pd.DataFrame:
     """The paper's pass-rate ordering re-tested per subset under the judged and the objective pass rate, on
     (query, run) pairs planned (for the judged rate, judged) for both; ``holds``: the paper's leader leads."""
@@ -91,10 +81,14 @@ def ordering(ev: pd.DataFrame) -> pd.DataFrame:
                                   ("objective", wide, ("objective_pass_rtp", "objective_pass_ptr"))):
             if pairs.empty:
                 continue
-            row = _ordering_row(pairs, *cols)
-            paper = PAPER_PASS_LEADER.get(alias)
-            rows.append({"subset": alias, "pass_rate": kind, "judge_version": version, **row,
-                         "paper_leader": paper, "holds": (row["leader"] == paper) if paper else None})
+            a, b = pairs[cols[0]].astype(bool), pairs[cols[1]].astype(bool)
+            only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+            ra, rb, paper = float(a.mean()), float(b.mean()), PAPER_PASS_LEADER.get(alias)
+            leader = "rtp" if ra > rb else "ptr" if rb > ra else "tie"
+            rows.append({"subset": alias, "pass_rate": kind, "judge_version": version, "rtp": ra, "ptr": rb,
+                         "leader": leader, "n_pairs": int(len(pairs)), "rtp_only": only_a, "ptr_only": only_b,
+                         "p_value": mcnemar_exact(only_a, only_b), "paper_leader": paper,
+                         "holds": (leader == paper) if paper else None})
     return pd.DataFrame(rows, columns=ORDERING_COLUMNS)
 
 

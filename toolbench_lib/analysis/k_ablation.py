@@ -13,17 +13,15 @@ from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.evaluation import evaluate
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .intervals import with_ci
+from .intervals import ci_of, with_ci
 from .main_results import alias_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
-ABLATION_EXTRA = ["recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high", "recall_gain",
-                  "recall_gain_ci_low", "recall_gain_ci_high", "recall_gain_vs_k1",
-                  "recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high", "n_queries"]
+ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
+                  *ci_of("recall_gain_vs_k1"), "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
-BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", "rtp_k10_recall_ci_low", "rtp_k10_recall_ci_high",
-                "ptr_k5_recall_ci_low", "ptr_k5_recall_ci_high"]
+BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall")]
 
 
 def stored_depth(result: StudyResult) -> int:
@@ -53,17 +51,15 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
             for k in ks:
                 gain = gains.get(k) if method in ("rtp", "ptr") else None
                 moved = gain - gains[1] if gain is not None and 1 in gains else None
+                values = {"recall": recalls[k][i], "precision": precisions[k][i], "recall_gain": gain,
+                          "recall_gain_vs_k1": moved}
                 for subset in dict.fromkeys(subsets):
                     mask = subsets == subset
-                    recall, precision = recalls[k][i][mask], precisions[k][i][mask]
                     row = {"subset": subset_alias(subset), "method": method, "gt": gt, "k": k,
-                           "recall": float(recall.mean()), "precision": float(precision.mean())}
-                    with_ci(row, "recall", recall)
-                    with_ci(row, "precision", precision)
-                    for name, values in (("recall_gain", gain), ("recall_gain_vs_k1", moved)):
-                        row[name] = float(values[mask].mean()) if values is not None else np.nan
-                        with_ci(row, name, values[mask] if values is not None else [])
-                    row["n_queries"] = int(mask.sum())
+                           "n_queries": int(mask.sum())}
+                    for name, v in values.items():
+                        row[name] = float(v[mask].mean()) if v is not None else np.nan
+                        with_ci(row, name, v[mask] if v is not None else [])
                     rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
@@ -81,15 +77,12 @@ def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd
     ab = k_ablation(result, [5, 10], gts)
     rows = []
     for (subset, gt), g in ab.groupby(["subset", "gt"], sort=False):
+        g = g.set_index(["method", "k"])
         row: dict = {"subset": subset, "gt": gt}
         for method, k in (("rtp", 10), ("ptr", 5), ("rtp", 5), ("ptr", 10)):
-            r = g[(g["method"] == method) & (g["k"] == k)]
-            name = f"{method}_k{k}_recall"
-            found = len(r) > 0
-            row[name] = float(r["recall"].iloc[0]) if found else np.nan
-            if (method, k) in (("rtp", 10), ("ptr", 5)):
-                row[f"{name}_ci_low"] = float(r["recall_ci_low"].iloc[0]) if found else np.nan
-                row[f"{name}_ci_high"] = float(r["recall_ci_high"].iloc[0]) if found else np.nan
+            r = g.loc[(method, k)] if (method, k) in g.index else None
+            for end in ("", "_ci_low", "_ci_high") if (method, k) in (("rtp", 10), ("ptr", 5)) else ("",):
+                row[f"{method}_k{k}_recall{end}"] = np.nan if r is None else float(r[f"recall{end}"])
         rows.append(row)
     return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, *BUDGET_EXTRA])
 

@@ -18,7 +18,7 @@ from ..eval.stats import runs_test, wilson_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .references import paper_query_counts
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
@@ -66,31 +66,33 @@ def main_results(result: StudyResult, k: int | None = None,
     return table[[*MAIN_COLUMNS, "k", *extra]].reset_index(drop=True)
 
 
-def retrieval_run_tests(result: StudyResult, k: int, gt: str) -> dict[str, list[dict]]:
-    """Per subset, for recall then precision: RtP's value, PtR's run means (run order), their mean, the
-    counts, and the paper's test over runs (``p_runs`` from :func:`~toolbench_lib.eval.compare.compare`,
-    a robustness check that decides nothing)."""
+def _run_tests(result: StudyResult, k: int, gt: str) -> list[dict]:
+    """Per subset, for recall then precision, the paper's test over runs (a robustness check that decides
+    nothing): RtP's value, PtR's run means (``ptr_runs``, run order, rounded), their mean and std, the
+    counts, a one-sample t and ``p_runs_robustness`` from :func:`~toolbench_lib.eval.compare.compare`."""
     rm = (per_query_runs(result, k, gt).groupby(["subset", "method", "run"], sort=False)
           .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
           .reset_index())  # per-run means over each subset's queries
     sets = subset_order(result)
     tested = {m: compare(result, "rtp", "ptr", sets, gt, k, m).set_index("subset") for m in ("recall",
                                                                                            "precision")}
-    out: dict[str, list[dict]] = {}
+    rows = []
     for subset in sets:
         s = rm[rm["subset"] == subset]
         rtp, ptr = s[s["method"] == "rtp"], s[s["method"] == "ptr"].sort_values("run")
-        out[subset] = []
         for metric in ("recall", "precision"):
             a = float(rtp[metric].mean()) if len(rtp) else float("nan")
             b = ptr[metric].to_numpy(float)
-            out[subset].append({"metric": metric, "rtp": a, "ptr_runs": b,
-                                "ptr_mean": float(b.mean()) if b.size else float("nan"),
-                                "n_rtp": int(rtp["run"].nunique()),
-                                "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0,
-                                "p_runs": float(tested[metric].loc[subset, "p_runs_robustness"]),
-                                "test": runs_test([a], b, a_deterministic=True)})
-    return out
+            mean = float(b.mean()) if b.size else float("nan")
+            res = runs_test([a], b, a_deterministic=True)
+            rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
+                         "n_queries": int(ptr["n_queries"].max()) if len(ptr) else 0, "n_runs": int(b.size),
+                         "rtp": a, "ptr_runs": [round(float(v), 4) for v in b], "ptr_mean": mean,
+                         "ptr_std": float(b.std(ddof=1)) if b.size > 1 else float("nan"),
+                         "ptr_minus_rtp": mean - a, "t": res["statistic"],
+                         "p_runs_robustness": float(tested[metric].loc[subset, "p_runs_robustness"]),
+                         "note": res["note"], "n_rtp": int(rtp["run"].nunique())})
+    return rows
 
 
 def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
@@ -100,47 +102,35 @@ def ttests(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DE
     pr = pass_rates(result).dropna(subset=["pass_rate"])
     rows = []
     for gt in map(check_gt, gts):
-        by_subset = retrieval_run_tests(result, k, gt)
+        runs = _run_tests(result, k, gt)
         for subset in subset_order(result):
-            for r in by_subset[subset]:
-                res = r["test"]
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
-                             "test": "one_sample_t", "statistic": res["statistic"],
-                             "p_runs_robustness": r["p_runs"],
-                             "rtp_value": r["rtp"], "ptr_mean": r["ptr_mean"], "n_rtp": r["n_rtp"],
-                             "n_ptr": int(r["ptr_runs"].size), "note": res["note"]})
+            alias = subset_alias(subset)
+            rows += [{**r, "test": "one_sample_t", "statistic": r["t"], "rtp_value": r["rtp"],
+                      "n_ptr": r["n_runs"]} for r in runs if r["subset"] == alias]
             ps = pr[pr["subset"] == subset]
             a = ps[ps["method"] == "rtp"]["pass_rate"].to_numpy()
             b = ps[ps["method"] == "ptr"]["pass_rate"].to_numpy()
             res = runs_test(a, b, a_deterministic=False)
-            t, p, note = res["statistic"], res["p_value"], res["note"]
-            rows.append({"subset": subset_alias(subset), "gt": gt, "metric": "pass_rate", "test": "welch_t",
-                         "statistic": t, "p_runs_robustness": p,
+            rows.append({"subset": alias, "gt": gt, "metric": "pass_rate", "test": "welch_t",
+                         "statistic": res["statistic"], "p_runs_robustness": res["p_value"],
                          "rtp_value": float(a.mean()) if a.size else float("nan"),
                          "ptr_mean": float(b.mean()) if b.size else float("nan"),
-                         "n_rtp": int(a.size), "n_ptr": int(b.size), "note": note})
+                         "n_rtp": int(a.size), "n_ptr": int(b.size), "note": res["note"]})
     return pd.DataFrame(rows, columns=TTEST_COLUMNS)
-
-
-def per_query_scores(result: StudyResult, k: int, gt: str, basis: str = "run0") -> pd.DataFrame:
-    """``qkey, subset, method, recall, precision`` per query: run 0 (``basis="run0"``) or mean over runs."""
-    if basis not in ("run0", "mean"):
-        raise ValueError(f"basis must be 'run0' or 'mean', not {basis!r}")
-    pq = per_query_runs(result, k, gt)
-    if basis == "run0":
-        return pq[pq["run"] == 0][["qkey", "subset", "method", "recall", "precision"]].reset_index(drop=True)
-    return (pq.groupby(["qkey", "subset", "method"], sort=False)[["recall", "precision"]].mean()
-            .reset_index())
 
 
 def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
          metrics: Sequence[str] = ("recall",), basis: str = "mean") -> pd.DataFrame:
     """Per-query wins of RtP and PtR on each metric; ``basis``: each query's mean over runs (the primary
-    endpoint's, as :func:`~toolbench_lib.eval.compare.compare` counts them) or run 0 alone."""
+    endpoint's, as :func:`~toolbench_lib.eval.compare.compare` counts them) or run 0 alone (``run0``)."""
+    if basis not in ("run0", "mean"):
+        raise ValueError(f"basis must be 'run0' or 'mean', not {basis!r}")
     k = k or study_k(result)
     rows = []
     for gt in map(check_gt, gts):
-        pq = per_query_scores(result, k, gt, basis)
+        pq = per_query_runs(result, k, gt)
+        pq = pq[pq["run"] == 0] if basis == "run0" else pq.groupby(
+            ["qkey", "subset", "method"], sort=False)[["recall", "precision"]].mean().reset_index()
         for subset in subset_order(result):
             s = pq[pq["subset"] == subset]
             for metric in metrics:
@@ -189,11 +179,8 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            for j, subset in enumerate(subsets):
-                ref = (paper or {}).get((subset, method, metric))
-                if ref is not None:
-                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
-                            label="paper" if (i, j) == (0, 0) else None)
+            paper_marks(ax, pos, [(paper or {}).get((s, method, metric)) for s in subsets],
+                        "paper" if i == 0 else None)
         ax.set_xticks(x, subsets)
         ax.set_title(metric.replace("_", " "))
         ax.set_ylim(0, 1)
@@ -211,10 +198,9 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
         pos = x + (i - (len(methods) - 1) / 2) * width
         ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),
                label=METHOD_LABELS.get(method, method))
-        for j, subset in enumerate(subsets):
-            ref = (paper or {}).get((subset, method, "wins"))
-            if ref is not None and paper_n.get(subset):
-                ax.plot(pos[j], ref / paper_n[subset], marker="D", mfc="white", color="black", markersize=6)
+        refs = [(paper or {}).get((s, method, "wins")) for s in subsets]
+        paper_marks(ax, pos, [r / paper_n[s] if r is not None and paper_n.get(s) else None
+                              for r, s in zip(refs, subsets, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("queries won on recall\n(share, Wilson 95%)")
@@ -247,9 +233,8 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
             if not bad:
                 ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
                        edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
-            ref = (paper or {}).get((subsets[j], method, "pass_rate"))
-            if ref is not None:
-                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+        paper_marks(ax, pos, [None if r is None else (paper or {}).get((s, method, "pass_rate"))
+                              for s, r in zip(subsets, rows, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("pass rate: objective (filled), judged (outline)" + (
@@ -265,18 +250,8 @@ def runs_table(result: StudyResult, k: int | None = None,
     """The paper's test over runs (a robustness check, no verdict) per subset, ground truth and metric:
     PtR's per-run means (``ptr_runs``, run 0 first) against RtP's value by a one-sample t."""
     k = k or study_k(result)
-    rows = []
-    for gt in map(check_gt, gts):
-        for subset, tests in retrieval_run_tests(result, k, gt).items():
-            for r in tests:
-                a, b, res = r["rtp"], r["ptr_runs"], r["test"]
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": r["metric"],
-                             "n_queries": r["n_queries"], "n_runs": int(b.size), "rtp": a,
-                             "ptr_runs": [round(float(v), 4) for v in b], "ptr_mean": r["ptr_mean"],
-                             "ptr_std": float(b.std(ddof=1)) if b.size > 1 else float("nan"),
-                             "ptr_minus_rtp": r["ptr_mean"] - a, "t": res["statistic"],
-                             "p_runs_robustness": r["p_runs"], "note": res["note"]})
-    return pd.DataFrame(rows, columns=RUNS_COLUMNS)
+    return pd.DataFrame([r for gt in map(check_gt, gts) for r in _run_tests(result, k, gt)],
+                        columns=RUNS_COLUMNS)
 
 
 def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
@@ -297,10 +272,8 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
                 ax.scatter([pos[j]] * len(runs), runs, s=14, color="black", zorder=3,
                            facecolors=["black"] + ["white"] * (len(runs) - 1),
                            label="PtR per run (run 0 filled)" if j == 0 else None)
-            ref = (paper or {}).get((row["subset"], method))
-            if ref is not None:
-                ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6,
-                        label="paper" if (i, j) == (0, 0) else None)
+        paper_marks(ax, pos, [(paper or {}).get((s, method)) for s in t["subset"]],
+                    "paper" if i == 0 else None)
     n = int(t["n_runs"].max()) if len(t) else 0
     ax.set_xticks(x, [f"{s}\n(n={q})" for s, q in zip(t["subset"], t["n_queries"], strict=True)])
     ax.set_ylabel(f"{metric}@k")

@@ -12,6 +12,7 @@ import pandas as pd
 import yaml
 
 from ..data.paths import PROJECT_ROOT
+from .intervals import ci_of
 
 REFERENCES_FILE = PROJECT_ROOT / "references" / "paper.yaml"
 PAPER_TEXT_FILE = PROJECT_ROOT.parent / "shared" / "paper" / "plan-or-retrieve-first.txt"  # not committed
@@ -26,40 +27,36 @@ def paper_text_collapsed(path: Path = PAPER_TEXT_FILE) -> str | None:
         return None
 AGGREGATES = ("first", "mean", "min", "max", "sum")
 
-def _ci(*columns: str) -> tuple[str, ...]:
-    """The CI columns ``<c>_ci_low``, ``<c>_ci_high`` of each column."""
-    return tuple(f"{c}_ci_{end}" for c in columns for end in ("low", "high"))
-
-
 # The saved tables and the columns the analyses write (extra columns are allowed).
 TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
                      "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
-                     *_ci("recall", "precision")),
+                     *ci_of("recall", "precision")),
     "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
     "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
                      "p", "p_holm", "family", "rtp_wins", "ptr_wins", "ties", "p_wilcoxon_robustness",
                      "p_runs_robustness"),
     "ttests": ("subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value", "ptr_mean"),
     "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "recall_gain_vs_k1",
-                   "n_queries", *_ci("recall", "precision", "recall_gain", "recall_gain_vs_k1")),
+                   "n_queries", *ci_of("recall", "precision", "recall_gain", "recall_gain_vs_k1")),
     "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall",
-                     *_ci("rtp_k10_recall", "ptr_k5_recall")),
+                     *ci_of("rtp_k10_recall", "ptr_k5_recall")),
     "scale": ("size", "seed", "subset", "method", "gt", "recall", "precision"),
-    "scale_divergence": ("size", "seed", "subset", "no_overlap_share", "n_queries", *_ci("no_overlap_share")),
+    "scale_divergence": ("size", "seed", "subset", "no_overlap_share", "n_queries",
+                         *ci_of("no_overlap_share")),
     "trajectory": ("subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                    "mean_apis_named", "refusal_rate", "n_plans", "n_queries", "apis_named_ptr_minus_rtp",
-                   *_ci("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
-                       "refusal_rate", "apis_named_ptr_minus_rtp")),
+                   *ci_of("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
+                         "refusal_rate", "apis_named_ptr_minus_rtp")),
     "miss_behaviour": ("subset", "method", "n_complete_miss", "refusal_rate_on_miss",
                        "wrong_tool_rate_on_miss", "n_refusal_on_miss", "n_wrong_tool_on_miss",
-                       *_ci("refusal_rate_on_miss", "wrong_tool_rate_on_miss")),
+                       *ci_of("refusal_rate_on_miss", "wrong_tool_rate_on_miss")),
     "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                    "cos_incorrect", "fallback_share", "n_stubs", "n_matched", "n_hits",
-                   *_ci("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
-                       "cos_incorrect", "cos_gap"), "cos_gap"),
+                   *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                         "cos_incorrect", "cos_gap"), "cos_gap"),
     "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
-                       "ptr_latency_s", "n_queries", *_ci("overhead_pct")),
+                       "ptr_latency_s", "n_queries", *ci_of("overhead_pct")),
     "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr",
                 "n_queries"),
     "routing_overall": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr"),
@@ -68,7 +65,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "plan_name_fidelity": ("subset", "method", "fidelity_strict", "fidelity", "n_plans"),
     "data_sources": ("source", "n_apis", "share"),
     "data_categories": ("category", "n_apis", "share", "n_tools"),
-    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median", *_ci("mean")),
+    "data_gt_sizes": ("subset", "gt", "n_queries", "mean", "median", *ci_of("mean")),
     "paper_query_counts": ("subset", "n_queries"),
     "ablation_decomposition": ("subset", "decomposer", "ptr_recall", "rtp_recall", "stubs_per_query",
                                "coverage", "n_queries"),
@@ -100,7 +97,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
 
 # Columns a table has only in some runs (a locator may name them; a table need not hold them).
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
-    "ablation_embedder": ("cos_correct", "cos_incorrect", *_ci("cos_correct", "cos_incorrect")),
+    "ablation_embedder": ("cos_correct", "cos_incorrect", *ci_of("cos_correct", "cos_incorrect")),
 }
 
 # Tables only an opt-in step writes (`make ablations`: the embedder ablation of notebook 11).

@@ -139,20 +139,14 @@ def query_tokens(result: StudyResult) -> pd.DataFrame:
     cost = method_calls(result)
     per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
     per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
-    imputed = np.zeros(len(out), dtype=bool)
+    imputed, plans = np.zeros(len(out), dtype=bool), {}
     for method in ("rtp", "ptr"):
         plan = out["qkey"].map(per_q[(method, "plan")]) if (method, "plan") in per_q else pd.Series(
             np.nan, index=out.index)
-        missing = plan.isna().to_numpy()
-        imputed |= missing
-        set_mean = plan.groupby(out["subset"]).transform("mean")
-        plan = plan.fillna(set_mean).fillna(plan.mean())
-        out[f"{method}_plan_tokens"] = plan
+        imputed |= plan.isna().to_numpy()
+        plans[method] = plan.fillna(plan.groupby(out["subset"]).transform("mean")).fillna(plan.mean())
     stubs = out["qkey"].map(per_q[("ptr", "stubs")]) if ("ptr", "stubs") in per_q else np.nan
-    out["rtp_tokens"] = out["rtp_plan_tokens"]
-    out["ptr_tokens"] = out["ptr_plan_tokens"] + stubs
-    out["plan_tokens_imputed"] = imputed
-    return out.drop(columns=["rtp_plan_tokens", "ptr_plan_tokens"])
+    return out.assign(rtp_tokens=plans["rtp"], ptr_tokens=plans["ptr"] + stubs, plan_tokens_imputed=imputed)
 
 
 def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataFrame:
@@ -179,23 +173,17 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
 
 def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2: float = 1.0) -> pd.DataFrame:
     """Add cross-validated routes (``route_<policy>``, True = PtR), scores and fold numbers."""
-    out = frame.copy()
-    out["fold"] = fold_ids(out["subset"].to_numpy(), folds, seed)
-    gain = out["gain"].to_numpy()
-    low_cos = -out["rtp_top1_cosine"].fillna(out["rtp_top1_cosine"].mean()).to_numpy()
-    out["rtp_top1_cosine_low"] = low_cos
-    routes, thresholds = cv_threshold_routes(low_cos, gain, out["fold"].to_numpy())
-    out["route_router_top1_cosine"] = routes
-    out["top1_cosine_threshold"] = -thresholds  # PtR when the top-1 cosine is below it
-    prob, routes = cv_feature_routes(out[list(FEATURES)].to_numpy(float), out["ptr_wins"].to_numpy(),
-                                     gain, out["fold"].to_numpy(), l2)
-    out["router_features"] = prob
-    out["route_router_features"] = routes
-    out["route_always_rtp"] = False
-    out["route_always_ptr"] = True
-    out["route_by_subset"] = ~out["subset"].astype(str).isin(RTP_SUBSETS)
-    out["route_oracle"] = out["ptr_wins"]
-    return out
+    fold = fold_ids(frame["subset"].to_numpy(), folds, seed)
+    gain = frame["gain"].to_numpy()
+    low_cos = -frame["rtp_top1_cosine"].fillna(frame["rtp_top1_cosine"].mean()).to_numpy()
+    routes, thresholds = cv_threshold_routes(low_cos, gain, fold)
+    x = frame[list(FEATURES)].to_numpy(float)
+    prob, feature_routes = cv_feature_routes(x, frame["ptr_wins"].to_numpy(), gain, fold, l2)
+    return frame.assign(fold=fold, rtp_top1_cosine_low=low_cos, route_router_top1_cosine=routes,
+                        top1_cosine_threshold=-thresholds,  # PtR when the top-1 cosine is below it
+                        router_features=prob, route_router_features=feature_routes, route_always_rtp=False,
+                        route_always_ptr=True, route_by_subset=~frame["subset"].astype(str).isin(RTP_SUBSETS),
+                        route_oracle=frame["ptr_wins"])
 
 
 def _policy_row(part: pd.DataFrame, policy: str, ptr_tokens_ref: float) -> dict:

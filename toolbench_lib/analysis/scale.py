@@ -50,12 +50,8 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
         return SubRegistry(np.arange(n), n if size is None else size,
                            "" if size is None or size == n else f"capped at the index size {n}")
     n_keep = int(registry["api_id"].isin(keep_ids).sum())
-    note = ""
-    target = size
-    if n_keep > size:
-        note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold"
-        size = n_keep
-    return SubRegistry(sample_subregistry(registry, size, seed, keep_ids), target, note)
+    note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold" if n_keep > size else ""
+    return SubRegistry(sample_subregistry(registry, max(size, n_keep), seed, keep_ids), size, note)
 
 
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,27 +108,18 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
             base = {"size": len(sub.cols), "target_size": sub.target_size, "seed": seed,
                     "subset": subset_alias(subset)}
             rtp_top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
-            rec, pre = recall_precision(rtp_top, gt_sets, k)
-            metrics = {"rtp": [(rec.mean(), pre.mean())], "ptr": []}
-            diverge, differ = [], []
-            for run in runs:
-                ptr_top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
-                rec, pre = recall_precision(ptr_top, gt_sets, k)
-                metrics["ptr"].append((rec.mean(), pre.mean()))
-                diverge.append(no_overlap(rtp_top, ptr_top).mean())
-                differ.append(non_identical(rtp_top, ptr_top).mean())
+            ptr_tops = [topk_columns(cache.ptr[run][qpos], sub.cols, k)[0] for run in runs]
             extra = {"k": k, "n_queries": len(sq), "keep_gt": keep_gt, "note": sub.note}
-            for method, values in metrics.items():
-                if not values:
-                    continue
-                arr = np.array(values)
-                scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
-                                   "precision": arr[:, 1].mean(),
-                                   "n_runs": len(values) if method == "ptr" else 1, **extra})
-            if diverge:
-                share = float(np.mean(diverge))
-                row = {**base, "no_overlap_share": share, "non_identical_share": float(np.mean(differ)),
-                       "n_runs": len(diverge), **extra}
+            for method, tops in (("rtp", [rtp_top]), ("ptr", ptr_tops)):
+                if tops:  # means over runs of the query means
+                    arr = np.array([[v.mean() for v in recall_precision(top, gt_sets, k)] for top in tops])
+                    scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
+                                       "precision": arr[:, 1].mean(), "n_runs": len(tops), **extra})
+            if ptr_tops:
+                share = float(np.mean([no_overlap(rtp_top, top).mean() for top in ptr_tops]))
+                differ = float(np.mean([non_identical(rtp_top, top).mean() for top in ptr_tops]))
+                row = {**base, "no_overlap_share": share, "non_identical_share": differ,
+                       "n_runs": len(ptr_tops), **extra}
                 div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
     return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
 

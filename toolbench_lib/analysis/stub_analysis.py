@@ -9,20 +9,21 @@ import pandas as pd
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.stats import cluster_difference_ci
 from ..study.stored import StudyResult
-from .intervals import with_ci, with_wilson
+from .intervals import ci_of, with_ci, with_wilson
 from .main_results import subset_order
 from .summary import method_calls, unique_name_shares
 
 STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                 "cos_incorrect", "fallback_share"]
-STUB_CI = ("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct", "cos_incorrect")
 STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
-              *[f"{c}_ci_{e}" for c in STUB_CI for e in ("low", "high")], "cos_gap", "cos_gap_ci_low",
-              "cos_gap_ci_high"]
+              *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
+                     "cos_incorrect"),
+              "cos_gap", *ci_of("cos_gap")]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
-OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs", "overhead_pct_ci_low",
-                  "overhead_pct_ci_high"]
+OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs",
+                  *ci_of("overhead_pct")]
+COST_COLUMNS = [f"{v}_{m}" for v in ("tokens", "latency_s") for m in ("rtp_plan", "ptr_stubs", "ptr_plan")]
 
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
@@ -93,11 +94,6 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
     return out[EXAMPLE_COLUMNS].reset_index(drop=True)
 
 
-def _mean_of(frame: pd.DataFrame, column: str) -> float:
-    """Mean of a cost column; 0 when the call never happened (column absent)."""
-    return float(frame[column].mean()) if column in frame else 0.0
-
-
 def token_overhead(result: StudyResult) -> pd.DataFrame:
     """Tokens (in + out) and latency per query of each method's own calls (no judge) over the (query, run)
     pairs with an RtP plan, and ``overhead_pct`` = 100 * (PtR - RtP) / RtP with a bootstrap 95% CI over
@@ -111,26 +107,25 @@ def token_overhead(result: StudyResult) -> pd.DataFrame:
                              "n_query_runs": 0}, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)
     per = mine.pivot_table(index=["qkey", "run"], columns=["method", "stage"], values=["tokens", "latency_s"],
                            aggfunc="sum", fill_value=0.0)
-    per.columns = ["_".join(c) for c in per.columns]
-    per = per.reset_index().merge(result.queries[["qkey", "subset"]], on="qkey")
+    per.columns = ["_".join(c) for c in per.columns]  # a call that never happened costs 0
+    per = per.reindex(columns=COST_COLUMNS, fill_value=0.0).reset_index()
+    per = per.merge(result.queries[["qkey", "subset"]], on="qkey")
     rows = []
     for subset in subset_order(result):
         s = per[per["subset"] == subset]
         if s.empty:
             rows.append({"subset": subset_alias(subset), "n_queries": 0, "n_query_runs": 0})
             continue
-        rtp_tok = _mean_of(s, "tokens_rtp_plan")
-        stub_tok = _mean_of(s, "tokens_ptr_stubs")
-        ptr_tok = stub_tok + _mean_of(s, "tokens_ptr_plan")
-        stub_lat = _mean_of(s, "latency_s_ptr_stubs")
+        mu = {c: float(s[c].mean()) for c in COST_COLUMNS}
+        rtp_tok, stub_tok, stub_lat = mu["tokens_rtp_plan"], mu["tokens_ptr_stubs"], mu["latency_s_ptr_stubs"]
+        ptr_tok = stub_tok + mu["tokens_ptr_plan"]
         rows.append({"subset": subset_alias(subset), "rtp_tokens": rtp_tok, "ptr_tokens": ptr_tok,
                      "overhead_pct": 100.0 * (ptr_tok - rtp_tok) / rtp_tok if rtp_tok else np.nan,
-                     "rtp_latency_s": _mean_of(s, "latency_s_rtp_plan"),
-                     "ptr_latency_s": stub_lat + _mean_of(s, "latency_s_ptr_plan"),
+                     "rtp_latency_s": mu["latency_s_rtp_plan"],
+                     "ptr_latency_s": stub_lat + mu["latency_s_ptr_plan"],
                      "ptr_stub_tokens": stub_tok, "ptr_stub_latency_s": stub_lat,
                      "n_queries": int(s["qkey"].nunique()), "n_query_runs": int(len(s))})
-        extra = s.get("tokens_ptr_stubs", 0.0) + s.get("tokens_ptr_plan", 0.0) - s.get("tokens_rtp_plan", 0.0)
-        per_query = (100.0 * pd.Series(extra, index=s.index) / rtp_tok).groupby(s["qkey"]).mean() if rtp_tok \
-            else pd.Series(dtype=float)
+        extra = s["tokens_ptr_stubs"] + s["tokens_ptr_plan"] - s["tokens_rtp_plan"]
+        per_query = (100.0 * extra / rtp_tok).groupby(s["qkey"]).mean() if rtp_tok else pd.Series(dtype=float)
         with_ci(rows[-1], "overhead_pct", per_query.to_numpy(dtype=float))
     return pd.DataFrame(rows, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)

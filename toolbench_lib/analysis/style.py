@@ -23,3 +23,11 @@ def use_style() -> None:
     sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
     plt.rcParams.update({"figure.figsize": (7, 4), "figure.dpi": 100, "axes.titleweight": "bold",
                          "legend.fontsize": LEGEND_SIZE, "legend.title_fontsize": LEGEND_SIZE})
+
+
+def paper_marks(ax, pos, refs, label: str | None = None) -> None:
+    """The paper's values (None: none) as open black diamonds at ``pos``, the first one's named ``label``."""
+    for j, (x, ref) in enumerate(zip(pos, refs, strict=True)):
+        if ref is not None:
+            ax.plot(x, ref, marker="D", mfc="white", color="black", markersize=6,
+                    label=label if j == 0 else None)

@@ -208,7 +208,6 @@ def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -
         entry = {"subset": subset, "n_queries": n, "methods": {}}
         for _, row in part.iterrows():
             res = {c: _clean(v) for c, v in row.items() if c not in skip}
-            res["recall_std"] = res.get("recall_std")
             res["recall"], res["precision"] = res.pop("recall_mean"), res.pop("precision_mean")
             res["pass_rate"] = res.pop("pass_rate_mean", None)
             entry["methods"][row["method"]] = res

@@ -11,21 +11,21 @@ from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .intervals import with_ci, with_wilson
+from .intervals import ci_of, with_ci, with_wilson
 from .main_results import study_k, subset_order
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 
 TRAJECTORY_COLUMNS = ["subset", "method", "fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps",
                       "mean_apis_named", "refusal_rate", "n_plans"]
-TRAJECTORY_CI = ("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named", "refusal_rate")
+# Means over a set's plans (column: the plan's field), each with a CI over queries.
+PLAN_MEANS = {"fidelity": "fidelity", "used_share": "used_share", "mean_steps": "n_steps",
+              "mean_apis_named": "n_named", "refusal_rate": "refusal"}
 TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named",
-                    *[f"{c}_ci_{e}" for c in TRAJECTORY_CI for e in ("low", "high")],
-                    "apis_named_ptr_minus_rtp", "apis_named_ptr_minus_rtp_ci_low",
-                    "apis_named_ptr_minus_rtp_ci_high"]
+                    *ci_of("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
+                           "refusal_rate"), "apis_named_ptr_minus_rtp", *ci_of("apis_named_ptr_minus_rtp")]
 MISS_COLUMNS = ["subset", "method", "n_complete_miss", "refusal_rate_on_miss", "wrong_tool_rate_on_miss"]
 MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss", "n_refusal_on_miss",
-              "n_wrong_tool_on_miss", "refusal_rate_on_miss_ci_low", "refusal_rate_on_miss_ci_high",
-              "wrong_tool_rate_on_miss_ci_low", "wrong_tool_rate_on_miss_ci_high"]
+              "n_wrong_tool_on_miss", *ci_of("refusal_rate_on_miss", "wrong_tool_rate_on_miss")]
 
 
 def jaccard(a: set, b: set) -> float:
@@ -73,28 +73,21 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
                 continue
-            unresolved = m["n_named_unresolved"].mean() if "n_named_unresolved" in m else np.nan
-            rows.append({"subset": subset_alias(subset), "method": method,
-                         "fidelity": float(m["fidelity"].dropna().mean()) if m["fidelity"].notna().any()
-                         else np.nan,
-                         "jaccard_rtp_ptr": float(js.mean()) if len(js) else np.nan,
-                         "used_share": float(m["used_share"].mean()),
-                         "mean_steps": float(m["n_steps"].mean()),
-                         "mean_apis_named": float(m["n_named"].mean()),
-                         "refusal_rate": float(m["refusal"].astype(float).mean()), "n_plans": int(len(m)),
-                         "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
-                         "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
-                         "mean_unresolved_named": float(unresolved)})
-            by_query = m.assign(refusal=m["refusal"].astype(float)).groupby("qkey")[
-                ["fidelity", "used_share", "n_steps", "n_named", "refusal"]].mean()
-            for col, src in (("fidelity", "fidelity"), ("used_share", "used_share"),
-                             ("mean_steps", "n_steps"), ("mean_apis_named", "n_named"),
-                             ("refusal_rate", "refusal")):
-                with_ci(rows[-1], col, by_query[src].to_numpy(dtype=float))
-            with_ci(rows[-1], "jaccard_rtp_ptr",
+            m = m.assign(refusal=m["refusal"].astype(float))
+            row = {"subset": subset_alias(subset), "method": method,
+                   "jaccard_rtp_ptr": float(js.mean()) if len(js) else np.nan, "n_plans": int(len(m)),
+                   "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
+                   "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
+                   "mean_unresolved_named": float(m["n_named_unresolved"].mean())
+                   if "n_named_unresolved" in m else np.nan,
+                   "apis_named_ptr_minus_rtp": float(gap.mean()) if gap.size else np.nan}
+            by_query = m.groupby("qkey")[list(PLAN_MEANS.values())].mean()
+            for col, src in PLAN_MEANS.items():
+                row[col] = float(m[src].mean())
+                with_ci(row, col, by_query[src].to_numpy(dtype=float))
+            with_ci(row, "jaccard_rtp_ptr",
                     jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean().to_numpy(dtype=float))
-            rows[-1]["apis_named_ptr_minus_rtp"] = float(gap.mean()) if gap.size else np.nan
-            with_ci(rows[-1], "apis_named_ptr_minus_rtp", gap)
+            rows.append(with_ci(row, "apis_named_ptr_minus_rtp", gap))
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
 
 
@@ -150,11 +143,8 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
         if col in PAIR_COLUMNS:  # one value per set for the two plans together: one bar, one diamond
             value = traj.drop_duplicates("subset").set_index("subset").reindex(subsets)[col].to_numpy(float)
             ax.bar(x, value, width, color="0.45", label="RtP and PtR plans")
-            for j, subset in enumerate(subsets):
-                refs = [(paper or {}).get((subset, m, col)) for m in (None, *methods)]
-                ref = next((r for r in refs if r is not None), None)
-                if ref is not None:
-                    ax.plot(x[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            refs = [[(paper or {}).get((s, m, col)) for m in (None, *methods)] for s in subsets]
+            paper_marks(ax, x, [next((r for r in rs if r is not None), None) for rs in refs])
             ax.set_xticks(x, subsets)
             ax.set_title(title)
             continue
@@ -163,10 +153,7 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            for j, subset in enumerate(subsets):
-                ref = (paper or {}).get((subset, method, col))
-                if ref is not None:
-                    ax.plot(pos[j], ref, marker="D", mfc="white", color="black", markersize=6)
+            paper_marks(ax, pos, [(paper or {}).get((s, method, col)) for s in subsets])
         for key, ref in (paper or {}).items():
             if key[0] == "all" and key[2] == col:
                 ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
