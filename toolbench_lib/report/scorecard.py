@@ -68,22 +68,16 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
             spec = item.get("effect", item.get("predicted", cause.get("effect", cause.get("predicted"))))
             if "effect" in size:
                 check_locator(spec, f"{cid}.effect")
+            elif "wilson" in spec:  # a predicted value: wilson {count, n}, or value with low and high
+                for key in ("count", "n"):
+                    check_locator(spec["wilson"][key], f"{cid}.predicted.wilson.{key}")
             else:
-                _check_predicted(spec, f"{cid}.predicted")
+                for key in ("value", "low", "high"):
+                    if key not in spec:
+                        raise ValueError(f"{cid}.predicted: needs value, low and high (or wilson)")
+                    check_locator(spec[key], f"{cid}.predicted.{key}")
         out[cid] = cause
     return out
-
-
-def _check_predicted(spec: Mapping, where: str) -> None:
-    """A ``predicted`` block: ``value`` with ``low``/``high`` locators, or ``wilson: {count, n}``."""
-    if "wilson" in spec:
-        for key in ("count", "n"):
-            check_locator(spec["wilson"][key], f"{where}.wilson.{key}")
-        return
-    for key in ("value", "low", "high"):
-        if key not in spec:
-            raise ValueError(f"{where}: needs value, low and high (or wilson)")
-        check_locator(spec[key], f"{where}.{key}")
 
 
 def _for_row(locator, row: Mapping[str, str]):

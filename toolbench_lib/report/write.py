@@ -366,10 +366,9 @@ TEACHING_FILE = "teaching.md"
 
 def worked_links(material, k: int, run_name: str) -> list[str]:
     """One line per worked query: its role and a link that opens it in the explorer (``make explore``)."""
-    picks = material.picks
     rows = [f"- {TITLES[p.role]}: query `{p.qkey}` "
             f"([open]({explorer_url(run_name, p.qkey, ('rtp', 'ptr'), k)}))"
-            for p in picks.itertuples() if isinstance(p.qkey, str)] if len(picks) else []
+            for p in material.picks.itertuples() if isinstance(p.qkey, str)]
     return [*rows, ""] if rows else []
 
 
