@@ -261,17 +261,15 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
             return row
     ci = None
     if "wilson" in entry:
-        count, why_c = locate(entry["wilson"]["count"], tables)
-        n, why_n = locate(entry["wilson"]["n"], tables)
+        (count, why_c), (n, why_n) = (locate(entry["wilson"][key], tables) for key in ("count", "n"))
         if not (why_c or why_n) and n > 0:
             ci = wilson_ci(count, n)
-            row["ci_low"], row["ci_high"] = ci
     if "ci" in entry:
-        low, why_low = locate(entry["ci"]["low"], tables)
-        high, why_high = locate(entry["ci"]["high"], tables)
+        (low, why_low), (high, why_high) = (locate(entry["ci"][key], tables) for key in ("low", "high"))
         if not (why_low or why_high):
             ci = (low, high)
-            row["ci_low"], row["ci_high"] = low, high
+    if ci is not None:
+        row["ci_low"], row["ci_high"] = ci
     diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
                                              bool(entry.get("ordering")))
     if "ci" in entry and ci is None:
