@@ -156,7 +156,7 @@ def test_paper_examples_present_shown_the_others_explained():
         {"id": "ex_absent", "quote": "q", "winner": "ptr", "ptr_recall": 1.0, "rtp_recall": 0.0, "qkey": None,
          "absent": "no such query in the data"},
     ]
-    text = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples))
+    text = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples)[0])
     assert text.startswith("1 of the paper's 3 Table 2 examples is among this run's queries")
     assert "### `ex_present`" in text and "“a query” → stub recall 1.0" in text
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "

@@ -125,7 +125,8 @@ def test_escaped_values_count_as_written():
 def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
     import pandas as pd
 
-    from toolbench_lib.report.write import _report_table
+    from toolbench_lib.data.markdown import md_table
+    from toolbench_lib.report.write import _shown
 
     report = pd.DataFrame([
         {"id": "g1_rtp_pass_rate", "subset": "G1", "paper": "0.884", "this_run": 0.7123, "objective": 0.05,
@@ -134,7 +135,7 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
         {"id": "g1_rtp_recall", "subset": "G1", "paper": "0.372", "this_run": 0.401,
          "objective": float("nan"), "metric": "recall", "ci_low": 0.35, "ci_high": 0.45,
          "status": "consistent", "direction": "", "basis": "", "cause_status": "", "cause": ""}])
-    table = _report_table(report, full=False)
+    table = md_table(_shown(report))
     assert "0.050 (objective)" in table and "0.712" not in table and "judge kappa 0.062 &lt; 0.4" in table
     assert "0.401" in table and "0.350, 0.450" in table
     rows = report.to_dict("records")

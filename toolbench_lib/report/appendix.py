@@ -26,14 +26,6 @@ APPENDIX_TABLES = (
 P_HEADERS = {"p_value": "p_paired_t_unadjusted", "p": "p_paired_t_unadjusted"}
 
 
-def readable_header(table_md: str) -> str:
-    """A saved Markdown table with words for its column names (``recall_mean`` -> ``recall mean``)."""
-    lines = table_md.split("\n")
-    if lines and lines[0].startswith("|"):
-        lines[0] = lines[0].replace("_", " ")
-    return "\n".join(lines)
-
-
 CI_ENDS = (("_lo", "_hi"), ("_ci_low", "_ci_high"))
 
 
@@ -64,6 +56,7 @@ def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###
             if keep:
                 rows, columns = keep
                 frame = (frame if rows is None else frame.query(rows))[[c for c in columns if c in frame]]
-            table = md_table(narrow(frame).rename(columns=P_HEADERS))
-            parts += [f"{level} {title}", "", readable_header(table), ""]
+            head, sep, body = md_table(narrow(frame).rename(columns=P_HEADERS)).partition("\n")
+            head = head.replace("_", " ") if head.startswith("|") else head  # words for the column names
+            parts += [f"{level} {title}", "", head + sep + body, ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts

@@ -4,7 +4,6 @@ order (no file stem in a caption)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ..study.experiment import ExperimentConfig
 
@@ -109,19 +108,13 @@ def figure_section(stem: str) -> tuple[str, str]:
                      "paper; the notebook that saved it explains how to read it.")
 
 
-def figure_files(cfg: ExperimentConfig) -> list[Path]:
-    folder = cfg.figures_dir
-    return sorted(p for e in ("png", "svg", "jpg") for p in folder.glob(f"*.{e}")) if folder.is_dir() else []
-
-
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     """The figures of one section in the order :data:`FIGURES` lists them, each with its caption (numbered by
     :func:`number_figures`)."""
-    parts = []
-    order = list(FIGURES)  # the order FIGURES lists them; other figures after, by name
-    files = sorted(figure_files(cfg), key=lambda p: (order.index(p.stem) if p.stem in order else len(order),
-                                                     p.stem))
-    for p in files:
+    parts, order = [], list(FIGURES)  # the order FIGURES lists them; other figures after, by name
+    folder = cfg.figures_dir
+    files = [p for e in ("png", "svg", "jpg") for p in folder.glob(f"*.{e}")] if folder.is_dir() else []
+    for p in sorted(files, key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem, p)):
         section, caption = figure_section(p.stem)
         if section == key:
             alt = caption.split(": ", 1)[0].split(". ", 1)[0]  # its title; the caption follows it

@@ -55,13 +55,6 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def g2_instruction_rows(cfg: ExperimentConfig) -> pd.DataFrame:
-    """The primary comparison on G2_instruction, the set the paper's G2 numbers fit (notebook 12, from the
-    validation study's one run); empty when not saved."""
-    table = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)
-    return table if table is not None else pd.DataFrame()
-
-
 def g2_instruction_sentence(rows: pd.DataFrame) -> str:
     """One sentence: with which families each architecture leads on G2_instruction (numbers in the table)."""
     if not len(rows):

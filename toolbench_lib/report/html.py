@@ -90,9 +90,7 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
     soup.head.append(soup.new_tag("meta", attrs={"name": "viewport",
                                                  "content": "width=device-width, initial-scale=1"}))
     soup.title.string = title
-    style = soup.new_tag("style")
-    style.string = MD_CSS
-    soup.head.append(style)
+    soup.head.append(soup.new_tag("style", string=MD_CSS))
     main = soup.find("main")
     _inline_figures(soup, Path(out_dir))
     for n, table in enumerate(main.find_all("table")):
@@ -105,10 +103,8 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
             if NUMERIC_CELL.fullmatch(td.get_text(strip=True)):
                 td["class"] = "num"
     toc = _table_of_contents(soup, main)
-    heading = soup.new_tag("h1", attrs={"id": "top"})
-    heading.string = title
     main.insert(0, toc)
-    main.insert(0, heading)
+    main.insert(0, soup.new_tag("h1", attrs={"id": "top"}, string=title))
     return "<!DOCTYPE html>\n" + str(soup.html)
 
 
@@ -152,9 +148,7 @@ def _table_of_contents(soup, main):
     """``<nav id="toc">``: every h1 (a notebook) with its h2 sections, each a link to a unique id."""
     used: set[str] = set()
     nav = soup.new_tag("nav", attrs={"id": "toc", "aria-label": "Contents"})
-    head = soup.new_tag("strong")
-    head.string = "Contents"
-    nav.append(head)
+    nav.append(soup.new_tag("strong", string="Contents"))
     top = soup.new_tag("ol")
     nav.append(top)
     current = None
@@ -170,16 +164,12 @@ def _table_of_contents(soup, main):
         used.add(hid)
         h["id"] = hid
         item = soup.new_tag("li")
-        link = soup.new_tag("a", href=f"#{hid}")
-        link.string = text
-        item.append(link)
+        item.append(soup.new_tag("a", href=f"#{hid}", string=text))
         if h.name == "h1" or current is None:
             top.append(item)
             current = soup.new_tag("ol")
             item.append(current)
-            back = soup.new_tag("a", href="#top", attrs={"class": "toc-top"})
-            back.string = "↑ contents"
-            h.append(back)
+            h.append(soup.new_tag("a", href="#top", attrs={"class": "toc-top"}, string="↑ contents"))
         else:
             current.append(item)
     for sub in nav.find_all("ol"):

@@ -22,28 +22,6 @@ KERNEL_NAME = "toolbench"
 
 
 @contextmanager
-def interpreter_kernel() -> Iterator[str]:
-    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration, from a temporary
-    folder put first on ``JUPYTER_PATH`` (nothing written elsewhere); yields its name."""
-    previous = os.environ.get("JUPYTER_PATH")
-    with tempfile.TemporaryDirectory(prefix="toolbench-kernel-") as tmp:
-        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
-        spec_dir.mkdir(parents=True)
-        spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
-                "language": "python", "metadata": {"debugger": True}}
-        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([previous] if previous else [])])
-        try:
-            yield KERNEL_NAME
-        finally:
-            if previous is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = previous
-
-
-@contextmanager
 def environment(**values: str) -> Iterator[None]:
     """Set environment variables (seen by the kernels started meanwhile), restored afterwards."""
     before = {k: os.environ.get(k) for k in values}
@@ -56,6 +34,22 @@ def environment(**values: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextmanager
+def interpreter_kernel() -> Iterator[str]:
+    """Make the ``toolbench`` kernel (this interpreter) visible to Jupyter for the duration, from a temporary
+    folder put first on ``JUPYTER_PATH`` (nothing written elsewhere); yields its name."""
+    with tempfile.TemporaryDirectory(prefix="toolbench-kernel-") as tmp:
+        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": f"Python ({KERNEL_NAME}, {Path(sys.executable).parent.parent.name})",
+                "language": "python", "metadata": {"debugger": True}}
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+        previous = os.environ.get("JUPYTER_PATH")
+        with environment(JUPYTER_PATH=os.pathsep.join([tmp, *([previous] if previous else [])])):
+            yield KERNEL_NAME
 
 
 @functools.cache
@@ -121,12 +115,11 @@ def stop_on_signals() -> Iterator[None]:
         raise Terminated("terminated") if signum == signal.SIGTERM else KeyboardInterrupt()
 
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s, handler in previous.items():
-        if handler not in (signal.SIG_IGN, None):  # None: a handler not set from Python, left alone
-            signal.signal(s, stop)
+    previous = {s: h for s, h in previous.items() if h not in (signal.SIG_IGN, None)}  # None: not from Python
+    for s in previous:
+        signal.signal(s, stop)
     try:
         yield
     finally:
         for s, handler in previous.items():
-            if handler not in (signal.SIG_IGN, None):
-                signal.signal(s, handler)
+            signal.signal(s, handler)

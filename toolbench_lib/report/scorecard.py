@@ -68,22 +68,16 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
             spec = item.get("effect", item.get("predicted", cause.get("effect", cause.get("predicted"))))
             if "effect" in size:
                 check_locator(spec, f"{cid}.effect")
+            elif "wilson" in spec:  # a predicted value: wilson {count, n}, or value with low and high
+                for key in ("count", "n"):
+                    check_locator(spec["wilson"][key], f"{cid}.predicted.wilson.{key}")
             else:
-                _check_predicted(spec, f"{cid}.predicted")
+                for key in ("value", "low", "high"):
+                    if key not in spec:
+                        raise ValueError(f"{cid}.predicted: needs value, low and high (or wilson)")
+                    check_locator(spec[key], f"{cid}.predicted.{key}")
         out[cid] = cause
     return out
-
-
-def _check_predicted(spec: Mapping, where: str) -> None:
-    """A ``predicted`` block: ``value`` with ``low``/``high`` locators, or ``wilson: {count, n}``."""
-    if "wilson" in spec:
-        for key in ("count", "n"):
-            check_locator(spec["wilson"][key], f"{where}.wilson.{key}")
-        return
-    for key in ("value", "low", "high"):
-        if key not in spec:
-            raise ValueError(f"{where}: needs value, low and high (or wilson)")
-        check_locator(spec[key], f"{where}.{key}")
 
 
 def _for_row(locator, row: Mapping[str, str]):
@@ -267,17 +261,15 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
             return row
     ci = None
     if "wilson" in entry:
-        count, why_c = locate(entry["wilson"]["count"], tables)
-        n, why_n = locate(entry["wilson"]["n"], tables)
+        (count, why_c), (n, why_n) = (locate(entry["wilson"][key], tables) for key in ("count", "n"))
         if not (why_c or why_n) and n > 0:
             ci = wilson_ci(count, n)
-            row["ci_low"], row["ci_high"] = ci
     if "ci" in entry:
-        low, why_low = locate(entry["ci"]["low"], tables)
-        high, why_high = locate(entry["ci"]["high"], tables)
+        (low, why_low), (high, why_high) = (locate(entry["ci"][key], tables) for key in ("low", "high"))
         if not (why_low or why_high):
             ci = (low, high)
-            row["ci_low"], row["ci_high"] = low, high
+    if ci is not None:
+        row["ci_low"], row["ci_high"] = ci
     diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
                                              bool(entry.get("ordering")))
     if "ci" in entry and ci is None:

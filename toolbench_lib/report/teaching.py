@@ -77,38 +77,33 @@ def pipeline_figure(k: int = K, registry_size: int | None = None, embedder: str 
             color=ptr, gid="ptr:title")
     rows = {"query": 86, "stubs": 71, "split": 57, "search": 43, "topk": 29, "planner": 16, "plan": 4}
     h = 7
+
+    def column(x: float, w: float, color: str, side: str, search: tuple[str, str], topk: str, fill: str,
+               first: tuple[str, str]) -> None:  # the boxes from the search down, then their arrows
+        for row, gid, text in (("search", *search), ("topk", "topk", topk),
+                               ("planner", "planner", f"planner (LLM) sees the {k} APIs")):
+            _box(ax, x, rows[row], w, h, text, color, f"{side}:{gid}")
+        _box(ax, x, rows["plan"], 16, 5, "plan", color, f"{side}:plan", fill=fill)
+        for i, (a, b) in enumerate((first, ("search", "topk"), ("topk", "planner"), ("planner", "plan"))):
+            top = rows[b] + (h if b != "plan" else 5) / 2 + 0.8
+            _arrow(ax, (x, rows[a] - h / 2 - 0.8), (x, top), color, f"{side}:arrow{i}")
+
     # RtP: query -> embed -> top-k -> planner -> plan
     _box(ax, xr, rows["query"], 20, h, "user query q", rtp, "rtp:query")
     ax.text(xr + 1.5, (rows["stubs"] + rows["split"]) / 2, "no LLM call\nbefore retrieval", ha="left",
             va="center", fontsize=10, color=NEUTRAL, style="italic", gid="rtp:note")
-    _box(ax, xr, rows["search"], wr, h, f"embed q, search the index{model}", rtp, "rtp:embed")
-    _box(ax, xr, rows["topk"], wr, h, f"top-{k} APIs by sim(q, d)", rtp, "rtp:topk")
-    _box(ax, xr, rows["planner"], wr, h, f"planner (LLM) sees the {k} APIs", rtp, "rtp:planner")
-    _box(ax, xr, rows["plan"], 16, 5, "plan", rtp, "rtp:plan", fill="#e8f0f8")
-    for i, (a, b) in enumerate((("query", "search"), ("search", "topk"), ("topk", "planner"),
-                                ("planner", "plan"))):
-        top = rows[b] + (h if b != "plan" else 5) / 2 + 0.8
-        _arrow(ax, (xr, rows[a] - h / 2 - 0.8), (xr, top), rtp, f"rtp:arrow{i}")
+    column(xr, wr, rtp, "rtp", ("embed", f"embed q, search the index{model}"), f"top-{k} APIs by sim(q, d)",
+           "#e8f0f8", ("query", "search"))
     # PtR: query -> LLM writes stubs -> each stub searched -> union re-ranked -> top-k -> planner -> plan
     _box(ax, xp, rows["query"], 20, h, "user query q", ptr, "ptr:query")
     _box(ax, xp, rows["stubs"], wp, h, "LLM writes stubs s₁ … sₘ\n(no tools shown)", ptr, "ptr:stubs")
-    stub_x = (xp - 10.5, xp, xp + 10.5)
-    for i, x in enumerate(stub_x):
-        name = ("s₁", "s₂", "sₘ")[i]
+    for i, (x, name) in enumerate(zip((xp - 10.5, xp, xp + 10.5), ("s₁", "s₂", "sₘ"), strict=True)):
         _box(ax, x, rows["split"], 7, 5, name, ptr, f"ptr:stub{i}")
         _arrow(ax, (xp, rows["stubs"] - h / 2 - 0.8), (x, rows["split"] + 3.3), ptr, f"ptr:fan{i}")
         _arrow(ax, (x, rows["split"] - 3.3), (xp + (x - xp) * 0.6, rows["search"] + h / 2 + 0.8), ptr,
                f"ptr:join{i}")
-    _box(ax, xp, rows["search"], wp, h, "each stub embedded and searched\n(its own top hits)", ptr,
-         "ptr:search")
-    _box(ax, xp, rows["topk"], wp, h, f"union re-ranked by best similarity\nmaxₛ sim(s, d) → top-{k}",
-         ptr, "ptr:topk")
-    _box(ax, xp, rows["planner"], wp, h, f"planner (LLM) sees the {k} APIs", ptr, "ptr:planner")
-    _box(ax, xp, rows["plan"], 16, 5, "plan", ptr, "ptr:plan", fill="#fbe9e9")
-    _arrow(ax, (xp, rows["query"] - h / 2 - 0.8), (xp, rows["stubs"] + h / 2 + 0.8), ptr, "ptr:arrow0")
-    for i, (a, b) in enumerate((("search", "topk"), ("topk", "planner"), ("planner", "plan")), 1):
-        top = rows[b] + (h if b != "plan" else 5) / 2 + 0.8
-        _arrow(ax, (xp, rows[a] - h / 2 - 0.8), (xp, top), ptr, f"ptr:arrow{i}")
+    column(xp, wp, ptr, "ptr", ("search", "each stub embedded and searched\n(its own top hits)"),
+           f"union re-ranked by best similarity\nmaxₛ sim(s, d) → top-{k}", "#fbe9e9", ("query", "stubs"))
     # The shared index and the retriever family, plugged into both searches.
     _box(ax, xm, rows["search"] + 1, wm, 21,
          f"registry index\n{registry}\n\nretriever family:\n" + "\n".join(FAMILY_LINES), NEUTRAL, "index",
@@ -310,18 +305,23 @@ def _leader(rtp: float, ptr: float) -> str:
 def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
                             examples: Sequence[Mapping] | None = None,
-                            run_name: str | None = None) -> list[str]:
-    """Every Table 2 example whose query is in this study, with both methods' rankings; then a line for each
-    example not shown and why."""
+                            run_name: str | None = None) -> tuple[list[str], pd.DataFrame]:
+    """Every Table 2 example whose query is in this study, with both methods' rankings, then a line for each
+    example not shown and why; and a row per example shown: the paper's recalls and leader beside this
+    run's (recall@k, PtR's run ``run``)."""
     table = paper_examples(result, examples)
     shown, absent = table[table["present"]], table[~table["present"]]
     verb = "is" if len(shown) == 1 else "are"
     parts = [f"{len(shown)} of the paper's {len(table)} Table 2 examples {verb} among this run's queries "
              f"(recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
+    rows = []
     for x in shown.itertuples():
         wq = worked_query(result, x.qkey, k, gt, run)
         paper_leader = _leader(x.rtp_recall, x.ptr_recall)
         ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
+        rows.append({"example": x.id, "query": x.qkey, "paper RtP": x.rtp_recall, "paper PtR": x.ptr_recall,
+                     f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
+                     "paper's leader": paper_leader, "leader here": ours})
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
         parts += [f"### {md_code(x.id)}", "", "*The paper:* " + _cell(str(x.quote).replace("\\to", "→")), "",
@@ -333,22 +333,7 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
         parts += worked_query_markdown(wq, labels, run_name=run_name)
     if len(absent):
         parts += ["Not shown:", ""] + [f"- {md_code(x.id)}: {x.why}." for x in absent.itertuples()] + [""]
-    return parts
-
-
-def paper_examples_summary(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
-                           examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
-    """One row per Table 2 example whose query is in this study: the paper's recalls and leader beside this
-    run's (recall@k, PtR's run ``run``)."""
-    table = paper_examples(result, examples)
-    rows = []
-    for x in table[table["present"]].itertuples():
-        wq = worked_query(result, x.qkey, k, gt, run)
-        rows.append({"example": x.id, "query": x.qkey, "paper RtP": x.rtp_recall, "paper PtR": x.ptr_recall,
-                     f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
-                     "paper's leader": _leader(x.rtp_recall, x.ptr_recall),
-                     "leader here": _leader(wq.recall("rtp"), wq.recall("ptr"))})
-    return pd.DataFrame(rows)
+    return parts, pd.DataFrame(rows)
 
 
 # -- for the report and notebook 09 -------------------------------------------------------------------------
@@ -394,10 +379,9 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
         return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],
                                 pd.DataFrame(columns=PICK_COLUMNS), note)
     labels = api_labels(stored_registry(result))
+    examples, table = paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name)
     return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels, cfg.run_name),
-                            paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name),
-                            pick_worked_queries(result, cfg.k, gt, run),
-                            examples_table=paper_examples_summary(result, cfg.k, gt, run))
+                            examples, pick_worked_queries(result, cfg.k, gt, run), examples_table=table)
 
 
 PAPER_FILE = PROJECT_ROOT / "references" / "paper.yaml"

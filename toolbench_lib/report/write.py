@@ -16,13 +16,14 @@ from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
-from ..explorer.data import explorer_url
+from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
 from .appendix import APPENDIX_TABLES, table_section
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
+    G2_INSTRUCTION_TABLE,
     Ledger,
     answer_sentence,
     claim_verdicts,
@@ -30,7 +31,6 @@ from .front import (
     endpoint_rows,
     endpoint_table_markdown,
     family_conclusion,
-    g2_instruction_rows,
     g2_instruction_sentence,
     limits,
     paper_against_itself,
@@ -136,12 +136,6 @@ def _status_text(r) -> str:
     return status
 
 
-def objective_shown(report: pd.DataFrame) -> pd.Series:
-    """The rows not scored (the judge's kappa too low) that have an objective rate, which the report shows."""
-    objective = report["objective"] if "objective" in report else pd.Series(float("nan"), index=report.index)
-    return (report["status"] == NOT_SCORED) & objective.notna()
-
-
 def ci_text(low: float, high: float, paper: str) -> str:
     """A row's CI at 3 decimals; a bound that would print as one of the paper's numbers without being it gets
     3 significant digits where short (0.00245 against the paper's 0.002)."""
@@ -154,11 +148,13 @@ def ci_text(low: float, high: float, paper: str) -> str:
     return f"[{bound(low)}, {bound(high)}]"
 
 
-def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
-    """Report rows with every number formatted once; :func:`objective_shown` rows show the objective rate."""
-    objective = objective_shown(report)
+def _shown(report: pd.DataFrame) -> pd.DataFrame:
+    """Report rows with every number formatted once; the rows not scored (the judge's kappa too low) that have
+    an objective rate show it."""
+    objective = (report["status"] == NOT_SCORED) & report.get(
+        "objective", pd.Series(float("nan"), index=report.index)).notna()
     value = report["this_run"].where(~objective, report.get("objective"))
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
         "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
                      + (" (objective)" if o else "")
@@ -169,13 +165,6 @@ def _shown(report: pd.DataFrame, full: bool = False) -> pd.DataFrame:
                    for lo, hi, b, o, pa in zip(report["ci_low"], report["ci_high"], report["basis"],
                                                objective, report["paper"], strict=True)],
         "status": [_status_text(r) for r in report.itertuples()]})
-    if full:
-        out["what"] = report["description"]
-    return out
-
-
-def _report_table(report: pd.DataFrame, full: bool = True) -> str:
-    return md_table(_shown(report, full)) if len(report) else "No reference number here."
 
 
 def section_sentence(rows: pd.DataFrame) -> str:
@@ -199,7 +188,7 @@ def section_sentence(rows: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-PRIMARY_ROWS = re.compile(r"^(g[123])_(rtp|ptr)_recall$|^(g[123])_ptr_minus_rtp_(recall)$")
+PRIMARY_ROWS = re.compile(r"^(g[123])_(?:(rtp|ptr)_recall|ptr_minus_rtp_recall)$")
 
 
 def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
@@ -208,15 +197,13 @@ def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
         m = PRIMARY_ROWS.match(str(r.id))
         if not m or pd.isna(r.this_run):
             continue
-        if m.group(1):
-            ledger.put(f"dense {m.group(1).upper()} {ARCH[m.group(2)]} recall@{k}", fmt_number(r.this_run))
+        name = f"dense {m.group(1).upper()}"
+        if m.group(2):
+            ledger.put(f"{name} {SHORT_NAMES[m.group(2)]} recall@{k}", fmt_number(r.this_run))
         else:
-            ledger.put(f"dense {m.group(3).upper()} PtR − RtP", fmt_signed(r.this_run))
+            ledger.put(f"{name} PtR − RtP", fmt_signed(r.this_run))
             if pd.notna(r.ci_low):
-                ledger.put(f"dense {m.group(3).upper()} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
-
-
-ARCH = {"rtp": "RtP", "ptr": "PtR"}
+                ledger.put(f"{name} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
 
 
 def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
@@ -294,11 +281,9 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
-                    provenance: list[dict], material=None, ledger: Ledger | None = None) -> str:
+                    provenance: list[dict], material, ledger: Ledger) -> str:
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
-    material = teaching_material(cfg) if material is None else material
-    ledger = ledger if ledger is not None else Ledger()
     rows = endpoint_rows(cfg)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
@@ -308,14 +293,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
              *([answer_sentence(rows), ""] if len(rows) else []), PRIMARY.at(cfg.k).text(), ""]
-    conclusions = {}
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        g2i = g2_instruction_rows(cfg)
+        g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
+        g2i = g2i if g2i is not None else pd.DataFrame()
         parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
                                           ledger), "", count_line(rows, paper_query_counts()),
                   g2_instruction_sentence(g2i), ""]
-        conclusions = {f: family_conclusion(f, g) for f, g in rows.groupby("retriever", sort=False)}
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
@@ -323,7 +307,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "discussion questions on this run's numbers.", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(provenance), "### Conclusion per retriever", "",
-              *[f"- {t}" for t in conclusions.values()], ""]
+              *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
+                                                             if len(rows) else [])], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
@@ -335,7 +320,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
-                  _report_table(sec, full=False), "", *figures_markdown(cfg, key), *after.get(key, [])]
+                  md_table(_shown(sec)) if len(sec) else "No reference number here.", "",
+                  *figures_markdown(cfg, key), *after.get(key, [])]
     parts += ["## Retriever families (notebook 12)", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
               "retriever family and architecture.", "", *figures_markdown(cfg, "retriever"),
@@ -381,10 +367,9 @@ TEACHING_FILE = "teaching.md"
 
 def worked_links(material, k: int, run_name: str) -> list[str]:
     """One line per worked query: its role and a link that opens it in the explorer (``make explore``)."""
-    picks = material.picks
     rows = [f"- {TITLES[p.role]}: query `{p.qkey}` "
             f"([open]({explorer_url(run_name, p.qkey, ('rtp', 'ptr'), k)}))"
-            for p in picks.itertuples() if isinstance(p.qkey, str)] if len(picks) else []
+            for p in material.picks.itertuples() if isinstance(p.qkey, str)]
     return [*rows, ""] if rows else []
 
 
@@ -407,23 +392,21 @@ def examples_lines(material, k: int, run_name: str) -> list[str]:
             "in the explorer (`make explore`).", "", table, ""]
 
 
-def cause_table(report: pd.DataFrame) -> pd.DataFrame:
-    """Appendix A: per reference row, what it measures, its status and its cause with the predicted value."""
-    empty = pd.Series(index=report.index, dtype=float)
-    predicted = [f"{fmt_number(v)} {fmt_ci(lo, hi)}" if pd.notna(v) else ""
-                 for v, lo, hi in zip(report.get("predicted", empty), report.get("predicted_ci_low", empty),
-                                      report.get("predicted_ci_high", empty), strict=True)]
-    return pd.DataFrame({"reference": report["id"], "what": report["description"],
-                         "status": [_status_text(r) for r in report.itertuples()],
-                         "predicted by the cause": predicted})
-
-
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
-    """Appendix A: the rows not differing, one line per status; then the cause table of those differing."""
+    """Appendix A: the rows not differing, one line per status; then those differing, each with what it
+    measures, its status and its cause with the predicted value."""
     differs = report["status"] == DIFFERS
     lines = [f"- *{status}* ({fmt_count(len(g))}): {', '.join(f'`{i}`' for i in g['id'])}"
              for status, g in report[~differs].groupby("status", sort=False)]
-    return [*lines, "", md_table(cause_table(report[differs]))] if differs.any() else lines
+    if not differs.any():
+        return lines
+    d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)
+    predicted = [f"{fmt_number(v)} {fmt_ci(lo, hi)}" if pd.notna(v) else ""
+                 for v, lo, hi in zip(d.get("predicted", empty), d.get("predicted_ci_low", empty),
+                                      d.get("predicted_ci_high", empty), strict=True)]
+    return [*lines, "", md_table(pd.DataFrame({"reference": d["id"], "what": d["description"],
+                                               "status": [_status_text(r) for r in d.itertuples()],
+                                               "predicted by the cause": predicted}))]
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
