@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, load_references, paper_bounds, paper_numbers
+from toolbench_lib.report.front import right_and_wrong
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
@@ -139,3 +141,18 @@ def test_a_difference_of_the_papers_numbers_is_checked(tmp_path):
     (tmp_path / "paper.yaml").write_text(yaml.safe_dump(refs), encoding="utf-8")
     with pytest.raises(ValueError, match="g1_stub_cos_gap: paper is not 0.874 - 0.87"):
         load_references(tmp_path / "paper.yaml")
+
+
+def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_path):
+    refs = yaml.safe_load(REFERENCES_FILE.read_text(encoding="utf-8"))
+    again = [e for e in refs["entries"] if "reading_of" in e]
+    ids = {e["id"]: e for e in refs["entries"]}
+    assert again and all(ids[e["reading_of"]]["quote"] == e["quote"] for e in again)
+    again[0]["reading_of"] = again[0]["id"]
+    (tmp_path / "paper.yaml").write_text(yaml.safe_dump(refs), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{again[0]['id']}: reading_of names no other entry"):
+        load_references(tmp_path / "paper.yaml")
+    report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
+                           "cause_status": ["", "unexplained", ""]})
+    line = right_and_wrong(report, [])[2]
+    assert line.startswith("- The paper's 2 reference numbers (3 rows: 1 read a number again on another set")

@@ -182,6 +182,9 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
         for extra in ("kappa", "objective"):
             if extra in entry.get("validity", {}):
                 check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")
+    for entry in data["entries"]:
+        if "reading_of" in entry and entry["reading_of"] not in seen - {entry["id"]}:
+            raise ValueError(f"{path}: entry {entry['id']}: reading_of names no other entry")
     return data
 
 

@@ -210,9 +210,12 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
     lines = ["### What the paper gets right and wrong", ""]
     if c:
         counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
-        lines.append(f"- The paper's {fmt_count(len(report))} reference numbers against this run: {counts}. "
-                     "The section for each claim shows its rows; the scorecard in the appendix lists all, "
-                     "and the cause of each difference.")
+        again = int((report["reading_of"].fillna("") != "").sum()) if "reading_of" in report else 0
+        scored = (f"{fmt_count(len(report) - again)} reference numbers ({fmt_count(len(report))} rows: "
+                  f"{fmt_count(again)} read a number again on another set or definition)"
+                  if again else f"{fmt_count(len(report))} reference numbers")
+        lines.append(f"- The paper's {scored} against this run: {counts}. Each claim's section shows its "
+                     "rows; the appendix's scorecard lists all, with each difference's cause.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 

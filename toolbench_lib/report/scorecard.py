@@ -30,7 +30,8 @@ from .locate import (
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
 REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
                   "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
-                  "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high"]
+                  "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high",
+                  "reading_of"]
 
 # -- named causes -------------------------------------------------------------------------------------------
 
@@ -292,7 +293,8 @@ def compare_entries(entries: list[dict], tables_dir: Path,
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
                      "paper": paper_text(paper_bounds(entry["paper"])), **judged, **named,
-                     "quote": entry.get("quote", ""), "source": locator_source(entry["locator"])})
+                     "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
+                     "reading_of": entry.get("reading_of", "")})
     return pd.DataFrame(rows, columns=REPORT_COLUMNS)
 
 
