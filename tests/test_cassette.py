@@ -10,9 +10,9 @@ import pytest
 from toolbench_lib import config
 from toolbench_lib.analysis.summary import summary_json
 from toolbench_lib.data.paths import PROJECT_ROOT
-from toolbench_lib.llm.cassettes import cassette_info, prompt_query, read_cassette
+from toolbench_lib.llm.cassettes import cassette_info, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE
-from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT
+from toolbench_lib.llm.prompts import JUDGE_PROMPT, PLAN_PROMPT, STUB_PROMPT, extract_section
 from toolbench_lib.llm.replay import ReplayBackend
 from toolbench_lib.study.result import StudySettings, run_study
 
@@ -47,7 +47,8 @@ PLANNED_PER_SUBSET = config.PLAN_LIMIT  # `make run` replays plans of this many 
 
 
 def _queries_in(records, version: str) -> list[str]:
-    return [prompt_query(r["prompt"]) for r in records if r["prompt_version"] == version and r["run"] == 0]
+    return [extract_section(r["prompt"], "query") for r in records
+            if r["prompt_version"] == version and r["run"] == 0]
 
 
 def test_plans_and_verdicts_cover_the_first_queries_of_each_subset(records, ds):

@@ -10,8 +10,9 @@ import pytest
 
 from toolbench_lib.llm.base import LLMResponse
 from toolbench_lib.llm.cached import CachedLLM
-from toolbench_lib.llm.cassettes import export_cassette, prompt_query, read_cassette
+from toolbench_lib.llm.cassettes import export_cassette, read_cassette
 from toolbench_lib.llm.factory import DEFAULT_CASSETTE, make_backend
+from toolbench_lib.llm.prompts import extract_section
 from toolbench_lib.llm.store import CallStore
 from toolbench_lib.retrieval.retrievers import ptr_texts
 from toolbench_lib.study.result import generate_stubs
@@ -38,7 +39,7 @@ class StubBackend:
     def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
                  temperature: float = 0.0, run: int = 0) -> LLMResponse:
         self.calls += 1
-        self.log.append((prompt_query(prompt), run, temperature))
+        self.log.append((extract_section(prompt, "query"), run, temperature))
         return LLMResponse(text='[{"name": "get_thing", "reasoning": "because"}]', tokens_in=50, tokens_out=9,
                            latency_s=0.01, model=self.model, backend=self.name)
 

@@ -11,31 +11,17 @@ import io
 import json
 import logging
 import os
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from ..data.atomic import atomic_path
+from .prompts import extract_section
 from .store import CacheFileError, CallStore, _validate_record
 
 log = logging.getLogger(__name__)
 # The fields of the reply: two records of one key that differ in any of these disagree.
 REPLY_FIELDS = ("text", "tokens_in", "tokens_out", "is_llm")
-_QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
-
-
-def _write_gzip_deterministic(path: Path, lines: Iterable[str]) -> None:
-    """Write text lines gzip-compressed with a fixed header (no name, mtime 0), atomically."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
-        for line in lines:
-            gz.write(line.encode("utf-8"))
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(buffer.getvalue())
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str | None = None) -> int:
@@ -54,15 +40,21 @@ def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str |
                 f"{str(record['key'])[:12]}...) cannot be exported: {err}; delete or repair that row, "
                 f"{path} not written") from None
         lines.append(line + "\n")
-    _write_gzip_deterministic(Path(path), lines)
+    buffer = io.BytesIO()  # gzip with a fixed header (no name, mtime 0), written atomically
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
+        for line in lines:
+            gz.write(line.encode("utf-8"))
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(buffer.getvalue())
+        handle.flush()
+        os.fsync(handle.fileno())
     return len(lines)
 
 
 def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
     """Validated records of one cassette, in file order (repeated keys included); an unreadable file or
     bad record is a :class:`CacheFileError` naming the file and line."""
-    for _, record in _numbered_records(path):
-        yield record
+    return (record for _, record in _numbered_records(path))
 
 
 def _numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict]]:
@@ -134,12 +126,6 @@ def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
     return sum(1 for record in records if store.put_record(record))
 
 
-def prompt_query(prompt: str) -> str | None:
-    """The query a templated prompt was rendered for (``None`` for a prompt without one)."""
-    m = _QUERY.search(prompt)
-    return m.group(1) if m else None
-
-
 def cassette_info(path: str | os.PathLike[str]) -> dict:
     """Records (once per key) per model, prompt version and run, distinct queries per version, and
     ``repeated_keys``: the lines that repeat a key with the same reply."""
@@ -150,7 +136,8 @@ def cassette_info(path: str | os.PathLike[str]) -> dict:
     lines = sum(1 for _ in read_cassette(path))
     for r in records:
         by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
-        queries.setdefault(r["prompt_version"], set()).add(prompt_query(r["prompt"]) or r["prompt"])
+        query = extract_section(r["prompt"], "query")
+        queries.setdefault(r["prompt_version"], set()).add(query or r["prompt"])
         tokens["in"] += int(r["tokens_in"])
         tokens["out"] += int(r["tokens_out"])
         tokens["latency_s"] += float(r["latency_s"])

@@ -45,40 +45,18 @@ class _Budget:
             raise _BudgetSpent
 
 
-def _segments(text: str, quotes: str) -> list[tuple[bool, str]]:
-    """``text`` as ``(is_string, chunk)`` pieces (strings quoted by any char of ``quotes``, an unterminated
-    one running to the end)."""
-    out: list[tuple[bool, str]] = []
-    pos = 0
-    for m in _STRINGS[quotes].finditer(text):
-        if m.start() > pos:
-            out.append((False, text[pos : m.start()]))
-        out.append((True, m.group()))
-        pos = m.end()
-    if pos < len(text):
-        out.append((False, text[pos:]))
-    return out
-
-
 def _outside_strings(text: str, quotes: str, fn) -> str:
-    """Apply ``fn`` to the parts of ``text`` outside string literals."""
-    return "".join(chunk if is_str else fn(chunk) for is_str, chunk in _segments(text, quotes))
+    """Apply ``fn`` to the parts of ``text`` outside string literals (quoted by any char of ``quotes``, an
+    unterminated one running to the end)."""
+    out, pos = [], 0
+    for m in _STRINGS[quotes].finditer(text):
+        out += [fn(text[pos : m.start()]) if m.start() > pos else "", m.group()]
+        pos = m.end()
+    return "".join(out) + (fn(text[pos:]) if pos < len(text) else "")
 
 
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """Remove commas directly before ``}`` or ``]`` (outside strings)."""
-    return _outside_strings(text, '"', lambda s: _TRAILING_COMMA.sub(r"\1", s))
-
-
-def _pythonish(text: str) -> str:
-    """JSON literals turned into Python ones (outside strings) for :func:`ast.literal_eval`."""
-    table = {"true": "True", "false": "False", "null": "None"}
-    return _outside_strings(
-        text, "\"'", lambda s: re.sub(r"\b(true|false|null)\b", lambda m: table[m.group(1)], s)
-    )
+_PY_LITERALS = {"true": "True", "false": "False", "null": "None"}
 
 
 def _as_container(value: object) -> object | None:
@@ -92,15 +70,18 @@ def _loads(text: str, budget: _Budget | None = None) -> object | None:
     """Parse a JSON-ish container: strict, then without trailing commas, then as a Python literal."""
     if budget is not None:
         budget.spend(20, len(text))
-    for repair in (None, _drop_trailing_commas):  # the repair pass only when strict JSON fails
+    # strict, then (only when that fails) without the commas directly before ``}`` or ``]``
+    for repair in (None, lambda s: _TRAILING_COMMA.sub(r"\1", s)):
         try:
-            return _as_container(json.loads(text if repair is None else repair(text)))
+            return _as_container(json.loads(text if repair is None else _outside_strings(text, '"', repair)))
         except (ValueError, RecursionError):
             continue
     if len(text) > _LITERAL_EVAL_MAX_CHARS:
         return None
+    pythonish = _outside_strings(  # JSON literals turned into Python ones (outside strings)
+        text, "\"'", lambda s: re.sub(r"\b(true|false|null)\b", lambda m: _PY_LITERALS[m.group(1)], s))
     try:
-        return _as_container(ast.literal_eval(_pythonish(text)))
+        return _as_container(ast.literal_eval(pythonish))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 

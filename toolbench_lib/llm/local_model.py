@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..data.atomic import atomic_path, checksum_path, file_sha256
 from ..data.paths import CACHE_DIR
 
 GGUF_ENV_VAR = "TOOLBENCH_GGUF"
@@ -35,55 +36,31 @@ class ModelFileError(RuntimeError):
     """The GGUF file cannot be found, assembled or verified."""
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
 def _write_sidecar(path: Path, sha256: str) -> None:
     """Record ``sha256`` with the file's current size and mtime (best effort, atomic)."""
     st = path.stat()
     record = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    side = _sidecar(path)
-    tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
-    try:
+    with contextlib.suppress(OSError), atomic_path(checksum_path(path)) as tmp:
         tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
-        os.replace(tmp, side)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-
-
-def _sidecar_matches(path: Path, sha256: str) -> bool:
-    """True when the sidecar vouches for ``sha256`` at the file's current size and mtime."""
-    try:
-        record = json.loads(_sidecar(path).read_text(encoding="utf-8"))
-        st = path.stat()
-    except (OSError, ValueError):
-        return False
-    return isinstance(record, dict) and [record.get(k) for k in ("sha256", "size", "mtime_ns")] == [
-        sha256.lower(), st.st_size, st.st_mtime_ns]
 
 
 def is_verified(path: Path, sha256: str) -> bool:
-    """True when ``path`` exists with digest ``sha256`` (a sidecar matching its size and mtime answers at
-    once; else the file is hashed and, on a match, the sidecar written)."""
-    path = Path(path)
+    """True when ``path`` exists with digest ``sha256`` (a sidecar vouching for it at the file's current
+    size and mtime answers at once; else the file is hashed and, on a match, the sidecar written)."""
+    path, sha256 = Path(path), sha256.lower()
     if not path.is_file():
         return False
-    if _sidecar_matches(path, sha256):
-        return True
-    if sha256_file(path) != sha256.lower():
+    try:
+        record = json.loads(checksum_path(path).read_text(encoding="utf-8"))
+        st = path.stat()
+        if isinstance(record, dict) and [record.get(k) for k in ("sha256", "size", "mtime_ns")] == [
+                sha256, st.st_size, st.st_mtime_ns]:
+            return True
+    except (OSError, ValueError):
+        pass
+    if file_sha256(path) != sha256:
         return False
-    _write_sidecar(path, sha256.lower())
+    _write_sidecar(path, sha256)
     return True
 
 

@@ -73,11 +73,6 @@ def stub_text(stub: Stub) -> str:
     return f"{stub.name}: {stub.reasoning}" if stub.reasoning else stub.name
 
 
-def _name_from_reasoning(reasoning: str, n_words: int = 6) -> str:
-    """A stand-in name: the first words of the reasoning."""
-    return " ".join(reasoning.split()[:n_words]).strip(" .,;:")
-
-
 def _stub_items(data: object) -> list:
     """The candidate stub items of a parsed reply."""
     if isinstance(data, list):
@@ -101,8 +96,8 @@ def _to_stub(item: object) -> Stub | None:
         name, reasoning = _first(texts, _NAME_KEYS), _first(texts, _REASON_KEYS)
     else:
         name, reasoning = (_clean(item) if isinstance(item, str) else ""), ""
-    if not name and reasoning:
-        name = _name_from_reasoning(reasoning)
+    if not name and reasoning:  # a stand-in name: the first words of the reasoning
+        name = " ".join(reasoning.split()[:6]).strip(" .,;:")
     return Stub(name=name, reasoning=reasoning) if name else None
 
 

@@ -2,8 +2,8 @@
 
 * **strict** (:func:`resolve_step_strict`, the original rule): the normalised (tool, API) pair among the
   shown APIs (better-ranked first), then a unique API-name match, then a ``[n]`` index.
-* **tolerant** (:func:`resolve_step`): fields cleaned of the list's decorations (:func:`clean_name`), then
-  the first rule naming exactly one API (``pair``: the better-ranked): ``pair`` (``Tool / API`` in one
+* **tolerant** (:func:`resolve_step_detail`): fields cleaned of the list's decorations (:func:`clean_name`),
+  then the first rule naming exactly one API (``pair``: the better-ranked): ``pair`` (``Tool / API`` in one
   field, or API and tool fields; a tool may be a >= 3-character prefix, an API may drop a trailing
   ``(...)``), ``api``, ``index``, ``description`` (>= 16 characters), ``tool``, then ``registry`` (not
   shown, but one registry API).
@@ -66,14 +66,10 @@ class RegistryNames:
 
     def lookup(self, readings: Iterable[tuple[str, str]], joined: Iterable[str]) -> str | None:
         """The one registry id named by a ``(tool, api)`` reading or a joined ``toolapi`` string."""
-        for key in readings:
-            ids = self.pairs.get(key, [])
-            if len(set(ids)) == 1:
-                return ids[0]
-        for key in joined:
-            ids = self.joined.get(key, [])
-            if len(set(ids)) == 1:
-                return ids[0]
+        for table, keys in ((self.pairs, readings), (self.joined, joined)):
+            for key in keys:
+                if found := _unique(table.get(key, [])):
+                    return found
         return None
 
 
@@ -106,10 +102,10 @@ def parse_api_docs(text: str, registry: RegistryNames | None = None) -> list[dic
         splits = [(head[:a], head[b:]) for a, b in ((x.start(), x.end()) for x in re.finditer(" / ", head))]
         tool, api, api_id = (*splits[0], None) if splits else ("", head, None)
         if registry is not None:
+            cat = norm_name(category)
             for t, a in splits:
-                ids = registry.triples.get((norm_name(category), norm_name(t), norm_name(a)), [])
-                if len(set(ids)) == 1:
-                    tool, api, api_id = t, a, ids[0]
+                if one := _unique(registry.triples.get((cat, norm_name(t), norm_name(a)), [])):
+                    tool, api, api_id = t, a, one
                     break
         out.append({"api_id": api_id or f"shown:{number}", "tool_name": tool, "api_name": api,
                     "category": category, "api_description": desc})
@@ -229,11 +225,6 @@ def resolve_step_detail(step: dict, retrieved: list[dict],
     return Resolution(None)
 
 
-def resolve_step(step: dict, retrieved: list[dict], registry: RegistryNames | None = None) -> str | None:
-    """The api_id a step names under the tolerant rule (shown APIs first, then the registry), or None."""
-    return resolve_step_detail(step, retrieved, registry).api_id
-
-
 def _steps(plan) -> list[dict]:
     return list(plan.steps if hasattr(plan, "steps") else plan)
 
@@ -244,7 +235,7 @@ def resolve_plan_apis(plan, retrieved: list[dict], registry: RegistryNames | Non
     it names (None when unresolved): tolerant by default, the original rule with ``strict=True``."""
     if strict:
         return [resolve_step_strict(s, retrieved) for s in _steps(plan)]
-    return [resolve_step(s, retrieved, registry) for s in _steps(plan)]
+    return [resolve_step_detail(s, retrieved, registry).api_id for s in _steps(plan)]
 
 
 def resolve_plan_detail(plan, retrieved: list[dict],

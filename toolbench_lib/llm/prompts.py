@@ -76,23 +76,20 @@ def _shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,.;:") + "..."
 
 
-def format_api_doc(index: int, api: dict, max_chars: int = DOC_MAX_CHARS) -> str:
-    """One numbered line: ``[i] tool_name / api_name (category): description params: a, b``."""
-    tool = _one_line(api.get("tool_name")) or "?"
-    name = _one_line(api.get("api_name")) or "?"
-    category = _one_line(api.get("category")).replace("(", "").replace(")", "") or "Unknown"
-    head = f"[{index}] {tool} / {name} ({category}): "
-    params = _param_names(api.get("required_parameters"))
-    tail = f" params: {', '.join(params)}" if params else ""
-    tail = _shorten(tail, 80)
-    desc = _one_line(api.get("api_description")) or _one_line(api.get("tool_description"))
-    room = max(max_chars - len(head) - len(tail), 40)
-    return head + _shorten(desc, room) + tail
-
-
-def format_api_docs(apis: list[dict], max_chars: int = DOC_MAX_CHARS) -> str:
-    """Numbered API docs (1-based, in the given order), one short line each."""
-    return "\n".join(format_api_doc(i, api, max_chars) for i, api in enumerate(apis, start=1))
+def format_api_docs(apis: list[dict]) -> str:
+    """Numbered API docs (1-based, in the given order), one line of at most :data:`DOC_MAX_CHARS` each
+    (a description keeps 40 at least): ``[i] tool_name / api_name (category): description params: a, b``."""
+    lines = []
+    for index, api in enumerate(apis, start=1):
+        tool = _one_line(api.get("tool_name")) or "?"
+        name = _one_line(api.get("api_name")) or "?"
+        category = _one_line(api.get("category")).replace("(", "").replace(")", "") or "Unknown"
+        head = f"[{index}] {tool} / {name} ({category}): "
+        params = _param_names(api.get("required_parameters"))
+        tail = _shorten(f" params: {', '.join(params)}" if params else "", 80)
+        desc = _one_line(api.get("api_description")) or _one_line(api.get("tool_description"))
+        lines.append(head + _shorten(desc, max(DOC_MAX_CHARS - len(head) - len(tail), 40)) + tail)
+    return "\n".join(lines)
 
 
 def format_plan(steps: list[dict], refusal: bool = False, reason: str = "") -> str:
@@ -108,14 +105,9 @@ def format_plan(steps: list[dict], refusal: bool = False, reason: str = "") -> s
 
 
 STUB_SCHEMA: dict = {
-    "type": "array",
-    "minItems": 1,
-    "maxItems": 8,
-    "items": {
-        "type": "object",
-        "properties": {"name": {"type": "string"}, "reasoning": {"type": "string"}},
-        "required": ["name", "reasoning"],
-    },
+    "type": "array", "minItems": 1, "maxItems": 8,
+    "items": {"type": "object", "properties": {"name": {"type": "string"}, "reasoning": {"type": "string"}},
+              "required": ["name", "reasoning"]},
 }
 
 PLAN_SCHEMA: dict = {
@@ -134,10 +126,8 @@ PLAN_SCHEMA: dict = {
 
 JUDGE_SCHEMA: dict = {
     "type": "object",
-    "properties": {
-        "verdict": {"type": "string", "enum": ["Solved", "Unsolved"]},
-        "reason": {"type": "string"},
-    },
+    "properties": {"verdict": {"type": "string", "enum": ["Solved", "Unsolved"]},
+                   "reason": {"type": "string"}},
     "required": ["verdict", "reason"],
 }
 
@@ -192,10 +182,8 @@ JUDGE_PROMPT = PromptTemplate(
 
 JUDGE_V2_SCHEMA: dict = {
     "type": "object",
-    "properties": {
-        "uncovered": {"type": "array", "items": {"type": "string"}},
-        "verdict": {"type": "string", "enum": ["Solved", "Unsolved"]},
-    },
+    "properties": {"uncovered": {"type": "array", "items": {"type": "string"}},
+                   "verdict": {"type": "string", "enum": ["Solved", "Unsolved"]}},
     "required": ["uncovered", "verdict"],
 }
 

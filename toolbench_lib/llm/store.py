@@ -104,14 +104,6 @@ class CallRequest:
         return call_key(*(getattr(self, name) for name in KEY_FIELDS))
 
 
-def _row_to_record(row: sqlite3.Row) -> dict:
-    """A store row as a plain record (``json_schema`` parsed, ``is_llm`` a bool)."""
-    record = {name: row[name] for name in RECORD_FIELDS}
-    record["is_llm"] = bool(record["is_llm"])
-    record["json_schema"] = json.loads(record["json_schema"]) if record["json_schema"] is not None else None
-    return record
-
-
 def _record_to_response(record: dict) -> LLMResponse:
     """The recorded reply, marked as cached."""
     return LLMResponse(text=record["text"], tokens_in=int(record["tokens_in"]),
@@ -208,9 +200,12 @@ class CallStore:
         return f"its calls table lacks columns {missing}" if missing else None
 
     def _record(self, row: sqlite3.Row) -> dict:
-        """A row as a record; a damaged row is an error naming the store and the key."""
+        """A row as a plain record (``json_schema`` parsed, ``is_llm`` a bool); a damaged row is an error
+        naming the store and the key."""
         try:
-            return _row_to_record(row)
+            schema = row["json_schema"]
+            return {**{name: row[name] for name in RECORD_FIELDS}, "is_llm": bool(row["is_llm"]),
+                    "json_schema": json.loads(schema) if schema is not None else None}
         except (ValueError, TypeError, KeyError) as exc:
             raise CacheFileError(f"call store {self.path}: record {str(row['key'])[:12]}... is damaged "
                                  f"({type(exc).__name__}: {exc}); delete that row or the store") from None

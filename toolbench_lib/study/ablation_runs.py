@@ -15,11 +15,6 @@ from .result import StudySettings, run_study
 log = logging.getLogger(__name__)
 
 
-def embedder_path(name: str) -> str:
-    """What ``load_embedder`` takes for a model name: mpnet's assembled local folder, else the name."""
-    return str(mpnet_folder()) if name == MPNET_NAME else name
-
-
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
                      per_set: int | None = None) -> tuple[dict, str]:
     """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
@@ -28,7 +23,7 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     paths, missing = {}, []
     for name in names:
         try:
-            paths[name] = embedder_path(name)
+            paths[name] = str(mpnet_folder()) if name == MPNET_NAME else name  # mpnet: its assembled folder
         except ModelNotInstalled as err:
             missing.append(str(err))
     ds = load_dataset(cfg.data_dir)

@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,11 +122,8 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
 
 def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
     """``{judge version: records}`` of a cassette (a replayed study can re-judge only with these)."""
-    out: dict[str, int] = {}
-    for r in read_cassette(cassette):
-        if r["prompt_version"].startswith("judge-"):
-            out[r["prompt_version"]] = out.get(r["prompt_version"], 0) + 1
-    return out
+    versions = (r["prompt_version"] for r in read_cassette(cassette))
+    return dict(Counter(v for v in versions if v.startswith("judge-")))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -177,19 +177,13 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
     return pd.DataFrame(out), calls
 
 
-def plan_queries(queries: pd.DataFrame, plan_limit: int | None) -> pd.DataFrame:
-    """The first ``plan_limit`` queries of each set (all when None): those that get plans and verdicts."""
-    if plan_limit is None:
-        return queries
-    return queries.groupby("subset", sort=False, group_keys=False).head(plan_limit)
-
-
 def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySettings,
               progress: bool = True) -> StudyResult:
     """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline
     (retrieval only with ``plan_limit=0``; then RtP alone needs no ``llm``)."""
     q = setup.queries
-    planned = plan_queries(q, settings.plan_limit)
+    # the first ``plan_limit`` queries of each set (all when None) get plans and verdicts
+    planned = q if settings.plan_limit is None else q.groupby("subset", sort=False).head(settings.plan_limit)
     load_methods()  # every method registered, the fused ones of retrieval.fused included
     retrievers = [get_retriever(m) for m in settings.methods]
     needs_stubs = any(r.uses_stubs for r in retrievers)
@@ -228,6 +222,8 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             calls.extend(c)
     empty_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
     rankings, text_rankings = _stack(finals, RANKINGS_COLUMNS), _stack(texts, TEXT_RANKINGS_COLUMNS)
+    describe = getattr(setup, "retriever_provenance", None)  # BM25's analyzer, the hybrid's fusion, ...
+    families = list(dict.fromkeys(split_method(m)[1] for m in settings.methods))
     prov = {
         **setup.provenance,
         "backend": llm.name if llm is not None else None,
@@ -237,7 +233,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
         else "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
         "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, settings.judge_version],
         "settings": json.loads(json.dumps(asdict(settings))),
-        "retrievers": _retriever_provenance(setup, settings.methods),
+        "retrievers": describe(families) if describe is not None else {},
         "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,
         "empty_rankings": empty_rankings(rankings, q["qkey"], settings.methods, settings.runs),
@@ -282,10 +278,3 @@ def stub_cap_counts(stubs: Sequence[pd.DataFrame]) -> dict:
     per_reply = table.groupby(["run", "qkey"])["dropped"].first()
     return {"max_stubs": MAX_STUBS, "replies_over_cap": int((per_reply > 0).sum()),
             "stubs_dropped": int(per_reply.sum())}
-
-
-def _retriever_provenance(setup: RetrievalSetup, methods: Sequence[str]) -> dict:
-    """What each retriever family the methods use is (BM25's analyzer, the hybrid's fusion)."""
-    families = list(dict.fromkeys(split_method(m)[1] for m in methods))
-    describe = getattr(setup, "retriever_provenance", None)
-    return describe(families) if describe is not None else {}

@@ -29,9 +29,9 @@ from ..data.dataset import load_dataset
 from ..data.queries import resolve_subset
 from ..llm import factory
 from ..llm.base import LLMBackend
-from ..llm.cassettes import export_cassette, import_cassette, prompt_query, read_cassette
+from ..llm.cassettes import export_cassette, import_cassette, read_cassette
 from ..llm.parsing import parse_stubs_counted, stub_text
-from ..llm.prompts import STUB_PROMPT
+from ..llm.prompts import STUB_PROMPT, extract_section
 from ..llm.store import CallStore
 from ..retrieval.setup import select_queries
 from .result import StudySettings, generate_stubs
@@ -64,7 +64,7 @@ def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[t
         return out
     for r in read_cassette(path):
         if r["prompt_version"] == STUB_PROMPT.version and (model is None or r["model"] == model):
-            q = prompt_query(r["prompt"])
+            q = extract_section(r["prompt"], "query")
             if q is not None:
                 out.setdefault((int(r["run"]), float(r["temperature"])), set()).add(q)
     return out
@@ -77,7 +77,7 @@ def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[
     path = Path(cassette)
     if path.exists():
         for r in read_cassette(path):
-            q = prompt_query(r["prompt"]) if r["prompt_version"] == STUB_PROMPT.version else None
+            q = extract_section(r["prompt"], "query") if r["prompt_version"] == STUB_PROMPT.version else None
             if q is not None:
                 texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
     return list(texts)

@@ -220,12 +220,12 @@ def subset_name(text: str) -> str:
     return text
 
 
-def _path_type(kind: str, what: str, doc: str) -> Callable[[str], str]:
+def _path_type(kind: str, what: str, doc: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
     def parse(text: str) -> str:
         try:
             check_path("", text, kind)
         except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(str(exc).replace(" is not allowed; ", problem)) from None
         return text
 
     parse.__doc__ = f"An argparse type: {doc}."
@@ -239,14 +239,8 @@ output_file = _path_type("output_file", "output file",
                          "a file that can be written (its folder exists or can be made)")
 
 
-def data_dir(text: str) -> str:
-    """An argparse type: an existing, readable folder (its layout is checked when the data is loaded)."""
-    try:
-        check_path("", text, "dir")
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(
-            str(exc).replace(" is not allowed; ", " is not a ToolBench data folder: ")) from None
-    return text
+# its layout is checked when the data is loaded
+data_dir = _path_type("dir", "data_dir", "an existing, readable folder", " is not a ToolBench data folder: ")
 
 
 def run_indices(text: str) -> str:
