@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, TABLE_SCHEMAS, check_locator, load_references
+from toolbench_lib.report.front import Ledger, relevant_sentence
 from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
 from toolbench_lib.report.scorecard import build_report, compare_entries
 from toolbench_lib.report.write import write_report
@@ -805,3 +807,18 @@ def test_a_ci_bound_that_decides_the_status_is_printed_so():
     assert ci_text(0.9061, 0.9889, "≥ 0.96") == "[0.906, 0.989]"
     assert ci_text(0.1234, 0.2, "0.123") == "[0.123, 0.200]"  # 4 decimals would be a raw float
     assert raw_floats(ci_text(0.00245, 0.0061, "0.002") + " " + ci_text(-0.031, 0.04151, "0.042")) == []
+
+
+def test_the_relevant_sentence_states_each_sets_difference_and_its_holm_p(tmp_path):
+    rows = [{"subset": s, "gt": gt, "metric": "recall", "k": 5, "diff": d, "ci_low": d - 0.05,
+             "ci_high": d + 0.05, "p_holm": p}
+            for s, d, p in (("G1", -0.06, 0.068), ("G2", -0.002, 0.934), ("G3", 0.045, 0.01))
+            for gt in ("candidates", "relevant")]
+    pd.DataFrame(rows).to_csv(tmp_path / "paired_tests.csv", index=False)
+    cfg = SimpleNamespace(tables_dir=tmp_path, k=5)
+    ledger = Ledger()
+    line = relevant_sentence(cfg, ledger)
+    assert line.startswith("On the `relevant` ground truth, dense PtR − RtP: G1 -0.060 [-0.110, -0.010]")
+    assert line.endswith("G3 +0.045 [-0.005, 0.095] (p = 0.0100): 1 of 3 significant.")
+    assert ledger.values["G2 relevant p"] == ["p = 0.934"]
+    assert relevant_sentence(SimpleNamespace(tables_dir=tmp_path, k=10), Ledger()) == ""

@@ -34,6 +34,7 @@ from .front import (
     g2_instruction_sentence,
     limits,
     paper_against_itself,
+    relevant_sentence,
     right_and_wrong,
     setup_box,
 )
@@ -299,7 +300,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         g2i = g2i if g2i is not None else pd.DataFrame()
         parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
                                           ledger), "", count_line(rows, paper_query_counts()),
-                  g2_instruction_sentence(g2i), ""]
+                  g2_instruction_sentence(g2i), relevant_sentence(cfg, ledger), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
