@@ -16,13 +16,14 @@ FIGURES = {
                                  "so a query's neighbours are often from the same crowded category."),
     "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
                                   "API's name carries much of what the embedder sees."),
-    "figure2": ("main", "Recall, precision and objective pass rate per set and architecture with bootstrap "
-                        "95% CIs; the paper's values are the markers, so a marker outside a bar's CI is a "
-                        "difference."),
+    "figure2": ("main", "Recall and precision (bootstrap 95% CIs), objective pass rate and the share of "
+                        "queries each architecture wins on recall (Wilson 95%) per set; diamonds are the "
+                        "paper's values (its pass rates are judged ones, the bars objective)."),
     "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
                             "of the dots is the run-to-run noise the paper's test over runs measures."),
-    "k_ablation": ("budget", "Recall against the retrieval budget k per set and architecture (candidates): "
-                             "where the curves cross is where the better architecture changes."),
+    "k_ablation": ("budget", "Recall (top), precision (middle) and PtR − RtP recall (bars) against the "
+                             "retrieval budget k per set (candidates): a bar changing sign is where the "
+                             "better architecture changes."),
     "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
                                       "ordering of the two architectures should not depend on the "
                                       "definition."),
@@ -80,9 +81,10 @@ FIGURES = {
         "Each query by RtP's top-1 cosine (x) and what the fused list gains over RtP's (y): "
         "route-then-fuse keeps RtP right of the dashed threshold, so a good threshold leaves the gains on"
         " its left."),
-    "routing_recall_vs_share": ("cost", "Recall against the share of queries routed to PtR for each routing "
-                                        "policy: a policy above the line joining always-RtP and always-PtR "
-                                        "routes well."),
+    "routing_recall_vs_share": ("cost", "Recall@5 against the share of queries routed to PtR per set: a "
+                                        "marker per policy (star: the per-query oracle, a bound), a curve "
+                                        "per signal over every threshold; a policy helps above both "
+                                        "always-RtP and always-PtR."),
 }
 FIGURE_PREFIXES = {
     "retriever_": ("retriever", "Retriever families (notebook 12), {name}: compare the families' bars "
