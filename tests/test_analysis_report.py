@@ -616,6 +616,19 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
 
 
+def test_holm_across_families_names_the_verdicts_it_would_overturn():
+    from toolbench_lib.report.front import across_families
+
+    rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3, "subset": ["G1", "G2", "G3"] * 2,
+                         "p": [0.004, 0.5, 0.6, 0.03, 0.0001, 0.012],
+                         "significant": [True, False, False, True, True, True]})
+    # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
+    said = "Holm over all 6 primary comparisons "
+    assert across_families(rows) == said + "would leave only BM25 G1 not significant."
+    assert across_families(rows.assign(p=rows["p"] / 10)) == said + "keeps every verdict."
+    assert across_families(rows[rows["retriever"] == "dense"]) == ""
+
+
 def test_the_paper_against_itself_is_computed_from_its_numbers():
     from toolbench_lib.report.front import paper_against_itself
 
@@ -664,8 +677,8 @@ def test_the_query_counts_are_explained_in_one_line():
                          "n_queries": [163, 199, 163]})
     paper = pd.DataFrame({"subset": ["G1", "G2", "G3"], "n_queries": [200.0, 200.0, 100.0]})
     assert count_line(rows, paper) == (
-        "G1 holds 163 (the paper's: 200): this run's `test_instruction` sets are StableToolBench's solvable "
-        "subsets, the queries it kept as solvable; the `_original` sets are ToolBench's own.")
+        "G1 holds 163 (the paper's: 200): `test_instruction` sets keep StableToolBench's solvable queries; "
+        "`_original` sets are ToolBench's own.")
     assert count_line(rows.assign(n_queries=200), paper) == ""
 
 

@@ -11,6 +11,7 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .locate import TableCache
 from .scorecard import status_counts
@@ -161,6 +162,18 @@ def answer_sentence(rows: pd.DataFrame) -> str:
     return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
 
+def across_families(rows: pd.DataFrame) -> str:
+    """Which verdicts of the answer Holm over every family × set comparison at once would overturn (it
+    only raises p-values), in one sentence; empty with one family."""
+    if rows["retriever"].nunique() < 2:
+        return ""
+    adjusted = holm(rows["p"].to_numpy(dtype=float))
+    lost = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)}"
+            for r, p in zip(rows.itertuples(), adjusted, strict=True) if bool(r.significant) and p >= 0.05]
+    return (f"Holm over all {fmt_count(len(rows))} primary comparisons "
+            + (f"would leave only {_sets(lost)} not significant." if lost else "keeps every verdict."))
+
+
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
     """Why a set holds fewer queries than the paper's, in one line (the counts are in the setup table)."""
     paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
@@ -169,8 +182,8 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
              if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
     if not fewer:
         return ""
-    return (f"{'; '.join(fewer)}: this run's `test_instruction` sets are StableToolBench's solvable subsets, "
-            "the queries it kept as solvable; the `_original` sets are ToolBench's own.")
+    return (f"{'; '.join(fewer)}: `test_instruction` sets keep StableToolBench's solvable queries; "
+            "`_original` sets are ToolBench's own.")
 
 
 def family_conclusion(family: str, rows: pd.DataFrame) -> str:
@@ -232,7 +245,7 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         scored = (f"{fmt_count(len(report) - again)} reference numbers ({fmt_count(len(report))} rows: "
                   f"{fmt_count(again)} read a number again on another set or definition)"
                   if again else f"{fmt_count(len(report))} reference numbers")
-        lines.append(f"- The paper's {scored} against this run: {counts} (each section shows its rows).")
+        lines.append(f"- The paper's {scored} against this run: {counts}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 

@@ -25,6 +25,7 @@ from .figures import figures_markdown, number_figures
 from .front import (
     G2_INSTRUCTION_TABLE,
     Ledger,
+    across_families,
     answer_sentence,
     claim_verdicts,
     count_line,
@@ -293,7 +294,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
-             *([answer_sentence(rows), ""] if len(rows) else []), PRIMARY.at(cfg.k).text(), ""]
+             *([f"{answer_sentence(rows)} {across_families(rows)}".strip(), ""] if len(rows) else []),
+             PRIMARY.at(cfg.k).text(), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
         g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
