@@ -101,6 +101,7 @@ def _package_copy(tmp_path: Path, monkeypatch) -> Path:
     shutil.copytree(tables.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(tables, "PACKAGE", copy)
     tables.code_hash.cache_clear()
+    tables.code_closure.cache_clear()
     return copy
 
 
@@ -108,28 +109,38 @@ def test_a_code_change_reaches_exactly_what_depends_on_it(tmp_path, monkeypatch)
     """Each kind of stored result is keyed by the code that computes it: a changed retrieval module (a
     retriever, a fused method, the learned ranker) is a new study key part and a new analysis cache, but
     leaves the evaluation's key (eval's code) alone; a changed eval module is a new evaluation key; an
-    analysis change leaves the study's and the evaluation's."""
+    analysis change leaves the study's and the evaluation's; the explorer's views follow the modules
+    ``explorer/views.py`` imports, so a report or page change leaves them fresh."""
     from toolbench_lib.data import tables
     from toolbench_lib.eval.evaluation import EVAL_CODE
+    from toolbench_lib.explorer.views import views_code
     from toolbench_lib.study.experiment import STUDY_CODE
 
     copy = _package_copy(tmp_path, monkeypatch)
-    study, evaluation, everything = (lambda: tables.code_hash(*STUDY_CODE),
-                                     lambda: tables.code_hash(*EVAL_CODE), tables.code_hash)
-    before = study(), evaluation(), everything()
-    for rel, changes in (("retrieval/rankings.py", (True, False, True)),
-                         ("retrieval/fused.py", (True, False, True)),  # a study may hold fused methods
-                         ("retrieval/ltr.py", (True, False, True)),  # ... and learned ones
-                         ("eval/compare.py", (False, True, True)),
-                         ("analysis/fusion_board.py", (False, False, True)),
-                         ("explorer/views.py", (False, False, True))):
+    keys = (lambda: tables.code_hash(*STUDY_CODE), lambda: tables.code_hash(*EVAL_CODE), tables.code_hash,
+            views_code)
+    before = tuple(k() for k in keys)
+    for rel, changes in (("retrieval/rankings.py", (True, False, True, True)),
+                         ("retrieval/fused.py", (True, False, True, True)),  # a study may hold fused methods
+                         ("retrieval/ltr.py", (True, False, True, True)),  # ... and learned ones
+                         ("eval/compare.py", (False, True, True, True)),
+                         ("analysis/fusion_board.py", (False, False, True, True)),
+                         ("explorer/views.py", (False, False, True, True)),
+                         ("explorer/widget.py", (False, False, True, False)),
+                         ("report/front.py", (False, False, True, False))):
         path = copy / rel
         path.write_text(path.read_text() + "\n# changed\n")
         tables.code_hash.cache_clear()
-        after = study(), evaluation(), everything()
+        after = tuple(k() for k in keys)
         assert tuple(a != b for a, b in zip(before, after, strict=True)) == changes, rel
         before = after
+    path = copy / "explorer" / "views.py"  # a new import joins the views' code
+    path.write_text(path.read_text() + "\nfrom ..report import front  # noqa\n")
     tables.code_hash.cache_clear()
+    tables.code_closure.cache_clear()
+    assert "report/front.py" in tables.code_closure("explorer/views.py")
+    tables.code_hash.cache_clear()
+    tables.code_closure.cache_clear()
 
 
 def test_cached_tables_are_made_again_after_a_code_change(tmp_path, monkeypatch):

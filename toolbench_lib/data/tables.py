@@ -7,6 +7,7 @@ import functools
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,26 @@ def code_hash(*parts: str) -> str:
     for f in files:
         h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
+
+
+RELATIVE_IMPORT = re.compile(r"^\s*from (\.+)([\w.]*) import (\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+@functools.cache
+def code_closure(*modules: str) -> tuple[str, ...]:
+    """``modules`` (paths in the package, e.g. ``"explorer/views.py"``) and every package module they import,
+    transitively: the code whose :func:`code_hash` keys what they compute."""
+    todo, seen = [PACKAGE / m for m in modules], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for dots, module, names in RELATIVE_IMPORT.findall(path.read_text()):
+            stem = path.parents[len(dots) - 1].joinpath(*module.split("."))
+            named = [stem / f"{n.split()[0]}.py" for n in names.strip("()").split(",") if n.strip()]
+            todo += [f for f in (stem.with_suffix(".py"), stem / "__init__.py", *named) if f.is_file()]
+    return tuple(sorted(str(f.relative_to(PACKAGE)) for f in seen))
 
 
 def _read_tables(where: Path) -> dict[str, pd.DataFrame] | None:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
-from ..data.tables import code_hash
+from ..data.tables import code_closure, code_hash
 from ..eval.evaluation import evaluate
 from ..retrieval.fused import BASELINES, fused_runs, methods_over
 from ..study.stored import RANKINGS_COLUMNS, TABLE_CHECKSUMS, StudyResult
@@ -194,12 +194,17 @@ def write_views(folder: Path, result: StudyResult | None = None) -> Path:
         for name, frame in zip(FILES, frames, strict=True):
             frame.to_parquet(out.path(name), index=False)
             write_checksum(out.path(name))
-        manifest = {"version": VERSION, "study": study_fingerprint(folder), "code": code_hash(),
+        manifest = {"version": VERSION, "study": study_fingerprint(folder), "code": views_code(),
                     "max_k": MAX_K, "methods": [*result.methods, *dict.fromkeys(fused["method"])],
                     "files": list(FILES)}
         out.path(MANIFEST).write_text(json.dumps(manifest, indent=2))
         write_checksum(out.path(MANIFEST))
     return target
+
+
+def views_code() -> str:
+    """The hash views are keyed by: this module's code and every package module it imports."""
+    return code_hash(*code_closure("explorer/views.py"))
 
 
 def view_problem(folder: Path) -> str | None:
@@ -213,7 +218,7 @@ def view_problem(folder: Path) -> str | None:
         return f"views of version {manifest.get('version')}, not {VERSION}"
     if manifest.get("study") != study_fingerprint(folder):
         return "views of another study (stale)"
-    if manifest.get("code") != code_hash():
+    if manifest.get("code") != views_code():
         return "views computed by other code (stale)"
     return None
 
