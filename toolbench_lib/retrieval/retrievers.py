@@ -101,6 +101,22 @@ class PlanThenRetrieve:
         return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run), self.family)
 
 
+class SpecRetriever:
+    """A method made of a spec over other methods' rankings (fused, learned): it pays the stub call, and
+    differs between runs, when the spec reads stubs."""
+
+    def __init__(self, name: str, spec) -> None:
+        self.name, self.spec = name, spec
+        self.uses_stubs = spec.uses_stubs
+        self.deterministic = not spec.uses_stubs
+
+    @staticmethod
+    def parts(ctx: RunContext, methods) -> dict[str, Retrieved]:
+        """The run's rankings of ``methods`` (retrieved now when the run has none yet)."""
+        return {m: ctx.retrieved[m] if m in ctx.retrieved else get_retriever(m).retrieve(ctx)
+                for m in methods}
+
+
 RETRIEVERS: dict[str, Retriever] = {}
 
 
