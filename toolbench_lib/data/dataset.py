@@ -194,9 +194,6 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
 def summary(ds: Dataset) -> dict:
     """Counts of the registry, the query sets and the ground truth (``data summary --json``)."""
     reg, q = ds.registry, ds.queries
-    subsets = q.groupby("subset").size().to_dict()
-    cand_pairs = int(q["n_candidate_pairs"].sum())
-    rel_pairs = int(q["n_relevant_pairs"].sum())
     unres_c, unres_r = int(q["unresolved_candidates"].sum()), int(q["unresolved_relevant"].sum())
     return {
         "data_dir": str(ds.data_dir),
@@ -206,9 +203,9 @@ def summary(ds: Dataset) -> dict:
         "categories": int(reg["category"].nunique()),
         "apis_by_source": reg["source"].value_counts().to_dict(),
         "malformed_files": ds.stats.get("malformed_files", 0),
-        "subsets": {k: int(v) for k, v in subsets.items()},
-        "gt_pairs": cand_pairs,
-        "gt_pairs_relevant": rel_pairs,
+        "subsets": {k: int(v) for k, v in q.groupby("subset").size().items()},
+        "gt_pairs": int(q["n_candidate_pairs"].sum()),
+        "gt_pairs_relevant": int(q["n_relevant_pairs"].sum()),
         "unresolved_gt_pairs": unres_c + unres_r,
         "unresolved_gt_pairs_by_definition": {"candidates": unres_c, "relevant": unres_r},
         "unresolved_gt_pairs_by_subset": {
