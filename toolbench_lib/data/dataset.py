@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -102,14 +103,11 @@ class Dataset:
     registry: pd.DataFrame
     queries: pd.DataFrame
     stats: dict = field(default_factory=dict)
-    _texts: list[str] | None = None
 
-    @property
+    @functools.cached_property
     def texts(self) -> list[str]:
         """Embedding text of every registry API, in registry order."""
-        if self._texts is None:
-            self._texts = self.registry["doc_text"].tolist()
-        return self._texts
+        return self.registry["doc_text"].tolist()
 
     def subset_queries(self, subset: str, limit: int | None = None) -> pd.DataFrame:
         users = [*user_set_files(self.data_dir), *self.stats.get("query_files", {})]
