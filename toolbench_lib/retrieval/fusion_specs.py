@@ -51,6 +51,9 @@ def component_methods(components: Iterable[str]) -> list[str]:
 
 
 class _StubUse:
+    def __post_init__(self) -> None:
+        check_components(self.components)
+
     @property
     def uses_stubs(self) -> bool:
         """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
@@ -225,9 +228,6 @@ class RoundRobin(_StubUse):
 
     components: tuple[str, ...]
 
-    def __post_init__(self) -> None:
-        check_components(self.components)
-
     def describe(self) -> str:
         return f"round-robin of {' + '.join(self.components)}"
 
@@ -241,9 +241,6 @@ class Ranked(_StubUse):
     """One component's own ranking and scores, unchanged (RtP's or PtR's list as a baseline)."""
 
     component: str
-
-    def __post_init__(self) -> None:
-        check_components([self.component])
 
     @property
     def components(self) -> tuple[str, ...]:

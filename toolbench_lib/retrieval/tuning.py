@@ -133,15 +133,8 @@ class Tuned:
 def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
     """Every weight vector of ``n`` components from ``values``, scaled to a largest weight of 1, once each
     (an all-zero one left out)."""
-    seen, out = set(), []
-    for w in itertools.product(values, repeat=n):
-        if max(w) <= 0:
-            continue
-        scaled = tuple(round(x / max(w), 6) for x in w)
-        if scaled not in seen:
-            seen.add(scaled)
-            out.append(scaled)
-    return out
+    return list(dict.fromkeys(tuple(round(x / max(w), 6) for x in w)
+                              for w in itertools.product(values, repeat=n) if max(w) > 0))
 
 
 def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)
