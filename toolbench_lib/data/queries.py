@@ -60,14 +60,10 @@ def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
         return DEFAULT_SUBSETS[name]
     if name in QUERY_SETS:
         return name
-    if isinstance(name, str) and USER_SET_NAME.match(name):
-        if user_sets is None:
-            return name
-        listed = list(user_sets)
-        if name in listed:
-            return name
-        raise _unknown(name, listed)
-    raise _unknown(name, user_sets or ())
+    listed = None if user_sets is None else list(user_sets)
+    if isinstance(name, str) and USER_SET_NAME.match(name) and (listed is None or name in listed):
+        return name
+    raise _unknown(name, listed or ())
 
 
 def is_builtin(name: str) -> bool:
