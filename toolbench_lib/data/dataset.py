@@ -32,13 +32,8 @@ log = logging.getLogger(__name__)
 PROCESSING_VERSION = "1"
 CACHED_FILES = ("registry.parquet", "queries.parquet", "stats.json")
 CHECKSUMS = "checksums.json"  # sha256 of each cached file, written last: a complete, verifiable cache
-
-
-def source_files(data_dir: Path) -> list[Path]:
-    """Every file the processed dataset is built from."""
-    patterns = ["toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_instruction/*.json",
-                "test_instruction_original/*.json", "retrieval_corpus/*.jsonl"]
-    return sorted(p for pat in patterns for p in data_dir.glob(pat))
+SOURCE_GLOBS = ("toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_instruction/*.json",
+                "test_instruction_original/*.json", "retrieval_corpus/*.jsonl")  # what the data is built from
 
 
 def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
@@ -49,7 +44,7 @@ def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = No
     data_dir = Path(data_dir)
     cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())
-    for p in source_files(data_dir):
+    for p in sorted(f for pattern in SOURCE_GLOBS for f in data_dir.glob(pattern)):
         rel = str(p.relative_to(data_dir))
         h.update(f"{rel}|{cache.digest(p, rel)}\n".encode())
     for name, p in sorted((external or {}).items()):
