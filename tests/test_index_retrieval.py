@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from toolbench_lib.retrieval.index import VectorIndex
-from toolbench_lib.retrieval.rankings import DenseSearcher, merge_max, search_and_merge, search_texts
+from toolbench_lib.retrieval.rankings import DenseSearcher, merge_max, search_and_merge
 
 
 def _unit(rng, n, d=16):
@@ -25,7 +25,7 @@ def test_subset_index_reports_registry_rows():
     rng = np.random.default_rng(1)
     docs, qs = _unit(rng, 200), _unit(rng, 3)
     rows = np.array([5, 17, 42, 99, 150, 199])
-    sub = VectorIndex(docs).subset(rows)
+    sub = VectorIndex(docs[rows], rows)
     _, hit_rows = sub.search(qs, 3)
     sims = qs @ docs[rows].T
     for i in range(len(qs)):
@@ -41,7 +41,7 @@ def test_max_merge_equals_brute_force():
     rng = np.random.default_rng(2)
     docs, stubs = _unit(rng, 500), _unit(rng, 4)
     index = VectorIndex(docs)
-    merged = merge_max(search_texts(index, stubs, 5), 5)
+    merged = merge_max(DenseSearcher(index, lambda _: stubs).search_texts(list("abcd"), 5), 5)
     best = (stubs @ docs.T).max(axis=0)
     assert merged.rows.tolist() == np.argsort(-best)[:5].tolist()
     assert merged.scores == pytest.approx(np.sort(best)[::-1][:5], abs=1e-5)

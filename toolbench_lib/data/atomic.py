@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,12 +71,13 @@ class FolderWriteError(OSError):
     """A file of a folder being written could not be written (the folder was left as it was)."""
 
 
+@dataclass
 class FolderWriter:
     """The temporary folder of :func:`atomic_folder`: :meth:`path` gives where to write a file."""
 
-    def __init__(self, tmp: Path, folder: Path) -> None:
-        self.tmp, self.folder = tmp, folder
-        self.current: Path | None = None
+    tmp: Path
+    folder: Path
+    current: Path | None = None
 
     def path(self, name: str) -> Path:
         """Where to write the file ``name`` (an error while writing it names ``folder/name``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -31,13 +32,8 @@ log = logging.getLogger(__name__)
 PROCESSING_VERSION = "1"
 CACHED_FILES = ("registry.parquet", "queries.parquet", "stats.json")
 CHECKSUMS = "checksums.json"  # sha256 of each cached file, written last: a complete, verifiable cache
-
-
-def source_files(data_dir: Path) -> list[Path]:
-    """Every file the processed dataset is built from."""
-    patterns = ["toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_instruction/*.json",
-                "test_instruction_original/*.json", "retrieval_corpus/*.jsonl"]
-    return sorted(p for pat in patterns for p in data_dir.glob(pat))
+SOURCE_GLOBS = ("toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_instruction/*.json",
+                "test_instruction_original/*.json", "retrieval_corpus/*.jsonl")  # what the data is built from
 
 
 def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
@@ -48,7 +44,7 @@ def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = No
     data_dir = Path(data_dir)
     cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())
-    for p in source_files(data_dir):
+    for p in sorted(f for pattern in SOURCE_GLOBS for f in data_dir.glob(pattern)):
         rel = str(p.relative_to(data_dir))
         h.update(f"{rel}|{cache.digest(p, rel)}\n".encode())
     for name, p in sorted((external or {}).items()):
@@ -102,14 +98,11 @@ class Dataset:
     registry: pd.DataFrame
     queries: pd.DataFrame
     stats: dict = field(default_factory=dict)
-    _texts: list[str] | None = None
 
-    @property
+    @functools.cached_property
     def texts(self) -> list[str]:
         """Embedding text of every registry API, in registry order."""
-        if self._texts is None:
-            self._texts = self.registry["doc_text"].tolist()
-        return self._texts
+        return self.registry["doc_text"].tolist()
 
     def subset_queries(self, subset: str, limit: int | None = None) -> pd.DataFrame:
         users = [*user_set_files(self.data_dir), *self.stats.get("query_files", {})]
@@ -194,9 +187,6 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
 def summary(ds: Dataset) -> dict:
     """Counts of the registry, the query sets and the ground truth (``data summary --json``)."""
     reg, q = ds.registry, ds.queries
-    subsets = q.groupby("subset").size().to_dict()
-    cand_pairs = int(q["n_candidate_pairs"].sum())
-    rel_pairs = int(q["n_relevant_pairs"].sum())
     unres_c, unres_r = int(q["unresolved_candidates"].sum()), int(q["unresolved_relevant"].sum())
     return {
         "data_dir": str(ds.data_dir),
@@ -206,9 +196,9 @@ def summary(ds: Dataset) -> dict:
         "categories": int(reg["category"].nunique()),
         "apis_by_source": reg["source"].value_counts().to_dict(),
         "malformed_files": ds.stats.get("malformed_files", 0),
-        "subsets": {k: int(v) for k, v in subsets.items()},
-        "gt_pairs": cand_pairs,
-        "gt_pairs_relevant": rel_pairs,
+        "subsets": {k: int(v) for k, v in q.groupby("subset").size().items()},
+        "gt_pairs": int(q["n_candidate_pairs"].sum()),
+        "gt_pairs_relevant": int(q["n_relevant_pairs"].sum()),
         "unresolved_gt_pairs": unres_c + unres_r,
         "unresolved_gt_pairs_by_definition": {"candidates": unres_c, "relevant": unres_r},
         "unresolved_gt_pairs_by_subset": {

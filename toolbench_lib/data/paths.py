@@ -23,19 +23,6 @@ class DataNotFoundError(FileNotFoundError):
     """No ToolBench data folder was found in any of the places looked in."""
 
 
-def candidate_data_dirs(data_dir: str | os.PathLike | None = None) -> list[tuple[str, Path]]:
-    """The places looked in, in order, each with the reason it is looked at."""
-    places: list[tuple[str, Path]] = []
-    if data_dir:
-        places.append(("--data-dir", Path(data_dir)))
-    env = os.environ.get("TOOLBENCH_DATA")
-    if env:
-        places.append(("TOOLBENCH_DATA", Path(env)))
-    places.append(("default", DATA_ROOT / "raw" / "toolbench"))
-    places.append(("shared", PROJECT_ROOT.parent / "shared" / "toolbench"))
-    return places
-
-
 def is_toolbench_dir(path: Path) -> bool:
     """True when ``path`` holds at least the registry and the test queries."""
     return (path / "toolenv" / "tools").is_dir() and (path / "test_instruction").is_dir()
@@ -44,7 +31,11 @@ def is_toolbench_dir(path: Path) -> bool:
 def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     """The ToolBench data folder, from ``--data-dir``, ``TOOLBENCH_DATA``, ``data/raw/toolbench``,
     ``../shared/toolbench``; a given one that is no ToolBench folder is an error, never skipped."""
-    places = candidate_data_dirs(data_dir)
+    env = os.environ.get("TOOLBENCH_DATA")
+    places = [("--data-dir", Path(data_dir))] if data_dir else []  # the places looked in, in order
+    places += [("TOOLBENCH_DATA", Path(env))] if env else []
+    places += [("default", DATA_ROOT / "raw" / "toolbench"),
+               ("shared", PROJECT_ROOT.parent / "shared" / "toolbench")]
     if data_dir is not None:
         label, path = places[0]
         if is_toolbench_dir(path):
@@ -52,7 +43,6 @@ def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         raise DataNotFoundError(
             f"{label} {path} is not a ToolBench data folder. Expected layout: {EXPECTED_LAYOUT}"
         )
-    env = os.environ.get("TOOLBENCH_DATA")
     if env and not is_toolbench_dir(Path(env)):  # a set variable is a choice: never silently skipped
         others = " and ".join(str(path) for label, path in places if label != "TOOLBENCH_DATA")
         raise DataNotFoundError(f"TOOLBENCH_DATA {env} is not a ToolBench data folder (unset it to look in "

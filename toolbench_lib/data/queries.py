@@ -20,14 +20,9 @@ log = logging.getLogger(__name__)
 
 # Every query set by name: (folder, file stem).
 QUERY_SETS: dict[str, tuple[str, str]] = {
-    "G1_instruction": ("test_instruction", "G1_instruction"),
-    "G1_category": ("test_instruction", "G1_category"),
-    "G1_tool": ("test_instruction", "G1_tool"),
-    "G2_instruction": ("test_instruction", "G2_instruction"),
-    "G2_category": ("test_instruction", "G2_category"),
-    "G3_instruction": ("test_instruction", "G3_instruction"),
-    "G2_category_original": ("test_instruction_original", "G2_category"),
-    "G3_instruction_original": ("test_instruction_original", "G3_instruction"),
+    **{n: ("test_instruction", n) for n in ("G1_instruction", "G1_category", "G1_tool", "G2_instruction",
+                                            "G2_category", "G3_instruction")},
+    **{f"{n}_original": ("test_instruction_original", n) for n in ("G2_category", "G3_instruction")},
 }
 # The study's default subsets.
 DEFAULT_SUBSETS: dict[str, str] = {
@@ -65,14 +60,10 @@ def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
         return DEFAULT_SUBSETS[name]
     if name in QUERY_SETS:
         return name
-    if isinstance(name, str) and USER_SET_NAME.match(name):
-        if user_sets is None:
-            return name
-        listed = list(user_sets)
-        if name in listed:
-            return name
-        raise _unknown(name, listed)
-    raise _unknown(name, user_sets or ())
+    listed = None if user_sets is None else list(user_sets)
+    if isinstance(name, str) and USER_SET_NAME.match(name) and (listed is None or name in listed):
+        return name
+    raise _unknown(name, listed or ())
 
 
 def is_builtin(name: str) -> bool:
@@ -155,15 +146,13 @@ def read_query_file(path: Path) -> list[dict]:
 def query_set_path(data_dir: Path, name: str) -> Path:
     """Where a query set's file is: a built-in set's own place, else ``test_instruction/<name>.json``."""
     canonical = resolve_subset(name)
-    if canonical in QUERY_SETS:
-        folder, stem = QUERY_SETS[canonical]
-        return data_dir / folder / f"{stem}.json"
-    return data_dir / USER_SET_FOLDER / f"{canonical}.json"
+    folder, stem = QUERY_SETS.get(canonical, (USER_SET_FOLDER, canonical))
+    return data_dir / folder / f"{stem}.json"
 
 
 def builtin_query_files(data_dir: Path) -> set[Path]:
     """The files of the built-in sets (present or not)."""
-    return {data_dir / folder / f"{stem}.json" for folder, stem in QUERY_SETS.values()}
+    return {query_set_path(data_dir, name) for name in QUERY_SETS}
 
 
 def user_set_files(data_dir: Path) -> dict[str, Path]:
@@ -192,10 +181,8 @@ def available_sets(data_dir: Path) -> list[str]:
 
 def own_set_files(data_dir: Path) -> dict[Path, str]:
     """``{resolved file: set name}`` of every query set in the data folder."""
-    own = {(data_dir / folder / f"{stem}.json").resolve(): name
-           for name, (folder, stem) in QUERY_SETS.items()}
-    own.update({p.resolve(): n for n, p in user_set_files(data_dir).items()})
-    return own
+    sets = {**{n: query_set_path(data_dir, n) for n in QUERY_SETS}, **user_set_files(data_dir)}
+    return {p.resolve(): n for n, p in sets.items()}
 
 
 def query_file_sets(data_dir: Path, files: Iterable[str | Path]) -> list[str]:
@@ -275,33 +262,26 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
         for q in read_query_file(path):
             cats: dict[tuple[str, str], str] = {}
             incomplete: set[tuple[str, str]] = set()  # pairs of docs without a whole key: never guessed
-            cand, unres_c = [], 0
+            cand = []  # each api_list doc's id (None: unresolved)
             for api in q.get("api_list", []):
                 tool, name_ = str(api.get("tool_name", "")), str(api.get("api_name", ""))
-                if doc_key_problem(api):
+                whole = not doc_key_problem(api)
+                if whole:
+                    cats.setdefault((norm_name(tool), norm_name(name_)), api.get("category_name", ""))
+                else:
                     incomplete.add((norm_name(tool), norm_name(name_)))
-                    unres_c += 1
-                    continue
-                cats.setdefault((norm_name(tool), norm_name(name_)), api.get("category_name", ""))
-                api_id = resolver.resolve(api.get("category_name"), tool, name_)
-                if api_id is None:
-                    unres_c += 1
-                elif api_id not in cand:
-                    cand.append(api_id)
-            rel, unres_r = [], 0
+                cand.append(resolver.resolve(api.get("category_name"), tool, name_) if whole else None)
+            rel = []
             for tool, name_ in q.get("relevant APIs", []):
                 pair = (norm_name(tool), norm_name(name_))
                 cat = cats.get(pair)
-                api_id = None if pair in incomplete and cat is None else resolver.resolve(cat, tool, name_)
-                if api_id is None:
-                    unres_r += 1
-                elif api_id not in rel:
-                    rel.append(api_id)
+                rel.append(None if pair in incomplete and cat is None else resolver.resolve(cat, tool, name_))
             rows.append({"subset": subset, "query_id": str(q.get("query_id")),
-                         "query": str(q.get("query", "")).strip(), "candidates": cand, "relevant": rel,
-                         "n_candidate_pairs": len(q.get("api_list", [])),
-                         "n_relevant_pairs": len(q.get("relevant APIs", [])),
-                         "unresolved_candidates": unres_c, "unresolved_relevant": unres_r})
+                         "query": str(q.get("query", "")).strip(),
+                         "candidates": list(dict.fromkeys(a for a in cand if a is not None)),
+                         "relevant": list(dict.fromkeys(a for a in rel if a is not None)),
+                         "n_candidate_pairs": len(cand), "n_relevant_pairs": len(rel),
+                         "unresolved_candidates": cand.count(None), "unresolved_relevant": rel.count(None)})
     return pd.DataFrame(rows, columns=QUERY_COLUMNS)  # the columns even when every set is empty
 
 

@@ -204,14 +204,9 @@ def merge_registry(data_dir: Path, extra_query_files: Iterable[Path] = ()) -> tu
 
 def _stable_ids(df: pd.DataFrame) -> list[str]:
     """``Category/tool_key/api_name`` ids, made unique with a ``#n`` suffix when needed."""
-    seen: dict[str, int] = {}
-    ids = []
-    for cat, tool, api in zip(df["category"], df["tool_key"], df["norm_api"], strict=True):
-        base = f"{cat}/{tool}/{api}"
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        ids.append(base if n == 0 else f"{base}#{n}")
-    return ids
+    base = df["category"] + "/" + df["tool_key"] + "/" + df["norm_api"]
+    n = base.groupby(base, sort=False).cumcount()
+    return base.where(n == 0, base + "#" + n.astype(str)).tolist()
 
 
 def api_text(row: dict | pd.Series, max_chars: int = DOC_TEXT_MAX_CHARS) -> str:

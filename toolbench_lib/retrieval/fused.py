@@ -27,7 +27,7 @@ from .fusion_specs import (
     study_component_inputs,
 )
 from .rankings import Retrieved, ranked_frame
-from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+from .retrievers import RETRIEVERS, RunContext, SpecRetriever, register
 from .tuning import Tuned
 
 QUERY_AND_STUBS = ("q.dense", "s*.dense")  # the query's ranking and every stub's own ranking
@@ -68,10 +68,8 @@ CV_K = 5  # a tuned method run as a retriever is tuned for recall@5 on the candi
 
 def spec_of(name: str) -> Spec:
     """The spec of a fused method or baseline name (``ValueError`` naming the known ones)."""
-    if name in FUSED:
-        return FUSED[name]
-    if name in BASELINES:
-        return BASELINES[name]
+    if name in METHODS:
+        return FUSED[name] if name in FUSED else BASELINES[name]
     raise ValueError(f"unknown method(s) [{name!r}]; choose from {', '.join(METHODS)}")
 
 
@@ -82,16 +80,11 @@ def methods_over(study_methods: Iterable[str], with_setup: bool = True) -> list[
             and (with_setup or not isinstance(spec_of(n), MeanEmbedding))]
 
 
-def components_of(names: Iterable[str]) -> list[str]:
-    """Every component the named methods read."""
-    return list(dict.fromkeys(c for n in names for c in spec_of(n).components))
-
-
 def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[str] | None = None,
                  setup=None) -> FusionInputs:
     """The rankings of a stored study's run that the named methods read (default: every one it holds)."""
     have = set(result.rankings["method"])
-    comps = (components_of(names) if names is not None
+    comps = (dict.fromkeys(c for n in names for c in spec_of(n).components) if names is not None
              else [c for c, (m, _) in component_table().items() if m in have])
     return study_component_inputs(result, run, gt, comps, result.stubs, setup)
 
@@ -166,20 +159,14 @@ def _content_keys(names: list[str], inp: FusionInputs, k: int, params: Mapping[s
         digest[c] for c in (*spec_of(n).components, TOP1)])).encode()).hexdigest() for n in names}
 
 
-class FusedRetriever:
+class FusedRetriever(SpecRetriever):
     """A fused method as a retriever of the study pipeline."""
-
-    def __init__(self, name: str, spec: Spec) -> None:
-        self.name, self.spec = name, spec
-        self.uses_stubs = spec.uses_stubs
-        self.deterministic = not spec.uses_stubs
 
     def __repr__(self) -> str:
         return f"FusedRetriever({self.name!r}, {self.spec.describe()!r})"
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
-        parts = {m: ctx.retrieved[m] if m in ctx.retrieved else get_retriever(m).retrieve(ctx)
-                 for m in component_methods(self.spec.components)}
+        parts = self.parts(ctx, component_methods(self.spec.components))
         inp = rankings_inputs(parts, ctx.queries, ctx.run, "candidates", self.spec.components, ctx.stubs,
                               ctx.setup)
         spec = replace(self.spec, tune_k=CV_K) if isinstance(self.spec, Tuned) else self.spec

@@ -27,12 +27,8 @@ TOP1 = "q.dense"  # the component whose best score a route reads (RtP's top-1 co
 
 @functools.cache
 def _components(families: tuple[str, ...]) -> dict[str, tuple[str, bool]]:
-    out = {}
-    for family in families:
-        out[f"q.{family}"] = (method_name("rtp", family), False)
-        out[f"s.{family}"] = (method_name("ptr", family), False)
-        out[f"s*.{family}"] = (method_name("ptr", family), True)
-    return out
+    return {f"{tag}.{family}": (method_name(arch, family), tag == "s*")
+            for family in families for tag, arch in (("q", "rtp"), ("s", "ptr"), ("s*", "ptr"))}
 
 
 def component_table() -> dict[str, tuple[str, bool]]:
@@ -55,6 +51,9 @@ def component_methods(components: Iterable[str]) -> list[str]:
 
 
 class _StubUse:
+    def __post_init__(self) -> None:
+        check_components(self.components)
+
     @property
     def uses_stubs(self) -> bool:
         """Whether a component is a stub ranking (then the method pays PtR's stub call)."""
@@ -95,34 +94,43 @@ def rankings_by(frame: pd.DataFrame, by: list[str]) -> dict:
             for key, group in itertools.groupby(zip(keys, pairs, strict=True), key=lambda x: x[0])}
 
 
+def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
+    return {k: set(v) for k, v in zip(queries["qkey"], queries[gt], strict=True)}
+
+
+def text_rankings(got: Retrieved) -> dict[str, list[Ranking]]:
+    """``{qkey: [each searched text's own ranking]}`` of a method's rankings (``text_idx`` ascending)."""
+    each: dict[str, list[Ranking]] = {}
+    for (key, _), r in rankings_by(got.texts, ["qkey", "text_idx"]).items():
+        each.setdefault(key, []).append(r)
+    return each
+
+
 def rankings_inputs(retrieved: Mapping[str, Retrieved], queries: pd.DataFrame, run: int = 0,
                     gt: str = "candidates", components: Iterable[str] = (), stubs: pd.DataFrame | None = None,
                     setup: Any = None) -> FusionInputs:
     """The components' rankings of one run's ``{method: Retrieved}`` (``ValueError`` for a missing one)."""
-    comps = check_components(components)
+    comps = tuple(components)
     rankings: dict[str, dict[str, list[Ranking]]] = {}
     for method in component_methods(comps):
         got = retrieved.get(method)
         if got is None or (got.final.empty and got.texts.empty):
             raise ValueError(f"the study has no rankings of {method} for run {run}")
         final = {key: [r] for key, r in rankings_by(got.final, ["qkey"]).items()}
-        each: dict[str, list[Ranking]] = {}
-        for (key, _), r in rankings_by(got.texts, ["qkey", "text_idx"]).items():  # text_idx ascending
-            each.setdefault(key, []).append(r)
+        each = text_rankings(got)
         for c in comps:
             read, per_stub = component_table()[c]
             if read == method:
                 rankings[c] = each if per_stub else final
     keys = queries["qkey"].tolist()
-    qrels = {k: set(v) for k, v in zip(keys, queries[gt], strict=True)}
-    return FusionInputs(rankings, keys, dict(zip(keys, queries["subset"], strict=True)), qrels, run, queries,
-                        stubs, setup)
+    subsets = dict(zip(keys, queries["subset"], strict=True))
+    return FusionInputs(rankings, keys, subsets, qrels_of(queries, gt), run, queries, stubs, setup)
 
 
 def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", components: Iterable[str] = (),
                            stubs: pd.DataFrame | None = None, setup: Any = None) -> FusionInputs:
     """:func:`rankings_inputs` of a stored study's run (``ValueError`` when it lacks a method or the run)."""
-    comps = check_components(components)
+    comps = tuple(components)
     retrieved = {}
     for method in component_methods(comps):
         try:
@@ -170,11 +178,6 @@ class FusionSpec(_StubUse):
         check_components(self.components)
         if self.method == "wsum" and (self.weights is None or len(self.weights) != len(self.components)):
             raise ValueError("wsum needs one weight per component")
-
-    @property
-    def methods(self) -> list[str]:
-        """The study methods whose rankings the components are."""
-        return component_methods(self.components)
 
     @property
     def param(self) -> float:
@@ -225,9 +228,6 @@ class RoundRobin(_StubUse):
 
     components: tuple[str, ...]
 
-    def __post_init__(self) -> None:
-        check_components(self.components)
-
     def describe(self) -> str:
         return f"round-robin of {' + '.join(self.components)}"
 
@@ -241,9 +241,6 @@ class Ranked(_StubUse):
     """One component's own ranking and scores, unchanged (RtP's or PtR's list as a baseline)."""
 
     component: str
-
-    def __post_init__(self) -> None:
-        check_components([self.component])
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -313,10 +310,6 @@ class Route:
             inp.cache["top1"] = {key: inp.top1(key) for key in inp.keys}
         top1 = inp.cache["top1"]
         return {key: rtp[key] if top1[key] >= self.threshold else fused[key] for key in inp.keys}
-
-    def stub_calls(self, inp: FusionInputs) -> dict[str, bool]:
-        """Per query, whether the route sends it to the fused list (which needs the stub call)."""
-        return {key: not inp.top1(key) >= self.threshold for key in inp.keys}
 
 
 @dataclass(frozen=True)

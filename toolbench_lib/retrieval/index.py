@@ -56,12 +56,6 @@ class VectorIndex:
         scores, pos = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
         return scores, self.rows[pos]
 
-    def subset(self, rows: np.ndarray) -> VectorIndex:
-        """An index over the given registry rows (positions in this index's own row space)."""
-        lookup = {r: i for i, r in enumerate(self.rows)}
-        local = np.array([lookup[int(r)] for r in rows], dtype=np.int64)
-        return VectorIndex(self._vectors[local], self.rows[local])
-
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
                      cache_dir: Path | None = None, progress: bool = True) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +23,10 @@ from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_chec
 from ..data.folds import grouped_fold_ids
 from ..data.normalize import norm_text
 from ..data.queries import QUERY_SETS, resolve_subset
-from .fusion_specs import Run
+from .fusion_specs import Run, qrels_of
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
 from .rankings import Retrieved, ranked_frame
-from .retrievers import RETRIEVERS, RunContext, get_retriever, register
+from .retrievers import RETRIEVERS, RunContext, SpecRetriever, register
 
 log = logging.getLogger(__name__)
 
@@ -78,20 +79,14 @@ def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[s
 
     t0 = time.perf_counter()
     rows = table.rows_of(keys)
-    order = list(dict.fromkeys(table.qkeys[i] for i in rows))
-    data = lgb.Dataset(table.X[rows], table.y[rows], group=table.group_sizes(order),
+    sizes = Counter(table.qkeys[i] for i in rows)  # rows per query, in table order
+    order = list(sizes)
+    data = lgb.Dataset(table.X[rows], table.y[rows], group=np.array(list(sizes.values()), dtype=int),
                        feature_name=table.names, free_raw_data=True)
     params = dict(PARAMS, seed=seed)
     booster = lgb.train(params, data, num_boost_round=ROUNDS)
     return Fitted(booster, spec, order, sorted({sets[k] for k in order}), label_gt,
                   time.perf_counter() - t0, dict(params, rounds=ROUNDS))
-
-
-def folds_of(keys: Sequence[str], sets: Mapping[str, str], texts: Mapping[str, str], folds: int = FOLDS,
-             seed: int = SEED) -> dict[str, int]:
-    """Each query's fold: grouped by normalised query text, stratified by set."""
-    ids = grouped_fold_ids([sets[k] for k in keys], [norm_text(texts[k]) for k in keys], folds, seed)
-    return {k: int(f) for k, f in zip(keys, ids, strict=True)}
 
 
 @dataclass
@@ -104,7 +99,6 @@ class CrossFit:
     fold: dict[str, int]
     trained_on: list[list[str]]
     unseen_model: Fitted | None
-    fold_seconds: list[float]
     leaked: list[str] = field(default_factory=list)
 
 
@@ -135,31 +129,32 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
                          f"queries (split by query text, stratified by set), which needs 2 distinct queries "
                          f"of one set; this run has {counts}: evaluate it on more queries (--limit 2 or more)"
                          )
-    fold = folds_of(design, sets, texts, folds, seed)
+    ids = grouped_fold_ids([sets[k] for k in design], [norm_text(texts[k]) for k in design], folds, seed)
+    fold = {k: int(f) for k, f in zip(design, ids, strict=True)}  # grouped by text, stratified by set
     scores = np.zeros(len(table.qkeys))
-    trained_on, seconds, models = [], [], {}
-    for f in sorted(set(fold.values())):
-        train = [k for k in design if fold[k] != f]
-        models[f] = model = fit(table, spec, train, sets, seed, label_gt)
-        rows = table.rows_of([k for k in design if fold[k] == f])
+
+    def score(model: Fitted, scored: list[str]) -> None:
+        rows = table.rows_of(scored)
         scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
-        trained_on.append(train)
-        seconds.append(model.seconds)
+
+    trained_on, models = [], {}
+    for f in sorted(set(fold.values())):
+        trained_on.append([k for k in design if fold[k] != f])
+        models[f] = fit(table, spec, trained_on[-1], sets, seed, label_gt)
+        score(models[f], [k for k in design if fold[k] == f])
     others = [k for k in keys if not is_training(sets[k])]
     text_fold = {norm_text(texts[k]): fold[k] for k in design}
     leaked = [k for k in others if norm_text(texts[k]) in text_fold]
     for k in leaked:
-        rows, model = table.rows_of([k]), models[text_fold[norm_text(texts[k])]]
-        scores[rows] = model.booster.predict(table.X[rows], num_threads=THREADS)
+        score(models[text_fold[norm_text(texts[k])]], [k])
     clean = [k for k in others if k not in set(leaked)]
     unseen = fit(table, spec, design, sets, seed, label_gt) if others else None
     if clean:
-        rows = table.rows_of(clean)
-        scores[rows] = unseen.booster.predict(table.X[rows], num_threads=THREADS)
+        score(unseen, clean)
     if leaked:
         log.warning("learned ranker: %d queries of other sources repeat a training query's text; each is "
                     "scored by the fold model trained without that text", len(leaked))
-    return CrossFit(scores, fold, trained_on, unseen, seconds, leaked)
+    return CrossFit(scores, fold, trained_on, unseen, leaked)
 
 
 def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> Run:
@@ -168,10 +163,6 @@ def ranked(table: FeatureTable, scores: np.ndarray, depth: int) -> Run:
     for key, a, s in zip(table.qkeys, table.api_ids, scores.tolist(), strict=True):
         per.setdefault(key, []).append((a, s))
     return {key: dict(sorted(v, key=lambda x: (-x[1], x[0]))[:depth]) for key, v in per.items()}
-
-
-def qrels_of(queries: pd.DataFrame, gt: str) -> dict[str, set[str]]:
-    return {k: set(v) for k, v in zip(queries["qkey"], queries[gt], strict=True)}
 
 
 def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: LtrSpec, depth: int = DEPTH,
@@ -223,23 +214,15 @@ def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
     return lgb.Booster(model_str=path.read_text()), prov
 
 
-class LtrRetriever:
+class LtrRetriever(SpecRetriever):
     """A learned ranker as a retriever (``--method ltr``), cross-fitted over the run's queries."""
-
-    def __init__(self, name: str, spec: LtrSpec) -> None:
-        self.name, self.spec = name, spec
-        self.uses_stubs = spec.uses_stubs
-        self.deterministic = not spec.uses_stubs
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
         if self.spec.agreement:
             raise ValueError(f"{self.name} reads the stubs of every run of a stored study, which one run of "
                              f"evaluate does not have: it is measured by notebook 12 and python -m "
                              f"toolbench_lib.analysis.ltr_study; choose ltr or ltr-nollm here")
-        retrieved = {}
-        for method in self.spec.methods:
-            got = ctx.retrieved.get(method)
-            retrieved[method] = got if got is not None else get_retriever(method).retrieve(ctx)
+        retrieved = self.parts(ctx, self.spec.methods)
         keys = ctx.queries["qkey"].tolist()
         texts = dict(zip(keys, ctx.queries["query"], strict=True))
         lists, cf, _ = ltr_rankings(runs_from_rankings(retrieved, keys, self.spec, texts), ctx.queries,

@@ -16,7 +16,7 @@ import pandas as pd
 from ..config import DEPTH
 from .bm25 import tokens
 from .fuse import Ranking, min_max
-from .fusion_specs import component_table, rankings_by
+from .fusion_specs import component_table, rankings_by, text_rankings
 from .rankings import Retrieved
 
 GROUPS = ("tool", "category", "stub_evidence", "lexical", "agreement")
@@ -45,12 +45,12 @@ class LtrSpec:
         return any(c.startswith("s.") for c in self.components)
 
     @property
-    def stub_families(self) -> list[str]:
-        return [c.split(".", 1)[1] for c in self.components if c.startswith("s.")]
-
-    @property
     def stub_components(self) -> list[str]:
         return [c for c in self.components if c.startswith("s.")]
+
+    @property
+    def stub_families(self) -> list[str]:
+        return [c.split(".", 1)[1] for c in self.stub_components]
 
     @property
     def methods(self) -> list[str]:
@@ -262,11 +262,6 @@ class FeatureTable:
         """The queries in row order, once each."""
         return list(dict.fromkeys(self.qkeys))
 
-    def group_sizes(self, keys: Sequence[str] | None = None) -> np.ndarray:
-        """Rows per query, in the order of ``keys`` (default: :attr:`queries`)."""
-        counts = Counter(self.qkeys)
-        return np.array([counts[k] for k in (keys or self.queries)], dtype=int)
-
     def rows_of(self, keys: Sequence[str]) -> np.ndarray:
         """Row indices of the given queries, in table order."""
         wanted = set(keys)
@@ -313,9 +308,7 @@ def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str], 
         got = retrieved[method]
         lists[c] = rankings_by(got.final, ["qkey"])
         if c.startswith("s."):
-            per_stub = stubs[c.split(".", 1)[1]] = {}
-            for (q, _), ranking in rankings_by(got.texts, ["qkey", "text_idx"]).items():
-                per_stub.setdefault(q, []).append(ranking)
+            stubs[c.split(".", 1)[1]] = text_rankings(got)
             if spec.agreement:
                 if not every_run or method not in every_run:
                     raise ValueError(f"the ranker's agreement features read every run's rankings of "

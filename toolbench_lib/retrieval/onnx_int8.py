@@ -62,26 +62,23 @@ def _mean_pooling_model(st_model) -> tuple[object, object, int]:
     return hf, transformer.tokenizer, int(st_model.max_seq_length)
 
 
-def _token_embeddings_module(hf, inputs: list[str]):
+def export_int8(st_model, folder: Path, dim: int, quant: QuantSettings = DEFAULT_QUANT) -> Path:
+    """Export ``st_model`` (``dim``-dimensional embeddings) to ONNX and quantise it into ``folder`` (built
+    aside, then renamed in)."""
+    import onnxruntime
     import torch
+    import transformers
+    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     class TokenEmbeddings(torch.nn.Module):
         """The transformer called with keyword inputs, returning its last hidden state."""
 
-        def __init__(self) -> None:
+        def __init__(self, hf) -> None:
             super().__init__()
             self.hf = hf
 
         def forward(self, *args):
             return self.hf(**dict(zip(inputs, args, strict=True))).last_hidden_state
-
-    return TokenEmbeddings()
-
-
-def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) -> Path:
-    """Export ``st_model`` to ONNX and quantise it into ``folder`` (built aside, then renamed in)."""
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     hf, tokenizer, max_len = _mean_pooling_model(st_model)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
@@ -93,9 +90,7 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
                            return_tensors="pt")
         inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
         axes = {n: {0: "batch", 1: "tokens"} for n in [*inputs, "token_embeddings"]}
-        get_dim = (getattr(st_model, "get_embedding_dimension", None)
-                   or st_model.get_sentence_embedding_dimension)
-        graph = _token_embeddings_module(hf.float().cpu().eval(), inputs)
+        graph = TokenEmbeddings(hf.float().cpu().eval())
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter: no onnxscript
             torch.onnx.export(graph, tuple(sample[n] for n in inputs), str(tmp / "model_fp32.onnx"),
@@ -105,9 +100,10 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
                          weight_type=getattr(QuantType, quant.weights), per_channel=quant.per_channel,
                          reduce_range=quant.reduce_range)
         manifest = {"export_version": EXPORT_VERSION, "quant": asdict(quant), "inputs": inputs,
-                    "max_seq_length": max_len, "dim": int(get_dim()),
+                    "max_seq_length": max_len, "dim": int(dim),
                     "files": {f: file_sha256(tmp / f) for f in ("model_fp32.onnx", "model_int8.onnx")},
-                    "versions": _versions()}
+                    "versions": {"onnxruntime": onnxruntime.__version__, "torch": torch.__version__,
+                                 "transformers": transformers.__version__}}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
         try:
             os.replace(tmp, folder)
@@ -116,15 +112,6 @@ def export_int8(st_model, folder: Path, quant: QuantSettings = DEFAULT_QUANT) ->
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
-
-
-def _versions() -> dict[str, str]:
-    import onnxruntime
-    import torch
-    import transformers
-
-    return {"onnxruntime": onnxruntime.__version__, "torch": torch.__version__,
-            "transformers": transformers.__version__}
 
 
 class OnnxSentenceEncoder:
@@ -182,5 +169,5 @@ def load_int8_model(embedder, quant: QuantSettings = DEFAULT_QUANT, root: Path |
     folder = export_folder(embedder.slug, quant, root)
     if not (folder / "manifest.json").exists():
         log.info("exporting %s to int8 ONNX (%s) in %s", embedder.name, quant.tag, folder)
-        export_int8(embedder.model, folder, quant)
+        export_int8(embedder.model, folder, embedder.dim, quant)
     return OnnxSentenceEncoder(folder, file)

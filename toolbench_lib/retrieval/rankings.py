@@ -21,14 +21,6 @@ class TextHits:
     scores: np.ndarray
 
 
-def search_texts(index: VectorIndex, vectors: np.ndarray, k: int) -> list[TextHits]:
-    """Top-``k`` hits of each text vector."""
-    if len(vectors) == 0:
-        return []
-    scores, rows = index.search(vectors, k)
-    return [TextHits(r, s) for r, s in zip(rows, scores, strict=True)]
-
-
 def merge_max(hits: Sequence[TextHits], k: int) -> TextHits:
     """The texts' hits by each API's best score, top ``k``; ties in order of first appearance."""
     best: dict[int, float] = {}
@@ -65,13 +57,14 @@ def ranked_frame(keys: Sequence[str], method: str, ranked: Mapping[str, Mapping[
 def retrieved_frames(keys: Sequence[str], method: str, per_query: Sequence[Sequence[TextHits]],
                      merged: Sequence[TextHits], api_ids: Sequence[str]) -> Retrieved:
     """Every query's merged ranking and every text's own hits as tables (:class:`Retrieved`)."""
+    def ranked(h: TextHits) -> list[tuple]:
+        return [(rank, r, api_ids[r], s)
+                for rank, (r, s) in enumerate(zip(h.rows.tolist(), h.scores.tolist(), strict=True), 1)]
+
     finals, texts = [], []
     for key, own, final in zip(keys, per_query, merged, strict=True):
-        for t, h in enumerate(own):
-            for rank, (r, s) in enumerate(zip(h.rows.tolist(), h.scores.tolist(), strict=True), 1):
-                texts.append((key, method, t, rank, r, api_ids[r], s))
-        for rank, (r, s) in enumerate(zip(final.rows.tolist(), final.scores.tolist(), strict=True), 1):
-            finals.append((key, method, rank, r, api_ids[r], s))
+        texts += [(key, method, t, *x) for t, h in enumerate(own) for x in ranked(h)]
+        finals += [(key, method, *x) for x in ranked(final)]
     return Retrieved(pd.DataFrame(finals, columns=RANKING_COLUMNS),
                      pd.DataFrame(texts, columns=TEXT_RANKING_COLUMNS))
 
@@ -89,8 +82,10 @@ class DenseSearcher:
         self.index, self.encode = index, encode
 
     def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
-        vecs = self.encode(list(texts)) if texts else np.zeros((0, self.index.dim), dtype=np.float32)
-        return search_texts(self.index, vecs, k)
+        if not texts:
+            return []
+        scores, rows = self.index.search(self.encode(list(texts)), k)
+        return [TextHits(r, s) for r, s in zip(rows, scores, strict=True)]
 
 
 def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]], k: int,

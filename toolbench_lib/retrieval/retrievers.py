@@ -71,34 +71,50 @@ def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list
     return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
 
 
-class RetrieveThenPlan:
-    """RtP: the raw query is the one text searched (by the given retriever family)."""
+class _WithFamily:
+    """An architecture (``rtp``, ``ptr``) searching with one retriever family."""
 
-    uses_stubs = False
-    deterministic = True
+    architecture = ""
 
     def __init__(self, family: str = DEFAULT_FAMILY) -> None:
         self.family = family
-        self.name = method_name("rtp", family)
+        self.name = method_name(self.architecture, family)
+
+
+class RetrieveThenPlan(_WithFamily):
+    """RtP: the raw query is the one text searched (by the given retriever family)."""
+
+    architecture, uses_stubs, deterministic = "rtp", False, True
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
         return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]], self.family)
 
 
-class PlanThenRetrieve:
+class PlanThenRetrieve(_WithFamily):
     """PtR: every stub searched, merged by each API's best score over the query's stubs."""
 
-    uses_stubs = True
-    deterministic = False
-
-    def __init__(self, family: str = DEFAULT_FAMILY) -> None:
-        self.family = family
-        self.name = method_name("ptr", family)
+    architecture, uses_stubs, deterministic = "ptr", True, False
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
         if ctx.stubs is None:
             raise ValueError("PtR needs the run's stubs")
         return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run), self.family)
+
+
+class SpecRetriever:
+    """A method made of a spec over other methods' rankings (fused, learned): it pays the stub call, and
+    differs between runs, when the spec reads stubs."""
+
+    def __init__(self, name: str, spec) -> None:
+        self.name, self.spec = name, spec
+        self.uses_stubs = spec.uses_stubs
+        self.deterministic = not spec.uses_stubs
+
+    @staticmethod
+    def parts(ctx: RunContext, methods) -> dict[str, Retrieved]:
+        """The run's rankings of ``methods`` (retrieved now when the run has none yet)."""
+        return {m: ctx.retrieved[m] if m in ctx.retrieved else get_retriever(m).retrieve(ctx)
+                for m in methods}
 
 
 RETRIEVERS: dict[str, Retriever] = {}

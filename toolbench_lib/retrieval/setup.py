@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -33,19 +34,14 @@ class RetrievalSetup:
     seed: int = SEED
     provenance: dict = field(default_factory=dict)
 
-    searchers: dict = field(default_factory=dict, repr=False)
-
     @property
     def api_ids(self) -> list[str]:
         return self.ds.registry["api_id"].tolist()
 
-    @property
+    @functools.cached_property
     def bm25(self) -> BM25Index:
         """BM25 over the API texts of this setup's (sub-)registry, built once."""
-        if "bm25" not in self.searchers:
-            texts = [self.ds.texts[int(r)] for r in self.index.rows]
-            self.searchers["bm25"] = TermCounts(texts).index(ids=self.index.rows)
-        return self.searchers["bm25"]
+        return TermCounts([self.ds.texts[int(r)] for r in self.index.rows]).index(ids=self.index.rows)
 
     def searcher(self, family: str = DEFAULT_FAMILY) -> Searcher:
         """The searcher of a retriever family (a name of :data:`~.families.FAMILIES`)."""

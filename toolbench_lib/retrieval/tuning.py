@@ -69,49 +69,50 @@ class Tuned:
 
     @property
     def components(self) -> tuple[str, ...]:
-        cands = [self.candidates] if callable(self.candidates) else self.candidates
-        return tuple(dict.fromkeys(c for s in cands for c in s.components))
+        return tuple(dict.fromkeys(c for s in self._shapes for c in s.components))
 
     @property
     def uses_stubs(self) -> bool:
-        cands = [self.candidates] if callable(self.candidates) else self.candidates
-        return any(s.uses_stubs for s in cands)
+        return any(s.uses_stubs for s in self._shapes)
+
+    @property
+    def _shapes(self) -> Sequence:
+        """The candidates, or the function that makes them (which knows their components)."""
+        return [self.candidates] if callable(self.candidates) else self.candidates
 
     def describe(self) -> str:
         what = self.candidates.describe() if callable(self.candidates) else \
             f"{len(self.candidates)} candidates ({self.candidates[0].describe()}, ...)"
         return f"tuned by {self.folds}-fold cross-validation over {what}"
 
-    def _recall(self, inp: FusionInputs, k: int, tune_k: int | None) -> tuple[list[Spec], list[Run],
-                                                                              np.ndarray, np.ndarray]:
+    def _choose(self, inp: FusionInputs, k: int, tune_k: int | None,
+                choose: Callable[[np.ndarray, np.ndarray], np.ndarray | int]) -> tuple:
+        """``(specs, runs, choice)``: the candidates, their top-``k`` runs, and ``choose(recall, groups)``."""
         specs = self.grid(inp)
         runs = [cached_ranked(s, inp, k) for s in specs]
         groups = np.array([inp.subsets[key] for key in inp.keys])
-        return specs, runs, recall_matrix(runs, inp.keys, inp.qrels, tune_k or k), groups
+        return specs, runs, choose(recall_matrix(runs, inp.keys, inp.qrels, tune_k or k), groups)
 
-    def _per_query(self, specs: list[Spec], runs: list[Run], keys: list[str],
-                   chosen: np.ndarray) -> tuple[Run, dict[str, float]]:
-        return ({key: runs[i][key] for key, i in zip(keys, chosen, strict=True)},
-                {key: float(specs[i].param) for key, i in zip(keys, chosen, strict=True)})
+    def _per_query(self, inp: FusionInputs, k: int, choose: Callable) -> tuple[Run, dict[str, float]]:
+        specs, runs, chosen = self._choose(inp, k, self.tune_k, choose)
+        return ({key: runs[i][key] for key, i in zip(inp.keys, chosen, strict=True)},
+                {key: float(specs[i].param) for key, i in zip(inp.keys, chosen, strict=True)})
 
     def tune(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
         """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold)."""
-        specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
-        return self._per_query(specs, runs, inp.keys, cross_validated(recall, groups, self.folds, self.seed))
+        return self._per_query(inp, k, lambda r, g: cross_validated(r, g, self.folds, self.seed))
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         return self.tune(inp, k)[0]
 
     def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
         """The run whose candidate, for each query set, was chosen on the other sets only."""
-        specs, runs, recall, groups = self._recall(inp, k, self.tune_k)
-        return self._per_query(specs, runs, inp.keys,
-                               held_out_choice(recall, groups, leave_one_group_out(groups)))
+        return self._per_query(inp, k, lambda r, g: held_out_choice(r, g, leave_one_group_out(g)))
 
     def fit(self, inp: FusionInputs, k: int) -> Spec:
         """The candidate chosen on every query of ``inp`` (recall@``k``)."""
-        specs, _, recall, groups = self._recall(inp, k, k)
-        return specs[best_by_group(recall, groups)]
+        specs, _, chosen = self._choose(inp, k, k, best_by_group)
+        return specs[chosen]
 
     def with_param(self, inp: FusionInputs, param: float) -> Spec:
         """The candidate with a given parameter (fitted elsewhere); ``ValueError`` when none has it."""
@@ -132,15 +133,8 @@ class Tuned:
 def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
     """Every weight vector of ``n`` components from ``values``, scaled to a largest weight of 1, once each
     (an all-zero one left out)."""
-    seen, out = set(), []
-    for w in itertools.product(values, repeat=n):
-        if max(w) <= 0:
-            continue
-        scaled = tuple(round(x / max(w), 6) for x in w)
-        if scaled not in seen:
-            seen.add(scaled)
-            out.append(scaled)
-    return out
+    return list(dict.fromkeys(tuple(round(x / max(w), 6) for x in w)
+                              for w in itertools.product(values, repeat=n) if max(w) > 0))
 
 
 def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)
