@@ -160,6 +160,13 @@ def test_cached_tables_are_made_again_after_a_code_change(tmp_path, monkeypatch)
     (copy / "analysis" / "retrievers.py").write_text("# another analysis\n")
     tables.code_hash.cache_clear()
     assert tables.cached_tables(tmp_path / "cache", "k5", make)["t"]["a"].iloc[0] == 2  # computed again
+    # keyed by one module's code: a change outside what it imports keeps the tables, one inside remakes them
+    assert tables.cached_tables(tmp_path / "cache", "k5", make, code="analysis/ltr.py")["t"]["a"].iloc[0] == 3
+    for rel, made_again in (("report/front.py", False), ("retrieval/ltr_features.py", True)):
+        (copy / rel).write_text((copy / rel).read_text() + "\n# changed\n")
+        tables.code_hash.cache_clear()
+        again = tables.cached_tables(tmp_path / "cache", "k5", make, code="analysis/ltr.py")["t"]["a"].iloc[0]
+        assert (again == len(made) == 4) if made_again else again == 3, rel
     tables.code_hash.cache_clear()
 
 

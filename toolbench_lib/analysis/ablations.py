@@ -25,6 +25,8 @@ from .scale import gt_column_sets
 from .similarity import topk_columns
 from .stub_analysis import stub_top1
 
+CODE = "analysis/ablations.py"  # cached tables here are keyed by this module's code and what it imports
+
 STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
 
@@ -333,7 +335,7 @@ def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | 
     blob = json.dumps({"study": cfg.study_key(), "apis": n_apis, "names": list(names), "per_set": per_set},
                       sort_keys=True)
     key = f"embedder-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
-    stored = cached_tables(cfg.study_dir, key, None)
+    stored = cached_tables(cfg.study_dir, key, None, code=CODE)
     if stored is not None:
         return stored, str(stored["verdict"]["note"].iloc[0])
     if not run:
@@ -343,4 +345,4 @@ def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | 
         return None, note
     table, verdict = embedder_ablation(studies, k=cfg.k)
     tables = {"ablation_embedder": table, "verdict": pd.DataFrame({"verdict": [verdict], "note": [note]})}
-    return cached_tables(cfg.study_dir, key, lambda: tables), note
+    return cached_tables(cfg.study_dir, key, lambda: tables, code=CODE), note

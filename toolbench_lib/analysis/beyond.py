@@ -23,6 +23,8 @@ from .fusion_board import BASELINES
 from .style import METHOD_COLORS, OTHER_COLORS
 from .summary import method_calls
 
+CODE = "analysis/beyond.py"  # cached tables here are keyed by this module's code and what it imports
+
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 KS = tuple(range(1, 21))
 TIE_TOL = 1e-9  # recall differences at or below this are ties
@@ -96,7 +98,7 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     def make() -> dict[str, pd.DataFrame]:
         return dict(zip(("scores", "decisions"), method_scores(result, names, **kwargs), strict=True))
 
-    tables = cached_tables(Path(cache_dir), key, make)
+    tables = cached_tables(Path(cache_dir), key, make, code=CODE)
     return tables["scores"], tables["decisions"]
 
 

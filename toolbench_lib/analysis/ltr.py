@@ -30,6 +30,8 @@ from ..retrieval.retrievers import split_method
 from .fusion_board import chosen_fusions
 from .style import LEGEND_SIZE
 
+CODE = "analysis/ltr.py"  # cached tables here are keyed by this module's code and what it imports
+
 SINGLE = ("rtp", "ptr")  # the architectures; with the dense family their method names
 ABLATIONS = {
     "ltr": NAMED["ltr"],
@@ -118,7 +120,7 @@ def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = S
         return make()["lists"]  # a study not stored: computed, not kept
     what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
     key = f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
-    return cached_tables(design.folder, key, make)["lists"]
+    return cached_tables(design.folder, key, make, code=CODE)["lists"]
 
 
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,

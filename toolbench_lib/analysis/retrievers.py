@@ -31,6 +31,8 @@ from .scale import draw_subregistry
 from .style import FAMILY_HATCH, FAMILY_LINESTYLE, LEGEND_SIZE, METHOD_COLORS
 from .summary import summary_table
 
+CODE = "analysis/retrievers.py"  # cached tables here are keyed by this module's code and what it imports
+
 ALPHA = 0.05
 ARCH_LABEL = {"rtp": "RtP", "ptr": "PtR"}
 
@@ -367,7 +369,7 @@ def cached_bm25_scale(folder, setup, result, sizes, seeds: int, k: int = K,
         keys = ["subset", "size", "seed"]
         return {"scale": scale.merge(div[[*keys, "no_overlap_share"]], on=keys)}
 
-    scale = cached_tables(folder, key, make)["scale"]
+    scale = cached_tables(folder, key, make, code=CODE)["scale"]
     div = scale.groupby(["subset", "size"], as_index=False)["no_overlap_share"].mean()
     return scale, scale_gap(scale).merge(div, on=["subset", "size"])
 
