@@ -119,6 +119,11 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
+    # the pre-reading: the words of the sections found (here three captions of three words)
+    assert plan.startswith("Before the session, each member reads these sections (9 words with their tables, "
+                           "about 0 minutes at 200 words a minute)")
+    long = report + "\n".join(["word " * 100] * 10)  # 1,000 more words in the last section found
+    assert "(1,009 words with their tables, about 5 minutes" in "\n".join(plan_lines(long))
 
 
 def test_each_question_states_this_runs_numbers_and_their_tables(cfg):

@@ -38,6 +38,7 @@ PLAN = (
     ("Beyond the paper", 5, "whether a fused or learned method beats both architectures"),
 )
 DISCUSSION_MINUTES = 20
+READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11"}
 # The paper's words, verbatim (its setup paragraph, §3).
@@ -55,9 +56,10 @@ def anchor(heading: str) -> str:
 def plan_lines(report_md: str) -> list[str]:
     """The plan: each report section linked by its heading, with its figures' numbers and its minutes."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
-    lines = []
+    lines, words = [], 0
     for i, (start, minutes, what) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
+        words += len(found[heading].split()) if heading else 0
         if heading is None:
             lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
             continue
@@ -66,7 +68,11 @@ def plan_lines(report_md: str) -> list[str]:
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}.")
     total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES
-    return [*lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
+    reading = fmt_count(round(words / READING_WPM))
+    before = (f"Before the session, each member reads these sections ({fmt_count(words)} words with their "
+              f"tables, about {reading} minutes at {READING_WPM} words a minute); in the session, each block "
+              "is one member's walk-through of its section's figures.")
+    return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
             f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes."]
 
 
@@ -259,8 +265,8 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     refs = {e["id"]: e for e in load_references(references)["entries"]}
     cache = TableCache(cfg.tables_dir)
     lines = [f"## {SESSION_HEADING}", "",
-             f"Read the sections of [the report]({REPORT_FILE}) in this order, then discuss the questions "
-             "below; each states this run's numbers and the table they come from.", "",
+             f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
+             "states this run's numbers and the table they come from.", "",
              *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
