@@ -11,6 +11,7 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from ..eval.compare import significant
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .locate import TableCache
@@ -84,7 +85,7 @@ def relevant_sentence(cfg: ExperimentConfig, ledger: Ledger) -> str:
              f"{ledger.put(f'{s} relevant PtR − RtP CI', fmt_ci(r.ci_low, r.ci_high))} "
              f"({ledger.put(f'{s} relevant p', fmt_p(r.p_holm))})"
              for s, r in zip(t["subset"].map(subset_alias), t.itertuples(), strict=True)]
-    n_sig = int((t["p_holm"] < 0.05).sum())
+    n_sig = sum(significant(r) for r in t.to_dict("records"))
     verdict = f"{fmt_count(n_sig)} of {fmt_count(len(t))} significant" if n_sig else "no set significant"
     return f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict}."
 
@@ -169,7 +170,8 @@ def across_families(rows: pd.DataFrame) -> str:
         return ""
     adjusted = holm(rows["p"].to_numpy(dtype=float))
     lost = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)}"
-            for r, p in zip(rows.itertuples(), adjusted, strict=True) if bool(r.significant) and p >= 0.05]
+            for r, p in zip(rows.itertuples(), adjusted, strict=True)
+            if bool(r.significant) and not significant({"p_holm": p})]
     return (f"Holm over all {fmt_count(len(rows))} primary comparisons "
             + (f"would leave only {_sets(lost)} not significant." if lost else "keeps every verdict."))
 
@@ -241,7 +243,7 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
     lines = ["### What the paper gets right and wrong", ""]
     if c:
         counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
-        again = int((report["reading_of"].fillna("") != "").sum()) if "reading_of" in report else 0
+        again = int((report["reading_of"].fillna("") != "").sum())
         scored = (f"{fmt_count(len(report) - again)} reference numbers ({fmt_count(len(report))} rows: "
                   f"{fmt_count(again)} read a number again on another set or definition)"
                   if again else f"{fmt_count(len(report))} reference numbers")
