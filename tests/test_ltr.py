@@ -109,9 +109,10 @@ DESIGN = ("G1_instruction", "G2_category_original", "G3_instruction_original")
 
 
 def synthetic_study(sets=DESIGN, n_per_set: int = 12, runs: int = 1, seed: int = 0,
-                    prefix: str = "") -> StudyResult:
+                    prefix: str = "", hybrid: bool = False) -> StudyResult:
     """Each query's ground truth is two APIs of one tool; the query rankings hold one of them low, the
-    stub rankings the other, and noise APIs of random tools fill every list."""
+    stub rankings the other, and noise APIs of random tools fill every list (``hybrid``: the hybrid
+    family's rankings too, the dense ones again)."""
     rng = np.random.default_rng(seed)
     queries, rows = [], []
     for subset in sets:
@@ -139,7 +140,12 @@ def synthetic_study(sets=DESIGN, n_per_set: int = 12, runs: int = 1, seed: int =
                 rows += _rows(key, "ptr", r, -1, merged)
                 b = noise(8, 5.0)
                 rows += _rows(key, "ptr@bm25", r, 0, b) + _rows(key, "ptr@bm25", r, -1, b)
-    prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]}}
+    methods = ["rtp", "ptr", "rtp@bm25", "ptr@bm25"]
+    if hybrid:
+        rows += [(k, "rtp@hybrid" if m == "rtp" else "ptr@hybrid", *rest)
+                 for k, m, *rest in rows if m in ("rtp", "ptr")]
+        methods += ["rtp@hybrid", "ptr@hybrid"]
+    prov = {"settings": {"runs": runs, "methods": methods}}
     return study_of_hits(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows, columns=HIT_COLUMNS),
                          pd.DataFrame(), pd.DataFrame(), prov)
 
@@ -259,11 +265,16 @@ def test_goal_check_by_hand():
     assert g["margin"].tolist() == [0.05, 0.05, 0.03, 0.0]
 
 
+def test_an_ablation_reading_a_family_the_study_did_not_run_is_left_out():
+    abl = L.ablations(synthetic_study(n_per_set=6), gts=("candidates",), n_resamples=50)
+    assert set(abl["method"]) == {*(n for n in L.ABLATIONS if "hybrid" not in n), L.DESIGN_ONLY}
+
+
 def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     from toolbench_lib.analysis.ltr_study import main
 
-    design = synthetic_study(n_per_set=10, runs=2)
-    validation = synthetic_study(("G1_category", "G1_tool"), n_per_set=10, seed=1, prefix="v")
+    design = synthetic_study(n_per_set=10, runs=2, hybrid=True)
+    validation = synthetic_study(("G1_category", "G1_tool"), n_per_set=10, seed=1, prefix="v", hybrid=True)
     validation.provenance["settings"]["runs"] = 1
     validation = with_tables(validation, rankings=validation.rankings[validation.rankings["run"] <= 0],
                              text_rankings=validation.text_rankings[validation.text_rankings["run"] <= 0])
@@ -281,7 +292,7 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     goal = pd.read_csv(tmp_path / "out" / "ltr_goal.csv")
     assert len(goal) == 2 * 2 * 5 and goal["part"].tolist()[:3] == ["design"] * 3  # 2 gts, 2 rankers, 5 sets
     abl = pd.read_csv(tmp_path / "out" / "ltr_ablations.csv")
-    assert set(abl["method"]) == {*L.ABLATIONS, L.DESIGN_ONLY}
+    assert set(abl["method"]) == {*L.ABLATIONS, L.DESIGN_ONLY}  # the hybrid row too: both studies ran it
     assert set(abl["gt"]) == {"candidates", "relevant"}
     assert set(abl.loc[abl["method"] == L.DESIGN_ONLY, "part"]) == {"design", "unseen"}
     assert (abl.loc[abl["method"] == "ltr", "diff"] == 0).all()

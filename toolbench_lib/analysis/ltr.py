@@ -36,6 +36,7 @@ SINGLE = ("rtp", "ptr")  # the architectures; with the dense family their method
 ABLATIONS = {
     "ltr": NAMED["ltr"],
     "with every run's stubs (ltr-4runs)": NAMED["ltr-4runs"],
+    "with the hybrid rankings": LtrSpec((*ALL, "q.hybrid", "s.hybrid")),  # where the study ran that family
     "without per-stub evidence": LtrSpec(ALL, stub_evidence=False),
     "without lexical overlap": LtrSpec(ALL, lexical=False),
     "without tool-level features": LtrSpec(ALL, tool=False),
@@ -290,15 +291,17 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
 def ablations(design, validation=None, unseen: set[str] | None = None, k: int = K,
               gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = SEED,
               n_resamples: int = 10_000) -> pd.DataFrame:
-    """Per ground truth and set: each ablated ranker of :data:`ABLATIONS`, and ``ltr`` trained on G1–G3
-    only (:func:`design_only_scores`), against the full ``ltr``."""
-    scores, _ = ranker_scores(design, validation, unseen, ABLATIONS, k, gts, runs, seed)
+    """Per ground truth and set: each ablated ranker of :data:`ABLATIONS` whose rankings the study holds, and
+    ``ltr`` trained on G1–G3 only (:func:`design_only_scores`), against the full ``ltr``."""
+    studies = [s for s in (design, validation) if s is not None]
+    specs = {n: s for n, s in ABLATIONS.items() if all(set(s.methods) <= set(x.methods) for x in studies)}
+    scores, _ = ranker_scores(design, validation, unseen, specs, k, gts, runs, seed)
     run = 0 if runs is None else list(runs)[0]
     scores = pd.concat([scores, design_only_scores(design, validation, unseen, k, gts, run, seed)],
                        ignore_index=True)
     rows = []
     for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
-        for name in (*ABLATIONS, DESIGN_ONLY):
+        for name in (*specs, DESIGN_ONLY):
             rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
                          **_versus(g, "ltr", name, n_resamples)})
     return pd.DataFrame(rows)
