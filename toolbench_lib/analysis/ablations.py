@@ -15,11 +15,11 @@ from ..config import DEPTH, K
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
-from ..eval.stats import paired, spearman
+from ..eval.stats import spearman
 from ..retrieval.rankings import DenseSearcher, search_and_merge
 from ..retrieval.retrievers import ptr_texts
 from ..study.ablation_runs import embedder_studies
-from .intervals import with_ci
+from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns, with_ci
 from .numbers import fmt_p
 from .scale import gt_column_sets
 from .similarity import topk_columns
@@ -64,12 +64,10 @@ def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAU
                               "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
                               "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
         for subset, g in frame.groupby("subset", sort=False):
-            t = paired(g["rtp"].to_numpy(), g["ptr"].to_numpy())
             rows.append({"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
                          "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
-                         "coverage": g["coverage"].mean(), "n_queries": len(g), "ptr_minus_rtp": t["diff"],
-                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p": t["p"], "note": t["note"],
-                         "ptr_wins": t["wins"], "rtp_wins": t["losses"]})
+                         "coverage": g["coverage"].mean(), "n_queries": len(g),
+                         **paired_columns(g["rtp"], g["ptr"], {**PTR_VS_RTP, "diff": "ptr_minus_rtp"})})
         frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
         for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
             by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
@@ -310,8 +308,7 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
             continue
         mine = per_query[(row["embedder"], row["method"], row["subset"])]
         both = pd.concat([base, mine], axis=1, join="inner").to_numpy()
-        t = paired(both[:, 0], both[:, 1])
-        row.update(recall_diff=t["diff"], diff_lo=t["ci_low"], diff_hi=t["ci_high"])
+        row.update(paired_columns(both[:, 0], both[:, 1], {**DIFF_CI, **LO_HI, "diff": "recall_diff"}))
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:
         return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."

@@ -19,13 +19,12 @@ from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..retrieval import fused
-from .fusion_board import BASELINES
-from .style import METHOD_COLORS, OTHER_COLORS
+from .fusion_board import BASELINES, METRICS, better_reference
+from .style import METHOD_COLORS, OTHER_COLORS, set_panels, side_legend
 from .summary import method_calls
 
 CODE = "analysis/beyond.py"  # cached tables here are keyed by this module's code and what it imports
 
-METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 KS = tuple(range(1, 21))
 TIE_TOL = 1e-9  # recall differences at or below this are ties
 
@@ -114,7 +113,7 @@ def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: 
     text = queries.set_index("qkey")["query"]
     rows = []
     for _, part in wide.groupby("subset", sort=False):
-        best = max(BASELINES, key=lambda b: part[b].mean())
+        best = better_reference(part)
         d = part.assign(reference=best, diff=part[method] - part[best],
                         query=part["qkey"].map(text).str.slice(0, 140))
         rows.append(d.nsmallest(n, "diff")[["subset", "qkey", "reference", "rtp", "ptr", method, "diff",
@@ -133,7 +132,7 @@ def loss_breakdown(scores: pd.DataFrame, method: str, k: int = K) -> pd.DataFram
     wide = _recall_wide(scores, k)
     rows = []
     for subset, part in wide.groupby("subset", sort=False):
-        ref = max(BASELINES, key=lambda b: part[b].mean())
+        ref = better_reference(part)
         d = part[method] - part[ref]
         lose = d < -TIE_TOL
         zero = lose & (part["ptr"] <= TIE_TOL)
@@ -184,20 +183,18 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
     """A metric against k (1..20), one panel per set, one line per method."""
     s = scores[(scores["metric"] == metric) & scores["method"].isin(methods)]
     mean = s.groupby(["subset", "method", "k"], as_index=False)["value"].mean()
-    subsets = list(dict.fromkeys(mean["subset"]))
-    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), sharey=True, squeeze=False)
+    fig, panels = set_panels(mean)
     others = iter(OTHER_COLORS * len(methods))
     colors = {m: METHOD_COLORS.get(m) or next(others) for m in methods}
-    for ax, subset in zip(axes[0], subsets, strict=True):
+    for ax, subset, part in panels:
         for method in methods:
-            m = mean[(mean["subset"] == subset) & (mean["method"] == method)]
+            m = part[part["method"] == method]
             ax.plot(m["k"], m["value"], label=method, color=colors[method],
                     lw=2.2 if method in BASELINES else 1.3, ls="-" if method in BASELINES else "--")
         ax.set_title(subset)
         ax.set_xlabel("k")
         ax.set_ylabel(f"{metric}@k")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    side_legend(fig, panels[0][0])
     fig.tight_layout()
     return fig
 
@@ -206,10 +203,8 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
     """Recall@k (95% CI) against LLM tokens per query, one panel per set; only RtP, PtR and the best method
     of each cost are named, names at one cost stacked."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
-    subsets = list(dict.fromkeys(r["subset"]))
-    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), squeeze=False)
-    for ax, subset in zip(axes[0], subsets, strict=True):
-        p = r[r["subset"] == subset]
+    fig, panels = set_panels(r, sharey=False)
+    for ax, subset, p in panels:
         best = set(p.loc[p.groupby(p["tokens_per_query"].round(1))["mean"].idxmax(), "method"])
         named: dict[float, int] = {}  # names already written at each cost
         for _, row in p.sort_values("mean").iterrows():
@@ -233,16 +228,13 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
 def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: float, k: int = K,
                      fused: str = "rrf") -> plt.Figure:
     """Per query: RtP's top-1 cosine against the recall@k the fused list gains over RtP, and the cut."""
-    r = scores[(scores["metric"] == "recall") & (scores["k"] == k) & scores["method"].isin(["rtp", fused])]
-    wide = r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    wide = _recall_wide(scores[scores["method"].isin(["rtp", fused])], k)
     cos = decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"]
     wide["cos"] = wide["qkey"].map(cos)
     wide["gain"] = wide[fused] - wide["rtp"]
-    subsets = list(dict.fromkeys(wide["subset"]))
-    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.6), sharey=True, squeeze=False)
+    fig, panels = set_panels(wide)
     rng = np.random.default_rng(0)
-    for ax, subset in zip(axes[0], subsets, strict=True):
-        p = wide[wide["subset"] == subset]
+    for ax, subset, p in panels:
         jitter = rng.uniform(-0.02, 0.02, len(p))
         for label, part, color in ((f"{fused} finds more", p["gain"] > 0, OTHER_COLORS[0]),
                                    ("RtP finds more", p["gain"] < 0, METHOD_COLORS["rtp"]),
@@ -257,8 +249,7 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
         ax.set_title(subset)
         ax.set_xlabel("RtP top-1 cosine")
         ax.set_ylabel(f"recall@{k}: {fused} minus RtP")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    side_legend(fig, panels[0][0])
     fig.suptitle("route-then-fuse: right of the line RtP's list is used (no stub call), left the fused list")
     fig.tight_layout()
     return fig

@@ -16,25 +16,25 @@ from ..config import FOLDS, SEED, K
 from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
-from ..eval.stats import bootstrap_ci, paired
+from ..eval.stats import bootstrap_ci
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
 from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
+from .intervals import DIFF_CI, LO_HI, paired_columns
 from .retrievers import ARCH_LABEL, families_of
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 BASELINES = ("rtp", "ptr")
+VERSUS = {**DIFF_CI, **LO_HI, "p": "p_value", "p_wilcoxon": "p_wilcoxon_robustness", "wins": "wins",
+          "losses": "losses", "ties": "ties", "note": "note"}
 
 
 def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = SEED) -> dict:
     """``values`` against ``reference`` (same queries, :func:`~toolbench_lib.eval.stats.paired`): ``diff``
     (values minus reference) with its CI ``diff_lo, diff_hi``, ``p_value`` (paired t; ``note`` says why
     when missing), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``."""
-    r = paired(reference, values, n_resamples, seed)
-    return {"diff": r["diff"], "diff_lo": r["ci_low"], "diff_hi": r["ci_high"], "p_value": r["p"],
-            "p_wilcoxon_robustness": r["p_wilcoxon"], "wins": r["wins"], "losses": r["losses"],
-            "ties": r["ties"], "note": r["note"]}
+    return paired_columns(reference, values, VERSUS, n_resamples, seed)
 
 
 def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:

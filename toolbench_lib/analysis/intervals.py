@@ -1,16 +1,21 @@
-"""95% intervals for the saved tables: a mean over queries (the bootstrap of :mod:`..eval.stats`) and a
-share of a count (Wilson)."""
+"""95% intervals for the saved tables: a mean over queries (the bootstrap of :mod:`..eval.stats`), a share of
+a count (Wilson), and the paired comparison of two methods' per-query scores under each table's names."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..eval.stats import bootstrap_ci, wilson_ci
+from ..config import SEED
+from ..eval.stats import bootstrap_ci, paired, wilson_ci
 
 N_RESAMPLES = 2000
+# Names of :func:`~toolbench_lib.eval.stats.paired`'s fields in the tables of PtR against RtP.
+DIFF_CI = {"diff": "diff", "ci_low": "ci_low", "ci_high": "ci_high"}
+PTR_VS_RTP = {**DIFF_CI, "p": "p", "note": "note", "wins": "ptr_wins", "losses": "rtp_wins"}
+LO_HI = {"ci_low": "diff_lo", "ci_high": "diff_hi"}
 
 
 def ci_of(*columns: str) -> list[str]:
@@ -32,3 +37,10 @@ def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from eval's one Wilson interval."""
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = wilson_ci(count, n)
     return row
+
+
+def paired_columns(a, b, names: Mapping[str, str], n_resamples: int = 10_000, seed: int = SEED) -> dict:
+    """``b`` against ``a`` by eval's one paired test (:func:`~toolbench_lib.eval.stats.paired`), its fields
+    named as ``names`` maps them, in that order (fields it does not name left out)."""
+    res = paired(a, b, n_resamples, seed)
+    return {new: res[old] for old, new in names.items()}

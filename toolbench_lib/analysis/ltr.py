@@ -74,6 +74,12 @@ def single_scores(result, keys: Sequence[str], k: int = K,
                       for m, runs_lists in lists.items()], ignore_index=True)
 
 
+def _unseen(validation, unseen: set[str] | None) -> list[str]:
+    """The keys of ``validation``'s queries in ``unseen``, in its order (none without a validation study)."""
+    keep = set(unseen or ())
+    return [q for q in validation.queries["qkey"] if q in keep] if validation is not None else []
+
+
 def _training_queries(design, validation) -> pd.DataFrame:
     """The queries of both studies (the validation study's keys that the design study lacks)."""
     if validation is None:
@@ -147,8 +153,8 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
     specs, _ = chosen_fusions(design, k, "candidates", seed)
     frames = []
     parts = [("design", design, design.queries["qkey"].tolist(), range(design.n_runs))]
-    if validation is not None and unseen:
-        parts.append(("unseen", validation, [q for q in validation.queries["qkey"] if q in unseen], [0]))
+    if ukeys := _unseen(validation, unseen):
+        parts.append(("unseen", validation, ukeys, [0]))
     for part, result, keys, runs in parts:
         for name, spec in specs.items():
             lists = [spec.ranked(study_component_inputs(result, r, components=spec.components), k)
@@ -169,9 +175,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     ``label_gt``'s) labels (none without ``fit_models``)."""
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
-    unseen = set(unseen or ())
-    dkeys = design.queries["qkey"].tolist()
-    ukeys = [q for q in validation.queries["qkey"] if q in unseen] if validation is not None else []
+    dkeys, ukeys = design.queries["qkey"].tolist(), _unseen(validation, unseen)
     queries = _training_queries(design, validation)
     labels = {gt: gt for gt in gts} if label_gt is None else {label_gt: None}
     model_label = label_gt or (DEFAULT_GT if DEFAULT_GT in gts else gts[0])
@@ -273,9 +277,7 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
     """``ltr`` cross-fitted over the design study's queries alone, the unseen sets scored by its model fitted
     on G1–G3: per query recall (:func:`ranker_scores`' columns), each ground truth by its own labels."""
     spec = NAMED["ltr"]
-    dkeys = design.queries["qkey"].tolist()
-    keep = set(unseen or ())
-    ukeys = [q for q in validation.queries["qkey"] if q in keep] if validation is not None else []
+    dkeys, ukeys = design.queries["qkey"].tolist(), _unseen(validation, unseen)
     queries = _training_queries(design, validation)
     frames = []
     for gt in gts:

@@ -38,12 +38,6 @@ def study_runs(result: StudyResult) -> int:
     return result.n_runs
 
 
-def study_methods(result: StudyResult) -> list[str]:
-    """Methods of the study in the canonical order (RtP first)."""
-    present = set(result.provenance.get("settings", {}).get("methods", [])) or set(result.rankings["method"])
-    return [m for m in METHODS if m in present]
-
-
 def subset_order(result: StudyResult) -> list[str]:
     """Canonical subset names in the order the queries list them."""
     return list(dict.fromkeys(result.queries["subset"]))

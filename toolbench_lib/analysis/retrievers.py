@@ -28,7 +28,7 @@ from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
 from .k_ablation import k_ablation
 from .scale import draw_subregistry
-from .style import FAMILY_HATCH, FAMILY_LINESTYLE, LEGEND_SIZE, METHOD_COLORS
+from .style import FAMILY_HATCH, FAMILY_LINESTYLE, LEGEND_SIZE, METHOD_COLORS, set_panels
 from .summary import summary_table
 
 CODE = "analysis/retrievers.py"  # cached tables here are keyed by this module's code and what it imports
@@ -183,12 +183,10 @@ def routing_by_subset(table: pd.DataFrame) -> pd.DataFrame:
 
 def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
     """Recall@k per set: bars for each family and architecture, 95% CI error bars."""
-    sets = list(dict.fromkeys(table["subset"]))
     fams = list(dict.fromkeys(table["retriever"]))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.8), sharey=True)
-    axes = np.atleast_1d(axes)
-    for ax, subset in zip(axes, sets, strict=True):
-        s = table[table["subset"] == subset]
+    fig, panels = set_panels(table, 3.8)
+    axes = [ax for ax, _, _ in panels]
+    for ax, subset, s in panels:
         for j, arch in enumerate(("rtp", "ptr")):
             a = s[s["method"] == arch].set_index("retriever").reindex(fams)
             x = np.arange(len(fams)) + (j - 0.5) * 0.38
@@ -213,11 +211,8 @@ def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
 
 def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
     """Recall against k per set: one line per architecture (its colour) and family (its line style)."""
-    sets = list(dict.fromkeys(ktable["subset"]))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True)
-    axes = np.atleast_1d(axes)
-    for ax, subset in zip(axes, sets, strict=True):
-        s = ktable[ktable["subset"] == subset]
+    fig, panels = set_panels(ktable)
+    for ax, subset, s in panels:
         for (fam, arch), g in s.groupby(["retriever", "architecture"], sort=False):
             if arch not in ARCH_LABEL:
                 continue
@@ -225,8 +220,8 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
                     label=f"{ARCH_LABEL[arch]} {fam}")
         ax.set_title(subset)
         ax.set_xlabel("k")
-    axes[0].set_ylabel("recall@k")
-    axes[-1].legend(fontsize=LEGEND_SIZE, loc="lower right")
+    panels[0][0].set_ylabel("recall@k")
+    panels[-1][0].legend(fontsize=LEGEND_SIZE, loc="lower right")
     fig.suptitle("Recall against k per retriever family (colour: architecture; line style: family)")
     fig.tight_layout()
     return fig
@@ -337,10 +332,9 @@ def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
 
 def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
     """BM25's RtP and PtR recall@k against sub-registry size (log x), one panel per set, ±1 std over seeds."""
-    sets = list(dict.fromkeys(gap["subset"]))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True, squeeze=False)
-    for ax, subset in zip(axes[0], sets, strict=True):
-        g = gap[gap["subset"] == subset].sort_values("size")
+    fig, panels = set_panels(gap)
+    for ax, subset, g in panels:
+        g = g.sort_values("size")
         for arch, color in (("rtp", METHOD_COLORS["rtp"]), ("ptr", METHOD_COLORS["ptr"])):
             ax.plot(g["size"], g[arch], marker="o", color=color, label=f"{ARCH_LABEL[arch]} bm25")
             ax.fill_between(g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color,
@@ -348,8 +342,8 @@ def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
         ax.set_xscale("log")
         ax.set_title(subset)
         ax.set_xlabel("registry size (APIs)")
-    axes[0][0].set_ylabel(f"recall@{k}")
-    axes[0][-1].legend(loc="upper right")
+    panels[0][0].set_ylabel(f"recall@{k}")
+    panels[-1][0].legend(loc="upper right")
     fig.suptitle("BM25: recall against registry size (each sub-registry its own index; ±1 std over seeds)")
     fig.tight_layout()
     return fig

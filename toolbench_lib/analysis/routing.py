@@ -20,7 +20,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import auroc, auroc_ci
 from ..study.stored import StudyResult
-from .style import METHOD_COLORS
+from .style import METHOD_COLORS, set_panels, side_legend
 from .summary import method_calls
 
 FEATURES = ("n_words", "n_clauses", "n_conjunctions", "n_requests")
@@ -242,8 +242,7 @@ def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:
 
 def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> plt.Figure:
     """Recall@k against the share routed to PtR, one panel per set, with every policy's point."""
-    subsets = list(dict.fromkeys(routed["subset"]))
-    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.8), sharey=True, squeeze=False)
+    fig, panels = set_panels(routed, 3.8)
     curves = pd.concat([threshold_curve(routed, s) for s in ("rtp_top1_cosine_low", "router_features")])
     styles = {"rtp_top1_cosine_low": ("RtP top-1 cosine (low first)", "-"),
               "router_features": ("feature model (out-of-fold)", "--")}
@@ -252,7 +251,7 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
              "router_top1_cosine": ("s", METHOD_COLORS["router"]),
              "router_features": ("D", METHOD_COLORS["router"]),
              "oracle": ("*", METHOD_COLORS["oracle"])}
-    for ax, subset in zip(axes[0], subsets, strict=True):
+    for ax, subset, _ in panels:
         for signal, (label, ls) in styles.items():
             c = curves[(curves["subset"] == subset) & (curves["signal"] == signal)]
             ax.plot(c["share_routed_ptr"], c["recall"], ls=ls, color="0.35", label=label, lw=1.2)
@@ -263,8 +262,7 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
         ax.set_title(subset)
         ax.set_xlabel("share of queries routed to PtR")
         ax.set_ylabel(f"recall@{k}")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    side_legend(fig, panels[0][0])
     fig.suptitle("Routing: recall against the share sent to PtR (curves: every threshold, in-sample)")
     fig.tight_layout()
     return fig

@@ -20,18 +20,19 @@ from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
 from .intervals import with_wilson
 from .similarity import SimilarityCache, topk_columns
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS, set_panels
 
 KEEP_GT = ("candidates", "relevant", None)
 
 
 @dataclass
 class SubRegistry:
-    """One sampled sub-registry: column positions in the similarity cache and how it was drawn."""
+    """One sampled sub-registry: column positions in the similarity cache and how it was drawn (``seed``)."""
 
     cols: np.ndarray
     target_size: int
     note: str = ""
+    seed: int = 0
 
 
 def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) -> np.ndarray:
@@ -48,10 +49,10 @@ def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
     n = len(registry)
     if size is None or size >= n:
         return SubRegistry(np.arange(n), n if size is None else size,
-                           "" if size is None or size == n else f"capped at the index size {n}")
+                           "" if size is None or size == n else f"capped at the index size {n}", seed)
     n_keep = int(registry["api_id"].isin(keep_ids).sum())
     note = f"size raised from {size} to the {n_keep} ground-truth APIs it must hold" if n_keep > size else ""
-    return SubRegistry(sample_subregistry(registry, max(size, n_keep), seed, keep_ids), size, note)
+    return SubRegistry(sample_subregistry(registry, max(size, n_keep), seed, keep_ids), size, note, seed)
 
 
 def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -79,48 +80,56 @@ def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> li
     return [{lookup.get(a, -1 - j) for j, a in enumerate(dict.fromkeys(ids))} for ids in queries[gt]]
 
 
+def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
+                sizes: Sequence[int | None], seeds: Sequence[int], k: int, gt: str, keep_gt: str | None,
+                runs: Sequence[int]):
+    """Every sub-registry of the scale study (sizes, then seeds: one, 0, for the whole index, then sets) of
+    the full ``registry``'s index rows: ``(set, its queries, the draw, the cache columns of the ground truth
+    it keeps, RtP's top-k columns, PtR's per run, the ground truth as columns)``."""
+    local = registry.iloc[cache.rows].reset_index(drop=True)
+    per_subset = {}
+    for subset in dict.fromkeys(queries["subset"]):
+        sq = queries[queries["subset"] == subset]
+        keep = gt_columns(cache, sq, keep_gt)
+        qpos = cache.query_positions(sq["qkey"].tolist())
+        per_subset[subset] = (sq, keep, qpos, gt_column_sets(cache, sq, gt))
+    for size in sizes:
+        for seed in seeds if size is not None and size < cache.n_columns else [0]:
+            for subset, (sq, keep, qpos, gt_sets) in per_subset.items():
+                sub = draw_subregistry(local, size, seed, set(cache.api_ids[keep]))
+                yield (subset, sq, sub, keep, topk_columns(cache.rtp[qpos], sub.cols, k)[0],
+                       [topk_columns(cache.ptr[run][qpos], sub.cols, k)[0] for run in runs], gt_sets)
+
+
 def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scale, scale_divergence)`` tables over sizes, seeds and query sets of the full ``registry``'s
-    index rows; the whole index is evaluated once (seed 0); PtR averaged over ``runs`` (default: all);
-    each divergence share with its Wilson 95% interval over the set's queries."""
+    """``(scale, scale_divergence)`` tables over :func:`scale_draws`; the whole index is evaluated once
+    (seed 0); PtR averaged over ``runs`` (default: all); each divergence share with its Wilson 95% interval
+    over the set's queries."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")
     runs = list(cache.runs if runs is None else runs)
-    local = registry.iloc[cache.rows].reset_index(drop=True)
-    subsets = list(dict.fromkeys(queries["subset"]))
-    per_subset = {}
-    for subset in subsets:
-        sq = queries[queries["subset"] == subset]
-        keep = set(cache.api_ids[gt_columns(cache, sq, keep_gt)])
-        qpos = cache.query_positions(sq["qkey"].tolist())
-        per_subset[subset] = (sq, qpos, keep, gt_column_sets(cache, sq, gt))
-    n = cache.n_columns
-    plan = [(size, seed) for size in sizes for seed in (seeds if size is not None and size < n else [0])]
+    draws = scale_draws(cache, queries, registry, sizes, seeds, k, gt, keep_gt, runs)
     scale_rows, div_rows = [], []
-    for size, seed in tqdm(plan, desc="scale (size, seed)", disable=not progress):
-        for subset in subsets:
-            sq, qpos, keep, gt_sets = per_subset[subset]
-            sub = draw_subregistry(local, size, seed, keep)
-            base = {"size": len(sub.cols), "target_size": sub.target_size, "seed": seed,
-                    "subset": subset_alias(subset)}
-            rtp_top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
-            ptr_tops = [topk_columns(cache.ptr[run][qpos], sub.cols, k)[0] for run in runs]
-            extra = {"k": k, "n_queries": len(sq), "keep_gt": keep_gt, "note": sub.note}
-            for method, tops in (("rtp", [rtp_top]), ("ptr", ptr_tops)):
-                if tops:  # means over runs of the query means
-                    arr = np.array([[v.mean() for v in recall_precision(top, gt_sets, k)] for top in tops])
-                    scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
-                                       "precision": arr[:, 1].mean(), "n_runs": len(tops), **extra})
-            if ptr_tops:
-                share = float(np.mean([no_overlap(rtp_top, top).mean() for top in ptr_tops]))
-                differ = float(np.mean([non_identical(rtp_top, top).mean() for top in ptr_tops]))
-                row = {**base, "no_overlap_share": share, "non_identical_share": differ,
-                       "n_runs": len(ptr_tops), **extra}
-                div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
+    for subset, sq, sub, _, rtp_top, ptr_tops, gt_sets in tqdm(draws, desc="scale (size, seed, set)",
+                                                               disable=not progress):
+        base = {"size": len(sub.cols), "target_size": sub.target_size, "seed": sub.seed,
+                "subset": subset_alias(subset)}
+        extra = {"k": k, "n_queries": len(sq), "keep_gt": keep_gt, "note": sub.note}
+        for method, tops in (("rtp", [rtp_top]), ("ptr", ptr_tops)):
+            if tops:  # means over runs of the query means
+                arr = np.array([[v.mean() for v in recall_precision(top, gt_sets, k)] for top in tops])
+                scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
+                                   "precision": arr[:, 1].mean(), "n_runs": len(tops), **extra})
+        if ptr_tops:
+            share = float(np.mean([no_overlap(rtp_top, top).mean() for top in ptr_tops]))
+            differ = float(np.mean([non_identical(rtp_top, top).mean() for top in ptr_tops]))
+            row = {**base, "no_overlap_share": share, "non_identical_share": differ,
+                   "n_runs": len(ptr_tops), **extra}
+            div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
     return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
 
 
@@ -133,10 +142,8 @@ def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
 
 def plot_scale_recall(scale: pd.DataFrame, k: int) -> plt.Figure:
     """Recall@k against sub-registry size (log x), one panel per set, spread over seeds."""
-    subsets = list(dict.fromkeys(scale["subset"]))
-    fig, axes = plt.subplots(1, len(subsets), figsize=(4.2 * len(subsets), 3.8), sharey=True, squeeze=False)
-    for ax, subset in zip(axes[0], subsets, strict=True):
-        part = scale[scale["subset"] == subset]
+    fig, panels = set_panels(scale, 3.8)
+    for ax, subset, part in panels:
         sns.lineplot(part, x="size", y="recall", hue="method", palette=METHOD_COLORS, marker="o",
                      errorbar="sd", ax=ax, hue_order=[m for m in ("rtp", "ptr") if m in set(part["method"])])
         _size_axis(ax, part["size"])

@@ -13,15 +13,18 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import bootstrap_ci, paired, wilson_ci
+from ..eval.stats import bootstrap_ci, wilson_ci
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
+from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns
 from .references import load_references, paper_value
 from .retrievers import PAPER_PATTERN, families_of, top_k_overlaps
-from .scale import draw_subregistry, gt_column_sets, gt_columns, recall_precision
-from .similarity import SimilarityCache, topk_columns
+from .scale import recall_precision, scale_draws
+from .similarity import SimilarityCache
 
 READINGS = ("disjoint", "non_identical")
+# routing_claim's names of the paired test of the routed policy against another
+ROUTED = {"n": "n_queries", "mean_b": "routed", "mean_a": "other", **DIFF_CI, "p": "p", "note": "note"}
 GROUPS: dict[str, tuple[str, ...]] = {"G1+G2": ("G1", "G2"), "G1–G3": ("G1", "G2", "G3")}
 
 
@@ -59,16 +62,13 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
             for k in ks:
                 part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
                 x, y = part[a].to_numpy(float), part[b].to_numpy(float)
-                test = paired(x, y, n_resamples, seed)
                 rlo, rhi = bootstrap_ci(x, n_resamples, seed)
                 plo, phi = bootstrap_ci(y, n_resamples, seed)
                 rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
                              "k": k, "n_queries": len(part), "n_runs": result.n_runs,
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
                              "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
-                             "diff": test["diff"], "diff_lo": test["ci_low"], "diff_hi": test["ci_high"],
-                             "p": test["p"], "note": test["note"], "ptr_wins": test["wins"],
-                             "rtp_wins": test["losses"]})
+                             **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI}, n_resamples, seed)})
     return pd.DataFrame(rows)
 
 
@@ -219,38 +219,27 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
     paired CI over queries (each averaged over seeds and runs); ``expected`` is the paper's leader,
     ``gt_share`` the sub-registry's share of ground truth, ``keeps_all_gt`` whether every draw kept it."""
     check_gt(gt)
-    local = registry.iloc[cache.rows].reset_index(drop=True)
-    runs = cache.runs
+    acc: dict[tuple, dict] = {}  # per set and size, over seeds (and runs)
+    draws = scale_draws(cache, queries, registry, sizes, seeds, k, gt, keep_gt, cache.runs)
+    for subset, sq, sub, keep, rtp_top, ptr_tops, gt_sets in draws:
+        a = acc.setdefault((subset, sub.target_size), {"sq": sq, "rtp": [], "ptr": [], "shares": [],
+                                                       "held": []})
+        held = np.isin(keep, sub.cols)
+        a["held"].append(bool(held.all()))
+        a["shares"].append(held.sum() / len(sub.cols))
+        a["size"] = len(sub.cols)
+        a["rtp"].append(recall_precision(rtp_top, gt_sets, k)[0])
+        a["ptr"] += [recall_precision(top, gt_sets, k)[0] for top in ptr_tops]
+    order = list(dict.fromkeys(queries["subset"]))
     rows = []
-    for subset in dict.fromkeys(queries["subset"]):
-        sq = queries[queries["subset"] == subset]
-        keep_cols = gt_columns(cache, sq, keep_gt)
-        keep = set(cache.api_ids[keep_cols])
-        qpos = cache.query_positions(sq["qkey"].tolist())
-        gt_sets = gt_column_sets(cache, sq, gt)
-        for size in sizes:
-            draws = seeds if size is not None and size < cache.n_columns else [0]
-            rec = {"rtp": [], "ptr": []}
-            shares, kept_all, sub_size, target = [], True, 0, 0
-            for s in draws:
-                sub = draw_subregistry(local, size, s, keep)
-                held = np.isin(keep_cols, sub.cols)
-                kept_all &= bool(held.all())
-                shares.append(held.sum() / len(sub.cols))
-                sub_size, target = len(sub.cols), sub.target_size
-                top, _ = topk_columns(cache.rtp[qpos], sub.cols, k)
-                rec["rtp"].append(recall_precision(top, gt_sets, k)[0])
-                for run in runs:
-                    top, _ = topk_columns(cache.ptr[run][qpos], sub.cols, k)
-                    rec["ptr"].append(recall_precision(top, gt_sets, k)[0])
-            x, y = np.mean(rec["rtp"], axis=0), np.mean(rec["ptr"], axis=0)
-            test = paired(x, y, n_resamples, seed)
-            alias = subset_alias(subset)
-            rows.append({"subset": alias, "size": sub_size, "target_size": target, "n_seeds": len(draws),
-                         "n_runs": len(runs), "n_queries": len(sq), "rtp": float(x.mean()),
-                         "ptr": float(y.mean()), "diff": test["diff"], "ci_low": test["ci_low"],
-                         "ci_high": test["ci_high"], "expected": PAPER_PATTERN.get(alias, ""),
-                         "gt_share": float(np.mean(shares)), "keeps_all_gt": kept_all})
+    for (subset, target), a in sorted(acc.items(), key=lambda item: order.index(item[0][0])):
+        x, y = np.mean(a["rtp"], axis=0), np.mean(a["ptr"], axis=0)
+        alias = subset_alias(subset)
+        rows.append({"subset": alias, "size": a["size"], "target_size": target, "n_seeds": len(a["rtp"]),
+                     "n_runs": len(cache.runs), "n_queries": len(a["sq"]), "rtp": float(x.mean()),
+                     "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI, n_resamples, seed),
+                     "expected": PAPER_PATTERN.get(alias, ""),
+                     "gt_share": float(np.mean(a["shares"])), "keeps_all_gt": all(a["held"])})
     return pd.DataFrame(rows)
 
 
@@ -310,20 +299,17 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
         score = {p: np.array([r[c[r["subset"]]] for _, r in wide.iterrows()], dtype=float)
                  for p, c in pick.items()}
         for other in ("best_per_subset", "always_rtp", "always_ptr"):
-            t = paired(score[other], score["routed"], n_resamples, seed)
+            t = paired_columns(score[other], score["routed"], ROUTED, n_resamples, seed)
             same = bool(np.allclose(score[other], score["routed"]))
             loss = ("none" if same else "significant" if t["ci_high"] < 0
                     else "gain" if t["ci_low"] > 0 else "not significant")
-            text = (f"{family}: routed {t['mean_b']:.3f} against {other.replace('_', ' ')} "
-                    f"{t['mean_a']:.3f}, "
+            text = (f"{family}: routed {t['routed']:.3f} against {other.replace('_', ' ')} {t['other']:.3f}, "
                     f"difference {t['diff']:+.3f} [95% CI {t['ci_low']:+.3f}, {t['ci_high']:+.3f}], "
-                    f"{t['n']} queries: " + {"none": "identical choices, no loss",
+                    f"{t['n_queries']} queries: " + {"none": "identical choices, no loss",
                                              "not significant": "no significant loss",
                                              "gain": "no loss, a significant gain",
                                              "significant": "a significant loss"}[loss] + ".")
-            rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other,
-                         "n_queries": t["n"], "routed": t["mean_b"], "other": t["mean_a"], "diff": t["diff"],
-                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p": t["p"], "note": t["note"],
+            rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other, **t,
                          "loss": loss, "choice": ", ".join(f"{s} {c}" for s, c in pick[other].items()),
                          "text": text})
     return pd.DataFrame(rows)

@@ -31,3 +31,16 @@ def paper_marks(ax, pos, refs, label: str | None = None) -> None:
         if ref is not None:
             ax.plot(x, ref, marker="D", mfc="white", color="black", markersize=6,
                     label=label if j == 0 else None)
+
+
+def set_panels(table, height: float = 3.6, sharey: bool = True):
+    """One panel per set of ``table`` (its ``subset`` column, in order), side by side: the figure and, per
+    panel, ``(ax, set, the set's rows)``."""
+    sets = list(dict.fromkeys(table["subset"]))
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), height), sharey=sharey, squeeze=False)
+    return fig, [(ax, s, table[table["subset"] == s]) for ax, s in zip(axes[0], sets, strict=True)]
+
+
+def side_legend(fig, ax) -> None:
+    """``ax``'s legend for the whole figure, right of its panels."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
