@@ -154,15 +154,9 @@ def raw_floats(markdown: str) -> list[str]:
 def check_scored_rows(rows: Iterable[Mapping]) -> list[str]:
     """Every scored row (consistent, differs or inconclusive) has a 95% CI or a stated reason for a point
     comparison."""
-    problems = []
-    for r in rows:
-        if r.get("status") not in ("consistent", "differs", "inconclusive"):
-            continue
-        has_ci = r.get("ci_low") == r.get("ci_low") and r.get("ci_low") is not None  # not NaN
-        reason = str(r.get("basis") or "").strip()
-        if not has_ci and not reason:
-            problems.append(f"row {r.get('id')} has neither a CI nor a stated reason")
-    return problems
+    return [f"row {r.get('id')} has neither a CI nor a stated reason" for r in rows
+            if r.get("status") in ("consistent", "differs", "inconclusive") and not _number(r.get("ci_low"))
+            and not str(r.get("basis") or "").strip()]
 
 
 def check_methods(markdown: str, method_names: Iterable[str]) -> list[str]:

@@ -48,12 +48,10 @@ class Ledger:
 def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     """The primary comparison per retriever family and set: the dense rows of the main study (notebook
     02), the other families' from the retriever study (notebook 12); empty when neither was saved."""
-    cache = TableCache(cfg.tables_dir)
-    main, fams = cache.get(ENDPOINT_TABLE), cache.get(FAMILIES_TABLE)
-    frames = [t for t in (main,) if t is not None and not t.empty]
-    if fams is not None and not fams.empty:
-        have = set(main["retriever"]) if main is not None and not main.empty else set()
-        frames.append(fams[~fams["retriever"].isin(have)])
+    frames = [TableCache(cfg.tables_dir).get(name) for name in (ENDPOINT_TABLE, FAMILIES_TABLE)]
+    frames = [t for t in frames if t is not None and not t.empty]
+    if len(frames) == 2:
+        frames[1] = frames[1][~frames[1]["retriever"].isin(set(frames[0]["retriever"]))]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -210,13 +208,15 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
         dense = rows[rows["retriever"] == "dense"]
         counts = dict(zip(dense["subset"], dense["n_queries"], strict=True))
     runs, plan_runs = settings.get("runs"), settings.get("plan_runs")
+    t, later = settings.get("temperature"), settings.get("run_temperature")
     plans = f"{fmt_count(settings.get('plan_limit'))} per set" + (
         f", run 0 only (of {fmt_count(runs)})" if plan_runs is not None and runs and plan_runs < runs else "")
     table = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
              ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
               f"(backend {prov.get('backend', 'n/a')})"),
              ("runs (stubs, retrieval)", "4", fmt_count(runs)),
-             ("LLM temperature", "0", _temperatures(settings)),
+             ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
+              f"{t:g} (run 0), {later:g} (later runs)"),
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")))]
     for subset in cfg.subsets:
@@ -225,15 +225,6 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
                       f"{fmt_count(counts.get(canonical))} ({canonical})"))
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
-
-
-def _temperatures(settings: dict) -> str:
-    t, later = settings.get("temperature"), settings.get("run_temperature")
-    if t is None:
-        return "n/a"
-    if later is None or later == t:
-        return f"{t:g}"
-    return f"{t:g} (run 0), {later:g} (later runs)"
 
 
 def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:

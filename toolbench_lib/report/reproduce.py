@@ -217,10 +217,8 @@ def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
 
 
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
-               done: dict[str, float], echo,
-               durations: dict[str, float] | None = None,
-               current: set[str] | frozenset = frozenset(),
-               then: Callable[[], None] | None = None) -> NotebookFailure | None:
+               done: dict[str, float], echo, durations: dict[str, float], current: set[str],
+               then: Callable[[], None] | None) -> NotebookFailure | None:
     """Run a stage's notebooks, ``workers`` at a time (longest first), keeping those in ``current``; ``then``
     runs once all have started, unless one failed. The first failure in notebook order, or None."""
     failed = threading.Event()
@@ -248,7 +246,7 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
                 return failure
         return None
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        order = longest_first(stage, durations or {})
+        order = longest_first(stage, durations)
         futures = [pool.submit(one, p) for p in order]
         if then is not None:
             pool.submit(lambda: None if failed.is_set() else then())
@@ -361,18 +359,13 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     else:
         summary.report = write_report(cfg)
         summary.html = write_html_report(cfg.out_dir)
-    prepare_views(run_name, echo=lambda *a, **kw: None, workers=workers)  # every study's explorer views
+    prepare_views(run_name, echo=_quiet, workers=workers)  # every study's explorer views
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
     problems = report_problems(cfg)
     if problems:
         raise ReportCheckFailure(problems, summary)
     return summary
-
-
-def default_workers() -> int:
-    """Notebooks to run at once: the CPUs this process may use, at most 2 (each kernel is a process)."""
-    return max(1, min(2, available_cpus()))
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -393,7 +386,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                      help="folder of the notebooks (default notebooks/)")
     rep.add_argument("--ablations", action="store_true",
                      help="also run the heavy ablations (notebook 11's second embedder); `make ablations`")
-    rep.add_argument("--workers", type=int_at_least(1), default=default_workers(),
+    rep.add_argument("--workers", type=int_at_least(1), default=max(1, min(2, available_cpus())),
                      help="notebooks run at once between the first and the report (default: the CPUs, at "
                           "most 2)")
 

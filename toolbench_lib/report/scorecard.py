@@ -38,14 +38,15 @@ REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", 
 EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
     "explained", "partly explained", "unexplained", "setup difference", "not tested")
 CAUSE_KINDS = ("tested", "setup")
+NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
+            "predicted_ci_high": math.nan, "evidence": ""}
 
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
     """``{cause id: cause}`` from the causes file, each checked: ``tested`` (``explains`` rows by metric,
     method and k, each with an ``effect`` on this run's value or a ``predicted`` value) or ``setup``."""
-    data = read_yaml(path)
     out = {}
-    for cause in data.get("causes", []):
+    for cause in read_yaml(path).get("causes", []):
         cid = cause.get("id", "?")
         for key in ("id", "kind", "title", "prediction"):
             if key not in cause:
@@ -54,12 +55,9 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
             raise ValueError(f"{path}: cause {cid}: kind must be one of {CAUSE_KINDS}")
         for i, shown in enumerate(cause.get("shows", [])):
             check_locator({k: v for k, v in shown.items() if k != "label"}, f"{cid}.shows[{i}]")
-        if cause["kind"] == "setup":
-            out[cid] = cause
-            continue
-        if "ablation" not in cause or not cause.get("explains"):
+        if cause["kind"] == "tested" and ("ablation" not in cause or not cause.get("explains")):
             raise ValueError(f"{path}: tested cause {cid} needs an ablation and the rows it explains")
-        for i, item in enumerate(cause["explains"]):
+        for i, item in enumerate(cause["explains"] if cause["kind"] == "tested" else []):
             where = f"{path}: cause {cid}.explains[{i}]"
             if not item.get("metric"):
                 raise ValueError(f"{where}: names no metric")
@@ -72,19 +70,22 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
             elif "wilson" in spec:  # a predicted value: wilson {count, n}, or value with low and high
                 for key in ("count", "n"):
                     check_locator(spec["wilson"][key], f"{cid}.predicted.wilson.{key}")
+            elif not {"value", "low", "high"} <= set(spec):
+                raise ValueError(f"{cid}.predicted: needs value, low and high (or wilson)")
             else:
                 for key in ("value", "low", "high"):
-                    if key not in spec:
-                        raise ValueError(f"{cid}.predicted: needs value, low and high (or wilson)")
                     check_locator(spec[key], f"{cid}.predicted.{key}")
         out[cid] = cause
     return out
 
 
 def _for_row(locator, row: Mapping[str, str]):
-    """A copy of ``locator`` with ``{subset}``, ``{method}`` and ``{metric}`` replaced by the row's."""
+    """A copy of ``locator`` (or a cause) with ``{subset}``, ``{method}`` and ``{metric}`` replaced by the
+    row's."""
     if isinstance(locator, Mapping):
         return {k: _for_row(v, row) for k, v in locator.items()}
+    if isinstance(locator, list):
+        return [_for_row(v, row) for v in locator]
     if isinstance(locator, str):
         for key in ("subset", "method", "metric"):
             locator = locator.replace("{" + key + "}", str(row.get(key, "")))
@@ -102,43 +103,28 @@ def explains(cause: Mapping, entry: Mapping) -> dict | None:
     return None
 
 
-def _located(locator: Mapping, row: Mapping, tables: TableCache) -> tuple[float, str | None]:
-    return locate(_for_row(locator, row), tables)
-
-
-def predict(cause: Mapping, item: Mapping, row: Mapping, value: float, ci: tuple[float, float] | None,
+def predict(cause: Mapping, item: Mapping, value: float, ci: tuple[float, float] | None,
             tables: TableCache) -> tuple[float, float, float, str] | None:
-    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved;
-    ``effect`` shifts this run's value and CI (a point without one), ``predicted`` reads them off tables."""
+    """``(predicted, low, high, how)`` for a report row (``cause`` and ``item`` filled in for it), or ``None``
+    when the ablation was not saved; ``effect`` shifts this run's value and CI (a point without one),
+    ``predicted`` reads them off tables."""
     effect = item.get("effect", cause.get("effect"))
     if effect is not None:
-        size, problem = _located(effect, row, tables)
+        size, problem = locate(effect, tables)
         if problem:
             return None
         low, high = (ci[0] + size, ci[1] + size) if ci else (value + size, value + size)
-        how = f"this run's {fmt_number(value)} {fmt_signed(size)} ({locator_source(_for_row(effect, row))})"
-        return value + size, low, high, how
+        return value + size, low, high, (f"this run's {fmt_number(value)} {fmt_signed(size)} "
+                                         f"({locator_source(effect)})")
     spec = item.get("predicted", cause.get("predicted"))
     if "wilson" in spec:
-        count, p1 = _located(spec["wilson"]["count"], row, tables)
-        n, p2 = _located(spec["wilson"]["n"], row, tables)
+        (count, p1), (n, p2) = (locate(spec["wilson"][key], tables) for key in ("count", "n"))
         if p1 or p2 or not n:
             return None
         low, high = wilson_ci(count, n)
         return count / n, low, high, f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
-    got = {key: _located(spec[key], row, tables) for key in ("value", "low", "high")}
-    if any(problem for _, problem in got.values()):
-        return None
-    return got["value"][0], got["low"][0], got["high"][0], locator_source(_for_row(spec["value"], row))
-
-
-def _shown(cause: Mapping, row: Mapping, tables: TableCache) -> str:
-    parts = []
-    for shown in cause.get("shows", []):
-        value, problem = _located({k: v for k, v in shown.items() if k != "label"}, row, tables)
-        label = shown.get("label", locator_source(_for_row(shown, row)))
-        parts.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
-    return "; ".join(parts)
+    (value, p1), (low, p2), (high, p3) = (locate(spec[key], tables) for key in ("value", "low", "high"))
+    return None if p1 or p2 or p3 else (value, low, high, locator_source(spec["value"]))
 
 
 def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
@@ -148,10 +134,13 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
     without the ablation's table. A subgroup's cause (``association: true``) is at most partly explained."""
     row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
            "metric": str(entry.get("metric", ""))}
-    out = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
-           "predicted_ci_high": math.nan, "evidence": ""}
+    cause, out = _for_row(cause, row), dict(NO_CAUSE)
     if cause["kind"] == "setup":
-        shown = _shown(cause, row, tables)
+        shown = []
+        for s in cause.get("shows", []):
+            (value, problem), label = locate(s, tables), s.get("label", locator_source(s))
+            shown.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
+        shown = "; ".join(shown)
         out.update(cause_status=SETUP,
                    evidence=f"setup difference, not tested: {cause['prediction'].strip()}"
                    + (f" ({shown})" if shown else ""))
@@ -163,7 +152,7 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
         return out
     value = judged["this_run"]
     ci = None if math.isnan(judged["ci_low"]) else (judged["ci_low"], judged["ci_high"])
-    got = predict(cause, item, row, value, ci, tables)
+    got = predict(cause, item, value, ci, tables)
     if got is None:
         out.update(cause_status=NOT_TESTED, evidence=f"{ablation_text(cause)} not in this run")
         return out
@@ -202,8 +191,7 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs:
     the best of its listed causes (explained, then partly explained by the most, then a setup difference,
     then not tested); "unexplained" with what was tried when none does better."""
-    empty = {"cause": "", "cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
-             "predicted_ci_high": math.nan, "evidence": ""}
+    empty = {"cause": "", **NO_CAUSE}
     if judged["status"] != DIFFERS:
         return empty
     listed = entry.get("causes", [])

@@ -142,17 +142,14 @@ def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, r
     candidates = {"ptr_win": o[o["gap"] > 0].assign(score=o["gap"]),
                   "rtp_win": o[o["gap"] < 0].assign(score=-o["gap"]),
                   "both_miss": o[(o["rtp_recall"] == 0) & (o["ptr_recall"] == 0)].assign(score=0.0)}
-    rows = []
+    rows, none = [], {"qkey": None, "subset": None, "rtp_recall": np.nan, "ptr_recall": np.nan, "gap": np.nan,
+                      "n_gt": 0}
     for role in ROLES:
         c = candidates[role]
-        rule = RULES[role].format(k=k)
-        if c.empty:
-            rows.append({"role": role, "qkey": None, "subset": None, "rtp_recall": np.nan,
-                         "ptr_recall": np.nan, "gap": np.nan, "n_gt": 0, "rule": rule})
-            continue
-        best = c.assign(score=c["score"].round(12)).sort_values(["score", "n_gt", "qkey"],
-                                                                ascending=[False, False, True]).iloc[0]
-        rows.append({"role": role, **{col: best[col] for col in PICK_COLUMNS[1:-1]}, "rule": rule})
+        best = none if c.empty else c.assign(score=c["score"].round(12)).sort_values(
+            ["score", "n_gt", "qkey"], ascending=[False, False, True]).iloc[0]
+        rows.append({"role": role, **{col: best[col] for col in PICK_COLUMNS[1:-1]},
+                     "rule": RULES[role].format(k=k)})
     out = pd.DataFrame(rows, columns=PICK_COLUMNS)
     for col in ("qkey", "subset"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
@@ -280,24 +277,6 @@ def worked_queries_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
 
 # -- the paper's Table 2 examples ---------------------------------------------------------------------------
 
-def paper_examples(result: StudyResult, examples: Sequence[Mapping] | None = None) -> pd.DataFrame:
-    """``id, qkey, winner, ptr_recall, rtp_recall, present, why`` of every Table 2 example: whether its query
-    is in this study, and why not."""
-    examples = worked_examples(present_only=False) if examples is None else examples
-    keys = set(result.queries["qkey"])
-    sets = ", ".join(dict.fromkeys(result.queries["subset"]))
-    rows = []
-    for x in examples:
-        qkey = x.get("qkey")
-        present = bool(qkey) and qkey in keys
-        why = ("" if present else f"{md_code(qkey)} is not in this study's sets ({sets})" if qkey else
-               f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}")
-        rows.append({"id": x["id"], "qkey": qkey, "winner": x["winner"], "ptr_recall": x["ptr_recall"],
-                     "rtp_recall": x["rtp_recall"], "present": present, "why": why, "quote": x["quote"],
-                     "description": x.get("description", "")})
-    return pd.DataFrame(rows)
-
-
 def _leader(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
@@ -309,30 +288,36 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
     """Every Table 2 example whose query is in this study, with both methods' rankings, then a line for each
     example not shown and why; and a row per example shown: the paper's recalls and leader beside this
     run's (recall@k, PtR's run ``run``)."""
-    table = paper_examples(result, examples)
-    shown, absent = table[table["present"]], table[~table["present"]]
+    examples = worked_examples(present_only=False) if examples is None else examples
+    keys = set(result.queries["qkey"])
+    shown = [x for x in examples if x.get("qkey") and x["qkey"] in keys]
+    absent = [x for x in examples if not (x.get("qkey") and x["qkey"] in keys)]
     verb = "is" if len(shown) == 1 else "are"
-    parts = [f"{len(shown)} of the paper's {len(table)} Table 2 examples {verb} among this run's queries "
+    parts = [f"{len(shown)} of the paper's {len(examples)} Table 2 examples {verb} among this run's queries "
              f"(recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     rows = []
-    for x in shown.itertuples():
-        wq = worked_query(result, x.qkey, k, gt, run)
-        paper_leader = _leader(x.rtp_recall, x.ptr_recall)
+    for x in shown:
+        wq = worked_query(result, x["qkey"], k, gt, run)
+        paper_leader = _leader(x["rtp_recall"], x["ptr_recall"])
         ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
-        rows.append({"example": x.id, "query": x.qkey, "paper RtP": x.rtp_recall, "paper PtR": x.ptr_recall,
-                     f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
-                     "paper's leader": paper_leader, "leader here": ours})
+        rows.append({"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"],
+                     "paper PtR": x["ptr_recall"], f"RtP here (run {run})": wq.recall("rtp"),
+                     f"PtR here (run {run})": wq.recall("ptr"), "paper's leader": paper_leader,
+                     "leader here": ours})
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
-        parts += [f"### {md_code(x.id)}", "", "*The paper:* " + _cell(str(x.quote).replace("\\to", "→")), "",
-                  f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
-                  f"(paper: RtP {x.rtp_recall:g}, PtR {x.ptr_recall:g}); leader here: "
-                  f"{ours}, {agree}." + (f" The query here: {_cell(x.description)}." if x.description
-                                         else ""),
-                  ""]
+        about, quote = x.get("description", ""), _cell(str(x["quote"]).replace("\\to", "→"))
+        parts += [f"### {md_code(x['id'])}", "", f"*The paper:* {quote}",
+                  "", f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
+                  f"(paper: RtP {x['rtp_recall']:g}, PtR {x['ptr_recall']:g}); leader here: "
+                  f"{ours}, {agree}." + (f" The query here: {_cell(about)}." if about else ""), ""]
         parts += worked_query_markdown(wq, labels, run_name=run_name)
-    if len(absent):
-        parts += ["Not shown:", ""] + [f"- {md_code(x.id)}: {x.why}." for x in absent.itertuples()] + [""]
+    if absent:
+        sets = ", ".join(dict.fromkeys(result.queries["subset"]))
+        parts += ["Not shown:", "", *(f"- {md_code(x['id'])}: " + (
+            f"{md_code(x['qkey'])} is not in this study's sets ({sets})" if x.get("qkey") else
+            f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}") + "."
+            for x in absent), ""]
     return parts, pd.DataFrame(rows)
 
 
