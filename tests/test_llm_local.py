@@ -247,8 +247,8 @@ def test_generate_errors_become_llm_errors():
 
 def test_stale_temp_files_are_removed(tmp_path):
     dest = tmp_path / "m.gguf"
-    old = tmp_path / ".m.gguf.abc.tmp"
-    fresh = tmp_path / ".m.gguf.def.tmp"
+    old = tmp_path / ".m.gguf.12345.tmp"
+    fresh = tmp_path / f".m.gguf.{os.getpid()}.tmp"
     old.write_bytes(b"x")
     fresh.write_bytes(b"y")
     os.utime(old, (1, 1))
