@@ -138,7 +138,7 @@ def test_backend_attributes_without_loading(monkeypatch):
     backend = LocalBackend(max_tokens=64)
     assert isinstance(backend, LLMBackend)
     assert (backend.name, backend.model, backend.is_llm) == ("local", MODEL_NAME, True)
-    assert not backend.loaded
+    assert backend._llama is None
     kwargs = backend._request("hi", "sys", {"type": "object"}, 0.7, 3)
     assert kwargs["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
     assert (kwargs["temperature"], kwargs["seed"], kwargs["max_tokens"]) == (0.7, 3, 64)
