@@ -62,7 +62,7 @@ def test_cache_hit_encodes_nothing(embedder, tmp_path):
     assert c.encoded == 50
     again = embed_cached(c, TEXTS[:50], "t", tmp_path, chunk_size=20, progress=False)
     assert c.encoded == 50 and np.array_equal(first, again)
-    assert cached_complete(c, TEXTS[:50], "t", tmp_path)
+    assert cached_complete(c, TEXTS[:50], tmp_path)
 
 
 def test_killed_build_resumes(embedder, tmp_path):

@@ -138,7 +138,7 @@ def test_backend_attributes_without_loading(monkeypatch):
     backend = LocalBackend(max_tokens=64)
     assert isinstance(backend, LLMBackend)
     assert (backend.name, backend.model, backend.is_llm) == ("local", MODEL_NAME, True)
-    assert not backend.loaded
+    assert backend._llama is None
     kwargs = backend._request("hi", "sys", {"type": "object"}, 0.7, 3)
     assert kwargs["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
     assert (kwargs["temperature"], kwargs["seed"], kwargs["max_tokens"]) == (0.7, 3, 64)
@@ -247,8 +247,8 @@ def test_generate_errors_become_llm_errors():
 
 def test_stale_temp_files_are_removed(tmp_path):
     dest = tmp_path / "m.gguf"
-    old = tmp_path / ".m.gguf.abc.tmp"
-    fresh = tmp_path / ".m.gguf.def.tmp"
+    old = tmp_path / ".m.gguf.12345.tmp"
+    fresh = tmp_path / f".m.gguf.{os.getpid()}.tmp"
     old.write_bytes(b"x")
     fresh.write_bytes(b"y")
     os.utime(old, (1, 1))

@@ -78,7 +78,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return bench_eta(fp32(), ds.texts, args.docs or sizes["eta_docs"])
 
     def search() -> BenchLine:
-        if not args.quick and cached_complete(fp32(), ds.texts, "registry"):
+        if not args.quick and cached_complete(fp32(), ds.texts):
             vecs = embed_cached(fp32(), ds.texts, "registry", progress=False)
             qs = ds.queries[ds.queries["subset"].isin(list(DEFAULT_SUBSETS.values()))]["query"].tolist()
             return bench_search(vecs, embed_cached(fp32(), qs, "queries", progress=False),
@@ -93,7 +93,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         sets = [ds.subset_queries(s)["query"] for s in DEFAULT_SUBSETS]
         qs = [q for part in sets for q in part]
         texts = ds.texts
-        if args.quick or not cached_complete(fp32(), texts, "registry"):
+        if args.quick or not cached_complete(fp32(), texts):
             texts, qs = texts[:3000] if args.quick else texts, qs[:64] if args.quick else qs
         index = VectorIndex(embed_cached(fp32(), texts, "registry", progress=False))
         def dense(q: list[str]):
@@ -105,7 +105,7 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return bench_ltr(*_ltr_study(args.quick))
 
     def warm() -> BenchLine:
-        full = not args.quick and cached_complete(fp32(), ds.texts, "registry")
+        full = not args.quick and cached_complete(fp32(), ds.texts)
         params = dict(WARM_FULL if full else WARM_SLICE, data_dir=args.data_dir)
         with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
             return bench_warm(Path(tmp), params, "make run (full registry, replay)" if full

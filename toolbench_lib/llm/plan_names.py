@@ -89,16 +89,17 @@ def registry_names(registry) -> RegistryNames:
 _DOC_LINE = re.compile(r"^\[(\d+)\] (.+?) \(([^()]*)\): ?(.*)$")
 
 
-def parse_api_docs(text: str, registry: RegistryNames | None = None) -> list[dict]:
+def parse_api_docs(text: str, registry: RegistryNames | None = None, params: bool = False) -> list[dict]:
     """The APIs of a rendered ``<apis>`` list as ``tool_name, api_name, category, api_description, api_id``
-    dicts; ``api_id`` is the registry's when one split of ``Tool / API`` names one API, else ``shown:<i>``."""
+    dicts; ``api_id`` is the registry's when one split of ``Tool / API`` names one API, else ``shown:<i>``;
+    the description keeps its ``params: ...`` tail with ``params=True``."""
     out = []
     for line in (text or "").splitlines():
         m = _DOC_LINE.match(line.strip())
         if not m:
             continue
         number, head, category, desc = m.groups()
-        desc = _PARAMS_TAIL.sub("", desc)
+        desc = desc if params else _PARAMS_TAIL.sub("", desc)
         splits = [(head[:a], head[b:]) for a, b in ((x.start(), x.end()) for x in re.finditer(" / ", head))]
         tool, api, api_id = (*splits[0], None) if splits else ("", head, None)
         if registry is not None:

@@ -19,6 +19,7 @@ import time
 
 from .base import LLMError, LLMResponse
 from .parsing import parse_plan
+from .plan_names import parse_api_docs
 from .prompts import extract_section, template_of
 
 
@@ -64,7 +65,6 @@ _CLAUSE_SPLIT = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_DOC_LINE = re.compile(r"^\[(\d+)\]\s+(.+?) / (.+?) \(([^()]*)\):\s?(.*)$")
 _PLAN_LINE = re.compile(r"^\s*(\d+)\.\s+(.+?) / (.+?)(?::\s+(.*))?$")
 _MAX_NAME_WORDS = 4
 _MIN_CLAUSE_WORDS = 2
@@ -159,18 +159,6 @@ def stub_name(subgoal: str) -> str:
     return " ".join(out)
 
 
-def parse_api_docs(text: str) -> list[dict]:
-    """The numbered API lines of a plan prompt as dicts (index, tool_name, api_name, category, text)."""
-    docs = []
-    for line in (text or "").splitlines():
-        m = _DOC_LINE.match(line.strip())
-        if m:
-            idx, tool, api, category, desc = m.groups()
-            docs.append({"index": int(idx), "tool_name": tool, "api_name": api, "category": category,
-                         "text": f"{tool} {api} {category} {desc}"})
-    return docs
-
-
 def stubs_reply(query: str) -> str:
     """JSON list of ``{name, reasoning}`` stubs, one per sub-goal (empty list when none)."""
     stubs, seen = [], set()
@@ -184,7 +172,8 @@ def stubs_reply(query: str) -> str:
 
 def plan_reply(query: str, docs: list[dict]) -> str:
     """JSON plan: per sub-goal, the listed API with the largest word overlap (ties: earlier listed)."""
-    doc_terms = [overlap_terms(d["text"]) for d in docs]
+    doc_terms = [overlap_terms(f"{d['tool_name']} {d['api_name']} {d['category']} {d['api_description']}")
+                 for d in docs]
     steps, used = [], set()
     for goal in split_subgoals(query):
         terms = overlap_terms(goal)
@@ -252,7 +241,7 @@ class RulesBackend:
         if task == "stubs":
             return stubs_reply(query)
         if task == "plan":
-            return plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or ""))
+            return plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
         if task == "judge":
             return judge_reply(query, extract_section(prompt, "plan") or "")
         raise LLMError(f"rules backend: unknown template {version!r}")

@@ -140,25 +140,19 @@ def _load_fp32(name: str, device: str | None) -> Embedder:
     if (threads := torch_threads()) is not None:
         torch.set_num_threads(threads)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if name in OFFLINE_NAMES:
-        log.info("embedder: %s from %s", OFFLINE_MODEL, offline_model_dir())
-        return Embedder(OFFLINE_MODEL, SentenceTransformer(str(offline_model_dir()), device=device))
-    if Path(name).is_dir():
-        log.info("embedder: local folder %s", name)
-        return Embedder(Path(name).name, SentenceTransformer(name, device=device))
-    try:
-        model = SentenceTransformer(name, device=device, local_files_only=True)
-        log.info("embedder: %s (local Hugging Face cache)", name)
-        return Embedder(name, model)
-    except Exception:  # noqa: BLE001 - any failure means "not cached"
-        pass
-    if hub_reachable():
-        try:
-            model = SentenceTransformer(name, device=device)
-            log.info("embedder: %s (downloaded)", name)
-            return Embedder(name, model)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("could not load %s from the hub: %s", name, exc)
+    if name in OFFLINE_NAMES or Path(name).is_dir():
+        folder = str(offline_model_dir()) if name in OFFLINE_NAMES else name
+        log.info("embedder: %s", folder)
+        return Embedder(resolve_model_name(name), SentenceTransformer(folder, device=device))
+    for local in (True, False):
+        if local or hub_reachable():
+            try:
+                model = SentenceTransformer(name, device=device, local_files_only=local)
+                log.info("embedder: %s (%s)", name, "local Hugging Face cache" if local else "downloaded")
+                return Embedder(name, model)
+            except Exception as exc:  # noqa: BLE001 - any failure means "not cached" (or not on the hub)
+                if not local:
+                    log.warning("could not load %s from the hub: %s", name, exc)
     log.warning("embedder %s unavailable offline; falling back to %s (%s)", name, OFFLINE_MODEL,
                 OFFLINE_PACKAGE)
     model = SentenceTransformer(str(offline_model_dir()), device=device)
@@ -171,11 +165,11 @@ def store_folder(embedder: Embedder, cache_dir: Path | None = None) -> Path:
 
 
 def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingStore:
+    """The store of ``embedder``'s vectors (:func:`store_folder`)."""
     return EmbeddingStore(store_folder(embedder, cache_dir), embedder.dim)
 
 
-def cached_complete(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
-                    cache_dir: Path | None = None) -> bool:
+def cached_complete(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> bool:
     """True when every text is in the store."""
     return bool(open_store(embedder, cache_dir).get(text_keys(texts))[1].all())
 
@@ -196,16 +190,9 @@ def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: l
 REFRESH_STEP = 0.1  # a refreshed estimate is logged each time another tenth of the estimated time is done
 
 
-def embed_cached(
-    embedder: Embedder,
-    texts: Sequence[str],
-    kind: str = "registry",
-    cache_dir: Path | None = None,
-    chunk_size: int = CHUNK_SIZE,
-    progress: bool = True,
-    batch_size: int = 64,
-    on_estimate: Callable[[EtaTracker], None] | None = None,
-) -> np.ndarray:
+def embed_cached(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
+                 cache_dir: Path | None = None, chunk_size: int = CHUNK_SIZE, progress: bool = True,
+                 batch_size: int = 64, on_estimate: Callable[[EtaTracker], None] | None = None) -> np.ndarray:
     """``(n, dim)`` float32 L2-normalised embeddings of ``texts``, each embedded once per (model, backend):
     missing texts are embedded longest first, each chunk stored as a pack when done (a killed build
     resumes). ``kind`` names the texts in logs; ``on_estimate`` gets a long run's tracker at its end."""

@@ -36,12 +36,12 @@ def component_table() -> dict[str, tuple[str, bool]]:
     return _components(tuple(FAMILIES))
 
 
-def check_components(components: Iterable[str]) -> tuple[str, ...]:
-    """The components, checked (``ValueError`` naming the known ones)."""
+def check_components(components: Iterable[str], what: str = "fusion") -> tuple[str, ...]:
+    """The components, checked (``ValueError`` naming the known ones; ``what`` names the method kind)."""
     comps, known = tuple(components), component_table()
     unknown = [c for c in comps if c not in known]
     if unknown:
-        raise ValueError(f"unknown fusion component(s) {unknown}; choose from {', '.join(known)}")
+        raise ValueError(f"unknown {what} component(s) {unknown}; choose from {', '.join(known)}")
     return comps
 
 
@@ -173,9 +173,8 @@ class FusionSpec(_StubUse):
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not self.components:
+        if not check_components(self.components):
             raise ValueError("a fusion spec needs at least one component")
-        check_components(self.components)
         if self.method == "wsum" and (self.weights is None or len(self.weights) != len(self.components)):
             raise ValueError("wsum needs one weight per component")
 

@@ -16,7 +16,7 @@ import pandas as pd
 from ..config import DEPTH
 from .bm25 import tokens
 from .fuse import Ranking, min_max
-from .fusion_specs import component_table, rankings_by, text_rankings
+from .fusion_specs import check_components, component_table, rankings_by, text_rankings
 from .rankings import Retrieved
 
 GROUPS = ("tool", "category", "stub_evidence", "lexical", "agreement")
@@ -34,10 +34,8 @@ class LtrSpec:
     agreement: bool = False  # every run's stub rankings (one stub call per run)
 
     def __post_init__(self) -> None:
-        known = component_table()
-        unknown = [c for c in self.components if c not in known]
-        if unknown or not self.components:
-            raise ValueError(f"unknown ranker component(s) {unknown}; choose from {', '.join(known)}")
+        if not check_components(self.components, "ranker"):
+            raise ValueError("a ranker needs at least one component")
 
     @property
     def uses_stubs(self) -> bool:

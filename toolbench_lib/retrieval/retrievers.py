@@ -40,13 +40,6 @@ class Retriever(Protocol):
     def retrieve(self, ctx: RunContext) -> Retrieved: ...
 
 
-def search_texts_per_query(ctx: RunContext, method: str, texts: list[list[str]],
-                           family: str = DEFAULT_FAMILY) -> Retrieved:
-    """Search every text of every query with a retriever family, merged by each API's best score."""
-    per_query, merged = search_and_merge(ctx.setup.searcher(family), texts, ctx.depth)
-    return retrieved_frames(ctx.queries["qkey"].tolist(), method, per_query, merged, ctx.setup.api_ids)
-
-
 ARCHITECTURES = ("rtp", "ptr")
 FAMILY_SEP = "@"
 
@@ -71,34 +64,22 @@ def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list
     return [by_q.get(k) or [q] for k, q in zip(queries["qkey"], queries["query"], strict=True)]
 
 
-class _WithFamily:
-    """An architecture (``rtp``, ``ptr``) searching with one retriever family."""
+class ArchitectureRetriever:
+    """RtP (the raw query is the one text searched) or PtR (every stub searched, merged by each API's best
+    score over the query's stubs), searching with one retriever family."""
 
-    architecture = ""
-
-    def __init__(self, family: str = DEFAULT_FAMILY) -> None:
-        self.family = family
-        self.name = method_name(self.architecture, family)
-
-
-class RetrieveThenPlan(_WithFamily):
-    """RtP: the raw query is the one text searched (by the given retriever family)."""
-
-    architecture, uses_stubs, deterministic = "rtp", False, True
+    def __init__(self, architecture: str, family: str = DEFAULT_FAMILY) -> None:
+        self.family, self.name = family, method_name(architecture, family)
+        self.uses_stubs = architecture == "ptr"
+        self.deterministic = not self.uses_stubs
 
     def retrieve(self, ctx: RunContext) -> Retrieved:
-        return search_texts_per_query(ctx, self.name, [[q] for q in ctx.queries["query"]], self.family)
-
-
-class PlanThenRetrieve(_WithFamily):
-    """PtR: every stub searched, merged by each API's best score over the query's stubs."""
-
-    architecture, uses_stubs, deterministic = "ptr", True, False
-
-    def retrieve(self, ctx: RunContext) -> Retrieved:
-        if ctx.stubs is None:
+        if self.uses_stubs and ctx.stubs is None:
             raise ValueError("PtR needs the run's stubs")
-        return search_texts_per_query(ctx, self.name, ptr_texts(ctx.queries, ctx.stubs, ctx.run), self.family)
+        texts = (ptr_texts(ctx.queries, ctx.stubs, ctx.run) if self.uses_stubs
+                 else [[q] for q in ctx.queries["query"]])
+        per_query, merged = search_and_merge(ctx.setup.searcher(self.family), texts, ctx.depth)
+        return retrieved_frames(ctx.queries["qkey"].tolist(), self.name, per_query, merged, ctx.setup.api_ids)
 
 
 class SpecRetriever:
@@ -137,8 +118,8 @@ def register_family(family: Family) -> Family:
     """Add a retriever family: its RtP and PtR (``rtp@<name>``, ``ptr@<name>``) become methods, and fused
     specs may read it (``q.<name>``, ``s.<name>``, ``s*.<name>``)."""
     FAMILIES[family.name] = family
-    register(RetrieveThenPlan(family.name))
-    register(PlanThenRetrieve(family.name))
+    for architecture in ARCHITECTURES:
+        register(ArchitectureRetriever(architecture, family.name))
     return family
 
 
