@@ -3,6 +3,8 @@ the stored rankings; views written atomically with checksums, and a stale or dam
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -165,7 +167,7 @@ def test_learned_views_of_a_study_pair_read_the_reported_cross_fit(tmp_path, mon
     assert want == L.ranker_lists(d, v, spec, 0)[0]  # the same lists as a cross-fit that is not kept
     fits: list[int] = []
     real = ltr.crossfit
-    monkeypatch.setattr(L, "crossfit", lambda *a, **kw: (fits.append(1), real(*a, **kw))[1])
+    monkeypatch.setattr(ltr, "crossfit", lambda *a, **kw: (fits.append(1), real(*a, **kw))[1])
     views = {"design": compute_views(d), "validation": compute_views(v)}
     for part, one in (("design", d), ("validation", v)):
         fused, learned = views[part][0], views[part][3]
@@ -271,3 +273,13 @@ def test_the_explorer_holds_compact_tables_with_the_same_values(study, tmp_path)
     assert set(shown.rankings["method"]) == set(result.rankings["method"]) | set(fused_methods(result))
     with pytest.raises(ValueError, match="already added"):
         with_fused(result, views)
+
+
+def test_a_page_kernel_imports_no_plotting_statistics_or_learning_library():
+    """The explorer's page reads stored views: its kernel loads neither the analysis stack (matplotlib,
+    seaborn, scikit-learn, statsmodels) nor a model library, which computing views or tables would."""
+    heavy = ("matplotlib", "seaborn", "sklearn", "statsmodels", "lightgbm", "torch", "sentence_transformers")
+    code = f"import sys, toolbench_lib.explorer.widget; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -7,11 +7,8 @@ the validation study's queries whose text is in no design query.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,18 +16,26 @@ import pandas as pd
 
 from ..config import DEFAULT_GT, DEPTH, SEED, K
 from ..data.queries import GT_DEFINITIONS, subset_alias
-from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import study_component_inputs
-from ..retrieval.ltr import ALL, NAMED, Fitted, crossfit, fit, is_training, qrels_of, ranked
+from ..retrieval.ltr import (
+    ALL,
+    NAMED,
+    Fitted,
+    fit,
+    is_training,
+    learned_frame,
+    qrels_of,
+    ranked,
+    study_features,
+    training_queries,
+)
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
 from .fusion_board import chosen_fusions
 from .style import LEGEND_SIZE
-
-CODE = "analysis/ltr.py"  # cached tables here are keyed by this module's code and what it imports
 
 SINGLE = ("rtp", "ptr")  # the architectures; with the dense family their method names
 ABLATIONS = {
@@ -47,7 +52,6 @@ ABLATIONS = {
 }
 BEST_SINGLE = "best single architecture"
 PREFIX_GROUPS = {"tool_": "tool", "cat_": "category", "lex_": "lexical", "runs_": "runs"}  # feature groups
-TOP_EXPLAINED = 3  # the top APIs of each query whose features are kept (the explorer's "why")
 
 
 def single_methods(result) -> list[str]:
@@ -80,56 +84,6 @@ def _unseen(validation, unseen: set[str] | None) -> list[str]:
     return [q for q in validation.queries["qkey"] if q in keep] if validation is not None else []
 
 
-def _training_queries(design, validation) -> pd.DataFrame:
-    """The queries of both studies (the validation study's keys that the design study lacks)."""
-    if validation is None:
-        return design.queries
-    v = validation.queries
-    return pd.concat([design.queries, v[~v["qkey"].isin(set(design.queries["qkey"]))]], ignore_index=True)
-
-
-def _features(design, validation, spec: LtrSpec, run: int, qrels, depth: int, tables: dict | None):
-    """The candidates and features of ``design``'s run ``run`` and ``validation``'s run 0 (its queries the
-    design lacks), labelled by ``qrels``; ``tables`` keeps them for a call with other labels."""
-    table = (tables or {}).get((spec, run, depth))
-    if table is not None:  # the same candidates and features, these labels
-        pairs = zip(table.qkeys, table.api_ids, strict=True)
-        return replace(table, y=np.array([float(a in qrels.get(q, ())) for q, a in pairs]))
-    runs = study_runs(design, spec, run)
-    if validation is not None:
-        more = [k for k in validation.queries["qkey"] if k not in runs]
-        runs.update(study_runs(validation, spec, 0, more))
-    table = feature_table(runs, spec, qrels, depth)
-    if tables is not None:
-        tables[(spec, run, depth)] = table
-    return table
-
-
-def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
-                  label_gt: str = DEFAULT_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
-    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then the features of each query's top
-    :data:`TOP_EXPLAINED`, NaN below) of ``design``'s run ``run`` and ``validation``'s run 0, cross-fitted
-    over both at once; kept beside the stored design study."""
-    def make() -> dict[str, pd.DataFrame]:
-        queries = _training_queries(design, validation)
-        table = _features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
-        cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
-        frame = table.frame().drop(columns="label").assign(score=cf.scores)
-        frame = frame.sort_values(["qkey", "score", "api_id"], ascending=[True, False, True], kind="stable")
-        frame.insert(1, "rank", frame.groupby("qkey", sort=False).cumcount() + 1)
-        frame = frame[frame["rank"] <= depth].reset_index(drop=True)
-        frame.loc[frame["rank"] > TOP_EXPLAINED, table.names] = np.nan
-        return {"lists": frame[["qkey", "rank", "api_id", "score", *table.names]]}
-
-    studies = [s for s in (design, validation) if s is not None]
-    shas = [s.stored_rankings_sha256() for s in studies]
-    if design.folder is None or None in shas:
-        return make()["lists"]  # a study not stored: computed, not kept
-    what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
-    key = f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
-    return cached_tables(design.folder, key, make, code=CODE)["lists"]
-
-
 def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                  label_gt: str = "candidates", depth: int = DEPTH, fit_model: bool = True,
                  tables: dict | None = None) -> tuple[dict, Fitted | None]:
@@ -139,8 +93,8 @@ def ranker_lists(design, validation, spec: LtrSpec, run: int = 0, seed: int = SE
     lists = {q: g.tolist() for q, g in frame.groupby("qkey", sort=False)["api_id"]}
     if not fit_model:
         return lists, None
-    queries = _training_queries(design, validation)
-    table = _features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
+    queries = training_queries(design, validation)
+    table = study_features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
     sets = queries.set_index("qkey")["subset"].to_dict()
     trained = [k for k in table.queries if is_training(sets[k])]  # the queries the cross-fit trained on
     return lists, fit(table, spec, trained, sets, seed, label_gt)
@@ -176,7 +130,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
     dkeys, ukeys = design.queries["qkey"].tolist(), _unseen(validation, unseen)
-    queries = _training_queries(design, validation)
+    queries = training_queries(design, validation)
     labels = {gt: gt for gt in gts} if label_gt is None else {label_gt: None}
     model_label = label_gt or (DEFAULT_GT if DEFAULT_GT in gts else gts[0])
     frames, models, tables = [], {}, {}
@@ -278,7 +232,7 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
     on G1–G3: per query recall (:func:`ranker_scores`' columns), each ground truth by its own labels."""
     spec = NAMED["ltr"]
     dkeys, ukeys = design.queries["qkey"].tolist(), _unseen(validation, unseen)
-    queries = _training_queries(design, validation)
+    queries = training_queries(design, validation)
     frames = []
     for gt in gts:
         lists, model = ranker_lists(design, None, spec, run, seed, gt)

@@ -1,5 +1,5 @@
 """The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods, with the features
-behind each query's top APIs (:func:`~toolbench_lib.analysis.ltr.learned_frame`, cross-fitted over the
+behind each query's top APIs (:func:`~toolbench_lib.retrieval.ltr.learned_frame`, cross-fitted over the
 retriever study and its validation study); every run shows run 0's ranking, as the report weighs them."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.ltr import TOP_EXPLAINED, learned_frame
 from ..config import DEPTH, SEED
 from ..retrieval.fusion_specs import component_methods
-from ..retrieval.ltr import NAMED
+from ..retrieval.ltr import NAMED, TOP_EXPLAINED, learned_frame
 from ..study.experiment import stored_study_dir
 from ..study.stored import RANKINGS_COLUMNS, StudyResult
 

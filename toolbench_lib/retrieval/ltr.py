@@ -5,12 +5,13 @@ query (:func:`save_model` stores it). Seeded, deterministic, fixed threads. READ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +24,9 @@ from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_chec
 from ..data.folds import grouped_fold_ids
 from ..data.normalize import norm_text
 from ..data.queries import QUERY_SETS, resolve_subset
+from ..data.tables import cached_tables
 from .fusion_specs import Run, qrels_of
-from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings
+from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings, study_runs
 from .rankings import Retrieved, ranked_frame
 from .retrievers import RETRIEVERS, RunContext, SpecRetriever, register
 
@@ -172,6 +174,59 @@ def ltr_rankings(runs: Mapping[str, QueryRuns], queries: pd.DataFrame, spec: Ltr
     table = feature_table(runs, spec, qrels_of(queries, label_gt), depth)
     cf = crossfit(table, spec, queries[queries["qkey"].isin(runs)], folds, seed, label_gt)
     return ranked(table, cf.scores, depth), cf, table
+
+
+TOP_EXPLAINED = 3  # the top APIs of each query whose features are kept (the explorer's "why")
+
+
+def training_queries(design, validation) -> pd.DataFrame:
+    """The queries of both studies (the validation study's keys that the design study lacks)."""
+    if validation is None:
+        return design.queries
+    v = validation.queries
+    return pd.concat([design.queries, v[~v["qkey"].isin(set(design.queries["qkey"]))]], ignore_index=True)
+
+
+def study_features(design, validation, spec: LtrSpec, run: int, qrels, depth: int, tables: dict | None):
+    """The candidates and features of ``design``'s run ``run`` and ``validation``'s run 0 (its queries the
+    design lacks), labelled by ``qrels``; ``tables`` keeps them for a call with other labels."""
+    table = (tables or {}).get((spec, run, depth))
+    if table is not None:  # the same candidates and features, these labels
+        pairs = zip(table.qkeys, table.api_ids, strict=True)
+        return replace(table, y=np.array([float(a in qrels.get(q, ())) for q, a in pairs]))
+    runs = study_runs(design, spec, run)
+    if validation is not None:
+        more = [k for k in validation.queries["qkey"] if k not in runs]
+        runs.update(study_runs(validation, spec, 0, more))
+    table = feature_table(runs, spec, qrels, depth)
+    if tables is not None:
+        tables[(spec, run, depth)] = table
+    return table
+
+
+def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
+                  label_gt: str = LABEL_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
+    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then the features of each query's top
+    :data:`TOP_EXPLAINED`, NaN below) of ``design``'s run ``run`` and ``validation``'s run 0, cross-fitted
+    over both at once; kept beside the stored design study."""
+    def make() -> dict[str, pd.DataFrame]:
+        queries = training_queries(design, validation)
+        table = study_features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
+        cf = crossfit(table, spec, queries, seed=seed, label_gt=label_gt)
+        frame = table.frame().drop(columns="label").assign(score=cf.scores)
+        frame = frame.sort_values(["qkey", "score", "api_id"], ascending=[True, False, True], kind="stable")
+        frame.insert(1, "rank", frame.groupby("qkey", sort=False).cumcount() + 1)
+        frame = frame[frame["rank"] <= depth].reset_index(drop=True)
+        frame.loc[frame["rank"] > TOP_EXPLAINED, table.names] = np.nan
+        return {"lists": frame[["qkey", "rank", "api_id", "score", *table.names]]}
+
+    studies = [s for s in (design, validation) if s is not None]
+    shas = [s.stored_rankings_sha256() for s in studies]
+    if design.folder is None or None in shas:
+        return make()["lists"]  # a study not stored: computed, not kept
+    what = json.dumps([repr(spec), run, seed, label_gt, depth, shas, [str(s.folder) for s in studies]])
+    key = f"learned-run{run}-{label_gt}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+    return cached_tables(design.folder, key, make, code="retrieval/ltr.py")["lists"]
 
 
 class StoredModelError(ValueError):
