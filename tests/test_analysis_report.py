@@ -555,7 +555,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
     assert front.rstrip().split("\n### ")[-1].startswith("Conclusion per retriever")
     assert "**Dense (the paper's retriever):**" in front and "**BM25:**" in front
-    assert "**The answer.** With the paper's retriever (dense)" in front and "With BM25 retrieval" in front
+    assert "**The answer.** With dense retrieval (the paper's kind)" in front and "With BM25 retrieval" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
     assert [f"*Figure {n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)
@@ -606,8 +606,9 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With the paper's retriever (dense), RtP leads on G1, neither leads "
-                    "significantly on G2 and G3: the paper's crossover does not hold. With BM25 retrieval, "
+    assert text == ("**The answer.** With dense retrieval (the paper's kind), RtP leads on G1, neither leads "
+                    "significantly on G2 and G3: the paper's crossover is not reproduced in this setup. With "
+                    "BM25 retrieval, "
                     "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover (RtP ahead on G1, PtR "
                     "ahead on G2 and G3) holds with BM25 retrieval only, which the paper did not test.")
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
@@ -624,7 +625,7 @@ def test_holm_across_families_names_the_verdicts_it_would_overturn():
                          "significant": [True, False, False, True, True, True]})
     # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
     said = "Holm over all 6 primary comparisons "
-    assert across_families(rows) == said + "would leave only BM25 G1 not significant."
+    assert across_families(rows) == said + "would overturn only the significant verdict of BM25 G1."
     assert across_families(rows.assign(p=rows["p"] / 10)) == said + "keeps every verdict."
     assert across_families(rows[rows["retriever"] == "dense"]) == ""
 
@@ -832,6 +833,7 @@ def test_the_relevant_sentence_states_each_sets_difference_and_its_holm_p(tmp_pa
     ledger = Ledger()
     line = relevant_sentence(cfg, ledger)
     assert line.startswith("On the `relevant` ground truth, dense PtR − RtP: G1 -0.060 [-0.110, -0.010]")
-    assert line.endswith("G3 +0.045 [-0.005, 0.095] (p = 0.0100): 1 of 3 significant.")
+    assert line.endswith("G3 +0.045 [-0.005, 0.095] (p = 0.0100): 1 of 3 significant (p Holm over the three "
+                         "sets, CIs unadjusted).")
     assert ledger.values["G2 relevant p"] == ["p = 0.934"]
     assert relevant_sentence(SimpleNamespace(tables_dir=tmp_path, k=10), Ledger()) == ""

@@ -85,7 +85,8 @@ def relevant_sentence(cfg: ExperimentConfig, ledger: Ledger) -> str:
              for s, r in zip(t["subset"].map(subset_alias), t.itertuples(), strict=True)]
     n_sig = sum(significant(r) for r in t.to_dict("records"))
     verdict = f"{fmt_count(n_sig)} of {fmt_count(len(t))} significant" if n_sig else "no set significant"
-    return f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict}."
+    return (f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict} (p Holm over the "
+            "three sets, CIs unadjusted).")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
@@ -155,8 +156,8 @@ def answer_sentence(rows: pd.DataFrame) -> str:
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     first = ""
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, on its own
-        first = (f"With the paper's retriever (dense), {said_by.pop('dense')}: the paper's crossover "
-                 f"{'holds' if 'dense' in holds else 'does not hold'}. ")
+        first = (f"With dense retrieval (the paper's kind), {said_by.pop('dense')}: the paper's crossover "
+                 f"{'holds' if 'dense' in holds else 'is not reproduced in this setup'}. ")
     text = "; ".join(f"with {FAMILY_SHORT.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
@@ -171,7 +172,8 @@ def across_families(rows: pd.DataFrame) -> str:
             for r, p in zip(rows.itertuples(), adjusted, strict=True)
             if bool(r.significant) and not significant({"p_holm": p})]
     return (f"Holm over all {fmt_count(len(rows))} primary comparisons "
-            + (f"would leave only {_sets(lost)} not significant." if lost else "keeps every verdict."))
+            + (f"would overturn only the significant {'verdict' if len(lost) == 1 else 'verdicts'} of "
+               f"{_sets(lost)}." if lost else "keeps every verdict."))
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
@@ -304,13 +306,13 @@ def limits(provenance: list[dict]) -> list[str]:
     """The limits of this reproduction, from the study's provenance."""
     prov = provenance[0] if provenance else {}
     return ["### Limits of this reproduction", "",
-            f"- The stubs and plans come from `{prov.get('llm_model', 'n/a')}` (backend "
-            f"`{prov.get('backend', 'n/a')}`), a small local model, not the paper's Gemini 2.5 Flash; weaker "
-            "stubs handicap PtR most.",
-            f"- Queries and APIs are embedded with `{prov.get('model', 'n/a')}`, not the paper's GTE-base: "
-            "raw cosines and the dense ranking differ from the paper's.",
-            "- The judged pass rate is scored only where the judge agrees with the objective pass rate "
-            "(kappa of at least 0.4); otherwise the objective pass rate is shown.", ""]
+            f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}` (backend "
+            f"`{prov.get('backend', 'n/a')}`), a small model, not Gemini 2.5 Flash; weaker stubs handicap "
+            "PtR most.",
+            f"- Embeddings come from `{prov.get('model', 'n/a')}`, not GTE-base: cosines and dense rankings "
+            "differ from the paper's.",
+            "- The judged pass rate is used only where the judge agrees with the objective one (kappa at least "
+            "0.4); otherwise the objective rate is shown.", ""]
 
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
