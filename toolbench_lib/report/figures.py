@@ -34,7 +34,8 @@ FIGURES = {
                                   "differ at all (dashed), by registry size: the paper's 88% and 98% are "
                                   "the stars; which reading they fit is its definition question."),
     "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
-                              "named per set, with the paper's values as markers beside this run's bars."),
+                              "named per set, with the paper's values as markers beside this run's bars "
+                              "(its used-share ranges are in the table above)."),
     "retriever_recall": (
         "retriever",
         "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with 95% CIs per set: "

@@ -85,8 +85,8 @@ def relevant_sentence(cfg: ExperimentConfig, ledger: Ledger) -> str:
              for s, r in zip(t["subset"].map(subset_alias), t.itertuples(), strict=True)]
     n_sig = sum(significant(r) for r in t.to_dict("records"))
     verdict = f"{fmt_count(n_sig)} of {fmt_count(len(t))} significant" if n_sig else "no set significant"
-    return (f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict} (p Holm over the "
-            "three sets, CIs unadjusted).")
+    return (f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict} (p Holm over "
+            "the three sets, CIs unadjusted).")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
@@ -311,8 +311,8 @@ def limits(provenance: list[dict]) -> list[str]:
             "PtR most.",
             f"- Embeddings come from `{prov.get('model', 'n/a')}`, not GTE-base: cosines and dense rankings "
             "differ from the paper's.",
-            "- The judged pass rate is used only where the judge agrees with the objective one (kappa at least "
-            "0.4); otherwise the objective rate is shown.", ""]
+            "- The judged pass rate is used only where the judge agrees with the objective one (kappa at "
+            "least 0.4); otherwise the objective rate is shown.", ""]
 
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
@@ -320,7 +320,6 @@ def limits(provenance: list[dict]) -> list[str]:
 CLAIM_VERDICTS = {
     "main": (("g2_verdict", "subset", "verdict"),),
     "scale": (("scale_claim_verdict", None, None), ("divergence_verdict", "reading", "verdict")),
-    "trajectory": (("divergence_full_verdict", "reading", "verdict"),),
     "cost": (("routing_claim", None, None),),
 }
 
