@@ -3,7 +3,6 @@ the catalogue of stored studies and the link (URL) of an explorer view."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
@@ -21,7 +20,7 @@ from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
 from ..study.experiment import stored_study_dir
-from ..study.stored import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+from ..study.stored import TABLE_CHECKSUMS, StudyResult, checked_bytes
 from ..study.validation import check_run_name
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
@@ -214,10 +213,7 @@ def family_base(run_name: str) -> str:
 
 def _stored_queries(folder: Path) -> pd.DataFrame:
     """A stored study's queries table, checked against its checksum (``StoredStudyError`` if not)."""
-    sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
-    data = (folder / "queries.parquet").read_bytes()
-    if hashlib.sha256(data).hexdigest() != sums.get("queries.parquet"):
-        raise StoredStudyError(f"stored study {folder}: queries.parquet does not match its checksum")
+    data = checked_bytes(folder, "queries.parquet", json.loads((folder / TABLE_CHECKSUMS).read_bytes()))
     return pd.read_parquet(io.BytesIO(data), columns=["qkey", "subset", "query_id", "query"])
 
 
