@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
 from ..retrieval.embed_store import read_pack
-from .core import machine_info
+from .core import machine_info, machine_line
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
@@ -121,12 +121,7 @@ def format_first_run(cold: Pass, warm: Pass, machine: dict) -> str:
         label = "notebooks and report (`reproduce`, wall)" if name == "reproduce" else f"`{name}`"
         rows.append(f"| {label} | {cold.steps[name]:.1f} | {warm.steps.get(name, float('nan')):.1f} |")
     rows.append(f"| **`make run` after install (wall)** | **{cold.wall:.1f}** | **{warm.wall:.1f}** |")
-    simd = ", ".join(machine.get("simd_flags", [])) or "none found"
-    load = ", ".join(f"{x:.2f}" for x in machine.get("load_avg", []))
-    rows += ["", f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('memory_gib')} "
-                 f"GiB; SIMD flags: {simd}; load average at the start {load}; "
-                 f"Python {machine.get('python')}."]
-    return "\n".join(rows)
+    return "\n".join([*rows, "", machine_line({"simd_flags": [], **machine})])
 
 
 def bench_first_run(run_name: str | None = None, workers: int | None = None, keep: bool = False,
