@@ -69,14 +69,6 @@ class QueryNavigation:
         if not self._updating and self.study.value != self.run_name:
             self.switch_run(str(self.study.value))
 
-    def _find_elsewhere(self, term: str) -> list[tuple[str, str]]:
-        """``[(run name, query key)]``: the other studies of the family whose queries hold the term."""
-        out = []
-        for name, q in self.family_queries.items():
-            if name != self.run_name:
-                out += [(name, str(k)) for k in search_queries(q, term)["qkey"].head(1)]
-        return out
-
     def _switch_to_found(self) -> None:
         if self._elsewhere:
             name, qkey = self._elsewhere[0]
@@ -88,7 +80,9 @@ class QueryNavigation:
         """Where a search that finds no query of this study finds one: the run named, a button to go."""
         term = str(self.search.value).strip()
         found_here = bool(term) and bool(self._searched(term).any())
-        self._elsewhere = self._find_elsewhere(term) if term and not found_here else []
+        self._elsewhere = [(name, str(k)) for name, q in self.family_queries.items()  # [(run, query key)]
+                           if term and not found_here and name != self.run_name
+                           for k in search_queries(q, term)["qkey"].head(1)]
         if not self._elsewhere:
             self.switch.layout.display = "none"
             self._show_problems()

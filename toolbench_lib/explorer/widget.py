@@ -392,7 +392,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             with self._quiet():
                 self.query.value = chosen
             self._page = keys.index(chosen) // PAGE_ROWS if chosen in keys else 0
-            self._draw_summary(self._frame)
+            self.count.value = f"<span class='qx-summary'>{self._summary_html(self._frame)}</span>"
+            self.digest_box.value = self._digest_html(self._frame)
             self._draw_elsewhere()
             self._draw_table(self._frame)
             self.output.value = self.render()
