@@ -118,16 +118,14 @@ def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> t
 
 
 def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (0,), chunk: int = 25,
-                 settings: StudySettings | None = None, store: CallStore | None = None,
-                 cassette: str | Path | None = None, export_every: int = 20,
+                 store: CallStore | None = None, cassette: str | Path | None = None, export_every: int = 20,
                  echo: Callable[[str], object] = log.info) -> dict:
     """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`, merging the
     cache (``store``) into ``cassette`` every ``export_every`` new calls and at the end. Returns ``calls``
     (made, cached or not), ``queries``, ``new_calls`` and ``cassette_records`` (None: no cassette)."""
     if cassette is not None and store is None:
         raise ValueError("recording into a cassette needs the call store behind the backend")
-    settings = settings or StudySettings()
-    t0, made, done, exported_at, after = time.time(), 0, 0, 0, None
+    settings, t0, made, done, exported_at, after = StudySettings(), time.time(), 0, 0, 0, None
     for i, part in enumerate(recording_order(queries, chunk)):
         for run in runs:
             _, calls = generate_stubs(llm, part, run, settings.temperature_of(run), progress=False)
