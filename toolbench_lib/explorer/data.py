@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode
@@ -132,16 +133,8 @@ def explorer_url(run_name: str, query: str | None = None,
     return base + "?" + urlencode({key: v for key, v in state.items() if v}, quote_via=quote, safe=":@,")
 
 
-@dataclass(frozen=True)
-class Summary:
-    """Counts of the shown queries: mean recall of both methods, ``a`` wins, ties and ``b`` wins."""
-
-    n: int
-    mean_a: float
-    mean_b: float
-    a_wins: int
-    ties: int
-    b_wins: int
+# Counts of the shown queries: mean recall of both methods, ``a`` wins, ties and ``b`` wins.
+Summary = namedtuple("Summary", "n mean_a mean_b a_wins ties b_wins")
 
 
 def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
