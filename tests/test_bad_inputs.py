@@ -668,7 +668,7 @@ CONFIG_CASES = [
     ({"smoke": "yes"}, "smoke: 'yes'"), ({"data_dir": "/no/such/folder"}, "data_dir: '/no/such/folder'"),
     ({"cassette": "/no/such.jsonl.gz"}, "cassette: '/no/such.jsonl.gz'"),
     # round three: ranges, types of -y/-f values, paths
-    ({"k": 100000}, "k: 100000 is not allowed; expected an integer >= 1 and <= 1000"),
+    ({"k": 100000}, "k: 100000 is not allowed; expected an integer from 1 to 1000"),
     ({"depth": 5000}, "depth: 5000"), ({"plan_k": 1001}, "plan_k: 1001"),
     ({"k": "5"}, "k: '5'"), ({"runs": "2"}, "runs: '2'"), ({"limit": "10"}, "limit: '10'"),
     ({"temperature": "0.3"}, "temperature: '0.3'"), ({"smoke": 1}, "smoke: 1"),

@@ -93,11 +93,16 @@ def format_table(lines: list[BenchLine], machine: dict) -> str:
         target = "" if ln.target is None else f">= {ln.target:g}x ({'met' if ln.meets_target else 'not met'})"
         rows.append(f"| {ln.name} | {ln.baseline}: {_fmt(ln.baseline_value, ln.unit)} | "
                     f"{ln.candidate}: {_fmt(ln.candidate_value, ln.unit)} | {ratio} | {target} | {detail} |")
+    return "\n".join([*rows, "", machine_line(machine)])
+
+
+def machine_line(machine: dict) -> str:
+    """The line under a bench table: the machine (:func:`machine_info`; its SIMD flags where recorded)."""
+    simd = (f"SIMD flags: {', '.join(machine['simd_flags']) or 'none found'}; "
+            if "simd_flags" in machine else "")
     load = ", ".join(f"{x:.2f}" for x in machine.get("load_avg", []))
-    rows.append("")
-    rows.append(f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('memory_gib')} "
-                f"GiB; load average at the start {load}; Python {machine.get('python')}.")
-    return "\n".join(rows)
+    return (f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('memory_gib')} GiB; "
+            f"{simd}load average at the start {load}; Python {machine.get('python')}.")
 
 
 def run_bench(parts: dict[str, Callable[[], BenchLine]],

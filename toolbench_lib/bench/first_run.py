@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
 from ..retrieval.embed_store import read_pack
-from .core import machine_info
+from .core import machine_info, machine_line
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
@@ -72,9 +72,9 @@ class Pass:
     wall: float = 0.0
 
 
-def make_run_commands(run_name: str, workers: int | None = None, params: dict = MAKE_RUN) -> dict[str, list]:
+def make_run_commands(run_name: str, workers: int | None = None) -> dict[str, list]:
     """The commands `make run` runs after its install steps, by name."""
-    py = [sys.executable, "-m", "toolbench_lib"]
+    py, params = [sys.executable, "-m", "toolbench_lib"], MAKE_RUN
     reproduce = [*py, "reproduce", "--run-name", run_name, "--backend", params["backend"], "--embedder",
                  params["embedder"], "--runs", str(params["runs"]), "--plan-limit", str(params["plan_limit"])]
     if workers:
@@ -92,7 +92,7 @@ def notebook_seconds(console: str) -> dict[str, float]:
     return {name: float(s) for name, s in NOTEBOOK_LINE.findall(console)}
 
 
-def timed_pass(run_name: str, cache: Path, workers: int | None = None, log=None) -> Pass:
+def timed_pass(run_name: str, cache: Path, workers: int | None, log) -> Pass:
     """Run `make run`'s commands once with ``cache`` as the cache folder; raises when one fails."""
     env = {**os.environ, CACHE_ENV_VAR: str(cache), "TQDM_DISABLE": "1"}
     out = Pass()
@@ -101,8 +101,7 @@ def timed_pass(run_name: str, cache: Path, workers: int | None = None, log=None)
         t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
         out.steps[name] = round(time.perf_counter() - t0, 1)
-        if log is not None:
-            log.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
+        log.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
             raise RuntimeError(f"{name} failed ({done.returncode}):\n{tail}")
@@ -121,18 +120,12 @@ def format_first_run(cold: Pass, warm: Pass, machine: dict) -> str:
         label = "notebooks and report (`reproduce`, wall)" if name == "reproduce" else f"`{name}`"
         rows.append(f"| {label} | {cold.steps[name]:.1f} | {warm.steps.get(name, float('nan')):.1f} |")
     rows.append(f"| **`make run` after install (wall)** | **{cold.wall:.1f}** | **{warm.wall:.1f}** |")
-    simd = ", ".join(machine.get("simd_flags", [])) or "none found"
-    load = ", ".join(f"{x:.2f}" for x in machine.get("load_avg", []))
-    rows += ["", f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('memory_gib')} "
-                 f"GiB; SIMD flags: {simd}; load average at the start {load}; "
-                 f"Python {machine.get('python')}."]
-    return "\n".join(rows)
+    return "\n".join([*rows, "", machine_line({"simd_flags": [], **machine})])
 
 
-def bench_first_run(run_name: str | None = None, workers: int | None = None, keep: bool = False,
-                    echo=print) -> tuple[str, Path]:
+def bench_first_run(run_name: str | None = None, workers: int | None = None) -> tuple[str, Path]:
     """Time a cold, then a warm `make run` in a new run folder; returns the table and where it was written
-    (``outputs/<run>/bench/first_run.md`` and ``.json``). The cold cache folder is removed unless ``keep``."""
+    (``outputs/<run>/bench/first_run.md`` and ``.json``). The cold cache folder is removed after."""
     run_name = run_name or f"first-run-{time.strftime('%Y%m%d-%H%M%S')}"
     if (OUTPUTS_DIR / run_name).exists():
         raise FileExistsError(f"outputs/{run_name} exists: a cold run needs a new run name")
@@ -144,14 +137,13 @@ def bench_first_run(run_name: str | None = None, workers: int | None = None, kee
         cache = cold_cache(tmp / "cache")
         bench_dir.mkdir(parents=True, exist_ok=True)
         with open(bench_dir / "first_run.log", "w", encoding="utf-8") as log:
-            echo(f"cold `make run` into outputs/{run_name} (cache {cache}) ...")
+            print(f"cold `make run` into outputs/{run_name} (cache {cache}) ...")
             cold = timed_pass(run_name, cache, workers, log)
-            echo(f"cold: {cold.wall:.1f} s; warm `make run` ...")
+            print(f"cold: {cold.wall:.1f} s; warm `make run` ...")
             warm = timed_pass(run_name, cache, workers, log)
-            echo(f"warm: {warm.wall:.1f} s")
+            print(f"warm: {warm.wall:.1f} s")
     finally:
-        if not keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     table = format_first_run(cold, warm, machine)
     (bench_dir / "first_run.md").write_text(table + "\n", encoding="utf-8")
     (bench_dir / "first_run.json").write_text(json.dumps(

@@ -116,6 +116,15 @@ class BatchedGreedy:
         return made, time.perf_counter() - t0
 
 
+def _timed(gen, prompts: list[list[int]], n_seq: int, max_new: int) -> tuple[int, float, float]:
+    """``(tokens generated, decode seconds, wall seconds)`` of the prompts, ``n_seq`` at a time."""
+    t0, made, decode = time.perf_counter(), 0, 0.0
+    for start in range(0, len(prompts), n_seq):
+        m, d = gen.generate(prompts[start:start + n_seq], max_new)
+        made, decode = made + m, decode + d
+    return made, decode, time.perf_counter() - t0
+
+
 def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock: str | None = None,
                     queries: list[str] | None = None, lock_timeout_s: float = 120.0) -> BenchLine:
     """Generated tokens/s (prompt evaluation included) of 1 sequence at a time against ``n_seq`` together."""
@@ -136,18 +145,8 @@ def bench_local_llm(n_seq: int = 4, max_new: int = 48, n_prompts: int = 4, lock:
             multi = BatchedGreedy(llama, n_seq, n_ctx, threads)
             try:
                 single.generate(prompts[:1], 4)  # warm-up
-                t0 = time.perf_counter()
-                made_1, dec_1 = 0, 0.0
-                for p in prompts:
-                    m, d = single.generate([p], max_new)
-                    made_1, dec_1 = made_1 + m, dec_1 + d
-                wall_1 = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                made_n, dec_n = 0, 0.0
-                for start in range(0, len(prompts), n_seq):
-                    m, d = multi.generate(prompts[start:start + n_seq], max_new)
-                    made_n, dec_n = made_n + m, dec_n + d
-                wall_n = time.perf_counter() - t0
+                (made_1, dec_1, wall_1), (made_n, dec_n, wall_n) = (
+                    _timed(gen, prompts, n, max_new) for gen, n in ((single, 1), (multi, n_seq)))
             finally:
                 single.close()
                 multi.close()

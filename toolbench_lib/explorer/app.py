@@ -46,9 +46,9 @@ def page_hook(handler, notebook, cwd):  # noqa: ARG001 (Voilà's prelaunch hook 
 
 
 def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
-               cull_interval_s: int = CULL_INTERVAL_S, notebook: Path = EXPLORER_NOTEBOOK) -> list[str]:
+               cull_interval_s: int = CULL_INTERVAL_S) -> list[str]:
     """The command serving the explorer with this interpreter's Voilà (and :func:`page_hook`)."""
-    return [sys.executable, "-m", "toolbench_lib.explorer.serve", str(notebook), "--no-browser",
+    return [sys.executable, "-m", "toolbench_lib.explorer.serve", str(EXPLORER_NOTEBOOK), "--no-browser",
             f"--Voila.ip={HOST}", f"--port={port}", "--Voila.port_retries=0", f"--template={TEMPLATE}",
             "--strip_sources=True", "--show_tracebacks=False",
             f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
@@ -56,9 +56,9 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
             "--MappingKernelManager.cull_connected=False"]
 
 
-def voila_env(run_name: str, base: dict | None = None, max_pages: int = MAX_PAGES) -> dict[str, str]:
+def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
     """The environment of the app: the run to open, the most pages at once, offline, no progress bars."""
-    env = dict(os.environ if base is None else base)
+    env = dict(os.environ)
     # MIMALLOC_PURGE_DELAY=0: Arrow's allocator returns what reading a study's parquet freed at once (a page's
     # kernel held 628 MB of the retriever study with the default delay, 392 MB with it)
     env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1", MIMALLOC_PURGE_DELAY="0",

@@ -3,12 +3,12 @@ the catalogue of stored studies and the link (URL) of an explorer view."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
 import os
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode
@@ -21,7 +21,7 @@ from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import score_rankings
 from ..study.experiment import stored_study_dir
-from ..study.stored import TABLE_CHECKSUMS, StoredStudyError, StudyResult
+from ..study.stored import TABLE_CHECKSUMS, StudyResult, checked_bytes
 from ..study.validation import check_run_name
 
 RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
@@ -133,16 +133,8 @@ def explorer_url(run_name: str, query: str | None = None,
     return base + "?" + urlencode({key: v for key, v in state.items() if v}, quote_via=quote, safe=":@,")
 
 
-@dataclass(frozen=True)
-class Summary:
-    """Counts of the shown queries: mean recall of both methods, ``a`` wins, ties and ``b`` wins."""
-
-    n: int
-    mean_a: float
-    mean_b: float
-    a_wins: int
-    ties: int
-    b_wins: int
+# Counts of the shown queries: mean recall of both methods, ``a`` wins, ties and ``b`` wins.
+Summary = namedtuple("Summary", "n mean_a mean_b a_wins ties b_wins")
 
 
 def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
@@ -214,10 +206,7 @@ def family_base(run_name: str) -> str:
 
 def _stored_queries(folder: Path) -> pd.DataFrame:
     """A stored study's queries table, checked against its checksum (``StoredStudyError`` if not)."""
-    sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
-    data = (folder / "queries.parquet").read_bytes()
-    if hashlib.sha256(data).hexdigest() != sums.get("queries.parquet"):
-        raise StoredStudyError(f"stored study {folder}: queries.parquet does not match its checksum")
+    data = checked_bytes(folder, "queries.parquet", json.loads((folder / TABLE_CHECKSUMS).read_bytes()))
     return pd.read_parquet(io.BytesIO(data), columns=["qkey", "subset", "query_id", "query"])
 
 

@@ -41,40 +41,33 @@ class QueryNavigation:
         result, views, labels, source = self._load(name)
         self.views, self.labels, self.source, self.run_name = views, labels, source, name
         self._bind(result)
-        methods = list(result.methods)
-        options = [(method_label(m), m) for m in methods]
-        a, b = self.methods
-        subsets = list(dict.fromkeys(self._base["subset"]))
-        runs = self._runs()
         with self._quiet():
             self.study.value = name
-            self.more.value = tuple(m for m in self.more.value if m in methods)
-            for control in (self.method_a, self.method_b, self.more):
-                control.options = options
-            self.method_a.value = a if a in methods else methods[0]
-            self.method_b.value = b if b in methods else methods[min(1, len(methods) - 1)]
-            keep = self.subset.value
-            self.subset.options = [*subsets, ALL_SUBSETS]
-            self.subset.value = keep if keep in self.subset.options else subsets[0]
-            keep_run = self.run.value
-            self.run.options = run_options(runs)
-            values = [v for _, v in self.run.options]
-            self.run.value = keep_run if keep_run in values else values[0]
+        self._study_controls(*self.methods, self.subset.value, self.run.value)
         self.provenance.value = self._provenance_html()
         self._relabel()
         self._refresh()
 
+    def _study_controls(self, a: str, b: str, subset: str | None, run: int | str | None) -> None:
+        """The method, subset and run controls offer the bound study's; ``a``, ``b``, ``subset``, ``run``
+        (and the more methods picked) are kept where it has them."""
+        methods = list(self.result.methods)
+        subsets = list(dict.fromkeys(self._base["subset"]))
+        with self._quiet():
+            self.more.value = tuple(m for m in self.more.value if m in methods)
+            for control in (self.method_a, self.method_b, self.more):
+                control.options = [(method_label(m), m) for m in methods]
+            self.method_a.value = a if a in methods else methods[0]
+            self.method_b.value = b if b in methods else methods[min(1, len(methods) - 1)]
+            self.subset.options = [*subsets, ALL_SUBSETS]
+            self.subset.value = subset if subset in self.subset.options else subsets[0] if subsets else None
+            self.run.options = run_options(self._runs())
+            values = [v for _, v in self.run.options]
+            self.run.value = run if run in values else values[0]
+
     def _on_study_change(self, _change) -> None:
         if not self._updating and self.study.value != self.run_name:
             self.switch_run(str(self.study.value))
-
-    def _find_elsewhere(self, term: str) -> list[tuple[str, str]]:
-        """``[(run name, query key)]``: the other studies of the family whose queries hold the term."""
-        out = []
-        for name, q in self.family_queries.items():
-            if name != self.run_name:
-                out += [(name, str(k)) for k in search_queries(q, term)["qkey"].head(1)]
-        return out
 
     def _switch_to_found(self) -> None:
         if self._elsewhere:
@@ -87,7 +80,9 @@ class QueryNavigation:
         """Where a search that finds no query of this study finds one: the run named, a button to go."""
         term = str(self.search.value).strip()
         found_here = bool(term) and bool(self._searched(term).any())
-        self._elsewhere = self._find_elsewhere(term) if term and not found_here else []
+        self._elsewhere = [(name, str(k)) for name, q in self.family_queries.items()  # [(run, query key)]
+                           if term and not found_here and name != self.run_name
+                           for k in search_queries(q, term)["qkey"].head(1)]
         if not self._elsewhere:
             self.switch.layout.display = "none"
             self._show_problems()

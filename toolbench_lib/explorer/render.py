@@ -61,6 +61,13 @@ KEPT = "<span class='tag kept' data-merge='kept'>kept in the final top k</span>"
 DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</span>"
 
 
+def _cells(r: pd.Series) -> dict[str, str]:
+    """A table row's cells as shown: its query id, set, text, both recalls, the gap and the winner."""
+    return {"query": html_text(str(r["query_id"])), "subset": html_text(str(r["subset"])),
+            "text": html_text(str(r["text"])), "a": f"{r['a']:.3f}", "b": f"{r['b']:.3f}",
+            "gap": f"{r['gap']:+.3f}", "winner": html_text(str(r["winner"]))}
+
+
 class QueryRendering:
     """The explorer's HTML, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
@@ -91,10 +98,6 @@ class QueryRendering:
         return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
                 f"mean recall@{k}: {a} <b>{s.mean_a:.3f}</b>, {b} <b>{s.mean_b:.3f}</b> · {a} wins "
                 f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {b} wins <b>{s.b_wins}</b>")
-
-    def _draw_summary(self, frame: pd.DataFrame) -> None:
-        self.count.value = f"<span class='qx-summary'>{self._summary_html(frame)}</span>"
-        self.digest_box.value = self._digest_html(frame)
 
     def _best_html(self) -> str:
         best, mean = self._best
@@ -173,16 +176,14 @@ class QueryRendering:
             gap = float(r["gap"])
             sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
             current = r["qkey"] == self.query.value
-            qid = html_text(str(r["query_id"]))
+            values = _cells(r)
             pick = "qx-pick qx-current" if current else "qx-pick"
+            kind = {"text": " class='text'", "a": " class='num'", "b": " class='num'",
+                    "gap": f" class='num {sign}'"}
             cells = [f"<th scope='row'><button type='button' class='{pick}' "
                      f"data-act='pick|{html.escape(str(r['qkey']), quote=True)}' "
-                     f"title='{html_text(str(r['text'])[:300], quote=True)}'>{qid}</button></th>"]
-            if "subset" in names:
-                cells.append(f"<td>{html_text(str(r['subset']))}</td>")
-            cells += [f"<td class='text'>{html_text(str(r['text']))}</td>",
-                      f"<td class='num'>{r['a']:.3f}</td>", f"<td class='num'>{r['b']:.3f}</td>",
-                      f"<td class='num {sign}'>{gap:+.3f}</td>", f"<td>{html_text(str(r['winner']))}</td>"]
+                     f"title='{html_text(str(r['text'])[:300], quote=True)}'>{values['query']}</button></th>",
+                     *(f"<td{kind.get(c, '')}>{values[c]}</td>" for c in names if c != "query")]
             mark = " aria-current='true'" if current else ""
             body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
         return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
@@ -215,9 +216,7 @@ class QueryRendering:
                        f"{html_text(names[c])}</th>" for c in columns)
         body = []
         for _, r in frame.head(rows).iterrows():
-            values = {"query": html_text(str(r["query_id"])), "subset": html_text(str(r["subset"])),
-                      "text": html_text(str(r["text"])), "a": f"{r['a']:.3f}", "b": f"{r['b']:.3f}",
-                      "gap": f"{r['gap']:+.3f}", "winner": html_text(str(r["winner"]))}
+            values = _cells(r)
             body.append("<tr>" + "".join(f"<td class='{'num' if c in ('a', 'b', 'gap') else ''}'>{values[c]}"
                                          "</td>" for c in columns) + "</tr>")
         more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
@@ -232,9 +231,6 @@ class QueryRendering:
         label = self.labels.get(api_id)
         name = html_text(label) if label else ""
         return f"{name} <code>{html_text(api_id)}</code>" if name else f"<code>{html_text(api_id)}</code>"
-
-    def _gt_ids(self, qkey: str) -> set[str]:
-        return set(_ids(self.queries.loc[qkey, self.gt.value]))
 
     def _ranked(self, qkey: str, method: str, text_idx: int | None = None) -> pd.DataFrame:
         """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own."""
@@ -392,7 +388,7 @@ class QueryRendering:
         if qkey is None:
             return f"{STYLE}<div class='qx'><p class='muted'>{NO_QUERY}</p></div>"
         row = self.queries.loc[qkey]
-        gt = self._gt_ids(qkey)
+        gt = set(_ids(row[self.gt.value]))
         cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
         return (f"{STYLE}<div class='qx'><h3>{html_text(subset_alias(str(row['subset'])))} query "
                 f"{html_text(str(row['query_id']))} <span class='muted'>({self._run_words()}, "

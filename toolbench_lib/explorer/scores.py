@@ -166,16 +166,11 @@ class QueryScores:
         return Summary(n, float(ra.mean()) if n else float("nan"), float(rb.mean()) if n else float("nan"),
                        int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
-    def _scope_keys(self) -> list[str]:
-        """The queries of the current subset (all, under a search), before the filter."""
-        if str(self.search.value).strip() or self.subset.value == ALL_SUBSETS:
-            return self._base["qkey"].tolist()
-        return self._base.loc[self._base["subset"] == self.subset.value, "qkey"].tolist()
-
     def best_single(self) -> tuple[str | None, float]:
         """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
         and that mean (the current run or mean of runs, ``k`` and ground truth)."""
-        rows = self._base["qkey"].isin(set(self._scope_keys())).to_numpy()
+        every = str(self.search.value).strip() or self.subset.value == ALL_SUBSETS
+        rows = (self._base["subset"] == self.subset.value).to_numpy() | bool(every)
         singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}
         best = best_single(means)

@@ -20,7 +20,6 @@ from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
 from .data import (
-    ALL_SUBSETS,
     MAX_K,
     PAGE_ROWS,
     CatalogueEntry,
@@ -32,7 +31,6 @@ from .data import (
     method_label,
     page_query_string,
     run_name_of,
-    run_options,
     served_by_voila,
     stored_registry,
 )
@@ -98,8 +96,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         check_gt(gt)
         if views is not None:
             result = with_fused(result, views)
-        methods = list(result.methods)
-        if not methods:
+        if not result.methods:
             raise ValueError("the study has no method with rankings to explore")
         self.views = views
         self.entries, self.family_queries = family or ([], {})
@@ -118,40 +115,27 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._last_options: tuple = ()
         self.problems: list[str] = []
 
-        a = "rtp" if "rtp" in methods else methods[0]
-        b = "ptr" if "ptr" in methods else methods[min(1, len(methods) - 1)]
-        subsets = list(dict.fromkeys(self._base["subset"]))
-        runs = self._runs()
         depth = int(result.provenance.get("settings", {}).get("depth", MAX_K))
         style = {"description_width": "initial"}
-        self.subset = widgets.Dropdown(options=[*subsets, ALL_SUBSETS], value=subsets[0] if subsets else None,
-                                       description="Subset", style=style,
+        wide = widgets.Layout(width="auto", max_width="100%")
+        self.subset = widgets.Dropdown(description="Subset", style=style,
                                        layout=widgets.Layout(width="150px"))
-        self.filter = widgets.Dropdown(options=filter_labels(a, b), value="all", description="Filter",
-                                       style=style, layout=widgets.Layout(width="auto", max_width="100%"))
-        choices = run_options(runs)
-        self.run = widgets.Dropdown(options=choices, value=run if run in dict(map(reversed, choices)) else
-                                    choices[0][1], description="Run", style=style,
-                                    layout=widgets.Layout(width="190px"))
+        self.filter = widgets.Dropdown(options=[("all", "all")], description="Filter", style=style,
+                                       layout=wide)
+        self.run = widgets.Dropdown(description="Run", style=style, layout=widgets.Layout(width="190px"))
         self.k = widgets.IntSlider(value=min(k, depth), min=1, max=min(MAX_K, depth), description="k",
                                    style=style, layout=widgets.Layout(width="260px"))
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
                                         style={**style, "button_width": "90px"})
-        options = [(method_label(m), m) for m in methods]
-        wide = widgets.Layout(width="auto", max_width="100%")
-        self.method_a = widgets.Dropdown(options=options, value=a, description="Method A", style=style,
-                                         layout=wide)
-        self.method_b = widgets.Dropdown(options=options, value=b, description="Method B", style=style,
-                                         layout=widgets.Layout(width="auto", max_width="100%"))
-        self.more = widgets.SelectMultiple(options=options, value=(), rows=4, description="More methods",
-                                           style=style, layout=widgets.Layout(width="auto", max_width="100%"))
+        self.method_a = widgets.Dropdown(description="Method A", style=style, layout=wide)
+        self.method_b = widgets.Dropdown(description="Method B", style=style, layout=wide)
+        self.more = widgets.SelectMultiple(rows=4, description="More methods", style=style, layout=wide)
         studies = [(e.label(), e.run_name) for e in self.entries] or [(str(run_name), str(run_name))]
-        self.study = widgets.Dropdown(options=studies, value=run_name if run_name in dict(
-            (v, v) for _, v in studies) else studies[0][1], description="Study", style=style,
-            layout=widgets.Layout(width="auto", max_width="100%"))
+        self.study = widgets.Dropdown(options=studies, value=run_name if run_name in [v for _, v in studies]
+                                      else studies[0][1], description="Study", style=style, layout=wide)
         self.switch = widgets.Button(description="", layout=widgets.Layout(display="none", width="auto"))
         self.switch.on_click(lambda _b: self._switch_to_found())
-        self.show = widgets.ToggleButtons(options=self._show_options(a, b), value="both", description="Show",
+        self.show = widgets.ToggleButtons(options=[("every selected", "both")], description="Show",
                                           style={**style, "button_width": "110px"})
         self.search = widgets.Text(value="", placeholder="query text, query id or API id (Enter)",
                                    description="Search", continuous_update=False, style=style,
@@ -211,6 +195,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             self._js,
         ], layout=widgets.Layout(width="100%"))
         self.widget.add_class("query-explorer")
+        self._study_controls("rtp", "ptr", None, run)
+        self._relabel()
         self._refresh()
 
     @classmethod
@@ -406,7 +392,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             with self._quiet():
                 self.query.value = chosen
             self._page = keys.index(chosen) // PAGE_ROWS if chosen in keys else 0
-            self._draw_summary(self._frame)
+            self.count.value = f"<span class='qx-summary'>{self._summary_html(self._frame)}</span>"
+            self.digest_box.value = self._digest_html(self._frame)
             self._draw_elsewhere()
             self._draw_table(self._frame)
             self.output.value = self.render()

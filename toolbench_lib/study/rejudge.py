@@ -28,7 +28,7 @@ from ..llm.cassettes import read_cassette
 from ..llm.factory import DEFAULT_CASSETTE, make_backend
 from ..llm.parsing import Plan, parse_plan, parse_verdict
 from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_prompt
-from .result import _api_docs, judge_plan
+from .result import StudySettings, _api_docs, judge_plan
 from .stored import StudyResult
 from .stub_recording import merge_export
 
@@ -100,6 +100,8 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
     template = judge_prompt(version)
     settings = result.provenance.get("settings", {})
     k = int(settings.get("k", 5))
+    temps = StudySettings(temperature=settings.get("temperature", 0.0),
+                          run_temperature=settings.get("run_temperature"))
     q = result.queries.set_index("qkey")
     keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
         else set(q.index)
@@ -111,10 +113,8 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
         rows = rows_of.get((p["qkey"], p["method"], run), [])
         plan = Plan(steps=json.loads(p["steps_json"]), refusal=bool(p["refusal"]), reason=p["reason"] or "",
                     parse_ok=bool(p["parse_ok"]))
-        later = settings.get("run_temperature")
-        temp = settings.get("temperature", 0.0) if run == 0 or later is None else later
         resp = judge_plan(llm, template, q.loc[p["qkey"], "query"], plan,
-                          format_api_docs(_api_docs(setup, rows)), run, temp)
+                          format_api_docs(_api_docs(setup, rows)), run, temps.temperature_of(run))
         out.append({"qkey": p["qkey"], "method": p["method"], "run": run, "verdict": parse_verdict(resp.text),
                     "judge_version": version})
     return pd.DataFrame(out)

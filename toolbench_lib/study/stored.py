@@ -72,20 +72,10 @@ class StudyResult:
         try:
             with folder_lock(folder, shared=True):
                 sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
-                data = (folder / PROVENANCE).read_bytes()
-                if hashlib.sha256(data).hexdigest() != sums.get(PROVENANCE):
-                    raise StoredStudyError(f"stored study {folder}: {PROVENANCE} does not match its checksum "
-                                           f"(or {TABLE_CHECKSUMS} lists none); delete the folder to run the "
-                                           "study again")
-                provenance = json.loads(data)
+                provenance = json.loads(checked_bytes(folder, PROVENANCE, sums))
                 version = stored_format_version(provenance, folder)
-                tables = {}
-                for name in cls.TABLES if version == FORMAT_VERSION else FORMAT_1_TABLES:
-                    data = (folder / f"{name}.parquet").read_bytes()
-                    if hashlib.sha256(data).hexdigest() != sums.get(f"{name}.parquet"):
-                        raise StoredStudyError(f"stored study {folder}: {name}.parquet does not match its "
-                                               "checksum; delete the folder to run the study again")
-                    tables[name] = pd.read_parquet(io.BytesIO(data))
+                tables = {name: pd.read_parquet(io.BytesIO(checked_bytes(folder, f"{name}.parquet", sums)))
+                          for name in (cls.TABLES if version == FORMAT_VERSION else FORMAT_1_TABLES)}
         except StoredStudyError:
             raise
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
@@ -169,6 +159,16 @@ class StudyResult:
         """``{qkey: {api_id, ...}}`` under one ground-truth definition."""
         check_gt(gt)
         return {key: set(ids) for key, ids in zip(self.queries["qkey"], self.queries[gt], strict=True)}
+
+
+def checked_bytes(folder: Path, name: str, sums: dict) -> bytes:
+    """The bytes of a stored study's file ``name`` when they match ``sums`` (its ``checksums.json``); else a
+    :class:`StoredStudyError` naming the file."""
+    data = (Path(folder) / name).read_bytes()
+    if hashlib.sha256(data).hexdigest() != sums.get(name):
+        raise StoredStudyError(f"stored study {folder}: {name} does not match its checksum (or "
+                               f"{TABLE_CHECKSUMS} lists none); delete the folder to run the study again")
+    return data
 
 
 FORMAT_1_TABLES = ("queries", "stubs", "hits", "plans", "calls")  # the tables of a format-1 folder

@@ -56,17 +56,22 @@ def recorded_stub_queries(cassette: str | Path, model: str | None = None, run: i
     return recorded_stub_runs(cassette, model).get((run, float(temperature)), set())
 
 
-def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[tuple[int, float], set[str]]:
-    """Per ``(run, temperature)``: the query texts whose stub call (this prompt version) the cassette has."""
+def _stub_records(cassette: str | Path, model: str | None = None):
+    """``(record, query text)`` of every stub call (this prompt version; ``model``'s when given) that the
+    cassette holds; nothing when it is missing."""
     path = Path(cassette)
-    out: dict[tuple[int, float], set[str]] = {}
-    if not path.exists():
-        return out
-    for r in read_cassette(path):
+    for r in read_cassette(path) if path.exists() else ():
         if r["prompt_version"] == STUB_PROMPT.version and (model is None or r["model"] == model):
             q = extract_section(r["prompt"], "query")
             if q is not None:
-                out.setdefault((int(r["run"]), float(r["temperature"])), set()).add(q)
+                yield r, q
+
+
+def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[tuple[int, float], set[str]]:
+    """Per ``(run, temperature)``: the query texts whose stub call (this prompt version) the cassette has."""
+    out: dict[tuple[int, float], set[str]] = {}
+    for r, q in _stub_records(cassette, model):
+        out.setdefault((int(r["run"]), float(r["temperature"])), set()).add(q)
     return out
 
 
@@ -74,12 +79,8 @@ def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[
     """Every text a study replayed from ``cassette`` searches by meaning: ``queries`` and, for each recorded
     stub reply (this prompt version, any run), its stubs as PtR searches them; each text once."""
     texts = dict.fromkeys(queries)
-    path = Path(cassette)
-    if path.exists():
-        for r in read_cassette(path):
-            q = extract_section(r["prompt"], "query") if r["prompt_version"] == STUB_PROMPT.version else None
-            if q is not None:
-                texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
+    for r, q in _stub_records(cassette):
+        texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
     return list(texts)
 
 
@@ -117,16 +118,14 @@ def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> t
 
 
 def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (0,), chunk: int = 25,
-                 settings: StudySettings | None = None, store: CallStore | None = None,
-                 cassette: str | Path | None = None, export_every: int = 20,
+                 store: CallStore | None = None, cassette: str | Path | None = None, export_every: int = 20,
                  echo: Callable[[str], object] = log.info) -> dict:
     """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`, merging the
     cache (``store``) into ``cassette`` every ``export_every`` new calls and at the end. Returns ``calls``
     (made, cached or not), ``queries``, ``new_calls`` and ``cassette_records`` (None: no cassette)."""
     if cassette is not None and store is None:
         raise ValueError("recording into a cassette needs the call store behind the backend")
-    settings = settings or StudySettings()
-    t0, made, done, exported_at, after = time.time(), 0, 0, 0, None
+    settings, t0, made, done, exported_at, after = StudySettings(), time.time(), 0, 0, 0, None
     for i, part in enumerate(recording_order(queries, chunk)):
         for run in runs:
             _, calls = generate_stubs(llm, part, run, settings.temperature_of(run), progress=False)

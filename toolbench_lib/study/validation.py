@@ -44,11 +44,10 @@ def check_int(name: str, value: object, minimum: int, maximum: int | None = None
     """``value`` as an int in ``[minimum, maximum]`` (None passes when ``allow_none``)."""
     if value is None and allow_none:
         return None
-    allowed = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
-    if allow_none:
-        allowed += " (or None)"
+    allowed = (f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}")
+    allowed += " (or None)" if allow_none else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise UsageError(f"{name}: {value!r} is not allowed; expected {allowed}")
+        raise UsageError(f"{name}: {shown(value)} is not allowed; expected {allowed}")
     if value < minimum or (maximum is not None and value > maximum):
         raise UsageError(f"{name}: {value} is not allowed; expected {allowed}")
     return int(value)
@@ -174,21 +173,33 @@ def _typed(fn: Callable[[str], object], name: str) -> Callable[[str], object]:
     return fn
 
 
+def _argtype(check: Callable[[str], object], kind: str, note: str = "",
+             problem: str = " is not allowed; ") -> Callable[[str], object]:
+    """An argparse type of a check above: its :class:`UsageError` as argparse's one line, without the name
+    (``note`` added, ``problem`` in place of " is not allowed; ")."""
+
+    def parse(text: str) -> object:
+        try:
+            return check(text)
+        except UsageError as exc:
+            message = str(exc).split(": ", 1)[-1].replace(" is not allowed; ", problem)
+            raise argparse.ArgumentTypeError(message + note) from None
+
+    return _typed(parse, kind)
+
+
+def _parsed(convert: Callable[[str], object], text: str) -> object:
+    """``convert(text)``, or the text itself when it does not convert (the check then names it)."""
+    try:
+        return convert(text)
+    except ValueError:
+        return text
+
+
 def int_in_range(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer from ``minimum`` (to ``maximum`` when given)."""
     kind = f"integer >= {minimum}" if maximum is None else f"integer from {minimum} to {maximum}"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            bad = repr(text) if maximum is None else shown(text)
-            raise argparse.ArgumentTypeError(f"{bad} is not allowed; expected an {kind}") from None
-        if value < minimum or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an {kind}")
-        return value
-
-    return _typed(parse, kind)
+    return _argtype(lambda text: check_int("-", _parsed(int, text), minimum, maximum), kind)
 
 
 int_at_least = int_in_range  # an argparse type: an integer >= ``minimum``
@@ -197,18 +208,14 @@ int_at_least = int_in_range  # an argparse type: an integer >= ``minimum``
 def temperature(negative_means_default: bool = False) -> Callable[[str], float]:
     """An argparse type: a finite temperature from 0 to 2 (any negative number when allowed)."""
 
-    def parse(text: str) -> float:
-        extra = " (negative: same as --temperature)" if negative_means_default else ""
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and (0 <= value <= MAX_TEMPERATURE or (negative_means_default and value < 0)):
+    def check(text: str) -> float:
+        value = _parsed(float, text)
+        if negative_means_default and isinstance(value, float) and -math.inf < value < 0:
             return value
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not allowed; expected a number from 0 to {MAX_TEMPERATURE:g}{extra}")
+        return check_temperature("-", value)
 
-    return _typed(parse, "temperature")
+    note = " (negative: same as --temperature)" if negative_means_default else ""
+    return _argtype(check, "temperature", note)
 
 
 def subset_name(text: str) -> str:
@@ -221,15 +228,9 @@ def subset_name(text: str) -> str:
 
 
 def _path_type(kind: str, what: str, doc: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        try:
-            check_path("", text, kind)
-        except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc).replace(" is not allowed; ", problem)) from None
-        return text
-
+    parse = _argtype(lambda text: check_path("-", text, kind) and text, what, problem=problem)
     parse.__doc__ = f"An argparse type: {doc}."
-    return _typed(parse, what)
+    return parse
 
 
 existing_file = _path_type("file", "existing file", "a readable file")
@@ -252,12 +253,7 @@ def run_indices(text: str) -> str:
     return text
 
 
-def run_name(text: str) -> str:
-    """An argparse type: a run name (one folder name under ``outputs/``)."""
-    try:
-        return check_run_name(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("run_name: ")) from None
+run_name = _argtype(lambda text: check_run_name(text), "run_name")  # a folder name under ``outputs/``
 
 
 # Errors of the input (options, data files, caches, a replay miss): exit code 2. Anything else: 1.
