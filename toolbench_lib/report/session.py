@@ -26,6 +26,7 @@ NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
     ("The question and the answer", 10, "the answer per retriever, the setup differences, the conclusions"),
+    ("Where the paper disagrees with itself", 5, "the paper's own numbers against each other"),
     ("Setup and data", 5, "the query sets, the registry and the two pipelines"),
     ("Which architecture finds more tools", 15, "the main claim: recall, precision and pass rate per set"),
     ("A larger retrieval budget", 5, "whether the better architecture changes with k"),
@@ -35,7 +36,6 @@ PLAN = (
                                                "[Table 2 examples](#the-papers-table-2-examples) below"),
     ("Cost and routing", 5, "what PtR's extra LLM call costs and what routing saves"),
     ("Retriever families", 5, "the same comparison with BM25 and hybrid retrieval"),
-    ("Beyond the paper", 5, "whether a fused or learned method beats both architectures"),
 )
 DISCUSSION_MINUTES = 20
 READING_WPM = 200  # a reading pace for the pre-reading estimate
