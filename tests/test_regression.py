@@ -42,7 +42,7 @@ def test_slice_matrix(slice_setup, backend):
 
 @pytest.mark.parametrize("backend", sorted(REFERENCE["full"]["scores"]))
 def test_full_registry_matrix(ds, embedder, backend):
-    if not cached_complete(embedder, ds.texts, "registry"):
+    if not cached_complete(embedder, ds.texts):
         pytest.skip("the full registry is not embedded in the local cache (make run builds it)")
     from toolbench_lib.retrieval.setup import prepare
 

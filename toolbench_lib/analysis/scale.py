@@ -31,8 +31,8 @@ class SubRegistry:
 
     cols: np.ndarray
     target_size: int
-    note: str = ""
-    seed: int = 0
+    note: str
+    seed: int
 
 
 def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) -> np.ndarray:
