@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, TABLE_SCHEMAS, check_locator, load_references
+from toolbench_lib.eval.stats import wilson_ci
 from toolbench_lib.report.front import Ledger, relevant_sentence
 from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
 from toolbench_lib.report.scorecard import build_report, compare_entries
@@ -127,6 +128,20 @@ def test_win_counts_are_compared_as_shares_of_their_set():
     lo, hi = binomtest(50, 163).proportion_ci(method="wilson")
     assert f"[{lo:.3f}, {hi:.3f}]" in basis and "50 of 163" in basis and "63 of 200" in basis
     assert compare_share(20, 163, 63, 200)[1:3] == ("differs", "below")
+
+
+def test_a_win_count_row_shows_both_sides_as_shares(tmp_path):
+    """The paper's 63 of 200 and this run's 50 of 163 are shown as shares with a share CI, never as counts
+    on two different bases."""
+    pd.DataFrame({"subset": ["G1"], "rtp_wins": [50], "n_queries": [163]}).to_csv(tmp_path / "wins.csv",
+                                                                                   index=False)
+    where = {"subset": "G1"}
+    entry = {"id": "g1_rtp_wins", "description": "wins", "subset": "G1", "metric": "wins", "paper": 63,
+             "locator": {"table": "wins", "where": where, "column": "rtp_wins"},
+             "share": {"n": {"table": "wins", "where": where, "column": "n_queries"}, "paper_n": 200}}
+    row = compare_entries([entry], tmp_path, causes={}).iloc[0]
+    assert row["paper"] == "0.315 (63 of 200)" and row["this_run"] == pytest.approx(50 / 163)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(wilson_ci(50, 163))
 
 
 def test_locate_filters_aggregates_and_scales(cfg):
