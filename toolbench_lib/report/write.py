@@ -306,8 +306,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
-    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
-              "discussion questions on this run's numbers.", "",
+    plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
+    parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(provenance), "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
