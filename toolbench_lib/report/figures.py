@@ -14,8 +14,9 @@ FIGURES = {
                           "similarity."),
     "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
                                  "so a query's neighbours are often from the same crowded category."),
-    "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
-                                  "API's name carries much of what the embedder sees."),
+    "data_doc_lengths": ("setup", "Length of the embedded API documents in characters, with the cap and the "
+                                  "median marked: most are short, so an API's name carries much of what the "
+                                  "embedder sees."),
     "figure2": ("main", "Recall and precision (bootstrap 95% CIs), objective pass rate and the share of "
                         "queries each architecture wins on recall (Wilson 95%) per set; diamonds are the "
                         "paper's values (its pass rates are judged ones, the bars objective)."),
