@@ -39,9 +39,9 @@ FIGURES = {
                               "(its used-share ranges are in the table above)."),
     "retriever_recall": (
         "retriever",
-        "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with 95% CIs per set: "
-        "where a family's PtR bar clears its RtP bar, that family reproduces the paper's multi-tool "
-        "result."),
+        "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with each bar's own 95% CI "
+        "per set: the levels; whether PtR beats RtP is the paired test of the front's table (bars whose "
+        "CIs overlap can still differ significantly)."),
     "retriever_k": (
         "retriever",
         "Recall against k for each family, colour for the architecture and line style for the family: "
