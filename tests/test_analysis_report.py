@@ -858,3 +858,13 @@ def test_the_relevant_sentence_states_each_sets_difference_and_its_holm_p(tmp_pa
                          "sets, CIs unadjusted).")
     assert ledger.values["G2 relevant p"] == ["p = 0.934"]
     assert relevant_sentence(SimpleNamespace(tables_dir=tmp_path, k=10), Ledger()) == ""
+
+
+def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
+    from toolbench_lib.report.write import fidelity_lines
+
+    rows = pd.DataFrame({"id": ["trajectory_fidelity", "trajectory_fidelity_strict", "g1_plan_jaccard"],
+                         "this_run": [0.95, 0.351, 0.1]})
+    (line,) = fidelity_lines(rows)
+    assert "0.950 when a tool-only or description match counts, 0.351 when a step must name" in line
+    assert fidelity_lines(rows.iloc[[0, 2]]) == [] and fidelity_lines(rows.iloc[:0]) == []

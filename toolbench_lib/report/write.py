@@ -228,6 +228,18 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
+def fidelity_lines(rows: pd.DataFrame) -> list[str]:
+    """Plan fidelity under both name matchings, from the scorecard's two rows, in one sentence."""
+    got = rows.set_index("id")["this_run"] if len(rows) else pd.Series(dtype=float)
+    tolerant, strict = (got.get(i) for i in ("trajectory_fidelity", "trajectory_fidelity_strict"))
+    if tolerant is None or strict is None or pd.isna(tolerant) or pd.isna(strict):
+        return []
+    return [f"Plan fidelity (lowest over sets and methods) depends on how a plan's API names are matched: "
+            f"{fmt_number(tolerant)} when a tool-only or description match counts, {fmt_number(strict)} when "
+            "a step must name a retrieved API exactly; the paper's definition, *“planner always names an API "
+            "it was given”*, does not say which."]
+
+
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     """The learned ranker's ablations and costs from ``ltr_study``; how to measure them when not run."""
     try:
@@ -319,7 +331,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                        *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = claim_verdicts(cfg, key)
+        verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else [])
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
