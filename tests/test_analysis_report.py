@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, TABLE_SCHEMAS, check_locator, load_references
+from toolbench_lib.eval.stats import wilson_ci
 from toolbench_lib.report.front import Ledger, relevant_sentence
 from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
 from toolbench_lib.report.scorecard import build_report, compare_entries
@@ -127,6 +128,20 @@ def test_win_counts_are_compared_as_shares_of_their_set():
     lo, hi = binomtest(50, 163).proportion_ci(method="wilson")
     assert f"[{lo:.3f}, {hi:.3f}]" in basis and "50 of 163" in basis and "63 of 200" in basis
     assert compare_share(20, 163, 63, 200)[1:3] == ("differs", "below")
+
+
+def test_a_win_count_row_shows_both_sides_as_shares(tmp_path):
+    """The paper's 63 of 200 and this run's 50 of 163 are shown as shares with a share CI, never as counts
+    on two different bases."""
+    pd.DataFrame({"subset": ["G1"], "rtp_wins": [50], "n_queries": [163]}).to_csv(tmp_path / "wins.csv",
+                                                                                   index=False)
+    where = {"subset": "G1"}
+    entry = {"id": "g1_rtp_wins", "description": "wins", "subset": "G1", "metric": "wins", "paper": 63,
+             "locator": {"table": "wins", "where": where, "column": "rtp_wins"},
+             "share": {"n": {"table": "wins", "where": where, "column": "n_queries"}, "paper_n": 200}}
+    row = compare_entries([entry], tmp_path, causes={}).iloc[0]
+    assert row["paper"] == "0.315 (63 of 200)" and row["this_run"] == pytest.approx(50 / 163)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(wilson_ci(50, 163))
 
 
 def test_locate_filters_aggregates_and_scales(cfg):
@@ -612,6 +627,11 @@ def test_one_answer_sentence_follows_the_verdicts():
                     "BM25 retrieval, "
                     "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover (RtP ahead on G1, PtR "
                     "ahead on G2 and G3) holds with BM25 retrieval only, which the paper did not test.")
+    # the paper calls its own G3 difference not significant: a same-direction G3 is not a miss
+    g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
+    assert ("the paper's crossover is not reproduced in this setup on G2 (the paper's G3 difference "
+            "*“does not reach significance”* either). With BM25") in answer_sentence(rows({"dense": g3_same,
+                                                                                         "bm25": bm25}))
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")
@@ -838,3 +858,13 @@ def test_the_relevant_sentence_states_each_sets_difference_and_its_holm_p(tmp_pa
                          "sets, CIs unadjusted).")
     assert ledger.values["G2 relevant p"] == ["p = 0.934"]
     assert relevant_sentence(SimpleNamespace(tables_dir=tmp_path, k=10), Ledger()) == ""
+
+
+def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
+    from toolbench_lib.report.write import fidelity_lines
+
+    rows = pd.DataFrame({"id": ["trajectory_fidelity", "trajectory_fidelity_strict", "g1_plan_jaccard"],
+                         "this_run": [0.95, 0.351, 0.1]})
+    (line,) = fidelity_lines(rows)
+    assert "0.950 when a tool-only or description match counts, 0.351 when a step must name" in line
+    assert fidelity_lines(rows.iloc[[0, 2]]) == [] and fidelity_lines(rows.iloc[:0]) == []

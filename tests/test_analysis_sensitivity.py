@@ -131,7 +131,12 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert by.loc[4, "n_seeds"] == 2 and by.loc[6, "n_seeds"] == 1 and (by["expected"] == "PtR").all()
     verdict = se.scale_claim_verdict(claim).iloc[0]
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
-    assert verdict["smallest_gt_share"] == 1.0 and "fails at 3 (-0.250" in verdict["text"]
+    assert verdict["smallest_gt_share"] == 1.0
+    # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
+    assert "is inconclusive at 3 (-0.250 [-0.500, +0.000]), 4 (+0.000" in verdict["text"]
+    behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
+    text = se.scale_claim_verdict(behind).iloc[0]["text"]
+    assert "fails at 3 (-0.250 [-0.500, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
     other, q, r = _cache("S")
     assert se.scale_claim_verdict(se.scale_claim(other, q, r, [None], [0], k=2)).empty  # no paper leader
 

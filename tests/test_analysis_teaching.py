@@ -164,6 +164,9 @@ def test_paper_examples_present_shown_the_others_explained():
     assert f"| 1 | {HIT} `d1` | `x` |" in text and "- `d1`: found by RtP" in text
     assert "- `ex_elsewhere`: `G2_instruction:99` is not in this study's sets (" in text
     assert "- `ex_absent`: not in the data: no such query in the data." in text
+    named = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples,
+                                               elsewhere={"G2_instruction:99": "x-validation"})[0])
+    assert "G1_instruction); the study `x-validation` holds it.\n- `ex_absent`" in named
 
 
 # --------------------------------------------------------------------------- the glossary

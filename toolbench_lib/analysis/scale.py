@@ -179,11 +179,11 @@ def plot_divergence(divergence: pd.DataFrame, k: int,
     sns.lineplot(long, x="size", y="share", hue="subset", style="reading", marker="o", errorbar="sd",
                  palette=palette, ax=ax)
     sizes = sorted(divergence["size"].unique())
-    for where, value in (paper or {}).items():
-        if sizes and value is not None:
-            x = sizes[0] if where == "smallest" else sizes[-1]
-            ax.plot([x], [value], marker="*", markersize=12, color="black", linestyle="none",
-                    label=f"paper ({where})")
+    marks = [(sizes[0] if where == "smallest" else sizes[-1], value) for where, value in (paper or {}).items()
+             if sizes and value is not None]
+    if marks:  # one legend entry for the paper's values
+        ax.plot(*zip(*marks, strict=True), marker="*", markersize=12, color="black", linestyle="none",
+                label="paper (smallest and full registry)" if len(marks) > 1 else "paper")
     ax.legend(fontsize=LEGEND_SIZE, loc="center left", bbox_to_anchor=(1.0, 0.5))
     _size_axis(ax, divergence["size"])
     ax.set_ylim(0, 1.02)

@@ -258,16 +258,27 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         point = int((sign * g["diff"] > 0).sum())
         sig = int(((g["ci_low"] > 0) if sign > 0 else (g["ci_high"] < 0)).sum())
         g = g.sort_values("size")
-        other = [f"{int(r['size'])} ({r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}])"
-                 for _, r in g.iterrows() if sign * r["diff"] <= 0]
+        behind = [r for _, r in g.iterrows() if sign * r["diff"] <= 0]
+        refuted = [r for r in behind if (r["ci_high"] < 0 if sign > 0 else r["ci_low"] > 0)]
+        unsure = [r for r in behind if not any(r is x for x in refuted)]
+
+        def at(rows: list) -> str:
+            return ", ".join(f"{int(r['size'])} ({r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}])"
+                             for r in rows)
+
         holds = point == len(g)
+        said = ("holds at the point estimates" if holds else
+                f"fails at {at(refuted)} (the CI excludes 0)" if refuted else
+                f"is inconclusive at {at(unsure)} (not ahead, the CI holding 0)")
+        if refuted and unsure:
+            said += f"; inconclusive at {at(unsure)}"
         claim = (f"the claim that {lead} keeps its advantage at every size"
                  if subset_alias(subset) in SCALE_SETS
                  else f"{lead} ahead at every size (the paper claims this for G1 and G2 only)")
         text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
                 f"{int(g['size'].iloc[-1])}; {claim} "
-                + ("holds at the point estimates" if holds else f"fails at {', '.join(other)}") + "; the "
+                + said + "; the "
                 f"sub-registries keep every ground-truth API ({g['gt_share'].iloc[0]:.0%} of the smallest is "
                 "ground truth).")
         rows.append({"subset": subset, "leader": lead, "n_sizes": len(g), "sizes_ahead": point,

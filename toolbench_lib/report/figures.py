@@ -14,8 +14,9 @@ FIGURES = {
                           "similarity."),
     "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
                                  "so a query's neighbours are often from the same crowded category."),
-    "data_doc_lengths": ("setup", "Length of the embedded API documents in words: most are short, so an "
-                                  "API's name carries much of what the embedder sees."),
+    "data_doc_lengths": ("setup", "Length of the embedded API documents in characters, with the cap and the "
+                                  "median marked: most are short, so an API's name carries much of what the "
+                                  "embedder sees."),
     "figure2": ("main", "Recall and precision (bootstrap 95% CIs), objective pass rate and the share of "
                         "queries each architecture wins on recall (Wilson 95%) per set; diamonds are the "
                         "paper's values (its pass rates are judged ones, the bars objective)."),
@@ -38,9 +39,9 @@ FIGURES = {
                               "(its used-share ranges are in the table above)."),
     "retriever_recall": (
         "retriever",
-        "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with 95% CIs per set: "
-        "where a family's PtR bar clears its RtP bar, that family reproduces the paper's multi-tool "
-        "result."),
+        "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with each bar's own 95% CI "
+        "per set: the levels; whether PtR beats RtP is the paired test of the front's table (bars whose "
+        "CIs overlap can still differ significantly)."),
     "retriever_k": (
         "retriever",
         "Recall against k for each family, colour for the architecture and line style for the family: "

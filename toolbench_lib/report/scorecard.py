@@ -242,11 +242,13 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if "share" in entry and "value" in bounds:
         n, why = locate(entry["share"]["n"], tables)
         if not why and n > 0:
-            diff, status, direction, basis = compare_share(value, n, bounds["value"],
-                                                           entry["share"]["paper_n"])
-            low, high = wilson_ci(value, n)
-            row.update(difference=diff, status=status, direction=direction, basis=basis,
-                       ci_low=low * n, ci_high=high * n)
+            paper_n = entry["share"]["paper_n"]
+            diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n)
+            low, high = wilson_ci(value, n)  # shown as shares: the two sets differ in size
+            row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
+                       ci_low=low, ci_high=high,
+                       paper=f"{fmt_number(bounds['value'] / paper_n)} ({fmt_count(bounds['value'])} of "
+                             f"{fmt_count(paper_n)})")
             return row
     ci = None
     if "wilson" in entry:

@@ -21,7 +21,7 @@ from ..data.markdown import md_code, md_text
 from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
-from ..explorer.data import api_labels, explorer_url, query_outcomes, stored_registry
+from ..explorer.data import api_labels, catalogue, explorer_url, query_outcomes, stored_registry
 from ..study.stored import StoredStudyError, StudyResult
 from .glossary import glossary_markdown
 
@@ -283,11 +283,12 @@ def _leader(rtp: float, ptr: float) -> str:
 
 def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
-                            examples: Sequence[Mapping] | None = None,
-                            run_name: str | None = None) -> tuple[list[str], pd.DataFrame]:
+                            examples: Sequence[Mapping] | None = None, run_name: str | None = None,
+                            elsewhere: Mapping[str, str] | None = None) -> tuple[list[str], pd.DataFrame]:
     """Every Table 2 example whose query is in this study, with both methods' rankings, then a line for each
-    example not shown and why; and a row per example shown: the paper's recalls and leader beside this
-    run's (recall@k, PtR's run ``run``)."""
+    example not shown and why (``elsewhere``: the other study of the run's family that holds a query); and a
+    row per example shown: the paper's recalls and leader beside this run's (recall@k, PtR's run ``run``)."""
+    elsewhere = elsewhere or {}
     examples = worked_examples(present_only=False) if examples is None else examples
     keys = set(result.queries["qkey"])
     shown = [x for x in examples if x.get("qkey") and x["qkey"] in keys]
@@ -315,7 +316,9 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
     if absent:
         sets = ", ".join(dict.fromkeys(result.queries["subset"]))
         parts += ["Not shown:", "", *(f"- {md_code(x['id'])}: " + (
-            f"{md_code(x['qkey'])} is not in this study's sets ({sets})" if x.get("qkey") else
+            f"{md_code(x['qkey'])} is not in this study's sets ({sets})"
+            + (f"; the study {md_code(elsewhere[x['qkey']])} holds it" if x['qkey'] in elsewhere else "")
+            if x.get("qkey") else
             f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}") + "."
             for x in absent), ""]
     return parts, pd.DataFrame(rows)
@@ -364,7 +367,13 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
         return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],
                                 pd.DataFrame(columns=PICK_COLUMNS), note)
     labels = api_labels(stored_registry(result))
-    examples, table = paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name)
+    others = catalogue(cfg.run_name, cfg.out_dir.parent)[1]
+    elsewhere: dict[str, str] = {}
+    for name, qs in others.items():  # the family's first study that holds a query
+        for q in qs["qkey"] if name != cfg.run_name else ():
+            elsewhere.setdefault(q, name)
+    examples, table = paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name,
+                                              elsewhere=elsewhere)
     return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels, cfg.run_name),
                             examples, pick_worked_queries(result, cfg.k, gt, run), examples_table=table)
 

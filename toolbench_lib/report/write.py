@@ -158,7 +158,7 @@ def _shown(report: pd.DataFrame) -> pd.DataFrame:
     value = report["this_run"].where(~objective, report.get("objective"))
     return pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
-        "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
+        "this run": [(fmt_count(v) if m in ("count", "wins") and float(v).is_integer() else fmt_number(v))
                      + (" (objective)" if o else "")
                      for v, m, o in zip(value, report["metric"], objective, strict=True)],
         "95% CI": [f"no CI: the objective pass rate is shown, as {b}; the judged rate is in the appendix"
@@ -226,6 +226,18 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
     if main is not None and not main.empty and "baselines" in main:
         lines.append("On the main study (notebook 10, the dense family only): " + goal_summary(main))
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
+
+
+def fidelity_lines(rows: pd.DataFrame) -> list[str]:
+    """Plan fidelity under both name matchings, from the scorecard's two rows, in one sentence."""
+    got = rows.set_index("id")["this_run"] if len(rows) else pd.Series(dtype=float)
+    tolerant, strict = (got.get(i) for i in ("trajectory_fidelity", "trajectory_fidelity_strict"))
+    if tolerant is None or strict is None or pd.isna(tolerant) or pd.isna(strict):
+        return []
+    return [f"Plan fidelity (lowest over sets and methods) depends on how a plan's API names are matched: "
+            f"{fmt_number(tolerant)} when a tool-only or description match counts, {fmt_number(strict)} when "
+            "a step must name a retrieved API exactly; the paper's definition, *“planner always names an API "
+            "it was given”*, does not say which."]
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
@@ -306,8 +318,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
-    parts += [f"For a reading group: [a session plan]({TEACHING_FILE}#{anchor(SESSION_HEADING)}), with "
-              "discussion questions on this run's numbers.", "",
+    plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
+    parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(provenance), "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
@@ -319,7 +331,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                        *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = claim_verdicts(cfg, key)
+        verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else [])
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
