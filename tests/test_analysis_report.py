@@ -792,10 +792,13 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     assert "**stub**" in kept and "`rtp`" in kept and "`rtp@bm25`" in kept and "`rrf`" not in kept
     assert "`rrf`" in "\n".join(glossary_section(material))
     assert summary_tables(tmp_path) == {}
-    pd.DataFrame({"gt": ["candidates"] * 3 + ["relevant"], "part": ["unseen", "design", "design", "design"],
-                  "subset": ["G1_tool", "G1", "G1", "G1"], "method": ["no BM25", "no BM25", "ltr", "no BM25"],
-                  "reference": ["ltr"] * 4, "diff": [-0.1, 0.01, 0.0, 0.2], "ci_low": [-0.2, -0.01, 0, 0.1],
-                  "ci_high": [-0.05, 0.03, 0, 0.3]}).to_csv(tmp_path / "ltr_ablations.csv", index=False)
+    pd.DataFrame({"gt": ["candidates"] * 4 + ["relevant"],
+                  "part": ["unseen", "design", "design", "design", "design"],
+                  "subset": ["G1_tool", "G1", "G1", "G1", "G1"],
+                  "method": ["no BM25", "no BM25", "ltr", "no lexical", "no BM25"],
+                  "reference": ["ltr"] * 5, "diff": [-0.1, 0.01, 0.0, -0.0002, 0.2],
+                  "ci_low": [-0.2, -0.01, 0, -0.01, 0.1], "ci_high": [-0.05, 0.03, 0, 0.01, 0.3]}
+                 ).to_csv(tmp_path / "ltr_ablations.csv", index=False)
     assert summary_tables(tmp_path) is None  # no record of the code it ran: never shown
     from toolbench_lib.analysis.ltr_study import CODE_FILE, measured_code
     (tmp_path / CODE_FILE).write_text(json.dumps({"code": "0" * 16}))
@@ -804,6 +807,7 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     table = summary_tables(tmp_path)["ablations"]
     assert list(table.columns) == ["method", "G1", "G1_tool"]  # design sets first
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
+    assert table.iloc[1, 1] == "+0.000"  # a tiny negative difference, never -0.000
 
 
 def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):

@@ -95,7 +95,7 @@ def summary_tables(folder: Path, gt: str = "candidates") -> dict[str, pd.DataFra
     if path.exists():
         a = pd.read_csv(path)
         a = a[(a["gt"] == gt) & (a["method"] != a["reference"])].sort_values("part", kind="stable")
-        a = a.assign(cell=[f"{d:+.3f}" + ("*" if lo > 0 or hi < 0 else "")
+        a = a.assign(cell=[f"{round(d, 3) + 0.0:+.3f}" + ("*" if lo > 0 or hi < 0 else "")  # never -0.000
                            for d, lo, hi in zip(a["diff"], a["ci_low"], a["ci_high"], strict=True)])
         wide = a.pivot(index="method", columns="subset", values="cell")
         out["ablations"] = wide.reindex(index=list(dict.fromkeys(a["method"])),
