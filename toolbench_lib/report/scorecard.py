@@ -246,7 +246,7 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
             diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n)
             low, high = wilson_ci(value, n)  # shown as shares: the two sets differ in size
             row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
-                       ci_low=low, ci_high=high,
+                       ci_low=low, ci_high=high, metric=f"{entry.get('metric', '')} share",
                        paper=f"{fmt_number(bounds['value'] / paper_n)} ({fmt_count(bounds['value'])} of "
                              f"{fmt_count(paper_n)})")
             return row

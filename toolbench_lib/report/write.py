@@ -158,7 +158,7 @@ def _shown(report: pd.DataFrame) -> pd.DataFrame:
     value = report["this_run"].where(~objective, report.get("objective"))
     return pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
-        "this run": [(fmt_count(v) if m in ("count", "wins") and float(v).is_integer() else fmt_number(v))
+        "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
                      + (" (objective)" if o else "")
                      for v, m, o in zip(value, report["metric"], objective, strict=True)],
         "95% CI": [f"no CI: the objective pass rate is shown, as {b}; the judged rate is in the appendix"
