@@ -141,6 +141,7 @@ def test_a_win_count_row_shows_both_sides_as_shares(tmp_path):
              "share": {"n": {"table": "wins", "where": where, "column": "n_queries"}, "paper_n": 200}}
     row = compare_entries([entry], tmp_path, causes={}).iloc[0]
     assert row["paper"] == "0.315 (63 of 200)" and row["this_run"] == pytest.approx(50 / 163)
+    assert row["metric"] == "wins share"  # shown as a share, not formatted as a count
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(wilson_ci(50, 163))
 
 
@@ -632,6 +633,9 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert ("the paper's crossover is not reproduced in this setup on G2 (the paper's G3 difference "
             "*“does not reach significance”* either). With BM25") in answer_sentence(rows({"dense": g3_same,
                                                                                          "bm25": bm25}))
+    only_g3 = {**g3_same, "G2_category_original": ("PtR", True, "reproduced")}
+    assert ("the paper's crossover holds where the paper reports a significant difference (the paper's G3 "
+            "difference") in answer_sentence(rows({"dense": only_g3, "bm25": bm25}))
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")

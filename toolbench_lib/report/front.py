@@ -157,16 +157,16 @@ def answer_sentence(rows: pd.DataFrame) -> str:
     first = ""
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, on its own
         dense = rows[rows["retriever"] == "dense"]
-        missed = [subset_alias(s) for s, v in zip(dense["subset"], dense["verdict"], strict=True)
-                  if v != "reproduced"]
+        verdicts = dict(zip(dense["subset"].map(subset_alias), dense["verdict"].astype(str), strict=True))
         # the paper itself calls its G3 difference not significant: a same-direction G3 is no miss
-        g3_too = any(subset_alias(s) == "G3" and str(v).startswith("same direction")
-                     for s, v in zip(dense["subset"], dense["verdict"], strict=True))
-        missed = [s for s in missed if not (g3_too and s == "G3")]
-        why = (f" on {_sets(missed)}" if missed and g3_too else "") + (
-            f" (the paper's G3 difference *“{QUOTES['g3_ns']}”* either)" if g3_too else "")
+        g3_too = verdicts.get("G3", "").startswith("same direction")
+        missed = [s for s, v in verdicts.items() if v != "reproduced" and not (g3_too and s == "G3")]
+        note = f" (the paper's G3 difference *“{QUOTES['g3_ns']}”* either)" if g3_too else ""
+        state = ("holds" if "dense" in holds else
+                 f"is not reproduced in this setup{f' on {_sets(missed)}' if g3_too else ''}{note}" if missed
+                 else f"holds where the paper reports a significant difference{note}")
         first = (f"With dense retrieval (the paper's kind), {said_by.pop('dense')}: the paper's crossover "
-                 f"{'holds' if 'dense' in holds else 'is not reproduced in this setup' + why}. ")
+                 f"{state}. ")
     text = "; ".join(f"with {FAMILY_SHORT.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
