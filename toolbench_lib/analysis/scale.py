@@ -92,11 +92,11 @@ def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
         sq = queries[queries["subset"] == subset]
         keep = gt_columns(cache, sq, keep_gt)
         qpos = cache.query_positions(sq["qkey"].tolist())
-        per_subset[subset] = (sq, keep, qpos, gt_column_sets(cache, sq, gt))
+        per_subset[subset] = (sq, keep, set(cache.api_ids[keep]), qpos, gt_column_sets(cache, sq, gt))
     for size in sizes:
         for seed in seeds if size is not None and size < cache.n_columns else [0]:
-            for subset, (sq, keep, qpos, gt_sets) in per_subset.items():
-                sub = draw_subregistry(local, size, seed, set(cache.api_ids[keep]))
+            for subset, (sq, keep, keep_ids, qpos, gt_sets) in per_subset.items():
+                sub = draw_subregistry(local, size, seed, keep_ids)
                 yield (subset, sq, sub, keep, topk_columns(cache.rtp[qpos], sub.cols, k)[0],
                        [topk_columns(cache.ptr[run][qpos], sub.cols, k)[0] for run in runs], gt_sets)
 
