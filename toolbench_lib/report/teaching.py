@@ -315,12 +315,15 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
         parts += worked_query_markdown(wq, labels, run_name=run_name)
     if absent:
         sets = ", ".join(dict.fromkeys(result.queries["subset"]))
-        parts += ["Not shown:", "", *(f"- {md_code(x['id'])}: " + (
-            f"{md_code(x['qkey'])} is not in this study's sets ({sets})"
-            + (f"; the study {md_code(elsewhere[x['qkey']])} holds it" if x['qkey'] in elsewhere else "")
-            if x.get("qkey") else
-            f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}") + "."
-            for x in absent), ""]
+
+        def why(x: Mapping) -> str:
+            if not x.get("qkey"):
+                return f"not in the data: {' '.join(str(x.get('absent', 'no matching query')).split())}"
+            other = elsewhere.get(x["qkey"])
+            return (f"{md_code(x['qkey'])} is not in this study's sets ({sets})"
+                    + (f"; the study {md_code(other)} holds it" if other else ""))
+
+        parts += ["Not shown:", "", *(f"- {md_code(x['id'])}: {why(x)}." for x in absent), ""]
     return parts, pd.DataFrame(rows)
 
 
