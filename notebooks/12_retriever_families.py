@@ -53,6 +53,9 @@ retrievers = ["dense", "bm25", "hybrid"]
 validation_sets = ["G1_category", "G1_tool", "G2_instruction"]
 
 # %%
+from dataclasses import replace
+
+import pandas as pd
 from IPython.display import Image, Markdown, display
 
 from toolbench_lib.analysis import fusion_board
@@ -170,6 +173,11 @@ g2_instruction = (endpoint_table(vstudy, PRIMARY.at(cfg.k), paper={"G2_instructi
 if g2_instruction is not None and len(g2_instruction):
     save_tables({"primary_endpoint_g2_instruction": g2_instruction}, cfg, prov)
     display(g2_instruction.drop(columns=["p_family"]).round(4))
+# The same comparisons on ToolBench's `relevant` ground truth (the paper gives no value for it).
+relevant = replace(PRIMARY.at(cfg.k), gt="relevant")
+relevant_endpoint = pd.concat([endpoint_table(study, relevant)] + ([endpoint_table(
+    vstudy, relevant, sets=["G2_instruction"])] if vstudy is not None else []), ignore_index=True)
+save_tables({"primary_endpoint_relevant": relevant_endpoint}, cfg, prov)
 fkey = f"fusion-k{cfg.k}-{gt}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
 ftables = rv.cached_tables(rcfg.study_dir, fkey, lambda: fusion_board.fusion_and_costs(
     study, vstudy, unseen, rv.cached_search_ms(rcfg, rsetup, study), cfg.k, gt, cfg.seed))

@@ -223,3 +223,24 @@ def test_coverage_and_lax_kappa():
     assert v.loc[("G1", "ptr"), "coverage"] == pytest.approx(1 / 6)
     # G1 RtP: verdicts S, S, U; named some GT: yes, no, yes -> observed 1/3, expected 5/9
     assert v.loc[("G1", "rtp"), "kappa_any"] == pytest.approx((1 / 3 - 5 / 9) / (1 - 5 / 9))
+
+
+def test_the_ceiling_is_the_share_of_plans_whose_prompt_listed_every_ground_truth_api():
+    # q1 RtP's top 5 lists both relevant APIs; q2 RtP's lists its one; q3 RtP's lists another API only.
+    hits = pd.DataFrame([
+        {"qkey": q, "method": "rtp", "run": -1, "text_idx": -1, "rank": r, "row": 0, "api_id": a,
+         "score": 1 / r}
+        for q, ids in (("q1", ["T/x/b", "T/q/q", "T/x/a"]), ("q2", ["T/y/a"]), ("q3", ["T/z/b"]),
+                       ("q4", ["T/w/new"]))
+        for r, a in enumerate(ids, start=1)])
+    study = _study()
+    study = study_of_hits(study.queries, pd.DataFrame(), hits, study.plans, pd.DataFrame(), study.provenance)
+    ev = plan_evidence(study).set_index(["qkey", "method"])
+    assert ev.loc[("q1", "rtp"), "n_shown"] == 2 and ev.loc[("q3", "rtp"), "n_shown"] == 0
+    assert np.isnan(ev.loc[("q1", "ptr"), "n_shown"])  # no PtR ranking: unknown, never 0
+    v = judge_validity(plan_evidence(study)).set_index(["subset", "method"])
+    assert v.loc[("G1", "rtp"), "ceiling"] == pytest.approx(2 / 3)
+    assert v.loc[("G2", "rtp"), "ceiling"] == 0  # T/w/new is T/w/old's equivalent only with the registry
+    assert judge_validity(plan_evidence(study, registry=REGISTRY)).set_index(
+        ["subset", "method"]).loc[("G2", "rtp"), "ceiling"] == 1
+    assert np.isnan(v.loc[("G1", "ptr"), "ceiling"])

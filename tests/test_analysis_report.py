@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, TABLE_SCHEMAS, check_locator, load_references
 from toolbench_lib.eval.stats import wilson_ci
-from toolbench_lib.report.front import Ledger, relevant_sentence
+from toolbench_lib.report.front import Ledger
 from toolbench_lib.report.locate import TableCache, compare, compare_share, evaluate_expr, locate, paper_text
 from toolbench_lib.report.scorecard import build_report, compare_entries
 from toolbench_lib.report.write import write_report
@@ -781,7 +782,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
         "BM25 retrieval.")
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
-        "**BM25:** PtR ahead on G2_instruction. With this retriever the paper's crossover is reproduced.")
+        "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
 
 
 def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
@@ -852,20 +853,27 @@ def test_a_ci_bound_that_decides_the_status_is_printed_so():
     assert raw_floats(ci_text(0.00245, 0.0061, "0.002") + " " + ci_text(-0.031, 0.04151, "0.042")) == []
 
 
-def test_the_relevant_sentence_states_each_sets_difference_and_its_holm_p(tmp_path):
-    rows = [{"subset": s, "gt": gt, "metric": "recall", "k": 5, "diff": d, "ci_low": d - 0.05,
-             "ci_high": d + 0.05, "p_holm": p}
-            for s, d, p in (("G1", -0.06, 0.068), ("G2", -0.002, 0.934), ("G3", 0.045, 0.01))
-            for gt in ("candidates", "relevant")]
-    pd.DataFrame(rows).to_csv(tmp_path / "paired_tests.csv", index=False)
-    cfg = SimpleNamespace(tables_dir=tmp_path, k=5)
+def test_the_answer_table_shows_each_comparison_on_relevant_in_a_column_of_its_own():
+    from toolbench_lib.analysis.endpoint import ENDPOINT_COLUMNS
+    from toolbench_lib.report.front import RELEVANT_COLUMN, endpoint_table_markdown
+
+    def table(gt, diffs):
+        return pd.DataFrame([{c: None for c in ENDPOINT_COLUMNS} | {
+            "comparison": f"ptr − rtp · recall@5 · {gt} · {s}", "retriever": "dense", "subset": s, "rtp": 0.3,
+            "ptr": 0.3 + d, "diff": d, "ci_low": d - 0.05, "ci_high": d + 0.05, "p_holm": p,
+            "p_family": "Holm over 3", "p_runs_robustness": 0.5, "paper_rtp": 0.372, "paper_ptr": 0.289,
+            "verdict": "reproduced"} for s, d, p in diffs])
+
+    rows = table("candidates", [("G1_instruction", -0.063, 0.02), ("G2_category_original", -0.01, 0.5)])
+    relevant = table("relevant", [("G1_instruction", -0.06, 0.068)])
     ledger = Ledger()
-    line = relevant_sentence(cfg, ledger)
-    assert line.startswith("On the `relevant` ground truth, dense PtR − RtP: G1 -0.060 [-0.110, -0.010]")
-    assert line.endswith("G3 +0.045 [-0.005, 0.095] (p = 0.0100): 1 of 3 significant (p Holm over the three "
-                         "sets, CIs unadjusted).")
-    assert ledger.values["G2 relevant p"] == ["p = 0.934"]
-    assert relevant_sentence(SimpleNamespace(tables_dir=tmp_path, k=10), Ledger()) == ""
+    md = re.sub(" +", " ", endpoint_table_markdown(rows, ledger, relevant))
+    header = md.split("\n")[0]
+    assert header.index("p, paired t") < header.index(RELEVANT_COLUMN.replace("`", "\\`")) < header.index(
+        "robustness")
+    assert "| -0.060 \\[-0.110, -0.010\\], p = 0.0680 |" in md and "| n/a |" in md  # G2 has no relevant row
+    assert ledger.values["dense G1 relevant p"] == ["p = 0.0680"]
+    assert RELEVANT_COLUMN.split(":")[0].strip("on `") not in endpoint_table_markdown(rows, Ledger())
 
 
 def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
@@ -876,3 +884,20 @@ def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
     (line,) = fidelity_lines(rows)
     assert "0.950 when a tool-only or description match counts, 0.351 when a step must name" in line
     assert fidelity_lines(rows.iloc[[0, 2]]) == [] and fidelity_lines(rows.iloc[:0]) == []
+
+
+def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
+    from toolbench_lib.report.write import pass_ceiling_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert pass_ceiling_lines(cfg) == []
+    rows = [{"subset": s, "method": m, "plans": p, "gt": "relevant", "objective_pass_rate": o, "ceiling": c}
+            for s, m, o, c in (("G1", "rtp", 0.12, 0.34), ("G1", "ptr", 0.06, 0.19),
+                               ("G2", "rtp", 0.01, 0.04), ("G2", "ptr", 0.0, 0.05))
+            for p in ("all", "same")]
+    pd.DataFrame(rows).assign(ceiling=lambda d: d["ceiling"].where(d["plans"] == "all", 0.9)).to_csv(
+        tmp_path / "judge_validity.csv", index=False)
+    (line,) = pass_ceiling_lines(cfg)
+    assert ("every ground-truth (`relevant`) API for a share of plans of G1 0.340 (RtP) and 0.190 (PtR), "
+            "G2 0.040 (RtP) and 0.050 (PtR). The objective rates (0.000–0.120) sit under it; on G2 and G3 no "
+            "more than 0.050 of plans could pass") in line

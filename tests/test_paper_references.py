@@ -155,4 +155,4 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
                            "cause_status": ["", "unexplained", ""]})
     line = right_and_wrong(report, [])[2]
-    assert line.startswith("- The paper's 2 reference numbers (3 rows: 1 read a number again on another set")
+    assert line.startswith("- The paper's 2 reference numbers (3 rows: 1 re-read on another set")

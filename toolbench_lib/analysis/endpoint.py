@@ -24,8 +24,7 @@ class Endpoint:
     k: int = K
     gt: str = "candidates"
     basis: str = "per-query mean over the recorded runs"
-    test: str = ("paired t-test over queries (a test of the mean, as is the bootstrap 95% CI of the mean "
-                 "difference)")
+    test: str = "paired t-test over queries (a test of the mean, like the bootstrap CI)"
     family: str = "Holm over the three sets (G1, G2, G3) of one retriever family"
     secondary: str = ("the paper's one-sample t-test of PtR's run means against RtP's value, unadjusted, a "
                       "robustness column that gives no verdict")

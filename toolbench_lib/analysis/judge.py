@@ -29,8 +29,9 @@ from ..study.stored import StudyResult
 
 VERDICTS = ("Solved", "Unsolved")
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",
-                    "objective_pass_rate", "coverage", "evidence_all", "evidence_some", "evidence_none",
-                    "kappa", "kappa_any", "solved_rate_none", "solved_rate_some", "solved_rate_all", "gt"]
+                    "objective_pass_rate", "ceiling", "coverage", "evidence_all", "evidence_some",
+                    "evidence_none", "kappa", "kappa_any", "solved_rate_none", "solved_rate_some",
+                    "solved_rate_all", "gt"]
 ORDERING_COLUMNS = ["subset", "pass_rate", "judge_version", "rtp", "ptr", "leader", "paper_leader", "holds",
                     "n_pairs", "rtp_only", "ptr_only", "p_value"]
 FIDELITY_COLUMNS = ["subset", "method", "fidelity_strict", "fidelity", "resolved_strict", "resolved",

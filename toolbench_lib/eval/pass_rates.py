@@ -4,6 +4,7 @@ study's summary reports the objective pass rate."""
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
+from ..config import PLAN_K
 from ..data.normalize import norm_name
 from ..data.queries import check_gt
 
@@ -40,14 +42,24 @@ def _covered(gt_ids: Sequence[str], named: set[str], keys: dict | None) -> int:
     return sum(g in named or keys.get(g, g) in named_keys for g in gt_ids)
 
 
+def _shown(result) -> dict[tuple, set[str]]:
+    """``{(qkey, method, run): ids}``: the APIs each plan's prompt listed (its method's top k in its run)."""
+    r = result.rankings
+    if r.empty:
+        return {}
+    k = int(result.provenance.get("settings", {}).get("k", PLAN_K))
+    return r[r["rank"] <= k].groupby(["qkey", "method", "run"])["api_id"].apply(set).to_dict()
+
+
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass;
     ``verdicts`` (``qkey, method, run, verdict[, judge_version]``, e.g. of another judge version) replace
-    the study's own, and plans they lack are left out."""
+    the study's own, and plans they lack are left out. ``n_shown`` counts the ground-truth APIs the plan's
+    prompt listed (NaN without its ranking): a plan can name every one only when all were listed."""
     check_gt(gt)
     cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
-            "n_covered", "evidence", "objective_pass", "gt"]
+            "n_covered", "n_shown", "evidence", "objective_pass", "gt"]
     if result.plans.empty:
         return pd.DataFrame(columns=cols)
     p = result.plans.copy()
@@ -62,7 +74,12 @@ def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = 
     named = [set(x) if x is not None else set() for x in p["named_ids"]]
     gts = [list(x) for x in p[gt]]
     n_cov = [0 if r else _covered(g, n, keys) for g, n, r in zip(gts, named, p["refusal"], strict=True)]
-    out = p.assign(n_gt=[len(g) for g in gts], n_named=[len(n) for n in named], n_covered=n_cov, gt=gt)
+    shown = _shown(result)
+    plan_keys = p[["qkey", "method", "run"]].itertuples(index=False, name=None)
+    n_shown = [math.nan if (s := shown.get(key)) is None else _covered(g, s, keys)
+               for key, g in zip(plan_keys, gts, strict=True)]
+    out = p.assign(n_gt=[len(g) for g in gts], n_named=[len(n) for n in named], n_covered=n_cov,
+                   n_shown=n_shown, gt=gt)
     out["evidence"] = ["all" if n and c == n else "some" if c else "none"
                        for c, n in zip(out["n_covered"], out["n_gt"], strict=True)]
     out["objective_pass"] = (out["evidence"] == "all") & ~out["refusal"].astype(bool)
@@ -92,6 +109,8 @@ def validity_row(g: pd.DataFrame) -> dict:
             "kappa": kappa(g["verdict"], g["objective_pass"]),
             "kappa_any": kappa(g["verdict"], g["evidence"] != "none"),
             "coverage": float((g["n_covered"] / g["n_gt"].clip(lower=1)).mean()) if len(g) else float("nan"),
+            "ceiling": float((g["n_shown"] >= g["n_gt"].clip(lower=1)).mean())
+            if len(g) and g["n_shown"].notna().all() else float("nan"),
             **{f"solved_rate_{e}": float(solved[ev == e].mean()) if (ev == e).any() else float("nan")
                for e in ("none", "some", "all")}}
 

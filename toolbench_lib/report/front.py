@@ -19,6 +19,8 @@ from .scorecard import status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
+RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
+RELEVANT_COLUMN = "on `relevant`: PtR − RtP (95% CI), p"
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
@@ -70,45 +72,35 @@ def g2_instruction_sentence(rows: pd.DataFrame) -> str:
             f"{runs}, p unadjusted): {said}.")
 
 
-def relevant_sentence(cfg: ExperimentConfig, ledger: Ledger) -> str:
-    """The dense primary comparison again on ToolBench's ``relevant`` ground truth (``paired_tests``), in one
-    sentence: the sensitivity of the answer to the ground-truth definition."""
-    t = TableCache(cfg.tables_dir).get("paired_tests")
-    if t is None or t.empty:
-        return ""
-    t = t[(t["gt"] == "relevant") & (t["metric"] == PRIMARY.metric) & (t["k"] == cfg.k)]
-    if t.empty:
-        return ""
-    cells = [f"{s} {ledger.put(f'{s} relevant PtR − RtP', fmt_signed(r.diff))} "
-             f"{ledger.put(f'{s} relevant PtR − RtP CI', fmt_ci(r.ci_low, r.ci_high))} "
-             f"({ledger.put(f'{s} relevant p', fmt_p(r.p_holm))})"
-             for s, r in zip(t["subset"].map(subset_alias), t.itertuples(), strict=True)]
-    n_sig = sum(significant(r) for r in t.to_dict("records"))
-    verdict = f"{fmt_count(n_sig)} of {fmt_count(len(t))} significant" if n_sig else "no set significant"
-    return (f"On the `relevant` ground truth, dense PtR − RtP: {'; '.join(cells)}: {verdict} (p Holm over "
-            "the three sets, CIs unadjusted).")
-
-
-def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger) -> str:
-    """The answer as one table: every number of the primary comparison, once."""
+def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
+    """The answer as one table: every number of the primary comparison, once; with ``relevant`` (the same
+    comparisons on that ground truth, ``primary_endpoint_relevant``) a column of their differences."""
+    rel = {} if relevant is None else {(r.retriever, r.subset): r for r in relevant.itertuples()}
     out = []
     for r in rows.itertuples():
         n = f"{r.retriever} {subset_alias(r.subset)}"
         paper = (f"{fmt_number(r.paper_rtp)} / {fmt_number(r.paper_ptr)}"
                  if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
-        out.append({
+        row = {
             "retriever": r.retriever,
             "set": subset_alias(r.subset) + (" (p unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
             "PtR − RtP (95% CI)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
             + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high)),
-            "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm)),
-            "robustness: paper's test over runs (unadjusted)": ledger.put(f"{n} p over runs",
-                                                                         fmt_p(r.p_runs_robustness)),
-            "paper RtP / PtR": paper,
-            "paper's leader here": SHORT_VERDICT.get(str(r.verdict).split(":")[0].split(" (")[0],
-                                                     str(r.verdict))})
+            "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
+        if rel:
+            x = rel.get((r.retriever, r.subset))
+            row[RELEVANT_COLUMN] = "n/a" if x is None else (
+                f"{ledger.put(f'{n} relevant PtR − RtP', fmt_signed(x.diff))} "
+                f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low, x.ci_high))}, "
+                f"{ledger.put(f'{n} relevant p', fmt_p(x.p_holm))}")
+        out.append({**row,
+                    "robustness: paper's test over runs (unadjusted)": ledger.put(f"{n} p over runs",
+                                                                                 fmt_p(r.p_runs_robustness)),
+                    "paper RtP / PtR": paper,
+                    "paper's leader here": SHORT_VERDICT.get(str(r.verdict).split(":")[0].split(" (")[0],
+                                                             str(r.verdict))})
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
@@ -205,7 +197,7 @@ def family_conclusion(family: str, rows: pd.DataFrame) -> str:
         what = f"{r.leader} ahead on" if r.significant else "no significant difference on"
         groups.setdefault(what, []).append(subset_alias(r.subset))
     phrases = "; ".join(f"{what} {_sets(sets)}" for what, sets in groups.items())
-    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}. With this retriever {crossover_text(rows)}."
+    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}; {crossover_text(rows)}."
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
@@ -239,17 +231,18 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
 
 
 def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
-    """What the paper gets right and wrong: the scorecard's counts, then ``extra`` lines (the crossover per
+    """How the paper's numbers fare here: the scorecard's counts, then ``extra`` lines (the crossover per
     retriever is the answer sentence's)."""
     c = status_counts(report) if len(report) else {}
-    lines = ["### What the paper gets right and wrong", ""]
+    lines = ["### How the paper's numbers fare in this run", ""]
     if c:
         counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
         again = int((report["reading_of"].fillna("") != "").sum())
         scored = (f"{fmt_count(len(report) - again)} reference numbers ({fmt_count(len(report))} rows: "
-                  f"{fmt_count(again)} read a number again on another set or definition)"
+                  f"{fmt_count(again)} re-read on another set or ground truth)"
                   if again else f"{fmt_count(len(report))} reference numbers")
-        lines.append(f"- The paper's {scored} against this run: {counts}.")
+        lines.append(f"- The paper's {scored} against this run: {counts}. Differences may come from this "
+                     "run's LLM and embedder, untested here.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 

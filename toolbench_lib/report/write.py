@@ -24,6 +24,7 @@ from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
     G2_INSTRUCTION_TABLE,
+    RELEVANT_TABLE,
     Ledger,
     across_families,
     answer_sentence,
@@ -35,7 +36,6 @@ from .front import (
     g2_instruction_sentence,
     limits,
     paper_against_itself,
-    relevant_sentence,
     right_and_wrong,
     setup_box,
 )
@@ -240,6 +240,28 @@ def fidelity_lines(rows: pd.DataFrame) -> list[str]:
             "it was given”*, does not say which."]
 
 
+def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
+    """The objective pass rate's ceiling (``judge_validity``): a plan names only APIs its prompt listed, so
+    it can pass only where the prompt listed every ground-truth API."""
+    t = TableCache(cfg.tables_dir).get("judge_validity")
+    if t is None or "ceiling" not in t:
+        return []
+    t = t[t["plans"] == "all"] if "plans" in t else t
+    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
+    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
+    if not sets:
+        return []
+    each = ", ".join(f"{s} {fmt_number(t.at[(s, 'rtp'), 'ceiling'])} (RtP) and "
+                     f"{fmt_number(t.at[(s, 'ptr'), 'ceiling'])} (PtR)" for s in sets)
+    obj = t.loc[sets, "objective_pass_rate"]
+    multi = t.loc[[s for s in sets if s != "G1"], "ceiling"]
+    return [f"The objective pass rate has a ceiling: a plan names only APIs its prompt listed, and the "
+            f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
+            f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
+            + (f"; on G2 and G3 no more than {fmt_number(multi.max())} of plans could pass" if len(multi)
+               else "") + " (`judge_validity`: ceiling)."]
+
+
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     """The learned ranker's ablations and costs from ``ltr_study``; how to measure them when not run."""
     try:
@@ -300,8 +322,6 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
     rows = endpoint_rows(cfg)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
-             f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
-             f"version {references['version']}; the paper's setup is in the table below).", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
@@ -312,12 +332,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     if len(rows):
         g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
         g2i = g2i if g2i is not None else pd.DataFrame()
+        rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
+        rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
-                                          ledger), "", count_line(rows, paper_query_counts()),
-                  g2_instruction_sentence(g2i), relevant_sentence(cfg, ledger), ""]
+                                          ledger, rel), "", count_line(rows, paper_query_counts()),
+                  g2_instruction_sentence(g2i), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
-    extra = [*goal_lines(cfg, ledger, short=True)[:1], *claim_verdicts(cfg, "main")]
+    extra = goal_lines(cfg, ledger, short=True)[:1]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
@@ -331,7 +353,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                        *examples_lines(material, cfg.k, cfg.run_name)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else [])
+        verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else
+                                               pass_ceiling_lines(cfg) if key == "main" else [])
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
@@ -348,6 +371,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         parts += ["## Other figures", "", *other]
     glossary_at = len(parts)  # the glossary goes here, once the whole report says which methods it names
     parts += ["## Appendix A: scorecard and causes", "",
+              f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
+              f"version {references['version']}).", "",
               "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
               "queries, or Wilson for a share; for the paper's approximate numbers, “~70%”, its value ± the "
               "tolerance in `references/paper.yaml`, which `report.csv` states per row); a number without "
