@@ -155,3 +155,17 @@ def test_a_wide_saved_table_is_narrowed_for_the_report():
     assert list(out.columns) == ["method", "recall", "diff", "p_value"]
     assert out["recall"].tolist() == ["0.598 [0.418, 0.770]", "0.610 [0.500, 0.700]"]
     assert out["diff"].iloc[0] == "-0.018 [-0.072, 0.044]" and pd.isna(out["diff"].iloc[1])
+
+
+def test_an_appendix_table_of_unadjusted_p_says_how_many_hold_under_holm():
+    import pandas as pd
+
+    from toolbench_lib.report.appendix import unadjusted_line
+
+    # Holm over 4: 0.001 * 4 = 0.004, 0.02 * 3 = 0.06 -> one of the three below 0.05 holds.
+    table = pd.DataFrame({"method": list("abcde"), "p_value": [0.001, 0.02, 0.03, 0.5, float("nan")]})
+    assert unadjusted_line(table) == [
+        "Each p is unadjusted, as is each CI: 3 of the table's 4 comparisons have p < 0.05, 1 under Holm "
+        "over all 4.", ""]
+    assert unadjusted_line(table.drop(columns="p_value")) == []
+    assert unadjusted_line(table.assign(p_value=float("nan"))) == []

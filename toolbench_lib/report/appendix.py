@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_number
 from ..data.markdown import md_table
+from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 
 FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
@@ -45,6 +46,18 @@ def narrow(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def unadjusted_line(frame: pd.DataFrame, alpha: float = 0.05) -> list[str]:
+    """For a table with an unadjusted p column: how many of its comparisons stay below ``alpha`` under Holm
+    over the whole table, so that a reader does not count each p (or each CI excluding 0) as a finding."""
+    col = next((c for c in P_HEADERS if c in frame), None)
+    p = pd.to_numeric(frame[col], errors="coerce").dropna() if col else pd.Series(dtype=float)
+    if p.empty:
+        return []
+    below, held = int((p < alpha).sum()), int((holm(p) < alpha).sum())
+    return [f"Each p is unadjusted, as is each CI: {below} of the table's {len(p)} comparisons have p < "
+            f"{alpha:g}, {held} under Holm over all {len(p)}.", ""]
+
+
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved tables (``(name, title)``, or ``(name, title, query or None, columns)``),
     each :func:`narrow`-ed; nothing when none was saved."""
@@ -58,5 +71,5 @@ def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###
                 frame = (frame if rows is None else frame.query(rows))[[c for c in columns if c in frame]]
             head, sep, body = md_table(narrow(frame).rename(columns=P_HEADERS)).partition("\n")
             head = head.replace("_", " ") if head.startswith("|") else head  # words for the column names
-            parts += [f"{level} {title}", "", head + sep + body, ""]
+            parts += [f"{level} {title}", "", *unadjusted_line(frame), head + sep + body, ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts

@@ -20,7 +20,7 @@ from .scorecard import status_counts
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
-RELEVANT_COLUMN = "on `relevant`: PtR − RtP (95% CI), p"
+RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI), p"
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
