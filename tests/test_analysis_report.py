@@ -117,6 +117,12 @@ def test_status_rests_on_the_ci_when_there_is_one():
     # A "~" number keeps its tolerance beside the CI: ~0.70 ± 0.05 meets [0.52, 0.66], not [0.50, 0.64].
     assert compare(0.59, {"value": 0.70}, tolerance=0.05, ci=(0.52, 0.66))[1] == "consistent"
     assert compare(0.57, {"value": 0.70}, tolerance=0.05, ci=(0.50, 0.64))[1] == "differs"
+    # A decimal stands for its rounding: the paper's 0.002 is 0.0015-0.0025, which meets [0.00245, 0.049];
+    # 0.003 does not meet [0.0036, 0.05], and an integer (0: "stable") gets no rounding.
+    status, basis = compare(0.026, {"value": 0.002}, ci=(0.00245, 0.049))[1::2]
+    assert status == "consistent" and basis.startswith("paper ±0.0005 (its rounding) in")
+    assert compare(0.026, {"value": 0.003}, ci=(0.0036, 0.05))[1] == "differs"
+    assert compare(-0.07, {"value": 0}, ci=(-0.11, -0.001))[1] == "differs"
 
 
 def test_win_counts_are_compared_as_shares_of_their_set():

@@ -170,7 +170,8 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's (difference: this
     run minus the paper, or the distance outside its range). With a 95% ``ci``: consistent when the CI meets
-    the paper's value (± ``tolerance``) or range; without: within ``tolerance`` or the paper's last decimal.
+    the paper's value (± ``tolerance``, else ± half its last decimal: its rounding) or range; without: within
+    ``tolerance`` or the paper's last decimal.
     A one-sided bound or an ``ordering`` (a tie differs) is consistent when the CI lies on the paper's side,
     "inconclusive" when it holds the bound; without a CI, by the estimate."""
     if "value" in bounds:
@@ -178,9 +179,11 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         diff = this_run - paper
         if ci is not None:
             low, high = ci
-            tol = 0.0 if tolerance is None else float(tolerance)
+            rounding = 0.0 if float(paper).is_integer() else default_tolerance(paper)  # a decimal's rounding
+            tol = rounding if tolerance is None else float(tolerance)
             ok = _overlaps(low, high, paper - tol, paper + tol)
-            target = f"paper ±{tol:g}" if tol else "paper"
+            why = " (its rounding)" if tolerance is None else ""
+            target = f"paper ±{tol:g}{why}" if tol else "paper"
             basis = (f"{target} {'in' if ok else 'outside'} this run's 95% CI "
                      f"[{fmt_number(low)}, {fmt_number(high)}]")
         else:

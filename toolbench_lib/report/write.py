@@ -373,8 +373,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += ["## Appendix A: scorecard and causes", "",
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
-              "`status` is *consistent* when the paper's value lies in this run's 95% CI (bootstrap over "
-              "queries, or Wilson for a share; for the paper's approximate numbers, “~70%”, its value ± the "
+              "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
+              "meets this run's 95% CI (bootstrap over queries, or Wilson for a share; for the paper's "
+              "approximate numbers, “~70%”, its value ± the "
               "tolerance in `references/paper.yaml`, which `report.csv` states per row); a number without "
               "sampling is compared at the paper's last decimal, and the row says why it has no CI. "
               "*Consistent* means this run cannot tell its number from the paper's, not that it confirms "
