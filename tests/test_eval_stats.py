@@ -213,10 +213,18 @@ def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # no
     validity = pd.DataFrame([{"subset": s, "method": m, "objective_pass_rate": 0.1, "judged_pass_rate": 0.7,
                               "kappa": 0.6 if (i, m) == (0, "rtp") else 0.1}
                              for i, s in enumerate(subsets) for m in ("rtp", "ptr")])
-    fig = figure2(table, wins(study, gts=["candidates"]), None, validity=validity)
+    fig = figure2(table, wins(study, gts=["candidates"]), None, validity=validity.assign(ceiling=0.3))
     outlined = [p for ax in fig.axes for p in ax.patches if not p.get_fill()]
     assert [round(p.get_height(), 3) for p in outlined] == [0.7]  # the one valid judge
-    assert "judged not drawn where kappa < 0.4" in fig.axes[2].get_title()
+    assert "judged (outline), not where kappa < 0.4" in fig.axes[2].get_title()
+    assert [seg[0][1] for c in fig.axes[2].collections for seg in c.get_segments()] == [0.3] * len(validity)
+    # The paper's (judged) pass rates sit beside a judged bar only: none over an objective bar alone.
+    paper = {(s, m, "pass_rate"): 0.88 for s in subsets for m in ("rtp", "ptr")}
+    fig = figure2(table, wins(study, gts=["candidates"]), paper, validity=validity)
+    assert [tuple(d.get_ydata()) for d in fig.axes[2].lines if d.get_marker() == "D"] == [(0.88,)]
+    fig = figure2(table, wins(study, gts=["candidates"]), paper, validity=validity.assign(kappa=0.1))
+    assert not [d for d in fig.axes[2].lines if d.get_marker() == "D"]
+    assert "judged and paper hidden: kappa < 0.4" in fig.axes[2].get_title()
 
 
 def test_figure4_draws_five_dimensions(study):  # noqa: F811

@@ -207,12 +207,12 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
 def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: list[str], width: float,
                      paper: dict | None, min_kappa: float) -> None:
     """Figure 2's pass-rate panel redrawn: objective pass rate (filled); the judged one (outlined) only where
-    the judge's kappa reaches ``min_kappa`` (elsewhere it is in the appendix's validity table alone); the
-    paper's judged value as a diamond."""
+    the judge's kappa reaches ``min_kappa`` (elsewhere it is in the appendix's validity table alone), and
+    then the paper's judged value as a diamond; a black line at each bar's ceiling."""
     ax.clear()
     v = validity.drop_duplicates(["subset", "method"]).set_index(["subset", "method"])
     x = np.arange(len(subsets))
-    invalid = False
+    drawn = hidden = False
     for i, method in enumerate(methods):
         pos = x + (i - (len(methods) - 1) / 2) * width
         rows = [v.loc[(s, method)] if (s, method) in v.index else None for s in subsets]
@@ -222,17 +222,26 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
         for j, r in enumerate(rows):
             if r is None:
                 continue
-            bad = not float(r["kappa"]) >= min_kappa
-            invalid |= bad
-            if not bad:
+            if "ceiling" in r and pd.notna(r["ceiling"]):  # the most the objective rate can be
+                ax.hlines(float(r["ceiling"]), pos[j] - width / 2, pos[j] + width / 2, colors="black",
+                          linewidth=1.6)
+            if float(r["kappa"]) >= min_kappa:
+                drawn = True
                 ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
                        edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
-        paper_marks(ax, pos, [None if r is None else (paper or {}).get((s, method, "pass_rate"))
+            else:
+                hidden = True
+        # the paper's rates are judged ones: beside a judged bar only, never over an objective one alone
+        paper_marks(ax, pos, [None if r is None or not float(r["kappa"]) >= min_kappa else
+                              (paper or {}).get((s, method, "pass_rate"))
                               for s, r in zip(subsets, rows, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
-    ax.set_title("pass rate: objective (filled), judged (outline)" + (
-        f"\njudged not drawn where kappa < {min_kappa:g}" if invalid else ""), fontsize=LEGEND_SIZE)
+    judged = ("judged (outline)" + (f", not where kappa < {min_kappa:g}" if hidden else "") if drawn else
+              f"judged and paper hidden: kappa < {min_kappa:g}")
+    ceiling = "ceiling" in validity and validity["ceiling"].notna().any()
+    ax.set_title("pass rate: objective (filled)" + ("; — its ceiling" if ceiling else "") + f"\n{judged}",
+                 fontsize=LEGEND_SIZE)
 
 
 RUNS_COLUMNS = ["subset", "gt", "metric", "n_queries", "n_runs", "rtp", "ptr_runs", "ptr_mean", "ptr_std",

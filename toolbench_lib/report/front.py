@@ -68,8 +68,9 @@ def g2_instruction_sentence(rows: pd.DataFrame) -> str:
         groups.setdefault(f"{r.leader} ahead" if r.significant else "no significant difference", []).append(
             FAMILY_SHORT.get(r.retriever, r.retriever))
     said = "; ".join(f"{what} with {_sets(fams)} retrieval" for what, fams in groups.items())
-    return (f"On G2_instruction, the set the paper's G2 numbers fit ({fmt_count(r0.n_queries)} queries, "
-            f"{runs}, p unadjusted): {said}.")
+    return (f"G2_instruction, the set the paper's G2 numbers fit, has stubs of {runs} "
+            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original, whose stubs "
+            f"have every run; on G2_instruction (p unadjusted): {said}.")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
@@ -141,7 +142,7 @@ def answer_sentence(rows: pd.DataFrame) -> str:
         if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
             holds.append(FAMILY_SHORT.get(family, family))
     untested = [FAMILY_SHORT.get(f, f) for f in rows["retriever"].unique() if f != "dense"]
-    verdict = (f"the paper's crossover ({PAPER_CROSSOVER}) holds with {_sets(holds)} retrieval only"
+    verdict = (f"the paper's crossover holds with {_sets(holds)} retrieval only"
                + (", which the paper did not test" if set(holds) <= set(untested) else "")
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
