@@ -77,7 +77,7 @@ bench-first-run: install
 # RUN_NAME (what `make run` stored); the kernel of a closed page is shut down when it closes (after EXPLORE_CULL
 # idle seconds at the latest); at most EXPLORE_PAGES pages (kernels) at once.
 EXPLORE_PORT ?= 8866
-EXPLORE_CULL ?= 30
+EXPLORE_CULL ?= 45
 EXPLORE_PAGES ?= 4
 .PHONY: explore sync-notebooks
 explore: install

@@ -633,8 +633,8 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert text == ("**The answer.** With dense retrieval (the paper's kind), RtP leads on G1, neither leads "
                     "significantly on G2 and G3: the paper's crossover is not reproduced in this setup. With "
                     "BM25 retrieval, "
-                    "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover (RtP ahead on G1, PtR "
-                    "ahead on G2 and G3) holds with BM25 retrieval only, which the paper did not test.")
+                    "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover holds with BM25 "
+                    "retrieval only, which the paper did not test.")
     # the paper calls its own G3 difference not significant: a same-direction G3 is not a miss
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
     assert ("the paper's crossover is not reproduced in this setup on G2 (the paper's G3 difference "
@@ -783,9 +783,10 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "paper_leader": ["PtR"] * 3,
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
-        "On G2_instruction, the set the paper's G2 numbers fit (106 queries, one run, p unadjusted): no "
-        "significant difference with dense and hybrid (dense + BM25) retrieval; PtR ahead with "
-        "BM25 retrieval.")
+        "G2_instruction, the set the paper's G2 numbers fit, has stubs of one run (106 queries), so the "
+        "primary G2 stays G2_category_original, whose stubs have every run; on G2_instruction (p "
+        "unadjusted): no significant difference with dense and hybrid (dense + BM25) retrieval; PtR ahead "
+        "with BM25 retrieval.")
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")

@@ -31,7 +31,7 @@ import pytest
 
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.evaluation import per_query_runs
-from toolbench_lib.explorer.app import HOST, prepare_views, voila_argv, voila_env
+from toolbench_lib.explorer.app import CULL_IDLE_S, HOST, prepare_views, voila_argv, voila_env
 from toolbench_lib.explorer.data import NO_PLAN, PAGE_ROWS
 from toolbench_lib.study.experiment import ExperimentConfig, get_study
 
@@ -71,8 +71,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve(run_name: str, log: Path, max_pages: int = 4, cull_idle_s: int = 20):
-    """`make explore`'s Voilà for ``run_name`` on a free loopback port, kernels culled after 20 idle seconds:
+def serve(run_name: str, log: Path, max_pages: int = 4, cull_idle_s: int = CULL_IDLE_S):
+    """`make explore`'s Voilà for ``run_name`` on a free loopback port, kernels culled as `make explore` does:
     ``(url, process, log)``, the server stopped on exit.
 
     Shorter timeouts let the server cull a kernel that is still rendering the page: Voilà executes the

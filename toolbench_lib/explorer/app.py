@@ -26,7 +26,8 @@ TEMPLATES = Path(__file__).resolve().parent / "jupyter"  # a Jupyter data folder
 TEMPLATE = "explorer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8866
-CULL_IDLE_S = 30  # a closed page's kernel is released within 30 + 15 s
+CULL_IDLE_S = 45  # a closed page whose close beacon was lost: released within 45 + 15 s; a page still being
+# rendered has no connection yet and must outlive the render under load (20 s culled one in a loaded test run)
 CULL_INTERVAL_S = 15
 MAX_PAGES = 4  # kernels at once: each holds one study's tables
 MAX_PAGES_ENV = "TOOLBENCH_EXPLORE_MAX_PAGES"
