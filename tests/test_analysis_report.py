@@ -908,3 +908,19 @@ def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
     assert ("every ground-truth (`relevant`) API for a share of plans of G1 0.340 (RtP) and 0.190 (PtR), "
             "G2 0.040 (RtP) and 0.050 (PtR). The objective rates (0.000–0.120) sit under it; on G2 and G3 no "
             "more than 0.050 of plans could pass") in line
+
+
+def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
+    from toolbench_lib.report.front import printed_p_lines
+
+    def entry(quote, paper, std, metric="precision"):
+        return {"id": "x", "subset": "G2", "metric": metric, "quote": quote, "paper": paper, "std": std}
+
+    refs = {"entries": [
+        entry(r"precision 0.204{\pm}0.007 vs. 0.167 (p{=}0.039)", 0.204, 0.007),  # gives p = 0.00181
+        entry(r"precision 0.204{\pm}0.007 vs. 0.167 (p{=}0.039)", 0.167, None),  # RtP's own entry: no std
+        entry(r"recall 0.160 vs. 0.172{\pm}0.008 (p{=}0.06)", 0.172, 0.008, "recall"),  # gives 0.0577: agrees
+        entry(r"pass rate 0.855{\pm}0.020 vs. 0.747{\pm}0.015 (p{<}0.001)", 0.855, 0.02)]}  # two-sample
+    (line,) = printed_p_lines(refs)
+    assert line.startswith("Its G2 precision p = 0.039 does not follow from its own numbers by its")
+    assert line.endswith(": 0.204 ± 0.007 over 4 runs against 0.167 gives p = 0.00181.")

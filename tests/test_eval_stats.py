@@ -302,3 +302,15 @@ def test_the_cluster_difference_ci_resamples_whole_clusters():
     shared = v + rng.normal(0, 1, 80)[q]  # items of one cluster are alike: resampling items is too narrow
     assert np.diff(cluster_difference_ci(shared, q % 2 == 0, q)) > 1.5 * np.diff(
         cluster_difference_ci(shared, q % 2 == 0, np.arange(400)))
+
+
+def test_the_test_over_runs_from_a_printed_summary_equals_the_one_from_the_runs():
+    import numpy as np
+    from scipy.stats import ttest_1samp
+
+    from toolbench_lib.eval.stats import runs_test, runs_test_summary
+
+    runs = [0.20, 0.21, 0.195, 0.211]
+    summary = runs_test_summary(float(np.mean(runs)), float(np.std(runs, ddof=1)), 4, 0.167)
+    assert summary == pytest.approx(ttest_1samp(runs, 0.167).pvalue)
+    assert summary == pytest.approx(runs_test([0.167], runs, a_deterministic=True)["p_value"])

@@ -4,6 +4,7 @@ missing and its note says why (never p = 0, p = 1 or NaN presented as a result).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -128,6 +129,13 @@ def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_determinis
         res = (stats.ttest_1samp(y, float(x.mean())) if a_deterministic
                else stats.ttest_ind(y, x, equal_var=False))
     return {**out, "statistic": float(res.statistic), "p_value": float(res.pvalue)}
+
+
+def runs_test_summary(mean: float, std: float, n: int, value: float) -> float:
+    """The p of the paper's test over runs from a printed summary: a one-sample t of ``n`` run means with
+    ``mean`` and ``std`` against the deterministic ``value``."""
+    t = (mean - value) / (std / math.sqrt(n))
+    return float(2 * stats.t.sf(abs(t), n - 1))
 
 
 def wilson_ci(count: float, n: float, level: float = 0.95) -> tuple[float, float]:

@@ -4,6 +4,8 @@ right and wrong, the limits and a conclusion per retriever; each number of its p
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
@@ -12,7 +14,7 @@ from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..eval.compare import significant
-from ..eval.stats import holm
+from ..eval.stats import holm, runs_test_summary
 from ..study.experiment import ExperimentConfig
 from .locate import TableCache
 from .scorecard import status_counts
@@ -254,7 +256,32 @@ QUOTES = {  # the paper's words that paper_against_itself sets side by side (tes
     "g3_favours": "G3 recall favors PtR",
     "temperature": "temperature =0",
     "vary": "both stub generation and planner output vary across runs",
+    "one_sample": ("one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP "
+                   "value)"),
 }
+PAPER_RUNS = 4  # the runs behind the paper's mean ± std
+# "A{\pm}s vs. B (p{=}x)" or "B vs. A{\pm}s (p{=}x)" in a quote: PtR's mean ± std, RtP's value, the printed p
+PRINTED_TEST = re.compile(r"([0-9.]+)(\{\\pm\}[0-9.]+)? vs\. ([0-9.]+)(\{\\pm\}[0-9.]+)? \(p\{=\}([0-9.]+)\)")
+
+
+def printed_p_lines(refs: dict) -> list[str]:
+    """Where a p the paper prints for its one-sample test does not follow from its own mean ± std and RtP
+    value (more than twice or less than half the recomputed p)."""
+    lines = []
+    for e in refs["entries"]:
+        m = PRINTED_TEST.search(str(e.get("quote", "")))
+        if not m or bool(m.group(2)) == bool(m.group(4)) or e.get("std") is None:
+            continue
+        ptr, rtp = (m.group(1), m.group(3)) if m.group(2) else (m.group(3), m.group(1))
+        std = (m.group(2) or m.group(4)).split("}")[-1]  # as printed: 0.010
+        if float(ptr) != paper_bounds(e["paper"]).get("value"):
+            continue
+        printed, p = float(m.group(5)), runs_test_summary(float(ptr), float(std), PAPER_RUNS, float(rtp))
+        if not printed / 2 <= p <= printed * 2:
+            lines.append(f"Its {e['subset']} {e['metric']} p = {m.group(5)} does not follow from its own "
+                         f"numbers by its *“{QUOTES['one_sample']}”*: {ptr} ± {std} over {PAPER_RUNS} runs "
+                         f"against {rtp} gives {fmt_p(p)}.")
+    return list(dict.fromkeys(lines))
 
 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[str]:
@@ -292,6 +319,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     if None not in (a, b):
         lines.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
                      f"discussion explains why *“{QUOTES['g3_favours']}”* as if it were an effect.")
+    lines += printed_p_lines(refs)
     lines.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
                  f"because *“{QUOTES['vary']}”*; it does not say what varies at temperature 0.")
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
