@@ -178,6 +178,7 @@ relevant = replace(PRIMARY.at(cfg.k), gt="relevant")
 relevant_endpoint = pd.concat([endpoint_table(study, relevant)] + ([endpoint_table(
     vstudy, relevant, sets=["G2_instruction"])] if vstudy is not None else []), ignore_index=True)
 save_tables({"primary_endpoint_relevant": relevant_endpoint}, cfg, prov)
+display(relevant_endpoint.drop(columns=["p_family"]).round(4))
 fkey = f"fusion-k{cfg.k}-{gt}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
 ftables = rv.cached_tables(rcfg.study_dir, fkey, lambda: fusion_board.fusion_and_costs(
     study, vstudy, unseen, rv.cached_search_ms(rcfg, rsetup, study), cfg.k, gt, cfg.seed))

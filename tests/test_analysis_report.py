@@ -906,8 +906,8 @@ def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
         tmp_path / "judge_validity.csv", index=False)
     (line,) = pass_ceiling_lines(cfg)
     assert ("every ground-truth (`relevant`) API for a share of plans of G1 0.340 (RtP) and 0.190 (PtR), "
-            "G2 0.040 (RtP) and 0.050 (PtR). The objective rates (0.000–0.120) sit under it; on G2 and G3 no "
-            "more than 0.050 of plans could pass") in line
+            "G2 0.040 (RtP) and 0.050 (PtR). The objective rates (0.000–0.120) sit under it; on G2 no more "
+            "than 0.050 of plans could pass (`judge_validity`: ceiling).") in line
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():

@@ -216,6 +216,7 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
     for i, method in enumerate(methods):
         pos = x + (i - (len(methods) - 1) / 2) * width
         rows = [v.loc[(s, method)] if (s, method) in v.index else None for s in subsets]
+        valid = [r is not None and float(r["kappa"]) >= min_kappa for r in rows]  # the judge agrees enough
         obj = [np.nan if r is None else float(r["objective_pass_rate"]) for r in rows]
         ax.bar(pos, obj, width, color=METHOD_COLORS.get(method),
                label=f"{METHOD_LABELS.get(method, method)}, objective")
@@ -225,16 +226,14 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
             if "ceiling" in r and pd.notna(r["ceiling"]):  # the most the objective rate can be
                 ax.hlines(float(r["ceiling"]), pos[j] - width / 2, pos[j] + width / 2, colors="black",
                           linewidth=1.6)
-            if float(r["kappa"]) >= min_kappa:
-                drawn = True
+            if valid[j]:
                 ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
                        edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
-            else:
-                hidden = True
+        drawn |= any(valid)
+        hidden |= any(r is not None and not ok for r, ok in zip(rows, valid, strict=True))
         # the paper's rates are judged ones: beside a judged bar only, never over an objective one alone
-        paper_marks(ax, pos, [None if r is None or not float(r["kappa"]) >= min_kappa else
-                              (paper or {}).get((s, method, "pass_rate"))
-                              for s, r in zip(subsets, rows, strict=True)])
+        paper_marks(ax, pos, [(paper or {}).get((s, method, "pass_rate")) if ok else None
+                              for s, ok in zip(subsets, valid, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     judged = ("judged (outline)" + (f", not where kappa < {min_kappa:g}" if hidden else "") if drawn else

@@ -254,12 +254,13 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     each = ", ".join(f"{s} {fmt_number(t.at[(s, 'rtp'), 'ceiling'])} (RtP) and "
                      f"{fmt_number(t.at[(s, 'ptr'), 'ceiling'])} (PtR)" for s in sets)
     obj = t.loc[sets, "objective_pass_rate"]
-    multi = t.loc[[s for s in sets if s != "G1"], "ceiling"]
+    multi = [s for s in sets if s != "G1"]  # the multi-tool sets
+    most = fmt_number(t.loc[multi, "ceiling"].max()) if multi else ""
     return [f"The objective pass rate has a ceiling: a plan names only APIs its prompt listed, and the "
             f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
-            + (f"; on G2 and G3 no more than {fmt_number(multi.max())} of plans could pass" if len(multi)
-               else "") + " (`judge_validity`: ceiling)."]
+            + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
+            + " (`judge_validity`: ceiling)."]
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
