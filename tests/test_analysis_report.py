@@ -245,6 +245,9 @@ def test_build_report_one_row_per_entry_with_missing_tables(cfg):
     # A judged pass rate is not scored while the judge's validity is not measured.
     assert rows.loc["g1_rtp_pass_rate", "status"] == "not scored"
     assert "judge validity not measured" in rows.loc["g1_rtp_pass_rate", "basis"]
+    # Its this_run is the objective rate (not saved here); the judged one has a column of its own.
+    assert rows.loc["g1_rtp_pass_rate", "judged"] == pytest.approx(0.5)
+    assert math.isnan(rows.loc["g1_rtp_pass_rate", "this_run"])
     from_main = {e["id"] for e in refs["entries"] if e["locator"].get("table") == "main_results"}
     missing = rows[~rows.index.isin(from_main)]
     assert missing["status"].isin(["missing table", "no matching rows"]).all()
@@ -924,3 +927,17 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
     (line,) = printed_p_lines(refs)
     assert line.startswith("Its G2 precision p = 0.039 does not follow from its own numbers by its")
     assert line.endswith(": 0.204 ± 0.007 over 4 runs against 0.167 gives p = 0.00181.")
+
+
+def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
+    from toolbench_lib.report.write import judge_lines
+
+    t = pd.DataFrame({"solved_rate_none": [0.55, 0.62], "solved_rate_all": [0.7, 0.8], "kappa": [0.06, 0.01]})
+    (line,) = judge_lines(t)
+    assert line.startswith("The judge calls 0.550–0.620 of the plans that name no ground-truth API \"Solved\", "
+                           "against 0.700–0.800 of those that name every one: it ranks them apart, and its "
+                           "kappa against the objective pass is 0.010–0.060, so its rates are not scored")
+    same = judge_lines(t.assign(solved_rate_all=[0.6, 0.6], kappa=[0.5, 0.5]))[0]
+    assert ": it does not tell them apart, and its kappa against the objective pass is 0.500 (" in same
+    assert "not scored" not in same
+    assert judge_lines(t.drop(columns="kappa")) == []

@@ -11,6 +11,7 @@ import yaml
 
 from toolbench_lib.analysis.references import REFERENCES_FILE, load_references, paper_bounds, paper_numbers
 from toolbench_lib.report.front import right_and_wrong
+from toolbench_lib.report.scorecard import is_claim
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
@@ -156,3 +157,14 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
                            "cause_status": ["", "unexplained", ""]})
     line = right_and_wrong(report, [])[2]
     assert line.startswith("- The paper's 2 reference numbers (3 rows: 1 re-read on another set")
+    # A claim in words is counted apart from the numbers the paper prints.
+    report["claim"] = [False, True, False]
+    lines = right_and_wrong(report, [])
+    assert lines[2].startswith("- The paper's 1 reference numbers (2 rows: 1 re-read") and "1 differs" not in lines[2]
+    assert lines[3].startswith("- Its 1 claims in words") and lines[3].endswith(": 1 differs, 1 unexplained.")
+
+
+def test_claims_in_words_are_marked_in_the_scorecard():
+    claims = [e for e in load_references()["entries"] if is_claim(e)]
+    assert {e["id"] for e in claims} >= {"g1_rtp_gap_stable_over_k", "g1_top1_cosine_routing_auroc"}
+    assert not any(is_claim(e) for e in load_references()["entries"] if e["id"] == "g1_rtp_recall")

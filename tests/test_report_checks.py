@@ -80,7 +80,7 @@ def test_a_quote_of_the_paper_must_be_in_its_text():
 
 
 def test_a_judged_rate_outside_the_appendix_fails():
-    row = {"id": "g1_rtp_pass_rate", "status": "not scored", "this_run": 0.7123, "objective": 0.05}
+    row = {"id": "g1_rtp_pass_rate", "status": "not scored", "this_run": 0.05, "judged": 0.7123}
     shown = _report("| g1_rtp_pass_rate | G1 | 0.884 | 0.050 (objective) |")
     assert check_judged_rates(shown, [row]) == []
     judged = _report("| g1_rtp_pass_rate | G1 | 0.884 | 0.712 |")
@@ -129,11 +129,11 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
     from toolbench_lib.report.write import _shown
 
     report = pd.DataFrame([
-        {"id": "g1_rtp_pass_rate", "subset": "G1", "paper": "0.884", "this_run": 0.7123, "objective": 0.05,
+        {"id": "g1_rtp_pass_rate", "subset": "G1", "paper": "0.884", "this_run": 0.05, "judged": 0.7123,
          "metric": "pass_rate", "ci_low": float("nan"), "ci_high": float("nan"), "status": "not scored",
          "direction": "", "basis": "judge kappa 0.062 < 0.4", "cause_status": "", "cause": ""},
         {"id": "g1_rtp_recall", "subset": "G1", "paper": "0.372", "this_run": 0.401,
-         "objective": float("nan"), "metric": "recall", "ci_low": 0.35, "ci_high": 0.45,
+         "judged": float("nan"), "metric": "recall", "ci_low": 0.35, "ci_high": 0.45,
          "status": "consistent", "direction": "", "basis": "", "cause_status": "", "cause": ""}])
     table = md_table(_shown(report))
     assert "0.050 (objective)" in table and "0.712" not in table and "judge kappa 0.062 &lt; 0.4" in table

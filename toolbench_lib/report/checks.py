@@ -127,12 +127,12 @@ def check_paper_quotes(markdown: str, paper: str | None) -> list[str]:
 
 
 def check_judged_rates(markdown: str, rows: Iterable[Mapping]) -> list[str]:
-    """A judged rate the judge cannot support (a row not scored that has an objective rate) appears only in
-    the appendix: before it, the row's lines show the objective rate."""
+    """A judged rate the judge cannot support (a row not scored, whose ``this_run`` is the objective rate)
+    appears only in the appendix: before it, the row's lines show the objective rate."""
     body = markdown.split("\n## Appendix", 1)[0].splitlines()
     problems = []
     for r in rows:
-        objective, judged = r.get("objective"), r.get("this_run")
+        objective, judged = r.get("this_run"), r.get("judged")
         if r.get("status") != "not scored" or not _number(objective) or not _number(judged):
             continue
         shown = f"{float(judged):.3f}"

@@ -236,16 +236,23 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
 def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
     """How the paper's numbers fare here: the scorecard's counts, then ``extra`` lines (the crossover per
     retriever is the answer sentence's)."""
-    c = status_counts(report) if len(report) else {}
     lines = ["### How the paper's numbers fare in this run", ""]
-    if c:
-        counts = ", ".join(f"{fmt_count(n)} {name}" for name, n in c.items() if n)
-        again = int((report["reading_of"].fillna("") != "").sum())
-        scored = (f"{fmt_count(len(report) - again)} reference numbers ({fmt_count(len(report))} rows: "
+    if len(report):
+        claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
+        numbers, claims = report[~claim], report[claim]
+
+        def counts(rows: pd.DataFrame) -> str:
+            return ", ".join(f"{fmt_count(n)} {name}" for name, n in status_counts(rows).items() if n)
+
+        again = int((numbers["reading_of"].fillna("") != "").sum())
+        scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows: "
                   f"{fmt_count(again)} re-read on another set or ground truth)"
-                  if again else f"{fmt_count(len(report))} reference numbers")
-        lines.append(f"- The paper's {scored} against this run: {counts}. Differences may come from this "
-                     "run's LLM and embedder, untested here.")
+                  if again else f"{fmt_count(len(numbers))} reference numbers")
+        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}. Differences may come "
+                     "from this run's LLM and embedder, untested here.")
+        if len(claims):
+            lines.append(f"- Its {fmt_count(len(claims))} claims in words (orderings, a stability, a routing "
+                         f"signal), each read here as a bound marked `claim:`: {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 

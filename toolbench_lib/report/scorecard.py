@@ -29,9 +29,9 @@ from .locate import (
 
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
 REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
-                  "ci_high", "difference", "status", "direction", "basis", "objective", "cause", "evidence",
+                  "ci_high", "difference", "status", "direction", "basis", "judged", "cause", "evidence",
                   "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high",
-                  "reading_of"]
+                  "reading_of", "claim"]
 
 # -- named causes -------------------------------------------------------------------------------------------
 
@@ -222,19 +222,21 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
     bounds = paper_bounds(entry["paper"])
     row = {"this_run": math.nan, "ci_low": math.nan, "ci_high": math.nan, "difference": math.nan,
-           "status": "", "direction": "", "basis": "", "objective": math.nan}
+           "status": "", "direction": "", "basis": "", "judged": math.nan}
     value, problem = locate(entry["locator"], tables)
     if problem:
         row["status"] = problem
         return row
     row["this_run"] = value
     validity = entry.get("validity")
-    if validity:
-        objective, _ = locate(validity["objective"], tables) if "objective" in validity else (math.nan, None)
-        row["objective"] = objective
+    if validity:  # a judged rate: this_run is the objective rate unless the judge is valid
+        row["judged"] = value
         kappa, why = locate(validity["kappa"], tables)
         if why or kappa < float(validity.get("min_kappa", 0.4)):
-            row["difference"] = value - bounds.get("value", math.nan)
+            objective, _ = (locate(validity["objective"], tables) if "objective" in validity
+                            else (math.nan, None))
+            row["this_run"] = objective
+            row["difference"] = objective - bounds.get("value", math.nan)
             row["status"] = NOT_SCORED
             row["basis"] = (f"judge validity not measured ({why})" if why else
                             f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
@@ -269,6 +271,12 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     return row
 
 
+def is_claim(entry: Mapping) -> bool:
+    """A claim the paper states in words (an ordering, or a stability), which the report reads as a bound or
+    a value of its own: not a number the paper prints."""
+    return bool(entry.get("ordering") or entry.get("stable"))
+
+
 def compare_entries(entries: list[dict], tables_dir: Path,
                     causes: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """One row per reference entry: the paper's number, this run's with its CI, the status by evidence,
@@ -282,9 +290,10 @@ def compare_entries(entries: list[dict], tables_dir: Path,
         rows.append({"id": entry["id"], "description": entry["description"],
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
-                     "paper": paper_text(paper_bounds(entry["paper"])), **judged, **named,
+                     "paper": ("claim: " if is_claim(entry) else "") + paper_text(paper_bounds(entry["paper"])),
+                     **judged, **named,
                      "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
-                     "reading_of": entry.get("reading_of", "")})
+                     "reading_of": entry.get("reading_of", ""), "claim": is_claim(entry)})
     return pd.DataFrame(rows, columns=REPORT_COLUMNS)
 
 

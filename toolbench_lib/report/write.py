@@ -20,6 +20,7 @@ from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
 from .appendix import APPENDIX_TABLES, table_section
+from .glossary import MIN_KAPPA
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
@@ -151,11 +152,11 @@ def ci_text(low: float, high: float, paper: str) -> str:
 
 
 def _shown(report: pd.DataFrame) -> pd.DataFrame:
-    """Report rows with every number formatted once; the rows not scored (the judge's kappa too low) that have
-    an objective rate show it."""
+    """Report rows with every number formatted once; a judged rate the judge cannot support (not scored) shows
+    the objective rate, which ``this_run`` holds for it."""
     objective = (report["status"] == NOT_SCORED) & report.get(
-        "objective", pd.Series(float("nan"), index=report.index)).notna()
-    value = report["this_run"].where(~objective, report.get("objective"))
+        "judged", pd.Series(float("nan"), index=report.index)).notna()
+    value = report["this_run"]
     return pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
         "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
@@ -260,7 +261,30 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
             f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
             + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
-            + " (`judge_validity`: ceiling)."]
+            + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
+
+
+def judge_lines(t: pd.DataFrame) -> list[str]:
+    """The judge measured against the plans' evidence: how often it says "Solved" when a plan names no
+    ground-truth API, and when it names every one (``judge_validity``, one row per set and method)."""
+    cols = ["solved_rate_none", "solved_rate_all", "kappa"]
+    if not set(cols) <= set(t) or t["solved_rate_none"].isna().all():
+        return []
+    r = {c: t[c].dropna() for c in cols}
+
+    def span(c: str) -> str:
+        return fmt_number(r[c].min()) if r[c].min() == r[c].max() else \
+            f"{fmt_number(r[c].min())}–{fmt_number(r[c].max())}"
+
+    tells = r["solved_rate_all"].min() > r["solved_rate_none"].max() if len(r["solved_rate_all"]) else False
+    return [f"The judge calls {span('solved_rate_none')} of the plans that name no ground-truth API "
+            "\"Solved\"" + (f", against {span('solved_rate_all')} of those that name every one"
+                              if len(r["solved_rate_all"]) else "")
+            + (": it ranks them apart, " if tells else ": it does not tell them apart, ")
+            + f"and its kappa against the objective pass is {span('kappa')}"
+            + (", so its rates are not scored against the paper's and stand only in Appendix B"
+               if r["kappa"].max() < MIN_KAPPA else "")
+            + " (`judge_validity`: solved_rate_none, solved_rate_all, kappa)."]
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
@@ -381,7 +405,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "sampling is compared at the paper's last decimal, and the row says why it has no CI. "
               "*Consistent* means this run cannot tell its number from the paper's, not that it confirms "
               "it: a wide CI is consistent with much. An ordering or bound with a CI that holds the bound "
-              "is *inconclusive*. A row "
+              "is *inconclusive*. A paper value marked `claim:` is a claim the paper makes in words (an "
+              "ordering, a stability, a routing signal), read here as that bound or value; the paper prints "
+              "no such number. A row "
               "that differs names its cause's status: *explained* when the cause's predicted value has a CI "
               "that covers the paper's, *partly explained* when it closes part of the gap, *setup "
               "difference* for a difference of setup (not a tested cause), *unexplained* otherwise "
