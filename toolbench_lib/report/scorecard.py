@@ -290,7 +290,8 @@ def compare_entries(entries: list[dict], tables_dir: Path,
         rows.append({"id": entry["id"], "description": entry["description"],
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
-                     "paper": ("claim: " if is_claim(entry) else "") + paper_text(paper_bounds(entry["paper"])),
+                     "paper": ("claim: " if is_claim(entry) else "")
+                     + paper_text(paper_bounds(entry["paper"])),
                      **judged, **named,
                      "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
                      "reading_of": entry.get("reading_of", ""), "claim": is_claim(entry)})

@@ -20,7 +20,6 @@ from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
 from .appendix import APPENDIX_TABLES, table_section
-from .glossary import MIN_KAPPA
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
@@ -40,6 +39,7 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
+from .glossary import MIN_KAPPA
 from .locate import DIFFERS, INCONCLUSIVE, NOT_SCORED, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
