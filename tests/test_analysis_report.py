@@ -936,7 +936,8 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
     (line,) = judge_lines(t)
     assert line.startswith("The judge calls 0.550–0.620 of the plans that name no ground-truth API "
                            "\"Solved\", against 0.700–0.800 of those that name every one: it ranks them "
-                           "apart, and its kappa against the objective pass is 0.010–0.060, so its rates are not scored")
+                           "apart, and its kappa against the objective pass is 0.010–0.060, so its rates are "
+                           "not scored")
     same = judge_lines(t.assign(solved_rate_all=[0.6, 0.6], kappa=[0.5, 0.5]))[0]
     assert ": it does not tell them apart, and its kappa against the objective pass is 0.500 (" in same
     assert "not scored" not in same
