@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
-from ..config import PLAN_K
 from ..data.normalize import norm_name
 from ..data.queries import check_gt
 
@@ -44,11 +43,9 @@ def _covered(gt_ids: Sequence[str], named: set[str], keys: dict | None) -> int:
 
 def _shown(result) -> dict[tuple, set[str]]:
     """``{(qkey, method, run): ids}``: the APIs each plan's prompt listed (its method's top k in its run)."""
-    r = result.rankings
-    if r.empty:
+    if result.rankings.empty:
         return {}
-    k = int(result.provenance.get("settings", {}).get("k", PLAN_K))
-    return r[r["rank"] <= k].groupby(["qkey", "method", "run"])["api_id"].apply(set).to_dict()
+    return result.shown().groupby(["qkey", "method", "run"])["api_id"].apply(set).to_dict()
 
 
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,

@@ -99,14 +99,12 @@ def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
                          "run the study again to re-judge them")
     template = judge_prompt(version)
     settings = result.provenance.get("settings", {})
-    k = int(settings.get("k", 5))
     temps = StudySettings(temperature=settings.get("temperature", 0.0),
                           run_temperature=settings.get("run_temperature"))
     q = result.queries.set_index("qkey")
     keep = set(result.queries.groupby("subset", sort=False).head(per_subset)["qkey"]) if per_subset \
         else set(q.index)
-    final = result.rankings[result.rankings["rank"] <= k].sort_values("rank")
-    rows_of = final.groupby(["qkey", "method", "run"])["row"].apply(list).to_dict()
+    rows_of = result.shown().groupby(["qkey", "method", "run"])["row"].apply(list).to_dict()
     out = []
     for p in plans[plans["qkey"].isin(keep)].to_dict("records"):
         run = int(p["run"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..config import PLAN_K
 from ..data.atomic import atomic_folder, file_sha256, folder_lock
 from ..data.queries import DEFAULT_GT, check_gt
 from ..retrieval.rankings import Retrieved
@@ -40,6 +41,12 @@ class StudyResult:
     folder: Path | None = None  # where the study is stored (set by save and load); its evaluation goes there
 
     TABLES = ("queries", "stubs", "rankings", "text_rankings", "plans", "calls")
+
+    def shown(self) -> pd.DataFrame:
+        """The rankings' rows each plan's prompt listed: its method's top k (the study's plan k) in its run,
+        best first."""
+        k = int(self.provenance.get("settings", {}).get("k", PLAN_K))
+        return self.rankings[self.rankings["rank"] <= k].sort_values("rank")
 
     def stored_rankings_sha256(self) -> str | None:
         """The sha256 of the stored ``rankings`` table while it is the table saved or loaded, else None (a
