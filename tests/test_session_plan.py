@@ -12,6 +12,7 @@ import pytest
 
 from toolbench_lib.analysis.references import paper_value
 from toolbench_lib.report.session import (
+    NOTES_HEADING,
     QUESTIONS_HEADING,
     QUOTE_GT,
     QUOTE_RETRIEVER,
@@ -87,7 +88,7 @@ def save(cfg: ExperimentConfig, tables: dict[str, pd.DataFrame]) -> None:
 def questions(cfg: ExperimentConfig) -> dict[str, str]:
     """``{title: text}`` of every discussion question, for a report of the plan's headings."""
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    blocks = text.split(f"## {QUESTIONS_HEADING}")[1].split("\n### ")[1:]
+    blocks = text.split(f"## {QUESTIONS_HEADING}")[1].split(f"## {NOTES_HEADING}")[0].split("\n### ")[1:]
     return {b.split("\n")[0].split(". ", 1)[1]: b for b in blocks}
 
 
@@ -221,3 +222,25 @@ def test_the_quoted_words_are_the_papers():
     paper = " ".join(PAPER_TEXT.read_text(encoding="utf-8").split())
     for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER):
         assert quote in paper, quote
+
+
+def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
+    tables = hand_tables()
+    tables["judge_validity"]["ceiling"] = [0.34, 0.19, 0.04, 0.05, 0.04, 0.05, 0.9]
+    save(cfg, tables)
+    text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
+    notes = text.split(f"## {NOTES_HEADING}")[1]
+    assert len(re.findall(r"(?m)^\d+\. ", notes)) == len(questions(cfg)) >= 6
+    ptr, rtp = paper_value("g1_ptr_recall"), paper_value("g1_rtp_recall")
+    inside = "inside" if -0.102 <= ptr - rtp <= -0.024 else "outside"
+    assert (f"The stated {paper_value('g1_ptr_minus_rtp_recall'):.3f} lies inside this run's CI "
+            f"[-0.102, -0.024] and the computed {ptr - rtp:.3f} {inside}") in notes
+    assert "for at most 0.340 of plans here" in notes  # the `same` plans' 0.9 is passed over
+    assert "By mean recall PtR leads G3 on `candidates` and PtR on `relevant`: the definition leaves" in notes
+    # 0.0312 / 0.0004
+    assert "On BM25 G1 the test over runs gives the smaller p, 78 times smaller: its 4 run means" in notes
+    assert "for RtP on 2 and for PtR on 2 of 2 sets" in notes  # G1 0.455 > 0.352, 0.391 > 0.265; G2 too
+    assert "change PtR's recall by G1 -0.045" in notes
+    (cfg.tables_dir / "ablation_decomposition.csv").unlink()
+    text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
+    assert "6. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]

@@ -20,6 +20,7 @@ from .locate import TableCache
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
 QUESTIONS_HEADING = "Discussion questions"
+NOTES_HEADING = "Facilitator notes"
 SETS = ("G1", "G2", "G3")
 NAN = float("nan")
 NO_P = "p = n/a"  # a p-value the run did not save
@@ -193,14 +194,78 @@ def decomposers(c: TableCache) -> str:
     return per_set(one) + " (`ablation_decomposition`: ptr_recall, rtp_recall by decomposer)"
 
 
+# -- the facilitator's notes: what this run's numbers answer ------------------------------------------------
+
+def in_ci_note(c: TableCache, stated: float, computed: float) -> str:
+    lo, hi = (value(c, "paired_tests", col, subset="G1", gt="candidates", metric="recall")
+              for col in ("ci_low", "ci_high"))
+    where = {x: "inside" if lo <= x <= hi else "outside" for x in (stated, computed)}
+    return (f"the stated {fmt_signed(stated)} lies {where[stated]} this run's CI {fmt_ci(lo, hi)} and the "
+            f"computed {fmt_signed(computed)} {where[computed]}")
+
+
+def ceiling_note(c: TableCache) -> str:
+    table = c.get("judge_validity")
+    ceiling = architectures(c, "judge_validity", "ceiling",
+                            **({"plans": "all"} if table is not None and "plans" in table else {}))
+    return (f"a plan passes objectively only when its prompt listed every ground-truth API, which happened "
+            f"for at most {fmt_number(ceiling.max())} of plans here (`judge_validity`: ceiling); a pass rate "
+            "above that counts something other than plans that name the right APIs")
+
+
+def leader_note(c: TableCache) -> str:
+    lead = {}
+    for gt in ("candidates", "relevant"):
+        r, p = (value(c, "main_results", "recall_mean", subset="G3", method=m, gt=gt) for m in ("rtp", "ptr"))
+        lead[gt] = "PtR" if p > r else "RtP" if r > p else "neither"
+    same = lead["candidates"] == lead["relevant"]
+    return (f"by mean recall {lead['candidates']} leads G3 on `candidates` and {lead['relevant']} on "
+            f"`relevant`: the definition {'leaves the leader as it is' if same else 'changes the leader'}")
+
+
+def tests_note(c: TableCache) -> str:
+    p_runs, p_pairs, runs = (endpoint(c, "bm25", col, "G1")
+                             for col in ("p_runs_robustness", "p_holm", "n_runs"))
+    smaller = "over runs" if p_runs < p_pairs else "over queries"
+    ratio = max(p_runs, p_pairs) / min(p_runs, p_pairs) if min(p_runs, p_pairs) > 0 else float("inf")
+    return (f"on BM25 G1 the test {smaller} gives the smaller p, {ratio:.3g} times smaller: its "
+            f"{fmt_count(runs)} run means vary only with the LLM's sampling, while the paired test sees the "
+            "difference vary from query to query")
+
+
+def families_note(c: TableCache) -> str:
+    ahead, sets = {"RtP": 0, "PtR": 0}, 0
+    for s in SETS:
+        try:
+            pairs = [(endpoint(c, "bm25", m, s), endpoint(c, "dense", m, s)) for m in ("rtp", "ptr")]
+        except NotInRun:
+            continue
+        sets += 1
+        for arch, (bm25, dense) in zip(ahead, pairs, strict=True):
+            ahead[arch] += bm25 > dense
+    if not sets:
+        raise NotInRun("no set with both BM25 and dense rows")
+    return (f"BM25's recall is above dense retrieval's for RtP on {ahead['RtP']} and for PtR on "
+            f"{ahead['PtR']} of {sets} sets (`primary_endpoint_families`, `primary_endpoint`)")
+
+
+def decomposer_note(c: TableCache) -> str:
+    def one(s: str) -> str:
+        llm, rules = (value(c, "ablation_decomposition", "ptr_recall", subset=s, decomposer=d)
+                      for d in ("llm", "rules"))
+        return f"{s} {fmt_signed(rules - llm)}"
+    return (f"rule-based stubs (more stubs from a splitter, not a better writer) change PtR's recall by "
+            f"{per_set(one)}; a stronger writer is untested here")
+
+
 # -- the questions ------------------------------------------------------------------------------------------
 
 Maker = Callable[[TableCache], str]
 
 
-def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, ...], str]]:
-    """``(title, the paper's numbers, makers of this run's numbers, what to discuss)`` per question; the
-    paper's numbers are its reference entries' (``refs``: id to entry)."""
+def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, ...], str, Maker]]:
+    """``(title, the paper's numbers, makers of this run's numbers, what to discuss, the facilitator's note)``
+    per question; the paper's numbers are its reference entries' (``refs``: id to entry)."""
     def paper(entry: str) -> float:
         return paper_bounds(refs[entry]["paper"]).get("value", NAN) if entry in refs else NAN
 
@@ -217,34 +282,36 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
          f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
          "Does each of the paper's two values lie in this run's CI, and which would you quote? What can make "
-         "a stated difference differ from the difference of the stated means?"),
+         "a stated difference differ from the difference of the stated means?",
+         lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
          f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}).",
          (objective_pass_rates, recall_ceiling),
          "How can a plan pass when most of the query's APIs were never retrieved? What does the pass rate "
-         "measure, then?"),
+         "measure, then?", ceiling_note),
         ("Which ground truth?",
          f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
          f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
          (g3_ground_truths,),
          "Does the leader change with the definition? Which definition matches the paper's words, and which "
-         "its numbers?"),
+         "its numbers?", leader_note),
         ("The test over runs against the test over queries",
          f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and what does that do to its p-value?"),
+         "as fixed: what variation does it leave out, and what does that do to its p-value?", tests_note),
         ("Is BM25's win a fair comparison?",
          f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
          "that test the architectures or how lexical the queries are? What would make the dense side a fair "
-         "opponent?"),
+         "opponent?", families_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
          (stub_hits, decomposers),
          "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
-         "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?"),
+         "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
+         decomposer_note),
     ]
 
 
@@ -264,11 +331,15 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     run's numbers: the opening lines of ``teaching.md``."""
     refs = {e["id"]: e for e in load_references(references)["entries"]}
     cache = TableCache(cfg.tables_dir)
+    notes: list[str] = []
     lines = [f"## {SESSION_HEADING}", "",
              f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
              "states this run's numbers and the table they come from.", "",
              *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
-    for i, (title, paper_text, makers, ask) in enumerate(questions(refs), 1):
+    for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]
-    return lines
+        notes.append(f"{i}. {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
+    return [*lines, f"## {NOTES_HEADING}", "",
+            "What this run's numbers answer, for whoever leads the discussion:", "",
+            *notes, ""]
