@@ -334,7 +334,9 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     notes: list[str] = []
     lines = [f"## {SESSION_HEADING}", "",
              f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
-             "states this run's numbers and the table they come from.", "",
+             "states this run's numbers and the table they come from. The run folder's files are all a group "
+             "needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); the `open` links reach "
+             "the explorer only while `make explore` serves it.", "",
              *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
