@@ -942,3 +942,20 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
     assert ": it does not tell them apart, and its kappa against the objective pass is 0.500 (" in same
     assert "not scored" not in same
     assert judge_lines(t.drop(columns="kappa")) == []
+
+
+def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts():
+    from toolbench_lib.report.front import grouped_line, limits
+
+    rows = pd.DataFrame({
+        "retriever": ["dense", "dense", "bm25"], "subset": ["G1_instruction", "G2_category_original", "G3"],
+        "n_queries": [163, 199, 100], "n_groups": [120, 80, 40], "significant": [True, False, True],
+        "ci_low_grouped_robustness": [-0.11, -0.02, -0.01],
+        "ci_high_grouped_robustness": [-0.03, 0.08, 0.09]})
+    line = grouped_line(rows)
+    assert line.startswith(
+        "- Queries that share a ground-truth API are not independent. Resampling the groups they form "
+        "instead of single queries gives dense PtR − RtP CIs of G1 163 queries in 120 groups, [-0.110, "
+        "-0.030]; G2 199 queries in 80 groups, [-0.020, 0.080]; 1 of the 2 significant verdicts keep such a "
+        "CI clear of 0 (BM25 G3 do not)")
+    assert line in limits([], rows) and grouped_line(rows.drop(columns="n_groups")) == ""

@@ -10,6 +10,7 @@ from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
+from toolbench_lib.data.queries import shared_api_groups
 from toolbench_lib.eval.compare import compare, p_value_conflicts
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
@@ -21,7 +22,7 @@ from toolbench_lib.eval.evaluation import (
     relevance,
     score_rankings,
 )
-from toolbench_lib.eval.stats import holm, paired, runs_test
+from toolbench_lib.eval.stats import bootstrap_ci, grouped_bootstrap_ci, holm, paired, runs_test
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
@@ -195,3 +196,27 @@ def test_one_p_value_per_comparison_across_tables() -> None:
     other = compare(study, "rtp", "ptr", ["G2_instruction"], "candidates", 5)  # another family: another p
     found = p_value_conflicts({"front": front, "other": other})
     assert len(found) == 1 and found[0].startswith("ptr − rtp · recall@5 · candidates · G2_instruction: p ")
+
+
+def test_queries_sharing_a_ground_truth_api_form_one_group() -> None:
+    q = pd.DataFrame({"qkey": ["a", "b", "c", "d", "e"], "subset": ["S", "S", "S", "S", "T"],
+                      "candidates": [["x"], ["y", "z"], ["z", "x"], ["w"], ["x"]]})
+    groups = shared_api_groups(q, "candidates")
+    assert groups["a"] == groups["b"] == groups["c"]  # a–c by x, b–c by z: one chain
+    assert len({groups["a"], groups["d"], groups["e"]}) == 3  # d shares nothing; e is of another set
+
+
+def test_the_grouped_bootstrap_is_the_query_bootstrap_for_single_queries_and_wider_for_copies() -> None:
+    d = np.random.default_rng(3).normal(0.05, 0.2, size=60)
+    assert grouped_bootstrap_ci(d, list(range(60)), 2000)[:2] == pytest.approx(bootstrap_ci(d, 2000))
+    copies = np.repeat(d[:30], 2)  # every query twice: 30 independent groups, not 60 queries
+    low, high, n = grouped_bootstrap_ci(copies, np.repeat(np.arange(30), 2), 2000)
+    naive = bootstrap_ci(copies, 2000)
+    assert n == 30 and high - low > 1.3 * (naive[1] - naive[0])
+    study = _study(1)
+    table = compare(evaluate(study), "rtp", "ptr", ["G1_instruction"], "candidates", 5,
+                    groups=shared_api_groups(study.queries, "candidates"))
+    row = table.iloc[0]
+    assert 1 <= row.n_groups <= row.n and row.ci_low_grouped_robustness <= row["diff"]
+    assert row["diff"] <= row.ci_high_grouped_robustness
+    assert compare(evaluate(study), "rtp", "ptr", ["G1_instruction"])["n_groups"].isna().all()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import K
-from ..data.queries import subset_alias
+from ..data.queries import shared_api_groups, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import evaluate
 from .findings import recall_verdict
@@ -44,7 +44,8 @@ PRIMARY = Endpoint()
 FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
 ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff",
                     "ci_low", "ci_high", "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader",
-                    "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict"]
+                    "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict", "n_groups",
+                    "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
 
 
 def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -73,9 +74,10 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     sets = list(dict.fromkeys(ev.subsets)) if sets is None else [s for s in sets if s in set(ev.subsets)]
     if not sets:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
-    rows = []
+    rows, groups = [], shared_api_groups(result.queries, endpoint.gt)
     for family, (a, b) in pairs.items():
-        tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples)
+        tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples,
+                        groups=groups)
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)

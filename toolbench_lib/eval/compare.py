@@ -11,19 +11,22 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT
 from .evaluation import Evaluation, evaluate
-from .stats import holm, paired, runs_test
+from .stats import grouped_bootstrap_ci, holm, paired, runs_test
 
 COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff",
                    "ci_low", "ci_high", "t", "p", "p_holm", "family", "wins", "ties", "losses", "testable",
-                   "note", "p_wilcoxon_robustness", "p_runs_robustness"]
+                   "note", "p_wilcoxon_robustness", "p_runs_robustness", "n_groups",
+                   "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
 
 
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
-            seed: int = SEED) -> pd.DataFrame:
+            seed: int = SEED, groups: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Method ``b`` against ``a`` on each query's mean over runs (:func:`~toolbench_lib.eval.stats.paired`),
     one row per set of ``sets`` (default: all); p-values Holm-adjusted over ``family`` (default ``sets``);
-    robustness only: Wilcoxon's p and the paper's test over runs. ``evaluation``: an Evaluation or a study."""
+    robustness only: Wilcoxon's p, the paper's test over runs and, with ``groups`` (``{qkey: group}``, e.g.
+    :func:`~toolbench_lib.data.queries.shared_api_groups`), the CI resampling whole groups of queries.
+    ``evaluation``: an Evaluation or a study."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")
@@ -46,6 +49,11 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
         rows[s] = {"comparison": comparison_key(a, b, metric, k, gt, s), "subset": s, "a": a, "b": b,
                    "metric": metric, "k": k, "gt": gt, **res,
                    "p_wilcoxon_robustness": res["p_wilcoxon"], "p_runs_robustness": over["p_value"]}
+        if groups is not None and res["testable"]:
+            d = runs_b[:, mask].mean(axis=0) - runs_a[:, mask].mean(axis=0)
+            low, high, n = grouped_bootstrap_ci(d, [groups.get(q, q) for q in ev.qkeys[mask]], n_resamples,
+                                                seed)
+            rows[s].update(n_groups=n, ci_low_grouped_robustness=low, ci_high_grouped_robustness=high)
     adjusted = holm([rows[s]["p"] for s in family])
     label = f"Holm over {', '.join(family)}" if len(family) > 1 else "one comparison (no adjustment)"
     for s, p in zip(family, adjusted, strict=True):

@@ -61,6 +61,21 @@ def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
     return float(low), float(high)
 
 
+def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 10_000, seed: int = SEED,
+                         level: float = 0.95) -> tuple[float, float, int]:
+    """``(low, high, n_groups)``: the percentile bootstrap CI of the mean of ``diff`` when whole groups of
+    items (``groups``, one label per item) are resampled, for items that are not independent within a group
+    (a ratio estimator: each resample's sum over its groups by its count of items)."""
+    _, inverse = np.unique(np.asarray(groups), return_inverse=True)
+    d = np.asarray(diff, dtype=float)
+    sums, sizes = np.bincount(inverse, weights=d), np.bincount(inverse).astype(float)
+    if len(sums) < 2:
+        return float(d.mean()), float(d.mean()), len(sums)
+    counts = resample_counts(len(sums), n_resamples, seed)
+    low, high = _percentile_ci((counts @ sums) / (counts @ sizes), level)
+    return float(low), float(high), len(sums)
+
+
 def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED) -> dict:
     """The one paired test of per-query scores ``a`` and ``b`` (same queries and order): means, ``diff = b -
     a`` and its bootstrap 95% CI (2 queries or more), paired t, wins/ties/losses, Wilcoxon's p (robustness);

@@ -340,16 +340,41 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     return lines
 
 
-def limits(provenance: list[dict]) -> list[str]:
-    """The limits of this reproduction, from the study's provenance."""
+def grouped_line(rows: pd.DataFrame) -> str:
+    """Queries sharing a ground-truth API are not independent: the primary comparisons' CIs when whole groups
+    of them are resampled (``primary_endpoint``'s grouped robustness columns), and which significant verdicts
+    keep such a CI clear of 0."""
+    cols = ["n_groups", "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
+    if not len(rows) or not set(cols) <= set(rows) or rows["n_groups"].isna().all():
+        return ""
+    r = rows[rows["n_groups"].notna()]
+    dense = r[r["retriever"] == "dense"] if (r["retriever"] == "dense").any() else r
+    each = "; ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} queries in {fmt_count(x.n_groups)} "
+                     f"groups, {fmt_ci(x.ci_low_grouped_robustness, x.ci_high_grouped_robustness)}"
+                     for x in dense.itertuples())
+    sig = r[r["significant"].astype(bool)]
+    clear = (sig["ci_low_grouped_robustness"] > 0) | (sig["ci_high_grouped_robustness"] < 0)
+    lost = [f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {subset_alias(x.subset)}"
+            for x, ok in zip(sig.itertuples(), clear, strict=True) if not ok]
+    family, kept = FAMILY_SHORT.get(dense["retriever"].iloc[0]), fmt_count(int(clear.sum()))
+    return (f"- Queries that share a ground-truth API are not independent. Resampling the groups they form "
+            f"instead of single queries gives {family} PtR − RtP CIs of {each}; {kept} of the "
+            f"{fmt_count(len(sig))} significant verdicts keep such a CI clear of 0"
+            + (f" ({_sets(lost)} do not)" if lost else "")
+            + " (`primary_endpoint`, `primary_endpoint_families`: grouped robustness columns).")
+
+
+def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
+    """The limits of this reproduction, from the study's provenance and the primary comparisons."""
     prov = provenance[0] if provenance else {}
+    grouped = grouped_line(rows) if rows is not None else ""
     return ["### Limits of this reproduction", "",
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
             "Flash; weaker stubs handicap PtR most.",
             f"- Embeddings come from `{prov.get('model', 'n/a')}`, not GTE-base: cosines and dense rankings "
             "differ from the paper's.",
             "- Judged pass rates are used only where the judge agrees with the objective rate (kappa at "
-            "least 0.4).", ""]
+            "least 0.4).", *([grouped] if grouped else []), ""]
 
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter

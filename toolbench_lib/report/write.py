@@ -368,7 +368,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
-              *limits(provenance), "### Conclusion per retriever", "",
+              *limits(provenance, rows), "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
                                                              if len(rows) else [])], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
