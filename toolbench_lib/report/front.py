@@ -89,7 +89,7 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
             "set": subset_alias(r.subset) + (" (p unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
-            "PtR − RtP (95% CI)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
+            "PtR − RtP (95% CI, unadjusted)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
             + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high)),
             "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
         if rel:
