@@ -116,9 +116,9 @@ for subset in dict.fromkeys(main["subset"]):
 # RtP is deterministic, so PtR's run means are tested against RtP's single value with a one-sample t-test, for
 # recall and for precision. The pass rate varies for both methods (both plans and judge verdicts are sampled),
 # so the per-run pass rates of the two methods are compared with Welch's two-sample t-test (statistics are
-# PtR minus RtP). With few runs these tests have little power; a test that cannot decide (fewer than two runs,
-# or no variation between runs) reports p = 1 (or p = 0 for a constant, non-zero difference) and the `note`
-# column says why. No test is NaN.
+# PtR minus RtP). These are the paper's tests, kept as a robustness column (`p_runs_robustness`) that gives no
+# verdict. With few runs they have little power; a test that cannot decide (fewer than two runs, or no
+# variation between runs) has no p-value, and the `note` column says why.
 
 # %%
 tests = mr.ttests(result, cfg.k)
@@ -133,9 +133,9 @@ for note, n in undecided["note"].value_counts().items():
 # ### Paired per-query tests (they work from a single run)
 #
 # The same queries are scored by both methods, so the sharper comparison is paired: per query, PtR's score
-# (mean over runs) minus RtP's. Paired t-test, Wilcoxon signed-rank (zero differences kept, Pratt), an exact
-# sign test on per-query wins (ties dropped), and a bootstrap 95% CI of the mean difference (10,000 resamples
-# of queries). Every p-value is Holm-corrected over the whole table (`*_holm`).
+# (mean over runs) minus RtP's. `eval.compare` gives the paired t-test with its p Holm-adjusted over the sets
+# (`p_holm`, the one p-value of this comparison everywhere), a bootstrap 95% CI of the mean difference (10,000
+# resamples of queries) and per-query wins; Wilcoxon's signed-rank p is a robustness column only.
 
 # %%
 paired_tests = mr.paired_tests(result, cfg.k)
