@@ -787,9 +787,8 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
         "G2_instruction, the set the paper's G2 numbers fit, has stubs of one run (106 queries), so the "
-        "primary G2 stays G2_category_original, whose stubs have every run; on G2_instruction (p "
-        "unadjusted): no significant difference with dense and hybrid (dense + BM25) retrieval; PtR ahead "
-        "with BM25 retrieval.")
+        "primary G2 stays G2_category_original; on G2_instruction: no significant difference with dense and "
+        "hybrid (dense + BM25) retrieval; PtR ahead with BM25 retrieval.")
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
@@ -953,9 +952,8 @@ def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts()
         "ci_low_grouped_robustness": [-0.11, -0.02, -0.01],
         "ci_high_grouped_robustness": [-0.03, 0.08, 0.09]})
     line = grouped_line(rows)
-    assert line.startswith(
-        "- Queries that share a ground-truth API are not independent. Resampling the groups they form "
-        "instead of single queries gives dense PtR − RtP CIs of G1 163 queries in 120 groups, [-0.110, "
-        "-0.030]; G2 199 queries in 80 groups, [-0.020, 0.080]; 1 of the 2 significant verdicts keep such a "
-        "CI clear of 0 (BM25 G3 do not)")
+    assert line == (
+        "- Queries written from one sample of APIs share their ground truth and are not independent (queries "
+        "in groups: G1 163 in 120, G2 199 in 80, G3 100 in 40). Resampling groups, 1 of the 2 significant "
+        "verdicts keep a CI clear of 0; BM25 G3 do not (`primary_endpoint*`: grouped robustness).")
     assert line in limits([], rows) and grouped_line(rows.drop(columns="n_groups")) == ""

@@ -10,7 +10,7 @@ from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
-from toolbench_lib.data.queries import shared_api_groups
+from toolbench_lib.data.queries import ground_truth_groups
 from toolbench_lib.eval.compare import compare, p_value_conflicts
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
@@ -198,12 +198,12 @@ def test_one_p_value_per_comparison_across_tables() -> None:
     assert len(found) == 1 and found[0].startswith("ptr − rtp · recall@5 · candidates · G2_instruction: p ")
 
 
-def test_queries_sharing_a_ground_truth_api_form_one_group() -> None:
+def test_queries_with_the_same_ground_truth_form_one_group() -> None:
     q = pd.DataFrame({"qkey": ["a", "b", "c", "d", "e"], "subset": ["S", "S", "S", "S", "T"],
-                      "candidates": [["x"], ["y", "z"], ["z", "x"], ["w"], ["x"]]})
-    groups = shared_api_groups(q, "candidates")
-    assert groups["a"] == groups["b"] == groups["c"]  # a–c by x, b–c by z: one chain
-    assert len({groups["a"], groups["d"], groups["e"]}) == 3  # d shares nothing; e is of another set
+                      "candidates": [["x", "y"], ["y", "x"], ["x"], ["w"], ["x", "y"]]})
+    groups = ground_truth_groups(q, "candidates")
+    assert groups["a"] == groups["b"] == "a"  # the same set, in another order
+    assert len({groups["a"], groups["c"], groups["d"], groups["e"]}) == 4  # e: the same set in another subset
 
 
 def test_the_grouped_bootstrap_is_the_query_bootstrap_for_single_queries_and_wider_for_copies() -> None:
@@ -215,7 +215,7 @@ def test_the_grouped_bootstrap_is_the_query_bootstrap_for_single_queries_and_wid
     assert n == 30 and high - low > 1.3 * (naive[1] - naive[0])
     study = _study(1)
     table = compare(evaluate(study), "rtp", "ptr", ["G1_instruction"], "candidates", 5,
-                    groups=shared_api_groups(study.queries, "candidates"))
+                    groups=ground_truth_groups(study.queries, "candidates"))
     row = table.iloc[0]
     assert 1 <= row.n_groups <= row.n and row.ci_low_grouped_robustness <= row["diff"]
     assert row["diff"] <= row.ci_high_grouped_robustness

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import K
-from ..data.queries import shared_api_groups, subset_alias
+from ..data.queries import ground_truth_groups, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import evaluate
 from .findings import recall_verdict
@@ -23,11 +23,10 @@ class Endpoint:
     metric: str = "recall"
     k: int = K
     gt: str = "candidates"
-    basis: str = "per-query mean over the recorded runs"
-    test: str = "paired t-test over queries (a test of the mean, like the bootstrap CI)"
-    family: str = "Holm over the three sets (G1, G2, G3) of one retriever family"
-    secondary: str = ("the paper's one-sample t-test of PtR's run means against RtP's value, unadjusted, a "
-                      "robustness column that gives no verdict")
+    basis: str = "per-query mean over the runs"
+    test: str = "paired t-test over queries"
+    family: str = "Holm over the three sets of one retriever family"
+    secondary: str = "the paper's one-sample t-test over runs, unadjusted, which gives no verdict"
 
     def at(self, k: int) -> Endpoint:
         """The same endpoint at cut-off ``k`` (a run made with another ``k``)."""
@@ -35,9 +34,8 @@ class Endpoint:
 
     def text(self) -> str:
         """One sentence stating the endpoint, for the top of the report."""
-        return (f"**Primary endpoint:** {self.metric}@{self.k} against the `{self.gt}` ground truth, "
-                f"{self.basis}; PtR − RtP per set by a {self.test}; p-values {self.family}. "
-                f"**Robustness:** {self.secondary}.")
+        return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
+                f"{self.test}, {self.family}. **Robustness:** {self.secondary}.")
 
 
 PRIMARY = Endpoint()
@@ -74,7 +72,7 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     sets = list(dict.fromkeys(ev.subsets)) if sets is None else [s for s in sets if s in set(ev.subsets)]
     if not sets:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
-    rows, groups = [], shared_api_groups(result.queries, endpoint.gt)
+    rows, groups = [], ground_truth_groups(result.queries, endpoint.gt)
     for family, (a, b) in pairs.items():
         tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric, n_resamples=n_resamples,
                         groups=groups)

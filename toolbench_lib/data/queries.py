@@ -289,20 +289,9 @@ def query_keys(queries: pd.DataFrame) -> list[str]:
     return [f"{s}:{q}" for s, q in zip(queries["subset"], queries["query_id"], strict=True)]
 
 
-def shared_api_groups(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, str]:
-    """``{qkey: group}``: within each subset, queries linked through a shared ground-truth API (directly or by
-    a chain) form one group, named by its first query; a query sharing none is a group of its own."""
-    parent = {q: q for q in queries["qkey"]}
-
-    def root(q: str) -> str:
-        while parent[q] != q:
-            parent[q] = parent[parent[q]]
-            q = parent[q]
-        return q
-
-    first: dict[tuple[str, str], str] = {}
-    for q, subset, apis in zip(queries["qkey"], queries["subset"], queries[check_gt(gt)], strict=True):
-        for api in apis if apis is not None else ():
-            other = first.setdefault((subset, api), q)
-            parent[root(q)] = root(other)
-    return {q: root(q) for q in parent}
+def ground_truth_groups(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, str]:
+    """``{qkey: group}``: within each subset, the queries with the same ground-truth set (ToolBench writes
+    several queries from one sample of APIs) form one group, named by its first query."""
+    first: dict[tuple[str, frozenset], str] = {}
+    return {q: first.setdefault((subset, frozenset(apis if apis is not None else ())), q)
+            for q, subset, apis in zip(queries["qkey"], queries["subset"], queries[check_gt(gt)], strict=True)}

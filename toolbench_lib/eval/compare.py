@@ -25,7 +25,7 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     """Method ``b`` against ``a`` on each query's mean over runs (:func:`~toolbench_lib.eval.stats.paired`),
     one row per set of ``sets`` (default: all); p-values Holm-adjusted over ``family`` (default ``sets``);
     robustness only: Wilcoxon's p, the paper's test over runs and, with ``groups`` (``{qkey: group}``, e.g.
-    :func:`~toolbench_lib.data.queries.shared_api_groups`), the CI resampling whole groups of queries.
+    :func:`~toolbench_lib.data.queries.ground_truth_groups`), the CI resampling whole groups of queries.
     ``evaluation``: an Evaluation or a study."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:

@@ -71,8 +71,8 @@ def g2_instruction_sentence(rows: pd.DataFrame) -> str:
             FAMILY_SHORT.get(r.retriever, r.retriever))
     said = "; ".join(f"{what} with {_sets(fams)} retrieval" for what, fams in groups.items())
     return (f"G2_instruction, the set the paper's G2 numbers fit, has stubs of {runs} "
-            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original, whose stubs "
-            f"have every run; on G2_instruction (p unadjusted): {said}.")
+            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original; on "
+            f"G2_instruction: {said}.")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
@@ -251,8 +251,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         lines.append(f"- The paper's {scored} against this run: {counts(numbers)}. Differences may come "
                      "from this run's LLM and embedder, untested here.")
         if len(claims):
-            lines.append(f"- Its {fmt_count(len(claims))} claims in words (orderings, a stability, a routing "
-                         f"signal), each read here as a bound marked `claim:`: {counts(claims)}.")
+            lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
+                         f"Appendix A): {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 
@@ -341,27 +341,24 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
 
 
 def grouped_line(rows: pd.DataFrame) -> str:
-    """Queries sharing a ground-truth API are not independent: the primary comparisons' CIs when whole groups
-    of them are resampled (``primary_endpoint``'s grouped robustness columns), and which significant verdicts
-    keep such a CI clear of 0."""
+    """Queries with the same ground truth are not independent: how many groups each set's queries form, and
+    which significant verdicts keep a CI clear of 0 when whole groups are resampled (``primary_endpoint``'s
+    grouped robustness columns)."""
     cols = ["n_groups", "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
     if not len(rows) or not set(cols) <= set(rows) or rows["n_groups"].isna().all():
         return ""
     r = rows[rows["n_groups"].notna()]
-    dense = r[r["retriever"] == "dense"] if (r["retriever"] == "dense").any() else r
-    each = "; ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} queries in {fmt_count(x.n_groups)} "
-                     f"groups, {fmt_ci(x.ci_low_grouped_robustness, x.ci_high_grouped_robustness)}"
-                     for x in dense.itertuples())
+    first = r.drop_duplicates("subset")
+    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} in {fmt_count(x.n_groups)}"
+                     for x in first.itertuples())
     sig = r[r["significant"].astype(bool)]
     clear = (sig["ci_low_grouped_robustness"] > 0) | (sig["ci_high_grouped_robustness"] < 0)
     lost = [f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {subset_alias(x.subset)}"
             for x, ok in zip(sig.itertuples(), clear, strict=True) if not ok]
-    family, kept = FAMILY_SHORT.get(dense["retriever"].iloc[0]), fmt_count(int(clear.sum()))
-    return (f"- Queries that share a ground-truth API are not independent. Resampling the groups they form "
-            f"instead of single queries gives {family} PtR − RtP CIs of {each}; {kept} of the "
-            f"{fmt_count(len(sig))} significant verdicts keep such a CI clear of 0"
-            + (f" ({_sets(lost)} do not)" if lost else "")
-            + " (`primary_endpoint`, `primary_endpoint_families`: grouped robustness columns).")
+    return (f"- Queries written from one sample of APIs share their ground truth and are not independent "
+            f"(queries in groups: {each}). Resampling groups, {fmt_count(int(clear.sum()))} of the "
+            f"{fmt_count(len(sig))} significant verdicts keep a CI clear of 0"
+            + (f"; {_sets(lost)} do not" if lost else "") + " (`primary_endpoint*`: grouped robustness).")
 
 
 def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
@@ -370,9 +367,8 @@ def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str
     grouped = grouped_line(rows) if rows is not None else ""
     return ["### Limits of this reproduction", "",
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
-            "Flash; weaker stubs handicap PtR most.",
-            f"- Embeddings come from `{prov.get('model', 'n/a')}`, not GTE-base: cosines and dense rankings "
-            "differ from the paper's.",
+            f"Flash (weaker stubs handicap PtR most); embeddings from `{prov.get('model', 'n/a')}`, not "
+            "GTE-base.",
             "- Judged pass rates are used only where the judge agrees with the objective rate (kappa at "
             "least 0.4).", *([grouped] if grouped else []), ""]
 
