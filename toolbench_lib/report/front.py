@@ -60,19 +60,14 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
 
 
 def g2_instruction_sentence(rows: pd.DataFrame) -> str:
-    """One sentence: with which families each architecture leads on G2_instruction (numbers in the table)."""
+    """Why G2_instruction, the set the paper's G2 numbers fit, is not the primary G2 (its rows are in the
+    table)."""
     if not len(rows):
         return ""
     r0 = rows.iloc[0]
     runs = "one run" if r0.n_runs == 1 else f"{fmt_count(r0.n_runs)} runs"
-    groups: dict[str, list[str]] = {}
-    for r in rows.itertuples():
-        groups.setdefault(f"{r.leader} ahead" if r.significant else "no significant difference", []).append(
-            FAMILY_SHORT.get(r.retriever, r.retriever))
-    said = "; ".join(f"{what} with {_sets(fams)} retrieval" for what, fams in groups.items())
     return (f"G2_instruction, the set the paper's G2 numbers fit, has stubs of {runs} "
-            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original; on "
-            f"G2_instruction: {said}.")
+            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original.")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
@@ -248,8 +243,7 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows: "
                   f"{fmt_count(again)} re-read on another set or ground truth)"
                   if again else f"{fmt_count(len(numbers))} reference numbers")
-        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}. Differences may come "
-                     "from this run's LLM and embedder, untested here.")
+        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}.")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
@@ -355,10 +349,10 @@ def grouped_line(rows: pd.DataFrame) -> str:
     clear = (sig["ci_low_grouped_robustness"] > 0) | (sig["ci_high_grouped_robustness"] < 0)
     lost = [f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {subset_alias(x.subset)}"
             for x, ok in zip(sig.itertuples(), clear, strict=True) if not ok]
-    return (f"- Queries written from one sample of APIs share their ground truth and are not independent "
-            f"(queries in groups: {each}). Resampling groups, {fmt_count(int(clear.sum()))} of the "
-            f"{fmt_count(len(sig))} significant verdicts keep a CI clear of 0"
-            + (f"; {_sets(lost)} do not" if lost else "") + " (`primary_endpoint*`: grouped robustness).")
+    return (f"- Queries written from one sample of APIs are not independent (queries in groups: {each}); "
+            f"resampling groups keeps {fmt_count(int(clear.sum()))} of the {fmt_count(len(sig))} significant "
+            "verdicts' CIs clear of 0" + (f", not {_sets(lost)}" if lost else "")
+            + " (`primary_endpoint*`: grouped robustness).")
 
 
 def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
@@ -369,8 +363,8 @@ def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
             f"Flash (weaker stubs handicap PtR most); embeddings from `{prov.get('model', 'n/a')}`, not "
             "GTE-base.",
-            "- Judged pass rates are used only where the judge agrees with the objective rate (kappa at "
-            "least 0.4).", *([grouped] if grouped else []), ""]
+            "- Judged pass rates count only where the judge's kappa against the objective pass is at least "
+            "0.4.", *([grouped] if grouped else []), ""]
 
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
