@@ -405,8 +405,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "the paper's, not that it confirms it. An ordering or bound whose CI holds the bound is "
               "*inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound; it "
               "prints no such number. A row that differs names its cause's status: *explained* when the "
-              "cause's predicted value has a CI that covers the paper's, *partly explained* when it closes "
-              "part of the gap, *setup difference* for a difference of setup (not a tested cause), "
+              "cause's predicted value has a CI that covers the paper's and moves at least half the gap, "
+              "*partly explained* when it closes part of it (the share stated), *setup difference* for a "
+              "difference of setup (not a tested cause), "
               "*unexplained* otherwise "
               "(`references/causes.yaml`).", "",
               "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
