@@ -930,17 +930,17 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
 def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
     from toolbench_lib.report.write import judge_lines
 
-    t = pd.DataFrame({"solved_rate_none": [0.55, 0.62], "solved_rate_all": [0.7, 0.8], "kappa": [0.06, 0.01]})
+    t = pd.DataFrame({"solved_rate_none": [0.5, 0.75], "solved_rate_all": [1.0, float("nan")],
+                      "evidence_none": [60, 40], "evidence_all": [3, 0], "kappa": [0.06, 0.01]})
     (line,) = judge_lines(t)
-    assert line.startswith("The judge calls 0.550–0.620 of the plans that name no ground-truth API "
-                           "\"Solved\", against 0.700–0.800 of those that name every one: it ranks them "
-                           "apart, and its kappa against the objective pass is 0.010–0.060, so its rates are "
-                           "not scored")
-    same = judge_lines(t.assign(solved_rate_all=[0.6, 0.6], kappa=[0.5, 0.5]))[0]
-    assert ": it does not tell them apart, and its kappa against the objective pass is 0.500 (" in same
-    assert "not scored" not in same
-    assert judge_lines(t.drop(columns="kappa")) == []
-
+    assert line == (
+        "The judge calls 0.600 of the 100 plans that name no ground-truth API \"Solved\", and 1.000 of the 3 "
+        "that name every one; its kappa against the objective pass is 0.010 to 0.060, so its rates are not "
+        "scored against the paper's and stand only in Appendix B (`judge_validity`: solved_rate_*, "
+        "evidence_*, kappa).")
+    valid = judge_lines(t.assign(kappa=[0.5, 0.5], evidence_all=[0, 0]))[0]
+    assert "no ground-truth API \"Solved\"; its kappa against the objective pass is 0.500 (" in valid
+    assert judge_lines(t.drop(columns="kappa")) == [] and judge_lines(t.assign(evidence_none=0)) == []
 
 def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts():
     from toolbench_lib.report.front import grouped_line, limits

@@ -4,6 +4,7 @@ tables and figures, and the teaching material."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -265,26 +266,28 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
 
 
 def judge_lines(t: pd.DataFrame) -> list[str]:
-    """The judge measured against the plans' evidence: how often it says "Solved" when a plan names no
-    ground-truth API, and when it names every one (``judge_validity``, one row per set and method)."""
-    cols = ["solved_rate_none", "solved_rate_all", "kappa"]
-    if not set(cols) <= set(t) or t["solved_rate_none"].isna().all():
+    """The judge measured against the plans' evidence, pooled over ``judge_validity``'s rows (a set and
+    method each): its "Solved" share of the plans that name no ground-truth API and of those that name every
+    one, and its kappa against the objective pass."""
+    cols = ["solved_rate_none", "solved_rate_all", "evidence_none", "evidence_all", "kappa"]
+    if not set(cols) <= set(t) or not t["evidence_none"].sum():
         return []
-    r = {c: t[c].dropna() for c in cols}
 
-    def span(c: str) -> str:
-        return fmt_number(r[c].min()) if r[c].min() == r[c].max() else \
-            f"{fmt_number(r[c].min())}–{fmt_number(r[c].max())}"
+    def pooled(e: str) -> tuple[float, int]:
+        n = t[f"evidence_{e}"].where(t[f"solved_rate_{e}"].notna(), 0)
+        share = float((t[f"solved_rate_{e}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
+        return share, int(n.sum())
 
-    tells = r["solved_rate_all"].min() > r["solved_rate_none"].max() if len(r["solved_rate_all"]) else False
-    return [f"The judge calls {span('solved_rate_none')} of the plans that name no ground-truth API "
-            "\"Solved\"" + (f", against {span('solved_rate_all')} of those that name every one"
-                              if len(r["solved_rate_all"]) else "")
-            + (": it ranks them apart, " if tells else ": it does not tell them apart, ")
-            + f"and its kappa against the objective pass is {span('kappa')}"
+    (none, n_none), (every, n_all) = pooled("none"), pooled("all")
+    k = t["kappa"].dropna()
+    kappa = fmt_number(k.min()) if k.min() == k.max() else f"{fmt_number(k.min())} to {fmt_number(k.max())}"
+    return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
+            "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
+                                  if n_all else "")
+            + f"; its kappa against the objective pass is {kappa}"
             + (", so its rates are not scored against the paper's and stand only in Appendix B"
-               if r["kappa"].max() < MIN_KAPPA else "")
-            + " (`judge_validity`: solved_rate_none, solved_rate_all, kappa)."]
+               if k.max() < MIN_KAPPA else "")
+            + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
