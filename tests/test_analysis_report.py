@@ -954,5 +954,20 @@ def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts()
     assert line == (
         "- Queries written from one sample of APIs are not independent (queries in groups: G1 163 in 120, G2 "
         "199 in 80, G3 100 in 40); resampling groups keeps 1 of the 2 significant verdicts' CIs clear of 0, "
-        "not BM25 G3 (`primary_endpoint*`: grouped robustness).")
+        "not BM25 G3.")
     assert line in limits([], rows) and grouped_line(rows.drop(columns="n_groups")) == ""
+
+
+def test_the_limits_say_whether_a_second_embedder_changes_a_leader():
+    from toolbench_lib.report.front import embedder_clause
+
+    recall = {("G1", "a"): (0.5, 0.4), ("G1", "b"): (0.5, 0.45),
+              ("G3", "a"): (0.3, 0.4), ("G3", "b"): (0.3, 0.35)}
+    table = pd.DataFrame([{"subset": s, "embedder": e, "method": m, "recall": v[i], "registry_size": 2000}
+                          for (s, e), v in recall.items() for i, m in enumerate(("rtp", "ptr"))])
+    assert embedder_clause(table, "a") == (
+        ", though `b` keeps every set's leader on a 2,000-API sub-registry (`ablation_embedder`)")
+    g3_b = (table["subset"] == "G3") & (table["embedder"] == "b") & (table["method"] == "ptr")
+    table.loc[g3_b, "recall"] = 0.2
+    assert "`b` changes the leader of G3 on" in embedder_clause(table, "a")
+    assert embedder_clause(None, "a") == "" and embedder_clause(table, "c") == ""

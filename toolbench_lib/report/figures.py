@@ -65,6 +65,10 @@ FIGURES = {
         "ablations",
         "PtR's recall when a stub is searched by its name, its reasoning, both, or with brand words "
         "removed: which part of a stub finds the APIs."),
+    "ablation_embedder": (
+        "ablations",
+        "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2) on one "
+        "sub-registry, the same stubs: whether the embedder changes which architecture leads a set."),
     "beyond_recall_vs_k": (
         "beyond",
         "Recall against k for RtP, PtR (solid) and the fused methods closest to the goal (dashed), per "

@@ -16,6 +16,7 @@ from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..eval.compare import significant
 from ..eval.stats import holm, runs_test_summary
 from ..study.experiment import ExperimentConfig
+from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .scorecard import status_counts
 
@@ -243,7 +244,11 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows: "
                   f"{fmt_count(again)} re-read on another set or ground truth)"
                   if again else f"{fmt_count(len(numbers))} reference numbers")
-        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}.")
+        basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
+        unscored = basis[numbers["status"] == "not scored"]
+        why = (f" Not scored: judged pass rates, whose judge's kappa against the objective pass is below "
+               f"{MIN_KAPPA}." if len(unscored) and unscored.str.startswith("judge").all() else "")
+        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}.{why}")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
@@ -351,20 +356,39 @@ def grouped_line(rows: pd.DataFrame) -> str:
             for x, ok in zip(sig.itertuples(), clear, strict=True) if not ok]
     return (f"- Queries written from one sample of APIs are not independent (queries in groups: {each}); "
             f"resampling groups keeps {fmt_count(int(clear.sum()))} of the {fmt_count(len(sig))} significant "
-            "verdicts' CIs clear of 0" + (f", not {_sets(lost)}" if lost else "")
-            + " (`primary_endpoint*`: grouped robustness).")
+            "verdicts' CIs clear of 0" + (f", not {_sets(lost)}" if lost else "") + ".")
 
 
-def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction, from the study's provenance and the primary comparisons."""
+def embedder_clause(table: pd.DataFrame | None, model: str) -> str:
+    """Whether a second embedder changes which architecture leads each set (``ablation_embedder``: recall per
+    set, embedder and method on one sub-registry); empty when the ablation was not run."""
+    if table is None or table.empty or not {"subset", "embedder", "method", "recall"} <= set(table):
+        return ""
+    wide = table.pivot_table(index=["subset", "embedder"], columns="method", values="recall")
+    if not {"rtp", "ptr"} <= set(wide):
+        return ""
+    lead = (wide["ptr"] > wide["rtp"]).unstack("embedder")
+    others = [e for e in lead.columns if e != model]
+    if model not in lead.columns or not others:
+        return ""
+    changed = [s for s in lead.index if (lead.loc[s, others] != lead.loc[s, model]).any()]
+    size = table["registry_size"].iloc[0] if "registry_size" in table else None
+    where = f" on a {fmt_count(size)}-API sub-registry" if size is not None else ""
+    said = f"changes the leader of {_sets(changed)}" if changed else "keeps every set's leader"
+    return f", though `{_sets(others)}` {said}{where} (`ablation_embedder`)"
+
+
+def limits(provenance: list[dict], rows: pd.DataFrame | None = None,
+           embedders: pd.DataFrame | None = None) -> list[str]:
+    """The limits of this reproduction, from the study's provenance, the primary comparisons and the
+    embedder ablation."""
     prov = provenance[0] if provenance else {}
     grouped = grouped_line(rows) if rows is not None else ""
+    model = str(prov.get("model", "n/a"))
     return ["### Limits of this reproduction", "",
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
-            f"Flash (weaker stubs handicap PtR most); embeddings from `{prov.get('model', 'n/a')}`, not "
-            "GTE-base.",
-            "- Judged pass rates count only where the judge's kappa against the objective pass is at least "
-            "0.4.", *([grouped] if grouped else []), ""]
+            f"Flash (weaker stubs handicap PtR most); embeddings from `{model}`, not GTE-base"
+            f"{embedder_clause(embedders, model)}.", *([grouped] if grouped else []), ""]
 
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter

@@ -371,14 +371,15 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
-              *limits(provenance, rows), "### Conclusion per retriever", "",
+              *limits(provenance, rows, TableCache(cfg.tables_dir).get("ablation_embedder")),
+              "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
                                                              if len(rows) else [])], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
-                       *examples_lines(material, cfg.k, cfg.run_name)]}
+                       *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
         verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else
@@ -445,7 +446,7 @@ def worked_links(material, k: int, run_name: str) -> list[str]:
     return [*rows, ""] if rows else []
 
 
-def examples_lines(material, k: int, run_name: str) -> list[str]:
+def examples_lines(material, k: int) -> list[str]:
     """The paper's Table 2 examples as one compact table (the full blocks go to :data:`TEACHING_FILE`)."""
     t = material.examples_table
     if t is None or t.empty:
@@ -454,14 +455,10 @@ def examples_lines(material, k: int, run_name: str) -> list[str]:
     shown = t.copy()
     for col in shown.columns[2:6]:
         shown[col] = shown[col].map(fmt_number)
-    shown["explorer"] = [f"LINK{i}" for i in range(len(shown))]
-    table = md_table(shown)
-    for i, q in enumerate(t["query"]):  # a link the escaper would otherwise show as text
-        table = table.replace(f"LINK{i} ", f"[open]({explorer_url(run_name, q, ('rtp', 'ptr'), k)}) ", 1)
     same = int((t["paper's leader"] == t["leader here"]).sum())
     return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
-            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}); `open` shows it "
-            "in the explorer (`make explore`).", "", table, ""]
+            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a link to "
+            "the explorer.", "", md_table(shown), ""]
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
