@@ -885,7 +885,7 @@ def test_the_answer_table_shows_each_comparison_on_relevant_in_a_column_of_its_o
 
 
 def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
-    from toolbench_lib.report.write import fidelity_lines
+    from toolbench_lib.report.verdicts import fidelity_lines
 
     rows = pd.DataFrame({"id": ["trajectory_fidelity", "trajectory_fidelity_strict", "g1_plan_jaccard"],
                          "this_run": [0.95, 0.351, 0.1]})
@@ -895,7 +895,7 @@ def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
 
 
 def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
-    from toolbench_lib.report.write import pass_ceiling_lines
+    from toolbench_lib.report.verdicts import pass_ceiling_lines
 
     cfg = SimpleNamespace(tables_dir=tmp_path)
     assert pass_ceiling_lines(cfg) == []
@@ -928,7 +928,7 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
 
 
 def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
-    from toolbench_lib.report.write import judge_lines
+    from toolbench_lib.report.verdicts import judge_lines
 
     t = pd.DataFrame({"solved_rate_none": [0.5, 0.75], "solved_rate_all": [1.0, float("nan")],
                       "evidence_none": [60, 40], "evidence_all": [3, 0], "kappa": [0.06, 0.01]})

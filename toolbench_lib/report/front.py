@@ -389,25 +389,3 @@ def limits(provenance: list[dict], rows: pd.DataFrame | None = None,
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
             f"Flash (weaker stubs handicap PtR most); embeddings from `{model}`, not GTE-base"
             f"{embedder_clause(embedders, model)}.", *([grouped] if grouped else []), ""]
-
-
-# Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
-# of None keeps every row's ``text``.
-CLAIM_VERDICTS = {
-    "main": (("g2_verdict", "subset", "verdict"),),
-    "scale": (("scale_claim_verdict", None, None), ("divergence_verdict", "reading", "verdict")),
-    "cost": (("routing_claim", None, None),),
-}
-
-
-def claim_verdicts(cfg: ExperimentConfig, key: str) -> list[str]:
-    """The generated verdict lines a section's claim tables saved (``text`` columns); none when absent."""
-    cache = TableCache(cfg.tables_dir)
-    lines = []
-    for name, column, value in CLAIM_VERDICTS.get(key, ()):
-        table = cache.get(name)
-        if table is None or table.empty or "text" not in table:
-            continue
-        rows = table if column is None or column not in table else table[table[column] == value]
-        lines += [str(t) for t in rows["text"] if isinstance(t, str) and t.strip()]
-    return lines

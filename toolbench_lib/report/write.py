@@ -4,7 +4,6 @@ tables and figures, and the teaching material."""
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,7 +28,6 @@ from .front import (
     Ledger,
     across_families,
     answer_sentence,
-    claim_verdicts,
     count_line,
     endpoint_rows,
     endpoint_table_markdown,
@@ -40,11 +38,11 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
-from .glossary import MIN_KAPPA
 from .locate import DIFFERS, INCONCLUSIVE, NOT_SCORED, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
+from .verdicts import section_verdicts
 
 # -- the written report -------------------------------------------------------------------------------------
 
@@ -230,66 +228,6 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
-def fidelity_lines(rows: pd.DataFrame) -> list[str]:
-    """Plan fidelity under both name matchings, from the scorecard's two rows, in one sentence."""
-    got = rows.set_index("id")["this_run"] if len(rows) else pd.Series(dtype=float)
-    tolerant, strict = (got.get(i) for i in ("trajectory_fidelity", "trajectory_fidelity_strict"))
-    if tolerant is None or strict is None or pd.isna(tolerant) or pd.isna(strict):
-        return []
-    return [f"Plan fidelity (lowest over sets and methods) depends on how a plan's API names are matched: "
-            f"{fmt_number(tolerant)} when a tool-only or description match counts, {fmt_number(strict)} when "
-            "a step must name a retrieved API exactly; the paper's definition, *“planner always names an API "
-            "it was given”*, does not say which."]
-
-
-def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
-    """The objective pass rate's ceiling (``judge_validity``): a plan names only APIs its prompt listed, so
-    it can pass only where the prompt listed every ground-truth API."""
-    t = TableCache(cfg.tables_dir).get("judge_validity")
-    if t is None or "ceiling" not in t:
-        return []
-    t = t[t["plans"] == "all"] if "plans" in t else t
-    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
-    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
-    if not sets:
-        return []
-    each = ", ".join(f"{s} {fmt_number(t.at[(s, 'rtp'), 'ceiling'])} (RtP) and "
-                     f"{fmt_number(t.at[(s, 'ptr'), 'ceiling'])} (PtR)" for s in sets)
-    obj = t.loc[sets, "objective_pass_rate"]
-    multi = [s for s in sets if s != "G1"]  # the multi-tool sets
-    most = fmt_number(t.loc[multi, "ceiling"].max()) if multi else ""
-    return [f"The objective pass rate has a ceiling: a plan names only APIs its prompt listed, and the "
-            f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
-            f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
-            + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
-            + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
-
-
-def judge_lines(t: pd.DataFrame) -> list[str]:
-    """The judge measured against the plans' evidence, pooled over ``judge_validity``'s rows (a set and
-    method each): its "Solved" share of the plans that name no ground-truth API and of those that name every
-    one, and its kappa against the objective pass."""
-    cols = ["solved_rate_none", "solved_rate_all", "evidence_none", "evidence_all", "kappa"]
-    if not set(cols) <= set(t) or not t["evidence_none"].sum():
-        return []
-
-    def pooled(e: str) -> tuple[float, int]:
-        n = t[f"evidence_{e}"].where(t[f"solved_rate_{e}"].notna(), 0)
-        share = float((t[f"solved_rate_{e}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
-        return share, int(n.sum())
-
-    (none, n_none), (every, n_all) = pooled("none"), pooled("all")
-    k = t["kappa"].dropna()
-    kappa = fmt_number(k.min()) if k.min() == k.max() else f"{fmt_number(k.min())} to {fmt_number(k.max())}"
-    return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
-            "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
-                                  if n_all else "")
-            + f"; its kappa against the objective pass is {kappa}"
-            + (", so its rates are not scored against the paper's and stand only in Appendix B"
-               if k.max() < MIN_KAPPA else "")
-            + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
-
-
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     """The learned ranker's ablations and costs from ``ltr_study``; how to measure them when not run."""
     try:
@@ -382,8 +320,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                        *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = claim_verdicts(cfg, key) + (fidelity_lines(sec) if key == "trajectory" else
-                                               pass_ceiling_lines(cfg) if key == "main" else [])
+        verdicts = section_verdicts(cfg, key, sec)
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),

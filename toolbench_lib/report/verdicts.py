@@ -1,0 +1,100 @@
+"""The generated lines under a report section's claim: the verdicts its claim tables saved, and the
+sentences read from the pass-rate, judge and fidelity tables."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..analysis.numbers import fmt_count, fmt_number
+from ..study.experiment import ExperimentConfig
+from .glossary import MIN_KAPPA
+from .locate import TableCache
+
+# Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
+# of None keeps every row's ``text``.
+CLAIM_VERDICTS = {
+    "main": (("g2_verdict", "subset", "verdict"),),
+    "scale": (("scale_claim_verdict", None, None), ("divergence_verdict", "reading", "verdict")),
+    "cost": (("routing_claim", None, None),),
+}
+
+
+def claim_verdicts(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The generated verdict lines a section's claim tables saved (``text`` columns); none when absent."""
+    cache = TableCache(cfg.tables_dir)
+    lines = []
+    for name, column, value in CLAIM_VERDICTS.get(key, ()):
+        table = cache.get(name)
+        if table is None or table.empty or "text" not in table:
+            continue
+        rows = table if column is None or column not in table else table[table[column] == value]
+        lines += [str(t) for t in rows["text"] if isinstance(t, str) and t.strip()]
+    return lines
+
+
+def fidelity_lines(rows: pd.DataFrame) -> list[str]:
+    """Plan fidelity under both name matchings, from the scorecard's two rows, in one sentence."""
+    got = rows.set_index("id")["this_run"] if len(rows) else pd.Series(dtype=float)
+    tolerant, strict = (got.get(i) for i in ("trajectory_fidelity", "trajectory_fidelity_strict"))
+    if tolerant is None or strict is None or pd.isna(tolerant) or pd.isna(strict):
+        return []
+    return [f"Plan fidelity (lowest over sets and methods) depends on how a plan's API names are matched: "
+            f"{fmt_number(tolerant)} when a tool-only or description match counts, {fmt_number(strict)} when "
+            "a step must name a retrieved API exactly; the paper's definition, *“planner always names an API "
+            "it was given”*, does not say which."]
+
+
+def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
+    """The objective pass rate's ceiling (``judge_validity``): a plan names only APIs its prompt listed, so
+    it can pass only where the prompt listed every ground-truth API."""
+    t = TableCache(cfg.tables_dir).get("judge_validity")
+    if t is None or "ceiling" not in t:
+        return []
+    t = t[t["plans"] == "all"] if "plans" in t else t
+    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
+    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
+    if not sets:
+        return []
+    each = ", ".join(f"{s} {fmt_number(t.at[(s, 'rtp'), 'ceiling'])} (RtP) and "
+                     f"{fmt_number(t.at[(s, 'ptr'), 'ceiling'])} (PtR)" for s in sets)
+    obj = t.loc[sets, "objective_pass_rate"]
+    multi = [s for s in sets if s != "G1"]  # the multi-tool sets
+    most = fmt_number(t.loc[multi, "ceiling"].max()) if multi else ""
+    return [f"The objective pass rate has a ceiling: a plan names only APIs its prompt listed, and the "
+            f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
+            f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
+            + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
+            + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
+
+
+def judge_lines(t: pd.DataFrame) -> list[str]:
+    """The judge measured against the plans' evidence, pooled over ``judge_validity``'s rows (a set and
+    method each): its "Solved" share of the plans that name no ground-truth API and of those that name every
+    one, and its kappa against the objective pass."""
+    cols = ["solved_rate_none", "solved_rate_all", "evidence_none", "evidence_all", "kappa"]
+    if not set(cols) <= set(t) or not t["evidence_none"].sum():
+        return []
+
+    def pooled(e: str) -> tuple[float, int]:
+        n = t[f"evidence_{e}"].where(t[f"solved_rate_{e}"].notna(), 0)
+        share = float((t[f"solved_rate_{e}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
+        return share, int(n.sum())
+
+    (none, n_none), (every, n_all) = pooled("none"), pooled("all")
+    k = t["kappa"].dropna()
+    kappa = fmt_number(k.min()) if k.min() == k.max() else f"{fmt_number(k.min())} to {fmt_number(k.max())}"
+    return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
+            "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
+                                  if n_all else "")
+            + f"; its kappa against the objective pass is {kappa}"
+            + (", so its rates are not scored against the paper's and stand only in Appendix B"
+               if k.max() < MIN_KAPPA else "")
+            + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
+
+
+def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
+    """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
+    extra = {"trajectory": lambda: fidelity_lines(rows), "main": lambda: pass_ceiling_lines(cfg)}
+    return claim_verdicts(cfg, key) + extra.get(key, list)()
