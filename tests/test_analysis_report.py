@@ -692,6 +692,8 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     assert "k = 10 *“budget-equivalent”* with PtR at k = 5" in lines[3] and "search width is 12." in lines[3]
     assert lines[4].startswith("On G3 its recall difference (+0.012) *“does not reach significance”*")
     assert "*“temperature =0”*" in lines[5]
+    assert "*“all APIs executed in the reference solution”*" in lines[2]  # its own definition
+    assert lines[6].startswith("A reading from this run, not from its text alone:")
     assert "98% non-identical against 31% disjoint" in lines[6]
     assert len(paper_against_itself(refs)) == 6  # no readings: no divergence line
 
@@ -971,3 +973,18 @@ def test_the_limits_say_whether_a_second_embedder_changes_a_leader():
     table.loc[g3_b, "recall"] = 0.2
     assert "`b` changes the leader of G3 on" in embedder_clause(table, "a")
     assert embedder_clause(None, "a") == "" and embedder_clause(table, "c") == ""
+
+
+def test_a_value_consistent_only_by_its_rounding_says_so():
+    from toolbench_lib.report.locate import ONLY_BY_TOLERANCE
+    from toolbench_lib.report.write import _shown
+
+    inside = compare(0.03, {"value": 0.002}, ci=(0.0015, 0.049))
+    edge = compare(0.03, {"value": 0.002}, ci=(0.00245, 0.049))  # 0.002 ± 0.0005 meets the CI; 0.002 does not
+    assert inside[1] == edge[1] == "consistent" and ONLY_BY_TOLERANCE not in inside[3]
+    assert edge[3].endswith(ONLY_BY_TOLERANCE)
+    rows = pd.DataFrame([{"id": i, "subset": "G1", "paper": "0.002", "this_run": 0.03, "metric": "cos_gap",
+                          "ci_low": lo, "ci_high": 0.049, "status": "consistent", "direction": "", "basis": b,
+                          "cause_status": "", "cause": "", "judged": float("nan")}
+                         for i, lo, b in (("a", 0.0015, inside[3]), ("b", 0.00245, edge[3]))])
+    assert list(_shown(rows)["status"]) == ["consistent", "consistent (by its rounding or tolerance only)"]

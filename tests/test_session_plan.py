@@ -227,6 +227,9 @@ def test_the_quoted_words_are_the_papers():
 def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     tables = hand_tables()
     tables["judge_validity"]["ceiling"] = [0.34, 0.19, 0.04, 0.05, 0.04, 0.05, 0.9]
+    tables["paired_tests"] = pd.concat([tables["paired_tests"], pd.DataFrame([
+        {"subset": "G3", "gt": gt, "metric": "recall", "diff": d, "ci_low": lo, "ci_high": hi}
+        for gt, d, lo, hi in (("candidates", 0.006, -0.034, 0.044), ("relevant", 0.045, 0.006, 0.084))])])
     save(cfg, tables)
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
     notes = text.split(f"## {NOTES_HEADING}")[1]
@@ -236,7 +239,8 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert (f"The stated {paper_value('g1_ptr_minus_rtp_recall'):.3f} lies inside this run's CI "
             f"[-0.102, -0.024] and the computed {ptr - rtp:.3f} {inside}") in notes
     assert "for at most 0.340 of plans here" in notes  # the `same` plans' 0.9 is passed over
-    assert "By mean recall PtR leads G3 on `candidates` and PtR on `relevant`: the definition leaves" in notes
+    assert ("Dense G3 PtR − RtP recall is +0.006 [-0.034, 0.044] on `candidates` and +0.045 [0.006, 0.084] "
+            "on `relevant` (`paired_tests`): only on `relevant` does the CI exclude 0") in notes
     # 0.0312 / 0.0004
     assert "On BM25 G1 the test over runs gives the smaller p, 78 times smaller: its 4 run means" in notes
     assert "for RtP on 2 and for PtR on 2 of 2 sets" in notes  # G1 0.455 > 0.352, 0.391 > 0.265; G2 too

@@ -23,7 +23,7 @@ from .scorecard import status_counts
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
-RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI), p"
+RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, unadjusted), p (Holm)"
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
@@ -261,6 +261,7 @@ QUOTES = {  # the paper's words that paper_against_itself sets side by side (tes
     "g3_ns": "does not reach significance",
     "g3_favours": "G3 recall favors PtR",
     "temperature": "temperature =0",
+    "gt": "all APIs executed in the reference solution",
     "vary": "both stub generation and planner output vary across runs",
     "one_sample": ("one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP "
                    "value)"),
@@ -311,8 +312,8 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     if rates and recalls:
         lines.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
                      f"recall@5 (at most {fmt_number(max(recalls))}): its plans pass although the planner "
-                     f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, and "
-                     "it does not say how its judge allows that.")
+                     f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, by its "
+                     f"definition *“{QUOTES['gt']}”*, and it does not say how its judge allows that.")
     entries = {e["id"]: e for e in refs["entries"]}
     stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))
     if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
@@ -332,9 +333,10 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
         if {"disjoint", "non_identical"} <= set(share) and v.get("divergence_full") is not None:
-            lines.append("It defines divergence as top-k sets that are *“entirely non-overlapping”*, yet "
-                         f"its {v['divergence_full']:.0%} at the full registry fits lists that merely "
-                         f"differ: this run gives {share['non_identical']:.0%} non-identical against "
+            lines.append("A reading from this run, not from its text alone: it defines divergence as "
+                         "top-k sets that are *“entirely non-overlapping”*, yet its "
+                         f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
+                         f"this run gives {share['non_identical']:.0%} non-identical against "
                          f"{share['disjoint']:.0%} disjoint (G1 and G2).")
     return lines
 

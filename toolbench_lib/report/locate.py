@@ -166,6 +166,10 @@ def _overlaps(low: float, high: float, a: float, b: float) -> bool:
     return low - 1e-12 <= b and a <= high + 1e-12
 
 
+# consistent by its rounding or tolerance only
+ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
+
+
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's (difference: this
@@ -186,6 +190,8 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             target = f"paper ±{tol:g}{why}" if tol else "paper"
             basis = (f"{target} {'in' if ok else 'outside'} this run's 95% CI "
                      f"[{fmt_number(low)}, {fmt_number(high)}]")
+            if ok and not low <= paper <= high:
+                basis += f"; {ONLY_BY_TOLERANCE}"
         else:
             tol = default_tolerance(paper) if tolerance is None else float(tolerance)
             ok = abs(diff) <= tol + 1e-12

@@ -214,13 +214,16 @@ def ceiling_note(c: TableCache) -> str:
 
 
 def leader_note(c: TableCache) -> str:
-    lead = {}
+    cis, clear = [], []
     for gt in ("candidates", "relevant"):
-        r, p = (value(c, "main_results", "recall_mean", subset="G3", method=m, gt=gt) for m in ("rtp", "ptr"))
-        lead[gt] = "PtR" if p > r else "RtP" if r > p else "neither"
-    same = lead["candidates"] == lead["relevant"]
-    return (f"by mean recall {lead['candidates']} leads G3 on `candidates` and {lead['relevant']} on "
-            f"`relevant`: the definition {'leaves the leader as it is' if same else 'changes the leader'}")
+        d, lo, hi = (value(c, "paired_tests", col, subset="G3", gt=gt, metric="recall")
+                     for col in ("diff", "ci_low", "ci_high"))
+        cis.append(f"{fmt_signed(d)} {fmt_ci(lo, hi)} on `{gt}`")
+        clear += [gt] if lo > 0 or hi < 0 else []
+    said = ("the CI excludes 0 on neither" if not clear else "the CI excludes 0 on both" if len(clear) == 2
+            else f"only on `{clear[0]}` does the CI exclude 0, so the definition decides whether this run "
+                 "supports a G3 difference")
+    return f"dense G3 PtR − RtP recall is {' and '.join(cis)} (`paired_tests`): {said}"
 
 
 def tests_note(c: TableCache) -> str:

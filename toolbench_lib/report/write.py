@@ -38,7 +38,7 @@ from .front import (
     right_and_wrong,
     setup_box,
 )
-from .locate import DIFFERS, INCONCLUSIVE, NOT_SCORED, TableCache
+from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
 from .scorecard import compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
@@ -131,6 +131,8 @@ def paper_quotes(quotes) -> str:
 
 def _status_text(r) -> str:
     status = r.status + (f" ({r.direction})" if r.direction else "")
+    if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
+        status += " (by its rounding or tolerance only)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
         status += f"; {cause}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
