@@ -163,7 +163,7 @@ def _shown(report: pd.DataFrame) -> pd.DataFrame:
         "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
                      + (" (objective)" if o else "")
                      for v, m, o in zip(value, report["metric"], objective, strict=True)],
-        "95% CI": [f"no CI: the objective pass rate is shown, as {b}; the judged rate is in the appendix"
+        "95% CI": [f"no CI: objective rate shown ({b}); judged rate in Appendix B"
                    if o else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")
                    for lo, hi, b, o, pa in zip(report["ci_low"], report["ci_high"], report["basis"],
