@@ -693,7 +693,7 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     assert lines[4].startswith("On G3 its recall difference (+0.012) *“does not reach significance”*")
     assert "*“temperature =0”*" in lines[5]
     assert "*“all APIs executed in the reference solution”*" in lines[2]  # its own definition
-    assert lines[6].startswith("A reading from this run, not from its text alone:")
+    assert lines[6].startswith("From this run's data, not its text alone:")
     assert "98% non-identical against 31% disjoint" in lines[6]
     assert len(paper_against_itself(refs)) == 6  # no readings: no divergence line
 

@@ -333,7 +333,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
         if {"disjoint", "non_identical"} <= set(share) and v.get("divergence_full") is not None:
-            lines.append("A reading from this run, not from its text alone: it defines divergence as "
+            lines.append("From this run's data, not its text alone: it defines divergence as "
                          "top-k sets that are *“entirely non-overlapping”*, yet its "
                          f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
                          f"this run gives {share['non_identical']:.0%} non-identical against "

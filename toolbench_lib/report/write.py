@@ -39,7 +39,7 @@ from .front import (
     setup_box,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import compare_entries, status_counts
+from .scorecard import SETUP, compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts
@@ -135,7 +135,8 @@ def _status_text(r) -> str:
         status += " (by its rounding or tolerance only)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
-        status += f"; {cause}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
+        shown = "setup" if cause == SETUP else cause  # the legend says what a setup difference is
+        status += f"; {shown}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
                                   and cause != "unexplained" else "")
     return status
 
@@ -353,8 +354,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "difference of setup (not a tested cause), "
               "*unexplained* otherwise "
               "(`references/causes.yaml`).", "",
-              "Each row's numbers are in the section of its claim above; here, the rows by status, and for "
-              "each that differs what it measures and the cause with the value it predicts.", "",
+              "Below, the rows by status; for each that differs, what it measures and its cause (`setup`: a "
+              "setup difference).", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
