@@ -181,9 +181,8 @@ def section_sentence(rows: pd.DataFrame) -> str:
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
     parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
              "run"]
-    differs = rows[rows["status"] == DIFFERS]
-    if len(differs):
-        parts.append("differing: " + ", ".join(f"{r.id} ({r.direction})" for r in differs.itertuples()))
+    if c["differs"]:  # which ones: the table below, each with its direction and cause
+        parts.append(f"{c['differs']} differ")
     if c[INCONCLUSIVE]:
         parts.append(f"{c[INCONCLUSIVE]} inconclusive (the 95% CI holds the paper's bound)")
     if c["not scored"]:
