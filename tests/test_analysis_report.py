@@ -714,10 +714,19 @@ def test_the_query_counts_are_explained_in_one_line():
     rows = pd.DataFrame({"subset": ["G1_instruction", "G2_category_original", "G1_instruction"],
                          "n_queries": [163, 199, 163]})
     paper = pd.DataFrame({"subset": ["G1", "G2", "G3"], "n_queries": [200.0, 200.0, 100.0]})
-    assert count_line(rows, paper) == (
-        "G1 holds 163 (the paper's: 200): `test_instruction` sets keep StableToolBench's solvable queries; "
-        "`_original` sets are ToolBench's own.")
+    assert count_line(rows, paper) == "G1 holds 163 of the paper's 200: StableToolBench's solvable queries."
     assert count_line(rows.assign(n_queries=200), paper) == ""
+
+
+def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
+    from toolbench_lib.report.front import stub_writer_line
+
+    report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
+                           "paper": ["0.372", "0.406"]})
+    assert stub_writer_line(report) == (
+        "PtR's stubs come from a small local LLM; they find a ground-truth API for 0.293 of G1 stubs "
+        "(paper: 0.406).")
+    assert stub_writer_line(report.iloc[:1]) == "" and stub_writer_line(report.iloc[:0]) == ""
 
 
 

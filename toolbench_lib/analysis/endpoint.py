@@ -25,8 +25,8 @@ class Endpoint:
     gt: str = "candidates"
     basis: str = "per-query mean over the runs"
     test: str = "paired t-test over queries"
-    family: str = "Holm over the three sets of one retriever family"
-    secondary: str = "the paper's one-sample t-test over runs, unadjusted, which gives no verdict"
+    family: str = "Holm over one retriever family's three sets"
+    secondary: str = "the paper's one-sample t-test over runs, unadjusted"
 
     def at(self, k: int) -> Endpoint:
         """The same endpoint at cut-off ``k`` (a run made with another ``k``)."""
@@ -35,7 +35,7 @@ class Endpoint:
     def text(self) -> str:
         """One sentence stating the endpoint, for the top of the report."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family}. **Robustness:** {self.secondary}.")
+                f"{self.test}, {self.family}. **Robustness** (no verdict): {self.secondary}.")
 
 
 PRIMARY = Endpoint()

@@ -26,7 +26,8 @@ RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and se
 RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, unadjusted), p (Holm)"
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
-FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (dense + BM25)"}
+FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
+FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
 SHORT_VERDICT = {"reproduced": "reproduced", "same direction, not significant": "same, n.s.",
                  "not reproduced": "other leads, n.s.", "refuted": "other leads (significant)",
@@ -158,7 +159,7 @@ def answer_sentence(rows: pd.DataFrame) -> str:
                  else f"holds where the paper reports a significant difference{note}")
         first = (f"With dense retrieval (the paper's kind), {said_by.pop('dense')}: the paper's crossover "
                  f"{state}. ")
-    text = "; ".join(f"with {FAMILY_SHORT.get(f, f)} retrieval, {said}" for f, said in said_by.items())
+    text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
 
@@ -176,16 +177,26 @@ def across_families(rows: pd.DataFrame) -> str:
                f"{_sets(lost)}." if lost else "keeps every verdict."))
 
 
+def stub_writer_line(report: pd.DataFrame) -> str:
+    """How PtR's stub writer compares with the paper's: the scorecard's G1 stub hit share, this run's and the
+    paper's (empty without that row)."""
+    row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
+    if not len(row) or pd.isna(row["this_run"].iloc[0]):
+        return ""
+    r = row.iloc[0]
+    return (f"PtR's stubs come from a small local LLM; they find a ground-truth API for "
+            f"{fmt_number(r.this_run)} of G1 stubs (paper: {r.paper}).")
+
+
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
     """Why a set holds fewer queries than the paper's, in one line (the counts are in the setup table)."""
     paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
-    fewer = [f"{subset_alias(s)} holds {fmt_count(n)} (the paper's: {fmt_count(paper[subset_alias(s)])})"
+    fewer = [f"{subset_alias(s)} holds {fmt_count(n)} of the paper's {fmt_count(paper[subset_alias(s)])}"
              for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
              if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
     if not fewer:
         return ""
-    return (f"{'; '.join(fewer)}: `test_instruction` sets keep StableToolBench's solvable queries; "
-            "`_original` sets are ToolBench's own.")
+    return f"{'; '.join(fewer)}: StableToolBench's solvable queries."
 
 
 def family_conclusion(family: str, rows: pd.DataFrame) -> str:
@@ -389,5 +400,5 @@ def limits(provenance: list[dict], rows: pd.DataFrame | None = None,
     model = str(prov.get("model", "n/a"))
     return ["### Limits of this reproduction", "",
             f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
-            f"Flash (weaker stubs handicap PtR most); embeddings from `{model}`, not GTE-base"
+            f"Flash; embeddings from `{model}`, not GTE-base"
             f"{embedder_clause(embedders, model)}.", *([grouped] if grouped else []), ""]

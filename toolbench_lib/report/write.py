@@ -37,6 +37,7 @@ from .front import (
     paper_against_itself,
     right_and_wrong,
     setup_box,
+    stub_writer_line,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
 from .scorecard import SETUP, compare_entries, status_counts
@@ -294,7 +295,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
-             *([f"{answer_sentence(rows)} {across_families(rows)}".strip(), ""] if len(rows) else []),
+             *([f"{answer_sentence(rows)} {across_families(rows)} {stub_writer_line(report)}".strip(), ""]
+               if len(rows) else []),
              PRIMARY.at(cfg.k).text(), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
