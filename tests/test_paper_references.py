@@ -9,9 +9,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from toolbench_lib.analysis.references import REFERENCES_FILE, load_references, paper_bounds, paper_numbers
+from toolbench_lib.analysis.references import (
+    REFERENCES_FILE,
+    is_claim,
+    load_references,
+    paper_bounds,
+    paper_numbers,
+)
 from toolbench_lib.report.front import right_and_wrong
-from toolbench_lib.report.scorecard import is_claim
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")

@@ -188,10 +188,16 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
     return data
 
 
+def is_claim(entry: Mapping) -> bool:
+    """A claim the paper makes in words (an ordering, or a stability), which the report reads as a bound or
+    a value of its own: not a number the paper prints."""
+    return bool(entry.get("ordering") or entry.get("stable"))
+
+
 def paper_numbers(entry: Mapping) -> list[float]:
     """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
     a worked example's two recalls."""
-    if entry.get("ordering") or entry.get("stable"):
+    if is_claim(entry):
         return []  # a claim of sign (PtR ahead) or of no change: its 0 is not a number the paper writes
     if "difference_of" in entry:  # a difference of two numbers the paper writes (0.874 - 0.872)
         return [float(v) for v in entry["difference_of"]]

@@ -10,7 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
-from ..analysis.references import REFERENCES_FILE, check_locator, load_references, paper_bounds, read_yaml
+from ..analysis.references import (
+    REFERENCES_FILE,
+    check_locator,
+    is_claim,
+    load_references,
+    paper_bounds,
+    read_yaml,
+)
 from ..data.paths import PROJECT_ROOT
 from ..eval.stats import wilson_ci
 from ..study.experiment import ExperimentConfig
@@ -269,12 +276,6 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         basis += " (no CI saved)"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
     return row
-
-
-def is_claim(entry: Mapping) -> bool:
-    """A claim the paper states in words (an ordering, or a stability), which the report reads as a bound or
-    a value of its own: not a number the paper prints."""
-    return bool(entry.get("ordering") or entry.get("stable"))
 
 
 def compare_entries(entries: list[dict], tables_dir: Path,
