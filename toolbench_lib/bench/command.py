@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import tempfile
 from pathlib import Path
@@ -61,12 +62,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
 
 def _parts(args: argparse.Namespace, sizes: dict) -> dict:
     ds = load_dataset(args.data_dir)
-    state: dict = {}
-
-    def fp32() -> Embedder:
-        if "fp32" not in state:
-            state["fp32"] = load_embedder(args.model, backend="fp32")
-        return state["fp32"]
+    fp32 = functools.cache(lambda: load_embedder(args.model, backend="fp32"))
 
     def embedding() -> BenchLine:
         f = fp32()
@@ -90,11 +86,8 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         return bench_search(vecs, vecs[:q].copy(), source="random unit vectors (registry not embedded)")
 
     def bm25() -> BenchLine:
-        sets = [ds.subset_queries(s)["query"] for s in DEFAULT_SUBSETS]
-        qs = [q for part in sets for q in part]
-        texts = ds.texts
-        if args.quick or not cached_complete(fp32(), texts):
-            texts, qs = texts[:3000] if args.quick else texts, qs[:64] if args.quick else qs
+        qs = [q for s in DEFAULT_SUBSETS for q in ds.subset_queries(s)["query"]]
+        texts, qs = (ds.texts[:3000], qs[:64]) if args.quick else (ds.texts, qs)
         index = VectorIndex(embed_cached(fp32(), texts, "registry", progress=False))
         def dense(q: list[str]):
             return index.search(embed_cached(fp32(), q, "queries", progress=False), 20)

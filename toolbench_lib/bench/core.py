@@ -17,8 +17,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class BenchLine:
-    """One measured comparison: ``ratio`` is candidate over baseline in the line's unit (higher is better
-    for rates, lower for times: ``better`` says which)."""
+    """One measured comparison of a candidate against a baseline (``better``: which way is better)."""
 
     name: str
     unit: str
@@ -50,14 +49,16 @@ class BenchLine:
         return {**asdict(self), "ratio": self.ratio, "meets_target": self.meets_target}
 
 
+def timed(fn: Callable, *args, **kwargs) -> tuple[object, float]:
+    """``fn(*args, **kwargs)`` and the seconds it took."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
 def best_of(fn: Callable[[], object], repeats: int) -> float:
     """The fewest seconds ``fn()`` took in ``repeats`` calls."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return min((timed(fn)[1] for _ in range(repeats)), default=float("inf"))
 
 
 def machine_info() -> dict:
@@ -65,11 +66,10 @@ def machine_info() -> dict:
     model = platform.processor() or ""
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
         model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
-    cores = available_cpus()
     mem_gib = None
     with contextlib.suppress(ValueError, OSError, AttributeError):
         mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    return {"cpu": model, "cores": cores, "memory_gib": mem_gib, "load_avg": list(os.getloadavg()),
+    return {"cpu": model, "cores": available_cpus(), "memory_gib": mem_gib, "load_avg": list(os.getloadavg()),
             "python": platform.python_version()}
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from .core import BenchLine
+from .core import BenchLine, timed
 
 SAMPLE_SEED = 0
 
@@ -25,22 +23,16 @@ def token_stats(tokenizer, texts: list[str]) -> dict:
             "share_over_256": round(float((lengths > 256).mean()), 3)}
 
 
-def _timed(encode, texts: list[str], batch_size: int) -> tuple[np.ndarray, float]:
-    t0 = time.perf_counter()
-    vecs = encode(texts, batch_size=batch_size)
-    return vecs, time.perf_counter() - t0
-
-
 def bench_embedding(fp32, int8, texts: list[str], batch_size: int = 64, target: float = 2.5) -> BenchLine:
     """docs/s of both embedders on ``texts`` in ABBA order (fp32, int8, int8, fp32 over two halves)."""
     half = len(texts) // 2
     a, b = texts[:half], texts[half:]
     for emb in (fp32, int8):
         emb.encode(texts[:8], batch_size=8)  # warm-up: first-call allocations and thread pools
-    f1, tf1 = _timed(fp32.encode, a, batch_size)
-    i1, ti1 = _timed(int8.encode, a, batch_size)
-    i2, ti2 = _timed(int8.encode, b, batch_size)
-    f2, tf2 = _timed(fp32.encode, b, batch_size)
+    f1, tf1 = timed(fp32.encode, a, batch_size=batch_size)
+    i1, ti1 = timed(int8.encode, a, batch_size=batch_size)
+    i2, ti2 = timed(int8.encode, b, batch_size=batch_size)
+    f2, tf2 = timed(fp32.encode, b, batch_size=batch_size)
     f, i = np.concatenate([f1, f2]), np.concatenate([i1, i2])
     cos = np.sum(f * i, axis=1)
     details = {"model": fp32.name, "docs": len(texts), "batch_size": batch_size,

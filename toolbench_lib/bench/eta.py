@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 
@@ -20,13 +21,9 @@ def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = SEED) -> Bench
     rng = np.random.default_rng(seed)
     sample = [texts[i] for i in rng.choice(len(texts), min(n, len(texts)), replace=False)]
     got: list[eta.EtaTracker] = []
-    before = eta.SAMPLE_MIN_TEXTS
-    eta.SAMPLE_MIN_TEXTS = 0  # this slice gets the estimate a long build gets
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-eta-") as tmp:
-            embed_cached(embedder, sample, "registry", Path(tmp), progress=True, on_estimate=got.append)
-    finally:
-        eta.SAMPLE_MIN_TEXTS = before
+    # this slice gets the estimate a long build gets
+    with patch.object(eta, "SAMPLE_MIN_TEXTS", 0), tempfile.TemporaryDirectory(prefix="bench-eta-") as tmp:
+        embed_cached(embedder, sample, "registry", Path(tmp), progress=True, on_estimate=got.append)
     t = got[0]
     return BenchLine(f"embedding estimate, {len(sample):,} random registry texts ({embedder.name})", "s",
                      "estimated before the start", "measured", t.estimate, t.spent, better="lower",

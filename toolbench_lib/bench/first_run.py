@@ -1,7 +1,5 @@
-"""``bench first-run``: a newcomer's `make run`, timed cold and warm, notebook by notebook.
-
-Cold: a new run folder and a cache holding only what `index build` wrote (the default embedder's registry
-vectors, the model folders); warm: the same `make run` again. The table goes to ``outputs/<run>/bench/``."""
+"""``bench first-run``: a newcomer's `make run`, timed cold (a new run folder, a cache holding only what
+`index build` wrote) and warm, notebook by notebook."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from pathlib import Path
 from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
 from ..retrieval.embed_store import read_pack
-from .core import machine_info, machine_line
+from .core import machine_info, machine_line, timed
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
@@ -42,8 +40,7 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
 
 def simd_flags(flags: list[str]) -> list[str]:
     """Of ``flags``, the SIMD ones of :data:`SIMD_FLAGS`, in that order."""
-    have = set(flags)
-    return [f for f in SIMD_FLAGS if f in have]
+    return [f for f in SIMD_FLAGS if f in flags]
 
 
 def cold_cache(dest: Path, embedder: str = MAKE_RUN["embedder"], source: Path = CACHE_DIR) -> Path:
@@ -98,9 +95,8 @@ def timed_pass(run_name: str, cache: Path, workers: int | None, log) -> Pass:
     out = Pass()
     t_all = time.perf_counter()
     for name, cmd in make_run_commands(run_name, workers).items():
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
-        out.steps[name] = round(time.perf_counter() - t0, 1)
+        done, seconds = timed(subprocess.run, cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+        out.steps[name] = round(seconds, 1)
         log.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])

@@ -13,7 +13,7 @@ from unittest.mock import patch
 
 from ..llm.factory import default_workers
 from ..llm.gemini import GeminiBackend, generate_many
-from .core import BenchLine
+from .core import BenchLine, timed
 
 FAKE_KEY = "bench-key-not-a-secret"
 
@@ -58,11 +58,10 @@ def fake_gemini_server(delay_s: float = 0.2) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-def _calls_per_s(backend, n: int, workers: int) -> float:
+def _calls_per_s(url: str, n: int, workers: int) -> float:
+    backend = GeminiBackend(base_url=url, max_concurrency=workers, max_retries=0)
     requests = [{"prompt": f"query {i}", "run": 0} for i in range(n)]
-    t0 = time.perf_counter()
-    replies = generate_many(backend, requests, max_workers=workers)
-    dt = time.perf_counter() - t0
+    replies, dt = timed(generate_many, backend, requests, max_workers=workers)
     if [r.text for r in replies] != [f"echo:query {i}" for i in range(n)]:
         raise RuntimeError("the fake server's replies came back out of order")
     return n / dt
@@ -73,13 +72,10 @@ def bench_gemini(calls: int = 64, workers: int = 16, delay_s: float = 0.2, targe
     ratio); ``target`` is in calls/s."""
     env = {"GEMINI_API_KEY": FAKE_KEY, "NO_PROXY": "127.0.0.1,localhost"}
     with fake_gemini_server(delay_s) as url, patch.dict(os.environ, env):
-        serial = GeminiBackend(base_url=url, max_concurrency=1, max_retries=0)
-        serial_rate = _calls_per_s(serial, max(4, calls // 8), 1)
-        parallel = GeminiBackend(base_url=url, max_concurrency=workers, max_retries=0)
-        parallel_rate = _calls_per_s(parallel, calls, workers)
+        serial_rate = _calls_per_s(url, max(4, calls // 8), 1)
+        parallel_rate = _calls_per_s(url, calls, workers)
         default = default_workers("gemini")
-        default_rate = _calls_per_s(GeminiBackend(base_url=url, max_concurrency=default, max_retries=0),
-                                    calls // 2, default)
+        default_rate = _calls_per_s(url, calls // 2, default)
     return BenchLine("gemini client calls/s (fake server, 200 ms)", "calls/s", "1 at a time",
                      f"{workers} concurrent", serial_rate, parallel_rate,
                      details={"server_delay_ms": int(delay_s * 1000), "calls": calls,

@@ -38,10 +38,7 @@ def file_lock(path: str | None, timeout_s: float = 120.0):
                 if time.monotonic() > deadline:
                     raise LockBusy(f"{path} held by another process for {timeout_s:.0f} s") from None
                 time.sleep(1.0)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+        yield  # closing the file releases the lock
 
 
 def chat_prompt(system: str, user: str) -> str:

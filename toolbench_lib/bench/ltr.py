@@ -60,11 +60,9 @@ def synthetic_study(queries: int = 462, seed: int = SEED):
 
 
 def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchLine:
-    """Milliseconds per query of linear fusion (``fuse4``) and of the ranker (features from the stored
-    rankings and the model's scores, best of ``repeats``); details: training seconds on every query, model
-    size, queries and candidate rows."""
+    """Milliseconds per query of linear fusion (``fuse4``) and of the ranker (features and scores), best of
+    ``repeats``."""
     spec = NAMED[name]
-    keys = study.queries["qkey"].tolist()
     runs = study_runs(study, spec)
     table = feature_table(runs, spec, qrels_of(study.queries, "candidates"))
     sets = study.queries.set_index("qkey")["subset"].to_dict()
@@ -78,8 +76,8 @@ def bench_ltr(study, source: str, name: str = "ltr", repeats: int = 3) -> BenchL
     fuse = FUSED["fuse4"]
     inputs = study_component_inputs(study, 0, components=fuse.components)
     linear = best_of(lambda: fuse.ranked(inputs, 20), repeats)
-    n = max(len(keys), 1)
-    details = {"study": source, "queries": len(keys), "candidate_rows": len(table.qkeys),
+    n = max(len(study.queries), 1)
+    details = {"study": source, "queries": len(study.queries), "candidate_rows": len(table.qkeys),
                "features": len(table.names), "train_s": round(model.seconds, 2),
                "model_bytes": len(model.booster.model_to_string().encode()),
                "threads": model.params["num_threads"], "trees": model.params["rounds"]}

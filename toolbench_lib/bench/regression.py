@@ -114,9 +114,8 @@ def _pair(values: list[float] | None) -> str:
 
 
 def readme_tables(ref: dict) -> str:
-    """README's reference tables, made from ``references/regression.yaml`` (``ref``, the whole file): the
-    full registry (RtP, PtR with the cassette's stubs, PtR with the rules baseline) and the retriever
-    families on the slice; every number is recall@k / precision@k as stored."""
+    """README's reference tables (full registry, retriever families on the slice) from the whole of
+    ``references/regression.yaml``, every number recall@k / precision@k as stored."""
     full = ref["full"]["scores"]
     lines = [f"Full registry, {ref['embedder']}, k = {ref['k']}, one run (`full` in the file):", "",
              "| set | ground truth | RtP | PtR, local-model stubs (replay) | PtR, `rules` baseline |",

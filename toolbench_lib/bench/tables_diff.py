@@ -1,7 +1,4 @@
-"""Two runs' tables side by side at 3 decimals: what a change of code moved.
-
-``python -m toolbench_lib.bench.tables_diff BEFORE AFTER`` lists, per CSV of the two run folders' ``tables/``,
-the columns and rows only one side has and every numeric cell that differs once rounded (Markdown; exit 0)."""
+"""Two runs' tables side by side at 3 decimals: what a change of code moved."""
 
 from __future__ import annotations
 
@@ -15,23 +12,20 @@ import pandas as pd
 MAX_SHOWN = 8  # differing cells listed per column
 
 
+def _is_text(s: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s))
+
+
 def _keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """The text columns both tables hold: the rows are matched on them."""
-    def text(s: pd.Series) -> bool:
-        return not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s))
-
-    return [c for c in a.columns if c in b.columns and text(a[c]) and text(b[c])]
+    return [c for c in a.columns if c in b.columns and _is_text(a[c]) and _is_text(b[c])]
 
 
 def table_diff(name: str, a: pd.DataFrame, b: pd.DataFrame, decimals: int = 3) -> list[str]:
     """Markdown lines of what differs between two versions of one table (empty when nothing does)."""
-    lines = []
-    only_a = [c for c in a.columns if c not in b.columns]
-    only_b = [c for c in b.columns if c not in a.columns]
-    if only_a:
-        lines.append(f"- columns only before: {', '.join(only_a)}")
-    if only_b:
-        lines.append(f"- columns only after: {', '.join(only_b)}")
+    lines = [f"- columns only {label}: {', '.join(only)}" for label, only in
+             (("before", [c for c in a.columns if c not in b.columns]),
+              ("after", [c for c in b.columns if c not in a.columns])) if only]
     keys = _keys(a, b)
     numeric = [c for c in a.columns if c in b.columns and c not in keys
                and pd.api.types.is_numeric_dtype(a[c]) and pd.api.types.is_numeric_dtype(b[c])]
@@ -66,13 +60,14 @@ def table_diff(name: str, a: pd.DataFrame, b: pd.DataFrame, decimals: int = 3) -
 
 def _renamed(table: pd.DataFrame, rename: dict[str, str]) -> pd.DataFrame:
     """``table`` with each ``old`` run name in its text cells written as ``new`` (two runs' own names)."""
-    if not rename:
-        return table
+    def swap(v: object) -> object:
+        for old, new in rename.items():
+            v = v.replace(old, new) if isinstance(v, str) else v
+        return v
+
     out = table.copy()
-    for c in out.columns:
-        if not (pd.api.types.is_numeric_dtype(out[c]) or pd.api.types.is_bool_dtype(out[c])):
-            for old, new in rename.items():
-                out[c] = out[c].map(lambda v, o=old, n=new: v.replace(o, n) if isinstance(v, str) else v)
+    for c in [c for c in out.columns if _is_text(out[c])]:
+        out[c] = out[c].map(swap)
     return out
 
 
@@ -83,10 +78,8 @@ def tables_diff(before: Path, after: Path, decimals: int = 3, rename: dict[str, 
     names_b = {p.stem for p in tb.glob("*.csv")}
     names_a = {p.stem for p in ta.glob("*.csv")}
     out = [f"# Tables of {before} against {after} at {decimals} decimals", ""]
-    if names_b - names_a:
-        out.append(f"Only before: {', '.join(sorted(names_b - names_a))}")
-    if names_a - names_b:
-        out.append(f"Only after: {', '.join(sorted(names_a - names_b))}")
+    out += [f"Only {label}: {', '.join(sorted(only))}"
+            for label, only in (("before", names_b - names_a), ("after", names_a - names_b)) if only]
     same = []
     for name in sorted(names_b & names_a):
         lines = table_diff(name, pd.read_csv(tb / f"{name}.csv"),
@@ -100,7 +93,7 @@ def tables_diff(before: Path, after: Path, decimals: int = 3, rename: dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("before", type=Path, help="run folder before (holding tables/)")
     parser.add_argument("after", type=Path, help="run folder after")
     parser.add_argument("--decimals", type=int, default=3)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 
 from ..study.experiment import ExperimentConfig, build_setup, get_study
-from .core import BenchLine
-
-log = logging.getLogger(__name__)
+from .core import BenchLine, timed
 
 
 def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
@@ -18,19 +14,15 @@ def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
     def cfg():
         return ExperimentConfig.build(outputs_dir=str(outputs_dir), **params)
 
-    t0 = time.perf_counter()
-    get_study(cfg(), progress=False)
-    cold = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    c = cfg()
-    get_study(c, build_setup(c), progress=False)
-    eager = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    setup, result = get_study(cfg(), progress=False)
-    lazy = time.perf_counter() - t0
-    built = getattr(setup, "built", True)
+    def eager_study() -> object:
+        c = cfg()
+        return get_study(c, build_setup(c), progress=False)
+
+    cold = timed(lambda: get_study(cfg(), progress=False))[1]
+    eager = timed(eager_study)[1]
+    (setup, result), lazy = timed(lambda: get_study(cfg(), progress=False))
     return BenchLine("warm notebook: stored study opening cell", "s", "eager setup", "lazy setup",
                      eager, lazy, better="lower",
                      details={"config": label, "registry": result.provenance.get("registry_size"),
-                              "model": result.provenance.get("model"),
-                              "first_run_s": round(cold, 1), "lazy_loaded_embedder": built})
+                              "model": result.provenance.get("model"), "first_run_s": round(cold, 1),
+                              "lazy_loaded_embedder": getattr(setup, "built", True)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import hashlib
 import logging
 import os
@@ -134,18 +135,15 @@ def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterato
 
 @contextmanager
 def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) -> Iterator[FolderWriter]:
-    """Write a folder's files into a temporary folder beside it, then move them in under
-    :func:`folder_lock`: the files of ``last`` are removed first and moved in last (no reader trusts a
-    half-moved folder); files not written stay. A failed write leaves ``folder`` as it was and the
-    :class:`FolderWriteError` names the file."""
+    """Write a folder's files beside it, then move them in under :func:`folder_lock` (``last``: removed
+    first, moved in last); a failed write leaves ``folder`` as it was and raises :class:`FolderWriteError`."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
         raise FolderWriteError(errno.ENOTDIR, f"could not write the folder {folder}: a file of that name is "
                                "there (move or remove it); nothing was written")
     clean_stale_temps(folder)
-    escaped = re.sub(r"([*?\[])", r"[\1]", folder.name)  # glob's special characters
-    for path in folder.parent.glob(f".{escaped}.*.tmp*"):
+    for path in folder.parent.glob(f".{glob.escape(folder.name)}.*.tmp*"):
         _remove_stale(path, STALE_AFTER_S)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp.d")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -172,12 +170,9 @@ def atomic_folder(folder: str | os.PathLike[str], last: tuple[str, ...] = ()) ->
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file's bytes, read in 1 MiB blocks."""
-    h = hashlib.sha256()
+    """sha256 of a file's bytes."""
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def checksum_path(path: str | os.PathLike[str]) -> Path:

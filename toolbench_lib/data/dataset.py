@@ -38,9 +38,8 @@ SOURCE_GLOBS = ("toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_i
 
 def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
                         processed_dir: Path | None = None) -> str:
-    """sha256 over the relative path and content of every source file and of the query files given apart.
-    A content hash is reused only while inode, size, mtime and ctime are unchanged and the file was not
-    modified within a second of that hashing."""
+    """sha256 over the relative path and content of every source file and of the query files given apart
+    (content hashes reused through :class:`_HashCache`)."""
     data_dir = Path(data_dir)
     cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())
@@ -54,7 +53,8 @@ def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = No
 
 
 class _HashCache:
-    """Content hashes of a data folder's files keyed by ``(inode, size, mtime, ctime)``: a speed-up only."""
+    """Content hashes of a data folder's files keyed by ``(inode, size, mtime, ctime)``: a speed-up only
+    (a file modified within a second of its hashing is hashed again)."""
 
     def __init__(self, processed_dir: Path, data_dir: Path) -> None:
         key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
@@ -153,7 +153,6 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     external = external_sets(root, query_files)
     fp = sources_fingerprint(root, external, processed_dir)
     out = (processed_dir or PROCESSED_DIR) / fp
-    reg_path, q_path, stats_path = (out / name for name in CACHED_FILES)
     clean_stale_temps(out)
     cached = None if rebuild else _read_cache(root, fp, out)
     if cached is not None:
@@ -166,18 +165,16 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     registry, merge_stats = merge_registry(root, external.values())
     registry["doc_text"] = [api_text(r) for r in registry.to_dict("records")]
     queries = load_queries(root, available_sets(root) + list(external), registry, external)
-    for col in ("candidates", "relevant"):
-        queries[col] = queries[col].map(list)
     stats = {"data_dir": str(root), "fingerprint": fp,
              "query_files": {name: str(p) for name, p in external.items()},
              "tool_files_read": merge_stats.files_read, "malformed_files": len(merge_stats.malformed_files),
              "malformed_file_paths": [os.path.relpath(p, root) for p in merge_stats.malformed_files[:50]],
              "duplicate_api_names_skipped": merge_stats.duplicate_api_names,
              "added_by_source": merge_stats.added, "skipped_existing_by_source": merge_stats.skipped_existing}
-    for df, path in ((registry, reg_path), (queries, q_path)):
-        with atomic_path(path) as tmp:
+    for df, name in ((registry, "registry.parquet"), (queries, "queries.parquet")):
+        with atomic_path(out / name) as tmp:
             df.to_parquet(tmp, index=False)
-    with atomic_path(stats_path) as tmp:
+    with atomic_path(out / "stats.json") as tmp:
         tmp.write_text(json.dumps(stats, indent=2))
     with atomic_path(out / CHECKSUMS) as tmp:
         tmp.write_text(json.dumps({name: file_sha256(out / name) for name in CACHED_FILES}, indent=2))

@@ -1,7 +1,5 @@
-"""Untrusted text (queries, registry docs, LLM replies) as Markdown that renders as text, never as markup,
-a link or HTML: :func:`md_text` (one line, entities, punctuation escaped), :func:`md_code` (an unbreakable
-code span), :func:`md_table`. Bidirectional and zero-width controls are shown as their escapes
-(:func:`visible_controls`), in the HTML writers too (:func:`html_text`)."""
+"""Untrusted text (queries, registry docs, LLM replies) as Markdown or HTML that renders as text, never as
+markup, a link or HTML, with bidirectional and zero-width controls shown as their escapes."""
 
 from __future__ import annotations
 
@@ -68,9 +66,8 @@ def md_number(value: float, p_value: bool = False) -> str:
 
 
 def md_table(df: pd.DataFrame, na: str = "n/a", numparse: bool = True) -> str:
-    """``df`` as a Markdown pipe table: text through :func:`md_text` (never parsed as numbers), numbers
-    through :func:`md_number` (p-values in :data:`P_COLUMN` columns; ``numparse=False``: as written),
-    missing values as ``na``."""
+    """``df`` as a Markdown pipe table: text through :func:`md_text`, numbers through :func:`md_number`
+    (``numparse=False``: as written), missing values as ``na``."""
     numeric = [_numeric_column(col) for _, col in df.items()]
     shown = df.astype(object).where(df.notna(), na)
     for j, (name, col) in enumerate(shown.items()):

@@ -21,7 +21,6 @@ def norm_name(name: str | None) -> str:
     return _NON_ALNUM.sub("", strip_version(str(name)).lower())
 
 
-
 def norm_text(text: str) -> str:
     """A text as compared across sets or stubs: case-folded, whitespace collapsed."""
     return " ".join(str(text).lower().split())

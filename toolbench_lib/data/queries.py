@@ -24,7 +24,6 @@ QUERY_SETS: dict[str, tuple[str, str]] = {
                                             "G2_category", "G3_instruction")},
     **{f"{n}_original": ("test_instruction_original", n) for n in ("G2_category", "G3_instruction")},
 }
-# The study's default subsets.
 DEFAULT_SUBSETS: dict[str, str] = {
     "G1": "G1_instruction",
     "G2": "G2_category_original",
@@ -47,12 +46,6 @@ USER_SET_FOLDER = "test_instruction"
 _WARNED: set[Path] = set()  # files already warned about as no query set
 
 
-def _unknown(name: object, user_sets: Iterable[str] = ()) -> UnknownSubsetError:
-    known = ", ".join([*DEFAULT_SUBSETS, *QUERY_SETS, *user_sets])
-    return UnknownSubsetError(f"unknown query set {name!r}; known: {known} (and any other "
-                              f"{USER_SET_FOLDER}/<name>.json of the data folder)")
-
-
 def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
     """Canonical query-set name of ``name`` (``G1`` -> ``G1_instruction``); any other name is a user set,
     checked against ``user_sets`` when given, else only for its form."""
@@ -63,7 +56,9 @@ def resolve_subset(name: str, user_sets: Iterable[str] | None = None) -> str:
     listed = None if user_sets is None else list(user_sets)
     if isinstance(name, str) and USER_SET_NAME.match(name) and (listed is None or name in listed):
         return name
-    raise _unknown(name, listed or ())
+    known = ", ".join([*DEFAULT_SUBSETS, *QUERY_SETS, *(listed or ())])
+    raise UnknownSubsetError(f"unknown query set {name!r}; known: {known} (and any other "
+                             f"{USER_SET_FOLDER}/<name>.json of the data folder)")
 
 
 def is_builtin(name: str) -> bool:
@@ -163,11 +158,10 @@ def user_set_files(data_dir: Path) -> dict[str, Path]:
         if path in builtin:
             continue
         if is_builtin(path.stem) or not USER_SET_NAME.match(path.stem):
-            if path in _WARNED:
-                continue
-            _WARNED.add(path)
-            log.warning("%s is not read as a query set: its name %r is a built-in set or alias, or not a "
-                        "plain name; rename it", path, path.stem)
+            if path not in _WARNED:
+                _WARNED.add(path)
+                log.warning("%s is not read as a query set: its name %r is a built-in set or alias, or not "
+                            "a plain name; rename it", path, path.stem)
             continue
         out[path.stem] = path
     return out
@@ -175,8 +169,7 @@ def user_set_files(data_dir: Path) -> dict[str, Path]:
 
 def available_sets(data_dir: Path) -> list[str]:
     """Query sets present in the data folder: the built-in ones, then the user sets by name."""
-    builtin = [n for n in QUERY_SETS if query_set_path(data_dir, n).exists()]
-    return builtin + list(user_set_files(data_dir))
+    return [n for n in QUERY_SETS if query_set_path(data_dir, n).exists()] + list(user_set_files(data_dir))
 
 
 def own_set_files(data_dir: Path) -> dict[Path, str]:
@@ -294,4 +287,4 @@ def ground_truth_groups(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str
     several queries from one sample of APIs) form one group, named by its first query."""
     first: dict[tuple[str, frozenset], str] = {}
     return {q: first.setdefault((subset, frozenset(apis if apis is not None else ())), q)
-            for q, subset, apis in zip(queries["qkey"], queries["subset"], queries[check_gt(gt)], strict=True)}
+            for q, subset, apis in queries[["qkey", "subset", check_gt(gt)]].itertuples(index=False)}

@@ -94,11 +94,11 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
             else:
                 required = api.get("required_parameters")
                 optional = api.get("optional_parameters")
-            yield _row(category, f"{path.stem}", tool_name, tool.get("tool_description", ""), api, source,
+            yield _row(category, path.stem, tool_name, tool.get("tool_description", ""), api, source,
                        required, optional)
 
 
-def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None) -> Iterator[dict]:
+def iter_query_docs(query_files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
     """API docs carried in the queries' ``api_list``; a doc without a key field is left out with a warning
     (it would become an invented API or a duplicate of another category's)."""
     for path in query_files:
@@ -109,8 +109,7 @@ def iter_query_docs(query_files: Iterable[Path], stats: MergeStats | None = None
                     log.warning("query file %s: item %d, api_list[%d]: no %s; this doc is left out of the "
                                 "registry and its ground-truth pair counts as unresolved", path, index,
                                 position, missing)
-                    if stats is not None:
-                        stats.incomplete_query_docs += 1
+                    stats.incomplete_query_docs += 1
                     continue
                 tool_name = str(api.get("tool_name", ""))
                 yield _row(str(api.get("category_name", "")), slug(tool_name), tool_name, "", api,

@@ -65,9 +65,8 @@ def _read_tables(where: Path) -> dict[str, pd.DataFrame] | None:
 
 def cached_tables(folder: Path, key: str, make: Callable[[], dict[str, pd.DataFrame]] | None,
                   code: str | None = None) -> dict[str, pd.DataFrame] | None:
-    """Named tables kept as checksummed parquet in ``folder/tables-<key>-<code>/``: read when they verify,
-    else made by ``make()`` (None: nothing made) and written under :func:`~.atomic.folder_lock`. Keyed by the
-    code of module ``code`` and what it imports (:func:`code_closure`), else of the whole package."""
+    """Named tables kept as checksummed parquet in ``folder/tables-<key>-<code>/`` (keyed by the code of
+    module ``code`` and its imports, else the package): read when they verify, else made by ``make()``."""
     where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash(*code_closure(code) if code else ())}"
     tables = _read_tables(where)
     if tables is not None or make is None:
