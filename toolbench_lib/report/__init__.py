@@ -1,2 +1,1 @@
-"""The report: front, sections, scorecard, teaching material, checks, HTML, and the notebooks' run that
-writes it."""
+"""The report: front, sections, scorecard, teaching material, checks, HTML, and the run that writes it."""

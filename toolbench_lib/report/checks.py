@@ -1,6 +1,5 @@
-"""Checks over a written ``report.md`` (one value per named quantity, p-values, CIs, judged rates, glossary,
-the paper's quotes, captions, number formats, the front's length, no LaTeX/``nan``/``None`` values):
-:func:`check_report` returns the failed ones, one line each; ``reproduce`` fails the run with them."""
+"""Checks over a written ``report.md``: :func:`check_report` returns the failed ones, one line each;
+``reproduce`` fails the run with them."""
 
 from __future__ import annotations
 
@@ -42,10 +41,7 @@ def missing_values(markdown: str) -> list[str]:
 def sections(markdown: str) -> dict[str, str]:
     """``{"## heading": text}`` of every second-level section (the title part under ``""``)."""
     parts = re.split(r"(?m)^(## .*)$", markdown)
-    out = {"": parts[0]}
-    for i in range(1, len(parts), 2):
-        out[parts[i].strip()] = parts[i + 1]
-    return out
+    return {"": parts[0], **{head.strip(): text for head, text in zip(parts[1::2], parts[2::2], strict=True)}}
 
 
 def front_text(markdown: str) -> str:
@@ -71,27 +67,20 @@ def plain(markdown: str) -> str:
 
 def check_quantities(markdown: str, quantities: Mapping[str, object]) -> list[str]:
     """One value per named quantity, and that value written in the report."""
-    problems = []
     markdown = plain(markdown)
-    for name, value in quantities.items():
-        if isinstance(value, list):
-            problems.append(f"quantity {name!r} has {len(value)} values: {value}")
-        elif str(value) not in markdown:
-            problems.append(f"quantity {name!r} = {value!r} is not in the report")
-    return problems
+    return [f"quantity {name!r} has {len(value)} values: {value}" if isinstance(value, list)
+            else f"quantity {name!r} = {value!r} is not in the report" for name, value in quantities.items()
+            if isinstance(value, list) or str(value) not in markdown]
 
 
 def check_p_values(markdown: str, quantities: Mapping[str, object]) -> list[str]:
     """The primary comparison's p-values: each retriever and set has one, and no other p-value of the same
     comparison (a second ``p`` entry for it) is stated."""
     names = [n for n in quantities if n.endswith(" p")]
-    problems = [f"{n}: {quantities[n]}" for n in names if isinstance(quantities[n], list)]
     front = plain(front_text(markdown))
-    for name in names:
-        value = quantities[name]
-        if isinstance(value, str) and value not in front:
-            problems.append(f"p-value {name!r} ({value}) is not in the front")
-    return problems
+    return ([f"{n}: {quantities[n]}" for n in names if isinstance(quantities[n], list)]
+            + [f"p-value {n!r} ({v}) is not in the front" for n in names
+               if isinstance(v := quantities[n], str) and v not in front])
 
 
 def check_captions(markdown: str) -> list[str]:
@@ -120,10 +109,8 @@ def check_captions(markdown: str) -> list[str]:
 def check_paper_quotes(markdown: str, paper: str | None) -> list[str]:
     """Every quote of the paper (*“...”*) is verbatim in its text (whitespace collapsed); nothing to check
     without the text."""
-    if paper is None:
-        return []
     return [f"a quote not in the paper: “{q[:60]}”" for q in PAPER_QUOTE.findall(markdown)
-            if " ".join(q.split()) not in paper]
+            if " ".join(q.split()) not in paper] if paper is not None else []
 
 
 def check_judged_rates(markdown: str, rows: Iterable[Mapping]) -> list[str]:
@@ -179,8 +166,7 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
     else:
         if words(front) > MAX_FRONT_WORDS:
             problems.append(f"the front has {words(front)} words (at most {MAX_FRONT_WORDS})")
-        last = [h for h in re.findall(r"(?m)^#{2,3} .*$", front)][-1:]
-        if last != [CONCLUSION_HEADING]:
+        if re.findall(r"(?m)^#{2,3} .*$", front)[-1:] != [CONCLUSION_HEADING]:
             problems.append(f"the front does not end with {CONCLUSION_HEADING!r}")
     size = len(markdown.encode("utf-8"))
     if size > MAX_REPORT_BYTES:

@@ -1,8 +1,5 @@
-"""Which executed notebooks of a run folder are still current: a warm `make run` keeps them.
-
-A notebook's key hashes its file, its parameters, the study key and the checkout's code, references,
-cassettes and lock files; ``notebooks/fresh.json`` records the keys and the sha256 of every output file, and
-one changed, missing or corrupted file makes every notebook run again."""
+"""Which executed notebooks of a run folder are still current (a warm `make run` keeps them): their keys and
+the sha256 of every output file, recorded in ``notebooks/fresh.json``."""
 
 from __future__ import annotations
 
@@ -24,9 +21,8 @@ SOURCES = ("toolbench_lib/**/*.py", "references/**/*", "data/cassettes/**/*", "r
 def code_fingerprint(root: Path = PROJECT_ROOT, patterns: Iterable[str] = SOURCES) -> str:
     """sha256 over the checkout's code, references, cassettes and lock files (names and contents)."""
     h = hashlib.sha256()
-    files = sorted({p for pat in patterns for p in root.glob(pat)
-                    if p.is_file() and "__pycache__" not in p.parts})
-    for path in files:
+    for path in sorted({p for pat in patterns for p in root.glob(pat)
+                        if p.is_file() and "__pycache__" not in p.parts}):
         h.update(str(path.relative_to(root)).encode())
         h.update(file_sha256(path).encode())
     return h.hexdigest()
@@ -42,13 +38,9 @@ def notebook_key(notebook: Path, parameters: Mapping, study_key: str, code: str)
 def output_checksums(out_dir: Path) -> dict[str, str]:
     """sha256 of every file the run wrote, by path relative to ``out_dir``; the stored studies (``runs/``)
     and lock files aside."""
-    out = {}
-    for path in sorted(out_dir.rglob("*")):
-        rel = path.relative_to(out_dir)
-        if (path.is_file() and path.name != MANIFEST and rel.parts[0] != "runs"
-                and not path.name.endswith(".lock") and not path.name.startswith(".")):
-            out[str(rel)] = file_sha256(path)
-    return out
+    return {str(path.relative_to(out_dir)): file_sha256(path) for path in sorted(out_dir.rglob("*"))
+            if path.is_file() and path.name != MANIFEST and path.relative_to(out_dir).parts[0] != "runs"
+            and not path.name.endswith(".lock") and not path.name.startswith(".")}
 
 
 def current_notebooks(out_dir: Path, keys: Mapping[str, str]) -> set[str]:
@@ -59,10 +51,9 @@ def current_notebooks(out_dir: Path, keys: Mapping[str, str]) -> set[str]:
         recorded, files = dict(manifest["notebooks"]), dict(manifest["files"])
     except (OSError, ValueError, KeyError, TypeError):
         return set()
-    for rel, digest in files.items():
-        path = out_dir / rel
-        if not path.is_file() or file_sha256(path) != digest:
-            return set()
+    if any(not (path := out_dir / rel).is_file() or file_sha256(path) != digest
+           for rel, digest in files.items()):
+        return set()
     return {name for name, key in keys.items() if recorded.get(name) == key}
 
 

@@ -68,17 +68,14 @@ def _inline_figures(soup, out_dir: Path) -> None:
     for img in soup.find_all("img"):
         src = str(img.get("src", ""))
         path = (out_dir / src).resolve()
-        if re.match(r"[a-z]+:", src) or not path.is_file() or out_dir.resolve() not in path.parents:
-            continue
         kind = IMAGE_KINDS.get(path.suffix.lower().lstrip("."))
-        if kind:
+        if kind and not re.match(r"[a-z]+:", src) and path.is_file() and out_dir.resolve() in path.parents:
             img["src"] = f"data:image/{kind};base64," + base64.b64encode(path.read_bytes()).decode()
 
 
 def markdown_page(markdown: str, out_dir: Path) -> str:
-    """``report.md`` as one self-contained, sanitised page: the Markdown rendered (its raw HTML shown as
-    text, never as markup), figures inlined, every table whole in a scrollable frame with its numbers
-    right-aligned, a table of contents of the sections, and a Content-Security-Policy that forbids scripts."""
+    """``report.md`` as one self-contained, sanitised page (its raw HTML shown as text): figures inlined,
+    tables in scrollable frames, a table of contents, and a Content-Security-Policy that forbids scripts."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     lines = markdown.splitlines()
     title = (re.sub(r"[`*]", "", lines[0].lstrip("# ")).strip() if lines and lines[0].startswith("# ")
@@ -102,8 +99,7 @@ def markdown_page(markdown: str, out_dir: Path) -> str:
         for td in table.find_all("td"):
             if NUMERIC_CELL.fullmatch(td.get_text(strip=True)):
                 td["class"] = "num"
-    toc = _table_of_contents(soup, main)
-    main.insert(0, toc)
+    main.insert(0, _table_of_contents(soup, main))
     main.insert(0, soup.new_tag("h1", attrs={"id": "top"}, string=title))
     return "<!DOCTYPE html>\n" + str(soup.html)
 

@@ -54,9 +54,8 @@ def interpreter_kernel() -> Iterator[str]:
 
 @functools.cache
 def quiet_kernel_manager() -> type:
-    """A kernel manager for papermill that keeps the console quiet when nothing fails: IPC sockets in a
-    private temporary folder (no TCP warning, no network port) and no SIGINT before a shutdown (which makes
-    ipykernel log ``KeyboardInterrupt caught in kernel``)."""
+    """A kernel manager for papermill that keeps the console quiet: IPC sockets in a private temporary folder
+    (no TCP warning) and no SIGINT before a shutdown (which makes ipykernel log a ``KeyboardInterrupt``)."""
     class QuietKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -114,8 +113,8 @@ def stop_on_signals() -> Iterator[None]:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         raise Terminated("terminated") if signum == signal.SIGTERM else KeyboardInterrupt()
 
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    previous = {s: h for s, h in previous.items() if h not in (signal.SIG_IGN, None)}  # None: not from Python
+    previous = {s: h for s in (signal.SIGINT, signal.SIGTERM)
+                if (h := signal.getsignal(s)) not in (signal.SIG_IGN, None)}  # None: not from Python
     for s in previous:
         signal.signal(s, stop)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number
 from ..analysis.references import expression_names
 from ..eval.stats import wilson_ci
 
@@ -60,11 +60,7 @@ def select_rows(df: pd.DataFrame, where: Mapping | None) -> pd.DataFrame:
             df = df[_equal_to(df[col], value)]
     for col, value in extremes.items():
         numbers = pd.to_numeric(df[col], errors="coerce")
-        if numbers.notna().any():
-            target = numbers.min() if EXTREMES[value] == "min" else numbers.max()
-            df = df[np.isclose(numbers, target)]
-        else:
-            df = df.iloc[0:0]
+        df = df[np.isclose(numbers, getattr(numbers, EXTREMES[value])())]  # none when every value is NaN
     return df
 
 
@@ -72,10 +68,7 @@ def _aggregate(values: pd.Series, agg: str) -> float:
     numbers = pd.to_numeric(values, errors="coerce")
     if agg == "first":
         return float(numbers.iloc[0])
-    numbers = numbers.dropna()
-    if numbers.empty:
-        return math.nan
-    return float(getattr(numbers, agg)())
+    return float(getattr(numbers.dropna(), agg)()) if numbers.notna().any() else math.nan
 
 
 def evaluate_expr(expr: str, values: Mapping[str, float]) -> float:
@@ -125,17 +118,14 @@ def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
     if rows.empty:
         return math.nan, "no matching rows"
     value = _aggregate(rows[locator["column"]], locator.get("agg", "first"))
-    if math.isnan(value):
-        return math.nan, "no value"
-    return value * float(locator.get("scale", 1)), None
+    return (math.nan, "no value") if math.isnan(value) else (value * float(locator.get("scale", 1)), None)
 
 
 def locator_source(locator: Mapping) -> str:
     """Where a value comes from, for the report's ``source`` column."""
     if "expr" in locator:
-        names = sorted(expression_names(str(locator["expr"])))
-        parts = [f"{n} = {locator_source(locator[n])}" for n in names]
-        return f"{locator['expr']} with " + "; ".join(parts)
+        return f"{locator['expr']} with " + "; ".join(
+            f"{n} = {locator_source(locator[n])}" for n in sorted(expression_names(str(locator["expr"]))))
     if "paper" in locator:
         return f"the paper's {locator['paper']} ({locator.get('bound', 'value')})"
     where = ", ".join(f"{k}={v}" for k, v in (locator.get("where") or {}).items())
@@ -172,12 +162,9 @@ ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
-    """``(difference, status, direction, basis)`` of this run's value against the paper's (difference: this
-    run minus the paper, or the distance outside its range). With a 95% ``ci``: consistent when the CI meets
-    the paper's value (± ``tolerance``, else ± half its last decimal: its rounding) or range; without: within
-    ``tolerance`` or the paper's last decimal.
-    A one-sided bound or an ``ordering`` (a tie differs) is consistent when the CI lies on the paper's side,
-    "inconclusive" when it holds the bound; without a CI, by the estimate."""
+    """``(difference, status, direction, basis)`` of this run's value against the paper's: consistent when
+    the 95% ``ci`` meets the paper's value (± ``tolerance`` or its rounding) or range, or without a CI when
+    the value is within them; a one-sided bound or ``ordering`` whose CI holds the bound is inconclusive."""
     if "value" in bounds:
         paper = bounds["value"]
         diff = this_run - paper
@@ -188,8 +175,7 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             ok = _overlaps(low, high, paper - tol, paper + tol)
             why = " (its rounding)" if tolerance is None else ""
             target = f"paper ±{tol:g}{why}" if tol else "paper"
-            basis = (f"{target} {'in' if ok else 'outside'} this run's 95% CI "
-                     f"[{fmt_number(low)}, {fmt_number(high)}]")
+            basis = f"{target} {'in' if ok else 'outside'} this run's 95% CI {fmt_ci(low, high)}"
             if ok and not low <= paper <= high:
                 basis += f"; {ONLY_BY_TOLERANCE}"
         else:
@@ -205,7 +191,7 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
     if ordering and this_run in (low, high):
         return 0.0, DIFFERS, "", "the paper's ordering: a tie"
     if (ordering or one_sided) and ci is not None:
-        basis = f"{claim}, by this run's 95% CI [{fmt_number(ci[0])}, {fmt_number(ci[1])}]"
+        basis = f"{claim}, by this run's 95% CI {fmt_ci(*ci)}"
         inside = (low < ci[0] and ci[1] < high) if ordering else (low <= ci[0] and ci[1] <= high)
         if inside:
             return 0.0, CONSISTENT, "", basis
@@ -217,8 +203,7 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         basis = "the paper's ordering, by this run's estimate (no CI)"
     elif ci is not None:
         ok = _overlaps(ci[0], ci[1], low, high)
-        basis += (f" {'meets' if ok else 'misses'} this run's 95% CI "
-                  f"[{fmt_number(ci[0])}, {fmt_number(ci[1])}]")
+        basis += f" {'meets' if ok else 'misses'} this run's 95% CI {fmt_ci(*ci)}"
         if ok:
             return 0.0, CONSISTENT, "", basis
     if this_run < low:
@@ -233,7 +218,7 @@ def compare_share(count: float, n: float, paper_count: float, paper_n: float) ->
     interval of this run's (``count / n``)."""
     share, paper_share = count / n, paper_count / paper_n
     low, high = wilson_ci(count, n)
-    ok = low - 1e-12 <= paper_share <= high + 1e-12
+    ok = _overlaps(low, high, paper_share, paper_share)
     basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
              f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
              f"({fmt_count(paper_count)} of {fmt_count(paper_n)})")

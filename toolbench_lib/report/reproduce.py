@@ -1,9 +1,5 @@
-"""``python -m toolbench_lib reproduce``: run every numbered notebook under papermill (in a temporary
-kernel of this interpreter), then write ``report.md`` and ``report.html`` and check the report.
-
-Executed copies go to ``outputs/<run>/notebooks/``. A failing notebook, a run folder made with other
-parameters or a failed check of the report (:class:`ReportCheckFailure`) ends the run with exit 1; SIGINT or
-SIGTERM stops the kernels and removes their temporary files (exit 130 or 143)."""
+"""``python -m toolbench_lib reproduce``: run every numbered notebook under papermill into
+``outputs/<run>/notebooks/``, then write ``report.md`` and ``report.html`` and check the report."""
 
 from __future__ import annotations
 
@@ -47,14 +43,12 @@ class NotebookFailure(RuntimeError):
 
     def __init__(self, notebook: str, cell_index: int, ename: str, evalue: str, executed: Path,
                  source_line: str = ""):
-        self.notebook, self.cell_index, self.ename, self.evalue = notebook, cell_index, ename, evalue
-        self.executed = executed
+        self.notebook, self.cell_index, self.ename, self.evalue, self.executed = (
+            notebook, cell_index, ename, evalue, executed)
         self.completed: list[tuple[str, float]] = []
-        if cell_index < 0:
-            where = "before any cell ran to completion (kernel or papermill error)"
-        else:
-            first = f"; first line: {source_line}" if source_line else ""
-            where = f"in cell {cell_index} (counting from 0 in the source notebook{first})"
+        first = f"; first line: {source_line}" if source_line else ""
+        where = ("before any cell ran to completion (kernel or papermill error)" if cell_index < 0
+                 else f"in cell {cell_index} (counting from 0 in the source notebook{first})")
         super().__init__(f"notebook {notebook} failed {where}: {ename}: {evalue}\n"
                          f"executed copy: {executed}")
 
@@ -87,10 +81,8 @@ class ReproduceSummary:
         if self.verdicts:
             lines += ["", "What the study found (the report's summary):",
                       *(f"  {line}" for line in self.verdicts), ""]
-        if self.report:
-            lines.append(f"report:  {self.report}")
-        if self.html:
-            lines.append(f"html:    {self.html}")
+        lines += [f"report:  {self.report}"] if self.report else []
+        lines += [f"html:    {self.html}"] if self.html else []
         return "\n".join(lines)
 
 
@@ -115,9 +107,7 @@ def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None
         return found
     wanted = {w.strip().removesuffix(".ipynb") for w in only if w.strip()}
     chosen = [p for p in found if p.stem in wanted or p.stem[:2] in wanted]
-    matched = {p.stem for p in chosen} | {p.stem[:2] for p in chosen}
-    unknown = sorted(wanted - matched)
-    if unknown:
+    if unknown := sorted(wanted - {p.stem for p in chosen} - {p.stem[:2] for p in chosen}):
         names = ", ".join(p.name for p in found) or "none"
         raise ValueError(f"no notebook matches {unknown} in {notebooks_dir} (found: {names})")
     return chosen
@@ -190,8 +180,6 @@ STUDY_NOTEBOOK = "02"  # makes the stored study every later notebook reads
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:
     """The notebooks in stages: those up to :data:`STUDY_NOTEBOOK` (else the first alone), those between,
     then the report notebooks; so no notebook starts while the study it reads is being made."""
-    if not paths:
-        return []
     first = [p for p in paths if p.stem[:2] <= STUDY_NOTEBOOK] or paths[:1]
     rest = [p for p in paths if p not in first]
     last = [p for p in rest if "report" in p.stem]
@@ -241,10 +229,7 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
         return None
 
     if workers <= 1 or len(stage) == 1 or all(p.name in current for p in stage):
-        for path in stage:
-            if (failure := one(path)) is not None:
-                return failure
-        return None
+        return next((failure for path in stage if (failure := one(path)) is not None), None)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         order = longest_first(stage, durations)
         futures = [pool.submit(one, p) for p in order]
@@ -320,10 +305,8 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     paths = select_notebooks(notebooks_dir, notebooks)
     if not paths:
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
-    if smoke:
-        fixed = [k for k in SMOKE_FIXED if params.get(k) is not None]
-        if fixed:
-            echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
+    if smoke and (fixed := [k for k in SMOKE_FIXED if params.get(k) is not None]):
+        echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
     try:
         cfg.claim_run()
     except RunConflict as exc:
@@ -357,8 +340,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     if current >= {p.name for p in paths} and all(p.is_file() for p in reports):  # nothing ran
         summary.report, summary.html = reports
     else:
-        summary.report = write_report(cfg)
-        summary.html = write_html_report(cfg.out_dir)
+        summary.report, summary.html = write_report(cfg), write_html_report(cfg.out_dir)
     prepare_views(run_name, echo=_quiet, workers=workers)  # every study's explorer views
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)

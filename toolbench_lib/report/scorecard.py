@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import (
     REFERENCES_FILE,
     check_locator,
@@ -55,9 +55,8 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
     out = {}
     for cause in read_yaml(path).get("causes", []):
         cid = cause.get("id", "?")
-        for key in ("id", "kind", "title", "prediction"):
-            if key not in cause:
-                raise ValueError(f"{path}: cause {cid} lacks {key!r}")
+        if missing := [key for key in ("id", "kind", "title", "prediction") if key not in cause]:
+            raise ValueError(f"{path}: cause {cid} lacks {missing[0]!r}")
         if cause["kind"] not in CAUSE_KINDS:
             raise ValueError(f"{path}: cause {cid}: kind must be one of {CAUSE_KINDS}")
         for i, shown in enumerate(cause.get("shows", [])):
@@ -112,9 +111,8 @@ def explains(cause: Mapping, entry: Mapping) -> dict | None:
 
 def predict(cause: Mapping, item: Mapping, value: float, ci: tuple[float, float] | None,
             tables: TableCache) -> tuple[float, float, float, str] | None:
-    """``(predicted, low, high, how)`` for a report row (``cause`` and ``item`` filled in for it), or ``None``
-    when the ablation was not saved; ``effect`` shifts this run's value and CI (a point without one),
-    ``predicted`` reads them off tables."""
+    """``(predicted, low, high, how)`` for a report row, or ``None`` when the ablation was not saved:
+    ``effect`` shifts this run's value and CI, ``predicted`` reads them off tables."""
     effect = item.get("effect", cause.get("effect"))
     if effect is not None:
         size, problem = locate(effect, tables)
@@ -135,10 +133,8 @@ def predict(cause: Mapping, item: Mapping, value: float, ci: tuple[float, float]
 
 
 def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
-    """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence.
-    "explained" when the prediction's CI meets the paper's value and covers half the gap; "partly explained
-    (x of y, share)" when it moves toward the paper's by less; "unexplained" when away or past; "not tested"
-    without the ablation's table. A subgroup's cause (``association: true``) is at most partly explained."""
+    """One cause against one row that differs: ``cause_status``, ``predicted`` (with its CI), evidence; a
+    subgroup's cause (``association: true``) is at most partly explained."""
     row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
            "metric": str(entry.get("metric", ""))}
     cause, out = _for_row(cause, row), dict(NO_CAUSE)
@@ -148,29 +144,24 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
             (value, problem), label = locate(s, tables), s.get("label", locator_source(s))
             shown.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
         shown = "; ".join(shown)
-        out.update(cause_status=SETUP,
-                   evidence=f"setup difference, not tested: {cause['prediction'].strip()}"
-                   + (f" ({shown})" if shown else ""))
-        return out
+        return {**out, "cause_status": SETUP, "evidence": f"setup difference, not tested: "
+                f"{cause['prediction'].strip()}" + (f" ({shown})" if shown else "")}
     item = explains(cause, entry)
     if item is None:
-        out.update(cause_status=UNEXPLAINED,
-                   evidence=f"{cause['id']} names no {row['metric']} row of this method and k")
-        return out
+        return {**out, "cause_status": UNEXPLAINED,
+                "evidence": f"{cause['id']} names no {row['metric']} row of this method and k"}
     value = judged["this_run"]
     ci = None if math.isnan(judged["ci_low"]) else (judged["ci_low"], judged["ci_high"])
     got = predict(cause, item, value, ci, tables)
     if got is None:
-        out.update(cause_status=NOT_TESTED, evidence=f"{ablation_text(cause)} not in this run")
-        return out
+        return {**out, "cause_status": NOT_TESTED, "evidence": f"{ablation_text(cause)} not in this run"}
     predicted, low, high, how = got
     out.update(predicted=predicted, predicted_ci_low=low, predicted_ci_high=high)
     bounds = paper_bounds(entry["paper"])
     _, status, _, basis = compare(predicted, bounds, entry.get("tolerance"), (low, high))
     gap = -judged["difference"]
     moved = predicted - value
-    text = (f"{ablation_text(cause)}: predicts {fmt_number(predicted)} [{fmt_number(low)}, "
-            f"{fmt_number(high)}] = {how}")
+    text = f"{ablation_text(cause)}: predicts {fmt_number(predicted)} {fmt_ci(low, high)} = {how}"
     covers = not gap or abs(moved) >= abs(gap) / 2
     association = ", an association in a subgroup" if cause.get("association") else ""
     if status == CONSISTENT and covers and not association:
@@ -195,21 +186,17 @@ def ablation_text(cause: Mapping) -> str:
 
 
 def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tables: TableCache) -> dict:
-    """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs:
-    the best of its listed causes (explained, then partly explained by the most, then a setup difference,
-    then not tested); "unexplained" with what was tried when none does better."""
+    """``cause``, ``cause_status``, ``predicted`` (and CI) and ``evidence`` of a report row that differs: the
+    best of its listed causes; "unexplained" with what was tried when none does better."""
     empty = {"cause": "", **NO_CAUSE}
     if judged["status"] != DIFFERS:
         return empty
     listed = entry.get("causes", [])
     if not listed:
         return {**empty, "cause": UNEXPLAINED, "cause_status": UNEXPLAINED, "evidence": "no cause listed"}
-    results = []
-    for cause_id in listed:
-        cause = causes.get(cause_id)
-        if cause is None:
-            raise ValueError(f"entry {entry['id']}: unknown cause {cause_id!r}")
-        results.append((cause_id, cause, weigh_cause(cause, entry, judged, tables)))
+    if unknown := [cause_id for cause_id in listed if causes.get(cause_id) is None]:
+        raise ValueError(f"entry {entry['id']}: unknown cause {unknown[0]!r}")
+    results = [(cid, causes[cid], weigh_cause(causes[cid], entry, judged, tables)) for cid in listed]
 
     def key(r):  # best first: explained, partly (the most recovered first), setup, not tested
         status = r[2]["cause_status"]
@@ -304,20 +291,16 @@ def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> p
     return compare_entries(load_references(references)["entries"], cfg.tables_dir)
 
 
-STATUS_KEYS = ("consistent", "differs", EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, INCONCLUSIVE,
-               "not scored", "not found")
-
-
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
-    """Counts of the rows by status, and of the rows that differ by cause status (:data:`STATUS_KEYS`)."""
-    differs = report["status"] == DIFFERS
+    """Counts of the rows by status, and of the rows that differ by cause status (a row without one is
+    unexplained)."""
+    status = report["status"]
     cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
-    out = {"consistent": int((report["status"] == CONSISTENT).sum()), "differs": int(differs.sum())}
-    for key in (EXPLAINED, UNEXPLAINED, SETUP, NOT_TESTED):
-        out[key] = int((differs & (cause == key)).sum())
-    out[PARTLY] = int((differs & cause.str.startswith(PARTLY)).sum())
-    out[UNEXPLAINED] += int((differs & (cause == "")).sum())
-    out[INCONCLUSIVE] = int((report["status"] == INCONCLUSIVE).sum())
-    out["not scored"] = int((report["status"] == NOT_SCORED).sum())
-    out["not found"] = int((~report["status"].isin([CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED])).sum())
-    return {key: out[key] for key in STATUS_KEYS}
+    differs = status == DIFFERS
+    counts = {"consistent": status == CONSISTENT, "differs": differs,
+              EXPLAINED: differs & (cause == EXPLAINED), PARTLY: differs & cause.str.startswith(PARTLY),
+              UNEXPLAINED: differs & cause.isin([UNEXPLAINED, ""]), SETUP: differs & (cause == SETUP),
+              NOT_TESTED: differs & (cause == NOT_TESTED), INCONCLUSIVE: status == INCONCLUSIVE,
+              NOT_SCORED: status == NOT_SCORED,
+              "not found": ~status.isin([CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED])}
+    return {key: int(rows.sum()) for key, rows in counts.items()}

@@ -1,6 +1,5 @@
-"""Teaching material: the two pipelines drawn (:func:`pipeline_figure`), a glossary, worked queries picked by
-rule (:func:`pick_worked_queries`, rendered by :func:`worked_query_markdown`), and the paper's Table 2
-examples as this run saw them (:func:`paper_examples_markdown`)."""
+"""Teaching material: the two pipelines drawn, a glossary, worked queries picked by rule, and the paper's
+Table 2 examples as this run saw them."""
 
 from __future__ import annotations
 
@@ -59,22 +58,20 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str,
 
 
 def pipeline_figure(k: int = K, registry_size: int | None = None, embedder: str | None = None):
-    """RtP and PtR side by side, boxes and arrows, with the shared registry index and retriever family in
-    the middle (the paper's Figure 1). Every box and arrow has a ``gid`` (``rtp:embed``, ``ptr:stubs``,
-    ``index``, ...); returns the figure."""
+    """RtP and PtR side by side with the shared registry index in the middle (the paper's Figure 1); every
+    box and arrow has a ``gid`` (``rtp:embed``, ``ptr:stubs``, ``index``, ...)."""
     rtp, ptr = METHOD_COLORS["rtp"], METHOD_COLORS["ptr"]
     fig, ax = plt.subplots(figsize=(12, 7.2))
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 100)
+    ax.set(xlim=(0, 100), ylim=(0, 100))
     ax.axis("off")
     registry = f"{fmt_count(registry_size)} APIs" if registry_size else "the API registry"
     model = f"\n({embedder})" if embedder else ""
     xr, xm, xp = 14, 47.5, 83
     wr, wm, wp = 24, 28, 30  # box widths: RtP, the index, PtR
-    ax.text(xr, 98, "RtP: retrieve, then plan", ha="center", va="top", fontsize=13, fontweight="bold",
-            color=rtp, gid="rtp:title")
-    ax.text(xp, 98, "PtR: plan, then retrieve", ha="center", va="top", fontsize=13, fontweight="bold",
-            color=ptr, gid="ptr:title")
+    for x, title, color, side in ((xr, "RtP: retrieve, then plan", rtp, "rtp"),
+                                  (xp, "PtR: plan, then retrieve", ptr, "ptr")):
+        ax.text(x, 98, title, ha="center", va="top", fontsize=13, fontweight="bold", color=color,
+                gid=f"{side}:title")
     rows = {"query": 86, "stubs": 71, "split": 57, "search": 43, "topk": 29, "planner": 16, "plan": 4}
     h = 7
 
@@ -130,9 +127,8 @@ TIE_BREAK = "ties go to the larger ground truth, then to the first query key"
 
 
 def pick_worked_queries(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0) -> pd.DataFrame:
-    """The three worked queries (:data:`PICK_COLUMNS`), one row per role of :data:`ROLES` (:data:`RULES`; a
-    win needs a positive gap); ties go to the larger ground truth, then to the first query key; a role no
-    query fills has ``qkey`` None."""
+    """The three worked queries, one row per role of :data:`ROLES` (:data:`RULES`, :data:`TIE_BREAK`); a
+    role no query fills has ``qkey`` None."""
     check_gt(gt)
     o = query_outcomes(result, run, k, gt)
     n_gt = result.queries.set_index("qkey")[gt].map(lambda v: 0 if v is None else len(v))
@@ -192,19 +188,13 @@ def worked_query(result: StudyResult, qkey: str, k: int = K, gt: str = DEFAULT_G
     if qkey not in q.index:
         raise KeyError(f"query {qkey!r} is not in this study")
     row = q.loc[qkey]
-    s = result.stubs
-    s = s[(s["qkey"] == qkey) & (s["run"] == run)].sort_values("stub_idx")
+    s = result.stubs[(result.stubs["qkey"] == qkey) & (result.stubs["run"] == run)].sort_values("stub_idx")
     return WorkedQuery(
         qkey=qkey, subset=str(row["subset"]), query=str(row["query"]), gt=gt,
         ground_truth=[str(a) for a in (row[gt] if row[gt] is not None else [])],
         rtp=result.ranking("rtp", run, k).get(qkey, []), ptr=result.ranking("ptr", run, k).get(qkey, []),
         stubs=list(zip(s["name"].astype(str), s["reasoning"].fillna("").astype(str), strict=True)),
-        fell_back=bool(s["fell_back"].any()) if len(s) else False, run=run, k=k)
-
-
-def _cell(text: str) -> str:
-    """Untrusted text (a query, a registry label, a stub) inside a line or table cell: shown as text."""
-    return md_text(text, line_start=False)
+        fell_back=bool(s["fell_back"].any()), run=run, k=k)
 
 
 def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
@@ -212,30 +202,28 @@ def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
     label = labels.get(api_id)
     if not label:
         return md_code(api_id, in_table=True)
-    return _cell(label) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
+    return md_text(label, False) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
 
 
 def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = None,
-                          heading: str | None = None, run_name: str | None = None) -> list[str]:
-    """One worked query as Markdown lines: the query, the ground truth, PtR's stubs, both top-k rankings
-    side by side (:data:`HIT` marks a ground-truth API) and both recalls; with ``run_name``, a link to the
-    query's view in the explorer (``make explore``)."""
+                          run_name: str | None = None) -> list[str]:
+    """One worked query as Markdown lines: the query, its ground truth, PtR's stubs and both top-k rankings
+    side by side; with ``run_name``, a link to the query in the explorer."""
     labels = labels or {}
-    parts = [heading, ""] if heading else []
     found = {m: set(wq.hits(m)) for m in ("rtp", "ptr")}
 
     def found_by(api_id: str) -> str:
         who = [name for m, name in (("rtp", "RtP"), ("ptr", "PtR")) if api_id in found[m]]
         return "found by " + " and ".join(who) if who else "missed by both"
 
-    parts += [f"> {md_text(wq.query)}", "",
-              f"*{_cell(subset_alias(wq.subset))}, {md_code(wq.qkey)}; ground truth {md_code(wq.gt)}, "
-              f"{fmt_count(len(wq.ground_truth))} APIs:*", ""]
+    parts = [f"> {md_text(wq.query)}", "",
+             f"*{md_text(subset_alias(wq.subset), False)}, {md_code(wq.qkey)}; ground truth "
+             f"{md_code(wq.gt)}, {fmt_count(len(wq.ground_truth))} APIs:*", ""]
     parts += [f"- {_api(a, labels)}: {found_by(a)}" for a in wq.ground_truth] + [""]
     if wq.stubs:
         what = "fell back to the raw query" if wq.fell_back else f"{len(wq.stubs)} stubs"
         parts += [f"**PtR's stubs** (run {wq.run}; {what}):", ""]
-        parts += [f"{i}. {md_code(name)}" + (f": {_cell(why)}" if why else "")
+        parts += [f"{i}. {md_code(name)}" + (f": {md_text(why, False)}" if why else "")
                   for i, (name, why) in enumerate(wq.stubs, 1)] + [""]
     else:
         parts += [f"**PtR's stubs:** none stored for run {wq.run}.", ""]
@@ -244,9 +232,7 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
     truth = set(wq.ground_truth)
 
     def shown(ids: Sequence[str], i: int) -> str:
-        if i >= len(ids):
-            return ""
-        return (f"{HIT} " if ids[i] in truth else "") + _api(ids[i], labels, with_id=False)
+        return "" if i >= len(ids) else (f"{HIT} " if ids[i] in truth else "") + _api(ids[i], labels, False)
 
     body = [f"| {i + 1} | {shown(wq.rtp, i)} | {shown(wq.ptr, i)} |" for i in range(wq.k)]
     parts += [*header, *body, ""]
@@ -285,9 +271,8 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
                             labels: Mapping[str, str] | None = None,
                             examples: Sequence[Mapping] | None = None, run_name: str | None = None,
                             elsewhere: Mapping[str, str] | None = None) -> tuple[list[str], pd.DataFrame]:
-    """Every Table 2 example whose query is in this study, with both methods' rankings, then a line for each
-    example not shown and why (``elsewhere``: the other study of the run's family that holds a query); and a
-    row per example shown: the paper's recalls and leader beside this run's (recall@k, PtR's run ``run``)."""
+    """The Table 2 examples whose query is in this study with both rankings, then why each other is not
+    shown (``elsewhere``: the study that holds it); and a table of the paper's recalls beside this run's."""
     elsewhere = elsewhere or {}
     examples = worked_examples(present_only=False) if examples is None else examples
     keys = set(result.queries["qkey"])
@@ -307,11 +292,11 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
                      "leader here": ours})
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
-        about, quote = x.get("description", ""), _cell(str(x["quote"]).replace("\\to", "→"))
+        about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)
         parts += [f"### {md_code(x['id'])}", "", f"*The paper:* {quote}",
                   "", f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
                   f"(paper: RtP {x['rtp_recall']:g}, PtR {x['ptr_recall']:g}); leader here: "
-                  f"{ours}, {agree}." + (f" The query here: {_cell(about)}." if about else ""), ""]
+                  f"{ours}, {agree}." + (f" The query here: {md_text(about, False)}." if about else ""), ""]
         parts += worked_query_markdown(wq, labels, run_name=run_name)
     if absent:
         sets = ", ".join(dict.fromkeys(result.queries["subset"]))
@@ -354,8 +339,7 @@ def load_run_study(cfg) -> tuple[StudyResult | None, str]:
         result = StudyResult.load(folder)
     except StoredStudyError as exc:
         return None, str(exc).replace(str(runs.parent), "<run>")
-    missing = {"rtp", "ptr"} - set(result.methods)
-    if missing:
+    if missing := {"rtp", "ptr"} - set(result.methods):
         return None, f"the stored study has no {' and '.join(sorted(missing))} rankings"
     return result, ""
 

@@ -70,9 +70,8 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
 
 
 def judge_lines(t: pd.DataFrame) -> list[str]:
-    """The judge measured against the plans' evidence, pooled over ``judge_validity``'s rows (a set and
-    method each): its "Solved" share of the plans that name no ground-truth API and of those that name every
-    one, and its kappa against the objective pass."""
+    """The judge's "Solved" share of the plans that name no ground-truth API and of those that name every
+    one, pooled over ``judge_validity``'s rows, and its kappa against the objective pass."""
     cols = ["solved_rate_none", "solved_rate_all", "evidence_none", "evidence_all", "kappa"]
     if not set(cols) <= set(t) or not t["evidence_none"].sum():
         return []
