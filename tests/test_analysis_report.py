@@ -652,17 +652,29 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
 
 
-def test_holm_across_families_names_the_verdicts_it_would_overturn():
-    from toolbench_lib.report.front import across_families
+def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would_overturn():
+    from toolbench_lib.report.front import family_conclusion, robustness_sentence
 
     rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3, "subset": ["G1", "G2", "G3"] * 2,
                          "p": [0.004, 0.5, 0.6, 0.03, 0.0001, 0.012],
                          "significant": [True, False, False, True, True, True]})
     # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
-    said = "Holm over all 6 primary comparisons "
-    assert across_families(rows) == said + "would overturn only the significant verdict of BM25 G1."
-    assert across_families(rows.assign(p=rows["p"] / 10)) == said + "keeps every verdict."
-    assert across_families(rows[rows["retriever"] == "dense"]) == ""
+    holm_all = "Holm over all 6 primary comparisons"
+    assert robustness_sentence(rows) == f"Not robust, overturned by {holm_all}: BM25 G1."
+    assert robustness_sentence(rows.assign(p=rows["p"] / 10)) == f"{holm_all} keeps every verdict."
+    assert robustness_sentence(rows[rows["retriever"] == "dense"]) == ""
+    # a grouped CI across 0 overturns too: bm25 G3's here, dense G1's stays clear of 0
+    grouped = rows.assign(ci_low_grouped_robustness=[-0.2, -0.1, -0.1, 0.01, 0.02, -0.01],
+                          ci_high_grouped_robustness=[-0.01, 0.1, 0.1, 0.2, 0.2, 0.2])
+    assert robustness_sentence(grouped) == (
+        f"Not robust, overturned by {holm_all} or resampling groups of related queries: BM25 G1 (Holm only) "
+        "and BM25 G3 (groups only).")
+    assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
+        f"{holm_all} and resampling groups of related queries keep every verdict.")
+    bm25 = grouped[grouped["retriever"] == "bm25"].assign(leader="PtR", paper_leader="PtR",
+                                                          verdict="reproduced")
+    assert family_conclusion("bm25", bm25, frozenset({3, 5})) == (
+        "**BM25:** PtR ahead on G1, G2 and G3 (G1 and G3 not robust); the paper's crossover is reproduced.")
 
 
 def test_the_paper_against_itself_is_computed_from_its_numbers():
@@ -797,8 +809,12 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "paper_leader": ["PtR"] * 3,
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
-        "G2_instruction, the set the paper's G2 numbers fit, has stubs of one run (106 queries), so the "
-        "primary G2 stays G2_category_original.")
+        "On G2_instruction, the set the paper's G2 numbers fit (stubs of one run, 106 queries, p unadjusted), "
+        "PtR leads with BM25 only; the primary G2 stays G2_category_original.")
+    assert "unadjusted), neither leads significantly with any retriever;" in g2_instruction_sentence(
+        rows.assign(significant=False))
+    both = g2_instruction_sentence(rows.assign(significant=True))
+    assert "PtR leads with dense and BM25 only; RtP leads with hybrid only;" in both
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
@@ -953,7 +969,7 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
     assert "no ground-truth API \"Solved\"; its kappa against the objective pass is 0.500 (" in valid
     assert judge_lines(t.drop(columns="kappa")) == [] and judge_lines(t.assign(evidence_none=0)) == []
 
-def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts():
+def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
     from toolbench_lib.report.front import grouped_line, limits
 
     rows = pd.DataFrame({
@@ -964,8 +980,7 @@ def test_the_limits_say_what_resampling_groups_of_queries_does_to_the_verdicts()
     line = grouped_line(rows)
     assert line == (
         "- Queries written from one sample of APIs are not independent (queries in groups: G1 163 in 120, G2 "
-        "199 in 80, G3 100 in 40); resampling groups keeps 1 of the 2 significant verdicts' CIs clear of 0, "
-        "not BM25 G3.")
+        "199 in 80, G3 100 in 40).")
     assert line in limits([], rows) and grouped_line(rows.drop(columns="n_groups")) == ""
 
 

@@ -1,6 +1,5 @@
-"""The report's front: the question, the answer per retriever, the setup differences, what the paper gets
-right and wrong, the limits and a conclusion per retriever; each number of its prose goes through a
-:class:`Ledger` under a name (``report_quantities.json``)."""
+"""The report's front: the question, the answer per retriever, the setup, what the paper gets right and
+wrong, the limits and a conclusion per retriever; each number of its prose goes through a :class:`Ledger`."""
 
 from __future__ import annotations
 
@@ -62,14 +61,19 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
 
 
 def g2_instruction_sentence(rows: pd.DataFrame) -> str:
-    """Why G2_instruction, the set the paper's G2 numbers fit, is not the primary G2 (its rows are in the
-    table)."""
+    """What G2_instruction, the set the paper's G2 numbers fit, says per family, and why it is not the
+    primary G2 (its rows are in the table)."""
     if not len(rows):
         return ""
     r0 = rows.iloc[0]
     runs = "one run" if r0.n_runs == 1 else f"{fmt_count(r0.n_runs)} runs"
-    return (f"G2_instruction, the set the paper's G2 numbers fit, has stubs of {runs} "
-            f"({fmt_count(r0.n_queries)} queries), so the primary G2 stays G2_category_original.")
+    sig = rows[rows["significant"].astype(bool)]
+    leads = [f"{a} leads with {_sets([FAMILY_SHORT.get(f, f) for f in g['retriever']])}"
+             + (" only" if len(g) < len(rows) else "") for a, g in sig.groupby("leader", sort=False)]
+    said = "; ".join(leads) if leads else "neither leads significantly with any retriever"
+    return (f"On G2_instruction, the set the paper's G2 numbers fit (stubs of {runs}, "
+            f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}; the primary G2 stays "
+            "G2_category_original.")
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
@@ -110,15 +114,10 @@ def crossover_text(rows: pd.DataFrame) -> str:
     reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
     refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
                                                          "subset"]]
-    if len(with_paper) and len(reproduced) == len(with_paper):
-        text = "the paper's crossover is reproduced"
-    elif reproduced:
-        text = f"the paper's crossover is reproduced on {_sets(reproduced)} only"
-    else:
-        text = "the paper's crossover is not reproduced"
-    if refuted:
-        text += f"; on {', '.join(refuted)} the other architecture leads significantly"
-    return text
+    text = ("the paper's crossover is reproduced" if len(with_paper) and len(reproduced) == len(with_paper)
+            else f"the paper's crossover is reproduced on {_sets(reproduced)} only" if reproduced
+            else "the paper's crossover is not reproduced")
+    return text + (f"; on {', '.join(refuted)} the other architecture leads significantly" if refuted else "")
 
 
 def _sets(names: list[str]) -> str:
@@ -126,9 +125,8 @@ def _sets(names: list[str]) -> str:
 
 
 def answer_sentence(rows: pd.DataFrame) -> str:
-    """The answer from the primary comparisons (Holm-adjusted paired tests): the paper's retriever (dense)
-    first, then which architecture leads significantly on which sets per family, and where the crossover
-    holds."""
+    """The answer from the primary comparisons: the paper's retriever (dense) first, then which architecture
+    leads significantly on which sets per family, and where the crossover holds."""
     holds, said_by = [], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -163,18 +161,38 @@ def answer_sentence(rows: pd.DataFrame) -> str:
     return f"**The answer.** {first}{text[0].upper()}{text[1:]}: {verdict}."
 
 
-def across_families(rows: pd.DataFrame) -> str:
-    """Which verdicts of the answer Holm over every family × set comparison at once would overturn (it
-    only raises p-values), in one sentence; empty with one family."""
-    if rows["retriever"].nunique() < 2:
+def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
+    """``{row index: [what overturns it]}`` for each significant verdict: Holm over every family × set
+    comparison at once (it only raises p-values; with several families) and the CI that resamples whole
+    groups of related queries (where the rows carry it)."""
+    why: dict[int, list[str]] = {i: [] for i in rows.index[rows["significant"].astype(bool)]}
+    if rows["retriever"].nunique() > 1:
+        for i, p in zip(rows.index, holm(rows["p"].to_numpy(dtype=float)), strict=True):
+            if i in why and not significant({"p_holm": p}):
+                why[i].append("Holm")
+    if {"ci_low_grouped_robustness", "ci_high_grouped_robustness"} <= set(rows):
+        for i in why:
+            lo, hi = rows.loc[i, ["ci_low_grouped_robustness", "ci_high_grouped_robustness"]]
+            if pd.notna(lo) and lo <= 0 <= hi:
+                why[i].append("groups")
+    return why
+
+
+def robustness_sentence(rows: pd.DataFrame) -> str:
+    """The answer's verdicts that Holm over every primary comparison or resampling groups of related queries
+    would overturn, in one sentence; empty when neither applies."""
+    grouped = "ci_low_grouped_robustness" in rows and rows["ci_low_grouped_robustness"].notna().any()
+    tests = ([f"Holm over all {fmt_count(len(rows))} primary comparisons"] if rows["retriever"].nunique() > 1
+             else []) + (["resampling groups of related queries"] if grouped else [])
+    if not tests:
         return ""
-    adjusted = holm(rows["p"].to_numpy(dtype=float))
-    lost = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)}"
-            for r, p in zip(rows.itertuples(), adjusted, strict=True)
-            if bool(r.significant) and not significant({"p_holm": p})]
-    return (f"Holm over all {fmt_count(len(rows))} primary comparisons "
-            + (f"would overturn only the significant {'verdict' if len(lost) == 1 else 'verdicts'} of "
-               f"{_sets(lost)}." if lost else "keeps every verdict."))
+    lost = {i: w for i, w in overturned(rows).items() if w}
+    if not lost:
+        return f"{' and '.join(tests)} {'keep' if len(tests) > 1 else 'keeps'} every verdict."
+    names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
+             f"{subset_alias(rows.loc[i, 'subset'])}" + (f" ({w[0]} only)" if len(w) < len(tests) else "")
+             for i, w in lost.items()]
+    return f"Not robust, overturned by {' or '.join(tests)}: {_sets(names)}."
 
 
 def stub_writer_line(report: pd.DataFrame) -> str:
@@ -194,20 +212,20 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
     fewer = [f"{subset_alias(s)} holds {fmt_count(n)} of the paper's {fmt_count(paper[subset_alias(s)])}"
              for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
              if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
-    if not fewer:
-        return ""
-    return f"{'; '.join(fewer)}: StableToolBench's solvable queries."
+    return f"{'; '.join(fewer)}: StableToolBench's solvable queries." if fewer else ""
 
 
-def family_conclusion(family: str, rows: pd.DataFrame) -> str:
-    """One sentence per retriever family: on which sets each architecture leads significantly, and whether
-    the paper's crossover holds with it."""
+def family_conclusion(family: str, rows: pd.DataFrame, fragile: frozenset = frozenset()) -> str:
+    """One sentence per retriever family: on which sets each architecture leads significantly (``fragile``:
+    row indices whose verdict is not robust), and whether the paper's crossover holds with it."""
     groups: dict[str, list[str]] = {}
     for r in rows.itertuples():
         what = f"{r.leader} ahead on" if r.significant else "no significant difference on"
         groups.setdefault(what, []).append(subset_alias(r.subset))
+    weak = [subset_alias(r.subset) for r in rows.itertuples() if r.Index in fragile]
     phrases = "; ".join(f"{what} {_sets(sets)}" for what, sets in groups.items())
-    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}; {crossover_text(rows)}."
+    weak_text = f" ({_sets(weak)} not robust)" if weak else ""
+    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}{weak_text}; {crossover_text(rows)}."
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
@@ -309,8 +327,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
          for e in refs["entries"]}
     lines = []
     for s in ("g1", "g2"):
-        stated, a, b = (v.get(f"{s}_ptr_minus_rtp_recall"), v.get(f"{s}_ptr_recall"),
-                        v.get(f"{s}_rtp_recall"))
+        stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
         if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:
             lines.append(f"{s.upper()}: its PtR − RtP recall is stated as {fmt_signed(stated)}, but its own "
                          f"means give {fmt_number(a)} − {fmt_number(b)} = {fmt_signed(a - b)}.")
@@ -353,23 +370,12 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
 
 
 def grouped_line(rows: pd.DataFrame) -> str:
-    """Queries with the same ground truth are not independent: how many groups each set's queries form, and
-    which significant verdicts keep a CI clear of 0 when whole groups are resampled (``primary_endpoint``'s
-    grouped robustness columns)."""
-    cols = ["n_groups", "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
-    if not len(rows) or not set(cols) <= set(rows) or rows["n_groups"].isna().all():
+    """How many groups of one ground truth each set's queries form (the answer resamples them)."""
+    if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
         return ""
-    r = rows[rows["n_groups"].notna()]
-    first = r.drop_duplicates("subset")
     each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} in {fmt_count(x.n_groups)}"
-                     for x in first.itertuples())
-    sig = r[r["significant"].astype(bool)]
-    clear = (sig["ci_low_grouped_robustness"] > 0) | (sig["ci_high_grouped_robustness"] < 0)
-    lost = [f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {subset_alias(x.subset)}"
-            for x, ok in zip(sig.itertuples(), clear, strict=True) if not ok]
-    return (f"- Queries written from one sample of APIs are not independent (queries in groups: {each}); "
-            f"resampling groups keeps {fmt_count(int(clear.sum()))} of the {fmt_count(len(sig))} significant "
-            "verdicts' CIs clear of 0" + (f", not {_sets(lost)}" if lost else "") + ".")
+                     for x in rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples())
+    return f"- Queries written from one sample of APIs are not independent (queries in groups: {each})."
 
 
 def embedder_clause(table: pd.DataFrame | None, model: str) -> str:

@@ -26,7 +26,6 @@ from .front import (
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
     Ledger,
-    across_families,
     answer_sentence,
     count_line,
     endpoint_rows,
@@ -34,8 +33,10 @@ from .front import (
     family_conclusion,
     g2_instruction_sentence,
     limits,
+    overturned,
     paper_against_itself,
     right_and_wrong,
+    robustness_sentence,
     setup_box,
     stub_writer_line,
 )
@@ -45,19 +46,14 @@ from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts
 
-# -- the written report -------------------------------------------------------------------------------------
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
     """Provenance of the studies stored for this run; the configuration's own study first."""
     files = sorted((cfg.out_dir / "runs").glob("*/provenance.json"))
     own = cfg.out_dir / "runs" / cfg.study_key() / "provenance.json"
     files.sort(key=lambda p: p != own)
-    out = []
-    for path in files:
-        prov = json.loads(path.read_text())
-        prov["study_folder"] = str(path.parent.relative_to(cfg.out_dir))
-        out.append(prov)
-    return out
+    return [{**json.loads(path.read_text()), "study_folder": str(path.parent.relative_to(cfg.out_dir))}
+            for path in files]
 
 
 def provenance_markdown(prov: Mapping) -> str:
@@ -85,8 +81,7 @@ def provenance_markdown(prov: Mapping) -> str:
 
 
 # One section per claim of the paper: (key, heading, scorecard prefixes, the claim in short, the paper's own
-# words it rests on). Each quote is verbatim in the paper's text (whitespace collapsed), which the report's
-# checks and tests/test_paper_references.py verify; the report prints it as *“...”*.
+# words it rests on, each verbatim in its text).
 SECTIONS = (
     ("setup", "Setup and data (§3)", ("§3",),
      "The paper searches the whole ToolBench registry with its G1, G2 and G3 query sets (its counts are the "
@@ -159,12 +154,11 @@ def _shown(report: pd.DataFrame) -> pd.DataFrame:
     the objective rate, which ``this_run`` holds for it."""
     objective = (report["status"] == NOT_SCORED) & report.get(
         "judged", pd.Series(float("nan"), index=report.index)).notna()
-    value = report["this_run"]
     return pd.DataFrame({
         "reference": report["id"], "set": report["subset"], "paper": report["paper"],
         "this run": [(fmt_count(v) if m in ("count", "wins") else fmt_number(v))
                      + (" (objective)" if o else "")
-                     for v, m, o in zip(value, report["metric"], objective, strict=True)],
+                     for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
         "95% CI": [f"no CI: objective rate shown ({b}); judged rate in Appendix B"
                    if o else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")
@@ -182,14 +176,9 @@ def section_sentence(rows: pd.DataFrame) -> str:
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
     parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
              "run"]
-    if c["differs"]:  # which ones: the table below, each with its direction and cause
-        parts.append(f"{c['differs']} differ")
-    if c[INCONCLUSIVE]:
-        parts.append(f"{c[INCONCLUSIVE]} inconclusive (the 95% CI holds the paper's bound)")
-    if c["not scored"]:
-        parts.append(f"{c['not scored']} not scored")
-    if c["not found"]:
-        parts.append(f"{c['not found']} not found in this run's tables")
+    parts += [f"{c[key]} {what}" for key, what in (
+        ("differs", "differ"), (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound)"),
+        ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
     return "; ".join(parts) + "."
 
 
@@ -248,8 +237,7 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     if "ablations" in tables:
         lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`): recall@"
                   f"{cfg.k} of each variant minus the full `ltr`'s; * where the paired 95% CI excludes 0.",
-                  "",
-                  md_table(tables["ablations"], numparse=False), ""]
+                  "", md_table(tables["ablations"], numparse=False), ""]
     if "costs" in tables:
         lines += ["**Their costs** beside `fuse4`:", "", md_table(tables["costs"]), ""]
     return lines
@@ -290,33 +278,34 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
     rows = endpoint_rows(cfg)
+    g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
+    g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
+    answer = [answer_sentence(rows), g2_instruction_sentence(g2i), robustness_sentence(rows),
+              stub_writer_line(report)] if len(rows) else []
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
-             *([f"{answer_sentence(rows)} {across_families(rows)} {stub_writer_line(report)}".strip(), ""]
-               if len(rows) else []),
+             *([" ".join(a for a in answer if a), ""] if answer else []),
              PRIMARY.at(cfg.k).text(), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
-        g2i = g2i if g2i is not None else pd.DataFrame()
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
-                                          ledger, rel), "", count_line(rows, paper_query_counts()),
-                  g2_instruction_sentence(g2i), ""]
+                                          ledger, rel), "", count_line(rows, paper_query_counts()), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
+    fragile = frozenset(i for i, w in overturned(rows).items() if w) if len(rows) else frozenset()
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(provenance, rows, TableCache(cfg.tables_dir).get("ablation_embedder")),
               "### Conclusion per retriever", "",
-              *[f"- {family_conclusion(f, g)}" for f, g in (rows.groupby("retriever", sort=False)
-                                                             if len(rows) else [])], ""]
+              *[f"- {family_conclusion(f, g, fragile)}" for f, g in (rows.groupby("retriever", sort=False)
+                                                                     if len(rows) else [])], ""]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
@@ -352,9 +341,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "prints no such number. A row that differs names its cause's status: *explained* when the "
               "cause's predicted value has a CI that covers the paper's and moves at least half the gap, "
               "*partly explained* when it closes part of it (the share stated), *setup difference* for a "
-              "difference of setup (not a tested cause), "
-              "*unexplained* otherwise "
-              "(`references/causes.yaml`).", "",
+              "difference of setup (not a tested cause), *unexplained* otherwise (`references/causes.yaml`).",
+              "",
               "Below, the rows by status; for each that differs, what it measures and its cause (`setup`: a "
               "setup difference).", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
