@@ -118,10 +118,14 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     plan = "\n".join(plan_lines(report))
     assert "[The question and the answer](report.md#the-question-and-the-answer), figure 1:" in plan
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
-    assert "Registry scale (not in this run's report)" in plan
+    assert "Retriever families (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
+    assert "Outside the plan" not in plan  # none of its sections is in this report
+    scale = "\n".join(plan_lines(report + "\n## Registry scale (§4.2, Figure 3)\n\nwords\n"))
+    assert scale.endswith("Outside the plan, for members who want more: [Registry scale (§4.2, Figure 3)]"
+                          "(report.md#registry-scale-42-figure-3).")
     # the pre-reading: the words of the sections found (here three captions of three words)
-    assert plan.startswith("Before the session, each member reads these sections (9 words with their tables, "
+    assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with their tables, "
                            "about 0 minutes at 200 words a minute)")
     long = report + "\n".join(["word " * 100] * 10)  # 1,000 more words in the last section found
     assert "(1,009 words with their tables, about 5 minutes" in "\n".join(plan_lines(long))

@@ -26,19 +26,19 @@ NAN = float("nan")
 NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
+    ("Setup and data", 15, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+                           "Intent-Registry Coupling) and its claims from its §1–§3, with this section's "
+                           "query sets, registry and two pipelines"),
     ("The question and the answer", 10, "the answer per retriever, the setup differences, the conclusions"),
-    ("Where the paper disagrees with itself", 5, "the paper's own numbers against each other"),
-    ("Setup and data", 5, "the query sets, the registry and the two pipelines"),
     ("Which architecture finds more tools", 15, "the main claim: recall, precision and pass rate per set"),
-    ("A larger retrieval budget", 5, "whether the better architecture changes with k"),
-    ("Registry scale", 5, "recall and divergence as the registry grows"),
-    ("Trajectories", 5, "whether plans stay inside the retrieved set"),
-    ("Stubs and Intent-Registry Coupling", 10, "the stubs, then the [worked queries](#worked-queries) and "
-                                               "[Table 2 examples](#the-papers-table-2-examples) below"),
-    ("Cost and routing", 5, "what PtR's extra LLM call costs and what routing saves"),
+    ("Where the paper disagrees with itself", 5, "the paper's own numbers against each other"),
+    ("Stubs and Intent-Registry Coupling", 5, "the stubs, then the [worked queries](#worked-queries) and "
+                                              "[Table 2 examples](#the-papers-table-2-examples) below"),
     ("Retriever families", 5, "the same comparison with BM25 and hybrid retrieval"),
 )
-DISCUSSION_MINUTES = 20
+# The sections outside the plan, named after it for members who want more.
+OPTIONAL = ("A larger retrieval budget", "Registry scale", "Trajectories", "Cost and routing")
+DISCUSSION_MINUTES = 35
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11"}
@@ -70,11 +70,14 @@ def plan_lines(report_md: str) -> list[str]:
                      f"{shown}: {what}.")
     total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES
     reading = fmt_count(round(words / READING_WPM))
-    before = (f"Before the session, each member reads these sections ({fmt_count(words)} words with their "
-              f"tables, about {reading} minutes at {READING_WPM} words a minute); in the session, each block "
-              "is one member's walk-through of its section's figures.")
+    before = (f"Before the session, each member reads the paper and these sections ({fmt_count(words)} words "
+              f"with their tables, about {reading} minutes at {READING_WPM} words a minute); in the session, "
+              "each block is one member's walk-through of its section.")
+    rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
+            for h in found if h.startswith(o)]
+    more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
-            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes."]
+            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes.", *more]
 
 
 # -- this run's numbers -------------------------------------------------------------------------------------
@@ -337,9 +340,9 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     notes: list[str] = []
     lines = [f"## {SESSION_HEADING}", "",
              f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
-             "states this run's numbers and the table they come from. The run folder's files are all a group "
-             "needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); the `open` links reach "
-             "the explorer only while `make explore` serves it.", "",
+             "states this run's numbers and the table they come from. Besides the paper, the run folder's "
+             "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
+             "the `open` links reach the explorer only while `make explore` serves it.", "",
              *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
