@@ -809,8 +809,8 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "paper_leader": ["PtR"] * 3,
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
-        "On G2_instruction, the set the paper's G2 numbers fit (stubs of one run, 106 queries, p unadjusted), "
-        "PtR leads with BM25 only; the primary G2 stays G2_category_original.")
+        "On G2_instruction, the set the paper's G2 numbers fit (stubs of one run, 106 queries, p "
+        "unadjusted), PtR leads with BM25 only; the primary G2 stays G2_category_original.")
     assert "unadjusted), neither leads significantly with any retriever;" in g2_instruction_sentence(
         rows.assign(significant=False))
     both = g2_instruction_sentence(rows.assign(significant=True))
@@ -936,6 +936,21 @@ def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
     assert ("every ground-truth (`relevant`) API for a share of plans of G1 0.340 (RtP) and 0.190 (PtR), "
             "G2 0.040 (RtP) and 0.050 (PtR). The objective rates (0.000–0.120) sit under it; on G2 no more "
             "than 0.050 of plans could pass (`judge_validity`: ceiling).") in line
+
+
+def test_the_cost_section_says_how_many_queries_plan_tokens_are_imputed(tmp_path):
+    from toolbench_lib.report.verdicts import imputed_token_lines, section_verdicts
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert imputed_token_lines(cfg) == []
+    table = pd.DataFrame({"subset": "all", "policy": ["always_rtp", "always_ptr"],
+                          "tokens_per_query": [580, 847], "plan_tokens_imputed_share": [0.3506, 0.3506]})
+    table.to_csv(tmp_path / "routing_overall.csv", index=False)
+    (line,) = imputed_token_lines(cfg)
+    assert line.startswith("Token costs: 35% of the queries have no plan in this run")
+    assert line in section_verdicts(cfg, "cost", pd.DataFrame())
+    table.assign(plan_tokens_imputed_share=0.0).to_csv(tmp_path / "routing_overall.csv", index=False)
+    assert imputed_token_lines(cfg) == []
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():

@@ -93,7 +93,20 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
             + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
 
 
+def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
+    """How many queries' plan tokens the routing costs impute (``routing_overall``: queries without a plan
+    call get their set's mean); none when no query's are imputed."""
+    t = TableCache(cfg.tables_dir).get("routing_overall")
+    if t is None or "plan_tokens_imputed_share" not in t or not t["plan_tokens_imputed_share"].max() > 0:
+        return []
+    share = float(t["plan_tokens_imputed_share"].max())
+    return [f"Token costs: {share:.0%} of the queries have no plan in this run (plans are made for a sample "
+            "of each set), so their plan tokens are their set's mean (`routing_overall`: "
+            "plan_tokens_imputed_share); the routing savings rest on that."]
+
+
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
-    extra = {"trajectory": lambda: fidelity_lines(rows), "main": lambda: pass_ceiling_lines(cfg)}
+    extra = {"trajectory": lambda: fidelity_lines(rows), "main": lambda: pass_ceiling_lines(cfg),
+             "cost": lambda: imputed_token_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()
