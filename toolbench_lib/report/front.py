@@ -247,7 +247,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
               f"(backend {prov.get('backend', 'n/a')})"),
              ("runs (stubs, retrieval)", "4", fmt_count(runs)),
              ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
-              f"{t:g} (run 0), {later:g} (later runs)"),
+              f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")))]
     for subset in cfg.subsets:
