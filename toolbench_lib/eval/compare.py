@@ -1,5 +1,4 @@
-"""The one comparison of two methods: every p-value any table, notebook, report sentence or view prints
-(the same comparison with the same family gives the same p-value everywhere)."""
+"""The one comparison of two methods: every p-value any table, notebook, report or view prints."""
 
 from __future__ import annotations
 
@@ -22,11 +21,8 @@ COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
             seed: int = SEED, groups: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Method ``b`` against ``a`` on each query's mean over runs (:func:`~toolbench_lib.eval.stats.paired`),
-    one row per set of ``sets`` (default: all); p-values Holm-adjusted over ``family`` (default ``sets``);
-    robustness only: Wilcoxon's p, the paper's test over runs and, with ``groups`` (``{qkey: group}``, e.g.
-    :func:`~toolbench_lib.data.queries.ground_truth_groups`), the CI resampling whole groups of queries.
-    ``evaluation``: an Evaluation or a study."""
+    """Method ``b`` against ``a`` on each query's mean over runs, one row per set of ``sets`` (default: all),
+    p Holm-adjusted over ``family`` (default ``sets``); with ``groups`` (``{qkey: group}``) a grouped CI."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")
@@ -58,21 +54,18 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     label = f"Holm over {', '.join(family)}" if len(family) > 1 else "one comparison (no adjustment)"
     for s, p in zip(family, adjusted, strict=True):
         rows[s].update(p_holm=float(p), family=label)
-    for s in sets:
-        if s not in family:
-            rows[s].update(p_holm=rows[s]["p"], family="one comparison (no adjustment)")
+    for s in set(sets) - set(family):
+        rows[s].update(p_holm=rows[s]["p"], family="one comparison (no adjustment)")
     return pd.DataFrame([rows[s] for s in sets], columns=COMPARE_COLUMNS)
 
 
 def comparison_key(a: str, b: str, metric: str, k: int, gt: str, subset: str) -> str:
-    """The name of one comparison, the same in every table that shows it (``ptr − rtp · recall@5 ·
-    candidates · G1_instruction``)."""
+    """The name of one comparison, the same in every table that shows it."""
     return f"{b} − {a} · {metric}@{k} · {gt} · {subset}"
 
 
 def p_value_conflicts(tables: Mapping[str, pd.DataFrame], digits: int = 3) -> list[str]:
-    """One line per comparison (a ``comparison`` column) whose Holm-adjusted p differs between rows of
-    ``tables`` (``{name: table}``, e.g. every CSV of a run), rounded to ``digits`` significant digits."""
+    """One line per comparison whose Holm-adjusted p (to ``digits`` digits) differs between ``tables``."""
     seen: dict[str, dict[str, set]] = {}
     for name, table in tables.items():
         if "comparison" not in table or "p_holm" not in table:

@@ -1,7 +1,4 @@
-"""One evaluation per study: which retrieved ranks are ground truth, counted once (:func:`relevance`), and
-every metric from it (:func:`metric_values`: recall, precision over ``k``, nDCG, MRR, COMP; 0 without ground
-truth). :func:`evaluate` marks a whole study once per content and code, kept beside a stored study's tables.
-"""
+"""One evaluation per study (:func:`evaluate`): its ground-truth marks and every metric from them."""
 
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ def relevance(lists: Sequence[Sequence], rels: Sequence[Collection], depth: int 
 
 
 def metric_values(flags: np.ndarray, n_gt: np.ndarray, metric: str, k: int) -> np.ndarray:
-    """``metric@k`` of every ranking from its marks (``flags[..., rank]``) and ground-truth sizes ``n_gt``
-    (broadcast against ``flags[..., 0]``)."""
+    """``metric@k`` of every ranking from its marks (``flags[..., rank]``) and ground-truth sizes."""
     top = flags[..., :k]
     hits = top.sum(axis=-1)
     n = np.broadcast_to(np.asarray(n_gt), hits.shape)
@@ -91,9 +87,8 @@ def hits_at(lists: Sequence[Sequence], rels: Sequence[Collection], k: int) -> np
 
 def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: str, k: int,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
-    """Per-query metrics at ``k`` of rankings outside a stored study (an ablation's, a fused method's):
-    ``qkey, <metric>..., n_gt`` for every query of ``queries``; a query the rankings miss retrieved
-    nothing."""
+    """Per-query metrics at ``k`` (``qkey, <metric>..., n_gt``) of rankings outside a stored study; a query
+    the rankings miss retrieved nothing."""
     check_gt(gt)
     metrics, k = check_metrics(metrics), check_k(k, max(k, 1))
     rels = [set(r) for r in queries[gt]]
@@ -108,8 +103,7 @@ def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: 
 
 @dataclass
 class Evaluation:
-    """The marks of a study's final rankings (``flags[gt, method, run, query, rank]``) and the ground-truth
-    sizes (``n_gt[gt, query]``); every metric at every cut-off is read from them."""
+    """The marks of a study's final rankings (``flags[gt, method, run, query, rank]``) and ``n_gt``."""
 
     key: str
     gts: tuple[str, ...]
@@ -180,8 +174,7 @@ class Evaluation:
 
     @classmethod
     def load(cls, path: Path, key: str) -> Evaluation | None:
-        """The evaluation stored at ``path`` when it holds its checksum and ``key``; else None (logged when
-        the file is there but damaged)."""
+        """The evaluation stored at ``path`` when it holds its checksum and ``key``; else None."""
         data = read_verified(path)
         if data is None:
             if Path(path).exists():
@@ -201,8 +194,7 @@ class Evaluation:
 
 
 def evaluation_key(result) -> str:
-    """Content key of a study's evaluation: its final rankings, queries (sets and ground truth), methods
-    (and which are deterministic) and runs, and the code of this package."""
+    """Content key of a study's evaluation: its final rankings, queries, methods, runs and eval's code."""
     h = hashlib.sha256(code_hash(*EVAL_CODE).encode())
     stored = result.stored_rankings_sha256()
     if stored:  # a stored study's rankings as saved or loaded: the checksum of its table
@@ -225,9 +217,8 @@ def _compute(result, key: str) -> Evaluation:
     qkeys = q["qkey"].to_numpy().astype(str)
     methods, n_runs = tuple(result.methods), result.n_runs
     pos = pd.Series(np.arange(len(qkeys)), index=qkeys)
-    final = result.rankings
-    final = final.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(["method", "run", "qkey",
-                                                                                 "api_id"])
+    final = result.rankings.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(
+        ["method", "run", "qkey", "api_id"])
     final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
     final = final[final["qkey"].isin(pos.index) & final["method"].isin(methods)]
     depth = max(K_MAX, int(final["r"].max()) + 1 if len(final) else 0)
@@ -250,8 +241,7 @@ def _compute(result, key: str) -> Evaluation:
 
 
 def evaluate(result) -> Evaluation:
-    """The study's one evaluation (:class:`Evaluation`): read from beside a stored study when its key
-    matches, else computed once and, for a stored study, written there."""
+    """The study's one evaluation, read from beside a stored study when its key matches, else computed."""
     key = evaluation_key(result)
     memo = result.__dict__.get("_evaluation")
     if memo is not None and memo.key == key:
@@ -272,8 +262,7 @@ def evaluate(result) -> Evaluation:
 
 def per_query_runs(result, k: int, gt: str = DEFAULT_GT,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
-    """Metrics at ``k`` per query, method and run of a study, read from its evaluation
-    (:meth:`Evaluation.scores`)."""
+    """Metrics at ``k`` per query, method and run of a study (:meth:`Evaluation.scores`)."""
     return evaluate(result).scores(k, gt, metrics)
 
 

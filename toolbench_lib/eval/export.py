@@ -1,8 +1,4 @@
-"""TREC files of a stored study, for ranx, ir-measures and trec_eval: ``runs/<subset>.<method>.run<r>.trec``
-(``qid Q0 docid rank score tag``, the retriever's scores, a tie lowered to the next float below) and
-``qrels/<subset>.<gt>.qrels`` (``qid 0 docid 1``; none for a query without ground truth), with
-``manifest.json`` counting separated ties and queries without ground truth or hits per file.
-"""
+"""TREC run and qrels files of a stored study, with a manifest."""
 
 from __future__ import annotations
 
@@ -31,9 +27,7 @@ def _check_id(kind: str, value: str) -> str:
 
 
 def trec_run_lines(ranking: Mapping[str, Mapping[str, float]], tag: str) -> tuple[list[str], int]:
-    """``(lines, separated ties)``: ``qid Q0 docid rank score tag`` lines of ``{qid: {docid: score}}`` (best
-    first, rank from 1), each score the retriever's, a tie lowered to the next float below the score
-    before."""
+    """``(lines, separated ties)`` of ``{qid: {docid: score}}``, a tie lowered to the next float below."""
     _check_id("run tag", tag)
     lines, ties = [], 0
     for qid, scored in ranking.items():
@@ -65,8 +59,7 @@ def _write(path: Path, lines: list[str]) -> None:
 
 
 class ExportWriteError(OSError):
-    """A file of the export could not be written (a full disk, no permission): the message names it and
-    ``--out``, which is left as it was."""
+    """A file of the export could not be written: the message names it and ``--out``, left as it was."""
 
 
 class ExportFolderError(ValueError):
@@ -75,11 +68,9 @@ class ExportFolderError(ValueError):
 
 def _check_own_folder(out: Path) -> None:
     """Refuse a non-empty ``out`` that is not an earlier export (a folder with this command's manifest)."""
-    if not out.exists():
-        return
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise ExportFolderError(f"--out {out} is a file, not a folder")
-    if not any(out.iterdir()):
+    if not out.exists() or not any(out.iterdir()):
         return
     try:
         manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
@@ -93,9 +84,7 @@ def _check_own_folder(out: Path) -> None:
 
 def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS,
                 source: str | None = None) -> dict:
-    """Write the study's TREC files (every method for every run) as the folder ``out_dir`` and return the
-    manifest; an earlier export is replaced whole, any other folder refused, and a failure leaves
-    ``out_dir`` as it was."""
+    """Write the study's TREC files as the folder ``out_dir`` (an earlier export replaced); the manifest."""
     final = Path(out_dir)
     _check_own_folder(final)
     gts = [check_gt(g) for g in gts]
@@ -105,13 +94,11 @@ def export_trec(result, out_dir: str | Path, gts: Sequence[str] = GT_DEFINITIONS
     shutil.rmtree(out, ignore_errors=True)
     try:
         manifest = _export_into(result, out, gts, source)
+        old = final.with_name(f".{final.name}.{os.getpid()}.tmp.old")
         if final.exists():
-            old = final.with_name(f".{final.name}.{os.getpid()}.tmp.old")
             os.replace(final, old)
-            os.replace(out, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(out, final)
+        os.replace(out, final)
+        shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:  # one line naming the file (as it would be under --out) and --out
         reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
         try:
@@ -150,13 +137,11 @@ def _export_into(result, out: Path, gts: Sequence[str], source: str | None) -> d
                 files.append({"kind": "run", "path": str(path.relative_to(out)), "subset": subset,
                               "method": method, "run": run, "n_queries": len(mine),
                               "queries_without_hits": len(keys) - len(mine), "separated_ties": ties})
-    manifest = {
-        "source": source,
-        "provenance": {k: result.provenance[k] for k in PROVENANCE_KEYS if k in result.provenance},
-        "format": {"run": "qid Q0 docid rank score tag (score = the retriever's; a tie lowered to the next "
-                          "float below the score before it, counted in separated_ties)",
-                   "qrels": "qid 0 docid 1"},
-        "files": files,
-    }
+    prov = {k: result.provenance[k] for k in PROVENANCE_KEYS if k in result.provenance}
+    manifest = {"source": source, "provenance": prov,
+                "format": {"run": "qid Q0 docid rank score tag (score = the retriever's; a tie lowered to "
+                                  "the next float below the score before it, counted in separated_ties)",
+                           "qrels": "qid 0 docid 1"},
+                "files": files}
     _write(out / MANIFEST, json.dumps(manifest, indent=2, default=str).splitlines())
     return manifest

@@ -1,6 +1,4 @@
-"""The objective pass rate and the judge's agreement with it (Cohen's kappa), per plan and per subset,
-method and run; definitions in :mod:`toolbench_lib.analysis.judge`. They sit in ``eval`` because the
-study's summary reports the objective pass rate."""
+"""The objective pass rate and the judge's agreement with it (Cohen's kappa)."""
 
 from __future__ import annotations
 
@@ -50,10 +48,9 @@ def _shown(result) -> dict[tuple, set[str]]:
 
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per plan: verdict, ground-truth evidence (all / some / none) and the objective pass;
-    ``verdicts`` (``qkey, method, run, verdict[, judge_version]``, e.g. of another judge version) replace
-    the study's own, and plans they lack are left out. ``n_shown`` counts the ground-truth APIs the plan's
-    prompt listed (NaN without its ranking): a plan can name every one only when all were listed."""
+    """One row per plan: verdict, ground-truth evidence (all / some / none), the objective pass and
+    ``n_shown`` (ground-truth APIs its prompt listed); ``verdicts`` replace the study's own (plans they lack
+    are left out)."""
     check_gt(gt)
     cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
             "n_covered", "n_shown", "evidence", "objective_pass", "gt"]
@@ -114,8 +111,7 @@ def validity_row(g: pd.DataFrame) -> dict:
 
 def pass_rate_table(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                     verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per subset (canonical name), method and run: judged and objective pass rates, the judge's kappa
-    against the objective pass, plans, ``gt`` and ``judge_version``."""
+    """Per subset, method and run: judged and objective pass rates, kappa, plans and ``judge_version``."""
     ev = plan_evidence(result, gt, registry, verdicts)
     rows = []
     for (subset, method, run), g in ev.groupby(["subset", "method", "run"], sort=False):

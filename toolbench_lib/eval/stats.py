@@ -1,6 +1,4 @@
-"""The statistics of a comparison of two methods, in one place: :func:`paired`, :func:`runs_test`,
-:func:`holm`, bootstrap and Wilson intervals. A test that cannot decide is *not testable*: its p-value is
-missing and its note says why (never p = 0, p = 1 or NaN presented as a result)."""
+"""The statistics of a comparison of two methods; a test that cannot decide is *not testable*."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ TOL = 1e-12
 
 
 def resample_counts(n: int, n_resamples: int, seed: int = SEED) -> np.ndarray:
-    """The resampling matrix: ``(n_resamples, n)`` counts of each of ``n`` items in each resample (items
-    drawn with replacement, fixed seed: every call of this size and seed draws the same resamples)."""
+    """``(n_resamples, n)`` counts of each of ``n`` items in each seeded resample with replacement."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))
     rows = np.repeat(np.arange(n_resamples) * n, n)
@@ -31,9 +28,7 @@ def resample_counts(n: int, n_resamples: int, seed: int = SEED) -> np.ndarray:
 
 def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
                   level: float = 0.95) -> np.ndarray:
-    """Percentile bootstrap CIs of the mean of every column of ``columns`` (``(n, m)``: n items, m
-    quantities over the same items), all from one resampling matrix (:func:`resample_counts`), so paired
-    quantities are resampled together. Returns ``(m, 2)`` bounds; a constant column's CI is its value."""
+    """``(m, 2)`` percentile bootstrap CIs of the mean of every column of ``columns``, resampled together."""
     x = np.asarray(columns, dtype=float)
     x = x[:, None] if x.ndim == 1 else x
     n, m = x.shape
@@ -55,17 +50,14 @@ def _percentile_ci(draws: np.ndarray, level: float) -> np.ndarray:
 
 def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
                  level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``diff`` (resampling its elements): :func:`bootstrap_cis`
-    of one column."""
+    """Percentile bootstrap CI of the mean of ``diff``: :func:`bootstrap_cis` of one column."""
     low, high = bootstrap_cis(np.asarray(diff, dtype=float), n_resamples, seed, level)[0]
     return float(low), float(high)
 
 
 def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 10_000, seed: int = SEED,
                          level: float = 0.95) -> tuple[float, float, int]:
-    """``(low, high, n_groups)``: the percentile bootstrap CI of the mean of ``diff`` when whole groups of
-    items (``groups``, one label per item) are resampled, for items that are not independent within a group
-    (a ratio estimator: each resample's sum over its groups by its count of items)."""
+    """``(low, high, n_groups)``: the percentile bootstrap CI of ``diff``'s mean resampling ``groups``."""
     _, inverse = np.unique(np.asarray(groups), return_inverse=True)
     d = np.asarray(diff, dtype=float)
     sums, sizes = np.bincount(inverse, weights=d), np.bincount(inverse).astype(float)
@@ -77,23 +69,21 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
 
 
 def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b`` (same queries and order): means, ``diff = b -
-    a`` and its bootstrap 95% CI (2 queries or more), paired t, wins/ties/losses, Wilcoxon's p (robustness);
-    not testable (p missing, ``note`` says why) with a NaN score, under 2 queries or no variance."""
+    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, its bootstrap 95%
+    CI, paired t, wins/ties/losses, Wilcoxon's p; not testable with a NaN, under 2 queries or no variance."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
     d = y - x
     n = int(d.size)
     nan = float("nan")
+    wins, losses = int(np.sum(d > TOL)), int(np.sum(d < -TOL))
     out = {"n": n, "mean_a": nan, "mean_b": nan, "diff": nan, "ci_low": nan, "ci_high": nan, "t": nan,
-           "p": nan, "wins": int(np.sum(d > TOL)), "ties": 0, "losses": int(np.sum(d < -TOL)),
-           "p_wilcoxon": nan, "testable": False, "note": ""}
-    out["ties"] = n - out["wins"] - out["losses"]
+           "p": nan, "wins": wins, "ties": n - wins - losses, "losses": losses, "p_wilcoxon": nan,
+           "testable": False, "note": ""}
     bad = int(np.isnan(d).sum())
     if bad:
-        out["note"] = f"not testable: {bad} of {n} paired scores are NaN"
-        return out
+        return {**out, "note": f"not testable: {bad} of {n} paired scores are NaN"}
     if n:
         out.update(mean_a=float(x.mean()), mean_b=float(y.mean()), diff=float(d.mean()))
     if n < 2:
@@ -101,9 +91,8 @@ def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, se
         return out
     out["ci_low"], out["ci_high"] = bootstrap_ci(d, n_resamples, seed)
     if np.ptp(d) <= TOL:
-        out["note"] = (f"not testable: every query's difference is {out['diff']:+.3f} (no variance; the CI "
-                       "is that value)")
-        return out
+        return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
+                               "the CI is that value)"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = stats.ttest_rel(y, x)
@@ -114,8 +103,7 @@ def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, se
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values (statsmodels), in the input order; a missing p (not testable) stays missing
-    and is not counted in the family."""
+    """Holm-adjusted p-values in the input order; a missing p stays missing and is not in the family."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
@@ -126,8 +114,7 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
 def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_deterministic: bool) -> dict:
     """The paper's test over runs: one-sample t of B's run means against A's value (A deterministic), else
-    Welch's two-sample t. Returns ``test, statistic, p_value, n_a, n_b, note``; ``p_value`` is missing when
-    the test cannot decide (fewer than 2 runs, no variance, a NaN value), with the reason in ``note``."""
+    Welch's t; ``p_value`` is missing (the reason in ``note``) under 2 runs, without variance or a NaN."""
     x, y = np.asarray(a_values, dtype=float), np.asarray(b_values, dtype=float)
     test = "one_sample_t" if a_deterministic else "welch_t"
     out = {"test": test, "n_a": int(x.size), "n_b": int(y.size), "statistic": float("nan"),
@@ -147,15 +134,13 @@ def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_determinis
 
 
 def runs_test_summary(mean: float, std: float, n: int, value: float) -> float:
-    """The p of the paper's test over runs from a printed summary: a one-sample t of ``n`` run means with
-    ``mean`` and ``std`` against the deterministic ``value``."""
+    """The p of the paper's one-sample t over ``n`` run means (``mean``, ``std``) against ``value``."""
     t = (mean - value) / (std / math.sqrt(n))
     return float(2 * stats.t.sf(abs(t), n - 1))
 
 
 def wilson_ci(count: float, n: float, level: float = 0.95) -> tuple[float, float]:
-    """The one Wilson interval of a share ``count / n`` (``count`` may be a mean over runs times ``n``);
-    NaN, NaN without items or with a missing count."""
+    """The one Wilson interval of a share ``count / n``; NaN bounds without items or with a missing count."""
     if not n or np.isnan(n) or np.isnan(count):
         return float("nan"), float("nan")
     low, high = proportion_confint(count, n, alpha=1 - level, method="wilson")
@@ -181,9 +166,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], clusters: Sequence,
                           n_resamples: int = 10_000, seed: int = SEED,
                           level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``mean(values[in_a]) - mean(values[~in_a])`` resampling whole clusters
-    (every item of a drawn cluster, both groups); resamples lacking a group are dropped. NaN bounds with
-    fewer than 2 clusters or an empty group."""
+    """Percentile bootstrap CI of ``mean(values[in_a]) - mean(values[~in_a])`` resampling whole clusters."""
     v, a = np.asarray(values, dtype=float), np.asarray(in_a, dtype=bool)
     c = np.unique(np.asarray(clusters), return_inverse=True)[1]
     if c.size == 0 or c.max() < 1 or a.all() or not a.any():
@@ -198,9 +181,7 @@ def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], cluster
 
 def auroc_ci(scores: Sequence[float], labels: Sequence[bool], n_resamples: int = 2000, seed: int = SEED,
              level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of :func:`auroc`, positives and negatives resampled apart (each resample
-    keeps both classes); every resample's AUROC from one matrix of pairwise comparisons. NaN bounds when
-    either class has fewer than 2 items."""
+    """Percentile bootstrap CI of :func:`auroc`, each class resampled apart (NaN under 2 of either)."""
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
     pos, neg = s[y], s[~y]
     if pos.size < 2 or neg.size < 2:
@@ -212,8 +193,7 @@ def auroc_ci(scores: Sequence[float], labels: Sequence[bool], n_resamples: int =
 
 
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """Area under the ROC curve of ``scores`` for ``labels`` (scikit-learn; ties count one half); NaN when
-    either class is empty."""
+    """Area under the ROC curve of ``scores`` for ``labels``; NaN when either class is empty."""
     y = np.asarray(labels, dtype=bool)
     if y.all() or not y.any():
         return float("nan")

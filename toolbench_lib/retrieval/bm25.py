@@ -1,6 +1,4 @@
-"""BM25 over the dense index's API texts: bm25s's analyzer and Lucene scores (``k1 = 1.5``, ``b = 0.75``,
-equal to bm25s's, tested) from one term-count matrix, so a sub-registry's index (its own statistics) is a
-slice built in milliseconds. ``bm25s`` is imported on first use (half a second the CLI's start-up skips)."""
+"""BM25 over the API texts: bm25s's analyzer and Lucene scores from one term-count matrix."""
 
 from __future__ import annotations
 
@@ -9,7 +7,6 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 import Stemmer
@@ -18,12 +15,6 @@ from scipy import sparse
 from .rankings import TextHits
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-
-def _bm25s() -> ModuleType:
-    import bm25s
-
-    return bm25s
 
 
 @dataclass(frozen=True)
@@ -40,7 +31,8 @@ class BM25Params:
 
     def describe(self) -> dict:
         """Provenance: library, analyzer and scoring parameters."""
-        return {"library": f"bm25s {_bm25s().__version__} (analyzer; scores equal to its)",
+        import bm25s
+        return {"library": f"bm25s {bm25s.__version__} (analyzer; scores equal to its)",
                 "tokenizer": f"regex {self.splitter!r}, lower-cased={self.lower}",
                 "stopwords": f"bm25s {self.stopwords!r} list",
                 "stemmer": f"PyStemmer Snowball {self.stemmer!r}", "scoring": f"BM25 {self.method}",
@@ -49,8 +41,9 @@ class BM25Params:
 
 def tokens(texts: Sequence[str], params: BM25Params = BM25Params()) -> list[list[str]]:
     """Each text as the analyzer's terms (what the index counts)."""
+    import bm25s
     stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
-    tokenizer = _bm25s().tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
+    tokenizer = bm25s.tokenization.Tokenizer(lower=params.lower, splitter=params.splitter,
                                                 stopwords=params.stopwords, stemmer=stemmer)
     return tokenizer.tokenize(list(texts), update_vocab=True, return_as="string", show_progress=False)
 
@@ -59,8 +52,6 @@ class TermCounts:
     """A collection's term counts; :meth:`index`: the BM25 index of any rows, with their own statistics."""
 
     def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
-        if params.method != "lucene":
-            raise ValueError(f"TermCounts scores Lucene's BM25 only, not {params.method!r}")
         self.params = params
         self.vocab: dict[str, int] = {}
         ids = [[self.vocab.setdefault(t, len(self.vocab)) for t in doc] for doc in tokens(texts, params)]
@@ -85,16 +76,13 @@ class TermCounts:
 
 
 class BM25Index:
-    """A term-by-document matrix of BM25 weights over some rows of a collection; scores grow with the text's
-    length, so PtR's merge compares each stub's min-max normalised scores (``merge_norm``)."""
+    """A term-by-document matrix of BM25 weights over some rows of a collection."""
 
     merge_norm = "min-max"
 
     def __init__(self, counts: TermCounts, rows: np.ndarray, ids: np.ndarray) -> None:
         if not len(rows):
             raise ValueError("a BM25 index needs at least one text")
-        if len(ids) != len(rows):
-            raise ValueError("rows and ids differ in length")
         self.counts, self.rows = counts, ids
         k1, b = counts.params.k1, counts.params.b
         sub = counts.counts[rows]
@@ -113,9 +101,7 @@ class BM25Index:
         return len(self.rows)
 
     def search_texts(self, texts: Sequence[str], k: int) -> list[TextHits]:
-        """Top-``k`` hits of each text (``ids``, scores), best first, only documents sharing a term (a text
-        without an indexed term has none); ties by position. One sparse product sums each text's terms in
-        its order, repeats kept, as bm25s does."""
+        """Top-``k`` hits of each text (``ids``, scores), best first, ties by position."""
         ids, k = self.counts.query_ids(texts), min(k, len(self))
         lengths = np.fromiter(map(len, ids), np.int64, len(ids))
         n = int(lengths.sum())

@@ -1,6 +1,4 @@
-"""Content-addressed embedding store: one folder per (model, backend) of *packs*, ``.npz`` files of keys
-(16-byte sha256 prefix of the UTF-8 text), vectors, JSON meta and a sha256 over the three, written
-atomically and checked on a process's first read (a failing pack is removed, its texts embedded again)."""
+"""Content-addressed embedding store: checksummed ``.npz`` packs of text keys and vectors."""
 
 from __future__ import annotations
 
@@ -9,7 +7,6 @@ import json
 import logging
 import zipfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +39,6 @@ def write_pack(folder: Path, keys: Sequence[bytes], vectors: np.ndarray, meta: d
     """Write one pack atomically (name derived from its keys) and return its path."""
     karr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
     vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-    if len(vecs) != len(karr):
-        raise ValueError("keys and vectors differ in length")
     marr = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
     name = hashlib.sha256(karr.tobytes()).hexdigest()[:20]
     path = folder / f"pack-{name}.npz"
@@ -62,28 +57,19 @@ def read_pack(path: Path) -> tuple[list[bytes], np.ndarray, dict]:
         raise CorruptPackError(f"{path}: unreadable ({type(exc).__name__})") from exc
     if _checksum(karr, vecs, marr) != digest or karr.ndim != 2 or len(karr) != len(vecs):
         raise CorruptPackError(f"{path}: content does not match its checksum")
-    raw = karr.tobytes()
-    keys = [raw[i:i + KEY_BYTES] for i in range(0, len(raw), KEY_BYTES)]
-    return keys, vecs, json.loads(marr.tobytes().decode())
-
-
-@dataclass
-class _Pack:
-    signature: tuple[int, int, int]
-    keys: list[bytes]
-    vectors: np.ndarray
+    return [k.tobytes() for k in karr], vecs, json.loads(marr.tobytes().decode())
 
 
 class EmbeddingStore:
     """The packs of one (model, backend) folder, read lazily and verified once per process."""
 
-    _cache: dict[Path, _Pack] = {}
+    _cache: dict[Path, tuple] = {}  # path -> (size, mtime, inode), keys, vectors
 
     def __init__(self, folder: Path, dim: int) -> None:
         self.folder = Path(folder)
         self.dim = dim
 
-    def _pack(self, path: Path) -> _Pack | None:
+    def _pack(self, path: Path) -> tuple[list[bytes], np.ndarray] | None:
         """The verified pack at ``path`` (cached by size and mtime); a corrupt one is removed."""
         try:
             st = path.stat()
@@ -91,8 +77,8 @@ class EmbeddingStore:
             return None
         sig = (st.st_size, st.st_mtime_ns, st.st_ino)
         hit = self._cache.get(path)
-        if hit is not None and hit.signature == sig:
-            return hit
+        if hit is not None and hit[0] == sig:
+            return hit[1:]
         try:
             keys, vecs, _meta = read_pack(path)
             if vecs.ndim != 2 or vecs.shape[1] != self.dim:
@@ -102,9 +88,8 @@ class EmbeddingStore:
             path.unlink(missing_ok=True)
             self._cache.pop(path, None)
             return None
-        pack = _Pack(sig, keys, vecs)
-        self._cache[path] = pack
-        return pack
+        self._cache[path] = (sig, keys, vecs)
+        return keys, vecs
 
     def get(self, keys: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, found)`` for ``keys``: rows of the stored vectors and a boolean mask of hits."""
@@ -120,13 +105,13 @@ class EmbeddingStore:
             if pack is None:
                 continue
             dst, src = [], []
-            for row, k in enumerate(pack.keys):
+            for row, k in enumerate(pack[0]):
                 pos = want.pop(k, None)
                 if pos is not None:
                     dst.extend(pos)
                     src.extend([row] * len(pos))
             if dst:
-                out[dst] = pack.vectors[src]
+                out[dst] = pack[1][src]
                 found[dst] = True
         return out, found
 

@@ -1,5 +1,4 @@
-"""Sentence-transformers embedders (fp32 torch or int8 ONNX Runtime) and the per-text embedding cache
-(:mod:`.embed_store`, keyed by model, backend and text hash)."""
+"""Sentence-transformers embedders (fp32 or int8 ONNX) and the per-text embedding cache."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ def hub_reachable(timeout: float = 2.0) -> bool:
 
 @dataclass
 class Embedder:
-    """A loaded model, the name results record it under, its backend (``fp32``: PyTorch, ``int8``: ONNX
-    Runtime) and ``variant``, the int8 export's quantisation settings and version."""
+    """A loaded model, the name results record it under, its backend and ``variant``."""
 
     name: str
     model: object
@@ -83,10 +81,8 @@ class Embedder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """L2-normalised float32 embeddings of ``texts``."""
-        vecs = self.model.encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=progress,
-        )
+        vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=progress)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
@@ -113,10 +109,7 @@ def resolve_model_name(name: str | None = None) -> str:
 
 
 def load_embedder(name: str | None = None, device: str | None = None, backend: str | None = None) -> Embedder:
-    """A model by hub name (local cache, then the hub when reachable, else the packaged all-MiniLM-L6-v2,
-    recorded as a fallback) or local folder; ``name`` defaults to ``TOOLBENCH_EMBEDDER`` or
-    :data:`DEFAULT_MODEL`, ``backend`` to ``TOOLBENCH_EMBED_BACKEND`` or ``fp32`` (``int8``: exported once).
-    """
+    """A model by hub name or local folder (else the packaged all-MiniLM-L6-v2, recorded as a fallback)."""
     backend = resolve_backend(backend)
     name = name or os.environ.get("TOOLBENCH_EMBEDDER") or DEFAULT_MODEL
     emb = _load_fp32(name, device)
@@ -127,8 +120,7 @@ def load_embedder(name: str | None = None, device: str | None = None, backend: s
 
 
 def torch_threads() -> int | None:
-    """Torch's intra-op threads: ``TOOLBENCH_TORCH_THREADS`` (``reproduce`` shares the CPUs among its
-    notebooks), else torch's own default (None)."""
+    """Torch's intra-op threads: ``TOOLBENCH_TORCH_THREADS``, else torch's own default (None)."""
     return env_threads("TOOLBENCH_TORCH_THREADS", "torch's default")
 
 
@@ -164,20 +156,15 @@ def store_folder(embedder: Embedder, cache_dir: Path | None = None) -> Path:
     return (cache_dir or CACHE_DIR / "embeddings") / "by-text" / embedder.slug / embedder.cache_key
 
 
-def open_store(embedder: Embedder, cache_dir: Path | None = None) -> EmbeddingStore:
-    """The store of ``embedder``'s vectors (:func:`store_folder`)."""
-    return EmbeddingStore(store_folder(embedder, cache_dir), embedder.dim)
-
-
 def cached_complete(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> bool:
     """True when every text is in the store."""
-    return bool(open_store(embedder, cache_dir).get(text_keys(texts))[1].all())
+    store = EmbeddingStore(store_folder(embedder, cache_dir), embedder.dim)
+    return bool(store.get(text_keys(texts))[1].all())
 
 
 def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
                       batch_size: int) -> tuple[np.ndarray, np.ndarray, EtaTracker | None]:
-    """Each text's weight on the progress bar (its cost in token-equivalents, :mod:`.eta`), the padded
-    lengths, and for a long run the tracker of its estimate (logged first, from a timed sample)."""
+    """Each text's weight on the progress bar, the padded lengths and a long run's :class:`EtaTracker`."""
     lengths = token_lengths(embedder, texts)
     padded = padded_lengths(lengths, chunks, batch_size)
     if len(texts) < eta.SAMPLE_MIN_TEXTS:
@@ -193,17 +180,13 @@ REFRESH_STEP = 0.1  # a refreshed estimate is logged each time another tenth of 
 def embed_cached(embedder: Embedder, texts: Sequence[str], kind: str = "registry",
                  cache_dir: Path | None = None, chunk_size: int = CHUNK_SIZE, progress: bool = True,
                  batch_size: int = 64, on_estimate: Callable[[EtaTracker], None] | None = None) -> np.ndarray:
-    """``(n, dim)`` float32 L2-normalised embeddings of ``texts``, each embedded once per (model, backend):
-    missing texts are embedded longest first, each chunk stored as a pack when done (a killed build
-    resumes). ``kind`` names the texts in logs; ``on_estimate`` gets a long run's tracker at its end."""
-    store = open_store(embedder, cache_dir)
+    """``(n, dim)`` float32 L2-normalised embeddings of ``texts``, each embedded once per (model, backend)."""
+    store = EmbeddingStore(store_folder(embedder, cache_dir), embedder.dim)
     keys = text_keys(texts)
     vecs, found = store.get(keys)
     if found.all():
         return vecs
-    todo: dict[bytes, str] = {}
-    for i in np.flatnonzero(~found):
-        todo.setdefault(keys[i], texts[i])
+    todo = {keys[i]: texts[i] for i in np.flatnonzero(~found)}  # a key is its text's hash: one text each
     new_keys, new_texts = list(todo), list(todo.values())
     log.info("embedding %d new of %d %s texts with %s (%s); %d from the cache", len(new_texts),
              len(texts), kind, embedder.name, embedder.backend, int(found.sum()))

@@ -1,6 +1,4 @@
-"""How long embedding takes: each text's cost (padded tokens, per-text overhead, attention's square term),
-fitted on a timed sample at evenly spaced quantiles of the length order, and refreshed as chunks finish
-(:class:`EtaTracker`). README's "Embeddings" paragraph describes the estimate."""
+"""How long embedding takes: a cost model fitted on a timed sample, refreshed as chunks finish."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ TOKENIZE_CHUNK = 4096
 
 
 def token_lengths(embedder, texts: Sequence[str]) -> np.ndarray:
-    """Tokens each text is embedded with, special tokens included, cut at the sequence length (no
-    tokenizer: characters / 4)."""
+    """Tokens each text is embedded with, special tokens included, cut at the sequence length."""
     cap = embedder.max_seq_length or None
     tokenizer = getattr(embedder.model, "tokenizer", None)
     if tokenizer is None:
@@ -35,8 +32,7 @@ def token_lengths(embedder, texts: Sequence[str]) -> np.ndarray:
 
 
 def padded_lengths(lengths: np.ndarray, chunks: Sequence[Sequence[int]], batch_size: int) -> np.ndarray:
-    """Tokens computed per text: each chunk (positions, longest first) is cut into batches of ``batch_size``
-    and every text of a batch costs the batch's longest."""
+    """Tokens computed per text: every text of a batch of a chunk costs the batch's longest."""
     lengths = np.asarray(lengths, dtype=np.float64)
     out = lengths.copy()
     for chunk in chunks:
@@ -74,8 +70,7 @@ class CostModel:
 
 def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[float],
              squares: Sequence[float] | None = None) -> CostModel:
-    """Per-text, per-token and (given ``squares``) per-square seconds from timed batches, by non-negative
-    least squares; terms the batches cannot tell apart are left out (all cost per token at the least)."""
+    """The cost model of timed batches by non-negative least squares (inseparable terms dropped)."""
     from scipy.optimize import nnls
 
     cols = [np.asarray(texts, dtype=np.float64), np.asarray(tokens, dtype=np.float64)]
@@ -94,8 +89,7 @@ def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[fl
 
 def sample_batches(order: Sequence[int], batch: int | None = None,
                    positions: Sequence[float] = SAMPLE_POSITIONS) -> list[list[int]]:
-    """Disjoint batches of ``batch`` (default :data:`SAMPLE_BATCH`) neighbouring positions of ``order``
-    around each quantile in ``positions``."""
+    """Disjoint batches of ``batch`` neighbouring positions of ``order`` around each quantile."""
     batch = batch or SAMPLE_BATCH
     n = len(order)
     out, taken = [], set()
@@ -110,13 +104,11 @@ def sample_batches(order: Sequence[int], batch: int | None = None,
 
 def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Sequence[int],
                  batch_size: int = 64, clock=time.perf_counter) -> tuple[CostModel, int]:
-    """``(cost model, texts timed)`` of ``embedder`` on this machine, from encoding a few batches of
-    ``texts`` (positions in ``order``, the run's order); the vectors are discarded."""
-    batches = sample_batches(order, batch_size)
+    """``(cost model, texts timed)`` of ``embedder`` from encoding a few batches of ``texts``."""
     # untimed warm-up on a batch of typical length
     embedder.encode([texts[i] for i in sample_batches(order, batch_size, (0.5,))[0]], batch_size=batch_size)
     n, tok, sq, sec = [], [], [], []
-    for chunk in batches:
+    for chunk in sample_batches(order, batch_size):
         t0 = clock()
         embedder.encode([texts[i] for i in chunk], batch_size=batch_size)
         sec.append(clock() - t0)
@@ -129,14 +121,11 @@ def timed_sample(embedder, texts: Sequence[str], lengths: np.ndarray, order: Seq
 
 def minutes_text(seconds: float) -> str:
     """``about N min`` (``under a minute`` below 60 s)."""
-    if seconds < 60:
-        return "under a minute"
-    return f"about {max(1, round(seconds / 60))} min"
+    return "under a minute" if seconds < 60 else f"about {max(1, round(seconds / 60))} min"
 
 
 class EtaTracker:
-    """The estimate while a run goes: the time spent plus the model's seconds for what is left, scaled by
-    the ratio of the finished chunks' time to the model's seconds for them."""
+    """The time spent plus the model's seconds for what is left, scaled by the chunks done so far."""
 
     def __init__(self, model: CostModel, padded: np.ndarray, clock=time.perf_counter):
         self.model, self.clock = model, clock
@@ -146,8 +135,7 @@ class EtaTracker:
         self.started = clock()
 
     def finished(self, padded: np.ndarray) -> float:
-        """Record a chunk (its texts' padded lengths) finished now; returns the refreshed estimate of the
-        whole run, in seconds."""
+        """Record a chunk (padded lengths) finished now; returns the whole run's refreshed estimate."""
         predicted = self.model.seconds(padded)
         self.predicted_done += predicted
         self.predicted_left = max(self.predicted_left - predicted, 0.0)

@@ -1,6 +1,4 @@
-"""The retriever families (:data:`FAMILIES`): ``dense`` (cosine over the FAISS index), ``bm25``, and
-``hybrid`` / ``hybrid-rrf``, each text's dense and BM25 top ``pool`` fused by min-max wsum (0.5 / 0.5) or
-RRF through :func:`.fuse.combine`. A new one: :func:`.retrievers.register_family`."""
+"""The retriever families (:data:`FAMILIES`): ``dense``, ``bm25``, ``hybrid`` and ``hybrid-rrf``."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .bm25 import BM25Params
-from .fuse import combine
+from .fuse import combine, top
 from .rankings import DenseSearcher, Searcher, TextHits
 
 HYBRID_POOL = 100  # hits of each family a hybrid fuses per text
@@ -80,7 +78,7 @@ class HybridSearcher:
         for d, b in zip(dense, sparse, strict=True):
             runs = [list(zip(h.rows.tolist(), h.scores.tolist(), strict=True)) for h in (d, b)]
             fused = combine(runs, self.spec.method, self.spec.norm, weights)
-            best = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:k]
-            out.append(TextHits(np.array([r for r, _ in best], dtype=np.int64),
-                                np.array([s for _, s in best], dtype=np.float32)))
+            best = top(fused, k)
+            out.append(TextHits(np.array(best, dtype=np.int64),
+                                np.array([fused[r] for r in best], dtype=np.float32)))
         return out

@@ -1,6 +1,4 @@
-"""Every fused discovery method by name (README lists them), each a spec of :mod:`.fusion_specs` or a
-:class:`~.tuning.Tuned` one, registered as a retriever on import: it reads the run's component rankings
-(retrieving any not asked for) and returns its scored run; a tuned one is tuned for recall@:data:`CV_K`."""
+"""Every fused method by name, registered as a retriever on import."""
 
 from __future__ import annotations
 
@@ -92,8 +90,7 @@ def study_inputs(result, run: int = 0, gt: str = "candidates", names: Iterable[s
 def method_runs(inp: FusionInputs, names: Iterable[str], k: int, *,
                 params: Mapping[str, float] | None = None, folds: int = FOLDS, seed: int = SEED,
                 tune_k: int | None = None) -> tuple[dict[str, Run], dict[str, dict[str, float]]]:
-    """``({method: Run}, {method: {qkey: parameter}})``, top ``k``; a tuned method uses ``params[name]``
-    when given, else out-of-fold cross-validation of recall@``tune_k`` (default ``k``)."""
+    """``({method: Run}, {method: {qkey: parameter}})``, top ``k``; a tuned one uses ``params`` or tunes."""
     out: dict[str, Run] = {}
     chosen: dict[str, dict[str, float]] = {}
     for name in names:
@@ -129,8 +126,7 @@ SHARED_MAX = 96
 
 def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "candidates",
                setup=None, params: Mapping[str, float] | None = None) -> dict[str, Run]:
-    """``{method: Run}`` (top ``k``) of the named methods on a stored study's run; without a setup, a run
-    whose inputs are a recent call's is reused (the retriever study's dense methods are the main study's)."""
+    """``{method: Run}`` (top ``k``) of the named methods on a stored study's run, reused by content."""
     names = list(names)
     inp = study_inputs(result, run, gt, names, setup)
     if setup is not None:

@@ -1,11 +1,8 @@
-"""The shapes of a fused method over one run's rankings: *components* (rankings a study holds, named
-``q.<family>``: the query's, ``s.<family>``: PtR's merged stubs', ``s*.<family>``: each stub's own) and
-*specs* turning a run's :class:`FusionInputs` into a scored run (``spec.ranked(inp, k)``, best first):
-:class:`FusionSpec` (score fusion as ``ranx.fuse``), :class:`RoundRobin`, :class:`MeanEmbedding`,
-:class:`Ranked` (one component as is) and :class:`Route`."""
+"""Fused methods over one run's *components* (``q.``, ``s.``, ``s*.`` rankings of a family) as *specs*."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,8 +59,7 @@ class _StubUse:
 
 @dataclass
 class FusionInputs:
-    """One run's rankings per component and query (``rankings[c][qkey]``: one ranking, or one per stub for
-    ``s*.``), each query's set and ground truth (for tuning), and a mean-embedding search's needs."""
+    """One run's rankings per component and query, each query's set and ground truth, and a setup."""
 
     rankings: dict[str, dict[str, list[Ranking]]]
     keys: list[str]
@@ -133,10 +129,8 @@ def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", co
     comps = tuple(components)
     retrieved = {}
     for method in component_methods(comps):
-        try:
+        with contextlib.suppress(KeyError):  # a missing one: rankings_inputs's ValueError
             retrieved[method] = result.retrieved(method, run)
-        except KeyError:
-            raise ValueError(f"the study has no rankings of {method} for run {run}") from None
     return rankings_inputs(retrieved, result.queries, run, gt, comps, stubs, setup)
 
 
@@ -164,8 +158,7 @@ def cached_ranked(spec: Spec, inp: FusionInputs, k: int) -> Run:
 
 @dataclass(frozen=True)
 class FusionSpec(_StubUse):
-    """Components fused by ``method`` (``wsum``, ``sum``, ``max``, ``mnz``, ``rrf``) after ``norm``; one
-    weight per component (an ``s*.`` component's weight applies to each of its stubs)."""
+    """Components fused by ``method`` after ``norm``, with one weight per component."""
 
     components: tuple[str, ...]
     method: str = "wsum"
@@ -202,11 +195,8 @@ class FusionSpec(_StubUse):
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         """Each query's top ``k`` by fused score (ties by id), with that score."""
-        out = {}
-        for key in inp.keys:
-            s = self.scores(inp, key)
-            out[key] = {a: float(s[a]) for a in top(s, k)}
-        return out
+        scores = {key: self.scores(inp, key) for key in inp.keys}
+        return {key: {a: float(s[a]) for a in top(s, k)} for key, s in scores.items()}
 
 
 def round_robin(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
@@ -254,8 +244,7 @@ class Ranked(_StubUse):
 
 @dataclass(frozen=True)
 class MeanEmbedding:
-    """The normalised mean of the query's and its stubs' embeddings, searched once (needs ``inp.setup``,
-    queries and stubs); an API's score is its cosine to that mean."""
+    """The normalised mean of the query's and its stubs' embeddings, searched once."""
 
     components: tuple[str, ...] = ()
     uses_stubs: bool = True
@@ -287,14 +276,11 @@ class Route:
 
     threshold: float
     base: Spec
+    uses_stubs: bool = True
 
     @property
     def components(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((TOP1, *self.base.components)))
-
-    @property
-    def uses_stubs(self) -> bool:
-        return True
 
     @property
     def param(self) -> float:

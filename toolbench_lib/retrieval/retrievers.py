@@ -1,11 +1,9 @@
-"""The retriever interface: a method's ``retrieve(ctx) -> Retrieved`` turns a run's context (setup, stubs,
-the rankings of methods already retrieved in the run) into its rankings; ``uses_stubs`` says whether it
-needs PtR's stubs, ``deterministic`` whether it is retrieved once for every run. :func:`register` adds one."""
+"""The retriever interface: a method's ``retrieve(ctx) -> Retrieved``; :func:`register` adds one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 import pandas as pd
 
@@ -31,7 +29,6 @@ class RunContext:
     notes: dict[str, dict] = field(default_factory=dict)  # what a retriever reports of its run (provenance)
 
 
-@runtime_checkable
 class Retriever(Protocol):
     name: str
     uses_stubs: bool
@@ -65,8 +62,7 @@ def ptr_texts(queries: pd.DataFrame, stubs: pd.DataFrame, run: int) -> list[list
 
 
 class ArchitectureRetriever:
-    """RtP (the raw query is the one text searched) or PtR (every stub searched, merged by each API's best
-    score over the query's stubs), searching with one retriever family."""
+    """RtP (the query searched) or PtR (every stub searched, merged by best score) with one family."""
 
     def __init__(self, architecture: str, family: str = DEFAULT_FAMILY) -> None:
         self.family, self.name = family, method_name(architecture, family)
@@ -83,8 +79,7 @@ class ArchitectureRetriever:
 
 
 class SpecRetriever:
-    """A method made of a spec over other methods' rankings (fused, learned): it pays the stub call, and
-    differs between runs, when the spec reads stubs."""
+    """A method made of a spec over other methods' rankings (fused, learned)."""
 
     def __init__(self, name: str, spec) -> None:
         self.name, self.spec = name, spec
@@ -115,8 +110,7 @@ def get_retriever(name: str) -> Retriever:
 
 
 def register_family(family: Family) -> Family:
-    """Add a retriever family: its RtP and PtR (``rtp@<name>``, ``ptr@<name>``) become methods, and fused
-    specs may read it (``q.<name>``, ``s.<name>``, ``s*.<name>``)."""
+    """Add a retriever family: its RtP and PtR become methods, and fused specs may read it."""
     FAMILIES[family.name] = family
     for architecture in ARCHITECTURES:
         register(ArchitectureRetriever(architecture, family.name))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,8 +17,6 @@ from .families import FAMILIES, check_family
 from .index import VectorIndex, build_index
 from .rankings import Searcher
 from .subregistry import sample_subregistry
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,8 +55,7 @@ class RetrievalSetup:
 
 def select_queries(ds: Dataset, subsets: list[str], limit: int | None = None) -> pd.DataFrame:
     """The chosen sets' queries, ``limit`` per set, with a ``qkey`` column."""
-    frames = [ds.subset_queries(s, limit) for s in subsets]
-    q = pd.concat(frames, ignore_index=True)
+    q = pd.concat([ds.subset_queries(s, limit) for s in subsets], ignore_index=True)
     q.insert(0, "qkey", query_keys(q))
     return q
 

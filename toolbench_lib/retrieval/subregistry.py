@@ -19,9 +19,7 @@ def proportional_quota(category_sizes: pd.Series, total: int) -> pd.Series:
 
 def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
                        keep_ids: set[str] | None = None) -> np.ndarray:
-    """Sorted registry rows of a sub-registry of ``size`` APIs (every row at or above the registry's size):
-    every API of ``keep_ids``, the other slots filled per category in proportion to the registry (a
-    category whose kept APIs exceed its quota is made up by the others), sampled with ``seed``."""
+    """Sorted registry rows of a sub-registry of ``size`` APIs keeping ``keep_ids``, sampled with ``seed``."""
     n = len(registry)
     if size >= n:
         return np.arange(n)
@@ -46,12 +44,8 @@ def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
             extra.loc[room.index[0]] = 1
         free = free.add(np.sign(gap) * extra, fill_value=0).astype(int)
     rows = np.flatnonzero(~is_kept)  # each category's rows not kept, in registry order
-    codes = pd.Categorical(cats[rows], categories=sizes.index).codes
-    pools = dict(zip(sizes.index, np.split(rows[np.argsort(codes, kind="stable")],
-                                           np.cumsum(np.bincount(codes, minlength=len(sizes)))[:-1]),
-                     strict=True))
     chosen = [np.flatnonzero(is_kept)]
     for cat, m in free.items():
         if m > 0:
-            chosen.append(rng.choice(pools[cat], size=int(m), replace=False))
+            chosen.append(rng.choice(rows[cats[rows] == cat], size=int(m), replace=False))
     return np.sort(np.concatenate(chosen))

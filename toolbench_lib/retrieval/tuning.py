@@ -1,6 +1,4 @@
-"""Tuned fused methods, ``Tuned(candidates, folds)``: a candidate is chosen by recall@k averaged within
-each query set, then over sets (:func:`best_by_group`), and each query's list is that of the candidate
-chosen on the other folds (:func:`cross_validated`); :meth:`Tuned.fit` chooses on every query."""
+"""Tuned fused methods: each query's list is that of the candidate chosen by cross-validation."""
 
 from __future__ import annotations
 
@@ -55,8 +53,7 @@ def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, 
 
 @dataclass(frozen=True)
 class Tuned:
-    """A fused method whose spec is chosen among ``candidates`` (specs, or a function of a run's inputs such
-    as a :class:`RouteGrid`) by cross-validation of recall@``tune_k`` (default: the list length)."""
+    """A fused method whose spec is chosen among ``candidates`` by cross-validation of recall@``tune_k``."""
 
     candidates: tuple[Spec, ...] | Callable[[FusionInputs], Sequence[Spec]]
     folds: int = FOLDS
@@ -131,8 +128,7 @@ class Tuned:
 
 
 def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> list[tuple[float, ...]]:
-    """Every weight vector of ``n`` components from ``values``, scaled to a largest weight of 1, once each
-    (an all-zero one left out)."""
+    """Every nonzero weight vector of ``n`` components from ``values``, scaled to a largest weight of 1."""
     return list(dict.fromkeys(tuple(round(x / max(w), 6) for x in w)
                               for w in itertools.product(values, repeat=n) if max(w) > 0))
 
