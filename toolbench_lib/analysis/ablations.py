@@ -215,8 +215,7 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
                          "rtp_recall": float(np.mean(rec_r)), "ptr_recall": float(np.mean(rec_p)),
                          "n_queries": len(sq)})
     table = (pd.DataFrame(rows).groupby(["subset", "design", "size"], sort=False)
-             .agg(no_overlap_share=("no_overlap_share", "mean"), gt_share=("gt_share", "mean"),
-                  rtp_recall=("rtp_recall", "mean"), ptr_recall=("ptr_recall", "mean"),
+             .agg(**{c: (c, "mean") for c in ("no_overlap_share", "gt_share", "rtp_recall", "ptr_recall")},
                   n_seeds=("seed", "count"), n_queries=("n_queries", "first")).reset_index())
     return table, divergence_verdict(table)
 

@@ -1,7 +1,5 @@
-"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`), their per-query scores
-(eval's one count; PtR-based methods averaged over runs), costs, evidence and figures; the leaderboard is
-:mod:`.fusion_board`'s. Tokens per query are the recorded stub calls' plus the study's mean plan call.
-"""
+"""Beyond the paper: fused discovery methods (:mod:`toolbench_lib.retrieval.fused`), their per-query scores,
+costs (recorded stub calls plus the mean plan call), evidence and figures."""
 
 from __future__ import annotations
 
@@ -186,12 +184,11 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
     fig, panels = set_panels(mean)
     others = iter(OTHER_COLORS * len(methods))
     colors = {m: METHOD_COLORS.get(m) or next(others) for m in methods}
-    for ax, subset, part in panels:
+    for ax, _, part in panels:
         for method in methods:
             m = part[part["method"] == method]
             ax.plot(m["k"], m["value"], label=method, color=colors[method],
                     lw=2.2 if method in BASELINES else 1.3, ls="-" if method in BASELINES else "--")
-        ax.set_title(subset)
         ax.set_xlabel("k")
         ax.set_ylabel(f"{metric}@k")
     side_legend(fig, panels[0][0])
@@ -204,7 +201,7 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
     of each cost are named, names at one cost stacked."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
     fig, panels = set_panels(r, sharey=False)
-    for ax, subset, p in panels:
+    for ax, _, p in panels:
         best = set(p.loc[p.groupby(p["tokens_per_query"].round(1))["mean"].idxmax(), "method"])
         named: dict[float, int] = {}  # names already written at each cost
         for _, row in p.sort_values("mean").iterrows():
@@ -217,7 +214,6 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
                 named[round(float(row["tokens_per_query"]), 1)] = n + 1
                 ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=9,
                             xytext=(4, -12 + 13 * n), textcoords="offset points")
-        ax.set_title(subset)
         plans = "" if r["plan_tokens_mean"].notna().any() else "; no plan calls in this study"
         ax.set_xlabel(f"LLM tokens per query (stubs + mean plan{plans})")
         ax.set_ylabel(f"recall@{k} (95% CI)")
@@ -234,7 +230,7 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
     wide["gain"] = wide[fused] - wide["rtp"]
     fig, panels = set_panels(wide)
     rng = np.random.default_rng(0)
-    for ax, subset, p in panels:
+    for ax, _, p in panels:
         jitter = rng.uniform(-0.02, 0.02, len(p))
         for label, part, color in ((f"{fused} finds more", p["gain"] > 0, OTHER_COLORS[0]),
                                    ("RtP finds more", p["gain"] < 0, METHOD_COLORS["rtp"]),
@@ -246,7 +242,6 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
             right = max(p["cos"].max(), threshold) + 0.01
             ax.axvspan(threshold, right, color=METHOD_COLORS["rtp"], alpha=0.07)
         ax.axhline(0, color="0.5", lw=0.8)
-        ax.set_title(subset)
         ax.set_xlabel("RtP top-1 cosine")
         ax.set_ylabel(f"recall@{k}: {fused} minus RtP")
     side_legend(fig, panels[0][0])

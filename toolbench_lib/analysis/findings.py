@@ -130,8 +130,7 @@ def trajectory_findings(traj: pd.DataFrame, miss: pd.DataFrame) -> str:
     """Notebook 05: fidelity (tolerant and strict), plan overlap, steps; behaviour on complete misses."""
     lines = []
     for _, r in traj.iterrows():
-        strict = f" (strict {r['fidelity_strict']:.2f})" if "fidelity_strict" in r and pd.notna(
-            r.get("fidelity_strict")) else ""
+        strict = f" (strict {r['fidelity_strict']:.2f})" if pd.notna(r.get("fidelity_strict")) else ""
         lines.append(f"- {r['subset']} {r['method']}: fidelity {r['fidelity']:.2f}{strict}, "
                      f"{r['mean_steps']:.1f} steps, {r['mean_apis_named']:.1f} APIs named, "
                      f"{r['used_share']:.0%} of retrieved APIs used, Jaccard with the other method's plan "

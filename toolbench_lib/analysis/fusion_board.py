@@ -1,9 +1,5 @@
-"""Fused methods against the better architecture, and the choice of one: notebooks 10 and 12's leaderboard.
-
-Each method's per-query scores are compared, through :mod:`toolbench_lib.eval.stats`, with those of the
-better reference method on the set (RtP or PtR by default); notebook 12's fused methods are chosen on the
-design sets (:func:`choose_fusion`), scored unchanged on unseen sets and costed (:func:`fusion_and_costs`).
-"""
+"""Fused methods against the better architecture (paired, :mod:`toolbench_lib.eval.stats`), and the choice
+of one on the design sets, scored unchanged on unseen sets: notebooks 10 and 12's leaderboard."""
 
 from __future__ import annotations
 
@@ -28,12 +24,12 @@ METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 BASELINES = ("rtp", "ptr")
 VERSUS = {**DIFF_CI, **LO_HI, "p": "p_value", "p_wilcoxon": "p_wilcoxon_robustness", "wins": "wins",
           "losses": "losses", "ties": "ties", "note": "note"}
+COMPARISON = {**DIFF_CI, **LO_HI, "wins": "wins", "losses": "losses", "p": "p_value", "note": "note"}
 
 
 def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = SEED) -> dict:
-    """``values`` against ``reference`` (same queries, :func:`~toolbench_lib.eval.stats.paired`): ``diff``
-    (values minus reference) with its CI ``diff_lo, diff_hi``, ``p_value`` (paired t; ``note`` says why
-    when missing), ``p_wilcoxon_robustness``, ``wins``, ``losses``, ``ties``."""
+    """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`: ``diff``,
+    ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``, wins, losses, ties."""
     return paired_columns(reference, values, VERSUS, n_resamples, seed)
 
 
@@ -193,12 +189,10 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: S
         for m in methods:
             v = w[m].to_numpy()
             lo, hi = bootstrap_ci(v, 2000)
-            res = versus(v, w[ref].to_numpy(), n_resamples)
             rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
                          "reference_recall": float(w[ref].mean()),
-                         **{c: res[c] for c in ("diff", "diff_lo", "diff_hi", "wins", "losses", "p_value",
-                                                "note")}})
+                         **paired_columns(w[ref].to_numpy(), v, COMPARISON, n_resamples)})
     return pd.DataFrame(rows)
 
 
@@ -270,8 +264,7 @@ FUSED_NO_LLM = "fused (no LLM call)"
 
 def chosen_fusions(design, k: int = K, gt: str = DEFAULT_GT, seed: int = SEED) -> tuple[dict, pd.DataFrame]:
     """``({name: spec}, table)``: the fused methods chosen on the design study over all four components (one
-    stub call) and over the query's two rankings (no LLM call); the table gives each spec, its number of
-    candidates and its out-of-fold recall@k per set."""
+    stub call) and over the query's two rankings (no LLM call), with candidates and out-of-fold recall@k."""
     specs, rows = {}, []
     q_alias = design.queries.set_index("qkey")["subset"].map(subset_alias)
     for name, comps, values in (
@@ -291,11 +284,8 @@ def cost_table(result, families: Sequence[str], specs: Mapping[str, FusionSpec],
     """Per method: LLM calls before planning, the stub call's tokens per query and, when measured, search
     milliseconds per query (a fused method pays its components' searches)."""
     calls = result.calls
-    stub_tokens = float("nan")
-    if calls is not None and len(calls):
-        c = calls[calls["stage"] == "stubs"]
-        if len(c):
-            stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean())
+    c = calls[calls["stage"] == "stubs"] if calls is not None and len(calls) else calls
+    stub_tokens = float((c["tokens_in"] + c["tokens_out"]).mean()) if c is not None and len(c) else np.nan
     ms = dict(search_ms or {})
     rows = []
     for f in families:
@@ -319,9 +309,9 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
     """Per fused method, a line: its margin over the best single architecture per design and unseen set, and
     whether it meets :data:`GOAL` on every set."""
     lines = []
-    parts = [("design", design_cmp)] + (
-        [("unseen", unseen_cmp)] if unseen_cmp is not None and len(unseen_cmp) else []
-    )
+    parts = [("design", design_cmp)]
+    if unseen_cmp is not None and len(unseen_cmp):
+        parts.append(("unseen", unseen_cmp))
     for m in dict.fromkeys(design_cmp["method"]):
         bits, ok = [], True
         for label, cmp in parts:

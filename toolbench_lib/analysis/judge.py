@@ -1,12 +1,5 @@
-"""How far the pass-rate judge can be trusted, and an objective pass rate beside it (per plan; ``gt``
-default ``relevant``). A plan *covers* a ground-truth API when it names it or, with a registry, an API of the
-same category and tool whose name matches once version and deprecation markers are stripped; its evidence
-is ``all``, ``some`` or ``none``; it passes objectively when it is not a refusal and covers ``all``. Judge
-validity: verdicts against evidence, Cohen's kappa against the objective pass (``kappa``) and against
-naming any ground truth (``kappa_any``; NaN when undefined). Ordering: the paper's pass-rate claims
-re-tested on the (query, run) pairs both methods planned, with an exact McNemar test. The per-plan
-definitions live in :mod:`toolbench_lib.eval.pass_rates` and are re-exported here.
-"""
+"""How far the pass-rate judge can be trusted, and an objective pass rate beside it (definitions
+in :mod:`toolbench_lib.eval.pass_rates`, re-exported here); the paper's pass-rate ordering re-tested."""
 
 from __future__ import annotations
 

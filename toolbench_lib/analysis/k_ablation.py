@@ -31,9 +31,8 @@ def stored_depth(result: StudyResult) -> int:
 
 def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Recall@k and precision@k per subset, method, ground truth and ``k`` (query means over runs, CIs over
-    queries); ``recall_gain``: PtR minus RtP recall@k (paired CI); ``recall_gain_vs_k1``: its change from
-    k = 1 (NaN without k = 1)."""
+    """Recall@k and precision@k per subset, method, ground truth and ``k`` (CIs over queries);
+    ``recall_gain``: PtR − RtP (paired CI); ``recall_gain_vs_k1``: its change from k = 1 (NaN without it)."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):

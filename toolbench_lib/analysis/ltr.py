@@ -1,9 +1,5 @@
-"""The learned ranker (:mod:`toolbench_lib.retrieval.ltr`) measured on stored retriever studies: per query
-recall of the rankers and single architectures, comparisons, ablations, feature importance and costs.
-
-Every score is out of fold (folds grouped by query text over the eight solvable sets); the unseen sets are
-the validation study's queries whose text is in no design query.
-"""
+"""The learned ranker (:mod:`toolbench_lib.retrieval.ltr`) measured on stored retriever studies: out-of-fold
+recall, comparisons, ablations, feature importance and costs."""
 
 from __future__ import annotations
 
@@ -122,11 +118,8 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
                   specs: Mapping[str, LtrSpec] | None = None, k: int = K, gts: Sequence[str] = GT_DEFINITIONS,
                   runs: Sequence[int] | None = None, seed: int = SEED, label_gt: str | None = None,
                   fit_models: bool = True) -> tuple[pd.DataFrame, dict[str, Fitted]]:
-    """``(scores, models)``: per query recall@k (``qkey, subset, part, method, gt, recall``; ``part`` is
-    ``design`` or ``unseen``) of each ranker (mean over the design ``runs``, default all; ``unseen`` from
-    run 0) and of every single architecture. Each ground truth is scored by the ranker trained on its own
-    labels, or all by ``label_gt``'s; ``models`` are fitted with the default ground truth's (or
-    ``label_gt``'s) labels (none without ``fit_models``)."""
+    """``(scores, models)``: out-of-fold recall@k per query (``part``: ``design``, mean over ``runs``, or
+    ``unseen``, run 0) of each ranker (labels: each ground truth, or ``label_gt``) and single architecture."""
     specs = dict(specs or NAMED)
     runs = list(range(design.n_runs)) if runs is None else list(runs)
     dkeys, ukeys = design.queries["qkey"].tolist(), _unseen(validation, unseen)

@@ -1,14 +1,7 @@
 """The learned ranker's measurement on a stored retriever study, in one command.
 
-``python -m toolbench_lib.analysis.ltr_study`` reads the design study (G1–G3, notebook 12's
-``<run>-retrievers``) and the validation study (``<run>-validation-retrievers``), and writes under
-``--out`` (default: ``ltr/`` in the design study's folder) the issue's table for both ground truths
-(``ltr`` and ``ltr-nollm`` against the best single architecture of any family, recall@k, paired bootstrap
-95% CI), the goal check, the ablations, the feature importance (table and figure) and the costs; the
-models for query files (fitted on every query of both studies) are stored, checksummed, in the design
-study's ``ltr/`` folder. A folder given may be a study folder (with ``provenance.json``) or a run folder
-holding one.
-"""
+``python -m toolbench_lib.analysis.ltr_study`` writes its tables under ``--out`` (default: the design study's
+``ltr/``) and stores the models, checksummed, in the design study's ``ltr/`` folder."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The headline comparison: recall, precision and pass rate per subset and method, tests and wins.
-
-Every number is a mean over runs of a per-run mean over queries; a standard deviation over runs needs two
-runs (NaN with one) and is 0 for RtP, whose retrieval is the same in every run."""
+"""The headline comparison: recall, precision and pass rate per subset and method, tests and wins (means over
+runs of per-run means; a std over runs needs two runs)."""
 
 from __future__ import annotations
 
@@ -50,9 +48,8 @@ def alias_order(result: StudyResult) -> list[str]:
 
 def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Recall@k, precision@k and pass rate (the same for every ground truth) per subset, method and ground
-    truth, mean ± std over runs: a view of :func:`~toolbench_lib.analysis.summary.summary_table`;
-    ``n_planned``: the queries with plans."""
+    """Recall@k, precision@k and pass rate per subset, method and ground truth, mean ± std over runs, from
+    :func:`~toolbench_lib.analysis.summary.summary_table`; ``n_planned``: the queries with plans."""
     k = k or study_k(result)
     table = summary_table(result, k, gts)
     extra = [c for c in ("recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high")
@@ -61,9 +58,8 @@ def main_results(result: StudyResult, k: int | None = None,
 
 
 def _run_tests(result: StudyResult, k: int, gt: str) -> list[dict]:
-    """Per subset, for recall then precision, the paper's test over runs (a robustness check that decides
-    nothing): RtP's value, PtR's run means (``ptr_runs``, run order, rounded), their mean and std, the
-    counts, a one-sample t and ``p_runs_robustness`` from :func:`~toolbench_lib.eval.compare.compare`."""
+    """Per subset, for recall then precision, the paper's test over runs (robustness only): RtP's value, PtR's
+    run means (``ptr_runs``), their mean and std, a one-sample t and compare's ``p_runs_robustness``."""
     rm = (per_query_runs(result, k, gt).groupby(["subset", "method", "run"], sort=False)
           .agg(recall=("recall", "mean"), precision=("precision", "mean"), n_queries=("qkey", "nunique"))
           .reset_index())  # per-run means over each subset's queries
@@ -151,9 +147,8 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
-    """The paper's Figure 2: recall, precision, pass rate (CI or std bars) and per-query wins (Wilson) per set
-    and method; ``paper``: ``{(subset, method, metric): value}`` as diamonds; with ``validity``
-    (``judge_validity``) the pass-rate panel is :func:`_objective_panel`."""
+    """The paper's Figure 2: recall, precision, pass rate and per-query wins (Wilson) per set and method;
+    ``paper``: ``{(subset, method, metric): value}`` as diamonds; ``validity``: :func:`_objective_panel`."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
     subsets = list(dict.fromkeys(t["subset"]))
@@ -166,10 +161,8 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
             m = t[t["method"] == method].set_index("subset").reindex(subsets)
             mean = m[f"{metric}_mean"].to_numpy(float)
             lo, hi = m.get(f"{metric}_ci_low"), m.get(f"{metric}_ci_high")
-            if lo is not None and hi is not None:
-                err = np.vstack([mean - lo.to_numpy(float), hi.to_numpy(float) - mean])
-            else:
-                err = m[f"{metric}_std"].fillna(0.0).to_numpy(float)
+            err = (m[f"{metric}_std"].fillna(0.0).to_numpy(float) if lo is None or hi is None
+                   else np.vstack([mean - lo.to_numpy(float), hi.to_numpy(float) - mean]))
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
@@ -206,9 +199,8 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
 
 def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: list[str], width: float,
                      paper: dict | None, min_kappa: float) -> None:
-    """Figure 2's pass-rate panel redrawn: objective pass rate (filled); the judged one (outlined) only where
-    the judge's kappa reaches ``min_kappa`` (elsewhere it is in the appendix's validity table alone), and
-    then the paper's judged value as a diamond; a black line at each bar's ceiling."""
+    """Figure 2's pass-rate panel: the objective pass rate (filled), the judged one (outlined) and the paper's
+    diamond only where the judge's kappa reaches ``min_kappa``, and a black line at each bar's ceiling."""
     ax.clear()
     v = validity.drop_duplicates(["subset", "method"]).set_index(["subset", "method"])
     x = np.arange(len(subsets))

@@ -1,8 +1,5 @@
 """The study across retriever families (dense, BM25, hybrid): RtP against PtR within each family, the
-paper's crossover, the k-ablation, top-k divergence and by-subset routing per family, and BM25's scale study.
-Every function reads a retriever study (methods ``rtp``, ``ptr``, ``rtp@bm25``, ...); fused methods over
-the families are :mod:`.fusion_board`'s.
-"""
+crossover, k-ablation, divergence and routing per family, and BM25's scale study."""
 
 from __future__ import annotations
 
@@ -54,12 +51,9 @@ def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     out = out.assign(llm_calls=[int(get_retriever(m).uses_stubs) for m in table["method"]])
     order = {f: i for i, f in enumerate(FAMILIES)}
     sets = [subset_alias(s) for s in dict.fromkeys(result.queries["subset"])]
-    return (
-        out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(sets.index))
-        .sort_values(["_s", "_f", "method"], ascending=[True, True, False])
-        .drop(columns=["_f", "_s"])
-        .reset_index(drop=True)
-    )
+    out = out.assign(_f=out["retriever"].map(order), _s=out["subset"].map(sets.index))
+    return out.sort_values(["_s", "_f", "method"], ascending=[True, True, False]).drop(
+        columns=["_f", "_s"]).reset_index(drop=True)
 
 
 TEST_COLUMNS = ["comparison", "subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low",
@@ -90,8 +84,7 @@ PAPER_PATTERN = {"G1": "RtP", "G2": "PtR", "G3": "PtR"}  # the paper's crossover
 
 def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per family: the architecture ahead on each set (point estimate; significant: Holm-adjusted p below
-    ``alpha``), whether the paper's pattern holds at the point estimates, and on how many sets
-    significantly."""
+    ``alpha``), whether the paper's pattern holds, and on how many sets significantly."""
     rows = []
     for family, g in tests.groupby("retriever", sort=False):
         g = g.set_index("subset")
@@ -185,8 +178,7 @@ def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
     """Recall@k per set: bars for each family and architecture, 95% CI error bars."""
     fams = list(dict.fromkeys(table["retriever"]))
     fig, panels = set_panels(table, 3.8)
-    axes = [ax for ax, _, _ in panels]
-    for ax, subset, s in panels:
+    for ax, _, s in panels:
         for j, arch in enumerate(("rtp", "ptr")):
             a = s[s["method"] == arch].set_index("retriever").reindex(fams)
             x = np.arange(len(fams)) + (j - 0.5) * 0.38
@@ -196,13 +188,12 @@ def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
             for bar, fam in zip(bars, fams, strict=True):
                 bar.set_hatch(FAMILY_HATCH.get(fam, ""))
         ax.set_xticks(np.arange(len(fams)), fams)
-        ax.set_title(subset)
         ax.set_xlabel("retriever")
-    axes[0].set_ylabel(f"recall@{k}")
+    first = panels[0][0]
+    first.set_ylabel(f"recall@{k}")
     top = float(np.nanmax(table["recall_hi"])) if len(table) else 1.0
-    for ax in axes:
-        ax.set_ylim(0, top * 1.3)  # room above the bars: the legend covers none
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False,
+    first.set_ylim(0, top * 1.3)  # the panels share it; room above the bars: the legend covers none
+    fig.legend(*first.get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.93))
     fig.suptitle(f"RtP and PtR with each retriever family (recall@{k}, 95% CI over queries)")
     fig.tight_layout(rect=(0, 0, 1, 0.88))
@@ -212,13 +203,12 @@ def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
 def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
     """Recall against k per set: one line per architecture (its colour) and family (its line style)."""
     fig, panels = set_panels(ktable)
-    for ax, subset, s in panels:
+    for ax, _, s in panels:
         for (fam, arch), g in s.groupby(["retriever", "architecture"], sort=False):
             if arch not in ARCH_LABEL:
                 continue
             ax.plot(g["k"], g["recall"], color=METHOD_COLORS[arch], ls=FAMILY_LINESTYLE.get(fam, "-"),
                     label=f"{ARCH_LABEL[arch]} {fam}")
-        ax.set_title(subset)
         ax.set_xlabel("k")
     panels[0][0].set_ylabel("recall@k")
     panels[-1][0].legend(fontsize=LEGEND_SIZE, loc="lower right")
@@ -229,21 +219,16 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
 
 def study_tables(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
                  ) -> dict[str, pd.DataFrame]:
-    """Every table of the retriever study, named as saved: ``retriever_main``, ``retriever_tests``,
-    ``retriever_crossover``, ``retriever_k`` (the k-ablation with ``architecture`` and ``retriever``),
-    ``retriever_divergence``, ``retriever_routing``."""
+    """Every table of the retriever study, named as saved (``retriever_main``, ``retriever_tests``, ...;
+    ``retriever_k`` with ``architecture`` and ``retriever``)."""
     main = family_table(result, k, gt)
     tests = family_tests(result, k, gt, n_resamples)
     ktable = k_ablation(result, range(1, 21), [gt])
     parts = ktable["method"].map(split_method)
-    return {
-        "retriever_main": main,
-        "retriever_tests": tests,
-        "retriever_crossover": crossover(tests),
-        "retriever_k": ktable.assign(architecture=parts.str[0], retriever=parts.str[1]),
-        "retriever_divergence": family_divergence(result, k),
-        "retriever_routing": routing_by_subset(main),
-    }
+    return {"retriever_main": main, "retriever_tests": tests, "retriever_crossover": crossover(tests),
+            "retriever_k": ktable.assign(architecture=parts.str[0], retriever=parts.str[1]),
+            "retriever_divergence": family_divergence(result, k),
+            "retriever_routing": routing_by_subset(main)}
 
 
 def provenance_markdown(result) -> str:
@@ -261,9 +246,8 @@ def provenance_markdown(result) -> str:
 
 
 def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
-    """Milliseconds per query of each family searching the study's first ``n`` queries (``<family>:query``)
-    and their run-0 stubs merged (``<family>:stubs``), each timed once after a warm-up search; kept in the
-    study's folder (``search_ms.json``, with the CPU) so a warm run reads it."""
+    """Milliseconds per query of each family searching the first ``n`` queries (``<family>:query``) and their
+    run-0 stubs (``<family>:stubs``) after a warm-up, kept in the study's ``search_ms.json``."""
     path = rcfg.study_dir / "search_ms.json"
     try:
         stored = json.loads(path.read_text())
@@ -281,9 +265,8 @@ def cached_search_ms(rcfg, setup, result, n: int = 200) -> dict[str, float]:
             search_and_merge(searcher, texts, DEPTH)
             ms[f"{f}:{kind}"] = 1000 * (time.perf_counter() - t0) / max(len(texts), 1)
     with atomic_path(path) as tmp:
-        tmp.write_text(
-            json.dumps({"ms": ms, "queries": len(q), "cpu": platform.processor() or platform.machine()})
-        )
+        cpu = platform.processor() or platform.machine()
+        tmp.write_text(json.dumps({"ms": ms, "queries": len(q), "cpu": cpu}))
     return ms
 
 
@@ -333,14 +316,13 @@ def scale_gap(scale: pd.DataFrame) -> pd.DataFrame:
 def scale_figure(gap: pd.DataFrame, k: int = K) -> plt.Figure:
     """BM25's RtP and PtR recall@k against sub-registry size (log x), one panel per set, ±1 std over seeds."""
     fig, panels = set_panels(gap)
-    for ax, subset, g in panels:
+    for ax, _, g in panels:
         g = g.sort_values("size")
         for arch, color in (("rtp", METHOD_COLORS["rtp"]), ("ptr", METHOD_COLORS["ptr"])):
             ax.plot(g["size"], g[arch], marker="o", color=color, label=f"{ARCH_LABEL[arch]} bm25")
             ax.fill_between(g["size"], g[arch] - g[f"{arch}_std"], g[arch] + g[f"{arch}_std"], color=color,
                             alpha=0.2)
         ax.set_xscale("log")
-        ax.set_title(subset)
         ax.set_xlabel("registry size (APIs)")
     panels[0][0].set_ylabel(f"recall@{k}")
     panels[-1][0].legend(loc="upper right")

@@ -1,9 +1,5 @@
-"""Adaptive routing between RtP and PtR, validated by K-fold cross-validation: ``router_top1_cosine``
-(RtP's top-1 cosine, low sends the query to PtR) and ``router_features`` (a ridge-penalised logistic
-regression on cheap text features, fit by Newton's method), each thresholded on the training folds, against
-always-RtP, always-PtR, by-subset and the per-query oracle. Token costs come from the ``calls`` table;
-queries without a plan call get their set's mean plan tokens.
-"""
+"""Adaptive routing between RtP and PtR by K-fold cross-validation (RtP's top-1 cosine, or a logistic model on
+text features) against fixed policies and the oracle; queries without a plan call get their set's mean."""
 
 from __future__ import annotations
 
@@ -57,8 +53,6 @@ def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
     """The ``t`` for "PtR when signal > t" that maximises the summed ``gain`` (PtR − RtP recall); cuts fall
     between distinct values, ties route fewest. ``inf`` routes nothing, ``-inf`` everything."""
     signal = np.asarray(signal, dtype=float)
-    if len(signal) == 0:
-        return float("inf")
     order = np.argsort(-signal, kind="stable")
     s, g = signal[order], np.asarray(gain, dtype=float)[order]
     total = np.concatenate([[0.0], np.cumsum(g)])
@@ -66,11 +60,7 @@ def best_threshold(signal: np.ndarray, gain: np.ndarray) -> float:
     valid[1:-1] = s[:-1] != s[1:]  # a cut after position i needs s[i] > s[i+1]
     total = np.where(valid, total, -np.inf)
     cut = int(np.argmax(np.round(total, 12)))
-    if cut == 0:
-        return float("inf")
-    if cut == len(s):
-        return float("-inf")
-    return float((s[cut - 1] + s[cut]) / 2)
+    return float("inf") if cut == 0 else float("-inf") if cut == len(s) else float((s[cut - 1] + s[cut]) / 2)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, max_iter: int = 100) -> np.ndarray:
@@ -121,8 +111,7 @@ def cv_feature_routes(x: np.ndarray, label: np.ndarray, gain: np.ndarray, folds:
         mu, sd = x[~test].mean(axis=0), x[~test].std(axis=0)
         sd[sd == 0] = 1.0
         w = fit_logistic((x[~test] - mu) / sd, label[~test], l2)
-        train_p = predict_logistic(w, (x[~test] - mu) / sd)
-        t = best_threshold(train_p, gain[~test])
+        t = best_threshold(predict_logistic(w, (x[~test] - mu) / sd), gain[~test])
         prob[test] = predict_logistic(w, (x[test] - mu) / sd)
         routes[test] = prob[test] > t
     return prob, routes
@@ -259,7 +248,6 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
             marker, color = marks[row["policy"]]
             ax.scatter(row["share_routed_ptr"], row["recall"], marker=marker, color=color, s=60, zorder=3,
                        label=row["policy"])
-        ax.set_title(subset)
         ax.set_xlabel("share of queries routed to PtR")
         ax.set_ylabel(f"recall@{k}")
     side_legend(fig, panels[0][0])

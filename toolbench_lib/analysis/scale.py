@@ -83,9 +83,8 @@ def gt_column_sets(cache: SimilarityCache, queries: pd.DataFrame, gt: str) -> li
 def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int, gt: str, keep_gt: str | None,
                 runs: Sequence[int]):
-    """Every sub-registry of the scale study (sizes, then seeds: one, 0, for the whole index, then sets) of
-    the full ``registry``'s index rows: ``(set, its queries, the draw, the cache columns of the ground truth
-    it keeps, RtP's top-k columns, PtR's per run, the ground truth as columns)``."""
+    """Every sub-registry of the scale study (sizes, seeds, sets): ``(set, its queries, the draw, the kept
+    ground truth's columns, RtP's top-k columns, PtR's per run, the ground truth as columns)``."""
     local = registry.iloc[cache.rows].reset_index(drop=True)
     per_subset = {}
     for subset in dict.fromkeys(queries["subset"]):
@@ -105,9 +104,8 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scale, scale_divergence)`` tables over :func:`scale_draws`; the whole index is evaluated once
-    (seed 0); PtR averaged over ``runs`` (default: all); each divergence share with its Wilson 95% interval
-    over the set's queries."""
+    """``(scale, scale_divergence)`` over :func:`scale_draws` (the whole index once, seed 0), PtR averaged
+    over ``runs`` (default: all), each divergence share with its Wilson 95% interval."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")
@@ -143,11 +141,10 @@ def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
 def plot_scale_recall(scale: pd.DataFrame, k: int) -> plt.Figure:
     """Recall@k against sub-registry size (log x), one panel per set, spread over seeds."""
     fig, panels = set_panels(scale, 3.8)
-    for ax, subset, part in panels:
+    for ax, _, part in panels:
         sns.lineplot(part, x="size", y="recall", hue="method", palette=METHOD_COLORS, marker="o",
                      errorbar="sd", ax=ax, hue_order=[m for m in ("rtp", "ptr") if m in set(part["method"])])
         _size_axis(ax, part["size"])
-        ax.set_title(subset)
         ax.set_ylabel(f"recall@{k}")
         handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()

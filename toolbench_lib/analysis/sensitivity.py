@@ -1,7 +1,5 @@
 """Which G2 the paper's numbers fit, divergence read two ways (disjoint or non-identical top-k lists), and
-two claims scored: PtR − RtP at every registry size, and by-subset routing against fixed policies.
-Confidence intervals and paired tests come from :mod:`toolbench_lib.eval.stats` (shares: Wilson 95%).
-"""
+two claims scored: PtR − RtP at every registry size, and by-subset routing against fixed policies."""
 
 from __future__ import annotations
 
@@ -178,7 +176,7 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
     r = readings[readings["group"] == group]
     ends = {e: size for e, size in (("smallest", r["size"].min()), ("full", r["size"].max()))
             if paper.get(e) is not None}
-    rows = []
+    rows, parts, fitting = [], [], []
     for reading in READINGS:
         row = {"group": group, "reading": reading}
         for end, size in ends.items():
@@ -187,29 +185,25 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
                     f"{end}_hi": x["ci_high"], f"paper_{end}": paper.get(end),
                     f"fits_{end}": _inside(paper.get(end), x["ci_low"], x["ci_high"])}
         rows.append(row)
-    out = pd.DataFrame(rows)
-    parts, fitting = [], []
-    for _, x in out.iterrows():
-        fits = [e for e in ends if x[f"fits_{e}"]]
-        if len(fits) == len(ends):
-            fitting.append(x["reading"])
-        at = [f"{x[f'{e}_share']:.1%} [{x[f'{e}_lo']:.1%}, {x[f'{e}_hi']:.1%}] at {x[f'{e}_size']} APIs"
+        if all(row[f"fits_{e}"] for e in ends):
+            fitting.append(reading)
+        at = [f"{row[f'{e}_share']:.1%} [{row[f'{e}_lo']:.1%}, {row[f'{e}_hi']:.1%}] at {int(ends[e])} APIs"
               for e in ends]
-        parts.append(f"{x['reading'].replace('_', '-')}: " + " and ".join(at))
+        parts.append(f"{reading.replace('_', '-')}: " + " and ".join(at))
     paper_txt = " and ".join(f"{paper[e]:.0%}" for e in ends)
     fit_word = "fits" if len(ends) == 1 else "fit"
     if fitting:
         names = " and the ".join(f.replace("_", "-") for f in fitting)
         head = f"The paper's {paper_txt} {fit_word} the {names} reading"
     else:
-        full = [x["reading"].replace("_", "-") for _, x in out.iterrows() if x.get("fits_full")]
+        full = [row["reading"].replace("_", "-") for row in rows if row.get("fits_full")]
         head = (f"The paper's {paper_txt} {fit_word} neither reading"
                 + (" at both sizes" if len(ends) > 1 else "")
                 + (f"; its full-registry figure fits the {' and the '.join(full)} reading"
                    if full and len(ends) > 1 else ""))
     text = f"{head} ({group}; " + "; ".join(parts) + ")."
-    return pd.concat([out, pd.DataFrame([{"group": group, "reading": "verdict", "text": text}])],
-                     ignore_index=True)
+    rows.append({"group": group, "reading": "verdict", "text": text})
+    return pd.DataFrame(rows)
 
 
 def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
@@ -290,10 +284,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
 
 def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT,
                   n_resamples: int = 10_000, seed: int = SEED) -> pd.DataFrame:
-    """Per family, the paper's by-subset routing (RtP on G1, PtR on G2 and G3) against each fixed policy
-    (``best_per_subset``: the architecture with the higher mean per set): ``diff`` = routed − other, paired
-    over queries (each its mean over runs); ``loss`` is ``none``, ``gain``, ``not significant`` or
-    ``significant`` (the CI below 0)."""
+    """Per family, the paper's by-subset routing against each fixed policy: ``diff`` = routed − other, paired
+    over queries (each its mean over runs); ``loss``: none, gain, not significant or significant."""
     pq = per_query_runs(result, k, gt, ("recall",))
     pq = pq.assign(subset=pq["subset"].map(subset_alias))
     mean = pq.groupby(["subset", "qkey", "method"], as_index=False, sort=False)["recall"].mean()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..data.queries import DEFAULT_GT, subset_alias
 from ..eval.stats import cluster_difference_ci
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
@@ -28,13 +28,12 @@ COST_COLUMNS = [f"{v}_{m}" for v in ("tokens", "latency_s") for m in ("rtp_plan"
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Every stub with its subset, query, own top-1 API, cosine and whether that API is ground truth."""
-    check_gt(gt)
+    truth = result.qrels(gt)
     st = result.stubs.merge(result.queries[["qkey", "subset", "query"]], on="qkey")
     h = result.text_rankings
     top1 = h[(h["method"] == "ptr") & (h["rank"] == 1)]
     top1 = top1[["qkey", "run", "text_idx", "api_id", "score"]].rename(columns={"text_idx": "stub_idx"})
     st = st.merge(top1, on=["qkey", "run", "stub_idx"], how="left")
-    truth = {key: set(ids) for key, ids in zip(result.queries["qkey"], result.queries[gt], strict=True)}
     correct = [isinstance(a, str) and a in truth.get(q, set()) for q, a in
                zip(st["qkey"], st["api_id"], strict=True)]
     return st.assign(correct=np.asarray(correct, dtype=bool))
@@ -66,10 +65,8 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
         per_run = len(s) / max(1, s["run"].nunique())
         with_wilson(row, "unique_name_share", pooled * per_run, per_run)
         with_wilson(row, "stub_hit_share", row["n_hits"], row["n_matched"])
-        right = matched[matched["correct"]]["score"].to_numpy(dtype=float)
-        wrong = matched[~matched["correct"]]["score"].to_numpy(dtype=float)
-        with_ci(row, "cos_correct", right)
-        with_ci(row, "cos_incorrect", wrong)
+        with_ci(row, "cos_correct", matched[matched["correct"]]["score"].to_numpy(dtype=float))
+        with_ci(row, "cos_incorrect", matched[~matched["correct"]]["score"].to_numpy(dtype=float))
         row["cos_gap"] = row["cos_correct"] - row["cos_incorrect"]
         row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
             matched["score"], matched["correct"], matched["qkey"])

@@ -34,10 +34,12 @@ def paper_marks(ax, pos, refs, label: str | None = None) -> None:
 
 
 def set_panels(table, height: float = 3.6, sharey: bool = True):
-    """One panel per set of ``table`` (its ``subset`` column, in order), side by side: the figure and, per
-    panel, ``(ax, set, the set's rows)``."""
+    """One panel per set of ``table`` (its ``subset`` column, in order), side by side, titled by its set: the
+    figure and, per panel, ``(ax, set, the set's rows)``."""
     sets = list(dict.fromkeys(table["subset"]))
     fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), height), sharey=sharey, squeeze=False)
+    for ax, s in zip(axes[0], sets, strict=True):
+        ax.set_title(s)
     return fig, [(ax, s, table[table["subset"] == s]) for ax, s in zip(axes[0], sets, strict=True)]
 
 

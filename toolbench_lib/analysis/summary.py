@@ -1,7 +1,5 @@
-"""The one summary of a study: per subset, method and ground truth, every metric over runs, pass rate, cost.
-
-Means over runs of per-run means over queries; the std over runs is NaN (``null`` in JSON) with one run;
-the bootstrap CI is over queries (each query's mean over runs)."""
+"""The one summary of a study: per subset, method and ground truth, every metric over runs (std NaN with one
+run; bootstrap CI over queries), pass rate and cost."""
 
 from __future__ import annotations
 
@@ -23,9 +21,8 @@ RETRIEVAL_METRICS = ("recall", "precision")
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return float("nan"), float("nan")
-    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else float("nan")
+    nan = float("nan")
+    return float(arr.mean()) if arr.size else nan, float(arr.std(ddof=1)) if arr.size > 1 else nan
 
 
 def pass_rates(result) -> pd.DataFrame:
@@ -71,9 +68,8 @@ def stub_users(result) -> list[str]:
 
 
 def method_cost(result) -> pd.DataFrame:
-    """``subset, method, tokens_in, tokens_out, latency_s, llm_calls``: per query, the mean call of each of
-    the method's own stages (stubs, plan), summed over stages; a method that reads the stubs
-    (:func:`stub_users`) is charged the stub call recorded under PtR."""
+    """Per set and method, the mean call of each of its own stages summed over stages; a method that reads the
+    stubs (:func:`stub_users`) is charged the stub call recorded under PtR."""
     cols = ["subset", "method", "tokens_in", "tokens_out", "latency_s", "llm_calls"]
     c = method_calls(result)
     stubs = c[(c["method"] == STUB_CALLER) & (c["stage"] == "stubs")]
@@ -148,9 +144,8 @@ def objective_pass_rates(result) -> dict[tuple[str, str], dict]:
 
 def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITIONS,
                   metrics: Sequence[str] = RETRIEVAL_METRICS, n_resamples: int = 2000) -> pd.DataFrame:
-    """One row per subset, method and ground truth: the method's ``architecture`` and ``retriever``, per
-    metric ``<m>_mean``, ``<m>_std`` (over runs), ``<m>_ci_low/high`` (over queries), the pass rate,
-    ``n_planned``, the cost per query and PtR's stub statistics."""
+    """Per subset, method and ground truth: ``architecture``, ``retriever``, per metric mean and std over runs
+    and CI over queries, the pass rate, ``n_planned``, the cost per query and PtR's stub statistics."""
     k = k or int(result.provenance.get("settings", {}).get("k", 5))
     pr = pass_rates(result)
     objective = objective_pass_rates(result)

@@ -145,18 +145,16 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
             ax.bar(x, value, width, color="0.45", label="RtP and PtR plans")
             refs = [[(paper or {}).get((s, m, col)) for m in (None, *methods)] for s in subsets]
             paper_marks(ax, x, [next((r for r in rs if r is not None), None) for rs in refs])
-            ax.set_xticks(x, subsets)
-            ax.set_title(title)
-            continue
-        for i, method in enumerate(methods):
-            m = traj[traj["method"] == method].set_index("subset").reindex(subsets)
-            pos = x + (i - (len(methods) - 1) / 2) * width
-            ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
-                   label=METHOD_LABELS.get(method, method))
-            paper_marks(ax, pos, [(paper or {}).get((s, method, col)) for s in subsets])
-        for key, ref in (paper or {}).items():
-            if key[0] == "all" and key[2] == col:
-                ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
+        else:
+            for i, method in enumerate(methods):
+                m = traj[traj["method"] == method].set_index("subset").reindex(subsets)
+                pos = x + (i - (len(methods) - 1) / 2) * width
+                ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
+                       label=METHOD_LABELS.get(method, method))
+                paper_marks(ax, pos, [(paper or {}).get((s, method, col)) for s in subsets])
+            for key, ref in (paper or {}).items():
+                if key[0] == "all" and key[2] == col:
+                    ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
         ax.set_xticks(x, subsets)
         ax.set_title(title)
     axes[0].legend(fontsize=LEGEND_SIZE)
