@@ -147,6 +147,8 @@ def test_routing_claim_by_hand():
     best = table.loc["best_per_subset"]
     assert (best["routed"], best["other"], best["diff"]) == pytest.approx((0.7, 0.9, -0.2))
     assert best["choice"] == "G1 rtp, G2 ptr, G3 rtp" and best["loss"] == "not significant"
+    assert best["ci_low"] < -0.2 and best["text"].endswith(  # how large a loss the CI still allows
+        f"no significant loss, though the CI allows one up to {-best['ci_low']:.3f}.")
     assert table.loc["always_ptr", "diff"] == pytest.approx(0.3) and best["basis"] == "hand: mean of 2 runs"
     # Against always-PtR the routed policy gains .5 and 1 on q1 and q2 and ties on the other three: a
     # resample of ties only (probability 0.6^5 = 0.08 > 0.025) puts the CI's lower end at 0, no gain.

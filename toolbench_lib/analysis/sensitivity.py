@@ -309,7 +309,8 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
             text = (f"{family}: routed {t['routed']:.3f} against {other.replace('_', ' ')} {t['other']:.3f}, "
                     f"difference {t['diff']:+.3f} [95% CI {t['ci_low']:+.3f}, {t['ci_high']:+.3f}], "
                     f"{t['n_queries']} queries: " + {"none": "identical choices, no loss",
-                                             "not significant": "no significant loss",
+                                             "not significant": "no significant loss, though the CI "
+                                                                f"allows one up to {-t['ci_low']:.3f}",
                                              "gain": "no loss, a significant gain",
                                              "significant": "a significant loss"}[loss] + ".")
             rows.append({"retriever": family, "basis": basis(run_name, result.n_runs), "against": other, **t,
