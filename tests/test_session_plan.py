@@ -125,8 +125,8 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert scale.endswith("Outside the plan, for members who want more: [Registry scale (§4.2, Figure 3)]"
                           "(report.md#registry-scale-42-figure-3).")
     # the pre-reading: the words of the sections found (here three captions of three words)
-    assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with their tables, "
-                           "about 0 minutes at 200 words a minute)")
+    assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
+                           "their tables, about 0 minutes at 200 words a minute)")
     long = report + "\n".join(["word " * 100] * 10)  # 1,000 more words in the last section found
     assert "(1,009 words with their tables, about 5 minutes" in "\n".join(plan_lines(long))
 
