@@ -1,9 +1,8 @@
-"""The one LLM interface every backend implements: ``backend.generate(prompt, system, json_schema,
-temperature, run)`` returns an :class:`LLMResponse`."""
+"""The one LLM interface every backend implements: ``generate(...)`` returns an :class:`LLMResponse`."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 
@@ -13,8 +12,7 @@ class LLMError(RuntimeError):
 
 @dataclass
 class LLMResponse:
-    """One LLM reply with its cost; ``backend`` and ``model`` are the recording ones for a replayed or cached
-    reply, and ``cached`` says it came from a cache or cassette."""
+    """One LLM reply with its cost; ``cached`` says it came from a cache or cassette."""
 
     text: str
     tokens_in: int
@@ -23,9 +21,6 @@ class LLMResponse:
     model: str
     backend: str
     cached: bool = False
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @runtime_checkable

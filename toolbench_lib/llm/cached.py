@@ -1,5 +1,4 @@
-"""The caching wrapper: any backend behind a :class:`~toolbench_lib.llm.store.CallStore`, so that identical
-calls are answered from the store."""
+"""The caching wrapper: any backend behind a :class:`~toolbench_lib.llm.store.CallStore`."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from .store import CallRequest, CallStore
 
 
 class CachedLLM:
-    """A backend wrapper that answers repeated calls from a :class:`CallStore`; identical concurrent calls
-    are serialised per key, so the inner backend is called once per key."""
+    """A backend behind a :class:`CallStore` that calls its inner backend once per distinct call."""
 
     accepts_prompt_version = True
 
@@ -23,8 +21,7 @@ class CachedLLM:
         self.name, self.model, self.is_llm = backend.name, backend.model, backend.is_llm
         self.store = store
         self.prompt_version = prompt_version
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._inflight: dict[str, list[Any]] = {}
 
@@ -70,6 +67,5 @@ class CachedLLM:
                                              temperature=request.temperature, run=request.run, **extra)
             stored_first = self.store.put(key, request, response)
             self._count(hit=False)
-            if not stored_first:  # another process stored this call meanwhile: everyone uses its reply
-                return self.store.get(key) or response
-            return response
+            # another process stored this call meanwhile: everyone uses its reply
+            return response if stored_first else self.store.get(key) or response

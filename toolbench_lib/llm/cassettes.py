@@ -1,13 +1,9 @@
-"""Portable cassettes (``.jsonl.gz``, sorted by key, fixed gzip header) of recorded calls for offline replay.
-
-A key recorded twice collapses to one record when the replies agree and is a :class:`CacheFileError`
-naming both lines when they differ (:func:`unique_records`). Records hold no credential.
-"""
+"""Portable cassettes (``.jsonl.gz``, sorted by key, fixed gzip header) of recorded calls for offline replay;
+records hold no credential."""
 
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import logging
 import os
@@ -20,7 +16,6 @@ from .prompts import extract_section
 from .store import CacheFileError, CallStore, _validate_record
 
 log = logging.getLogger(__name__)
-# The fields of the reply: two records of one key that differ in any of these disagree.
 REPLY_FIELDS = ("text", "tokens_in", "tokens_out", "is_llm")
 
 
@@ -40,25 +35,23 @@ def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str |
                 f"{str(record['key'])[:12]}...) cannot be exported: {err}; delete or repair that row, "
                 f"{path} not written") from None
         lines.append(line + "\n")
-    buffer = io.BytesIO()  # gzip with a fixed header (no name, mtime 0), written atomically
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
-        for line in lines:
-            gz.write(line.encode("utf-8"))
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(buffer.getvalue())
+        with gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as gz:  # a fixed header
+            for line in lines:
+                gz.write(line.encode("utf-8"))
         handle.flush()
         os.fsync(handle.fileno())
     return len(lines)
 
 
 def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
-    """Validated records of one cassette, in file order (repeated keys included); an unreadable file or
-    bad record is a :class:`CacheFileError` naming the file and line."""
+    """Validated records of one cassette, in file order (repeated keys included)."""
     return (record for _, record in _numbered_records(path))
 
 
 def _numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict]]:
-    """``(line number, validated record)`` of one cassette, in file order."""
+    """``(line number, validated record)`` of one cassette; an unreadable file or bad record is a
+    :class:`CacheFileError` naming the file and line."""
     number = 0
     try:
         with gzip.open(path, "rt", encoding="utf-8") as handle:
@@ -114,8 +107,8 @@ def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[st
 
 
 def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
-    """Add the cassette's records to ``store``; returns how many were new. A reply that differs from the
-    store's for its key is a :class:`CacheFileError` and nothing is added."""
+    """Add the cassette's records to ``store`` (all or, on a reply differing from the store's, none); returns
+    how many were new."""
     records = unique_records(path)
     for record in records:
         held = store.get_record(record["key"])
@@ -129,11 +122,8 @@ def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
 def cassette_info(path: str | os.PathLike[str]) -> dict:
     """Records (once per key) per model, prompt version and run, distinct queries per version, and
     ``repeated_keys``: the lines that repeat a key with the same reply."""
-    by = Counter()
-    queries: dict[str, set[str]] = {}
-    tokens = Counter()
+    by, tokens, queries = Counter(), Counter(), {}
     records = unique_records(path)
-    lines = sum(1 for _ in read_cassette(path))
     for r in records:
         by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
         query = extract_section(r["prompt"], "query")
@@ -144,7 +134,7 @@ def cassette_info(path: str | os.PathLike[str]) -> dict:
     return {
         "cassette": str(path),
         "records": sum(by.values()),
-        "repeated_keys": lines - len(records),
+        "repeated_keys": sum(1 for _ in read_cassette(path)) - len(records),
         "groups": [{"backend": b, "model": m, "prompt_version": v, "run": run, "temperature": t, "records": n}
                    for (b, m, v, run, t), n in sorted(by.items())],
         "distinct_queries_by_prompt_version": {v: len(q) for v, q in sorted(queries.items())},

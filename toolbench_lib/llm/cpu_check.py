@@ -1,7 +1,5 @@
 """Check in a child process that the installed llama.cpp runs on this CPU (a build using instructions the
-CPU lacks dies with SIGILL). ``python -m toolbench_lib.llm.cpu_check`` prints the CPU's vector extensions
-beside the library's and exits 1 when the library cannot run here.
-"""
+CPU lacks dies with SIGILL); ``python -m toolbench_lib.llm.cpu_check`` exits 1 when it cannot run here."""
 
 from __future__ import annotations
 
@@ -55,10 +53,8 @@ def host_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
         text = cpuinfo.read_text()
     except OSError:
         return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
+    flags = (line.split(":", 1)[1] for line in text.splitlines() if line.startswith("flags"))
+    return set(next(flags, "").split())
 
 
 def main() -> int:

@@ -14,18 +14,13 @@ from .rules import RulesBackend
 from .store import CallStore
 
 BACKENDS = ("replay", "rules", "local", "gemini")
-CASSETTE_DIR = DATA_ROOT / "cassettes"
-DEFAULT_CASSETTE = CASSETTE_DIR / "local-qwen2.5-coder-1.5b.jsonl.gz"
+DEFAULT_CASSETTE = DATA_ROOT / "cassettes" / "local-qwen2.5-coder-1.5b.jsonl.gz"
 DEFAULT_STORE = CACHE_DIR / "llm" / "calls.sqlite"
 
 
-GEMINI_WORKERS = 16
-
-
 def default_workers(name: str) -> int:
-    """Concurrent calls a backend takes by default: Gemini 16 (a 200 ms latency still allows 20 calls/s or
-    more; ``python -m toolbench_lib bench`` measures it), a local model or replay one."""
-    return GEMINI_WORKERS if name == "gemini" else 1
+    """Concurrent calls a backend takes by default: Gemini 16, a local model or replay one."""
+    return 16 if name == "gemini" else 1
 
 
 def make_backend(name: str, cassette: str | Path | None = None, model: str | None = None,

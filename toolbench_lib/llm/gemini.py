@@ -1,9 +1,5 @@
-"""Gemini backend over the official ``google-genai`` client (imported on first use: it takes about a second).
-
-The API key (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) never appears in any message. HTTP 429 and 5xx are
-retried here with exponential backoff, exactly ``max_retries + 1`` attempts; a server's ``Retry-After`` or
-``RetryInfo.retryDelay`` is honoured, and one longer than ``retry_max_delay_s`` is reported at once.
-"""
+"""Gemini backend over the official ``google-genai`` client (imported on first use); the API key never appears
+in any message, and HTTP 429 and 5xx are retried here with exponential backoff or as the server asks."""
 
 from __future__ import annotations
 
@@ -55,18 +51,14 @@ def _genai() -> tuple[Any, Any, Any]:
 
 
 def _server_delay_s(err: genai_errors.APIError) -> float | None:
-    """The longest wait the server asks for: the reply's ``Retry-After`` header (delay-seconds or an HTTP
-    date) or a Gemini ``RetryInfo.retryDelay`` detail (e.g. ``"12s"``); None when it asks for none."""
-    asked = []
+    """The longest wait the server asks for (``Retry-After`` header or ``RetryInfo.retryDelay``), or None."""
     details = err.details if isinstance(err.details, dict) else {}
     inner = details.get("error", details)
     entries = inner.get("details") if isinstance(inner, dict) else None
-    for entry in entries if isinstance(entries, list) else []:
-        delay = entry.get("retryDelay") if isinstance(entry, dict) else None
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)s\s*", delay) if isinstance(delay, str) else None
-        if match:
-            asked.append(float(match.group(1)))
-            break
+    entries = entries if isinstance(entries, list) else []
+    delays = (e.get("retryDelay") for e in entries if isinstance(e, dict))
+    asked = [float(m.group(1)) for d in delays if isinstance(d, str)
+             and (m := re.fullmatch(r"\s*([0-9]*\.?[0-9]+)s\s*", d))][:1]
     headers = getattr(getattr(err, "response", None), "headers", None)
     try:
         value = headers.get("retry-after") if headers is not None else None
@@ -91,20 +83,10 @@ class GeminiBackend:
     name = "gemini"
     is_llm = True
 
-    def __init__(
-        self,
-        model: str = DEFAULT_MODEL,
-        *,
-        base_url: str | None = None,
-        api_version: str | None = None,
-        max_retries: int = 5,
-        retry_base_delay_s: float = 1.0,
-        retry_max_delay_s: float = 60.0,
-        retry_jitter: float = 0.1,
-        timeout_s: float = 120.0,
-        max_concurrency: int = 16,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, base_url: str | None = None,
+                 api_version: str | None = None, max_retries: int = 5, retry_base_delay_s: float = 1.0,
+                 retry_max_delay_s: float = 60.0, retry_jitter: float = 0.1, timeout_s: float = 120.0,
+                 max_concurrency: int = 16, sleep: Callable[[float], None] = time.sleep) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         if max_concurrency < 1:
@@ -139,8 +121,7 @@ class GeminiBackend:
         return LLMError(f"Gemini returned a malformed reply (model {self.model}): {self._scrub(detail)}")
 
     def _call_with_retries(self, prompt: str, config: genai_types.GenerateContentConfig) -> tuple[Any, float]:
-        """Call until success, a non-retryable error (not HTTP 429 or 5xx), or retries run out; returns
-        (reply, latency_s). A retry waits exponentially longer (capped, a little jitter), or as asked."""
+        """``(reply, latency_s)``, calling until success, a non-retryable error or retries run out."""
         errors = _genai()[1]
         malformed = (errors.UnknownApiResponseError, pydantic.ValidationError, json.JSONDecodeError)
         transport = _transient_transport_errors()
@@ -202,8 +183,6 @@ def generate_many(backend: LLMBackend, requests: Sequence[dict], max_workers: in
     request (in order) raises its error once all calls have finished."""
     if max_workers < 1:
         raise ValueError("max_workers must be >= 1")
-    if not requests:
-        return []
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(requests))) as pool:
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(requests) or 1)) as pool:
         futures = [pool.submit(backend.generate, **request) for request in requests]
     return [future.result() for future in futures]

@@ -1,7 +1,5 @@
-"""Tolerant extraction of the JSON object or list in a model reply (:func:`extract_json`). It never raises
-on any string, and the work per reply is bounded (a token and a character budget: a 1 MB reply takes well
-under a second; a reply that exhausts the budget keeps what was found so far).
-"""
+"""Tolerant extraction of the JSON object or list in a model reply (:func:`extract_json`): it never raises on
+any string, and the work per reply is bounded by a token and a character budget."""
 
 from __future__ import annotations
 
@@ -17,10 +15,7 @@ _LITERAL_EVAL_MAX_CHARS = 100_000  # Python-literal fallback only for replies of
 _OPEN_TO_CLOSE = {"[": "]", "{": "}"}
 
 
-_STRING = {
-    '"': r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*"?',
-    "'": r"'[^'\\]*(?:\\(?:.|\Z)[^'\\]*)*'?",
-}
+_STRING = {q: rf"{q}[^{q}\\]*(?:\\(?:.|\Z)[^{q}\\]*)*{q}?" for q in "\"'"}
 _STRINGS = {quotes: re.compile("|".join(_STRING[q] for q in quotes), re.S) for quotes in ('"', "\"'")}
 _TOKEN = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(")?|[\[\]{}]', re.S)
 _OPEN = re.compile(r"[\[{]")
@@ -70,7 +65,6 @@ def _loads(text: str, budget: _Budget | None = None) -> object | None:
     """Parse a JSON-ish container: strict, then without trailing commas, then as a Python literal."""
     if budget is not None:
         budget.spend(20, len(text))
-    # strict, then (only when that fails) without the commas directly before ``}`` or ``]``
     for repair in (None, lambda s: _TRAILING_COMMA.sub(r"\1", s)):
         try:
             return _as_container(json.loads(text if repair is None else _outside_strings(text, '"', repair)))
@@ -107,9 +101,8 @@ def _match_end(text: str, start: int, budget: _Budget) -> tuple[int | None, list
 
 def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
     """Best effort for a reply cut off mid-structure: keep complete items and close the brackets."""
-    tried = 0
     end = len(text)
-    while tried < _MAX_TRUNCATION_TRIES:
+    for _ in range(_MAX_TRUNCATION_TRIES):
         pos = max(text.rfind("}", start, end), text.rfind("]", start, end))
         if pos <= start:
             return None
@@ -119,7 +112,6 @@ def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
             value = _loads(piece + "".join(reversed(stack)), budget)
             if value is not None:
                 return value
-        tried += 1
         end = pos
     return None
 

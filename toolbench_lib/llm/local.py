@@ -1,10 +1,6 @@
 """Local backend: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M) on the CPU through llama-cpp-python, loaded
-once on first use; calls are serialised by a lock.
-
-``reuse_prefix`` is off by default: reusing the previous call's KV cache saves ~30% of a stub call but
-changes the logits slightly, so a greedy reply could depend on the call before it (1 of 4 stub prompts).
-``json_schema`` is ignored unless ``use_grammar=True``: grammar-constrained sampling added ~40% per token.
-"""
+once on first use. ``reuse_prefix`` is off (a reused KV cache makes a reply depend on the call before it)
+and ``json_schema`` is ignored unless ``use_grammar=True`` (grammar-constrained sampling costs ~40%)."""
 
 from __future__ import annotations
 
@@ -26,35 +22,22 @@ def _default_threads() -> int:
 
 
 class LocalBackend:
-    """A GGUF chat model run in-process with llama.cpp; ``run`` is used as the sampling seed.
-
-    ``model_path`` (else ``$TOOLBENCH_GGUF``, else the assembled Qwen2.5-Coder GGUF) is the file loaded;
-    ``model`` is that file's stem for a custom file. ``n_threads`` defaults to one fewer than the CPUs.
-    """
+    """A GGUF chat model (``model_path``, else ``$TOOLBENCH_GGUF``, else the assembled Qwen2.5-Coder GGUF)
+    run in-process with llama.cpp, calls serialised by a lock; ``run`` is the sampling seed."""
 
     name = "local"
     is_llm = True
 
-    def __init__(
-        self,
-        model_path: Path | None = None,
-        n_ctx: int = 4096,
-        n_threads: int | None = None,
-        max_tokens: int = 512,
-        *,
-        use_grammar: bool = False,
-        reuse_prefix: bool = False,
-    ) -> None:
+    def __init__(self, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
+                 max_tokens: int = 512, *, use_grammar: bool = False, reuse_prefix: bool = False) -> None:
         if n_ctx < 1 or max_tokens < 1:
             raise ValueError("n_ctx and max_tokens must be >= 1")
         self.model_path = Path(model_path) if model_path is not None else None
         custom = self.model_path or os.environ.get(GGUF_ENV_VAR, "").strip()
         self.model = Path(custom).stem if custom else MODEL_NAME
-        self.n_ctx = n_ctx
+        self.n_ctx, self.max_tokens = n_ctx, max_tokens
         self.n_threads = n_threads if n_threads is not None else _default_threads()
-        self.max_tokens = max_tokens
-        self.use_grammar = use_grammar
-        self.reuse_prefix = reuse_prefix
+        self.use_grammar, self.reuse_prefix = use_grammar, reuse_prefix
         self._llama: Any = None
         self._lock = threading.Lock()
 

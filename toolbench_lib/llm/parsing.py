@@ -1,8 +1,5 @@
-"""Tolerant parsers for model replies: tool stubs, plans and verdicts, from the JSON that
-:func:`~toolbench_lib.llm.json_text.extract_json` finds. They never raise on any string and say when they
-could not parse (``fell_back`` for stubs, ``parse_ok`` for plans). :func:`cassette_resolution` resolves
-every plan of a cassette both ways (:mod:`.plan_names`, which never imports this module).
-"""
+"""Tolerant parsers for model replies (stubs, plans, verdicts): they never raise on any string and say when
+they could not parse (``fell_back`` for stubs, ``parse_ok`` for plans)."""
 
 from __future__ import annotations
 
@@ -29,28 +26,19 @@ _STEP_PURPOSE_KEYS = ("purpose", "reason", "reasoning", "description")
 def _clean(value: object) -> str:
     """A scalar as a one-line string (lone surrogates as ``?``); containers, None, booleans and
     unprintable or non-finite numbers give ''."""
-    if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
-        return ""
-    if isinstance(value, float) and not math.isfinite(value):  # 1e999, NaN, Infinity name nothing
+    if (value is None or isinstance(value, (bool, dict, list, tuple))
+            or (isinstance(value, float) and not math.isfinite(value))):  # 1e999, NaN, Infinity name nothing
         return ""
     try:
         text = " ".join(str(value).split())
     except (ValueError, RecursionError, MemoryError):  # e.g. an int of more than 4,300 digits
         return ""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _first(d: dict, keys: tuple[str, ...]) -> str:
     """The first non-empty cleaned value among ``keys`` of ``d``."""
-    for key in keys:
-        value = _clean(d.get(key))
-        if value:
-            return value
-    return ""
+    return next((value for key in keys if (value := _clean(d.get(key)))), "")
 
 
 def _truthy(value: object) -> bool:
@@ -105,10 +93,8 @@ MAX_STUBS = 8  # stubs kept per reply; the paper reports 2.4-2.5 per query, so a
 
 
 def parse_stubs(text: str | None, query: str, max_stubs: int = MAX_STUBS) -> tuple[list[Stub], bool]:
-    """Stubs from a reply, deduplicated by name (case-insensitive), at most ``max_stubs``.
-
-    Returns ``(stubs, fell_back)``; when nothing usable is found the only stub is the raw query.
-    """
+    """``(stubs, fell_back)`` of a reply, deduplicated by name (case-insensitive), at most ``max_stubs``; when
+    nothing usable is found the only stub is the raw query."""
     stubs, fell_back, _ = parse_stubs_counted(text, query, max_stubs)
     return stubs, fell_back
 
@@ -116,20 +102,13 @@ def parse_stubs(text: str | None, query: str, max_stubs: int = MAX_STUBS) -> tup
 def parse_stubs_counted(text: str | None, query: str,
                         max_stubs: int = MAX_STUBS) -> tuple[list[Stub], bool, int]:
     """:func:`parse_stubs` and the number of distinct usable stubs left out beyond ``max_stubs``."""
-    stubs: list[Stub] = []
-    seen: set[str] = set()
-    dropped = 0
-    for item in _stub_items(extract_json(text)):
-        stub = _to_stub(item)
-        if stub is None or stub.name.casefold() in seen:
-            continue
-        seen.add(stub.name.casefold())
-        if len(stubs) >= max_stubs:
-            dropped += 1
-            continue
-        stubs.append(stub)
+    distinct: dict[str, Stub] = {}
+    for stub in map(_to_stub, _stub_items(extract_json(text))):
+        if stub is not None:
+            distinct.setdefault(stub.name.casefold(), stub)
+    stubs = list(distinct.values())[:max_stubs]
     if stubs:
-        return stubs, False, dropped
+        return stubs, False, len(distinct) - len(stubs)
     return [Stub(name=query, reasoning="fallback: raw query")], True, 0
 
 
@@ -200,9 +179,7 @@ _VERDICT_KEYS = ("verdict", "answer", "label", "result", "judgement", "judgment"
 def _verdict_word(text: str) -> str | None:
     """The first Solved/Unsolved mention in ``text``."""
     m = _VERDICT_RE.search(text)
-    if not m:
-        return None
-    return "Solved" if m.group(1).lower() == "solved" else "Unsolved"
+    return None if not m else "Solved" if m.group(1).lower() == "solved" else "Unsolved"
 
 
 def parse_verdict(text: str | None) -> str | None:

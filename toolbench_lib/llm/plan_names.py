@@ -1,16 +1,5 @@
-"""Which API a plan step names, from the shown lines ``[i] Tool / API (Category): description params: a``.
-
-* **strict** (:func:`resolve_step_strict`, the original rule): the normalised (tool, API) pair among the
-  shown APIs (better-ranked first), then a unique API-name match, then a ``[n]`` index.
-* **tolerant** (:func:`resolve_step_detail`): fields cleaned of the list's decorations (:func:`clean_name`),
-  then the first rule naming exactly one API (``pair``: the better-ranked): ``pair`` (``Tool / API`` in one
-  field, or API and tool fields; a tool may be a >= 3-character prefix, an API may drop a trailing
-  ``(...)``), ``api``, ``index``, ``description`` (>= 16 characters), ``tool``, then ``registry`` (not
-  shown, but one registry API).
-
-Names are compared by :func:`toolbench_lib.data.normalize.norm_name`. Fidelity is the share of a plan's
-steps whose resolved API was among those shown.
-"""
+"""Which API a plan step names, from the shown lines ``[i] Tool / API (Category): description params: a``,
+strictly (the original rule) or tolerantly; names are compared by ``norm_name``."""
 
 from __future__ import annotations
 
@@ -66,24 +55,19 @@ class RegistryNames:
 
     def lookup(self, readings: Iterable[tuple[str, str]], joined: Iterable[str]) -> str | None:
         """The one registry id named by a ``(tool, api)`` reading or a joined ``toolapi`` string."""
-        for table, keys in ((self.pairs, readings), (self.joined, joined)):
-            for key in keys:
-                if found := _unique(table.get(key, [])):
-                    return found
-        return None
+        tables = ((self.pairs, readings), (self.joined, joined))
+        found = (_unique(table.get(key, [])) for table, keys in tables for key in keys)
+        return next((f for f in found if f), None)
 
 
-_NAMES_CACHE: dict[int, tuple[object, RegistryNames]] = {}
+_LAST_NAMES: list = [None, None]  # the last registry frame and its names: a process uses one at a time
 
 
 def registry_names(registry) -> RegistryNames:
     """:meth:`RegistryNames.from_frame` of a registry DataFrame, built once per frame object."""
-    held = _NAMES_CACHE.get(id(registry))
-    if held is None or held[0] is not registry:
-        held = (registry, RegistryNames.from_frame(registry))
-        _NAMES_CACHE.clear()  # one registry at a time is what a process uses
-        _NAMES_CACHE[id(registry)] = held
-    return held[1]
+    if _LAST_NAMES[0] is not registry:
+        _LAST_NAMES[:] = [registry, RegistryNames.from_frame(registry)]
+    return _LAST_NAMES[1]
 
 
 _DOC_LINE = re.compile(r"^\[(\d+)\] (.+?) \(([^()]*)\): ?(.*)$")
@@ -100,7 +84,7 @@ def parse_api_docs(text: str, registry: RegistryNames | None = None, params: boo
             continue
         number, head, category, desc = m.groups()
         desc = desc if params else _PARAMS_TAIL.sub("", desc)
-        splits = [(head[:a], head[b:]) for a, b in ((x.start(), x.end()) for x in re.finditer(" / ", head))]
+        splits = [(head[: x.start()], head[x.end() :]) for x in re.finditer(" / ", head)]
         tool, api, api_id = (*splits[0], None) if splits else ("", head, None)
         if registry is not None:
             cat = norm_name(category)
@@ -132,14 +116,14 @@ def clean_name(text: object, categories: Iterable[str] = ()) -> str:
 
 def _readings(value: str) -> list[tuple[str, str]]:
     """``(tool, api)`` splits of a ``Tool / API`` string at each slash (normalised)."""
-    parts = [(m.start(), m.end()) for m in itertools.islice(_SEPARATORS.finditer(value), MAX_SPLITS)]
-    return [(norm_name(value[:a]), norm_name(value[b:])) for a, b in parts if value[:a].strip()]
+    splits = itertools.islice(_SEPARATORS.finditer(value), MAX_SPLITS)
+    return [(norm_name(value[: m.start()]), norm_name(value[m.end() :])) for m in splits
+            if value[: m.start()].strip()]
 
 
 def _api_forms(name: object) -> set[str]:
     """Normalised forms of a listed API name: as is, and without trailing ``(...)`` groups."""
-    text = str(name or "").strip()
-    base = text
+    text = base = str(name or "").strip()
     while (m := _TRAILING_PAREN.search(base)) and m.start() > 0:
         base = base[: m.start()]
     return {f for f in (norm_name(text), norm_name(base)) if f}
@@ -161,16 +145,15 @@ def _index_ref(step: dict, n_retrieved: int) -> int | None:
 
 
 def resolve_step_strict(step: dict, retrieved: list[dict]) -> str | None:
-    """The api_id among ``retrieved`` that a step names under the strict rule, or None."""
+    """The api_id among ``retrieved`` a step names: its (tool, API) pair (better-ranked first), a unique
+    API-name match, or a ``[n]`` index; else None."""
     tool, api = norm_name(_strip_ref(step.get("tool_name"))), norm_name(_strip_ref(step.get("api_name")))
     keys = [(norm_name(r.get("tool_name")), norm_name(r.get("api_name"))) for r in retrieved]
     if api:
-        for r, key in zip(retrieved, keys, strict=True):
-            if key == (tool, api):
-                return r["api_id"]
-        same_api = [r for r, key in zip(retrieved, keys, strict=True) if key[1] == api]
-        if len(same_api) == 1:
-            return same_api[0]["api_id"]
+        exact = [r["api_id"] for r, key in zip(retrieved, keys, strict=True) if key == (tool, api)]
+        same_api = [r["api_id"] for r, key in zip(retrieved, keys, strict=True) if key[1] == api]
+        if exact or len(same_api) == 1:
+            return (exact or same_api)[0]
     idx = _index_ref(step, len(retrieved))
     return retrieved[idx]["api_id"] if idx is not None else None
 
@@ -182,20 +165,16 @@ def _unique(ids: list[str]) -> str | None:
 
 def _by_description(texts: list[str], retrieved: list[dict]) -> str | None:
     """The one shown API whose description starts with (or is the start of) a field's text."""
-    found = []
-    for t in texts:
-        if len(t) < MIN_DESCRIPTION:
-            continue
-        for r in retrieved:
-            desc = norm_name(r.get("api_description"))
-            if len(desc) >= MIN_DESCRIPTION and (desc.startswith(t) or t.startswith(desc)):
-                found.append(r["api_id"])
-    return _unique(found)
+    descs = [(r["api_id"], norm_name(r.get("api_description"))) for r in retrieved]
+    return _unique([i for t in texts if len(t) >= MIN_DESCRIPTION for i, d in descs
+                    if len(d) >= MIN_DESCRIPTION and (d.startswith(t) or t.startswith(d))])
 
 
 def resolve_step_detail(step: dict, retrieved: list[dict],
                         registry: RegistryNames | None = None) -> Resolution:
-    """The tolerant resolution of one step (see the module docstring for the rules)."""
+    """The tolerant resolution of one step: the first rule naming exactly one shown API (``pair``: the
+    better-ranked) of ``pair`` (a tool may be a >= 3-character prefix, an API may drop a trailing ``(...)``),
+    ``api``, ``index``, ``description`` (>= 16 characters), ``tool``, then ``registry`` (one registry API)."""
     cats = {str(r.get("category") or "") for r in retrieved} | set(registry.categories if registry else ())
     raw_tool, raw_api = clean_name(step.get("tool_name"), cats), clean_name(step.get("api_name"), cats)
     fields = [f for f in (raw_api, raw_tool) if f]
@@ -226,23 +205,19 @@ def resolve_step_detail(step: dict, retrieved: list[dict],
     return Resolution(None)
 
 
-def _steps(plan) -> list[dict]:
-    return list(plan.steps if hasattr(plan, "steps") else plan)
-
-
 def resolve_plan_apis(plan, retrieved: list[dict], registry: RegistryNames | None = None,
                       strict: bool = False) -> list[str | None]:
     """For each step of ``plan`` (a :class:`~toolbench_lib.llm.parsing.Plan` or a list of steps), the api_id
     it names (None when unresolved): tolerant by default, the original rule with ``strict=True``."""
     if strict:
-        return [resolve_step_strict(s, retrieved) for s in _steps(plan)]
-    return [resolve_step_detail(s, retrieved, registry).api_id for s in _steps(plan)]
+        return [resolve_step_strict(s, retrieved) for s in getattr(plan, "steps", plan)]
+    return [d.api_id for d in resolve_plan_detail(plan, retrieved, registry)]
 
 
 def resolve_plan_detail(plan, retrieved: list[dict],
                         registry: RegistryNames | None = None) -> list[Resolution]:
     """The tolerant :class:`Resolution` of every step."""
-    return [resolve_step_detail(s, retrieved, registry) for s in _steps(plan)]
+    return [resolve_step_detail(s, retrieved, registry) for s in getattr(plan, "steps", plan)]
 
 
 def fidelity(named_ids: Sequence[str | None], retrieved_ids) -> float | None:

@@ -1,7 +1,5 @@
-"""Versioned prompt templates for the stub writer, the planner and the pass-rate judge. Each starts with a
-marker line ``# task: <version>`` (read back by :func:`template_of`) and wraps free text in ``<query>``,
-``<apis>`` and ``<plan>`` sections (:func:`extract_section`).
-"""
+"""Versioned prompt templates for the stub writer, the planner and the judge: each starts with a marker line
+``# task: <version>`` and wraps free text in ``<query>``, ``<apis>`` and ``<plan>`` sections."""
 
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ class PromptTemplate:
 
     @property
     def marker(self) -> str:
-        """The first line of every rendering, naming the template version."""
         return MARKER_PREFIX + self.version
 
     def render(self, **fields: object) -> str:
@@ -60,12 +57,8 @@ def _param_names(value: object) -> list[str]:
             return []
     if not isinstance(value, list):
         return []
-    names = []
-    for p in value:
-        name = p.get("name") if isinstance(p, dict) else p if isinstance(p, str) else None
-        if name and _one_line(name):
-            names.append(_one_line(name))
-    return names
+    names = (p.get("name") if isinstance(p, dict) else p if isinstance(p, str) else None for p in value)
+    return [_one_line(name) for name in names if name and _one_line(name)]
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -187,8 +180,7 @@ JUDGE_V2_SCHEMA: dict = {
     "required": ["uncovered", "verdict"],
 }
 
-# A stricter rubric in the manner of ToolEval: the judge sees the APIs the planner was shown, checks that
-# each step's API can do its sub-task and that every sub-task is covered, then answers.
+# A stricter rubric in the manner of ToolEval: the judge also sees the APIs the planner was shown.
 JUDGE_PROMPT_V2 = PromptTemplate(
     name="judge",
     version="judge-v2",
@@ -221,5 +213,4 @@ def judge_prompt(version: str = DEFAULT_JUDGE) -> PromptTemplate:
     return JUDGE_PROMPTS[version]
 
 
-TEMPLATES: dict[str, PromptTemplate] = {t.version: t for t in (STUB_PROMPT, PLAN_PROMPT, JUDGE_PROMPT,
-                                                               JUDGE_PROMPT_V2)}
+TEMPLATES = {t.version: t for t in (STUB_PROMPT, PLAN_PROMPT, *JUDGE_PROMPTS.values())}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .base import LLMError, LLMResponse
 from .cassettes import unique_records
-from .store import _canonical_schema, _record_to_response
+from .store import _canonical, _record_to_response
 
 # What a user can do about a miss (stubs for PtR, ltr and ltr-4runs, or plans, of queries never recorded).
 MISS_CHOICES = ("a live backend answers it (--backend gemini or local; --backend rules writes rule-based "
@@ -18,7 +18,7 @@ MISS_CHOICES = ("a live backend answers it (--backend gemini or local; --backend
 
 def _match_key(prompt_version: str | None, system: str, prompt: str, json_schema: dict | None,
                temperature: float, run: int) -> tuple:
-    return (prompt_version, system, prompt, _canonical_schema(json_schema), float(temperature), int(run))
+    return (prompt_version, system, prompt, _canonical(json_schema), float(temperature), int(run))
 
 
 class ReplayBackend:
@@ -36,27 +36,20 @@ class ReplayBackend:
         self.model_filter = model
         self._by_version: dict[tuple, dict[str, dict]] = {}
         self._any_version: dict[tuple, dict[str, dict]] = {}
-        models: set[str] = set()
-        llm_flags: set[bool] = set()
-        for record in unique_records(self.paths):  # a key recorded twice with two replies is refused
-            if model is not None and record["model"] != model:
-                continue
-            self._index(record)
-            models.add(record["model"])
-            llm_flags.add(record["is_llm"])
+        records = [r for r in unique_records(self.paths) if model is None or r["model"] == model]
+        for record in records:
+            args = tuple(record[name] for name in ("system", "prompt", "json_schema", "temperature", "run"))
+            for index, version in ((self._by_version, record["prompt_version"]), (self._any_version, None)):
+                index.setdefault(_match_key(version, *args), {})[record["key"]] = record
+        models = {r["model"] for r in records}
         self.model = model if model is not None else (models.pop() if len(models) == 1 else "replay")
-        self.is_llm = llm_flags != {False}
+        self.is_llm = {r["is_llm"] for r in records} != {False}
 
     def __repr__(self) -> str:
         return f"ReplayBackend({[str(p) for p in self.paths]!r}, model={self.model_filter!r})"
 
     def __len__(self) -> int:
         return sum(len(group) for group in self._by_version.values())
-
-    def _index(self, record: dict) -> None:
-        args = tuple(record[name] for name in ("system", "prompt", "json_schema", "temperature", "run"))
-        self._by_version.setdefault(_match_key(record["prompt_version"], *args), {})[record["key"]] = record
-        self._any_version.setdefault(_match_key(None, *args), {})[record["key"]] = record
 
     def _describe(self, prompt_version: str | None, prompt: str, temperature: float, run: int) -> str:
         head = prompt[:120] + ("..." if len(prompt) > 120 else "")

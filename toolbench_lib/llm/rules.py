@@ -1,15 +1,5 @@
-"""A deterministic rule-based baseline behind the LLM interface (no model at all), answering by the
-prompt's template marker (:mod:`toolbench_lib.llm.prompts`):
-
-* **stubs**: one stub per sub-goal of the query (:func:`split_subgoals`), named in Title Case from its first
-  content words, the sub-goal as reasoning.
-* **plan**: per sub-goal, the listed API with the largest overlap of content words (stopwords and generic
-  verbs removed, light stemming; ties: the better-retrieved), each API once; a refusal when none overlaps.
-* **judge**: a *proxy*, labelled so in its reason: ``"Solved"`` when the plan is no refusal and every
-  sub-goal shares a content word with some step's tool or API name.
-
-Token counts are whitespace tokens; ``temperature`` and ``run`` are ignored.
-"""
+"""A deterministic rule-based baseline behind the LLM interface (no model at all), answering by the prompt's
+template marker: a stub per sub-goal, a plan by word overlap, and a judge that is a labelled *proxy*."""
 
 from __future__ import annotations
 
@@ -111,17 +101,6 @@ def _merge_short(pieces: list[str], delims: list[str]) -> list[str]:
     return merged
 
 
-def _clauses(sentence: str) -> list[str]:
-    """A sentence split on conjunctions and commas, short fragments merged back."""
-    parts = _CLAUSE_SPLIT.split(sentence)
-    return _merge_short(parts[0::2], parts[1::2])
-
-
-def _is_context(piece: str) -> bool:
-    """A first-person scene-setting statement with no request in it (``I'm planning a trip``)."""
-    return bool(_CONTEXT_START.match(piece)) and not _REQUEST_CUE.search(piece)
-
-
 def _tidy(piece: str) -> str:
     """A clause without surrounding whitespace, punctuation and leading conjunctions."""
     piece = " ".join(piece.split()).strip(" ,;:.!?")
@@ -130,17 +109,16 @@ def _tidy(piece: str) -> str:
 
 
 def split_subgoals(query: str) -> list[str]:
-    """Sub-goals of a request: sentences, then clauses split on ``and``/``also``/``then``/commas.
-
-    Fragments with under two content words are merged into a neighbour, scene-setting statements are
-    dropped (unless nothing else is left), and pieces without any content word are dropped.
-    """
+    """Sub-goals of a request: sentences, then clauses split on ``and``/``also``/``then``/commas, fragments
+    with under two content words merged into a neighbour; first-person scene-setting statements (``I'm
+    planning a trip``) are dropped unless nothing else is left, and pieces without content words are."""
     pieces: list[str] = []
     for sentence in _SENTENCE_SPLIT.split(query or ""):
         if content_words(sentence):
-            pieces.extend(_tidy(c) for c in _clauses(sentence))
+            parts = _CLAUSE_SPLIT.split(sentence)
+            pieces.extend(_tidy(c) for c in _merge_short(parts[0::2], parts[1::2]))
     pieces = [p for p in pieces if content_words(p)]
-    requests = [p for p in pieces if not _is_context(p)]
+    requests = [p for p in pieces if not (_CONTEXT_START.match(p) and not _REQUEST_CUE.search(p))]
     return requests or pieces
 
 
@@ -161,13 +139,11 @@ def stub_name(subgoal: str) -> str:
 
 def stubs_reply(query: str) -> str:
     """JSON list of ``{name, reasoning}`` stubs, one per sub-goal (empty list when none)."""
-    stubs, seen = [], set()
+    stubs: dict[str, dict] = {}
     for goal in split_subgoals(query):
-        name = stub_name(goal)
-        if name and name.lower() not in seen:
-            seen.add(name.lower())
-            stubs.append({"name": name, "reasoning": goal})
-    return json.dumps(stubs)
+        if name := stub_name(goal):
+            stubs.setdefault(name.lower(), {"name": name, "reasoning": goal})
+    return json.dumps(list(stubs.values()))
 
 
 def plan_reply(query: str, docs: list[dict]) -> str:
@@ -187,11 +163,9 @@ def plan_reply(query: str, docs: list[dict]) -> str:
         doc = docs[best]
         steps.append({"step": len(steps) + 1, "tool_name": doc["tool_name"], "api_name": doc["api_name"],
                       "purpose": goal})
-    if not steps:
-        reason = "no listed API shares a content word with the request"
-        return json.dumps({"refusal": True, "reason": reason, "steps": []})
-    reason = f"{len(steps)} API(s) matched by word overlap"
-    return json.dumps({"refusal": False, "reason": reason, "steps": steps})
+    reason = (f"{len(steps)} API(s) matched by word overlap" if steps
+              else "no listed API shares a content word with the request")
+    return json.dumps({"refusal": not steps, "reason": reason, "steps": steps})
 
 
 def _plan_from_text(text: str) -> tuple[list[dict], bool]:
@@ -199,11 +173,8 @@ def _plan_from_text(text: str) -> tuple[list[dict], bool]:
     text = (text or "").strip()
     if text.upper().startswith("REFUSED"):
         return [], True
-    steps = []
-    for line in text.splitlines():
-        m = _PLAN_LINE.match(line)
-        if m:
-            steps.append({"tool_name": m.group(2), "api_name": m.group(3)})
+    lines = map(_PLAN_LINE.match, text.splitlines())
+    steps = [{"tool_name": m.group(2), "api_name": m.group(3)} for m in lines if m]
     if steps:
         return steps, False
     plan = parse_plan(text)
@@ -211,16 +182,15 @@ def _plan_from_text(text: str) -> tuple[list[dict], bool]:
 
 
 def judge_reply(query: str, plan_text: str) -> str:
-    """JSON verdict from the word-overlap proxy (see the module docstring)."""
+    """JSON verdict of the proxy: Solved when the plan is no refusal and every sub-goal shares a content word
+    with some step's tool or API name."""
     steps, refused = _plan_from_text(plan_text)
     goals = [g for g in split_subgoals(query) if overlap_terms(g)]
     step_terms = [overlap_terms(f"{s.get('tool_name', '')} {s.get('api_name', '')}") for s in steps]
     covered = sum(1 for g in goals if any(overlap_terms(g) & t for t in step_terms))
     solved = not refused and bool(steps) and bool(goals) and covered == len(goals)
-    if refused:
-        reason = "proxy: plan is a refusal"
-    else:
-        reason = f"proxy: {covered}/{len(goals)} sub-goals share a word with a named API"
+    reason = ("proxy: plan is a refusal" if refused
+              else f"proxy: {covered}/{len(goals)} sub-goals share a word with a named API")
     return json.dumps({"verdict": "Solved" if solved else "Unsolved", "reason": reason})
 
 
@@ -248,7 +218,7 @@ class RulesBackend:
 
     def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
                  temperature: float = 0.0, run: int = 0) -> LLMResponse:
-        """Answer a rendered template prompt by rules; ``temperature`` and ``run`` are ignored."""
+        """Answer a rendered template prompt by rules (whitespace tokens counted; ``run`` is ignored)."""
         start = time.perf_counter()
         text = self._reply(prompt)
         return LLMResponse(text=text, tokens_in=len(prompt.split()) + len(system.split()),

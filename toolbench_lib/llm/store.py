@@ -1,12 +1,5 @@
-"""Durable store of LLM calls (SQLite): one row per distinct call, committed before the reply is used.
-
-* :func:`call_key` / :class:`CallRequest`: the key of a call, a digest of everything that determines it.
-* :class:`CallStore`: the SQLite table of records, safe to share between threads.
-* The record helpers shared by cassettes and replay: record validation, a record as a reply.
-* :class:`CacheFileError`: a store or cassette that cannot be read as one.
-
-Records hold the request and the reply only; no credential is ever part of a record.
-"""
+"""Durable store of LLM calls (SQLite): one row per distinct call (request and reply, never a credential),
+keyed by :func:`call_key`, committed before the reply is used; the record helpers of cassettes and replay."""
 
 from __future__ import annotations
 
@@ -27,7 +20,6 @@ KEY_SCHEME_VERSION = 1
 
 RECORD_FIELDS = ("key", "backend", "model", "is_llm", "prompt_version", "system", "prompt", "json_schema",
                  "temperature", "run", "text", "tokens_in", "tokens_out", "latency_s", "created_at")
-# The fields that determine a call, in the order :func:`call_key` takes them.
 KEY_FIELDS = ("backend", "model", "prompt_version", "system", "prompt", "json_schema", "temperature", "run")
 
 _SCHEMA = """
@@ -55,8 +47,7 @@ class CacheFileError(ValueError):
     """A call store or cassette that cannot be read as one; the message names the file."""
 
 
-# How long a call waits for a store that another process holds locked before it gives up.
-BUSY_TIMEOUT_S = 5.0
+BUSY_TIMEOUT_S = 5.0  # how long a call waits for a store another process holds locked
 
 
 class StoreLockedError(CacheFileError):
@@ -68,11 +59,11 @@ def _is_lock(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-def _canonical_schema(json_schema: dict | None) -> str | None:
-    """Canonical JSON text of a schema (sorted keys), or None."""
-    if json_schema is None:
+def _canonical(value: object) -> str | None:
+    """Canonical JSON text of ``value`` (sorted keys), or None for None."""
+    if value is None:
         return None
-    return json.dumps(json_schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def call_key(backend: str, model: str, prompt_version: str, system: str, prompt: str,
@@ -81,13 +72,12 @@ def call_key(backend: str, model: str, prompt_version: str, system: str, prompt:
     payload = {"v": KEY_SCHEME_VERSION, "backend": backend, "model": model, "prompt_version": prompt_version,
                "system": system, "prompt": prompt, "json_schema": json_schema,
                "temperature": float(temperature), "run": int(run)}
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
 class CallRequest:
-    """The fields of one call that go into its key (``is_llm`` is stored alongside, not keyed)."""
+    """The fields of one call that go into its key (``is_llm`` is stored, not keyed)."""
 
     backend: str
     model: str
@@ -100,7 +90,6 @@ class CallRequest:
     is_llm: bool = True
 
     def key(self) -> str:
-        """The cache key of this request."""
         return call_key(*(getattr(self, name) for name in KEY_FIELDS))
 
 
@@ -115,6 +104,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     **{name: str for name in ("key", "backend", "model", "prompt_version", "system", "prompt", "text",
                               "created_at")},
     "tokens_in": int, "tokens_out": int, "run": int, "temperature": (int, float), "latency_s": (int, float),
+    "json_schema": (dict, type(None)),
 }
 
 
@@ -128,8 +118,6 @@ def _validate_record(record: dict) -> dict:
     wrong = [name for name, kinds in _FIELD_TYPES.items()
              if not isinstance(clean[name], kinds) or isinstance(clean[name], bool)
              or (isinstance(clean[name], float) and not math.isfinite(clean[name]))]
-    if not isinstance(clean["json_schema"], (dict, type(None))):
-        wrong.append("json_schema")
     if wrong:
         raise ValueError(f"cassette record has fields of the wrong type: {wrong}")
     if call_key(*(clean[name] for name in KEY_FIELDS)) != clean["key"]:
@@ -171,7 +159,7 @@ class CallStore:
                                 f"{BUSY_TIMEOUT_S:g} s); wait for it to finish or retry")
 
     def _execute(self, sql: str, params: tuple = (), commit: bool = False) -> sqlite3.Cursor:
-        """Run one statement (and commit); a lock held past the busy timeout: :class:`StoreLockedError`."""
+        """Run one statement (and commit); raises :class:`StoreLockedError` past the busy timeout."""
         with self._lock:
             try:
                 cursor = self._conn.execute(sql, params)
@@ -200,8 +188,7 @@ class CallStore:
         return f"its calls table lacks columns {missing}" if missing else None
 
     def _record(self, row: sqlite3.Row) -> dict:
-        """A row as a plain record (``json_schema`` parsed, ``is_llm`` a bool); a damaged row is an error
-        naming the store and the key."""
+        """A row as a plain record (``json_schema`` parsed, ``is_llm`` a bool)."""
         try:
             schema = row["json_schema"]
             return {**{name: row[name] for name in RECORD_FIELDS}, "is_llm": bool(row["is_llm"]),
@@ -227,9 +214,6 @@ class CallStore:
     def __len__(self) -> int:
         return int(self._execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
-    def __contains__(self, key: object) -> bool:
-        return self._execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
-
     def get(self, key: str) -> LLMResponse | None:
         """The stored reply for ``key`` (with ``cached=True``), or None."""
         record = self.get_record(key)
@@ -252,12 +236,10 @@ class CallStore:
 
     def put_record(self, record: dict) -> bool:
         """Insert a full record and commit; returns False if its key was already stored."""
-        values = dict(record)
-        values["is_llm"] = int(bool(values.get("is_llm", True)))
-        values["json_schema"] = _canonical_schema(values["json_schema"])
-        columns = ", ".join(RECORD_FIELDS)
-        marks = ", ".join("?" for _ in RECORD_FIELDS)
-        cursor = self._execute(f"INSERT OR IGNORE INTO calls ({columns}) VALUES ({marks})",
+        values = {**record, "is_llm": int(bool(record.get("is_llm", True))),
+                  "json_schema": _canonical(record["json_schema"])}
+        cursor = self._execute(f"INSERT OR IGNORE INTO calls ({', '.join(RECORD_FIELDS)}) VALUES "
+                               f"({', '.join('?' * len(RECORD_FIELDS))})",
                                tuple(values[name] for name in RECORD_FIELDS), commit=True)
         return cursor.rowcount == 1
 

@@ -1,9 +1,6 @@
-"""One experiment configuration shared by every notebook: load or run the study once, save outputs.
-
-A study is stored once under ``outputs/<run_name>/runs/<study key>/``, the key hashing what its tables
-depend on (never analysis-only parameters such as ``k``). A run folder keeps the parameters it was made
-with (``run.json``); a notebook given other ones writes to a derived run (``outputs/<run_name>-k10/``).
-"""
+"""One experiment configuration shared by every notebook: the study stored once under
+``outputs/<run_name>/runs/<study key>/``, and a run folder recording its parameters (``run.json``), which a
+notebook given other ones leaves for a derived run (``outputs/<run_name>-k10/``)."""
 
 from __future__ import annotations
 
@@ -43,9 +40,7 @@ SMOKE = {"max_apis": 2500, "limit": 15, "runs": 2, "plan_limit": 5, "backend": "
 STUDY_FIELDS = ("subsets", "backend", "cassette", "llm_model", "plan_k", "depth", "runs", "temperature",
                 "run_temperature", "plan_limit", "max_apis", "limit", "seed")
 RUN_RECORD = "run.json"
-STUDY_CODE = ("config.py", "data", "llm", "retrieval", "study/result.py",
-              "study/stored.py")  # the code a study key covers
-# Fields that name where outputs go, not what they hold: never compared between runs.
+STUDY_CODE = ("config.py", "data", "llm", "retrieval", "study/result.py", "study/stored.py")  # in the key
 PLACE_FIELDS = ("run_name", "outputs_dir", "base_run")
 
 
@@ -87,8 +82,7 @@ class ExperimentConfig:
     plan_k: int = config.PLAN_K
     depth: int = config.DEPTH
     runs: int = config.RUNS
-    # Runs that get plans and verdicts (the first ``plan_runs``; None: every run). The recorded cassette
-    # holds plans of run 0 only, so recall is a mean over ``runs`` runs and the pass rate run 0's.
+    # The first runs that get plans and verdicts (None: every run); the cassette holds plans of run 0 only.
     plan_runs: int | None = config.PLAN_RUNS
     temperature: float = config.TEMPERATURE
     run_temperature: float | None = config.RUN_TEMPERATURE
@@ -114,8 +108,7 @@ class ExperimentConfig:
 
     @classmethod
     def build(cls, **params) -> ExperimentConfig:
-        """The configuration of these parameters, checked (unknown names go to ``extra``); no run folder is
-        read."""
+        """The configuration of these parameters, checked (unknown names go to ``extra``)."""
         known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__}
         extra = {k: v for k, v in params.items() if k not in cls.__dataclass_fields__}
         cfg = cls(**known)
@@ -130,8 +123,6 @@ class ExperimentConfig:
         """Build from notebook parameters (``smoke=True``: the CI slice), redirected to a derived run (and
         ``echo`` says so) when ``outputs/<run_name>/`` was made with other parameters."""
         return cls.build(**params).redirected(echo)
-
-    # -- the study key ------------------------------------------------------------------------------
 
     def data_fingerprint(self) -> str:
         """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
@@ -151,7 +142,6 @@ class ExperimentConfig:
                       prompt_versions=[STUB_PROMPT.version, PLAN_PROMPT.version, JUDGE_PROMPT.version])
         if resolve_backend() != DEFAULT_BACKEND:  # the default keeps the keys of studies stored before
             fields["embedder_backend"] = resolve_backend()
-        # The code that makes the study tables, and the recorded replies a replay answers from.
         fields["code"] = code_hash(*STUDY_CODE)
         if self.backend == "replay":
             fields["cassette_sha256"] = _file_sha256(str(self.cassette or DEFAULT_CASSETTE))
@@ -170,8 +160,6 @@ class ExperimentConfig:
     def study_dir(self) -> Path:
         """This run's folder of the study tables."""
         return self.out_dir / "runs" / self.study_key()
-
-    # -- the run folder and its record --------------------------------------------------------------
 
     @property
     def out_dir(self) -> Path:
@@ -209,13 +197,6 @@ class ExperimentConfig:
             name = f"{self.run_name}-{hashlib.sha256(blob).hexdigest()[:8]}"
         return name
 
-    def _move_to(self, run_name: str) -> None:
-        base_dir = self.out_dir
-        self.base_run = self.base_run or self.run_name
-        self.run_name = run_name
-        if self.outputs_dir:
-            self.outputs_dir = str(base_dir.parent / run_name)
-
     def redirected(self, echo=print) -> ExperimentConfig:
         """Itself, or moved to a derived run when its run folder was made with other parameters."""
         diff = self.differences(self.read_record())
@@ -223,7 +204,9 @@ class ExperimentConfig:
             return self
         base_dir = self.out_dir
         changes = ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in sorted(diff.items()))
-        self._move_to(self.derived_run_name(diff))
+        self.base_run, self.run_name = self.base_run or self.run_name, self.derived_run_name(diff)
+        if self.outputs_dir:
+            self.outputs_dir = str(base_dir.parent / self.run_name)
         if self.differences(self.read_record()):
             raise RunConflict(f"{base_dir} was made with other parameters ({changes}) and so was "
                               f"{self.out_dir}; pass another run_name")
@@ -291,7 +274,7 @@ def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
 def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     """``(setup, StudyResult)``: the stored study of this configuration (a derived run's from its base run,
     copied), run and saved when missing."""
-    setup = setup or LazySetup(cfg)  # a stored study is read without loading the embedder or index
+    setup = setup or LazySetup(cfg)
     if not isinstance(setup, LazySetup):
         cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
     model, embed_backend = setup_model(setup)
@@ -332,20 +315,16 @@ def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int |
 
 
 def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
-    """``(config, setup, StudyResult)`` of a retrieval-only study (RtP and PtR, no plans) over ``runs`` runs,
-    on the first :func:`runs_limit` queries of each set, stored in the run ``<run_name>-runs<runs>``;
-    None when no query is recorded in every run. A main study of as many runs is that study itself (its
-    queries all have stubs in every run, or it could not have been made)."""
+    """``(config, setup, StudyResult)`` of a retrieval-only study of RtP and PtR over ``runs`` runs (the main
+    study when it has as many), stored in the run ``<run_name>-runs<runs>``; see :func:`_retrieval_study`."""
     if cfg.runs == runs:
         return (cfg, *get_study(cfg, progress=progress))
     return _retrieval_study(cfg, runs, queries, progress, f"runs{runs}")
 
 
 def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
-    """``(config, setup, StudyResult)`` of the retriever study: RtP and PtR with each of ``cfg.retrievers``,
-    retrieval only, over ``runs`` runs on the first :func:`runs_limit` queries of each set (every query
-    once the cassette holds every run's stubs), stored in the run ``<run_name>-retrievers``; None when no
-    query is recorded in every run."""
+    """``(config, setup, StudyResult)`` of the retriever study, RtP and PtR with each of ``cfg.retrievers``,
+    stored in the run ``<run_name>-retrievers``; see :func:`_retrieval_study`."""
     methods = [method_name(a, f) for f in cfg.retrievers for a in ARCHITECTURES]
     return _retrieval_study(cfg, runs, queries, progress, "retrievers", study_methods=methods)
 
@@ -364,8 +343,7 @@ def _retrieval_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, pr
 
 def stored_study_dir(run_name: str = "default", study: str | None = None,
                      outputs_dir: str | Path | None = None) -> Path:
-    """The folder of a run's stored study: ``study`` when given, else the one its run record names,
-    else the only one there is. A clear error names what to run or choose otherwise."""
+    """The folder of a run's stored study: ``study``, else the one its run record names, else the only one."""
     out = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR / run_name
     runs = out / "runs"
     found = sorted(p.parent.name for p in runs.glob("*/provenance.json"))

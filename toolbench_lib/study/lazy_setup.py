@@ -3,6 +3,7 @@ embedding model nor the registry index unless one of its cells asks for them."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from ..data.dataset import load_dataset
@@ -20,22 +21,16 @@ class LazySetup:
 
     def __init__(self, cfg) -> None:
         self._cfg = cfg
-        self._ds = None
         self._setup = None
         self._queries = None
 
     @property
     def built(self) -> bool:
-        """Whether the embedder and index have been loaded."""
         return self._setup is not None
 
-    @property
+    @functools.cached_property
     def ds(self):
-        if self._setup is not None:
-            return self._setup.ds
-        if self._ds is None:
-            self._ds = load_dataset(self._cfg.data_dir)
-        return self._ds
+        return load_dataset(self._cfg.data_dir)  # the very object the built setup holds
 
     @property
     def queries(self):

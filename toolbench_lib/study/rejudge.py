@@ -1,11 +1,5 @@
 """Re-judge plans with another judge prompt version, without planning again.
-
-Plans come from a cassette's plan records (:func:`cassette_plans`, :func:`record_verdicts`; judged as a
-study judges them, so a replayed study finds the verdicts) or a stored study (:func:`rejudge`).
-
-``python -m toolbench_lib.study.rejudge --judge judge-v2 --per-subset 50 --export`` records judge-v2
-verdicts with the local model behind the call cache, then merges the cache into the cassette.
-"""
+A cassette's plans (recorded by ``python -m toolbench_lib.study.rejudge --export``) or a stored study's."""
 
 from __future__ import annotations
 
@@ -51,8 +45,7 @@ class StoredPlan:
 def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int | None = None,
                    subsets: Sequence[str] = tuple(DEFAULT_SUBSETS),
                    runs: Sequence[int] = (0,)) -> list[StoredPlan]:
-    """The cassette's plan records (every method's) of the first ``per_subset`` queries of each subset (all
-    when None), matched to ``queries`` (``subset, query``) by query text."""
+    """The cassette's plan records of the first ``per_subset`` queries of each subset, matched by text."""
     wanted: dict[str, tuple[str, int]] = {}
     for name in subsets:
         canonical = resolve_subset(name)
@@ -69,7 +62,6 @@ def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int 
         subset, pos = wanted[query]
         out.append(StoredPlan(subset, pos, query, extract_section(r["prompt"], "apis") or "",
                               parse_plan(r["text"]), int(r["run"]), float(r["temperature"])))
-    # Subsets interleaved by position, so an interrupted recording covers the first N of every subset.
     order = {resolve_subset(name): i for i, name in enumerate(subsets)}
     return sorted(out, key=lambda p: (p.position, order[p.subset], p.api_docs))
 
@@ -90,7 +82,7 @@ def record_verdicts(plans: Sequence[StoredPlan], llm: LLMBackend, version: str,
 def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
             per_subset: int | None = None) -> pd.DataFrame:
     """``qkey, method, run, verdict, judge_version`` of judge ``version`` on a study's stored plans (first
-    ``per_subset`` queries per subset); ``setup`` (the study's) gives the API docs."""
+    ``per_subset`` queries per subset); the study's ``setup`` gives the API docs."""
     plans = result.plans
     if plans.empty:
         return pd.DataFrame(columns=["qkey", "method", "run", "verdict", "judge_version"])

@@ -1,23 +1,6 @@
-"""The two architectures end to end: stubs, retrieval, plans and judge verdicts over independent runs.
-
-A study run stores these tables, each once per configuration, that every analysis reads (beside
-``queries``):
-
-* ``stubs``: ``qkey, run, stub_idx, name, reasoning, fell_back`` (PtR's generated stubs),
-* ``rankings``: ``qkey, method, run, rank, row, api_id, score``: the final ranking of every method, run
-  and query, with the retriever's own scores; every method has every run ``0..runs-1`` (a deterministic
-  method, listed in ``provenance["deterministic"]``, is retrieved once and its ranking repeated per run),
-* ``text_rankings``: ``qkey, method, run, text_idx, rank, row, api_id, score``: each searched text's own
-  ranking (``text_idx`` from 0: the query for RtP, each stub for PtR; none for a fused method),
-* ``plans``: ``qkey, method, run, refusal, parse_ok, n_steps, named_ids, fidelity, named_ids_strict,
-  fidelity_strict, steps_json, reason, verdict, judge_version`` (tolerant and strict plan-name
-  resolution; steps and reason let another judge re-judge a stored plan),
-* ``calls``: ``qkey, method, run, stage, tokens_in, tokens_out, latency_s, cached, backend, model``.
-
-Runs are independent samples. Run 0 uses ``temperature`` (0, as in the paper); later runs use
-``run_temperature`` with ``seed = run`` so that a backend that is deterministic at temperature 0 still
-gives independent samples. ``run_temperature=None`` keeps every run at ``temperature``.
-"""
+"""The two architectures end to end: stubs, retrieval, plans and judge verdicts over independent runs, stored
+as a :class:`~toolbench_lib.study.stored.StudyResult`. Run 0 uses ``temperature`` (0, as in the paper), later
+runs ``run_temperature`` with ``seed = run``, so a backend deterministic at temperature 0 still varies."""
 
 from __future__ import annotations
 
@@ -72,7 +55,7 @@ class StudySettings:
     judge_version: str = DEFAULT_JUDGE
 
     def __post_init__(self) -> None:
-        self.depth = max(self.depth, self.k)  # the planner sees the top k, so every text keeps at least k
+        self.depth = max(self.depth, self.k)  # the planner sees the top k
 
     def temperature_of(self, run: int) -> float:
         return self.temperature if run == 0 or self.run_temperature is None else self.run_temperature
@@ -113,9 +96,8 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
     for qkey, stubs, fell_back, dropped, resp in _map(one, items, workers, f"stubs run {run}", progress):
         calls.append(_call_row(qkey, "ptr", run, "stubs", resp))
         over.append(dropped)
-        for i, s in enumerate(stubs):
-            rows.append({"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
-                         "fell_back": fell_back, "dropped": dropped})
+        rows += [{"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
+                  "fell_back": fell_back, "dropped": dropped} for i, s in enumerate(stubs)]
     if any(over):
         log.warning("stubs run %d: %d replies held more than %d stubs; the %d beyond the cap were left out",
                     run, sum(d > 0 for d in over), MAX_STUBS, sum(over))
@@ -139,8 +121,8 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
                    method: str, run: int, temperature: float, k: int, judge: bool = True, workers: int = 1,
                    progress: bool = True,
                    judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
-    """The planner on each query's top-``k`` APIs of ``ranking`` (the method's final rankings of the run),
-    then the judge on its plan; steps resolved tolerantly (``named_ids``, ``fidelity``) and strictly."""
+    """The planner on each query's top-``k`` APIs of ``ranking``, then the judge on its plan; steps resolved
+    tolerantly (``named_ids``, ``fidelity``) and strictly."""
     judge_template = judge_prompt(judge_version)
     names = registry_names(setup.ds.registry)
     final = ranking[ranking["rank"] <= k].sort_values(["qkey", "rank"])
@@ -165,16 +147,12 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
         calls = [_call_row(qkey, method, run, "plan", resp)]
         if judge:
             jr = judge_plan(llm, judge_template, query, plan, shown, run, temperature)
-            row["judge_version"] = judge_template.version
-            row["verdict"] = parse_verdict(jr.text)
+            row.update(verdict=parse_verdict(jr.text), judge_version=judge_template.version)
             calls.append(_call_row(qkey, method, run, "judge", jr))
         return row, calls
 
-    out, calls = [], []
-    for row, c in _map(one, items, workers, f"plans {method} run {run}", progress):
-        out.append(row)
-        calls.extend(c)
-    return pd.DataFrame(out), calls
+    done = _map(one, items, workers, f"plans {method} run {run}", progress)
+    return pd.DataFrame([row for row, _ in done]), [c for _, calls in done for c in calls]
 
 
 def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySettings,
@@ -182,7 +160,6 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
     """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline
     (retrieval only with ``plan_limit=0``; then RtP alone needs no ``llm``)."""
     q = setup.queries
-    # the first ``plan_limit`` queries of each set (all when None) get plans and verdicts
     planned = q if settings.plan_limit is None else q.groupby("subset", sort=False).head(settings.plan_limit)
     load_methods()  # every method registered, the fused ones of retrieval.fused included
     retrievers = [get_retriever(m) for m in settings.methods]
@@ -201,12 +178,9 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             calls.extend(c)
             ctx.stubs = s
         for r in retrievers:
-            got = shared.get(r.name)
-            if got is None:
-                got = r.retrieve(ctx)
-                if r.deterministic:  # the same in every run: retrieved once, stored for each run
-                    shared[r.name] = got
-            ctx.retrieved[r.name] = got
+            got = ctx.retrieved[r.name] = shared.get(r.name) or r.retrieve(ctx)
+            if r.deterministic:  # the same in every run: retrieved once, stored for each run
+                shared[r.name] = got
             notes.update(ctx.notes)
             finals.append(got.final.assign(run=run)[RANKINGS_COLUMNS])
             texts.append(got.texts.assign(run=run)[TEXT_RANKINGS_COLUMNS])
@@ -256,8 +230,7 @@ def _stack(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 def empty_rankings(rankings: pd.DataFrame, qkeys: Sequence[str], methods: Sequence[str],
                    runs: int) -> dict[str, list[int]]:
-    """Per method, how many queries got an empty final ranking in each run ``0..runs-1``: a text with no
-    indexable term, or nothing found. Each method with any is logged."""
+    """Per method, how many queries got an empty final ranking in each run ``0..runs-1`` (each logged)."""
     n = len(set(qkeys))
     out = {}
     for m in methods:
@@ -270,8 +243,7 @@ def empty_rankings(rankings: pd.DataFrame, qkeys: Sequence[str], methods: Sequen
 
 
 def stub_cap_counts(stubs: Sequence[pd.DataFrame]) -> dict:
-    """The stub cap (:data:`~toolbench_lib.llm.parsing.MAX_STUBS`) and, over every run, the replies that
-    held more stubs than it and the stubs left out beyond it (:func:`generate_stubs` logs each run)."""
+    """The stub cap and, over every run, the replies that held more stubs than it and the stubs left out."""
     table = pd.concat(stubs, ignore_index=True) if stubs else pd.DataFrame()
     if "dropped" not in table or table.empty:
         return {"max_stubs": MAX_STUBS, "replies_over_cap": 0, "stubs_dropped": 0}

@@ -43,20 +43,17 @@ class StudyResult:
     TABLES = ("queries", "stubs", "rankings", "text_rankings", "plans", "calls")
 
     def shown(self) -> pd.DataFrame:
-        """The rankings' rows each plan's prompt listed: its method's top k (the study's plan k) in its run,
-        best first."""
+        """The rankings' rows each plan's prompt listed (the study's plan k), best first."""
         k = int(self.provenance.get("settings", {}).get("k", PLAN_K))
         return self.rankings[self.rankings["rank"] <= k].sort_values("rank")
 
     def stored_rankings_sha256(self) -> str | None:
-        """The sha256 of the stored ``rankings`` table while it is the table saved or loaded, else None (a
-        study converted from format 1 has none until it is saved)."""
+        """The sha256 of the stored ``rankings`` table while it is the table saved or loaded, else None."""
         stored = self.__dict__.get("_rankings_sha256")
         return stored[1] if stored is not None and stored[0] is self.rankings else None
 
     def save(self, folder: Path) -> Path:
-        """Write every table and their sha256 checksums, then ``provenance.json`` last (with
-        ``format_version``): its presence marks a complete study."""
+        """Write every table and their sha256 checksums, then ``provenance.json`` last."""
         self.provenance = {**self.provenance, "format_version": FORMAT_VERSION}
         with atomic_folder(folder, last=(PROVENANCE,)) as out:  # a failed write leaves it as it was
             for name in self.TABLES:
@@ -72,9 +69,8 @@ class StudyResult:
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder`` (format 1 converted in memory); a table failing its checksum, or a
-        format newer than :data:`FORMAT_VERSION`, is a :class:`StoredStudyError`. Each checksum covers the
-        very bytes parsed, read under the folder's shared lock, so a load never mixes two saves' tables."""
+        """The stored study of ``folder`` (format 1 converted in memory), checksums covering the very bytes
+        parsed under the folder's shared lock; a damaged or newer one is a :class:`StoredStudyError`."""
         folder = Path(folder)
         try:
             with folder_lock(folder, shared=True):
@@ -97,20 +93,17 @@ class StudyResult:
 
     @property
     def n_runs(self) -> int:
-        """Independent runs of the study."""
         return int(self.provenance.get("settings", {}).get("runs", 1))
 
     @property
     def methods(self) -> list[str]:
-        """The study's methods in the order of its settings; one that found nothing for any query stays
-        (every query an empty ranking, recall 0), so no table, export or summary drops it."""
-        listed = (self.provenance.get("settings", {}).get("methods")
-                  or list(dict.fromkeys(self.rankings["method"])))
-        return list(listed)
+        """The study's methods in the order of its settings (one that found nothing stays)."""
+        listed = self.provenance.get("settings", {}).get("methods")
+        return list(listed or dict.fromkeys(self.rankings["method"]))
 
     @property
     def deterministic(self) -> list[str]:
-        """The methods whose retrieval is the same in every run (their ranking is repeated per run)."""
+        """The methods whose retrieval is the same in every run."""
         return list(self.provenance.get("deterministic", []))
 
     def _of(self, table: pd.DataFrame, method: str, run: int) -> pd.DataFrame:
@@ -123,14 +116,12 @@ class StudyResult:
         return mine[mine["run"] == run]
 
     def retrieved(self, method: str, run: int = 0) -> Retrieved:
-        """``method``'s rankings of ``run`` as its retriever returned them (the final rankings and each
-        text's own, without the ``run`` column)."""
+        """``method``'s rankings of ``run`` as its retriever returned them."""
         return Retrieved(self._of(self.rankings, method, run).drop(columns="run"),
                          self._of(self.text_rankings, method, run).drop(columns="run"))
 
     def api_rows(self) -> dict[str, int]:
-        """``{api_id: registry row}`` of every API the study's rankings hold (a study has one registry, so
-        one row per id)."""
+        """``{api_id: registry row}`` of every API the study's rankings hold."""
         cols = ["api_id", "row"]
         both = pd.concat([t.reindex(columns=cols) for t in (self.rankings, self.text_rankings)])
         both = both.dropna().drop_duplicates("api_id")
@@ -169,8 +160,7 @@ class StudyResult:
 
 
 def checked_bytes(folder: Path, name: str, sums: dict) -> bytes:
-    """The bytes of a stored study's file ``name`` when they match ``sums`` (its ``checksums.json``); else a
-    :class:`StoredStudyError` naming the file."""
+    """The bytes of a stored study's file ``name`` when they match ``sums``, else a StoredStudyError."""
     data = (Path(folder) / name).read_bytes()
     if hashlib.sha256(data).hexdigest() != sums.get(name):
         raise StoredStudyError(f"stored study {folder}: {name} does not match its checksum (or "
@@ -182,8 +172,7 @@ FORMAT_1_TABLES = ("queries", "stubs", "hits", "plans", "calls")  # the tables o
 
 
 def stored_format_version(provenance: dict, folder: Path) -> int:
-    """The format of a stored study (1 when its provenance names none: written before the field existed);
-    :class:`StoredStudyError` naming the version when it is not one this code reads."""
+    """The format of a stored study (1 when unnamed); a :class:`StoredStudyError` when not one read here."""
     version = provenance.get("format_version", 1)
     if isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION:
         return version
@@ -195,9 +184,8 @@ def stored_format_version(provenance: dict, folder: Path) -> int:
 
 def convert_format_1(tables: dict[str, pd.DataFrame],
                      provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A format-1 study's tables and provenance in this format: its ``hits`` split into ``rankings`` (rows of
-    ``text_idx = -1``) and ``text_rankings``, rows of ``run = -1`` repeated for every run (their methods
-    listed as ``deterministic``). The one place the old sentinels are read; nothing is written."""
+    """A format-1 study's tables and provenance in this format: ``hits`` split into ``rankings`` (``text_idx =
+    -1``) and ``text_rankings``, rows of ``run = -1`` repeated for every run (their methods deterministic)."""
     tables = dict(tables)
     hits = tables.pop("hits")
     runs = int(provenance.get("settings", {}).get("runs", 1))

@@ -57,8 +57,7 @@ def recorded_stub_queries(cassette: str | Path, model: str | None = None, run: i
 
 
 def _stub_records(cassette: str | Path, model: str | None = None):
-    """``(record, query text)`` of every stub call (this prompt version; ``model``'s when given) that the
-    cassette holds; nothing when it is missing."""
+    """``(record, query text)`` of the cassette's stub calls (``model``'s when given), if any."""
     path = Path(cassette)
     for r in read_cassette(path) if path.exists() else ():
         if r["prompt_version"] == STUB_PROMPT.version and (model is None or r["model"] == model):
@@ -76,8 +75,8 @@ def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[t
 
 
 def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[str]:
-    """Every text a study replayed from ``cassette`` searches by meaning: ``queries`` and, for each recorded
-    stub reply (this prompt version, any run), its stubs as PtR searches them; each text once."""
+    """Every text a study replayed from ``cassette`` searches by meaning, once: ``queries`` and the stubs of
+    each recorded stub reply, as PtR searches them."""
     texts = dict.fromkeys(queries)
     for r, q in _stub_records(cassette):
         texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
@@ -98,8 +97,8 @@ def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[s
 
 
 def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> tuple[int, int]:
-    """Merge the cassette with the cache and write it back; ``(records before, records after)``. The merged
-    cassette replaces the old one only if it keeps every record, else ``RuntimeError``."""
+    """Merge the cassette into the cache and write the cache (``model``'s records) back, only if it keeps
+    every record (else ``RuntimeError``); ``(records before, records after)``."""
     path = Path(cassette)
     before = {r["key"] for r in read_cassette(path)} if path.exists() else set()
     if path.exists():
@@ -121,8 +120,7 @@ def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (
                  store: CallStore | None = None, cassette: str | Path | None = None, export_every: int = 20,
                  echo: Callable[[str], object] = log.info) -> dict:
     """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`, merging the
-    cache (``store``) into ``cassette`` every ``export_every`` new calls and at the end. Returns ``calls``
-    (made, cached or not), ``queries``, ``new_calls`` and ``cassette_records`` (None: no cassette)."""
+    cache into ``cassette`` every ``export_every`` new calls and at the end; counts of calls and queries."""
     if cassette is not None and store is None:
         raise ValueError("recording into a cassette needs the call store behind the backend")
     settings, t0, made, done, exported_at, after = StudySettings(), time.time(), 0, 0, 0, None

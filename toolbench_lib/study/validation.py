@@ -21,9 +21,7 @@ from ..llm.factory import BACKENDS
 from ..retrieval.families import FAMILIES
 
 MAX_TEMPERATURE = 2.0
-# The most APIs scored per query (``k``) and hits kept per searched text (``depth``): a ranking deeper than
-# this has no use in the study and its cost grows with it (the registry size bounds them too).
-MAX_DEPTH = 1000
+MAX_DEPTH = 1000  # the most APIs scored per query (``k``) and hits kept per searched text (``depth``)
 NAME_MAX_BYTES = 255  # the longest file name most file systems take (ext4, xfs, tmpfs)
 PATH_MAX_BYTES = 4095
 
@@ -135,42 +133,28 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     if problem:
         raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
     path = Path(value)
+    denied = "not readable (permission denied)"
     try:
         if kind == "file":
-            if not path.exists():
-                problem = "no such file"
-            elif not path.is_file():
-                problem = "not a file"
-            elif not os.access(path, os.R_OK):
-                problem = "not readable (permission denied)"
+            problem = ("no such file" if not path.exists() else "not a file" if not path.is_file()
+                       else denied if not os.access(path, os.R_OK) else None)
         elif kind == "dir":
-            if not path.is_dir():
-                problem = "no such folder"
-            elif not os.access(path, os.R_OK | os.X_OK):
-                problem = "not readable (permission denied)"
+            problem = ("no such folder" if not path.is_dir()
+                       else denied if not os.access(path, os.R_OK | os.X_OK) else None)
+        elif kind == "output_file" and path.is_dir():
+            problem = "it is a folder, not a file"
         else:
-            if kind == "output_file" and path.is_dir():
-                problem = "it is a folder, not a file"
-            for parent in ((path.parent, *path.parent.parents) if kind == "output_file"
-                           else (path, *path.parents)):
-                if problem:
-                    break
-                if parent.exists():
-                    if not parent.is_dir():
-                        problem = f"{parent} is a file, not a folder"
-                    elif not os.access(parent, os.W_OK | os.X_OK):
-                        problem = f"{parent} is not writable (permission denied)"
-                    break
+            parents = (path.parent, *path.parent.parents) if kind == "output_file" else (path, *path.parents)
+            parent = next((p for p in parents if p.exists()), None)
+            if parent is not None and not parent.is_dir():
+                problem = f"{parent} is a file, not a folder"
+            elif parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+                problem = f"{parent} is not writable (permission denied)"
     except OSError as exc:
         problem = exc.strerror or type(exc).__name__
     if problem:
         raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
     return path
-
-
-def _typed(fn: Callable[[str], object], name: str) -> Callable[[str], object]:
-    fn.__name__ = name  # argparse names the type in its messages
-    return fn
 
 
 def _argtype(check: Callable[[str], object], kind: str, note: str = "",
@@ -185,7 +169,8 @@ def _argtype(check: Callable[[str], object], kind: str, note: str = "",
             message = str(exc).split(": ", 1)[-1].replace(" is not allowed; ", problem)
             raise argparse.ArgumentTypeError(message + note) from None
 
-    return _typed(parse, kind)
+    parse.__name__ = kind  # argparse names the type in its messages
+    return parse
 
 
 def _parsed(convert: Callable[[str], object], text: str) -> object:
@@ -263,11 +248,8 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSErro
 
 def error_line(exc: BaseException) -> str:
     """One line for the user: the message of an expected error, or the type and message of another."""
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
-        message = str(exc.args[0])
-    else:
-        message = str(exc) or type(exc).__name__
-    message = " ".join(message.split())
+    single_key = isinstance(exc, KeyError) and len(exc.args) == 1
+    message = " ".join((str(exc.args[0]) if single_key else str(exc) or type(exc).__name__).split())
     if isinstance(exc, INPUT_ERRORS) or type(exc).__name__ == "NotebookFailure":
         return f"error: {message}"
     return f"error: {type(exc).__name__}: {message} (rerun with -v to see where)"
@@ -318,10 +300,8 @@ def validate_config(cfg) -> None:
     for name in ("runs", "scale_seeds"):
         check_int(name, getattr(cfg, name), 1)
     check_int("seed", cfg.seed, 0)
-    check_int("plan_limit", cfg.plan_limit, 0, allow_none=True)
-    check_int("plan_runs", cfg.plan_runs, 1, allow_none=True)
-    check_int("max_apis", cfg.max_apis, 1, allow_none=True)
-    check_int("limit", cfg.limit, 1, allow_none=True)
+    for name, minimum in (("plan_limit", 0), ("plan_runs", 1), ("max_apis", 1), ("limit", 1)):
+        check_int(name, getattr(cfg, name), minimum, allow_none=True)
     check_temperature("temperature", cfg.temperature)
     check_temperature("run_temperature", cfg.run_temperature, allow_none=True)
     if not isinstance(cfg.scale_sizes, (list, tuple)) or not cfg.scale_sizes:
