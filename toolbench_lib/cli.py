@@ -222,20 +222,18 @@ def cmd_cassette(args: argparse.Namespace) -> int:
         print(json.dumps(cassette_info(args.cassette), indent=2))
         return 0
     path = args.store or DEFAULT_STORE
-    if args.action == "export" and not os.path.isfile(path):  # never an empty store made by a typo
+    if args.action == "import":
+        print(json.dumps({"store": str(path), "added": import_cassette(args.cassette, CallStore(path))}))
+        return 0
+    if not os.path.isfile(path):  # never an empty store made by a typo
         raise FileNotFoundError(f"call store {path} does not exist: nothing to export, {args.out} "
                                 "not written")
     store = CallStore(path)
-    if args.action == "export":
-        if not any(args.llm_model is None or r["model"] == args.llm_model for r in store.iter_records()):
-            which = f" of model {args.llm_model!r}" if args.llm_model else ""
-            raise ValueError(f"call store {path} holds no call{which}: nothing to export, {args.out} "
-                             "not written")
-        n = export_cassette(store, args.out, model=args.llm_model)
-        print(json.dumps({"cassette": args.out, "records": n}))
-    else:
-        added = import_cassette(args.cassette, store)
-        print(json.dumps({"store": str(args.store or DEFAULT_STORE), "added": added}))
+    if not any(args.llm_model is None or r["model"] == args.llm_model for r in store.iter_records()):
+        which = f" of model {args.llm_model!r}" if args.llm_model else ""
+        raise ValueError(f"call store {path} holds no call{which}: nothing to export, {args.out} not written")
+    n = export_cassette(store, args.out, model=args.llm_model)
+    print(json.dumps({"cassette": args.out, "records": n}))
     return 0
 
 
@@ -300,8 +298,8 @@ def expand_methods(methods: list[str], families: list[str]) -> list[str]:
 
 
 def _evaluated_sets(args: argparse.Namespace) -> list[str]:
-    """``--subset`` names (default: the three, or none with ``--queries``) and the ``--queries`` files' sets,
-    checked against the data folder's sets before anything is loaded; a set named twice counts once."""
+    """``--subset`` names (default: the three, none with ``--queries``) and the ``--queries`` files' sets,
+    checked against the data folder's sets before anything is loaded."""
     root = find_data_dir(args.data_dir)
     files = args.queries or []
     users = [*user_set_files(root), *external_sets(root, files)]
@@ -310,19 +308,17 @@ def _evaluated_sets(args: argparse.Namespace) -> list[str]:
 
 
 def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
-    """Per evaluated set, the ground-truth pairs that resolved to no registry API, by definition (each set
-    with any is also logged)."""
+    """Per evaluated set, the ground-truth pairs that resolved to no registry API, by definition (logged)."""
     out = {}
     for name in subsets:
         q = queries[queries["subset"] == resolve_subset(name, list(dict.fromkeys(queries["subset"])))]
-        counts = {"candidates": int(q["unresolved_candidates"].sum()),
-                  "relevant": int(q["unresolved_relevant"].sum())}
+        counts = {gt: int(q[f"unresolved_{gt}"].sum()) for gt in GT_DEFINITIONS}
         if any(counts.values()):
             log.warning("query set %s: %d of %d ground-truth pairs resolve to no registry API "
                         "(candidates %d, relevant %d)", name, sum(counts.values()),
                         int(q["n_candidate_pairs"].sum() + q["n_relevant_pairs"].sum()), *counts.values())
-        empty = {gt: int(q[gt].map(len).eq(0).sum()) for gt in ("candidates", "relevant")}
-        if empty["candidates"] or empty["relevant"]:
+        empty = {gt: int(q[gt].map(len).eq(0).sum()) for gt in GT_DEFINITIONS}
+        if any(empty.values()):
             log.warning("query set %s: queries with no ground truth: %d of %d under candidates, %d under "
                         "relevant; their recall and precision count as 0", name, empty["candidates"], len(q),
                         empty["relevant"])

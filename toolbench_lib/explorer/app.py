@@ -63,8 +63,7 @@ def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
     # MIMALLOC_PURGE_DELAY=0: Arrow's allocator returns what reading a study's parquet freed at once (a page's
     # kernel held 628 MB of the retriever study with the default delay, 392 MB with it)
     env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1", MIMALLOC_PURGE_DELAY="0",
-               **{MAX_PAGES_ENV: str(max_pages)},
-               PYTHONWARNINGS="ignore",
+               **{MAX_PAGES_ENV: str(max_pages)}, PYTHONWARNINGS="ignore",
                JUPYTER_PATH=os.pathsep.join([str(TEMPLATES), *filter(None, [env.get("JUPYTER_PATH")])]))
     return env
 
@@ -79,10 +78,8 @@ def _study_bytes(folders: list[Path]) -> int:
 
 
 def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
-    """Compute and store the explorer's views of every study of the run's family that lacks current ones
-    (once per study: later starts read them), ``workers`` studies at once in processes of their own, the
-    largest first; :class:`ViewsFolderError` when a file stands where a study's views belong (``main`` prints
-    it as one line)."""
+    """Compute and store the views of every study of the run's family lacking current ones, ``workers`` at
+    once in processes of their own, largest first; :class:`ViewsFolderError` when a file is in their way."""
     groups: dict[str, list[Path]] = {}  # a run and its retriever study (the same dense rankings) together
     for entry in catalogue(run_name)[0]:
         check_views_place(entry.folder)  # a file where the views belong: one line, nothing computed
@@ -108,12 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-pages", type=int, default=MAX_PAGES,
                         help="pages (kernels) served at once; one more is refused in one line")
     args = parser.parse_args(argv)
-    if not 1 <= args.port <= 65535:
-        parser.error(f"--port {args.port}: a TCP port is 1 to 65535")
-    if args.cull_idle < 1:
-        parser.error(f"--cull-idle {args.cull_idle}: at least 1 second")
-    if args.max_pages < 1:
-        parser.error(f"--max-pages {args.max_pages}: at least 1 page")
+    for flag, value, ok, rule in (("--port", args.port, 1 <= args.port <= 65535, "a TCP port is 1 to 65535"),
+                                  ("--cull-idle", args.cull_idle, args.cull_idle >= 1, "at least 1 second"),
+                                  ("--max-pages", args.max_pages, args.max_pages >= 1, "at least 1 page")):
+        if not ok:
+            parser.error(f"{flag} {value}: {rule}")
 
     try:
         folder = stored_study_dir(args.run_name)

@@ -1,5 +1,5 @@
-"""The data side of the query explorer: method names, per-query outcomes and their filters, API labels,
-the catalogue of stored studies and the link (URL) of an explorer view."""
+"""The explorer's data: method names, per-query outcomes and filters, API labels, the catalogue of stored
+studies and the link of a view."""
 
 from __future__ import annotations
 
@@ -43,8 +43,7 @@ MEAN_RUNS = "mean"  # the run control's value for the mean over every run (the r
 
 
 def run_options(runs: list[int]) -> list[tuple[str, int | str]]:
-    """The run control's choices: the mean over every run first (the primary endpoint's basis) where the
-    study has more than one, then each run."""
+    """The run control's choices: the mean over every run first (where there are several), then each run."""
     each = [(f"run {r}", r) for r in runs]
     return [(f"mean of {len(runs)} runs", MEAN_RUNS), *each] if len(runs) > 1 else each
 
@@ -72,9 +71,7 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
     q = result.queries
     out = q[["qkey", "subset"]].copy()
     for method in methods:
-        ranking = (rankings or {}).get((method, run))
-        if ranking is None:
-            ranking = result.ranking(method, run)
+        ranking = (rankings or {}).get((method, run)) or result.ranking(method, run)
         pq = score_rankings(ranking, q, gt, k, ("recall",)).set_index("qkey")
         recall = out["qkey"].map(pq["recall"]).fillna(0.0).to_numpy()
         out[f"{method}_recall"] = recall
@@ -85,9 +82,8 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
 def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = "ptr",
                     found: dict[str, pd.DataFrame] | None = None,
                     selected: list[str] | None = None) -> pd.DataFrame:
-    """The queries of one filter of methods ``a`` and ``b``. ``all_missed``: no hit under ``a``, ``b`` or
-    ``selected``; ``a_found_b_missed`` / ``only_a``: ``a`` found a ground-truth API (``found``: ``{method:
-    qkey, api_id}``) that ``b`` / no other selected method found."""
+    """The queries of one filter of methods ``a`` and ``b`` (``selected``: every method shown; ``found``:
+    ``{method: qkey, api_id}`` of the ground truth each found, for :data:`API_FILTERS`)."""
     ra, rb = outcomes[f"{a}_recall"], outcomes[f"{b}_recall"]
     masks = {"all": ra == ra, "a_wins": ra > rb, "b_wins": rb > ra,
              "both_missed": (ra == 0) & (rb == 0), "both_hit": (ra > 0) & (rb > 0)}
@@ -124,8 +120,7 @@ def explorer_url(run_name: str, query: str | None = None,
                  methods: tuple[str, ...] | list[str] = ("rtp", "ptr"), k: int = K, gt: str = DEFAULT_GT,
                  run: int = 0, filter: str | None = None,
                  subset: str | None = None, base: str = EXPLORE_URL) -> str:
-    """The link of an explorer view (``make explore`` serves it): run name, query key, methods (A, B and
-    more), k, ground truth, run, filter and subset as the explorer's query string."""
+    """The link of an explorer view (``make explore`` serves it) as the explorer's query string."""
     methods = list(methods) or ["rtp"]
     state = {"run_name": run_name, "run": str(run), "subset": subset, "filter": filter, "a": methods[0],
              "b": methods[1] if len(methods) > 1 else methods[0],
@@ -147,19 +142,17 @@ def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
 
 
 def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
-    """Label columns of the APIs a study shows (its rankings, ground truth, plans), from the processed
-    registry of its data fingerprint; None (ids shown alone) when that registry is not on this machine."""
+    """Label columns of the APIs a study shows, from the processed registry of its data fingerprint; None
+    (ids shown alone) when that registry is not on this machine."""
     fp = result.provenance.get("data_fingerprint")
     path = (processed_dir or PROCESSED_DIR) / str(fp) / "registry.parquet"
     if not fp or not path.exists():
         log.info("no processed registry %s: API ids are shown without names", path)
         return None
-    q = result.queries
     ids = {str(a) for t in (result.rankings, result.text_rankings) for a in t["api_id"].unique()}
-    for column in ("candidates", "relevant"):
-        ids.update(str(a) for v in q[column] for a in _ids(v))
-    if len(result.plans) and "named_ids" in result.plans:
-        ids.update(str(a) for v in result.plans["named_ids"] for a in _ids(v))
+    named = result.plans["named_ids"] if len(result.plans) and "named_ids" in result.plans else []
+    lists = [*result.queries["candidates"], *result.queries["relevant"], *named]
+    ids.update(a for v in lists for a in _ids(v))
     return pd.read_parquet(path, columns=LABEL_COLUMNS, filters=[("api_id", "in", sorted(ids))])
 
 
@@ -211,14 +204,11 @@ def _stored_queries(folder: Path) -> pd.DataFrame:
 
 
 def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[CatalogueEntry], dict]:
-    """The stored studies of ``run_name``'s family (the run, its retriever, validation and runs studies),
-    the main run first, and ``{run_name: queries}`` for searching across them. A run without a readable
-    stored study is left out."""
+    """The readable stored studies of ``run_name``'s family (main run first) and ``{run_name: queries}``."""
     root = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR
     base = family_base(run_name)
-    names = sorted(p.name for p in root.glob(f"{base}*") if p.is_dir()
-                   and (p.name == base or (p.name.startswith(base + "-") and family_base(p.name) == base)))
-    names = sorted(set(names) | {run_name}, key=lambda n: (n != base, n))
+    names = {p.name for p in root.glob(f"{base}*") if p.is_dir() and base in (p.name, family_base(p.name))}
+    names = sorted(names | {run_name}, key=lambda n: (n != base, n))
     entries, queries = [], {}
     for name in names:
         try:
@@ -237,7 +227,10 @@ def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[Cata
 
 def search_queries(queries: pd.DataFrame, term: str) -> pd.DataFrame:
     """The queries whose key, id or text holds ``term`` (case-insensitive)."""
-    term = term.strip().lower()
-    text = (queries["qkey"].astype(str) + "\n" + queries["query_id"].astype(str) + "\n"
-            + queries["query"].astype(str)).str.lower()
-    return queries[text.str.contains(term, regex=False).to_numpy()]
+    text = searched_text(queries["qkey"], queries["query_id"], queries["query"])
+    return queries[text.str.contains(term.strip().lower(), regex=False).to_numpy()]
+
+
+def searched_text(keys: pd.Series, ids: pd.Series, texts: pd.Series) -> pd.Series:
+    """What a search looks in: each query's key, id and text, lower-cased."""
+    return (keys.astype(str) + "\n" + ids.astype(str) + "\n" + texts.astype(str)).str.lower()

@@ -1,6 +1,5 @@
-"""What a filtered set of queries shares, per selected method (the explorer's summary above the list): where
-the ground truth sat, what only a stub found, which wrong APIs are siblings of a ground-truth API, the common
-categories and tools, and the view's best single architecture."""
+"""What the explorer's queries share, per selected method: where the ground truth sat, what only a stub found,
+wrong APIs of a ground-truth API's tool, the common categories and tools, the best single architecture."""
 
 from __future__ import annotations
 
@@ -32,20 +31,15 @@ def digest(rankings: Mapping[str, Sequence[Mapping[str, list[str]]]], gts: Mappi
                 gt = gts.get(q, set())
                 tools = {tool_of(a) for a in gt}
                 shown_by_rtp = set(list(dict.fromkeys(base.get(q, [])))[:k]) if base is not None else set()
+                n["gt"] += len(gt)
                 for a in gt:
-                    n["gt"] += 1
                     where = place.get(a)
-                    if where is not None and where <= k:
-                        n["found"] += 1
-                        n["stub_only"] += base is not None and a not in shown_by_rtp
-                    elif where is not None:
-                        n["near"] += 1
-                    else:
-                        n["beyond"] += 1
-                for a in ids[:k]:
-                    if a not in gt:
-                        n["wrong"] += 1
-                        n["siblings"] += tool_of(a) in tools
+                    bucket = "beyond" if where is None else "found" if where <= k else "near"
+                    n[bucket] += 1
+                    n["stub_only"] += bucket == "found" and base is not None and a not in shown_by_rtp
+                wrong = [a for a in ids[:k] if a not in gt]
+                n["wrong"] += len(wrong)
+                n["siblings"] += sum(tool_of(a) in tools for a in wrong)
         rows.append({"method": method, "found": _share(n, "found", "gt"),
                      "missed_near": _share(n, "near", "gt"), "missed_beyond": _share(n, "beyond", "gt"),
                      "stub_only": _share(n, "stub_only", "found")

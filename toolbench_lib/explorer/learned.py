@@ -1,6 +1,5 @@
 """The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods, with the features
-behind each query's top APIs (:func:`~toolbench_lib.retrieval.ltr.learned_frame`, cross-fitted over the
-retriever study and its validation study); every run shows run 0's ranking, as the report weighs them."""
+behind their top APIs; every run shows run 0's ranking, as the report weighs them."""
 
 from __future__ import annotations
 
@@ -62,10 +61,8 @@ def _pair(result) -> tuple:
 
 def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                   label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(rankings, features)``: each learned ranker's ranking of the study's queries in every run
-    (``rankings`` rows, the score its out-of-fold LightGBM score, the row the study's rankings give the API)
-    and the features of each query's top :data:`TOP_EXPLAINED` APIs (``method, run, qkey, rank, api_id,
-    score, feature, value``)."""
+    """``(rankings, features)``: each learned ranker's ranking (``rankings`` rows, its out-of-fold score) in
+    every run, and the features of each query's top :data:`TOP_EXPLAINED` APIs (:data:`FEATURE_COLUMNS`)."""
     hits, features = [], []
     methods = learned_methods(result)
     design, validation = _pair(result) if methods else (result, None)

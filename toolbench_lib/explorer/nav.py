@@ -1,6 +1,5 @@
-"""The explorer's navigation: the view as a state (a link's query string) and the family of stored studies
-(the main, retriever and validation studies of a run), each loaded when switched to, and searched
-across."""
+"""The explorer's navigation: the view as a link's query string, and the run's family of stored studies, each
+loaded when switched to and searched across."""
 
 from __future__ import annotations
 
@@ -25,22 +24,16 @@ from .views import study_views, with_fused
 class QueryNavigation:
     """State and study family, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
-    def _load(self, name: str) -> tuple:
-        """``(result with fused methods, views, labels, source)`` of a study of the family, read when it is
-        switched to: the kernel holds the one study it shows, never the family."""
-        entry = next(e for e in self.entries if e.run_name == name)
-        result = StudyResult.load(entry.folder)
-        views = study_views(entry.folder, result)
-        source = f"{name}/{entry.folder.parent.name}/{entry.folder.name}"
-        return with_fused(result, views), views, api_labels(stored_registry(result)), source
-
     def switch_run(self, name: str) -> None:
-        """Show another stored study of the family (its methods, sets and runs); the search is kept."""
+        """Show another stored study of the family, read now (the kernel holds one); the search is kept."""
         if name == self.run_name:
             return
-        result, views, labels, source = self._load(name)
-        self.views, self.labels, self.source, self.run_name = views, labels, source, name
-        self._bind(result)
+        folder = next(e.folder for e in self.entries if e.run_name == name)
+        result = StudyResult.load(folder)
+        views = study_views(folder, result)
+        self.labels = api_labels(stored_registry(result))
+        self.views, self.source, self.run_name = views, f"{name}/{folder.parent.name}/{folder.name}", name
+        self._bind(with_fused(result, views))
         with self._quiet():
             self.study.value = name
         self._study_controls(*self.methods, self.subset.value, self.run.value)
@@ -103,12 +96,10 @@ class QueryNavigation:
         """The view as strings: run name, run, subset, filter, methods, k, ground truth, search, sort,
         page and query (its key)."""
         column, desc = self._sort
-        out = {"run_name": self.run_name, "run": str(self.run.value), "subset": str(self.subset.value),
-               "filter": str(self.filter.value), "a": self.methods[0], "b": self.methods[1],
-               "more": ",".join(str(m) for m in self.more.value),
-               "show": str(self.show.value), "k": str(self.k.value), "gt": str(self.gt.value),
-               "search": str(self.search.value), "sort": column, "desc": "1" if desc else "0",
-               "page": str(self._page + 1), "query": self.query.value}
+        own = {"run_name": self.run_name, "a": self.methods[0], "b": self.methods[1], "sort": column,
+               "more": ",".join(str(m) for m in self.more.value), "desc": "1" if desc else "0",
+               "page": str(self._page + 1), "query": self.query.value}  # the others: a control's value
+        out = {key: own[key] if key in own else str(getattr(self, key).value) for key in STATE_KEYS}
         return {key: value for key, value in out.items() if value not in (None, "")}
 
     def state_query(self) -> str:
@@ -126,21 +117,18 @@ class QueryNavigation:
         problems = [f"link: ignored {key}={value!r} (not a setting of the explorer)"
                     for key, value in given.items() if key not in STATE_KEYS]
         with self._quiet():
-            methods = self.method_a.options
-            names = [value for _, value in methods]
-            for key, control in (("a", self.method_a), ("b", self.method_b)):
-                if key in given:
-                    if given[key] in names:
-                        control.value = given[key]
-                    else:
-                        problems.append(f"link: ignored {key}={given[key]!r} (the study's methods: "
-                                        f"{', '.join(names)})")
-            if "more" in given:
-                wanted = [m for m in given["more"].split(",") if m]
+            names = [value for _, value in self.method_a.options]
+            for key, control in (("a", self.method_a), ("b", self.method_b), ("more", self.more)):
+                if key not in given:
+                    continue
+                wanted = [m for m in given[key].split(",") if m] if control is self.more else [given[key]]
                 bad = [m for m in wanted if m not in names]
-                self.more.value = tuple(m for m in wanted if m in names)
+                if control is self.more:
+                    control.value = tuple(m for m in wanted if m in names)
+                elif not bad:
+                    control.value = wanted[0]
                 if bad:
-                    problems.append(f"link: ignored more={','.join(bad)!r} (the study's methods: "
+                    problems.append(f"link: ignored {key}={','.join(bad)!r} (the study's methods: "
                                     f"{', '.join(names)})")
             self._relabel()
             choices = {"run": self.run, "subset": self.subset, "filter": self.filter, "show": self.show,

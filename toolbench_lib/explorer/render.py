@@ -13,6 +13,7 @@ from ..data.queries import subset_alias
 from ..retrieval.ltr_features import feature_words
 from ..retrieval.methods import describe_method
 from .data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
+from .digest import DIGEST_COLUMNS
 
 STYLE = """<style>
 .qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
@@ -57,6 +58,7 @@ GRID_STYLE = """<style>
 .qx-grid button:focus-visible {outline: 3px solid #1f5fbf; outline-offset: 1px}
 .qx-caption {text-align: left; color: #595959; font-size: 12px; caption-side: top}
 </style>"""
+NUMBERS = ("a", "b", "gap")  # the table's numeric columns
 KEPT = "<span class='tag kept' data-merge='kept'>kept in the final top k</span>"
 DROPPED = "<span class='tag dropped' data-merge='dropped'>dropped by the merge</span>"
 
@@ -116,17 +118,13 @@ class QueryRendering:
         table, (cats, tools) = self.digest(frame)
         k = int(self.k.value)
         runs = f", pooled over {len(self._scored_runs())} runs" if self.mean_of_runs else ""
-
-        def pct(v: float) -> str:
-            return "–" if v != v else f"{100 * v:.0f}%"
-
         heads = ["method", f"ground truth in the top {k}", f"at ranks {k + 1}–20", "beyond 20",
                  "found only by a stub", "wrong APIs of a ground-truth API's tool"]
         body = "".join(
             f"<tr><th scope='row'>{html_text(method_label(r['method']))}"
             f"{' ★' if r['method'] == self._best[0] else ''}</th>"
-            + "".join(f"<td class='num'>{pct(r[c])}</td>" for c in ("found", "missed_near", "missed_beyond",
-                                                                       "stub_only", "wrong_siblings"))
+            + "".join(f"<td class='num'>{'–' if pd.isna(r[c]) else f'{100 * r[c]:.0f}%'}</td>"
+                      for c in DIGEST_COLUMNS[1:])
             + "</tr>" for _, r in table.iterrows())
         named = "; ".join(f"{what}: " + ", ".join(f"{html_text(n)} ({c})" for n, c in pairs)
                           for what, pairs in (("categories", cats), ("tools", tools)) if pairs)
@@ -140,7 +138,9 @@ class QueryRendering:
     def _multi_subset(self) -> bool:
         return bool(str(self.search.value).strip()) or self.subset.value == ALL_SUBSETS
 
-    def _headers(self) -> dict[str, str]:
+    def header_labels(self) -> dict[str, str]:
+        """The table's column headers as shown (the sorted one with its arrow); ``subset`` only when the
+        view spans several sets."""
         a, b = (method_label(m) for m in self.methods)
         k = int(self.k.value)
         names = {"query": "query", "subset": "set", "text": "query text", "a": f"{a} R@{k}",
@@ -151,13 +151,9 @@ class QueryRendering:
             names["gap"] = "|gap|" + arrow
         elif column in names:
             names[column] += arrow
+        if not self._multi_subset():
+            del names["subset"]
         return names
-
-    def header_labels(self) -> dict[str, str]:
-        """The table's column headers as shown (the sorted one with its arrow); ``subset`` only when the
-        view spans several sets."""
-        multi = self._multi_subset()
-        return {c: t for c, t in self._headers().items() if multi or c != "subset"}
 
     def _grid_html(self, page: pd.DataFrame) -> str:
         """One page of the table: a <table> whose header buttons sort and whose row buttons show a query."""
@@ -167,20 +163,16 @@ class QueryRendering:
         head = []
         for c, text in names.items():
             aria = f" aria-sort='{'descending' if desc else 'ascending'}'" if c == sorted_by else ""
-            num = " num" if c in ("a", "b", "gap") else ""
+            num = " num" if c in NUMBERS else ""
             head.append(f"<th scope='col' class='qx-h-{c}{num}'{aria}><button type='button' "
                         f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html_text(text)}"
                         "</button></th>")
         body = []
         for _, r in page.iterrows():
-            gap = float(r["gap"])
-            sign = "pos" if gap > 0 else ("neg" if gap < 0 else "")
-            current = r["qkey"] == self.query.value
-            values = _cells(r)
-            pick = "qx-pick qx-current" if current else "qx-pick"
-            kind = {"text": " class='text'", "a": " class='num'", "b": " class='num'",
-                    "gap": f" class='num {sign}'"}
-            cells = [f"<th scope='row'><button type='button' class='{pick}' "
+            current, values = r["qkey"] == self.query.value, _cells(r)
+            sign = "pos" if r["gap"] > 0 else "neg" if r["gap"] < 0 else ""
+            kind = dict(text=" class='text'", a=" class='num'", b=" class='num'", gap=f" class='num {sign}'")
+            cells = [f"<th scope='row'><button type='button' class='qx-pick{' qx-current' * current}' "
                      f"data-act='pick|{html.escape(str(r['qkey']), quote=True)}' "
                      f"title='{html_text(str(r['text'])[:300], quote=True)}'>{values['query']}</button></th>",
                      *(f"<td{kind.get(c, '')}>{values[c]}</td>" for c in names if c != "query")]
@@ -206,19 +198,16 @@ class QueryRendering:
     def table_html(self, rows: int = PAGE_ROWS) -> str:
         """The summary and the table's first ``rows`` rows as static HTML (for a copy without a kernel)."""
         frame = self.table_frame()
-        names = self._headers()
-        multi = self._multi_subset()
-        columns = [c for c in ("query", "subset", "text", "a", "b", "gap", "winner")
-                   if multi or c != "subset"]
+        names = self.header_labels()
         width = {"query": "12%", "subset": "6%", "text": "auto", "a": "11%", "b": "11%", "gap": "10%",
                  "winner": "10%"}
-        head = "".join(f"<th style='width:{width[c]}' class='{'num' if c in ('a', 'b', 'gap') else ''}'>"
-                       f"{html_text(names[c])}</th>" for c in columns)
+        head = "".join(f"<th style='width:{width[c]}' class='{'num' if c in NUMBERS else ''}'>"
+                       f"{html_text(text)}</th>" for c, text in names.items())
         body = []
         for _, r in frame.head(rows).iterrows():
             values = _cells(r)
-            body.append("<tr>" + "".join(f"<td class='{'num' if c in ('a', 'b', 'gap') else ''}'>{values[c]}"
-                                         "</td>" for c in columns) + "</tr>")
+            body.append("<tr>" + "".join(f"<td class='{'num' if c in NUMBERS else ''}'>{values[c]}</td>"
+                                         for c in names) + "</tr>")
         more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
                 if len(frame) > rows else "")
         return (f"<div class='qx'><p>{self._summary_html(frame)}</p></div>{self._digest_html(frame)}"
@@ -228,9 +217,8 @@ class QueryRendering:
     # -- rendering -------------------------------------------------------------------------------
 
     def _api(self, api_id: str) -> str:
-        label = self.labels.get(api_id)
-        name = html_text(label) if label else ""
-        return f"{name} <code>{html_text(api_id)}</code>" if name else f"<code>{html_text(api_id)}</code>"
+        label, code = self.labels.get(api_id), f"<code>{html_text(api_id)}</code>"
+        return f"{html_text(label)} {code}" if label else code
 
     def _ranked(self, qkey: str, method: str, text_idx: int | None = None) -> pd.DataFrame:
         """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own."""
@@ -255,24 +243,19 @@ class QueryRendering:
             merge = "" if final is None else KEPT if api_id in final else DROPPED
             items.append(f"<li{cls}>{mark}{self._api(api_id)} "
                          f"<span class='muted'>{score:.3f}</span>{merge}</li>")
-        if not items:
-            return "<p class='muted'>no stored hits</p>"
-        return "<ol>" + "".join(items) + "</ol>"
+        return "<ol>" + "".join(items) + "</ol>" if items else "<p class='muted'>no stored hits</p>"
 
     def _ground_truth(self, qkey: str) -> str:
         row = self.queries.loc[qkey]
-        relevant = set(_ids(row["relevant"]))
+        candidates, relevant = _ids(row["candidates"]), set(_ids(row["relevant"]))
         active = self.gt.value
         items = []
-        for api_id in _ids(row["candidates"]):
-            tags = ["candidates"] + (["relevant"] if api_id in relevant else [])
+        for api_id in [*candidates, *sorted(relevant - set(candidates))]:
+            tags = [t for t, ids in (("candidates", candidates), ("relevant", relevant)) if api_id in ids]
             badges = "".join(f"<span class='tag{' active' if t == active else ''}'>{t}</span>" for t in tags)
             items.append(f"<li>{self._api(api_id)}{badges}</li>")
-        for api_id in sorted(relevant - set(_ids(row["candidates"]))):
-            badge = f"<span class='tag{' active' if active == 'relevant' else ''}'>relevant</span>"
-            items.append(f"<li>{self._api(api_id)}{badge}</li>")
         body = "<ul>" + "".join(items) + "</ul>" if items else "<p class='muted'>no ground truth</p>"
-        return (f"<h4>Ground truth ({len(_ids(row['candidates']))} candidates, {len(relevant)} relevant; "
+        return (f"<h4>Ground truth ({len(candidates)} candidates, {len(relevant)} relevant; "
                 f"hits are marked against <b>{active}</b>)</h4>{body}")
 
     def _stubs(self, qkey: str, gt: set[str], method: str) -> str:
@@ -296,26 +279,21 @@ class QueryRendering:
         if mine.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
         plan = mine.iloc[0]
-        verdict = plan.get("verdict")
-        verdict = "not judged" if verdict is None or verdict != verdict else str(verdict)
-        fid = plan.get("fidelity")
-        fid_text = "n/a" if fid is None or fid != fid else f"{float(fid):.2f}"
+        verdict, fid = plan.get("verdict"), plan.get("fidelity")
+        verdict = "not judged" if pd.isna(verdict) else str(verdict)
+        fid_text = "n/a" if pd.isna(fid) else f"{float(fid):.2f}"
         head = (f"<h4>Plan</h4><p>verdict: <b>{html_text(verdict)}</b>, refusal: "
                 f"<b>{'yes' if bool(plan['refusal']) else 'no'}</b>, steps: {int(plan['n_steps'])}, "
                 f"fidelity: {fid_text}</p>")
         steps = json.loads(plan["steps_json"]) if isinstance(plan.get("steps_json"), str) else []
-        rows = "".join(
-            f"<tr><td>{html_text(str(st.get('step', i + 1)))}</td>"
-            f"<td>{html_text(str(st.get('tool_name', '')))}</td>"
-            f"<td>{html_text(str(st.get('api_name', '')))}</td>"
-            f"<td>{html_text(str(st.get('purpose', '')))}</td></tr>"
-            for i, st in enumerate(steps) if isinstance(st, dict))
+        rows = "".join("<tr>" + "".join(f"<td>{html_text(st.get(c, i + 1 if c == 'step' else ''))}</td>"
+                                        for c in ("step", "tool_name", "api_name", "purpose")) + "</tr>"
+                       for i, st in enumerate(steps) if isinstance(st, dict))
         table = (f"<table class='steps'><tr><th>step</th><th>tool</th><th>API</th><th>purpose</th></tr>"
                  f"{rows}</table>") if rows else ""
-        named = _ids(plan.get("named_ids"))
         named_items = "".join(
             (f'<li class="named-hit">✓ {self._api(a)}</li>' if a in gt else f"<li>{self._api(a)}</li>")
-            for a in named)
+            for a in _ids(plan.get("named_ids")))
         named_html = f"<p>APIs named (resolved):</p><ul>{named_items}</ul>" if named_items else ""
         return head + table + named_html
 
@@ -329,10 +307,9 @@ class QueryRendering:
 
     def _learned(self, qkey: str, method: str) -> str:
         """For a learned ranker: the features behind its top API (empty for any other method)."""
-        views = getattr(self, "views", None)
-        if views is None or method not in views.learned_methods:
+        if self.views is None or method not in self.views.learned_methods:
             return ""
-        f = views.features(method, self.shown_run, qkey, 1)
+        f = self.views.features(method, self.shown_run, qkey, 1)
         if f.empty:
             return "<h4>Why the top API</h4><p class='muted'>no features stored for this query</p>"
         values = dict(zip(f["feature"], f["value"], strict=True))
@@ -354,28 +331,18 @@ class QueryRendering:
         top = self._ranked(qkey, method)
         k = int(self.k.value)
         name = html_text(method_label(method, True))
-        if method == getattr(self, "_best", (None,))[0]:
+        if method == self._best[0]:
             name += " <span class='tag qx-best-tag'>★ best single architecture of the set</span>"
         n = len(self._runs())
         found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {n} runs; the ranking below is run "
                  f"{self.shown_run}'s" if self.mean_of_runs
                  else f"{hits:.0f} ground-truth APIs in the top {k}")
-        parts = [f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
-                 f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",
-                 f"<p>recall@{k}: <b>{recall:.3f}</b> ({found})</p>",
-                 "<h4>Ranking</h4>", self._list(top, gt, "hit")]
-        if self._has_texts(method):
-            parts.append(self._stubs(qkey, gt, method))
-        parts.append(self._learned(qkey, method))
-        parts.append(self._plan(qkey, method, gt))
-        parts.append("</div>")
-        return "".join(parts)
-
-    def _run_words(self) -> str:
-        if self.mean_of_runs:
-            n, run = len(self._runs()), self.shown_run
-            return f"recall: mean of {n} runs; rankings, stubs and plans: run {run}"
-        return f"run {int(self.run.value)}"
+        return "".join([f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
+                        f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",
+                        f"<p>recall@{k}: <b>{recall:.3f}</b> ({found})</p>",
+                        "<h4>Ranking</h4>", self._list(top, gt, "hit"),
+                        self._stubs(qkey, gt, method) if self._has_texts(method) else "",
+                        self._learned(qkey, method), self._plan(qkey, method, gt), "</div>"])
 
     def methods_shown(self) -> list[str]:
         """The methods whose columns are shown: every selected one (A, B, then the others picked) or one."""
@@ -390,8 +357,10 @@ class QueryRendering:
         row = self.queries.loc[qkey]
         gt = set(_ids(row[self.gt.value]))
         cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
+        runs = (f"recall: mean of {len(self._runs())} runs; rankings, stubs and plans: run {self.shown_run}"
+                if self.mean_of_runs else f"run {int(self.run.value)}")
         return (f"{STYLE}<div class='qx'><h3>{html_text(subset_alias(str(row['subset'])))} query "
-                f"{html_text(str(row['query_id']))} <span class='muted'>({self._run_words()}, "
+                f"{html_text(str(row['query_id']))} <span class='muted'>({runs}, "
                 f"k = {int(self.k.value)})</span></h3><blockquote>{html_text(str(row['query']))}"
                 f"</blockquote>{self._ground_truth(qkey)}<div class='cols'>{cols}</div></div>")
 

@@ -57,10 +57,8 @@ class QueryScores:
     def found(self, method: str) -> pd.DataFrame:
         """``qkey, api_id``: the ground-truth APIs of the method's top k (current run and ground truth; under
         the mean of runs, those of any run's top k, so "missed" means missed in every run)."""
-        if self.mean_of_runs:
-            got = pd.concat([self._found_in(method, r) for r in self._runs()], ignore_index=True)
-            return got.drop_duplicates(ignore_index=True)
-        return self._found_in(method, int(self.run.value))
+        got = pd.concat([self._found_in(method, r) for r in self._scored_runs()], ignore_index=True)
+        return got.drop_duplicates(ignore_index=True)
 
     def _found_in(self, method: str, run: int) -> pd.DataFrame:
         k, gt = int(self.k.value), str(self.gt.value)
@@ -87,8 +85,7 @@ class QueryScores:
         key = (method, run, k, gt)
         if key not in self._scores and self.views is not None and (method, run, gt) in self.views._recall:
             scores = self.views.scores(method, run, gt, k, self._base["qkey"])
-            self._scores[key] = scores.rename(columns={"recall": f"{method}_recall",
-                                                       "hits": f"{method}_hits"})
+            self._scores[key] = scores.add_prefix(f"{method}_")
         if key not in self._scores:
             self._ranking_of(method, run)
             pq = query_outcomes(self.result, run, k, gt, (method,), rankings=self._rankings)
@@ -133,19 +130,14 @@ class QueryScores:
         found = {m: self.found(m) for m in self.selected} if name in API_FILTERS else None
         o = filter_outcomes(o, name, a, b, found=found, selected=self.selected)
         ra, rb = o[f"{a}_recall"].to_numpy(), o[f"{b}_recall"].to_numpy()
-        frame = pd.DataFrame({"qkey": o["qkey"].to_numpy(), "query_id": o["query_id"].to_numpy(),
-                              "subset": o["subset"].to_numpy(), "text": o["text"].to_numpy(),
-                              "a": ra, "b": rb,
-                              "gap": ra - rb, "abs_gap": np.abs(ra - rb),
-                              "winner": np.where(ra > rb, method_label(a), np.where(rb > ra, method_label(b),
-                                                                                     "tie")),
-                              "order": o["order"].to_numpy()})
+        winner = np.where(ra > rb, method_label(a), np.where(rb > ra, method_label(b), "tie"))
+        frame = o[["qkey", "query_id", "subset", "text"]].reset_index(drop=True).assign(
+            a=ra, b=rb, gap=ra - rb, abs_gap=np.abs(ra - rb), winner=winner, order=o["order"].to_numpy())
         column, desc = self._sort
         if column == "query":
             return frame.sort_values("order", ascending=not desc, kind="stable")
-        by = "text" if column == "text" else column
         # Ties keep study order, whichever the direction.
-        return frame.sort_values([by, "order"], ascending=[not desc, True], kind="stable")
+        return frame.sort_values([column, "order"], ascending=[not desc, True], kind="stable")
 
     def visible_queries(self) -> list[str]:
         """Query keys of the current view, in the table's order."""
@@ -169,8 +161,7 @@ class QueryScores:
     def best_single(self) -> tuple[str | None, float]:
         """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
         and that mean (the current run or mean of runs, ``k`` and ground truth)."""
-        every = str(self.search.value).strip() or self.subset.value == ALL_SUBSETS
-        rows = (self._base["subset"] == self.subset.value).to_numpy() | bool(every)
+        rows = (self._base["subset"] == self.subset.value).to_numpy() | self._multi_subset()
         singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}
         best = best_single(means)

@@ -1,6 +1,5 @@
-"""Voilà with the explorer's page hook: ``python -m toolbench_lib.explorer.serve <Voilà's arguments>``
-(what :func:`~toolbench_lib.explorer.app.voila_argv` runs): every page request passes
-:func:`~toolbench_lib.explorer.app.page_hook` before its kernel starts."""
+"""Voilà with :func:`~toolbench_lib.explorer.app.page_hook` before each page's kernel starts
+(``python -m toolbench_lib.explorer.serve <Voilà's arguments>``, what :func:`.app.voila_argv` runs)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
-"""Precomputed views of a stored study for the explorer, written once to its ``views/`` folder: fused and
-learned rankings (``fused.parquet``), the learned rankers' features (``learned.parquet``), recall and hits at
-k = 1..20 (``recall.parquet``), the ranks of found ground-truth APIs (``found.parquet``) and, last,
-``manifest.json``. Every file has a sha256 sidecar; stale or damaged views are computed again."""
+"""A study's precomputed explorer views in its ``views/`` folder: fused and learned rankings, features, recall
+and hits at k = 1..20, found ground truth, each with a sha256 sidecar; stale views are computed again."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +37,7 @@ class ViewsFolderError(RuntimeError):
 
 
 def check_views_place(folder: Path) -> None:
-    """Raise :class:`ViewsFolderError` when ``<folder>/views`` exists but is not a folder."""
+    """:class:`ViewsFolderError` when ``<folder>/views`` exists but is not a folder."""
     target = Path(folder) / VIEWS
     if (target.exists() or target.is_symlink()) and not target.is_dir():
         raise ViewsFolderError(f"explorer views: {target} is a file, not the views folder; remove it and "
@@ -48,8 +46,7 @@ def check_views_place(folder: Path) -> None:
 
 
 def study_fingerprint(folder: Path) -> str:
-    """sha256 of the study's ``checksums.json`` (which covers every stored table) and of its partner's, whose
-    queries the learned rankers are cross-fitted with (:func:`~.learned.partner_folder`)."""
+    """sha256 of the study's ``checksums.json`` and of its partner's (:func:`~.learned.partner_folder`)."""
     h = hashlib.sha256((Path(folder) / TABLE_CHECKSUMS).read_bytes())
     partner = partner_folder(folder)
     if partner is not None:
@@ -63,25 +60,21 @@ def fused_methods(result: StudyResult) -> list[str]:
 
 
 def fused_hits(result: StudyResult, depth: int = MAX_K) -> pd.DataFrame:
-    """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows: each API's score is
-    the method's own, its ``row`` the registry row the study's rankings give it (a fused method over stored
-    rankings only holds APIs a component retrieved)."""
+    """The final rankings of :func:`fused_methods` for every run, as ``rankings`` rows (each API's ``row`` the
+    one the study's rankings give it)."""
     names = fused_methods(result)
     api_rows = result.api_rows()
-    rows: dict[str, list] = {c: [] for c in RANKINGS_COLUMNS}
+    rows = []
     for run in range(result.n_runs):
         try:
             runs = fused_runs(result, names, depth, run)
         except (KeyError, ValueError) as exc:  # a run without the components of a method
             log.warning("fused methods of run %d not computed: %s", run, exc)
             continue
-        for method, scored in runs.items():
-            for qkey, ranking in scored.items():
-                for rank, (api, score) in enumerate(ranking.items(), start=1):
-                    values = (qkey, method, run, rank, api_rows[api], api, float(score))
-                    for c, v in zip(rows, values, strict=True):
-                        rows[c].append(v)
-    return pd.DataFrame(rows).astype({"run": "int64", "rank": "int64", "row": "int64"})
+        rows += [(qkey, method, run, rank, api_rows[api], api, float(score))
+                 for method, scored in runs.items() for qkey, ranking in scored.items()
+                 for rank, (api, score) in enumerate(ranking.items(), start=1)]
+    return pd.DataFrame(rows, columns=RANKINGS_COLUMNS).astype(dict.fromkeys(("run", "rank", "row"), "int64"))
 
 
 @dataclass
@@ -151,11 +144,10 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
     """``(fused, recall, found, learned)`` of a study (see the module docstring)."""
     learned_hits, learned = learned_views(result, depth)
     fused = pd.concat([fused_hits(result, depth), learned_hits], ignore_index=True)
-    both = StudyResult(result.queries, result.stubs, pd.concat([result.rankings, fused], ignore_index=True),
-                       result.text_rankings, result.plans, result.calls,
-                       {**result.provenance, "settings": {**result.provenance.get("settings", {}),
-                                                          "methods": [*result.methods,
-                                                                      *dict.fromkeys(fused["method"])]}})
+    settings = {**result.provenance.get("settings", {}),
+                "methods": [*result.methods, *dict.fromkeys(fused["method"])]}
+    both = replace(result, rankings=pd.concat([result.rankings, fused], ignore_index=True), folder=None,
+                   provenance={**result.provenance, "settings": settings})
     q = result.queries
     ev = evaluate(both)
     recall_parts = [ev.scores(k, gt, ("recall",)).assign(k=k, gt=gt)[["qkey", "k", "method", "run", "gt",
@@ -165,10 +157,7 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
     found_parts = []
     for method in both.methods:
         for run in range(result.n_runs):
-            try:
-                ranking = both.ranking(method, run)
-            except KeyError:
-                continue
+            ranking = both.ranking(method, run)
             for gt in GT_DEFINITIONS:
                 rows = [(qkey, api, rank) for qkey, truth in zip(q["qkey"], truths[gt], strict=True)
                         for rank, api in enumerate(dict.fromkeys(str(a) for a in ranking.get(qkey, [])), 1)
@@ -281,8 +270,8 @@ def read_compact(data: bytes) -> pd.DataFrame:
 
 
 def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
-    """The study the explorer holds: its fused methods' final rankings added to ``rankings`` (and named in
-    its methods), the rankings tables :func:`compact`, and the views' copy of the fused rankings let go."""
+    """The study with the views' fused rankings added (and named in its methods), its rankings
+    :func:`compact`; the views let their copy go."""
     if views.fused is None:
         raise ValueError("these views' fused rankings were already added to a study: read the views again")
     rankings, provenance = result.rankings, result.provenance
@@ -291,6 +280,6 @@ def with_fused(result: StudyResult, views: StudyViews) -> StudyResult:
         rankings = pd.concat([rankings, fused], ignore_index=True)
         settings = {**provenance.get("settings", {}), "methods": list(views.methods)}
         provenance = {**provenance, "settings": settings}
-    return StudyResult(result.queries, result.stubs, compact(rankings), compact(result.text_rankings),
-                       result.plans, result.calls, provenance)
+    return replace(result, rankings=compact(rankings), text_rankings=compact(result.text_rankings),
+                   provenance=provenance, folder=None)
 

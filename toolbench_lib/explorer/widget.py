@@ -1,8 +1,5 @@
-"""An interactive per-query view of a stored study: find, sort and compare queries under any methods.
-
-:class:`QueryExplorer` shows a summary line, a sortable table and the selected query's ground truth, rankings,
-stubs and plans; scores come from the stored rankings (never a new retrieval). The view is a state written
-as a link's query string; in an exported notebook it is a static HTML rendering."""
+"""The query explorer: find, sort and compare a stored study's queries under any methods, from its stored
+rankings alone; its view is a link's query string, and an exported notebook shows it as static HTML."""
 from __future__ import annotations
 
 import html
@@ -31,6 +28,7 @@ from .data import (
     method_label,
     page_query_string,
     run_name_of,
+    searched_text,
     served_by_voila,
     stored_registry,
 )
@@ -98,19 +96,12 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             result = with_fused(result, views)
         if not result.methods:
             raise ValueError("the study has no method with rankings to explore")
-        self.views = views
+        self.views, self.source, self.run_name, self.url_sync = views, source, run_name, url_sync
         self.entries, self.family_queries = family or ([], {})
         self._elsewhere: list[tuple[str, str]] = []
-        self.source = source
-        self.run_name = run_name
-        self.url_sync = url_sync
-        if registry is None and setup is not None:
-            registry = setup.ds.registry
-        self.labels = api_labels(registry)
+        self.labels = api_labels(setup.ds.registry if registry is None and setup is not None else registry)
         self._bind(result)
-        self._updating = False
-        self._sort = ("abs_gap", True)
-        self._page = 0
+        self._updating, self._sort, self._page = False, ("abs_gap", True), 0
         self._rows_shown: list[str] = []
         self._last_options: tuple = ()
         self.problems: list[str] = []
@@ -127,8 +118,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                    style=style, layout=widgets.Layout(width="260px"))
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
                                         style={**style, "button_width": "90px"})
-        self.method_a = widgets.Dropdown(description="Method A", style=style, layout=wide)
-        self.method_b = widgets.Dropdown(description="Method B", style=style, layout=wide)
+        self.method_a, self.method_b = (widgets.Dropdown(description=f"Method {x}", style=style, layout=wide)
+                                        for x in "AB")
         self.more = widgets.SelectMultiple(rows=4, description="More methods", style=style, layout=wide)
         studies = [(e.label(), e.run_name) for e in self.entries] or [(str(run_name), str(run_name))]
         self.study = widgets.Dropdown(options=studies, value=run_name if run_name in [v for _, v in studies]
@@ -142,24 +133,19 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                    layout=widgets.Layout(width="420px"))
         self.query = widgets.Dropdown(options=[], description="Query", style=style,
                                       layout=widgets.Layout(width="70%"))
-        self.count = widgets.HTML()
-        self.digest_box = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.count, self.link, self.message, self.page_label = (widgets.HTML() for _ in range(4))
+        self.digest_box, self.output, self.grid = (widgets.HTML(layout=widgets.Layout(width="100%"))
+                                                   for _ in range(3))
         self._best: tuple[str | None, float] = (None, float("nan"))
-        self.link = widgets.HTML()
-        self.message = widgets.HTML()
-        self.output = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.provenance = widgets.HTML(self._provenance_html())
         self._js = widgets.Output(layout=widgets.Layout(display="none"))
-        # The table is one HTML <table>; its header and row buttons reach the kernel through a hidden text
-        # box (``bridge``) that the page's script fills on a click (see TABLE_JS).
-        self.grid = widgets.HTML(layout=widgets.Layout(width="100%"))
+        # The table's header and row buttons reach the kernel through this hidden box, filled by A11Y_JS.
         self.bridge = widgets.Text(value="", continuous_update=False, layout=widgets.Layout(display="none"))
         self.bridge.observe(self._on_bridge, names="value")
         self.prev_page = widgets.Button(description="◀ previous", layout=widgets.Layout(width="110px"))
         self.next_page = widgets.Button(description="next ▶", layout=widgets.Layout(width="110px"))
         self.prev_page.on_click(lambda _b: self.turn_page(-1))
         self.next_page.on_click(lambda _b: self.turn_page(1))
-        self.page_label = widgets.HTML()
         for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
                      "show", "grid", "bridge", "gt", "search", "query", "count", "digest_box", "output",
                      "provenance", "link", "message", "page_label", "prev_page", "next_page"):
@@ -167,13 +153,12 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         for name, text in TOOLTIPS.items():
             getattr(self, name).tooltip = text
         self.help = widgets.HTML(HELP)
-        for control in (self.subset, self.filter, self.run, self.k, self.gt, self.search):
-            control.observe(self._on_selection_change, names="value")
-        for control in (self.method_a, self.method_b, self.more):
-            control.observe(self._on_methods_change, names="value")
+        for control in (self.subset, self.filter, self.run, self.k, self.gt, self.search, self.method_a,
+                        self.method_b, self.more):
+            control.observe(self._on_change, names="value")
         self.study.observe(self._on_study_change, names="value")
-        self.query.observe(self._on_query_change, names="value")
-        self.show.observe(self._on_view_change, names="value")
+        for control in (self.query, self.show):
+            control.observe(self._on_shown_change, names="value")
         pager = widgets.HBox([self.prev_page, self.next_page, self.page_label])
         self.table = widgets.VBox([self.grid, pager, self.bridge], layout=widgets.Layout(width="100%"))
         self.table.add_class("qx-table")
@@ -186,13 +171,9 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             widgets.HBox([self.search, self.count], layout=widgets.Layout(flex_flow="row wrap",
                                                                           align_items="center")),
             widgets.HBox([self.message, self.switch], layout=widgets.Layout(align_items="center")),
-            self.digest_box,
-            self.table,
+            self.digest_box, self.table,
             widgets.HBox([self.query, self.link], layout=widgets.Layout(align_items="center")),
-            self.show,
-            self.output,
-            self.provenance,
-            self._js,
+            self.show, self.output, self.provenance, self._js,
         ], layout=widgets.Layout(width="100%"))
         self.widget.add_class("query-explorer")
         self._study_controls("rtp", "ptr", None, run)
@@ -203,8 +184,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def from_run(cls, run_name: str = "default", study: str | None = None, k: int = K, gt: str = DEFAULT_GT,
                  outputs_dir: str | Path | None = None, processed_dir: Path | None = None,
                  url_sync: bool = False) -> QueryExplorer:
-        """The explorer of the study a run stored (``study``: its key, default the run record's), from its
-        tables and views alone (no embedder, no index)."""
+        """The explorer of the study a run stored (``study``: its key), from its tables and views alone."""
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
         views = study_views(folder, result)
@@ -216,16 +196,13 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = K,
                  gt: str = DEFAULT_GT) -> QueryExplorer | widgets.HTML:
-        """The explorer a page asks for: the run its link names (else ``run_name``), in the view the link
-        describes; served by Voilà, the page's address then follows the view. A run with no readable
-        stored study gives a one-line page saying so (never a traceback)."""
-        qs = page_query_string()
+        """The explorer of the run and view a page's link names (else ``run_name``); a run with no readable
+        stored study gives a one-line page saying so."""
+        qs, problem = page_query_string(), None
         try:
             named = run_name_of(qs)
         except ValueError as exc:
             named, problem = None, f"link: ignored run_name ({exc})"
-        else:
-            problem = None
         try:
             explorer = cls.from_run(named or run_name, study=study, k=k, gt=gt, url_sync=served_by_voila())
         except (FileNotFoundError, StoredStudyError, ViewsFolderError, KeyError, ValueError) as exc:
@@ -246,12 +223,9 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             "qkey": q["qkey"].to_numpy(), "subset": q["subset"].map(subset_alias).to_numpy(),
             "query_id": q["query_id"].astype(str).to_numpy(), "text": q["query"].astype(str).to_numpy(),
             "order": np.arange(len(q))})
-        self._lower = (self._base["qkey"] + "\n" + self._base["query_id"] + "\n"
-                       + self._base["text"]).str.lower()
-        self._gt_text = pd.Series(
-            ["\n".join(_ids(c) + _ids(r)).lower()
-             for c, r in zip(q["candidates"], q["relevant"], strict=True)],
-            index=q.index)
+        self._lower = searched_text(self._base["qkey"], self._base["query_id"], self._base["text"])
+        self._gt_text = pd.Series(["\n".join(_ids(c) + _ids(r)).lower() for c, r in
+                                   zip(q["candidates"], q["relevant"], strict=True)], index=q.index)
         self._rankings: dict[tuple[str, int], dict[str, list[str]]] = {}
         self._scores: dict[tuple[str, int, int, str], pd.DataFrame] = {}
         self._hits_by_query: dict[str, dict[str, pd.DataFrame]] = {}  # table -> qkey -> its rows
@@ -268,11 +242,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
-    @staticmethod
-    def _show_options(a: str, b: str) -> list[tuple[str, str]]:
-        return [("every selected", "both"), (f"{method_label(a)} only", "a"),
-                (f"{method_label(b)} only", "b")]
-
     # -- events ----------------------------------------------------------------------------------
 
     def _relabel(self) -> None:
@@ -282,36 +251,29 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         with self._quiet():
             self.filter.options = filter_labels(a, b, len(self.selected))
             self.filter.value = keep_filter
-            self.show.options = self._show_options(a, b)
+            self.show.options = [("every selected", "both"), (f"{method_label(a)} only", "a"),
+                                 (f"{method_label(b)} only", "b")]
             self.show.value = keep_show
 
-    def _on_methods_change(self, _change) -> None:
+    def _on_change(self, change) -> None:
         if not self._updating:
-            self._relabel()
+            if change["owner"] in (self.method_a, self.method_b, self.more):
+                self._relabel()
             self._refresh()
 
-    def _on_selection_change(self, _change) -> None:
-        if not self._updating:
-            self._refresh()
-
-    def _on_query_change(self, _change) -> None:
+    def _on_shown_change(self, change) -> None:
+        """Another query (its table page followed) or other methods shown."""
         if self._updating:
             return
         with self.busy():
-            self._follow_query()
-            self._draw_table(self._frame)
+            if change["owner"] is self.query:
+                self._follow_query()
+                self._draw_table(self._frame)
             self.output.value = self.render()
             self._sync_url()
 
-    def _on_view_change(self, _change) -> None:
-        if not self._updating:
-            with self.busy():
-                self.output.value = self.render()
-                self._sync_url()
-
     def sort_by(self, column: str) -> None:
-        """Sort the table by a column; the same column again reverses it. The gap column cycles through
-        the largest gap either way, A ahead first, and B ahead first."""
+        """Sort the table by a column (again: reversed; ``gap`` cycles |gap|, A ahead, B ahead)."""
         current, desc = self._sort
         if column == "gap":
             cycle = [("abs_gap", True), ("gap", True), ("gap", False)]
@@ -335,8 +297,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._sync_url()
 
     def _on_bridge(self, change) -> None:
-        """A click in the table, sent by the page: ``sort|<column>|<nonce>`` or
-        ``pick|<query key>|<nonce>``."""
+        """A click in the table: ``sort|<column>|<nonce>`` or ``pick|<query key>|<nonce>``."""
         act, _, rest = str(change["new"]).partition("|")
         arg = rest.rpartition("|")[0]
         if act == "sort" and arg in ("query", "subset", "text", "a", "b", "gap", "winner"):
@@ -372,8 +333,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     @contextmanager
     def busy(self):
-        """While a change is computed, the page says so: the explorer carries the class ``qx-busy`` (its
-        output dimmed, a progress cursor and an 'updating' note beside the count), removed when done."""
+        """While a change is computed, the explorer carries the class ``qx-busy`` (the page says so)."""
         self.widget.add_class("qx-busy")
         try:
             yield
