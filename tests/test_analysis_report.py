@@ -953,6 +953,21 @@ def test_the_cost_section_says_how_many_queries_plan_tokens_are_imputed(tmp_path
     assert imputed_token_lines(cfg) == []
 
 
+def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_path):
+    from toolbench_lib.report.verdicts import power_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert power_lines(cfg) == []
+    pd.DataFrame({"subset": ["G1_instruction", "G3_instruction_original"], "ci_low": [-0.1, -0.02],
+                  "ci_high": [0.1, 0.02], "paper_rtp": [0.372, 0.160], "paper_ptr": [0.289, 0.212]}).to_csv(
+        tmp_path / "primary_endpoint.csv", index=False)
+    (line,) = power_lines(cfg)
+    # half-width 0.1 is 1.960 standard errors; 80% power at 0.05 needs (1.960 + 0.842) of them: 0.143
+    assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
+    assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G1 a difference of the "
+                         "paper's size would likely go undetected here.")
+
+
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
     from toolbench_lib.report.front import printed_p_lines
 

@@ -4,10 +4,12 @@ sentences read from the pass-rate, judge and fidelity tables."""
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .glossary import MIN_KAPPA
 from .locate import TableCache
@@ -93,6 +95,25 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
             + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
 
 
+def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) -> list[str]:
+    """The smallest PtR − RtP difference the dense paired test detects with ``power`` at ``alpha``
+    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
+    t = TableCache(cfg.tables_dir).get("primary_endpoint")
+    if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
+        return []
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    t = t.assign(mde=(t["ci_high"] - t["ci_low"]) / (2 * z) * (z + NormalDist().inv_cdf(power)),
+                 paper_diff=t["paper_ptr"] - t["paper_rtp"])
+    each = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in t.itertuples())
+    paper = ", ".join(f"{subset_alias(r.subset)} {fmt_signed(r.paper_diff)}" for r in t.itertuples()
+                      if pd.notna(r.paper_diff))
+    below = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) < r.mde]
+    return [f"Power: with this run's spread, the dense paired test detects a PtR − RtP difference of about "
+            f"{each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width). The paper's "
+            f"differences are {paper}" + (f", so on {' and '.join(below)} a difference of the paper's size "
+                                          "would likely go undetected here" if below else "") + "."]
+
+
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
     """How many queries' plan tokens the routing costs impute (``routing_overall``: queries without a plan
     call get their set's mean); none when no query's are imputed."""
@@ -107,6 +128,6 @@ def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
 
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
-    extra = {"trajectory": lambda: fidelity_lines(rows), "main": lambda: pass_ceiling_lines(cfg),
-             "cost": lambda: imputed_token_lines(cfg)}
+    extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
+             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()
