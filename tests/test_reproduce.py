@@ -117,6 +117,26 @@ def test_failing_notebook_stops_the_run(tmp_path, run_name):
     assert "Traceback" not in cli.stderr
 
 
+@pytest.mark.data  # a smoke run's study key reads the data folder's fingerprint
+def test_a_smoke_cell_that_waits_too_long_times_out_and_its_notebook_runs_once_more(tmp_path, run_name,
+                                                                                     monkeypatch):
+    import toolbench_lib.report.reproduce as rp
+
+    monkeypatch.setattr(rp, "SMOKE_CELL_TIMEOUT", 5)
+    first = tmp_path / "first_try"  # the first try's cell waits past the timeout, the second's does not
+    _notebook(tmp_path / "01_slow_once.ipynb",
+              f"import os, time\nif not os.path.exists({str(first)!r}):\n"
+              f"    open({str(first)!r}, 'w').write('x')\n    time.sleep(60)")
+    said: list[str] = []
+    summary = reproduce(run_name=run_name, smoke=True, notebooks_dir=tmp_path, echo=said.append)
+    assert [name for name, _ in summary.notebooks] == ["01_slow_once.ipynb"]
+    assert any("a cell waited over 5 s; running it again" in line for line in said)
+    _notebook(tmp_path / "01_slow_once.ipynb", "import time\ntime.sleep(60)")  # slow every time: it fails
+    with pytest.raises(NotebookFailure) as info:
+        reproduce(run_name=run_name, smoke=True, notebooks_dir=tmp_path, echo=lambda *_: None)
+    assert info.value.ename == "CellTimeoutError" and info.value.notebook == "01_slow_once.ipynb"
+
+
 NOISE = re.compile(r"ERROR|Traceback|without encryption|Passed unknown parameter|KeyboardInterrupt|SIGINT")
 # A kernel that reports a SIGINT on the console (a notebook's own handler, installed as the one ipykernel
 # restores after each cell): jupyter_client's plain manager interrupts every kernel it shuts down.

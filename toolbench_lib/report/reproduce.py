@@ -154,8 +154,9 @@ def own_parameters(path: Path, parameters: dict) -> dict:
 
 
 def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
-                 cwd: Path | None = None) -> float:
-    """Run one notebook with the ``parameters`` it declares; seconds taken, or :class:`NotebookFailure`."""
+                 cwd: Path | None = None, cell_timeout: int | None = None) -> float:
+    """Run one notebook with the ``parameters`` it declares (each cell within ``cell_timeout`` seconds, if
+    given); seconds taken, or :class:`NotebookFailure`."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -164,7 +165,7 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
     try:
         pm.execute_notebook(str(path), str(executed), parameters=own_parameters(path, parameters),
                             kernel_name=kernel_name, language="python", cwd=str(cwd or path.parent),
-                            progress_bar=False, log_output=False,
+                            progress_bar=False, log_output=False, execution_timeout=cell_timeout,
                             kernel_manager_class=quiet_kernel_manager())
     except PapermillExecutionError as exc:
         index, line = _source_cell_index(executed, exc.cell_index)
@@ -175,6 +176,9 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
 
 
 STUDY_NOTEBOOK = "02"  # makes the stored study every later notebook reads
+# A smoke run's cells each take seconds: one waiting longer has lost its kernel's reply (seen under load with
+# notebooks run in threads), so it times out and its notebook runs once more.
+SMOKE_CELL_TIMEOUT = 600
 
 
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:
@@ -220,11 +224,17 @@ def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict
             echo(f"[{i}/{len(paths)}] {path.name} unchanged (study, parameters and code): outputs kept")
             return None
         echo(f"[{i}/{len(paths)}] {path.name} ...")
-        try:
-            done[path.name] = run_notebook(path, out_dir / path.name, params, kernel)
-        except NotebookFailure as exc:
-            failed.set()
-            return exc
+        timeout = SMOKE_CELL_TIMEOUT if params.get("smoke") else None
+        for attempt in (1, 2):
+            try:
+                done[path.name] = run_notebook(path, out_dir / path.name, params, kernel, None, timeout)
+                break
+            except NotebookFailure as exc:
+                if attempt == 1 and exc.ename == "CellTimeoutError":
+                    echo(f"[{i}/{len(paths)}] {path.name}: a cell waited over {timeout} s; running it again")
+                    continue
+                failed.set()
+                return exc
         echo(f"[{i}/{len(paths)}] {path.name} done in {done[path.name]:.1f} s")
         return None
 
