@@ -14,6 +14,7 @@ from toolbench_lib.analysis.references import paper_value
 from toolbench_lib.report.session import (
     NOTES_HEADING,
     QUESTIONS_HEADING,
+    QUOTE_DIVERGENCE,
     QUOTE_GT,
     QUOTE_RETRIEVER,
     QUOTE_TEST,
@@ -69,6 +70,11 @@ def hand_tables() -> dict[str, pd.DataFrame]:
         "ablation_decomposition": pd.DataFrame([
             {"subset": "G1", "decomposer": "llm", "ptr_recall": 0.264, "rtp_recall": 0.351},
             {"subset": "G1", "decomposer": "rules", "ptr_recall": 0.219, "rtp_recall": 0.351}]),
+        "divergence_full": pd.DataFrame([
+            {"group": g, "reading": r, "share": x, "ci_low": lo, "ci_high": hi}
+            for g, r, x, lo, hi in (("G1+G2", "non_identical", 0.985, 0.966, 0.993),
+                                    ("G1+G2", "disjoint", 0.314, 0.269, 0.364),
+                                    ("G1", "disjoint", 0.262, 0.2, 0.335))]),
     }
 
 
@@ -118,12 +124,12 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     plan = "\n".join(plan_lines(report))
     assert "[The question and the answer](report.md#the-question-and-the-answer), figure 1:" in plan
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
-    assert "Retriever families (not in this run's report)" in plan
+    assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "Outside the plan" not in plan  # none of its sections is in this report
-    scale = "\n".join(plan_lines(report + "\n## Registry scale (§4.2, Figure 3)\n\nwords\n"))
-    assert scale.endswith("Outside the plan, for members who want more: [Registry scale (§4.2, Figure 3)]"
-                          "(report.md#registry-scale-42-figure-3).")
+    more = "\n".join(plan_lines(report + "\n## Retriever families (notebook 12)\n\nwords\n"))
+    assert more.endswith("Outside the plan, for members who want more: [Retriever families (notebook 12)]"
+                         "(report.md#retriever-families-notebook-12).")
     # the pre-reading: the words of the sections found (here three captions of three words)
     assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
                            "their tables, about 0 minutes at 200 words a minute)")
@@ -152,6 +158,11 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
             "0.406 of G1 stubs and 0.248 of G3", "Stub hit share G1 0.287; G3 0.193", "`stub_stats`",
             "G1 PtR 0.264 with the LLM's stubs, 0.219 with rule-based stubs, RtP 0.351",
             "`ablation_decomposition`"],
+        "Divergence: different or disjoint?": [
+            "“fraction of queries where the two architectures retrieve entirely non-overlapping top-k API "
+            "sets”", "88% at 1k APIs and 98% at the full registry",
+            "differ in at least one API for 0.985 [0.966, 0.993]",
+            "share no API for 0.314 [0.269, 0.364]", "`divergence_full`"],
     }
     assert set(expected) <= set(q)
     for title, numbers in expected.items():
@@ -224,7 +235,7 @@ def test_a_missing_row_is_said_too(cfg):
 @pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
 def test_the_quoted_words_are_the_papers():
     paper = " ".join(PAPER_TEXT.read_text(encoding="utf-8").split())
-    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER):
+    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER, QUOTE_DIVERGENCE):
         assert quote in paper, quote
 
 
@@ -244,7 +255,15 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
             f"[-0.102, -0.024] and the computed {ptr - rtp:.3f} {inside}") in notes
     assert "for at most 0.340 of plans here" in notes  # the `same` plans' 0.9 is passed over
     assert ("Dense G3 PtR − RtP recall is +0.006 [-0.034, 0.044] on `candidates` and +0.045 [0.006, 0.084] "
-            "on `relevant` (`paired_tests`): only on `relevant` does the CI exclude 0") in notes
+            "on `relevant` (`paired_tests`): only on `relevant` does the unadjusted CI exclude 0.") in notes
+    assert "The paper's full-registry 0.980: its number fits lists that merely differ" in notes
+    for p_holm, verdict in ((0.0682, "moves the estimate, not the verdict"), (0.0123, "decides whether")):
+        pd.DataFrame([{"retriever": "dense", "subset": "G3_instruction_original", "p_holm": p_holm}]).to_csv(
+            cfg.tables_dir / "primary_endpoint_relevant.csv", index=False)
+        text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
+        assert (f"exclude 0; after Holm over the sets, p = {p_holm:g}, so the definition {verdict}"
+                in text.split(f"## {NOTES_HEADING}")[1])
+    (cfg.tables_dir / "primary_endpoint_relevant.csv").unlink()
     # 0.0312 / 0.0004
     assert "On BM25 G1 the test over runs gives the smaller p, 78 times smaller: its 4 run means" in notes
     assert "for RtP on 2 and for PtR on 2 of 2 sets" in notes  # G1 0.455 > 0.352, 0.391 > 0.265; G2 too

@@ -3,6 +3,7 @@ discussion questions with this run's numbers (a table the run did not save is na
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,18 +35,22 @@ PLAN = (
     ("Where the paper disagrees with itself", 5, "the paper's own numbers against each other"),
     ("Stubs and Intent-Registry Coupling", 5, "the stubs, then the [worked queries](#worked-queries) and "
                                               "[Table 2 examples](#the-papers-table-2-examples) below"),
-    ("Retriever families", 5, "the same comparison with BM25 and hybrid retrieval"),
+    ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
+                          "the paper's numbers"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("A larger retrieval budget", "Registry scale", "Trajectories", "Cost and routing")
+OPTIONAL = ("A larger retrieval budget", "Trajectories", "Cost and routing", "Retriever families")
 DISCUSSION_MINUTES = 35
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
-            "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11"}
+            "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
+            "divergence_full": "04"}
 # The paper's words, verbatim (its setup paragraph, §3).
 QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
             "in the reference solution)")
 QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
+QUOTE_DIVERGENCE = ("fraction of queries where the two architectures retrieve entirely non-overlapping "
+                    "top-k API sets")
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
 
 
@@ -199,6 +204,27 @@ def decomposers(c: TableCache) -> str:
 
 # -- the facilitator's notes: what this run's numbers answer ------------------------------------------------
 
+def _divergence(c: TableCache, reading: str) -> tuple[float, float, float]:
+    """G1 and G2 pooled at the full registry, one reading: share and its 95% interval."""
+    return tuple(value(c, "divergence_full", col, group="G1+G2", reading=reading)
+                 for col in ("share", "ci_low", "ci_high"))
+
+
+def divergence_readings(c: TableCache) -> str:
+    (n, n_lo, n_hi), (d, d_lo, d_hi) = _divergence(c, "non_identical"), _divergence(c, "disjoint")
+    return (f"at the full registry, the dense RtP and PtR top-k lists of G1 and G2 queries differ in at "
+            f"least one API for {fmt_number(n)} {fmt_ci(n_lo, n_hi)} of queries and share no API for "
+            f"{fmt_number(d)} {fmt_ci(d_lo, d_hi)} (`divergence_full`: share by reading)")
+
+
+def divergence_note(c: TableCache, paper_full: float) -> str:
+    fits = [r for r in ("non_identical", "disjoint") if (x := _divergence(c, r))[1] <= paper_full <= x[2]]
+    said = {("non_identical",): "its number fits lists that merely differ, while its words define lists that "
+                                "share nothing", ("disjoint",): "its number fits its own definition",
+            (): "neither reading's interval holds it"}.get(tuple(fits), "both readings' intervals hold it")
+    return f"the paper's full-registry {fmt_number(paper_full)}: {said} (`divergence_full`)"
+
+
 def in_ci_note(c: TableCache, stated: float, computed: float) -> str:
     lo, hi = (value(c, "paired_tests", col, subset="G1", gt="candidates", metric="recall")
               for col in ("ci_low", "ci_high"))
@@ -224,8 +250,16 @@ def leader_note(c: TableCache) -> str:
         cis.append(f"{fmt_signed(d)} {fmt_ci(lo, hi)} on `{gt}`")
         clear += [gt] if lo > 0 or hi < 0 else []
     said = ("the CI excludes 0 on neither" if not clear else "the CI excludes 0 on both" if len(clear) == 2
-            else f"only on `{clear[0]}` does the CI exclude 0, so the definition decides whether this run "
-                 "supports a G3 difference")
+            else f"only on `{clear[0]}` does the unadjusted CI exclude 0")
+    if len(clear) == 1:
+        table = {"candidates": "primary_endpoint", "relevant": "primary_endpoint_relevant"}[clear[0]]
+        try:
+            p = value(c, table, "p_holm", retriever="dense", subset="G3")
+        except NotInRun:
+            p = NAN
+        said += (f"; after Holm over the sets, {fmt_p(p)}, so the definition " + (
+            "decides whether this run supports a G3 difference" if p < 0.05 else
+            "moves the estimate, not the verdict") if not math.isnan(p) else "")
     return f"dense G3 PtR − RtP recall is {' and '.join(cis)} (`paired_tests`): {said}"
 
 
@@ -318,6 +352,13 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
          "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
          decomposer_note),
+        ("Divergence: different or disjoint?",
+         f"It defines tool selection divergence as the “{QUOTE_DIVERGENCE}” and reports "
+         f"{paper('divergence_smallest'):.0%} at 1k APIs and {paper('divergence_full'):.0%} at the full "
+         f"registry ({sec('divergence_full')}).", (divergence_readings,),
+         "Which reading does the paper's number fit, and which its words? When most pairs of lists still "
+         "share APIs, what does a high divergence say about how differently the architectures choose tools?",
+         lambda c: divergence_note(c, paper("divergence_full"))),
     ]
 
 
