@@ -581,7 +581,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
     assert front.rstrip().split("\n### ")[-1].startswith("Conclusion per retriever")
     assert "**Dense (the paper's retriever):**" in front and "**BM25:**" in front
-    assert "**The answer.** With dense retrieval (the paper's kind)" in front
+    assert "**The answer.** With dense retrieval, the paper's," in front
     assert "With BM25 retrieval" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
@@ -633,19 +633,26 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With dense retrieval (the paper's kind), RtP leads on G1, neither leads "
-                    "significantly on G2 and G3: the paper's crossover is not reproduced in this setup. With "
-                    "BM25 retrieval, "
+    assert text == ("**The answer.** With dense retrieval, the paper's, RtP leads on G1, neither leads "
+                    "significantly on G2 and G3: the paper's crossover is not reproduced.\n\n**Beyond the "
+                    "paper** (other retrievers). With BM25 retrieval, "
                     "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover holds with BM25 "
-                    "retrieval only, which the paper did not test.")
+                    "retrieval only.")
+    notes = answer_sentence(rows({"dense": dense, "bm25": bm25}), ("A note.", ""))
+    assert "is not reproduced. A note.\n\n**Beyond the paper**" in notes
+    # where the dense CI excludes the paper's difference, the answer says so
+    with_ci = rows({"dense": dense, "bm25": bm25}).assign(ci_low=-0.05, ci_high=0.01, paper_rtp=0.3,
+                                                           paper_ptr=0.35)
+    assert "is not reproduced, where the 95% CI excludes the paper's difference." in answer_sentence(with_ci)
+    assert "excludes" not in answer_sentence(with_ci.assign(paper_ptr=0.29))
     # the paper calls its own G3 difference not significant: a same-direction G3 is not a miss
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
-    assert ("the paper's crossover is not reproduced in this setup on G2 (the paper's G3 difference "
-            "*“does not reach significance”* either). With BM25") in answer_sentence(rows({"dense": g3_same,
-                                                                                         "bm25": bm25}))
+    assert ("the paper's crossover is not reproduced on G2; on G3, as in the paper, the difference "
+            "*“does not reach significance”*.\n\n**Beyond") in answer_sentence(rows({"dense": g3_same,
+                                                                                    "bm25": bm25}))
     only_g3 = {**g3_same, "G2_category_original": ("PtR", True, "reproduced")}
-    assert ("the paper's crossover holds where the paper reports a significant difference (the paper's G3 "
-            "difference") in answer_sentence(rows({"dense": only_g3, "bm25": bm25}))
+    assert ("the paper's crossover holds where the paper reports a significant difference; on G3, as in the "
+            "paper") in answer_sentence(rows({"dense": only_g3, "bm25": bm25}))
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")
@@ -659,7 +666,7 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
                          "p": [0.004, 0.5, 0.6, 0.03, 0.0001, 0.012],
                          "significant": [True, False, False, True, True, True]})
     # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
-    holm_all = "Holm over all 6 primary comparisons"
+    holm_all = "Holm over all 6 comparisons"
     assert robustness_sentence(rows) == f"Not robust, overturned by {holm_all}: BM25 G1."
     assert robustness_sentence(rows.assign(p=rows["p"] / 10)) == f"{holm_all} keeps every verdict."
     assert robustness_sentence(rows[rows["retriever"] == "dense"]) == ""
@@ -667,10 +674,10 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
     grouped = rows.assign(ci_low_grouped_robustness=[-0.2, -0.1, -0.1, 0.01, 0.02, -0.01],
                           ci_high_grouped_robustness=[-0.01, 0.1, 0.1, 0.2, 0.2, 0.2])
     assert robustness_sentence(grouped) == (
-        f"Not robust, overturned by {holm_all} or resampling groups of related queries: BM25 G1 (Holm only) "
+        f"Not robust, overturned by {holm_all} or resampling related queries: BM25 G1 (Holm only) "
         "and BM25 G3 (groups only).")
     assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
-        f"{holm_all} and resampling groups of related queries keep every verdict.")
+        f"{holm_all} and resampling related queries keep every verdict.")
     bm25 = grouped[grouped["retriever"] == "bm25"].assign(leader="PtR", paper_leader="PtR",
                                                           verdict="reproduced")
     assert family_conclusion("bm25", bm25, frozenset({3, 5})) == (
@@ -736,8 +743,7 @@ def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert stub_writer_line(report) == (
-        "PtR's stubs come from a small local LLM; they find a ground-truth API for 0.293 of G1 stubs "
-        "(paper: 0.406).")
+        "PtR's stubs, from a small local LLM, find a ground-truth API for 0.293 of G1 stubs (paper: 0.406).")
     assert stub_writer_line(report.iloc[:1]) == "" and stub_writer_line(report.iloc[:0]) == ""
 
 
@@ -1042,3 +1048,11 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
                           "cause_status": "", "cause": "", "judged": float("nan")}
                          for i, lo, b in (("a", 0.0015, inside[3]), ("b", 0.00245, edge[3]))])
     assert list(_shown(rows)["status"]) == ["consistent", "consistent (by its rounding or tolerance only)"]
+
+
+def test_only_the_papers_retriever_reproduces_in_the_answer_table():
+    from toolbench_lib.report.front import _short_verdict
+
+    assert _short_verdict("reproduced", "dense") == "reproduced"
+    assert _short_verdict("reproduced", "bm25") == "matches"
+    assert _short_verdict("same direction, not significant", "hybrid") == "same, n.s."

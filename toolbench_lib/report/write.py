@@ -280,8 +280,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     rows = endpoint_rows(cfg)
     g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
-    answer = [answer_sentence(rows), g2_instruction_sentence(g2i), robustness_sentence(rows),
-              stub_writer_line(report)] if len(rows) else []
+    answer = [answer_sentence(rows, (g2_instruction_sentence(g2i), stub_writer_line(report))),
+              robustness_sentence(rows)] if len(rows) else []
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
