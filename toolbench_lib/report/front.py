@@ -336,12 +336,13 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[str]:
-    """Where the paper's own numbers disagree with each other or with its definitions, each computed from the
-    reference entries (and, for the divergence definition, this run's two readings at the full registry)."""
+def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tuple[list[str], list[str]]:
+    """Where the paper disagrees with itself, from the reference entries: its numbers that do not add up by
+    arithmetic, then what its text leaves other (the divergence definition with this run's two readings
+    at the full registry)."""
     v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
          for e in refs["entries"]}
-    lines = []
+    lines, other = [], []
     for s in ("g1", "g2"):
         stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
         if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:
@@ -351,10 +352,11 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     if None not in (k5, main) and abs(k5 - main) > 0.0015:
         lines.append(f"G1 PtR recall@5 is {fmt_number(k5)} in its budget paragraph and {fmt_number(main)} "
                      "in its main results (it says so for G2's 0.184 against 0.188, not for G1).")
+    lines += printed_p_lines(refs)
     rates = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_pass_rate"))]
     recalls = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_recall"))]
     if rates and recalls:
-        lines.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
+        other.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
                      f"recall@5 (at most {fmt_number(max(recalls))}): its plans pass although the planner "
                      f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, by its "
                      f"definition *“{QUOTES['gt']}”*, and it does not say how its judge allows that.")
@@ -363,26 +365,25 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
         m, k, k_ptr = paper_bounds(stubs["paper"])["min"], int(rtp["k"]), int(ptr["k"])
         if abs(m * k_ptr - k) >= 1:
-            lines.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
+            other.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
                          f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR's search width "
                          f"is {m * k_ptr:g}.")
     a, b = v.get("g3_ptr_recall"), v.get("g3_rtp_recall")
     if None not in (a, b):
-        lines.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
+        other.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
                      f"discussion explains why *“{QUOTES['g3_favours']}”* as if it were an effect.")
-    lines += printed_p_lines(refs)
-    lines.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
+    other.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
                  f"because *“{QUOTES['vary']}”*; it does not say what varies at temperature 0.")
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
         if {"disjoint", "non_identical"} <= set(share) and v.get("divergence_full") is not None:
-            lines.append("From this run's data, not its text alone: it defines divergence as "
+            other.append("From this run's data, not its text alone: it defines divergence as "
                          "top-k sets that are *“entirely non-overlapping”*, yet its "
                          f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
                          f"this run gives {share['non_identical']:.0%} non-identical against "
                          f"{share['disjoint']:.0%} disjoint (G1 and G2).")
-    return lines
+    return lines, other
 
 
 def grouped_line(rows: pd.DataFrame) -> str:

@@ -306,9 +306,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g, fragile)}" for f, g in (rows.groupby("retriever", sort=False)
                                                                      if len(rows) else [])], ""]
-    against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
-    if against:
-        parts += ["## Where the paper disagrees with itself", "", *[f"- {t}" for t in against], ""]
+    numbers, unexplained = paper_against_itself(references,
+                                                TableCache(cfg.tables_dir).get("divergence_readings"))
+    if numbers or unexplained:
+        parts += ["## Where the paper disagrees with itself", ""]
+        for title, lines in (("Its numbers that do not add up, by arithmetic on its own values", numbers),
+                             ("What it leaves unexplained", unexplained)):
+            parts += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""] if lines else []
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
