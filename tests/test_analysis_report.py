@@ -972,6 +972,11 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G1 a difference of the "
                          "paper's size would likely go undetected here.")
+    pd.read_csv(tmp_path / "primary_endpoint.csv").assign(
+        ci_low_grouped_robustness=[-0.2, -0.02], ci_high_grouped_robustness=[0.2, 0.02]).to_csv(
+        tmp_path / "primary_endpoint.csv", index=False)
+    (grouped,) = power_lines(cfg)
+    assert "G3 0.029 (resampling related queries together: G1 0.286, G3 0.029) with 80%" in grouped
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():

@@ -137,6 +137,10 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     assert "fails at 3 (-0.250 [-0.500, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
+    # a lead that shows as +0.000 at 3 decimals is a tie, not a size where PtR is ahead
+    tiny = claim.assign(diff=claim["diff"].where(claim["size"] != 6, 0.000006))
+    assert se.scale_claim_verdict(tiny).iloc[0]["sizes_ahead"] == 0
+    assert se.scale_claim_verdict(claim).iloc[0]["sizes_ahead"] == 1
     other, q, r = _cache("S")
     assert se.scale_claim_verdict(se.scale_claim(other, q, r, [None], [0], k=2)).empty  # no paper leader
 

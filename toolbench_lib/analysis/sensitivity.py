@@ -249,10 +249,11 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         if lead not in ("RtP", "PtR"):
             continue
         sign = 1 if lead == "PtR" else -1
-        point = int((sign * g["diff"] > 0).sum())
+        ahead = (sign * g["diff"]).round(3) > 0  # ahead as shown: a lead below 0.0005 is a tie
+        point = int(ahead.sum())
         sig = int(((g["ci_low"] > 0) if sign > 0 else (g["ci_high"] < 0)).sum())
         g = g.sort_values("size")
-        behind = [r for _, r in g.iterrows() if sign * r["diff"] <= 0]
+        behind = [r for _, r in g.iterrows() if round(sign * r["diff"], 3) <= 0]
         refuted = [r for r in behind if (r["ci_high"] < 0 if sign > 0 else r["ci_low"] > 0)]
         unsure = [r for r in behind if not any(r is x for x in refuted)]
 

@@ -102,9 +102,13 @@ def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) 
     if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
         return []
     z = NormalDist().inv_cdf(1 - alpha / 2)
-    t = t.assign(mde=(t["ci_high"] - t["ci_low"]) / (2 * z) * (z + NormalDist().inv_cdf(power)),
-                 paper_diff=t["paper_ptr"] - t["paper_rtp"])
+    scale = (z + NormalDist().inv_cdf(power)) / (2 * z)  # a CI's width to the difference detected
+    t = t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
     each = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in t.itertuples())
+    if {"ci_low_grouped_robustness", "ci_high_grouped_robustness"} <= set(t):
+        grouped = (t["ci_high_grouped_robustness"] - t["ci_low_grouped_robustness"]) * scale
+        each += " (resampling related queries together: " + ", ".join(
+            f"{subset_alias(s)} {fmt_number(x)}" for s, x in zip(t["subset"], grouped, strict=True)) + ")"
     paper = ", ".join(f"{subset_alias(r.subset)} {fmt_signed(r.paper_diff)}" for r in t.itertuples()
                       if pd.notna(r.paper_diff))
     below = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) < r.mde]
