@@ -804,6 +804,8 @@ def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
     table = lines[-1]
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
+    claims = report.assign(claim=[True, False, False, False])  # a and d are consistent, a a claim in words
+    assert scorecard_lines(claims)[0] == "- *consistent* (2, 1 of them a claim in words): `a`, `d`"
 
 
 def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():

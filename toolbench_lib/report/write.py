@@ -398,7 +398,12 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     """Appendix A: the rows not differing, one line per status; then those differing, each with what it
     measures, its status and its cause with the predicted value."""
     differs = report["status"] == DIFFERS
-    lines = [f"- *{status}* ({fmt_count(len(g))}): {', '.join(f'`{i}`' for i in g['id'])}"
+    def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
+        claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
+        said = "a claim" if claims == 1 else "claims"
+        return fmt_count(len(g)) + (f", {fmt_count(claims)} of them {said} in words" if claims else "")
+
+    lines = [f"- *{status}* ({count(g)}): {', '.join(f'`{i}`' for i in g['id'])}"
              for status, g in report[~differs].groupby("status", sort=False)]
     if not differs.any():
         return lines
