@@ -87,8 +87,8 @@ FIGURES = {
     "beyond_router_regions": (
         "beyond",
         "Each query by RtP's top-1 cosine (x) and what the fused list gains over RtP's (y): "
-        "route-then-fuse keeps RtP right of the dashed threshold, so a good threshold leaves the gains on"
-        " its left."),
+        "route-then-fuse, which makes the stub call only below a cosine threshold, keeps RtP's list right "
+        "of the dashed threshold, so a good threshold leaves the gains on its left."),
     "routing_recall_vs_share": ("cost", "Recall@5 against the share of queries routed to PtR per set: a "
                                         "marker per policy (star: the per-query oracle, a bound), a curve "
                                         "per signal over every threshold; a policy helps above both "
