@@ -186,12 +186,7 @@ if emb is not None:
     display(emb_table.pivot_table(index=["subset", "method"], columns="embedder", values="recall").round(3))
     display(emb_table.dropna(subset=["recall_diff"])[["subset", "method", "n_queries", "recall_diff", "diff_lo",
                                                       "diff_hi"]].round(3))
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    emb_table.assign(label=emb_table["method"] + " · " + emb_table["embedder"]).pivot(
-        index="subset", columns="label", values="recall").plot.bar(ax=ax, rot=0)
-    ax.set_ylabel(f"recall@{cfg.k}")
-    ax.set_title("RtP and PtR under two embedders (same stubs, same sub-registry)")
-    ax.legend()
+    fig = ab.embedder_figure(emb_table, cfg.k)
     save_figure(fig, "ablation_embedder", cfg)
     plt.show()
 else:

@@ -314,3 +314,27 @@ def test_the_test_over_runs_from_a_printed_summary_equals_the_one_from_the_runs(
     summary = runs_test_summary(float(np.mean(runs)), float(np.std(runs, ddof=1)), 4, 0.167)
     assert summary == pytest.approx(ttest_1samp(runs, 0.167).pvalue)
     assert summary == pytest.approx(runs_test([0.167], runs, a_deterministic=True)["p_value"])
+
+
+def test_the_embedder_figure_draws_each_method_in_its_colour_with_the_second_embedders_change():
+    import matplotlib
+
+    from toolbench_lib.analysis.ablations import embedder_figure
+    from toolbench_lib.analysis.style import METHOD_COLORS
+
+    cols = ["subset", "embedder", "method", "recall", "recall_diff", "diff_lo", "diff_hi"]
+    rows = [dict(zip(cols, row, strict=True)) for row in (
+                ("G1", "a", "rtp", 0.6, None, None, None), ("G1", "a", "ptr", 0.5, None, None, None),
+                ("G1", "b", "rtp", 0.7, 0.1, 0.05, 0.2), ("G1", "b", "ptr", 0.4, -0.1, -0.3, 0.0))]
+    fig = embedder_figure(pd.DataFrame(rows), k=5)
+    ax = fig.axes[0]
+    bars = ax.patches
+    assert [round(b.get_height(), 3) for b in bars] == [0.6, 0.7, 0.5, 0.4]  # rtp a, rtp b, ptr a, ptr b
+    assert [matplotlib.colors.to_hex(b.get_facecolor()) for b in bars] == [
+        METHOD_COLORS["rtp"]] * 2 + [METHOD_COLORS["ptr"]] * 2
+    assert [bool(b.get_hatch()) for b in bars] == [False, True, False, True]
+    # the error bars of embedder b: its change's CI around its recall (0.65..0.8 for RtP, 0.2..0.5 for PtR)
+    segments = [seg for c in ax.collections for seg in c.get_segments()]
+    assert sorted((round(s[0][1], 3), round(s[1][1], 3)) for s in segments) == [(0.2, 0.5), (0.65, 0.8)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["RtP · a", "RtP · b", "PtR · a", "PtR · b"]
+    matplotlib.pyplot.close(fig)

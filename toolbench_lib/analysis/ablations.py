@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -24,6 +25,7 @@ from .numbers import fmt_p
 from .scale import gt_column_sets
 from .similarity import topk_columns
 from .stub_analysis import stub_top1
+from .style import METHOD_COLORS
 
 CODE = "analysis/ablations.py"  # cached tables here are keyed by this module's code and what it imports
 
@@ -342,3 +344,26 @@ def embedder_ablation_tables(cfg, n_apis: int, names: list[str], per_set: int | 
     table, verdict = embedder_ablation(studies, k=cfg.k)
     tables = {"ablation_embedder": table, "verdict": pd.DataFrame({"verdict": [verdict], "note": [note]})}
     return cached_tables(cfg.study_dir, key, lambda: tables, code=CODE), note
+
+
+def embedder_figure(table: pd.DataFrame, k: int = K):
+    """RtP's and PtR's recall per set under each embedder (``ablation_embedder``), in the methods' colours;
+    the later embedders' bars hatched, with the 95% CI of their change from the first embedder."""
+    sets, embedders = list(dict.fromkeys(table["subset"])), list(dict.fromkeys(table["embedder"]))
+    by = table.set_index(["method", "embedder", "subset"]).sort_index()
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    width = 0.8 / (2 * len(embedders))
+    for j, (method, emb) in enumerate((m, e) for m in ("rtp", "ptr") for e in embedders):
+        rows = by.loc[(method, emb)].reindex(sets)
+        later = emb != embedders[0]
+        err = (np.vstack([rows["recall_diff"] - rows["diff_lo"], rows["diff_hi"] - rows["recall_diff"]])
+               if later else None)
+        ax.bar(np.arange(len(sets)) + (j + 0.5) * width - 0.4, rows["recall"], width, yerr=err, capsize=2,
+               color=METHOD_COLORS[method], hatch="//" if later else None, edgecolor="white",
+               label=f"{ {'rtp': 'RtP', 'ptr': 'PtR'}[method]} · {emb}")
+    ax.set_xticks(range(len(sets)), sets)
+    ax.set_ylabel(f"recall@{k}")
+    ax.set_title("RtP and PtR under two embedders (same stubs, same sub-registry)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -68,7 +68,8 @@ FIGURES = {
     "ablation_embedder": (
         "ablations",
         "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2) on one "
-        "sub-registry, the same stubs: whether the embedder changes which architecture leads a set."),
+        "sub-registry, the same stubs (hatched: the second embedder, with the 95% CI of its change): "
+        "whether the embedder changes which architecture leads a set."),
     "beyond_recall_vs_k": (
         "beyond",
         "Recall against k for RtP, PtR (solid) and the fused methods closest to the goal (dashed), per "
