@@ -176,9 +176,9 @@ def run_notebook(path: Path, executed: Path, parameters: dict, kernel_name: str,
 
 
 STUDY_NOTEBOOK = "02"  # makes the stored study every later notebook reads
-# A smoke run's cells each take seconds: one waiting longer has lost its kernel's reply (seen under load with
-# notebooks run in threads), so it times out and its notebook runs once more.
-SMOKE_CELL_TIMEOUT = 600
+# A smoke run's cells take seconds to a few minutes: one waiting 20 minutes has lost its kernel's reply (seen
+# under load with notebooks run in threads), so it times out and its notebook runs once more.
+SMOKE_CELL_TIMEOUT = 1200
 
 
 def notebook_stages(paths: list[Path]) -> list[list[Path]]:
