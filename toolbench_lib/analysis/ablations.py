@@ -22,6 +22,7 @@ from ..retrieval.retrievers import ptr_texts
 from ..study.ablation_runs import embedder_studies
 from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns, with_ci
 from .numbers import fmt_p
+from .retrievers import ARCH_LABEL
 from .scale import gt_column_sets
 from .similarity import topk_columns
 from .stub_analysis import stub_top1
@@ -360,7 +361,7 @@ def embedder_figure(table: pd.DataFrame, k: int = K):
                if later else None)
         ax.bar(np.arange(len(sets)) + (j + 0.5) * width - 0.4, rows["recall"], width, yerr=err, capsize=2,
                color=METHOD_COLORS[method], hatch="//" if later else None, edgecolor="white",
-               label=f"{ {'rtp': 'RtP', 'ptr': 'PtR'}[method]} · {emb}")
+               label=f"{ARCH_LABEL[method]} · {emb}")
     ax.set_xticks(range(len(sets)), sets)
     ax.set_ylabel(f"recall@{k}")
     ax.set_title("RtP and PtR under two embedders (same stubs, same sub-registry)")

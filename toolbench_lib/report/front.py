@@ -167,14 +167,13 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         state = ("holds" if "dense" in holds else
                  f"is not reproduced{f' on {_sets(missed)}' if g3_too else ''}{ci}{note}" if missed
                  else f"holds where the paper reports a significant difference{note}")
-        first = (f"With dense retrieval, the paper's, {said_by.pop('dense')}: the paper's crossover "
-                 f"{state}. {' '.join(n for n in dense_notes if n)}".rstrip())
-        text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
-        return (f"**The answer.** {first}\n\n**Beyond the paper** (other retrievers). "
-                f"{text[0].upper()}{text[1:]}: {verdict.removesuffix(', which the paper did not test')}.")
+        first = f"With dense retrieval, the paper's, {said_by.pop('dense')}: the paper's crossover {state}."
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
-    notes = " ".join(n for n in dense_notes if n)
-    return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}." + (f" {notes}" if notes else "")
+    text, notes = f"{text[0].upper()}{text[1:]}", " ".join(n for n in dense_notes if n)
+    if first:  # the reproduction, then the other retrievers apart
+        return (f"**The answer.** {f'{first} {notes}'.rstrip()}\n\n**Beyond the paper** (other retrievers). "
+                f"{text}: {verdict.removesuffix(', which the paper did not test')}.")
+    return f"**The answer.** {text}: {verdict}." + (f" {notes}" if notes else "")
 
 
 def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
@@ -338,7 +337,7 @@ def printed_p_lines(refs: dict) -> list[str]:
 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tuple[list[str], list[str]]:
     """Where the paper disagrees with itself, from the reference entries: its numbers that do not add up by
-    arithmetic, then what its text leaves other (the divergence definition with this run's two readings
+    arithmetic, then what its text leaves unexplained (the divergence definition with this run's two readings
     at the full registry)."""
     v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
          for e in refs["entries"]}
