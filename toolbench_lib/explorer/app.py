@@ -29,6 +29,8 @@ DEFAULT_PORT = 8866
 CULL_IDLE_S = 45  # a closed page whose close beacon was lost: released within 45 + 15 s; a page still being
 # rendered has no connection yet and must outlive the render under load (20 s culled one in a loaded test run)
 CULL_INTERVAL_S = 15
+CELL_TIMEOUT_S = 120  # a page's cell that outruns it ends the page with a line saying so, never an endless
+# load (a kernel's reply lost on a loaded host kept a page blank past 180 s; a page shows in ~4 s)
 MAX_PAGES = 4  # kernels at once: each holds one study's tables
 MAX_PAGES_ENV = "TOOLBENCH_EXPLORE_MAX_PAGES"
 
@@ -54,7 +56,8 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
             "--strip_sources=True", "--show_tracebacks=False",
             f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
             f"--MappingKernelManager.cull_interval={cull_interval_s}",
-            "--MappingKernelManager.cull_connected=False"]
+            "--MappingKernelManager.cull_connected=False", f"--VoilaExecutor.timeout={CELL_TIMEOUT_S}",
+            "--VoilaExecutor.cell_timeout_instruction=Reload the page to open the explorer again."]
 
 
 def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
