@@ -808,6 +808,19 @@ def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
     assert scorecard_lines(claims)[0] == "- *consistent* (2, 1 of them a claim in words): `a`, `d`"
 
 
+def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
+    from toolbench_lib.report.front import beside_g2
+
+    rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3,
+                         "subset": ["G1_instruction", "G2_category_original", "G3_instruction_original"] * 2})
+    g2i = pd.DataFrame({"retriever": ["dense", "bm25", "hybrid"], "subset": ["G2_instruction"] * 3})
+    got = beside_g2(rows, g2i)
+    assert list(zip(got["retriever"], got["subset"].str[:4], strict=True)) == [
+        ("dense", "G1_i"), ("dense", "G2_c"), ("dense", "G2_i"), ("dense", "G3_i"),
+        ("bm25", "G1_i"), ("bm25", "G2_c"), ("bm25", "G2_i"), ("bm25", "G3_i"), ("hybrid", "G2_i")]
+    assert beside_g2(rows, pd.DataFrame()) is rows
+
+
 def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     from toolbench_lib.report.front import family_conclusion, g2_instruction_sentence
 
@@ -824,6 +837,9 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     both = g2_instruction_sentence(rows.assign(significant=True))
     assert "PtR leads with dense and BM25 only; RtP leads with hybrid only;" in both
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
+    assert g2_instruction_sentence(rows.assign(n_runs=4), 199, 200).endswith(
+        "(stubs of 4 runs, 106 queries, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
+        "G2_category_original (199 queries, the paper's 200).")
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
 

@@ -283,3 +283,12 @@ def test_a_page_kernel_imports_no_plotting_statistics_or_learning_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          timeout=120)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_every_study_of_a_run_belongs_to_its_family():
+    from toolbench_lib.explorer.data import family_base
+
+    for name in ("s", "s-retrievers", "s-runs4", "s-validation", "s-validation-retrievers",
+                 "s-g2-instruction-retrievers", "s-rules"):
+        assert family_base(name) == "s", name
+    assert family_base("s-g2-instruction") == "s-g2-instruction"  # only a study's folder is of the family

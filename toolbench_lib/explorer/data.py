@@ -192,8 +192,8 @@ class CatalogueEntry:
 
 def family_base(run_name: str) -> str:
     """The main run a run belongs to: ``default`` for ``default-retrievers``, ``default-runs4`` and
-    ``default-validation-retrievers``."""
-    return re.sub(r"(-validation-retrievers|-validation|-retrievers|-rules)$", "",
+    ``default-validation-retrievers`` and ``default-g2-instruction-retrievers``."""
+    return re.sub(r"(-validation-retrievers|-g2-instruction-retrievers|-validation|-retrievers|-rules)$", "",
                   re.sub(r"-runs\d+$", "", run_name))
 
 

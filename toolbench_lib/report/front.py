@@ -60,9 +60,10 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def g2_instruction_sentence(rows: pd.DataFrame) -> str:
-    """What G2_instruction, the set the paper's G2 numbers fit, says per family, and why it is not the
-    primary G2 (its rows are in the table)."""
+def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
+                            paper_g2: int | None = None) -> str:
+    """What G2_instruction, the set the paper's G2 numbers fit, says per family, and why the primary G2 (the
+    Holm family's) is another set: ``g2_queries`` of its ``paper_g2`` queries, when given."""
     if not len(rows):
         return ""
     r0 = rows.iloc[0]
@@ -71,9 +72,23 @@ def g2_instruction_sentence(rows: pd.DataFrame) -> str:
     leads = [f"{a} leads with {_sets([FAMILY_SHORT.get(f, f) for f in g['retriever']])}"
              + (" only" if len(g) < len(rows) else "") for a, g in sig.groupby("leader", sort=False)]
     said = "; ".join(leads) if leads else "neither leads significantly with any retriever"
+    why = (f" ({fmt_count(g2_queries)} queries, the paper's {fmt_count(paper_g2)})"
+           if g2_queries and paper_g2 else "")
     return (f"On G2_instruction, the set the paper's G2 numbers fit (stubs of {runs}, "
             f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}; the primary G2 stays "
-            "G2_category_original.")
+            f"G2_category_original{why}.")
+
+
+def beside_g2(rows: pd.DataFrame, g2i: pd.DataFrame) -> pd.DataFrame:
+    """The answer table's rows: each family's G2_instruction row right after its G2 row."""
+    if not len(g2i):
+        return rows
+    parts = []
+    for family, g in rows.groupby("retriever", sort=False):
+        at = [i for i, s in enumerate(g["subset"]) if subset_alias(s) == "G2"]
+        cut = at[0] + 1 if at else len(g)
+        parts += [g.iloc[:cut], g2i[g2i["retriever"] == family], g.iloc[cut:]]
+    return pd.concat([*parts, g2i[~g2i["retriever"].isin(set(rows["retriever"]))]], ignore_index=True)
 
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:

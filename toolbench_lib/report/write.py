@@ -16,6 +16,7 @@ from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
+from ..data.queries import subset_alias
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -27,6 +28,7 @@ from .front import (
     RELEVANT_TABLE,
     Ledger,
     answer_sentence,
+    beside_g2,
     count_line,
     endpoint_rows,
     endpoint_table_markdown,
@@ -280,8 +282,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     rows = endpoint_rows(cfg)
     g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
-    answer = [answer_sentence(rows, (g2_instruction_sentence(g2i), stub_writer_line(report))),
-              robustness_sentence(rows)] if len(rows) else []
+    counts = paper_query_counts()
+    paper_n = dict(zip(counts["subset"].map(subset_alias), counts["n_queries"], strict=True))
+    answer = []
+    if len(rows):
+        g2_n = rows.loc[rows["subset"].map(subset_alias) == "G2", "n_queries"]
+        g2_line = g2_instruction_sentence(g2i, int(g2_n.iloc[0]) if len(g2_n) else None, paper_n.get("G2"))
+        answer = [answer_sentence(rows, (g2_line, stub_writer_line(report))), robustness_sentence(rows)]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
@@ -293,8 +300,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     if len(rows):
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
-        parts += [endpoint_table_markdown(pd.concat([rows, g2i], ignore_index=True) if len(g2i) else rows,
-                                          ledger, rel), "", count_line(rows, paper_query_counts()), ""]
+        parts += [endpoint_table_markdown(beside_g2(rows, g2i),
+                                          ledger, rel), "", count_line(rows, counts), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
