@@ -102,6 +102,9 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
                 if len(m):
                     ax.plot(m["k"], m[metric], marker="o", markersize=3, color=METHOD_COLORS.get(method),
                             label=METHOD_LABELS.get(method, method))
+                    if f"{metric}_ci_low" in m:  # the bootstrap 95% CI over queries, as a band
+                        ax.fill_between(m["k"], m[f"{metric}_ci_low"], m[f"{metric}_ci_high"], lw=0,
+                                        alpha=0.15, color=METHOD_COLORS.get(method))
             for (ps, pm, pk), value in (paper or {}).items():
                 if ps == subset and metric == "recall":  # one legend entry per method, not per k
                     named = f"paper {METHOD_LABELS.get(pm, pm)}" in ax.get_legend_handles_labels()[1]
@@ -113,12 +116,16 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
         ax = axes[2][j]
         if {"rtp", "ptr"} <= set(wide.columns):
             diff = wide["ptr"] - wide["rtp"]
-            ax.bar(diff.index, diff.to_numpy(), color=[METHOD_COLORS.get("ptr") if d > 0 else
-                                                     METHOD_COLORS.get("rtp") for d in diff])
+            gain = t[(t["subset"] == subset) & (t["method"] == "ptr")].set_index("k").reindex(diff.index)
+            ci = ([diff - gain["recall_gain_ci_low"], gain["recall_gain_ci_high"] - diff]
+                  if "recall_gain_ci_low" in gain else None)  # the paired bootstrap 95% CI of the difference
+            ax.bar(diff.index, diff.to_numpy(), yerr=ci, error_kw={"lw": 0.8, "ecolor": "0.3"},
+                   color=[METHOD_COLORS.get("ptr") if d > 0 else METHOD_COLORS.get("rtp") for d in diff])
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_ylabel("PtR − RtP recall" if j == 0 else "")
         ax.set_xlabel("k")
-    axes[0][0].legend(fontsize=LEGEND_SIZE)
-    fig.suptitle(f"Recall and precision against k, and PtR's recall advantage (ground truth: {gt})")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=LEGEND_SIZE, frameon=False)
+    fig.suptitle(f"Recall, precision and PtR − RtP recall against k ({gt}; bands, bars: 95% CIs)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))  # the legend below the panels, over no data
     return fig

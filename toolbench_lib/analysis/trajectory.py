@@ -141,8 +141,9 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
     width = 0.8 / max(1, len(methods))
     for ax, (col, title) in zip(axes, FIGURE4_DIMENSIONS, strict=True):
         if col in PAIR_COLUMNS:  # one value per set for the two plans together: one bar, one diamond
-            value = traj.drop_duplicates("subset").set_index("subset").reindex(subsets)[col].to_numpy(float)
-            ax.bar(x, value, width, color="0.45", label="RtP and PtR plans")
+            one = traj.drop_duplicates("subset").set_index("subset").reindex(subsets)
+            ax.bar(x, one[col].to_numpy(float), width, color="0.45", label="RtP and PtR plans",
+                   yerr=_ci(one, col), error_kw=ERROR_KW)
             refs = [[(paper or {}).get((s, m, col)) for m in (None, *methods)] for s in subsets]
             paper_marks(ax, x, [next((r for r in rs if r is not None), None) for rs in refs])
         else:
@@ -150,14 +151,30 @@ def figure4(traj: pd.DataFrame, paper: dict | None = None):
                 m = traj[traj["method"] == method].set_index("subset").reindex(subsets)
                 pos = x + (i - (len(methods) - 1) / 2) * width
                 ax.bar(pos, m[col].to_numpy(float), width, color=METHOD_COLORS.get(method),
-                       label=METHOD_LABELS.get(method, method))
+                       label=METHOD_LABELS.get(method, method), yerr=_ci(m, col), error_kw=ERROR_KW)
                 paper_marks(ax, pos, [(paper or {}).get((s, method, col)) for s in subsets])
             for key, ref in (paper or {}).items():
                 if key[0] == "all" and key[2] == col:
                     ax.axhline(ref, ls="--", lw=1, color=METHOD_COLORS.get(key[1], "grey"))
         ax.set_xticks(x, subsets)
         ax.set_title(title)
-    axes[0].legend(fontsize=LEGEND_SIZE)
-    fig.suptitle("Plan trajectories: five dimensions (diamonds and dashed lines: the paper)")
-    fig.tight_layout()
+    labels = {}  # every panel's entries once, below the panels
+    for ax in axes:
+        labels.update({lab: h for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)})
+    fig.legend(labels.values(), labels.keys(), loc="lower center", ncol=len(labels), fontsize=LEGEND_SIZE,
+               frameon=False)
+    fig.suptitle("Plan trajectories: five dimensions (95% CIs; diamonds and dashed lines: the paper)")
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
+
+
+ERROR_KW = {"lw": 0.8, "ecolor": "0.25", "capsize": 2}
+
+
+def _ci(rows: pd.DataFrame, col: str):
+    """Error bars of ``col`` from its ``_ci_low``/``_ci_high`` columns (None when the table has none)."""
+    if f"{col}_ci_low" not in rows:
+        return None
+    value = rows[col].to_numpy(float)
+    return np.clip([value - rows[f"{col}_ci_low"].to_numpy(float),
+                    rows[f"{col}_ci_high"].to_numpy(float) - value], 0, None)

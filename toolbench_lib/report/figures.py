@@ -25,8 +25,8 @@ FIGURES = {
     "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
                             "of the dots is the run-to-run noise the paper's test over runs measures."),
     "k_ablation": ("budget", "Recall (top), precision (middle) and PtR − RtP recall (bars) against the "
-                             "retrieval budget k per set (candidates): a bar changing sign is where the "
-                             "better architecture changes."),
+                             "retrieval budget k per set (candidates), with 95% CIs: a bar changing sign is "
+                             "where the better architecture changes."),
     "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
                                       "ordering of the two architectures should not depend on the "
                                       "definition."),
@@ -37,8 +37,8 @@ FIGURES = {
                                   "differ at all (dashed), by registry size: the paper's 88% and 98% are "
                                   "the stars; which reading they fit is its definition question."),
     "figure4": ("trajectory", "Plan fidelity, overlap of the two plans' APIs, used share, steps and APIs "
-                              "named per set, with the paper's values as markers beside this run's bars "
-                              "(its used-share ranges are in the table above)."),
+                              "named per set (95% CIs), with the paper's values as markers beside this run's "
+                              "bars (its used-share ranges are in the table above)."),
     "retriever_recall": (
         "retriever",
         "RtP and PtR with each retriever family (dense, BM25, hybrid), recall@k with each bar's own 95% CI "
