@@ -743,7 +743,7 @@ def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert stub_writer_line(report) == (
-        "PtR's stubs, from a small local LLM, find a ground-truth API for 0.293 of G1 stubs (paper: 0.406).")
+        "PtR's stubs, from a small LLM, find a ground-truth API for 0.293 of G1 stubs (paper: 0.406).")
     assert stub_writer_line(report.iloc[:1]) == "" and stub_writer_line(report.iloc[:0]) == ""
 
 
@@ -830,7 +830,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "paper_leader": ["PtR"] * 3,
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
-        "On G2_instruction, the set the paper's G2 numbers fit (stubs of one run, 106 queries, p "
+        "On G2_instruction, the set the paper's G2 numbers fit (one run, 106 queries, p "
         "unadjusted), PtR leads with BM25 only; the primary G2 stays G2_category_original.")
     assert "unadjusted), neither leads significantly with any retriever;" in g2_instruction_sentence(
         rows.assign(significant=False))
@@ -838,7 +838,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     assert "PtR leads with dense and BM25 only; RtP leads with hybrid only;" in both
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert g2_instruction_sentence(rows.assign(n_runs=4), 199, 200).endswith(
-        "(stubs of 4 runs, 106 queries, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
+        "(4 runs, 106 queries, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
         "G2_category_original (199 queries, the paper's 200).")
     assert family_conclusion("bm25", rows.iloc[[1]]) == (
         "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
@@ -1079,3 +1079,14 @@ def test_only_the_papers_retriever_reproduces_in_the_answer_table():
     assert _short_verdict("reproduced", "dense") == "reproduced"
     assert _short_verdict("reproduced", "bm25") == "matches"
     assert _short_verdict("same direction, not significant", "hybrid") == "same, n.s."
+
+
+def test_the_rows_expected_to_differ_by_chance_count_only_scored_rows():
+    from toolbench_lib.report.scorecard import chance_differs
+    from toolbench_lib.report.write import chance_line
+
+    report = pd.DataFrame({"status": ["consistent"] * 50 + ["differs"] * 30 + ["not scored"] * 6})
+    assert chance_differs(report) == (80, 4)
+    assert chance_line(report) == ("The 80 scored rows are unadjusted tests at 95%: about 4 would differ by "
+                                   "chance were the paper right everywhere.")
+    assert chance_differs(report.iloc[:9]) == (9, 0) and chance_line(report.iloc[0:0]) == ""

@@ -128,7 +128,7 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     for p in sorted(files, key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem, p)):
         section, caption = figure_section(p.stem)
         if section == key:
-            alt = caption.split(": ", 1)[0].split(". ", 1)[0]  # its title; the caption follows it
+            alt = caption.split(": ", 1)[0].split(". ", 1)[0].split("; ", 1)[0]  # its title; the caption next
             path = p.relative_to(cfg.out_dir).as_posix()
             parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}", ""]
     return parts

@@ -17,7 +17,7 @@ from ..eval.stats import holm, runs_test_summary
 from ..study.experiment import ExperimentConfig
 from .glossary import MIN_KAPPA
 from .locate import TableCache
-from .scorecard import status_counts
+from .scorecard import chance_differs, status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -74,7 +74,7 @@ def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
     said = "; ".join(leads) if leads else "neither leads significantly with any retriever"
     why = (f" ({fmt_count(g2_queries)} queries, the paper's {fmt_count(paper_g2)})"
            if g2_queries and paper_g2 else "")
-    return (f"On G2_instruction, the set the paper's G2 numbers fit (stubs of {runs}, "
+    return (f"On G2_instruction, the set the paper's G2 numbers fit ({runs}, "
             f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}; the primary G2 stays "
             f"G2_category_original{why}.")
 
@@ -232,7 +232,7 @@ def stub_writer_line(report: pd.DataFrame) -> str:
     if not len(row) or pd.isna(row["this_run"].iloc[0]):
         return ""
     r = row.iloc[0]
-    return (f"PtR's stubs, from a small local LLM, find a ground-truth API for "
+    return (f"PtR's stubs, from a small LLM, find a ground-truth API for "
             f"{fmt_number(r.this_run)} of G1 stubs (paper: {r.paper}).")
 
 
@@ -305,9 +305,11 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
                   if again else f"{fmt_count(len(numbers))} reference numbers")
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
-        why = (f" Not scored: judged pass rates, whose judge's kappa against the objective pass is below "
-               f"{MIN_KAPPA}." if len(unscored) and unscored.str.startswith("judge").all() else "")
-        lines.append(f"- The paper's {scored} against this run: {counts(numbers)}.{why}")
+        why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
+               if len(unscored) and unscored.str.startswith("judge").all() else "")
+        chance = fmt_count(chance_differs(report)[1])
+        lines.append(f"- The paper's {scored} against this run: {counts(numbers)} (about {chance} differs "
+                     f"expected by chance).{why}")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
@@ -436,6 +438,6 @@ def limits(provenance: list[dict], rows: pd.DataFrame | None = None,
     grouped = grouped_line(rows) if rows is not None else ""
     model = str(prov.get("model", "n/a"))
     return ["### Limits of this reproduction", "",
-            f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, a small model, not Gemini 2.5 "
+            f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, not Gemini 2.5 "
             f"Flash; embeddings from `{model}`, not GTE-base"
             f"{embedder_clause(embedders, model)}.", *([grouped] if grouped else []), ""]

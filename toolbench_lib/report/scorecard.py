@@ -304,3 +304,10 @@ def status_counts(report: pd.DataFrame) -> dict[str, int]:
               NOT_SCORED: status == NOT_SCORED,
               "not found": ~status.isin([CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED])}
     return {key: int(rows.sum()) for key, rows in counts.items()}
+
+
+def chance_differs(report: pd.DataFrame) -> tuple[int, int]:
+    """``(scored rows, how many would differ by chance alone)``: each scored row is one unadjusted
+    comparison at 95%, so were every number of the paper right, 5% of them would still differ."""
+    scored = int((report["status"] != NOT_SCORED).sum())
+    return scored, round(0.05 * scored)

@@ -43,7 +43,7 @@ from .front import (
     stub_writer_line,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import SETUP, compare_entries, status_counts
+from .scorecard import SETUP, chance_differs, compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts
@@ -348,14 +348,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "number, “~70%”, ± the tolerance `report.csv` states per row); a number without sampling is "
               "compared at the paper's last decimal. *Consistent* means this run cannot tell its number from "
               "the paper's, not that it confirms it. An ordering or bound whose CI holds the bound is "
-              "*inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound; it "
-              "prints no such number. A row that differs names its cause's status: *explained* when the "
+              "*inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound. A row "
+              "that differs names its cause's status: *explained* when the "
               "cause's predicted value has a CI that covers the paper's and moves at least half the gap, "
               "*partly explained* when it closes part of it (the share stated), *setup difference* for a "
               "difference of setup (not a tested cause), *unexplained* otherwise (`references/causes.yaml`).",
               "",
               "Below, the rows by status; for each that differs, what it measures and its cause (`setup`: a "
-              "setup difference).", "",
+              "setup difference). " + chance_line(report), "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
@@ -399,6 +399,15 @@ def examples_lines(material, k: int) -> list[str]:
     return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
             f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a link to "
             "the explorer.", "", md_table(shown), ""]
+
+
+def chance_line(report: pd.DataFrame) -> str:
+    """How many rows would differ by chance alone (:func:`chance_differs`)."""
+    if not len(report):
+        return ""
+    scored, chance = chance_differs(report)
+    return (f"The {fmt_count(scored)} scored rows are unadjusted tests at 95%: about {fmt_count(chance)} "
+            "would differ by chance were the paper right everywhere.")
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
