@@ -108,6 +108,18 @@ def test_kappa_undefined_and_perfect():
     assert kappa(pd.Series(["Solved", "Unsolved", None]), pd.Series([True, False, True])) == 1.0
 
 
+def test_kappa_max_is_the_kappa_of_a_judge_that_passes_every_objective_pass_and_more():
+    from toolbench_lib.eval.pass_rates import kappa_max
+
+    objective = pd.Series([True] * 12 + [False] * 88)
+    lenient = pd.Series(["Solved"] * 74 + ["Unsolved"] * 26)  # every objective pass, and 62 more
+    assert kappa(lenient, objective) == pytest.approx(kappa_max(0.74, 0.12))
+    assert kappa_max(0.74, 0.12) == pytest.approx(0.0914, abs=1e-4)
+    shuffled = pd.Series(["Unsolved"] * 12 + ["Solved"] * 74 + ["Unsolved"] * 14)  # same rate, other plans
+    assert kappa(shuffled, objective) < kappa_max(0.74, 0.12)
+    assert kappa_max(0.3, 0.3) == 1.0 and np.isnan(kappa_max(1.0, 1.0))
+
+
 def test_pass_rate_table_columns_and_values():
     table = pass_rate_table(_study(runs=2), registry=REGISTRY)
     assert list(table.columns[: len(PASS_RATE_COLUMNS)]) == PASS_RATE_COLUMNS

@@ -92,6 +92,14 @@ def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
         return float(cohen_kappa_score(a, b))
 
 
+def kappa_max(a: float, b: float) -> float:
+    """The largest Cohen's kappa two raters passing shares ``a`` and ``b`` of the items can reach (NaN when
+    both pass all or none): however sound a judge, its kappa is capped when the two rates are far apart."""
+    chance = a * b + (1 - a) * (1 - b)
+    most = min(a, b) + min(1 - a, 1 - b)
+    return (most - chance) / (1 - chance) if chance < 1 else float("nan")
+
+
 def validity_row(g: pd.DataFrame) -> dict:
     judged = g[g["verdict"].notna()]
     solved = judged["verdict"] == "Solved"
@@ -102,6 +110,8 @@ def validity_row(g: pd.DataFrame) -> dict:
             **{f"evidence_{e}": int((g["evidence"] == e).sum()) for e in EVIDENCE},
             "kappa": kappa(g["verdict"], g["objective_pass"]),
             "kappa_any": kappa(g["verdict"], g["evidence"] != "none"),
+            "kappa_max": kappa_max(float(solved.mean()), float(judged["objective_pass"].mean()))
+            if len(judged) else float("nan"),
             "coverage": float((g["n_covered"] / g["n_gt"].clip(lower=1)).mean()) if len(g) else float("nan"),
             "ceiling": float((g["n_shown"] >= g["n_gt"].clip(lower=1)).mean())
             if len(g) and g["n_shown"].notna().all() else float("nan"),

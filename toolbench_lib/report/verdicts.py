@@ -85,14 +85,21 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
 
     (none, n_none), (every, n_all) = pooled("none"), pooled("all")
     k = t["kappa"].dropna()
-    kappa = fmt_number(k.min()) if k.min() == k.max() else f"{fmt_number(k.min())} to {fmt_number(k.max())}"
+    kappa = _span(k)
     return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
             "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
                                   if n_all else "")
             + f"; its kappa against the objective pass is {kappa}"
+            + (f", where the two pass rates allow at most {_span(t['kappa_max'].dropna())}"
+               if "kappa_max" in t and t["kappa_max"].notna().any() else "")
             + (", so its rates are not scored against the paper's and stand only in Appendix B"
                if k.max() < MIN_KAPPA else "")
-            + " (`judge_validity`: solved_rate_*, evidence_*, kappa)."]
+            + " (`judge_validity`: solved_rate_*, evidence_*, kappa, kappa_max)."]
+
+
+def _span(values: pd.Series) -> str:
+    lo, hi = values.min(), values.max()
+    return fmt_number(lo) if lo == hi else f"{fmt_number(lo)} to {fmt_number(hi)}"
 
 
 def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) -> list[str]:
