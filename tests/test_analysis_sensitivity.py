@@ -137,6 +137,9 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     assert "fails at 3 (-0.250 [-0.500, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
+    level = claim.assign(diff=-0.01, ci_low=-0.1, ci_high=0.1)  # behind at all three sizes: their names only
+    level_text = se.scale_claim_verdict(level).iloc[0]["text"]
+    assert "is inconclusive at 3, 4, 6 (not ahead, the CI holding 0)" in level_text
     # a lead that shows as +0.000 at 3 decimals is a tie, not a size where PtR is ahead
     tiny = claim.assign(diff=claim["diff"].where(claim["size"] != 6, 0.000006))
     assert se.scale_claim_verdict(tiny).iloc[0]["sizes_ahead"] == 0

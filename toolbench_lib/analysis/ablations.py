@@ -89,7 +89,7 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
         ahead = [d for d in g.index if g.loc[d, "ci_low"] > 0]
         behind = [d for d in g.index if g.loc[d, "ci_high"] < 0]
         nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
-                         f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f}, CI "
+                         f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f} "
                          f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], paired t "
                          f"{fmt_p(g.loc[d, 'p'])})" for d in g.index)
         def named(ds: list[str]) -> str:

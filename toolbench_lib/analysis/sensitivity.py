@@ -257,7 +257,9 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         refuted = [r for r in behind if (r["ci_high"] < 0 if sign > 0 else r["ci_low"] > 0)]
         unsure = [r for r in behind if not any(r is x for x in refuted)]
 
-        def at(rows: list) -> str:
+        def at(rows: list) -> str:  # more than two sizes: their names only (the table has their CIs)
+            if len(rows) > 2:
+                return ", ".join(str(int(r["size"])) for r in rows)
             return ", ".join(f"{int(r['size'])} ({r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}])"
                              for r in rows)
 
