@@ -169,3 +169,15 @@ def test_an_appendix_table_of_unadjusted_p_says_how_many_hold_under_holm():
         "over all 4.", ""]
     assert unadjusted_line(table.drop(columns="p_value")) == []
     assert unadjusted_line(table.assign(p_value=float("nan"))) == []
+
+
+def test_a_figure_s_alt_text_is_its_caption_s_title_with_no_parenthesis_left_open():
+    from toolbench_lib.report.figures import FIGURES, alt_text
+
+    assert alt_text("Recall per set (candidates), with 95% CIs: a bar.") == "Recall per set (candidates)"
+    assert alt_text("Two embedders on one registry, the same stubs (hatched; the CI).") == (
+        "Two embedders on one registry, the same stubs")
+    assert alt_text("Plain title.") == "Plain title."
+    for _, caption in FIGURES.values():
+        alt = alt_text(caption)
+        assert alt and alt.count("(") == alt.count(")") and len(alt) <= len(caption)

@@ -119,6 +119,13 @@ def figure_section(stem: str) -> tuple[str, str]:
                      "paper; the notebook that saved it explains how to read it.")
 
 
+def alt_text(caption: str) -> str:
+    """A figure's alt text: its caption's title, up to the first colon, sentence end, semicolon or ", with"
+    (the caption follows the figure), without a parenthesis left open."""
+    alt = re.split(r": |\. |; |, with ", caption, maxsplit=1)[0]
+    return alt[:alt.rfind(" (")] if alt.count("(") > alt.count(")") else alt
+
+
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     """The figures of one section in the order :data:`FIGURES` lists them, each with its caption (numbered by
     :func:`number_figures`)."""
@@ -128,7 +135,7 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     for p in sorted(files, key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem, p)):
         section, caption = figure_section(p.stem)
         if section == key:
-            alt = caption.split(": ", 1)[0].split(". ", 1)[0].split("; ", 1)[0]  # its title; the caption next
+            alt = alt_text(caption)
             path = p.relative_to(cfg.out_dir).as_posix()
             parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}", ""]
     return parts
