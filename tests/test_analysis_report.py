@@ -1027,6 +1027,9 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
     valid = judge_lines(t.assign(kappa=[0.5, 0.5], evidence_all=[0, 0]))[0]
     assert "no ground-truth API \"Solved\"; its kappa against the objective pass is 0.500 (" in valid
     assert judge_lines(t.drop(columns="kappa")) == [] and judge_lines(t.assign(evidence_none=0)) == []
+    capped = judge_lines(t.assign(kappa_max=[0.09, 0.0]))[0]
+    assert ("its kappa against the objective pass is 0.010 to 0.060, where the two pass rates allow at most "
+            "0.000 to 0.090, so its rates" in capped and capped.endswith("evidence_*, kappa, kappa_max)."))
 
 def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
     from toolbench_lib.report.front import grouped_line, limits

@@ -167,7 +167,14 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     lines = right_and_wrong(report, [])
     assert lines[2].startswith("- The paper's 1 reference numbers (2 rows: 1 re-read")
     assert "1 differs" not in lines[2]
-    assert lines[3].startswith("- Its 1 claims in words") and lines[3].endswith(": 1 differs, 1 unexplained.")
+    assert lines[3].startswith("- Its 1 claims in words")
+    assert lines[3].endswith(": 1 differs (1 unexplained).")
+    # The rows that differ are broken down by their cause, with how many would differ by chance alone.
+    many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
+                         "cause_status": ["setup difference", "explained", ""] + [""] * 37})
+    assert right_and_wrong(many, [])[2].endswith(
+        ": 37 consistent, 3 differs (about 2 by chance alone; 1 setup difference, untested; 1 explained; "
+        "1 unexplained).")
 
 
 def test_claims_in_words_are_marked_in_the_scorecard():

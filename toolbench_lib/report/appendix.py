@@ -18,11 +18,12 @@ APPENDIX_TABLES = (
     ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", None, FUSION_COLUMNS),
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found (notebook 11)"),
-    ("judge_validity", "Judged and objective pass rates of every planned query, the judge's kappa and the "
-     "most the two rates allow", "plans == 'all'", ["subset", "method", "judge_version", "n_plans",
-                                                    "judged_pass_rate", "objective_pass_rate", "kappa",
-                                                    "kappa_max"]),
-    ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa"),
+    ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
+     "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate",
+                        "objective_pass_rate", "kappa", "kappa_max"]),
+    ("pass_rate_judged_objective", "Two judges on the same plans, with each judge's kappa", None,
+     ["subset", "method", "judge_version", "n_judged", "judged_pass_rate", "objective_pass_rate", "kappa",
+      "kappa_any", "solved_rate_none"]),
 )
 # A p-value column of a saved table is compare's paired t-test, unadjusted: its header says so.
 P_HEADERS = {"p_value": "p_paired_t_unadjusted", "p": "p_paired_t_unadjusted"}

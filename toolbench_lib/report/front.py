@@ -17,7 +17,7 @@ from ..eval.stats import holm, runs_test_summary
 from ..study.experiment import ExperimentConfig
 from .glossary import MIN_KAPPA
 from .locate import TableCache
-from .scorecard import chance_differs, status_counts
+from .scorecard import CAUSES, SETUP, chance_differs, status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -296,8 +296,12 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
         numbers, claims = report[~claim], report[claim]
 
-        def counts(rows: pd.DataFrame) -> str:
-            return ", ".join(f"{fmt_count(n)} {name}" for name, n in status_counts(rows).items() if n)
+        def counts(rows: pd.DataFrame, chance: str = "") -> str:  # differing rows broken down by cause
+            c = status_counts(rows)
+            causes = [f"{fmt_count(c[k])} {k}" + (", untested" if k == SETUP else "") for k in CAUSES if c[k]]
+            why = "; ".join([chance, *causes] if chance else causes)
+            return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why})" if name == "differs" and why else "")
+                             for name, n in c.items() if n and name not in CAUSES)
 
         again = int((numbers["reading_of"].fillna("") != "").sum())
         scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows: "
@@ -307,9 +311,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         unscored = basis[numbers["status"] == "not scored"]
         why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
                if len(unscored) and unscored.str.startswith("judge").all() else "")
-        chance = fmt_count(chance_differs(report)[1])
-        lines.append(f"- The paper's {scored} against this run: {counts(numbers)} (about {chance} differs "
-                     f"expected by chance).{why}")
+        chance = f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
+        lines.append(f"- The paper's {scored} against this run: {counts(numbers, chance)}.{why}")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")

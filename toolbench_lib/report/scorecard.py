@@ -47,6 +47,7 @@ EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
 CAUSE_KINDS = ("tested", "setup")
 NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
             "predicted_ci_high": math.nan, "evidence": ""}
+CAUSES = (SETUP, EXPLAINED, PARTLY, UNEXPLAINED, NOT_TESTED)  # the statuses of a differing row's cause
 
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:

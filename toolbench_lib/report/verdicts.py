@@ -85,16 +85,15 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
 
     (none, n_none), (every, n_all) = pooled("none"), pooled("all")
     k = t["kappa"].dropna()
-    kappa = _span(k)
+    kappa, cap = _span(k), "kappa_max" in t and t["kappa_max"].notna().any()
     return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
             "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
                                   if n_all else "")
             + f"; its kappa against the objective pass is {kappa}"
-            + (f", where the two pass rates allow at most {_span(t['kappa_max'].dropna())}"
-               if "kappa_max" in t and t["kappa_max"].notna().any() else "")
+            + (f", where the two pass rates allow at most {_span(t['kappa_max'].dropna())}" if cap else "")
             + (", so its rates are not scored against the paper's and stand only in Appendix B"
                if k.max() < MIN_KAPPA else "")
-            + " (`judge_validity`: solved_rate_*, evidence_*, kappa, kappa_max)."]
+            + f" (`judge_validity`: solved_rate_*, evidence_*, kappa{', kappa_max' if cap else ''})."]
 
 
 def _span(values: pd.Series) -> str:
