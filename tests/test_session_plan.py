@@ -15,6 +15,7 @@ from toolbench_lib.report.session import (
     NOTES_HEADING,
     QUESTIONS_HEADING,
     QUOTE_DIVERGENCE,
+    QUOTE_G2,
     QUOTE_GT,
     QUOTE_RETRIEVER,
     QUOTE_TEST,
@@ -40,7 +41,8 @@ def _recall_rows() -> list[dict]:
 
 def _endpoint(retriever: str, numbers: dict) -> list[dict]:
     return [{"retriever": retriever, "subset": s, "rtp": r, "ptr": p, "n_runs": 4, "n_queries": n,
-             "p_holm": ph, "p_runs_robustness": pr} for s, (r, p, n, ph, pr) in numbers.items()]
+             "p_holm": ph, "p_runs_robustness": pr, "diff": p - r, "ci_low": p - r - 0.02,
+             "ci_high": p - r + 0.02, "significant": ph < 0.05} for s, (r, p, n, ph, pr) in numbers.items()]
 
 
 def hand_tables() -> dict[str, pd.DataFrame]:
@@ -62,6 +64,11 @@ def hand_tables() -> dict[str, pd.DataFrame]:
                               ("G2", "ptr"): 0.655, ("G3", "rtp"): 0.498, ("G3", "ptr"): 0.507}.items()]
             + [{"subset": "G1", "method": "rtp", "objective_pass_rate": 0.999, "plans": "same"}]),
         "primary_endpoint": pd.DataFrame(_endpoint("dense", dense)),
+        "primary_endpoint_g2_instruction": pd.DataFrame(_endpoint("dense", {
+            "G2_instruction": (0.174, 0.184, 106, 0.5, 0.3)})),
+        "g2_sets": pd.DataFrame([{"subset": s, "n_queries": n, "gt_size": x, "gt_size_lo": x - 0.3,
+                                  "gt_size_hi": x + 0.3} for s, n, x in (("G2_category_original", 199, 5.99),
+                                                                          ("G2_instruction", 106, 6.51))]),
         "primary_endpoint_families": pd.DataFrame(_endpoint("bm25", bm25) + _endpoint("dense", {
             "G1_instruction": (0.777, 0.778, 200, 0.5, 0.5)})),  # the main study's dense rows come first
         "stub_stats": pd.DataFrame([{"subset": "G1", "gt": "candidates", "stub_hit_share": 0.287},
@@ -159,6 +166,11 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
             "0.406 of G1 stubs and 0.248 of G3", "Stub hit share G1 0.287; G3 0.193", "`stub_stats`",
             "G1 PtR 0.264 with the LLM's stubs, 0.219 with rule-based stubs, RtP 0.351",
             "`ablation_decomposition`"],
+        "Which G2?": ["200 “intra-category multi-tool” queries", "a mean of 6.500 ground-truth APIs",
+                      "G2_category_original 199 queries, 5.990 [5.690, 6.290] ground-truth APIs per query",
+                      "G2_instruction 106 queries, 6.510 [6.210, 6.810]",
+                      "Dense PtR − RtP +0.046 [0.026, 0.066] on G2_category_original (4 runs), +0.010 "
+                      "[-0.010, 0.030] on G2_instruction (4 runs)", "`primary_endpoint_g2_instruction`"],
         "Divergence: different or disjoint?": [
             "“fraction of queries where the two architectures retrieve entirely non-overlapping top-k API "
             "sets”", "88% at 1k APIs and 98% at the full registry",
@@ -236,7 +248,7 @@ def test_a_missing_row_is_said_too(cfg):
 @pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
 def test_the_quoted_words_are_the_papers():
     paper = " ".join(PAPER_TEXT.read_text(encoding="utf-8").split())
-    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER, QUOTE_DIVERGENCE):
+    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER, QUOTE_DIVERGENCE, QUOTE_G2):
         assert quote in paper, quote
 
 
@@ -258,6 +270,8 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert ("Dense G3 PtR − RtP recall is +0.006 [-0.034, 0.044] on `candidates` and +0.045 [0.006, 0.084] "
             "on `relevant` (`paired_tests`): only on `relevant` does the unadjusted CI exclude 0.") in notes
     assert "The paper's full-registry 0.980: its number fits lists that merely differ" in notes
+    assert "The dense verdict changes with the set: which set is the paper's G2 decides the G2 answer" in (
+        notes)
     for p_holm, verdict in ((0.0682, "moves the estimate, not the verdict"), (0.0123, "decides whether")):
         pd.DataFrame([{"retriever": "dense", "subset": "G3_instruction_original", "p_holm": p_holm}]).to_csv(
             cfg.tables_dir / "primary_endpoint_relevant.csv", index=False)

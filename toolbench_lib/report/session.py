@@ -48,6 +48,7 @@ SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", 
 # The paper's words, verbatim (its setup paragraph, §3).
 QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
             "in the reference solution)")
+QUOTE_G2 = "intra-category multi-tool"
 QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
 QUOTE_DIVERGENCE = ("fraction of queries where the two architectures retrieve entirely non-overlapping "
                     "top-k API sets")
@@ -185,6 +186,44 @@ def bm25_against_dense(c: TableCache) -> str:
         b, d = ([fmt_number(endpoint(c, f, m, s)) for m in ("rtp", "ptr")] for f in ("bm25", "dense"))
         return f"{s} BM25 RtP {b[0]}, PtR {b[1]}, dense RtP {d[0]}, PtR {d[1]}"
     return per_set(one) + " (`primary_endpoint_families`, `primary_endpoint`: rtp, ptr)"
+
+
+G2_SETS = ("G2_category_original", "G2_instruction")
+
+
+def g2_sets(c: TableCache) -> str:
+    def one(s: str) -> str:
+        n, size, lo, hi = (value(c, "g2_sets", col, subset=subset_alias(s))
+                           for col in ("n_queries", "gt_size", "gt_size_lo", "gt_size_hi"))
+        return f"{s} {fmt_count(n)} queries, {fmt_number(size)} {fmt_ci(lo, hi)} ground-truth APIs per query"
+    return "; ".join(one(s) for s in G2_SETS) + " (`g2_sets`)"
+
+
+def _g2_dense(c: TableCache, s: str) -> dict[str, float]:
+    """The dense primary comparison on one G2 set (the main study's, or the G2_instruction study's)."""
+    table = "primary_endpoint" if s == G2_SETS[0] else "primary_endpoint_g2_instruction"
+    return {col: value(c, table, col, subset=subset_alias(s), retriever="dense")
+            for col in ("diff", "ci_low", "ci_high", "n_runs", "significant")}
+
+
+def g2_dense(c: TableCache) -> str:
+    def one(s: str) -> str:
+        r = _g2_dense(c, s)
+        runs = "one run" if r["n_runs"] == 1 else f"{fmt_count(r['n_runs'])} runs"
+        return f"{fmt_signed(r['diff'])} {fmt_ci(r['ci_low'], r['ci_high'])} on {s} ({runs})"
+    return ("dense PtR − RtP " + ", ".join(one(s) for s in G2_SETS)
+            + " (`primary_endpoint`, `primary_endpoint_g2_instruction`: diff, ci_low, ci_high)")
+
+
+def g2_note(c: TableCache) -> str:
+    flags = [_g2_dense(c, s)["significant"] for s in G2_SETS]
+    if any(pd.isna(f) for f in flags):
+        raise NotInRun("a G2 row's `significant` is not a yes or no")
+    sig = {bool(f) for f in flags}
+    if len(sig) > 1:
+        return "the dense verdict changes with the set: which set is the paper's G2 decides the G2 answer"
+    said = "significant" if sig.pop() else "not significant"
+    return f"the dense verdict is the same on both sets ({said}): the choice of set moves the estimate only"
 
 
 def stub_hits(c: TableCache) -> str:
@@ -354,6 +393,12 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
          "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
          decomposer_note),
+        ("Which G2?",
+         f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
+         f"of {fmt_number(paper('g2_gt_size'))} ground-truth APIs ({sec('g2_gt_size')}).",
+         (g2_sets, g2_dense),
+         "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
+         "choice, and which set would you pre-register?", g2_note),
         ("Divergence: different or disjoint?",
          f"It defines tool selection divergence as the “{QUOTE_DIVERGENCE}” and reports "
          f"{paper('divergence_smallest'):.0%} at 1k APIs and {paper('divergence_full'):.0%} at the full "
