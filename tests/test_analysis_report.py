@@ -667,15 +667,15 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
                          "significant": [True, False, False, True, True, True]})
     # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
     holm_all = "Holm over all 6 comparisons"
-    assert robustness_sentence(rows) == f"Not robust, overturned by {holm_all}: BM25 G1."
+    assert robustness_sentence(rows) == f"BM25 G1 is not robust: {holm_all} overturns it."
     assert robustness_sentence(rows.assign(p=rows["p"] / 10)) == f"{holm_all} keeps every verdict."
     assert robustness_sentence(rows[rows["retriever"] == "dense"]) == ""
     # a grouped CI across 0 overturns too: bm25 G3's here, dense G1's stays clear of 0
     grouped = rows.assign(ci_low_grouped_robustness=[-0.2, -0.1, -0.1, 0.01, 0.02, -0.01],
                           ci_high_grouped_robustness=[-0.01, 0.1, 0.1, 0.2, 0.2, 0.2])
     assert robustness_sentence(grouped) == (
-        f"Not robust, overturned by {holm_all} or resampling related queries: BM25 G1 (Holm only) "
-        "and BM25 G3 (groups only).")
+        "BM25 G1 (Holm only) and BM25 G3 (groups only) are not robust: "
+        f"{holm_all} or resampling related queries overturns them.")
     assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
         f"{holm_all} and resampling related queries keep every verdict.")
     bm25 = grouped[grouped["retriever"] == "bm25"].assign(leader="PtR", paper_leader="PtR",

@@ -23,7 +23,7 @@ class Endpoint:
     metric: str = "recall"
     k: int = K
     gt: str = "candidates"
-    basis: str = "per-query mean over the runs"
+    basis: str = "per-query mean over runs"
     test: str = "paired t-test over queries"
     family: str = "Holm over one retriever family's three sets"
     secondary: str = "the paper's one-sample t-test over runs, unadjusted"

@@ -222,7 +222,8 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
              f"{subset_alias(rows.loc[i, 'subset'])}" + (f" ({w[0]} only)" if len(w) < len(tests) else "")
              for i, w in lost.items()]
-    return f"Not robust, overturned by {' or '.join(tests)}: {_sets(names)}."
+    return (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {' or '.join(tests)} "
+            f"overturns {'it' if len(names) == 1 else 'them'}.")
 
 
 def stub_writer_line(report: pd.DataFrame) -> str:
@@ -326,6 +327,7 @@ QUOTES = {  # the paper's words that paper_against_itself sets side by side (tes
     "g3_favours": "G3 recall favors PtR",
     "temperature": "temperature =0",
     "gt": "all APIs executed in the reference solution",
+    "upper": "retrieval quality upper-bounds task completion",
     "vary": "both stub generation and planner output vary across runs",
     "one_sample": ("one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP "
                    "value)"),
@@ -376,7 +378,8 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tu
     recalls = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_recall"))]
     if rates and recalls:
         other.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
-                     f"recall@5 (at most {fmt_number(max(recalls))}): its plans pass although the planner "
+                     f"recall@5 (at most {fmt_number(max(recalls))}), though it says *“{QUOTES['upper']}”*: "
+                     f"its plans pass although the planner "
                      f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, by its "
                      f"definition *“{QUOTES['gt']}”*, and it does not say how its judge allows that.")
     entries = {e["id"]: e for e in refs["entries"]}
