@@ -292,3 +292,16 @@ def test_every_study_of_a_run_belongs_to_its_family():
                  "s-g2-instruction-retrievers", "s-rules"):
         assert family_base(name) == "s", name
     assert family_base("s-g2-instruction") == "s-g2-instruction"  # only a study's folder is of the family
+
+
+def test_the_g2_instruction_study_shows_no_learned_ranker(tmp_path):
+    """Notebook 12's G2_instruction study has no partner to fit a learned ranker with as the report does."""
+    from toolbench_lib.explorer.learned import learned_methods
+    from toolbench_lib.study.stored import StudyResult
+
+    one = ranker_study(("G2_instruction",), n_per_set=4, runs=1)
+    assert learned_methods(one)  # its components are there
+    g2i = StudyResult.load(one.save(tmp_path / "x-g2-instruction-retrievers" / "runs" / "one"))
+    assert learned_methods(g2i) == []
+    design = StudyResult.load(one.save(tmp_path / "x-retrievers" / "runs" / "one"))
+    assert learned_methods(design) == learned_methods(one)

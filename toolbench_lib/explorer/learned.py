@@ -18,6 +18,7 @@ EXPLORED = ("ltr", "ltr-nollm")  # ltr-4runs, every run's stubs at once, is meas
 FEATURE_COLUMNS = ["method", "run", "qkey", "rank", "api_id", "score", "feature", "value"]
 # the run names notebooks 03 and 12 store the pair as
 DESIGN, VALIDATION = "-retrievers", "-validation-retrievers"
+G2_INSTRUCTION = "-g2-instruction-retrievers"
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,10 @@ def partner_folder(folder: Path | None) -> Path | None:
 
 
 def learned_methods(result) -> list[str]:
-    """The learned rankers whose components the study holds."""
+    """The learned rankers whose components the study holds; none in the G2_instruction study (notebook 12's,
+    with no partner: the report fits the learned rankers on the retriever and validation studies)."""
+    if result.folder is not None and Path(result.folder).parent.parent.name.endswith(G2_INSTRUCTION):
+        return []
     have = set(result.methods)
     return [n for n, spec in NAMED.items()
             if n in EXPLORED and set(component_methods(spec.components)) <= have]
