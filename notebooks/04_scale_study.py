@@ -100,11 +100,6 @@ summary = scale_summary(scale)
 display(summary.pivot_table(index=["subset", "size"], columns="method", values="recall_mean").round(3))
 
 # %%
-fig = plot_scale_recall(scale, cfg.k)
-display(Image(filename=str(save_figure(fig, "scale_recall", cfg))))
-plt.close(fig)
-
-# %%
 gap = summary.pivot_table(index=["subset", "size"], columns="method", values="recall_mean")
 gap = (gap["ptr"] - gap["rtp"]).rename("ptr_minus_rtp").reset_index()
 for subset, part in gap.groupby("subset"):
@@ -158,6 +153,10 @@ display(claims["divergence_readings"].pivot_table(index=["size", "group"], colum
 display(claims["scale_claim"].round(3))
 display(Markdown("\n\n".join([*claims["divergence_verdict"]["text"].dropna(),
                                *claims["scale_claim_verdict"]["text"]])))
+# Recall against size, and below it PtR − RtP with its CI over queries (`scale_claim`).
+fig = plot_scale_recall(scale, cfg.k, claims["scale_claim"])
+display(Image(filename=str(save_figure(fig, "scale_recall", cfg))))
+plt.close(fig)
 
 # %% [markdown]
 # ## How to read this against the paper

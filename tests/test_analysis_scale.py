@@ -164,6 +164,15 @@ def test_scale_study_sub_registries_keep_gt_and_come_from_the_index():
     assert ax.get_title() == "S" and ax.get_ylabel() == "recall@2"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["RtP (retrieve, then plan)",
                                                                    "PtR (plan, then retrieve)"]
+    # with scale_claim, a second row draws PtR − RtP per size with its CI as error bars
+    claim = pd.DataFrame({"subset": "S", "size": [3, 6], "diff": [-0.5, 0.0], "ci_low": [-0.8, -0.2],
+                          "ci_high": [-0.2, 0.2]})
+    top, gap = plot_scale_recall(scale, 2, claim).axes
+    drawn = [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in gap.lines if len(ln.get_xdata()) == 2]
+    assert ([3, 6], [-0.5, 0.0]) in drawn and gap.get_ylabel() == "PtR − RtP (95% CI)"
+    bars = [seg for c in gap.collections for seg in c.get_segments()]
+    ends = sorted(round(float(y), 6) for seg in bars for y in (seg[0][1], seg[1][1]))
+    assert ends == [-0.8, -0.2, -0.2, 0.2]
     (ax,) = plot_divergence(div, 2, {"smallest": 0.88, "full": 0.98}).axes
     lines = [ln for ln in ax.lines if len(ln.get_xdata())]
     # both readings: disjoint (solid) and non-identical (dashed), each a mean over the seeds

@@ -20,7 +20,7 @@ from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
 from .intervals import with_wilson
 from .similarity import SimilarityCache, topk_columns
-from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS, set_panels
+from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS
 
 KEEP_GT = ("candidates", "relevant", None)
 
@@ -138,20 +138,41 @@ def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().fillna({"recall_std": 0.0})
 
 
-def plot_scale_recall(scale: pd.DataFrame, k: int) -> plt.Figure:
-    """Recall@k against sub-registry size (log x), one panel per set, spread over seeds."""
-    fig, panels = set_panels(scale, 3.8)
-    for ax, _, part in panels:
+def plot_scale_recall(scale: pd.DataFrame, k: int, claim: pd.DataFrame | None = None) -> plt.Figure:
+    """Recall@k against sub-registry size (log x), one panel per set, spread over seeds; with ``claim``
+    (``scale_claim``) a second row: PtR − RtP per size with its paired bootstrap 95% CI over queries."""
+    sets = list(dict.fromkeys(scale["subset"]))
+    rows = 1 if claim is None else 2
+    fig, axes = plt.subplots(rows, len(sets), figsize=(4.2 * len(sets), 3.8 if rows == 1 else 6.6),
+                             sharey="row", sharex="col", squeeze=False, height_ratios=[3, 2][:rows])
+    for ax, s in zip(axes[0], sets, strict=True):
+        part = scale[scale["subset"] == s]
         sns.lineplot(part, x="size", y="recall", hue="method", palette=METHOD_COLORS, marker="o",
                      errorbar="sd", ax=ax, hue_order=[m for m in ("rtp", "ptr") if m in set(part["method"])])
         _size_axis(ax, part["size"])
-        ax.set_ylabel(f"recall@{k}")
+        ax.set_title(s)
+        ax.set_ylabel(f"recall@{k}" if ax is axes[0][0] else "")
         handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()
-    fig.legend(handles, [METHOD_LABELS.get(lb, lb) for lb in labels], loc="lower center", ncol=2,
-               bbox_to_anchor=(0.5, -0.06), frameon=False)
-    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds)")
-    fig.tight_layout()
+        if claim is not None:
+            c = claim[claim["subset"].map(subset_alias) == subset_alias(s)].sort_values("size")
+            gap = axes[1][list(sets).index(s)]
+            gap.errorbar(c["size"], c["diff"], yerr=[c["diff"] - c["ci_low"], c["ci_high"] - c["diff"]],
+                         marker="o", color="0.3", capsize=3, lw=1)
+            gap.axhline(0, color="grey", lw=0.8)
+            gap.set_ylabel("PtR − RtP (95% CI)" if s == sets[0] else "")
+            _size_axis(gap, part["size"])
+            ax.set_xlabel("")
+    names = [METHOD_LABELS.get(lb, lb) for lb in labels]
+    if rows == 1:
+        fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.06), frameon=False)
+        fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds)")
+        fig.tight_layout()
+        return fig
+    fig.legend(handles, names, loc="lower center", ncol=2, frameon=False)
+    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds; below: PtR − RtP, 95% CI over "
+                 "queries)")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 

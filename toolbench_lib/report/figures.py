@@ -30,9 +30,9 @@ FIGURES = {
     "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
                                       "ordering of the two architectures should not depend on the "
                                       "definition."),
-    "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds: both architectures "
-                              "lose recall as distractors are added, and the gap between them is what "
-                              "matters."),
+    "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds, and PtR − RtP "
+                              "with its 95% CI: both architectures lose recall as distractors are added, and "
+                              "the gap between them is what matters."),
     "scale_divergence": ("scale", "Share of queries whose RtP and PtR top-k lists share no API (solid) or "
                                   "differ at all (dashed), by registry size: the paper's 88% and 98% are "
                                   "the stars; which reading they fit is its definition question."),
