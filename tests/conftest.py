@@ -84,6 +84,14 @@ def _no_data_outside_the_data_tier(request, monkeypatch):
     """A test not marked ``data`` finds no data folder in this process, even on a machine that has one
     (only ``TOOLBENCH_DATA`` set by the test itself, or an explicit folder, is found)."""
     if request.node.get_closest_marker("data") is None:
+        # Modules that take a path from the project root when first imported take it before the patch: one
+        # first imported under it would keep the fake path for the rest of the process (a data-tier test run
+        # after it in the same process would then miss the committed cassette).
+        import toolbench_lib.analysis.references  # noqa: F401
+        import toolbench_lib.llm.factory  # noqa: F401
+        import toolbench_lib.report.freshness  # noqa: F401
+        import toolbench_lib.report.scorecard  # noqa: F401
+        import toolbench_lib.report.teaching  # noqa: F401
         from toolbench_lib.data import paths
 
         nowhere = Path("/nonexistent-toolbench-fast-tier")
