@@ -893,7 +893,7 @@ def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):
                   "diff": [0.09, 0.05, 0.02], "ci_low": [0.05, 0.02, -0.01], "ci_high": [0.13, 0.08, 0.05]}
                  ).to_csv(tmp_path / "ltr_comparison.csv", index=False)
     first = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger(), short=True)[0]
-    assert first == ("Fused and learned methods: 1 of 2 meet the glossary's goal on all 3 design and unseen "
+    assert first == ("Fused and learned methods: 1 of 2 meet the goal on all 3 design and unseen "
                      "sets: `fuse4 (fixed a priori)`.")
     full = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger())[0]
     assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in full
@@ -1086,10 +1086,7 @@ def test_only_the_papers_retriever_reproduces_in_the_answer_table():
 
 def test_the_rows_expected_to_differ_by_chance_count_only_scored_rows():
     from toolbench_lib.report.scorecard import chance_differs
-    from toolbench_lib.report.write import chance_line
 
     report = pd.DataFrame({"status": ["consistent"] * 50 + ["differs"] * 30 + ["not scored"] * 6})
     assert chance_differs(report) == (80, 4)
-    assert chance_line(report) == ("The 80 scored rows are unadjusted tests at 95%: about 4 would differ by "
-                                   "chance were the paper right everywhere.")
-    assert chance_differs(report.iloc[:9]) == (9, 0) and chance_line(report.iloc[0:0]) == ""
+    assert chance_differs(report.iloc[:9]) == (9, 0)

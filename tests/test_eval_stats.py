@@ -119,7 +119,7 @@ def test_decomposition_ablation_by_hand(study):  # noqa: F811
     # the verdict follows the paired CI: ahead only when it lies above 0, else no separation
     lead = ("G1: PtR beats RtP (0.250)" if g1["ci_low"] > 0 else
             "G1: no decomposer separates PtR from RtP (0.250")
-    assert verdict.startswith("Run 0, each comparison unadjusted.") and lead in verdict
+    assert verdict.startswith("Run 0, each comparison a paired t-test, unadjusted.") and lead in verdict
     wide = table.assign(ci_low=0.01, ci_high=0.2)
     assert "G1: PtR beats RtP (0.250) with the llm and rules decomposers" in decomposition_verdict(wide)
     assert "RtP (0.250) beats PtR with the llm decomposer" in decomposition_verdict(

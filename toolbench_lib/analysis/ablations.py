@@ -90,7 +90,7 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
         behind = [d for d in g.index if g.loc[d, "ci_high"] < 0]
         nums = ", ".join(f"PtR-{d} {g.loc[d, 'ptr_recall']:.3f} ({g.loc[d, 'stubs_per_query']:.1f} stubs, "
                          f"coverage {g.loc[d, 'coverage']:.2f}; vs RtP {g.loc[d, 'ptr_minus_rtp']:+.3f} "
-                         f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], paired t "
+                         f"[{g.loc[d, 'ci_low']:+.3f}, {g.loc[d, 'ci_high']:+.3f}], "
                          f"{fmt_p(g.loc[d, 'p'])})" for d in g.index)
         def named(ds: list[str]) -> str:
             return f"the {' and '.join(ds)} decomposer{'s' * (len(ds) > 1)}"
@@ -99,7 +99,7 @@ def decomposition_verdict(table: pd.DataFrame) -> str:
         leads += [f"RtP ({rtp:.3f}) beats PtR with {named(behind)}"] if behind else []
         lead = "; ".join(leads) or f"no decomposer separates PtR from RtP ({rtp:.3f}; every 95% CI holds 0)"
         parts.append(f"{subset}: {lead}: {nums}")
-    return "Run 0, each comparison unadjusted. " + "; ".join(parts) + "."
+    return "Run 0, each comparison a paired t-test, unadjusted. " + "; ".join(parts) + "."
 
 
 def brand_words(query: str) -> set[str]:

@@ -155,8 +155,8 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
                f"{len(sets)} sets ({', '.join(sets)}): {', '.join(f'`{m}`' for m in met) or 'none'}")
     if short:  # the report's front: the verdict alone (the section "Beyond the paper" has the numbers)
         named = f": {', '.join(f'`{m}`' for m in met)}" if met else ""
-        return (f"Fused and learned methods: {len(met)} of {fused['method'].nunique()} meet the glossary's "
-                f"goal on all {len(sets)} design and unseen sets{named}.")
+        return (f"Fused and learned methods: {len(met)} of {fused['method'].nunique()} meet the goal "
+                f"on all {len(sets)} design and unseen sets{named}.")
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 

@@ -43,7 +43,7 @@ from .front import (
     stub_writer_line,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import SETUP, chance_differs, compare_entries, status_counts
+from .scorecard import SETUP, compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts
@@ -344,8 +344,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
               "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
-              "meets this run's 95% CI (bootstrap over queries, or Wilson for a share; for an approximate "
-              "number, “~70%”, ± the tolerance `report.csv` states per row); a number without sampling is "
+              "meets this run's 95% CI (bootstrap over queries, Wilson for a share; for an approximate "
+              "number, “~70%”, ± the tolerance in `report.csv`); a number without sampling is "
               "compared at the paper's last decimal. *Consistent* means this run cannot tell its number from "
               "the paper's, not that it confirms it. An ordering or bound whose CI holds the bound is "
               "*inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound. A row "
@@ -355,7 +355,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "difference of setup (not a tested cause), *unexplained* otherwise (`references/causes.yaml`).",
               "",
               "Below, the rows by status; for each that differs, what it measures and its cause (`setup`: a "
-              "setup difference). " + chance_line(report), "",
+              "setup difference).", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
@@ -399,15 +399,6 @@ def examples_lines(material, k: int) -> list[str]:
     return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
             f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a link to "
             "the explorer.", "", md_table(shown), ""]
-
-
-def chance_line(report: pd.DataFrame) -> str:
-    """How many rows would differ by chance alone (:func:`chance_differs`)."""
-    if not len(report):
-        return ""
-    scored, chance = chance_differs(report)
-    return (f"The {fmt_count(scored)} scored rows are unadjusted tests at 95%: about {fmt_count(chance)} "
-            "would differ by chance were the paper right everywhere.")
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
