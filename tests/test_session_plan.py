@@ -286,3 +286,22 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     (cfg.tables_dir / "ablation_decomposition.csv").unlink()
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
     assert "6. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
+
+
+def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
+    from toolbench_lib.report.locate import TableCache
+    from toolbench_lib.report.session import g2_note
+
+    tables = hand_tables()
+    paper = {"paper_rtp": 0.143, "paper_ptr": 0.188}  # the paper's +0.045
+    dense = tables["primary_endpoint"].assign(significant=False, **paper)
+    tables["primary_endpoint"] = dense
+    tables["primary_endpoint_g2_instruction"] = tables["primary_endpoint_g2_instruction"].assign(**paper)
+    save(cfg, tables)
+    note = g2_note(TableCache(cfg.tables_dir))
+    # G2 +0.046 [0.026, 0.066] holds +0.045; G2_instruction [-0.010, 0.030] does not: not said
+    assert note == ("the dense verdict is the same on both sets (not significant): the choice of set moves "
+                    "the estimate only")
+    tables["primary_endpoint"] = dense.assign(ci_high=dense["ci_low"] + 0.01)  # [0.026, 0.036]: excludes it
+    save(cfg, tables)
+    assert g2_note(TableCache(cfg.tables_dir)).endswith("; on both, the 95% CI excludes the paper's +0.045")

@@ -223,7 +223,15 @@ def g2_note(c: TableCache) -> str:
     if len(sig) > 1:
         return "the dense verdict changes with the set: which set is the paper's G2 decides the G2 answer"
     said = "significant" if sig.pop() else "not significant"
-    return f"the dense verdict is the same on both sets ({said}): the choice of set moves the estimate only"
+    text = f"the dense verdict is the same on both sets ({said}): the choice of set moves the estimate only"
+    try:
+        rows = [_g2_dense(c, s) | {"paper": endpoint(c, "dense", "paper_ptr", "G2")
+                                   - endpoint(c, "dense", "paper_rtp", "G2")} for s in G2_SETS]
+    except NotInRun:
+        return text
+    if all(not r["ci_low"] <= r["paper"] <= r["ci_high"] for r in rows):
+        text += f"; on both, the 95% CI excludes the paper's {fmt_signed(rows[0]['paper'])}"
+    return text
 
 
 def stub_hits(c: TableCache) -> str:
