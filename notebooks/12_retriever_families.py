@@ -64,6 +64,7 @@ from toolbench_lib.analysis.display import format_numbers
 from toolbench_lib.analysis.style import use_style
 from toolbench_lib.study.experiment import (
     ExperimentConfig,
+    get_g2_instruction_study,
     get_retrievers_study,
     get_study,
     provenance_line,
@@ -170,13 +171,8 @@ unseen, kept = fusion_board.unseen_keys(vstudy, result) if vstudy is not None el
 # The paper's G2 numbers fit G2_instruction: the primary comparison there too (Holm over one set), from a
 # retriever study of its own with the main study's runs when the cassette holds their stubs for every query,
 # else from the validation study's one run.
-icfg = ExperimentConfig.build(**{**params, "run_name": f"{cfg.run_name}-g2-instruction",
-                                 "subsets": ["G2_instruction"]})
-igot = (get_retrievers_study(icfg, retriever_runs, setup.ds.queries) if "G2_instruction" in validation_sets
-        else None)
-whole = (igot is not None and vstudy is not None
-         and len(igot[2].queries) >= (vstudy.queries["subset"] == "G2_instruction").sum())
-istudy = igot[2] if whole else vstudy  # every query of the validation study's G2_instruction, or its one run
+igot = get_g2_instruction_study(cfg, retriever_runs, setup.ds.queries, got)
+istudy = igot[2] if igot else None
 g2_instruction = (endpoint_table(istudy, PRIMARY.at(cfg.k), paper={"G2_instruction": paper_recall["G2"]},
                                  sets=["G2_instruction"]) if istudy is not None else None)
 if g2_instruction is not None and len(g2_instruction):

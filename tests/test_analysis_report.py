@@ -1090,3 +1090,26 @@ def test_the_rows_expected_to_differ_by_chance_count_only_scored_rows():
     report = pd.DataFrame({"status": ["consistent"] * 50 + ["differs"] * 30 + ["not scored"] * 6})
     assert chance_differs(report) == (80, 4)
     assert chance_differs(report.iloc[:9]) == (9, 0)
+
+
+def test_g2_instruction_comes_from_its_own_study_only_when_it_covers_every_query(monkeypatch):
+    """The G2_instruction study of the main study's runs replaces the validation study's one run only when the
+    cassette gave it every G2_instruction query; a run without G2_instruction keeps the validation study."""
+    from types import SimpleNamespace
+
+    from toolbench_lib.study import experiment as ex
+
+    def study(sets: list[str]):
+        return SimpleNamespace(queries=pd.DataFrame({"subset": sets}))
+
+    validation = ("validation", None, study(["G1_tool", "G2_instruction", "G2_instruction"]))
+    cfg = ex.ExperimentConfig.build(run_name="s", smoke=True)
+    asked = []
+    for n, expected in ((2, "own"), (1, "validation")):
+        monkeypatch.setattr(ex, "get_retrievers_study", lambda c, runs, q, progress=True, n=n: (
+            asked.append((c.run_name, c.subsets, runs)) or ("own", None, study(["G2_instruction"] * n))))
+        assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), validation)[0] == expected
+    assert asked[0] == ("s-g2-instruction", ["G2_instruction"], 4)
+    none = ("validation", None, study(["G1_tool"]))
+    assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), none) is none
+    assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), None) is None

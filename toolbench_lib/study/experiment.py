@@ -329,6 +329,20 @@ def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame
     return _retrieval_study(cfg, runs, queries, progress, "retrievers", study_methods=methods)
 
 
+def get_g2_instruction_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, validation,
+                             progress: bool = True):
+    """``(config, setup, StudyResult)`` of G2_instruction, the set the paper's G2 numbers fit: its own
+    retriever study of ``runs`` runs (the run ``<run_name>-g2-instruction-retrievers``) when the cassette
+    holds their stubs for every G2_instruction query of ``validation`` (the validation study's ``(config,
+    setup, StudyResult)``), else ``validation`` itself; None without either."""
+    if validation is None or "G2_instruction" not in set(validation[2].queries["subset"]):
+        return validation
+    g2i = replace(cfg, run_name=f"{cfg.run_name}-g2-instruction", subsets=["G2_instruction"])
+    got = get_retrievers_study(g2i, runs, queries, progress)
+    wanted = int((validation[2].queries["subset"] == "G2_instruction").sum())
+    return got if got is not None and len(got[2].queries) >= wanted else validation
+
+
 def _retrieval_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool, suffix: str,
                      **fields):
     """``(config, setup, StudyResult)`` of a retrieval-only study of ``runs`` runs on the first
