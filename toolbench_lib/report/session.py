@@ -306,10 +306,25 @@ def leader_note(c: TableCache) -> str:
             p = value(c, table, "p_holm", retriever="dense", subset="G3")
         except NotInRun:
             p = NAN
-        said += (f"; after Holm over the sets, {fmt_p(p)}, so the definition " + (
+        said += (f"; after Holm over the sets, {fmt_p(p)}, so on G3 the definition " + (
             "decides whether this run supports a G3 difference" if p < 0.05 else
             "moves the estimate, not the verdict") if not math.isnan(p) else "")
-    return f"dense G3 PtR − RtP recall is {' and '.join(cis)} (`paired_tests`): {said}"
+    return f"dense G3 PtR − RtP recall is {' and '.join(cis)} (`paired_tests`): {said}{flipped_sets(c)}"
+
+
+def flipped_sets(c: TableCache) -> str:
+    """The sets whose dense verdict (Holm p below 0.05) the ground-truth definition changes, with both p."""
+    flips = []
+    for s in SETS:
+        try:
+            p = {gt: value(c, t, "p_holm", retriever="dense", subset=s)
+                 for gt, t in (("candidates", "primary_endpoint"), ("relevant", "primary_endpoint_relevant"))}
+        except NotInRun:
+            continue
+        if (p["candidates"] < 0.05) != (p["relevant"] < 0.05):
+            flips.append(f"{s} (Holm {fmt_p(p['candidates'])} on `candidates`, {fmt_p(p['relevant'])} on "
+                         "`relevant`)")
+    return f"; the definition does change the dense verdict on {', '.join(flips)}" if flips else ""
 
 
 def tests_note(c: TableCache) -> str:
