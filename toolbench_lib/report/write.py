@@ -309,7 +309,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
-              *limits(provenance, rows, TableCache(cfg.tables_dir).get("ablation_embedder")),
+              *limits(provenance, rows),
               "### Conclusion per retriever", "",
               *[f"- {family_conclusion(f, g, fragile)}" for f, g in (rows.groupby("retriever", sort=False)
                                                                      if len(rows) else [])], ""]
