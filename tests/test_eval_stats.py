@@ -199,6 +199,13 @@ def test_figure2_draws_four_panels_with_the_paper(study):  # noqa: F811
     g1 = w.loc["G1"]
     bars = [p.get_height() for p in fig.axes[3].patches]
     assert bars[0] == pytest.approx(g1["rtp_wins"] / g1["n_queries"])  # this run's share, not its count
+    # recall is drawn up to its highest bar, CI or diamond (+15%), not to 1: small differences stay visible
+    ax = fig.axes[0]
+    top = max([p.get_height() for p in ax.patches] + [0.372]
+              + [y for c in ax.collections for seg in c.get_segments() for _, y in seg])
+    assert ax.get_ylim()[1] == pytest.approx(min(1.0, 1.15 * top))
+    assert fig.axes[3].get_ylim() == (0.0, 1.0)
+    assert [t.get_text() for t in fig.legends[0].get_texts()][0] == "paper"  # below the panels
 
 
 def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # noqa: F811

@@ -157,6 +157,7 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     x = np.arange(len(subsets))
     width = 0.8 / max(1, len(methods))
     for ax, metric in zip(axes[:3], ("recall", "precision", "pass_rate"), strict=True):
+        top = 0.0  # the highest bar, CI or diamond: recall and precision are drawn up to it, not to 1
         for i, method in enumerate(methods):
             m = t[t["method"] == method].set_index("subset").reindex(subsets)
             mean = m[f"{metric}_mean"].to_numpy(float)
@@ -166,11 +167,13 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            paper_marks(ax, pos, [(paper or {}).get((s, method, metric)) for s in subsets],
-                        "paper" if i == 0 else None)
+            refs = [(paper or {}).get((s, method, metric)) for s in subsets]
+            paper_marks(ax, pos, refs, "paper" if i == 0 else None)
+            top = np.nanmax([top, *(mean + np.nan_to_num(err if np.ndim(err) == 1 else err[1])),
+                             *(r for r in refs if r is not None)])
         ax.set_xticks(x, subsets)
         ax.set_title(metric.replace("_", " "))
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1 if metric == "pass_rate" else min(1.0, float(top) * 1.15 or 1.0))
     if validity is not None and len(validity):
         _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
@@ -191,9 +194,10 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
     ax.set_title("queries won on recall\n(share, Wilson 95%)")
-    axes[0].legend(fontsize=LEGEND_SIZE, loc="upper right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=LEGEND_SIZE, frameon=False)
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))  # the legend below the panels, over no bar
     return fig
 
 
