@@ -345,3 +345,15 @@ def test_the_embedder_figure_draws_each_method_in_its_colour_with_the_second_emb
     assert sorted((round(s[0][1], 3), round(s[1][1], 3)) for s in segments) == [(0.2, 0.5), (0.65, 0.8)]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["RtP · a", "RtP · b", "PtR · a", "PtR · b"]
     matplotlib.pyplot.close(fig)
+
+
+def test_ratio_change_by_hand_and_its_interval():
+    from toolbench_lib.eval.stats import ratio_change
+
+    a1, b1 = [1.0, 1.0, 2.0], [0.5, 1.0, 1.5]  # B's share of A's mean: 3/4
+    a2, b2 = [2.0, 2.0, 4.0], [1.0, 2.0, 3.0]  # doubled: still 3/4
+    value, low, high = ratio_change(a1, b1, a2, b2, 2000)
+    assert value == pytest.approx(0.0) and low == pytest.approx(0.0) and high == pytest.approx(0.0)
+    value, low, high = ratio_change(a1, b1, a2, [2.0, 2.0, 4.0], 2000)  # B catches A: 1 - 3/4
+    assert value == pytest.approx(0.25) and 0 <= low <= 0.25 <= high <= 0.5
+    assert ratio_change([1.0], [1.0], [1.0], [2.0]) == (1.0, 1.0, 1.0)  # one item: no interval to draw

@@ -11,15 +11,17 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.evaluation import evaluate
+from ..eval.stats import ratio_change
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .intervals import ci_of, with_ci
+from .intervals import N_RESAMPLES, ci_of, with_ci
 from .main_results import alias_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
 ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
-                  *ci_of("recall_gain_vs_k1"), "n_queries"]
+                  *ci_of("recall_gain_vs_k1"), "recall_ratio", "recall_ratio_vs_k1",
+                  *ci_of("recall_ratio_vs_k1"), "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
 BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall")]
 
@@ -59,6 +61,12 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                     for name, v in values.items():
                         row[name] = float(v[mask].mean()) if v is not None else np.nan
                         with_ci(row, name, v[mask] if v is not None else [])
+                    if gain is not None and 1 in gains:  # PtR's recall as a share of RtP's, and its move
+                        r, p = (recalls[k][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
+                        r1, p1 = (recalls[1][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
+                        row["recall_ratio"] = float(p.mean() / r.mean()) if r.mean() else np.nan
+                        row["recall_ratio_vs_k1"], *ci = ratio_change(r1, p1, r, p, N_RESAMPLES)
+                        row["recall_ratio_vs_k1_ci_low"], row["recall_ratio_vs_k1_ci_high"] = ci
                     rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:

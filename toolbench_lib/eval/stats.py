@@ -48,6 +48,22 @@ def _percentile_ci(draws: np.ndarray, level: float) -> np.ndarray:
     return np.quantile(draws, [alpha, 1 - alpha], axis=0)
 
 
+def ratio_change(a1, b1, a2, b2, n_resamples: int = 10_000, seed: int = SEED,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """``mean(b2) / mean(a2) − mean(b1) / mean(a1)`` over paired per-item scores (how far B's share of A's
+    mean moves between two settings) with its percentile bootstrap CI, the items resampled together."""
+    x = np.column_stack([np.asarray(v, dtype=float) for v in (a1, b1, a2, b2)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def change(m: np.ndarray) -> np.ndarray:
+            return m[..., 3] / m[..., 2] - m[..., 1] / m[..., 0]
+        value = float(change(x.mean(axis=0)))
+        if len(x) < 2 or n_resamples < 1:
+            return value, value, value
+        draws = change(resample_counts(len(x), n_resamples, seed) @ x / len(x))
+    low, high = _percentile_ci(draws[np.isfinite(draws)], level)
+    return value, float(low), float(high)
+
+
 def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
                  level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean of ``diff``: :func:`bootstrap_cis` of one column."""

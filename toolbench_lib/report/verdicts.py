@@ -136,26 +136,8 @@ def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
             "plan_tokens_imputed_share); the routing savings rest on that."]
 
 
-def ratio_lines(cfg: ExperimentConfig, subset: str = "G1") -> list[str]:
-    """RtP's lead on ``subset`` read as a ratio, the other reading of the paper's "stable across k":
-    PtR's recall as a share of RtP's at the smallest and the largest k (``k_ablation``)."""
-    t = TableCache(cfg.tables_dir).get("k_ablation")
-    if t is None:
-        return []
-    t = t[(t["subset"] == subset) & (t["gt"] == "candidates")].pivot_table(index="k", columns="method",
-                                                                            values="recall")
-    if not {"rtp", "ptr"} <= set(t) or len(t) < 2:
-        return []
-    share = t["ptr"] / t["rtp"]
-    lo, hi = share.index.min(), share.index.max()
-    moves = "barely moves" if abs(share[hi] - share[lo]) < 0.05 else "moves"
-    return [f"Read as a ratio, RtP's {subset} lead {moves}: PtR finds {fmt_number(share[lo])} of RtP's "
-            f"recall at k = {lo}, {fmt_number(share[hi])} at k = {hi} (`k_ablation`)."]
-
-
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
-             "budget": lambda: ratio_lines(cfg),
              "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()
