@@ -19,9 +19,9 @@ from .main_results import alias_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
+RATIO_COLUMNS = ("recall_ratio", "recall_ratio_vs_k1", *ci_of("recall_ratio_vs_k1"))  # PtR's share of RtP's
 ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
-                  *ci_of("recall_gain_vs_k1"), "recall_ratio", "recall_ratio_vs_k1",
-                  *ci_of("recall_ratio_vs_k1"), "n_queries"]
+                  *ci_of("recall_gain_vs_k1"), *RATIO_COLUMNS, "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
 BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall")]
 
@@ -61,10 +61,12 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                     for name, v in values.items():
                         row[name] = float(v[mask].mean()) if v is not None else np.nan
                         with_ci(row, name, v[mask] if v is not None else [])
-                    if gain is not None and 1 in gains:  # PtR's recall as a share of RtP's, and its move
+                    row.update(dict.fromkeys(RATIO_COLUMNS, np.nan))
+                    if gain is not None:  # PtR's recall as a share of RtP's, and how far it moved from k = 1
                         r, p = (recalls[k][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
-                        r1, p1 = (recalls[1][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
                         row["recall_ratio"] = float(p.mean() / r.mean()) if r.mean() else np.nan
+                    if gain is not None and 1 in gains:
+                        r1, p1 = (recalls[1][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
                         row["recall_ratio_vs_k1"], *ci = ratio_change(r1, p1, r, p, N_RESAMPLES)
                         row["recall_ratio_vs_k1_ci_low"], row["recall_ratio_vs_k1_ci_high"] = ci
                     rows.append(row)
