@@ -200,10 +200,13 @@ def g2_sets(c: TableCache) -> str:
 
 
 def _g2_dense(c: TableCache, s: str) -> dict[str, float]:
-    """The dense primary comparison on one G2 set (the main study's, or the G2_instruction study's)."""
-    table = "primary_endpoint" if s == G2_SETS[0] else "primary_endpoint_g2_instruction"
-    return {col: value(c, table, col, subset=subset_alias(s), retriever="dense")
-            for col in ("diff", "ci_low", "ci_high", "n_runs", "significant")}
+    """The dense primary comparison on one G2 set: the answer table's (:func:`endpoint`), or the
+    G2_instruction study's."""
+    def one(col: str) -> float:
+        if s == G2_SETS[0]:
+            return endpoint(c, "dense", col, subset_alias(s))
+        return value(c, "primary_endpoint_g2_instruction", col, subset=subset_alias(s), retriever="dense")
+    return {col: one(col) for col in ("diff", "ci_low", "ci_high", "n_runs", "significant")}
 
 
 def g2_dense(c: TableCache) -> str:
