@@ -579,9 +579,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         < text.index("## Glossary") < text.index("## Appendix A")
     assert "**The question.**" in front and "**Primary endpoint:**" in front
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
-    assert front.rstrip().split("\n### ")[-1].startswith("Conclusion per retriever")
-    assert "**Dense (the paper's retriever):**" in front and "**BM25:**" in front
-    assert "**The answer.** With dense retrieval, the paper's," in front
+    assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
+    assert "**The answer.** With dense retrieval (the paper's kind of retriever)," in front
     assert "With BM25 retrieval" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
@@ -633,10 +632,11 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With dense retrieval, the paper's, RtP leads on G1, neither leads "
-                    "significantly on G2 and G3: the paper's crossover is not reproduced.\n\n**Beyond the "
-                    "paper** (other retrievers). With BM25 retrieval, "
-                    "RtP leads on G1, PtR leads on G2 and G3: the paper's crossover holds with BM25 "
+    assert text == ("**The answer.** With dense retrieval (the paper's kind of retriever), RtP leads on "
+                    "G1 and neither leads significantly on G2 or G3: the paper's crossover is not "
+                    "reproduced.\n\n"
+                    "**Beyond the paper** (other retrievers). With BM25 retrieval, "
+                    "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover holds with BM25 "
                     "retrieval only.")
     notes = answer_sentence(rows({"dense": dense, "bm25": bm25}), ("A note.", ""))
     assert "is not reproduced. A note.\n\n**Beyond the paper**" in notes
@@ -660,7 +660,7 @@ def test_one_answer_sentence_follows_the_verdicts():
 
 
 def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would_overturn():
-    from toolbench_lib.report.front import family_conclusion, robustness_sentence
+    from toolbench_lib.report.front import robustness_sentence
 
     rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3, "subset": ["G1", "G2", "G3"] * 2,
                          "p": [0.004, 0.5, 0.6, 0.03, 0.0001, 0.012],
@@ -679,10 +679,6 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
         f"{holm_all} or resampling related queries overturns them; the other 2 survive both.")
     assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
         f"{holm_all} and resampling related queries keep every verdict.")
-    bm25 = grouped[grouped["retriever"] == "bm25"].assign(leader="PtR", paper_leader="PtR",
-                                                          verdict="reproduced")
-    assert family_conclusion("bm25", bm25, frozenset({3, 5})) == (
-        "**BM25:** PtR ahead on G1, G2 and G3 (G1 and G3 not robust); the paper's crossover is reproduced.")
 
 
 def test_the_paper_against_itself_is_computed_from_its_numbers():
@@ -703,11 +699,12 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     readings = pd.DataFrame({"size": [1000, 47651, 47651], "group": ["G1+G2"] * 3,
                              "reading": ["disjoint", "disjoint", "non_identical"],
                              "share": [0.1, 0.31, 0.98]})
-    numbers, other = paper_against_itself(refs, readings)
+    (title, numbers), (_, other) = paper_against_itself(refs, readings)  # no printed p here
+    assert title.startswith("Its numbers that differ")
     assert numbers[0] == ("G1: its PtR − RtP recall is stated as -0.072, but its own means give "
                           "0.289 − 0.372 = -0.083.")
     assert not any(line.startswith("G2") for line in numbers)  # +0.045 is what its means give
-    assert "0.279 in its budget paragraph and 0.289" in numbers[1] and len(numbers) == 2  # no printed p here
+    assert "0.279 in its budget paragraph and 0.289" in numbers[1] and len(numbers) == 2
     assert "(0.732–0.884)" in other[0] and "at most 0.372" in other[0] and "at most 37%" in other[0]
     assert "k = 10 *“budget-equivalent”* with PtR at k = 5" in other[1] and "search width is 12." in other[1]
     assert other[2].startswith("On G3 its recall difference (+0.012) *“does not reach significance”*")
@@ -715,7 +712,7 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     assert "*“all APIs executed in the reference solution”*" in other[0]  # its own definition
     assert other[4].startswith("From this run's data, not its text alone:")
     assert "98% non-identical against 31% disjoint" in other[4]
-    assert len(paper_against_itself(refs)[1]) == 4  # no readings: no divergence line
+    assert len(paper_against_itself(refs)[1][1]) == 4  # no readings: no divergence line
 
 
 def test_the_paper_against_itself_quotes_the_paper():
@@ -744,8 +741,11 @@ def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert stub_writer_line(report) == (
-        "PtR's stubs come from a small LLM, untested with the paper's Gemini: they find a ground-truth API "
-        "for 0.293 of G1 stubs (paper: 0.406).")
+        "That tests this run's setup, not the paper's: RtP uses no LLM, while PtR searches with stubs from a "
+        "small LLM, not the paper's Gemini, that find a ground-truth API for 0.293 of G1 stubs (paper: "
+        "0.406), so the substitution, if anything, works against PtR.")
+    assert stub_writer_line(report.assign(this_run=[0.3, 0.5])).endswith("works for PtR.")
+    assert stub_writer_line(report.assign(this_run=[0.3, 0.406])).endswith("(paper: 0.406).")
     assert stub_writer_line(report.iloc[:1]) == "" and stub_writer_line(report.iloc[:0]) == ""
 
 
@@ -793,7 +793,7 @@ def test_the_worked_queries_link_to_their_views():
     assert worked_links(TeachingMaterial("", [], [], picks.iloc[:0]), 5, "default") == []
 
 
-def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
+def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
     from toolbench_lib.report.write import scorecard_lines
 
     report = pd.DataFrame({"id": ["a", "b", "c", "d"], "description": ["A", "B", "C", "D"],
@@ -802,12 +802,13 @@ def test_the_scorecard_names_agreeing_rows_and_tables_the_differing_ones():
                            "cause": ["", "", "", ""], "predicted": [float("nan")] * 4,
                            "predicted_ci_low": [float("nan")] * 4, "predicted_ci_high": [float("nan")] * 4})
     lines = scorecard_lines(report)
-    assert lines[:2] == ["- *consistent* (2): `a`, `d`", "- *not scored* (1): `c`"]
+    assert lines[:2] == ["- *consistent* (2): each in its section's table and `report.csv`",
+                         "- *not scored* (1): `c`"]
     table = lines[-1]
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
     claims = report.assign(claim=[True, False, False, False])  # a and d are consistent, a a claim in words
-    assert scorecard_lines(claims)[0] == "- *consistent* (2, 1 of them a claim in words): `a`, `d`"
+    assert scorecard_lines(claims)[0].startswith("- *consistent* (2, 1 of them a claim in words): each")
 
 
 def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
@@ -824,7 +825,7 @@ def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
 
 
 def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
-    from toolbench_lib.report.front import family_conclusion, g2_instruction_sentence
+    from toolbench_lib.report.front import g2_instruction_sentence
 
     rows = pd.DataFrame({"retriever": ["dense", "bm25", "hybrid"], "subset": ["G2_instruction"] * 3,
                          "n_queries": [106] * 3, "n_runs": [1] * 3, "leader": ["PtR", "PtR", "RtP"],
@@ -842,8 +843,26 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     assert g2_instruction_sentence(rows.assign(n_runs=4), 199, 200).endswith(
         "(4 runs, 106 queries, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
         "G2_category_original (199 queries, the paper's 200).")
-    assert family_conclusion("bm25", rows.iloc[[1]]) == (
-        "**BM25:** PtR ahead on G2_instruction; the paper's crossover is reproduced.")
+    primary = pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_category_original"] * 2,
+                            "leader": ["RtP", "PtR"], "significant": [False, True]})
+    same = g2_instruction_sentence(rows, primary=primary)  # neither significant with dense, whichever leads
+    assert "PtR leads with BM25 only, so the dense verdict is the same; the primary" in same
+    assert ", so the dense verdict is not the same;" in g2_instruction_sentence(
+        rows, primary=primary.assign(significant=True))
+
+
+def test_the_answer_says_which_verdicts_the_relevant_ground_truth_changes():
+    from toolbench_lib.report.front import relevant_sentence
+
+    rows = pd.DataFrame({"retriever": ["dense", "dense", "hybrid"], "subset": ["G1", "G3", "G1"],
+                         "significant": [True, False, True]})
+    rel = rows.assign(significant=[False, True, False], p_holm=[0.0682, 0.0004, 0.115])
+    assert relevant_sentence(rows, rel) == (
+        "On `relevant` ground truth, the paper's definition in words, dense G1 (p = 0.0682) and hybrid G1 "
+        "(p = 0.115) lose significance and dense G3 (p < 0.001) gains significance (Holm).")
+    assert relevant_sentence(rows, rows.assign(p_holm=0.01)) == (
+        "On `relevant` ground truth, every verdict stands.")
+    assert relevant_sentence(rows, None) == "" and relevant_sentence(rows.iloc[:0], rel) == ""
 
 
 def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
@@ -1022,16 +1041,16 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
                       "evidence_none": [60, 40], "evidence_all": [3, 0], "kappa": [0.06, 0.01]})
     (line,) = judge_lines(t)
     assert line == (
-        "The judge calls 0.600 of the 100 plans that name no ground-truth API \"Solved\", and 1.000 of the 3 "
-        "that name every one; its kappa against the objective pass is 0.010 to 0.060, so its rates are not "
-        "scored against the paper's and stand only in Appendix B (`judge_validity`: solved_rate_*, "
-        "evidence_*, kappa).")
+        "The judge, this run's own small LLM, calls 0.600 of the 100 plans that name no ground-truth "
+        "API \"Solved\", and 1.000 of the 3 that name every one; its kappa against the objective pass is "
+        "0.010 to 0.060, so the paper's pass rates cannot be checked with this judge; its rates stand only "
+        "in Appendix B (`judge_validity`: solved_rate_*, evidence_*, kappa).")
     valid = judge_lines(t.assign(kappa=[0.5, 0.5], evidence_all=[0, 0]))[0]
     assert "no ground-truth API \"Solved\"; its kappa against the objective pass is 0.500 (" in valid
     assert judge_lines(t.drop(columns="kappa")) == [] and judge_lines(t.assign(evidence_none=0)) == []
     capped = judge_lines(t.assign(kappa_max=[0.09, 0.0]))[0]
     assert ("its kappa against the objective pass is 0.010 to 0.060, where the two pass rates allow at most "
-            "0.000 to 0.090, so its rates" in capped and capped.endswith("evidence_*, kappa, kappa_max)."))
+            "0.000 to 0.090, so the paper's" in capped and capped.endswith("evidence_*, kappa, kappa_max)."))
 
 def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
     from toolbench_lib.report.front import grouped_line, limits

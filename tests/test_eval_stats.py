@@ -311,6 +311,19 @@ def test_the_cluster_difference_ci_resamples_whole_clusters():
         cluster_difference_ci(shared, q % 2 == 0, np.arange(400)))
 
 
+def test_the_cluster_mean_ci_resamples_whole_clusters():
+    from toolbench_lib.eval.stats import cluster_mean_ci, wilson_ci
+
+    rng = np.random.default_rng(5)
+    q = np.repeat(np.arange(100), 8)  # 100 queries, 8 stubs each (2 stubs x 4 runs)
+    hit = rng.random(800) < np.repeat(rng.random(100), 8)  # a query's stubs hit alike
+    low, high = cluster_mean_ci(hit, q)
+    assert low < hit.mean() < high and cluster_mean_ci(hit, q) == (low, high)
+    w_low, w_high = wilson_ci(hit.sum(), hit.size)  # stubs as if independent: too narrow
+    assert high - low > 1.5 * (w_high - w_low)
+    assert all(np.isnan(cluster_mean_ci(hit, np.zeros(800))))
+
+
 def test_the_test_over_runs_from_a_printed_summary_equals_the_one_from_the_runs():
     import numpy as np
     from scipy.stats import ttest_1samp

@@ -705,7 +705,7 @@ def case_none_read_only_as_a_value(tmp: Path) -> str:
     from toolbench_lib.report.checks import check_report
 
     front = ["# Report", "", "## The question and the answer", "", "None of the paper's 8 numbers is here.",
-             "", "### Conclusion per retriever", "", "- **Dense:** no test.", ""]
+             "", "### Limits of this reproduction", "", "- **Dense:** no test.", ""]
     assert check_report("\n".join(front), {}, [], []) == []
     for value in ("| recall | None |", "p = None", "CI [None, 0.5]"):
         problems = check_report("\n".join([*front, "## Results", "", value, ""]), {}, [], [])

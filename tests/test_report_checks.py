@@ -27,7 +27,7 @@ def _report(front_extra: str = "", caption: str = CAPTION_OK, glossary: str = "-
     return "\n".join([
         "# Report", "", "## The question and the answer", "", "Which first?", "",
         "| retriever | set | p |", "|---|---|---|", "| dense | G1 | p = 0.012 |", "", front_extra,
-        "### Conclusion per retriever", "", "- **Dense:** RtP ahead on G1 (p = 0.012).", "",
+        "### Limits of this reproduction", "", "- **Dense:** RtP ahead on G1 (p = 0.012).", "",
         "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure 1.* {caption}", "",
         "## Glossary", "", glossary, ""])
 
@@ -46,10 +46,10 @@ def test_two_values_for_one_quantity_fail():
     assert check_report(_report(), {"dense G1 p": ["p = 0.012", "p = 0.047"]}, [], [])
 
 
-def test_a_long_front_and_a_front_not_ending_in_conclusions_fail():
+def test_a_long_front_and_a_front_not_ending_in_its_limits_fail():
     long = " ".join(["word"] * (MAX_FRONT_WORDS + 1))
     assert any("words" in p for p in check_report(_report(long), QUANTITIES, [], []))
-    moved = _report().replace("### Conclusion per retriever", "### Something else")
+    moved = _report().replace("### Limits of this reproduction", "### Something else")
     assert any("does not end" in p for p in check_report(moved, QUANTITIES, [], []))
 
 

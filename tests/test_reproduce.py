@@ -192,18 +192,16 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
     assert "kernel got SIGINT" in loud.stderr and "without encryption" in loud.stderr
 
 
-def test_verdicts_are_read_from_the_report_conclusions(tmp_path):
+def test_verdicts_are_read_from_the_report_answer(tmp_path):
     report = tmp_path / "report.md"
-    report.write_text("# Report\n\n- not a conclusion\n\n## The question and the answer\n\n- an answer "
-                      "row\n\n"
-                      "### Conclusion per retriever\n\n"
-                      "- **Dense (the paper's retriever):** RtP ahead on G1 (−0.063 [−0.110, −0.018], p = "
-                      "0.012)."
-                      "\n- **BM25:** no significant difference on G1 (`x`).\n\n"
-                      "## Main results\n\n- a later bullet\n", encoding="utf-8")
+    report.write_text("# Report\n\n**The answer.** not in the front\n\n## The question and the answer\n\n"
+                      "**The question.** Which?\n\n**The answer.** With dense retrieval, RtP leads on G1 "
+                      "(*“does not reach significance”*, `x`).\n\n**Beyond the paper** (other retrievers). "
+                      "With BM25 retrieval, PtR leads on G2.\n\n**Primary endpoint:** recall\n\n| a |\n"
+                      "\n**The answer.** after the table\n\n## Main results\n", encoding="utf-8")
     assert report_verdicts(report) == [
-        "Dense (the paper's retriever): RtP ahead on G1 (−0.063 [−0.110, −0.018], p = 0.012).",
-        "BM25: no significant difference on G1 (x)."]
+        "The answer. With dense retrieval, RtP leads on G1 (“does not reach significance”, x).",
+        "Beyond the paper (other retrievers). With BM25 retrieval, PtR leads on G2."]
     report.write_text("# Report\n\n- no summary here\n", encoding="utf-8")
     assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []
 
@@ -323,7 +321,7 @@ def test_smoke_run_of_every_notebook(run_name, chromium):  # noqa: F811 (the fix
     report = (run_dir / "report.md").read_text()
     assert "backend: rules (model rules-v1)" in report and "all-MiniLM-L6-v2" in report
     html = (run_dir / "report.html").read_text()
-    assert "Conclusion per retriever" in html and ".000000" not in html
+    assert "Limits of this reproduction" in html and ".000000" not in html
     assert "from toolbench_lib" not in html and "data:image/png;base64" in html
     report_csv = pd.read_csv(run_dir / "report.csv")
     quantities = json.loads((run_dir / QUANTITIES_FILE).read_text())

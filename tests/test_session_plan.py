@@ -136,8 +136,12 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "Outside the plan" not in plan  # none of its sections is in this report
     more = "\n".join(plan_lines(report + "\n## Retriever families (notebook 12)\n\nwords\n"))
-    assert more.endswith("Outside the plan, for members who want more: [Retriever families (notebook 12)]"
-                         "(report.md#retriever-families-notebook-12).")
+    assert ("Outside the plan, for members who want more: [Retriever families (notebook 12)]"
+            "(report.md#retriever-families-notebook-12).") in more
+    # the figure map: each plan figure's file and the paper's figure its section's heading names
+    mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
+                                 "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n")
+    assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
     # the pre-reading: the words of the sections found (here three captions of three words)
     assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
                            "their tables, about 0 minutes at 200 words a minute)")
@@ -311,4 +315,6 @@ def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
                     "the estimate only")
     tables["primary_endpoint"] = dense.assign(ci_high=dense["ci_low"] + 0.01)  # [0.026, 0.036]: excludes it
     save(cfg, tables)
-    assert g2_note(TableCache(cfg.tables_dir)).endswith("; on both, the 95% CI excludes the paper's +0.045")
+    assert g2_note(TableCache(cfg.tables_dir)).endswith(
+        "; on both, the 95% CI excludes the paper's +0.045, which tests this run's stub writer and embedder, "
+        "not the paper's")

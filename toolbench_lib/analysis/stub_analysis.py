@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, subset_alias
-from ..eval.stats import cluster_difference_ci
+from ..eval.stats import cluster_difference_ci, cluster_mean_ci
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
 from .main_results import subset_order
@@ -64,9 +64,11 @@ def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
         with_ci(row, "stubs_per_query", sets["n"].groupby(level="qkey").mean().to_numpy(dtype=float))
         per_run = len(s) / max(1, s["run"].nunique())
         with_wilson(row, "unique_name_share", pooled * per_run, per_run)
-        with_wilson(row, "stub_hit_share", row["n_hits"], row["n_matched"])
-        with_ci(row, "cos_correct", matched[matched["correct"]]["score"].to_numpy(dtype=float))
-        with_ci(row, "cos_incorrect", matched[~matched["correct"]]["score"].to_numpy(dtype=float))
+        right, wrong = matched[matched["correct"]], matched[~matched["correct"]]
+        for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
+                                   ("cos_correct", right, right["score"]),
+                                   ("cos_incorrect", wrong, wrong["score"])):
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["qkey"])
         row["cos_gap"] = row["cos_correct"] - row["cos_incorrect"]
         row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
             matched["score"], matched["correct"], matched["qkey"])

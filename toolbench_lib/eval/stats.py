@@ -179,16 +179,36 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def _cluster_sums(columns: Sequence[np.ndarray], clusters: Sequence, n_resamples: int,
+                  seed: int) -> np.ndarray:
+    """``(n_resamples, len(columns))`` sums of each column over a seeded resample of whole clusters."""
+    c = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    per = np.stack([np.bincount(c, weights=w) for w in columns], axis=1)  # (cluster, column)
+    return resample_counts(per.shape[0], n_resamples, seed) @ per
+
+
+def cluster_mean_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 10_000, seed: int = SEED,
+                    level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``mean(values)`` resampling whole clusters (a query's stubs over its runs go
+    together, so items alike within a cluster do not narrow it); NaN under 2 clusters."""
+    v = np.asarray(values, dtype=float)
+    if np.unique(np.asarray(clusters)).size < 2:
+        return float("nan"), float("nan")
+    s = _cluster_sums([v, np.ones_like(v)], clusters, n_resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = s[:, 0] / s[:, 1]
+    low, high = _percentile_ci(means[np.isfinite(means)], level)
+    return float(low), float(high)
+
+
 def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], clusters: Sequence,
                           n_resamples: int = 10_000, seed: int = SEED,
                           level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of ``mean(values[in_a]) - mean(values[~in_a])`` resampling whole clusters."""
     v, a = np.asarray(values, dtype=float), np.asarray(in_a, dtype=bool)
-    c = np.unique(np.asarray(clusters), return_inverse=True)[1]
-    if c.size == 0 or c.max() < 1 or a.all() or not a.any():
+    if np.unique(np.asarray(clusters)).size < 2 or a.all() or not a.any():
         return float("nan"), float("nan")
-    per = np.stack([np.bincount(c, weights=w) for w in (v * a, a, v * ~a, ~a)], axis=1)  # (cluster, 4)
-    s = resample_counts(per.shape[0], n_resamples, seed) @ per
+    s = _cluster_sums([v * a, a, v * ~a, ~a], clusters, n_resamples, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         diffs = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
     low, high = _percentile_ci(diffs[np.isfinite(diffs)], level)

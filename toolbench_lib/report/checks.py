@@ -11,7 +11,7 @@ MIN_CAPTION_WORDS = 12
 MAX_FRONT_WORDS = 900
 MAX_REPORT_BYTES = 60_000
 FRONT_HEADING = "## The question and the answer"
-CONCLUSION_HEADING = "### Conclusion per retriever"
+LIMITS_HEADING = "### Limits of this reproduction"
 GLOSSARY_HEADING = "## Glossary"
 CAPTION = re.compile(r"^\*Figure (\d+)\.\* (.+)$")
 IMAGE = re.compile(r"^!\[[^\]]*\]\(([^)]+)\)")
@@ -166,8 +166,8 @@ def check_report(markdown: str, quantities: Mapping[str, object], rows: Iterable
     else:
         if words(front) > MAX_FRONT_WORDS:
             problems.append(f"the front has {words(front)} words (at most {MAX_FRONT_WORDS})")
-        if re.findall(r"(?m)^#{2,3} .*$", front)[-1:] != [CONCLUSION_HEADING]:
-            problems.append(f"the front does not end with {CONCLUSION_HEADING!r}")
+        if re.findall(r"(?m)^#{2,3} .*$", front)[-1:] != [LIMITS_HEADING]:
+            problems.append(f"the front does not end with {LIMITS_HEADING!r}")
     size = len(markdown.encode("utf-8"))
     if size > MAX_REPORT_BYTES:
         problems.append(f"the report is {size:,} bytes (at most {MAX_REPORT_BYTES:,})")

@@ -1,5 +1,5 @@
 """The report's front: the question, the answer per retriever, the setup, what the paper gets right and
-wrong, the limits and a conclusion per retriever; each number of its prose goes through a :class:`Ledger`."""
+wrong, and the limits; each number of its prose goes through a :class:`Ledger`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever fam
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
 RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, unadjusted), p (Holm)"
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
-FAMILY_NAMES = {"dense": "Dense (the paper's retriever)", "bm25": "BM25", "hybrid": "Hybrid (dense + BM25)"}
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
@@ -61,9 +60,10 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
 
 
 def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
-                            paper_g2: int | None = None) -> str:
-    """What G2_instruction, the set the paper's G2 numbers fit, says per family, and why the primary G2 (the
-    Holm family's) is another set: ``g2_queries`` of its ``paper_g2`` queries, when given."""
+                            paper_g2: int | None = None, primary: pd.DataFrame | None = None) -> str:
+    """What G2_instruction, the set the paper's G2 numbers fit, says per family, whether its dense verdict is
+    the primary G2's (``primary``: the answer's rows), and why the primary G2 (the Holm family's) is another
+    set: ``g2_queries`` of its ``paper_g2`` queries, when given."""
     if not len(rows):
         return ""
     r0 = rows.iloc[0]
@@ -74,8 +74,15 @@ def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
     said = "; ".join(leads) if leads else "neither leads significantly with any retriever"
     why = (f" ({fmt_count(g2_queries)} queries, the paper's {fmt_count(paper_g2)})"
            if g2_queries and paper_g2 else "")
+    same = ""
+    if primary is not None and len(primary):
+        g2 = primary[primary["subset"].map(subset_alias) == "G2"]
+        pair = [g[g["retriever"] == "dense"].iloc[:1] for g in (g2, rows)]
+        if all(len(x) for x in pair):
+            verdicts = [(sig := bool(x["significant"].iloc[0]), str(x["leader"].iloc[0]) * sig) for x in pair]
+            same = f", so the dense verdict is {'the same' if verdicts[0] == verdicts[1] else 'not the same'}"
     return (f"On G2_instruction, the set the paper's G2 numbers fit ({runs}, "
-            f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}; the primary G2 stays "
+            f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}{same}; the primary G2 stays "
             f"G2_category_original{why}.")
 
 
@@ -128,20 +135,8 @@ def _short_verdict(verdict: str, family: str) -> str:
     return "matches" if short == "reproduced" and family != "dense" else short
 
 
-def crossover_text(rows: pd.DataFrame) -> str:
-    """Whether the paper's crossover holds with one family's rows, from their verdicts."""
-    with_paper = rows[rows["paper_leader"].notna()]
-    reproduced = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"] == "reproduced", "subset"]]
-    refuted = [subset_alias(s) for s in with_paper.loc[with_paper["verdict"].str.startswith("refuted"),
-                                                         "subset"]]
-    text = ("the paper's crossover is reproduced" if len(with_paper) and len(reproduced) == len(with_paper)
-            else f"the paper's crossover is reproduced on {_sets(reproduced)} only" if reproduced
-            else "the paper's crossover is not reproduced")
-    return text + (f"; on {', '.join(refuted)} the other architecture leads significantly" if refuted else "")
-
-
-def _sets(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _sets(names: list[str], conjunction: str = "and") -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
 def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> str:
@@ -154,8 +149,8 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
         none = [subset_alias(s) for s in g.loc[~g["significant"].astype(bool), "subset"]]
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
-        said += [f"neither leads significantly on {_sets(none)}"] if none else []
-        said_by[family] = ", ".join(said)
+        said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
+        said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
         with_paper = g[g["paper_leader"].notna()]
         if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
             holds.append(FAMILY_SHORT.get(family, family))
@@ -182,7 +177,8 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         state = ("holds" if "dense" in holds else
                  f"is not reproduced{f' on {_sets(missed)}' if g3_too else ''}{ci}{note}" if missed
                  else f"holds where the paper reports a significant difference{note}")
-        first = f"With dense retrieval, the paper's, {said_by.pop('dense')}: the paper's crossover {state}."
+        first = (f"With dense retrieval (the paper's kind of retriever), {said_by.pop('dense')}: the paper's "
+                 f"crossover {state}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     text, notes = f"{text[0].upper()}{text[1:]}", " ".join(n for n in dense_notes if n)
     if first:  # the reproduction, then the other retrievers apart
@@ -230,14 +226,38 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
 
 
 def stub_writer_line(report: pd.DataFrame) -> str:
-    """How PtR's stub writer compares with the paper's: the scorecard's G1 stub hit share, this run's and the
-    paper's (empty without that row)."""
+    """What the answer tests: this run's setup, where only PtR depends on the substituted LLM; the scorecard's
+    G1 stub hit share, this run's against the paper's, says which way the substitution points (empty without
+    that row)."""
     row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
     if not len(row) or pd.isna(row["this_run"].iloc[0]):
         return ""
     r = row.iloc[0]
-    return (f"PtR's stubs come from a small LLM, untested with the paper's Gemini: they find a ground-truth "
-            f"API for {fmt_number(r.this_run)} of G1 stubs (paper: {r.paper}).")
+    paper = pd.to_numeric(r.paper, errors="coerce")  # the paper's value as the scorecard prints it
+    way = ("" if pd.isna(paper) or r.this_run == paper else
+           f", so the substitution, if anything, works {'against' if r.this_run < paper else 'for'} PtR")
+    return (f"That tests this run's setup, not the paper's: RtP uses no LLM, while PtR searches with stubs "
+            f"from a small LLM, not the paper's Gemini, that find a ground-truth API for "
+            f"{fmt_number(r.this_run)} of G1 stubs (paper: {r.paper}){way}.")
+
+
+def relevant_sentence(rows: pd.DataFrame, rel: pd.DataFrame | None) -> str:
+    """Which primary verdicts (significant or not, Holm within the family) change on `relevant`, the
+    ground truth of the paper's words, with the `relevant` p; empty without that table."""
+    if rel is None or not len(rel) or not len(rows):
+        return ""
+    both = rows.merge(rel[["retriever", "subset", "significant", "p_holm"]].rename(
+        columns={"significant": "significant_rel", "p_holm": "p_holm_rel"}), on=["retriever", "subset"])
+    changed = both[both["significant"].astype(bool) != both["significant_rel"].astype(bool)]
+    if not len(changed):
+        return "On `relevant` ground truth, every verdict stands."
+    said = []
+    for lost, g in changed.groupby(changed["significant"].astype(bool), sort=False):
+        names = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)} "
+                 f"({fmt_p(r.p_holm_rel)})" for r in g.itertuples()]
+        said.append(f"{_sets(names)} {'lose' if lost else 'gain'}"
+                    + ("s" if len(names) == 1 else "") + " significance")
+    return f"On `relevant` ground truth, the paper's definition in words, {' and '.join(said)} (Holm)."
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
@@ -247,19 +267,6 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
              for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
              if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
     return f"{'; '.join(fewer)}: StableToolBench's solvable queries." if fewer else ""
-
-
-def family_conclusion(family: str, rows: pd.DataFrame, fragile: frozenset = frozenset()) -> str:
-    """One sentence per retriever family: on which sets each architecture leads significantly (``fragile``:
-    row indices whose verdict is not robust), and whether the paper's crossover holds with it."""
-    groups: dict[str, list[str]] = {}
-    for r in rows.itertuples():
-        what = f"{r.leader} ahead on" if r.significant else "no significant difference on"
-        groups.setdefault(what, []).append(subset_alias(r.subset))
-    weak = [subset_alias(r.subset) for r in rows.itertuples() if r.Index in fragile]
-    phrases = "; ".join(f"{what} {_sets(sets)}" for what, sets in groups.items())
-    weak_text = f" ({_sets(weak)} not robust)" if weak else ""
-    return f"**{FAMILY_NAMES.get(family, family)}:** {phrases}{weak_text}; {crossover_text(rows)}."
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
@@ -360,10 +367,16 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tuple[list[str], list[str]]:
-    """Where the paper disagrees with itself, from the reference entries: its numbers that do not add up by
-    arithmetic, then what its text leaves unexplained (the divergence definition with this run's two readings
-    at the full registry)."""
+AGAINST_ITSELF = ("Its p-values that do not follow from its own numbers",
+                  "Its numbers that differ between its sections (perhaps from runs it does not name)",
+                  "Questions its text leaves open")
+
+
+def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
+    """Where the paper disagrees with itself, from the reference entries, under the titles of
+    :data:`AGAINST_ITSELF`: its printed p-values that its own mean ± std do not give; its numbers that differ
+    between sections; the questions its text leaves open (the divergence definition with this run's two
+    readings at the full registry)."""
     v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
          for e in refs["entries"]}
     lines, other = [], []
@@ -375,16 +388,16 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tu
     k5, main = v.get("g1_budget_ptr_k5"), v.get("g1_ptr_recall")
     if None not in (k5, main) and abs(k5 - main) > 0.0015:
         lines.append(f"G1 PtR recall@5 is {fmt_number(k5)} in its budget paragraph and {fmt_number(main)} "
-                     "in its main results (it says so for G2's 0.184 against 0.188, not for G1).")
-    lines += printed_p_lines(refs)
+                     "in its main results: likely its k-ablation's value, as it says for G2's 0.184 against "
+                     "0.188, though not for G1.")
     rates = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_pass_rate"))]
     recalls = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_recall"))]
     if rates and recalls:
         other.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
-                     f"recall@5 (at most {fmt_number(max(recalls))}), though it says *“{QUOTES['upper']}”*: "
-                     f"its plans pass although the planner "
-                     f"is shown on average at most {max(recalls):.0%} of a query's ground-truth APIs, by its "
-                     f"definition *“{QUOTES['gt']}”*, and it does not say how its judge allows that.")
+                     f"recall@5 (at most {fmt_number(max(recalls))}), though it says *“{QUOTES['upper']}”*. "
+                     f"Under its definition, *“{QUOTES['gt']}”*, a plan is shown on average at most "
+                     f"{max(recalls):.0%} of what it needs; under the broader `candidates`, which its "
+                     "numbers fit, a plan can pass without most of them. It does not say which it means.")
     entries = {e["id"]: e for e in refs["entries"]}
     stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))
     if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
@@ -398,7 +411,8 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tu
         other.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
                      f"discussion explains why *“{QUOTES['g3_favours']}”* as if it were an effect.")
     other.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
-                 f"because *“{QUOTES['vary']}”*; it does not say what varies at temperature 0.")
+                 f"because *“{QUOTES['vary']}”*; a hosted model can vary at temperature 0, but it does not "
+                 "say how much of its spread that is.")
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
@@ -408,7 +422,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> tu
                          f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
                          f"this run gives {share['non_identical']:.0%} non-identical against "
                          f"{share['disjoint']:.0%} disjoint (G1 and G2).")
-    return lines, other
+    return [(t, x) for t, x in zip(AGAINST_ITSELF, (printed_p_lines(refs), lines, other), strict=True) if x]
 
 
 def grouped_line(rows: pd.DataFrame) -> str:

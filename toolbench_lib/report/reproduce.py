@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from ..llm.factory import BACKENDS
 from ..study.experiment import ExperimentConfig, RunConflict
 from ..study.validation import existing_dir, existing_file, int_at_least, run_name
 from . import freshness
-from .checks import CONCLUSION_HEADING
+from .checks import FRONT_HEADING
 from .html import NOTEBOOK_PATTERN, write_html_report
 from .kernels import Terminated, environment, interpreter_kernel, quiet_kernel_manager, stop_on_signals
 from .write import report_problems, write_report
@@ -87,17 +88,18 @@ class ReproduceSummary:
 
 
 def report_verdicts(report: Path) -> list[str]:
-    """Each retriever's conclusion in a written ``report.md``'s front, as plain text; none without one."""
+    """The answer in a written ``report.md``'s front (its paragraphs that open with a bold label, up to
+    the first table), as plain text wrapped at 100 characters; none without one."""
     try:
-        lines = Path(report).read_text(encoding="utf-8").splitlines()
+        text = Path(report).read_text(encoding="utf-8")
     except OSError:
         return []
-    if CONCLUSION_HEADING not in lines:
+    start = text.find(FRONT_HEADING)
+    if start < 0:
         return []
-    section = lines[lines.index(CONCLUSION_HEADING) + 1:]
-    section = section[:next((i for i, ln in enumerate(section) if ln.startswith("#")), len(section))]
-    return [re.sub(r"\*\*|__|`", "", re.sub(r"^\s*[-*]\s+", "", ln)).strip() for ln in section
-            if re.match(r"\s*[-*]\s+\S", ln)]
+    front = text[start + len(FRONT_HEADING):].split("\n|", 1)[0].split("\n#", 1)[0]
+    answer = [p for p in front.split("\n\n") if p.startswith(("**The answer.**", "**Beyond the paper**"))]
+    return [line for p in answer for line in textwrap.wrap(re.sub(r"\*\*|__|`|\*(?=“)|(?<=”)\*", "", p), 100)]
 
 
 def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:

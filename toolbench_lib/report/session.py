@@ -27,20 +27,23 @@ NAN = float("nan")
 NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
-    ("Setup and data", 15, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+    ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                            "Intent-Registry Coupling) and its claims from its §1–§3, with this section's "
                            "query sets, registry and two pipelines"),
-    ("The question and the answer", 10, "the answer per retriever, the setup differences, the conclusions"),
-    ("Which architecture finds more tools", 15, "the main claim: recall, precision and pass rate per set"),
-    ("Where the paper disagrees with itself", 5, "the paper's own numbers against each other"),
-    ("Stubs and Intent-Registry Coupling", 5, "the stubs, then the [worked queries](#worked-queries) and "
-                                              "[Table 2 examples](#the-papers-table-2-examples) below"),
+    ("The question and the answer", 10, "the answer per retriever, what it tests, the setup differences"),
+    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
+    ("A larger retrieval budget", 10, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
+                                      "against PtR at k = 5, and the curves over k"),
+    ("Stubs and Intent-Registry Coupling", 10, "the stubs, then one of the [worked queries](#worked-queries) "
+                                               "and one [Table 2 example](#the-papers-table-2-examples) "
+                                               "below"),
     ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
                           "the paper's numbers"),
+    ("Cost and routing", 5, "what PtR's extra call costs, and the paper's routing proposal tested"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("A larger retrieval budget", "Trajectories", "Cost and routing", "Retriever families")
-DISCUSSION_MINUTES = 35
+OPTIONAL = ("Where the paper disagrees with itself", "Trajectories", "Retriever families")
+DISCUSSION_MINUTES = 30
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
@@ -52,6 +55,7 @@ QUOTE_G2 = "intra-category multi-tool"
 QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
 QUOTE_DIVERGENCE = ("fraction of queries where the two architectures retrieve entirely non-overlapping "
                     "top-k API sets")
+QUOTE_UPPER = "retrieval quality upper-bounds task completion"
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
 
 
@@ -83,7 +87,33 @@ def plan_lines(report_md: str) -> list[str]:
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
-            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes.", *more]
+            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes.", *more,
+            *figure_map(found)]
+
+
+PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
+
+
+def figure_map(found: Mapping[str, str]) -> list[str]:
+    """Which file each report figure of the plan's sections is, and which of the paper's figures its section
+    reproduces (named in the heading), so that "Figure 2" means one thing in the room."""
+    rows = []
+    for start, _, _ in PLAN:
+        heading = next((h for h in found if h.startswith(start)), None)
+        if heading is None:
+            continue
+        paper = PAPER_FIGURE.search(heading)
+        lines = found[heading].splitlines()
+        for i, line in enumerate(lines):
+            if m := CAPTION.match(line):
+                image = next((x for x in reversed(lines[:i]) if x.startswith("![")), "")
+                file = image[image.find("](") + 2:-1] if "](" in image else "n/a"
+                rows.append(f"| {m.group(1)} | `{file}` | {f'Figure {paper.group(1)}' if paper else '-'} |")
+    if not rows:
+        return []
+    return ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
+            "| report figure | file | the paper's figure its section reproduces |", "| ---: | :--- | :--- |",
+            *rows]
 
 
 # -- this run's numbers -------------------------------------------------------------------------------------
@@ -233,7 +263,8 @@ def g2_note(c: TableCache) -> str:
     except NotInRun:
         return text
     if all(not r["ci_low"] <= r["paper"] <= r["ci_high"] for r in rows):
-        text += f"; on both, the 95% CI excludes the paper's {fmt_signed(rows[0]['paper'])}"
+        text += (f"; on both, the 95% CI excludes the paper's {fmt_signed(rows[0]['paper'])}, which tests "
+                 "this run's stub writer and embedder, not the paper's")
     return text
 
 
@@ -388,15 +419,17 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
          f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
          f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
-         "Does each of the paper's two values lie in this run's CI, and which would you quote? What can make "
-         "a stated difference differ from the difference of the stated means?",
+         "Can this run tell the paper's two values apart? What can make a stated difference differ from the "
+         "difference of the stated means (another run, another table), and what should a paper say when it "
+         "does?",
          lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
-         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}).",
+         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTE_UPPER}” "
+         f"({setup}, evaluation proxy).",
          (objective_pass_rates, recall_ceiling),
-         "How can a plan pass when most of the query's APIs were never retrieved? What does the pass rate "
-         "measure, then?", ceiling_note),
+         "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
+         "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
         ("Which ground truth?",
          f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
          f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
@@ -416,8 +449,10 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
          (stub_hits, decomposers),
-         "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
-         "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
+         "PtR searches with hypothetical tool descriptions instead of the query, as HyDE searches with a "
+         "hypothetical answer. If this run's stub writer reached the paper's hit share, on which sets would "
+         "PtR overtake RtP? Does the gap between rule-based and LLM stubs hint at what a better writer could "
+         "gain?",
          decomposer_note),
         ("Which G2?",
          f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "

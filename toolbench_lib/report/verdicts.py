@@ -86,12 +86,14 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
     (none, n_none), (every, n_all) = pooled("none"), pooled("all")
     k = t["kappa"].dropna()
     kappa, cap = _span(k), "kappa_max" in t and t["kappa_max"].notna().any()
-    return [f"The judge calls {fmt_number(none)} of the {fmt_count(n_none)} plans that name no ground-truth "
+    return [f"The judge, this run's own small LLM, calls {fmt_number(none)} of the {fmt_count(n_none)} plans "
+            "that name no ground-truth "
             "API \"Solved\"" + (f", and {fmt_number(every)} of the {fmt_count(n_all)} that name every one"
                                   if n_all else "")
             + f"; its kappa against the objective pass is {kappa}"
             + (f", where the two pass rates allow at most {_span(t['kappa_max'].dropna())}" if cap else "")
-            + (", so its rates are not scored against the paper's and stand only in Appendix B"
+            + (", so the paper's pass rates cannot be checked with this judge; its rates stand only in "
+               "Appendix B"
                if k.max() < MIN_KAPPA else "")
             + f" (`judge_validity`: solved_rate_*, evidence_*, kappa{', kappa_max' if cap else ''})."]
 

@@ -32,11 +32,10 @@ from .front import (
     count_line,
     endpoint_rows,
     endpoint_table_markdown,
-    family_conclusion,
     g2_instruction_sentence,
     limits,
-    overturned,
     paper_against_itself,
+    relevant_sentence,
     right_and_wrong,
     robustness_sentence,
     setup_box,
@@ -287,8 +286,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     answer = []
     if len(rows):
         g2_n = rows.loc[rows["subset"].map(subset_alias) == "G2", "n_queries"]
-        g2_line = g2_instruction_sentence(g2i, int(g2_n.iloc[0]) if len(g2_n) else None, paper_n.get("G2"))
-        answer = [answer_sentence(rows, (g2_line, stub_writer_line(report))), robustness_sentence(rows)]
+        g2_line = g2_instruction_sentence(g2i, int(g2_n.iloc[0]) if len(g2_n) else None, paper_n.get("G2"),
+                                          rows)
+        rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
+        rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
+        answer = [answer_sentence(rows, (stub_writer_line(report), relevant_sentence(rows, rel), g2_line)),
+                  robustness_sentence(rows)]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
@@ -298,28 +301,20 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              PRIMARY.at(cfg.k).text(), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
-        rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         parts += [endpoint_table_markdown(beside_g2(rows, g2i),
                                           ledger, rel), "", count_line(rows, counts), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
-    fragile = frozenset(i for i, w in overturned(rows).items() if w) if len(rows) else frozenset()
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"For a reading group: [session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
-              *limits(provenance, rows),
-              "### Conclusion per retriever", "",
-              *[f"- {family_conclusion(f, g, fragile)}" for f, g in (rows.groupby("retriever", sort=False)
-                                                                     if len(rows) else [])], ""]
-    numbers, unexplained = paper_against_itself(references,
-                                                TableCache(cfg.tables_dir).get("divergence_readings"))
-    if numbers or unexplained:
+              *limits(provenance, rows)]
+    against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
+    if against:
         parts += ["## Where the paper disagrees with itself", ""]
-        for title, lines in (("Its numbers that do not add up, by arithmetic on its own values", numbers),
-                             ("What it leaves unexplained", unexplained)):
-            parts += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""] if lines else []
+        for title, lines in against:
+            parts += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
@@ -402,16 +397,20 @@ def examples_lines(material, k: int) -> list[str]:
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
-    """Appendix A: the rows not differing, one line per status; then those differing, each with what it
-    measures, its status and its cause with the predicted value."""
+    """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
+    to the sections' tables and ``report.csv``); then those differing, each with what it measures, its status
+    and its cause with the predicted value."""
     differs = report["status"] == DIFFERS
     def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
         claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
         said = "a claim" if claims == 1 else "claims"
         return fmt_count(len(g)) + (f", {fmt_count(claims)} of them {said} in words" if claims else "")
 
-    lines = [f"- *{status}* ({count(g)}): {', '.join(f'`{i}`' for i in g['id'])}"
-             for status, g in report[~differs].groupby("status", sort=False)]
+    lines = []
+    for status, g in report[~differs].groupby("status", sort=False):
+        ids = ("each in its section's table and `report.csv`" if status == CONSISTENT
+               else ", ".join(f"`{i}`" for i in g["id"]))
+        lines.append(f"- *{status}* ({count(g)}): {ids}")
     if not differs.any():
         return lines
     d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)
