@@ -555,9 +555,9 @@ def _endpoint() -> pd.DataFrame:
 
 
 def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
-    """The front first (question, the primary endpoint, one table of the answer, the setup box, a
-    conclusion per retriever last); every saved figure appears once, in its section, with a caption of 12+
-    words; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
+    """The front first (question, the primary endpoint, one table of the answer, the setup box with the
+    scale study's sampling, the limits last); every saved figure appears once, in its section, with a caption
+    of 12+ words; an unknown figure goes to "Other figures"; no nan and no e+0 anywhere."""
     from toolbench_lib.report.checks import check_captions, front_text
 
     main = _main_results()
@@ -566,6 +566,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     endpoint = _endpoint()
     save_table(endpoint[endpoint["retriever"] == "dense"], "primary_endpoint", cfg)
     save_table(endpoint, "primary_endpoint_families", cfg)
+    save_table(pd.DataFrame({"subset": ["G1", "G3"], "keeps_all_gt": [True, True],
+                             "smallest_gt_share": [0.82, 0.049]}), "scale_claim_verdict", cfg)
     names = ["figure2", "k_ablation", "scale_divergence", "retriever_recall", "beyond_recall_vs_k",
              "mystery_plot"]
     for name in names:
@@ -579,6 +581,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         < text.index("## Glossary") < text.index("## Appendix A")
     assert "**The question.**" in front and "**Primary endpoint:**" in front
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
+    assert ("| scale sub-registries | proportional category sampling | the same, keeping all ground truth (of "
+            "the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
     assert "**The answer.** With dense retrieval (the paper's kind of retriever)," in front
     assert "With BM25 retrieval" in front
@@ -1065,6 +1069,10 @@ def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
         "- Queries written from one sample of APIs are not independent (queries in groups: G1 163 in 120, G2 "
         "199 in 80, G3 100 in 40).")
     assert line in limits([], rows) and grouped_line(rows.drop(columns="n_groups")) == ""
+    assert "- The paper's LLM and embedder are untested here." in limits([], rows)
+    assert "- The paper's embedder is untested here." in limits([{"llm_model": "gemini-2.5-flash"}])
+    assert limits([{"llm_model": "gemini-2.5-flash", "model": "thenlper/gte-base"}]) == [
+        "### Limits of this reproduction", "", ""]
 
 
 def test_a_value_consistent_only_by_its_rounding_says_so():

@@ -23,6 +23,7 @@ ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retrieve
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
 RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, unadjusted), p (Holm)"
+SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
@@ -270,7 +271,8 @@ def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
-    """What differs from the paper's setup: embedder, LLM, runs, plans, registry and query counts."""
+    """What differs from the paper's setup: embedder, LLM, runs, plans, registry, query counts and, when the
+    scale study kept every ground-truth API in its sub-registries, how much of the smallest that is."""
     prov = provenance[0] if provenance else {}
     settings = prov.get("settings", {})
     paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
@@ -295,6 +297,11 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
         canonical = DEFAULT_SUBSETS.get(subset, subset)
         table.append((f"{subset} queries", fmt_count(paper_n.get(subset)),
                       f"{fmt_count(counts.get(canonical))} ({canonical})"))
+    scale = TableCache(cfg.tables_dir).get(SCALE_VERDICT_TABLE)
+    if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
+        shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())
+        table.append(("scale sub-registries", "proportional category sampling",
+                      f"the same, keeping all ground truth (of the smallest: {shares})"))
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
@@ -435,11 +442,15 @@ def grouped_line(rows: pd.DataFrame) -> str:
 
 
 def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction, from the study's provenance and the primary comparisons (the embedder
-    ablation, 50 queries per set on one sub-registry, is too small to clear the embedder: a limit still)."""
+    """The limits of this reproduction: the paper's LLM and embedder untested (the setup table names this
+    run's, from the study's provenance; the embedder ablation, 50 queries per set on one sub-registry, is too
+    small to clear the embedder), and the groups of related queries of the primary comparisons."""
     prov = provenance[0] if provenance else {}
     grouped = grouped_line(rows) if rows is not None else ""
+    untested = [w for w, ours, theirs in (("LLM", prov.get("llm_model"), "gemini"),
+                                          ("embedder", prov.get("model"), "gte-base"))
+                if theirs not in str(ours).lower()]
     return ["### Limits of this reproduction", "",
-            f"- Stubs and plans come from `{prov.get('llm_model', 'n/a')}`, not Gemini 2.5 "
-            f"Flash; embeddings from `{prov.get('model', 'n/a')}`, not GTE-base.",
+            *([f"- The paper's {' and '.join(untested)} {'is' if len(untested) == 1 else 'are'} untested "
+               "here."] if untested else []),
             *([grouped] if grouped else []), ""]
