@@ -236,3 +236,9 @@ def test_cost_frontier_stacks_the_names_at_one_cost() -> None:
     offsets = {t.get_text(): t.xyann for t in fig.axes[0].texts}
     assert set(offsets) == {"rtp", "ptr", "rrf"}  # the baselines and the best at each cost
     assert offsets["ptr"][1] != offsets["rrf"][1]  # two names at 120 tokens do not overlap
+    more = beyond.cost_frontier(pd.concat([board, board.iloc[[2]].assign(method="wsum", mean=0.39)]),
+                                pd.concat([costs, costs.iloc[[2]].assign(method="wsum")]))
+    ax = more.axes[0]
+    assert {t.get_text() for t in ax.texts} == {"rtp", "ptr", "rrf"}  # wsum is neither base nor best
+    dots = [ln for ln in ax.lines if ln.get_marker() == "." and list(ln.get_ydata()) == [0.39]]
+    assert len(dots) == 1 and len(ax.containers) == 3  # a grey dot without a CI; three with one

@@ -197,8 +197,8 @@ def recall_vs_k(scores: pd.DataFrame, methods: Sequence[str], metric: str = "rec
 
 
 def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.Figure:
-    """Recall@k (95% CI) against LLM tokens per query, one panel per set; only RtP, PtR and the best method
-    of each cost are named, names at one cost stacked."""
+    """Recall@k against LLM tokens per query, one panel per set: RtP, PtR and the best method of each cost
+    with their 95% CIs and names (names at one cost stacked); every other method a small grey dot."""
     r = board[board["metric"] == "recall"].merge(costs, on=["subset", "method"])
     fig, panels = set_panels(r, sharey=False)
     for ax, _, p in panels:
@@ -206,6 +206,9 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
         named: dict[float, int] = {}  # names already written at each cost
         for _, row in p.sort_values("mean").iterrows():
             base = row["method"] in BASELINES
+            if not base and row["method"] not in best:
+                ax.plot(row["tokens_per_query"], row["mean"], ".", color="0.75", ms=5, zorder=1)
+                continue
             ax.errorbar(row["tokens_per_query"], row["mean"], yerr=[[row["mean"] - row["ci_lo"]],
                         [row["ci_hi"] - row["mean"]]], fmt="o" if base else "s", ms=7 if base else 4,
                         color=METHOD_COLORS.get(row["method"], "0.4"), alpha=0.9, capsize=2)

@@ -257,7 +257,7 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
     """Per set: RtP's value (a bar) and PtR's per-run means (dots, run 0 filled) with their mean (a bar);
     ``paper`` maps ``(subset, method)`` to the paper's value, drawn as open diamonds."""
     t = table[(table["gt"] == gt) & (table["metric"] == metric)].reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
     x = np.arange(len(t))
     for i, method in enumerate(METHODS):
         pos = x + (i - 0.5) * 0.4
@@ -276,6 +276,7 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
     ax.set_xticks(x, [f"{s}\n(n={q})" for s, q in zip(t["subset"], t["n_queries"], strict=True)])
     ax.set_ylabel(f"{metric}@k")
     ax.set_title(f"{metric.capitalize()} over {n} runs (ground truth: {gt})")
-    ax.legend(fontsize=LEGEND_SIZE, loc="upper right")
+    ax.legend(fontsize=LEGEND_SIZE, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2,
+              frameon=False)  # below the axes, over no bar
     fig.tight_layout()
     return fig

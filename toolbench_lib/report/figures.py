@@ -83,8 +83,8 @@ FIGURES = {
         "strictest reading of a multi-tool query."),
     "beyond_cost_frontier": (
         "beyond",
-        "Recall@k against tokens per query for every method: a method is worth its cost when no cheaper "
-        "one has higher recall."),
+        "Recall@k against tokens per query: RtP, PtR and the best method at each cost with 95% CIs, every "
+        "other method a grey dot; a method is worth its cost when no cheaper one has higher recall."),
     "beyond_router_regions": (
         "beyond",
         "Each query by RtP's top-1 cosine (x) and what the fused list gains over RtP's (y): "
