@@ -176,7 +176,8 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         ci = ", where the 95% CI excludes the paper's difference" if excluded == missed and missed else ""
         note = f"; on G3, as in the paper, the difference *“{QUOTES['g3_ns']}”*" if g3_too else ""
         state = ("holds" if "dense" in holds else
-                 f"is not reproduced{f' on {_sets(missed)}' if g3_too else ''}{ci}{note}" if missed
+                 f"does not appear{f' on {_sets(missed)}' if g3_too else ''} with this run's LLM and embedder"
+                 f"{ci}{note}" if missed
                  else f"holds where the paper reports a significant difference{note}")
         first = (f"With dense retrieval (the paper's kind of retriever), {said_by.pop('dense')}: the paper's "
                  f"crossover {state}.")
@@ -228,18 +229,17 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
 
 def stub_writer_line(report: pd.DataFrame) -> str:
     """What the answer tests: this run's setup, where only PtR depends on the substituted LLM; the scorecard's
-    G1 stub hit share, this run's against the paper's, says which way the substitution points (empty without
-    that row)."""
+    G1 stub hit share, this run's against the paper's (empty without that row)."""
     row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
     if not len(row) or pd.isna(row["this_run"].iloc[0]):
         return ""
     r = row.iloc[0]
     paper = pd.to_numeric(r.paper, errors="coerce")  # the paper's value as the scorecard prints it
-    way = ("" if pd.isna(paper) or r.this_run == paper else
-           f", so the substitution, if anything, works {'against' if r.this_run < paper else 'for'} PtR")
-    return (f"That tests this run's setup, not the paper's: RtP uses no LLM, while PtR searches with stubs "
-            f"from a small LLM, not the paper's Gemini, that find a ground-truth API for "
-            f"{fmt_number(r.this_run)} of G1 stubs (paper: {r.paper}){way}.")
+    than = ("as many as" if pd.isna(paper) or fmt_number(r.this_run) == fmt_number(paper) else
+            "fewer than" if r.this_run < paper else "more than")
+    return (f"Only PtR depends on the LLM, a small one here: its stubs find a ground-truth API for "
+            f"{fmt_number(r.this_run)} of G1 stubs, {than} the paper's {r.paper}; the paper's setup is "
+            "untested.")
 
 
 def relevant_sentence(rows: pd.DataFrame, rel: pd.DataFrame | None) -> str:
@@ -370,7 +370,8 @@ def printed_p_lines(refs: dict) -> list[str]:
         if not printed / 2 <= p <= printed * 2:
             lines.append(f"Its {e['subset']} {e['metric']} p = {m.group(5)} does not follow from its own "
                          f"numbers by its *“{QUOTES['one_sample']}”*: {ptr} ± {std} over {PAPER_RUNS} runs "
-                         f"against {rtp} gives {fmt_p(p)}.")
+                         f"against {rtp} gives {fmt_p(p)}, {'smaller' if p < printed else 'larger'} than it "
+                         "prints.")
     return list(dict.fromkeys(lines))
 
 

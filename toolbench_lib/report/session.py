@@ -28,12 +28,14 @@ NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
     ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
-                           "Intent-Registry Coupling) and its claims from its §1–§3, with this section's "
-                           "query sets, registry and two pipelines"),
+                           "Intent-Registry Coupling) and its claims, with this section's query sets, "
+                           "registry and two pipelines"),
     ("The question and the answer", 10, "the answer per retriever, what it tests, the setup differences"),
     ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
-    ("A larger retrieval budget", 10, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
-                                      "against PtR at k = 5, and the curves over k"),
+    ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
+                                     "against PtR at k = 5, and the curves over k"),
+    ("Trajectories", 5, "the paper's evaluation proxy: whether the planner keeps to the retrieved APIs, by "
+                        "loose and by exact name matching"),
     ("Stubs and Intent-Registry Coupling", 10, "the stubs, then one of the [worked queries](#worked-queries) "
                                                "and one [Table 2 example](#the-papers-table-2-examples) "
                                                "below"),
@@ -42,7 +44,7 @@ PLAN = (
     ("Cost and routing", 5, "what PtR's extra call costs, and the paper's routing proposal tested"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("Where the paper disagrees with itself", "Trajectories", "Retriever families")
+OPTIONAL = ("Where the paper disagrees with itself", "Retriever families")
 DISCUSSION_MINUTES = 30
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
@@ -280,7 +282,7 @@ def decomposers(c: TableCache) -> str:
                       for d in ("llm", "rules"))
         rtp = fmt_number(value(c, "ablation_decomposition", "rtp_recall", subset=s, decomposer="llm"))
         return f"{s} PtR {llm} with the LLM's stubs, {rules} with rule-based stubs, RtP {rtp}"
-    return per_set(one) + " (`ablation_decomposition`: ptr_recall, rtp_recall by decomposer)"
+    return per_set(one) + " (`ablation_decomposition`, one run: ptr_recall, rtp_recall by decomposer)"
 
 
 # -- the facilitator's notes: what this run's numbers answer ------------------------------------------------

@@ -132,7 +132,7 @@ def _status_text(r) -> str:
         status += " (by its rounding or tolerance only)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
-        shown = "setup" if cause == SETUP else cause  # the legend says what a setup difference is
+        shown = "untested" if cause == SETUP else cause  # a setup difference, named but not a tested cause
         status += f"; {shown}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
                                   and cause != "unexplained" else "")
     return status
@@ -349,8 +349,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "*partly explained* when it closes part of it (the share stated), *setup difference* for a "
               "difference of setup (not a tested cause), *unexplained* otherwise (`references/causes.yaml`).",
               "",
-              "Below, the rows by status; for each that differs, what it measures and its cause (`setup`: a "
-              "setup difference).", "",
+              "Below, the rows by status; for each that differs, what it measures and its cause (`untested`: "
+              "a setup difference, not a tested cause).", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
