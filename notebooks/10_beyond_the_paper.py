@@ -105,7 +105,7 @@ save_table(goal, "beyond_goal", cfg, prov)
 show(goal)
 best = goal.iloc[0]
 display(Markdown(fusion_board.goal_summary(goal)))
-pooled = fusion_board.pooled_margin(scores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+pooled = fusion_board.pooled_margin(scores, cfg.k)
 save_table(pooled, "beyond_pooled", cfg, prov)
 show(pooled)
 
@@ -224,7 +224,7 @@ if n_val > 0 and len(vscores):
     val_goal = fusion_board.goal_table(vscores, cfg.k)
     save_table(val_goal, "beyond_validation_goal", cfg, vprov)
     show(val_goal)
-    val_pooled = fusion_board.pooled_margin(vscores, cfg.k, n_boot=n_boot, seed=cfg.seed)
+    val_pooled = fusion_board.pooled_margin(vscores, cfg.k)
     save_table(val_pooled, "beyond_validation_pooled", cfg, vprov)
     show(val_pooled)
     save_table(beyond.cost_table(vresult, vdecisions), "beyond_validation_costs", cfg, vprov)

@@ -59,7 +59,7 @@ def test_versus_is_eval_stats_paired_method_minus_reference() -> None:
     assert better["diff"] == pytest.approx(0.2) and better["wins"] == 100 and better["losses"] == 0
     rng = np.random.default_rng(4)
     a, b = rng.random(40), rng.random(40)
-    got, want = fusion_board.versus(a, b, 500, seed=2), paired(b, a, 500, seed=2)
+    got, want = fusion_board.versus(a, b), paired(b, a)
     assert (got["diff"], got["diff_lo"], got["diff_hi"], got["p_value"]) == (
         want["diff"], want["ci_low"], want["ci_high"], want["p"])
     assert got["diff_lo"] < got["diff"] < got["diff_hi"]
@@ -121,11 +121,11 @@ def _goal_scores(n: int, gain: float) -> pd.DataFrame:
 
 
 def test_the_goal_is_met_only_with_enough_queries_and_a_ci() -> None:
-    met = fusion_board.goal_table(_goal_scores(40, 1.0), 5, n_boot=500).set_index("method")
+    met = fusion_board.goal_table(_goal_scores(40, 1.0), 5).set_index("method")
     assert met.loc["fused", "meets_goal"] and not met.loc[["rtp", "ptr"], "meets_goal"].any()
-    few = fusion_board.goal_table(_goal_scores(8, 1.0), 5, n_boot=500).set_index("method")
+    few = fusion_board.goal_table(_goal_scores(8, 1.0), 5).set_index("method")
     assert not few["meets_goal"].any() and "8 queries" in few.loc["fused", "goal_note"]
-    flat = fusion_board.goal_table(_goal_scores(40, 0.0), 5, n_boot=500).set_index("method")
+    flat = fusion_board.goal_table(_goal_scores(40, 0.0), 5).set_index("method")
     assert not flat.loc["fused", "meets_goal"]  # no margin: a CI at 0 is not above it
 
 
@@ -136,7 +136,7 @@ def test_report_states_notebook_10s_goal_result(tmp_path, scored) -> None:
     cfg = ExperimentConfig(run_name="beyond_test", outputs_dir=str(tmp_path / "out"))
     assert "On the main study (notebook 10" not in write_report(cfg).read_text()
     _, scores, _ = scored
-    goal = fusion_board.goal_table(scores, 5, n_boot=200)
+    goal = fusion_board.goal_table(scores, 5)
     save_table(goal, "beyond_goal", cfg, "provenance line")
     text = write_report(cfg).read_text()
     section = text.split("## Beyond the paper")[1].split("\n## ")[0]
@@ -169,7 +169,7 @@ def test_transfer_table_shows_a_threshold_that_does_not_carry_over(scored) -> No
 
 def test_pooled_margin_uses_each_set_reference(scored) -> None:
     _, scores, _ = scored
-    pooled = fusion_board.pooled_margin(scores, 5, n_boot=200).set_index("method")
+    pooled = fusion_board.pooled_margin(scores, 5).set_index("method")
     assert pooled.loc["rrf", "diff"] == 0.0 and pooled.loc["rrf", "reference_mean"] == 1.0
     assert pooled.loc["rtp", "diff"] == -0.5 and pooled.loc["rtp", "losses"] == 12
     assert pooled.loc["rtp", "diff_hi"] < 0 and pooled.loc["rtp", "n_queries"] == 24

@@ -48,7 +48,8 @@ def test_g2_sensitivity_recall_and_paired_difference_by_hand():
     cat = sens.loc[("G2_category_original", 2)]
     # RtP: q3 1/2, q4 0; PtR (mean of two runs): q3 (1 + 1/2)/2, q4 (1/2 + 1)/2.
     assert (cat["rtp"], cat["ptr"], cat["diff"]) == pytest.approx((0.25, 0.75, 0.5))
-    assert (cat["diff_lo"], cat["diff_hi"]) == pytest.approx((0.25, 0.75))  # per-query differences .25, .75
+    # per-query differences .25 and .75: mean .5, standard error .25, t(0.975, 1 df) = 12.706
+    assert (cat["diff_lo"], cat["diff_hi"]) == pytest.approx((0.5 - 3.17655, 0.5 + 3.17655), abs=1e-4)
     assert cat["n_queries"] == 2 and cat["basis"] == "main: mean of 2 runs" and cat["retriever"] == "dense"
     assert sens.loc[("G2_category_original", 1), "diff"] == pytest.approx(0.25)  # q3 0, q4 +.5 at k = 1
     ins = sens.loc[("G2_instruction", 2)]
@@ -64,8 +65,10 @@ def test_g2_sets_and_verdict_from_the_numbers():
     assert by["example_in_set"].tolist() == [False, True]
     sens = se.g2_sensitivity(SOURCES, ks=[2], n_resamples=500)
     verdict = se.g2_verdict(sets, sens, {2: 0.5}).set_index("subset")
-    assert verdict.loc["G2_category_original", "paper_diffs_in_ci"] == 1  # 0.5 in [0.25, 0.75]
-    assert verdict.loc["G2_instruction", "paper_diffs_in_ci"] == 0
+    assert verdict.loc["G2_category_original", "paper_diffs_in_ci"] == 1  # 0.5 in [-2.677, 3.677]
+    assert verdict.loc["G2_instruction", "paper_diffs_in_ci"] == 1  # two queries: a wide t-interval too
+    far = se.g2_verdict(sets, sens, {2: 3.5}).set_index("subset")  # inside the first CI only
+    assert far["paper_diffs_in_ci"].iloc[:2].tolist() == [1, 0]
     assert verdict.loc["verdict", "fits"] == "G2_instruction"
     assert "ground-truth size and the worked example" in verdict.loc["verdict", "text"]
     none = se.g2_verdict(se.g2_sets(SOURCES, paper_gt=9.0, example_qkey=None), sens, {2: 0.5})
@@ -121,7 +124,7 @@ def _cache(subset: str) -> tuple[SimilarityCache, pd.DataFrame, pd.DataFrame]:
 
 def test_scale_claim_by_hand_with_the_ground_truth_share():
     cache, queries, reg = _cache("G2_category_original")
-    claim = se.scale_claim(cache, queries, reg, [3, 4, None], seeds=[0, 1], k=2, n_resamples=500)
+    claim = se.scale_claim(cache, queries, reg, [3, 4, None], seeds=[0, 1], k=2)
     by = claim.set_index("size")
     # Three APIs = exactly the three kept candidates (columns 0, 2, 4): RtP q1 1, q2 1/2; PtR 1/2 and 1/2.
     assert (by.loc[3, "rtp"], by.loc[3, "ptr"], by.loc[3, "diff"]) == pytest.approx((0.75, 0.5, -0.25))
@@ -133,10 +136,11 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
     assert verdict["smallest_gt_share"] == 1.0
     # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
-    assert "is inconclusive at 3 (-0.250 [-0.500, +0.000]), 4 (+0.000" in verdict["text"]
+    # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
+    assert "is inconclusive at 3 (-0.250 [-3.427, +2.927]), 4 (+0.000" in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
-    assert "fails at 3 (-0.250 [-0.500, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
+    assert "fails at 3 (-0.250 [-3.427, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
     level = claim.assign(diff=-0.01, ci_low=-0.1, ci_high=0.1)  # behind at all three sizes: their names only
     level_text = se.scale_claim_verdict(level).iloc[0]["text"]
     assert "is inconclusive at 3, 4, 6 (not ahead, the CI holding 0)" in level_text
@@ -149,7 +153,7 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
 
 
 def test_routing_claim_by_hand():
-    table = se.routing_claim(_study([1, 2, 3, 4, 7]), "hand", k=2, n_resamples=500).set_index("against")
+    table = se.routing_claim(_study([1, 2, 3, 4, 7]), "hand", k=2).set_index("against")
     # Per query: routed 1, 1, .75, .75, 0 (PtR on G3); the better architecture per set is RtP on G3.
     best = table.loc["best_per_subset"]
     assert (best["routed"], best["other"], best["diff"]) == pytest.approx((0.7, 0.9, -0.2))
@@ -157,11 +161,11 @@ def test_routing_claim_by_hand():
     assert best["ci_low"] < -0.2 and best["text"].endswith(  # how large a loss the CI still allows
         f"no significant loss, though the CI allows one up to {-best['ci_low']:.3f}.")
     assert table.loc["always_ptr", "diff"] == pytest.approx(0.3) and best["basis"] == "hand: mean of 2 runs"
-    # Against always-PtR the routed policy gains .5 and 1 on q1 and q2 and ties on the other three: a
-    # resample of ties only (probability 0.6^5 = 0.08 > 0.025) puts the CI's lower end at 0, no gain.
+    # Against always-PtR the routed policy gains .5 and 1 on q1 and q2 and ties on the other three: mean .3,
+    # standard error .2, t(0.975, 4 df) = 2.776, so the CI reaches below 0: no significant gain.
     assert table.loc["always_ptr", "loss"] == "not significant"
-    assert table.loc["always_ptr", "ci_low"] == pytest.approx(0.0)
-    same = se.routing_claim(_study([1, 2, 3, 4, 5]), "hand", k=2, n_resamples=200).set_index("against")
+    assert table.loc["always_ptr", "ci_low"] == pytest.approx(0.3 - 0.2 * 2.7764, abs=1e-3)
+    same = se.routing_claim(_study([1, 2, 3, 4, 5]), "hand", k=2).set_index("against")
     assert same.loc["best_per_subset", "loss"] == "none" and same.loc["best_per_subset", "n_queries"] == 4
 
 
@@ -213,7 +217,7 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     nonid = mine["divergence_full"].query("reading == 'non_identical'").set_index("group")["share"]
     assert nonid[["G1", "G2", "G3"]].to_dict() == pytest.approx(theirs["non_identical_share"].to_dict())
     assert mine["divergence_full_verdict"].iloc[-1]["text"].startswith("The paper's 98%")
-    routing = se.routing_claim(slice_study, "slice", k=5, n_resamples=200).set_index("against")
+    routing = se.routing_claim(slice_study, "slice", k=5).set_index("against")
     rtp = main.xs("rtp", level="method").loc[["G1", "G2", "G3"]]
     assert routing.loc["always_rtp", "other"] == pytest.approx(
         (rtp["recall_mean"] * rtp["n_queries"]).sum() / rtp["n_queries"].sum())

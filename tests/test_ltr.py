@@ -233,7 +233,7 @@ def test_ranker_learns_the_tool_signal_and_ablations_see_it():
     assert mean["rtp"] == pytest.approx(0.5)  # the query's ranking holds one of the two, in its top 4
     assert mean["ltr"] > 0.9 and mean["ltr"] > mean["ltr-nollm"]
     assert set(models) == {"ltr", "ltr-nollm", "ltr-4runs"}
-    cmp = L.comparison(scores, n_resamples=500)
+    cmp = L.comparison(scores)
     row = cmp[(cmp["method"] == "ltr") & (cmp["against"] == "best single")].iloc[0]
     assert row["reference"] in L.single_methods(study) and row["diff"] > 0 and row["ci_low"] > 0
     table = L.issue_table(cmp, "candidates")
@@ -266,7 +266,7 @@ def test_goal_check_by_hand():
 
 
 def test_an_ablation_reading_a_family_the_study_did_not_run_is_left_out():
-    abl = L.ablations(synthetic_study(n_per_set=6), gts=("candidates",), n_resamples=50)
+    abl = L.ablations(synthetic_study(n_per_set=6), gts=("candidates",))
     assert set(abl["method"]) == {*(n for n in L.ABLATIONS if "hybrid" not in n), L.DESIGN_ONLY}
 
 

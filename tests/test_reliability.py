@@ -888,7 +888,7 @@ def case_goal_on_one_query_per_set(tmp: Path) -> str:
 
     rows = [{"qkey": f"{s}:0", "subset": s, "method": m, "metric": "recall", "k": 5, "value": v}
             for s in ("G1", "G2") for m, v in (("rtp", 0.0), ("ptr", 0.0), ("rrf", 1.0))]
-    goal = fusion_board.goal_table(pd.DataFrame(rows), 5, n_boot=100).set_index("method")
+    goal = fusion_board.goal_table(pd.DataFrame(rows), 5).set_index("method")
     assert not goal.loc["rrf", "meets_goal"] and "the goal needs 10" in goal.loc["rrf", "goal_note"]
     return "correct"
 

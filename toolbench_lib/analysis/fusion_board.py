@@ -27,10 +27,10 @@ VERSUS = {**DIFF_CI, **LO_HI, "p": "p_value", "p_wilcoxon": "p_wilcoxon_robustne
 COMPARISON = {**DIFF_CI, **LO_HI, "wins": "wins", "losses": "losses", "p": "p_value", "note": "note"}
 
 
-def versus(values: np.ndarray, reference: np.ndarray, n_resamples: int = 2000, seed: int = SEED) -> dict:
+def versus(values: np.ndarray, reference: np.ndarray) -> dict:
     """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`: ``diff``,
     ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``, wins, losses, ties."""
-    return paired_columns(reference, values, VERSUS, n_resamples, seed)
+    return paired_columns(reference, values, VERSUS)
 
 
 def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:
@@ -55,7 +55,7 @@ def leaderboard(scores: pd.DataFrame, k: int = K, metrics: Sequence[str] = METRI
                    "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
                    "reference_mean": float(wide[best].mean()) if best is not None else np.nan}
             if best is not None:
-                row.update(versus(v, wide[best].to_numpy(), n_boot, seed))
+                row.update(versus(v, wide[best].to_numpy()))
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -94,7 +94,7 @@ def single_architectures(methods) -> list[str]:
     return [m for m in SINGLE_ARCHITECTURES if m in set(methods)]
 
 
-def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int = SEED) -> pd.DataFrame:
+def goal_table(scores: pd.DataFrame, k: int = K) -> pd.DataFrame:
     """Per method: on every set, recall@k minus the set's best single architecture with its paired 95% CI;
     ``meets_goal`` when every lower bound is above 0 (:data:`GOAL`), never on a set of fewer than
     :data:`GOAL_MIN_QUERIES` queries or without a CI (``goal_note`` says why); ``baselines`` names them."""
@@ -107,7 +107,7 @@ def goal_table(scores: pd.DataFrame, k: int = K, n_boot: int = 2000, seed: int =
         if len(wide) < GOAL_MIN_QUERIES:
             untestable.append(f"{subset}: {len(wide)} queries (the goal needs {GOAL_MIN_QUERIES})")
         for method in wide.columns:
-            v = versus(wide[method].to_numpy(), wide[best].to_numpy(), n_boot, seed)
+            v = versus(wide[method].to_numpy(), wide[best].to_numpy())
             row = rows.setdefault(method, {"method": method})
             row[f"recall_{subset}"] = float(wide[method].mean())
             row[f"margin_{subset}"], row[f"margin_lo_{subset}"] = v["diff"], v["diff_lo"]
@@ -160,8 +160,7 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
-def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall", n_boot: int = 2000,
-                  seed: int = SEED) -> pd.DataFrame:
+def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall") -> pd.DataFrame:
     """Per method, over every set's queries together: each query's score minus its own set's better
     architecture's, with :func:`versus`' paired CI and tests."""
     at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
@@ -173,12 +172,12 @@ def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall", n_bo
     for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
         rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
                      "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
-                     **versus(wide[method].to_numpy(), ref.to_numpy(), n_boot, seed)})
+                     **versus(wide[method].to_numpy(), ref.to_numpy())})
     return pd.DataFrame(rows).sort_values("method", key=_method_order).reset_index(drop=True)
 
 
-def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: Sequence[str] = BASELINES,
-                      n_resamples: int = 10_000) -> pd.DataFrame:
+def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str],
+                      baselines: Sequence[str] = BASELINES) -> pd.DataFrame:
     """Per set and method (``scores``: ``qkey, subset, method, recall``): mean recall and its CI, and
     :func:`versus` the set's better baseline."""
     rows = []
@@ -192,7 +191,7 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str], baselines: S
             rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
                          "reference_recall": float(w[ref].mean()),
-                         **paired_columns(w[ref].to_numpy(), v, COMPARISON, n_resamples)})
+                         **paired_columns(w[ref].to_numpy(), v, COMPARISON)})
     return pd.DataFrame(rows)
 
 

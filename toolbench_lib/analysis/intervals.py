@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..config import SEED
 from ..eval.stats import bootstrap_ci, paired, wilson_ci
 
 N_RESAMPLES = 2000
@@ -39,8 +38,8 @@ def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
     return row
 
 
-def paired_columns(a, b, names: Mapping[str, str], n_resamples: int = 10_000, seed: int = SEED) -> dict:
+def paired_columns(a, b, names: Mapping[str, str]) -> dict:
     """``b`` against ``a`` by eval's one paired test (:func:`~toolbench_lib.eval.stats.paired`), its fields
     named as ``names`` maps them, in that order (fields it does not name left out)."""
-    res = paired(a, b, n_resamples, seed)
+    res = paired(a, b)
     return {new: res[old] for old, new in names.items()}

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.evaluation import evaluate
-from ..eval.stats import ratio_change
+from ..eval.stats import ratio_change, t_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import N_RESAMPLES, ci_of, with_ci
@@ -34,7 +34,8 @@ def stored_depth(result: StudyResult) -> int:
 def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k and precision@k per subset, method, ground truth and ``k`` (CIs over queries);
-    ``recall_gain``: PtR − RtP (paired CI); ``recall_gain_vs_k1``: its change from k = 1 (NaN without it)."""
+    ``recall_gain``: PtR − RtP (the paired t-test's CI); ``recall_gain_vs_k1``: its change from k = 1 (NaN
+    without it)."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
@@ -60,7 +61,11 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                            "n_queries": int(mask.sum())}
                     for name, v in values.items():
                         row[name] = float(v[mask].mean()) if v is not None else np.nan
-                        with_ci(row, name, v[mask] if v is not None else [])
+                        if name.startswith("recall_gain"):  # a paired difference: the paired t-test's CI
+                            ci = t_ci(v[mask]) if v is not None else (np.nan, np.nan)
+                            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
+                        else:
+                            with_ci(row, name, v[mask] if v is not None else [])
                     row.update(dict.fromkeys(RATIO_COLUMNS, np.nan))
                     if gain is not None:  # PtR's recall as a share of RtP's, and how far it moved from k = 1
                         r, p = (recalls[k][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
@@ -128,7 +133,7 @@ def k_ablation_figure(table: pd.DataFrame, gt: str = "candidates",
             diff = wide["ptr"] - wide["rtp"]
             gain = t[(t["subset"] == subset) & (t["method"] == "ptr")].set_index("k").reindex(diff.index)
             ci = ([diff - gain["recall_gain_ci_low"], gain["recall_gain_ci_high"] - diff]
-                  if "recall_gain_ci_low" in gain else None)  # the paired bootstrap 95% CI of the difference
+                  if "recall_gain_ci_low" in gain else None)  # the paired t 95% CI of the difference
             ax.bar(diff.index, diff.to_numpy(), yerr=ci, error_kw={"lw": 0.8, "ecolor": "0.3"},
                    color=[METHOD_COLORS.get("ptr") if d > 0 else METHOD_COLORS.get("rtp") for d in diff])
         ax.axhline(0, color="grey", lw=0.8)

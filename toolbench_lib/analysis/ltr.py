@@ -152,16 +152,15 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     return out[["qkey", "subset", "part", "method", "gt", "recall"]], models
 
 
-def _versus(g: pd.DataFrame, ref: str, method: str, n_resamples: int) -> dict:
+def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
-    res = paired(w[ref].to_numpy(), w[method].to_numpy(), n_resamples)
+    res = paired(w[ref].to_numpy(), w[method].to_numpy())
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
             "reference_recall": res["mean_a"], **{c: res[c] for c in ("diff", "ci_low", "ci_high", "wins",
                                                                       "losses", "p", "note")}}
 
 
-def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_resamples: int = 10_000
-               ) -> pd.DataFrame:
+def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED)) -> pd.DataFrame:
     """Per ground truth, set and ranker: paired against the set's best single architecture of any family
     (``against = best single``) and its better dense one (``best dense``)."""
     rows = []
@@ -177,7 +176,7 @@ def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED), n_re
             for against, ref in refs.items():
                 if ref is not None:
                     rows.append({"gt": gt, "part": part, "subset": subset, "method": m, "against": against,
-                                 **_versus(g, ref, m, n_resamples)})
+                                 **_versus(g, ref, m)})
     out = pd.DataFrame(rows)
     return out.sort_values(["gt", "part"], kind="stable", ignore_index=True) if len(out) else out
 
@@ -238,8 +237,8 @@ def design_only_scores(design, validation=None, unseen: set[str] | None = None, 
 
 
 def ablations(design, validation=None, unseen: set[str] | None = None, k: int = K,
-              gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,), seed: int = SEED,
-              n_resamples: int = 10_000) -> pd.DataFrame:
+              gts: Sequence[str] = GT_DEFINITIONS, runs: Sequence[int] | None = (0,),
+              seed: int = SEED) -> pd.DataFrame:
     """Per ground truth and set: each ablated ranker of :data:`ABLATIONS` whose rankings the study holds, and
     ``ltr`` trained on G1–G3 only (:func:`design_only_scores`), against the full ``ltr``."""
     studies = [s for s in (design, validation) if s is not None]
@@ -252,7 +251,7 @@ def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 
     for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
         for name in (*specs, DESIGN_ONLY):
             rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
-                         **_versus(g, "ltr", name, n_resamples)})
+                         **_versus(g, "ltr", name)})
     return pd.DataFrame(rows)
 
 

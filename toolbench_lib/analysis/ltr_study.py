@@ -32,7 +32,7 @@ def study_folder(path: str | Path) -> Path:
 
 
 def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K, seed: int = SEED,
-            runs: list[int] | None = None, n_resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+            runs: list[int] | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the measurement, written as CSV and Markdown under ``out``; the models stored."""
     design = StudyResult.load(design_dir)
     validation = StudyResult.load(validation_dir) if validation_dir is not None else None
@@ -40,12 +40,11 @@ def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K
     scores, models = L.ranker_scores(design, validation, unseen, NAMED, k, GT_DEFINITIONS, runs, seed)
     linear = L.linear_fusion_scores(design, validation, unseen, k, GT_DEFINITIONS, seed)
     scores = pd.concat([scores, linear], ignore_index=True)
-    cmp = L.comparison(scores, (*dict.fromkeys(linear["method"]), *NAMED), n_resamples)
+    cmp = L.comparison(scores, (*dict.fromkeys(linear["method"]), *NAMED))
     tables = {"ltr_scores": scores, "ltr_comparison": cmp, "ltr_goal": L.goal_check(cmp)}
     for gt in GT_DEFINITIONS:
         tables[f"ltr_table_{gt}"] = L.issue_table(cmp, gt)
-    tables["ltr_ablations"] = L.ablations(design, validation, unseen, k, GT_DEFINITIONS, (0,), seed,
-                                          n_resamples)
+    tables["ltr_ablations"] = L.ablations(design, validation, unseen, k, GT_DEFINITIONS, (0,), seed)
     tables["ltr_importance"] = pd.concat([L.importance(m).assign(method=n) for n, m in models.items()],
                                          ignore_index=True)
     tables["ltr_costs"] = L.costs(design, models)

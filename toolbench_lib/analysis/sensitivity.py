@@ -66,7 +66,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
                              "k": k, "n_queries": len(part), "n_runs": result.n_runs,
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
                              "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
-                             **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI}, n_resamples, seed)})
+                             **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI})})
     return pd.DataFrame(rows)
 
 
@@ -208,7 +208,7 @@ def divergence_verdict(readings: pd.DataFrame, paper: Mapping[str, float | None]
 
 def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
-                keep_gt: str = "candidates", n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
+                keep_gt: str = "candidates") -> pd.DataFrame:
     """Per set and registry size (drawn as the scale study draws): RtP and PtR recall@k and PtR − RtP with a
     paired CI over queries (each averaged over seeds and runs); ``expected`` is the paper's leader,
     ``gt_share`` the sub-registry's share of ground truth, ``keeps_all_gt`` whether every draw kept it."""
@@ -231,7 +231,7 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
         alias = subset_alias(subset)
         rows.append({"subset": alias, "size": a["size"], "target_size": target, "n_seeds": len(a["rtp"]),
                      "n_runs": len(cache.runs), "n_queries": len(a["sq"]), "rtp": float(x.mean()),
-                     "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI, n_resamples, seed),
+                     "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI),
                      "expected": PAPER_PATTERN.get(alias, ""),
                      "gt_share": float(np.mean(a["shares"])), "keeps_all_gt": all(a["held"])})
     return pd.DataFrame(rows)
@@ -285,8 +285,7 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT,
-                  n_resamples: int = 10_000, seed: int = SEED) -> pd.DataFrame:
+def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """Per family, the paper's by-subset routing against each fixed policy: ``diff`` = routed − other, paired
     over queries (each its mean over runs); ``loss``: none, gain, not significant or significant."""
     pq = per_query_runs(result, k, gt, ("recall",))
@@ -305,7 +304,7 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
         score = {p: np.array([r[c[r["subset"]]] for _, r in wide.iterrows()], dtype=float)
                  for p, c in pick.items()}
         for other in ("best_per_subset", "always_rtp", "always_ptr"):
-            t = paired_columns(score[other], score["routed"], ROUTED, n_resamples, seed)
+            t = paired_columns(score[other], score["routed"], ROUTED)
             same = bool(np.allclose(score[other], score["routed"]))
             loss = ("none" if same else "significant" if t["ci_high"] < 0
                     else "gain" if t["ci_low"] > 0 else "not significant")

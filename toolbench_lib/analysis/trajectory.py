@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import per_query_runs
+from ..eval.stats import t_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
@@ -87,7 +88,9 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                 with_ci(row, col, by_query[src].to_numpy(dtype=float))
             with_ci(row, "jaccard_rtp_ptr",
                     jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean().to_numpy(dtype=float))
-            rows.append(with_ci(row, "apis_named_ptr_minus_rtp", gap))
+            ci = t_ci(gap[~np.isnan(gap)])
+            row["apis_named_ptr_minus_rtp_ci_low"], row["apis_named_ptr_minus_rtp_ci_high"] = ci
+            rows.append(row)  # a paired difference: the paired t-test's CI
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
 
 

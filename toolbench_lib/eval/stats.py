@@ -84,9 +84,22 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
     return float(low), float(high), len(sums)
 
 
-def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = SEED) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, its bootstrap 95%
-    CI, paired t, wins/ties/losses, Wilcoxon's p; not testable with a NaN, under 2 queries or no variance."""
+def t_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The t-interval of the mean of ``values`` (per-query differences): the paired t-test's own CI, so it
+    excludes 0 exactly when that test's p < 1 - ``level``; NaN under 2 values or with a NaN."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 2 or np.isnan(v).any():
+        return float("nan"), float("nan")
+    if np.ptp(v) <= TOL:
+        return float(v.mean()), float(v.mean())
+    ci = stats.ttest_1samp(v, 0.0).confidence_interval(level)
+    return float(ci.low), float(ci.high)
+
+
+def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict:
+    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, the paired t-test and
+    its own CI (so the CI excludes 0 exactly when p < 1 - ``level``), wins/ties/losses, Wilcoxon's p; not
+    testable with a NaN, under 2 queries or no variance (the CI then the difference itself)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
@@ -105,14 +118,14 @@ def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, se
     if n < 2:
         out["note"] = f"not testable: {n} quer{'y' if n == 1 else 'ies'} (a test and a CI need at least 2)"
         return out
-    out["ci_low"], out["ci_high"] = bootstrap_ci(d, n_resamples, seed)
+    out["ci_low"], out["ci_high"] = t_ci(d, level)
     if np.ptp(d) <= TOL:
         return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
                                "the CI is that value)"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = stats.ttest_rel(y, x)
-        out["t"], out["p"], out["testable"] = float(res.statistic), float(res.pvalue), True
+        out.update(t=float(res.statistic), p=float(res.pvalue), testable=True)
         if out["wins"] + out["losses"]:
             out["p_wilcoxon"] = float(stats.wilcoxon(d, zero_method="pratt", alternative="two-sided").pvalue)
     return out

@@ -104,7 +104,7 @@ FIGURE_PREFIXES = {
     "beyond_": ("beyond", "Fused and learned methods (notebook 10), {name}: a method beats the paper's "
                           "architectures only where it clears the best single architecture of any family."),
     "ltr_": ("beyond", "The learned ranker, {name}: its gain over the best single architecture of any "
-                       "family, per set, with its bootstrap 95% CI."),
+                       "family, per set, with its paired 95% CI."),
 }
 
 

@@ -64,9 +64,11 @@ GLOSSARY: tuple[Term, ...] = (
          "(trajectory divergence).",
          "analysis.scale.no_overlap, analysis.trajectory.jaccard"),
     Term("bootstrap CI",
-         "A 95% confidence interval of a mean (e.g. PtR − RtP recall) from resampling the queries with "
-         "replacement and taking the 2.5th and 97.5th percentiles of the resampled means.",
-         "eval.stats.bootstrap_ci"),
+         "A 95% confidence interval of a mean (e.g. a recall) from resampling the queries with replacement "
+         "and taking the 2.5th and 97.5th percentiles of the resampled means. A paired difference "
+         "(PtR − RtP) gets the paired t-test's own interval instead, so it excludes 0 exactly when that "
+         "test's unadjusted p is below 0.05.",
+         "eval.stats.bootstrap_ci, eval.stats.t_ci"),
     Term("Holm correction",
          "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
          "the chance of any false alarm among them stays at or below the test level (5%).",

@@ -339,15 +339,16 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
               "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
-              "meets this run's 95% CI (bootstrap over queries, Wilson for a share; for an approximate "
-              "number, “~70%”, ± the tolerance in `report.csv`); a number without sampling is "
-              "compared at the paper's last decimal. *Consistent* means this run cannot tell its number from "
-              "the paper's, not that it confirms it. An ordering or bound whose CI holds the bound is "
-              "*inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound. A row "
-              "that differs names its cause's status: *explained* when the "
-              "cause's predicted value has a CI that covers the paper's and moves at least half the gap, "
-              "*partly explained* when it closes part of it (the share stated), *setup difference* for a "
-              "difference of setup (not a tested cause), *unexplained* otherwise (`references/causes.yaml`).",
+              "meets this run's 95% CI (bootstrap over queries, paired t for a difference, Wilson for a "
+              "share; for an approximate number, “~70%”, ± the tolerance in `report.csv`); a number "
+              "without sampling is compared at the paper's last decimal. *Consistent* means this run "
+              "cannot tell its number from the paper's, not that it confirms it. An ordering or bound "
+              "whose CI holds the bound is *inconclusive*. `claim:` marks a claim the paper makes in "
+              "words, read here as a bound. A row that differs names its cause's status: *explained* when "
+              "the cause's predicted value has a CI that covers the paper's and moves at least half the "
+              "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
+              "for a difference of setup (not a tested cause), *unexplained* otherwise "
+              "(`references/causes.yaml`).",
               "",
               "Below, the rows by status; for each that differs, what it measures and its cause (`untested`: "
               "a setup difference, not a tested cause).", "",
