@@ -584,7 +584,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert ("| scale sub-registries | proportional category sampling | the same, keeping all ground truth "
             "(of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
-    assert "**The answer.** With dense retrieval (the paper's kind of retriever)," in front
+    assert "**The answer.** With dense retrieval (the paper's kind)," in front
     assert "With BM25 retrieval" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
@@ -636,7 +636,7 @@ def test_one_answer_sentence_follows_the_verdicts():
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With dense retrieval (the paper's kind of retriever), RtP leads on "
+    assert text == ("**The answer.** With dense retrieval (the paper's kind), RtP leads on "
                     "G1 and neither leads significantly on G2 or G3: the paper's crossover does not "
                     "appear with this run's LLM and embedder.\n\n"
                     "**Beyond the paper** (other retrievers). With BM25 retrieval, "
@@ -746,7 +746,7 @@ def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert stub_writer_line(report) == (
-        "Only PtR depends on the LLM, a small one here: its stubs find a ground-truth API for 0.293 of G1 "
+        "Only PtR depends on the LLM, a small one: its stubs find a ground-truth API for 0.293 of G1 "
         "stubs, fewer than the paper's 0.406; the paper's setup is untested.")
     assert "0.500 of G1 stubs, more than" in stub_writer_line(report.assign(this_run=[0.3, 0.5]))
     assert "as many as the paper's" in stub_writer_line(report.assign(this_run=[0.3, 0.4061]))
@@ -862,10 +862,10 @@ def test_the_answer_says_which_verdicts_the_relevant_ground_truth_changes():
                          "significant": [True, False, True]})
     rel = rows.assign(significant=[False, True, False], p_holm=[0.0682, 0.0004, 0.115])
     assert relevant_sentence(rows, rel) == (
-        "On `relevant` ground truth, the paper's definition in words, dense G1 (p = 0.0682) and hybrid G1 "
+        "On `relevant`, the paper's definition in words, dense G1 (p = 0.0682) and hybrid G1 "
         "(p = 0.115) lose significance and dense G3 (p < 0.001) gains significance (Holm).")
     assert relevant_sentence(rows, rows.assign(p_holm=0.01)) == (
-        "On `relevant` ground truth, every verdict stands.")
+        "On `relevant`, the paper's definition in words, every verdict stands.")
     assert relevant_sentence(rows, None) == "" and relevant_sentence(rows.iloc[:0], rel) == ""
 
 
@@ -1091,12 +1091,12 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     assert list(_shown(rows)["status"]) == ["consistent", "consistent (by its rounding or tolerance only)"]
 
 
-def test_only_the_papers_retriever_reproduces_in_the_answer_table():
+def test_the_answer_table_words_every_familys_verdict_alike():
     from toolbench_lib.report.front import _short_verdict
 
-    assert _short_verdict("reproduced", "dense") == "reproduced"
-    assert _short_verdict("reproduced", "bm25") == "matches"
-    assert _short_verdict("same direction, not significant", "hybrid") == "same, n.s."
+    assert _short_verdict("reproduced") == "reproduced"
+    assert _short_verdict("same direction, not significant") == "same, n.s."
+    assert _short_verdict("not reproduced: other leads") == "other leads, n.s."
 
 
 def test_the_rows_expected_to_differ_by_chance_count_only_scored_rows():

@@ -126,14 +126,13 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
                     "robustness: paper's test over runs (unadjusted)": ledger.put(f"{n} p over runs",
                                                                                  fmt_p(r.p_runs_robustness)),
                     "paper RtP / PtR": paper,
-                    "paper's leader here": _short_verdict(str(r.verdict), str(r.retriever))})
+                    "paper's leader here": _short_verdict(str(r.verdict))})
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
-def _short_verdict(verdict: str, family: str) -> str:
-    """A verdict in the answer table's words; only the paper's retriever (dense) can reproduce it."""
-    short = SHORT_VERDICT.get(verdict.split(":")[0].split(" (")[0], verdict)
-    return "matches" if short == "reproduced" and family != "dense" else short
+def _short_verdict(verdict: str) -> str:
+    """A verdict in the answer table's words, the same for every family."""
+    return SHORT_VERDICT.get(verdict.split(":")[0].split(" (")[0], verdict)
 
 
 def _sets(names: list[str], conjunction: str = "and") -> str:
@@ -179,8 +178,8 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
                  f"does not appear{f' on {_sets(missed)}' if g3_too else ''} with this run's LLM and embedder"
                  f"{ci}{note}" if missed
                  else f"holds where the paper reports a significant difference{note}")
-        first = (f"With dense retrieval (the paper's kind of retriever), {said_by.pop('dense')}: the paper's "
-                 f"crossover {state}.")
+        first = (f"With dense retrieval (the paper's kind), {said_by.pop('dense')}: the paper's crossover "
+                 f"{state}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     text, notes = f"{text[0].upper()}{text[1:]}", " ".join(n for n in dense_notes if n)
     if first:  # the reproduction, then the other retrievers apart
@@ -237,7 +236,7 @@ def stub_writer_line(report: pd.DataFrame) -> str:
     paper = pd.to_numeric(r.paper, errors="coerce")  # the paper's value as the scorecard prints it
     than = ("as many as" if pd.isna(paper) or fmt_number(r.this_run) == fmt_number(paper) else
             "fewer than" if r.this_run < paper else "more than")
-    return (f"Only PtR depends on the LLM, a small one here: its stubs find a ground-truth API for "
+    return (f"Only PtR depends on the LLM, a small one: its stubs find a ground-truth API for "
             f"{fmt_number(r.this_run)} of G1 stubs, {than} the paper's {r.paper}; the paper's setup is "
             "untested.")
 
@@ -251,14 +250,14 @@ def relevant_sentence(rows: pd.DataFrame, rel: pd.DataFrame | None) -> str:
         columns={"significant": "significant_rel", "p_holm": "p_holm_rel"}), on=["retriever", "subset"])
     changed = both[both["significant"].astype(bool) != both["significant_rel"].astype(bool)]
     if not len(changed):
-        return "On `relevant` ground truth, every verdict stands."
+        return "On `relevant`, the paper's definition in words, every verdict stands."
     said = []
     for lost, g in changed.groupby(changed["significant"].astype(bool), sort=False):
         names = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)} "
                  f"({fmt_p(r.p_holm_rel)})" for r in g.itertuples()]
         said.append(f"{_sets(names)} {'lose' if lost else 'gain'}"
                     + ("s" if len(names) == 1 else "") + " significance")
-    return f"On `relevant` ground truth, the paper's definition in words, {' and '.join(said)} (Holm)."
+    return f"On `relevant`, the paper's definition in words, {' and '.join(said)} (Holm)."
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:

@@ -289,7 +289,7 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
         rows.append({"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"],
                      "paper PtR": x["ptr_recall"], f"RtP here (run {run})": wq.recall("rtp"),
                      f"PtR here (run {run})": wq.recall("ptr"), "paper's leader": paper_leader,
-                     "leader here": ours})
+                     "leader here": ours, "query match": x.get("match", "exact")})
         agree = ("the same leader as the paper" if ours == paper_leader else
                  f"the paper's leader was {paper_leader}")
         about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)

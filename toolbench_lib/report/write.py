@@ -222,18 +222,19 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
-    """The learned ranker's ablations and costs from ``ltr_study``; how to measure them when not run."""
+    """The learned ranker's ablations and costs from ``ltr_study`` (nothing when it was not run; how to
+    measure them again when they were measured with other code)."""
     try:
         folder = stored_study_dir(f"{cfg.run_name}-retrievers", outputs_dir=cfg.out_dir.with_name(
             f"{cfg.run_name}-retrievers")) / "ltr"
     except FileNotFoundError:
         return []
     tables = summary_tables(folder)
+    if tables is None:  # measured, but with other code: say so rather than show them
+        return ["The learned ranker's ablations and costs were measured with other code than this: "
+                "`python -m toolbench_lib.analysis.ltr_study` measures them again (about 10 minutes).", ""]
     if not tables:
-        why = ("were measured with other code than this" if tables is None else
-               "were not measured for this run")
-        return [f"The learned ranker's ablations and costs {why}: `python -m "
-                "toolbench_lib.analysis.ltr_study` measures them (about 10 minutes).", ""]
+        return []
     lines = []
     if "ablations" in tables:
         lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`): recall@"
@@ -391,10 +392,13 @@ def examples_lines(material, k: int) -> list[str]:
     shown = t.copy()
     for col in shown.columns[2:6]:
         shown[col] = shown[col].map(fmt_number)
-    same = int((t["paper's leader"] == t["leader here"]).sum())
-    return [f"{same} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
-            f"PtR's run 0). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a link to "
-            "the explorer.", "", md_table(shown), ""]
+    agree = t["paper's leader"] == t["leader here"]
+    exact = t.get("query match", pd.Series("exact", index=t.index)) == "exact"
+    loose = (f"; {int(agree[exact].sum())} of the {int(exact.sum())} whose query is the paper's own (the "
+             "others are the same task in another scenario)") if not exact.all() else ""
+    return [f"{int(agree.sum())} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
+            f"PtR's run 0){loose}. Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a "
+            "link to the explorer.", "", md_table(shown), ""]
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
