@@ -140,7 +140,7 @@ def test_report_states_notebook_10s_goal_result(tmp_path, scored) -> None:
     save_table(goal, "beyond_goal", cfg, "provenance line")
     text = write_report(cfg).read_text()
     section = text.split("## Beyond the paper")[1].split("\n## ")[0]
-    assert ("On the main study (notebook 10, the dense family only): " + fusion_board.goal_summary(goal)) \
+    assert ("On the main study (the dense family only): " + fusion_board.goal_summary(goal)) \
         in section
     assert text.index("## Beyond the paper") < text.index("## Appendix A")
 

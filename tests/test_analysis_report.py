@@ -305,7 +305,7 @@ def test_report_appendix_holds_the_wide_tables_saved(cfg):
     save_table(_paired(), "paired_tests", cfg)
     text = write_report(cfg).read_text()
     appendix = text.split("## Appendix B")[1].split("## Appendix C")[0]
-    assert "### What the ablations found (notebook 11)" in appendix
+    assert "### What the ablations found" in appendix
     assert "Stubs restate their query." in appendix
     assert "| ablation | verdict | n queries |" in appendix  # n_queries shown as words
     assert "p_holm" not in text and "p_wilcoxon_holm" not in text
@@ -808,6 +808,8 @@ def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
     lines = scorecard_lines(report)
     assert lines[:2] == ["- *consistent* (2): each in its section's table and `report.csv`",
                          "- *not scored* (1): `c`"]
+    setup = report.assign(cause_status=["", "setup difference", "", ""], cause=["", "llm_model: x", "", ""])
+    assert scorecard_lines(setup)[-1] == "- *differs; untested: llm_model* (1): `b`"  # no table: none tested
     table = lines[-1]
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
@@ -837,7 +839,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
                          "paper_leader": ["PtR"] * 3,
                          "verdict": ["same direction", "reproduced", "not reproduced"]})
     assert g2_instruction_sentence(rows) == (
-        "On G2_instruction, the set the paper's G2 numbers fit (one run, 106 queries, p "
+        "On G2_instruction, the set the paper's G2 numbers fit (one run, p "
         "unadjusted), PtR leads with BM25 only; the primary G2 stays G2_category_original.")
     assert "unadjusted), neither leads significantly with any retriever;" in g2_instruction_sentence(
         rows.assign(significant=False))
@@ -845,7 +847,7 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     assert "PtR leads with dense and BM25 only; RtP leads with hybrid only;" in both
     assert g2_instruction_sentence(rows.iloc[0:0]) == ""
     assert g2_instruction_sentence(rows.assign(n_runs=4), 199, 200).endswith(
-        "(4 runs, 106 queries, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
+        "(4 runs, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
         "G2_category_original (199 queries, the paper's 200).")
     primary = pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_category_original"] * 2,
                             "leader": ["RtP", "PtR"], "significant": [False, True]})
@@ -853,6 +855,22 @@ def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
     assert "PtR leads with BM25 only, so the dense verdict is the same; the primary" in same
     assert ", so the dense verdict is not the same;" in g2_instruction_sentence(
         rows, primary=primary.assign(significant=True))
+
+
+def test_the_answer_says_where_a_holding_crossover_stops_holding():
+    from toolbench_lib.report.front import crossover_limits
+
+    rows = pd.DataFrame({"retriever": ["hybrid"] * 3 + ["dense"] * 3, "subset": ["G1", "G2", "G3"] * 2,
+                         "paper_leader": ["RtP", "PtR", "PtR"] * 2, "leader": ["RtP", "PtR", "PtR"] * 2,
+                         "significant": [True] * 3 + [True, False, False],
+                         "verdict": ["reproduced"] * 4 + ["not reproduced"] * 2})
+    rel = rows.assign(paper_leader=None, significant=[False, True, True, True, True, True])  # no paper pair
+    g2i = pd.DataFrame({"retriever": ["hybrid"], "subset": ["G2_instruction"], "paper_leader": ["PtR"],
+                        "leader": ["PtR"], "significant": [False]})
+    assert crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i}) == (
+        "The hybrid crossover does not hold on `relevant` or G2_instruction.")  # dense never held
+    assert crossover_limits(rows, {"`relevant`": rows, "G2_instruction": g2i.assign(significant=True)}) == ""
+    assert crossover_limits(rows, {"`relevant`": None}) == ""
 
 
 def test_the_answer_says_which_verdicts_the_relevant_ground_truth_changes():

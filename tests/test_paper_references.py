@@ -161,11 +161,11 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
                            "cause_status": ["", "unexplained", ""]})
     line = right_and_wrong(report, [])[2]
-    assert line.startswith("- The paper's 2 reference numbers (3 rows: 1 re-read on another set")
+    assert line.startswith("- The paper's 2 reference numbers (3 rows, 1 re-read)")
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
     lines = right_and_wrong(report, [])
-    assert lines[2].startswith("- The paper's 1 reference numbers (2 rows: 1 re-read")
+    assert lines[2].startswith("- The paper's 1 reference numbers (2 rows, 1 re-read)")
     assert "1 differs" not in lines[2]
     assert lines[3].startswith("- Its 1 claims in words")
     assert lines[3].endswith(": 1 differs (1 unexplained).")

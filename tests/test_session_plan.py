@@ -14,11 +14,12 @@ from toolbench_lib.analysis.references import paper_value
 from toolbench_lib.report.session import (
     NOTES_HEADING,
     QUESTIONS_HEADING,
-    QUOTE_DIVERGENCE,
+    QUOTE_BRAND,
     QUOTE_G2,
     QUOTE_GT,
     QUOTE_RETRIEVER,
     QUOTE_TEST,
+    QUOTE_UPPER,
     SESSION_HEADING,
     anchor,
     plan_lines,
@@ -77,12 +78,11 @@ def hand_tables() -> dict[str, pd.DataFrame]:
         "ablation_decomposition": pd.DataFrame([
             {"subset": "G1", "decomposer": "llm", "ptr_recall": 0.264, "rtp_recall": 0.351},
             {"subset": "G1", "decomposer": "rules", "ptr_recall": 0.219, "rtp_recall": 0.351}]),
-        "divergence_readings": pd.DataFrame([  # the full registry's rows (47651) are read, not the smallest's
-            {"size": n, "group": g, "reading": r, "share": x, "ci_low": lo, "ci_high": hi}
-            for n, g, r, x, lo, hi in ((47651, "G1+G2", "non_identical", 0.985, 0.966, 0.993),
-                                       (47651, "G1+G2", "disjoint", 0.314, 0.269, 0.364),
-                                       (1000, "G1+G2", "disjoint", 0.093, 0.067, 0.127),
-                                       (47651, "G1", "disjoint", 0.262, 0.2, 0.335))]),
+        "ablation_stub_text": pd.DataFrame([
+            {"subset": g, "variant": v, "recall": x} for g, v, x in (
+                ("G1", "query", 0.35), ("G1", "name+reasoning", 0.28), ("G1", "name+reasoning-brand", 0.14),
+                ("G1", "name", 0.2), ("G3", "query", 0.17), ("G3", "name+reasoning", 0.2),
+                ("G3", "name+reasoning-brand", 0.05))]),
     }
 
 
@@ -135,9 +135,9 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "Outside the plan" not in plan  # none of its sections is in this report
-    more = "\n".join(plan_lines(report + "\n## Retriever families (notebook 12)\n\nwords\n"))
-    assert ("Outside the plan, for members who want more: [Retriever families (notebook 12)]"
-            "(report.md#retriever-families-notebook-12).") in more
+    more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n"))
+    assert ("Outside the plan, for members who want more: [Retriever families]"
+            "(report.md#retriever-families).") in more
     # the figure map: each plan figure's file and the paper's figure its section's heading names
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                  "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n")
@@ -175,11 +175,10 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
                       "G2_instruction 106 queries, 6.510 [6.210, 6.810]",
                       "Dense PtR − RtP +0.046 [0.026, 0.066] on G2_category_original (4 runs), +0.010 "
                       "[-0.010, 0.030] on G2_instruction (4 runs)", "`primary_endpoint_g2_instruction`"],
-        "Divergence: different or disjoint?": [
-            "“fraction of queries where the two architectures retrieve entirely non-overlapping top-k API "
-            "sets”", "88% at 1k APIs and 98% at the full registry",
-            "differ in at least one API for 0.985 [0.966, 0.993]",
-            "share no API for 0.314 [0.269, 0.364]", "`divergence_readings`"],
+        "Does the query name its tool?": [
+            "“the raw query often contains the API’s name or brand directly", "G1 PtR 0.280, 0.140 without "
+            "brand words, RtP 0.350; G3 PtR 0.200, 0.050 without brand words, RtP 0.170",
+            "`ablation_stub_text`"],
     }
     assert set(expected) <= set(q)
     for title, numbers in expected.items():
@@ -252,7 +251,7 @@ def test_a_missing_row_is_said_too(cfg):
 @pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
 def test_the_quoted_words_are_the_papers():
     paper = " ".join(PAPER_TEXT.read_text(encoding="utf-8").split())
-    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER, QUOTE_DIVERGENCE, QUOTE_G2):
+    for quote in (QUOTE_GT, QUOTE_TEST, QUOTE_RETRIEVER, QUOTE_BRAND, QUOTE_G2, QUOTE_UPPER):
         assert quote in paper, quote
 
 
@@ -273,7 +272,7 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "for at most 0.340 of plans here" in notes  # the `same` plans' 0.9 is passed over
     assert ("Dense G3 PtR − RtP recall is +0.006 [-0.034, 0.044] on `candidates` and +0.045 [0.006, 0.084] "
             "on `relevant` (`paired_tests`): only on `relevant` does the unadjusted CI exclude 0.") in notes
-    assert "The paper's full-registry 0.980: its number fits lists that merely differ" in notes
+    assert "Brand words in the stubs carry a share of PtR's recall (G1 50%; G3 75%)" in notes
     assert "The dense verdict changes with the set: which set is the paper's G2 decides the G2 answer" in (
         notes)
     for p_holm, verdict in ((0.0682, "moves the estimate, not the verdict"), (0.0123, "decides whether")):

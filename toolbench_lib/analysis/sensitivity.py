@@ -275,9 +275,7 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
                 f"{int(g['size'].iloc[-1])}; {claim} "
-                + said + "; the "
-                f"sub-registries keep every ground-truth API ({g['gt_share'].iloc[0]:.0%} of the smallest is "
-                "ground truth).")
+                + said + f"; {g['gt_share'].iloc[0]:.0%} of the smallest sub-registry is ground truth.")
         rows.append({"subset": subset, "leader": lead, "n_sizes": len(g), "sizes_ahead": point,
                      "sizes_ahead_significant": sig, "gap_std": float(g["diff"].std(ddof=1)) if len(g) > 1
                      else 0.0, "holds": holds, "keeps_all_gt": bool(g["keeps_all_gt"].all()),

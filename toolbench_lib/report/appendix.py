@@ -13,11 +13,11 @@ from ..study.experiment import ExperimentConfig
 FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
                   "diff_hi", "wins", "losses", "p_value", "note"]  # n queries: the answer table's
 APPENDIX_TABLES = (
-    ("retriever_fusion_design", "Fused methods and families on the design sets (notebook 12)", None,
+    ("retriever_fusion_design", "Fused methods and families on the design sets", None,
      FUSION_COLUMNS),
     ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", None, FUSION_COLUMNS),
     ("retriever_costs", "Cost per query of each method"),
-    ("ablation_verdicts", "What the ablations found (notebook 11)"),
+    ("ablation_verdicts", "What the ablations found"),
     ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
      "plans == 'all'", ["subset", "method", "judge_version", "n_plans", "judged_pass_rate",
                         "objective_pass_rate", "kappa", "kappa_max"]),

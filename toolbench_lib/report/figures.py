@@ -96,12 +96,12 @@ FIGURES = {
                                         "always-RtP and always-PtR."),
 }
 FIGURE_PREFIXES = {
-    "retriever_": ("retriever", "Retriever families (notebook 12), {name}: compare the families' bars "
+    "retriever_": ("retriever", "Retriever families, {name}: compare the families' bars "
                                 "within a set; a family whose PtR bar clears its RtP bar reproduces the "
                                 "paper there."),
-    "ablation_": ("ablations", "Ablation behind a named cause (notebook 11), {name}: the cause explains a "
+    "ablation_": ("ablations", "Ablation behind a named cause, {name}: the cause explains a "
                                "row only when this effect is large enough to cover the gap to the paper."),
-    "beyond_": ("beyond", "Fused and learned methods (notebook 10), {name}: a method beats the paper's "
+    "beyond_": ("beyond", "Fused and learned methods, {name}: a method beats the paper's "
                           "architectures only where it clears the best single architecture of any family."),
     "ltr_": ("beyond", "The learned ranker, {name}: its gain over the best single architecture of any "
                        "family, per set, with its paired 95% CI."),

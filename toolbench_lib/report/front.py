@@ -82,9 +82,8 @@ def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
         if all(len(x) for x in pair):
             verdicts = [(sig := bool(x["significant"].iloc[0]), str(x["leader"].iloc[0]) * sig) for x in pair]
             same = f", so the dense verdict is {'the same' if verdicts[0] == verdicts[1] else 'not the same'}"
-    return (f"On G2_instruction, the set the paper's G2 numbers fit ({runs}, "
-            f"{fmt_count(r0.n_queries)} queries, p unadjusted), {said}{same}; the primary G2 stays "
-            f"G2_category_original{why}.")
+    return (f"On G2_instruction, the set the paper's G2 numbers fit ({runs}, p unadjusted), {said}{same}; "
+            f"the primary G2 stays G2_category_original{why}.")
 
 
 def beside_g2(rows: pd.DataFrame, g2i: pd.DataFrame) -> pd.DataFrame:
@@ -186,6 +185,31 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         return (f"**The answer.** {f'{first} {notes}'.rstrip()}\n\n**Beyond the paper** (other retrievers). "
                 f"{text}: {verdict.removesuffix(', which the paper did not test')}.")
     return f"**The answer.** {text}: {verdict}." + (f" {notes}" if notes else "")
+
+
+def crossover_limits(rows: pd.DataFrame, alternatives: dict[str, pd.DataFrame | None]) -> str:
+    """For each family whose crossover holds (every set with a paper leader reproduced), the alternatives
+    (``{name: rows}``: the `relevant` ground truth, G2_instruction) on which it does not: a set where the
+    paper's leader does not lead significantly; empty when none."""
+    out = []
+    for family, g in rows.groupby("retriever", sort=False):
+        with_paper = g[g["paper_leader"].notna()]
+        if not len(with_paper) or not (with_paper["verdict"] == "reproduced").all():
+            continue
+        expected = dict(zip(with_paper["subset"], with_paper["paper_leader"], strict=True))
+        fails = []
+        for name, alt in alternatives.items():
+            mine = alt[alt["retriever"] == family] if alt is not None and len(alt) else pd.DataFrame()
+            want = [p if isinstance(p, str) else expected.get(sub) for sub, p in
+                    zip(mine.get("subset", []), mine.get("paper_leader", []), strict=True)]
+            held = [bool(sig) and lead == w for sig, lead, w in
+                    zip(mine.get("significant", []), mine.get("leader", []), want, strict=True) if w]
+            if held and not all(held):
+                fails.append(name)
+        if fails:
+            name = FAMILY_SHORT.get(family, family)
+            out.append(f"The {name} crossover does not hold on {_sets(fails, 'or')}.")
+    return " ".join(out)
 
 
 def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
@@ -321,8 +345,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
                              for name, n in c.items() if n and name not in CAUSES)
 
         again = int((numbers["reading_of"].fillna("") != "").sum())
-        scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows: "
-                  f"{fmt_count(again)} re-read on another set or ground truth)"
+        scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows, "
+                  f"{fmt_count(again)} re-read)"
                   if again else f"{fmt_count(len(numbers))} reference numbers")
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
@@ -366,9 +390,10 @@ def printed_p_lines(refs: dict) -> list[str]:
         if float(ptr) != paper_bounds(e["paper"]).get("value"):
             continue
         printed, p = float(m.group(5)), runs_test_summary(float(ptr), float(std), PAPER_RUNS, float(rtp))
+        test = f"its *“{QUOTES['one_sample']}”*" if not lines else "the same test"
         if not printed / 2 <= p <= printed * 2:
             lines.append(f"Its {e['subset']} {e['metric']} p = {m.group(5)} does not follow from its own "
-                         f"numbers by its *“{QUOTES['one_sample']}”*: {ptr} ± {std} over {PAPER_RUNS} runs "
+                         f"numbers by {test}: {ptr} ± {std} over {PAPER_RUNS} runs "
                          f"against {rtp} gives {fmt_p(p)}, {'smaller' if p < printed else 'larger'} than it "
                          "prints.")
     return list(dict.fromkeys(lines))

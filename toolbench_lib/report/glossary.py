@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..config import K
-from ..retrieval.methods import describe_method, load_methods
+from ..retrieval.methods import CHOSEN_FUSIONS, describe_method, load_methods
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 
@@ -139,5 +139,6 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
     """The glossary as a Markdown definition list (one bullet per term)."""
     terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
                       for r in glossary(k, min_kappa).itertuples())
-    methods = "\n".join(f"- **`{name}`**: {describe_method(name)}" for name in load_methods())
+    methods = "\n".join(f"- **`{name}`**: {describe_method(name)}"
+                        for name in (*load_methods(), *CHOSEN_FUSIONS))
     return f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}"

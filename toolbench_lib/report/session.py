@@ -49,14 +49,14 @@ DISCUSSION_MINUTES = 30
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
-            "divergence_readings": "04"}
+            "ablation_stub_text": "11"}
 # The paper's words, verbatim (its setup paragraph, §3).
 QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
             "in the reference solution)")
 QUOTE_G2 = "intra-category multi-tool"
 QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
-QUOTE_DIVERGENCE = ("fraction of queries where the two architectures retrieve entirely non-overlapping "
-                    "top-k API sets")
+QUOTE_BRAND = ("the raw query often contains the API’s name or brand directly, giving RtP a direct embedding "
+               "match while a planning step only abstracts away this signal")
 QUOTE_UPPER = "retrieval quality upper-bounds task completion"
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
 
@@ -287,27 +287,27 @@ def decomposers(c: TableCache) -> str:
 
 # -- the facilitator's notes: what this run's numbers answer ------------------------------------------------
 
-def _divergence(c: TableCache, reading: str) -> tuple[float, float, float]:
-    """G1 and G2 pooled at the full registry (the scale study's largest size, as the front reads it), one
-    reading: share and its 95% interval."""
-    full = str(int(rows(c, "divergence_readings")["size"].max()))
-    return tuple(value(c, "divergence_readings", col, group="G1+G2", reading=reading, size=full)
-                 for col in ("share", "ci_low", "ci_high"))
+BRAND = ("name+reasoning", "name+reasoning-brand")  # ablation_stub_text: the stubs searched, without brands
 
 
-def divergence_readings(c: TableCache) -> str:
-    (n, n_lo, n_hi), (d, d_lo, d_hi) = _divergence(c, "non_identical"), _divergence(c, "disjoint")
-    return (f"at the full registry, the dense RtP and PtR top-k lists of G1 and G2 queries differ in at "
-            f"least one API for {fmt_number(n)} {fmt_ci(n_lo, n_hi)} of queries and share no API for "
-            f"{fmt_number(d)} {fmt_ci(d_lo, d_hi)} (`divergence_readings`: share by reading)")
+def _brand(c: TableCache, s: str) -> tuple[float, float, float]:
+    """PtR's recall with the stubs as searched and with their brand words removed, and RtP's (the query)."""
+    return tuple(value(c, "ablation_stub_text", "recall", subset=s, variant=v) for v in (*BRAND, "query"))
 
 
-def divergence_note(c: TableCache, paper_full: float) -> str:
-    fits = [r for r in ("non_identical", "disjoint") if (x := _divergence(c, r))[1] <= paper_full <= x[2]]
-    said = {("non_identical",): "its number fits lists that merely differ, while its words define lists that "
-                                "share nothing", ("disjoint",): "its number fits its own definition",
-            (): "neither reading's interval holds it"}.get(tuple(fits), "both readings' intervals hold it")
-    return f"the paper's full-registry {fmt_number(paper_full)}: {said} (`divergence_readings`)"
+def brand_words(c: TableCache) -> str:
+    def one(s: str) -> str:
+        ptr, plain, rtp = (fmt_number(x) for x in _brand(c, s))
+        return f"{s} PtR {ptr}, {plain} without brand words, RtP {rtp}"
+    return per_set(one) + " (`ablation_stub_text`, one run: recall by variant)"
+
+
+def brand_note(c: TableCache) -> str:
+    def one(s: str) -> str:
+        ptr, plain, _ = _brand(c, s)
+        return f"{s} {(ptr - plain) / ptr:.0%}" if ptr else f"{s} n/a"
+    return (f"Brand words in the stubs carry a share of PtR's recall ({per_set(one)}); the query's own brand "
+            "words, the paper's explanation, are not removed here, so the coupling itself is untested")
 
 
 def in_ci_note(c: TableCache, stated: float, computed: float) -> str:
@@ -462,13 +462,13 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          (g2_sets, g2_dense),
          "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
          "choice, and which set would you pre-register?", g2_note),
-        ("Divergence: different or disjoint?",
-         f"It defines tool selection divergence as the “{QUOTE_DIVERGENCE}” and reports "
-         f"{paper('divergence_smallest'):.0%} at 1k APIs and {paper('divergence_full'):.0%} at the full "
-         f"registry ({sec('divergence_full')}).", (divergence_readings,),
-         "Which reading does the paper's number fit, and which its words? When most pairs of lists still "
-         "share APIs, what does a high divergence say about how differently the architectures choose tools?",
-         lambda c: divergence_note(c, paper("divergence_full"))),
+        ("Does the query name its tool?",
+         f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
+         f"({sec('g2_gt_size')}).",
+         (brand_words,),
+         "This run removes brand words from the stubs, not from the query. What does the drop say about "
+         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
+         brand_note),
     ]
 
 

@@ -30,6 +30,7 @@ from .front import (
     answer_sentence,
     beside_g2,
     count_line,
+    crossover_limits,
     endpoint_rows,
     endpoint_table_markdown,
     g2_instruction_sentence,
@@ -217,7 +218,7 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
              "The fused and learned methods over every retriever family were not run (notebook 12 scores "
              "them)."]
     if main is not None and not main.empty and "baselines" in main:
-        lines.append("On the main study (notebook 10, the dense family only): " + goal_summary(main))
+        lines.append("On the main study (the dense family only): " + goal_summary(main))
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
@@ -291,8 +292,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                                           rows)
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
-        answer = [answer_sentence(rows, (stub_writer_line(report), relevant_sentence(rows, rel), g2_line)),
-                  robustness_sentence(rows)]
+        notes = (stub_writer_line(report), relevant_sentence(rows, rel), g2_line)
+        answer = [answer_sentence(rows, notes), robustness_sentence(rows),
+                  crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
@@ -326,12 +328,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(_shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
-    parts += ["## Retriever families (notebook 12)", "",
+    parts += ["## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
               "retriever family and architecture.", "", *figures_markdown(cfg, "retriever"),
               "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
               *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
-              "## Ablations behind the named causes (notebook 11)", "", *figures_markdown(cfg, "ablations")]
+              "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
         parts += ["## Other figures", "", *other]
@@ -351,8 +353,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "for a difference of setup (not a tested cause), *unexplained* otherwise "
               "(`references/causes.yaml`).",
               "",
-              "Below, the rows by status; for each that differs, what it measures and its cause (`untested`: "
-              "a setup difference, not a tested cause).", "",
+              "Below, the rows by status, those that differ by an untested setup difference (`untested`) by "
+              "cause; then each other row that differs, what it measures and its cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
@@ -403,19 +405,24 @@ def examples_lines(material, k: int) -> list[str]:
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
     """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
-    to the sections' tables and ``report.csv``); then those differing, each with what it measures, its status
-    and its cause with the predicted value."""
-    differs = report["status"] == DIFFERS
+    to the sections' tables and ``report.csv``); the differing rows of an untested setup difference, one line
+    per cause; then the other differing rows, each with what it measures, its status and its cause with the
+    predicted value."""
+    untested = (report["status"] == DIFFERS) & (report.get("cause_status", "") == SETUP)
+    differs = (report["status"] == DIFFERS) & ~untested
     def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
         claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
         said = "a claim" if claims == 1 else "claims"
         return fmt_count(len(g)) + (f", {fmt_count(claims)} of them {said} in words" if claims else "")
 
     lines = []
-    for status, g in report[~differs].groupby("status", sort=False):
+    for status, g in report[~differs & ~untested].groupby("status", sort=False):
         ids = ("each in its section's table and `report.csv`" if status == CONSISTENT
                else ", ".join(f"`{i}`" for i in g["id"]))
         lines.append(f"- *{status}* ({count(g)}): {ids}")
+    for cause, g in report[untested].groupby(report.loc[untested, "cause"].astype(str).str.split(":").str[0],
+                                             sort=False):
+        lines.append(f"- *differs; untested: {cause}* ({count(g)}): {', '.join(f'`{i}`' for i in g['id'])}")
     if not differs.any():
         return lines
     d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)

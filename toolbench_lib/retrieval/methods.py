@@ -14,8 +14,20 @@ def load_methods() -> dict[str, Retriever]:
     return RETRIEVERS
 
 
+# The fused methods notebook 12 shows by these names: chosen on each run's design sets, or fixed.
+CHOSEN_FUSIONS = {
+    "fused (1 stub call)": ("Fused: the best of reciprocal-rank fusion and min-max weighted sums of the "
+                            "query's and the stubs' dense and BM25 rankings, chosen by cross-validation on "
+                            "the design sets (`retriever_fusion_choice` names it)."),
+    "fused (no LLM call)": "Fused: the same choice over the query's dense and BM25 rankings only.",
+    "fuse4 (fixed a priori)": "Fused: `fuse4` (below), its weights fixed before any run.",
+}
+
+
 def describe_method(name: str) -> str:
     """What a method is, in one sentence: the glossary's definition and the explorer's column note."""
+    if name in CHOSEN_FUSIONS:
+        return CHOSEN_FUSIONS[name]
     if name in FUSED:
         return f"Fused: {spec_of(name).describe()}."
     if name.startswith("ltr"):
