@@ -264,3 +264,15 @@ def test_evaluate_prints_fused_methods_with_extra_metrics(ds, embedder, capsys) 
         assert list(methods) == ["rtp", "ptr", "combsum2-mm"]
         for v in methods.values():
             assert all(0.0 <= v[m] <= 1.0 for m in ("recall", "precision", "ndcg", "mrr", "comp"))
+
+
+def test_linked_groups_join_items_sharing_any_key_and_folds_keep_a_group_together():
+    from toolbench_lib.data.folds import grouped_fold_ids, linked_groups
+
+    texts = ["a", "b", "a", "c", "d", "e"]
+    gts = ["x", "y", "z", "y", "w", "v"]  # 0-2 by text, 1-3 by ground truth; 4, 5 alone
+    g = linked_groups(texts, gts)
+    assert g[0] == g[2] and g[1] == g[3] and len(set(g.tolist())) == 4
+    ids = grouped_fold_ids(["G1"] * 6, g, folds=5, seed=0)  # 4 groups: at most 4 folds
+    assert ids[0] == ids[2] and ids[1] == ids[3] and len(set(ids.tolist())) <= 4
+    assert linked_groups().size == 0

@@ -170,6 +170,12 @@ def test_no_query_is_scored_by_a_model_trained_on_it():
         assert not scored & set(train)
         assert not set(text[list(scored)]) & set(text[train])  # grouped by text, not only by key
     assert cf.fold["G2_category_original:3"] == cf.fold["G1_instruction:3"]
+    # two queries written from one sample of APIs (one ground-truth set) share a fold too
+    sample = [f"G3_instruction_original:{i}" for i in (1, 7, 8, 9)]  # by chance in one fold: (1/5)^3
+    same = q.assign(candidates=[q.loc[q["qkey"] == sample[0], "candidates"].iloc[0] if k in sample else c
+                                for k, c in zip(q["qkey"], q["candidates"], strict=True)])
+    _, cf_same = _crossfit(with_tables(study, queries=same), spec)
+    assert len({cf_same.fold[k] for k in sample}) == 1
     # a solvable set beyond G1-G3 is cross-fitted too (the eight sets at once), a query file is not
     _, cf8 = _crossfit(synthetic_study((*DESIGN, "G1_category", "heldout"), n_per_set=10), spec)
     assert {k.split(":")[0] for k in cf8.fold} == {*DESIGN, "G1_category"}

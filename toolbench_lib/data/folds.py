@@ -45,13 +45,33 @@ def leave_one_group_out(groups: Sequence) -> list[Split]:
     return list(LeaveOneGroupOut().split(np.zeros(len(g)), groups=g))
 
 
+def linked_groups(*keys: Sequence) -> np.ndarray:
+    """One group number per item: items sharing a value of any of ``keys`` (equal-length sequences) are in
+    one group, transitively (a query text repeated, or a ground-truth set shared, links two queries)."""
+    n = len(keys[0]) if keys else 0
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for key in keys:
+        first: dict = {}
+        for i, v in enumerate(key):
+            parent[root(i)] = root(first.setdefault(v, i))
+    return np.unique([root(i) for i in range(n)], return_inverse=True)[1].astype(np.int64)
+
+
 def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
-    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds)."""
+    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds, at most one per group)."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     y, g = np.asarray(labels), np.asarray(groups)
-    splitter = StratifiedGroupKFold(n_splits=n_folds(y, folds), shuffle=True, random_state=seed)
+    splits = max(2, min(n_folds(y, folds), len(np.unique(g))))  # never more folds than groups
+    splitter = StratifiedGroupKFold(n_splits=splits, shuffle=True, random_state=seed)
     out = np.empty(len(y), dtype=np.int64)
     for f, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y, g)):
         out[test] = f

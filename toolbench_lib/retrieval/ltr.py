@@ -18,9 +18,9 @@ import pandas as pd
 from .. import config
 from ..config import DEPTH
 from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
-from ..data.folds import grouped_fold_ids
+from ..data.folds import grouped_fold_ids, linked_groups
 from ..data.normalize import norm_text
-from ..data.queries import QUERY_SETS, resolve_subset
+from ..data.queries import QUERY_SETS, ground_truth_groups, resolve_subset
 from ..data.tables import cached_tables
 from .fusion_specs import Run, qrels_of
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings, study_runs
@@ -119,14 +119,17 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
                          f"some of those sets")
     texts = q["query"].to_dict()
     per_set = pd.Series([sets[k] for k in design]).value_counts().sort_index()
-    if per_set.max() < 2 or len({norm_text(texts[k]) for k in design}) < 2:
+    # queries that repeat a text or share a ground-truth set (written from one sample of APIs) share a fold
+    gt = ground_truth_groups(queries, label_gt) if label_gt in queries else {}
+    linked = linked_groups([norm_text(texts[k]) for k in design], [gt.get(k, k) for k in design])
+    if per_set.max() < 2 or len(set(linked.tolist())) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
         raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the solvable sets' "
-                         f"queries (split by query text, stratified by set), which needs 2 distinct queries "
-                         f"of one set; this run has {counts}: evaluate it on more queries (--limit 2 or more)"
-                         )
-    ids = grouped_fold_ids([sets[k] for k in design], [norm_text(texts[k]) for k in design], folds, seed)
-    fold = {k: int(f) for k, f in zip(design, ids, strict=True)}  # grouped by text, stratified by set
+                         "queries (split by query text and ground-truth set, stratified by set), which "
+                         f"needs 2 unrelated queries; this run has {counts}: evaluate it on more queries "
+                         "(--limit 2 or more)")
+    ids = grouped_fold_ids([sets[k] for k in design], linked, folds, seed)
+    fold = {k: int(f) for k, f in zip(design, ids, strict=True)}
     scores = np.zeros(len(table.qkeys))
 
     def score(model: Fitted, scored: list[str]) -> None:

@@ -31,8 +31,9 @@ def describe_method(name: str) -> str:
     if name in FUSED:
         return f"Fused: {spec_of(name).describe()}."
     if name.startswith("ltr"):
-        return ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds) over features of the "
-                "query's and stubs' dense and BM25 rankings and the query's words in the API's name"
+        return ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds that keep queries "
+                "sharing a text or a ground-truth set together) over features of the query's and stubs' "
+                "dense and BM25 rankings and the query's words in the API's name"
                 + {"ltr-nollm": ", without any stub (no LLM call).",
                    "ltr-4runs": ", with the agreement of every run's stubs (one stub call per run)."}.get(
                     name, "."))
