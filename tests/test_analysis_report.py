@@ -584,7 +584,9 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert ("| scale sub-registries | proportional category sampling | the same, keeping all ground truth "
             "(of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
-    assert "**The answer.** With dense retrieval (the paper's kind)," in front
+    assert "**The answer.** This run swaps the paper's LLM" in front
+    assert "With dense retrieval, the paper's kind:" in front
+    assert "\n- **G1:** RtP leads, PtR − RtP" in front
     assert "With BM25 retrieval" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
@@ -628,36 +630,34 @@ def test_one_answer_sentence_follows_the_verdicts():
 
     def rows(spec):
         return pd.DataFrame([{"retriever": fam, "subset": s, "leader": lead, "significant": sig,
-                              "paper_leader": "PtR" if s != "G1" else "RtP", "verdict": verdict}
+                              "paper_leader": "PtR" if s != "G1" else "RtP", "verdict": verdict,
+                              "diff": -0.06 if lead == "RtP" else 0.01, "ci_low": -0.1, "ci_high": 0.03,
+                              "p_holm": 0.02 if sig else 0.5, "paper_rtp": 0.3, "paper_ptr": 0.25 if s == "G1"
+                              else 0.35}
                              for fam, sets in spec.items() for s, (lead, sig, verdict) in sets.items()])
 
     dense = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", False, "same direction"),
              "G3_instruction_original": ("RtP", False, "not reproduced")}
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
-    text = answer_sentence(rows({"dense": dense, "bm25": bm25}))
-    assert text == ("**The answer.** With dense retrieval (the paper's kind), RtP leads on "
-                    "G1 and neither leads significantly on G2 or G3: the paper's crossover does not "
-                    "appear with this run's LLM and embedder.\n\n"
-                    "**Beyond the paper** (other retrievers). With BM25 retrieval, "
-                    "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover holds with BM25 "
-                    "retrieval only.")
-    notes = answer_sentence(rows({"dense": dense, "bm25": bm25}), ("A note.", ""))
-    assert "with this run's LLM and embedder. A note.\n\n**Beyond the paper**" in notes
-    # where the dense CI excludes the paper's difference, the answer says so
-    with_ci = rows({"dense": dense, "bm25": bm25}).assign(ci_low=-0.05, ci_high=0.01, paper_rtp=0.3,
-                                                           paper_ptr=0.35)
-    assert "embedder, where the 95% CI excludes the paper's difference." in answer_sentence(with_ci)
-    assert "excludes" not in answer_sentence(with_ci.assign(paper_ptr=0.29))
-    # the paper calls its own G3 difference not significant: a same-direction G3 is not a miss
+    text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "Scope.", {"G1": "a note"})
+    assert text == (
+        "**The answer.** Scope. With dense retrieval, the paper's kind:\n\n"
+        "- **G1:** RtP leads, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.0200, Holm), as in the paper (-0.050); "
+        "a note.\n"
+        "- **G2:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), unlike "
+        "the paper (PtR ahead, +0.050, outside the 95% CI).\n"
+        "- **G3:** neither leads significantly, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.500, Holm), unlike "
+        "the paper (PtR ahead, +0.050, outside the 95% CI).\n\n"
+        "**Beyond the paper** (other retrievers). With BM25 retrieval, "
+        "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover holds with BM25 retrieval only.")
+    inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
+    assert "unlike the paper (PtR ahead, +0.010)" in inside and "outside" not in inside
+    # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
-    assert ("the paper's crossover does not appear on G2 with this run's LLM and embedder; on G3, as in the "
-            "paper, the difference "
-            "*“does not reach significance”*.\n\n**Beyond") in answer_sentence(rows({"dense": g3_same,
-                                                                                    "bm25": bm25}))
-    only_g3 = {**g3_same, "G2_category_original": ("PtR", True, "reproduced")}
-    assert ("the paper's crossover holds where the paper reports a significant difference; on G3, as in the "
-            "paper") in answer_sentence(rows({"dense": only_g3, "bm25": bm25}))
+    assert ("- **G3:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), "
+            "as in the paper (+0.050), whose difference *“does not reach significance”*.") in answer_sentence(
+        rows({"dense": g3_same, "bm25": bm25}))
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")
@@ -711,7 +711,8 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     assert not any(line.startswith("G2") for line in numbers)  # +0.045 is what its means give
     assert "0.279 in its budget paragraph and 0.289" in numbers[1] and len(numbers) == 2
     assert "(0.732–0.884)" in other[0] and "at most 0.372" in other[0] and "at most 37%" in other[0]
-    assert "k = 10 *“budget-equivalent”* with PtR at k = 5" in other[1] and "search width is 12." in other[1]
+    assert "k = 10 *“budget-equivalent”* with PtR at k = 5" in other[1]
+    assert "PtR searches up to 12 APIs (fewer" in other[1]
     assert other[2].startswith("On G3 its recall difference (+0.012) *“does not reach significance”*")
     assert "*“temperature =0”*" in other[3]
     assert "*“all APIs executed in the reference solution”*" in other[0]  # its own definition
@@ -740,19 +741,16 @@ def test_the_query_counts_are_explained_in_one_line():
     assert count_line(rows.assign(n_queries=200), paper) == ""
 
 
-def test_the_answer_says_how_the_stub_writer_compares_with_the_papers():
-    from toolbench_lib.report.front import stub_writer_line
+def test_the_answer_says_what_this_run_can_test():
+    from toolbench_lib.report.front import scope_sentence
 
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
-    assert stub_writer_line(report) == (
-        "Only PtR depends on the LLM, a small one: its stubs find a ground-truth API for 0.293 of G1 "
-        "stubs, fewer than the paper's 0.406; the paper's setup is untested.")
-    assert "0.500 of G1 stubs, more than" in stub_writer_line(report.assign(this_run=[0.3, 0.5]))
-    assert "as many as the paper's" in stub_writer_line(report.assign(this_run=[0.3, 0.4061]))
-    assert stub_writer_line(report.iloc[:1]) == "" and stub_writer_line(report.iloc[:0]) == ""
-
-
+    assert scope_sentence(report) == (
+        "This run swaps the paper's LLM and embedder for smaller ones (setup table), so it tests the two "
+        "architectures, not the paper's system: only PtR depends on the LLM, and its stubs find a "
+        "ground-truth API for 0.293 of G1 stubs (paper: 0.406).")
+    assert scope_sentence(report.iloc[:1]).endswith("only PtR depends on the LLM.")
 
 def test_an_ordering_is_judged_by_its_ci():
     """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI holds 0 is inconclusive, as a
@@ -830,31 +828,24 @@ def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
     assert beside_g2(rows, pd.DataFrame()) is rows
 
 
-def test_the_g2_instruction_rows_get_one_sentence_from_their_verdicts():
-    from toolbench_lib.report.front import g2_instruction_sentence
+def test_the_answer_notes_what_relevant_and_g2_instruction_change_per_set():
+    from toolbench_lib.report.front import set_notes
 
-    rows = pd.DataFrame({"retriever": ["dense", "bm25", "hybrid"], "subset": ["G2_instruction"] * 3,
-                         "n_queries": [106] * 3, "n_runs": [1] * 3, "leader": ["PtR", "PtR", "RtP"],
-                         "significant": [False, True, False],
-                         "paper_leader": ["PtR"] * 3,
-                         "verdict": ["same direction", "reproduced", "not reproduced"]})
-    assert g2_instruction_sentence(rows) == (
-        "On G2_instruction, the set the paper's G2 numbers fit (one run, p "
-        "unadjusted), PtR leads with BM25 only; the primary G2 stays G2_category_original.")
-    assert "unadjusted), neither leads significantly with any retriever;" in g2_instruction_sentence(
-        rows.assign(significant=False))
-    both = g2_instruction_sentence(rows.assign(significant=True))
-    assert "PtR leads with dense and BM25 only; RtP leads with hybrid only;" in both
-    assert g2_instruction_sentence(rows.iloc[0:0]) == ""
-    assert g2_instruction_sentence(rows.assign(n_runs=4), 199, 200).endswith(
-        "(4 runs, p unadjusted), PtR leads with BM25 only; the primary G2 stays "
-        "G2_category_original (199 queries, the paper's 200).")
-    primary = pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_category_original"] * 2,
-                            "leader": ["RtP", "PtR"], "significant": [False, True]})
-    same = g2_instruction_sentence(rows, primary=primary)  # neither significant with dense, whichever leads
-    assert "PtR leads with BM25 only, so the dense verdict is the same; the primary" in same
-    assert ", so the dense verdict is not the same;" in g2_instruction_sentence(
-        rows, primary=primary.assign(significant=True))
+    rows = pd.DataFrame({"retriever": ["dense", "dense", "dense", "bm25"],
+                         "subset": ["G1_instruction", "G2_category_original", "G3_instruction_original",
+                                    "G1"],
+                         "leader": ["RtP", "RtP", "PtR", "RtP"], "significant": [True, False, False, True]})
+    rel = rows.assign(significant=[False, False, True, False], p_holm=[0.0682, 0.9, 0.004, 0.2])
+    g2i = pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_instruction"] * 2,
+                        "leader": ["PtR"] * 2, "significant": [False, True], "p_holm": [0.953, 0.001]})
+    assert set_notes(rows, rel, g2i) == {
+        "G1": "on `relevant`, not significant (p = 0.0682)",
+        "G2": "on G2_instruction, the set the paper's G2 numbers fit, the same (p = 0.953, unadjusted)",
+        "G3": "on `relevant`, significant (p = 0.00400)"}
+    differs = set_notes(rows, None, g2i.assign(significant=True))
+    assert differs == {"G2": "on G2_instruction, the set the paper's G2 numbers fit, not the same "
+                             "(p = 0.953, unadjusted)"}
+    assert set_notes(rows, None, None) == {}
 
 
 def test_the_answer_says_where_a_holding_crossover_stops_holding():
@@ -871,20 +862,6 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
         "The hybrid crossover does not hold on `relevant` or G2_instruction.")  # dense never held
     assert crossover_limits(rows, {"`relevant`": rows, "G2_instruction": g2i.assign(significant=True)}) == ""
     assert crossover_limits(rows, {"`relevant`": None}) == ""
-
-
-def test_the_answer_says_which_verdicts_the_relevant_ground_truth_changes():
-    from toolbench_lib.report.front import relevant_sentence
-
-    rows = pd.DataFrame({"retriever": ["dense", "dense", "hybrid"], "subset": ["G1", "G3", "G1"],
-                         "significant": [True, False, True]})
-    rel = rows.assign(significant=[False, True, False], p_holm=[0.0682, 0.0004, 0.115])
-    assert relevant_sentence(rows, rel) == (
-        "On `relevant`, the paper's definition in words, dense G1 (p = 0.0682) and hybrid G1 "
-        "(p = 0.115) lose significance and dense G3 (p < 0.001) gains significance (Holm).")
-    assert relevant_sentence(rows, rows.assign(p_holm=0.01)) == (
-        "On `relevant`, the paper's definition in words, every verdict stands.")
-    assert relevant_sentence(rows, None) == "" and relevant_sentence(rows.iloc[:0], rel) == ""
 
 
 def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):

@@ -132,7 +132,9 @@ def findings(ev: pd.DataFrame, order: pd.DataFrame) -> list[str]:
                      f"{_fmt(r['solved_rate_all'])} of the {judged.get('all', 0)} that name all of it.")
     for r in order.itertuples():
         paper = {"rtp": "RtP ahead", "ptr": "PtR ahead"}.get(r.paper_leader, "no claim")
-        verdict = "holds" if r.holds else "does not hold" if r.holds is False else "n/a"
+        sig = pd.notna(r.p_value) and r.p_value < 0.05  # McNemar: an ordering needs it, not a point estimate
+        verdict = ("n/a" if r.holds is None else ("holds" if r.holds else "is reversed") if sig else
+                   f"{'matches' if r.holds else 'differs'} at the point estimates only, not significantly")
         label = f"judged by {r.judge_version}" if r.pass_rate == "judged" \
             else f"objective (on {r.judge_version}'s plans)"
         lines.append(f"{r.subset}, {label} pass rate: RtP {r.rtp:.3f} vs PtR {r.ptr:.3f} over {r.n_pairs} "

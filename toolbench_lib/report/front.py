@@ -60,32 +60,6 @@ def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def g2_instruction_sentence(rows: pd.DataFrame, g2_queries: int | None = None,
-                            paper_g2: int | None = None, primary: pd.DataFrame | None = None) -> str:
-    """What G2_instruction, the set the paper's G2 numbers fit, says per family, whether its dense verdict is
-    the primary G2's (``primary``: the answer's rows), and why the primary G2 (the Holm family's) is another
-    set: ``g2_queries`` of its ``paper_g2`` queries, when given."""
-    if not len(rows):
-        return ""
-    r0 = rows.iloc[0]
-    runs = "one run" if r0.n_runs == 1 else f"{fmt_count(r0.n_runs)} runs"
-    sig = rows[rows["significant"].astype(bool)]
-    leads = [f"{a} leads with {_sets([FAMILY_SHORT.get(f, f) for f in g['retriever']])}"
-             + (" only" if len(g) < len(rows) else "") for a, g in sig.groupby("leader", sort=False)]
-    said = "; ".join(leads) if leads else "neither leads significantly with any retriever"
-    why = (f" ({fmt_count(g2_queries)} queries, the paper's {fmt_count(paper_g2)})"
-           if g2_queries and paper_g2 else "")
-    same = ""
-    if primary is not None and len(primary):
-        g2 = primary[primary["subset"].map(subset_alias) == "G2"]
-        pair = [g[g["retriever"] == "dense"].iloc[:1] for g in (g2, rows)]
-        if all(len(x) for x in pair):
-            verdicts = [(sig := bool(x["significant"].iloc[0]), str(x["leader"].iloc[0]) * sig) for x in pair]
-            same = f", so the dense verdict is {'the same' if verdicts[0] == verdicts[1] else 'not the same'}"
-    return (f"On G2_instruction, the set the paper's G2 numbers fit ({runs}, p unadjusted), {said}{same}; "
-            f"the primary G2 stays G2_category_original{why}.")
-
-
 def beside_g2(rows: pd.DataFrame, g2i: pd.DataFrame) -> pd.DataFrame:
     """The answer table's rows: each family's G2_instruction row right after its G2 row."""
     if not len(g2i):
@@ -138,10 +112,10 @@ def _sets(names: list[str], conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
-def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> str:
-    """The answer from the primary comparisons: the paper's retriever (dense) first, as the reproduction, with
-    ``dense_notes`` after it; then, beyond the paper, which architecture leads significantly on which sets per
-    other family, and where the crossover holds."""
+def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] | None = None) -> str:
+    """The answer from the primary comparisons: ``scope`` (what this run can test), then the paper's
+    retriever (dense) set by set against the paper, with ``notes`` per set; then, beyond the paper, which
+    architecture leads significantly on which sets per other family, and where the crossover holds."""
     holds, said_by = [], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -153,38 +127,20 @@ def answer_sentence(rows: pd.DataFrame, dense_notes: tuple[str, ...] = ()) -> st
         with_paper = g[g["paper_leader"].notna()]
         if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
             holds.append(FAMILY_SHORT.get(family, family))
-    untested = [FAMILY_SHORT.get(f, f) for f in rows["retriever"].unique() if f != "dense"]
     verdict = (f"the paper's crossover holds with {_sets(holds)} retrieval only"
-               + (", which the paper did not test" if set(holds) <= set(untested) else "")
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
-    first = ""
-    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, on its own
-        dense = rows[rows["retriever"] == "dense"]
-        verdicts = dict(zip(dense["subset"].map(subset_alias), dense["verdict"].astype(str), strict=True))
-        # the paper itself calls its G3 difference not significant: a same-direction G3 is no miss
-        g3_too = verdicts.get("G3", "").startswith("same direction")
-        missed = [s for s, v in verdicts.items() if v != "reproduced" and not (g3_too and s == "G3")]
-        excluded = []
-        if {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(dense):
-            paper_diff = dense["paper_ptr"] - dense["paper_rtp"]
-            out = (paper_diff < dense["ci_low"]) | (paper_diff > dense["ci_high"])
-            excluded = [s for s in dense.loc[out, "subset"].map(subset_alias) if s in missed]
-        ci = ", where the 95% CI excludes the paper's difference" if excluded == missed and missed else ""
-        note = f"; on G3, as in the paper, the difference *“{QUOTES['g3_ns']}”*" if g3_too else ""
-        state = ("holds" if "dense" in holds else
-                 f"does not appear{f' on {_sets(missed)}' if g3_too else ''} with this run's LLM and embedder"
-                 f"{ci}{note}" if missed
-                 else f"holds where the paper reports a significant difference{note}")
-        first = (f"With dense retrieval (the paper's kind), {said_by.pop('dense')}: the paper's crossover "
-                 f"{state}.")
+    opening = f"**The answer.** {scope}".rstrip()
+    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, set by set
+        said_by.pop("dense")
+        lines = [set_line(r, (notes or {}).get(subset_alias(r.subset), ""))
+                 for r in rows[rows["retriever"] == "dense"].itertuples()]
+        text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
+        return (f"{opening} With dense retrieval, the paper's kind:\n\n" + "\n".join(lines)
+                + f"\n\n**Beyond the paper** (other retrievers). {text[0].upper()}{text[1:]}: {verdict}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
-    text, notes = f"{text[0].upper()}{text[1:]}", " ".join(n for n in dense_notes if n)
-    if first:  # the reproduction, then the other retrievers apart
-        return (f"**The answer.** {f'{first} {notes}'.rstrip()}\n\n**Beyond the paper** (other retrievers). "
-                f"{text}: {verdict.removesuffix(', which the paper did not test')}.")
-    return f"**The answer.** {text}: {verdict}." + (f" {notes}" if notes else "")
+    return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
 
 
 def crossover_limits(rows: pd.DataFrame, alternatives: dict[str, pd.DataFrame | None]) -> str:
@@ -250,38 +206,62 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
             f"overturns {'it' if len(names) == 1 else 'them'}{rest if kept else ''}.")
 
 
-def stub_writer_line(report: pd.DataFrame) -> str:
-    """What the answer tests: this run's setup, where only PtR depends on the substituted LLM; the scorecard's
-    G1 stub hit share, this run's against the paper's (empty without that row)."""
+def scope_sentence(report: pd.DataFrame) -> str:
+    """What the answer tests: this run's setup, where only PtR depends on the substituted LLM, with the
+    scorecard's G1 stub hit share against the paper's (that clause left out without the row)."""
     row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
-    if not len(row) or pd.isna(row["this_run"].iloc[0]):
-        return ""
-    r = row.iloc[0]
-    paper = pd.to_numeric(r.paper, errors="coerce")  # the paper's value as the scorecard prints it
-    than = ("as many as" if pd.isna(paper) or fmt_number(r.this_run) == fmt_number(paper) else
-            "fewer than" if r.this_run < paper else "more than")
-    return (f"Only PtR depends on the LLM, a small one: its stubs find a ground-truth API for "
-            f"{fmt_number(r.this_run)} of G1 stubs, {than} the paper's {r.paper}; the paper's setup is "
-            "untested.")
+    hits = ""
+    if len(row) and pd.notna(row["this_run"].iloc[0]):
+        hits = (f", and its stubs find a ground-truth API for {fmt_number(row['this_run'].iloc[0])} of G1 "
+                f"stubs (paper: {row['paper'].iloc[0]})")
+    return ("This run swaps the paper's LLM and embedder for smaller ones (setup table), so it tests the two "
+            f"architectures, not the paper's system: only PtR depends on the LLM{hits}.")
 
 
-def relevant_sentence(rows: pd.DataFrame, rel: pd.DataFrame | None) -> str:
-    """Which primary verdicts (significant or not, Holm within the family) change on `relevant`, the
-    ground truth of the paper's words, with the `relevant` p; empty without that table."""
-    if rel is None or not len(rel) or not len(rows):
-        return ""
-    both = rows.merge(rel[["retriever", "subset", "significant", "p_holm"]].rename(
-        columns={"significant": "significant_rel", "p_holm": "p_holm_rel"}), on=["retriever", "subset"])
-    changed = both[both["significant"].astype(bool) != both["significant_rel"].astype(bool)]
-    if not len(changed):
-        return "On `relevant`, the paper's definition in words, every verdict stands."
-    said = []
-    for lost, g in changed.groupby(changed["significant"].astype(bool), sort=False):
-        names = [f"{FAMILY_SHORT.get(r.retriever, r.retriever)} {subset_alias(r.subset)} "
-                 f"({fmt_p(r.p_holm_rel)})" for r in g.itertuples()]
-        said.append(f"{_sets(names)} {'lose' if lost else 'gain'}"
-                    + ("s" if len(names) == 1 else "") + " significance")
-    return f"On `relevant`, the paper's definition in words, {' and '.join(said)} (Holm)."
+def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | None) -> dict[str, str]:
+    """Per set, what else the dense verdict meets: a change of significance on `relevant` (Holm), and on G2
+    whether G2_instruction, the set the paper's G2 numbers fit, gives the same verdict (p unadjusted)."""
+    def verdict(x) -> tuple[bool, str]:
+        return bool(x.significant), str(x.leader) if x.significant else ""
+
+    notes = {}
+    for r in rows[rows["retriever"] == "dense"].itertuples():
+        said, s = [], subset_alias(r.subset)
+        x = rel[(rel["retriever"] == "dense") & (rel["subset"] == r.subset)] if rel is not None and len(
+            rel) else pd.DataFrame()
+        if len(x) and bool(x["significant"].iloc[0]) != bool(r.significant):
+            said.append(f"on `relevant`, {'not significant' if r.significant else 'significant'} "
+                        f"({fmt_p(x['p_holm'].iloc[0])})")
+        y = g2i[g2i["retriever"] == "dense"] if s == "G2" and g2i is not None and len(g2i) else pd.DataFrame()
+        if len(y):
+            same = "the same" if verdict(y.iloc[0]) == verdict(r) else "not the same"
+            said.append(f"on G2_instruction, the set the paper's G2 numbers fit, {same} "
+                        f"({fmt_p(y['p_holm'].iloc[0])}, unadjusted)")
+        if said:
+            notes[s] = "; ".join(said)
+    return notes
+
+
+def set_line(r, note: str = "") -> str:
+    """One set's dense verdict against the paper's: PtR − RtP with its CI and Holm p, the paper's difference,
+    and ``note``."""
+    s, v = subset_alias(r.subset), str(r.verdict)
+    lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
+    paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
+    paper = fmt_signed(paper_diff) if paper_diff is not None else ""
+    as_paper = ", as in the paper" + (f" ({paper})" if paper else "")
+    if v == "reproduced":
+        against = as_paper
+    elif s == "G3" and v.startswith("same direction"):  # the paper calls its G3 difference not significant
+        against = f"{as_paper}, whose difference *“{QUOTES['g3_ns']}”*"
+    elif isinstance(r.paper_leader, str):
+        out = paper_diff is not None and pd.notna(r.ci_low) and not r.ci_low <= paper_diff <= r.ci_high
+        against = (f", unlike the paper ({r.paper_leader} ahead" + (f", {paper}" if paper else "")
+                   + (", outside the 95% CI" if out else "") + ")")
+    else:
+        against = ""
+    return (f"- **{s}:** {lead}, PtR − RtP {fmt_signed(r.diff)} {fmt_ci(r.ci_low, r.ci_high)} "
+            f"({fmt_p(r.p_holm)}, Holm){against}" + (f"; {note}" if note else "") + ".")
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
@@ -436,8 +416,8 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
         m, k, k_ptr = paper_bounds(stubs["paper"])["min"], int(rtp["k"]), int(ptr["k"])
         if abs(m * k_ptr - k) >= 1:
             other.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
-                         f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR's search width "
-                         f"is {m * k_ptr:g}.")
+                         f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR searches up to "
+                         f"{m * k_ptr:g} APIs (fewer where its stubs find the same ones).")
     a, b = v.get("g3_ptr_recall"), v.get("g3_rtp_recall")
     if None not in (a, b):
         other.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "

@@ -16,7 +16,6 @@ from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
-from ..data.queries import subset_alias
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -33,14 +32,13 @@ from .front import (
     crossover_limits,
     endpoint_rows,
     endpoint_table_markdown,
-    g2_instruction_sentence,
     limits,
     paper_against_itself,
-    relevant_sentence,
     right_and_wrong,
     robustness_sentence,
+    scope_sentence,
+    set_notes,
     setup_box,
-    stub_writer_line,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
 from .scorecard import SETUP, compare_entries, status_counts
@@ -284,17 +282,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
     counts = paper_query_counts()
-    paper_n = dict(zip(counts["subset"].map(subset_alias), counts["n_queries"], strict=True))
     answer = []
     if len(rows):
-        g2_n = rows.loc[rows["subset"].map(subset_alias) == "G2", "n_queries"]
-        g2_line = g2_instruction_sentence(g2i, int(g2_n.iloc[0]) if len(g2_n) else None, paper_n.get("G2"),
-                                          rows)
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
-        notes = (stub_writer_line(report), relevant_sentence(rows, rel), g2_line)
-        answer = [answer_sentence(rows, notes), robustness_sentence(rows),
-                  crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})]
+        limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
+        answer = [answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i)),
+                  robustness_sentence(rows), limits_of]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
