@@ -737,8 +737,10 @@ def test_the_query_counts_are_explained_in_one_line():
     rows = pd.DataFrame({"subset": ["G1_instruction", "G2_category_original", "G1_instruction"],
                          "n_queries": [163, 199, 163]})
     paper = pd.DataFrame({"subset": ["G1", "G2", "G3"], "n_queries": [200.0, 200.0, 100.0]})
-    assert count_line(rows, paper) == "G1 holds 163 of the paper's 200: StableToolBench's solvable queries."
-    assert count_line(rows.assign(n_queries=200), paper) == ""
+    assert count_line(rows, paper) == (
+        "G1 holds 163 of the paper's 200 (StableToolBench's solvable queries); G2 is ToolBench's original "
+        "set.")
+    assert count_line(rows.assign(n_queries=200).iloc[[0]], paper) == ""
 
 
 def test_the_answer_says_what_this_run_can_test():
@@ -747,9 +749,9 @@ def test_the_answer_says_what_this_run_can_test():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert scope_sentence(report) == (
-        "This run swaps the paper's LLM and embedder for smaller ones (setup table), so it tests the two "
-        "architectures, not the paper's system: only PtR depends on the LLM, and its stubs find a "
-        "ground-truth API for 0.293 of G1 stubs (paper: 0.406).")
+        "This run swaps the paper's LLM and embedder for smaller ones, so it tests the architectures, not "
+        "the paper's system: only PtR depends on the LLM, and its stubs find a ground-truth API for 0.293 of "
+        "G1 stubs (paper: 0.406).")
     assert scope_sentence(report.iloc[:1]).endswith("only PtR depends on the LLM.")
 
 def test_an_ordering_is_judged_by_its_ci():

@@ -114,7 +114,8 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     report = write_report(cfg).read_text(encoding="utf-8")
     teaching = (cfg.out_dir / TEACHING_FILE).read_text(encoding="utf-8")
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
-    assert sum(map(int, MINUTES.findall(plan))) == 90 and "Total: 90 minutes." in plan
+    assert sum(map(int, MINUTES.findall(plan))) == 90
+    assert "below, 1 to 6, about 5 minutes each (the others for after the session)." in plan and "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
     headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
     assert len(targets) >= 8 and set(targets) <= headings
@@ -134,6 +135,7 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
+    assert "below, 1 to 6, about 5 minutes each (the others for after the session)." in plan
     assert "Outside the plan" not in plan  # none of its sections is in this report
     more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n"))
     assert ("Outside the plan, for members who want more: [Retriever families]"
@@ -295,7 +297,7 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "change PtR's recall by G1 -0.045" in notes
     (cfg.tables_dir / "ablation_decomposition.csv").unlink()
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    assert "6. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
+    assert "2. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
 
 
 def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):

@@ -214,8 +214,8 @@ def scope_sentence(report: pd.DataFrame) -> str:
     if len(row) and pd.notna(row["this_run"].iloc[0]):
         hits = (f", and its stubs find a ground-truth API for {fmt_number(row['this_run'].iloc[0])} of G1 "
                 f"stubs (paper: {row['paper'].iloc[0]})")
-    return ("This run swaps the paper's LLM and embedder for smaller ones (setup table), so it tests the two "
-            f"architectures, not the paper's system: only PtR depends on the LLM{hits}.")
+    return ("This run swaps the paper's LLM and embedder for smaller ones, so it tests the architectures, "
+            f"not the paper's system: only PtR depends on the LLM{hits}.")
 
 
 def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | None) -> dict[str, str]:
@@ -265,12 +265,23 @@ def set_line(r, note: str = "") -> str:
 
 
 def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
-    """Why a set holds fewer queries than the paper's, in one line (the counts are in the setup table)."""
+    """Where each set's queries come from, in one line: a set with fewer than the paper's holds
+    StableToolBench's solvable queries, an ``_original`` set is ToolBench's own (the counts are in the setup
+    table)."""
     paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
-    fewer = [f"{subset_alias(s)} holds {fmt_count(n)} of the paper's {fmt_count(paper[subset_alias(s)])}"
-             for s, n in rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
-             if not str(s).endswith("_original") and n < paper.get(subset_alias(s), 0)]
-    return f"{'; '.join(fewer)}: StableToolBench's solvable queries." if fewer else ""
+    sets = rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
+    fewer, original = [], []
+    for s, n in sets:
+        if str(s).endswith("_original"):
+            original.append(subset_alias(s))
+        elif n < paper.get(subset_alias(s), 0):
+            of = fmt_count(paper[subset_alias(s)])
+            fewer.append(f"{subset_alias(s)} holds {fmt_count(n)} of the paper's {of}")
+    said = [f"{'; '.join(fewer)} (StableToolBench's solvable queries)"] if fewer else []
+    if original:
+        sets = "sets" if len(original) > 1 else "set"
+        said.append(f"{_sets(original)} {'are' if len(original) > 1 else 'is'} ToolBench's original {sets}")
+    return f"{'; '.join(said)}." if said else ""
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:

@@ -41,10 +41,12 @@ PLAN = (
                                                "below"),
     ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
                           "the paper's numbers"),
-    ("Cost and routing", 5, "what PtR's extra call costs, and the paper's routing proposal tested"),
+    ("Where the paper disagrees with itself", 5, "its p-values and numbers against each other, and the "
+                                                 "questions its text leaves open"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("Where the paper disagrees with itself", "Retriever families")
+OPTIONAL = ("Cost and routing", "Retriever families")
+IN_SESSION = 6  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 30
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
@@ -89,7 +91,9 @@ def plan_lines(report_md: str) -> list[str]:
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
-            f"(#{anchor(QUESTIONS_HEADING)}) below.", "", f"Total: {total} minutes.", *more,
+            f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
+            f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
+            "", f"Total: {total} minutes.", *more,
             *figure_map(found)]
 
 
@@ -417,14 +421,22 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
     setup = sec("g1_query_count")
     return [
-        ("The paper's G1 difference, twice",
-         f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
-         f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
-         f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
-         "Can this run tell the paper's two values apart? What can make a stated difference differ from the "
-         "difference of the stated means (another run, another table), and what should a paper say when it "
-         "does?",
-         lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
+        ("Does the query name its tool?",
+         f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
+         f"({sec('g2_gt_size')}).",
+         (brand_words,),
+         "This run removes brand words from the stubs, not from the query. What does the drop say about "
+         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
+         brand_note),
+        ("What would a stronger stub writer change?",
+         f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
+         f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
+         (stub_hits, decomposers),
+         "PtR searches with hypothetical tool descriptions instead of the query, as HyDE searches with a "
+         "hypothetical answer. If this run's stub writer reached the paper's hit share, on which sets would "
+         "PtR overtake RtP? Does the gap between rule-based and LLM stubs hint at what a better writer could "
+         "gain?",
+         decomposer_note),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
          f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTE_UPPER}” "
@@ -447,28 +459,20 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
          "that test the architectures or how lexical the queries are? What would make the dense side a fair "
          "opponent?", families_note),
-        ("What would a stronger stub writer change?",
-         f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
-         f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
-         (stub_hits, decomposers),
-         "PtR searches with hypothetical tool descriptions instead of the query, as HyDE searches with a "
-         "hypothetical answer. If this run's stub writer reached the paper's hit share, on which sets would "
-         "PtR overtake RtP? Does the gap between rule-based and LLM stubs hint at what a better writer could "
-         "gain?",
-         decomposer_note),
+        ("The paper's G1 difference, twice",
+         f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
+         f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
+         f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
+         "Can this run tell the paper's two values apart? What can make a stated difference differ from the "
+         "difference of the stated means (another run, another table), and what should a paper say when it "
+         "does?",
+         lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
         ("Which G2?",
          f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
          f"of {fmt_number(paper('g2_gt_size'))} ground-truth APIs ({sec('g2_gt_size')}).",
          (g2_sets, g2_dense),
          "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
          "choice, and which set would you pre-register?", g2_note),
-        ("Does the query name its tool?",
-         f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
-         f"({sec('g2_gt_size')}).",
-         (brand_words,),
-         "This run removes brand words from the stubs, not from the query. What does the drop say about "
-         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
-         brand_note),
     ]
 
 

@@ -304,7 +304,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
-    parts += [f"For a reading group: [session plan and questions]({plan}).", "",
+    parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(provenance, rows)]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
