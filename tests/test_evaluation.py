@@ -204,6 +204,8 @@ def test_queries_with_the_same_ground_truth_form_one_group() -> None:
     groups = ground_truth_groups(q, "candidates")
     assert groups["a"] == groups["b"] == "a"  # the same set, in another order
     assert len({groups["a"], groups["c"], groups["d"], groups["e"]}) == 4  # e: the same set in another subset
+    # one sample of APIs (the candidates) by default, whatever ground truth a comparison scores
+    assert ground_truth_groups(q.assign(relevant=[["x"], ["y"], ["x"], ["w"], ["x"]])) == groups
 
 
 def test_the_grouped_bootstrap_is_the_query_bootstrap_for_single_queries_and_wider_for_copies() -> None:

@@ -282,9 +282,10 @@ def query_keys(queries: pd.DataFrame) -> list[str]:
     return [f"{s}:{q}" for s, q in zip(queries["subset"], queries["query_id"], strict=True)]
 
 
-def ground_truth_groups(queries: pd.DataFrame, gt: str = DEFAULT_GT) -> dict[str, str]:
-    """``{qkey: group}``: within each subset, the queries with the same ground-truth set (ToolBench writes
-    several queries from one sample of APIs) form one group, named by its first query."""
+def ground_truth_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[str, str]:
+    """``{qkey: group}``: within each subset, the queries with the same ``gt`` set form one group, named by
+    its first query; by default the `candidates`, the sample of APIs ToolBench wrote several queries from,
+    so the groups do not change with the ground truth a comparison scores."""
     first: dict[tuple[str, frozenset], str] = {}
     return {q: first.setdefault((subset, frozenset(apis if apis is not None else ())), q)
             for q, subset, apis in queries[["qkey", "subset", check_gt(gt)]].itertuples(index=False)}

@@ -120,7 +120,7 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     texts = q["query"].to_dict()
     per_set = pd.Series([sets[k] for k in design]).value_counts().sort_index()
     # queries that repeat a text or share a ground-truth set (written from one sample of APIs) share a fold
-    gt = ground_truth_groups(queries, label_gt) if label_gt in queries else {}
+    gt = ground_truth_groups(queries) if "candidates" in queries else {}  # queries of one sample of APIs
     linked = linked_groups([norm_text(texts[k]) for k in design], [gt.get(k, k) for k in design])
     if per_set.max() < 2 or len(set(linked.tolist())) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
