@@ -160,15 +160,16 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
         load_references(tmp_path / "paper.yaml")
     report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
                            "cause_status": ["", "unexplained", ""]})
-    line = right_and_wrong(report, [])[2]
-    assert line.startswith("- The paper's 2 reference numbers (3 rows, 1 re-read)")
+    lines = right_and_wrong(report, [])  # a number read again is counted apart from the numbers
+    assert lines[2].startswith("- The paper's 2 reference numbers against this run: 1 consistent, 1 differs")
+    assert lines[3] == "- The same numbers read again on another set or ground truth (1): 1 consistent."
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
     lines = right_and_wrong(report, [])
-    assert lines[2].startswith("- The paper's 1 reference numbers (2 rows, 1 re-read)")
+    assert lines[2].startswith("- The paper's 1 reference numbers against this run: 1 consistent")
     assert "1 differs" not in lines[2]
-    assert lines[3].startswith("- Its 1 claims in words")
-    assert lines[3].endswith(": 1 differs (1 unexplained).")
+    assert lines[4].startswith("- Its 1 claims in words")
+    assert lines[4].endswith(": 1 differs (1 unexplained).")
     # The rows that differ are broken down by their cause, with how many would differ by chance alone.
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})

@@ -28,9 +28,9 @@ G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the val
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
-SHORT_VERDICT = {"reproduced": "reproduced", "same direction, not significant": "same, n.s.",
-                 "not reproduced": "other leads, n.s.", "refuted": "other leads (significant)",
-                 "no paper pair": "no paper pair"}
+SHORT_VERDICT = {"reproduced": "yes, significant", "same direction, not significant": "yes, n.s.",
+                 "not reproduced": "no, n.s.", "refuted": "no, the other significantly",
+                 "no paper pair": "no paper pair"}  # one vocabulary for every family, the paper's or not
 
 
 class Ledger:
@@ -96,11 +96,21 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
                 f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low, x.ci_high))}, "
                 f"{ledger.put(f'{n} relevant p', fmt_p(x.p_holm))}")
         out.append({**row,
-                    "robustness: paper's test over runs (unadjusted)": ledger.put(f"{n} p over runs",
-                                                                                 fmt_p(r.p_runs_robustness)),
                     "paper RtP / PtR": paper,
                     "paper's leader here": _short_verdict(str(r.verdict))})
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
+
+
+def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
+    """The paper's test over runs beside the primary paired test, per family and set (robustness: it gives
+    no verdict); each p as the answer table's ledger has it."""
+    out = [{"retriever": r.retriever, "set": subset_alias(r.subset),
+            "p, paired t over queries (Holm)": ledger.put(f"{r.retriever} {subset_alias(r.subset)} p",
+                                                          fmt_p(r.p_holm)),
+            "p, the paper's test over runs (unadjusted)": ledger.put(
+                f"{r.retriever} {subset_alias(r.subset)} p over runs", fmt_p(r.p_runs_robustness))}
+           for r in rows.itertuples()]
+    return md_table(pd.DataFrame(out), numparse=False)
 
 
 def _short_verdict(verdict: str) -> str:
@@ -143,11 +153,13 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
 
 
-def crossover_limits(rows: pd.DataFrame, alternatives: dict[str, pd.DataFrame | None]) -> str:
-    """For each family whose crossover holds (every set with a paper leader reproduced), the alternatives
-    (``{name: rows}``: the `relevant` ground truth, G2_instruction) on which it does not: a set where the
-    paper's leader does not lead significantly; empty when none."""
-    out = []
+def crossover_limits(rows: pd.DataFrame,
+                     alternatives: dict[str, pd.DataFrame | None]) -> dict[str, list[str]]:
+    """``{family: [alternatives]}``: for each family whose crossover holds (every set with a paper leader
+    reproduced), the alternatives (``{name: rows}``: the `relevant` ground truth, G2_instruction) on which it
+    does not, a set where the paper's leader does not lead significantly (families it holds on everywhere
+    left out)."""
+    out = {}
     for family, g in rows.groupby("retriever", sort=False):
         with_paper = g[g["paper_leader"].notna()]
         if not len(with_paper) or not (with_paper["verdict"] == "reproduced").all():
@@ -163,9 +175,8 @@ def crossover_limits(rows: pd.DataFrame, alternatives: dict[str, pd.DataFrame | 
             if held and not all(held):
                 fails.append(name)
         if fails:
-            name = FAMILY_SHORT.get(family, family)
-            out.append(f"The {name} crossover does not hold on {_sets(fails, 'or')}.")
-    return " ".join(out)
+            out[family] = fails
+    return out
 
 
 def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
@@ -207,15 +218,37 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
 
 
 def scope_sentence(report: pd.DataFrame) -> str:
-    """What the answer tests: this run's setup, where only PtR depends on the substituted LLM, with the
-    scorecard's G1 stub hit share against the paper's (that clause left out without the row)."""
+    """What the answer tests: only PtR depends on the substituted LLM, with the scorecard's G1 stub hit share
+    against the paper's (that clause left out without the row)."""
     row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
     hits = ""
     if len(row) and pd.notna(row["this_run"].iloc[0]):
-        hits = (f", and its stubs find a ground-truth API for {fmt_number(row['this_run'].iloc[0])} of G1 "
-                f"stubs (paper: {row['paper'].iloc[0]})")
-    return ("This run swaps the paper's LLM and embedder for smaller ones, so it tests the architectures, "
-            f"not the paper's system: only PtR depends on the LLM{hits}.")
+        hits = (f": its stubs find a ground-truth API for {fmt_number(row['this_run'].iloc[0])} of G1 stubs "
+                f"(paper: {row['paper'].iloc[0]})")
+    return f"Only PtR depends on the LLM, a smaller one than the paper's{hits}."
+
+
+def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) -> str:
+    """The answer in one sentence: per set with a paper leader, whether the paper's lead reproduces with the
+    paper's kind of retriever (dense) or does not appear with this run's stub writer and embedder; then the
+    families with which the whole crossover holds, and where it stops holding (``limits``, from
+    :func:`crossover_limits`)."""
+    dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
+    said = []
+    for r in dense.itertuples():
+        s, v = subset_alias(r.subset), str(r.verdict)
+        if v == "reproduced":
+            said.append(f"{r.paper_leader}'s {s} lead reproduces with the paper's kind of retriever")
+        elif not (s == "G3" and v.startswith("same direction")):  # the paper's G3 is not significant either
+            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer "
+                        "and embedder, which leaves the paper's own setup untested")
+    holds = [f for f, g in rows[rows["retriever"] != "dense"].groupby("retriever", sort=False)
+             if len(w := g[g["paper_leader"].notna()]) and (w["verdict"] == "reproduced").all()]
+    fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
+    if holds:
+        said.append(f"with {_sets([FAMILY_SHORT.get(f, f) for f in holds], 'or')} retrieval the paper's "
+                    "crossover appears" + (f", though not on {_sets(fails, 'or')}" if fails else ""))
+    return f"**In one line.** {'; '.join(said)}." if said else ""
 
 
 def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | None) -> dict[str, str]:
@@ -235,7 +268,8 @@ def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | 
         y = g2i[g2i["retriever"] == "dense"] if s == "G2" and g2i is not None and len(g2i) else pd.DataFrame()
         if len(y):
             same = "the same" if verdict(y.iloc[0]) == verdict(r) else "not the same"
-            said.append(f"on G2_instruction, the set the paper's G2 numbers fit, {same} "
+            n = f" ({fmt_count(y['n_queries'].iloc[0])} queries)" if "n_queries" in y else ""
+            said.append(f"on G2_instruction{n}, the set the paper's G2 numbers fit, {same} "
                         f"({fmt_p(y['p_holm'].iloc[0])}, unadjusted)")
         if said:
             notes[s] = "; ".join(said)
@@ -335,16 +369,18 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
             return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why})" if name == "differs" and why else "")
                              for name, n in c.items() if n and name not in CAUSES)
 
-        again = int((numbers["reading_of"].fillna("") != "").sum())
-        scored = (f"{fmt_count(len(numbers) - again)} reference numbers ({fmt_count(len(numbers))} rows, "
-                  f"{fmt_count(again)} re-read)"
-                  if again else f"{fmt_count(len(numbers))} reference numbers")
+        reread = numbers["reading_of"].fillna("") != ""  # a number read again on another set or definition
+        numbers, again = numbers[~reread], numbers[reread]
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
         why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
                if len(unscored) and unscored.str.startswith("judge").all() else "")
         chance = f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
-        lines.append(f"- The paper's {scored} against this run: {counts(numbers, chance)}.{why}")
+        lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers against this run: "
+                     f"{counts(numbers, chance)}.{why}")
+        if len(again):
+            lines.append(f"- The same numbers read again on another set or ground truth "
+                         f"({fmt_count(len(again))}): {counts(again)}.")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
@@ -457,16 +493,8 @@ def grouped_line(rows: pd.DataFrame) -> str:
     return f"- Queries written from one sample of APIs are not independent (queries in groups: {each})."
 
 
-def limits(provenance: list[dict], rows: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction: the paper's LLM and embedder untested (the setup table names this
-    run's, from the study's provenance; the embedder ablation, 50 queries per set on one sub-registry, is too
-    small to clear the embedder), and the groups of related queries of the primary comparisons."""
-    prov = provenance[0] if provenance else {}
+def limits(rows: pd.DataFrame | None = None) -> list[str]:
+    """The limits of this reproduction that the answer does not already state: the groups of related
+    queries of the primary comparisons (the LLM and embedder are the answer's and the setup table's)."""
     grouped = grouped_line(rows) if rows is not None else ""
-    untested = [w for w, ours, theirs in (("LLM", prov.get("llm_model"), "gemini"),
-                                          ("embedder", prov.get("model"), "gte-base"))
-                if theirs not in str(ours).lower()]
-    return ["### Limits of this reproduction", "",
-            *([f"- The paper's {' and '.join(untested)} {'is' if len(untested) == 1 else 'are'} untested "
-               "here."] if untested else []),
-            *([grouped] if grouped else []), ""]
+    return ["### Limits of this reproduction", "", *([grouped] if grouped else []), ""]

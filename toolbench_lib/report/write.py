@@ -24,10 +24,12 @@ from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
     G2_INSTRUCTION_TABLE,
+    QUOTES,
     RELEVANT_TABLE,
     Ledger,
     answer_sentence,
     beside_g2,
+    bottom_line,
     count_line,
     crossover_limits,
     endpoint_rows,
@@ -36,6 +38,7 @@ from .front import (
     paper_against_itself,
     right_and_wrong,
     robustness_sentence,
+    runs_test_table,
     scope_sentence,
     set_notes,
     setup_box,
@@ -287,8 +290,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        answer = [answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i)),
-                  robustness_sentence(rows), limits_of]
+        answer = [bottom_line(rows, limits_of) + "\n\n" + answer_sentence(rows, scope_sentence(report),
+                                                                          set_notes(rows, rel, g2i)),
+                  robustness_sentence(rows)]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
@@ -306,7 +310,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
-              *limits(provenance, rows)]
+              *limits(rows)]
     against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
     if against:
         parts += ["## Where the paper disagrees with itself", ""]
@@ -322,9 +326,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(_shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
+    runs_test = ([f"The paper's *“{QUOTES['one_sample']}”*, beside the primary test (robustness: it "
+                  "gives no verdict):", "", runs_test_table(rows, ledger), ""]
+                 if len(rows) and "p_runs_robustness" in rows else [])
     parts += ["## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *figures_markdown(cfg, "retriever"),
+              "retriever family and architecture.", "", *runs_test, *figures_markdown(cfg, "retriever"),
               "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
               *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
               "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
