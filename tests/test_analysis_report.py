@@ -704,8 +704,14 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
     readings = pd.DataFrame({"size": [1000, 47651, 47651], "group": ["G1+G2"] * 3,
                              "reading": ["disjoint", "disjoint", "non_identical"],
                              "share": [0.1, 0.31, 0.98]})
+    fits = {"entries": [*refs["entries"], entry("trajectory_fidelity", {"min": 0.96}),
+                        entry("g1_plan_jaccard", 0.4), entry("g3_plan_jaccard", 0.28)]}
+    together = paper_against_itself(fits, readings)[0][1]
+    assert ("98% of queries whose two top-k lists are *“entirely non-overlapping”* at the full registry, "
+            "cannot sit beside its fidelity (at least 96% of plan steps name a retrieved API) and its plan overlap "
+            "(Jaccard 0.40 on G1, 0.28 on G3)") in together[1]
     (title, numbers), (_, other) = paper_against_itself(refs, readings)  # no printed p here
-    assert title.startswith("Its numbers that differ")
+    assert title.startswith("Its numbers that do not fit together")
     assert numbers[0] == ("G1: its PtR − RtP recall is stated as -0.072, but its own means give "
                           "0.289 − 0.372 = -0.083.")
     assert not any(line.startswith("G2") for line in numbers)  # +0.045 is what its means give
@@ -1040,7 +1046,7 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
     (line,) = printed_p_lines(refs)
     assert line.startswith("Its G2 precision p = 0.039 does not follow from its own numbers by its")
     assert line.endswith(": 0.204 ± 0.007 over 4 runs against 0.167 gives p = 0.00181, smaller than it "
-                         "prints.")
+                         "prints, so its conclusion stands.")
 
 
 def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():

@@ -172,10 +172,6 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
             raise ValueError(f"{path}: duplicate id {entry['id']!r}")
         seen.add(entry["id"])
         paper_bounds(entry["paper"])
-        if "difference_of" in entry:
-            a, b = (float(v) for v in entry["difference_of"])
-            if abs(paper_bounds(entry["paper"]).get("value", float("nan")) - (a - b)) > 1e-9:
-                raise ValueError(f"{path}: entry {entry['id']}: paper is not {a:g} - {b:g}")
         check_locator(entry["locator"], entry["id"])
         for part, keys in (("ci", ("low", "high")), ("share", ("n",)), ("wilson", ("count", "n"))):
             for key in keys if part in entry else ():
@@ -200,8 +196,6 @@ def paper_numbers(entry: Mapping) -> list[float]:
     a worked example's two recalls."""
     if is_claim(entry):
         return []  # a claim of sign (PtR ahead) or of no change: its 0 is not a number the paper writes
-    if "difference_of" in entry:  # a difference of two numbers the paper writes (0.874 - 0.872)
-        return [float(v) for v in entry["difference_of"]]
     out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
     out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
     return out
