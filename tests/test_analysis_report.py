@@ -1135,3 +1135,19 @@ def test_g2_instruction_comes_from_its_own_study_only_when_it_covers_every_query
     none = ("validation", None, study(["G1_tool"]))
     assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), none) is none
     assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), None) is None
+
+
+def test_run_0_is_set_beside_the_mean_when_later_runs_sample_at_another_temperature(cfg):
+    from toolbench_lib.report.verdicts import temperature_lines
+
+    save_table(pd.DataFrame({"subset": ["G1", "G1"], "gt": ["candidates", "relevant"],
+                             "metric": ["recall"] * 2, "n_runs": [4, 4],
+                             "ptr_runs": ["[0.2744, 0.3073]", "[0.9, 0.9]"], "ptr_mean": [0.283, 0.9]}),
+               "runs_tests", cfg)
+    (line,) = temperature_lines(cfg, {"temperature": 0.0, "run_temperature": 0.3})
+    assert line == ("Temperature: PtR's recall@5 in run 0, at temperature 0 as in the paper, against the "
+                    "mean "
+                    "of all 4 runs (the later ones at 0.3): G1 0.274 / 0.283 (`runs_tests`: ptr_runs, "
+                    "ptr_mean).")
+    assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": None}) == []
+    assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": 0.0}) == []

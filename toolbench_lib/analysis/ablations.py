@@ -319,7 +319,8 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
         w = g.pivot(index="embedder", columns="method", values="recall")
         desc = ", ".join(f"{e}: RtP {w.loc[e, 'rtp']:.3f} / PtR {w.loc[e, 'ptr']:.3f}" for e in w.index)
         same = len({w.loc[e, "ptr"] > w.loc[e, "rtp"] for e in w.index}) == 1  # one winner for every embedder
-        parts.append(f"{subset}: {desc} ({'same winner' if same else 'the winner changes'} across embedders)")
+        parts.append(f"{subset}: {desc} ({'same' if same else 'another'} winner by point estimates across "
+                     "embedders)")
     return table, "; ".join(parts) + "."
 
 

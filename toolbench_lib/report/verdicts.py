@@ -48,6 +48,23 @@ def fidelity_lines(rows: pd.DataFrame) -> list[str]:
             "it was given”*, does not say which."]
 
 
+def temperature_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
+    """PtR's recall of run 0 beside the mean of every run (``runs_tests``), when the later runs sample at
+    another temperature than run 0 (``settings``: the study's); nothing otherwise."""
+    t, later = settings.get("temperature"), settings.get("run_temperature")
+    table = TableCache(cfg.tables_dir).get("runs_tests")
+    if t is None or later in (None, t) or table is None or table.empty:
+        return []
+    rows = table[(table["gt"] == "candidates") & (table["metric"] == "recall")]
+    each = [f"{subset_alias(r.subset)} {fmt_number(float(str(r.ptr_runs).strip('[]').split(',')[0]))} / "
+            f"{fmt_number(r.ptr_mean)}" for r in rows.itertuples()]
+    if not each:
+        return []
+    return [f"Temperature: PtR's recall@{cfg.k} in run 0, at temperature {t:g} as in the paper, against the "
+            f"mean of all {fmt_count(int(rows['n_runs'].max()))} runs (the later ones at {later:g}): "
+            f"{', '.join(each)} (`runs_tests`: ptr_runs, ptr_mean)."]
+
+
 def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     """The objective pass rate's ceiling (``judge_validity``): a plan names only APIs its prompt listed, so
     it can pass only where the prompt listed every ground-truth API."""

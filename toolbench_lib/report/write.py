@@ -47,7 +47,7 @@ from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLER
 from .scorecard import SETUP, compare_entries, status_counts
 from .session import SESSION_HEADING, anchor, session_lines
 from .teaching import TITLES, teaching_material
-from .verdicts import section_verdicts
+from .verdicts import section_verdicts, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -320,7 +320,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                        *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = section_verdicts(cfg, key, sec)
+        verdicts = section_verdicts(cfg, key, sec) + (
+            temperature_lines(cfg, provenance[0].get("settings", {})) if key == "main" and provenance else [])
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
