@@ -1151,3 +1151,16 @@ def test_run_0_is_set_beside_the_mean_when_later_runs_sample_at_another_temperat
                     "ptr_mean).")
     assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": None}) == []
     assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": 0.0}) == []
+
+
+def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary_p():
+    from toolbench_lib.report.front import Ledger, runs_test_table
+
+    rows = pd.DataFrame({"retriever": ["dense", "dense", "bm25"], "subset": ["G1", "G2", "G1"],
+                         "p": [0.01, 0.5, 0.02], "p_holm": [0.02, 0.5, 0.04],
+                         "p_runs_robustness": [0.001] * 3})
+    table = re.sub(r" +", " ", runs_test_table(rows, Ledger()))
+    # Holm over the 3 at once: 0.01 * 3, 0.02 * 2, 0.5
+    assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 |" in table
+    assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 |" in table
+    assert "Holm over all" not in runs_test_table(rows[rows["retriever"] == "dense"], Ledger())

@@ -327,8 +327,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(_shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
-    runs_test = ([f"The paper's *“{QUOTES['one_sample']}”*, beside the primary test (robustness: it "
-                  "gives no verdict):", "", runs_test_table(rows, ledger), ""]
+    runs_test = ([f"The primary test beside Holm over every comparison at once and the paper's "
+                  f"*“{QUOTES['one_sample']}”* (robustness: they give no verdict):", "",
+                  runs_test_table(rows, ledger), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += ["## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
