@@ -202,16 +202,10 @@ def _cluster_sums(columns: Sequence[np.ndarray], clusters: Sequence, n_resamples
 
 def cluster_mean_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 10_000, seed: int = SEED,
                     level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``mean(values)`` resampling whole clusters (a query's stubs over its runs go
-    together, so items alike within a cluster do not narrow it); NaN under 2 clusters."""
-    v = np.asarray(values, dtype=float)
-    if np.unique(np.asarray(clusters)).size < 2:
-        return float("nan"), float("nan")
-    s = _cluster_sums([v, np.ones_like(v)], clusters, n_resamples, seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = s[:, 0] / s[:, 1]
-    low, high = _percentile_ci(means[np.isfinite(means)], level)
-    return float(low), float(high)
+    """:func:`grouped_bootstrap_ci` of ``mean(values)`` (a query's stubs over its runs go together, so items
+    alike within a cluster do not narrow it); NaN under 2 clusters."""
+    low, high, n = grouped_bootstrap_ci(values, clusters, n_resamples, seed, level)
+    return (low, high) if n >= 2 else (float("nan"), float("nan"))
 
 
 def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], clusters: Sequence,
