@@ -15,7 +15,7 @@ from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
 from ..data.markdown import md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
-from .checks import CAPTION, sections
+from .checks import CAPTION, IMAGE, sections
 from .locate import TableCache
 
 REPORT_FILE = "report.md"
@@ -68,17 +68,31 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
+PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
+
+
 def plan_lines(report_md: str) -> list[str]:
-    """The plan: each report section linked by its heading, with its figures' numbers and its minutes."""
+    """The plan: each report section linked by its heading, with its figures' numbers and its minutes; then
+    which file each of those figures is and which of the paper's figures its section reproduces (named in
+    the heading), so that "Figure 2" means one thing in the room."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
-    lines, words = [], 0
+    lines, words, figure_rows = [], 0, []
     for i, (start, minutes, what) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
         words += len(found[heading].split()) if heading else 0
         if heading is None:
             lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
             continue
-        figures = [m.group(1) for line in found[heading].splitlines() if (m := CAPTION.match(line))]
+        paper = PAPER_FIGURE.search(heading)
+        figures, file = [], "n/a"
+        for line in found[heading].splitlines():
+            if m := IMAGE.match(line):
+                file = m.group(1)
+            elif m := CAPTION.match(line):
+                figures.append(m.group(1))
+                figure_rows.append(f"| {m.group(1)} | `{file}` | "
+                                   f"{f'Figure {paper.group(1)}' if paper else '-'} |")
+                file = "n/a"
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}.")
@@ -90,36 +104,13 @@ def plan_lines(report_md: str) -> list[str]:
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
+    figure_map = ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
+                  "| report figure | file | the paper's figure its section reproduces |",
+                  "| ---: | :--- | :--- |", *figure_rows] if figure_rows else []
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
-            "", f"Total: {total} minutes.", *more,
-            *figure_map(found)]
-
-
-PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
-
-
-def figure_map(found: Mapping[str, str]) -> list[str]:
-    """Which file each report figure of the plan's sections is, and which of the paper's figures its section
-    reproduces (named in the heading), so that "Figure 2" means one thing in the room."""
-    rows = []
-    for start, _, _ in PLAN:
-        heading = next((h for h in found if h.startswith(start)), None)
-        if heading is None:
-            continue
-        paper = PAPER_FIGURE.search(heading)
-        lines = found[heading].splitlines()
-        for i, line in enumerate(lines):
-            if m := CAPTION.match(line):
-                image = next((x for x in reversed(lines[:i]) if x.startswith("![")), "")
-                file = image[image.find("](") + 2:-1] if "](" in image else "n/a"
-                rows.append(f"| {m.group(1)} | `{file}` | {f'Figure {paper.group(1)}' if paper else '-'} |")
-    if not rows:
-        return []
-    return ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
-            "| report figure | file | the paper's figure its section reproduces |", "| ---: | :--- | :--- |",
-            *rows]
+            "", f"Total: {total} minutes.", *more, *figure_map]
 
 
 # -- this run's numbers -------------------------------------------------------------------------------------
@@ -289,14 +280,10 @@ def decomposers(c: TableCache) -> str:
     return per_set(one) + " (`ablation_decomposition`, one run: ptr_recall, rtp_recall by decomposer)"
 
 
-# -- the facilitator's notes: what this run's numbers answer ------------------------------------------------
-
-BRAND = ("name+reasoning", "name+reasoning-brand")  # ablation_stub_text: the stubs searched, without brands
-
-
 def _brand(c: TableCache, s: str) -> tuple[float, float, float]:
     """PtR's recall with the stubs as searched and with their brand words removed, and RtP's (the query)."""
-    return tuple(value(c, "ablation_stub_text", "recall", subset=s, variant=v) for v in (*BRAND, "query"))
+    return tuple(value(c, "ablation_stub_text", "recall", subset=s, variant=v)
+                 for v in ("name+reasoning", "name+reasoning-brand", "query"))
 
 
 def brand_words(c: TableCache) -> str:
@@ -305,6 +292,8 @@ def brand_words(c: TableCache) -> str:
         return f"{s} PtR {ptr}, {plain} without brand words, RtP {rtp}"
     return per_set(one) + " (`ablation_stub_text`, one run: recall by variant)"
 
+
+# -- the facilitator's notes: what this run's numbers answer ------------------------------------------------
 
 def brand_note(c: TableCache) -> str:
     def one(s: str) -> str:
