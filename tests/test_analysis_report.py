@@ -687,7 +687,7 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
 
 
 def test_the_paper_against_itself_is_computed_from_its_numbers():
-    from toolbench_lib.report.front import paper_against_itself
+    from toolbench_lib.report.against import paper_against_itself
 
     def entry(i, v):
         return {"id": i, "paper": v}
@@ -729,7 +729,7 @@ def test_the_paper_against_itself_is_computed_from_its_numbers():
 
 def test_the_paper_against_itself_quotes_the_paper():
     from toolbench_lib.analysis.references import paper_text_collapsed
-    from toolbench_lib.report.front import QUOTES
+    from toolbench_lib.report.against import QUOTES
 
     text = paper_text_collapsed()
     if text is None:
@@ -1033,7 +1033,7 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
-    from toolbench_lib.report.front import printed_p_lines
+    from toolbench_lib.report.against import printed_p_lines
 
     def entry(quote, paper, std, metric="precision"):
         return {"id": "x", "subset": "G2", "metric": metric, "quote": quote, "paper": paper, "std": std}

@@ -3,8 +3,6 @@ wrong, and the limits; each number of its prose goes through a :class:`Ledger`."
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
@@ -13,8 +11,9 @@ from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..eval.compare import significant
-from ..eval.stats import holm, runs_test_summary
+from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
+from .against import QUOTES
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .scorecard import CAUSES, SETUP, chance_differs, status_counts
@@ -129,11 +128,17 @@ def _sets(names: list[str], conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
+def crossover_families(rows: pd.DataFrame) -> list[str]:
+    """The families whose crossover holds: every set with a paper leader reproduced."""
+    return [f for f, g in rows.groupby("retriever", sort=False)
+            if len(w := g[g["paper_leader"].notna()]) and (w["verdict"] == "reproduced").all()]
+
+
 def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] | None = None) -> str:
     """The answer from the primary comparisons: ``scope`` (what this run can test), then the paper's
     retriever (dense) set by set against the paper, with ``notes`` per set; then, beyond the paper, which
     architecture leads significantly on which sets per other family, and where the crossover holds."""
-    holds, said_by = [], {}
+    holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
         lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
@@ -141,9 +146,6 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
-        with_paper = g[g["paper_leader"].notna()]
-        if len(with_paper) and (with_paper["verdict"] == "reproduced").all():
-            holds.append(FAMILY_SHORT.get(family, family))
     verdict = (f"the paper's crossover holds with {_sets(holds)} retrieval only"
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
@@ -167,10 +169,8 @@ def crossover_limits(rows: pd.DataFrame,
     does not, a set where the paper's leader does not lead significantly (families it holds on everywhere
     left out)."""
     out = {}
-    for family, g in rows.groupby("retriever", sort=False):
-        with_paper = g[g["paper_leader"].notna()]
-        if not len(with_paper) or not (with_paper["verdict"] == "reproduced").all():
-            continue
+    for family in crossover_families(rows):
+        with_paper = rows[(rows["retriever"] == family) & rows["paper_leader"].notna()]
         expected = dict(zip(with_paper["subset"], with_paper["paper_leader"], strict=True))
         fails = []
         for name, alt in alternatives.items():
@@ -249,8 +249,7 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) 
         elif not (s == "G3" and v.startswith("same direction")):  # the paper's G3 is not significant either
             said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer "
                         "and embedder, which leaves the paper's own setup untested")
-    holds = [f for f, g in rows[rows["retriever"] != "dense"].groupby("retriever", sort=False)
-             if len(w := g[g["paper_leader"].notna()]) and (w["verdict"] == "reproduced").all()]
+    holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
     if holds:
         said.append(f"with {_sets([FAMILY_SHORT.get(f, f) for f in holds], 'or')} retrieval the paper's "
@@ -393,112 +392,6 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
                          f"Appendix A): {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
-
-
-QUOTES = {  # the paper's words that paper_against_itself sets side by side (tests find each in its text)
-    "budget": "budget-equivalent",
-    "g3_ns": "does not reach significance",
-    "g3_favours": "G3 recall favors PtR",
-    "temperature": "temperature =0",
-    "gt": "all APIs executed in the reference solution",
-    "upper": "retrieval quality upper-bounds task completion",
-    "vary": "both stub generation and planner output vary across runs",
-    "one_sample": ("one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP "
-                   "value)"),
-}
-PAPER_RUNS = 4  # the runs behind the paper's mean ± std
-# "A{\pm}s vs. B (p{=}x)" or "B vs. A{\pm}s (p{=}x)" in a quote: PtR's mean ± std, RtP's value, the printed p
-PRINTED_TEST = re.compile(r"([0-9.]+)(\{\\pm\}[0-9.]+)? vs\. ([0-9.]+)(\{\\pm\}[0-9.]+)? \(p\{=\}([0-9.]+)\)")
-
-
-def printed_p_lines(refs: dict) -> list[str]:
-    """Where a p the paper prints for its one-sample test does not follow from its own mean ± std and RtP
-    value (more than twice or less than half the recomputed p)."""
-    lines = []
-    for e in refs["entries"]:
-        m = PRINTED_TEST.search(str(e.get("quote", "")))
-        if not m or bool(m.group(2)) == bool(m.group(4)) or e.get("std") is None:
-            continue
-        ptr, rtp = (m.group(1), m.group(3)) if m.group(2) else (m.group(3), m.group(1))
-        std = (m.group(2) or m.group(4)).split("}")[-1]  # as printed: 0.010
-        if float(ptr) != paper_bounds(e["paper"]).get("value"):
-            continue
-        printed, p = float(m.group(5)), runs_test_summary(float(ptr), float(std), PAPER_RUNS, float(rtp))
-        test = f"its *“{QUOTES['one_sample']}”*" if not lines else "the same test"
-        if not printed / 2 <= p <= printed * 2:
-            lines.append(f"Its {e['subset']} {e['metric']} p = {m.group(5)} does not follow from its own "
-                         f"numbers by {test}: {ptr} ± {std} over {PAPER_RUNS} runs "
-                         f"against {rtp} gives {fmt_p(p)}, "
-                         + ("smaller than it prints, so its conclusion stands." if p < printed else
-                            "larger than it prints."))
-    return list(dict.fromkeys(lines))
-
-
-AGAINST_ITSELF = ("Its p-values that do not follow from its own numbers",
-                  "Its numbers that do not fit together (some perhaps from runs it does not name)",
-                  "Questions its text leaves open")
-
-
-def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
-    """Where the paper disagrees with itself, from the reference entries, under the titles of
-    :data:`AGAINST_ITSELF`: its printed p-values that its own mean ± std do not give; its numbers that differ
-    between sections; the questions its text leaves open (the divergence definition with this run's two
-    readings at the full registry)."""
-    v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
-         for e in refs["entries"]}
-    lines, other = [], []
-    for s in ("g1", "g2"):
-        stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
-        if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:
-            lines.append(f"{s.upper()}: its PtR − RtP recall is stated as {fmt_signed(stated)}, but its own "
-                         f"means give {fmt_number(a)} − {fmt_number(b)} = {fmt_signed(a - b)}.")
-    fid = next((paper_bounds(e["paper"]).get("min") for e in refs["entries"]
-                if e["id"] == "trajectory_fidelity"), None)
-    div, j1, j3 = (v.get(i) for i in ("divergence_full", "g1_plan_jaccard", "g3_plan_jaccard"))
-    if None not in (div, fid, j1, j3):
-        lines.append(f"Its divergence, {div:.0%} of queries whose two top-k lists are *“entirely "
-                     f"non-overlapping”* at the full registry, cannot sit beside its fidelity (at least "
-                     f"{fid:.0%} of plan steps name a retrieved API) and its plan overlap (Jaccard "
-                     f"{j1:.2f} on G1, {j3:.2f} on G3): plans drawn from disjoint lists "
-                     "could share almost no API.")
-    k5, main = v.get("g1_budget_ptr_k5"), v.get("g1_ptr_recall")
-    if None not in (k5, main) and abs(k5 - main) > 0.0015:
-        lines.append(f"G1 PtR recall@5 is {fmt_number(k5)} in its budget paragraph and {fmt_number(main)} "
-                     "in its main results: likely its k-ablation's value, as it says for G2's 0.184 against "
-                     "0.188, though not for G1.")
-    rates = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_pass_rate"))]
-    recalls = [x for s in ("g1", "g2", "g3") for m in ("rtp", "ptr") if (x := v.get(f"{s}_{m}_recall"))]
-    if rates and recalls:
-        other.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
-                     f"recall@5 (at most {fmt_number(max(recalls))}), though it says *“{QUOTES['upper']}”*. "
-                     f"Under its definition, *“{QUOTES['gt']}”*, a plan is shown on average at most "
-                     f"{max(recalls):.0%} of what it needs; under the broader `candidates`, which its "
-                     "numbers fit, a plan can pass without most of them. It does not say which it means.")
-    entries = {e["id"]: e for e in refs["entries"]}
-    stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))
-    if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
-        m, k, k_ptr = paper_bounds(stubs["paper"])["min"], int(rtp["k"]), int(ptr["k"])
-        if abs(m * k_ptr - k) >= 1:
-            other.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
-                         f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR searches up to "
-                         f"{m * k_ptr:g} APIs (fewer where its stubs find the same ones).")
-    a, b = v.get("g3_ptr_recall"), v.get("g3_rtp_recall")
-    if None not in (a, b):
-        other.append(f"On G3 its recall difference ({fmt_signed(a - b)}) *“{QUOTES['g3_ns']}”*, yet its "
-                     f"discussion explains why *“{QUOTES['g3_favours']}”* as if it were an effect.")
-    other.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
-                 f"because *“{QUOTES['vary']}”*; a hosted model can vary at temperature 0, but it does not "
-                 "say how much of its spread that is.")
-    if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
-        full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
-        share = dict(zip(full["reading"], full["share"], strict=False))
-        if {"disjoint", "non_identical"} <= set(share) and v.get("divergence_full") is not None:
-            other.append("From this run's data, not its text alone: it defines divergence as "
-                         "top-k sets that are *“entirely non-overlapping”*, yet its "
-                         f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
-                         f"this run gives {share['non_identical']:.0%} non-identical against "
-                         f"{share['disjoint']:.0%} disjoint (G1 and G2).")
-    return [(t, x) for t, x in zip(AGAINST_ITSELF, (printed_p_lines(refs), lines, other), strict=True) if x]
 
 
 def grouped_line(rows: pd.DataFrame) -> str:

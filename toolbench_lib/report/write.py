@@ -19,12 +19,12 @@ from ..data.markdown import md_compact, md_table
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
+from .against import QUOTES, paper_against_itself
 from .appendix import APPENDIX_TABLES, table_section
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
     G2_INSTRUCTION_TABLE,
-    QUOTES,
     RELEVANT_TABLE,
     Ledger,
     answer_sentence,
@@ -35,7 +35,6 @@ from .front import (
     endpoint_rows,
     endpoint_table_markdown,
     limits,
-    paper_against_itself,
     right_and_wrong,
     robustness_sentence,
     runs_test_table,
