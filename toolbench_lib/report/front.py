@@ -3,6 +3,7 @@ wrong, and the limits; each number of its prose goes through a :class:`Ledger`."
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
@@ -100,12 +101,17 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
+def holm_over_all(rows: pd.DataFrame) -> np.ndarray | None:
+    """Every primary comparison's p with Holm over all of them at once (every family and set); None with
+    one family, where that is the primary Holm already."""
+    return holm(rows["p"].to_numpy(dtype=float)) if rows["retriever"].nunique() > 1 else None
+
+
 def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
     """Per family and set, the primary paired test's p (Holm over the family's sets), the same p with Holm
     over every family and set at once, and the paper's test over runs (robustness columns: they give no
     verdict); each p as the ledger has it."""
-    over_all = holm(rows["p"].to_numpy(dtype=float)) if rows["retriever"].nunique() > 1 else None
-    out = []
+    over_all, out = holm_over_all(rows), []
     for i, r in enumerate(rows.itertuples()):
         n = f"{r.retriever} {subset_alias(r.subset)}"
         row = {"retriever": r.retriever, "set": subset_alias(r.subset),
@@ -191,8 +197,8 @@ def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
     comparison at once (it only raises p-values; with several families) and the CI that resamples whole
     groups of related queries (where the rows carry it)."""
     why: dict[int, list[str]] = {i: [] for i in rows.index[rows["significant"].astype(bool)]}
-    if rows["retriever"].nunique() > 1:
-        for i, p in zip(rows.index, holm(rows["p"].to_numpy(dtype=float)), strict=True):
+    if (over_all := holm_over_all(rows)) is not None:
+        for i, p in zip(rows.index, over_all, strict=True):
             if i in why and not significant({"p_holm": p}):
                 why[i].append("Holm")
     if {"ci_low_grouped_robustness", "ci_high_grouped_robustness"} <= set(rows):
