@@ -134,8 +134,9 @@ for note, n in undecided["note"].value_counts().items():
 #
 # The same queries are scored by both methods, so the sharper comparison is paired: per query, PtR's score
 # (mean over runs) minus RtP's. `eval.compare` gives the paired t-test with its p Holm-adjusted over the sets
-# (`p_holm`, the one p-value of this comparison everywhere), a bootstrap 95% CI of the mean difference (10,000
-# resamples of queries) and per-query wins; Wilcoxon's signed-rank p is a robustness column only.
+# (`p_holm`, the one p-value of this comparison everywhere), the t-test's own 95% CI of the mean difference
+# (it excludes 0 exactly when the unadjusted p < 0.05) and per-query wins; Wilcoxon's signed-rank p is a
+# robustness column only.
 
 # %%
 paired_tests = mr.paired_tests(result, cfg.k)
@@ -146,7 +147,7 @@ display(paired_tests.drop(columns=["a", "b"]).round(4))
 # ## The primary endpoint
 # The study's one answer per set, declared once (`analysis.endpoint.PRIMARY`): recall@k against the
 # `candidates` ground truth, each query's score the mean over the runs, PtR − RtP by a paired t-test over
-# queries with a bootstrap 95% CI, Holm over the three sets; the paper's test over runs beside it. The report's
+# queries with the t-test's 95% CI, Holm over the three sets; the paper's test over runs beside it. The report's
 # front reads this table, and every other place that shows the comparison shows these numbers.
 
 # %%

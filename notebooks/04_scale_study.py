@@ -136,7 +136,7 @@ plt.close(fig)
 # paper's Figure 3) and over G1–G3, each a query-weighted share (seeds and runs averaged per set) with a
 # Wilson 95% interval over the pooled queries; `divergence_verdict` says which reading the paper's 88% and
 # 98% fit. `scale_claim` scores "RtP maintains its G1 advantage and PtR maintains its G2 advantage at every
-# registry size tested": PtR − RtP per set and size with a paired bootstrap CI over queries (each query's
+# registry size tested": PtR − RtP per set and size with a paired t CI over queries (each query's
 # recall averaged over seeds and runs), beside `gt_share`, the share of the sub-registry that is the set's
 # own ground truth. Every sub-registry keeps every ground-truth API of its set (`keeps_all_gt`), so at the
 # smallest sizes most of the registry is ground truth.

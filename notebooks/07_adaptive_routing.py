@@ -132,7 +132,7 @@ print(f"queries where PtR beats RtP: {routed['ptr_wins'].mean():.1%}; "
 # The paper: by-subset routing (RtP for G1, PtR for G2 and G3) comes "with no retrieval quality loss
 # relative to always selecting the better architecture per subset". `routing_claim` compares the routed
 # recall@k per query with the better architecture of each set in this study (`best_per_subset`), and with
-# always-RtP and always-PtR: the difference, a paired bootstrap 95% CI over queries, and whether any loss
+# always-RtP and always-PtR: the difference, a paired t 95% CI over queries, and whether any loss
 # is significant.
 
 # %%

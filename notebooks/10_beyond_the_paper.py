@@ -97,7 +97,7 @@ show(wide)
 # %% [markdown]
 # ## The goal, against the architectures this study holds
 #
-# The report's one goal (`fusion_board.GOAL`): a fused method must beat the best single architecture of any family on every set, the lower bound of the paired 95% CI of its recall margin above 0. This study holds the dense family only, so here the reference is the better dense architecture; notebook 12 tests the goal against every family (BM25 and hybrid included). `margin_<set>` is the method's recall@k minus the reference there, `margin_lo_<set>` its CI's lower bound. The second table pools the sets: per query, the method's recall minus that of its own set's better architecture, with a paired bootstrap CI and t-test over all queries.
+# The report's one goal (`fusion_board.GOAL`): a fused method must beat the best single architecture of any family on every set, the lower bound of the paired 95% CI of its recall margin above 0. This study holds the dense family only, so here the reference is the better dense architecture; notebook 12 tests the goal against every family (BM25 and hybrid included). `margin_<set>` is the method's recall@k minus the reference there, `margin_lo_<set>` its CI's lower bound. The second table pools the sets: per query, the method's recall minus that of its own set's better architecture, with a paired t-test and its CI over all queries.
 
 # %%
 goal = fusion_board.goal_table(scores, cfg.k)

@@ -174,7 +174,7 @@ print(verdicts["stub_echo"])
 # the first `ablation_queries` of each set, plus a proportional sample: `ablation_apis` APIs in all) with all-MiniLM-L6-v2 and all-mpnet-base-v2 (shipped as PyPI
 # packages, assembled locally). If the winner per set does not change with the embedder, the embedder is not
 # the cause of a crossover that fails to appear. `recall_diff` is mpnet's recall minus MiniLM's on the same
-# queries, with its paired bootstrap 95% CI (`diff_lo`, `diff_hi`). The second model is run only when asked
+# queries, with its paired t 95% CI (`diff_lo`, `diff_hi`). The second model is run only when asked
 # (`make ablations`); the result is kept beside the stored study and read by every later run.
 
 # %%

@@ -87,7 +87,7 @@ display(Markdown(rv.provenance_markdown(study)))
 # %% [markdown]
 # ## The primary endpoint with every retriever
 # The same comparison as notebook 02's primary endpoint (`analysis.endpoint.PRIMARY`), per retriever family:
-# PtR − RtP recall@k per set with a bootstrap 95% CI, a paired t-test Holm-corrected over the three sets of
+# PtR − RtP recall@k per set with the paired t-test's 95% CI, the test Holm-corrected over the three sets of
 # the family, and the paper's test over runs. The report's front states one conclusion per family from it.
 
 # %%
@@ -117,7 +117,7 @@ display(Image(filename=str(save_figure(rv.family_figure(tables["retriever_main"]
 # %% [markdown]
 # ## Does PtR beat RtP, with each retriever?
 #
-# Per set and family: PtR − RtP recall@k per query (mean over runs), its bootstrap CI and the paired t-test,
+# Per set and family: PtR − RtP recall@k per query (mean over runs), the paired t-test and its CI,
 # Holm-adjusted over the sets of one family: the rows of `eval.compare`, the same test and family as the
 # report's answer. Wilcoxon's test and the paper's test over runs are robustness columns only.
 
@@ -200,7 +200,8 @@ display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_ver
 # rankings, cross-fitted over query folds; `ltr-nollm` without stubs, so without an LLM call) against the best
 # single architecture of any family, per set, with the paired 95% CI of the recall difference: the report's
 # one goal. The rankers are cross-fitted over the design and the unseen sets' queries at once, folds grouped
-# by query text, so every query (an unseen one too) is scored by a model that never saw its text; each ground
+# by query text and by ground-truth set (queries written from one sample of APIs share a fold), so every
+# query (an unseen one too) is scored by a model that never saw its text or its sample; each ground
 # truth by the ranker trained on its own labels. The rankers read run 0's stubs (the single architectures:
 # their mean over runs). `python -m toolbench_lib.analysis.ltr_study` measures them over every run, with
 # `ltr-4runs` (every run's stubs), the ablations, the feature importance and the costs.
