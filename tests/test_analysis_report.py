@@ -123,6 +123,9 @@ def test_status_rests_on_the_ci_when_there_is_one():
     assert status == "consistent" and basis.startswith("paper ±0.0005 (its rounding) in")
     assert compare(0.026, {"value": 0.003}, ci=(0.0036, 0.05))[1] == "differs"
     assert compare(-0.07, {"value": 0}, ci=(-0.11, -0.001))[1] == "differs"
+    # The paper's printed decimals set the rounding: 6.5 steps is 6.45-6.55, which meets [6.53, 7.0].
+    assert compare(6.8, {"value": 6.5}, ci=(6.53, 7.0))[1] == "differs"
+    assert compare(6.8, {"value": 6.5}, ci=(6.53, 7.0), rounding=0.05)[1] == "consistent"
 
 
 def test_win_counts_are_compared_as_shares_of_their_set():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -10,16 +9,18 @@ import pytest
 import yaml
 
 from toolbench_lib.analysis.references import (
+    NUMBER,
     REFERENCES_FILE,
     is_claim,
     load_references,
     paper_bounds,
     paper_numbers,
+    printed_rounding,
+    quoted_numbers,
 )
 from toolbench_lib.report.front import right_and_wrong
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
-NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
 
 pytestmark = pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
 
@@ -28,23 +29,19 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def quoted_numbers(quote: str) -> set[float]:
-    """Every number written in a quote (thousands separators dropped, signs ignored)."""
-    return {abs(float(m.replace(",", "").replace("−", "-"))) for m in NUMBER.findall(quote)}
-
-
 def number_in_quote(value: float, quote: str) -> bool:
     """``value`` is written in ``quote``, as itself or (for a quote in percent) as ``100 * value``."""
-    found = quoted_numbers(quote)
-    wanted = [abs(value)] + ([abs(value) * 100] if "%" in quote else [])
-    return any(abs(w - f) < 1e-9 for w in wanted for f in found)
+    return printed_rounding(value, quote) is not None
 
 
 def test_quoted_numbers_are_read_as_written():
-    assert quoted_numbers("recall 0.372 vs. 0.289{\\pm}0.010 (p{=}0.002)") == {0.372, 0.289, 0.010, 0.002}
-    assert quoted_numbers("up to 4,455 APIs (Sports)") == {4455}
-    assert quoted_numbers("G1 (single-tool, n{=}200)") == {200}  # the 1 of G1 is not a number
+    found = quoted_numbers("recall 0.372 vs. 0.289{\\pm}0.010 (p{=}0.002)")
+    assert found == {0.372: 3, 0.289: 3, 0.010: 3, 0.002: 3}
+    assert quoted_numbers("up to 4,455 APIs (Sports)") == {4455: 0}
+    assert quoted_numbers("G1 (single-tool, n{=}200)") == {200: 0}  # the 1 of G1 is not a number
     assert number_in_quote(0.88, "from 88\\% at 1k") and not number_in_quote(0.88, "from 88 at 1k")
+    assert printed_rounding(0.4, "a recall of 0.40") == 0.005 and printed_rounding(6.5, "6.5 steps") == 0.05
+    assert printed_rounding(0.88, "from 88\\% at 1k") == 0.005 and printed_rounding(0.5, "0.49") is None
     assert number_in_quote(-0.072, "hurts (-0.072 recall)") and not number_in_quote(0.07, "(-0.072 recall)")
 
 

@@ -5,6 +5,7 @@ of one entry."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -199,6 +200,27 @@ def paper_numbers(entry: Mapping) -> list[float]:
     out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
     out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
     return out
+
+
+NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
+
+
+def quoted_numbers(quote: str) -> dict[float, int]:
+    """Every number written in a quote (thousands separators dropped, signs ignored), with the decimals it
+    is printed with."""
+    return {abs(float(m.replace(",", "").replace("−", "-"))): len(m.partition(".")[2])
+            for m in NUMBER.findall(quote)}
+
+
+def printed_rounding(value: float, quote: str) -> float | None:
+    """Half a unit of the last decimal ``value`` is printed with in ``quote`` (as itself or, in a quote in
+    percent, as ``100 * value``); ``None`` when the quote does not print it."""
+    found = quoted_numbers(quote)
+    for scale in (1, 100) if "%" in quote else (1,):
+        for number, decimals in found.items():
+            if abs(abs(value) * scale - number) < 1e-9:
+                return 0.5 * 10 ** -decimals / scale
+    return None
 
 
 def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:

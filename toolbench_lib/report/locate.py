@@ -161,17 +161,20 @@ ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
 
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
-            ci: tuple[float, float] | None = None, ordering: bool = False) -> tuple[float, str, str, str]:
+            ci: tuple[float, float] | None = None, ordering: bool = False,
+            rounding: float | None = None) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's: consistent when
-    the 95% ``ci`` meets the paper's value (± ``tolerance`` or its rounding) or range, or without a CI when
-    the value is within them; a one-sided bound or ``ordering`` whose CI holds the bound is inconclusive."""
+    the 95% ``ci`` meets the paper's value (± ``tolerance`` or its ``rounding``: half a unit of its printed
+    last decimal) or range, or without a CI when the value is within them; a one-sided bound or ``ordering``
+    whose CI holds the bound is inconclusive."""
     if "value" in bounds:
         paper = bounds["value"]
         diff = this_run - paper
+        if rounding is None:
+            rounding = default_tolerance(paper)
         if ci is not None:
             low, high = ci
-            rounding = 0.0 if float(paper).is_integer() else default_tolerance(paper)  # a decimal's rounding
-            tol = rounding if tolerance is None else float(tolerance)
+            tol = (0.0 if float(paper).is_integer() else rounding) if tolerance is None else float(tolerance)
             ok = _overlaps(low, high, paper - tol, paper + tol)
             why = " (its rounding)" if tolerance is None else ""
             target = f"paper ±{tol:g}{why}" if tol else "paper"
@@ -179,7 +182,7 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             if ok and not low <= paper <= high:
                 basis += f"; {ONLY_BY_TOLERANCE}"
         else:
-            tol = default_tolerance(paper) if tolerance is None else float(tolerance)
+            tol = rounding if tolerance is None else float(tolerance)
             ok = abs(diff) <= tol + 1e-12
             basis = (f"tolerance ±{tol:g}" if tolerance is not None else
                      f"the paper's precision (±{tol:g})")

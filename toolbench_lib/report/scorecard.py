@@ -16,6 +16,7 @@ from ..analysis.references import (
     is_claim,
     load_references,
     paper_bounds,
+    printed_rounding,
     read_yaml,
 )
 from ..data.paths import PROJECT_ROOT
@@ -84,6 +85,11 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
                     check_locator(spec[key], f"{cid}.predicted.{key}")
         out[cid] = cause
     return out
+
+
+def _printed(entry: Mapping, bounds: Mapping[str, float]) -> float | None:
+    """Half a unit of the last decimal the paper prints the entry's value with (``None``: not printed)."""
+    return printed_rounding(bounds["value"], entry["quote"]) if "value" in bounds else None
 
 
 def _for_row(locator, row: Mapping[str, str]):
@@ -159,7 +165,8 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
     predicted, low, high, how = got
     out.update(predicted=predicted, predicted_ci_low=low, predicted_ci_high=high)
     bounds = paper_bounds(entry["paper"])
-    _, status, _, basis = compare(predicted, bounds, entry.get("tolerance"), (low, high))
+    _, status, _, basis = compare(predicted, bounds, entry.get("tolerance"), (low, high),
+                                  rounding=_printed(entry, bounds))
     gap = -judged["difference"]
     moved = predicted - value
     text = f"{ablation_text(cause)}: predicts {fmt_number(predicted)} {fmt_ci(low, high)} = {how}"
@@ -259,7 +266,7 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if ci is not None:
         row["ci_low"], row["ci_high"] = ci
     diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
-                                             bool(entry.get("ordering")))
+                                             bool(entry.get("ordering")), _printed(entry, bounds))
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
