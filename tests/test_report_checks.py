@@ -181,3 +181,20 @@ def test_a_figure_s_alt_text_is_its_caption_s_title_with_no_parenthesis_left_ope
     for _, caption in FIGURES.values():
         alt = alt_text(caption)
         assert alt and alt.count("(") == alt.count(")") and len(alt) <= len(caption)
+
+
+def test_an_appendix_leaderboard_says_over_how_many_runs_of_stubs_its_recall_is(tmp_path):
+    """The unseen sets' study has 1 run where the design study has 4: each table says its own."""
+    import pandas as pd
+
+    from toolbench_lib.report.appendix import runs_text, table_section
+
+    assert runs_text(pd.Series([4, 4])) == "4 runs" and runs_text(pd.Series([1, 4])) == "1 run or 4 runs"
+
+    class Cfg:
+        tables_dir = tmp_path
+
+    pd.DataFrame({"method": ["a"], "recall": [0.2], "runs": [1]}).to_csv(tmp_path / "t.csv", index=False)
+    lines = table_section(Cfg, "", [("t", "A table", None, ["method", "recall"])])
+    assert "Each recall is a query's mean over 1 run of stubs." in lines
+    assert "runs" not in lines[-2]  # the column itself is not printed

@@ -340,7 +340,7 @@ def fusion_and_costs(design, validation, unseen: set[str] | None, setup_ms: dict
     specs = {**specs, "fuse4 (fixed a priori)": NAMED["fuse4"]}
     shown = [*specs, *(method_name(a, f) for f in families_of(design) if f != "dense" for a in BASELINES)]
     design_cmp = fusion_comparison(fusion_scores(design, specs, k, gt), shown,
-                                   single_architectures(design.methods))
+                                   single_architectures(design.methods)).assign(runs=design.n_runs)
     tables = {"retriever_fusion_choice": choice, "retriever_fusion_design": design_cmp}
     unseen_fused = None
     if validation is not None and unseen:
@@ -348,7 +348,7 @@ def fusion_and_costs(design, validation, unseen: set[str] | None, setup_ms: dict
         vs = vs[vs["qkey"].isin(unseen)]
         if len(vs):
             unseen_cmp = fusion_comparison(vs, [m for m in shown if m in set(vs["method"])],
-                                           single_architectures(validation.methods))
+                                           single_architectures(validation.methods)).assign(runs=validation.n_runs)
             tables["retriever_fusion_unseen"] = unseen_cmp
             unseen_fused = unseen_cmp[unseen_cmp["method"].isin(specs)]
     lines = fusion_sentences(design_cmp[design_cmp["method"].isin(specs)], unseen_fused)

@@ -60,6 +60,11 @@ def unadjusted_line(frame: pd.DataFrame, alpha: float = 0.05) -> list[str]:
             f"{alpha:g}, {held} under Holm over all {len(p)}.", ""]
 
 
+def runs_text(runs: pd.Series) -> str:
+    """``"4 runs"`` or ``"1 run"`` of a table's ``runs`` column (its distinct counts joined by "or")."""
+    return " or ".join(f"{n} run{'s' * (n != 1)}" for n in sorted(set(runs.astype(int))))
+
+
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved tables (``(name, title)``, or ``(name, title, query or None, columns)``),
     each :func:`narrow`-ed; nothing when none was saved."""
@@ -68,10 +73,12 @@ def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###
         path = cfg.tables_dir / f"{name}.csv"
         if path.exists():
             frame = pd.read_csv(path, keep_default_na=True)
+            runs = ((f"Each recall is a query's mean over {runs_text(frame['runs'])} of stubs.", "")
+                    if "runs" in frame else ())
             if keep:
                 rows, columns = keep
                 frame = (frame if rows is None else frame.query(rows))[[c for c in columns if c in frame]]
             head, sep, body = md_table(narrow(frame).rename(columns=P_HEADERS)).partition("\n")
             head = head.replace("_", " ") if head.startswith("|") else head  # words for the column names
-            parts += [f"{level} {title}", "", *unadjusted_line(frame), head + sep + body, ""]
+            parts += [f"{level} {title}", "", *runs, *unadjusted_line(frame), head + sep + body, ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts
