@@ -1167,3 +1167,8 @@ def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary
     assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 |" in table
     assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 |" in table
     assert "Holm over all" not in runs_test_table(rows[rows["retriever"] == "dense"], Ledger())
+    grouped = rows.assign(ci_low_grouped_robustness=[-0.01, 0.0, float("nan")],
+                          ci_high_grouped_robustness=0.1)
+    table = re.sub(r" +", " ", runs_test_table(grouped, Ledger()))
+    assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 | \\[-0.010, 0.100\\] |" in table
+    assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 | n/a |" in table

@@ -107,10 +107,13 @@ def holm_over_all(rows: pd.DataFrame) -> np.ndarray | None:
     return holm(rows["p"].to_numpy(dtype=float)) if rows["retriever"].nunique() > 1 else None
 
 
+GROUPED_COLUMN = "robustness: PtR − RtP 95% CI, groups of related queries resampled"
+
+
 def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
     """Per family and set, the primary paired test's p (Holm over the family's sets), the same p with Holm
-    over every family and set at once, and the paper's test over runs (robustness columns: they give no
-    verdict); each p as the ledger has it."""
+    over every family and set at once, the paper's test over runs and the difference's CI resampling groups
+    of related queries (robustness columns: they give no verdict); each number as the ledger has it."""
     over_all, out = holm_over_all(rows), []
     for i, r in enumerate(rows.itertuples()):
         n = f"{r.retriever} {subset_alias(r.subset)}"
@@ -121,6 +124,9 @@ def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
                                                                                  fmt_p(over_all[i]))
         row["robustness: the paper's test over runs (unadjusted)"] = ledger.put(f"{n} p over runs",
                                                                               fmt_p(r.p_runs_robustness))
+        lo, hi = (getattr(r, f"ci_{e}_grouped_robustness", np.nan) for e in ("low", "high"))
+        if pd.notna(lo):  # the CI of the primary difference, resampling whole groups of related queries
+            row[GROUPED_COLUMN] = ledger.put(f"{n} PtR − RtP grouped CI", fmt_ci(lo, hi))
         out.append(row)
     return md_table(pd.DataFrame(out), numparse=False)
 

@@ -326,8 +326,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(_shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
-    runs_test = ([f"The primary test beside Holm over every comparison at once and the paper's "
-                  f"*“{QUOTES['one_sample']}”* (robustness: they give no verdict):", "",
+    runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
+                  f"*“{QUOTES['one_sample']}”* and the difference's CI when queries written from one sample "
+                  "of APIs are resampled together (robustness: they give no verdict):", "",
                   runs_test_table(rows, ledger), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += ["## Retriever families", "",
