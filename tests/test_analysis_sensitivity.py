@@ -134,7 +134,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert by.loc[4, "n_seeds"] == 2 and by.loc[6, "n_seeds"] == 1 and (by["expected"] == "PtR").all()
     verdict = se.scale_claim_verdict(claim).iloc[0]
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
-    assert verdict["smallest_gt_share"] == 1.0
+    assert verdict["smallest_gt_share"] == 1.0 and bool(verdict["paper_claims"])  # Figure 3 shows G2
+    assert verdict["gap_std"] == pytest.approx(claim.sort_values("size")["diff"].std())  # the scored std
     # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
     # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
     assert "is inconclusive at 3 (-0.250 [-3.427, +2.927]), 4 (+0.000" in verdict["text"]

@@ -241,8 +241,9 @@ SCALE_SETS = ("G1", "G2")  # the paper's scale claim (its Figure 3) covers these
 
 
 def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
-    """Per set with a leader in the paper: at how many sizes it is ahead (and significantly), the std of
-    PtR − RtP over sizes, whether it is ahead at every size, and a generated sentence."""
+    """Per set with a leader in the paper: whether the paper claims its lead at every size (G1, G2), at how
+    many sizes it is ahead (and significantly), the std of PtR − RtP over sizes, whether it is ahead at every
+    size, and a generated sentence."""
     rows = []
     for subset, g in claim.groupby("subset", sort=False):
         lead = g["expected"].iloc[0]
@@ -276,7 +277,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
                 f"{int(g['size'].iloc[-1])}; {claim} "
                 + said + f"; {g['gt_share'].iloc[0]:.0%} of the smallest sub-registry is ground truth.")
-        rows.append({"subset": subset, "leader": lead, "n_sizes": len(g), "sizes_ahead": point,
+        rows.append({"subset": subset, "leader": lead, "paper_claims": subset_alias(subset) in SCALE_SETS,
+                     "n_sizes": len(g), "sizes_ahead": point,
                      "sizes_ahead_significant": sig, "gap_std": float(g["diff"].std(ddof=1)) if len(g) > 1
                      else 0.0, "holds": holds, "keeps_all_gt": bool(g["keeps_all_gt"].all()),
                      "smallest_gt_share": float(g["gt_share"].iloc[0]), "text": text})
