@@ -63,9 +63,12 @@ run: install
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
 		--runs $(RUNS) --plan-limit $(PLAN_LIMIT)
 
-# The heavy ablations `make run` leaves out (notebook 11's second embedder, all-mpnet-base-v2), into the same
-# run folder; the report is written again with them. Later runs of that folder read them back.
+# The heavy ablations `make run` leaves out (notebook 11's second embedder, all-mpnet-base-v2, and the learned
+# ranker's ablations and costs, `analysis.ltr_study` on notebook 12's studies), into the same run folder; the
+# report is written again with them. Later runs of that folder read them back.
 ablations: install install-ablation
+	$(PY) -m toolbench_lib.analysis.ltr_study --design outputs/$(RUN_NAME)-retrievers \
+		--validation outputs/$(RUN_NAME)-validation-retrievers
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
 		--runs $(RUNS) --plan-limit $(PLAN_LIMIT) --notebooks 11 --ablations
 

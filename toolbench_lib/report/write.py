@@ -231,11 +231,10 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     except FileNotFoundError:
         return []
     tables = summary_tables(folder)
-    if tables is None:  # measured, but with other code: say so rather than show them
-        return ["The learned ranker's ablations and costs were measured with other code than this: "
-                "`python -m toolbench_lib.analysis.ltr_study` measures them again (about 10 minutes).", ""]
-    if not tables:
-        return []
+    if not tables:  # not measured, or measured with other code: say so rather than show them
+        done = "were measured with other code than this" if tables is None else "are not measured in this run"
+        return [f"The learned ranker's ablations and costs {done}: `make ablations` measures them "
+                "(`python -m toolbench_lib.analysis.ltr_study`, about 5 minutes).", ""]
     lines = []
     if "ablations" in tables:
         lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`): recall@"
