@@ -30,12 +30,13 @@ def describe_method(name: str) -> str:
         return CHOSEN_FUSIONS[name]
     if name in FUSED:
         return f"Fused: {spec_of(name).describe()}."
+    if name in ("ltr-nollm", "ltr-4runs"):  # the learned ranker `ltr` with other inputs
+        return {"ltr-nollm": "The learned ranker `ltr` without any stub (no LLM call).",
+                "ltr-4runs": "The learned ranker `ltr` with the agreement of every run's stubs (one stub "
+                             "call per run)."}[name]
     if name.startswith("ltr"):
         return ("A learned ranker (LightGBM lambdarank, cross-fitted over query folds that keep queries "
                 "sharing a text or a ground-truth set together) over features of the query's and stubs' "
-                "dense and BM25 rankings and the query's words in the API's name"
-                + {"ltr-nollm": ", without any stub (no LLM call).",
-                   "ltr-4runs": ", with the agreement of every run's stubs (one stub call per run)."}.get(
-                    name, "."))
+                "dense and BM25 rankings and the query's words in the API's name.")
     arch, family = split_method(name)
     return f"{ARCH_NAMES.get(arch, arch)} with {family} retrieval."
