@@ -50,24 +50,19 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-AGAINST_ITSELF = ("Its p-values that do not follow from its own numbers",
-                  "Its numbers that do not fit together (some perhaps from runs it does not name)",
-                  "Questions its text leaves open")
+AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs it does not name)",
+                  "Questions its text leaves open",
+                  "Its p-values that do not follow from its own numbers")  # in order of consequence
 
 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
     """Where the paper disagrees with itself, from the reference entries, under the titles of
-    :data:`AGAINST_ITSELF`: its printed p-values that its own mean ± std do not give; its numbers that differ
-    between sections; the questions its text leaves open (the divergence definition with this run's two
-    readings at the full registry)."""
+    :data:`AGAINST_ITSELF`, by consequence: its numbers that do not fit together (its divergence first); the
+    questions its text leaves open (the divergence definition with this run's two readings at the full
+    registry); its printed p-values that its own mean ± std do not give."""
     v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
          for e in refs["entries"]}
     lines, other = [], []
-    for s in ("g1", "g2"):
-        stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
-        if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:
-            lines.append(f"{s.upper()}: its PtR − RtP recall is stated as {fmt_signed(stated)}, but its own "
-                         f"means give {fmt_number(a)} − {fmt_number(b)} = {fmt_signed(a - b)}.")
     fid = next((paper_bounds(e["paper"]).get("min") for e in refs["entries"]
                 if e["id"] == "trajectory_fidelity"), None)
     div, j1, j3 = (v.get(i) for i in ("divergence_full", "g1_plan_jaccard", "g3_plan_jaccard"))
@@ -77,6 +72,11 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
                      f"{fid:.0%} of plan steps name a retrieved API) and its plan overlap (Jaccard "
                      f"{j1:.2f} on G1, {j3:.2f} on G3): plans drawn from disjoint lists "
                      "could share almost no API.")
+    for s in ("g1", "g2"):
+        stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
+        if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:
+            lines.append(f"{s.upper()}: its PtR − RtP recall is stated as {fmt_signed(stated)}, but its own "
+                         f"means give {fmt_number(a)} − {fmt_number(b)} = {fmt_signed(a - b)}.")
     k5, main = v.get("g1_budget_ptr_k5"), v.get("g1_ptr_recall")
     if None not in (k5, main) and abs(k5 - main) > 0.0015:
         lines.append(f"G1 PtR recall@5 is {fmt_number(k5)} in its budget paragraph and {fmt_number(main)} "
@@ -109,9 +109,9 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))
         if {"disjoint", "non_identical"} <= set(share) and v.get("divergence_full") is not None:
-            other.append("From this run's data, not its text alone: it defines divergence as "
+            other.insert(0, "From this run's data, not its text alone: it defines divergence as "
                          "top-k sets that are *“entirely non-overlapping”*, yet its "
                          f"{v['divergence_full']:.0%} at the full registry fits lists that merely differ: "
                          f"this run gives {share['non_identical']:.0%} non-identical against "
                          f"{share['disjoint']:.0%} disjoint (G1 and G2).")
-    return [(t, x) for t, x in zip(AGAINST_ITSELF, (printed_p_lines(refs), lines, other), strict=True) if x]
+    return [(t, x) for t, x in zip(AGAINST_ITSELF, (lines, other, printed_p_lines(refs)), strict=True) if x]

@@ -41,8 +41,8 @@ PLAN = (
                                                "below"),
     ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
                           "the paper's numbers"),
-    ("Where the paper disagrees with itself", 5, "its p-values and numbers against each other, and the "
-                                                 "questions its text leaves open"),
+    ("Where the paper disagrees with itself", 5, "its numbers against each other, the questions its text "
+                                                 "leaves open, then its p-values"),
 )
 # The sections outside the plan, named after it for members who want more.
 OPTIONAL = ("Cost and routing", "Retriever families")

@@ -309,11 +309,10 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(rows)]
-    against = paper_against_itself(references, TableCache(cfg.tables_dir).get("divergence_readings"))
-    if against:
-        parts += ["## Where the paper disagrees with itself", ""]
-        for title, lines in against:
-            parts += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
+    against = []  # after the paper's sections, whose numbers it reads
+    readings = TableCache(cfg.tables_dir).get("divergence_readings")
+    for title, lines in paper_against_itself(references, readings):
+        against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
@@ -330,7 +329,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   "of APIs are resampled together (robustness: they give no verdict):", "",
                   runs_test_table(rows, ledger), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
-    parts += ["## Retriever families", "",
+    parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
+              "## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
               "retriever family and architecture.", "", *runs_test, *figures_markdown(cfg, "retriever"),
               "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
