@@ -148,6 +148,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     # a lead that shows as +0.000 at 3 decimals is a tie, not a size where PtR is ahead
     tiny = claim.assign(diff=claim["diff"].where(claim["size"] != 6, 0.000006))
     assert se.scale_claim_verdict(tiny).iloc[0]["sizes_ahead"] == 0
+    tied = se.scale_claim_verdict(tiny).iloc[0]["text"]  # 4 and 6 APIs: the rule is stated
+    assert "(0 significantly; 2 tied, differing by under 0.0005)" in tied
     assert se.scale_claim_verdict(claim).iloc[0]["sizes_ahead"] == 1
     other, q, r = _cache("S")
     assert se.scale_claim_verdict(se.scale_claim(other, q, r, [None], [0], k=2)).empty  # no paper leader

@@ -273,7 +273,9 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         claim = (f"the claim that {lead} keeps its advantage at every size"
                  if subset_alias(subset) in SCALE_SETS
                  else f"{lead} ahead at every size (the paper claims this for G1 and G2 only)")
-        text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly); PtR − RtP "
+        ties = int((sign * g["diff"]).round(3).eq(0).sum())
+        tie = f"; {ties} tied, differing by under 0.0005" if ties else ""
+        text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly{tie}); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
                 f"{int(g['size'].iloc[-1])}; {claim} "
                 + said + f"; {g['gt_share'].iloc[0]:.0%} of the smallest sub-registry is ground truth.")
