@@ -588,7 +588,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
             "(of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
     assert front.index("**In one line.**") < front.index("**The answer.**")
-    assert "With dense retrieval, the paper's kind:" in front
+    assert "With dense retrieval:" in front
     assert "\n- **G1:** RtP leads, PtR − RtP" in front
     assert "With BM25 retrieval" in front
     for name in names:
@@ -645,7 +645,7 @@ def test_one_answer_sentence_follows_the_verdicts():
             "G3_instruction_original": ("PtR", True, "reproduced")}
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "Scope.", {"G1": "a note"})
     assert text == (
-        "**The answer.** Scope. With dense retrieval, the paper's kind:\n\n"
+        "**The answer.** Scope. With dense retrieval:\n\n"
         "- **G1:** RtP leads, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.0200, Holm), as in the paper (-0.050); "
         "a note.\n"
         "- **G2:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), unlike "
@@ -741,16 +741,12 @@ def test_the_paper_against_itself_quotes_the_paper():
     assert [q for q in QUOTES.values() if " ".join(q.split()) not in text] == []
 
 
-def test_the_query_counts_are_explained_in_one_line():
-    from toolbench_lib.report.front import count_line
+def test_each_set_s_query_source_is_said_in_the_setup_table():
+    from toolbench_lib.report.front import query_source
 
-    rows = pd.DataFrame({"subset": ["G1_instruction", "G2_category_original", "G1_instruction"],
-                         "n_queries": [163, 199, 163]})
-    paper = pd.DataFrame({"subset": ["G1", "G2", "G3"], "n_queries": [200.0, 200.0, 100.0]})
-    assert count_line(rows, paper) == (
-        "G1 holds 163 of the paper's 200 (StableToolBench's solvable queries); G2 is ToolBench's original "
-        "set.")
-    assert count_line(rows.assign(n_queries=200).iloc[[0]], paper) == ""
+    assert query_source("G1_instruction", 163, 200.0) == "StableToolBench's solvable"
+    assert query_source("G2_category_original", 199, 200.0) == "ToolBench's original"
+    assert query_source("G1_instruction", 200, 200.0) == "" and query_source("G1_tool", 158, None) == ""
 
 
 def test_the_answer_says_what_this_run_can_test():
@@ -875,7 +871,7 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     assert crossover_limits(rows, {"`relevant`": rows, "G2_instruction": g2i.assign(significant=True)}) == {}
     assert crossover_limits(rows, {"`relevant`": None}) == {}
     line = bottom_line(rows, crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i}))
-    assert line == ("**In one line.** RtP's G1 lead reproduces with the paper's kind of retriever; PtR's G2 "
+    assert line == ("**In one line.** RtP's G1 lead reproduces with dense retrieval; PtR's G2 "
                     "lead does not appear with this run's smaller stub writer and embedder, which leaves the "
                     "paper's own setup untested; with hybrid retrieval the paper's crossover appears, though "
                     "not on `relevant` or G2_instruction.")

@@ -168,7 +168,7 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
         lines = [set_line(r, (notes or {}).get(subset_alias(r.subset), ""))
                  for r in rows[rows["retriever"] == "dense"].itertuples()]
         text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
-        return (f"{opening} With dense retrieval, the paper's kind:\n\n" + "\n".join(lines)
+        return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
                 + f"\n\n**Beyond the paper** (other retrievers). {text[0].upper()}{text[1:]}: {verdict}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
@@ -249,7 +249,7 @@ def scope_sentence(report: pd.DataFrame) -> str:
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) -> str:
     """The answer in one sentence: per set with a paper leader, whether the paper's lead reproduces with the
-    paper's kind of retriever (dense) or does not appear with this run's stub writer and embedder; then the
+    paper's retriever family (dense) or does not appear with this run's stub writer and embedder; then the
     families with which the whole crossover holds, and where it stops holding (``limits``, from
     :func:`crossover_limits`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
@@ -257,7 +257,7 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) 
     for r in dense.itertuples():
         s, v = subset_alias(r.subset), str(r.verdict)
         if v == "reproduced":
-            said.append(f"{r.paper_leader}'s {s} lead reproduces with the paper's kind of retriever")
+            said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval")
         elif not (s == "G3" and v.startswith("same direction")):  # the paper's G3 is not significant either
             said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer "
                         "and embedder, which leaves the paper's own setup untested")
@@ -316,29 +316,18 @@ def set_line(r, note: str = "") -> str:
             f"({fmt_p(r.p_holm)}, Holm){against}" + (f"; {note}" if note else "") + ".")
 
 
-def count_line(rows: pd.DataFrame, paper_counts: pd.DataFrame) -> str:
-    """Where each set's queries come from, in one line: a set with fewer than the paper's holds
-    StableToolBench's solvable queries, an ``_original`` set is ToolBench's own (the counts are in the setup
-    table)."""
-    paper = dict(zip(paper_counts["subset"].map(subset_alias), paper_counts["n_queries"], strict=True))
-    sets = rows.drop_duplicates("subset")[["subset", "n_queries"]].itertuples(index=False)
-    fewer, original = [], []
-    for s, n in sets:
-        if str(s).endswith("_original"):
-            original.append(subset_alias(s))
-        elif n < paper.get(subset_alias(s), 0):
-            of = fmt_count(paper[subset_alias(s)])
-            fewer.append(f"{subset_alias(s)} holds {fmt_count(n)} of the paper's {of}")
-    said = [f"{'; '.join(fewer)} (StableToolBench's solvable queries)"] if fewer else []
-    if original:
-        sets = "sets" if len(original) > 1 else "set"
-        said.append(f"{_sets(original)} {'are' if len(original) > 1 else 'is'} ToolBench's original {sets}")
-    return f"{'; '.join(said)}." if said else ""
+def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
+    """Where a set's queries come from: an ``_original`` set is ToolBench's own, a set with fewer than the
+    paper's holds StableToolBench's solvable queries (empty otherwise)."""
+    if str(subset).endswith("_original"):
+        return "ToolBench's original"
+    return "StableToolBench's solvable" if n is not None and paper_n and n < paper_n else ""
 
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
-    """What differs from the paper's setup: embedder, LLM, runs, plans, registry, query counts and, when the
-    scale study kept every ground-truth API in its sub-registries, how much of the smallest that is."""
+    """What differs from the paper's setup: embedder, LLM, runs, plans, registry, ground truth, query counts
+    with their source and, when the scale study kept every ground-truth API in its sub-registries, how much
+    of the smallest that is."""
     prov = provenance[0] if provenance else {}
     settings = prov.get("settings", {})
     paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
@@ -359,10 +348,12 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
               f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")))]
+    table.append(("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit"))
     for subset in cfg.subsets:
         canonical = DEFAULT_SUBSETS.get(subset, subset)
+        source = query_source(canonical, counts.get(canonical), paper_n.get(subset))
         table.append((f"{subset} queries", fmt_count(paper_n.get(subset)),
-                      f"{fmt_count(counts.get(canonical))} ({canonical})"))
+                      f"{fmt_count(counts.get(canonical))} ({canonical}{': ' + source if source else ''})"))
     scale = TableCache(cfg.tables_dir).get(SCALE_VERDICT_TABLE)
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
         shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())

@@ -14,7 +14,7 @@ from ..analysis.endpoint import PRIMARY
 from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
-from ..analysis.references import REFERENCES_FILE, load_references, paper_query_counts, paper_text_collapsed
+from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
 from ..data.markdown import md_compact, md_table
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
@@ -30,7 +30,6 @@ from .front import (
     answer_sentence,
     beside_g2,
     bottom_line,
-    count_line,
     crossover_limits,
     endpoint_rows,
     endpoint_table_markdown,
@@ -282,7 +281,6 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     rows = endpoint_rows(cfg)
     g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
-    counts = paper_query_counts()
     answer = []
     if len(rows):
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
@@ -301,7 +299,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     same_quantities(report, ledger, cfg.k)
     if len(rows):
         parts += [endpoint_table_markdown(beside_g2(rows, g2i),
-                                          ledger, rel), "", count_line(rows, counts), ""]
+                                          ledger, rel), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
