@@ -202,18 +202,18 @@ display(Markdown("\n".join(f"- {line}" for line in ftables["retriever_fusion_ver
 # one goal. The rankers are cross-fitted over the design and the unseen sets' queries at once, folds grouped
 # by query text and by ground-truth set (queries written from one sample of APIs share a fold), so every
 # query (an unseen one too) is scored by a model that never saw its text or its sample; each ground
-# truth by the ranker trained on its own labels. The rankers read run 0's stubs (the single architectures:
-# their mean over runs). `python -m toolbench_lib.analysis.ltr_study` measures them over every run, with
-# `ltr-4runs` (every run's stubs), the ablations, the feature importance and the costs.
+# truth by the ranker trained on its own labels. Each run's stubs get a cross-fit of their own, and a query's
+# recall is its mean over runs, as for the single architectures and the fused methods.
+# `python -m toolbench_lib.analysis.ltr_study` adds `ltr-4runs` (every run's stubs at once), the ablations,
+# the feature importance and the costs.
 
 # %%
 from toolbench_lib.analysis import ltr as learned  # noqa: E402
 
-lkey = f"ltr-k{cfg.k}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
+lkey = f"ltr-runs-k{cfg.k}-seed{cfg.seed}-{got[0].study_key() if got else 'none'}"
 rankers = {name: learned.NAMED[name] for name in ("ltr", "ltr-nollm")}  # ltr-4runs: an ablation row
 ltables = rv.cached_tables(rcfg.study_dir, lkey, lambda: {"ltr_comparison": learned.comparison(
-    learned.ranker_scores(study, vstudy, unseen, rankers, k=cfg.k, runs=[0], seed=cfg.seed,
-                          fit_models=False)[0])})
+    learned.ranker_scores(study, vstudy, unseen, rankers, k=cfg.k, seed=cfg.seed, fit_models=False)[0])})
 save_tables(ltables, cfg, prov)
 display(learned.issue_table(ltables["ltr_comparison"], "candidates"))
 

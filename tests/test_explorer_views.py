@@ -152,8 +152,8 @@ def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():
 
 def test_learned_views_of_a_study_pair_read_the_reported_cross_fit(tmp_path, monkeypatch):
     """The retriever study and its validation study, stored as `make run` stores them: the views of both show
-    notebook 12's rankings (``ranker_lists``, cross-fitted over both studies at once; run 0's ranking in every
-    run) read from the one kept cross-fit, and a changed partner makes the views stale."""
+    notebook 12's rankings (``ranker_lists``, cross-fitted over both studies at once, one cross-fit per design
+    run) read from the kept cross-fits, and a changed partner makes the views stale."""
     from toolbench_lib.analysis import ltr as L
     from toolbench_lib.study.stored import StudyResult
 
@@ -163,8 +163,9 @@ def test_learned_views_of_a_study_pair_read_the_reported_cross_fit(tmp_path, mon
     vfolder = validation.save(tmp_path / "x-validation-retrievers" / "runs" / "two")
     d, v = StudyResult.load(dfolder), StudyResult.load(vfolder)
     spec = ltr.NAMED["ltr"]
-    want, _ = L.ranker_lists(d, v, spec, 0, fit_model=False)  # the report's lists, kept beside the design
-    assert want == L.ranker_lists(d, v, spec, 0)[0]  # the same lists as a cross-fit that is not kept
+    want = {r: L.ranker_lists(d, v, spec, r, fit_model=False)[0] for r in range(d.n_runs)}  # kept, per run
+    assert want[0] == L.ranker_lists(d, v, spec, 0)[0]  # the same lists as a cross-fit that is not kept
+    assert want[0] != want[1]  # each run's stubs give a ranking of their own
     fits: list[int] = []
     real = ltr.crossfit
     monkeypatch.setattr(ltr, "crossfit", lambda *a, **kw: (fits.append(1), real(*a, **kw))[1])
@@ -174,9 +175,9 @@ def test_learned_views_of_a_study_pair_read_the_reported_cross_fit(tmp_path, mon
         for run in range(one.n_runs):
             mine = fused[(fused["method"] == "ltr") & (fused["run"] == run)].sort_values(["qkey", "rank"])
             got = {key: g["api_id"].tolist() for key, g in mine.groupby("qkey")}
-            assert got == {key: want[key][:MAX_K] for key in one.queries["qkey"]}, (part, run)
+            assert got == {key: want[run][key][:MAX_K] for key in one.queries["qkey"]}, (part, run)
         assert set(learned["qkey"]) == set(one.queries["qkey"]) and learned["rank"].max() == 3
-    assert len(fits) == 1  # ltr-nollm's cross-fit; ltr's was read
+    assert len(fits) == 1  # ltr-nollm's one cross-fit (RtP's rankings only); ltr's were read
     write_views(dfolder, d)
     assert view_problem(dfolder) is None
     with_tables(v, queries=v.queries.assign(query=v.queries["query"] + " again")).save(vfolder)

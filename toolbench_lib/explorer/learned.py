@@ -1,5 +1,5 @@
 """The learned rankers (``ltr``, ``ltr-nollm``) of a stored study as explorer methods, with the features
-behind their top APIs; every run shows run 0's ranking, as the report weighs them."""
+behind their top APIs; each run shows its own cross-fit's ranking, the ones the report averages."""
 
 from __future__ import annotations
 
@@ -72,22 +72,24 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
     design, validation = _pair(result) if methods else (result, None)
     keys, api_rows = set(result.queries["qkey"]), result.api_rows()
     for name in methods:
-        try:
-            frame = learned_frame(design, validation, NAMED[name], 0, seed, label_gt, depth)
-        except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
-            log.warning("learned ranker %s not computed: %s", name, exc)
-            continue
-        frame = frame[frame["qkey"].isin(keys)]
-        ranking = pd.DataFrame({"qkey": frame["qkey"].to_numpy(), "method": name, "run": 0,
-                                "rank": frame["rank"].to_numpy(),
-                                "row": frame["api_id"].map(api_rows).astype("int64").to_numpy(),
-                                "api_id": frame["api_id"].to_numpy(), "score": frame["score"].to_numpy()})
-        top = frame[frame["rank"] <= TOP_EXPLAINED]
-        long = top.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature", value_name="value")
-        long = long.assign(method=name, run=0)[FEATURE_COLUMNS]
+        same_each_run = set(NAMED[name].methods) <= set(design.deterministic)  # RtP's rankings only
         for run in range(result.n_runs):
-            hits.append(ranking.assign(run=run))
-            features.append(long.assign(run=run))
+            try:  # the design study's run (the validation study has one); cached beside it by notebook 12
+                frame = learned_frame(design, validation, NAMED[name], 0 if same_each_run else run, seed,
+                                      label_gt, depth)
+            except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
+                log.warning("learned ranker %s not computed: %s", name, exc)
+                break
+            frame = frame[frame["qkey"].isin(keys)]
+            hits.append(pd.DataFrame({"qkey": frame["qkey"].to_numpy(), "method": name, "run": run,
+                                      "rank": frame["rank"].to_numpy(),
+                                      "row": frame["api_id"].map(api_rows).astype("int64").to_numpy(),
+                                      "api_id": frame["api_id"].to_numpy(),
+                                      "score": frame["score"].to_numpy()}))
+            top = frame[frame["rank"] <= TOP_EXPLAINED]
+            long = top.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
+                            value_name="value")
+            features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
     hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=RANKINGS_COLUMNS)
     features_frame = (pd.concat(features, ignore_index=True) if features else
                       pd.DataFrame(columns=FEATURE_COLUMNS))
