@@ -65,9 +65,10 @@ run: install
 
 # The heavy ablations `make run` leaves out (notebook 11's second embedder, all-mpnet-base-v2, and the learned
 # ranker's ablations and costs, `analysis.ltr_study` on notebook 12's studies), into the same run folder; the
-# report is written again with them. Later runs of that folder read them back.
+# report is written again with them (a run without notebook 12's studies: the report says the learned ranker's
+# are not measured). Later runs of that folder read them back.
 ablations: install install-ablation
-	$(PY) -m toolbench_lib.analysis.ltr_study --design outputs/$(RUN_NAME)-retrievers \
+	-$(PY) -m toolbench_lib.analysis.ltr_study --design outputs/$(RUN_NAME)-retrievers \
 		--validation outputs/$(RUN_NAME)-validation-retrievers
 	$(PY) -m toolbench_lib reproduce --run-name $(RUN_NAME) --backend replay --embedder $(EMBEDDER) \
 		--runs $(RUNS) --plan-limit $(PLAN_LIMIT) --notebooks 11 --ablations
