@@ -128,6 +128,19 @@ def test_status_rests_on_the_ci_when_there_is_one():
     assert compare(6.8, {"value": 6.5}, ci=(6.53, 7.0), rounding=0.05)[1] == "consistent"
 
 
+def test_a_two_sample_reading_widens_this_run_s_ci_by_root_two_toward_the_paper():
+    """0.30 [0.26, 0.33] against the paper's 0.20: 0.30 − √2 × 0.04 = 0.243 misses it; against 0.25 (outside
+    the CI, inside the widened one) it holds; a margin (the paper's rounding) counts too."""
+    from toolbench_lib.report.locate import two_sample
+    from toolbench_lib.report.scorecard import _two_sample
+
+    assert not two_sample(0.30, 0.20, (0.26, 0.33)) and two_sample(0.30, 0.25, (0.26, 0.33))
+    assert two_sample(0.30, 0.34, (0.26, 0.33))  # above: the upper half (0.03 × √2 = 0.042) counts
+    assert not two_sample(0.30, 0.345, (0.26, 0.33)) and two_sample(0.30, 0.345, (0.26, 0.33), margin=0.005)
+    assert _two_sample("differs", 0.30, 0.25, (0.26, 0.33)) == "consistent"
+    assert _two_sample("consistent", 0.30, 0.29, (0.26, 0.33)) == ""  # only a row that differs is read again
+
+
 def test_win_counts_are_compared_as_shares_of_their_set():
     """63 of 200 is 0.315. This run's 50 of 163 (0.307) has a Wilson 95% CI of about [0.240, 0.382]
     (scipy's binomial test gives the same kind of interval, see below): consistent. 20 of 163 is not."""

@@ -16,7 +16,7 @@ from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
-from .locate import TableCache
+from .locate import CONSISTENT, TableCache
 from .scorecard import CAUSES, SETUP, chance_differs, status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
@@ -384,8 +384,10 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         unscored = basis[numbers["status"] == "not scored"]
         why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
                if len(unscored) and unscored.str.startswith("judge").all() else "")
-        chance = f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
-        lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers against this run: "
+        within = int((numbers.get("two_sample", pd.Series(dtype=str)) == CONSISTENT).sum())
+        chance = (f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
+                  + (f", {fmt_count(within)} within both samples' error" if within else ""))
+        lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
                      f"{counts(numbers, chance)}.{why}")
         if len(again):
             lines.append(f"- The same numbers read again on another set or ground truth "

@@ -156,6 +156,14 @@ def _overlaps(low: float, high: float, a: float, b: float) -> bool:
     return low - 1e-12 <= b and a <= high + 1e-12
 
 
+def two_sample(this_run: float, paper: float, ci: tuple[float, float], margin: float = 0.0) -> bool:
+    """Whether the paper's value lies within this run's 95% CI widened by √2 about this run's value, on the
+    paper's side (± ``margin``): a two-sample reading, as if the paper's number were an estimate as uncertain
+    as this run's."""
+    half = (ci[1] - this_run) if paper > this_run else (this_run - ci[0])
+    return abs(paper - this_run) <= math.sqrt(2) * max(half, 0.0) + margin + 1e-12
+
+
 # consistent by its rounding or tolerance only
 ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
 

@@ -33,13 +33,14 @@ from .locate import (
     locate,
     locator_source,
     paper_text,
+    two_sample,
 )
 
 CAUSES_FILE = PROJECT_ROOT / "references" / "causes.yaml"
 REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", "paper", "this_run", "ci_low",
                   "ci_high", "difference", "status", "direction", "basis", "judged", "cause", "evidence",
                   "quote", "source", "cause_status", "predicted", "predicted_ci_low", "predicted_ci_high",
-                  "reading_of", "claim"]
+                  "reading_of", "claim", "two_sample"]
 
 # -- named causes -------------------------------------------------------------------------------------------
 
@@ -224,7 +225,7 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
     bounds = paper_bounds(entry["paper"])
     row = {"this_run": math.nan, "ci_low": math.nan, "ci_high": math.nan, "difference": math.nan,
-           "status": "", "direction": "", "basis": "", "judged": math.nan}
+           "status": "", "direction": "", "basis": "", "judged": math.nan, "two_sample": ""}
     value, problem = locate(entry["locator"], tables)
     if problem:
         row["status"] = problem
@@ -251,6 +252,7 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
             low, high = wilson_ci(value, n)  # shown as shares: the two sets differ in size
             row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
                        ci_low=low, ci_high=high, metric=f"{entry.get('metric', '')} share",
+                       two_sample=_two_sample(status, value / n, bounds["value"] / paper_n, (low, high)),
                        paper=f"{fmt_number(bounds['value'] / paper_n)} ({fmt_count(bounds['value'])} of "
                              f"{fmt_count(paper_n)})")
             return row
@@ -270,7 +272,20 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
+    if ci is not None and not is_claim(entry):  # the paper's value, or its range's nearest end
+        nearest = min(max(value, bounds.get("min", -math.inf)), bounds.get("max", math.inf))
+        paper = bounds.get("value", nearest)
+        margin = entry.get("tolerance", _printed(entry, bounds) or 0.0)
+        row["two_sample"] = _two_sample(status, value, paper, ci, float(margin))
     return row
+
+
+def _two_sample(status: str, this_run: float, paper: float, ci: tuple[float, float],
+                margin: float = 0.0) -> str:
+    """A differing row's status under :func:`.locate.two_sample` (empty for a row that does not differ)."""
+    if status != DIFFERS:
+        return ""
+    return CONSISTENT if two_sample(this_run, paper, ci, margin) else DIFFERS
 
 
 def compare_entries(entries: list[dict], tables_dir: Path,

@@ -221,6 +221,19 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
+def two_sample_lines(report: pd.DataFrame) -> list[str]:
+    """The differing rows that the paper's own sampling error would cover (``two_sample``: the paper's number
+    read as an estimate as uncertain as this run's, each CI widened by √2), named."""
+    if "two_sample" not in report:
+        return []
+    within = report.loc[report["two_sample"] == "consistent", "id"].tolist()
+    tested = int(report["two_sample"].isin(["consistent", "differs"]).sum())
+    return [f"*Within both samples' error*: were each of the paper's numbers an estimate as uncertain as "
+            f"this run's (a two-sample reading: this run's CI widened by √2 toward the paper's value), "
+            f"{fmt_count(len(within))} of the {fmt_count(tested)} differing rows with a CI would not differ"
+            + (f": {', '.join(f'`{i}`' for i in within)}." if within else "."), ""]
+
+
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     """The learned ranker's ablations and costs from ``ltr_study`` (nothing when it was not run; how to
     measure them again when they were measured with other code)."""
@@ -352,7 +365,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
               "for a difference of setup (not a tested cause), *unexplained* otherwise "
               "(`references/causes.yaml`).",
-              "",
+              "", *two_sample_lines(report),
               "Below, the rows by status, those that differ by an untested setup difference (`untested`) by "
               "cause; then each other row that differs, what it measures and its cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
