@@ -148,12 +148,12 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
                            "cause_status": ["", "unexplained", ""]})
     lines = right_and_wrong(report, [])  # a number read again is counted apart from the numbers
-    assert lines[2].startswith("- The paper's 2 reference numbers against this run: 1 consistent, 1 differs")
+    assert lines[2].startswith("- The paper's 2 reference numbers here: 1 consistent, 1 differs")
     assert lines[3] == "- The same numbers read again on another set or ground truth (1): 1 consistent."
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
     lines = right_and_wrong(report, [])
-    assert lines[2].startswith("- The paper's 1 reference numbers against this run: 1 consistent")
+    assert lines[2].startswith("- The paper's 1 reference numbers here: 1 consistent")
     assert "1 differs" not in lines[2]
     assert lines[4].startswith("- Its 1 claims in words")
     assert lines[4].endswith(": 1 differs (1 unexplained).")
