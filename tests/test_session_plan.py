@@ -145,6 +145,10 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                  "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n")
     assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
+    later = plan_lines(report + "\n## Registry scale (§4.2, Figure 3)\n\n*Figure 4.* g\n"
+                                "## Trajectories (§4.3, Figure 4)\n\n*Figure 5.* h\n")
+    # the plan takes trajectories (figure 5) before registry scale (figure 4); the map goes by number
+    assert later.index("| 4 | `n/a` | Figure 3 |") < later.index("| 5 | `n/a` | Figure 4 |")
     # the pre-reading: the words of the sections found (here three captions of three words)
     assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
                            "their tables, about 0 minutes at 200 words a minute)")

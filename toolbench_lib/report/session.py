@@ -106,7 +106,8 @@ def plan_lines(report_md: str) -> list[str]:
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     figure_map = ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
                   "| report figure | file | the paper's figure its section reproduces |",
-                  "| ---: | :--- | :--- |", *figure_rows] if figure_rows else []
+                  "| ---: | :--- | :--- |", *sorted(figure_rows, key=lambda r: int(r.split()[1]))]
+    figure_map = figure_map if figure_rows else []  # by number: the plan's order is not the report's
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
@@ -227,8 +228,7 @@ def g2_sets(c: TableCache) -> str:
 
 
 def _g2_dense(c: TableCache, s: str) -> dict[str, float]:
-    """The dense primary comparison on one G2 set: the answer table's (:func:`endpoint`), or the
-    G2_instruction study's."""
+    """The dense primary comparison on one G2 set: the answer table's, or the G2_instruction study's."""
     def one(col: str) -> float:
         if s == G2_SETS[0]:
             return endpoint(c, "dense", col, subset_alias(s))
