@@ -99,10 +99,11 @@ display(decomp.round(3))
 display(by_stubs.round(3))
 
 fig, ax = plt.subplots(figsize=(7, 3.5))
-wide = decomp.pivot(index="subset", columns="decomposer", values="ptr_recall")
-wide["RtP"] = decomp.groupby("subset", sort=False)["rtp_recall"].first()
-wide[["RtP", "llm", "rules"]].rename(columns={"llm": "PtR, LLM stubs", "rules": "PtR, rules stubs"}).plot.bar(
-    ax=ax, rot=0, color=[METHOD_COLORS["rtp"], METHOD_COLORS["ptr"], "#f4a6a6"])  # PtR stays red
+names = {"llm": "PtR, LLM stubs", "rules": "PtR, rules stubs"}
+wide = {end: decomp.pivot(index="subset", columns="decomposer", values=f"ptr_recall{end}")
+        .rename(columns=names).assign(RtP=decomp.groupby("subset", sort=False)[f"rtp_recall{end}"].first())
+        [["RtP", *names.values()]] for end in ("", "_ci_low", "_ci_high")}  # each bar with its own 95% CI
+ab.bars_with_ci(ax, *wide.values(), colors=[METHOD_COLORS["rtp"], METHOD_COLORS["ptr"], "#f4a6a6"])
 ax.set_ylabel(f"recall@{cfg.k}")
 ax.set_title("Same architecture, two decomposers")
 save_figure(fig, "ablation_decomposition", cfg)
@@ -122,8 +123,8 @@ text_table, verdicts["stub_text"] = ab.stub_text_ablation(setup, result, k=cfg.k
 save_table(text_table, "ablation_stub_text", cfg, prov)
 display(text_table.pivot(index="variant", columns="subset", values="recall").round(3))
 fig, ax = plt.subplots(figsize=(7, 3.5))
-text_table.pivot(index="subset", columns="variant", values="recall")[list(ab.STUB_TEXT_VARIANTS)].plot.bar(
-    ax=ax, rot=0)
+ab.bars_with_ci(ax, *(text_table.pivot(index="subset", columns="variant", values=f"recall{end}")[
+    list(ab.STUB_TEXT_VARIANTS)] for end in ("", "_ci_low", "_ci_high")))  # each bar with its own 95% CI
 ax.set_ylabel(f"recall@{cfg.k}")
 ax.set_title("What part of a stub retrieves")
 ax.legend(ncol=2)

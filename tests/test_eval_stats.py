@@ -116,6 +116,8 @@ def test_decomposition_ablation_by_hand(study):  # noqa: F811
     assert set(table["decomposer"]) == {"llm", "rules"} and len(table) == 4
     g1 = table[(table["subset"] == "G1") & (table["decomposer"] == "llm")].iloc[0]
     assert (g1["ptr_recall"], g1["rtp_recall"]) == pytest.approx((0.75, 0.25))
+    for c in ("ptr_recall", "rtp_recall"):  # each level with its own bootstrap CI, drawn in its figure
+        assert g1[f"{c}_ci_low"] <= g1[c] <= g1[f"{c}_ci_high"]
     # the verdict follows the paired CI: ahead only when it lies above 0, else no separation
     lead = ("G1: PtR beats RtP (0.250)" if g1["ci_low"] > 0 else
             "G1: no decomposer separates PtR from RtP (0.250")

@@ -67,10 +67,11 @@ def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAU
                               "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
                               "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
         for subset, g in frame.groupby("subset", sort=False):
-            rows.append({"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
-                         "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
-                         "coverage": g["coverage"].mean(), "n_queries": len(g),
-                         **paired_columns(g["rtp"], g["ptr"], {**PTR_VS_RTP, "diff": "ptr_minus_rtp"})})
+            row = {"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
+                   "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
+                   "coverage": g["coverage"].mean(), "n_queries": len(g),
+                   **paired_columns(g["rtp"], g["ptr"], {**PTR_VS_RTP, "diff": "ptr_minus_rtp"})}
+            rows.append(with_ci(with_ci(row, "ptr_recall", g["ptr"]), "rtp_recall", g["rtp"]))
         frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
         for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
             by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
@@ -144,7 +145,7 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
 def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                        depth: int = DEPTH) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
-    precision, n_queries``)."""
+    precision, n_queries``, the recall's bootstrap 95% CI)."""
     q, ids = result.queries, setup.api_ids
     searcher = DenseSearcher(setup.index, setup.encode)  # each text searched, merged by best cosine
     rows = []
@@ -153,8 +154,9 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
         ranking = {qk: [ids[r] for r in m.rows.tolist()] for qk, m in zip(q["qkey"], merged, strict=True)}
         pq = score_rankings(ranking, q, gt, k)
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
-            rows.append({"subset": subset, "variant": variant, "recall": g["recall"].mean(),
-                         "precision": g["precision"].mean(), "n_queries": len(g)})
+            row = {"subset": subset, "variant": variant, "recall": g["recall"].mean(),
+                   "precision": g["precision"].mean(), "n_queries": len(g)}
+            rows.append(with_ci(row, "recall", g["recall"]))
     table, parts = pd.DataFrame(rows), []
     for subset, g in table.groupby("subset", sort=False):
         r = g.set_index("variant")["recall"]
@@ -163,6 +165,12 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
                      f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
                      f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
     return table, "; ".join(parts) + "."
+
+
+def bars_with_ci(ax, levels: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, colors=None) -> None:
+    """Grouped bars of ``levels`` (a group a row, a bar a column), each with its own 95% CI."""
+    err = np.stack([[levels[c] - low[c], high[c] - levels[c]] for c in levels.columns])  # (bars, 2, groups)
+    levels.plot.bar(ax=ax, rot=0, yerr=err, capsize=2, color=colors, error_kw={"lw": 0.8, "ecolor": "0.3"})
 
 
 DIVERGENCE_DESIGNS = ("set_gt", "own_gt", "no_gt")

@@ -54,8 +54,8 @@ FIGURES = {
         " whether the lexical family's gap keeps its sign as the registry grows."),
     "ablation_decomposition": (
         "ablations",
-        "PtR with the LLM's stubs and with rule-based stubs (more, narrower stubs) beside RtP: what the "
-        "breadth of the stubs alone changes."),
+        "PtR with the LLM's stubs and with rule-based stubs (more, narrower stubs) beside RtP, each bar "
+        "with its own 95% CI (run 0): what the breadth of the stubs alone changes."),
     "ablation_divergence": (
         "ablations",
         "Disjoint top-k lists on 1,000-API sub-registries drawn three ways (the set's ground truth, the "
@@ -64,7 +64,7 @@ FIGURES = {
     "ablation_stub_text": (
         "ablations",
         "PtR's recall when a stub is searched by its name, its reasoning, both, or with brand words "
-        "removed: which part of a stub finds the APIs."),
+        "removed, each bar with its own 95% CI (run 0): which part of a stub finds the APIs."),
     "ablation_embedder": (
         "ablations",
         "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2) on one "
