@@ -304,6 +304,8 @@ def test_measurement_on_stored_studies_and_the_stored_model(tmp_path, capsys):
     assert (abl.loc[abl["method"] == "ltr", "diff"] == 0).all()
     costs = pd.read_csv(tmp_path / "out" / "ltr_costs.csv").set_index("method")
     assert costs.loc["ltr", "model_bytes"] > 0 and costs.loc["ltr", "infer_ms_per_query"] > 0
+    calls = {"ltr": 1, "ltr-nollm": 0, "ltr-4runs": 2, "fuse4 (linear fusion)": 1}  # ltr-4runs: a call a run
+    assert costs["llm_calls"].to_dict() == calls
     booster, prov = ltr.load_model(d / "ltr", "ltr")
     assert prov["training_sets"] == sorted({*DESIGN, "G1_category", "G1_tool"})  # the eight sets' queries
     assert prov["features"] == ltr.NAMED["ltr"].feature_names

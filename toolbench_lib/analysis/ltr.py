@@ -300,9 +300,9 @@ def costs(design, models: Mapping[str, Fitted], run: int = 0, repeats: int = 3) 
             table = feature_table(runs, model.spec)
             ranked(table, model.predict(table), 20)
             best = min(best, time.perf_counter() - t0)
+        calls = int(model.spec.uses_stubs) * (design.n_runs if model.spec.agreement else 1)  # a call a run
         rows.append({"method": name, "train_s": model.seconds, "infer_ms_per_query": 1000 * best / len(keys),
-                     "model_bytes": len(model.booster.model_to_string().encode()),
-                     "llm_calls": int(model.spec.uses_stubs)})
+                     "model_bytes": len(model.booster.model_to_string().encode()), "llm_calls": calls})
     spec = FUSED["fuse4"]
     inputs = study_component_inputs(design, run, components=spec.components)
     t0 = time.perf_counter()
