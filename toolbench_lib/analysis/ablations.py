@@ -236,7 +236,7 @@ def divergence_verdict(table: pd.DataFrame) -> str:
     parts = [f"{d}: {t.loc[d, 'no_overlap_share']:.0%} of queries with disjoint top-5"
              + (f" (ground truth {t.loc[d, 'gt_share']:.0%} of the sub-registry)"
                 if not np.isnan(t.loc[d, "gt_share"]) else "") for d in t.index]
-    return "Averaged over sets, " + "; ".join(parts) + "."
+    return "Averaged over sets (each weighing the same, not pooled by query), " + "; ".join(parts) + "."
 
 
 def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
