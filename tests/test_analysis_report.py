@@ -1182,3 +1182,15 @@ def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary
     table = re.sub(r" +", " ", runs_test_table(grouped, Ledger()))
     assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 | \\[-0.010, 0.100\\] |" in table
     assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 | n/a |" in table
+
+
+def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
+    from toolbench_lib.report.front import _from_queries
+
+    class Cfg:
+        tables_dir = tmp_path
+
+    assert _from_queries(Cfg) == ""  # no data_sources table: nothing said
+    pd.DataFrame({"source": ["toolenv", "query_api_list"], "n_apis": [46584, 1597]}).to_csv(
+        tmp_path / "data_sources.csv", index=False)
+    assert _from_queries(Cfg) == " (1,597 from query api_lists)"

@@ -35,7 +35,7 @@ class Endpoint:
     def text(self) -> str:
         """One sentence stating the endpoint, for the top of the report."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family}; its 95% CI excludes 0 exactly when the unadjusted p < 0.05. "
+                f"{self.test}, {self.family} (its CI the test's own, unadjusted). "
                 f"**Robustness** (no verdict): {self.secondary}.")
 
 
