@@ -363,8 +363,8 @@ def tests_note(c: TableCache) -> str:
     p_runs, p_pairs, runs = (endpoint(c, "bm25", col, "G1")
                              for col in ("p_runs_robustness", "p_holm", "n_runs"))
     smaller = "over runs" if p_runs < p_pairs else "over queries"
-    ratio = max(p_runs, p_pairs) / min(p_runs, p_pairs) if min(p_runs, p_pairs) > 0 else float("inf")
-    return (f"on BM25 G1 the test {smaller} gives the smaller p, {ratio:.3g} times smaller: its "
+    pair = f"{fmt_p(min(p_runs, p_pairs))} against {fmt_p(max(p_runs, p_pairs))}"
+    return (f"on BM25 G1 the test {smaller} gives the smaller p ({pair}, from two different tests): its "
             f"{fmt_count(runs)} run means vary only with the LLM's sampling, while the paired test sees the "
             "difference vary from query to query")
 
