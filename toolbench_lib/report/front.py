@@ -377,7 +377,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
     lines = ["### How the paper's numbers fare in this run", ""]
     if len(report):
         claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
-        numbers, claims = report[~claim], report[claim]
+        reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
+        numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
 
         def counts(rows: pd.DataFrame, chance: str = "") -> str:  # differing rows broken down by cause
             c = status_counts(rows)
@@ -386,8 +387,6 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
             return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why})" if name == "differs" and why else "")
                              for name, n in c.items() if n and name not in CAUSES)
 
-        reread = numbers["reading_of"].fillna("") != ""  # a number read again on another set or definition
-        numbers, again = numbers[~reread], numbers[reread]
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
         why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
@@ -398,8 +397,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
                      f"{counts(numbers, chance)}.{why}")
         if len(again):
-            lines.append(f"- The same numbers read again on another set or ground truth "
-                         f"({fmt_count(len(again))}): {counts(again)}.")
+            lines.append(f"- Numbers and claims read again another way ({fmt_count(len(again))}): "
+                         f"{counts(again)}.")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
