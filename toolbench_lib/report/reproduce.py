@@ -88,8 +88,8 @@ class ReproduceSummary:
 
 
 def report_verdicts(report: Path) -> list[str]:
-    """The answer in a written ``report.md``'s front (its paragraphs that open with a bold label, up to
-    the first table), as plain text wrapped at 100 characters; none without one."""
+    """The answer in a written ``report.md``'s front (its one line, the answer with its list of sets and
+    "Beyond the paper", up to the first table), as plain text wrapped at 100 characters; none without one."""
     try:
         text = Path(report).read_text(encoding="utf-8")
     except OSError:
@@ -98,8 +98,16 @@ def report_verdicts(report: Path) -> list[str]:
     if start < 0:
         return []
     front = text[start + len(FRONT_HEADING):].split("\n|", 1)[0].split("\n#", 1)[0]
-    answer = [p for p in front.split("\n\n") if p.startswith(("**The answer.**", "**Beyond the paper**"))]
-    return [line for p in answer for line in textwrap.wrap(re.sub(r"\*\*|__|`|\*(?=“)|(?<=”)\*", "", p), 100)]
+    answer, keep = [], False
+    for p in front.split("\n\n"):  # the labelled paragraphs, and the list that follows one (per set)
+        if p.startswith(("**In one line.**", "**The answer.**", "**Beyond the paper**")):
+            answer.append(p)
+            keep = True
+        else:
+            answer += p.splitlines() if keep and p.startswith("- ") else []
+            keep = False
+    return [line for p in answer for line in textwrap.wrap(re.sub(r"\*\*|__|`|\*(?=“)|(?<=”)\*", "", p), 100,
+                                                           subsequent_indent="  " * p.startswith("- "))]
 
 
 def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
