@@ -138,17 +138,17 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 6, about 5 minutes each (the others for after the session)." in plan
     assert "Outside the plan" not in plan  # none of its sections is in this report
-    more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n"))
-    assert ("Outside the plan, for members who want more: [Retriever families]"
-            "(report.md#retriever-families).") in more
+    more = "\n".join(plan_lines(report + "\n## Cost and routing (§5)\n\nwords\n"))
+    assert ("Outside the plan, for members who want more: [Cost and routing (§5)]"
+            "(report.md#cost-and-routing-5).") in more
     # the figure map: each plan figure's file and the paper's figure its section's heading names
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                  "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n")
     assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
-    later = plan_lines(report + "\n## Registry scale (§4.2, Figure 3)\n\n*Figure 4.* g\n"
-                                "## Trajectories (§4.3, Figure 4)\n\n*Figure 5.* h\n")
-    # the plan takes trajectories (figure 5) before registry scale (figure 4); the map goes by number
-    assert later.index("| 4 | `n/a` | Figure 3 |") < later.index("| 5 | `n/a` | Figure 4 |")
+    later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure 4.* g\n"
+                                "## Retriever families\n\n*Figure 5.* h\n")
+    # the plan takes retriever families (figure 5) before the budget (figure 4); the map goes by number
+    assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
     # the pre-reading: the words of the sections found (here three captions of three words)
     assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
                            "their tables, about 0 minutes at 200 words a minute)")

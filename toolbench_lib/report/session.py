@@ -32,10 +32,10 @@ PLAN = (
                            "registry and two pipelines"),
     ("The question and the answer", 10, "the answer per retriever, what it tests, the setup differences"),
     ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
+    ("Retriever families", 5, "the same question with BM25 and hybrid retrieval, behind the answer's "
+                              "crossover, and its robustness table"),
     ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                      "against PtR at k = 5, and the curves over k"),
-    ("Trajectories", 5, "the paper's evaluation proxy: whether the planner keeps to the retrieved APIs, by "
-                        "loose and by exact name matching"),
     ("Stubs and Intent-Registry Coupling", 10, "the stubs, then one of the [worked queries](#worked-queries) "
                                                "and one [Table 2 example](#the-papers-table-2-examples) "
                                                "below"),
@@ -45,7 +45,7 @@ PLAN = (
                                                  "leaves open, then its p-values"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("Cost and routing", "Retriever families")
+OPTIONAL = ("Trajectories", "Cost and routing")
 IN_SESSION = 6  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 30
 READING_WPM = 200  # a reading pace for the pre-reading estimate
