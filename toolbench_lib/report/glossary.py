@@ -95,7 +95,8 @@ GLOSSARY: tuple[Term, ...] = (
 TERMS_MORE: tuple[Term, ...] = (
     Term("G1, G2, G3",
          "ToolBench's query groups: G1 single-tool queries (`G1_instruction`), G2 intra-category multi-tool "
-         "queries (`G2_category_original` here; `G2_instruction` beside it), G3 cross-category "
+         "queries (`G2_category_original` here, the one G2 file near the paper's 200 queries, with 199; "
+         "`G2_instruction`, 106 solvable queries the paper's G2 numbers fit, beside it), G3 cross-category "
          "multi-tool queries (`G3_instruction_original`).",
          "data.queries"),
     Term("Intent-Registry Coupling",
