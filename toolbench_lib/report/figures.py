@@ -67,8 +67,9 @@ FIGURES = {
         "removed, each bar with its own 95% CI (run 0): which part of a stub finds the APIs."),
     "ablation_embedder": (
         "ablations",
-        "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2) on one "
-        "sub-registry, the same stubs (hatched: the second embedder, with the 95% CI of its change): "
+        "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2, a stronger one "
+        "standing in for the paper's GTE-base, which is not installable offline) on one sub-registry, the "
+        "same stubs (hatched: the second embedder, with the 95% CI of its change): "
         "whether the embedder changes which architecture leads a set."),
     "beyond_recall_vs_k": (
         "beyond",
