@@ -1186,11 +1186,9 @@ def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary
 
 def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
     from toolbench_lib.report.front import _from_queries
+    from toolbench_lib.report.locate import TableCache
 
-    class Cfg:
-        tables_dir = tmp_path
-
-    assert _from_queries(Cfg) == ""  # no data_sources table: nothing said
+    assert _from_queries(TableCache(tmp_path)) == ""  # no data_sources table: nothing said
     pd.DataFrame({"source": ["toolenv", "query_api_list"], "n_apis": [46584, 1597]}).to_csv(
         tmp_path / "data_sources.csv", index=False)
-    assert _from_queries(Cfg) == " (1,597 from query api_lists)"
+    assert _from_queries(TableCache(tmp_path)) == " (1,597 from query api_lists)"

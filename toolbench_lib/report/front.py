@@ -324,10 +324,11 @@ def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
     return "StableToolBench's solvable" if n is not None and paper_n and n < paper_n else ""
 
 
-def _from_queries(cfg: ExperimentConfig) -> str:
+def _from_queries(cache: TableCache) -> str:
     """How many of the registry's APIs only the queries' own ``api_list`` documents (``data_sources``)."""
-    src = TableCache(cfg.tables_dir).get("data_sources")
-    src = src if src is not None and "source" in src else pd.DataFrame({"source": [], "n_apis": []})
+    src = cache.get("data_sources")
+    if src is None or "source" not in src:
+        return ""
     n = src.loc[src["source"] == "query_api_list", "n_apis"].sum()
     return f" ({fmt_count(n)} from query api_lists)" if n else ""
 
@@ -336,7 +337,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
     """What differs from the paper's setup: embedder, LLM, runs, plans, registry, ground truth, query counts
     with their source and, when the scale study kept every ground-truth API in its sub-registries, how much
     of the smallest that is."""
-    prov = provenance[0] if provenance else {}
+    prov, cache = provenance[0] if provenance else {}, TableCache(cfg.tables_dir)
     settings = prov.get("settings", {})
     paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
                if e["id"].endswith("_query_count")}
@@ -355,14 +356,15 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
              ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
               f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
              ("plans and pass rates", "every query, 4 runs", plans),
-             ("registry (APIs)", fmt_count(46984), fmt_count(prov.get("registry_size")) + _from_queries(cfg))]
-    table.append(("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit"))
+             ("registry (APIs)", fmt_count(46984),
+              fmt_count(prov.get("registry_size")) + _from_queries(cache)),
+             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit")]
     for subset in cfg.subsets:
         canonical = DEFAULT_SUBSETS.get(subset, subset)
         source = query_source(canonical, counts.get(canonical), paper_n.get(subset))
         table.append((f"{subset} queries", fmt_count(paper_n.get(subset)),
                       f"{fmt_count(counts.get(canonical))} ({canonical}{': ' + source if source else ''})"))
-    scale = TableCache(cfg.tables_dir).get(SCALE_VERDICT_TABLE)
+    scale = cache.get(SCALE_VERDICT_TABLE)
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
         shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())
         table.append(("scale sub-registries", "proportional category sampling",
