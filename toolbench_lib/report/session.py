@@ -90,8 +90,8 @@ def plan_lines(report_md: str) -> list[str]:
                 file = m.group(1)
             elif m := CAPTION.match(line):
                 figures.append(m.group(1))
-                figure_rows.append(f"| {m.group(1)} | `{file}` | "
-                                   f"{f'Figure {paper.group(1)}' if paper else '-'} |")
+                figure_rows.append((int(m.group(1)), f"| {m.group(1)} | `{file}` | "
+                                    f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
                 file = "n/a"
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
@@ -106,7 +106,7 @@ def plan_lines(report_md: str) -> list[str]:
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     figure_map = ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
                   "| report figure | file | the paper's figure its section reproduces |",
-                  "| ---: | :--- | :--- |", *sorted(figure_rows, key=lambda r: int(r.split()[1]))]
+                  "| ---: | :--- | :--- |", *(row for _, row in sorted(figure_rows))]
     figure_map = figure_map if figure_rows else []  # by number: the plan's order is not the report's
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "

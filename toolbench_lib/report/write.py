@@ -226,8 +226,8 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
     read as an estimate as uncertain as this run's, each CI widened by √2), named."""
     if "two_sample" not in report:
         return []
-    within = report.loc[report["two_sample"] == "consistent", "id"].tolist()
-    tested = int(report["two_sample"].isin(["consistent", "differs"]).sum())
+    within = report.loc[report["two_sample"] == CONSISTENT, "id"].tolist()
+    tested = int(report["two_sample"].isin([CONSISTENT, DIFFERS]).sum())
     return [f"*Within both samples' error*: were each of the paper's numbers an estimate as uncertain as "
             f"this run's (a two-sample reading: this run's CI widened by √2 toward the paper's value), "
             f"{fmt_count(len(within))} of the {fmt_count(tested)} differing rows with a CI would not differ"
