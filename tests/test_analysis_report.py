@@ -647,7 +647,8 @@ def test_one_answer_sentence_follows_the_verdicts():
     def rows(spec):
         return pd.DataFrame([{"retriever": fam, "subset": s, "leader": lead, "significant": sig,
                               "paper_leader": "PtR" if s != "G1" else "RtP", "verdict": verdict,
-                              "diff": -0.06 if lead == "RtP" else 0.01, "ci_low": -0.1, "ci_high": 0.03,
+                              "diff": -0.06 if lead == "RtP" else 0.01, "ci_low": -0.09, "ci_high": 0.02,
+                              "ci_low_holm": -0.1, "ci_high_holm": 0.03,
                               "p_holm": 0.02 if sig else 0.5, "paper_rtp": 0.3, "paper_ptr": 0.25 if s == "G1"
                               else 0.35}
                              for fam, sets in spec.items() for s, (lead, sig, verdict) in sets.items()])
@@ -771,6 +772,25 @@ def test_the_answer_says_what_this_run_can_test():
         "Only PtR depends on the LLM, a smaller one than the paper's: its stubs find a ground-truth API for "
         "0.293 of G1 stubs (paper: 0.406).")
     assert scope_sentence(report.iloc[:1]) == "Only PtR depends on the LLM, a smaller one than the paper's."
+    both = pd.concat([report, pd.DataFrame({"id": ["g1_stub_hit_share_relevant"], "this_run": [0.21],
+                                            "paper": ["0.406"]})])
+    assert "for 0.293 of G1 stubs (0.210 on `relevant`; paper: 0.406)." in scope_sentence(both)
+
+def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
+    """"Stable" or "no signal" with a margin: the CI inside ±margin is consistent, wholly outside differs,
+    across it inconclusive; without a margin the point 0 is what the CI must meet."""
+    assert compare(0.026, {"value": 0.0}, ci=(0.002, 0.049))[1] == "differs"  # the point reading
+    status, basis = (compare(0.026, {"value": 0.0}, ci=(0.002, 0.049), margin=0.02)[i] for i in (1, 3))
+    assert status == "inconclusive" and basis.startswith("equivalence within ±0.02")
+    assert compare(0.01, {"value": 0.0}, ci=(-0.01, 0.019), margin=0.02)[1] == "consistent"
+    assert compare(-0.07, {"value": 0.0}, ci=(-0.114, -0.027), margin=0.026)[1:3] == ("differs", "below")
+    (tmp_path / "stub_stats.csv").write_text("subset,gt,cos_gap,cos_gap_ci_low,cos_gap_ci_high,cos_sd\n"
+                                              "G1,candidates,0.026,0.002,0.049,0.2\n")
+    g1 = next(e for e in load_references()["entries"] if e["id"] == "g1_stub_cos_gap")
+    row = compare_entries([g1], tmp_path, causes={}).iloc[0]
+    assert row["status"] == "inconclusive"  # margin 0.2 SD = 0.04: the CI crosses it
+    assert "equivalence within ±0.04" in row["basis"] and "Cohen" in row["basis"]
+
 
 def test_an_ordering_is_judged_by_its_ci():
     """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI holds 0 is inconclusive, as a
@@ -966,7 +986,8 @@ def test_the_answer_table_shows_each_comparison_on_relevant_in_a_column_of_its_o
     def table(gt, diffs):
         return pd.DataFrame([{c: None for c in ENDPOINT_COLUMNS} | {
             "comparison": f"ptr − rtp · recall@5 · {gt} · {s}", "retriever": "dense", "subset": s, "rtp": 0.3,
-            "ptr": 0.3 + d, "diff": d, "ci_low": d - 0.05, "ci_high": d + 0.05, "p_holm": p,
+            "ptr": 0.3 + d, "diff": d, "ci_low": d - 0.04, "ci_high": d + 0.04, "p_holm": p,
+            "ci_low_holm": d - 0.05, "ci_high_holm": d + 0.05,
             "p_family": "Holm over 3", "p_runs_robustness": 0.5, "paper_rtp": 0.372, "paper_ptr": 0.289,
             "verdict": "reproduced"} for s, d, p in diffs])
 

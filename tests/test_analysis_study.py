@@ -90,7 +90,7 @@ def test_trajectory_tables(study):
 
 def test_stub_tables(study):
     s = stub_analysis.stub_stats(study)
-    assert len(s) == len(SUBSETS) and (s["stubs_per_query"] >= 1).all()
+    assert len(s) == 2 * len(SUBSETS) and (s["stubs_per_query"] >= 1).all()  # both ground truths
     for col in ("unique_name_share", "stub_hit_share", "cos_correct", "fallback_share"):
         assert in_unit(s[col]), col
     e = stub_analysis.stub_examples(study)

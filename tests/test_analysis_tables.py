@@ -371,13 +371,15 @@ def test_miss_behaviour_by_hand(study):
 def test_stub_stats_by_hand(study):
     t = stub_stats(study)
     assert list(t.columns[: len(STUB_COLUMNS)]) == STUB_COLUMNS
-    g1 = row(t, subset="G1")
+    g1 = row(t, subset="G1", gt="candidates")
+    assert set(t["gt"]) == {"candidates", "relevant"}  # the paper's "relevant API" read both ways
+    assert row(t, subset="G1", gt="relevant")["stub_hit_share"] <= g1["stub_hit_share"]
     assert g1["stubs_per_query"] == pytest.approx(1.25)
     assert g1["unique_name_share"] == pytest.approx(5 / 6)  # run 0: 2 of 3 names, run 1: 2 of 2
     assert g1["unique_name_share_per_query"] == pytest.approx(1.0)
     assert (g1["stub_hit_share"], g1["cos_correct"], g1["cos_incorrect"]) == pytest.approx((0.6, 2 / 3, 0.65))
     assert g1["fallback_share"] == 0.0
-    g2 = row(t, subset="G2")
+    g2 = row(t, subset="G2", gt="candidates")
     assert g2["unique_name_share_per_query"] == pytest.approx(0.875)  # "Get D" and "GET D" are one name
     assert (g2["stub_hit_share"], g2["cos_correct"], g2["cos_incorrect"]) == pytest.approx((0.4, 0.525, 0.6))
     assert g2["fallback_share"] == pytest.approx(0.25)

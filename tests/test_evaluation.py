@@ -11,7 +11,7 @@ from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
 from toolbench_lib.data.queries import ground_truth_groups
-from toolbench_lib.eval.compare import compare, p_value_conflicts
+from toolbench_lib.eval.compare import compare, holm_ci, p_value_conflicts
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
     K_MAX,
@@ -22,7 +22,7 @@ from toolbench_lib.eval.evaluation import (
     relevance,
     score_rankings,
 )
-from toolbench_lib.eval.stats import bootstrap_ci, grouped_bootstrap_ci, holm, paired, runs_test
+from toolbench_lib.eval.stats import bootstrap_ci, grouped_bootstrap_ci, holm, paired, runs_test, t_ci
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
@@ -162,6 +162,8 @@ def test_compare_is_the_paired_t_with_holm_over_the_declared_family() -> None:
         assert row.wins + row.ties + row.losses == row.n == 15
         ps.append(t.pvalue)
     assert table["p_holm"].tolist() == pytest.approx(list(holm(ps)))
+    excludes_0 = (table["ci_low_holm"] > 0) | (table["ci_high_holm"] < 0)
+    assert excludes_0.tolist() == (table["p_holm"] < 0.05).tolist()
     one = compare(ev, "rtp", "ptr", ["G1_instruction"], "candidates", 5, family=sets)
     assert one["p_holm"].iloc[0] == table["p_holm"].iloc[0]  # the shown rows do not change the family
     with pytest.raises(ValueError, match="two different methods"):
@@ -178,6 +180,15 @@ def test_a_test_that_cannot_decide_says_so(a, b, reason) -> None:
     r = paired(a, b)
     assert not r["testable"] and reason in r["note"] and np.isnan(r["p"])
     assert np.isnan(holm([r["p"], 0.01])[0]) and holm([r["p"], 0.01])[1] == 0.01
+
+
+@pytest.mark.parametrize(("p", "p_holm"), [(0.02, 0.06), (0.01, 0.03), (0.0004, 0.2), (0.3, 0.3)])
+def test_the_holm_ci_excludes_0_exactly_when_the_holm_p_is_below_005(p, p_holm) -> None:
+    d = np.random.default_rng(3).normal(0.05, 0.2, 40)
+    lo, hi = holm_ci(d, p, p_holm, t_ci(d))
+    assert (lo > 0 or hi < 0) == (stats.ttest_1samp(d, 0).pvalue * p_holm / p < 0.05)
+    assert lo <= t_ci(d)[0] and t_ci(d)[1] <= hi  # never narrower than the unadjusted CI
+    assert holm_ci(d, float("nan"), float("nan"), (1.0, 2.0)) == (1.0, 2.0)
 
 
 def test_runs_test_never_decides_without_variance() -> None:

@@ -35,14 +35,15 @@ class Endpoint:
     def text(self) -> str:
         """One sentence stating the endpoint, for the top of the report."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family} (its CI the test's own, unadjusted). "
+                f"{self.test}, {self.family} (its CI the test's own, adjusted as p is). "
                 f"**Robustness** (no verdict): {self.secondary}.")
 
 
 PRIMARY = Endpoint()
 FAMILY_OF = {"": "dense", "@bm25": "bm25", "@hybrid": "hybrid", "@dense": "dense"}
 ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", "rtp", "ptr", "diff",
-                    "ci_low", "ci_high", "p", "p_holm", "p_family", "p_runs_robustness", "note", "leader",
+                    "ci_low", "ci_high", "p", "p_holm", "ci_low_holm", "ci_high_holm",
+                    "p_family", "p_runs_robustness", "note", "leader",
                     "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict", "n_groups",
                     "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
 

@@ -56,7 +56,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "stub_stats": ("subset", "stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                    "cos_incorrect", "fallback_share", "n_stubs", "n_matched", "n_hits",
                    *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
-                         "cos_incorrect", "cos_gap"), "cos_gap"),
+                         "cos_incorrect", "cos_gap"), "cos_gap", "cos_sd"),
     "token_overhead": ("subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s",
                        "ptr_latency_s", "n_queries", *ci_of("overhead_pct")),
     "routing": ("subset", "policy", "recall", "precision", "tokens_per_query", "share_routed_ptr",
@@ -177,6 +177,9 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
         for part, keys in (("ci", ("low", "high")), ("share", ("n",)), ("wilson", ("count", "n"))):
             for key in keys if part in entry else ():
                 check_locator(entry[part][key], f"{entry['id']}.{part}.{key}")
+        margin = entry.get("equivalence", {}).get("margin")
+        if isinstance(margin, Mapping):
+            check_locator(margin, f"{entry['id']}.equivalence.margin")
         for extra in ("kappa", "objective"):
             if extra in entry.get("validity", {}):
                 check_locator(entry["validity"][extra], f"{entry['id']}.validity.{extra}")

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, subset_alias
 from ..eval.stats import cluster_difference_ci, cluster_mean_ci
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
@@ -18,7 +20,7 @@ STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_shar
 STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
               *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
                      "cos_incorrect"),
-              "cos_gap", *ci_of("cos_gap")]
+              "cos_gap", *ci_of("cos_gap"), "cos_sd"]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
 OVERHEAD_EXTRA = ["ptr_stub_tokens", "ptr_stub_latency_s", "n_queries", "n_query_runs",
@@ -39,40 +41,44 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
     return st.assign(correct=np.asarray(correct, dtype=bool))
 
 
-def stub_stats(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
+def stub_stats(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Per subset: stubs per query, pooled distinct-name share (:func:`unique_name_shares`), share of stubs
-    whose top-1 is ground truth, mean top-1 cosines when right / wrong and their gap, share of stub sets that
-    fell back to the query; 95% CIs (bootstrap over queries or stubs, Wilson for shares)."""
-    st = stub_top1(result, gt)
+    whose top-1 is ground truth, mean top-1 cosines when right / wrong, their gap and SD, share of stub sets
+    that fell back to the query; 95% CIs (bootstrap over queries or stubs, Wilson for shares); a row per set
+    and ground truth of ``gts``."""
     rows = []
-    for subset in subset_order(result):
-        s = st[st["subset"] == subset]
-        if s.empty:
-            continue
-        sets = s.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
-        pooled, per_query = unique_name_shares(s)
-        matched = s[s["api_id"].notna()]
-        rows.append({"subset": subset_alias(subset), "stubs_per_query": float(sets["n"].mean()),
-                     "unique_name_share": pooled, "stub_hit_share": float(matched["correct"].mean()),
-                     "cos_correct": float(matched[matched["correct"]]["score"].mean()),
-                     "cos_incorrect": float(matched[~matched["correct"]]["score"].mean()),
-                     "fallback_share": float(sets["fb"].astype(float).mean()),
-                     "unique_name_share_per_query": per_query, "gt": gt, "n_stubs": int(len(s)),
-                     "n_stub_sets": int(len(sets)), "n_matched": int(len(matched)),
-                     "n_hits": int(matched["correct"].sum())})
-        row = rows[-1]
-        with_ci(row, "stubs_per_query", sets["n"].groupby(level="qkey").mean().to_numpy(dtype=float))
-        per_run = len(s) / max(1, s["run"].nunique())
-        with_wilson(row, "unique_name_share", pooled * per_run, per_run)
-        right, wrong = matched[matched["correct"]], matched[~matched["correct"]]
-        for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
-                                   ("cos_correct", right, right["score"]),
-                                   ("cos_incorrect", wrong, wrong["score"])):
-            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["qkey"])
-        row["cos_gap"] = row["cos_correct"] - row["cos_incorrect"]
-        row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
-            matched["score"], matched["correct"], matched["qkey"])
-    return pd.DataFrame(rows, columns=STUB_COLUMNS + STUB_EXTRA)
+    for gt in gts:
+        st = stub_top1(result, gt)
+        rows += [_stub_row(st[st["subset"] == subset], subset, gt) for subset in subset_order(result)]
+    return pd.DataFrame([r for r in rows if r], columns=STUB_COLUMNS + STUB_EXTRA)
+
+
+def _stub_row(s: pd.DataFrame, subset: str, gt: str) -> dict:
+    """:func:`stub_stats`' row of one set's stubs (empty without stubs)."""
+    if s.empty:
+        return {}
+    sets = s.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
+    pooled, per_query = unique_name_shares(s)
+    matched = s[s["api_id"].notna()]
+    right, wrong = matched[matched["correct"]], matched[~matched["correct"]]
+    row = {"subset": subset_alias(subset), "stubs_per_query": float(sets["n"].mean()),
+           "unique_name_share": pooled, "stub_hit_share": float(matched["correct"].mean()),
+           "cos_correct": float(right["score"].mean()), "cos_incorrect": float(wrong["score"].mean()),
+           "fallback_share": float(sets["fb"].astype(float).mean()),
+           "unique_name_share_per_query": per_query, "gt": gt, "n_stubs": int(len(s)),
+           "n_stub_sets": int(len(sets)), "n_matched": int(len(matched)),
+           "n_hits": int(matched["correct"].sum())}
+    with_ci(row, "stubs_per_query", sets["n"].groupby(level="qkey").mean().to_numpy(dtype=float))
+    per_run = len(s) / max(1, s["run"].nunique())
+    with_wilson(row, "unique_name_share", pooled * per_run, per_run)
+    for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
+                               ("cos_correct", right, right["score"]),
+                               ("cos_incorrect", wrong, wrong["score"])):
+        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["qkey"])
+    row["cos_gap"], row["cos_sd"] = row["cos_correct"] - row["cos_incorrect"], float(matched["score"].std())
+    row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
+        matched["score"], matched["correct"], matched["qkey"])
+    return row
 
 
 def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: int = 0) -> pd.DataFrame:

@@ -16,13 +16,13 @@ from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
-from .locate import CONSISTENT, TableCache
+from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache
 from .scorecard import CAUSES, SETUP, chance_differs, status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
-RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, unadjusted), p (Holm)"
+RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, Holm), p (Holm)"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
@@ -86,14 +86,14 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
             "set": subset_alias(r.subset) + (" (p unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
-            "PtR − RtP (95% CI, unadjusted)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
-            + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high)),
+            "PtR − RtP (95% CI, Holm)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
+            + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low_holm, r.ci_high_holm)),
             "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
         if rel:
             x = rel.get((r.retriever, r.subset))
             row[RELEVANT_COLUMN] = "n/a" if x is None else (
                 f"{ledger.put(f'{n} relevant PtR − RtP', fmt_signed(x.diff))} "
-                f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low, x.ci_high))}, "
+                f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low_holm, x.ci_high_holm))}, "
                 f"{ledger.put(f'{n} relevant p', fmt_p(x.p_holm))}")
         out.append({**row,
                     "paper RtP / PtR": paper,
@@ -239,12 +239,16 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
 def scope_sentence(report: pd.DataFrame) -> str:
     """What the answer tests: only PtR depends on the substituted LLM, with the scorecard's G1 stub hit share
     against the paper's (that clause left out without the row)."""
-    row = report[report["id"] == "g1_stub_hit_share"] if len(report) else report
-    hits = ""
-    if len(row) and pd.notna(row["this_run"].iloc[0]):
-        hits = (f": its stubs find a ground-truth API for {fmt_number(row['this_run'].iloc[0])} of G1 stubs "
-                f"(paper: {row['paper'].iloc[0]})")
-    return f"Only PtR depends on the LLM, a smaller one than the paper's{hits}."
+    def this_run(entry: str) -> float | None:
+        row = report[report["id"] == entry] if len(report) else report
+        return row["this_run"].iloc[0] if len(row) and pd.notna(row["this_run"].iloc[0]) else None
+
+    hits, relevant = this_run("g1_stub_hit_share"), this_run("g1_stub_hit_share_relevant")
+    if hits is not None:
+        on = f"{fmt_number(relevant)} on `relevant`; " if relevant is not None else ""
+        paper = report.loc[report["id"] == "g1_stub_hit_share", "paper"].iloc[0]
+        hits = f": its stubs find a ground-truth API for {fmt_number(hits)} of G1 stubs ({on}paper: {paper})"
+    return f"Only PtR depends on the LLM, a smaller one than the paper's{hits or ''}."
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) -> str:
@@ -307,12 +311,13 @@ def set_line(r, note: str = "") -> str:
     elif s == "G3" and v.startswith("same direction"):  # the paper calls its G3 difference not significant
         against = f"{as_paper}, whose difference *“{QUOTES['g3_ns']}”*"
     elif isinstance(r.paper_leader, str):
-        out = paper_diff is not None and pd.notna(r.ci_low) and not r.ci_low <= paper_diff <= r.ci_high
+        lo, hi = r.ci_low_holm, r.ci_high_holm
+        out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
         against = (f", unlike the paper ({r.paper_leader} ahead" + (f", {paper}" if paper else "")
                    + (", outside the 95% CI" if out else "") + ")")
     else:
         against = ""
-    return (f"- **{s}:** {lead}, PtR − RtP {fmt_signed(r.diff)} {fmt_ci(r.ci_low, r.ci_high)} "
+    return (f"- **{s}:** {lead}, PtR − RtP {fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm, r.ci_high_holm)} "
             f"({fmt_p(r.p_holm)}, Holm){against}" + (f"; {note}" if note else "") + ".")
 
 
@@ -385,8 +390,9 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         def counts(rows: pd.DataFrame, chance: str = "") -> str:  # differing rows broken down by cause
             c = status_counts(rows)
             causes = [f"{fmt_count(c[k])} {k}" + (", untested" if k == SETUP else "") for k in CAUSES if c[k]]
-            why = "; ".join([chance, *causes] if chance else causes)
-            return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why})" if name == "differs" and why else "")
+            why = {"differs": "; ".join([chance, *causes] if chance else causes),
+                   "consistent": by_tolerance(rows)}
+            return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why[name]})" if why.get(name) else "")
                              for name, n in c.items() if n and name not in CAUSES)
 
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
@@ -406,6 +412,13 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
                          f"Appendix A): {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
+
+
+def by_tolerance(rows: pd.DataFrame) -> str:
+    """How many consistent rows are so only by the paper's rounding or a stated tolerance (empty if none)."""
+    basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
+    n = int(((rows["status"] == CONSISTENT) & basis.str.contains(ONLY_BY_TOLERANCE, regex=False)).sum())
+    return f"{fmt_count(n)} only by rounding or tolerance" if n else ""
 
 
 def grouped_line(rows: pd.DataFrame) -> str:

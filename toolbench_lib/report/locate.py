@@ -170,11 +170,15 @@ ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False,
-            rounding: float | None = None) -> tuple[float, str, str, str]:
+            rounding: float | None = None, margin: float | None = None) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's: consistent when
     the 95% ``ci`` meets the paper's value (± ``tolerance`` or its ``rounding``: half a unit of its printed
     last decimal) or range, or without a CI when the value is within them; a one-sided bound or ``ordering``
-    whose CI holds the bound is inconclusive."""
+    whose CI holds the bound is inconclusive. With a ``margin``, a claim of equality read as equivalence:
+    consistent when the CI lies within the paper's value ± margin, differs when it lies outside, else
+    inconclusive."""
+    if margin is not None and "value" in bounds:
+        bounds = {"min": bounds["value"] - margin, "max": bounds["value"] + margin}
     if "value" in bounds:
         paper = bounds["value"]
         diff = this_run - paper
@@ -198,10 +202,11 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
     one_sided = math.isfinite(low) != math.isfinite(high)
-    claim = "the paper's ordering" if ordering else "the paper's bound"
+    claim = ("the paper's ordering" if ordering else f"equivalence within ±{margin:g}" if margin is not None
+             else "the paper's bound")
     if ordering and this_run in (low, high):
         return 0.0, DIFFERS, "", "the paper's ordering: a tie"
-    if (ordering or one_sided) and ci is not None:
+    if (ordering or one_sided or margin is not None) and ci is not None:
         basis = f"{claim}, by this run's 95% CI {fmt_ci(*ci)}"
         inside = (low < ci[0] and ci[1] < high) if ordering else (low <= ci[0] and ci[1] <= high)
         if inside:

@@ -267,10 +267,13 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
             ci = (low, high)
     if ci is not None:
         row["ci_low"], row["ci_high"] = ci
+    margin, why = _margin(entry, tables)
     diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
-                                             bool(entry.get("ordering")), _printed(entry, bounds))
+                                             bool(entry.get("ordering")), _printed(entry, bounds), margin)
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
+    if why:
+        basis += f" ({why})"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
     if ci is not None and not is_claim(entry):  # the paper's value, or its range's nearest end
         nearest = min(max(value, bounds.get("min", -math.inf)), bounds.get("max", math.inf))
@@ -278,6 +281,16 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         margin = entry.get("tolerance", _printed(entry, bounds) or 0.0)
         row["two_sample"] = _two_sample(status, value, paper, ci, float(margin))
     return row
+
+
+def _margin(entry: Mapping, tables: TableCache) -> tuple[float | None, str]:
+    """An equality claim's equivalence margin (a number, or a locator's value) and why it is that size."""
+    eq = entry.get("equivalence")
+    if not eq:
+        return None, ""
+    m = eq["margin"]
+    value, problem = (float(m), None) if isinstance(m, int | float) else locate(m, tables)
+    return (None, f"no margin: {problem}") if problem else (value, f"margin: {eq['why']}")
 
 
 def _two_sample(status: str, this_run: float, paper: float, ci: tuple[float, float],
