@@ -600,7 +600,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert ("| scale sub-registries | proportional category sampling | the same, keeping all ground truth "
             "(of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
-    assert front.index("**In one line.**") < front.index("**The answer.**")
+    assert front.index("**In short.**") < front.index("**The answer.**")
     assert "With dense retrieval:" in front
     assert "\n- **G1:** RtP leads, PtR − RtP" in front
     assert "With BM25 retrieval" in front
@@ -667,7 +667,8 @@ def test_one_answer_sentence_follows_the_verdicts():
         "- **G3:** neither leads significantly, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.500, Holm), unlike "
         "the paper (PtR ahead, +0.050, outside the 95% CI).\n\n"
         "**Beyond the paper** (other retrievers). With BM25 retrieval, "
-        "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover holds with BM25 retrieval only.")
+        "RtP leads on G1 and PtR leads on G2 and G3: in this run's setup, the paper's crossover appears with "
+        "BM25 retrieval only.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
     assert "unlike the paper (PtR ahead, +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
@@ -904,9 +905,9 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     assert crossover_limits(rows, {"`relevant`": rows, "G2_instruction": g2i.assign(significant=True)}) == {}
     assert crossover_limits(rows, {"`relevant`": None}) == {}
     line = bottom_line(rows, crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i}))
-    assert line == ("**In one line.** RtP's G1 lead reproduces with dense retrieval; PtR's G2 "
+    assert line == ("**In short.** RtP's G1 lead reproduces with dense retrieval. PtR's G2 "
                     "lead does not appear with this run's smaller stub writer and embedder, which leaves the "
-                    "paper's own setup untested; with hybrid retrieval the paper's crossover appears, though "
+                    "paper's own setup untested. With hybrid retrieval the paper's crossover appears, though "
                     "not on `relevant` or G2_instruction.")
     assert bottom_line(rows[rows["retriever"] == "dense"].iloc[[2]]) == ""  # the paper's G3: not significant
 

@@ -149,7 +149,7 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
                            "cause_status": ["", "unexplained", ""]})
     lines = right_and_wrong(report, [])  # a number read again is counted apart from the numbers
     assert lines[2].startswith("- The paper's 2 reference numbers here: 1 consistent, 1 differs")
-    assert lines[3] == "- Numbers and claims read again another way (1): 1 consistent."
+    assert lines[3] == "- Read again another way (1): 1 consistent."
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
     lines = right_and_wrong(report, [])
@@ -159,7 +159,7 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     assert lines[4].endswith(": 1 differs (1 unexplained).")
     report["claim"] = [False, True, True]  # a claim read a second way counts once, with the readings
     lines = right_and_wrong(report, [])
-    assert lines[3] == "- Numbers and claims read again another way (1): 1 consistent."
+    assert lines[3] == "- Read again another way (1): 1 consistent."
     assert lines[4].startswith("- Its 1 claims in words")
     # The rows that differ are broken down by their cause, with how many would differ by chance alone.
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",

@@ -27,6 +27,10 @@ A query's text: <iframe src="https://example.org"></iframe> and [x](javascript:a
 ## Glossary
 
 - **`rtp`**: RtP.
+
+## Which architecture finds more tools (§4.1, Figure 2)
+
+## Glossary
 """
 
 
@@ -38,7 +42,13 @@ def test_report_page_is_report_md_on_one_page(tmp_path):
     html = write_html_report(run_dir).read_text()
     soup = BeautifulSoup(html, "lxml")
     assert soup.title.get_text() == "Plan or Retrieve First? Reproduction report for run r"
-    assert [a.get_text() for a in soup.select("nav#toc a")] == ["The question and the answer", "Glossary"]
+    assert [a.get_text() for a in soup.select("nav#toc a")] == [
+        "The question and the answer", "Glossary", "Which architecture finds more tools (§4.1, Figure 2)",
+        "Glossary"]
+    # each id is the anchor GitHub gives the heading in report.md, as teaching.md links it
+    assert [h["id"] for h in soup.find_all("h2")] == [
+        "the-question-and-the-answer", "glossary", "which-architecture-finds-more-tools-41-figure-2",
+        "glossary-1"]
     assert soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})
     img = soup.find("img")
     assert img["src"].startswith("data:image/png;base64,") and img["alt"].startswith("Recall per set")

@@ -108,3 +108,9 @@ def md_compact(markdown: str) -> str:
                                                                      else "") for c in cells]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens (the HTML
+    report's ids too, so that one link works in both)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

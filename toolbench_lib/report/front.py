@@ -158,7 +158,7 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
-    verdict = (f"the paper's crossover holds with {_sets(holds)} retrieval only"
+    verdict = (f"in this run's setup, the paper's crossover appears with {_sets(holds)} retrieval only"
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
@@ -270,7 +270,7 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) 
     if holds:
         said.append(f"with {_sets([FAMILY_SHORT.get(f, f) for f in holds], 'or')} retrieval the paper's "
                     "crossover appears" + (f", though not on {_sets(fails, 'or')}" if fails else ""))
-    return f"**In one line.** {'; '.join(said)}." if said else ""
+    return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
 def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | None) -> dict[str, str]:
@@ -329,6 +329,10 @@ def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
     return "StableToolBench's solvable" if n is not None and paper_n and n < paper_n else ""
 
 
+# What a backend is, where its name alone does not say.
+BACKENDS = {"replay": ": recorded replies"}
+
+
 def _from_queries(cache: TableCache) -> str:
     """How many of the registry's APIs only the queries' own ``api_list`` documents (``data_sources``)."""
     src = cache.get("data_sources")
@@ -356,8 +360,8 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
         f", run 0 only (of {fmt_count(runs)})" if plan_runs is not None and runs and plan_runs < runs else "")
     table = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
              ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
-              f"(backend {prov.get('backend', 'n/a')})"),
-             ("runs (stubs, retrieval)", "4", fmt_count(runs)),
+              f"(backend {prov.get('backend', 'n/a')}{BACKENDS.get(prov.get('backend'), '')})"),
+             *([] if runs == 4 else [("runs (stubs, retrieval)", "4", fmt_count(runs))]),
              ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
               f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
              ("plans and pass rates", "every query, 4 runs", plans),
@@ -373,7 +377,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
         shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())
         table.append(("scale sub-registries", "proportional category sampling",
-                      f"the same, keeping all ground truth (of the smallest: {shares})"))
+                      f"proportional, keeping all ground truth (its share of the smallest: {shares})"))
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
@@ -387,28 +391,28 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
         numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
 
-        def counts(rows: pd.DataFrame, chance: str = "") -> str:  # differing rows broken down by cause
+        def counts(rows: pd.DataFrame, chance: str = "", unscored: str = "") -> str:  # differs by cause
             c = status_counts(rows)
             causes = [f"{fmt_count(c[k])} {k}" + (", untested" if k == SETUP else "") for k in CAUSES if c[k]]
             why = {"differs": "; ".join([chance, *causes] if chance else causes),
-                   "consistent": by_tolerance(rows)}
+                   "consistent": by_tolerance(rows), "not scored": unscored}
             return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why[name]})" if why.get(name) else "")
                              for name, n in c.items() if n and name not in CAUSES)
 
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
-        why = (f" Not scored: judged pass rates (judge's kappa below {MIN_KAPPA})."
-               if len(unscored) and unscored.str.startswith("judge").all() else "")
+        why = (f"judged pass rates, kappa below {MIN_KAPPA}" if len(unscored)
+               and unscored.str.startswith("judge").all() else "")
         within = int((numbers.get("two_sample", pd.Series(dtype=str)) == CONSISTENT).sum())
         chance = (f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
                   + (f", {fmt_count(within)} within both samples' error" if within else ""))
         lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
-                     f"{counts(numbers, chance)}.{why}")
+                     f"{counts(numbers, chance, why)}.")
         if len(again):
-            lines.append(f"- Numbers and claims read again another way ({fmt_count(len(again))}): "
+            lines.append(f"- Read again another way ({fmt_count(len(again))}): "
                          f"{counts(again)}.")
         if len(claims):
-            lines.append(f"- Its {fmt_count(len(claims))} claims in words, read as bounds (`claim:` in "
+            lines.append(f"- Its {fmt_count(len(claims))} claims in words (`claim:` in "
                          f"Appendix A): {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]

@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 
 from ..data.atomic import atomic_path
-from ..data.markdown import visible_controls
+from ..data.markdown import anchor, visible_controls
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"  # the project's notebooks, in run order
 
@@ -152,9 +152,9 @@ def _table_of_contents(soup, main):
         text = h.get_text(" ", strip=True)
         if not text:
             continue
-        base = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-") or "section"
-        hid, n = base, 1
-        while hid in used:
+        base = anchor(text) or "section"
+        hid, n = base, 0
+        while hid in used:  # GitHub's numbering of a repeated heading
             n += 1
             hid = f"{base}-{n}"
         used.add(hid)

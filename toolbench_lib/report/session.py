@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
-from ..data.markdown import md_text
+from ..data.markdown import anchor, md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .checks import CAPTION, IMAGE, sections
@@ -40,13 +40,17 @@ PLAN = (
                                                "below"),
     ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
                           "the paper's numbers"),
+    ("Cost and routing", 5, "the paper's practical advice, routing by query complexity: what PtR costs, and "
+                            "whether RtP's top-1 cosine tells which architecture will win"),
     ("Where the paper disagrees with itself", 5, "its numbers against each other, the questions its text "
                                                  "leaves open, then its p-values"),
 )
 # The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("Trajectories", "Cost and routing")
-IN_SESSION = 6  # the discussion questions the session takes, about five minutes each; the others for later
-DISCUSSION_MINUTES = 30
+OPTIONAL = ("Trajectories",)
+IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
+DISCUSSION_MINUTES = 20
+WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
+              "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 200  # a reading pace for the pre-reading estimate
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
@@ -60,11 +64,6 @@ QUOTE_BRAND = ("the raw query often contains the API’s name or brand directly,
                "match while a planning step only abstracts away this signal")
 QUOTE_UPPER = "retrieval quality upper-bounds task completion"
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
-
-
-def anchor(heading: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
@@ -95,7 +94,7 @@ def plan_lines(report_md: str) -> list[str]:
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}.")
-    total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES
+    total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     before = (f"Before the session, each member reads the paper and these sections ({fmt_count(words)} words "
               f"with their tables, about {reading} minutes at {READING_WPM} words a minute); in the session, "
@@ -110,6 +109,7 @@ def plan_lines(report_md: str) -> list[str]:
     return [before, "", *lines, f"{len(PLAN) + 1}. **{DISCUSSION_MINUTES} min**: the [discussion questions]"
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
+            f"{len(PLAN) + 2}. **{WRAP_UP[0]} min**: {WRAP_UP[1]}.",
             "", f"Total: {total} minutes.", *more, *figure_map]
 
 

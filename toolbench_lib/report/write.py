@@ -15,7 +15,7 @@ from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
-from ..data.markdown import md_compact, md_table
+from ..data.markdown import anchor, md_compact, md_table
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -43,7 +43,7 @@ from .front import (
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
 from .scorecard import SETUP, compare_entries, status_counts
-from .session import SESSION_HEADING, anchor, session_lines
+from .session import SESSION_HEADING, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts, temperature_lines
 
@@ -198,7 +198,7 @@ def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
         else:
             ledger.put(f"{name} PtR − RtP", fmt_signed(r.this_run))
             if pd.notna(r.ci_low):
-                ledger.put(f"{name} PtR − RtP CI", fmt_ci(r.ci_low, r.ci_high))
+                ledger.put(f"{name} PtR − RtP CI, unadjusted", fmt_ci(r.ci_low, r.ci_high))
 
 
 def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
@@ -373,7 +373,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "## Appendix C: worked queries and the Table 2 examples", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
               f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
-              "this report.", "", *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
+              "this report; each link below opens the explorer while `make explore` serves it.", "",
+              *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         if len(provenance) > 1:
