@@ -35,7 +35,7 @@ def _main_results() -> pd.DataFrame:
                 shift = 0 if gt == "candidates" else 0.5
                 rows.append({"subset": subset, "method": method, "gt": gt, "n_queries": 15, "n_runs": 2,
                              "recall_mean": recall + shift, "recall_std": 0.01, "precision_mean": 0.2 + shift,
-                             "precision_std": 0.01, "pass_rate_mean": 0.5, "pass_rate_std": 0.1,
+                             "precision_std": 0.01, "judged_pass_rate_mean": 0.5, "judged_pass_rate_std": 0.1,
                              "n_planned": 5, "recall_ci_low": recall + shift - 0.02,
                              "recall_ci_high": recall + shift + 0.02})
     return pd.DataFrame(rows)
@@ -182,7 +182,7 @@ def test_locate_filters_aggregates_and_scales(cfg):
     assert locate({**loc, "where": {"subset": "G9"}}, tables) == (pytest.approx(math.nan, nan_ok=True),
                                                                   "no matching rows")
     assert locate({"table": "wins", "column": "rtp_wins"}, tables)[1] == "missing table"
-    assert locate({**loc, "column": "pass_rate_mean", "where": {"n_runs": 2, "subset": "G1"}},
+    assert locate({**loc, "column": "judged_pass_rate_mean", "where": {"n_runs": 2, "subset": "G1"}},
                   tables)[0] == pytest.approx(0.5)
 
 
@@ -782,7 +782,8 @@ def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     across it inconclusive; without a margin the point 0 is what the CI must meet."""
     assert compare(0.026, {"value": 0.0}, ci=(0.002, 0.049))[1] == "differs"  # the point reading
     status, basis = (compare(0.026, {"value": 0.0}, ci=(0.002, 0.049), margin=0.02)[i] for i in (1, 3))
-    assert status == "inconclusive" and basis.startswith("equivalence within ±0.02")
+    assert status == "inconclusive" and basis.startswith("equivalence within ±0.020")
+    assert basis.endswith("crossing the margin (estimate outside)")
     assert compare(0.01, {"value": 0.0}, ci=(-0.01, 0.019), margin=0.02)[1] == "consistent"
     assert compare(-0.07, {"value": 0.0}, ci=(-0.114, -0.027), margin=0.026)[1:3] == ("differs", "below")
     (tmp_path / "stub_stats.csv").write_text("subset,gt,cos_gap,cos_gap_ci_low,cos_gap_ci_high,cos_sd\n"
@@ -790,7 +791,7 @@ def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     g1 = next(e for e in load_references()["entries"] if e["id"] == "g1_stub_cos_gap")
     row = compare_entries([g1], tmp_path, causes={}).iloc[0]
     assert row["status"] == "inconclusive"  # margin 0.2 SD = 0.04: the CI crosses it
-    assert "equivalence within ±0.04" in row["basis"] and "Cohen" in row["basis"]
+    assert "equivalence within ±0.040" in row["basis"] and "Cohen" in row["basis"]
 
 
 def test_an_ordering_is_judged_by_its_ci():

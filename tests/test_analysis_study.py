@@ -31,7 +31,7 @@ def in_unit(values: pd.Series) -> bool:
 def test_main_results_agree_with_the_study_summary(study):
     t = main_results.main_results(study)
     assert set(t["subset"]) == set(SUBSETS) and set(t["gt"]) == {"candidates", "relevant"}
-    for col in ("recall_mean", "precision_mean", "pass_rate_mean"):
+    for col in ("recall_mean", "precision_mean", "judged_pass_rate_mean"):
         assert in_unit(t[col])
     assert (t["n_planned"] == PLAN_LIMIT).all() and (t["n_runs"] == 2).all()
     s = summary_json(study, SUBSETS, 5)
@@ -40,7 +40,7 @@ def test_main_results_agree_with_the_study_summary(study):
             r = t[(t["subset"] == alias) & (t["method"] == method) & (t["gt"] == "candidates")].iloc[0]
             ref = s["subsets"][alias]["methods"][method]
             assert r["recall_mean"] == pytest.approx(ref["recall"])
-            assert r["pass_rate_mean"] == pytest.approx(ref["pass_rate"])
+            assert r["judged_pass_rate_mean"] == pytest.approx(ref["pass_rate"])
     assert (t[t["method"] == "rtp"]["recall_std"] == 0).all()
 
 

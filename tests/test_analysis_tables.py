@@ -165,14 +165,15 @@ def test_main_results_by_hand(study):
     r = row(t, subset="G1", method="rtp", gt="candidates")
     assert (r["recall_mean"], r["recall_std"], r["precision_mean"]) == pytest.approx((0.25, 0.0, 0.25))
     assert r["n_queries"] == 2 and r["n_runs"] == 2 and r["n_planned"] == 1
-    assert r["pass_rate_mean"] == pytest.approx(0.5) and r["pass_rate_std"] == pytest.approx(math.sqrt(0.5))
+    assert r["judged_pass_rate_mean"] == pytest.approx(0.5)
+    assert r["judged_pass_rate_std"] == pytest.approx(math.sqrt(0.5))
     p = row(t, subset="G1", method="ptr", gt="candidates")
     assert p["recall_mean"] == pytest.approx(0.875) and p["recall_std"] == pytest.approx(0.25 / math.sqrt(2))
     assert p["precision_mean"] == pytest.approx(0.625)
-    assert (p["pass_rate_mean"], p["pass_rate_std"]) == pytest.approx((1.0, 0.0))
+    assert (p["judged_pass_rate_mean"], p["judged_pass_rate_std"]) == pytest.approx((1.0, 0.0))
     g2 = row(t, subset="G2", method="ptr", gt="candidates")
     assert (g2["recall_mean"], g2["recall_std"], g2["precision_mean"]) == pytest.approx((0.5, 0.0, 0.25))
-    assert g2["pass_rate_mean"] == 0.0 and np.isnan(g2["pass_rate_std"])  # run 1 was not judged
+    assert g2["judged_pass_rate_mean"] == 0.0 and np.isnan(g2["judged_pass_rate_std"])  # run 1 was not judged
     rel = row(t, subset="G1", method="rtp", gt="relevant")
     assert (rel["recall_mean"], rel["precision_mean"]) == pytest.approx((0.5, 0.25))
     assert row(t, subset="G1", method="ptr", gt="relevant")["recall_mean"] == pytest.approx(1.0)

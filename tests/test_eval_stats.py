@@ -154,8 +154,8 @@ def test_summary_carries_judged_and_objective_pass_rates(study):  # noqa: F811
     for (subset, method), (objective, judged, judged_std) in want.items():
         row = t.loc[(subset, method)]
         assert row["objective_pass_rate"] == objective, (subset, method)
-        assert row["pass_rate_mean"] == judged, (subset, method)
-        assert row["pass_rate_std"] == pytest.approx(judged_std, nan_ok=True), (subset, method)
+        assert row["judged_pass_rate_mean"] == judged, (subset, method)
+        assert row["judged_pass_rate_std"] == pytest.approx(judged_std, nan_ok=True), (subset, method)
         assert np.isnan(row["judge_kappa"]) and row["n_planned"] == 1
 
 
@@ -225,7 +225,7 @@ def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # no
     fig = figure2(table, wins(study, gts=["candidates"]), None, validity=validity.assign(ceiling=0.3))
     outlined = [p for ax in fig.axes for p in ax.patches if not p.get_fill()]
     assert [round(p.get_height(), 3) for p in outlined] == [0.7]  # the one valid judge
-    assert "judged (outline), not where kappa < 0.4" in fig.axes[2].get_title()
+    assert "judged: outline, not where kappa < 0.4" in fig.axes[2].get_title()
     assert [seg[0][1] for c in fig.axes[2].collections for seg in c.get_segments()] == [0.3] * len(validity)
     # The paper's (judged) pass rates sit beside a judged bar only: none over an objective bar alone.
     paper = {(s, m, "pass_rate"): 0.88 for s in subsets for m in ("rtp", "ptr")}
@@ -233,7 +233,7 @@ def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # no
     assert [tuple(d.get_ydata()) for d in fig.axes[2].lines if d.get_marker() == "D"] == [(0.88,)]
     fig = figure2(table, wins(study, gts=["candidates"]), paper, validity=validity.assign(kappa=0.1))
     assert not [d for d in fig.axes[2].lines if d.get_marker() == "D"]
-    assert "judged and paper hidden: kappa < 0.4" in fig.axes[2].get_title()
+    assert "judged rate and paper hidden (kappa < 0.4)" in fig.axes[2].get_title()
 
 
 def test_figure4_draws_five_dimensions(study):  # noqa: F811

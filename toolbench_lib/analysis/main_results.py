@@ -20,7 +20,8 @@ from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 from .summary import pass_rates, summary_table
 
 MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
-                "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned"]
+                "precision_mean", "precision_std", "judged_pass_rate_mean", "judged_pass_rate_std",
+                "n_planned"]
 TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value",
                  "ptr_mean", "n_rtp", "n_ptr", "note"]
 WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries"]
@@ -156,7 +157,7 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
     x = np.arange(len(subsets))
     width = 0.8 / max(1, len(methods))
-    for ax, metric in zip(axes[:3], ("recall", "precision", "pass_rate"), strict=True):
+    for ax, metric in zip(axes[:3], ("recall", "precision", "judged_pass_rate"), strict=True):
         top = 0.0  # the highest bar, CI or diamond: recall and precision are drawn up to it, not to 1
         for i, method in enumerate(methods):
             m = t[t["method"] == method].set_index("subset").reindex(subsets)
@@ -167,13 +168,13 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
             pos = x + (i - (len(methods) - 1) / 2) * width
             ax.bar(pos, mean, width, yerr=np.nan_to_num(err), capsize=3, color=METHOD_COLORS.get(method),
                    label=METHOD_LABELS.get(method, method))
-            refs = [(paper or {}).get((s, method, metric)) for s in subsets]
+            refs = [(paper or {}).get((s, method, metric.removeprefix("judged_"))) for s in subsets]
             paper_marks(ax, pos, refs, "paper" if i == 0 else None)
             top = np.nanmax([top, *(mean + np.nan_to_num(err if np.ndim(err) == 1 else err[1])),
                              *(r for r in refs if r is not None)])
         ax.set_xticks(x, subsets)
         ax.set_title(metric.replace("_", " "))
-        ax.set_ylim(0, 1 if metric == "pass_rate" else min(1.0, float(top) * 1.15 or 1.0))
+        ax.set_ylim(0, 1 if metric == "judged_pass_rate" else min(1.0, float(top) * 1.15 or 1.0))
     if validity is not None and len(validity):
         _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
@@ -209,33 +210,39 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
     v = validity.drop_duplicates(["subset", "method"]).set_index(["subset", "method"])
     x = np.arange(len(subsets))
     drawn = hidden = False
+    top = 0.1  # the axis ends a little above the highest bar or ceiling drawn
     for i, method in enumerate(methods):
         pos = x + (i - (len(methods) - 1) / 2) * width
         rows = [v.loc[(s, method)] if (s, method) in v.index else None for s in subsets]
         valid = [r is not None and float(r["kappa"]) >= min_kappa for r in rows]  # the judge agrees enough
         obj = [np.nan if r is None else float(r["objective_pass_rate"]) for r in rows]
-        ax.bar(pos, obj, width, color=METHOD_COLORS.get(method),
-               label=f"{METHOD_LABELS.get(method, method)}, objective")
+        bars = ax.bar(pos, obj, width, color=METHOD_COLORS.get(method),
+                      label=f"{METHOD_LABELS.get(method, method)}, objective")
+        ax.bar_label(bars, fmt="%.2f", fontsize=LEGEND_SIZE - 2, padding=2)  # a rate of 0 stays readable
         for j, r in enumerate(rows):
             if r is None:
                 continue
+            top = max(top, np.nan_to_num(obj[j]))
             if "ceiling" in r and pd.notna(r["ceiling"]):  # the most the objective rate can be
                 ax.hlines(float(r["ceiling"]), pos[j] - width / 2, pos[j] + width / 2, colors="black",
                           linewidth=1.6)
+                top = max(top, float(r["ceiling"]))
             if valid[j]:
                 ax.bar(pos[j], float(r["judged_pass_rate"]), width, fill=False,
                        edgecolor=METHOD_COLORS.get(method), linewidth=1.2)
+                top = max(top, float(r["judged_pass_rate"]), 1.0)
         drawn |= any(valid)
         hidden |= any(r is not None and not ok for r, ok in zip(rows, valid, strict=True))
         # the paper's rates are judged ones: beside a judged bar only, never over an objective one alone
         paper_marks(ax, pos, [(paper or {}).get((s, method, "pass_rate")) if ok else None
                               for s, ok in zip(subsets, valid, strict=True)])
     ax.set_xticks(x, subsets)
-    ax.set_ylim(0, 1)
-    judged = ("judged (outline)" + (f", not where kappa < {min_kappa:g}" if hidden else "") if drawn else
-              f"judged and paper hidden: kappa < {min_kappa:g}")
+    ax.set_ylim(0, min(1.0, top * 1.3))
+    judged = ("judged: outline" + (f", not where kappa < {min_kappa:g}" if hidden else "") if drawn else
+              f"judged rate and paper hidden (kappa < {min_kappa:g})")
     ceiling = "ceiling" in validity and validity["ceiling"].notna().any()
-    ax.set_title("pass rate: objective (filled)" + ("; — its ceiling" if ceiling else "") + f"\n{judged}",
+    gt = f" ({validity['gt'].iloc[0]})" if "gt" in validity and len(validity) else ""
+    ax.set_title(f"objective pass rate{gt}" + (", line: its ceiling" if ceiling else "") + f"\n{judged}",
                  fontsize=LEGEND_SIZE)
 
 

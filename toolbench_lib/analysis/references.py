@@ -31,7 +31,8 @@ AGGREGATES = ("first", "mean", "min", "max", "sum")
 # The saved tables and the columns the analyses write (extra columns are allowed).
 TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
     "main_results": ("subset", "method", "gt", "n_queries", "n_runs", "recall_mean", "recall_std",
-                     "precision_mean", "precision_std", "pass_rate_mean", "pass_rate_std", "n_planned",
+                     "precision_mean", "precision_std", "judged_pass_rate_mean", "judged_pass_rate_std",
+                     "n_planned",
                      *ci_of("recall", "precision")),
     "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
     "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",

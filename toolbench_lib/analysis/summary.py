@@ -169,7 +169,7 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
                     row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = bootstrap_ci(
                         by_query[metric].to_numpy(), n_resamples)
                 p = pr[(pr["subset"] == subset) & (pr["method"] == method)]
-                row["pass_rate_mean"], row["pass_rate_std"] = _mean_std(p["pass_rate"].dropna())
+                row["judged_pass_rate_mean"], row["judged_pass_rate_std"] = _mean_std(p["pass_rate"].dropna())
                 row["n_planned"] = int(p["n_planned"].max()) if len(p) else 0
                 row[f"{metrics[0]}_by_run"] = [round(float(v), 6) for v in by_run[metrics[0]]]
                 row.update(plan_stats(result, subset, method))
@@ -204,7 +204,7 @@ def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -
         for _, row in part.iterrows():
             res = {c: _clean(v) for c, v in row.items() if c not in skip}
             res["recall"], res["precision"] = res.pop("recall_mean"), res.pop("precision_mean")
-            res["pass_rate"] = res.pop("pass_rate_mean", None)
+            res["judged_pass_rate"] = res.pop("judged_pass_rate_mean", None)
             entry["methods"][row["method"]] = res
         if len(entry["methods"]) == 1:
             only = next(iter(entry["methods"].values()))

@@ -202,8 +202,8 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     basis = "the paper's range" if math.isfinite(low) and math.isfinite(high) else "the paper's bound"
     one_sided = math.isfinite(low) != math.isfinite(high)
-    claim = ("the paper's ordering" if ordering else f"equivalence within ±{margin:g}" if margin is not None
-             else "the paper's bound")
+    claim = ("the paper's ordering" if ordering else f"equivalence within ±{fmt_number(margin)}"
+             if margin is not None else "the paper's bound")
     if ordering and this_run in (low, high):
         return 0.0, DIFFERS, "", "the paper's ordering: a tie"
     if (ordering or one_sided or margin is not None) and ci is not None:
@@ -213,6 +213,9 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             return 0.0, CONSISTENT, "", basis
         if ci[0] <= low <= ci[1] or ci[0] <= high <= ci[1]:
             ours = (low < this_run < high) if ordering else (low <= this_run <= high)
+            if margin is not None:
+                where = "inside" if ours else "outside"
+                return 0.0, INCONCLUSIVE, "", f"{basis}, crossing the margin (estimate {where})"
             side = "the paper's" if ours else "the other"
             return 0.0, INCONCLUSIVE, "", f"{basis}, holding the paper's bound (estimate on {side} side)"
     elif ordering:
