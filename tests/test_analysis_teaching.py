@@ -157,7 +157,8 @@ def test_paper_examples_present_shown_the_others_explained():
          "absent": "no such query in the data"},
     ]
     text = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples)[0])
-    assert text.startswith("1 of the paper's 3 Table 2 examples is among this run's queries")
+    assert text.startswith("Of the paper's 3 Table 2 examples, 1 is among this run's queries as the same "
+                           "query")
     assert "### `ex_present`" in text and "“a query” → stub recall 1.0" in text
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "
             "leader") in text
@@ -306,7 +307,7 @@ def test_report_shows_the_worked_queries_and_every_table2_example(cfg):
         assert f"- `{example['id']}`:" in examples
     stubs = _section(text, "## Stubs")
     assert "### The paper's Table 2 examples in this run" in stubs
-    assert f"0 of the paper's {len(everything)} Table 2 examples are among" in stubs
+    assert f"Of the paper's {len(everything)} Table 2 examples, 0 are among" in stubs
     assert "nan" not in (worked + examples).lower()
 
 

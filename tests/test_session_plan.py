@@ -152,9 +152,10 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
     # the pre-reading: the words of the sections found (here three captions of three words)
     assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
-                           "their tables, about 0 minutes at 200 words a minute)")
+                           "their tables, about 0 minutes at 100 words a minute, a pace for text dense with "
+                           "tables)")
     long = report + "\n".join(["word " * 100] * 10)  # 1,000 more words in the last section found
-    assert "(1,009 words with their tables, about 5 minutes" in "\n".join(plan_lines(long))
+    assert "(1,009 words with their tables, about 10 minutes" in "\n".join(plan_lines(long))
 
 
 def test_each_question_states_this_runs_numbers_and_their_tables(cfg):

@@ -51,7 +51,7 @@ IN_SESSION = 4  # the discussion questions the session takes, about five minutes
 DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
-READING_WPM = 200  # a reading pace for the pre-reading estimate
+READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
             "ablation_stub_text": "11"}
@@ -97,8 +97,9 @@ def plan_lines(report_md: str) -> list[str]:
     total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     before = (f"Before the session, each member reads the paper and these sections ({fmt_count(words)} words "
-              f"with their tables, about {reading} minutes at {READING_WPM} words a minute); in the session, "
-              "each block is one member's walk-through of its section.")
+              f"with their tables, about {reading} minutes at {READING_WPM} words a minute, a pace for "
+              "text dense with tables); in the session, each block is one member's walk-through of its "
+              "section.")
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []

@@ -278,9 +278,11 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
     keys = set(result.queries["qkey"])
     shown = [x for x in examples if x.get("qkey") and x["qkey"] in keys]
     absent = [x for x in examples if not (x.get("qkey") and x["qkey"] in keys)]
-    verb = "is" if len(shown) == 1 else "are"
-    parts = [f"{len(shown)} of the paper's {len(examples)} Table 2 examples {verb} among this run's queries "
-             f"(recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
+    exact = sum(x.get("match", "exact") == "exact" for x in shown)
+    loose = f", {len(shown) - exact} as the same task in another scenario" if len(shown) > exact else ""
+    verb = "is" if exact == 1 else "are"
+    parts = [f"Of the paper's {len(examples)} Table 2 examples, {exact} {verb} among this run's queries as "
+             f"the same query{loose} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     rows = []
     for x in shown:
         wq = worked_query(result, x["qkey"], k, gt, run)
