@@ -663,9 +663,9 @@ def test_one_answer_sentence_follows_the_verdicts():
         "- **G1:** RtP leads, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.0200, Holm), as in the paper (-0.050); "
         "a note.\n"
         "- **G2:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), unlike "
-        "the paper (PtR ahead, +0.050, outside the 95% CI).\n"
+        "the paper (PtR ahead, +0.050, outside the CI).\n"
         "- **G3:** neither leads significantly, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.500, Holm), unlike "
-        "the paper (PtR ahead, +0.050, outside the 95% CI).\n\n"
+        "the paper (PtR ahead, +0.050, outside the CI).\n\n"
         "**Beyond the paper** (other retrievers). With BM25 retrieval, "
         "RtP leads on G1 and PtR leads on G2 and G3: in this run's setup, the paper's crossover appears with "
         "BM25 retrieval only.")
@@ -792,6 +792,7 @@ def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     row = compare_entries([g1], tmp_path, causes={}).iloc[0]
     assert row["status"] == "inconclusive"  # margin 0.2 SD = 0.04: the CI crosses it
     assert "equivalence within ±0.040" in row["basis"] and "Cohen" in row["basis"]
+    assert row["paper"] == "claim: 0 ± 0.040"
 
 
 def test_an_ordering_is_judged_by_its_ci():

@@ -314,7 +314,7 @@ def set_line(r, note: str = "") -> str:
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
         against = (f", unlike the paper ({r.paper_leader} ahead" + (f", {paper}" if paper else "")
-                   + (", outside the 95% CI" if out else "") + ")")
+                   + (", outside the CI" if out else "") + ")")
     else:
         against = ""
     return (f"- **{s}:** {lead}, PtR − RtP {fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm, r.ci_high_holm)} "

@@ -71,8 +71,16 @@ GLOSSARY: tuple[Term, ...] = (
          "eval.stats.bootstrap_ci, eval.stats.t_ci"),
     Term("Holm correction",
          "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
-         "the chance of any false alarm among them stays at or below the test level (5%).",
-         "eval.stats.holm (statsmodels)"),
+         "the chance of any false alarm among them stays at or below the test level (5%). A CI shown "
+         "beside a Holm p is widened alike (level 1 − 0.05 · p / p_Holm), so it excludes 0 exactly when "
+         "p_Holm < 0.05.",
+         "eval.stats.holm (statsmodels), eval.compare.holm_ci"),
+    Term("equivalence margin",
+         "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
+         "margin\" (`claim: 0 ± m` in the scorecard; each margin's reason is in `report.csv`'s basis): "
+         "consistent when the 95% CI lies inside it, differs when outside, inconclusive when it crosses a "
+         "bound.",
+         "report.locate.compare"),
     Term("pass rate (judged and objective)",
          "Judged: the share of plans an LLM judge calls \"Solved\". Objective: the share of plans that are "
          "not a refusal and name every ground-truth API (or an equivalent), which anyone can recount by "

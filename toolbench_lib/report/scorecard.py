@@ -293,6 +293,12 @@ def _margin(entry: Mapping, tables: TableCache) -> tuple[float | None, str]:
     return (None, f"no margin: {problem}") if problem else (value, f"margin: {eq['why']}")
 
 
+def _shown_margin(entry: Mapping, tables: TableCache) -> str:
+    """`` ± margin`` after an equality claim read as equivalence (empty otherwise)."""
+    margin = _margin(entry, tables)[0]
+    return "" if margin is None else f" ± {fmt_number(margin)}"
+
+
 def _two_sample(status: str, this_run: float, paper: float, ci: tuple[float, float],
                 margin: float = 0.0) -> str:
     """A differing row's status under :func:`.locate.two_sample` (empty for a row that does not differ)."""
@@ -315,7 +321,7 @@ def compare_entries(entries: list[dict], tables_dir: Path,
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
                      "paper": ("claim: " if is_claim(entry) else "")
-                     + paper_text(paper_bounds(entry["paper"])),
+                     + paper_text(paper_bounds(entry["paper"])) + _shown_margin(entry, tables),
                      **judged, **named,
                      "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
                      "reading_of": entry.get("reading_of", ""), "claim": is_claim(entry)})
