@@ -25,8 +25,8 @@ FIGURES = {
     "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
                             "of the dots is the run-to-run noise the paper's test over runs measures."),
     "k_ablation": ("budget", "Recall (top), precision (middle) and PtR − RtP recall (bars) against the "
-                             "retrieval budget k per set (candidates), with 95% CIs: a bar changing sign is "
-                             "where the better architecture changes."),
+                             "retrieval budget k per set (candidates), with 95% CIs: a bar whose CI excludes "
+                             "0 marks a k where one architecture is ahead (each k unadjusted)."),
     "k_ablation_relevant": ("budget", "The same curves with the stricter relevant-API ground truth: the "
                                       "ordering of the two architectures should not depend on the "
                                       "definition."),
@@ -55,7 +55,8 @@ FIGURES = {
     "ablation_decomposition": (
         "ablations",
         "PtR with the LLM's stubs and with rule-based stubs (more, narrower stubs) beside RtP, each bar "
-        "with its own 95% CI (run 0): what the breadth of the stubs alone changes."),
+        "with its own 95% CI (run 0): what the breadth of the stubs alone changes (the bars share their "
+        "queries: overlapping CIs can still differ)."),
     "ablation_divergence": (
         "ablations",
         "Disjoint top-k lists on 1,000-API sub-registries drawn three ways (the set's ground truth, the "
@@ -64,7 +65,8 @@ FIGURES = {
     "ablation_stub_text": (
         "ablations",
         "PtR's recall when a stub is searched by its name, its reasoning, both, or with brand words "
-        "removed, each bar with its own 95% CI (run 0): which part of a stub finds the APIs."),
+        "removed, each bar with its own 95% CI (run 0): which part of a stub finds the APIs (the bars share "
+        "their queries: overlapping CIs can still differ)."),
     "ablation_embedder": (
         "ablations",
         "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2, a stronger one "
