@@ -667,8 +667,7 @@ def test_one_answer_sentence_follows_the_verdicts():
         "- **G3:** neither leads significantly, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.500, Holm), unlike "
         "the paper (PtR ahead, +0.050, outside the CI).\n\n"
         "**Beyond the paper** (other retrievers). With BM25 retrieval, "
-        "RtP leads on G1 and PtR leads on G2 and G3: in this run's setup, the paper's crossover appears with "
-        "BM25 retrieval only.")
+        "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover appears with BM25 retrieval only.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
     assert "unlike the paper (PtR ahead, +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
@@ -908,10 +907,14 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     assert crossover_limits(rows, {"`relevant`": None}) == {}
     line = bottom_line(rows, crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i}))
     assert line == ("**In short.** RtP's G1 lead reproduces with dense retrieval. PtR's G2 "
-                    "lead does not appear with this run's smaller stub writer and embedder, which leaves the "
+                    "lead does not appear with this run's smaller stub writer and embedder, leaving the "
                     "paper's own setup untested. With hybrid retrieval the paper's crossover appears, though "
                     "not on `relevant` or G2_instruction.")
     assert bottom_line(rows[rows["retriever"] == "dense"].iloc[[2]]) == ""  # the paper's G3: not significant
+    lost = rows.assign(significant=~rows["subset"].str.startswith("G1"))  # G1 not significant on relevant
+    assert bottom_line(rows, relevant=lost).startswith(
+        "**In short.** RtP's G1 lead reproduces with dense retrieval, though not significantly on "
+        "`relevant`.")
 
 
 def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
@@ -1015,6 +1018,19 @@ def test_fidelity_under_both_matchings_is_one_sentence_from_the_two_rows():
     (line,) = fidelity_lines(rows)
     assert "0.950 when a tool-only or description match counts, 0.351 when a step must name" in line
     assert fidelity_lines(rows.iloc[[0, 2]]) == [] and fidelity_lines(rows.iloc[:0]) == []
+
+
+def test_the_budget_section_says_how_each_gap_moves_with_k(tmp_path):
+    from toolbench_lib.report.verdicts import budget_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert budget_lines(cfg) == []
+    pd.DataFrame([{"subset": s, "method": m, "gt": gt, "k": k, "recall_gain": g if m == "ptr" else 0.0}
+                  for s, gains in (("G1", (-0.026, -0.095)), ("G2", (-0.005, 0.021)))
+                  for k, g in zip((1, 20), gains, strict=True) for m in ("rtp", "ptr")
+                  for gt in ("candidates", "relevant")]).to_csv(tmp_path / "k_ablation.csv", index=False)
+    assert budget_lines(cfg) == ["PtR − RtP recall from k = 1 to k = 20 (`k_ablation`: recall_gain, "
+                                 "candidates): G1 -0.026 → -0.095; G2 -0.005 → +0.021."]
 
 
 def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):

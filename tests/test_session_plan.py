@@ -142,10 +142,14 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     more = "\n".join(plan_lines(report + "\n## Trajectories (§4.3, Figure 4)\n\nwords\n"))
     assert ("Outside the plan, for members who want more: [Trajectories (§4.3, Figure 4)]"
             "(report.md#trajectories-43-figure-4).") in more
-    # the figure map: each plan figure's file and the paper's figure its section's heading names
+    # the figure map: each figure's file and the paper's figure its section's heading names, whether or
+    # not the plan takes its section
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
-                                 "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n")
+                                 "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n"
+                                 "## Trajectories (§4.3, Figure 4)\n\n![Plans](figures/figure4.png)\n\n"
+                                 "*Figure 5.* g\n")
     assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
+    assert "| 5 | `figures/figure4.png` | Figure 4 |" in mapped
     later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure 4.* g\n"
                                 "## Retriever families\n\n*Figure 5.* h\n")
     # the plan takes retriever families (figure 5) before the budget (figure 4); the map goes by number
@@ -163,8 +167,8 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
     q = questions(cfg)
     assert len(q) >= 6
     expected = {
-        "The paper's G1 difference, twice": ["-0.072", "0.289 − 0.372 = -0.083", "-0.061 [-0.102, -0.024]",
-                                             "`paired_tests`"],
+        "The paper's G1 difference, twice": ["-0.072", "0.289 − 0.372 = -0.083",
+                                             "-0.061, unadjusted 95% CI [-0.102, -0.024]", "`paired_tests`"],
         "Pass rate against recall": ["0.732–0.884", "at most 0.372", "Objective pass rate 0.412–0.655",
                                      "`judge_validity`", "Recall at most 0.351", "`main_results`"],
         "Which ground truth?": ["RtP 0.160, PtR 0.172", "`candidates` RtP 0.161, PtR 0.173",
@@ -276,7 +280,7 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert len(re.findall(r"(?m)^\d+\. ", notes)) == len(questions(cfg)) >= 6
     ptr, rtp = paper_value("g1_ptr_recall"), paper_value("g1_rtp_recall")
     inside = "inside" if -0.102 <= ptr - rtp <= -0.024 else "outside"
-    assert (f"The stated {paper_value('g1_ptr_minus_rtp_recall'):.3f} lies inside this run's CI "
+    assert (f"The stated {paper_value('g1_ptr_minus_rtp_recall'):.3f} lies inside this run's unadjusted CI "
             f"[-0.102, -0.024] and the computed {ptr - rtp:.3f} {inside}") in notes
     assert "for at most 0.340 of plans here" in notes  # the `same` plans' 0.9 is passed over
     assert ("Dense G3 PtR − RtP recall is +0.006 [-0.034, 0.044] on `candidates` and +0.045 [0.006, 0.084] "

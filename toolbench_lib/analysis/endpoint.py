@@ -35,7 +35,7 @@ class Endpoint:
     def text(self) -> str:
         """One sentence stating the endpoint, for the top of the report."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family} (its CI adjusted as p is). "
+                f"{self.test}, {self.family} (its CI adjusted alike). "
                 f"**Robustness** (no verdict): {self.secondary}.")
 
 

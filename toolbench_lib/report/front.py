@@ -158,7 +158,7 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
-    verdict = (f"in this run's setup, the paper's crossover appears with {_sets(holds)} retrieval only"
+    verdict = (f"the paper's crossover appears with {_sets(holds)} retrieval only"
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
@@ -251,20 +251,26 @@ def scope_sentence(report: pd.DataFrame) -> str:
     return f"Only PtR depends on the LLM, a smaller one than the paper's{hits or ''}."
 
 
-def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None) -> str:
-    """The answer in one sentence: per set with a paper leader, whether the paper's lead reproduces with the
-    paper's retriever family (dense) or does not appear with this run's stub writer and embedder; then the
-    families with which the whole crossover holds, and where it stops holding (``limits``, from
+def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
+                relevant: pd.DataFrame | None = None) -> str:
+    """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
+    paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
+    on that ground truth), or does not appear with this run's stub writer and embedder; then the families
+    with which the whole crossover holds, and where it stops holding (``limits``, from
     :func:`crossover_limits`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
+    rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
+           if relevant is not None and len(relevant) else pd.Series(dtype=bool))
     said = []
     for r in dense.itertuples():
         s, v = subset_alias(r.subset), str(r.verdict)
         if v == "reproduced":
-            said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval")
+            lost = r.subset in rel.index and not bool(rel[r.subset])
+            said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
+                        + (", though not significantly on `relevant`" if lost else ""))
         elif not (s == "G3" and v.startswith("same direction")):  # the paper's G3 is not significant either
             said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer "
-                        "and embedder, which leaves the paper's own setup untested")
+                        "and embedder, leaving the paper's own setup untested")
     holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
     if holds:
@@ -290,8 +296,7 @@ def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | 
         y = g2i[g2i["retriever"] == "dense"] if s == "G2" and g2i is not None and len(g2i) else pd.DataFrame()
         if len(y):
             same = "the same" if verdict(y.iloc[0]) == verdict(r) else "not the same"
-            n = f" ({fmt_count(y['n_queries'].iloc[0])} queries)" if "n_queries" in y else ""
-            said.append(f"on G2_instruction{n}, the set the paper's G2 numbers fit, {same} "
+            said.append(f"on G2_instruction, the set the paper's G2 numbers fit, {same} "
                         f"({fmt_p(y['p_holm'].iloc[0])}, unadjusted)")
         if said:
             notes[s] = "; ".join(said)
@@ -377,7 +382,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
         shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())
         table.append(("scale sub-registries", "proportional category sampling",
-                      f"proportional, keeping all ground truth (its share of the smallest: {shares})"))
+                      f"proportional, keeping all ground truth (share of the smallest: {shares})"))
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
@@ -391,12 +396,14 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
         numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
 
-        def counts(rows: pd.DataFrame, chance: str = "", unscored: str = "") -> str:  # differs by cause
+        def counts(rows: pd.DataFrame, unscored: str = "", first: bool = False) -> str:  # differing, by cause
             c = status_counts(rows)
-            causes = [f"{fmt_count(c[k])} {k}" + (", untested" if k == SETUP else "") for k in CAUSES if c[k]]
-            why = {"differs": "; ".join([chance, *causes] if chance else causes),
-                   "consistent": by_tolerance(rows), "not scored": unscored}
-            return ", ".join(f"{fmt_count(n)} {name}" + (f" ({why[name]})" if why.get(name) else "")
+            setup = ", an untested setup difference" if first else ""
+            causes = [f"{fmt_count(c[k])} " + (f"not comparable{setup}" if k == SETUP else k)
+                      for k in CAUSES if c[k]]
+            why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
+            return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
+                             + (f" ({why[name]})" if why.get(name) else "")
                              for name, n in c.items() if n and name not in CAUSES)
 
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
@@ -404,25 +411,28 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         why = (f"judged pass rates, kappa below {MIN_KAPPA}" if len(unscored)
                and unscored.str.startswith("judge").all() else "")
         within = int((numbers.get("two_sample", pd.Series(dtype=str)) == CONSISTENT).sum())
-        chance = (f"about {fmt_count(chance_differs(numbers)[1])} by chance alone"
-                  + (f", {fmt_count(within)} within both samples' error" if within else ""))
+        scored, by_chance = chance_differs(numbers)
+        differ = status_counts(numbers)["differs"]
+        two = (f"; {fmt_count(within)} of the {fmt_count(differ)} lie within both samples' error"
+               if within else "")
         lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
-                     f"{counts(numbers, chance, why)}.")
+                     f"{counts(numbers, why, first=True)}. By chance alone about {fmt_count(by_chance)} of "
+                     f"the {fmt_count(scored)} scored would differ{two}.")
         if len(again):
             lines.append(f"- Read again another way ({fmt_count(len(again))}): "
                          f"{counts(again)}.")
         if len(claims):
-            lines.append(f"- Its {fmt_count(len(claims))} claims in words (`claim:` in "
-                         f"Appendix A): {counts(claims)}.")
+            lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
 
 
 def by_tolerance(rows: pd.DataFrame) -> str:
-    """How many consistent rows are so only by the paper's rounding or a stated tolerance (empty if none)."""
+    """How many consistent rows are so only within the paper's rounding or a stated tolerance (empty if
+    none)."""
     basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
     n = int(((rows["status"] == CONSISTENT) & basis.str.contains(ONLY_BY_TOLERANCE, regex=False)).sum())
-    return f"{fmt_count(n)} only by rounding or tolerance" if n else ""
+    return f"{fmt_count(n)} only within a tolerance" if n else ""
 
 
 def grouped_line(rows: pd.DataFrame) -> str:

@@ -71,26 +71,29 @@ PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
 
 def plan_lines(report_md: str) -> list[str]:
     """The plan: each report section linked by its heading, with its figures' numbers and its minutes; then
-    which file each of those figures is and which of the paper's figures its section reproduces (named in
-    the heading), so that "Figure 2" means one thing in the room."""
+    which file each of the report's figures is and which of the paper's figures its section reproduces
+    (named in the heading), so that "Figure 2" means one thing in the room."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
-    lines, words, figure_rows = [], 0, []
+    figures_of: dict[str, list[str]] = {}
+    figure_rows = []  # every figure of the report, whichever section holds it
+    for heading, text in found.items():
+        paper, file = PAPER_FIGURE.search(heading), "n/a"
+        for line in text.splitlines():
+            if m := IMAGE.match(line):
+                file = m.group(1)
+            elif m := CAPTION.match(line):
+                figures_of.setdefault(heading, []).append(m.group(1))
+                figure_rows.append((int(m.group(1)), f"| {m.group(1)} | `{file}` | "
+                                    f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
+                file = "n/a"
+    lines, words = [], 0
     for i, (start, minutes, what) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
         words += len(found[heading].split()) if heading else 0
         if heading is None:
             lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
             continue
-        paper = PAPER_FIGURE.search(heading)
-        figures, file = [], "n/a"
-        for line in found[heading].splitlines():
-            if m := IMAGE.match(line):
-                file = m.group(1)
-            elif m := CAPTION.match(line):
-                figures.append(m.group(1))
-                figure_rows.append((int(m.group(1)), f"| {m.group(1)} | `{file}` | "
-                                    f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
-                file = "n/a"
+        figures = figures_of.get(heading, [])
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}.")
@@ -169,7 +172,8 @@ def per_set(make: Callable[[str], str]) -> str:
 def g1_difference(c: TableCache) -> str:
     d, lo, hi = (value(c, "paired_tests", col, subset="G1", gt="candidates", metric="recall")
                  for col in ("diff", "ci_low", "ci_high"))
-    return f"dense PtR − RtP on G1 {fmt_signed(d)} {fmt_ci(lo, hi)} (`paired_tests`: diff, ci_low, ci_high)"
+    return (f"dense PtR − RtP on G1 {fmt_signed(d)}, unadjusted 95% CI {fmt_ci(lo, hi)} (`paired_tests`: "
+            "diff, ci_low, ci_high)")
 
 
 def objective_pass_rates(c: TableCache) -> str:
@@ -309,9 +313,9 @@ def in_ci_note(c: TableCache, stated: float, computed: float) -> str:
     where = {x: "inside" if lo <= x <= hi else "outside" for x in (stated, computed)}
     both = "so this run cannot tell them apart" if where[stated] == where[computed] == "inside" else \
         "so this run's setup tells them apart"
-    return (f"the stated {fmt_signed(stated)} lies {where[stated]} this run's CI {fmt_ci(lo, hi)} and the "
-            f"computed {fmt_signed(computed)} {where[computed]}, {both}; the gap between them is the paper's "
-            "own arithmetic, which no CI of this run settles")
+    return (f"the stated {fmt_signed(stated)} lies {where[stated]} this run's unadjusted CI {fmt_ci(lo, hi)} "
+            f"and the computed {fmt_signed(computed)} {where[computed]}, {both}; the gap between them is the "
+            "paper's own arithmetic, which no CI of this run settles")
 
 
 def ceiling_note(c: TableCache) -> str:

@@ -155,8 +155,23 @@ def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
             "plan_tokens_imputed_share); the routing savings rest on that."]
 
 
+def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
+    """How each set's PtR − RtP recall moves from the smallest to the largest k (``k_ablation``)."""
+    t = TableCache(cfg.tables_dir).get("k_ablation")
+    if t is None or not {"subset", "method", "gt", "k", "recall_gain"} <= set(t):
+        return []
+    t = t[(t["gt"] == gt) & (t["method"] == "ptr")]
+    if t.empty:
+        return []
+    lo, hi = int(t["k"].min()), int(t["k"].max())
+    each = "; ".join(f"{s} {fmt_signed(g.loc[g['k'] == lo, 'recall_gain'].iloc[0])} → "
+                     f"{fmt_signed(g.loc[g['k'] == hi, 'recall_gain'].iloc[0])}"
+                     for s, g in t.groupby("subset", sort=False))
+    return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, {gt}): {each}."]
+
+
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
-             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg)}
+             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg), "budget": lambda: budget_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()

@@ -178,7 +178,8 @@ def section_sentence(rows: pd.DataFrame) -> str:
     parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
              "run"]
     parts += [f"{c[key]} {what}" for key, what in (
-        ("differs", "differ"), (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound)"),
+        ("differs", "differ"),
+        (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
         ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
     return "; ".join(parts) + "."
 
@@ -299,7 +300,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        answer = [bottom_line(rows, limits_of) + "\n\n" + answer_sentence(rows, scope_sentence(report),
+        answer = [bottom_line(rows, limits_of, rel) + "\n\n" + answer_sentence(rows, scope_sentence(report),
                                                                           set_notes(rows, rel, g2i)),
                   robustness_sentence(rows)]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
