@@ -360,15 +360,17 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "share; for an approximate number, “~70%”, ± the tolerance in `report.csv`); a number "
               "without sampling is compared at the paper's last decimal. *Consistent* means this run "
               "cannot tell its number from the paper's, not that it confirms it. An ordering or bound "
-              "whose CI holds the bound is *inconclusive*. `claim:` marks a claim the paper makes in "
-              "words, read here as a bound. A row that differs names its cause's status: *explained* when "
+              "whose CI holds the bound, or an equality claim (`claim: 0 ± m`) whose CI crosses its margin, "
+              "is *inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound or "
+              "an equivalence. A row that differs names its cause's status: *explained* when "
               "the cause's predicted value has a CI that covers the paper's and moves at least half the "
               "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
-              "for a difference of setup (not a tested cause), *unexplained* otherwise "
-              "(`references/causes.yaml`).",
+              "for a difference of setup (not a tested cause; the front counts it as not comparable), "
+              "*unexplained* otherwise (`references/causes.yaml`).",
               "", *two_sample_lines(report),
-              "Below, the rows by status, those that differ by an untested setup difference (`untested`) by "
-              "cause; then each other row that differs, what it measures and its cause.", "",
+              f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
+              "again and its claims in words apart), those that differ by an untested setup difference "
+              "(`untested`) by cause; then each other row that differs, what it measures and its cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
