@@ -698,7 +698,7 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
                           ci_high_grouped_robustness=[-0.01, 0.1, 0.1, 0.2, 0.2, 0.2])
     assert robustness_sentence(grouped) == (
         "BM25 G1 (Holm only) and BM25 G3 (groups only) are not robust: "
-        f"{holm_all} or resampling related queries overturns them; the other 2 survive both.")
+        f"{holm_all} or resampling related queries overturns them; the other 2 survive each alone.")
     assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
         f"{holm_all} and resampling related queries keep every verdict.")
 

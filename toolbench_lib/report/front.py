@@ -231,7 +231,7 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
              f"{subset_alias(rows.loc[i, 'subset'])}" + (f" ({w[0]} only)" if len(w) < len(tests) else "")
              for i, w in lost.items()]
     kept = len(why) - len(lost)  # the significant verdicts neither overturns
-    rest = f"; the other {fmt_count(kept)} survive {'both' if len(tests) > 1 else 'it'}"
+    rest = f"; the other {fmt_count(kept)} survive {'each alone' if len(tests) > 1 else 'it'}"
     return (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {' or '.join(tests)} "
             f"overturns {'it' if len(names) == 1 else 'them'}{rest if kept else ''}.")
 

@@ -380,9 +380,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
+        siblings = sorted(f"`{d.name}`" for d in cfg.out_dir.parent.glob(f"{cfg.run_name}-*") if d.is_dir())
+        if siblings:
+            parts += ["", "The retriever, validation and G2_instruction studies (notebooks 10–12) are stored "
+                          f"beside this folder: {', '.join(siblings)}."]
         if len(provenance) > 1:
             others = ", ".join(f"`{p['study_folder']}`" for p in provenance[1:])
-            parts += ["", f"Other studies stored for this run: {others}."]
+            parts += ["", "Older studies kept in `runs/` (earlier code or settings; no table here reads "
+                          f"them): {others}."]
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
     parts[glossary_at:glossary_at] = glossary_section(material, "\n".join(parts))
