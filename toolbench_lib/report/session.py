@@ -180,8 +180,9 @@ def objective_pass_rates(c: TableCache) -> str:
     table = c.get("judge_validity")
     rates = architectures(c, "judge_validity", "objective_pass_rate",
                           **({"plans": "all"} if table is not None and "plans" in table else {}))
+    gt = f", {table['gt'].iloc[0]}" if table is not None and "gt" in table and len(table) else ""
     return (f"objective pass rate {fmt_number(rates.min())}–{fmt_number(rates.max())} over the sets and both "
-            "architectures (`judge_validity`: objective_pass_rate)")
+            f"architectures (`judge_validity`: objective_pass_rate{gt})")
 
 
 def recall_ceiling(c: TableCache) -> str:
