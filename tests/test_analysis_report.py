@@ -849,7 +849,8 @@ def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
     assert lines[:2] == ["- *consistent* (2): each in its section's table and `report.csv`",
                          "- *not scored* (1): `c`"]
     setup = report.assign(cause_status=["", "setup difference", "", ""], cause=["", "llm_model: x", "", ""])
-    assert scorecard_lines(setup)[-1] == "- *differs; untested: llm_model* (1): `b`"  # no table: none tested
+    # no table: none tested
+    assert scorecard_lines(setup)[-1] == "- *differs; not comparable: llm_model* (1): `b`"
     table = lines[-1]
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
@@ -1030,7 +1031,8 @@ def test_the_budget_section_says_how_each_gap_moves_with_k(tmp_path):
                   for k, g in zip((1, 20), gains, strict=True) for m in ("rtp", "ptr")
                   for gt in ("candidates", "relevant")]).to_csv(tmp_path / "k_ablation.csv", index=False)
     assert budget_lines(cfg) == ["PtR − RtP recall from k = 1 to k = 20 (`k_ablation`: recall_gain, "
-                                 "candidates): G1 -0.026 → -0.095; G2 -0.005 → +0.021."]
+                                 "candidates; point estimates): G1 -0.026 → -0.095 (RtP's lead widens); "
+                                 "G2 -0.005 → +0.021 (the estimate changes sign)."]
 
 
 def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):

@@ -134,8 +134,11 @@ TERMS_MORE: tuple[Term, ...] = (
          "eval.evaluation.metric_values"),
 )
 NOTATION = ("In a fused method, `q` is the ranking of the query itself, `s` the merged ranking of its stubs "
-            "and `s*` each stub's own ranking; `.dense` and `.bm25` name the retriever family; min-max "
-            "scales each ranking's scores to 0..1 before fusing; rrf is reciprocal-rank fusion.")
+            "and `s*` each stub's own ranking; `.dense` and `.bm25` name the retriever family. A name in a "
+            "figure reads by its parts: `rr` round-robin, `rrf` reciprocal-rank fusion, `comb`max/sum/mnz "
+            "CombMAX/SUM/MNZ, `-mm` min-max scaling of each ranking's scores to 0..1 first, `2` fusing `q` "
+            "and `s` (otherwise `q` and `s*`), `-cv` tuned by cross-validation, `route-` fusing only below a "
+            "tuned top-1 cosine of RtP, `fuse4`/`fuse2` dense with BM25.")
 
 
 def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:

@@ -164,10 +164,18 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
     if t.empty:
         return []
     lo, hi = int(t["k"].min()), int(t["k"].max())
-    each = "; ".join(f"{s} {fmt_signed(g.loc[g['k'] == lo, 'recall_gain'].iloc[0])} → "
-                     f"{fmt_signed(g.loc[g['k'] == hi, 'recall_gain'].iloc[0])}"
-                     for s, g in t.groupby("subset", sort=False))
-    return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, {gt}): {each}."]
+
+    def moved(a: float, b: float) -> str:
+        lead = "PtR" if b > 0 else "RtP"
+        return (f"{lead}'s lead {'widens' if abs(b) > abs(a) else 'narrows'}" if a * b > 0 else
+                "the estimate changes sign")
+
+    each = "; ".join(f"{s} {fmt_signed(a)} → {fmt_signed(b)} ({moved(a, b)})" for s, g in
+                     t.groupby("subset", sort=False)
+                     for a, b in [(g.loc[g["k"] == lo, "recall_gain"].iloc[0],
+                                   g.loc[g["k"] == hi, "recall_gain"].iloc[0])])
+    return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, {gt}; point estimates): "
+            f"{each}."]
 
 
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:

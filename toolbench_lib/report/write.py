@@ -132,7 +132,7 @@ def _status_text(r) -> str:
         status += " (by its rounding or tolerance only)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
-        shown = "untested" if cause == SETUP else cause  # a setup difference, named but not a tested cause
+        shown = "not comparable" if cause == SETUP else cause  # a setup difference: named, not tested
         status += f"; {shown}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
                                   and cause != "unexplained" else "")
     return status
@@ -227,12 +227,16 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
     read as an estimate as uncertain as this run's, each CI widened by √2), named."""
     if "two_sample" not in report:
         return []
-    within = report.loc[report["two_sample"] == CONSISTENT, "id"].tolist()
+    rows = report[report["two_sample"] == CONSISTENT]
     tested = int(report["two_sample"].isin([CONSISTENT, DIFFERS]).sum())
+    numbers = int((rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") == "").sum())
+    front = (f" ({fmt_count(numbers)} of them among the paper's numbers the front counts)"
+             if numbers != len(rows) else "")
     return [f"*Within both samples' error*: were each of the paper's numbers an estimate as uncertain as "
             f"this run's (a two-sample reading: this run's CI widened by √2 toward the paper's value), "
-            f"{fmt_count(len(within))} of the {fmt_count(tested)} differing rows with a CI would not differ"
-            + (f": {', '.join(f'`{i}`' for i in within)}." if within else "."), ""]
+            f"{fmt_count(len(rows))} of the {fmt_count(tested)} differing rows of every kind with a CI would "
+            f"not differ{front}" + (f": {', '.join(f'`{i}`' for i in rows['id'])}." if len(rows) else "."),
+            ""]
 
 
 def ltr_lines(cfg: ExperimentConfig) -> list[str]:
@@ -370,7 +374,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "", *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
-              "(`untested`) by cause; then each other row that differs, what it measures and its cause.", "",
+              "(`not comparable`) by cause; then each other row that differs, what it measures and its "
+              "cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
@@ -444,7 +449,8 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
         lines.append(f"- *{status}* ({count(g)}): {ids}")
     for cause, g in report[untested].groupby(report.loc[untested, "cause"].astype(str).str.split(":").str[0],
                                              sort=False):
-        lines.append(f"- *differs; untested: {cause}* ({count(g)}): {', '.join(f'`{i}`' for i in g['id'])}")
+        ids = ", ".join(f"`{i}`" for i in g["id"])
+        lines.append(f"- *differs; not comparable: {cause}* ({count(g)}): {ids}")
     if not differs.any():
         return lines
     d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)
