@@ -564,6 +564,7 @@ def _endpoint() -> pd.DataFrame:
                        if lead == want else "refuted: x" if sig else "not reproduced: x")
             rows.append({"retriever": family, "subset": subset, "n_queries": 15, "n_runs": 2, "rtp": rtp,
                          "ptr": ptr, "diff": diff, "ci_low": diff - 0.02 * sign, "ci_high": diff + 0.03,
+                         "ci_low_holm": diff - 0.02 * sign, "ci_high_holm": diff + 0.03,
                          "p": p, "p_holm": p, "p_family": "Holm", "p_runs_robustness": p,
                          "leader": lead, "significant": sig, "paper_rtp": paper[0], "paper_ptr": paper[1],
                          "paper_leader": want, "verdict": verdict})
@@ -597,8 +598,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         < text.index("## Glossary") < text.index("## Appendix A")
     assert "**The question.**" in front and "**Primary endpoint:**" in front
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
-    assert ("| scale sub-registries | proportional category sampling | the same, keeping all ground truth "
-            "(of the smallest: G1 82%, G3 5%) |") in front
+    assert ("| scale sub-registries | proportional category sampling | proportional, keeping all ground truth "
+            "(share of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
     assert front.index("**In short.**") < front.index("**The answer.**")
     assert "With dense retrieval:" in front

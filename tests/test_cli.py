@@ -101,7 +101,7 @@ def test_evaluate_both_methods_with_rules_backend(tmp_path):
     assert res["backend"] == "rules" and res["is_llm"] is False and res["method"] == "rtp,ptr"
     for name in ("G1", "G2", "G3"):
         methods = res["subsets"][name]["methods"]
-        for key in ("recall", "recall_std", "precision", "precision_std", "pass_rate", "tokens_in",
+        for key in ("recall", "recall_std", "precision", "precision_std", "judged_pass_rate", "tokens_in",
                     "tokens_out"):
             assert key in methods["rtp"] and key in methods["ptr"]
         assert methods["ptr"]["stubs_per_query"] > 0 and methods["ptr"]["fallback_stubs"] == 0

@@ -58,7 +58,7 @@ def test_tables_and_summary(rules_result, slice_setup):
     assert s["pass_rate_kind"].startswith("rules_proxy")
     g1 = s["subsets"]["G1"]["methods"]
     for m in ("rtp", "ptr"):
-        for key in ("recall", "recall_std", "precision", "precision_std", "pass_rate", "tokens_in",
+        for key in ("recall", "recall_std", "precision", "precision_std", "judged_pass_rate", "tokens_in",
                     "tokens_out"):
             assert key in g1[m]
     assert g1["rtp"]["recall_std"] == 0.0
