@@ -598,8 +598,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         < text.index("## Glossary") < text.index("## Appendix A")
     assert "**The question.**" in front and "**Primary endpoint:**" in front
     assert "What differs from the paper's setup" in front and "Gemini 2.5 Flash" in front
-    assert ("| scale sub-registries | proportional category sampling | proportional, keeping all ground truth "
-            "(share of the smallest: G1 82%, G3 5%) |") in front
+    assert ("| scale sub-registries | proportional category sampling | proportional, keeping all ground "
+            "truth (share of the smallest: G1 82%, G3 5%) |") in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
     assert front.index("**In short.**") < front.index("**The answer.**")
     assert "With dense retrieval:" in front
