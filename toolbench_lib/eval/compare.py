@@ -40,8 +40,8 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     for s in tested:
         mask = np.flatnonzero(ev.subsets == s)
         mask = mask[np.argsort(ev.qkeys[mask], kind="stable")]  # queries by key: the resampling's order
-        res = paired(runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0))
-        diffs[s] = runs_b[:, mask].mean(axis=0) - runs_a[:, mask].mean(axis=0)
+        x, y = runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0)  # each query's mean over runs
+        res, diffs[s] = paired(x, y), y - x
         a_runs = runs_a[:1, mask] if ev.is_deterministic(a) else runs_a[:, mask]
         over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
         rows[s] = {"comparison": comparison_key(a, b, metric, k, gt, s), "subset": s, "a": a, "b": b,

@@ -278,8 +278,8 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if ci is not None and not is_claim(entry):  # the paper's value, or its range's nearest end
         nearest = min(max(value, bounds.get("min", -math.inf)), bounds.get("max", math.inf))
         paper = bounds.get("value", nearest)
-        margin = entry.get("tolerance", _printed(entry, bounds) or 0.0)
-        row["two_sample"] = _two_sample(status, value, paper, ci, float(margin))
+        tol = entry.get("tolerance", _printed(entry, bounds) or 0.0)
+        row["two_sample"] = _two_sample(status, value, paper, ci, float(tol))
     return row
 
 

@@ -170,10 +170,9 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
         return (f"{lead}'s lead {'widens' if abs(b) > abs(a) else 'narrows'}" if a * b > 0 else
                 "the estimate changes sign")
 
-    each = "; ".join(f"{s} {fmt_signed(a)} → {fmt_signed(b)} ({moved(a, b)})" for s, g in
-                     t.groupby("subset", sort=False)
-                     for a, b in [(g.loc[g["k"] == lo, "recall_gain"].iloc[0],
-                                   g.loc[g["k"] == hi, "recall_gain"].iloc[0])])
+    ends = {s: g.set_index("k")["recall_gain"] for s, g in t.groupby("subset", sort=False)}
+    each = "; ".join(f"{s} {fmt_signed(e[lo])} → {fmt_signed(e[hi])} ({moved(e[lo], e[hi])})"
+                     for s, e in ends.items())
     return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, {gt}; point estimates): "
             f"{each}."]
 

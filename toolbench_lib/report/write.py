@@ -297,11 +297,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
     rows = endpoint_rows(cfg)
-    g2i = TableCache(cfg.tables_dir).get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
+    cache = TableCache(cfg.tables_dir)
+    g2i = cache.get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
     answer = []
     if len(rows):
-        rel = TableCache(cfg.tables_dir).get(RELEVANT_TABLE)
+        rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
         answer = [bottom_line(rows, limits_of, rel) + "\n\n" + answer_sentence(rows, scope_sentence(report),
@@ -326,8 +327,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
               *limits(rows)]
     against = []  # after the paper's sections, whose numbers it reads
-    readings = TableCache(cfg.tables_dir).get("divergence_readings")
-    for title, lines in paper_against_itself(references, readings):
+    for title, lines in paper_against_itself(references, cache.get("divergence_readings")):
         against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k)]}
