@@ -682,7 +682,7 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
 
 
-def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would_overturn():
+def test_the_answer_names_the_verdicts_holm_over_all_would_overturn():
     from toolbench_lib.report.front import robustness_sentence
 
     rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3, "subset": ["G1", "G2", "G3"] * 2,
@@ -694,14 +694,6 @@ def test_the_answer_names_the_verdicts_holm_over_all_or_grouped_resampling_would
         f"BM25 G1 is not robust: {holm_all} overturns it; the other 3 survive it.")
     assert robustness_sentence(rows.assign(p=rows["p"] / 10)) == f"{holm_all} keeps every verdict."
     assert robustness_sentence(rows[rows["retriever"] == "dense"]) == ""
-    # a grouped CI across 0 overturns too: bm25 G3's here, dense G1's stays clear of 0
-    grouped = rows.assign(ci_low_grouped_robustness=[-0.2, -0.1, -0.1, 0.01, 0.02, -0.01],
-                          ci_high_grouped_robustness=[-0.01, 0.1, 0.1, 0.2, 0.2, 0.2])
-    assert robustness_sentence(grouped) == (
-        "BM25 G1 (Holm only) and BM25 G3 (groups only) are not robust: "
-        f"{holm_all} or resampling related queries overturns them; the other 2 survive each alone.")
-    assert robustness_sentence(grouped.assign(p=rows["p"] / 10, ci_low_grouped_robustness=0.01)) == (
-        f"{holm_all} and resampling related queries keep every verdict.")
 
 
 def test_the_paper_against_itself_is_computed_from_its_numbers():
@@ -1081,11 +1073,6 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G1 a difference of the "
                          "paper's size would likely go undetected here.")
-    pd.read_csv(tmp_path / "primary_endpoint.csv").assign(
-        ci_low_grouped_robustness=[-0.2, -0.02], ci_high_grouped_robustness=[0.2, 0.02]).to_csv(
-        tmp_path / "primary_endpoint.csv", index=False)
-    (grouped,) = power_lines(cfg)
-    assert "G3 0.029 (resampling related queries together: G1 0.286, G3 0.029) with 80%" in grouped
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
@@ -1128,13 +1115,12 @@ def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
 
     rows = pd.DataFrame({
         "retriever": ["dense", "dense", "bm25"], "subset": ["G1_instruction", "G2_category_original", "G3"],
-        "n_queries": [163, 199, 100], "n_groups": [120, 80, 40], "significant": [True, False, True],
-        "ci_low_grouped_robustness": [-0.11, -0.02, -0.01],
-        "ci_high_grouped_robustness": [-0.03, 0.08, 0.09]})
+        "n_queries": [163, 199, 100], "n_groups": [120, 80, 40], "significant": [True, False, True]})
     line = grouped_line(rows)
     assert line == (
-        "- Queries written from one sample of APIs are not independent (queries in groups: G1 163 in 120, G2 "
-        "199 in 80, G3 100 in 40).")
+        "- Queries written from one sample of APIs are not independent: every paired test here takes them "
+        "as one cluster (queries in clusters: G1 163 in 120, G2 199 in 80, G3 100 in 40), so its CIs are "
+        "wider than over queries.")
     assert line in limits(rows) and grouped_line(rows.drop(columns="n_groups")) == ""
     assert limits() == ["### Limits of this reproduction", "", ""]
 
@@ -1220,10 +1206,10 @@ def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary
     assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 |" in table
     assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 |" in table
     assert "Holm over all" not in runs_test_table(rows[rows["retriever"] == "dense"], Ledger())
-    grouped = rows.assign(ci_low_grouped_robustness=[-0.01, 0.0, float("nan")],
-                          ci_high_grouped_robustness=0.1)
-    table = re.sub(r" +", " ", runs_test_table(grouped, Ledger()))
-    assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 | \\[-0.010, 0.100\\] |" in table
+    wilcoxon = rows.assign(p_wilcoxon_robustness=[0.06, 0.4, float("nan")])
+    table = re.sub(r" +", " ", runs_test_table(wilcoxon, Ledger()))
+    assert "Wilcoxon over queries (unadjusted) |" in table
+    assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 | p = 0.0600 |" in table
     assert "| bm25 | G1 | p = 0.0400 | p = 0.0400 | p = 0.00100 | n/a |" in table
 
 

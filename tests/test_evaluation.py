@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
 from scipy import stats
@@ -22,7 +23,7 @@ from toolbench_lib.eval.evaluation import (
     relevance,
     score_rankings,
 )
-from toolbench_lib.eval.stats import bootstrap_ci, grouped_bootstrap_ci, holm, paired, runs_test, t_ci
+from toolbench_lib.eval.stats import holm, paired, runs_test, t_ci
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
@@ -219,17 +220,26 @@ def test_queries_with_the_same_ground_truth_form_one_group() -> None:
     assert ground_truth_groups(q.assign(relevant=[["x"], ["y"], ["x"], ["w"], ["x"]])) == groups
 
 
-def test_the_grouped_bootstrap_is_the_query_bootstrap_for_single_queries_and_wider_for_copies() -> None:
-    d = np.random.default_rng(3).normal(0.05, 0.2, size=60)
-    assert grouped_bootstrap_ci(d, list(range(60)), 2000)[:2] == pytest.approx(bootstrap_ci(d, 2000))
-    copies = np.repeat(d[:30], 2)  # every query twice: 30 independent groups, not 60 queries
-    low, high, n = grouped_bootstrap_ci(copies, np.repeat(np.arange(30), 2), 2000)
-    naive = bootstrap_ci(copies, 2000)
-    assert n == 30 and high - low > 1.3 * (naive[1] - naive[0])
+def test_the_clustered_paired_test_is_scipys_over_single_queries_and_statsmodels_cr_over_clusters() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.random(60)
+    b = a + rng.normal(0.05, 0.2, 60)
+    single = paired(a, b)
+    assert single["p"] == pytest.approx(stats.ttest_rel(b, a).pvalue, rel=1e-10)
+    ci = stats.ttest_1samp(b - a, 0).confidence_interval()
+    assert (single["ci_low"], single["ci_high"]) == pytest.approx((ci.low, ci.high), rel=1e-10)
+    clusters = np.repeat(np.arange(12), 5)  # equal sizes: CR2 is statsmodels' CR1, t on G − 1 df
+    fit = sm.OLS(b - a, np.ones(60)).fit(cov_type="cluster", cov_kwds={"groups": clusters}, use_t=True)
+    grouped = paired(a, b, groups=clusters)
+    assert grouped["p"] == pytest.approx(fit.pvalues[0], rel=1e-10) and grouped["n_groups"] == 12
+    assert (grouped["ci_low"], grouped["ci_high"]) == pytest.approx(tuple(fit.conf_int()[0]), rel=1e-10)
+    copies = paired(np.repeat(a[:30], 2), np.repeat(b[:30], 2), groups=np.repeat(np.arange(30), 2))
+    naive = paired(np.repeat(a[:30], 2), np.repeat(b[:30], 2))  # every query twice: 30 clusters, not 60
+    assert copies["ci_high"] - copies["ci_low"] > 1.3 * (naive["ci_high"] - naive["ci_low"])
+    assert "in 1 group(s)" in paired(a[:4], b[:4], groups=[0, 0, 0, 0])["note"]
     study = _study(1)
-    table = compare(evaluate(study), "rtp", "ptr", ["G1_instruction"], "candidates", 5,
-                    groups=ground_truth_groups(study.queries, "candidates"))
-    row = table.iloc[0]
-    assert 1 <= row.n_groups <= row.n and row.ci_low_grouped_robustness <= row["diff"]
-    assert row["diff"] <= row.ci_high_grouped_robustness
-    assert compare(evaluate(study), "rtp", "ptr", ["G1_instruction"])["n_groups"].isna().all()
+    ev = evaluate(study)
+    row = compare(ev, "rtp", "ptr", ["G1_instruction"], "candidates", 5).iloc[0]
+    groups = ground_truth_groups(study.queries, "candidates")
+    mine = study.queries[study.queries["subset"] == "G1_instruction"]["qkey"]
+    assert row.n_groups == len({groups[q] for q in mine}) <= row.n

@@ -34,14 +34,14 @@ def stored_depth(result: StudyResult) -> int:
 def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k and precision@k per subset, method, ground truth and ``k`` (CIs over queries);
-    ``recall_gain``: PtR − RtP (the paired t-test's CI); ``recall_gain_vs_k1``: its change from k = 1 (NaN
-    without it)."""
+    ``recall_gain``: PtR − RtP (the paired test's CI, cluster-robust as in ``compare``);
+    ``recall_gain_vs_k1``: its change from k = 1 (NaN without it)."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
         raise ValueError(f"k must lie in 1..{depth} (the stored depth), got {min(ks)}..{max(ks)}")
     ev = evaluate(result)
-    subsets = ev.subsets
+    subsets, clusters = ev.subsets, ev.groups if ev.groups is not None else ev.qkeys
     rows = []
     for gt in [check_gt(g) for g in gts]:
         recalls = {k: ev.values("recall", k, gt).mean(axis=1) for k in ks}  # (method, query)
@@ -61,8 +61,8 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                            "n_queries": int(mask.sum())}
                     for name, v in values.items():
                         row[name] = float(v[mask].mean()) if v is not None else np.nan
-                        if name.startswith("recall_gain"):  # a paired difference: the paired t-test's CI
-                            ci = t_ci(v[mask]) if v is not None else (np.nan, np.nan)
+                        if name.startswith("recall_gain"):  # a paired difference: the paired test's CI
+                            ci = t_ci(v[mask], groups=clusters[mask]) if v is not None else (np.nan, np.nan)
                             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
                         else:
                             with_ci(row, name, v[mask] if v is not None else [])

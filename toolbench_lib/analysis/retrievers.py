@@ -56,12 +56,12 @@ def family_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
         columns=["_f", "_s"]).reset_index(drop=True)
 
 
-TEST_COLUMNS = ["comparison", "subset", "retriever", "n_queries", "n_runs", "rtp", "ptr", "diff", "ci_low",
-                "ci_high", "ptr_wins", "rtp_wins", "ties", "p", "p_holm", "family", "note",
+TEST_COLUMNS = ["comparison", "subset", "retriever", "n_queries", "n_groups", "n_runs", "rtp", "ptr", "diff",
+                "ci_low", "ci_high", "ptr_wins", "rtp_wins", "ties", "p", "p_holm", "family", "note",
                 "p_wilcoxon_robustness", "p_runs_robustness"]
 
 
-def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000) -> pd.DataFrame:
+def family_tests(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:
     """PtR against RtP within each family and set (``diff`` = PtR − RtP recall@k): the rows of
     :func:`~toolbench_lib.eval.compare.compare` (the primary endpoint's test) with its robustness columns."""
     ev = evaluate(result)
@@ -69,7 +69,7 @@ def family_tests(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10
     frames = []
     for family in families_of(result):
         a, b = method_name("rtp", family), method_name("ptr", family)
-        t = compare(ev, a, b, sets, gt, k, "recall", n_resamples=n_resamples)
+        t = compare(ev, a, b, sets, gt, k, "recall")
         names = {"n": "n_queries", "mean_a": "rtp", "mean_b": "ptr", "wins": "ptr_wins", "losses": "rtp_wins"}
         frames.append(t.rename(columns=names).assign(retriever=family, n_runs=ev.n_runs))
     if not frames:
@@ -217,12 +217,11 @@ def family_k_figure(ktable: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def study_tables(result, k: int = K, gt: str = DEFAULT_GT, n_resamples: int = 10_000
-                 ) -> dict[str, pd.DataFrame]:
+def study_tables(result, k: int = K, gt: str = DEFAULT_GT) -> dict[str, pd.DataFrame]:
     """Every table of the retriever study, named as saved (``retriever_main``, ``retriever_tests``, ...;
     ``retriever_k`` with ``architecture`` and ``retriever``)."""
     main = family_table(result, k, gt)
-    tests = family_tests(result, k, gt, n_resamples)
+    tests = family_tests(result, k, gt)
     ktable = k_ablation(result, range(1, 21), [gt])
     parts = ktable["method"].map(split_method)
     return {"retriever_main": main, "retriever_tests": tests, "retriever_crossover": crossover(tests),

@@ -7,23 +7,23 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..config import SEED, K
+from ..config import K
 from ..data.queries import DEFAULT_GT
 from .evaluation import Evaluation, evaluate
-from .stats import grouped_bootstrap_ci, holm, paired, runs_test, t_ci
+from .stats import holm, paired, runs_test, t_ci
 
 COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff",
                    "ci_low", "ci_high", "t", "p", "p_holm", "ci_low_holm", "ci_high_holm", "family", "wins",
                    "ties", "losses", "testable", "note", "p_wilcoxon_robustness", "p_runs_robustness",
-                   "n_groups", "ci_low_grouped_robustness", "ci_high_grouped_robustness"]
+                   "n_groups"]
 
 
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
-            metric: str = "recall", family: Sequence[str] | None = None, n_resamples: int = 10_000,
-            seed: int = SEED, groups: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Method ``b`` against ``a`` on each query's mean over runs, one row per set of ``sets`` (default: all),
-    p Holm-adjusted over ``family`` (default ``sets``) with a CI adjusted alike (:func:`holm_ci`); with
-    ``groups`` (``{qkey: group}``) a grouped CI."""
+            metric: str = "recall", family: Sequence[str] | None = None) -> pd.DataFrame:
+    """Method ``b`` against ``a`` on each query's mean over runs, one row per set of ``sets`` (default: all):
+    the paired t-test with the queries written from one sample of APIs as a cluster (the evaluation's
+    ``groups``), p Holm-adjusted over ``family`` (default ``sets``) with a CI adjusted alike
+    (:func:`holm_ci`)."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")
@@ -36,21 +36,18 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     if missing:
         raise KeyError(f"no queries of set(s) {missing} in this evaluation (has {order})")
     tested = list(dict.fromkeys([*family, *sets]))
-    rows, diffs = {}, {}
+    rows, diffs, clusters = {}, {}, {}
     for s in tested:
         mask = np.flatnonzero(ev.subsets == s)
         mask = mask[np.argsort(ev.qkeys[mask], kind="stable")]  # queries by key: the resampling's order
         x, y = runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0)  # each query's mean over runs
-        res, diffs[s] = paired(x, y), y - x
+        clusters[s] = ev.groups[mask] if ev.groups is not None else None
+        res, diffs[s] = paired(x, y, groups=clusters[s]), y - x
         a_runs = runs_a[:1, mask] if ev.is_deterministic(a) else runs_a[:, mask]
         over = runs_test(a_runs.mean(axis=1), runs_b[:, mask].mean(axis=1), ev.is_deterministic(a))
         rows[s] = {"comparison": comparison_key(a, b, metric, k, gt, s), "subset": s, "a": a, "b": b,
                    "metric": metric, "k": k, "gt": gt, **res,
                    "p_wilcoxon_robustness": res["p_wilcoxon"], "p_runs_robustness": over["p_value"]}
-        if groups is not None and res["testable"]:
-            low, high, n = grouped_bootstrap_ci(diffs[s], [groups.get(q, q) for q in ev.qkeys[mask]],
-                                                n_resamples, seed)
-            rows[s].update(n_groups=n, ci_low_grouped_robustness=low, ci_high_grouped_robustness=high)
     adjusted = holm([rows[s]["p"] for s in family])
     label = f"Holm over {', '.join(family)}" if len(family) > 1 else "one comparison (no adjustment)"
     for s, p in zip(family, adjusted, strict=True):
@@ -60,17 +57,17 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     for s in sets:
         r = rows[s]
         unadjusted = (r["ci_low"], r["ci_high"])
-        r["ci_low_holm"], r["ci_high_holm"] = holm_ci(diffs[s], r["p"], r["p_holm"], unadjusted)
+        r["ci_low_holm"], r["ci_high_holm"] = holm_ci(diffs[s], r["p"], r["p_holm"], unadjusted, clusters[s])
     return pd.DataFrame([rows[s] for s in sets], columns=COMPARE_COLUMNS)
 
 
-def holm_ci(diff, p: float, p_holm: float, unadjusted: tuple[float, float],
+def holm_ci(diff, p: float, p_holm: float, unadjusted: tuple[float, float], groups=None,
             alpha: float = 0.05) -> tuple[float, float]:
     """The t-interval of the mean of ``diff`` adjusted as its p was: at level 1 − ``alpha`` · p / p_holm, so
     it excludes 0 exactly when p_holm < ``alpha``; the ``unadjusted`` CI where p is not adjusted or tested."""
     if not (np.isfinite(p) and np.isfinite(p_holm)) or p_holm <= p:
         return unadjusted
-    return t_ci(diff, 1 - alpha * p / p_holm)
+    return t_ci(diff, 1 - alpha * p / p_holm, groups)
 
 
 def comparison_key(a: str, b: str, metric: str, k: int, gt: str, subset: str) -> str:

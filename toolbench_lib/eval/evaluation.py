@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import config
 from ..data.atomic import atomic_path, read_verified, write_checksum
-from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, ground_truth_groups
 from ..data.tables import code_hash
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ class Evaluation:
     n_gt: np.ndarray
     flags: np.ndarray
     deterministic: tuple[bool, ...] = ()  # per method: the same retrieval in every run (RtP)
+    groups: np.ndarray | None = None  # per query: its cluster, the queries written from one sample of APIs
 
     def _gt(self, gt: str) -> int:
         check_gt(gt)
@@ -167,7 +168,7 @@ class Evaluation:
         buf = io.BytesIO()
         np.savez_compressed(buf, meta=np.array(meta), qkeys=self.qkeys.astype(str),
                             subsets=self.subsets.astype(str), n_gt=self.n_gt,
-                            flags=np.packbits(self.flags, axis=-1))
+                            flags=np.packbits(self.flags, axis=-1), groups=self.groups.astype(str))
         with atomic_path(path) as tmp:
             tmp.write_bytes(buf.getvalue())
         write_checksum(path)
@@ -187,7 +188,8 @@ class Evaluation:
                     return None
                 flags = np.unpackbits(z["flags"], axis=-1, count=int(meta.get("depth", K_MAX))).astype(bool)
                 return cls(meta["key"], tuple(meta["gts"]), tuple(meta["methods"]), int(meta["n_runs"]),
-                           z["qkeys"], z["subsets"], z["n_gt"], flags, tuple(meta["deterministic"]))
+                           z["qkeys"], z["subsets"], z["n_gt"], flags, tuple(meta["deterministic"]),
+                           z["groups"])
         except (OSError, ValueError, KeyError) as exc:
             log.warning("stored evaluation %s is unreadable (%s): computing it again", path, exc)
             return None
@@ -236,8 +238,9 @@ def _compute(result, key: str) -> Evaluation:
             take = rel & (runs == run)
             flags[g, m_idx[take], run, q_idx[take], ranks[take]] = True
     shared = set(result.deterministic)  # the provenance's deterministic methods
+    groups = ground_truth_groups(q)
     return Evaluation(key, GT_DEFINITIONS, methods, n_runs, qkeys, q["subset"].to_numpy().astype(str), n_gt,
-                      flags, tuple(m in shared for m in methods))
+                      flags, tuple(m in shared for m in methods), np.array([groups[k] for k in qkeys]))
 
 
 def evaluate(result) -> Evaluation:

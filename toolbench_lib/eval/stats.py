@@ -84,48 +84,67 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
     return float(low), float(high), len(sums)
 
 
-def t_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """The t-interval of the mean of ``values`` (per-query differences): the paired t-test's own CI, so it
-    excludes 0 exactly when that test's p < 1 - ``level``; NaN under 2 values or with a NaN."""
+def mean_se(values: Sequence[float], groups: Sequence | None = None) -> tuple[float, float, int]:
+    """``(mean, se, df)`` of ``values``: the CR2 (Bell–McCaffrey) cluster-robust standard error of the mean
+    with ``groups`` as clusters and G − 1 degrees of freedom; with every value its own group (the default)
+    exactly the one-sample t-test's s/√n on n − 1."""
+    v = np.asarray(values, dtype=float)
+    _, inverse = np.unique(np.arange(v.size) if groups is None else np.asarray(groups), return_inverse=True)
+    sums, sizes = np.bincount(inverse, weights=v - v.mean()), np.bincount(inverse)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = float(np.sum(sums**2 / (1 - sizes / v.size))) / v.size**2
+    return float(v.mean()), math.sqrt(var) if sizes.size > 1 else float("nan"), int(sizes.size) - 1
+
+
+def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None = None) -> tuple[float, float]:
+    """The t-interval of the mean of ``values`` (per-query differences), cluster-robust by ``groups``
+    (:func:`mean_se`): the paired test's own CI, so it excludes 0 exactly when that test's p < 1 - ``level``;
+    NaN under 2 groups or with a NaN."""
     v = np.asarray(values, dtype=float)
     if v.size < 2 or np.isnan(v).any():
         return float("nan"), float("nan")
     if np.ptp(v) <= TOL:
         return float(v.mean()), float(v.mean())
-    ci = stats.ttest_1samp(v, 0.0).confidence_interval(level)
-    return float(ci.low), float(ci.high)
+    mean, se, df = mean_se(v, groups)
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se if df > 0 else float("nan")
+    return mean - half, mean + half
 
 
-def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, the paired t-test and
-    its own CI (so the CI excludes 0 exactly when p < 1 - ``level``), wins/ties/losses, Wilcoxon's p; not
-    testable with a NaN, under 2 queries or no variance (the CI then the difference itself)."""
+def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
+           groups: Sequence | None = None) -> dict:
+    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, the paired t-test,
+    cluster-robust by ``groups`` (queries written from one sample of APIs; :func:`mean_se`), and its own CI
+    (so the CI excludes 0 exactly when p < 1 - ``level``), wins/ties/losses, Wilcoxon's p over queries; not
+    testable with a NaN, under 2 groups or no variance (the CI then the difference itself)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
     d = y - x
     n = int(d.size)
+    n_groups = n if groups is None else int(np.unique(np.asarray(groups)).size)
     nan = float("nan")
     wins, losses = int(np.sum(d > TOL)), int(np.sum(d < -TOL))
-    out = {"n": n, "mean_a": nan, "mean_b": nan, "diff": nan, "ci_low": nan, "ci_high": nan, "t": nan,
-           "p": nan, "wins": wins, "ties": n - wins - losses, "losses": losses, "p_wilcoxon": nan,
-           "testable": False, "note": ""}
+    out = {"n": n, "n_groups": n_groups, "mean_a": nan, "mean_b": nan, "diff": nan, "ci_low": nan,
+           "ci_high": nan, "t": nan, "p": nan, "wins": wins, "ties": n - wins - losses, "losses": losses,
+           "p_wilcoxon": nan, "testable": False, "note": ""}
     bad = int(np.isnan(d).sum())
     if bad:
         return {**out, "note": f"not testable: {bad} of {n} paired scores are NaN"}
     if n:
         out.update(mean_a=float(x.mean()), mean_b=float(y.mean()), diff=float(d.mean()))
-    if n < 2:
-        out["note"] = f"not testable: {n} quer{'y' if n == 1 else 'ies'} (a test and a CI need at least 2)"
+    if n_groups < 2:
+        out["note"] = (f"not testable: {n} quer{'y' if n == 1 else 'ies'} in {n_groups} group(s) (a test and "
+                       "a CI need at least 2)")
         return out
-    out["ci_low"], out["ci_high"] = t_ci(d, level)
+    out["ci_low"], out["ci_high"] = t_ci(d, level, groups)
     if np.ptp(d) <= TOL:
         return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
                                "the CI is that value)"}
+    mean, se, df = mean_se(d, groups)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_rel(y, x)
-        out.update(t=float(res.statistic), p=float(res.pvalue), testable=True)
+        t = mean / se
+        out.update(t=float(t), p=float(2 * stats.t.sf(abs(t), df)), testable=True)
         if out["wins"] + out["losses"]:
             out["p_wilcoxon"] = float(stats.wilcoxon(d, zero_method="pratt", alternative="two-sided").pvalue)
     return out

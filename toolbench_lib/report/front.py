@@ -107,26 +107,23 @@ def holm_over_all(rows: pd.DataFrame) -> np.ndarray | None:
     return holm(rows["p"].to_numpy(dtype=float)) if rows["retriever"].nunique() > 1 else None
 
 
-GROUPED_COLUMN = "robustness: PtR − RtP 95% CI, groups of related queries resampled"
-
-
 def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
     """Per family and set, the primary paired test's p (Holm over the family's sets), the same p with Holm
-    over every family and set at once, the paper's test over runs and the difference's CI resampling groups
-    of related queries (robustness columns: they give no verdict); each number as the ledger has it."""
+    over every family and set at once, the paper's test over runs and Wilcoxon's test over queries
+    (robustness columns: they give no verdict); each number as the ledger has it."""
     over_all, out = holm_over_all(rows), []
     for i, r in enumerate(rows.itertuples()):
         n = f"{r.retriever} {subset_alias(r.subset)}"
         row = {"retriever": r.retriever, "set": subset_alias(r.subset),
-               "p, paired t over queries (Holm)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
+               "p, clustered paired t (Holm)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
         if over_all is not None:
             row[f"robustness: Holm over all {fmt_count(len(rows))}"] = ledger.put(f"{n} p Holm over all",
                                                                                  fmt_p(over_all[i]))
         row["robustness: the paper's test over runs (unadjusted)"] = ledger.put(f"{n} p over runs",
                                                                               fmt_p(r.p_runs_robustness))
-        lo, hi = (getattr(r, f"ci_{e}_grouped_robustness", np.nan) for e in ("low", "high"))
-        if pd.notna(lo):  # the CI of the primary difference, resampling whole groups of related queries
-            row[GROUPED_COLUMN] = ledger.put(f"{n} PtR − RtP grouped CI", fmt_ci(lo, hi))
+        if pd.notna(getattr(r, "p_wilcoxon_robustness", np.nan)):
+            row["robustness: Wilcoxon over queries (unadjusted)"] = ledger.put(
+                f"{n} p Wilcoxon", fmt_p(r.p_wilcoxon_robustness))
         out.append(row)
     return md_table(pd.DataFrame(out), numparse=False)
 
@@ -198,42 +195,31 @@ def crossover_limits(rows: pd.DataFrame,
     return out
 
 
-def overturned(rows: pd.DataFrame) -> dict[int, list[str]]:
-    """``{row index: [what overturns it]}`` for each significant verdict: Holm over every family × set
-    comparison at once (it only raises p-values; with several families) and the CI that resamples whole
-    groups of related queries (where the rows carry it)."""
-    why: dict[int, list[str]] = {i: [] for i in rows.index[rows["significant"].astype(bool)]}
-    if (over_all := holm_over_all(rows)) is not None:
-        for i, p in zip(rows.index, over_all, strict=True):
-            if i in why and not significant({"p_holm": p}):
-                why[i].append("Holm")
-    if {"ci_low_grouped_robustness", "ci_high_grouped_robustness"} <= set(rows):
-        for i in why:
-            lo, hi = rows.loc[i, ["ci_low_grouped_robustness", "ci_high_grouped_robustness"]]
-            if pd.notna(lo) and lo <= 0 <= hi:
-                why[i].append("groups")
-    return why
+def overturned(rows: pd.DataFrame) -> list[int]:
+    """The significant verdicts that Holm over every family × set comparison at once overturns (it only
+    raises p-values; none with one family)."""
+    over_all = holm_over_all(rows)
+    if over_all is None:
+        return []
+    return [i for i, p, sig in zip(rows.index, over_all, rows["significant"].astype(bool), strict=True)
+            if sig and not significant({"p_holm": p})]
 
 
 def robustness_sentence(rows: pd.DataFrame) -> str:
-    """The answer's verdicts that Holm over every primary comparison or resampling groups of related queries
-    would overturn, in one sentence; empty when neither applies."""
-    grouped = "ci_low_grouped_robustness" in rows and rows["ci_low_grouped_robustness"].notna().any()
-    tests = ([f"Holm over all {fmt_count(len(rows))} comparisons"] if rows["retriever"].nunique() > 1
-             else []) + (["resampling related queries"] if grouped else [])
-    if not tests:
+    """The answer's verdicts that Holm over every primary comparison at once would overturn, in one
+    sentence; empty with one family."""
+    if rows["retriever"].nunique() < 2:
         return ""
-    why = overturned(rows)
-    lost = {i: w for i, w in why.items() if w}
+    test = f"Holm over all {fmt_count(len(rows))} comparisons"
+    lost = overturned(rows)
     if not lost:
-        return f"{' and '.join(tests)} {'keep' if len(tests) > 1 else 'keeps'} every verdict."
+        return f"{test} keeps every verdict."
     names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
-             f"{subset_alias(rows.loc[i, 'subset'])}" + (f" ({w[0]} only)" if len(w) < len(tests) else "")
-             for i, w in lost.items()]
-    kept = len(why) - len(lost)  # the significant verdicts neither overturns
-    rest = f"; the other {fmt_count(kept)} survive {'each alone' if len(tests) > 1 else 'it'}"
-    return (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {' or '.join(tests)} "
-            f"overturns {'it' if len(names) == 1 else 'them'}{rest if kept else ''}.")
+             f"{subset_alias(rows.loc[i, 'subset'])}" for i in lost]
+    kept = int(rows["significant"].astype(bool).sum()) - len(lost)
+    rest = f"; the other {fmt_count(kept)} survive it" if kept else ""
+    return (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {test} overturns "
+            f"{'it' if len(names) == 1 else 'them'}{rest}.")
 
 
 def scope_sentence(report: pd.DataFrame) -> str:
@@ -436,12 +422,14 @@ def by_tolerance(rows: pd.DataFrame) -> str:
 
 
 def grouped_line(rows: pd.DataFrame) -> str:
-    """How many groups of one ground truth each set's queries form (the answer resamples them)."""
+    """How many clusters (queries written from one sample of APIs) each set's queries form: the paired test
+    counts each as one."""
     if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
         return ""
     each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} in {fmt_count(x.n_groups)}"
                      for x in rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples())
-    return f"- Queries written from one sample of APIs are not independent (queries in groups: {each})."
+    return (f"- Queries written from one sample of APIs are not independent: every paired test here takes "
+            f"them as one cluster (queries in clusters: {each}), so its CIs are wider than over queries.")
 
 
 def limits(rows: pd.DataFrame | None = None) -> list[str]:

@@ -121,7 +121,7 @@ def _span(values: pd.Series) -> str:
 
 
 def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) -> list[str]:
-    """The smallest PtR − RtP difference the dense paired test detects with ``power`` at ``alpha``
+    """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
     (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
     t = TableCache(cfg.tables_dir).get("primary_endpoint")
     if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
@@ -130,17 +130,14 @@ def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) 
     scale = (z + NormalDist().inv_cdf(power)) / (2 * z)  # a CI's width to the difference detected
     t = t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
     each = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in t.itertuples())
-    if {"ci_low_grouped_robustness", "ci_high_grouped_robustness"} <= set(t):
-        grouped = (t["ci_high_grouped_robustness"] - t["ci_low_grouped_robustness"]) * scale
-        each += " (resampling related queries together: " + ", ".join(
-            f"{subset_alias(s)} {fmt_number(x)}" for s, x in zip(t["subset"], grouped, strict=True)) + ")"
     paper = ", ".join(f"{subset_alias(r.subset)} {fmt_signed(r.paper_diff)}" for r in t.itertuples()
                       if pd.notna(r.paper_diff))
     below = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) < r.mde]
-    return [f"Power: with this run's spread, the dense paired test detects a PtR − RtP difference of about "
-            f"{each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width). The paper's "
-            f"differences are {paper}" + (f", so on {' and '.join(below)} a difference of the paper's size "
-                                          "would likely go undetected here" if below else "") + "."]
+    return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
+            f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width). The "
+            f"paper's differences are {paper}"
+            + (f", so on {' and '.join(below)} a difference of the paper's size would likely go undetected "
+               "here" if below else "") + "."]
 
 
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
