@@ -162,12 +162,15 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     assert lines[3] == "- Read again another way (1): 1 consistent."
     assert lines[4].startswith("- Its 1 claims in words")
     # The rows that differ are broken down by their cause, each counted once (an untested setup difference
-    # makes a row not comparable); then how many would differ by chance alone, apart.
+    # leaves its cause untested); then what consistent means, with the consistent rows' median CI width.
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})
     assert right_and_wrong(many, [])[2].endswith(
-        ": 37 consistent, 3 differ (1 not comparable, an untested setup difference; 1 explained; "
-        "1 unexplained). By chance alone about 2 of the 40 scored would differ.")
+        ": 37 consistent, 3 differ (1 cause untested (the setup differs); 1 explained; 1 unexplained).")
+    many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
+    assert right_and_wrong(many, [])[2].endswith(
+        "1 unexplained). Consistent means this run cannot tell its number from the paper's (median CI width "
+        "0.050), not that it confirms it.")
 
 
 def test_claims_in_words_are_marked_in_the_scorecard():

@@ -17,7 +17,7 @@ from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import CAUSES, SETUP, chance_differs, status_counts
+from .scorecard import CAUSES, SETUP, UNTESTED, status_counts
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -28,6 +28,7 @@ G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the val
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
+PAPER_NOT_SIGNIFICANT = ("G3",)  # "the recall difference does not reach significance": its direction suffices
 SHORT_VERDICT = {"reproduced": "yes, significant", "same direction, not significant": "yes, n.s.",
                  "not reproduced": "no, n.s.", "refuted": "no, the other significantly",
                  "no paper pair": "no paper pair"}  # one vocabulary for every family, the paper's or not
@@ -137,10 +138,17 @@ def _sets(names: list[str], conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
+def _holds(r) -> bool:
+    """Whether a set's verdict holds the paper's: reproduced, or in the same direction where the paper's own
+    difference is not significant (:data:`PAPER_NOT_SIGNIFICANT`)."""
+    v = str(r.verdict)
+    return v == "reproduced" or (subset_alias(r.subset) in PAPER_NOT_SIGNIFICANT and v.startswith("same"))
+
+
 def crossover_families(rows: pd.DataFrame) -> list[str]:
-    """The families whose crossover holds: every set with a paper leader reproduced."""
+    """The families whose crossover holds: every set with a paper leader holds the paper's verdict."""
     return [f for f, g in rows.groupby("retriever", sort=False)
-            if len(w := g[g["paper_leader"].notna()]) and (w["verdict"] == "reproduced").all()]
+            if len(w := g[g["paper_leader"].notna()]) and all(_holds(r) for r in w.itertuples())]
 
 
 def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] | None = None) -> str:
@@ -238,11 +246,12 @@ def scope_sentence(report: pd.DataFrame) -> str:
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
-                relevant: pd.DataFrame | None = None) -> str:
+                relevant: pd.DataFrame | None = None, kappa: float | None = None) -> str:
     """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
     paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
-    on that ground truth), or does not appear with this run's stub writer and embedder; then the families
-    with which the whole crossover holds, and where it stops holding (``limits``, from
+    on that ground truth), or does not appear with this run's stub writer; that the paper's pass rates cannot
+    be checked when the judge's best ``kappa`` is below :data:`MIN_KAPPA`; then, as exploratory, the
+    families with which the whole crossover holds, and where it stops holding (``limits``, from
     :func:`crossover_limits`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
     rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
@@ -254,14 +263,18 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
             lost = r.subset in rel.index and not bool(rel[r.subset])
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
                         + (", though not significantly on `relevant`" if lost else ""))
-        elif not (s == "G3" and v.startswith("same direction")):  # the paper's G3 is not significant either
-            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer "
-                        "and embedder, leaving the paper's own setup untested")
+        elif not _holds(r):
+            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer, "
+                        "leaving the paper's own setup untested")
+    if kappa is not None and kappa < MIN_KAPPA:
+        said.append(f"the paper's pass rates cannot be checked: this run's judge agrees with an objective "
+                    f"pass at kappa {fmt_number(kappa)} at most")
     holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
     if holds:
-        said.append(f"with {_sets([FAMILY_SHORT.get(f, f) for f in holds], 'or')} retrieval the paper's "
-                    "crossover appears" + (f", though not on {_sets(fails, 'or')}" if fails else ""))
+        names = _sets([FAMILY_SHORT.get(f, f) for f in holds], "or")
+        said.append(f"exploratory, beyond the paper: with {names} retrieval the paper's crossover appears"
+                    + (f", though not on {_sets(fails, 'or')}" if fails else ""))
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
@@ -384,8 +397,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
 
         def counts(rows: pd.DataFrame, unscored: str = "", first: bool = False) -> str:  # differing, by cause
             c = status_counts(rows)
-            setup = ", an untested setup difference" if first else ""
-            causes = [f"{fmt_count(c[k])} " + (f"not comparable{setup}" if k == SETUP else k)
+            setup = " (the setup differs)" if first else ""
+            causes = [f"{fmt_count(c[k])} " + (f"{UNTESTED}{setup}" if k == SETUP else k)
                       for k in CAUSES if c[k]]
             why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
             return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
@@ -397,13 +410,11 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         why = (f"judged pass rates, kappa below {MIN_KAPPA}" if len(unscored)
                and unscored.str.startswith("judge").all() else "")
         within = int((numbers.get("two_sample", pd.Series(dtype=str)) == CONSISTENT).sum())
-        scored, by_chance = chance_differs(numbers)
         differ = status_counts(numbers)["differs"]
-        two = (f"; {fmt_count(within)} of the {fmt_count(differ)} lie within both samples' error"
+        two = (f" {fmt_count(within)} of the {fmt_count(differ)} that differ lie within both samples' error."
                if within else "")
         lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
-                     f"{counts(numbers, why, first=True)}. By chance alone about {fmt_count(by_chance)} of "
-                     f"the {fmt_count(scored)} scored would differ{two}.")
+                     f"{counts(numbers, why, first=True)}.{two}{consistent_width(numbers)}")
         if len(again):
             lines.append(f"- Read again another way ({fmt_count(len(again))}): "
                          f"{counts(again)}.")
@@ -411,6 +422,16 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
             lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
     lines += [f"- {t}" for t in extra]
     return lines + [""]
+
+
+def consistent_width(rows: pd.DataFrame) -> str:
+    """What *consistent* means, with the median width of the consistent rows' CIs (empty without one)."""
+    ok = rows[(rows["status"] == CONSISTENT) & rows["ci_low"].notna()] if "ci_low" in rows else rows[:0]
+    if not len(ok):
+        return ""
+    width = float((ok["ci_high"].astype(float) - ok["ci_low"].astype(float)).median())
+    return (f" Consistent means this run cannot tell its number from the paper's (median CI width "
+            f"{fmt_number(width)}), not that it confirms it.")
 
 
 def by_tolerance(rows: pd.DataFrame) -> str:

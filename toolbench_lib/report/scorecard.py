@@ -50,6 +50,7 @@ CAUSE_KINDS = ("tested", "setup")
 NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
             "predicted_ci_high": math.nan, "evidence": ""}
 CAUSES = (SETUP, EXPLAINED, PARTLY, UNEXPLAINED, NOT_TESTED)  # the statuses of a differing row's cause
+UNTESTED = "cause untested"  # how a row that differs under a setup difference, never tested, is labelled
 
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
@@ -348,8 +349,3 @@ def status_counts(report: pd.DataFrame) -> dict[str, int]:
     return {key: int(rows.sum()) for key, rows in counts.items()}
 
 
-def chance_differs(report: pd.DataFrame) -> tuple[int, int]:
-    """``(scored rows, how many would differ by chance alone)``: each scored row is one unadjusted
-    comparison at 95%, so were every number of the paper right, 5% of them would still differ."""
-    scored = int((report["status"] != NOT_SCORED).sum())
-    return scored, round(0.05 * scored)

@@ -42,7 +42,7 @@ from .front import (
     setup_box,
 )
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import SETUP, compare_entries, status_counts
+from .scorecard import SETUP, UNTESTED, compare_entries, status_counts
 from .session import SESSION_HEADING, session_lines
 from .teaching import TITLES, teaching_material
 from .verdicts import section_verdicts, temperature_lines
@@ -132,7 +132,7 @@ def _status_text(r) -> str:
         status += " (by its rounding or tolerance only)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
-        shown = "not comparable" if cause == SETUP else cause  # a setup difference: named, not tested
+        shown = UNTESTED if cause == SETUP else cause  # a setup difference: named, not tested
         status += f"; {shown}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
                                   and cause != "unexplained" else "")
     return status
@@ -305,8 +305,10 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        answer = [bottom_line(rows, limits_of, rel) + "\n\n" + answer_sentence(rows, scope_sentence(report),
-                                                                          set_notes(rows, rel, g2i)),
+        judge = cache.get("judge_validity")
+        kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
+        answer = [bottom_line(rows, limits_of, rel, kappa) + "\n\n"
+                  + answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i)),
                   robustness_sentence(rows)]
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
@@ -369,12 +371,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "an equivalence. A row that differs names its cause's status: *explained* when "
               "the cause's predicted value has a CI that covers the paper's and moves at least half the "
               "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
-              "for a difference of setup (not a tested cause; the front counts it as not comparable), "
+              "for a difference of setup (not a tested cause; shown as *cause untested*), "
               "*unexplained* otherwise (`references/causes.yaml`).",
               "", *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
-              "(`not comparable`) by cause; then each other row that differs, what it measures and its "
+              "(*cause untested*) by cause; then each other row that differs, what it measures and its "
               "cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
@@ -450,7 +452,7 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     for cause, g in report[untested].groupby(report.loc[untested, "cause"].astype(str).str.split(":").str[0],
                                              sort=False):
         ids = ", ".join(f"`{i}`" for i in g["id"])
-        lines.append(f"- *differs; not comparable: {cause}* ({count(g)}): {ids}")
+        lines.append(f"- *differs; {UNTESTED}: {cause}* ({count(g)}): {ids}")
     if not differs.any():
         return lines
     d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)
