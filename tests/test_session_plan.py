@@ -116,7 +116,11 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "9. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "1. **15 min**: [Setup and data" in plan and "6. **15 min**: [Where the paper disagrees" in plan
+    # scale, cost and the other retrievers: one block of three sections
+    block = r"7\. \*\*10 min\*\*: \[Registry scale[^\n]*; \[Cost and routing[^\n]*; \[Retriever families"
+    assert re.search(block, plan)
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
     headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
@@ -152,14 +156,15 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "| 5 | `figures/figure4.png` | Figure 4 |" in mapped
     later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure 4.* g\n"
                                 "## Retriever families\n\n*Figure 5.* h\n")
-    # the plan takes retriever families (figure 5) before the budget (figure 4); the map goes by number
+    # the map goes by figure number, whichever block of the plan takes its section
     assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
-    # the pre-reading: the words of the sections found (here three captions of three words)
-    assert plan.startswith("Before the session, each member reads the paper and these sections (9 words with "
-                           "their tables, about 0 minutes at 100 words a minute, a pace for text dense with "
-                           "tables)")
-    long = report + "\n".join(["word " * 100] * 10)  # 1,000 more words in the last section found
-    assert "(1,009 words with their tables, about 10 minutes" in "\n".join(plan_lines(long))
+    # the pre-reading: the words of the answer, the main claim and the paper's disagreements (here the
+    # answer's caption of three words)
+    assert plan.startswith("Before the session, each member reads the paper and [The question and the "
+                           "answer](report.md#the-question-and-the-answer) (3 words with their tables, about 0 "
+                           "minutes at 100 words a minute, a pace for text dense with tables)")
+    long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
+    assert "(1,003 words with their tables, about 10 minutes" in "\n".join(plan_lines(long))
 
 
 def test_each_question_states_this_runs_numbers_and_their_tables(cfg):

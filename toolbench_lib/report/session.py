@@ -24,27 +24,29 @@ NOTES_HEADING = "Facilitator notes"
 SETS = ("G1", "G2", "G3")
 NAN = float("nan")
 NO_P = "p = n/a"  # a p-value the run did not save
-# The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
+# The plan: (the starts of report.md headings, minutes, what to look for); then the discussion questions.
 PLAN = (
-    ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
-                           "Intent-Registry Coupling) and its claims, with this section's query sets, "
-                           "registry and two pipelines"),
-    ("The question and the answer", 10, "the answer per retriever, what it tests, the setup differences"),
-    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
-    ("Retriever families", 5, "the same question with BM25 and hybrid retrieval, behind the answer's "
-                              "crossover, and its robustness table"),
-    ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
-                                     "against PtR at k = 5, and the curves over k"),
-    ("Stubs and Intent-Registry Coupling", 10, "the stubs, then one of the [worked queries](#worked-queries) "
-                                               "and one [Table 2 example](#the-papers-table-2-examples) "
-                                               "below"),
-    ("Registry scale", 5, "recall and divergence as the registry grows, and which reading of divergence fits "
-                          "the paper's numbers"),
-    ("Cost and routing", 5, "the paper's practical advice, routing by query complexity: what PtR costs, and "
-                            "whether RtP's top-1 cosine tells which architecture will win"),
-    ("Where the paper disagrees with itself", 5, "its numbers against each other, the questions its text "
-                                                 "leaves open, then its p-values"),
+    (("Setup and data",), 15, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+                              "Intent-Registry Coupling) and its claims, with this section's query sets, "
+                              "registry and two pipelines"),
+    (("The question and the answer",), 10, "the answer per retriever, what it tests, the setup differences"),
+    (("Which architecture finds more tools",), 5, "the main claim: recall, precision and pass rate per set"),
+    (("A larger retrieval budget",), 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
+                                        "against PtR at k = 5, and the curves over k"),
+    (("Stubs and Intent-Registry Coupling",), 5,
+     "the stubs, then one of the [worked queries](#worked-queries) or a [Table 2 example]"
+     "(#the-papers-table-2-examples) below"),
+    (("Where the paper disagrees with itself",), 15,
+     "its numbers against each other, the questions its text leaves open, then its p-values"),
+    (("Registry scale", "Cost and routing", "Retriever families"), 10,
+     "scale, cost and beyond the paper, one walk-through: divergence as the registry grows (which reading "
+     "fits the paper), what PtR costs and whether RtP's top-1 cosine can route, then the same question with "
+     "BM25 and hybrid retrieval (exploratory)"),
 )
+# What each member reads before the session, besides the paper: the answer, the main claim and the paper's
+# disagreements; the other sections are walked through in the session.
+PRE_READING = ("The question and the answer", "Which architecture finds more tools",
+               "Where the paper disagrees with itself")
 # The sections outside the plan, named after it for members who want more.
 OPTIONAL = ("Trajectories",)
 IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
@@ -86,23 +88,26 @@ def plan_lines(report_md: str) -> list[str]:
                 figure_rows.append((int(m.group(1)), f"| {m.group(1)} | `{file}` | "
                                     f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
                 file = "n/a"
-    lines, words = [], 0
-    for i, (start, minutes, what) in enumerate(PLAN, 1):
-        heading = next((h for h in found if h.startswith(start)), None)
-        words += len(found[heading].split()) if heading else 0
-        if heading is None:
-            lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
-            continue
-        figures = figures_of.get(heading, [])
-        shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
-        lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
-                     f"{shown}: {what}.")
+    lines = []
+    words = sum(len(text.split()) for h, text in found.items() if h.startswith(PRE_READING))
+    for i, (starts, minutes, what) in enumerate(PLAN, 1):
+        parts = []
+        for start in starts:
+            heading = next((h for h in found if h.startswith(start)), None)
+            if heading is None:
+                parts.append(f"{start} (not in this run's report)")
+                continue
+            figures = figures_of.get(heading, [])
+            shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
+            parts.append(f"[{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)}){shown}")
+        lines.append(f"{i}. **{minutes} min**: {'; '.join(parts)}: {what}.")
     total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
-    before = (f"Before the session, each member reads the paper and these sections ({fmt_count(words)} words "
-              f"with their tables, about {reading} minutes at {READING_WPM} words a minute, a pace for "
-              "text dense with tables); in the session, each block is one member's walk-through of its "
-              "section.")
+    pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
+                    if h.startswith(PRE_READING))
+    before = (f"Before the session, each member reads the paper and {pre} ({fmt_count(words)} words with "
+              f"their tables, about {reading} minutes at {READING_WPM} words a minute, a pace for text dense "
+              "with tables); in the session, each block is one member's walk-through of its sections.")
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
@@ -434,16 +439,16 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          (objective_pass_rates, recall_ceiling),
          "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
          "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
+        ("The test over runs against the test over queries",
+         f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
+         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
+         "as fixed: what variation does it leave out, and what does that do to its p-value?", tests_note),
         ("Which ground truth?",
          f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
          f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
          (g3_ground_truths,),
          "Does the leader change with the definition? Which definition matches the paper's words, and which "
          "its numbers?", leader_note),
-        ("The test over runs against the test over queries",
-         f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
-         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and what does that do to its p-value?", tests_note),
         ("Is BM25's win a fair comparison?",
          f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "

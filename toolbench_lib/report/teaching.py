@@ -240,7 +240,8 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
               f"{len(wq.hits('ptr'))} of the {fmt_count(len(wq.ground_truth))}.", ""]
     if run_name:
         url = explorer_url(run_name, wq.qkey, ("rtp", "ptr"), wq.k, wq.gt, wq.run)
-        parts += [f"[Open this query in the explorer]({url}) (served by `make explore`).", ""]
+        parts += [f"[Open this query in the explorer]({url}) (optional: served by `make explore`; the lists "
+                  "above stand without it).", ""]
     return parts
 
 
