@@ -33,22 +33,19 @@ PLAN = (
     (("Which architecture finds more tools",), 5, "the main claim: recall, precision and pass rate per set"),
     (("A larger retrieval budget",), 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                         "against PtR at k = 5, and the curves over k"),
-    (("Stubs and Intent-Registry Coupling",), 5,
-     "the stubs, then one of the [worked queries](#worked-queries) or a [Table 2 example]"
-     "(#the-papers-table-2-examples) below"),
-    (("Where the paper disagrees with itself",), 15,
-     "its numbers against each other, the questions its text leaves open, then its p-values"),
+    (("Stubs and Intent-Registry Coupling",), 5, "the stubs, then a [worked query](#worked-queries) or a "
+                                                 "[Table 2 example](#the-papers-table-2-examples) below"),
+    (("Where the paper disagrees with itself",), 15, "its numbers against each other, the questions its "
+                                                     "text leaves open, then its p-values"),
     (("Registry scale", "Cost and routing", "Retriever families"), 10,
      "scale, cost and beyond the paper, one walk-through: divergence as the registry grows (which reading "
      "fits the paper), what PtR costs and whether RtP's top-1 cosine can route, then the same question with "
      "BM25 and hybrid retrieval (exploratory)"),
 )
-# What each member reads before the session, besides the paper: the answer, the main claim and the paper's
-# disagreements; the other sections are walked through in the session.
+# What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
-# The sections outside the plan, named after it for members who want more.
-OPTIONAL = ("Trajectories",)
+OPTIONAL = ("Trajectories",)  # the sections outside the plan, named after it for members who want more
 IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
