@@ -831,7 +831,7 @@ def test_the_worked_queries_link_to_their_views():
 
 
 def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
-    from toolbench_lib.report.write import scorecard_lines
+    from toolbench_lib.report.rows import scorecard_lines
 
     report = pd.DataFrame({"id": ["a", "b", "c", "d"], "description": ["A", "B", "C", "D"],
                            "status": ["consistent", "differs", "not scored", "consistent"],
@@ -980,7 +980,7 @@ def test_a_ci_bound_that_decides_the_status_is_printed_so():
     """0.00245 against the paper's 0.002 would print as 0.002; it is printed to 3 significant digits, where
     that stays short (no raw float), and other bounds at 3 decimals."""
     from toolbench_lib.report.checks import raw_floats
-    from toolbench_lib.report.write import ci_text
+    from toolbench_lib.report.rows import ci_text
 
     assert ci_text(0.00245, 0.0061, "0.002") == "[0.00245, 0.006]"
     assert ci_text(-0.031, 0.04151, "0.042") == "[-0.031, 0.0415]"
@@ -1137,7 +1137,7 @@ def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
 
 def test_a_value_consistent_only_by_its_rounding_says_so():
     from toolbench_lib.report.locate import ONLY_BY_TOLERANCE
-    from toolbench_lib.report.write import _shown
+    from toolbench_lib.report.rows import shown as _shown
 
     inside = compare(0.03, {"value": 0.002}, ci=(0.0015, 0.049))
     edge = compare(0.03, {"value": 0.002}, ci=(0.00245, 0.049))  # 0.002 ± 0.0005 meets the CI; 0.002 does not
@@ -1148,6 +1148,10 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
                           "cause_status": "", "cause": "", "judged": float("nan")}
                          for i, lo, b in (("a", 0.0015, inside[3]), ("b", 0.00245, edge[3]))])
     assert list(_shown(rows)["status"]) == ["consistent", "consistent (by its rounding or tolerance only)"]
+    # a number in percent: one decimal and a % sign, the paper's range too
+    percent = _shown(rows.assign(metric="token_overhead", paper="75–104", this_run=47.894, ci_low=43.071,
+                                 ci_high=52.999)).iloc[0]
+    assert tuple(percent[["paper", "this run", "95% CI"]]) == ("75–104%", "47.9%", "[43.1%, 53.0%]")
 
 
 def test_the_answer_table_words_every_familys_verdict_alike():

@@ -126,7 +126,7 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
     import pandas as pd
 
     from toolbench_lib.data.markdown import md_table
-    from toolbench_lib.report.write import _shown
+    from toolbench_lib.report.rows import shown as _shown
 
     report = pd.DataFrame([
         {"id": "g1_rtp_pass_rate", "subset": "G1", "paper": "0.884", "this_run": 0.05, "judged": 0.7123,

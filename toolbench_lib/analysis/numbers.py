@@ -51,6 +51,11 @@ def fmt_p(p, missing: str = ONE_RUN) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
+def fmt_percent(x, missing: str = NOT_AVAILABLE) -> str:
+    """A number already in percent, with one decimal and its sign: ``47.9%``."""
+    return missing if _missing(x) else f"{float(x):.1f}%"
+
+
 def fmt_ci(low, high, decimals: int = 3) -> str:
     """``[0.312, 0.401]``, or n/a when either bound is missing."""
     if _missing(low) or _missing(high):

@@ -1,0 +1,130 @@
+"""How the scorecard's rows are shown: the section tables, their sentence, and Appendix A's lists."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
+from ..data.markdown import md_table
+from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE
+from .scorecard import SETUP, UNTESTED, status_counts
+
+
+def _status_text(r) -> str:
+    status = r.status + (f" ({r.direction})" if r.direction else "")
+    if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
+        status += " (by its rounding or tolerance only)"
+    cause = getattr(r, "cause_status", "") or ""
+    if r.status == DIFFERS and isinstance(cause, str) and cause:
+        shown = UNTESTED if cause == SETUP else cause  # a setup difference: named, not tested
+        status += f"; {shown}" + (f": {r.cause.split(':')[0]}" if isinstance(r.cause, str) and r.cause
+                                  and cause != "unexplained" else "")
+    return status
+
+
+def ci_text(low: float, high: float, paper: str) -> str:
+    """A row's CI at 3 decimals; a bound that would print as one of the paper's numbers without being it gets
+    3 significant digits where short (0.00245 against the paper's 0.002)."""
+    marks = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", str(paper).replace(",", ""))]
+
+    def bound(b: float) -> str:
+        close = any(b != m and fmt_number(b) == fmt_number(m) for m in marks)
+        return f"{b:.3g}" if close and 0.001 <= abs(b) < 0.1 else fmt_number(b)
+
+    return f"[{bound(low)}, {bound(high)}]"
+
+
+PERCENT_METRICS = ("token_overhead", "routing_tokens_saved", "routing_overhead_saved")  # numbers in percent
+
+
+def _value(v: float, metric: str) -> str:
+    return (fmt_count(v) if metric in ("count", "wins") else fmt_percent(v) if metric in PERCENT_METRICS
+            else fmt_number(v))
+
+
+def shown(report: pd.DataFrame) -> pd.DataFrame:
+    """Report rows with every number formatted once; a judged rate the judge cannot support (not scored) shows
+    the objective rate, which ``this_run`` holds for it."""
+    objective = (report["status"] == NOT_SCORED) & report.get(
+        "judged", pd.Series(float("nan"), index=report.index)).notna()
+    percent = report["metric"].isin(PERCENT_METRICS)
+    return pd.DataFrame({
+        "reference": report["id"], "set": report["subset"],
+        "paper": [f"{p}%" if pc else p for p, pc in zip(report["paper"], percent, strict=True)],
+        "this run": [_value(v, m) + (" (objective)" if o else "")
+                     for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
+        "95% CI": [f"no CI: objective rate shown ({b}); judged rate in Appendix B"
+                   if o else f"[{fmt_percent(lo)}, {fmt_percent(hi)}]" if pc and pd.notna(lo)
+                   else ci_text(lo, hi, pa) if pd.notna(lo)
+                   else "no CI: " + (str(b) if isinstance(b, str) else "")
+                   for lo, hi, b, o, pa, pc in zip(report["ci_low"], report["ci_high"], report["basis"],
+                                                   objective, report["paper"], percent, strict=True)],
+        "status": [_status_text(r) for r in report.itertuples()]})
+
+
+def section_sentence(rows: pd.DataFrame) -> str:
+    """A generated sentence on a section's rows: how many are consistent, which differ and why."""
+    c = status_counts(rows)
+    found = c["consistent"] + c["differs"] + c[INCONCLUSIVE]
+    if found == 0:
+        return (f"None of the paper's {len(rows)} numbers of this section was measured in this run "
+                f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
+    parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
+             "run"]
+    parts += [f"{c[key]} {what}" for key, what in (
+        ("differs", "differ"),
+        (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
+        ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
+    return "; ".join(parts) + "."
+
+
+def two_sample_lines(report: pd.DataFrame) -> list[str]:
+    """The differing rows that the paper's own sampling error would cover (``two_sample``: the paper's number
+    read as an estimate as uncertain as this run's, each CI widened by √2), named."""
+    if "two_sample" not in report:
+        return []
+    rows = report[report["two_sample"] == CONSISTENT]
+    tested = int(report["two_sample"].isin([CONSISTENT, DIFFERS]).sum())
+    numbers = int((rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") == "").sum())
+    front = (f" ({fmt_count(numbers)} of them among the paper's numbers the front counts)"
+             if numbers != len(rows) else "")
+    return [f"*Within both samples' error*: were each of the paper's numbers an estimate as uncertain as "
+            f"this run's (a two-sample reading: this run's CI widened by √2 toward the paper's value), "
+            f"{fmt_count(len(rows))} of the {fmt_count(tested)} differing rows of every kind with a CI would "
+            f"not differ{front}" + (f": {', '.join(f'`{i}`' for i in rows['id'])}." if len(rows) else "."),
+            ""]
+
+
+def scorecard_lines(report: pd.DataFrame) -> list[str]:
+    """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
+    to the sections' tables and ``report.csv``); the differing rows of an untested setup difference, one line
+    per cause; then the other differing rows, each with what it measures, its status and its cause with the
+    predicted value."""
+    untested = (report["status"] == DIFFERS) & (report.get("cause_status", "") == SETUP)
+    differs = (report["status"] == DIFFERS) & ~untested
+    def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
+        claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
+        said = "a claim" if claims == 1 else "claims"
+        return fmt_count(len(g)) + (f", {fmt_count(claims)} of them {said} in words" if claims else "")
+
+    lines = []
+    for status, g in report[~differs & ~untested].groupby("status", sort=False):
+        ids = ("each in its section's table and `report.csv`" if status == CONSISTENT
+               else ", ".join(f"`{i}`" for i in g["id"]))
+        lines.append(f"- *{status}* ({count(g)}): {ids}")
+    for cause, g in report[untested].groupby(report.loc[untested, "cause"].astype(str).str.split(":").str[0],
+                                             sort=False):
+        ids = ", ".join(f"`{i}`" for i in g["id"])
+        lines.append(f"- *differs; {UNTESTED}: {cause}* ({count(g)}): {ids}")
+    if not differs.any():
+        return lines
+    d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)
+    cols = [d.get(c, empty) for c in ("predicted", "predicted_ci_low", "predicted_ci_high", "metric")]
+    predicted = [(f"{fmt_percent(v)} [{fmt_percent(lo)}, {fmt_percent(hi)}]" if m in PERCENT_METRICS
+                  else f"{fmt_number(v)} {fmt_ci(lo, hi)}") if pd.notna(v) else ""
+                 for v, lo, hi, m in zip(*cols, strict=True)]
+    return [*lines, "", md_table(pd.DataFrame({"reference": d["id"], "what": d["description"],
+                                               "status": [_status_text(r) for r in d.itertuples()],
+                                               "predicted by the cause": predicted}))]
