@@ -661,19 +661,16 @@ def test_one_answer_sentence_follows_the_verdicts():
     text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "Scope.", {"G1": "a note"})
     assert text == (
         "**The answer.** Scope. With dense retrieval:\n\n"
-        "- **G1:** RtP leads, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.0200, Holm), as in the paper (-0.050); "
-        "a note.\n"
-        "- **G2:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), unlike "
-        "the paper (PtR ahead, +0.050, outside the CI).\n"
-        "- **G3:** neither leads significantly, PtR − RtP -0.060 [-0.100, 0.030] (p = 0.500, Holm), unlike "
-        "the paper (PtR ahead, +0.050, outside the CI).\n\n"
-        "**Beyond the paper** (other retrievers). With BM25 retrieval, "
-        "RtP leads on G1 and PtR leads on G2 and G3: the paper's crossover appears with BM25 retrieval only.")
+        "- **G1:** RtP leads, as in the paper (-0.050); a note.\n"
+        "- **G2:** neither leads significantly, unlike the paper (PtR ahead, +0.050, outside the CI).\n"
+        "- **G3:** neither leads significantly, unlike the paper (PtR ahead, +0.050, outside the CI).\n\n"
+        "**Beyond the paper** (exploratory: BM25 retrieval). The paper's crossover appears with BM25 "
+        "retrieval only.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
     assert "unlike the paper (PtR ahead, +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
-    assert ("- **G3:** neither leads significantly, PtR − RtP +0.010 [-0.100, 0.030] (p = 0.500, Holm), "
+    assert ("- **G3:** neither leads significantly, "
             "as in the paper (+0.050), whose difference *“does not reach significance”*.") in answer_sentence(
         rows({"dense": g3_same, "bm25": bm25}))
     flipped = {**bm25, "G3_instruction_original": ("RtP", True, "refuted")}
@@ -876,10 +873,10 @@ def test_the_answer_notes_what_relevant_and_g2_instruction_change_per_set():
                         "leader": ["PtR"] * 2, "significant": [False, True], "p_holm": [0.953, 0.001]})
     assert set_notes(rows, rel, g2i) == {
         "G1": "on `relevant`, not significant (p = 0.0682)",
-        "G2": "on G2_instruction, the set the paper's G2 numbers fit, the same (p = 0.953, unadjusted)",
+        "G2": "on G2_instruction, the same (p = 0.953, unadjusted)",
         "G3": "on `relevant`, significant (p = 0.00400)"}
     differs = set_notes(rows, None, g2i.assign(significant=True))
-    assert differs == {"G2": "on G2_instruction, the set the paper's G2 numbers fit, not the same "
+    assert differs == {"G2": "on G2_instruction, not the same "
                              "(p = 0.953, unadjusted)"}
     assert set_notes(rows, None, None) == {}
 
@@ -1006,8 +1003,12 @@ def test_the_answer_table_shows_each_comparison_on_relevant_in_a_column_of_its_o
     ledger = Ledger()
     md = re.sub(" +", " ", endpoint_table_markdown(rows, ledger, relevant))
     header = md.split("\n")[0]
-    assert header.index("p, paired t") < header.index(RELEVANT_COLUMN.replace("`", "\\`")) < header.index(
+    assert header.index("| p |") < header.index(RELEVANT_COLUMN.split(":")[0]) < header.index(
         "paper RtP")
+    assert "retriever" not in header  # one family: no retriever column
+    several = endpoint_table_markdown(pd.concat([rows, rows.assign(retriever="bm25")]), Ledger(), relevant,
+                                      paper_column=False).split("\n")[0]
+    assert re.sub(" +", " ", several).startswith("| retriever | set |") and "paper RtP" not in several
     assert "robustness" not in header  # the test over runs has its table in the retriever families section
     assert "| -0.060 \\[-0.110, -0.010\\], p = 0.0680 |" in md and "| n/a |" in md  # G2 has no relevant row
     assert ledger.values["dense G1 relevant p"] == ["p = 0.0680"]
@@ -1128,11 +1129,10 @@ def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
         "n_queries": [163, 199, 100], "n_groups": [120, 80, 40], "significant": [True, False, True]})
     line = grouped_line(rows)
     assert line == (
-        "- Queries written from one sample of APIs are not independent: every paired test here takes them "
-        "as one cluster (queries in clusters: G1 163 in 120, G2 199 in 80, G3 100 in 40), so its CIs are "
-        "wider than over queries.")
+        "- Queries written from one API sample are not independent: each paired test treats a sample as one "
+        "cluster (G1 163 queries in 120, G2 199 in 80, G3 100 in 40).")
     assert line in limits(rows) and grouped_line(rows.drop(columns="n_groups")) == ""
-    assert limits() == ["### Limits of this reproduction", "", ""]
+    assert limits()[:2] == ["### Limits of this reproduction", ""] and grouped_line(rows) not in limits()
 
 
 def test_a_value_consistent_only_by_its_rounding_says_so():

@@ -166,7 +166,7 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})
     assert right_and_wrong(many, [])[2].endswith(
-        ": 37 consistent, 3 differ (1 cause untested (the setup differs); 1 explained; 1 unexplained).")
+        ": 37 consistent, 3 differ (1 cause untested; 1 explained; 1 unexplained).")
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
     assert right_and_wrong(many, [])[2].endswith(
         "1 unexplained). Consistent means this run cannot tell its number from the paper's (median CI width "

@@ -24,8 +24,7 @@ class Endpoint:
     k: int = K
     gt: str = "candidates"
     basis: str = "per-query mean over runs"
-    test: str = ("paired t-test over queries, cluster-robust (CR2, t on G − 1 df) with the queries written "
-                 "from one sample of APIs as a cluster")
+    test: str = "paired t-test over queries, clustered by ToolBench's API sample (CR2, t on G − 1 df)"
     family: str = "Holm over one retriever family's three sets"
     secondary: str = "the paper's one-sample t-test over runs, unadjusted"
 
@@ -33,11 +32,12 @@ class Endpoint:
         """The same endpoint at cut-off ``k`` (a run made with another ``k``)."""
         return replace(self, k=k)
 
-    def text(self) -> str:
-        """One sentence stating the endpoint, for the top of the report."""
+    def text(self, robustness: bool = True) -> str:
+        """One sentence stating the endpoint, for the top of the report (``robustness``: and its robustness
+        test)."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family} (its CI adjusted alike). "
-                f"**Robustness** (no verdict): {self.secondary}.")
+                f"{self.test}, {self.family} (its CI adjusted alike)."
+                + (f" **Robustness** (no verdict): {self.secondary}." if robustness else ""))
 
 
 PRIMARY = Endpoint()

@@ -22,7 +22,7 @@ from .scorecard import CAUSES, SETUP, UNTESTED, status_counts
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
-RELEVANT_COLUMN = "on relevant: PtR − RtP (95% CI, Holm), p (Holm)"
+RELEVANT_COLUMN = "on relevant: PtR − RtP [CI], p"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
@@ -73,32 +73,33 @@ def beside_g2(rows: pd.DataFrame, g2i: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([*parts, g2i[~g2i["retriever"].isin(set(rows["retriever"]))]], ignore_index=True)
 
 
-def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None) -> str:
-    """The answer as one table: every number of the primary comparison, once; with ``relevant`` (the same
-    comparisons on that ground truth, ``primary_endpoint_relevant``) a column of their differences."""
+def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None,
+                            paper_column: bool = True) -> str:
+    """The answer as a table: every number of the primary comparison, once; with ``relevant`` (the same
+    comparisons on that ground truth, ``primary_endpoint_relevant``) a column of their differences; a
+    retriever column when the rows hold several families; the paper's recalls with ``paper_column``."""
     rel = {} if relevant is None else {(r.retriever, r.subset): r for r in relevant.itertuples()}
-    out = []
+    out, several = [], rows["retriever"].nunique() > 1
     for r in rows.itertuples():
         n = f"{r.retriever} {subset_alias(r.subset)}"
         paper = (f"{fmt_number(r.paper_rtp)} / {fmt_number(r.paper_ptr)}"
                  if pd.notna(r.paper_rtp) and pd.notna(r.paper_ptr) else "not reported")
         row = {
-            "retriever": r.retriever,
-            "set": subset_alias(r.subset) + (" (p unadjusted)" if str(r.p_family).startswith("one ") else ""),
+            **({"retriever": r.retriever} if several else {}),
+            "set": subset_alias(r.subset) + (" (unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
-            "PtR − RtP (95% CI, Holm)": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
+            "PtR − RtP [CI]": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
             + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low_holm, r.ci_high_holm)),
-            "p, paired t (Holm over 3 sets)": ledger.put(f"{n} p", fmt_p(r.p_holm))}
+            "p": ledger.put(f"{n} p", fmt_p(r.p_holm))}
         if rel:
             x = rel.get((r.retriever, r.subset))
             row[RELEVANT_COLUMN] = "n/a" if x is None else (
                 f"{ledger.put(f'{n} relevant PtR − RtP', fmt_signed(x.diff))} "
                 f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low_holm, x.ci_high_holm))}, "
                 f"{ledger.put(f'{n} relevant p', fmt_p(x.p_holm))}")
-        out.append({**row,
-                    "paper RtP / PtR": paper,
-                    "paper's leader here": _short_verdict(str(r.verdict))})
+        out.append({**row, **({"paper RtP / PtR": paper} if paper_column else {}),
+                    "paper's leader": _short_verdict(str(r.verdict))})
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
@@ -168,13 +169,14 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     opening = f"**The answer.** {scope}".rstrip()
-    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever first, set by set
-        said_by.pop("dense")
+    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
         lines = [set_line(r, (notes or {}).get(subset_alias(r.subset), ""))
                  for r in rows[rows["retriever"] == "dense"].itertuples()]
-        text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
+        others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
-                + f"\n\n**Beyond the paper** (other retrievers). {text[0].upper()}{text[1:]}: {verdict}.")
+                + f"\n\n**Beyond the paper** (exploratory: {others} retrieval"
+                + ("; hybrid fuses dense and BM25" if "hybrid" in said_by else "") + "). "
+                  f"{verdict[0].upper()}{verdict[1:]}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
 
@@ -226,8 +228,9 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
              f"{subset_alias(rows.loc[i, 'subset'])}" for i in lost]
     kept = int(rows["significant"].astype(bool).sum()) - len(lost)
     rest = f"; the other {fmt_count(kept)} survive it" if kept else ""
-    return (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {test} overturns "
+    text = (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {test} overturns "
             f"{'it' if len(names) == 1 else 'them'}{rest}.")
+    return text[0].upper() + text[1:]
 
 
 def scope_sentence(report: pd.DataFrame) -> str:
@@ -295,7 +298,7 @@ def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | 
         y = g2i[g2i["retriever"] == "dense"] if s == "G2" and g2i is not None and len(g2i) else pd.DataFrame()
         if len(y):
             same = "the same" if verdict(y.iloc[0]) == verdict(r) else "not the same"
-            said.append(f"on G2_instruction, the set the paper's G2 numbers fit, {same} "
+            said.append(f"on G2_instruction, {same} "
                         f"({fmt_p(y['p_holm'].iloc[0])}, unadjusted)")
         if said:
             notes[s] = "; ".join(said)
@@ -321,8 +324,7 @@ def set_line(r, note: str = "") -> str:
                    + (", outside the CI" if out else "") + ")")
     else:
         against = ""
-    return (f"- **{s}:** {lead}, PtR − RtP {fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm, r.ci_high_holm)} "
-            f"({fmt_p(r.p_holm)}, Holm){against}" + (f"; {note}" if note else "") + ".")
+    return f"- **{s}:** {lead}{against}" + (f"; {note}" if note else "") + "."
 
 
 def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
@@ -371,7 +373,8 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984),
               fmt_count(prov.get("registry_size")) + _from_queries(cache)),
-             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit")]
+             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit; the "
+                                                   "reference solutions are not in this data")]
     for subset in cfg.subsets:
         canonical = DEFAULT_SUBSETS.get(subset, subset)
         source = query_source(canonical, counts.get(canonical), paper_n.get(subset))
@@ -395,10 +398,9 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
         numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
 
-        def counts(rows: pd.DataFrame, unscored: str = "", first: bool = False) -> str:  # differing, by cause
+        def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
             c = status_counts(rows)
-            setup = " (the setup differs)" if first else ""
-            causes = [f"{fmt_count(c[k])} " + (f"{UNTESTED}{setup}" if k == SETUP else k)
+            causes = [f"{fmt_count(c[k])} " + (UNTESTED if k == SETUP else k)
                       for k in CAUSES if c[k]]
             why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
             return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
@@ -409,12 +411,8 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
         unscored = basis[numbers["status"] == "not scored"]
         why = (f"judged pass rates, kappa below {MIN_KAPPA}" if len(unscored)
                and unscored.str.startswith("judge").all() else "")
-        within = int((numbers.get("two_sample", pd.Series(dtype=str)) == CONSISTENT).sum())
-        differ = status_counts(numbers)["differs"]
-        two = (f" {fmt_count(within)} of the {fmt_count(differ)} that differ lie within both samples' error."
-               if within else "")
         lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
-                     f"{counts(numbers, why, first=True)}.{two}{consistent_width(numbers)}")
+                     f"{counts(numbers, why)}.{consistent_width(numbers)}")
         if len(again):
             lines.append(f"- Read again another way ({fmt_count(len(again))}): "
                          f"{counts(again)}.")
@@ -447,14 +445,24 @@ def grouped_line(rows: pd.DataFrame) -> str:
     counts each as one."""
     if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
         return ""
-    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)} in {fmt_count(x.n_groups)}"
-                     for x in rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples())
-    return (f"- Queries written from one sample of APIs are not independent: every paired test here takes "
-            f"them as one cluster (queries in clusters: {each}), so its CIs are wider than over queries.")
+    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)}{' queries' * (i == 0)} in "
+                     f"{fmt_count(x.n_groups)}" for i, x in enumerate(
+                         rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples()))
+    return (f"- Queries written from one API sample are not independent: each paired test treats a sample as "
+            f"one cluster ({each}).")
+
+
+SET_RULE = ("- Each set is the file here nearest the paper's query count (ToolBench's unfiltered G1 and G2 "
+            "instruction files are absent); G2_instruction (StableToolBench's solvable G2, whose "
+            "ground-truth size fits the paper's) is read beside G2.")
+
+
+SETUP_LIMIT = ("- No second LLM ran: numbers the LLM may explain count as *cause untested*; the embedder is "
+               "tested on a sub-registry only.")
 
 
 def limits(rows: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction that the answer does not already state: the groups of related
-    queries of the primary comparisons (the LLM and embedder are the answer's and the setup table's)."""
+    """The limits of this reproduction: the setup table's differences, untested; how each set was chosen;
+    the clusters of related queries of the primary comparisons."""
     grouped = grouped_line(rows) if rows is not None else ""
-    return ["### Limits of this reproduction", "", *([grouped] if grouped else []), ""]
+    return ["### Limits of this reproduction", "", SETUP_LIMIT, SET_RULE, *([grouped] if grouped else []), ""]

@@ -231,22 +231,27 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        judge = cache.get("judge_validity")
+        judge = cache.get("judge_validity")  # every plan's rows, as the main section reads them
+        judge = judge[judge["plans"] == "all"] if judge is not None and "plans" in judge else judge
         kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
-        answer = [bottom_line(rows, limits_of, rel, kappa) + "\n\n"
-                  + answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i)),
-                  robustness_sentence(rows)]
+        said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
+        dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
+        answer = [bottom_line(rows, limits_of, rel, kappa) + "\n\n" + dense_part]
+        beyond = " ".join(a for a in [(cut.strip() + beyond) if cut else "", robustness_sentence(rows)] if a)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
              "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
              "single-tool (G1) and multi-tool (G2, G3) queries?", "",
              *([" ".join(a for a in answer if a), ""] if answer else []),
-             PRIMARY.at(cfg.k).text(), ""]
+             PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
-        parts += [endpoint_table_markdown(beside_g2(rows, g2i),
-                                          ledger, rel), ""]
+        table = beside_g2(rows, g2i)
+        dense = table["retriever"] == "dense"
+        parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
+        if (~dense).any():  # the other families after their sentence, without the paper's recalls again
+            parts += [beyond, "", endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     extra = goal_lines(cfg, ledger, short=True)[:1]
