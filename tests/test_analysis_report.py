@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -1035,8 +1036,17 @@ def test_the_budget_section_says_how_each_gap_moves_with_k(tmp_path):
                   for k, g in zip((1, 20), gains, strict=True) for m in ("rtp", "ptr")
                   for gt in ("candidates", "relevant")]).to_csv(tmp_path / "k_ablation.csv", index=False)
     assert budget_lines(cfg) == ["PtR − RtP recall from k = 1 to k = 20 (`k_ablation`: recall_gain, "
-                                 "candidates; point estimates): G1 -0.026 → -0.095 (RtP's lead widens); "
-                                 "G2 -0.005 → +0.021 (the estimate changes sign)."]
+                                 "recall_gain_vs_k1, candidates; the change's CI clustered as the primary "
+                                 "test's): G1 -0.026 → -0.095 (RtP's lead widens); G2 -0.005 → +0.021 (the "
+                                 "estimate changes sign)."]
+    table = pd.read_csv(tmp_path / "k_ablation.csv")
+    g1 = table["subset"] == "G1"
+    table.assign(recall_gain_vs_k1_ci_low=np.where(g1, -0.11, -0.02),
+                 recall_gain_vs_k1_ci_high=np.where(g1, -0.02, 0.07)).to_csv(tmp_path / "k_ablation.csv")
+    (line,) = budget_lines(cfg)
+    assert "G1 -0.026 → -0.095 (RtP's lead widens; the change -0.069 [-0.110, -0.020], significantly)" in line
+    assert ("G2 -0.005 → +0.021 (the estimate changes sign; the change +0.026 [-0.020, 0.070], not "
+            "significantly)") in line
 
 
 def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):

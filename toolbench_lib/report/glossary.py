@@ -69,6 +69,12 @@ GLOSSARY: tuple[Term, ...] = (
          "(PtR − RtP) gets the paired t-test's own interval instead, so it excludes 0 exactly when that "
          "test's unadjusted p is below 0.05.",
          "eval.stats.bootstrap_ci, eval.stats.t_ci"),
+    Term("clustered paired t-test",
+         "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
+         "t-test takes each sample (queries with the same `candidates`) as one cluster: its standard error "
+         "is the CR2 cluster-robust one and its t has G − 1 degrees of freedom for G clusters. With every "
+         "query its own sample it is the ordinary paired t-test.",
+         "eval.stats.mean_se, eval.compare"),
     Term("Holm correction",
          "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
          "the chance of any false alarm among them stays at or below the test level (5%). A CI shown "
@@ -121,7 +127,8 @@ TERMS_MORE: tuple[Term, ...] = (
          "analysis.fusion_board.unseen_keys"),
     Term("primary endpoint",
          "The one measure the study's answer rests on: recall@{k} (candidates), each query's score the mean "
-         "over the recorded runs, PtR minus RtP per set by a paired t-test, Holm over the three sets.",
+         "over the recorded runs, PtR minus RtP per set by the clustered paired t-test, Holm over the three "
+         "sets.",
          "analysis.endpoint.PRIMARY"),
     Term("the goal (beyond the paper)",
          "A fused or learned method meets the goal when, on every set (the design sets and the unseen sets "

@@ -8,7 +8,7 @@ from statistics import NormalDist
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .glossary import MIN_KAPPA
@@ -162,16 +162,22 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
         return []
     lo, hi = int(t["k"].min()), int(t["k"].max())
 
-    def moved(a: float, b: float) -> str:
+    def moved(e: pd.DataFrame) -> str:
+        a, b = e.at[lo, "recall_gain"], e.at[hi, "recall_gain"]
         lead = "PtR" if b > 0 else "RtP"
-        return (f"{lead}'s lead {'widens' if abs(b) > abs(a) else 'narrows'}" if a * b > 0 else
+        said = (f"{lead}'s lead {'widens' if abs(b) > abs(a) else 'narrows'}" if a * b > 0 else
                 "the estimate changes sign")
+        if {"recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high"} <= set(e) and lo == 1:
+            c_lo, c_hi = e.at[hi, "recall_gain_vs_k1_ci_low"], e.at[hi, "recall_gain_vs_k1_ci_high"]
+            sig = "significantly" if c_lo > 0 or c_hi < 0 else "not significantly"
+            said += f"; the change {fmt_signed(b - a)} {fmt_ci(c_lo, c_hi)}, {sig}"
+        return said
 
-    ends = {s: g.set_index("k")["recall_gain"] for s, g in t.groupby("subset", sort=False)}
-    each = "; ".join(f"{s} {fmt_signed(e[lo])} → {fmt_signed(e[hi])} ({moved(e[lo], e[hi])})"
-                     for s, e in ends.items())
-    return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, {gt}; point estimates): "
-            f"{each}."]
+    ends = {s: g.set_index("k") for s, g in t.groupby("subset", sort=False)}
+    each = "; ".join(f"{s} {fmt_signed(e.at[lo, 'recall_gain'])} → {fmt_signed(e.at[hi, 'recall_gain'])} "
+                     f"({moved(e)})" for s, e in ends.items())
+    return [f"PtR − RtP recall from k = {lo} to k = {hi} (`k_ablation`: recall_gain, recall_gain_vs_k1, "
+            f"{gt}; the change's CI clustered as the primary test's): {each}."]
 
 
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
