@@ -16,6 +16,10 @@ def _status_text(r) -> str:
     status = r.status + (f" ({r.direction})" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
         status += " (by its rounding or tolerance only)"
+    lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
+    if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
+            and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
+        status += " (nonzero: the CI excludes 0 but crosses the margin)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
         shown = UNTESTED if cause == SETUP else cause  # a setup difference: named, not tested

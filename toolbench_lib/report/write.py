@@ -274,8 +274,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   md_table(shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
-                  f"*“{QUOTES['one_sample']}”* and the difference's CI when queries written from one sample "
-                  "of APIs are resampled together (robustness: they give no verdict):", "",
+                  f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
+                  "they give no verdict; neither clusters the queries):", "",
                   runs_test_table(rows, ledger), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
