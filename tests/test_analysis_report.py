@@ -760,12 +760,13 @@ def test_the_answer_says_what_this_run_can_test():
     report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
                            "paper": ["0.372", "0.406"]})
     assert scope_sentence(report) == (
-        "Only PtR depends on the LLM, a smaller one than the paper's: its stubs find a ground-truth API for "
-        "0.293 of G1 stubs (paper: 0.406).")
+        "Only PtR depends on the LLM, a smaller one than the paper's: 0.293 of its G1 stubs find a "
+        "ground-truth API (paper: 0.406).")
     assert scope_sentence(report.iloc[:1]) == "Only PtR depends on the LLM, a smaller one than the paper's."
     both = pd.concat([report, pd.DataFrame({"id": ["g1_stub_hit_share_relevant"], "this_run": [0.21],
                                             "paper": ["0.406"]})])
-    assert "for 0.293 of G1 stubs (0.210 on `relevant`; paper: 0.406)." in scope_sentence(both)
+    said = scope_sentence(both)
+    assert "0.293 of its G1 stubs find a ground-truth API (0.210 on `relevant`; paper: 0.406)." in said
 
 def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     """"Stable" or "no signal" with a margin: the CI inside ±margin is consistent, wholly outside differs,

@@ -170,7 +170,7 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
     assert right_and_wrong(many, [])[2].endswith(
         "1 unexplained). Consistent means this run cannot tell its number from the paper's (median CI width "
-        "0.050), not that it confirms it.")
+        "0.050), not confirmation.")
 
 
 def test_claims_in_words_are_marked_in_the_scorecard():

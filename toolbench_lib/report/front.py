@@ -175,7 +175,7 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
                 + f"\n\n**Beyond the paper** (exploratory: {others} retrieval"
-                + ("; hybrid fuses dense and BM25" if "hybrid" in said_by else "") + "). "
+                + (", hybrid fusing dense and BM25" if "hybrid" in said_by else "") + "). "
                   f"{verdict[0].upper()}{verdict[1:]}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
@@ -244,7 +244,7 @@ def scope_sentence(report: pd.DataFrame) -> str:
     if hits is not None:
         on = f"{fmt_number(relevant)} on `relevant`; " if relevant is not None else ""
         paper = report.loc[report["id"] == "g1_stub_hit_share", "paper"].iloc[0]
-        hits = f": its stubs find a ground-truth API for {fmt_number(hits)} of G1 stubs ({on}paper: {paper})"
+        hits = f": {fmt_number(hits)} of its G1 stubs find a ground-truth API ({on}paper: {paper})"
     return f"Only PtR depends on the LLM, a smaller one than the paper's{hits or ''}."
 
 
@@ -265,7 +265,8 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
         if v == "reproduced":
             lost = r.subset in rel.index and not bool(rel[r.subset])
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
-                        + (", though not significantly on `relevant`" if lost else ""))
+                        + (", though not significantly on `relevant` (the APIs each query was written "
+                           "to need)" if lost else ""))
         elif not _holds(r):
             said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer, "
                         "leaving the paper's own setup untested")
@@ -429,7 +430,7 @@ def consistent_width(rows: pd.DataFrame) -> str:
         return ""
     width = float((ok["ci_high"].astype(float) - ok["ci_low"].astype(float)).median())
     return (f" Consistent means this run cannot tell its number from the paper's (median CI width "
-            f"{fmt_number(width)}), not that it confirms it.")
+            f"{fmt_number(width)}), not confirmation.")
 
 
 def by_tolerance(rows: pd.DataFrame) -> str:
@@ -453,11 +454,11 @@ def grouped_line(rows: pd.DataFrame) -> str:
 
 
 SET_RULE = ("- Each set is the file here nearest the paper's query count (ToolBench's unfiltered G1 and G2 "
-            "instruction files are absent); G2_instruction (StableToolBench's solvable G2, whose "
-            "ground-truth size fits the paper's) is read beside G2.")
+            "instruction files are absent); G2_instruction, whose ground-truth size fits the paper's G2, is "
+            "read beside it.")
 
 
-SETUP_LIMIT = ("- No second LLM ran: numbers the LLM may explain count as *cause untested*; the embedder is "
+SETUP_LIMIT = ("- No second LLM ran: numbers it may explain count as *cause untested*; the embedder is "
                "tested on a sub-registry only.")
 
 
