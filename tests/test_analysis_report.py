@@ -917,7 +917,7 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     lost = rows.assign(significant=~rows["subset"].str.startswith("G1"))  # G1 not significant on relevant
     assert bottom_line(rows, relevant=lost).startswith(
         "**In short.** RtP's G1 lead reproduces with dense retrieval, though not significantly on "
-        "`relevant`.")
+        "`relevant` (the APIs each query was written to need).")
 
 
 def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
