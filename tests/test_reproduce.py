@@ -197,13 +197,14 @@ def test_verdicts_are_read_from_the_report_answer(tmp_path):
     report.write_text("# Report\n\n**The answer.** not in the front\n\n## The question and the answer\n\n"
                       "**The question.** Which?\n\n**In short.** RtP's lead.\n\n**The answer.** With "
                       "dense retrieval, RtP leads on G1 (*“does not reach significance”*, `x`):\n\n- **G1:** "
-                      "RtP\n- **G2:** none\n\n- not after a list\n\n**Beyond the paper** (other retrievers). "
-                      "With BM25 retrieval, PtR leads on G2.\n\n**Primary endpoint:** recall\n\n| a |\n"
-                      "\n**The answer.** after the table\n\n## Main results\n", encoding="utf-8")
+                      "RtP\n- **G2:** none\n\n- not after a list\n\n**Primary endpoint:** recall\n\n| a |\n"
+                      "| 1 |\n\n**Robustness** (no verdict): Holm keeps every verdict.\n\n"
+                      "**Beyond the paper** (other retrievers). With BM25 retrieval, PtR leads on G2.\n\n"
+                      "| b |\n\n## Main results\n\n**The answer.** not in the front\n", encoding="utf-8")
     assert report_verdicts(report) == [
         "In short. RtP's lead.",
         "The answer. With dense retrieval, RtP leads on G1 (“does not reach significance”, x):",
-        "- G1: RtP", "- G2: none",
+        "- G1: RtP", "- G2: none", "Robustness (no verdict): Holm keeps every verdict.",
         "Beyond the paper (other retrievers). With BM25 retrieval, PtR leads on G2."]
     report.write_text("# Report\n\n- no summary here\n", encoding="utf-8")
     assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []

@@ -227,10 +227,8 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
              f"{subset_alias(rows.loc[i, 'subset'])}" for i in lost]
     kept = int(rows["significant"].astype(bool).sum()) - len(lost)
-    rest = f"; the other {fmt_count(kept)} survive it" if kept else ""
-    text = (f"{_sets(names)} {'is' if len(names) == 1 else 'are'} not robust: {test} overturns "
-            f"{'it' if len(names) == 1 else 'them'}{rest}.")
-    return text[0].upper() + text[1:]
+    rest = f"; the other {fmt_count(kept)} significant verdicts survive it" if kept else ""
+    return f"{test} overturns {_sets(names)}{rest}."
 
 
 def scope_sentence(report: pd.DataFrame) -> str:

@@ -88,8 +88,9 @@ class ReproduceSummary:
 
 
 def report_verdicts(report: Path) -> list[str]:
-    """The answer in a written ``report.md``'s front (its one line, the answer with its list of sets and
-    "Beyond the paper", up to the first table), as plain text wrapped at 100 characters; none without one."""
+    """The answer in a written ``report.md``'s front (its one line, the answer with its list of sets, the
+    robustness line and "Beyond the paper"; not its tables), as plain text wrapped at 100 characters; none
+    without one."""
     try:
         text = Path(report).read_text(encoding="utf-8")
     except OSError:
@@ -97,10 +98,10 @@ def report_verdicts(report: Path) -> list[str]:
     start = text.find(FRONT_HEADING)
     if start < 0:
         return []
-    front = text[start + len(FRONT_HEADING):].split("\n|", 1)[0].split("\n#", 1)[0]
+    front = text[start + len(FRONT_HEADING):].split("\n#", 1)[0]  # its tables are skipped below
     answer, keep = [], False
     for p in front.split("\n\n"):  # the labelled paragraphs, and the list that follows one (per set)
-        if p.startswith(("**In short.**", "**The answer.**", "**Beyond the paper**")):
+        if p.startswith(("**In short.**", "**The answer.**", "**Robustness**", "**Beyond the paper**")):
             answer.append(p)
             keep = True
         else:

@@ -237,7 +237,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         answer = [bottom_line(rows, limits_of, rel, kappa) + "\n\n" + dense_part]
-        beyond = " ".join(a for a in [(cut.strip() + beyond) if cut else "", robustness_sentence(rows)] if a)
+        beyond, robust = (cut.strip() + beyond) if cut else "", robustness_sentence(rows)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
@@ -250,6 +250,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         table = beside_g2(rows, g2i)
         dense = table["retriever"] == "dense"
         parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
+        parts += [f"**Robustness** (no verdict): {robust}", ""] if robust else []
         if (~dense).any():  # the other families after their sentence, without the paper's recalls again
             parts += [beyond, "", endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
