@@ -198,3 +198,24 @@ def test_an_appendix_leaderboard_says_over_how_many_runs_of_stubs_its_recall_is(
     lines = table_section(Cfg, "", [("t", "A table", None, ["method", "recall"])])
     assert "Each recall is a query's mean over 1 run of stubs." in lines
     assert "runs" not in lines[-2]  # the column itself is not printed
+
+
+def test_a_figure_drawn_on_a_sample_of_its_own_says_which_in_its_caption(tmp_path):
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from toolbench_lib.report.figures import figures_markdown, scope_text
+
+    cfg = SimpleNamespace(tables_dir=tmp_path / "tables", figures_dir=tmp_path / "figures", out_dir=tmp_path)
+    cfg.tables_dir.mkdir()
+    cfg.figures_dir.mkdir()
+    plt.figure().savefig(cfg.figures_dir / "ablation_embedder.png")
+    plt.close("all")
+    assert scope_text(cfg, "ablation_embedder") == ""  # no table: nothing said
+    pd.DataFrame({"subset": ["G1", "G2"], "n_queries": [50, 40], "registry_size": [2000, 2000]}).to_csv(
+        cfg.tables_dir / "ablation_embedder.csv", index=False)
+    caption = next(p for p in figures_markdown(cfg, "ablations") if p.startswith("*Figure"))
+    assert caption.endswith("Its sample: 40–50 queries per set, a sub-registry of 2,000 APIs.")
+    assert scope_text(cfg, "figure2") == ""

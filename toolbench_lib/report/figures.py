@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
+from ..analysis.numbers import fmt_count
 from ..study.experiment import ExperimentConfig
+from .locate import TableCache
 
 # Figures by name: (section key, caption). A caption says what to see; a figure appears once.
 FIGURES = {
@@ -129,6 +131,21 @@ def alt_text(caption: str) -> str:
     return alt[:alt.rfind(" (")] if alt.count("(") > alt.count(")") else alt
 
 
+# A figure drawn on a sample of its own: (table, its queries-per-set column, its registry-size column).
+SCOPES = {"ablation_embedder": ("ablation_embedder", "n_queries", "registry_size")}
+
+
+def scope_text(cfg: ExperimentConfig, stem: str) -> str:
+    """The sample a figure of :data:`SCOPES` was drawn on, from its table (empty without it)."""
+    table, queries, apis = SCOPES.get(stem, ("", "", ""))
+    t = TableCache(cfg.tables_dir).get(table) if table else None
+    if t is None or not {queries, apis} <= set(t):
+        return ""
+    lo, hi = fmt_count(t[queries].min()), fmt_count(t[queries].max())
+    n = lo if lo == hi else f"{lo}–{hi}"
+    return f" Its sample: {n} queries per set, a sub-registry of {fmt_count(t[apis].max())} APIs."
+
+
 def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
     """The figures of one section in the order :data:`FIGURES` lists them, each with its caption (numbered by
     :func:`number_figures`)."""
@@ -140,7 +157,7 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
         if section == key:
             alt = alt_text(caption)
             path = p.relative_to(cfg.out_dir).as_posix()
-            parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}", ""]
+            parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}{scope_text(cfg, p.stem)}", ""]
     return parts
 
 
