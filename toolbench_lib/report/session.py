@@ -39,8 +39,8 @@ PLAN = (
                                                      "text leaves open, then its p-values"),
     (("Registry scale", "Cost and routing", "Retriever families"), 10,
      "scale, cost and beyond the paper, one walk-through: divergence as the registry grows (which reading "
-     "fits the paper), what PtR costs and whether RtP's top-1 cosine can route, then the same question with "
-     "BM25 and hybrid retrieval (exploratory)"),
+     "fits the paper; the smallest sub-registries are mostly ground truth), what PtR costs and whether RtP's "
+     "top-1 cosine can route, then the same question with BM25 and hybrid retrieval (exploratory)"),
 )
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
