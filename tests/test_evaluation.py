@@ -243,3 +243,20 @@ def test_the_clustered_paired_test_is_scipys_over_single_queries_and_statsmodels
     groups = ground_truth_groups(study.queries, "candidates")
     mine = study.queries[study.queries["subset"] == "G1_instruction"]["qkey"]
     assert row.n_groups == len({groups[q] for q in mine}) <= row.n
+
+
+def test_every_interval_over_queries_resamples_their_clusters():
+    from toolbench_lib.analysis.intervals import paired_columns, with_ci
+    from toolbench_lib.data.queries import clusters
+
+    q = pd.DataFrame({"qkey": ["a", "b", "c"], "subset": ["S"] * 3, "candidates": [["x"], ["x"], ["y"]]})
+    assert clusters(q) == ["a", "a", "c"] and clusters(q, ["c", "z"]) == ["c", "z"]
+    assert clusters(q.drop(columns="qkey")) == [0, 0, 2]  # no key: the row's own index names it
+    d = np.random.default_rng(5).normal(0.05, 0.2, 30)
+    copies, groups = np.repeat(d, 2), np.repeat(np.arange(30), 2)  # every query twice: 30 clusters
+    alone, together = with_ci({}, "m", copies), with_ci({}, "m", copies, groups)
+    assert together["m_ci_high"] - together["m_ci_low"] > 1.3 * (alone["m_ci_high"] - alone["m_ci_low"])
+    res = paired(np.zeros(60), copies, groups=groups)
+    names = {"diff": "diff", "ci_low": "lo", "ci_high": "hi"}
+    assert paired_columns(np.zeros(60), copies, names, groups) == {
+        "diff": res["diff"], "lo": res["ci_low"], "hi": res["ci_high"]}

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import DEPTH, K
-from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
 from ..eval.stats import spearman
@@ -67,11 +67,12 @@ def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAU
                               "ptr": ptr["recall"].to_numpy(), "rtp": rtp["recall"].to_numpy(),
                               "n_stubs": n_stubs.to_numpy(), "coverage": cov.reindex(q["qkey"]).to_numpy()})
         for subset, g in frame.groupby("subset", sort=False):
+            cl = clusters(q, g["qkey"])
             row = {"subset": subset, "decomposer": name, "ptr_recall": g["ptr"].mean(),
                    "rtp_recall": g["rtp"].mean(), "stubs_per_query": g["n_stubs"].mean(),
                    "coverage": g["coverage"].mean(), "n_queries": len(g),
-                   **paired_columns(g["rtp"], g["ptr"], {**PTR_VS_RTP, "diff": "ptr_minus_rtp"})}
-            rows.append(with_ci(with_ci(row, "ptr_recall", g["ptr"]), "rtp_recall", g["rtp"]))
+                   **paired_columns(g["rtp"], g["ptr"], {**PTR_VS_RTP, "diff": "ptr_minus_rtp"}, cl)}
+            rows.append(with_ci(with_ci(row, "ptr_recall", g["ptr"], cl), "rtp_recall", g["rtp"], cl))
         frame["stubs_bucket"] = np.where(frame["n_stubs"] >= 4, "4+", frame["n_stubs"].astype(str))
         for (subset, bucket), g in frame.groupby(["subset", "stubs_bucket"], sort=True):
             by_stub_rows.append({"subset": subset, "decomposer": name, "n_stubs": bucket, "n_queries": len(g),
@@ -156,7 +157,7 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
             row = {"subset": subset, "variant": variant, "recall": g["recall"].mean(),
                    "precision": g["precision"].mean(), "n_queries": len(g)}
-            rows.append(with_ci(row, "recall", g["recall"]))
+            rows.append(with_ci(row, "recall", g["recall"], clusters(q, g["qkey"])))
     table, parts = pd.DataFrame(rows), []
     for subset, g in table.groupby("subset", sort=False):
         r = g.set_index("variant")["recall"]
@@ -310,15 +311,17 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
                     t = top1[top1["subset"] == subset]
                     for col, part in (("cos_correct", t[t["correct"]]), ("cos_incorrect", t[~t["correct"]])):
                         rows[-1][col] = float(part["score"].mean()) if len(part) else float("nan")
-                        with_ci(rows[-1], col, part["score"].to_numpy(dtype=float))
+                        with_ci(rows[-1], col, part["score"].to_numpy(dtype=float), clusters(q, part["qkey"]))
     first = next(iter(studies), None)
     for row in rows:
         base = per_query.get((first, row["method"], row["subset"]))
         if row["embedder"] == first or base is None:
             continue
         mine = per_query[(row["embedder"], row["method"], row["subset"])]
-        both = pd.concat([base, mine], axis=1, join="inner").to_numpy()
-        row.update(paired_columns(both[:, 0], both[:, 1], {**DIFF_CI, **LO_HI, "diff": "recall_diff"}))
+        both = pd.concat([base, mine], axis=1, join="inner")
+        cl = clusters(studies[first].queries, both.index)
+        names = {**DIFF_CI, **LO_HI, "diff": "recall_diff"}
+        row.update(paired_columns(both.iloc[:, 0], both.iloc[:, 1], names, cl))
     table = pd.DataFrame(rows)
     if table["embedder"].nunique() < 2:
         return table, f"Only {', '.join(studies)} could be run: no comparison between embedders."

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED, K
-from ..data.queries import DEFAULT_GT, resolve_subset, subset_alias
+from ..data.queries import DEFAULT_GT, clusters, resolve_subset, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..retrieval import fused
@@ -74,6 +74,7 @@ def method_scores(result, names: Sequence[str], gt: str = DEFAULT_GT, ks: Iterab
     scores = scores.groupby(["qkey", "method", "metric", "k"], as_index=False, sort=False)["value"].mean()
     sub = result.queries.set_index("qkey")["subset"].map(subset_alias)
     scores.insert(1, "subset", scores["qkey"].map(sub))
+    scores["cluster"] = clusters(result.queries, scores["qkey"])  # the paired tests' clusters
     dec = pd.concat(decisions, ignore_index=True)
     dec.insert(1, "subset", dec["qkey"].map(sub))
     return scores, dec

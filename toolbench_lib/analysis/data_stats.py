@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..config import K
 from ..data.dataset import Dataset
-from ..data.queries import GT_DEFINITIONS, resolve_subset, subset_alias
+from ..data.queries import GT_DEFINITIONS, clusters, resolve_subset, subset_alias
 from ..data.registry import DOC_TEXT_MAX_CHARS
 from .intervals import with_ci
 from .style import LEGEND_SIZE
@@ -76,7 +76,7 @@ def gt_sizes(ds: Dataset, subsets: Sequence[str] | None = None, k: int = K) -> p
                          "min": int(sizes.min()), "max": int(sizes.max()), "n_empty": int((sizes == 0).sum()),
                          "k": k, "share_over_k": float((sizes > k).mean()),
                          "recall_ceiling": recall_ceiling(sizes, k)})
-            with_ci(rows[-1], "mean", sizes)
+            with_ci(rows[-1], "mean", sizes, clusters(part))
     return pd.DataFrame(rows)
 
 

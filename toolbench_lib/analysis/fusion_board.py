@@ -10,9 +10,9 @@ import pandas as pd
 
 from ..config import FOLDS, SEED, K
 from ..data.normalize import norm_text
-from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
-from ..eval.stats import bootstrap_ci
+from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
@@ -27,10 +27,18 @@ VERSUS = {**DIFF_CI, **LO_HI, "p": "p_value", "p_wilcoxon": "p_wilcoxon_robustne
 COMPARISON = {**DIFF_CI, **LO_HI, "wins": "wins", "losses": "losses", "p": "p_value", "note": "note"}
 
 
-def versus(values: np.ndarray, reference: np.ndarray) -> dict:
-    """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`: ``diff``,
-    ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``, wins, losses, ties."""
-    return paired_columns(reference, values, VERSUS)
+def versus(values: np.ndarray, reference: np.ndarray, groups=None) -> dict:
+    """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`, clustered
+    by ``groups``: ``diff``, ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``,
+    wins, losses, ties."""
+    return paired_columns(reference, values, VERSUS, groups)
+
+
+def query_clusters(scores: pd.DataFrame, keys) -> list | None:
+    """The cluster of each query of ``keys`` from a scores table's ``cluster`` column (None without it)."""
+    if "cluster" not in scores:
+        return None
+    return scores.drop_duplicates("qkey").set_index("qkey")["cluster"].reindex(list(keys)).tolist()
 
 
 def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:
@@ -47,15 +55,16 @@ def leaderboard(scores: pd.DataFrame, k: int = K, metrics: Sequence[str] = METRI
     rows = []
     for (subset, metric), part in at[at["metric"].isin(metrics)].groupby(["subset", "metric"], sort=False):
         wide = part.pivot_table(index="qkey", columns="method", values="value")
-        best = better_reference(wide)
+        best, cl = better_reference(wide), query_clusters(part, wide.index)
         for method in wide.columns:
             v = wide[method].to_numpy()
-            lo, hi = bootstrap_ci(v, n_boot, seed)
+            lo, hi = (bootstrap_ci(v, n_boot, seed) if cl is None
+                      else grouped_bootstrap_ci(v, cl, n_boot, seed)[:2])
             row = {"subset": subset, "method": method, "metric": metric, "k": k, "n_queries": len(v),
                    "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
                    "reference_mean": float(wide[best].mean()) if best is not None else np.nan}
             if best is not None:
-                row.update(versus(v, wide[best].to_numpy()))
+                row.update(versus(v, wide[best].to_numpy(), cl))
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -103,11 +112,11 @@ def goal_table(scores: pd.DataFrame, k: int = K) -> pd.DataFrame:
     rows, untestable = {}, []
     for subset, part in r.groupby("subset", sort=False):
         wide = part.pivot_table(index="qkey", columns="method", values="value")
-        best = better_reference(wide, base)
+        best, cl = better_reference(wide, base), query_clusters(part, wide.index)
         if len(wide) < GOAL_MIN_QUERIES:
             untestable.append(f"{subset}: {len(wide)} queries (the goal needs {GOAL_MIN_QUERIES})")
         for method in wide.columns:
-            v = versus(wide[method].to_numpy(), wide[best].to_numpy())
+            v = versus(wide[method].to_numpy(), wide[best].to_numpy(), cl)
             row = rows.setdefault(method, {"method": method})
             row[f"recall_{subset}"] = float(wide[method].mean())
             row[f"margin_{subset}"], row[f"margin_lo_{subset}"] = v["diff"], v["diff_lo"]
@@ -168,11 +177,11 @@ def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall") -> p
     ref = pd.Series(np.nan, index=wide.index)
     for _, part in wide.groupby("subset", sort=False):
         ref.loc[part.index] = part[better_reference(part)]
-    rows = []
+    rows, cl = [], query_clusters(at, wide["qkey"])
     for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
         rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
                      "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
-                     **versus(wide[method].to_numpy(), ref.to_numpy())})
+                     **versus(wide[method].to_numpy(), ref.to_numpy(), cl)})
     return pd.DataFrame(rows).sort_values("method", key=_method_order).reset_index(drop=True)
 
 
@@ -184,14 +193,14 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str],
     wide = scores.pivot_table(index=["subset", "qkey"], columns="method", values="recall")
     for subset in dict.fromkeys(scores["subset"]):
         w = wide.loc[subset]
-        ref = better_reference(w, baselines)
+        ref, cl = better_reference(w, baselines), query_clusters(scores, w.index)
         for m in methods:
             v = w[m].to_numpy()
-            lo, hi = bootstrap_ci(v, 2000)
+            lo, hi = bootstrap_ci(v, 2000) if cl is None else grouped_bootstrap_ci(v, cl, 2000)[:2]
             rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
                          "reference_recall": float(w[ref].mean()),
-                         **paired_columns(w[ref].to_numpy(), v, COMPARISON)})
+                         **paired_columns(w[ref].to_numpy(), v, COMPARISON, cl)})
     return pd.DataFrame(rows)
 
 
@@ -252,7 +261,8 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
     allq = pd.concat(frames, ignore_index=True)
     mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
     alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
-    return mean.assign(subset=mean["qkey"].map(alias))[["qkey", "subset", "method", "recall"]]
+    return mean.assign(subset=mean["qkey"].map(alias), cluster=clusters(result.queries, mean["qkey"]))[
+        ["qkey", "subset", "method", "recall", "cluster"]]
 
 
 STUB_COMPONENTS = ("q.dense", "q.bm25", "s.dense", "s.bm25")

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..eval.stats import bootstrap_ci, paired, wilson_ci
+from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci, paired, wilson_ci
 
 N_RESAMPLES = 2000
 # Names of :func:`~toolbench_lib.eval.stats.paired`'s fields in the tables of PtR against RtP.
@@ -22,12 +22,19 @@ def ci_of(*columns: str) -> list[str]:
     return [f"{c}_ci_{end}" for c in columns for end in ("low", "high")]
 
 
-def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray) -> dict:
+def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray,
+            groups: Sequence | None = None) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
-    ``values`` (NaNs dropped; NaN, NaN when none is left)."""
+    ``values``, whole ``groups`` (each value's cluster, as the paired test's) resampled together when given
+    (NaNs dropped; NaN, NaN when none is left)."""
     x = np.asarray(values, dtype=float)
-    x = x[~np.isnan(x)]
-    ci = bootstrap_ci(x, N_RESAMPLES) if x.size else (math.nan, math.nan)
+    keep = ~np.isnan(x)
+    if not keep.any():
+        ci = (math.nan, math.nan)
+    elif groups is None:
+        ci = bootstrap_ci(x[keep], N_RESAMPLES)
+    else:
+        ci = grouped_bootstrap_ci(x[keep], np.asarray(groups)[keep], N_RESAMPLES)[:2]
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
     return row
 
@@ -38,8 +45,8 @@ def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
     return row
 
 
-def paired_columns(a, b, names: Mapping[str, str]) -> dict:
-    """``b`` against ``a`` by eval's one paired test (:func:`~toolbench_lib.eval.stats.paired`), its fields
-    named as ``names`` maps them, in that order (fields it does not name left out)."""
-    res = paired(a, b)
+def paired_columns(a, b, names: Mapping[str, str], groups: Sequence | None = None) -> dict:
+    """``b`` against ``a`` by eval's one paired test (:func:`~toolbench_lib.eval.stats.paired`, clustered by
+    ``groups``), its fields named as ``names`` maps them, in that order (fields it does not name left out)."""
+    res = paired(a, b, groups=groups)
     return {new: res[old] for old, new in names.items()}

@@ -65,7 +65,7 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                             ci = t_ci(v[mask], groups=clusters[mask]) if v is not None else (np.nan, np.nan)
                             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
                         else:
-                            with_ci(row, name, v[mask] if v is not None else [])
+                            with_ci(row, name, *((v[mask], clusters[mask]) if v is not None else ([],)))
                     row.update(dict.fromkeys(RATIO_COLUMNS, np.nan))
                     if gain is not None:  # PtR's recall as a share of RtP's, and how far it moved from k = 1
                         r, p = (recalls[k][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))

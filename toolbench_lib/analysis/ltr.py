@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import DEFAULT_GT, DEPTH, SEED, K
-from ..data.queries import GT_DEFINITIONS, subset_alias
+from ..data.queries import GT_DEFINITIONS, clusters, subset_alias
 from ..eval.evaluation import recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
@@ -63,7 +63,7 @@ def _scored(queries, keys, method, gt, runs_lists, k: int) -> pd.DataFrame:
     recall = np.mean([recall_at([list(x.get(q, [])) for q in keys], [qrels[q] for q in keys], k)
                       for x in runs_lists], axis=0)
     return pd.DataFrame({"qkey": list(keys), "subset": [subsets[q] for q in keys], "method": method, "gt": gt,
-                         "recall": recall})
+                         "recall": recall, "cluster": clusters(queries, keys)})
 
 
 def single_scores(result, keys: Sequence[str], k: int = K,
@@ -154,7 +154,8 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
 
 def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
-    res = paired(w[ref].to_numpy(), w[method].to_numpy())
+    cl = g.drop_duplicates("qkey").set_index("qkey")["cluster"].reindex(w.index) if "cluster" in g else None
+    res = paired(w[ref].to_numpy(), w[method].to_numpy(), groups=cl)
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
             "reference_recall": res["mean_a"], **{c: res[c] for c in ("diff", "ci_low", "ci_high", "wins",
                                                                       "losses", "p", "note")}}

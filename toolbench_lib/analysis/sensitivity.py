@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..config import SEED, K
-from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import bootstrap_ci, wilson_ci
+from ..eval.stats import grouped_bootstrap_ci, wilson_ci
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
 from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns
@@ -60,13 +60,14 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
             for k in ks:
                 part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
                 x, y = part[a].to_numpy(float), part[b].to_numpy(float)
-                rlo, rhi = bootstrap_ci(x, n_resamples, seed)
-                plo, phi = bootstrap_ci(y, n_resamples, seed)
+                cl = clusters(result.queries, part.index)
+                rlo, rhi, _ = grouped_bootstrap_ci(x, cl, n_resamples, seed)
+                plo, phi, _ = grouped_bootstrap_ci(y, cl, n_resamples, seed)
                 rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
                              "k": k, "n_queries": len(part), "n_runs": result.n_runs,
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
                              "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
-                             **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI})})
+                             **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI}, cl)})
     return pd.DataFrame(rows)
 
 
@@ -78,7 +79,7 @@ def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: fl
     for run_name, result, subset in sources:
         q = result.queries[result.queries["subset"] == subset]
         sizes = q[check_gt(gt)].map(len).to_numpy(float)
-        lo, hi = bootstrap_ci(sizes, n_resamples, seed)
+        lo, hi, _ = grouped_bootstrap_ci(sizes, clusters(q, q["qkey"]), n_resamples, seed)
         rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "n_queries": len(q),
                      "gt_size": float(sizes.mean()), "gt_size_lo": lo, "gt_size_hi": hi,
                      "paper_gt_size": paper_gt, "gt_size_gap": float(sizes.mean()) - paper_gt,
@@ -231,7 +232,8 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
         alias = subset_alias(subset)
         rows.append({"subset": alias, "size": a["size"], "target_size": target, "n_seeds": len(a["rtp"]),
                      "n_runs": len(cache.runs), "n_queries": len(a["sq"]), "rtp": float(x.mean()),
-                     "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI),
+                     "ptr": float(y.mean()),
+                     **paired_columns(x, y, DIFF_CI, clusters(queries, a["sq"]["qkey"])),
                      "expected": PAPER_PATTERN.get(alias, ""),
                      "gt_share": float(np.mean(a["shares"])), "keeps_all_gt": all(a["held"])})
     return pd.DataFrame(rows)
@@ -305,8 +307,9 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
                 "best_per_subset": {s: b if by_set.loc[s, b] > by_set.loc[s, a] else a for s in by_set.index}}
         score = {p: np.array([r[c[r["subset"]]] for _, r in wide.iterrows()], dtype=float)
                  for p, c in pick.items()}
+        cl = clusters(result.queries, wide["qkey"])
         for other in ("best_per_subset", "always_rtp", "always_ptr"):
-            t = paired_columns(score[other], score["routed"], ROUTED)
+            t = paired_columns(score[other], score["routed"], ROUTED, cl)
             same = bool(np.allclose(score[other], score["routed"]))
             loss = ("none" if same else "significant" if t["ci_high"] < 0
                     else "gain" if t["ci_low"] > 0 else "not significant")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, subset_alias
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, clusters, subset_alias
 from ..eval.stats import cluster_difference_ci, cluster_mean_ci
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci, with_wilson
@@ -49,14 +49,17 @@ def stub_stats(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.D
     rows = []
     for gt in gts:
         st = stub_top1(result, gt)
-        rows += [_stub_row(st[st["subset"] == subset], subset, gt) for subset in subset_order(result)]
+        rows += [_stub_row(st[st["subset"] == subset], subset, gt, result.queries)
+                 for subset in subset_order(result)]
     return pd.DataFrame([r for r in rows if r], columns=STUB_COLUMNS + STUB_EXTRA)
 
 
-def _stub_row(s: pd.DataFrame, subset: str, gt: str) -> dict:
-    """:func:`stub_stats`' row of one set's stubs (empty without stubs)."""
+def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> dict:
+    """:func:`stub_stats`' row of one set's stubs (empty without stubs); its CIs resample the clusters of
+    ``queries`` (:func:`~toolbench_lib.data.queries.clusters`)."""
     if s.empty:
         return {}
+    s = s.assign(cluster=clusters(queries, s["qkey"]))
     sets = s.groupby(["run", "qkey"]).agg(n=("stub_idx", "size"), fb=("fell_back", "first"))
     pooled, per_query = unique_name_shares(s)
     matched = s[s["api_id"].notna()]
@@ -68,16 +71,17 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str) -> dict:
            "unique_name_share_per_query": per_query, "gt": gt, "n_stubs": int(len(s)),
            "n_stub_sets": int(len(sets)), "n_matched": int(len(matched)),
            "n_hits": int(matched["correct"].sum())}
-    with_ci(row, "stubs_per_query", sets["n"].groupby(level="qkey").mean().to_numpy(dtype=float))
+    per_query = sets["n"].groupby(level="qkey").mean()
+    with_ci(row, "stubs_per_query", per_query.to_numpy(dtype=float), clusters(queries, per_query.index))
     per_run = len(s) / max(1, s["run"].nunique())
     with_wilson(row, "unique_name_share", pooled * per_run, per_run)
     for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
-        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["qkey"])
+        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["cluster"])
     row["cos_gap"], row["cos_sd"] = row["cos_correct"] - row["cos_incorrect"], float(matched["score"].std())
     row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
-        matched["score"], matched["correct"], matched["qkey"])
+        matched["score"], matched["correct"], matched["cluster"])
     return row
 
 
@@ -132,5 +136,6 @@ def token_overhead(result: StudyResult) -> pd.DataFrame:
                      "n_queries": int(s["qkey"].nunique()), "n_query_runs": int(len(s))})
         extra = s["tokens_ptr_stubs"] + s["tokens_ptr_plan"] - s["tokens_rtp_plan"]
         per_query = (100.0 * extra / rtp_tok).groupby(s["qkey"]).mean() if rtp_tok else pd.Series(dtype=float)
-        with_ci(rows[-1], "overhead_pct", per_query.to_numpy(dtype=float))
+        cl = clusters(result.queries, per_query.index)
+        with_ci(rows[-1], "overhead_pct", per_query.to_numpy(dtype=float), cl)
     return pd.DataFrame(rows, columns=OVERHEAD_COLUMNS + OVERHEAD_EXTRA)

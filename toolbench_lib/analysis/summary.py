@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from ..data.normalize import norm_text
-from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, resolve_subset, subset_alias
+from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, clusters, resolve_subset, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.pass_rates import pass_rate_table
-from ..eval.stats import bootstrap_ci
+from ..eval.stats import grouped_bootstrap_ci
 from ..retrieval.methods import load_methods
 from ..retrieval.retrievers import split_method
 
@@ -164,10 +164,11 @@ def summary_table(result, k: int | None = None, gts: Sequence[str] = GT_DEFINITI
                        "n_queries": int(m["qkey"].nunique()), "n_runs": int(m["run"].nunique())}
                 by_run = m.groupby("run")[list(metrics)].mean()
                 by_query = m.groupby("qkey")[list(metrics)].mean()
+                cl = clusters(result.queries, by_query.index)
                 for metric in metrics:
                     row[f"{metric}_mean"], row[f"{metric}_std"] = _mean_std(by_run[metric])
-                    row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = bootstrap_ci(
-                        by_query[metric].to_numpy(), n_resamples)
+                    row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = grouped_bootstrap_ci(
+                        by_query[metric].to_numpy(), cl, n_resamples)[:2]
                 p = pr[(pr["subset"] == subset) & (pr["method"] == method)]
                 row["judged_pass_rate_mean"], row["judged_pass_rate_std"] = _mean_std(p["pass_rate"].dropna())
                 row["n_planned"] = int(p["n_planned"].max()) if len(p) else 0

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import t_ci
 from ..study.result import METHODS
@@ -69,7 +69,8 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     for subset in subset_order(result):
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
         both = named.loc[subset].dropna() if subset in named.index and {"rtp", "ptr"} <= set(named) else None
-        gap = (both["ptr"] - both["rtp"]).to_numpy(dtype=float) if both is not None else np.array([])
+        gap = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
+        gap = gap[gap.notna()]
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
@@ -83,12 +84,13 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                    if "n_named_unresolved" in m else np.nan,
                    "apis_named_ptr_minus_rtp": float(gap.mean()) if gap.size else np.nan}
             by_query = m.groupby("qkey")[list(PLAN_MEANS.values())].mean()
+            cl = clusters(result.queries, by_query.index)
             for col, src in PLAN_MEANS.items():
                 row[col] = float(m[src].mean())
-                with_ci(row, col, by_query[src].to_numpy(dtype=float))
-            with_ci(row, "jaccard_rtp_ptr",
-                    jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean().to_numpy(dtype=float))
-            ci = t_ci(gap[~np.isnan(gap)])
+                with_ci(row, col, by_query[src].to_numpy(dtype=float), cl)
+            jq = jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean()
+            with_ci(row, "jaccard_rtp_ptr", jq.to_numpy(dtype=float), clusters(result.queries, jq.index))
+            ci = t_ci(gap.to_numpy(dtype=float), groups=clusters(result.queries, gap.index))
             row["apis_named_ptr_minus_rtp_ci_low"], row["apis_named_ptr_minus_rtp_ci_high"] = ci
             rows.append(row)  # a paired difference: the paired t-test's CI
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)

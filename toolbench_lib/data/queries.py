@@ -282,10 +282,19 @@ def query_keys(queries: pd.DataFrame) -> list[str]:
     return [f"{s}:{q}" for s, q in zip(queries["subset"], queries["query_id"], strict=True)]
 
 
+def clusters(queries: pd.DataFrame, qkeys=None) -> list:
+    """The cluster of each of ``qkeys`` (:func:`ground_truth_groups`; a key not in ``queries``: its own),
+    of every query of ``queries`` in order without them."""
+    groups = ground_truth_groups(queries)
+    return list(groups.values()) if qkeys is None else [groups.get(q, q) for q in qkeys]
+
+
 def ground_truth_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[str, str]:
     """``{qkey: group}``: within each subset, the queries with the same ``gt`` set form one group, named by
     its first query; by default the `candidates`, the sample of APIs ToolBench wrote several queries from,
     so the groups do not change with the ground truth a comparison scores."""
     first: dict[tuple[str, frozenset], str] = {}
+    keys = (queries["qkey"] if "qkey" in queries else query_keys(queries) if "query_id" in queries
+            else queries.index)
     return {q: first.setdefault((subset, frozenset(apis if apis is not None else ())), q)
-            for q, subset, apis in queries[["qkey", "subset", check_gt(gt)]].itertuples(index=False)}
+            for q, subset, apis in zip(keys, queries["subset"], queries[check_gt(gt)], strict=True)}
