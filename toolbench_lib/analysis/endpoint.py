@@ -24,8 +24,8 @@ class Endpoint:
     k: int = K
     gt: str = "candidates"
     basis: str = "per-query mean over runs"
-    test: str = "paired t-test over queries, clustered by ToolBench's API sample (CR2, t on G − 1 df)"
-    family: str = "Holm over one retriever family's three sets"
+    test: str = "paired t-test clustered by API sample (CR2, G − 1 df)"
+    family: str = "Holm over a family's three sets"
     secondary: str = "the paper's one-sample t-test over runs, unadjusted"
 
     def at(self, k: int) -> Endpoint:
@@ -36,7 +36,7 @@ class Endpoint:
         """One sentence stating the endpoint, for the top of the report (``robustness``: and its robustness
         test)."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family} (its CI adjusted alike)."
+                f"{self.test}, {self.family} (CIs alike)."
                 + (f" **Robustness** (no verdict): {self.secondary}." if robustness else ""))
 
 

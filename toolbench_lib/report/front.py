@@ -99,7 +99,7 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
                 f"{ledger.put(f'{n} relevant PtR − RtP CI', fmt_ci(x.ci_low_holm, x.ci_high_holm))}, "
                 f"{ledger.put(f'{n} relevant p', fmt_p(x.p_holm))}")
         out.append({**row, **({"paper RtP / PtR": paper} if paper_column else {}),
-                    "paper's leader": _short_verdict(str(r.verdict))})
+                    "paper's leader here?": _short_verdict(str(r.verdict))})
     return md_table(pd.DataFrame(out), numparse=False)  # every number as the ledger recorded it
 
 
@@ -174,8 +174,8 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
                  for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
-                + f"\n\n**Beyond the paper** (exploratory: {others} retrieval"
-                + (", hybrid fusing dense and BM25" if "hybrid" in said_by else "") + "). "
+                + f"\n\n**Beyond the paper** (exploratory: {others}"
+                + ("; hybrid fuses dense and BM25" if "hybrid" in said_by else "") + "). "
                   f"{verdict[0].upper()}{verdict[1:]}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
@@ -227,7 +227,7 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
              f"{subset_alias(rows.loc[i, 'subset'])}" for i in lost]
     kept = int(rows["significant"].astype(bool).sum()) - len(lost)
-    rest = f"; the other {fmt_count(kept)} significant verdicts survive it" if kept else ""
+    rest = f"; the other {fmt_count(kept)} survive" if kept else ""
     return f"{test} overturns {_sets(names)}{rest}."
 
 
@@ -247,11 +247,14 @@ def scope_sentence(report: pd.DataFrame) -> str:
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
-                relevant: pd.DataFrame | None = None, kappa: float | None = None) -> str:
+                relevant: pd.DataFrame | None = None, kappa: float | None = None,
+                solved_blind: float | None = None) -> str:
     """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
     paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
-    on that ground truth), or does not appear with this run's stub writer; that the paper's pass rates cannot
-    be checked when the judge's best ``kappa`` is below :data:`MIN_KAPPA`; then, as exploratory, the
+    on that ground truth), or does not appear with this run's stub writer (noting another family where the
+    same stubs lead); that the paper's pass rates cannot be checked when the judge's best ``kappa`` is below
+    :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls "Solved"
+    (``solved_blind``); then, as exploratory, the
     families with which the whole crossover holds, and where it stops holding (``limits``, from
     :func:`crossover_limits`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
@@ -266,11 +269,15 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
                         + (", though not significantly on `relevant` (the APIs each query was written "
                            "to need)" if lost else ""))
         elif not _holds(r):
-            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's smaller stub writer, "
-                        "leaving the paper's own setup untested")
-    if kappa is not None and kappa < MIN_KAPPA:
-        said.append(f"the paper's pass rates cannot be checked: this run's judge agrees with an objective "
-                    f"pass at kappa {fmt_number(kappa)} at most")
+            other = rows[(rows["retriever"] != "dense") & (rows["subset"] == r.subset)
+                         & rows["significant"].astype(bool) & (rows["leader"] == r.paper_leader)]
+            also = (f" (with {FAMILY_SHORT.get(other['retriever'].iloc[0], other['retriever'].iloc[0])} the "
+                    "same stubs lead)" if len(other) else "")
+            said.append(f"{r.paper_leader}'s {s} lead does not appear with dense retrieval and this run's "
+                        f"smaller stub writer{also}, so the paper's setup stays untested")
+    if kappa is not None and kappa < MIN_KAPPA and solved_blind is not None:
+        said.append("the paper's pass rates cannot be checked: this run's judge calls "
+                    f"{fmt_number(solved_blind)} of plans that name no ground-truth API \"Solved\"")
     holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
     if holds:
@@ -311,15 +318,16 @@ def set_line(r, note: str = "") -> str:
     lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
     paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
     paper = fmt_signed(paper_diff) if paper_diff is not None else ""
-    as_paper = ", as in the paper" + (f" ({paper})" if paper else "")
+    as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
     if v == "reproduced":
         against = as_paper
     elif s == "G3" and v.startswith("same direction"):  # the paper calls its G3 difference not significant
-        against = f"{as_paper}, whose difference *“{QUOTES['g3_ns']}”*"
+        against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
+                                         f" (*“{QUOTES['g3_ns']}”*)")
     elif isinstance(r.paper_leader, str):
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
-        against = (f", unlike the paper ({r.paper_leader} ahead" + (f", {paper}" if paper else "")
+        against = (f", unlike the paper ({r.paper_leader} ahead" + (f" by {paper}" if paper else "")
                    + (", outside the CI" if out else "") + ")")
     else:
         against = ""
@@ -451,13 +459,13 @@ def grouped_line(rows: pd.DataFrame) -> str:
             f"one cluster ({each}).")
 
 
-SET_RULE = ("- Each set is the file here nearest the paper's query count (ToolBench's unfiltered G1 and G2 "
+SET_RULE = ("- Each set is the file here nearest the paper's count (the unfiltered G1 and G2 "
             "instruction files are absent); G2_instruction, whose ground-truth size fits the paper's G2, is "
             "read beside it.")
 
 
 SETUP_LIMIT = ("- No second LLM ran: numbers it may explain count as *cause untested*; the embedder is "
-               "tested on a sub-registry only.")
+               "tested on a sub-registry.")
 
 
 def limits(rows: pd.DataFrame | None = None) -> list[str]:

@@ -9,7 +9,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
 from ..data.markdown import md_table
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE
-from .scorecard import SETUP, UNTESTED, status_counts
+from .scorecard import BY_CONSTRUCTION, SETUP, UNTESTED, status_counts
 
 
 def _status_text(r) -> str:
@@ -103,10 +103,11 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
     """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
-    to the sections' tables and ``report.csv``); the differing rows of an untested setup difference, one line
-    per cause; then the other differing rows, each with what it measures, its status and its cause with the
-    predicted value."""
-    untested = (report["status"] == DIFFERS) & (report.get("cause_status", "") == SETUP)
+    to the sections' tables and ``report.csv``); the differing rows of an untested setup difference or of
+    this run's own construction, one line per cause; then the other differing rows, each with what it
+    measures, its status and its cause with the predicted value."""
+    how = pd.Series(report.get("cause_status", ""), index=report.index)
+    untested = (report["status"] == DIFFERS) & how.isin([SETUP, BY_CONSTRUCTION])
     differs = (report["status"] == DIFFERS) & ~untested
     def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
         claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
@@ -118,10 +119,10 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
         ids = ("each in its section's table and `report.csv`" if status == CONSISTENT
                else ", ".join(f"`{i}`" for i in g["id"]))
         lines.append(f"- *{status}* ({count(g)}): {ids}")
-    for cause, g in report[untested].groupby(report.loc[untested, "cause"].astype(str).str.split(":").str[0],
-                                             sort=False):
+    causes = report.loc[untested, "cause"].astype(str).str.split(":").str[0]
+    for (kind, cause), g in report[untested].groupby([how[untested], causes], sort=False):
         ids = ", ".join(f"`{i}`" for i in g["id"])
-        lines.append(f"- *differs; {UNTESTED}: {cause}* ({count(g)}): {ids}")
+        lines.append(f"- *differs; {UNTESTED if kind == SETUP else kind}: {cause}* ({count(g)}): {ids}")
     if not differs.any():
         return lines
     d, empty = report[differs], pd.Series(index=report.index[differs], dtype=float)

@@ -44,12 +44,12 @@ REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", 
 
 # -- named causes -------------------------------------------------------------------------------------------
 
-EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED = (
-    "explained", "partly explained", "unexplained", "setup difference", "not tested")
-CAUSE_KINDS = ("tested", "setup")
+EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, BY_CONSTRUCTION = (
+    "explained", "partly explained", "unexplained", "setup difference", "not tested", "by construction")
+CAUSE_KINDS = ("tested", "setup", "construction")
 NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
             "predicted_ci_high": math.nan, "evidence": ""}
-CAUSES = (SETUP, EXPLAINED, PARTLY, UNEXPLAINED, NOT_TESTED)  # the statuses of a differing row's cause
+CAUSES = (BY_CONSTRUCTION, SETUP, EXPLAINED, PARTLY, UNEXPLAINED, NOT_TESTED)  # a differing row's cause
 UNTESTED = "cause untested"  # how a row that differs under a setup difference, never tested, is labelled
 
 
@@ -147,13 +147,14 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
     row = {"subset": str(entry["subset"]), "method": str(entry.get("method", "")),
            "metric": str(entry.get("metric", ""))}
     cause, out = _for_row(cause, row), dict(NO_CAUSE)
-    if cause["kind"] == "setup":
+    if cause["kind"] in ("setup", "construction"):
         shown = []
         for s in cause.get("shows", []):
             (value, problem), label = locate(s, tables), s.get("label", locator_source(s))
             shown.append(f"{label}: {problem}" if problem else f"{label} = {fmt_number(value)}")
         shown = "; ".join(shown)
-        return {**out, "cause_status": SETUP, "evidence": f"setup difference, not tested: "
+        status = SETUP if cause["kind"] == "setup" else BY_CONSTRUCTION
+        return {**out, "cause_status": status, "evidence": f"{status}, not tested: "
                 f"{cause['prediction'].strip()}" + (f" ({shown})" if shown else "")}
     item = explains(cause, entry)
     if item is None:
@@ -212,7 +213,7 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
         status = r[2]["cause_status"]
         if status.startswith(PARTLY):
             return 1, -abs(r[2]["predicted"] - judged["this_run"])
-        return {EXPLAINED: 0, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
+        return {EXPLAINED: 0, BY_CONSTRUCTION: 2, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
 
     best_id, best, result = min(results, key=key)
     tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
@@ -343,6 +344,7 @@ def status_counts(report: pd.DataFrame) -> dict[str, int]:
     counts = {"consistent": status == CONSISTENT, "differs": differs,
               EXPLAINED: differs & (cause == EXPLAINED), PARTLY: differs & cause.str.startswith(PARTLY),
               UNEXPLAINED: differs & cause.isin([UNEXPLAINED, ""]), SETUP: differs & (cause == SETUP),
+              BY_CONSTRUCTION: differs & (cause == BY_CONSTRUCTION),
               NOT_TESTED: differs & (cause == NOT_TESTED), INCONCLUSIVE: status == INCONCLUSIVE,
               NOT_SCORED: status == NOT_SCORED,
               "not found": ~status.isin([CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED])}

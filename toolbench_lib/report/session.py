@@ -3,6 +3,7 @@ discussion questions with this run's numbers (a table the run did not save is na
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
 from ..data.markdown import anchor, md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
+from .against import QUOTES
 from .checks import CAPTION, IMAGE, sections
 from .locate import TableCache
 
@@ -22,20 +24,19 @@ SESSION_HEADING = "A 90-minute reading-group session"
 QUESTIONS_HEADING = "Discussion questions"
 NOTES_HEADING = "Facilitator notes"
 SETS = ("G1", "G2", "G3")
-NAN = float("nan")
 NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the starts of report.md headings, minutes, what to look for); then the discussion questions.
 PLAN = (
-    (("Setup and data",), 15, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+    (("Setup and data",), 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                               "Intent-Registry Coupling) and its claims, with this section's query sets, "
                               "registry and two pipelines"),
     (("The question and the answer",), 10, "the answer per retriever, what it tests, the setup differences"),
-    (("Which architecture finds more tools",), 5, "the main claim: recall, precision and pass rate per set"),
+    (("Which architecture finds more tools",), 10, "the main claim: recall, precision and pass rate per set"),
     (("A larger retrieval budget",), 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                         "against PtR at k = 5, and the curves over k"),
     (("Stubs and Intent-Registry Coupling",), 5, "the stubs, then a [worked query](#worked-queries) or a "
                                                  "[Table 2 example](#the-papers-table-2-examples) below"),
-    (("Where the paper disagrees with itself",), 15, "its numbers against each other, the questions its "
+    (("Where the paper disagrees with itself",), 10, "its numbers against each other, the questions its "
                                                      "text leaves open, then its p-values"),
     (("Registry scale", "Cost and routing", "Retriever families"), 10,
      "scale, cost and beyond the paper, one walk-through: divergence as the registry grows (which reading "
@@ -46,8 +47,8 @@ PLAN = (
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
 OPTIONAL = ("Trajectories",)  # the sections outside the plan, named after it for members who want more
-IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
-DISCUSSION_MINUTES = 20
+IN_SESSION = 5  # the discussion questions the session takes, about five minutes each; the others for later
+DISCUSSION_MINUTES = 25
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
@@ -58,10 +59,8 @@ SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", 
 QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
             "in the reference solution)")
 QUOTE_G2 = "intra-category multi-tool"
-QUOTE_TEST = "a one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP value)"
 QUOTE_BRAND = ("the raw query often contains the API’s name or brand directly, giving RtP a direct embedding "
                "match while a planning step only abstracts away this signal")
-QUOTE_UPPER = "retrieval quality upper-bounds task completion"
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
 
 
@@ -119,15 +118,12 @@ def plan_lines(report_md: str) -> list[str]:
             "", f"Total: {total} minutes.", *more, *figure_map]
 
 
-# -- this run's numbers -------------------------------------------------------------------------------------
-
 class NotInRun(LookupError):
     """A table, or a row of it, that this run did not save."""
 
 
 def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
-    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` when the run did
-    not save the table or it lacks a filtered column."""
+    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` without them."""
     df = cache.get(table)
     if df is None or df.empty:
         raise NotInRun(f"no `{table}` table (notebook {SAVED_BY.get(table, '?')} saves it)")
@@ -200,8 +196,7 @@ def g3_ground_truths(c: TableCache) -> str:
 
 
 def endpoint(c: TableCache, family: str, column: str, subset: str) -> float:
-    """The primary comparison's ``column``: dense from ``primary_endpoint``, other families from
-    ``primary_endpoint_families`` (as the report's front reads them)."""
+    """The primary comparison's ``column`` (dense from ``primary_endpoint``, as the front reads it)."""
     table = "primary_endpoint" if family == "dense" and c.get("primary_endpoint") is not None else \
         "primary_endpoint_families"
     return value(c, table, column, subset=subset, retriever=family)
@@ -211,9 +206,15 @@ def bm25_tests(c: TableCache) -> str:
     runs, n, p_runs, p_holm = (endpoint(c, "bm25", col, "G1")
                                for col in ("n_runs", "n_queries", "p_runs_robustness", "p_holm"))
     over_runs, paired = fmt_p(p_runs, NO_P), fmt_p(p_holm, NO_P)
-    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {over_runs}, the paired t-test "
-            f"over {fmt_count(n)} queries (Holm over the sets) {paired} "
+    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {over_runs}, the clustered paired "
+            f"t-test over {fmt_count(n)} queries (Holm over the sets) {paired} "
             "(`primary_endpoint_families`: p_runs_robustness, p_holm)")
+
+
+def g3_clusters(c: TableCache) -> str:
+    n, groups = (endpoint(c, "dense", col, "G3") for col in ("n_queries", "n_groups"))
+    return (f"G3's {fmt_count(n)} queries come from {fmt_count(groups)} API samples (`primary_endpoint`: "
+            "n_groups)")
 
 
 def bm25_against_dense(c: TableCache) -> str:
@@ -403,7 +404,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     """``(title, the paper's numbers, makers of this run's numbers, what to discuss, the facilitator's note)``
     per question; the paper's numbers are its reference entries' (``refs``: id to entry)."""
     def paper(entry: str) -> float:
-        return paper_bounds(refs[entry]["paper"]).get("value", NAN) if entry in refs else NAN
+        return paper_bounds(refs[entry]["paper"]).get("value", math.nan) if entry in refs else math.nan
 
     def sec(entry: str) -> str:
         return str(refs.get(entry, {}).get("section", "section not found"))
@@ -431,15 +432,16 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          decomposer_note),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
-         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTE_UPPER}” "
+         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTES['upper']}” "
          f"({setup}, evaluation proxy).",
          (objective_pass_rates, recall_ceiling),
          "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
          "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
         ("The test over runs against the test over queries",
-         f"It uses “{QUOTE_TEST}” ({setup}).", (bm25_tests,),
+         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and what does that do to its p-value?", tests_note),
+         "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
+         "independent observations does G3 hold?", tests_note),
         ("Which ground truth?",
          f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
          f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
@@ -457,8 +459,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"{fmt_number(ptr)} − {fmt_number(rtp)} = {fmt_signed(ptr - rtp)}.", (g1_difference,),
          "Can this run tell the paper's two values apart? What can make a stated difference differ from the "
          "difference of the stated means (another run, another table), and what should a paper say when it "
-         "does?",
-         lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
+         "does?", lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
         ("Which G2?",
          f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
          f"of {fmt_number(paper('g2_gt_size'))} ground-truth APIs ({sec('g2_gt_size')}).",
@@ -495,6 +496,5 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]
         notes.append(f"{i}. {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
-    return [*lines, f"## {NOTES_HEADING}", "",
-            "What this run's numbers answer, for whoever leads the discussion:", "",
-            *notes, ""]
+    lead = "What this run's numbers answer, for whoever leads the discussion:"
+    return [*lines, f"## {NOTES_HEADING}", "", lead, "", *notes, ""]

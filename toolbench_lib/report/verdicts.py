@@ -88,6 +88,14 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
             + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
 
 
+def solved_share(t: pd.DataFrame, evidence: str = "none") -> tuple[float, int]:
+    """The judge's "Solved" share of the plans whose ground-truth evidence is ``evidence`` (none, some,
+    all), pooled over ``judge_validity``'s rows, and how many plans that is."""
+    n = t[f"evidence_{evidence}"].where(t[f"solved_rate_{evidence}"].notna(), 0)
+    share = float((t[f"solved_rate_{evidence}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
+    return share, int(n.sum())
+
+
 def judge_lines(t: pd.DataFrame) -> list[str]:
     """The judge's "Solved" share of the plans that name no ground-truth API and of those that name every
     one, pooled over ``judge_validity``'s rows, and its kappa against the objective pass."""
@@ -95,12 +103,7 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
     if not set(cols) <= set(t) or not t["evidence_none"].sum():
         return []
 
-    def pooled(e: str) -> tuple[float, int]:
-        n = t[f"evidence_{e}"].where(t[f"solved_rate_{e}"].notna(), 0)
-        share = float((t[f"solved_rate_{e}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
-        return share, int(n.sum())
-
-    (none, n_none), (every, n_all) = pooled("none"), pooled("all")
+    (none, n_none), (every, n_all) = solved_share(t, "none"), solved_share(t, "all")
     k = t["kappa"].dropna()
     kappa, cap = _span(k), "kappa_max" in t and t["kappa_max"].notna().any()
     return [f"The judge, this run's own small LLM, calls {fmt_number(none)} of the {fmt_count(n_none)} plans "

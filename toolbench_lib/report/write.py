@@ -46,7 +46,7 @@ from .rows import scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .teaching import TITLES, teaching_material
-from .verdicts import section_verdicts, temperature_lines
+from .verdicts import section_verdicts, solved_share, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -234,15 +234,16 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         judge = cache.get("judge_validity")  # every plan's rows, as the main section reads them
         judge = judge[judge["plans"] == "all"] if judge is not None and "plans" in judge else judge
         kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
+        blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
-        answer = [bottom_line(rows, limits_of, rel, kappa) + "\n\n" + dense_part]
+        answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
         beyond, robust = (cut.strip() + beyond) if cut else "", robustness_sentence(rows)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
-             "**The question.** Does retrieving tools with the raw query (RtP) or with stubs the planner "
-             "writes first (PtR) find more of a query's ground-truth APIs, and does the answer flip between "
-             "single-tool (G1) and multi-tool (G2, G3) queries?", "",
+             "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
+             "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
+             "multi-tool (G2, G3) queries?", "",
              *([" ".join(a for a in answer if a), ""] if answer else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
@@ -303,13 +304,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "an equivalence. A row that differs names its cause's status: *explained* when "
               "the cause's predicted value has a CI that covers the paper's and moves at least half the "
               "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
-              "for a difference of setup (not a tested cause; shown as *cause untested*), "
-              "*unexplained* otherwise (`references/causes.yaml`).",
+              "for a difference of setup (not a tested cause; shown as *cause untested*), *by construction* "
+              "for a number this run's own data or definitions make differ (registry version, query set, "
+              "name matching, prompt format), *unexplained* otherwise (`references/causes.yaml`).",
               "", *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
-              "(*cause untested*) by cause; then each other row that differs, what it measures and its "
-              "cause.", "",
+              "(*cause untested*) or by construction, by cause; then each other row that differs, what it "
+              "measures and its cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
               "## Appendix C: worked queries and the Table 2 examples", "",
