@@ -9,12 +9,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
+from ..data.queries import GT_DEFINITIONS, check_gt, clusters, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import runs_test, wilson_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
+from .intervals import ci_of, with_ci
 from .references import paper_query_counts
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 from .summary import pass_rates, summary_table
@@ -24,7 +25,8 @@ MAIN_COLUMNS = ["subset", "method", "gt", "n_queries", "n_runs", "recall_mean", 
                 "n_planned"]
 TTEST_COLUMNS = ["subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value",
                  "ptr_mean", "n_rtp", "n_ptr", "note"]
-WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries"]
+WINS_COLUMNS = ["subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "basis", "n_queries",
+                *ci_of("rtp_wins_share", "ptr_wins_share")]
 
 
 def study_k(result: StudyResult) -> int:
@@ -127,9 +129,12 @@ def wins(result: StudyResult, k: int | None = None, gts: Sequence[str] = GT_DEFI
             for metric in metrics:
                 w = s.pivot(index="qkey", columns="method", values=metric)[["rtp", "ptr"]].dropna()
                 d = w["ptr"].to_numpy() - w["rtp"].to_numpy()
-                rows.append({"subset": subset_alias(subset), "gt": gt, "metric": metric,
-                             "rtp_wins": int((d < -1e-12).sum()), "ptr_wins": int((d > 1e-12).sum()),
-                             "ties": int((np.abs(d) <= 1e-12).sum()), "basis": basis, "n_queries": len(d)})
+                row = {"subset": subset_alias(subset), "gt": gt, "metric": metric,
+                       "rtp_wins": int((d < -1e-12).sum()), "ptr_wins": int((d > 1e-12).sum()),
+                       "ties": int((np.abs(d) <= 1e-12).sum()), "basis": basis, "n_queries": len(d)}
+                cl = clusters(result.queries, w.index)  # each share's CI resamples API samples
+                with_ci(row, "rtp_wins_share", (d < -1e-12).astype(float), cl)
+                rows.append(with_ci(row, "ptr_wins_share", (d > 1e-12).astype(float), cl))
     return pd.DataFrame(rows, columns=WINS_COLUMNS)
 
 
@@ -184,7 +189,9 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
         col = f"{method}_wins"
         wins_ = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
         share = wins_ / n
-        ci = np.array([wilson_ci(c, m) for c, m in zip(wins_, n, strict=True)]).reshape(-1, 2)
+        lo_hi = [f"{method}_wins_share_ci_{e}" for e in ("low", "high")]
+        ci = (w.reindex(subsets)[lo_hi].to_numpy(float) if set(lo_hi) <= set(w) else  # clustered, when saved
+              np.array([wilson_ci(c, m) for c, m in zip(wins_, n, strict=True)]).reshape(-1, 2))
         err = np.nan_to_num(np.vstack([share - ci[:, 0], ci[:, 1] - share]))
         pos = x + (i - (len(methods) - 1) / 2) * width
         ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),
@@ -194,7 +201,7 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
                               for r, s in zip(refs, subsets, strict=True)])
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, 1)
-    ax.set_title("queries won on recall\n(share, Wilson 95%)")
+    ax.set_title("queries won on recall\n(share, 95% CI)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=LEGEND_SIZE, frameon=False)
     fig.suptitle(f"RtP and PtR per set (ground truth: {gt}); diamonds: the paper")

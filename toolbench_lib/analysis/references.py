@@ -34,7 +34,8 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                      "precision_mean", "precision_std", "judged_pass_rate_mean", "judged_pass_rate_std",
                      "n_planned",
                      *ci_of("recall", "precision")),
-    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries"),
+    "wins": ("subset", "gt", "metric", "rtp_wins", "ptr_wins", "ties", "n_queries", "rtp_wins_share_ci_low",
+             "rtp_wins_share_ci_high", "ptr_wins_share_ci_low", "ptr_wins_share_ci_high"),
     "paired_tests": ("subset", "gt", "metric", "n", "rtp_mean", "ptr_mean", "diff", "ci_low", "ci_high",
                      "p", "p_holm", "family", "rtp_wins", "ptr_wins", "ties", "p_wilcoxon_robustness",
                      "p_runs_robustness"),
@@ -178,6 +179,8 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
         for part, keys in (("ci", ("low", "high")), ("share", ("n",)), ("wilson", ("count", "n"))):
             for key in keys if part in entry else ():
                 check_locator(entry[part][key], f"{entry['id']}.{part}.{key}")
+        for key in ("low", "high") if "ci" in entry.get("share", {}) else ():
+            check_locator(entry["share"]["ci"][key], f"{entry['id']}.share.ci.{key}")
         margin = entry.get("equivalence", {}).get("margin")
         if isinstance(margin, Mapping):
             check_locator(margin, f"{entry['id']}.equivalence.margin")

@@ -15,10 +15,10 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from tqdm.auto import tqdm
 
 from ..config import K
-from ..data.queries import DEFAULT_GT, check_gt, subset_alias
+from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import hits_at
 from ..retrieval.subregistry import sample_subregistry
-from .intervals import with_wilson
+from .intervals import with_ci
 from .similarity import SimilarityCache, topk_columns
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, SET_COLORS
 
@@ -105,7 +105,7 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scale, scale_divergence)`` over :func:`scale_draws` (the whole index once, seed 0), PtR averaged
-    over ``runs`` (default: all), each divergence share with its Wilson 95% interval."""
+    over ``runs`` (default: all), each divergence share with its 95% interval resampling API samples."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")
@@ -123,11 +123,11 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                 scale_rows.append({**base, "method": method, "gt": gt, "recall": arr[:, 0].mean(),
                                    "precision": arr[:, 1].mean(), "n_runs": len(tops), **extra})
         if ptr_tops:
-            share = float(np.mean([no_overlap(rtp_top, top).mean() for top in ptr_tops]))
+            per_query = np.mean([no_overlap(rtp_top, top) for top in ptr_tops], axis=0)  # mean over runs
             differ = float(np.mean([non_identical(rtp_top, top).mean() for top in ptr_tops]))
-            row = {**base, "no_overlap_share": share, "non_identical_share": differ,
+            row = {**base, "no_overlap_share": float(per_query.mean()), "non_identical_share": differ,
                    "n_runs": len(ptr_tops), **extra}
-            div_rows.append(with_wilson(row, "no_overlap_share", share * len(sq), len(sq)))
+            div_rows.append(with_ci(row, "no_overlap_share", per_query, clusters(queries, sq["qkey"])))
     return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
 
 

@@ -12,7 +12,7 @@ from ..eval.evaluation import per_query_runs
 from ..eval.stats import t_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
-from .intervals import ci_of, with_ci, with_wilson
+from .intervals import ci_of, with_ci
 from .main_results import study_k, subset_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS, paper_marks
 
@@ -123,8 +123,9 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
                          "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
                          "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan,
                          "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
-            with_wilson(rows[-1], "refusal_rate_on_miss", refused.sum(), n)
-            with_wilson(rows[-1], "wrong_tool_rate_on_miss", named.sum(), n)
+            cl = clusters(result.queries, mm["qkey"])  # its sample: one cluster
+            with_ci(rows[-1], "refusal_rate_on_miss", refused.to_numpy(dtype=float), cl)
+            with_ci(rows[-1], "wrong_tool_rate_on_miss", named.to_numpy(dtype=float), cl)
     return pd.DataFrame(rows, columns=MISS_COLUMNS + MISS_EXTRA)
 
 

@@ -232,13 +232,15 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
     return 0.0, CONSISTENT, "", basis
 
 
-def compare_share(count: float, n: float, paper_count: float, paper_n: float) -> tuple[float, str, str, str]:
-    """A count compared as a share of its set: consistent when the paper's share lies in the Wilson 95%
-    interval of this run's (``count / n``)."""
+def compare_share(count: float, n: float, paper_count: float, paper_n: float,
+                  ci: tuple[float, float] | None = None) -> tuple[float, str, str, str]:
+    """A count compared as a share of its set: consistent when the paper's share lies in this run's 95% CI of
+    ``count / n``: ``ci`` (as the table saved it, resampling API samples), else Wilson's."""
     share, paper_share = count / n, paper_count / paper_n
-    low, high = wilson_ci(count, n)
+    low, high = ci or wilson_ci(count, n)
     ok = _overlaps(low, high, paper_share, paper_share)
-    basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), Wilson 95% CI "
+    how = "Wilson 95% CI" if ci is None else "95% CI"
+    basis = (f"share {fmt_number(share)} ({fmt_count(count)} of {fmt_count(n)}), {how} "
              f"[{fmt_number(low)}, {fmt_number(high)}]; paper {fmt_number(paper_share)} "
              f"({fmt_count(paper_count)} of {fmt_count(paper_n)})")
     diff = share - paper_share

@@ -249,9 +249,13 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if "share" in entry and "value" in bounds:
         n, why = locate(entry["share"]["n"], tables)
         if not why and n > 0:
-            paper_n = entry["share"]["paper_n"]
-            diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n)
-            low, high = wilson_ci(value, n)  # shown as shares: the two sets differ in size
+            paper_n, ci = entry["share"]["paper_n"], None
+            if "ci" in entry["share"]:  # the share's CI as the table saved it (resampling API samples)
+                (low, why_low), (high, why_high) = (locate(entry["share"]["ci"][e], tables)
+                                                    for e in ("low", "high"))
+                ci = None if why_low or why_high else (low, high)
+            diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n, ci)
+            low, high = ci or wilson_ci(value, n)  # shown as shares: the two sets differ in size
             row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
                        ci_low=low, ci_high=high, metric=f"{entry.get('metric', '')} share",
                        two_sample=_two_sample(status, value / n, bounds["value"] / paper_n, (low, high)),
