@@ -115,13 +115,13 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     teaching = (cfg.out_dir / TEACHING_FILE).read_text(encoding="utf-8")
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
-    assert "below, 1 to 5, about 5 minutes each (the others for after the session)." in plan
-    assert "9. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
+    assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
     assert "1. **10 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
-    assert "6. **10 min**: [Where the paper disagrees" in plan
-    # scale, cost and the other retrievers: one block of three sections
-    block = r"7\. \*\*10 min\*\*: \[Registry scale[^\n]*; \[Cost and routing[^\n]*; \[Retriever families"
-    assert re.search(block, plan)
+    assert "5. **10 min**: [Stubs and Intent-Registry Coupling" in plan
+    assert "6. **5 min**: [Trajectories" in plan
+    assert "8. **10 min**: [Where the paper disagrees" in plan
+    assert "Outside the plan, for members who want more: [Cost and routing" in plan
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
     headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
@@ -142,11 +142,11 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
-    assert "below, 1 to 5, about 5 minutes each (the others for after the session)." in plan
+    assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
     assert "Outside the plan" not in plan  # none of its sections is in this report
-    more = "\n".join(plan_lines(report + "\n## Trajectories (§4.3, Figure 4)\n\nwords\n"))
-    assert ("Outside the plan, for members who want more: [Trajectories (§4.3, Figure 4)]"
-            "(report.md#trajectories-43-figure-4).") in more
+    more = "\n".join(plan_lines(report + "\n## Cost and routing (§5)\n\nwords\n"))
+    assert ("Outside the plan, for members who want more: [Cost and routing (§5)]"
+            "(report.md#cost-and-routing-5).") in more
     # the figure map: each figure's file and the paper's figure its section's heading names, whether or
     # not the plan takes its section
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"

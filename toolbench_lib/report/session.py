@@ -30,25 +30,25 @@ PLAN = (
     (("Setup and data",), 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                               "Intent-Registry Coupling) and its claims, with this section's query sets, "
                               "registry and two pipelines"),
-    (("The question and the answer",), 10, "the answer per retriever, what it tests, the setup differences"),
+    (("The question and the answer",), 5, "pre-read: what the answer tests and what it leaves untested"),
     (("Which architecture finds more tools",), 10, "the main claim: recall, precision and pass rate per set"),
     (("A larger retrieval budget",), 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                         "against PtR at k = 5, and the curves over k"),
-    (("Stubs and Intent-Registry Coupling",), 5, "the stubs, then a [worked query](#worked-queries) or a "
-                                                 "[Table 2 example](#the-papers-table-2-examples) below"),
+    (("Stubs and Intent-Registry Coupling",), 10, "its explanation: stubs, a [worked query](#worked-queries),"
+                                                  " a [Table 2 example](#the-papers-table-2-examples)"),
+    (("Trajectories",), 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses"),
+    (("Registry scale",), 5, "divergence as the registry grows and which reading fits the paper (the "
+                             "smallest sub-registries are mostly ground truth)"),
     (("Where the paper disagrees with itself",), 10, "its numbers against each other, the questions its "
                                                      "text leaves open, then its p-values"),
-    (("Registry scale", "Cost and routing", "Retriever families"), 10,
-     "scale, cost and beyond the paper, one walk-through: divergence as the registry grows (which reading "
-     "fits the paper; the smallest sub-registries are mostly ground truth), what PtR costs and whether RtP's "
-     "top-1 cosine can route, then the same question with BM25 and hybrid retrieval (exploratory)"),
+    (("Retriever families",), 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval"),
 )
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
-OPTIONAL = ("Trajectories",)  # the sections outside the plan, named after it for members who want more
-IN_SESSION = 5  # the discussion questions the session takes, about five minutes each; the others for later
-DISCUSSION_MINUTES = 25
+OPTIONAL = ("Cost and routing",)  # the sections outside the plan, named after it for members who want more
+IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
+DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
