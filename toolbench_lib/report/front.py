@@ -208,7 +208,7 @@ def crossover_limits(rows: pd.DataFrame,
 def overturned(rows: pd.DataFrame) -> list[int]:
     """The significant verdicts that Holm over every family × set comparison at once overturns (it only
     raises p-values; none with one family)."""
-    over_all = holm_over_all(rows)
+    over_all = holm_over_all(rows) if "p" in rows else None
     if over_all is None:
         return []
     return [i for i, p, sig in zip(rows.index, over_all, rows["significant"].astype(bool), strict=True)
@@ -254,36 +254,40 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
     on that ground truth), or does not appear with this run's stub writer (noting another family where the
     same stubs lead); that the paper's pass rates cannot be checked when the judge's best ``kappa`` is below
     :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls "Solved"
-    (``solved_blind``); then, as exploratory, the
-    families with which the whole crossover holds, and where it stops holding (``limits``, from
-    :func:`crossover_limits`)."""
+    (``solved_blind``); then, as exploratory, the families with which the whole crossover holds, and where
+    it stops holding (``limits``, from :func:`crossover_limits`); a verdict Holm over every comparison at
+    once overturns (:func:`overturned`) says so."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
+    lost_all, all_n = set(overturned(rows)), f"Holm over all {fmt_count(len(rows))} comparisons"
     rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
            if relevant is not None and len(relevant) else pd.Series(dtype=bool))
     said = []
     for r in dense.itertuples():
         s, v = subset_alias(r.subset), str(r.verdict)
         if v == "reproduced":
-            lost = r.subset in rel.index and not bool(rel[r.subset])
+            lost = [x for x, gone in (("on `relevant` (the APIs each query was written to need)",
+                                       r.subset in rel.index and not bool(rel[r.subset])),
+                                      (f"under {all_n}", r.Index in lost_all)) if gone]
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
-                        + (", though not significantly on `relevant` (the APIs each query was written "
-                           "to need)" if lost else ""))
+                        + (f", though not significantly {' or '.join(lost)}" if lost else ""))
         elif not _holds(r):
             other = rows[(rows["retriever"] != "dense") & (rows["subset"] == r.subset)
                          & rows["significant"].astype(bool) & (rows["leader"] == r.paper_leader)]
             also = (f" (with {FAMILY_SHORT.get(other['retriever'].iloc[0], other['retriever'].iloc[0])} the "
                     "same stubs lead)" if len(other) else "")
-            said.append(f"{r.paper_leader}'s {s} lead does not appear with dense retrieval and this run's "
-                        f"smaller stub writer{also}, so the paper's setup stays untested")
+            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's embedder and smaller "
+                        f"stub writer{also}, so the paper's setup stays untested")
     if kappa is not None and kappa < MIN_KAPPA and solved_blind is not None:
-        said.append("the paper's pass rates cannot be checked: this run's judge calls "
-                    f"{fmt_number(solved_blind)} of plans that name no ground-truth API \"Solved\"")
+        said.append("pass rates cannot be checked: this run's judge calls "
+                    f"{fmt_number(solved_blind)} of plans naming no ground-truth API \"Solved\"")
     holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
+    holm = any(rows.loc[i, "retriever"] in holds for i in lost_all)
     if holds:
         names = _sets([FAMILY_SHORT.get(f, f) for f in holds], "or")
         said.append(f"exploratory, beyond the paper: with {names} retrieval the paper's crossover appears"
-                    + (f", though not on {_sets(fails, 'or')}" if fails else ""))
+                    + (f", though not on {_sets(fails, 'or')}" if fails else "")
+                    + (f"{', nor' if fails else ', though not'} under {all_n}" if holm else ""))
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 

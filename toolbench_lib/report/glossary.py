@@ -64,12 +64,11 @@ GLOSSARY: tuple[Term, ...] = (
          "(trajectory divergence).",
          "analysis.scale.no_overlap, analysis.trajectory.jaccard"),
     Term("bootstrap CI",
-         "A 95% confidence interval of a mean over queries (a recall, a share of queries won) from "
-         "resampling ToolBench's API samples (the clusters of the clustered paired t-test, each with all its "
-         "queries) with replacement and taking the 2.5th and 97.5th percentiles of the resampled means. A "
-         "paired difference (PtR − RtP) gets the clustered paired t-test's own interval instead, so it "
-         "excludes 0 exactly when that test's unadjusted p is below 0.05. Divergence pooled over several "
-         "sets (`divergence_readings`) keeps a Wilson interval over queries.",
+         "A 95% CI of a mean over queries (a recall, a share of queries won) from resampling ToolBench's API "
+         "samples (the clustered test's clusters) with replacement: the 2.5th and 97.5th percentiles of the "
+         "resampled means. A paired difference (PtR − RtP) gets the clustered paired t-test's own interval, "
+         "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence pooled over sets "
+         "(`divergence_readings`) keeps a Wilson interval over queries.",
          "eval.stats.grouped_bootstrap_ci, eval.stats.t_ci"),
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "

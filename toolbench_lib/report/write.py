@@ -238,7 +238,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
-        beyond, robust = (cut.strip() + beyond) if cut else "", robustness_sentence(rows)
+        beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
@@ -251,7 +251,6 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         table = beside_g2(rows, g2i)
         dense = table["retriever"] == "dense"
         parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
-        parts += [f"**Robustness** (no verdict): {robust}", ""] if robust else []
         if (~dense).any():  # the other families after their sentence, without the paper's recalls again
             parts += [beyond, "", endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
@@ -278,7 +277,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
                   "they give no verdict; neither clusters the queries):", "",
-                  runs_test_table(rows, ledger), ""]
+                  runs_test_table(rows, ledger), "", robustness_sentence(rows), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
@@ -305,8 +304,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "the cause's predicted value has a CI that covers the paper's and moves at least half the "
               "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
               "for a difference of setup (not a tested cause; shown as *cause untested*), *by construction* "
-              "for a number this run's own data or definitions make differ (registry version, query set, "
-              "name matching, prompt format), *unexplained* otherwise (`references/causes.yaml`).",
+              "where this run's own data or definitions make it differ, *unexplained* otherwise "
+              "(`references/causes.yaml`).",
               "", *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
