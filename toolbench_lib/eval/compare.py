@@ -39,7 +39,7 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
     rows, diffs, clusters = {}, {}, {}
     for s in tested:
         mask = np.flatnonzero(ev.subsets == s)
-        mask = mask[np.argsort(ev.qkeys[mask], kind="stable")]  # queries by key: the resampling's order
+        mask = mask[np.argsort(ev.qkeys[mask], kind="stable")]  # queries by key, whatever the study's order
         x, y = runs_a[:, mask].mean(axis=0), runs_b[:, mask].mean(axis=0)  # each query's mean over runs
         clusters[s] = ev.groups[mask] if ev.groups is not None else None
         res, diffs[s] = paired(x, y, groups=clusters[s]), y - x

@@ -168,7 +168,8 @@ class Evaluation:
         buf = io.BytesIO()
         np.savez_compressed(buf, meta=np.array(meta), qkeys=self.qkeys.astype(str),
                             subsets=self.subsets.astype(str), n_gt=self.n_gt,
-                            flags=np.packbits(self.flags, axis=-1), groups=self.groups.astype(str))
+                            flags=np.packbits(self.flags, axis=-1),
+                            groups=(self.qkeys if self.groups is None else self.groups).astype(str))
         with atomic_path(path) as tmp:
             tmp.write_bytes(buf.getvalue())
         write_checksum(path)
