@@ -195,7 +195,7 @@ def family_figure(table: pd.DataFrame, k: int = K) -> plt.Figure:
     first.set_ylim(0, top * 1.3)  # the panels share it; room above the bars: the legend covers none
     fig.legend(*first.get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.93))
-    fig.suptitle(f"RtP and PtR with each retriever family (recall@{k}, 95% CI over queries)")
+    fig.suptitle(f"RtP and PtR with each retriever family (recall@{k}, 95% CI over API samples)")
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
 

@@ -170,8 +170,8 @@ def plot_scale_recall(scale: pd.DataFrame, k: int, claim: pd.DataFrame | None = 
         fig.tight_layout()
         return fig
     fig.legend(handles, names, loc="lower center", ncol=2, frameon=False)
-    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds; below: PtR − RtP, 95% CI over "
-                 "queries)")
+    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds; below: PtR − RtP, clustered 95% "
+                 "CI)")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 

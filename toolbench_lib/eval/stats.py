@@ -77,7 +77,7 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
     _, inverse = np.unique(np.asarray(groups), return_inverse=True)
     d = np.asarray(diff, dtype=float)
     sums, sizes = np.bincount(inverse, weights=d), np.bincount(inverse).astype(float)
-    if len(sums) < 2:
+    if len(sums) < 2 or n_resamples < 1:  # nothing to resample: the mean itself, as bootstrap_ci gives it
         return float(d.mean()), float(d.mean()), len(sums)
     counts = resample_counts(len(sums), n_resamples, seed)
     low, high = _percentile_ci((counts @ sums) / (counts @ sizes), level)
