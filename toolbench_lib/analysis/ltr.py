@@ -55,6 +55,9 @@ def single_methods(result) -> list[str]:
     return [m for m in result.methods if split_method(m)[0] in SINGLE]
 
 
+SCORE_COLUMNS = ["qkey", "subset", "part", "method", "gt", "recall", "cluster"]  # cluster: the paired tests'
+
+
 def _scored(queries, keys, method, gt, runs_lists, k: int) -> pd.DataFrame:
     """``qkey, subset, method, gt, recall``: recall@k of ``keys`` (of ``queries``) under ``gt``, mean over
     ``runs_lists`` (one per run)."""
@@ -111,7 +114,7 @@ def linear_fusion_scores(design, validation=None, unseen: set[str] | None = None
                      for r in runs]
             for gt in gts:
                 frames.append(_scored(result.queries, keys, f"linear {name}", gt, lists, k).assign(part=part))
-    return pd.concat(frames, ignore_index=True)[["qkey", "subset", "part", "method", "gt", "recall"]]
+    return pd.concat(frames, ignore_index=True)[SCORE_COLUMNS]
 
 
 def ranker_scores(design, validation=None, unseen: set[str] | None = None,
@@ -149,7 +152,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
     out = pd.concat(frames, ignore_index=True)
-    return out[["qkey", "subset", "part", "method", "gt", "recall"]], models
+    return out[SCORE_COLUMNS], models
 
 
 def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:
