@@ -324,7 +324,7 @@ def set_line(r, note: str = "") -> str:
     as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
     if v == "reproduced":
         against = as_paper
-    elif s == "G3" and v.startswith("same direction"):  # the paper calls its G3 difference not significant
+    elif _holds(r):  # the same direction where the paper calls its own difference not significant
         against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
                                          f" (*“{QUOTES['g3_ns']}”*)")
     elif isinstance(r.paper_leader, str):
