@@ -30,7 +30,7 @@ from ..retrieval.ltr import (
 )
 from ..retrieval.ltr_features import LtrSpec, feature_table, study_runs
 from ..retrieval.retrievers import split_method
-from .fusion_board import chosen_fusions
+from .fusion_board import chosen_fusions, query_clusters
 from .style import LEGEND_SIZE
 
 SINGLE = ("rtp", "ptr")  # the architectures; with the dense family their method names
@@ -157,8 +157,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
 
 def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:
     w = g.pivot(index="qkey", columns="method", values="recall")
-    cl = g.drop_duplicates("qkey").set_index("qkey")["cluster"].reindex(w.index) if "cluster" in g else None
-    res = paired(w[ref].to_numpy(), w[method].to_numpy(), groups=cl)
+    res = paired(w[ref].to_numpy(), w[method].to_numpy(), groups=query_clusters(g, w.index))
     return {"n_queries": res["n"], "recall": res["mean_b"], "reference": ref,
             "reference_recall": res["mean_a"], **{c: res[c] for c in ("diff", "ci_low", "ci_high", "wins",
                                                                       "losses", "p", "note")}}
