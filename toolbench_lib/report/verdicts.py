@@ -71,7 +71,7 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     t = TableCache(cfg.tables_dir).get("judge_validity")
     if t is None or "ceiling" not in t:
         return []
-    t = t[t["plans"] == "all"] if "plans" in t else t
+    t = every_plan(t)
     t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
     sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
     if not sets:
@@ -86,6 +86,11 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
             + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
             + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
+
+
+def every_plan(t: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``judge_validity``'s rows over every plan (not only the plans both judges saw)."""
+    return t[t["plans"] == "all"] if t is not None and "plans" in t else t
 
 
 def solved_share(t: pd.DataFrame, evidence: str = "none") -> tuple[float, int]:

@@ -46,7 +46,7 @@ from .rows import scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .teaching import TITLES, teaching_material
-from .verdicts import section_verdicts, solved_share, temperature_lines
+from .verdicts import every_plan, section_verdicts, solved_share, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -231,8 +231,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        judge = cache.get("judge_validity")  # every plan's rows, as the main section reads them
-        judge = judge[judge["plans"] == "all"] if judge is not None and "plans" in judge else judge
+        judge = every_plan(cache.get("judge_validity"))  # as the main section reads it
         kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
