@@ -25,23 +25,23 @@ QUESTIONS_HEADING = "Discussion questions"
 NOTES_HEADING = "Facilitator notes"
 SETS = ("G1", "G2", "G3")
 NO_P = "p = n/a"  # a p-value the run did not save
-# The plan: (the starts of report.md headings, minutes, what to look for); then the discussion questions.
+# The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
 PLAN = (
-    (("Setup and data",), 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
-                              "Intent-Registry Coupling) and its claims, with this section's query sets, "
-                              "registry and two pipelines"),
-    (("The question and the answer",), 5, "pre-read: what the answer tests and what it leaves untested"),
-    (("Which architecture finds more tools",), 10, "the main claim: recall, precision and pass rate per set"),
-    (("A larger retrieval budget",), 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
-                                        "against PtR at k = 5, and the curves over k"),
-    (("Stubs and Intent-Registry Coupling",), 10, "its explanation: stubs, a [worked query](#worked-queries),"
-                                                  " a [Table 2 example](#the-papers-table-2-examples)"),
-    (("Trajectories",), 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses"),
-    (("Registry scale",), 5, "divergence as the registry grows and which reading fits the paper (the "
-                             "smallest sub-registries are mostly ground truth)"),
-    (("Where the paper disagrees with itself",), 10, "its numbers against each other, the questions its "
-                                                     "text leaves open, then its p-values"),
-    (("Retriever families",), 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval"),
+    ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+                           "Intent-Registry Coupling) and its claims, with this section's query sets, "
+                           "registry and two pipelines"),
+    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested"),
+    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
+    ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
+                                     "against PtR at k = 5, and the curves over k"),
+    ("Stubs and Intent-Registry Coupling", 10, "its explanation: stubs, a [worked query](#worked-queries),"
+                                               " a [Table 2 example](#the-papers-table-2-examples)"),
+    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses"),
+    ("Registry scale", 5, "divergence as the registry grows and which reading fits the paper (the "
+                          "smallest sub-registries are mostly ground truth)"),
+    ("Where the paper disagrees with itself", 10, "its numbers against each other, the questions its "
+                                                  "text leaves open, then its p-values"),
+    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval"),
 )
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
@@ -86,24 +86,22 @@ def plan_lines(report_md: str) -> list[str]:
                 file = "n/a"
     lines = []
     words = sum(len(text.split()) for h, text in found.items() if h.startswith(PRE_READING))
-    for i, (starts, minutes, what) in enumerate(PLAN, 1):
-        parts = []
-        for start in starts:
-            heading = next((h for h in found if h.startswith(start)), None)
-            if heading is None:
-                parts.append(f"{start} (not in this run's report)")
-                continue
-            figures = figures_of.get(heading, [])
-            shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
-            parts.append(f"[{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)}){shown}")
-        lines.append(f"{i}. **{minutes} min**: {'; '.join(parts)}: {what}.")
+    for i, (start, minutes, what) in enumerate(PLAN, 1):
+        heading = next((h for h in found if h.startswith(start)), None)
+        if heading is None:
+            lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
+            continue
+        figures = figures_of.get(heading, [])
+        shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
+        lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
+                     f"{shown}: {what}.")
     total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
                     if h.startswith(PRE_READING))
     before = (f"Before the session, each member reads the paper and {pre} ({fmt_count(words)} words with "
               f"their tables, about {reading} minutes at {READING_WPM} words a minute, a pace for text dense "
-              "with tables); in the session, each block is one member's walk-through of its sections.")
+              "with tables); in the session, each block is one member's walk-through of its section.")
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
