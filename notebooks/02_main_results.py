@@ -151,12 +151,23 @@ display(paired_tests.drop(columns=["a", "b"]).round(4))
 # front reads this table, and every other place that shows the comparison shows these numbers.
 
 # %%
-from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table  # noqa: E402
+from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table, interaction_table  # noqa: E402
 
 endpoint = endpoint_table(result, PRIMARY.at(cfg.k), paper=PAPER_RECALL, families=["dense"])
 save_table(endpoint, "primary_endpoint", cfg, prov)
 display(Markdown(PRIMARY.at(cfg.k).text()))
 display(endpoint.drop(columns=["p_family"]).round(4))
+
+# %% [markdown]
+# ### The crossover as one test
+# The paper's crossover says the leader changes with the set. Read as one test: how PtR − RtP changes from G1
+# to G2 and to G3 (a difference in differences; the sets hold different queries, so each set's clustered SE
+# adds; Holm over the two), beside the paper's own change.
+
+# %%
+crossover = interaction_table(result, PRIMARY.at(cfg.k), paper=PAPER_RECALL, families=["dense"])
+save_table(crossover, "primary_crossover", cfg, prov)
+display(crossover.round(4))
 
 # %% [markdown]
 # ### The paper's test over several runs

@@ -89,16 +89,20 @@ display(Markdown(rv.provenance_markdown(study)))
 # The same comparison as notebook 02's primary endpoint (`analysis.endpoint.PRIMARY`), per retriever family:
 # PtR − RtP recall@k per set with the paired t-test's 95% CI, the test Holm-corrected over the three sets of
 # the family, and the paper's test over runs. The report's front states one conclusion per family from it.
+# The crossover as one test per family: how PtR − RtP changes from G1 to G2 and G3 (as in notebook 02).
 
 # %%
-from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table  # noqa: E402
+from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table, interaction_table  # noqa: E402
 from toolbench_lib.analysis.references import paper_value  # noqa: E402
 
 paper_recall = {s: {m: v for m in ("rtp", "ptr") if (v := paper_value(f"{s.lower()}_{m}_recall")) is not None}
                 for s in ("G1", "G2", "G3")}
 families_endpoint = endpoint_table(study, PRIMARY.at(cfg.k), paper=paper_recall)
-save_tables({"primary_endpoint_families": families_endpoint}, cfg, prov)
+families_crossover = interaction_table(study, PRIMARY.at(cfg.k), paper=paper_recall)
+save_tables({"primary_endpoint_families": families_endpoint, "primary_crossover_families": families_crossover},
+            cfg, prov)
 display(families_endpoint.drop(columns=["p_family"]).round(4))
+display(families_crossover.round(4))
 
 # %% [markdown]
 # ## Recall per retriever family and architecture

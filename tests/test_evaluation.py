@@ -12,7 +12,7 @@ from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
 from toolbench_lib.data.queries import ground_truth_groups
-from toolbench_lib.eval.compare import compare, holm_ci, p_value_conflicts
+from toolbench_lib.eval.compare import compare, holm_ci, interactions, p_value_conflicts
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
     K_MAX,
@@ -23,7 +23,7 @@ from toolbench_lib.eval.evaluation import (
     relevance,
     score_rankings,
 )
-from toolbench_lib.eval.stats import holm, paired, runs_test, t_ci
+from toolbench_lib.eval.stats import holm, paired, runs_test, t_ci, two_sample
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
@@ -84,12 +84,13 @@ def test_metric_values_broadcast_over_leading_axes() -> None:
     assert metric_values(flags, np.array([1, 2, 0]), "mrr", 5)[1, 1] == 0.25
 
 
-def _study(seed: int = 0, runs: int = 3, depth: int = K_MAX) -> StudyResult:
-    """A study of two methods over two sets: ``rtp`` written once for every run (run -1), ``ptr`` per run."""
+def _study(seed: int = 0, runs: int = 3, depth: int = K_MAX, n_sets: int = 2) -> StudyResult:
+    """A study of two methods over ``n_sets`` sets: ``rtp`` written once for every run (run -1), ``ptr`` per
+    run."""
     rng = np.random.default_rng(seed)
     rows, queries = [], []
     for i in range(30):
-        qk, subset = f"q{i}", "G1_instruction" if i < 15 else "G2_instruction"
+        qk, subset = f"q{i}", f"G{1 + i * n_sets // 30}_instruction"
         gt = [f"d{j}" for j in rng.choice(max(30, depth), size=3, replace=False)]
         queries.append({"qkey": qk, "subset": subset, "candidates": gt, "relevant": gt[:1]})
         for method, stored in (("rtp", [-1]), ("ptr", list(range(runs)))):
@@ -260,3 +261,40 @@ def test_every_interval_over_queries_resamples_their_clusters():
     names = {"diff": "diff", "ci_low": "lo", "ci_high": "hi"}
     assert paired_columns(np.zeros(60), copies, names, groups) == {
         "diff": res["diff"], "lo": res["ci_low"], "hi": res["ci_high"]}
+
+
+def test_the_change_between_two_sets_is_welchs_t_and_widens_with_clusters() -> None:
+    rng = np.random.default_rng(5)
+    first, second = rng.normal(-0.06, 0.2, 40), rng.normal(0.02, 0.3, 55)
+    mine, welch = two_sample(first, second), stats.ttest_ind(second, first, equal_var=False)
+    assert (mine["t"], mine["p"], mine["df"]) == pytest.approx((welch.statistic, welch.pvalue, welch.df))
+    ci = welch.confidence_interval()
+    assert (mine["ci_low"], mine["ci_high"]) == pytest.approx((ci.low, ci.high))
+    assert two_sample(first, second, np.arange(40), np.arange(55))["p"] == pytest.approx(mine["p"])
+    twice = two_sample(np.repeat(first, 2), np.repeat(second, 2), np.repeat(np.arange(40), 2),
+                       np.repeat(np.arange(55), 2))
+    assert twice["ci_high"] - twice["ci_low"] == pytest.approx(mine["ci_high"] - mine["ci_low"], rel=0.02)
+    assert np.isnan(two_sample(first[:1], second)["p"])
+
+
+def test_interactions_are_the_change_of_compares_differences() -> None:
+    study = _study(2)
+    ev = evaluate(study)
+    table = interactions(ev, "rtp", "ptr", "G1_instruction", ["G2_instruction"])
+    per_set = compare(ev, "rtp", "ptr").set_index("subset")["diff"]
+    row = table.iloc[0]
+    assert row["diff_first"] == pytest.approx(per_set["G1_instruction"])
+    assert row["diff"] == pytest.approx(per_set["G2_instruction"] - per_set["G1_instruction"])
+    assert row["ci_low"] < row["diff"] < row["ci_high"] and row["p_holm"] == row["p"]
+    assert (row["ci_low_holm"], row["ci_high_holm"]) == (row["ci_low"], row["ci_high"])
+    two = interactions(evaluate(_study(2, n_sets=3)), "rtp", "ptr", "G1_instruction",
+                       ["G2_instruction", "G3_instruction"])
+    assert two["p_holm"].tolist() == pytest.approx(list(holm(two["p"])))
+    held = two.iloc[int(two["p_holm"].to_numpy().argmax() == 0)]  # a row whose p Holm raised
+    assert held["p_holm"] > held["p"]
+    excludes_0 = held["ci_low_holm"] > 0 or held["ci_high_holm"] < 0
+    assert held["ci_high_holm"] - held["ci_low_holm"] > held["ci_high"] - held["ci_low"]
+    assert excludes_0 == (held["p_holm"] < 0.05)
+    assert len(set(table["comparison"]) & set(compare(ev, "rtp", "ptr")["comparison"])) == 0
+    with pytest.raises(KeyError, match="G3"):
+        interactions(ev, "rtp", "ptr", "G1_instruction", ["G3_instruction"])

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..config import K
 from ..data.queries import subset_alias
-from ..eval.compare import compare
+from ..eval.compare import INTERACTION_COLUMNS, compare, interactions
 from ..eval.evaluation import evaluate
 from .findings import recall_verdict
 
@@ -84,3 +84,31 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                          "rtp": t.mean_a, "ptr": t.mean_b, "p_family": f"{t.family} ({family})",
                          "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan)})
     return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
+
+
+def interaction_table(result, endpoint: Endpoint = PRIMARY,
+                      paper: Mapping[str, Mapping[str, float]] | None = None,
+                      families: Sequence[str] | None = None) -> pd.DataFrame:
+    """The paper's crossover as one test per family and later set: how PtR − RtP changes from G1 to G2 and
+    to G3 (:func:`~toolbench_lib.eval.compare.interactions`, Holm over the two), with the paper's own change
+    (``paper_diff``, from ``paper``'s recalls) where it reports both sets."""
+    columns = ["retriever", *INTERACTION_COLUMNS, "paper_diff"]
+    pairs = {f: p for f, p in family_pairs(result.methods).items() if families is None or f in families}
+    ev = evaluate(result) if pairs else None
+    sets = {subset_alias(s): s for s in dict.fromkeys(ev.subsets)} if ev is not None else {}
+    if "G1" not in sets or len(sets) < 2:
+        return pd.DataFrame(columns=columns)
+    paper = {subset_alias(s): v for s, v in (paper or {}).items()}
+
+    def paper_gap(s: str) -> float:
+        v = paper.get(s, {})
+        return v["ptr"] - v["rtp"] if "ptr" in v and "rtp" in v else np.nan
+
+    frames = []
+    for family, (a, b) in pairs.items():
+        t = interactions(ev, a, b, sets["G1"], [s for alias, s in sets.items() if alias != "G1"],
+                         endpoint.gt, endpoint.k, endpoint.metric)
+        t.insert(0, "retriever", family)
+        t["paper_diff"] = [paper_gap(subset_alias(s)) - paper_gap("G1") for s in t["second"]]
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True)[columns]

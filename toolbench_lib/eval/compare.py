@@ -10,7 +10,7 @@ import pandas as pd
 from ..config import K
 from ..data.queries import DEFAULT_GT
 from .evaluation import Evaluation, evaluate
-from .stats import holm, paired, runs_test, t_ci
+from .stats import holm, paired, runs_test, t_ci, two_sample
 
 COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff",
                    "ci_low", "ci_high", "t", "p", "p_holm", "ci_low_holm", "ci_high_holm", "family", "wins",
@@ -59,6 +59,42 @@ def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: s
         unadjusted = (r["ci_low"], r["ci_high"])
         r["ci_low_holm"], r["ci_high_holm"] = holm_ci(diffs[s], r["p"], r["p_holm"], unadjusted, clusters[s])
     return pd.DataFrame([rows[s] for s in sets], columns=COMPARE_COLUMNS)
+
+
+INTERACTION_COLUMNS = ["comparison", "a", "b", "metric", "k", "gt", "first", "second", "n_first", "n_second",
+                       "diff_first", "diff_second", "diff", "ci_low", "ci_high", "t", "df", "p", "p_holm",
+                       "ci_low_holm", "ci_high_holm", "family"]
+
+
+def interactions(evaluation, a: str, b: str, first: str, others: Sequence[str], gt: str = DEFAULT_GT,
+                 k: int = K, metric: str = "recall") -> pd.DataFrame:
+    """How ``b − a`` changes from set ``first`` to each of ``others`` (a difference in differences: the
+    paper's crossover read as one test): per query its mean over runs, each set's mean difference with its
+    cluster-robust SE, the sets independent (:func:`~.stats.two_sample`); p Holm-adjusted over ``others``."""
+    ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
+    vals = ev.values(metric, k, gt)
+    runs_a, runs_b = vals[ev._method(a)], vals[ev._method(b)]
+
+    def per_query(s: str) -> tuple[np.ndarray, np.ndarray | None]:
+        mask = np.flatnonzero(ev.subsets == s)
+        if not mask.size:
+            raise KeyError(f"no queries of set {s!r} in this evaluation")
+        return (runs_b[:, mask].mean(axis=0) - runs_a[:, mask].mean(axis=0),
+                ev.groups[mask] if ev.groups is not None else None)
+
+    d1, g1 = per_query(first)
+    second = {s: per_query(s) for s in others}
+    rows = [{"comparison": f"({comparison_key(a, b, metric, k, gt, s)}) − ({first})", "a": a, "b": b,
+             "metric": metric, "k": k, "gt": gt, "first": first, "second": s, "n_first": d1.size,
+             "n_second": d2.size, "diff_first": float(d1.mean()), "diff_second": float(d2.mean()),
+             **two_sample(d1, d2, g1, g2)} for s, (d2, g2) in second.items()]
+    adjusted = holm([r["p"] for r in rows]) if rows else []
+    for r, p in zip(rows, adjusted, strict=True):
+        level = 1 - 0.05 * r["p"] / p if np.isfinite(p) and p > r["p"] else 0.95  # as :func:`holm_ci`
+        held = two_sample(d1, *second[r["second"]][:1], g1, second[r["second"]][1], level=level)
+        r.update(p_holm=float(p), ci_low_holm=held["ci_low"], ci_high_holm=held["ci_high"],
+                 family=f"Holm over {', '.join(others)} against {first}")
+    return pd.DataFrame(rows, columns=INTERACTION_COLUMNS)
 
 
 def holm_ci(diff, p: float, p_holm: float, unadjusted: tuple[float, float], groups=None,

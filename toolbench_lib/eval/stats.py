@@ -150,6 +150,23 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
     return out
 
 
+def two_sample(first: Sequence[float], second: Sequence[float], groups_first: Sequence | None = None,
+               groups_second: Sequence | None = None, level: float = 0.95) -> dict:
+    """``mean(second) − mean(first)`` for two independent samples (per-query differences of two query sets),
+    each mean's SE cluster-robust by its ``groups`` (:func:`mean_se`), t on Welch–Satterthwaite df: with no
+    groups exactly Welch's t-test. ``diff``, ``ci_low``, ``ci_high``, ``t``, ``df``, ``p`` (NaN if either
+    sample has under 2 groups or a NaN)."""
+    (m1, se1, df1), (m2, se2, df2) = mean_se(first, groups_first), mean_se(second, groups_second)
+    out = {"diff": m2 - m1, "ci_low": np.nan, "ci_high": np.nan, "t": np.nan, "df": np.nan, "p": np.nan}
+    var = se1**2 + se2**2
+    if not np.isfinite(var) or var <= 0 or min(df1, df2) < 1:
+        return out
+    df = var**2 / (se1**4 / df1 + se2**4 / df2)
+    half, t = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var), out["diff"] / math.sqrt(var)
+    return {**out, "ci_low": out["diff"] - half, "ci_high": out["diff"] + half, "t": t, "df": float(df),
+            "p": float(2 * stats.t.sf(abs(t), df))}
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm-adjusted p-values in the input order; a missing p stays missing and is not in the family."""
     p = np.asarray(p_values, dtype=float)
