@@ -578,6 +578,27 @@ def _endpoint() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _crossings() -> pd.DataFrame:
+    return pd.DataFrame([{"retriever": family, "first": "G1_instruction", "second": second, "diff": diff,
+                          "ci_low_holm": lo, "ci_high_holm": hi, "p_holm": p, "paper_diff": paper}
+                         for family in ("dense", "bm25") for second, diff, lo, hi, p, paper in (
+                             ("G2_category_original", 0.051, 0.001, 0.101, 0.047, 0.128),
+                             ("G3_instruction_original", 0.02, -0.05, 0.09, 0.6, np.nan))])
+
+
+def test_the_crossover_as_one_test_says_where_ptr_gains_significantly():
+    from toolbench_lib.report.front import Ledger, crossover_test
+
+    ledger, rows = Ledger(), _crossings()
+    line = crossover_test(rows, ledger)
+    assert line.endswith("to G3 by +0.020 [-0.050, 0.090] (p = 0.600). PtR gains on RtP significantly from "
+                         "G1 to G2, the paper's direction."), line
+    assert ledger.as_dict()["dense G1 to G2 change of PtR − RtP p"] == "p = 0.0470"
+    rows["p_holm"] = 0.2
+    assert crossover_test(rows, Ledger(), "bm25").endswith("significantly from G1 to no later set.")
+    assert crossover_test(rows, Ledger(), "hybrid") == "" == crossover_test(rows.iloc[:0], Ledger())
+
+
 def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     """The front first (question, the primary endpoint, one table of the answer, the setup box with the
     scale study's sampling, the limits last); every saved figure appears once, in its section, with a caption
@@ -592,6 +613,9 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     save_table(endpoint, "primary_endpoint_families", cfg)
     save_table(pd.DataFrame({"subset": ["G1", "G3"], "keeps_all_gt": [True, True],
                              "smallest_gt_share": [0.82, 0.049]}), "scale_claim_verdict", cfg)
+    crossings = _crossings()
+    save_table(crossings[crossings["retriever"] == "dense"], "primary_crossover", cfg)
+    save_table(crossings, "primary_crossover_families", cfg)
     names = ["figure2", "k_ablation", "scale_divergence", "retriever_recall", "beyond_recall_vs_k",
              "mystery_plot"]
     for name in names:
@@ -613,6 +637,9 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "\n- **G1:** RtP leads, as in the paper" in front
     assert "**Beyond the paper** (exploratory: BM25" in front
     assert re.search(r"\n\| bm25 +\| G1", front), front
+    assert ("- **The crossover as one test** (how PtR − RtP changes from G1, Holm over the later sets): to G2 "
+            "by +0.051 [0.001, 0.101] (p = 0.0470; paper: +0.128) and to G3 by") in front
+    assert "**The crossover as one test, BM25**" in text.split("## Retriever families")[1]
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
     assert [f"*Figure {n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)

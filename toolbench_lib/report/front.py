@@ -25,6 +25,7 @@ RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and se
 RELEVANT_COLUMN = "on relevant: PtR − RtP [CI], p"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
+CROSSOVER_TABLES = ("primary_crossover", "primary_crossover_families")  # notebooks 02 and 12, as above
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 FAMILY_FIRST = {**FAMILY_SHORT, "hybrid": "hybrid (dense + BM25)"}  # a family's first mention in the answer
 PAPER_CROSSOVER = "RtP ahead on G1, PtR ahead on G2 and G3"
@@ -51,10 +52,12 @@ class Ledger:
         return {name: texts[0] if len(texts) == 1 else texts for name, texts in self.values.items()}
 
 
-def endpoint_rows(cfg: ExperimentConfig) -> pd.DataFrame:
-    """The primary comparison per retriever family and set: the dense rows of the main study (notebook
-    02), the other families' from the retriever study (notebook 12); empty when neither was saved."""
-    frames = [TableCache(cfg.tables_dir).get(name) for name in (ENDPOINT_TABLE, FAMILIES_TABLE)]
+def endpoint_rows(cfg: ExperimentConfig,
+                  tables: tuple[str, str] = (ENDPOINT_TABLE, FAMILIES_TABLE)) -> pd.DataFrame:
+    """The primary comparison per retriever family and set (or ``tables``' rows alike): the dense rows of the
+    main study (notebook 02), the other families' from the retriever study (notebook 12); empty when neither
+    was saved."""
+    frames = [TableCache(cfg.tables_dir).get(name) for name in tables]
     frames = [t for t in frames if t is not None and not t.empty]
     if len(frames) == 2:
         frames[1] = frames[1][~frames[1]["retriever"].isin(set(frames[0]["retriever"]))]
@@ -179,6 +182,28 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
                   f"{verdict[0].upper()}{verdict[1:]}.")
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
+
+
+def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") -> str:
+    """The crossover as one test for ``family`` (``rows``: :data:`CROSSOVER_TABLES`'): PtR − RtP's change
+    from G1 to each later set with its CI and p (Holm over those sets, as the answer table's), the paper's
+    change, and whether it moves significantly towards PtR, as the paper's crossover does."""
+    mine = rows[rows["retriever"] == family] if len(rows) else rows
+    if not len(mine):
+        return ""
+    said = []
+    for r in mine.itertuples():
+        n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
+        paper = f"; paper: {fmt_signed(r.paper_diff)}" if pd.notna(r.paper_diff) else ""
+        said.append(f"to {subset_alias(r.second)} by {ledger.put(n, fmt_signed(r.diff))} "
+                    f"{ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))} "
+                    f"({ledger.put(n + ' p', fmt_p(r.p_holm))}{paper})")
+    toward = [subset_alias(r.second) for r in mine.itertuples() if significant(r._asdict()) and r.diff > 0]
+    verdict = (f"PtR gains on RtP significantly from G1 to {_sets(toward)}, the paper's direction"
+               if toward else "PtR gains on RtP significantly from G1 to no later set")
+    label = "" if family == "dense" else f", {FAMILY_SHORT.get(family, family)}"
+    return (f"- **The crossover as one test{label}** (how PtR − RtP changes from G1, Holm over the later "
+            f"sets): {_sets(said)}. {verdict}.")
 
 
 def crossover_limits(rows: pd.DataFrame,

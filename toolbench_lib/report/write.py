@@ -24,6 +24,7 @@ from .appendix import APPENDIX_TABLES, table_section
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
+    CROSSOVER_TABLES,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
     Ledger,
@@ -31,6 +32,7 @@ from .front import (
     beside_g2,
     bottom_line,
     crossover_limits,
+    crossover_test,
     endpoint_rows,
     endpoint_table_markdown,
     limits,
@@ -222,7 +224,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                     provenance: list[dict], material, ledger: Ledger) -> str:
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
-    rows = endpoint_rows(cfg)
+    rows, crossings = endpoint_rows(cfg), endpoint_rows(cfg, CROSSOVER_TABLES)
     cache = TableCache(cfg.tables_dir)
     g2i = cache.get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
@@ -236,6 +238,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
+        dense_part += "".join(f"\n{x}" for x in [crossover_test(crossings, ledger)] if x)
         answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
@@ -273,6 +276,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
+    crossing = [x for f in (crossings["retriever"].unique() if len(crossings) else []) if f != "dense"
+                for x in [crossover_test(crossings, ledger, f)] if x]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
                   "they give no verdict; neither clusters the queries):", "",
@@ -281,7 +286,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *runs_test, *figures_markdown(cfg, "retriever"),
+              "retriever family and architecture.", "", *crossing, *([""] if crossing else []), *runs_test,
+              *figures_markdown(cfg, "retriever"),
               "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
               *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
               "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
