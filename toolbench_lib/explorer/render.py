@@ -273,8 +273,7 @@ class QueryRendering:
         return "".join(parts)
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
-        p = self.result.plans
-        run = self.shown_run
+        p, run = self.result.plans, self.shown_run
         mine = p if p.empty else p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == run)]
         if mine.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"

@@ -143,9 +143,8 @@ class QueryScores:
         """Query keys of the current view, in the table's order."""
         return self.table_frame()["qkey"].tolist()
 
-    def informative_query(self, frame: pd.DataFrame | None = None) -> str | None:
+    def informative_query(self, frame: pd.DataFrame) -> str | None:
         """The view's most informative query: the largest gap between the methods (first in study order)."""
-        frame = self.table_frame() if frame is None else frame
         if frame.empty:
             return None
         ranked = frame.sort_values(["abs_gap", "order"], ascending=[False, True], kind="stable")

@@ -17,7 +17,6 @@ from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
 from .data import (
-    MAX_K,
     PAGE_ROWS,
     CatalogueEntry,
     _ids,
@@ -35,7 +34,7 @@ from .data import (
 from .nav import QueryNavigation
 from .render import STYLE, QueryRendering
 from .scores import QueryScores
-from .views import StudyViews, ViewsFolderError, study_views, with_fused
+from .views import MAX_K, StudyViews, ViewsFolderError, study_views, with_fused
 
 # Sent with every address update (once per page): the table's clicks sent to the kernel, and the k
 # slider's handle named for assistive technology.
