@@ -41,9 +41,7 @@ class BenchLine:
 
     @property
     def meets_target(self) -> bool | None:
-        if self.target is None or self.ratio is None:
-            return None
-        return self.ratio >= self.target
+        return None if self.target is None or self.ratio is None else self.ratio >= self.target
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ratio": self.ratio, "meets_target": self.meets_target}
