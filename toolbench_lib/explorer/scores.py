@@ -116,8 +116,7 @@ class QueryScores:
         return found | self._base["qkey"].isin(keys).to_numpy()
 
     def table_frame(self) -> pd.DataFrame:
-        """The rows of the table for the current view, sorted: ``qkey, query_id, subset, text, a, b, gap,
-        abs_gap, winner, order``."""
+        """The rows of the table for the current view (``a``, ``b``: the two methods' recall), sorted."""
         a, b = self.methods
         o = self.outcomes()
         term = str(self.search.value).strip()
@@ -158,8 +157,7 @@ class QueryScores:
                        int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
     def best_single(self) -> tuple[str | None, float]:
-        """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
-        and that mean (the current run or mean of runs, ``k`` and ground truth)."""
+        """The single architecture (RtP, PtR, any family) of best mean recall in the subset, and that mean."""
         rows = (self._base["subset"] == self.subset.value).to_numpy() | self._multi_subset()
         singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}

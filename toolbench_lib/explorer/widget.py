@@ -186,11 +186,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         """The explorer of the study a run stored (``study``: its key), from its tables and views alone."""
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
-        views = study_views(folder, result)
-        family = catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None)
         return cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
                    source=f"{run_name}/{folder.parent.name}/{folder.name}", run_name=run_name,
-                   url_sync=url_sync, views=views, family=family)
+                   url_sync=url_sync, views=study_views(folder, result),
+                   family=catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None))
 
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = K,
@@ -233,11 +232,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     def _provenance_html(self) -> str:
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
-        report = ""
-        if self.run_name:  # the report of the family's main run names the methods and works queries through
-            report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
-                      f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
-                      f"/report.html</code>")
+        # the report of the family's main run names the methods and works queries through
+        report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
+                  f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
+                  f"/report.html</code>") if self.run_name else ""
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
