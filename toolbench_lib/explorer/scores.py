@@ -109,10 +109,8 @@ class QueryScores:
         found = (self._lower.str.contains(term, regex=False).to_numpy()
                  | self._gt_text.str.contains(term, regex=False).to_numpy())
         k, run = int(self.k.value), self.shown_run
-        keys = set()
-        for method in dict.fromkeys(self.methods):
-            keys.update(q for q, ids in self._ranking_of(method, run).items()
-                        if any(term in a.lower() for a in ids[:k]))
+        keys = {q for m in dict.fromkeys(self.methods) for q, ids in self._ranking_of(m, run).items()
+                if any(term in a.lower() for a in ids[:k])}
         return found | self._base["qkey"].isin(keys).to_numpy()
 
     def table_frame(self) -> pd.DataFrame:
