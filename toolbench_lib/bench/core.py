@@ -79,8 +79,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def format_table(lines: list[BenchLine], machine: dict) -> str:
     """The bench as one Markdown table, with the machine under it."""
-    rows = ["| measure | baseline | candidate | ratio | target | details |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| measure | baseline | candidate | ratio | target | details |", "|---|---|---|---|---|---|"]
     for ln in lines:
         if ln.skipped:
             rows.append(f"| {ln.name} | {ln.baseline} | {ln.candidate} | skipped | "
