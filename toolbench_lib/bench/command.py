@@ -70,9 +70,6 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         i8 = Embedder(f.name, model, f.fallback_from, "int8", model.variant)
         return bench_embedding(f, i8, fixed_sample(ds.texts, args.docs or sizes["docs"]))
 
-    def eta() -> BenchLine:
-        return bench_eta(fp32(), ds.texts, args.docs or sizes["eta_docs"])
-
     def search() -> BenchLine:
         if not args.quick and cached_complete(fp32(), ds.texts):
             vecs = embed_cached(fp32(), ds.texts, "registry", progress=False)
@@ -94,9 +91,6 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
 
         return bench_bm25(texts, qs, dense, source=f"{len(texts)} registry texts")
 
-    def ltr() -> BenchLine:
-        return bench_ltr(*_ltr_study(args.quick))
-
     def warm() -> BenchLine:
         full = not args.quick and cached_complete(fp32(), ds.texts)
         params = dict(WARM_FULL if full else WARM_SLICE, data_dir=args.data_dir)
@@ -110,11 +104,11 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
                                n_prompts=sizes["llm_prompts"], lock=args.llm_lock, queries=queries,
                                lock_timeout_s=args.llm_lock_timeout)
 
-    def gemini() -> BenchLine:
-        return bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])
-
-    return {"embedding": embedding, "eta": eta, "search": search, "bm25": bm25, "ltr": ltr, "warm": warm,
-            "local_llm": local_llm, "gemini": gemini}
+    return {"embedding": embedding,
+            "eta": lambda: bench_eta(fp32(), ds.texts, args.docs or sizes["eta_docs"]),
+            "search": search, "bm25": bm25, "ltr": lambda: bench_ltr(*_ltr_study(args.quick)), "warm": warm,
+            "local_llm": local_llm,
+            "gemini": lambda: bench_gemini(calls=sizes["gemini_calls"], workers=sizes["gemini_workers"])}
 
 
 def _ltr_study(quick: bool):

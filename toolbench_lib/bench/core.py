@@ -41,9 +41,7 @@ class BenchLine:
 
     @property
     def meets_target(self) -> bool | None:
-        if self.target is None or self.ratio is None:
-            return None
-        return self.ratio >= self.target
+        return None if self.target is None or self.ratio is None else self.ratio >= self.target
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ratio": self.ratio, "meets_target": self.meets_target}
@@ -81,8 +79,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def format_table(lines: list[BenchLine], machine: dict) -> str:
     """The bench as one Markdown table, with the machine under it."""
-    rows = ["| measure | baseline | candidate | ratio | target | details |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| measure | baseline | candidate | ratio | target | details |", "|---|---|---|---|---|---|"]
     for ln in lines:
         if ln.skipped:
             rows.append(f"| {ln.name} | {ln.baseline} | {ln.candidate} | skipped | "

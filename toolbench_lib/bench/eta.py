@@ -21,7 +21,6 @@ def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = SEED) -> Bench
     rng = np.random.default_rng(seed)
     sample = [texts[i] for i in rng.choice(len(texts), min(n, len(texts)), replace=False)]
     got: list[eta.EtaTracker] = []
-    # this slice gets the estimate a long build gets
     with patch.object(eta, "SAMPLE_MIN_TEXTS", 0), tempfile.TemporaryDirectory(prefix="bench-eta-") as tmp:
         embed_cached(embedder, sample, "registry", Path(tmp), progress=True, on_estimate=got.append)
     t = got[0]

@@ -54,7 +54,6 @@ class BatchedGreedy:
         import llama_cpp
 
         self.lc = llama_cpp
-        self.llama = llama
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
         params.n_batch = params.n_ubatch = 512

@@ -16,17 +16,12 @@ def _is_text(s: pd.Series) -> bool:
     return not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s))
 
 
-def _keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
-    """The text columns both tables hold: the rows are matched on them."""
-    return [c for c in a.columns if c in b.columns and _is_text(a[c]) and _is_text(b[c])]
-
-
 def table_diff(name: str, a: pd.DataFrame, b: pd.DataFrame, decimals: int = 3) -> list[str]:
     """Markdown lines of what differs between two versions of one table (empty when nothing does)."""
     lines = [f"- columns only {label}: {', '.join(only)}" for label, only in
              (("before", [c for c in a.columns if c not in b.columns]),
               ("after", [c for c in b.columns if c not in a.columns])) if only]
-    keys = _keys(a, b)
+    keys = [c for c in a.columns if c in b.columns and _is_text(a[c]) and _is_text(b[c])]  # matching the rows
     numeric = [c for c in a.columns if c in b.columns and c not in keys
                and pd.api.types.is_numeric_dtype(a[c]) and pd.api.types.is_numeric_dtype(b[c])]
     if keys:

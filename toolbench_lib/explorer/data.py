@@ -24,14 +24,12 @@ from ..study.experiment import stored_study_dir
 from ..study.stored import TABLE_CHECKSUMS, StudyResult, checked_bytes
 from ..study.validation import check_run_name
 
-RECALL_FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit")
 API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
-FILTERS = (*RECALL_FILTERS, *API_FILTERS)
+FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit", *API_FILTERS)
 SORTS = ("query", "text", "a", "b", "gap", "abs_gap", "winner")
 ALL_SUBSETS = "all"
 SHORT_NAMES = {"rtp": "RtP", "ptr": "PtR"}
 LONG_NAMES = {"rtp": "retrieve, then plan", "ptr": "plan, then retrieve"}
-MAX_K = 20
 PAGE_ROWS = 12
 NO_PLAN = "no plan recorded for this query"
 NO_QUERY = "no query matches this filter"
@@ -81,14 +79,14 @@ def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
 
 def filter_outcomes(outcomes: pd.DataFrame, name: str, a: str = "rtp", b: str = "ptr",
                     found: dict[str, pd.DataFrame] | None = None,
-                    selected: list[str] | None = None) -> pd.DataFrame:
+                    selected: tuple[str, ...] | list[str] = ()) -> pd.DataFrame:
     """The queries of one filter of methods ``a`` and ``b`` (``selected``: every method shown; ``found``:
     ``{method: qkey, api_id}`` of the ground truth each found, for :data:`API_FILTERS`)."""
     ra, rb = outcomes[f"{a}_recall"], outcomes[f"{b}_recall"]
     masks = {"all": ra == ra, "a_wins": ra > rb, "b_wins": rb > ra,
              "both_missed": (ra == 0) & (rb == 0), "both_hit": (ra > 0) & (rb > 0)}
     if name == "all_missed":
-        hits = outcomes[[f"{m}_hits" for m in dict.fromkeys([a, b, *(selected or [])])]].to_numpy()
+        hits = outcomes[[f"{m}_hits" for m in dict.fromkeys([a, b, *selected])]].to_numpy()
         return outcomes[~(hits > 0).any(axis=1)]
     if name in API_FILTERS:
         pairs = {m: set(zip(f["qkey"], f["api_id"], strict=True)) for m, f in (found or {}).items()}
@@ -136,9 +134,7 @@ def api_labels(registry: pd.DataFrame | None) -> dict[str, str]:
     """``{api_id: "tool / API (category)"}`` from a registry table; empty without one."""
     if registry is None:
         return {}
-    cols = zip(registry["api_id"], registry["tool_name"], registry["api_name"], registry["category"],
-               strict=True)
-    return {a: f"{t} / {n} ({c})" for a, t, n, c in cols}
+    return {a: f"{t} / {n} ({c})" for a, t, n, c in registry[LABEL_COLUMNS].itertuples(index=False)}
 
 
 def stored_registry(result: StudyResult, processed_dir: Path | None = None) -> pd.DataFrame | None:
@@ -197,12 +193,6 @@ def family_base(run_name: str) -> str:
                   re.sub(r"-runs\d+$", "", run_name))
 
 
-def _stored_queries(folder: Path) -> pd.DataFrame:
-    """A stored study's queries table, checked against its checksum (``StoredStudyError`` if not)."""
-    data = checked_bytes(folder, "queries.parquet", json.loads((folder / TABLE_CHECKSUMS).read_bytes()))
-    return pd.read_parquet(io.BytesIO(data), columns=["qkey", "subset", "query_id", "query"])
-
-
 def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[CatalogueEntry], dict]:
     """The readable stored studies of ``run_name``'s family (main run first) and ``{run_name: queries}``."""
     root = Path(outputs_dir) if outputs_dir else OUTPUTS_DIR
@@ -213,7 +203,9 @@ def catalogue(run_name: str, outputs_dir: Path | None = None) -> tuple[list[Cata
     for name in names:
         try:
             folder = stored_study_dir(name, outputs_dir=root / name)
-            q = _stored_queries(folder)
+            sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
+            data = checked_bytes(folder, "queries.parquet", sums)  # StoredStudyError: not the table written
+            q = pd.read_parquet(io.BytesIO(data), columns=["qkey", "subset", "query_id", "query"])
             settings = json.loads((folder / "provenance.json").read_bytes()).get("settings", {})
         except (FileNotFoundError, OSError, ValueError) as exc:
             log.info("catalogue: run %s left out (%s)", name, exc)

@@ -26,15 +26,11 @@ log = logging.getLogger(__name__)
 def partner_folder(folder: Path | None) -> Path | None:
     """The other study of a retriever study's pair (``<run>-retrievers`` and ``<run>-validation-retrievers``),
     where it is stored; else None."""
-    if folder is None:
+    run = Path(folder).parents[1].name if folder is not None else ""
+    mine = next((s for s in (VALIDATION, DESIGN) if run.endswith(s)), None)  # VALIDATION ends with DESIGN
+    if mine is None:
         return None
-    run = Path(folder).parents[1].name
-    if run.endswith(VALIDATION):
-        other = run.removesuffix(VALIDATION) + DESIGN
-    elif run.endswith(DESIGN):
-        other = run.removesuffix(DESIGN) + VALIDATION
-    else:
-        return None
+    other = run.removesuffix(mine) + (DESIGN if mine == VALIDATION else VALIDATION)
     try:
         return stored_study_dir(other, outputs_dir=Path(folder).parents[2] / other)
     except (FileNotFoundError, ValueError, OSError):
@@ -81,11 +77,8 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
                 log.warning("learned ranker %s not computed: %s", name, exc)
                 break
             frame = frame[frame["qkey"].isin(keys)]
-            hits.append(pd.DataFrame({"qkey": frame["qkey"].to_numpy(), "method": name, "run": run,
-                                      "rank": frame["rank"].to_numpy(),
-                                      "row": frame["api_id"].map(api_rows).astype("int64").to_numpy(),
-                                      "api_id": frame["api_id"].to_numpy(),
-                                      "score": frame["score"].to_numpy()}))
+            row = frame["api_id"].map(api_rows).astype("int64")
+            hits.append(frame.assign(method=name, run=run, row=row)[RANKINGS_COLUMNS])
             top = frame[frame["rank"] <= TOP_EXPLAINED]
             long = top.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
                             value_name="value")

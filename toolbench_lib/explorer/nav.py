@@ -93,8 +93,7 @@ class QueryNavigation:
     # -- state -----------------------------------------------------------------------------------
 
     def state(self) -> dict[str, str]:
-        """The view as strings: run name, run, subset, filter, methods, k, ground truth, search, sort,
-        page and query (its key)."""
+        """The view as strings, by the keys of :data:`STATE_KEYS` that have a value."""
         column, desc = self._sort
         own = {"run_name": self.run_name, "a": self.methods[0], "b": self.methods[1], "sort": column,
                "more": ",".join(str(m) for m in self.more.value), "desc": "1" if desc else "0",

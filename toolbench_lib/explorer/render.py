@@ -273,8 +273,7 @@ class QueryRendering:
         return "".join(parts)
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
-        p = self.result.plans
-        run = self.shown_run
+        p, run = self.result.plans, self.shown_run
         mine = p if p.empty else p[(p["qkey"] == qkey) & (p["method"] == method) & (p["run"] == run)]
         if mine.empty:
             return f"<h4>Plan</h4><p class='muted'>{NO_PLAN}</p>"
@@ -333,9 +332,8 @@ class QueryRendering:
         name = html_text(method_label(method, True))
         if method == self._best[0]:
             name += " <span class='tag qx-best-tag'>★ best single architecture of the set</span>"
-        n = len(self._runs())
-        found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {n} runs; the ranking below is run "
-                 f"{self.shown_run}'s" if self.mean_of_runs
+        found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {len(self._runs())} runs; the "
+                 f"ranking below is run {self.shown_run}'s" if self.mean_of_runs
                  else f"{hits:.0f} ground-truth APIs in the top {k}")
         return "".join([f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
                         f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",

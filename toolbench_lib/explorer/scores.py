@@ -109,15 +109,12 @@ class QueryScores:
         found = (self._lower.str.contains(term, regex=False).to_numpy()
                  | self._gt_text.str.contains(term, regex=False).to_numpy())
         k, run = int(self.k.value), self.shown_run
-        keys = set()
-        for method in dict.fromkeys(self.methods):
-            keys.update(q for q, ids in self._ranking_of(method, run).items()
-                        if any(term in a.lower() for a in ids[:k]))
+        keys = {q for m in dict.fromkeys(self.methods) for q, ids in self._ranking_of(m, run).items()
+                if any(term in a.lower() for a in ids[:k])}
         return found | self._base["qkey"].isin(keys).to_numpy()
 
     def table_frame(self) -> pd.DataFrame:
-        """The rows of the table for the current view, sorted: ``qkey, query_id, subset, text, a, b, gap,
-        abs_gap, winner, order``."""
+        """The rows of the table for the current view (``a``, ``b``: the two methods' recall), sorted."""
         a, b = self.methods
         o = self.outcomes()
         term = str(self.search.value).strip()
@@ -143,9 +140,8 @@ class QueryScores:
         """Query keys of the current view, in the table's order."""
         return self.table_frame()["qkey"].tolist()
 
-    def informative_query(self, frame: pd.DataFrame | None = None) -> str | None:
+    def informative_query(self, frame: pd.DataFrame) -> str | None:
         """The view's most informative query: the largest gap between the methods (first in study order)."""
-        frame = self.table_frame() if frame is None else frame
         if frame.empty:
             return None
         ranked = frame.sort_values(["abs_gap", "order"], ascending=[False, True], kind="stable")
@@ -159,8 +155,7 @@ class QueryScores:
                        int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
     def best_single(self) -> tuple[str | None, float]:
-        """The single architecture (RtP or PtR, any family) of highest mean recall over the current subset,
-        and that mean (the current run or mean of runs, ``k`` and ground truth)."""
+        """The single architecture (RtP, PtR, any family) of best mean recall in the subset, and that mean."""
         rows = (self._base["subset"] == self.subset.value).to_numpy() | self._multi_subset()
         singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}

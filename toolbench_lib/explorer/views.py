@@ -86,8 +86,7 @@ class StudyViews:
     recall: pd.DataFrame
     found: pd.DataFrame
     learned: pd.DataFrame = field(default_factory=pd.DataFrame)
-    _recall: dict = field(default_factory=dict, repr=False)
-    _hits: dict = field(default_factory=dict, repr=False)
+    _recall: dict = field(default_factory=dict, repr=False)  # (method, run, gt) -> (qkeys, recall, hits)
     _found: dict = field(default_factory=dict, repr=False)
     _learned: dict = field(default_factory=dict, repr=False)
     learned_methods: set[str] = field(default_factory=set, init=False)
@@ -105,8 +104,7 @@ class StudyViews:
                 raise ValueError(f"explorer views: recall rows of {r['method'].iat[start]} are not k-major")
             key = (r["method"].iat[start], int(r["run"].iat[start]), r["gt"].iat[start])
             self._recall[key] = (np.asarray(r["qkey"].iloc[start:start + n], dtype=object),
-                                 values[start:end].reshape(MAX_K, n))
-            self._hits[key] = hits[start:end].reshape(MAX_K, n)
+                                 values[start:end].reshape(MAX_K, n), hits[start:end].reshape(MAX_K, n))
         for (method, run, gt), g in self.found.groupby(["method", "run", "gt"], sort=False):
             self._found[(method, int(run), gt)] = g[["qkey", "api_id", "rank"]].reset_index(drop=True)
         if not self.learned.empty:  # indexed once: a look-up per change never scans the whole table
@@ -116,14 +114,12 @@ class StudyViews:
 
     def scores(self, method: str, run: int, gt: str, k: int, order: pd.Series) -> pd.DataFrame:
         """``recall, hits`` at ``k`` of one method and run, in the order of the query keys ``order``."""
-        keys, recall = self._recall[(method, run, gt)]
-        hits = self._hits[(method, run, gt)]
+        keys, recall, hits = self._recall[(method, run, gt)]
         pos = pd.Series(np.arange(len(keys)), index=keys).reindex(order.to_numpy()).to_numpy()
         ok = ~np.isnan(pos)
         idx = np.where(ok, pos, 0).astype(int)
-        r = np.where(ok, recall[k - 1][idx], 0.0)
-        h = np.where(ok, hits[k - 1][idx], 0)
-        return pd.DataFrame({"recall": r, "hits": h.astype(int)})
+        return pd.DataFrame({"recall": np.where(ok, recall[k - 1][idx], 0.0),
+                             "hits": np.where(ok, hits[k - 1][idx], 0).astype(int)})
 
     def features(self, method: str, run: int, qkey: str, rank: int = 1) -> pd.DataFrame:
         """``api_id, score, feature, value`` behind a learned method's API at ``rank`` for one query."""
@@ -171,20 +167,17 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
 
 
 def write_views(folder: Path, result: StudyResult | None = None) -> Path:
-    """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last);
-    :class:`ViewsFolderError` when a file stands where the folder belongs."""
+    """Compute and write a study's ``views/`` folder atomically (files, their sidecars, the manifest last)."""
     folder = Path(folder)
-    check_views_place(folder)
     result = result if result is not None else StudyResult.load(folder)
     frames = compute_views(result)
-    fused = frames[0]
     target = folder / VIEWS
     with atomic_folder(target, last=(MANIFEST, MANIFEST + ".sha256")) as out:
         for name, frame in zip(FILES, frames, strict=True):
             frame.to_parquet(out.path(name), index=False)
             write_checksum(out.path(name))
         manifest = {"version": VERSION, "study": study_fingerprint(folder), "code": views_code(),
-                    "max_k": MAX_K, "methods": [*result.methods, *dict.fromkeys(fused["method"])],
+                    "max_k": MAX_K, "methods": [*result.methods, *dict.fromkeys(frames[0]["method"])],
                     "files": list(FILES)}
         out.path(MANIFEST).write_text(json.dumps(manifest, indent=2))
         write_checksum(out.path(MANIFEST))

@@ -17,7 +17,6 @@ from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
 from .data import (
-    MAX_K,
     PAGE_ROWS,
     CatalogueEntry,
     _ids,
@@ -35,7 +34,7 @@ from .data import (
 from .nav import QueryNavigation
 from .render import STYLE, QueryRendering
 from .scores import QueryScores
-from .views import StudyViews, ViewsFolderError, study_views, with_fused
+from .views import MAX_K, StudyViews, ViewsFolderError, study_views, with_fused
 
 # Sent with every address update (once per page): the table's clicks sent to the kernel, and the k
 # slider's handle named for assistive technology.
@@ -187,11 +186,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         """The explorer of the study a run stored (``study``: its key), from its tables and views alone."""
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
-        views = study_views(folder, result)
-        family = catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None)
         return cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
                    source=f"{run_name}/{folder.parent.name}/{folder.name}", run_name=run_name,
-                   url_sync=url_sync, views=views, family=family)
+                   url_sync=url_sync, views=study_views(folder, result),
+                   family=catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None))
 
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = K,
@@ -234,11 +232,10 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     def _provenance_html(self) -> str:
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
-        report = ""
-        if self.run_name:  # the report of the family's main run names the methods and works queries through
-            report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
-                      f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
-                      f"/report.html</code>")
+        # the report of the family's main run names the methods and works queries through
+        report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
+                  f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
+                  f"/report.html</code>") if self.run_name else ""
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
