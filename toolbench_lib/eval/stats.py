@@ -112,10 +112,8 @@ def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None =
 
 def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
            groups: Sequence | None = None) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, the paired t-test,
-    cluster-robust by ``groups`` (queries written from one sample of APIs; :func:`mean_se`), and its own CI
-    (so the CI excludes 0 exactly when p < 1 - ``level``), wins/ties/losses, Wilcoxon's p over queries; not
-    testable with a NaN, under 2 groups or no variance (the CI then the difference itself)."""
+    """The one paired test of per-query scores ``a`` and ``b`` (``diff = b - a``): the t-test, cluster-robust
+    by ``groups``, with its own CI (:func:`t_ci`); not testable with a NaN, under 2 groups or no variance."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
