@@ -58,11 +58,8 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
     """Remove (and log) the temporary files and folders under ``folders`` left by dead processes or older
     than ``max_age_s``; returns the removed paths."""
     removed: list[Path] = []
-    for folder in folders:
-        folder = Path(folder)
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # a folder before its files
+    for folder in folders:  # a missing folder, or a file, holds no temporaries
+        for path in sorted(Path(folder).rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # a folder before its files
             if (path.is_file() or path.is_dir()) and _remove_stale(path, max_age_s):
                 removed.append(path)
     return removed
@@ -183,8 +180,7 @@ def checksum_path(path: str | os.PathLike[str]) -> Path:
 
 def write_checksum(path: str | os.PathLike[str]) -> None:
     """Write the sidecar of ``path`` (atomically, after the file itself is complete)."""
-    with atomic_path(checksum_path(path)) as tmp:
-        tmp.write_text(file_sha256(path) + "\n")
+    save_text(checksum_path(path), file_sha256(path) + "\n")
 
 
 def checksum_problem(path: str | os.PathLike[str]) -> str | None:
@@ -207,6 +203,12 @@ def read_verified(path: str | os.PathLike[str]) -> bytes | None:
     except OSError:
         return None
     return data if hashlib.sha256(data).hexdigest() == expected else None
+
+
+def save_text(path: str | os.PathLike[str], text: str, encoding: str | None = None) -> None:
+    """``Path.write_text`` through :func:`atomic_path`: readers see the old text or the whole new one."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
 
 
 def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path, clean_stale_temps, file_sha256
+from .atomic import atomic_path, clean_stale_temps, file_sha256, save_text
 from .paths import PROCESSED_DIR, find_data_dir
 from .queries import (
     available_sets,
@@ -82,11 +83,8 @@ class _HashCache:
     def save(self) -> None:
         if self.fresh == self.files:
             return
-        try:
-            with atomic_path(self.path) as tmp:
-                tmp.write_text(json.dumps({"hashed_at_ns": self.now, "files": self.fresh}))
-        except OSError:  # a read-only processed folder: hash again next time
-            pass
+        with contextlib.suppress(OSError):  # a read-only processed folder: hash again next time
+            save_text(self.path, json.dumps({"hashed_at_ns": self.now, "files": self.fresh}))
 
 
 @dataclass
@@ -174,10 +172,8 @@ def load_dataset(data_dir: str | os.PathLike | None = None, processed_dir: Path 
     for df, name in ((registry, "registry.parquet"), (queries, "queries.parquet")):
         with atomic_path(out / name) as tmp:
             df.to_parquet(tmp, index=False)
-    with atomic_path(out / "stats.json") as tmp:
-        tmp.write_text(json.dumps(stats, indent=2))
-    with atomic_path(out / CHECKSUMS) as tmp:
-        tmp.write_text(json.dumps({name: file_sha256(out / name) for name in CACHED_FILES}, indent=2))
+    save_text(out / "stats.json", json.dumps(stats, indent=2))
+    save_text(out / CHECKSUMS, json.dumps({name: file_sha256(out / name) for name in CACHED_FILES}, indent=2))
     return Dataset(root, fp, registry, queries, stats)
 
 

@@ -8,7 +8,6 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -208,23 +207,17 @@ def external_sets(data_dir: Path, files: Iterable[str | Path]) -> dict[str, Path
     return out
 
 
-@dataclass
 class ApiResolver:
     """Maps (category, tool, API) names to registry ids through normalised keys."""
 
-    by_cat: dict[tuple[str, str, str], str]
-    by_name: dict[tuple[str, str], str]
-
-    @classmethod
-    def from_registry(cls, registry: pd.DataFrame) -> ApiResolver:
-        by_cat: dict[tuple[str, str, str], str] = {}
-        by_name: dict[tuple[str, str], str] = {}
+    def __init__(self, registry: pd.DataFrame) -> None:
+        self.by_cat: dict[tuple[str, str, str], str] = {}
+        self.by_name: dict[tuple[str, str], str] = {}
         cols = zip(registry["api_id"], registry["category"], registry["norm_tool"],
                    registry["norm_api"], strict=True)
         for api_id, cat, tool, api in cols:
-            by_cat.setdefault((norm_name(cat), tool, api), api_id)
-            by_name.setdefault((tool, api), api_id)
-        return cls(by_cat, by_name)
+            self.by_cat.setdefault((norm_name(cat), tool, api), api_id)
+            self.by_name.setdefault((tool, api), api_id)
 
     def resolve(self, category: str | None, tool: str, api: str) -> str | None:
         """Registry id of an API, preferring the same category; ``None`` when unresolved."""
@@ -244,7 +237,7 @@ def load_queries(data_dir: Path, names: list[str], registry: pd.DataFrame,
                  files: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """Queries of the named sets (``files``: those not in the data folder) with both ground truths as lists
     of registry ids (:data:`QUERY_COLUMNS`; ``unresolved_*`` count pairs without a registry id)."""
-    resolver = ApiResolver.from_registry(registry)
+    resolver = ApiResolver(registry)
     files = files or {}
     rows = []
     for name in names:

@@ -78,9 +78,7 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
         tool_name = str(tool.get("tool_name") or tool.get("name") or path.stem)
         seen: set[str] = set()
         for api in tool["api_list"]:
-            if not isinstance(api, dict):
-                continue
-            name = norm_name(api.get("name"))
+            name = norm_name(api.get("name")) if isinstance(api, dict) else ""
             if not name:
                 continue
             if name in seen:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path, folder_lock, read_verified, write_checksum
+from .atomic import atomic_path, folder_lock, read_verified, save_text, write_checksum
 
 TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -81,6 +81,5 @@ def cached_tables(folder: Path, key: str, make: Callable[[], dict[str, pd.DataFr
             with atomic_path(where / f"{name}.parquet") as tmp:
                 table.to_parquet(tmp, index=False)
             write_checksum(where / f"{name}.parquet")
-        with atomic_path(where / "index.json") as tmp:
-            tmp.write_text(json.dumps(list(tables)))
+        save_text(where / "index.json", json.dumps(list(tables)))
     return tables

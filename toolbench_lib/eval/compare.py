@@ -21,9 +21,7 @@ COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None) -> pd.DataFrame:
     """Method ``b`` against ``a`` on each query's mean over runs, one row per set of ``sets`` (default: all):
-    the paired t-test with the queries written from one sample of APIs as a cluster (the evaluation's
-    ``groups``), p Holm-adjusted over ``family`` (default ``sets``) with a CI adjusted alike
-    (:func:`holm_ci`)."""
+    the paired t-test clustered by the evaluation's ``groups``, p and CI Holm-adjusted over ``family``."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")

@@ -165,13 +165,11 @@ class Evaluation:
         meta = json.dumps({"key": self.key, "gts": list(self.gts), "methods": list(self.methods),
                            "n_runs": self.n_runs, "deterministic": list(self.deterministic),
                            "depth": self.depth})
-        buf = io.BytesIO()
-        np.savez_compressed(buf, meta=np.array(meta), qkeys=self.qkeys.astype(str),
-                            subsets=self.subsets.astype(str), n_gt=self.n_gt,
-                            flags=np.packbits(self.flags, axis=-1),
-                            groups=(self.qkeys if self.groups is None else self.groups).astype(str))
-        with atomic_path(path) as tmp:
-            tmp.write_bytes(buf.getvalue())
+        with atomic_path(path) as tmp:  # the temporary name keeps the .npz suffix
+            np.savez_compressed(tmp, meta=np.array(meta), qkeys=self.qkeys.astype(str),
+                                subsets=self.subsets.astype(str), n_gt=self.n_gt,
+                                flags=np.packbits(self.flags, axis=-1),
+                                groups=(self.qkeys if self.groups is None else self.groups).astype(str))
         write_checksum(path)
 
     @classmethod

@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..data.atomic import atomic_path, clean_stale_temps
+from ..data.atomic import clean_stale_temps, save_text
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 
 MANIFEST = "manifest.json"
@@ -50,9 +50,7 @@ def trec_qrels_lines(qrels: Mapping[str, Iterable[str]]) -> list[str]:
 
 def _write(path: Path, lines: list[str]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        save_text(path, "".join(f"{line}\n" for line in lines), encoding="utf-8")
     except OSError as exc:  # a full disk names no file, a failed open the temporary one: name this one
         exc.filename = str(path)
         raise

@@ -112,10 +112,8 @@ def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None =
 
 def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
            groups: Sequence | None = None) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b``: means, ``diff = b - a``, the paired t-test,
-    cluster-robust by ``groups`` (queries written from one sample of APIs; :func:`mean_se`), and its own CI
-    (so the CI excludes 0 exactly when p < 1 - ``level``), wins/ties/losses, Wilcoxon's p over queries; not
-    testable with a NaN, under 2 groups or no variance (the CI then the difference itself)."""
+    """The one paired test of per-query scores ``a`` and ``b`` (``diff = b - a``): the t-test, cluster-robust
+    by ``groups``, with its own CI (:func:`t_ci`); not testable with a NaN, under 2 groups or no variance."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
@@ -228,14 +226,6 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def _cluster_sums(columns: Sequence[np.ndarray], clusters: Sequence, n_resamples: int,
-                  seed: int) -> np.ndarray:
-    """``(n_resamples, len(columns))`` sums of each column over a seeded resample of whole clusters."""
-    c = np.unique(np.asarray(clusters), return_inverse=True)[1]
-    per = np.stack([np.bincount(c, weights=w) for w in columns], axis=1)  # (cluster, column)
-    return resample_counts(per.shape[0], n_resamples, seed) @ per
-
-
 def cluster_mean_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 10_000, seed: int = SEED,
                     level: float = 0.95) -> tuple[float, float]:
     """:func:`grouped_bootstrap_ci` of ``mean(values)`` (a query's stubs over its runs go together, so items
@@ -249,9 +239,11 @@ def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], cluster
                           level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of ``mean(values[in_a]) - mean(values[~in_a])`` resampling whole clusters."""
     v, a = np.asarray(values, dtype=float), np.asarray(in_a, dtype=bool)
-    if np.unique(np.asarray(clusters)).size < 2 or a.all() or not a.any():
+    names, c = np.unique(np.asarray(clusters), return_inverse=True)
+    if names.size < 2 or a.all() or not a.any():
         return float("nan"), float("nan")
-    s = _cluster_sums([v * a, a, v * ~a, ~a], clusters, n_resamples, seed)
+    per = np.stack([np.bincount(c, weights=w) for w in (v * a, a, v * ~a, ~a)], axis=1)  # (cluster, column)
+    s = resample_counts(per.shape[0], n_resamples, seed) @ per  # each column summed over resampled clusters
     with np.errstate(invalid="ignore", divide="ignore"):
         diffs = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
     low, high = _percentile_ci(diffs[np.isfinite(diffs)], level)

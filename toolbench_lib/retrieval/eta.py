@@ -73,9 +73,7 @@ def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[fl
     """The cost model of timed batches by non-negative least squares (inseparable terms dropped)."""
     from scipy.optimize import nnls
 
-    cols = [np.asarray(texts, dtype=np.float64), np.asarray(tokens, dtype=np.float64)]
-    if squares is not None:
-        cols.append(np.asarray(squares, dtype=np.float64))
+    cols = [np.asarray(c, dtype=np.float64) for c in (texts, tokens, squares) if c is not None]
     y = np.asarray(seconds, dtype=np.float64)
     for width in range(len(cols), 1, -1):
         a = np.column_stack(cols[:width])
@@ -87,10 +85,9 @@ def fit_cost(texts: Sequence[int], tokens: Sequence[float], seconds: Sequence[fl
     return CostModel(0.0, float(y.sum() / max(cols[1].sum(), 1.0)))
 
 
-def sample_batches(order: Sequence[int], batch: int | None = None,
+def sample_batches(order: Sequence[int], batch: int = SAMPLE_BATCH,
                    positions: Sequence[float] = SAMPLE_POSITIONS) -> list[list[int]]:
     """Disjoint batches of ``batch`` neighbouring positions of ``order`` around each quantile."""
-    batch = batch or SAMPLE_BATCH
     n = len(order)
     out, taken = [], set()
     for q in positions:

@@ -73,11 +73,7 @@ def merge(runs: Sequence[Mapping[str, float]], method: str,
     if method == "wsum":
         if weights is None or len(weights) != len(runs):
             raise ValueError("wsum needs one weight per ranking")
-        out: dict[str, float] = {}
-        for w, r in zip(weights, runs, strict=True):
-            for a, v in r.items():
-                out[a] = out.get(a, 0.0) + w * v
-        return out
+        runs, method = [{a: w * v for a, v in r.items()} for w, r in zip(weights, runs, strict=True)], "sum"
     if method not in COMBINE:
         raise ValueError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)}")
     acc: dict[str, list[float]] = {}

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .. import config
 from ..config import DEPTH
-from ..data.atomic import atomic_path, checksum_problem, file_sha256, write_checksum
+from ..data.atomic import checksum_problem, file_sha256, save_text, write_checksum
 from ..data.folds import grouped_fold_ids, linked_groups
 from ..data.normalize import norm_text
 from ..data.queries import QUERY_SETS, ground_truth_groups, resolve_subset
@@ -229,16 +229,12 @@ class StoredModelError(ValueError):
 
 def save_model(model: Fitted, folder: str | Path, name: str, extra: Mapping | None = None) -> Path:
     """Write ``<name>.txt`` with its sha256 sidecar, then ``<name>.json`` (provenance, sha256, ``extra``)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.txt"
-    with atomic_path(path) as tmp:
-        tmp.write_text(model.booster.model_to_string())
+    path = Path(folder) / f"{name}.txt"
+    save_text(path, model.booster.model_to_string())
     write_checksum(path)
     prov = {**model.provenance(), "name": name, "model_file": path.name, "sha256": file_sha256(path),
             "model_bytes": path.stat().st_size, **dict(extra or {})}
-    with atomic_path(folder / f"{name}.json") as tmp:
-        tmp.write_text(json.dumps(prov, indent=2, default=str))
+    save_text(path.with_suffix(".json"), json.dumps(prov, indent=2, default=str))
     return path
 
 

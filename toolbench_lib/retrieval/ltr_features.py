@@ -79,8 +79,8 @@ class LtrSpec:
         return f"{' + '.join(self.components)}; feature groups: {', '.join(groups) or 'none'}"
 
 
-COMPONENT_WORDS = {"q.dense": "the query's dense ranking", "q.bm25": "the query's BM25 ranking",
-                   "s.dense": "the stubs' dense ranking", "s.bm25": "the stubs' BM25 ranking"}
+COMPONENT_WORDS = {"q_dense": "the query's dense ranking", "q_bm25": "the query's BM25 ranking",
+                   "s_dense": "the stubs' dense ranking", "s_bm25": "the stubs' BM25 ranking"}
 
 
 def feature_words(name: str, value: float, n_stubs: int | None = None) -> str | None:
@@ -88,8 +88,7 @@ def feature_words(name: str, value: float, n_stubs: int | None = None) -> str | 
     if not value or name == "n_stubs":
         return None
     kind, _, rest = name.rpartition("_")
-    where = {c.replace(".", "_"): w for c, w in COMPONENT_WORDS.items()}
-    for tag, words in where.items():  # a component's feature: <kind>_<component>
+    for tag, words in COMPONENT_WORDS.items():  # a component's feature: <kind>_<component>
         if name.endswith("_" + tag):
             kind = name[: -len(tag) - 1]
             return {"rr": f"rank {round(1 / value)} in {words}",
@@ -256,11 +255,8 @@ class FeatureTable:
 
     def frame(self) -> pd.DataFrame:
         """The table as a DataFrame (``qkey, api_id, label`` + one column per feature)."""
-        out = pd.DataFrame(self.X, columns=self.names)
-        out.insert(0, "label", self.y.astype(int))
-        out.insert(0, "api_id", self.api_ids)
-        out.insert(0, "qkey", self.qkeys)
-        return out
+        keys = pd.DataFrame({"qkey": self.qkeys, "api_id": self.api_ids, "label": self.y.astype(int)})
+        return keys.join(pd.DataFrame(self.X, columns=self.names))
 
 
 def feature_table(runs: Mapping[str, QueryRuns], spec: LtrSpec, qrels: Mapping[str, set[str]] | None = None,

