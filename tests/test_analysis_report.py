@@ -637,8 +637,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "\n- **G1:** RtP leads, as in the paper" in front
     assert "**Beyond the paper** (exploratory: BM25" in front
     assert re.search(r"\n\| bm25 +\| G1", front), front
-    assert ("- **The crossover as one test** (how PtR − RtP changes from G1, Holm over the later sets): to G2 "
-            "by +0.051 [0.001, 0.101] (p = 0.0470; paper: +0.128) and to G3 by") in front
+    assert ("- **The crossover as one test** (how PtR − RtP changes from G1, Holm over the later sets): "
+            "to G2 by +0.051 [0.001, 0.101] (p = 0.0470; paper: +0.128) and to G3 by") in front
     assert "**The crossover as one test, BM25**" in text.split("## Retriever families")[1]
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
