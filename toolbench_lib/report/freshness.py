@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..data.atomic import atomic_path, file_sha256
+from ..data.atomic import file_sha256, save_text
 from ..data.paths import PROJECT_ROOT
 
 MANIFEST = "fresh.json"
@@ -64,8 +64,6 @@ def write_manifest(out_dir: Path, keys: Mapping[str, str]) -> Path:
         before = dict(json.loads(path.read_text(encoding="utf-8"))["notebooks"])
     except (OSError, ValueError, KeyError, TypeError):
         before = {}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps({"notebooks": {**before, **keys}, "files": output_checksums(out_dir)},
-                                  indent=1, sort_keys=True), encoding="utf-8")
+    record = {"notebooks": {**before, **keys}, "files": output_checksums(out_dir)}
+    save_text(path, json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     return path

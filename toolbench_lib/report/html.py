@@ -11,7 +11,7 @@ import nh3
 from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 
-from ..data.atomic import atomic_path
+from ..data.atomic import save_text
 from ..data.markdown import anchor, visible_controls
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"  # the project's notebooks, in run order
@@ -112,8 +112,7 @@ def write_html_report(out_dir: Path) -> Path:
         raise FileNotFoundError(f"no report.md under {out_dir}: the report notebook writes it")
     page = markdown_page(source.read_text(encoding="utf-8"), out_dir)
     path = out_dir / "report.html"
-    with atomic_path(path) as tmp:
-        tmp.write_text(page, encoding="utf-8")
+    save_text(path, page, encoding="utf-8")
     return path
 
 
