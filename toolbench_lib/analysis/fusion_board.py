@@ -169,15 +169,20 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
+def metric_wide(scores: pd.DataFrame, k: int, metric: str = "recall") -> pd.DataFrame:
+    """``subset, qkey`` and one column per method: each query's ``metric`` at ``k``."""
+    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
+    return at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+
+
 def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall") -> pd.DataFrame:
     """Per method, over every set's queries together: each query's score minus its own set's better
     architecture's, with :func:`versus`' paired CI and tests."""
-    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
-    wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    wide = metric_wide(scores, k, metric)
     ref = pd.Series(np.nan, index=wide.index)
     for _, part in wide.groupby("subset", sort=False):
         ref.loc[part.index] = part[better_reference(part)]
-    rows, cl = [], query_clusters(at, wide["qkey"])
+    rows, cl = [], query_clusters(scores, wide["qkey"])
     for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
         rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
                      "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
@@ -255,9 +260,8 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
             pq = score_rankings(spec.ranked(inp, k), result.queries, gt, k, ("recall",))
             frames.append(pq.assign(method=name, run=run))
     pq = per_query_runs(result, k, gt, ("recall",))
-    frames.append(
-        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
-    )
+    single = pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)
+    frames.append(pq[single][["qkey", "recall", "method", "run"]])
     allq = pd.concat(frames, ignore_index=True)
     mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
     alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
