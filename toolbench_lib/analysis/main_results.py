@@ -55,9 +55,7 @@ def main_results(result: StudyResult, k: int | None = None,
     :func:`~toolbench_lib.analysis.summary.summary_table`; ``n_planned``: the queries with plans."""
     k = k or study_k(result)
     table = summary_table(result, k, gts)
-    extra = [c for c in ("recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high")
-             if c in table]
-    return table[[*MAIN_COLUMNS, "k", *extra]].reset_index(drop=True)
+    return table[[*MAIN_COLUMNS, "k", *ci_of("recall", "precision")]].reset_index(drop=True)
 
 
 def _run_tests(result: StudyResult, k: int, gt: str) -> list[dict]:

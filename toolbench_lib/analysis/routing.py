@@ -120,10 +120,8 @@ def cv_feature_routes(x: np.ndarray, label: np.ndarray, gain: np.ndarray, folds:
 def query_tokens(result: StudyResult) -> pd.DataFrame:
     """Per query: RtP's and PtR's method tokens (in + out, mean over runs) and whether plan tokens
     were imputed from the set's mean (queries without a plan call)."""
-    q = result.queries[["qkey", "subset"]]
-    calls = result.calls
-    out = q.copy()
-    if calls.empty:
+    out = result.queries[["qkey", "subset"]].copy()
+    if result.calls.empty:
         return out.assign(rtp_tokens=np.nan, ptr_tokens=np.nan, plan_tokens_imputed=True)
     cost = method_calls(result)
     per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
@@ -143,8 +141,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
     RtP's top-1 cosine, text features and token costs."""
     pq = per_query_runs(result, k, gt)
     mean = pq.groupby(["qkey", "method"])[["recall", "precision"]].mean().unstack("method")
-    q = result.queries
-    out = q[["qkey", "subset", "query"]].copy()
+    out = result.queries[["qkey", "subset", "query"]].copy()
     for method in ("rtp", "ptr"):
         for metric in ("recall", "precision"):
             out[f"{method}_{metric}"] = out["qkey"].map(mean[(metric, method)]).fillna(0.0).to_numpy()

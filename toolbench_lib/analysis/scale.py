@@ -164,15 +164,11 @@ def plot_scale_recall(scale: pd.DataFrame, k: int, claim: pd.DataFrame | None = 
             _size_axis(gap, part["size"])
             ax.set_xlabel("")
     names = [METHOD_LABELS.get(lb, lb) for lb in labels]
-    if rows == 1:
-        fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.06), frameon=False)
-        fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds)")
-        fig.tight_layout()
-        return fig
-    fig.legend(handles, names, loc="lower center", ncol=2, frameon=False)
-    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds; below: PtR − RtP, clustered 95% "
-                 "CI)")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.06) if rows == 1 else None,
+               frameon=False)
+    below = "" if rows == 1 else "; below: PtR − RtP, clustered 95% CI"
+    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds{below})")
+    fig.tight_layout(rect=None if rows == 1 else (0, 0.05, 1, 1))
     return fig
 
 
