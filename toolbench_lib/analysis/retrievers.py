@@ -117,10 +117,8 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
         parts.append(f"{r['retriever']}: {order} ({r['significant_sets']} of {r['n_sets']} sets significant "
                      f"in the paper's direction)")
     if holds and fails:
-        verdict = (
-            f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 and "
-            f"G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}."
-        )
+        verdict = (f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 "
+                   f"and G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}.")
     elif holds:
         verdict = "The paper's crossover appears at the point estimates with every retriever family studied."
     else:

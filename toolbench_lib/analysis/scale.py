@@ -35,13 +35,6 @@ class SubRegistry:
     seed: int
 
 
-def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) -> np.ndarray:
-    """Cache columns of every ground-truth API (under ``gt``) of the given queries; none for ``None``."""
-    if gt is None:
-        return np.zeros(0, dtype=np.int64)
-    return cache.columns_of({a for ids in queries[check_gt(gt)] for a in ids})
-
-
 def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
                      keep_ids: set[str]) -> SubRegistry:
     """Sample ``size`` rows of ``registry`` (its positions) keeping ``keep_ids``; ``None`` = all of it. When
@@ -89,7 +82,7 @@ def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
     per_subset = {}
     for subset in dict.fromkeys(queries["subset"]):
         sq = queries[queries["subset"] == subset]
-        keep = gt_columns(cache, sq, keep_gt)
+        keep = cache.columns_of({a for ids in sq[check_gt(keep_gt)] for a in ids} if keep_gt else set())
         qpos = cache.query_positions(sq["qkey"].tolist())
         per_subset[subset] = (sq, keep, set(cache.api_ids[keep]), qpos, gt_column_sets(cache, sq, gt))
     for size in sizes:

@@ -98,9 +98,8 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
             parts.append(pick.assign(subset=subset_alias(subset)))
     if not parts:
         return pd.DataFrame(columns=EXAMPLE_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
-    out = out.rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
-    return out[EXAMPLE_COLUMNS].reset_index(drop=True)
+    out = pd.concat(parts, ignore_index=True).rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
+    return out[EXAMPLE_COLUMNS]
 
 
 def token_overhead(result: StudyResult) -> pd.DataFrame:

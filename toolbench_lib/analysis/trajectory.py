@@ -70,7 +70,6 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
         both = named.loc[subset].dropna() if subset in named.index and {"rtp", "ptr"} <= set(named) else None
         gap = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
-        gap = gap[gap.notna()]
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
