@@ -29,8 +29,7 @@ COMPARISON = {**DIFF_CI, **LO_HI, "wins": "wins", "losses": "losses", "p": "p_va
 
 def versus(values: np.ndarray, reference: np.ndarray, groups=None) -> dict:
     """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`, clustered
-    by ``groups``: ``diff``, ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``,
-    wins, losses, ties."""
+    by ``groups``, its fields named as :data:`VERSUS` names them."""
     return paired_columns(reference, values, VERSUS, groups)
 
 

@@ -232,11 +232,10 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
     curves = pd.concat([threshold_curve(routed, s) for s in ("rtp_top1_cosine_low", "router_features")])
     styles = {"rtp_top1_cosine_low": ("RtP top-1 cosine (low first)", "-"),
               "router_features": ("feature model (out-of-fold)", "--")}
+    router = METHOD_COLORS["router"]
     marks = {"always_rtp": ("o", METHOD_COLORS["rtp"]), "always_ptr": ("o", METHOD_COLORS["ptr"]),
-             "by_subset": ("^", METHOD_COLORS["router"]),
-             "router_top1_cosine": ("s", METHOD_COLORS["router"]),
-             "router_features": ("D", METHOD_COLORS["router"]),
-             "oracle": ("*", METHOD_COLORS["oracle"])}
+             "by_subset": ("^", router), "router_top1_cosine": ("s", router),
+             "router_features": ("D", router), "oracle": ("*", METHOD_COLORS["oracle"])}
     for ax, subset, _ in panels:
         for signal, (label, ls) in styles.items():
             c = curves[(curves["subset"] == subset) & (curves["signal"] == signal)]

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, clusters, subset_alias
-from ..eval.stats import cluster_difference_ci, cluster_mean_ci
+from ..eval.stats import cluster_difference_ci, cluster_mean_ci, wilson_ci
 from ..study.stored import StudyResult
-from .intervals import ci_of, with_ci, with_wilson
+from .intervals import ci_of, with_ci
 from .main_results import subset_order
 from .summary import method_calls, unique_name_shares
 
@@ -74,7 +74,7 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> d
     per_query = sets["n"].groupby(level="qkey").mean()
     with_ci(row, "stubs_per_query", per_query.to_numpy(dtype=float), clusters(queries, per_query.index))
     per_run = len(s) / max(1, s["run"].nunique())
-    with_wilson(row, "unique_name_share", pooled * per_run, per_run)
+    row["unique_name_share_ci_low"], row["unique_name_share_ci_high"] = wilson_ci(pooled * per_run, per_run)
     for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
