@@ -172,28 +172,25 @@ def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2:
                         route_oracle=frame["ptr_wins"])
 
 
-def _policy_row(part: pd.DataFrame, policy: str, ptr_tokens_ref: float) -> dict:
+def _policy_row(part: pd.DataFrame, policy: str) -> dict:
+    """One policy's row of :func:`routing_table` over the queries of ``part``."""
     r = part[f"route_{policy}"].to_numpy(bool)
     recall = np.where(r, part["ptr_recall"], part["rtp_recall"])
     precision = np.where(r, part["ptr_precision"], part["rtp_precision"])
     tokens = np.where(r, part["ptr_tokens"], part["rtp_tokens"]).astype(float)
     tpq = float(np.mean(tokens)) if len(tokens) else float("nan")
+    ref = float(part["ptr_tokens"].mean())
     return {"policy": policy, "recall": float(recall.mean()), "precision": float(precision.mean()),
             "tokens_per_query": tpq, "share_routed_ptr": float(r.mean()),
-            "tokens_saved_vs_ptr_pct": 100 * (1 - tpq / ptr_tokens_ref) if ptr_tokens_ref else float("nan"),
-            "n_queries": len(part)}
+            "tokens_saved_vs_ptr_pct": 100 * (1 - tpq / ref) if ref else float("nan"), "n_queries": len(part),
+            "plan_tokens_imputed_share": float(part["plan_tokens_imputed"].mean())}
 
 
 def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
     """The ``routing`` table: per set (or pooled, ``subset="all"``) and policy."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
-    rows = []
-    for subset, part in groups:
-        ref = float(part["ptr_tokens"].mean())
-        for policy in POLICIES:
-            rows.append({"subset": subset, **_policy_row(part, policy, ref),
-                         "plan_tokens_imputed_share": float(part["plan_tokens_imputed"].mean())})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"subset": subset, **_policy_row(part, policy)} for subset, part in groups
+                         for policy in POLICIES])
 
 
 def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
