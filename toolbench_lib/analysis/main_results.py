@@ -12,7 +12,7 @@ import pandas as pd
 from ..data.queries import GT_DEFINITIONS, check_gt, clusters, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
-from ..eval.stats import runs_test, wilson_ci
+from ..eval.stats import runs_test
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci
@@ -151,7 +151,7 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
-    """The paper's Figure 2: recall, precision, pass rate and per-query wins (Wilson) per set and method;
+    """The paper's Figure 2: recall, precision, pass rate and per-query wins (95% CI) per set and method;
     ``paper``: ``{(subset, method, metric): value}`` as diamonds; ``validity``: :func:`_objective_panel`."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
@@ -181,15 +181,11 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     if validity is not None and len(validity):
         _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
-    n = w.reindex(subsets)["n_queries"].to_numpy(float) if "n_queries" in w else np.full(len(subsets), np.nan)
-    paper_n = dict(zip(paper_query_counts()["subset"], paper_query_counts()["n_queries"], strict=True))
+    w = w.reindex(subsets)
+    paper_n = paper_query_counts().set_index("subset")["n_queries"].to_dict()
     for i, method in enumerate(methods):
-        col = f"{method}_wins"
-        wins_ = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
-        share = wins_ / n
-        lo_hi = [f"{method}_wins_share_ci_{e}" for e in ("low", "high")]
-        ci = (w.reindex(subsets)[lo_hi].to_numpy(float) if set(lo_hi) <= set(w) else  # clustered, when saved
-              np.array([wilson_ci(c, m) for c, m in zip(wins_, n, strict=True)]).reshape(-1, 2))
+        share = w[f"{method}_wins"].to_numpy(float) / w["n_queries"].to_numpy(float)
+        ci = w[ci_of(f"{method}_wins_share")].to_numpy(float)  # clustered, as wins saves it
         err = np.nan_to_num(np.vstack([share - ci[:, 0], ci[:, 1] - share]))
         pos = x + (i - (len(methods) - 1) / 2) * width
         ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),
