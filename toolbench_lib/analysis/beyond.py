@@ -223,8 +223,7 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
                      fused: str = "rrf") -> plt.Figure:
     """Per query: RtP's top-1 cosine against the recall@k the fused list gains over RtP, and the cut."""
     wide = metric_wide(scores[scores["method"].isin(["rtp", fused])], k)
-    cos = decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"]
-    wide["cos"] = wide["qkey"].map(cos)
+    wide["cos"] = wide["qkey"].map(decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"])
     wide["gain"] = wide[fused] - wide["rtp"]
     fig, panels = set_panels(wide)
     rng = np.random.default_rng(0)

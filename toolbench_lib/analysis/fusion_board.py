@@ -152,8 +152,7 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     if fused.empty:
         return "No fused or learned method was scored."
     met = [m for m, g in fused.groupby("method", sort=False) if bool((g["diff_lo"] > 0).all())]
-    mean_margin = fused.groupby("method", sort=False)["diff"].mean()
-    best = str(mean_margin.idxmax())
+    best = str(fused.groupby("method", sort=False)["diff"].mean().idxmax())
     per_set = "; ".join(
         f"{subset_alias(r.subset)} " + put(f"{best} {subset_alias(r.subset)} margin", f"{r.diff:+.3f}") + " "
         + put(f"{best} {subset_alias(r.subset)} margin CI", f"[{r.diff_lo:+.3f}, {r.diff_hi:+.3f}]")
@@ -229,8 +228,7 @@ def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAU
     specs = candidate_specs(components, values)
     keys, groups = result.queries["qkey"].tolist(), result.queries["subset"].map(subset_alias).to_numpy()
     recall = spec_recalls(specs, result, k, gt)
-    chosen = cross_validated(recall, groups, folds, seed)
-    cv = recall[chosen, np.arange(len(keys))]
+    cv = recall[cross_validated(recall, groups, folds, seed), np.arange(len(keys))]
     return {"spec": specs[best_by_group(recall, groups)], "cv_recall": pd.Series(cv, index=keys),
             "n_candidates": len(specs)}
 
@@ -243,8 +241,7 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
     counts["unseen"] = counts["n"] - counts["seen"]
     counts["kept"] = counts["unseen"] >= min_queries
-    keep_sets = set(counts.index[counts["kept"]])
-    keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
+    keys = set(queries.loc[~seen & queries["subset"].isin(counts.index[counts["kept"]]), "qkey"])
     return keys, counts.reset_index()
 
 

@@ -151,8 +151,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
-    out = pd.concat(frames, ignore_index=True)
-    return out[SCORE_COLUMNS], models
+    return pd.concat(frames, ignore_index=True)[SCORE_COLUMNS], models
 
 
 def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:

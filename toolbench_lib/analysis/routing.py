@@ -123,8 +123,7 @@ def query_tokens(result: StudyResult) -> pd.DataFrame:
     out = result.queries[["qkey", "subset"]].copy()
     if result.calls.empty:
         return out.assign(rtp_tokens=np.nan, ptr_tokens=np.nan, plan_tokens_imputed=True)
-    cost = method_calls(result)
-    per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
+    per_run = method_calls(result).groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
     per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
     imputed, plans = np.zeros(len(out), dtype=bool), {}
     for method in ("rtp", "ptr"):
@@ -213,8 +212,7 @@ def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:
     """Recall against share routed to PtR for every cut of ``signal`` (in-sample, descriptive)."""
     rows = []
     for subset, part in routed.groupby("subset", sort=False):
-        order = np.argsort(-part[signal].to_numpy(float), kind="stable")
-        gain = part["gain"].to_numpy()[order]
+        gain = part["gain"].to_numpy()[np.argsort(-part[signal].to_numpy(float), kind="stable")]
         base = part["rtp_recall"].sum()
         n = len(part)
         cum = np.concatenate([[0.0], np.cumsum(gain)])

@@ -53,8 +53,7 @@ def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[
     ground-truth columns, from eval's one count (:func:`~toolbench_lib.eval.evaluation.hits_at`)."""
     hits = hits_at([row.tolist() for row in top], gt_sets, k)
     n_gt = np.array([len(g) for g in gt_sets])
-    recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
-    return recall, hits / k
+    return np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0), hits / k
 
 
 def no_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -91,11 +91,8 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
     st = stub_top1(result, gt)
     st = st[(st["run"] == run) & st["api_id"].notna() & ~st["fell_back"].astype(bool)]
     st = st.sort_values(["score", "qkey", "stub_idx"], ascending=[False, True, True])
-    parts = []
-    for subset in subset_order(result):
-        for correct in (True, False):
-            pick = st[(st["subset"] == subset) & (st["correct"] == correct)].head(n)
-            parts.append(pick.assign(subset=subset_alias(subset)))
+    parts = [st[(st["subset"] == s) & (st["correct"] == c)].head(n).assign(subset=subset_alias(s))
+             for s in subset_order(result) for c in (True, False)]
     if not parts:
         return pd.DataFrame(columns=EXAMPLE_COLUMNS)
     out = pd.concat(parts, ignore_index=True).rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
