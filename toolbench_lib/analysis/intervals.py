@@ -25,8 +25,7 @@ def ci_of(*columns: str) -> list[str]:
 def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray,
             groups: Sequence | None = None) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
-    ``values``, whole ``groups`` (each value's cluster, as the paired test's) resampled together when given
-    (NaNs dropped; NaN, NaN when none is left)."""
+    ``values`` without NaNs, whole ``groups`` (each value's cluster) resampled together when given."""
     x = np.asarray(values, dtype=float)
     keep = ~np.isnan(x)
     if not keep.any():

@@ -1,6 +1,5 @@
-"""The scale study: RtP and PtR on sub-registries of growing size (per size, seed and query set, sampled by
-category and keeping the set's ground truth), top-k from the cached cosines
-(:class:`~toolbench_lib.analysis.similarity.SimilarityCache`); PtR is the mean over the study's runs."""
+"""The scale study: RtP and PtR on sub-registries of growing size (per size, seed and set, sampled by category
+keeping the set's ground truth), top-k from the cached cosines; PtR is the mean over the study's runs."""
 
 from __future__ import annotations
 

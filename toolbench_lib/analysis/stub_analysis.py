@@ -42,10 +42,8 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
 
 
 def stub_stats(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Per subset: stubs per query, pooled distinct-name share (:func:`unique_name_shares`), share of stubs
-    whose top-1 is ground truth, mean top-1 cosines when right / wrong, their gap and SD, share of stub sets
-    that fell back to the query; 95% CIs (bootstrap over queries or stubs, Wilson for shares); a row per set
-    and ground truth of ``gts``."""
+    """Per set and ground truth of ``gts``: stubs per query, distinct-name share (:func:`unique_name_shares`),
+    stub hit share, top-1 cosines when right / wrong, their gap and SD, fallback share, with 95% CIs."""
     rows = []
     for gt in gts:
         st = stub_top1(result, gt)
