@@ -44,11 +44,6 @@ def subset_order(result: StudyResult) -> list[str]:
     return list(dict.fromkeys(result.queries["subset"]))
 
 
-def alias_order(result: StudyResult) -> list[str]:
-    """Subset aliases (G1, G2, G3) in query order."""
-    return [subset_alias(s) for s in subset_order(result)]
-
-
 def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate per subset, method and ground truth, mean ± std over runs, from
