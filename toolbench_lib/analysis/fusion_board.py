@@ -325,15 +325,12 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
         bits, ok = [], True
         for label, cmp in parts:
             g = cmp[cmp["method"] == m]
-            sets = []
-            for _, r in g.iterrows():
-                ok &= bool(r["diff_lo"] > 0)
-                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}] "
-                            f"over {r['reference']}")
-            bits.append(f"{label} sets: " + ", ".join(sets))
-        verdict = "meets" if ok else "misses"
-        lines.append(f"`{m}` {verdict} the goal (paired 95% CI above 0 against the best single architecture "
-                     "of any family on every set): " + "; ".join(bits) + ".")
+            ok &= bool((g["diff_lo"] > 0).all())
+            bits.append(f"{label} sets: " + ", ".join(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, "
+                                                      f"{r['diff_hi']:+.3f}] over {r['reference']}"
+                                                      for _, r in g.iterrows()))
+        lines.append(f"`{m}` {'meets' if ok else 'misses'} the goal (paired 95% CI above 0 against the best "
+                     "single architecture of any family on every set): " + "; ".join(bits) + ".")
     return lines
 
 
