@@ -162,9 +162,8 @@ def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
     stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
     plan = c[c["stage"] == "plan"]
     plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
-    d = decisions.copy()
-    idx = pd.MultiIndex.from_arrays([d["qkey"], d["run"]])
-    d["stub_tokens"] = np.where(d["stub_call"], stub_tok.reindex(idx).to_numpy(dtype=float), 0.0)
+    tokens = stub_tok.reindex(pd.MultiIndex.from_arrays([decisions["qkey"], decisions["run"]]))
+    d = decisions.assign(stub_tokens=np.where(decisions["stub_call"], tokens.to_numpy(dtype=float), 0.0))
     g = d.groupby(["subset", "method"], sort=False)
     out = g.agg(stub_calls_per_query=("stub_call", "mean"), stub_tokens_per_query=("stub_tokens", "mean"))
     out["llm_calls_per_query"] = out["stub_calls_per_query"] + 1.0
