@@ -115,12 +115,11 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
             mm = m[m["complete_miss"]]
             refused = mm["refusal"].astype(bool)
             named = (mm["n_named"] > 0) & ~refused
-            n = len(mm)
-            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": n,
-                         "refusal_rate_on_miss": float(refused.mean()) if n else np.nan,
-                         "wrong_tool_rate_on_miss": float(named.mean()) if n else np.nan,
+            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": len(mm),
+                         "refusal_rate_on_miss": float(refused.mean()),  # NaN without a miss
+                         "wrong_tool_rate_on_miss": float(named.mean()),
                          "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
-                         "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan,
+                         "no_api_rate_on_miss": float((~refused & ~named).mean()),
                          "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
             cl = clusters(result.queries, mm["qkey"])  # its sample: one cluster
             with_ci(rows[-1], "refusal_rate_on_miss", refused.to_numpy(dtype=float), cl)
