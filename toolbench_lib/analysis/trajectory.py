@@ -75,13 +75,11 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
             if m.empty:
                 continue
             m = m.assign(refusal=m["refusal"].astype(float))
-            row = {"subset": subset_alias(subset), "method": method,
-                   "jaccard_rtp_ptr": float(js.mean()) if len(js) else np.nan, "n_plans": int(len(m)),
-                   "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
+            row = {"subset": subset_alias(subset), "method": method, "jaccard_rtp_ptr": float(js.mean()),
+                   "n_plans": int(len(m)), "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": len(js),
                    "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
                    "mean_unresolved_named": float(m["n_named_unresolved"].mean())
-                   if "n_named_unresolved" in m else np.nan,
-                   "apis_named_ptr_minus_rtp": float(gap.mean()) if gap.size else np.nan}
+                   if "n_named_unresolved" in m else np.nan, "apis_named_ptr_minus_rtp": float(gap.mean())}
             by_query = m.groupby("qkey")[list(PLAN_MEANS.values())].mean()
             cl = clusters(result.queries, by_query.index)
             for col, src in PLAN_MEANS.items():
