@@ -160,8 +160,7 @@ def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
     """Per set and method: LLM calls and tokens per query before planning, and with the plan call."""
     c = method_calls(result)  # empty without calls
     stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
-    plan = c[c["stage"] == "plan"]
-    plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
+    plan_tok = float(c.loc[c["stage"] == "plan", "tokens"].mean())
     tokens = stub_tok.reindex(pd.MultiIndex.from_arrays([decisions["qkey"], decisions["run"]]))
     d = decisions.assign(stub_tokens=np.where(decisions["stub_call"], tokens.to_numpy(dtype=float), 0.0))
     g = d.groupby(["subset", "method"], sort=False)
