@@ -185,8 +185,7 @@ def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarr
     """A sub-registry's columns: ``kept`` and a seeded draw of the other columns up to ``size``."""
     rng = np.random.default_rng(seed)
     kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
-    rest = np.setdiff1d(np.arange(n), kept_arr)
-    extra = rng.choice(rest, size=max(size - len(kept_arr), 0), replace=False)
+    extra = rng.choice(np.setdiff1d(np.arange(n), kept_arr), size=max(size - len(kept_arr), 0), replace=False)
     return np.concatenate([kept_arr, extra])
 
 
@@ -246,8 +245,7 @@ def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
     q = result.queries
     texts = ptr_texts(q, result.stubs, run)
     qv = setup.encode(q["query"].tolist())
-    flat = [t for ts in texts for t in ts]
-    sv = setup.encode(flat)
+    sv = setup.encode([t for ts in texts for t in ts])
     rows, pos = [], 0
     for i, (qkey, ts) in enumerate(zip(q["qkey"], texts, strict=True)):
         cos = sv[pos:pos + len(ts)] @ qv[i]

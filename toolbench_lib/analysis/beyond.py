@@ -17,7 +17,7 @@ from ..data.queries import DEFAULT_GT, clusters, resolve_subset, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
 from ..retrieval import fused
-from .fusion_board import BASELINES, METRICS, better_reference
+from .fusion_board import BASELINES, METRICS, better_reference, metric_wide
 from .style import METHOD_COLORS, OTHER_COLORS, set_panels, side_legend
 from .summary import method_calls
 
@@ -100,15 +100,10 @@ def cached_method_scores(result, names: Sequence[str], cache_dir: str | Path | N
     return tables["scores"], tables["decisions"]
 
 
-def _recall_wide(scores: pd.DataFrame, k: int) -> pd.DataFrame:
-    r = scores[(scores["metric"] == "recall") & (scores["k"] == k)]
-    return r.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
-
-
 def query_evidence(scores: pd.DataFrame, queries: pd.DataFrame, method: str, k: int = K,
                    n: int = 5) -> pd.DataFrame:
     """Per set, the ``n`` queries where ``method`` loses most recall@k against the better architecture."""
-    wide = _recall_wide(scores, k)
+    wide = metric_wide(scores, k)
     text = queries.set_index("qkey")["query"]
     rows = []
     for _, part in wide.groupby("subset", sort=False):
@@ -128,7 +123,7 @@ def loss_breakdown(scores: pd.DataFrame, method: str, k: int = K) -> pd.DataFram
     """Per set, where ``method``'s recall@k gap to the better architecture comes from: ``gained``/``lost``
     per query of the set (``diff = gained - lost``); ``losses_ptr_zero``: losses where PtR's own list holds
     no ground-truth API, ``lost_ptr_zero`` their share of ``lost``."""
-    wide = _recall_wide(scores, k)
+    wide = metric_wide(scores, k)
     rows = []
     for subset, part in wide.groupby("subset", sort=False):
         ref = better_reference(part)
@@ -165,11 +160,9 @@ def cost_table(result, decisions: pd.DataFrame) -> pd.DataFrame:
     """Per set and method: LLM calls and tokens per query before planning, and with the plan call."""
     c = method_calls(result)  # empty without calls
     stub_tok = c[c["stage"] == "stubs"].groupby(["qkey", "run"])["tokens"].sum()
-    plan = c[c["stage"] == "plan"]
-    plan_tok = float(plan["tokens"].mean()) if len(plan) else float("nan")
-    d = decisions.copy()
-    idx = pd.MultiIndex.from_arrays([d["qkey"], d["run"]])
-    d["stub_tokens"] = np.where(d["stub_call"], stub_tok.reindex(idx).to_numpy(dtype=float), 0.0)
+    plan_tok = float(c.loc[c["stage"] == "plan", "tokens"].mean())
+    tokens = stub_tok.reindex(pd.MultiIndex.from_arrays([decisions["qkey"], decisions["run"]]))
+    d = decisions.assign(stub_tokens=np.where(decisions["stub_call"], tokens.to_numpy(dtype=float), 0.0))
     g = d.groupby(["subset", "method"], sort=False)
     out = g.agg(stub_calls_per_query=("stub_call", "mean"), stub_tokens_per_query=("stub_tokens", "mean"))
     out["llm_calls_per_query"] = out["stub_calls_per_query"] + 1.0
@@ -213,11 +206,10 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
             ax.errorbar(row["tokens_per_query"], row["mean"], yerr=[[row["mean"] - row["ci_lo"]],
                         [row["ci_hi"] - row["mean"]]], fmt="o" if base else "s", ms=7 if base else 4,
                         color=METHOD_COLORS.get(row["method"], "0.4"), alpha=0.9, capsize=2)
-            if base or row["method"] in best:
-                n = named.setdefault(round(float(row["tokens_per_query"]), 1), 0)
-                named[round(float(row["tokens_per_query"]), 1)] = n + 1
-                ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=9,
-                            xytext=(4, -12 + 13 * n), textcoords="offset points")
+            n = named.setdefault(round(float(row["tokens_per_query"]), 1), 0)
+            named[round(float(row["tokens_per_query"]), 1)] = n + 1
+            ax.annotate(row["method"], (row["tokens_per_query"], row["mean"]), fontsize=9,
+                        xytext=(4, -12 + 13 * n), textcoords="offset points")
         plans = "" if r["plan_tokens_mean"].notna().any() else "; no plan calls in this study"
         ax.set_xlabel(f"LLM tokens per query (stubs + mean plan{plans})")
         ax.set_ylabel(f"recall@{k} (95% CI)")
@@ -228,9 +220,8 @@ def cost_frontier(board: pd.DataFrame, costs: pd.DataFrame, k: int = K) -> plt.F
 def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: float, k: int = K,
                      fused: str = "rrf") -> plt.Figure:
     """Per query: RtP's top-1 cosine against the recall@k the fused list gains over RtP, and the cut."""
-    wide = _recall_wide(scores[scores["method"].isin(["rtp", fused])], k)
-    cos = decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"]
-    wide["cos"] = wide["qkey"].map(cos)
+    wide = metric_wide(scores[scores["method"].isin(["rtp", fused])], k)
+    wide["cos"] = wide["qkey"].map(decisions.drop_duplicates("qkey").set_index("qkey")["rtp_top1_cosine"])
     wide["gain"] = wide[fused] - wide["rtp"]
     fig, panels = set_panels(wide)
     rng = np.random.default_rng(0)

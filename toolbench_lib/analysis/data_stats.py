@@ -45,8 +45,7 @@ def apis_per_category(ds: Dataset) -> pd.DataFrame:
     reg = ds.registry
     counts = reg.groupby("category").size().sort_index().sort_values(ascending=False, kind="stable")
     out = _share_table(counts, "category")
-    tools = reg.groupby("category")["tool_key"].nunique()
-    out["n_tools"] = out["category"].map(tools).astype(int)
+    out["n_tools"] = out["category"].map(reg.groupby("category")["tool_key"].nunique()).astype(int)
     return out
 
 

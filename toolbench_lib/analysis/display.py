@@ -13,9 +13,7 @@ def format_number(value, digits: int = 3) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:.{digits}f}"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.{digits}f}"
 
 
 def format_numbers(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:

@@ -45,24 +45,19 @@ def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mappin
         r, q, t = m.loc[(subset, "rtp")], m.loc[(subset, "ptr")], p.loc[subset]
         paper = paper_recall.get(subset, {})
         v = recall_verdict(r["recall_mean"], q["recall_mean"], t["p_holm"], t["family"], paper, alpha)
-        if v["paper_leader"]:
-            paper_txt = (f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({v['paper_leader']} "
-                         f"ahead): {v['verdict']}")
-        else:
-            paper_txt = "the paper gives no pair for this set"
+        paper_txt = (f"paper RtP {paper['rtp']:.3f} vs PtR {paper['ptr']:.3f} ({v['paper_leader']} ahead): "
+                     f"{v['verdict']}" if v["paper_leader"] else "the paper gives no pair for this set")
         ci = lambda row: f"[{row['recall_ci_low']:.3f}, {row['recall_ci_high']:.3f}]"  # noqa: E731
         lines.append(
             f"- **{subset}** ({int(r['n_queries'])} queries, {int(q['n_runs'])} run(s)): "
             f"RtP recall@{int(r['k'])} {r['recall_mean']:.3f} {ci(r)}, PtR {q['recall_mean']:.3f} {ci(q)}; "
-            f"PtR − RtP "
-            f"{t['diff']:+.3f} (95% CI [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]), wins {int(t['ptr_wins'])}–"
-            f"{int(t['rtp_wins'])} (ties {int(t['ties'])}), paired t {fmt_p(t['p_holm'])} ({t['family']}). "
-            f"{paper_txt}."
-            + _runs_sentence(runs, subset, gt, alpha))
+            f"PtR − RtP {t['diff']:+.3f} (95% CI [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]), wins "
+            f"{int(t['ptr_wins'])}–{int(t['rtp_wins'])} (ties {int(t['ties'])}), paired t "
+            f"{fmt_p(t['p_holm'])} ({t['family']}). {paper_txt}." + _runs_sentence(runs, subset, gt))
     return "\n".join(lines) if lines else "No set has both methods in this run."
 
 
-def _runs_sentence(runs: pd.DataFrame | None, subset: str, gt: str, alpha: float) -> str:
+def _runs_sentence(runs: pd.DataFrame | None, subset: str, gt: str) -> str:
     """' Over N runs ...' for a set of ``runs_table`` (the paper's test over runs, a robustness check that
     gives no verdict), or '' when it has no row for it."""
     if runs is None:
@@ -102,9 +97,8 @@ def k_findings(ablation: pd.DataFrame, budget: pd.DataFrame, gt: str = "candidat
         where = f"PtR ahead at k = {', '.join(map(str, ahead))}" if ahead else "RtP ahead or tied at every k"
         lines.append(f"- {subset}: {where} (of k = {int(g.index.get_level_values('k').min())}.."
                      f"{int(g.index.get_level_values('k').max())}).")
-    for _, r in budget[budget["gt"] == gt].iterrows():
-        lines.append(f"- {r['subset']}, equal budget: RtP@10 {r['rtp_k10_recall']:.3f} against PtR@5 "
-                     f"{r['ptr_k5_recall']:.3f}.")
+    lines += [f"- {r['subset']}, equal budget: RtP@10 {r['rtp_k10_recall']:.3f} against PtR@5 "
+              f"{r['ptr_k5_recall']:.3f}." for _, r in budget[budget["gt"] == gt].iterrows()]
     return "\n".join(lines)
 
 
@@ -135,25 +129,21 @@ def trajectory_findings(traj: pd.DataFrame, miss: pd.DataFrame) -> str:
                      f"{r['mean_steps']:.1f} steps, {r['mean_apis_named']:.1f} APIs named, "
                      f"{r['used_share']:.0%} of retrieved APIs used, Jaccard with the other method's plan "
                      f"{r['jaccard_rtp_ptr']:.2f}.")
-    for _, r in miss.iterrows():
-        lines.append(f"- {r['subset']} {r['method']}, complete misses ({int(r['n_complete_miss'])}): "
-                     f"{r['refusal_rate_on_miss']:.0%} refuse, {r['wrong_tool_rate_on_miss']:.0%} go on with "
-                     f"wrong tools.")
+    lines += [f"- {r['subset']} {r['method']}, complete misses ({int(r['n_complete_miss'])}): "
+              f"{r['refusal_rate_on_miss']:.0%} refuse, {r['wrong_tool_rate_on_miss']:.0%} go on with "
+              "wrong tools." for _, r in miss.iterrows()]
     return "\n".join(lines) if lines else "No plans in this study."
 
 
 def stub_findings(stubs: pd.DataFrame, overhead: pd.DataFrame) -> str:
     """Notebook 06: stubs per query, distinct names, stub hits and the token overhead."""
-    lines = []
     s = stubs[stubs["gt"] == "candidates"] if "gt" in stubs else stubs
-    for _, r in s.iterrows():
-        lines.append(f"- {r['subset']}: {r['stubs_per_query']:.2f} stubs per query, "
-                     f"{r['unique_name_share']:.0%} distinct names, {r['stub_hit_share']:.0%} of stubs find "
-                     f"a ground-truth API first (cosine {r['cos_correct']:.3f} when right, "
-                     f"{r['cos_incorrect']:.3f} when wrong).")
-    for _, r in overhead.iterrows():
-        lines.append(f"- {r['subset']}: PtR spends {r['overhead_pct']:.0f}% more LLM tokens per query than "
-                     f"RtP ({r['ptr_tokens']:.0f} against {r['rtp_tokens']:.0f}).")
+    lines = [f"- {r['subset']}: {r['stubs_per_query']:.2f} stubs per query, {r['unique_name_share']:.0%} "
+             f"distinct names, {r['stub_hit_share']:.0%} of stubs find a ground-truth API first (cosine "
+             f"{r['cos_correct']:.3f} when right, {r['cos_incorrect']:.3f} when wrong)."
+             for _, r in s.iterrows()]
+    lines += [f"- {r['subset']}: PtR spends {r['overhead_pct']:.0f}% more LLM tokens per query than RtP "
+              f"({r['ptr_tokens']:.0f} against {r['rtp_tokens']:.0f})." for _, r in overhead.iterrows()]
     return "\n".join(lines)
 
 

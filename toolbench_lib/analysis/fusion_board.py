@@ -29,8 +29,7 @@ COMPARISON = {**DIFF_CI, **LO_HI, "wins": "wins", "losses": "losses", "p": "p_va
 
 def versus(values: np.ndarray, reference: np.ndarray, groups=None) -> dict:
     """``values`` against ``reference`` (same queries) by :func:`~toolbench_lib.eval.stats.paired`, clustered
-    by ``groups``: ``diff``, ``diff_lo``, ``diff_hi``, ``p_value`` (else ``note``), ``p_wilcoxon_robustness``,
-    wins, losses, ties."""
+    by ``groups``, its fields named as :data:`VERSUS` names them."""
     return paired_columns(reference, values, VERSUS, groups)
 
 
@@ -153,8 +152,7 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     if fused.empty:
         return "No fused or learned method was scored."
     met = [m for m, g in fused.groupby("method", sort=False) if bool((g["diff_lo"] > 0).all())]
-    mean_margin = fused.groupby("method", sort=False)["diff"].mean()
-    best = str(mean_margin.idxmax())
+    best = str(fused.groupby("method", sort=False)["diff"].mean().idxmax())
     per_set = "; ".join(
         f"{subset_alias(r.subset)} " + put(f"{best} {subset_alias(r.subset)} margin", f"{r.diff:+.3f}") + " "
         + put(f"{best} {subset_alias(r.subset)} margin CI", f"[{r.diff_lo:+.3f}, {r.diff_hi:+.3f}]")
@@ -169,15 +167,20 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
+def metric_wide(scores: pd.DataFrame, k: int, metric: str = "recall") -> pd.DataFrame:
+    """``subset, qkey`` and one column per method: each query's ``metric`` at ``k``."""
+    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
+    return at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+
+
 def pooled_margin(scores: pd.DataFrame, k: int = K, metric: str = "recall") -> pd.DataFrame:
     """Per method, over every set's queries together: each query's score minus its own set's better
     architecture's, with :func:`versus`' paired CI and tests."""
-    at = scores[(scores["metric"] == metric) & (scores["k"] == k)]
-    wide = at.pivot_table(index=["subset", "qkey"], columns="method", values="value").reset_index()
+    wide = metric_wide(scores, k, metric)
     ref = pd.Series(np.nan, index=wide.index)
     for _, part in wide.groupby("subset", sort=False):
         ref.loc[part.index] = part[better_reference(part)]
-    rows, cl = [], query_clusters(at, wide["qkey"])
+    rows, cl = [], query_clusters(scores, wide["qkey"])
     for method in [c for c in wide.columns if c not in ("subset", "qkey")]:
         rows.append({"method": method, "metric": metric, "k": k, "n_queries": len(wide),
                      "mean": float(wide[method].mean()), "reference_mean": float(ref.mean()),
@@ -225,8 +228,7 @@ def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAU
     specs = candidate_specs(components, values)
     keys, groups = result.queries["qkey"].tolist(), result.queries["subset"].map(subset_alias).to_numpy()
     recall = spec_recalls(specs, result, k, gt)
-    chosen = cross_validated(recall, groups, folds, seed)
-    cv = recall[chosen, np.arange(len(keys))]
+    cv = recall[cross_validated(recall, groups, folds, seed), np.arange(len(keys))]
     return {"spec": specs[best_by_group(recall, groups)], "cv_recall": pd.Series(cv, index=keys),
             "n_candidates": len(specs)}
 
@@ -239,8 +241,7 @@ def unseen_queries(queries: pd.DataFrame, design: pd.DataFrame,
     counts = queries.assign(seen=seen).groupby("subset", sort=False)["seen"].agg(n="size", seen="sum")
     counts["unseen"] = counts["n"] - counts["seen"]
     counts["kept"] = counts["unseen"] >= min_queries
-    keep_sets = set(counts.index[counts["kept"]])
-    keys = set(queries.loc[~seen & queries["subset"].isin(keep_sets), "qkey"])
+    keys = set(queries.loc[~seen & queries["subset"].isin(counts.index[counts["kept"]]), "qkey"])
     return keys, counts.reset_index()
 
 
@@ -255,9 +256,8 @@ def fusion_scores(result, specs: Mapping[str, FusionSpec], k: int = K, gt: str =
             pq = score_rankings(spec.ranked(inp, k), result.queries, gt, k, ("recall",))
             frames.append(pq.assign(method=name, run=run))
     pq = per_query_runs(result, k, gt, ("recall",))
-    frames.append(
-        pq[pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)][["qkey", "recall", "method", "run"]]
-    )
+    single = pq["method"].map(lambda m: split_method(m)[0] in ARCH_LABEL)
+    frames.append(pq[single][["qkey", "recall", "method", "run"]])
     allq = pd.concat(frames, ignore_index=True)
     mean = allq.groupby(["qkey", "method"], sort=False)["recall"].mean().reset_index()
     alias = dict(zip(result.queries["qkey"], result.queries["subset"].map(subset_alias), strict=True))
@@ -325,15 +325,12 @@ def fusion_sentences(design_cmp: pd.DataFrame, unseen_cmp: pd.DataFrame | None) 
         bits, ok = [], True
         for label, cmp in parts:
             g = cmp[cmp["method"] == m]
-            sets = []
-            for _, r in g.iterrows():
-                ok &= bool(r["diff_lo"] > 0)
-                sets.append(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}] "
-                            f"over {r['reference']}")
-            bits.append(f"{label} sets: " + ", ".join(sets))
-        verdict = "meets" if ok else "misses"
-        lines.append(f"`{m}` {verdict} the goal (paired 95% CI above 0 against the best single architecture "
-                     "of any family on every set): " + "; ".join(bits) + ".")
+            ok &= bool((g["diff_lo"] > 0).all())
+            bits.append(f"{label} sets: " + ", ".join(f"{r['subset']} {r['diff']:+.3f} [{r['diff_lo']:+.3f}, "
+                                                      f"{r['diff_hi']:+.3f}] over {r['reference']}"
+                                                      for _, r in g.iterrows()))
+        lines.append(f"`{m}` {'meets' if ok else 'misses'} the goal (paired 95% CI above 0 against the best "
+                     "single architecture of any family on every set): " + "; ".join(bits) + ".")
     return lines
 
 

@@ -1,5 +1,5 @@
-"""95% intervals for the saved tables: a mean over queries (the bootstrap of :mod:`..eval.stats`), a share of
-a count (Wilson), and the paired comparison of two methods' per-query scores under each table's names."""
+"""95% intervals for the saved tables: a mean over queries (the bootstrap of :mod:`..eval.stats`), and the
+paired comparison of two methods' per-query scores under each table's names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci, paired, wilson_ci
+from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci, paired
 
 N_RESAMPLES = 2000
 # Names of :func:`~toolbench_lib.eval.stats.paired`'s fields in the tables of PtR against RtP.
@@ -25,8 +25,7 @@ def ci_of(*columns: str) -> list[str]:
 def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray,
             groups: Sequence | None = None) -> dict:
     """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
-    ``values``, whole ``groups`` (each value's cluster, as the paired test's) resampled together when given
-    (NaNs dropped; NaN, NaN when none is left)."""
+    ``values`` without NaNs, whole ``groups`` (each value's cluster) resampled together when given."""
     x = np.asarray(values, dtype=float)
     keep = ~np.isnan(x)
     if not keep.any():
@@ -36,12 +35,6 @@ def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray,
     else:
         ci = grouped_bootstrap_ci(x[keep], np.asarray(groups)[keep], N_RESAMPLES)[:2]
     row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
-    return row
-
-
-def with_wilson(row: dict, name: str, count: float, n: float) -> dict:
-    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high`` from eval's one Wilson interval."""
-    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = wilson_ci(count, n)
     return row
 
 

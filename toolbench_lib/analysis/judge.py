@@ -20,7 +20,6 @@ from ..eval.pass_rates import (  # noqa: F401 (re-exported: the objective pass r
 from ..eval.stats import mcnemar_exact
 from ..study.stored import StudyResult
 
-VERDICTS = ("Solved", "Unsolved")
 VALIDITY_COLUMNS = ["subset", "method", "judge_version", "n_plans", "n_judged", "judged_pass_rate",
                     "objective_pass_rate", "ceiling", "coverage", "evidence_all", "evidence_some",
                     "evidence_none", "kappa", "kappa_any", "solved_rate_none", "solved_rate_some",

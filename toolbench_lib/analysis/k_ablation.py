@@ -15,7 +15,7 @@ from ..eval.stats import ratio_change, t_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import N_RESAMPLES, ci_of, with_ci
-from .main_results import alias_order
+from .main_results import subset_order
 from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
@@ -79,7 +79,7 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
     if out.empty:
         return pd.DataFrame(columns=ABLATION_COLUMNS + ABLATION_EXTRA)
     out = out[ABLATION_COLUMNS + ABLATION_EXTRA]
-    order = {s: i for i, s in enumerate(alias_order(result))}
+    order = {subset_alias(s): i for i, s in enumerate(subset_order(result))}
     out = out.assign(_g=out["gt"].map(GT_DEFINITIONS.index), _s=out["subset"].map(order),
                      _m=out["method"].map(lambda m: METHODS.index(m) if m in METHODS else len(METHODS)))
     return out.sort_values(["_g", "_s", "_m", "k"]).drop(columns=["_g", "_s", "_m"]).reset_index(drop=True)

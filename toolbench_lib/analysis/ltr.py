@@ -151,8 +151,7 @@ def ranker_scores(design, validation=None, unseen: set[str] | None = None,
     frames.append(single_scores(design, dkeys, k, gts).assign(part="design"))
     if ukeys:
         frames.append(single_scores(validation, ukeys, k, gts).assign(part="unseen"))
-    out = pd.concat(frames, ignore_index=True)
-    return out[SCORE_COLUMNS], models
+    return pd.concat(frames, ignore_index=True)[SCORE_COLUMNS], models
 
 
 def _versus(g: pd.DataFrame, ref: str, method: str) -> dict:
@@ -171,15 +170,10 @@ def comparison(scores: pd.DataFrame, methods: Sequence[str] = tuple(NAMED)) -> p
         means = g.groupby("method")["recall"].mean()
         singles = [m for m in means.index if split_method(m)[0] in SINGLE]
         dense = [m for m in singles if m in SINGLE]
-        refs = {"best single": max(singles, key=lambda m: (means[m], m)) if singles else None,
-                "best dense": max(dense, key=lambda m: (means[m], m)) if dense else None}
-        for m in methods:
-            if m not in means.index:
-                continue
-            for against, ref in refs.items():
-                if ref is not None:
-                    rows.append({"gt": gt, "part": part, "subset": subset, "method": m, "against": against,
-                                 **_versus(g, ref, m)})
+        refs = {against: max(names, key=lambda m: (means[m], m))
+                for against, names in (("best single", singles), ("best dense", dense)) if names}
+        rows += [{"gt": gt, "part": part, "subset": subset, "method": m, "against": against,
+                  **_versus(g, ref, m)} for m in methods if m in means.index for against, ref in refs.items()]
     out = pd.DataFrame(rows)
     return out.sort_values(["gt", "part"], kind="stable", ignore_index=True) if len(out) else out
 
@@ -250,12 +244,9 @@ def ablations(design, validation=None, unseen: set[str] | None = None, k: int = 
     run = 0 if runs is None else list(runs)[0]
     scores = pd.concat([scores, design_only_scores(design, validation, unseen, k, gts, run, seed)],
                        ignore_index=True)
-    rows = []
-    for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False):
-        for name in (*specs, DESIGN_ONLY):
-            rows.append({"gt": gt, "part": part, "subset": subset, "method": name,
-                         **_versus(g, "ltr", name)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"gt": gt, "part": part, "subset": subset, "method": name, **_versus(g, "ltr", name)}
+                         for (gt, part, subset), g in scores.groupby(["gt", "part", "subset"], sort=False)
+                         for name in (*specs, DESIGN_ONLY)])
 
 
 def importance(model: Fitted) -> pd.DataFrame:

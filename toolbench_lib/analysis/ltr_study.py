@@ -26,9 +26,7 @@ from .fusion_board import unseen_keys
 def study_folder(path: str | Path) -> Path:
     """A study folder itself, or the one stored study of a run folder (a clear error otherwise)."""
     p = Path(path)
-    if (p / "provenance.json").exists():
-        return p
-    return stored_study_dir(p.name, outputs_dir=p)
+    return p if (p / "provenance.json").exists() else stored_study_dir(p.name, outputs_dir=p)
 
 
 def measure(design_dir: Path, validation_dir: Path | None, out: Path, k: int = K, seed: int = SEED,

@@ -12,7 +12,7 @@ import pandas as pd
 from ..data.queries import GT_DEFINITIONS, check_gt, clusters, subset_alias
 from ..eval.compare import compare
 from ..eval.evaluation import per_query_runs
-from ..eval.stats import runs_test, wilson_ci
+from ..eval.stats import runs_test
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci
@@ -44,20 +44,13 @@ def subset_order(result: StudyResult) -> list[str]:
     return list(dict.fromkeys(result.queries["subset"]))
 
 
-def alias_order(result: StudyResult) -> list[str]:
-    """Subset aliases (G1, G2, G3) in query order."""
-    return [subset_alias(s) for s in subset_order(result)]
-
-
 def main_results(result: StudyResult, k: int | None = None,
                  gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k, precision@k and pass rate per subset, method and ground truth, mean ± std over runs, from
     :func:`~toolbench_lib.analysis.summary.summary_table`; ``n_planned``: the queries with plans."""
     k = k or study_k(result)
     table = summary_table(result, k, gts)
-    extra = [c for c in ("recall_ci_low", "recall_ci_high", "precision_ci_low", "precision_ci_high")
-             if c in table]
-    return table[[*MAIN_COLUMNS, "k", *extra]].reset_index(drop=True)
+    return table[[*MAIN_COLUMNS, "k", *ci_of("recall", "precision")]].reset_index(drop=True)
 
 
 def _run_tests(result: StudyResult, k: int, gt: str) -> list[dict]:
@@ -153,7 +146,7 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
-    """The paper's Figure 2: recall, precision, pass rate and per-query wins (Wilson) per set and method;
+    """The paper's Figure 2: recall, precision, pass rate and per-query wins (95% CI) per set and method;
     ``paper``: ``{(subset, method, metric): value}`` as diamonds; ``validity``: :func:`_objective_panel`."""
     t = table[table["gt"] == gt]
     w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
@@ -183,15 +176,11 @@ def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = 
     if validity is not None and len(validity):
         _objective_panel(axes[2], validity, subsets, methods, width, paper, min_kappa)
     ax = axes[3]
-    n = w.reindex(subsets)["n_queries"].to_numpy(float) if "n_queries" in w else np.full(len(subsets), np.nan)
-    paper_n = dict(zip(paper_query_counts()["subset"], paper_query_counts()["n_queries"], strict=True))
+    w = w.reindex(subsets)
+    paper_n = paper_query_counts().set_index("subset")["n_queries"].to_dict()
     for i, method in enumerate(methods):
-        col = f"{method}_wins"
-        wins_ = w.reindex(subsets)[col].to_numpy(float) if col in w else np.zeros(len(subsets))
-        share = wins_ / n
-        lo_hi = [f"{method}_wins_share_ci_{e}" for e in ("low", "high")]
-        ci = (w.reindex(subsets)[lo_hi].to_numpy(float) if set(lo_hi) <= set(w) else  # clustered, when saved
-              np.array([wilson_ci(c, m) for c, m in zip(wins_, n, strict=True)]).reshape(-1, 2))
+        share = w[f"{method}_wins"].to_numpy(float) / w["n_queries"].to_numpy(float)
+        ci = w[ci_of(f"{method}_wins_share")].to_numpy(float)  # clustered, as wins saves it
         err = np.nan_to_num(np.vstack([share - ci[:, 0], ci[:, 1] - share]))
         pos = x + (i - (len(methods) - 1) / 2) * width
         ax.bar(pos, share, width, yerr=err, capsize=3, color=METHOD_COLORS.get(method),

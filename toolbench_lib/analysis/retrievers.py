@@ -110,17 +110,13 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
         return "No retriever family was studied."
     holds = cross[cross["pattern_holds"]]["retriever"].tolist()
     fails = cross[~cross["pattern_holds"]]["retriever"].tolist()
-    parts = []
-    for _, r in cross.iterrows():
-        sets = [c.removeprefix("ahead_") for c in cross.columns if c.startswith("ahead_")]
-        order = ", ".join(f"{s} {r[f'ahead_{s}']}" for s in sets)
-        parts.append(f"{r['retriever']}: {order} ({r['significant_sets']} of {r['n_sets']} sets significant "
-                     f"in the paper's direction)")
+    sets = [c.removeprefix("ahead_") for c in cross.columns if c.startswith("ahead_")]
+    parts = [f"{r['retriever']}: " + ", ".join(f"{s} {r[f'ahead_{s}']}" for s in sets)
+             + f" ({r['significant_sets']} of {r['n_sets']} sets significant in the paper's direction)"
+             for _, r in cross.iterrows()]
     if holds and fails:
-        verdict = (
-            f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 and "
-            f"G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}."
-        )
+        verdict = (f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 "
+                   f"and G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}.")
     elif holds:
         verdict = "The paper's crossover appears at the point estimates with every retriever family studied."
     else:

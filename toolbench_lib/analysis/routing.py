@@ -120,13 +120,10 @@ def cv_feature_routes(x: np.ndarray, label: np.ndarray, gain: np.ndarray, folds:
 def query_tokens(result: StudyResult) -> pd.DataFrame:
     """Per query: RtP's and PtR's method tokens (in + out, mean over runs) and whether plan tokens
     were imputed from the set's mean (queries without a plan call)."""
-    q = result.queries[["qkey", "subset"]]
-    calls = result.calls
-    out = q.copy()
-    if calls.empty:
+    out = result.queries[["qkey", "subset"]].copy()
+    if result.calls.empty:
         return out.assign(rtp_tokens=np.nan, ptr_tokens=np.nan, plan_tokens_imputed=True)
-    cost = method_calls(result)
-    per_run = cost.groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
+    per_run = method_calls(result).groupby(["qkey", "method", "stage", "run"])["tokens"].sum()
     per_q = per_run.groupby(["qkey", "method", "stage"]).mean().unstack(["method", "stage"])
     imputed, plans = np.zeros(len(out), dtype=bool), {}
     for method in ("rtp", "ptr"):
@@ -143,8 +140,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
     RtP's top-1 cosine, text features and token costs."""
     pq = per_query_runs(result, k, gt)
     mean = pq.groupby(["qkey", "method"])[["recall", "precision"]].mean().unstack("method")
-    q = result.queries
-    out = q[["qkey", "subset", "query"]].copy()
+    out = result.queries[["qkey", "subset", "query"]].copy()
     for method in ("rtp", "ptr"):
         for metric in ("recall", "precision"):
             out[f"{method}_{metric}"] = out["qkey"].map(mean[(metric, method)]).fillna(0.0).to_numpy()
@@ -175,28 +171,25 @@ def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2:
                         route_oracle=frame["ptr_wins"])
 
 
-def _policy_row(part: pd.DataFrame, policy: str, ptr_tokens_ref: float) -> dict:
+def _policy_row(part: pd.DataFrame, policy: str) -> dict:
+    """One policy's row of :func:`routing_table` over the queries of ``part``."""
     r = part[f"route_{policy}"].to_numpy(bool)
     recall = np.where(r, part["ptr_recall"], part["rtp_recall"])
     precision = np.where(r, part["ptr_precision"], part["rtp_precision"])
     tokens = np.where(r, part["ptr_tokens"], part["rtp_tokens"]).astype(float)
     tpq = float(np.mean(tokens)) if len(tokens) else float("nan")
+    ref = float(part["ptr_tokens"].mean())
     return {"policy": policy, "recall": float(recall.mean()), "precision": float(precision.mean()),
             "tokens_per_query": tpq, "share_routed_ptr": float(r.mean()),
-            "tokens_saved_vs_ptr_pct": 100 * (1 - tpq / ptr_tokens_ref) if ptr_tokens_ref else float("nan"),
-            "n_queries": len(part)}
+            "tokens_saved_vs_ptr_pct": 100 * (1 - tpq / ref) if ref else float("nan"), "n_queries": len(part),
+            "plan_tokens_imputed_share": float(part["plan_tokens_imputed"].mean())}
 
 
 def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
     """The ``routing`` table: per set (or pooled, ``subset="all"``) and policy."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
-    rows = []
-    for subset, part in groups:
-        ref = float(part["ptr_tokens"].mean())
-        for policy in POLICIES:
-            rows.append({"subset": subset, **_policy_row(part, policy, ref),
-                         "plan_tokens_imputed_share": float(part["plan_tokens_imputed"].mean())})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"subset": subset, **_policy_row(part, policy)} for subset, part in groups
+                         for policy in POLICIES])
 
 
 def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
@@ -219,8 +212,7 @@ def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:
     """Recall against share routed to PtR for every cut of ``signal`` (in-sample, descriptive)."""
     rows = []
     for subset, part in routed.groupby("subset", sort=False):
-        order = np.argsort(-part[signal].to_numpy(float), kind="stable")
-        gain = part["gain"].to_numpy()[order]
+        gain = part["gain"].to_numpy()[np.argsort(-part[signal].to_numpy(float), kind="stable")]
         base = part["rtp_recall"].sum()
         n = len(part)
         cum = np.concatenate([[0.0], np.cumsum(gain)])
@@ -235,11 +227,10 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
     curves = pd.concat([threshold_curve(routed, s) for s in ("rtp_top1_cosine_low", "router_features")])
     styles = {"rtp_top1_cosine_low": ("RtP top-1 cosine (low first)", "-"),
               "router_features": ("feature model (out-of-fold)", "--")}
+    router = METHOD_COLORS["router"]
     marks = {"always_rtp": ("o", METHOD_COLORS["rtp"]), "always_ptr": ("o", METHOD_COLORS["ptr"]),
-             "by_subset": ("^", METHOD_COLORS["router"]),
-             "router_top1_cosine": ("s", METHOD_COLORS["router"]),
-             "router_features": ("D", METHOD_COLORS["router"]),
-             "oracle": ("*", METHOD_COLORS["oracle"])}
+             "by_subset": ("^", router), "router_top1_cosine": ("s", router),
+             "router_features": ("D", router), "oracle": ("*", METHOD_COLORS["oracle"])}
     for ax, subset, _ in panels:
         for signal, (label, ls) in styles.items():
             c = curves[(curves["subset"] == subset) & (curves["signal"] == signal)]

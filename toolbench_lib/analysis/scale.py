@@ -1,6 +1,5 @@
-"""The scale study: RtP and PtR on sub-registries of growing size (per size, seed and query set, sampled by
-category and keeping the set's ground truth), top-k from the cached cosines
-(:class:`~toolbench_lib.analysis.similarity.SimilarityCache`); PtR is the mean over the study's runs."""
+"""The scale study: RtP and PtR on sub-registries of growing size (per size, seed and set, sampled by category
+keeping the set's ground truth), top-k from the cached cosines; PtR is the mean over the study's runs."""
 
 from __future__ import annotations
 
@@ -35,13 +34,6 @@ class SubRegistry:
     seed: int
 
 
-def gt_columns(cache: SimilarityCache, queries: pd.DataFrame, gt: str | None) -> np.ndarray:
-    """Cache columns of every ground-truth API (under ``gt``) of the given queries; none for ``None``."""
-    if gt is None:
-        return np.zeros(0, dtype=np.int64)
-    return cache.columns_of({a for ids in queries[check_gt(gt)] for a in ids})
-
-
 def draw_subregistry(registry: pd.DataFrame, size: int | None, seed: int,
                      keep_ids: set[str]) -> SubRegistry:
     """Sample ``size`` rows of ``registry`` (its positions) keeping ``keep_ids``; ``None`` = all of it. When
@@ -60,8 +52,7 @@ def recall_precision(top: np.ndarray, gt_sets: list[set[int]], k: int) -> tuple[
     ground-truth columns, from eval's one count (:func:`~toolbench_lib.eval.evaluation.hits_at`)."""
     hits = hits_at([row.tolist() for row in top], gt_sets, k)
     n_gt = np.array([len(g) for g in gt_sets])
-    recall = np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0)
-    return recall, hits / k
+    return np.divide(hits, n_gt, out=np.zeros(len(hits)), where=n_gt > 0), hits / k
 
 
 def no_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -89,7 +80,7 @@ def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
     per_subset = {}
     for subset in dict.fromkeys(queries["subset"]):
         sq = queries[queries["subset"] == subset]
-        keep = gt_columns(cache, sq, keep_gt)
+        keep = cache.columns_of({a for ids in sq[check_gt(keep_gt)] for a in ids} if keep_gt else set())
         qpos = cache.query_positions(sq["qkey"].tolist())
         per_subset[subset] = (sq, keep, set(cache.api_ids[keep]), qpos, gt_column_sets(cache, sq, gt))
     for size in sizes:
@@ -164,15 +155,11 @@ def plot_scale_recall(scale: pd.DataFrame, k: int, claim: pd.DataFrame | None = 
             _size_axis(gap, part["size"])
             ax.set_xlabel("")
     names = [METHOD_LABELS.get(lb, lb) for lb in labels]
-    if rows == 1:
-        fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.06), frameon=False)
-        fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds)")
-        fig.tight_layout()
-        return fig
-    fig.legend(handles, names, loc="lower center", ncol=2, frameon=False)
-    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds; below: PtR − RtP, clustered 95% "
-                 "CI)")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.06) if rows == 1 else None,
+               frameon=False)
+    below = "" if rows == 1 else "; below: PtR − RtP, clustered 95% CI"
+    fig.suptitle(f"Recall@{k} as the registry grows (bands: sd over seeds{below})")
+    fig.tight_layout(rect=None if rows == 1 else (0, 0.05, 1, 1))
     return fig
 
 

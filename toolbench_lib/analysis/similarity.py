@@ -116,9 +116,8 @@ def query_similarities(setup, result, cache_dir: Path | None = None, runs: Seque
     """RtP and per-run PtR cosine matrices of a study's queries against the setup's index; with
     ``cache_dir`` each is stored as ``.npy`` keyed by method, run, embedder, index rows and texts."""
     queries = result.queries
-    index = setup.index
-    api_vecs = index.vectors
-    rows = np.asarray(index.rows, dtype=np.int64)
+    api_vecs = setup.index.vectors
+    rows = np.asarray(setup.index.rows, dtype=np.int64)
     api_ids = setup.ds.registry["api_id"].to_numpy()[rows]
     base = [setup.embedder.name, int(len(rows)), hashlib.sha256(rows.tobytes()).hexdigest()[:16]]
 

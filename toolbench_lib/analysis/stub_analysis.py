@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, clusters, subset_alias
-from ..eval.stats import cluster_difference_ci, cluster_mean_ci
+from ..eval.stats import cluster_difference_ci, cluster_mean_ci, wilson_ci
 from ..study.stored import StudyResult
-from .intervals import ci_of, with_ci, with_wilson
+from .intervals import ci_of, with_ci
 from .main_results import subset_order
 from .summary import method_calls, unique_name_shares
 
@@ -42,10 +42,8 @@ def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
 
 
 def stub_stats(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """Per subset: stubs per query, pooled distinct-name share (:func:`unique_name_shares`), share of stubs
-    whose top-1 is ground truth, mean top-1 cosines when right / wrong, their gap and SD, share of stub sets
-    that fell back to the query; 95% CIs (bootstrap over queries or stubs, Wilson for shares); a row per set
-    and ground truth of ``gts``."""
+    """Per set and ground truth of ``gts``: stubs per query, distinct-name share (:func:`unique_name_shares`),
+    stub hit share, top-1 cosines when right / wrong, their gap and SD, fallback share, with 95% CIs."""
     rows = []
     for gt in gts:
         st = stub_top1(result, gt)
@@ -74,7 +72,7 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> d
     per_query = sets["n"].groupby(level="qkey").mean()
     with_ci(row, "stubs_per_query", per_query.to_numpy(dtype=float), clusters(queries, per_query.index))
     per_run = len(s) / max(1, s["run"].nunique())
-    with_wilson(row, "unique_name_share", pooled * per_run, per_run)
+    row["unique_name_share_ci_low"], row["unique_name_share_ci_high"] = wilson_ci(pooled * per_run, per_run)
     for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
@@ -91,16 +89,12 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
     st = stub_top1(result, gt)
     st = st[(st["run"] == run) & st["api_id"].notna() & ~st["fell_back"].astype(bool)]
     st = st.sort_values(["score", "qkey", "stub_idx"], ascending=[False, True, True])
-    parts = []
-    for subset in subset_order(result):
-        for correct in (True, False):
-            pick = st[(st["subset"] == subset) & (st["correct"] == correct)].head(n)
-            parts.append(pick.assign(subset=subset_alias(subset)))
+    parts = [st[(st["subset"] == s) & (st["correct"] == c)].head(n).assign(subset=subset_alias(s))
+             for s in subset_order(result) for c in (True, False)]
     if not parts:
         return pd.DataFrame(columns=EXAMPLE_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
-    out = out.rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
-    return out[EXAMPLE_COLUMNS].reset_index(drop=True)
+    out = pd.concat(parts, ignore_index=True).rename(columns={"name": "stub_name", "api_id": "top1_api_id"})
+    return out[EXAMPLE_COLUMNS]
 
 
 def token_overhead(result: StudyResult) -> pd.DataFrame:

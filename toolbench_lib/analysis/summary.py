@@ -187,9 +187,7 @@ def _clean(value):
     """JSON-ready scalar: NaN becomes ``None``, numpy scalars become Python ones."""
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+    return int(value) if isinstance(value, np.integer) else value
 
 
 def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -> dict:

@@ -70,19 +70,16 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
         both = named.loc[subset].dropna() if subset in named.index and {"rtp", "ptr"} <= set(named) else None
         gap = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
-        gap = gap[gap.notna()]
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
                 continue
             m = m.assign(refusal=m["refusal"].astype(float))
-            row = {"subset": subset_alias(subset), "method": method,
-                   "jaccard_rtp_ptr": float(js.mean()) if len(js) else np.nan, "n_plans": int(len(m)),
-                   "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": int(len(js)),
+            row = {"subset": subset_alias(subset), "method": method, "jaccard_rtp_ptr": float(js.mean()),
+                   "n_plans": int(len(m)), "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": len(js),
                    "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
                    "mean_unresolved_named": float(m["n_named_unresolved"].mean())
-                   if "n_named_unresolved" in m else np.nan,
-                   "apis_named_ptr_minus_rtp": float(gap.mean()) if gap.size else np.nan}
+                   if "n_named_unresolved" in m else np.nan, "apis_named_ptr_minus_rtp": float(gap.mean())}
             by_query = m.groupby("qkey")[list(PLAN_MEANS.values())].mean()
             cl = clusters(result.queries, by_query.index)
             for col, src in PLAN_MEANS.items():
@@ -116,12 +113,11 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
             mm = m[m["complete_miss"]]
             refused = mm["refusal"].astype(bool)
             named = (mm["n_named"] > 0) & ~refused
-            n = len(mm)
-            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": n,
-                         "refusal_rate_on_miss": float(refused.mean()) if n else np.nan,
-                         "wrong_tool_rate_on_miss": float(named.mean()) if n else np.nan,
+            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": len(mm),
+                         "refusal_rate_on_miss": float(refused.mean()),  # NaN without a miss
+                         "wrong_tool_rate_on_miss": float(named.mean()),
                          "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
-                         "no_api_rate_on_miss": float((~refused & ~named).mean()) if n else np.nan,
+                         "no_api_rate_on_miss": float((~refused & ~named).mean()),
                          "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
             cl = clusters(result.queries, mm["qkey"])  # its sample: one cluster
             with_ci(rows[-1], "refusal_rate_on_miss", refused.to_numpy(dtype=float), cl)
