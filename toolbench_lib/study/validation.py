@@ -128,10 +128,9 @@ def path_problem(value: str | os.PathLike[str]) -> str | None:
 def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``), its form and then the
     file system checked; nothing but :class:`UsageError` is raised."""
-    prefix = f"{name}: " if name else ""
     problem = path_problem(value)
     if problem:
-        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+        raise UsageError(f"{name}: {shown(value)} is not allowed; {problem}")
     path = Path(value)
     denied = "not readable (permission denied)"
     try:
@@ -153,7 +152,7 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     except OSError as exc:
         problem = exc.strerror or type(exc).__name__
     if problem:
-        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+        raise UsageError(f"{name}: {shown(value)} is not allowed; {problem}")
     return path
 
 
