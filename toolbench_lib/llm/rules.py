@@ -41,19 +41,12 @@ _GET_VERBS = _wordset("give tell show provide fetch retrieve obtain share displa
 _NAME_SKIP = _wordset("next week weeks today tomorrow tonight weekend day days month months year years "
                       "upcoming")
 _CONTEXT_START = re.compile(
-    r"^(?:i'm|i am|im|we're|we are|my|our|i have|we have|i've|we've|i was|we were|it's|this is)\b",
-    re.IGNORECASE,
-)
-_REQUEST_CUE = re.compile(
-    r"\b(?:need|want|would like|'d like|like to|help|can you|could you|would you|please|looking for|"
-    r"interested in|wondering)\b",
-    re.IGNORECASE,
-)
+    r"^(?:i'm|i am|im|we're|we are|my|our|i have|we have|i've|we've|i was|we were|it's|this is)\b", re.I)
+_REQUEST_CUE = re.compile(r"\b(?:need|want|would like|'d like|like to|help|can you|could you|would you|"
+                          r"please|looking for|interested in|wondering)\b", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\s*[\n;]+\s*")
-_CLAUSE_SPLIT = re.compile(
-    r"(\s*,?\s*\b(?:as well as|and also|and then|and|also|then|plus|additionally)\b\s*,?\s*|\s*,\s*)",
-    re.IGNORECASE,
-)
+_CLAUSE_SPLIT = re.compile(r"(\s*,?\s*\b(?:as well as|and also|and then|and|also|then|plus|additionally)\b"
+                           r"\s*,?\s*|\s*,\s*)", re.I)
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _PLAN_LINE = re.compile(r"^\s*(\d+)\.\s+(.+?) / (.+?)(?::\s+(.*))?$")
 _MAX_NAME_WORDS = 4
