@@ -194,26 +194,23 @@ class RulesBackend:
     model = "rules-v1"
     is_llm = False
 
-    def _reply(self, prompt: str) -> str:
-        """The reply text for a rendered template prompt."""
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
+        """Answer a rendered template prompt by rules (whitespace tokens counted; ``run`` is ignored)."""
+        start = time.perf_counter()
         found = template_of(prompt)
         if found is None:
             raise LLMError("rules backend: prompt has no '# task:' marker line")
         task, version = found
         query = extract_section(prompt, "query") or ""
         if task == "stubs":
-            return stubs_reply(query)
-        if task == "plan":
-            return plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
-        if task == "judge":
-            return judge_reply(query, extract_section(prompt, "plan") or "")
-        raise LLMError(f"rules backend: unknown template {version!r}")
-
-    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
-                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
-        """Answer a rendered template prompt by rules (whitespace tokens counted; ``run`` is ignored)."""
-        start = time.perf_counter()
-        text = self._reply(prompt)
+            text = stubs_reply(query)
+        elif task == "plan":
+            text = plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
+        elif task == "judge":
+            text = judge_reply(query, extract_section(prompt, "plan") or "")
+        else:
+            raise LLMError(f"rules backend: unknown template {version!r}")
         return LLMResponse(text=text, tokens_in=len(prompt.split()) + len(system.split()),
                            tokens_out=len(text.split()), latency_s=time.perf_counter() - start,
                            model=self.model, backend=self.name)

@@ -245,18 +245,15 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSErro
                                                  LLMError)
 
 
-def error_line(exc: BaseException) -> str:
-    """One line for the user: the message of an expected error, or the type and message of another."""
+def report(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr (an expected error's message, another's type and message too);
+    returns the exit code."""
     single_key = isinstance(exc, KeyError) and len(exc.args) == 1
     message = " ".join((str(exc.args[0]) if single_key else str(exc) or type(exc).__name__).split())
     if isinstance(exc, INPUT_ERRORS) or type(exc).__name__ == "NotebookFailure":
-        return f"error: {message}"
-    return f"error: {type(exc).__name__}: {message} (rerun with -v to see where)"
-
-
-def report(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr; returns the exit code."""
-    print(error_line(exc), file=sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+    else:
+        print(f"error: {type(exc).__name__}: {message} (rerun with -v to see where)", file=sys.stderr)
     return 2 if isinstance(exc, INPUT_ERRORS) else 1
 
 
