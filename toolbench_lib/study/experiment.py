@@ -245,9 +245,8 @@ class ExperimentConfig:
 
 def build_setup(cfg: ExperimentConfig):
     """Dataset, embedder, (sub-)registry index and queries of a configuration."""
-    ds = load_dataset(cfg.data_dir)
-    emb = load_embedder(cfg.embedder)
-    return prepare(ds, emb, cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
+    return prepare(load_dataset(cfg.data_dir), load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
+                   cfg.limit, cfg.seed)
 
 
 def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):

@@ -211,21 +211,17 @@ def subset_name(text: str) -> str:
     return text
 
 
-def _path_type(kind: str, what: str, doc: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
-    parse = _argtype(lambda text: check_path("-", text, kind) and text, what, problem=problem)
-    parse.__doc__ = f"An argparse type: {doc}."
-    return parse
+def _path_type(kind: str, what: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
+    """An argparse type: a path that :func:`check_path` accepts as ``kind``, returned as given."""
+    return _argtype(lambda text: check_path("-", text, kind) and text, what, problem=problem)
 
 
-existing_file = _path_type("file", "existing file", "a readable file")
-existing_dir = _path_type("dir", "existing folder", "an existing, readable folder")
-output_dir = _path_type("output_dir", "output folder", "a folder that exists or can be made")
-output_file = _path_type("output_file", "output file",
-                         "a file that can be written (its folder exists or can be made)")
-
-
-# its layout is checked when the data is loaded
-data_dir = _path_type("dir", "data_dir", "an existing, readable folder", " is not a ToolBench data folder: ")
+existing_file = _path_type("file", "existing file")  # a readable file
+existing_dir = _path_type("dir", "existing folder")  # an existing, readable folder
+output_dir = _path_type("output_dir", "output folder")  # a folder that exists or can be made
+output_file = _path_type("output_file", "output file")  # a file that can be written (its folder too)
+# an existing, readable folder; its layout is checked when the data is loaded
+data_dir = _path_type("dir", "data_dir", " is not a ToolBench data folder: ")
 
 
 def run_indices(text: str) -> str:
