@@ -122,23 +122,20 @@ def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
 def cassette_info(path: str | os.PathLike[str]) -> dict:
     """Records (once per key) per model, prompt version and run, distinct queries per version, and
     ``repeated_keys``: the lines that repeat a key with the same reply."""
-    by, tokens, queries = Counter(), Counter(), {}
     records = unique_records(path)
+    by = Counter((r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"]) for r in records)
+    queries: dict[str, set[str]] = {}
     for r in records:
-        by[(r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"])] += 1
         query = extract_section(r["prompt"], "query")
         queries.setdefault(r["prompt_version"], set()).add(query or r["prompt"])
-        tokens["in"] += int(r["tokens_in"])
-        tokens["out"] += int(r["tokens_out"])
-        tokens["latency_s"] += float(r["latency_s"])
     return {
         "cassette": str(path),
-        "records": sum(by.values()),
+        "records": len(records),
         "repeated_keys": sum(1 for _ in read_cassette(path)) - len(records),
         "groups": [{"backend": b, "model": m, "prompt_version": v, "run": run, "temperature": t, "records": n}
                    for (b, m, v, run, t), n in sorted(by.items())],
         "distinct_queries_by_prompt_version": {v: len(q) for v, q in sorted(queries.items())},
-        "tokens_in": tokens["in"],
-        "tokens_out": tokens["out"],
-        "recorded_latency_s": round(tokens["latency_s"], 1),
+        "tokens_in": sum(int(r["tokens_in"]) for r in records),
+        "tokens_out": sum(int(r["tokens_out"]) for r in records),
+        "recorded_latency_s": round(sum(float(r["latency_s"]) for r in records), 1),
     }

@@ -40,10 +40,9 @@ class ChildResult:
         return f"exit {self.returncode}: {last}"
 
 
-def run_isolated(code: str, timeout: float = 600.0, env: dict | None = None) -> ChildResult:
+def run_isolated(code: str, timeout: float = 600.0) -> ChildResult:
     """Run ``code`` with this interpreter in a child process; a crash there cannot kill the caller."""
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     return ChildResult(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -40,7 +40,4 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
         backend = GeminiBackend(model=model) if model else GeminiBackend()
     else:
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
-    if store is None:
-        return backend
-    Path(store).parent.mkdir(parents=True, exist_ok=True)
-    return CachedLLM(backend, CallStore(store))
+    return backend if store is None else CachedLLM(backend, CallStore(store))

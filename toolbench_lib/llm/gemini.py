@@ -93,10 +93,8 @@ class GeminiBackend:
             raise ValueError("max_concurrency must be >= 1")
         self.model = model
         self.base_url = base_url if base_url is not None else (os.environ.get(BASE_URL_ENV_VAR) or None)
-        self.max_retries = max_retries
-        self.retry_base_delay_s = retry_base_delay_s
-        self.retry_max_delay_s = retry_max_delay_s
-        self.retry_jitter = retry_jitter
+        self.max_retries, self.retry_jitter = max_retries, retry_jitter
+        self.retry_base_delay_s, self.retry_max_delay_s = retry_base_delay_s, retry_max_delay_s
         self._sleep = sleep
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
         self._rng = random.Random()

@@ -45,14 +45,12 @@ def is_verified(path: Path, sha256: str) -> bool:
     path, sha256 = Path(path), sha256.lower()
     if not path.is_file():
         return False
-    try:
+    with contextlib.suppress(OSError, ValueError):
         record = json.loads(checksum_path(path).read_text(encoding="utf-8"))
         st = path.stat()
         if isinstance(record, dict) and [record.get(k) for k in ("sha256", "size", "mtime_ns")] == [
                 sha256, st.st_size, st.st_mtime_ns]:
             return True
-    except (OSError, ValueError):
-        pass
     if file_sha256(path) != sha256:
         return False
     _write_sidecar(path, sha256)
@@ -62,8 +60,7 @@ def is_verified(path: Path, sha256: str) -> bool:
 def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
     """Join ``parts`` in order into ``dest`` (an existing one that verifies is kept) through a temp file
     renamed into place only when the sha256 matches, else :class:`ModelFileError`; returns ``dest``."""
-    dest = Path(dest)
-    expected = sha256.lower()
+    dest, expected = Path(dest), sha256.lower()
     if is_verified(dest, expected):
         return dest
     missing = [str(p) for p in parts if not Path(p).is_file()]
@@ -122,9 +119,13 @@ def assemble_gguf(dest: Path | None = None) -> Path:
     return concat_verified(part_paths(), dest, GGUF_SHA256)
 
 
-def check_gguf(path: Path) -> Path:
-    """``path`` if it is a readable file starting with the GGUF magic, else :class:`ModelFileError`."""
-    path = Path(path).expanduser()
+def resolve_gguf(path: Path | str | None = None) -> Path:
+    """The GGUF to load: ``path`` if given, else ``$TOOLBENCH_GGUF`` (either a readable file starting with the
+    GGUF magic, else :class:`ModelFileError`), else :func:`assemble_gguf`."""
+    env = os.environ.get(GGUF_ENV_VAR, "").strip()
+    if path is None and not env:
+        return assemble_gguf()
+    path = Path(path if path is not None else env).expanduser()
     try:
         with open(path, "rb") as fh:
             magic = fh.read(len(_GGUF_MAGIC))
@@ -133,11 +134,3 @@ def check_gguf(path: Path) -> Path:
     if magic != _GGUF_MAGIC:
         raise ModelFileError(f"{path} is not a GGUF file (it does not start with {_GGUF_MAGIC!r})")
     return path
-
-
-def resolve_gguf(path: Path | str | None = None) -> Path:
-    """The GGUF to load: ``path`` if given, else ``$TOOLBENCH_GGUF``, else :func:`assemble_gguf`."""
-    env = os.environ.get(GGUF_ENV_VAR, "").strip()
-    if path is not None or env:
-        return check_gguf(Path(path if path is not None else env))
-    return assemble_gguf()

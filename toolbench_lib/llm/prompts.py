@@ -211,6 +211,3 @@ def judge_prompt(version: str = DEFAULT_JUDGE) -> PromptTemplate:
     if version not in JUDGE_PROMPTS:
         raise ValueError(f"unknown judge prompt {version!r}; choose one of {sorted(JUDGE_PROMPTS)}")
     return JUDGE_PROMPTS[version]
-
-
-TEMPLATES = {t.version: t for t in (STUB_PROMPT, PLAN_PROMPT, *JUDGE_PROMPTS.values())}

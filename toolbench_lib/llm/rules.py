@@ -41,19 +41,12 @@ _GET_VERBS = _wordset("give tell show provide fetch retrieve obtain share displa
 _NAME_SKIP = _wordset("next week weeks today tomorrow tonight weekend day days month months year years "
                       "upcoming")
 _CONTEXT_START = re.compile(
-    r"^(?:i'm|i am|im|we're|we are|my|our|i have|we have|i've|we've|i was|we were|it's|this is)\b",
-    re.IGNORECASE,
-)
-_REQUEST_CUE = re.compile(
-    r"\b(?:need|want|would like|'d like|like to|help|can you|could you|would you|please|looking for|"
-    r"interested in|wondering)\b",
-    re.IGNORECASE,
-)
+    r"^(?:i'm|i am|im|we're|we are|my|our|i have|we have|i've|we've|i was|we were|it's|this is)\b", re.I)
+_REQUEST_CUE = re.compile(r"\b(?:need|want|would like|'d like|like to|help|can you|could you|would you|"
+                          r"please|looking for|interested in|wondering)\b", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\s*[\n;]+\s*")
-_CLAUSE_SPLIT = re.compile(
-    r"(\s*,?\s*\b(?:as well as|and also|and then|and|also|then|plus|additionally)\b\s*,?\s*|\s*,\s*)",
-    re.IGNORECASE,
-)
+_CLAUSE_SPLIT = re.compile(r"(\s*,?\s*\b(?:as well as|and also|and then|and|also|then|plus|additionally)\b"
+                           r"\s*,?\s*|\s*,\s*)", re.I)
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _PLAN_LINE = re.compile(r"^\s*(\d+)\.\s+(.+?) / (.+?)(?::\s+(.*))?$")
 _MAX_NAME_WORDS = 4
@@ -201,26 +194,23 @@ class RulesBackend:
     model = "rules-v1"
     is_llm = False
 
-    def _reply(self, prompt: str) -> str:
-        """The reply text for a rendered template prompt."""
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
+        """Answer a rendered template prompt by rules (whitespace tokens counted; ``run`` is ignored)."""
+        start = time.perf_counter()
         found = template_of(prompt)
         if found is None:
             raise LLMError("rules backend: prompt has no '# task:' marker line")
         task, version = found
         query = extract_section(prompt, "query") or ""
         if task == "stubs":
-            return stubs_reply(query)
-        if task == "plan":
-            return plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
-        if task == "judge":
-            return judge_reply(query, extract_section(prompt, "plan") or "")
-        raise LLMError(f"rules backend: unknown template {version!r}")
-
-    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
-                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
-        """Answer a rendered template prompt by rules (whitespace tokens counted; ``run`` is ignored)."""
-        start = time.perf_counter()
-        text = self._reply(prompt)
+            text = stubs_reply(query)
+        elif task == "plan":
+            text = plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
+        elif task == "judge":
+            text = judge_reply(query, extract_section(prompt, "plan") or "")
+        else:
+            raise LLMError(f"rules backend: unknown template {version!r}")
         return LLMResponse(text=text, tokens_in=len(prompt.split()) + len(system.split()),
                            tokens_out=len(text.split()), latency_s=time.perf_counter() - start,
                            model=self.model, backend=self.name)

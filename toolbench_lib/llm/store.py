@@ -135,13 +135,12 @@ class CallStore:
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_S)
         self._conn.row_factory = sqlite3.Row
-        try:
-            with self._lock:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=FULL")
-                self._conn.execute(_SCHEMA)
-                self._conn.commit()
-                problem = self._check()
+        try:  # no other thread holds the store yet: no lock needed
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(_SCHEMA)
+            self._conn.commit()
+            problem = self._check()
         except sqlite3.DatabaseError as exc:
             if _is_lock(exc):
                 self._conn.close()
@@ -149,10 +148,8 @@ class CallStore:
             problem = f"not a usable SQLite database ({exc})"
         if problem:
             self._conn.close()
-            raise CacheFileError(
-                f"call store {self.path}: {problem}; move it aside or delete it (calls exported to a "
-                "cassette can be imported again)"
-            )
+            raise CacheFileError(f"call store {self.path}: {problem}; move it aside or delete it (calls "
+                                 "exported to a cassette can be imported again)")
 
     def _locked(self) -> StoreLockedError:
         return StoreLockedError(f"call store {self.path} is locked by another process (waited "

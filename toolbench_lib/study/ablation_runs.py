@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 from ..data.dataset import load_dataset
 from ..llm.factory import make_backend
 from ..retrieval.embedding import load_embedder
@@ -11,8 +9,6 @@ from ..retrieval.models import MPNET_NAME, ModelNotInstalled, mpnet_folder
 from ..retrieval.setup import prepare
 from .experiment import ExperimentConfig
 from .result import StudySettings, run_study
-
-log = logging.getLogger(__name__)
 
 
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],

@@ -167,12 +167,12 @@ class ExperimentConfig:
 
     def parameters(self) -> dict:
         """What the run's outputs depend on: every field except where they go, with ``extra`` flattened."""
-        d = {k: v for k, v in self.to_dict().items() if k not in PLACE_FIELDS and k != "extra"}
+        d = {k: v for k, v in asdict(self).items() if k not in PLACE_FIELDS and k != "extra"}
         return _plain({**d, **{f"extra.{k}": v for k, v in self.extra.items()}})
 
-    def read_record(self, out_dir: Path | None = None) -> dict | None:
-        """The run record of a run folder (this run's by default), or None when there is none."""
-        path = (out_dir or self.out_dir) / RUN_RECORD
+    def read_record(self) -> dict | None:
+        """The run record of this run's folder, or None when there is none."""
+        path = self.out_dir / RUN_RECORD
         if not path.exists():
             return None
         try:
@@ -225,15 +225,14 @@ class ExperimentConfig:
                               f"run name or remove that folder")
         record = record or {"run_name": self.run_name, "base_run": self.base_run, "parameters": {}}
         merged = {**self.parameters(), **record["parameters"]}
-        studies = list(record.get("studies", []))
-        if study and study not in studies:
-            studies.append(study)
-        if merged == record["parameters"] and studies == record.get("studies", []):
-            return self.out_dir / RUN_RECORD
-        record.update(parameters=merged, studies=studies)
-        with atomic_path(self.out_dir / RUN_RECORD) as tmp:
-            tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-        return self.out_dir / RUN_RECORD
+        studies = record.get("studies", [])
+        studies = [*studies, study] if study and study not in studies else studies
+        path = self.out_dir / RUN_RECORD
+        if merged != record["parameters"] or studies != record.get("studies", []):
+            record.update(parameters=merged, studies=studies)
+            with atomic_path(path) as tmp:
+                tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        return path
 
     @property
     def figures_dir(self) -> Path:
@@ -243,15 +242,11 @@ class ExperimentConfig:
     def tables_dir(self) -> Path:
         return self.out_dir / "tables"
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def build_setup(cfg: ExperimentConfig):
     """Dataset, embedder, (sub-)registry index and queries of a configuration."""
-    ds = load_dataset(cfg.data_dir)
-    emb = load_embedder(cfg.embedder)
-    return prepare(ds, emb, cfg.subsets, cfg.max_apis, cfg.limit, cfg.seed)
+    return prepare(load_dataset(cfg.data_dir), load_embedder(cfg.embedder), cfg.subsets, cfg.max_apis,
+                   cfg.limit, cfg.seed)
 
 
 def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
@@ -295,9 +290,7 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
                              plan_runs=cfg.planned_runs(), methods=methods, plan_methods=METHODS,
                              workers=default_workers(cfg.backend))
     result = run_study(setup, llm, settings, progress=progress)
-    result.provenance["config"] = _plain(cfg.to_dict())
-    result.provenance["study_key"] = key
-    result.provenance["study_fields"] = cfg.study_fields()
+    result.provenance.update(config=_plain(asdict(cfg)), study_key=key, study_fields=cfg.study_fields())
     cfg.claim_run(study=key)
     result.save(folder)
     return setup, result

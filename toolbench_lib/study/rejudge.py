@@ -43,9 +43,8 @@ class StoredPlan:
 
 
 def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int | None = None,
-                   subsets: Sequence[str] = tuple(DEFAULT_SUBSETS),
-                   runs: Sequence[int] = (0,)) -> list[StoredPlan]:
-    """The cassette's plan records of the first ``per_subset`` queries of each subset, matched by text."""
+                   subsets: Sequence[str] = tuple(DEFAULT_SUBSETS)) -> list[StoredPlan]:
+    """The cassette's run-0 plans of the first ``per_subset`` queries of each subset, matched by text."""
     wanted: dict[str, tuple[str, int]] = {}
     for name in subsets:
         canonical = resolve_subset(name)
@@ -54,7 +53,7 @@ def cassette_plans(cassette: str | Path, queries: pd.DataFrame, per_subset: int 
             wanted.setdefault(text, (canonical, i))
     out = []
     for r in read_cassette(cassette):
-        if r["prompt_version"] != PLAN_PROMPT.version or int(r["run"]) not in runs:
+        if r["prompt_version"] != PLAN_PROMPT.version or int(r["run"]) != 0:
             continue
         query = extract_section(r["prompt"], "query")
         if query not in wanted:

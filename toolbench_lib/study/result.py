@@ -164,6 +164,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
     load_methods()  # every method registered, the fused ones of retrieval.fused included
     retrievers = [get_retriever(m) for m in settings.methods]
     needs_stubs = any(r.uses_stubs for r in retrievers)
+    to_plan = [m for m in settings.methods if settings.plan_methods is None or m in settings.plan_methods]
     if llm is None and (needs_stubs or settings.plan_limit != 0):
         raise ValueError("an LLM backend is needed for stubs or plans (--backend)")
     stubs, finals, texts, plans, calls = [], [], [], [], []
@@ -186,9 +187,7 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
             texts.append(got.texts.assign(run=run)[TEXT_RANKINGS_COLUMNS])
         if settings.plan_limit == 0 or (settings.plan_runs is not None and run >= settings.plan_runs):
             continue
-        for method in settings.methods:
-            if settings.plan_methods is not None and method not in settings.plan_methods:
-                continue
+        for method in to_plan:
             p, c = plan_and_judge(llm, setup, planned, ctx.retrieved[method].final, method, run, temp,
                                   settings.k, settings.judge, settings.workers, progress,
                                   settings.judge_version)

@@ -50,10 +50,9 @@ def recording_order(queries: pd.DataFrame, chunk: int) -> list[pd.DataFrame]:
     return [g.drop(columns=["_pos", "_round"]) for _, g in q.groupby("_round", sort=True)]
 
 
-def recorded_stub_queries(cassette: str | Path, model: str | None = None, run: int = 0,
-                          temperature: float = 0.0) -> set[str]:
-    """Query texts whose stub call (this prompt version, run and temperature) the cassette holds."""
-    return recorded_stub_runs(cassette, model).get((run, float(temperature)), set())
+def recorded_stub_queries(cassette: str | Path, model: str | None = None) -> set[str]:
+    """Query texts whose stub call (this prompt version, run 0 at temperature 0) the cassette holds."""
+    return recorded_stub_runs(cassette, model).get((0, 0.0), set())
 
 
 def _stub_records(cassette: str | Path, model: str | None = None):

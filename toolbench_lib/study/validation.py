@@ -128,10 +128,9 @@ def path_problem(value: str | os.PathLike[str]) -> str | None:
 def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``), its form and then the
     file system checked; nothing but :class:`UsageError` is raised."""
-    prefix = f"{name}: " if name else ""
     problem = path_problem(value)
     if problem:
-        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+        raise UsageError(f"{name}: {shown(value)} is not allowed; {problem}")
     path = Path(value)
     denied = "not readable (permission denied)"
     try:
@@ -153,7 +152,7 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
     except OSError as exc:
         problem = exc.strerror or type(exc).__name__
     if problem:
-        raise UsageError(f"{prefix}{shown(value)} is not allowed; {problem}")
+        raise UsageError(f"{name}: {shown(value)} is not allowed; {problem}")
     return path
 
 
@@ -212,21 +211,17 @@ def subset_name(text: str) -> str:
     return text
 
 
-def _path_type(kind: str, what: str, doc: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
-    parse = _argtype(lambda text: check_path("-", text, kind) and text, what, problem=problem)
-    parse.__doc__ = f"An argparse type: {doc}."
-    return parse
+def _path_type(kind: str, what: str, problem: str = " is not allowed; ") -> Callable[[str], str]:
+    """An argparse type: a path that :func:`check_path` accepts as ``kind``, returned as given."""
+    return _argtype(lambda text: check_path("-", text, kind) and text, what, problem=problem)
 
 
-existing_file = _path_type("file", "existing file", "a readable file")
-existing_dir = _path_type("dir", "existing folder", "an existing, readable folder")
-output_dir = _path_type("output_dir", "output folder", "a folder that exists or can be made")
-output_file = _path_type("output_file", "output file",
-                         "a file that can be written (its folder exists or can be made)")
-
-
-# its layout is checked when the data is loaded
-data_dir = _path_type("dir", "data_dir", "an existing, readable folder", " is not a ToolBench data folder: ")
+existing_file = _path_type("file", "existing file")  # a readable file
+existing_dir = _path_type("dir", "existing folder")  # an existing, readable folder
+output_dir = _path_type("output_dir", "output folder")  # a folder that exists or can be made
+output_file = _path_type("output_file", "output file")  # a file that can be written (its folder too)
+# an existing, readable folder; its layout is checked when the data is loaded
+data_dir = _path_type("dir", "data_dir", " is not a ToolBench data folder: ")
 
 
 def run_indices(text: str) -> str:
@@ -246,18 +241,15 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSErro
                                                  LLMError)
 
 
-def error_line(exc: BaseException) -> str:
-    """One line for the user: the message of an expected error, or the type and message of another."""
+def report(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr (an expected error's message, another's type and message too);
+    returns the exit code."""
     single_key = isinstance(exc, KeyError) and len(exc.args) == 1
     message = " ".join((str(exc.args[0]) if single_key else str(exc) or type(exc).__name__).split())
     if isinstance(exc, INPUT_ERRORS) or type(exc).__name__ == "NotebookFailure":
-        return f"error: {message}"
-    return f"error: {type(exc).__name__}: {message} (rerun with -v to see where)"
-
-
-def report(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr; returns the exit code."""
-    print(error_line(exc), file=sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+    else:
+        print(f"error: {type(exc).__name__}: {message} (rerun with -v to see where)", file=sys.stderr)
     return 2 if isinstance(exc, INPUT_ERRORS) else 1
 
 
