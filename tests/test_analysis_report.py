@@ -587,15 +587,19 @@ def _crossings() -> pd.DataFrame:
 
 
 def test_the_crossover_as_one_test_says_where_ptr_gains_significantly():
-    from toolbench_lib.report.front import Ledger, crossover_test
+    from toolbench_lib.report.front import Ledger, crossover_beyond, crossover_test
 
     ledger, rows = Ledger(), _crossings()
-    line = crossover_test(rows, ledger)
-    assert line.endswith("to G3 by +0.020 [-0.050, 0.090] (p = 0.600). PtR gains on RtP significantly from "
-                         "G1 to G2, the paper's direction."), line
+    assert crossover_test(rows, ledger) == (
+        "- **The crossover as one test** (PtR − RtP's change from G1; Holm over the later sets): G2 +0.051 "
+        "[0.001, 0.101], p = 0.0470 (paper: +0.128); G3 +0.020 [-0.050, 0.090], p = 0.600. Significant on "
+        "G2.")
     assert ledger.as_dict()["dense G1 to G2 change of PtR − RtP p"] == "p = 0.0470"
+    assert crossover_beyond(rows, ledger) == ("As one test, PtR − RtP's change from G1: BM25 G2 +0.051, "
+                                              "p = 0.0470, G3 +0.020, p = 0.600 (significant on G2).")
     rows["p_holm"] = 0.2
-    assert crossover_test(rows, Ledger(), "bm25").endswith("significantly from G1 to no later set.")
+    assert crossover_test(rows, Ledger()).endswith("p = 0.200. None significant.")
+    assert crossover_beyond(rows[rows["retriever"] == "dense"], Ledger()) == ""
     assert crossover_test(rows, Ledger(), "hybrid") == "" == crossover_test(rows.iloc[:0], Ledger())
 
 
@@ -637,9 +641,9 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "\n- **G1:** RtP leads, as in the paper" in front
     assert "**Beyond the paper** (exploratory: BM25" in front
     assert re.search(r"\n\| bm25 +\| G1", front), front
-    assert ("- **The crossover as one test** (how PtR − RtP changes from G1, Holm over the later sets): "
-            "to G2 by +0.051 [0.001, 0.101] (p = 0.0470; paper: +0.128) and to G3 by") in front
-    assert "**The crossover as one test, BM25**" in text.split("## Retriever families")[1]
+    assert ("- **The crossover as one test** (PtR − RtP's change from G1; Holm over the later sets): G2 "
+            "+0.051 [0.001, 0.101], p = 0.0470 (paper: +0.128); G3") in front
+    assert "As one test, PtR − RtP's change from G1: BM25 G2 +0.051, p = 0.0470" in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
     assert [f"*Figure {n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)
@@ -693,13 +697,15 @@ def test_one_answer_sentence_follows_the_verdicts():
              "G3_instruction_original": ("RtP", False, "not reproduced")}
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
-    text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "Scope.", {"G1": "a note"})
+    text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "Scope.", "- Dense test.", "Beyond test.")
     assert text == (
         "**The answer.** Scope. With dense retrieval:\n\n"
-        "- **G1:** RtP leads, as in the paper (paper: -0.050); a note.\n"
+        "- **G1:** RtP leads, as in the paper (paper: -0.050).\n"
         "- **G2:** neither leads significantly, unlike the paper (PtR ahead by +0.050, outside the CI).\n"
-        "- **G3:** neither leads significantly, unlike the paper (PtR ahead by +0.050, outside the CI).\n\n"
-        "**Beyond the paper** (exploratory: BM25). The paper's crossover appears with BM25 retrieval only.")
+        "- **G3:** neither leads significantly, unlike the paper (PtR ahead by +0.050, outside the CI).\n"
+        "- Dense test.\n\n"
+        "**Beyond the paper** (exploratory: BM25). The paper's crossover appears with BM25 retrieval only. "
+        "Beyond test.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
     assert "unlike the paper (PtR ahead by +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
@@ -896,26 +902,6 @@ def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
     assert beside_g2(rows, pd.DataFrame()) is rows
 
 
-def test_the_answer_notes_what_relevant_and_g2_instruction_change_per_set():
-    from toolbench_lib.report.front import set_notes
-
-    rows = pd.DataFrame({"retriever": ["dense", "dense", "dense", "bm25"],
-                         "subset": ["G1_instruction", "G2_category_original", "G3_instruction_original",
-                                    "G1"],
-                         "leader": ["RtP", "RtP", "PtR", "RtP"], "significant": [True, False, False, True]})
-    rel = rows.assign(significant=[False, False, True, False], p_holm=[0.0682, 0.9, 0.004, 0.2])
-    g2i = pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_instruction"] * 2,
-                        "leader": ["PtR"] * 2, "significant": [False, True], "p_holm": [0.953, 0.001]})
-    assert set_notes(rows, rel, g2i) == {
-        "G1": "on `relevant`, not significant (p = 0.0682)",
-        "G2": "on G2_instruction, the same (p = 0.953, unadjusted)",
-        "G3": "on `relevant`, significant (p = 0.00400)"}
-    differs = set_notes(rows, None, g2i.assign(significant=True))
-    assert differs == {"G2": "on G2_instruction, not the same "
-                             "(p = 0.953, unadjusted)"}
-    assert set_notes(rows, None, None) == {}
-
-
 def test_the_answer_says_where_a_holding_crossover_stops_holding():
     from toolbench_lib.report.front import bottom_line, crossover_limits
 
@@ -1011,9 +997,6 @@ def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):
                   "part": ["design", "design", "unseen"], "subset": ["G1", "G2", "G1_tool"],
                   "diff": [0.09, 0.05, 0.02], "ci_low": [0.05, 0.02, -0.01], "ci_high": [0.13, 0.08, 0.05]}
                  ).to_csv(tmp_path / "ltr_comparison.csv", index=False)
-    first = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger(), short=True)[0]
-    assert first == ("Fused and learned methods: 1 of 2 meet the goal on all 3 design and unseen "
-                     "sets: `fuse4 (fixed a priori)`.")
     full = goal_lines(SimpleNamespace(tables_dir=tmp_path), Ledger())[0]
     assert "1 of 2 fused or learned methods meet the goal on all 3 sets (G1, G2, G1_tool)" in full
 

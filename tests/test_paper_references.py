@@ -147,28 +147,28 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
         load_references(tmp_path / "paper.yaml")
     report = pd.DataFrame({"status": ["consistent", "differs", "consistent"], "reading_of": ["", "", "a"],
                            "cause_status": ["", "unexplained", ""]})
-    lines = right_and_wrong(report, [])  # a number read again is counted apart from the numbers
+    lines = right_and_wrong(report)  # a number read again is counted apart from the numbers
     assert lines[2].startswith("- The paper's 2 reference numbers here: 1 consistent, 1 differs")
     assert lines[3] == "- Read again another way (1): 1 consistent."
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
-    lines = right_and_wrong(report, [])
+    lines = right_and_wrong(report)
     assert lines[2].startswith("- The paper's 1 reference numbers here: 1 consistent")
     assert "1 differs" not in lines[2]
     assert lines[4].startswith("- Its 1 claims in words")
     assert lines[4].endswith(": 1 differs (1 unexplained).")
     report["claim"] = [False, True, True]  # a claim read a second way counts once, with the readings
-    lines = right_and_wrong(report, [])
+    lines = right_and_wrong(report)
     assert lines[3] == "- Read again another way (1): 1 consistent."
     assert lines[4].startswith("- Its 1 claims in words")
     # The rows that differ are broken down by their cause, each counted once (an untested setup difference
     # leaves its cause untested); then what consistent means, with the consistent rows' median CI width.
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})
-    assert right_and_wrong(many, [])[2].endswith(
+    assert right_and_wrong(many)[2].endswith(
         ": 37 consistent, 3 differ (1 cause untested; 1 explained; 1 unexplained).")
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
-    assert right_and_wrong(many, [])[2].endswith(
+    assert right_and_wrong(many)[2].endswith(
         "1 unexplained). Consistent means this run cannot tell its number from the paper's (median CI width "
         "0.050), not confirmation.")
 

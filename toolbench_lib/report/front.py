@@ -155,10 +155,11 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
             if len(w := g[g["paper_leader"].notna()]) and all(_holds(r) for r in w.itertuples())]
 
 
-def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] | None = None) -> str:
+def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", beyond_test: str = "") -> str:
     """The answer from the primary comparisons: ``scope`` (what this run can test), then the paper's
-    retriever (dense) set by set against the paper, with ``notes`` per set; then, beyond the paper, which
-    architecture leads significantly on which sets per other family, and where the crossover holds."""
+    retriever (dense) set by set against the paper, and ``dense_test`` (its crossover as one test); then,
+    beyond the paper, which architecture leads significantly on which sets per other family, where the
+    crossover holds, and ``beyond_test`` (the other families' crossover as one test)."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -173,37 +174,56 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", notes: dict[str, str] |
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     opening = f"**The answer.** {scope}".rstrip()
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
-        lines = [set_line(r, (notes or {}).get(subset_alias(r.subset), ""))
-                 for r in rows[rows["retriever"] == "dense"].itertuples()]
+        lines = [set_line(r) for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
-        return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
+        return (f"{opening} With dense retrieval:\n\n" + "\n".join([*lines, *[dense_test][:bool(dense_test)]])
                 + f"\n\n**Beyond the paper** (exploratory: {others}"
-                + ("; hybrid fuses dense and BM25" if "hybrid" in said_by else "") + "). "
-                  f"{verdict[0].upper()}{verdict[1:]}.")
+                + "). "
+                  f"{verdict[0].upper()}{verdict[1:]}." + (f" {beyond_test}" if beyond_test else ""))
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
 
 
 def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") -> str:
     """The crossover as one test for ``family`` (``rows``: :data:`CROSSOVER_TABLES`'): PtR − RtP's change
-    from G1 to each later set with its CI and p (Holm over those sets, as the answer table's), the paper's
-    change, and whether it moves significantly towards PtR, as the paper's crossover does."""
+    from G1 to each later set with its CI and p (Holm over those sets, as the answer table's) and the paper's
+    change, then on which sets it rises significantly (the paper's direction)."""
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
     said = []
     for r in mine.itertuples():
         n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
-        paper = f"; paper: {fmt_signed(r.paper_diff)}" if pd.notna(r.paper_diff) else ""
-        said.append(f"to {subset_alias(r.second)} by {ledger.put(n, fmt_signed(r.diff))} "
-                    f"{ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))} "
-                    f"({ledger.put(n + ' p', fmt_p(r.p_holm))}{paper})")
-    toward = [subset_alias(r.second) for r in mine.itertuples() if significant(r._asdict()) and r.diff > 0]
-    verdict = (f"PtR gains on RtP significantly from G1 to {_sets(toward)}, the paper's direction"
-               if toward else "PtR gains on RtP significantly from G1 to no later set")
-    label = "" if family == "dense" else f", {FAMILY_SHORT.get(family, family)}"
-    return (f"- **The crossover as one test{label}** (how PtR − RtP changes from G1, Holm over the later "
-            f"sets): {_sets(said)}. {verdict}.")
+        paper = f" (paper: {fmt_signed(r.paper_diff)})" if pd.notna(r.paper_diff) else ""
+        said.append(f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))} "
+                    f"{ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))}, "
+                    f"{ledger.put(n + ' p', fmt_p(r.p_holm))}{paper}")
+    return (f"- **The crossover as one test** (PtR − RtP's change from G1; Holm over the later sets): "
+            f"{'; '.join(said)}. {_risen(mine)}.")
+
+
+def crossover_beyond(rows: pd.DataFrame, ledger: Ledger) -> str:
+    """The crossover as one test for every family but dense, in one sentence: each change from G1 and its p
+    (the CIs are in ``primary_crossover_families``), then where PtR − RtP rises significantly."""
+    others = rows[rows["retriever"] != "dense"] if len(rows) else rows
+    if not len(others):
+        return ""
+    said = []
+    for family, g in others.groupby("retriever", sort=False):
+        parts = []
+        for r in g.itertuples():
+            n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
+            parts.append(f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))}, "
+                         f"{ledger.put(n + ' p', fmt_p(r.p_holm))}")
+        risen = _risen(g)
+        said.append(f"{FAMILY_SHORT.get(family, family)} {', '.join(parts)} ({risen[0].lower()}{risen[1:]})")
+    return f"As one test, PtR − RtP's change from G1: {'; '.join(said)}."
+
+
+def _risen(rows: pd.DataFrame) -> str:
+    """On which later sets PtR − RtP rises significantly from G1 (``rows``: one family's crossover tests)."""
+    up = [subset_alias(r.second) for r in rows.itertuples() if significant(r._asdict()) and r.diff > 0]
+    return f"Significant on {_sets(up)}" if up else "None significant"
 
 
 def crossover_limits(rows: pd.DataFrame,
@@ -315,33 +335,8 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
-def set_notes(rows: pd.DataFrame, rel: pd.DataFrame | None, g2i: pd.DataFrame | None) -> dict[str, str]:
-    """Per set, what else the dense verdict meets: a change of significance on `relevant` (Holm), and on G2
-    whether G2_instruction, the set the paper's G2 numbers fit, gives the same verdict (p unadjusted)."""
-    def verdict(x) -> tuple[bool, str]:
-        return bool(x.significant), str(x.leader) if x.significant else ""
-
-    notes = {}
-    for r in rows[rows["retriever"] == "dense"].itertuples():
-        said, s = [], subset_alias(r.subset)
-        x = rel[(rel["retriever"] == "dense") & (rel["subset"] == r.subset)] if rel is not None and len(
-            rel) else pd.DataFrame()
-        if len(x) and bool(x["significant"].iloc[0]) != bool(r.significant):
-            said.append(f"on `relevant`, {'not significant' if r.significant else 'significant'} "
-                        f"({fmt_p(x['p_holm'].iloc[0])})")
-        y = g2i[g2i["retriever"] == "dense"] if s == "G2" and g2i is not None and len(g2i) else pd.DataFrame()
-        if len(y):
-            same = "the same" if verdict(y.iloc[0]) == verdict(r) else "not the same"
-            said.append(f"on G2_instruction, {same} "
-                        f"({fmt_p(y['p_holm'].iloc[0])}, unadjusted)")
-        if said:
-            notes[s] = "; ".join(said)
-    return notes
-
-
-def set_line(r, note: str = "") -> str:
-    """One set's dense verdict against the paper's: PtR − RtP with its CI and Holm p, the paper's difference,
-    and ``note``."""
+def set_line(r) -> str:
+    """One set's dense verdict against the paper's: who leads, and the paper's difference."""
     s, v = subset_alias(r.subset), str(r.verdict)
     lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
     paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
@@ -359,7 +354,7 @@ def set_line(r, note: str = "") -> str:
                    + (", outside the CI" if out else "") + ")")
     else:
         against = ""
-    return f"- **{s}:** {lead}{against}" + (f"; {note}" if note else "") + "."
+    return f"- **{s}:** {lead}{against}."
 
 
 def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
@@ -424,9 +419,9 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
 
-def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
-    """How the paper's numbers fare here: the scorecard's counts, then ``extra`` lines (the crossover per
-    retriever is the answer sentence's)."""
+def right_and_wrong(report: pd.DataFrame) -> list[str]:
+    """How the paper's numbers fare here: the scorecard's counts (the crossover per retriever is the answer
+    sentence's)."""
     lines = ["### How the paper's numbers fare in this run", ""]
     if len(report):
         claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
@@ -453,7 +448,6 @@ def right_and_wrong(report: pd.DataFrame, extra: list[str]) -> list[str]:
                          f"{counts(again)}.")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
-    lines += [f"- {t}" for t in extra]
     return lines + [""]
 
 

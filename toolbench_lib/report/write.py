@@ -31,6 +31,7 @@ from .front import (
     answer_sentence,
     beside_g2,
     bottom_line,
+    crossover_beyond,
     crossover_limits,
     crossover_test,
     endpoint_rows,
@@ -40,7 +41,6 @@ from .front import (
     robustness_sentence,
     runs_test_table,
     scope_sentence,
-    set_notes,
     setup_box,
 )
 from .locate import TableCache
@@ -147,7 +147,7 @@ def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
                 ledger.put(f"{name} PtR − RtP CI, unadjusted", fmt_ci(r.ci_low, r.ci_high))
 
 
-def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> list[str]:
+def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
     """"Beyond the paper": which fused or learned methods meet the goal on the design and unseen sets
     (notebook 12), then notebook 10's result against the main study's dense architectures."""
     cache = TableCache(cfg.tables_dir)
@@ -159,7 +159,7 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger, short: bool = False) -> li
         rows = learned[(learned["gt"] == "candidates") & (learned["against"] == "best single")]
         design = pd.concat([design, rows.rename(columns={"ci_low": "diff_lo", "ci_high": "diff_hi"})],
                            ignore_index=True)
-    lines = [goal_sentence(design, ledger, short) if design is not None and not design.empty else
+    lines = [goal_sentence(design, ledger) if design is not None and not design.empty else
              "The fused and learned methods over every retriever family were not run (notebook 12 scores "
              "them)."]
     if main is not None and not main.empty and "baselines" in main:
@@ -236,9 +236,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         judge = every_plan(cache.get("judge_validity"))  # as the main section reads it
         kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
-        said = answer_sentence(rows, scope_sentence(report), set_notes(rows, rel, g2i))
+        said = answer_sentence(rows, scope_sentence(report), crossover_test(crossings, ledger),
+                               crossover_beyond(crossings, ledger))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
-        dense_part += "".join(f"\n{x}" for x in [crossover_test(crossings, ledger)] if x)
         answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
@@ -257,10 +257,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
             parts += [beyond, "", endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
-    extra = goal_lines(cfg, ledger, short=True)[:1]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
-              *setup_box(cfg, provenance, references, rows), *right_and_wrong(report, extra),
+              *setup_box(cfg, provenance, references, rows), *right_and_wrong(report),
               *limits(rows)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings")):
@@ -276,8 +275,6 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
                   md_table(shown(sec)) if len(sec) else "No reference number here.", "",
                   *figures_markdown(cfg, key), *after.get(key, [])]
-    crossing = [x for f in (crossings["retriever"].unique() if len(crossings) else []) if f != "dense"
-                for x in [crossover_test(crossings, ledger, f)] if x]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
                   "they give no verdict; neither clusters the queries):", "",
@@ -286,7 +283,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *crossing, *([""] if crossing else []), *runs_test,
+              "retriever family and architecture.", "", *runs_test,
               *figures_markdown(cfg, "retriever"),
               "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
               *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
