@@ -144,7 +144,7 @@ def goal_summary(goal: pd.DataFrame) -> str:
             f"`{best['method']}`, has a smallest margin of {best['min_margin']:+.3f}.")
 
 
-def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str:
+def goal_sentence(design: pd.DataFrame, ledger=None) -> str:
     """The goal's verdict from notebook 12's comparison rows: which fused or learned methods meet it on every
     set, and the best one's margin per set. ``ledger`` (the report's) records each number."""
     put = ledger.put if ledger is not None else (lambda name, text: text)
@@ -160,10 +160,6 @@ def goal_sentence(design: pd.DataFrame, ledger=None, short: bool = False) -> str
     sets = list(dict.fromkeys(subset_alias(s) for s in fused["subset"]))
     verdict = (f"{len(met)} of {fused['method'].nunique()} fused or learned methods meet the goal on all "
                f"{len(sets)} sets ({', '.join(sets)}): {', '.join(f'`{m}`' for m in met) or 'none'}")
-    if short:  # the report's front: the verdict alone (the section "Beyond the paper" has the numbers)
-        named = f": {', '.join(f'`{m}`' for m in met)}" if met else ""
-        return (f"Fused and learned methods: {len(met)} of {fused['method'].nunique()} meet the goal "
-                f"on all {len(sets)} design and unseen sets{named}.")
     return (f"**The goal:** {GOAL}. **Here:** {verdict}. The best on average, `{best}`: {per_set}.")
 
 
