@@ -597,6 +597,8 @@ def test_the_crossover_as_one_test_says_where_ptr_gains_significantly():
     assert ledger.as_dict()["dense G1 to G2 change of PtR − RtP p"] == "p = 0.0470"
     assert crossover_beyond(rows, ledger) == ("As one test, PtR − RtP's change from G1: BM25 G2 +0.051, "
                                               "p = 0.0470, G3 +0.020, p = 0.600 (significant on G2).")
+    falls = rows.assign(diff=-rows["diff"])
+    assert crossover_test(falls, Ledger()).endswith(". Falls significantly on G2, against the paper.")
     rows["p_holm"] = 0.2
     assert crossover_test(rows, Ledger()).endswith("p = 0.200. None significant.")
     assert crossover_beyond(rows[rows["retriever"] == "dense"], Ledger()) == ""

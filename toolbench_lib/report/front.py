@@ -176,10 +176,10 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", b
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
         lines = [set_line(r) for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
-        return (f"{opening} With dense retrieval:\n\n" + "\n".join([*lines, *[dense_test][:bool(dense_test)]])
-                + f"\n\n**Beyond the paper** (exploratory: {others}"
-                + "). "
-                  f"{verdict[0].upper()}{verdict[1:]}." + (f" {beyond_test}" if beyond_test else ""))
+        lines += [dense_test] if dense_test else []
+        return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
+                + f"\n\n**Beyond the paper** (exploratory: {others}). {verdict[0].upper()}{verdict[1:]}."
+                + (f" {beyond_test}" if beyond_test else ""))
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
     return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
 
@@ -221,9 +221,14 @@ def crossover_beyond(rows: pd.DataFrame, ledger: Ledger) -> str:
 
 
 def _risen(rows: pd.DataFrame) -> str:
-    """On which later sets PtR − RtP rises significantly from G1 (``rows``: one family's crossover tests)."""
-    up = [subset_alias(r.second) for r in rows.itertuples() if significant(r._asdict()) and r.diff > 0]
-    return f"Significant on {_sets(up)}" if up else "None significant"
+    """On which later sets PtR − RtP changes significantly from G1: rises (the paper's direction) or falls
+    (``rows``: one family's crossover tests)."""
+    sig = [(subset_alias(r.second), r.diff > 0) for r in rows.itertuples() if significant(r._asdict())]
+    up, down = [s for s, rises in sig if rises], [s for s, rises in sig if not rises]
+    said = ([f"significant on {_sets(up)}"] if up else []) + (
+        [f"falls significantly on {_sets(down)}, against the paper"] if down else [])
+    text = "; ".join(said)
+    return text[0].upper() + text[1:] if said else "None significant"
 
 
 def crossover_limits(rows: pd.DataFrame,
