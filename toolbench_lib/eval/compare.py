@@ -89,7 +89,8 @@ def interactions(evaluation, a: str, b: str, first: str, others: Sequence[str], 
     adjusted = holm([r["p"] for r in rows]) if rows else []
     for r, p in zip(rows, adjusted, strict=True):
         level = 1 - 0.05 * r["p"] / p if np.isfinite(p) and p > r["p"] else 0.95  # as :func:`holm_ci`
-        held = two_sample(d1, *second[r["second"]][:1], g1, second[r["second"]][1], level=level)
+        d2, g2 = second[r["second"]]
+        held = two_sample(d1, d2, g1, g2, level=level)
         r.update(p_holm=float(p), ci_low_holm=held["ci_low"], ci_high_holm=held["ci_high"],
                  family=f"Holm over {', '.join(others)} against {first}")
     return pd.DataFrame(rows, columns=INTERACTION_COLUMNS)
