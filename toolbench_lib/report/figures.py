@@ -20,10 +20,10 @@ FIGURES = {
                                   "median marked: most are short, so an API's name carries much of what the "
                                   "embedder sees."),
     "figure2": ("main", "Recall and precision (bootstrap 95% CIs), objective pass rate and the share of "
-                        "queries each architecture wins on recall (Wilson 95%) per set; diamonds are the "
-                        "paper's values (its judged pass rates only beside judged bars; each objective "
-                        "bar has a line at the most it can be: the share of plans shown every ground-truth "
-                        "API)."),
+                        "queries each architecture wins on recall (95% CI resampling API samples) per set; "
+                        "diamonds are the paper's values (its judged pass rates only beside judged bars; "
+                        "each objective bar has a line at the most it can be: the share of plans shown every "
+                        "ground-truth API)."),
     "runs_recall": ("main", "PtR's recall in each run (dots) against RtP's single value per set: the spread "
                             "of the dots is the run-to-run noise the paper's test over runs measures."),
     "k_ablation": ("budget", "Recall (top), precision (middle) and PtR − RtP recall (bars) against the "

@@ -157,9 +157,9 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
 
 def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", beyond_test: str = "") -> str:
     """The answer from the primary comparisons: ``scope`` (what this run can test), then the paper's
-    retriever (dense) set by set against the paper, and ``dense_test`` (its crossover as one test); then,
-    beyond the paper, which architecture leads significantly on which sets per other family, where the
-    crossover holds, and ``beyond_test`` (the other families' crossover as one test)."""
+    retriever (dense) set by set against the paper, and ``dense_test`` (its shift towards PtR as one test);
+    then, beyond the paper, which architecture leads significantly on which sets per other family, where the
+    crossover holds, and ``beyond_test`` (the other families' shift as one test)."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -185,9 +185,9 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", b
 
 
 def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") -> str:
-    """The crossover as one test for ``family`` (``rows``: :data:`CROSSOVER_TABLES`'): PtR − RtP's change
-    from G1 to each later set with its CI and p (Holm over those sets, as the answer table's) and the paper's
-    change, then on which sets it rises significantly (the paper's direction)."""
+    """The shift towards PtR (the crossover as one test) for ``family`` (``rows``: :data:`CROSSOVER_TABLES`'):
+    PtR − RtP's change from G1 to each later set with its CI and p (Holm over those sets, as the answer
+    table's) and the paper's change, then on which sets it rises significantly (the paper's direction)."""
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
@@ -198,13 +198,13 @@ def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") ->
         said.append(f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))} "
                     f"{ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))}, "
                     f"{ledger.put(n + ' p', fmt_p(r.p_holm))}{paper}")
-    return (f"- **The crossover as one test** (PtR − RtP's change from G1; Holm over the later sets): "
-            f"{'; '.join(said)}. {_risen(mine)}.")
+    return (f"- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
+            f"sets): {'; '.join(said)}. {_risen(mine)}.")
 
 
 def crossover_beyond(rows: pd.DataFrame, ledger: Ledger) -> str:
-    """The crossover as one test for every family but dense, in one sentence: each change from G1 and its p
-    (the CIs are in ``primary_crossover_families``), then where PtR − RtP rises significantly."""
+    """The shift towards PtR as one test for every family but dense, in one sentence: each change from G1 and
+    its p (the CIs are in ``primary_crossover_families``), then where PtR − RtP rises significantly."""
     others = rows[rows["retriever"] != "dense"] if len(rows) else rows
     if not len(others):
         return ""
@@ -217,7 +217,7 @@ def crossover_beyond(rows: pd.DataFrame, ledger: Ledger) -> str:
                          f"{ledger.put(n + ' p', fmt_p(r.p_holm))}")
         risen = _risen(g)
         said.append(f"{FAMILY_SHORT.get(family, family)} {', '.join(parts)} ({risen[0].lower()}{risen[1:]})")
-    return f"As one test, PtR − RtP's change from G1: {'; '.join(said)}."
+    return f"The shift towards PtR as one test, PtR − RtP's change from G1: {'; '.join(said)}."
 
 
 def _risen(rows: pd.DataFrame) -> str:

@@ -76,6 +76,11 @@ GLOSSARY: tuple[Term, ...] = (
          "is the CR2 cluster-robust one and its t has G − 1 degrees of freedom for G clusters. With every "
          "query its own sample it is the ordinary paired t-test.",
          "eval.stats.mean_se, eval.compare"),
+    Term("shift towards PtR",
+         "How PtR − RtP changes from G1 to a later set, as one test: the sets hold different queries, so "
+         "their clustered standard errors add (Welch–Satterthwaite df). The paper's crossover is the per-set "
+         "pattern instead: RtP ahead on G1, PtR on G2 and G3.",
+         "eval.compare.interactions, analysis.endpoint.interaction_table"),
     Term("Holm correction",
          "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
          "the chance of any false alarm among them stays at or below the test level (5%). A CI shown "

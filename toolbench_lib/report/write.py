@@ -296,8 +296,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
               "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
-              "meets this run's 95% CI (bootstrap over queries, paired t for a difference, Wilson for a "
-              "share; for an approximate number, “~70%”, ± the tolerance in `report.csv`); a number "
+              "meets this run's 95% CI (bootstrap over queries, paired t for a difference; for a share, "
+              "resampling API samples where its table saves a CI, else Wilson; for an approximate "
+              "number, “~70%”, ± the tolerance in `report.csv`); a number "
               "without sampling is compared at the paper's last decimal. *Consistent* means this run "
               "cannot tell its number from the paper's, not that it confirms it. An ordering or bound "
               "whose CI holds the bound, or an equality claim (`claim: 0 ± m`) whose CI crosses its margin, "
