@@ -191,33 +191,30 @@ def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") ->
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
-    said = []
-    for r in mine.itertuples():
-        n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
-        paper = f" (paper: {fmt_signed(r.paper_diff)})" if pd.notna(r.paper_diff) else ""
-        said.append(f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))} "
-                    f"{ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))}, "
-                    f"{ledger.put(n + ' p', fmt_p(r.p_holm))}{paper}")
+    said = [_change(r, family, ledger, ci=True) + (f" (paper: {fmt_signed(r.paper_diff)})"
+                                                   if pd.notna(r.paper_diff) else "")
+            for r in mine.itertuples()]
+    risen = _risen(mine)
     return (f"- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
-            f"sets): {'; '.join(said)}. {_risen(mine)}.")
+            f"sets): {'; '.join(said)}. {risen[0].upper()}{risen[1:]}.")
 
 
 def crossover_beyond(rows: pd.DataFrame, ledger: Ledger) -> str:
     """The shift towards PtR as one test for every family but dense, in one sentence: each change from G1 and
     its p (the CIs are in ``primary_crossover_families``), then where PtR − RtP rises significantly."""
     others = rows[rows["retriever"] != "dense"] if len(rows) else rows
-    if not len(others):
-        return ""
-    said = []
-    for family, g in others.groupby("retriever", sort=False):
-        parts = []
-        for r in g.itertuples():
-            n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
-            parts.append(f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))}, "
-                         f"{ledger.put(n + ' p', fmt_p(r.p_holm))}")
-        risen = _risen(g)
-        said.append(f"{FAMILY_SHORT.get(family, family)} {', '.join(parts)} ({risen[0].lower()}{risen[1:]})")
-    return f"The shift towards PtR as one test, PtR − RtP's change from G1: {'; '.join(said)}."
+    said = [f"{FAMILY_SHORT.get(f, f)} {', '.join(_change(r, f, ledger) for r in g.itertuples())} "
+            f"({_risen(g)})" for f, g in others.groupby("retriever", sort=False)] if len(others) else []
+    return f"The shift towards PtR as one test, PtR − RtP's change from G1: {'; '.join(said)}." if said \
+        else ""
+
+
+def _change(r, family: str, ledger: Ledger, ci: bool = False) -> str:
+    """One later set's change of PtR − RtP from G1 (a crossover row), with its CI if ``ci``, and its p."""
+    n = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP"
+    interval = f" {ledger.put(n + ' CI', fmt_ci(r.ci_low_holm, r.ci_high_holm))}" if ci else ""
+    return (f"{subset_alias(r.second)} {ledger.put(n, fmt_signed(r.diff))}{interval}, "
+            f"{ledger.put(n + ' p', fmt_p(r.p_holm))}")
 
 
 def _risen(rows: pd.DataFrame) -> str:
@@ -227,8 +224,7 @@ def _risen(rows: pd.DataFrame) -> str:
     up, down = [s for s, rises in sig if rises], [s for s, rises in sig if not rises]
     said = ([f"significant on {_sets(up)}"] if up else []) + (
         [f"falls significantly on {_sets(down)}, against the paper"] if down else [])
-    text = "; ".join(said)
-    return text[0].upper() + text[1:] if said else "None significant"
+    return "; ".join(said) or "none significant"
 
 
 def crossover_limits(rows: pd.DataFrame,
