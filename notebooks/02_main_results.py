@@ -159,8 +159,9 @@ display(Markdown(PRIMARY.at(cfg.k).text()))
 display(endpoint.drop(columns=["p_family"]).round(4))
 
 # %% [markdown]
-# ### The crossover as one test
-# The paper's crossover says the leader changes with the set. Read as one test: how PtR − RtP changes from G1
+# ### The shift towards PtR: the crossover as one test
+# The paper's crossover says the leader changes with the set. Read as one test (the report's "shift towards
+# PtR"): how PtR − RtP changes from G1
 # to G2 and to G3 (a difference in differences; the sets hold different queries, so each set's clustered SE
 # adds; Holm over the two), beside the paper's own change.
 
