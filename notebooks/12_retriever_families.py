@@ -89,7 +89,8 @@ display(Markdown(rv.provenance_markdown(study)))
 # The same comparison as notebook 02's primary endpoint (`analysis.endpoint.PRIMARY`), per retriever family:
 # PtR − RtP recall@k per set with the paired t-test's 95% CI, the test Holm-corrected over the three sets of
 # the family, and the paper's test over runs. The report's front states one conclusion per family from it.
-# The shift towards PtR (the crossover as one test) per family: how PtR − RtP changes from G1 to G2 and G3 (as in notebook 02).
+# The shift towards PtR (the crossover as one test) per family: how PtR − RtP changes from G1 to G2 and G3
+# (as in notebook 02).
 
 # %%
 from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table, interaction_table  # noqa: E402
