@@ -167,10 +167,16 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})
     assert right_and_wrong(many)[2].endswith(
         ": 37 consistent, 3 differ (1 cause untested; 1 explained; 1 unexplained).")
+    # The rows measured without an LLM (RtP's retrieval, the data's counts) are counted first and apart.
+    split = many.assign(metric=["count", "recall", "recall"] + ["recall"] * 37,
+                        method=["", "ptr", "rtp"] + ["rtp"] * 2 + ["ptr"] * 35)
+    assert right_and_wrong(split)[2] == (
+        "- Of the paper's 40 reference numbers, the 4 measured without an LLM (RtP's retrieval, the data's "
+        "counts): 2 consistent, 2 differ (1 cause untested; 1 unexplained). The 36 resting on this run's "
+        "substitute LLM: 35 consistent, 1 differs (1 explained).")
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
     assert right_and_wrong(many)[2].endswith(
-        "1 unexplained). Consistent means this run cannot tell its number from the paper's (median CI width "
-        "0.050), not confirmation.")
+        "1 unexplained). Consistent means indistinguishable here (median CI width 0.050), not confirmed.")
 
 
 def test_claims_in_words_are_marked_in_the_scorecard():

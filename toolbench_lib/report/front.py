@@ -17,7 +17,7 @@ from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import CAUSES, SETUP, UNTESTED, status_counts
+from .scorecard import CAUSES, SETUP, UNTESTED, status_counts, without_llm
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -413,9 +413,8 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
                       f"{fmt_count(counts.get(canonical))} ({canonical}{': ' + source if source else ''})"))
     scale = cache.get(SCALE_VERDICT_TABLE)
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
-        shares = ", ".join(f"{x.subset} {x.smallest_gt_share:.0%}" for x in scale.itertuples())
         table.append(("scale sub-registries", "proportional category sampling",
-                      f"proportional, keeping all ground truth (share of the smallest: {shares})"))
+                      "proportional, keeping all ground truth"))  # its share per set: the scale section
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
@@ -440,13 +439,17 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
 
         basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
         unscored = basis[numbers["status"] == "not scored"]
-        why = (f"judged pass rates, kappa below {MIN_KAPPA}" if len(unscored)
-               and unscored.str.startswith("judge").all() else "")
-        lines.append(f"- The paper's {fmt_count(len(numbers))} reference numbers here: "
-                     f"{counts(numbers, why)}.{consistent_width(numbers)}")
+        why = f"judged pass rates, kappa below {MIN_KAPPA}" * bool(unscored.str.startswith("judge").all())
+        free, n = without_llm(numbers), fmt_count(len(numbers))
+        head = f"- The paper's {n} reference numbers here: {counts(numbers, why)}."
+        if free.any() and not free.all():  # apart: what the substitute LLM cannot have moved
+            head = (f"- Of the paper's {n} reference numbers, the {fmt_count(free.sum())} measured without "
+                    f"an LLM (RtP's retrieval, the data's counts): {counts(numbers[free])}. The "
+                    f"{fmt_count((~free).sum())} resting on this run's substitute LLM: "
+                    f"{counts(numbers[~free], why)}.")
+        lines.append(head + consistent_width(numbers))
         if len(again):
-            lines.append(f"- Read again another way ({fmt_count(len(again))}): "
-                         f"{counts(again)}.")
+            lines.append(f"- Read again another way ({fmt_count(len(again))}): {counts(again)}.")
         if len(claims):
             lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
     return lines + [""]
@@ -458,8 +461,7 @@ def consistent_width(rows: pd.DataFrame) -> str:
     if not len(ok):
         return ""
     width = float((ok["ci_high"].astype(float) - ok["ci_low"].astype(float)).median())
-    return (f" Consistent means this run cannot tell its number from the paper's (median CI width "
-            f"{fmt_number(width)}), not confirmation.")
+    return f" Consistent means indistinguishable here (median CI width {fmt_number(width)}), not confirmed."
 
 
 def by_tolerance(rows: pd.DataFrame) -> str:

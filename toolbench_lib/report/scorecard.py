@@ -220,7 +220,10 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
     if result["cause_status"] == UNEXPLAINED:
         return {**result, "cause": UNEXPLAINED, "evidence": f"{best_id}: {evidence}"}
-    return {**result, "cause": f"{best_id}: {best['title']}", "evidence": evidence}
+    # An untested setup difference is not the only candidate while a tested one did not rule itself out.
+    also = [cid for cid, _, r in results if cid != best_id and result["cause_status"] == SETUP
+            and r["cause_status"] in (UNEXPLAINED, NOT_TESTED)]
+    return {**result, "cause": f"{' or '.join([best_id, *also])}: {best['title']}", "evidence": evidence}
 
 
 def judge_entry(entry: Mapping, tables: TableCache) -> dict:
@@ -337,6 +340,15 @@ def compare_entries(entries: list[dict], tables_dir: Path,
 def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> pd.DataFrame:
     """The paper's reference numbers against the tables this run saved under ``cfg.tables_dir``."""
     return compare_entries(load_references(references)["entries"], cfg.tables_dir)
+
+
+def without_llm(report: pd.DataFrame) -> pd.Series:
+    """The rows this run measures with no LLM in the path: RtP's recall and precision (the query embedded,
+    the index searched) and the data's own counts. Every other row rests on the stub writer, the planner or
+    the judge, all this run's substitute LLM."""
+    metric = report.get("metric", pd.Series("", index=report.index)).fillna("").astype(str)
+    method = report.get("method", pd.Series("", index=report.index)).fillna("").astype(str)
+    return metric.isin(("count", "gt_size")) | ((method == "rtp") & metric.isin(("recall", "precision")))
 
 
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
