@@ -18,31 +18,45 @@ from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .checks import CAPTION, IMAGE, sections
 from .locate import TableCache
+from .lookup import SETS, NotInRun, architectures, per_set, value
+from .primer import SUBSTITUTIONS_HEADING, plain_words, substitution_lines
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
 QUESTIONS_HEADING = "Discussion questions"
 NOTES_HEADING = "Facilitator notes"
-SETS = ("G1", "G2", "G3")
 NO_P = "p = n/a"  # a p-value the run did not save
-# The plan: (the start of a report.md heading, minutes, what to look for); then the discussion questions.
+# The plan: (the start of a report.md heading, minutes, what to look for, the question its presenter takes to
+# the room); then the discussion questions.
 PLAN = (
     ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                            "Intent-Registry Coupling) and its claims, with this section's query sets, "
-                           "registry and two pipelines"),
-    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested"),
-    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set"),
+                           "registry and two pipelines",
+     "which row of the setup table could change who wins?"),
+    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested",
+     "which half of the paper's claim can this run test, and which not?"),
+    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set",
+     "on which sets does the CI of PtR − RtP leave out 0?"),
     ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
-                                     "against PtR at k = 5, and the curves over k"),
+                                     "against PtR at k = 5, and the curves over k",
+     "is PtR's gain more than a larger k buys RtP?"),
     ("Stubs and Intent-Registry Coupling", 10, "its explanation: stubs, a [worked query](#worked-queries),"
-                                               " a [Table 2 example](#the-papers-table-2-examples)"),
-    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses"),
+                                               " a [Table 2 example](#the-papers-table-2-examples)",
+     "would you have written the worked query's stubs?"),
+    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses",
+     "what does a planner do when retrieval missed?"),
     ("Registry scale", 5, "divergence as the registry grows and which reading fits the paper (the "
-                          "smallest sub-registries are mostly ground truth)"),
+                          "smallest sub-registries are mostly ground truth)",
+     "which definition of divergence gives the paper's 88% and 98%?"),
     ("Where the paper disagrees with itself", 10, "its numbers against each other, the questions its "
-                                                  "text leaves open, then its p-values"),
-    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval"),
+                                                  "text leaves open, then its p-values",
+     "which of these would you ask the authors first?"),
+    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval",
+     "is the crossover about planning or about lexical matching?"),
 )
+ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepares its figures, walks "
+         "through its section and ends on the question after *Ask*. Which way each substitution of this run "
+         "pushes the answer is [below](#{anchor}).")
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
@@ -52,9 +66,6 @@ DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
-SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
-            "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
-            "ablation_stub_text": "11"}
 # The paper's words, verbatim (its setup paragraph, §3).
 QUOTE_GT = ("against the Ground-Truth API set from each query’s ToolBench gold trajectory (all APIs executed "
             "in the reference solution)")
@@ -86,7 +97,7 @@ def plan_lines(report_md: str) -> list[str]:
                 file = "n/a"
     lines = []
     words = sum(len(text.split()) for h, text in found.items() if h.startswith(PRE_READING))
-    for i, (start, minutes, what) in enumerate(PLAN, 1):
+    for i, (start, minutes, what, ask) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
         if heading is None:
             lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
@@ -94,14 +105,15 @@ def plan_lines(report_md: str) -> list[str]:
         figures = figures_of.get(heading, [])
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
-                     f"{shown}: {what}.")
-    total = sum(m for _, m, _ in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
+                     f"{shown}: {what}. *Ask*: {ask}")
+    total = sum(p[1] for p in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
                     if h.startswith(PRE_READING))
-    before = (f"Before the session, each member reads the paper and {pre} ({fmt_count(words)} words with "
-              f"their tables, about {reading} minutes at {READING_WPM} words a minute, a pace for text dense "
-              "with tables); in the session, each block is one member's walk-through of its section.")
+    before = (f"Before the session, each member reads the plain words above, the paper and {pre} "
+              f"({fmt_count(words)} words with their tables, about {reading} minutes at {READING_WPM} words "
+              "a minute, a pace for text dense with tables); in the session, each block is one member's "
+              "walk-through of its section.")
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
@@ -114,55 +126,6 @@ def plan_lines(report_md: str) -> list[str]:
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
             f"{len(PLAN) + 2}. **{WRAP_UP[0]} min**: {WRAP_UP[1]}.",
             "", f"Total: {total} minutes.", *more, *figure_map]
-
-
-class NotInRun(LookupError):
-    """A table, or a row of it, that this run did not save."""
-
-
-def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
-    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` without them."""
-    df = cache.get(table)
-    if df is None or df.empty:
-        raise NotInRun(f"no `{table}` table (notebook {SAVED_BY.get(table, '?')} saves it)")
-    for col, wanted in where.items():
-        if col not in df:
-            raise NotInRun(f"`{table}` has no {col} column")
-        cells = df[col].astype(str)
-        df = df[(cells.map(subset_alias) if col == "subset" else cells) == wanted]
-    return df
-
-
-def value(cache: TableCache, table: str, column: str, **where: str) -> float:
-    """One number of a saved table: the first row equal to ``where``."""
-    df = rows(cache, table, **where)
-    if df.empty or column not in df:
-        raise NotInRun(f"`{table}` has no {column} for " + ", ".join(f"{c} {v}" for c, v in where.items()))
-    return float(pd.to_numeric(df[column], errors="coerce").iloc[0])
-
-
-def architectures(cache: TableCache, table: str, column: str, **where: str) -> pd.Series:
-    """``column`` of a table's RtP and PtR rows of G1-G3 (and ``where``), numbers only."""
-    df = rows(cache, table, **where)
-    keep = df["subset"].astype(str).map(subset_alias).isin(SETS) & df["method"].isin(["rtp", "ptr"]) \
-        if {"subset", "method"} <= set(df) else pd.Series(False, index=df.index)
-    found = pd.to_numeric(df.loc[keep, column], errors="coerce").dropna() if column in df else pd.Series()
-    if found.empty:
-        raise NotInRun(f"`{table}` has no {column} of RtP and PtR")
-    return found
-
-
-def per_set(make: Callable[[str], str]) -> str:
-    """``make(set)`` for every set this run has; the last :class:`NotInRun` when none has."""
-    parts, missing = [], NotInRun("no set")
-    for s in SETS:
-        try:
-            parts.append(make(s))
-        except NotInRun as exc:
-            missing = exc
-    if not parts:
-        raise missing
-    return "; ".join(parts)
 
 
 def g1_difference(c: TableCache) -> str:
@@ -488,7 +451,8 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
-             *plan_lines(report_md), "", f"## {QUESTIONS_HEADING}", ""]
+             plain_words(cache), "", ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "",
+             *plan_lines(report_md), "", *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]

@@ -1,0 +1,95 @@
+"""The opening of teaching.md for a room new to the paper: the answer in plain words and which way each
+substitution pushes PtR − RtP, every number from hand-written tables (each written once below)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolbench_lib.report.locate import TableCache
+from toolbench_lib.report.primer import plain_words, substitution_lines
+
+
+def _endpoint(**changed) -> pd.DataFrame:
+    rows = [("G1_instruction", 0.350, 0.280, True, "RtP", 0.372, 0.289, "RtP"),
+            ("G2_category_original", 0.130, 0.120, False, "RtP", 0.143, 0.188, "PtR"),
+            ("G3_instruction_original", 0.170, 0.230, True, "PtR", 0.160, 0.172, "PtR")]
+    df = pd.DataFrame(rows, columns=["subset", "rtp", "ptr", "significant", "leader", "paper_rtp",
+                                     "paper_ptr", "paper_leader"]).assign(retriever="dense", **changed)
+    return df.assign(diff=df["ptr"] - df["rtp"])
+
+
+def _tables(tmp_path: Path, **tables: pd.DataFrame) -> TableCache:
+    tmp_path.mkdir(exist_ok=True)
+    for name, table in tables.items():
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+    return TableCache(tmp_path)
+
+
+EMBEDDER = pd.DataFrame(
+    [(s, e, m, r, 2000, 50) for s, rows in {
+        "G1": {("all-MiniLM-L6-v2", "rtp"): 0.60, ("all-MiniLM-L6-v2", "ptr"): 0.50,
+               ("all-mpnet-base-v2", "rtp"): 0.62, ("all-mpnet-base-v2", "ptr"): 0.49},
+        "G2": {("all-MiniLM-L6-v2", "rtp"): 0.30, ("all-MiniLM-L6-v2", "ptr"): 0.28,
+               ("all-mpnet-base-v2", "rtp"): 0.30, ("all-mpnet-base-v2", "ptr"): 0.33}}.items()
+     for (e, m), r in rows.items()],
+    columns=["subset", "embedder", "method", "recall", "registry_size", "n_queries"])
+DECOMPOSITION = pd.DataFrame(
+    [(s, d, x, n)
+     for s, (llm, rules) in {"G1": (-0.07, -0.06), "G2": (-0.01, 0.02), "G3": (0.06, 0.01)}.items()
+     for d, x, n in (("llm", llm, 2.1), ("rules", rules, 4.1))],
+    columns=["subset", "decomposer", "ptr_minus_rtp", "stubs_per_query"])
+
+
+def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
+    text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint(),
+                               data_sources=pd.DataFrame({"n_apis": [40000, 651]})))
+    assert "among 40,651" in text
+    assert "G1 35% with the request's words, 28% with the guesses: the request's own words do better" in text
+    assert "G2 13% with the request's words, 12% with the guesses: too close to call" in text
+    assert "G3 17% with the request's words, 23% with the guesses: the guesses do better" in text
+    # only the set where the paper's PtR lead does not appear here is named
+    assert "The paper's advantage for the guesses on G2 does not appear here" in text
+    text = plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint(significant=False)))
+    assert "on G2 and G3 does not appear" in text and "among" not in text  # no registry table: no count
+    assert "“does not reach significance”" in text  # the paper's words on its G3
+
+
+def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
+    assert plain_words(_tables(tmp_path)) == (
+        "**In plain words.** Not in this run: no `primary_endpoint` table (notebook 02 saves it).")
+    text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint().drop(columns="paper_leader")))
+    assert text.endswith("Not in this run: `primary_endpoint` has no paper_leader.")
+    lines = substitution_lines(_tables(tmp_path, primary_endpoint=_endpoint()))
+    assert "| embedder: MiniLM, not GTE-base | not in this run: no `ablation_embedder` table (notebook 11 " \
+           "saves it) | | |" in lines
+
+
+def test_each_substitution_moves_ptr_minus_rtp_towards_the_paper_or_away(tmp_path):
+    """G1 with mpnet: PtR − RtP -0.13 against MiniLM's -0.10, a change of -0.03, from -0.07 here to -0.10:
+    0.017 from the paper's -0.083 against 0.013 before, away. G2: +0.03 - (-0.02) = +0.05, from -0.01 to
+    +0.04, towards the paper's +0.045. Breadth on G1: +0.01, to -0.06, 0.023 from the paper's: away."""
+    cache = _tables(tmp_path, primary_endpoint=_endpoint(), ablation_embedder=EMBEDDER,
+                    ablation_decomposition=DECOMPOSITION)
+    text = "\n".join(substitution_lines(cache))
+    assert "is here G1 -0.070, G2 -0.010, G3 +0.060; in the paper G1 -0.083, G2 +0.045, G3 +0.012" in text
+    embedder = next(line for line in text.splitlines() if line.startswith("| embedder"))
+    assert "50 queries per set, a 2,000-API sub-registry" in embedder
+    assert "| G1 -0.030, G2 +0.050" in embedder and "| G1 away, G2 towards" in embedder
+    assert "not in this run" in embedder  # G3 has no ablation row: said, never a number
+    breadth = next(line for line in text.splitlines() if line.startswith("| stub breadth"))
+    assert "(4.100 per G1 query) for the LLM's (2.100)" in breadth
+    assert "| G1 +0.010, G2 +0.030, G3 -0.050 | G1 away, G2 towards, G3 towards |" in breadth
+    assert "| not tested: no second LLM ran | unknown | unknown |" in text
+
+
+@pytest.mark.parametrize("subset, value, said", [("G2", 0.40, "G2 +0.120"), ("G2", 0.20, "G2 -0.080")])
+def test_a_changed_ablation_value_changes_its_row(tmp_path, subset, value, said):
+    table = EMBEDDER.copy()
+    table.loc[(table["subset"] == subset) & (table["embedder"] == "all-mpnet-base-v2")
+              & (table["method"] == "ptr"), "recall"] = value
+    cache = _tables(tmp_path, primary_endpoint=_endpoint().iloc[:2], ablation_embedder=table)
+    embedder = next(line for line in substitution_lines(cache) if line.startswith("| embedder"))
+    assert said in embedder

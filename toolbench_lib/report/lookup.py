@@ -1,0 +1,65 @@
+"""Numbers read off a run's saved tables for the reading-group material: a table, row or column the run
+did not save raises :class:`NotInRun`, whose message names it (and the notebook that saves it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from ..data.queries import subset_alias
+from .locate import TableCache
+
+SETS = ("G1", "G2", "G3")
+SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
+            "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
+            "ablation_stub_text": "11", "ablation_embedder": "11"}
+
+
+class NotInRun(LookupError):
+    """A table, or a row of it, that this run did not save."""
+
+
+def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
+    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` without them."""
+    df = cache.get(table)
+    if df is None or df.empty:
+        raise NotInRun(f"no `{table}` table (notebook {SAVED_BY.get(table, '?')} saves it)")
+    for col, wanted in where.items():
+        if col not in df:
+            raise NotInRun(f"`{table}` has no {col} column")
+        cells = df[col].astype(str)
+        df = df[(cells.map(subset_alias) if col == "subset" else cells) == wanted]
+    return df
+
+
+def value(cache: TableCache, table: str, column: str, **where: str) -> float:
+    """One number of a saved table: the first row equal to ``where``."""
+    df = rows(cache, table, **where)
+    if df.empty or column not in df:
+        raise NotInRun(f"`{table}` has no {column} for " + ", ".join(f"{c} {v}" for c, v in where.items()))
+    return float(pd.to_numeric(df[column], errors="coerce").iloc[0])
+
+
+def architectures(cache: TableCache, table: str, column: str, **where: str) -> pd.Series:
+    """``column`` of a table's RtP and PtR rows of G1-G3 (and ``where``), numbers only."""
+    df = rows(cache, table, **where)
+    keep = df["subset"].astype(str).map(subset_alias).isin(SETS) & df["method"].isin(["rtp", "ptr"]) \
+        if {"subset", "method"} <= set(df) else pd.Series(False, index=df.index)
+    found = pd.to_numeric(df.loc[keep, column], errors="coerce").dropna() if column in df else pd.Series()
+    if found.empty:
+        raise NotInRun(f"`{table}` has no {column} of RtP and PtR")
+    return found
+
+
+def per_set(make: Callable[[str], str]) -> str:
+    """``make(set)`` for every set this run has; the last :class:`NotInRun` when none has."""
+    parts, missing = [], NotInRun("no set")
+    for s in SETS:
+        try:
+            parts.append(make(s))
+        except NotInRun as exc:
+            missing = exc
+    if not parts:
+        raise missing
+    return "; ".join(parts)

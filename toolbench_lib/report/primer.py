@@ -1,0 +1,127 @@
+"""The opening of ``teaching.md`` for a room new to the paper: the answer in plain words, and which way each
+of this run's substitutions pushes PtR − RtP (from the ablations it ran; the LLM's effect is untested).
+Every number comes from a saved table; one the run did not save is named, never replaced."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..data.queries import subset_alias
+from .locate import TableCache
+from .lookup import SETS, NotInRun, rows, value
+
+SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
+UNTESTED = "not tested: no second LLM ran"
+
+
+def _endpoint(c: TableCache) -> pd.DataFrame:
+    """The dense primary comparisons of G1–G3, by set alias."""
+    df = rows(c, "primary_endpoint")
+    if lack := sorted({"rtp", "ptr", "diff", "significant", "leader", "paper_rtp", "paper_ptr",
+                       "paper_leader"} - set(df)):
+        raise NotInRun(f"`primary_endpoint` has no {', '.join(lack)}")
+    df = df.assign(alias=df["subset"].astype(str).map(subset_alias))
+    return df[df["alias"].isin(SETS)].drop_duplicates("alias").set_index("alias")
+
+
+def _said(r) -> str:
+    if not bool(r.significant):
+        return "too close to call"
+    return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
+
+
+def plain_words(c: TableCache) -> str:
+    """The question and this run's answer without the field's words: per set, the share of needed APIs the
+    first five results hold with each architecture and whether the difference stands out from chance."""
+    try:
+        table = _endpoint(c)
+    except NotInRun as missing:
+        return f"**In plain words.** Not in this run: {missing}."
+    apis = c.get("data_sources")
+    among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None and "n_apis" in apis else \
+        "in a registry"
+    per_set = "; ".join(f"{s} {r.rtp:.0%} with the request's words, {r.ptr:.0%} with the guesses: {_said(r)}"
+                        for s, r in table.iterrows())
+    missed = [s for s, r in table.iterrows()
+              if r.paper_leader == "PtR" and not (r.significant and r.leader == "PtR")]
+    why = (f" The paper's advantage for the guesses on {' and '.join(missed)} does not appear here, but this "
+           "run's guesses come from a much smaller model than the paper's, so that half of its claim is not "
+           "tested.") if missed else ""
+    return (f"**In plain words.** An agent must find the few web APIs a request needs {among}. It can search "
+            "with the request's own words (retrieve first, RtP), or let a language model first guess which "
+            "tools it needs and search with the guesses (plan first, PtR). The paper finds the request's "
+            "words better for one-tool requests (G1), the guesses better for multi-tool ones within one "
+            "category (G2) and, in direction only, across categories (G3: “does not reach significance”). "
+            f"On average the first five results hold, of the APIs a request needs: {per_set}.{why}")
+
+
+def _embedder_shift(c: TableCache, s: str) -> float:
+    """PtR − RtP with the stand-in embedder minus with MiniLM (point estimates of ``ablation_embedder``)."""
+    def recall(embedder: str, method: str) -> float:
+        return value(c, "ablation_embedder", "recall", subset=s, embedder=embedder, method=method)
+    other = next(e for e in rows(c, "ablation_embedder", subset=s)["embedder"].astype(str)
+                 if e != "all-MiniLM-L6-v2")
+    return (recall(other, "ptr") - recall(other, "rtp")) - (recall("all-MiniLM-L6-v2", "ptr")
+                                                            - recall("all-MiniLM-L6-v2", "rtp"))
+
+
+def _breadth_shift(c: TableCache, s: str) -> float:
+    """PtR − RtP with the rule splitter's stubs minus with the LLM's (``ablation_decomposition``)."""
+    return (value(c, "ablation_decomposition", "ptr_minus_rtp", subset=s, decomposer="rules")
+            - value(c, "ablation_decomposition", "ptr_minus_rtp", subset=s, decomposer="llm"))
+
+
+def _row(c: TableCache, table: pd.DataFrame, what: str, how, shift) -> str:
+    """One substitution: how it was tested, then per set the change of PtR − RtP and whether it moves this
+    run's difference towards the paper's (a set the ablation did not save is said so)."""
+    try:
+        tested = how(c)
+    except (NotInRun, StopIteration) as missing:
+        return f"| {what} | not in this run: {missing or 'no stand-in embedder'} | | |"
+    moves, towards = [], []
+    for s, r in table.iterrows():
+        try:
+            delta = shift(c, s)
+        except (NotInRun, StopIteration):
+            moves.append(f"{s} not in this run")
+            continue
+        d, paper = r["diff"], r.paper_ptr - r.paper_rtp
+        moves.append(f"{s} {fmt_signed(delta)}")
+        towards.append(f"{s} {'towards' if abs(d + delta - paper) < abs(d - paper) else 'away'}")
+    return f"| {what} | {tested} | {', '.join(moves)} | {', '.join(towards)} |"
+
+
+def substitution_lines(c: TableCache) -> list[str]:
+    """Which way each substitution moves PtR − RtP recall@5 on candidates, set by set, and whether towards
+    the paper's difference: the embedder and the stub breadth from their ablations (point estimates, one run,
+    read as a direction only), the LLM untested."""
+    try:
+        table = _endpoint(c)
+    except NotInRun as missing:
+        return [f"### {SUBSTITUTIONS_HEADING}", "", f"Not in this run: {missing}.", ""]
+
+    def embedder(c: TableCache) -> str:
+        e = rows(c, "ablation_embedder")
+        return (f"all-mpnet-base-v2 for all-MiniLM-L6-v2 (GTE-base is not offline), "
+                f"{fmt_count(int(e['n_queries'].max()))} queries per set, a "
+                f"{fmt_count(int(e['registry_size'].max()))}-API sub-registry (`ablation_embedder`)")
+
+    def breadth(c: TableCache) -> str:
+        n = {d: value(c, "ablation_decomposition", "stubs_per_query", subset="G1", decomposer=d)
+             for d in ("rules", "llm")}
+        return (f"a rule splitter's stubs ({fmt_number(n['rules'])} per G1 query) for the LLM's "
+                f"({fmt_number(n['llm'])}), full registry (`ablation_decomposition`)")
+
+    paper = ", ".join(f"{s} {fmt_signed(r.paper_ptr - r.paper_rtp)}" for s, r in table.iterrows())
+    here = ", ".join(f"{s} {fmt_signed(r['diff'])}" for s, r in table.iterrows())
+    return [f"### {SUBSTITUTIONS_HEADING}", "",
+            f"PtR − RtP recall@5 on `candidates` with dense retrieval is here {here}; in the paper {paper}. "
+            "Each tested substitution moves it by the change below (point estimates of one run, on the "
+            "ablation's own queries: a direction, not a correction).", "",
+            "| substitution | tested by | change of PtR − RtP | towards the paper's difference? |",
+            "| :--- | :--- | :--- | :--- |",
+            _row(c, table, "embedder: MiniLM, not GTE-base", embedder, _embedder_shift),
+            _row(c, table, "stub breadth: fewer stubs than the paper's 2.4–2.5", breadth, _breadth_shift),
+            f"| stub writer and planner: a small local LLM, not Gemini 2.5 Flash | {UNTESTED} | unknown | "
+            "unknown |", ""]
