@@ -82,7 +82,9 @@ def test_trajectory_tables(study):
     for col in ("fidelity", "jaccard_rtp_ptr", "used_share", "refusal_rate"):
         assert in_unit(t[col]), col
     m = trajectory.miss_behaviour(study)
-    assert len(m) == len(SUBSETS) * 2 and (m["n_complete_miss"] <= m["n_plans"]).all()
+    assert len(m) == len(SUBSETS) * 2 + 1 and (m["n_complete_miss"] <= m["n_plans"]).all()
+    pooled = m[m["subset"] == "all"].iloc[0]  # both methods over every set, one row
+    assert pooled["n_complete_miss"] == m["n_complete_miss"].sum() - pooled["n_complete_miss"]
     rates = m[m["n_complete_miss"] > 0]
     total = rates["refusal_rate_on_miss"] + rates["wrong_tool_rate_on_miss"] + rates["no_api_rate_on_miss"]
     assert np.allclose(total, 1.0)

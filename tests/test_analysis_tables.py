@@ -364,6 +364,11 @@ def test_miss_behaviour_by_hand(study):
     assert (p["refusal_rate_on_miss"], p["wrong_tool_rate_on_miss"]) == pytest.approx((0.5, 0.5))
     r = row(m, subset="G1", method="rtp")
     assert r["n_complete_miss"] == 0 and np.isnan(r["refusal_rate_on_miss"])
+    pooled = row(m, subset="all", method="both")  # every set and method, the CI resampling API samples
+    per = m[m["subset"] != "all"]
+    assert pooled["n_wrong_tool_on_miss"] == per["n_wrong_tool_on_miss"].sum()
+    assert pooled["wrong_tool_rate_on_miss"] == pytest.approx(
+        per["n_wrong_tool_on_miss"].sum() / per["n_complete_miss"].sum())
 
 
 # --------------------------------------------------------------------------- stubs and cost

@@ -95,7 +95,8 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
 
 def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = None) -> pd.DataFrame:
     """Over plans whose shown top-``k`` holds no ground-truth API (complete misses): the shares that
-    refused, named an API anyway (a wrong tool) or neither, with counts and Wilson 95% CIs (NaN without)."""
+    refused, named an API anyway (a wrong tool) or neither, with counts and 95% CIs resampling API samples
+    (NaN without), per set and method, then pooled over both (subset ``all``, method ``both``)."""
     check_gt(gt)
     if result.plans.empty:
         return pd.DataFrame(columns=MISS_COLUMNS + MISS_EXTRA)
@@ -104,24 +105,25 @@ def miss_behaviour(result: StudyResult, gt: str = DEFAULT_GT, k: int | None = No
     hits = per_query_runs(result, k, gt)[["qkey", "method", "run", "hits"]]  # the evaluation's count
     found = plans[["qkey", "method", "run"]].merge(hits, on=["qkey", "method", "run"], how="left")["hits"]
     plans = plans.assign(complete_miss=found.fillna(0).to_numpy() == 0)
+    units = [(subset_alias(s), method, (plans["subset"] == s) & (plans["method"] == method))
+             for s in subset_order(result) for method in METHODS]
     rows = []
-    for subset in subset_order(result):
-        for method in METHODS:
-            m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
-            if m.empty:
-                continue
-            mm = m[m["complete_miss"]]
-            refused = mm["refusal"].astype(bool)
-            named = (mm["n_named"] > 0) & ~refused
-            rows.append({"subset": subset_alias(subset), "method": method, "n_complete_miss": len(mm),
-                         "refusal_rate_on_miss": float(refused.mean()),  # NaN without a miss
-                         "wrong_tool_rate_on_miss": float(named.mean()),
-                         "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
-                         "no_api_rate_on_miss": float((~refused & ~named).mean()),
-                         "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
-            cl = clusters(result.queries, mm["qkey"])  # its sample: one cluster
-            with_ci(rows[-1], "refusal_rate_on_miss", refused.to_numpy(dtype=float), cl)
-            with_ci(rows[-1], "wrong_tool_rate_on_miss", named.to_numpy(dtype=float), cl)
+    for subset, method, mask in [*units, ("all", "both", plans["method"].isin(METHODS))]:
+        m = plans[mask]
+        if m.empty:
+            continue
+        mm = m[m["complete_miss"]]
+        refused = mm["refusal"].astype(bool)
+        named = (mm["n_named"] > 0) & ~refused
+        rows.append({"subset": subset, "method": method, "n_complete_miss": len(mm),
+                     "refusal_rate_on_miss": float(refused.mean()),  # NaN without a miss
+                     "wrong_tool_rate_on_miss": float(named.mean()),
+                     "gt": gt, "n_plans": int(len(m)), "n_miss_queries": int(mm["qkey"].nunique()),
+                     "no_api_rate_on_miss": float((~refused & ~named).mean()),
+                     "n_refusal_on_miss": int(refused.sum()), "n_wrong_tool_on_miss": int(named.sum())})
+        cl = clusters(result.queries, mm["qkey"])  # its sample: one cluster (both plans of a query in it)
+        with_ci(rows[-1], "refusal_rate_on_miss", refused.to_numpy(dtype=float), cl)
+        with_ci(rows[-1], "wrong_tool_rate_on_miss", named.to_numpy(dtype=float), cl)
     return pd.DataFrame(rows, columns=MISS_COLUMNS + MISS_EXTRA)
 
 

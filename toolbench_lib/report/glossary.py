@@ -68,7 +68,7 @@ GLOSSARY: tuple[Term, ...] = (
          "samples (the clustered test's clusters) with replacement: the 2.5th and 97.5th percentiles of the "
          "resampled means. A paired difference (PtR − RtP) gets the clustered paired t-test's own interval, "
          "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence pooled over sets "
-         "(`divergence_readings`) keeps a Wilson interval over queries.",
+         "(`divergence_readings`) keeps a Wilson interval over queries, which leaves the samples out.",
          "eval.stats.grouped_bootstrap_ci, eval.stats.t_ci"),
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
@@ -85,7 +85,8 @@ GLOSSARY: tuple[Term, ...] = (
          "Several tests at once inflate false alarms; Holm's step-down method raises each p-value so that "
          "the chance of any false alarm among them stays at or below the test level (5%). A CI shown "
          "beside a Holm p is widened alike (level 1 − 0.05 · p / p_Holm), so it excludes 0 exactly when "
-         "p_Holm < 0.05.",
+         "p_Holm < 0.05: it agrees with Holm's decisions but is not a simultaneous interval (the family's "
+         "CIs together may cover less than 95%).",
          "eval.stats.holm (statsmodels), eval.compare.holm_ci"),
     Term("equivalence margin",
          "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
