@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 09 · Report: the paper against this run
 #
-# Every number the paper reports is listed, with its source, in `references/paper.yaml`. This notebook looks each one up in the tables the earlier notebooks saved under `outputs/<run>/tables/` and sets this run's value beside the paper's. It also writes `outputs/<run>/report.md` (with the run's provenance and links to every saved figure) and `report.csv`.
+# Every number the paper reports is listed, with its source, in `references/paper.yaml`. This notebook looks each one up in the tables the earlier notebooks saved under `outputs/<run>/tables/` and sets this run's value beside the paper's. It also writes `outputs/<run>/report.md` (with the run's provenance and links to every saved figure) and the scorecard to `tables/scorecard.csv`.
 
 # %% tags=["parameters"]
 from toolbench_lib import config  # the defaults: `make run`'s
@@ -124,7 +124,7 @@ print(f"{int(found.sum())} of {len(report)} reference numbers found in this run'
 # %% [markdown]
 # ## The written report
 #
-# The same table, the run's provenance and the figures go to `report.md` in the run folder; the table also goes to `report.csv`.
+# The same table, the run's provenance and the figures go to `report.md` in the run folder; the table also goes to `tables/scorecard.csv`.
 
 # %%
 path = write_report(cfg, material=material)

@@ -297,7 +297,7 @@ def test_write_report_with_provenance_and_figures(cfg):
                    "runs=2", "plan_limit=5", "(figures/recall_by_subset.png)", "*Figure 1.*",
                    "| g1_rtp_recall", "missing table", "version 2"):
         assert needle in text, needle
-    csv = pd.read_csv(cfg.out_dir / "report.csv")
+    csv = pd.read_csv(cfg.tables_dir / "scorecard.csv")
     assert len(csv) == len(load_references()["entries"])
     assert csv.set_index("id").loc["g1_rtp_recall", "status"] == "consistent"
 
@@ -306,7 +306,7 @@ def test_write_report_without_any_outputs(cfg):
     text = write_report(cfg).read_text()
     assert "No stored study found" in text and "No answer: this run saved no primary-endpoint table" in text
     assert "![" not in text  # no figure was saved
-    status = pd.read_csv(cfg.out_dir / "report.csv")["status"]
+    status = pd.read_csv(cfg.tables_dir / "scorecard.csv")["status"]
     assert status.isin(["missing table", "not scored"]).all() and status.eq("missing table").sum() >= 50
 
 
@@ -887,7 +887,7 @@ def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
                            "cause": ["", "", "", ""], "predicted": [float("nan")] * 4,
                            "predicted_ci_low": [float("nan")] * 4, "predicted_ci_high": [float("nan")] * 4})
     lines = scorecard_lines(report)
-    assert lines[:2] == ["- *consistent* (2): each in its section's table and `report.csv`",
+    assert lines[:2] == ["- *consistent* (2): each in its section's table and `tables/scorecard.csv`",
                          "- *not scored* (1): `c`"]
     setup = report.assign(cause_status=["", "setup difference", "", ""], cause=["", "llm_model: x", "", ""])
     # no table: none tested

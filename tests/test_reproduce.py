@@ -327,7 +327,7 @@ def test_smoke_run_of_every_notebook(run_name, chromium):  # noqa: F811 (the fix
     html = (run_dir / "report.html").read_text()
     assert "Limits of this reproduction" in html and ".000000" not in html
     assert "from toolbench_lib" not in html and "data:image/png;base64" in html
-    report_csv = pd.read_csv(run_dir / "report.csv")
+    report_csv = pd.read_csv(run_dir / "tables" / "scorecard.csv")
     quantities = json.loads((run_dir / QUANTITIES_FILE).read_text())
     assert quantities and check_report(report, quantities, report_csv.to_dict("records"),
                                        list(load_methods())) == []

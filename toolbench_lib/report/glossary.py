@@ -90,9 +90,9 @@ GLOSSARY: tuple[Term, ...] = (
          "eval.stats.holm (statsmodels), eval.compare.holm_ci"),
     Term("equivalence margin",
          "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
-         "margin\" (`claim: 0 ± m` in the scorecard; each margin's reason is in `report.csv`'s basis): "
-         "consistent when the 95% CI lies inside it, differs when outside, inconclusive when it crosses a "
-         "bound.",
+         "margin\" (`claim: 0 ± m` in the scorecard; each margin's reason is in `tables/scorecard.csv`'s "
+         "basis): consistent when the 95% CI lies inside it, differs when outside, inconclusive when it "
+         "crosses a bound.",
          "report.locate.compare"),
     Term("pass rate (judged and objective)",
          "Judged: the share of plans an LLM judge calls \"Solved\". Objective: the share of plans that are "

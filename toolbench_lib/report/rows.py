@@ -103,9 +103,9 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
     """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
-    to the sections' tables and ``report.csv``); the differing rows of an untested setup difference or of
-    this run's own construction, one line per cause; then the other differing rows, each with what it
-    measures, its status and its cause with the predicted value."""
+    to the sections' tables and ``tables/scorecard.csv``); the differing rows of an untested setup
+    difference or of this run's own construction, one line per cause; then the other differing rows, each
+    with what it measures, its status and its cause with the predicted value."""
     how = pd.Series(report.get("cause_status", ""), index=report.index)
     untested = (report["status"] == DIFFERS) & how.isin([SETUP, BY_CONSTRUCTION])
     differs = (report["status"] == DIFFERS) & ~untested
@@ -116,7 +116,7 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
 
     lines = []
     for status, g in report[~differs & ~untested].groupby("status", sort=False):
-        ids = ("each in its section's table and `report.csv`" if status == CONSISTENT
+        ids = ("each in its section's table and `tables/scorecard.csv`" if status == CONSISTENT
                else ", ".join(f"`{i}`" for i in g["id"]))
         lines.append(f"- *{status}* ({count(g)}): {ids}")
     causes = report.loc[untested, "cause"].astype(str).str.split(":").str[0]

@@ -298,7 +298,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
               "meets this run's 95% CI (bootstrap over queries, paired t for a difference; for a share, "
               "resampling API samples where its table saves a CI, else Wilson; for an approximate "
-              "number, “~70%”, ± the tolerance in `report.csv`); a number "
+              "number, “~70%”, ± the tolerance in `tables/scorecard.csv`); a number "
               "without sampling is compared at the paper's last decimal. *Consistent* means this run "
               "cannot tell its number from the paper's, not that it confirms it. An ordering or bound "
               "whose CI holds the bound, or an equality claim (`claim: 0 ± m`) whose CI crosses its margin, "
@@ -338,6 +338,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
 
 
 QUANTITIES_FILE = "report_quantities.json"
+SCORECARD_FILE = "scorecard.csv"  # under tables/, beside the tables it reads
 LTR_TABLE = "ltr_comparison"  # notebook 12: the learned rankers against the best single architecture
 TEACHING_FILE = "teaching.md"
 
@@ -369,12 +370,13 @@ def examples_lines(material, k: int) -> list[str]:
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
-    """Write ``report.md``, ``teaching.md``, ``report.csv`` and ``report_quantities.json`` (the prose's
-    named numbers) into the run folder; returns the Markdown path."""
+    """Write ``report.md``, ``teaching.md`` and ``report_quantities.json`` (the prose's named numbers) into
+    the run folder and the scorecard (every reference number's row) into ``tables/scorecard.csv`` beside the
+    tables it reads; returns the Markdown path."""
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    report.to_csv(cfg.out_dir / "report.csv", index=False)
+    cfg.tables_dir.mkdir(parents=True, exist_ok=True)
+    report.to_csv(cfg.tables_dir / SCORECARD_FILE, index=False)
     ledger = Ledger()
     path = cfg.out_dir / "report.md"
     material = teaching_material(cfg) if material is None else material
