@@ -27,6 +27,8 @@ import pytest
 from toolbench_lib.data.dataset import CHECKSUMS, sources_fingerprint
 from toolbench_lib.data.paths import PROCESSED_DIR, find_data_dir
 
+from .forkcli import run_cli
+
 CATEGORIES = ("Reward", "Storage")  # two small categories of toolenv, linked, not copied
 QUERY_FILES = (("test_instruction", "G1_instruction"), ("test_instruction_original", "G2_category"),
                ("test_instruction_original", "G3_instruction"))
@@ -37,10 +39,8 @@ OUTCOMES: dict[str, str] = {}
 
 
 def cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "toolbench_lib", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                               **(env or {})})
+    base = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return run_cli(list(map(str, args)), timeout=timeout, env={**base, **(env or {})})
 
 
 def problem_lines(stderr: str) -> list[str]:

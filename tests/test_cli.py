@@ -3,14 +3,13 @@
 import json
 import os
 import subprocess
-import sys
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
+from .forkcli import run_cli
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "toolbench_lib", *args], capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=900)
+    return run_cli(list(args), env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=900)
 
 
 def test_data_summary_json():
@@ -119,3 +118,16 @@ def test_replay_miss_is_a_clear_error(tmp_path):
               "--limit", "1", "--max-apis", str(SLICE_APIS), "--model", "all-MiniLM-L6-v2", "--runs", "1")
     assert out.returncode == 2
     assert "stubs-v1" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_forked_call_answers_as_a_fresh_process(monkeypatch, tmp_path):
+    """The fork server behind ``cli`` (tests/forkcli.py) against ``python -m toolbench_lib`` itself: the
+    same exit code, stdout and stderr for a help page, a refused option and a missing data folder."""
+    calls = (["--help"], ["evaluate", "--k", "0"], ["data", "summary"])
+    env = {"TOOLBENCH_DATA": str(tmp_path / "none")}
+    forked = [cli(*args, env=env) for args in calls]
+    monkeypatch.setenv("TOOLBENCH_TEST_FORK", "0")
+    fresh = [cli(*args, env=env) for args in calls]
+    assert [(f.returncode, f.stdout, f.stderr) for f in forked] == [(f.returncode, f.stdout, f.stderr)
+                                                                     for f in fresh]
+    assert [f.returncode for f in forked] == [0, 2, 2] and "usage:" in forked[0].stdout

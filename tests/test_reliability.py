@@ -36,6 +36,7 @@ from toolbench_lib.retrieval.bm25 import TermCounts
 from toolbench_lib.study.result import empty_rankings, stub_cap_counts
 from toolbench_lib.study.stored import StoredStudyError, StudyResult
 
+from .forkcli import run_cli
 from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
 
@@ -666,8 +667,7 @@ def case_views_folder_replaced_by_a_file(tmp: Path) -> str:
 
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "toolbench_lib", "reproduce", *args], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return run_cli(["reproduce", *args], env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
 
 
 def case_failed_report_check_fails_reproduce(tmp: Path) -> str:

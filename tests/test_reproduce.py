@@ -37,6 +37,7 @@ from toolbench_lib.report.reproduce import (
 from toolbench_lib.report.write import QUANTITIES_FILE
 from toolbench_lib.retrieval.methods import load_methods
 
+from .forkcli import run_cli
 from .report_page import page_problems
 from .test_browser import chromium  # noqa: F401 (the fixture)
 
@@ -45,9 +46,8 @@ ANALYSIS_NOTEBOOKS = [f"{n:02d}" for n in range(1, 8)]
 
 
 def _cli(*args: str, env: dict | None = None, timeout: int = 3000) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "toolbench_lib", "reproduce", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return run_cli(["reproduce", *args], env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+                   timeout=timeout)
 
 
 @pytest.fixture()
