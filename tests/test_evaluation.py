@@ -298,3 +298,21 @@ def test_interactions_are_the_change_of_compares_differences() -> None:
     assert len(set(table["comparison"]) & set(compare(ev, "rtp", "ptr")["comparison"])) == 0
     with pytest.raises(KeyError, match="G3"):
         interactions(ev, "rtp", "ptr", "G1_instruction", ["G3_instruction"])
+
+
+def test_the_interaction_table_adds_the_papers_change_per_family() -> None:
+    """The dense family's rows are :func:`interactions`' own; ``paper_diff`` is the paper's PtR − RtP on the
+    later set minus on G1 (its recalls by set alias), NaN where it reports no set; G1 alone, no rows."""
+    from toolbench_lib.analysis.endpoint import interaction_table
+
+    study = _study(2, n_sets=3)
+    paper = {"G1": {"rtp": 0.372, "ptr": 0.289}, "G2_instruction": {"rtp": 0.143, "ptr": 0.188}}
+    table = interaction_table(study, paper=paper)
+    want = interactions(evaluate(study), "rtp", "ptr", "G1_instruction", ["G2_instruction", "G3_instruction"],
+                        "candidates", 5, "recall")
+    assert table["retriever"].tolist() == ["dense", "dense"]
+    pd.testing.assert_frame_equal(table.drop(columns=["retriever", "paper_diff"]), want)
+    assert table["paper_diff"].iloc[0] == pytest.approx((0.188 - 0.143) - (0.289 - 0.372))
+    assert np.isnan(table["paper_diff"].iloc[1])  # the paper's G3 is not in ``paper``
+    assert interaction_table(study, families=["bm25"]).empty
+    assert interaction_table(_study(2, n_sets=1), paper=paper).empty  # G1 alone: no change to test

@@ -201,10 +201,10 @@ def test_verdicts_are_read_from_the_report_answer(tmp_path):
                       "| 1 |\n\n**Robustness** (no verdict): Holm keeps every verdict.\n\n"
                       "**Beyond the paper** (other retrievers). With BM25 retrieval, PtR leads on G2.\n\n"
                       "| b |\n\n## Main results\n\n**The answer.** not in the front\n", encoding="utf-8")
-    assert report_verdicts(report) == [
+    assert report_verdicts(report) == [  # a paragraph of no answer's label (Robustness) is not printed
         "In short. RtP's lead.",
         "The answer. With dense retrieval, RtP leads on G1 (“does not reach significance”, x):",
-        "- G1: RtP", "- G2: none", "Robustness (no verdict): Holm keeps every verdict.",
+        "- G1: RtP", "- G2: none",
         "Beyond the paper (other retrievers). With BM25 retrieval, PtR leads on G2."]
     report.write_text("# Report\n\n- no summary here\n", encoding="utf-8")
     assert report_verdicts(report) == [] and report_verdicts(tmp_path / "missing.md") == []
