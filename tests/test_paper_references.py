@@ -174,6 +174,11 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
         "- Of the paper's 40 reference numbers, the 4 measured without an LLM (RtP's retrieval, the data's "
         "counts): 2 consistent, 2 differ (1 cause untested; 1 unexplained). The 36 resting on this run's "
         "substitute LLM: 35 consistent, 1 differs (1 explained).")
+    # A partly explained count gives the range of the shares of their gaps its causes recover.
+    partly = many.assign(cause_status=["partly explained (0.003 of 0.067, 5%)",
+                                       "partly explained (0.060 of 0.170, 35%)", ""] + [""] * 37)
+    assert "2 partly explained (5–35% of the gap)" in right_and_wrong(partly)[2]
+    assert "1 partly explained (5% of the gap)" in right_and_wrong(partly.iloc[[0, 2]])[2]
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
     assert right_and_wrong(many)[2].endswith(
         "1 unexplained). Consistent means indistinguishable here (median CI width 0.050), not confirmed.")

@@ -17,7 +17,7 @@ from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import CAUSES, SETUP, UNTESTED, status_counts, without_llm
+from .scorecard import CAUSES, PARTLY, SETUP, UNTESTED, recovered, status_counts, without_llm
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -430,7 +430,7 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
 
         def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
             c = status_counts(rows)
-            causes = [f"{fmt_count(c[k])} " + (UNTESTED if k == SETUP else k)
+            causes = [f"{fmt_count(c[k])} {UNTESTED if k == SETUP else k}{recovered(rows) * (k == PARTLY)}"
                       for k in CAUSES if c[k]]
             why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
             return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
@@ -489,8 +489,8 @@ SET_RULE = ("- Each set is the file here nearest the paper's count (the unfilter
             "read beside it.")
 
 
-SETUP_LIMIT = ("- No second LLM ran: numbers it may explain count as *cause untested*; the embedder is "
-               "tested on a sub-registry.")
+SETUP_LIMIT = ("- No second LLM ran, so its effects are *cause untested*; the embedder was tested on a "
+               "sub-registry.")
 
 
 def limits(rows: pd.DataFrame | None = None) -> list[str]:

@@ -351,6 +351,14 @@ def without_llm(report: pd.DataFrame) -> pd.Series:
     return metric.isin(("count", "gt_size")) | ((method == "rtp") & metric.isin(("recall", "precision")))
 
 
+def recovered(rows: pd.DataFrame) -> str:
+    """The range of the shares of their gaps that the partly explained rows' causes recover (empty without
+    one)."""
+    cause = rows.get("cause_status", pd.Series("", index=rows.index)).fillna("").astype(str)
+    got = sorted(int(x) for x in cause[cause.str.startswith(PARTLY)].str.extract(r"(\d+)%\)")[0].dropna())
+    return f" ({got[0]}{f'–{got[-1]}' * (got[-1] != got[0])}% of the gap)" if got else ""
+
+
 def status_counts(report: pd.DataFrame) -> dict[str, int]:
     """Counts of the rows by status, and of the rows that differ by cause status (a row without one is
     unexplained)."""
