@@ -47,6 +47,7 @@ def _run_child(request: dict) -> dict:
 
             traceback.print_exc()
         finally:
+            atexit._run_exitfuncs()  # as an interpreter's exit runs them (logging's flush among them)
             sys.stdout.flush(), sys.stderr.flush()
             os._exit(code)
     timed_out = False
