@@ -289,8 +289,9 @@ def test_write_report_with_provenance_and_figures(cfg):
             "llm_model": "rules-v1", "data_fingerprint": "77e6f89f20bc2417", "registry_size": 2500,
             "registry_full_size": 47651, "settings": {"k": 5, "runs": 2, "plan_limit": 5}}
     (study / "provenance.json").write_text(json.dumps(prov))
+    (cfg.out_dir / "report.csv").write_text("id\nold\n")  # the scorecard where an older version wrote it
     path = write_report(cfg)
-    assert path == cfg.out_dir / "report.md"
+    assert path == cfg.out_dir / "report.md" and not (cfg.out_dir / "report.csv").exists()
     text = path.read_text()
     assert text.startswith("# Plan or Retrieve First? Reproduction report for run `report_test`")
     for needle in ("rules-v1", "all-MiniLM-L6-v2 (requested thenlper/gte-base)", "77e6f89f20bc2417",

@@ -377,6 +377,7 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)
     report.to_csv(cfg.tables_dir / SCORECARD_FILE, index=False)
+    (cfg.out_dir / "report.csv").unlink(missing_ok=True)  # where an older version wrote the scorecard
     ledger = Ledger()
     path = cfg.out_dir / "report.md"
     material = teaching_material(cfg) if material is None else material
