@@ -67,17 +67,17 @@ def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
            "saves it) | | |" in lines
 
 
-def test_each_substitution_moves_ptr_minus_rtp_towards_the_paper_or_away(tmp_path):
+def test_each_substitution_moves_ptr_minus_rtp_towards_the_paper_past_it_or_away(tmp_path):
     """G1 with mpnet: PtR − RtP -0.13 against MiniLM's -0.10, a change of -0.03, from -0.07 here to -0.10:
-    0.017 from the paper's -0.083 against 0.013 before, away. G2: +0.03 - (-0.02) = +0.05, from -0.01 to
-    +0.04, towards the paper's +0.045. Breadth on G1: +0.01, to -0.06, 0.023 from the paper's: away."""
+    the paper's way (-0.083) but 0.017 from it against 0.013 before, past it. G2: +0.03 - (-0.02) = +0.05,
+    from -0.01 to +0.04, towards the paper's +0.045. Breadth on G1: +0.01, to -0.06, away from it."""
     cache = _tables(tmp_path, primary_endpoint=_endpoint(), ablation_embedder=EMBEDDER,
                     ablation_decomposition=DECOMPOSITION)
     text = "\n".join(substitution_lines(cache))
     assert "is here G1 -0.070, G2 -0.010, G3 +0.060; in the paper G1 -0.083, G2 +0.045, G3 +0.012" in text
     embedder = next(line for line in text.splitlines() if line.startswith("| embedder"))
     assert "50 queries per set, a 2,000-API sub-registry" in embedder
-    assert "| G1 -0.030, G2 +0.050" in embedder and "| G1 away, G2 towards" in embedder
+    assert "| G1 -0.030, G2 +0.050" in embedder and "| G1 past it, G2 towards" in embedder
     assert "not in this run" in embedder  # G3 has no ablation row: said, never a number
     breadth = next(line for line in text.splitlines() if line.startswith("| stub breadth"))
     assert "(4.100 per G1 query) for the LLM's (2.100)" in breadth

@@ -88,7 +88,8 @@ def _row(c: TableCache, table: pd.DataFrame, what: str, how, shift) -> str:
             continue
         d, paper = r["diff"], r.paper_ptr - r.paper_rtp
         moves.append(f"{s} {fmt_signed(delta)}")
-        towards.append(f"{s} {'towards' if abs(d + delta - paper) < abs(d - paper) else 'away'}")
+        closer = abs(d + delta - paper) < abs(d - paper)
+        towards.append(f"{s} {'towards' if closer else 'past it' if delta * (paper - d) > 0 else 'away'}")
     return f"| {what} | {tested} | {', '.join(moves)} | {', '.join(towards)} |"
 
 
