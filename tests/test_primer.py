@@ -13,11 +13,12 @@ from toolbench_lib.report.primer import plain_words, substitution_lines
 
 
 def _endpoint(**changed) -> pd.DataFrame:
-    rows = [("G1_instruction", 0.350, 0.280, True, "RtP", 0.372, 0.289, "RtP"),
-            ("G2_category_original", 0.130, 0.120, False, "RtP", 0.143, 0.188, "PtR"),
-            ("G3_instruction_original", 0.170, 0.230, True, "PtR", 0.160, 0.172, "PtR")]
+    rows = [("G1_instruction", 0.350, 0.280, True, "RtP", 0.372, 0.289, "RtP", "reproduced"),
+            ("G2_category_original", 0.130, 0.120, False, "RtP", 0.143, 0.188, "PtR", "not reproduced"),
+            ("G3_instruction_original", 0.170, 0.230, True, "PtR", 0.160, 0.172, "PtR", "reproduced")]
     df = pd.DataFrame(rows, columns=["subset", "rtp", "ptr", "significant", "leader", "paper_rtp",
-                                     "paper_ptr", "paper_leader"]).assign(retriever="dense", **changed)
+                                     "paper_ptr", "paper_leader", "verdict"]).assign(retriever="dense",
+                                                                                      **changed)
     return df.assign(diff=df["ptr"] - df["rtp"])
 
 
@@ -52,8 +53,14 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "G3 17% with the request's words, 23% with the guesses: the guesses do better" in text
     # only the set where the paper's PtR lead does not appear here is named
     assert "The paper's advantage for the guesses on G2 does not appear here" in text
-    text = plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint(significant=False)))
+    text = plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint(significant=False,
+                                                                               verdict="not reproduced")))
     assert "on G2 and G3 does not appear" in text and "among" not in text  # no registry table: no count
+    # G3 in the paper's direction holds it: the paper's own G3 difference "does not reach significance"
+    same = _endpoint(significant=False, verdict="same direction, not significant")
+    text = plain_words(_tables(tmp_path / "same", primary_endpoint=same))
+    assert "on G2 does not appear" in text
+    assert "Of the APIs each request was written from (its `candidates`), the first five" in text
     assert "“does not reach significance”" in text  # the paper's words on its G3
 
 

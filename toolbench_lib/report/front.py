@@ -142,7 +142,7 @@ def _sets(names: list[str], conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
-def _holds(r) -> bool:
+def holds_paper(r) -> bool:
     """Whether a set's verdict holds the paper's: reproduced, or in the same direction where the paper's own
     difference is not significant (:data:`PAPER_NOT_SIGNIFICANT`)."""
     v = str(r.verdict)
@@ -152,7 +152,7 @@ def _holds(r) -> bool:
 def crossover_families(rows: pd.DataFrame) -> list[str]:
     """The families whose crossover holds: every set with a paper leader holds the paper's verdict."""
     return [f for f, g in rows.groupby("retriever", sort=False)
-            if len(w := g[g["paper_leader"].notna()]) and all(_holds(r) for r in w.itertuples())]
+            if len(w := g[g["paper_leader"].notna()]) and all(holds_paper(r) for r in w.itertuples())]
 
 
 def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", beyond_test: str = "") -> str:
@@ -315,7 +315,7 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
                         + (", though not significantly on `relevant` (the APIs each query was written to "
                            "need)" if lost else ""))
-        elif not _holds(r):
+        elif not holds_paper(r):
             other = rows[(rows["retriever"] != "dense") & (rows["subset"] == r.subset)
                          & rows["significant"].astype(bool) & (rows["leader"] == r.paper_leader)]
             also = (f" (with {FAMILY_SHORT.get(other['retriever'].iloc[0], other['retriever'].iloc[0])} the "
@@ -345,7 +345,7 @@ def set_line(r) -> str:
     as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
     if v == "reproduced":
         against = as_paper
-    elif _holds(r):  # the same direction where the paper calls its own difference not significant
+    elif holds_paper(r):  # the same direction where the paper calls its own difference not significant
         against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
                                          f" (*“{QUOTES['g3_ns']}”*)")
     elif isinstance(r.paper_leader, str):

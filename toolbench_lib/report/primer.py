@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..data.queries import subset_alias
+from .front import holds_paper
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
 
@@ -19,10 +20,10 @@ def _endpoint(c: TableCache) -> pd.DataFrame:
     """The dense primary comparisons of G1–G3, by set alias."""
     df = rows(c, "primary_endpoint")
     if lack := sorted({"rtp", "ptr", "diff", "significant", "leader", "paper_rtp", "paper_ptr",
-                       "paper_leader"} - set(df)):
+                       "paper_leader", "verdict"} - set(df)):
         raise NotInRun(f"`primary_endpoint` has no {', '.join(lack)}")
     df = df.assign(alias=df["subset"].astype(str).map(subset_alias))
-    return df[df["alias"].isin(SETS)].drop_duplicates("alias").set_index("alias")
+    return df[df["alias"].isin(SETS)].drop_duplicates("alias").set_index("alias", drop=False)
 
 
 def _said(r) -> str:
@@ -43,8 +44,7 @@ def plain_words(c: TableCache) -> str:
         "in a registry"
     per_set = "; ".join(f"{s} {r.rtp:.0%} with the request's words, {r.ptr:.0%} with the guesses: {_said(r)}"
                         for s, r in table.iterrows())
-    missed = [s for s, r in table.iterrows()
-              if r.paper_leader == "PtR" and not (r.significant and r.leader == "PtR")]
+    missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
     why = (f" The paper's advantage for the guesses on {' and '.join(missed)} does not appear here, but this "
            "run's guesses come from a much smaller model than the paper's, so that half of its claim is not "
            "tested.") if missed else ""
@@ -53,7 +53,8 @@ def plain_words(c: TableCache) -> str:
             "tools it needs and search with the guesses (plan first, PtR). The paper finds the request's "
             "words better for one-tool requests (G1), the guesses better for multi-tool ones within one "
             "category (G2) and, in direction only, across categories (G3: “does not reach significance”). "
-            f"On average the first five results hold, of the APIs a request needs: {per_set}.{why}")
+            "Of the APIs each request was written from (its `candidates`), the first five results hold on "
+            f"average: {per_set}.{why}")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:
