@@ -191,7 +191,7 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
             "0.406 of G1 stubs and 0.248 of G3", "Stub hit share G1 0.287; G3 0.193", "`stub_stats`",
             "G1 PtR 0.264 with the LLM's stubs, 0.219 with rule-based stubs, RtP 0.351",
             "`ablation_decomposition`"],
-        "Which G2?": ["200 “intra-category multi-tool” queries", "a mean of 6.500 ground-truth APIs",
+        "Which G2?": ["200 “intra-category multi-tool” queries", "a mean of 6.5 ground-truth APIs",
                       "G2_category_original 199 queries, 5.990 [5.690, 6.290] ground-truth APIs per query",
                       "G2_instruction 106 queries, 6.510 [6.210, 6.810]",
                       "Dense PtR − RtP +0.046 [0.026, 0.066] on G2_category_original (4 runs), +0.010 "

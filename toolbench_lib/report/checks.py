@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 MIN_CAPTION_WORDS = 12
-MAX_FRONT_WORDS = 940  # with the shift towards PtR as one test per family
+MAX_FRONT_WORDS = 1000  # with the front's caveats the readings asked for (the G1 lead under Holm over all)
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR
 MAX_REPORT_BYTES = 66_000
 FRONT_HEADING = "## The question and the answer"

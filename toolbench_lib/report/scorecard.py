@@ -220,9 +220,10 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
     if result["cause_status"] == UNEXPLAINED:
         return {**result, "cause": UNEXPLAINED, "evidence": f"{best_id}: {evidence}"}
-    # An untested setup difference is not the only candidate while a tested one did not rule itself out.
+    # An untested setup difference is not the only candidate beside another untested one, or a tested one
+    # that did not rule itself out.
     also = [cid for cid, _, r in results if cid != best_id and result["cause_status"] == SETUP
-            and r["cause_status"] in (UNEXPLAINED, NOT_TESTED)]
+            and r["cause_status"] in (UNEXPLAINED, NOT_TESTED, SETUP)]
     return {**result, "cause": f"{' or '.join([best_id, *also])}: {best['title']}", "evidence": evidence}
 
 

@@ -423,7 +423,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "does?", lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
         ("Which G2?",
          f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
-         f"of {fmt_number(paper('g2_gt_size'))} ground-truth APIs ({sec('g2_gt_size')}).",
+         f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
          (g2_sets, g2_dense),
          "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
          "choice, and which set would you pre-register?", g2_note),
