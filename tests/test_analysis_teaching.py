@@ -183,6 +183,13 @@ def test_glossary_holds_the_terms_the_report_uses():
         assert term in text, term
     joined = " ".join(g["definition"])
     assert "k = 7" in joined and "Below 0.4" in joined and "{" not in joined
+    # every cause label the scorecard can print is defined, with its kind
+    from toolbench_lib.report.glossary import glossary_markdown
+    from toolbench_lib.report.scorecard import load_causes
+
+    shown = glossary_markdown(7, 0.4)
+    for cid, cause in load_causes().items():
+        assert f"- **`{cid}`** ({cause['kind']}): " in shown, cid
     # Each "where" names modules that exist in the package.
     import importlib
 

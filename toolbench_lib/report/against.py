@@ -68,10 +68,11 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     div, j1, j3 = (v.get(i) for i in ("divergence_full", "g1_plan_jaccard", "g3_plan_jaccard"))
     if None not in (div, fid, j1, j3):
         lines.append(f"Its divergence, {div:.0%} of queries whose two top-k lists are *“entirely "
-                     f"non-overlapping”* at the full registry, cannot sit beside its fidelity (at least "
+                     f"non-overlapping”* at the full registry, hardly sits beside its fidelity (at least "
                      f"{fid:.0%} of plan steps name a retrieved API) and its plan overlap (Jaccard "
-                     f"{j1:.2f} on G1, {j3:.2f} on G3): plans drawn from disjoint lists "
-                     "could share almost no API.")
+                     f"{j1:.2f} on G1, {j3:.2f} on G3) if all three count the same APIs: plans drawn from "
+                     "disjoint lists could share almost no API (if it matched plans by tool, not endpoint, "
+                     "they could).")
     for s in ("g1", "g2"):
         stated, a, b = (v.get(f"{s}_{n}") for n in ("ptr_minus_rtp_recall", "ptr_recall", "rtp_recall"))
         if None not in (stated, a, b) and abs(stated - (a - b)) > 0.0015:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 MIN_CAPTION_WORDS = 12
 MAX_FRONT_WORDS = 1000  # with the front's caveats the readings asked for (the G1 lead under Holm over all)
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR
-MAX_REPORT_BYTES = 66_000
+MAX_REPORT_BYTES = 68_000  # with the cause labels defined in the glossary
 FRONT_HEADING = "## The question and the answer"
 LIMITS_HEADING = "### Limits of this reproduction"
 GLOSSARY_HEADING = "## Glossary"

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..config import K
 from ..retrieval.methods import CHOSEN_FUSIONS, describe_method, load_methods
+from .scorecard import load_causes
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 
@@ -167,4 +168,8 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
                       for r in glossary(k, min_kappa).itertuples())
     methods = "\n".join(f"- **`{name}`**: {describe_method(name)}"
                         for name in (*load_methods(), *CHOSEN_FUSIONS))
-    return f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}"
+    causes = "\n".join(f"- **`{cid}`** ({c['kind']}): {' '.join(c['title'].split())}"
+                       for cid, c in load_causes().items())
+    return (f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}\n\n**Cause labels** "
+            "(`references/causes.yaml`; *tested* by an ablation, *setup* untested, *construction* by this "
+            f"run's data or definitions):\n\n{causes}")
