@@ -66,7 +66,7 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
 
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
     assert plain_words(_tables(tmp_path)) == (
-        "**In plain words.** Not in this run: no `primary_endpoint` table (notebook 02 saves it).")
+        "Not in this run: no `primary_endpoint` table (notebook 02 saves it).")
     text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint().drop(columns="paper_leader")))
     assert text.endswith("Not in this run: `primary_endpoint` has no paper_leader.")
     lines = substitution_lines(_tables(tmp_path, primary_endpoint=_endpoint()))

@@ -161,7 +161,8 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
     # the pre-reading: the words of the answer, the main claim and the paper's disagreements (here the
     # answer's caption of three words)
-    assert plan.startswith("Before the session, each member reads the plain words above, the paper and "
+    assert plan.startswith("Before the session, each member reads the answer in plain words above, "
+                           "the paper and "
                            "[The question and the answer](report.md#the-question-and-the-answer) (3 words "
                            "with their tables, about 0 minutes at 100 words a minute, a pace for text dense "
                            "with tables)")

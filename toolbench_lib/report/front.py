@@ -22,7 +22,7 @@ from .scorecard import CAUSES, PARTLY, SETUP, UNTESTED, recovered, status_counts
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
-RELEVANT_COLUMN = "on relevant: PtR − RtP [CI], p"
+RELEVANT_COLUMN = "on relevant: PtR − RtP [Holm CI], p"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 CROSSOVER_TABLES = ("primary_crossover", "primary_crossover_families")  # notebooks 02 and 12, as above
@@ -92,7 +92,7 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
             "set": subset_alias(r.subset) + (" (unadjusted)" if str(r.p_family).startswith("one ") else ""),
             "RtP": ledger.put(f"{n} RtP recall@{PRIMARY.k}", fmt_number(r.rtp)),
             "PtR": ledger.put(f"{n} PtR recall@{PRIMARY.k}", fmt_number(r.ptr)),
-            "PtR − RtP [CI]": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
+            "PtR − RtP [Holm CI]": ledger.put(f"{n} PtR − RtP", fmt_signed(r.diff)) + " "
             + ledger.put(f"{n} PtR − RtP CI", fmt_ci(r.ci_low_holm, r.ci_high_holm)),
             "p": ledger.put(f"{n} p", fmt_p(r.p_holm))}
         if rel:

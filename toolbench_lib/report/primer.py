@@ -12,6 +12,7 @@ from .front import holds_paper
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
 
+PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
 UNTESTED = "not tested: no second LLM ran"
 
@@ -38,7 +39,7 @@ def plain_words(c: TableCache) -> str:
     try:
         table = _endpoint(c)
     except NotInRun as missing:
-        return f"**In plain words.** Not in this run: {missing}."
+        return f"Not in this run: {missing}."
     apis = c.get("data_sources")
     among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None and "n_apis" in apis else \
         "in a registry"
@@ -48,7 +49,7 @@ def plain_words(c: TableCache) -> str:
     why = (f" The paper's advantage for the guesses on {' and '.join(missed)} does not appear here, but this "
            "run's guesses come from a much smaller model than the paper's, so that half of its claim is not "
            "tested.") if missed else ""
-    return (f"**In plain words.** An agent must find the few web APIs a request needs {among}. It can search "
+    return (f"An agent must find the few web APIs a request needs {among}. It can search "
             "with the request's own words (retrieve first, RtP), or let a language model first guess which "
             "tools it needs and search with the guesses (plan first, PtR). The paper finds the request's "
             "words better for one-tool requests (G1), the guesses better for multi-tool ones within one "

@@ -19,7 +19,7 @@ from .against import QUOTES
 from .checks import CAPTION, IMAGE, sections
 from .locate import TableCache
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import SUBSTITUTIONS_HEADING, plain_words, substitution_lines
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -110,7 +110,7 @@ def plan_lines(report_md: str) -> list[str]:
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
                     if h.startswith(PRE_READING))
-    before = (f"Before the session, each member reads the plain words above, the paper and {pre} "
+    before = (f"Before the session, each member reads the answer in plain words above, the paper and {pre} "
               f"({fmt_count(words)} words with their tables, about {reading} minutes at {READING_WPM} words "
               "a minute, a pace for text dense with tables); in the session, each block is one member's "
               "walk-through of its section.")
@@ -452,8 +452,9 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
-             plain_words(cache), "", ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "",
-             *plan_lines(report_md), "", *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
+             f"### {PLAIN_HEADING}", "", plain_words(cache), "", "### The plan", "",
+             ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
+             *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]

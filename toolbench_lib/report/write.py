@@ -44,6 +44,7 @@ from .front import (
     setup_box,
 )
 from .locate import TableCache
+from .primer import PLAIN_HEADING
 from .rows import scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
@@ -258,7 +259,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
-    parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
+    plain = f"{TEACHING_FILE}#{anchor(PLAIN_HEADING)}"
+    parts += [f"New to the paper: [the answer in plain words]({plain}). Reading groups: [a session plan and "
+              f"questions]({plan}).", "",
               *setup_box(cfg, provenance, references, rows), *right_and_wrong(report),
               *limits(rows)]
     against = []  # after the paper's sections, whose numbers it reads
