@@ -1284,3 +1284,21 @@ def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
     pd.DataFrame({"source": ["toolenv", "query_api_list"], "n_apis": [46584, 1597]}).to_csv(
         tmp_path / "data_sources.csv", index=False)
     assert _from_queries(TableCache(tmp_path)) == " (1,597 from query api_lists)"
+
+
+def test_the_answer_names_where_the_papers_g2_pattern_shows(cfg):
+    """PtR − RtP on `relevant` at k = 20 joins the dense answer only when its CI is above 0, beside the
+    paper's own gain at k = 20."""
+    from toolbench_lib.report.write import g2_gain_line
+
+    refs = load_references()
+    table = pd.DataFrame({"subset": ["G2_category_original"] * 2, "method": ["ptr", "rtp"],
+                          "gt": ["relevant"] * 2, "k": [20, 20], "recall_gain": [0.062] * 2,
+                          "recall_gain_ci_low": [0.020] * 2, "recall_gain_ci_high": [0.104] * 2})
+    save_table(table, "k_ablation", cfg)
+    assert g2_gain_line(TableCache(cfg.tables_dir), refs) == (
+        "- **The paper's G2 pattern on `relevant`:** PtR − RtP grows to +0.062 [0.020, 0.104] at k = 20 "
+        "(paper, its ground truth: +0.066).")
+    save_table(table.assign(recall_gain_ci_low=-0.01), "k_ablation", cfg)
+    assert g2_gain_line(TableCache(cfg.tables_dir), refs) == ""
+    assert g2_gain_line(TableCache(cfg.tables_dir / "none"), refs) == ""

@@ -16,6 +16,7 @@ from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
 from ..data.markdown import anchor, md_compact, md_table
+from ..data.queries import subset_alias
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -221,6 +222,23 @@ def glossary_section(material, body: str | None = None) -> list[str]:
     return ["## Glossary", "", terms, ""]
 
 
+def g2_gain_line(cache: TableCache, references: dict, k: int = 20) -> str:
+    """Where the paper's G2 pattern does show here: PtR − RtP on `relevant` at ``k`` (``k_ablation``) when
+    its CI is above 0, beside the paper's gain at that k (empty otherwise)."""
+    table, paper = cache.get("k_ablation"), {e["id"]: e["paper"] for e in references["entries"]}.get(
+        f"g2_ptr_gain_k{k}")
+    if table is None or not isinstance(paper, (int, float)) or "recall_gain_ci_low" not in table:
+        return ""
+    r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["gt"] == "relevant")
+              & (table["k"] == k) & (table["method"] == "ptr")]
+    if not len(r) or not r["recall_gain_ci_low"].iloc[0] > 0:
+        return ""
+    x = r.iloc[0]
+    return (f"- **The paper's G2 pattern on `relevant`:** PtR − RtP grows to {fmt_signed(x.recall_gain)} "
+            f"{fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} at k = {k} (paper, its ground truth: "
+            f"{fmt_signed(paper)}).")
+
+
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
                     provenance: list[dict], material, ledger: Ledger) -> str:
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
@@ -237,8 +255,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         judge = every_plan(cache.get("judge_validity"))  # as the main section reads it
         kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
-        said = answer_sentence(rows, scope_sentence(report), crossover_test(crossings, ledger),
-                               crossover_beyond(crossings, ledger))
+        dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
+                               if x)
+        said = answer_sentence(rows, scope_sentence(report), dense_test, crossover_beyond(crossings, ledger))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
