@@ -715,13 +715,15 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert text == (
         "**The answer.** Scope. With dense retrieval:\n\n"
         "- **G1:** RtP leads, as in the paper (paper: -0.050).\n"
-        "- **G2:** neither leads significantly, unlike the paper (PtR ahead by +0.050, outside the CI).\n"
-        "- **G3:** neither leads significantly, unlike the paper (PtR ahead by +0.050, outside the CI).\n"
+        "- **G2:** neither leads significantly, unlike the paper (there PtR ahead by +0.050, outside this "
+        "run's CI).\n"
+        "- **G3:** neither leads significantly, unlike the paper (there PtR ahead by +0.050, outside this "
+        "run's CI).\n"
         "- Dense test.\n\n"
         "**Beyond the paper** (exploratory: BM25). The paper's crossover appears with BM25 retrieval only. "
         "Beyond test.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
-    assert "unlike the paper (PtR ahead by +0.010)" in inside and "outside" not in inside
+    assert "unlike the paper (there PtR ahead by +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
     assert ("- **G3:** neither leads significantly, as in the paper (paper: +0.050, *“does not reach "
@@ -805,21 +807,6 @@ def test_each_set_s_query_source_is_said_in_the_setup_table():
     assert query_source("G2_category_original", 199, 200.0) == "ToolBench's original"
     assert query_source("G1_instruction", 200, 200.0) == "" and query_source("G1_tool", 158, None) == ""
 
-
-def test_the_answer_says_what_this_run_can_test():
-    from toolbench_lib.report.front import scope_sentence
-
-    report = pd.DataFrame({"id": ["g1_rtp_recall", "g1_stub_hit_share"], "this_run": [0.3, 0.2931],
-                           "paper": ["0.372", "0.406"]})
-    assert scope_sentence(report) == (
-        "Only PtR's retrieval depends on the LLM, a smaller one than the paper's: 0.293 of its G1 stubs "
-        "match a ground-truth API first (paper: 0.406).")
-    only = "Only PtR's retrieval depends on the LLM, a smaller one than the paper's."
-    assert scope_sentence(report.iloc[:1]) == only
-    both = pd.concat([report, pd.DataFrame({"id": ["g1_stub_hit_share_relevant"], "this_run": [0.21],
-                                            "paper": ["0.406"]})])
-    said = scope_sentence(both)
-    assert "0.293 of its G1 stubs match a ground-truth API first (0.210 on `relevant`; paper: 0.406)." in said
 
 def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     """"Stable" or "no signal" with a margin: the CI inside ±margin is consistent, wholly outside differs,
@@ -1286,19 +1273,20 @@ def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
     assert _from_queries(TableCache(tmp_path)) == " (1,597 from query api_lists)"
 
 
-def test_the_answer_names_where_the_papers_g2_pattern_shows(cfg):
-    """PtR − RtP on `relevant` at k = 20 joins the dense answer only when its CI is above 0, beside the
-    paper's own gain at k = 20."""
+def test_the_answer_gives_g2_at_k_20_on_both_ground_truths(cfg):
+    """PtR − RtP on G2 at k = 20, `candidates` (the primary) first, then `relevant`, beside the paper's own
+    gain at k = 20; nothing without the table."""
     from toolbench_lib.report.write import g2_gain_line
 
     refs = load_references()
-    table = pd.DataFrame({"subset": ["G2_category_original"] * 2, "method": ["ptr", "rtp"],
-                          "gt": ["relevant"] * 2, "k": [20, 20], "recall_gain": [0.062] * 2,
-                          "recall_gain_ci_low": [0.020] * 2, "recall_gain_ci_high": [0.104] * 2})
+    table = pd.DataFrame({"subset": ["G2_category_original"] * 3, "method": ["ptr", "ptr", "rtp"],
+                          "gt": ["relevant", "candidates", "candidates"], "k": [20, 20, 20],
+                          "recall_gain": [0.062, 0.021, 0.021], "recall_gain_ci_low": [0.020, -0.007, -0.007],
+                          "recall_gain_ci_high": [0.104, 0.049, 0.049]})
     save_table(table, "k_ablation", cfg)
     assert g2_gain_line(TableCache(cfg.tables_dir), refs) == (
-        "- **The paper's G2 pattern on `relevant`:** PtR − RtP grows to +0.062 [0.020, 0.104] at k = 20 "
-        "(paper, its ground truth: +0.066).")
-    save_table(table.assign(recall_gain_ci_low=-0.01), "k_ablation", cfg)
-    assert g2_gain_line(TableCache(cfg.tables_dir), refs) == ""
+        "- **PtR − RtP on G2 at k = 20:** +0.021 [-0.007, 0.049] on `candidates`, +0.062 [0.020, 0.104] on "
+        "`relevant` (paper: +0.066).")
+    save_table(table.iloc[1:], "k_ablation", cfg)
+    assert g2_gain_line(TableCache(cfg.tables_dir), refs).endswith("on `candidates` (paper: +0.066).")
     assert g2_gain_line(TableCache(cfg.tables_dir / "none"), refs) == ""

@@ -275,19 +275,7 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     return f"{test} overturns {_sets(names)}{rest}."
 
 
-def scope_sentence(report: pd.DataFrame) -> str:
-    """What the answer tests: only PtR depends on the substituted LLM, with the scorecard's G1 stub hit share
-    against the paper's (that clause left out without the row)."""
-    def this_run(entry: str) -> float | None:
-        row = report[report["id"] == entry] if len(report) else report
-        return row["this_run"].iloc[0] if len(row) and pd.notna(row["this_run"].iloc[0]) else None
-
-    hits, relevant = this_run("g1_stub_hit_share"), this_run("g1_stub_hit_share_relevant")
-    if hits is not None:
-        on = f"{fmt_number(relevant)} on `relevant`; " if relevant is not None else ""
-        paper = report.loc[report["id"] == "g1_stub_hit_share", "paper"].iloc[0]
-        hits = f": {fmt_number(hits)} of its G1 stubs match a ground-truth API first ({on}paper: {paper})"
-    return f"Only PtR's retrieval depends on the LLM, a smaller one than the paper's{hits or ''}."
+SCOPE = "Only PtR's retrieval depends on the LLM, a smaller one than the paper's."
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
@@ -351,8 +339,8 @@ def set_line(r) -> str:
     elif isinstance(r.paper_leader, str):
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
-        against = (f", unlike the paper ({r.paper_leader} ahead" + (f" by {paper}" if paper else "")
-                   + (", outside the CI" if out else "") + ")")
+        against = (f", unlike the paper (there {r.paper_leader} ahead" + (f" by {paper}" if paper else "")
+                   + (", outside this run's CI" if out else "") + ")")
     else:
         against = ""
     return f"- **{s}:** {lead}{against}."

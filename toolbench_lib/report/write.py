@@ -28,6 +28,7 @@ from .front import (
     CROSSOVER_TABLES,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
+    SCOPE,
     Ledger,
     answer_sentence,
     beside_g2,
@@ -41,7 +42,6 @@ from .front import (
     right_and_wrong,
     robustness_sentence,
     runs_test_table,
-    scope_sentence,
     setup_box,
 )
 from .locate import TableCache
@@ -223,20 +223,18 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 
 
 def g2_gain_line(cache: TableCache, references: dict, k: int = 20) -> str:
-    """Where the paper's G2 pattern does show here: PtR − RtP on `relevant` at ``k`` (``k_ablation``) when
-    its CI is above 0, beside the paper's gain at that k (empty otherwise)."""
+    """PtR − RtP on G2 at ``k`` (``k_ablation``) on both ground truths, `candidates` (the primary) first,
+    beside the paper's gain at that k (empty without the table or the paper's number)."""
     table, paper = cache.get("k_ablation"), {e["id"]: e["paper"] for e in references["entries"]}.get(
         f"g2_ptr_gain_k{k}")
     if table is None or not isinstance(paper, (int, float)) or "recall_gain_ci_low" not in table:
         return ""
-    r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["gt"] == "relevant")
-              & (table["k"] == k) & (table["method"] == "ptr")]
-    if not len(r) or not r["recall_gain_ci_low"].iloc[0] > 0:
-        return ""
-    x = r.iloc[0]
-    return (f"- **The paper's G2 pattern on `relevant`:** PtR − RtP grows to {fmt_signed(x.recall_gain)} "
-            f"{fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} at k = {k} (paper, its ground truth: "
-            f"{fmt_signed(paper)}).")
+    r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
+              & (table["method"] == "ptr")].set_index("gt")
+    said = [f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} on `{gt}`"
+            for gt in ("candidates", "relevant") if gt in r.index and (x := r.loc[gt]) is not None]
+    return (f"- **PtR − RtP on G2 at k = {k}:** {', '.join(said)} (paper: {fmt_signed(paper)})."
+            if said else "")
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
@@ -257,7 +255,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
                                if x)
-        said = answer_sentence(rows, scope_sentence(report), dense_test, crossover_beyond(crossings, ledger))
+        said = answer_sentence(rows, SCOPE, dense_test, crossover_beyond(crossings, ledger))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
