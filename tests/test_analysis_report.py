@@ -715,15 +715,15 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert text == (
         "**The answer.** Scope. With dense retrieval:\n\n"
         "- **G1:** RtP leads, as in the paper (paper: -0.050).\n"
-        "- **G2:** neither leads significantly, unlike the paper (there PtR ahead by +0.050, outside this "
+        "- **G2:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
         "run's CI).\n"
-        "- **G3:** neither leads significantly, unlike the paper (there PtR ahead by +0.050, outside this "
+        "- **G3:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
         "run's CI).\n"
         "- Dense test.\n\n"
         "**Beyond the paper** (exploratory: BM25). The paper's crossover appears with BM25 retrieval only. "
         "Beyond test.")
     inside = answer_sentence(rows({"dense": dense, "bm25": bm25}).assign(paper_ptr=0.31))
-    assert "unlike the paper (there PtR ahead by +0.010)" in inside and "outside" not in inside
+    assert "unlike the paper (where PtR leads by +0.010)" in inside and "outside" not in inside
     # the paper calls its own G3 difference not significant: a same-direction G3 is as in the paper
     g3_same = {**dense, "G3_instruction_original": ("PtR", False, "same direction, not significant")}
     assert ("- **G3:** neither leads significantly, as in the paper (paper: +0.050, *“does not reach "
