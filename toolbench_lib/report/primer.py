@@ -90,8 +90,9 @@ def _row(c: TableCache, table: pd.DataFrame, what: str, how, shift) -> str:
             continue
         d, paper = r["diff"], r.paper_ptr - r.paper_rtp
         moves.append(f"{s} {fmt_signed(delta)}")
+        crossed = (d + delta - paper) * (d - paper) < 0  # beyond the paper's value, whether nearer or not
         closer = abs(d + delta - paper) < abs(d - paper)
-        towards.append(f"{s} {'towards' if closer else 'past it' if delta * (paper - d) > 0 else 'away'}")
+        towards.append(f"{s} {'past it' if crossed else 'towards' if closer else 'away'}")
     return f"| {what} | {tested} | {', '.join(moves)} | {', '.join(towards)} |"
 
 
