@@ -602,8 +602,8 @@ def test_the_crossover_as_one_test_says_where_ptr_gains_significantly():
     ledger, rows = Ledger(), _crossings()
     assert crossover_test(rows, ledger) == (
         "- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later sets): "
-        "G2 +0.051 [0.001, 0.101], p = 0.0470 (paper: +0.128); G3 +0.020 [-0.050, 0.090], p = 0.600. "
-        "Significant on G2.")
+        "G2 +0.051 [0.001, 0.101], p = 0.0470 (paper: +0.128, outside the CI); G3 +0.020 [-0.050, 0.090], "
+        "p = 0.600. Significant on G2.")
     assert ledger.as_dict()["dense G1 to G2 change of PtR − RtP p"] == "p = 0.0470"
     assert crossover_beyond(rows, ledger) == (
         "The shift towards PtR as one test, PtR − RtP's change from G1: BM25 G2 +0.051, p = 0.0470, "
@@ -655,7 +655,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "**Beyond the paper** (exploratory: BM25" in front
     assert re.search(r"\n\| bm25 +\| G1", front), front
     assert ("- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
-            "sets): G2 +0.051 [0.001, 0.101], p = 0.0470 (paper: +0.128); G3") in front
+            "sets): G2 +0.051 [0.001, 0.101], p = 0.0470 (paper: +0.128, outside the CI); G3") in front
     assert "The shift towards PtR as one test, PtR − RtP's change from G1: BM25 G2 +0.051, p = 0.0470" \
         in front
     for name in names:

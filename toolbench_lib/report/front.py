@@ -191,9 +191,10 @@ def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") ->
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
-    said = [_change(r, family, ledger, ci=True) + (f" (paper: {fmt_signed(r.paper_diff)})"
-                                                   if pd.notna(r.paper_diff) else "")
-            for r in mine.itertuples()]
+    said = [_change(r, family, ledger, ci=True) + (
+        f" (paper: {fmt_signed(r.paper_diff)}"
+        f"{'' if r.ci_low_holm <= r.paper_diff <= r.ci_high_holm else ', outside the CI'})"
+        if pd.notna(r.paper_diff) else "") for r in mine.itertuples()]
     risen = _risen(mine)
     return (f"- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
             f"sets): {'; '.join(said)}. {risen[0].upper()}{risen[1:]}.")
