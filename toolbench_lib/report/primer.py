@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..config import EMBEDDER
 from ..data.queries import subset_alias
 from .front import holds_paper
 from .locate import TableCache
@@ -59,13 +60,11 @@ def plain_words(c: TableCache) -> str:
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:
-    """PtR − RtP with the stand-in embedder minus with MiniLM (point estimates of ``ablation_embedder``)."""
+    """PtR − RtP with the stand-in embedder minus with the run's (point estimates, ``ablation_embedder``)."""
     def recall(embedder: str, method: str) -> float:
         return value(c, "ablation_embedder", "recall", subset=s, embedder=embedder, method=method)
-    other = next(e for e in rows(c, "ablation_embedder", subset=s)["embedder"].astype(str)
-                 if e != "all-MiniLM-L6-v2")
-    return (recall(other, "ptr") - recall(other, "rtp")) - (recall("all-MiniLM-L6-v2", "ptr")
-                                                            - recall("all-MiniLM-L6-v2", "rtp"))
+    other = next(e for e in rows(c, "ablation_embedder", subset=s)["embedder"].astype(str) if e != EMBEDDER)
+    return (recall(other, "ptr") - recall(other, "rtp")) - (recall(EMBEDDER, "ptr") - recall(EMBEDDER, "rtp"))
 
 
 def _breadth_shift(c: TableCache, s: str) -> float:
@@ -107,7 +106,8 @@ def substitution_lines(c: TableCache) -> list[str]:
 
     def embedder(c: TableCache) -> str:
         e = rows(c, "ablation_embedder")
-        return (f"all-mpnet-base-v2 for all-MiniLM-L6-v2 (GTE-base is not offline), "
+        stand_in = ", ".join(sorted(set(e["embedder"].astype(str)) - {EMBEDDER}))
+        return (f"{stand_in} for {EMBEDDER} (GTE-base is not offline), "
                 f"{fmt_count(int(e['n_queries'].max()))} queries per set, a "
                 f"{fmt_count(int(e['registry_size'].max()))}-API sub-registry (`ablation_embedder`)")
 

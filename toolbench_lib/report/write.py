@@ -15,6 +15,7 @@ from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
+from ..config import K_MAX
 from ..data.markdown import anchor, md_compact, md_table
 from ..data.queries import subset_alias
 from ..explorer.data import SHORT_NAMES, explorer_url
@@ -222,7 +223,7 @@ def glossary_section(material, body: str | None = None) -> list[str]:
     return ["## Glossary", "", terms, ""]
 
 
-def g2_gain_line(cache: TableCache, references: dict, k: int = 20) -> str:
+def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
     """PtR − RtP on G2 at ``k`` (``k_ablation``) on both ground truths, `candidates` (the primary) first,
     beside the paper's gain at that k (empty without the table or the paper's number)."""
     table, paper = cache.get("k_ablation"), {e["id"]: e["paper"] for e in references["entries"]}.get(
