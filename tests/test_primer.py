@@ -64,6 +64,20 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "“does not reach significance”" in text  # the paper's words on its G3
 
 
+def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_path):
+    """The same guesses leading significantly on G2 with BM25 say that the search matters, not only the
+    model; a lead that is not significant, or on a set the paper's lead holds on, says nothing."""
+    sets = ["G2_category_original", "G3_instruction_original", "G2_category_original"]
+    families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
+                             "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
+    text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint(), primary_endpoint_families=families))
+    assert text.endswith("With word-matching (BM25) search the same guesses do lead significantly on G2, so "
+                         "the search, not only the model, matters.")
+    quiet = plain_words(_tables(tmp_path / "b", primary_endpoint=_endpoint(),
+                                primary_endpoint_families=families.assign(significant=False)))
+    assert quiet.endswith("so that half of its claim is not tested.")
+
+
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
     assert plain_words(_tables(tmp_path)) == (
         "Not in this run: no `primary_endpoint` table (notebook 02 saves it).")

@@ -15,6 +15,7 @@ from .lookup import SETS, NotInRun, rows, value
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
+FAMILY_WORDS = {"bm25": "word-matching (BM25)", "hybrid": "hybrid (word and embedding)"}
 UNTESTED = "not tested: no second LLM ran"
 
 
@@ -48,8 +49,9 @@ def plain_words(c: TableCache) -> str:
                         for s, r in table.iterrows())
     missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
     why = (f" The paper's advantage for the guesses on {' and '.join(missed)} does not appear here, but this "
-           "run's guesses come from a much smaller model than the paper's, so that half of its claim is not "
-           "tested.") if missed else ""
+           "run's guesses come from a much smaller model than the paper's and are matched to the APIs by a "
+           f"smaller embedder, so that half of its claim is not tested.{_other_search(c, missed)}"
+           ) if missed else ""
     return (f"An agent must find the few web APIs a request needs {among}. It can search "
             "with the request's own words (retrieve first, RtP), or let a language model first guess which "
             "tools it needs and search with the guesses (plan first, PtR). The paper finds the request's "
@@ -57,6 +59,22 @@ def plain_words(c: TableCache) -> str:
             "category (G2) and, in direction only, across categories (G3: “does not reach significance”). "
             "Of the APIs each request was written from (its `candidates`), the first five results hold on "
             f"average: {per_set}.{why}")
+
+
+def _other_search(c: TableCache, sets: list[str]) -> str:
+    """Where another search (BM25, hybrid) with the same guesses does give them a significant lead on
+    ``sets`` (``primary_endpoint_families``), in one sentence; empty where none does or without the table."""
+    other = c.get("primary_endpoint_families")
+    if other is None or not {"retriever", "subset", "significant", "leader"} <= set(other):
+        return ""
+    won = other[(other["retriever"] != "dense") & other["subset"].astype(str).map(subset_alias).isin(sets)
+                & other["significant"].astype(str).isin(["True", "true", "1"]) & (other["leader"] == "PtR")]
+    if not len(won):
+        return ""
+    how = " or ".join(dict.fromkeys(FAMILY_WORDS.get(f, f) for f in won["retriever"]))
+    where = " and ".join(dict.fromkeys(won["subset"].astype(str).map(subset_alias)))
+    return (f" With {how} search the same guesses do lead significantly on {where}, so the search, not only "
+            "the model, matters.")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:
