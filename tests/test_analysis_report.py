@@ -978,6 +978,21 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     (tmp_path / CODE_FILE).write_text(json.dumps({"code": measured_code()}))
     table = summary_tables(tmp_path)["ablations"]
     assert list(table.columns) == ["method", "G1", "G1_tool"]  # design sets first
+    # the report shows it and saves it beside the run's other tables
+    import toolbench_lib.report.write as write
+
+    cfg = SimpleNamespace(run_name="r", out_dir=tmp_path / "r", tables_dir=tmp_path / "r" / "tables", k=5)
+    cfg.tables_dir.mkdir(parents=True)
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "ltr").symlink_to(tmp_path, target_is_directory=True)
+    original = write.stored_study_dir
+    write.stored_study_dir = lambda *a, **kw: tmp_path / "study"
+    try:
+        shown = "\n".join(write.ltr_lines(cfg))
+    finally:
+        write.stored_study_dir = original
+    assert "`tables/ltr_ablations.csv`" in shown
+    assert pd.read_csv(cfg.tables_dir / "ltr_ablations.csv")["method"].tolist() == table["method"].tolist()
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
     assert table.iloc[1, 1] == "+0.000"  # a tiny negative difference, never -0.000
 

@@ -184,12 +184,16 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
         return [f"The learned ranker's ablations and costs {done}: `make ablations` measures them "
                 "(`python -m toolbench_lib.analysis.ltr_study`, about 5 minutes).", ""]
     lines = []
+    for name, table in tables.items():  # beside the other tables the report reads
+        table.to_csv(cfg.tables_dir / f"ltr_{name}.csv", index=False)
     if "ablations" in tables:
-        lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`): recall@"
+        lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`; "
+                  "`tables/ltr_ablations.csv`): recall@"
                   f"{cfg.k} of each variant minus the full `ltr`'s; * where the paired 95% CI excludes 0.",
                   "", md_table(tables["ablations"], numparse=False), ""]
     if "costs" in tables:
-        lines += ["**Their costs** beside `fuse4`:", "", md_table(tables["costs"]), ""]
+        lines += ["**Their costs** beside `fuse4` (`tables/ltr_costs.csv`):", "", md_table(tables["costs"]),
+                  ""]
     return lines
 
 
