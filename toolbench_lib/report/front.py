@@ -149,6 +149,14 @@ def holds_paper(r) -> bool:
     return v == "reproduced" or (subset_alias(r.subset) in PAPER_NOT_SIGNIFICANT and v.startswith("same"))
 
 
+def leading_elsewhere(rows: pd.DataFrame, sets: list[str], leader: str) -> list[str]:
+    """The families other than dense in which ``leader`` leads significantly on one of ``sets`` (aliases),
+    in the rows' order."""
+    won = rows[(rows["retriever"] != "dense") & rows["subset"].astype(str).map(subset_alias).isin(sets)
+               & rows["significant"].astype(bool) & (rows["leader"] == leader)]
+    return list(dict.fromkeys(won["retriever"]))
+
+
 def crossover_families(rows: pd.DataFrame) -> list[str]:
     """The families whose crossover holds: every set with a paper leader holds the paper's verdict."""
     return [f for f, g in rows.groupby("retriever", sort=False)
@@ -304,9 +312,7 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
                         + (f", though not significantly {_sets(lost, 'or')}" if lost else ""))
         elif not holds_paper(r):
-            other = rows[(rows["retriever"] != "dense") & (rows["subset"] == r.subset)
-                         & rows["significant"].astype(bool) & (rows["leader"] == r.paper_leader)]
-            names = [FAMILY_SHORT.get(f, f) for f in dict.fromkeys(other["retriever"])]
+            names = [FAMILY_SHORT.get(f, f) for f in leading_elsewhere(rows, [s], r.paper_leader)]
             also = (f" (with {_sets(names, 'or')} the same stubs lead significantly: not the stub writer "
                     "alone)" if names else "")
             said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's embedder and smaller "
@@ -418,8 +424,8 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
         numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
 
         def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
-            c = status_counts(rows)
-            causes = [f"{fmt_count(c[k])} {UNTESTED if k == SETUP else k}{recovered(rows) * (k == PARTLY)}"
+            c, shares = status_counts(rows), {PARTLY: recovered(rows)}
+            causes = [f"{fmt_count(c[k])} {UNTESTED if k == SETUP else k}{shares.get(k, '')}"
                       for k in CAUSES if c[k]]
             why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
             return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"

@@ -9,7 +9,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import holds_paper
+from .front import holds_paper, leading_elsewhere
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
 
@@ -67,14 +67,12 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     other = c.get("primary_endpoint_families")
     if other is None or not {"retriever", "subset", "significant", "leader"} <= set(other):
         return ""
-    won = other[(other["retriever"] != "dense") & other["subset"].astype(str).map(subset_alias).isin(sets)
-                & other["significant"].astype(str).isin(["True", "true", "1"]) & (other["leader"] == "PtR")]
-    if not len(won):
+    where = [s for s in sets if leading_elsewhere(other, [s], "PtR")]
+    if not where:
         return ""
-    how = " or ".join(dict.fromkeys(FAMILY_WORDS.get(f, f) for f in won["retriever"]))
-    where = " and ".join(dict.fromkeys(won["subset"].astype(str).map(subset_alias)))
-    return (f" With {how} search the same guesses do lead significantly on {where}, so the search, not only "
-            "the model, matters.")
+    how = " or ".join(FAMILY_WORDS.get(f, f) for f in leading_elsewhere(other, where, "PtR"))
+    return (f" With {how} search the same guesses do lead significantly on {' and '.join(where)}, so the "
+            "search, not only the model, matters.")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

@@ -230,14 +230,14 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
     """PtR − RtP on G2 at ``k`` (``k_ablation``) on both ground truths, `candidates` (the primary) first,
     beside the paper's gain at that k (empty without the table or the paper's number)."""
-    table, paper = cache.get("k_ablation"), {e["id"]: e["paper"] for e in references["entries"]}.get(
-        f"g2_ptr_gain_k{k}")
+    table = cache.get("k_ablation")
+    paper = next((e["paper"] for e in references["entries"] if e["id"] == f"g2_ptr_gain_k{k}"), None)
     if table is None or not isinstance(paper, (int, float)) or "recall_gain_ci_low" not in table:
         return ""
     r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
               & (table["method"] == "ptr")].set_index("gt")
     said = [f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} on `{gt}`"
-            for gt in ("candidates", "relevant") if gt in r.index and (x := r.loc[gt]) is not None]
+            for gt, x in r.loc[[gt for gt in ("candidates", "relevant") if gt in r.index]].iterrows()]
     return (f"- **PtR − RtP on G2 at k = {k}:** {', '.join(said)} (paper: {fmt_signed(paper)})."
             if said else "")
 
