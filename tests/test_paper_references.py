@@ -18,7 +18,7 @@ from toolbench_lib.analysis.references import (
     printed_rounding,
     quoted_numbers,
 )
-from toolbench_lib.report.front import right_and_wrong
+from toolbench_lib.report.rows import right_and_wrong
 
 PAPER_TEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "paper" / "plan-or-retrieve-first.txt"
 
@@ -149,7 +149,7 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
                            "cause_status": ["", "unexplained", ""]})
     lines = right_and_wrong(report)  # a number read again is counted apart from the numbers
     assert lines[2].startswith("- The paper's 2 reference numbers here: 1 consistent, 1 differs")
-    assert lines[3] == "- Read again another way (1): 1 consistent."
+    assert lines[3] == AGAIN
     # A claim in words is counted apart from the numbers the paper prints.
     report["claim"] = [False, True, False]
     lines = right_and_wrong(report)
@@ -157,23 +157,26 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     assert "1 differs" not in lines[2]
     assert lines[4].startswith("- Its 1 claims in words")
     assert lines[4].endswith(": 1 differs (1 unexplained).")
+    assert "by chance" not in lines[2]  # too few rows for one to differ by chance at 95%
     report["claim"] = [False, True, True]  # a claim read a second way counts once, with the readings
     lines = right_and_wrong(report)
-    assert lines[3] == "- Read again another way (1): 1 consistent."
+    assert lines[3] == AGAIN
     assert lines[4].startswith("- Its 1 claims in words")
     # The rows that differ are broken down by their cause, each counted once (an untested setup difference
     # leaves its cause untested); then what consistent means, with the consistent rows' median CI width.
     many = pd.DataFrame({"status": ["differs"] * 3 + ["consistent"] * 37, "reading_of": "",
                          "cause_status": ["setup difference", "explained", ""] + [""] * 37})
+    chance = (" Each row is judged alone at 95%: were every paper number right, about 2 of these 40 would "
+              "still differ by chance.")
     assert right_and_wrong(many)[2].endswith(
-        ": 37 consistent, 3 differ (1 cause untested; 1 explained; 1 unexplained).")
+        f": 37 consistent, 3 differ (1 cause untested; 1 explained; 1 unexplained).{chance}")
     # The rows measured without an LLM (RtP's retrieval, the data's counts) are counted first and apart.
     split = many.assign(metric=["count", "recall", "recall"] + ["recall"] * 37,
                         method=["", "ptr", "rtp"] + ["rtp"] * 2 + ["ptr"] * 35)
     assert right_and_wrong(split)[2] == (
         "- Of the paper's 40 reference numbers, the 4 measured without an LLM (RtP's retrieval, the data's "
         "counts): 2 consistent, 2 differ (1 cause untested; 1 unexplained). The 36 resting on this run's "
-        "substitute LLM: 35 consistent, 1 differs (1 explained).")
+        f"substitute LLM: 35 consistent, 1 differs (1 explained).{chance}")
     # A partly explained count gives the range of the shares of their gaps its causes recover.
     partly = many.assign(cause_status=["partly explained (0.003 of 0.067, 5%)",
                                        "partly explained (0.060 of 0.170, 35%)", ""] + [""] * 37)
@@ -181,7 +184,15 @@ def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_pat
     assert "1 partly explained (5% of the gap)" in right_and_wrong(partly.iloc[[0, 2]])[2]
     many["ci_low"], many["ci_high"] = 0.1, [0.2] * 3 + [0.15] * 20 + [0.2] * 17
     assert right_and_wrong(many)[2].endswith(
-        "1 unexplained). Consistent means indistinguishable here (median CI width 0.050), not confirmed.")
+        "1 unexplained). Consistent means indistinguishable here (median CI width of the shares among them "
+        f"0.050), not confirmed.{chance}")
+    # a median over mixed units means nothing: the widths of counts (a CI above 1) are left out
+    many.loc[many.index[-30:], "ci_high"] = 6.0
+    assert "(median CI width of the shares among them 0.050)" in right_and_wrong(many)[2]
+
+
+AGAIN = ("- Read again another way (1 row: a number or claim of the paper scored a second time, on another "
+         "set, ground truth or definition): 1 consistent.")
 
 
 def test_claims_in_words_are_marked_in_the_scorecard():

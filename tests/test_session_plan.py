@@ -117,10 +117,12 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
     assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
-    assert "1. **10 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
+    assert "1. **5 min**: [The question and the answer" in plan  # the pre-read opens the session
+    assert "2. **10 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
     assert "5. **10 min**: [Stubs and Intent-Registry Coupling" in plan
-    assert "6. **5 min**: [Trajectories" in plan
-    assert "8. **10 min**: [Where the paper disagrees" in plan
+    assert "6. **3 min**: [Trajectories" in plan
+    assert "8. **7 min**: [Where the paper disagrees" in plan
+    assert "9. **10 min**: [Retriever families" in plan
     assert "Outside the plan, for members who want more: [Cost and routing" in plan
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
@@ -166,6 +168,12 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
                            "[The question and the answer](report.md#the-question-and-the-answer) (3 words "
                            "with their tables, about 0 minutes at 100 words a minute, a pace for text dense "
                            "with tables)")
+    # the scorecard rows a presenter walks through: those of the block's list its section shows
+    rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
+                               "| g2_ptr_recall | G2 | 0.188 |\n| g1_ptr_pass_rate | G1 | 0.88 |\n")
+    block = next(line for line in rows if line.startswith("3. "))
+    assert "and pass rate per set; rows `g2_ptr_recall`, `g1_ptr_pass_rate`. *Ask*" in block
+    assert "g1_ptr_recall" not in block  # named by the plan, not in this section
     long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
     assert "(1,003 words with their tables, about 10 minutes" in "\n".join(plan_lines(long))
 

@@ -36,7 +36,7 @@ class Endpoint:
         """One sentence stating the endpoint, for the top of the report (``robustness``: and its robustness
         test)."""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family} (each Holm CI widened alike)."
+                f"{self.test}, {self.family}."
                 + (f" **Robustness** (no verdict): {self.secondary}." if robustness else ""))
 
 

@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 MIN_CAPTION_WORDS = 12
-MAX_FRONT_WORDS = 1000  # with the front's caveats the readings asked for (the G1 lead under Holm over all)
+MAX_FRONT_WORDS = 1300  # with the answer in plain words (about 210 words) on top, as the readings asked
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR
-MAX_REPORT_BYTES = 68_000  # with the cause labels defined in the glossary
+MAX_REPORT_BYTES = 72_000  # with the cause labels defined in the glossary and the plain words on top
 FRONT_HEADING = "## The question and the answer"
 LIMITS_HEADING = "### Limits of this reproduction"
 GLOSSARY_HEADING = "## Glossary"

@@ -8,22 +8,20 @@ import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from ..analysis.references import paper_bounds
-from ..data.markdown import md_table
-from ..data.queries import DEFAULT_SUBSETS, subset_alias
+from ..data.markdown import anchor, md_table
+from ..data.queries import subset_alias
 from ..eval.compare import significant
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .glossary import MIN_KAPPA
-from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache
-from .scorecard import CAUSES, PARTLY, SETUP, UNTESTED, recovered, status_counts, without_llm
+from .locate import CONSISTENT, TableCache
+from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
 RELEVANT_TABLE = "primary_endpoint_relevant"  # notebook 12: every family and set on `relevant`
 RELEVANT_COLUMN = "on relevant: PtR − RtP [Holm CI], p"
-SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 G2_INSTRUCTION_TABLE = "primary_endpoint_g2_instruction"  # notebook 12: the validation study's G2_instruction
 CROSSOVER_TABLES = ("primary_crossover", "primary_crossover_families")  # notebooks 02 and 12, as above
 FAMILY_SHORT = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
@@ -163,9 +161,11 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
             if len(w := g[g["paper_leader"].notna()]) and all(holds_paper(r) for r in w.itertuples())]
 
 
-def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", beyond_test: str = "") -> str:
-    """The answer from the primary comparisons: ``scope`` (what this run can test), then the paper's
-    retriever (dense) set by set against the paper, and ``dense_test`` (its shift towards PtR as one test);
+def answer_sentence(rows: pd.DataFrame, stated: dict[str, float] | None = None, dense_test: str = "",
+                    beyond_test: str = "") -> str:
+    """The answer from the primary comparisons: the paper's retriever (dense) set by set against the paper
+    (its differences also as its text ``stated`` them, :func:`stated_differences`), and ``dense_test`` (its
+    shift towards PtR as one test);
     then, beyond the paper, which architecture leads significantly on which sets per other family, where the
     crossover holds, and ``beyond_test`` (the other families' shift as one test)."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
@@ -180,12 +180,13 @@ def answer_sentence(rows: pd.DataFrame, scope: str = "", dense_test: str = "", b
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
-    opening = f"**The answer.** {scope}".rstrip()
+    opening = "**The answer.**"
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
-        lines = [set_line(r) for r in rows[rows["retriever"] == "dense"].itertuples()]
+        lines = [set_line(r, (stated or {}).get(subset_alias(r.subset)))
+                 for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         lines += [dense_test] if dense_test else []
-        return (f"{opening} With dense retrieval:\n\n" + "\n".join(lines)
+        return (f"{opening} With dense retrieval, the paper's:\n\n" + "\n".join(lines)
                 + f"\n\n**Beyond the paper** (exploratory: {others}). {verdict[0].upper()}{verdict[1:]}."
                 + (f" {beyond_test}" if beyond_test else ""))
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
@@ -199,10 +200,15 @@ def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") ->
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
-    said = [_change(r, family, ledger, ci=True) + (
-        f" (paper: {fmt_signed(r.paper_diff)}"
-        f"{'' if r.ci_low_holm <= r.paper_diff <= r.ci_high_holm else ', outside the CI'})"
-        if pd.notna(r.paper_diff) else "") for r in mine.itertuples()]
+    said = []
+    for r in mine.itertuples():
+        n, aside = f"{family} G1 to {subset_alias(r.second)} change of PtR − RtP", []
+        if pd.notna(r.p) and fmt_p(r.p) != fmt_p(r.p_holm):
+            aside.append(f"{ledger.put(n + ' p unadjusted', fmt_p(r.p))} unadjusted")
+        if pd.notna(r.paper_diff):
+            aside.append(f"paper: {fmt_signed(r.paper_diff)}"
+                         + ("" if r.ci_low_holm <= r.paper_diff <= r.ci_high_holm else ", outside the CI"))
+        said.append(_change(r, family, ledger, ci=True) + (f" ({'; '.join(aside)})" if aside else ""))
     risen = _risen(mine)
     return (f"- **The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
             f"sets): {'; '.join(said)}. {risen[0].upper()}{risen[1:]}.")
@@ -277,194 +283,147 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     lost = overturned(rows)
     if not lost:
         return f"{test} keeps every verdict."
-    names = [f"{FAMILY_SHORT.get(rows.loc[i, 'retriever'], rows.loc[i, 'retriever'])} "
-             f"{subset_alias(rows.loc[i, 'subset'])}" for i in lost]
-    kept = int(rows["significant"].astype(bool).sum()) - len(lost)
-    rest = f"; the other {fmt_count(kept)} survive" if kept else ""
-    return f"{test} overturns {_sets(names)}{rest}."
+    def name(i) -> str:
+        family = rows.loc[i, "retriever"]
+        return f"{FAMILY_SHORT.get(family, family)} {subset_alias(rows.loc[i, 'subset'])}"
+    kept = [name(i) for i in rows.index[rows["significant"].astype(bool)] if i not in lost]
+    rest = f"; {_sets(kept)} survive{'s' * (len(kept) == 1)}" if kept else ""
+    return f"{test} overturns {_sets([name(i) for i in lost])}{rest}."
 
 
-SCOPE = "Only PtR's retrieval depends on the LLM, a smaller one than the paper's."
+def two_questions(rows: pd.DataFrame, ledger: Ledger, later_temperature: float | None = None) -> str:
+    """Why the paper's test over runs and the paired test over queries differ: they answer different
+    questions; with the paper's test's p for the dense sets (as the table above has them) and, when this
+    run's later runs sampled at ``later_temperature`` > 0, that their spread is not the paper's."""
+    dense = rows[rows["retriever"] == "dense"] if "p_runs_robustness" in rows else rows[:0]
+    if not len(dense):
+        return ""
+    ps = ", ".join(f"{s} {ledger.put(f'dense {s} p over runs', fmt_p(r.p_runs_robustness))} "
+                   f"({r.leader} ahead)" for r in dense.itertuples() if (s := subset_alias(r.subset)))
+    warm = (f" This run's later runs sample at temperature {later_temperature:g} (the paper's at 0), so "
+            "their spread is not the paper's." if later_temperature else "")
+    return ("The two tests answer different questions: the paper's holds the queries fixed and asks whether "
+            "another run of the stub writer would give the same difference; the paired test asks whether "
+            f"other queries like these would. Read as the paper reads it, over runs, with dense retrieval: "
+            f"{ps}.{warm}")
+
+
+def stated_differences(references: dict) -> dict[str, float]:
+    """The PtR − RtP recall differences the paper states in words (§5), by set alias: they differ from the
+    differences of its own means, so the answer shows both."""
+    return {str(e["subset"]): float(e["paper"]) for e in references.get("entries", [])
+            if e["id"] in {f"{s.lower()}_ptr_minus_rtp_recall" for s in ("G1", "G2", "G3")}}
+
+
+def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
+    """How the paper's G2 numbers fare on ``subset``, the set its G2 fits (the scorecard's rows read again
+    there): its recalls inside this run's CIs or not, and PtR − RtP on both readings (empty without them)."""
+    if not len(report) or "reading_of" not in report:
+        return ""
+    rows = report[report["subset"] == subset].set_index("reading_of")
+    recalls = [(a, rows.loc[f"g2_{a.lower()}_recall"]) for a in ("RtP", "PtR")
+               if f"g2_{a.lower()}_recall" in rows.index]
+    if not recalls or "g2_ptr_minus_rtp_recall" not in rows.index:
+        return ""
+    inside = [r.status == CONSISTENT for _, r in recalls]
+    each = ", ".join(f"{a} {fmt_number(float(r.paper))} in {fmt_ci(r.ci_low, r.ci_high)}" for a, r in recalls)
+    where = ("both of its G2 recalls lie inside this run's CIs" if all(inside) else
+             "none of its G2 recalls lies inside this run's CIs" if not any(inside) else
+             "one of its G2 recalls lies inside this run's CIs")
+    d = rows.loc["g2_ptr_minus_rtp_recall"]
+    read = (f"holds the paper's {fmt_signed(float(d.paper))}" if d.status == CONSISTENT else
+            f"leaves out the paper's {fmt_signed(float(d.paper))}" + (
+                ", though not once the paper's own spread is counted (two-sample reading)"
+                if d.two_sample == CONSISTENT else ""))
+    return (f"On {subset}, whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
+            f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
                 relevant: pd.DataFrame | None = None, kappa: float | None = None,
-                solved_blind: float | None = None) -> str:
+                solved_blind: float | None = None, fit: str = "") -> str:
     """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
     paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
-    on that ground truth), or does not appear with this run's stub writer (noting another family where the
-    same stubs lead); that the paper's pass rates cannot be checked when the judge's best ``kappa`` is below
-    :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls "Solved"
-    (``solved_blind``); then, as exploratory, the families with which the whole crossover holds, and where
-    it stops holding (``limits``, from :func:`crossover_limits`); a verdict Holm over every comparison at
-    once overturns (:func:`overturned`) says so."""
+    on that ground truth), with how little a lead the smaller stub writer may itself favour proves; or that
+    it does not appear with this run's stub writer (noting another family where the same stubs lead), then
+    ``fit`` (:func:`fit_sentence`); that the paper's pass rates cannot be checked when the judge's best
+    ``kappa`` is below :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls
+    "Solved" (``solved_blind``); then, as exploratory, the families with which the whole crossover holds,
+    and where it stops holding (``limits``, from :func:`crossover_limits`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
-    lost_all, all_n = set(overturned(rows)), f"Holm over all {fmt_count(len(rows))} comparisons"
     rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
            if relevant is not None and len(relevant) else pd.Series(dtype=bool))
     said = []
     for r in dense.itertuples():
         s, v = subset_alias(r.subset), str(r.verdict)
         if v == "reproduced":
-            lost = ["on `relevant` (the APIs each query was written to need)"] * (
-                r.subset in rel.index and not bool(rel[r.subset]))
-            lost += [f"under {all_n}"] * (r.Index in lost_all)
+            lost = r.subset in rel.index and not bool(rel[r.subset])
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
-                        + (f", though not significantly {_sets(lost, 'or')}" if lost else ""))
+                        + (", though not significantly on `relevant`" if lost else "")
+                        + ("; a smaller stub writer may itself favour RtP, so this corroborates the paper "
+                           "only weakly" if r.paper_leader == "RtP" else ""))
         elif not holds_paper(r):
             names = [FAMILY_SHORT.get(f, f) for f in leading_elsewhere(rows, [s], r.paper_leader)]
-            also = (f" (with {_sets(names, 'or')} the same stubs lead significantly: not the stub writer "
-                    "alone)" if names else "")
-            said.append(f"{r.paper_leader}'s {s} lead does not appear with this run's embedder and smaller "
-                        f"stub writer{also}, so the paper's setup stays untested")
+            also = (f" (with {_sets(names, 'or')} retrieval the same stubs do)" if names else "")
+            on = f" on {r.subset}" if r.subset != s else ""
+            said.append(f"{r.paper_leader}'s {s} lead does not appear{on} with this run's embedder "
+                        f"and smaller stub writer{also}, so the paper's setup stays untested"
+                        + (f". {fit}" if fit and s == "G2" else ""))
     if kappa is not None and kappa < MIN_KAPPA and solved_blind is not None:
         said.append("pass rates cannot be checked: this run's judge calls "
                     f"{fmt_number(solved_blind)} of plans naming no ground-truth API \"Solved\"")
     holds = [f for f in crossover_families(rows) if f != "dense"]
     fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
-    holm = any(rows.loc[i, "retriever"] in holds for i in lost_all)
     if holds:
         names = _sets([FAMILY_SHORT.get(f, f) for f in holds], "or")
         said.append(f"exploratory, beyond the paper: with {names} retrieval the paper's crossover appears"
-                    + (f", though not on {_sets(fails, 'or')}" if fails else "")
-                    + (f"{', nor' if fails else ', though not'} under {all_n}" if holm else ""))
+                    + (f", though not on {_sets(fails, 'or')}" if fails else ""))
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
-def set_line(r) -> str:
-    """One set's dense verdict against the paper's: who leads, and the paper's difference."""
+def set_line(r, stated: float | None = None) -> str:
+    """One set's dense verdict against the paper's: who leads, and the paper's difference (of its means,
+    and as its text ``stated`` it where that differs)."""
     s, v = subset_alias(r.subset), str(r.verdict)
     lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
     paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
     paper = fmt_signed(paper_diff) if paper_diff is not None else ""
-    as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
+    said = fmt_signed(stated) if stated is not None else paper
+    text = f"; its §5 says {said}" if paper and said != paper else ""
+    as_paper = ", as in the paper" + (f" (paper: {paper}{text})" if paper else "")
     if v == "reproduced":
         against = as_paper
     elif holds_paper(r):  # the same direction where the paper calls its own difference not significant
-        against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
+        against = ", as in the paper" + (f" (paper: {paper}{text}, *“{QUOTES['g3_ns']}”*)" if paper else
                                          f" (*“{QUOTES['g3_ns']}”*)")
     elif isinstance(r.paper_leader, str):
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
         against = (f", unlike the paper (where {r.paper_leader} leads" + (f" by {paper}" if paper else "")
-                   + (", outside this run's CI" if out else "") + ")")
+                   + (", outside this run's CI" if out else "") + text + ")")
     else:
         against = ""
     return f"- **{s}:** {lead}{against}."
 
 
-def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
-    """Where a set's queries come from: an ``_original`` set is ToolBench's own, a set with fewer than the
-    paper's holds StableToolBench's solvable queries (empty otherwise)."""
-    if str(subset).endswith("_original"):
-        return "ToolBench's original"
-    return "StableToolBench's solvable" if n is not None and paper_n and n < paper_n else ""
+APPENDIX_A = "Appendix A: scorecard and causes"
+TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
+         "the APIs it was written to need. A *Holm CI* leaves out 0 exactly when the Holm-adjusted p is "
+         "below 0.05. *Consistent*: this run cannot tell the paper's number from its own (not confirmed). "
+         "*Cause untested*: a difference of setup no ablation tested. Every term: the [glossary](#glossary).")
 
 
-# What a backend is, where its name alone does not say.
-BACKENDS = {"replay": ": recorded replies"}
-
-
-def _from_queries(cache: TableCache) -> str:
-    """How many of the registry's APIs only the queries' own ``api_list`` documents (``data_sources``)."""
-    src = cache.get("data_sources")
-    if src is None or "source" not in src:
+def fare_line(report: pd.DataFrame) -> str:
+    """How the paper's reference numbers fare here, in one sentence (the counts by cause: Appendix A)."""
+    claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
+    numbers = report[~claim & (report["reading_of"].fillna("") == "")] if len(report) else report
+    if not len(numbers):
         return ""
-    n = src.loc[src["source"] == "query_api_list", "n_apis"].sum()
-    return f" ({fmt_count(n)} from query api_lists)" if n else ""
-
-
-def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
-    """What differs from the paper's setup: embedder, LLM, runs, plans, registry, ground truth, query counts
-    with their source and, when the scale study kept every ground-truth API in its sub-registries, how much
-    of the smallest that is."""
-    prov, cache = provenance[0] if provenance else {}, TableCache(cfg.tables_dir)
-    settings = prov.get("settings", {})
-    paper_n = {e["subset"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
-               if e["id"].endswith("_query_count")}
-    counts = {}
-    if len(rows):
-        dense = rows[rows["retriever"] == "dense"]
-        counts = dict(zip(dense["subset"], dense["n_queries"], strict=True))
-    runs, plan_runs = settings.get("runs"), settings.get("plan_runs")
-    t, later = settings.get("temperature"), settings.get("run_temperature")
-    plans = f"{fmt_count(settings.get('plan_limit'))} per set" + (
-        f", run 0 only (of {fmt_count(runs)})" if plan_runs is not None and runs and plan_runs < runs else "")
-    table = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
-             ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
-              f"(backend {prov.get('backend', 'n/a')}{BACKENDS.get(prov.get('backend'), '')})"),
-             *([] if runs == 4 else [("runs (stubs, retrieval)", "4", fmt_count(runs))]),
-             ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
-              f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
-             ("plans and pass rates", "every query, 4 runs", plans),
-             ("registry (APIs)", fmt_count(46984),
-              fmt_count(prov.get("registry_size")) + _from_queries(cache)),
-             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit; the "
-                                                   "reference solutions are not in this data")]
-    for subset in cfg.subsets:
-        canonical = DEFAULT_SUBSETS.get(subset, subset)
-        source = query_source(canonical, counts.get(canonical), paper_n.get(subset))
-        table.append((f"{subset} queries", fmt_count(paper_n.get(subset)),
-                      f"{fmt_count(counts.get(canonical))} ({canonical}{': ' + source if source else ''})"))
-    scale = cache.get(SCALE_VERDICT_TABLE)
-    if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
-        table.append(("scale sub-registries", "proportional category sampling",
-                      "proportional, keeping all ground truth"))  # its share per set: the scale section
-    return ["### What differs from the paper's setup", "",
-            md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
-
-
-def right_and_wrong(report: pd.DataFrame) -> list[str]:
-    """How the paper's numbers fare here: the scorecard's counts (the crossover per retriever is the answer
-    sentence's)."""
-    lines = ["### How the paper's numbers fare in this run", ""]
-    if len(report):
-        claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
-        reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
-        numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
-
-        def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
-            c, shares = status_counts(rows), {PARTLY: recovered(rows)}
-            causes = [f"{fmt_count(c[k])} {UNTESTED if k == SETUP else k}{shares.get(k, '')}"
-                      for k in CAUSES if c[k]]
-            why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
-            return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
-                             + (f" ({why[name]})" if why.get(name) else "")
-                             for name, n in c.items() if n and name not in CAUSES)
-
-        basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
-        unscored = basis[numbers["status"] == "not scored"]
-        why = f"judged pass rates, kappa below {MIN_KAPPA}" * bool(unscored.str.startswith("judge").all())
-        free, n = without_llm(numbers), fmt_count(len(numbers))
-        head = f"- The paper's {n} reference numbers here: {counts(numbers, why)}."
-        if free.any() and not free.all():  # apart: what the substitute LLM cannot have moved
-            head = (f"- Of the paper's {n} reference numbers, the {fmt_count(free.sum())} measured without "
-                    f"an LLM (RtP's retrieval, the data's counts): {counts(numbers[free])}. The "
-                    f"{fmt_count((~free).sum())} resting on this run's substitute LLM: "
-                    f"{counts(numbers[~free], why)}.")
-        lines.append(head + consistent_width(numbers))
-        if len(again):
-            lines.append(f"- Read again another way ({fmt_count(len(again))}): {counts(again)}.")
-        if len(claims):
-            lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
-    return lines + [""]
-
-
-def consistent_width(rows: pd.DataFrame) -> str:
-    """What *consistent* means, with the median width of the consistent rows' CIs (empty without one)."""
-    ok = rows[(rows["status"] == CONSISTENT) & rows["ci_low"].notna()] if "ci_low" in rows else rows[:0]
-    if not len(ok):
-        return ""
-    width = float((ok["ci_high"].astype(float) - ok["ci_low"].astype(float)).median())
-    return f" Consistent means indistinguishable here (median CI width {fmt_number(width)}), not confirmed."
-
-
-def by_tolerance(rows: pd.DataFrame) -> str:
-    """How many consistent rows are so only within the paper's rounding or a stated tolerance (empty if
-    none)."""
-    basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
-    n = int(((rows["status"] == CONSISTENT) & basis.str.contains(ONLY_BY_TOLERANCE, regex=False)).sum())
-    return f"{fmt_count(n)} only within a tolerance" if n else ""
+    n = numbers["status"].value_counts()
+    return (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
+            f"cannot tell {fmt_count(n.get(CONSISTENT, 0))} from its own (*consistent*, not confirmed) and "
+            f"{fmt_count(n.get('differs', 0))} differ; the counts by cause, and apart for the numbers no LLM "
+            f"touches, are in [Appendix A](#{anchor(APPENDIX_A)}).")
 
 
 def grouped_line(rows: pd.DataFrame) -> str:
@@ -484,12 +443,30 @@ SET_RULE = ("- Each set is the file here nearest the paper's count (the unfilter
             "read beside it.")
 
 
-SETUP_LIMIT = ("- No second LLM ran, so its effects are *cause untested*; the embedder was tested on a "
-               "sub-registry.")
+GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on
 
 
-def limits(rows: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction: the setup table's differences, untested; how each set was chosen;
-    the clusters of related queries of the primary comparisons."""
+def setup_limit(report: pd.DataFrame | None = None) -> str:
+    """What no ablation tested (the LLM), which causes were tested only through a stand-in, and whether a
+    tested cause explains the paper's G2 gap (:data:`GAP_ROW`, from the scorecard)."""
+    proxies = [f"`{cid}`" for cid, c in load_causes().items() if c.get("proxy")]
+    line = "- No second LLM ran, so its effects are *cause untested*" + (
+        f"; {_sets(proxies)} were tested only by proxies" if proxies else "")
+    gap = report[report["id"] == GAP_ROW] if report is not None and len(report) else pd.DataFrame()
+    if len(gap) and gap.iloc[0]["status"] == "differs":
+        r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
+        if cause not in (EXPLAINED, READING):
+            by = (f": `{str(r['cause']).split(':')[0]}` is {cause}" if cause.startswith((INDICATIVE, PARTLY))
+                  else "")
+            line += (f", and no tested cause explains the G2 gap (PtR − RtP {fmt_signed(r['this_run'])} "
+                     f"against the paper's {fmt_signed(float(r['paper']))}{by})")
+    return line + "."
+
+
+def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None) -> list[str]:
+    """The limits of this reproduction: the setup table's differences, untested, and the scorecard's G2 gap
+    (:func:`setup_limit`); how each set was chosen; the clusters of related queries of the primary
+    comparisons."""
     grouped = grouped_line(rows) if rows is not None else ""
-    return ["### Limits of this reproduction", "", SETUP_LIMIT, SET_RULE, *([grouped] if grouped else []), ""]
+    return ["### Limits of this reproduction", "", setup_limit(report), SET_RULE,
+            *([grouped] if grouped else []), ""]

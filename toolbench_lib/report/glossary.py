@@ -168,8 +168,10 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
                       for r in glossary(k, min_kappa).itertuples())
     methods = "\n".join(f"- **`{name}`**: {describe_method(name)}"
                         for name in (*load_methods(), *CHOSEN_FUSIONS))
-    causes = "\n".join(f"- **`{cid}`** ({c['kind']}): {' '.join(c['title'].split())}"
+    causes = "\n".join(f"- **`{cid}`** ({c['kind']}{', by a proxy: ' + c['proxy'] if c.get('proxy') else ''}"
+                       f"{', a reading' if c.get('reading') else ''}): {' '.join(c['title'].split())}"
                        for cid, c in load_causes().items())
     return (f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}\n\n**Cause labels** "
-            "(`references/causes.yaml`; *tested* by an ablation, *setup* untested, *construction* by this "
-            f"run's data or definitions):\n\n{causes}")
+            "(`references/causes.yaml`; *tested* by an ablation (*by a proxy*: through a stand-in, so "
+            "*indicative*, never *explained*), *setup* untested, *construction* by this run's data or "
+            f"definitions):\n\n{causes}")

@@ -8,8 +8,19 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
 from ..data.markdown import md_table
+from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE
-from .scorecard import BY_CONSTRUCTION, SETUP, UNTESTED, status_counts
+from .scorecard import (
+    BY_CONSTRUCTION,
+    CAUSES,
+    PARTLY,
+    READING,
+    SETUP,
+    UNTESTED,
+    recovered,
+    status_counts,
+    without_llm,
+)
 
 
 def _status_text(r) -> str:
@@ -133,3 +144,70 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     return [*lines, "", md_table(pd.DataFrame({"reference": d["id"], "what": d["description"],
                                                "status": [_status_text(r) for r in d.itertuples()],
                                                "predicted by the cause": predicted}))]
+
+
+COUNT_LABEL = {SETUP: UNTESTED, READING: "fit another reading"}  # a cause status as a count reads
+
+
+def right_and_wrong(report: pd.DataFrame) -> list[str]:
+    """How the paper's numbers fare here: the scorecard's counts by status and cause, the numbers no LLM
+    touches apart (Appendix A; the front says it in one line)."""
+    lines = ["### How the paper's numbers fare, by cause", ""]
+    if len(report):
+        claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
+        reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
+        numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
+
+        def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
+            c, shares = status_counts(rows), {PARTLY: recovered(rows)}
+            causes = [f"{fmt_count(c[k])} {COUNT_LABEL.get(k, k)}{shares.get(k, '')}"
+                      for k in CAUSES if c[k]]
+            why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
+            return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
+                             + (f" ({why[name]})" if why.get(name) else "")
+                             for name, n in c.items() if n and name not in CAUSES)
+
+        basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
+        unscored = basis[numbers["status"] == "not scored"]
+        why = f"judged pass rates, kappa below {MIN_KAPPA}" * bool(unscored.str.startswith("judge").all())
+        free, n = without_llm(numbers), fmt_count(len(numbers))
+        head = f"- The paper's {n} reference numbers here: {counts(numbers, why)}."
+        if free.any() and not free.all():  # apart: what the substitute LLM cannot have moved
+            head = (f"- Of the paper's {n} reference numbers, the {fmt_count(free.sum())} measured without "
+                    f"an LLM (RtP's retrieval, the data's counts): {counts(numbers[free])}. The "
+                    f"{fmt_count((~free).sum())} resting on this run's substitute LLM: "
+                    f"{counts(numbers[~free], why)}.")
+        lines.append(head + consistent_width(numbers))
+        if len(again):
+            lines.append(f"- Read again another way ({fmt_count(len(again))} row{'s' * (len(again) != 1)}: "
+                         "a number or claim of the "
+                         "paper scored a second time, on another set, ground truth or definition): "
+                         f"{counts(again)}.")
+        if len(claims):
+            lines.append(f"- Its {fmt_count(len(claims))} claims in words: {counts(claims)}.")
+    return lines + [""]
+
+
+def consistent_width(rows: pd.DataFrame, alpha: float = 0.05) -> str:
+    """What *consistent* means, with the median width of the CIs of the consistent rows that are shares (a
+    median over mixed units would mean nothing), and how many rows would differ by chance at ``alpha``
+    were every paper number right (each row is judged alone)."""
+    ok = rows[(rows["status"] == CONSISTENT) & rows["ci_low"].notna()] if "ci_low" in rows else rows[:0]
+    ok = ok[(ok["ci_low"].astype(float) >= -1) & (ok["ci_high"].astype(float) <= 1)] if len(ok) else ok
+    scored = int(rows["status"].isin([CONSISTENT, DIFFERS, INCONCLUSIVE]).sum())
+    chance = (f" Each row is judged alone at 95%: were every paper number right, about "
+              f"{fmt_count(round(alpha * scored))} of these {fmt_count(scored)} would still differ by chance."
+              if round(alpha * scored) else "")
+    if not len(ok):
+        return chance
+    width = float((ok["ci_high"].astype(float) - ok["ci_low"].astype(float)).median())
+    return (f" Consistent means indistinguishable here (median CI width of the shares among them "
+            f"{fmt_number(width)}), not confirmed.{chance}")
+
+
+def by_tolerance(rows: pd.DataFrame) -> str:
+    """How many consistent rows are so only within the paper's rounding or a stated tolerance (empty if
+    none)."""
+    basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
+    n = int(((rows["status"] == CONSISTENT) & basis.str.contains(ONLY_BY_TOLERANCE, regex=False)).sum())
+    return f"{fmt_count(n)} only within a tolerance" if n else ""

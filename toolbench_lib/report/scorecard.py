@@ -46,10 +46,14 @@ REPORT_COLUMNS = ["id", "description", "section", "subset", "metric", "method", 
 
 EXPLAINED, PARTLY, UNEXPLAINED, SETUP, NOT_TESTED, BY_CONSTRUCTION = (
     "explained", "partly explained", "unexplained", "setup difference", "not tested", "by construction")
+# A cause tested only through a stand-in (``proxy:``) points the way without explaining; a cause that is
+# another reading of the paper's definition (``reading: true``) fits rather than explains.
+INDICATIVE, READING = "indicative, by a proxy", "fits another reading"
 CAUSE_KINDS = ("tested", "setup", "construction")
 NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.nan,
             "predicted_ci_high": math.nan, "evidence": ""}
-CAUSES = (BY_CONSTRUCTION, SETUP, EXPLAINED, PARTLY, UNEXPLAINED, NOT_TESTED)  # a differing row's cause
+CAUSES = (BY_CONSTRUCTION, SETUP, EXPLAINED, READING, PARTLY, INDICATIVE, UNEXPLAINED,
+          NOT_TESTED)  # a differing row's cause
 UNTESTED = "cause untested"  # how a row that differs under a setup difference, never tested, is labelled
 
 
@@ -65,6 +69,8 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
             raise ValueError(f"{path}: cause {cid}: kind must be one of {CAUSE_KINDS}")
         for i, shown in enumerate(cause.get("shows", [])):
             check_locator({k: v for k, v in shown.items() if k != "label"}, f"{cid}.shows[{i}]")
+        if not isinstance(cause.get("proxy", ""), str) or not isinstance(cause.get("reading", False), bool):
+            raise ValueError(f"{path}: cause {cid}: proxy names its stand-in in words, reading is a boolean")
         if cause["kind"] == "tested" and ("ablation" not in cause or not cause.get("explains")):
             raise ValueError(f"{path}: tested cause {cid} needs an ablation and the rows it explains")
         for i, item in enumerate(cause["explains"] if cause["kind"] == "tested" else []):
@@ -175,8 +181,13 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
     text = f"{ablation_text(cause)}: predicts {fmt_number(predicted)} {fmt_ci(low, high)} = {how}"
     covers = not gap or abs(moved) >= abs(gap) / 2
     association = ", an association in a subgroup" if cause.get("association") else ""
-    if status == CONSISTENT and covers and not association:
-        out.update(cause_status=EXPLAINED, evidence=f"{text}; {basis}")
+    proxy = f"; tested by a proxy: {cause['proxy']}" if cause.get("proxy") else ""
+    if proxy and gap and moved * gap > 0:  # a stand-in's direction, not its size: never "explained"
+        out.update(cause_status=f"{INDICATIVE} (moves {fmt_number(abs(moved))} of {fmt_number(abs(gap))})",
+                   evidence=f"{text}; moves {fmt_number(abs(moved))} of the {fmt_number(abs(gap))} gap"
+                            f"{proxy}")
+    elif status == CONSISTENT and covers and not association:
+        out.update(cause_status=READING if cause.get("reading") else EXPLAINED, evidence=f"{text}; {basis}")
     elif gap and moved * gap > 0 and (abs(moved) < abs(gap) or status == CONSISTENT):
         share = min(abs(moved) / abs(gap), 1.0)
         out.update(cause_status=f"{PARTLY} ({fmt_number(abs(moved))} of {fmt_number(abs(gap))}, "
@@ -185,7 +196,7 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
                             f"({share:.0%}){association}")
     else:
         why = "past the paper's" if moved * gap > 0 else "away from the paper's"
-        out.update(cause_status=UNEXPLAINED, evidence=f"{text}; moves {why} value")
+        out.update(cause_status=UNEXPLAINED, evidence=f"{text}; moves {why} value{proxy}")
     return out
 
 
@@ -211,9 +222,9 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
 
     def key(r):  # best first: explained, partly (the most recovered first), setup, not tested
         status = r[2]["cause_status"]
-        if status.startswith(PARTLY):
+        if status.startswith((PARTLY, INDICATIVE)):
             return 1, -abs(r[2]["predicted"] - judged["this_run"])
-        return {EXPLAINED: 0, BY_CONSTRUCTION: 2, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
+        return {EXPLAINED: 0, READING: 0, BY_CONSTRUCTION: 2, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
 
     best_id, best, result = min(results, key=key)
     tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
@@ -367,7 +378,9 @@ def status_counts(report: pd.DataFrame) -> dict[str, int]:
     cause = report.get("cause_status", pd.Series("", index=report.index)).fillna("").astype(str)
     differs = status == DIFFERS
     counts = {"consistent": status == CONSISTENT, "differs": differs,
-              EXPLAINED: differs & (cause == EXPLAINED), PARTLY: differs & cause.str.startswith(PARTLY),
+              EXPLAINED: differs & (cause == EXPLAINED), READING: differs & (cause == READING),
+              PARTLY: differs & cause.str.startswith(PARTLY),
+              INDICATIVE: differs & cause.str.startswith(INDICATIVE),
               UNEXPLAINED: differs & cause.isin([UNEXPLAINED, ""]), SETUP: differs & (cause == SETUP),
               BY_CONSTRUCTION: differs & (cause == BY_CONSTRUCTION),
               NOT_TESTED: differs & (cause == NOT_TESTED), INCONCLUSIVE: status == INCONCLUSIVE,

@@ -27,32 +27,37 @@ QUESTIONS_HEADING = "Discussion questions"
 NOTES_HEADING = "Facilitator notes"
 NO_P = "p = n/a"  # a p-value the run did not save
 # The plan: (the start of a report.md heading, minutes, what to look for, the question its presenter takes to
-# the room); then the discussion questions.
+# the room, the scorecard rows its presenter walks through); then the discussion questions.
 PLAN = (
+    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested",
+     "which half of the paper's claim can this run test, and which not?", ()),
     ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                            "Intent-Registry Coupling) and its claims, with this section's query sets, "
                            "registry and two pipelines",
-     "which row of the setup table could change who wins?"),
-    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested",
-     "which half of the paper's claim can this run test, and which not?"),
+     "which row of the setup table could change who wins?", ("registry_size", "g1_query_count")),
     ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set",
-     "on which sets does the CI of PtR − RtP leave out 0?"),
+     "is G2's result a failed replication or an untested one?",
+     ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall", "g1_ptr_pass_rate")),
     ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                      "against PtR at k = 5, and the curves over k",
-     "is PtR's gain more than a larger k buys RtP?"),
+     "is PtR's gain more than a larger k buys RtP?", ("g2_budget_rtp_k10", "g2_budget_ptr_k5",
+                                                     "g1_rtp_gap_stable_over_k")),
     ("Stubs and Intent-Registry Coupling", 10, "its explanation: stubs, a [worked query](#worked-queries),"
                                                " a [Table 2 example](#the-papers-table-2-examples)",
-     "would you have written the worked query's stubs?"),
-    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity, plan overlap, misses",
-     "what does a planner do when retrieval missed?"),
+     "would you have written the worked query's stubs?", ("g1_stub_hit_share", "g1_gt_size",
+                                                          "g1_stub_cos_gap")),
+    ("Trajectories", 3, "what the planners do with what they retrieved: fidelity and misses",
+     "what does a planner do when retrieval missed?", ("trajectory_fidelity", "wrong_tool_on_miss")),
     ("Registry scale", 5, "divergence as the registry grows and which reading fits the paper (the "
                           "smallest sub-registries are mostly ground truth)",
-     "which definition of divergence gives the paper's 88% and 98%?"),
-    ("Where the paper disagrees with itself", 10, "its numbers against each other, the questions its "
-                                                  "text leaves open, then its p-values",
-     "which of these would you ask the authors first?"),
-    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval",
-     "is the crossover about planning or about lexical matching?"),
+     "which definition of divergence gives the paper's 88% and 98%?",
+     ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
+    ("Where the paper disagrees with itself", 7, "its numbers against each other, the questions its "
+                                                 "text leaves open, then its p-values",
+     "which of these would you ask the authors first?", ()),
+    ("Retriever families", 10, "beyond the paper (exploratory): the question with BM25, hybrid retrieval, "
+                               "and the two tests side by side",
+     "is the crossover about planning or about lexical matching?", ()),
 )
 ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepares its figures, walks "
          "through its section and ends on the question after *Ask*. Which way each substitution of this run "
@@ -97,15 +102,16 @@ def plan_lines(report_md: str) -> list[str]:
                 file = "n/a"
     lines = []
     words = sum(len(text.split()) for h, text in found.items() if h.startswith(PRE_READING))
-    for i, (start, minutes, what, ask) in enumerate(PLAN, 1):
+    for i, (start, minutes, what, ask, cover) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
         if heading is None:
             lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
             continue
         figures = figures_of.get(heading, [])
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
+        rows = [f"`{r}`" for r in cover if re.search(rf"^\| {re.escape(r)} \|", found[heading], re.M)]
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
-                     f"{shown}: {what}. *Ask*: {ask}")
+                     f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}")
     total = sum(p[1] for p in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
@@ -375,13 +381,12 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
     setup = sec("g1_query_count")
     return [
-        ("Does the query name its tool?",
-         f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
-         f"({sec('g2_gt_size')}).",
-         (brand_words,),
-         "This run removes brand words from the stubs, not from the query. What does the drop say about "
-         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
-         brand_note),
+        ("Which ground truth?",
+         f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
+         f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
+         (g3_ground_truths,),
+         "Does the leader change with the definition? Which definition matches the paper's words, and which "
+         "its numbers?", leader_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
@@ -403,12 +408,13 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
          "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
          "independent observations does G3 hold?", tests_note),
-        ("Which ground truth?",
-         f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
-         f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
-         (g3_ground_truths,),
-         "Does the leader change with the definition? Which definition matches the paper's words, and which "
-         "its numbers?", leader_note),
+        ("Does the query name its tool?",
+         f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
+         f"({sec('g2_gt_size')}).",
+         (brand_words,),
+         "This run removes brand words from the stubs, not from the query. What does the drop say about "
+         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
+         brand_note),
         ("Is BM25's win a fair comparison?",
          f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "

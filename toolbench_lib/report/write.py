@@ -26,10 +26,11 @@ from .appendix import APPENDIX_TABLES, table_section
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
+    APPENDIX_A,
     CROSSOVER_TABLES,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
-    SCOPE,
+    TERMS,
     Ledger,
     answer_sentence,
     beside_g2,
@@ -39,17 +40,20 @@ from .front import (
     crossover_test,
     endpoint_rows,
     endpoint_table_markdown,
+    fare_line,
+    fit_sentence,
     limits,
-    right_and_wrong,
     robustness_sentence,
     runs_test_table,
-    setup_box,
+    stated_differences,
+    two_questions,
 )
 from .locate import TableCache
-from .primer import PLAIN_HEADING
-from .rows import scorecard_lines, section_sentence, shown, two_sample_lines
+from .primer import plain_words
+from .rows import right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
+from .setup_table import setup_box
 from .teaching import TITLES, teaching_material
 from .verdicts import every_plan, section_verdicts, solved_share, temperature_lines
 
@@ -228,18 +232,27 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 
 
 def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
-    """PtR − RtP on G2 at ``k`` (``k_ablation``) on both ground truths, `candidates` (the primary) first,
-    beside the paper's gain at that k (empty without the table or the paper's number)."""
-    table = cache.get("k_ablation")
+    """PtR − RtP on G2 at ``k`` (``k_ablation``), unadjusted: on `candidates` (the primary) with
+    G2_instruction's beside it (``g2_sensitivity``), then on `relevant`, beside the paper's gain at that k
+    (empty without the table or the paper's number)."""
+    table, g2i = cache.get("k_ablation"), cache.get("g2_sensitivity")
     paper = next((e["paper"] for e in references["entries"] if e["id"] == f"g2_ptr_gain_k{k}"), None)
     if table is None or not isinstance(paper, (int, float)) or "recall_gain_ci_low" not in table:
         return ""
     r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
               & (table["method"] == "ptr")].set_index("gt")
-    said = [f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} on `{gt}`"
-            for gt, x in r.loc[[gt for gt in ("candidates", "relevant") if gt in r.index]].iterrows()]
-    return (f"- **PtR − RtP on G2 at k = {k}:** {', '.join(said)} (paper: {fmt_signed(paper)})."
-            if said else "")
+    said = {gt: f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)}"
+            for gt, x in r.iterrows()}
+    if "candidates" not in said:
+        return ""
+    if g2i is not None and {"subset", "retriever", "k", "diff", "diff_lo", "diff_hi"} <= set(g2i):
+        x = g2i[(g2i["subset"] == "G2_instruction") & (g2i["retriever"] == "dense") & (g2i["k"] == k)]
+        said["candidates"] += "".join(f" (G2_instruction: {fmt_signed(y.diff)} "
+                                      f"{fmt_ci(y.diff_lo, y.diff_hi)})" for y in x.head(1).itertuples())
+    rel = (f"; on `relevant`, not the ground truth the paper's numbers fit, {said['relevant']}"
+           if "relevant" in said else "")
+    return (f"- **PtR − RtP on G2 at k = {k}** (unadjusted, one cell of the k ablation): on `candidates` "
+            f"{said['candidates']}{rel} (paper: {fmt_signed(paper)}).")
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
@@ -260,15 +273,16 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
                                if x)
-        said = answer_sentence(rows, SCOPE, dense_test, crossover_beyond(crossings, ledger))
+        said = answer_sentence(rows, stated_differences(references), dense_test,
+                               crossover_beyond(crossings, ledger))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
-        answer = [bottom_line(rows, limits_of, rel, kappa, blind) + "\n\n" + dense_part]
+        answer = [bottom_line(rows, limits_of, rel, kappa, blind, fit_sentence(report)) + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
-             "multi-tool (G2, G3) queries?", "",
+             "multi-tool (G2, G3) queries?", "", f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
              *([" ".join(a for a in answer if a), ""] if answer else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
@@ -281,11 +295,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
-    plain = f"{TEACHING_FILE}#{anchor(PLAIN_HEADING)}"
-    parts += [f"New to the paper: [the answer in plain words]({plain}). Reading groups: [a session plan and "
-              f"questions]({plan}).", "",
-              *setup_box(cfg, provenance, references, rows), *right_and_wrong(report),
-              *limits(rows)]
+    parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
+              *([fare_line(report), ""] if len(report) else []),
+              *setup_box(cfg, provenance, references, rows), *limits(rows, report)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings")):
         against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
@@ -303,7 +315,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
                   "they give no verdict; neither clusters the queries):", "",
-                  runs_test_table(rows, ledger), "", robustness_sentence(rows), ""]
+                  runs_test_table(rows, ledger), "", robustness_sentence(rows), "",
+                  two_questions(rows, ledger, (provenance[0].get("settings", {}) if provenance else {}).get(
+                      "run_temperature")), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
@@ -317,7 +331,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     if other:
         parts += ["## Other figures", "", *other]
     glossary_at = len(parts)  # the glossary goes here, once the whole report says which methods it names
-    parts += ["## Appendix A: scorecard and causes", "",
+    parts += [f"## {APPENDIX_A}", "", *right_and_wrong(report),
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
               "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
@@ -330,7 +344,10 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "is *inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound or "
               "an equivalence. A row that differs names its cause's status: *explained* when "
               "the cause's predicted value has a CI that covers the paper's and moves at least half the "
-              "gap, *partly explained* when it closes part of it (the share stated), *setup difference* "
+              "gap (*fits another reading* where the cause is another reading of the paper's definition), "
+              "*partly explained* when it closes part of it (the share stated), *indicative, by a proxy* "
+              "when a cause tested only through a stand-in moves toward the paper's value (how far, never "
+              "a share: a stand-in gives a direction), *setup difference* "
               "for a difference of setup (not a tested cause; shown as *cause untested*), *by construction* "
               "where this run's own data or definitions make it differ, *unexplained* otherwise "
               "(`references/causes.yaml`).",

@@ -1,0 +1,94 @@
+"""What differs from the paper's setup: the front's table of embedder, LLM, runs, plans, registry, ground
+truth and query sets, each beside the paper's."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.endpoint import PRIMARY
+from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.references import paper_bounds
+from ..data.markdown import md_table
+from ..data.queries import DEFAULT_SUBSETS
+from ..study.experiment import ExperimentConfig
+from .against import QUOTES
+from .locate import TableCache
+
+SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
+
+
+def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
+    """Where a set's queries come from: an ``_original`` set is ToolBench's own, a set with fewer than the
+    paper's holds StableToolBench's solvable queries (empty otherwise)."""
+    if str(subset).endswith("_original"):
+        return "ToolBench's original"
+    return "StableToolBench's solvable" if n is not None and paper_n and n < paper_n else ""
+
+
+# What a backend is, where its name alone does not say.
+BACKENDS = {"replay": ": recorded replies"}
+
+
+def _from_queries(cache: TableCache) -> str:
+    """How many of the registry's APIs only the queries' own ``api_list`` documents (``data_sources``)."""
+    src = cache.get("data_sources")
+    if src is None or "source" not in src:
+        return ""
+    n = src.loc[src["source"] == "query_api_list", "n_apis"].sum()
+    return f" ({fmt_count(n)} from query api_lists)" if n else ""
+
+
+def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
+    """APIs per query on each ground truth beside the paper's count (``data_gt_sizes``; ``paper``: its
+    ``<set>_gt_size`` numbers), the evidence of which one its numbers fit (empty without the table)."""
+    sizes = cache.get("data_gt_sizes")
+    if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
+        return ""
+    mean = sizes.set_index(["subset", "gt"])["mean"]
+    said = [f"{s} {fmt_number(mean[(s, PRIMARY.gt)])} against the paper's {fmt_number(paper[key])} "
+            f"(`relevant` {fmt_number(mean[(s, 'relevant')])})" for s in ("G1", "G2")
+            if (key := f"{s.lower()}_gt_size") in paper
+            and {(s, PRIMARY.gt), (s, "relevant")} <= set(mean.index)]
+    return (f" (APIs per query: {'; '.join(said)}); it credits every endpoint of a query's tools"
+            if said else "")
+
+
+def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
+    """What differs from the paper's setup: embedder, LLM, runs, plans, registry, ground truth, query counts
+    with their source and, when the scale study kept every ground-truth API in its sub-registries, how much
+    of the smallest that is."""
+    prov, cache = provenance[0] if provenance else {}, TableCache(cfg.tables_dir)
+    settings = prov.get("settings", {})
+    paper_n = {e["id"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
+               if e["id"].endswith(("_query_count", "_gt_size"))}
+    counts = {}
+    if len(rows):
+        dense = rows[rows["retriever"] == "dense"]
+        counts = dict(zip(dense["subset"], dense["n_queries"], strict=True))
+    runs, plan_runs = settings.get("runs"), settings.get("plan_runs")
+    t, later = settings.get("temperature"), settings.get("run_temperature")
+    plans = f"{fmt_count(settings.get('plan_limit'))} per set" + (
+        f", run 0 only (of {fmt_count(runs)})" if plan_runs is not None and runs and plan_runs < runs else "")
+    table = [("embedder", "GTE-base (thenlper/gte-base)", str(prov.get("model", "n/a"))),
+             ("LLM (stubs, plans)", "Gemini 2.5 Flash", f"{prov.get('llm_model', 'n/a')} "
+              f"(backend {prov.get('backend', 'n/a')}{BACKENDS.get(prov.get('backend'), '')})"),
+             *([] if runs == 4 else [("runs (stubs, retrieval)", "4", fmt_count(runs))]),
+             ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
+              f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
+             ("plans and pass rates", "every query, 4 runs", plans),
+             ("registry (APIs)", fmt_count(46984),
+              fmt_count(prov.get("registry_size")) + _from_queries(cache)),
+             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit"
+              f"{gt_fit(cache, paper_n)}; the reference solutions are not in this data")]
+    for subset in cfg.subsets:
+        canonical = DEFAULT_SUBSETS.get(subset, subset)
+        paper = paper_n.get(f"{subset.lower()}_query_count")
+        source = query_source(canonical, counts.get(canonical), paper)
+        table.append((f"{subset} queries", fmt_count(paper),
+                      f"{fmt_count(counts.get(canonical))} ({canonical}{': ' + source if source else ''})"))
+    scale = cache.get(SCALE_VERDICT_TABLE)
+    if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
+        table.append(("scale sub-registries", "proportional category sampling",
+                      "proportional, keeping all ground truth"))  # its share per set: the scale section
+    return ["### What differs from the paper's setup", "",
+            md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
