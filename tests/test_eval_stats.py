@@ -233,7 +233,7 @@ def test_figure2_draws_a_judged_rate_only_where_the_judge_is_valid(study):  # no
     assert [tuple(d.get_ydata()) for d in fig.axes[2].lines if d.get_marker() == "D"] == [(0.88,)]
     fig = figure2(table, wins(study, gts=["candidates"]), paper, validity=validity.assign(kappa=0.1))
     assert not [d for d in fig.axes[2].lines if d.get_marker() == "D"]
-    assert "judged rate and paper hidden (kappa < 0.4)" in fig.axes[2].get_title()
+    assert "(judged rate and the paper's hidden: kappa < 0.4)" in fig.axes[2].get_title()
 
 
 def test_figure4_draws_five_dimensions(study):  # noqa: F811

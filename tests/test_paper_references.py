@@ -199,3 +199,20 @@ def test_claims_in_words_are_marked_in_the_scorecard():
     claims = [e for e in load_references()["entries"] if is_claim(e)]
     assert {e["id"] for e in claims} >= {"g1_rtp_gap_stable_over_k", "g1_top1_cosine_routing_auroc"}
     assert not any(is_claim(e) for e in load_references()["entries"] if e["id"] == "g1_rtp_recall")
+
+
+def test_each_equivalence_margin_is_said_with_its_reason_once():
+    from toolbench_lib.report.rows import _status_text, margin_lines
+
+    rows = pd.DataFrame({"id": ["a", "b", "c", "d"],
+                         "paper": ["claim: 0 ± 0.020", "claim: 0 ± 0.030", "claim: 0 ± 0.1", "0.5"],
+                         "basis": ["x (estimate outside) (margin: 0.2 SD, a small effect)",
+                                   "x (margin: 0.2 SD, a small effect)", "x (margin: a tenth, our choice)",
+                                   "(margin: not an equivalence row)"]})
+    assert margin_lines(rows) == ["Margins: `a` ± 0.020, `b` ± 0.030: 0.2 SD, a small effect; `c` ± 0.1: a "
+                                  "tenth, our choice.", ""]
+    assert margin_lines(rows.iloc[[3]]) == []
+    row = rows.iloc[0].to_dict() | {"status": "inconclusive", "direction": "", "ci_low": -0.116,
+                                    "ci_high": -0.023, "cause_status": ""}
+    assert _status_text(pd.Series(row)).endswith(
+        "(estimate outside the margin, nonzero: the CI excludes 0 but crosses the margin)")

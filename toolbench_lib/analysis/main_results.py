@@ -235,10 +235,10 @@ def _objective_panel(ax, validity: pd.DataFrame, subsets: list[str], methods: li
     ax.set_xticks(x, subsets)
     ax.set_ylim(0, min(1.0, top * 1.3))
     judged = ("judged: outline" + (f", not where kappa < {min_kappa:g}" if hidden else "") if drawn else
-              f"judged rate and paper hidden (kappa < {min_kappa:g})")
+              f"(judged rate and the paper's hidden: kappa < {min_kappa:g})")
     ceiling = "ceiling" in validity and validity["ceiling"].notna().any()
     gt = f" ({validity['gt'].iloc[0]})" if "gt" in validity and len(validity) else ""
-    ax.set_title(f"objective pass rate{gt}" + (", line: its ceiling" if ceiling else "") + f"\n{judged}",
+    ax.set_title(f"objective pass rate{gt}" + ("; line = its ceiling" if ceiling else "") + f"\n{judged}",
                  fontsize=LEGEND_SIZE)
 
 

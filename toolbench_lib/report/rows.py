@@ -30,7 +30,8 @@ def _status_text(r) -> str:
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
-        status += " (nonzero: the CI excludes 0 but crosses the margin)"
+        outside = "estimate outside the margin, " * ("(estimate outside)" in str(getattr(r, "basis", "")))
+        status += f" ({outside}nonzero: the CI excludes 0 but crosses the margin)"
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:
         shown = UNTESTED if cause == SETUP else cause  # a setup difference: named, not tested
@@ -77,6 +78,20 @@ def shown(report: pd.DataFrame) -> pd.DataFrame:
                    for lo, hi, b, o, pa, pc in zip(report["ci_low"], report["ci_high"], report["basis"],
                                                    objective, report["paper"], percent, strict=True)],
         "status": [_status_text(r) for r in report.itertuples()]})
+
+
+MARGIN = re.compile(r"\(margin: (.+)\)$")
+
+
+def margin_lines(rows: pd.DataFrame) -> list[str]:
+    """Each equivalence row's margin (``claim: 0 ± m``) with its reason, from the row's basis: a margin is a
+    reading of the paper's words, often this project's choice, so the section says where it comes from."""
+    why: dict[str, list[str]] = {}  # a reason shared by several rows is said once
+    for r in rows.itertuples():
+        if str(r.paper).startswith("claim: 0 ±") and (m := MARGIN.search(str(getattr(r, "basis", "")))):
+            why.setdefault(m.group(1), []).append(f"`{r.id}` {str(r.paper).removeprefix('claim: 0 ')}")
+    said = [f"{', '.join(ids)}: {reason}" for reason, ids in why.items()]
+    return [f"Margins: {'; '.join(said)}.", ""] if said else []
 
 
 def section_sentence(rows: pd.DataFrame) -> str:

@@ -66,9 +66,13 @@ def temperature_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
 
 
 def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
-    """The objective pass rate's ceiling (``judge_validity``): a plan names only APIs its prompt listed, so
-    it can pass only where the prompt listed every ground-truth API."""
-    t = TableCache(cfg.tables_dir).get("judge_validity")
+    """The objective pass rate's ceiling (``judge_validity``): a plan names almost only APIs its prompt listed
+    (its fidelity, ``trajectory``), so it can pass almost only where the prompt listed every ground-truth
+    API."""
+    cache = TableCache(cfg.tables_dir)
+    t, traj = cache.get("judge_validity"), cache.get("trajectory")
+    fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())})"
+                if traj is not None and "fidelity" in traj and traj["fidelity"].notna().any() else "")
     if t is None or "ceiling" not in t:
         return []
     t = every_plan(t)
@@ -81,7 +85,8 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     obj = t.loc[sets, "objective_pass_rate"]
     multi = [s for s in sets if s != "G1"]  # the multi-tool sets
     most = fmt_number(t.loc[multi, "ceiling"].max()) if multi else ""
-    return [f"The objective pass rate has a ceiling: a plan names only APIs its prompt listed, and the "
+    return [f"The objective pass rate has a near ceiling: a plan names almost only APIs its prompt listed"
+            f"{fidelity}, and the "
             f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
             + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
@@ -142,7 +147,8 @@ def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) 
                       if pd.notna(r.paper_diff))
     below = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) < r.mde]
     return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
-            f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width). The "
+            f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width by the "
+            f"normal approximation, which the t quantiles of few clusters raise slightly). The "
             f"paper's differences are {paper}"
             + (f", so on {' and '.join(below)} a difference of the paper's size would likely go undetected "
                "here" if below else "") + "."]

@@ -50,7 +50,7 @@ from .front import (
 )
 from .locate import TableCache
 from .primer import plain_words
-from .rows import right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
+from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .setup_table import setup_box
@@ -310,7 +310,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
-                  md_table(shown(sec)) if len(sec) else "No reference number here.", "",
+                  md_table(shown(sec)) if len(sec) else "No reference number here.", "", *margin_lines(sec),
                   *figures_markdown(cfg, key), *after.get(key, [])]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
