@@ -322,7 +322,7 @@ def test_report_appendix_holds_the_wide_tables_saved(cfg):
                              "p_holm": [0.5], "leader": ["neither"]}), "runs_tests", cfg)
     save_table(_paired(), "paired_tests", cfg)
     text = write_report(cfg).read_text()
-    appendix = text.split("## Appendix B")[1].split("## Appendix C")[0]
+    appendix = text.split("## Appendix C")[1].split("## Appendix D")[0]
     assert "### What the ablations found" in appendix
     assert "Stubs restate their query." in appendix
     assert "| ablation | verdict | n queries |" in appendix  # n_queries shown as words
@@ -1183,7 +1183,7 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
         "The judge, this run's own small LLM, calls 0.600 of the 100 plans that name no ground-truth "
         "API \"Solved\", and 1.000 of the 3 that name every one; its kappa against the objective pass is "
         "0.010 to 0.060, so the paper's pass rates cannot be checked with this judge; its rates stand only "
-        "in Appendix B (`judge_validity`: solved_rate_*, evidence_*, kappa).")
+        "in Appendix C (`judge_validity`: solved_rate_*, evidence_*, kappa).")
     valid = judge_lines(t.assign(kappa=[0.5, 0.5], evidence_all=[0, 0]))[0]
     assert "no ground-truth API \"Solved\"; its kappa against the objective pass is 0.500 (" in valid
     assert judge_lines(t.drop(columns="kappa")) == [] and judge_lines(t.assign(evidence_none=0)) == []

@@ -188,8 +188,10 @@ def test_glossary_holds_the_terms_the_report_uses():
     from toolbench_lib.report.scorecard import load_causes
 
     shown = glossary_markdown(7, 0.4)
-    for cid, cause in load_causes().items():
-        assert f"- **`{cid}`** ({cause['kind']}): " in shown, cid
+    for cid, cause in load_causes().items():  # a stand-in and a reading are named beside the kind
+        assert f"- **`{cid}`** ({cause['kind']}" in shown, cid
+        assert not cause.get("proxy") or f"({cause['kind']}, by a proxy: {cause['proxy']})" in shown, cid
+    assert "(tested, a reading): the definition" in shown
     # Each "where" names modules that exist in the package.
     import importlib
 
@@ -295,7 +297,7 @@ def test_report_has_the_glossary_after_the_claims_and_says_why_no_worked_query(c
     assert "**`ptr@bm25`**" not in glossary_text  # no table names it, so the glossary leaves it out
     teaching = (cfg.out_dir / TEACHING_FILE).read_text()
     assert "No worked queries: no stored study under `runs/` of this run." in teaching
-    assert f"[`{TEACHING_FILE}`]({TEACHING_FILE})" in _section(text, "## Appendix C")
+    assert f"[`{TEACHING_FILE}`]({TEACHING_FILE})" in _section(text, "## Appendix D")
 
 
 def test_report_shows_the_worked_queries_and_every_table2_example(cfg):

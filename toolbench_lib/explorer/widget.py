@@ -233,7 +233,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def _provenance_html(self) -> str:
         where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
         # the report of the family's main run names the methods and works queries through
-        report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix C "
+        report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix D "
                   f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
                   f"/report.html</code>") if self.run_name else ""
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"

@@ -1,5 +1,6 @@
-"""The report's Appendix B: saved tables as the report prints them (some rows and columns, each value with its
-interval in one cell, words for column names, p-value columns named for their test)."""
+"""The report's appendices, named once: their headings, and the wide tables as the report prints them (some
+rows and columns, each value with its interval in one cell, words for column names, p-value columns named
+for their test)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from ..data.markdown import md_table
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 
+APPENDIX_A = "Appendix A: scorecard and causes"
+APPENDIX_BEYOND = "Appendix B: fused and learned methods, beyond the paper"
+APPENDIX_TABLES_HEADING = "Appendix C: leaderboards and wide tables"  # the judged pass rates live here
+APPENDIX_WORKED = "Appendix D: worked queries and the Table 2 examples"
+APPENDIX_RUN = "Appendix E: this run"
 FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
                   "diff_hi", "wins", "losses", "p_value", "note"]  # n queries: the answer table's
 APPENDIX_TABLES = (

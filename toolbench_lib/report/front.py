@@ -14,6 +14,7 @@ from ..eval.compare import significant
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
+from .appendix import APPENDIX_A
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, TableCache
 from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
@@ -406,7 +407,6 @@ def set_line(r, stated: float | None = None) -> str:
     return f"- **{s}:** {lead}{against}."
 
 
-APPENDIX_A = "Appendix A: scorecard and causes"
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
          "the APIs it was written to need. A *Holm CI* leaves out 0 exactly when the Holm-adjusted p is "
          "below 0.05. *Consistent*: this run cannot tell the paper's number from its own (not confirmed). "

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
 from ..data.markdown import md_table
+from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE
 from .scorecard import (
@@ -21,6 +22,8 @@ from .scorecard import (
     status_counts,
     without_llm,
 )
+
+JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates are shown
 
 
 def _status_text(r) -> str:
@@ -71,7 +74,7 @@ def shown(report: pd.DataFrame) -> pd.DataFrame:
         "paper": [f"{p}%" if pc else p for p, pc in zip(report["paper"], percent, strict=True)],
         "this run": [_value(v, m) + (" (objective)" if o else "")
                      for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
-        "95% CI": [f"no CI: objective rate shown ({b}); judged rate in Appendix B"
+        "95% CI": [f"no CI: objective rate shown ({b}); judged rate in {JUDGED_IN}"
                    if o else f"[{fmt_percent(lo)}, {fmt_percent(hi)}]" if pc and pd.notna(lo)
                    else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")

@@ -11,6 +11,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
+from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 
@@ -123,7 +124,7 @@ def judge_lines(t: pd.DataFrame) -> list[str]:
             + f"; its kappa against the objective pass is {kappa}"
             + (f", where the two pass rates allow at most {_span(t['kappa_max'].dropna())}" if cap else "")
             + (", so the paper's pass rates cannot be checked with this judge; its rates stand only in "
-               "Appendix B"
+               f"{APPENDIX_TABLES_HEADING.split(':')[0]}"
                if k.max() < MIN_KAPPA else "")
             + f" (`judge_validity`: solved_rate_*, evidence_*, kappa{', kappa_max' if cap else ''})."]
 

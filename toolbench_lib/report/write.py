@@ -22,11 +22,18 @@ from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
 from .against import QUOTES, paper_against_itself
-from .appendix import APPENDIX_TABLES, table_section
+from .appendix import (
+    APPENDIX_A,
+    APPENDIX_BEYOND,
+    APPENDIX_RUN,
+    APPENDIX_TABLES,
+    APPENDIX_TABLES_HEADING,
+    APPENDIX_WORKED,
+    table_section,
+)
 from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
-    APPENDIX_A,
     CROSSOVER_TABLES,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
@@ -322,10 +329,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
               "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture.", "", *runs_test,
+              "retriever family and architecture. The fused and learned methods built on these families are "
+              f"in [{APPENDIX_BEYOND.split(':')[0]}](#{anchor(APPENDIX_BEYOND)}).", "", *runs_test,
               *figures_markdown(cfg, "retriever"),
-              "## Beyond the paper: fused and learned methods", "", *goal_lines(cfg, ledger),
-              *ltr_lines(cfg), *figures_markdown(cfg, "beyond"),
               "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
     if other:
@@ -357,12 +363,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "(*cause untested*) or by construction, by cause; then each other row that differs, what it "
               "measures and its cause.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
-    parts += [*table_section(cfg, "Appendix B: leaderboards and wide tables", APPENDIX_TABLES),
-              "## Appendix C: worked queries and the Table 2 examples", "",
+    parts += [f"## {APPENDIX_BEYOND}", "", *goal_lines(cfg, ledger), *ltr_lines(cfg),
+              *figures_markdown(cfg, "beyond"),
+              *table_section(cfg, APPENDIX_TABLES_HEADING, APPENDIX_TABLES),
+              f"## {APPENDIX_WORKED}", "",
               f"Every worked query and Table 2 example with its ground truth, PtR's stubs and both "
               f"top-{cfg.k} lists side by side is in [`{TEACHING_FILE}`]({TEACHING_FILE}), written beside "
               "this report; each link below opens the explorer while `make explore` serves it.", "",
-              *worked_links(material, cfg.k, cfg.run_name), "## Appendix D: this run", ""]
+              *worked_links(material, cfg.k, cfg.run_name), f"## {APPENDIX_RUN}", ""]
     if provenance:
         parts.append(provenance_markdown(provenance[0]))
         siblings = sorted(f"`{d.name}`" for d in cfg.out_dir.parent.glob(f"{cfg.run_name}-*") if d.is_dir())
