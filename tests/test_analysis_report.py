@@ -1328,3 +1328,54 @@ def test_the_answer_gives_g2_at_k_20_on_both_ground_truths(cfg):
     assert g2_gain_line(TableCache(cfg.tables_dir), refs).endswith(
         "(G2_instruction: -0.007 [-0.048, 0.034]) (paper: +0.066).")
     assert g2_gain_line(TableCache(cfg.tables_dir / "none"), refs) == ""
+
+
+def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_cause_explains(tmp_path):
+    """On G2_instruction the paper's recalls inside or outside this run's CIs, its difference on both
+    readings; the G2 gap unexplained by any tested cause in the limits; the ground truth's evidence."""
+    from toolbench_lib.report.front import fit_sentence, setup_limit
+    from toolbench_lib.report.setup_table import gt_fit
+
+    rows = pd.DataFrame({"id": ["a", "b", "c", "g2_ptr_minus_rtp_recall"],
+                         "subset": ["G2_instruction"] * 3 + ["G2"],
+                         "reading_of": ["g2_rtp_recall", "g2_ptr_recall", "g2_ptr_minus_rtp_recall", ""],
+                         "paper": [0.143, 0.188, 0.042, 0.042], "this_run": [0.174, 0.173, -0.001, -0.012],
+                         "ci_low": [0.138, 0.131, -0.036, -0.032], "ci_high": [0.216, 0.220, 0.034, 0.009],
+                         "status": ["consistent", "consistent", "differs", "differs"],
+                         "two_sample": ["", "", "consistent", "differs"],
+                         "cause": ["", "", "", "stub_breadth: breadth"],
+                         "cause_status": ["", "", "", "indicative, by a proxy (moves 0.003 of 0.054)"]})
+    assert fit_sentence(rows) == (
+        "On G2_instruction, whose ground truth fits the paper's G2, both of its G2 recalls lie inside this "
+        "run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 [-0.036, "
+        "0.034], leaves out the paper's +0.042, though not once the paper's own spread is counted "
+        "(two-sample reading)")
+    outside = rows.assign(status=["differs", "consistent", "differs", "differs"], two_sample="differs")
+    said = fit_sentence(outside)
+    assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.042")
+    assert fit_sentence(rows.iloc[3:]) == "" == fit_sentence(pd.DataFrame())
+    limit = setup_limit(rows)
+    assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
+    assert limit.endswith("no tested cause explains the G2 gap (PtR − RtP -0.012 against the paper's +0.042: "
+                          "`stub_breadth` is indicative, by a proxy (moves 0.003 of 0.054)).")
+    assert "G2 gap" not in setup_limit(rows.assign(cause_status="explained"))
+    pd.DataFrame({"subset": ["G1", "G1", "G2", "G2_instruction", "G2"], "mean": [5.29, 2.28, 5.99, 6.51, 2.5],
+                  "gt": ["candidates", "relevant", "candidates", "candidates", "relevant"]}).to_csv(
+        tmp_path / "data_gt_sizes.csv", index=False)
+    assert gt_fit(TableCache(tmp_path), {"g1_gt_size": 5.2, "g2_gt_size": 6.5}) == (
+        " (APIs per query: G1 5.290 against the paper's 5.2, relevant 2.280; G2 5.990, G2_instruction 6.510 "
+        "against the paper's 6.5, relevant 2.500); it credits every endpoint of a query's tools")
+    assert gt_fit(TableCache(tmp_path / "none"), {"g1_gt_size": 5.2}) == ""
+
+
+def test_the_two_tests_are_said_to_answer_different_questions():
+    from toolbench_lib.report.front import Ledger, two_questions
+
+    rows = pd.DataFrame({"retriever": ["dense", "dense", "bm25"], "subset": ["G1_instruction", "G2", "G1"],
+                         "p_runs_robustness": [0.00582, 0.0833, 0.001], "leader": ["RtP", "RtP", "RtP"]})
+    ledger = Ledger()
+    said = two_questions(rows, ledger, 0.3)
+    assert "over runs, with dense retrieval: G1 p = 0.00582 (RtP ahead), G2 p = 0.0833 (RtP ahead)." in said
+    assert said.endswith("temperature 0.3 (the paper's at 0), so their spread is not the paper's.")
+    assert ledger.as_dict()["dense G1 p over runs"] == "p = 0.00582"
+    assert "temperature" not in two_questions(rows, Ledger()) and two_questions(rows.iloc[2:], Ledger()) == ""

@@ -40,15 +40,20 @@ def _from_queries(cache: TableCache) -> str:
 
 def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
     """APIs per query on each ground truth beside the paper's count (``data_gt_sizes``; ``paper``: its
-    ``<set>_gt_size`` numbers), the evidence of which one its numbers fit (empty without the table)."""
+    ``<set>_gt_size`` numbers, as it prints them), G2_instruction's beside G2's: the evidence of which one
+    its numbers fit (empty without the table)."""
     sizes = cache.get("data_gt_sizes")
     if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
         return ""
     mean = sizes.set_index(["subset", "gt"])["mean"]
-    said = [f"{s} {fmt_number(mean[(s, PRIMARY.gt)])} against the paper's {fmt_number(paper[key])} "
-            f"(`relevant` {fmt_number(mean[(s, 'relevant')])})" for s in ("G1", "G2")
-            if (key := f"{s.lower()}_gt_size") in paper
-            and {(s, PRIMARY.gt), (s, "relevant")} <= set(mean.index)]
+    said = []
+    for s in ("G1", "G2"):
+        if (key := f"{s.lower()}_gt_size") not in paper or (s, PRIMARY.gt) not in mean.index:
+            continue
+        here = [f"{name} {fmt_number(mean[(name, PRIMARY.gt)])}" for name in (s, f"{s}_instruction")
+                if (name, PRIMARY.gt) in mean.index and (name == s or s != "G1")]
+        rel = f", relevant {fmt_number(mean[(s, 'relevant')])}" if (s, "relevant") in mean.index else ""
+        said.append(f"{', '.join(here)} against the paper's {paper[key]:g}{rel}")
     return (f" (APIs per query: {'; '.join(said)}); it credits every endpoint of a query's tools"
             if said else "")
 
