@@ -126,7 +126,7 @@ def _hand_cache() -> tuple[SimilarityCache, pd.DataFrame, pd.DataFrame]:
 
 def test_scale_study_full_size_on_hand_matrices():
     cache, queries, reg = _hand_cache()
-    scale, div = scale_study(cache, queries, reg, [None], seeds=[0, 1], k=2, progress=False)
+    scale, div, per_query = scale_study(cache, queries, reg, [None], seeds=[0, 1], k=2, progress=False)
     assert len(scale) == 2 and set(scale["seed"]) == {0}  # the whole index is evaluated once
     rtp = scale[scale["method"] == "rtp"].iloc[0]
     ptr = scale[scale["method"] == "ptr"].iloc[0]
@@ -138,11 +138,14 @@ def test_scale_study_full_size_on_hand_matrices():
     assert rtp["size"] == 6 and rtp["subset"] == "S"
     # q1: RtP {0,1} vs PtR {2,3}: disjoint; q2: RtP {2,3} vs PtR {3,4}: overlap.
     assert div["no_overlap_share"].tolist() == [0.5]
+    # each query's readings, kept for intervals that pool sets: q1 disjoint, q2 overlapping, neither identical
+    assert per_query["disjoint_share"].tolist() == [1.0, 0.0]
+    assert per_query["non_identical_share"].tolist() == [1.0, 1.0] and per_query["cluster"].nunique() == 2
 
 
 def test_scale_study_sub_registries_keep_gt_and_come_from_the_index():
     cache, queries, reg = _hand_cache()
-    scale, div = scale_study(cache, queries, reg, [3, None], seeds=[0, 1, 2], k=2, gt="relevant",
+    scale, div, _ = scale_study(cache, queries, reg, [3, None], seeds=[0, 1, 2], k=2, gt="relevant",
                              keep_gt="relevant", progress=False)
     small = scale[scale["target_size"] == 3]
     assert sorted(small["seed"].unique()) == [0, 1, 2] and (small["size"] == 3).all()
@@ -228,7 +231,7 @@ def test_cached_topk_equals_the_stored_merged_rankings(slice_cache, slice_study,
 
 
 def test_full_index_scale_row_equals_the_study_metrics(slice_cache, slice_study, slice_setup):
-    scale, _ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [None], [0], k=5,
+    scale, *_ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [None], [0], k=5,
                            progress=False)
     pq = per_query_runs(slice_study, 5).groupby(["subset", "method"])["recall"].mean()
     for _, row in scale.iterrows():
@@ -240,14 +243,14 @@ def test_full_index_scale_row_equals_the_study_metrics(slice_cache, slice_study,
 def test_slice_sub_registries_are_drawn_from_the_index_rows(slice_cache, slice_study, slice_setup):
     from toolbench_lib.analysis.scale import gt_column_sets
 
-    scale, div = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [600], [0, 1], k=5,
+    scale, div, _ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [600], [0, 1], k=5,
                              progress=False)
     assert (scale["size"] == 600).all() and len(div) == 3 * 2
     # The sampled columns are index columns, and each set's ground truth sits in its sub-registry:
     # a sub-registry that keeps every ground-truth API can only raise RtP's recall over the full index.
-    full, _ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [None], [0], k=20,
+    full, *_ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [None], [0], k=20,
                           progress=False)
-    small, _ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [600], [0], k=20,
+    small, *_ = scale_study(slice_cache, slice_study.queries, slice_setup.ds.registry, [600], [0], k=20,
                            progress=False)
     for method in ("rtp", "ptr"):
         a = full[full["method"] == method].set_index("subset")["recall"]

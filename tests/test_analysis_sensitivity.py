@@ -9,6 +9,7 @@ import pytest
 
 from toolbench_lib.analysis import sensitivity as se
 from toolbench_lib.analysis.similarity import SimilarityCache
+from toolbench_lib.eval.stats import grouped_bootstrap_ci
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import HIT_COLUMNS, study_of_hits
@@ -76,32 +77,39 @@ def test_g2_sets_and_verdict_from_the_numbers():
 
 
 def test_divergence_both_readings_per_set_and_pooled():
-    per_set = se.study_divergence(_study(), k=2).set_index("subset")
+    per_query = se.study_divergence(_study(), k=2)
+    read = se.divergence_readings(per_query, by=["retriever"]).set_index(["group", "reading"])
     # q1: identical in run 0, disjoint in run 1; q2 disjoint twice; q3 overlaps (never identical) twice;
     # q4 overlaps, then disjoint; q6's lists hold the same two APIs in another order: identical.
-    assert per_set.loc["G1", ["disjoint_share", "non_identical_share"]].tolist() == [0.75, 0.75]
-    assert per_set.loc["G2", ["disjoint_share", "non_identical_share"]].tolist() == [0.25, 1.0]
-    assert per_set.loc["G2_instruction", ["disjoint_share", "non_identical_share"]].tolist() == [0.25, 0.5]
-    read = se.divergence_readings(per_set.reset_index(), by=["retriever"]).set_index(["group", "reading"])
+    share = read["share"]
+    assert (share[("G1", "disjoint")], share[("G1", "non_identical")]) == (0.75, 0.75)
+    assert (share[("G2", "disjoint")], share[("G2", "non_identical")]) == (0.25, 1.0)
+    assert (share[("G2_instruction", "disjoint")], share[("G2_instruction", "non_identical")]) == (0.25, 0.5)
     pooled = read.loc[("G1+G2", "disjoint")]
     assert (pooled["share"], pooled["n_queries"], pooled["sets"]) == (0.5, 4, "G1, G2")
-    # Wilson 95% for 2 of 4, by its formula: centre 0.5, half-width 1.96 * sqrt(1/16 + 1.96²/64) / 1.9604.
-    half = 1.96 * np.sqrt(1 / 16 + 1.96**2 / 64) / (1 + 1.96**2 / 4)
-    assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-3)
+    # the interval resamples whole API samples, as every paired test: here each query is its own sample
+    x = per_query[per_query["subset"].isin(["G1", "G2"])]
+    lo, hi, _ = grouped_bootstrap_ci(x["disjoint_share"].to_numpy(), x["cluster"].to_numpy(), 2000)
+    assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((lo, hi))
     assert read.loc[("G1+G2", "non_identical"), "share"] == pytest.approx(0.875)
     assert read.loc[("G1–G3", "disjoint"), "share"] == pytest.approx(0.4)  # G3's q7 overlaps in both runs
+    one = per_query.assign(cluster="one sample")  # one cluster: nothing to resample, the CI is the point
+    joined = se.divergence_readings(one, by=["retriever"]).set_index(["group", "reading"])
+    assert joined.loc[("G1+G2", "disjoint"), ["ci_low", "ci_high"]].tolist() == pytest.approx([0.5, 0.5])
 
 
 def test_divergence_readings_by_size_average_seeds_and_the_verdict():
-    rows = [(1000, 0, "G1", 10, 0.8, 1.0), (1000, 1, "G1", 10, 0.6, 1.0), (1000, 0, "G2", 30, 0.9, 1.0),
-            (1000, 1, "G2", 30, 0.9, 1.0), (5000, 0, "G1", 10, 0.1, 0.9), (5000, 0, "G2", 30, 0.3, 1.0)]
-    table = pd.DataFrame(rows, columns=["size", "seed", "subset", "n_queries", "no_overlap_share",
-                                        "non_identical_share"]).rename(
-        columns={"no_overlap_share": "disjoint_share"})
+    rows = [(1000, s, "G1", f"G1:{i}", d, 1.0) for s, d in ((0, 0.8), (1, 0.6)) for i in range(10)] + \
+        [(1000, s, "G2", f"G2:{i}", 1.0 if i % 2 else 0.8, 1.0) for s in (0, 1) for i in range(30)] + \
+        [(5000, 0, "G1", f"G1:{i}", 0.1, 0.9) for i in range(10)] + \
+        [(5000, 0, "G2", f"G2:{i}", 0.3, 1.0) for i in range(30)]
+    table = pd.DataFrame(rows, columns=["size", "seed", "subset", "qkey", "disjoint_share",
+                                        "non_identical_share"]).assign(cluster=lambda t: t["qkey"])
     read = se.divergence_readings(table, by=["size"]).set_index(["size", "group", "reading"])
     assert read.loc[(1000, "G1", "disjoint"), "share"] == pytest.approx(0.7)  # the mean over seeds
     assert read.loc[(1000, "G1+G2", "disjoint"), "share"] == pytest.approx((0.7 * 10 + 0.9 * 30) / 40)
     assert read.loc[(5000, "G1+G2", "non_identical"), "share"] == pytest.approx((9 + 30) / 40)
+    assert read.loc[(1000, "G1+G2", "disjoint"), "n_queries"] == 40  # queries, not query-seed pairs
     verdict = se.divergence_verdict(read.reset_index(), {"smallest": 0.88, "full": 0.98}).set_index("reading")
     assert bool(verdict.loc["disjoint", "fits_smallest"]) and not verdict.loc["disjoint", "fits_full"]
     assert verdict.loc["non_identical", "fits_full"] and not verdict.loc["non_identical", "fits_smallest"]
@@ -199,10 +207,10 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     assert g2["g2_sets"]["subset"].tolist() == ["G2_category_original"]  # no G2_instruction study here
     assert g2["g2_verdict"].iloc[-1]["subset"] == "verdict"
     cache = query_similarities(slice_setup, slice_study)
-    scale, div = scale_study(cache, slice_study.queries, slice_setup.ds.registry, [600, None], [0, 1], k=5,
-                             progress=False)
-    claims = se.scale_tables(cache, slice_study.queries, slice_setup.ds.registry, div, [600, None], [0, 1],
-                             k=5)
+    scale, div, per_query = scale_study(cache, slice_study.queries, slice_setup.ds.registry, [600, None],
+                                        [0, 1], k=5, progress=False)
+    claims = se.scale_tables(cache, slice_study.queries, slice_setup.ds.registry, per_query, [600, None],
+                             [0, 1], k=5)
     claim = claims["scale_claim"]
     full = scale[scale["size"] == scale["size"].max()].set_index(["subset", "method"])["recall"]
     for _, r in claim[claim["size"] == claim["size"].max()].iterrows():
@@ -211,6 +219,13 @@ def test_notebook_calls_on_the_slice_study(slice_setup, slice_study):
     assert set(claims["scale_claim_verdict"]["subset"]) == {"G1", "G2", "G3"}
     assert claims["divergence_verdict"].iloc[-1]["text"].startswith("The paper's 88% and 98%")
     assert (claim["basis"] == "this run: mean of 2 runs, 2 seeds below the full registry").all()
+    read = claims["divergence_readings"].set_index(["size", "group", "reading"])
+    small = per_query[(per_query["target_size"] == 600) & per_query["subset"].isin(["G1", "G2"])]
+    by_query = small.groupby(["qkey", "cluster"])["disjoint_share"].mean().reset_index()  # seeds averaged
+    lo, hi, _ = grouped_bootstrap_ci(by_query["disjoint_share"].to_numpy(), by_query["cluster"].to_numpy(),
+                                     2000)
+    assert read.loc[(600, "G1+G2", "disjoint"), ["share", "ci_low", "ci_high"]].tolist() == pytest.approx(
+        [by_query["disjoint_share"].mean(), lo, hi])
     # The study's own top-5 lists give the scale study's full-registry divergence, both readings.
     mine = se.full_divergence_tables(slice_study, "slice")
     assert (mine["divergence_full"]["basis"] == "slice: mean of 2 runs").all()

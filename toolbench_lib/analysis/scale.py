@@ -94,15 +94,18 @@ def scale_draws(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
 def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
-                progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scale, scale_divergence)`` over :func:`scale_draws` (the whole index once, seed 0), PtR averaged
-    over ``runs`` (default: all), each divergence share with its 95% interval resampling API samples."""
+                progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(scale, scale_divergence, divergence_queries)`` over :func:`scale_draws` (the whole index once, seed
+    0), PtR averaged over ``runs`` (default: all), each divergence share with its 95% interval resampling
+    API samples; ``divergence_queries`` holds each query's two readings per draw (its share of PtR's runs
+    whose top-k is disjoint from RtP's, or not identical to it) and its cluster, for intervals that pool
+    sets (:func:`~toolbench_lib.analysis.sensitivity.divergence_readings`)."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")
     runs = list(cache.runs if runs is None else runs)
     draws = scale_draws(cache, queries, registry, sizes, seeds, k, gt, keep_gt, runs)
-    scale_rows, div_rows = [], []
+    scale_rows, div_rows, per_query_rows = [], [], []
     for subset, sq, sub, _, rtp_top, ptr_tops, gt_sets in tqdm(draws, desc="scale (size, seed, set)",
                                                                disable=not progress):
         base = {"size": len(sub.cols), "target_size": sub.target_size, "seed": sub.seed,
@@ -115,11 +118,17 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                                    "precision": arr[:, 1].mean(), "n_runs": len(tops), **extra})
         if ptr_tops:
             per_query = np.mean([no_overlap(rtp_top, top) for top in ptr_tops], axis=0)  # mean over runs
-            differ = float(np.mean([non_identical(rtp_top, top).mean() for top in ptr_tops]))
-            row = {**base, "no_overlap_share": float(per_query.mean()), "non_identical_share": differ,
-                   "n_runs": len(ptr_tops), **extra}
-            div_rows.append(with_ci(row, "no_overlap_share", per_query, clusters(queries, sq["qkey"])))
-    return pd.DataFrame(scale_rows), pd.DataFrame(div_rows)
+            differ = np.mean([non_identical(rtp_top, top) for top in ptr_tops], axis=0)
+            groups = clusters(queries, sq["qkey"])
+            row = {**base, "no_overlap_share": float(per_query.mean()),
+                   "non_identical_share": float(differ.mean()), "n_runs": len(ptr_tops), **extra}
+            div_rows.append(with_ci(row, "no_overlap_share", per_query, groups))
+            per_query_rows.append(pd.DataFrame({**base, "qkey": sq["qkey"].to_numpy(), "cluster": groups,
+                                                "disjoint_share": per_query, "non_identical_share": differ}))
+    per_query_table = (pd.concat(per_query_rows, ignore_index=True) if per_query_rows else
+                       pd.DataFrame(columns=["size", "target_size", "seed", "subset", "qkey", "cluster",
+                                             "disjoint_share", "non_identical_share"]))
+    return pd.DataFrame(scale_rows), pd.DataFrame(div_rows), per_query_table
 
 
 def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:

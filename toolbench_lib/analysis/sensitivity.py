@@ -11,10 +11,10 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import grouped_bootstrap_ci, wilson_ci
+from ..eval.stats import grouped_bootstrap_ci
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
-from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns
+from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns, with_ci
 from .references import load_references, paper_value
 from .retrievers import PAPER_PATTERN, families_of, top_k_overlaps
 from .scale import recall_precision, scale_draws
@@ -135,38 +135,40 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
 
 
 def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
-    """Per family and set: the shares of queries whose RtP and PtR top-k lists are disjoint and
-    non-identical (each query's share over PtR's runs); ``size`` is the registry's (0 when unknown)."""
+    """Per family and query: its shares of PtR's runs whose top-k list is disjoint from RtP's and not
+    identical to it, with its set and cluster (the API sample it was written from); ``size`` is the
+    registry's (0 when unknown)."""
     size = int(result.provenance.get("registry_size") or 0)
     f = top_k_overlaps(result, k).assign(disjoint=lambda x: x["shared"] == 0)
-    per_q = f.groupby(["retriever", "subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean()
-    return pd.DataFrame([{"retriever": family, "size": size, "subset": subset, "n_queries": len(g),
-                          "n_runs": result.n_runs, "disjoint_share": float(g["disjoint"].mean()),
-                          "non_identical_share": float(g["non_identical"].mean())}
-                         for (family, subset), g in per_q.groupby(level=[0, 1], sort=False)])
+    per_q = (f.groupby(["retriever", "subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean()
+             .reset_index().rename(columns={"disjoint": "disjoint_share",
+                                            "non_identical": "non_identical_share"}))
+    return per_q.assign(size=size, n_runs=result.n_runs, cluster=clusters(result.queries, per_q["qkey"]))
 
 
-def divergence_readings(per_set: pd.DataFrame, by: Sequence[str] = (),
+def divergence_readings(per_query: pd.DataFrame, by: Sequence[str] = (),
                         groups: Mapping[str, Sequence[str]] = GROUPS) -> pd.DataFrame:
-    """Both readings per set and pooled over each of ``groups`` (weighted by queries), with Wilson 95%
-    intervals; rows of ``per_set`` with the same ``by`` and set (seeds) are averaged first."""
+    """Both readings per set and pooled over each of ``groups``: each query's share (rows of ``per_query``
+    with the same ``by``, set and query, the seeds of a sub-registry size, averaged first), their mean over
+    the queries with a 95% interval that resamples whole API samples (``cluster``), as every paired test."""
     by = list(by)
     cols = ["disjoint_share", "non_identical_share"]
-    mean = per_set.groupby([*by, "subset"], sort=False).agg(
-        n_queries=("n_queries", "first"), **{c: (c, "mean") for c in cols}).reset_index()
+    q = per_query.groupby([*by, "subset", "qkey", "cluster"], sort=False)[cols].mean().reset_index()
     rows = []
-    for key, g in (mean.groupby(by, sort=False) if by else [((), mean)]):
+    for key, g in (q.groupby(by, sort=False) if by else [((), q)]):
         key = key if isinstance(key, tuple) else (key,)
-        units = [(s, (s,)) for s in g["subset"]] + [(name, tuple(sets)) for name, sets in groups.items()
-                                                    if set(sets) <= set(g["subset"])]
-        for name, sets in units:
-            part = g[g["subset"].isin(sets)]
-            n = int(part["n_queries"].sum())
+        sets = list(dict.fromkeys(g["subset"]))
+        units = [(s, (s,)) for s in sets] + [(name, tuple(m)) for name, m in groups.items()
+                                             if set(m) <= set(sets)]
+        for name, members in units:
+            part = g[g["subset"].isin(members)]
             for reading in READINGS:
-                share = float((part[f"{reading}_share"] * part["n_queries"]).sum() / n) if n else float("nan")
-                lo, hi = wilson_ci(share * n, n)
-                rows.append({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(sets),
-                             "reading": reading, "share": share, "ci_low": lo, "ci_high": hi, "n_queries": n})
+                x = part[f"{reading}_share"].to_numpy(dtype=float)
+                row = with_ci({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(members),
+                               "reading": reading, "share": float(x.mean()) if len(x) else float("nan"),
+                               "n_queries": len(x)}, "share", x, part["cluster"].to_numpy())
+                low, high = row.pop("share_ci_low"), row.pop("share_ci_high")
+                rows.append({**row, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows)
 
 
@@ -350,17 +352,18 @@ def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequen
 
 
 def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,
-                 divergence: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int], k: int = K,
-                 gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
+                 divergence_queries: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int],
+                 k: int = K, gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
                  ) -> dict[str, pd.DataFrame]:
-    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (of the scale study's ``divergence``
-    table, at the target sizes) and ``divergence_verdict`` against the paper's two figures."""
+    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (of the scale study's per-query
+    ``divergence_queries``, at the target sizes) and ``divergence_verdict`` against the paper's two
+    figures."""
     where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
-    per_set = divergence.rename(columns={"no_overlap_share": "disjoint_share"})
-    if "target_size" in per_set:  # sets pooled at one size even where a set's ground truth raised its own
-        per_set = per_set.assign(size=per_set["target_size"])
-    readings = divergence_readings(per_set, ["size"]).assign(basis=where)
+    per_query = divergence_queries
+    if "target_size" in per_query:  # sets pooled at one size even where a set's ground truth raised its own
+        per_query = per_query.assign(size=per_query["target_size"])
+    readings = divergence_readings(per_query, ["size"]).assign(basis=where)
     paper = {"smallest": paper_value("divergence_smallest"), "full": paper_value("divergence_full")}
     return {"scale_claim": claim, "scale_claim_verdict": scale_claim_verdict(claim),
             "divergence_readings": readings, "divergence_verdict": divergence_verdict(readings, paper)}

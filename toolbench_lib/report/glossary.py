@@ -68,8 +68,9 @@ GLOSSARY: tuple[Term, ...] = (
          "A 95% CI of a mean over queries (a recall, a share of queries won) from resampling ToolBench's API "
          "samples (the clustered test's clusters) with replacement: the 2.5th and 97.5th percentiles of the "
          "resampled means. A paired difference (PtR − RtP) gets the clustered paired t-test's own interval, "
-         "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence pooled over sets "
-         "(`divergence_readings`) keeps a Wilson interval over queries, which leaves the samples out.",
+         "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence, per set or pooled over "
+         "sets (`divergence_readings`), resamples the samples alike, each query's share averaged over runs "
+         "and seeds first.",
          "eval.stats.grouped_bootstrap_ci, eval.stats.t_ci"),
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
