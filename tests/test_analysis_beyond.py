@@ -11,6 +11,7 @@ import pytest
 from tests.test_fusion import synthetic_study
 from toolbench_lib.analysis import beyond, fusion_board
 from toolbench_lib.eval.evaluation import score_rankings
+from toolbench_lib.report.appendix import APPENDIX_BEYOND
 from toolbench_lib.retrieval import fused
 
 
@@ -139,10 +140,10 @@ def test_report_states_notebook_10s_goal_result(tmp_path, scored) -> None:
     goal = fusion_board.goal_table(scores, 5)
     save_table(goal, "beyond_goal", cfg, "provenance line")
     text = write_report(cfg).read_text()
-    section = text.split("## Beyond the paper")[1].split("\n## ")[0]
-    assert ("On the main study (the dense family only): " + fusion_board.goal_summary(goal)) \
-        in section
-    assert text.index("## Beyond the paper") < text.index("## Appendix A")
+    section = text.split(f"## {APPENDIX_BEYOND}")[1].split("\n## ")[0]
+    assert "On the main study (the dense family only, every fused method of notebook 10, not only the ones " \
+           "chosen above): " + fusion_board.goal_summary(goal) in section
+    assert text.index("## Appendix A") < text.index(f"## {APPENDIX_BEYOND}") < text.index("## Appendix D")
 
 
 def test_unseen_queries_drop_repeated_sets() -> None:

@@ -907,7 +907,9 @@ def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
     claims = report.assign(claim=[True, False, False, False])  # a and d are consistent, a a claim in words
-    assert scorecard_lines(claims)[0].startswith("- *consistent* (2, 1 of them a claim in words): each")
+    assert scorecard_lines(claims)[0].startswith("- *consistent* (2: 1 claims in words): each")
+    again = claims.assign(reading_of=["x", "", "", "d0"])  # a claim read again counts with the readings
+    assert scorecard_lines(again)[0].startswith("- *consistent* (2: 2 read again): each")
 
 
 def test_each_family_s_g2_instruction_row_sits_right_after_its_g2_row():
@@ -1169,8 +1171,8 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
         entry(r"pass rate 0.855{\pm}0.020 vs. 0.747{\pm}0.015 (p{<}0.001)", 0.855, 0.02)]}  # two-sample
     (line,) = printed_p_lines(refs)
     assert line.startswith("Its G2 precision p = 0.039 does not follow from its own numbers by its")
-    assert line.endswith(": 0.204 ± 0.007 over 4 runs against 0.167 gives p = 0.00181, smaller than it "
-                         "prints, so its conclusion stands.")
+    assert line.endswith(": 0.204 ± 0.007 (its SD) over 4 runs against 0.167 gives p = 0.00181, smaller "
+                         "than it prints, so its conclusion stands.")
 
 
 def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():

@@ -219,3 +219,14 @@ def test_a_figure_drawn_on_a_sample_of_its_own_says_which_in_its_caption(tmp_pat
     caption = next(p for p in figures_markdown(cfg, "ablations") if p.startswith("*Figure"))
     assert caption.endswith("Its sample: 40–50 queries per set, a sub-registry of 2,000 APIs.")
     assert scope_text(cfg, "figure2") == ""
+
+
+def test_the_report_lists_its_sections_in_one_line_outside_the_fronts_words():
+    from toolbench_lib.report.checks import front_text, words
+    from toolbench_lib.report.write import contents_line
+
+    md = "# T\n\n## The question and the answer\n\nword word\n\n## Setup and data (§3)\n\nx\n"
+    line = contents_line(md)
+    assert line == ("**Contents.** [The question and the answer](#the-question-and-the-answer) · "
+                    "[Setup and data](#setup-and-data-3)")
+    assert words(front_text(md.replace("# T\n", f"# T\n\n{line}\n"))) == words(front_text(md)) == 8

@@ -44,7 +44,7 @@ def printed_p_lines(refs: dict) -> list[str]:
         test = f"its *“{QUOTES['one_sample']}”*" if not lines else "the same test"
         if not printed / 2 <= p <= printed * 2:
             lines.append(f"Its {e['subset']} {e['metric']} p = {m.group(5)} does not follow from its own "
-                         f"numbers by {test}: {ptr} ± {std} over {PAPER_RUNS} runs "
+                         f"numbers by {test}: {ptr} ± {std} (its SD) over {PAPER_RUNS} runs "
                          f"against {rtp} gives {fmt_p(p)}, "
                          + ("smaller than it prints, so its conclusion stands." if p < printed else
                             "larger than it prints."))

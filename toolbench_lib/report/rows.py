@@ -138,10 +138,12 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     how = pd.Series(report.get("cause_status", ""), index=report.index)
     untested = (report["status"] == DIFFERS) & how.isin([SETUP, BY_CONSTRUCTION])
     differs = (report["status"] == DIFFERS) & ~untested
-    def count(g: pd.DataFrame) -> str:  # the claims in words among them, as the front counts them apart
-        claims = int(g["claim"].astype(bool).sum()) if "claim" in g else 0
-        said = "a claim" if claims == 1 else "claims"
-        return fmt_count(len(g)) + (f", {fmt_count(claims)} of them {said} in words" if claims else "")
+    def count(g: pd.DataFrame) -> str:  # the claims in words and the second readings, as counted apart above
+        claims = g["claim"].fillna(False).astype(bool) if "claim" in g else pd.Series(False, index=g.index)
+        again = g["reading_of"].fillna("") != "" if "reading_of" in g else pd.Series(False, index=g.index)
+        parts = [f"{fmt_count(n)} {what}" for n, what in (
+            ((claims & ~again).sum(), "claims in words"), (again.sum(), "read again")) if n]
+        return fmt_count(len(g)) + (f": {', '.join(parts)}" if parts else "")
 
     lines = []
     for status, g in report[~differs & ~untested].groupby("status", sort=False):

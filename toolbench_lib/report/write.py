@@ -177,7 +177,8 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
              "The fused and learned methods over every retriever family were not run (notebook 12 scores "
              "them)."]
     if main is not None and not main.empty and "baselines" in main:
-        lines.append("On the main study (the dense family only): " + goal_summary(main))
+        lines.append("On the main study (the dense family only, every fused method of notebook 10, not only "
+                     "the ones chosen above): " + goal_summary(main))
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
@@ -384,7 +385,14 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     else:
         parts.append(f"No stored study found under `{cfg.out_dir / 'runs'}`.")
     parts[glossary_at:glossary_at] = glossary_section(material, "\n".join(parts))
+    parts[1:1] = ["", contents_line("\n".join(parts))]
     return md_compact(number_figures("\n".join(parts).rstrip())) + "\n"
+
+
+def contents_line(markdown: str) -> str:
+    """The report's sections in one line of links, its table of contents (the page has its own)."""
+    heads = re.findall(r"(?m)^## (.+)$", markdown)
+    return "**Contents.** " + " · ".join(f"[{h.split(' (§')[0]}](#{anchor(h)})" for h in heads)
 
 
 QUANTITIES_FILE = "report_quantities.json"
