@@ -323,6 +323,11 @@ def test_budget_check_by_hand(study):
     assert g1["ptr_k5_recall_ci_low"] <= 0.875 <= g1["ptr_k5_recall_ci_high"]
     # every G1 query has RtP recall@10 = 1.0: no spread
     assert g1["rtp_k10_recall_ci_low"] == g1["rtp_k10_recall_ci_high"] == pytest.approx(1.0)
+    # the two compared query by query: the mean of the differences, inside the paired test's CI
+    for s in ("G1", "G2"):
+        r = row(b, subset=s)
+        assert r["rtp10_minus_ptr5"] == pytest.approx(r["rtp_k10_recall"] - r["ptr_k5_recall"])
+        assert r["rtp10_minus_ptr5_ci_low"] <= r["rtp10_minus_ptr5"] <= r["rtp10_minus_ptr5_ci_high"]
 
 
 # --------------------------------------------------------------------------- trajectories

@@ -23,7 +23,8 @@ RATIO_COLUMNS = ("recall_ratio", "recall_ratio_vs_k1", *ci_of("recall_ratio_vs_k
 ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
                   *ci_of("recall_gain_vs_k1"), *RATIO_COLUMNS, "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
-BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall")]
+BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall"),
+                "rtp10_minus_ptr5", *ci_of("rtp10_minus_ptr5")]
 
 
 def stored_depth(result: StudyResult) -> int:
@@ -87,8 +88,11 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
 
 def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """RtP's recall at k = 10 beside PtR's at k = 5 (PtR's stubs search several times the APIs RtP does),
-    with their CIs, and RtP at 5 and PtR at 10."""
-    ab = k_ablation(result, [5, 10], gts)
+    with their CIs, and RtP at 5 and PtR at 10; ``rtp10_minus_ptr5``: the two compared query by query, with
+    the paired test's CI (clustered as in ``compare``)."""
+    ab, ev = k_ablation(result, [5, 10], gts), evaluate(result)
+    clusters = ev.groups if ev.groups is not None else ev.qkeys
+    aliases = np.array([subset_alias(s) for s in ev.subsets])
     rows = []
     for (subset, gt), g in ab.groupby(["subset", "gt"], sort=False):
         g = g.set_index(["method", "k"])
@@ -97,6 +101,12 @@ def budget_check(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd
             r = g.loc[(method, k)] if (method, k) in g.index else None
             for end in ("", "_ci_low", "_ci_high") if (method, k) in (("rtp", 10), ("ptr", 5)) else ("",):
                 row[f"{method}_k{k}_recall{end}"] = np.nan if r is None else float(r[f"recall{end}"])
+        if {"rtp", "ptr"} <= set(ev.methods):
+            mask = aliases == subset
+            d = (ev.values("recall", 10, gt).mean(axis=1)[ev.methods.index("rtp")][mask]
+                 - ev.values("recall", 5, gt).mean(axis=1)[ev.methods.index("ptr")][mask])
+            row["rtp10_minus_ptr5"] = float(d.mean())
+            row["rtp10_minus_ptr5_ci_low"], row["rtp10_minus_ptr5_ci_high"] = t_ci(d, groups=clusters[mask])
         rows.append(row)
     return pd.DataFrame(rows, columns=[*BUDGET_COLUMNS, *BUDGET_EXTRA])
 
