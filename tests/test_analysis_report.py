@@ -907,7 +907,7 @@ def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():
     assert table.count("\n") == 2 and "| b " in table and "differs (below); unexplained" in table
     assert scorecard_lines(report[report["status"] != "differs"])[-1] == "- *not scored* (1): `c`"
     claims = report.assign(claim=[True, False, False, False])  # a and d are consistent, a a claim in words
-    assert scorecard_lines(claims)[0].startswith("- *consistent* (2: 1 claims in words): each")
+    assert scorecard_lines(claims)[0].startswith("- *consistent* (2: 1 claim in words): each")
     again = claims.assign(reading_of=["x", "", "", "d0"])  # a claim read again counts with the readings
     assert scorecard_lines(again)[0].startswith("- *consistent* (2: 2 read again): each")
 

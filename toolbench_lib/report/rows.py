@@ -141,8 +141,9 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     def count(g: pd.DataFrame) -> str:  # the claims in words and the second readings, as counted apart above
         claims = g["claim"].fillna(False).astype(bool) if "claim" in g else pd.Series(False, index=g.index)
         again = g["reading_of"].fillna("") != "" if "reading_of" in g else pd.Series(False, index=g.index)
+        alone = int((claims & ~again).sum())
         parts = [f"{fmt_count(n)} {what}" for n, what in (
-            ((claims & ~again).sum(), "claims in words"), (again.sum(), "read again")) if n]
+            (alone, "claim in words" if alone == 1 else "claims in words"), (again.sum(), "read again")) if n]
         return fmt_count(len(g)) + (f": {', '.join(parts)}" if parts else "")
 
     lines = []
