@@ -118,7 +118,7 @@ def _hits() -> pd.DataFrame:
     for (run, q), stubs in STUBS.items():
         for i, (_, api, score) in enumerate(stubs):
             rows.append((key(q), "ptr", run, i, 1, 1, api, score))
-            rows.append((key(q), "ptr", run, i, 2, 2, "a", score - 0.01))  # rank 2 never counts
+            rows.append((key(q), "ptr", run, i, 2, 2, "a", score - 0.01))  # rank 2: only in a stub's top k
     return pd.DataFrame(rows, columns=HIT_COLUMNS)
 
 
@@ -389,10 +389,14 @@ def test_stub_stats_by_hand(study):
     assert g1["unique_name_share"] == pytest.approx(5 / 6)  # run 0: 2 of 3 names, run 1: 2 of 2
     assert g1["unique_name_share_per_query"] == pytest.approx(1.0)
     assert (g1["stub_hit_share"], g1["cos_correct"], g1["cos_incorrect"]) == pytest.approx((0.6, 2 / 3, 0.65))
+    # "match a relevant API at all": any of a stub's own top k; q1's first stub in run 0 finds "a" second
+    assert g1["stub_hit_share_topk"] == pytest.approx(0.8)
+    assert g1["stub_hit_share_topk_ci_low"] <= 0.8 <= g1["stub_hit_share_topk_ci_high"]
     assert g1["fallback_share"] == 0.0
     g2 = row(t, subset="G2", gt="candidates")
     assert g2["unique_name_share_per_query"] == pytest.approx(0.875)  # "Get D" and "GET D" are one name
     assert (g2["stub_hit_share"], g2["cos_correct"], g2["cos_incorrect"]) == pytest.approx((0.4, 0.525, 0.6))
+    assert g2["stub_hit_share_topk"] == pytest.approx(0.4)  # "a" is no G2 query's
     assert g2["fallback_share"] == pytest.approx(0.25)
 
 

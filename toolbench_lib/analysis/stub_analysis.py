@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import K
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, clusters, subset_alias
 from ..eval.stats import cluster_difference_ci, cluster_mean_ci, wilson_ci
 from ..study.stored import StudyResult
@@ -19,7 +20,7 @@ STUB_COLUMNS = ["subset", "stubs_per_query", "unique_name_share", "stub_hit_shar
                 "cos_incorrect", "fallback_share"]
 STUB_EXTRA = ["unique_name_share_per_query", "gt", "n_stubs", "n_stub_sets", "n_matched", "n_hits",
               *ci_of("stubs_per_query", "unique_name_share", "stub_hit_share", "cos_correct",
-                     "cos_incorrect"),
+                     "cos_incorrect"), "stub_hit_share_topk", *ci_of("stub_hit_share_topk"),
               "cos_gap", *ci_of("cos_gap"), "cos_sd"]
 EXAMPLE_COLUMNS = ["subset", "correct", "qkey", "query", "stub_name", "top1_api_id", "score", "run"]
 OVERHEAD_COLUMNS = ["subset", "rtp_tokens", "ptr_tokens", "overhead_pct", "rtp_latency_s", "ptr_latency_s"]
@@ -29,16 +30,23 @@ COST_COLUMNS = [f"{v}_{m}" for v in ("tokens", "latency_s") for m in ("rtp_plan"
 
 
 def stub_top1(result: StudyResult, gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """Every stub with its subset, query, own top-1 API, cosine and whether that API is ground truth."""
+    """Every stub with its subset, query, own top-1 API, cosine and whether that API is ground truth
+    (``correct``); ``any_correct``: whether any API of its own top k (the study's k) is."""
     truth = result.qrels(gt)
     st = result.stubs.merge(result.queries[["qkey", "subset", "query"]], on="qkey")
     h = result.text_rankings
-    top1 = h[(h["method"] == "ptr") & (h["rank"] == 1)]
-    top1 = top1[["qkey", "run", "text_idx", "api_id", "score"]].rename(columns={"text_idx": "stub_idx"})
-    st = st.merge(top1, on=["qkey", "run", "stub_idx"], how="left")
+    k = int(result.provenance.get("settings", {}).get("k", K))
+    mine = h[(h["method"] == "ptr") & (h["rank"] <= k)].rename(columns={"text_idx": "stub_idx"})
+    mine = mine.assign(hit=[a in truth.get(q, set())
+                            for q, a in zip(mine["qkey"], mine["api_id"], strict=True)])
+    top1 = mine.loc[mine["rank"] == 1, ["qkey", "run", "stub_idx", "api_id", "score"]]
+    any_hit = mine.groupby(["qkey", "run", "stub_idx"])["hit"].any().rename("any_correct").reset_index()
+    st = st.merge(top1, on=["qkey", "run", "stub_idx"], how="left").merge(
+        any_hit, on=["qkey", "run", "stub_idx"], how="left")
     correct = [isinstance(a, str) and a in truth.get(q, set()) for q, a in
                zip(st["qkey"], st["api_id"], strict=True)]
-    return st.assign(correct=np.asarray(correct, dtype=bool))
+    return st.assign(correct=np.asarray(correct, dtype=bool),
+                     any_correct=st["any_correct"].fillna(False).astype(bool))
 
 
 def stub_stats(result: StudyResult, gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
@@ -73,7 +81,9 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> d
     with_ci(row, "stubs_per_query", per_query.to_numpy(dtype=float), clusters(queries, per_query.index))
     per_run = len(s) / max(1, s["run"].nunique())
     row["unique_name_share_ci_low"], row["unique_name_share_ci_high"] = wilson_ci(pooled * per_run, per_run)
+    row["stub_hit_share_topk"] = float(matched["any_correct"].mean())
     for name, part, values in (("stub_hit_share", matched, matched["correct"].astype(float)),
+                               ("stub_hit_share_topk", matched, matched["any_correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
         row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["cluster"])

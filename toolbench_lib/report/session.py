@@ -244,9 +244,12 @@ def g2_note(c: TableCache) -> str:
 
 
 def stub_hits(c: TableCache) -> str:
+    """The stub hit share read both ways: a stub's top API, and any API of its own top k ("at all")."""
     def one(s: str) -> str:
-        return f"{s} {fmt_number(value(c, 'stub_stats', 'stub_hit_share', subset=s, gt='candidates'))}"
-    return f"stub hit share {per_set(one)} (`stub_stats`: stub_hit_share, candidates)"
+        top, any_k = (fmt_number(value(c, "stub_stats", col, subset=s, gt="candidates"))
+                      for col in ("stub_hit_share", "stub_hit_share_topk"))
+        return f"{s} {top} (any of its top k: {any_k})"
+    return f"stub hit share {per_set(one)} (`stub_stats`: stub_hit_share, stub_hit_share_topk, candidates)"
 
 
 def decomposers(c: TableCache) -> str:
