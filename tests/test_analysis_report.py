@@ -729,13 +729,12 @@ def test_one_answer_sentence_follows_the_verdicts():
              "G3_instruction_original": ("RtP", False, "not reproduced")}
     bm25 = {"G1": ("RtP", True, "reproduced"), "G2_category_original": ("PtR", True, "reproduced"),
             "G3_instruction_original": ("PtR", True, "reproduced")}
-    text = answer_sentence(rows({"dense": dense, "bm25": bm25}), {"G1": -0.05, "G2": 0.042}, "- Dense test.",
-                           "Beyond test.")
-    assert text == (  # the paper's G2 difference as its §5 states it, beside the difference of its means
+    text = answer_sentence(rows({"dense": dense, "bm25": bm25}), "- Dense test.", "Beyond test.")
+    assert text == (  # the paper's differences are those of its means (its §5's: where it disagrees)
         "**The answer.** With dense retrieval, the paper's:\n\n"
         "- **G1:** RtP leads, as in the paper (paper: -0.050).\n"
         "- **G2:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
-        "run's CI; its §5 says +0.042).\n"
+        "run's CI).\n"
         "- **G3:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
         "run's CI).\n"
         "- Dense test.\n\n"
@@ -941,13 +940,28 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     assert crossover_limits(rows, {"`relevant`": rows, "G2_instruction": g2i.assign(significant=True)}) == {}
     assert crossover_limits(rows, {"`relevant`": None}) == {}
     limits = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-    weakly = "; a smaller stub writer may itself favour RtP, so this corroborates the paper only weakly."
+    weakly = ("; a smaller stub writer may itself favour RtP, and so may `candidates`, which credits every "
+              "endpoint of a tool the query names, so this corroborates the paper only weakly.")
     assert bottom_line(rows, limits, kappa=0.062, solved_blind=0.623, fit="On G2_instruction, more") == (
         f"**In short.** RtP's G1 lead reproduces with dense retrieval{weakly} PtR's G2 lead does not appear "
-        "with this run's embedder and smaller stub writer (with hybrid retrieval the same stubs do), so the "
-        "paper's setup stays untested. On G2_instruction, more. Pass rates cannot be checked: this run's "
+        "with this run's embedder and smaller stub writer, so the paper's setup stays untested; with hybrid "
+        "retrieval the same stubs do lead. On G2_instruction, more. Pass rates cannot be checked: this run's "
         "judge calls 0.623 of plans naming no ground-truth API \"Solved\". Exploratory, beyond the paper: "
         "with hybrid retrieval the paper's crossover appears, though not on `relevant` or G2_instruction.")
+    # a lead of the paper's size this run would likely detect: the missing one fails for this setup; with the
+    # G2_instruction rows, where the same stubs lead in both G2 files or one
+    papers = rows.assign(paper_rtp=0.143, paper_ptr=0.188,
+                         subset=rows["subset"].replace("G2", "G2_category_original"))
+    g2i = pd.DataFrame({"retriever": ["hybrid"], "subset": ["G2_instruction"], "leader": ["PtR"],
+                        "significant": [False]})
+    said = bottom_line(papers, power={"G2": 0.03}, g2i=g2i)
+    assert ("PtR's G2 lead does not appear on G2_category_original (the primary file: nearest the paper's "
+            "query count) with this run's embedder and smaller stub writer, though this run would likely "
+            "detect one of the paper's +0.045 (80% power from 0.030): it fails for this setup, and the "
+            "paper's own setup stays untested; with hybrid (G2_category_original only) retrieval the same "
+            "stubs do lead.") in said
+    assert "would likely detect" not in bottom_line(papers, power={"G2": 0.05})
+    assert "hybrid (both G2 files)" in bottom_line(papers, g2i=g2i.assign(significant=True))
     # Holm over every comparison at once pools the exploratory families: the families' section says it
     ps = rows.assign(p=[0.03, 0.001, 0.001, 0.001, 0.5, 0.5])  # hybrid G1 at 0.03 * 4 = 0.12 goes
     assert "Holm" not in bottom_line(ps, limits)
@@ -1154,8 +1168,8 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     (line,) = power_lines(cfg)
     # half-width 0.1 is 1.960 standard errors; 80% power at 0.05 needs (1.960 + 0.842) of them: 0.143
     assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
-    assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G1 a difference of the "
-                         "paper's size would likely go undetected here.")
+    assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G3 one of the paper's size "
+                         "would likely be detected here; on G1 one would likely go undetected.")
 
 
 def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
@@ -1194,7 +1208,7 @@ def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():
             "0.000 to 0.090, so the paper's" in capped and capped.endswith("evidence_*, kappa, kappa_max)."))
 
 def test_the_limits_say_how_many_groups_of_related_queries_each_set_holds():
-    from toolbench_lib.report.front import grouped_line, limits
+    from toolbench_lib.report.setup_table import grouped_line, limits
 
     rows = pd.DataFrame({
         "retriever": ["dense", "dense", "bm25"], "subset": ["G1_instruction", "G2_category_original", "G3"],
@@ -1305,19 +1319,23 @@ def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
     assert _from_queries(TableCache(tmp_path)) == " (1,597 from query api_lists)"
 
 
-def test_the_answer_gives_g2_at_k_20_on_both_ground_truths(cfg):
-    """PtR − RtP on G2 at k = 20, unadjusted: `candidates` (the primary) first with G2_instruction's beside
-    it, then `relevant`, named as not the paper's ground truth, beside the paper's own gain at k = 20;
-    nothing without the table."""
+def test_the_answer_gives_g2_as_k_grows_then_at_k_20_on_both_ground_truths(cfg):
+    """PtR − RtP on G2 as k grows: the change from k = 1 to 20 on `candidates` (the paper's "grows with k")
+    first, then at k = 20 itself, unadjusted, with G2_instruction's beside it, then `relevant`, named as not
+    the paper's ground truth, beside the paper's own gain at k = 20; nothing without the table."""
     from toolbench_lib.report.write import g2_gain_line
 
     refs = load_references()
     table = pd.DataFrame({"subset": ["G2_category_original"] * 3, "method": ["ptr", "ptr", "rtp"],
                           "gt": ["relevant", "candidates", "candidates"], "k": [20, 20, 20],
                           "recall_gain": [0.062, 0.021, 0.021], "recall_gain_ci_low": [0.020, -0.007, -0.007],
-                          "recall_gain_ci_high": [0.104, 0.049, 0.049]})
+                          "recall_gain_ci_high": [0.104, 0.049, 0.049],
+                          "recall_gain_vs_k1": [0.05, 0.027, 0.027],
+                          "recall_gain_vs_k1_ci_low": [0.0, 0.001, 0.001],
+                          "recall_gain_vs_k1_ci_high": [0.1, 0.052, 0.052]})
     save_table(table, "k_ablation", cfg)
-    head = "- **PtR − RtP on G2 at k = 20** (unadjusted, one cell of the k ablation): on `candidates` "
+    head = ("- **PtR − RtP on G2 as k grows:** from k = 1 to 20 it changes by +0.027 [0.001, 0.052] on "
+            "`candidates` (paper: +0.052); at k = 20 itself (unadjusted, one cell of the k ablation) ")
     assert g2_gain_line(TableCache(cfg.tables_dir), refs) == (
         f"{head}+0.021 [-0.007, 0.049]; on `relevant`, not the ground truth the paper's numbers fit, +0.062 "
         "[0.020, 0.104] (paper: +0.066).")
@@ -1329,14 +1347,17 @@ def test_the_answer_gives_g2_at_k_20_on_both_ground_truths(cfg):
     save_table(table.iloc[1:], "k_ablation", cfg)
     assert g2_gain_line(TableCache(cfg.tables_dir), refs).endswith(
         "(G2_instruction: -0.007 [-0.048, 0.034]) (paper: +0.066).")
+    save_table(table.drop(columns=["recall_gain_vs_k1_ci_low"]), "k_ablation", cfg)  # no trend: k = 20 only
+    assert g2_gain_line(TableCache(cfg.tables_dir), refs).startswith(
+        "- **PtR − RtP on G2 as k grows:** at k = 20 itself")
     assert g2_gain_line(TableCache(cfg.tables_dir / "none"), refs) == ""
 
 
 def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_cause_explains(tmp_path):
     """On G2_instruction the paper's recalls inside or outside this run's CIs, its difference on both
     readings; the G2 gap unexplained by any tested cause in the limits; the ground truth's evidence."""
-    from toolbench_lib.report.front import fit_sentence, setup_limit
-    from toolbench_lib.report.setup_table import gt_fit
+    from toolbench_lib.report.front import fit_sentence
+    from toolbench_lib.report.setup_table import gt_fit, setup_limit
 
     rows = pd.DataFrame({"id": ["a", "b", "c", "g2_ptr_minus_rtp_recall"],
                          "subset": ["G2_instruction"] * 3 + ["G2"],
@@ -1347,14 +1368,15 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
                          "two_sample": ["", "", "consistent", "differs"],
                          "cause": ["", "", "", "stub_breadth: breadth"],
                          "cause_status": ["", "", "", "indicative, by a proxy (moves 0.003 of 0.054)"]})
-    assert fit_sentence(rows) == (
-        "On G2_instruction, whose ground truth fits the paper's G2, both of its G2 recalls lie inside this "
-        "run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 [-0.036, "
-        "0.034], leaves out the paper's +0.042, though not once the paper's own spread is counted "
-        "(two-sample reading)")
-    outside = rows.assign(status=["differs", "consistent", "differs", "differs"], two_sample="differs")
+    assert fit_sentence(rows) == (  # against the difference of the paper's means, +0.045, as the answer's
+        "On G2_instruction, the file whose ground truth fits the paper's G2, both of its G2 recalls lie "
+        "inside this run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 "
+        "[-0.036, 0.034], leaves out the paper's +0.045, though not once the paper's own spread is counted "
+        "(a two-sample reading)")
+    outside = rows.assign(status=["differs", "consistent", "differs", "differs"],
+                          ci_high=[0.216, 0.220, 0.010, 0.009])  # +0.045 beyond even a √2-widened CI
     said = fit_sentence(outside)
-    assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.042")
+    assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.045")
     assert fit_sentence(rows.iloc[3:]) == "" == fit_sentence(pd.DataFrame())
     limit = setup_limit(rows)
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
@@ -1381,3 +1403,15 @@ def test_the_two_tests_are_said_to_answer_different_questions():
     assert said.endswith("temperature 0.3 (the paper's at 0), so their spread is not the paper's.")
     assert ledger.as_dict()["dense G1 p over runs"] == "p = 0.00582"
     assert "temperature" not in two_questions(rows, Ledger()) and two_questions(rows.iloc[2:], Ledger()) == ""
+
+
+def test_the_papers_ground_truth_words_are_set_against_its_counts():
+    from toolbench_lib.report.against import gt_text_line
+
+    sizes = pd.DataFrame({"subset": ["G1", "G1", "G2_instruction", "G2_instruction"],
+                          "gt": ["candidates", "relevant"] * 2, "mean": [5.288, 2.276, 6.509, 2.443]})
+    (line,) = gt_text_line({"g1_gt_size": 5.2, "g2_gt_size": 6.5}, sizes)
+    assert line.startswith("It defines ground truth as *“all APIs executed in the reference solution”*, yet "
+                           "its APIs per query, G1 5.2 (here 5.288 on `candidates`, 2.276 on `relevant`) and "
+                           "G2 6.5 (here 6.509 on `candidates`, 2.443 on `relevant`, G2_instruction), fit")
+    assert gt_text_line({"g1_gt_size": 5.2}, None) == [] == gt_text_line({}, sizes)

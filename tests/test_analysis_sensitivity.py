@@ -72,6 +72,11 @@ def test_g2_sets_and_verdict_from_the_numbers():
     assert far["paper_diffs_in_ci"].iloc[:2].tolist() == [1, 0]
     assert verdict.loc["verdict", "fits"] == "G2_instruction"
     assert "ground-truth size and the worked example" in verdict.loc["verdict", "text"]
+    named = se.g2_verdict(sets, sens, {2: 0.5}, example=se.worked_example_name("greece_energy_news"))
+    assert named.iloc[-1]["text"].endswith(
+        "its ground-truth size and the paper's Table 2 example “trip to Greece, explore energy market news” "
+        "(G2_instruction:75279) match.")
+    assert se.worked_example_name("no such example") == "the worked example"
     none = se.g2_verdict(se.g2_sets(SOURCES, paper_gt=9.0, example_qkey=None), sens, {2: 0.5})
     assert none.iloc[-1]["fits"] == "" and none.iloc[-1]["text"].startswith("Neither")
 

@@ -3,6 +3,7 @@ two claims scored: PtR − RtP at every registry size, and by-subset routing aga
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -93,9 +94,10 @@ def _inside(value: float | None, lo: float, hi: float) -> bool | None:
 
 
 def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int, float],
-               retriever: str = "dense") -> pd.DataFrame:
+               retriever: str = "dense", example: str = "the worked example") -> pd.DataFrame:
     """One row per G2 set and a ``verdict`` row: whether its ground-truth size rounds to the paper's, holds
-    the worked example, and at how many of ``paper_diffs`` (``{k: PtR − RtP}``) the paper lies in its CI."""
+    the worked example (named by ``example``), and at how many of ``paper_diffs`` (``{k: PtR − RtP}``) the
+    paper lies in its CI."""
     rows = []
     for _, s in sets.iterrows():
         part = sens[(sens["subset"] == s["subset"]) & (sens["retriever"] == retriever)].set_index("k")
@@ -125,7 +127,7 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
     else:
         fit = str(top["subset"])
         why = [w for w, ok in (("its ground-truth size", top["gt_fits"]),
-                               ("the worked example", top["example_in_set"])) if ok]
+                               (example, top["example_in_set"])) if ok]
         verb = "match" if len(why) > 1 else "matches"
         text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} {verb}."
     verdict = {"subset": "verdict", "gt_size": np.nan, "paper_gt_size": np.nan, "gt_fits": None,
@@ -342,13 +344,25 @@ def worked_example_qkey(example_id: str) -> str | None:
     return found[0] if found else None
 
 
+def worked_example_name(example_id: str) -> str:
+    """One of the paper's worked examples as a reader finds it in the paper: its table, the request it
+    quotes first and its query key here ("the worked example" when the references lack it)."""
+    found = [e for e in load_references().get("worked_examples", []) if e["id"] == example_id]
+    quoted = re.search(r"“([^”]+)”", str(found[0].get("quote", ""))) if found else None
+    if not quoted:
+        return "the worked example"
+    return (f"the paper's Table {found[0].get('table', 2)} example “{quoted.group(1)}” "
+            f"({found[0].get('qkey', 'not in this data')})")
+
+
 def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
               example_id: str = "greece_energy_news") -> dict[str, pd.DataFrame]:
     """``g2_sensitivity``, ``g2_sets`` and ``g2_verdict`` of the sources whose study exists."""
     sources = [s for s in sources if s[1] is not None and (s[1].queries["subset"] == s[2]).any()]
     sens = g2_sensitivity(sources, ks, gt)
     sets = g2_sets(sources, paper_value("g2_gt_size"), worked_example_qkey(example_id), gt)
-    return {"g2_sensitivity": sens, "g2_sets": sets, "g2_verdict": g2_verdict(sets, sens, paper_g2_diffs())}
+    return {"g2_sensitivity": sens, "g2_sets": sets,
+            "g2_verdict": g2_verdict(sets, sens, paper_g2_diffs(), example=worked_example_name(example_id))}
 
 
 def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.DataFrame,

@@ -51,12 +51,34 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
+def gt_text_line(paper: dict, sizes: pd.DataFrame | None) -> list[str]:
+    """Its ground truth's words against its counts: the APIs per query it gives (G1, G2) beside this run's
+    on each ground truth (``data_gt_sizes``, ``candidates`` first; G2_instruction's for G2 where saved)."""
+    if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
+        return []
+    mean = sizes.set_index(["subset", "gt"])["mean"]
+    said = []
+    g2 = "G2_instruction" if ("G2_instruction", "candidates") in mean else "G2"
+    for s, here in (("G1", "G1"), ("G2", g2)):
+        p = paper.get(f"{s.lower()}_gt_size")
+        if p is not None and {(here, "candidates"), (here, "relevant")} <= set(mean.index):
+            said.append(f"{s} {p:g} (here {fmt_number(mean[(here, 'candidates')])} on `candidates`, "
+                        f"{fmt_number(mean[(here, 'relevant')])} on `relevant`"
+                        f"{', ' + here if here != s else ''})")
+    if not said:
+        return []
+    return [f"It defines ground truth as *“{QUOTES['gt']}”*, yet its APIs per query, {' and '.join(said)}, "
+            "fit every API of the tools a query was written from, not the few its solution needs: its "
+            "numbers and its words name two ground truths."]
+
+
 AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs it does not name)",
                   "Questions its text leaves open",
                   "Its p-values that do not follow from its own numbers")  # in order of consequence
 
 
-def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
+def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
+                         gt_sizes: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
     """Where the paper disagrees with itself, from the reference entries, under the titles of
     :data:`AGAINST_ITSELF`, by consequence: its numbers that do not fit together (its divergence first); the
     questions its text leaves open (the divergence definition with this run's two readings at the full
@@ -107,7 +129,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None) -> li
     other.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
                  f"because *“{QUOTES['vary']}”*; a hosted model can vary at temperature 0, but it does not "
                  "say how much of its spread that is.")
-    other += unnamed
+    other += unnamed + gt_text_line(v, gt_sizes)
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))

@@ -16,8 +16,14 @@ from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .appendix import APPENDIX_A
 from .glossary import MIN_KAPPA
-from .locate import CONSISTENT, TableCache
-from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
+from .locate import CONSISTENT, DIFFERS, TableCache, two_sample
+from .scorecard import (
+    BY_CONSTRUCTION,
+    SETUP,
+    status_counts,
+    without_llm,
+)
+from .verdicts import POWER
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -162,11 +168,9 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
             if len(w := g[g["paper_leader"].notna()]) and all(holds_paper(r) for r in w.itertuples())]
 
 
-def answer_sentence(rows: pd.DataFrame, stated: dict[str, float] | None = None, dense_test: str = "",
-                    beyond_test: str = "") -> str:
-    """The answer from the primary comparisons: the paper's retriever (dense) set by set against the paper
-    (its differences also as its text ``stated`` them, :func:`stated_differences`), and ``dense_test`` (its
-    shift towards PtR as one test);
+def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str = "") -> str:
+    """The answer from the primary comparisons: the paper's retriever (dense) set by set against the paper,
+    and ``dense_test`` (its shift towards PtR as one test);
     then, beyond the paper, which architecture leads significantly on which sets per other family, where the
     crossover holds, and ``beyond_test`` (the other families' shift as one test)."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
@@ -183,8 +187,7 @@ def answer_sentence(rows: pd.DataFrame, stated: dict[str, float] | None = None, 
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     opening = "**The answer.**"
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
-        lines = [set_line(r, (stated or {}).get(subset_alias(r.subset)))
-                 for r in rows[rows["retriever"] == "dense"].itertuples()]
+        lines = [set_line(r) for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         lines += [dense_test] if dense_test else []
         return (f"{opening} With dense retrieval, the paper's:\n\n" + "\n".join(lines)
@@ -309,44 +312,43 @@ def two_questions(rows: pd.DataFrame, ledger: Ledger, later_temperature: float |
             f"{ps}.{warm}")
 
 
-def stated_differences(references: dict) -> dict[str, float]:
-    """The PtR − RtP recall differences the paper states in words (§5), by set alias: they differ from the
-    differences of its own means, so the answer shows both."""
-    return {str(e["subset"]): float(e["paper"]) for e in references.get("entries", [])
-            if e["id"] in {f"{s.lower()}_ptr_minus_rtp_recall" for s in ("G1", "G2", "G3")}}
-
-
 def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
     """How the paper's G2 numbers fare on ``subset``, the set its G2 fits (the scorecard's rows read again
-    there): its recalls inside this run's CIs or not, and PtR − RtP on both readings (empty without them)."""
+    there): its recalls inside this run's CIs or not, and PtR − RtP against the difference of its means, also
+    within both samples' error (:func:`.locate.two_sample`); empty without the rows."""
     if not len(report) or "reading_of" not in report:
         return ""
     rows = report[report["subset"] == subset].set_index("reading_of")
-    recalls = [(a, rows.loc[f"g2_{a.lower()}_recall"]) for a in ("RtP", "PtR")
-               if f"g2_{a.lower()}_recall" in rows.index]
-    if not recalls or "g2_ptr_minus_rtp_recall" not in rows.index:
+    need = ("g2_rtp_recall", "g2_ptr_recall", "g2_ptr_minus_rtp_recall")
+    if not set(need) <= set(rows.index):
         return ""
-    inside = [r.status == CONSISTENT for _, r in recalls]
-    each = ", ".join(f"{a} {fmt_number(float(r.paper))} in {fmt_ci(r.ci_low, r.ci_high)}" for a, r in recalls)
+    rtp, ptr, d = (rows.loc[n] for n in need)
+    paper = float(ptr.paper) - float(rtp.paper)  # the difference of its means, as the answer's
+    inside = [r.status == CONSISTENT for r in (rtp, ptr)]
     where = ("both of its G2 recalls lie inside this run's CIs" if all(inside) else
              "none of its G2 recalls lies inside this run's CIs" if not any(inside) else
              "one of its G2 recalls lies inside this run's CIs")
-    d = rows.loc["g2_ptr_minus_rtp_recall"]
-    read = (f"holds the paper's {fmt_signed(float(d.paper))}" if d.status == CONSISTENT else
-            f"leaves out the paper's {fmt_signed(float(d.paper))}" + (
-                ", though not once the paper's own spread is counted (two-sample reading)"
-                if d.two_sample == CONSISTENT else ""))
-    return (f"On {subset}, whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
+    each = ", ".join(f"{a} {fmt_number(float(r.paper))} in {fmt_ci(r.ci_low, r.ci_high)}"
+                     for a, r in (("RtP", rtp), ("PtR", ptr)))
+    held = float(d.ci_low) <= paper <= float(d.ci_high)
+    read = (f"holds the paper's {fmt_signed(paper)}" if held else
+            f"leaves out the paper's {fmt_signed(paper)}"
+            + (", though not once the paper's own spread is counted (a two-sample reading)"
+               if two_sample(float(d.this_run), paper, (float(d.ci_low), float(d.ci_high))) else ""))
+    return (f"On {subset}, the file whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
 
 def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
                 relevant: pd.DataFrame | None = None, kappa: float | None = None,
-                solved_blind: float | None = None, fit: str = "") -> str:
+                solved_blind: float | None = None, fit: str = "", power: dict[str, float] | None = None,
+                g2i: pd.DataFrame | None = None) -> str:
     """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
     paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
     on that ground truth), with how little a lead the smaller stub writer may itself favour proves; or that
-    it does not appear with this run's stub writer (noting another family where the same stubs lead), then
+    it does not appear with this run's stub writer, whether this run would likely have seen a lead of the
+    paper's size (``power``: the smallest difference detected per set, :func:`.verdicts.detectable`), where
+    another family's search with the same stubs does lead (on G2, and on ``g2i``'s G2_instruction), then
     ``fit`` (:func:`fit_sentence`); that the paper's pass rates cannot be checked when the judge's best
     ``kappa`` is below :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls
     "Solved" (``solved_blind``); then, as exploratory, the families with which the whole crossover holds,
@@ -361,15 +363,22 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
             lost = r.subset in rel.index and not bool(rel[r.subset])
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
                         + (", though not significantly on `relevant`" if lost else "")
-                        + ("; a smaller stub writer may itself favour RtP, so this corroborates the paper "
+                        + ("; a smaller stub writer may itself favour RtP, and so may `candidates`, which "
+                           "credits every endpoint of a tool the query names, so this corroborates the paper "
                            "only weakly" if r.paper_leader == "RtP" else ""))
         elif not holds_paper(r):
-            names = [FAMILY_SHORT.get(f, f) for f in leading_elsewhere(rows, [s], r.paper_leader)]
-            also = (f" (with {_sets(names, 'or')} retrieval the same stubs do)" if names else "")
-            on = f" on {r.subset}" if r.subset != s else ""
-            said.append(f"{r.paper_leader}'s {s} lead does not appear{on} with this run's embedder "
-                        f"and smaller stub writer{also}, so the paper's setup stays untested"
-                        + (f". {fit}" if fit and s == "G2" else ""))
+            pr, pp = getattr(r, "paper_rtp", None), getattr(r, "paper_ptr", None)
+            diff = pp - pr if pr is not None and pp is not None and pd.notna(pr) and pd.notna(pp) else None
+            mde = (power or {}).get(s)
+            seen = diff is not None and mde is not None and abs(diff) >= mde
+            on = f" on {r.subset} (the primary file: nearest the paper's query count)" * (r.subset != s)
+            said.append(f"{r.paper_leader}'s {s} lead does not appear{on} with this run's embedder and "
+                        "smaller stub writer"
+                        + (f", though this run would likely detect one of the paper's {fmt_signed(diff)} "
+                           f"({POWER:.0%} power from {fmt_number(mde)}): it fails for this setup, and the "
+                           "paper's own setup stays untested" if seen else
+                           ", so the paper's setup stays untested")
+                        + elsewhere(rows, g2i, r) + (f". {fit}" if fit and s == "G2" else ""))
     if kappa is not None and kappa < MIN_KAPPA and solved_blind is not None:
         said.append("pass rates cannot be checked: this run's judge calls "
                     f"{fmt_number(solved_blind)} of plans naming no ground-truth API \"Solved\"")
@@ -382,26 +391,39 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
-def set_line(r, stated: float | None = None) -> str:
-    """One set's dense verdict against the paper's: who leads, and the paper's difference (of its means,
-    and as its text ``stated`` it where that differs)."""
+def elsewhere(rows: pd.DataFrame, g2i: pd.DataFrame | None, r) -> str:
+    """Where the same stubs lead significantly with another family on ``r``'s set and, for G2, on ``g2i``'s
+    G2_instruction rows: "; with BM25 (both G2 files) or hybrid (one only) retrieval the same stubs do
+    lead"."""
+    s = subset_alias(r.subset)
+    names = leading_elsewhere(rows, [s], r.paper_leader)
+    if not names:
+        return ""
+    other = set(leading_elsewhere(g2i, ["G2_instruction"], r.paper_leader)) if s == "G2" and g2i is not None \
+        and len(g2i) else None
+    each = [FAMILY_SHORT.get(f, f) + ("" if other is None else " (both G2 files)" if f in other else
+                                      f" ({r.subset} only)") for f in names]
+    return f"; with {_sets(each, 'or')} retrieval the same stubs do lead"
+
+
+def set_line(r) -> str:
+    """One set's dense verdict against the paper's: who leads, and the paper's difference (of its means; the
+    ones its §5 states are the paper's own inconsistency, :mod:`.against`)."""
     s, v = subset_alias(r.subset), str(r.verdict)
     lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
     paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
     paper = fmt_signed(paper_diff) if paper_diff is not None else ""
-    said = fmt_signed(stated) if stated is not None else paper
-    text = f"; its §5 says {said}" if paper and said != paper else ""
-    as_paper = ", as in the paper" + (f" (paper: {paper}{text})" if paper else "")
+    as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
     if v == "reproduced":
         against = as_paper
     elif holds_paper(r):  # the same direction where the paper calls its own difference not significant
-        against = ", as in the paper" + (f" (paper: {paper}{text}, *“{QUOTES['g3_ns']}”*)" if paper else
+        against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
                                          f" (*“{QUOTES['g3_ns']}”*)")
     elif isinstance(r.paper_leader, str):
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
         against = (f", unlike the paper (where {r.paper_leader} leads" + (f" by {paper}" if paper else "")
-                   + (", outside this run's CI" if out else "") + text + ")")
+                   + (", outside this run's CI" if out else "") + ")")
     else:
         against = ""
     return f"- **{s}:** {lead}{against}."
@@ -410,7 +432,10 @@ def set_line(r, stated: float | None = None) -> str:
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
          "the APIs it was written to need. A *Holm CI* leaves out 0 exactly when the Holm-adjusted p is "
          "below 0.05. *Consistent*: this run cannot tell the paper's number from its own (not confirmed). "
-         "*Cause untested*: a difference of setup no ablation tested. Every term: the [glossary](#glossary).")
+         "A *two-sample reading* widens this run's CI as if the paper's number were as uncertain as this "
+         "run's. "
+         "*Cause untested*: a difference of setup no ablation tested; *indicative, by a proxy*: tested only "
+         "through a stand-in, which gives a direction, not a size. Every term: the [glossary](#glossary).")
 
 
 def fare_line(report: pd.DataFrame) -> str:
@@ -419,54 +444,16 @@ def fare_line(report: pd.DataFrame) -> str:
     numbers = report[~claim & (report["reading_of"].fillna("") == "")] if len(report) else report
     if not len(numbers):
         return ""
-    n = numbers["status"].value_counts()
-    return (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
+    n, free = numbers["status"].value_counts(), without_llm(numbers)
+    head = (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
             f"cannot tell {fmt_count(n.get(CONSISTENT, 0))} from its own (*consistent*, not confirmed) and "
-            f"{fmt_count(n.get('differs', 0))} differ; the counts by cause, and apart for the numbers no LLM "
-            f"touches, are in [Appendix A](#{anchor(APPENDIX_A)}).")
-
-
-def grouped_line(rows: pd.DataFrame) -> str:
-    """How many clusters (queries written from one sample of APIs) each set's queries form: the paired test
-    counts each as one."""
-    if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
-        return ""
-    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)}{' queries' * (i == 0)} in "
-                     f"{fmt_count(x.n_groups)}" for i, x in enumerate(
-                         rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples()))
-    return (f"- Queries written from one API sample are not independent: each paired test treats a sample as "
-            f"one cluster ({each}).")
-
-
-SET_RULE = ("- Each set is the file here nearest the paper's count (the unfiltered G1 and G2 "
-            "instruction files are absent); G2_instruction, whose ground-truth size fits the paper's G2, is "
-            "read beside it.")
-
-
-GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on
-
-
-def setup_limit(report: pd.DataFrame | None = None) -> str:
-    """What no ablation tested (the LLM), which causes were tested only through a stand-in, and whether a
-    tested cause explains the paper's G2 gap (:data:`GAP_ROW`, from the scorecard)."""
-    proxies = [f"`{cid}`" for cid, c in load_causes().items() if c.get("proxy")]
-    line = "- No second LLM ran, so its effects are *cause untested*" + (
-        f"; {_sets(proxies)} were tested only by proxies" if proxies else "")
-    gap = report[report["id"] == GAP_ROW] if report is not None and len(report) else pd.DataFrame()
-    if len(gap) and gap.iloc[0]["status"] == "differs":
-        r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
-        if cause not in (EXPLAINED, READING):
-            by = (f": `{str(r['cause']).split(':')[0]}` is {cause}" if cause.startswith((INDICATIVE, PARTLY))
-                  else "")
-            line += (f", and no tested cause explains the G2 gap (PtR − RtP {fmt_signed(r['this_run'])} "
-                     f"against the paper's {fmt_signed(float(r['paper']))}{by})")
-    return line + "."
-
-
-def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None) -> list[str]:
-    """The limits of this reproduction: the setup table's differences, untested, and the scorecard's G2 gap
-    (:func:`setup_limit`); how each set was chosen; the clusters of related queries of the primary
-    comparisons."""
-    grouped = grouped_line(rows) if rows is not None else ""
-    return ["### Limits of this reproduction", "", setup_limit(report), SET_RULE,
-            *([grouped] if grouped else []), ""]
+            f"{fmt_count(n.get(DIFFERS, 0))} differ.")
+    alone, llm = status_counts(numbers[free]), status_counts(numbers[~free])
+    if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:
+        head += (f" Every one of the {fmt_count(free.sum())} measured without an LLM (RtP's retrieval, the "
+                 f"data's counts) is consistent ({fmt_count(alone['consistent'])}) or differs by "
+                 f"construction ({fmt_count(alone[BY_CONSTRUCTION])}: this run's own data); of the "
+                 f"{fmt_count((~free).sum())} resting on the substitute LLM, {fmt_count(llm['consistent'])} "
+                 f"are consistent and {fmt_count(llm['differs'])} differ, {fmt_count(llm[SETUP])} of them "
+                 "for a cause untested.")
+    return f"{head} The counts by cause are in [Appendix A](#{anchor(APPENDIX_A)})."

@@ -12,6 +12,7 @@ from ..data.queries import subset_alias
 from .front import holds_paper, leading_elsewhere
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
+from .verdicts import detectable
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -35,9 +36,13 @@ def _said(r) -> str:
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
 
+SET_WORDS = {"G1": "G1 (one tool)", "G2": "G2 (tools of one category)", "G3": "G3 (tools across categories)"}
+
+
 def plain_words(c: TableCache) -> str:
     """The question and this run's answer without the field's words: per set, the share of needed APIs the
-    first five results hold with each architecture and whether the difference stands out from chance."""
+    first five results hold with each architecture, the paper's beside them, and whether the difference
+    stands out from chance (a table); then what the missing advantage can and cannot say."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -45,34 +50,49 @@ def plain_words(c: TableCache) -> str:
     apis = c.get("data_sources")
     among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None and "n_apis" in apis else \
         "in a registry"
-    per_set = "; ".join(f"{s} {r.rtp:.0%} with the request's words, {r.ptr:.0%} with the guesses: {_said(r)}"
-                        for s, r in table.iterrows())
+    rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
+                     f"{r.ptr:.0%} | {_said(r)} |" for s, r in table.iterrows())
     missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
-    why = (f" The paper's advantage for the guesses on {' and '.join(missed)} does not appear here, but this "
-           "run's guesses come from a much smaller model than the paper's and are matched to the APIs by a "
-           f"smaller embedder, so that half of its claim is not tested.{_other_search(c, missed)}"
-           ) if missed else ""
-    return (f"An agent must find the few web APIs a request needs {among}. It can search "
-            "with the request's own words (retrieve first, RtP), or let a language model first guess which "
-            "tools it needs and search with the guesses (plan first, PtR). The paper finds the request's "
-            "words better for one-tool requests (G1), the guesses better for multi-tool ones within one "
-            "category (G2) and, in direction only, across categories (G3: “does not reach significance”). "
-            "Of the APIs each request was written from (its `candidates`), the first five results hold on "
-            f"average: {per_set}.{why}")
+    power = detectable(c.get("primary_endpoint"))
+    seen = [] if power is None else [subset_alias(x.subset) for x in power.itertuples()
+                                     if subset_alias(x.subset) in missed and abs(x.paper_diff) >= x.mde]
+    why = (f"The paper's advantage for the guesses on {' and '.join(missed)} does not appear here"
+           + (", though this run would likely have seen one of its size" if seen else "")
+           + ". This run's guesses come from a much smaller model than the paper's and are matched to the "
+           "APIs by a smaller embedder, so whether the paper's own setup gives that advantage is not tested."
+           f"{_other_search(c, missed)}") if missed else ""
+    return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
+            "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
+            "search with the guesses (plan first, PtR). The paper finds the request's words better for "
+            "one-tool requests, the guesses better for multi-tool ones within one category and, in direction "
+            "only, across categories (“does not reach significance”). Of the APIs each request was written "
+            "from (its `candidates`), the first five results hold on average:\n\n"
+            "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
+            f"| :--- | :--- | :--- | :--- |\n{rows}\n\n{why}").rstrip()
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
     """Where another search (BM25, hybrid) with the same guesses does give them a significant lead on
-    ``sets`` (``primary_endpoint_families``), in one sentence; empty where none does or without the table."""
+    ``sets`` (``primary_endpoint_families``), on G2 also on G2_instruction
+    (``primary_endpoint_g2_instruction``), in one sentence; empty where none does or without the table."""
     other = c.get("primary_endpoint_families")
     if other is None or not {"retriever", "subset", "significant", "leader"} <= set(other):
         return ""
     where = [s for s in sets if leading_elsewhere(other, [s], "PtR")]
     if not where:
         return ""
-    how = " or ".join(FAMILY_WORDS.get(f, f) for f in leading_elsewhere(other, where, "PtR"))
-    return (f" With {how} search the same guesses do lead significantly on {' and '.join(where)}, so the "
-            "search, not only the model, matters.")
+    g2i = c.get("primary_endpoint_g2_instruction")
+    both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where and \
+        {"retriever", "subset", "significant", "leader"} <= set(g2i) else None
+    fams = leading_elsewhere(other, where, "PtR")
+    how = " or ".join(FAMILY_WORDS.get(f, f) for f in fams)
+    two = [f for f in fams if both is not None and f in both]
+    files = ("" if both is None else ", in both G2 files" if len(two) == len(fams) else
+             ", in one of the two G2 files" if not two else
+             f", in both G2 files with {' or '.join(FAMILY_WORDS.get(f, f) for f in two)}")
+    return (f" With {how} search the same guesses do lead significantly on {' and '.join(where)}{files}, so "
+            "this run cannot tell how much of the missing lead is the small model's and how much the "
+            "embedder's.")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

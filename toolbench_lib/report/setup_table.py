@@ -1,18 +1,19 @@
-"""What differs from the paper's setup: the front's table of embedder, LLM, runs, plans, registry, ground
-truth and query sets, each beside the paper's."""
+"""What differs from the paper's setup, and the limits that follow: the front's table of embedder, LLM,
+runs, plans, registry, ground truth and query sets, each beside the paper's, then this run's limits."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
-from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..analysis.references import paper_bounds
 from ..data.markdown import md_table
-from ..data.queries import DEFAULT_SUBSETS
+from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .locate import TableCache
+from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
 
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 
@@ -97,3 +98,49 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
                       "proportional, keeping all ground truth"))  # its share per set: the scale section
     return ["### What differs from the paper's setup", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
+
+
+def grouped_line(rows: pd.DataFrame) -> str:
+    """How many clusters (queries written from one sample of APIs) each set's queries form: the paired test
+    counts each as one."""
+    if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
+        return ""
+    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)}{' queries' * (i == 0)} in "
+                     f"{fmt_count(x.n_groups)}" for i, x in enumerate(
+                         rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples()))
+    return (f"- Queries written from one API sample are not independent: each paired test treats a sample as "
+            f"one cluster ({each}).")
+
+
+SET_RULE = ("- Each set is the file here nearest the paper's count (the unfiltered G1 and G2 "
+            "instruction files are absent); G2_instruction, whose ground-truth size fits the paper's G2, is "
+            "read beside it.")
+
+
+GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on
+
+
+def setup_limit(report: pd.DataFrame | None = None) -> str:
+    """What no ablation tested (the LLM), which causes were tested only through a stand-in, and whether a
+    tested cause explains the paper's G2 gap (:data:`GAP_ROW`, from the scorecard)."""
+    proxies = [f"`{cid}`" for cid, c in load_causes().items() if c.get("proxy")]
+    line = "- No second LLM ran, so its effects are *cause untested*" + (
+        f"; {' and '.join(proxies)} were tested only by proxies" if proxies else "")
+    gap = report[report["id"] == GAP_ROW] if report is not None and len(report) else pd.DataFrame()
+    if len(gap) and gap.iloc[0]["status"] == "differs":
+        r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
+        if cause not in (EXPLAINED, READING):
+            by = (f": `{str(r['cause']).split(':')[0]}` is {cause}" if cause.startswith((INDICATIVE, PARTLY))
+                  else "")
+            line += (f", and no tested cause explains the G2 gap (PtR − RtP {fmt_signed(r['this_run'])} "
+                     f"against the paper's {fmt_signed(float(r['paper']))}{by})")
+    return line + "."
+
+
+def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None) -> list[str]:
+    """The limits of this reproduction: the setup table's differences, untested, and the scorecard's G2 gap
+    (:func:`setup_limit`); how each set was chosen; the clusters of related queries of the primary
+    comparisons."""
+    grouped = grouped_line(rows) if rows is not None else ""
+    return ["### Limits of this reproduction", "", setup_limit(report), SET_RULE,
+            *([grouped] if grouped else []), ""]

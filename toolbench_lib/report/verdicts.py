@@ -134,25 +134,37 @@ def _span(values: pd.Series) -> str:
     return fmt_number(lo) if lo == hi else f"{fmt_number(lo)} to {fmt_number(hi)}"
 
 
-def power_lines(cfg: ExperimentConfig, power: float = 0.8, alpha: float = 0.05) -> list[str]:
-    """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
-    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
-    t = TableCache(cfg.tables_dir).get("primary_endpoint")
+POWER, ALPHA = 0.8, 0.05
+
+
+def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
+    """``primary_endpoint``'s rows with ``mde``, the smallest PtR − RtP difference its clustered paired test
+    detects with ``power`` at ``alpha`` (unadjusted, from the unadjusted CI's width by the normal
+    approximation), and ``paper_diff``, the difference of the paper's means; None without the columns."""
     if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
-        return []
+        return None
     z = NormalDist().inv_cdf(1 - alpha / 2)
     scale = (z + NormalDist().inv_cdf(power)) / (2 * z)  # a CI's width to the difference detected
-    t = t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
+    return t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
+
+
+def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPHA) -> list[str]:
+    """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
+    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
+    t = detectable(TableCache(cfg.tables_dir).get("primary_endpoint"), power, alpha)
+    if t is None:
+        return []
     each = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in t.itertuples())
     paper = ", ".join(f"{subset_alias(r.subset)} {fmt_signed(r.paper_diff)}" for r in t.itertuples()
                       if pd.notna(r.paper_diff))
     below = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) < r.mde]
+    above = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) >= r.mde]
+    said = [f"on {' and '.join(above)} one of the paper's size would likely be detected here"] * bool(above) \
+        + [f"on {' and '.join(below)} one would likely go undetected"] * bool(below)
     return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
             f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width by the "
             f"normal approximation, which the t quantiles of few clusters raise slightly). The "
-            f"paper's differences are {paper}"
-            + (f", so on {' and '.join(below)} a difference of the paper's size would likely go undetected "
-               "here" if below else "") + "."]
+            f"paper's differences are {paper}" + (f", so {'; '.join(said)}" if said else "") + "."]
 
 
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:

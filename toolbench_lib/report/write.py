@@ -35,6 +35,7 @@ from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
     CROSSOVER_TABLES,
+    ENDPOINT_TABLE,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
     TERMS,
@@ -49,10 +50,8 @@ from .front import (
     endpoint_table_markdown,
     fare_line,
     fit_sentence,
-    limits,
     robustness_sentence,
     runs_test_table,
-    stated_differences,
     two_questions,
 )
 from .locate import TableCache
@@ -60,9 +59,9 @@ from .primer import plain_words
 from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
-from .setup_table import setup_box
+from .setup_table import limits, setup_box
 from .teaching import TITLES, teaching_material
-from .verdicts import every_plan, section_verdicts, solved_share, temperature_lines
+from .verdicts import detectable, every_plan, section_verdicts, solved_share, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -240,12 +239,14 @@ def glossary_section(material, body: str | None = None) -> list[str]:
 
 
 def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
-    """PtR − RtP on G2 at ``k`` (``k_ablation``), unadjusted: on `candidates` (the primary) with
-    G2_instruction's beside it (``g2_sensitivity``), then on `relevant`, beside the paper's gain at that k
-    (empty without the table or the paper's number)."""
+    """PtR − RtP on G2 as k grows (``k_ablation``): its change from k = 1 to ``k`` on `candidates` (the
+    paper's "grows with k", its paired test) first; then at ``k`` itself, unadjusted, with G2_instruction's
+    beside it (``g2_sensitivity``) and on `relevant`, beside the paper's gain at that k (empty without the
+    table or the paper's numbers)."""
     table, g2i = cache.get("k_ablation"), cache.get("g2_sensitivity")
-    paper = next((e["paper"] for e in references["entries"] if e["id"] == f"g2_ptr_gain_k{k}"), None)
-    if table is None or not isinstance(paper, (int, float)) or "recall_gain_ci_low" not in table:
+    paper = {e["id"]: e["paper"] for e in references["entries"]}
+    first, last = paper.get("g2_ptr_gain_k1"), paper.get(f"g2_ptr_gain_k{k}")
+    if table is None or not isinstance(last, (int, float)) or "recall_gain_ci_low" not in table:
         return ""
     r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
               & (table["method"] == "ptr")].set_index("gt")
@@ -257,10 +258,15 @@ def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
         x = g2i[(g2i["subset"] == "G2_instruction") & (g2i["retriever"] == "dense") & (g2i["k"] == k)]
         said["candidates"] += "".join(f" (G2_instruction: {fmt_signed(y.diff)} "
                                       f"{fmt_ci(y.diff_lo, y.diff_hi)})" for y in x.head(1).itertuples())
+    c = r.loc["candidates"]
+    trend = (f"from k = 1 to {k} it changes by {fmt_signed(c.recall_gain_vs_k1)} "
+             f"{fmt_ci(c.recall_gain_vs_k1_ci_low, c.recall_gain_vs_k1_ci_high)} on `candidates` (paper: "
+             f"{fmt_signed(last - first)}); " if isinstance(first, (int, float)) and
+             "recall_gain_vs_k1_ci_low" in r else "")
     rel = (f"; on `relevant`, not the ground truth the paper's numbers fit, {said['relevant']}"
            if "relevant" in said else "")
-    return (f"- **PtR − RtP on G2 at k = {k}** (unadjusted, one cell of the k ablation): on `candidates` "
-            f"{said['candidates']}{rel} (paper: {fmt_signed(paper)}).")
+    return (f"- **PtR − RtP on G2 as k grows:** {trend}at k = {k} itself (unadjusted, one cell of the k "
+            f"ablation) {said['candidates']}{rel} (paper: {fmt_signed(last)}).")
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
@@ -281,10 +287,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
                                if x)
-        said = answer_sentence(rows, stated_differences(references), dense_test,
-                               crossover_beyond(crossings, ledger))
+        said = answer_sentence(rows, dense_test, crossover_beyond(crossings, ledger))
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
-        answer = [bottom_line(rows, limits_of, rel, kappa, blind, fit_sentence(report)) + "\n\n" + dense_part]
+        mde = detectable(cache.get(ENDPOINT_TABLE))
+        power = {} if mde is None else dict(zip(mde["subset"].map(subset_alias), mde["mde"], strict=True))
+        answer = [bottom_line(rows, limits_of, rel, kappa, blind, fit_sentence(report), power, g2i)
+                  + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
@@ -307,7 +315,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               *([fare_line(report), ""] if len(report) else []),
               *setup_box(cfg, provenance, references, rows), *limits(rows, report)]
     against = []  # after the paper's sections, whose numbers it reads
-    for title, lines in paper_against_itself(references, cache.get("divergence_readings")):
+    for title, lines in paper_against_itself(references, cache.get("divergence_readings"),
+                                             cache.get("data_gt_sizes")):
         against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
     after = {"stubs": ["### The paper's Table 2 examples in this run", "",
                        *examples_lines(material, cfg.k)]}
