@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from toolbench_lib.analysis.references import paper_value
+from toolbench_lib.analysis.references import paper_text_collapsed, paper_value
 from toolbench_lib.data.markdown import anchor
 from toolbench_lib.report.session import (
     NOTES_HEADING,
@@ -168,7 +168,7 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
                            "the paper and "
                            "[The question and the answer](report.md#the-question-and-the-answer) (3 words "
                            "with their tables, about 0 minutes at 100 words a minute, a pace for text dense "
-                           "with tables)")
+                           "with tables" + ("; the paper adds about " if paper_text_collapsed() else ")"))
     # the scorecard rows a presenter walks through: those of the block's list its section shows
     rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                "| g2_ptr_recall | G2 | 0.188 |\n| g1_ptr_pass_rate | G1 | 0.88 |\n")

@@ -104,8 +104,12 @@ def section_sentence(rows: pd.DataFrame) -> str:
     if found == 0:
         return (f"None of the paper's {len(rows)} numbers of this section was measured in this run "
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
-    parts = [f"{c['consistent']} of {found} of the paper's numbers measured here are consistent with this "
-             "run"]
+    again = rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") != ""
+    claims = rows.get("claim", pd.Series(False, index=rows.index)).fillna(False).astype(bool) & ~again
+    kinds = [f"{fmt_count(n)} {what}" for n, what in (
+        (int(claims.sum()), "claims in words"), (int(again.sum()), "second readings")) if n]
+    of = f" (with {' and '.join(kinds)})" if kinds else ""
+    parts = [f"{c['consistent']} of the {found} rows measured here{of} are consistent with this run"]
     parts += [f"{c[key]} {what}" for key, what in (
         ("differs", "differ"),
         (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
@@ -125,9 +129,9 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
              if numbers != len(rows) else "")
     return [f"*Within both samples' error*: were each of the paper's numbers an estimate as uncertain as "
             f"this run's (a two-sample reading: this run's CI widened by √2 toward the paper's value), "
-            f"{fmt_count(len(rows))} of the {fmt_count(tested)} differing rows of every kind with a CI would "
-            f"not differ{front}" + (f": {', '.join(f'`{i}`' for i in rows['id'])}." if len(rows) else "."),
-            ""]
+            f"{fmt_count(len(rows))} of the {fmt_count(tested)} differing rows with a two-sample reading "
+            f"would not differ{front}" + (f": {', '.join(f'`{i}`' for i in rows['id'])}." if len(rows) else
+                                          "."), ""]
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:

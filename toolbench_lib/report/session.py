@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds
+from ..analysis.references import REFERENCES_FILE, load_references, paper_bounds, paper_text_collapsed
 from ..data.markdown import anchor, md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
@@ -116,10 +116,13 @@ def plan_lines(report_md: str) -> list[str]:
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
                     if h.startswith(PRE_READING))
+    paper = paper_text_collapsed()
+    paper_words = (f"; the paper adds about {fmt_count(round(len(paper.split()), -2))} words, about "
+                   f"{fmt_count(round(len(paper.split()) / READING_WPM))} minutes more") if paper else ""
     before = (f"Before the session, each member reads the answer in plain words above, the paper and {pre} "
               f"({fmt_count(words)} words with their tables, about {reading} minutes at {READING_WPM} words "
-              "a minute, a pace for text dense with tables); in the session, each block is one member's "
-              "walk-through of its section.")
+              f"a minute, a pace for text dense with tables{paper_words}); in the session, each block is one "
+              "member's walk-through of its section.")
     rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
             for h in found if h.startswith(o)]
     more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []

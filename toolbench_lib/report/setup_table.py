@@ -27,7 +27,7 @@ def query_source(subset: str, n: float | None, paper_n: float | None) -> str:
 
 
 # What a backend is, where its name alone does not say.
-BACKENDS = {"replay": ": recorded replies"}
+BACKENDS = {"replay": ": the replies of a recorded run of that model, played back"}
 
 
 def _from_queries(cache: TableCache) -> str:
