@@ -79,18 +79,18 @@ def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_pat
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint(), primary_endpoint_families=families))
-    assert text.endswith("With word-matching (BM25) search the same guesses do lead significantly on G2, so "
+    assert text.endswith("The same guesses do lead significantly on G2 with word-matching (BM25) search, so "
                          "this run cannot tell how much of the missing lead is the small model's and how "
                          "much the embedder's.")
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
     both = plain_words(_tables(tmp_path / "c", primary_endpoint=_endpoint(),
                                primary_endpoint_families=families, primary_endpoint_g2_instruction=g2i))
-    assert "(BM25) search the same guesses do lead significantly on G2, in both G2 files, so" in both
+    assert "on G2 with word-matching (BM25) search in both G2 files, so" in both
     one = plain_words(_tables(tmp_path / "d", primary_endpoint=_endpoint(),
                               primary_endpoint_families=families,
                               primary_endpoint_g2_instruction=g2i.assign(significant=False)))
-    assert "on G2, in one of the two G2 files, so" in one
+    assert "on G2 with word-matching (BM25) search in one of them, so" in one
     quiet = plain_words(_tables(tmp_path / "b", primary_endpoint=_endpoint(),
                                 primary_endpoint_families=families.assign(significant=False)))
     assert quiet.endswith("whether the paper's own setup gives that advantage is not tested.")

@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 MIN_CAPTION_WORDS = 12
-MAX_FRONT_WORDS = 1300  # with the answer in plain words (about 210 words) on top, as the readings asked
+MAX_FRONT_WORDS = 1350  # with the plain words, their table and the words used below on top (the readings)
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR
-MAX_REPORT_BYTES = 75_000  # with the plain words and contents on top, each section's equivalence margins
+MAX_REPORT_BYTES = 77_000  # with the plain words and contents on top, each section's equivalence margins
 FRONT_HEADING = "## The question and the answer"
 LIMITS_HEADING = "### Limits of this reproduction"
 GLOSSARY_HEADING = "## Glossary"

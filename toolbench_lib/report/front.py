@@ -363,9 +363,9 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
             lost = r.subset in rel.index and not bool(rel[r.subset])
             said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
                         + (", though not significantly on `relevant`" if lost else "")
-                        + ("; a smaller stub writer may itself favour RtP, and so may `candidates`, which "
-                           "credits every endpoint of a tool the query names, so this corroborates the paper "
-                           "only weakly" if r.paper_leader == "RtP" else ""))
+                        + ("; a smaller stub writer and `candidates` (crediting every endpoint of a named "
+                           "tool) may both favour RtP, so this corroborates the paper only weakly"
+                           if r.paper_leader == "RtP" else ""))
         elif not holds_paper(r):
             pr, pp = getattr(r, "paper_rtp", None), getattr(r, "paper_ptr", None)
             diff = pp - pr if pr is not None and pp is not None and pd.notna(pr) and pd.notna(pp) else None

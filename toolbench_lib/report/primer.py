@@ -85,14 +85,15 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where and \
         {"retriever", "subset", "significant", "leader"} <= set(g2i) else None
     fams = leading_elsewhere(other, where, "PtR")
-    how = " or ".join(FAMILY_WORDS.get(f, f) for f in fams)
-    two = [f for f in fams if both is not None and f in both]
-    files = ("" if both is None else ", in both G2 files" if len(two) == len(fams) else
-             ", in one of the two G2 files" if not two else
-             f", in both G2 files with {' or '.join(FAMILY_WORDS.get(f, f) for f in two)}")
-    return (f" With {how} search the same guesses do lead significantly on {' and '.join(where)}{files}, so "
-            "this run cannot tell how much of the missing lead is the small model's and how much the "
-            "embedder's.")
+    each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
+                                      " search in one of them") for f in fams]
+    return (f" The same guesses do lead significantly on {' and '.join(where)} with {_words(each)}"
+            + (" search" if both is None else "") + ", so this run cannot tell how much of the missing lead "
+            "is the small model's and how much the embedder's.")
+
+
+def _words(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

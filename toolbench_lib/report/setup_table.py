@@ -1,5 +1,5 @@
-"""What differs from the paper's setup, and the limits that follow: the front's table of embedder, LLM,
-runs, plans, registry, ground truth and query sets, each beside the paper's, then this run's limits."""
+"""What differs from the paper's setup, and the limits that follow: the setup section's table of embedder,
+LLM, runs, plans, registry, ground truth and query sets, each beside the paper's; the front's limits."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import pandas as pd
 from ..analysis.endpoint import PRIMARY
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..analysis.references import paper_bounds
-from ..data.markdown import md_table
+from ..data.markdown import anchor, md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .locate import TableCache
 from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
 
+SETUP_HEADING = "What differs from the paper's setup"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
 
 
@@ -96,7 +97,7 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
     if scale is not None and len(scale) and scale["keeps_all_gt"].astype(bool).all():
         table.append(("scale sub-registries", "proportional category sampling",
                       "proportional, keeping all ground truth"))  # its share per set: the scale section
-    return ["### What differs from the paper's setup", "",
+    return [f"### {SETUP_HEADING}", "",
             md_table(pd.DataFrame(table, columns=["", "paper", "this run"])), ""]
 
 
@@ -143,4 +144,5 @@ def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None)
     comparisons."""
     grouped = grouped_line(rows) if rows is not None else ""
     return ["### Limits of this reproduction", "", setup_limit(report), SET_RULE,
-            *([grouped] if grouped else []), ""]
+            *([grouped] if grouped else []),
+            f"- Every other difference of setup: [{SETUP_HEADING}](#{anchor(SETUP_HEADING)}).", ""]

@@ -313,13 +313,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
               *([fare_line(report), ""] if len(report) else []),
-              *setup_box(cfg, provenance, references, rows), *limits(rows, report)]
+              *limits(rows, report)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings"),
                                              cache.get("data_gt_sizes")):
         against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
-    after = {"stubs": ["### The paper's Table 2 examples in this run", "",
-                       *examples_lines(material, cfg.k)]}
+    after = {"setup": setup_box(cfg, provenance, references, rows),  # the session's first block reads it
+             "stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
         verdicts = section_verdicts(cfg, key, sec) + (
