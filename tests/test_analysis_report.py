@@ -1381,10 +1381,11 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     said = fit_sentence(outside)
     assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.045")
     assert fit_sentence(rows.iloc[3:]) == "" == fit_sentence(pd.DataFrame())
-    limit = setup_limit(rows)
+    limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
-    assert limit.endswith("no tested cause explains the G2 gap (PtR − RtP -0.012 against the paper's +0.042: "
-                          "`stub_breadth` is indicative, by a proxy (moves 0.003 of 0.054)).")
+    assert limit.endswith("no tested cause explains the G2 gap: the nearest, `stub_breadth`, indicative, by "
+                          "a proxy, moves PtR − RtP by +0.003.")
+    assert setup_limit(rows).endswith("no tested cause explains the G2 gap.")  # no predicted value: no size
     assert "G2 gap" not in setup_limit(rows.assign(cause_status="explained"))
     pd.DataFrame({"subset": ["G1", "G1", "G2", "G2_instruction", "G2"], "mean": [5.29, 2.28, 5.99, 6.51, 2.5],
                   "gt": ["candidates", "relevant", "candidates", "candidates", "relevant"]}).to_csv(

@@ -131,10 +131,11 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
     if len(gap) and gap.iloc[0]["status"] == "differs":
         r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
         if cause not in (EXPLAINED, READING):
-            by = (f": `{str(r['cause']).split(':')[0]}` is {cause}" if cause.startswith((INDICATIVE, PARTLY))
-                  else "")
-            line += (f", and no tested cause explains the G2 gap (PtR − RtP {fmt_signed(r['this_run'])} "
-                     f"against the paper's {fmt_signed(float(r['paper']))}{by})")
+            moved = float(r.get("predicted", float("nan"))) - float(r["this_run"])
+            near = cause.startswith((INDICATIVE, PARTLY)) and moved == moved  # a predicted value to move to
+            by = (f": the nearest, `{str(r['cause']).split(':')[0]}`, {cause.split(' (')[0]}, moves PtR − "
+                  f"RtP by {fmt_signed(moved)}" if near else "")
+            line += f", and no tested cause explains the G2 gap{by}"
     return line + "."
 
 
