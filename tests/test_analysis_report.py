@@ -1375,11 +1375,11 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
         "On G2_instruction, the file whose ground truth fits the paper's G2, both of its G2 recalls lie "
         "inside this run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 "
         "[-0.036, 0.034], leaves out the paper's +0.045, though not once the paper's own spread is counted "
-        "(a two-sample reading)")
+        "(a two-sample reading); here this run would detect a lead of the paper's size with 71% power")
     outside = rows.assign(status=["differs", "consistent", "differs", "differs"],
                           ci_high=[0.216, 0.220, 0.010, 0.009])  # +0.045 beyond even a √2-widened CI
     said = fit_sentence(outside)
-    assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.045")
+    assert "one of its G2 recalls lies inside" in said and "leaves out the paper's +0.045;" in said
     assert fit_sentence(rows.iloc[3:]) == "" == fit_sentence(pd.DataFrame())
     limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
@@ -1419,3 +1419,13 @@ def test_the_papers_ground_truth_words_are_set_against_its_counts():
                            "its APIs per query, G1 5.2 (here 5.288 on `candidates`, 2.276 on `relevant`) and "
                            "G2 6.5 (here 6.509 on `candidates`, 2.443 on `relevant`, G2_instruction), fit")
     assert gt_text_line({"g1_gt_size": 5.2}, None) == [] == gt_text_line({}, sizes)
+
+
+def test_a_tests_power_at_a_difference_is_read_from_its_ci():
+    from toolbench_lib.report.verdicts import power_at
+
+    # G2_instruction: CI [-0.036, 0.034] is 0.0179 SE a side; +0.045 is 2.52 SE away: power Φ(2.52 − 1.96)
+    assert power_at(0.045, -0.036, 0.034) == pytest.approx(0.71, abs=0.005)
+    assert power_at(-0.045, -0.036, 0.034) == power_at(0.045, -0.036, 0.034)  # either direction
+    assert power_at(0.0, -0.01, 0.01) == pytest.approx(0.025, abs=1e-3)  # a null: the test's upper tail
+    assert math.isnan(power_at(0.1, 0.0, 0.0))  # no spread: no CI to read a power from

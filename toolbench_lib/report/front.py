@@ -23,7 +23,7 @@ from .scorecard import (
     status_counts,
     without_llm,
 )
-from .verdicts import POWER
+from .verdicts import POWER, power_at
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -335,6 +335,9 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
             f"leaves out the paper's {fmt_signed(paper)}"
             + (", though not once the paper's own spread is counted (a two-sample reading)"
                if two_sample(float(d.this_run), paper, (float(d.ci_low), float(d.ci_high))) else ""))
+    power = power_at(paper, float(d.ci_low), float(d.ci_high))
+    if power == power:  # a CI to read it from
+        read += f"; here this run would detect a lead of the paper's size with {power:.0%} power"
     return (f"On {subset}, the file whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 

@@ -148,6 +148,14 @@ def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPH
     return t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
 
 
+def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> float:
+    """The power of a test whose unadjusted 95% CI is ``[low, high]`` to detect a true difference ``diff``
+    (normal approximation, the far tail left out), as :func:`detectable` reads a CI's width."""
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    se = (high - low) / (2 * z)
+    return NormalDist().cdf(abs(diff) / se - z) if se > 0 else float("nan")
+
+
 def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPHA) -> list[str]:
     """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
     (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
