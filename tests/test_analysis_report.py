@@ -753,6 +753,10 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert answer_sentence(rows({"dense": dense, "bm25": flipped})).endswith(
         "holds with no retriever tested.")
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
+    # Holm over all 6 at once (0.02 * 4 = 0.08 for BM25's weakest) overturns the family's own verdict: said
+    pooled = rows({"dense": dense, "bm25": bm25}).assign(p=[0.02, 0.5, 0.5, 0.001, 0.02, 0.001])
+    assert ("The paper's crossover appears with BM25 retrieval only (under Holm over all 6 comparisons at "
+            "once, not with BM25).") in answer_sentence(pooled)
 
 
 def test_the_answer_names_the_verdicts_holm_over_all_would_overturn():
