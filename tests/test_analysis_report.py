@@ -736,10 +736,10 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert text == (  # the paper's differences are those of its means (its §5's: where it disagrees)
         "**The answer.** With dense retrieval, the paper's:\n\n"
         "- **G1:** RtP leads, as in the paper (paper: -0.050).\n"
-        "- **G2:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
-        "run's CI).\n"
-        "- **G3:** neither leads significantly, unlike the paper (where PtR leads by +0.050, outside this "
-        "run's CI).\n"
+        "- **G2:** neither leads significantly with this run's smaller stub writer and embedder, unlike the "
+        "paper (where PtR leads by +0.050, outside this run's CI).\n"
+        "- **G3:** neither leads significantly with this run's smaller stub writer and embedder, unlike the "
+        "paper (where PtR leads by +0.050, outside this run's CI).\n"
         "- Dense test.\n\n"
         "**Beyond the paper** (exploratory: BM25). The paper's crossover appears with BM25 retrieval only. "
         "Beyond test.")
@@ -1395,8 +1395,8 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
                   "gt": ["candidates", "relevant", "candidates", "candidates", "relevant"]}).to_csv(
         tmp_path / "data_gt_sizes.csv", index=False)
     assert gt_fit(TableCache(tmp_path), {"g1_gt_size": 5.2, "g2_gt_size": 6.5}) == (
-        " (APIs per query: G1 5.290 against the paper's 5.2, relevant 2.280; G2 5.990, G2_instruction 6.510 "
-        "against the paper's 6.5, relevant 2.500); it credits every endpoint of a query's tools")
+        " (APIs per query: G1 5.290 (relevant 2.280) against the paper's 5.2; G2 5.990 (relevant 2.500), "
+        "G2_instruction 6.510 against the paper's 6.5); it credits every endpoint of a query's tools")
     assert gt_fit(TableCache(tmp_path / "none"), {"g1_gt_size": 5.2}) == ""
 
 
@@ -1433,3 +1433,17 @@ def test_a_tests_power_at_a_difference_is_read_from_its_ci():
     assert power_at(-0.045, -0.036, 0.034) == power_at(0.045, -0.036, 0.034)  # either direction
     assert power_at(0.0, -0.01, 0.01) == pytest.approx(0.025, abs=1e-3)  # a null: the test's upper tail
     assert math.isnan(power_at(0.1, 0.0, 0.0))  # no spread: no CI to read a power from
+
+
+def test_a_stated_difference_names_the_run_it_may_come_from():
+    from toolbench_lib.report.against import paper_against_itself
+
+    refs = {"entries": [{"id": i, "paper": v} for i, v in (
+        ("g2_ptr_minus_rtp_recall", 0.042), ("g2_ptr_recall", 0.188), ("g2_rtp_recall", 0.143),
+        ("g2_budget_ptr_k5", 0.184), ("g1_ptr_minus_rtp_recall", -0.072), ("g1_ptr_recall", 0.289),
+        ("g1_rtp_recall", 0.372), ("g1_budget_ptr_k5", 0.279))]}
+    numbers = paper_against_itself(refs)[0][1]
+    assert ("G2: its PtR − RtP recall is stated as +0.042, but its own means give 0.188 − 0.143 = +0.045; "
+            "its k ablation's PtR, 0.184, gives +0.041, perhaps its source.") in numbers
+    g1 = next(line for line in numbers if line.startswith("G1"))
+    assert g1.endswith("= -0.083.")  # 0.279 − 0.372 = -0.093: no run of its gives its -0.072

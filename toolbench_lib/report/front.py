@@ -429,7 +429,8 @@ def set_line(r) -> str:
     elif isinstance(r.paper_leader, str):
         lo, hi = r.ci_low_holm, r.ci_high_holm
         out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
-        against = (f", unlike the paper (where {r.paper_leader} leads" + (f" by {paper}" if paper else "")
+        against = (" with this run's smaller stub writer and embedder" * (r.paper_leader == "PtR")
+                   + f", unlike the paper (where {r.paper_leader} leads" + (f" by {paper}" if paper else "")
                    + (", outside this run's CI" if out else "") + ")")
     else:
         against = ""

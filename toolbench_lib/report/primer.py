@@ -64,9 +64,9 @@ def plain_words(c: TableCache) -> str:
     return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
             "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
             "search with the guesses (plan first, PtR). The paper finds the request's words better for "
-            "one-tool requests, the guesses better for multi-tool ones within one category and, in direction "
-            "only, across categories (“does not reach significance”). Of the APIs each request was written "
-            "from (its `candidates`), the first five results hold on average:\n\n"
+            "one-tool requests, the guesses better for multi-tool ones within one category and, in recall "
+            "in direction only, across categories (“does not reach significance”). Of the APIs each request "
+            "was written from (its `candidates`), the first five results hold on average:\n\n"
             "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
             f"| :--- | :--- | :--- | :--- |\n{rows}\n\n{why}").rstrip()
 

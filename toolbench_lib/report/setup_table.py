@@ -52,10 +52,12 @@ def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
     for s in ("G1", "G2"):
         if (key := f"{s.lower()}_gt_size") not in paper or (s, PRIMARY.gt) not in mean.index:
             continue
-        here = [f"{name} {fmt_number(mean[(name, PRIMARY.gt)])}" for name in (s, f"{s}_instruction")
-                if (name, PRIMARY.gt) in mean.index and (name == s or s != "G1")]
-        rel = f", relevant {fmt_number(mean[(s, 'relevant')])}" if (s, "relevant") in mean.index else ""
-        said.append(f"{', '.join(here)} against the paper's {paper[key]:g}{rel}")
+        names = [n for n in (s, f"{s}_instruction")
+                 if (n, PRIMARY.gt) in mean.index and (n == s or s != "G1")]
+        here = [f"{n} {fmt_number(mean[(n, PRIMARY.gt)])}" + (
+            f" (relevant {fmt_number(mean[(n, 'relevant')])})" if (n, "relevant") in mean.index else "")
+            for n in names]
+        said.append(f"{', '.join(here)} against the paper's {paper[key]:g}")
     return (f" (APIs per query: {'; '.join(said)}); it credits every endpoint of a query's tools"
             if said else "")
 
@@ -81,7 +83,8 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
               f"(backend {prov.get('backend', 'n/a')}{BACKENDS.get(prov.get('backend'), '')})"),
              *([] if runs == 4 else [("runs (stubs, retrieval)", "4", fmt_count(runs))]),
              ("LLM temperature", "0", "n/a" if t is None else f"{t:g}" if later in (None, t) else
-              f"{t:g} (run 0), {later:g} (later runs; recall averages all)"),
+              f"{t:g} (run 0), {later:g} (later runs: at {t:g} a local model writes the same stubs every "
+              "run; recall averages all)"),
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984),
               fmt_count(prov.get("registry_size")) + _from_queries(cache)),
