@@ -1175,6 +1175,8 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     (line,) = power_lines(cfg)
     # half-width 0.1 is 1.960 standard errors; 80% power at 0.05 needs (1.960 + 0.842) of them: 0.143
     assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
+    # at α/2 (Holm's first step over the two sets) the 1.960 becomes 2.241: 0.2 · (2.241 + 0.842) / 4.482
+    assert "at Holm's strictest level, 0.025: G1 0.138," in line
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G3 one of the paper's size "
                          "would likely be detected here; on G1 one would likely go undetected.")
 

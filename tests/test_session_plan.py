@@ -345,6 +345,9 @@ def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
                     "the estimate only")
     tables["primary_endpoint"] = dense.assign(ci_high=dense["ci_low"] + 0.01)  # [0.026, 0.036]: excludes it
     save(cfg, tables)
+    # G2 [0.026, 0.036] about +0.046: its √2-widened CI reaches +0.045; G2_instruction's [-0.010, 0.030]
+    # about +0.010 reaches 0.038 only
     assert g2_note(TableCache(cfg.tables_dir)).endswith(
         "; on both, the 95% CI excludes the paper's +0.045, which tests this run's stub writer and embedder, "
-        "not the paper's")
+        "not the paper's; on G2_category_original not once the paper's own spread is counted (a two-sample "
+        "reading)")

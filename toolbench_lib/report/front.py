@@ -458,9 +458,10 @@ def fare_line(report: pd.DataFrame) -> str:
             f"{fmt_count(n.get(DIFFERS, 0))} differ.")
     alone, llm = status_counts(numbers[free]), status_counts(numbers[~free])
     if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:
-        head += (f" Every one of the {fmt_count(free.sum())} measured without an LLM (RtP's retrieval, the "
-                 f"data's counts) is consistent ({fmt_count(alone['consistent'])}) or differs by "
-                 f"construction ({fmt_count(alone[BY_CONSTRUCTION])}: this run's own data); of the "
+        head += (f" Every one of the {fmt_count(free.sum())} measured without an LLM (RtP's retrieval "
+                 f"with this run's embedder, the data's counts) is consistent "
+                 f"({fmt_count(alone['consistent'])}) or differs by construction "
+                 f"({fmt_count(alone[BY_CONSTRUCTION])}: this run's own data); of the "
                  f"{fmt_count((~free).sum())} resting on the substitute LLM, {fmt_count(llm['consistent'])} "
                  f"are consistent and {fmt_count(llm['differs'])} differ, {fmt_count(llm[SETUP])} of them "
                  "for a cause untested.")

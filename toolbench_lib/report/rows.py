@@ -106,8 +106,9 @@ def section_sentence(rows: pd.DataFrame) -> str:
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
     again = rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") != ""
     claims = rows.get("claim", pd.Series(False, index=rows.index)).fillna(False).astype(bool) & ~again
-    kinds = [f"{fmt_count(n)} {what}" for n, what in (
-        (int(claims.sum()), "claims in words"), (int(again.sum()), "second readings")) if n]
+    kinds = [f"{fmt_count(n)} {what if n != 1 else one}" for n, what, one in (
+        (int(claims.sum()), "claims in words", "claim in words"),
+        (int(again.sum()), "second readings", "second reading")) if n]
     of = f" (with {' and '.join(kinds)})" if kinds else ""
     parts = [f"{c['consistent']} of the {found} rows measured here{of} are consistent with this run"]
     parts += [f"{c[key]} {what}" for key, what in (

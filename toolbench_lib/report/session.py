@@ -17,7 +17,7 @@ from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .checks import CAPTION, IMAGE, sections
-from .locate import TableCache
+from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
 from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines
 
@@ -243,6 +243,10 @@ def g2_note(c: TableCache) -> str:
     if all(not r["ci_low"] <= r["paper"] <= r["ci_high"] for r in rows):
         text += (f"; on both, the 95% CI excludes the paper's {fmt_signed(rows[0]['paper'])}, which tests "
                  "this run's stub writer and embedder, not the paper's")
+        wide = [s for s, r in zip(G2_SETS, rows, strict=True)
+                if two_sample(r["diff"], r["paper"], (r["ci_low"], r["ci_high"]))]
+        text += (f"; on {' and '.join(wide)} not once the paper's own spread is counted (a two-sample "
+                 "reading)") if wide else ""
     return text
 
 

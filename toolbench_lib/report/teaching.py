@@ -218,10 +218,12 @@ def worked_query_markdown(wq: WorkedQuery, labels: Mapping[str, str] | None = No
 
     parts = [f"> {md_text(wq.query)}", "",
              f"*{md_text(subset_alias(wq.subset), False)}, {md_code(wq.qkey)}; ground truth "
-             f"{md_code(wq.gt)}, {fmt_count(len(wq.ground_truth))} APIs:*", ""]
+             f"{md_code(wq.gt)}, {fmt_count(len(wq.ground_truth))} "
+             f"API{'s' * (len(wq.ground_truth) != 1)}:*", ""]
     parts += [f"- {_api(a, labels)}: {found_by(a)}" for a in wq.ground_truth] + [""]
     if wq.stubs:
-        what = "fell back to the raw query" if wq.fell_back else f"{len(wq.stubs)} stubs"
+        n = len(wq.stubs)
+        what = "fell back to the raw query" if wq.fell_back else f"{n} stub{'s' * (n != 1)}"
         parts += [f"**PtR's stubs** (run {wq.run}; {what}):", ""]
         parts += [f"{i}. {md_code(name)}" + (f": {md_text(why, False)}" if why else "")
                   for i, (name, why) in enumerate(wq.stubs, 1)] + [""]

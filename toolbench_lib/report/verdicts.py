@@ -169,10 +169,13 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
     above = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) >= r.mde]
     said = [f"on {' and '.join(above)} one of the paper's size would likely be detected here"] * bool(above) \
         + [f"on {' and '.join(below)} one would likely go undetected"] * bool(below)
+    strict = detectable(TableCache(cfg.tables_dir).get("primary_endpoint"), power, alpha / len(t))
+    holm = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in strict.itertuples())
     return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
-            f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; from each CI's width by the "
-            f"normal approximation, which the t quantiles of few clusters raise slightly). The "
-            f"paper's differences are {paper}" + (f", so {'; '.join(said)}" if said else "") + "."]
+            f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; at Holm's strictest level, "
+            f"{alpha / len(t):.3g}: {holm}; from each CI's width by the normal approximation, which the t "
+            f"quantiles of few clusters raise slightly). The paper's differences are {paper}"
+            + (f", so {'; '.join(said)}" if said else "") + "."]
 
 
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
