@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 MIN_CAPTION_WORDS = 12
-MAX_FRONT_WORDS = 1350  # with the plain words, their table and the words used below on top (the readings)
+MAX_FRONT_WORDS = 1400  # with the plain words, their table, the words used below and each G2 file's power
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR
 MAX_REPORT_BYTES = 77_000  # with the plain words and contents on top, each section's equivalence margins
 FRONT_HEADING = "## The question and the answer"
