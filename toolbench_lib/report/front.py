@@ -17,6 +17,7 @@ from .against import QUOTES
 from .appendix import APPENDIX_A
 from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, DIFFERS, TableCache, two_sample
+from .rows import row_kinds
 from .scorecard import (
     BY_CONSTRUCTION,
     SETUP,
@@ -448,8 +449,8 @@ TERMS = ("**Words used below.** `candidates`: every API of the tools a query was
 
 def fare_line(report: pd.DataFrame) -> str:
     """How the paper's reference numbers fare here, in one sentence (the counts by cause: Appendix A)."""
-    claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
-    numbers = report[~claim & (report["reading_of"].fillna("") == "")] if len(report) else report
+    claim, again = row_kinds(report)
+    numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
         return ""
     n, free = numbers["status"].value_counts(), without_llm(numbers)

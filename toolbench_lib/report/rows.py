@@ -97,6 +97,15 @@ def margin_lines(rows: pd.DataFrame) -> list[str]:
     return [f"Margins: {'; '.join(said)}.", ""] if said else []
 
 
+def row_kinds(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """``(claims, again)``: the scorecard rows that are claims in words and those that read a number or
+    claim of the paper again, another way (a claim read again counts with the readings); the rest are its
+    numbers."""
+    again = rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") != ""
+    claim = rows.get("claim", pd.Series(False, index=rows.index)).fillna(False).astype(bool)
+    return claim & ~again, again
+
+
 def section_sentence(rows: pd.DataFrame) -> str:
     """A generated sentence on a section's rows: how many are consistent, which differ and why."""
     c = status_counts(rows)
@@ -104,8 +113,7 @@ def section_sentence(rows: pd.DataFrame) -> str:
     if found == 0:
         return (f"None of the paper's {len(rows)} numbers of this section was measured in this run "
                 f"({c['not scored']} not scored, {c['not found']} not found in its tables).")
-    again = rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") != ""
-    claims = rows.get("claim", pd.Series(False, index=rows.index)).fillna(False).astype(bool) & ~again
+    claims, again = row_kinds(rows)
     kinds = [f"{fmt_count(n)} {what if n != 1 else one}" for n, what, one in (
         (int(claims.sum()), "claims in words", "claim in words"),
         (int(again.sum()), "second readings", "second reading")) if n]
@@ -144,9 +152,8 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
     untested = (report["status"] == DIFFERS) & how.isin([SETUP, BY_CONSTRUCTION])
     differs = (report["status"] == DIFFERS) & ~untested
     def count(g: pd.DataFrame) -> str:  # the claims in words and the second readings, as counted apart above
-        claims = g["claim"].fillna(False).astype(bool) if "claim" in g else pd.Series(False, index=g.index)
-        again = g["reading_of"].fillna("") != "" if "reading_of" in g else pd.Series(False, index=g.index)
-        alone = int((claims & ~again).sum())
+        claims, again = row_kinds(g)
+        alone = int(claims.sum())
         parts = [f"{fmt_count(n)} {what}" for n, what in (
             (alone, "claim in words" if alone == 1 else "claims in words"), (again.sum(), "read again")) if n]
         return fmt_count(len(g)) + (f": {', '.join(parts)}" if parts else "")
@@ -180,9 +187,8 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
     touches apart (Appendix A; the front says it in one line)."""
     lines = ["### How the paper's numbers fare, by cause", ""]
     if len(report):
-        claim = report.get("claim", pd.Series(False, index=report.index)).fillna(False).astype(bool)
-        reread = report["reading_of"].fillna("") != ""  # a number or claim read again, another way
-        numbers, claims, again = report[~claim & ~reread], report[claim & ~reread], report[reread]
+        claim, reread = row_kinds(report)
+        numbers, claims, again = report[~claim & ~reread], report[claim], report[reread]
 
         def counts(rows: pd.DataFrame, unscored: str = "") -> str:  # differing, by cause
             c, shares = status_counts(rows), {PARTLY: recovered(rows)}
