@@ -9,7 +9,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import holds_paper, leading_elsewhere
+from .front import _sets, holds_paper, leading_elsewhere
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
 from .verdicts import detectable
@@ -87,13 +87,9 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     fams = leading_elsewhere(other, where, "PtR")
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
                                       " search in one of them") for f in fams]
-    return (f" The same guesses do lead significantly on {' and '.join(where)} with {_words(each)}"
+    return (f" The same guesses do lead significantly on {' and '.join(where)} with {_sets(each)}"
             + (" search" if both is None else "") + ", so this run cannot tell how much of the missing lead "
             "is the small model's and how much the embedder's.")
-
-
-def _words(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:
