@@ -117,11 +117,16 @@ print(verdicts["decomposition"])
 # `reasoning` are one field of each stub; `name+reasoning` is PtR as run; `name+reasoning-brand` drops the
 # query's proper names (capitalised words, words with digits or inner capitals) from every stub. If removing
 # them costs recall, PtR's hits come from echoing the query's brand words rather than from the decomposition.
+# `query-brand` is RtP on the query without those words: the paper explains RtP's G1 lead by the query naming
+# its API (Intent-Registry Coupling), so with the brand words gone from query and stubs alike that lead
+# should shrink. The second table pairs PtR − RtP as run with PtR − RtP without them (`change`).
 
 # %%
-text_table, verdicts["stub_text"] = ab.stub_text_ablation(setup, result, k=cfg.k, depth=cfg.depth)
+text_table, coupling, verdicts["stub_text"] = ab.stub_text_ablation(setup, result, k=cfg.k, depth=cfg.depth)
 save_table(text_table, "ablation_stub_text", cfg, prov)
+save_table(coupling, "ablation_query_coupling", cfg, prov)
 display(text_table.pivot(index="variant", columns="subset", values="recall").round(3))
+display(coupling.round(3))
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ab.bars_with_ci(ax, *(text_table.pivot(index="subset", columns="variant", values=f"recall{end}")[
     list(ab.STUB_TEXT_VARIANTS)] for end in ("", "_ci_low", "_ci_high")))  # each bar with its own 95% CI

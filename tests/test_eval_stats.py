@@ -14,6 +14,7 @@ from toolbench_lib.analysis.ablations import (
     coverage,
     decomposition_ablation,
     decomposition_verdict,
+    query_coupling,
     remove_words,
     stub_counts,
     stub_text_variants,
@@ -141,6 +142,22 @@ def test_brand_words_and_stub_variants():
     assert v["name"] == [["YouTube Search"], ["plain"]] and v["reasoning"][0] == ["find YouTube videos"]
     assert "youtube" not in v["name+reasoning-brand"][0][0].lower()
     assert v["query"] == [[q], ["plain"]]
+    assert v["query-brand"] == [["I need videos about Also check the price on"], ["plain"]]
+
+
+def test_query_coupling_pairs_the_gap_with_and_without_brand_words():
+    """Four G1 queries, each its own API sample: PtR − RtP as run -0.5, 0, -0.5, 0 (mean -0.25); without
+    brand words 0, 0, 0, -0.5 (mean -0.125); the change +0.5, 0, +0.5, -0.5 (mean +0.125)."""
+    q = pd.DataFrame({"qkey": list("abcd"), "subset": ["G1_instruction"] * 4,
+                      "query": ["Use YouTube now", "plain words", "Ask Binance", "plain too"],
+                      "candidates": [("x",), ("y",), ("z",), ("w",)]})
+    recall = {"query": [1.0, 0.5, 1.0, 0.5], "name+reasoning": [0.5, 0.5, 0.5, 0.5],
+              "query-brand": [0.5, 0.5, 0.5, 1.0], "name+reasoning-brand": [0.5, 0.5, 0.5, 0.5]}
+    t = query_coupling(q, {v: pd.DataFrame({"recall": r}) for v, r in recall.items()}).iloc[0]
+    assert t["subset"] == "G1" and t["n_queries"] == 4 and t["brand_share"] == 0.5
+    assert (t["rtp"], t["rtp_nobrand"], t["ptr"], t["ptr_nobrand"]) == (0.75, 0.625, 0.5, 0.5)
+    assert t["diff"] == -0.25 and t["diff_nobrand"] == -0.125 and t["change"] == 0.125
+    assert t["change_lo"] < 0 < t["change_hi"] and 0 < t["p_change"] < 1
 
 
 def test_summary_carries_judged_and_objective_pass_rates(study):  # noqa: F811

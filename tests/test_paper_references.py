@@ -216,3 +216,33 @@ def test_each_equivalence_margin_is_said_with_its_reason_once():
                                     "ci_high": -0.023, "cause_status": ""}
     assert _status_text(pd.Series(row)).endswith(
         "(estimate outside the margin, nonzero: the CI excludes 0 but crosses the margin)")
+
+
+def test_an_ordering_at_every_k_is_judged_cell_by_cell():
+    """Intersection-union: the claim holds only when every k's CI lies on its side, and differs as soon as
+    one k's CI lies wholly on the other side, though the extreme cell alone would say otherwise."""
+    from toolbench_lib.report.locate import CONSISTENT, DIFFERS, INCONCLUSIVE, TableCache
+    from toolbench_lib.report.scorecard import every_cell, intersection_union
+
+    entry = {"ordering": True, "paper": {"min": 0},
+             "locator": {"table": "k", "where": {"subset": "G2", "gain": "$min"}, "column": "gain"},
+             "ci": {"low": {"table": "k", "where": {"subset": "G2", "gain": "$min"}, "column": "lo"},
+                    "high": {"table": "k", "where": {"subset": "G2", "gain": "$min"}, "column": "hi"}}}
+    bounds = {"min": 0}
+    # k = 1: wide CI around the minimum; k = 2: a smaller loss whose CI lies wholly below 0.
+    cells = [(-0.02, -0.09, 0.05), (-0.01, -0.015, -0.005), (0.03, 0.01, 0.05)]
+    assert intersection_union(cells, bounds, -0.02)[1:3] == (DIFFERS, "below")
+    assert intersection_union([cells[0], cells[2]], bounds, -0.02)[1] == INCONCLUSIVE
+    assert intersection_union([cells[2]], bounds, 0.03)[1] == CONSISTENT
+
+    class Tables(TableCache):
+        def __init__(self):
+            pass
+
+        def get(self, name):
+            return pd.DataFrame({"subset": ["G2", "G2", "G1"], "gain": [-0.02, 0.03, -0.5],
+                                 "lo": [-0.09, 0.01, -0.6], "hi": [0.05, 0.05, -0.4]})
+
+    got = every_cell(entry, Tables())
+    assert [tuple(map(float, c)) for c in got] == [(-0.02, -0.09, 0.05), (0.03, 0.01, 0.05)]
+    assert every_cell({**entry, "ordering": False}, Tables()) == []

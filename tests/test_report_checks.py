@@ -157,20 +157,6 @@ def test_a_wide_saved_table_is_narrowed_for_the_report():
     assert out["diff"].iloc[0] == "-0.018 [-0.072, 0.044]" and pd.isna(out["diff"].iloc[1])
 
 
-def test_an_appendix_table_of_unadjusted_p_says_how_many_hold_under_holm():
-    import pandas as pd
-
-    from toolbench_lib.report.appendix import unadjusted_line
-
-    # Holm over 4: 0.001 * 4 = 0.004, 0.02 * 3 = 0.06 -> one of the three below 0.05 holds.
-    table = pd.DataFrame({"method": list("abcde"), "p_value": [0.001, 0.02, 0.03, 0.5, float("nan")]})
-    assert unadjusted_line(table) == [
-        "Each p is unadjusted, as is each CI: 3 of the table's 4 comparisons have p < 0.05, 1 under Holm "
-        "over all 4.", ""]
-    assert unadjusted_line(table.drop(columns="p_value")) == []
-    assert unadjusted_line(table.assign(p_value=float("nan"))) == []
-
-
 def test_a_figure_s_alt_text_is_its_caption_s_title_with_no_parenthesis_left_open():
     from toolbench_lib.report.figures import FIGURES, alt_text
 
@@ -181,23 +167,6 @@ def test_a_figure_s_alt_text_is_its_caption_s_title_with_no_parenthesis_left_ope
     for _, caption in FIGURES.values():
         alt = alt_text(caption)
         assert alt and alt.count("(") == alt.count(")") and len(alt) <= len(caption)
-
-
-def test_an_appendix_leaderboard_says_over_how_many_runs_of_stubs_its_recall_is(tmp_path):
-    """The unseen sets' study has 1 run where the design study has 4: each table says its own."""
-    import pandas as pd
-
-    from toolbench_lib.report.appendix import runs_text, table_section
-
-    assert runs_text(pd.Series([4, 4])) == "4 runs" and runs_text(pd.Series([1, 4])) == "1 run or 4 runs"
-
-    class Cfg:
-        tables_dir = tmp_path
-
-    pd.DataFrame({"method": ["a"], "recall": [0.2], "runs": [1]}).to_csv(tmp_path / "t.csv", index=False)
-    lines = table_section(Cfg, "", [("t", "A table", None, ["method", "recall"])])
-    assert "Each recall is a query's mean over 1 run of stubs." in lines
-    assert "runs" not in lines[-2]  # the column itself is not printed
 
 
 def test_a_figure_drawn_on_a_sample_of_its_own_says_which_in_its_caption(tmp_path):

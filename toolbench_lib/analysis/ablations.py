@@ -30,7 +30,7 @@ from .style import METHOD_COLORS
 
 CODE = "analysis/ablations.py"  # cached tables here are keyed by this module's code and what it imports
 
-STUB_TEXT_VARIANTS = ("query", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
+STUB_TEXT_VARIANTS = ("query", "query-brand", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
 
 
@@ -136,6 +136,7 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
         reasons = g["reasoning"].astype(str).tolist() if g is not None else []
         brands = brand_words(query)
         out["query"].append([query])
+        out["query-brand"].append([remove_words(query, brands)])
         out["name+reasoning"].append(texts)
         out["name+reasoning-brand"].append([remove_words(t, brands) for t in texts])
         out["name"].append([n or query for n in names] or [query])  # a query without stubs: itself
@@ -144,16 +145,16 @@ def stub_text_variants(queries: pd.DataFrame, stubs: pd.DataFrame,
 
 
 def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
-                       depth: int = DEPTH) -> tuple[pd.DataFrame, str]:
-    """``(table, verdict)``: recall@k per set of each stub-text variant (``subset, variant, recall,
-    precision, n_queries``, the recall's bootstrap 95% CI)."""
+                       depth: int = DEPTH) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``(table, coupling, verdict)``: recall@k per set of each stub-text variant (``subset, variant,
+    recall, precision, n_queries``, the recall's bootstrap 95% CI); ``coupling``: :func:`query_coupling`."""
     q, ids = result.queries, setup.api_ids
     searcher = DenseSearcher(setup.index, setup.encode)  # each text searched, merged by best cosine
-    rows = []
+    rows, per_query = [], {}
     for variant, texts in stub_text_variants(q, result.stubs, run).items():
         _, merged = search_and_merge(searcher, texts, depth)
         ranking = {qk: [ids[r] for r in m.rows.tolist()] for qk, m in zip(q["qkey"], merged, strict=True)}
-        pq = score_rankings(ranking, q, gt, k)
+        pq = per_query[variant] = score_rankings(ranking, q, gt, k)
         for subset, g in pq.groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
             row = {"subset": subset, "variant": variant, "recall": g["recall"].mean(),
                    "precision": g["precision"].mean(), "n_queries": len(g)}
@@ -161,11 +162,35 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
     table, parts = pd.DataFrame(rows), []
     for subset, g in table.groupby("subset", sort=False):
         r = g.set_index("variant")["recall"]
-        best = r.drop("query").idxmax()
+        best = r.drop(["query", "query-brand"]).idxmax()
         parts.append(f"{subset}: best stub text is {best} ({r[best]:.3f}; query {r['query']:.3f}, name "
                      f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
-                     f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
-    return table, "; ".join(parts) + "."
+                     f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f}; the query without its "
+                     f"brand words {r['query-brand']:.3f})")
+    return table, query_coupling(q, per_query), "; ".join(parts) + "."
+
+
+def query_coupling(q: pd.DataFrame, per_query: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per set: the share of queries with a brand word, PtR − RtP as run (``diff``) and with the query's
+    brand words removed from both (``diff_nobrand``), each a paired test clustered by API sample, and the
+    change (``change``: ``diff_nobrand − diff``). The paper's coupling predicts RtP's G1 lead shrinks."""
+    r = {v: per_query[v]["recall"].to_numpy() for v in per_query}
+    rtp, rtp_nb, ptr, ptr_nb = (r[v] for v in ("query", "query-brand", "name+reasoning",
+                                               "name+reasoning-brand"))
+    has_brand = np.array([bool(brand_words(t)) for t in q["query"]])
+    rows = []
+    for subset, idx in pd.Series(range(len(q))).groupby(q["subset"].map(subset_alias).to_numpy(), sort=False):
+        i, cl = idx.to_numpy(), clusters(q, q["qkey"].iloc[idx])
+        row = {"subset": subset, "n_queries": len(i), "brand_share": has_brand[i].mean(),
+               "rtp": rtp[i].mean(),
+               "rtp_nobrand": rtp_nb[i].mean(), "ptr": ptr[i].mean(), "ptr_nobrand": ptr_nb[i].mean(),
+               **paired_columns(rtp[i], ptr[i], {**DIFF_CI, "p": "p"}, cl)}
+        for name, a, b in (("diff_nobrand", rtp_nb[i], ptr_nb[i]),
+                           ("change", ptr[i] - rtp[i], ptr_nb[i] - rtp_nb[i])):
+            row |= paired_columns(a, b, {"diff": name, "ci_low": f"{name}_lo", "ci_high": f"{name}_hi",
+                                         "p": f"p_{name.removeprefix('diff_')}"}, cl)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def bars_with_ci(ax, levels: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, colors=None) -> None:

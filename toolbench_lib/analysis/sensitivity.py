@@ -319,7 +319,8 @@ def routing_claim(result: StudyResult, run_name: str, k: int = K, gt: str = DEFA
                     else "gain" if t["ci_low"] > 0 else "not significant")
             text = (f"{family}: routed {t['routed']:.3f} against {other.replace('_', ' ')} {t['other']:.3f}, "
                     f"difference {t['diff']:+.3f} [95% CI {t['ci_low']:+.3f}, {t['ci_high']:+.3f}], "
-                    f"{t['n_queries']} queries: " + {"none": "identical choices, no loss",
+                    f"{t['n_queries']} queries of {wide['subset'].nunique()} sets pooled, clustered by API "
+                    "sample: " + {"none": "identical choices, no loss",
                                              "not significant": "no significant loss, though the CI "
                                                                 f"allows one up to {-t['ci_low']:.3f}",
                                              "gain": "no loss, a significant gain",

@@ -8,7 +8,6 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_number
 from ..data.markdown import md_table
-from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 
 APPENDIX_A = "Appendix A: scorecard and causes"
@@ -16,12 +15,8 @@ APPENDIX_BEYOND = "Appendix B: fused and learned methods, beyond the paper"
 APPENDIX_TABLES_HEADING = "Appendix C: leaderboards and wide tables"  # the judged pass rates live here
 APPENDIX_WORKED = "Appendix D: worked queries and the Table 2 examples"
 APPENDIX_RUN = "Appendix E: this run"
-FUSION_COLUMNS = ["subset", "method", "recall", "recall_lo", "recall_hi", "reference", "diff", "diff_lo",
-                  "diff_hi", "wins", "losses", "p_value", "note"]  # n queries: the answer table's
+FUSION_TABLES = ("retriever_fusion_design", "retriever_fusion_unseen")  # notebook 12's: Appendix B links them
 APPENDIX_TABLES = (
-    ("retriever_fusion_design", "Fused methods and families on the design sets", None,
-     FUSION_COLUMNS),
-    ("retriever_fusion_unseen", "The same methods, unchanged, on the unseen sets", None, FUSION_COLUMNS),
     ("retriever_costs", "Cost per query of each method"),
     ("ablation_verdicts", "What the ablations found"),
     ("judge_validity", "Judged and objective pass rates of every planned query, with the judge's kappa",
@@ -54,23 +49,6 @@ def narrow(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def unadjusted_line(frame: pd.DataFrame, alpha: float = 0.05) -> list[str]:
-    """For a table with an unadjusted p column: how many of its comparisons stay below ``alpha`` under Holm
-    over the whole table, so that a reader does not count each p (or each CI excluding 0) as a finding."""
-    col = next((c for c in P_HEADERS if c in frame), None)
-    p = pd.to_numeric(frame[col], errors="coerce").dropna() if col else pd.Series(dtype=float)
-    if p.empty:
-        return []
-    below, held = int((p < alpha).sum()), int((holm(p) < alpha).sum())
-    return [f"Each p is unadjusted, as is each CI: {below} of the table's {len(p)} comparisons have p < "
-            f"{alpha:g}, {held} under Holm over all {len(p)}.", ""]
-
-
-def runs_text(runs: pd.Series) -> str:
-    """``"4 runs"`` or ``"1 run"`` of a table's ``runs`` column (its distinct counts joined by "or")."""
-    return " or ".join(f"{n} run{'s' * (n != 1)}" for n in sorted(set(runs.astype(int))))
-
-
 def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###") -> list[str]:
     """A report section of saved tables (``(name, title)``, or ``(name, title, query or None, columns)``),
     each :func:`narrow`-ed; nothing when none was saved."""
@@ -79,12 +57,10 @@ def table_section(cfg: ExperimentConfig, heading: str, tables, level: str = "###
         path = cfg.tables_dir / f"{name}.csv"
         if path.exists():
             frame = pd.read_csv(path, keep_default_na=True)
-            runs = ((f"Each recall is a query's mean over {runs_text(frame['runs'])} of stubs.", "")
-                    if "runs" in frame else ())
             if keep:
                 rows, columns = keep
                 frame = (frame if rows is None else frame.query(rows))[[c for c in columns if c in frame]]
             head, sep, body = md_table(narrow(frame).rename(columns=P_HEADERS)).partition("\n")
             head = head.replace("_", " ") if head.startswith("|") else head  # words for the column names
-            parts += [f"{level} {title}", "", *runs, *unadjusted_line(frame), head + sep + body, ""]
+            parts += [f"{level} {title}", "", head + sep + body, ""]
     return [f"## {heading}", "", *parts] if parts and heading else parts

@@ -67,8 +67,9 @@ FIGURES = {
     "ablation_stub_text": (
         "ablations",
         "PtR's recall when a stub is searched by its name, its reasoning, both, or with brand words "
-        "removed, each bar with its own 95% CI (run 0): which part of a stub finds the APIs (the bars share "
-        "their queries: overlapping CIs can still differ)."),
+        "removed, and RtP's with and without the query's brand words, each bar with its own 95% CI (run 0): "
+        "which part of a stub finds the APIs (the bars share their queries: overlapping CIs can still "
+        "differ)."),
     "ablation_embedder": (
         "ablations",
         "RtP's and PtR's recall with two embedders (all-MiniLM-L6-v2, all-mpnet-base-v2, a stronger one "

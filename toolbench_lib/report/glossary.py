@@ -126,8 +126,8 @@ TERMS_MORE: tuple[Term, ...] = (
          "The paper's explanation of the crossover: how directly a query's own words name its API. High on "
          "G1, where *“the raw query often contains the API’s name or brand directly, giving RtP a direct "
          "embedding match”*; low on G2 and G3, where *“a single embedding cannot capture multi-faceted "
-         "intent”*. High coupling favours RtP. The brand-word ablation removes brand names from the stubs, "
-         "not from the query, so it shows how much of PtR's recall rides on brands, not the coupling itself.",
+         "intent”*. High coupling favours RtP. The brand-word ablation removes the query's brand names from "
+         "the stubs, and from the query too: the coupling tested on G1 without an LLM call.",
          "analysis.ablations"),
     Term("design and unseen sets",
          "Design sets (G1-G3) are the queries on which fused methods were chosen and tuned; unseen sets "

@@ -13,7 +13,7 @@ from .locate import TableCache
 SETS = ("G1", "G2", "G3")
 SAVED_BY = {"main_results": "02", "paired_tests": "02", "judge_validity": "02", "primary_endpoint": "02",
             "primary_endpoint_families": "12", "stub_stats": "06", "ablation_decomposition": "11",
-            "ablation_stub_text": "11", "ablation_embedder": "11"}
+            "ablation_stub_text": "11", "ablation_query_coupling": "11", "ablation_embedder": "11"}
 
 
 class NotInRun(LookupError):

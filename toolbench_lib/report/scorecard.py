@@ -25,6 +25,7 @@ from ..study.experiment import ExperimentConfig
 from .locate import (
     CONSISTENT,
     DIFFERS,
+    EXTREMES,
     INCONCLUSIVE,
     NOT_SCORED,
     TableCache,
@@ -33,6 +34,7 @@ from .locate import (
     locate,
     locator_source,
     paper_text,
+    select_rows,
     two_sample,
 )
 
@@ -235,7 +237,45 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     # that did not rule itself out.
     also = [cid for cid, _, r in results if cid != best_id and result["cause_status"] == SETUP
             and r["cause_status"] in (UNEXPLAINED, NOT_TESTED, SETUP)]
-    return {**result, "cause": f"{' or '.join([best_id, *also])}: {best['title']}", "evidence": evidence}
+    # A reading that fits is still this run's measurement: an untested setup difference listed beside it
+    # could move it too, so the row names it.
+    open_setup = [cid for cid, _, r in results if cid != best_id and result["cause_status"] == READING
+                  and r["cause_status"] == SETUP]
+    label = " or ".join([best_id, *also]) + (f"; {' or '.join(open_setup)} untested" if open_setup else "")
+    return {**result, "cause": f"{label}: {best['title']}", "evidence": evidence}
+
+
+def every_cell(entry: Mapping, tables: TableCache) -> list[tuple[float, float, float]]:
+    """Every cell an ordering "at every k" ranges over, ``(value, ci_low, ci_high)``: the rows its locator
+    selects before it keeps the extreme of its own column; none for any other entry."""
+    loc, ci = entry.get("locator", {}), entry.get("ci", {})
+    where = dict(loc.get("where") or {})
+    if not entry.get("ordering") or where.get(loc.get("column")) not in EXTREMES or not ci:
+        return []
+    table = tables.get(loc["table"])
+    if table is None:
+        return []
+    where.pop(loc["column"])
+    rows = select_rows(table, where)
+    return list(zip(*(pd.to_numeric(rows[c], errors="coerce") for c in (loc["column"], ci["low"]["column"],
+                                                                       ci["high"]["column"])), strict=True))
+
+
+def intersection_union(cells: list[tuple[float, float, float]], bounds: Mapping[str, float],
+                       value: float) -> tuple[float, str, str, str]:
+    """``(difference, status, direction, basis)`` of an ordering claimed at every cell: consistent when every
+    cell's 95% CI lies on the paper's side, differs when any lies wholly on the other, else inconclusive."""
+    low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
+    held = sum(lo > low and hi < high for _, lo, hi in cells)
+    beyond = sum(hi < low or lo > high for _, lo, hi in cells)
+    basis = (f"the paper's ordering at each of {len(cells)} cells (intersection-union): {held} with the 95% "
+             f"CI on the paper's side, {beyond} wholly on the other")
+    if held == len(cells):
+        return 0.0, CONSISTENT, "", basis
+    if beyond:
+        below = value < low
+        return value - (low if below else high), DIFFERS, "below" if below else "above", basis
+    return 0.0, INCONCLUSIVE, "", basis
 
 
 def judge_entry(entry: Mapping, tables: TableCache) -> dict:
@@ -291,6 +331,8 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     margin, why = _margin(entry, tables)
     diff, status, direction, basis = compare(value, bounds, entry.get("tolerance"), ci,
                                              bool(entry.get("ordering")), _printed(entry, bounds), margin)
+    if cells := every_cell(entry, tables):  # each cell judged, not the extreme one alone
+        diff, status, direction, basis = intersection_union(cells, bounds, value)
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
     if why:

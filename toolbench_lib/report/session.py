@@ -268,16 +268,17 @@ def decomposers(c: TableCache) -> str:
     return per_set(one) + " (`ablation_decomposition`, one run: ptr_recall, rtp_recall by decomposer)"
 
 
-def _brand(c: TableCache, s: str) -> tuple[float, float, float]:
-    """PtR's recall with the stubs as searched and with their brand words removed, and RtP's (the query)."""
+def _brand(c: TableCache, s: str) -> tuple[float, ...]:
+    """PtR's recall with the stubs as searched and with their brand words removed, and RtP's (the query) with
+    and without them."""
     return tuple(value(c, "ablation_stub_text", "recall", subset=s, variant=v)
-                 for v in ("name+reasoning", "name+reasoning-brand", "query"))
+                 for v in ("name+reasoning", "name+reasoning-brand", "query", "query-brand"))
 
 
 def brand_words(c: TableCache) -> str:
     def one(s: str) -> str:
-        ptr, plain, rtp = (fmt_number(x) for x in _brand(c, s))
-        return f"{s} PtR {ptr}, {plain} without brand words, RtP {rtp}"
+        ptr, plain, rtp, rtp_plain = (fmt_number(x) for x in _brand(c, s))
+        return f"{s} PtR {ptr}, {plain} without brand words, RtP {rtp}, {rtp_plain} without"
     return per_set(one) + " (`ablation_stub_text`, one run: recall by variant)"
 
 
@@ -285,10 +286,16 @@ def brand_words(c: TableCache) -> str:
 
 def brand_note(c: TableCache) -> str:
     def one(s: str) -> str:
-        ptr, plain, _ = _brand(c, s)
+        ptr, plain, _, _ = _brand(c, s)
         return f"{s} {(ptr - plain) / ptr:.0%}" if ptr else f"{s} n/a"
-    return (f"Brand words in the stubs carry a share of PtR's recall ({per_set(one)}); the query's own brand "
-            "words, the paper's explanation, are not removed here, so the coupling itself is untested")
+    gap, lo, hi = (value(c, "ablation_query_coupling", col, subset="G1")
+                   for col in ("diff_nobrand", "diff_nobrand_lo", "diff_nobrand_hi"))
+    return (f"Brand words in the stubs carry a share of PtR's recall ({per_set(one)}). Removed from the "
+            f"query too, G1's PtR − RtP is {fmt_signed(gap)} {fmt_ci(lo, hi)} against "
+            f"{fmt_signed(value(c, 'ablation_query_coupling', 'diff', subset='G1'))} as run "
+            "(`ablation_query_coupling`): what is left of the coupling once the brand words go? The stubs "
+            "were still written from the whole query; a full test would have the LLM write them from the "
+            "query without its brand words")
 
 
 def in_ci_note(c: TableCache, stated: float, computed: float) -> str:
@@ -425,8 +432,8 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
          f"({sec('g2_gt_size')}).",
          (brand_words,),
-         "This run removes brand words from the stubs, not from the query. What does the drop say about "
-         "where PtR's hits come from? Does it test the paper's explanation, and what experiment would?",
+         "This run removes the query's brand words from the stubs, then from the query too. What does each "
+         "drop say about where the hits come from? Does RtP's G1 lead outlive its brand words?",
          brand_note),
         ("Is BM25's win a fair comparison?",
          f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),

@@ -218,8 +218,63 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
             f"{gt}; the change's CI clustered as the primary test's): {each}."]
 
 
+def divergence_caveat_lines(cfg: ExperimentConfig) -> list[str]:
+    """Why the divergence reading rests on this run's stubs (``ablation_stub_echo``): lists agree more where
+    stubs restate their query, so another stub writer could move the disjoint share."""
+    t = TableCache(cfg.tables_dir).get("ablation_stub_echo")
+    if t is None or "all" not in set(t["subset"]):
+        return []
+    r = t.set_index("subset").loc["all"]
+    return [f"That fit rests on this run's stubs (the LLM untested): where they restate the query the lists "
+            f"agree more (disjoint top-{cfg.k} lists for {r['disjoint_low_echo']:.0%} of the least-echoing "
+            f"third of queries, {r['disjoint_high_echo']:.0%} of the most-echoing; `ablation_stub_echo`), so "
+            "a stub writer that abstracts more could raise the disjoint share; the smallest sub-registries "
+            "keep every ground-truth API, which favours overlap. The paper's text alone argues for the same "
+            "reading (its plan overlap; [Where the paper disagrees with itself]"
+            "(#where-the-paper-disagrees-with-itself))."]
+
+
+def _sign_word(lo: float, hi: float, below: str, above: str, neither: str) -> str:
+    return below if hi < 0 else above if lo > 0 else neither
+
+
+def coupling_lines(cfg: ExperimentConfig) -> list[str]:
+    """The paper's coupling explanation tested on G1's queries (``ablation_query_coupling``): PtR − RtP with
+    the query's brand words removed from query and stubs alike, beside as run; and RtP's top-1 cosine as a
+    predictor of the winner (``routing_signal``), which coupling would make informative."""
+    cache = TableCache(cfg.tables_dir)
+    t, sig = cache.get("ablation_query_coupling"), cache.get("routing_signal")
+    if t is None or "G1" not in set(t["subset"]):
+        return []
+    g = t.set_index("subset").loc["G1"]
+    kept = _sign_word(g["diff_nobrand_lo"], g["diff_nobrand_hi"], "RtP's lead stays", "PtR leads",
+                      "neither leads significantly")
+    moved = _sign_word(g["change_lo"], g["change_hi"], "the gap moves toward RtP, against the coupling",
+                       "the gap moves toward PtR, as the paper's coupling predicts", "the gap does not move "
+                       "measurably: brand words carry much of both recalls, not RtP's lead")
+    lines = [f"Coupling, tested on the query (no LLM call; run 0's stubs): {g['brand_share']:.0%} of G1 "
+             "queries hold a brand word (a capitalised name, a word with digits or inner capitals). Removed "
+             f"from query and stubs alike, they take RtP from {fmt_number(g['rtp'])} to "
+             f"{fmt_number(g['rtp_nobrand'])} and PtR from {fmt_number(g['ptr'])} to "
+             f"{fmt_number(g['ptr_nobrand'])}: PtR − RtP {fmt_signed(g['diff'])} as run, "
+             f"{fmt_signed(g['diff_nobrand'])} {fmt_ci(g['diff_nobrand_lo'], g['diff_nobrand_hi'])} without "
+             f"them ({kept}; change {fmt_signed(g['change'])} {fmt_ci(g['change_lo'], g['change_hi'])}, "
+             f"`ablation_query_coupling`): {moved}."]
+    top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None and "signal" in sig else []
+    if len(top1):
+        chance = ((top1["auroc_ci_low"] <= 0.5) & (top1["auroc_ci_high"] >= 0.5)).all()
+        each = ", ".join(f"{r.subset} {fmt_number(r.auroc)} {fmt_ci(r.auroc_ci_low, r.auroc_ci_high)}"
+                         for r in top1.itertuples())
+        lines.append("If coupling decided the winner, a query close to one API (a high RtP top-1 cosine) "
+                     f"would be one RtP wins; as a predictor of the winner that cosine has AUROC {each} "
+                     "(`routing_signal`)" + (": no better than chance, so coupling does not decide "
+                                             "the winner here." if chance else "."))
+    return lines
+
+
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
-             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg), "budget": lambda: budget_lines(cfg)}
+             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg), "budget": lambda: budget_lines(cfg),
+             "scale": lambda: divergence_caveat_lines(cfg), "stubs": lambda: coupling_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()

@@ -29,6 +29,7 @@ from .appendix import (
     APPENDIX_TABLES,
     APPENDIX_TABLES_HEADING,
     APPENDIX_WORKED,
+    FUSION_TABLES,
     table_section,
 )
 from .checks import check_report
@@ -96,6 +97,22 @@ def provenance_markdown(prov: Mapping) -> str:
     ]
     return "\n".join(lines)
 
+
+STATUS_LEGEND = ["| status | when |", "| :--- | :--- |", *(f"| {a} | {b} |" for a, b in (
+    ("consistent", "the paper's value, ± half its last decimal (its rounding), meets the CI: this run cannot "
+                   "tell the two apart, which does not confirm it"),
+    ("inconclusive", "an ordering or bound whose CI holds the bound (an ordering at every k: judged at each "
+                     "k, none wholly beyond it), or an equivalence whose CI crosses its margin"),
+    ("differs; explained", "a tested cause's predicted value has a CI that covers the paper's and moves at "
+                           "least half the gap"),
+    ("differs; fits another reading", "the same, where the cause is another reading of the paper's "
+                                      "definition"),
+    ("differs; partly explained", "a tested cause closes part of the gap (the share stated)"),
+    ("differs; indicative, by a proxy", "a cause tested through a stand-in moves toward the paper's value "
+                                        "(how far, never a share)"),
+    ("differs; cause untested", "a setup difference, not tested"),
+    ("differs; by construction", "this run's own data or definitions make it differ"),
+    ("differs; unexplained", "no listed cause does"))), ""]
 
 # One section per claim of the paper: (key, heading, scorecard prefixes, the claim in short, the paper's own
 # words it rests on, each verbatim in its text).
@@ -178,6 +195,10 @@ def goal_lines(cfg: ExperimentConfig, ledger: Ledger) -> list[str]:
     if main is not None and not main.empty and "baselines" in main:
         lines.append("On the main study (the dense family only, every fused method of notebook 10, not only "
                      "the ones chosen above): " + goal_summary(main))
+    saved = [f"`tables/{t}.csv`" for t in FUSION_TABLES if cache.get(t) is not None]
+    if saved:  # the leaderboards behind the goal: each fused method's recall and paired test per set
+        lines.append(f"Each fused method's recall and paired comparison per set, with its unadjusted p: "
+                     f"{' and '.join(saved)} (notebook 12).")
     return [*lines, *unseen_lines(cache.get(UNSEEN_TABLE), ledger), ""]
 
 
@@ -350,24 +371,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     parts += [f"## {APPENDIX_A}", "", *right_and_wrong(report),
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
-              "`status` is *consistent* when the paper's value, ± half its last decimal (its rounding), "
-              "meets this run's 95% CI (bootstrap over queries, paired t for a difference; for a share, "
-              "resampling API samples where its table saves a CI, else Wilson; for an approximate "
-              "number, “~70%”, ± the tolerance in `tables/scorecard.csv`); a number "
-              "without sampling is compared at the paper's last decimal. *Consistent* means this run "
-              "cannot tell its number from the paper's, not that it confirms it. An ordering or bound "
-              "whose CI holds the bound, or an equality claim (`claim: 0 ± m`) whose CI crosses its margin, "
-              "is *inconclusive*. `claim:` marks a claim the paper makes in words, read here as a bound or "
-              "an equivalence. A row that differs names its cause's status: *explained* when "
-              "the cause's predicted value has a CI that covers the paper's and moves at least half the "
-              "gap (*fits another reading* where the cause is another reading of the paper's definition), "
-              "*partly explained* when it closes part of it (the share stated), *indicative, by a proxy* "
-              "when a cause tested only through a stand-in moves toward the paper's value (how far, never "
-              "a share: a stand-in gives a direction), *setup difference* "
-              "for a difference of setup (not a tested cause; shown as *cause untested*), *by construction* "
-              "where this run's own data or definitions make it differ, *unexplained* otherwise "
-              "(`references/causes.yaml`).",
-              "", *two_sample_lines(report),
+              "`status` sets the paper's value against this run's 95% CI (bootstrap over queries, paired t "
+              "for a difference; for a share, resampling API samples where its table saves a CI, else "
+              "Wilson; “~70%” ± the tolerance in `tables/scorecard.csv`); a number without sampling is "
+              "compared at the paper's last decimal. `claim:` marks a claim the paper makes in words, read "
+              "as a bound or an equivalence (`claim: 0 ± m`). A row that differs names its cause "
+              "(`references/causes.yaml`).", "", *STATUS_LEGEND, *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
               "(*cause untested*) or by construction, by cause; then each other row that differs, what it "
