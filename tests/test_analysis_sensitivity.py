@@ -145,6 +145,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert (by.loc[6, "rtp"], by.loc[6, "ptr"], by.loc[6, "diff"]) == pytest.approx((0.25, 0.5, 0.25))
     assert by["gt_share"].tolist() == pytest.approx([1.0, 0.75, 0.5]) and by["keeps_all_gt"].all()
     assert by.loc[4, "n_seeds"] == 2 and by.loc[6, "n_seeds"] == 1 and (by["expected"] == "PtR").all()
+    # PtR − RtP per query: -1/2 and 0 at 3 APIs, 0 and +1/2 on the whole index: each changes by +1/2
+    assert by.loc[3, "change"] == 0 and by.loc[6, "change"] == pytest.approx(0.5)
     verdict = se.scale_claim_verdict(claim).iloc[0]
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
     assert verdict["smallest_gt_share"] == 1.0 and bool(verdict["paper_claims"])  # Figure 3 shows G2
@@ -152,6 +154,7 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
     # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
     assert "is inconclusive at 3 (-0.250 [-3.427, +2.927]), 4 (+0.000" in verdict["text"]
+    assert "+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries)" in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     assert "fails at 3 (-0.250 [-3.427, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text

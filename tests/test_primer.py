@@ -54,21 +54,41 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "| G2 (tools of one category) | 14% / 19% | 13% / 12% | too close to call |" in text
     assert "| G3 (tools across categories) | 16% / 17% | 17% / 23% | the guesses do better |" in text
     # only the set where the paper's PtR lead does not appear here is named
-    assert "The paper's advantage for the guesses on G2 does not appear here." in text
-    assert "whether the paper's own setup gives that advantage is not tested." in text
+    assert "- **G2 (tools of one category):** the paper's advantage for the guesses does not appear." in text
+    assert "so the paper's own setup is untested." in text
+    assert "- **G1 (one tool):** the request's own words do better, as in the paper." in text
+    assert "- **G3 (tools across categories):** the guesses do better, as in the paper." in text
     text = plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint(significant=False,
                                                                                verdict="not reproduced")))
-    assert "on G2 and G3 does not appear" in text and "among" not in text  # no registry table: no count
+    assert "among" not in text  # no registry table: no count
+    assert "- **G3 (tools across categories):** the paper's advantage for the guesses does not appear" in text
     # G3 in the paper's direction holds it: the paper's own G3 difference "does not reach significance"
     same = _endpoint(significant=False, verdict="same direction, not significant")
     text = plain_words(_tables(tmp_path / "same", primary_endpoint=same))
-    assert "on G2 does not appear" in text
+    assert "- **G3 (tools across categories):** too close to call, as in the paper." in text
     assert "Of the APIs each request was written from (its `candidates`), the first five" in text
     assert "“does not reach significance”" in text  # the paper's words on its G3
     # a CI this narrow detects the paper's +0.045 with 80% power: the missing lead is said to be informative
     narrow = _endpoint(ci_low=-0.02, ci_high=0.0)
     text = plain_words(_tables(tmp_path / "narrow", primary_endpoint=narrow))
-    assert "on G2 does not appear here, though this run would likely have seen one of its size." in text
+    assert "does not appear, though this run would likely have seen one of its size." in text
+    # G1 significant on candidates but not on relevant; G3 from few API samples; a judge that cannot be read
+    rel = _endpoint(significant=False)
+    clustered = _endpoint(significant=[True, False, False], verdict=["reproduced", "not reproduced",
+                                                                     "same direction, not significant"]
+                          ).assign(n_queries=[163, 199, 100], n_groups=[154, 190, 23])
+    judge = pd.DataFrame({"plans": "all", "kappa": [0.06, 0.01], "evidence_none": [100, 300],
+                          "solved_rate_none": [0.5, 0.7]})
+    text = plain_words(_tables(tmp_path / "more", primary_endpoint=clustered, primary_endpoint_relevant=rel,
+                               judge_validity=judge))
+    assert ("- **G1 (one tool):** the request's own words do better, as in the paper; not clearly on the "
+            "stricter reading of which APIs a request needs (`relevant`).") in text
+    assert ("- **G3 (tools across categories):** too close to call, as in the paper; its 100 requests come "
+            "from only 23 samples of APIs.") in text
+    assert text.endswith("(the paper's pass rates): cannot be checked: this run's judge calls 65% of plans "
+                         "that name no needed API \"Solved\".")  # (50 + 210) / 400
+    assert "pass rates" not in plain_words(_tables(tmp_path / "valid", primary_endpoint=clustered,
+                                                   judge_validity=judge.assign(kappa=0.5)))
 
 
 def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_path):
@@ -79,9 +99,9 @@ def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_pat
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint(), primary_endpoint_families=families))
-    assert text.endswith("The same guesses do lead significantly on G2 with word-matching (BM25) search, so "
-                         "this run cannot tell how much of the missing lead is the small model's and how "
-                         "much the embedder's.")
+    assert ("The same guesses do lead significantly on G2 with word-matching (BM25) search, so this run "
+            "cannot tell how much of the missing lead is the small model's and how much the embedder's.\n"
+            "- **G3") in text
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
     both = plain_words(_tables(tmp_path / "c", primary_endpoint=_endpoint(),
@@ -93,7 +113,7 @@ def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_pat
     assert "on G2 with word-matching (BM25) search in one of them, so" in one
     quiet = plain_words(_tables(tmp_path / "b", primary_endpoint=_endpoint(),
                                 primary_endpoint_families=families.assign(significant=False)))
-    assert quiet.endswith("whether the paper's own setup gives that advantage is not tested.")
+    assert "so the paper's own setup is untested.\n- **G3" in quiet
 
 
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):

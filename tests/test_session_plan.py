@@ -83,7 +83,10 @@ def hand_tables() -> dict[str, pd.DataFrame]:
             {"subset": g, "variant": v, "recall": x} for g, v, x in (
                 ("G1", "query", 0.35), ("G1", "name+reasoning", 0.28), ("G1", "name+reasoning-brand", 0.14),
                 ("G1", "name", 0.2), ("G3", "query", 0.17), ("G3", "name+reasoning", 0.2),
-                ("G3", "name+reasoning-brand", 0.05))]),
+                ("G3", "name+reasoning-brand", 0.05), ("G1", "query-brand", 0.22),
+                ("G3", "query-brand", 0.06))]),
+        "ablation_query_coupling": pd.DataFrame([{"subset": "G1", "diff": -0.072, "diff_nobrand": -0.062,
+                                                  "diff_nobrand_lo": -0.107, "diff_nobrand_hi": -0.018}]),
     }
 
 
@@ -117,14 +120,13 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "12. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
     assert "1. **5 min**: [The question and the answer" in plan  # the pre-read opens the session
-    assert "2. **10 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
+    assert "2. **8 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
     assert "5. **10 min**: [Stubs and Intent-Registry Coupling" in plan
-    assert "6. **3 min**: [Trajectories" in plan
-    assert "8. **7 min**: [Where the paper disagrees" in plan
-    assert "9. **10 min**: [Retriever families" in plan
-    assert "Outside the plan, for members who want more: [Cost and routing" in plan
+    assert "6. **5 min**: [Trajectories" in plan and "8. **5 min**: [Cost and routing" in plan
+    assert "9. **7 min**: [Where the paper disagrees" in plan
+    assert "10. **5 min**: [Retriever families" in plan
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
     headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
@@ -146,10 +148,6 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "Outside the plan" not in plan  # none of its sections is in this report
-    more = "\n".join(plan_lines(report + "\n## Cost and routing (§5)\n\nwords\n"))
-    assert ("Outside the plan, for members who want more: [Cost and routing (§5)]"
-            "(report.md#cost-and-routing-5).") in more
     # the figure map: each figure's file and the paper's figure its section's heading names, whether or
     # not the plan takes its section
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
@@ -167,7 +165,7 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert plan.startswith("Before the session, each member reads the answer in plain words above, "
                            "the paper and "
                            "[The question and the answer](report.md#the-question-and-the-answer) (3 words "
-                           "with their tables, about 0 minutes at 100 words a minute, a pace for text dense "
+                           "with their tables, markup left out, about 0 minutes at 100 words a minute, a pace for text dense "
                            "with tables" + ("; the paper adds about " if paper_text_collapsed() else ")"))
     # the scorecard rows a presenter walks through: those of the block's list its section shows
     rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
@@ -176,7 +174,7 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "and pass rate per set; rows `g2_ptr_recall`, `g1_ptr_pass_rate`. *Ask*" in block
     assert "g1_ptr_recall" not in block  # named by the plan, not in this section
     long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
-    assert "(1,003 words with their tables, about 10 minutes" in "\n".join(plan_lines(long))
+    assert "(1,003 words with their tables, markup left out, about 10 minutes" in "\n".join(plan_lines(long))
 
 
 def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
@@ -212,7 +210,8 @@ def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
                       "[-0.010, 0.030] on G2_instruction (4 runs)", "`primary_endpoint_g2_instruction`"],
         "Does the query name its tool?": [
             "“the raw query often contains the API’s name or brand directly", "G1 PtR 0.280, 0.140 without "
-            "brand words, RtP 0.350; G3 PtR 0.200, 0.050 without brand words, RtP 0.170",
+            "brand words, RtP 0.350, 0.220 without; G3 PtR 0.200, 0.050 without brand words, RtP 0.170, "
+            "0.060 without",
             "`ablation_stub_text`"],
     }
     assert set(expected) <= set(q)
@@ -309,6 +308,8 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
             "on `relevant` (`paired_tests`, each CI adjusted as its Holm p): only on `relevant` does the CI "
             "exclude 0, so on G3 the definition decides whether this run supports a G3 difference.") in notes
     assert "Brand words in the stubs carry a share of PtR's recall (G1 50%; G3 75%)" in notes
+    assert ("Removed from the query too, G1's PtR − RtP is -0.062 [-0.107, -0.018] against -0.072 as run "
+            "(`ablation_query_coupling`)") in notes
     assert "The dense verdict changes with the set: which set is the paper's G2 decides the G2 answer" in (
         notes)
     # G1's dense lead (Holm p 0.002 on candidates) is not significant on relevant: the note says so

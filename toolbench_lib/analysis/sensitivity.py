@@ -230,17 +230,21 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
         a["rtp"].append(recall_precision(rtp_top, gt_sets, k)[0])
         a["ptr"] += [recall_precision(top, gt_sets, k)[0] for top in ptr_tops]
     order = list(dict.fromkeys(queries["subset"]))
-    rows = []
-    for (subset, target), a in sorted(acc.items(), key=lambda item: order.index(item[0][0])):
+    rows, smallest = [], {}  # each set's per-query PtR − RtP at its smallest size, for the change over sizes
+    for (subset, target), a in sorted(acc.items(), key=lambda it: (order.index(it[0][0]), it[1]["size"])):
         x, y = np.mean(a["rtp"], axis=0), np.mean(a["ptr"], axis=0)
-        alias = subset_alias(subset)
+        alias, cl = subset_alias(subset), clusters(queries, a["sq"]["qkey"])
+        first = smallest.setdefault(subset, y - x)
         rows.append({"subset": alias, "size": a["size"], "target_size": target, "n_seeds": len(a["rtp"]),
                      "n_runs": len(cache.runs), "n_queries": len(a["sq"]), "rtp": float(x.mean()),
-                     "ptr": float(y.mean()),
-                     **paired_columns(x, y, DIFF_CI, clusters(queries, a["sq"]["qkey"])),
+                     "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI, cl),
+                     **paired_columns(first, y - x, {"diff": "change", **CHANGE_CI}, cl),
                      "expected": PAPER_PATTERN.get(alias, ""),
                      "gt_share": float(np.mean(a["shares"])), "keeps_all_gt": all(a["held"])})
     return pd.DataFrame(rows)
+
+
+CHANGE_CI = {"ci_low": "change_ci_low", "ci_high": "change_ci_high"}  # PtR − RtP here minus at the smallest
 
 
 SCALE_SETS = ("G1", "G2")  # the paper's scale claim (its Figure 3) covers these sets only
@@ -281,9 +285,11 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
                  else f"{lead} ahead at every size (the paper claims this for G1 and G2 only)")
         ties = int((sign * g["diff"]).round(3).eq(0).sum())
         tie = f"; {ties} tied, differing by under 0.0005" if ties else ""
+        change = (f" (change {g['change'].iloc[-1]:+.3f} [{g['change_ci_low'].iloc[-1]:+.3f}, "
+                  f"{g['change_ci_high'].iloc[-1]:+.3f}], paired over queries)" if "change" in g else "")
         text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly{tie}); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
-                f"{int(g['size'].iloc[-1])}; {claim} "
+                f"{int(g['size'].iloc[-1])}{change}; {claim} "
                 + said + f"; {g['gt_share'].iloc[0]:.0%} of the smallest sub-registry is ground truth.")
         rows.append({"subset": subset, "leader": lead, "paper_claims": subset_alias(subset) in SCALE_SETS,
                      "n_sizes": len(g), "sizes_ahead": point,

@@ -15,7 +15,6 @@ from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .appendix import APPENDIX_A
-from .glossary import MIN_KAPPA
 from .locate import CONSISTENT, DIFFERS, TableCache, two_sample
 from .rows import row_kinds
 from .scorecard import (
@@ -169,11 +168,13 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
             if len(w := g[g["paper_leader"].notna()]) and all(holds_paper(r) for r in w.itertuples())]
 
 
-def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str = "") -> str:
+def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str = "",
+                    limits: dict[str, list[str]] | None = None, relevant: pd.DataFrame | None = None) -> str:
     """The answer from the primary comparisons: the paper's retriever (dense) set by set against the paper,
     and ``dense_test`` (its shift towards PtR as one test);
     then, beyond the paper, which architecture leads significantly on which sets per other family, where the
-    crossover holds, and ``beyond_test`` (the other families' shift as one test)."""
+    crossover holds and where it stops holding (``limits``, from :func:`crossover_limits`), and
+    ``beyond_test`` (the other families' shift as one test)."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -182,7 +183,10 @@ def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str =
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+    fails = sorted({x for f in crossover_families(rows) for x in (limits or {}).get(f, [])},
+                   key=lambda x: x != "`relevant`")
     verdict = (f"the paper's crossover appears with {_sets(holds)} retrieval only"
+               + (f", though not on {_sets(fails, 'or')}" if fails else "")
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
@@ -192,7 +196,7 @@ def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str =
                     f"{_sets([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')})")
     opening = "**The answer.**"
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
-        lines = [set_line(r) for r in rows[rows["retriever"] == "dense"].itertuples()]
+        lines = [set_line(r, relevant) for r in rows[rows["retriever"] == "dense"].itertuples()]
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         lines += [dense_test] if dense_test else []
         return (f"{opening} With dense retrieval, the paper's:\n\n" + "\n".join(lines)
@@ -347,20 +351,14 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
 
-def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
-                relevant: pd.DataFrame | None = None, kappa: float | None = None,
-                solved_blind: float | None = None, fit: str = "", power: dict[str, float] | None = None,
-                g2i: pd.DataFrame | None = None) -> str:
+def bottom_line(rows: pd.DataFrame, relevant: pd.DataFrame | None = None, fit: str = "",
+                power: dict[str, float] | None = None) -> str:
     """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
     paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
     on that ground truth), with how little a lead the smaller stub writer may itself favour proves; or that
     it does not appear with this run's stub writer, whether this run would likely have seen a lead of the
-    paper's size (``power``: the smallest difference detected per set, :func:`.verdicts.detectable`), where
-    another family's search with the same stubs does lead (on G2, and on ``g2i``'s G2_instruction), then
-    ``fit`` (:func:`fit_sentence`); that the paper's pass rates cannot be checked when the judge's best
-    ``kappa`` is below :data:`MIN_KAPPA`, with the share of plans naming no ground-truth API it calls
-    "Solved" (``solved_blind``); then, as exploratory, the families with which the whole crossover holds,
-    and where it stops holding (``limits``, from :func:`crossover_limits`)."""
+    paper's size (``power``: the smallest difference detected per set, :func:`.verdicts.detectable`), then
+    ``fit`` (:func:`fit_sentence`)."""
     dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
     rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
            if relevant is not None and len(relevant) else pd.Series(dtype=bool))
@@ -386,44 +384,25 @@ def bottom_line(rows: pd.DataFrame, limits: dict[str, list[str]] | None = None,
                            f"({POWER:.0%} power from {fmt_number(mde)}): it fails for this setup, and the "
                            "paper's own setup stays untested" if seen else
                            ", so the paper's setup stays untested")
-                        + elsewhere(rows, g2i, r) + (f". {fit}" if fit and s == "G2" else ""))
-    if kappa is not None and kappa < MIN_KAPPA and solved_blind is not None:
-        said.append("pass rates cannot be checked: this run's judge calls "
-                    f"{fmt_number(solved_blind)} of plans naming no ground-truth API \"Solved\"")
-    holds = [f for f in crossover_families(rows) if f != "dense"]
-    fails = sorted({x for f in holds for x in (limits or {}).get(f, [])}, key=lambda x: x != "`relevant`")
-    if holds:
-        names = _sets([FAMILY_SHORT.get(f, f) for f in holds], "or")
-        said.append(f"exploratory, beyond the paper: with {names} retrieval the paper's crossover appears"
-                    + (f", though not on {_sets(fails, 'or')}" if fails else ""))
+                        + (f". {fit}" if fit and s == "G2" else ""))
     return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
 
 
-def elsewhere(rows: pd.DataFrame, g2i: pd.DataFrame | None, r) -> str:
-    """Where the same stubs lead significantly with another family on ``r``'s set and, for G2, on ``g2i``'s
-    G2_instruction rows: "; with BM25 (both G2 files) or hybrid (one only) retrieval the same stubs do
-    lead"."""
-    s = subset_alias(r.subset)
-    names = leading_elsewhere(rows, [s], r.paper_leader)
-    if not names:
-        return ""
-    other = set(leading_elsewhere(g2i, ["G2_instruction"], r.paper_leader)) if s == "G2" and g2i is not None \
-        and len(g2i) else None
-    each = [FAMILY_SHORT.get(f, f) + ("" if other is None else " (both G2 files)" if f in other else
-                                      f" ({r.subset} only)") for f in names]
-    return f"; with {_sets(each, 'or')} retrieval the same stubs do lead"
-
-
-def set_line(r) -> str:
+def set_line(r, relevant: pd.DataFrame | None = None) -> str:
     """One set's dense verdict against the paper's: who leads, and the paper's difference (of its means; the
-    ones its §5 states are the paper's own inconsistency, :mod:`.against`)."""
+    ones its §5 states are the paper's own inconsistency, :mod:`.against`); a lead that is not significant
+    on ``relevant`` (the same comparisons on that ground truth) says so."""
     s, v = subset_alias(r.subset), str(r.verdict)
     lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
     paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
     paper = fmt_signed(paper_diff) if paper_diff is not None else ""
     as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
     if v == "reproduced":
-        against = as_paper
+        rel = (relevant[(relevant["subset"] == r.subset) & (relevant["retriever"] == "dense")]
+               if relevant is not None and len(relevant) else pd.DataFrame())
+        lost = len(rel) and not bool(rel["significant"].iloc[0])
+        against = as_paper + (f"; on `relevant` not significantly ({fmt_p(rel['p_holm'].iloc[0])})"
+                              if lost else "")
     elif holds_paper(r):  # the same direction where the paper calls its own difference not significant
         against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
                                          f" (*“{QUOTES['g3_ns']}”*)")
@@ -439,12 +418,11 @@ def set_line(r) -> str:
 
 
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
-         "the APIs it was written to need. A *Holm CI* leaves out 0 exactly when the Holm-adjusted p is "
-         "below 0.05. *Consistent*: this run cannot tell the paper's number from its own (not confirmed). "
-         "A *two-sample reading* widens this run's CI as if the paper's number were as uncertain as this "
-         "run's. "
-         "*Cause untested*: a difference of setup no ablation tested; *indicative, by a proxy*: tested only "
-         "through a stand-in, which gives a direction, not a size. Every term: the [glossary](#glossary).")
+         "the APIs it was written to need. A *Holm CI* is adjusted for several tests. *Consistent*: this run "
+         "cannot tell the paper's number from its own (not confirmed). A *two-sample reading* widens this "
+         "run's CI as if the paper's number were as uncertain as this run's. *Cause untested*: a difference "
+         "of setup no ablation tested; *indicative, by a proxy*: tested only through a stand-in, which gives "
+         "a direction, not a size. Every term: the [glossary](#glossary).")
 
 
 def fare_line(report: pd.DataFrame) -> str:

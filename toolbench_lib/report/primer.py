@@ -10,9 +10,10 @@ from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
 from .front import _sets, holds_paper, leading_elsewhere
+from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import detectable
+from .verdicts import detectable, every_plan, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -56,11 +57,15 @@ def plain_words(c: TableCache) -> str:
     power = detectable(c.get("primary_endpoint"))
     seen = [] if power is None else [subset_alias(x.subset) for x in power.itertuples()
                                      if subset_alias(x.subset) in missed and abs(x.paper_diff) >= x.mde]
-    why = (f"The paper's advantage for the guesses on {' and '.join(missed)} does not appear here"
-           + (", though this run would likely have seen one of its size" if seen else "")
-           + ". This run's guesses come from a much smaller model than the paper's and are matched to the "
-           "APIs by a smaller embedder, so whether the paper's own setup gives that advantage is not tested."
-           f"{_other_search(c, missed)}") if missed else ""
+    lines = [_bottom_line(c, s, r, s in seen) for s, r in table.iterrows()]
+    judge = c.get("judge_validity")
+    if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
+        kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
+        if pd.notna(blind) and not kappa >= MIN_KAPPA:
+            lines.append("- **Whether the plans would solve the task** (the paper's pass rates): cannot be "
+                         f"checked: this run's judge calls {blind:.0%} of plans that name no needed API "
+                         "\"Solved\".")
+    why = "\n".join(lines)
     return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
             "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
             "search with the guesses (plan first, PtR). The paper finds the request's words better for "
@@ -69,6 +74,27 @@ def plain_words(c: TableCache) -> str:
             "was written from (its `candidates`), the first five results hold on average:\n\n"
             "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
             f"| :--- | :--- | :--- | :--- |\n{rows}\n\n{why}").rstrip()
+
+
+def _bottom_line(c: TableCache, s: str, r, seen: bool) -> str:
+    """One set's answer in plain words: who does better against the paper, with the one qualifier a room
+    needs (the stricter ground truth, power and the untested setup, or too few independent samples)."""
+    head = f"- **{SET_WORDS.get(s, s)}:** "
+    if r.paper_leader == "PtR" and not holds_paper(r):
+        return (f"{head}the paper's advantage for the guesses does not appear"
+                + (", though this run would likely have seen one of its size" if seen else "")
+                + ". The guesses here come from a much smaller model, matched to the APIs by a smaller "
+                f"embedder, so the paper's own setup is untested.{_other_search(c, [s])}")
+    said = _said(r) + (", as in the paper" if holds_paper(r) else ", unlike the paper")
+    rel = c.get("primary_endpoint_relevant")
+    rel = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else rel
+    if bool(r.significant) and rel is not None and len(rel) and not bool(rel["significant"].iloc[0]):
+        said += "; not clearly on the stricter reading of which APIs a request needs (`relevant`)"
+    groups = getattr(r, "n_groups", None)
+    if not bool(r.significant) and pd.notna(groups) and groups < r.n_queries / 2:  # a wide CI, and why
+        said += (f"; its {fmt_count(int(r.n_queries))} requests come from only {fmt_count(int(groups))} "
+                 "samples of APIs")
+    return head + said + "."
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:

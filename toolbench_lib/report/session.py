@@ -17,6 +17,7 @@ from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .checks import CAPTION, IMAGE, sections
+from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
 from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines
@@ -31,7 +32,7 @@ NO_P = "p = n/a"  # a p-value the run did not save
 PLAN = (
     ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested",
      "which half of the paper's claim can this run test, and which not?", ()),
-    ("Setup and data", 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+    ("Setup and data", 8, "the paper first: one member presents its method (RtP; PtR and its stubs; "
                            "Intent-Registry Coupling) and its claims, with this section's query sets, "
                            "registry and two pipelines",
      "which row of the setup table could change who wins?", ("registry_size", "g1_query_count")),
@@ -46,16 +47,20 @@ PLAN = (
                                                " a [Table 2 example](#the-papers-table-2-examples)",
      "would you have written the worked query's stubs?", ("g1_stub_hit_share", "g1_gt_size",
                                                           "g1_stub_cos_gap")),
-    ("Trajectories", 3, "what the planners do with what they retrieved: fidelity and misses",
+    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity and misses",
      "what does a planner do when retrieval missed?", ("trajectory_fidelity", "wrong_tool_on_miss")),
     ("Registry scale", 5, "divergence as the registry grows and which reading fits the paper (the "
                           "smallest sub-registries are mostly ground truth)",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
+    ("Cost and routing", 5, "what PtR's extra call costs, and whether routing by set or on RtP's top-1 "
+                         "cosine saves it",
+     "is PtR worth its extra call, and can a router tell when?", ("router_overhead_saved",
+                                                                 "g1_top1_cosine_routing_auroc")),
     ("Where the paper disagrees with itself", 7, "its numbers against each other, the questions its "
                                                  "text leaves open, then its p-values",
      "which of these would you ask the authors first?", ()),
-    ("Retriever families", 10, "beyond the paper (exploratory): the question with BM25, hybrid retrieval, "
+    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval, "
                                "and the two tests side by side",
      "is the crossover about planning or about lexical matching?", ()),
 )
@@ -65,7 +70,6 @@ ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepar
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
-OPTIONAL = ("Cost and routing",)  # the sections outside the plan, named after it for members who want more
 IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
@@ -101,7 +105,7 @@ def plan_lines(report_md: str) -> list[str]:
                                     f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
                 file = "n/a"
     lines = []
-    words = sum(len(text.split()) for h, text in found.items() if h.startswith(PRE_READING))
+    words = sum(count_words(text) for h, text in found.items() if h.startswith(PRE_READING))
     for i, (start, minutes, what, ask, cover) in enumerate(PLAN, 1):
         heading = next((h for h in found if h.startswith(start)), None)
         if heading is None:
@@ -120,12 +124,9 @@ def plan_lines(report_md: str) -> list[str]:
     paper_words = (f"; the paper adds about {fmt_count(round(len(paper.split()), -2))} words, about "
                    f"{fmt_count(round(len(paper.split()) / READING_WPM))} minutes more") if paper else ""
     before = (f"Before the session, each member reads the answer in plain words above, the paper and {pre} "
-              f"({fmt_count(words)} words with their tables, about {reading} minutes at {READING_WPM} words "
-              f"a minute, a pace for text dense with tables{paper_words}); in the session, each block is one "
-              "member's walk-through of its section.")
-    rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL
-            for h in found if h.startswith(o)]
-    more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
+              f"({fmt_count(words)} words with their tables, markup left out, about {reading} minutes at "
+              f"{READING_WPM} words a minute, a pace for text dense with tables{paper_words}); in the "
+              "session, each block is one member's walk-through of its section.")
     figure_map = ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
                   "| report figure | file | the paper's figure its section reproduces |",
                   "| ---: | :--- | :--- |", *(row for _, row in sorted(figure_rows))]
@@ -134,7 +135,7 @@ def plan_lines(report_md: str) -> list[str]:
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
             f"{len(PLAN) + 2}. **{WRAP_UP[0]} min**: {WRAP_UP[1]}.",
-            "", f"Total: {total} minutes.", *more, *figure_map]
+            "", f"Total: {total} minutes.", *figure_map]
 
 
 def g1_difference(c: TableCache) -> str:

@@ -62,7 +62,7 @@ from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .setup_table import limits, setup_box
 from .teaching import TITLES, teaching_material
-from .verdicts import detectable, every_plan, section_verdicts, solved_share, temperature_lines
+from .verdicts import detectable, section_verdicts, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -303,16 +303,13 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        judge = every_plan(cache.get("judge_validity"))  # as the main section reads it
-        kappa = float(judge["kappa"].max()) if judge is not None and "kappa" in judge else None
-        blind = solved_share(judge)[0] if judge is not None and "evidence_none" in judge else None
         dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
                                if x)
-        said = answer_sentence(rows, dense_test, crossover_beyond(crossings, ledger))
+        said = answer_sentence(rows, dense_test, crossover_beyond(crossings, ledger), limits_of, rel)
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         mde = detectable(cache.get(ENDPOINT_TABLE))
         power = {} if mde is None else dict(zip(mde["subset"].map(subset_alias), mde["mde"], strict=True))
-        answer = [bottom_line(rows, limits_of, rel, kappa, blind, fit_sentence(report), power, g2i)
+        answer = [bottom_line(rows, rel, fit_sentence(report), power)
                   + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
