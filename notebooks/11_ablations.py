@@ -58,7 +58,7 @@ from IPython.display import Markdown, display
 from toolbench_lib.analysis import ablations as ab
 from toolbench_lib.analysis.references import paper_query_counts
 from toolbench_lib.analysis.similarity import query_similarities, similarity_dir
-from toolbench_lib.analysis.style import METHOD_COLORS, use_style
+from toolbench_lib.analysis.style import LEGEND_SIZE, METHOD_COLORS, use_style
 from toolbench_lib.study.experiment import (
     ExperimentConfig,
     get_study,
@@ -127,12 +127,13 @@ save_table(text_table, "ablation_stub_text", cfg, prov)
 save_table(coupling, "ablation_query_coupling", cfg, prov)
 display(text_table.pivot(index="variant", columns="subset", values="recall").round(3))
 display(coupling.round(3))
-fig, ax = plt.subplots(figsize=(7, 3.5))
+fig, ax = plt.subplots(figsize=(7, 4.2))
 ab.bars_with_ci(ax, *(text_table.pivot(index="subset", columns="variant", values=f"recall{end}")[
-    list(ab.STUB_TEXT_VARIANTS)] for end in ("", "_ci_low", "_ci_high")))  # each bar with its own 95% CI
+    list(ab.STUB_TEXT_VARIANTS)] for end in ("", "_ci_low", "_ci_high")),  # each bar with its own 95% CI
+    colors=list(ab.STUB_TEXT_COLORS.values()))
 ax.set_ylabel(f"recall@{cfg.k}")
 ax.set_title("What part of a stub retrieves")
-ax.legend(ncol=2)
+ax.legend(ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=LEGEND_SIZE)  # below the bars
 save_figure(fig, "ablation_stub_text", cfg)
 plt.show()
 print(verdicts["stub_text"])

@@ -26,11 +26,16 @@ from .retrievers import ARCH_LABEL
 from .scale import gt_column_sets
 from .similarity import topk_columns
 from .stub_analysis import stub_top1
-from .style import METHOD_COLORS
+from .style import METHOD_COLORS, OTHER_COLORS
 
 CODE = "analysis/ablations.py"  # cached tables here are keyed by this module's code and what it imports
 
 STUB_TEXT_VARIANTS = ("query", "query-brand", "name", "reasoning", "name+reasoning", "name+reasoning-brand")
+# RtP's blue and PtR's red for the query and the stubs as run, lighter without brand words; the stub's parts
+# in colours of neither an architecture nor a set.
+STUB_TEXT_COLORS = dict(zip(STUB_TEXT_VARIANTS, (METHOD_COLORS["rtp"], "#9ecae1", OTHER_COLORS[0],
+                                                 OTHER_COLORS[1], METHOD_COLORS["ptr"], "#f4a6a6"),
+                            strict=True))
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+&'-]|\.(?=[A-Za-z0-9]))*")
 
 

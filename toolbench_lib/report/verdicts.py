@@ -267,8 +267,8 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
                          for r in top1.itertuples())
         lines.append("If coupling decided the winner, a query close to one API (a high RtP top-1 cosine) "
                      f"would be one RtP wins; as a predictor of the winner that cosine has AUROC {each} "
-                     "(`routing_signal`)" + (": no better than chance, so coupling does not decide "
-                                             "the winner here." if chance else "."))
+                     "(`routing_signal`)" + (": no better than chance; read through this cosine, coupling "
+                                             "does not tell the winner here." if chance else "."))
     return lines
 
 
