@@ -162,11 +162,11 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
     # the pre-reading: the words of the answer, the main claim and the paper's disagreements (here the
     # answer's caption of three words)
-    assert plan.startswith("Before the session, each member reads the answer in plain words above, "
-                           "the paper and "
-                           "[The question and the answer](report.md#the-question-and-the-answer) (3 words "
-                           "with their tables, markup left out, about 0 minutes at 100 words a minute, a pace "
-                           "for text dense with tables" + ("; the paper adds about " if paper_text_collapsed() else ")"))
+    assert plan.startswith("Before the session, each member reads the answer in plain words above, the "
+                           "paper and [The question and the answer](report.md#the-question-and-the-answer) "
+                           "(3 words with their tables, markup left out, about 0 minutes at 100 words a "
+                           "minute, a pace for text dense with tables"
+                           + ("; the paper adds about " if paper_text_collapsed() else ")"))
     # the scorecard rows a presenter walks through: those of the block's list its section shows
     rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                "| g2_ptr_recall | G2 | 0.188 |\n| g1_ptr_pass_rate | G1 | 0.88 |\n")
