@@ -405,6 +405,14 @@ def test_a_cause_is_a_predicted_size_covering_the_paper_or_not(cfg):
     assert name_cause(entry, judged, proxied, _decomposition(cfg, 0.23))["cause_status"] == (
         "indicative, by a proxy (moves 0.030 of 0.064)")
     assert name_cause(entry, judged, proxied, _decomposition(cfg, 0.19))["cause_status"] == "unexplained"
+    # beside an untested setup difference, a stand-in moving under half the gap (0.010 of 0.064) comes
+    # second: the row leads with the untested cause and names the proxy's move, with its prediction
+    both = {**entry, "causes": ["stub_breadth", "llm_model"]}
+    weak = name_cause(both, judged, proxied, _decomposition(cfg, 0.21))
+    assert weak["cause_status"] == "setup difference" and weak["predicted"] == pytest.approx(0.235)
+    assert weak["cause"].startswith("llm_model; stub_breadth, by a proxy, moves 0.010 of 0.064:")
+    strong = name_cause(both, judged, proxied, _decomposition(cfg, 0.27))  # 0.070 of 0.064: still first
+    assert strong["cause_status"] == "indicative, by a proxy (moves 0.070 of 0.064)"
     reading = {**causes, "stub_breadth": {**causes["stub_breadth"], "reading": True}}
     read = name_cause(entry, judged, reading, _decomposition(cfg, 0.27))
     assert read["cause_status"] == "fits another reading"
@@ -1180,8 +1188,9 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     (line,) = power_lines(cfg)
     # half-width 0.1 is 1.960 standard errors; 80% power at 0.05 needs (1.960 + 0.842) of them: 0.143
     assert "a PtR − RtP difference of about G1 0.143, G3 0.029 with 80% power" in line
-    # at α/2 (Holm's first step over the two sets) the 1.960 becomes 2.241: 0.2 · (2.241 + 0.842) / 4.482
-    assert "at Holm's strictest level, 0.025: G1 0.138," in line
+    # at α/2 (Holm's first step over the two sets) the test's 1.960 becomes 2.241; the CI is still a 95% one,
+    # 1.960 standard errors each side: 0.2 · (2.241 + 0.842) / 3.920, larger than unadjusted
+    assert "at Holm's strictest level, 0.025: G1 0.157," in line
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G3 one of the paper's size "
                          "would likely be detected here; on G1 one would likely go undetected.")
 
@@ -1440,6 +1449,8 @@ def test_a_tests_power_at_a_difference_is_read_from_its_ci():
     assert power_at(-0.045, -0.036, 0.034) == power_at(0.045, -0.036, 0.034)  # either direction
     assert power_at(0.0, -0.01, 0.01) == pytest.approx(0.025, abs=1e-3)  # a null: the test's upper tail
     assert math.isnan(power_at(0.1, 0.0, 0.0))  # no spread: no CI to read a power from
+    # a stricter level needs a larger difference from the same CI (the CI stays a 95% one): less power
+    assert power_at(0.045, -0.036, 0.034, alpha=0.05 / 3) < power_at(0.045, -0.036, 0.034)
 
 
 def test_a_stated_difference_names_the_run_it_may_come_from():
@@ -1454,3 +1465,28 @@ def test_a_stated_difference_names_the_run_it_may_come_from():
             "its k ablation's PtR, 0.184, gives +0.041, perhaps its source.") in numbers
     g1 = next(line for line in numbers if line.startswith("G1"))
     assert g1.endswith("= -0.083.")  # 0.279 − 0.372 = -0.093: no run of its gives its -0.072
+
+
+def test_how_the_papers_numbers_fare_splits_those_that_differ_by_kind_of_cause():
+    """Six numbers (a claim in words and a second reading left out): 2 consistent, 4 differ (1 by
+    construction, 2 for an untested setup, 1 partly explained); the two measured without an LLM are
+    consistent or differ by construction."""
+    from toolbench_lib.report.front import fare_line
+
+    rows = pd.DataFrame([
+        ("a", "consistent", "", "recall", "rtp", False, ""),
+        ("b", "differs", "by construction", "count", "", False, ""),
+        ("c", "differs", "setup difference", "recall", "ptr", False, ""),
+        ("d", "differs", "setup difference", "steps", "ptr", False, ""),
+        ("e", "differs", "partly explained (0.01 of 0.05, 20%)", "recall", "ptr", False, ""),
+        ("f", "consistent", "", "recall", "ptr", False, ""),
+        ("g", "differs", "setup difference", "recall", "ptr", True, ""),
+        ("h", "differs", "setup difference", "recall", "ptr", False, "c")],
+        columns=["id", "status", "cause_status", "metric", "method", "claim", "reading_of"])
+    assert fare_line(rows) == (
+        "**How the paper's numbers fare.** Of its 6 reference numbers, this run cannot tell 2 from its own "
+        "(*consistent*, not confirmed); 4 differ: 1 by this run's own data or definitions, 2 for an untested "
+        "setup difference (the LLM above all), 1 for another cause. All 2 measured without an LLM (RtP's "
+        "retrieval with this run's embedder, the data's counts) are consistent (1) or differ by construction "
+        "(1). The counts by cause are in [Appendix A](#appendix-a-scorecard-and-causes).")
+    assert "another cause" not in fare_line(rows[rows["id"] != "e"])

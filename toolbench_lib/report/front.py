@@ -15,7 +15,7 @@ from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .appendix import APPENDIX_A
-from .locate import CONSISTENT, DIFFERS, TableCache, two_sample
+from .locate import CONSISTENT, TableCache, two_sample
 from .rows import row_kinds
 from .scorecard import (
     BY_CONSTRUCTION,
@@ -426,22 +426,23 @@ TERMS = ("**Words used below.** `candidates`: every API of the tools a query was
 
 
 def fare_line(report: pd.DataFrame) -> str:
-    """How the paper's reference numbers fare here, in one sentence (the counts by cause: Appendix A)."""
+    """How the paper's reference numbers fare here, in two sentences: those that differ split by kind of cause
+    (this run's own data, an untested setup difference, another), then those measured without an LLM (the
+    counts by cause: Appendix A)."""
     claim, again = row_kinds(report)
     numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
         return ""
-    n, free = numbers["status"].value_counts(), without_llm(numbers)
+    every, free = status_counts(numbers), without_llm(numbers)
+    other = every["differs"] - every[BY_CONSTRUCTION] - every[SETUP]
     head = (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
-            f"cannot tell {fmt_count(n.get(CONSISTENT, 0))} from its own (*consistent*, not confirmed) and "
-            f"{fmt_count(n.get(DIFFERS, 0))} differ.")
-    alone, llm = status_counts(numbers[free]), status_counts(numbers[~free])
+            f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed); "
+            f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
+            f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "
+            "all)" + (f", {fmt_count(other)} for another cause" if other else "") + ".")
+    alone = status_counts(numbers[free])
     if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:
-        head += (f" Every one of the {fmt_count(free.sum())} measured without an LLM (RtP's retrieval "
-                 f"with this run's embedder, the data's counts) is consistent "
-                 f"({fmt_count(alone['consistent'])}) or differs by construction "
-                 f"({fmt_count(alone[BY_CONSTRUCTION])}: this run's own data); of the "
-                 f"{fmt_count((~free).sum())} resting on the substitute LLM, {fmt_count(llm['consistent'])} "
-                 f"are consistent and {fmt_count(llm['differs'])} differ, {fmt_count(llm[SETUP])} of them "
-                 "for a cause untested.")
+        head += (f" All {fmt_count(free.sum())} measured without an LLM (RtP's retrieval with this run's "
+                 f"embedder, the data's counts) are consistent ({fmt_count(alone['consistent'])}) or differ "
+                 f"by construction ({fmt_count(alone[BY_CONSTRUCTION])}).")
     return f"{head} The counts by cause are in [Appendix A](#{anchor(APPENDIX_A)})."

@@ -163,7 +163,7 @@ def scorecard_lines(report: pd.DataFrame) -> list[str]:
         ids = ("each in its section's table and `tables/scorecard.csv`" if status == CONSISTENT
                else ", ".join(f"`{i}`" for i in g["id"]))
         lines.append(f"- *{status}* ({count(g)}): {ids}")
-    causes = report.loc[untested, "cause"].astype(str).str.split(":").str[0]
+    causes = report.loc[untested, "cause"].astype(str).str.split(":").str[0].str.split("; ").str[0]  # no note
     for (kind, cause), g in report[untested].groupby([how[untested], causes], sort=False):
         ids = ", ".join(f"`{i}`" for i in g["id"])
         lines.append(f"- *differs; {UNTESTED if kind == SETUP else kind}: {cause}* ({count(g)}): {ids}")

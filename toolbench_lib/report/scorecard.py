@@ -222,13 +222,23 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
         raise ValueError(f"entry {entry['id']}: unknown cause {unknown[0]!r}")
     results = [(cid, causes[cid], weigh_cause(causes[cid], entry, judged, tables)) for cid in listed]
 
-    def key(r):  # best first: explained, partly (the most recovered first), setup, not tested
+    def moved(r) -> float:
+        return abs(r[2]["predicted"] - judged["this_run"])
+
+    def weak(r) -> bool:  # a stand-in moving under half the gap: named after an untested setup, not first
+        return r[2]["cause_status"].startswith(INDICATIVE) and moved(r) < abs(judged["difference"]) / 2
+
+    def key(r):  # best first: explained, partly (the most recovered first), setup, a weak proxy, not tested
         status = r[2]["cause_status"]
         if status.startswith((PARTLY, INDICATIVE)):
-            return 1, -abs(r[2]["predicted"] - judged["this_run"])
+            return (2.5 if weak(r) else 1), -moved(r)
         return {EXPLAINED: 0, READING: 0, BY_CONSTRUCTION: 2, SETUP: 2, NOT_TESTED: 3}.get(status, 4), 0.0
 
     best_id, best, result = min(results, key=key)
+    proxies = [r for r in results if weak(r)] if result["cause_status"] == SETUP else []
+    if proxies:  # the untested setup leads; the stand-in's small move is named after it, with its prediction
+        cid, _, weakest = min(proxies, key=lambda r: -moved(r))
+        result = {**result, **{c: weakest[c] for c in ("predicted", "predicted_ci_low", "predicted_ci_high")}}
     tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
     evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
     if result["cause_status"] == UNEXPLAINED:
@@ -242,6 +252,8 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     open_setup = [cid for cid, _, r in results if cid != best_id and result["cause_status"] == READING
                   and r["cause_status"] == SETUP]
     label = " or ".join([best_id, *also]) + (f"; {' or '.join(open_setup)} untested" if open_setup else "")
+    if proxies:
+        label += f"; {cid}, by a proxy, {weakest['cause_status'].split('(')[1].rstrip(')')}"
     return {**result, "cause": f"{label}: {best['title']}", "evidence": evidence}
 
 

@@ -3,6 +3,8 @@ LLM, runs, plans, registry, ground truth and query sets, each beside the paper's
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
@@ -135,9 +137,11 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
         r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
         if cause not in (EXPLAINED, READING):
             moved = float(r.get("predicted", float("nan"))) - float(r["this_run"])
-            near = cause.startswith((INDICATIVE, PARTLY)) and moved == moved  # a predicted value to move to
-            by = (f": the nearest, `{str(r['cause']).split(':')[0]}`, {cause.split(' (')[0]}, moves PtR − "
-                  f"RtP by {fmt_signed(moved)}" if near else "")
+            label = str(r["cause"]).split(":")[0]
+            proxy = re.search(r"; (\w+), by a proxy", label)  # a stand-in named after an untested setup
+            near = (cause.startswith((INDICATIVE, PARTLY)) or proxy) and moved == moved  # a value to move to
+            name, how = (proxy.group(1), INDICATIVE) if proxy else (label, cause.split(" (")[0])
+            by = f": the nearest, `{name}`, {how}, moves PtR − RtP by {fmt_signed(moved)}" if near else ""
             line += f", and no tested cause explains the G2 gap{by}"
     return line + "."
 

@@ -137,23 +137,25 @@ def _span(values: pd.Series) -> str:
 POWER, ALPHA = 0.8, 0.05
 
 
+Z_CI = NormalDist().inv_cdf(0.975)  # the saved CIs are 95% ones: their width is 2 × 1.96 standard errors
+
+
 def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
     """``primary_endpoint``'s rows with ``mde``, the smallest PtR − RtP difference its clustered paired test
     detects with ``power`` at ``alpha`` (unadjusted, from the unadjusted CI's width by the normal
     approximation), and ``paper_diff``, the difference of the paper's means; None without the columns."""
     if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
         return None
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    scale = (z + NormalDist().inv_cdf(power)) / (2 * z)  # a CI's width to the difference detected
+    scale = (NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)) / (2 * Z_CI)  # width to mde
     return t.assign(mde=(t["ci_high"] - t["ci_low"]) * scale, paper_diff=t["paper_ptr"] - t["paper_rtp"])
 
 
 def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> float:
-    """The power of a test whose unadjusted 95% CI is ``[low, high]`` to detect a true difference ``diff``
-    (normal approximation, the far tail left out), as :func:`detectable` reads a CI's width."""
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    se = (high - low) / (2 * z)
-    return NormalDist().cdf(abs(diff) / se - z) if se > 0 else float("nan")
+    """The power at level ``alpha`` of a test whose unadjusted 95% CI is ``[low, high]`` to detect a true
+    difference ``diff`` (normal approximation, the far tail left out), as :func:`detectable` reads a CI's
+    width."""
+    se = (high - low) / (2 * Z_CI)
+    return NormalDist().cdf(abs(diff) / se - NormalDist().inv_cdf(1 - alpha / 2)) if se > 0 else float("nan")
 
 
 def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPHA) -> list[str]:
