@@ -767,8 +767,8 @@ def test_one_answer_sentence_follows_the_verdicts():
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
     # Holm over all 6 at once (0.02 * 4 = 0.08 for BM25's weakest) overturns the family's own verdict: said
     pooled = rows({"dense": dense, "bm25": bm25}).assign(p=[0.02, 0.5, 0.5, 0.001, 0.02, 0.001])
-    assert ("The paper's crossover appears with BM25 retrieval only (under Holm over all 6 comparisons at "
-            "once, not with BM25).") in answer_sentence(pooled)
+    assert ("The paper's crossover appears with BM25 retrieval only. Under Holm over all 6 comparisons at "
+            "once it does not appear even with BM25.") in answer_sentence(pooled)
 
 
 def test_the_answer_names_the_verdicts_holm_over_all_would_overturn():
@@ -1490,3 +1490,39 @@ def test_how_the_papers_numbers_fare_splits_those_that_differ_by_kind_of_cause()
         "retrieval with this run's embedder, the data's counts) are consistent (1) or differ by construction "
         "(1). The counts by cause are in [Appendix A](#appendix-a-scorecard-and-causes).")
     assert "another cause" not in fare_line(rows[rows["id"] != "e"])
+
+
+def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
+    """G1 PtR − RtP -0.072 as run, -0.062 [-0.107, -0.018] without brand words: RtP's lead stays and the
+    change's CI holds 0; PtR 0.274 → 0.159 loses 42%. A top-1 cosine whose AUROC CIs all hold 0.5 is chance.
+    The divergence caveat reads the stub-echo ablation's pooled row."""
+    from toolbench_lib.report.verdicts import coupling_lines, divergence_caveat_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path, k=5)
+    assert coupling_lines(cfg) == [] and divergence_caveat_lines(cfg) == []
+    pd.DataFrame([{"subset": "G1", "brand_share": 0.81, "rtp": 0.346, "rtp_nobrand": 0.221, "ptr": 0.274,
+                   "ptr_nobrand": 0.159, "diff": -0.072, "diff_nobrand": -0.062, "diff_nobrand_lo": -0.107,
+                   "diff_nobrand_hi": -0.018, "change": 0.009, "change_lo": -0.04, "change_hi": 0.058}]
+                 ).to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
+    (line,) = coupling_lines(cfg)
+    assert "81% of G1 queries hold a brand word" in line
+    assert ("-0.062 [-0.107, -0.018] without them (RtP's lead stays; change +0.009 [-0.040, 0.058], "
+            "`ablation_query_coupling`): the gap does not move measurably") in line
+    assert "(without them PtR loses 42% of its G1 recall)" in line and line.endswith("stays untested.")
+    pd.DataFrame([{"subset": "G1", "brand_share": 0.81, "rtp": 0.3, "rtp_nobrand": 0.2, "ptr": 0.2,
+                   "ptr_nobrand": 0.2, "diff": -0.1, "diff_nobrand": 0.0, "diff_nobrand_lo": -0.02,
+                   "diff_nobrand_hi": 0.02, "change": 0.1, "change_lo": 0.05, "change_hi": 0.15}]
+                 ).to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
+    (moved,) = coupling_lines(cfg)
+    assert "(neither leads significantly;" in moved and "the gap moves toward PtR, as the paper's" in moved
+    pd.DataFrame({"subset": ["G1", "G2"], "signal": ["rtp_top1_cosine_low", "n_words"], "auroc": [0.5, 0.7],
+                  "auroc_ci_low": [0.4, 0.6], "auroc_ci_high": [0.6, 0.8]}).to_csv(
+        tmp_path / "routing_signal.csv", index=False)
+    assert coupling_lines(cfg)[1].endswith("AUROC G1 0.500 [0.400, 0.600] (`routing_signal`): no better than "
+                                           "chance; read through this cosine, coupling does not tell the "
+                                           "winner here.")
+    pd.DataFrame({"subset": ["G1", "all"], "disjoint_low_echo": [0.4, 0.52],
+                  "disjoint_high_echo": [0.1, 0.22]}).to_csv(tmp_path / "ablation_stub_echo.csv", index=False)
+    (caveat,) = divergence_caveat_lines(cfg)
+    assert "(disjoint top-5 lists for 52% of the least-echoing third of queries, 22% of the most-echoing;" \
+        in caveat

@@ -192,8 +192,8 @@ def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str =
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     lost = {rows.loc[i, "retriever"] for i in overturned(rows)} & set(crossover_families(rows))
     if lost:  # a family's own Holm keeps it; Holm over every comparison at once does not
-        verdict += (f" (under Holm over all {fmt_count(len(rows))} comparisons at once, not with "
-                    f"{_sets([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')})")
+        verdict += (f". Under Holm over all {fmt_count(len(rows))} comparisons at once it does not appear "
+                    f"even with {_sets([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')}")
     opening = "**The answer.**"
     if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
         lines = [set_line(r, relevant) for r in rows[rows["retriever"] == "dense"].itertuples()]

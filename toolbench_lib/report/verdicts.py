@@ -261,7 +261,10 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
              f"{fmt_number(g['ptr_nobrand'])}: PtR − RtP {fmt_signed(g['diff'])} as run, "
              f"{fmt_signed(g['diff_nobrand'])} {fmt_ci(g['diff_nobrand_lo'], g['diff_nobrand_hi'])} without "
              f"them ({kept}; change {fmt_signed(g['change'])} {fmt_ci(g['change_lo'], g['change_hi'])}, "
-             f"`ablation_query_coupling`): {moved}."]
+             f"`ablation_query_coupling`): {moved}. This run's stubs keep the query's brand words (without "
+             f"them PtR loses {1 - g['ptr_nobrand'] / g['ptr']:.0%} of its G1 recall), so this tests brand "
+             "words both arms share; the paper's mechanism, a stub writer that abstracts them away, stays "
+             "untested."]
     top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None and "signal" in sig else []
     if len(top1):
         chance = ((top1["auroc_ci_low"] <= 0.5) & (top1["auroc_ci_high"] >= 0.5)).all()
