@@ -1394,8 +1394,9 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     assert fit_sentence(rows) == (  # against the difference of the paper's means, +0.045, as the answer's
         "On G2_instruction, the file whose ground truth fits the paper's G2, both of its G2 recalls lie "
         "inside this run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 "
-        "[-0.036, 0.034], leaves out the paper's +0.045, though not once the paper's own spread is counted "
-        "(a two-sample reading); here this run would detect a lead of the paper's size with 71% power")
+        "[-0.036, 0.034], leaves out the paper's +0.045, though not if the paper's number were as uncertain "
+        "as this run's (a two-sample reading); here this run would detect a lead of the paper's size with "
+        "71% power")
     outside = rows.assign(status=["differs", "consistent", "differs", "differs"],
                           ci_high=[0.216, 0.220, 0.010, 0.009])  # +0.045 beyond even a √2-widened CI
     said = fit_sentence(outside)

@@ -152,3 +152,23 @@ def test_a_changed_ablation_value_changes_its_row(tmp_path, subset, value, said)
     cache = _tables(tmp_path, primary_endpoint=_endpoint().iloc[:2], ablation_embedder=table)
     embedder = next(line for line in substitution_lines(cache) if line.startswith("| embedder"))
     assert said in embedder
+
+
+def test_plain_words_read_both_g2_files_with_their_power(tmp_path):
+    """The file whose ground truth fits the paper's G2 gets a row of its own and the G2 line: PtR − RtP
+    -0.001 [-0.036, 0.034] against the paper's +0.045 is seen with about 71% likelihood, and the paper's
+    difference lies within a √2-widened CI (0.034 · √2 + 0.001 = 0.049)."""
+    g2i = pd.DataFrame([{"retriever": "dense", "subset": "G2_instruction", "rtp": 0.174, "ptr": 0.173,
+                         "diff": -0.001, "ci_low": -0.036, "ci_high": 0.034, "significant": False,
+                         "leader": "RtP", "paper_rtp": 0.143, "paper_ptr": 0.188, "paper_leader": "PtR",
+                         "verdict": "not reproduced"}])
+    narrow = _endpoint(ci_low=-0.02, ci_high=0.0)
+    text = plain_words(_tables(tmp_path, primary_endpoint=narrow, primary_endpoint_g2_instruction=g2i))
+    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | too close to call |\n"
+            "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call |\n"
+            "| G3") in text
+    assert ("the paper's advantage for the guesses does not appear in either G2 file. In the one nearest the "
+            "paper's query count this run would likely have seen one of its size; in the one whose ground "
+            "truth fits the paper's, it would with 71% likelihood, and the paper's advantage lies within both "
+            "runs' uncertainty.") in text
+    assert text.count("- **G2") == 1  # one line for both files

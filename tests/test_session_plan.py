@@ -350,5 +350,5 @@ def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
     # about +0.010 reaches 0.038 only
     assert g2_note(TableCache(cfg.tables_dir)).endswith(
         "; on both, the 95% CI excludes the paper's +0.045, which tests this run's stub writer and embedder, "
-        "not the paper's; on G2_category_original not once the paper's own spread is counted (a two-sample "
-        "reading)")
+        "not the paper's; on G2_category_original not if the paper's number were as uncertain as this run's "
+        "(a two-sample reading)")

@@ -342,7 +342,7 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
     held = float(d.ci_low) <= paper <= float(d.ci_high)
     read = (f"holds the paper's {fmt_signed(paper)}" if held else
             f"leaves out the paper's {fmt_signed(paper)}"
-            + (", though not once the paper's own spread is counted (a two-sample reading)"
+            + (", though not if the paper's number were as uncertain as this run's (a two-sample reading)"
                if two_sample(float(d.this_run), paper, (float(d.ci_low), float(d.ci_high))) else ""))
     power = power_at(paper, float(d.ci_low), float(d.ci_high))
     if power == power:  # a CI to read it from

@@ -11,9 +11,9 @@ from ..config import EMBEDDER
 from ..data.queries import subset_alias
 from .front import _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
-from .locate import TableCache
+from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import detectable, every_plan, solved_share
+from .verdicts import detectable, every_plan, power_at, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -37,7 +37,9 @@ def _said(r) -> str:
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
 
-SET_WORDS = {"G1": "G1 (one tool)", "G2": "G2 (tools of one category)", "G3": "G3 (tools across categories)"}
+SET_WORDS = {"G1": "G1 (one tool)", "G2": "G2 (tools of one category)", "G3": "G3 (tools across categories)",
+             "G2_instruction": "G2, the file whose ground truth fits the paper's"}
+G2_FILE = "G2_instruction"  # read beside the primary G2 file: its ground truth fits the paper's G2
 
 
 def plain_words(c: TableCache) -> str:
@@ -51,13 +53,21 @@ def plain_words(c: TableCache) -> str:
     apis = c.get("data_sources")
     among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None and "n_apis" in apis else \
         "in a registry"
+    g2i = c.get("primary_endpoint_g2_instruction")
+    g2i = g2i[g2i["retriever"] == "dense"].head(1) if g2i is not None and "retriever" in g2i else None
+    if g2i is not None and len(g2i) and "G2" in table.index and set(table.columns) <= {*g2i, "alias"}:
+        at = list(table.index).index("G2") + 1  # the paper's G2 by its ground truth, beside the primary file
+        row = g2i.assign(alias=G2_FILE)[table.columns].set_index(pd.Index([G2_FILE]))
+        table = pd.concat([table.iloc[:at], row, table.iloc[at:]])
     rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
                      f"{r.ptr:.0%} | {_said(r)} |" for s, r in table.iterrows())
     missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
     power = detectable(c.get("primary_endpoint"))
     seen = [] if power is None else [subset_alias(x.subset) for x in power.itertuples()
                                      if subset_alias(x.subset) in missed and abs(x.paper_diff) >= x.mde]
-    lines = [_bottom_line(c, s, r, s in seen) for s, r in table.iterrows()]
+    other = table.loc[G2_FILE] if G2_FILE in table.index and G2_FILE in missed else None
+    lines = [_bottom_line(c, s, r, s in seen, other if s == "G2" else None) for s, r in table.iterrows()
+             if s != G2_FILE or "G2" not in missed]
     judge = c.get("judge_validity")
     if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
@@ -76,15 +86,23 @@ def plain_words(c: TableCache) -> str:
             f"| :--- | :--- | :--- | :--- |\n{rows}\n\n{why}").rstrip()
 
 
-def _bottom_line(c: TableCache, s: str, r, seen: bool) -> str:
+def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
     """One set's answer in plain words: who does better against the paper, with the one qualifier a room
-    needs (the stricter ground truth, power and the untested setup, or too few independent samples)."""
+    needs (the stricter ground truth, power and the untested setup, or too few independent samples); on G2,
+    ``other`` is the file whose ground truth fits the paper's, where the advantage is missing too."""
     head = f"- **{SET_WORDS.get(s, s)}:** "
     if r.paper_leader == "PtR" and not holds_paper(r):
-        return (f"{head}the paper's advantage for the guesses does not appear"
-                + (", though this run would likely have seen one of its size" if seen else "")
-                + ". The guesses here come from a much smaller model, matched to the APIs by a smaller "
-                f"embedder, so the paper's own setup is untested.{_other_search(c, [s])}")
+        likely = ", though this run would likely have seen one of its size" if seen else ""
+        if other is not None:  # both G2 files: how likely a lead of the paper's size was seen in each
+            paper, ci = other["paper_ptr"] - other["paper_rtp"], (other["ci_low"], other["ci_high"])
+            chance, within = power_at(paper, *ci), two_sample(other["diff"], paper, ci)
+            likely = (f" in either G2 file. In the one nearest the paper's query count this run would "
+                      f"likely have seen one of its size{'' if seen else ' (it would not)'}; in the one "
+                      f"whose ground truth fits the paper's, it would with {chance:.0%} likelihood"
+                      + (", and the paper's advantage lies within both runs' uncertainty" if within else ""))
+        return (f"{head}the paper's advantage for the guesses does not appear{likely}. The guesses here come "
+                "from a much smaller model, matched to the APIs by a smaller embedder, so the paper's own "
+                f"setup is untested.{_other_search(c, [s])}")
     said = _said(r) + (", as in the paper" if holds_paper(r) else ", unlike the paper")
     rel = c.get("primary_endpoint_relevant")
     rel = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else rel

@@ -246,8 +246,8 @@ def g2_note(c: TableCache) -> str:
                  "this run's stub writer and embedder, not the paper's")
         wide = [s for s, r in zip(G2_SETS, rows, strict=True)
                 if two_sample(r["diff"], r["paper"], (r["ci_low"], r["ci_high"]))]
-        text += (f"; on {' and '.join(wide)} not once the paper's own spread is counted (a two-sample "
-                 "reading)") if wide else ""
+        text += (f"; on {' and '.join(wide)} not if the paper's number were as uncertain as this run's (a "
+                 "two-sample reading)") if wide else ""
     return text
 
 

@@ -309,7 +309,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         mde = detectable(cache.get(ENDPOINT_TABLE))
         power = {} if mde is None else dict(zip(mde["subset"].map(subset_alias), mde["mde"], strict=True))
-        answer = [bottom_line(rows, rel, fit_sentence(report), power)
+        answer = [bottom_line(rows, rel, power=power)
                   + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
@@ -340,8 +340,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
     for key, heading, prefixes, claim, quotes in SECTIONS:
         sec = report[report["section"].astype(str).str.startswith(tuple(prefixes))]
-        verdicts = section_verdicts(cfg, key, sec) + (
-            temperature_lines(cfg, provenance[0].get("settings", {})) if key == "main" and provenance else [])
+        verdicts = section_verdicts(cfg, key, sec)
+        if key == "main":  # the file the paper's G2 fits, read in full; the later runs' temperature
+            fit = fit_sentence(report)
+            verdicts[1:1] = [fit + "."] if fit else []
+            verdicts += temperature_lines(cfg, provenance[0].get("settings", {})) if provenance else []
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
