@@ -120,13 +120,13 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "12. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
     assert "1. **5 min**: [The question and the answer" in plan  # the pre-read opens the session
     assert "2. **8 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
     assert "5. **10 min**: [Stubs and Intent-Registry Coupling" in plan
     assert "6. **5 min**: [Trajectories" in plan and "8. **5 min**: [Cost and routing" in plan
-    assert "9. **7 min**: [Where the paper disagrees" in plan
-    assert "10. **5 min**: [Retriever families" in plan
+    assert "7. **10 min**: [Registry scale" in plan and "9. **7 min**: [Where the paper disagrees" in plan
+    assert "Outside the plan, for members who want more: [Retriever families" in plan
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
     headings = {anchor(h) for h in re.findall(r"(?m)^## (.+)$", report)}
@@ -148,6 +148,10 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
+    assert "Outside the plan" not in plan  # none of its sections is in this report
+    more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n"))
+    assert ("Outside the plan, for members who want more: [Retriever families]"
+            "(report.md#retriever-families).") in more
     # the figure map: each figure's file and the paper's figure its section's heading names, whether or
     # not the plan takes its section
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"

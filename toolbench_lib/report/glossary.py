@@ -144,6 +144,27 @@ TERMS_MORE: tuple[Term, ...] = (
          "alike), the paired 95% CI of its recall margin over the best single architecture of any family "
          "lies above 0.",
          "analysis.fusion_board.GOAL"),
+    Term("used share",
+         "Of the top-k APIs shown to the planner, the share its plan names: how much of what retrieval gave "
+         "it a plan uses.",
+         "analysis.trajectory.plan_table"),
+    Term("coverage",
+         "Of a query's ground-truth APIs, the share that at least one of its stubs finds in that stub's own "
+         "top k (before the stubs' hits are merged).",
+         "analysis.ablations.coverage"),
+    Term("AUROC",
+         "The chance that a query of one kind (here: one PtR wins) scores higher on a signal than a query of "
+         "the other kind: 0.5 is chance, 1 a perfect signal. Its 95% CI resamples each kind's queries apart.",
+         "eval.stats.auroc (scikit-learn), eval.stats.auroc_ci"),
+    Term("two-sample reading",
+         "This run's 95% CI widened by √2 about its estimate, as if the paper's number were an estimate as "
+         "uncertain as this run's. The paper gives only a spread over runs, so this is an assumption, read "
+         "beside the scored status, never in its place.",
+         "report.locate.two_sample"),
+    Term("Wilson interval, kappa max",
+         "Wilson: a 95% CI of a share from its count and total, used where a table saves no resampled CI. "
+         "kappa max: the largest kappa two pass rates allow (when they differ, kappa cannot reach 1).",
+         "eval.stats.wilson_ci, analysis.judge"),
     Term("nDCG, MRR, COMP@k",
          "nDCG@k rewards ground-truth APIs ranked higher; MRR is the mean of 1 / rank of the first hit; "
          "COMP@k is 1 when every ground-truth API is in the top k.",

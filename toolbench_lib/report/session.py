@@ -49,7 +49,7 @@ PLAN = (
                                                           "g1_stub_cos_gap")),
     ("Trajectories", 5, "what the planners do with what they retrieved: fidelity and misses",
      "what does a planner do when retrieval missed?", ("trajectory_fidelity", "wrong_tool_on_miss")),
-    ("Registry scale", 5, "divergence as the registry grows and which reading fits the paper (the "
+    ("Registry scale", 10, "divergence as the registry grows and which reading fits the paper (the "
                           "smallest sub-registries are mostly ground truth)",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
@@ -60,9 +60,6 @@ PLAN = (
     ("Where the paper disagrees with itself", 7, "its numbers against each other, the questions its "
                                                  "text leaves open, then its p-values",
      "which of these would you ask the authors first?", ()),
-    ("Retriever families", 5, "beyond the paper (exploratory): the question with BM25, hybrid retrieval, "
-                               "and the two tests side by side",
-     "is the crossover about planning or about lexical matching?", ()),
 )
 ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepares its figures, walks "
          "through its section and ends on the question after *Ask*. Which way each substitution of this run "
@@ -70,6 +67,7 @@ ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepar
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Which architecture finds more tools",
                "Where the paper disagrees with itself")
+OPTIONAL = ("Retriever families",)  # beyond the paper: outside the plan, named after it for the curious
 IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
@@ -127,6 +125,9 @@ def plan_lines(report_md: str) -> list[str]:
               f"({fmt_count(words)} words with their tables, markup left out, about {reading} minutes at "
               f"{READING_WPM} words a minute, a pace for text dense with tables{paper_words}); in the "
               "session, each block is one member's walk-through of its section.")
+    rest = [f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for o in OPTIONAL for h in found
+            if h.startswith(o)]
+    more = ["", f"Outside the plan, for members who want more: {', '.join(rest)}."] if rest else []
     figure_map = ["", "The report numbers its figures in order; the paper's own figure numbers differ:", "",
                   "| report figure | file | the paper's figure its section reproduces |",
                   "| ---: | :--- | :--- |", *(row for _, row in sorted(figure_rows))]
@@ -135,7 +136,7 @@ def plan_lines(report_md: str) -> list[str]:
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
             f"{len(PLAN) + 2}. **{WRAP_UP[0]} min**: {WRAP_UP[1]}.",
-            "", f"Total: {total} minutes.", *figure_map]
+            "", f"Total: {total} minutes.", *more, *figure_map]
 
 
 def g1_difference(c: TableCache) -> str:
@@ -412,10 +413,10 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
          (stub_hits, decomposers),
-         "PtR searches with hypothetical tool descriptions instead of the query, as HyDE searches with a "
-         "hypothetical answer. If this run's stub writer reached the paper's hit share, on which sets would "
-         "PtR overtake RtP? Does the gap between rule-based and LLM stubs hint at what a better writer could "
-         "gain?",
+         "PtR searches with hypothetical tool descriptions instead of the query, as HyDE (Gao et al., 2023, "
+         "*Precise Zero-Shot Dense Retrieval without Relevance Labels*) searches with a hypothetical answer. "
+         "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
+         "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
          decomposer_note),
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
