@@ -169,7 +169,7 @@ def test_plain_words_read_both_g2_files_with_their_power(tmp_path):
             "|\n"
             "| G3") in text
     assert ("the paper's advantage for the guesses does not appear in either G2 file. In the one nearest "
-            "the paper's query count this run would likely have seen one of its size; in the one whose ground "
-            "truth fits the paper's, it would with 71% likelihood, and the paper's advantage lies within both "
-            "runs' uncertainty.") in text
+            "the paper's query count this run would likely have seen one of its size; in the one whose "
+            "ground truth fits the paper's, it would with 71% likelihood, and the paper's advantage lies "
+            "within both runs' uncertainty.") in text
     assert text.count("- **G2") == 1  # one line for both files
