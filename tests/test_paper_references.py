@@ -234,6 +234,14 @@ def test_an_ordering_at_every_k_is_judged_cell_by_cell():
     assert intersection_union(cells, bounds, -0.02)[1:3] == (DIFFERS, "below")
     assert intersection_union([cells[0], cells[2]], bounds, -0.02)[1] == INCONCLUSIVE
     assert intersection_union([cells[2]], bounds, 0.03)[1] == CONSISTENT
+    with_k = intersection_union([(-0.02, -0.09, 0.05, 4), (0.03, 0.01, 0.05, 5)], bounds, -0.02)[3]
+    assert with_k.endswith("1 with the 95% CI on the paper's side, 0 wholly on the other; shown: the least "
+                           "favourable, k = 4")
+    from toolbench_lib.report.rows import _status_text
+
+    row = pd.Series({"status": INCONCLUSIVE, "direction": "", "basis": with_k, "paper": "claim: ≥ 0",
+                     "ci_low": -0.09, "ci_high": 0.05, "cause_status": "", "cause": ""})
+    assert _status_text(row) == "inconclusive (least favourable k = 4)"  # which k the row shows
 
     class Tables(TableCache):
         def __init__(self):
@@ -244,5 +252,5 @@ def test_an_ordering_at_every_k_is_judged_cell_by_cell():
                                  "lo": [-0.09, 0.01, -0.6], "hi": [0.05, 0.05, -0.4]})
 
     got = every_cell(entry, Tables())
-    assert [tuple(map(float, c)) for c in got] == [(-0.02, -0.09, 0.05), (0.03, 0.01, 0.05)]
+    assert [tuple(map(float, c[:3])) for c in got] == [(-0.02, -0.09, 0.05), (0.03, 0.01, 0.05)]
     assert every_cell({**entry, "ordering": False}, Tables()) == []

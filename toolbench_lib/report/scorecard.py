@@ -270,18 +270,22 @@ def every_cell(entry: Mapping, tables: TableCache) -> list[tuple[float, float, f
     where.pop(loc["column"])
     rows = select_rows(table, where)
     return list(zip(*(pd.to_numeric(rows[c], errors="coerce") for c in (loc["column"], ci["low"]["column"],
-                                                                       ci["high"]["column"])), strict=True))
+                                                                       ci["high"]["column"])),
+                    rows["k"] if "k" in rows else [None] * len(rows), strict=True))
 
 
-def intersection_union(cells: list[tuple[float, float, float]], bounds: Mapping[str, float],
+def intersection_union(cells: list[tuple], bounds: Mapping[str, float],
                        value: float) -> tuple[float, str, str, str]:
-    """``(difference, status, direction, basis)`` of an ordering claimed at every cell: consistent when every
-    cell's 95% CI lies on the paper's side, differs when any lies wholly on the other, else inconclusive."""
+    """``(difference, status, direction, basis)`` of an ordering claimed at every cell (``value, ci_low,
+    ci_high, k``): consistent when every cell's 95% CI lies on the paper's side, differs when any lies wholly
+    on the other, else inconclusive; the basis names the k of the least favourable cell, ``value``."""
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
-    held = sum(lo > low and hi < high for _, lo, hi in cells)
-    beyond = sum(hi < low or lo > high for _, lo, hi in cells)
+    held = sum(lo > low and hi < high for _, lo, hi, *_ in cells)
+    beyond = sum(hi < low or lo > high for _, lo, hi, *_ in cells)
+    at = next((c[3] for c in cells if c[0] == value and len(c) > 3 and c[3] is not None), None)
     basis = (f"the paper's ordering at each of {len(cells)} cells (intersection-union): {held} with the 95% "
-             f"CI on the paper's side, {beyond} wholly on the other")
+             f"CI on the paper's side, {beyond} wholly on the other"
+             + (f"; shown: the least favourable, k = {int(at)}" if at is not None else ""))
     if held == len(cells):
         return 0.0, CONSISTENT, "", basis
     if beyond:
