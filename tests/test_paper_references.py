@@ -254,3 +254,11 @@ def test_an_ordering_at_every_k_is_judged_cell_by_cell():
     got = every_cell(entry, Tables())
     assert [tuple(map(float, c[:3])) for c in got] == [(-0.02, -0.09, 0.05), (0.03, 0.01, 0.05)]
     assert every_cell({**entry, "ordering": False}, Tables()) == []
+
+
+def test_the_papers_number_is_shown_with_the_decimals_it_prints():
+    from toolbench_lib.report.locate import paper_text
+
+    assert paper_text({"value": 0.16}, 0.0005) == "0.160" and paper_text({"value": 0.4}, 0.005) == "0.40"
+    assert paper_text({"value": 0.16}) == "0.16"  # not printed in its quote: as stored
+    assert paper_text({"value": 46984.0}, 0.5) == "46,984" and paper_text({"min": 2.4, "max": 2.5}) == "2.4–2.5"

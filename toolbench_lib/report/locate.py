@@ -247,12 +247,15 @@ def compare_share(count: float, n: float, paper_count: float, paper_n: float,
     return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
 
 
-def paper_text(bounds: Mapping[str, float]) -> str:
-    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``, ``46,984``."""
+def paper_text(bounds: Mapping[str, float], rounding: float | None = None) -> str:
+    """The paper's number as the report shows it: ``0.372``, ``2.4–2.5``, ``≥ 0.96``, ``46,984``; a value
+    with the decimals the paper prints it with (``rounding``: half a unit of its last one), ``0.160``."""
 
     def fmt(x: float) -> str:
         return fmt_count(x) if float(x).is_integer() and abs(x) >= 1000 else f"{x:g}"
 
+    if "value" in bounds and rounding and abs(bounds["value"]) < 1000:
+        return f"{bounds['value']:.{max(round(-math.log10(2 * rounding)), 0)}f}"
     if "value" in bounds:
         return fmt(bounds["value"])
     if "min" in bounds and "max" in bounds:

@@ -99,7 +99,7 @@ def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
 
 def _printed(entry: Mapping, bounds: Mapping[str, float]) -> float | None:
     """Half a unit of the last decimal the paper prints the entry's value with (``None``: not printed)."""
-    return printed_rounding(bounds["value"], entry["quote"]) if "value" in bounds else None
+    return printed_rounding(bounds["value"], entry.get("quote", "")) if "value" in bounds else None
 
 
 def _for_row(locator, row: Mapping[str, str]):
@@ -400,7 +400,8 @@ def compare_entries(entries: list[dict], tables_dir: Path,
                      "section": entry.get("section", ""), "subset": entry["subset"],
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
                      "paper": ("claim: " if is_claim(entry) else "")
-                     + paper_text(paper_bounds(entry["paper"])) + _shown_margin(entry, tables),
+                     + paper_text(bounds := paper_bounds(entry["paper"]), _printed(entry, bounds))
+                     + _shown_margin(entry, tables),
                      **judged, **named,
                      "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
                      "reading_of": entry.get("reading_of", ""), "claim": is_claim(entry)})
