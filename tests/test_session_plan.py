@@ -177,6 +177,13 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     block = next(line for line in rows if line.startswith("3. "))
     assert "and pass rate per set; rows `g2_ptr_recall`, `g1_ptr_pass_rate`. *Ask*" in block
     assert "g1_ptr_recall" not in block  # named by the plan, not in this section
+    full = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
+                               "| g2_ptr_recall | G2 | 0.188 | 0.121 | \\[0.099, 0.143\\] | differs (below) "
+                               "|\n"
+                               "| g1_ptr_pass_rate | G1 | 0.88 | 0.120 | no CI: not scored | not scored |\n")
+    block = next(line for line in full if line.startswith("3. "))
+    assert block.endswith("*Here*: `g2_ptr_recall` 0.121 [0.099, 0.143] against the paper's 0.188: differs "
+                          "(below); `g1_ptr_pass_rate` 0.120 against the paper's 0.88: not scored.")
     long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
     assert "(1,003 words with their tables, markup left out, about 10 minutes" in "\n".join(plan_lines(long))
 

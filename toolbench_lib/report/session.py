@@ -111,9 +111,15 @@ def plan_lines(report_md: str) -> list[str]:
             continue
         figures = figures_of.get(heading, [])
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
-        rows = [f"`{r}`" for r in cover if re.search(rf"^\| {re.escape(r)} \|", found[heading], re.M)]
+        cells = {r: m.group(1).split(" | ") for r in cover
+                 if (m := re.search(rf"^\| {re.escape(r)} \| (.+) \|$", found[heading], re.M))}
+        rows = [f"`{r}`" for r in cells]
+        here = "; ".join(f"`{r}` {c[2]}{'' if c[3].startswith('no CI') else ' ' + c[3].replace(chr(92), '')}"
+                         f" against the paper's {c[1]}: {c[4]}"
+                         for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
-                     f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}")
+                     f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}"
+                     + (f" *Here*: {here}." if here else ""))
     total = sum(p[1] for p in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
