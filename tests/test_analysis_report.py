@@ -1046,6 +1046,10 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     assert pd.read_csv(cfg.tables_dir / "ltr_ablations.csv")["method"].tolist() == table["method"].tolist()
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
     assert table.iloc[1, 1] == "+0.000"  # a tiny negative difference, never -0.000
+    assert write.tool_feature_lines(table) == []  # no tool-level ablation: nothing said
+    tool = pd.DataFrame({"method": ["without tool-level features"], "G1": ["-0.044*"], "G2": ["-0.018*"]})
+    assert write.tool_feature_lines(tool)[0].startswith(
+        "Without tool-level features `ltr` changes by -0.044* on G1: `candidates` credits every endpoint")
 
 
 def test_the_goal_is_one_rule_over_the_design_and_the_unseen_sets(tmp_path):

@@ -223,10 +223,21 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
                   "`tables/ltr_ablations.csv`): recall@"
                   f"{cfg.k} of each variant minus the full `ltr`'s; * where the paired 95% CI excludes 0.",
                   "", md_table(tables["ablations"], numparse=False), ""]
+        lines += tool_feature_lines(tables["ablations"])
     if "costs" in tables:
         lines += ["**Their costs** beside `fuse4` (`tables/ltr_costs.csv`):", "", md_table(tables["costs"]),
                   ""]
     return lines
+
+
+def tool_feature_lines(ablations: pd.DataFrame) -> list[str]:
+    """What dropping the tool-level features does to ``ltr`` on G1, and why `candidates` favours them."""
+    tool = ablations.set_index(ablations.columns[0]).filter(like="tool-level", axis=0)
+    if not len(tool) or "G1" not in tool:
+        return []
+    return [f"Without tool-level features `ltr` changes by {tool['G1'].iloc[0]} on G1: `candidates` credits "
+            "every endpoint of a query's tools, so features that group a tool's endpoints are rewarded by "
+            "that definition, not only by finding what a query needs.", ""]
 
 
 UNSEEN_TABLE = "retriever_unseen_queries"  # notebook 12: the validation sets' queries, seen and kept
