@@ -1512,7 +1512,8 @@ def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
     (line,) = coupling_lines(cfg)
     assert "81% of G1 queries hold a brand word" in line
     assert ("-0.062 [-0.107, -0.018] without them (RtP's lead stays; change +0.009 [-0.040, 0.058], "
-            "`ablation_query_coupling`): the gap does not move measurably") in line
+            "`ablation_query_coupling`): the gap does not move measurably, though the CI allows a move "
+            "toward PtR of up to 0.058 of its 0.072") in line
     assert "(without them PtR loses 42% of its G1 recall)" in line and line.endswith("stays untested.")
     pd.DataFrame([{"subset": "G1", "brand_share": 0.81, "rtp": 0.3, "rtp_nobrand": 0.2, "ptr": 0.2,
                    "ptr_nobrand": 0.2, "diff": -0.1, "diff_nobrand": 0.0, "diff_nobrand_lo": -0.02,
