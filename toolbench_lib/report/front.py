@@ -15,7 +15,7 @@ from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .appendix import APPENDIX_A
-from .locate import CONSISTENT, TableCache, two_sample
+from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache, two_sample
 from .rows import row_kinds
 from .scorecard import (
     BY_CONSTRUCTION,
@@ -435,8 +435,12 @@ def fare_line(report: pd.DataFrame) -> str:
         return ""
     every, free = status_counts(numbers), without_llm(numbers)
     other = every["differs"] - every[BY_CONSTRUCTION] - every[SETUP]
+    loose = int(numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
+                .str.contains(ONLY_BY_TOLERANCE, regex=False)[numbers["status"] == CONSISTENT].sum())
     head = (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
-            f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed); "
+            f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed"
+            + (f"; {fmt_count(loose)} only by the paper's rounding or stated tolerance" if loose else "")
+            + "); "
             f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
             f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "
             "all)" + (f", {fmt_count(other)} for another cause" if other else "") + ".")

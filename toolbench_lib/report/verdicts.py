@@ -260,7 +260,7 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
              "queries hold a brand word (a capitalised name, a word with digits or inner capitals). Removed "
              f"from query and stubs alike, they take RtP from {fmt_number(g['rtp'])} to "
              f"{fmt_number(g['rtp_nobrand'])} and PtR from {fmt_number(g['ptr'])} to "
-             f"{fmt_number(g['ptr_nobrand'])}: PtR − RtP {fmt_signed(g['diff'])} as run, "
+             f"{fmt_number(g['ptr_nobrand'])}: PtR − RtP {fmt_signed(g['diff'])} with them (run 0), "
              f"{fmt_signed(g['diff_nobrand'])} {fmt_ci(g['diff_nobrand_lo'], g['diff_nobrand_hi'])} without "
              f"them ({kept}; change {fmt_signed(g['change'])} {fmt_ci(g['change_lo'], g['change_hi'])}, "
              f"`ablation_query_coupling`): {moved}. This run's stubs keep the query's brand words (without "

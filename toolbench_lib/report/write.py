@@ -391,7 +391,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
               "again and its claims in words apart), those that differ by an untested setup difference "
               "(*cause untested*) or by construction, by cause; then each other row that differs, what it "
-              "measures and its cause.", "",
+              "measures and its cause. The second readings (another G2 file, ground truth, divergence or hit "
+              "definition) were added after seeing which one fits the paper's number: one that fits is a "
+              "hypothesis about the paper's method, not a test of it.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [f"## {APPENDIX_BEYOND}", "", *goal_lines(cfg, ledger), *ltr_lines(cfg),
               *figures_markdown(cfg, "beyond"),
