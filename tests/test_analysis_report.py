@@ -1195,6 +1195,9 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     # at α/2 (Holm's first step over the two sets) the test's 1.960 becomes 2.241; the CI is still a 95% one,
     # 1.960 standard errors each side: 0.2 · (2.241 + 0.842) / 3.920, larger than unadjusted
     assert "at Holm's strictest level, 0.025: G1 0.157," in line
+    saved = pd.read_csv(tmp_path / "primary_power.csv")  # the line's numbers, saved beside the tables
+    assert saved["mde"].round(3).tolist() == [0.143, 0.029]
+    assert saved["mde_holm"].round(3).tolist()[0] == 0.157
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G3 one of the paper's size "
                          "would likely be detected here; on G1 one would likely go undetected.")
 
