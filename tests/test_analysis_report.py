@@ -1198,6 +1198,13 @@ def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_pat
     saved = pd.read_csv(tmp_path / "primary_power.csv")  # the line's numbers, saved beside the tables
     assert saved["mde"].round(3).tolist() == [0.143, 0.029]
     assert saved["mde_holm"].round(3).tolist()[0] == 0.157
+    pd.DataFrame({"retriever": ["dense", "bm25"], "subset": ["G2_instruction"] * 2, "ci_low": [-0.036, 0.0],
+                  "ci_high": [0.034, 0.1], "paper_rtp": 0.143, "paper_ptr": 0.188}).to_csv(
+        tmp_path / "primary_endpoint_g2_instruction.csv", index=False)
+    power_lines(cfg)
+    saved = pd.read_csv(tmp_path / "primary_power.csv").set_index("subset")  # with the dense G2_instruction
+    assert saved.loc["G2_instruction", "power_at_paper"] == pytest.approx(0.71, abs=0.01)
+    assert len(saved) == 3 and pd.isna(saved.loc["G2_instruction", "mde_holm"])
     assert line.endswith("The paper's differences are G1 -0.083, G3 +0.052, so on G3 one of the paper's size "
                          "would likely be detected here; on G1 one would likely go undetected.")
 
@@ -1263,7 +1270,9 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
                           "ci_low": lo, "ci_high": 0.049, "status": "consistent", "direction": "", "basis": b,
                           "cause_status": "", "cause": "", "judged": float("nan")}
                          for i, lo, b in (("a", 0.0015, inside[3]), ("b", 0.00245, edge[3]))])
-    assert list(_shown(rows)["status"]) == ["consistent", "consistent (by its rounding or tolerance only)"]
+    assert list(_shown(rows)["status"]) == [
+        "consistent",
+        "consistent (only by its rounding or stated tolerance: the paper's value lies outside the CI)"]
     # a number in percent: one decimal and a % sign, the paper's range too
     percent = _shown(rows.assign(metric="token_overhead", paper="75–104", this_run=47.894, ci_low=43.071,
                                  ci_high=52.999)).iloc[0]
@@ -1403,7 +1412,7 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
         "inside this run's CIs (RtP 0.143 in [0.138, 0.216], PtR 0.188 in [0.131, 0.220]); PtR − RtP, -0.001 "
         "[-0.036, 0.034], leaves out the paper's +0.045, though not if the paper's number were as uncertain "
         "as this run's (a two-sample reading); here this run would detect a lead of the paper's size with "
-        "71% power")
+        "71% power (`primary_power`)")
     outside = rows.assign(status=["differs", "consistent", "differs", "differs"],
                           ci_high=[0.216, 0.220, 0.010, 0.009])  # +0.045 beyond even a √2-widened CI
     said = fit_sentence(outside)

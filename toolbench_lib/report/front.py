@@ -346,7 +346,8 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
                if two_sample(float(d.this_run), paper, (float(d.ci_low), float(d.ci_high))) else ""))
     power = power_at(paper, float(d.ci_low), float(d.ci_high))
     if power == power:  # a CI to read it from
-        read += f"; here this run would detect a lead of the paper's size with {power:.0%} power"
+        read += (f"; here this run would detect a lead of the paper's size with {power:.0%} power "
+                 "(`primary_power`)")
     return (f"On {subset}, the file whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 

@@ -31,9 +31,12 @@ def _endpoint(c: TableCache) -> pd.DataFrame:
     return df[df["alias"].isin(SETS)].drop_duplicates("alias").set_index("alias", drop=False)
 
 
-def _said(r) -> str:
+def _said(r, seen: bool = False) -> str:
+    """Who does better, in plain words; a missing lead of the paper's size this run would likely have seen
+    (``seen``) is said as missing, not as a tie."""
     if not bool(r.significant):
-        return "too close to call"
+        return "no lead for the guesses, though one of the paper's size would likely show" if seen else \
+            "too close to call"
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
 
@@ -59,12 +62,12 @@ def plain_words(c: TableCache) -> str:
         at = list(table.index).index("G2") + 1  # the paper's G2 by its ground truth, beside the primary file
         row = g2i.assign(alias=G2_FILE)[table.columns].set_index(pd.Index([G2_FILE]))
         table = pd.concat([table.iloc[:at], row, table.iloc[at:]])
-    rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
-                     f"{r.ptr:.0%} | {_said(r)} |" for s, r in table.iterrows())
     missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
     power = detectable(c.get("primary_endpoint"))
     seen = [] if power is None else [subset_alias(x.subset) for x in power.itertuples()
                                      if subset_alias(x.subset) in missed and abs(x.paper_diff) >= x.mde]
+    rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
+                     f"{r.ptr:.0%} | {_said(r, s in seen)} |" for s, r in table.iterrows())
     other = table.loc[G2_FILE] if G2_FILE in table.index and G2_FILE in missed else None
     lines = [_bottom_line(c, s, r, s in seen, other if s == "G2" else None) for s, r in table.iterrows()
              if s != G2_FILE or "G2" not in missed]
@@ -99,7 +102,8 @@ def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
             likely = (f" in either G2 file. In the one nearest the paper's query count this run would "
                       f"likely have seen one of its size{'' if seen else ' (it would not)'}; in the one "
                       f"whose ground truth fits the paper's, it would with {chance:.0%} likelihood"
-                      + (", and the paper's advantage lies within both runs' uncertainty" if within else ""))
+                      + (", and there (not in the other) the paper's advantage lies within both runs' "
+                         "uncertainty" if within else ""))
         return (f"{head}the paper's advantage for the guesses does not appear{likely}. The guesses here come "
                 "from a much smaller model, matched to the APIs by a smaller embedder, so the paper's own "
                 f"setup is untested.{_other_search(c, [s])}")

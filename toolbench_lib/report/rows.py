@@ -29,7 +29,7 @@ JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates
 def _status_text(r) -> str:
     status = r.status + (f" ({r.direction})" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
-        status += " (by its rounding or tolerance only)"
+        status += " (only by its rounding or stated tolerance: the paper's value lies outside the CI)"
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):

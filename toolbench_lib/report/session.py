@@ -41,7 +41,7 @@ PLAN = (
      ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall", "g1_ptr_pass_rate")),
     ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
                                      "against PtR at k = 5, and the curves over k",
-     "is PtR's gain more than a larger k buys RtP?", ("g2_budget_rtp10_vs_ptr5", "g2_budget_rtp_k10",
+     "does a larger k for RtP buy as much as PtR's stubs?", ("g2_budget_rtp10_vs_ptr5", "g2_budget_rtp_k10",
                                                      "g1_rtp_gap_stable_over_k")),
     ("Stubs and Intent-Registry Coupling", 10, "its explanation: stubs, a [worked query](#worked-queries),"
                                                " a [Table 2 example](#the-papers-table-2-examples)",

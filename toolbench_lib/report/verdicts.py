@@ -177,6 +177,13 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
         mde_holm=strict["mde"], power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
                                                 zip(t["paper_diff"], t["ci_low"], t["ci_high"], strict=True)],
         alpha=alpha, alpha_holm=alpha / len(t), power=power)
+    g2i = detectable(TableCache(cfg.tables_dir).get("primary_endpoint_g2_instruction"), power, alpha)
+    if g2i is not None and "retriever" in g2i:  # the file the paper's G2 fits: read beside, unadjusted
+        g2i = g2i[g2i["retriever"] == "dense"]
+        saved = pd.concat([saved, g2i[["subset", "ci_low", "ci_high", "paper_diff", "mde"]].assign(
+            power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
+                            zip(g2i["paper_diff"], g2i["ci_low"], g2i["ci_high"], strict=True)],
+            alpha=alpha, power=power)], ignore_index=True)
     saved.to_csv(cfg.tables_dir / "primary_power.csv", index=False)  # every number of this line, recomputable
     return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
             f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; at Holm's strictest level, "
