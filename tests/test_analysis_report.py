@@ -1548,3 +1548,17 @@ def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
     (caveat,) = divergence_caveat_lines(cfg)
     assert "(disjoint top-5 lists for 52% of the least-echoing third of queries, 22% of the most-echoing;" \
         in caveat
+
+
+def test_a_significant_trend_over_registry_sizes_is_said_beside_the_spread(tmp_path):
+    from toolbench_lib.report.verdicts import scale_trend_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert scale_trend_lines(cfg) == []
+    pd.DataFrame({"subset": ["G1", "G1", "G2", "G2"], "size": [1000, 47651] * 2,
+                  "change": [0, -0.001, 0, -0.026],
+                  "change_ci_low": [0, -0.051, 0, -0.051], "change_ci_high": [0, 0.048, 0, -0.002]}).to_csv(
+        tmp_path / "scale_claim.csv", index=False)
+    (line,) = scale_trend_lines(cfg)
+    assert "moves significantly on G2 -0.026 [-0.051, -0.002] (`scale_claim`: change)" in line
+    assert "G1" not in line  # its CI holds 0

@@ -139,7 +139,7 @@ def test_each_substitution_moves_ptr_minus_rtp_towards_the_paper_past_it_or_away
     assert "| G1 -0.030, G2 +0.050" in embedder and "| G1 past it, G2 towards" in embedder
     assert "not in this run" in embedder  # G3 has no ablation row: said, never a number
     breadth = next(line for line in text.splitlines() if line.startswith("| stub breadth"))
-    assert "(4.100 per G1 query) for the LLM's (2.100)" in breadth
+    assert "(4.100 per G1 query) for the LLM's (2.100 in run 0;" in breadth
     assert "| G1 +0.010, G2 +0.030, G3 -0.050 | G1 away, G2 towards, G3 past it |" in breadth
     assert "| not tested: no second LLM ran | unknown | unknown |" in text
 

@@ -248,6 +248,23 @@ def divergence_caveat_lines(cfg: ExperimentConfig) -> list[str]:
             "(#where-the-paper-disagrees-with-itself))."]
 
 
+def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
+    """Where PtR − RtP changes significantly from the smallest registry to the full one (``scale_claim``:
+    change and its CI at the largest size), which a spread over sizes, the paper's stability test, misses."""
+    t = TableCache(cfg.tables_dir).get("scale_claim")
+    if t is None or not {"change", "change_ci_low", "change_ci_high"} <= set(t):
+        return []
+    last = t.sort_values("size").groupby("subset", sort=False).tail(1)
+    moved = last[(last["change_ci_low"] > 0) | (last["change_ci_high"] < 0)]
+    if moved.empty:
+        return []
+    each = "; ".join(f"{r.subset} {fmt_signed(r.change)} {fmt_ci(r.change_ci_low, r.change_ci_high)}"
+                     for r in moved.itertuples())
+    return [f"The paper's stability claim is scored by the spread of PtR − RtP over sizes (`scale_gap_std`); "
+            f"yet from the smallest registry to the full one the gap moves significantly on {each} "
+            "(`scale_claim`: change): a spread over sizes cannot see a trend."]
+
+
 def _sign_word(lo: float, hi: float, below: str, above: str, neither: str) -> str:
     return below if hi < 0 else above if lo > 0 else neither
 
@@ -295,5 +312,6 @@ def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> lis
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
              "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg), "budget": lambda: budget_lines(cfg),
-             "scale": lambda: divergence_caveat_lines(cfg), "stubs": lambda: coupling_lines(cfg)}
+             "scale": lambda: scale_trend_lines(cfg) + divergence_caveat_lines(cfg),
+             "stubs": lambda: coupling_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()
