@@ -197,8 +197,8 @@ def substitution_lines(c: TableCache) -> list[str]:
              for d in ("rules", "llm")}
         return (f"a rule splitter's stubs ({fmt_number(n['rules'])} per G1 query) for the LLM's "
                 f"({fmt_number(n['llm'])} in run 0; the scorecard's counts average every run), full "
-                "registry (`ablation_decomposition`); the change below is the splitter's whole; the scorecard scales it "
-                "to the paper's 2.45 stubs (`stub_breadth`)")
+                "registry (`ablation_decomposition`); the change below is the splitter's whole; the "
+                "scorecard scales it to the paper's 2.45 stubs (`stub_breadth`)")
 
     paper = ", ".join(f"{s} {fmt_signed(r.paper_ptr - r.paper_rtp)}" for s, r in table.iterrows())
     here = ", ".join(f"{s} {fmt_signed(r['diff'])}" for s, r in table.iterrows())
