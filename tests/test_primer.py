@@ -164,13 +164,12 @@ def test_plain_words_read_both_g2_files_with_their_power(tmp_path):
                          "verdict": "not reproduced"}])
     narrow = _endpoint(ci_low=-0.02, ci_high=0.0)
     text = plain_words(_tables(tmp_path, primary_endpoint=narrow, primary_endpoint_g2_instruction=g2i))
-    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for the guesses, though one of "
-            "the paper's size would likely show |\n"
+    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for the guesses (one of the "
+            "paper's size would likely show) |\n"
             "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call "
             "|\n"
             "| G3") in text
-    assert ("the paper's advantage for the guesses does not appear in either G2 file. In the one nearest "
-            "the paper's query count this run would likely have seen one of its size; in the one whose "
-            "ground truth fits the paper's, it would with 71% likelihood, and there (not in the other) the "
+    assert ("the paper's advantage for the guesses does not appear in either G2 file; in the one whose "
+            "ground truth fits the paper's, a lead of its size would show with 71% likelihood, and there the "
             "paper's advantage lies within both runs' uncertainty.") in text
     assert text.count("- **G2") == 1  # one line for both files

@@ -35,7 +35,7 @@ def _said(r, seen: bool = False) -> str:
     """Who does better, in plain words; a missing lead of the paper's size this run would likely have seen
     (``seen``) is said as missing, not as a tie."""
     if not bool(r.significant):
-        return "no lead for the guesses, though one of the paper's size would likely show" if seen else \
+        return "no lead for the guesses (one of the paper's size would likely show)" if seen else \
             "too close to call"
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
@@ -99,11 +99,10 @@ def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
         if other is not None:  # both G2 files: how likely a lead of the paper's size was seen in each
             paper, ci = other["paper_ptr"] - other["paper_rtp"], (other["ci_low"], other["ci_high"])
             chance, within = power_at(paper, *ci), two_sample(other["diff"], paper, ci)
-            likely = (f" in either G2 file. In the one nearest the paper's query count this run would "
-                      f"likely have seen one of its size{'' if seen else ' (it would not)'}; in the one "
-                      f"whose ground truth fits the paper's, it would with {chance:.0%} likelihood"
-                      + (", and there (not in the other) the paper's advantage lies within both runs' "
-                         "uncertainty" if within else ""))
+            likely = (f" in either G2 file{'' if seen else ', though one of its size might go unseen'}; in "
+                      f"the one whose ground truth fits the paper's, a lead of its size would show with "
+                      f"{chance:.0%} likelihood"
+                      + (", and there the paper's advantage lies within both runs' uncertainty" if within else ""))
         return (f"{head}the paper's advantage for the guesses does not appear{likely}. The guesses here come "
                 "from a much smaller model, matched to the APIs by a smaller embedder, so the paper's own "
                 f"setup is untested.{_other_search(c, [s])}")
