@@ -101,8 +101,8 @@ def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
             chance, within = power_at(paper, *ci), two_sample(other["diff"], paper, ci)
             likely = (f" in either G2 file{'' if seen else ', though one of its size might go unseen'}; in "
                       f"the one whose ground truth fits the paper's, a lead of its size would show with "
-                      f"{chance:.0%} likelihood"
-                      + (", and there the paper's advantage lies within both runs' uncertainty" if within else ""))
+                      f"{chance:.0%} likelihood")
+            likely += ", and there the paper's advantage lies within both runs' uncertainty" if within else ""
         return (f"{head}the paper's advantage for the guesses does not appear{likely}. The guesses here come "
                 "from a much smaller model, matched to the APIs by a smaller embedder, so the paper's own "
                 f"setup is untested.{_other_search(c, [s])}")
