@@ -359,6 +359,9 @@ def test_trajectory_by_hand(study):
         lo, hi = a["apis_named_ptr_minus_rtp_ci_low"], a["apis_named_ptr_minus_rtp_ci_high"]
         assert np.isnan(lo) and np.isnan(hi)  # one query planned by both: no paired CI (a t-interval needs 2)
     assert p["apis_named_ptr_minus_rtp"] == pytest.approx(p["mean_apis_named"] - r["mean_apis_named"])
+    # the same pairing for the share of the shown top-k a plan uses, and its steps
+    assert p["used_share_ptr_minus_rtp"] == pytest.approx(p["used_share"] - r["used_share"])
+    assert p["steps_ptr_minus_rtp"] == pytest.approx(p["mean_steps"] - r["mean_steps"])
 
 
 def test_miss_behaviour_by_hand(study):

@@ -242,6 +242,9 @@ def test_an_ordering_at_every_k_is_judged_cell_by_cell():
     row = pd.Series({"status": INCONCLUSIVE, "direction": "", "basis": with_k, "paper": "claim: ≥ 0",
                      "ci_low": -0.09, "ci_high": 0.05, "cause_status": "", "cause": ""})
     assert _status_text(row) == "inconclusive (least favourable k = 4)"  # which k the row shows
+    against = pd.Series({**row, "basis": "the paper's ordering, by this run's 95% CI [-0.090, 0.050], "
+                                         "holding the paper's bound (estimate on the other side)"})
+    assert _status_text(against) == "inconclusive (estimate against the claim)"
 
     class Tables(TableCache):
         def __init__(self):

@@ -170,8 +170,7 @@ def stub_text_ablation(setup, result, k: int = K, gt: str = DEFAULT_GT, run: int
         best = r.drop(["query", "query-brand"]).idxmax()
         parts.append(f"{subset}: best stub text is {best} ({r[best]:.3f}; query {r['query']:.3f}, name "
                      f"{r['name']:.3f}, reasoning {r['reasoning']:.3f}, brand words removed "
-                     f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f}; the query without its "
-                     f"brand words {r['query-brand']:.3f})")
+                     f"{r['name+reasoning-brand']:.3f} vs {r['name+reasoning']:.3f})")
     return table, query_coupling(q, per_query), "; ".join(parts) + "."
 
 

@@ -23,7 +23,9 @@ PLAN_MEANS = {"fidelity": "fidelity", "used_share": "used_share", "mean_steps": 
               "mean_apis_named": "n_named", "refusal_rate": "refusal"}
 TRAJECTORY_EXTRA = ["n_queries", "n_jaccard_pairs", "parse_fail_rate", "mean_unresolved_named",
                     *ci_of("fidelity", "jaccard_rtp_ptr", "used_share", "mean_steps", "mean_apis_named",
-                           "refusal_rate"), "apis_named_ptr_minus_rtp", *ci_of("apis_named_ptr_minus_rtp")]
+                           "refusal_rate")]
+PAIRED = {"apis_named": "n_named", "used_share": "used_share", "steps": "n_steps"}  # PtR − RtP per query
+TRAJECTORY_EXTRA += [c for name in PAIRED for c in (f"{name}_ptr_minus_rtp", *ci_of(f"{name}_ptr_minus_rtp"))]
 MISS_COLUMNS = ["subset", "method", "n_complete_miss", "refusal_rate_on_miss", "wrong_tool_rate_on_miss"]
 MISS_EXTRA = ["gt", "n_plans", "n_miss_queries", "no_api_rate_on_miss", "n_refusal_on_miss",
               "n_wrong_tool_on_miss", *ci_of("refusal_rate_on_miss", "wrong_tool_rate_on_miss")]
@@ -58,18 +60,21 @@ def jaccard_pairs(plans: pd.DataFrame) -> pd.DataFrame:
 
 def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     """Per subset and method: fidelity, RtP–PtR Jaccard of named APIs (per query and run, the same on both
-    rows), share of the shown top-``k`` named, plan size, refusal rate, PtR minus RtP APIs named; each with
-    a bootstrap 95% CI over queries."""
+    rows), share of the shown top-``k`` named, plan size, refusal rate, each with a bootstrap 95% CI over
+    queries; PtR minus RtP APIs named, used share and steps (:data:`PAIRED`), with their paired CIs."""
     if result.plans.empty:
         return pd.DataFrame(columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
     plans = plan_table(result, k)
     jac = jaccard_pairs(plans)
     rows = []
-    named = plans.groupby(["subset", "qkey", "method"])["n_named"].mean().unstack("method")
+    per_query = plans.groupby(["subset", "qkey", "method"])[list(PAIRED.values())].mean()
     for subset in subset_order(result):
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
-        both = named.loc[subset].dropna() if subset in named.index and {"rtp", "ptr"} <= set(named) else None
-        gap = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
+        gaps = {}  # per query planned by both: PtR's minus RtP's
+        for name, src in PAIRED.items():
+            wide = per_query[src].unstack("method")
+            both = wide.loc[subset].dropna() if subset in wide.index and {"rtp", "ptr"} <= set(wide) else None
+            gaps[name] = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]
             if m.empty:
@@ -79,7 +84,7 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                    "n_plans": int(len(m)), "n_queries": int(m["qkey"].nunique()), "n_jaccard_pairs": len(js),
                    "parse_fail_rate": float(1.0 - m["parse_ok"].astype(float).mean()),
                    "mean_unresolved_named": float(m["n_named_unresolved"].mean())
-                   if "n_named_unresolved" in m else np.nan, "apis_named_ptr_minus_rtp": float(gap.mean())}
+                   if "n_named_unresolved" in m else np.nan}
             by_query = m.groupby("qkey")[list(PLAN_MEANS.values())].mean()
             cl = clusters(result.queries, by_query.index)
             for col, src in PLAN_MEANS.items():
@@ -87,9 +92,11 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
                 with_ci(row, col, by_query[src].to_numpy(dtype=float), cl)
             jq = jac[jac["subset"] == subset].groupby("qkey")["jaccard"].mean()
             with_ci(row, "jaccard_rtp_ptr", jq.to_numpy(dtype=float), clusters(result.queries, jq.index))
-            ci = t_ci(gap.to_numpy(dtype=float), groups=clusters(result.queries, gap.index))
-            row["apis_named_ptr_minus_rtp_ci_low"], row["apis_named_ptr_minus_rtp_ci_high"] = ci
-            rows.append(row)  # a paired difference: the paired t-test's CI
+            for name, gap in gaps.items():  # a paired difference: the paired t-test's CI
+                row[f"{name}_ptr_minus_rtp"] = float(gap.mean())
+                low, high = t_ci(gap.to_numpy(dtype=float), groups=clusters(result.queries, gap.index))
+                row[f"{name}_ptr_minus_rtp_ci_low"], row[f"{name}_ptr_minus_rtp_ci_high"] = low, high
+            rows.append(row)
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS + TRAJECTORY_EXTRA)
 
 

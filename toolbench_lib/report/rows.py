@@ -35,6 +35,8 @@ def _status_text(r) -> str:
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
         outside = "estimate outside the margin, " * ("(estimate outside)" in str(getattr(r, "basis", "")))
         status += f" ({outside}nonzero: the CI excludes 0 but crosses the margin)"
+    if r.status == INCONCLUSIVE and "(estimate on the other side)" in str(getattr(r, "basis", "")):
+        status += " (estimate against the claim)"  # its CI holds the bound, its estimate lies beyond it
     shown = re.search(r"shown: the least favourable, (k = \d+)", str(getattr(r, "basis", "")))
     status += f" (least favourable {shown.group(1)})" if shown else ""  # an ordering claimed at every k
     cause = getattr(r, "cause_status", "") or ""

@@ -115,7 +115,7 @@ def plan_lines(report_md: str) -> list[str]:
                  if (m := re.search(rf"^\| {re.escape(r)} \| (.+) \|$", found[heading], re.M))}
         rows = [f"`{r}`" for r in cells]
         here = "; ".join(f"`{r}` {c[2]}{'' if c[3].startswith('no CI') else ' ' + c[3].replace(chr(92), '')}"
-                         f" against the paper's {c[1]}: {c[4]}"
+                         f" against the paper's {c[1]}: {c[4].split(';')[0]}"
                          for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}"
