@@ -978,11 +978,21 @@ def test_the_answer_says_where_a_holding_crossover_stops_holding():
     g2i = pd.DataFrame({"retriever": ["hybrid"], "subset": ["G2_instruction"], "leader": ["PtR"],
                         "significant": [False]})
     said = bottom_line(papers, power={"G2": 0.03})
-    assert ("PtR's G2 lead does not appear on G2_category_original (the primary file: nearest the paper's "
+    assert ("PtR's G2 lead does not appear on G2_category_original (nearest the paper's "
             "query count) with this run's embedder and smaller stub writer, though this run would likely "
             "detect one of the paper's +0.045 (80% power from 0.030): it fails for this setup, and the "
             "paper's own setup stays untested.") in said
     assert "would likely detect" not in bottom_line(papers, power={"G2": 0.05})
+    # the file the paper's G2 fits, in one clause: -0.001 [-0.036, 0.034] against +0.045 (71%), and the
+    # paper's difference inside the √2-widened CI; nothing without a dense row
+    from toolbench_lib.report.front import g2_file_line
+
+    g2i = pd.DataFrame({"retriever": ["dense"], "subset": ["G2_instruction"], "diff": [-0.001],
+                        "ci_low": [-0.036], "ci_high": [0.034], "paper_rtp": [0.143], "paper_ptr": [0.188]})
+    assert g2_file_line(g2i) == ("On G2_instruction, whose ground truth fits the paper's G2, a lead of its "
+                                 "size would show with 71% likelihood, and its +0.045 lies within both runs' "
+                                 "uncertainty")
+    assert g2_file_line(g2i.assign(retriever="bm25")) == "" and g2_file_line(None) == ""
     # Holm over every comparison at once pools the exploratory families: the families' section says it
     ps = rows.assign(p=[0.03, 0.001, 0.001, 0.001, 0.5, 0.5])  # hybrid G1 at 0.03 * 4 = 0.12 goes
     assert "Holm" not in bottom_line(ps)
@@ -1511,6 +1521,8 @@ def test_how_the_papers_numbers_fare_splits_those_that_differ_by_kind_of_cause()
                                "the CI"] + [""] * 7)
     assert "(*consistent*, not confirmed; 1 only by the paper's rounding or stated tolerance); 4 differ" in (
         fare_line(loose))
+    no_ci = loose.assign(basis=loose["basis"].where(loose["id"] != "f", "tolerance ±2"))  # no CI: a tolerance
+    assert "not confirmed; 2 only by the paper's rounding or stated tolerance)" in fare_line(no_ci)
 
 
 def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
@@ -1562,3 +1574,20 @@ def test_a_significant_trend_over_registry_sizes_is_said_beside_the_spread(tmp_p
     (line,) = scale_trend_lines(cfg)
     assert "moves significantly on G2 -0.026 [-0.051, -0.002] (`scale_claim`: change)" in line
     assert "G1" not in line  # its CI holds 0
+
+
+def test_the_other_g1_files_say_whether_rtps_lead_outlives_the_solvable_subset(tmp_path):
+    from toolbench_lib.report.verdicts import other_g1_files_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert other_g1_files_lines(cfg) == []
+    pd.DataFrame({"subset": ["G1_category", "G1_tool", "G2_instruction", "G1_tool"],
+                  "method": ["ptr", "ptr", "ptr", "ltr"], "recall_reference": ["rtp"] * 4,
+                  "recall_diff": [-0.099, -0.064, 0.01, 0.1], "recall_p_value": [0.0003, 0.0038, 0.5, 0.01]}
+                 ).to_csv(tmp_path / "beyond_validation.csv", index=False)
+    (line,) = other_g1_files_lines(cfg)
+    assert "dense PtR − RtP is G1_category -0.099 (p < 0.001), G1_tool -0.064 (p = 0.00380)" in line
+    assert line.endswith("RtP's G1 lead does not rest on the solvable subset alone.")
+    pd.DataFrame({"subset": ["G1_tool"], "method": ["ptr"], "recall_reference": ["rtp"],
+                  "recall_diff": [-0.01], "recall_p_value": [0.4]}).to_csv(tmp_path / "beyond_validation.csv", index=False)
+    assert other_g1_files_lines(cfg)[0].endswith("paired, unadjusted).")  # not significant: nothing claimed

@@ -338,7 +338,8 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "change PtR's recall by G1 -0.045" in notes
     (cfg.tables_dir / "ablation_decomposition.csv").unlink()
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    assert "2. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
+    # the stronger stub writer's note (question 4: the G2 file, the ground truth and BM25 come first)
+    assert "4. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
 
 
 def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):

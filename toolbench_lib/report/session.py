@@ -408,13 +408,24 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     passes = [paper(f"{s.lower()}_{m}_pass_rate") for s in SETS for m in ("rtp", "ptr")]
     recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
     setup = sec("g1_query_count")
-    return [
+    return [  # the two the G2 answer turns on, and whether BM25 is a fair opponent, first
+        ("Which G2?",
+         f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
+         f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
+         (g2_sets, g2_dense),
+         "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
+         "choice, and which set would you pre-register?", g2_note),
         ("Which ground truth?",
          f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
          f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
          (g3_ground_truths,),
          "Does the leader change with the definition? Which definition matches the paper's words, and which "
          "its numbers?", leader_note),
+        ("Is BM25's win a fair comparison?",
+         f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
+         "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
+         "that test the architectures or how lexical the queries are? What would make the dense side a fair "
+         "opponent?", families_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
@@ -443,11 +454,6 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "This run removes the query's brand words from the stubs, then from the query too. What does each "
          "drop say about where the hits come from? Does RtP's G1 lead outlive its brand words?",
          brand_note),
-        ("Is BM25's win a fair comparison?",
-         f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
-         "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
-         "that test the architectures or how lexical the queries are? What would make the dense side a fair "
-         "opponent?", families_note),
         ("The paper's G1 difference, twice",
          f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
          f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "
@@ -455,12 +461,6 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "Can this run tell the paper's two values apart? What can make a stated difference differ from the "
          "difference of the stated means (another run, another table), and what should a paper say when it "
          "does?", lambda c: in_ci_note(c, paper("g1_ptr_minus_rtp_recall"), ptr - rtp)),
-        ("Which G2?",
-         f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
-         f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
-         (g2_sets, g2_dense),
-         "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
-         "choice, and which set would you pre-register?", g2_note),
     ]
 
 

@@ -8,7 +8,7 @@ from statistics import NormalDist
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .appendix import APPENDIX_TABLES_HEADING
@@ -308,10 +308,29 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
     return lines
 
 
+def other_g1_files_lines(cfg: ExperimentConfig) -> list[str]:
+    """Dense PtR − RtP on the G1 files the primary G1 is not (``beyond_validation``: the validation study's
+    G1_category and G1_tool), which say whether RtP's G1 lead rests on the solvable subset alone."""
+    t = TableCache(cfg.tables_dir).get("beyond_validation")
+    if t is None or not {"subset", "method", "recall_reference", "recall_diff", "recall_p_value"} <= set(t):
+        return []
+    g1 = t[t["subset"].astype(str).str.startswith("G1_") & (t["method"] == "ptr")
+           & (t["recall_reference"] == "rtp")]
+    if g1.empty:
+        return []
+    each = ", ".join(f"{r.subset} {fmt_signed(r.recall_diff)} ({fmt_p(r.recall_p_value)})"
+                     for r in g1.itertuples())
+    led = ((g1["recall_diff"] < 0) & (g1["recall_p_value"] < 0.05)).all()
+    return [f"On the other G1 files, queries no method was tuned on, dense PtR − RtP is {each} "
+            "(`beyond_validation`: recall_diff, recall_p_value, paired, unadjusted)"
+            + (": RtP's G1 lead does not rest on the solvable subset alone." if led else ".")]
+
+
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
-             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg), "budget": lambda: budget_lines(cfg),
+             "main": lambda: other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg),
+             "budget": lambda: budget_lines(cfg),
              "scale": lambda: scale_trend_lines(cfg) + divergence_caveat_lines(cfg),
              "stubs": lambda: coupling_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()

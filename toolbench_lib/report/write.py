@@ -51,6 +51,7 @@ from .front import (
     endpoint_table_markdown,
     fare_line,
     fit_sentence,
+    g2_file_line,
     robustness_sentence,
     runs_test_table,
     two_questions,
@@ -320,7 +321,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
         mde = detectable(cache.get(ENDPOINT_TABLE))
         power = {} if mde is None else dict(zip(mde["subset"].map(subset_alias), mde["mde"], strict=True))
-        answer = [bottom_line(rows, rel, power=power)
+        answer = [bottom_line(rows, rel, g2_file_line(g2i), power)
                   + "\n\n" + dense_part]
         beyond = (cut.strip() + beyond) if cut else ""
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
