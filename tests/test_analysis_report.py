@@ -1589,5 +1589,6 @@ def test_the_other_g1_files_say_whether_rtps_lead_outlives_the_solvable_subset(t
     assert "dense PtR − RtP is G1_category -0.099 (p < 0.001), G1_tool -0.064 (p = 0.00380)" in line
     assert line.endswith("RtP's G1 lead does not rest on the solvable subset alone.")
     pd.DataFrame({"subset": ["G1_tool"], "method": ["ptr"], "recall_reference": ["rtp"],
-                  "recall_diff": [-0.01], "recall_p_value": [0.4]}).to_csv(tmp_path / "beyond_validation.csv", index=False)
+                  "recall_diff": [-0.01], "recall_p_value": [0.4]}).to_csv(
+        tmp_path / "beyond_validation.csv", index=False)
     assert other_g1_files_lines(cfg)[0].endswith("paired, unadjusted).")  # not significant: nothing claimed
