@@ -324,12 +324,16 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "The dense verdict changes with the set: which set is the paper's G2 decides the G2 answer" in (
         notes)
     # G1's dense lead (Holm p 0.002 on candidates) is not significant on relevant: the note says so
-    pd.DataFrame([{"retriever": "dense", "subset": s, "p_holm": p} for s, p in (
-        ("G1_instruction", 0.2), ("G3_instruction_original", 0.0682))]).to_csv(
+    pd.DataFrame([{"retriever": "dense", "subset": s, "p_holm": p, "diff": d} for s, p, d in (
+        ("G1_instruction", 0.2, -0.060), ("G3_instruction_original", 0.0682, 0.045))]).to_csv(
         cfg.tables_dir / "primary_endpoint_relevant.csv", index=False)
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    assert ("the definition does change the dense verdict on G1 (Holm "
-            "p = 0.00200 on `candidates`, p = 0.200 on `relevant`)") in text.split(f"## {NOTES_HEADING}")[1]
+    from toolbench_lib.report.locate import TableCache
+    from toolbench_lib.report.lookup import value
+
+    g1 = value(TableCache(cfg.tables_dir), "primary_endpoint", "diff", retriever="dense", subset="G1")
+    assert (f"the definition changes the dense verdict on G1 ({g1:+.3f}, Holm p = 0.00200, on `candidates`; "
+            "-0.060, p = 0.200, on `relevant`") in text.split(f"## {NOTES_HEADING}")[1]
     (cfg.tables_dir / "primary_endpoint_relevant.csv").unlink()
     # 0.0004 over runs, 0.0156 over queries (both unadjusted): both printed, not their ratio
     assert ("On BM25 G1 the test over runs gives the smaller p (p < 0.001 against p = 0.0156, from two "

@@ -341,18 +341,21 @@ def leader_note(c: TableCache) -> str:
 
 
 def flipped_sets(c: TableCache) -> str:
-    """The sets whose dense verdict (Holm p below 0.05) the ground-truth definition changes, with both p."""
+    """The sets whose dense verdict (Holm p below 0.05) the ground-truth definition changes, with both
+    estimates and p: a verdict can flip while the estimate hardly moves."""
     flips = []
     for s in SETS:
         try:
-            p = {gt: value(c, t, "p_holm", retriever="dense", subset=s)
-                 for gt, t in (("candidates", "primary_endpoint"), ("relevant", "primary_endpoint_relevant"))}
+            d, p = ({gt: value(c, t, col, retriever="dense", subset=s) for gt, t in
+                     (("candidates", "primary_endpoint"), ("relevant", "primary_endpoint_relevant"))}
+                    for col in ("diff", "p_holm"))
         except NotInRun:
             continue
-        if (p["candidates"] < 0.05) != (p["relevant"] < 0.05):
-            flips.append(f"{s} (Holm {fmt_p(p['candidates'])} on `candidates`, {fmt_p(p['relevant'])} on "
-                         "`relevant`)")
-    return f"; the definition does change the dense verdict on {', '.join(flips)}" if flips else ""
+        still = "; the estimate hardly moves, its CI does" * (abs(d["candidates"] - d["relevant"]) < .01)
+        flips += [f"{s} ({fmt_signed(d['candidates'])}, Holm {fmt_p(p['candidates'])}, on `candidates`; "
+                  f"{fmt_signed(d['relevant'])}, {fmt_p(p['relevant'])}, on `relevant`{still})"] * (
+            (p["candidates"] < 0.05) != (p["relevant"] < 0.05))
+    return f"; the definition changes the dense verdict on {', '.join(flips)}" if flips else ""
 
 
 def tests_note(c: TableCache) -> str:
