@@ -68,12 +68,12 @@ def trajectory(result: StudyResult, k: int | None = None) -> pd.DataFrame:
     jac = jaccard_pairs(plans)
     rows = []
     per_query = plans.groupby(["subset", "qkey", "method"])[list(PAIRED.values())].mean()
+    wide = {name: per_query[src].unstack("method") for name, src in PAIRED.items()}  # a column per method
     for subset in subset_order(result):
         js = jac[jac["subset"] == subset]["jaccard"].dropna()
         gaps = {}  # per query planned by both: PtR's minus RtP's
-        for name, src in PAIRED.items():
-            wide = per_query[src].unstack("method")
-            both = wide.loc[subset].dropna() if subset in wide.index and {"rtp", "ptr"} <= set(wide) else None
+        for name, w in wide.items():
+            both = w.loc[subset].dropna() if subset in w.index and {"rtp", "ptr"} <= set(w) else None
             gaps[name] = (both["ptr"] - both["rtp"]) if both is not None else pd.Series(dtype=float)
         for method in METHODS:
             m = plans[(plans["subset"] == subset) & (plans["method"] == method)]

@@ -352,17 +352,24 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
 
+def paper_lead_reading(r) -> tuple[float, float, bool]:
+    """For one comparison's row (``diff``, ``ci_low``, ``ci_high``, the paper's means): the paper's
+    difference, the power to see a lead of its size, and whether it lies within both runs' error (a
+    two-sample reading)."""
+    paper, ci = r["paper_ptr"] - r["paper_rtp"], (r["ci_low"], r["ci_high"])
+    return paper, power_at(paper, *ci), two_sample(r["diff"], paper, ci)
+
+
 def g2_file_line(g2i: pd.DataFrame | None) -> str:
-    """The G2 file whose ground truth fits the paper's, in one clause beside the primary file: how likely this
-    run would see a lead of the paper's size there, and whether the paper's lies within both runs' error."""
+    """The G2 file whose ground truth fits the paper's, in one clause beside the primary file: how likely
+    this run would see a lead of the paper's size there, and whether the paper's lies within both runs'
+    error."""
     d = g2i[g2i["retriever"] == "dense"] if g2i is not None and len(g2i) and "retriever" in g2i else None
     if d is None or d.empty or not {"ci_low", "ci_high", "diff", "paper_rtp", "paper_ptr"} <= set(d):
         return ""
-    r = d.iloc[0]
-    paper, ci = r["paper_ptr"] - r["paper_rtp"], (r["ci_low"], r["ci_high"])
-    within = two_sample(r["diff"], paper, ci)
-    return (f"On {r['subset']}, whose ground truth fits the paper's G2, a lead of its size would show with "
-            f"{power_at(paper, *ci):.0%} likelihood"
+    paper, chance, within = paper_lead_reading(d.iloc[0])
+    return (f"On {d.iloc[0]['subset']}, whose ground truth fits the paper's G2, a lead of its size would "
+            f"show with {chance:.0%} likelihood"
             + (f", and its {fmt_signed(paper)} lies within both runs' uncertainty" if within else ""))
 
 

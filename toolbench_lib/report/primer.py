@@ -9,11 +9,11 @@ import pandas as pd
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import _sets, holds_paper, leading_elsewhere
+from .front import _sets, holds_paper, leading_elsewhere, paper_lead_reading
 from .glossary import MIN_KAPPA
-from .locate import TableCache, two_sample
+from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import detectable, every_plan, power_at, solved_share
+from .verdicts import detectable, every_plan, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -97,8 +97,7 @@ def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
     if r.paper_leader == "PtR" and not holds_paper(r):
         likely = ", though this run would likely have seen one of its size" if seen else ""
         if other is not None:  # both G2 files: how likely a lead of the paper's size was seen in each
-            paper, ci = other["paper_ptr"] - other["paper_rtp"], (other["ci_low"], other["ci_high"])
-            chance, within = power_at(paper, *ci), two_sample(other["diff"], paper, ci)
+            _, chance, within = paper_lead_reading(other)
             likely = (f" in either G2 file{'' if seen else ', though one of its size might go unseen'}; in "
                       f"the one whose ground truth fits the paper's, a lead of its size would show with "
                       f"{chance:.0%} likelihood")

@@ -257,9 +257,10 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     return {**result, "cause": f"{label}: {best['title']}", "evidence": evidence}
 
 
-def every_cell(entry: Mapping, tables: TableCache) -> list[tuple[float, float, float]]:
-    """Every cell an ordering "at every k" ranges over, ``(value, ci_low, ci_high)``: the rows its locator
-    selects before it keeps the extreme of its own column; none for any other entry."""
+def every_cell(entry: Mapping, tables: TableCache) -> list[tuple]:
+    """Every cell an ordering "at every k" ranges over, ``(value, ci_low, ci_high, k)`` (k ``None`` in a
+    table without it): the rows its locator selects before it keeps the extreme of its own column; none for
+    any other entry."""
     loc, ci = entry.get("locator", {}), entry.get("ci", {})
     where = dict(loc.get("where") or {})
     if not entry.get("ordering") or where.get(loc.get("column")) not in EXTREMES or not ci:
