@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.report.locate import TableCache
-from toolbench_lib.report.primer import plain_words, substitution_lines
+from toolbench_lib.report.primer import plain_words, substitution_lines, verdict
 
 
 def _endpoint(**changed) -> pd.DataFrame:
@@ -52,68 +52,77 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
         in text
     assert "| G1 (one tool) | 37% / 29% | 35% / 28% | the request's own words do better |" in text
     assert "| G2 (tools of one category) | 14% / 19% | 13% / 12% | too close to call |" in text
-    assert "| G3 (tools across categories) | 16% / 17% | 17% / 23% | the guesses do better |" in text
-    # only the set where the paper's PtR lead does not appear here is named
-    assert "- **G2 (tools of one category):** the paper's advantage for the guesses does not appear." in text
-    assert "so the paper's own setup is untested." in text
-    assert "- **G1 (one tool):** the request's own words do better, as in the paper." in text
-    assert "- **G3 (tools across categories):** the guesses do better, as in the paper." in text
-    text = plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint(significant=False,
-                                                                               verdict="not reproduced")))
-    assert "among" not in text  # no registry table: no count
-    assert "- **G3 (tools across categories):** the paper's advantage for the guesses does not appear" in text
-    # G3 in the paper's direction holds it: the paper's own G3 difference "does not reach significance"
-    same = _endpoint(significant=False, verdict="same direction, not significant")
-    text = plain_words(_tables(tmp_path / "same", primary_endpoint=same))
-    assert "- **G3 (tools across categories):** too close to call, as in the paper." in text
+    assert text.endswith("| G3 (tools across categories) | 16% / 17% | 17% / 23% | the guesses do better |")
     assert "Of the APIs each request was written from (its `candidates`), the first five" in text
     assert "“does not reach significance”" in text  # the paper's words on its G3
+    assert "among" not in plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint()))
     # a CI this narrow detects the paper's +0.045 with 80% power: the missing lead is said to be informative
-    narrow = _endpoint(ci_low=-0.02, ci_high=0.0)
-    text = plain_words(_tables(tmp_path / "narrow", primary_endpoint=narrow))
-    assert "does not appear, though this run would likely have seen one of its size." in text
-    # G1 significant on candidates but not on relevant; G3 from few API samples; a judge that cannot be read
-    rel = _endpoint(significant=False)
-    clustered = _endpoint(significant=[True, False, False], verdict=["reproduced", "not reproduced",
-                                                                     "same direction, not significant"]
-                          ).assign(n_queries=[163, 199, 100], n_groups=[154, 190, 23])
+    narrow = plain_words(_tables(tmp_path / "narrow", primary_endpoint=_endpoint(ci_low=-0.02, ci_high=0.0)))
+    assert "| 13% / 12% | no lead for the guesses (one of the paper's size would likely show) |" in narrow
+
+
+def _tested(**changed) -> pd.DataFrame:
+    """:func:`_endpoint` with the test's columns: Holm CI and p (G1 -0.070 [-0.100, -0.040], p = 0.0100)."""
+    tested = {"ci_low": -0.09, "ci_high": -0.05, "ci_low_holm": -0.1, "ci_high_holm": -0.04, "p": 0.004,
+              "p_holm": 0.01}
+    return _endpoint(**{**tested, **changed})
+
+
+def test_the_verdict_says_each_set_against_the_paper_in_one_sentence(tmp_path):
+    text = verdict(_tables(tmp_path, primary_endpoint=_tested()))
+    assert text.startswith(
+        "**The verdict.** For single-tool requests (G1), searching with the request's own words (RtP) finds "
+        "more of the needed APIs than searching with the planner's guesses (PtR), as the paper found (PtR − "
+        "RtP in recall@5: -0.070 [-0.100, -0.040], p = 0.0100; paper -0.083). For multi-tool requests within "
+        "one category (G2), the paper's lead for the planner's guesses (PtR, +0.045) does not appear "
+        "(G2_category_original: -0.010 [-0.100, -0.040], p = 0.0100), though this run would have seen a "
+        "lead of its size with 99% likelihood (power at p < 0.05). For multi-tool requests across categories "
+        "(G3), searching with the planner's guesses (PtR) finds more")
+    assert text.endswith("The guesses here come from a much smaller model than the paper's, matched to the "
+                         "APIs by a smaller embedder, so the paper's own setup stays untested.")
+    # G1 significant on candidates but not on relevant; G3 in the paper's direction, not significant
+    rel = _tested(significant=False, p_holm=0.077)
+    same = _tested(significant=[True, False, False], verdict=["reproduced", "not reproduced",
+                                                              "same direction, not significant"])
     judge = pd.DataFrame({"plans": "all", "kappa": [0.06, 0.01], "evidence_none": [100, 300],
                           "solved_rate_none": [0.5, 0.7]})
-    text = plain_words(_tables(tmp_path / "more", primary_endpoint=clustered, primary_endpoint_relevant=rel,
-                               judge_validity=judge))
-    assert ("- **G1 (one tool):** the request's own words do better, as in the paper; not clearly on the "
-            "stricter reading of which APIs a request needs (`relevant`).") in text
-    assert ("- **G3 (tools across categories):** too close to call, as in the paper; its 100 requests come "
-            "from only 23 samples of APIs.") in text
-    assert text.endswith("(the paper's pass rates): cannot be checked: this run's judge calls 65% of plans "
-                         "that name no needed API \"Solved\".")  # (50 + 210) / 400
-    assert "pass rates" not in plain_words(_tables(tmp_path / "valid", primary_endpoint=clustered,
-                                                   judge_validity=judge.assign(kappa=0.5)))
+    text = verdict(_tables(tmp_path / "more", primary_endpoint=same, primary_endpoint_relevant=rel,
+                           judge_validity=judge))
+    assert "paper -0.083), though not significantly on the stricter ground truth `relevant` (p = 0.0770)." \
+        in text
+    assert ("For multi-tool requests across categories (G3), neither leads significantly (+0.060 [-0.100, "
+            "-0.040], p = 0.0100), as in the paper, whose own difference (+0.012) *“does not reach "
+            "significance”*.") in text
+    assert text.endswith("The paper's pass rates cannot be checked, since this run's judge calls 65% of "
+                         "plans that name no needed API “Solved”.")  # (50 + 210) / 400
+    assert "pass rates" not in verdict(_tables(tmp_path / "valid", primary_endpoint=same,
+                                               judge_validity=judge.assign(kappa=0.5)))
+    assert verdict(_tables(tmp_path / "none")) == (
+        "**The verdict.** Not in this run: no `primary_endpoint` table (notebook 02 saves it).")
 
 
-def test_plain_words_say_where_another_search_gives_the_guesses_the_lead(tmp_path):
+def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_path):
     """The same guesses leading significantly on G2 with BM25 say this run cannot part the model's share
     from the embedder's; on G2 both files are named where the G2_instruction table is saved; a lead that is
     not significant, or on a set the paper's lead holds on, says nothing."""
     sets = ["G2_category_original", "G3_instruction_original", "G2_category_original"]
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
-    text = plain_words(_tables(tmp_path, primary_endpoint=_endpoint(), primary_endpoint_families=families))
-    assert ("The same guesses do lead significantly on G2 with word-matching (BM25) search, so this run "
-            "cannot tell how much of the missing lead is the small model's and how much the embedder's.\n"
-            "- **G3") in text
+    text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families))
+    assert text.endswith("stays untested; the same guesses do lead significantly on G2 with word-matching "
+                         "(BM25) search, so this run cannot tell how much of the missing lead is the small "
+                         "model's and how much the embedder's.")
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
-    both = plain_words(_tables(tmp_path / "c", primary_endpoint=_endpoint(),
-                               primary_endpoint_families=families, primary_endpoint_g2_instruction=g2i))
+    both = verdict(_tables(tmp_path / "c", primary_endpoint=_tested(),
+                           primary_endpoint_families=families, primary_endpoint_g2_instruction=g2i))
     assert "on G2 with word-matching (BM25) search in both G2 files, so" in both
-    one = plain_words(_tables(tmp_path / "d", primary_endpoint=_endpoint(),
-                              primary_endpoint_families=families,
-                              primary_endpoint_g2_instruction=g2i.assign(significant=False)))
+    one = verdict(_tables(tmp_path / "d", primary_endpoint=_tested(), primary_endpoint_families=families,
+                          primary_endpoint_g2_instruction=g2i.assign(significant=False)))
     assert "on G2 with word-matching (BM25) search in one of them, so" in one
-    quiet = plain_words(_tables(tmp_path / "b", primary_endpoint=_endpoint(),
-                                primary_endpoint_families=families.assign(significant=False)))
-    assert "so the paper's own setup is untested.\n- **G3" in quiet
+    quiet = verdict(_tables(tmp_path / "b", primary_endpoint=_tested(),
+                            primary_endpoint_families=families.assign(significant=False)))
+    assert quiet.endswith("so the paper's own setup stays untested.")
 
 
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
@@ -154,22 +163,22 @@ def test_a_changed_ablation_value_changes_its_row(tmp_path, subset, value, said)
     assert said in embedder
 
 
-def test_plain_words_read_both_g2_files_with_their_power(tmp_path):
-    """The file whose ground truth fits the paper's G2 gets a row of its own and the G2 line: PtR − RtP
-    -0.001 [-0.036, 0.034] against the paper's +0.045 is seen with about 71% likelihood, and the paper's
-    difference lies within a √2-widened CI (0.034 · √2 + 0.001 = 0.049)."""
+def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
+    """The file whose ground truth fits the paper's G2 gets a row of its own in the table and a clause in the
+    G2 sentence: PtR − RtP -0.001 [-0.036, 0.034] against the paper's +0.045 is seen with about 71%
+    likelihood (the unadjusted CI's SE 0.0179: Φ(0.045 / 0.0179 − 1.96) = 0.71)."""
     g2i = pd.DataFrame([{"retriever": "dense", "subset": "G2_instruction", "rtp": 0.174, "ptr": 0.173,
-                         "diff": -0.001, "ci_low": -0.036, "ci_high": 0.034, "significant": False,
+                         "diff": -0.001, "ci_low": -0.036, "ci_high": 0.034, "p": 0.952, "significant": False,
                          "leader": "RtP", "paper_rtp": 0.143, "paper_ptr": 0.188, "paper_leader": "PtR",
                          "verdict": "not reproduced"}])
-    narrow = _endpoint(ci_low=-0.02, ci_high=0.0)
-    text = plain_words(_tables(tmp_path, primary_endpoint=narrow, primary_endpoint_g2_instruction=g2i))
+    cache = _tables(tmp_path, primary_endpoint=_tested(ci_low=-0.02, ci_high=0.0),
+                    primary_endpoint_g2_instruction=g2i)
     assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for the guesses (one of the "
             "paper's size would likely show) |\n"
             "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call "
             "|\n"
-            "| G3") in text
-    assert ("the paper's advantage for the guesses does not appear in either G2 file; in the one whose "
-            "ground truth fits the paper's, a lead of its size would show with 71% likelihood, and there the "
-            "paper's advantage lies within both runs' uncertainty.") in text
-    assert text.count("- **G2") == 1  # one line for both files
+            "| G3") in plain_words(cache)
+    assert ("does not appear in either G2 file (G2_category_original: -0.010 [-0.100, -0.040], p = 0.0100; "
+            "G2_instruction, whose ground truth fits the paper's G2: -0.001 [-0.036, 0.034], p = 0.952), "
+            "though this run would have seen a lead of its size with 100% and 71% likelihood (power at p < "
+            "0.05).") in verdict(cache)

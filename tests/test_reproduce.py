@@ -195,14 +195,14 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
 def test_verdicts_are_read_from_the_report_answer(tmp_path):
     report = tmp_path / "report.md"
     report.write_text("# Report\n\n**The answer.** not in the front\n\n## The question and the answer\n\n"
-                      "**The question.** Which?\n\n**In short.** RtP's lead.\n\n**The answer.** With "
+                      "**The question.** Which?\n\n**The verdict.** RtP's lead.\n\n**The answer.** With "
                       "dense retrieval, RtP leads on G1 (*“does not reach significance”*, `x`):\n\n- **G1:** "
                       "RtP\n- **G2:** none\n\n- not after a list\n\n**Primary endpoint:** recall\n\n| a |\n"
                       "| 1 |\n\n**Robustness** (no verdict): Holm keeps every verdict.\n\n"
                       "**Beyond the paper** (other retrievers). With BM25 retrieval, PtR leads on G2.\n\n"
                       "| b |\n\n## Main results\n\n**The answer.** not in the front\n", encoding="utf-8")
     assert report_verdicts(report) == [  # a paragraph of no answer's label (Robustness) is not printed
-        "In short. RtP's lead.",
+        "The verdict. RtP's lead.",
         "The answer. With dense retrieval, RtP leads on G1 (“does not reach significance”, x):",
         "- G1: RtP", "- G2: none",
         "Beyond the paper (other retrievers). With BM25 retrieval, PtR leads on G2."]

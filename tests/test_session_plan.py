@@ -368,3 +368,37 @@ def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
         "; on both, the 95% CI excludes the paper's +0.045, which tests this run's stub writer and embedder, "
         "not the paper's; on G2_category_original not if the paper's number were as uncertain as this run's "
         "(a two-sample reading)")
+
+
+def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
+    """Each answer reads the block's rows and the report's sentences; change a number's side and the answer
+    changes; a block without its rows gets none."""
+    from toolbench_lib.report.answers import block_answer
+
+    md = ("**The verdict.** For multi-tool requests within one category (G2), the paper's lead for the "
+          "planner's guesses (PtR, +0.045) does not appear (x), though this run would have seen a lead of "
+          "its size with 99% likelihood (power at p < 0.05). All 15 measured without an LLM (RtP's "
+          "retrieval) are consistent (9) or differ by construction (6).")
+    assert block_answer("Which architecture finds more tools", {}, md) == (
+        " *A model answer*: Failed for this run's setup: the paper's lead for PtR on G2 does not appear, "
+        "though a lead of its size would likely have shown; untested for the paper's, whose stubs come from "
+        "a much larger model, matched by a larger embedder.")
+    assert "(all 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction " \
+           "(6)); the half" in block_answer("The question and the answer", {}, md)
+    budget = {"g2_budget_rtp10_vs_ptr5": ["G2", "claim: 0 ± 0.023", "0.041", "\\[0.019, 0.063\\]", "x"]}
+    assert block_answer("A larger retrieval budget", budget, md).startswith(
+        " *A model answer*: More here: on G2, RtP at k = 10 minus PtR")
+    budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
+    assert "About as much here" in block_answer("A larger retrieval budget", budget, md)
+    auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: tolerance ±2", "consistent"],
+             "g1_top1_cosine_routing_auroc": ["G1", "claim: ≥ 0.5", "0.499", "\\[0.395, 0.600\\]", "x"]}
+    assert "cosine cannot tell when (its CI holds chance, 0.5): AUROC 0.499." in block_answer(
+        "Cost and routing", auroc, md)
+    auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"
+    assert "cosine tells when" in block_answer("Cost and routing", auroc, md)
+    div = {"divergence_smallest_disjoint_g1g2": ["G1, G2", "0.88", "0.093", "x", "differs (below)"],
+           "divergence_smallest_non_identical_g1g2": ["G1, G2", "0.88", "0.894", "x", "consistent"]}
+    assert block_answer("Registry scale", div, md) == (
+        " *A model answer*: The non-identical reading (disjoint 0.093; non-identical 0.894, the paper 0.88).")
+    assert block_answer("Registry scale", {k: [*v[:4], "differs"] for k, v in div.items()}, md) == ""
+    assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees", {}, md)

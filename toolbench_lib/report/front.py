@@ -8,13 +8,11 @@ import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from ..data.markdown import anchor, md_table
+from ..data.markdown import md_table
 from ..data.queries import subset_alias
 from ..eval.compare import significant
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
-from .against import QUOTES
-from .appendix import APPENDIX_A
 from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache, two_sample
 from .rows import row_kinds
 from .scorecard import (
@@ -23,7 +21,7 @@ from .scorecard import (
     status_counts,
     without_llm,
 )
-from .verdicts import POWER, power_at
+from .verdicts import power_at
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -168,13 +166,12 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
             if len(w := g[g["paper_leader"].notna()]) and all(holds_paper(r) for r in w.itertuples())]
 
 
-def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str = "",
-                    limits: dict[str, list[str]] | None = None, relevant: pd.DataFrame | None = None) -> str:
-    """The answer from the primary comparisons: the paper's retriever (dense) set by set against the paper,
-    and ``dense_test`` (its shift towards PtR as one test);
-    then, beyond the paper, which architecture leads significantly on which sets per other family, where the
-    crossover holds and where it stops holding (``limits``, from :func:`crossover_limits`), and
-    ``beyond_test`` (the other families' shift as one test)."""
+def answer_sentence(rows: pd.DataFrame, beyond_test: str = "",
+                    limits: dict[str, list[str]] | None = None) -> str:
+    """Beyond the paper's retriever (dense, :func:`.primer.verdict`): which architecture leads significantly
+    on which sets per other family, where the crossover holds and where it stops holding (``limits``, from
+    :func:`crossover_limits`), and ``beyond_test`` (the other families' shift as one test); without dense
+    rows, the answer per family."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -183,6 +180,8 @@ def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str =
         said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+    if list(said_by) == ["dense"]:
+        return ""
     fails = sorted({x for f in crossover_families(rows) for x in (limits or {}).get(f, [])},
                    key=lambda x: x != "`relevant`")
     verdict = (f"the paper's crossover appears with {_sets(holds)} retrieval only"
@@ -194,16 +193,24 @@ def answer_sentence(rows: pd.DataFrame, dense_test: str = "", beyond_test: str =
     if lost:  # a family's own Holm keeps it; Holm over every comparison at once does not
         verdict += (f". Under Holm over all {fmt_count(len(rows))} comparisons at once it does not appear "
                     f"even with {_sets([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')}")
-    opening = "**The answer.**"
-    if "dense" in said_by and len(said_by) > 1:  # the paper's retriever set by set; the others' verdict only
-        lines = [set_line(r, relevant) for r in rows[rows["retriever"] == "dense"].itertuples()]
+    if "dense" in said_by:  # the paper's retriever is the verdict's; the others' crossover only
         others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
-        lines += [dense_test] if dense_test else []
-        return (f"{opening} With dense retrieval, the paper's:\n\n" + "\n".join(lines)
-                + f"\n\n**Beyond the paper** (exploratory: {others}). {verdict[0].upper()}{verdict[1:]}."
+        return (f"**Beyond the paper** (exploratory: {others}). {verdict[0].upper()}{verdict[1:]}."
                 + (f" {beyond_test}" if beyond_test else ""))
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
-    return f"{opening} {text[0].upper()}{text[1:]}: {verdict}."
+    return f"**The answer.** {text[0].upper()}{text[1:]}: {verdict}."
+
+
+def weak_lead_lines(rows: pd.DataFrame) -> list[str]:
+    """RtP's reproduced dense lead, qualified: both this run's smaller stub writer and `candidates` may
+    favour RtP, so it corroborates the paper only weakly."""
+    if not {"retriever", "subset", "verdict", "paper_leader"} <= set(rows):
+        return []
+    held = rows[(rows["retriever"] == "dense") & (rows["verdict"] == "reproduced")
+                & (rows["paper_leader"] == "RtP")]
+    return [f"RtP's {_sets([subset_alias(s) for s in held['subset']])} lead corroborates the paper only "
+            "weakly: a smaller stub writer and `candidates` (crediting every endpoint of a named tool) may "
+            "both favour RtP."] if len(held) else []
 
 
 def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") -> str:
@@ -352,93 +359,6 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
 
-def paper_lead_reading(r) -> tuple[float, float, bool]:
-    """For one comparison's row (``diff``, ``ci_low``, ``ci_high``, the paper's means): the paper's
-    difference, the power to see a lead of its size, and whether it lies within both runs' error (a
-    two-sample reading)."""
-    paper, ci = r["paper_ptr"] - r["paper_rtp"], (r["ci_low"], r["ci_high"])
-    return paper, power_at(paper, *ci), two_sample(r["diff"], paper, ci)
-
-
-def g2_file_line(g2i: pd.DataFrame | None) -> str:
-    """The G2 file whose ground truth fits the paper's, in one clause beside the primary file: how likely
-    this run would see a lead of the paper's size there, and whether the paper's lies within both runs'
-    error."""
-    d = g2i[g2i["retriever"] == "dense"] if g2i is not None and len(g2i) and "retriever" in g2i else None
-    if d is None or d.empty or not {"ci_low", "ci_high", "diff", "paper_rtp", "paper_ptr"} <= set(d):
-        return ""
-    paper, chance, within = paper_lead_reading(d.iloc[0])
-    return (f"On {d.iloc[0]['subset']}, whose ground truth fits the paper's G2, a lead of its size would "
-            f"show with {chance:.0%} likelihood"
-            + (f", and its {fmt_signed(paper)} lies within both runs' uncertainty" if within else ""))
-
-
-def bottom_line(rows: pd.DataFrame, relevant: pd.DataFrame | None = None, fit: str = "",
-                power: dict[str, float] | None = None) -> str:
-    """The answer in short: per set with a paper leader, whether the paper's lead reproduces with the
-    paper's retriever family (dense), and whether it stays significant on ``relevant`` (the same comparisons
-    on that ground truth), with how little a lead the smaller stub writer may itself favour proves; or that
-    it does not appear with this run's stub writer, whether this run would likely have seen a lead of the
-    paper's size (``power``: the smallest difference detected per set, :func:`.verdicts.detectable`), then
-    ``fit`` (:func:`fit_sentence`)."""
-    dense = rows[(rows["retriever"] == "dense") & rows["paper_leader"].notna()]
-    rel = (relevant[relevant["retriever"] == "dense"].set_index("subset")["significant"]
-           if relevant is not None and len(relevant) else pd.Series(dtype=bool))
-    said = []
-    for r in dense.itertuples():
-        s, v = subset_alias(r.subset), str(r.verdict)
-        if v == "reproduced":
-            lost = r.subset in rel.index and not bool(rel[r.subset])
-            said.append(f"{r.paper_leader}'s {s} lead reproduces with dense retrieval"
-                        + (", though not significantly on `relevant`" if lost else "")
-                        + ("; a smaller stub writer and `candidates` (crediting every endpoint of a named "
-                           "tool) may both favour RtP, so this corroborates the paper only weakly"
-                           if r.paper_leader == "RtP" else ""))
-        elif not holds_paper(r):
-            pr, pp = getattr(r, "paper_rtp", None), getattr(r, "paper_ptr", None)
-            diff = pp - pr if pr is not None and pp is not None and pd.notna(pr) and pd.notna(pp) else None
-            mde = (power or {}).get(s)
-            seen = diff is not None and mde is not None and abs(diff) >= mde
-            on = f" on {r.subset} (nearest the paper's query count)" * (r.subset != s)
-            said.append(f"{r.paper_leader}'s {s} lead does not appear{on} with this run's embedder and "
-                        "smaller stub writer"
-                        + (f", though this run would likely detect one of the paper's {fmt_signed(diff)} "
-                           f"({POWER:.0%} power from {fmt_number(mde)}): it fails for this setup, and the "
-                           "paper's own setup stays untested" if seen else
-                           ", so the paper's setup stays untested")
-                        + (f". {fit}" if fit and s == "G2" else ""))
-    return f"**In short.** {' '.join(x[0].upper() + x[1:] + '.' for x in said)}" if said else ""
-
-
-def set_line(r, relevant: pd.DataFrame | None = None) -> str:
-    """One set's dense verdict against the paper's: who leads, and the paper's difference (of its means; the
-    ones its §5 states are the paper's own inconsistency, :mod:`.against`); a lead that is not significant
-    on ``relevant`` (the same comparisons on that ground truth) says so."""
-    s, v = subset_alias(r.subset), str(r.verdict)
-    lead = f"{r.leader} leads" if r.significant else "neither leads significantly"
-    paper_diff = r.paper_ptr - r.paper_rtp if pd.notna(r.paper_ptr) and pd.notna(r.paper_rtp) else None
-    paper = fmt_signed(paper_diff) if paper_diff is not None else ""
-    as_paper = ", as in the paper" + (f" (paper: {paper})" if paper else "")
-    if v == "reproduced":
-        rel = (relevant[(relevant["subset"] == r.subset) & (relevant["retriever"] == "dense")]
-               if relevant is not None and len(relevant) else pd.DataFrame())
-        lost = len(rel) and not bool(rel["significant"].iloc[0])
-        against = as_paper + (f"; on `relevant` not significantly ({fmt_p(rel['p_holm'].iloc[0])})"
-                              if lost else "")
-    elif holds_paper(r):  # the same direction where the paper calls its own difference not significant
-        against = ", as in the paper" + (f" (paper: {paper}, *“{QUOTES['g3_ns']}”*)" if paper else
-                                         f" (*“{QUOTES['g3_ns']}”*)")
-    elif isinstance(r.paper_leader, str):
-        lo, hi = r.ci_low_holm, r.ci_high_holm
-        out = paper_diff is not None and pd.notna(lo) and not lo <= paper_diff <= hi
-        against = (" with this run's smaller stub writer and embedder" * (r.paper_leader == "PtR")
-                   + f", unlike the paper (where {r.paper_leader} leads" + (f" by {paper}" if paper else "")
-                   + (", outside this run's CI" if out else "") + ")")
-    else:
-        against = ""
-    return f"- **{s}:** {lead}{against}."
-
-
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
          "the APIs it was written to need. A *Holm CI* is adjusted for several tests. *Consistent*: this run "
          "cannot tell the paper's number from its own (not confirmed). A *two-sample reading* widens this "
@@ -446,29 +366,41 @@ TERMS = ("**Words used below.** `candidates`: every API of the tools a query was
          "of setup no ablation tested. Every term: the [glossary](#glossary).")
 
 
-def fare_line(report: pd.DataFrame) -> str:
-    """How the paper's reference numbers fare here, in two sentences: those that differ split by kind of cause
-    (this run's own data, an untested setup difference, another), then those measured without an LLM (the
-    counts by cause: Appendix A)."""
-    claim, again = row_kinds(report)
+def fare_counts(report: pd.DataFrame) -> dict[str, int] | None:
+    """The paper's reference numbers (not its claims in words, not a reading again) counted by status and
+    cause (:func:`.scorecard.status_counts`), with ``n``, ``other`` (differs for another cause), ``loose``
+    (consistent only by rounding or a stated tolerance); None without a number."""
+    claim, again = row_kinds(report) if len(report) else (None, None)
     numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
-        return ""
-    every, free = status_counts(numbers), without_llm(numbers)
-    other = every["differs"] - every[BY_CONSTRUCTION] - every[SETUP]
+        return None
+    every = status_counts(numbers)
     basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
     by_tolerance = basis.str.contains(ONLY_BY_TOLERANCE, regex=False) | basis.str.startswith("tolerance")
-    loose = int(by_tolerance[numbers["status"] == CONSISTENT].sum())  # outside the CI, or no CI: a tolerance
-    head = (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
+    return {**every, "n": len(numbers), "other": every["differs"] - every[BY_CONSTRUCTION] - every[SETUP],
+            "loose": int(by_tolerance[numbers["status"] == CONSISTENT].sum())}
+
+
+def fare_line(report: pd.DataFrame) -> str:
+    """How the paper's reference numbers fare here, in two sentences: those that differ split by kind of cause
+    (this run's own data, an untested setup difference, another), then those measured without an LLM."""
+    every = fare_counts(report)
+    if every is None:
+        return ""
+    loose, other = every["loose"], every["other"]
+    head = (f"**How the paper's numbers fare.** Of its {fmt_count(every['n'])} reference numbers, this run "
             f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed"
             + (f"; {fmt_count(loose)} only by the paper's rounding or stated tolerance" if loose else "")
             + "); "
             f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
             f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "
             "all)" + (f", {fmt_count(other)} for another cause" if other else "") + ".")
+    claim, again = row_kinds(report)
+    numbers = report[~claim & ~again]
+    free = without_llm(numbers)
     alone = status_counts(numbers[free])
     if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:
         head += (f" All {fmt_count(free.sum())} measured without an LLM (RtP's retrieval with this run's "
                  f"embedder, the data's counts) are consistent ({fmt_count(alone['consistent'])}) or differ "
                  f"by construction ({fmt_count(alone[BY_CONSTRUCTION])}).")
-    return f"{head} The counts by cause are in [Appendix A](#{anchor(APPENDIX_A)})."
+    return head

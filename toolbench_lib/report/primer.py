@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import _sets, holds_paper, leading_elsewhere, paper_lead_reading
+from .front import _sets, fare_counts, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import detectable, every_plan, solved_share
+from .scorecard import SETUP
+from .verdicts import ALPHA, every_plan, power_table, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
 FAMILY_WORDS = {"bm25": "word-matching (BM25)", "hybrid": "hybrid (word and embedding)"}
 UNTESTED = "not tested: no second LLM ran"
+VERDICT = "**The verdict.**"
 
 
 def _endpoint(c: TableCache) -> pd.DataFrame:
@@ -46,9 +48,8 @@ G2_FILE = "G2_instruction"  # read beside the primary G2 file: its ground truth 
 
 
 def plain_words(c: TableCache) -> str:
-    """The question and this run's answer without the field's words: per set, the share of needed APIs the
-    first five results hold with each architecture, the paper's beside them, and whether the difference
-    stands out from chance (a table); then what the missing advantage can and cannot say."""
+    """The question without the field's words, then per set the share of needed APIs the first five results
+    hold with each architecture, the paper's beside them, and whether the difference stands out (a table)."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -58,27 +59,16 @@ def plain_words(c: TableCache) -> str:
         "in a registry"
     g2i = c.get("primary_endpoint_g2_instruction")
     g2i = g2i[g2i["retriever"] == "dense"].head(1) if g2i is not None and "retriever" in g2i else None
-    if g2i is not None and len(g2i) and "G2" in table.index and set(table.columns) <= {*g2i, "alias"}:
+    if g2i is not None and len(g2i) and "G2" in table.index:
         at = list(table.index).index("G2") + 1  # the paper's G2 by its ground truth, beside the primary file
-        row = g2i.assign(alias=G2_FILE)[table.columns].set_index(pd.Index([G2_FILE]))
+        row = g2i.assign(alias=G2_FILE).reindex(columns=table.columns).set_index(pd.Index([G2_FILE]))
         table = pd.concat([table.iloc[:at], row, table.iloc[at:]])
-    missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]
-    power = detectable(c.get("primary_endpoint"))
-    seen = [] if power is None else [subset_alias(x.subset) for x in power.itertuples()
-                                     if subset_alias(x.subset) in missed and abs(x.paper_diff) >= x.mde]
+    power = power_table(c)
+    seen = set() if power is None else {subset_alias(x.subset) for x in power.itertuples()
+                                        if abs(x.paper_diff) >= x.mde}
+    missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r) and s in seen]
     rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
-                     f"{r.ptr:.0%} | {_said(r, s in seen)} |" for s, r in table.iterrows())
-    other = table.loc[G2_FILE] if G2_FILE in table.index and G2_FILE in missed else None
-    lines = [_bottom_line(c, s, r, s in seen, other if s == "G2" else None) for s, r in table.iterrows()
-             if s != G2_FILE or "G2" not in missed]
-    judge = c.get("judge_validity")
-    if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
-        kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
-        if pd.notna(blind) and not kappa >= MIN_KAPPA:
-            lines.append("- **Whether the plans would solve the task** (the paper's pass rates): cannot be "
-                         f"checked: this run's judge calls {blind:.0%} of plans that name no needed API "
-                         "\"Solved\".")
-    why = "\n".join(lines)
+                     f"{r.ptr:.0%} | {_said(r, s in missed)} |" for s, r in table.iterrows())
     return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
             "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
             "search with the guesses (plan first, PtR). The paper finds the request's words better for "
@@ -86,54 +76,105 @@ def plain_words(c: TableCache) -> str:
             "in direction only, across categories (“does not reach significance”). Of the APIs each request "
             "was written from (its `candidates`), the first five results hold on average:\n\n"
             "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
-            f"| :--- | :--- | :--- | :--- |\n{rows}\n\n{why}").rstrip()
+            f"| :--- | :--- | :--- | :--- |\n{rows}")
 
 
-def _bottom_line(c: TableCache, s: str, r, seen: bool, other=None) -> str:
-    """One set's answer in plain words: who does better against the paper, with the one qualifier a room
-    needs (the stricter ground truth, power and the untested setup, or too few independent samples); on G2,
-    ``other`` is the file whose ground truth fits the paper's, where the advantage is missing too."""
-    head = f"- **{SET_WORDS.get(s, s)}:** "
-    if r.paper_leader == "PtR" and not holds_paper(r):
-        likely = ", though this run would likely have seen one of its size" if seen else ""
-        if other is not None:  # both G2 files: how likely a lead of the paper's size was seen in each
-            _, chance, within = paper_lead_reading(other)
-            likely = (f" in either G2 file{'' if seen else ', though one of its size might go unseen'}; in "
-                      f"the one whose ground truth fits the paper's, a lead of its size would show with "
-                      f"{chance:.0%} likelihood")
-            likely += ", and there the paper's advantage lies within both runs' uncertainty" if within else ""
-        return (f"{head}the paper's advantage for the guesses does not appear{likely}. The guesses here come "
-                "from a much smaller model, matched to the APIs by a smaller embedder, so the paper's own "
-                f"setup is untested.{_other_search(c, [s])}")
-    said = _said(r) + (", as in the paper" if holds_paper(r) else ", unlike the paper")
-    rel = c.get("primary_endpoint_relevant")
-    rel = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else rel
-    if bool(r.significant) and rel is not None and len(rel) and not bool(rel["significant"].iloc[0]):
-        said += "; not clearly on the stricter reading of which APIs a request needs (`relevant`)"
-    groups = getattr(r, "n_groups", None)
-    if not bool(r.significant) and pd.notna(groups) and groups < r.n_queries / 2:  # a wide CI, and why
-        said += (f"; its {fmt_count(int(r.n_queries))} requests come from only {fmt_count(int(groups))} "
-                 "samples of APIs")
-    return head + said + "."
+SETTING = {"G1": "For single-tool requests (G1)", "G3": "For multi-tool requests across categories (G3)",
+           "G2": "For multi-tool requests within one category (G2)"}
+
+
+def _diff(r, p: str = "p_holm") -> str:
+    """A dense comparison's PtR − RtP, its Holm CI where it has one, and its p, as the tables print them."""
+    holm = pd.notna(r.get("ci_low_holm"))
+    lo, hi = (r["ci_low_holm"], r["ci_high_holm"]) if holm else (r["ci_low"], r["ci_high"])
+    return f"{fmt_signed(r['diff'])} {fmt_ci(lo, hi)}, {fmt_p(r[p])}"
+
+
+def _set_sentence(c: TableCache, s: str, r, g2i, power: pd.DataFrame | None) -> str:
+    """One set's verdict against the paper's: who leads with dense retrieval, PtR − RtP and its test, the
+    paper's difference; a lead lost on ``relevant``; a missing lead in both G2 files, with the power to see
+    it."""
+    paper = r.paper_ptr - r.paper_rtp
+    if holds_paper(r) and bool(r.significant):
+        rel = c.get("primary_endpoint_relevant")
+        rel = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else rel
+        lost = rel is not None and len(rel) and not bool(rel["significant"].iloc[0])
+        who = ("searching with the request's own words (RtP) finds more of the needed APIs than searching "
+               "with the planner's guesses (PtR)" if r.leader == "RtP" else
+               "searching with the planner's guesses (PtR) finds more of the needed APIs than searching with "
+               "the request's own words (RtP)")
+        lost = (f", though not significantly on the stricter ground truth `relevant` "
+                f"({fmt_p(rel['p_holm'].iloc[0])})") if lost else ""
+        return (f"{SETTING[s]}, {who}, as the paper found (PtR − RtP in recall@5: {_diff(r)}; paper "
+                f"{fmt_signed(paper)}){lost}.")
+    if holds_paper(r):
+        return (f"{SETTING[s]}, neither leads significantly ({_diff(r)}), as in the paper, whose own "
+                f"difference ({fmt_signed(paper)}) *“does not reach significance”*.")
+    files = [(r.subset, r)] + ([(G2_FILE, g2i)] if g2i is not None and s == "G2" else [])
+    said = "; ".join(f"{name}{FIT * (name == G2_FILE)}: {_diff(x, 'p' if name == G2_FILE else 'p_holm')}"
+                     for name, x in files)
+    at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+    chance = [f"{at[name]:.0%}" for name, _ in files if pd.notna(at.get(name))]
+    likely = (f", though this run would have seen a lead of its size with {' and '.join(chance)} likelihood "
+              f"(power at p < {ALPHA:g})" if len(chance) == len(files) else "")
+    whose = "the planner's guesses (PtR" if r.paper_leader == "PtR" else "the request's own words (RtP"
+    return (f"{SETTING.get(s, s)}, the paper's lead for {whose}, {fmt_signed(paper)}) does not "
+            "appear" + (" in either G2 file" if len(files) > 1 else "") + f" ({said}){likely}.")
+
+
+FIT = ", whose ground truth fits the paper's G2"
+
+
+def verdict(c: TableCache, report: pd.DataFrame | None = None) -> str:
+    """The answer in five sentences from the saved comparisons: one per set with a paper leader (dense
+    retrieval, :func:`_set_sentence`), what a missing lead can say (the untested setup, another search), and
+    how the paper's numbers fare (``report``, the scorecard) with whether its pass rates can be checked."""
+    try:
+        table = _endpoint(c)
+    except NotInRun as missing:
+        return f"{VERDICT} Not in this run: {missing}."
+    g2i = c.get("primary_endpoint_g2_instruction")
+    g2i = g2i[g2i["retriever"] == "dense"] if g2i is not None and "retriever" in g2i else pd.DataFrame()
+    g2i = g2i.iloc[0] if len(g2i) else None
+    power = power_table(c)
+    said = [_set_sentence(c, s, r, g2i, power) for s, r in table.iterrows()
+            if isinstance(r.paper_leader, str)]
+    if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
+        said.append("The guesses here come from a much smaller model than the paper's, matched to the APIs "
+                    "by a smaller embedder, so the paper's own setup stays untested"
+                    + _other_search(c, missed))
+    every = fare_counts(report) if report is not None else None
+    fare = (f"Of the paper's {fmt_count(every['n'])} reference numbers, this run cannot tell "
+            f"{fmt_count(every['consistent'])} from its own and {fmt_count(every['differs'])} differ, "
+            f"{fmt_count(every[SETUP])} of them for an untested setup difference (the LLM above all)"
+            if every else "")
+    judge = c.get("judge_validity")
+    if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
+        kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
+        if pd.notna(blind) and not kappa >= MIN_KAPPA:
+            fare += ("; the" if fare else "The") + (" paper's pass rates cannot be checked, since this run's "
+                                                    f"judge calls {blind:.0%} of plans that name no needed "
+                                                    "API “Solved”")
+    said += [fare[0].upper() + fare[1:] + "."] if fare else []
+    return f"{VERDICT} {' '.join(said)}"
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
     """Where another search (BM25, hybrid) with the same guesses does give them a significant lead on
     ``sets`` (``primary_endpoint_families``), on G2 also on G2_instruction
-    (``primary_endpoint_g2_instruction``), in one sentence; empty where none does or without the table."""
+    (``primary_endpoint_g2_instruction``), as the end of a sentence; "." where none does."""
     other = c.get("primary_endpoint_families")
-    if other is None or not {"retriever", "subset", "significant", "leader"} <= set(other):
-        return ""
-    where = [s for s in sets if leading_elsewhere(other, [s], "PtR")]
+    where = [s for s in sets if leading_elsewhere(other, [s], "PtR")] if other is not None and \
+        {"retriever", "subset", "significant", "leader"} <= set(other) else []
     if not where:
-        return ""
+        return "."
     g2i = c.get("primary_endpoint_g2_instruction")
     both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where and \
         {"retriever", "subset", "significant", "leader"} <= set(g2i) else None
-    fams = leading_elsewhere(other, where, "PtR")
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
-                                      " search in one of them") for f in fams]
-    return (f" The same guesses do lead significantly on {' and '.join(where)} with {_sets(each)}"
+                                      " search in one of them")
+            for f in leading_elsewhere(other, where, "PtR")]
+    return (f"; the same guesses do lead significantly on {' and '.join(where)} with {_sets(each)}"
             + (" search" if both is None else "") + ", so this run cannot tell how much of the missing lead "
             "is the small model's and how much the embedder's.")
 

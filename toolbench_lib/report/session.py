@@ -16,11 +16,12 @@ from ..data.markdown import anchor, md_text
 from ..data.queries import subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
+from .answers import block_answer
 from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, VERDICT, plain_words, substitution_lines
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -80,8 +81,6 @@ QUOTE_G2 = "intra-category multi-tool"
 QUOTE_BRAND = ("the raw query often contains the API’s name or brand directly, giving RtP a direct embedding "
                "match while a planning step only abstracts away this signal")
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
-
-
 PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
 
 
@@ -119,7 +118,7 @@ def plan_lines(report_md: str) -> list[str]:
                          for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}"
-                     + (f" *Here*: {here}." if here else ""))
+                     + (f" *Here*: {here}." if here else "") + block_answer(start, cells, report_md))
     total = sum(p[1] for p in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
@@ -162,8 +161,7 @@ def objective_pass_rates(c: TableCache) -> str:
 
 
 def recall_ceiling(c: TableCache) -> str:
-    """The highest recall on each ground truth: the pass rate above is on `relevant`, the paper's recalls fit
-    `candidates`."""
+    """The highest recall per ground truth: the pass rate is on `relevant`, the paper's fit `candidates`."""
     said = [f"{fmt_number(architectures(c, 'main_results', 'recall_mean', gt=gt).max())} on `{gt}`"
             for gt in ("relevant", "candidates")]
     return f"recall at most {' and '.join(said)} (`main_results`: recall_mean by gt)"
@@ -489,7 +487,8 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
-             f"### {PLAIN_HEADING}", "", plain_words(cache), "", "### The plan", "",
+             f"### {PLAIN_HEADING}", "", plain_words(cache), "",
+             *[p for p in report_md.split("\n\n") if p.startswith(VERDICT)], "", "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):

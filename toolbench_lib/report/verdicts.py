@@ -158,12 +158,34 @@ def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> floa
     return NormalDist().cdf(abs(diff) / se - NormalDist().inv_cdf(1 - alpha / 2)) if se > 0 else float("nan")
 
 
+def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
+    """Per dense primary comparison (``primary_endpoint``, then G2_instruction's, unadjusted): the smallest
+    PtR − RtP difference detected with ``power`` at ``alpha`` and at Holm's strictest level, and the power to
+    detect the paper's difference (``power_at_paper``); None without the table."""
+    t = detectable(c.get("primary_endpoint"), power, alpha)
+    if t is None:
+        return None
+    strict = detectable(c.get("primary_endpoint"), power, alpha / len(t))
+    both = [t.assign(mde_holm=strict["mde"], alpha_holm=alpha / len(t))]
+    g2i = detectable(c.get("primary_endpoint_g2_instruction"), power, alpha)
+    if g2i is not None and "retriever" in g2i:  # the file the paper's G2 fits: read beside, unadjusted
+        both.append(g2i[g2i["retriever"] == "dense"])
+    out = pd.concat(both, ignore_index=True)
+    return out[["subset", "ci_low", "ci_high", "paper_diff", "mde", "mde_holm"]].assign(
+        power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
+                        zip(out["paper_diff"], out["ci_low"], out["ci_high"], strict=True)],
+        alpha=alpha, alpha_holm=out["alpha_holm"], power=power)
+
+
 def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPHA) -> list[str]:
     """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
-    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences."""
-    t = detectable(TableCache(cfg.tables_dir).get("primary_endpoint"), power, alpha)
-    if t is None:
+    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences; saves
+    :func:`power_table` as ``primary_power``."""
+    saved = power_table(TableCache(cfg.tables_dir), power, alpha)
+    if saved is None:
         return []
+    saved.to_csv(cfg.tables_dir / "primary_power.csv", index=False)  # every number of this line, recomputable
+    t = saved[saved["mde_holm"].notna()]
     each = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in t.itertuples())
     paper = ", ".join(f"{subset_alias(r.subset)} {fmt_signed(r.paper_diff)}" for r in t.itertuples()
                       if pd.notna(r.paper_diff))
@@ -171,20 +193,7 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
     above = [subset_alias(r.subset) for r in t.itertuples() if abs(r.paper_diff) >= r.mde]
     said = [f"on {' and '.join(above)} one of the paper's size would likely be detected here"] * bool(above) \
         + [f"on {' and '.join(below)} one would likely go undetected"] * bool(below)
-    strict = detectable(TableCache(cfg.tables_dir).get("primary_endpoint"), power, alpha / len(t))
-    holm = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde)}" for r in strict.itertuples())
-    saved = t[["subset", "ci_low", "ci_high", "paper_diff", "mde"]].assign(
-        mde_holm=strict["mde"], power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
-                                                zip(t["paper_diff"], t["ci_low"], t["ci_high"], strict=True)],
-        alpha=alpha, alpha_holm=alpha / len(t), power=power)
-    g2i = detectable(TableCache(cfg.tables_dir).get("primary_endpoint_g2_instruction"), power, alpha)
-    if g2i is not None and "retriever" in g2i:  # the file the paper's G2 fits: read beside, unadjusted
-        g2i = g2i[g2i["retriever"] == "dense"]
-        saved = pd.concat([saved, g2i[["subset", "ci_low", "ci_high", "paper_diff", "mde"]].assign(
-            power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
-                            zip(g2i["paper_diff"], g2i["ci_low"], g2i["ci_high"], strict=True)],
-            alpha=alpha, power=power)], ignore_index=True)
-    saved.to_csv(cfg.tables_dir / "primary_power.csv", index=False)  # every number of this line, recomputable
+    holm = ", ".join(f"{subset_alias(r.subset)} {fmt_number(r.mde_holm)}" for r in t.itertuples())
     return [f"Power: with this run's spread, the dense clustered paired test detects a PtR − RtP difference "
             f"of about {each} with {power:.0%} power (p < {alpha:g}, unadjusted; at Holm's strictest level, "
             f"{alpha / len(t):.3g}: {holm}; from each CI's width by the normal approximation, which the t "

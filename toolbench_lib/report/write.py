@@ -36,14 +36,12 @@ from .checks import check_report
 from .figures import figures_markdown, number_figures
 from .front import (
     CROSSOVER_TABLES,
-    ENDPOINT_TABLE,
     G2_INSTRUCTION_TABLE,
     RELEVANT_TABLE,
     TERMS,
     Ledger,
     answer_sentence,
     beside_g2,
-    bottom_line,
     crossover_beyond,
     crossover_limits,
     crossover_test,
@@ -51,19 +49,19 @@ from .front import (
     endpoint_table_markdown,
     fare_line,
     fit_sentence,
-    g2_file_line,
     robustness_sentence,
     runs_test_table,
     two_questions,
+    weak_lead_lines,
 )
 from .locate import TableCache
-from .primer import plain_words
+from .primer import plain_words, verdict
 from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .setup_table import limits, setup_box
 from .teaching import TITLES, teaching_material
-from .verdicts import detectable, section_verdicts, temperature_lines
+from .verdicts import section_verdicts, temperature_lines
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -310,39 +308,35 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     cache = TableCache(cfg.tables_dir)
     g2i = cache.get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
-    answer = []
+    beyond, rel, dense_test, shift = "", None, [], ""
     if len(rows):
         rel = cache.get(RELEVANT_TABLE)
         rel = rel[rel["comparison"].str.contains(f"@{cfg.k} ", regex=False)] if rel is not None else None
         limits_of = crossover_limits(rows, {"`relevant`": rel, "G2_instruction": g2i})
-        dense_test = "\n".join(x for x in (crossover_test(crossings, ledger), g2_gain_line(cache, references))
-                               if x)
-        said = answer_sentence(rows, dense_test, crossover_beyond(crossings, ledger), limits_of, rel)
-        dense_part, cut, beyond = said.partition("\n\n**Beyond the paper**")
-        mde = detectable(cache.get(ENDPOINT_TABLE))
-        power = {} if mde is None else dict(zip(mde["subset"].map(subset_alias), mde["mde"], strict=True))
-        answer = [bottom_line(rows, rel, g2_file_line(g2i), power)
-                  + "\n\n" + dense_part]
-        beyond = (cut.strip() + beyond) if cut else ""
+        shift = crossover_test(crossings, ledger).removeprefix("- ")
+        dense_test = [x.removeprefix("- ") for x in (g2_gain_line(cache, references),) if x]
+        beyond = answer_sentence(rows, crossover_beyond(crossings, ledger), limits_of)
     parts = [f"# Plan or Retrieve First? Reproduction report for run `{cfg.run_name}`", "",
              "## The question and the answer", "",
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
-             "multi-tool (G2, G3) queries?", "", f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
-             *([" ".join(a for a in answer if a), ""] if answer else []),
+             "multi-tool (G2, G3) queries?", "", verdict(cache, report), "",
+             f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
+             *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
     if len(rows):
         table = beside_g2(rows, g2i)
         dense = table["retriever"] == "dense"
         parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
+        parts += [shift, ""] if shift else []
         if (~dense).any():  # the other families after their sentence, without the paper's recalls again
-            parts += [beyond, "", endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
+            parts += [*([beyond, ""] if beyond.startswith("**Beyond") else []),
+                      endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
-              *([fare_line(report), ""] if len(report) else []),
               *limits(rows, report)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings"),
@@ -355,7 +349,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         verdicts = section_verdicts(cfg, key, sec)
         if key == "main":  # the file the paper's G2 fits, read in full; the later runs' temperature
             fit = fit_sentence(report)
-            verdicts[1:1] = [fit + "."] if fit else []
+            verdicts[1:1] = [fit + "."] * bool(fit) + dense_test + weak_lead_lines(rows)
             verdicts += temperature_lines(cfg, provenance[0].get("settings", {})) if provenance else []
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
@@ -380,7 +374,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     if other:
         parts += ["## Other figures", "", *other]
     glossary_at = len(parts)  # the glossary goes here, once the whole report says which methods it names
-    parts += [f"## {APPENDIX_A}", "", *right_and_wrong(report),
+    parts += [f"## {APPENDIX_A}", "", *([fare_line(report), ""] if len(report) else []),
+              *right_and_wrong(report),
               f"Reference numbers: the paper's text, each number quoted from it (`references/paper.yaml`, "
               f"version {references['version']}).", "",
               "`status` sets the paper's value against this run's 95% CI (bootstrap over queries, paired t "
@@ -389,12 +384,12 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "compared at the paper's last decimal. `claim:` marks a claim the paper makes in words, read "
               "as a bound or an equivalence (`claim: 0 ± m`). A row that differs names its cause "
               "(`references/causes.yaml`).", "", *STATUS_LEGEND, *two_sample_lines(report),
-              f"Below, all {len(report)} rows by status (the front counts the paper's numbers, the rows read "
-              "again and its claims in words apart), those that differ by an untested setup difference "
-              "(*cause untested*) or by construction, by cause; then each other row that differs, what it "
-              "measures and its cause. The second readings (another G2 file, ground truth, divergence or hit "
-              "definition) were added after seeing which one fits the paper's number: one that fits is a "
-              "hypothesis about the paper's method, not a test of it.", "",
+              f"Below, all {len(report)} rows by status (the paragraph above counts the paper's numbers, the"
+              " rows read again and its claims in words apart), those that differ by an untested setup "
+              "difference (*cause untested*) or by construction, by cause; then each other row that "
+              "differs, what it measures and its cause. The second readings (another G2 file, ground truth,"
+              " divergence or hit definition) were added after seeing which one fits the paper's number: "
+              "one that fits is a hypothesis about the paper's method, not a test of it.", "",
               *(scorecard_lines(report) if len(report) else ["No reference number."]), ""]
     parts += [f"## {APPENDIX_BEYOND}", "", *goal_lines(cfg, ledger), *ltr_lines(cfg),
               *figures_markdown(cfg, "beyond"),

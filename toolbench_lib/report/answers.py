@@ -1,0 +1,103 @@
+"""A model answer to each session block's question, from the report it plans: its section's rows (the
+paper's value, this run's, the CI, the status) and the front's sentences; a block whose rows the report lacks
+gets none."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
+
+
+def _sentence(report_md: str, start: str) -> str:
+    """The report's first sentence that starts with ``start``, its first letter lowered; empty if none."""
+    m = re.search(rf"(?:^|[\s*]){re.escape(start)}.*?\.(?=\s|$)", report_md, re.M)
+    said = m.group(0).lstrip(" *").rstrip(".") if m else ""
+    return said[:1].lower() + said[1:]
+
+
+def _bounds(ci: str) -> tuple[float, float] | None:
+    found = re.findall(r"-?\d+\.\d+", ci)
+    return (float(found[0]), float(found[1])) if len(found) >= 2 else None
+
+
+def _testable(cells: Cells, md: str) -> str:
+    free = _sentence(md, "All ")
+    return (f"the retrieval half, which needs no LLM ({free}); the half that rests on the stub writer, the "
+            "planner and the judge is untested, since this run's LLM is not the paper's") \
+        if "measured without an LLM" in free else ""
+
+
+def _setup(cells: Cells, md: str) -> str:
+    by_design = [f"`{r}`" for r, c in cells.items() if "by construction" in c[4]]
+    return ("the LLM's: a small local model writes the stubs and plans here, not the paper's, and no second "
+            "one ran" + (f"; {' and '.join(by_design)} differ by construction" if by_design else ""))
+
+
+def _g2(cells: Cells, md: str) -> str:
+    g2 = _sentence(md, "For multi-tool requests within one category (G2)")
+    if "does not appear" not in g2:
+        return g2
+    seen = ", though a lead of its size would likely have shown" if "would have seen a lead" in g2 else ""
+    return (f"failed for this run's setup: the paper's lead for PtR on G2 does not appear{seen}; untested "
+            "for the paper's, whose stubs come from a much larger model, matched by a larger embedder")
+
+
+def _budget(cells: Cells, md: str) -> str:
+    c = cells.get("g2_budget_rtp10_vs_ptr5")
+    ci = _bounds(c[3]) if c else None
+    if ci is None:
+        return ""
+    more = "more" if ci[0] > 0 else "less" if ci[1] < 0 else "about as much"
+    return (f"{more} here: on G2, RtP at k = 10 minus PtR at k = 5 is {c[2]} {c[3].replace(chr(92), '')}, "
+            "where the paper has them nearly identical")
+
+
+def _stubs(cells: Cells, md: str) -> str:
+    c = cells.get("g1_stub_hit_share")
+    if not c:
+        return ""
+    fewer = "fewer" if "(below)" in c[4] else "more" if "(above)" in c[4] else "about as many"
+    return (f"compare them with this run's: {fewer} of its G1 stubs find a needed API first than the "
+            f"paper's ({c[2]} against {c[1]})")
+
+
+def _misses(cells: Cells, md: str) -> str:
+    c = cells.get("wrong_tool_on_miss")
+    return (f"it mostly goes on with wrong tools ({c[2]} of plans after a total miss), "
+            + ("as in the paper" if c[4].startswith("consistent") else "unlike the paper") + f" ({c[1]})"
+            ) if c else ""
+
+
+def _divergence(cells: Cells, md: str) -> str:
+    name = {r: r.split("smallest_")[-1].rsplit("_", 1)[0].replace("_", "-") for r in cells}
+    fits = [r for r, c in cells.items() if c[4].startswith("consistent")]
+    return (f"the {' and '.join(name[r] for r in fits)} reading ("
+            + "; ".join(f"{name[r]} {c[2]}" for r, c in cells.items()) + f", the paper {cells[fits[0]][1]})"
+            ) if fits else ""
+
+
+def _routing(cells: Cells, md: str) -> str:
+    save, auroc = cells.get("router_overhead_saved"), cells.get("g1_top1_cosine_routing_auroc")
+    ci = _bounds(auroc[3]) if auroc else None
+    if not save or ci is None:
+        return ""
+    tell = "cannot tell when (its CI holds chance, 0.5)" if ci[0] <= 0.5 <= ci[1] else "tells when"
+    return (f"routing by set saves {save[2]} of PtR's extra tokens (the paper's {save[1]}), but RtP's top-1 "
+            f"cosine {tell}: AUROC {auroc[2]}")
+
+
+ANSWERS: dict[str, Callable[[Cells, str], str]] = {
+    "The question and the answer": _testable, "Setup and data": _setup,
+    "Which architecture finds more tools": _g2, "A larger retrieval budget": _budget,
+    "Stubs and Intent-Registry Coupling": _stubs, "Trajectories": _misses, "Registry scale": _divergence,
+    "Cost and routing": _routing,
+}
+
+
+def block_answer(start: str, cells: Cells, report_md: str) -> str:
+    """The model answer to the block whose heading starts with ``start``, or empty."""
+    make = ANSWERS.get(start)
+    said = make(cells, report_md) if make else ""
+    return f" *A model answer*: {said[0].upper()}{said[1:]}." if said else ""
