@@ -21,7 +21,6 @@ from .scorecard import (
     status_counts,
     without_llm,
 )
-from .verdicts import power_at
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -351,10 +350,6 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
             f"leaves out the paper's {fmt_signed(paper)}"
             + (", though not if the paper's number were as uncertain as this run's (a two-sample reading)"
                if two_sample(float(d.this_run), paper, (float(d.ci_low), float(d.ci_high))) else ""))
-    power = power_at(paper, float(d.ci_low), float(d.ci_high))
-    if power == power:  # a CI to read it from
-        read += (f"; here this run would detect a lead of the paper's size with {power:.0%} power "
-                 "(`primary_power`)")
     return (f"On {subset}, the file whose ground truth fits the paper's G2, {where} ({each}); PtR − RtP, "
             f"{fmt_signed(float(d.this_run))} {fmt_ci(d.ci_low, d.ci_high)}, {read}")
 
