@@ -320,6 +320,27 @@ def test_report_shows_the_worked_queries_and_every_table2_example(cfg):
     assert "nan" not in (worked + examples).lower()
 
 
+def test_an_example_another_study_of_the_run_holds_is_shown_from_it(cfg, tmp_path):
+    """The paper's Greece example is a G2_instruction query: not in this study, shown in full from the study
+    of the run's family that holds it (RtP finds 1 of its 2 APIs at k = 2, PtR none, as in the paper)."""
+    make_study().save(cfg.study_dir)
+    key = next(x["qkey"] for x in worked_examples(present_only=False) if x["id"] == "greece_energy_news")
+    queries = pd.DataFrame([{"qkey": key, "subset": "G2_instruction", "query_id": "75279",
+                             "query": "Greek news", "candidates": ["g1", "g2"], "relevant": ["g1"]}])
+    hits = pd.DataFrame([(key, m, run, -1, r, r, a, 1 - r / 10) for m, run, ids in (
+        ("rtp", -1, "g1 x"), ("ptr", 0, "x y"), ("ptr", 1, "x y")) for r, a in enumerate(ids.split(), 1)],
+        columns=HIT_COLUMNS)
+    prov = {"settings": {"k": K, "runs": 2, "methods": ["rtp", "ptr"]}}
+    no_stubs = pd.DataFrame(columns=["qkey", "run", "stub_idx", "name", "reasoning", "fell_back"])
+    study_of_hits(queries, no_stubs, hits, pd.DataFrame(), pd.DataFrame(), prov).save(
+        tmp_path / f"{cfg.run_name}-g2-instruction-retrievers" / "runs" / "other")
+    examples = "\n".join(teaching_material(cfg).examples)
+    assert f"the study `{cfg.run_name}-g2-instruction-retrievers` holds it." in examples
+    shown = examples.split(f"From the study `{cfg.run_name}-g2-instruction-retrievers`:")[1]
+    assert shown.lstrip().startswith("### `greece_energy_news`")
+    assert "*This run:* RtP 0.500, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same" in shown
+
+
 def test_teaching_material_of_a_damaged_study_says_so(cfg):
     make_study().save(cfg.study_dir)
     (cfg.study_dir / "rankings.parquet").write_bytes(b"not parquet")

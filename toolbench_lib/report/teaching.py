@@ -270,6 +270,27 @@ def _leader(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
 
+def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
+                  labels: Mapping[str, str] | None = None,
+                  run_name: str | None = None) -> tuple[list[str], dict]:
+    """One Table 2 example found in ``result``: the paper's words and recalls beside this run's, the query in
+    full; and its row of the examples table."""
+    wq = worked_query(result, x["qkey"], k, gt, run)
+    paper_leader = _leader(x["rtp_recall"], x["ptr_recall"])
+    ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
+    row = {"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"], "paper PtR": x["ptr_recall"],
+           f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
+           "paper's leader": paper_leader, "leader here": ours, "query match": x.get("match", "exact")}
+    agree = ("the same leader as the paper" if ours == paper_leader else
+             f"the paper's leader was {paper_leader}")
+    about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)
+    return [f"### {md_code(x['id'])}", "", f"*The paper:* {quote}", "",
+            f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} (paper: RtP "
+            f"{x['rtp_recall']:g}, PtR {x['ptr_recall']:g}); leader here: {ours}, {agree}."
+            + (f" The query here: {md_text(about, False)}." if about else ""), "",
+            *worked_query_markdown(wq, labels, run_name=run_name)], row
+
+
 def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                             labels: Mapping[str, str] | None = None,
                             examples: Sequence[Mapping] | None = None, run_name: str | None = None,
@@ -288,21 +309,9 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
              f"the same query{loose} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     rows = []
     for x in shown:
-        wq = worked_query(result, x["qkey"], k, gt, run)
-        paper_leader = _leader(x["rtp_recall"], x["ptr_recall"])
-        ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
-        rows.append({"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"],
-                     "paper PtR": x["ptr_recall"], f"RtP here (run {run})": wq.recall("rtp"),
-                     f"PtR here (run {run})": wq.recall("ptr"), "paper's leader": paper_leader,
-                     "leader here": ours, "query match": x.get("match", "exact")})
-        agree = ("the same leader as the paper" if ours == paper_leader else
-                 f"the paper's leader was {paper_leader}")
-        about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)
-        parts += [f"### {md_code(x['id'])}", "", f"*The paper:* {quote}",
-                  "", f"*This run:* RtP {fmt_number(wq.recall('rtp'))}, PtR {fmt_number(wq.recall('ptr'))} "
-                  f"(paper: RtP {x['rtp_recall']:g}, PtR {x['ptr_recall']:g}); leader here: "
-                  f"{ours}, {agree}." + (f" The query here: {md_text(about, False)}." if about else ""), ""]
-        parts += worked_query_markdown(wq, labels, run_name=run_name)
+        lines, row = example_block(result, x, k, gt, run, labels, run_name)
+        parts += lines
+        rows.append(row)
     if absent:
         sets = ", ".join(dict.fromkeys(result.queries["subset"]))
 
@@ -359,13 +368,24 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
         return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],
                                 pd.DataFrame(columns=PICK_COLUMNS), note)
     labels = api_labels(stored_registry(result))
-    others = catalogue(cfg.run_name, cfg.out_dir.parent)[1]
+    entries, others = catalogue(cfg.run_name, cfg.out_dir.parent)
     elsewhere: dict[str, str] = {}
     for name, qs in others.items():  # the family's first study that holds a query
         for q in qs["qkey"] if name != cfg.run_name else ():
             elsewhere.setdefault(q, name)
     examples, table = paper_examples_markdown(result, cfg.k, gt, run, labels, run_name=cfg.run_name,
                                               elsewhere=elsewhere)
+    folders = {e.run_name: e.folder for e in entries}
+    for x in worked_examples(present_only=False):  # one held by another study of the run: shown from it
+        name = elsewhere.get(x.get("qkey") or "")
+        if name and x["qkey"] not in set(result.queries["qkey"]):
+            try:
+                other = StudyResult.load(folders[name])
+            except (KeyError, StoredStudyError) as exc:
+                examples += [f"`{x['id']}` cannot be shown from `{name}`: {exc}.", ""]
+                continue
+            examples += [f"From the study {md_code(name)}:", "", *example_block(
+                other, x, cfg.k, gt, run, api_labels(stored_registry(other)), name)[0]]
     return TeachingMaterial(gloss, worked_queries_markdown(result, cfg.k, gt, run, labels, cfg.run_name),
                             examples, pick_worked_queries(result, cfg.k, gt, run), examples_table=table)
 
