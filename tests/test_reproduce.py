@@ -189,7 +189,9 @@ def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
                " kernel_name=k, language='python', progress_bar=False)\n")
     loud = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, timeout=300)
     assert loud.returncode == 0, loud.stderr[-2000:]
-    assert "kernel got SIGINT" in loud.stderr and "without encryption" in loud.stderr
+    # the SIGINT lands in the notebook's handler, or, under load, while the kernel is still busy
+    assert re.search("kernel got SIGINT|KeyboardInterrupt caught", loud.stderr), loud.stderr[-2000:]
+    assert "without encryption" in loud.stderr
 
 
 def test_verdicts_are_read_from_the_report_answer(tmp_path):

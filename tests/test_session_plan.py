@@ -375,16 +375,27 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     changes; a block without its rows gets none."""
     from toolbench_lib.report.answers import block_answer
 
-    md = ("**The verdict.** For multi-tool requests within one category (G2), the paper's lead for the "
-          "planner's guesses (PtR, +0.045) does not appear (x), though this run would have seen a lead of "
-          "its size with 99% likelihood (power at p < 0.05). All 15 measured without an LLM (RtP's "
-          "retrieval) are consistent (9) or differ by construction (6).")
+    md = ("- **G2 (tools of one category):** the paper's lead for PtR does not appear: x.\n\n**What it rests "
+          "on.** Had the paper's lead carried over, a lead of its size would have shown with 99% likelihood. "
+          "All 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction "
+          "(6). Removed from query and stubs alike, they take RtP from 0.346 to 0.221 and PtR from 0.274 to "
+          "0.159.\n"
+          "- Always RtP, which calls no LLM, finds as much as routing by set (0.216 against 0.212).")
     assert block_answer("Which architecture finds more tools", {}, md) == (
         " *A model answer*: Failed for this run's setup: the paper's lead for PtR on G2 does not appear, "
         "though a lead of its size would likely have shown; untested for the paper's, whose stubs come from "
         "a much larger model, matched by a larger embedder.")
     assert "(all 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction " \
-           "(6)); the half" in block_answer("The question and the answer", {}, md)
+           "(6))." in block_answer("The question and the answer", {}, md)
+    stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
+    assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
+        "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
+        "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159).")
+    miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "consistent (only by its "
+                                   "rounding or stated tolerance: the paper's value lies outside the CI)"]}
+    assert block_answer("Trajectories", miss, md) == (
+        " *A model answer*: It mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
+        "miss, consistent with the paper's only within its stated tolerance (0.70).")
     budget = {"g2_budget_rtp10_vs_ptr5": ["G2", "claim: 0 ± 0.023", "0.041", "\\[0.019, 0.063\\]", "x"]}
     assert block_answer("A larger retrieval budget", budget, md).startswith(
         " *A model answer*: More here: on G2, RtP at k = 10 minus PtR")
@@ -392,8 +403,9 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     assert "About as much here" in block_answer("A larger retrieval budget", budget, md)
     auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: tolerance ±2", "consistent"],
              "g1_top1_cosine_routing_auroc": ["G1", "claim: ≥ 0.5", "0.499", "\\[0.395, 0.600\\]", "x"]}
-    assert "cosine cannot tell when (its CI holds chance, 0.5): AUROC 0.499." in block_answer(
-        "Cost and routing", auroc, md)
+    assert block_answer("Cost and routing", auroc, md) == (
+        " *A model answer*: Not here: always RtP, which calls no LLM, finds as much as routing by set (0.216 "
+        "against 0.212); RtP's top-1 cosine cannot tell when (its CI holds chance, 0.5): AUROC 0.499.")
     auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"
     assert "cosine tells when" in block_answer("Cost and routing", auroc, md)
     div = {"divergence_smallest_disjoint_g1g2": ["G1, G2", "0.88", "0.093", "x", "differs (below)"],
@@ -402,3 +414,4 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         " *A model answer*: The non-identical reading (disjoint 0.093; non-identical 0.894, the paper 0.88).")
     assert block_answer("Registry scale", {k: [*v[:4], "differs"] for k, v in div.items()}, md) == ""
     assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees", {}, md)
+    assert block_answer("Cost and routing", auroc, "no routing sentence") == ""

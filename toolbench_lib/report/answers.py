@@ -24,22 +24,24 @@ def _bounds(ci: str) -> tuple[float, float] | None:
 
 def _testable(cells: Cells, md: str) -> str:
     free = _sentence(md, "All ")
-    return (f"the retrieval half, which needs no LLM ({free}); the half that rests on the stub writer, the "
-            "planner and the judge is untested, since this run's LLM is not the paper's") \
+    return ("neither half as the paper ran it: every comparison of the paper rests on PtR's stubs, written "
+            "here by a much smaller LLM, so its claims are tested for this run's setup only; what needs no "
+            f"LLM checks the data and RtP's retrieval with this run's embedder ({free})") \
         if "measured without an LLM" in free else ""
 
 
 def _setup(cells: Cells, md: str) -> str:
     by_design = [f"`{r}`" for r, c in cells.items() if "by construction" in c[4]]
-    return ("the LLM's: a small local model writes the stubs and plans here, not the paper's, and no second "
-            "one ran" + (f"; {' and '.join(by_design)} differ by construction" if by_design else ""))
+    return ("the LLM's, in the table of what differs from the paper's setup: a small local model writes the "
+            "stubs and plans here, not the paper's, and no second one ran"
+            + (f"; {' and '.join(by_design)} differ by construction" if by_design else ""))
 
 
 def _g2(cells: Cells, md: str) -> str:
-    g2 = _sentence(md, "For multi-tool requests within one category (G2)")
-    if "does not appear" not in g2:
-        return g2
-    seen = ", though a lead of its size would likely have shown" if "would have seen a lead" in g2 else ""
+    line = re.search(r"^- \*\*G2 \(.*$", md, re.M)
+    if not line or "does not appear" not in line[0]:
+        return ""
+    seen = ", though a lead of its size would likely have shown" if "would have shown with" in md else ""
     return (f"failed for this run's setup: the paper's lead for PtR on G2 does not appear{seen}; untested "
             "for the paper's, whose stubs come from a much larger model, matched by a larger embedder")
 
@@ -58,16 +60,22 @@ def _stubs(cells: Cells, md: str) -> str:
     c = cells.get("g1_stub_hit_share")
     if not c:
         return ""
-    fewer = "fewer" if "(below)" in c[4] else "more" if "(above)" in c[4] else "about as many"
-    return (f"compare them with this run's: {fewer} of its G1 stubs find a needed API first than the "
-            f"paper's ({c[2]} against {c[1]})")
+    fewer = "less often" if "(below)" in c[4] else "more often" if "(above)" in c[4] else "about as often"
+    brand = re.search(r"PtR from (\d\.\d+) to (\d\.\d+)", md)
+    kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall falls "
+            f"from {brand[1]} to {brand[2]})") if brand else ""
+    return (f"judge them against the paper's Table 2 stubs: a G1 stub's first API is a needed one {fewer} "
+            f"here than in the paper ({c[2]} against {c[1]}){kept}")
 
 
 def _misses(cells: Cells, md: str) -> str:
     c = cells.get("wrong_tool_on_miss")
-    return (f"it mostly goes on with wrong tools ({c[2]} of plans after a total miss), "
-            + ("as in the paper" if c[4].startswith("consistent") else "unlike the paper") + f" ({c[1]})"
-            ) if c else ""
+    if not c:
+        return ""
+    said = ("as in the paper" if c[4] == "consistent" else "consistent with the paper's only within its "
+            "stated tolerance" if c[4].startswith("consistent") else "unlike the paper")
+    return (f"it mostly goes on with wrong tools: {c[2]} {c[3].replace(chr(92), '')} of plans after a total "
+            f"miss, {said} ({c[1]})")
 
 
 def _divergence(cells: Cells, md: str) -> str:
@@ -79,13 +87,13 @@ def _divergence(cells: Cells, md: str) -> str:
 
 
 def _routing(cells: Cells, md: str) -> str:
-    save, auroc = cells.get("router_overhead_saved"), cells.get("g1_top1_cosine_routing_auroc")
+    mix = _sentence(md, "Always RtP, which calls no LLM")
+    auroc = cells.get("g1_top1_cosine_routing_auroc")
     ci = _bounds(auroc[3]) if auroc else None
-    if not save or ci is None:
+    if not mix or ci is None:
         return ""
     tell = "cannot tell when (its CI holds chance, 0.5)" if ci[0] <= 0.5 <= ci[1] else "tells when"
-    return (f"routing by set saves {save[2]} of PtR's extra tokens (the paper's {save[1]}), but RtP's top-1 "
-            f"cosine {tell}: AUROC {auroc[2]}")
+    return f"not here: {mix}; RtP's top-1 cosine {tell}: AUROC {auroc[2]}"
 
 
 ANSWERS: dict[str, Callable[[Cells, str], str]] = {

@@ -14,8 +14,8 @@ FIGURES = {
     "pipeline": ("setup", "The two pipelines: RtP searches the registry with the query itself, while PtR has "
                           "the planner write stubs first, searches with each stub and keeps each API's best "
                           "similarity."),
-    "data_categories": ("setup", "APIs per category in this run's registry: a few categories hold most APIs, "
-                                 "so a query's neighbours are often from the same crowded category."),
+    "data_categories": ("setup", "APIs per category in this run's registry, largest first: how unevenly the "
+                                 "APIs spread, so how crowded a query's neighbourhood can be."),
     "data_doc_lengths": ("setup", "Length of the embedded API documents in characters, with the cap and the "
                                   "median marked: most are short, so an API's name carries much of what the "
                                   "embedder sees."),
@@ -158,11 +158,13 @@ def figures_markdown(cfg: ExperimentConfig, key: str) -> list[str]:
         if section == key:
             alt = alt_text(caption)
             path = p.relative_to(cfg.out_dir).as_posix()
-            parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {caption}{scope_text(cfg, p.stem)}", ""]
+            paper = f"(The paper's Figure {PAPER_FIGURES[p.stem]}.) " if p.stem in PAPER_FIGURES else ""
+            parts += [f"![{alt}]({path})", "", f"{FIGURE_MARK} {paper}{caption}{scope_text(cfg, p.stem)}", ""]
     return parts
 
 
 FIGURE_MARK = "*Figure.*"
+PAPER_FIGURES = {"figure2": 2, "scale_recall": 3, "scale_divergence": 3, "figure4": 4}  # the paper's redrawn
 
 
 def number_figures(markdown: str) -> str:

@@ -9,11 +9,10 @@ import pandas as pd
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import _sets, fare_counts, holds_paper, leading_elsewhere
+from .front import _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .scorecard import SETUP
 from .verdicts import ALPHA, every_plan, power_table, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
@@ -79,56 +78,36 @@ def plain_words(c: TableCache) -> str:
             f"| :--- | :--- | :--- | :--- |\n{rows}")
 
 
-SETTING = {"G1": "For single-tool requests (G1)", "G3": "For multi-tool requests across categories (G3)",
-           "G2": "For multi-tool requests within one category (G2)"}
-
-
-def _diff(r, p: str = "p_holm") -> str:
-    """A dense comparison's PtR − RtP, its Holm CI where it has one, and its p, as the tables print them."""
+def _ci(r) -> str:
+    """A dense comparison's PtR − RtP and its Holm CI where it has one, as the tables print them."""
     holm = pd.notna(r.get("ci_low_holm"))
     lo, hi = (r["ci_low_holm"], r["ci_high_holm"]) if holm else (r["ci_low"], r["ci_high"])
-    return f"{fmt_signed(r['diff'])} {fmt_ci(lo, hi)}, {fmt_p(r[p])}"
+    return f"{fmt_signed(r['diff'])} {fmt_ci(lo, hi)}"
 
 
-def _set_sentence(c: TableCache, s: str, r, g2i, power: pd.DataFrame | None) -> str:
-    """One set's verdict against the paper's: who leads with dense retrieval, PtR − RtP and its test, the
-    paper's difference; a lead lost on ``relevant``; a missing lead in both G2 files, with the power to see
-    it."""
-    paper = r.paper_ptr - r.paper_rtp
+def _set_line(s: str, r, g2i) -> str:
+    """One set's verdict against the paper's, with dense retrieval: who leads, PtR − RtP and its CI, the
+    paper's difference; a missing lead in both G2 files."""
+    paper, head = fmt_signed(r.paper_ptr - r.paper_rtp), f"- **{SET_WORDS.get(s, s)}:** "
     if holds_paper(r) and bool(r.significant):
-        rel = c.get("primary_endpoint_relevant")
-        rel = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else rel
-        lost = rel is not None and len(rel) and not bool(rel["significant"].iloc[0])
-        who = ("searching with the request's own words (RtP) finds more of the needed APIs than searching "
-               "with the planner's guesses (PtR)" if r.leader == "RtP" else
-               "searching with the planner's guesses (PtR) finds more of the needed APIs than searching with "
-               "the request's own words (RtP)")
-        lost = (f", though not significantly on the stricter ground truth `relevant` "
-                f"({fmt_p(rel['p_holm'].iloc[0])})") if lost else ""
-        return (f"{SETTING[s]}, {who}, as the paper found (PtR − RtP in recall@5: {_diff(r)}; paper "
-                f"{fmt_signed(paper)}){lost}.")
+        return f"{head}{r.leader} finds more, as in the paper: {_ci(r)} (paper {paper})."
     if holds_paper(r):
-        return (f"{SETTING[s]}, neither leads significantly ({_diff(r)}), as in the paper, whose own "
-                f"difference ({fmt_signed(paper)}) *“does not reach significance”*.")
-    files = [(r.subset, r)] + ([(G2_FILE, g2i)] if g2i is not None and s == "G2" else [])
-    said = "; ".join(f"{name}{FIT * (name == G2_FILE)}: {_diff(x, 'p' if name == G2_FILE else 'p_holm')}"
-                     for name, x in files)
-    at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
-    chance = [f"{at[name]:.0%}" for name, _ in files if pd.notna(at.get(name))]
-    likely = (f", though this run would have seen a lead of its size with {' and '.join(chance)} likelihood "
-              f"(power at p < {ALPHA:g})" if len(chance) == len(files) else "")
-    whose = "the planner's guesses (PtR" if r.paper_leader == "PtR" else "the request's own words (RtP"
-    return (f"{SETTING.get(s, s)}, the paper's lead for {whose}, {fmt_signed(paper)}) does not "
-            "appear" + (" in either G2 file" if len(files) > 1 else "") + f" ({said}){likely}.")
+        return (f"{head}neither leads, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
+                "significance”*).")
+    both = g2i is not None and s == "G2"
+    return (f"{head}the paper's lead for {r.paper_leader} does not appear" + " in either G2 file" * both
+            + f": {_ci(r)}" + (f", and {_ci(g2i)} (unadjusted) on {G2_FILE}{FIT}" if both else "")
+            + f" (paper {paper}).")
 
 
-FIT = ", whose ground truth fits the paper's G2"
+FIT = ", whose ground-truth size fits the paper's"
+RESTS = "**What it rests on.**"
 
 
-def verdict(c: TableCache, report: pd.DataFrame | None = None) -> str:
-    """The answer in five sentences from the saved comparisons: one per set with a paper leader (dense
-    retrieval, :func:`_set_sentence`), what a missing lead can say (the untested setup, another search), and
-    how the paper's numbers fare (``report``, the scorecard) with whether its pass rates can be checked."""
+def verdict(c: TableCache) -> str:
+    """The answer from the saved comparisons: a line per set with a paper leader (dense retrieval), then what
+    it rests on: a lead lost on ``relevant``, the power to see a missing one, the untested setup and another
+    search, whether the paper's pass rates can be checked."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -136,27 +115,42 @@ def verdict(c: TableCache, report: pd.DataFrame | None = None) -> str:
     g2i = c.get("primary_endpoint_g2_instruction")
     g2i = g2i[g2i["retriever"] == "dense"] if g2i is not None and "retriever" in g2i else pd.DataFrame()
     g2i = g2i.iloc[0] if len(g2i) else None
-    power = power_table(c)
-    said = [_set_sentence(c, s, r, g2i, power) for s, r in table.iterrows()
-            if isinstance(r.paper_leader, str)]
+    lines = [_set_line(s, r, g2i) for s, r in table.iterrows() if isinstance(r.paper_leader, str)]
+    rel, rests = c.get("primary_endpoint_relevant"), []
+    for s, r in table.iterrows():
+        x = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else ()
+        if holds_paper(r) and bool(r.significant) and len(x) and not bool(x["significant"].iloc[0]):
+            rests.append(f"{s}'s lead is not significant on the stricter ground truth `relevant` "
+                         f"({fmt_p(x['p_holm'].iloc[0])})")
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
-        said.append("The guesses here come from a much smaller model than the paper's, matched to the APIs "
-                    "by a smaller embedder, so the paper's own setup stays untested"
-                    + _other_search(c, missed))
-    every = fare_counts(report) if report is not None else None
-    fare = (f"Of the paper's {fmt_count(every['n'])} reference numbers, this run cannot tell "
-            f"{fmt_count(every['consistent'])} from its own and {fmt_count(every['differs'])} differ, "
-            f"{fmt_count(every[SETUP])} of them for an untested setup difference (the LLM above all)"
-            if every else "")
+        power = power_table(c)
+        at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+        chance = [f"{at[n]:.0%}" for n in (*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None))
+                  if pd.notna(at.get(n))]
+        shift = c.get("primary_crossover")
+        shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
+            missed)] if shift is not None and {"retriever", "second", "p_holm"} <= set(shift) else ()
+        rests += [f"{subset_alias(x.second)}'s shift towards PtR from G1, {fmt_signed(x.diff)} "
+                  f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
+                  f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
+                  for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
+        rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
+                      f"would have shown with {' and '.join(chance)} likelihood (power at p < "
+                      f"{ALPHA:g}); but " if chance else "")
+                     + "the guesses here come from a much smaller model than the paper's, matched to the "
+                     "APIs by a smaller embedder, so the paper's own setup stays untested"
+                     + _other_search(c, missed))
+        rests += [x for x in (_embedder_line(c, missed),) if x]
     judge = c.get("judge_validity")
     if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
         if pd.notna(blind) and not kappa >= MIN_KAPPA:
-            fare += ("; the" if fare else "The") + (" paper's pass rates cannot be checked, since this run's "
-                                                    f"judge calls {blind:.0%} of plans that name no needed "
-                                                    "API “Solved”")
-    said += [fare[0].upper() + fare[1:] + "."] if fare else []
-    return f"{VERDICT} {' '.join(said)}"
+            rests.append("the paper's pass rates cannot be checked, since this run's judge calls "
+                         f"{blind:.0%} of plans that name no needed API “Solved”")
+    said = " ".join(f"{x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
+    return (f"{VERDICT} With dense retrieval and this run's smaller stub writer and embedder (PtR − RtP in "
+            "recall@5 on `candidates`, its Holm CI, then the paper's):\n\n"
+            + "\n".join(lines) + (f"\n\n{RESTS} {said}" if said else ""))
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
@@ -175,8 +169,26 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
                                       " search in one of them")
             for f in leading_elsewhere(other, where, "PtR")]
     return (f"; the same guesses do lead significantly on {' and '.join(where)} with {_sets(each)}"
-            + (" search" if both is None else "") + ", so this run cannot tell how much of the missing lead "
-            "is the small model's and how much the embedder's.")
+            + (" search" if both is None else "") + ", which also rewards the brand words the guesses copy "
+            "from the request.")
+
+
+def _embedder_line(c: TableCache, sets: list[str]) -> str:
+    """How a larger embedder moved PtR − RtP on ``sets`` (``ablation_embedder``, point estimates), towards or
+    away from the paper's difference; empty without the ablation."""
+    try:
+        e = rows(c, "ablation_embedder")
+        moved = {s: _embedder_shift(c, s) for s in sets}
+    except (NotInRun, StopIteration):
+        return ""
+    table = _endpoint(c)
+    way = {s: "towards" if (d > 0) == (table.loc[s, "paper_ptr"] > table.loc[s, "paper_rtp"]) else "away from"
+           for s, d in moved.items()}
+    other = ", ".join(sorted(set(e["embedder"].astype(str)) - {EMBEDDER}))
+    return (f"a larger embedder ({other}, {fmt_count(int(e['n_queries'].max()))} queries per set) moved "
+            + "; ".join(f"{s}'s difference by {fmt_signed(d)}, {way[s]} the paper's"
+                        for s, d in moved.items())
+            + " (`ablation_embedder`, one run: a direction only)")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

@@ -101,7 +101,7 @@ def report_verdicts(report: Path) -> list[str]:
     front = text[start + len(FRONT_HEADING):].split("\n#", 1)[0]  # its tables are skipped below
     answer, keep = [], False
     for p in front.split("\n\n"):  # the labelled paragraphs, and the list that follows one (per set)
-        if p.startswith(("**The verdict.**", "**The answer.**", "**Beyond the paper**")):
+        if p.startswith(("**The verdict.**", "**What it rests on.**", "**The answer.**", "**Beyond the")):
             answer.append(p)
             keep = True
         else:

@@ -21,7 +21,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, VERDICT, plain_words, substitution_lines
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines, verdict
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -82,6 +82,7 @@ QUOTE_BRAND = ("the raw query often contains the API’s name or brand directly,
                "match while a planning step only abstracts away this signal")
 QUOTE_RETRIEVER = "the query is embedded by GTE-base, a fixed model, and matched against the FAISS index"
 PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
+STATUS_WORD = re.compile(r" [(](?!below|above).*")  # a status without its reason: "differs (below)" stays
 
 
 def plan_lines(report_md: str) -> list[str]:
@@ -114,7 +115,7 @@ def plan_lines(report_md: str) -> list[str]:
                  if (m := re.search(rf"^\| {re.escape(r)} \| (.+) \|$", found[heading], re.M))}
         rows = [f"`{r}`" for r in cells]
         here = "; ".join(f"`{r}` {c[2]}{'' if c[3].startswith('no CI') else ' ' + c[3].replace(chr(92), '')}"
-                         f" against the paper's {c[1]}: {c[4].split(';')[0]}"
+                         f" against the paper's {c[1]}: {STATUS_WORD.sub('', c[4].split(';')[0])}"
                          for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
         lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
                      f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}"
@@ -487,8 +488,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
-             f"### {PLAIN_HEADING}", "", plain_words(cache), "",
-             *[p for p in report_md.split("\n\n") if p.startswith(VERDICT)], "", "### The plan", "",
+             f"### {PLAIN_HEADING}", "", plain_words(cache), "", verdict(cache), "", "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):

@@ -119,9 +119,9 @@ def grouped_line(rows: pd.DataFrame) -> str:
 
 
 SET_RULE = ("- Each set is the file here nearest the paper's count (the unfiltered G1 and G2 "
-            "instruction files are absent), chosen before any result; G2_instruction, whose ground-truth size "
-            "fits the paper's G2, is read beside it, unadjusted and outside the Holm family, since it was "
-            "added after seeing which file fits.")
+            "instruction files are absent), chosen before any result; G2_instruction, whose ground-truth "
+            "size fits the paper's G2, is read beside it, unadjusted and outside the Holm family, since it "
+            "was added after seeing which file fits.")
 
 
 GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on

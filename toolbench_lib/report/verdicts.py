@@ -201,6 +201,35 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
             + (f", so {'; '.join(said)}" if said else "") + "."]
 
 
+def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
+    """Routing by set against never calling the LLM (``routing_overall``), and the share of PtR's extra tokens
+    it saves against G1's share of them (``routing``): under routing by set the two are one number."""
+    c = TableCache(cfg.tables_dir)
+    pooled, per_set = c.get("routing_overall"), c.get("routing")
+    need = {"policy", "recall", "tokens_per_query", "n_queries"}
+    if pooled is None or per_set is None or not need <= set(pooled) or not need | {"subset"} <= set(per_set):
+        return []
+    p = pooled.set_index("policy")
+    if not {"always_rtp", "always_ptr", "by_subset"} <= set(p.index):
+        return []
+    per_set = per_set.assign(subset=per_set["subset"].astype(str).map(subset_alias))
+    s = per_set.assign(n=per_set["tokens_per_query"] * per_set["n_queries"]).pivot_table(
+        index="subset", columns="policy", values="n", aggfunc="sum")
+    extra = s["always_ptr"] - s["always_rtp"]
+    g1 = extra.get("G1", float("nan")) / extra.sum()
+    rtp, routed = p.loc["always_rtp"], p.loc["by_subset"]
+    r = per_set.pivot_table(index="subset", columns="policy", values="recall")
+    more = list(r.index[r["always_ptr"] > r["always_rtp"]])
+    return [f"Always RtP, which calls no LLM, finds as much as routing by set ({fmt_number(rtp.recall)} "
+            f"against {fmt_number(routed.recall)}, pooled) with fewer tokens per query "
+            f"({fmt_count(round(rtp.tokens_per_query))} against "
+            f"{fmt_count(round(routed.tokens_per_query))}); routing pays only where PtR finds more: here "
+            + (f"on {' and '.join(more)}, by point estimate" if more else "on no set")
+            + (f". The share of PtR's extra tokens routing by set saves is G1's share of them ({g1:.1%}, "
+               "`routing`: tokens_per_query × n_queries): set by the query mix, not by either architecture"
+               if g1 == g1 else "") + "."]
+
+
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
     """How many queries' plan tokens the routing costs impute (``routing_overall``: queries without a plan
     call get their set's mean); none when no query's are imputed."""
@@ -337,7 +366,8 @@ def other_g1_files_lines(cfg: ExperimentConfig) -> list[str]:
 
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
-    extra = {"trajectory": lambda: fidelity_lines(rows), "cost": lambda: imputed_token_lines(cfg),
+    extra = {"trajectory": lambda: fidelity_lines(rows),
+             "cost": lambda: routing_mix_lines(cfg) + imputed_token_lines(cfg),
              "main": lambda: other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg),
              "budget": lambda: budget_lines(cfg),
              "scale": lambda: scale_trend_lines(cfg) + divergence_caveat_lines(cfg),

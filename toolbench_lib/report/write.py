@@ -294,7 +294,7 @@ def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
              f"{fmt_ci(c.recall_gain_vs_k1_ci_low, c.recall_gain_vs_k1_ci_high)} on `candidates` (paper: "
              f"{fmt_signed(last - first)}); " if isinstance(first, (int, float)) and
              "recall_gain_vs_k1_ci_low" in r else "")
-    rel = (f"; on `relevant`, not the ground truth the paper's numbers fit, {said['relevant']}"
+    rel = (f"; on `relevant` at k = {k}, not the ground truth the paper's numbers fit, {said['relevant']}"
            if "relevant" in said else "")
     return (f"- **PtR − RtP on G2 as k grows:** {trend}at k = {k} itself (unadjusted, one cell of the k "
             f"ablation) {said['candidates']}{rel} (paper: {fmt_signed(last)}).")
@@ -320,7 +320,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "## The question and the answer", "",
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
-             "multi-tool (G2, G3) queries?", "", verdict(cache, report), "",
+             "multi-tool (G2, G3) queries?", "", verdict(cache), "",
              f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
