@@ -103,7 +103,7 @@ def test_local_model_line_waits_for_the_shared_lock_then_gives_up(tmp_path):
 def test_bm25_line_times_both_searches_of_the_same_queries():
     """The BM25 line on a tiny corpus: both searches run on the same queries, its build and cache load are
     timed, and the ratio is dense seconds over BM25 seconds."""
-    from toolbench_lib.bench.bm25 import bench_bm25
+    from toolbench_lib.bench.search import bench_bm25
 
     calls = []
 

@@ -19,16 +19,13 @@ from ..retrieval.onnx_int8 import load_int8_model
 from ..study.experiment import stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
 from ..study.validation import int_at_least
-from .bm25 import bench_bm25
 from .core import BenchLine, format_table, machine_info, run_bench
-from .embed import bench_embedding, fixed_sample
-from .eta import bench_eta
-from .first_run import bench_first_run
+from .embed import bench_embedding, bench_eta, fixed_sample
+from .first_run import bench_first_run, bench_warm
 from .gemini_fake import bench_gemini
 from .llm_local import LockBusy, bench_local_llm
 from .ltr import bench_ltr, synthetic_study
-from .search import bench_search
-from .warm import bench_warm
+from .search import bench_bm25, bench_search
 
 PARTS = ("embedding", "eta", "search", "bm25", "ltr", "warm", "local_llm", "gemini")
 FULL = {"docs": 2000, "eta_docs": 3000, "gemini_calls": 96, "gemini_workers": 16, "llm_prompts": 4,

@@ -1,9 +1,18 @@
-"""fp32 (PyTorch) against int8 (ONNX Runtime) docs/s of the same model on a fixed registry sample."""
+"""Embedding benches: fp32 (PyTorch) against int8 (ONNX Runtime) docs/s of the same model on a fixed
+registry sample, and the embedding estimate against the measured time."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from unittest.mock import patch
+
 import numpy as np
 
+from ..config import SEED
+from ..retrieval import eta
+from ..retrieval.embedding import embed_cached
 from .core import BenchLine, timed
 
 SAMPLE_SEED = 0
@@ -44,3 +53,17 @@ def bench_embedding(fp32, int8, texts: list[str], batch_size: int = 64, target: 
         details.update(token_stats(tokenizer, texts))
     return BenchLine("embedding docs/s (registry sample)", "docs/s", "fp32 torch", "int8 onnxruntime",
                      len(texts) / (tf1 + tf2), len(texts) / (ti1 + ti2), target=target, details=details)
+
+
+def bench_eta(embedder, texts: Sequence[str], n: int, seed: int = SEED) -> BenchLine:
+    """Embed ``n`` registry texts drawn at random (they follow the registry's lengths) into a fresh store,
+    with the timed sample and the estimate a long build prints: the estimate against the seconds taken."""
+    rng = np.random.default_rng(seed)
+    sample = [texts[i] for i in rng.choice(len(texts), min(n, len(texts)), replace=False)]
+    got: list[eta.EtaTracker] = []
+    with patch.object(eta, "SAMPLE_MIN_TEXTS", 0), tempfile.TemporaryDirectory(prefix="bench-eta-") as tmp:
+        embed_cached(embedder, sample, "registry", Path(tmp), progress=True, on_estimate=got.append)
+    t = got[0]
+    return BenchLine(f"embedding estimate, {len(sample):,} random registry texts ({embedder.name})", "s",
+                     "estimated before the start", "measured", t.estimate, t.spent, better="lower",
+                     details={"error_pct": round((t.estimate - t.spent) / t.spent * 100, 1)})

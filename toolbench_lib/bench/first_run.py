@@ -1,5 +1,5 @@
 """``bench first-run``: a newcomer's `make run`, timed cold (a new run folder, a cache holding only what
-`index build` wrote) and warm, notebook by notebook."""
+`index build` wrote) and warm, notebook by notebook; and a warm notebook's opening cell."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from pathlib import Path
 from .. import config
 from ..data.paths import CACHE_DIR, CACHE_ENV_VAR, OUTPUTS_DIR, PROJECT_ROOT
 from ..retrieval.embed_store import read_pack
-from .core import machine_info, machine_line, timed
+from ..study.experiment import ExperimentConfig, build_setup, get_study
+from .core import BenchLine, machine_info, machine_line, timed
 
 # CPU flags that decide which kernels the numeric libraries run (recorded beside every figure).
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
@@ -29,12 +30,9 @@ MAKE_RUN = {"backend": "replay", "embedder": config.EMBEDDER, "runs": config.RUN
 
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     """The CPU's flags (``/proc/cpuinfo``'s first ``flags`` line); empty where there is none."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-        except OSError:
-            return []
-    line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
+    with contextlib.suppress(OSError):
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8") if cpuinfo is None else cpuinfo
+    line = next((ln for ln in (cpuinfo or "").splitlines() if ln.startswith("flags")), "")
     return line.split(":", 1)[1].split() if ":" in line else []
 
 
@@ -110,8 +108,8 @@ def timed_pass(run_name: str, cache: Path, workers: int | None, log) -> Pass:
 def format_first_run(cold: Pass, warm: Pass, machine: dict) -> str:
     """The Markdown table of a cold and a warm `make run`, with the machine under it."""
     rows = ["| step | cold s | warm s |", "|---|---:|---:|"]
-    for name in cold.notebooks:
-        rows.append(f"| {name} | {cold.notebooks[name]:.1f} | {warm.notebooks.get(name, float('nan')):.1f} |")
+    rows += [f"| {name} | {s:.1f} | {warm.notebooks.get(name, float('nan')):.1f} |"
+             for name, s in cold.notebooks.items()]
     for name in cold.steps:
         label = "notebooks and report (`reproduce`, wall)" if name == "reproduce" else f"`{name}`"
         rows.append(f"| {label} | {cold.steps[name]:.1f} | {warm.steps.get(name, float('nan')):.1f} |")
@@ -145,3 +143,20 @@ def bench_first_run(run_name: str | None = None, workers: int | None = None) -> 
     (bench_dir / "first_run.json").write_text(json.dumps(
         {"machine": machine, "cold": asdict(cold), "warm": asdict(warm)}, indent=2), encoding="utf-8")
     return table, bench_dir / "first_run.md"
+
+
+def bench_warm(outputs_dir: Path, params: dict, label: str) -> BenchLine:
+    """Seconds of ``get_study`` on a stored study (computed once first, untimed): eager (embedder and index
+    first) against lazy, each on a fresh configuration object, as a notebook kernel would."""
+    def study(eager: bool = False) -> object:
+        cfg = ExperimentConfig.build(outputs_dir=str(outputs_dir), **params)
+        return get_study(cfg, build_setup(cfg) if eager else None, progress=False)
+
+    cold = timed(study)[1]
+    eager = timed(study, True)[1]
+    (setup, result), lazy = timed(study)
+    return BenchLine("warm notebook: stored study opening cell", "s", "eager setup", "lazy setup",
+                     eager, lazy, better="lower",
+                     details={"config": label, "registry": result.provenance.get("registry_size"),
+                              "model": result.provenance.get("model"), "first_run_s": round(cold, 1),
+                              "lazy_loaded_embedder": getattr(setup, "built", True)})

@@ -100,8 +100,7 @@ def differences(fresh: dict, ref: dict, tol: float = TOLERANCE) -> list[str]:
 def write(block: dict, path: Path = REFERENCE_FILE) -> None:
     """Replace (or append) the :data:`KEY` block at the end of ``path``, keeping the rest byte for byte."""
     text = Path(path).read_text()
-    marker = "# Retriever families on the slice above"
-    start = text.find(marker)
+    start = text.find("# Retriever families on the slice above")
     if start < 0:
         start = text.find(f"\n{KEY}:") + 1 if f"\n{KEY}:" in text else len(text)
     head = text[:start].rstrip("\n") + "\n"
