@@ -297,7 +297,7 @@ def test_every_study_of_a_run_belongs_to_its_family():
 
 def test_the_g2_instruction_study_shows_no_learned_ranker(tmp_path):
     """Notebook 12's G2_instruction study has no partner to fit a learned ranker with as the report does."""
-    from toolbench_lib.explorer.learned import learned_methods
+    from toolbench_lib.explorer.views import learned_methods
     from toolbench_lib.study.stored import StudyResult
 
     one = ranker_study(("G2_instruction",), n_per_set=4, runs=1)

@@ -26,11 +26,9 @@ TEMPLATES = Path(__file__).resolve().parent / "jupyter"  # a Jupyter data folder
 TEMPLATE = "explorer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8866
-CULL_IDLE_S = 45  # a closed page whose close beacon was lost: released within 45 + 15 s; a page still being
-# rendered has no connection yet and must outlive the render under load (20 s culled one in a loaded test run)
+CULL_IDLE_S = 45  # a closed page's lost close beacon: released in 45 + 15 s; outlives a loaded page's render
 CULL_INTERVAL_S = 15
-CELL_TIMEOUT_S = 120  # a page's cell that outruns it ends the page with a line saying so, never an endless
-# load (a kernel's reply lost on a loaded host kept a page blank past 180 s; a page shows in ~4 s)
+CELL_TIMEOUT_S = 120  # a cell outrunning it ends the page with a line saying so (a page shows in ~4 s)
 MAX_PAGES = 4  # kernels at once: each holds one study's tables
 MAX_PAGES_ENV = "TOOLBENCH_EXPLORE_MAX_PAGES"
 
@@ -63,8 +61,7 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
 def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
     """The environment of the app: the run to open, the most pages at once, offline, no progress bars."""
     env = dict(os.environ)
-    # MIMALLOC_PURGE_DELAY=0: Arrow's allocator returns what reading a study's parquet freed at once (a page's
-    # kernel held 628 MB of the retriever study with the default delay, 392 MB with it)
+    # MIMALLOC_PURGE_DELAY=0: Arrow returns what reading a study freed at once (392 MB a kernel, not 628 MB)
     env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1", MIMALLOC_PURGE_DELAY="0",
                **{MAX_PAGES_ENV: str(max_pages)}, PYTHONWARNINGS="ignore",
                JUPYTER_PATH=os.pathsep.join([str(TEMPLATES), *filter(None, [env.get("JUPYTER_PATH")])]))

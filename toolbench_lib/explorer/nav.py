@@ -117,28 +117,23 @@ class QueryNavigation:
                     for key, value in given.items() if key not in STATE_KEYS]
         with self._quiet():
             names = [value for _, value in self.method_a.options]
-            for key, control in (("a", self.method_a), ("b", self.method_b), ("more", self.more)):
-                if key not in given:
-                    continue
-                wanted = [m for m in given[key].split(",") if m] if control is self.more else [given[key]]
+            for key in [key for key in ("a", "b", "more") if key in given]:
+                wanted = [m for m in given[key].split(",") if m] if key == "more" else [given[key]]
                 bad = [m for m in wanted if m not in names]
-                if control is self.more:
-                    control.value = tuple(m for m in wanted if m in names)
+                if key == "more":
+                    self.more.value = tuple(m for m in wanted if m in names)
                 elif not bad:
-                    control.value = wanted[0]
+                    getattr(self, f"method_{key}").value = wanted[0]
                 if bad:
                     problems.append(f"link: ignored {key}={','.join(bad)!r} (the study's methods: "
                                     f"{', '.join(names)})")
             self._relabel()
-            choices = {"run": self.run, "subset": self.subset, "filter": self.filter, "show": self.show,
-                       "gt": self.gt}
-            for key, control in choices.items():
-                if key not in given:
-                    continue
+            for key in [key for key in ("run", "subset", "filter", "show", "gt") if key in given]:
+                control = getattr(self, key)
                 allowed = [str(v if not isinstance(v, tuple) else v[1]) for v in control.options]
                 if given[key] in allowed:
-                    control.value = (int(given[key]) if control is self.run and given[key] != MEAN_RUNS
-                                     else given[key])
+                    value = given[key]
+                    control.value = int(value) if key == "run" and value != MEAN_RUNS else value
                 else:
                     problems.append(f"link: ignored {key}={given[key]!r} (one of {', '.join(allowed)})")
             if "k" in given:
@@ -152,11 +147,10 @@ class QueryNavigation:
                                     f"{self.k.max})")
             if "search" in given:
                 self.search.value = given["search"][:200]
-            if "sort" in given:
-                if given["sort"] in SORTS:
-                    self._sort = (given["sort"], given.get("desc", "1") != "0")
-                else:
-                    problems.append(f"link: ignored sort={given['sort']!r} (one of {', '.join(SORTS)})")
+            if given.get("sort") in SORTS:
+                self._sort = (given["sort"], given.get("desc", "1") != "0")
+            elif "sort" in given:
+                problems.append(f"link: ignored sort={given['sort']!r} (one of {', '.join(SORTS)})")
         wanted = given.get("query")
         if wanted is not None and wanted not in self.queries.index:
             problems.append(f"link: ignored query={wanted!r} (no such query in this study)")

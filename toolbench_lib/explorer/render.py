@@ -13,7 +13,7 @@ from ..data.queries import subset_alias
 from ..retrieval.ltr_features import feature_words
 from ..retrieval.methods import describe_method
 from .data import ALL_SUBSETS, NO_PLAN, NO_QUERY, PAGE_ROWS, _ids, filter_phrase, method_label
-from .digest import DIGEST_COLUMNS
+from .scores import DIGEST_COLUMNS
 
 STYLE = """<style>
 .qx {font-family: sans-serif; font-size: 13px; line-height: 1.35; max-width: 100%}
@@ -77,24 +77,21 @@ class QueryRendering:
         term = str(self.search.value).strip()
         if term:
             return f"matching “{html_text(term)}” in all subsets"
-        if self.subset.value == ALL_SUBSETS:
-            return "in all subsets"
-        return f"in {html_text(str(self.subset.value))}"
+        subset = str(self.subset.value)
+        return "in all subsets" if subset == ALL_SUBSETS else f"in {html_text(subset)}"
 
     def _filter_note(self) -> str:
         """The active filter in words, and how many queries the scope holds without it."""
         name = str(self.filter.value)
         if name == "all":
             return ""
-        a, b = self.methods
-        phrase = filter_phrase(name, a, b, len(self.selected))
+        phrase = filter_phrase(name, *self.methods, len(self.selected))
         return (f" with the filter <i class='qx-active-filter'>{html_text(phrase)}</i> "
                 f"({self._n_unfiltered} without it)")
 
     def _summary_html(self, frame: pd.DataFrame) -> str:
         a, b = (html_text(method_label(m)) for m in self.methods)
-        s = self.summary(frame)
-        k = int(self.k.value)
+        s, k = self.summary(frame), int(self.k.value)
         if not s.n:
             return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
         return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
@@ -111,7 +108,7 @@ class QueryRendering:
 
     def _digest_html(self, frame: pd.DataFrame) -> str:
         """The summary of the view's queries: per selected method, where its ground truth sat and what its
-        wrong APIs were (:mod:`.digest`), the ground truth's common categories and tools, the best single."""
+        wrong APIs were (:func:`.scores.digest`), their common categories and tools, the best single."""
         self._best = self.best_single()
         if frame.empty:
             return f"<div class='qx qx-digest'>{self._best_html()}</div>"

@@ -10,6 +10,7 @@ from pathlib import Path
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
+from ipywidgets import Layout
 
 from ..config import K
 from ..data.markdown import visible_controls
@@ -107,14 +108,13 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
         depth = int(result.provenance.get("settings", {}).get("depth", MAX_K))
         style = {"description_width": "initial"}
-        wide = widgets.Layout(width="auto", max_width="100%")
-        self.subset = widgets.Dropdown(description="Subset", style=style,
-                                       layout=widgets.Layout(width="150px"))
+        wide, hidden = Layout(width="auto", max_width="100%"), Layout(display="none")
+        self.subset = widgets.Dropdown(description="Subset", style=style, layout=Layout(width="150px"))
         self.filter = widgets.Dropdown(options=[("all", "all")], description="Filter", style=style,
                                        layout=wide)
-        self.run = widgets.Dropdown(description="Run", style=style, layout=widgets.Layout(width="190px"))
+        self.run = widgets.Dropdown(description="Run", style=style, layout=Layout(width="190px"))
         self.k = widgets.IntSlider(value=min(k, depth), min=1, max=min(MAX_K, depth), description="k",
-                                   style=style, layout=widgets.Layout(width="260px"))
+                                   style=style, layout=Layout(width="260px"))
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
                                         style={**style, "button_width": "90px"})
         self.method_a, self.method_b = (widgets.Dropdown(description=f"Method {x}", style=style, layout=wide)
@@ -123,26 +123,25 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         studies = [(e.label(), e.run_name) for e in self.entries] or [(str(run_name), str(run_name))]
         self.study = widgets.Dropdown(options=studies, value=run_name if run_name in [v for _, v in studies]
                                       else studies[0][1], description="Study", style=style, layout=wide)
-        self.switch = widgets.Button(description="", layout=widgets.Layout(display="none", width="auto"))
+        self.switch = widgets.Button(description="", layout=Layout(display="none", width="auto"))
         self.switch.on_click(lambda _b: self._switch_to_found())
         self.show = widgets.ToggleButtons(options=[("every selected", "both")], description="Show",
                                           style={**style, "button_width": "110px"})
         self.search = widgets.Text(value="", placeholder="query text, query id or API id (Enter)",
                                    description="Search", continuous_update=False, style=style,
-                                   layout=widgets.Layout(width="420px"))
-        self.query = widgets.Dropdown(options=[], description="Query", style=style,
-                                      layout=widgets.Layout(width="70%"))
+                                   layout=Layout(width="420px"))
+        self.query = widgets.Dropdown(description="Query", style=style, layout=Layout(width="70%"))
         self.count, self.link, self.message, self.page_label = (widgets.HTML() for _ in range(4))
-        self.digest_box, self.output, self.grid = (widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.digest_box, self.output, self.grid = (widgets.HTML(layout=Layout(width="100%"))
                                                    for _ in range(3))
         self._best: tuple[str | None, float] = (None, float("nan"))
         self.provenance = widgets.HTML(self._provenance_html())
-        self._js = widgets.Output(layout=widgets.Layout(display="none"))
+        self._js = widgets.Output(layout=hidden)
         # The table's header and row buttons reach the kernel through this hidden box, filled by A11Y_JS.
-        self.bridge = widgets.Text(value="", continuous_update=False, layout=widgets.Layout(display="none"))
+        self.bridge = widgets.Text(value="", continuous_update=False, layout=hidden)
         self.bridge.observe(self._on_bridge, names="value")
-        self.prev_page = widgets.Button(description="◀ previous", layout=widgets.Layout(width="110px"))
-        self.next_page = widgets.Button(description="next ▶", layout=widgets.Layout(width="110px"))
+        self.prev_page, self.next_page = (widgets.Button(description=d, layout=Layout(width="110px"))
+                                          for d in ("◀ previous", "next ▶"))
         self.prev_page.on_click(lambda _b: self.turn_page(-1))
         self.next_page.on_click(lambda _b: self.turn_page(1))
         for name in ("subset", "filter", "run", "k", "method_a", "method_b", "more", "study", "switch",
@@ -159,21 +158,21 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         for control in (self.query, self.show):
             control.observe(self._on_shown_change, names="value")
         pager = widgets.HBox([self.prev_page, self.next_page, self.page_label])
-        self.table = widgets.VBox([self.grid, pager, self.bridge], layout=widgets.Layout(width="100%"))
+        self.table = widgets.VBox([self.grid, pager, self.bridge], layout=Layout(width="100%"))
         self.table.add_class("qx-table")
-        wrap = widgets.Layout(flex_flow="row wrap")
+        wrap = Layout(flex_flow="row wrap")
         self.widget = widgets.VBox([
             widgets.HBox([self.study], layout=wrap),
             widgets.HBox([self.subset, self.filter, self.run, self.k], layout=wrap),
             widgets.HBox([self.method_a, self.method_b, self.more, self.gt], layout=wrap),
             self.help,
-            widgets.HBox([self.search, self.count], layout=widgets.Layout(flex_flow="row wrap",
-                                                                          align_items="center")),
-            widgets.HBox([self.message, self.switch], layout=widgets.Layout(align_items="center")),
+            widgets.HBox([self.search, self.count],
+                         layout=Layout(flex_flow="row wrap", align_items="center")),
+            widgets.HBox([self.message, self.switch], layout=Layout(align_items="center")),
             self.digest_box, self.table,
-            widgets.HBox([self.query, self.link], layout=widgets.Layout(align_items="center")),
+            widgets.HBox([self.query, self.link], layout=Layout(align_items="center")),
             self.show, self.output, self.provenance, self._js,
-        ], layout=widgets.Layout(width="100%"))
+        ], layout=Layout(width="100%"))
         self.widget.add_class("query-explorer")
         self._study_controls("rtp", "ptr", None, run)
         self._relabel()
