@@ -157,13 +157,10 @@ class QueryRendering:
         names = self.header_labels()
         column, desc = self._sort
         sorted_by = "gap" if column == "abs_gap" else column
-        head = []
-        for c, text in names.items():
-            aria = f" aria-sort='{'descending' if desc else 'ascending'}'" if c == sorted_by else ""
-            num = " num" if c in NUMBERS else ""
-            head.append(f"<th scope='col' class='qx-h-{c}{num}'{aria}><button type='button' "
-                        f"class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>{html_text(text)}"
-                        "</button></th>")
+        aria = f" aria-sort='{'descending' if desc else 'ascending'}'"
+        head = "".join(f"<th scope='col' class='qx-h-{c}{' num' * (c in NUMBERS)}'{aria * (c == sorted_by)}>"
+                       f"<button type='button' class='qx-sort-{c}' data-act='sort|{c}' title='sort by {c}'>"
+                       f"{html_text(text)}</button></th>" for c, text in names.items())
         body = []
         for _, r in page.iterrows():
             current, values = r["qkey"] == self.query.value, _cells(r)
@@ -177,7 +174,7 @@ class QueryRendering:
             body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
         return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
                 f"(a header sorts by its column; a query's button shows it)</caption><thead><tr>"
-                f"{''.join(head)}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+                f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
     def _draw_table(self, frame: pd.DataFrame) -> None:
         start = self._page * PAGE_ROWS
@@ -200,16 +197,14 @@ class QueryRendering:
                  "winner": "10%"}
         head = "".join(f"<th style='width:{width[c]}' class='{'num' if c in NUMBERS else ''}'>"
                        f"{html_text(text)}</th>" for c, text in names.items())
-        body = []
-        for _, r in frame.head(rows).iterrows():
-            values = _cells(r)
-            body.append("<tr>" + "".join(f"<td class='{'num' if c in NUMBERS else ''}'>{values[c]}</td>"
-                                         for c in names) + "</tr>")
+        body = "".join("<tr>" + "".join(f"<td class='{'num' if c in NUMBERS else ''}'>{values[c]}</td>"
+                                        for c in names) + "</tr>"
+                       for values in (_cells(r) for _, r in frame.head(rows).iterrows()))
         more = (f"<p class='muted'>first {min(rows, len(frame))} of {len(frame)} rows</p>"
                 if len(frame) > rows else "")
         return (f"<div class='qx'><p>{self._summary_html(frame)}</p></div>{self._digest_html(frame)}"
                 f"<div class='qx'><table class='qtable'><thead><tr>{head}"
-                f"</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>")
+                f"</tr></thead><tbody>{body}</tbody></table>{more}</div>")
 
     # -- rendering -------------------------------------------------------------------------------
 
