@@ -319,7 +319,6 @@ class QueryRendering:
         scores = self._method_scores(method)
         pos = int(self._base.index[self._base["qkey"] == qkey][0])
         recall, hits = float(scores.iloc[pos, 0]), float(scores.iloc[pos, 1])
-        top = self._ranked(qkey, method)
         k = int(self.k.value)
         name = html_text(method_label(method, True))
         if method == self._best[0]:
@@ -330,7 +329,7 @@ class QueryRendering:
         return "".join([f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
                         f"<p class='muted qx-desc'>{html_text(describe_method(method))}</p>",
                         f"<p>recall@{k}: <b>{recall:.3f}</b> ({found})</p>",
-                        "<h4>Ranking</h4>", self._list(top, gt, "hit"),
+                        "<h4>Ranking</h4>", self._list(self._ranked(qkey, method), gt, "hit"),
                         self._stubs(qkey, gt, method) if self._has_texts(method) else "",
                         self._learned(qkey, method), self._plan(qkey, method, gt), "</div>"])
 

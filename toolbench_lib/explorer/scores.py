@@ -52,11 +52,9 @@ def digest(rankings: Mapping[str, Sequence[Mapping[str, list[str]]]], gts: Mappi
                 wrong = [a for a in ids[:k] if a not in gt]
                 n["wrong"] += len(wrong)
                 n["siblings"] += sum(tool_of(a) in tools for a in wrong)
-        rows.append({"method": method, "found": _share(n, "found", "gt"),
-                     "missed_near": _share(n, "near", "gt"), "missed_beyond": _share(n, "beyond", "gt"),
-                     "stub_only": _share(n, "stub_only", "found")
-                     if method in stub_methods and rtp is not None else float("nan"),
-                     "wrong_siblings": _share(n, "siblings", "wrong")})
+        stub_only = _share(n, "stub_only", "found") if method in stub_methods and rtp is not None else np.nan
+        rows.append([method, *(_share(n, part, "gt") for part in ("found", "near", "beyond")), stub_only,
+                     _share(n, "siblings", "wrong")])
     return pd.DataFrame(rows, columns=DIGEST_COLUMNS)
 
 

@@ -106,9 +106,8 @@ def learned_methods(result) -> list[str]:
     with no partner: the report fits the learned rankers on the retriever and validation studies)."""
     if result.folder is not None and Path(result.folder).parent.parent.name.endswith(G2_INSTRUCTION):
         return []
-    have = set(result.methods)
     return [n for n, spec in NAMED.items()
-            if n in EXPLORED and set(component_methods(spec.components)) <= have]
+            if n in EXPLORED and set(component_methods(spec.components)) <= set(result.methods)]
 
 
 def _pair(result) -> tuple:
@@ -143,9 +142,8 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
             frame = frame[frame["qkey"].isin(keys)]
             row = frame["api_id"].map(api_rows).astype("int64")
             hits.append(frame.assign(method=name, run=run, row=row)[RANKINGS_COLUMNS])
-            top = frame[frame["rank"] <= TOP_EXPLAINED]
-            long = top.melt(id_vars=["qkey", "rank", "api_id", "score"], var_name="feature",
-                            value_name="value")
+            long = frame[frame["rank"] <= TOP_EXPLAINED].melt(id_vars=["qkey", "rank", "api_id", "score"],
+                                                              var_name="feature", value_name="value")
             features.append(long.assign(method=name, run=run)[FEATURE_COLUMNS])
     hits_frame = pd.concat(hits, ignore_index=True) if hits else pd.DataFrame(columns=RANKINGS_COLUMNS)
     features_frame = (pd.concat(features, ignore_index=True) if features else
