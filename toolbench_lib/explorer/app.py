@@ -113,11 +113,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         folder = stored_study_dir(args.run_name)
-    except FileNotFoundError as exc:
-        sys.exit(f"error: {exc}")
-    try:
         prepare_views(args.run_name)
-    except (ViewsFolderError, FolderWriteError) as exc:
+    except (FileNotFoundError, ViewsFolderError, FolderWriteError) as exc:
         sys.exit(f"error: {' '.join(str(exc).split())}")
     print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
     cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
