@@ -259,9 +259,8 @@ class QueryRendering:
         parts = [f"<h4>Stubs ({len(mine)}{', fallback: the raw query' if fell_back else ''})</h4>"]
         final = set(self._ranked(qkey, method)["api_id"])
         for idx, name, reasoning in zip(mine["stub_idx"], mine["name"], mine["reasoning"], strict=True):
-            top = self._ranked(qkey, method, int(idx))
-            parts.append(f"<p class='qx-stub'><b>{html_text(str(name))}</b>: "
-                         f"{html_text(str(reasoning))}</p>" + self._list(top, gt, "stub-hit", final))
+            parts.append(f"<p class='qx-stub'><b>{html_text(str(name))}</b>: {html_text(str(reasoning))}</p>"
+                         + self._list(self._ranked(qkey, method, int(idx)), gt, "stub-hit", final))
         return "".join(parts)
 
     def _plan(self, qkey: str, method: str, gt: set[str]) -> str:
