@@ -213,8 +213,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     def _bind(self, result: StudyResult) -> None:
         """Hold one study's tables and empty the caches of the one before."""
-        self.result = result
-        q = result.queries
+        self.result, q = result, result.queries
         self.queries = q.set_index("qkey", drop=False)
         self._base = pd.DataFrame({
             "qkey": q["qkey"].to_numpy(), "subset": q["subset"].map(subset_alias).to_numpy(),
