@@ -90,8 +90,6 @@ class QueryNavigation:
         self.switch.description = f"open it in {name}"
         self.switch.layout.display = None
 
-    # -- state -----------------------------------------------------------------------------------
-
     def state(self) -> dict[str, str]:
         """The view as strings, by the keys of :data:`STATE_KEYS` that have a value."""
         column, desc = self._sort

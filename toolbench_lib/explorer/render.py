@@ -206,8 +206,6 @@ class QueryRendering:
                 f"<div class='qx'><table class='qtable'><thead><tr>{head}"
                 f"</tr></thead><tbody>{body}</tbody></table>{more}</div>")
 
-    # -- rendering -------------------------------------------------------------------------------
-
     def _api(self, api_id: str) -> str:
         label, code = self.labels.get(api_id), f"<code>{html_text(api_id)}</code>"
         return f"{html_text(label)} {code}" if label else code

@@ -237,8 +237,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
-    # -- events ----------------------------------------------------------------------------------
-
     def _relabel(self) -> None:
         """The filter and show options named after the current methods (their values kept)."""
         a, b = self.methods
@@ -353,8 +351,6 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             self._draw_table(self._frame)
             self.output.value = self.render()
             self._sync_url()
-
-    # -- the address of the view -----------------------------------------------------------------
 
     def _sync_url(self) -> None:
         qs = self.state_query()
