@@ -12,7 +12,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,11 +113,9 @@ def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterato
     path = Path(folder) / LOCK_NAME
     fd = None
     for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
-        try:
+        with suppress(OSError):
             fd = os.open(path, flags, 0o644)
             break
-        except OSError:
-            continue
     if fd is None:
         if not shared:
             raise FolderWriteError(errno.EACCES, f"could not lock {path}; {folder} is left as it was")

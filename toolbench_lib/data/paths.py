@@ -40,9 +40,8 @@ def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         label, path = places[0]
         if is_toolbench_dir(path):
             return path.resolve()
-        raise DataNotFoundError(
-            f"{label} {path} is not a ToolBench data folder. Expected layout: {EXPECTED_LAYOUT}"
-        )
+        raise DataNotFoundError(f"{label} {path} is not a ToolBench data folder. Expected layout: "
+                                f"{EXPECTED_LAYOUT}")
     if env and not is_toolbench_dir(Path(env)):  # a set variable is a choice: never silently skipped
         others = " and ".join(str(path) for label, path in places if label != "TOOLBENCH_DATA")
         raise DataNotFoundError(f"TOOLBENCH_DATA {env} is not a ToolBench data folder (unset it to look in "
@@ -51,9 +50,6 @@ def find_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         if is_toolbench_dir(path):
             return path.resolve()
     looked = "\n".join(f"  - {label}: {path}" for label, path in places)
-    raise DataNotFoundError(
-        "No ToolBench data folder found. Looked in:\n"
-        f"{looked}\n"
-        f"Expected layout: {EXPECTED_LAYOUT}\n"
-        "Pass --data-dir, set TOOLBENCH_DATA, or place the data under data/raw/toolbench/."
-    )
+    raise DataNotFoundError(f"No ToolBench data folder found. Looked in:\n{looked}\nExpected layout: "
+                            f"{EXPECTED_LAYOUT}\nPass --data-dir, set TOOLBENCH_DATA, or place the data "
+                            "under data/raw/toolbench/.")

@@ -23,11 +23,8 @@ QUERY_SETS: dict[str, tuple[str, str]] = {
                                             "G2_category", "G3_instruction")},
     **{f"{n}_original": ("test_instruction_original", n) for n in ("G2_category", "G3_instruction")},
 }
-DEFAULT_SUBSETS: dict[str, str] = {
-    "G1": "G1_instruction",
-    "G2": "G2_category_original",
-    "G3": "G3_instruction_original",
-}
+DEFAULT_SUBSETS: dict[str, str] = {"G1": "G1_instruction", "G2": "G2_category_original",
+                                   "G3": "G3_instruction_original"}
 
 
 def subset_alias(name: str) -> str:

@@ -3,6 +3,7 @@ by the code that computes them (:func:`code_hash`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -53,13 +54,11 @@ def code_closure(*modules: str) -> tuple[str, ...]:
 
 
 def _read_tables(where: Path) -> dict[str, pd.DataFrame] | None:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         names = json.loads((where / "index.json").read_text())
         blobs = {n: read_verified(where / f"{n}.parquet") for n in names}
         if all(b is not None for b in blobs.values()):  # parsed from the very bytes that were checked
             return {n: pd.read_parquet(io.BytesIO(b)) for n, b in blobs.items()}
-    except (OSError, ValueError):
-        pass
     return None
 
 

@@ -43,11 +43,6 @@ class CachedLLM:
                 if entry[1] == 0:
                     del self._inflight[key]
 
-    def _count(self, hit: bool) -> None:
-        with self._lock:
-            self.hits += hit
-            self.misses += not hit
-
     def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
                  temperature: float = 0.0, run: int = 0, *, prompt_version: str | None = None) -> LLMResponse:
         """Stored reply if this exact call was made before; else call the backend, store, return."""
@@ -59,13 +54,15 @@ class CachedLLM:
         with self._key_lock(key):
             cached = self.store.get(key)
             if cached is not None:
-                self._count(hit=True)
+                with self._lock:
+                    self.hits += 1
                 return cached
             takes_version = getattr(self.backend, "accepts_prompt_version", False)
             extra = {"prompt_version": version} if takes_version else {}
             response = self.backend.generate(prompt, system=system, json_schema=json_schema,
                                              temperature=request.temperature, run=request.run, **extra)
             stored_first = self.store.put(key, request, response)
-            self._count(hit=False)
+            with self._lock:
+                self.misses += 1
             # another process stored this call meanwhile: everyone uses its reply
             return response if stored_first else self.store.get(key) or response

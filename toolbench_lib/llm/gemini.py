@@ -59,11 +59,9 @@ def _server_delay_s(err: genai_errors.APIError) -> float | None:
     delays = (e.get("retryDelay") for e in entries if isinstance(e, dict))
     asked = [float(m.group(1)) for d in delays if isinstance(d, str)
              and (m := re.fullmatch(r"\s*([0-9]*\.?[0-9]+)s\s*", d))][:1]
-    headers = getattr(getattr(err, "response", None), "headers", None)
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-    except (AttributeError, TypeError):
-        value = None
+    value = None
+    with contextlib.suppress(AttributeError, TypeError):  # no response, or no headers
+        value = getattr(err, "response", None).headers.get("retry-after")
     if isinstance(value, str) and value.strip():
         try:
             seconds = float(value.strip())

@@ -44,7 +44,6 @@ def extract_section(prompt: str, tag: str) -> str | None:
 
 
 def _one_line(value: object) -> str:
-    """A value as a single line of collapsed whitespace."""
     return " ".join(str(value if value is not None else "").split())
 
 
@@ -105,15 +104,12 @@ STUB_SCHEMA: dict = {
 
 PLAN_SCHEMA: dict = {
     "type": "object",
-    "properties": {
-        "refusal": {"type": "boolean"},
-        "reason": {"type": "string"},
-        "steps": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"step": {"type": "integer"}, "tool_name": {"type": "string"},
-                           "api_name": {"type": "string"}, "purpose": {"type": "string"}},
-            "required": ["step", "tool_name", "api_name", "purpose"]}},
-    },
+    "properties": {"refusal": {"type": "boolean"}, "reason": {"type": "string"},
+                   "steps": {"type": "array", "items": {
+                       "type": "object",
+                       "properties": {"step": {"type": "integer"}, "tool_name": {"type": "string"},
+                                      "api_name": {"type": "string"}, "purpose": {"type": "string"}},
+                       "required": ["step", "tool_name", "api_name", "purpose"]}}},
     "required": ["refusal", "reason", "steps"],
 }
 
@@ -125,8 +121,7 @@ JUDGE_SCHEMA: dict = {
 }
 
 STUB_PROMPT = PromptTemplate(
-    name="stubs",
-    version="stubs-v1",
+    name="stubs", version="stubs-v1",
     system="You design API calls for user requests. Reply with JSON only.",
     template=(
         "# task: stubs-v1\n"
@@ -141,8 +136,7 @@ STUB_PROMPT = PromptTemplate(
 )
 
 PLAN_PROMPT = PromptTemplate(
-    name="plan",
-    version="plan-v1",
+    name="plan", version="plan-v1",
     system="You plan API calls for user requests. Reply with JSON only.",
     template=(
         "# task: plan-v1\n"
@@ -158,8 +152,7 @@ PLAN_PROMPT = PromptTemplate(
 )
 
 JUDGE_PROMPT = PromptTemplate(
-    name="judge",
-    version="judge-v1",
+    name="judge", version="judge-v1",
     system="You grade tool-use plans. Reply with JSON only.",
     template=(
         "# task: judge-v1\n"
@@ -182,8 +175,7 @@ JUDGE_V2_SCHEMA: dict = {
 
 # A stricter rubric in the manner of ToolEval: the judge also sees the APIs the planner was shown.
 JUDGE_PROMPT_V2 = PromptTemplate(
-    name="judge",
-    version="judge-v2",
+    name="judge", version="judge-v2",
     system="You grade tool-use plans strictly. Reply with JSON only.",
     template=(
         "# task: judge-v2\n"

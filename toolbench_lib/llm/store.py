@@ -22,25 +22,11 @@ RECORD_FIELDS = ("key", "backend", "model", "is_llm", "prompt_version", "system"
                  "temperature", "run", "text", "tokens_in", "tokens_out", "latency_s", "created_at")
 KEY_FIELDS = ("backend", "model", "prompt_version", "system", "prompt", "json_schema", "temperature", "run")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    key TEXT PRIMARY KEY,
-    backend TEXT NOT NULL,
-    model TEXT NOT NULL,
-    is_llm INTEGER NOT NULL DEFAULT 1,
-    prompt_version TEXT NOT NULL,
-    system TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    json_schema TEXT,
-    temperature REAL NOT NULL,
-    run INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    tokens_in INTEGER NOT NULL,
-    tokens_out INTEGER NOT NULL,
-    latency_s REAL NOT NULL,
-    created_at TEXT NOT NULL
-)
-"""
+_SCHEMA = """CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, is_llm INTEGER NOT NULL DEFAULT 1,
+    prompt_version TEXT NOT NULL, system TEXT NOT NULL, prompt TEXT NOT NULL, json_schema TEXT,
+    temperature REAL NOT NULL, run INTEGER NOT NULL, text TEXT NOT NULL, tokens_in INTEGER NOT NULL,
+    tokens_out INTEGER NOT NULL, latency_s REAL NOT NULL, created_at TEXT NOT NULL)"""
 
 
 class CacheFileError(ValueError):
