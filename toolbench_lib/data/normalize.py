@@ -16,9 +16,7 @@ def strip_version(name: str) -> str:
 
 def norm_name(name: str | None) -> str:
     """Normalised key of a tool or API name: lower case, alphanumerics only, ``_vN`` removed."""
-    if not name:
-        return ""
-    return _NON_ALNUM.sub("", strip_version(str(name)).lower())
+    return _NON_ALNUM.sub("", strip_version(str(name)).lower()) if name else ""
 
 
 def norm_text(text: str) -> str:

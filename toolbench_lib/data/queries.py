@@ -1,6 +1,5 @@
-"""ToolBench query sets and both ground truths resolved to registry ids: ``candidates`` (the whole
-``api_list``, the paper's) and ``relevant`` (``relevant APIs``). Sets are the built-in :data:`QUERY_SETS`,
-any other ``test_instruction/<name>.json`` (a *user set*) and files given by path (``--queries``)."""
+"""ToolBench query sets (built-in, other ``test_instruction/<name>.json`` *user sets*, ``--queries`` files)
+with both ground truths as registry ids: ``candidates`` (the whole ``api_list``) and ``relevant``."""
 
 from __future__ import annotations
 
@@ -95,8 +94,7 @@ def _query_problem(q: object) -> str | None:
     return None
 
 
-# The fields of an ``api_list`` doc that its registry key is made of.
-DOC_KEY_FIELDS = ("category_name", "tool_name", "api_name")
+DOC_KEY_FIELDS = ("category_name", "tool_name", "api_name")  # what an api_list doc's registry key is made of
 
 
 def doc_key_problem(api: dict) -> str | None:
@@ -219,11 +217,8 @@ class ApiResolver:
     def resolve(self, category: str | None, tool: str, api: str) -> str | None:
         """Registry id of an API, preferring the same category; ``None`` when unresolved."""
         key = (norm_name(tool), norm_name(api))
-        if category:
-            hit = self.by_cat.get((norm_name(category), *key))
-            if hit:
-                return hit
-        return self.by_name.get(key)
+        hit = self.by_cat.get((norm_name(category), *key)) if category else None
+        return hit or self.by_name.get(key)
 
 
 QUERY_COLUMNS = ["subset", "query_id", "query", "candidates", "relevant", "n_candidate_pairs",
@@ -280,9 +275,8 @@ def clusters(queries: pd.DataFrame, qkeys=None) -> list:
 
 
 def ground_truth_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[str, str]:
-    """``{qkey: group}``: within each subset, the queries with the same ``gt`` set form one group, named by
-    its first query; by default the `candidates`, the sample of APIs ToolBench wrote several queries from,
-    so the groups do not change with the ground truth a comparison scores."""
+    """``{qkey: group}``: per subset, the queries with the same ``gt`` set (by default the `candidates`, which
+    do not change with the ground truth a comparison scores) form one group, named by its first query."""
     first: dict[tuple[str, frozenset], str] = {}
     keys = (queries["qkey"] if "qkey" in queries else query_keys(queries) if "query_id" in queries
             else queries.index)

@@ -1,6 +1,5 @@
-"""The merged ToolBench API registry: ``toolenv/tools/`` (a tool told apart by its file), the queries'
-``api_list`` docs (built-in sets first), ``toolenv_2023/tools/`` and ``retrieval_corpus/*.jsonl``, in that
-order, an API added only when no earlier one has its normalised (category, tool, API) key."""
+"""The merged ToolBench API registry from ``toolenv/tools/``, the queries' ``api_list`` docs, ``toolenv_2023``
+and ``retrieval_corpus/*.jsonl``, in that order; an API joins unless an earlier one has its normalised key."""
 
 from __future__ import annotations
 

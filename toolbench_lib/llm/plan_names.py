@@ -74,9 +74,8 @@ _DOC_LINE = re.compile(r"^\[(\d+)\] (.+?) \(([^()]*)\): ?(.*)$")
 
 
 def parse_api_docs(text: str, registry: RegistryNames | None = None, params: bool = False) -> list[dict]:
-    """The APIs of a rendered ``<apis>`` list as ``tool_name, api_name, category, api_description, api_id``
-    dicts; ``api_id`` is the registry's when one split of ``Tool / API`` names one API, else ``shown:<i>``;
-    the description keeps its ``params: ...`` tail with ``params=True``."""
+    """The APIs of a rendered ``<apis>`` list as dicts; ``api_id`` is the registry's when one ``Tool / API``
+    split names one API, else ``shown:<i>``; ``params=True`` keeps a description's ``params: ...`` tail."""
     out = []
     for line in (text or "").splitlines():
         m = _DOC_LINE.match(line.strip())
@@ -172,9 +171,8 @@ def _by_description(texts: list[str], retrieved: list[dict]) -> str | None:
 
 def resolve_step_detail(step: dict, retrieved: list[dict],
                         registry: RegistryNames | None = None) -> Resolution:
-    """The tolerant resolution of one step: the first rule naming exactly one shown API (``pair``: the
-    better-ranked) of ``pair`` (a tool may be a >= 3-character prefix, an API may drop a trailing ``(...)``),
-    ``api``, ``index``, ``description`` (>= 16 characters), ``tool``, then ``registry`` (one registry API)."""
+    """A step's tolerant resolution: the first of the rules ``pair`` (best-ranked), ``api``, ``index``,
+    ``description``, ``tool`` naming exactly one shown API, else ``registry`` (one registry API)."""
     cats = {str(r.get("category") or "") for r in retrieved} | set(registry.categories if registry else ())
     raw_tool, raw_api = clean_name(step.get("tool_name"), cats), clean_name(step.get("api_name"), cats)
     fields = [f for f in (raw_api, raw_tool) if f]

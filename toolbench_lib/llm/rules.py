@@ -14,7 +14,6 @@ from .prompts import extract_section, template_of
 
 
 def _wordset(text: str) -> frozenset[str]:
-    """The whitespace-separated words of ``text`` as a set."""
     return frozenset(text.split())
 
 
@@ -102,9 +101,8 @@ def _tidy(piece: str) -> str:
 
 
 def split_subgoals(query: str) -> list[str]:
-    """Sub-goals of a request: sentences, then clauses split on ``and``/``also``/``then``/commas, fragments
-    with under two content words merged into a neighbour; first-person scene-setting statements (``I'm
-    planning a trip``) are dropped unless nothing else is left, and pieces without content words are."""
+    """Sub-goals of a request: sentences split into clauses (``and``, ``then``, commas; short ones merged);
+    first-person scene-setting (``I'm planning a trip``) is dropped unless nothing else is left."""
     pieces: list[str] = []
     for sentence in _SENTENCE_SPLIT.split(query or ""):
         if content_words(sentence):

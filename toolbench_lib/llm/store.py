@@ -46,7 +46,6 @@ def _is_lock(exc: sqlite3.Error) -> bool:
 
 
 def _canonical(value: object) -> str | None:
-    """Canonical JSON text of ``value`` (sorted keys), or None for None."""
     if value is None:
         return None
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -80,7 +79,6 @@ class CallRequest:
 
 
 def _record_to_response(record: dict) -> LLMResponse:
-    """The recorded reply, marked as cached."""
     return LLMResponse(text=record["text"], tokens_in=int(record["tokens_in"]),
                        tokens_out=int(record["tokens_out"]), latency_s=float(record["latency_s"]),
                        model=record["model"], backend=record["backend"], cached=True)
