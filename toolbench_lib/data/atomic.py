@@ -55,8 +55,7 @@ def _process_alive(pid: int) -> bool:
 
 
 def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> list[Path]:
-    """Remove (and log) the temporary files and folders under ``folders`` left by dead processes or older
-    than ``max_age_s``; returns the removed paths."""
+    """Remove (and log) the temporaries under ``folders`` of dead processes or older than ``max_age_s``."""
     removed: list[Path] = []
     for folder in folders:  # a missing folder, or a file, holds no temporaries
         for path in sorted(Path(folder).rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # a folder before its files

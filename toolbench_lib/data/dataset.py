@@ -39,8 +39,7 @@ SOURCE_GLOBS = ("toolenv/tools/*/*.json", "toolenv_2023/tools/*/*.json", "test_i
 
 def sources_fingerprint(data_dir: Path, external: Mapping[str, Path] | None = None,
                         processed_dir: Path | None = None) -> str:
-    """sha256 over the relative path and content of every source file and of the query files given apart
-    (content hashes reused through :class:`_HashCache`)."""
+    """sha256 over the path and content of every source file and of the query files given apart."""
     data_dir = Path(data_dir)
     cache = _HashCache(processed_dir or PROCESSED_DIR, data_dir)
     h = hashlib.sha256(PROCESSING_VERSION.encode())

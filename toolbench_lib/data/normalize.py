@@ -1,5 +1,4 @@
-"""Name and text normalisation shared by the registry, the query loaders, the stub statistics and the learned
-ranker's leak check."""
+"""Name and text normalisation shared across the toolkit."""
 
 from __future__ import annotations
 

@@ -13,10 +13,8 @@ CACHE_DIR = Path(os.environ.get(CACHE_ENV_VAR) or DATA_ROOT / "cache")
 OUTPUTS_DIR = PROJECT_ROOT / "outputs"
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 
-EXPECTED_LAYOUT = (
-    "toolenv/tools/<Category>/<tool>.json, test_instruction/G1_instruction.json ... "
-    "(optional: toolenv_2023/tools/, test_instruction_original/, retrieval_corpus/G3_corpus.jsonl)"
-)
+EXPECTED_LAYOUT = ("toolenv/tools/<Category>/<tool>.json, test_instruction/G1_instruction.json ... (optional:"
+                   " toolenv_2023/tools/, test_instruction_original/, retrieval_corpus/G3_corpus.jsonl)")
 
 
 class DataNotFoundError(FileNotFoundError):

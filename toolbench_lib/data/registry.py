@@ -84,13 +84,11 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
                 stats.duplicate_api_names += 1
                 continue
             seen.add(name)
+            required, optional = api.get("required_parameters"), api.get("optional_parameters")
             if "parameters" in api and "required_parameters" not in api:
-                params = api.get("parameters") or []
-                required = [p for p in params if isinstance(p, dict) and p.get("required")]
-                optional = [p for p in params if isinstance(p, dict) and not p.get("required")]
-            else:
-                required = api.get("required_parameters")
-                optional = api.get("optional_parameters")
+                params = [p for p in api.get("parameters") or [] if isinstance(p, dict)]
+                required = [p for p in params if p.get("required")]
+                optional = [p for p in params if not p.get("required")]
             yield _row(category, path.stem, tool_name, tool.get("tool_description", ""), api, source,
                        required, optional)
 
@@ -116,9 +114,7 @@ def iter_query_docs(query_files: Iterable[Path], stats: MergeStats) -> Iterator[
 _CORPUS_RE = re.compile(
     r"^category_name:(?P<category>.*?), tool_name:(?P<tool>.*?), api_name:(?P<api>.*?), "
     r"api_description:(?P<desc>.*?), required_params: (?P<req>\[.*?\]), "
-    r"optional_params: (?P<opt>\[.*?\])(?:, return_schema: .*)?$",
-    re.DOTALL,
-)
+    r"optional_params: (?P<opt>\[.*?\])(?:, return_schema: .*)?$", re.DOTALL)
 
 
 def parse_corpus_text(text: str) -> dict | None:

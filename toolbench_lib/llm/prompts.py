@@ -123,46 +123,40 @@ JUDGE_SCHEMA: dict = {
 STUB_PROMPT = PromptTemplate(
     name="stubs", version="stubs-v1",
     system="You design API calls for user requests. Reply with JSON only.",
-    template=(
-        "# task: stubs-v1\n"
-        "No tools are shown. Imagine the RapidAPI-style APIs needed to fulfil the request below.\n"
-        "Write one stub per distinct capability the request needs (usually 1-4, no duplicates).\n"
-        '"name": a short API name, e.g. "Get Weather Forecast" or "Search Hotels".\n'
-        '"reasoning": which part of the request it serves.\n'
-        "<query>\n{query}\n</query>\n"
-        'Reply with only a JSON list: [{{"name": "...", "reasoning": "..."}}]\n'
-    ),
+    template="# task: stubs-v1\n"
+             "No tools are shown. Imagine the RapidAPI-style APIs needed to fulfil the request below.\n"
+             "Write one stub per distinct capability the request needs (usually 1-4, no duplicates).\n"
+             '"name": a short API name, e.g. "Get Weather Forecast" or "Search Hotels".\n'
+             '"reasoning": which part of the request it serves.\n'
+             "<query>\n{query}\n</query>\n"
+             'Reply with only a JSON list: [{{"name": "...", "reasoning": "..."}}]\n',
     json_schema=STUB_SCHEMA,
 )
 
 PLAN_PROMPT = PromptTemplate(
     name="plan", version="plan-v1",
     system="You plan API calls for user requests. Reply with JSON only.",
-    template=(
-        "# task: plan-v1\n"
-        "Plan the API calls that fulfil the request, using ONLY the numbered APIs listed.\n"
-        "Copy tool_name and api_name exactly as listed. Use as few steps as needed.\n"
-        'If no listed API fits, set "refusal": true, explain in "reason", and leave "steps" empty.\n'
-        "<query>\n{query}\n</query>\n"
-        "<apis>\n{api_docs}\n</apis>\n"
-        'Reply with only JSON: {{"refusal": false, "reason": "...", "steps": '
-        '[{{"step": 1, "tool_name": "...", "api_name": "...", "purpose": "..."}}]}}\n'
-    ),
+    template="# task: plan-v1\n"
+             "Plan the API calls that fulfil the request, using ONLY the numbered APIs listed.\n"
+             "Copy tool_name and api_name exactly as listed. Use as few steps as needed.\n"
+             'If no listed API fits, set "refusal": true, explain in "reason", and leave "steps" empty.\n'
+             "<query>\n{query}\n</query>\n"
+             "<apis>\n{api_docs}\n</apis>\n"
+             'Reply with only JSON: {{"refusal": false, "reason": "...", "steps": '
+             '[{{"step": 1, "tool_name": "...", "api_name": "...", "purpose": "..."}}]}}\n',
     json_schema=PLAN_SCHEMA,
 )
 
 JUDGE_PROMPT = PromptTemplate(
     name="judge", version="judge-v1",
     system="You grade tool-use plans. Reply with JSON only.",
-    template=(
-        "# task: judge-v1\n"
-        "Assume every step of the plan runs successfully. Would the plan fully solve the request?\n"
-        'Answer "Solved" only if every part of the request is served by a suitable step; '
-        'a refusal, a missing part or an unsuitable API means "Unsolved".\n'
-        "<query>\n{query}\n</query>\n"
-        "<plan>\n{plan}\n</plan>\n"
-        'Reply with only JSON: {{"verdict": "Solved" or "Unsolved", "reason": "..."}}\n'
-    ),
+    template="# task: judge-v1\n"
+             "Assume every step of the plan runs successfully. Would the plan fully solve the request?\n"
+             'Answer "Solved" only if every part of the request is served by a suitable step; '
+             'a refusal, a missing part or an unsuitable API means "Unsolved".\n'
+             "<query>\n{query}\n</query>\n"
+             "<plan>\n{plan}\n</plan>\n"
+             'Reply with only JSON: {{"verdict": "Solved" or "Unsolved", "reason": "..."}}\n',
     json_schema=JUDGE_SCHEMA,
 )
 
@@ -177,19 +171,18 @@ JUDGE_V2_SCHEMA: dict = {
 JUDGE_PROMPT_V2 = PromptTemplate(
     name="judge", version="judge-v2",
     system="You grade tool-use plans strictly. Reply with JSON only.",
-    template=(
-        "# task: judge-v2\n"
-        "Check whether the plan can fulfil the request, using the API list the planner was given.\n"
-        "1. Split the request into its sub-tasks.\n"
-        "2. A sub-task is covered only by a step whose listed API, by its description, can do it.\n"
-        "   A step naming an API that is not listed, or an API that does something else, covers nothing.\n"
-        '3. "uncovered": every sub-task no step covers. "verdict": "Solved" only if "uncovered" is '
-        'empty; a refusal or an empty plan is "Unsolved".\n'
-        "<query>\n{query}\n</query>\n"
-        "<apis>\n{api_docs}\n</apis>\n"
-        "<plan>\n{plan}\n</plan>\n"
-        'Reply with only JSON: {{"uncovered": ["..."], "verdict": "Solved" or "Unsolved"}}\n'
-    ),
+    template="# task: judge-v2\n"
+             "Check whether the plan can fulfil the request, using the API list the planner was given.\n"
+             "1. Split the request into its sub-tasks.\n"
+             "2. A sub-task is covered only by a step whose listed API, by its description, can do it.\n"
+             "   A step naming an API that is not listed, or an API that does something else, covers "
+             "nothing.\n"
+             '3. "uncovered": every sub-task no step covers. "verdict": "Solved" only if "uncovered" is '
+             'empty; a refusal or an empty plan is "Unsolved".\n'
+             "<query>\n{query}\n</query>\n"
+             "<apis>\n{api_docs}\n</apis>\n"
+             "<plan>\n{plan}\n</plan>\n"
+             'Reply with only JSON: {{"uncovered": ["..."], "verdict": "Solved" or "Unsolved"}}\n',
     json_schema=JUDGE_V2_SCHEMA,
 )
 
