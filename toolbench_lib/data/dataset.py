@@ -180,26 +180,20 @@ def summary(ds: Dataset) -> dict:
     """Counts of the registry, the query sets and the ground truth (``data summary --json``)."""
     reg, q = ds.registry, ds.queries
     unres_c, unres_r = int(q["unresolved_candidates"].sum()), int(q["unresolved_relevant"].sum())
+    by_subset = q.groupby("subset")
+    mean_sizes = q[["candidates", "relevant"]].map(len).groupby(q["subset"]).mean()
     return {
-        "data_dir": str(ds.data_dir),
-        "fingerprint": ds.fingerprint,
-        "apis": int(len(reg)),
+        "data_dir": str(ds.data_dir), "fingerprint": ds.fingerprint, "apis": int(len(reg)),
         "tools": int(reg.groupby(["category", "tool_key"]).ngroups),
         "categories": int(reg["category"].nunique()),
         "apis_by_source": reg["source"].value_counts().to_dict(),
         "malformed_files": ds.stats.get("malformed_files", 0),
-        "subsets": {k: int(v) for k, v in q.groupby("subset").size().items()},
-        "gt_pairs": int(q["n_candidate_pairs"].sum()),
-        "gt_pairs_relevant": int(q["n_relevant_pairs"].sum()),
+        "subsets": {k: int(v) for k, v in by_subset.size().items()},
+        "gt_pairs": int(q["n_candidate_pairs"].sum()), "gt_pairs_relevant": int(q["n_relevant_pairs"].sum()),
         "unresolved_gt_pairs": unres_c + unres_r,
         "unresolved_gt_pairs_by_definition": {"candidates": unres_c, "relevant": unres_r},
-        "unresolved_gt_pairs_by_subset": {
-            s: int(v) for s, v in q.groupby("subset")[["unresolved_candidates", "unresolved_relevant"]]
-            .sum().sum(axis=1).items()},
+        "unresolved_gt_pairs_by_subset": {s: int(v) for s, v in by_subset[
+            ["unresolved_candidates", "unresolved_relevant"]].sum().sum(axis=1).items()},
         "query_files": ds.stats.get("query_files", {}),
-        "mean_gt_size": {
-            gt: {s: round(float(v), 3) for s, v in q.groupby("subset")[gt].apply(
-                lambda x: x.map(len).mean()).items()}
-            for gt in ("candidates", "relevant")
-        },
+        "mean_gt_size": {gt: {s: round(float(v), 3) for s, v in mean_sizes[gt].items()} for gt in mean_sizes},
     }

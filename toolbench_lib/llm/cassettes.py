@@ -127,8 +127,7 @@ def cassette_info(path: str | os.PathLike[str]) -> dict:
         query = extract_section(r["prompt"], "query")
         queries.setdefault(r["prompt_version"], set()).add(query or r["prompt"])
     return {
-        "cassette": str(path),
-        "records": len(records),
+        "cassette": str(path), "records": len(records),
         "repeated_keys": sum(1 for _ in read_cassette(path)) - len(records),
         "groups": [{"backend": b, "model": m, "prompt_version": v, "run": run, "temperature": t, "records": n}
                    for (b, m, v, run, t), n in sorted(by.items())],
