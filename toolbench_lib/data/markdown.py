@@ -30,8 +30,7 @@ def html_text(text: object, quote: bool = True) -> str:
 
 
 def md_text(text: object, line_start: bool = True) -> str:
-    """``text`` as one line of Markdown that renders exactly as the text; ``line_start``: block syntax at
-    its start (``-``, ``>``, ``1.``) is escaped too."""
+    """``text`` as one line of Markdown rendering as the text (``line_start``: ``-``, ``>``, ``1.`` too)."""
     line = " ".join(visible_controls(text).split())
     line = html.escape(line, quote=False)
     line = _INLINE.sub(r"\\\1", line)
@@ -56,8 +55,7 @@ P_COLUMN = re.compile(r"^p(_|$)|_p$|^p[a-z]*_value")  # a column of p-values: p,
 
 
 def md_number(value: float, p_value: bool = False) -> str:
-    """A number as a report prints it: an integer as itself, any other number at 3 decimals; a p-value as
-    ``< 0.001`` or to 3 significant digits."""
+    """A number as a report prints it: integer as is, else 3 decimals; a p-value ``< 0.001`` or 3 digits."""
     if isinstance(value, int) or float(value).is_integer() and not p_value:
         return f"{int(value)}" if isinstance(value, int) or abs(value) < 1e15 else f"{value:.3g}"
     if p_value:
@@ -111,6 +109,5 @@ def md_compact(markdown: str) -> str:
 
 
 def anchor(heading: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens (the HTML
-    report's ids too, so that one link works in both)."""
+    """GitHub's (and the HTML report's) anchor of a heading: lower case, no punctuation, ``-`` for spaces."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

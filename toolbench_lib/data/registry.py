@@ -94,8 +94,7 @@ def iter_toolenv(root: Path, source: str, stats: MergeStats) -> Iterator[dict]:
 
 
 def iter_query_docs(query_files: Iterable[Path], stats: MergeStats) -> Iterator[dict]:
-    """API docs carried in the queries' ``api_list``; a doc without a key field is left out with a warning
-    (it would become an invented API or a duplicate of another category's)."""
+    """API docs of the queries' ``api_list``; a doc lacking a key field is left out with a warning."""
     for path in query_files:
         for index, query in enumerate(read_query_file(path)):
             for position, api in enumerate(query.get("api_list", [])):

@@ -80,8 +80,7 @@ def _same_reply(a: dict, b: dict) -> bool:
 
 
 def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[dict]:
-    """The validated records of one or more cassettes, one per key, in file order; a key recorded again
-    with another reply is a :class:`CacheFileError` naming both lines."""
+    """Validated records of cassettes, one per key; a key with two replies is a :class:`CacheFileError`."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     first: dict[str, tuple[dict, str]] = {}
@@ -105,8 +104,7 @@ def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[st
 
 
 def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
-    """Add the cassette's records to ``store`` (all or, on a reply differing from the store's, none); returns
-    how many were new."""
+    """Add a cassette's records to ``store`` (none if a reply differs from the store's); returns how many."""
     records = unique_records(path)
     for record in records:
         held = store.get_record(record["key"])
@@ -118,8 +116,7 @@ def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
 
 
 def cassette_info(path: str | os.PathLike[str]) -> dict:
-    """Records (once per key) per model, prompt version and run, distinct queries per version, and
-    ``repeated_keys``: the lines that repeat a key with the same reply."""
+    """Records (one per key) per model, prompt version and run, queries per version, repeated keys."""
     records = unique_records(path)
     by = Counter((r["backend"], r["model"], r["prompt_version"], r["run"], r["temperature"]) for r in records)
     queries: dict[str, set[str]] = {}

@@ -41,8 +41,7 @@ class _Budget:
 
 
 def _outside_strings(text: str, quotes: str, fn) -> str:
-    """Apply ``fn`` to the parts of ``text`` outside string literals (quoted by any char of ``quotes``, an
-    unterminated one running to the end)."""
+    """Apply ``fn`` to ``text`` outside string literals (quoted by ``quotes``; unterminated: to the end)."""
     out, pos = [], 0
     for m in _STRINGS[quotes].finditer(text):
         out += [fn(text[pos : m.start()]) if m.start() > pos else "", m.group()]

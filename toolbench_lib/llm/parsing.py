@@ -24,8 +24,7 @@ _STEP_PURPOSE_KEYS = ("purpose", "reason", "reasoning", "description")
 
 
 def _clean(value: object) -> str:
-    """A scalar as a one-line string (lone surrogates as ``?``); containers, None, booleans and
-    unprintable or non-finite numbers give ''."""
+    """A scalar as a one-line string (lone surrogates as ``?``); containers, None, bools, nan, inf give ''."""
     if (value is None or isinstance(value, (bool, dict, list, tuple))
             or (isinstance(value, float) and not math.isfinite(value))):  # 1e999, NaN, Infinity name nothing
         return ""
@@ -77,8 +76,7 @@ def _stub_items(data: object) -> list:
 
 
 def _to_stub(item: object) -> Stub | None:
-    """One item as a Stub, or None when it names nothing. A name is text: a number, flag or container
-    (``{"name": 12}``) names no tool."""
+    """One item as a Stub, or None when it names nothing (a number, flag or container is no name)."""
     if isinstance(item, dict):
         texts = {k: v for k, v in item.items() if isinstance(v, str)}
         name, reasoning = _first(texts, _NAME_KEYS), _first(texts, _REASON_KEYS)

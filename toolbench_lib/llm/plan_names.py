@@ -144,8 +144,7 @@ def _index_ref(step: dict, n_retrieved: int) -> int | None:
 
 
 def resolve_step_strict(step: dict, retrieved: list[dict]) -> str | None:
-    """The api_id among ``retrieved`` a step names: its (tool, API) pair (better-ranked first), a unique
-    API-name match, or a ``[n]`` index; else None."""
+    """The api_id of ``retrieved`` a step names: (tool, API) pair, unique API name or ``[n]``; else None."""
     tool, api = norm_name(_strip_ref(step.get("tool_name"))), norm_name(_strip_ref(step.get("api_name")))
     keys = [(norm_name(r.get("tool_name")), norm_name(r.get("api_name"))) for r in retrieved]
     if api:

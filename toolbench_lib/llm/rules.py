@@ -145,15 +145,12 @@ def plan_reply(query: str, docs: list[dict]) -> str:
     for goal in split_subgoals(query):
         terms = overlap_terms(goal)
         scores = [len(terms & t) for t in doc_terms]
-        if not scores or max(scores) == 0:
-            continue
-        best = scores.index(max(scores))
-        if best in used:
+        best = scores.index(max(scores)) if any(scores) else None
+        if best is None or best in used:
             continue
         used.add(best)
-        doc = docs[best]
-        steps.append({"step": len(steps) + 1, "tool_name": doc["tool_name"], "api_name": doc["api_name"],
-                      "purpose": goal})
+        steps.append({"step": len(steps) + 1, "tool_name": docs[best]["tool_name"],
+                      "api_name": docs[best]["api_name"], "purpose": goal})
     reason = (f"{len(steps)} API(s) matched by word overlap" if steps
               else "no listed API shares a content word with the request")
     return json.dumps({"refusal": not steps, "reason": reason, "steps": steps})
@@ -173,8 +170,7 @@ def _plan_from_text(text: str) -> tuple[list[dict], bool]:
 
 
 def judge_reply(query: str, plan_text: str) -> str:
-    """JSON verdict of the proxy: Solved when the plan is no refusal and every sub-goal shares a content word
-    with some step's tool or API name."""
+    """JSON verdict of the proxy: Solved when no refusal and each sub-goal shares a word with a named API."""
     steps, refused = _plan_from_text(plan_text)
     goals = [g for g in split_subgoals(query) if overlap_terms(g)]
     step_terms = [overlap_terms(f"{s.get('tool_name', '')} {s.get('api_name', '')}") for s in steps]
