@@ -1,5 +1,4 @@
-"""Cross-validation folds over queries from scikit-learn, the toolkit's one fold maker: stratified by query
-set and seeded. scikit-learn is imported on use (over a second the CLI's start-up skips)."""
+"""The toolkit's one fold maker: seeded, stratified folds over queries (scikit-learn, imported on use)."""
 
 from __future__ import annotations
 

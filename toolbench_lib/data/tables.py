@@ -1,5 +1,4 @@
-"""The one cached-table helper: named tables kept beside what they were computed from, checksummed, and keyed
-by the code that computes them (:func:`code_hash`)."""
+"""Named tables cached beside their inputs, checksummed and keyed by the code computing them."""
 
 from __future__ import annotations
 

@@ -1,2 +1,1 @@
-"""LLM backends behind one interface (``base``), their versioned prompts, reply parsers, plan-name resolution,
-the call store, the caching wrapper, cassettes and the replay backend."""
+"""LLM backends behind one interface, their prompts, reply parsers, the call store, cassettes and replay."""

@@ -1,5 +1,4 @@
-"""Portable cassettes (``.jsonl.gz``, sorted by key, fixed gzip header) of recorded calls for offline replay;
-records hold no credential."""
+"""Portable cassettes (sorted ``.jsonl.gz``, fixed header, no credential) of recorded calls for replay."""
 
 from __future__ import annotations
 
