@@ -92,9 +92,8 @@ class GeminiBackend:
         self.base_url = base_url if base_url is not None else (os.environ.get(BASE_URL_ENV_VAR) or None)
         self.max_retries, self.retry_jitter = max_retries, retry_jitter
         self.retry_base_delay_s, self.retry_max_delay_s = retry_base_delay_s, retry_max_delay_s
-        self._sleep = sleep
+        self._sleep, self._rng = sleep, random.Random()
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
-        self._rng = random.Random()
         self._api_key = next((v for v in (os.environ.get(n, "").strip() for n in API_KEY_ENV_VARS) if v), "")
         if not self._api_key:
             raise LLMError("No Gemini API key: set the GEMINI_API_KEY or GOOGLE_API_KEY environment variable "

@@ -29,8 +29,7 @@ class _Budget:
     """Work left for one reply: tokens scanned and characters decoded."""
 
     def __init__(self) -> None:
-        self.tokens = _SCAN_TOKEN_BUDGET
-        self.chars = _LOAD_CHAR_BUDGET
+        self.tokens, self.chars = _SCAN_TOKEN_BUDGET, _LOAD_CHAR_BUDGET
         self.best: object | None = None  # the best value found so far
 
     def spend(self, tokens: int, chars: int = 0) -> None:

@@ -40,8 +40,7 @@ def _write_sidecar(path: Path, sha256: str) -> None:
 
 
 def is_verified(path: Path, sha256: str) -> bool:
-    """True when ``path`` exists with digest ``sha256`` (vouched for by a sidecar at the file's size and
-    mtime, else hashed and, on a match, the sidecar written)."""
+    """True when ``path`` has digest ``sha256`` (trusting a sidecar of its size and mtime, else hashing)."""
     path, sha256 = Path(path), sha256.lower()
     if not path.is_file():
         return False

@@ -204,8 +204,7 @@ def resolve_step_detail(step: dict, retrieved: list[dict],
 
 def resolve_plan_apis(plan, retrieved: list[dict], registry: RegistryNames | None = None,
                       strict: bool = False) -> list[str | None]:
-    """For each step of ``plan`` (a :class:`~toolbench_lib.llm.parsing.Plan` or a list of steps), the api_id
-    it names (None when unresolved): tolerant by default, the original rule with ``strict=True``."""
+    """The api_id (or None) each step of ``plan`` (a Plan or steps) names; the original rule if ``strict``."""
     if strict:
         return [resolve_step_strict(s, retrieved) for s in getattr(plan, "steps", plan)]
     return [d.api_id for d in resolve_plan_detail(plan, retrieved, registry)]
