@@ -180,10 +180,8 @@ def merge_registry(data_dir: Path, extra_query_files: Iterable[Path] = ()) -> tu
 
     add(iter_toolenv(data_dir / "toolenv", "toolenv", stats), "toolenv", False)
     add(iter_query_docs(query_files(data_dir, extra_query_files), stats), "query_api_list", True)
-    if (data_dir / "toolenv_2023").is_dir():
-        add(iter_toolenv(data_dir / "toolenv_2023", "toolenv_2023", stats), "toolenv_2023", True)
-    corpus = sorted((data_dir / "retrieval_corpus").glob("*.jsonl"))
-    add(iter_corpus(corpus, stats), "retrieval_corpus", True)
+    add(iter_toolenv(data_dir / "toolenv_2023", "toolenv_2023", stats), "toolenv_2023", True)  # when present
+    add(iter_corpus(sorted((data_dir / "retrieval_corpus").glob("*.jsonl")), stats), "retrieval_corpus", True)
 
     if not rows:
         raise ValueError(f"no API found in {data_dir}: {stats.files_read} tool file(s) read under toolenv/, "

@@ -34,4 +34,3 @@ class LLMBackend(Protocol):
     def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
                  temperature: float = 0.0, run: int = 0) -> LLMResponse:
         """Reply to ``prompt``. ``run`` is the index of an independent sample (seeded where possible)."""
-        ...
