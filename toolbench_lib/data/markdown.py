@@ -31,9 +31,7 @@ def html_text(text: object, quote: bool = True) -> str:
 
 def md_text(text: object, line_start: bool = True) -> str:
     """``text`` as one line of Markdown rendering as the text (``line_start``: ``-``, ``>``, ``1.`` too)."""
-    line = " ".join(visible_controls(text).split())
-    line = html.escape(line, quote=False)
-    line = _INLINE.sub(r"\\\1", line)
+    line = _INLINE.sub(r"\\\1", html.escape(" ".join(visible_controls(text).split()), quote=False))
     if line_start:
         line = _NUMBERED.sub(r"\1\\\2", _LEADING.sub(r"\\\1", line))
     return line
@@ -45,8 +43,7 @@ def md_code(text: object, in_table: bool = False) -> str:
     line = " ".join(visible_controls(text).split())
     if in_table:
         line = line.replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", line)), default=0) + 1)
     pad = " " if line.startswith("`") or line.endswith("`") or not line.strip() else ""
     return f"{fence}{pad}{line}{pad}{fence}"
 

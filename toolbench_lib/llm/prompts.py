@@ -73,8 +73,7 @@ def format_api_docs(apis: list[dict]) -> str:
     (a description keeps 40 at least): ``[i] tool_name / api_name (category): description params: a, b``."""
     lines = []
     for index, api in enumerate(apis, start=1):
-        tool = _one_line(api.get("tool_name")) or "?"
-        name = _one_line(api.get("api_name")) or "?"
+        tool, name = (_one_line(api.get(key)) or "?" for key in ("tool_name", "api_name"))
         category = _one_line(api.get("category")).replace("(", "").replace(")", "") or "Unknown"
         head = f"[{index}] {tool} / {name} ({category}): "
         params = _param_names(api.get("required_parameters"))
