@@ -36,8 +36,7 @@ class ChildResult:
             hint = (" (an instruction this CPU lacks: rebuild with `make install-local`)"
                     if name == "SIGILL" else "")
             return f"killed by {name}{hint}"
-        last = (self.stderr.strip().splitlines() or [""])[-1]
-        return f"exit {self.returncode}: {last}"
+        return f"exit {self.returncode}: {(self.stderr.strip().splitlines() or [''])[-1]}"
 
 
 def run_isolated(code: str, timeout: float = 600.0) -> ChildResult:

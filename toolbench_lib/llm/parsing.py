@@ -157,8 +157,7 @@ def _plan_parts(data: object) -> tuple[list | None, dict]:
 def parse_plan(text: str | None) -> Plan:
     """A :class:`Plan` from a reply: an object with ``steps`` (and ``refusal``/``reason``) or a bare list; a
     refusal is the ``refusal`` flag, or an empty step list that comes with a reason."""
-    data = extract_json(text)
-    raw_steps, obj = _plan_parts(data)
+    raw_steps, obj = _plan_parts(extract_json(text))
     refusal_key = next((k for k in ("refusal", "refuse", "refused") if k in obj), None)
     reason = _first(obj, ("reason", "reasoning", "explanation"))
     if raw_steps is None and refusal_key is None and not reason:

@@ -109,8 +109,7 @@ def split_subgoals(query: str) -> list[str]:
             parts = _CLAUSE_SPLIT.split(sentence)
             pieces.extend(_tidy(c) for c in _merge_short(parts[0::2], parts[1::2]))
     pieces = [p for p in pieces if content_words(p)]
-    requests = [p for p in pieces if not (_CONTEXT_START.match(p) and not _REQUEST_CUE.search(p))]
-    return requests or pieces
+    return [p for p in pieces if not (_CONTEXT_START.match(p) and not _REQUEST_CUE.search(p))] or pieces
 
 
 def stub_name(subgoal: str) -> str:

@@ -219,10 +219,9 @@ class CallStore:
         """Insert a full record and commit; returns False if its key was already stored."""
         values = {**record, "is_llm": int(bool(record.get("is_llm", True))),
                   "json_schema": _canonical(record["json_schema"])}
-        cursor = self._execute(f"INSERT OR IGNORE INTO calls ({', '.join(RECORD_FIELDS)}) VALUES "
-                               f"({', '.join('?' * len(RECORD_FIELDS))})",
-                               tuple(values[name] for name in RECORD_FIELDS), commit=True)
-        return cursor.rowcount == 1
+        return self._execute(f"INSERT OR IGNORE INTO calls ({', '.join(RECORD_FIELDS)}) VALUES "
+                             f"({', '.join('?' * len(RECORD_FIELDS))})",
+                             tuple(values[name] for name in RECORD_FIELDS), commit=True).rowcount == 1
 
     def iter_records(self) -> Iterator[dict]:
         """All records, sorted by key."""
