@@ -32,8 +32,7 @@ def temp_path(path: Path) -> Path:
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path (named with the process id) to write; it replaces ``path`` when the block ends
-    without error (the last of concurrent writers wins; a failed write leaves ``path`` untouched)."""
+    """Yield a temporary path (per pid) that replaces ``path`` if the block succeeds (last writer wins)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)

@@ -37,8 +37,7 @@ RELATIVE_IMPORT = re.compile(r"^\s*from (\.+)([\w.]*) import (\([^)]*\)|[^\n]*)"
 
 @functools.cache
 def code_closure(*modules: str) -> tuple[str, ...]:
-    """``modules`` (paths in the package, e.g. ``"explorer/views.py"``) and every package module they import,
-    transitively: the code whose :func:`code_hash` keys what they compute."""
+    """``modules`` (package paths) and every package module they import, transitively."""
     todo, seen = [PACKAGE / m for m in modules], set()
     while todo:
         path = todo.pop()

@@ -91,8 +91,7 @@ MAX_STUBS = 8  # stubs kept per reply; the paper reports 2.4-2.5 per query, so a
 
 
 def parse_stubs(text: str | None, query: str, max_stubs: int = MAX_STUBS) -> tuple[list[Stub], bool]:
-    """``(stubs, fell_back)`` of a reply, deduplicated by name (case-insensitive), at most ``max_stubs``; when
-    nothing usable is found the only stub is the raw query."""
+    """``(stubs, fell_back)``: one per name (any case), ``max_stubs`` at most; else the raw query alone."""
     return parse_stubs_counted(text, query, max_stubs)[:2]
 
 
