@@ -66,8 +66,7 @@ ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepar
          "through its section and ends on the question after *Ask*. Which way each substitution of this run "
          "pushes the answer is [below](#{anchor}).")
 # What each member reads before the session, besides the paper (the rest is walked through in it).
-PRE_READING = ("The question and the answer", "Which architecture finds more tools",
-               "Where the paper disagrees with itself")
+PRE_READING = ("The question and the answer", "Where the paper disagrees with itself")
 OPTIONAL = ("Retriever families",)  # beyond the paper: outside the plan, named after it for the curious
 IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
 DISCUSSION_MINUTES = 20
