@@ -410,7 +410,7 @@ def test_a_cause_is_a_predicted_size_covering_the_paper_or_not(cfg):
     both = {**entry, "causes": ["stub_breadth", "llm_model"]}
     weak = name_cause(both, judged, proxied, _decomposition(cfg, 0.21))
     assert weak["cause_status"] == "setup difference" and weak["predicted"] == pytest.approx(0.235)
-    assert weak["cause"].startswith("llm_model; stub_breadth, by a proxy, moves 0.010 of 0.064:")
+    assert weak["cause"].startswith("llm_model; stub_breadth, by a proxy, under half the gap:")
     strong = name_cause(both, judged, proxied, _decomposition(cfg, 0.27))  # 0.070 of 0.064: still first
     assert strong["cause_status"] == "indicative, by a proxy (moves 0.070 of 0.064)"
     reading = {**causes, "stub_breadth": {**causes["stub_breadth"], "reading": True}}
@@ -1407,7 +1407,10 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
     assert limit.endswith("no tested cause explains the G2 gap: the nearest, `stub_breadth`, indicative, by "
-                          "a proxy, moves PtR − RtP by +0.003.")
+                          "a proxy, moves PtR − RtP the paper's way by under half the gap (a direction "
+                          "only).")
+    away = rows.assign(predicted=[np.nan, np.nan, np.nan, -0.020])  # from -0.012 down: away from +0.042
+    assert "moves PtR − RtP away by under half" in setup_limit(away)
     assert setup_limit(rows).endswith("no tested cause explains the G2 gap.")  # no predicted value: no size
     assert "G2 gap" not in setup_limit(rows.assign(cause_status="explained"))
     pd.DataFrame({"subset": ["G1", "G1", "G2", "G2_instruction", "G2"], "mean": [5.29, 2.28, 5.99, 6.51, 2.5],

@@ -253,7 +253,7 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
                   and r["cause_status"] == SETUP]
     label = " or ".join([best_id, *also]) + (f"; {' or '.join(open_setup)} untested" if open_setup else "")
     if proxies:
-        label += f"; {cid}, by a proxy, {weakest['cause_status'].split('(')[1].rstrip(')')}"
+        label += f"; {cid}, by a proxy, under half the gap"  # a direction: a proxy's size is no estimate
     return {**result, "cause": f"{label}: {best['title']}", "evidence": evidence}
 
 

@@ -8,7 +8,7 @@ import re
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
-from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_count, fmt_number
 from ..analysis.references import paper_bounds
 from ..data.markdown import anchor, md_table
 from ..data.queries import DEFAULT_SUBSETS, subset_alias
@@ -142,7 +142,9 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
             proxy = re.search(r"; (\w+), by a proxy", label)  # a stand-in named after an untested setup
             near = (cause.startswith((INDICATIVE, PARTLY)) or proxy) and moved == moved  # a value to move to
             name, how = (proxy.group(1), INDICATIVE) if proxy else (label, cause.split(" (")[0])
-            by = f": the nearest, `{name}`, {how}, moves PtR − RtP by {fmt_signed(moved)}" if near else ""
+            way = "the paper's way" if (moved > 0) == (float(r["paper"]) > float(r["this_run"])) else "away"
+            by = (f": the nearest, `{name}`, {how}, moves PtR − RtP {way} by under half the gap (a direction "
+                  "only)") if near else ""
             line += f", and no tested cause explains the G2 gap{by}"
     return line + "."
 
