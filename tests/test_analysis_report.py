@@ -1146,6 +1146,27 @@ def test_the_cost_section_says_how_many_queries_plan_tokens_are_imputed(tmp_path
     assert imputed_token_lines(cfg) == []
 
 
+def test_the_main_section_reads_the_comparisons_again_with_coarser_clusters(tmp_path):
+    from toolbench_lib.report.verdicts import coarse_cluster_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert coarse_cluster_lines(cfg) == []
+    t = pd.DataFrame({"retriever": "dense", "subset": ["G1_instruction", "G2_category_original"],
+                      "n_queries": [163, 199], "n_groups": [154, 190], "diff": [-0.063, -0.012],
+                      "significant": [True, False], "n_groups_tool_clusters_robustness": [154, 6],
+                      "p_holm_tool_clusters_robustness": [0.0265, 0.389],
+                      "ci_low_holm_tool_clusters_robustness": [-0.121, -0.036],
+                      "ci_high_holm_tool_clusters_robustness": [-0.006, 0.013]})
+    t.to_csv(tmp_path / "primary_endpoint.csv", index=False)
+    assert coarse_cluster_lines(cfg) == [
+        "Coarser clusters (robustness: every query that shares a tool with another in one cluster, Holm as "
+        "above): G1 163 queries in 154 (against 154), -0.063 [-0.121, -0.006], p = 0.0265; G2 199 queries in "
+        "6 (against 190), -0.012 [-0.036, 0.013], p = 0.389; every verdict holds."]
+    t.assign(p_holm_tool_clusters_robustness=[0.07, 0.389]).to_csv(tmp_path / "primary_endpoint.csv",
+                                                                   index=False)
+    assert coarse_cluster_lines(cfg)[0].endswith("; the verdict changes on G1.")
+
+
 def test_the_cost_section_sets_routing_by_set_against_never_calling_the_llm(tmp_path):
     """Pooled: always RtP 0.216 at 580 tokens, by set 0.212 at 753. Per set (tokens × queries): PtR's extra
     tokens are G1 (845 − 577) · 163 = 43,684 and G2 (900 − 600) · 199 = 59,700; routing by set saves G1's,

@@ -316,3 +316,23 @@ def test_the_interaction_table_adds_the_papers_change_per_family() -> None:
     assert np.isnan(table["paper_diff"].iloc[1])  # the paper's G3 is not in ``paper``
     assert interaction_table(study, families=["bm25"]).empty
     assert interaction_table(_study(2, n_sets=1), paper=paper).empty  # G1 alone: no change to test
+
+
+def test_the_endpoint_table_reads_each_comparison_again_with_coarser_clusters() -> None:
+    """The robustness columns are compare's over clusters of queries linked by a shared tool (here every API
+    id is a tool of its own, so queries sharing an API merge): never more clusters than the primary's."""
+    from dataclasses import replace
+
+    from toolbench_lib.analysis.endpoint import endpoint_table
+    from toolbench_lib.data.queries import shared_tool_groups
+
+    study = _study(4, depth=60, n_sets=2)  # 60 APIs, 3 per query: some queries share one, most not
+    table = endpoint_table(study).set_index("subset")
+    ev = evaluate(study)
+    groups = shared_tool_groups(study.queries)
+    coarse = replace(ev, groups=np.array([groups[q] for q in ev.qkeys]))
+    want = compare(coarse, "rtp", "ptr").set_index("subset")
+    assert (table["n_groups_tool_clusters_robustness"] <= table["n_groups"]).all()
+    assert table["n_groups_tool_clusters_robustness"].tolist() == want["n_groups"].tolist()
+    assert table["p_holm_tool_clusters_robustness"].tolist() == pytest.approx(want["p_holm"].tolist())
+    assert table["n_groups_tool_clusters_robustness"].min() < table["n_groups"].min()  # the check can fail

@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from toolbench_lib.data.dataset import load_dataset, sources_fingerprint, summary
@@ -16,6 +17,7 @@ from toolbench_lib.data.queries import (
     external_sets,
     query_file_sets,
     resolve_subset,
+    shared_tool_groups,
     user_set_files,
 )
 
@@ -212,3 +214,15 @@ def test_ltr_on_a_file_without_recorded_stubs_says_what_to_do_in_one_line(mini_t
     lines = [line for line in err.splitlines() if line.startswith("error:")]  # (a progress bar is not one)
     assert code == 2 and len(lines) == 1, err
     assert "replay miss" in lines[0] and "--backend gemini or local" in lines[0] and "ltr-nollm" in lines[0]
+
+
+def test_queries_linked_by_a_shared_tool_form_one_coarser_group():
+    """a and b share tool t2, b and c share t3: one group; d has a tool of its own; e shares t1 with a but
+    lies in another set."""
+    q = pd.DataFrame({"qkey": ["a", "b", "c", "d", "e"], "subset": ["S", "S", "S", "S", "T"],
+                      "candidates": [["C/t1/x", "C/t2/y"], ["C/t2/z", "D/t3/w"], ["D/t3/v"], ["C/t4/x"],
+                                     ["C/t1/x"]]})
+    groups = shared_tool_groups(q)
+    assert groups["a"] == groups["b"] == groups["c"]
+    assert len({groups["a"], groups["d"], groups["e"]}) == 3
+    assert shared_tool_groups(q.iloc[[3]]) == {"d": "d"}

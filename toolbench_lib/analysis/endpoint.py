@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import K
-from ..data.queries import subset_alias
+from ..data.queries import shared_tool_groups, subset_alias
 from ..eval.compare import INTERACTION_COLUMNS, compare, interactions
 from ..eval.evaluation import evaluate
 from .findings import recall_verdict
@@ -46,7 +46,9 @@ ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", 
                     "ci_low", "ci_high", "p", "p_holm", "ci_low_holm", "ci_high_holm",
                     "p_family", "p_runs_robustness", "note", "leader",
                     "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict", "n_groups",
-                    "p_wilcoxon_robustness"]
+                    "p_wilcoxon_robustness", "n_groups_tool_clusters_robustness",
+                    "p_holm_tool_clusters_robustness", "ci_low_holm_tool_clusters_robustness",
+                    "ci_high_holm_tool_clusters_robustness"]
 
 
 def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -74,9 +76,15 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     sets = list(dict.fromkeys(ev.subsets)) if sets is None else [s for s in sets if s in set(ev.subsets)]
     if not sets:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
+    coarse = shared_tool_groups(result.queries)  # robustness: queries linked by any shared tool, one cluster
+    ev_coarse = replace(ev, groups=np.array([coarse[q] for q in ev.qkeys]))
     rows = []
     for family, (a, b) in pairs.items():
         tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric)
+        wide = compare(ev_coarse, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric).set_index("subset")
+        tests = tests.assign(**{f"{c}_tool_clusters_robustness": tests["subset"].map(wide[x]) for c, x in (
+            ("p_holm", "p_holm"), ("ci_low_holm", "ci_low_holm"), ("ci_high_holm", "ci_high_holm"),
+            ("n_groups", "n_groups"))})
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)

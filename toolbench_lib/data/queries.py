@@ -282,3 +282,24 @@ def ground_truth_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[s
             else queries.index)
     return {q: first.setdefault((subset, frozenset(apis if apis is not None else ())), q)
             for q, subset, apis in zip(keys, queries["subset"], queries[check_gt(gt)], strict=True)}
+
+
+def shared_tool_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[str, str]:
+    """``{qkey: group}``: per subset, the queries linked through any shared tool (an API id's
+    ``category/tool`` part) of their ``gt`` APIs form one group, named by its first query: a coarser
+    clustering than :func:`ground_truth_groups`."""
+    keys = queries["qkey"] if "qkey" in queries else query_keys(queries)
+    parent = {q: q for q in keys}
+
+    def root(q: str) -> str:
+        while parent[q] != q:
+            parent[q] = parent[parent[q]]
+            q = parent[q]
+        return q
+
+    holder: dict[tuple[str, str], str] = {}
+    for q, subset, apis in zip(keys, queries["subset"], queries[check_gt(gt)], strict=True):
+        for tool in {str(a).rsplit("/", 1)[0] for a in (apis if apis is not None else ())}:
+            first = holder.setdefault((subset, tool), q)
+            parent[root(q)] = root(first)
+    return {q: root(q) for q in keys}

@@ -201,6 +201,29 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
             + (f", so {'; '.join(said)}" if said else "") + "."]
 
 
+def coarse_cluster_lines(cfg: ExperimentConfig) -> list[str]:
+    """The dense primary comparisons again with coarser clusters (``primary_endpoint``'s
+    ``*_tool_clusters_robustness`` columns: queries linked by any shared tool in one cluster), and whether
+    each verdict holds."""
+    t = TableCache(cfg.tables_dir).get("primary_endpoint")
+    cols = ["n_groups_tool_clusters_robustness", "p_holm_tool_clusters_robustness",
+            "ci_low_holm_tool_clusters_robustness", "ci_high_holm_tool_clusters_robustness"]
+    if t is None or not {*cols, "n_queries", "n_groups", "significant"} <= set(t):
+        return []
+    t = t[t["retriever"] == "dense"] if "retriever" in t else t
+    flips = [subset_alias(r.subset) for r in t.itertuples()
+             if bool(r.significant) != (r.p_holm_tool_clusters_robustness < ALPHA)]
+    t = t.set_axis([c.removesuffix("_tool_clusters_robustness") + "_wide" * c.endswith("robustness")
+                    for c in t.columns], axis=1)
+    each = "; ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_queries))} queries in "
+                     f"{fmt_count(int(r.n_groups_wide))} (against {fmt_count(int(r.n_groups))}), "
+                     f"{fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm_wide, r.ci_high_holm_wide)}, "
+                     f"{fmt_p(r.p_holm_wide)}" for r in t.itertuples())
+    return [f"Coarser clusters (robustness: every query that shares a tool with another in one cluster, Holm "
+            f"as above): {each}; " + (f"the verdict changes on {' and '.join(flips)}." if flips else
+                                      "every verdict holds.")]
+
+
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
     """Routing by set against never calling the LLM (``routing_overall``), and the share of PtR's extra tokens
     it saves against G1's share of them (``routing``): under routing by set the two are one number."""
@@ -368,7 +391,8 @@ def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> lis
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows),
              "cost": lambda: routing_mix_lines(cfg) + imputed_token_lines(cfg),
-             "main": lambda: other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg),
+             "main": lambda: (other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg)
+                              + coarse_cluster_lines(cfg)),
              "budget": lambda: budget_lines(cfg),
              "scale": lambda: scale_trend_lines(cfg) + divergence_caveat_lines(cfg),
              "stubs": lambda: coupling_lines(cfg)}
