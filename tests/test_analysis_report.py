@@ -1576,6 +1576,21 @@ def test_a_significant_trend_over_registry_sizes_is_said_beside_the_spread(tmp_p
     assert "G1" not in line  # its CI holds 0
 
 
+def test_the_spread_over_seeds_is_read_beside_the_spread_over_sizes(tmp_path):
+    """G1 PtR's recall over three seeds at 1,000 APIs: 0.50, 0.52, 0.54, SD 0.020, above the paper's 0.012;
+    the full registry's one value has no spread; G3 is not a set of the paper's claim."""
+    from toolbench_lib.report.verdicts import seed_spread_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert seed_spread_lines(cfg) == []
+    pd.DataFrame({"size": [1000] * 4 + [47651], "seed": [0, 1, 2, 0, 0],
+                  "subset": ["G1"] * 3 + ["G3", "G1"], "method": "ptr", "gt": "candidates",
+                  "recall": [0.50, 0.52, 0.54, 0.9, 0.4]}).to_csv(tmp_path / "scale.csv", index=False)
+    assert seed_spread_lines(cfg) == [
+        "Read as the spread over seeds instead, the paper's “recall std” is here at most 0.020 (G1 ptr, "
+        "1,000 APIs; `scale`: recall's std over the 3 seeds of a size), above its bound, 0.012."]
+
+
 def test_the_other_g1_files_say_whether_rtps_lead_outlives_the_solvable_subset(tmp_path):
     from toolbench_lib.report.verdicts import other_g1_files_lines
 

@@ -9,7 +9,8 @@ from statistics import NormalDist
 import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
-from ..data.queries import subset_alias
+from ..analysis.references import paper_value
+from ..data.queries import DEFAULT_GT, subset_alias
 from ..study.experiment import ExperimentConfig
 from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
@@ -326,6 +327,26 @@ def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
             "(`scale_claim`: change): a spread over sizes cannot see a trend."]
 
 
+def seed_spread_lines(cfg: ExperimentConfig) -> list[str]:
+    """The other reading of the paper's "recall std": the spread of each architecture's recall over the
+    seeds of one size (``scale``: recall by size and seed), the largest of G1's and G2's."""
+    t = TableCache(cfg.tables_dir).get("scale")
+    if t is None or not {"size", "seed", "subset", "method", "recall", "gt"} <= set(t):
+        return []
+    t = t[(t["gt"] == DEFAULT_GT) & t["subset"].astype(str).map(subset_alias).isin(("G1", "G2"))]
+    sd = t.groupby(["size", "subset", "method"])["recall"].std().dropna()
+    if sd.empty:
+        return []
+    (size, subset, method), top = sd.idxmax(), sd.max()
+    bound = paper_value("scale_gap_std", "max")
+    if bound is None:
+        return []
+    return [f"Read as the spread over seeds instead, the paper's “recall std” is here at most "
+            f"{fmt_number(top)} ({subset_alias(subset)} {method}, {fmt_count(int(size))} APIs; `scale`: "
+            f"recall's std over the {fmt_count(t['seed'].nunique())} seeds of a size), "
+            + ("also under" if top < bound else "above") + f" its bound, {bound:g}."]
+
+
 def _sign_word(lo: float, hi: float, below: str, above: str, neither: str) -> str:
     return below if hi < 0 else above if lo > 0 else neither
 
@@ -394,6 +415,6 @@ def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> lis
              "main": lambda: (other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg)
                               + coarse_cluster_lines(cfg)),
              "budget": lambda: budget_lines(cfg),
-             "scale": lambda: scale_trend_lines(cfg) + divergence_caveat_lines(cfg),
+             "scale": lambda: scale_trend_lines(cfg) + seed_spread_lines(cfg) + divergence_caveat_lines(cfg),
              "stubs": lambda: coupling_lines(cfg)}
     return claim_verdicts(cfg, key) + extra.get(key, list)()
