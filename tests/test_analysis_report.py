@@ -1474,7 +1474,7 @@ def test_a_tests_power_at_a_difference_is_read_from_its_ci():
     # G2_instruction: CI [-0.036, 0.034] is 0.0179 SE a side; +0.045 is 2.52 SE away: power Φ(2.52 − 1.96)
     assert power_at(0.045, -0.036, 0.034) == pytest.approx(0.71, abs=0.005)
     assert power_at(-0.045, -0.036, 0.034) == power_at(0.045, -0.036, 0.034)  # either direction
-    assert power_at(0.0, -0.01, 0.01) == pytest.approx(0.025, abs=1e-3)  # a null: the test's upper tail
+    assert power_at(0.0, -0.01, 0.01) == pytest.approx(0.05, abs=1e-3)  # a null: the test's level, both tails
     assert math.isnan(power_at(0.1, 0.0, 0.0))  # no spread: no CI to read a power from
     # a stricter level needs a larger difference from the same CI (the CI stays a 95% one): less power
     assert power_at(0.045, -0.036, 0.034, alpha=0.05 / 3) < power_at(0.045, -0.036, 0.034)

@@ -152,11 +152,13 @@ def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPH
 
 
 def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> float:
-    """The power at level ``alpha`` of a test whose unadjusted 95% CI is ``[low, high]`` to detect a true
-    difference ``diff`` (normal approximation, the far tail left out), as :func:`detectable` reads a CI's
-    width."""
-    se = (high - low) / (2 * Z_CI)
-    return NormalDist().cdf(abs(diff) / se - NormalDist().inv_cdf(1 - alpha / 2)) if se > 0 else float("nan")
+    """The power at level ``alpha`` of a two-sided test whose unadjusted 95% CI is ``[low, high]`` to
+    detect a true difference ``diff`` (normal approximation, both tails), as :func:`detectable` reads a
+    CI's width."""
+    se, z = (high - low) / (2 * Z_CI), NormalDist().inv_cdf(1 - alpha / 2)
+    if not se > 0:
+        return math.nan
+    return NormalDist().cdf(abs(diff) / se - z) + NormalDist().cdf(-abs(diff) / se - z)
 
 
 def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
