@@ -36,7 +36,7 @@ def _status_text(r) -> str:
         outside = "estimate outside the margin, " * ("(estimate outside)" in str(getattr(r, "basis", "")))
         status += f" ({outside}nonzero: the CI excludes 0 but crosses the margin)"
     if r.status == INCONCLUSIVE and "(estimate on the other side)" in str(getattr(r, "basis", "")):
-        status += " (estimate against the claim)"  # its CI holds the bound, its estimate lies beyond it
+        status += " (estimate against the claim: not supported here)"  # the CI holds the bound
     shown = re.search(r"shown: the least favourable, (k = \d+)", str(getattr(r, "basis", "")))
     status += f" (least favourable {shown.group(1)})" if shown else ""  # an ordering claimed at every k
     cause = getattr(r, "cause_status", "") or ""
