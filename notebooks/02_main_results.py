@@ -151,10 +151,11 @@ display(paired_tests.drop(columns=["a", "b"]).round(4))
 # front reads this table, and every other place that shows the comparison shows these numbers.
 
 # %%
-from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table, interaction_table  # noqa: E402
+from toolbench_lib.analysis.endpoint import PRIMARY, endpoint_table, interaction_table, per_query_table  # noqa: E402
 
 endpoint = endpoint_table(result, PRIMARY.at(cfg.k), paper=PAPER_RECALL, families=["dense"])
 save_table(endpoint, "primary_endpoint", cfg, prov)
+save_table(per_query_table(result, PRIMARY.at(cfg.k)), "primary_per_query", cfg, prov)  # the tests' inputs
 display(Markdown(PRIMARY.at(cfg.k).text()))
 display(endpoint.drop(columns=["p_family"]).round(4))
 

@@ -336,3 +336,18 @@ def test_the_endpoint_table_reads_each_comparison_again_with_coarser_clusters() 
     assert table["n_groups_tool_clusters_robustness"].tolist() == want["n_groups"].tolist()
     assert table["p_holm_tool_clusters_robustness"].tolist() == pytest.approx(want["p_holm"].tolist())
     assert table["n_groups_tool_clusters_robustness"].min() < table["n_groups"].min()  # the check can fail
+
+
+def test_the_per_query_table_holds_what_the_primary_test_reads() -> None:
+    """Each set's means of its per-query values are the endpoint table's; PtR's mean is over its runs."""
+    from toolbench_lib.analysis.endpoint import endpoint_table, per_query_table
+
+    study = _study(5, depth=60, n_sets=2)
+    per_query = per_query_table(study)
+    assert len(per_query) == len(study.queries) and {"cluster", "tool_cluster", "ptr_run2"} <= set(per_query)
+    assert per_query["ptr"].tolist() == pytest.approx(per_query[["ptr_run0", "ptr_run1", "ptr_run2"]].mean(
+        axis=1).tolist())
+    means = per_query.groupby("subset")[["rtp", "ptr"]].mean()
+    table = endpoint_table(study).set_index("subset")
+    assert means["rtp"].tolist() == pytest.approx(table["rtp"].tolist())
+    assert means["ptr"].tolist() == pytest.approx(table["ptr"].tolist())

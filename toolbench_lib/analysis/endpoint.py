@@ -94,6 +94,18 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
 
 
+def per_query_table(result, endpoint: Endpoint = PRIMARY) -> pd.DataFrame:
+    """The dense primary comparison's inputs, one row per query: its set, its cluster and its coarser
+    shared-tool cluster, RtP's value, PtR's per run and mean over runs (what every paired test reads)."""
+    ev, coarse = evaluate(result), shared_tool_groups(result.queries)
+    vals = ev.values(endpoint.metric, endpoint.k, endpoint.gt)
+    rtp, ptr = vals[ev._method("rtp")], vals[ev._method("ptr")]
+    out = pd.DataFrame({"qkey": ev.qkeys, "subset": ev.subsets, "cluster": ev.groups,
+                        "tool_cluster": [coarse[q] for q in ev.qkeys], "rtp": rtp.mean(axis=0)})
+    return out.assign(**{f"ptr_run{r}": ptr[r] for r in range(ptr.shape[0])}, ptr=ptr.mean(axis=0),
+                      metric=f"{endpoint.metric}@{endpoint.k}", gt=endpoint.gt)
+
+
 def interaction_table(result, endpoint: Endpoint = PRIMARY,
                       paper: Mapping[str, Mapping[str, float]] | None = None,
                       families: Sequence[str] | None = None) -> pd.DataFrame:

@@ -223,8 +223,9 @@ def coarse_cluster_lines(cfg: ExperimentConfig) -> list[str]:
                      f"{fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm_wide, r.ci_high_holm_wide)}, "
                      f"{fmt_p(r.p_holm_wide)}" for r in t.itertuples())
     return [f"Coarser clusters (robustness: every query that shares a tool with another in one cluster, Holm "
-            f"as above): {each}; " + (f"the verdict changes on {' and '.join(flips)}." if flips else
-                                      "every verdict holds.")]
+            f"as above): {each}; " + (f"the verdict changes on {' and '.join(flips)}" if flips else
+                                      "every verdict holds")
+            + " (`primary_per_query` holds each query's values and both clusterings)."]
 
 
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
