@@ -20,8 +20,7 @@ COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "
 
 def compare(evaluation, a: str, b: str, sets: Sequence[str] | None = None, gt: str = DEFAULT_GT, k: int = K,
             metric: str = "recall", family: Sequence[str] | None = None) -> pd.DataFrame:
-    """Method ``b`` against ``a`` on each query's mean over runs, one row per set of ``sets`` (default: all):
-    the paired t-test clustered by the evaluation's ``groups``, p and CI Holm-adjusted over ``family``."""
+    """``b`` against ``a`` per set: paired t on per-query means, clustered, Holm over ``family``."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     if a == b:
         raise ValueError(f"compare needs two different methods, got {a!r} twice")
@@ -66,9 +65,7 @@ INTERACTION_COLUMNS = ["comparison", "a", "b", "metric", "k", "gt", "first", "se
 
 def interactions(evaluation, a: str, b: str, first: str, others: Sequence[str], gt: str = DEFAULT_GT,
                  k: int = K, metric: str = "recall") -> pd.DataFrame:
-    """How ``b − a`` changes from set ``first`` to each of ``others`` (a difference in differences: the
-    paper's crossover read as one test): per query its mean over runs, each set's mean difference with its
-    cluster-robust SE, the sets independent (:func:`~.stats.two_sample`); p Holm-adjusted over ``others``."""
+    """How ``b − a`` changes from set ``first`` to each of ``others``, Holm-adjusted."""
     ev = evaluation if isinstance(evaluation, Evaluation) else evaluate(evaluation)
     vals = ev.values(metric, k, gt)
     runs_a, runs_b = vals[ev._method(a)], vals[ev._method(b)]
@@ -98,8 +95,7 @@ def interactions(evaluation, a: str, b: str, first: str, others: Sequence[str], 
 
 def holm_ci(diff, p: float, p_holm: float, unadjusted: tuple[float, float], groups=None,
             alpha: float = 0.05) -> tuple[float, float]:
-    """The t-interval of the mean of ``diff`` adjusted as its p was: at level 1 − ``alpha`` · p / p_holm, so
-    it excludes 0 exactly when p_holm < ``alpha``; the ``unadjusted`` CI where p is not adjusted or tested."""
+    """The t-interval of ``diff``'s mean at the level of its Holm adjustment, else ``unadjusted``."""
     if not (np.isfinite(p) and np.isfinite(p_holm)) or p_holm <= p:
         return unadjusted
     return t_ci(diff, 1 - alpha * p / p_holm, groups)

@@ -42,8 +42,7 @@ def check_k(k: int, depth: int = K_MAX) -> int:
 
 
 def relevance(lists: Sequence[Sequence], rels: Sequence[Collection], depth: int = K_MAX) -> np.ndarray:
-    """The one count of hits: ``(len(lists), depth)`` booleans, True where the ``r``-th distinct id of a
-    ranking is in its ground truth (ids of any hashable kind: API ids or column positions)."""
+    """``(len(lists), depth)``: whether the ``r``-th distinct id of each ranking is relevant."""
     out = np.zeros((len(lists), depth), dtype=bool)
     for i, (ids, rel) in enumerate(zip(lists, rels, strict=True)):
         if rel:
@@ -87,8 +86,7 @@ def hits_at(lists: Sequence[Sequence], rels: Sequence[Collection], k: int) -> np
 
 def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: str, k: int,
                    metrics: Sequence[str] = ("recall", "precision")) -> pd.DataFrame:
-    """Per-query metrics at ``k`` (``qkey, <metric>..., n_gt``) of rankings outside a stored study; a query
-    the rankings miss retrieved nothing."""
+    """Per-query metrics at ``k`` (``qkey, <metric>..., n_gt``) of rankings outside a stored study."""
     check_gt(gt)
     metrics, k = check_metrics(metrics), check_k(k, max(k, 1))
     rels = [set(r) for r in queries[gt]]
@@ -141,8 +139,7 @@ class Evaluation:
 
     def scores(self, k: int, gt: str = DEFAULT_GT, metrics: Sequence[str] = ("recall", "precision"),
                methods: Sequence[str] | None = None) -> pd.DataFrame:
-        """Long table ``qkey, <metrics>..., n_gt, hits, method, run, subset``: one row per method, run and
-        query (a deterministic method repeated for every run), methods in study order, queries in order."""
+        """``qkey, <metrics>..., n_gt, hits, method, run, subset`` per method, run and query."""
         metrics, k = check_metrics(metrics), check_k(k, self.depth)
         g = self._gt(gt)
         chosen = list(self.methods) if methods is None else list(methods)

@@ -48,9 +48,7 @@ def _shown(result) -> dict[tuple, set[str]]:
 
 def plan_evidence(result, gt: str = "relevant", registry: pd.DataFrame | None = None,
                   verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per plan: verdict, ground-truth evidence (all / some / none), the objective pass and
-    ``n_shown`` (ground-truth APIs its prompt listed); ``verdicts`` replace the study's own (plans they lack
-    are left out)."""
+    """One row per plan: verdict, ground-truth evidence, objective pass and ``n_shown``."""
     check_gt(gt)
     cols = ["qkey", "subset", "method", "run", "refusal", "verdict", "judge_version", "n_gt", "n_named",
             "n_covered", "n_shown", "evidence", "objective_pass", "gt"]
@@ -93,8 +91,7 @@ def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
 
 
 def kappa_max(a: float, b: float) -> float:
-    """The largest Cohen's kappa two raters passing shares ``a`` and ``b`` of the items can reach (NaN when
-    both pass all or none): however sound a judge, its kappa is capped when the two rates are far apart."""
+    """The largest Cohen's kappa of raters passing shares ``a`` and ``b`` (NaN if both 0 or 1)."""
     chance = a * b + (1 - a) * (1 - b)
     most = min(a, b) + min(1 - a, 1 - b)
     return (most - chance) / (1 - chance) if chance < 1 else float("nan")

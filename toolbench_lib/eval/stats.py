@@ -50,8 +50,7 @@ def _percentile_ci(draws: np.ndarray, level: float) -> np.ndarray:
 
 def ratio_change(a1, b1, a2, b2, n_resamples: int = 10_000, seed: int = SEED,
                  level: float = 0.95) -> tuple[float, float, float]:
-    """``mean(b2) / mean(a2) − mean(b1) / mean(a1)`` over paired per-item scores (how far B's share of A's
-    mean moves between two settings) with its percentile bootstrap CI, the items resampled together."""
+    """``mean(b2)/mean(a2) − mean(b1)/mean(a1)`` of paired scores and its bootstrap CI."""
     x = np.column_stack([np.asarray(v, dtype=float) for v in (a1, b1, a2, b2)])
     with np.errstate(divide="ignore", invalid="ignore"):
         def change(m: np.ndarray) -> np.ndarray:
@@ -85,9 +84,7 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
 
 
 def mean_se(values: Sequence[float], groups: Sequence | None = None) -> tuple[float, float, int]:
-    """``(mean, se, df)`` of ``values``: the CR2 (Bell–McCaffrey) cluster-robust standard error of the mean
-    with ``groups`` as clusters and G − 1 degrees of freedom; with every value its own group (the default)
-    exactly the one-sample t-test's s/√n on n − 1."""
+    """``(mean, se, df)``: the CR2 cluster-robust SE by ``groups`` (default: s/√n on n − 1)."""
     v = np.asarray(values, dtype=float)
     _, inverse = np.unique(np.arange(v.size) if groups is None else np.asarray(groups), return_inverse=True)
     sums, sizes = np.bincount(inverse, weights=v - v.mean()), np.bincount(inverse)
@@ -97,9 +94,7 @@ def mean_se(values: Sequence[float], groups: Sequence | None = None) -> tuple[fl
 
 
 def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None = None) -> tuple[float, float]:
-    """The t-interval of the mean of ``values`` (per-query differences), cluster-robust by ``groups``
-    (:func:`mean_se`): the paired test's own CI, so it excludes 0 exactly when that test's p < 1 - ``level``;
-    NaN under 2 groups or with a NaN."""
+    """The cluster-robust t-interval of the mean (the paired test's CI); NaN under 2 groups."""
     v = np.asarray(values, dtype=float)
     if v.size < 2 or np.isnan(v).any():
         return float("nan"), float("nan")
@@ -112,8 +107,7 @@ def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None =
 
 def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
            groups: Sequence | None = None) -> dict:
-    """The one paired test of per-query scores ``a`` and ``b`` (``diff = b - a``): the t-test, cluster-robust
-    by ``groups``, with its own CI (:func:`t_ci`); not testable with a NaN, under 2 groups or no variance."""
+    """The paired t-test of ``b - a``, cluster-robust by ``groups``, with its CI (:func:`t_ci`)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
@@ -150,10 +144,7 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
 
 def two_sample(first: Sequence[float], second: Sequence[float], groups_first: Sequence | None = None,
                groups_second: Sequence | None = None, level: float = 0.95) -> dict:
-    """``mean(second) − mean(first)`` for two independent samples (per-query differences of two query sets),
-    each mean's SE cluster-robust by its ``groups`` (:func:`mean_se`), t on Welch–Satterthwaite df: with no
-    groups exactly Welch's t-test. ``diff``, ``ci_low``, ``ci_high``, ``t``, ``df``, ``p`` (NaN if either
-    sample has under 2 groups or a NaN)."""
+    """``mean(second) − mean(first)`` of independent samples, cluster-robust, on Welch df."""
     (m1, se1, df1), (m2, se2, df2) = mean_se(first, groups_first), mean_se(second, groups_second)
     out = {"diff": m2 - m1, "ci_low": np.nan, "ci_high": np.nan, "t": np.nan, "df": np.nan, "p": np.nan}
     var = se1**2 + se2**2
@@ -176,8 +167,7 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
 
 def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_deterministic: bool) -> dict:
-    """The paper's test over runs: one-sample t of B's run means against A's value (A deterministic), else
-    Welch's t; ``p_value`` is missing (the reason in ``note``) under 2 runs, without variance or a NaN."""
+    """The paper's test over runs: one-sample t against A's value if deterministic, else Welch's."""
     x, y = np.asarray(a_values, dtype=float), np.asarray(b_values, dtype=float)
     test = "one_sample_t" if a_deterministic else "welch_t"
     out = {"test": test, "n_a": int(x.size), "n_b": int(y.size), "statistic": float("nan"),
@@ -228,8 +218,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
 def cluster_mean_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 10_000, seed: int = SEED,
                     level: float = 0.95) -> tuple[float, float]:
-    """:func:`grouped_bootstrap_ci` of ``mean(values)`` (a query's stubs over its runs go together, so items
-    alike within a cluster do not narrow it); NaN under 2 clusters."""
+    """:func:`grouped_bootstrap_ci` of ``mean(values)`` by ``clusters``; NaN under 2."""
     low, high, n = grouped_bootstrap_ci(values, clusters, n_resamples, seed, level)
     return (low, high) if n >= 2 else (float("nan"), float("nan"))
 

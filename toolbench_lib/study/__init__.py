@@ -1,2 +1,1 @@
-"""The study: running it (`result`), its configuration and run folders, recording, re-judging, checks of
-user-given values."""
+"""The study: running, configuring, storing, recording and re-judging it; checks of user-given values."""

@@ -13,9 +13,7 @@ from .result import StudySettings, run_study
 
 def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
                      per_set: int | None = None) -> tuple[dict, str]:
-    """``({embedder: StudyResult}, note)``: retrieval-only studies (run 0's stubs, no plans) of the
-    configuration's queries (the first ``per_set`` of each set) on one ``n_apis``-API sub-registry per
-    embedder; a model that is not installed is left out and named in ``note``."""
+    """Retrieval-only studies of the configuration's queries, one per installed embedder; (studies, note)."""
     paths, missing = {}, []
     for name in names:
         try:

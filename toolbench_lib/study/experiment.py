@@ -1,6 +1,5 @@
-"""One experiment configuration shared by every notebook: the study stored once under
-``outputs/<run_name>/runs/<study key>/``, and a run folder recording its parameters (``run.json``), which a
-notebook given other ones leaves for a derived run (``outputs/<run_name>-k10/``)."""
+"""One configuration shared by every notebook: its study, stored once, and a run folder recording its
+parameters (``run.json``), which other parameters leave for a derived run (``outputs/<run_name>-k10/``)."""
 
 from __future__ import annotations
 
@@ -120,8 +119,7 @@ class ExperimentConfig:
 
     @classmethod
     def from_params(cls, echo=print, **params) -> ExperimentConfig:
-        """Build from notebook parameters (``smoke=True``: the CI slice), redirected to a derived run (and
-        ``echo`` says so) when ``outputs/<run_name>/`` was made with other parameters."""
+        """Build from notebook parameters, redirected to a derived run when the run folder differs."""
         return cls.build(**params).redirected(echo)
 
     def data_fingerprint(self) -> str:
@@ -215,8 +213,7 @@ class ExperimentConfig:
         return self
 
     def claim_run(self, study: str | None = None) -> Path:
-        """Write (or extend) the run record before anything is written to the run folder;
-        :class:`RunConflict` when the folder was recorded with other parameters."""
+        """Write (or extend) the run record; :class:`RunConflict` when it holds other parameters."""
         record = self.read_record()
         diff = self.differences(record)
         if diff:
@@ -267,8 +264,7 @@ def _stored_study(folder: Path, model: str, embed_backend: str = "fp32"):
 
 
 def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
-    """``(setup, StudyResult)``: the stored study of this configuration (a derived run's from its base run,
-    copied), run and saved when missing."""
+    """``(setup, StudyResult)``: the stored study (a base run's copied), else run and saved."""
     setup = setup or LazySetup(cfg)
     if not isinstance(setup, LazySetup):
         cfg._fingerprint = setup.provenance.get("data_fingerprint") or cfg.data_fingerprint()
@@ -297,8 +293,7 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
 
 
 def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int | None:
-    """Queries per set that a study of ``runs`` runs can use: with replay, the largest N whose stubs the
-    cassette holds in every run; else the configuration's limit (None: every query)."""
+    """Queries per set a study of ``runs`` runs can use (replay: those whose stubs the cassette holds)."""
     if cfg.backend != "replay":
         return cfg.limit
     temps = StudySettings(temperature=cfg.temperature, run_temperature=cfg.run_temperature)
@@ -308,26 +303,22 @@ def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int |
 
 
 def get_runs_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
-    """``(config, setup, StudyResult)`` of a retrieval-only study of RtP and PtR over ``runs`` runs (the main
-    study when it has as many), stored in the run ``<run_name>-runs<runs>``; see :func:`_retrieval_study`."""
+    """``(config, setup, StudyResult)`` of a retrieval-only RtP and PtR study of ``runs`` runs."""
     if cfg.runs == runs:
         return (cfg, *get_study(cfg, progress=progress))
     return _retrieval_study(cfg, runs, queries, progress, f"runs{runs}")
 
 
 def get_retrievers_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool = True):
-    """``(config, setup, StudyResult)`` of the retriever study, RtP and PtR with each of ``cfg.retrievers``,
-    stored in the run ``<run_name>-retrievers``; see :func:`_retrieval_study`."""
+    """``(config, setup, StudyResult)`` of RtP and PtR with each of ``cfg.retrievers``."""
     methods = [method_name(a, f) for f in cfg.retrievers for a in ARCHITECTURES]
     return _retrieval_study(cfg, runs, queries, progress, "retrievers", study_methods=methods)
 
 
 def get_g2_instruction_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, validation,
                              progress: bool = True):
-    """``(config, setup, StudyResult)`` of G2_instruction, the set the paper's G2 numbers fit: its own
-    retriever study of ``runs`` runs (the run ``<run_name>-g2-instruction-retrievers``) when the cassette
-    holds their stubs for every G2_instruction query of ``validation`` (the validation study's ``(config,
-    setup, StudyResult)``), else ``validation`` itself; None without either."""
+    """G2_instruction's own retriever study when the cassette holds the stubs of every G2_instruction
+    query of the ``validation`` study, else ``validation``."""
     if validation is None or "G2_instruction" not in set(validation[2].queries["subset"]):
         return validation
     g2i = replace(cfg, run_name=f"{cfg.run_name}-g2-instruction", subsets=["G2_instruction"])
@@ -338,8 +329,7 @@ def get_g2_instruction_study(cfg: ExperimentConfig, runs: int, queries: pd.DataF
 
 def _retrieval_study(cfg: ExperimentConfig, runs: int, queries: pd.DataFrame, progress: bool, suffix: str,
                      **fields):
-    """``(config, setup, StudyResult)`` of a retrieval-only study of ``runs`` runs on the first
-    :func:`runs_limit` queries, in the run ``<run_name>-<suffix>``; None when that limit is 0."""
+    """A retrieval-only study of the first :func:`runs_limit` queries in ``<run_name>-<suffix>`` (None: 0)."""
     n = runs_limit(cfg, queries, runs)
     if n == 0:
         return None

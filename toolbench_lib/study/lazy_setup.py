@@ -1,5 +1,4 @@
-"""A retrieval setup built on first use: a warm notebook that reads a stored study loads neither the
-embedding model nor the registry index unless one of its cells asks for them."""
+"""A retrieval setup built on first use: reading a stored study loads no embedder and builds no index."""
 
 from __future__ import annotations
 
@@ -15,9 +14,7 @@ _EMBEDDERS: dict[tuple, embedding.Embedder] = {}
 
 
 class LazySetup:
-    """Stands in for a configuration's :class:`~toolbench_lib.retrieval.setup.RetrievalSetup`: ``ds``,
-    ``queries``, ``api_ids``, ``model`` and ``embedder_backend`` come from the data and the configuration;
-    anything else loads the embedder and builds the index (once)."""
+    """A :class:`~toolbench_lib.retrieval.setup.RetrievalSetup` stand-in that builds one when needed."""
 
     def __init__(self, cfg) -> None:
         self._cfg = cfg

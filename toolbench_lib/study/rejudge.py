@@ -80,8 +80,7 @@ def record_verdicts(plans: Sequence[StoredPlan], llm: LLMBackend, version: str,
 
 def rejudge(result: StudyResult, setup, llm: LLMBackend, version: str,
             per_subset: int | None = None) -> pd.DataFrame:
-    """``qkey, method, run, verdict, judge_version`` of judge ``version`` on a study's stored plans (first
-    ``per_subset`` queries per subset); the study's ``setup`` gives the API docs."""
+    """``qkey, method, run, verdict, judge_version`` of judge ``version`` on a study's stored plans."""
     plans = result.plans
     if plans.empty:
         return pd.DataFrame(columns=["qkey", "method", "run", "verdict", "judge_version"])

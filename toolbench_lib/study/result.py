@@ -1,6 +1,5 @@
-"""The two architectures end to end: stubs, retrieval, plans and judge verdicts over independent runs, stored
-as a :class:`~toolbench_lib.study.stored.StudyResult`. Run 0 uses ``temperature`` (0, as in the paper), later
-runs ``run_temperature`` with ``seed = run``, so a backend deterministic at temperature 0 still varies."""
+"""The two architectures end to end (stubs, retrieval, plans and verdicts over runs); run 0 at
+``temperature``, later runs at ``run_temperature`` with ``seed = run``."""
 
 from __future__ import annotations
 
@@ -121,8 +120,7 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
                    method: str, run: int, temperature: float, k: int, judge: bool = True, workers: int = 1,
                    progress: bool = True,
                    judge_version: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list[dict]]:
-    """The planner on each query's top-``k`` APIs of ``ranking``, then the judge on its plan; steps resolved
-    tolerantly (``named_ids``, ``fidelity``) and strictly."""
+    """The planner on each query's top-``k`` APIs of ``ranking``, then the judge on its plan."""
     judge_template = judge_prompt(judge_version)
     names = registry_names(setup.ds.registry)
     final = ranking[ranking["rank"] <= k].sort_values(["qkey", "rank"])
@@ -157,8 +155,7 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
 
 def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySettings,
               progress: bool = True) -> StudyResult:
-    """Run the settings' methods over ``settings.runs`` runs on the setup's queries: the one pipeline
-    (retrieval only with ``plan_limit=0``; then RtP alone needs no ``llm``)."""
+    """Run the settings' methods over ``settings.runs`` runs (retrieval only with ``plan_limit=0``)."""
     q = setup.queries
     planned = q if settings.plan_limit is None else q.groupby("subset", sort=False).head(settings.plan_limit)
     load_methods()  # every method registered, the fused ones of retrieval.fused included
@@ -198,20 +195,16 @@ def run_study(setup: RetrievalSetup, llm: LLMBackend | None, settings: StudySett
     describe = getattr(setup, "retriever_provenance", None)  # BM25's analyzer, the hybrid's fusion, ...
     families = list(dict.fromkeys(split_method(m)[1] for m in settings.methods))
     prov = {
-        **setup.provenance,
-        "backend": llm.name if llm is not None else None,
-        "llm_model": llm.model if llm is not None else None,
-        "is_llm": bool(llm.is_llm) if llm is not None else False,
+        **setup.provenance, "backend": getattr(llm, "name", None), "llm_model": getattr(llm, "model", None),
+        "is_llm": bool(getattr(llm, "is_llm", False)),
         "pass_rate_kind": None if llm is None
         else "llm_judge" if llm.is_llm else "rules_proxy (not an LLM judgement)",
         "prompt_versions": [STUB_PROMPT.version, PLAN_PROMPT.version, settings.judge_version],
         "settings": json.loads(json.dumps(asdict(settings))),
-        "retrievers": describe(families) if describe is not None else {},
-        "n_queries": int(len(q)),
+        "retrievers": describe(families) if describe is not None else {}, "n_queries": int(len(q)),
         "n_planned_queries": int(len(planned)) if settings.plan_limit != 0 else 0,
         "empty_rankings": empty_rankings(rankings, q["qkey"], settings.methods, settings.runs),
-        "stub_cap": stub_cap_counts(stubs),
-        "deterministic": [r.name for r in retrievers if r.deterministic],
+        "stub_cap": stub_cap_counts(stubs), "deterministic": [r.name for r in retrievers if r.deterministic],
         "format_version": FORMAT_VERSION,
         "retriever_notes": notes,  # e.g. a learned ranker's queries that repeat a design query's text
     }

@@ -8,12 +8,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..config import PLAN_K
 from ..data.atomic import atomic_folder, file_sha256, folder_lock
 from ..data.queries import DEFAULT_GT, check_gt
+from ..retrieval.fuse import ids
+from ..retrieval.fusion_specs import rankings_by, text_rankings
 from ..retrieval.rankings import Retrieved
 
 FORMAT_VERSION = 2  # the stored layout: rankings and text_rankings (1: one hits table, see convert_format_1)
@@ -69,8 +70,7 @@ class StudyResult:
 
     @classmethod
     def load(cls, folder: Path) -> StudyResult:
-        """The stored study of ``folder`` (format 1 converted in memory), checksums covering the very bytes
-        parsed under the folder's shared lock; a damaged or newer one is a :class:`StoredStudyError`."""
+        """The stored study of ``folder``, checked under its shared lock (:class:`StoredStudyError`)."""
         folder = Path(folder)
         try:
             with folder_lock(folder, shared=True):
@@ -132,26 +132,15 @@ class StudyResult:
         final = self._of(self.rankings, method, run)
         if k is not None:
             final = final[final["rank"] <= k]
-        final = final.sort_values(["qkey", "rank"])
-        keys = np.asarray(final["qkey"], dtype=object)  # (a split by position: no per-group pandas call)
-        if not len(keys):
-            return {}
-        ids = np.asarray(final["api_id"], dtype=object).tolist()
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]).tolist()
-        return {keys[s]: ids[s:e] for s, e in zip(starts, [*starts[1:], len(keys)], strict=True)}
+        return {q: ids(r) for q, r in rankings_by(final, ["qkey"]).items()}
 
     def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
         """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
-        final = self._of(self.rankings, method, run).sort_values(["qkey", "rank"])
-        return {q: dict(zip(g["api_id"], g["score"].astype(float), strict=True))
-                for q, g in final.groupby("qkey", sort=False)}
+        return {q: dict(r) for q, r in rankings_by(self._of(self.rankings, method, run), ["qkey"]).items()}
 
     def scored_text_rankings(self, method: str, run: int = 0) -> dict[str, list[dict[str, float]]]:
         """``{qkey: [{api_id: cosine}, ...]}``: every searched text's own ranking, in text order."""
-        own = self._of(self.text_rankings, method, run).sort_values(["qkey", "text_idx", "rank"])
-        return {q: [dict(zip(t["api_id"], t["score"].astype(float), strict=True))
-                    for _, t in g.groupby("text_idx", sort=True)]
-                for q, g in own.groupby("qkey", sort=False)}
+        return {q: [dict(r) for r in rs] for q, rs in text_rankings(self.retrieved(method, run)).items()}
 
     def qrels(self, gt: str = DEFAULT_GT) -> dict[str, set[str]]:
         """``{qkey: {api_id, ...}}`` under one ground-truth definition."""
@@ -184,8 +173,7 @@ def stored_format_version(provenance: dict, folder: Path) -> int:
 
 def convert_format_1(tables: dict[str, pd.DataFrame],
                      provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A format-1 study's tables and provenance in this format: ``hits`` split into ``rankings`` (``text_idx =
-    -1``) and ``text_rankings``, rows of ``run = -1`` repeated for every run (their methods deterministic)."""
+    """A format-1 study in this format: ``hits`` split in two, ``run = -1`` rows repeated per run."""
     tables = dict(tables)
     hits = tables.pop("hits")
     runs = int(provenance.get("settings", {}).get("runs", 1))

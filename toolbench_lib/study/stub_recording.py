@@ -1,16 +1,11 @@
 """Record PtR stubs (no plans) of a live backend for replay, resumably, in an order useful when interrupted.
 
-Stubs depend only on the query, so they need no registry, embeddings or index. :func:`record_stubs` takes
-the queries in rounds of ``chunk`` queries per set, interleaving the sets, and within a round every
-requested run, so a recording stopped at any point covers the first N queries of every set in every run.
-Every call goes through the durable call cache, so a rerun resumes where the last one stopped. Given a
-cassette, every ``export_every`` new calls and at the end the cassette is merged with the cache: its own
-records are first imported into the cache, then the cache (one model) is written back, and the cassette is
-checked to still hold every record it held before.
-
-Two entry points call it: ``python -m toolbench_lib record stubs`` (any sets and runs, no cassette) and
-``python -m toolbench_lib.study.stub_recording --subset G1_category --subset G1_tool ...`` (run 0, one
-query per set per round, merged into the cassette; default sets: the validation sets).
+Queries go in rounds of ``chunk`` per set (sets interleaved, every requested run within a round), so a
+recording stopped anywhere covers the first N queries of every set in every run; every call goes through the
+durable call cache, so a rerun resumes. Given a cassette, it is merged with the cache every ``export_every``
+new calls and at the end, and checked to keep every record it held. Entry points: ``python -m toolbench_lib
+record stubs`` (any sets and runs, no cassette) and ``python -m toolbench_lib.study.stub_recording`` (run 0,
+one query per set per round, merged into the cassette; default sets: the validation sets).
 """
 
 from __future__ import annotations
@@ -50,11 +45,6 @@ def recording_order(queries: pd.DataFrame, chunk: int) -> list[pd.DataFrame]:
     return [g.drop(columns=["_pos", "_round"]) for _, g in q.groupby("_round", sort=True)]
 
 
-def recorded_stub_queries(cassette: str | Path, model: str | None = None) -> set[str]:
-    """Query texts whose stub call (this prompt version, run 0 at temperature 0) the cassette holds."""
-    return recorded_stub_runs(cassette, model).get((0, 0.0), set())
-
-
 def _stub_records(cassette: str | Path, model: str | None = None):
     """``(record, query text)`` of the cassette's stub calls (``model``'s when given), if any."""
     path = Path(cassette)
@@ -73,9 +63,13 @@ def recorded_stub_runs(cassette: str | Path, model: str | None = None) -> dict[t
     return out
 
 
+def recorded_stub_queries(cassette: str | Path, model: str | None = None) -> set[str]:
+    """Query texts whose stub call (this prompt version, run 0 at temperature 0) the cassette holds."""
+    return recorded_stub_runs(cassette, model).get((0, 0.0), set())
+
+
 def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[str]:
-    """Every text a study replayed from ``cassette`` searches by meaning, once: ``queries`` and the stubs of
-    each recorded stub reply, as PtR searches them."""
+    """Every text a study replayed from ``cassette`` searches by meaning: ``queries`` and their stubs."""
     texts = dict.fromkeys(queries)
     for r, q in _stub_records(cassette):
         texts.update(dict.fromkeys(stub_text(s) for s in parse_stubs_counted(r["text"], q)[0]))
@@ -84,8 +78,7 @@ def recorded_search_texts(cassette: str | Path, queries: Sequence[str]) -> list[
 
 def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[str],
                    runs: Sequence[tuple[int, float]] = ((0, 0.0),)) -> int:
-    """The largest N such that the first N queries of every set (all of a smaller set) have recorded stubs
-    in every ``(run, temperature)`` of ``runs``; 0 when the cassette is missing."""
+    """The largest N whose first N queries of every set have recorded stubs in every one of ``runs``."""
     recorded = recorded_stub_runs(cassette)
     have = set.intersection(*(recorded.get((r, float(t)), set()) for r, t in runs)) if runs else set()
     texts = [queries.loc[queries["subset"] == s, "query"].tolist() for s in sets]
@@ -96,8 +89,7 @@ def recorded_limit(cassette: str | Path, queries: pd.DataFrame, sets: Sequence[s
 
 
 def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> tuple[int, int]:
-    """Merge the cassette into the cache and write the cache (``model``'s records) back, only if it keeps
-    every record (else ``RuntimeError``); ``(records before, records after)``."""
+    """Merge the cassette into the cache, write ``model``'s records back if none is lost; (before, after)."""
     path = Path(cassette)
     before = {r["key"] for r in read_cassette(path)} if path.exists() else set()
     if path.exists():
@@ -118,8 +110,7 @@ def merge_export(store: CallStore, cassette: str | Path, model: str | None) -> t
 def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (0,), chunk: int = 25,
                  store: CallStore | None = None, cassette: str | Path | None = None, export_every: int = 20,
                  echo: Callable[[str], object] = log.info) -> dict:
-    """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`, merging the
-    cache into ``cassette`` every ``export_every`` new calls and at the end; counts of calls and queries."""
+    """Generate (and so record) the stubs of ``runs`` for ``queries`` in :func:`recording_order`."""
     if cassette is not None and store is None:
         raise ValueError("recording into a cassette needs the call store behind the backend")
     settings, t0, made, done, exported_at, after = StudySettings(), time.time(), 0, 0, 0, None

@@ -1,5 +1,4 @@
-"""Checks of user-given values, shared by the command line and the notebooks' ExperimentConfig; each fails
-with one line naming the option, the bad value and what is allowed."""
+"""Checks of user-given values (command line and ExperimentConfig), each failing with one line."""
 
 from __future__ import annotations
 
@@ -71,8 +70,7 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
 
 
 def check_subsets(name: str, values: object, user_sets: Iterable[str] | None = None) -> list[str]:
-    """Known query-set names or aliases, a set named twice (also through an alias) kept once; ``user_sets``:
-    the data folder's user sets, when known (else a user set is checked for its form only)."""
+    """Known query-set names or aliases, each set once; ``user_sets``: the data folder's, when known."""
     user_sets = None if user_sets is None else list(user_sets)
     if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
         raise UsageError(f"{name}: {values!r} is not allowed; expected a non-empty list of query sets")
@@ -101,8 +99,7 @@ def shown(value: object, width: int = 80) -> str:
 
 
 def path_problem(value: str | os.PathLike[str]) -> str | None:
-    """What makes ``value`` unusable as a path before the file system is asked (empty, not UTF-8, a NUL,
-    a name or the whole too long), or None."""
+    """What makes ``value`` unusable as a path before the file system is asked, or None."""
     text = os.fspath(value)
     if isinstance(text, bytes):
         try:
@@ -126,8 +123,7 @@ def path_problem(value: str | os.PathLike[str]) -> str | None:
 
 
 def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
-    """A path of ``kind`` (``"output_dir"``, ``"output_file"``, ``"file"``, ``"dir"``), its form and then the
-    file system checked; nothing but :class:`UsageError` is raised."""
+    """A path of ``kind`` (output_dir, output_file, file, dir): its form, then the file system."""
     problem = path_problem(value)
     if problem:
         raise UsageError(f"{name}: {shown(value)} is not allowed; {problem}")
@@ -158,8 +154,7 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
 
 def _argtype(check: Callable[[str], object], kind: str, note: str = "",
              problem: str = " is not allowed; ") -> Callable[[str], object]:
-    """An argparse type of a check above: its :class:`UsageError` as argparse's one line, without the name
-    (``note`` added, ``problem`` in place of " is not allowed; ")."""
+    """An argparse type of a check: its :class:`UsageError` as argparse's one line, without the name."""
 
     def parse(text: str) -> object:
         try:
@@ -242,8 +237,7 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSErro
 
 
 def report(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr (an expected error's message, another's type and message too);
-    returns the exit code."""
+    """Print ``exc`` as one line on stderr; the exit code (2: an input error, else 1)."""
     single_key = isinstance(exc, KeyError) and len(exc.args) == 1
     message = " ".join((str(exc.args[0]) if single_key else str(exc) or type(exc).__name__).split())
     if isinstance(exc, INPUT_ERRORS) or type(exc).__name__ == "NotebookFailure":
@@ -254,8 +248,7 @@ def report(exc: BaseException) -> int:
 
 
 def list_from_text(value: object) -> object:
-    """A text that is a YAML flow list (``'["G1", "G3"]'``, as ``papermill -p`` passes it) as that list;
-    any other value as it is (and checked as such)."""
+    """A YAML flow list given as text (as ``papermill -p`` passes it) as a list; else the value."""
     if not isinstance(value, str) or not value.strip().startswith("["):
         return value
     try:
@@ -274,8 +267,7 @@ def check_run_name(value: object) -> str:
 
 
 def validate_config(cfg) -> None:
-    """Check every field of an ``ExperimentConfig`` (subsets deduplicated, lists given as text read as
-    lists); a bad field is a :class:`UsageError` naming it, its value and what is allowed."""
+    """Check every field of an ``ExperimentConfig`` (subsets deduplicated, lists read from text)."""
     check_run_name(cfg.run_name)
     for name, kind in (("data_dir", "dir"), ("cassette", "file"), ("outputs_dir", "output_dir")):
         value = getattr(cfg, name)
@@ -329,8 +321,7 @@ def check_depth(name: str, value: int | None, registry_size: int) -> None:
 
 def check_dataset(ds, max_apis: int | None, subsets: Iterable[str], k: int | None = None,
                   depth: int | None = None) -> None:
-    """What can only be checked once the data is loaded: the sub-registry size, ``k`` and ``depth``
-    against it, and non-empty query sets."""
+    """Checks that need the data: sub-registry size, ``k`` and ``depth``, non-empty sets."""
     check_max_apis(max_apis, len(ds.registry))
     check_depth("--k", k, max_apis or len(ds.registry))
     check_depth("--depth", depth, max_apis or len(ds.registry))
