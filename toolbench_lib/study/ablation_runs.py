@@ -24,8 +24,7 @@ def embedder_studies(cfg: ExperimentConfig, n_apis: int, names: list[str],
     llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
     settings = StudySettings(k=cfg.k, depth=cfg.depth, runs=1, plan_limit=0, methods=("rtp", "ptr"))
     size = min(n_apis, cfg.max_apis or n_apis)
-    limits = [n for n in (per_set, cfg.limit) if n]
-    limit = min(limits) if limits else None
+    limit = min((n for n in (per_set, cfg.limit) if n), default=None)
     out = {}
     for name, path in paths.items():
         setup = prepare(ds, load_embedder(path), cfg.subsets, size, limit, cfg.seed, progress=False)
