@@ -92,11 +92,8 @@ def score_rankings(rankings: Mapping[str, Sequence], queries: pd.DataFrame, gt: 
     rels = [set(r) for r in queries[gt]]
     flags = relevance([rankings.get(q, []) for q in queries["qkey"]], rels, k)
     n_gt = np.array([len(r) for r in rels])
-    out = pd.DataFrame({"qkey": queries["qkey"].to_numpy()})
-    for m in metrics:
-        out[m] = metric_values(flags, n_gt, m, k)
-    out["n_gt"] = n_gt
-    return out
+    return pd.DataFrame({"qkey": queries["qkey"].to_numpy(),
+                         **{m: metric_values(flags, n_gt, m, k) for m in metrics}, "n_gt": n_gt})
 
 
 @dataclass
@@ -145,17 +142,13 @@ class Evaluation:
         chosen = list(self.methods) if methods is None else list(methods)
         idx = [self._method(m) for m in chosen]
         nq, nr = len(self.qkeys), self.n_runs
-        flags = self.flags[g][idx]
-        out = pd.DataFrame({"qkey": np.tile(self.qkeys, len(idx) * nr)})
-        n_gt = self.n_gt[g]
-        for m in metrics:
-            out[m] = metric_values(flags, n_gt[None, None, :], m, k).ravel()
-        out["n_gt"] = np.tile(n_gt, len(idx) * nr)
-        out["hits"] = flags[..., :k].sum(axis=-1).ravel()
-        out["method"] = np.repeat(chosen, nr * nq)
-        out["run"] = np.tile(np.repeat(np.arange(nr), nq), len(idx))
-        out["subset"] = np.tile(self.subsets, len(idx) * nr)
-        return out
+        flags, n_gt, rows = self.flags[g][idx], self.n_gt[g], len(idx) * nr
+        return pd.DataFrame({"qkey": np.tile(self.qkeys, rows),
+                             **{m: metric_values(flags, n_gt[None, None, :], m, k).ravel() for m in metrics},
+                             "n_gt": np.tile(n_gt, rows), "hits": flags[..., :k].sum(axis=-1).ravel(),
+                             "method": np.repeat(chosen, nr * nq),
+                             "run": np.tile(np.repeat(np.arange(nr), nq), len(idx)),
+                             "subset": np.tile(self.subsets, rows)})
 
     def save(self, path: Path) -> None:
         """Write the evaluation to ``path`` (npz) and its sha256 sidecar."""
