@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..config import PLAN_K
 from ..data.atomic import atomic_folder, file_sha256, folder_lock
 from ..data.queries import DEFAULT_GT, check_gt
-from ..retrieval.fuse import ids
 from ..retrieval.fusion_specs import rankings_by, text_rankings
 from ..retrieval.rankings import Retrieved
 
@@ -132,7 +132,13 @@ class StudyResult:
         final = self._of(self.rankings, method, run)
         if k is not None:
             final = final[final["rank"] <= k]
-        return {q: ids(r) for q, r in rankings_by(final, ["qkey"]).items()}
+        final = final.sort_values(["qkey", "rank"])
+        keys = np.asarray(final["qkey"], dtype=object)  # (a split by position: no per-group pandas call)
+        if not len(keys):
+            return {}
+        ids = np.asarray(final["api_id"], dtype=object).tolist()
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]).tolist()
+        return {keys[s]: ids[s:e] for s, e in zip(starts, [*starts[1:], len(keys)], strict=True)}
 
     def scored_ranking(self, method: str, run: int = 0) -> dict[str, dict[str, float]]:
         """``{qkey: {api_id: cosine}}`` of the final ranking (the scores the retriever ranked by)."""
