@@ -1159,10 +1159,9 @@ def test_the_main_section_reads_the_comparisons_again_with_coarser_clusters(tmp_
                       "ci_high_holm_tool_clusters_robustness": [-0.006, 0.013]})
     t.to_csv(tmp_path / "primary_endpoint.csv", index=False)
     assert coarse_cluster_lines(cfg) == [
-        "Coarser clusters (robustness: every query that shares a tool with another in one cluster, Holm as "
-        "above): G1 163 queries in 154 (against 154), -0.063 [-0.121, -0.006], p = 0.0265; G2 199 queries in "
-        "6 (against 190), -0.012 [-0.036, 0.013], p = 0.389; every verdict holds (`primary_per_query` holds "
-        "each query's values and both clusterings)."]
+        "Coarser clusters (robustness: queries sharing any tool in one cluster): G1 154 clusters (primary "
+        "154), -0.063 [-0.121, -0.006], p = 0.0265; G2 6 clusters (primary 190), -0.012 [-0.036, 0.013], p = "
+        "0.389; every verdict holds (`primary_per_query` holds each query's values and both clusterings)."]
     t.assign(p_holm_tool_clusters_robustness=[0.07, 0.389]).to_csv(tmp_path / "primary_endpoint.csv",
                                                                    index=False)
     assert "; the verdict changes on G1 (" in coarse_cluster_lines(cfg)[0]
@@ -1187,7 +1186,7 @@ def test_the_cost_section_sets_routing_by_set_against_never_calling_the_llm(tmp_
         "Always RtP, which calls no LLM, finds as much as routing by set (0.216 against 0.212, pooled) with "
         "fewer tokens per query (580 against 753); routing pays only where PtR finds more: here on G2, by "
         "point estimate. The share of PtR's extra tokens routing by set saves is G1's share of them (42.3%, "
-        "`routing`: tokens_per_query × n_queries): set by the query mix, not by either architecture."]
+        "`routing`): set by the query mix, not by either architecture."]
 
 
 def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_path):

@@ -54,7 +54,6 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "| G2 (tools of one category) | 14% / 19% | 13% / 12% | too close to call |" in text
     assert text.endswith("| G3 (tools across categories) | 16% / 17% | 17% / 23% | the guesses do better |")
     assert "Of the APIs each request was written from (its `candidates`), the first five" in text
-    assert "“does not reach significance”" in text  # the paper's words on its G3
     assert "among" not in plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint()))
     # a CI this narrow detects the paper's +0.045 with 80% power: the missing lead is said to be informative
     narrow = plain_words(_tables(tmp_path / "narrow", primary_endpoint=_endpoint(ci_low=-0.02, ci_high=0.0)))
@@ -79,9 +78,8 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
         "- **G3 (tools across categories):** PtR finds more, as in the paper: +0.060 [-0.100, -0.040] (paper "
         "+0.012).\n\n"
         "**What it rests on.** Had the paper's lead carried over to this run's stub writer, a lead of its "
-        "size would have shown with 99% likelihood (power at p < 0.05); but the guesses here come from a "
-        "much smaller model than the paper's, matched to the APIs by a smaller embedder, so the paper's own "
-        "setup stays untested.")
+        "size would have shown with 99% likelihood (power at p < 0.05); but the paper's own stub writer and "
+        "embedder stay untested.")
     # G1 significant on candidates but not on relevant; G3 in the paper's direction, not significant
     rel = _tested(significant=False, p_holm=0.077)
     same = _tested(significant=[True, False, False], verdict=["reproduced", "not reproduced",
@@ -122,8 +120,8 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families))
-    assert text.endswith("stays untested; the same guesses do lead significantly on G2 with word-matching "
-                         "(BM25) search, which also rewards the brand words the guesses copy from the "
+    assert text.endswith("stay untested; the same stubs do lead significantly on G2 with word-matching "
+                         "(BM25) search, which also rewards the brand words the stubs copy from the "
                          "request.")
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
@@ -135,7 +133,7 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
     assert "on G2 with word-matching (BM25) search in one of them, which" in one
     quiet = verdict(_tables(tmp_path / "b", primary_endpoint=_tested(),
                             primary_endpoint_families=families.assign(significant=False)))
-    assert quiet.endswith("so the paper's own setup stays untested.")
+    assert quiet.endswith("the paper's own stub writer and embedder stay untested.")
 
 
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):

@@ -299,7 +299,8 @@ def shared_tool_groups(queries: pd.DataFrame, gt: str = "candidates") -> dict[st
 
     holder: dict[tuple[str, str], str] = {}
     for q, subset, apis in zip(keys, queries["subset"], queries[check_gt(gt)], strict=True):
-        for tool in {str(a).rsplit("/", 1)[0] for a in (apis if apis is not None else ())}:
+        for tool in sorted({str(a).rsplit("/", 1)[0] for a in (apis if apis is not None else ())}):
             first = holder.setdefault((subset, tool), q)
             parent[root(q)] = root(first)
-    return {q: root(q) for q in keys}
+    named: dict[str, str] = {}  # a group by its first query in the table, whatever order merged it
+    return {q: named.setdefault(root(q), q) for q in keys}

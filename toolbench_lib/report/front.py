@@ -356,8 +356,7 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
 
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
          "the APIs it was written to need. A *Holm CI* is adjusted for several tests. *Consistent*: this run "
-         "cannot tell the paper's number from its own (not confirmed). A *two-sample reading* widens this "
-         "run's CI as if the paper's number were as uncertain as this run's. *Cause untested*: a difference "
+         "cannot tell the paper's number from its own (not confirmed). *Cause untested*: a difference "
          "of setup no ablation tested. Every term: the [glossary](#glossary).")
 
 

@@ -70,10 +70,8 @@ def plain_words(c: TableCache) -> str:
                      f"{r.ptr:.0%} | {_said(r, s in missed)} |" for s, r in table.iterrows())
     return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
             "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
-            "search with the guesses (plan first, PtR). The paper finds the request's words better for "
-            "one-tool requests, the guesses better for multi-tool ones within one category and, in recall "
-            "in direction only, across categories (“does not reach significance”). Of the APIs each request "
-            "was written from (its `candidates`), the first five results hold on average:\n\n"
+            "search with the guesses (plan first, PtR). Of the APIs each request was written from (its "
+            "`candidates`), the first five results hold on average:\n\n"
             "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
             f"| :--- | :--- | :--- | :--- |\n{rows}")
 
@@ -137,8 +135,7 @@ def verdict(c: TableCache) -> str:
         rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
                       f"would have shown with {' and '.join(chance)} likelihood (power at p < "
                       f"{ALPHA:g}); but " if chance else "")
-                     + "the guesses here come from a much smaller model than the paper's, matched to the "
-                     "APIs by a smaller embedder, so the paper's own setup stays untested"
+                     + "the paper's own stub writer and embedder stay untested"
                      + _other_search(c, missed))
         rests += [x for x in (_embedder_line(c, missed),) if x]
     judge = c.get("judge_validity")
@@ -154,7 +151,7 @@ def verdict(c: TableCache) -> str:
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
-    """Where another search (BM25, hybrid) with the same guesses does give them a significant lead on
+    """Where another search (BM25, hybrid) with the same stubs does give them a significant lead on
     ``sets`` (``primary_endpoint_families``), on G2 also on G2_instruction
     (``primary_endpoint_g2_instruction``), as the end of a sentence; "." where none does."""
     other = c.get("primary_endpoint_families")
@@ -168,8 +165,8 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
                                       " search in one of them")
             for f in leading_elsewhere(other, where, "PtR")]
-    return (f"; the same guesses do lead significantly on {' and '.join(where)} with {_sets(each)}"
-            + (" search" if both is None else "") + ", which also rewards the brand words the guesses copy "
+    return (f"; the same stubs do lead significantly on {' and '.join(where)} with {_sets(each)}"
+            + (" search" if both is None else "") + ", which also rewards the brand words the stubs copy "
             "from the request.")
 
 

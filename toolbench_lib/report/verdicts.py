@@ -218,14 +218,13 @@ def coarse_cluster_lines(cfg: ExperimentConfig) -> list[str]:
              if bool(r.significant) != (r.p_holm_tool_clusters_robustness < ALPHA)]
     t = t.set_axis([c.removesuffix("_tool_clusters_robustness") + "_wide" * c.endswith("robustness")
                     for c in t.columns], axis=1)
-    each = "; ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_queries))} queries in "
-                     f"{fmt_count(int(r.n_groups_wide))} (against {fmt_count(int(r.n_groups))}), "
+    each = "; ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_groups_wide))} clusters (primary "
+                     f"{fmt_count(int(r.n_groups))}), "
                      f"{fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm_wide, r.ci_high_holm_wide)}, "
                      f"{fmt_p(r.p_holm_wide)}" for r in t.itertuples())
-    return [f"Coarser clusters (robustness: every query that shares a tool with another in one cluster, Holm "
-            f"as above): {each}; " + (f"the verdict changes on {' and '.join(flips)}" if flips else
-                                      "every verdict holds")
-            + " (`primary_per_query` holds each query's values and both clusterings)."]
+    held = f"the verdict changes on {' and '.join(flips)}" if flips else "every verdict holds"
+    return [f"Coarser clusters (robustness: queries sharing any tool in one cluster): {each}; {held} "
+            "(`primary_per_query` holds each query's values and both clusterings)."]
 
 
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
@@ -253,7 +252,7 @@ def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
             f"{fmt_count(round(routed.tokens_per_query))}); routing pays only where PtR finds more: here "
             + (f"on {' and '.join(more)}, by point estimate" if more else "on no set")
             + (f". The share of PtR's extra tokens routing by set saves is G1's share of them ({g1:.1%}, "
-               "`routing`: tokens_per_query × n_queries): set by the query mix, not by either architecture"
+               "`routing`): set by the query mix, not by either architecture"
                if g1 == g1 else "") + "."]
 
 
