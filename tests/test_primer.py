@@ -57,7 +57,8 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "among" not in plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint()))
     # a CI this narrow detects the paper's +0.045 with 80% power: the missing lead is said to be informative
     narrow = plain_words(_tables(tmp_path / "narrow", primary_endpoint=_endpoint(ci_low=-0.02, ci_high=0.0)))
-    assert "| 13% / 12% | no lead for the guesses (one of the paper's size would likely show) |" in narrow
+    assert ("| 13% / 12% | no lead for these guesses (one of the paper's size would likely show); the "
+            "paper's untested |") in narrow
 
 
 def _tested(**changed) -> pd.DataFrame:
@@ -68,18 +69,21 @@ def _tested(**changed) -> pd.DataFrame:
 
 
 def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
-    text = verdict(_tables(tmp_path, primary_endpoint=_tested()))
+    text = verdict(_tables(tmp_path, primary_endpoint=_tested()), "tiny-llm")
     assert text == (
-        "**The verdict.** With dense retrieval and this run's smaller stub writer and embedder (PtR − RtP in "
-        "recall@5 on `candidates`, its Holm CI, then the paper's):\n\n"
+        "**The verdict.** With dense retrieval, stubs written by tiny-llm, not the paper's Gemini 2.5 Flash, "
+        "and this run's embedder (PtR − RtP in recall@5 on `candidates`, its Holm CI, then the paper's):\n\n"
         "- **G1 (one tool):** RtP finds more, as in the paper: -0.070 [-0.100, -0.040] (paper -0.083).\n"
         "- **G2 (tools of one category):** the paper's lead for PtR does not appear: -0.010 [-0.100, -0.040] "
         "(paper +0.045).\n"
         "- **G3 (tools across categories):** PtR finds more, as in the paper: +0.060 [-0.100, -0.040] (paper "
         "+0.012).\n\n"
-        "**What it rests on.** Had the paper's lead carried over to this run's stub writer, a lead of its "
-        "size would have shown with 99% likelihood (power at p < 0.05); but the paper's own stub writer and "
+        "**What it rests on.**\n\n"
+        "- Had the paper's lead carried over to this run's stub writer, a lead of its size would have shown "
+        "with 99% (G2_category_original) likelihood (power at p < 0.05); but the paper's own stub writer and "
         "embedder stay untested.")
+    assert verdict(_tables(tmp_path, primary_endpoint=_tested())).startswith(
+        "**The verdict.** With dense retrieval, this run's stubs and this run's embedder")
     # G1 significant on candidates but not on relevant; G3 in the paper's direction, not significant
     rel = _tested(significant=False, p_holm=0.077)
     same = _tested(significant=[True, False, False], verdict=["reproduced", "not reproduced",
@@ -88,8 +92,8 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
                           "solved_rate_none": [0.5, 0.7]})
     text = verdict(_tables(tmp_path / "more", primary_endpoint=same, primary_endpoint_relevant=rel,
                            judge_validity=judge))
-    assert "**What it rests on.** G1's lead is not significant on the stricter ground truth `relevant` " \
-           "(p = 0.0770). Had" in text
+    assert ("**What it rests on.**\n\n- G1's lead is not significant on the stricter ground truth "
+            "`relevant` (p = 0.0770).\n- Had") in text
     assert ("- **G3 (tools across categories):** neither leads, as in the paper: +0.060 [-0.100, -0.040] "
             "(paper +0.012, *“does not reach significance”*).") in text
     assert text.endswith("The paper's pass rates cannot be checked, since this run's judge calls 65% of "
@@ -104,8 +108,8 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
                           "paper_diff": [0.128]})
     text = verdict(_tables(tmp_path / "shift", primary_endpoint=_tested(), primary_crossover=shift,
                            ablation_embedder=EMBEDDER))
-    assert ("G2's shift towards PtR from G1, +0.052 [-0.007, 0.110], is in the paper's direction (paper "
-            "+0.128) but not significant (p = 0.0967).") in text
+    assert ("- G2's shift towards PtR from G1, +0.052 [-0.007, 0.110], is in the paper's direction (paper "
+            "+0.128) but not significant (p = 0.0967).\n") in text
     assert text.endswith("A larger embedder (all-mpnet-base-v2, 50 queries per set) moved G2's difference by "
                          "+0.050, towards the paper's (`ablation_embedder`, one run: a direction only).")
     assert "shift" not in verdict(_tables(tmp_path / "sig", primary_endpoint=_tested(),
@@ -120,20 +124,21 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families))
-    assert text.endswith("stay untested; the same stubs do lead significantly on G2 with word-matching "
-                         "(BM25) search, which also rewards the brand words the stubs copy from the "
-                         "request.")
+    assert ("\n- With the same stubs, word-matching (BM25) search gives PtR a significant lead on G2: the "
+            "missing dense lead may lie in how stubs are matched, not in the stubs alone (word matching also "
+            "rewards the brand words they copy from the request).\n") in text
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
     both = verdict(_tables(tmp_path / "c", primary_endpoint=_tested(),
                            primary_endpoint_families=families, primary_endpoint_g2_instruction=g2i))
-    assert "on G2 with word-matching (BM25) search in both G2 files, which" in both
+    assert "With the same stubs, word-matching (BM25) search in both G2 files gives PtR" in both
     one = verdict(_tables(tmp_path / "d", primary_endpoint=_tested(), primary_endpoint_families=families,
                           primary_endpoint_g2_instruction=g2i.assign(significant=False)))
-    assert "on G2 with word-matching (BM25) search in one of them, which" in one
+    assert "With the same stubs, word-matching (BM25) search in one of them gives PtR" in one
     quiet = verdict(_tables(tmp_path / "b", primary_endpoint=_tested(),
                             primary_endpoint_families=families.assign(significant=False)))
     assert quiet.endswith("the paper's own stub writer and embedder stay untested.")
+    assert "same stubs" not in quiet
 
 
 def test_a_missing_table_or_column_is_said_never_a_number(tmp_path):
@@ -184,8 +189,8 @@ def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
                          "verdict": "not reproduced"}])
     cache = _tables(tmp_path, primary_endpoint=_tested(ci_low=-0.02, ci_high=0.0),
                     primary_endpoint_g2_instruction=g2i)
-    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for the guesses (one of the "
-            "paper's size would likely show) |\n"
+    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for these guesses (one of the "
+            "paper's size would likely show); the paper's untested |\n"
             "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call "
             "|\n"
             "| G3") in plain_words(cache)
@@ -193,4 +198,5 @@ def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
     assert ("- **G2 (tools of one category):** the paper's lead for PtR does not appear in either G2 file: "
             "-0.010 [-0.100, -0.040], and -0.001 [-0.036, 0.034] (unadjusted) on G2_instruction, whose "
             "ground-truth size fits the paper's (paper +0.045).") in said
-    assert "a lead of its size would have shown with 100% and 71% likelihood (power at p < 0.05)" in said
+    assert ("a lead of its size would have shown with 100% (G2_category_original) and 71% (G2_instruction) "
+            "likelihood (power at p < 0.05)") in said

@@ -386,7 +386,7 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "though a lead of its size would likely have shown; untested for the paper's, whose stubs come from "
         "a much larger model, matched by a larger embedder.")
     assert "(all 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction " \
-           "(6))." in block_answer("The question and the answer", {}, md)
+           "(6)); every comparison" in block_answer("The question and the answer", {}, md)
     stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
     assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
         "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
@@ -395,10 +395,14 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
                                    "rounding or stated tolerance: the paper's value lies outside the CI)"]}
     assert block_answer("Trajectories", miss, md) == (
         " *A model answer*: It mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
-        "miss, consistent with the paper's only within its stated tolerance (0.70).")
+        "miss, somewhat more often than the paper's (its CI excludes the paper's value; consistent only "
+        "within this project's tolerance for its “~”) (0.70).")
     budget = {"g2_budget_rtp10_vs_ptr5": ["G2", "claim: 0 ± 0.023", "0.041", "\\[0.019, 0.063\\]", "x"]}
     assert block_answer("A larger retrieval budget", budget, md).startswith(
         " *A model answer*: More here: on G2, RtP at k = 10 minus PtR")
+    budget["g2_budget_rtp10_vs_ptr5"][4] = "inconclusive (estimate outside the margin)"
+    assert "More here (by more than the paper's margin, or not, is undecided):" in block_answer(
+        "A larger retrieval budget", budget, md)
     budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
     assert "About as much here" in block_answer("A larger retrieval budget", budget, md)
     auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: tolerance ±2", "consistent"],

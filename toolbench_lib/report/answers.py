@@ -24,9 +24,9 @@ def _bounds(ci: str) -> tuple[float, float] | None:
 
 def _testable(cells: Cells, md: str) -> str:
     free = _sentence(md, "All ")
-    return ("neither half as the paper ran it: every comparison of the paper rests on PtR's stubs, written "
-            "here by a much smaller LLM, so its claims are tested for this run's setup only; what needs no "
-            f"LLM checks the data and RtP's retrieval with this run's embedder ({free})") \
+    return ("the half that needs no LLM, RtP's retrieval with this run's embedder and the data "
+            f"({free}); every comparison of the paper rests on PtR's stubs, which a much smaller LLM writes "
+            "here, so its claims are tested for this run's setup only") \
         if "measured without an LLM" in free else ""
 
 
@@ -42,8 +42,10 @@ def _g2(cells: Cells, md: str) -> str:
     if not line or "does not appear" not in line[0]:
         return ""
     seen = ", though a lead of its size would likely have shown" if "would have shown with" in md else ""
+    other = _sentence(md, "With the same stubs, ")
     return (f"failed for this run's setup: the paper's lead for PtR on G2 does not appear{seen}; untested "
-            "for the paper's, whose stubs come from a much larger model, matched by a larger embedder")
+            "for the paper's, whose stubs come from a much larger model, matched by a larger embedder"
+            + (f"; {other}" if other else ""))
 
 
 def _budget(cells: Cells, md: str) -> str:
@@ -52,8 +54,9 @@ def _budget(cells: Cells, md: str) -> str:
     if ci is None:
         return ""
     more = "more" if ci[0] > 0 else "less" if ci[1] < 0 else "about as much"
-    return (f"{more} here: on G2, RtP at k = 10 minus PtR at k = 5 is {c[2]} {c[3].replace(chr(92), '')}, "
-            "where the paper has them nearly identical")
+    margin = " (by more than the paper's margin, or not, is undecided)" if "inconclusive" in c[4] else ""
+    return (f"{more} here{margin}: on G2, RtP at k = 10 minus PtR at k = 5 is {c[2]} "
+            f"{c[3].replace(chr(92), '')}, where the paper has them nearly identical")
 
 
 def _stubs(cells: Cells, md: str) -> str:
@@ -72,8 +75,10 @@ def _misses(cells: Cells, md: str) -> str:
     c = cells.get("wrong_tool_on_miss")
     if not c:
         return ""
-    said = ("as in the paper" if c[4] == "consistent" else "consistent with the paper's only within its "
-            "stated tolerance" if c[4].startswith("consistent") else "unlike the paper")
+    more = "more" if float(c[2]) > float(c[1]) else "less"
+    said = ("as in the paper" if c[4] == "consistent" else f"somewhat {more} often than the paper's (its CI "
+            "excludes the paper's value; consistent only within this project's tolerance for its “~”)"
+            if c[4].startswith("consistent") else "unlike the paper")
     return (f"it mostly goes on with wrong tools: {c[2]} {c[3].replace(chr(92), '')} of plans after a total "
             f"miss, {said} ({c[1]})")
 

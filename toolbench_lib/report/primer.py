@@ -36,8 +36,8 @@ def _said(r, seen: bool = False) -> str:
     """Who does better, in plain words; a missing lead of the paper's size this run would likely have seen
     (``seen``) is said as missing, not as a tie."""
     if not bool(r.significant):
-        return "no lead for the guesses (one of the paper's size would likely show)" if seen else \
-            "too close to call"
+        return ("no lead for these guesses (one of the paper's size would likely show); the paper's untested"
+                if seen else "too close to call")
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
 
@@ -102,10 +102,10 @@ FIT = ", whose ground-truth size fits the paper's"
 RESTS = "**What it rests on.**"
 
 
-def verdict(c: TableCache) -> str:
-    """The answer from the saved comparisons: a line per set with a paper leader (dense retrieval), then what
-    it rests on: a lead lost on ``relevant``, the power to see a missing one, the untested setup and another
-    search, whether the paper's pass rates can be checked."""
+def verdict(c: TableCache, llm: str = "") -> str:
+    """The answer from the saved comparisons: a line per set with a paper leader (dense retrieval, stubs by
+    ``llm``), then what it rests on, a line each: a lead lost on ``relevant``, the shift from G1, another
+    search with the same stubs, the power to see a missing lead, the embedder ablation, the pass rates."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -121,10 +121,6 @@ def verdict(c: TableCache) -> str:
             rests.append(f"{s}'s lead is not significant on the stricter ground truth `relevant` "
                          f"({fmt_p(x['p_holm'].iloc[0])})")
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
-        power = power_table(c)
-        at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
-        chance = [f"{at[n]:.0%}" for n in (*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None))
-                  if pd.notna(at.get(n))]
         shift = c.get("primary_crossover")
         shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
             missed)] if shift is not None and {"retriever", "second", "p_holm"} <= set(shift) else ()
@@ -132,11 +128,14 @@ def verdict(c: TableCache) -> str:
                   f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
                   f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
+        rests += [x for x in (_other_search(c, missed),) if x]
+        power = power_table(c)
+        at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+        names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
+        chance = [f"{at[n]:.0%} ({n})" for n in names if pd.notna(at.get(n))]
         rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
-                      f"would have shown with {' and '.join(chance)} likelihood (power at p < "
-                      f"{ALPHA:g}); but " if chance else "")
-                     + "the paper's own stub writer and embedder stay untested"
-                     + _other_search(c, missed))
+                      f"would have shown with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
+                      "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
         rests += [x for x in (_embedder_line(c, missed),) if x]
     judge = c.get("judge_validity")
     if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
@@ -144,30 +143,32 @@ def verdict(c: TableCache) -> str:
         if pd.notna(blind) and not kappa >= MIN_KAPPA:
             rests.append("the paper's pass rates cannot be checked, since this run's judge calls "
                          f"{blind:.0%} of plans that name no needed API “Solved”")
-    said = " ".join(f"{x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
-    return (f"{VERDICT} With dense retrieval and this run's smaller stub writer and embedder (PtR − RtP in "
-            "recall@5 on `candidates`, its Holm CI, then the paper's):\n\n"
-            + "\n".join(lines) + (f"\n\n{RESTS} {said}" if said else ""))
+    said = "\n".join(f"- {x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
+    stubs = f"stubs written by {llm}, not the paper's Gemini 2.5 Flash," if llm else "this run's stubs"
+    return (f"{VERDICT} With dense retrieval, {stubs} and this run's embedder (PtR − RtP in recall@5 on "
+            "`candidates`, its Holm CI, then the paper's):\n\n" + "\n".join(lines)
+            + (f"\n\n{RESTS}\n\n{said}" if said else ""))
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
-    """Where another search (BM25, hybrid) with the same stubs does give them a significant lead on
-    ``sets`` (``primary_endpoint_families``), on G2 also on G2_instruction
-    (``primary_endpoint_g2_instruction``), as the end of a sentence; "." where none does."""
+    """Where another search (BM25, hybrid) with the same stubs does give them a significant lead on ``sets``
+    (``primary_endpoint_families``), on G2 also on G2_instruction (``primary_endpoint_g2_instruction``), in
+    a sentence; empty where none does."""
     other = c.get("primary_endpoint_families")
     where = [s for s in sets if leading_elsewhere(other, [s], "PtR")] if other is not None and \
         {"retriever", "subset", "significant", "leader"} <= set(other) else []
     if not where:
-        return "."
+        return ""
     g2i = c.get("primary_endpoint_g2_instruction")
     both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where and \
         {"retriever", "subset", "significant", "leader"} <= set(g2i) else None
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
                                       " search in one of them")
             for f in leading_elsewhere(other, where, "PtR")]
-    return (f"; the same stubs do lead significantly on {' and '.join(where)} with {_sets(each)}"
-            + (" search" if both is None else "") + ", which also rewards the brand words the stubs copy "
-            "from the request.")
+    return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
+            f"significant lead on {' and '.join(where)}: the missing dense lead may lie in how stubs are "
+            "matched, not in the stubs alone (word matching also rewards the brand words they copy from "
+            "the request)")
 
 
 def _embedder_line(c: TableCache, sets: list[str]) -> str:

@@ -21,7 +21,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines, verdict
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, VERDICT, plain_words, substitution_lines
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -487,7 +487,9 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
-             f"### {PLAIN_HEADING}", "", plain_words(cache), "", verdict(cache), "", "### The plan", "",
+             f"### {PLAIN_HEADING}", "", plain_words(cache), "",
+             report_md[report_md.find(VERDICT):report_md.find("**In plain words.**")].strip(), "",
+             "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):

@@ -223,8 +223,8 @@ def coarse_cluster_lines(cfg: ExperimentConfig) -> list[str]:
                      f"{fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm_wide, r.ci_high_holm_wide)}, "
                      f"{fmt_p(r.p_holm_wide)}" for r in t.itertuples())
     held = f"the verdict changes on {' and '.join(flips)}" if flips else "every verdict holds"
-    return [f"Coarser clusters (robustness: queries sharing any tool in one cluster): {each}; {held} "
-            "(`primary_per_query` holds each query's values and both clusterings)."]
+    return [f"Coarser clusters (robustness: queries sharing any tool in one cluster; Holm CI and p): {each}; "
+            f"{held} (`primary_per_query` holds each query's values and both clusterings)."]
 
 
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
@@ -344,8 +344,9 @@ def seed_spread_lines(cfg: ExperimentConfig) -> list[str]:
     if bound is None:
         return []
     return [f"Read as the spread over seeds instead, the paper's “recall std” is here at most "
-            f"{fmt_number(top)} ({subset_alias(subset)} {method}, {fmt_count(int(size))} APIs; `scale`: "
-            f"recall's std over the {fmt_count(t['seed'].nunique())} seeds of a size), "
+            f"{fmt_number(top)} over G1 and G2 ({subset_alias(subset)} {method}, {fmt_count(int(size))} "
+            "APIs; "
+            f"`scale`: recall's std over the {fmt_count(t['seed'].nunique())} seeds of a size), "
             + ("also under" if top < bound else "above") + f" its bound, {bound:g}."]
 
 

@@ -320,7 +320,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "## The question and the answer", "",
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
-             "multi-tool (G2, G3) queries?", "", verdict(cache), "",
+             "multi-tool (G2, G3) queries?", "",
+             verdict(cache, (provenance[0] if provenance else {}).get("llm_model", "")), "",
              f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
