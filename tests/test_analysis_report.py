@@ -1523,6 +1523,8 @@ def test_how_the_papers_numbers_fare_splits_those_that_differ_by_kind_of_cause()
         fare_line(loose))
     no_ci = loose.assign(basis=loose["basis"].where(loose["id"] != "f", "tolerance ±2"))  # no CI: a tolerance
     assert "not confirmed; 2 only by the paper's rounding or stated tolerance)" in fare_line(no_ci)
+    from toolbench_lib.report.rows import by_tolerance
+    assert by_tolerance(no_ci) == "2 only within a tolerance"  # Appendix A's split counts the same rows
 
 
 def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):

@@ -13,8 +13,8 @@ from ..data.queries import subset_alias
 from ..eval.compare import significant
 from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
-from .locate import CONSISTENT, ONLY_BY_TOLERANCE, TableCache, two_sample
-from .rows import row_kinds
+from .locate import CONSISTENT, TableCache, two_sample
+from .rows import row_kinds, tolerance_only
 from .scorecard import (
     BY_CONSTRUCTION,
     SETUP,
@@ -369,10 +369,8 @@ def fare_counts(report: pd.DataFrame) -> dict[str, int] | None:
     if not len(numbers):
         return None
     every = status_counts(numbers)
-    basis = numbers.get("basis", pd.Series("", index=numbers.index)).astype(str)
-    by_tolerance = basis.str.contains(ONLY_BY_TOLERANCE, regex=False) | basis.str.startswith("tolerance")
     return {**every, "n": len(numbers), "other": every["differs"] - every[BY_CONSTRUCTION] - every[SETUP],
-            "loose": int(by_tolerance[numbers["status"] == CONSISTENT].sum())}
+            "loose": int(tolerance_only(numbers).sum())}
 
 
 def fare_line(report: pd.DataFrame) -> str:

@@ -241,9 +241,15 @@ def consistent_width(rows: pd.DataFrame, alpha: float = 0.05) -> str:
             f"{fmt_number(width)}), not confirmed.{chance}")
 
 
-def by_tolerance(rows: pd.DataFrame) -> str:
-    """How many consistent rows are so only within the paper's rounding or a stated tolerance (empty if
-    none)."""
+def tolerance_only(rows: pd.DataFrame) -> pd.Series:
+    """The consistent rows that are so only within the paper's rounding or a stated tolerance: outside the
+    CI, or without a CI at all."""
     basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
-    n = int(((rows["status"] == CONSISTENT) & basis.str.contains(ONLY_BY_TOLERANCE, regex=False)).sum())
+    return (rows["status"] == CONSISTENT) & (basis.str.contains(ONLY_BY_TOLERANCE, regex=False)
+                                             | basis.str.startswith("tolerance"))
+
+
+def by_tolerance(rows: pd.DataFrame) -> str:
+    """How many consistent rows are so only within a tolerance (:func:`tolerance_only`; empty if none)."""
+    n = int(tolerance_only(rows).sum())
     return f"{fmt_count(n)} only within a tolerance" if n else ""
