@@ -1159,9 +1159,10 @@ def test_the_main_section_reads_the_comparisons_again_with_coarser_clusters(tmp_
                       "ci_high_holm_tool_clusters_robustness": [-0.006, 0.013]})
     t.to_csv(tmp_path / "primary_endpoint.csv", index=False)
     assert coarse_cluster_lines(cfg) == [
-        "Coarser clusters (robustness: queries sharing any tool in one cluster): G1 154 clusters (primary "
-        "154), -0.063 [-0.121, -0.006], p = 0.0265; G2 6 clusters (primary 190), -0.012 [-0.036, 0.013], p = "
-        "0.389; every verdict holds (`primary_per_query` holds each query's values and both clusterings)."]
+        "Coarser clusters (robustness: queries sharing any tool in one cluster; Holm CI and p): G1 154 "
+        "clusters (primary 154), -0.063 [-0.121, -0.006], p = 0.0265; G2 6 clusters (primary 190), -0.012 "
+        "[-0.036, 0.013], p = 0.389; every verdict holds (`primary_per_query` holds each query's values and "
+        "both clusterings)."]
     t.assign(p_holm_tool_clusters_robustness=[0.07, 0.389]).to_csv(tmp_path / "primary_endpoint.csv",
                                                                    index=False)
     assert "; the verdict changes on G1 (" in coarse_cluster_lines(cfg)[0]
@@ -1589,8 +1590,8 @@ def test_the_spread_over_seeds_is_read_beside_the_spread_over_sizes(tmp_path):
                   "subset": ["G1"] * 3 + ["G3", "G1"], "method": "ptr", "gt": "candidates",
                   "recall": [0.50, 0.52, 0.54, 0.9, 0.4]}).to_csv(tmp_path / "scale.csv", index=False)
     assert seed_spread_lines(cfg) == [
-        "Read as the spread over seeds instead, the paper's “recall std” is here at most 0.020 (G1 ptr, "
-        "1,000 APIs; `scale`: recall's std over the 3 seeds of a size), above its bound, 0.012."]
+        "Read as the spread over seeds instead, the paper's “recall std” is here at most 0.020 over G1 and "
+        "G2 (G1 ptr, 1,000 APIs; `scale`: recall's std over the 3 seeds of a size), above its bound, 0.012."]
 
 
 def test_the_other_g1_files_say_whether_rtps_lead_outlives_the_solvable_subset(tmp_path):

@@ -418,4 +418,6 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         " *A model answer*: The non-identical reading (disjoint 0.093; non-identical 0.894, the paper 0.88).")
     assert block_answer("Registry scale", {k: [*v[:4], "differs"] for k, v in div.items()}, md) == ""
     assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees", {}, md)
+    missing = {"wrong_tool_on_miss": ["all", "0.70", "n/a", "x", "missing"]}
+    assert block_answer("Trajectories", missing, md) == ""  # a row without this run's value: no answer
     assert block_answer("Cost and routing", auroc, "no routing sentence") == ""

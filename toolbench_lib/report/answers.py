@@ -73,9 +73,10 @@ def _stubs(cells: Cells, md: str) -> str:
 
 def _misses(cells: Cells, md: str) -> str:
     c = cells.get("wrong_tool_on_miss")
-    if not c:
+    try:
+        more = "more" if float(c[2]) > float(c[1]) else "less"
+    except (TypeError, ValueError):  # no row, or no value in this run
         return ""
-    more = "more" if float(c[2]) > float(c[1]) else "less"
     said = ("as in the paper" if c[4] == "consistent" else f"somewhat {more} often than the paper's (its CI "
             "excludes the paper's value; consistent only within this project's tolerance for its “~”)"
             if c[4].startswith("consistent") else "unlike the paper")
