@@ -136,7 +136,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
         rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
                       f"would have shown with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
                       "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
-        rests += [x for x in (_embedder_line(c, missed),) if x]
+        rests += [x for x in (_embedder_line(c, table, missed),) if x]
     judge = c.get("judge_validity")
     if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
@@ -171,15 +171,14 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
             "the request)")
 
 
-def _embedder_line(c: TableCache, sets: list[str]) -> str:
+def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     """How a larger embedder moved PtR − RtP on ``sets`` (``ablation_embedder``, point estimates), towards or
-    away from the paper's difference; empty without the ablation."""
+    away from the paper's difference in ``table`` (:func:`_endpoint`'s); empty without the ablation."""
     try:
         e = rows(c, "ablation_embedder")
         moved = {s: _embedder_shift(c, s) for s in sets}
     except (NotInRun, StopIteration):
         return ""
-    table = _endpoint(c)
     way = {s: "towards" if (d > 0) == (table.loc[s, "paper_ptr"] > table.loc[s, "paper_rtp"]) else "away from"
            for s, d in moved.items()}
     other = ", ".join(sorted(set(e["embedder"].astype(str)) - {EMBEDDER}))
