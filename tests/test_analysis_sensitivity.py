@@ -71,11 +71,13 @@ def test_g2_sets_and_verdict_from_the_numbers():
     far = se.g2_verdict(sets, sens, {2: 3.5}).set_index("subset")  # inside the first CI only
     assert far["paper_diffs_in_ci"].iloc[:2].tolist() == [1, 0]
     assert verdict.loc["verdict", "fits"] == "G2_instruction"
-    assert "ground-truth size and the worked example" in verdict.loc["verdict", "text"]
+    assert verdict.loc["verdict", "text"] == (
+        "The paper's G2 numbers fit G2_instruction, a hypothesis about its data: its mean ground-truth size "
+        "rounds to the paper's; it holds the worked example.")
     named = se.g2_verdict(sets, sens, {2: 0.5}, example=se.worked_example_name("greece_energy_news"))
     assert named.iloc[-1]["text"].endswith(
-        "its ground-truth size and the paper's Table 2 example “trip to Greece, explore energy market news” "
-        "(G2_instruction:75279) match.")
+        "it holds the paper's Table 2 example “trip to Greece, explore energy market news” "
+        "(G2_instruction:75279, loosely: the same APIs, another request).")
     assert se.worked_example_name("no such example") == "the worked example"
     none = se.g2_verdict(se.g2_sets(SOURCES, paper_gt=9.0, example_qkey=None), sens, {2: 0.5})
     assert none.iloc[-1]["fits"] == "" and none.iloc[-1]["text"].startswith("Neither")

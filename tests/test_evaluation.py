@@ -338,6 +338,33 @@ def test_the_endpoint_table_reads_each_comparison_again_with_coarser_clusters() 
     assert table["n_groups_tool_clusters_robustness"].min() < table["n_groups"].min()  # the check can fail
 
 
+def test_the_endpoint_table_reads_each_comparison_on_run_0_alone_and_without_its_largest_cluster() -> None:
+    """Run 0's columns are compare's on the first run alone; the largest cluster of each set (the most queries
+    of one API sample) is named with its size, and the set is tested again without it."""
+    from dataclasses import replace
+
+    from toolbench_lib.analysis.endpoint import endpoint_table
+
+    study = _study(4, depth=60, n_sets=2)
+    table = endpoint_table(study).set_index("subset")
+    ev = evaluate(study)
+    first = compare(replace(ev, flags=ev.flags[:, :, :1], n_runs=1), "rtp", "ptr").set_index("subset")
+    assert table["diff_run0_robustness"].tolist() == pytest.approx(first["diff"].tolist())
+    assert table["p_holm_run0_robustness"].tolist() == pytest.approx(first["p_holm"].tolist())
+    assert not np.allclose(table["diff_run0_robustness"], table["diff"])  # runs differ: the check can fail
+    seen = []
+    for s, r in table.iterrows():
+        names, counts = np.unique(ev.groups[ev.subsets == s], return_counts=True)
+        assert r.largest_cluster_n == counts.max() and r.largest_cluster == names[np.argmax(counts)]
+        kept = (ev.subsets == s) & (ev.groups != r.largest_cluster)
+        v = ev.values("recall", 5, "candidates")
+        d = v[ev._method("ptr")][:, kept].mean(axis=0) - v[ev._method("rtp")][:, kept].mean(axis=0)
+        assert r.n_no_largest_cluster_robustness == kept.sum() == r.n_queries - counts.max()
+        assert r.diff_no_largest_cluster_robustness == pytest.approx(d.mean())
+        seen.append(s)
+    assert len(seen) == 2
+
+
 def test_the_per_query_table_holds_what_the_primary_test_reads() -> None:
     """Each set's means of its per-query values are the endpoint table's; PtR's mean is over its runs."""
     from toolbench_lib.analysis.endpoint import endpoint_table, per_query_table

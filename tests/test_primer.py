@@ -80,8 +80,8 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
         "+0.012).\n\n"
         "**What it rests on.**\n\n"
         "- Had the paper's lead carried over to this run's stub writer, a lead of its size would have shown "
-        "with 99% (G2_category_original) likelihood (power at p < 0.05); but the paper's own stub writer and "
-        "embedder stay untested.")
+        "with 99% (G2_category_original; 98% at Holm's strictest level) likelihood (power at p < 0.05); but "
+        "the paper's own stub writer and embedder stay untested.")
     assert verdict(_tables(tmp_path, primary_endpoint=_tested())).startswith(
         "**The verdict.** With dense retrieval, this run's stubs and this run's embedder")
     # G1 significant on candidates but not on relevant; G3 in the paper's direction, not significant
@@ -94,10 +94,12 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
                            judge_validity=judge))
     assert ("**What it rests on.**\n\n- G1's lead is not significant on the stricter ground truth "
             "`relevant` (p = 0.0770).\n- Had") in text
-    assert ("- **G3 (tools across categories):** neither leads, as in the paper: +0.060 [-0.100, -0.040] "
+    assert ("- **G3 (tools across categories):** neither leads in recall, as in the paper: +0.060 "
+            "[-0.100, -0.040] "
             "(paper +0.012, *“does not reach significance”*).") in text
-    assert text.endswith("The paper's pass rates cannot be checked, since this run's judge calls 65% of "
-                         "plans that name no needed API “Solved”.")  # (50 + 210) / 400
+    assert text.endswith("The paper's pass rates, with its PtR lead where recall has none (G3's, 0.820 "
+                         "against 0.732), cannot be checked, since this run's judge calls 65% of plans that "
+                         "name no needed API “Solved”.")  # (50 + 210) / 400
     assert "pass rates" not in verdict(_tables(tmp_path / "valid", primary_endpoint=same,
                                                judge_validity=judge.assign(kappa=0.5)))
     assert verdict(_tables(tmp_path / "none")) == (
@@ -125,8 +127,8 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families))
     assert ("\n- With the same stubs, word-matching (BM25) search gives PtR a significant lead on G2: the "
-            "missing dense lead may lie in how stubs are matched, not in the stubs alone (word matching also "
-            "rewards the brand words they copy from the request).\n") in text
+            "missing dense lead may lie in how stubs are matched (word matching also rewards the brand words "
+            "they copy from the request).\n") in text
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
     both = verdict(_tables(tmp_path / "c", primary_endpoint=_tested(),
@@ -198,5 +200,34 @@ def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
     assert ("- **G2 (tools of one category):** the paper's lead for PtR does not appear in either G2 file: "
             "-0.010 [-0.100, -0.040], and -0.001 [-0.036, 0.034] (unadjusted) on G2_instruction, whose "
             "ground-truth size fits the paper's (paper +0.045).") in said
-    assert ("a lead of its size would have shown with 100% (G2_category_original) and 71% (G2_instruction) "
-            "likelihood (power at p < 0.05)") in said
+    assert ("a lead of its size would have shown with 100% (G2_category_original; 100% at Holm's strictest "
+            "level) and 71% (G2_instruction; outside the Holm family) likelihood (power at p < 0.05)") in said
+
+
+def test_the_verdict_says_where_a_lead_holds_and_where_a_set_leans_on_one_api_sample(tmp_path):
+    """G1's lead, lost on `relevant`, holds at temperature 0 alone and in the G1 files no method was tuned on
+    (an insignificant or non-G1 file is not named); G3, whose largest cluster holds 23 of its 100 queries
+    (at least a fifth), is read without it; G2's largest, 2 of 199, is not."""
+    robust = _tested(significant=[True, False, False], p_holm_run0_robustness=[0.0217, 0.9, 0.9],
+                     diff_run0_robustness=[-0.072, 0.0, 0.01], n_queries=[163, 199, 100],
+                     largest_cluster_n=[3, 2, 23], diff_no_largest_cluster_robustness=[-0.06, 0.0, 0.04],
+                     ci_low_holm_no_largest_cluster_robustness=[-0.1, -0.03, -0.033],
+                     ci_high_holm_no_largest_cluster_robustness=[-0.02, 0.03, 0.112],
+                     p_holm_no_largest_cluster_robustness=[0.01, 0.9, 0.398])
+    beyond = pd.DataFrame({"subset": ["G1_category", "G1_tool", "G2_instruction", "G1_tool"],
+                           "method": ["ptr", "ptr", "ptr", "ltr"], "recall_reference": ["rtp"] * 4,
+                           "recall_diff": [-0.099, -0.064, -0.2, -0.1],
+                           "recall_p_value": [0.0003, 0.0038, 0.01, 0.01]})
+    text = verdict(_tables(tmp_path, primary_endpoint=robust, beyond_validation=beyond,
+                           primary_endpoint_relevant=_tested(significant=False, p_holm=0.077)))
+    assert ("- G1's lead is not significant on the stricter ground truth `relevant` (p = 0.0770); it holds "
+            "at temperature 0 alone (run 0: -0.072, p = 0.0217) and in two G1 files no method was tuned on "
+            "(G1_category -0.099, p < 0.001; G1_tool -0.064, p = 0.00380; unadjusted).\n"
+            "- G3's difference leans on one API sample, 23 of its 100 queries: without it, +0.040 "
+            "[-0.033, 0.112], still not significant.\n") in text
+    assert "G2's difference leans" not in text
+    flipped = verdict(_tables(tmp_path / "b", primary_endpoint=robust.assign(
+        p_holm_no_largest_cluster_robustness=[0.01, 0.9, 0.01]), primary_endpoint_relevant=_tested(
+            significant=False, p_holm=0.077)))
+    assert "without it, +0.040 [-0.033, 0.112], then significant." in flipped
+    assert "no method was tuned on" not in flipped  # no validation table: nothing said

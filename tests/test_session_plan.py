@@ -391,8 +391,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
         "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
         "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159).")
-    miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "consistent (only by its "
-                                   "rounding or stated tolerance: the paper's value lies outside the CI)"]}
+    miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "consistent (only by this "
+                                   "project's tolerance ±0.05: the paper's value lies outside the CI)"]}
     assert block_answer("Trajectories", miss, md) == (
         " *A model answer*: It mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
         "miss, somewhat more often than the paper's (its CI excludes the paper's value; consistent only "
@@ -405,7 +405,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "A larger retrieval budget", budget, md)
     budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
     assert "About as much here" in block_answer("A larger retrieval budget", budget, md)
-    auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: tolerance ±2", "consistent"],
+    auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: this project's tolerance ±2",
+                                       "consistent"],
              "g1_top1_cosine_routing_auroc": ["G1", "claim: ≥ 0.5", "0.499", "\\[0.395, 0.600\\]", "x"]}
     assert block_answer("Cost and routing", auroc, md) == (
         " *A model answer*: Not here: always RtP, which calls no LLM, finds as much as routing by set (0.216 "

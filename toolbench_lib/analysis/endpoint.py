@@ -46,9 +46,12 @@ ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", 
                     "ci_low", "ci_high", "p", "p_holm", "ci_low_holm", "ci_high_holm",
                     "p_family", "p_runs_robustness", "note", "leader",
                     "significant", "paper_rtp", "paper_ptr", "paper_leader", "verdict", "n_groups",
-                    "p_wilcoxon_robustness", "n_groups_tool_clusters_robustness",
-                    "p_holm_tool_clusters_robustness", "ci_low_holm_tool_clusters_robustness",
-                    "ci_high_holm_tool_clusters_robustness"]
+                    "p_wilcoxon_robustness", "largest_cluster", "largest_cluster_n"]
+ROBUSTNESS = {"tool_clusters": "queries sharing any tool in one cluster",
+              "run0": "run 0 alone (temperature 0)",
+              "no_largest_cluster": "each set without its largest cluster"}
+ENDPOINT_COLUMNS += [f"{c}_{v}_robustness" for v in ROBUSTNESS
+                     for c in ("n_groups", "n", "diff", "p_holm", "ci_low_holm", "ci_high_holm")]
 
 
 def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -76,15 +79,17 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     sets = list(dict.fromkeys(ev.subsets)) if sets is None else [s for s in sets if s in set(ev.subsets)]
     if not sets:
         return pd.DataFrame(columns=ENDPOINT_COLUMNS)
-    coarse = shared_tool_groups(result.queries)  # robustness: queries linked by any shared tool, one cluster
-    ev_coarse = replace(ev, groups=np.array([coarse[q] for q in ev.qkeys]))
+    largest = _largest_clusters(ev, sets)
+    variants = _robustness_variants(ev, result.queries, largest)
     rows = []
     for family, (a, b) in pairs.items():
         tests = compare(ev, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric)
-        wide = compare(ev_coarse, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric).set_index("subset")
-        tests = tests.assign(**{f"{c}_tool_clusters_robustness": tests["subset"].map(wide[x]) for c, x in (
-            ("p_holm", "p_holm"), ("ci_low_holm", "ci_low_holm"), ("ci_high_holm", "ci_high_holm"),
-            ("n_groups", "n_groups"))})
+        for name, variant in variants.items():
+            alt = compare(variant, a, b, sets, endpoint.gt, endpoint.k, endpoint.metric).set_index("subset")
+            tests = tests.assign(**{f"{c}_{name}_robustness": tests["subset"].map(alt[c]) for c in (
+                "n_groups", "n", "diff", "p_holm", "ci_low_holm", "ci_high_holm")})
+        tests = tests.assign(largest_cluster=tests["subset"].map(lambda s: largest[s][0]),
+                             largest_cluster_n=tests["subset"].map(lambda s: largest[s][1]))
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)
@@ -92,6 +97,29 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                          "rtp": t.mean_a, "ptr": t.mean_b, "p_family": f"{t.family} ({family})",
                          "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan)})
     return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
+
+
+def _largest_clusters(ev, sets: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Per set, its largest cluster (queries written from one sample of APIs) and its size; none (``("",
+    0)``) in a set of one cluster, which leaving it out would empty."""
+    out = {}
+    for s in sets:
+        groups = ev.groups[ev.subsets == s] if ev.groups is not None else []
+        names, counts = np.unique(groups, return_counts=True)
+        out[s] = (str(names[np.argmax(counts)]), int(counts.max())) if len(counts) > 1 else ("", 0)
+    return out
+
+
+def _robustness_variants(ev, queries: pd.DataFrame, largest: Mapping[str, tuple[str, int]]) -> dict:
+    """The evaluation as each robustness check of :data:`ROBUSTNESS` reads it: coarser clusters (queries
+    linked by any shared tool), run 0 alone, and every set with its largest cluster moved out of it."""
+    coarse = shared_tool_groups(queries)
+    groups = ev.groups if ev.groups is not None else np.full(len(ev.qkeys), None)
+    dropped = np.array([largest.get(s, ("", 0))[1] > 0 and largest[s][0] == str(g)
+                        for s, g in zip(ev.subsets, groups, strict=True)])
+    return {"tool_clusters": replace(ev, groups=np.array([coarse[q] for q in ev.qkeys])),
+            "run0": replace(ev, flags=ev.flags[:, :, :1], n_runs=1),
+            "no_largest_cluster": replace(ev, subsets=np.where(dropped, "largest cluster", ev.subsets))}
 
 
 def per_query_table(result, endpoint: Endpoint = PRIMARY) -> pd.DataFrame:

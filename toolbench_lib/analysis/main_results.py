@@ -147,9 +147,11 @@ def paired_tests(result: StudyResult, k: int | None = None, gts: Sequence[str] =
 def figure2(table: pd.DataFrame, wins_table: pd.DataFrame, paper: dict | None = None, gt: str = "candidates",
             validity: pd.DataFrame | None = None, min_kappa: float = 0.4):
     """The paper's Figure 2: recall, precision, pass rate and per-query wins (95% CI) per set and method;
-    ``paper``: ``{(subset, method, metric): value}`` as diamonds; ``validity``: :func:`_objective_panel`."""
+    ``paper``: ``{(subset, method, metric): value}`` as diamonds; ``validity``: :func:`_objective_panel`;
+    the wins on each query's mean over runs (``basis`` mean)."""
     t = table[table["gt"] == gt]
-    w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")].set_index("subset")
+    w = wins_table[(wins_table["gt"] == gt) & (wins_table["metric"] == "recall")
+                   & (wins_table.get("basis", "mean") == "mean")].set_index("subset")  # the paired test's
     subsets = list(dict.fromkeys(t["subset"]))
     methods = [m for m in METHODS if m in set(t["method"])]
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))

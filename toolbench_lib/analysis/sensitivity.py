@@ -126,10 +126,9 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
         fit = ""
     else:
         fit = str(top["subset"])
-        why = [w for w, ok in (("its ground-truth size", top["gt_fits"]),
-                               (example, top["example_in_set"])) if ok]
-        verb = "match" if len(why) > 1 else "matches"
-        text = f"The paper's G2 numbers fit {fit}: {' and '.join(why)} {verb}."
+        why = [w for w, ok in (("its mean ground-truth size rounds to the paper's", top["gt_fits"]),
+                               (f"it holds {example}", top["example_in_set"])) if ok]
+        text = f"The paper's G2 numbers fit {fit}, a hypothesis about its data: {'; '.join(why)}."
     verdict = {"subset": "verdict", "gt_size": np.nan, "paper_gt_size": np.nan, "gt_fits": None,
                "example_in_set": None, "paper_diffs_in_ci": np.nan, "n_paper_diffs": np.nan,
                "identity_score": np.nan, "text": text, "fits": fit}
@@ -358,8 +357,9 @@ def worked_example_name(example_id: str) -> str:
     quoted = re.search(r"“([^”]+)”", str(found[0].get("quote", ""))) if found else None
     if not quoted:
         return "the worked example"
+    loose = ", loosely: the same APIs, another request" if found[0].get("match") == "loose" else ""
     return (f"the paper's Table {found[0].get('table', 2)} example “{quoted.group(1)}” "
-            f"({found[0].get('qkey', 'not in this data')})")
+            f"({found[0].get('qkey', 'not in this data')}{loose})")
 
 
 def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,

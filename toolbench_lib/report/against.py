@@ -116,7 +116,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
         other.append(f"Its pass rates ({fmt_number(min(rates))}–{fmt_number(max(rates))}) are far above its "
                      f"recall@5 (at most {fmt_number(max(recalls))}), though it says *“{QUOTES['upper']}”*. "
                      f"Under its definition, *“{QUOTES['gt']}”*, a plan is shown on average at most "
-                     f"{max(recalls):.0%} of what it needs; under the broader `candidates`, which its "
+                     f"{max(recalls):.0%} of what it needs; under the broader `candidates`, whose size its "
                      "numbers fit, a plan can pass without most of them. It does not say which it means.")
     entries = {e["id"]: e for e in refs["entries"]}
     stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))

@@ -355,15 +355,16 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
 
 
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
-         "the APIs it was written to need. A *Holm CI* is adjusted for several tests. *Consistent*: this run "
-         "cannot tell the paper's number from its own (not confirmed). *Cause untested*: a difference "
-         "of setup no ablation tested. Every term: the [glossary](#glossary).")
+         "the APIs it was written to need. A *Holm CI* is adjusted for several tests (the scorecard rows "
+         "give the unadjusted 95% CI of the same difference). *Consistent*: this run cannot tell the paper's "
+         "number from its own (not confirmed). *Cause untested*: a difference of setup no ablation tested. "
+         "Every term: the [glossary](#glossary).")
 
 
 def fare_counts(report: pd.DataFrame) -> dict[str, int] | None:
     """The paper's reference numbers (not its claims in words, not a reading again) counted by status and
     cause (:func:`.scorecard.status_counts`), with ``n``, ``other`` (differs for another cause), ``loose``
-    (consistent only by rounding or a stated tolerance); None without a number."""
+    (consistent only by rounding or this project's tolerance); None without a number."""
     claim, again = row_kinds(report) if len(report) else (None, None)
     numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
@@ -382,7 +383,7 @@ def fare_line(report: pd.DataFrame) -> str:
     loose, other = every["loose"], every["other"]
     head = (f"**How the paper's numbers fare.** Of its {fmt_count(every['n'])} reference numbers, this run "
             f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed"
-            + (f"; {fmt_count(loose)} only by the paper's rounding or stated tolerance" if loose else "")
+            + (f"; {fmt_count(loose)} only by the paper's rounding or this project's tolerance" * bool(loose))
             + "); "
             f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
             f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "

@@ -49,7 +49,8 @@ GLOSSARY: tuple[Term, ...] = (
          "eval.evaluation.relevance, eval.evaluation.metric_values"),
     Term("ground truth: candidates",
          "The query's whole `api_list` in ToolBench: every API of the tools sampled when the query was "
-         "written. The default here, and the definition the paper's numbers correspond to.",
+         "written. The default here: its mean size fits the paper's numbers (a hypothesis; its text says "
+         "otherwise).",
          "data.queries"),
     Term("ground truth: relevant",
          "ToolBench's `relevant APIs`: the APIs the query was written to need, a strict subset of the "
@@ -75,7 +76,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
          "t-test takes each sample (queries with the same `candidates`) as one cluster: its standard error "
-         "is the CR2 cluster-robust one and its t has G − 1 degrees of freedom for G clusters. With every "
+         "is the CR2 cluster-robust one (Bell and McCaffrey's, corrected for few clusters) and its t has "
+         "G − 1 degrees of freedom for G clusters. With every "
          "query its own sample it is the ordinary paired t-test.",
          "eval.stats.mean_se, eval.compare"),
     Term("shift towards PtR",
@@ -90,6 +92,15 @@ GLOSSARY: tuple[Term, ...] = (
          "p_Holm < 0.05: it agrees with Holm's decisions but is not a simultaneous interval (the family's "
          "CIs together may cover less than 95%).",
          "eval.stats.holm (statsmodels), eval.compare.holm_ci"),
+    Term("status of a scorecard row",
+         "Each row sets one of the paper's numbers beside this run's and its 95% CI. *consistent*: the CI "
+         "holds the paper's number (not a confirmation); *differs* (above or below): it does not, then its "
+         "cause (*cause untested*: a setup difference no ablation tested; *by construction*: this run's own "
+         "data or definitions); *inconclusive*: the CI holds a claimed bound or crosses a margin; a *claim "
+         "in words* is a sentence of the paper scored as a bound or an ordering; a *second reading* measures "
+         "a number another way (another G2 file, ground truth or definition), chosen after seeing the "
+         "paper's; *not scored*: nothing here is comparable.",
+         "report.locate.compare, report.scorecard"),
     Term("equivalence margin",
          "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
          "margin\" (`claim: 0 ± m` in the scorecard; each margin's reason is in `tables/scorecard.csv`'s "
@@ -104,7 +115,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("judge kappa",
          "Cohen's kappa between the judge's \"Solved\" and the objective pass: 1 is full agreement, 0 is "
          "chance. Below {min_kappa} the judged pass rate is not scored against the paper: the objective pass "
-         "rate is shown in its place, and the judged one only in the appendix.",
+         "rate is shown in its place, and the judged one only in the appendix. Appendix C's `kappa any` "
+         "sets the judge against naming any ground-truth API; `solved rate none` is its \"Solved\" share of "
+         "plans that name none.",
          "analysis.judge.kappa (scikit-learn)"),
     Term("retriever family",
          "How a searched text (query or stub) is matched to API documents: dense (cosine of embeddings in "

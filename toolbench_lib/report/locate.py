@@ -196,7 +196,7 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
         else:
             tol = rounding if tolerance is None else float(tolerance)
             ok = abs(diff) <= tol + 1e-12
-            basis = (f"tolerance ±{tol:g}" if tolerance is not None else
+            basis = (f"this project's tolerance ±{tol:g}" if tolerance is not None else
                      f"the paper's precision (±{tol:g})")
         return diff, CONSISTENT if ok else DIFFERS, "" if ok else _direction(diff), basis
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from ..analysis.references import paper_value
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
 from .front import _sets, holds_paper, leading_elsewhere
@@ -90,7 +91,7 @@ def _set_line(s: str, r, g2i) -> str:
     if holds_paper(r) and bool(r.significant):
         return f"{head}{r.leader} finds more, as in the paper: {_ci(r)} (paper {paper})."
     if holds_paper(r):
-        return (f"{head}neither leads, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
+        return (f"{head}neither leads in recall, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
                 "significance”*).")
     both = g2i is not None and s == "G2"
     return (f"{head}the paper's lead for {r.paper_leader} does not appear" + " in either G2 file" * both
@@ -119,7 +120,9 @@ def verdict(c: TableCache, llm: str = "") -> str:
         x = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else ()
         if holds_paper(r) and bool(r.significant) and len(x) and not bool(x["significant"].iloc[0]):
             rests.append(f"{s}'s lead is not significant on the stricter ground truth `relevant` "
-                         f"({fmt_p(x['p_holm'].iloc[0])})")
+                         f"({fmt_p(x['p_holm'].iloc[0])})" + _lead_holds(c, s, r))
+    rests += [_leans(s, r) for s, r in table.iterrows()
+              if pd.notna(r.get("largest_cluster_n")) and r.largest_cluster_n >= LEANS * r.n_queries]
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
         shift = c.get("primary_crossover")
         shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
@@ -131,8 +134,12 @@ def verdict(c: TableCache, llm: str = "") -> str:
         rests += [x for x in (_other_search(c, missed),) if x]
         power = power_table(c)
         at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+        holm = power.set_index("subset")["power_at_paper_holm"] if power is not None and \
+            "power_at_paper_holm" in power else pd.Series(dtype=float)
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
-        chance = [f"{at[n]:.0%} ({n})" for n in names if pd.notna(at.get(n))]
+        chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
+                                           if pd.notna(holm.get(n)) else "outside the Holm family)")
+                  for n in names if pd.notna(at.get(n))]
         rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
                       f"would have shown with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
                       "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
@@ -140,14 +147,53 @@ def verdict(c: TableCache, llm: str = "") -> str:
     judge = c.get("judge_validity")
     if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
+        leads = [f"{s}'s, {fmt_number(b)} against {fmt_number(a)}" for s in table.index
+                 if holds_paper(table.loc[s]) and not bool(table.loc[s, "significant"])
+                 and pd.notna(a := paper_value(f"{s.lower()}_rtp_pass_rate"))
+                 and pd.notna(b := paper_value(f"{s.lower()}_ptr_pass_rate")) and b > a]
         if pd.notna(blind) and not kappa >= MIN_KAPPA:
-            rests.append("the paper's pass rates cannot be checked, since this run's judge calls "
-                         f"{blind:.0%} of plans that name no needed API “Solved”")
+            rests.append("the paper's pass rates" + (f", with its PtR lead where recall has none "
+                                                      f"({'; '.join(leads)}), " if leads else " ")
+                         + f"cannot be checked, since this run's judge calls {blind:.0%} of plans that name "
+                         "no needed API “Solved”")
     said = "\n".join(f"- {x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
     stubs = f"stubs written by {llm}, not the paper's Gemini 2.5 Flash," if llm else "this run's stubs"
     return (f"{VERDICT} With dense retrieval, {stubs} and this run's embedder (PtR − RtP in recall@5 on "
             "`candidates`, its Holm CI, then the paper's):\n\n" + "\n".join(lines)
             + (f"\n\n{RESTS}\n\n{said}" if said else ""))
+
+
+NUMBER_WORDS = {2: "two", 3: "three"}
+LEANS = 0.2  # a set whose largest cluster holds this share of its queries leans on one API sample
+
+
+def _leans(s: str, r) -> str:
+    """How set ``s``'s difference reads without its largest cluster (``primary_endpoint``'s robustness)."""
+    now = r.p_holm_no_largest_cluster_robustness < ALPHA
+    lo, hi = r.ci_low_holm_no_largest_cluster_robustness, r.ci_high_holm_no_largest_cluster_robustness
+    return (f"{s}'s difference leans on one API sample, {fmt_count(int(r.largest_cluster_n))} of its "
+            f"{fmt_count(int(r.n_queries))} queries: without it, "
+            f"{fmt_signed(r.diff_no_largest_cluster_robustness)} {fmt_ci(lo, hi)}, "
+            f"{'still' if now == bool(r.significant) else 'then'} {'' if now else 'not '}significant")
+
+
+def _lead_holds(c: TableCache, s: str, r) -> str:
+    """Where set ``s``'s lead also holds: run 0 alone (temperature 0, ``primary_endpoint``'s robustness) and,
+    on G1, the G1 files no method was tuned on (``beyond_validation``, paired, unadjusted)."""
+    where, sign = [], 1 if r["diff"] > 0 else -1  # the lead's direction: a check that holds keeps it
+    if pd.notna(p0 := r.get("p_holm_run0_robustness")) and p0 < ALPHA and sign * r.diff_run0_robustness > 0:
+        where.append(f"at temperature 0 alone (run 0: {fmt_signed(r.diff_run0_robustness)}, {fmt_p(p0)})")
+    t = c.get("beyond_validation")
+    need = {"subset", "method", "recall_reference", "recall_diff", "recall_p_value"}
+    if s == "G1" and t is not None and need <= set(t):
+        g1 = t[t["subset"].astype(str).str.startswith("G1_") & (t["method"] == "ptr")
+               & (t["recall_reference"] == "rtp") & (sign * t["recall_diff"] > 0)
+               & (t["recall_p_value"] < ALPHA)]
+        if len(g1):
+            where.append(f"in {NUMBER_WORDS.get(len(g1), len(g1))} G1 files no method was tuned on ("
+                         + "; ".join(f"{x.subset} {fmt_signed(x.recall_diff)}, {fmt_p(x.recall_p_value)}"
+                                     for x in g1.itertuples()) + "; unadjusted)")
+    return f"; it holds {' and '.join(where)}" if where else ""
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
@@ -167,7 +213,7 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
             for f in leading_elsewhere(other, where, "PtR")]
     return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
             f"significant lead on {' and '.join(where)}: the missing dense lead may lie in how stubs are "
-            "matched, not in the stubs alone (word matching also rewards the brand words they copy from "
+            "matched (word matching also rewards the brand words they copy from "
             "the request)")
 
 

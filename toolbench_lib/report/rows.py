@@ -29,7 +29,10 @@ JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates
 def _status_text(r) -> str:
     status = r.status + (f" ({r.direction})" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
-        status += " (only by its rounding or stated tolerance: the paper's value lies outside the CI)"
+        tol = re.search(r"paper (±[\d.]+) in", str(r.basis))
+        by = "the paper's rounding" if "(its rounding)" in str(r.basis) or not tol else \
+            f"this project's tolerance {tol.group(1)}"
+        status += f" (only by {by}: the paper's value lies outside the CI)"
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
@@ -122,9 +125,10 @@ def section_sentence(rows: pd.DataFrame) -> str:
         (int(claims.sum()), "claims in words", "claim in words"),
         (int(again.sum()), "second readings", "second reading")) if n]
     of = f" (with {' and '.join(kinds)})" if kinds else ""
-    parts = [f"{c['consistent']} of the {found} rows measured here{of} are consistent with this run"]
+    verb = "is" if c["consistent"] == 1 else "are"
+    parts = [f"{c['consistent']} of the {found} rows measured here{of} {verb} consistent with this run"]
     parts += [f"{c[key]} {what}" for key, what in (
-        ("differs", "differ"),
+        ("differs", "differs" if c["differs"] == 1 else "differ"),
         (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
         ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
     return "; ".join(parts) + "."

@@ -90,7 +90,8 @@ def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: p
              ("plans and pass rates", "every query, 4 runs", plans),
              ("registry (APIs)", fmt_count(46984),
               fmt_count(prov.get("registry_size")) + _from_queries(cache)),
-             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), which its numbers fit"
+             ("ground truth", f"“{QUOTES['gt']}”", f"{PRIMARY.gt} (api_list), whose mean size fits its "
+              "numbers (a hypothesis)"
               f"{gt_fit(cache, paper_n)}; the reference solutions are not in this data")]
     for subset in cfg.subsets:
         canonical = DEFAULT_SUBSETS.get(subset, subset)
@@ -118,10 +119,9 @@ def grouped_line(rows: pd.DataFrame) -> str:
             f"one cluster ({each}).")
 
 
-SET_RULE = ("- Each set is the file here nearest the paper's count (the unfiltered G1 and G2 "
-            "instruction files are absent), chosen before any result; G2_instruction, whose ground-truth "
-            "size fits the paper's G2, is read beside it, unadjusted and outside the Holm family, since it "
-            "was added after seeing which file fits.")
+SET_RULE = ("- Each set is the file nearest the paper's count, chosen before any result (the unfiltered G1 "
+            "and G2 instruction files are absent); G2_instruction, whose ground-truth size fits the paper's, "
+            "is read beside it outside the Holm family, since it was added after seeing which file fits.")
 
 
 GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on

@@ -50,21 +50,43 @@ def fidelity_lines(rows: pd.DataFrame) -> list[str]:
             "it was given”*, does not say which."]
 
 
-def temperature_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
-    """PtR's recall of run 0 beside the mean of every run (``runs_tests``), when the later runs sample at
-    another temperature than run 0 (``settings``: the study's); nothing otherwise."""
-    t, later = settings.get("temperature"), settings.get("run_temperature")
-    table = TableCache(cfg.tables_dir).get("runs_tests")
-    if t is None or later in (None, t) or table is None or table.empty:
+def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
+    """The dense primary test again as each robustness check reads the study (``primary_endpoint``'s
+    ``*_robustness`` columns, Holm CI and p): run 0 alone (at run 0's temperature, where the later runs
+    sample at another: ``settings``, the study's), each set without its largest cluster, and coarser
+    clusters; whether each verdict holds, and where few clusters leave a check without power."""
+    t = TableCache(cfg.tables_dir).get("primary_endpoint")
+    if t is None or "largest_cluster_n" not in t or "significant" not in t:
         return []
-    rows = table[(table["gt"] == "candidates") & (table["metric"] == "recall")]
-    each = [f"{subset_alias(r.subset)} {fmt_number(float(str(r.ptr_runs).strip('[]').split(',')[0]))} / "
-            f"{fmt_number(r.ptr_mean)}" for r in rows.itertuples()]
-    if not each:
-        return []
-    return [f"Temperature: PtR's recall@{cfg.k} in run 0, at temperature {t:g} as in the paper, against the "
-            f"mean of all {fmt_count(int(rows['n_runs'].max()))} runs (the later ones at {later:g}): "
-            f"{', '.join(each)} (`runs_tests`: ptr_runs, ptr_mean)."]
+    t = t[t["retriever"] == "dense"] if "retriever" in t else t
+    temp, later = settings.get("temperature"), settings.get("run_temperature")
+    heads = {"run0": f"Run 0 alone, at temperature {temp:g} as in the paper (the later runs at {later:g})"
+                     if temp is not None and later not in (None, temp) else "",
+             "no_largest_cluster": "Each set without its largest API sample ("
+             + ", ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.largest_cluster_n))} of "
+                         f"{fmt_count(int(r.n_queries))} queries" for r in t.itertuples()) + ")",
+             "tool_clusters": "Coarser clusters (queries sharing any tool in one cluster: "
+             + ", ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_groups_tool_clusters_robustness))} "
+                         f"(primary {fmt_count(int(r.n_groups))})" for r in t.itertuples()) + ")"}
+    lines = []
+    for v, head in heads.items():
+        cols = [f"{c}_{v}_robustness" for c in ("diff", "ci_low_holm", "ci_high_holm", "p_holm", "n_groups")]
+        if not head or not set(cols) <= set(t):
+            continue
+        each = "; ".join(f"{subset_alias(r.subset)} {fmt_signed(d)} {fmt_ci(lo, hi)}, {fmt_p(p)}"
+                         for r, (d, lo, hi, p, _) in zip(t.itertuples(), t[cols].to_numpy(), strict=True))
+        flips = [subset_alias(r.subset) for r, p in zip(t.itertuples(), t[cols[3]], strict=True)
+                 if bool(r.significant) != (p < ALPHA)]
+        few = [subset_alias(r.subset) for r, g in zip(t.itertuples(), t[cols[4]], strict=True) if g < FEW]
+        lines.append(f"{head}: {each}; " + (f"the verdict changes on {' and '.join(flips)}" if flips else
+                                            "the same verdicts")
+                     + (f"; with under {FEW} clusters on {' and '.join(few)} this check has almost no power, "
+                        "so a verdict of no lead holding there says little" if few else "")
+                     + f" (`primary_endpoint`: *_{v}_robustness, Holm).")
+    return lines
+
+
+FEW = 10  # clusters under which a clustered test (t with G − 1 df) has almost no power
 
 
 def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
@@ -73,7 +95,8 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     API."""
     cache = TableCache(cfg.tables_dir)
     t, traj = cache.get("judge_validity"), cache.get("trajectory")
-    fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())})"
+    fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())}, tool-only and description "
+                "matches counting)"
                 if traj is not None and "fidelity" in traj and traj["fidelity"].notna().any() else "")
     if t is None or "ceiling" not in t:
         return []
@@ -164,7 +187,8 @@ def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> floa
 def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
     """Per dense primary comparison (``primary_endpoint``, then G2_instruction's, unadjusted): the smallest
     PtR − RtP difference detected with ``power`` at ``alpha`` and at Holm's strictest level, and the power to
-    detect the paper's difference (``power_at_paper``); None without the table."""
+    detect the paper's difference (``power_at_paper``, and ``power_at_paper_holm`` at Holm's strictest level
+    where the set is of the Holm family); None without the table."""
     t = detectable(c.get("primary_endpoint"), power, alpha)
     if t is None:
         return None
@@ -174,9 +198,10 @@ def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd
     if g2i is not None and "retriever" in g2i:  # the file the paper's G2 fits: read beside, unadjusted
         both.append(g2i[g2i["retriever"] == "dense"])
     out = pd.concat(both, ignore_index=True)
+    cis = list(zip(out["paper_diff"], out["ci_low"], out["ci_high"], out["alpha_holm"], strict=True))
     return out[["subset", "ci_low", "ci_high", "paper_diff", "mde", "mde_holm"]].assign(
-        power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi in
-                        zip(out["paper_diff"], out["ci_low"], out["ci_high"], strict=True)],
+        power_at_paper=[power_at(d, lo, hi, alpha) for d, lo, hi, _ in cis],
+        power_at_paper_holm=[power_at(d, lo, hi, a) if pd.notna(a) else math.nan for d, lo, hi, a in cis],
         alpha=alpha, alpha_holm=out["alpha_holm"], power=power)
 
 
@@ -202,29 +227,6 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
             f"{alpha / len(t):.3g}: {holm}; from each CI's width by the normal approximation, which the t "
             f"quantiles of few clusters raise slightly; `primary_power`). The paper's differences are {paper}"
             + (f", so {'; '.join(said)}" if said else "") + "."]
-
-
-def coarse_cluster_lines(cfg: ExperimentConfig) -> list[str]:
-    """The dense primary comparisons again with coarser clusters (``primary_endpoint``'s
-    ``*_tool_clusters_robustness`` columns: queries linked by any shared tool in one cluster), and whether
-    each verdict holds."""
-    t = TableCache(cfg.tables_dir).get("primary_endpoint")
-    cols = ["n_groups_tool_clusters_robustness", "p_holm_tool_clusters_robustness",
-            "ci_low_holm_tool_clusters_robustness", "ci_high_holm_tool_clusters_robustness"]
-    if t is None or not {*cols, "n_queries", "n_groups", "significant"} <= set(t):
-        return []
-    t = t[t["retriever"] == "dense"] if "retriever" in t else t
-    flips = [subset_alias(r.subset) for r in t.itertuples()
-             if bool(r.significant) != (r.p_holm_tool_clusters_robustness < ALPHA)]
-    t = t.set_axis([c.removesuffix("_tool_clusters_robustness") + "_wide" * c.endswith("robustness")
-                    for c in t.columns], axis=1)
-    each = "; ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_groups_wide))} clusters (primary "
-                     f"{fmt_count(int(r.n_groups))}), "
-                     f"{fmt_signed(r.diff)} {fmt_ci(r.ci_low_holm_wide, r.ci_high_holm_wide)}, "
-                     f"{fmt_p(r.p_holm_wide)}" for r in t.itertuples())
-    held = f"the verdict changes on {' and '.join(flips)}" if flips else "every verdict holds"
-    return [f"Coarser clusters (robustness: queries sharing any tool in one cluster; Holm CI and p): {each}; "
-            f"{held} (`primary_per_query` holds each query's values and both clusterings)."]
 
 
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
@@ -324,9 +326,16 @@ def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
         return []
     each = "; ".join(f"{r.subset} {fmt_signed(r.change)} {fmt_ci(r.change_ci_low, r.change_ci_high)}"
                      for r in moved.itertuples())
+    first = t.sort_values("size").groupby("subset", sort=False).head(1).set_index("subset")
+    kept = first.loc[moved["subset"]] if {"gt_share", "keeps_all_gt"} <= set(first) else first[:0]
+    kept = kept[kept["keeps_all_gt"].astype(bool)]
+    caveat = ("; but every sub-registry here keeps all ground truth, "
+              + ", ".join(f"{x:.0%} of the smallest one on {s}" for s, x in kept["gt_share"].items())
+              + f" ({fmt_count(int(kept['size'].min()))} APIs), so the change starts from a regime this "
+              "construction makes") if len(kept) else ""
     return [f"The paper's stability claim is scored by the spread of PtR − RtP over sizes (`scale_gap_std`); "
             f"yet from the smallest registry to the full one the gap moves significantly on {each} "
-            "(`scale_claim`: change): a spread over sizes cannot see a trend."]
+            f"(`scale_claim`: change): a spread over sizes cannot see a trend{caveat}."]
 
 
 def seed_spread_lines(cfg: ExperimentConfig) -> list[str]:
@@ -393,30 +402,11 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
     return lines
 
 
-def other_g1_files_lines(cfg: ExperimentConfig) -> list[str]:
-    """Dense PtR − RtP on the G1 files the primary G1 is not (``beyond_validation``: the validation study's
-    G1_category and G1_tool), which say whether RtP's G1 lead rests on the solvable subset alone."""
-    t = TableCache(cfg.tables_dir).get("beyond_validation")
-    if t is None or not {"subset", "method", "recall_reference", "recall_diff", "recall_p_value"} <= set(t):
-        return []
-    g1 = t[t["subset"].astype(str).str.startswith("G1_") & (t["method"] == "ptr")
-           & (t["recall_reference"] == "rtp")]
-    if g1.empty:
-        return []
-    each = ", ".join(f"{r.subset} {fmt_signed(r.recall_diff)} ({fmt_p(r.recall_p_value)})"
-                     for r in g1.itertuples())
-    led = ((g1["recall_diff"] < 0) & (g1["recall_p_value"] < 0.05)).all()
-    return [f"On the other G1 files, queries no method was tuned on, dense PtR − RtP is {each} "
-            "(`beyond_validation`: recall_diff, recall_p_value, paired, unadjusted)"
-            + (": RtP's G1 lead does not rest on the solvable subset alone." if led else ".")]
-
-
 def section_verdicts(cfg: ExperimentConfig, key: str, rows: pd.DataFrame) -> list[str]:
     """Every generated line of the section ``key``, whose scorecard rows are ``rows``."""
     extra = {"trajectory": lambda: fidelity_lines(rows),
              "cost": lambda: routing_mix_lines(cfg) + imputed_token_lines(cfg),
-             "main": lambda: (other_g1_files_lines(cfg) + pass_ceiling_lines(cfg) + power_lines(cfg)
-                              + coarse_cluster_lines(cfg)),
+             "main": lambda: pass_ceiling_lines(cfg) + power_lines(cfg),
              "budget": lambda: budget_lines(cfg),
              "scale": lambda: scale_trend_lines(cfg) + seed_spread_lines(cfg) + divergence_caveat_lines(cfg),
              "stubs": lambda: coupling_lines(cfg)}

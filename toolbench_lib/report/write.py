@@ -61,7 +61,7 @@ from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
 from .setup_table import limits, setup_box
 from .teaching import TITLES, teaching_material
-from .verdicts import section_verdicts, temperature_lines
+from .verdicts import robustness_lines, section_verdicts
 
 
 def run_provenance(cfg: ExperimentConfig) -> list[dict]:
@@ -351,7 +351,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         if key == "main":  # the file the paper's G2 fits, read in full; the later runs' temperature
             fit = fit_sentence(report)
             verdicts[1:1] = [fit + "."] * bool(fit) + dense_test + weak_lead_lines(rows)
-            verdicts += temperature_lines(cfg, provenance[0].get("settings", {})) if provenance else []
+            verdicts += robustness_lines(cfg, provenance[0].get("settings", {}) if provenance else {})
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
