@@ -103,7 +103,7 @@ print(f"mean over sets: the top-1 cosine router spends {saved:.1f}% fewer tokens
 # %% [markdown]
 # ## How well does each signal predict that PtR wins?
 #
-# AUROC of each signal for the event "PtR's recall beats RtP's on this query": 0.5 is chance, 1 a perfect ranking. The direction of every signal was fixed before looking at the data (a *low* top-1 cosine, and *more* words, clauses, conjunctions or requests, are expected to favour PtR), so a value below 0.5 means the signal points the other way. `router_features` is the feature model's out-of-fold probability. The AUROC is computed from ranks (the Mann–Whitney U statistic divided by the number of positive–negative pairs), with ties counting one half.
+# AUROC of each signal for the event "PtR's recall beats RtP's on this query": 0.5 is chance, 1 a perfect ranking. The last row reads the top-1 cosine as the paper does, for "a multi-tool (G2, G3) query" over every query. The direction of every signal was fixed before looking at the data (a *low* top-1 cosine, and *more* words, clauses, conjunctions or requests, are expected to favour PtR), so a value below 0.5 means the signal points the other way. `router_features` is the feature model's out-of-fold probability. The AUROC is computed from ranks (the Mann–Whitney U statistic divided by the number of positive–negative pairs), with ties counting one half.
 
 # %%
 save_table(signal, "routing_signal", cfg, prov)

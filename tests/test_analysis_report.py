@@ -115,8 +115,8 @@ def test_status_rests_on_the_ci_when_there_is_one():
     # A range meets a CI that overlaps it: 2.39 [2.30, 2.48] against 2.4–2.5; [2.20, 2.35] does not.
     assert compare(2.39, {"min": 2.4, "max": 2.5}, ci=(2.30, 2.48))[1] == "consistent"
     assert compare(2.28, {"min": 2.4, "max": 2.5}, ci=(2.20, 2.35))[1:3] == ("differs", "below")
-    # A "~" number keeps its tolerance beside the CI: ~0.70 ± 0.05 meets [0.52, 0.66], not [0.50, 0.64].
-    assert compare(0.59, {"value": 0.70}, tolerance=0.05, ci=(0.52, 0.66))[1] == "consistent"
+    # A "~" number's tolerance is this project's, not the paper's: beside a CI it rescues nothing.
+    assert compare(0.59, {"value": 0.70}, tolerance=0.05, ci=(0.52, 0.66))[1] == "differs"
     assert compare(0.57, {"value": 0.70}, tolerance=0.05, ci=(0.50, 0.64))[1] == "differs"
     # A decimal stands for its rounding: the paper's 0.002 is 0.0015-0.0025, which meets [0.00245, 0.049];
     # 0.003 does not meet [0.0036, 0.05], and an integer (0: "stable") gets no rounding.
@@ -687,7 +687,9 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
             "truth |") in setup
     assert "[What differs from the paper's setup](#what-differs-from-the-papers-setup)" in front
     assert front.rstrip().split("\n### ")[-1].startswith("Limits of this reproduction")
-    assert front.index("**The verdict.**") < front.index("**In plain words.**") < front.index("**Primary")
+    assert front.index("**The answer.**") < front.index("**The verdict.**") < front.index("**Words used") \
+        < front.index("**Primary")
+    assert "**In plain words.**" not in front  # the plain-words table opens teaching.md instead
     assert "- **G1 (one tool):** RtP finds more, as in the paper:" in front
     assert "**Beyond the paper** (exploratory: BM25" in front
     assert re.search(r"\n\| bm25 +\| G1", front), front
@@ -1109,9 +1111,15 @@ def test_the_budget_section_says_how_each_gap_moves_with_k(tmp_path):
     table.assign(recall_gain_vs_k1_ci_low=np.where(g1, -0.11, -0.02),
                  recall_gain_vs_k1_ci_high=np.where(g1, -0.02, 0.07)).to_csv(tmp_path / "k_ablation.csv")
     (line,) = budget_lines(cfg)
-    assert "G1 -0.026 → -0.095 (RtP's lead widens; the change -0.069 [-0.110, -0.020], significantly)" in line
+    assert "G1 -0.026 → -0.095 (RtP's lead widens; the change -0.069 [-0.110, -0.020], significant " \
+           "(unadjusted))" in line
     assert ("G2 -0.005 → +0.021 (the estimate changes sign; the change +0.026 [-0.020, 0.070], not "
-            "significantly)") in line
+            "significant)") in line
+    table.assign(recall_gain_vs_k1_ci_low=-0.11, recall_gain_vs_k1_ci_high=np.where(g1, -0.02, -0.001),
+                 recall_gain_vs_k1_p_holm=np.where(g1, 0.006, 0.082)).to_csv(tmp_path / "k_ablation.csv")
+    (line,) = budget_lines(cfg)  # a change scanned over the sets: Holm over them decides
+    assert "[-0.110, -0.020], significant, also under Holm over the sets)" in line
+    assert "[-0.110, -0.001], significant unadjusted only (Holm over the sets: p = 0.0820))" in line
 
 
 def test_the_pass_rate_ceiling_is_one_sentence_from_judge_validity(tmp_path):
@@ -1207,6 +1215,15 @@ def test_the_cost_section_sets_routing_by_set_against_never_calling_the_llm(tmp_
         "fewer tokens per query (580 against 753); routing pays only where PtR finds more: here on G2, by "
         "point estimate. The share of PtR's extra tokens routing by set saves is G1's share of them (42.3%, "
         "`routing`): set by the query mix, not by either architecture."]
+    pd.DataFrame({"policy": ["always_rtp", "always_ptr", "by_subset", "router_top1_cosine"],
+                  "recall": [0.2157, 0.1897, 0.2120, 0.2162],
+                  "tokens_per_query": [580.0, 847.4, 752.6, 642.9],
+                  "share_routed_ptr": [0.0, 1.0, 0.647, 0.236], "n_queries": 362}).to_csv(
+        tmp_path / "routing_overall.csv", index=False)
+    assert routing_mix_lines(cfg)[0].endswith(
+        "architecture. The paper's proposal, a threshold on RtP's top-1 cosine (tuned out of fold), sends "
+        "24% of queries to PtR and finds 0.216 with 643 tokens per query, 24.1% fewer than always PtR "
+        "(always RtP: 0.216 with 580).")
 
 
 def test_the_main_section_says_what_difference_the_dense_test_can_detect(tmp_path):
@@ -1301,8 +1318,12 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     assert list(_shown(rows)["status"]) == [
         "consistent", "consistent (only by the paper's rounding: the paper's value lies outside the CI)"]
     stated = compare(0.795, {"value": 0.7}, tolerance=0.05, ci=(0.741, 0.853))  # "~70%": the project's ±0.05
-    assert stated[1] == "consistent" and _shown(rows.head(1).assign(basis=stated[3]))["status"].iloc[0] == (
-        "consistent (only by this project's tolerance ±0.05: the paper's value lies outside the CI)")
+    assert stated[1:3] == ("differs", "above")  # a tolerance the paper does not state rescues nothing
+    row = rows.head(1).assign(basis=stated[3], status=stated[1], direction=stated[2])
+    assert _shown(row)["status"].iloc[0] == (
+        "differs (above, though within this project's ±0.05 reading of the paper's “~”)")
+    assert compare(0.72, {"value": 0.7}, tolerance=0.05, ci=(0.68, 0.76))[1] == "consistent"  # inside the CI
+    assert compare(0.72, {"value": 0.7}, tolerance=0.05)[1] == "consistent"  # no CI: the tolerance decides
     # a number in percent: one decimal and a % sign, the paper's range too
     percent = _shown(rows.assign(metric="token_overhead", paper="75–104", this_run=47.894, ci_low=43.071,
                                  ci_high=52.999)).iloc[0]
@@ -1342,22 +1363,6 @@ def test_g2_instruction_comes_from_its_own_study_only_when_it_covers_every_query
     none = ("validation", None, study(["G1_tool"]))
     assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), none) is none
     assert ex.get_g2_instruction_study(cfg, 4, pd.DataFrame(), None) is None
-
-
-def test_run_0_is_set_beside_the_mean_when_later_runs_sample_at_another_temperature(cfg):
-    from toolbench_lib.report.verdicts import temperature_lines
-
-    save_table(pd.DataFrame({"subset": ["G1", "G1"], "gt": ["candidates", "relevant"],
-                             "metric": ["recall"] * 2, "n_runs": [4, 4],
-                             "ptr_runs": ["[0.2744, 0.3073]", "[0.9, 0.9]"], "ptr_mean": [0.283, 0.9]}),
-               "runs_tests", cfg)
-    (line,) = temperature_lines(cfg, {"temperature": 0.0, "run_temperature": 0.3})
-    assert line == ("Temperature: PtR's recall@5 in run 0, at temperature 0 as in the paper, against the "
-                    "mean "
-                    "of all 4 runs (the later ones at 0.3): G1 0.274 / 0.283 (`runs_tests`: ptr_runs, "
-                    "ptr_mean).")
-    assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": None}) == []
-    assert temperature_lines(cfg, {"temperature": 0.0, "run_temperature": 0.0}) == []
 
 
 def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary_p():
@@ -1450,10 +1455,10 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
     assert limit.endswith("no tested cause explains the G2 gap: the nearest, `stub_breadth`, indicative, by "
-                          "a proxy, moves PtR − RtP the paper's way by under half the gap (a direction "
-                          "only).")
+                          "a proxy, moves PtR − RtP the paper's way by 0.003 of the 0.054 gap (a direction "
+                          "only).")  # from -0.012 to -0.009, the paper's +0.042
     away = rows.assign(predicted=[np.nan, np.nan, np.nan, -0.020])  # from -0.012 down: away from +0.042
-    assert "moves PtR − RtP away by under half" in setup_limit(away)
+    assert "moves PtR − RtP away by 0.008 of the 0.054 gap" in setup_limit(away)
     assert setup_limit(rows).endswith("no tested cause explains the G2 gap.")  # no predicted value: no size
     assert "G2 gap" not in setup_limit(rows.assign(cause_status="explained"))
     pd.DataFrame({"subset": ["G1", "G1", "G2", "G2_instruction", "G2"], "mean": [5.29, 2.28, 5.99, 6.51, 2.5],
@@ -1485,8 +1490,10 @@ def test_the_papers_ground_truth_words_are_set_against_its_counts():
                           "gt": ["candidates", "relevant"] * 2, "mean": [5.288, 2.276, 6.509, 2.443]})
     (line,) = gt_text_line({"g1_gt_size": 5.2, "g2_gt_size": 6.5}, sizes)
     assert line.startswith("It defines ground truth as *“all APIs executed in the reference solution”*, yet "
-                           "its APIs per query, G1 5.2 (here 5.288 on `candidates`, 2.276 on `relevant`) and "
-                           "G2 6.5 (here 6.509 on `candidates`, 2.443 on `relevant`, G2_instruction), fit")
+                           "its mean APIs per query, G1 5.2 (here 5.288 on `candidates`, 2.276 on "
+                           "`relevant`) and G2 6.5 (here 6.509 on `candidates`, 2.443 on `relevant`, "
+                           "G2_instruction), fit")
+    assert "a hypothesis from two means, not a finding" in line
     assert gt_text_line({"g1_gt_size": 5.2}, None) == [] == gt_text_line({}, sizes)
 
 
@@ -1543,7 +1550,7 @@ def test_how_the_papers_numbers_fare_splits_those_that_differ_by_kind_of_cause()
                                "the CI"] + [""] * 7)
     assert ("(*consistent*, not confirmed; 1 only by the paper's rounding or this project's tolerance); 4 "
             "differ") in fare_line(loose)
-    no_ci = loose.assign(basis=loose["basis"].where(loose["id"] != "f", "tolerance ±2"))  # no CI: a tolerance
+    no_ci = loose.assign(basis=loose["basis"].where(loose["id"] != "f", "this project's tolerance ±2"))
     assert "not confirmed; 2 only by the paper's rounding or this project's tolerance)" in fare_line(no_ci)
     from toolbench_lib.report.rows import by_tolerance
     assert by_tolerance(no_ci) == "2 only within a tolerance"  # Appendix A's split counts the same rows
@@ -1573,12 +1580,16 @@ def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
                  ).to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
     (moved,) = coupling_lines(cfg)
     assert "(neither leads significantly;" in moved and "the gap moves toward PtR, as the paper's" in moved
-    pd.DataFrame({"subset": ["G1", "G2"], "signal": ["rtp_top1_cosine_low", "n_words"], "auroc": [0.5, 0.7],
-                  "auroc_ci_low": [0.4, 0.6], "auroc_ci_high": [0.6, 0.8]}).to_csv(
-        tmp_path / "routing_signal.csv", index=False)
-    assert coupling_lines(cfg)[1].endswith("AUROC G1 0.500 [0.400, 0.600] (`routing_signal`): no better than "
-                                           "chance; read through this cosine, coupling does not tell the "
-                                           "winner here.")
+    pd.DataFrame({"subset": ["G1", "G2", "G1 vs G2, G3"], "signal": ["rtp_top1_cosine_low", "n_words",
+                                                                    "rtp_top1_cosine_low"],
+                  "auroc": [0.5, 0.7, 0.66], "auroc_ci_low": [0.4, 0.6, 0.6],
+                  "auroc_ci_high": [0.6, 0.8, 0.72]}).to_csv(tmp_path / "routing_signal.csv", index=False)
+    winner, kind = coupling_lines(cfg)[1:]
+    assert winner.endswith("AUROC G1 0.500 [0.400, 0.600] (`routing_signal`): not shown to predict it (every "
+                           "CI holds chance, 0.5, and reaches up to 0.600).")
+    assert kind == ("Read as the paper reads it, a low top-1 cosine marking a G2 or G3 query rather than a "
+                    "G1 one, the cosine tells them apart: AUROC 0.660 [0.600, 0.720] (`routing_signal`, G1 "
+                    "vs G2, G3).")
     pd.DataFrame({"subset": ["G1", "all"], "disjoint_low_echo": [0.4, 0.52],
                   "disjoint_high_echo": [0.1, 0.22]}).to_csv(tmp_path / "ablation_stub_echo.csv", index=False)
     (caveat,) = divergence_caveat_lines(cfg)
@@ -1596,7 +1607,7 @@ def test_a_significant_trend_over_registry_sizes_is_said_beside_the_spread(tmp_p
                   "change_ci_low": [0, -0.051, 0, -0.051], "change_ci_high": [0, 0.048, 0, -0.002]}).to_csv(
         tmp_path / "scale_claim.csv", index=False)
     (line,) = scale_trend_lines(cfg)
-    assert "moves significantly on G2 -0.026 [-0.051, -0.002] (`scale_claim`: change)" in line
+    assert "moves on G2 -0.026 [-0.051, -0.002], significant (unadjusted) (`scale_claim`: change)" in line
     assert "G1" not in line and line.endswith("cannot see a trend.")  # G1's CI holds 0; no gt_share saved
     kept = pd.read_csv(tmp_path / "scale_claim.csv").assign(gt_share=[0.82, 0, 0.54, 0], keeps_all_gt=True)
     kept.to_csv(tmp_path / "scale_claim.csv", index=False)
@@ -1619,3 +1630,15 @@ def test_the_spread_over_seeds_is_read_beside_the_spread_over_sizes(tmp_path):
         "Read as the spread over seeds instead, the paper's “recall std” is here at most 0.020 over G1 and "
         "G2 (G1 ptr, 1,000 APIs; `scale`: recall's std over the 3 seeds of a size), above its bound, 0.012."]
 
+
+
+def test_a_sections_sentence_counts_its_rows_then_each_status():
+    from toolbench_lib.report.rows import section_sentence
+
+    rows = pd.DataFrame({"id": list("abcdef"), "status": ["consistent", "consistent", "differs", "not scored",
+                                                          "inconclusive", "consistent"],
+                         "reading_of": ["", "a", "", "", "", ""], "claim": [False] * 4 + [True, False]})
+    assert section_sentence(rows) == (
+        "6 rows (1 claim in words and 1 second reading among them): 3 consistent, 1 differs, 1 inconclusive "
+        "(the 95% CI holds the paper's bound or crosses its margin), 1 not scored.")
+    assert section_sentence(rows.assign(status="not scored")).startswith("None of the paper's 6 numbers")

@@ -165,6 +165,11 @@ def test_routers_match_the_oracle_on_a_separating_signal():
     assert (routed["route_router_top1_cosine"] == routed["ptr_wins"]).all()
     assert routing_table(routed, by_subset=False)["subset"].eq("all").all()
     assert set(routing_signal_table(routed, by_subset=False)["subset"]) == {"all"}
+    # the paper's own reading, last: the cosine for "a multi-tool query" over every query
+    kind = signal[signal["subset"] == "G1 vs G2, G3"].iloc[0]
+    y = ~routed["subset"].astype(str).isin(["G1"])
+    assert kind["auroc"] == pytest.approx(auroc(routed["rtp_top1_cosine_low"], y))
+    assert kind["n_queries"] == len(routed) and signal.index[-1] == kind.name
 
 
 def test_threshold_curve_spans_always_rtp_to_always_ptr():

@@ -149,6 +149,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert by.loc[4, "n_seeds"] == 2 and by.loc[6, "n_seeds"] == 1 and (by["expected"] == "PtR").all()
     # PtR − RtP per query: -1/2 and 0 at 3 APIs, 0 and +1/2 on the whole index: each changes by +1/2
     assert by.loc[3, "change"] == 0 and by.loc[6, "change"] == pytest.approx(0.5)
+    assert np.isnan(by.loc[3, "change_p"])  # no change at the smallest size: not testable, not p = 1
+    assert by["change_p_holm"].tolist() == pytest.approx(by["change_p"].tolist(), nan_ok=True)  # one set
     verdict = se.scale_claim_verdict(claim).iloc[0]
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
     assert verdict["smallest_gt_share"] == 1.0 and bool(verdict["paper_claims"])  # Figure 3 shows G2

@@ -306,6 +306,28 @@ def test_k_ablation_by_hand(study):
     assert row(t, subset="G1", method="ptr", k=3)["recall_gain_vs_k1"] == pytest.approx(gain - g1)
     assert (t.loc[t["k"] == 1, "recall_gain_vs_k1"] == 0).all()
     assert k_ablation(study, ks=[2, 3], gts=["candidates"])["recall_gain_vs_k1"].isna().all()
+    # the change's p is the clustered paired test's against 0; Holm over the sets of one gt, method and k
+    from toolbench_lib.eval.evaluation import evaluate
+    from toolbench_lib.eval.stats import holm, paired, t_ci
+
+    at3 = t[(t["k"] == 3) & (t["method"] == "ptr")]
+    assert at3["recall_gain_vs_k1_p_holm"].tolist() == pytest.approx(
+        holm(at3["recall_gain_vs_k1_p"]).tolist(), nan_ok=True)
+    assert t.loc[t["k"] == 1, "recall_gain_vs_k1_p"].isna().all()  # no change at k = 1: not testable
+    ev = evaluate(study)
+    mask = ev.subsets == "G1_instruction"
+
+    def gain(k: int) -> np.ndarray:  # PtR − RtP per query, mean over runs
+        v = ev.values("recall", k, "candidates")[:, :, mask].mean(axis=1)
+        return v[ev.methods.index("ptr")] - v[ev.methods.index("rtp")]
+
+    groups = ev.groups[mask] if ev.groups is not None else None
+    want = paired(np.zeros(int(mask.sum())), gain(3) - gain(1), groups=groups)["p"]
+    assert mask.any() and not np.isnan(want)  # a test that ran
+    # the gain's CI is the paired test's (clustered t), not a bootstrap of the gain
+    got = row(t, subset="G1", method="ptr", k=3)[["recall_gain_ci_low", "recall_gain_ci_high"]]
+    assert tuple(got) == pytest.approx(t_ci(gain(3), groups=groups))
+    assert row(t, subset="G1", method="ptr", k=3)["recall_gain_vs_k1_p"] == pytest.approx(want)
     for metric in ("recall", "precision", "recall_gain", "recall_gain_vs_k1"):
         assert (t[f"{metric}_ci_low"] <= t[metric] + 1e-12).all()
         assert (t[metric] <= t[f"{metric}_ci_high"] + 1e-12).all()

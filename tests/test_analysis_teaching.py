@@ -158,7 +158,7 @@ def test_paper_examples_present_shown_the_others_explained():
     ]
     text = "\n".join(paper_examples_markdown(make_study(), k=K, examples=examples)[0])
     assert text.startswith("Of the paper's 3 Table 2 examples, 1 is among this run's queries as the same "
-                           "query")
+                           "task and APIs")
     assert "### `ex_present`" in text and "“a query” → stub recall 1.0" in text
     assert ("*This run:* RtP 1.000, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same "
             "leader") in text

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..data.queries import GT_DEFINITIONS, check_gt, subset_alias
 from ..eval.evaluation import evaluate
-from ..eval.stats import ratio_change, t_ci
+from ..eval.stats import holm, paired, ratio_change, t_ci
 from ..study.result import METHODS
 from ..study.stored import StudyResult
 from .intervals import N_RESAMPLES, ci_of, with_ci
@@ -21,7 +21,8 @@ from .style import LEGEND_SIZE, METHOD_COLORS, METHOD_LABELS
 ABLATION_COLUMNS = ["subset", "method", "gt", "k", "recall", "precision"]
 RATIO_COLUMNS = ("recall_ratio", "recall_ratio_vs_k1", *ci_of("recall_ratio_vs_k1"))  # PtR's share of RtP's
 ABLATION_EXTRA = [*ci_of("recall", "precision"), "recall_gain", *ci_of("recall_gain"), "recall_gain_vs_k1",
-                  *ci_of("recall_gain_vs_k1"), *RATIO_COLUMNS, "n_queries"]
+                  *ci_of("recall_gain_vs_k1"), "recall_gain_vs_k1_p", "recall_gain_vs_k1_p_holm",
+                  *RATIO_COLUMNS, "n_queries"]
 BUDGET_COLUMNS = ["subset", "gt", "rtp_k10_recall", "ptr_k5_recall"]
 BUDGET_EXTRA = ["rtp_k5_recall", "ptr_k10_recall", *ci_of("rtp_k10_recall", "ptr_k5_recall"),
                 "rtp10_minus_ptr5", *ci_of("rtp10_minus_ptr5")]
@@ -36,7 +37,7 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
     """Recall@k and precision@k per subset, method, ground truth and ``k`` (CIs over queries);
     ``recall_gain``: PtR − RtP (the paired test's CI, cluster-robust as in ``compare``);
-    ``recall_gain_vs_k1``: its change from k = 1 (NaN without it)."""
+    ``recall_gain_vs_k1``: its change from k = 1 (NaN without it), with its p and Holm's over the sets."""
     ks = list(ks)
     depth = stored_depth(result)
     if ks and (min(ks) < 1 or max(ks) > depth):
@@ -67,6 +68,10 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
                             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
                         else:
                             with_ci(row, name, *((v[mask], clusters[mask]) if v is not None else ([],)))
+                        if name == "recall_gain_vs_k1":  # its p; Holm over the sets comes below
+                            zero = np.zeros(int(mask.sum()))
+                            row[f"{name}_p"] = paired(zero, v[mask], groups=clusters[mask])["p"] \
+                                if v is not None else np.nan
                     row.update(dict.fromkeys(RATIO_COLUMNS, np.nan))
                     if gain is not None:  # PtR's recall as a share of RtP's, and how far it moved from k = 1
                         r, p = (recalls[k][ev.methods.index(m)][mask] for m in ("rtp", "ptr"))
@@ -79,6 +84,8 @@ def k_ablation(result: StudyResult, ks: Iterable[int] = range(1, 21),
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=ABLATION_COLUMNS + ABLATION_EXTRA)
+    out["recall_gain_vs_k1_p_holm"] = out.groupby(["gt", "method", "k"])["recall_gain_vs_k1_p"].transform(
+        holm)  # a change scanned over every set: Holm over the sets, as the primary endpoint's family
     out = out[ABLATION_COLUMNS + ABLATION_EXTRA]
     order = {subset_alias(s): i for i, s in enumerate(subset_order(result))}
     out = out.assign(_g=out["gt"].map(GT_DEFINITIONS.index), _s=out["subset"].map(order),

@@ -208,6 +208,23 @@ def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+MULTI_TOOL = "G1 vs G2, G3"  # routing_signal's row for the paper's own reading of the top-1 cosine
+
+
+def set_signal_row(routed: pd.DataFrame, signal: str = "rtp_top1_cosine_low") -> pd.DataFrame:
+    """The paper's own reading of RtP's top-1 cosine (a high one marks a G1-like query, a low one a G2/G3-like
+    one): its AUROC for "a multi-tool query" (not in :data:`RTP_SUBSETS`) over every query, as a
+    ``routing_signal`` row (``subset`` :data:`MULTI_TOOL`); none without both kinds of query."""
+    y = ~routed["subset"].astype(str).isin(RTP_SUBSETS).to_numpy()
+    if y.all() or not y.any():
+        return pd.DataFrame()
+    x = routed[signal].to_numpy(float)
+    low, high = auroc_ci(x, y)
+    return pd.DataFrame([{"subset": MULTI_TOOL, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
+                          "auroc_ci_high": high, "higher_means": "a multi-tool query (G2, G3)",
+                          "n_ptr_wins": int(routed["ptr_wins"].sum()), "n_queries": len(routed)}])
+
+
 def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:
     """Recall against share routed to PtR for every cut of ``signal`` (in-sample, descriptive)."""
     rows = []
@@ -249,9 +266,11 @@ def plot_routing_curves(routed: pd.DataFrame, table: pd.DataFrame, k: int) -> pl
 
 def routing_analysis(result: StudyResult, k: int, gt: str = DEFAULT_GT, folds: int = FOLDS,
                      seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``(routing, routing_signal, per-query routed frame)`` of a stored study."""
+    """``(routing, routing_signal, per-query routed frame)`` of a stored study; the signal table ends on the
+    paper's own reading of the top-1 cosine (:func:`set_signal_row`)."""
     routed = route_queries(routing_frame(result, k, gt), folds, seed)
     table = routing_table(routed)
     table.insert(2, "k", k)
     table.insert(3, "gt", gt)
-    return table, routing_signal_table(routed), routed
+    signal = pd.concat([routing_signal_table(routed), set_signal_row(routed)], ignore_index=True)
+    return table, signal, routed

@@ -12,7 +12,7 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import grouped_bootstrap_ci
+from ..eval.stats import grouped_bootstrap_ci, holm
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
 from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns, with_ci
@@ -237,10 +237,12 @@ def scale_claim(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
         rows.append({"subset": alias, "size": a["size"], "target_size": target, "n_seeds": len(a["rtp"]),
                      "n_runs": len(cache.runs), "n_queries": len(a["sq"]), "rtp": float(x.mean()),
                      "ptr": float(y.mean()), **paired_columns(x, y, DIFF_CI, cl),
-                     **paired_columns(first, y - x, {"diff": "change", **CHANGE_CI}, cl),
+                     **paired_columns(first, y - x, {"diff": "change", **CHANGE_CI, "p": "change_p"}, cl),
                      "expected": PAPER_PATTERN.get(alias, ""),
                      "gt_share": float(np.mean(a["shares"])), "keeps_all_gt": all(a["held"])})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)  # a change scanned over every set: Holm over the sets at each size
+    return out.assign(change_p_holm=out.groupby("target_size")["change_p"].transform(holm)) if len(out) \
+        else out
 
 
 CHANGE_CI = {"ci_low": "change_ci_low", "ci_high": "change_ci_high"}  # PtR − RtP here minus at the smallest

@@ -67,9 +67,11 @@ def gt_text_line(paper: dict, sizes: pd.DataFrame | None) -> list[str]:
                         f"{', ' + here if here != s else ''})")
     if not said:
         return []
-    return [f"It defines ground truth as *“{QUOTES['gt']}”*, yet its APIs per query, {' and '.join(said)}, "
-            "fit every API of the tools a query was written from, not the few its solution needs: its "
-            "numbers and its words name two ground truths."]
+    return [f"It defines ground truth as *“{QUOTES['gt']}”*, yet its mean APIs per query, "
+            f"{' and '.join(said)}, fit every API of the tools a query was written from, not the few its "
+            "solution needs: a hypothesis from two means, not a finding; its words could also fit, were "
+            "every call of a reference solution counted, failed calls and retries included (the solutions "
+            "are not in this data)."]
 
 
 AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs it does not name)",

@@ -23,11 +23,12 @@ def _bounds(ci: str) -> tuple[float, float] | None:
 
 
 def _testable(cells: Cells, md: str) -> str:
-    free = _sentence(md, "All ")
-    return ("the half that needs no LLM, RtP's retrieval with this run's embedder and the data "
-            f"({free}); every comparison of the paper rests on PtR's stubs, which a much smaller LLM writes "
-            "here, so its claims are tested for this run's setup only") \
-        if "measured without an LLM" in free else ""
+    free = re.search(r"All (\d+) measured without an LLM.*? are consistent \((\d+)\) or differ by "
+                     r"construction \((\d+)\)", md)
+    return (f"the half that needs no LLM: RtP's retrieval and the data's counts ({free[1]} numbers: "
+            f"{free[2]} consistent, {free[3]} differing by construction). Every comparison of the two "
+            "architectures rests on PtR's stubs, which a much smaller LLM writes here, so it is tested for "
+            "this run's setup only") if free else ""
 
 
 def _setup(cells: Cells, md: str) -> str:
@@ -43,9 +44,10 @@ def _g2(cells: Cells, md: str) -> str:
         return ""
     seen = ", though a lead of its size would likely have shown" if "would have shown with" in md else ""
     other = _sentence(md, "With the same stubs, ")
-    return (f"failed for this run's setup: the paper's lead for PtR on G2 does not appear{seen}; untested "
-            "for the paper's, whose stubs come from a much larger model, matched by a larger embedder"
-            + (f"; {other}" if other else ""))
+    weaker = " and stay close to the request (a weaker PtR than the paper's)" * ("weaker PtR" in md)
+    return (f"untested for the paper's setup, whose stubs come from a much larger model, matched by a larger "
+            f"embedder; not reproduced with this run's, whose stubs a small model writes{weaker}: the "
+            f"paper's lead for PtR on G2 does not appear{seen}" + (f"; {other}" if other else ""))
 
 
 def _budget(cells: Cells, md: str) -> str:
@@ -53,10 +55,12 @@ def _budget(cells: Cells, md: str) -> str:
     ci = _bounds(c[3]) if c else None
     if ci is None:
         return ""
-    more = "more" if ci[0] > 0 else "less" if ci[1] < 0 else "about as much"
-    margin = " (by more than the paper's margin, or not, is undecided)" if "inconclusive" in c[4] else ""
-    return (f"{more} here{margin}: on G2, RtP at k = 10 minus PtR at k = 5 is {c[2]} "
-            f"{c[3].replace(chr(92), '')}, where the paper has them nearly identical")
+    more = "more than" if ci[0] > 0 else "less than" if ci[1] < 0 else "about as much as"
+    margin = re.search(r"± ?([\d.]+)", c[1])
+    undecided = (f"; whether by more than the paper's margin (±{margin[1]}) is undecided"
+                 if "inconclusive" in c[4] and margin and more != "about as much as" else "")
+    return (f"on G2, RtP at k = 10 finds {more} PtR at k = 5: {c[2]} {c[3].replace(chr(92), '')}, where the "
+            f"paper has them nearly identical{undecided}")
 
 
 def _stubs(cells: Cells, md: str) -> str:
@@ -77,9 +81,9 @@ def _misses(cells: Cells, md: str) -> str:
         more = "more" if float(c[2]) > float(c[1]) else "less"
     except (TypeError, ValueError):  # no row, or no value in this run
         return ""
-    said = ("as in the paper" if c[4] == "consistent" else f"somewhat {more} often than the paper's (its CI "
-            "excludes the paper's value; consistent only within this project's tolerance for its “~”)"
-            if c[4].startswith("consistent") else "unlike the paper")
+    said = ("as in the paper" if c[4].startswith("consistent") else f"somewhat {more} often than the "
+            "paper's “~” value, which the CI excludes" if "reading of the paper's" in c[4] else
+            "unlike the paper")
     return (f"it mostly goes on with wrong tools: {c[2]} {c[3].replace(chr(92), '')} of plans after a total "
             f"miss, {said} ({c[1]})")
 
@@ -98,7 +102,7 @@ def _routing(cells: Cells, md: str) -> str:
     ci = _bounds(auroc[3]) if auroc else None
     if not mix or ci is None:
         return ""
-    tell = "cannot tell when (its CI holds chance, 0.5)" if ci[0] <= 0.5 <= ci[1] else "tells when"
+    tell = "is not shown to tell when (its CI holds chance, 0.5)" if ci[0] <= 0.5 <= ci[1] else "tells when"
     return f"not here: {mix}; RtP's top-1 cosine {tell}: AUROC {auroc[2]}"
 
 

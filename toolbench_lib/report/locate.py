@@ -166,17 +166,18 @@ def two_sample(this_run: float, paper: float, ci: tuple[float, float], margin: f
 
 # consistent by its rounding or tolerance only
 ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
+OWN_TOLERANCE = "within this project's tolerance only: differs"  # the paper states none
 
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False,
             rounding: float | None = None, margin: float | None = None) -> tuple[float, str, str, str]:
     """``(difference, status, direction, basis)`` of this run's value against the paper's: consistent when
-    the 95% ``ci`` meets the paper's value (± ``tolerance`` or its ``rounding``: half a unit of its printed
-    last decimal) or range, or without a CI when the value is within them; a one-sided bound or ``ordering``
-    whose CI holds the bound is inconclusive. With a ``margin``, a claim of equality read as equivalence:
-    consistent when the CI lies within the paper's value ± margin, differs when it lies outside, else
-    inconclusive."""
+    the 95% ``ci`` meets the paper's value (± its ``rounding``: half a unit of its printed last decimal; a
+    ``tolerance`` this project chose counts only without a CI) or range, or without a CI when the value is
+    within them; a one-sided bound or ``ordering`` whose CI holds the bound is inconclusive. With a
+    ``margin``, a claim of equality read as equivalence: consistent when the CI lies within the paper's
+    value ± margin, differs when it lies outside, else inconclusive."""
     if margin is not None and "value" in bounds:
         bounds = {"min": bounds["value"] - margin, "max": bounds["value"] + margin}
     if "value" in bounds:
@@ -193,6 +194,8 @@ def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | Non
             basis = f"{target} {'in' if ok else 'outside'} this run's 95% CI {fmt_ci(low, high)}"
             if ok and not low <= paper <= high:
                 basis += f"; {ONLY_BY_TOLERANCE}"
+                if tolerance is not None:  # a tolerance this project chose, not the paper's own precision
+                    ok, basis = False, f"{basis}; {OWN_TOLERANCE}"
         else:
             tol = rounding if tolerance is None else float(tolerance)
             ok = abs(diff) <= tol + 1e-12

@@ -10,7 +10,7 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_value
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import _sets, holds_paper, leading_elsewhere
+from .front import FAMILY_SHORT, _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
@@ -21,6 +21,7 @@ SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
 FAMILY_WORDS = {"bm25": "word-matching (BM25)", "hybrid": "hybrid (word and embedding)"}
 UNTESTED = "not tested: no second LLM ran"
 VERDICT = "**The verdict.**"
+TERMS_MARK = "**Words used below.**"
 
 
 def _endpoint(c: TableCache) -> pd.DataFrame:
@@ -120,7 +121,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
         x = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else ()
         if holds_paper(r) and bool(r.significant) and len(x) and not bool(x["significant"].iloc[0]):
             rests.append(f"{s}'s lead is not significant on the stricter ground truth `relevant` "
-                         f"({fmt_p(x['p_holm'].iloc[0])})" + _lead_holds(c, s, r))
+                         f"(Holm, {fmt_p(x['p_holm'].iloc[0])})" + _lead_holds(c, s, r))
     rests += [_leans(s, r) for s, r in table.iterrows()
               if pd.notna(r.get("largest_cluster_n")) and r.largest_cluster_n >= LEANS * r.n_queries]
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
@@ -131,7 +132,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
                   f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
                   f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
-        rests += [x for x in (_other_search(c, missed),) if x]
+        rests += [x for x in (_other_search(c, missed), _stubs_line(c, table, missed)) if x]
         power = power_table(c)
         at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
         holm = power.set_index("subset")["power_at_paper_holm"] if power is not None and \
@@ -157,10 +158,38 @@ def verdict(c: TableCache, llm: str = "") -> str:
                          + f"cannot be checked, since this run's judge calls {blind:.0%} of plans that name "
                          "no needed API “Solved”")
     said = "\n".join(f"- {x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
-    stubs = f"stubs written by {llm}, not the paper's Gemini 2.5 Flash," if llm else "this run's stubs"
-    return (f"{VERDICT} With dense retrieval, {stubs} and this run's embedder (PtR − RtP in recall@5 on "
-            "`candidates`, its Holm CI, then the paper's):\n\n" + "\n".join(lines)
-            + (f"\n\n{RESTS}\n\n{said}" if said else ""))
+    return (f"{_answer(c, table, llm)}\n\n{VERDICT} PtR − RtP in recall@5 on `candidates`, its Holm CI, then "
+            "the paper's:\n\n" + "\n".join(lines) + (f"\n\n{RESTS}\n\n{said}" if said else ""))
+
+
+PLAIN_SETS = {"G1": "one-tool requests (G1)", "G2": "requests for tools of one category (G2)",
+              "G3": "requests for tools across categories (G3)"}
+ANSWER = "**The answer.**"
+
+
+def _answer(c: TableCache, table: pd.DataFrame, llm: str = "") -> str:
+    """The verdict in two plain sentences, set by set from the dense comparisons (``table``), with the other
+    searches that give the same stubs a lead the dense one lacks, then what stays untested."""
+    other = c.get("primary_endpoint_families")
+    said = []
+    for s, r in table.iterrows():
+        where = PLAIN_SETS.get(s, s)
+        if holds_paper(r) and bool(r.significant):
+            said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper")
+        elif holds_paper(r):
+            said.append(f"neither finds significantly more for {where}, as in the paper")
+        elif isinstance(r.paper_leader, str):
+            also = leading_elsewhere(other, [s], r.paper_leader) if other is not None and {
+                "retriever", "subset", "significant", "leader"} <= set(other) else []
+            said.append(f"{ARCH_WORDS[r.paper_leader]} shows none of the paper's lead for {where}"
+                        + (f", though {_sets([FAMILY_SHORT.get(f, f) for f in also])} search "
+                           f"give{'s' * (len(also) == 1)} it one with the same stubs" if also else ""))
+    writer = f"stubs written by a small local model ({llm})" if llm else "this run's stubs"
+    return (f"{ANSWER} With dense retrieval and {writer}: " + "; ".join(said)
+            + ". The paper's own stub writer (Gemini 2.5 Flash) and embedder (GTE-base) were not tested.")
+
+
+ARCH_WORDS = {"RtP": "retrieving first (RtP)", "PtR": "planning first (PtR)"}
 
 
 NUMBER_WORDS = {2: "two", 3: "three"}
@@ -196,6 +225,55 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
     return f"; it holds {' and '.join(where)}" if where else ""
 
 
+def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
+    """What this run's stubs are on ``sets``: how close the best one stays to its request
+    (``ablation_stub_echo``), what their brand words carry (``ablation_stub_text``), how many there are
+    against the paper's (``stub_stats``), and how the one stub change tried, a rule splitter's, moved
+    PtR − RtP (``ablation_decomposition``); empty without the first two."""
+    def by_set(name: str, col: str, **where) -> pd.Series:
+        t = c.get(name)
+        if t is None or not {"subset", col, *where} <= set(t):
+            return pd.Series(dtype=float)
+        for k, v in where.items():
+            t = t[t[k] == v]
+        return t.set_index(t["subset"].astype(str).map(subset_alias))[col]
+
+    echo, kept = by_set("ablation_stub_echo", "max_cos"), by_set("ablation_stub_text", "recall",
+                                                                  variant="name+reasoning")
+    gone = by_set("ablation_stub_text", "recall", variant="name+reasoning-brand")
+    sets = [s for s in sets if s in echo and s in kept and s in gone]
+    if not sets:
+        return ""
+    said = [f"their best one's cosine to the request: {_sets([f'{s} {fmt_number(echo[s])}' for s in sets])}; "
+            "without the brand words PtR's recall falls from "
+            + _sets([f"{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}" for s in sets])]
+    n, low, high = (by_set("stub_stats", "stubs_per_query", gt="candidates"),
+                    *(paper_value(f"{sets[0].lower()}_stubs_per_query", b) for b in ("min", "max")))
+    if low is not None and all(s in n for s in sets):
+        said.append(f"{_sets([f'{fmt_number(n[s])} per query on {s}' for s in sets])} against the paper's "
+                    f"{low:g}–{high:g}")
+    moved = []
+    for s in sets:
+        try:
+            d = _breadth_shift(c, s)
+        except (NotInRun, StopIteration):
+            continue
+        way = "towards" if (d > 0) == (table.loc[s, "paper_ptr"] > table.loc[s, "paper_rtp"]) else "away from"
+        moved.append(f"{s}'s difference by {fmt_signed(d)}, {way} the paper's")
+    return ("this run's stubs stay close to the request and keep its brand words (" + "; ".join(said)
+            + "), so this tests a weaker PtR than the paper's"
+            + (f"; the one stub change tried, a rule splitter's more stubs, moved {_sets(moved)} (one run)"
+               if moved else ""))
+
+
+def verdict_block(report_md: str) -> str:
+    """The answer, the verdict and what it rests on as a written report has them (from :data:`ANSWER`, or
+    :data:`VERDICT` without it, to the terms, :data:`TERMS_MARK`); empty where either end is missing or out
+    of order."""
+    start, end = report_md.find(ANSWER if ANSWER in report_md else VERDICT), report_md.find(TERMS_MARK)
+    return report_md[start:end].strip() if 0 <= start < end else ""
+
+
 def _other_search(c: TableCache, sets: list[str]) -> str:
     """Where another search (BM25, hybrid) with the same stubs does give them a significant lead on ``sets``
     (``primary_endpoint_families``), on G2 also on G2_instruction (``primary_endpoint_g2_instruction``), in
@@ -213,8 +291,7 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
             for f in leading_elsewhere(other, where, "PtR")]
     return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
             f"significant lead on {' and '.join(where)}: the missing dense lead may lie in how stubs are "
-            "matched (word matching also rewards the brand words they copy from "
-            "the request)")
+            "matched")
 
 
 def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:

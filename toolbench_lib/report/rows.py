@@ -10,7 +10,7 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
 from ..data.markdown import md_table
 from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
-from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE
+from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, OWN_TOLERANCE
 from .scorecard import (
     BY_CONSTRUCTION,
     CAUSES,
@@ -27,12 +27,12 @@ JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates
 
 
 def _status_text(r) -> str:
-    status = r.status + (f" ({r.direction})" if r.direction else "")
+    tol = re.search(r"paper ±([\d.]+) in", str(getattr(r, "basis", "")))
+    own = r.status == DIFFERS and OWN_TOLERANCE in str(getattr(r, "basis", "")) and tol
+    status = r.status + (f" ({r.direction}" + (f", though within this project's ±{tol.group(1)} reading of "
+                                               "the paper's “~”" if own else "") + ")" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
-        tol = re.search(r"paper (±[\d.]+) in", str(r.basis))
-        by = "the paper's rounding" if "(its rounding)" in str(r.basis) or not tol else \
-            f"this project's tolerance {tol.group(1)}"
-        status += f" (only by {by}: the paper's value lies outside the CI)"
+        status += " (only by the paper's rounding: the paper's value lies outside the CI)"
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
@@ -114,7 +114,7 @@ def row_kinds(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 
 def section_sentence(rows: pd.DataFrame) -> str:
-    """A generated sentence on a section's rows: how many are consistent, which differ and why."""
+    """A generated sentence on a section's rows: how many, then how many of each status."""
     c = status_counts(rows)
     found = c["consistent"] + c["differs"] + c[INCONCLUSIVE]
     if found == 0:
@@ -124,14 +124,12 @@ def section_sentence(rows: pd.DataFrame) -> str:
     kinds = [f"{fmt_count(n)} {what if n != 1 else one}" for n, what, one in (
         (int(claims.sum()), "claims in words", "claim in words"),
         (int(again.sum()), "second readings", "second reading")) if n]
-    of = f" (with {' and '.join(kinds)})" if kinds else ""
-    verb = "is" if c["consistent"] == 1 else "are"
-    parts = [f"{c['consistent']} of the {found} rows measured here{of} {verb} consistent with this run"]
-    parts += [f"{c[key]} {what}" for key, what in (
-        ("differs", "differs" if c["differs"] == 1 else "differ"),
+    parts = [f"{c[key]} {what}" for key, what in (
+        ("consistent", "consistent"), ("differs", "differ" if c["differs"] != 1 else "differs"),
         (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
         ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
-    return "; ".join(parts) + "."
+    return (f"{fmt_count(len(rows))} rows" + (f" ({' and '.join(kinds)} among them)" if kinds else "")
+            + ": " + ", ".join(parts) + ".")
 
 
 def two_sample_lines(report: pd.DataFrame) -> list[str]:
@@ -250,7 +248,7 @@ def tolerance_only(rows: pd.DataFrame) -> pd.Series:
     CI, or without a CI at all."""
     basis = rows.get("basis", pd.Series("", index=rows.index)).astype(str)
     return (rows["status"] == CONSISTENT) & (basis.str.contains(ONLY_BY_TOLERANCE, regex=False)
-                                             | basis.str.startswith("tolerance"))
+                                             | basis.str.startswith("this project's tolerance"))
 
 
 def by_tolerance(rows: pd.DataFrame) -> str:

@@ -21,7 +21,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, VERDICT, plain_words, substitution_lines
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines, verdict_block
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -409,7 +409,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     passes = [paper(f"{s.lower()}_{m}_pass_rate") for s in SETS for m in ("rtp", "ptr")]
     recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
     setup = sec("g1_query_count")
-    return [  # the two the G2 answer turns on, and whether BM25 is a fair opponent, first
+    return [  # the two the G2 answer turns on, whether BM25 is a fair opponent, then the test's lesson
         ("Which G2?",
          f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
          f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
@@ -427,6 +427,11 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
          "that test the architectures or how lexical the queries are? What would make the dense side a fair "
          "opponent?", families_note),
+        ("The test over runs against the test over queries",
+         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
+         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
+         "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
+         "independent observations does G3 hold?", tests_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
@@ -443,11 +448,6 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          (objective_pass_rates, recall_ceiling),
          "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
          "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
-        ("The test over runs against the test over queries",
-         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
-         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
-         "independent observations does G3 hold?", tests_note),
         ("Does the query name its tool?",
          f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
          f"({sec('g2_gt_size')}).",
@@ -488,7 +488,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
              f"### {PLAIN_HEADING}", "", plain_words(cache), "",
-             report_md[report_md.find(VERDICT):report_md.find("**In plain words.**")].strip(), "",
+             verdict_block(report_md), "",
              "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]

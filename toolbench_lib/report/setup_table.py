@@ -143,8 +143,9 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
             near = (cause.startswith((INDICATIVE, PARTLY)) or proxy) and moved == moved  # a value to move to
             name, how = (proxy.group(1), INDICATIVE) if proxy else (label, cause.split(" (")[0])
             way = "the paper's way" if (moved > 0) == (float(r["paper"]) > float(r["this_run"])) else "away"
-            by = (f": the nearest, `{name}`, {how}, moves PtR − RtP {way} by under half the gap (a direction "
-                  "only)") if near else ""
+            gap = abs(float(r["paper"]) - float(r["this_run"]))
+            by = (f": the nearest, `{name}`, {how}, moves PtR − RtP {way} by {fmt_number(abs(moved))} of the "
+                  f"{fmt_number(gap)} gap (a direction only)") if near else ""
             line += f", and no tested cause explains the G2 gap{by}"
     return line + "."
 

@@ -280,7 +280,8 @@ def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT
     ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
     row = {"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"], "paper PtR": x["ptr_recall"],
            f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
-           "paper's leader": paper_leader, "leader here": ours, "query match": x.get("match", "exact")}
+           "paper's leader": paper_leader, "leader here": ours,
+           "match": "loose" if x.get("match") == "loose" else "same task"}
     agree = ("the same leader as the paper" if ours == paper_leader else
              f"the paper's leader was {paper_leader}")
     about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)
@@ -303,10 +304,10 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
     shown = [x for x in examples if x.get("qkey") and x["qkey"] in keys]
     absent = [x for x in examples if not (x.get("qkey") and x["qkey"] in keys)]
     exact = sum(x.get("match", "exact") == "exact" for x in shown)
-    loose = f", {len(shown) - exact} as the same task in another scenario" if len(shown) > exact else ""
+    loose = f", {len(shown) - exact} loosely (the same APIs, another request)" if len(shown) > exact else ""
     verb = "is" if exact == 1 else "are"
     parts = [f"Of the paper's {len(examples)} Table 2 examples, {exact} {verb} among this run's queries as "
-             f"the same query{loose} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
+             f"the same task and APIs{loose} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     rows = []
     for x in shown:
         lines, row = example_block(result, x, k, gt, run, labels, run_name)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_value
+from ..analysis.routing import MULTI_TOOL
 from ..data.queries import DEFAULT_GT, subset_alias
 from ..study.experiment import ExperimentConfig
 from .appendix import APPENDIX_TABLES_HEADING
@@ -255,7 +256,20 @@ def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
             + (f"on {' and '.join(more)}, by point estimate" if more else "on no set")
             + (f". The share of PtR's extra tokens routing by set saves is G1's share of them ({g1:.1%}, "
                "`routing`): set by the query mix, not by either architecture"
-               if g1 == g1 else "") + "."]
+               if g1 == g1 else "") + "." + _cosine_router(p)]
+
+
+def _cosine_router(p: pd.DataFrame) -> str:
+    """The paper's proposal, a threshold on RtP's top-1 cosine (tuned out of fold), pooled: its share sent to
+    PtR, recall and tokens beside always PtR's and always RtP's (``routing_overall``, by policy)."""
+    if "router_top1_cosine" not in p.index or "share_routed_ptr" not in p:
+        return ""
+    r, rtp, ptr = p.loc["router_top1_cosine"], p.loc["always_rtp"], p.loc["always_ptr"]
+    return (f" The paper's proposal, a threshold on RtP's top-1 cosine (tuned out of fold), sends "
+            f"{r.share_routed_ptr:.0%} of queries to PtR and finds {fmt_number(r.recall)} with "
+            f"{fmt_count(round(r.tokens_per_query))} tokens per query, "
+            f"{1 - r.tokens_per_query / ptr.tokens_per_query:.1%} fewer than always PtR (always RtP: "
+            f"{fmt_number(rtp.recall)} with {fmt_count(round(rtp.tokens_per_query))}).")
 
 
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
@@ -287,8 +301,9 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
                 "the estimate changes sign")
         if {"recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high"} <= set(e) and lo == 1:
             c_lo, c_hi = e.at[hi, "recall_gain_vs_k1_ci_low"], e.at[hi, "recall_gain_vs_k1_ci_high"]
-            sig = "significantly" if c_lo > 0 or c_hi < 0 else "not significantly"
-            said += f"; the change {fmt_signed(b - a)} {fmt_ci(c_lo, c_hi)}, {sig}"
+            said += f"; the change {fmt_signed(b - a)} {fmt_ci(c_lo, c_hi)}, " + _scanned(
+                c_lo > 0 or c_hi < 0, e.at[hi, "recall_gain_vs_k1_p_holm"] if "recall_gain_vs_k1_p_holm" in e
+                else float("nan"))
         return said
 
     ends = {s: g.set_index("k") for s, g in t.groupby("subset", sort=False)}
@@ -314,6 +329,16 @@ def divergence_caveat_lines(cfg: ExperimentConfig) -> list[str]:
             "(#where-the-paper-disagrees-with-itself))."]
 
 
+def _scanned(significant: bool, p_holm: float) -> str:
+    """Whether a change scanned over every set is significant, unadjusted and under Holm over the sets."""
+    if not significant:
+        return "not significant"
+    if pd.isna(p_holm):
+        return "significant (unadjusted)"
+    return ("significant, also under Holm over the sets" if p_holm < ALPHA else
+            f"significant unadjusted only (Holm over the sets: {fmt_p(p_holm)})")
+
+
 def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
     """Where PtR − RtP changes significantly from the smallest registry to the full one (``scale_claim``:
     change and its CI at the largest size), which a spread over sizes, the paper's stability test, misses."""
@@ -324,17 +349,17 @@ def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
     moved = last[(last["change_ci_low"] > 0) | (last["change_ci_high"] < 0)]
     if moved.empty:
         return []
-    each = "; ".join(f"{r.subset} {fmt_signed(r.change)} {fmt_ci(r.change_ci_low, r.change_ci_high)}"
-                     for r in moved.itertuples())
+    each = "; ".join(f"{r.subset} {fmt_signed(r.change)} {fmt_ci(r.change_ci_low, r.change_ci_high)}, "
+                     + _scanned(True, getattr(r, "change_p_holm", float("nan"))) for r in moved.itertuples())
     first = t.sort_values("size").groupby("subset", sort=False).head(1).set_index("subset")
-    kept = first.loc[moved["subset"]] if {"gt_share", "keeps_all_gt"} <= set(first) else first[:0]
-    kept = kept[kept["keeps_all_gt"].astype(bool)]
+    kept = first.loc[moved["subset"]] if {"gt_share", "keeps_all_gt"} <= set(first) else pd.DataFrame()
+    kept = kept[kept["keeps_all_gt"].astype(bool)] if len(kept) else kept
     caveat = ("; but every sub-registry here keeps all ground truth, "
               + ", ".join(f"{x:.0%} of the smallest one on {s}" for s, x in kept["gt_share"].items())
               + f" ({fmt_count(int(kept['size'].min()))} APIs), so the change starts from a regime this "
               "construction makes") if len(kept) else ""
     return [f"The paper's stability claim is scored by the spread of PtR − RtP over sizes (`scale_gap_std`); "
-            f"yet from the smallest registry to the full one the gap moves significantly on {each} "
+            f"yet from the smallest registry to the full one the gap moves on {each} "
             f"(`scale_claim`: change): a spread over sizes cannot see a trend{caveat}."]
 
 
@@ -390,15 +415,25 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
              f"them PtR loses {1 - g['ptr_nobrand'] / g['ptr']:.0%} of its G1 recall), so this tests brand "
              "words both arms share; the paper's mechanism, a stub writer that abstracts them away, stays "
              "untested."]
-    top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None and "signal" in sig else []
+    top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None and "signal" in sig else \
+        pd.DataFrame(columns=["subset"])
+    kinds = top1[top1["subset"].astype(str) == MULTI_TOOL]
+    top1 = top1[top1["subset"].astype(str) != MULTI_TOOL]
     if len(top1):
         chance = ((top1["auroc_ci_low"] <= 0.5) & (top1["auroc_ci_high"] >= 0.5)).all()
         each = ", ".join(f"{r.subset} {fmt_number(r.auroc)} {fmt_ci(r.auroc_ci_low, r.auroc_ci_high)}"
                          for r in top1.itertuples())
         lines.append("If coupling decided the winner, a query close to one API (a high RtP top-1 cosine) "
                      f"would be one RtP wins; as a predictor of the winner that cosine has AUROC {each} "
-                     "(`routing_signal`)" + (": no better than chance; read through this cosine, coupling "
-                                             "does not tell the winner here." if chance else "."))
+                     "(`routing_signal`)" + (": not shown to predict it (every CI holds chance, 0.5, and "
+                                             f"reaches up to {fmt_number(top1['auroc_ci_high'].max())})."
+                                             if chance else "."))
+    for r in kinds.itertuples():  # the paper's own reading: the cosine marks a query's kind, not its winner
+        told = "tells" if r.auroc_ci_low > 0.5 else "does not tell" if r.auroc_ci_high < 0.5 else \
+            "is not shown to tell"
+        lines.append(f"Read as the paper reads it, a low top-1 cosine marking a G2 or G3 query rather than a "
+                     f"G1 one, the cosine {told} them apart: AUROC {fmt_number(r.auroc)} "
+                     f"{fmt_ci(r.auroc_ci_low, r.auroc_ci_high)} (`routing_signal`, {r.subset}).")
     return lines
 
 

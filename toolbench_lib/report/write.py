@@ -55,7 +55,7 @@ from .front import (
     weak_lead_lines,
 )
 from .locate import TableCache
-from .primer import plain_words, verdict
+from .primer import verdict
 from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
@@ -322,7 +322,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
              "multi-tool (G2, G3) queries?", "",
              verdict(cache, (provenance[0] if provenance else {}).get("llm_model", "")), "",
-             f"**In plain words.** {plain_words(cache)}", "", TERMS, "",
+             TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
@@ -447,12 +447,12 @@ def examples_lines(material, k: int) -> list[str]:
     for col in shown.columns[2:6]:
         shown[col] = shown[col].map(fmt_number)
     agree = t["paper's leader"] == t["leader here"]
-    exact = t.get("query match", pd.Series("exact", index=t.index)) == "exact"
-    loose = (f"; {int(agree[exact].sum())} of the {int(exact.sum())} whose query is the paper's own (the "
-             "others are the same task in another scenario)") if not exact.all() else ""
-    return [f"{int(agree.sum())} of the {len(t)} examples found here have the paper's leader (recall@{k}, "
-            f"PtR's run 0){loose}. Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with a "
-            "link to the explorer.", "", md_table(shown), ""]
+    exact = t.get("match", pd.Series("same task", index=t.index)) == "same task"
+    loose = (f"; {int(agree[exact].sum())} of the {int(exact.sum())} whose task is the paper's own (the "
+             "others share its APIs in another request)") if not exact.all() else ""
+    return [f"{int(agree.sum())} of the {len(t)} examples in this study have the paper's leader (recall@{k}, "
+            f"PtR's run 0){loose}. Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with those "
+            "another study of the run holds, and a link to the explorer.", "", md_table(shown), ""]
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
