@@ -611,7 +611,10 @@ def _endpoint() -> pd.DataFrame:
                          "p": p, "p_holm": p, "p_family": "Holm", "p_runs_robustness": p,
                          "leader": lead, "significant": sig, "paper_rtp": paper[0], "paper_ptr": paper[1],
                          "paper_leader": want, "verdict": verdict})
-    return pd.DataFrame(rows)
+    from toolbench_lib.eval.stats import holm
+
+    out = pd.DataFrame(rows)
+    return out.assign(p_holm_all_families_robustness=holm(out["p"]))  # as the retriever study saves it
 
 
 def _crossings() -> pd.DataFrame:
@@ -692,7 +695,8 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
     assert "**In plain words.**" not in front  # the plain-words table opens teaching.md instead
     assert "- **G1 (one tool):** RtP finds more, as in the paper:" in front
     assert "**Beyond the paper** (exploratory: BM25" in front
-    assert re.search(r"\n\| bm25 +\| G1", front), front
+    families = text.split("## Retriever families")[1].split("\n## ")[0]  # the other families' table: there
+    assert re.search(r"\n\| bm25 +\| G1", families) and not re.search(r"\n\| bm25 +\| G1", front), front
     assert ("\n**The shift towards PtR as one test** (PtR − RtP's change from G1; Holm over the later "
             "sets): G2 +0.051 [0.001, 0.101], p = 0.0470 (p = 0.0235 unadjusted; paper: +0.128, outside the "
             "CI); G3") in front
@@ -761,7 +765,10 @@ def test_one_answer_sentence_follows_the_verdicts():
         "holds with no retriever tested.")
     assert "holds with every retriever" in answer_sentence(rows({"bm25": bm25}))
     # Holm over all 6 at once (0.02 * 4 = 0.08 for BM25's weakest) overturns the family's own verdict: said
+    from toolbench_lib.eval.stats import holm
+
     pooled = rows({"dense": dense, "bm25": bm25}).assign(p=[0.02, 0.5, 0.5, 0.001, 0.02, 0.001])
+    pooled = pooled.assign(p_holm_all_families_robustness=holm(pooled["p"]))
     assert ("The paper's crossover appears with BM25 retrieval only. Under Holm over all 6 comparisons at "
             "once it does not appear even with BM25.") in answer_sentence(pooled)
 
@@ -772,11 +779,16 @@ def test_the_answer_names_the_verdicts_holm_over_all_would_overturn():
     rows = pd.DataFrame({"retriever": ["dense"] * 3 + ["bm25"] * 3, "subset": ["G1", "G2", "G3"] * 2,
                          "p": [0.004, 0.5, 0.6, 0.03, 0.0001, 0.012],
                          "significant": [True, False, False, True, True, True]})
+    from toolbench_lib.eval.stats import holm
+
+    rows = rows.assign(p_holm_all_families_robustness=holm(rows["p"]))  # the retriever study's column
     # Holm over 6: 0.004 * 5 = 0.02, 0.012 * 4 = 0.048, 0.03 * 3 = 0.09 -> bm25 G1 loses its verdict
     holm_all = "Holm over all 6 comparisons"
     assert robustness_sentence(rows) == (
         f"{holm_all} overturns BM25 G1; dense G1, BM25 G2 and BM25 G3 survive.")
-    assert robustness_sentence(rows.assign(p=rows["p"] / 10)) == f"{holm_all} keeps every verdict."
+    assert robustness_sentence(rows.assign(p_holm_all_families_robustness=holm(rows["p"] / 10))) == \
+        f"{holm_all} keeps every verdict."
+    assert robustness_sentence(rows.drop(columns="p_holm_all_families_robustness")) == ""  # nothing saved
     assert robustness_sentence(rows[rows["retriever"] == "dense"]) == ""
 
 
@@ -1330,7 +1342,7 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     assert tuple(percent[["paper", "this run", "95% CI"]]) == ("75–104%", "47.9%", "[43.1%, 53.0%]")
     # an equality claim whose CI crosses its margin but not 0 says it is nonzero
     claim = rows.assign(paper="claim: 0 ± 0.019", status="inconclusive", ci_low=[0.002, -0.01], ci_high=0.049)
-    nonzero = "inconclusive (nonzero: the CI excludes 0 but crosses the margin)"
+    nonzero = "inconclusive (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
     assert list(_shown(claim)["status"]) == [nonzero, "inconclusive"]
 
 
@@ -1370,7 +1382,8 @@ def test_the_robustness_table_sets_holm_over_every_comparison_beside_the_primary
 
     rows = pd.DataFrame({"retriever": ["dense", "dense", "bm25"], "subset": ["G1", "G2", "G1"],
                          "p": [0.01, 0.5, 0.02], "p_holm": [0.02, 0.5, 0.04],
-                         "p_runs_robustness": [0.001] * 3})
+                         "p_runs_robustness": [0.001] * 3,
+                         "p_holm_all_families_robustness": [0.03, 0.5, 0.04]})
     table = re.sub(r" +", " ", runs_test_table(rows, Ledger()))
     # Holm over the 3 at once: 0.01 * 3, 0.02 * 2, 0.5
     assert "| dense | G1 | p = 0.0200 | p = 0.0300 | p = 0.00100 |" in table
@@ -1455,8 +1468,8 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
     assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
     assert limit.endswith("no tested cause explains the G2 gap: the nearest, `stub_breadth`, indicative, by "
-                          "a proxy, moves PtR − RtP the paper's way by 0.003 of the 0.054 gap (a direction "
-                          "only).")  # from -0.012 to -0.009, the paper's +0.042
+                          "a proxy, moves PtR − RtP the paper's way by 0.003 of the 0.054 gap to the paper's "
+                          "stated +0.042 (its proxy scaled linearly to the paper's setup: a direction only).")
     away = rows.assign(predicted=[np.nan, np.nan, np.nan, -0.020])  # from -0.012 down: away from +0.042
     assert "moves PtR − RtP away by 0.008 of the 0.054 gap" in setup_limit(away)
     assert setup_limit(rows).endswith("no tested cause explains the G2 gap.")  # no predicted value: no size

@@ -209,13 +209,13 @@ def test_each_equivalence_margin_is_said_with_its_reason_once():
                          "basis": ["x (estimate outside) (margin: 0.2 SD, a small effect)",
                                    "x (margin: 0.2 SD, a small effect)", "x (margin: a tenth, our choice)",
                                    "(margin: not an equivalence row)"]})
-    assert margin_lines(rows) == ["Margins: `a` ± 0.020, `b` ± 0.030: 0.2 SD, a small effect; `c` ± 0.1: a "
-                                  "tenth, our choice.", ""]
+    assert margin_lines(rows) == ["Margins (this project's, chosen after reading the paper): `a` ± 0.020, "
+                                  "`b` ± 0.030: 0.2 SD, a small effect; `c` ± 0.1: a tenth, our choice.", ""]
     assert margin_lines(rows.iloc[[3]]) == []
     row = rows.iloc[0].to_dict() | {"status": "inconclusive", "direction": "", "ci_low": -0.116,
                                     "ci_high": -0.023, "cause_status": ""}
     assert _status_text(pd.Series(row)).endswith(
-        "(estimate outside the margin, nonzero: the CI excludes 0 but crosses the margin)")
+        "(against the claim, its size undecided: the CI excludes 0, crosses the margin)")
 
 
 def test_an_ordering_at_every_k_is_judged_cell_by_cell():

@@ -199,3 +199,17 @@ def test_the_report_lists_its_sections_in_one_line_outside_the_fronts_words():
     assert line == ("**Contents.** [The question and the answer](#the-question-and-the-answer) · "
                     "[Setup and data](#setup-and-data-3)")
     assert words(front_text(md.replace("# T\n", f"# T\n\n{line}\n"))) == words(front_text(md)) == 8
+
+
+def test_a_primary_p_value_stands_in_the_front_and_an_other_familys_in_the_report():
+    from toolbench_lib.report.checks import check_p_values
+
+    md = ("# R\n\n## The question and the answer\n\nDense: p = 0.0265.\n\n### Limits of this reproduction\n\n"
+          "- x\n\n## Retriever families\n\nBM25: p = 0.271.\n")
+    assert check_p_values(md, {"dense G1 p": "p = 0.0265", "bm25 G1 p": "p = 0.271"}) == []
+    assert check_p_values(md, {"dense G1 p": "p = 0.271"}) == [
+        "p-value 'dense G1 p' (p = 0.271) is not in the front"]
+    assert check_p_values(md, {"bm25 G1 p": "p = 0.0440"}) == [
+        "p-value 'bm25 G1 p' (p = 0.0440) is not in the report"]
+    assert check_p_values(md, {"dense G1 p": ["p = 0.0265", "p = 0.0300"]}) == [
+        "dense G1 p: ['p = 0.0265', 'p = 0.0300']"]  # two p-values for one comparison

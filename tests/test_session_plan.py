@@ -385,8 +385,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         " *A model answer*: Untested for the paper's setup, whose stubs come from a much larger model, "
         "matched by a larger embedder; not reproduced with this run's, whose stubs a small model writes: the "
         "paper's lead for PtR on G2 does not appear, though a lead of its size would likely have shown.")
-    assert "writes and stay close to the request (a weaker PtR than the paper's):" in block_answer(
-        "Which architecture finds more tools", {}, md + "\n- So this tests a weaker PtR than the paper's.")
+    assert "a small model writes, fewer and closer to the request than the paper's:" in block_answer(
+        "Which architecture finds more tools", {}, md + "\n- So this tests another PtR than the paper's.")
     assert block_answer("The question and the answer", {}, md) == (
         " *A model answer*: The half that needs no LLM: RtP's retrieval and the data's counts (15 numbers: 9 "
         "consistent, 6 differing by construction). Every comparison of the two architectures rests on PtR's "
@@ -406,7 +406,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "the paper has them nearly identical.")
     budget["g2_budget_rtp10_vs_ptr5"][4] = "inconclusive (estimate outside the margin)"
     assert block_answer("A larger retrieval budget", budget, md).endswith(
-        "nearly identical; whether by more than the paper's margin (±0.023) is undecided.")
+        "nearly identical; whether by more than this project's margin (±0.023, from the paper's words) is "
+        "undecided.")
     budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
     assert "finds about as much as PtR" in block_answer("A larger retrieval budget", budget, md)
     auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: this project's tolerance ±2",

@@ -13,6 +13,7 @@ from ..config import K
 from ..data.queries import shared_tool_groups, subset_alias
 from ..eval.compare import INTERACTION_COLUMNS, compare, interactions
 from ..eval.evaluation import evaluate
+from ..eval.stats import holm
 from .findings import recall_verdict
 
 
@@ -52,6 +53,7 @@ ROBUSTNESS = {"tool_clusters": "queries sharing any tool in one cluster",
               "no_largest_cluster": "each set without its largest cluster"}
 ENDPOINT_COLUMNS += [f"{c}_{v}_robustness" for v in ROBUSTNESS
                      for c in ("n_groups", "n", "diff", "p_holm", "ci_low_holm", "ci_high_holm")]
+ENDPOINT_COLUMNS.append("p_holm_all_families_robustness")  # Holm over every family × set at once
 
 
 def family_pairs(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -96,7 +98,9 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
             rows.append({**t._asdict(), **v, "retriever": family, "n_queries": int(t.n), "n_runs": ev.n_runs,
                          "rtp": t.mean_a, "ptr": t.mean_b, "p_family": f"{t.family} ({family})",
                          "paper_rtp": ref.get("rtp", np.nan), "paper_ptr": ref.get("ptr", np.nan)})
-    return pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
+    out = pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
+    over = holm(out["p"].to_numpy(float)) if len(pairs) > 1 else np.nan
+    return out.assign(p_holm_all_families_robustness=over)
 
 
 def _largest_clusters(ev, sets: Sequence[str]) -> dict[str, tuple[str, int]]:

@@ -44,7 +44,7 @@ def _g2(cells: Cells, md: str) -> str:
         return ""
     seen = ", though a lead of its size would likely have shown" if "would have shown with" in md else ""
     other = _sentence(md, "With the same stubs, ")
-    weaker = " and stay close to the request (a weaker PtR than the paper's)" * ("weaker PtR" in md)
+    weaker = ", fewer and closer to the request than the paper's" * ("tests another PtR" in md)
     return (f"untested for the paper's setup, whose stubs come from a much larger model, matched by a larger "
             f"embedder; not reproduced with this run's, whose stubs a small model writes{weaker}: the "
             f"paper's lead for PtR on G2 does not appear{seen}" + (f"; {other}" if other else ""))
@@ -57,7 +57,8 @@ def _budget(cells: Cells, md: str) -> str:
         return ""
     more = "more than" if ci[0] > 0 else "less than" if ci[1] < 0 else "about as much as"
     margin = re.search(r"± ?([\d.]+)", c[1])
-    undecided = (f"; whether by more than the paper's margin (±{margin[1]}) is undecided"
+    undecided = (f"; whether by more than this project's margin (±{margin[1]}, from the paper's words) is "
+                 "undecided"
                  if "inconclusive" in c[4] and margin and more != "about as much as" else "")
     return (f"on G2, RtP at k = 10 finds {more} PtR at k = 5: {c[2]} {c[3].replace(chr(92), '')}, where the "
             f"paper has them nearly identical{undecided}")

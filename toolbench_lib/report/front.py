@@ -11,7 +11,6 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..data.markdown import md_table
 from ..data.queries import subset_alias
 from ..eval.compare import significant
-from ..eval.stats import holm
 from ..study.experiment import ExperimentConfig
 from .locate import CONSISTENT, TableCache, two_sample
 from .rows import row_kinds, tolerance_only
@@ -61,7 +60,11 @@ def endpoint_rows(cfg: ExperimentConfig,
     was saved."""
     frames = [TableCache(cfg.tables_dir).get(name) for name in tables]
     frames = [t for t in frames if t is not None and not t.empty]
-    if len(frames) == 2:
+    if len(frames) == 2:  # the main study's own rows, with Holm over every family from the retriever study
+        col, key = "p_holm_all_families_robustness", ["retriever", "subset"]
+        if col in frames[1]:
+            frames[0] = frames[0].drop(columns=col, errors="ignore").merge(frames[1][key + [col]], on=key,
+                                                                           how="left")
         frames[1] = frames[1][~frames[1]["retriever"].isin(set(frames[0]["retriever"]))]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -109,9 +112,12 @@ def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.Dat
 
 
 def holm_over_all(rows: pd.DataFrame) -> np.ndarray | None:
-    """Every primary comparison's p with Holm over all of them at once (every family and set); None with
-    one family, where that is the primary Holm already."""
-    return holm(rows["p"].to_numpy(dtype=float)) if rows["retriever"].nunique() > 1 else None
+    """Every primary comparison's p with Holm over all of them at once (every family and set, the retriever
+    study's ``p_holm_all_families_robustness``); None with one family, where that is the primary Holm."""
+    col = "p_holm_all_families_robustness"
+    if rows["retriever"].nunique() < 2 or col not in rows or rows[col].isna().any():
+        return None
+    return rows[col].to_numpy(dtype=float)
 
 
 def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
@@ -295,8 +301,8 @@ def overturned(rows: pd.DataFrame) -> list[int]:
 
 def robustness_sentence(rows: pd.DataFrame) -> str:
     """The answer's verdicts that Holm over every primary comparison at once would overturn, in one
-    sentence; empty with one family."""
-    if rows["retriever"].nunique() < 2:
+    sentence; empty with one family or without the retriever study's column."""
+    if holm_over_all(rows) is None:
         return ""
     test = f"Holm over all {fmt_count(len(rows))} comparisons"
     lost = overturned(rows)

@@ -93,13 +93,11 @@ GLOSSARY: tuple[Term, ...] = (
          "CIs together may cover less than 95%).",
          "eval.stats.holm (statsmodels), eval.compare.holm_ci"),
     Term("status of a scorecard row",
-         "Each row sets one of the paper's numbers beside this run's and its 95% CI. *consistent*: the CI "
-         "holds the paper's number (not a confirmation); *differs* (above or below): it does not, then its "
-         "cause (*cause untested*: a setup difference no ablation tested; *by construction*: this run's own "
-         "data or definitions); *inconclusive*: the CI holds a claimed bound or crosses a margin; a *claim "
-         "in words* is a sentence of the paper scored as a bound or an ordering; a *second reading* measures "
-         "a number another way (another G2 file, ground truth or definition), chosen after seeing the "
-         "paper's; *not scored*: nothing here is comparable.",
+         "Each row sets one of the paper's numbers beside this run's and its 95% CI: *consistent* when the "
+         "CI holds it (not a confirmation), else *differs*, then its cause; *inconclusive* where the CI "
+         "holds a claimed bound or crosses a margin (Appendix A's legend has each rule). A *claim in words* "
+         "is a sentence of the paper scored as a bound or an ordering; a *second reading* measures a number "
+         "another way (another G2 file, ground truth or definition), chosen after seeing the paper's.",
          "report.locate.compare, report.scorecard"),
     Term("equivalence margin",
          "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
@@ -201,8 +199,12 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
     """The glossary as a Markdown definition list (one bullet per term)."""
     terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
                       for r in glossary(k, min_kappa).itertuples())
-    methods = "\n".join(f"- **`{name}`**: {describe_method(name)}"
-                        for name in (*load_methods(), *CHOSEN_FUSIONS))
+    names = [*load_methods(), *CHOSEN_FUSIONS]
+    plain = [n for n in names if n.split("@")[0] in ("rtp", "ptr")
+             and describe_method(n).endswith("retrieval.")]  # one line: an architecture with a family
+    both = [f"- {', '.join(f'**`{n}`**' for n in plain)}: RtP or PtR with the retriever family after `@`, "
+            "dense without one."] if plain else []
+    methods = "\n".join(both + [f"- **`{n}`**: {describe_method(n)}" for n in names if n not in plain])
     causes = "\n".join(f"- **`{cid}`** ({c['kind']}{', by a proxy: ' + c['proxy'] if c.get('proxy') else ''}"
                        f"{', a reading' if c.get('reading') else ''}): {' '.join(c['title'].split())}"
                        for cid, c in load_causes().items())

@@ -14,7 +14,7 @@ from .front import FAMILY_SHORT, _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import ALPHA, every_plan, power_table, solved_share
+from .verdicts import ALPHA, POWER, every_plan, power_table, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -85,12 +85,20 @@ def _ci(r) -> str:
     return f"{fmt_signed(r['diff'])} {fmt_ci(lo, hi)}"
 
 
-def _set_line(s: str, r, g2i) -> str:
+def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = "") -> str:
     """One set's verdict against the paper's, with dense retrieval: who leads, PtR − RtP and its CI, the
-    paper's difference; a missing lead in both G2 files."""
+    paper's difference (``on_relevant``: where the lead is lost on the stricter ground truth); a missing lead
+    in both G2 files; a null the test had little ``power`` to avoid is said as such, not as agreement."""
     paper, head = fmt_signed(r.paper_ptr - r.paper_rtp), f"- **{SET_WORDS.get(s, s)}:** "
     if holds_paper(r) and bool(r.significant):
-        return f"{head}{r.leader} finds more, as in the paper: {_ci(r)} (paper {paper})."
+        return (f"{head}{r.leader} finds more, as in the paper: {_ci(r)} (paper {paper})"
+                + (f", on `candidates`; not significant on `relevant` ({on_relevant})" if on_relevant else "")
+                + ".")
+    if holds_paper(r) and power < POWER:
+        return (f"{head}neither leads significantly in recall: {_ci(r)} (paper {paper}, *“does not reach "
+                f"significance”*); a test with {power:.0%} power at the paper's difference could hardly have "
+                "told them apart" + (f" ({fmt_count(int(g))} API samples)" if pd.notna(g := r.get("n_groups"))
+                                     else "") + ", so it neither confirms nor contradicts the paper.")
     if holds_paper(r):
         return (f"{head}neither leads in recall, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
                 "significance”*).")
@@ -115,13 +123,16 @@ def verdict(c: TableCache, llm: str = "") -> str:
     g2i = c.get("primary_endpoint_g2_instruction")
     g2i = g2i[g2i["retriever"] == "dense"] if g2i is not None and "retriever" in g2i else pd.DataFrame()
     g2i = g2i.iloc[0] if len(g2i) else None
-    lines = [_set_line(s, r, g2i) for s, r in table.iterrows() if isinstance(r.paper_leader, str)]
-    rel, rests = c.get("primary_endpoint_relevant"), []
+    rel, rests, lost = c.get("primary_endpoint_relevant"), [], {}
     for s, r in table.iterrows():
         x = rel[(rel["subset"] == r.subset) & (rel["retriever"] == "dense")] if rel is not None else ()
         if holds_paper(r) and bool(r.significant) and len(x) and not bool(x["significant"].iloc[0]):
-            rests.append(f"{s}'s lead is not significant on the stricter ground truth `relevant` "
-                         f"(Holm, {fmt_p(x['p_holm'].iloc[0])})" + _lead_holds(c, s, r))
+            lost[s] = f"Holm, {fmt_p(x['p_holm'].iloc[0])}"
+            rests += [f"{s}'s lead {held}" for held in (_lead_holds(c, s, r),) if held]
+    power = power_table(c)
+    at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+    lines = [_set_line(s, r, g2i, at.get(r.subset, float("nan")), lost.get(s, ""))
+             for s, r in table.iterrows() if isinstance(r.paper_leader, str)]
     rests += [_leans(s, r) for s, r in table.iterrows()
               if pd.notna(r.get("largest_cluster_n")) and r.largest_cluster_n >= LEANS * r.n_queries]
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
@@ -133,16 +144,14 @@ def verdict(c: TableCache, llm: str = "") -> str:
                   f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
         rests += [x for x in (_other_search(c, missed), _stubs_line(c, table, missed)) if x]
-        power = power_table(c)
-        at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
         holm = power.set_index("subset")["power_at_paper_holm"] if power is not None and \
             "power_at_paper_holm" in power else pd.Series(dtype=float)
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
         chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
                                            if pd.notna(holm.get(n)) else "outside the Holm family)")
                   for n in names if pd.notna(at.get(n))]
-        rests.append((f"had the paper's lead carried over to this run's stub writer, a lead of its size "
-                      f"would have shown with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
+        rests.append((f"had this run's stubs produced a lead of the paper's size, it would have shown with "
+                      f"{' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
                       "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
         rests += [x for x in (_embedder_line(c, table, missed),) if x]
     judge = c.get("judge_validity")
@@ -158,8 +167,8 @@ def verdict(c: TableCache, llm: str = "") -> str:
                          + f"cannot be checked, since this run's judge calls {blind:.0%} of plans that name "
                          "no needed API “Solved”")
     said = "\n".join(f"- {x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
-    return (f"{_answer(c, table, llm)}\n\n{VERDICT} PtR − RtP in recall@5 on `candidates`, its Holm CI, then "
-            "the paper's:\n\n" + "\n".join(lines) + (f"\n\n{RESTS}\n\n{said}" if said else ""))
+    return (f"{_answer(c, table, llm, at)}\n\n{VERDICT} PtR − RtP in recall@5 on `candidates`, its Holm CI, "
+            "then the paper's:\n\n" + "\n".join(lines) + (f"\n\n{RESTS}\n\n{said}" if said else ""))
 
 
 PLAIN_SETS = {"G1": "one-tool requests (G1)", "G2": "requests for tools of one category (G2)",
@@ -167,15 +176,19 @@ PLAIN_SETS = {"G1": "one-tool requests (G1)", "G2": "requests for tools of one c
 ANSWER = "**The answer.**"
 
 
-def _answer(c: TableCache, table: pd.DataFrame, llm: str = "") -> str:
+def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series | None = None) -> str:
     """The verdict in two plain sentences, set by set from the dense comparisons (``table``), with the other
-    searches that give the same stubs a lead the dense one lacks, then what stays untested."""
-    other = c.get("primary_endpoint_families")
+    searches that give the same stubs a lead the dense one lacks, then what stays untested; ``weak``: each
+    set's power at the paper's difference (a null below :data:`POWER` is said as untold, not agreed)."""
+    other, weak = c.get("primary_endpoint_families"), {} if weak is None else weak
     said = []
     for s, r in table.iterrows():
         where = PLAIN_SETS.get(s, s)
         if holds_paper(r) and bool(r.significant):
             said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper")
+        elif holds_paper(r) and weak.get(r.subset, 1.0) < POWER:
+            said.append(f"neither finds significantly more for {where}, which this run could hardly have "
+                        "told apart")
         elif holds_paper(r):
             said.append(f"neither finds significantly more for {where}, as in the paper")
         elif isinstance(r.paper_leader, str):
@@ -222,7 +235,7 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
             where.append(f"in {NUMBER_WORDS.get(len(g1), len(g1))} G1 files no method was tuned on ("
                          + "; ".join(f"{x.subset} {fmt_signed(x.recall_diff)}, {fmt_p(x.recall_p_value)}"
                                      for x in g1.itertuples()) + "; unadjusted)")
-    return f"; it holds {' and '.join(where)}" if where else ""
+    return f"holds {' and '.join(where)}" if where else ""
 
 
 def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
@@ -244,14 +257,16 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     sets = [s for s in sets if s in echo and s in kept and s in gone]
     if not sets:
         return ""
-    said = [f"their best one's cosine to the request: {_sets([f'{s} {fmt_number(echo[s])}' for s in sets])}; "
-            "without the brand words PtR's recall falls from "
-            + _sets([f"{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}" for s in sets])]
+    said = []
     n, low, high = (by_set("stub_stats", "stubs_per_query", gt="candidates"),
                     *(paper_value(f"{sets[0].lower()}_stubs_per_query", b) for b in ("min", "max")))
     if low is not None and all(s in n for s in sets):
-        said.append(f"{_sets([f'{fmt_number(n[s])} per query on {s}' for s in sets])} against the paper's "
-                    f"{low:g}–{high:g}")
+        said.append(f"fewer ({_sets([f'{s} {fmt_number(n[s])} per query' for s in sets])} against the "
+                    f"paper's {low:g}–{high:g})")
+    said += [f"close to the request (the best one's cosine to it: "
+             f"{_sets([f'{s} {fmt_number(echo[s])}' for s in sets])})",
+             "keeping its names (without its capitalised names, places included, PtR's recall in run 0 falls "
+             f"from {_sets([f'{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}' for s in sets])})"]
     moved = []
     for s in sets:
         try:
@@ -260,18 +275,26 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
             continue
         way = "towards" if (d > 0) == (table.loc[s, "paper_ptr"] > table.loc[s, "paper_rtp"]) else "away from"
         moved.append(f"{s}'s difference by {fmt_signed(d)}, {way} the paper's")
-    return ("this run's stubs stay close to the request and keep its brand words (" + "; ".join(said)
-            + "), so this tests a weaker PtR than the paper's"
-            + (f"; the one stub change tried, a rule splitter's more stubs, moved {_sets(moved)} (one run)"
-               if moved else ""))
+    return ("this run's stubs differ from the paper's: " + ", ".join(said)
+            + ", so this tests another PtR than the paper's"
+            + (f"; the one stub change tried, a rule splitter's more stubs, moved {_sets(moved)} (one run, "
+               "unscaled)" if moved else ""))
 
 
-def verdict_block(report_md: str) -> str:
+def verdict_block(report_md: str, until: str = TERMS_MARK) -> str:
     """The answer, the verdict and what it rests on as a written report has them (from :data:`ANSWER`, or
-    :data:`VERDICT` without it, to the terms, :data:`TERMS_MARK`); empty where either end is missing or out
-    of order."""
-    start, end = report_md.find(ANSWER if ANSWER in report_md else VERDICT), report_md.find(TERMS_MARK)
+    :data:`VERDICT` without it, to ``until``: the terms, or :data:`VERDICT` for the answer alone); empty
+    where either end is missing or out of order."""
+    start, end = report_md.find(ANSWER if ANSWER in report_md else VERDICT), report_md.find(until)
     return report_md[start:end].strip() if 0 <= start < end else ""
+
+
+def session_answer(report_md: str, report_file: str) -> str:
+    """The written report's answer for the session plan, with a link to its verdict and what it rests on
+    (the whole block where the report has no answer paragraph)."""
+    answer = verdict_block(report_md, VERDICT)
+    return (f"{answer}\n\nThe verdict set by set and what it rests on: [the report]({report_file}"
+            "#the-question-and-the-answer).") if answer else verdict_block(report_md)
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
@@ -289,9 +312,15 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
                                       " search in one of them")
             for f in leading_elsewhere(other, where, "PtR")]
+    col = "p_holm_tool_clusters_robustness"
+    led = other[other["retriever"].isin(leading_elsewhere(other, where, "PtR"))
+                & other["subset"].astype(str).map(subset_alias).isin(where)] if col in other else other[:0]
+    kept = "; ".join(f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {fmt_p(getattr(x, col))}"
+                     for x in led.itertuples() if getattr(x, col) < ALPHA)
     return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
-            f"significant lead on {' and '.join(where)}: the missing dense lead may lie in how stubs are "
-            "matched")
+            f"significant lead on {' and '.join(where)}"
+            + (f", also with queries sharing any tool in one cluster ({kept})" if kept else "")
+            + ": the missing dense lead may lie in how stubs are matched")
 
 
 def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
@@ -308,7 +337,7 @@ def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     return (f"a larger embedder ({other}, {fmt_count(int(e['n_queries'].max()))} queries per set) moved "
             + "; ".join(f"{s}'s difference by {fmt_signed(d)}, {way[s]} the paper's"
                         for s, d in moved.items())
-            + " (`ablation_embedder`, one run: a direction only)")
+            + " (`ablation_embedder`, one run, no CI: not even its direction is established)")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

@@ -26,6 +26,15 @@ from .scorecard import (
 JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates are shown
 
 
+def leans_against(rows: pd.DataFrame) -> pd.Series:
+    """The inconclusive rows whose evidence lies against the paper's claim, its size undecided: an
+    equivalence (``claim: 0 ± m``) whose CI excludes 0 but crosses the margin."""
+    paper = rows.get("paper", pd.Series("", index=rows.index)).astype(str)
+    lo, hi = (pd.to_numeric(rows.get(c, pd.Series(float("nan"), index=rows.index)), errors="coerce")
+              for c in ("ci_low", "ci_high"))
+    return (rows["status"] == INCONCLUSIVE) & paper.str.startswith("claim: 0 ±") & ((lo > 0) | (hi < 0))
+
+
 def _status_text(r) -> str:
     tol = re.search(r"paper ±([\d.]+) in", str(getattr(r, "basis", "")))
     own = r.status == DIFFERS and OWN_TOLERANCE in str(getattr(r, "basis", "")) and tol
@@ -36,8 +45,7 @@ def _status_text(r) -> str:
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
     if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
             and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
-        outside = "estimate outside the margin, " * ("(estimate outside)" in str(getattr(r, "basis", "")))
-        status += f" ({outside}nonzero: the CI excludes 0 but crosses the margin)"
+        status += " (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
     if r.status == INCONCLUSIVE and "(estimate on the other side)" in str(getattr(r, "basis", "")):
         status += " (estimate against the claim: not supported here)"  # the CI holds the bound
     shown = re.search(r"shown: the least favourable, (k = \d+)", str(getattr(r, "basis", "")))
@@ -101,7 +109,8 @@ def margin_lines(rows: pd.DataFrame) -> list[str]:
         if str(r.paper).startswith("claim: 0 ±") and (m := MARGIN.search(str(getattr(r, "basis", "")))):
             why.setdefault(m.group(1), []).append(f"`{r.id}` {str(r.paper).removeprefix('claim: 0 ')}")
     said = [f"{', '.join(ids)}: {reason}" for reason, ids in why.items()]
-    return [f"Margins: {'; '.join(said)}.", ""] if said else []
+    head = "Margins (this project's, chosen after reading the paper)"
+    return [f"{head}: {'; '.join(said)}.", ""] if said else []
 
 
 def row_kinds(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -124,9 +133,11 @@ def section_sentence(rows: pd.DataFrame) -> str:
     kinds = [f"{fmt_count(n)} {what if n != 1 else one}" for n, what, one in (
         (int(claims.sum()), "claims in words", "claim in words"),
         (int(again.sum()), "second readings", "second reading")) if n]
+    leaning = int(leans_against(rows).sum())
     parts = [f"{c[key]} {what}" for key, what in (
         ("consistent", "consistent"), ("differs", "differ" if c["differs"] != 1 else "differs"),
-        (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin)"),
+        (INCONCLUSIVE, "inconclusive (the 95% CI holds the paper's bound or crosses its margin"
+                       + f"; {leaning} of them against the claim, its size undecided" * bool(leaning) + ")"),
         ("not scored", "not scored"), ("not found", "not found in this run's tables")) if c[key]]
     return (f"{fmt_count(len(rows))} rows" + (f" ({' and '.join(kinds)} among them)" if kinds else "")
             + ": " + ", ".join(parts) + ".")
@@ -200,7 +211,10 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
             c, shares = status_counts(rows), {PARTLY: recovered(rows)}
             causes = [f"{fmt_count(c[k])} {COUNT_LABEL.get(k, k)}{shares.get(k, '')}"
                       for k in CAUSES if c[k]]
-            why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored}
+            against = int(leans_against(rows).sum())
+            why = {"differs": "; ".join(causes), "consistent": by_tolerance(rows), "not scored": unscored,
+                   INCONCLUSIVE: f"{fmt_count(against)} against the claim, its size undecided" * bool(against)
+                   }
             return ", ".join(f"{fmt_count(n)} {'differ' if name == 'differs' and n > 1 else name}"
                              + (f" ({why[name]})" if why.get(name) else "")
                              for name, n in c.items() if n and name not in CAUSES)

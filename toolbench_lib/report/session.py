@@ -21,7 +21,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
-from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, substitution_lines, verdict_block
+from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, session_answer, substitution_lines
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -228,8 +228,8 @@ def g2_dense(c: TableCache) -> str:
         r = _g2_dense(c, s)
         runs = "one run" if r["n_runs"] == 1 else f"{fmt_count(r['n_runs'])} runs"
         return f"{fmt_signed(r['diff'])} {fmt_ci(r['ci_low'], r['ci_high'])} on {s} ({runs})"
-    return ("dense PtR − RtP " + ", ".join(one(s) for s in G2_SETS)
-            + " (`primary_endpoint`, `primary_endpoint_g2_instruction`: diff, ci_low, ci_high)")
+    return (f"dense PtR − RtP {', '.join(one(s) for s in G2_SETS)} (unadjusted 95% CIs; `primary_endpoint`, "
+            "`primary_endpoint_g2_instruction`: diff, ci_low, ci_high)")
 
 
 def g2_note(c: TableCache) -> str:
@@ -488,7 +488,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "files are all a group needs (`report.md` or `report.html`, this file, `figures/`, `tables/`); "
              "the `open` links reach the explorer only while `make explore` serves it.", "",
              f"### {PLAIN_HEADING}", "", plain_words(cache), "",
-             verdict_block(report_md), "",
+             session_answer(report_md, REPORT_FILE), "",
              "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]

@@ -145,7 +145,8 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
             way = "the paper's way" if (moved > 0) == (float(r["paper"]) > float(r["this_run"])) else "away"
             gap = abs(float(r["paper"]) - float(r["this_run"]))
             by = (f": the nearest, `{name}`, {how}, moves PtR − RtP {way} by {fmt_number(abs(moved))} of the "
-                  f"{fmt_number(gap)} gap (a direction only)") if near else ""
+                  f"{fmt_number(gap)} gap to the paper's stated {float(r['paper']):+.3f} (its proxy scaled "
+                  "linearly to the paper's setup: a direction only)") if near else ""
             line += f", and no tested cause explains the G2 gap{by}"
     return line + "."
 

@@ -256,16 +256,21 @@ def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
             + (f"; {', '.join(dropped)} kept too few to be scored" if dropped else "") + "."]
 
 
-METHOD_TERM = re.compile(r"^- \*\*`([^`]+)`\*\*:")
+METHOD_TERM = re.compile(r"^- ((?:\*\*`[^`]+`\*\*(?:, )?)+):")  # one method's bullet, or several's
 
 
 def glossary_section(material, body: str | None = None) -> list[str]:
     """The glossary: every term, and the method names ``body`` uses (all without a body)."""
     terms = re.sub(r" \*\(`[^`]*`\)\*", "", material.glossary)  # where the toolkit computes it: notebook 09
     if body is not None:
-        terms = "\n".join(line for line in terms.split("\n")
-                          if not (m := METHOD_TERM.match(line)) or re.search(
-                              rf"(?<![\w@-]){re.escape(m.group(1))}(?![\w@-])", body))
+        kept = []
+        for line in terms.split("\n"):
+            m = METHOD_TERM.match(line)
+            used = [n for n in re.findall(r"`([^`]+)`", m.group(1)) if re.search(
+                rf"(?<![\w@-]){re.escape(n)}(?![\w@-])", body)] if m else []
+            kept += [line.replace(m.group(1), ", ".join(f"**`{n}`**" for n in used))] if used else \
+                [] if m else [line]
+        terms = "\n".join(kept)
     return ["## Glossary", "", terms, ""]
 
 
@@ -326,14 +331,16 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
     same_quantities(report, ledger, cfg.k)
+    families = []  # the other families' table: in their own section, after the front's sentence on them
     if len(rows):
         table = beside_g2(rows, g2i)
         dense = table["retriever"] == "dense"
         parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
         parts += [shift, ""] if shift else []
-        if (~dense).any():  # the other families after their sentence, without the paper's recalls again
-            parts += [*([beyond, ""] if beyond.startswith("**Beyond") else []),
-                      endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
+        if (~dense).any():
+            parts += [beyond, ""] if beyond.startswith("**Beyond") else []
+            families = ["The primary endpoint per family:", "",
+                        endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
@@ -366,9 +373,9 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
-              "The primary endpoint per family is in the answer above; the figures show recall per set, "
-              "retriever family and architecture. The fused and learned methods built on these families are "
-              f"in [{APPENDIX_BEYOND.split(':')[0]}](#{anchor(APPENDIX_BEYOND)}).", "", *runs_test,
+              "The figures show recall per set, retriever family and architecture. The fused and learned "
+              f"methods built on these families are in [{APPENDIX_BEYOND.split(':')[0]}]"
+              f"(#{anchor(APPENDIX_BEYOND)}).", "", *families, *runs_test,
               *figures_markdown(cfg, "retriever"),
               "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
     other = figures_markdown(cfg, "other")
@@ -381,9 +388,11 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"version {references['version']}).", "",
               "`status` sets the paper's value against this run's 95% CI (bootstrap over queries, paired t "
               "for a difference; for a share, resampling API samples where its table saves a CI, else "
-              "Wilson; “~70%” ± the tolerance in `tables/scorecard.csv`); a number without sampling is "
-              "compared at the paper's last decimal. `claim:` marks a claim the paper makes in words, read "
-              "as a bound or an equivalence (`claim: 0 ± m`). A row that differs names its cause "
+              "Wilson); a number without sampling is compared at the paper's last decimal, or within a "
+              "tolerance this project chose for the paper's “~” (in `tables/scorecard.csv`; beside a CI such "
+              "a tolerance decides nothing: the paper's value must lie in the CI). `claim:` marks a claim "
+              "the paper makes in words, read as a bound or an equivalence (`claim: 0 ± m`, a margin this "
+              "project derived). A row that differs names its cause "
               "(`references/causes.yaml`).", "", *STATUS_LEGEND, *two_sample_lines(report),
               f"Below, all {len(report)} rows by status (the paragraph above counts the paper's numbers, the"
               " rows read again and its claims in words apart), those that differ by an untested setup "
