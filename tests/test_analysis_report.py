@@ -1333,7 +1333,8 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     assert stated[1:3] == ("differs", "above")  # a tolerance the paper does not state rescues nothing
     row = rows.head(1).assign(basis=stated[3], status=stated[1], direction=stated[2])
     assert _shown(row)["status"].iloc[0] == (
-        "differs (above, though within this project's ±0.05 reading of the paper's “~”)")
+        "differs (above; the CI excludes the paper's value, only its end reaching this project's ±0.05 "
+        "reading of the paper's “~”)")
     assert compare(0.72, {"value": 0.7}, tolerance=0.05, ci=(0.68, 0.76))[1] == "consistent"  # inside the CI
     assert compare(0.72, {"value": 0.7}, tolerance=0.05)[1] == "consistent"  # no CI: the tolerance decides
     # a number in percent: one decimal and a % sign, the paper's range too

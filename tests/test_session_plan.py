@@ -395,8 +395,9 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
         "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
         "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159).")
-    miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "differs (above, though "
-                                   "within this project's ±0.05 reading of the paper's “~”)"]}
+    miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "differs (above; the CI "
+                                   "excludes the paper's value, only its end reaching this project's ±0.05 "
+                                   "reading of the paper's “~”)"]}
     assert block_answer("Trajectories", miss, md) == (
         " *A model answer*: It mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
         "miss, somewhat more often than the paper's “~” value, which the CI excludes (0.70).")

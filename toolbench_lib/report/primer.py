@@ -31,6 +31,10 @@ def _endpoint(c: TableCache) -> pd.DataFrame:
                        "paper_leader", "verdict"} - set(df)):
         raise NotInRun(f"`primary_endpoint` has no {', '.join(lack)}")
     df = df.assign(alias=df["subset"].astype(str).map(subset_alias))
+    fam, col = c.get("primary_endpoint_families"), "p_holm_all_families_robustness"  # Holm over every family
+    if fam is not None and {col, "retriever", "subset"} <= set(fam):
+        dense = fam[fam["retriever"] == "dense"].set_index("subset")[col]
+        df = df.assign(**{col: df["subset"].map(dense)})
     return df[df["alias"].isin(SETS)].drop_duplicates("alias").set_index("alias", drop=False)
 
 
@@ -91,9 +95,11 @@ def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = ""
     in both G2 files; a null the test had little ``power`` to avoid is said as such, not as agreement."""
     paper, head = fmt_signed(r.paper_ptr - r.paper_rtp), f"- **{SET_WORDS.get(s, s)}:** "
     if holds_paper(r) and bool(r.significant):
+        over = r.get("p_holm_all_families_robustness")
         return (f"{head}{r.leader} finds more, as in the paper: {_ci(r)} (paper {paper})"
                 + (f", on `candidates`; not significant on `relevant` ({on_relevant})" if on_relevant else "")
-                + ".")
+                + (f" or under Holm over every family's comparisons ({fmt_p(over)})"
+                   if pd.notna(over) and over >= ALPHA else "") + ".")
     if holds_paper(r) and power < POWER:
         return (f"{head}neither leads significantly in recall: {_ci(r)} (paper {paper}, *“does not reach "
                 f"significance”*); a test with {power:.0%} power at the paper's difference could hardly have "
@@ -167,8 +173,12 @@ def verdict(c: TableCache, llm: str = "") -> str:
                          + f"cannot be checked, since this run's judge calls {blind:.0%} of plans that name "
                          "no needed API “Solved”")
     said = "\n".join(f"- {x[0].upper()}{x[1:].rstrip('.')}." for x in rests)
-    return (f"{_answer(c, table, llm, at)}\n\n{VERDICT} PtR − RtP in recall@5 on `candidates`, its Holm CI, "
-            "then the paper's:\n\n" + "\n".join(lines) + (f"\n\n{RESTS}\n\n{said}" if said else ""))
+    stated = [f"{s} {fmt_signed(v)}" for s in table.index
+              if (v := paper_value(f"{s.lower()}_ptr_minus_rtp_recall")) is not None]
+    stated = f"; its text states {', '.join(stated)}" if stated else ""
+    return (f"{_answer(c, table, llm, at, lost)}\n\n{VERDICT} PtR − RtP in recall@5 on `candidates`, its "
+            f"Holm CI, then the paper's (from its means{stated}):\n\n" + "\n".join(lines)
+            + (f"\n\n{RESTS}\n\n{said}" if said else ""))
 
 
 PLAIN_SETS = {"G1": "one-tool requests (G1)", "G2": "requests for tools of one category (G2)",
@@ -176,16 +186,19 @@ PLAIN_SETS = {"G1": "one-tool requests (G1)", "G2": "requests for tools of one c
 ANSWER = "**The answer.**"
 
 
-def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series | None = None) -> str:
+def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series | None = None,
+            lost: dict | None = None) -> str:
     """The verdict in two plain sentences, set by set from the dense comparisons (``table``), with the other
     searches that give the same stubs a lead the dense one lacks, then what stays untested; ``weak``: each
-    set's power at the paper's difference (a null below :data:`POWER` is said as untold, not agreed)."""
-    other, weak = c.get("primary_endpoint_families"), {} if weak is None else weak
+    set's power at the paper's difference (a null below :data:`POWER` is said as untold, not agreed);
+    ``lost``: the sets whose lead is not significant on `relevant`."""
+    other, weak, lost = c.get("primary_endpoint_families"), {} if weak is None else weak, lost or {}
     said = []
     for s, r in table.iterrows():
         where = PLAIN_SETS.get(s, s)
         if holds_paper(r) and bool(r.significant):
-            said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper")
+            said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper"
+                        + " (on `candidates`; not significantly on the stricter `relevant`)" * (s in lost))
         elif holds_paper(r) and weak.get(r.subset, 1.0) < POWER:
             said.append(f"neither finds significantly more for {where}, which this run could hardly have "
                         "told apart")
@@ -195,8 +208,9 @@ def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series |
             also = leading_elsewhere(other, [s], r.paper_leader) if other is not None and {
                 "retriever", "subset", "significant", "leader"} <= set(other) else []
             said.append(f"{ARCH_WORDS[r.paper_leader]} shows none of the paper's lead for {where}"
-                        + (f", though {_sets([FAMILY_SHORT.get(f, f) for f in also])} search "
-                           f"give{'s' * (len(also) == 1)} it one with the same stubs" if also else ""))
+                        + (f", though {_sets([FAMILY_SHORT.get(f, f) for f in also])} search, beyond the "
+                           f"paper and exploratory, give{'s' * (len(also) == 1)} it one with the same stubs"
+                           if also else ""))
     writer = f"stubs written by a small local model ({llm})" if llm else "this run's stubs"
     return (f"{ANSWER} With dense retrieval and {writer}: " + "; ".join(said)
             + ". The paper's own stub writer (Gemini 2.5 Flash) and embedder (GTE-base) were not tested.")

@@ -38,8 +38,9 @@ def leans_against(rows: pd.DataFrame) -> pd.Series:
 def _status_text(r) -> str:
     tol = re.search(r"paper ±([\d.]+) in", str(getattr(r, "basis", "")))
     own = r.status == DIFFERS and OWN_TOLERANCE in str(getattr(r, "basis", "")) and tol
-    status = r.status + (f" ({r.direction}" + (f", though within this project's ±{tol.group(1)} reading of "
-                                               "the paper's “~”" if own else "") + ")" if r.direction else "")
+    status = r.status + (f" ({r.direction}" + (f"; the CI excludes the paper's value, only its end reaching "
+                                               f"this project's ±{tol.group(1)} reading of the paper's “~”"
+                                               if own else "") + ")" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
         status += " (only by the paper's rounding: the paper's value lies outside the CI)"
     lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
