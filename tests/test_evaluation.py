@@ -84,21 +84,23 @@ def test_metric_values_broadcast_over_leading_axes() -> None:
     assert metric_values(flags, np.array([1, 2, 0]), "mrr", 5)[1, 1] == 0.25
 
 
-def _study(seed: int = 0, runs: int = 3, depth: int = K_MAX, n_sets: int = 2) -> StudyResult:
+def _study(seed: int = 0, runs: int = 3, depth: int = K_MAX, n_sets: int = 2, families: tuple = ("",)
+           ) -> StudyResult:
     """A study of two methods over ``n_sets`` sets: ``rtp`` written once for every run (run -1), ``ptr`` per
-    run."""
+    run; with each of ``families``' suffixes (``"@bm25"``) too."""
     rng = np.random.default_rng(seed)
     rows, queries = [], []
     for i in range(30):
         qk, subset = f"q{i}", f"G{1 + i * n_sets // 30}_instruction"
         gt = [f"d{j}" for j in rng.choice(max(30, depth), size=3, replace=False)]
         queries.append({"qkey": qk, "subset": subset, "candidates": gt, "relevant": gt[:1]})
-        for method, stored in (("rtp", [-1]), ("ptr", list(range(runs)))):
+        arms = (("rtp", [-1]), ("ptr", range(runs)))
+        for method, stored in [(a + f, r) for f in families for a, r in arms]:
             for run in stored:
                 for rank, d in enumerate(rng.permutation(max(30, depth))[:depth], 1):
                     rows.append({"qkey": qk, "method": method, "run": run, "text_idx": -1, "rank": rank,
                                  "row": int(d), "api_id": f"d{d}", "score": 1.0 - rank / 100})
-    prov = {"settings": {"runs": runs, "methods": ["rtp", "ptr"]}}
+    prov = {"settings": {"runs": runs, "methods": [a + f for f in families for a in ("rtp", "ptr")]}}
     return study_of_hits(pd.DataFrame(queries), pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(),
                          pd.DataFrame(), prov)
 
@@ -378,3 +380,17 @@ def test_the_per_query_table_holds_what_the_primary_test_reads() -> None:
     table = endpoint_table(study).set_index("subset")
     assert means["rtp"].tolist() == pytest.approx(table["rtp"].tolist())
     assert means["ptr"].tolist() == pytest.approx(table["ptr"].tolist())
+
+
+def test_the_endpoint_table_saves_holm_over_every_familys_comparisons_once() -> None:
+    """With two families, every row carries Holm over all of their comparisons at once (the report reads it,
+    computing nothing); with one family there is none."""
+    from toolbench_lib.analysis.endpoint import endpoint_table
+    from toolbench_lib.eval.stats import holm
+
+    study, two = _study(6, n_sets=3), _study(6, n_sets=3, families=("", "@bm25"))
+    table = endpoint_table(two)
+    assert set(table["retriever"]) == {"dense", "bm25"} and len(table) == 6
+    assert table["p_holm_all_families_robustness"].tolist() == pytest.approx(holm(table["p"]).tolist())
+    assert (table["p_holm_all_families_robustness"] >= table["p_holm"] - 1e-12).all()  # more tests, more Holm
+    assert endpoint_table(study)["p_holm_all_families_robustness"].isna().all()
