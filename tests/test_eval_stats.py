@@ -389,3 +389,17 @@ def test_ratio_change_by_hand_and_its_interval():
     value, low, high = ratio_change(a1, b1, a2, [2.0, 2.0, 4.0], 2000)  # B catches A: 1 - 3/4
     assert value == pytest.approx(0.25) and 0 <= low <= 0.25 <= high <= 0.5
     assert ratio_change([1.0], [1.0], [1.0], [2.0]) == (1.0, 1.0, 1.0)  # one item: no interval to draw
+
+
+def test_the_auroc_ci_resamples_clusters_whole():
+    """Each query copied five times into one cluster: the clustered CI is the CI of the queries themselves
+    (same clusters, same draws), while treating the copies as independent narrows it."""
+    from toolbench_lib.eval.stats import auroc_ci
+
+    rng = np.random.default_rng(3)
+    scores, labels = rng.normal(size=40), rng.random(40) < 0.4
+    once = auroc_ci(scores, labels, groups=np.arange(40))
+    five = auroc_ci(np.repeat(scores, 5), np.repeat(labels, 5), groups=np.repeat(np.arange(40), 5))
+    assert once == pytest.approx(five)
+    apart = auroc_ci(np.repeat(scores, 5), np.repeat(labels, 5))
+    assert apart[1] - apart[0] < 0.6 * (five[1] - five[0])

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..config import FOLDS, SEED
 from ..data.folds import fold_ids
-from ..data.queries import DEFAULT_GT, subset_alias
+from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import auroc, auroc_ci
 from ..study.stored import StudyResult
@@ -153,7 +153,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
     tokens = query_tokens(result)[["qkey", "rtp_tokens", "ptr_tokens", "plan_tokens_imputed"]]
     out = out.merge(tokens, on="qkey", how="left")
     out["subset"] = out["subset"].map(subset_alias)
-    return out
+    return out.assign(cluster=clusters(result.queries, out["qkey"]))  # its API sample, as the paired test's
 
 
 def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2: float = 1.0) -> pd.DataFrame:
@@ -194,14 +194,15 @@ def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
 
 def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
     """The ``routing_signal`` table: AUROC of each signal for "PtR beats RtP on this query", with its
-    bootstrap 95% CI, per set (or pooled, ``subset="all"``)."""
+    bootstrap 95% CI resampling API samples (the paired test's clusters), per set (or pooled, ``subset=
+    "all"``)."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
     rows = []
     for subset, part in groups:
         y = part["ptr_wins"].to_numpy(bool)
         for signal, meaning in SIGNALS.items():
             x = part[signal].to_numpy(float)
-            low, high = auroc_ci(x, y)
+            low, high = auroc_ci(x, y, groups=part.get("cluster"))
             rows.append({"subset": subset, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
                          "auroc_ci_high": high, "higher_means": meaning, "n_ptr_wins": int(y.sum()),
                          "n_queries": len(part)})
@@ -219,7 +220,7 @@ def set_signal_row(routed: pd.DataFrame, signal: str = "rtp_top1_cosine_low") ->
     if y.all() or not y.any():
         return pd.DataFrame()
     x = routed[signal].to_numpy(float)
-    low, high = auroc_ci(x, y)
+    low, high = auroc_ci(x, y, groups=routed.get("cluster"))
     return pd.DataFrame([{"subset": MULTI_TOOL, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
                           "auroc_ci_high": high, "higher_means": "a multi-tool query (G2, G3)",
                           "n_ptr_wins": int(routed["ptr_wins"].sum()), "n_queries": len(routed)}])

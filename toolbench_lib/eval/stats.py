@@ -240,15 +240,23 @@ def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], cluster
 
 
 def auroc_ci(scores: Sequence[float], labels: Sequence[bool], n_resamples: int = 2000, seed: int = SEED,
-             level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of :func:`auroc`, each class resampled apart (NaN under 2 of either)."""
+             level: float = 0.95, groups: Sequence | None = None) -> tuple[float, float]:
+    """Percentile bootstrap CI of :func:`auroc`: each class resampled apart, or with ``groups`` the clusters
+    resampled whole, each query weighted by its cluster's count (NaN under 2 of either class)."""
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
     pos, neg = s[y], s[~y]
     if pos.size < 2 or neg.size < 2:
         return float("nan"), float("nan")
     pairs = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])  # (positives, negatives)
-    w, v = resample_counts(pos.size, n_resamples, seed), resample_counts(neg.size, n_resamples, seed + 1)
-    low, high = _percentile_ci(((w @ pairs) * v).sum(axis=1) / (pos.size * neg.size), level)
+    if groups is None:
+        w, v = resample_counts(pos.size, n_resamples, seed), resample_counts(neg.size, n_resamples, seed + 1)
+    else:
+        names, of = np.unique(np.asarray(groups), return_inverse=True)
+        counts = resample_counts(names.size, n_resamples, seed)[:, of]  # (resample, query): its cluster's
+        w, v = counts[:, y], counts[:, ~y]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = ((w @ pairs) * v).sum(axis=1) / (w.sum(axis=1) * v.sum(axis=1))
+    low, high = _percentile_ci(draws[np.isfinite(draws)], level)
     return float(low), float(high)
 
 

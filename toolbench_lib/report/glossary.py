@@ -165,7 +165,7 @@ TERMS_MORE: tuple[Term, ...] = (
          "analysis.ablations.coverage"),
     Term("AUROC",
          "The chance that a query of one kind (here: one PtR wins) scores higher on a signal than a query of "
-         "the other kind: 0.5 is chance, 1 a perfect signal. Its 95% CI resamples each kind's queries apart.",
+         "the other kind: 0.5 is chance, 1 a perfect signal. Its 95% CI resamples API samples whole.",
          "eval.stats.auroc (scikit-learn), eval.stats.auroc_ci"),
     Term("two-sample reading",
          "This run's 95% CI widened by √2 about its estimate, as if the paper's number were an estimate as "
