@@ -158,7 +158,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
     # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
     assert "is inconclusive at 3 (-0.250 [-3.427, +2.927]), 4 (+0.000" in verdict["text"]
-    assert "+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries)" in verdict["text"]
+    assert "+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample)" \
+        in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     assert "fails at 3 (-0.250 [-3.427, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
