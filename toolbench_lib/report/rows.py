@@ -26,13 +26,19 @@ from .scorecard import (
 JUDGED_IN = APPENDIX_TABLES_HEADING.split(":")[0]  # where the judged pass rates are shown
 
 
+def against_claim(status, paper, lo, hi) -> bool:
+    """An inconclusive equivalence (``claim: 0 ± m``) whose CI excludes 0 but crosses the margin: evidence
+    against the paper's claim, its size undecided."""
+    return (status == INCONCLUSIVE and str(paper).startswith("claim: 0 ±") and pd.notna(lo) and pd.notna(hi)
+            and (float(lo) > 0 or float(hi) < 0))
+
+
 def leans_against(rows: pd.DataFrame) -> pd.Series:
-    """The inconclusive rows whose evidence lies against the paper's claim, its size undecided: an
-    equivalence (``claim: 0 ± m``) whose CI excludes 0 but crosses the margin."""
-    paper = rows.get("paper", pd.Series("", index=rows.index)).astype(str)
-    lo, hi = (pd.to_numeric(rows.get(c, pd.Series(float("nan"), index=rows.index)), errors="coerce")
-              for c in ("ci_low", "ci_high"))
-    return (rows["status"] == INCONCLUSIVE) & paper.str.startswith("claim: 0 ±") & ((lo > 0) | (hi < 0))
+    """The rows :func:`against_claim` marks."""
+    return pd.Series([against_claim(r.get("status"), r.get("paper", ""), pd.to_numeric(r.get("ci_low"),
+                                                                                         errors="coerce"),
+                                    pd.to_numeric(r.get("ci_high"), errors="coerce"))
+                      for _, r in rows.iterrows()], index=rows.index, dtype=bool)
 
 
 def _status_text(r) -> str:
@@ -43,9 +49,8 @@ def _status_text(r) -> str:
                                                if own else "") + ")" if r.direction else "")
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
         status += " (only by the paper's rounding: the paper's value lies outside the CI)"
-    lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
-    if (r.status == INCONCLUSIVE and str(getattr(r, "paper", "")).startswith("claim: 0 ±")
-            and pd.notna(lo) and pd.notna(hi) and (lo > 0 or hi < 0)):
+    bounds = (getattr(r, c, None) for c in ("ci_low", "ci_high"))
+    if against_claim(r.status, getattr(r, "paper", ""), *bounds):
         status += " (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
     if r.status == INCONCLUSIVE and "(estimate on the other side)" in str(getattr(r, "basis", "")):
         status += " (estimate against the claim: not supported here)"  # the CI holds the bound
