@@ -54,7 +54,7 @@ class QueryNavigation:
             self.method_b.value = b if b in methods else methods[min(1, len(methods) - 1)]
             self.subset.options = [*subsets, ALL_SUBSETS]
             self.subset.value = subset if subset in self.subset.options else subsets[0] if subsets else None
-            self.run.options = run_options(self._runs())
+            self.run.options = run_options(self._study_runs)
             values = [v for _, v in self.run.options]
             self.run.value = run if run in values else values[0]
 

@@ -74,27 +74,23 @@ class QueryRendering:
     """The explorer's HTML, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
 
     def _scope(self) -> str:
-        term = str(self.search.value).strip()
-        if term:
-            return f"matching “{html_text(term)}” in all subsets"
-        subset = str(self.subset.value)
-        return "in all subsets" if subset == ALL_SUBSETS else f"in {html_text(subset)}"
-
-    def _filter_note(self) -> str:
-        """The active filter in words, and how many queries the scope holds without it."""
-        name = str(self.filter.value)
+        """The view's queries in words: the search or the subset, then the active filter and how many queries
+        the scope holds without it."""
+        term, subset, name = str(self.search.value).strip(), str(self.subset.value), str(self.filter.value)
+        scope = (f"matching “{html_text(term)}” in all subsets" if term
+                 else "in all subsets" if subset == ALL_SUBSETS else f"in {html_text(subset)}")
         if name == "all":
-            return ""
+            return scope
         phrase = filter_phrase(name, *self.methods, len(self.selected))
-        return (f" with the filter <i class='qx-active-filter'>{html_text(phrase)}</i> "
+        return (f"{scope} with the filter <i class='qx-active-filter'>{html_text(phrase)}</i> "
                 f"({self._n_unfiltered} without it)")
 
     def _summary_html(self, frame: pd.DataFrame) -> str:
         a, b = (html_text(method_label(m)) for m in self.methods)
         s, k = self.summary(frame), int(self.k.value)
         if not s.n:
-            return f"<span class='muted'>0 queries {self._scope()}{self._filter_note()}</span>"
-        return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()}{self._filter_note()} · "
+            return f"<span class='muted'>0 queries {self._scope()}</span>"
+        return (f"<b>{s.n}</b> {'query' if s.n == 1 else 'queries'} {self._scope()} · "
                 f"mean recall@{k}: {a} <b>{s.mean_a:.3f}</b>, {b} <b>{s.mean_b:.3f}</b> · {a} wins "
                 f"<b>{s.a_wins}</b>, ties <b>{s.ties}</b>, {b} wins <b>{s.b_wins}</b>")
 
@@ -152,8 +148,15 @@ class QueryRendering:
             del names["subset"]
         return names
 
-    def _grid_html(self, page: pd.DataFrame) -> str:
-        """One page of the table: a <table> whose header buttons sort and whose row buttons show a query."""
+    def _draw_table(self, frame: pd.DataFrame) -> None:
+        """The table's page (turned back within its pages): a <table> whose header buttons sort and whose
+        row buttons show a query, and the pager under it."""
+        n = len(frame)
+        pages = max(1, -(-n // PAGE_ROWS))
+        self._page = min(max(0, self._page), pages - 1)
+        start = self._page * PAGE_ROWS
+        page = frame.iloc[start:start + PAGE_ROWS]
+        self._rows_shown = page["qkey"].tolist()
         names = self.header_labels()
         column, desc = self._sort
         sorted_by = "gap" if column == "abs_gap" else column
@@ -172,17 +175,9 @@ class QueryRendering:
                      *(f"<td{kind.get(c, '')}>{values[c]}</td>" for c in names if c != "query")]
             mark = " aria-current='true'" if current else ""
             body.append(f"<tr class='qx-row'{mark}>{''.join(cells)}</tr>")
-        return (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the view "
-                f"(a header sorts by its column; a query's button shows it)</caption><thead><tr>"
-                f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-
-    def _draw_table(self, frame: pd.DataFrame) -> None:
-        start = self._page * PAGE_ROWS
-        page = frame.iloc[start:start + PAGE_ROWS]
-        self._rows_shown = page["qkey"].tolist()
-        self.grid.value = self._grid_html(page)
-        n = len(frame)
-        pages = max(1, -(-n // PAGE_ROWS))
+        self.grid.value = (f"{GRID_STYLE}<table class='qx-grid'><caption class='qx-caption'>Queries of the "
+                           f"view (a header sorts by its column; a query's button shows it)</caption><thead>"
+                           f"<tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
         self.page_label.value = (f"<span class='muted'>rows {start + 1}–{min(n, start + PAGE_ROWS)} of {n} "
                                  f"(page {self._page + 1} of {pages})</span>" if n else
                                  f"<span class='muted'>{NO_QUERY}</span>")
@@ -211,18 +206,17 @@ class QueryRendering:
         return f"{html_text(label)} {code}" if label else code
 
     def _ranked(self, qkey: str, method: str, text_idx: int | None = None) -> pd.DataFrame:
-        """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own."""
-        h = self._hits_of(qkey, "rankings" if text_idx is None else "text_rankings")
+        """The method's top k of the run: the final ranking, or with ``text_idx`` that text's own (from the
+        study's ``rankings`` or ``text_rankings``, grouped by query once)."""
+        name = "rankings" if text_idx is None else "text_rankings"
+        table = getattr(self.result, name)
+        if name not in self._hits_by_query:
+            self._hits_by_query[name] = dict(tuple(table.groupby("qkey", sort=False)))
+        h = self._hits_by_query[name].get(qkey, table.iloc[0:0])
         mine = h[(h["method"] == method) & (h["run"] == self.shown_run)]
         if text_idx is not None:
             mine = mine[mine["text_idx"] == text_idx]
         return mine.sort_values("rank").head(int(self.k.value))
-
-    def _hits_of(self, qkey: str, table: str) -> pd.DataFrame:
-        """One query's rows of the study's ``rankings`` or ``text_rankings`` table."""
-        if table not in self._hits_by_query:
-            self._hits_by_query[table] = dict(tuple(getattr(self.result, table).groupby("qkey", sort=False)))
-        return self._hits_by_query[table].get(qkey, getattr(self.result, table).iloc[0:0])
 
     def _list(self, hits: pd.DataFrame, gt: set[str], hit_class: str, final: set[str] | None = None) -> str:
         """A ranking as a list, ground-truth hits checked; with ``final`` (the method's final top k), each
@@ -320,7 +314,7 @@ class QueryRendering:
         name = html_text(method_label(method, True))
         if method == self._best[0]:
             name += " <span class='tag qx-best-tag'>★ best single architecture of the set</span>"
-        found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {len(self._runs())} runs; the "
+        found = (f"{hits:.2f} ground-truth APIs in the top {k}, mean of {len(self._study_runs)} runs; the "
                  f"ranking below is run {self.shown_run}'s" if self.mean_of_runs
                  else f"{hits:.0f} ground-truth APIs in the top {k}")
         return "".join([f"<div class='col method-{html_text(method)}'><h3>{name}</h3>",
@@ -330,11 +324,6 @@ class QueryRendering:
                         self._stubs(qkey, gt, method) if self._has_texts(method) else "",
                         self._learned(qkey, method), self._plan(qkey, method, gt), "</div>"])
 
-    def methods_shown(self) -> list[str]:
-        """The methods whose columns are shown: every selected one (A, B, then the others picked) or one."""
-        a, b = self.methods
-        return {"both": self.selected, "a": [a], "b": [b]}[str(self.show.value)]
-
     def render(self) -> str:
         """The HTML of the selected query under the current settings."""
         qkey = self.query.value
@@ -342,9 +331,11 @@ class QueryRendering:
             return f"{STYLE}<div class='qx'><p class='muted'>{NO_QUERY}</p></div>"
         row = self.queries.loc[qkey]
         gt = set(_ids(row[self.gt.value]))
-        cols = "".join(self._method_column(qkey, m, gt) for m in self.methods_shown())
-        runs = (f"recall: mean of {len(self._runs())} runs; rankings, stubs and plans: run {self.shown_run}"
-                if self.mean_of_runs else f"run {int(self.run.value)}")
+        a, b = self.methods  # the columns shown: every selected method (A, B, then the others picked) or one
+        shown = {"both": self.selected, "a": [a], "b": [b]}[str(self.show.value)]
+        cols = "".join(self._method_column(qkey, m, gt) for m in shown)
+        runs = (f"recall: mean of {len(self._study_runs)} runs; rankings, stubs and plans: run "
+                f"{self.shown_run}" if self.mean_of_runs else f"run {int(self.run.value)}")
         return (f"{STYLE}<div class='qx'><h3>{html_text(subset_alias(str(row['subset'])))} query "
                 f"{html_text(str(row['query_id']))} <span class='muted'>({runs}, "
                 f"k = {int(self.k.value)})</span></h3><blockquote>{html_text(str(row['query']))}"

@@ -5,7 +5,7 @@ of a ground-truth API's tool, the common categories and tools, the best single a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -27,62 +27,12 @@ DIGEST_COLUMNS = ["method", "found", "missed_near", "missed_beyond", "stub_only"
 TOP_NAMES = 3
 
 
-def digest(rankings: Mapping[str, Sequence[Mapping[str, list[str]]]], gts: Mapping[str, set[str]],
-           keys: Sequence[str], k: int, stub_methods: set[str], rtp: Sequence[Mapping[str, list[str]]] | None,
-           ) -> pd.DataFrame:
-    """One row per method of ``rankings`` (``{method: [each scored run's {qkey: ranked ids}]}``) over the
-    queries ``keys`` (shares; NaN where a share has nothing to count)."""
-    rows = []
-    for method, per_run in rankings.items():
-        n = dict.fromkeys(("gt", "found", "near", "beyond", "stub_only", "wrong", "siblings"), 0)
-        for i, ranking in enumerate(per_run):
-            base = rtp[i] if rtp is not None and method in stub_methods else None
-            for q in keys:
-                ids = list(dict.fromkeys(ranking.get(q, [])))
-                place = {a: p for p, a in enumerate(ids, 1)}
-                gt = gts.get(q, set())
-                tools = {tool_of(a) for a in gt}
-                shown_by_rtp = set(list(dict.fromkeys(base.get(q, [])))[:k]) if base is not None else set()
-                n["gt"] += len(gt)
-                for a in gt:
-                    where = place.get(a)
-                    bucket = "beyond" if where is None else "found" if where <= k else "near"
-                    n[bucket] += 1
-                    n["stub_only"] += bucket == "found" and base is not None and a not in shown_by_rtp
-                wrong = [a for a in ids[:k] if a not in gt]
-                n["wrong"] += len(wrong)
-                n["siblings"] += sum(tool_of(a) in tools for a in wrong)
-        stub_only = _share(n, "stub_only", "found") if method in stub_methods and rtp is not None else np.nan
-        rows.append([method, *(_share(n, part, "gt") for part in ("found", "near", "beyond")), stub_only,
-                     _share(n, "siblings", "wrong")])
-    return pd.DataFrame(rows, columns=DIGEST_COLUMNS)
-
-
 def _share(n: Mapping[str, int], part: str, whole: str) -> float:
     return n[part] / n[whole] if n[whole] else float("nan")
 
 
-def common_names(gts: Mapping[str, set[str]], keys: Sequence[str], top: int = TOP_NAMES
-                 ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """The ground-truth APIs' most frequent categories and tools over ``keys``, with their counts."""
-    apis = [a for q in keys for a in sorted(gts.get(q, set()))]
-    return (Counter(category_of(a) for a in apis).most_common(top),
-            Counter(tool_of(a).split("/", 1)[-1] for a in apis).most_common(top))
-
-
-def best_single(means: Mapping[str, float]) -> str | None:
-    """The single architecture (RtP or PtR with any retriever family) of highest mean recall (ties: the
-    first name in order), None when there is none."""
-    singles = sorted(m for m in means if split_method(m)[0] in ARCHITECTURES)
-    return max(singles, key=lambda m: (means[m], -singles.index(m))) if singles else None
-
-
 class QueryScores:
     """Scores and the table's rows, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
-
-    def _runs(self) -> list[int]:
-        return (sorted(int(r) for r in self.result.rankings["run"].unique())
-                or list(range(max(1, self.result.n_runs))))
 
     @property
     def mean_of_runs(self) -> bool:
@@ -92,10 +42,10 @@ class QueryScores:
     @property
     def shown_run(self) -> int:
         """The run whose rankings, stubs and plans are shown (the first under the mean of runs)."""
-        return self._runs()[0] if self.mean_of_runs else int(self.run.value)
+        return self._scored_runs()[0]
 
     def _scored_runs(self) -> list[int]:
-        return self._runs() if self.mean_of_runs else [int(self.run.value)]
+        return self._study_runs if self.mean_of_runs else [int(self.run.value)]
 
     @property
     def methods(self) -> tuple[str, str]:
@@ -133,7 +83,7 @@ class QueryScores:
             return self._run_scores(method, int(self.run.value))
         key = (method, MEAN_RUNS, int(self.k.value), str(self.gt.value))
         if key not in self._scores:
-            per_run = [self._run_scores(method, r) for r in self._runs()]
+            per_run = [self._run_scores(method, r) for r in self._study_runs]
             self._scores[key] = sum(per_run[1:], per_run[0]) / len(per_run)
         return self._scores[key]
 
@@ -149,16 +99,6 @@ class QueryScores:
             self._scores[key] = pq[[f"{method}_recall", f"{method}_hits"]]
         return self._scores[key]
 
-    def outcomes(self) -> pd.DataFrame:
-        """Per query (study order): ``qkey, subset`` (alias), ``query_id, text`` and both methods'
-        ``<method>_recall, <method>_hits`` for the current run, ``k`` and ground truth."""
-        out = self._base.copy()
-        for method in self.selected:
-            scores = self._method_scores(method)
-            for column in scores:
-                out[column] = scores[column].to_numpy()
-        return out
-
     def _searched(self, term: str) -> np.ndarray:
         """Which queries (study order) the search term finds in their id, text, ground truth or the shown
         methods' top ``k``."""
@@ -173,7 +113,11 @@ class QueryScores:
     def table_frame(self) -> pd.DataFrame:
         """The rows of the table for the current view (``a``, ``b``: the two methods' recall), sorted."""
         a, b = self.methods
-        o = self.outcomes()
+        o = self._base.copy()  # then every selected method's <method>_recall, <method>_hits
+        for method in self.selected:
+            scores = self._method_scores(method)
+            for column in scores:
+                o[column] = scores[column].to_numpy()
         term = str(self.search.value).strip()
         if term:
             o = o[self._searched(term)]
@@ -199,10 +143,8 @@ class QueryScores:
 
     def informative_query(self, frame: pd.DataFrame) -> str | None:
         """The view's most informative query: the largest gap between the methods (first in study order)."""
-        if frame.empty:
-            return None
         ranked = frame.sort_values(["abs_gap", "order"], ascending=[False, True], kind="stable")
-        return str(ranked["qkey"].iloc[0])
+        return None if frame.empty else str(ranked["qkey"].iloc[0])
 
     def summary(self, frame: pd.DataFrame | None = None) -> Summary:
         """The :class:`Summary` of the view's queries."""
@@ -212,21 +154,48 @@ class QueryScores:
                        int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
     def best_single(self) -> tuple[str | None, float]:
-        """The single architecture (RtP, PtR, any family) of best mean recall in the subset, and that mean."""
+        """The single architecture (RtP or PtR with any retriever family) of best mean recall in the subset
+        (ties: the first name in order) and that mean; ``(None, nan)`` when the study has none."""
         rows = (self._base["subset"] == self.subset.value).to_numpy() | self._multi_subset()
-        singles = [m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES]
+        singles = sorted(m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES)
+        if not singles:
+            return None, float("nan")
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}
-        best = best_single(means)
-        return best, means.get(best, float("nan"))
+        best = max(singles, key=lambda m: (means[m], -singles.index(m)))
+        return best, means[best]
 
     def digest(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, tuple[list, list]]:
-        """What the view's queries share, per selected method (:func:`digest`), and their ground
-        truth's most frequent categories and tools."""
-        keys = frame["qkey"].tolist()
-        gt = str(self.gt.value)
-        gts = {q: set(_ids(self.queries.loc[q, gt])) for q in keys}
-        runs = self._scored_runs()
-        rankings = {m: [self._ranking_of(m, r) for r in runs] for m in self.selected}
-        stubs = {m for m in self.selected if self._has_texts(m)}
-        rtp = [self._ranking_of("rtp", r) for r in runs] if "rtp" in self.result.methods else None
-        return digest(rankings, gts, keys, int(self.k.value), stubs, rtp), common_names(gts, keys)
+        """What the view's queries share: one row of :data:`DIGEST_COLUMNS` per selected method (shares of
+        their ground-truth APIs over the scored runs; NaN where a share has nothing to count), and their
+        ground truth's :data:`TOP_NAMES` most frequent categories and tools, with their counts."""
+        keys, k, gt_name = frame["qkey"].tolist(), int(self.k.value), str(self.gt.value)
+        gts = {q: set(_ids(self.queries.loc[q, gt_name])) for q in keys}
+        rows = []
+        for method in self.selected:
+            stubs = "rtp" in self.result.methods and self._has_texts(method)  # stub_only: against RtP's top k
+            n = dict.fromkeys(("gt", "found", "near", "beyond", "stub_only", "wrong", "siblings"), 0)
+            for run in self._scored_runs():
+                ranking = self._ranking_of(method, run)
+                base = self._ranking_of("rtp", run) if stubs else {}
+                for q in keys:
+                    ids = list(dict.fromkeys(ranking.get(q, [])))
+                    place = {a: p for p, a in enumerate(ids, 1)}
+                    gt = gts[q]
+                    tools = {tool_of(a) for a in gt}
+                    shown_by_rtp = set(list(dict.fromkeys(base.get(q, [])))[:k])
+                    n["gt"] += len(gt)
+                    for a in gt:
+                        where = place.get(a)
+                        bucket = "beyond" if where is None else "found" if where <= k else "near"
+                        n[bucket] += 1
+                        n["stub_only"] += bucket == "found" and stubs and a not in shown_by_rtp
+                    wrong = [a for a in ids[:k] if a not in gt]
+                    n["wrong"] += len(wrong)
+                    n["siblings"] += sum(tool_of(a) in tools for a in wrong)
+            stub_only = _share(n, "stub_only", "found") if stubs else np.nan
+            rows.append([method, *(_share(n, part, "gt") for part in ("found", "near", "beyond")), stub_only,
+                         _share(n, "siblings", "wrong")])
+        apis = [a for q in keys for a in sorted(gts[q])]
+        return pd.DataFrame(rows, columns=DIGEST_COLUMNS), (
+            Counter(category_of(a) for a in apis).most_common(TOP_NAMES),
+            Counter(tool_of(a).split("/", 1)[-1] for a in apis).most_common(TOP_NAMES))

@@ -214,6 +214,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def _bind(self, result: StudyResult) -> None:
         """Hold one study's tables and empty the caches of the one before."""
         self.result, q = result, result.queries
+        self._study_runs = (sorted(int(r) for r in result.rankings["run"].unique())
+                            or list(range(max(1, result.n_runs))))
         self.queries = q.set_index("qkey", drop=False)
         self._base = pd.DataFrame({
             "qkey": q["qkey"].to_numpy(), "subset": q["subset"].map(subset_alias).to_numpy(),
@@ -284,8 +286,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
 
     def turn_page(self, step: int) -> None:
         """Show the table's next (``1``) or previous (``-1``) page of rows."""
-        pages = max(1, -(-len(self._frame) // PAGE_ROWS))
-        self._page = min(max(0, self._page + step), pages - 1)
+        self._page += step  # kept within the table's pages as it is drawn
         self._draw_table(self._frame)
         self._sync_url()
 
