@@ -12,12 +12,11 @@ from ..config import FOLDS, SEED, K
 from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
-from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
 from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
-from .intervals import DIFF_CI, LO_HI, paired_columns
+from .intervals import DIFF_CI, LO_HI, mean_ci, paired_columns
 from .retrievers import ARCH_LABEL, families_of
 
 METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
@@ -57,8 +56,7 @@ def leaderboard(scores: pd.DataFrame, k: int = K, metrics: Sequence[str] = METRI
         best, cl = better_reference(wide), query_clusters(part, wide.index)
         for method in wide.columns:
             v = wide[method].to_numpy()
-            lo, hi = (bootstrap_ci(v, n_boot, seed) if cl is None
-                      else grouped_bootstrap_ci(v, cl, n_boot, seed)[:2])
+            lo, hi = mean_ci(v, cl, n_boot, seed)
             row = {"subset": subset, "method": method, "metric": metric, "k": k, "n_queries": len(v),
                    "mean": float(v.mean()), "ci_lo": lo, "ci_hi": hi, "reference": best,
                    "reference_mean": float(wide[best].mean()) if best is not None else np.nan}
@@ -195,7 +193,7 @@ def fusion_comparison(scores: pd.DataFrame, methods: Sequence[str],
         ref, cl = better_reference(w, baselines), query_clusters(scores, w.index)
         for m in methods:
             v = w[m].to_numpy()
-            lo, hi = bootstrap_ci(v, 2000) if cl is None else grouped_bootstrap_ci(v, cl, 2000)[:2]
+            lo, hi = mean_ci(v, cl)
             rows.append({"subset": subset, "method": m, "n_queries": len(v), "recall": float(v.mean()),
                          "recall_lo": lo, "recall_hi": hi, "reference": ref,
                          "reference_recall": float(w[ref].mean()),

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..config import SEED
 from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci, paired
 
 N_RESAMPLES = 2000
@@ -22,19 +23,22 @@ def ci_of(*columns: str) -> list[str]:
     return [f"{c}_ci_{end}" for c in columns for end in ("low", "high")]
 
 
+def mean_ci(values, groups: Sequence | None = None, n_resamples: int = N_RESAMPLES,
+            seed: int = SEED) -> tuple[float, float]:
+    """The percentile bootstrap 95% CI of the mean of ``values``, whole ``groups`` (each value's cluster)
+    resampled together when given."""
+    if groups is None:
+        return bootstrap_ci(values, n_resamples, seed)
+    return grouped_bootstrap_ci(values, groups, n_resamples, seed)[:2]
+
+
 def with_ci(row: dict, name: str, values: Sequence[float] | np.ndarray,
             groups: Sequence | None = None) -> dict:
-    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: the percentile bootstrap 95% CI of the mean of
-    ``values`` without NaNs, whole ``groups`` (each value's cluster) resampled together when given."""
+    """``row`` with ``<name>_ci_low`` and ``<name>_ci_high``: :func:`mean_ci` of ``values`` without NaNs."""
     x = np.asarray(values, dtype=float)
     keep = ~np.isnan(x)
-    if not keep.any():
-        ci = (math.nan, math.nan)
-    elif groups is None:
-        ci = bootstrap_ci(x[keep], N_RESAMPLES)
-    else:
-        ci = grouped_bootstrap_ci(x[keep], np.asarray(groups)[keep], N_RESAMPLES)[:2]
-    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci
+    ci = mean_ci(x[keep], None if groups is None else np.asarray(groups)[keep]) if keep.any() else None
+    row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci or (math.nan, math.nan)
     return row
 
 

@@ -44,11 +44,9 @@ def confusion(ev: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 def judge_validity(ev: pd.DataFrame, by: Sequence[str] = ("subset", "method")) -> pd.DataFrame:
     """Per ``by`` group (and judge version): pass rates, evidence counts, kappa and "Solved" rates by
     evidence. Subsets are shown by alias (G1, G2, G3)."""
-    rows = []
     keys = [*by, "judge_version"]
-    for values, g in ev.groupby(keys, sort=False, dropna=False):
-        row = dict(zip(keys, values, strict=True))
-        rows.append({**row, **validity_row(g), "gt": g["gt"].iloc[0] if len(g) else None})
+    rows = [{**dict(zip(keys, values, strict=True)), **validity_row(g), "gt": g["gt"].iloc[0]}
+            for values, g in ev.groupby(keys, sort=False, dropna=False)]
     out = pd.DataFrame(rows)
     if "subset" in out:
         out["subset"] = out["subset"].map(subset_alias)

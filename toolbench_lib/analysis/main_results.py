@@ -269,12 +269,11 @@ def runs_figure(table: pd.DataFrame, paper: dict | None = None, gt: str = "candi
         vals = t["rtp"] if method == "rtp" else t["ptr_mean"]
         ax.bar(pos, vals, 0.4, color=METHOD_COLORS.get(method), alpha=0.8,
                label=METHOD_LABELS.get(method, method) + (" (mean over runs)" if method == "ptr" else ""))
-        for j, row in t.iterrows():
-            if method == "ptr":
-                runs = list(row["ptr_runs"])
-                ax.scatter([pos[j]] * len(runs), runs, s=14, color="black", zorder=3,
-                           facecolors=["black"] + ["white"] * (len(runs) - 1),
-                           label="PtR per run (run 0 filled)" if j == 0 else None)
+        for j, row in t.iterrows() if method == "ptr" else ():
+            runs = list(row["ptr_runs"])
+            ax.scatter([pos[j]] * len(runs), runs, s=14, color="black", zorder=3,
+                       facecolors=["black"] + ["white"] * (len(runs) - 1),
+                       label="PtR per run (run 0 filled)" if j == 0 else None)
         paper_marks(ax, pos, [(paper or {}).get((s, method)) for s in t["subset"]],
                     "paper" if i == 0 else None)
     n = int(t["n_runs"].max()) if len(t) else 0

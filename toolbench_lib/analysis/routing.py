@@ -197,16 +197,17 @@ def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.Dat
     bootstrap 95% CI resampling API samples (the paired test's clusters), per set (or pooled, ``subset=
     "all"``)."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
-    rows = []
-    for subset, part in groups:
-        y = part["ptr_wins"].to_numpy(bool)
-        for signal, meaning in SIGNALS.items():
-            x = part[signal].to_numpy(float)
-            low, high = auroc_ci(x, y, groups=part.get("cluster"))
-            rows.append({"subset": subset, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
-                         "auroc_ci_high": high, "higher_means": meaning, "n_ptr_wins": int(y.sum()),
-                         "n_queries": len(part)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_auroc_row(subset, signal, part["ptr_wins"].to_numpy(bool), part, meaning)
+                         for subset, part in groups for signal, meaning in SIGNALS.items()])
+
+
+def _auroc_row(subset: str, signal: str, y: np.ndarray, part: pd.DataFrame, meaning: str) -> dict:
+    """A ``routing_signal`` row: the AUROC of ``part``'s ``signal`` for ``y``, its CI resampling clusters."""
+    x = part[signal].to_numpy(float)
+    low, high = auroc_ci(x, y, groups=part.get("cluster"))
+    return {"subset": subset, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
+            "auroc_ci_high": high, "higher_means": meaning, "n_ptr_wins": int(part["ptr_wins"].sum()),
+            "n_queries": len(part)}
 
 
 MULTI_TOOL = "G1 vs G2, G3"  # routing_signal's row for the paper's own reading of the top-1 cosine
@@ -219,11 +220,7 @@ def set_signal_row(routed: pd.DataFrame, signal: str = "rtp_top1_cosine_low") ->
     y = ~routed["subset"].astype(str).isin(RTP_SUBSETS).to_numpy()
     if y.all() or not y.any():
         return pd.DataFrame()
-    x = routed[signal].to_numpy(float)
-    low, high = auroc_ci(x, y, groups=routed.get("cluster"))
-    return pd.DataFrame([{"subset": MULTI_TOOL, "signal": signal, "auroc": auroc(x, y), "auroc_ci_low": low,
-                          "auroc_ci_high": high, "higher_means": "a multi-tool query (G2, G3)",
-                          "n_ptr_wins": int(routed["ptr_wins"].sum()), "n_queries": len(routed)}])
+    return pd.DataFrame([_auroc_row(MULTI_TOOL, signal, y, routed, "a multi-tool query (G2, G3)")])
 
 
 def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:

@@ -12,10 +12,10 @@ import pandas as pd
 from ..config import SEED, K
 from ..data.queries import DEFAULT_GT, check_gt, clusters, subset_alias
 from ..eval.evaluation import evaluate, per_query_runs
-from ..eval.stats import grouped_bootstrap_ci, holm
+from ..eval.stats import holm
 from ..retrieval.retrievers import method_name
 from ..study.stored import StudyResult
-from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, paired_columns, with_ci
+from .intervals import DIFF_CI, LO_HI, PTR_VS_RTP, mean_ci, paired_columns, with_ci
 from .references import load_references, paper_value
 from .retrievers import PAPER_PATTERN, families_of, top_k_overlaps
 from .scale import recall_precision, scale_draws
@@ -62,8 +62,7 @@ def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: S
                 part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
                 x, y = part[a].to_numpy(float), part[b].to_numpy(float)
                 cl = clusters(result.queries, part.index)
-                rlo, rhi, _ = grouped_bootstrap_ci(x, cl, n_resamples, seed)
-                plo, phi, _ = grouped_bootstrap_ci(y, cl, n_resamples, seed)
+                (rlo, rhi), (plo, phi) = mean_ci(x, cl, n_resamples, seed), mean_ci(y, cl, n_resamples, seed)
                 rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
                              "k": k, "n_queries": len(part), "n_runs": result.n_runs,
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
@@ -80,7 +79,7 @@ def g2_sets(sources: Sequence[tuple[str, StudyResult | None, str]], paper_gt: fl
     for run_name, result, subset in sources:
         q = result.queries[result.queries["subset"] == subset]
         sizes = q[check_gt(gt)].map(len).to_numpy(float)
-        lo, hi, _ = grouped_bootstrap_ci(sizes, clusters(q, q["qkey"]), n_resamples, seed)
+        lo, hi = mean_ci(sizes, clusters(q, q["qkey"]), n_resamples, seed)
         rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "n_queries": len(q),
                      "gt_size": float(sizes.mean()), "gt_size_lo": lo, "gt_size_hi": hi,
                      "paper_gt_size": paper_gt, "gt_size_gap": float(sizes.mean()) - paper_gt,
@@ -165,11 +164,10 @@ def divergence_readings(per_query: pd.DataFrame, by: Sequence[str] = (),
             part = g[g["subset"].isin(members)]
             for reading in READINGS:
                 x = part[f"{reading}_share"].to_numpy(dtype=float)
-                row = with_ci({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(members),
-                               "reading": reading, "share": float(x.mean()) if len(x) else float("nan"),
-                               "n_queries": len(x)}, "share", x, part["cluster"].to_numpy())
-                low, high = row.pop("share_ci_low"), row.pop("share_ci_high")
-                rows.append({**row, "ci_low": low, "ci_high": high})
+                low, high = with_ci({}, "share", x, part["cluster"].to_numpy()).values()
+                rows.append({**dict(zip(by, key, strict=True)), "group": name, "sets": ", ".join(members),
+                             "reading": reading, "share": float(x.mean()) if len(x) else float("nan"),
+                             "n_queries": len(x), "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows)
 
 
@@ -347,22 +345,26 @@ def paper_g2_diffs() -> dict[int, float]:
     return {k: round(v, 6) for k, v in out.items() if v is not None}
 
 
+def _worked_example(example_id: str) -> dict:
+    """One of the paper's worked examples (``references/paper.yaml``); empty when the references lack it."""
+    return next((e for e in load_references().get("worked_examples", []) if e["id"] == example_id), {})
+
+
 def worked_example_qkey(example_id: str) -> str | None:
-    """The query key of one of the paper's worked examples (``references/paper.yaml``), if it has one."""
-    found = [e.get("qkey") for e in load_references().get("worked_examples", []) if e["id"] == example_id]
-    return found[0] if found else None
+    """The query key of one of the paper's worked examples, if it has one."""
+    return _worked_example(example_id).get("qkey")
 
 
 def worked_example_name(example_id: str) -> str:
     """One of the paper's worked examples as a reader finds it in the paper: its table, the request it
     quotes first and its query key here ("the worked example" when the references lack it)."""
-    found = [e for e in load_references().get("worked_examples", []) if e["id"] == example_id]
-    quoted = re.search(r"“([^”]+)”", str(found[0].get("quote", ""))) if found else None
+    found = _worked_example(example_id)
+    quoted = re.search(r"“([^”]+)”", str(found.get("quote", "")))
     if not quoted:
         return "the worked example"
-    loose = ", loosely: the same APIs, another request" if found[0].get("match") == "loose" else ""
-    return (f"the paper's Table {found[0].get('table', 2)} example “{quoted.group(1)}” "
-            f"({found[0].get('qkey', 'not in this data')}{loose})")
+    loose = ", loosely: the same APIs, another request" if found.get("match") == "loose" else ""
+    return (f"the paper's Table {found.get('table', 2)} example “{quoted.group(1)}” "
+            f"({found.get('qkey', 'not in this data')}{loose})")
 
 
 def g2_tables(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int], gt: str = DEFAULT_GT,
