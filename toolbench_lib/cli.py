@@ -281,7 +281,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_dataset(ds, args.max_apis, subsets, args.k, args.depth)
     needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
     backend = args.backend or ("replay" if needs_llm else None)
-    result = _evaluate_study(args, ds, subsets, methods, backend)
+    # one pipeline: run_study (retrieval only when there is no backend), then the one summary
+    from .analysis.beyond import add_extra_metrics
+    from .analysis.summary import summary_json
+
+    llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
+    setup = prepare(ds, load_embedder(args.model), subsets, args.max_apis, args.limit, args.seed)
+    settings = StudySettings(
+        k=args.k, depth=args.depth, runs=args.runs if llm is not None else 1, temperature=args.temperature,
+        run_temperature=None if args.run_temperature < 0 else args.run_temperature,
+        plan_limit=args.plan_limit if llm is not None else 0, methods=tuple(methods),
+        workers=args.workers or default_workers(backend or ""), judge=not args.no_judge,
+    )
+    study = run_study(setup, llm, settings, progress=False)
+    if args.save:
+        study.save(Path(args.save))
+    result = summary_json(study, subsets, args.k, args.gt)
+    add_extra_metrics(result, study, subsets, args.k, args.gt)
+    for name, counts in unresolved_report(setup.queries, subsets).items():
+        result["subsets"][name]["unresolved_gt_pairs"] = counts
+    result["method"] = ",".join(methods)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:
@@ -323,32 +342,6 @@ def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:
                         "relevant; their recall and precision count as 0", name, empty["candidates"], len(q),
                         empty["relevant"])
         out[name] = counts
-    return out
-
-
-def _evaluate_study(args: argparse.Namespace, ds, subsets: list[str], methods: list[str],
-                    backend: str | None) -> dict:
-    """The one pipeline: ``run_study`` (retrieval only when there is no backend), then the one summary."""
-    from .analysis.beyond import add_extra_metrics
-    from .analysis.summary import summary_json
-
-    llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
-    emb = load_embedder(args.model)
-    setup = prepare(ds, emb, subsets, args.max_apis, args.limit, args.seed)
-    settings = StudySettings(
-        k=args.k, depth=args.depth, runs=args.runs if llm is not None else 1, temperature=args.temperature,
-        run_temperature=None if args.run_temperature < 0 else args.run_temperature,
-        plan_limit=args.plan_limit if llm is not None else 0, methods=tuple(methods),
-        workers=args.workers or default_workers(backend or ""), judge=not args.no_judge,
-    )
-    result = run_study(setup, llm, settings, progress=False)
-    if args.save:
-        result.save(Path(args.save))
-    out = summary_json(result, subsets, args.k, args.gt)
-    add_extra_metrics(out, result, subsets, args.k, args.gt)
-    for name, counts in unresolved_report(setup.queries, subsets).items():
-        out["subsets"][name]["unresolved_gt_pairs"] = counts
-    out["method"] = ",".join(methods)
     return out
 
 

@@ -195,15 +195,12 @@ class RulesBackend:
         if found is None:
             raise LLMError("rules backend: prompt has no '# task:' marker line")
         task, version = found
-        query = extract_section(prompt, "query") or ""
-        if task == "stubs":
-            text = stubs_reply(query)
-        elif task == "plan":
-            text = plan_reply(query, parse_api_docs(extract_section(prompt, "apis") or "", params=True))
-        elif task == "judge":
-            text = judge_reply(query, extract_section(prompt, "plan") or "")
-        else:
+        query, apis, plan = (extract_section(prompt, tag) or "" for tag in ("query", "apis", "plan"))
+        replies = {"stubs": lambda: stubs_reply(query), "judge": lambda: judge_reply(query, plan),
+                   "plan": lambda: plan_reply(query, parse_api_docs(apis, params=True))}
+        if task not in replies:
             raise LLMError(f"rules backend: unknown template {version!r}")
+        text = replies[task]()
         return LLMResponse(text=text, tokens_in=len(prompt.split()) + len(system.split()),
                            tokens_out=len(text.split()), latency_s=time.perf_counter() - start,
                            model=self.model, backend=self.name)

@@ -67,12 +67,14 @@ def call(llm: LLMBackend, template: PromptTemplate, run: int, temperature: float
                         temperature=temperature, run=run, **kwargs)
 
 
-def _map(fn: Callable, items: Sequence, workers: int, desc: str, progress: bool) -> list:
-    bar = {"total": len(items), "desc": desc, "disable": not progress or len(items) < 20}
+def _map(fn: Callable, queries: pd.DataFrame, workers: int, desc: str, progress: bool) -> list:
+    """``fn(qkey, query)`` of every query, in order (on ``workers`` threads)."""
+    args = (queries["qkey"].tolist(), queries["query"].tolist())
+    bar = {"total": len(queries), "desc": desc, "disable": not progress or len(queries) < 20}
     if workers <= 1:
-        return list(tqdm(map(fn, items), **bar))
+        return list(tqdm(map(fn, *args), **bar))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(tqdm(pool.map(fn, items), **bar))
+        return list(tqdm(pool.map(fn, *args), **bar))
 
 
 def _call_row(qkey: str, method: str, run: int, stage: str, r: LLMResponse) -> dict:
@@ -84,15 +86,13 @@ def _call_row(qkey: str, method: str, run: int, stage: str, r: LLMResponse) -> d
 def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature: float, workers: int = 1,
                    progress: bool = True) -> tuple[pd.DataFrame, list[dict]]:
     """PtR's first call for every query: stubs (no tools shown), parsed, with fallbacks flagged."""
-    items = list(zip(queries["qkey"], queries["query"], strict=True))
 
-    def one(item: tuple[str, str]) -> tuple[str, list[Stub], bool, int, LLMResponse]:
-        qkey, query = item
+    def one(qkey: str, query: str) -> tuple[str, list[Stub], bool, int, LLMResponse]:
         resp = call(llm, STUB_PROMPT, run, temperature, query=query)
         return qkey, *parse_stubs_counted(resp.text, query), resp
 
     rows, calls, over = [], [], []
-    for qkey, stubs, fell_back, dropped, resp in _map(one, items, workers, f"stubs run {run}", progress):
+    for qkey, stubs, fell_back, dropped, resp in _map(one, queries, workers, f"stubs run {run}", progress):
         calls.append(_call_row(qkey, "ptr", run, "stubs", resp))
         over.append(dropped)
         rows += [{"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
@@ -125,10 +125,8 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
     names = registry_names(setup.ds.registry)
     final = ranking[ranking["rank"] <= k].sort_values(["qkey", "rank"])
     rows_by_q = final.groupby("qkey", sort=False)["row"].apply(list).to_dict()
-    items = list(zip(queries["qkey"], queries["query"], strict=True))
 
-    def one(item: tuple[str, str]) -> tuple[dict, list[dict]]:
-        qkey, query = item
+    def one(qkey: str, query: str) -> tuple[dict, list[dict]]:
         docs = _api_docs(setup, rows_by_q.get(qkey, []))
         shown = format_api_docs(docs)
         resp = call(llm, PLAN_PROMPT, run, temperature, query=query, api_docs=shown)
@@ -149,7 +147,7 @@ def plan_and_judge(llm: LLMBackend, setup: RetrievalSetup, queries: pd.DataFrame
             calls.append(_call_row(qkey, method, run, "judge", jr))
         return row, calls
 
-    done = _map(one, items, workers, f"plans {method} run {run}", progress)
+    done = _map(one, queries, workers, f"plans {method} run {run}", progress)
     return pd.DataFrame([row for row, _ in done]), [c for _, calls in done for c in calls]
 
 
