@@ -68,15 +68,6 @@ from .study.validation import (
 log = logging.getLogger("toolbench_lib")
 
 
-def _common() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--data-dir", default=None, type=data_dir,
-                   help="ToolBench data folder (else TOOLBENCH_DATA, data/raw/toolbench, "
-                        "../shared/toolbench)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    return p
-
-
 def retriever_families(text: str) -> list[str]:
     """``--retriever``: comma-separated retriever families, each checked (one line naming the known ones)."""
     names = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
@@ -88,7 +79,11 @@ def retriever_families(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
+    common = argparse.ArgumentParser(add_help=False)  # the options every data command takes
+    common.add_argument("--data-dir", default=None, type=data_dir,
+                        help="ToolBench data folder (else TOOLBENCH_DATA, data/raw/toolbench, "
+                             "../shared/toolbench)")
+    common.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser = OneLineParser(prog="python -m toolbench_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 

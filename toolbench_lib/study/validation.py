@@ -275,8 +275,12 @@ def validate_config(cfg) -> None:
             if not isinstance(value, (str, os.PathLike)):
                 raise UsageError(f"{name}: {value!r} is not allowed; expected a path (or None)")
             check_path(name, value, kind)
+    try:  # the data folder's user sets (None when no data folder is found)
+        user_sets = list(user_set_files(find_data_dir(cfg.data_dir)))
+    except (DataNotFoundError, OSError):
+        user_sets = None
     # a list given as text (``papermill -p subsets '["G1"]'``) is read as the list ``-y`` would give
-    cfg.subsets = check_subsets("subsets", list_from_text(cfg.subsets), _data_user_sets(cfg.data_dir))
+    cfg.subsets = check_subsets("subsets", list_from_text(cfg.subsets), user_sets)
     cfg.scale_sizes = list_from_text(cfg.scale_sizes)
     check_choice("backend", cfg.backend, BACKENDS)
     for name in ("k", "plan_k", "depth"):
@@ -301,14 +305,6 @@ def validate_config(cfg) -> None:
         check_choice("retrievers", family, FAMILIES)
     if not isinstance(cfg.smoke, bool):
         raise UsageError(f"smoke: {cfg.smoke!r} is not allowed; expected True or False")
-
-
-def _data_user_sets(data_dir: object) -> list[str] | None:
-    """The user sets of the configuration's data folder (None when no data folder is found)."""
-    try:
-        return list(user_set_files(find_data_dir(data_dir)))
-    except (DataNotFoundError, OSError):
-        return None
 
 
 def check_depth(name: str, value: int | None, registry_size: int) -> None:
