@@ -181,9 +181,7 @@ class ExperimentConfig:
 
     def differences(self, record: dict | None) -> dict[str, tuple]:
         """``{name: (recorded, given)}`` for every parameter both the record and this config have."""
-        if not record:
-            return {}
-        recorded, given = record.get("parameters", {}), self.parameters()
+        recorded, given = (record or {}).get("parameters", {}), self.parameters()
         return {k: (recorded[k], v) for k, v in given.items() if k in recorded and recorded[k] != v}
 
     def derived_run_name(self, diff: dict[str, tuple]) -> str:
