@@ -34,11 +34,6 @@ def as_scores(r: Ranking) -> dict[str, float]:
     return out
 
 
-def rr_scores(r: Ranking) -> dict[str, float]:
-    """Reciprocal-rank scores ``1 / (60 + rank)`` of a ranking (ranx's RRF term)."""
-    return {a: 1.0 / (RRF_K + i) for i, a in enumerate(dict.fromkeys(ids(r)), 1)}
-
-
 def min_max(scores: Mapping[str, float]) -> dict[str, float]:
     """ranx's min-max normalisation of one query's scores (denominator at least 1e-9)."""
     if not scores:
@@ -55,8 +50,8 @@ def combine(texts: Sequence[Ranking], method: str, norm: str | None = None,
 
 def normalised(texts: Sequence[Ranking], method: str, norm: str | None = None) -> list[dict[str, float]]:
     """Each ranking's scores as :func:`combine` fuses them: reciprocal ranks (rrf), else after ``norm``."""
-    if method == "rrf":
-        return [rr_scores(t) for t in texts]
+    if method == "rrf":  # ranx's RRF term: 1 / (60 + rank)
+        return [{a: 1.0 / (RRF_K + i) for i, a in enumerate(dict.fromkeys(ids(t)), 1)} for t in texts]
     runs = [as_scores(t) for t in texts]
     if norm == "min-max":
         return [min_max(r) for r in runs]

@@ -37,7 +37,7 @@ class LtrSpec:
     @property
     def uses_stubs(self) -> bool:
         """Whether a component is a stub ranking (then the ranker pays PtR's stub call)."""
-        return any(c.startswith("s.") for c in self.components)
+        return bool(self.stub_components)
 
     @property
     def stub_components(self) -> list[str]:
@@ -135,14 +135,12 @@ class Terms:
     def __init__(self) -> None:
         self._terms: dict[str, frozenset[str]] = {}
 
-    @staticmethod
-    def _plain(text: str) -> str:
-        return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
-
     def add(self, texts: Iterable[str]) -> None:
         new = list(dict.fromkeys(t for t in texts if t not in self._terms))
         if new:
-            for t, terms in zip(new, tokens([self._plain(t) for t in new]), strict=True):
+            plain = [re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", t).replace("_", " ").replace("-", " ")
+                     for t in new]
+            for t, terms in zip(new, tokens(plain), strict=True):
                 self._terms[t] = frozenset(x for x in terms if x)
 
     def __call__(self, text: str) -> frozenset[str]:
@@ -173,6 +171,11 @@ class _ListStats:
     cat_tools: dict[str, set[str]]
 
 
+def _ranks(ranking: Ranking, depth: int) -> dict[str, int]:
+    """Each API's rank in the ranking's top ``depth`` (a repeated id keeps its first, best place)."""
+    return {a: i for i, a in enumerate(dict.fromkeys(x for x, _ in ranking[:depth]), 1)}
+
+
 def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     first = as_scores(ranking[:depth])  # a repeated id keeps its first (best) place
     mm = min_max(first)
@@ -181,7 +184,7 @@ def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     for a in first:
         tool_top.setdefault(tool_of(a), []).append((mm[a], a))
         cat_tools.setdefault(category_of(a), set()).add(tool_of(a))
-    return _ListStats({a: i for i, a in enumerate(first, 1)}, mm, Counter(map(tool_of, first)),
+    return _ListStats(_ranks(ranking, depth), mm, Counter(map(tool_of, first)),
                       {t: sorted(v, key=lambda x: -x[0])[:2] for t, v in tool_top.items()}, cat_tools)
 
 
@@ -190,18 +193,14 @@ def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
     """The candidates of one query (in order of first appearance) and their feature rows."""
     stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
     ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
-    stub_tops = {f: [list(dict.fromkeys(x for x, _ in r[:depth])) for r in q.stubs.get(f, [])]
-                 for f in spec.stub_families}
-    stub_counts = {f: Counter(a for top in tops for a in top) for f, tops in stub_tops.items()}
-    stub_best = {f: {} for f in spec.stub_families}
-    for f, tops in stub_tops.items():
-        for top in tops:
-            for i, a in enumerate(top, 1):
-                stub_best[f][a] = max(stub_best[f].get(a, 0.0), 1.0 / i)
+    stub_ranks = {f: [_ranks(r, depth) for r in q.stubs.get(f, [])] for f in spec.stub_families}
+    stub_counts = {f: Counter(a for top in tops for a in top) for f, tops in stub_ranks.items()}
+    stub_best = {f: {a: 1.0 / min(top[a] for top in tops if a in top) for a in stub_counts[f]}
+                 for f, tops in stub_ranks.items()}  # the best reciprocal rank of each API's stubs
     stub_tools = {f: Counter(t for top in tops for t in set(map(tool_of, top)))
-                  for f, tops in stub_tops.items()}
-    run_ranks = {c: [{a: i for i, a in enumerate(dict.fromkeys(x for x, _ in r[:depth]), 1)}
-                     for r in q.runs.get(c, [])] for c in spec.stub_components} if spec.agreement else {}
+                  for f, tops in stub_ranks.items()}
+    run_ranks = ({c: [_ranks(r, depth) for r in q.runs.get(c, [])] for c in spec.stub_components}
+                 if spec.agreement else {})
     n_stubs = max((len(v) for v in q.stubs.values()), default=0)
     terms = terms if terms is not None else Terms()
     X = np.zeros((len(ids), len(spec.feature_names)))
