@@ -256,11 +256,9 @@ class MeanEmbedding:
         texts = [[query, *(t for t in st if t != query)]
                  for query, st in zip(q["query"], ptr_texts(q, inp.stubs, inp.run), strict=True)]
         vecs = inp.setup.encode([t for ts in texts for t in ts])
-        means, pos = [], 0
-        for ts in texts:
-            m = vecs[pos:pos + len(ts)].mean(axis=0)
-            pos += len(ts)
-            means.append(m / (np.linalg.norm(m) or 1.0))
+        ends = np.cumsum([len(ts) for ts in texts], dtype=int)
+        means = [vecs[end - len(ts):end].mean(axis=0) for ts, end in zip(texts, ends, strict=True)]
+        means = [m / (np.linalg.norm(m) or 1.0) for m in means]
         scores, rows = inp.setup.index.search(np.asarray(means, dtype=np.float32), k)
         api_ids = inp.setup.api_ids
         return {key: as_scores([(api_ids[int(r)], float(s)) for r, s in zip(rr, ss, strict=True)])

@@ -160,23 +160,13 @@ def _parts(api_id: str) -> tuple[str, str, str]:
     return parts[-1], parts[1] if len(parts) > 1 else api_id, parts[0]
 
 
-@dataclass
-class _ListStats:
-    """One component's top ``depth``: ranks, min-max scores, tools' counts and best, categories' tools."""
-
-    ranks: dict[str, int]
-    mm: dict[str, float]
-    tool_n: Counter
-    tool_top: dict[str, list[tuple[float, str]]]
-    cat_tools: dict[str, set[str]]
-
-
 def _ranks(ranking: Ranking, depth: int) -> dict[str, int]:
     """Each API's rank in the ranking's top ``depth`` (a repeated id keeps its first, best place)."""
     return {a: i for i, a in enumerate(dict.fromkeys(x for x, _ in ranking[:depth]), 1)}
 
 
-def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
+def _list_stats(ranking: Ranking, depth: int) -> tuple[dict, dict, Counter, dict, dict]:
+    """One component's top ``depth``: ranks, min-max scores, tools' counts and best two, categories' tools."""
     first = as_scores(ranking[:depth])  # a repeated id keeps its first (best) place
     mm = min_max(first)
     tool_top: dict[str, list[tuple[float, str]]] = {}
@@ -184,15 +174,15 @@ def _list_stats(ranking: Ranking, depth: int) -> _ListStats:
     for a in first:
         tool_top.setdefault(tool_of(a), []).append((mm[a], a))
         cat_tools.setdefault(category_of(a), set()).add(tool_of(a))
-    return _ListStats(_ranks(ranking, depth), mm, Counter(map(tool_of, first)),
-                      {t: sorted(v, key=lambda x: -x[0])[:2] for t, v in tool_top.items()}, cat_tools)
+    return (_ranks(ranking, depth), mm, Counter(map(tool_of, first)),
+            {t: sorted(v, key=lambda x: -x[0])[:2] for t, v in tool_top.items()}, cat_tools)
 
 
 def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
                    terms: Terms | None = None) -> tuple[list[str], np.ndarray]:
     """The candidates of one query (in order of first appearance) and their feature rows."""
     stats = [_list_stats(q.lists.get(c, []), depth) for c in spec.components]
-    ids = list(dict.fromkeys(a for st in stats for a in st.ranks))
+    ids = list(dict.fromkeys(a for ranks, *_ in stats for a in ranks))
     stub_ranks = {f: [_ranks(r, depth) for r in q.stubs.get(f, [])] for f in spec.stub_families}
     stub_counts = {f: Counter(a for top in tops for a in top) for f, tops in stub_ranks.items()}
     stub_best = {f: {a: 1.0 / min(top[a] for top in tops if a in top) for a in stub_counts[f]}
@@ -207,16 +197,16 @@ def query_features(q: QueryRuns, spec: LtrSpec, depth: int = DEPTH,
     for i, a in enumerate(ids):
         tool, cat = tool_of(a), category_of(a)
         row: list[float] = []
-        for st in stats:
-            held = a in st.ranks
-            row += [1.0 / st.ranks[a] if held else 0.0, st.mm.get(a, 0.0)]
+        for ranks, mm, tool_n, tool_top, cat_tools in stats:
+            held = a in ranks
+            row += [1.0 / ranks[a] if held else 0.0, mm.get(a, 0.0)]
             if spec.tool:
-                best = next((v for v, b in st.tool_top.get(tool, ()) if b != a), 0.0)
-                row += [best, float(st.tool_n[tool] - held)]
+                best = next((v for v, b in tool_top.get(tool, ()) if b != a), 0.0)
+                row += [best, float(tool_n[tool] - held)]
             if spec.category:
-                tools = st.cat_tools.get(cat, ())
+                tools = cat_tools.get(cat, ())
                 row.append(float(len(tools) - (tool in tools)))
-        row.append(float(sum(a in st.ranks for st in stats)))
+        row.append(float(sum(a in ranks for ranks, *_ in stats)))
         row += [float(stub_counts[f][a]) for f in spec.stub_families]
         if spec.uses_stubs:
             row.append(float(n_stubs))
