@@ -57,7 +57,7 @@ def clean_stale_temps(*folders: str | os.PathLike[str], max_age_s: float = STALE
     """Remove (and log) the temporaries under ``folders`` of dead processes or older than ``max_age_s``."""
     removed: list[Path] = []
     for folder in folders:  # a missing folder, or a file, holds no temporaries
-        for path in sorted(Path(folder).rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # a folder before its files
+        for path in sorted(Path(folder).rglob(".*.tmp*"), key=lambda p: len(p.parts)):  # shallowest first
             if (path.is_file() or path.is_dir()) and _remove_stale(path, max_age_s):
                 removed.append(path)
     return removed

@@ -286,10 +286,7 @@ class Route:
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         rtp, fused = cached_ranked(Ranked(TOP1), inp, k), cached_ranked(self.base, inp, k)
-        if "top1" not in inp.cache:
-            inp.cache["top1"] = {key: inp.top1(key) for key in inp.keys}
-        top1 = inp.cache["top1"]
-        return {key: rtp[key] if top1[key] >= self.threshold else fused[key] for key in inp.keys}
+        return {key: rtp[key] if inp.top1(key) >= self.threshold else fused[key] for key in inp.keys}
 
 
 @dataclass(frozen=True)
