@@ -85,8 +85,7 @@ def kappa(verdicts: pd.Series, objective: pd.Series) -> float:
     b = objective[judged].astype(int).to_numpy()
     if len(a) < 2 or (len(set(a)) == 1 and len(set(b)) == 1):
         return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         return float(cohen_kappa_score(a, b))
 
 

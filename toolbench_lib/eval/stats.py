@@ -133,8 +133,7 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
         return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
                                "the CI is that value)"}
     mean, se, df = mean_se(d, groups)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         t = mean / se
         out.update(t=float(t), p=float(2 * stats.t.sf(abs(t), df)), testable=True)
         if out["wins"] + out["losses"]:
@@ -179,8 +178,7 @@ def runs_test(a_values: Sequence[float], b_values: Sequence[float], a_determinis
                                "needs at least 2"}
     if np.ptp(y) <= TOL and (a_deterministic or np.ptp(x) <= TOL):
         return {**out, "note": "not testable: the run values have no variance"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         res = (stats.ttest_1samp(y, float(x.mean())) if a_deterministic
                else stats.ttest_ind(y, x, equal_var=False))
     return {**out, "statistic": float(res.statistic), "p_value": float(res.pvalue)}
