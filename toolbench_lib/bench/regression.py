@@ -81,19 +81,16 @@ def differences(fresh: dict, ref: dict, tol: float = TOLERANCE) -> list[str]:
     settings = ("command", *SLICE, "registry_size", "n_queries")
     out = [f"{k}: stored {ref.get(k)!r}, now {fresh.get(k)!r}" for k in settings
            if fresh.get(k) != ref.get(k)]
-    for gt, per_subset in ref["scores"].items():
-        for subset, methods in per_subset.items():
-            for method, want in methods.items():
-                got = fresh["scores"].get(gt, {}).get(subset, {}).get(method)
-                if got is None:
-                    out.append(f"{gt} {subset} {method}: missing from the run")
-                    continue
-                for name, a, b in zip(("recall", "precision"), want, got, strict=True):
-                    if abs(a - b) > tol:
-                        out.append(f"{gt} {subset} {method} {name}: stored {a}, now {b}")
-    extra = {(gt, s, m) for gt, ps in fresh["scores"].items() for s, ms in ps.items() for m in ms} - {
-        (gt, s, m) for gt, ps in ref["scores"].items() for s, ms in ps.items() for m in ms}
-    out += [f"{gt} {s} {m}: not stored" for gt, s, m in sorted(extra)]
+    stored, now = ({(gt, s, m): v for gt, ps in r["scores"].items() for s, ms in ps.items()
+                    for m, v in ms.items()} for r in (ref, fresh))  # {(gt, set, method): [recall, precision]}
+    for (gt, subset, method), want in stored.items():
+        got = now.get((gt, subset, method))
+        if got is None:
+            out.append(f"{gt} {subset} {method}: missing from the run")
+            continue
+        out += [f"{gt} {subset} {method} {name}: stored {a}, now {b}"
+                for name, a, b in zip(("recall", "precision"), want, got, strict=True) if abs(a - b) > tol]
+    out += [f"{gt} {s} {m}: not stored" for gt, s, m in sorted(set(now) - set(stored))]
     return out
 
 
