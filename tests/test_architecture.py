@@ -341,3 +341,15 @@ def test_no_sub_package_circles():
     found = circles(graph)
     print(f"sub-package circles: {found}")
     assert found == []
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_over_500_lines():
+    """Every module of the package holds at most MAX_MODULE_LINES lines; the package's total is printed."""
+    sizes = {p.relative_to(ROOT): len(p.read_text(encoding="utf-8").splitlines())
+             for p in PACKAGE.rglob("*.py")}
+    print(f"toolbench_lib: {sum(sizes.values())} lines in {len(sizes)} modules")
+    over = {str(p): n for p, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
