@@ -157,9 +157,14 @@ def holds_paper(r) -> bool:
     return v == "reproduced" or (subset_alias(r.subset) in PAPER_NOT_SIGNIFICANT and v.startswith("same"))
 
 
-def leading_elsewhere(rows: pd.DataFrame, sets: list[str], leader: str) -> list[str]:
+LEAD_COLUMNS = {"retriever", "subset", "significant", "leader"}
+
+
+def leading_elsewhere(rows: pd.DataFrame | None, sets: list[str], leader: str) -> list[str]:
     """The families other than dense in which ``leader`` leads significantly on one of ``sets`` (aliases),
-    in the rows' order."""
+    in the rows' order; none without the rows' :data:`LEAD_COLUMNS`."""
+    if rows is None or not set(rows) >= LEAD_COLUMNS:
+        return []
     won = rows[(rows["retriever"] != "dense") & rows["subset"].astype(str).map(subset_alias).isin(sets)
                & rows["significant"].astype(bool) & (rows["leader"] == leader)]
     return list(dict.fromkeys(won["retriever"]))
@@ -367,35 +372,24 @@ TERMS = ("**Words used below.** `candidates`: every API of the tools a query was
          "Every term: the [glossary](#glossary).")
 
 
-def fare_counts(report: pd.DataFrame) -> dict[str, int] | None:
-    """The paper's reference numbers (not its claims in words, not a reading again) counted by status and
-    cause (:func:`.scorecard.status_counts`), with ``n``, ``other`` (differs for another cause), ``loose``
-    (consistent only by rounding or this project's tolerance); None without a number."""
+def fare_line(report: pd.DataFrame) -> str:
+    """How the paper's reference numbers (not its claims in words, not a reading again) fare here, in two
+    sentences: those that differ split by kind of cause (this run's own data, an untested setup difference,
+    another), then those measured without an LLM."""
     claim, again = row_kinds(report) if len(report) else (None, None)
     numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
-        return None
-    every = status_counts(numbers)
-    return {**every, "n": len(numbers), "other": every["differs"] - every[BY_CONSTRUCTION] - every[SETUP],
-            "loose": int(tolerance_only(numbers).sum())}
-
-
-def fare_line(report: pd.DataFrame) -> str:
-    """How the paper's reference numbers fare here, in two sentences: those that differ split by kind of cause
-    (this run's own data, an untested setup difference, another), then those measured without an LLM."""
-    every = fare_counts(report)
-    if every is None:
         return ""
-    loose, other = every["loose"], every["other"]
-    head = (f"**How the paper's numbers fare.** Of its {fmt_count(every['n'])} reference numbers, this run "
+    every = status_counts(numbers)
+    loose = int(tolerance_only(numbers).sum())  # consistent only by rounding or this project's tolerance
+    other = every["differs"] - every[BY_CONSTRUCTION] - every[SETUP]  # differs for another cause
+    head = (f"**How the paper's numbers fare.** Of its {fmt_count(len(numbers))} reference numbers, this run "
             f"cannot tell {fmt_count(every['consistent'])} from its own (*consistent*, not confirmed"
             + (f"; {fmt_count(loose)} only by the paper's rounding or this project's tolerance" * bool(loose))
             + "); "
             f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
             f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "
             "all)" + (f", {fmt_count(other)} for another cause" if other else "") + ".")
-    claim, again = row_kinds(report)
-    numbers = report[~claim & ~again]
     free = without_llm(numbers)
     alone = status_counts(numbers[free])
     if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:

@@ -41,6 +41,11 @@ class TableCache:
                 self._tables[name] = pd.DataFrame()
         return self._tables[name]
 
+    def having(self, name: str, *columns: str) -> pd.DataFrame | None:
+        """The table ``name`` if it was saved with every one of ``columns``; ``None`` otherwise."""
+        table = self.get(name)
+        return table if table is not None and set(columns) <= set(table) else None
+
 
 def _equal_to(series: pd.Series, value) -> pd.Series:
     if isinstance(value, bool):

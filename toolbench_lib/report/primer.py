@@ -10,7 +10,7 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_value
 from ..config import EMBEDDER
 from ..data.queries import subset_alias
-from .front import FAMILY_SHORT, _sets, holds_paper, leading_elsewhere
+from .front import FAMILY_SHORT, LEAD_COLUMNS, _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
@@ -59,9 +59,8 @@ def plain_words(c: TableCache) -> str:
         table = _endpoint(c)
     except NotInRun as missing:
         return f"Not in this run: {missing}."
-    apis = c.get("data_sources")
-    among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None and "n_apis" in apis else \
-        "in a registry"
+    apis = c.having("data_sources", "n_apis")
+    among = f"among {fmt_count(int(apis['n_apis'].sum()))}" if apis is not None else "in a registry"
     g2i = c.get("primary_endpoint_g2_instruction")
     g2i = g2i[g2i["retriever"] == "dense"].head(1) if g2i is not None and "retriever" in g2i else None
     if g2i is not None and len(g2i) and "G2" in table.index:
@@ -135,23 +134,24 @@ def verdict(c: TableCache, llm: str = "") -> str:
         if holds_paper(r) and bool(r.significant) and len(x) and not bool(x["significant"].iloc[0]):
             lost[s] = f"Holm, {fmt_p(x['p_holm'].iloc[0])}"
             rests += [f"{s}'s lead {held}" for held in (_lead_holds(c, s, r),) if held]
-    power = power_table(c)
-    at = power.set_index("subset")["power_at_paper"] if power is not None else pd.Series(dtype=float)
+    power = power_table(c)  # by set: power_at_paper, and power_at_paper_holm at Holm's strictest level
+    power = pd.DataFrame(columns=["power_at_paper", "power_at_paper_holm"], dtype=float) if power is None \
+        else power.set_index("subset")
+    at = power["power_at_paper"]
     lines = [_set_line(s, r, g2i, at.get(r.subset, float("nan")), lost.get(s, ""))
              for s, r in table.iterrows() if isinstance(r.paper_leader, str)]
     rests += [_leans(s, r) for s, r in table.iterrows()
               if pd.notna(r.get("largest_cluster_n")) and r.largest_cluster_n >= LEANS * r.n_queries]
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
-        shift = c.get("primary_crossover")
+        shift = c.having("primary_crossover", "retriever", "second", "p_holm")
         shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
-            missed)] if shift is not None and {"retriever", "second", "p_holm"} <= set(shift) else ()
+            missed)] if shift is not None else ()
         rests += [f"{subset_alias(x.second)}'s shift towards PtR from G1, {fmt_signed(x.diff)} "
                   f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
                   f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
         rests += [x for x in (_other_search(c, missed), _stubs_line(c, table, missed)) if x]
-        holm = power.set_index("subset")["power_at_paper_holm"] if power is not None and \
-            "power_at_paper_holm" in power else pd.Series(dtype=float)
+        holm = power["power_at_paper_holm"]
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
         chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
                                            if pd.notna(holm.get(n)) else "outside the Holm family)")
@@ -160,8 +160,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
                       f"{' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
                       "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
         rests += [x for x in (_embedder_line(c, table, missed),) if x]
-    judge = c.get("judge_validity")
-    if judge is not None and {"evidence_none", "solved_rate_none", "kappa"} <= set(judge):
+    if (judge := c.having("judge_validity", "evidence_none", "solved_rate_none", "kappa")) is not None:
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
         leads = [f"{s}'s, {fmt_number(b)} against {fmt_number(a)}" for s in table.index
                  if holds_paper(table.loc[s]) and not bool(table.loc[s, "significant"])
@@ -205,8 +204,7 @@ def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series |
         elif holds_paper(r):
             said.append(f"neither finds significantly more for {where}, as in the paper")
         elif isinstance(r.paper_leader, str):
-            also = leading_elsewhere(other, [s], r.paper_leader) if other is not None and {
-                "retriever", "subset", "significant", "leader"} <= set(other) else []
+            also = leading_elsewhere(other, [s], r.paper_leader)
             said.append(f"{ARCH_WORDS[r.paper_leader]} shows none of the paper's lead for {where}"
                         + (f", though {_sets([FAMILY_SHORT.get(f, f) for f in also])} search, beyond the "
                            f"paper and exploratory, give{'s' * (len(also) == 1)} it one with the same stubs"
@@ -239,9 +237,8 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
     where, sign = [], 1 if r["diff"] > 0 else -1  # the lead's direction: a check that holds keeps it
     if pd.notna(p0 := r.get("p_holm_run0_robustness")) and p0 < ALPHA and sign * r.diff_run0_robustness > 0:
         where.append(f"at temperature 0 alone (run 0: {fmt_signed(r.diff_run0_robustness)}, {fmt_p(p0)})")
-    t = c.get("beyond_validation")
-    need = {"subset", "method", "recall_reference", "recall_diff", "recall_p_value"}
-    if s == "G1" and t is not None and need <= set(t):
+    t = c.having("beyond_validation", "subset", "method", "recall_reference", "recall_diff", "recall_p_value")
+    if s == "G1" and t is not None:
         g1 = t[t["subset"].astype(str).str.startswith("G1_") & (t["method"] == "ptr")
                & (t["recall_reference"] == "rtp") & (sign * t["recall_diff"] > 0)
                & (t["recall_p_value"] < ALPHA)]
@@ -258,8 +255,7 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     against the paper's (``stub_stats``), and how the one stub change tried, a rule splitter's, moved
     PtR − RtP (``ablation_decomposition``); empty without the first two."""
     def by_set(name: str, col: str, **where) -> pd.Series:
-        t = c.get(name)
-        if t is None or not {"subset", col, *where} <= set(t):
+        if (t := c.having(name, "subset", col, *where)) is None:
             return pd.Series(dtype=float)
         for k, v in where.items():
             t = t[t[k] == v]
@@ -316,13 +312,11 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     (``primary_endpoint_families``), on G2 also on G2_instruction (``primary_endpoint_g2_instruction``), in
     a sentence; empty where none does."""
     other = c.get("primary_endpoint_families")
-    where = [s for s in sets if leading_elsewhere(other, [s], "PtR")] if other is not None and \
-        {"retriever", "subset", "significant", "leader"} <= set(other) else []
-    if not where:
+    if not (where := [s for s in sets if leading_elsewhere(other, [s], "PtR")]):
         return ""
-    g2i = c.get("primary_endpoint_g2_instruction")
-    both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where and \
-        {"retriever", "subset", "significant", "leader"} <= set(g2i) else None
+    g2i = c.having("primary_endpoint_g2_instruction", *LEAD_COLUMNS)
+    both = set(leading_elsewhere(g2i, ["G2_instruction"], "PtR")) if g2i is not None and "G2" in where else \
+        None
     each = [FAMILY_WORDS.get(f, f) + ("" if both is None else " search in both G2 files" if f in both else
                                       " search in one of them")
             for f in leading_elsewhere(other, where, "PtR")]

@@ -31,8 +31,7 @@ def claim_verdicts(cfg: ExperimentConfig, key: str) -> list[str]:
     cache = TableCache(cfg.tables_dir)
     lines = []
     for name, column, value in CLAIM_VERDICTS.get(key, ()):
-        table = cache.get(name)
-        if table is None or table.empty or "text" not in table:
+        if (table := cache.having(name, "text")) is None or table.empty:
             continue
         rows = table if column is None or column not in table else table[table[column] == value]
         lines += [str(t) for t in rows["text"] if isinstance(t, str) and t.strip()]
@@ -56,8 +55,8 @@ def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
     ``*_robustness`` columns, Holm CI and p): run 0 alone (at run 0's temperature, where the later runs
     sample at another: ``settings``, the study's), each set without its largest cluster, and coarser
     clusters; whether each verdict holds, and where few clusters leave a check without power."""
-    t = TableCache(cfg.tables_dir).get("primary_endpoint")
-    if t is None or "largest_cluster_n" not in t or "significant" not in t:
+    t = TableCache(cfg.tables_dir).having("primary_endpoint", "largest_cluster_n", "significant")
+    if t is None:
         return []
     t = t[t["retriever"] == "dense"] if "retriever" in t else t
     temp, later = settings.get("temperature"), settings.get("run_temperature")
@@ -95,11 +94,10 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     (its fidelity, ``trajectory``), so it can pass almost only where the prompt listed every ground-truth
     API."""
     cache = TableCache(cfg.tables_dir)
-    t, traj = cache.get("judge_validity"), cache.get("trajectory")
+    t, traj = cache.having("judge_validity", "ceiling"), cache.having("trajectory", "fidelity")
     fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())}, tool-only and description "
-                "matches counting)"
-                if traj is not None and "fidelity" in traj and traj["fidelity"].notna().any() else "")
-    if t is None or "ceiling" not in t:
+                "matches counting)" if traj is not None and traj["fidelity"].notna().any() else "")
+    if t is None:
         return []
     t = every_plan(t)
     t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
@@ -233,10 +231,9 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
 def routing_mix_lines(cfg: ExperimentConfig) -> list[str]:
     """Routing by set against never calling the LLM (``routing_overall``), and the share of PtR's extra tokens
     it saves against G1's share of them (``routing``): under routing by set the two are one number."""
-    c = TableCache(cfg.tables_dir)
-    pooled, per_set = c.get("routing_overall"), c.get("routing")
-    need = {"policy", "recall", "tokens_per_query", "n_queries"}
-    if pooled is None or per_set is None or not need <= set(pooled) or not need | {"subset"} <= set(per_set):
+    c, need = TableCache(cfg.tables_dir), ("policy", "recall", "tokens_per_query", "n_queries")
+    pooled, per_set = c.having("routing_overall", *need), c.having("routing", *need, "subset")
+    if pooled is None or per_set is None:
         return []
     p = pooled.set_index("policy")
     if not {"always_rtp", "always_ptr", "by_subset"} <= set(p.index):
@@ -275,8 +272,8 @@ def _cosine_router(p: pd.DataFrame) -> str:
 def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
     """How many queries' plan tokens the routing costs impute (``routing_overall``: queries without a plan
     call get their set's mean); none when no query's are imputed."""
-    t = TableCache(cfg.tables_dir).get("routing_overall")
-    if t is None or "plan_tokens_imputed_share" not in t or not t["plan_tokens_imputed_share"].max() > 0:
+    t = TableCache(cfg.tables_dir).having("routing_overall", "plan_tokens_imputed_share")
+    if t is None or not t["plan_tokens_imputed_share"].max() > 0:
         return []
     share = float(t["plan_tokens_imputed_share"].max())
     return [f"Token costs: {share:.0%} of the queries have no plan in this run (plans are made for a sample "
@@ -286,11 +283,9 @@ def imputed_token_lines(cfg: ExperimentConfig) -> list[str]:
 
 def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
     """How each set's PtR − RtP recall moves from the smallest to the largest k (``k_ablation``)."""
-    t = TableCache(cfg.tables_dir).get("k_ablation")
-    if t is None or not {"subset", "method", "gt", "k", "recall_gain"} <= set(t):
-        return []
-    t = t[(t["gt"] == gt) & (t["method"] == "ptr")]
-    if t.empty:
+    t = TableCache(cfg.tables_dir).having("k_ablation", "subset", "method", "gt", "k", "recall_gain")
+    t = t[(t["gt"] == gt) & (t["method"] == "ptr")] if t is not None else None
+    if t is None or t.empty:
         return []
     lo, hi = int(t["k"].min()), int(t["k"].max())
 
@@ -342,8 +337,8 @@ def _scanned(significant: bool, p_holm: float) -> str:
 def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
     """Where PtR − RtP changes significantly from the smallest registry to the full one (``scale_claim``:
     change and its CI at the largest size), which a spread over sizes, the paper's stability test, misses."""
-    t = TableCache(cfg.tables_dir).get("scale_claim")
-    if t is None or not {"change", "change_ci_low", "change_ci_high"} <= set(t):
+    t = TableCache(cfg.tables_dir).having("scale_claim", "change", "change_ci_low", "change_ci_high")
+    if t is None:
         return []
     last = t.sort_values("size").groupby("subset", sort=False).tail(1)
     moved = last[(last["change_ci_low"] > 0) | (last["change_ci_high"] < 0)]
@@ -366,8 +361,8 @@ def scale_trend_lines(cfg: ExperimentConfig) -> list[str]:
 def seed_spread_lines(cfg: ExperimentConfig) -> list[str]:
     """The other reading of the paper's "recall std": the spread of each architecture's recall over the
     seeds of one size (``scale``: recall by size and seed), the largest of G1's and G2's."""
-    t = TableCache(cfg.tables_dir).get("scale")
-    if t is None or not {"size", "seed", "subset", "method", "recall", "gt"} <= set(t):
+    t = TableCache(cfg.tables_dir).having("scale", "size", "seed", "subset", "method", "recall", "gt")
+    if t is None:
         return []
     t = t[(t["gt"] == DEFAULT_GT) & t["subset"].astype(str).map(subset_alias).isin(("G1", "G2"))]
     sd = t.groupby(["size", "subset", "method"])["recall"].std().dropna()
@@ -393,7 +388,7 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
     the query's brand words removed from query and stubs alike, beside as run; and RtP's top-1 cosine as a
     predictor of the winner (``routing_signal``), which coupling would make informative."""
     cache = TableCache(cfg.tables_dir)
-    t, sig = cache.get("ablation_query_coupling"), cache.get("routing_signal")
+    t, sig = cache.get("ablation_query_coupling"), cache.having("routing_signal", "signal")
     if t is None or "G1" not in set(t["subset"]):
         return []
     g = t.set_index("subset").loc["G1"]
@@ -415,7 +410,7 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
              f"them PtR loses {1 - g['ptr_nobrand'] / g['ptr']:.0%} of its G1 recall), so this tests brand "
              "words both arms share; the paper's mechanism, a stub writer that abstracts them away, stays "
              "untested."]
-    top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None and "signal" in sig else \
+    top1 = sig[sig["signal"].astype(str).str.contains("top1")] if sig is not None else \
         pd.DataFrame(columns=["subset"])
     kinds = top1[top1["subset"].astype(str) == MULTI_TOOL]
     top1 = top1[top1["subset"].astype(str) != MULTI_TOOL]
