@@ -42,19 +42,20 @@ def leans_against(rows: pd.DataFrame) -> pd.Series:
 
 
 def _status_text(r) -> str:
-    tol = re.search(r"paper ±([\d.]+) in", str(getattr(r, "basis", "")))
-    own = r.status == DIFFERS and OWN_TOLERANCE in str(getattr(r, "basis", "")) and tol
+    basis = str(getattr(r, "basis", ""))
+    tol = re.search(r"paper ±([\d.]+) in", basis)
+    own = r.status == DIFFERS and OWN_TOLERANCE in basis and tol
     status = r.status + (f" ({r.direction}" + (f"; the CI excludes the paper's value, only its end reaching "
                                                f"this project's ±{tol.group(1)} reading of the paper's “~”"
                                                if own else "") + ")" if r.direction else "")
-    if r.status == CONSISTENT and ONLY_BY_TOLERANCE in str(getattr(r, "basis", "")):
+    if r.status == CONSISTENT and ONLY_BY_TOLERANCE in basis:
         status += " (only by the paper's rounding: the paper's value lies outside the CI)"
     bounds = (getattr(r, c, None) for c in ("ci_low", "ci_high"))
     if against_claim(r.status, getattr(r, "paper", ""), *bounds):
         status += " (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
-    if r.status == INCONCLUSIVE and "(estimate on the other side)" in str(getattr(r, "basis", "")):
+    if r.status == INCONCLUSIVE and "(estimate on the other side)" in basis:
         status += " (estimate against the claim: not supported here)"  # the CI holds the bound
-    shown = re.search(r"shown: the least favourable, (k = \d+)", str(getattr(r, "basis", "")))
+    shown = re.search(r"shown: the least favourable, (k = \d+)", basis)
     status += f" (least favourable {shown.group(1)})" if shown else ""  # an ordering claimed at every k
     cause = getattr(r, "cause_status", "") or ""
     if r.status == DIFFERS and isinstance(cause, str) and cause:

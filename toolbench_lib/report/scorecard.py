@@ -112,7 +112,6 @@ def _for_row(locator, row: Mapping[str, str]):
     if isinstance(locator, str):
         for key in ("subset", "method", "metric"):
             locator = locator.replace("{" + key + "}", str(row.get(key, "")))
-        return locator
     return locator
 
 
@@ -140,13 +139,18 @@ def predict(cause: Mapping, item: Mapping, value: float, ci: tuple[float, float]
                                          f"({locator_source(effect)})")
     spec = item.get("predicted", cause.get("predicted"))
     if "wilson" in spec:
-        (count, p1), (n, p2) = (locate(spec["wilson"][key], tables) for key in ("count", "n"))
-        if p1 or p2 or not n:
+        if not (got := _located(spec["wilson"], ("count", "n"), tables)) or not got[1]:
             return None
-        low, high = wilson_ci(count, n)
-        return count / n, low, high, f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
-    (value, p1), (low, p2), (high, p3) = (locate(spec[key], tables) for key in ("value", "low", "high"))
-    return None if p1 or p2 or p3 else (value, low, high, locator_source(spec["value"]))
+        count, n = got
+        return count / n, *wilson_ci(count, n), f"{fmt_count(count)} of {fmt_count(n)} (Wilson 95%)"
+    got = _located(spec, ("value", "low", "high"), tables)
+    return (*got, locator_source(spec["value"])) if got else None
+
+
+def _located(spec: Mapping, keys: tuple[str, ...], tables: TableCache) -> tuple[float, ...] | None:
+    """The located value of each of ``spec``'s ``keys``; ``None`` when any is missing."""
+    found = [locate(spec[key], tables) for key in keys]
+    return None if any(problem for _, problem in found) else tuple(value for value, _ in found)
 
 
 def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCache) -> dict:
@@ -312,20 +316,16 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         if why or kappa < float(validity.get("min_kappa", 0.4)):
             objective, _ = (locate(validity["objective"], tables) if "objective" in validity
                             else (math.nan, None))
-            row["this_run"] = objective
-            row["difference"] = objective - bounds.get("value", math.nan)
-            row["status"] = NOT_SCORED
-            row["basis"] = (f"judge validity not measured ({why})" if why else
-                            f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
+            basis = (f"judge validity not measured ({why})" if why else
+                     f"judge kappa {fmt_number(kappa)} < {validity.get('min_kappa', 0.4)}")
+            row.update(this_run=objective, difference=objective - bounds.get("value", math.nan),
+                       status=NOT_SCORED, basis=basis)
             return row
     if "share" in entry and "value" in bounds:
         n, why = locate(entry["share"]["n"], tables)
         if not why and n > 0:
-            paper_n, ci = entry["share"]["paper_n"], None
-            if "ci" in entry["share"]:  # the share's CI as the table saved it (resampling API samples)
-                (low, why_low), (high, why_high) = (locate(entry["share"]["ci"][e], tables)
-                                                    for e in ("low", "high"))
-                ci = None if why_low or why_high else (low, high)
+            paper_n = entry["share"]["paper_n"]  # its CI as the table saved it (resampling API samples)
+            ci = _located(entry["share"]["ci"], ("low", "high"), tables) if "ci" in entry["share"] else None
             diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n, ci)
             low, high = ci or wilson_ci(value, n)  # shown as shares: the two sets differ in size
             row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
@@ -335,14 +335,10 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
                              f"{fmt_count(paper_n)})")
             return row
     ci = None
-    if "wilson" in entry:
-        (count, why_c), (n, why_n) = (locate(entry["wilson"][key], tables) for key in ("count", "n"))
-        if not (why_c or why_n) and n > 0:
-            ci = wilson_ci(count, n)
-    if "ci" in entry:
-        (low, why_low), (high, why_high) = (locate(entry["ci"][key], tables) for key in ("low", "high"))
-        if not (why_low or why_high):
-            ci = (low, high)
+    if "wilson" in entry and (got := _located(entry["wilson"], ("count", "n"), tables)) and got[1] > 0:
+        ci = wilson_ci(*got)
+    if "ci" in entry and (got := _located(entry["ci"], ("low", "high"), tables)):
+        ci = got
     if ci is not None:
         row["ci_low"], row["ci_high"] = ci
     margin, why = _margin(entry, tables)
