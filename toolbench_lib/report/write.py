@@ -310,7 +310,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
     """The whole ``report.md``: the front, one section per paper claim with its rows and figures, the
     glossary, then the appendix (scorecard, wide tables, worked queries, provenance)."""
     rows, crossings = endpoint_rows(cfg), endpoint_rows(cfg, CROSSOVER_TABLES)
-    cache = TableCache(cfg.tables_dir)
+    cache, prov = TableCache(cfg.tables_dir), provenance[0] if provenance else {}
     g2i = cache.get(G2_INSTRUCTION_TABLE)  # the set the paper's G2 numbers fit
     g2i = g2i if g2i is not None and len(rows) else pd.DataFrame()
     beyond, rel, dense_test, shift = "", None, [], ""
@@ -326,7 +326,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
              "multi-tool (G2, G3) queries?", "",
-             verdict(cache, (provenance[0] if provenance else {}).get("llm_model", "")), "",
+             verdict(cache, prov.get("llm_model", "")), "",
              TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False), ""]
@@ -358,7 +358,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         if key == "main":  # the file the paper's G2 fits, read in full; the later runs' temperature
             fit = fit_sentence(report)
             verdicts[1:1] = [fit + "."] * bool(fit) + dense_test + weak_lead_lines(rows)
-            verdicts += robustness_lines(cfg, provenance[0].get("settings", {}) if provenance else {})
+            verdicts += robustness_lines(cfg, prov.get("settings", {}))
         parts += [f"## {heading}", "", f"**The paper's claim, in short.** {claim} {paper_quotes(quotes)}", "",
                   f"**Here.** {section_sentence(sec)}" if len(sec) else "", "",
                   *([*(f"- {v}" for v in verdicts), ""] if verdicts else []),
@@ -368,8 +368,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
                   "they give no verdict; neither clusters the queries):", "",
                   runs_test_table(rows, ledger), "", robustness_sentence(rows), "",
-                  two_questions(rows, ledger, (provenance[0].get("settings", {}) if provenance else {}).get(
-                      "run_temperature")), ""]
+                  two_questions(rows, ledger, prov.get("settings", {}).get("run_temperature")), ""]
                  if len(rows) and "p_runs_robustness" in rows else [])
     parts += [*(["## Where the paper disagrees with itself", "", *against] if against else []),
               "## Retriever families", "",
@@ -410,7 +409,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               "this report; each link below opens the explorer while `make explore` serves it.", "",
               *worked_links(material, cfg.k, cfg.run_name), f"## {APPENDIX_RUN}", ""]
     if provenance:
-        parts.append(provenance_markdown(provenance[0]))
+        parts.append(provenance_markdown(prov))
         siblings = sorted(f"`{d.name}`" for d in cfg.out_dir.parent.glob(f"{cfg.run_name}-*") if d.is_dir())
         if siblings:
             parts += ["", "The retriever, validation and G2_instruction studies (notebooks 10–12) are stored "
