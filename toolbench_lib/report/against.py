@@ -85,11 +85,10 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
     :data:`AGAINST_ITSELF`, by consequence: its numbers that do not fit together (its divergence first); the
     questions its text leaves open (the divergence definition with this run's two readings at the full
     registry); its printed p-values that its own mean ± std do not give."""
-    v = {e["id"]: paper_bounds(e["paper"]).get("value", paper_bounds(e["paper"]).get("max"))
-         for e in refs["entries"]}
+    bounds = {e["id"]: paper_bounds(e["paper"]) for e in refs["entries"]}  # the ids are unique
+    v = {i: b.get("value", b.get("max")) for i, b in bounds.items()}
     lines, other, unnamed = [], [], []
-    fid = next((paper_bounds(e["paper"]).get("min") for e in refs["entries"]
-                if e["id"] == "trajectory_fidelity"), None)
+    fid = bounds.get("trajectory_fidelity", {}).get("min")
     div, j1, j3 = (v.get(i) for i in ("divergence_full", "g1_plan_jaccard", "g3_plan_jaccard"))
     if None not in (div, fid, j1, j3):
         lines.append(f"Its divergence, {div:.0%} of queries whose two top-k lists are *“entirely "
@@ -122,8 +121,8 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
                      "numbers fit, a plan can pass without most of them. It does not say which it means.")
     entries = {e["id"]: e for e in refs["entries"]}
     stubs, rtp, ptr = (entries.get(f"g2_{i}") for i in ("stubs_per_query", "budget_rtp_k10", "budget_ptr_k5"))
-    if stubs and rtp and ptr and "min" in paper_bounds(stubs["paper"]):
-        m, k, k_ptr = paper_bounds(stubs["paper"])["min"], int(rtp["k"]), int(ptr["k"])
+    if stubs and rtp and ptr and "min" in bounds["g2_stubs_per_query"]:
+        m, k, k_ptr = bounds["g2_stubs_per_query"]["min"], int(rtp["k"]), int(ptr["k"])
         if abs(m * k_ptr - k) >= 1:
             other.append(f"It calls RtP at k = {k} *“{QUOTES['budget']}”* with PtR at k = {k_ptr}, yet by "
                          f"its own count of {m:g} stubs each searching the top {k_ptr}, PtR searches up to "

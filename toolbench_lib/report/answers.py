@@ -65,8 +65,7 @@ def _budget(cells: Cells, md: str) -> str:
 
 
 def _stubs(cells: Cells, md: str) -> str:
-    c = cells.get("g1_stub_hit_share")
-    if not c:
+    if not (c := cells.get("g1_stub_hit_share")):
         return ""
     fewer = "less often" if "(below)" in c[4] else "more often" if "(above)" in c[4] else "about as often"
     brand = re.search(r"PtR from (\d\.\d+) to (\d\.\d+)", md)

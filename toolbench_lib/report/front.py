@@ -310,8 +310,7 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
     if holm_over_all(rows) is None:
         return ""
     test = f"Holm over all {fmt_count(len(rows))} comparisons"
-    lost = overturned(rows)
-    if not lost:
+    if not (lost := overturned(rows)):
         return f"{test} keeps every verdict."
     def name(i) -> str:
         family = rows.loc[i, "retriever"]

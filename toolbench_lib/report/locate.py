@@ -112,8 +112,7 @@ def locate(locator: Mapping, tables: TableCache) -> tuple[float, str | None]:
     if "paper" in locator:
         bound = tables.paper.get(str(locator["paper"]), {}).get(locator.get("bound", "value"))
         return (float(bound), None) if bound is not None else (math.nan, f"no paper value {locator['paper']}")
-    df = tables.get(locator["table"])
-    if df is None:
+    if (df := tables.get(locator["table"])) is None:
         return math.nan, "missing table"
     where = locator.get("where") or {}
     for col in [*where, locator["column"]]:

@@ -126,8 +126,7 @@ def select_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None
 
 def notebook_parameters(**given) -> dict:
     """The parameters passed to every notebook: the known names that were given (not None)."""
-    unknown = set(given) - set(PASSED_PARAMETERS)
-    if unknown:
+    if unknown := set(given) - set(PASSED_PARAMETERS):
         raise ValueError(f"unknown notebook parameter(s) {sorted(unknown)}")
     return {k: v for k, v in given.items() if v is not None}
 
@@ -323,8 +322,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
                                  cassette=cassette, embedder=embedder, runs=runs, plan_limit=plan_limit,
                                  ablations=ablations or None)
     cfg = ExperimentConfig.build(**{k: v for k, v in params.items() if k not in RUN_ONLY})
-    paths = select_notebooks(notebooks_dir, notebooks)
-    if not paths:
+    if not (paths := select_notebooks(notebooks_dir, notebooks)):
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
     if smoke and (fixed := [k for k in SMOKE_FIXED if params.get(k) is not None]):
         echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
@@ -365,8 +363,7 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
     prepare_views(run_name, echo=_quiet, workers=workers)  # every study's explorer views
     freshness.write_manifest(cfg.out_dir, keys)
     summary.verdicts = report_verdicts(summary.report)
-    problems = report_problems(cfg)
-    if problems:
+    if problems := report_problems(cfg):
         raise ReportCheckFailure(problems, summary)
     return summary
 

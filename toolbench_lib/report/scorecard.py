@@ -168,14 +168,12 @@ def weigh_cause(cause: Mapping, entry: Mapping, judged: Mapping, tables: TableCa
         status = SETUP if cause["kind"] == "setup" else BY_CONSTRUCTION
         return {**out, "cause_status": status, "evidence": f"{status}, not tested: "
                 f"{cause['prediction'].strip()}" + (f" ({shown})" if shown else "")}
-    item = explains(cause, entry)
-    if item is None:
+    if (item := explains(cause, entry)) is None:
         return {**out, "cause_status": UNEXPLAINED,
                 "evidence": f"{cause['id']} names no {row['metric']} row of this method and k"}
     value = judged["this_run"]
     ci = None if math.isnan(judged["ci_low"]) else (judged["ci_low"], judged["ci_high"])
-    got = predict(cause, item, value, ci, tables)
-    if got is None:
+    if (got := predict(cause, item, value, ci, tables)) is None:
         return {**out, "cause_status": NOT_TESTED, "evidence": f"{ablation_text(cause)} not in this run"}
     predicted, low, high, how = got
     out.update(predicted=predicted, predicted_ci_low=low, predicted_ci_high=high)
@@ -219,8 +217,7 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     empty = {"cause": "", **NO_CAUSE}
     if judged["status"] != DIFFERS:
         return empty
-    listed = entry.get("causes", [])
-    if not listed:
+    if not (listed := entry.get("causes", [])):
         return {**empty, "cause": UNEXPLAINED, "cause_status": UNEXPLAINED, "evidence": "no cause listed"}
     if unknown := [cause_id for cause_id in listed if causes.get(cause_id) is None]:
         raise ValueError(f"entry {entry['id']}: unknown cause {unknown[0]!r}")
@@ -269,8 +266,7 @@ def every_cell(entry: Mapping, tables: TableCache) -> list[tuple]:
     where = dict(loc.get("where") or {})
     if not entry.get("ordering") or where.get(loc.get("column")) not in EXTREMES or not ci:
         return []
-    table = tables.get(loc["table"])
-    if table is None:
+    if (table := tables.get(loc["table"])) is None:
         return []
     where.pop(loc["column"])
     rows = select_rows(table, where)
@@ -361,8 +357,7 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
 
 def _margin(entry: Mapping, tables: TableCache) -> tuple[float | None, str]:
     """An equality claim's equivalence margin (a number, or a locator's value) and why it is that size."""
-    eq = entry.get("equivalence")
-    if not eq:
+    if not (eq := entry.get("equivalence")):
         return None, ""
     m = eq["margin"]
     value, problem = (float(m), None) if isinstance(m, int | float) else locate(m, tables)

@@ -35,8 +35,7 @@ BACKENDS = {"replay": ": the replies of a recorded run of that model, played bac
 
 def _from_queries(cache: TableCache) -> str:
     """How many of the registry's APIs only the queries' own ``api_list`` documents (``data_sources``)."""
-    src = cache.get("data_sources")
-    if src is None or "source" not in src:
+    if (src := cache.having("data_sources", "source")) is None:
         return ""
     n = src.loc[src["source"] == "query_api_list", "n_apis"].sum()
     return f" ({fmt_count(n)} from query api_lists)" if n else ""
@@ -46,8 +45,7 @@ def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
     """APIs per query on each ground truth beside the paper's count (``data_gt_sizes``; ``paper``: its
     ``<set>_gt_size`` numbers, as it prints them), G2_instruction's beside G2's: the evidence of which one
     its numbers fit (empty without the table)."""
-    sizes = cache.get("data_gt_sizes")
-    if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
+    if (sizes := cache.having("data_gt_sizes", "subset", "gt", "mean")) is None:
         return ""
     mean = sizes.set_index(["subset", "gt"])["mean"]
     said = []

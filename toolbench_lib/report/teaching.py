@@ -199,8 +199,7 @@ def worked_query(result: StudyResult, qkey: str, k: int = K, gt: str = DEFAULT_G
 
 def _api(api_id: str, labels: Mapping[str, str], with_id: bool = True) -> str:
     """An API as shown: its label (tool / API (category)) and id; the id alone without a label."""
-    label = labels.get(api_id)
-    if not label:
+    if not (label := labels.get(api_id)):
         return md_code(api_id, in_table=True)
     return md_text(label, False) + (f" {md_code(api_id, in_table=True)}" if with_id else "")
 

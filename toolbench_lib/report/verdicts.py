@@ -188,8 +188,7 @@ def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd
     PtR − RtP difference detected with ``power`` at ``alpha`` and at Holm's strictest level, and the power to
     detect the paper's difference (``power_at_paper``, and ``power_at_paper_holm`` at Holm's strictest level
     where the set is of the Holm family); None without the table."""
-    t = detectable(c.get("primary_endpoint"), power, alpha)
-    if t is None:
+    if (t := detectable(c.get("primary_endpoint"), power, alpha)) is None:
         return None
     strict = detectable(c.get("primary_endpoint"), power, alpha / len(t))
     both = [t.assign(mde_holm=strict["mde"], alpha_holm=alpha / len(t))]
@@ -208,8 +207,7 @@ def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPH
     """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
     (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences; saves
     :func:`power_table` as ``primary_power``."""
-    saved = power_table(TableCache(cfg.tables_dir), power, alpha)
-    if saved is None:
+    if (saved := power_table(TableCache(cfg.tables_dir), power, alpha)) is None:
         return []
     saved.to_csv(cfg.tables_dir / "primary_power.csv", index=False)  # every number of this line, recomputable
     t = saved[saved["mde_holm"].notna()]
@@ -369,8 +367,7 @@ def seed_spread_lines(cfg: ExperimentConfig) -> list[str]:
     if sd.empty:
         return []
     (size, subset, method), top = sd.idxmax(), sd.max()
-    bound = paper_value("scale_gap_std", "max")
-    if bound is None:
+    if (bound := paper_value("scale_gap_std", "max")) is None:
         return []
     return [f"Read as the spread over seeds instead, the paper's “recall std” is here at most "
             f"{fmt_number(top)} over G1 and G2 ({subset_alias(subset)} {method}, {fmt_count(int(size))} "

@@ -377,8 +377,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               f"(#{anchor(APPENDIX_BEYOND)}).", "", *families, *runs_test,
               *figures_markdown(cfg, "retriever"),
               "## Ablations behind the named causes", "", *figures_markdown(cfg, "ablations")]
-    other = figures_markdown(cfg, "other")
-    if other:
+    if other := figures_markdown(cfg, "other"):
         parts += ["## Other figures", "", *other]
     glossary_at = len(parts)  # the glossary goes here, once the whole report says which methods it names
     parts += [f"## {APPENDIX_A}", "", *([fare_line(report), ""] if len(report) else []),
