@@ -13,11 +13,10 @@ import pandas as pd
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from ..analysis.numbers import fmt_count, fmt_number
-from ..analysis.references import read_yaml
+from ..analysis.references import REFERENCES_FILE, read_yaml
 from ..analysis.style import METHOD_COLORS
 from ..config import K
 from ..data.markdown import md_code, md_text
-from ..data.paths import PROJECT_ROOT
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
 from ..explorer.data import api_labels, catalogue, explorer_url, query_outcomes, stored_registry
@@ -390,10 +389,7 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
                             examples, pick_worked_queries(result, cfg.k, gt, run), examples_table=table)
 
 
-PAPER_FILE = PROJECT_ROOT / "references" / "paper.yaml"
-
-
-def worked_examples(path: Path = PAPER_FILE, present_only: bool = True) -> list[dict]:
+def worked_examples(path: Path = REFERENCES_FILE, present_only: bool = True) -> list[dict]:
     """The paper's Table 2 examples (``id, quote, winner, ptr_recall, rtp_recall, qkey, description``);
     by default only those whose query is in the data (the others say why under ``absent``)."""
     examples = read_yaml(path).get("worked_examples", [])
