@@ -320,8 +320,8 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     if "share" in entry and "value" in bounds:
         n, why = locate(entry["share"]["n"], tables)
         if not why and n > 0:
-            paper_n = entry["share"]["paper_n"]  # its CI as the table saved it (resampling API samples)
             ci = _located(entry["share"]["ci"], ("low", "high"), tables) if "ci" in entry["share"] else None
+            paper_n = entry["share"]["paper_n"]  # ci: as the table saved it (resampling API samples)
             diff, status, direction, basis = compare_share(value, n, bounds["value"], paper_n, ci)
             low, high = ci or wilson_ci(value, n)  # shown as shares: the two sets differ in size
             row.update(this_run=value / n, difference=diff, status=status, direction=direction, basis=basis,
