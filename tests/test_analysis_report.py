@@ -1656,3 +1656,23 @@ def test_a_sections_sentence_counts_its_rows_then_each_status():
         "6 rows (1 claim in words and 1 second reading among them): 3 consistent, 1 differs, 1 inconclusive "
         "(the 95% CI holds the paper's bound or crosses its margin), 1 not scored.")
     assert section_sentence(rows.assign(status="not scored")).startswith("None of the paper's 6 numbers")
+
+
+def test_a_change_decided_by_its_ci_that_fails_holm_says_so(tmp_path):
+    """A change scanned over every set (``p_holm``): its status stands on its CI, and the row says when Holm's
+    p does not back it (0.05 or more); with Holm's p under 0.05, or no p_holm, it says nothing more."""
+    from toolbench_lib.report.rows import shown as _shown
+    where = {"subset": "G2", "k": 20}
+    for p_holm, said in ((0.0851, "consistent (its CI unadjusted only: Holm over the sets p = 0.0851)"),
+                         (0.0123, "consistent"), (None, "consistent")):
+        pd.DataFrame({"subset": ["G2"], "k": [20], "gain": [0.027], "lo": [0.001], "hi": [0.052],
+                      "p_holm": [p_holm]}).to_csv(tmp_path / "k_ablation.csv", index=False)
+        loc = {"table": "k_ablation", "where": where}
+        entry = {"id": "g2_gain", "description": "gain", "subset": "G2", "metric": "change",
+                 "paper": {"min": 0}, "ordering": True, "locator": {**loc, "column": "gain"},
+                 "ci": {"low": {**loc, "column": "lo"}, "high": {**loc, "column": "hi"}}}
+        if p_holm is not None:
+            entry["p_holm"] = {**loc, "column": "p_holm"}
+        row = compare_entries([entry], tmp_path, causes={})
+        assert row["status"].iloc[0] == "consistent"
+        assert _shown(row)["status"].iloc[0] == said

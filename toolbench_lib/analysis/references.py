@@ -41,7 +41,7 @@ TABLE_SCHEMAS: dict[str, tuple[str, ...]] = {
                      "p_runs_robustness"),
     "ttests": ("subset", "gt", "metric", "test", "statistic", "p_runs_robustness", "rtp_value", "ptr_mean"),
     "k_ablation": ("subset", "method", "gt", "k", "recall", "precision", "recall_gain", "recall_gain_vs_k1",
-                   "recall_ratio", "recall_ratio_vs_k1", "n_queries",
+                   "recall_ratio", "recall_ratio_vs_k1", "n_queries", "recall_gain_vs_k1_p_holm",
                    *ci_of("recall", "precision", "recall_gain", "recall_gain_vs_k1", "recall_ratio_vs_k1")),
     "budget_check": ("subset", "gt", "rtp_k10_recall", "ptr_k5_recall", "rtp10_minus_ptr5",
                      *ci_of("rtp_k10_recall", "ptr_k5_recall", "rtp10_minus_ptr5")),
@@ -187,6 +187,8 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
                 check_locator(entry[part][key], f"{entry['id']}.{part}.{key}")
         for key in ("low", "high") if "ci" in entry.get("share", {}) else ():
             check_locator(entry["share"]["ci"][key], f"{entry['id']}.share.ci.{key}")
+        if "p_holm" in entry:
+            check_locator(entry["p_holm"], f"{entry['id']}.p_holm")
         margin = entry.get("equivalence", {}).get("margin")
         if isinstance(margin, Mapping):
             check_locator(margin, f"{entry['id']}.equivalence.margin")

@@ -171,6 +171,7 @@ def two_sample(this_run: float, paper: float, ci: tuple[float, float], margin: f
 # consistent by its rounding or tolerance only
 ONLY_BY_TOLERANCE = "the paper's value itself lies outside the CI"
 OWN_TOLERANCE = "within this project's tolerance only: differs"  # the paper states none
+UNADJUSTED_ONLY = "its CI unadjusted only: Holm over the sets"  # a change scanned over every set
 
 
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,

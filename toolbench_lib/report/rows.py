@@ -10,7 +10,15 @@ from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_percent
 from ..data.markdown import md_table
 from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
-from .locate import CONSISTENT, DIFFERS, INCONCLUSIVE, NOT_SCORED, ONLY_BY_TOLERANCE, OWN_TOLERANCE
+from .locate import (
+    CONSISTENT,
+    DIFFERS,
+    INCONCLUSIVE,
+    NOT_SCORED,
+    ONLY_BY_TOLERANCE,
+    OWN_TOLERANCE,
+    UNADJUSTED_ONLY,
+)
 from .scorecard import (
     BY_CONSTRUCTION,
     CAUSES,
@@ -55,6 +63,9 @@ def _status_text(r) -> str:
         status += " (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
     if r.status == INCONCLUSIVE and "(estimate on the other side)" in basis:
         status += " (estimate against the claim: not supported here)"  # the CI holds the bound
+    holm = re.search(rf"{UNADJUSTED_ONLY} (p [=<] [\d.]+)", basis)
+    if holm and r.status in (CONSISTENT, DIFFERS):  # a change scanned over every set: Holm does not back it
+        status += f" ({UNADJUSTED_ONLY} {holm.group(1)})"
     shown = re.search(r"shown: the least favourable, (k = \d+)", basis)
     status += f" (least favourable {shown.group(1)})" if shown else ""  # an ordering claimed at every k
     cause = getattr(r, "cause_status", "") or ""

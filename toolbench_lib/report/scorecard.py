@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import (
     REFERENCES_FILE,
     check_locator,
@@ -19,6 +19,7 @@ from ..analysis.references import (
     printed_rounding,
     read_yaml,
 )
+from ..analysis.retrievers import ALPHA
 from ..data.paths import PROJECT_ROOT
 from ..eval.stats import wilson_ci
 from ..study.experiment import ExperimentConfig
@@ -28,6 +29,7 @@ from .locate import (
     EXTREMES,
     INCONCLUSIVE,
     NOT_SCORED,
+    UNADJUSTED_ONLY,
     TableCache,
     compare,
     compare_share,
@@ -344,6 +346,9 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         diff, status, direction, basis = intersection_union(cells, bounds, value)
     if "ci" in entry and ci is None:
         basis += " (no CI saved)"
+    holm, _ = locate(entry["p_holm"], tables) if "p_holm" in entry else (math.nan, None)
+    if status in (CONSISTENT, DIFFERS) and holm >= ALPHA:  # decided by a CI that Holm's p does not back
+        basis += f"; {UNADJUSTED_ONLY} {fmt_p(holm)}"
     if why:
         basis += f" ({why})"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
