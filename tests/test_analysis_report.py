@@ -1340,7 +1340,8 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     # a number in percent: one decimal and a % sign, the paper's range too
     percent = _shown(rows.assign(metric="token_overhead", paper="75–104", this_run=47.894, ci_low=43.071,
                                  ci_high=52.999)).iloc[0]
-    assert tuple(percent[["paper", "this run", "95% CI"]]) == ("75–104%", "47.9%", "[43.1%, 53.0%]")
+    shown_ci = ("75–104%", "47.9%", "[43.1%, 53.0%]")
+    assert tuple(percent[["paper", "this run", "unadjusted 95% CI"]]) == shown_ci
     # an equality claim whose CI crosses its margin but not 0 says it is nonzero
     claim = rows.assign(paper="claim: 0 ± 0.019", status="inconclusive", ci_low=[0.002, -0.01], ci_high=0.049)
     nonzero = "inconclusive (against the claim, its size undecided: the CI excludes 0, crosses the margin)"

@@ -144,6 +144,13 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
     one = verdict(_tables(tmp_path / "d", primary_endpoint=_tested(), primary_endpoint_families=families,
                           primary_endpoint_g2_instruction=g2i.assign(significant=False)))
     assert "With the same stubs, word-matching (BM25) search in one of them gives PtR" in one
+    # the coarser-cluster check backs the lead only with enough clusters for a t with G − 1 df to mean much
+    for groups, said in ((12, True), (6, False)):
+        coarse = families.assign(p_holm_tool_clusters_robustness=0.03,
+                                 n_groups_tool_clusters_robustness=groups)
+        text = verdict(_tables(tmp_path / f"g{groups}", primary_endpoint=_tested(),
+                               primary_endpoint_families=coarse))
+        assert ("also with queries sharing any tool in one cluster (BM25 p = 0.0300)" in text) is said
     quiet = verdict(_tables(tmp_path / "b", primary_endpoint=_tested(),
                             primary_endpoint_families=families.assign(significant=False)))
     assert quiet.endswith("the paper's own stub writer and embedder stay untested.")
@@ -284,7 +291,7 @@ def test_a_lead_lost_on_relevant_or_under_holm_over_every_family_is_said_where_i
     text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families,
                            primary_endpoint_relevant=_tested(significant=False, p_holm=0.077)))
     assert ("retrieving first (RtP) finds more for one-tool requests (G1), as in the paper (on `candidates`; "
-            "not significantly on the stricter `relevant`);") in text
+            "not significantly on the narrower `relevant`);") in text
     assert ("(paper -0.083), on `candidates`; not significant on `relevant` (Holm, p = 0.0770) or under Holm "
             "over every family's comparisons (p = 0.0619).") in text
     kept = families.assign(p_holm_all_families_robustness=[0.03, 0.6, 0.9])

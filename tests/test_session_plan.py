@@ -119,13 +119,21 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     teaching = (cfg.out_dir / TEACHING_FILE).read_text(encoding="utf-8")
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
-    assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "11. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "below, 1 to 5, about 5 minutes each (the others for after the session)." in plan
+    assert "9. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
     assert "1. **5 min**: [The question and the answer" in plan  # the pre-read opens the session
-    assert "2. **8 min**: [Setup and data" in plan and "3. **10 min**: [Which architecture" in plan
-    assert "5. **10 min**: [Stubs and Intent-Registry Coupling" in plan
-    assert "6. **5 min**: [Trajectories" in plan and "8. **5 min**: [Cost and routing" in plan
-    assert "7. **10 min**: [Registry scale" in plan and "9. **7 min**: [Where the paper disagrees" in plan
+    assert "2. **10 min**: [Setup and data" in plan and "4. **10 min**: [Stubs and Intent-Registry" in plan
+    block = lambda n: next(line for line in plan.splitlines() if line.startswith(f"{n}. "))  # noqa: E731
+    # seven presenter blocks, two of them taking two neighbouring sections each
+    assert block(3).startswith("3. **12 min**: [Which architecture") and "and [A larger retrieval" in block(3)
+    assert block(6).startswith("6. **8 min**: [Trajectories") and "and [Cost and routing" in block(6)
+    assert "5. **8 min**: [Registry scale" in plan and "7. **7 min**: [Where the paper disagrees" in plan
+    # the model answers are the chair's: in the facilitator notes, not beside the questions members read
+    assert "model answer" not in block(3).lower()
+    notes = teaching.split(f"## {NOTES_HEADING}")[1]
+    assert "The plan's questions, block by block:" in notes
+    assert re.search(r"(?m)^1\. \*Which half of the paper's claim can this run test, and which not\?\* \S",
+                     notes) and "model answer" not in block(1).lower()
     assert "Outside the plan, for members who want more: [Retriever families" in plan
     assert "Total: 90 minutes." in plan
     targets = re.findall(r"\]\(report\.md#([^)]+)\)", plan)
@@ -142,14 +150,14 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
 def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing():
     report = "## The question and the answer\n\n*Figure 1.* a\n\n## Setup and data (§3)\n\n*Figure 2.* b\n" \
              "*Figure 3.* c\n"
-    plan = "\n".join(plan_lines(report))
+    plan = "\n".join(plan_lines(report)[0])
     assert "[The question and the answer](report.md#the-question-and-the-answer), figure 1:" in plan
     assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
-    assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
+    assert "below, 1 to 5, about 5 minutes each (the others for after the session)." in plan
     assert "Outside the plan" not in plan  # none of its sections is in this report
-    more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n"))
+    more = "\n".join(plan_lines(report + "\n## Retriever families\n\nwords\n")[0])
     assert ("Outside the plan, for members who want more: [Retriever families]"
             "(report.md#retriever-families).") in more
     # the figure map: each figure's file and the paper's figure its section's heading names, whether or
@@ -157,11 +165,11 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                  "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n"
                                  "## Trajectories (§4.3, Figure 4)\n\n![Plans](figures/figure4.png)\n\n"
-                                 "*Figure 5.* g\n")
+                                 "*Figure 5.* g\n")[0]
     assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
     assert "| 5 | `figures/figure4.png` | Figure 4 |" in mapped
     later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure 4.* g\n"
-                                "## Retriever families\n\n*Figure 5.* h\n")
+                                "## Retriever families\n\n*Figure 5.* h\n")[0]
     # the map goes by figure number, whichever block of the plan takes its section
     assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
     # the pre-reading: the words of the answer, the main claim and the paper's disagreements (here the
@@ -173,19 +181,21 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
                            + ("; the paper adds about " if paper_text_collapsed() else ")"))
     # the scorecard rows a presenter walks through: those of the block's list its section shows
     rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
-                               "| g2_ptr_recall | G2 | 0.188 |\n| g1_ptr_pass_rate | G1 | 0.88 |\n")
+                               "| g2_ptr_recall | G2 | 0.188 |\n| g1_ptr_pass_rate | G1 | 0.88 |\n")[0]
     block = next(line for line in rows if line.startswith("3. "))
-    assert "and pass rate per set; rows `g2_ptr_recall`, `g1_ptr_pass_rate`. *Ask*" in block
+    assert "and the curves over k; rows `g2_ptr_recall`, `g1_ptr_pass_rate`. *Ask*" in block
     assert "g1_ptr_recall" not in block  # named by the plan, not in this section
     full = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                "| g2_ptr_recall | G2 | 0.188 | 0.121 | \\[0.099, 0.143\\] | differs (below) "
                                "|\n"
-                               "| g1_ptr_pass_rate | G1 | 0.88 | 0.120 | no CI: not scored | not scored |\n")
+                               "| g1_ptr_pass_rate | G1 | 0.88 | 0.120 | no CI: not scored | not scored "
+                               "|\n")[0]
     block = next(line for line in full if line.startswith("3. "))
     assert block.endswith("*Here*: `g2_ptr_recall` 0.121 [0.099, 0.143] against the paper's 0.188: differs "
                           "(below); `g1_ptr_pass_rate` 0.120 against the paper's 0.88: not scored.")
     long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
-    assert "(1,003 words with their tables, markup left out, about 10 minutes" in "\n".join(plan_lines(long))
+    plan = "\n".join(plan_lines(long)[0])
+    assert "(1,003 words with their tables, markup left out, about 10 minutes" in plan
 
 
 def test_each_question_states_this_runs_numbers_and_their_tables(cfg):
@@ -382,50 +392,58 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
           "0.159.\n"
           "- Always RtP, which calls no LLM, finds as much as routing by set (0.216 against 0.212).")
     assert block_answer("Which architecture finds more tools", {}, md) == (
-        " *A model answer*: Untested for the paper's setup, whose stubs come from a much larger model, "
+        "untested for the paper's setup, whose stubs come from a much larger model, "
         "matched by a larger embedder; not reproduced with this run's, whose stubs a small model writes: the "
-        "paper's lead for PtR on G2 does not appear, though a lead of its size would likely have shown.")
+        "paper's lead for PtR on G2 does not appear, though a lead of its size would likely have shown")
     assert "a small model writes, fewer and closer to the request than the paper's:" in block_answer(
         "Which architecture finds more tools", {}, md + "\n- So this tests another PtR than the paper's.")
     assert block_answer("The question and the answer", {}, md) == (
-        " *A model answer*: The half that needs no LLM: RtP's retrieval and the data's counts (15 numbers: 9 "
+        "the half that needs no LLM: RtP's retrieval and the data's counts (15 numbers: 9 "
         "consistent, 6 differing by construction). Every comparison of the two architectures rests on PtR's "
-        "stubs, which a much smaller LLM writes here, so it is tested for this run's setup only.")
+        "stubs, which a much smaller LLM writes here, so it is tested for this run's setup only")
     stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
     assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
         "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
-        "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159).")
+        "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159)")
     miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "differs (above; the CI "
                                    "excludes the paper's value, only its end reaching this project's ±0.05 "
                                    "reading of the paper's “~”)"]}
     assert block_answer("Trajectories", miss, md) == (
-        " *A model answer*: It mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
-        "miss, somewhat more often than the paper's “~” value, which the CI excludes (0.70).")
+        "it mostly goes on with wrong tools: 0.795 [0.741, 0.853] of plans after a total "
+        "miss, somewhat more often than the paper's “~” value, which the CI excludes (0.70)")
     budget = {"g2_budget_rtp10_vs_ptr5": ["G2", "claim: 0 ± 0.023", "0.041", "\\[0.019, 0.063\\]", "x"]}
     assert block_answer("A larger retrieval budget", budget, md) == (
-        " *A model answer*: On G2, RtP at k = 10 finds more than PtR at k = 5: 0.041 [0.019, 0.063], where "
-        "the paper has them nearly identical.")
+        "on G2, RtP at k = 10 finds more than PtR at k = 5: 0.041 [0.019, 0.063], where "
+        "the paper has them nearly identical")
     budget["g2_budget_rtp10_vs_ptr5"][4] = "inconclusive (estimate outside the margin)"
     assert block_answer("A larger retrieval budget", budget, md).endswith(
         "nearly identical; whether by more than this project's margin (±0.023, from the paper's words) is "
-        "undecided.")
+        "undecided")
     budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
     assert "finds about as much as PtR" in block_answer("A larger retrieval budget", budget, md)
     auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: this project's tolerance ±2",
                                        "consistent"],
              "g1_top1_cosine_routing_auroc": ["G1", "claim: ≥ 0.5", "0.499", "\\[0.395, 0.600\\]", "x"]}
     assert block_answer("Cost and routing", auroc, md) == (
-        " *A model answer*: Not here: always RtP, which calls no LLM, finds as much as routing by set (0.216 "
+        "not here: always RtP, which calls no LLM, finds as much as routing by set (0.216 "
         "against 0.212); RtP's top-1 cosine is not shown to tell when (its CI holds chance, 0.5): AUROC "
-        "0.499.")
+        "0.499")
     auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"
     assert "cosine tells when" in block_answer("Cost and routing", auroc, md)
     div = {"divergence_smallest_disjoint_g1g2": ["G1, G2", "0.88", "0.093", "x", "differs (below)"],
            "divergence_smallest_non_identical_g1g2": ["G1, G2", "0.88", "0.894", "x", "consistent"]}
     assert block_answer("Registry scale", div, md) == (
-        " *A model answer*: The non-identical reading (disjoint 0.093; non-identical 0.894, the paper 0.88).")
+        "the non-identical reading (disjoint 0.093; non-identical 0.894, the paper 0.88)")
     assert block_answer("Registry scale", {k: [*v[:4], "differs"] for k, v in div.items()}, md) == ""
-    assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees", {}, md)
+    assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees with itself",
+                                                                      {}, md)
+    gt = ("It defines ground truth as *“all APIs executed in the reference solution”*, yet its mean APIs per "
+          "query, G1 5.2 (here 5.288 on `candidates`, 2.276 on `relevant`) and G2 6.5 (...), fit every API.")
+    assert block_answer("Where the paper disagrees with itself", {}, gt) == (
+        "its ground truth first: it defines it as *“all APIs executed in the reference solution”*, yet its "
+        "G1 mean of 5.2 APIs per query fits `candidates` (5.288 here) rather than that definition "
+        "(`relevant`, 2.276); which one it scored decides what every recall and pass rate it reports means, "
+        "and what a replication must match")
     missing = {"wrong_tool_on_miss": ["all", "0.70", "n/a", "x", "missing"]}
     assert block_answer("Trajectories", missing, md) == ""  # a row without this run's value: no answer
     assert block_answer("Cost and routing", auroc, "no routing sentence") == ""

@@ -106,16 +106,24 @@ def _routing(cells: Cells, md: str) -> str:
     return f"not here: {mix}; RtP's top-1 cosine {tell}: AUROC {auroc[2]}"
 
 
+def _ground_truth(cells: Cells, md: str) -> str:
+    gt = re.search(r"It defines ground truth as \*“(.+?)”\*, yet its mean APIs per query, G1 ([\d.]+) \(here "
+                   r"([\d.]+) on `candidates`, ([\d.]+) on `relevant`", md)
+    return (f"its ground truth first: it defines it as *“{gt[1]}”*, yet its G1 mean of {gt[2]} APIs "
+            f"per query fits `candidates` ({gt[3]} here) rather than that definition (`relevant`, {gt[4]}); "
+            "which one it scored decides what every recall and pass rate it reports means, and what a "
+            "replication must match") if gt else ""
+
+
 ANSWERS: dict[str, Callable[[Cells, str], str]] = {
     "The question and the answer": _testable, "Setup and data": _setup,
     "Which architecture finds more tools": _g2, "A larger retrieval budget": _budget,
     "Stubs and Intent-Registry Coupling": _stubs, "Trajectories": _misses, "Registry scale": _divergence,
-    "Cost and routing": _routing,
+    "Cost and routing": _routing, "Where the paper disagrees with itself": _ground_truth,
 }
 
 
 def block_answer(start: str, cells: Cells, report_md: str) -> str:
-    """The model answer to the block whose heading starts with ``start``, or empty."""
+    """The model answer for the section whose heading starts with ``start`` (a clause), or empty."""
     make = ANSWERS.get(start)
-    said = make(cells, report_md) if make else ""
-    return f" *A model answer*: {said[0].upper()}{said[1:]}." if said else ""
+    return make(cells, report_md) if make else ""

@@ -14,7 +14,7 @@ from .front import FAMILY_SHORT, LEAD_COLUMNS, _sets, holds_paper, leading_elsew
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import ALPHA, POWER, every_plan, power_table, solved_share
+from .verdicts import ALPHA, FEW, POWER, every_plan, power_table, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -197,7 +197,7 @@ def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series |
         where = PLAIN_SETS.get(s, s)
         if holds_paper(r) and bool(r.significant):
             said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper"
-                        + " (on `candidates`; not significantly on the stricter `relevant`)" * (s in lost))
+                        + " (on `candidates`; not significantly on the narrower `relevant`)" * (s in lost))
         elif holds_paper(r) and weak.get(r.subset, 1.0) < POWER:
             said.append(f"neither finds significantly more for {where}, which this run could hardly have "
                         "told apart")
@@ -323,8 +323,9 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     col = "p_holm_tool_clusters_robustness"
     led = other[other["retriever"].isin(leading_elsewhere(other, where, "PtR"))
                 & other["subset"].astype(str).map(subset_alias).isin(where)] if col in other else other[:0]
+    n = "n_groups_tool_clusters_robustness"  # a check with few clusters is no support (t with G − 1 df)
     kept = "; ".join(f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {fmt_p(getattr(x, col))}"
-                     for x in led.itertuples() if getattr(x, col) < ALPHA)
+                     for x in led.itertuples() if getattr(x, col) < ALPHA and getattr(x, n, 0) >= FEW)
     return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
             f"significant lead on {' and '.join(where)}"
             + (f", also with queries sharing any tool in one cluster ({kept})" if kept else "")

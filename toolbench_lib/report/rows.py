@@ -107,7 +107,7 @@ def shown(report: pd.DataFrame) -> pd.DataFrame:
         "paper": [f"{p}%" if pc else p for p, pc in zip(report["paper"], percent, strict=True)],
         "this run": [_value(v, m) + (" (objective)" if o else "")
                      for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
-        "95% CI": [f"no CI: objective rate shown ({b}); judged rate in {JUDGED_IN}"
+        "unadjusted 95% CI": [f"no CI: objective rate shown ({b}); judged rate in {JUDGED_IN}"
                    if o else f"[{fmt_percent(lo)}, {fmt_percent(hi)}]" if pc and pd.notna(lo)
                    else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")

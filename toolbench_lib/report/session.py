@@ -28,48 +28,48 @@ SESSION_HEADING = "A 90-minute reading-group session"
 QUESTIONS_HEADING = "Discussion questions"
 NOTES_HEADING = "Facilitator notes"
 NO_P = "p = n/a"  # a p-value the run did not save
-# The plan: (the start of a report.md heading, minutes, what to look for, the question its presenter takes to
-# the room, the scorecard rows its presenter walks through); then the discussion questions.
+# The plan: (the starts of the report.md headings a block walks through, minutes, what to look for, the
+# question its presenter takes to the room, the scorecard rows its presenter walks through); then the
+# discussion questions.
 PLAN = (
-    ("The question and the answer", 5, "pre-read: what the answer tests and what it leaves untested",
+    (("The question and the answer",), 5, "pre-read: what the answer tests and what it leaves untested",
      "which half of the paper's claim can this run test, and which not?", ()),
-    ("Setup and data", 8, "the paper first: one member presents its method (RtP; PtR and its stubs; "
-                           "Intent-Registry Coupling) and its claims, with this section's query sets, "
-                           "registry and two pipelines",
-     "which row of the setup table could change who wins?", ("registry_size", "g1_query_count")),
-    ("Which architecture finds more tools", 10, "the main claim: recall, precision and pass rate per set",
-     "is G2's result a failed replication or an untested one?",
-     ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall", "g1_ptr_pass_rate")),
-    ("A larger retrieval budget", 5, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
-                                     "against PtR at k = 5, and the curves over k",
-     "does a larger k for RtP buy as much as PtR's stubs?", ("g2_budget_rtp10_vs_ptr5", "g2_budget_rtp_k10",
-                                                     "g1_rtp_gap_stable_over_k")),
-    ("Stubs and Intent-Registry Coupling", 10, "its explanation: stubs, a [worked query](#worked-queries),"
-                                               " a [Table 2 example](#the-papers-table-2-examples)",
+    (("Setup and data",), 10, "the paper first: one member presents its method (RtP; PtR and its stubs; "
+                             "Intent-Registry Coupling) and its claims, with this section's query sets, "
+                             "registry and two pipelines",
+     "which difference from the paper's setup could change who wins?", ("registry_size", "g1_query_count")),
+    (("Which architecture finds more tools", "A larger retrieval budget"), 12,
+     "the main claim: recall, precision and pass rate per set; then the paper's answer to \"PtR only "
+     "searches more\": RtP at k = 10 against PtR at k = 5, and the curves over k",
+     "is G2's result a failed replication or an untested one, and does a larger k for RtP buy as much as "
+     "PtR's stubs?", ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall", "g1_ptr_pass_rate",
+                      "g2_budget_rtp10_vs_ptr5", "g2_budget_rtp_k10", "g1_rtp_gap_stable_over_k")),
+    (("Stubs and Intent-Registry Coupling",), 10, "its explanation: stubs, a [worked query](#worked-queries),"
+                                                 " a [Table 2 example](#the-papers-table-2-examples)",
      "would you have written the worked query's stubs?", ("g1_stub_hit_share", "g1_gt_size",
                                                           "g1_stub_cos_gap")),
-    ("Trajectories", 5, "what the planners do with what they retrieved: fidelity and misses",
-     "what does a planner do when retrieval missed?", ("trajectory_fidelity", "wrong_tool_on_miss")),
-    ("Registry scale", 10, "divergence as the registry grows and which reading fits the paper (the "
-                          "smallest sub-registries are mostly ground truth)",
+    (("Registry scale",), 8, "divergence as the registry grows and which reading fits the paper (the "
+                              "smallest sub-registries are mostly ground truth)",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
-    ("Cost and routing", 5, "what PtR's extra call costs, and whether routing by set or on RtP's top-1 "
-                         "cosine saves it",
-     "is PtR worth its extra call, and can a router tell when?", ("router_overhead_saved",
-                                                                 "g1_top1_cosine_routing_auroc")),
-    ("Where the paper disagrees with itself", 7, "its numbers against each other, the questions its "
-                                                 "text leaves open, then its p-values",
+    (("Trajectories", "Cost and routing"), 8,
+     "what the planners do with what they retrieved (fidelity and misses); then what PtR's extra call costs, "
+     "and whether routing by set or on RtP's top-1 cosine saves it",
+     "what does a planner do when retrieval missed, and is PtR worth its extra call?",
+     ("trajectory_fidelity", "wrong_tool_on_miss", "router_overhead_saved", "g1_top1_cosine_routing_auroc")),
+    (("Where the paper disagrees with itself",), 7, "its numbers against each other, the questions its text "
+                                                    "leaves open, then its p-values",
      "which of these would you ask the authors first?", ()),
 )
 ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepares its figures, walks "
-         "through its section and ends on the question after *Ask*. Which way each substitution of this run "
-         "pushes the answer is [below](#{anchor}).")
+         "through its section and ends on the question after *Ask* (model answers in the [facilitator notes]"
+         "(#{notes}), for the chair). Which way each substitution of this run pushes the answer is "
+         "[below](#{anchor}).")
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Where the paper disagrees with itself")
 OPTIONAL = ("Retriever families",)  # beyond the paper: outside the plan, named after it for the curious
-IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
-DISCUSSION_MINUTES = 20
+IN_SESSION = 5  # the discussion questions the session takes, about five minutes each; the others for later
+DISCUSSION_MINUTES = 25
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
@@ -84,10 +84,18 @@ PAPER_FIGURE = re.compile(r"\bFigure (\d+)\b")
 STATUS_WORD = re.compile(r" [(](?!below|above).*")  # a status without its reason: "differs (below)" stays
 
 
-def plan_lines(report_md: str) -> list[str]:
+def _status_word(status: str) -> str:
+    """A row's status up to its first reason, its bracket closed: "differs (above; ..." reads "differs
+    (above)"; a reason other than a direction is left out ("differs (below)" stays)."""
+    said = STATUS_WORD.sub("", status.split(";")[0])
+    return said + ")" * (said.count("(") - said.count(")"))
+
+
+def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
     """The plan: each report section linked by its heading, with its figures' numbers and its minutes; then
     which file each of the report's figures is and which of the paper's figures its section reproduces
-    (named in the heading), so that "Figure 2" means one thing in the room."""
+    (named in the heading), so that "Figure 2" means one thing in the room. Second, the blocks' model
+    answers, kept for the facilitator's notes (out of the members' sight before the session)."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
     figures_of: dict[str, list[str]] = {}
     figure_rows = []  # every figure of the report, whichever section holds it
@@ -101,24 +109,29 @@ def plan_lines(report_md: str) -> list[str]:
                 figure_rows.append((int(m.group(1)), f"| {m.group(1)} | `{file}` | "
                                     f"{f'Figure {paper.group(1)}' if paper else '-'} |"))
                 file = "n/a"
-    lines = []
+    lines, answers = [], []
     words = sum(count_words(text) for h, text in found.items() if h.startswith(PRE_READING))
-    for i, (start, minutes, what, ask, cover) in enumerate(PLAN, 1):
-        heading = next((h for h in found if h.startswith(start)), None)
-        if heading is None:
-            lines.append(f"{i}. **{minutes} min**: {start} (not in this run's report): {what}.")
+    for i, (starts, minutes, what, ask, cover) in enumerate(PLAN, 1):
+        headings = [h for start in starts for h in found if h.startswith(start)]
+        if not headings:
+            lines.append(f"{i}. **{minutes} min**: {' and '.join(starts)} (not in this run's report): "
+                         f"{what}.")
             continue
-        figures = figures_of.get(heading, [])
+        figures = [f for h in headings for f in figures_of.get(h, [])]
         shown = f", figure{'s' * (len(figures) > 1)} {', '.join(figures)}" if figures else ""
+        text = "\n".join(found[h] for h in headings)
         cells = {r: m.group(1).split(" | ") for r in cover
-                 if (m := re.search(rf"^\| {re.escape(r)} \| (.+) \|$", found[heading], re.M))}
+                 if (m := re.search(rf"^\| {re.escape(r)} \| (.+) \|$", text, re.M))}
         rows = [f"`{r}`" for r in cells]
         here = "; ".join(f"`{r}` {c[2]}{'' if c[3].startswith('no CI') else ' ' + c[3].replace(chr(92), '')}"
-                         f" against the paper's {c[1]}: {STATUS_WORD.sub('', c[4].split(';')[0])}"
+                         f" against the paper's {c[1]}: {_status_word(c[4])}"
                          for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
-        lines.append(f"{i}. **{minutes} min**: [{md_text(heading, False)}]({REPORT_FILE}#{anchor(heading)})"
-                     f"{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows else "") + f". *Ask*: {ask}"
-                     + (f" *Here*: {here}." if here else "") + block_answer(start, cells, report_md))
+        links = " and ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in headings)
+        if said := "; ".join(a for start in starts if (a := block_answer(start, cells, report_md))):
+            answers.append(f"{i}. *{ask[0].upper()}{ask[1:]}* {said[0].upper()}{said[1:]}.")
+        lines.append(f"{i}. **{minutes} min**: {links}{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows
+                                                                          else "") + f". *Ask*: {ask}"
+                     + (f" *Here*: {here}." if here else ""))
     total = sum(p[1] for p in PLAN) + DISCUSSION_MINUTES + WRAP_UP[0]
     reading = fmt_count(round(words / READING_WPM))
     pre = ", ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in found
@@ -141,7 +154,7 @@ def plan_lines(report_md: str) -> list[str]:
             f"(#{anchor(QUESTIONS_HEADING)}) below, 1 to {IN_SESSION}, about "
             f"{fmt_count(DISCUSSION_MINUTES // IN_SESSION)} minutes each (the others for after the session).",
             f"{len(PLAN) + 2}. **{WRAP_UP[0]} min**: {WRAP_UP[1]}.",
-            "", f"Total: {total} minutes.", *more, *figure_map]
+            "", f"Total: {total} minutes.", *more, *figure_map], answers
 
 
 def g1_difference(c: TableCache) -> str:
@@ -482,6 +495,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     refs = {e["id"]: e for e in load_references(references)["entries"]}
     cache = TableCache(cfg.tables_dir)
     notes: list[str] = []
+    plan, answers = plan_lines(report_md)
     lines = [f"## {SESSION_HEADING}", "",
              f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
@@ -490,11 +504,12 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              f"### {PLAIN_HEADING}", "", plain_words(cache), "",
              session_answer(report_md, REPORT_FILE), "",
              "### The plan", "",
-             ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING)), "", *plan_lines(report_md), "",
+             ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING), notes=anchor(NOTES_HEADING)), "", *plan, "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]
         notes.append(f"{i}. {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
     lead = "What this run's numbers answer, for whoever leads the discussion:"
-    return [*lines, f"## {NOTES_HEADING}", "", lead, "", *notes, ""]
+    blocks = ["The plan's questions, block by block:", "", *answers, ""] if answers else []
+    return [*lines, f"## {NOTES_HEADING}", "", *blocks, lead, "", *notes, ""]
