@@ -336,6 +336,8 @@ def test_an_example_another_study_of_the_run_holds_is_shown_from_it(cfg, tmp_pat
         tmp_path / f"{cfg.run_name}-g2-instruction-retrievers" / "runs" / "other")
     examples = "\n".join(teaching_material(cfg).examples)
     assert f"the study `{cfg.run_name}-g2-instruction-retrievers` holds it." in examples
+    assert "are among this run's queries as the same task and APIs; 1 more from another study of the run, " \
+           "below (recall@" in examples  # counted where the examples are counted
     shown = examples.split(f"From the study `{cfg.run_name}-g2-instruction-retrievers`:")[1]
     assert shown.lstrip().startswith("### `greece_energy_news`")
     assert "*This run:* RtP 0.500, PtR 0.000 (paper: RtP 0.5, PtR 0); leader here: RtP, the same" in shown
@@ -348,3 +350,26 @@ def test_teaching_material_of_a_damaged_study_says_so(cfg):
     assert material.note.startswith("stored study") and "checksum" in material.note
     assert material.picks.empty and material.worked[0].startswith("No worked queries: stored study")
     assert "**recall@k**" in material.glossary
+
+
+def test_a_printed_recall_is_possible_only_with_a_ground_truth_that_can_give_it():
+    from toolbench_lib.report.teaching import possible
+    assert possible(0.25, 4) and possible(0.25, 8) and not possible(0.25, 2) and not possible(0.25, 3)
+    assert possible(0.33, 3) and possible(0.0, 1) and possible(0.4, 5)
+    assert possible(1.0, 5) and not possible(1.0, 6)  # at most k = 5 hits
+    assert not possible(0.5, 0)
+
+
+def test_the_table_2_recalls_say_which_ground_truth_they_could_come_from():
+    from toolbench_lib.report.against import POSSIBLE, possible_line
+    t = pd.DataFrame({POSSIBLE: ["candidates and relevant"] * 5 + ["candidates"],
+                      "match": ["same task"] * 5 + ["loose"]})
+    assert possible_line(t) == (
+        "Its Table 2 recalls hardly tell the two apart: both of an example's recalls could come from this "
+        "data's `candidates` in 6 and from `relevant` in 5 of its 6 examples here (only `candidates` fits 1, "
+        "a loose match).")
+    more = t.assign(**{POSSIBLE: ["candidates"] * 3 + ["relevant", "neither", "candidates and relevant"],
+                       "match": "same task"})
+    assert possible_line(more).startswith("Its Table 2 recalls fit `candidates` better: ")
+    assert possible_line(more).endswith("(only `candidates` fits 3; only `relevant` fits 1).")
+    assert possible_line(None) == "" == possible_line(t.drop(columns=POSSIBLE))

@@ -51,9 +51,34 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def gt_text_line(paper: dict, sizes: pd.DataFrame | None) -> list[str]:
+POSSIBLE = "the paper's recalls possible with"  # the examples table's column (report.teaching)
+
+
+def possible_line(examples: pd.DataFrame | None) -> str:
+    """Which ground truth the paper's Table 2 recalls could come from: in how many of its examples found here
+    both recalls are possible with each ground truth's size for that query (``teaching``'s examples table);
+    empty without them."""
+    if examples is None or POSSIBLE not in examples or examples.empty:
+        return ""
+    fit = examples[POSSIBLE].astype(str)
+    c, r = fit.str.contains("candidates"), fit.str.contains("relevant")
+    only = {"candidates": c & ~r, "relevant": r & ~c}
+    told = {g: int(m.sum()) for g, m in only.items()}
+    said = ("hardly tell the two apart" if sum(told.values()) <= 1 else "do not favour either"
+            if told["candidates"] == told["relevant"] else f"fit `{max(told, key=told.get)}` better")
+    loose = examples.get("match", pd.Series("", index=examples.index)) == "loose"
+    apart = "; ".join(f"only `{g}` fits {n}" + ((", a loose match" if n == 1 else ", all loose matches")
+                                                 if (only[g] <= loose).all() else "")
+                      for g, n in told.items() if n)
+    return (f"Its Table 2 recalls {said}: both of an example's recalls could come from this data's "
+            f"`candidates` in {int(c.sum())} and from `relevant` in {int(r.sum())} of its {len(fit)} "
+            "examples here" + (f" ({apart})" if apart else "") + ".")
+
+
+def gt_text_line(paper: dict, sizes: pd.DataFrame | None, examples: pd.DataFrame | None = None) -> list[str]:
     """Its ground truth's words against its counts: the APIs per query it gives (G1, G2) beside this run's
-    on each ground truth (``data_gt_sizes``, ``candidates`` first; G2_instruction's for G2 where saved)."""
+    on each ground truth (``data_gt_sizes``, ``candidates`` first; G2_instruction's for G2 where saved), and
+    which ground truth its Table 2 recalls could come from (:func:`possible_line`)."""
     if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
         return []
     mean = sizes.set_index(["subset", "gt"])["mean"]
@@ -71,7 +96,7 @@ def gt_text_line(paper: dict, sizes: pd.DataFrame | None) -> list[str]:
             f"{' and '.join(said)}, fit every API of the tools a query was written from, not the few its "
             "solution needs: a hypothesis from two means, not a finding; its words could also fit, were "
             "every call of a reference solution counted, failed calls and retries included (the solutions "
-            "are not in this data)."]
+            f"are not in this data). {possible_line(examples)}".rstrip()]
 
 
 AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs it does not name)",
@@ -80,7 +105,8 @@ AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs 
 
 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
-                         gt_sizes: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
+                         gt_sizes: pd.DataFrame | None = None,
+                         examples: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
     """Where the paper disagrees with itself, from the reference entries, under the titles of
     :data:`AGAINST_ITSELF`, by consequence: its numbers that do not fit together (its divergence first); the
     questions its text leaves open (the divergence definition with this run's two readings at the full
@@ -134,7 +160,7 @@ def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
     other.append(f"It runs its models at *“{QUOTES['temperature']}”*, yet reports a spread over 4 runs "
                  f"because *“{QUOTES['vary']}”*; a hosted model can vary at temperature 0, but it does not "
                  "say how much of its spread that is.")
-    other += unnamed + gt_text_line(v, gt_sizes)
+    other += unnamed + gt_text_line(v, gt_sizes, examples)
     if readings is not None and len(readings) and {"size", "group", "reading", "share"} <= set(readings):
         full = readings[(readings["size"] == readings["size"].max()) & (readings["group"] == "G1+G2")]
         share = dict(zip(full["reading"], full["share"], strict=False))

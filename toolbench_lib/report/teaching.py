@@ -268,6 +268,12 @@ def _leader(rtp: float, ptr: float) -> str:
     return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
 
 
+def possible(recall: float, n: int, k: int = K) -> bool:
+    """Whether a recall@k printed to two decimals can come from a ground truth of ``n`` APIs: some count of
+    hits, at most ``k`` and ``n``, divided by ``n`` rounds to it (0.33 from 1 of 3; 0.25 needs 4 or 8)."""
+    return n > 0 and any(abs(c / n - recall) < 0.006 for c in range(min(n, k) + 1))
+
+
 def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT_GT, run: int = 0,
                   labels: Mapping[str, str] | None = None,
                   run_name: str | None = None) -> tuple[list[str], dict]:
@@ -276,10 +282,15 @@ def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT
     wq = worked_query(result, x["qkey"], k, gt, run)
     paper_leader = _leader(x["rtp_recall"], x["ptr_recall"])
     ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
+    q = result.queries.set_index("qkey").loc[x["qkey"]]
+    sizes = {g: len(q[g]) if q[g] is not None else 0 for g in ("candidates", "relevant")}
+    fits = [g for g, n in sizes.items() if all(possible(x[m], n, k) for m in ("rtp_recall", "ptr_recall"))]
     row = {"example": x["id"], "query": x["qkey"], "paper RtP": x["rtp_recall"], "paper PtR": x["ptr_recall"],
            f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
            "paper's leader": paper_leader, "leader here": ours,
-           "match": "loose" if x.get("match") == "loose" else "same task"}
+           "match": "loose" if x.get("match") == "loose" else "same task",
+           "APIs: candidates / relevant": f"{sizes['candidates']} / {sizes['relevant']}",
+           "the paper's recalls possible with": " and ".join(fits) or "neither"}
     agree = ("the same leader as the paper" if ours == paper_leader else
              f"the paper's leader was {paper_leader}")
     about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)
@@ -304,8 +315,10 @@ def paper_examples_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
     exact = sum(x.get("match", "exact") == "exact" for x in shown)
     loose = f", {len(shown) - exact} loosely (the same APIs, another request)" if len(shown) > exact else ""
     verb = "is" if exact == 1 else "are"
+    other = sum(bool(x.get("qkey") and elsewhere.get(x["qkey"])) for x in absent)
+    others = f"; {other} more from another study of the run, below" if other else ""
     parts = [f"Of the paper's {len(examples)} Table 2 examples, {exact} {verb} among this run's queries as "
-             f"the same task and APIs{loose} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
+             f"the same task and APIs{loose}{others} (recall@{k}, ground truth `{gt}`, PtR's run {run}).", ""]
     rows = []
     for x in shown:
         lines, row = example_block(result, x, k, gt, run, labels, run_name)

@@ -348,7 +348,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
               *limits(rows, report)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings"),
-                                             cache.get("data_gt_sizes")):
+                                             cache.get("data_gt_sizes"), material.examples_table):
         against += [f"**{title}:**", "", *[f"- {t}" for t in lines], ""]
     after = {"setup": setup_box(cfg, provenance, references, rows),  # the session's first block reads it
              "stubs": ["### The paper's Table 2 examples in this run", "", *examples_lines(material, cfg.k)]}
