@@ -1022,6 +1022,7 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     finally:
         write.stored_study_dir = original
     assert "`tables/ltr_ablations.csv`" in shown
+    assert f"excludes 0, unadjusted over {len(table) * 2} cells (about 0 by chance alone)" in shown
     assert pd.read_csv(cfg.tables_dir / "ltr_ablations.csv")["method"].tolist() == table["method"].tolist()
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
     assert table.iloc[1, 1] == "+0.000"  # a tiny negative difference, never -0.000

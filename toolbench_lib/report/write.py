@@ -164,8 +164,7 @@ PRIMARY_ROWS = re.compile(r"^(g[123])_(?:(rtp|ptr)_recall|ptr_minus_rtp_recall)$
 def same_quantities(report: pd.DataFrame, ledger: Ledger, k: int) -> None:
     """The scorecard's rows of the primary comparison recorded under the front's names (one value each)."""
     for r in report.itertuples():
-        m = PRIMARY_ROWS.match(str(r.id))
-        if not m or pd.isna(r.this_run):
+        if not (m := PRIMARY_ROWS.match(str(r.id))) or pd.isna(r.this_run):
             continue
         name = f"dense {m.group(1).upper()}"
         if m.group(2):
@@ -218,11 +217,13 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
     for name, table in tables.items():  # beside the other tables the report reads
         table.to_csv(cfg.tables_dir / f"ltr_{name}.csv", index=False)
     if "ablations" in tables:
+        cells = tables["ablations"].shape[0] * (tables["ablations"].shape[1] - 1)  # variants × sets
         lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`; "
-                  "`tables/ltr_ablations.csv`): recall@"
-                  f"{cfg.k} of each variant minus the full `ltr`'s; * where the paired 95% CI excludes 0.",
-                  "", md_table(tables["ablations"], numparse=False), ""]
-        lines += tool_feature_lines(tables["ablations"])
+                  f"`tables/ltr_ablations.csv`): recall@{cfg.k} of each variant minus the full `ltr`'s; * "
+                  f"where the paired 95% CI excludes 0, unadjusted over {fmt_count(cells)} cells (about "
+                  f"{fmt_count(round(cells / 20))} by chance alone).", "",
+                  md_table(tables["ablations"], numparse=False), "",
+                  *tool_feature_lines(tables["ablations"])]
     if "costs" in tables:
         lines += ["**Their costs** beside `fuse4` (`tables/ltr_costs.csv`):", "", md_table(tables["costs"]),
                   ""]
@@ -365,7 +366,8 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   md_table(shown(sec)) if len(sec) else "No reference number here.", "", *margin_lines(sec),
                   *figures_markdown(cfg, key), *after.get(key, [])]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
-                  f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (robustness: "
+                  f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (Pratt's: zero "
+                  "differences kept in the ranking; robustness: "
                   "they give no verdict; neither clusters the queries):", "",
                   runs_test_table(rows, ledger), "", robustness_sentence(rows), "",
                   two_questions(rows, ledger, prov.get("settings", {}).get("run_temperature")), ""]
