@@ -1596,6 +1596,18 @@ def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
                  ).to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
     (moved,) = coupling_lines(cfg)
     assert "(neither leads significantly;" in moved and "the gap moves toward PtR, as the paper's" in moved
+    # the other sets' brand shares beside G1's: at least as high sits badly with coupling setting G1 apart
+    table = pd.read_csv(tmp_path / "ablation_query_coupling.csv")
+    for g3, said in ((1.0, "G2 87%, G3 100%: by this proxy the multi-tool sets name a brand at least as "
+                           "often, which sits badly with coupling setting G1 apart. Removed"),
+                     (0.5, "G2 87%, G3 50%: by this proxy the multi-tool sets name a brand less often, as "
+                           "coupling expects. Removed")):
+        pd.concat([table, table.assign(subset="G2", brand_share=0.87), table.assign(subset="G3",
+                                                                                  brand_share=g3)]
+                  ).to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
+        assert f"hold a brand word (a capitalised name, a word with digits or inner capitals); {said}" \
+            in coupling_lines(cfg)[0]
+    table.to_csv(tmp_path / "ablation_query_coupling.csv", index=False)
     pd.DataFrame({"subset": ["G1", "G2", "G1 vs G2, G3"], "signal": ["rtp_top1_cosine_low", "n_words",
                                                                     "rtp_top1_cosine_low"],
                   "auroc": [0.5, 0.7, 0.66], "auroc_ci_low": [0.4, 0.6, 0.6],

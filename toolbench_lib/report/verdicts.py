@@ -396,9 +396,14 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
              "both recalls, and this test cannot rule out that they carry part of RtP's lead")
     moved = _sign_word(g["change_lo"], g["change_hi"], "the gap moves toward RtP, against the coupling",
                        "the gap moves toward PtR, as the paper's coupling predicts", bound)
+    share = t.set_index("subset")["brand_share"].drop("G1")
+    other = (f"; {', '.join(f'{s} {v:.0%}' for s, v in share.items())}: by this proxy the multi-tool sets "
+             + ("name a brand at least as often, which sits badly with coupling setting G1 apart"
+                if (share >= g["brand_share"]).all() else "name a brand less often, as coupling expects")
+             if len(share) else "")
     lines = [f"Coupling, tested on the query (no LLM call; run 0's stubs): {g['brand_share']:.0%} of G1 "
-             "queries hold a brand word (a capitalised name, a word with digits or inner capitals). Removed "
-             f"from query and stubs alike, they take RtP from {fmt_number(g['rtp'])} to "
+             f"queries hold a brand word (a capitalised name, a word with digits or inner capitals){other}. "
+             f"Removed from query and stubs alike, they take RtP from {fmt_number(g['rtp'])} to "
              f"{fmt_number(g['rtp_nobrand'])} and PtR from {fmt_number(g['ptr'])} to "
              f"{fmt_number(g['ptr_nobrand'])}: PtR − RtP {fmt_signed(g['diff'])} with them (run 0), "
              f"{fmt_signed(g['diff_nobrand'])} {fmt_ci(g['diff_nobrand_lo'], g['diff_nobrand_hi'])} without "
