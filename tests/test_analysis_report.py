@@ -295,7 +295,7 @@ def test_write_report_with_provenance_and_figures(cfg):
     text = path.read_text()
     assert text.startswith("# Plan or Retrieve First? Reproduction report for run `report_test`")
     for needle in ("rules-v1", "all-MiniLM-L6-v2 (requested thenlper/gte-base)", "77e6f89f20bc2417",
-                   "runs=2", "plan_limit=5", "(figures/recall_by_subset.png)", "*Figure 1.*",
+                   "runs=2", "plan_limit=5", "(figures/recall_by_subset.png)", "*Figure R1.*",
                    "| g1_rtp_recall", "missing table", "version 2"):
         assert needle in text, needle
     csv = pd.read_csv(cfg.tables_dir / "scorecard.csv")

@@ -28,7 +28,7 @@ def _report(front_extra: str = "", caption: str = CAPTION_OK, glossary: str = "-
         "# Report", "", "## The question and the answer", "", "Which first?", "",
         "| retriever | set | p |", "|---|---|---|", "| dense | G1 | p = 0.012 |", "", front_extra,
         "### Limits of this reproduction", "", "- **Dense:** RtP ahead on G1 (p = 0.012).", "",
-        "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure 1.* {caption}", "",
+        "## Main results", "", "`rtp` leads.", "", "![x](figures/k.png)", "", f"*Figure R1.* {caption}", "",
         "## Glossary", "", glossary, ""])
 
 
@@ -56,12 +56,12 @@ def test_a_long_front_and_a_front_not_ending_in_its_limits_fail():
 def test_short_captions_and_repeated_figures_fail():
     short = "Recall against k."
     assert words(short) < MIN_CAPTION_WORDS and check_captions(_report(caption=short))
-    twice = _report() + f"\n![x](figures/k.png)\n\n*Figure 2.* {CAPTION_OK} Again.\n"
+    twice = _report() + f"\n![x](figures/k.png)\n\n*Figure R2.* {CAPTION_OK} Again.\n"
     assert check_captions(twice) == ["figure figures/k.png appears twice"]
 
 
 def test_shared_captions_and_internal_ids_in_captions_fail():
-    shared = _report() + f"\n![y](figures/other.png)\n\n*Figure 2.* {CAPTION_OK}\n"
+    shared = _report() + f"\n![y](figures/other.png)\n\n*Figure R2.* {CAPTION_OK}\n"
     assert check_captions(shared) == ["figures 1 and 2 share one caption"]
     for caption, token in ((f"{CAPTION_OK} See `figure4`.", "`figure4`"),
                            (f"{CAPTION_OK} From figure4.", "figure4"),

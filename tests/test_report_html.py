@@ -22,7 +22,7 @@ A query's text: <iframe src="https://example.org"></iframe> and [x](javascript:a
 
 ![Recall per set: the bars show each architecture's recall with its 95% CI.](figures/fig.png)
 
-*Figure 1.* Recall per set.
+*Figure R1.* Recall per set.
 
 ## Glossary
 

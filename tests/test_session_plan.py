@@ -12,13 +12,10 @@ import pytest
 
 from toolbench_lib.analysis.references import paper_text_collapsed, paper_value
 from toolbench_lib.data.markdown import anchor
+from toolbench_lib.report.questions import QUOTE_BRAND, QUOTE_G2, QUOTE_GT, QUOTE_RETRIEVER
 from toolbench_lib.report.session import (
     NOTES_HEADING,
     QUESTIONS_HEADING,
-    QUOTE_BRAND,
-    QUOTE_G2,
-    QUOTE_GT,
-    QUOTE_RETRIEVER,
     SESSION_HEADING,
     plan_lines,
     session_lines,
@@ -148,11 +145,11 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
 
 
 def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing():
-    report = "## The question and the answer\n\n*Figure 1.* a\n\n## Setup and data (§3)\n\n*Figure 2.* b\n" \
-             "*Figure 3.* c\n"
+    report = ("## The question and the answer\n\n*Figure R1.* a\n\n## Setup and data (§3)\n\n*Figure R2.* b"
+              "\n*Figure R3.* c\n")
     plan = "\n".join(plan_lines(report)[0])
-    assert "[The question and the answer](report.md#the-question-and-the-answer), figure 1:" in plan
-    assert "[Setup and data (§3)](report.md#setup-and-data-3), figures 2, 3:" in plan
+    assert "[The question and the answer](report.md#the-question-and-the-answer), figure R1:" in plan
+    assert "[Setup and data (§3)](report.md#setup-and-data-3), figures R2, R3:" in plan
     assert "Registry scale (not in this run's report)" in plan
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 5, about 5 minutes each (the others for after the session)." in plan
@@ -163,15 +160,15 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     # the figure map: each figure's file and the paper's figure its section's heading names, whether or
     # not the plan takes its section
     mapped = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
-                                 "![Recall](figures/figure2.png)\n\n*Figure 4.* d e f\n"
+                                 "![Recall](figures/figure2.png)\n\n*Figure R4.* d e f\n"
                                  "## Trajectories (§4.3, Figure 4)\n\n![Plans](figures/figure4.png)\n\n"
-                                 "*Figure 5.* g\n")[0]
-    assert "| 4 | `figures/figure2.png` | Figure 2 |" in mapped and "| 2 | `n/a` | - |" in mapped
-    assert "| 5 | `figures/figure4.png` | Figure 4 |" in mapped
-    later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure 4.* g\n"
-                                "## Retriever families\n\n*Figure 5.* h\n")[0]
+                                 "*Figure R5.* g\n")[0]
+    assert "| R4 | `figures/figure2.png` | Figure 2 |" in mapped and "| R2 | `n/a` | - |" in mapped
+    assert "| R5 | `figures/figure4.png` | Figure 4 |" in mapped
+    later = plan_lines(report + "\n## A larger retrieval budget (§4.1 Table 1, §4.2)\n\n*Figure R4.* g\n"
+                                "## Retriever families\n\n*Figure R5.* h\n")[0]
     # the map goes by figure number, whichever block of the plan takes its section
-    assert later.index("| 4 | `n/a` | - |") < later.index("| 5 | `n/a` | - |")
+    assert later.index("| R4 | `n/a` | - |") < later.index("| R5 | `n/a` | - |")
     # the pre-reading: the words of the answer, the main claim and the paper's disagreements (here the
     # answer's caption of three words)
     assert plan.startswith("Before the session, each member reads the answer in plain words above, the "
@@ -358,7 +355,7 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
 
 def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
     from toolbench_lib.report.locate import TableCache
-    from toolbench_lib.report.session import g2_note
+    from toolbench_lib.report.questions import g2_note
 
     tables = hand_tables()
     paper = {"paper_rtp": 0.143, "paper_ptr": 0.188}  # the paper's +0.045

@@ -16,7 +16,7 @@ MAX_REPORT_BYTES = 83_000
 FRONT_HEADING = "## The question and the answer"
 LIMITS_HEADING = "### Limits of this reproduction"
 GLOSSARY_HEADING = "## Glossary"
-CAPTION = re.compile(r"^\*Figure (\d+)\.\* (.+)$")
+CAPTION = re.compile(r"^\*Figure R(\d+)\.\* (.+)$")  # R: the report's own numbers, never the paper's
 IMAGE = re.compile(r"^!\[[^\]]*\]\(([^)]+)\)")
 # An internal id in a caption: a code span, a snake_case name or a figure's file stem (``figure4``).
 INTERNAL_ID = re.compile(r"`[^`]+`|\b[a-z0-9]+_[a-z0-9_]+\b|\bfigure\d+\b")

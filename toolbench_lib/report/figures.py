@@ -170,4 +170,4 @@ PAPER_FIGURES = {"figure2": 2, "scale_recall": 3, "scale_divergence": 3, "figure
 def number_figures(markdown: str) -> str:
     """Each figure caption's mark (:data:`FIGURE_MARK`) as ``*Figure n.*``, numbered in reading order."""
     count = iter(range(1, 10_000))
-    return re.sub(r"(?m)^" + re.escape(FIGURE_MARK), lambda _: f"*Figure {next(count)}.*", markdown)
+    return re.sub(r"(?m)^" + re.escape(FIGURE_MARK), lambda _: f"*Figure R{next(count)}.*", markdown)
