@@ -362,13 +362,13 @@ def test_a_printed_recall_is_possible_only_with_a_ground_truth_that_can_give_it(
 
 def test_the_table_2_recalls_say_which_ground_truth_they_could_come_from():
     from toolbench_lib.report.against import POSSIBLE, possible_line
-    t = pd.DataFrame({POSSIBLE: ["candidates and relevant"] * 5 + ["candidates"],
+    t = pd.DataFrame({POSSIBLE: ["both"] * 5 + ["candidates"],
                       "match": ["same task"] * 5 + ["loose"]})
     assert possible_line(t) == (
         "Its Table 2 recalls hardly tell the two apart: both of an example's recalls could come from this "
         "data's `candidates` in 6 and from `relevant` in 5 of its 6 examples here (only `candidates` fits 1, "
         "a loose match).")
-    more = t.assign(**{POSSIBLE: ["candidates"] * 3 + ["relevant", "neither", "candidates and relevant"],
+    more = t.assign(**{POSSIBLE: ["candidates"] * 3 + ["relevant", "neither", "both"],
                        "match": "same task"})
     assert possible_line(more).startswith("Its Table 2 recalls fit `candidates` better: ")
     assert possible_line(more).endswith("(only `candidates` fits 3; only `relevant` fits 1).")

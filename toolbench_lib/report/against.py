@@ -51,7 +51,7 @@ def printed_p_lines(refs: dict) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-POSSIBLE = "the paper's recalls possible with"  # the examples table's column (report.teaching)
+POSSIBLE = "paper's recalls fit"  # report.teaching's examples column: a ground truth, both or neither
 
 
 def possible_line(examples: pd.DataFrame | None) -> str:
@@ -61,7 +61,7 @@ def possible_line(examples: pd.DataFrame | None) -> str:
     if examples is None or POSSIBLE not in examples or examples.empty:
         return ""
     fit = examples[POSSIBLE].astype(str)
-    c, r = fit.str.contains("candidates"), fit.str.contains("relevant")
+    c, r = fit.isin(["both", "candidates"]), fit.isin(["both", "relevant"])
     only = {"candidates": c & ~r, "relevant": r & ~c}
     told = {g: int(m.sum()) for g, m in only.items()}
     said = ("hardly tell the two apart" if sum(told.values()) <= 1 else "do not favour either"

@@ -21,6 +21,7 @@ from ..data.queries import DEFAULT_GT, check_gt, subset_alias
 from ..eval.evaluation import recall_at
 from ..explorer.data import api_labels, catalogue, explorer_url, query_outcomes, stored_registry
 from ..study.stored import StoredStudyError, StudyResult
+from .against import POSSIBLE
 from .glossary import glossary_markdown
 
 HIT = "✓"
@@ -289,8 +290,8 @@ def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT
            f"RtP here (run {run})": wq.recall("rtp"), f"PtR here (run {run})": wq.recall("ptr"),
            "paper's leader": paper_leader, "leader here": ours,
            "match": "loose" if x.get("match") == "loose" else "same task",
-           "APIs: candidates / relevant": f"{sizes['candidates']} / {sizes['relevant']}",
-           "the paper's recalls possible with": " and ".join(fits) or "neither"}
+           "APIs (candidates / relevant)": f"{sizes['candidates']} / {sizes['relevant']}",
+           POSSIBLE: "both" if len(fits) == 2 else fits[0] if fits else "neither"}
     agree = ("the same leader as the paper" if ours == paper_leader else
              f"the paper's leader was {paper_leader}")
     about, quote = x.get("description", ""), md_text(str(x["quote"]).replace("\\to", "→"), False)

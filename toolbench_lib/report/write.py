@@ -452,8 +452,8 @@ def examples_lines(material, k: int) -> list[str]:
     if t is None or t.empty:
         return [material.examples[0] if material.examples else "No example of the paper's Table 2 is here.",
                 ""]
-    shown = t.copy()
-    for col in shown.columns[2:6]:
+    shown = t.drop(columns="query")  # the query's key: in the full blocks of TEACHING_FILE
+    for col in shown.columns[1:5]:
         shown[col] = shown[col].map(fmt_number)
     agree = t["paper's leader"] == t["leader here"]
     exact = t.get("match", pd.Series("same task", index=t.index)) == "same task"
