@@ -234,8 +234,9 @@ def test_the_verdict_says_where_a_lead_holds_and_where_a_set_leans_on_one_api_sa
                            "recall_p_value": [0.0003, 0.0038, 0.01, 0.01]})
     text = verdict(_tables(tmp_path, primary_endpoint=robust, beyond_validation=beyond,
                            primary_endpoint_relevant=_tested(significant=False, p_holm=0.077)))
-    assert ("- G1's lead holds at temperature 0 alone (run 0: -0.072, p = 0.0217) and in two G1 files no "
-            "method was tuned on (G1_category -0.099, p < 0.001; G1_tool -0.064, p = 0.00380; unadjusted).\n"
+    assert ("- G1's lead holds at temperature 0 alone (run 0: -0.072, Holm p = 0.0217) and in two G1 files "
+            "no method was tuned on (G1_category -0.099, p < 0.001; G1_tool -0.064, p = 0.00380; "
+            "unadjusted).\n"
             "- G3's difference leans on one API sample, 23 of its 100 queries: without it, +0.040 "
             "[-0.033, 0.112], still not significant.\n") in text
     assert "G2's difference leans" not in text

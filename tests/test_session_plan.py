@@ -129,7 +129,8 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     assert "model answer" not in block(3).lower()
     notes = teaching.split(f"## {NOTES_HEADING}")[1]
     assert "The plan's questions, block by block:" in notes
-    assert re.search(r"(?m)^1\. \*Which half of the paper's claim can this run test, and which not\?\* \S",
+    assert re.search(r"(?m)^- \*\*Block 1\.\*\* \*Which half of the paper's claim can this run test, and "
+                     r"which not\?\* \S",
                      notes) and "model answer" not in block(1).lower()
     assert "Outside the plan, for members who want more: [Retriever families" in plan
     assert "Total: 90 minutes." in plan
@@ -316,7 +317,7 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     save(cfg, tables)
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
     notes = text.split(f"## {NOTES_HEADING}")[1]
-    assert len(re.findall(r"(?m)^\d+\. ", notes)) == len(questions(cfg)) >= 6
+    assert len(re.findall(r"(?m)^- \*\*Question \d+\.\*\* ", notes)) == len(questions(cfg)) >= 6
     ptr, rtp = paper_value("g1_ptr_recall"), paper_value("g1_rtp_recall")
     inside = "inside" if -0.102 <= ptr - rtp <= -0.024 else "outside"
     assert (f"The stated {paper_value('g1_ptr_minus_rtp_recall'):.3f} lies inside this run's unadjusted CI "
@@ -349,8 +350,9 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "change PtR's recall by G1 -0.045" in notes
     (cfg.tables_dir / "ablation_decomposition.csv").unlink()
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    # the stronger stub writer's note (question 4: the G2 file, the ground truth and BM25 come first)
-    assert "5. Not in this run: no `ablation_decomposition` table" in text.split(f"## {NOTES_HEADING}")[1]
+    # the stronger stub writer's note (question 6: the pass rate against recall comes into the session first)
+    assert "- **Question 6.** Not in this run: no `ablation_decomposition` table" in text.split(
+        f"## {NOTES_HEADING}")[1]
 
 
 def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):

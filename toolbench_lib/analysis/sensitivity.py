@@ -281,7 +281,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
             said += f"; inconclusive at {at(unsure)}"
         claim = (f"the claim that {lead} keeps its advantage at every size"
                  if subset_alias(subset) in SCALE_SETS
-                 else f"{lead} ahead at every size (the paper claims this for G1 and G2 only)")
+                 else f"{lead} ahead at every size (the paper claims an every-size lead for G1, RtP's, and "
+                      "G2, PtR's, only)")
         ties = int((sign * g["diff"]).round(3).eq(0).sum())
         tie = f"; {ties} tied, differing by under 0.0005" if ties else ""
         change = (f" (change {g['change'].iloc[-1]:+.3f} [{g['change_ci_low'].iloc[-1]:+.3f}, "

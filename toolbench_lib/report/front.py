@@ -367,8 +367,9 @@ def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
 TERMS = ("**Words used below.** `candidates`: every API of the tools a query was written from; `relevant`: "
          "the APIs it was written to need. A *Holm CI* is adjusted for several tests (the scorecard rows "
          "give the unadjusted 95% CI of the same difference). *Consistent*: this run cannot tell the paper's "
-         "number from its own (not confirmed). *Cause untested*: a difference of setup no ablation tested. "
-         "Every term: the [glossary](#glossary).")
+         "number from its own (not confirmed); for a claim in words, its CI lies wholly on the claim's side "
+         "(within the margin, for a claim of equality). *Cause untested*: a difference of setup no ablation "
+         "tested. Every term: the [glossary](#glossary).")
 
 
 def fare_line(report: pd.DataFrame) -> str:

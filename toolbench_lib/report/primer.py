@@ -236,7 +236,8 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
     on G1, the G1 files no method was tuned on (``beyond_validation``, paired, unadjusted)."""
     where, sign = [], 1 if r["diff"] > 0 else -1  # the lead's direction: a check that holds keeps it
     if pd.notna(p0 := r.get("p_holm_run0_robustness")) and p0 < ALPHA and sign * r.diff_run0_robustness > 0:
-        where.append(f"at temperature 0 alone (run 0: {fmt_signed(r.diff_run0_robustness)}, {fmt_p(p0)})")
+        where.append(f"at temperature 0 alone (run 0: {fmt_signed(r.diff_run0_robustness)}, "
+                     f"Holm {fmt_p(p0)})")
     t = c.having("beyond_validation", "subset", "method", "recall_reference", "recall_diff", "recall_p_value")
     if s == "G1" and t is not None:
         g1 = t[t["subset"].astype(str).str.startswith("G1_") & (t["method"] == "ptr")

@@ -313,6 +313,13 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
          "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
          "independent observations does G3 hold?", tests_note),
+        ("Pass rate against recall",
+         f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
+         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTES['upper']}” "
+         f"({setup}, evaluation proxy).",
+         (objective_pass_rates, recall_ceiling),
+         "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
+         "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
@@ -322,13 +329,6 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "If this run's stub writer reached the paper's hit share, on which sets would PtR overtake RtP? "
          "Does the gap between rule-based and LLM stubs hint at what a better writer could gain?",
          decomposer_note),
-        ("Pass rate against recall",
-         f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
-         f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTES['upper']}” "
-         f"({setup}, evaluation proxy).",
-         (objective_pass_rates, recall_ceiling),
-         "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
-         "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
         ("Does the query name its tool?",
          f"It explains the crossover by Intent-Registry Coupling: on G1 “{QUOTE_BRAND}” "
          f"({sec('g2_gt_size')}).",

@@ -41,8 +41,7 @@ PLAN = (
                                                  " a [Table 2 example](#the-papers-table-2-examples)",
      "would you have written the worked query's stubs?", ("g1_stub_hit_share", "g1_gt_size",
                                                           "g1_stub_cos_gap")),
-    (("Registry scale",), 8, "divergence as the registry grows and which reading fits the paper (the "
-                              "smallest sub-registries are mostly ground truth)",
+    (("Registry scale",), 8, "divergence as the registry grows and which reading fits the paper",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
     (("Trajectories", "Cost and routing"), 8,
@@ -114,7 +113,7 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
                          for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
         links = " and ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in headings)
         if said := "; ".join(a for start in starts if (a := block_answer(start, cells, report_md))):
-            answers.append(f"{i}. *{ask[0].upper()}{ask[1:]}* {said[0].upper()}{said[1:]}.")
+            answers.append(f"- **Block {i}.** *{ask[0].upper()}{ask[1:]}* {said[0].upper()}{said[1:]}.")
         lines.append(f"{i}. **{minutes} min**: {links}{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows
                                                                           else "") + f". *Ask*: {ask}"
                      + (f" *Here*: {here}." if here else ""))
@@ -164,7 +163,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]
-        notes.append(f"{i}. {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
-    lead = "What this run's numbers answer, for whoever leads the discussion:"
+        notes.append(f"- **Question {i}.** {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
+    lead = "The discussion questions: what this run's numbers answer, for whoever leads the discussion:"
     blocks = ["The plan's questions, block by block:", "", *answers, ""] if answers else []
     return [*lines, f"## {NOTES_HEADING}", "", *blocks, lead, "", *notes, ""]

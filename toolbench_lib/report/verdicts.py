@@ -397,9 +397,12 @@ def coupling_lines(cfg: ExperimentConfig) -> list[str]:
     moved = _sign_word(g["change_lo"], g["change_hi"], "the gap moves toward RtP, against the coupling",
                        "the gap moves toward PtR, as the paper's coupling predicts", bound)
     share = t.set_index("subset")["brand_share"].drop("G1")
-    other = (f"; {', '.join(f'{s} {v:.0%}' for s, v in share.items())}: by this proxy the multi-tool sets "
-             + ("name a brand at least as often, which sits badly with coupling setting G1 apart"
-                if (share >= g["brand_share"]).all() else "name a brand less often, as coupling expects")
+    other = (f"; {', '.join(f'{s} {v:.0%}' for s, v in share.items())}, so this crude proxy (any "
+             "capitalised name counts, places included, and longer requests hold more) "
+             + ("does not show G1's requests naming a brand more often; whether a request names its own API "
+                "it cannot tell" if (share >= g["brand_share"]).all() else
+                "shows G1's requests naming a brand more often, as coupling expects, though whether a "
+                "request names its own API it cannot tell")
              if len(share) else "")
     lines = [f"Coupling, tested on the query (no LLM call; run 0's stubs): {g['brand_share']:.0%} of G1 "
              f"queries hold a brand word (a capitalised name, a word with digits or inner capitals){other}. "
