@@ -1022,7 +1022,7 @@ def test_the_glossary_keeps_the_method_names_the_report_uses(tmp_path):
     finally:
         write.stored_study_dir = original
     assert "`tables/ltr_ablations.csv`" in shown
-    assert f"excludes 0, unadjusted over {len(table) * 2} cells (about 0 by chance alone)" in shown
+    assert f"excludes 0, unadjusted over {len(table) * 2} cells (about 0 by chance)" in shown
     assert pd.read_csv(cfg.tables_dir / "ltr_ablations.csv")["method"].tolist() == table["method"].tolist()
     assert table.iloc[0].tolist() == ["no BM25", "+0.010", "-0.100*"]
     assert table.iloc[1, 1] == "+0.000"  # a tiny negative difference, never -0.000
@@ -1626,6 +1626,16 @@ def test_the_coupling_and_divergence_lines_read_their_ablations(tmp_path):
     (caveat,) = divergence_caveat_lines(cfg)
     assert "(disjoint top-5 lists for 52% of the least-echoing third of queries, 22% of the most-echoing;" \
         in caveat
+    assert "smallest sub-registries" not in caveat  # no ablation of their ground truth: nothing said
+    for shares, said in (((0.08, 0.06, 0.10), "hardly moves with the ground truth they keep (the set's 8%, "
+                          "each query's own 6%, none 10%; `ablation_divergence`), so it does not explain "
+                          "their overlap."),
+                         ((0.08, 0.06, 0.30), "moves with the ground truth they keep (the set's 8%, each "
+                          "query's own 6%, none 30%; `ablation_divergence`).")):
+        pd.DataFrame({"design": ["full", "set_gt", "own_gt", "no_gt"], "no_overlap_share": [0.26, *shares]}
+                     ).to_csv(tmp_path / "ablation_divergence.csv", index=False)
+        assert f"; the smallest sub-registries' disjoint share {said} The paper's" in divergence_caveat_lines(
+            cfg)[0]
 
 
 def test_a_significant_trend_over_registry_sizes_is_said_beside_the_spread(tmp_path):

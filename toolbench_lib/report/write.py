@@ -221,7 +221,7 @@ def ltr_lines(cfg: ExperimentConfig) -> list[str]:
         lines += ["**The learned ranker's ablations** (`ltr_study`, run 0's stubs, `candidates`; "
                   f"`tables/ltr_ablations.csv`): recall@{cfg.k} of each variant minus the full `ltr`'s; * "
                   f"where the paired 95% CI excludes 0, unadjusted over {fmt_count(cells)} cells (about "
-                  f"{fmt_count(round(cells / 20))} by chance alone).", "",
+                  f"{fmt_count(round(cells / 20))} by chance).", "",
                   md_table(tables["ablations"], numparse=False), "",
                   *tool_feature_lines(tables["ablations"])]
     if "costs" in tables:
@@ -367,7 +367,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
                   *figures_markdown(cfg, key), *after.get(key, [])]
     runs_test = ([f"The primary test beside Holm over every comparison at once, the paper's "
                   f"*“{QUOTES['one_sample']}”* and Wilcoxon's signed-rank test over queries (Pratt's: zero "
-                  "differences kept in the ranking; robustness: "
+                  "differences ranked; robustness: "
                   "they give no verdict; neither clusters the queries):", "",
                   runs_test_table(rows, ledger), "", robustness_sentence(rows), "",
                   two_questions(rows, ledger, prov.get("settings", {}).get("run_temperature")), ""]
