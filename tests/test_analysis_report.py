@@ -704,7 +704,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
         in front
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
-    assert [f"*Figure {n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)
+    assert [f"*Figure R{n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)
     assert check_captions(text) == []
     sections = {"figure2": "## Which architecture", "k_ablation": "## A larger retrieval budget",
                 "scale_divergence": "## Registry scale", "retriever_recall": "## Retriever families",
