@@ -155,17 +155,23 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert (verdict["subset"], verdict["n_sizes"], bool(verdict["holds"])) == ("G2", 3, False)
     assert verdict["smallest_gt_share"] == 1.0 and bool(verdict["paper_claims"])  # Figure 3 shows G2
     assert verdict["gap_std"] == pytest.approx(claim.sort_values("size")["diff"].std())  # the scored std
-    # not ahead at 3 and 4 APIs, each CI holding 0: inconclusive, not failed (the scorecard's rule)
-    # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
-    assert "is inconclusive at 3 (-0.250 [-3.427, +2.927]), 4 (+0.000" in verdict["text"]
+    # not significantly ahead or behind at any size, each CI holding 0: inconclusive, not failed
+    assert "is inconclusive at every size (the CI holding 0)" in verdict["text"]
     assert "+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample)" \
         in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
+    # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
     assert "fails at 3 (-0.250 [-3.427, -0.100]) (the CI excludes 0); inconclusive at 4 (+0.000" in text
+    ahead = claim.assign(diff=0.1, ci_low=0.05, ci_high=0.15)
+    assert "keeps its advantage at every size holds, significantly at every size" in \
+        se.scale_claim_verdict(ahead).iloc[0]["text"]
+    loose = se.scale_claim_verdict(ahead.assign(ci_low=ahead["ci_low"].where(ahead["size"] != 6, -0.01)))
+    assert "holds at the point estimates, not significantly at 6 (+0.100 [-0.010, +0.150])" in \
+        loose.iloc[0]["text"]
     level = claim.assign(diff=-0.01, ci_low=-0.1, ci_high=0.1)  # behind at all three sizes: their names only
     level_text = se.scale_claim_verdict(level).iloc[0]["text"]
-    assert "is inconclusive at 3, 4, 6 (not ahead, the CI holding 0)" in level_text
+    assert "is inconclusive at every size (the CI holding 0)" in level_text
     # a lead that shows as +0.000 at 3 decimals is a tie, not a size where PtR is ahead
     tiny = claim.assign(diff=claim["diff"].where(claim["size"] != 6, 0.000006))
     assert se.scale_claim_verdict(tiny).iloc[0]["sizes_ahead"] == 0

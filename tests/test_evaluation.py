@@ -23,7 +23,7 @@ from toolbench_lib.eval.evaluation import (
     relevance,
     score_rankings,
 )
-from toolbench_lib.eval.stats import holm, paired, runs_test, t_ci, two_sample
+from toolbench_lib.eval.stats import holm, mean_se, paired, runs_test, t_ci, two_sample
 from toolbench_lib.study.stored import StudyResult
 
 from .hand_tables import study_of_hits
@@ -248,6 +248,26 @@ def test_the_clustered_paired_test_is_scipys_over_single_queries_and_statsmodels
     assert row.n_groups == len({groups[q] for q in mine}) <= row.n
 
 
+def test_the_clustered_test_takes_bell_and_mccaffreys_df_built_from_its_definition() -> None:
+    rng = np.random.default_rng(11)
+    sizes = [23, 9, 6, 4, 3, 2, 2, 1, 1, 1]  # unbalanced, as G3's API samples are
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    n = groups.size
+    x, hat = np.ones((n, 1)), np.full((n, n), 1 / n)
+    # CR2's V = Σ_g (p_g'u)², p_g' = M X_g' A_g (I − H)_g·, A_g = (I_g − H_gg)^(-1/2);
+    # df = (Σ p_g'p_g)² / Σ (p_g'p_h)²
+    p = []
+    for g in range(len(sizes)):
+        rows = groups == g
+        vals, vecs = np.linalg.eigh(np.eye(rows.sum()) - hat[np.ix_(rows, rows)])
+        a_g = vecs @ np.diag(vals ** -0.5) @ vecs.T
+        p.append((x[rows].T @ a_g @ (np.eye(n) - hat)[rows]).ravel() / n)
+    gram = np.array(p) @ np.array(p).T
+    _, _, df = mean_se(rng.normal(size=n), groups)
+    assert df == pytest.approx(np.trace(gram) ** 2 / np.sum(gram**2), rel=1e-9) and df < len(sizes) - 1
+    assert mean_se(rng.normal(size=12), np.repeat(np.arange(4), 3))[2] == pytest.approx(3)  # one size: G − 1
+
+
 def test_every_interval_over_queries_resamples_their_clusters():
     from toolbench_lib.analysis.intervals import paired_columns, with_ci
     from toolbench_lib.data.queries import clusters
@@ -340,31 +360,35 @@ def test_the_endpoint_table_reads_each_comparison_again_with_coarser_clusters() 
     assert table["n_groups_tool_clusters_robustness"].min() < table["n_groups"].min()  # the check can fail
 
 
-def test_the_endpoint_table_reads_each_comparison_on_run_0_alone_and_without_its_largest_cluster() -> None:
-    """Run 0's columns are compare's on the first run alone; the largest cluster of each set (the most queries
-    of one API sample) is named with its size, and the set is tested again without it."""
+def test_the_endpoint_table_reads_each_comparison_on_run_0_alone_and_without_its_dominant_cluster() -> None:
+    """Run 0's columns are compare's on the first run alone; a set's dominant cluster (the one largest, with
+    at least a fifth of its queries, written from one API sample) is named with its size and the set tested
+    again without it; a set where none dominates (a tie) has no such reading."""
     from dataclasses import replace
 
     from toolbench_lib.analysis.endpoint import endpoint_table
 
     study = _study(4, depth=60, n_sets=2)
+    shared = study.queries.loc[0, "candidates"]
+    study.queries["candidates"] = [shared if i < 5 else c for i, c in enumerate(study.queries["candidates"])]
     table = endpoint_table(study).set_index("subset")
     ev = evaluate(study)
     first = compare(replace(ev, flags=ev.flags[:, :, :1], n_runs=1), "rtp", "ptr").set_index("subset")
     assert table["diff_run0_robustness"].tolist() == pytest.approx(first["diff"].tolist())
     assert table["p_holm_run0_robustness"].tolist() == pytest.approx(first["p_holm"].tolist())
     assert not np.allclose(table["diff_run0_robustness"], table["diff"])  # runs differ: the check can fail
-    seen = []
-    for s, r in table.iterrows():
-        names, counts = np.unique(ev.groups[ev.subsets == s], return_counts=True)
-        assert r.largest_cluster_n == counts.max() and r.largest_cluster == names[np.argmax(counts)]
-        kept = (ev.subsets == s) & (ev.groups != r.largest_cluster)
-        v = ev.values("recall", 5, "candidates")
-        d = v[ev._method("ptr")][:, kept].mean(axis=0) - v[ev._method("rtp")][:, kept].mean(axis=0)
-        assert r.n_no_largest_cluster_robustness == kept.sum() == r.n_queries - counts.max()
-        assert r.diff_no_largest_cluster_robustness == pytest.approx(d.mean())
-        seen.append(s)
-    assert len(seen) == 2
+    first_set, second_set = table.index  # the first holds 5 queries of one API sample, the second 15 apart
+    names, counts = np.unique(ev.groups[ev.subsets == first_set], return_counts=True)
+    r = table.loc[first_set]
+    assert r.largest_cluster_n == counts.max() == 5 and r.largest_cluster == names[np.argmax(counts)]
+    kept = (ev.subsets == first_set) & (ev.groups != r.largest_cluster)
+    v = ev.values("recall", 5, "candidates")
+    d = v[ev._method("ptr")][:, kept].mean(axis=0) - v[ev._method("rtp")][:, kept].mean(axis=0)
+    assert r.n_no_largest_cluster_robustness == kept.sum() == r.n_queries - 5
+    assert r.diff_no_largest_cluster_robustness == pytest.approx(d.mean())
+    tied = table.loc[second_set]
+    assert tied.largest_cluster_n == 1 and tied.largest_cluster == ""
+    assert tied[["diff_no_largest_cluster_robustness", "p_holm_no_largest_cluster_robustness"]].isna().all()
 
 
 def test_the_per_query_table_holds_what_the_primary_test_reads() -> None:

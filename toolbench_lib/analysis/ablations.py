@@ -16,7 +16,7 @@ from ..config import DEPTH, K
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..data.tables import cached_tables
 from ..eval.evaluation import recall_at, score_rankings
-from ..eval.stats import spearman
+from ..eval.stats import cluster_difference_ci, spearman
 from ..retrieval.rankings import DenseSearcher, search_and_merge
 from ..retrieval.retrievers import ptr_texts
 from ..study.ablation_runs import embedder_studies
@@ -290,19 +290,22 @@ def stub_echo(setup, result, run: int = 0) -> pd.DataFrame:
 
 def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: per set and over all queries, Spearman's rho of a query's stub echo (best stub
-    cosine to the query) against disjoint RtP/PtR top-k lists, and the disjoint share in the lowest and
-    highest thirds of echo."""
+    cosine to the query) against disjoint RtP/PtR top-k lists (descriptive: no p), and the disjoint share in
+    the lowest and highest thirds of echo with the CI of their difference, resampling API samples whole."""
     rtp, ptr = result.ranking("rtp", run, k=k), result.ranking("ptr", run, k=k)
     e = echo.assign(disjoint=[not (set(rtp.get(q, [])) & set(ptr.get(q, []))) for q in echo["qkey"]])
     rows = []
     for subset, g in [*e.groupby("subset", sort=False), ("all", e)]:
-        rho, p_rho = spearman(g["max_cos"], g["disjoint"])
+        rho, _ = spearman(g["max_cos"], g["disjoint"])
         third = pd.qcut(g["max_cos"].rank(method="first"), 3, labels=["low", "mid", "high"])
         by = g.groupby(third, observed=True)["disjoint"].mean()
         sizes = g.groupby(third, observed=True)["disjoint"].size()
+        ends = third.isin(["low", "high"]).to_numpy()
+        lo, hi = cluster_difference_ci(g["disjoint"].to_numpy(float)[ends], (third == "low").to_numpy()[ends],
+                                       clusters(result.queries, g["qkey"].to_numpy()[ends]))
         rows.append({"subset": subset, "mean_cos": g["mean_cos"].mean(), "max_cos": g["max_cos"].mean(),
                      "n_stubs": g["n_stubs"].mean(), "disjoint_share": g["disjoint"].mean(),
-                     "rho_disjoint_vs_echo": rho, "p_value": p_rho,
+                     "rho_disjoint_vs_echo": rho, "low_minus_high_ci_low": lo, "low_minus_high_ci_high": hi,
                      "disjoint_low_echo": by.get("low", float("nan")),
                      "disjoint_high_echo": by.get("high", float("nan")), "n_queries": len(g),
                      "n_low_echo": int(sizes.get("low", 0)), "n_high_echo": int(sizes.get("high", 0))})
@@ -311,9 +314,11 @@ def echo_divergence(echo: pd.DataFrame, result, k: int = K, run: int = 0) -> tup
     low, high = a["disjoint_low_echo"], a["disjoint_high_echo"]
     verdict = (f"Stubs restate their query (best stub cosine {a['max_cos']:.2f} on average); the closer "
                f"they are, the more RtP and PtR agree: {low:.0%} of the least-echoing third of queries have "
-               f"disjoint top-{k} lists against {high:.0%} of the most-echoing third "
-               + (f"(Spearman rho {a['rho_disjoint_vs_echo']:+.2f}, {fmt_p(a['p_value'])})."
-                  if pd.notna(a["p_value"]) else "(Spearman's rho not testable: no variation)."))
+               f"disjoint top-{k} lists against {high:.0%} of the most-echoing third"
+               + (f" (difference {low - high:+.2f} [{a['low_minus_high_ci_low']:+.2f}, "
+                  f"{a['low_minus_high_ci_high']:+.2f}], API samples resampled"
+                  + (f"; Spearman rho {rho:+.2f}" if pd.notna(rho := a["rho_disjoint_vs_echo"]) else "")
+                  + ")." if pd.notna(a["low_minus_high_ci_low"]) else "."))
     return table, verdict
 
 

@@ -25,7 +25,7 @@ class Endpoint:
     k: int = K
     gt: str = "candidates"
     basis: str = "per-query mean over runs"
-    test: str = "paired t-test clustered by API sample (CR2, G − 1 df)"
+    test: str = "paired t-test clustered by API sample (CR2, Bell and McCaffrey's df)"
     family: str = "Holm over a family's three sets"
     secondary: str = "the paper's one-sample t-test over runs, unadjusted"
 
@@ -50,7 +50,7 @@ ENDPOINT_COLUMNS = ["comparison", "retriever", "subset", "n_queries", "n_runs", 
                     "p_wilcoxon_robustness", "largest_cluster", "largest_cluster_n"]
 ROBUSTNESS = {"tool_clusters": "queries sharing any tool in one cluster",
               "run0": "run 0 alone (temperature 0)",
-              "no_largest_cluster": "each set without its largest cluster"}
+              "no_largest_cluster": "each set without its dominant cluster, where one dominates"}
 ENDPOINT_COLUMNS += [f"{c}_{v}_robustness" for v in ROBUSTNESS
                      for c in ("n_groups", "n", "diff", "p_holm", "ci_low_holm", "ci_high_holm")]
 ENDPOINT_COLUMNS.append("p_holm_all_families_robustness")  # Holm over every family × set at once
@@ -92,6 +92,8 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
                 "n_groups", "n", "diff", "p_holm", "ci_low_holm", "ci_high_holm")})
         tests = tests.assign(largest_cluster=tests["subset"].map(lambda s: largest[s][0]),
                              largest_cluster_n=tests["subset"].map(lambda s: largest[s][1]))
+        undefined = tests["largest_cluster"] == ""  # none dominates: leaving one out would be arbitrary
+        tests.loc[undefined, [c for c in tests if c.endswith("_no_largest_cluster_robustness")]] = np.nan
         for t in tests.itertuples():
             ref = dict(paper.get(subset_alias(t.subset), paper.get(t.subset, {})))
             v = recall_verdict(t.mean_a, t.mean_b, t.p_holm, t.family, ref)
@@ -103,23 +105,29 @@ def endpoint_table(result, endpoint: Endpoint = PRIMARY,
     return out.assign(p_holm_all_families_robustness=over)
 
 
+DOMINATES = 0.2  # a cluster holding this share of its set's queries, and more than any other, dominates it
+
+
 def _largest_clusters(ev, sets: Sequence[str]) -> dict[str, tuple[str, int]]:
-    """Per set, its largest cluster (queries written from one sample of APIs) and its size; none (``("",
-    0)``) in a set of one cluster, which leaving it out would empty."""
+    """Per set, its dominant cluster (queries written from one sample of APIs: the one largest, holding at
+    least :data:`DOMINATES` of the set) and the largest cluster's size; no name (``""``) where none dominates
+    (a tie for the largest, a smaller share, or a set of one cluster, which leaving it out would empty)."""
     out = {}
     for s in sets:
         groups = ev.groups[ev.subsets == s] if ev.groups is not None else []
         names, counts = np.unique(groups, return_counts=True)
-        out[s] = (str(names[np.argmax(counts)]), int(counts.max())) if len(counts) > 1 else ("", 0)
+        top = int(counts.max()) if len(counts) else 0
+        dominant = len(counts) > 1 and (counts == top).sum() == 1 and top >= DOMINATES * counts.sum()
+        out[s] = (str(names[np.argmax(counts)]) if dominant else "", top)
     return out
 
 
 def _robustness_variants(ev, queries: pd.DataFrame, largest: Mapping[str, tuple[str, int]]) -> dict:
     """The evaluation as each robustness check of :data:`ROBUSTNESS` reads it: coarser clusters (queries
-    linked by any shared tool), run 0 alone, and every set with its largest cluster moved out of it."""
+    linked by any shared tool), run 0 alone, and every set with its dominant cluster moved out of it."""
     coarse = shared_tool_groups(queries)
     groups = ev.groups if ev.groups is not None else np.full(len(ev.qkeys), None)
-    dropped = np.array([largest.get(s, ("", 0))[1] > 0 and largest[s][0] == str(g)
+    dropped = np.array([bool(largest.get(s, ("", 0))[0]) and largest[s][0] == str(g)
                         for s, g in zip(ev.subsets, groups, strict=True)])
     return {"tool_clusters": replace(ev, groups=np.array([coarse[q] for q in ev.qkeys])),
             "run0": replace(ev, flags=ev.flags[:, :, :1], n_runs=1),

@@ -263,9 +263,9 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         point = int(ahead.sum())
         sig = int(((g["ci_low"] > 0) if sign > 0 else (g["ci_high"] < 0)).sum())
         g = g.sort_values("size")
-        behind = [r for _, r in g.iterrows() if round(sign * r["diff"], 3) <= 0]
-        refuted = [r for r in behind if (r["ci_high"] < 0 if sign > 0 else r["ci_low"] > 0)]
-        unsure = [r for r in behind if not any(r is x for x in refuted)]
+        refuted = [r for _, r in g.iterrows() if (r["ci_high"] < 0 if sign > 0 else r["ci_low"] > 0)]
+        unsure = [r for _, r in g.iterrows()  # neither ahead nor behind significantly: the CI holds 0
+                  if r["ci_low"] <= 0 <= r["ci_high"]]
 
         def at(rows: list) -> str:  # more than two sizes: their names only (the table has their CIs)
             if len(rows) > 2:
@@ -274,11 +274,13 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
                              for r in rows)
 
         holds = point == len(g)
-        said = ("holds at the point estimates" if holds else
+        where = "every size" if len(unsure) == len(g) else at(unsure)
+        said = ("holds, significantly at every size" if sig == len(g) else
+                f"holds at the point estimates, not significantly at {where}" if holds else
                 f"fails at {at(refuted)} (the CI excludes 0)" if refuted else
-                f"is inconclusive at {at(unsure)} (not ahead, the CI holding 0)")
+                f"is inconclusive at {where} (the CI holding 0)")
         if refuted and unsure:
-            said += f"; inconclusive at {at(unsure)}"
+            said += f"; inconclusive at {where}"
         claim = (f"the claim that {lead} keeps its advantage at every size"
                  if subset_alias(subset) in SCALE_SETS
                  else f"{lead} ahead at every size (the paper claims an every-size lead for G1, RtP's, and "

@@ -13,8 +13,8 @@ from .evaluation import Evaluation, evaluate
 from .stats import holm, paired, runs_test, t_ci, two_sample
 
 COMPARE_COLUMNS = ["comparison", "subset", "a", "b", "metric", "k", "gt", "n", "mean_a", "mean_b", "diff",
-                   "ci_low", "ci_high", "t", "p", "p_holm", "ci_low_holm", "ci_high_holm", "family", "wins",
-                   "ties", "losses", "testable", "note", "p_wilcoxon_robustness", "p_runs_robustness",
+                   "ci_low", "ci_high", "t", "df", "p", "p_holm", "ci_low_holm", "ci_high_holm", "family",
+                   "wins", "ties", "losses", "testable", "note", "p_wilcoxon_robustness", "p_runs_robustness",
                    "n_groups"]
 
 

@@ -83,14 +83,21 @@ def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 
     return float(low), float(high), len(sums)
 
 
-def mean_se(values: Sequence[float], groups: Sequence | None = None) -> tuple[float, float, int]:
-    """``(mean, se, df)``: the CR2 cluster-robust SE by ``groups`` (default: s/√n on n − 1)."""
+def mean_se(values: Sequence[float], groups: Sequence | None = None) -> tuple[float, float, float]:
+    """``(mean, se, df)``: the CR2 cluster-robust SE by ``groups`` with Bell and McCaffrey's Satterthwaite
+    df, which is G − 1 for G clusters of one size (default: s/√n on n − 1)."""
     v = np.asarray(values, dtype=float)
     _, inverse = np.unique(np.arange(v.size) if groups is None else np.asarray(groups), return_inverse=True)
-    sums, sizes = np.bincount(inverse, weights=v - v.mean()), np.bincount(inverse)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var = float(np.sum(sums**2 / (1 - sizes / v.size))) / v.size**2
-    return float(v.mean()), math.sqrt(var) if sizes.size > 1 else float("nan"), int(sizes.size) - 1
+    sums, sizes = np.bincount(inverse, weights=v - v.mean()), np.bincount(inverse).astype(float)
+    if sizes.size < 2:
+        return float(v.mean()), float("nan"), 0.0
+    c = 1 / (1 - sizes / v.size)  # CR2's adjustment of each cluster's residual sum
+    var = float(np.sum(c * sums**2)) / v.size**2
+    # the estimator is sums' c-weighted square, whose covariance under independence is diag(n_g) − n n'/N
+    trace = np.sum(c * sizes) - np.sum(c * sizes**2) / v.size
+    square = (np.sum((c * sizes) ** 2) - 2 * np.sum(c**2 * sizes**3) / v.size
+              + np.sum(c * sizes**2) ** 2 / v.size**2)
+    return float(v.mean()), math.sqrt(var), float(trace**2 / square)
 
 
 def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None = None) -> tuple[float, float]:
@@ -117,8 +124,8 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
     nan = float("nan")
     wins, losses = int(np.sum(d > TOL)), int(np.sum(d < -TOL))
     out = {"n": n, "n_groups": n_groups, "mean_a": nan, "mean_b": nan, "diff": nan, "ci_low": nan,
-           "ci_high": nan, "t": nan, "p": nan, "wins": wins, "ties": n - wins - losses, "losses": losses,
-           "p_wilcoxon": nan, "testable": False, "note": ""}
+           "ci_high": nan, "t": nan, "df": nan, "p": nan, "wins": wins, "ties": n - wins - losses,
+           "losses": losses, "p_wilcoxon": nan, "testable": False, "note": ""}
     bad = int(np.isnan(d).sum())
     if bad:
         return {**out, "note": f"not testable: {bad} of {n} paired scores are NaN"}
@@ -135,7 +142,7 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
     mean, se, df = mean_se(d, groups)
     with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         t = mean / se
-        out.update(t=float(t), p=float(2 * stats.t.sf(abs(t), df)), testable=True)
+        out.update(t=float(t), df=df, p=float(2 * stats.t.sf(abs(t), df)), testable=True)
         if out["wins"] + out["losses"]:
             out["p_wilcoxon"] = float(stats.wilcoxon(d, zero_method="pratt", alternative="two-sided").pvalue)
     return out

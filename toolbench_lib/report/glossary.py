@@ -76,9 +76,10 @@ GLOSSARY: tuple[Term, ...] = (
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
          "t-test takes each sample (queries with the same `candidates`) as one cluster: its standard error "
-         "is the CR2 cluster-robust one (Bell and McCaffrey's, corrected for few clusters) and its t has "
-         "G − 1 degrees of freedom for G clusters. With every "
-         "query its own sample it is the ordinary paired t-test.",
+         "is the CR2 cluster-robust one and its t has Bell and McCaffrey's degrees of freedom (a "
+         "Satterthwaite approximation: G − 1 for G clusters of one size, fewer where a few clusters hold "
+         "most queries; `df` in `primary_endpoint`). With every query its own sample it is the ordinary "
+         "paired t-test.",
          "eval.stats.mean_se, eval.compare"),
     Term("shift towards PtR",
          "How PtR − RtP changes from G1 to a later set, as one test: the sets hold different queries, so "

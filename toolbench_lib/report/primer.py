@@ -141,7 +141,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
     lines = [_set_line(s, r, g2i, at.get(r.subset, float("nan")), lost.get(s, ""))
              for s, r in table.iterrows() if isinstance(r.paper_leader, str)]
     rests += [_leans(s, r) for s, r in table.iterrows()
-              if pd.notna(r.get("largest_cluster_n")) and r.largest_cluster_n >= LEANS * r.n_queries]
+              if pd.notna(r.get("p_holm_no_largest_cluster_robustness"))]
     if missed := [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r)]:
         shift = c.having("primary_crossover", "retriever", "second", "p_holm")
         shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
@@ -218,7 +218,6 @@ ARCH_WORDS = {"RtP": "retrieving first (RtP)", "PtR": "planning first (PtR)"}
 
 
 NUMBER_WORDS = {2: "two", 3: "three"}
-LEANS = 0.2  # a set whose largest cluster holds this share of its queries leans on one API sample
 
 
 def _leans(s: str, r) -> str:
@@ -233,7 +232,7 @@ def _leans(s: str, r) -> str:
 
 def _lead_holds(c: TableCache, s: str, r) -> str:
     """Where set ``s``'s lead also holds: run 0 alone (temperature 0, ``primary_endpoint``'s robustness) and,
-    on G1, the G1 files no method was tuned on (``beyond_validation``, paired, unadjusted)."""
+    on G1, further G1 files (``beyond_validation``, paired, unadjusted)."""
     where, sign = [], 1 if r["diff"] > 0 else -1  # the lead's direction: a check that holds keeps it
     if pd.notna(p0 := r.get("p_holm_run0_robustness")) and p0 < ALPHA and sign * r.diff_run0_robustness > 0:
         where.append(f"at temperature 0 alone (run 0: {fmt_signed(r.diff_run0_robustness)}, "
@@ -244,7 +243,7 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
                & (t["recall_reference"] == "rtp") & (sign * t["recall_diff"] > 0)
                & (t["recall_p_value"] < ALPHA)]
         if len(g1):
-            where.append(f"in {NUMBER_WORDS.get(len(g1), len(g1))} G1 files no method was tuned on ("
+            where.append(f"in {NUMBER_WORDS.get(len(g1), len(g1))} further G1 files ("
                          + "; ".join(f"{x.subset} {fmt_signed(x.recall_diff)}, {fmt_p(x.recall_p_value)}"
                                      for x in g1.itertuples()) + "; unadjusted)")
     return f"holds {' and '.join(where)}" if where else ""
@@ -324,7 +323,7 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     col = "p_holm_tool_clusters_robustness"
     led = other[other["retriever"].isin(leading_elsewhere(other, where, "PtR"))
                 & other["subset"].astype(str).map(subset_alias).isin(where)] if col in other else other[:0]
-    n = "n_groups_tool_clusters_robustness"  # a check with few clusters is no support (t with G − 1 df)
+    n = "n_groups_tool_clusters_robustness"  # few clusters: no support (t on at most G − 1 df)
     kept = "; ".join(f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {fmt_p(getattr(x, col))}"
                      for x in led.itertuples() if getattr(x, col) < ALPHA and getattr(x, n, 0) >= FEW)
     return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "

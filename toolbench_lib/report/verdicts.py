@@ -53,18 +53,22 @@ def fidelity_lines(rows: pd.DataFrame) -> list[str]:
 def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
     """The dense primary test again as each robustness check reads the study (``primary_endpoint``'s
     ``*_robustness`` columns, Holm CI and p): run 0 alone (at run 0's temperature, where the later runs
-    sample at another: ``settings``, the study's), each set without its largest cluster, and coarser
+    sample at another: ``settings``, the study's), each set without the cluster that dominates it, and coarser
     clusters; whether each verdict holds, and where few clusters leave a check without power."""
     t = TableCache(cfg.tables_dir).having("primary_endpoint", "largest_cluster_n", "significant")
     if t is None:
         return []
     t = t[t["retriever"] == "dense"] if "retriever" in t else t
     temp, later = settings.get("temperature"), settings.get("run_temperature")
+    none = [subset_alias(s) for s, p in zip(t["subset"], t.get("p_holm_no_largest_cluster_robustness", []),
+                                            strict=True) if pd.isna(p)]
     heads = {"run0": f"Run 0 alone, at temperature {temp:g} as in the paper (the later runs at {later:g})"
                      if temp is not None and later not in (None, temp) else "",
-             "no_largest_cluster": "Each set without its largest API sample ("
-             + ", ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.largest_cluster_n))} of "
-                         f"{fmt_count(int(r.n_queries))} queries" for r in t.itertuples()) + ")",
+             "no_largest_cluster": "Each set without the API sample that dominates it, the one largest "
+             "holding at least a fifth of it (largest: " + ", ".join(
+                 f"{subset_alias(r.subset)} {fmt_count(int(r.largest_cluster_n))} of "
+                 f"{fmt_count(int(r.n_queries))} queries" for r in t.itertuples())
+             + (f"; none dominates {' or '.join(none)}" if none else "") + ")",
              "tool_clusters": "Coarser clusters (queries sharing any tool in one cluster: "
              + ", ".join(f"{subset_alias(r.subset)} {fmt_count(int(r.n_groups_tool_clusters_robustness))} "
                          f"(primary {fmt_count(int(r.n_groups))})" for r in t.itertuples()) + ")"}
@@ -73,11 +77,13 @@ def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
         cols = [f"{c}_{v}_robustness" for c in ("diff", "ci_low_holm", "ci_high_holm", "p_holm", "n_groups")]
         if not head or not set(cols) <= set(t):
             continue
-        each = "; ".join(f"{subset_alias(r.subset)} {fmt_signed(d)} {fmt_ci(lo, hi)}, {fmt_p(p)}"
-                         for r, (d, lo, hi, p, _) in zip(t.itertuples(), t[cols].to_numpy(), strict=True))
-        flips = [subset_alias(r.subset) for r, p in zip(t.itertuples(), t[cols[3]], strict=True)
+        if (read := t[t[cols[3]].notna()]).empty:  # a set the check does not apply to is left out
+            continue
+        each = "; ".join(f"{subset_alias(r.subset)} {fmt_signed(d)} {fmt_ci(lo, hi)}, {fmt_p(p)}" for r, (
+            d, lo, hi, p, _) in zip(read.itertuples(), read[cols].to_numpy(), strict=True))
+        flips = [subset_alias(r.subset) for r, p in zip(read.itertuples(), read[cols[3]], strict=True)
                  if bool(r.significant) != (p < ALPHA)]
-        few = [subset_alias(r.subset) for r, g in zip(t.itertuples(), t[cols[4]], strict=True) if g < FEW]
+        few = [subset_alias(s) for s, g in zip(read["subset"], read[cols[4]], strict=True) if g < FEW]
         lines.append(f"{head}: {each}; " + (f"the verdict changes on {' and '.join(flips)}" if flips else
                                             "the same verdicts")
                      + (f"; with under {FEW} clusters on {' and '.join(few)} this check has almost no power, "
@@ -86,7 +92,7 @@ def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
     return lines
 
 
-FEW = 10  # clusters under which a clustered test (t with G − 1 df) has almost no power
+FEW = 10  # clusters under which a clustered test (t with at most G − 1 df) has almost no power
 
 
 def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
