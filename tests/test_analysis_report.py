@@ -410,7 +410,7 @@ def test_a_cause_is_a_predicted_size_covering_the_paper_or_not(cfg):
     both = {**entry, "causes": ["stub_breadth", "llm_model"]}
     weak = name_cause(both, judged, proxied, _decomposition(cfg, 0.21))
     assert weak["cause_status"] == "setup difference" and weak["predicted"] == pytest.approx(0.235)
-    assert weak["cause"].startswith("llm_model; stub_breadth, by a proxy, under half the gap:")
+    assert weak["cause"].startswith("llm_model; stub_breadth, by a proxy, 16% of the gap:")
     strong = name_cause(both, judged, proxied, _decomposition(cfg, 0.27))  # 0.070 of 0.064: still first
     assert strong["cause_status"] == "indicative, by a proxy (moves 0.070 of 0.064)"
     reading = {**causes, "stub_breadth": {**causes["stub_breadth"], "reading": True}}
@@ -1346,7 +1346,7 @@ def test_a_value_consistent_only_by_its_rounding_says_so():
     assert tuple(percent[["paper", "this run", "unadjusted 95% CI"]]) == shown_ci
     # an equality claim whose CI crosses its margin but not 0 says it is nonzero
     claim = rows.assign(paper="claim: 0 ± 0.019", status="inconclusive", ci_low=[0.002, -0.01], ci_high=0.049)
-    nonzero = "inconclusive (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
+    nonzero = "against the claim, its size undecided (the CI excludes 0, crosses the margin)"
     assert list(_shown(claim)["status"]) == [nonzero, "inconclusive"]
 
 

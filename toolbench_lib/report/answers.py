@@ -59,7 +59,7 @@ def _budget(cells: Cells, md: str) -> str:
     margin = re.search(r"± ?([\d.]+)", c[1])
     undecided = (f"; whether by more than this project's margin (±{margin[1]}, from the paper's words) is "
                  "undecided"
-                 if "inconclusive" in c[4] and margin and more != "about as much as" else "")
+                 if "undecided" in c[4] and margin and more != "about as much as" else "")
     return (f"on G2, RtP at k = 10 finds {more} PtR at k = 5: {c[2]} {c[3].replace(chr(92), '')}, where the "
             f"paper has them nearly identical{undecided}")
 

@@ -150,7 +150,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
                   f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
                   f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
-        rests += [x for x in (_other_search(c, missed), _stubs_line(c, table, missed)) if x]
+        rests += [x for x in (_stubs_line(c, table, missed),) if x]
         holm = power["power_at_paper_holm"]
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
         chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
@@ -187,31 +187,27 @@ ANSWER = "**The answer.**"
 
 def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series | None = None,
             lost: dict | None = None) -> str:
-    """The verdict in two plain sentences, set by set from the dense comparisons (``table``), with the other
+    """The verdict in short plain sentences: set by set from the dense comparisons (``table``), then the other
     searches that give the same stubs a lead the dense one lacks, then what stays untested; ``weak``: each
     set's power at the paper's difference (a null below :data:`POWER` is said as untold, not agreed);
-    ``lost``: the sets whose lead is not significant on `relevant`."""
-    other, weak, lost = c.get("primary_endpoint_families"), {} if weak is None else weak, lost or {}
-    said = []
+    ``lost``: the sets whose lead is not significant on `relevant` (said in the verdict below it)."""
+    weak = {} if weak is None else weak
+    said, beyond = [], []
     for s, r in table.iterrows():
         where = PLAIN_SETS.get(s, s)
         if holds_paper(r) and bool(r.significant):
-            said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper"
-                        + " (on `candidates`; not significantly on the narrower `relevant`)" * (s in lost))
+            said.append(f"{ARCH_WORDS[r.leader]} finds more for {where}, as in the paper")
         elif holds_paper(r) and weak.get(r.subset, 1.0) < POWER:
             said.append(f"neither finds significantly more for {where}, which this run could hardly have "
                         "told apart")
         elif holds_paper(r):
             said.append(f"neither finds significantly more for {where}, as in the paper")
         elif isinstance(r.paper_leader, str):
-            also = leading_elsewhere(other, [s], r.paper_leader)
-            said.append(f"{ARCH_WORDS[r.paper_leader]} shows none of the paper's lead for {where}"
-                        + (f", though {_sets([FAMILY_SHORT.get(f, f) for f in also])} search, beyond the "
-                           f"paper and exploratory, give{'s' * (len(also) == 1)} it one with the same stubs"
-                           if also else ""))
+            said.append(f"{ARCH_WORDS[r.paper_leader]} shows none of the paper's lead for {where}")
+            beyond.append(_other_search(c, [s]) if r.paper_leader == "PtR" else "")
     writer = f"stubs written by a small local model ({llm})" if llm else "this run's stubs"
-    return (f"{ANSWER} With dense retrieval and {writer}: " + "; ".join(said)
-            + ". The paper's own stub writer (Gemini 2.5 Flash) and embedder (GTE-base) were not tested.")
+    return (f"{ANSWER} With dense retrieval and {writer}: " + "; ".join(said) + ". " + "".join(beyond)
+            + "The paper's own stub writer (Gemini 2.5 Flash) and embedder (GTE-base) were not tested.")
 
 
 ARCH_WORDS = {"RtP": "retrieving first (RtP)", "PtR": "planning first (PtR)"}
@@ -326,10 +322,10 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     n = "n_groups_tool_clusters_robustness"  # few clusters: no support (t on at most G − 1 df)
     kept = "; ".join(f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {fmt_p(getattr(x, col))}"
                      for x in led.itertuples() if getattr(x, col) < ALPHA and getattr(x, n, 0) >= FEW)
-    return (f"with the same stubs, {_sets(each)}" + (" search" if both is None else "") + " gives PtR a "
-            f"significant lead on {' and '.join(where)}"
-            + (f", also with queries sharing any tool in one cluster ({kept})" if kept else "")
-            + ": the missing dense lead may lie in how stubs are matched")
+    return (f"With the same stubs, {_sets(each)}" + (" search" if both is None else "")
+            + f", beyond the paper and exploratory, give{'s' * (len(each) == 1)} PtR a significant lead on "
+            f"{' and '.join(where)}" + (f", also with queries sharing any tool in one cluster ({kept})"
+                                        if kept else "") + ". ")
 
 
 def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:

@@ -59,8 +59,8 @@ def _status_text(r) -> str:
     if r.status == CONSISTENT and ONLY_BY_TOLERANCE in basis:
         status += " (only by the paper's rounding: the paper's value lies outside the CI)"
     bounds = (getattr(r, c, None) for c in ("ci_low", "ci_high"))
-    if against_claim(r.status, getattr(r, "paper", ""), *bounds):
-        status += " (against the claim, its size undecided: the CI excludes 0, crosses the margin)"
+    if against_claim(r.status, getattr(r, "paper", ""), *bounds):  # counted inconclusive, said for what it is
+        status = "against the claim, its size undecided (the CI excludes 0, crosses the margin)"
     if r.status == INCONCLUSIVE and "(estimate on the other side)" in basis:
         status += " (estimate against the claim: not supported here)"  # the CI holds the bound
     holm = re.search(rf"{UNADJUSTED_ONLY} (p [=<] [\d.]+)", basis)

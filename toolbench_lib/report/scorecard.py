@@ -240,7 +240,7 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
     best_id, best, result = min(results, key=key)
     proxies = [r for r in results if weak(r)] if result["cause_status"] == SETUP else []
     if proxies:  # the untested setup leads; the stand-in's small move is named after it, with its prediction
-        cid, _, weakest = min(proxies, key=lambda r: -moved(r))
+        cid, _, weakest = nearest = min(proxies, key=lambda r: -moved(r))
         result = {**result, **{c: weakest[c] for c in ("predicted", "predicted_ci_low", "predicted_ci_high")}}
     tried = [f"{cid}: {r['cause_status']} ({r['evidence']})" for cid, _, r in results if cid != best_id]
     evidence = result["evidence"] + (f". Also tried {'; '.join(tried)}" if tried else "")
@@ -256,7 +256,8 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
                   and r["cause_status"] == SETUP]
     label = " or ".join([best_id, *also]) + (f"; {' or '.join(open_setup)} untested" if open_setup else "")
     if proxies:
-        label += f"; {cid}, by a proxy, under half the gap"  # a direction: a proxy's size is no estimate
+        share = moved(nearest) / abs(judged["difference"])  # a direction: a proxy's size is no estimate
+        label += f"; {cid}, by a proxy, {share:.0%} of the gap" if share >= 0.005 else f"; {cid}, by a proxy"
     return {**result, "cause": f"{label}: {best['title']}", "evidence": evidence}
 
 
