@@ -1412,9 +1412,10 @@ def test_the_setup_table_says_how_many_apis_only_the_queries_document(tmp_path):
 
 def test_the_answer_gives_g2_as_k_grows_then_at_k_20_on_both_ground_truths(cfg):
     """PtR − RtP on G2 as k grows: the change from k = 1 to 20 on `candidates` (the paper's "grows with k")
-    first, then at k = 20 itself, unadjusted, with G2_instruction's beside it, then `relevant`, named as not
-    the paper's ground truth, beside the paper's own gain at k = 20; nothing without the table."""
-    from toolbench_lib.report.write import g2_gain_line
+    first, then at k = 20 itself, unadjusted, with G2_instruction's beside it, then on `relevant`, the ground
+    truth the paper's words name, with its own change from k = 1 (Holm), beside the paper's own gain at
+    k = 20; nothing without the table."""
+    from toolbench_lib.report.front import g2_gain_line
 
     refs = load_references()
     table = pd.DataFrame({"subset": ["G2_category_original"] * 3, "method": ["ptr", "ptr", "rtp"],
@@ -1423,13 +1424,14 @@ def test_the_answer_gives_g2_as_k_grows_then_at_k_20_on_both_ground_truths(cfg):
                           "recall_gain_ci_high": [0.104, 0.049, 0.049],
                           "recall_gain_vs_k1": [0.05, 0.027, 0.027],
                           "recall_gain_vs_k1_ci_low": [0.0, 0.001, 0.001],
-                          "recall_gain_vs_k1_ci_high": [0.1, 0.052, 0.052]})
+                          "recall_gain_vs_k1_ci_high": [0.1, 0.052, 0.052],
+                          "recall_gain_vs_k1_p_holm": [0.0113, 0.0851, 0.0851]})
     save_table(table, "k_ablation", cfg)
     head = ("- **PtR − RtP on G2 as k grows:** from k = 1 to 20 it changes by +0.027 [0.001, 0.052] on "
             "`candidates` (paper: +0.052); at k = 20 itself (unadjusted, one cell of the k ablation) ")
     assert g2_gain_line(TableCache(cfg.tables_dir), refs) == (
-        f"{head}+0.021 [-0.007, 0.049]; on `relevant` at k = 20, not the ground truth the paper's numbers "
-        "fit, +0.062 [0.020, 0.104] (paper: +0.066).")
+        f"{head}+0.021 [-0.007, 0.049]; on `relevant`, the ground truth the paper's words name, +0.062 "
+        "[0.020, 0.104] at k = 20, grown from k = 1 by +0.050 (Holm p = 0.0113) (paper: +0.066).")
     save_table(pd.DataFrame({"subset": ["G2_instruction", "G2_instruction"], "retriever": ["dense", "bm25"],
                              "k": [20, 20], "diff": [-0.007, 0.1], "diff_lo": [-0.048, 0.0],
                              "diff_hi": [0.034, 0.2]}), "g2_sensitivity", cfg)

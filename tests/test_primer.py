@@ -114,12 +114,12 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
         "**The verdict.** Not in this run: no `primary_endpoint` table (notebook 02 saves it).")
     # the shift from G1 as one test, in the paper's direction but not significant, and the embedder ablation
     shift = pd.DataFrame({"retriever": ["dense"], "second": ["G2_category_original"], "diff": [0.052],
-                          "ci_low_holm": [-0.007], "ci_high_holm": [0.11], "p_holm": [0.0967],
+                          "ci_low_holm": [-0.007], "ci_high_holm": [0.11], "p_holm": [0.0967], "p": [0.0483],
                           "paper_diff": [0.128]})
     text = verdict(_tables(tmp_path / "shift", primary_endpoint=_tested(), primary_crossover=shift,
                            ablation_embedder=EMBEDDER))
-    assert ("- G2's shift towards PtR from G1, +0.052 [-0.007, 0.110], is in the paper's direction (paper "
-            "+0.128) but not significant (p = 0.0967).\n") in text
+    assert ("- G2's shift towards PtR from G1, +0.052, Holm CI [-0.007, 0.110], is in the paper's direction "
+            "(paper +0.128) but not significant under Holm (p = 0.0967; unadjusted p = 0.0483).\n") in text
     assert text.endswith("A larger embedder (all-mpnet-base-v2, 50 queries per set) moved G2's difference by "
                          "+0.050, towards the paper's (`ablation_embedder`, one run, no CI: not even its "
                          "direction is established).")
@@ -135,9 +135,9 @@ def test_the_verdict_says_where_another_search_gives_the_guesses_the_lead(tmp_pa
     families = pd.DataFrame({"retriever": ["bm25", "bm25", "hybrid"], "subset": sets,
                              "significant": [True, True, False], "leader": ["PtR", "PtR", "PtR"]})
     text = verdict(_tables(tmp_path, primary_endpoint=_tested(), primary_endpoint_families=families))
-    assert ("(G2); planning first (PtR) finds more for requests for tools across categories (G3), as in the "
-            "paper. With the same stubs, word-matching (BM25) search, beyond the paper and exploratory, gives "
-            "PtR a significant lead on G2. The paper's own stub writer") in text
+    assert ("(G2); planning first (PtR) finds more for requests for tools across categories (G3), as in "
+            "the paper. With the same stubs, word-matching (BM25) search, beyond the paper and exploratory, "
+            "gives PtR a significant lead on G2. The paper's own stub writer") in text
     g2i = pd.DataFrame({"retriever": ["bm25"], "subset": ["G2_instruction"], "significant": [True],
                         "leader": ["PtR"]})
     both = verdict(_tables(tmp_path / "c", primary_endpoint=_tested(),
@@ -240,13 +240,13 @@ def test_the_verdict_says_where_a_lead_holds_and_where_a_set_leans_on_one_api_sa
     assert ("- G1's lead holds at temperature 0 alone (run 0: -0.072, Holm p = 0.0217) and in two further "
             "G1 files (G1_category -0.099, p < 0.001; G1_tool -0.064, p = 0.00380; "
             "unadjusted).\n"
-            "- G3's difference leans on one API sample, 23 of its 100 queries: without it, +0.040 "
+            "- G3's difference leans on one API sample, 23 of its 100 queries: without it, +0.040, Holm CI "
             "[-0.033, 0.112], still not significant.\n") in text
     assert "G2's difference leans" not in text and "G1's difference leans" not in text
     flipped = verdict(_tables(tmp_path / "b", primary_endpoint=robust.assign(
         p_holm_no_largest_cluster_robustness=[np.nan, np.nan, 0.01]), primary_endpoint_relevant=_tested(
             significant=False, p_holm=0.077)))
-    assert "without it, +0.040 [-0.033, 0.112], then significant." in flipped
+    assert "without it, +0.040, Holm CI [-0.033, 0.112], then significant." in flipped
     assert "further G1 files" not in flipped  # no validation table: nothing said
 
 
@@ -277,8 +277,8 @@ def test_the_answer_says_where_another_search_gives_the_missing_lead_and_the_stu
                            ablation_decomposition=DECOMPOSITION))
     assert "planning first (PtR) shows none of the paper's lead for requests for tools of one category " \
            "(G2); " in text
-    assert ". With the same stubs, word-matching (BM25) search, beyond the paper and exploratory, gives PtR a " \
-           "significant lead on G2. The paper's own stub writer" in text
+    assert ". With the same stubs, word-matching (BM25) search, beyond the paper and exploratory, gives " \
+           "PtR a significant lead on G2. The paper's own stub writer" in text
     assert ("- This run's stubs differ from the paper's: fewer (G2 2.273 per query against the paper's "
             "2.4–2.5), close to the request (the best one's cosine to it: G2 0.711), keeping its names "
             "(without its capitalised names, places included, PtR's recall in run 0 falls from 0.124 to "

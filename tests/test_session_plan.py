@@ -414,7 +414,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     assert block_answer("A larger retrieval budget", budget, md) == (
         "on G2, RtP at k = 10 finds more than PtR at k = 5: 0.041 [0.019, 0.063], where "
         "the paper has them nearly identical")
-    budget["g2_budget_rtp10_vs_ptr5"][4] = "against the claim, its size undecided (the CI excludes 0, crosses the margin)"
+    budget["g2_budget_rtp10_vs_ptr5"][4] = ("against the claim, its size undecided (the CI excludes 0, "
+                                            "crosses the margin)")
     assert block_answer("A larger retrieval budget", budget, md).endswith(
         "nearly identical; whether by more than this project's margin (±0.023, from the paper's words) is "
         "undecided")

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from ..config import K_MAX
 from ..data.markdown import md_table
 from ..data.queries import subset_alias
 from ..eval.compare import significant
@@ -397,3 +398,36 @@ def fare_line(report: pd.DataFrame) -> str:
                  f"embedder, the data's counts) are consistent ({fmt_count(alone['consistent'])}) or differ "
                  f"by construction ({fmt_count(alone[BY_CONSTRUCTION])}).")
     return head
+
+
+def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
+    """PtR − RtP on G2 as k grows (``k_ablation``): its change from k = 1 to ``k`` on `candidates` (the
+    paper's "grows with k", its paired test) first; then at ``k`` itself, unadjusted, with G2_instruction's
+    beside it (``g2_sensitivity``) and on `relevant`, beside the paper's gain at that k (empty without the
+    table or the paper's numbers)."""
+    table, g2i = cache.get("k_ablation"), cache.get("g2_sensitivity")
+    paper = {e["id"]: e["paper"] for e in references["entries"]}
+    first, last = paper.get("g2_ptr_gain_k1"), paper.get(f"g2_ptr_gain_k{k}")
+    if table is None or not isinstance(last, (int, float)) or "recall_gain_ci_low" not in table:
+        return ""
+    r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
+              & (table["method"] == "ptr")].set_index("gt")
+    said = {gt: f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)}"
+            for gt, x in r.iterrows()}
+    if "candidates" not in said:
+        return ""
+    if g2i is not None and {"subset", "retriever", "k", "diff", "diff_lo", "diff_hi"} <= set(g2i):
+        x = g2i[(g2i["subset"] == "G2_instruction") & (g2i["retriever"] == "dense") & (g2i["k"] == k)]
+        said["candidates"] += "".join(f" (G2_instruction: {fmt_signed(y.diff)} "
+                                      f"{fmt_ci(y.diff_lo, y.diff_hi)})" for y in x.head(1).itertuples())
+    c = r.loc["candidates"]
+    trend = (f"from k = 1 to {k} it changes by {fmt_signed(c.recall_gain_vs_k1)} "
+             f"{fmt_ci(c.recall_gain_vs_k1_ci_low, c.recall_gain_vs_k1_ci_high)} on `candidates` (paper: "
+             f"{fmt_signed(last - first)}); " if isinstance(first, (int, float)) and
+             "recall_gain_vs_k1_ci_low" in r else "")
+    rel = "" if "relevant" not in said else (
+        f"; on `relevant`, the ground truth the paper's words name, {said['relevant']} at k = {k}, grown "
+        f"from k = 1 by {fmt_signed((x := r.loc['relevant']).recall_gain_vs_k1)} (Holm "
+        f"{fmt_p(x.recall_gain_vs_k1_p_holm)})")
+    return (f"- **PtR − RtP on G2 as k grows:** {trend}at k = {k} itself (unadjusted, one cell of the k "
+            f"ablation) {said['candidates']}{rel} (paper: {fmt_signed(last)}).")

@@ -146,9 +146,10 @@ def verdict(c: TableCache, llm: str = "") -> str:
         shift = c.having("primary_crossover", "retriever", "second", "p_holm")
         shift = shift[(shift["retriever"] == "dense") & shift["second"].astype(str).map(subset_alias).isin(
             missed)] if shift is not None else ()
-        rests += [f"{subset_alias(x.second)}'s shift towards PtR from G1, {fmt_signed(x.diff)} "
+        rests += [f"{subset_alias(x.second)}'s shift towards PtR from G1, {fmt_signed(x.diff)}, Holm CI "
                   f"{fmt_ci(x.ci_low_holm, x.ci_high_holm)}, is in the paper's direction (paper "
-                  f"{fmt_signed(x.paper_diff)}) but not significant ({fmt_p(x.p_holm)})"
+                  f"{fmt_signed(x.paper_diff)}) but not significant under Holm ({fmt_p(x.p_holm)}; "
+                  f"unadjusted {fmt_p(x.p)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
         rests += [x for x in (_stubs_line(c, table, missed),) if x]
         holm = power["power_at_paper_holm"]
@@ -222,7 +223,7 @@ def _leans(s: str, r) -> str:
     lo, hi = r.ci_low_holm_no_largest_cluster_robustness, r.ci_high_holm_no_largest_cluster_robustness
     return (f"{s}'s difference leans on one API sample, {fmt_count(int(r.largest_cluster_n))} of its "
             f"{fmt_count(int(r.n_queries))} queries: without it, "
-            f"{fmt_signed(r.diff_no_largest_cluster_robustness)} {fmt_ci(lo, hi)}, "
+            f"{fmt_signed(r.diff_no_largest_cluster_robustness)}, Holm CI {fmt_ci(lo, hi)}, "
             f"{'still' if now == bool(r.significant) else 'then'} {'' if now else 'not '}significant")
 
 

@@ -15,9 +15,7 @@ from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
-from ..config import K_MAX
 from ..data.markdown import anchor, md_compact, md_table
-from ..data.queries import subset_alias
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -49,6 +47,7 @@ from .front import (
     endpoint_table_markdown,
     fare_line,
     fit_sentence,
+    g2_gain_line,
     robustness_sentence,
     runs_test_table,
     two_questions,
@@ -273,37 +272,6 @@ def glossary_section(material, body: str | None = None) -> list[str]:
                 [] if m else [line]
         terms = "\n".join(kept)
     return ["## Glossary", "", terms, ""]
-
-
-def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
-    """PtR − RtP on G2 as k grows (``k_ablation``): its change from k = 1 to ``k`` on `candidates` (the
-    paper's "grows with k", its paired test) first; then at ``k`` itself, unadjusted, with G2_instruction's
-    beside it (``g2_sensitivity``) and on `relevant`, beside the paper's gain at that k (empty without the
-    table or the paper's numbers)."""
-    table, g2i = cache.get("k_ablation"), cache.get("g2_sensitivity")
-    paper = {e["id"]: e["paper"] for e in references["entries"]}
-    first, last = paper.get("g2_ptr_gain_k1"), paper.get(f"g2_ptr_gain_k{k}")
-    if table is None or not isinstance(last, (int, float)) or "recall_gain_ci_low" not in table:
-        return ""
-    r = table[(table["subset"].astype(str).map(subset_alias) == "G2") & (table["k"] == k)
-              & (table["method"] == "ptr")].set_index("gt")
-    said = {gt: f"{fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)}"
-            for gt, x in r.iterrows()}
-    if "candidates" not in said:
-        return ""
-    if g2i is not None and {"subset", "retriever", "k", "diff", "diff_lo", "diff_hi"} <= set(g2i):
-        x = g2i[(g2i["subset"] == "G2_instruction") & (g2i["retriever"] == "dense") & (g2i["k"] == k)]
-        said["candidates"] += "".join(f" (G2_instruction: {fmt_signed(y.diff)} "
-                                      f"{fmt_ci(y.diff_lo, y.diff_hi)})" for y in x.head(1).itertuples())
-    c = r.loc["candidates"]
-    trend = (f"from k = 1 to {k} it changes by {fmt_signed(c.recall_gain_vs_k1)} "
-             f"{fmt_ci(c.recall_gain_vs_k1_ci_low, c.recall_gain_vs_k1_ci_high)} on `candidates` (paper: "
-             f"{fmt_signed(last - first)}); " if isinstance(first, (int, float)) and
-             "recall_gain_vs_k1_ci_low" in r else "")
-    rel = (f"; on `relevant` at k = {k}, not the ground truth the paper's numbers fit, {said['relevant']}"
-           if "relevant" in said else "")
-    return (f"- **PtR − RtP on G2 as k grows:** {trend}at k = {k} itself (unadjusted, one cell of the k "
-            f"ablation) {said['candidates']}{rel} (paper: {fmt_signed(last)}).")
 
 
 def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dict,
