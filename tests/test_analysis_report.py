@@ -871,6 +871,23 @@ def test_an_equality_claim_with_a_margin_is_read_as_equivalence(tmp_path):
     assert row["paper"] == "claim: 0 ± 0.040"
 
 
+def test_a_claim_untestable_by_construction_is_shown_and_not_scored(tmp_path):
+    """An ordering whose cause of kind construction rules out its test here keeps its value and CI, is not
+    scored (whatever its CI says) and says why."""
+    from toolbench_lib.report.rows import _status_text
+
+    pd.DataFrame({"subset": ["G3"], "method": ["ptr"], "gap": [-0.07], "lo": [-0.44], "hi": [-0.01]}).to_csv(
+        tmp_path / "trajectory.csv", index=False)
+    loc = {"table": "trajectory", "where": {"subset": "G3", "method": "ptr"}}
+    entry = {"id": "g3_steps", "description": "d", "subset": "G3", "paper": {"min": 0}, "ordering": True,
+             "locator": {**loc, "column": "gap"},
+             "ci": {"low": {**loc, "column": "lo"}, "high": {**loc, "column": "hi"}}}
+    assert compare_entries([entry], tmp_path, causes={}).iloc[0]["status"] == "differs"  # its CI excludes 0
+    row = compare_entries([{**entry, "construction": "prompt_format"}], tmp_path, causes={}).iloc[0]
+    assert (row["status"], row["this_run"], row["ci_high"]) == ("not scored", -0.07, -0.01)
+    assert _status_text(row) == "not scored (untestable by construction: prompt_format)"
+
+
 def test_an_ordering_is_judged_by_its_ci():
     """PtR names 1.69 APIs against RtP's 1.76: a difference of -0.070 whose CI holds 0 is inconclusive, as a
     bound {min: 0} or as an ordering (PtR more); a CI wholly on one side of the bound is consistent or

@@ -244,7 +244,8 @@ def test_an_ordering_at_every_k_is_judged_cell_by_cell():
     assert _status_text(row) == "inconclusive (least favourable k = 4)"  # which k the row shows
     against = pd.Series({**row, "basis": "the paper's ordering, by this run's 95% CI [-0.090, 0.050], "
                                          "holding the paper's bound (estimate on the other side)"})
-    assert _status_text(against) == "inconclusive (estimate against the claim: not supported here)"
+    assert _status_text(against) == ("inconclusive (estimate on the claim's other side; the two cannot be "
+                                     "told apart here)")
 
     class Tables(TableCache):
         def __init__(self):

@@ -190,6 +190,8 @@ def load_references(path: Path = REFERENCES_FILE) -> dict:
             check_locator(entry["share"]["ci"][key], f"{entry['id']}.share.ci.{key}")
         if "p_holm" in entry:
             check_locator(entry["p_holm"], f"{entry['id']}.p_holm")
+        if "construction" in entry and entry["construction"] not in entry.get("causes", []):
+            raise ValueError(f"{path}: entry {entry['id']}: construction names none of its causes")
         margin = entry.get("equivalence", {}).get("margin")
         if isinstance(margin, Mapping):
             check_locator(margin, f"{entry['id']}.equivalence.margin")

@@ -29,9 +29,9 @@ FIGURES = {
     "k_ablation": ("budget", "Recall (top), precision (middle) and PtR − RtP recall (bars) against the "
                              "retrieval budget k per set (candidates), with 95% CIs: a bar whose CI excludes "
                              "0 marks a k where one architecture is ahead (each k unadjusted)."),
-    "k_ablation_relevant": ("budget", "The same curves on the narrower `relevant` ground truth, the one the "
-                                      "paper's words name: whether the two architectures' ordering over k "
-                                      "holds under both definitions."),
+    "k_ablation_relevant": ("budget", "The same curves on the narrower relevant-API ground truth, the one "
+                                      "the paper's words name: whether the two architectures' ordering over "
+                                      "k holds under both definitions."),
     "scale_recall": ("scale", "Recall on sub-registries of growing size, mean over seeds, and PtR − RtP "
                               "with its 95% CI: both architectures lose recall as distractors are added, and "
                               "the gap between them is what matters."),

@@ -21,6 +21,7 @@ from .locate import (
 )
 from .scorecard import (
     BY_CONSTRUCTION,
+    BY_CONSTRUCTION_NOTE,
     CAUSES,
     PARTLY,
     READING,
@@ -61,8 +62,10 @@ def _status_text(r) -> str:
     bounds = (getattr(r, c, None) for c in ("ci_low", "ci_high"))
     if against_claim(r.status, getattr(r, "paper", ""), *bounds):  # counted inconclusive, said for what it is
         status = "against the claim, its size undecided (the CI excludes 0, crosses the margin)"
-    if r.status == INCONCLUSIVE and "(estimate on the other side)" in basis:
-        status += " (estimate against the claim: not supported here)"  # the CI holds the bound
+    if r.status == NOT_SCORED and basis.startswith(BY_CONSTRUCTION_NOTE):
+        status += f" ({basis.split(';')[0]})"
+    if r.status == INCONCLUSIVE and "(estimate on the other side)" in basis:  # the CI holds the bound
+        status += " (estimate on the claim's other side; the two cannot be told apart here)"
     holm = re.search(rf"{UNADJUSTED_ONLY} (p [=<] [\d.]+)", basis)
     if holm and r.status in (CONSISTENT, DIFFERS):  # a change scanned over every set: Holm does not back it
         status += f" ({UNADJUSTED_ONLY} {holm.group(1)})"
@@ -105,14 +108,16 @@ def shown(report: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "reference": report["id"], "set": report["subset"],
         "paper": [f"{p}%" if pc else p for p, pc in zip(report["paper"], percent, strict=True)],
-        "this run": [_value(v, m) + (" (objective)" if o else "")
+        "this run": ["n/a (the judge fails)" if o else _value(v, m)
                      for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
-        "unadjusted 95% CI": [f"no CI: objective rate shown ({b}); judged rate in {JUDGED_IN}"
+        "unadjusted 95% CI": [f"not comparable ({b}; judged rate in {JUDGED_IN}); this project's objective "
+                              f"rate, a stricter measure: {_value(v, m)}"
                    if o else f"[{fmt_percent(lo)}, {fmt_percent(hi)}]" if pc and pd.notna(lo)
                    else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")
-                   for lo, hi, b, o, pa, pc in zip(report["ci_low"], report["ci_high"], report["basis"],
-                                                   objective, report["paper"], percent, strict=True)],
+                   for lo, hi, b, o, pa, pc, v, m in zip(
+                       report["ci_low"], report["ci_high"], report["basis"], objective, report["paper"],
+                       percent, report["this_run"], report["metric"], strict=True)],
         "status": [_status_text(r) for r in report.itertuples()]})
 
 

@@ -298,6 +298,9 @@ def intersection_union(cells: list[tuple], bounds: Mapping[str, float],
     return 0.0, INCONCLUSIVE, "", basis
 
 
+BY_CONSTRUCTION_NOTE = "untestable by construction: "
+
+
 def judge_entry(entry: Mapping, tables: TableCache) -> dict:
     """One report row: this run's value, its CI, the status by evidence, the direction and the basis."""
     bounds = paper_bounds(entry["paper"])
@@ -352,6 +355,8 @@ def judge_entry(entry: Mapping, tables: TableCache) -> dict:
         basis += f"; {UNADJUSTED_ONLY} {fmt_p(holm)}"
     if why:
         basis += f" ({why})"
+    if cause := entry.get("construction"):  # a claim this run's setup cannot test: shown, never scored
+        status, direction, basis = NOT_SCORED, "", f"{BY_CONSTRUCTION_NOTE}{cause}; {basis}"
     row.update(difference=diff, status=status, direction=direction, basis=basis)
     if ci is not None and not is_claim(entry):  # the paper's value, or its range's nearest end
         nearest = min(max(value, bounds.get("min", -math.inf)), bounds.get("max", math.inf))
