@@ -418,3 +418,11 @@ def test_the_endpoint_table_saves_holm_over_every_familys_comparisons_once() -> 
     assert table["p_holm_all_families_robustness"].tolist() == pytest.approx(holm(table["p"]).tolist())
     assert (table["p_holm_all_families_robustness"] >= table["p_holm"] - 1e-12).all()  # more tests, more Holm
     assert endpoint_table(study)["p_holm_all_families_robustness"].isna().all()
+
+
+def test_the_endpoint_sentence_says_when_its_runs_mix_temperatures():
+    from toolbench_lib.analysis.endpoint import PRIMARY
+
+    mixed = PRIMARY.text(temperatures={"temperature": 0.0, "run_temperature": 0.3})
+    assert "per-query mean over runs (run 0 at temperature 0, the later runs at 0.3); PtR − RtP" in mixed
+    assert "temperature" not in PRIMARY.text(temperatures={"temperature": 0.0, "run_temperature": 0.0})

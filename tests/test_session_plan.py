@@ -389,7 +389,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
           "All 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction "
           "(6). Removed from query and stubs alike, they take RtP from 0.346 to 0.221 and PtR from 0.274 to "
           "0.159.\n"
-          "- Always RtP, which calls no LLM, finds as much as routing by set (0.216 against 0.212).")
+          "- Always RtP, which calls no LLM, is not shown to find less than routing by set (0.216 against "
+          "0.212).")
     assert block_answer("Which architecture finds more tools", {}, md) == (
         "untested for the paper's setup, whose stubs come from a much larger model, "
         "matched by a larger embedder; not reproduced with this run's, whose stubs a small model writes: the "
@@ -425,7 +426,7 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
                                        "consistent"],
              "g1_top1_cosine_routing_auroc": ["G1", "claim: ≥ 0.5", "0.499", "\\[0.395, 0.600\\]", "x"]}
     assert block_answer("Cost and routing", auroc, md) == (
-        "not here: always RtP, which calls no LLM, finds as much as routing by set (0.216 "
+        "not here: always RtP, which calls no LLM, is not shown to find less than routing by set (0.216 "
         "against 0.212); RtP's top-1 cosine is not shown to tell when (its CI holds chance, 0.5): AUROC "
         "0.499")
     auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"

@@ -33,11 +33,15 @@ class Endpoint:
         """The same endpoint at cut-off ``k`` (a run made with another ``k``)."""
         return replace(self, k=k)
 
-    def text(self, robustness: bool = True) -> str:
+    def text(self, robustness: bool = True, temperatures: Mapping | None = None) -> str:
         """One sentence stating the endpoint, for the top of the report (``robustness``: and its robustness
-        test)."""
-        return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}; PtR − RtP by a "
-                f"{self.test}, {self.family}."
+        test; ``temperatures``: a study's settings, whose runs after the first may sample at another)."""
+        t = temperatures or {}
+        first, later = t.get("temperature"), t.get("run_temperature")
+        mixed = (f" (run 0 at temperature {first:g}, the later runs at {later:g})"
+                 if first is not None and later not in (None, first) else "")
+        return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}{mixed}; "
+                f"PtR − RtP by a {self.test}, {self.family}."
                 + (f" **Robustness** (no verdict): {self.secondary}." if robustness else ""))
 
 

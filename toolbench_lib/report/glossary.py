@@ -69,9 +69,8 @@ GLOSSARY: tuple[Term, ...] = (
          "A 95% CI of a mean over queries (a recall, a share of queries won) from resampling ToolBench's API "
          "samples (the clustered test's clusters) with replacement: the 2.5th and 97.5th percentiles of the "
          "resampled means. A paired difference (PtR − RtP) gets the clustered paired t-test's own interval, "
-         "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence, per set or pooled over "
-         "sets (`divergence_readings`), resamples the samples alike, each query's share averaged over runs "
-         "and seeds first.",
+         "which excludes 0 exactly when its unadjusted p is below 0.05. Divergence (`divergence_readings`) "
+         "resamples the samples alike.",
          "eval.stats.grouped_bootstrap_ci, eval.stats.t_ci"),
     Term("clustered paired t-test",
          "ToolBench wrote several queries from one sample of APIs, so they are not independent. The paired "
@@ -103,8 +102,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("equivalence margin",
          "The paper's \"stable\" and \"no signal\" claims, read as \"the difference lies within ± a "
          "margin\" (`claim: 0 ± m` in the scorecard; each margin's reason is in `tables/scorecard.csv`'s "
-         "basis): consistent when the 95% CI lies inside it, differs when outside, inconclusive when it "
-         "crosses a bound.",
+         "basis): consistent when the 95% CI lies inside it (two one-sided tests at 2.5% each, stricter "
+         "than the usual 90% CI), differs when outside, inconclusive when it crosses a bound.",
          "report.locate.compare"),
     Term("pass rate (judged and objective)",
          "Judged: the share of plans an LLM judge calls \"Solved\". Objective: the share of plans that are "

@@ -298,7 +298,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              verdict(cache, prov.get("llm_model", "")), "",
              TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
-             PRIMARY.at(cfg.k).text(robustness=False), ""]
+             PRIMARY.at(cfg.k).text(robustness=False, temperatures=prov.get("settings", {})), ""]
     same_quantities(report, ledger, cfg.k)
     families = []  # the other families' table: in their own section, after the front's sentence on them
     if len(rows):
