@@ -1241,7 +1241,8 @@ def test_the_cost_section_sets_routing_by_set_against_never_calling_the_llm(tmp_
                   "policy": ["always_rtp", "always_ptr"] * 2, "recall": [0.35, 0.28, 0.13, 0.15],
                   "tokens_per_query": [577.0, 845.0, 600.0, 900.0],
                   "n_queries": [163, 163, 199, 199]}).to_csv(tmp_path / "routing.csv", index=False)
-    pd.DataFrame({"retriever": ["dense", "dense", "bm25"], "against": ["always_rtp", "best_per_subset", "always_rtp"],
+    pd.DataFrame({"retriever": ["dense", "dense", "bm25"],
+                  "against": ["always_rtp", "best_per_subset", "always_rtp"],
                   "ci_low": [-0.021, -0.014, -0.5], "ci_high": [0.014, 0.004, 0.5]}).to_csv(
         tmp_path / "routing_claim.csv", index=False)
     assert routing_mix_lines(cfg) == [

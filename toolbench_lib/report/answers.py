@@ -52,7 +52,7 @@ def _g2(cells: Cells, md: str) -> str:
 
 def _budget(cells: Cells, md: str) -> str:
     c = cells.get("g2_budget_rtp10_vs_ptr5")
-    ci = _bounds(c[3]) if c else None
+    ci = _bounds(c[3]) if c and len(c) > 4 else None
     if ci is None:
         return ""
     more = "more than" if ci[0] > 0 else "less than" if ci[1] < 0 else "about as much as"
@@ -68,11 +68,15 @@ def _stubs(cells: Cells, md: str) -> str:
     if not (c := cells.get("g1_stub_hit_share")):
         return ""
     fewer = "less often" if "(below)" in c[4] else "more often" if "(above)" in c[4] else "about as often"
+    other = ""
+    if o := cells.get("g1_stub_hit_share_topk"):  # the second reading the row's cause names
+        same, ci = "as in" if o[4].startswith("consistent") else "unlike", o[3].replace(chr(92), "")
+        other = f"; counted as any of a stub's top five, {o[2]} {ci}, {same} the paper"
     brand = re.search(r"PtR from (\d\.\d+) to (\d\.\d+)", md)
     kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall falls "
             f"from {brand[1]} to {brand[2]})") if brand else ""
     return (f"judge them against the paper's Table 2 stubs: a G1 stub's first API is a needed one {fewer} "
-            f"here than in the paper ({c[2]} against {c[1]}){kept}")
+            f"here than in the paper ({c[2]} against {c[1]}){other}{kept}")
 
 
 def _misses(cells: Cells, md: str) -> str:

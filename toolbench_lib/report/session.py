@@ -31,26 +31,28 @@ PLAN = (
                              "Intent-Registry Coupling) and its claims, with this section's query sets, "
                              "registry and two pipelines",
      "which difference from the paper's setup could change who wins?", ("registry_size", "g1_query_count")),
-    (("Which architecture finds more tools", "A larger retrieval budget"), 12,
-     "the main claim: recall, precision and pass rate per set; then the paper's answer to \"PtR only "
-     "searches more\": RtP at k = 10 against PtR at k = 5, and the curves over k",
-     "is G2's result a failed replication or an untested one, and does a larger k for RtP buy as much as "
-     "PtR's stubs?", ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall", "g1_ptr_pass_rate",
-                      "g2_budget_rtp10_vs_ptr5", "g2_budget_rtp_k10", "g1_rtp_gap_stable_over_k")),
+    (("Which architecture finds more tools", "A larger retrieval budget"), 15,
+     "the main claim: recall per set (Figure R4; pass rates and precision are for later); then the paper's "
+     "answer to \"PtR only searches more\": RtP at k = 10 against PtR at k = 5 (Figure R6)",
+     "first, is G2's result a failed replication or an untested one? Then, does a larger k for RtP buy as "
+     "much as PtR's stubs?", ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall",
+                               "g2_budget_rtp10_vs_ptr5")),
     (("Stubs and Intent-Registry Coupling",), 10, "its explanation: stubs, a [worked query](#worked-queries),"
                                                  " a [Table 2 example](#the-papers-table-2-examples)",
-     "would you have written the worked query's stubs?", ("g1_stub_hit_share", "g1_gt_size",
-                                                          "g1_stub_cos_gap")),
+     "would you have written the worked query's stubs, and where stubs already name the paper's tools yet "
+     "miss, what is left to explain the miss?", ("g1_stub_hit_share", "g1_stub_hit_share_topk",
+                                                 "g1_gt_size")),
     (("Registry scale",), 8, "divergence as the registry grows and which reading fits the paper",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
-    (("Trajectories", "Cost and routing"), 8,
+    (("Trajectories", "Cost and routing"), 10,
      "what the planners do with what they retrieved (fidelity and misses); then what PtR's extra call costs, "
      "and whether routing by set or on RtP's top-1 cosine saves it",
      "what does a planner do when retrieval missed, and is PtR worth its extra call?",
      ("trajectory_fidelity", "wrong_tool_on_miss", "router_overhead_saved", "g1_top1_cosine_routing_auroc")),
-    (("Where the paper disagrees with itself",), 7, "its numbers against each other, the questions its text "
-                                                    "leaves open, then its p-values",
+    (("Where the paper disagrees with itself",), 7, "three of its items: its definitions of ground truth and "
+                                                    "of divergence, its pass rates above its recall (the "
+                                                    "rest, and its p-values, for after the session)",
      "which of these would you ask the authors first?", ()),
 )
 ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepares its figures, walks "
@@ -60,8 +62,8 @@ ROLES = ("Roles: one member chairs and keeps time; each block's presenter prepar
 # What each member reads before the session, besides the paper (the rest is walked through in it).
 PRE_READING = ("The question and the answer", "Where the paper disagrees with itself")
 OPTIONAL = ("Retriever families",)  # beyond the paper: outside the plan, named after it for the curious
-IN_SESSION = 5  # the discussion questions the session takes, about five minutes each; the others for later
-DISCUSSION_MINUTES = 25
+IN_SESSION = 4  # the discussion questions the session takes, about five minutes each; the others for later
+DISCUSSION_MINUTES = 20
 WRAP_UP = (5, "what do we believe now: each member says in one sentence which of the paper's claims this run "
               "supports, and the group compares it with the report's one-line answer")
 READING_WPM = 100  # a pace for technical text dense with tables (prose alone reads at about 200)
@@ -110,7 +112,7 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
         rows = [f"`{r}`" for r in cells]
         here = "; ".join(f"`{r}` {c[2]}{'' if c[3].startswith('no CI') else ' ' + c[3].replace(chr(92), '')}"
                          f" against the paper's {c[1]}: {_status_word(c[4])}"
-                         for r, c in cells.items() if len(c) >= 5)  # this run, its CI, the paper, the status
+                         for r, c in cells.items() if len(c) >= 5 and not c[2].startswith("n/a"))
         links = " and ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in headings)
         if said := "; ".join(a for start in starts if (a := block_answer(start, cells, report_md))):
             answers.append(f"- **Block {i}.** *{ask[0].upper()}{ask[1:]}* {said[0].upper()}{said[1:]}.")
