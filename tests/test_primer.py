@@ -304,3 +304,19 @@ def test_a_lead_lost_on_relevant_or_under_holm_over_every_family_is_said_where_i
                                                primary_endpoint_families=kept)).splitlines()
               if line.startswith("- **G1"))
     assert "every family's" not in g1  # G1 keeps its lead under Holm over every family: nothing said
+
+
+def test_a_lead_missed_on_candidates_that_shows_on_relevant_at_large_k_is_said(tmp_path):
+    """G2's missed lead, positive on `relevant` at k = 20 with a CI above 0, is said with its growth from
+    k = 1 and its Holm p; a CI holding 0, or `candidates` rows alone, say nothing."""
+    k = pd.DataFrame({"subset": ["G2_category_original"] * 2, "gt": ["relevant", "candidates"], "k": 20,
+                      "method": "ptr", "recall_gain": [0.062, 0.021], "recall_gain_ci_low": [0.020, -0.007],
+                      "recall_gain_ci_high": [0.104, 0.049], "recall_gain_vs_k1": [0.064, 0.027],
+                      "recall_gain_vs_k1_p_holm": [0.0114, 0.0852]})
+    text = verdict(_tables(tmp_path, primary_endpoint=_tested(), k_ablation=k))
+    assert ("- On `relevant`, the ground truth the paper's words name, PtR's lead appears at large k as the "
+            "paper says: G2: +0.062 [0.020, 0.104] at k = 20 (unadjusted; paper +0.066), grown from k = 1 by "
+            "+0.064 (Holm p = 0.0114).\n") in text
+    for name, table in (("b", k.assign(recall_gain_ci_low=-0.01)), ("c", k.assign(gt="candidates"))):
+        quiet = verdict(_tables(tmp_path / name, primary_endpoint=_tested(), k_ablation=table))
+        assert "words name" not in quiet

@@ -136,7 +136,7 @@ def test_the_scorecard_shows_the_objective_rate_where_the_judge_is_not_valid():
          "judged": float("nan"), "metric": "recall", "ci_low": 0.35, "ci_high": 0.45,
          "status": "consistent", "direction": "", "basis": "", "cause_status": "", "cause": ""}])
     table = md_table(_shown(report))
-    assert "| n/a (the judge fails) |" in table and "objective rate, a stricter measure: 0.050" in table
+    assert "| n/a (the judge fails) |" in table and "objective rate, stricter: 0.050" in table
     assert "0.712" not in table and "judge kappa 0.062 &lt; 0.4" in table
     assert "0.401" in table and "0.350, 0.450" in table
     rows = report.to_dict("records")

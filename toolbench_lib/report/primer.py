@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_value
-from ..config import EMBEDDER
+from ..config import EMBEDDER, K_MAX
 from ..data.queries import subset_alias
 from .front import FAMILY_SHORT, LEAD_COLUMNS, _sets, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
@@ -151,7 +151,7 @@ def verdict(c: TableCache, llm: str = "") -> str:
                   f"{fmt_signed(x.paper_diff)}) but not significant under Holm ({fmt_p(x.p_holm)}; "
                   f"unadjusted {fmt_p(x.p)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
-        rests += [x for x in (_stubs_line(c, table, missed),) if x]
+        rests += [x for x in (_relevant_k_line(c, table, missed), _stubs_line(c, table, missed)) if x]
         holm = power["power_at_paper_holm"]
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
         chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
@@ -244,6 +244,23 @@ def _lead_holds(c: TableCache, s: str, r) -> str:
                          + "; ".join(f"{x.subset} {fmt_signed(x.recall_diff)}, {fmt_p(x.recall_p_value)}"
                                      for x in g1.itertuples()) + "; unadjusted)")
     return f"holds {' and '.join(where)}" if where else ""
+
+
+def _relevant_k_line(c: TableCache, table: pd.DataFrame, sets: list[str], k: int = K_MAX) -> str:
+    """Where a lead the paper claims and this run misses on ``sets`` shows on `relevant` at the largest k
+    (``k_ablation``: PtR − RtP at ``k``, unadjusted, and its change from k = 1 with its Holm p)."""
+    t = c.having("k_ablation", "subset", "gt", "k", "method", "recall_gain", "recall_gain_ci_low",
+                 "recall_gain_ci_high", "recall_gain_vs_k1", "recall_gain_vs_k1_p_holm")
+    if t is None:
+        return ""
+    t = t[(t["gt"] == "relevant") & (t["k"] == k) & (t["method"] == "ptr")]
+    said = [f"{s}: {fmt_signed(x.recall_gain)} {fmt_ci(x.recall_gain_ci_low, x.recall_gain_ci_high)} at k = "
+            f"{k} (unadjusted; paper {fmt_signed(g)}), grown from k = 1 by {fmt_signed(x.recall_gain_vs_k1)} "
+            f"(Holm {fmt_p(x.recall_gain_vs_k1_p_holm)})"
+            for x in t.itertuples() if (s := subset_alias(x.subset)) in sets and x.recall_gain_ci_low > 0
+            and (g := paper_value(f"{s.lower()}_ptr_gain_k{k}")) is not None and g > 0]
+    return ("on `relevant`, the ground truth the paper's words name, PtR's lead appears at large k as the "
+            f"paper says: {'; '.join(said)}") if said else ""
 
 
 def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:

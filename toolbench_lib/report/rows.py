@@ -110,8 +110,8 @@ def shown(report: pd.DataFrame) -> pd.DataFrame:
         "paper": [f"{p}%" if pc else p for p, pc in zip(report["paper"], percent, strict=True)],
         "this run": ["n/a (the judge fails)" if o else _value(v, m)
                      for v, m, o in zip(report["this_run"], report["metric"], objective, strict=True)],
-        "unadjusted 95% CI": [f"not comparable ({b}; judged rate in {JUDGED_IN}); this project's objective "
-                              f"rate, a stricter measure: {_value(v, m)}"
+        "unadjusted 95% CI": [f"not comparable: {b} (judged rate: {JUDGED_IN}); objective rate, stricter: "
+                              f"{_value(v, m)}"
                    if o else f"[{fmt_percent(lo)}, {fmt_percent(hi)}]" if pc and pd.notna(lo)
                    else ci_text(lo, hi, pa) if pd.notna(lo)
                    else "no CI: " + (str(b) if isinstance(b, str) else "")

@@ -110,8 +110,8 @@ def grouped_line(rows: pd.DataFrame) -> str:
     counts each as one."""
     if not len(rows) or "n_groups" not in rows or rows["n_groups"].isna().all():
         return ""
-    each = ", ".join(f"{subset_alias(x.subset)} {fmt_count(x.n_queries)}{' queries' * (i == 0)} in "
-                     f"{fmt_count(x.n_groups)}" for i, x in enumerate(
+    each = ", ".join(f"{subset_alias(x.subset)}: {fmt_count(x.n_queries)}{' queries' * (i == 0)} from "
+                     f"{fmt_count(x.n_groups)}{' API samples' * (i == 0)}" for i, x in enumerate(
                          rows[rows["n_groups"].notna()].drop_duplicates("subset").itertuples()))
     return (f"- Queries written from one API sample are not independent: each paired test treats a sample as "
             f"one cluster ({each}).")

@@ -300,15 +300,15 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              *([beyond, ""] if beyond.startswith("**The answer") else []),
              PRIMARY.at(cfg.k).text(robustness=False, temperatures=prov.get("settings", {})), ""]
     same_quantities(report, ledger, cfg.k)
-    families = []  # the other families' table: in their own section, after the front's sentence on them
+    families = []  # the other families' verdict and table: in their own section
     if len(rows):
         table = beside_g2(rows, g2i)
         dense = table["retriever"] == "dense"
         parts += [endpoint_table_markdown(table[dense], ledger, rel), ""] if dense.any() else []
         parts += [shift, ""] if shift else []
-        if (~dense).any():
-            parts += [beyond, ""] if beyond.startswith("**Beyond") else []
-            families = ["The primary endpoint per family:", "",
+        if (~dense).any():  # the other families, beyond the paper: in their own section
+            families = [*([beyond, ""] if beyond.startswith("**Beyond") else []),
+                        "The primary endpoint per family:", "",
                         endpoint_table_markdown(table[~dense], ledger, rel, False), ""]
     else:
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
