@@ -186,6 +186,11 @@ def test_each_substitution_moves_ptr_minus_rtp_towards_the_paper_past_it_or_away
     assert "(4.100 per G1 query) for the LLM's (2.100 in run 0;" in breadth
     assert "| G1 +0.010, G2 +0.030, G3 -0.050 | G1 away, G2 towards, G3 past it |" in breadth
     assert "| not tested: no second LLM ran | unknown | unknown |" in text
+    tiny = DECOMPOSITION.assign(ptr_minus_rtp=DECOMPOSITION["ptr_minus_rtp"].where(
+        ~((DECOMPOSITION["subset"] == "G1") & (DECOMPOSITION["decomposer"] == "rules")), -0.068))
+    text = "\n".join(substitution_lines(_tables(tmp_path / "b", primary_endpoint=_endpoint(),
+                                                ablation_decomposition=tiny)))
+    assert "| G1 +0.002, G2 +0.030, G3 -0.050 | G1 none, G2 towards" in text  # under 0.005: no move at all
 
 
 @pytest.mark.parametrize("subset, value, said", [("G2", 0.40, "G2 +0.120"), ("G2", 0.20, "G2 -0.080")])

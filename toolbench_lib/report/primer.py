@@ -395,8 +395,12 @@ def _row(c: TableCache, table: pd.DataFrame, what: str, how, shift) -> str:
         moves.append(f"{s} {fmt_signed(delta)}")
         crossed = (d + delta - paper) * (d - paper) < 0  # beyond the paper's value, whether nearer or not
         closer = abs(d + delta - paper) < abs(d - paper)
-        towards.append(f"{s} {'past it' if crossed else 'towards' if closer else 'away'}")
+        way = "none" if abs(delta) < NONE else "past it" if crossed else "towards" if closer else "away"
+        towards.append(f"{s} {way}")
     return f"| {what} | {tested} | {', '.join(moves)} | {', '.join(towards)} |"
+
+
+NONE = 0.005  # a change of PtR − RtP that rounds to 0.00 moves nothing
 
 
 def substitution_lines(c: TableCache) -> list[str]:
@@ -427,9 +431,11 @@ def substitution_lines(c: TableCache) -> list[str]:
     here = ", ".join(f"{s} {fmt_signed(r['diff'])}" for s, r in table.iterrows())
     return [f"### {SUBSTITUTIONS_HEADING}", "",
             f"PtR − RtP recall@5 on `candidates` with dense retrieval is here {here}; in the paper {paper}. "
-            "Each tested substitution moves it by the change below (point estimates of one run, on the "
-            "ablation's own queries: a direction, not a correction).", "",
-            "| substitution | tested by | change of PtR − RtP | towards the paper's difference? |",
+            "Each tested substitution moves it by the change below: point estimates of one run, on the "
+            "ablation's own queries, with no CI of the change, so not even a direction is established (a "
+            f"change under {NONE:g} is none).", "",
+            "| substitution | tested by | change of PtR − RtP | towards the paper's difference (point "
+            "estimate)? |",
             "| :--- | :--- | :--- | :--- |",
             _row(c, table, "embedder: MiniLM, not GTE-base", embedder, _embedder_shift),
             _row(c, table, "stub breadth: fewer stubs than the paper's 2.4–2.5", breadth, _breadth_shift),

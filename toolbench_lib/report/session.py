@@ -3,6 +3,7 @@ discussion questions with this run's numbers (a table the run did not save is na
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache
 from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, session_answer, substitution_lines
-from .questions import questions, run_numbers
+from .questions import bm25_tests, questions, run_numbers
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -145,6 +146,22 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
             "", f"Total: {total} minutes.", *more, *figure_map], answers
 
 
+def runs_made(cfg: ExperimentConfig) -> str:
+    """How this run's runs were made, from its study's provenance: the runs' temperatures against the paper's
+    0, and whether the LLM's outputs were replayed from a recording; empty without the provenance."""
+    path = cfg.out_dir / "runs" / cfg.study_key() / "provenance.json"
+    prov = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    s = prov.get("settings", {})
+    first, later, runs = s.get("temperature"), s.get("run_temperature"), s.get("runs")
+    if first is None or not runs:
+        return ""
+    mixed = later not in (None, first) and runs > 1
+    temps = (f"run 0 at temperature {first:g} and the later {fmt_count(runs - 1)} at {later:g}" if mixed else
+             f"all {fmt_count(runs)} at temperature {first:g}")
+    replay = ", the LLM's outputs replayed from a recording of them" * (prov.get("backend") == "replay")
+    return f"Its runs: {temps} (the paper's at 0){replay}."
+
+
 def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFERENCES_FILE) -> list[str]:
     """The session plan for ``report_md`` (the written report), then the discussion questions with this
     run's numbers: the opening lines of ``teaching.md``."""
@@ -162,8 +179,10 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING), notes=anchor(NOTES_HEADING)), "", *plan, "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
+    made = runs_made(cfg)
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
-        lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
+        lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "",
+                  run_numbers(cache, makers) + (f" {made}" if bm25_tests in makers and made else ""), "",
                   f"**Discuss.** {ask}", ""]
         notes.append(f"- **Question {i}.** {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
     lead = "The discussion questions: what this run's numbers answer, for whoever leads the discussion:"
