@@ -1241,16 +1241,11 @@ def test_the_cost_section_sets_routing_by_set_against_never_calling_the_llm(tmp_
                   "policy": ["always_rtp", "always_ptr"] * 2, "recall": [0.35, 0.28, 0.13, 0.15],
                   "tokens_per_query": [577.0, 845.0, 600.0, 900.0],
                   "n_queries": [163, 163, 199, 199]}).to_csv(tmp_path / "routing.csv", index=False)
-    pd.DataFrame({"retriever": ["dense", "dense", "bm25"],
-                  "against": ["always_rtp", "best_per_subset", "always_rtp"],
-                  "ci_low": [-0.021, -0.014, -0.5], "ci_high": [0.014, 0.004, 0.5]}).to_csv(
-        tmp_path / "routing_claim.csv", index=False)
     assert routing_mix_lines(cfg) == [
         "Always RtP, which calls no LLM, is not shown to find less than routing by set (0.216 against 0.212, "
-        "pooled; routed − always RtP [-0.021, 0.014], `routing_claim`) with fewer tokens per query (580 "
-        "against 753); routing pays only where PtR finds more: here on G2, by "
-        "point estimate. The share of PtR's extra tokens routing by set saves is G1's share of them (42.3%, "
-        "`routing`): set by the query mix, not by either architecture."]
+        "pooled; the CI above) with fewer tokens per query (580 against 753); routing pays only where PtR "
+        "finds more: here on G2, by point estimate. The share of PtR's extra tokens routing by set saves is "
+        "G1's share of them (42.3%, `routing`): set by the query mix, not by either architecture."]
     pd.DataFrame({"policy": ["always_rtp", "always_ptr", "by_subset", "router_top1_cosine"],
                   "recall": [0.2157, 0.1897, 0.2120, 0.2162],
                   "tokens_per_query": [580.0, 847.4, 752.6, 642.9],
@@ -1735,3 +1730,19 @@ def test_a_change_decided_by_its_ci_that_fails_holm_says_so(tmp_path):
         row = compare_entries([entry], tmp_path, causes={})
         assert row["status"].iloc[0] == "consistent"
         assert _shown(row)["status"].iloc[0] == said
+
+
+def test_the_cost_section_times_ptrs_extra_round_trip(tmp_path):
+    """The stub call's seconds per query and each architecture's whole, from `token_overhead`; a table
+    without latencies says nothing."""
+    from toolbench_lib.report.verdicts import latency_lines
+
+    cfg = SimpleNamespace(tables_dir=tmp_path)
+    assert latency_lines(cfg) == []
+    pd.DataFrame({"subset": ["G1", "G3"], "ptr_stub_latency_s": [9.48, 12.38],
+                  "rtp_latency_s": [26.32, 22.12], "ptr_latency_s": [31.0, 32.85]}).to_csv(
+        tmp_path / "token_overhead.csv", index=False)
+    (line,) = latency_lines(cfg)
+    assert line.startswith("Latency: PtR's stub call is one more LLM round trip before retrieval, as the "
+                           "paper says: G1 9.5 s, G3 12.4 s per query; PtR's calls in all against RtP's plan "
+                           "call: G1 31.0 s against 26.3 s; G3 32.9 s against 22.1 s (`token_overhead`;")
