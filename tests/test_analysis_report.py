@@ -701,7 +701,7 @@ def test_report_opens_with_the_answer_and_places_every_figure_once(cfg):
             "sets): G2 +0.051 [0.001, 0.101], p = 0.0470 (p = 0.0235 unadjusted; paper: +0.128, outside the "
             "CI); G3") in front
     assert "The shift towards PtR as one test, PtR − RtP's change from G1: BM25 G2 +0.051, p = 0.0470" \
-        in front
+        in families
     for name in names:
         assert text.count(f"figures/{name}.png)") == 1, name
     assert [f"*Figure R{n}.*" in text for n in range(1, len(names) + 1)] == [True] * len(names)

@@ -58,8 +58,8 @@ def test_plain_words_say_each_sets_shares_and_whether_they_stand_out(tmp_path):
     assert "among" not in plain_words(_tables(tmp_path / "other", primary_endpoint=_endpoint()))
     # a CI this narrow detects the paper's +0.045 with 80% power: the missing lead is said to be informative
     narrow = plain_words(_tables(tmp_path / "narrow", primary_endpoint=_endpoint(ci_low=-0.02, ci_high=0.0)))
-    assert ("| 13% / 12% | no lead for these guesses, a small local model's (one of the paper's size would "
-            "likely show); the paper's setup untested |") in narrow
+    assert ("| 13% / 12% | no lead for a small local model's guesses, though one of the paper's size would "
+            "likely have shown; the paper's own guesses untested |") in narrow
 
 
 def _tested(**changed) -> pd.DataFrame:
@@ -213,8 +213,9 @@ def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
                          "verdict": "not reproduced"}])
     cache = _tables(tmp_path, primary_endpoint=_tested(ci_low=-0.02, ci_high=0.0),
                     primary_endpoint_g2_instruction=g2i)
-    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for these guesses, a small local "
-            "model's (one of the paper's size would likely show); the paper's setup untested |\n"
+    assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for a small local model's "
+            "guesses, though one of the paper's size would likely have shown; the paper's own guesses untested "
+            "|\n"
             "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call "
             "|\n"
             "| G3") in plain_words(cache)

@@ -42,8 +42,8 @@ def _said(r, seen: bool = False) -> str:
     """Who does better, in plain words; a missing lead of the paper's size this run would likely have seen
     (``seen``) is said as missing, not as a tie."""
     if not bool(r.significant):
-        return ("no lead for these guesses, a small local model's (one of the paper's size would likely "
-                "show); the paper's setup untested" if seen else "too close to call")
+        return ("no lead for a small local model's guesses, though one of the paper's size would likely have "
+                "shown; the paper's own guesses untested" if seen else "too close to call")
     return "the request's own words do better" if r.leader == "RtP" else "the guesses do better"
 
 
