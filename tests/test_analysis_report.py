@@ -1295,7 +1295,7 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
         entry(r"precision 0.204{\pm}0.007 vs. 0.167 (p{=}0.039)", 0.204, 0.007),  # gives p = 0.00181
         entry(r"precision 0.204{\pm}0.007 vs. 0.167 (p{=}0.039)", 0.167, None),  # RtP's own entry: no std
         entry(r"recall 0.160 vs. 0.172{\pm}0.008 (p{=}0.06)", 0.172, 0.008, "recall"),  # gives 0.0577: agrees
-        entry(r"pass rate 0.855{\pm}0.020 vs. 0.747{\pm}0.015 (p{<}0.001)", 0.855, 0.02),  # two-sample
+        entry(r"pass rate 0.855{\pm}0.020 vs. 0.747{\pm}0.015 (p{<}0.001)", 0.855, 0.02, "pass_rate"),
         entry(r"recall 0.188{\pm}0.007 vs. 0.143 (p{<}0.001)", 0.188, 0.007, "recall"),  # 0.00102: rounding
         entry(r"recall 0.188{\pm}0.007 vs. 0.143 (p{<}0.001)", 0.188, 0.007, "recall"),  # the same test again
         entry(r"recall 0.170{\pm}0.020 vs. 0.143 (p{<}0.001)", 0.170, 0.02, "recall")]}  # gives 0.0738
@@ -1305,8 +1305,12 @@ def test_a_printed_p_that_its_own_summary_does_not_give_is_listed():
                          "than it prints, so its conclusion stands.")
     assert bound.startswith("Its G2 recall p < 0.001 does not follow from its own numbers by the same test")
     assert bound.endswith("gives p = 0.0738, larger than it prints.")
-    assert follow == ("Its other p-values of that test follow from its numbers: G2 recall p = 0.06 "
-                      "(recomputed 0.0577); G2 recall p < 0.001 (recomputed 0.00102).")
+    assert follow == ("Its other 3 p-values follow from its numbers: G2 recall p = 0.06 (recomputed 0.0577); "
+                      "G2 pass rate p < 0.001 (recomputed < 0.001, its two-sample test); G2 recall p < 0.001 "
+                      "(recomputed 0.00102, within its numbers' rounding).")
+    refs["entries"].append({"id": "g3_ptr_recall", "subset": "G3", "metric": "recall", "paper": 0.172,
+                            "std": 0.008, "quote": r"recall 0.172{\pm}0.008 vs. 0.160"})  # no printed p
+    assert printed_p_lines(refs)[-1].endswith("; G3 recall *“does not reach significance”* (p = 0.0577).")
 
 
 def test_the_judge_is_measured_against_plans_naming_no_ground_truth_api():

@@ -214,8 +214,8 @@ def test_the_verdict_reads_both_g2_files_with_their_power(tmp_path):
     cache = _tables(tmp_path, primary_endpoint=_tested(ci_low=-0.02, ci_high=0.0),
                     primary_endpoint_g2_instruction=g2i)
     assert ("| G2 (tools of one category) | 14% / 19% | 13% / 12% | no lead for a small local model's "
-            "guesses, though one of the paper's size would likely have shown; the paper's own guesses untested "
-            "|\n"
+            "guesses, though one of the paper's size would likely have shown; the paper's own guesses "
+            "untested |\n"
             "| G2, the file whose ground truth fits the paper's | 14% / 19% | 17% / 17% | too close to call "
             "|\n"
             "| G3") in plain_words(cache)

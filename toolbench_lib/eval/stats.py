@@ -197,6 +197,11 @@ def runs_test_summary(mean: float, std: float, n: int, value: float) -> float:
     return float(2 * stats.t.sf(abs(t), n - 1))
 
 
+def two_sample_summary(mean_a: float, std_a: float, mean_b: float, std_b: float, n: int) -> float:
+    """The p of a two-sample t-test (pooled variance) of two means of ``n`` runs each, from their stds."""
+    return float(stats.ttest_ind_from_stats(mean_a, std_a, n, mean_b, std_b, n, equal_var=True).pvalue)
+
+
 def wilson_ci(count: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """The one Wilson interval of a share ``count / n``; NaN bounds without items or with a missing count."""
     if not n or np.isnan(n) or np.isnan(count):

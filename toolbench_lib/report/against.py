@@ -7,9 +7,11 @@ import re
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_number, fmt_p, fmt_signed
+from ..analysis.numbers import fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_bounds
-from ..eval.stats import runs_test_summary
+from ..eval.stats import runs_test_summary, two_sample_summary
+
+ALPHA = 0.05
 
 QUOTES = {  # the paper's words that paper_against_itself sets side by side (tests find each in its text)
     "budget": "budget-equivalent",
@@ -20,6 +22,7 @@ QUOTES = {  # the paper's words that paper_against_itself sets side by side (tes
     "upper": "retrieval quality upper-bounds task completion",
     "vary": "both stub generation and planner output vary across runs",
     "ablation_run": "0.184 in the ablation",
+    "two_sample": "two-sample t-test for pass rate",
     "one_sample": ("one-sample t-test for precision and recall (PtR’s 4-run mean vs. the deterministic RtP "
                    "value)"),
 }
@@ -30,30 +33,41 @@ PRINTED_TEST = re.compile(  # its (p{=}x) or (p{<}x) after "A{\pm}s vs. B" or "B
 
 
 def printed_p_lines(refs: dict) -> list[str]:
-    """Where a p the paper prints for its one-sample test does not follow from its own mean ± std and RtP
-    value (more than twice or less than half the recomputed p; over twice a printed bound), then those that
-    do, each printed test once."""
+    """Where a p the paper prints does not follow from its own mean ± std (its one-sample test against RtP's
+    value; its two-sample test for pass rates, both sides ± std): more than twice or less than half the
+    recomputed p, or over twice a printed bound; then those that do (its G3 recall's "does not reach
+    significance" among them), each printed test once."""
     lines, fine, seen = [], [], set()
     for e in refs["entries"]:
         m = PRINTED_TEST.search(str(e.get("quote", "")))
-        if not m or bool(m.group(2)) == bool(m.group(4)) or e.get("std") is None or m.group(0) in seen:
-            continue
-        ptr, rtp = (m.group(1), m.group(3)) if m.group(2) else (m.group(3), m.group(1))
-        std = (m.group(2) or m.group(4)).split("}")[-1]  # as printed: 0.010
-        if float(ptr) != paper_bounds(e["paper"]).get("value"):
+        if not m or e.get("std") is None or m.group(0) in seen:  # a std: PtR's entry (or a pass rate's)
             continue
         seen.add(m.group(0))
-        printed, p = float(m.group(6)), runs_test_summary(float(ptr), float(std), PAPER_RUNS, float(rtp))
-        said = f"{e['subset']} {e['metric']} p {m.group(5)} {m.group(6)}"
+        (a, sa), (b, sb) = ((m.group(i), (m.group(i + 1) or "").split("}")[-1]) for i in (1, 3))
+        printed, two = float(m.group(6)), bool(sa and sb)
+        p = (two_sample_summary(float(a), float(sa), float(b), float(sb), PAPER_RUNS) if two else
+             runs_test_summary(float(a if sa else b), float(sa or sb), PAPER_RUNS, float(b if sa else a)))
+        said = f"{e['subset']} {str(e['metric']).replace('_', ' ')} p {m.group(5)} {m.group(6)}"
         if (printed / 2 if m.group(5) == "=" else 0) <= p <= printed * 2:
-            fine.append(f"{said} (recomputed {fmt_p(p).removeprefix('p ').removeprefix('= ')})")
+            rounding = (", within its numbers' rounding" if m.group(5) == "<" and p >= printed else
+                        ", its two-sample test" if two else "")
+            fine.append(f"{said} (recomputed {fmt_p(p).removeprefix('p ').removeprefix('= ')}{rounding})")
             continue
-        test = f"its *“{QUOTES['one_sample']}”*" if not lines else "the same test"
-        lines.append(f"Its {said} does not follow from its own numbers by {test}: {ptr} ± {std} (its SD) "
-                     f"over {PAPER_RUNS} runs against {rtp} gives {fmt_p(p)}, "
+        kind = "two_sample" if two else "one_sample"
+        test = "the same test" if kind in seen else f"its *“{QUOTES[kind]}”*"
+        seen.add(kind)
+        means = (f"{a} ± {sa} against {b} ± {sb} (its SDs)" if two else
+                 f"{a if sa else b} ± {sa or sb} (its SD) over {PAPER_RUNS} runs against {b if sa else a}")
+        lines.append(f"Its {said} does not follow from its own numbers by {test}: {means} gives {fmt_p(p)}, "
                      + ("smaller than it prints, so its conclusion stands." if p < printed else
                         "larger than it prints."))
-    return lines + [f"Its other {'p-values' if len(fine) > 1 else 'p-value'} of that test follow"
+    g3 = next((e for e in refs["entries"] if e["id"] == "g3_ptr_recall"), None)
+    m = re.search(r"([0-9.]+)\{\\pm\}([0-9.]+) vs\. ([0-9.]+)", str(g3["quote"])) if g3 else None
+    if m and g3.get("std"):
+        p = runs_test_summary(float(m.group(1)), float(m.group(2)), PAPER_RUNS, float(m.group(3)))
+        if p >= ALPHA:  # its words for it: no p printed
+            fine.append(f"G3 recall *“{QUOTES['g3_ns']}”* ({fmt_p(p)})")
+    return lines + [f"Its other {fmt_count(len(fine))} p-value{'s' * (len(fine) > 1)} follow"
                     f"{'s' * (len(fine) == 1)} from its numbers: {'; '.join(fine)}." for _ in fine[:1]]
 
 

@@ -428,9 +428,10 @@ def examples_lines(material, k: int) -> list[str]:
     loose = (f"; {int(agree[exact].sum())} of the {int(exact.sum())} whose task is the paper's own (the "
              "others share its APIs in another request)") if not exact.all() else ""
     return [f"{int(agree.sum())} of the {len(t)} examples in this study have the paper's leader (recall@{k}, "
-            f"PtR's run 0){loose}. The last column: which ground truth could give both of the paper's recalls "
-            f"(its ground truth, below). Each is shown in full in [`{TEACHING_FILE}`]({TEACHING_FILE}), with "
-            "those another study of the run holds, and a link to the explorer.", "", md_table(shown), ""]
+            f"PtR's run 0){loose}. The last column: which ground truth could give both of the paper's "
+            f"recalls (its ground truth, below). Each is shown in full in [`{TEACHING_FILE}`]"
+            f"({TEACHING_FILE}), with those another study of the run holds, and a link to the explorer.", "",
+            md_table(shown), ""]
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
