@@ -62,7 +62,7 @@ def printed_p_lines(refs: dict) -> list[str]:
                      + ("smaller than it prints, so its conclusion stands." if p < printed else
                         "larger than it prints."))
     g3 = next((e for e in refs["entries"] if e["id"] == "g3_ptr_recall"), None)
-    m = re.search(r"([0-9.]+)\{\\pm\}([0-9.]+) vs\. ([0-9.]+)", str(g3["quote"])) if g3 else None
+    m = re.search(r"([0-9.]+)\{\\pm\}([0-9.]+) vs\. ([0-9.]+)", str(g3.get("quote", ""))) if g3 else None
     if m and g3.get("std"):
         p = runs_test_summary(float(m.group(1)), float(m.group(2)), PAPER_RUNS, float(m.group(3)))
         if p >= ALPHA:  # its words for it: no p printed

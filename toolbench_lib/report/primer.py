@@ -52,9 +52,11 @@ SET_WORDS = {"G1": "G1 (one tool)", "G2": "G2 (tools of one category)", "G3": "G
 G2_FILE = "G2_instruction"  # read beside the primary G2 file: its ground truth fits the paper's G2
 
 
-def plain_words(c: TableCache) -> str:
+def plain_words(c: TableCache, report: str = "report.md", intro: bool = True) -> str:
     """The question without the field's words, then per set the share of needed APIs the first five results
-    hold with each architecture, the paper's beside them, and whether the difference stands out (a table)."""
+    hold with each architecture, the paper's beside them, and whether the difference stands out (a table);
+    ``report``: the file the note on the paper's ground truth links to (empty: this one); ``intro``: the
+    question in plain words first."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -73,12 +75,14 @@ def plain_words(c: TableCache) -> str:
     missed = [s for s, r in table.iterrows() if r.paper_leader == "PtR" and not holds_paper(r) and s in seen]
     rows = "\n".join(f"| {SET_WORDS.get(s, s)} | {r.paper_rtp:.0%} / {r.paper_ptr:.0%} | {r.rtp:.0%} / "
                      f"{r.ptr:.0%} | {_said(r, s in missed)} |" for s, r in table.iterrows())
-    return (f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
-            "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
-            "search with the guesses (plan first, PtR). Of the APIs each request was written from (its "
-            "`candidates`), the first five results hold on average:\n\n"
+    return ((f"An agent must find the few web APIs a request needs {among}. It can search with the request's "
+             "own words (retrieve first, RtP), or let a language model first guess which tools it needs and "
+             "search with the guesses (plan first, PtR). ") * intro + "Of the APIs each request was written "
+            "from (its `candidates`), the first five results hold on average:\n\n"
             "| requests | the paper: words / guesses | this run: words / guesses | this run's difference |\n"
-            f"| :--- | :--- | :--- | :--- |\n{rows}")
+            f"| :--- | :--- | :--- | :--- |\n{rows}\n\nThe paper's shares are on its own ground truth; that "
+            "it counts `candidates` is this run's hypothesis, from its sizes ([Where the paper disagrees "
+            f"with itself]({report}#where-the-paper-disagrees-with-itself)).")
 
 
 def _ci(r) -> str:
@@ -108,9 +112,13 @@ def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = ""
         return (f"{head}neither leads in recall, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
                 "significance”*).")
     both = g2i is not None and s == "G2"
-    return (f"{head}the paper's lead for {r.paper_leader} does not appear" + " in either G2 file" * both
-            + f": {_ci(r)}" + (f", and {_ci(g2i)} (unadjusted) on {G2_FILE}{FIT}" if both else "")
-            + f" (paper {paper}).")
+    holm = pd.notna(r.get("ci_low_holm"))
+    out = not (r["ci_low_holm"] if holm else r.ci_low) <= r.paper_ptr - r.paper_rtp <= (
+        r["ci_high_holm"] if holm else r.ci_high)
+    return (f"{head}with this run's stubs, the paper's lead for {r.paper_leader} does not appear"
+            + " in either G2 file" * both + f": {_ci(r)}" + f", a CI that excludes the paper's {paper}" * out
+            + (f", and {_ci(g2i)} (unadjusted) on {G2_FILE}{FIT}" if both else "")
+            + ("." if out else f" (paper {paper})."))
 
 
 FIT = ", whose ground-truth size fits the paper's"
@@ -152,15 +160,10 @@ def verdict(c: TableCache, llm: str = "") -> str:
                   f"unadjusted {fmt_p(x.p)})"
                   for x in getattr(shift, "itertuples", lambda: ())() if x.diff > 0 and x.p_holm >= ALPHA]
         rests += [x for x in (_relevant_k_line(c, table, missed), _stubs_line(c, table, missed)) if x]
-        holm = power["power_at_paper_holm"]
         names = [*table.loc[missed, "subset"], *[G2_FILE] * (g2i is not None)]
-        chance = [f"{at[n]:.0%} ({n}; " + (f"{holm[n]:.0%} at Holm's strictest level)"
-                                           if pd.notna(holm.get(n)) else "outside the Holm family)")
-                  for n in names if pd.notna(at.get(n))]
-        rests.append((f"had this run's stubs produced a lead of the paper's size, it would have shown with "
-                      f"{' and '.join(chance)} likelihood (power at p < {ALPHA:g}); "
-                      "but " if chance else "") + "the paper's own stub writer and embedder stay untested")
-        rests += [x for x in (_embedder_line(c, table, missed),) if x]
+        if chance := [f"{at[n]:.0%} ({n})" for n in names if pd.notna(at.get(n))]:
+            rests.append(f"had this run's stubs produced a lead of the paper's size, it would have shown "
+                         f"with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}, unadjusted)")
     if (judge := c.having("judge_validity", "evidence_none", "solved_rate_none", "kappa")) is not None:
         kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
         leads = [f"{s}'s, {fmt_number(b)} against {fmt_number(a)}" for s in table.index
@@ -347,23 +350,6 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
             + f", beyond the paper and exploratory, give{'s' * (len(each) == 1)} PtR a significant lead on "
             f"{' and '.join(where)}" + (f", also with queries sharing any tool in one cluster ({kept})"
                                         if kept else "") + ". ")
-
-
-def _embedder_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
-    """How a larger embedder moved PtR − RtP on ``sets`` (``ablation_embedder``, point estimates), towards or
-    away from the paper's difference in ``table`` (:func:`_endpoint`'s); empty without the ablation."""
-    try:
-        e = rows(c, "ablation_embedder")
-        moved = {s: _embedder_shift(c, s) for s in sets}
-    except (NotInRun, StopIteration):
-        return ""
-    way = {s: "towards" if (d > 0) == (table.loc[s, "paper_ptr"] > table.loc[s, "paper_rtp"]) else "away from"
-           for s, d in moved.items()}
-    other = ", ".join(sorted(set(e["embedder"].astype(str)) - {EMBEDDER}))
-    return (f"a larger embedder ({other}, {fmt_count(int(e['n_queries'].max()))} queries per set) moved "
-            + "; ".join(f"{s}'s difference by {fmt_signed(d)}, {way[s]} the paper's"
-                        for s, d in moved.items())
-            + " (`ablation_embedder`, one run, no CI: not even its direction is established)")
 
 
 def _embedder_shift(c: TableCache, s: str) -> float:

@@ -54,7 +54,7 @@ from .front import (
     weak_lead_lines,
 )
 from .locate import TableCache
-from .primer import verdict
+from .primer import plain_words, verdict
 from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
 from .scorecard import compare_entries
 from .session import SESSION_HEADING, session_lines
@@ -295,6 +295,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
              "**The question.** Does searching with the raw query (RtP) or with stubs the planner writes "
              "first (PtR) find more ground-truth APIs, and does the winner flip between single-tool (G1) and "
              "multi-tool (G2, G3) queries?", "",
+             f"**In plain words.** {plain_words(cache, '', intro=False)}", "",
              verdict(cache, prov.get("llm_model", "")), "",
              TERMS, "",
              *([beyond, ""] if beyond.startswith("**The answer") else []),
