@@ -246,13 +246,13 @@ def test_the_verdict_says_where_a_lead_holds_and_where_a_set_leans_on_one_api_sa
     assert ("- G1's lead holds at temperature 0 alone (run 0: -0.072, Holm p = 0.0217) and in two further "
             "G1 files (G1_category -0.099, p < 0.001; G1_tool -0.064, p = 0.00380; "
             "unadjusted).\n"
-            "- G3's difference leans on one API sample, 23 of its 100 queries: without it, +0.040, Holm CI "
+            "- One API sample holds 23 of G3's 100 queries: without it, PtR − RtP is +0.040, Holm CI "
             "[-0.033, 0.112], still not significant.\n") in text
-    assert "G2's difference leans" not in text and "G1's difference leans" not in text
+    assert "of G2's" not in text and "of G1's" not in text
     flipped = verdict(_tables(tmp_path / "b", primary_endpoint=robust.assign(
         p_holm_no_largest_cluster_robustness=[np.nan, np.nan, 0.01]), primary_endpoint_relevant=_tested(
             significant=False, p_holm=0.077)))
-    assert "without it, +0.040, Holm CI [-0.033, 0.112], then significant." in flipped
+    assert "without it, PtR − RtP is +0.040, Holm CI [-0.033, 0.112], then significant." in flipped
     assert "further G1 files" not in flipped  # no validation table: nothing said
 
 
@@ -287,10 +287,10 @@ def test_the_answer_says_where_another_search_gives_the_missing_lead_and_the_stu
            "PtR a significant lead on G2. The paper's own stub writer" in text
     assert ("- This run's stubs differ from the paper's: fewer (G2 2.273 per query against the paper's "
             "2.4–2.5), close to the request (the best one's cosine to it: G2 0.711), keeping its names "
-            "(without its capitalised names, places included, PtR's recall in run 0 falls from 0.124 to "
+            "(without its capitalised words, places included, PtR's run-0 recall falls from 0.124 to "
             "0.074 on G2), so this tests another PtR than the paper's; the one stub change tried, a rule "
             "splitter's more stubs, moved G2's difference by +0.030, towards the paper's (one run, "
-            "unscaled).\n") in text
+            "unscaled, no CI).\n") in text
     assert "another PtR" not in verdict(_tables(tmp_path / "b", primary_endpoint=_tested(),
                                                ablation_stub_echo=echo))  # no brand-word ablation: nothing
 

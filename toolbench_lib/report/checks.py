@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 MIN_CAPTION_WORDS = 12
-MAX_FRONT_WORDS = 1200  # the answer, the verdict, what it rests on, the terms, the dense table
+MAX_FRONT_WORDS = 1250  # the plain-words table, the answer, the verdict, what it rests on, terms, table
 # with the learned ranker's ablations and costs, equivalence margins, the names key, the shift towards PtR,
 # the coupling tested on the query, §4.3's orderings scored, coarser clusters, routing against always RtP,
 # both readings of the scale spread, the glossary's terms for a reading group, and the precision orderings,

@@ -112,10 +112,11 @@ GLOSSARY: tuple[Term, ...] = (
          "analysis.judge"),
     Term("judge kappa",
          "Cohen's kappa between the judge's \"Solved\" and the objective pass: 1 is full agreement, 0 is "
-         "chance. Below {min_kappa} the judged pass rate is not scored against the paper: the objective pass "
-         "rate is shown in its place, and the judged one only in the appendix. Appendix C's `kappa any` "
-         "sets the judge against naming any ground-truth API; `solved rate none` is its \"Solved\" share of "
-         "plans that name none.",
+         "chance. Below {min_kappa} the judged pass rate is not scored against the paper (the judged one is "
+         "only in the appendix). Where objective passes are rare, kappa cannot reach {min_kappa} (its most, "
+         "*kappa max*, is low), so the judge is refused on other evidence: `solved rate none`, its "
+         "\"Solved\" share of plans that name no ground-truth API (Appendix C; `kappa any` sets it against "
+         "naming any).",
          "analysis.judge.kappa (scikit-learn)"),
     Term("retriever family",
          "How a searched text (query or stub) is matched to API documents: dense (cosine of embeddings in "

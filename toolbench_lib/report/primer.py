@@ -224,8 +224,8 @@ def _leans(s: str, r) -> str:
     """How set ``s``'s difference reads without its largest cluster (``primary_endpoint``'s robustness)."""
     now = r.p_holm_no_largest_cluster_robustness < ALPHA
     lo, hi = r.ci_low_holm_no_largest_cluster_robustness, r.ci_high_holm_no_largest_cluster_robustness
-    return (f"{s}'s difference leans on one API sample, {fmt_count(int(r.largest_cluster_n))} of its "
-            f"{fmt_count(int(r.n_queries))} queries: without it, "
+    return (f"one API sample holds {fmt_count(int(r.largest_cluster_n))} of {s}'s "
+            f"{fmt_count(int(r.n_queries))} queries: without it, PtR − RtP is "
             f"{fmt_signed(r.diff_no_largest_cluster_robustness)}, Holm CI {fmt_ci(lo, hi)}, "
             f"{'still' if now == bool(r.significant) else 'then'} {'' if now else 'not '}significant")
 
@@ -295,7 +295,7 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
                     f"paper's {low:g}–{high:g})")
     said += [f"close to the request (the best one's cosine to it: "
              f"{_sets([f'{s} {fmt_number(echo[s])}' for s in sets])})",
-             "keeping its names (without its capitalised names, places included, PtR's recall in run 0 falls "
+             "keeping its names (without its capitalised words, places included, PtR's run-0 recall falls "
              f"from {_sets([f'{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}' for s in sets])})"]
     moved = []
     for s in sets:
@@ -308,7 +308,7 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     return ("this run's stubs differ from the paper's: " + ", ".join(said)
             + ", so this tests another PtR than the paper's"
             + (f"; the one stub change tried, a rule splitter's more stubs, moved {_sets(moved)} (one run, "
-               "unscaled)" if moved else ""))
+               "unscaled, no CI)" if moved else ""))
 
 
 def verdict_block(report_md: str, until: str = TERMS_MARK) -> str:
