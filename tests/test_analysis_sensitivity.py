@@ -77,7 +77,7 @@ def test_g2_sets_and_verdict_from_the_numbers():
     named = se.g2_verdict(sets, sens, {2: 0.5}, example=se.worked_example_name("greece_energy_news"))
     assert named.iloc[-1]["text"].endswith(
         "it holds the paper's Table 2 example “trip to Greece, explore energy market news” "
-        "(G2_instruction:75279, loosely: the same APIs, another request).")
+        "(G2_instruction:75279, loosely: the same APIs in another request, so weak evidence).")
     assert se.worked_example_name("no such example") == "the worked example"
     none = se.g2_verdict(se.g2_sets(SOURCES, paper_gt=9.0, example_qkey=None), sens, {2: 0.5})
     assert none.iloc[-1]["fits"] == "" and none.iloc[-1]["text"].startswith("Neither")
@@ -157,8 +157,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert verdict["gap_std"] == pytest.approx(claim.sort_values("size")["diff"].std())  # the scored std
     # not significantly ahead or behind at any size, each CI holding 0: inconclusive, not failed
     assert "is inconclusive at every size (the CI holding 0)" in verdict["text"]
-    assert "+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample)" \
-        in verdict["text"]
+    assert ("+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample, given "
+            "the sub-registries drawn)") in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706

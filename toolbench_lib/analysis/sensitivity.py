@@ -288,8 +288,8 @@ def scale_claim_verdict(claim: pd.DataFrame) -> pd.DataFrame:
         ties = int((sign * g["diff"]).round(3).eq(0).sum())
         tie = f"; {ties} tied, differing by under 0.0005" if ties else ""
         change = (f" (change {g['change'].iloc[-1]:+.3f} [{g['change_ci_low'].iloc[-1]:+.3f}, "
-                  f"{g['change_ci_high'].iloc[-1]:+.3f}], paired over queries, clustered by API sample)"
-                  if "change" in g else "")
+                  f"{g['change_ci_high'].iloc[-1]:+.3f}], paired over queries, clustered by API sample, "
+                  "given the sub-registries drawn)" if "change" in g else "")
         text = (f"{subset}: {lead} ahead at {point} of {len(g)} sizes ({sig} significantly{tie}); PtR − RtP "
                 f"{g['diff'].iloc[0]:+.3f} at {int(g['size'].iloc[0])} APIs, {g['diff'].iloc[-1]:+.3f} at "
                 f"{int(g['size'].iloc[-1])}{change}; {claim} "
@@ -365,7 +365,8 @@ def worked_example_name(example_id: str) -> str:
     quoted = re.search(r"“([^”]+)”", str(found.get("quote", "")))
     if not quoted:
         return "the worked example"
-    loose = ", loosely: the same APIs, another request" if found.get("match") == "loose" else ""
+    loose = (", loosely: the same APIs in another request, so weak evidence" if found.get("match") == "loose"
+             else "")
     return (f"the paper's Table {found.get('table', 2)} example “{quoted.group(1)}” "
             f"({found.get('qkey', 'not in this data')}{loose})")
 

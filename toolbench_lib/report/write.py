@@ -107,7 +107,8 @@ STATUS_LEGEND = ["| status | when |", "| :--- | :--- |", *(f"| {a} | {b} |" for 
                                       "definition"),
     ("differs; partly explained", "a tested cause closes part of the gap (the share stated)"),
     ("differs; indicative, by a proxy", "a cause tested through a stand-in moves toward the paper's value "
-                                        "(how far, never a share)"),
+                                        "(how far; beside an untested cause, the share of the gap its "
+                                        "linear reading moves: a direction, not an estimate)"),
     ("differs; cause untested", "a setup difference, not tested"),
     ("differs; by construction", "this run's own data or definitions make it differ"),
     ("differs; unexplained", "no listed cause does"))), ""]
@@ -138,8 +139,8 @@ SECTIONS = (
       "the architectures produce increasingly different tool call sequences")),
     ("stubs", "Stubs and Intent-Registry Coupling (§4.4, Table 4, §5)", ("§4.4", "§5 Discussion (Intent"),
      "Stubs are invented names, not the registry's own, and stub cosines do not tell a right match from a "
-     "wrong one; PtR still wins G3 because several stubs cover different sub-needs. On G1 the query itself "
-     "names its API (high Intent-Registry Coupling), which favours RtP.",
+     "wrong one; PtR still wins G3 because several stubs cover different sub-needs. On G1 the query often "
+     "names its API itself (high Intent-Registry Coupling), which favours RtP.",
      ("the LLM is hallucinating tool names from scratch rather than recalling real API names",
       "multi-stub coverage compensates for individual stub mismatches",
       "the raw query often contains the API’s name or brand directly, giving RtP a direct embedding match")),
