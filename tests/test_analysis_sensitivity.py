@@ -157,8 +157,8 @@ def test_scale_claim_by_hand_with_the_ground_truth_share():
     assert verdict["gap_std"] == pytest.approx(claim.sort_values("size")["diff"].std())  # the scored std
     # not significantly ahead or behind at any size, each CI holding 0: inconclusive, not failed
     assert "is inconclusive at every size (the CI holding 0)" in verdict["text"]
-    assert ("+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample, given "
-            "the sub-registries drawn)") in verdict["text"]
+    assert ("+0.250 at 6 (change +0.500 [+0.500, +0.500], paired over queries, clustered by API sample, "
+            "given the sub-registries drawn)") in verdict["text"]
     behind = claim.assign(ci_high=claim["ci_high"].where(claim["size"] != 3, -0.1))  # the CI excludes 0 at 3
     text = se.scale_claim_verdict(behind).iloc[0]["text"]
     # two queries at 3 APIs, differences -.5 and 0: mean -.25, standard error .25, t(0.975, 1 df) = 12.706
