@@ -118,14 +118,15 @@ def test_the_plan_takes_90_minutes_and_links_the_reports_headings(cfg):
     plan = teaching.split(f"## {SESSION_HEADING}")[1].split(f"## {QUESTIONS_HEADING}")[0]
     assert sum(map(int, MINUTES.findall(plan))) == 90
     assert "below, 1 to 4, about 5 minutes each (the others for after the session)." in plan
-    assert "9. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
+    assert "10. **5 min**: what do we believe now" in plan  # a wrap-up closes the session
     assert "1. **5 min**: [The question and the answer" in plan  # the pre-read opens the session
-    assert "2. **10 min**: [Setup and data" in plan and "4. **10 min**: [Stubs and Intent-Registry" in plan
+    assert "2. **10 min**: [Setup and data" in plan and "5. **10 min**: [Stubs and Intent-Registry" in plan
     block = lambda n: next(line for line in plan.splitlines() if line.startswith(f"{n}. "))  # noqa: E731
     # seven presenter blocks, two of them taking two neighbouring sections each
-    assert block(3).startswith("3. **15 min**: [Which architecture") and "and [A larger retrieval" in block(3)
-    assert block(6).startswith("6. **10 min**: [Trajectories") and "and [Cost and routing" in block(6)
-    assert "5. **8 min**: [Registry scale" in plan and "7. **7 min**: [Where the paper disagrees" in plan
+    assert block(3).startswith("3. **10 min**: [Which architecture") and block(4).startswith(
+        "4. **7 min**: [A larger retrieval")  # one question each
+    assert block(7).startswith("7. **10 min**: [Trajectories") and "and [Cost and routing" in block(7)
+    assert "6. **6 min**: [Registry scale" in plan and "8. **7 min**: [Where the paper disagrees" in plan
     # the model answers are the chair's: in the facilitator notes, not beside the questions members read
     assert "model answer" not in block(3).lower()
     notes = teaching.split(f"## {NOTES_HEADING}")[1]
@@ -182,16 +183,16 @@ def test_the_plan_names_each_sections_figures_and_says_when_a_section_is_missing
     rows = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                "| g2_ptr_recall | G2 | 0.188 |\n| g2_budget_rtp10_vs_ptr5 | G2 | 0 |\n")[0]
     block = next(line for line in rows if line.startswith("3. "))
-    assert "(Figure R6); rows `g2_ptr_recall`, `g2_budget_rtp10_vs_ptr5`. *Ask*" in block
+    assert "(Figure R4; pass rates and precision are for later); rows `g2_ptr_recall`. *Ask*" in block
     assert "g1_ptr_recall" not in block  # named by the plan, not in this section
     full = plan_lines(report + "\n## Which architecture finds more tools (§4.1, Figure 2)\n\n"
                                "| g2_ptr_recall | G2 | 0.188 | 0.121 | \\[0.099, 0.143\\] | differs (below) "
                                "|\n"
-                               "| g2_budget_rtp10_vs_ptr5 | G2 | 0.5 | 0.041 | no CI: x | consistent "
+                               "| g2_instruction_ptr_recall | G2 | 0.188 | 0.173 | no CI: x | consistent "
                                "|\n")[0]
     block = next(line for line in full if line.startswith("3. "))
     assert block.endswith("*Here*: `g2_ptr_recall` 0.121 [0.099, 0.143] against the paper's 0.188: differs "
-                          "(below); `g2_budget_rtp10_vs_ptr5` 0.041 against the paper's 0.5: consistent.")
+                          "(below); `g2_instruction_ptr_recall` 0.173 against the paper's 0.188: consistent.")
     long = report + "\n## Where the paper disagrees with itself\n\n" + "\n".join(["word " * 100] * 10)
     plan = "\n".join(plan_lines(long)[0])
     assert "(1,003 words with their tables, markup left out, about 10 minutes" in plan
@@ -351,8 +352,8 @@ def test_the_facilitator_notes_answer_each_question_from_the_numbers(cfg):
     assert "change PtR's recall by G1 -0.045" in notes
     (cfg.tables_dir / "ablation_decomposition.csv").unlink()
     text = "\n".join(session_lines(cfg, "## The question and the answer\n"))
-    # the stronger stub writer's note (question 6: the pass rate against recall comes into the session first)
-    assert "- **Question 6.** Not in this run: no `ablation_decomposition` table" in text.split(
+    # the stronger stub writer's note (question 3: after pass rates and the two tests)
+    assert "- **Question 3.** Not in this run: no `ablation_decomposition` table" in text.split(
         f"## {NOTES_HEADING}")[1]
 
 
@@ -403,9 +404,10 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "consistent, 6 differing by construction). Every comparison of the two architectures rests on PtR's "
         "stubs, which a much smaller LLM writes here, so it is tested for this run's setup only")
     stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
-    assert block_answer("Stubs and Intent-Registry Coupling", stub, md).endswith(
-        "a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
-        "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159)")
+    assert ("a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
+            "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159). Where a "
+            "stub already names the paper's tool and still misses, what is left is the matching, untested "
+            "here") in block_answer("Stubs and Intent-Registry Coupling", stub, md)
     stub["g1_stub_hit_share_topk"] = ["G1", "0.406", "0.425", "\\[0.361, 0.490\\]", "consistent"]
     assert ("(0.293 against 0.406); counted as any of a stub's top five, 0.425 [0.361, 0.490], as in the "
             "paper; the request's") in block_answer("Stubs and Intent-Registry Coupling", stub, md)
@@ -435,6 +437,10 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "0.499")
     auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"
     assert "cosine tells when" in block_answer("Cost and routing", auroc, md)
+    cited = (md.replace("(0.216 against 0.212)", "(0.216 against 0.212, pooled; the CI above)")
+             + "\n- dense: routed 0.212 against always rtp 0.216, difference -0.004 [95% CI -0.021, +0.014]")
+    assert "(0.216 against 0.212, pooled; routed − always RtP -0.004 [-0.021, +0.014])" in block_answer(
+        "Cost and routing", auroc, cited)  # the routing claim's CI, for a reader of the notes alone
     div = {"divergence_smallest_disjoint_g1g2": ["G1, G2", "0.88", "0.093", "x", "differs (below)"],
            "divergence_smallest_non_identical_g1g2": ["G1, G2", "0.88", "0.894", "x", "consistent"]}
     assert block_answer("Registry scale", div, md) == (

@@ -76,7 +76,9 @@ def _stubs(cells: Cells, md: str) -> str:
     kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall falls "
             f"from {brand[1]} to {brand[2]})") if brand else ""
     return (f"judge them against the paper's Table 2 stubs: a G1 stub's first API is a needed one {fewer} "
-            f"here than in the paper ({c[2]} against {c[1]}){other}{kept}")
+            f"here than in the paper ({c[2]} against {c[1]}){other}{kept}. Where a stub already names the "
+            "paper's tool and still misses, what is left is the matching, untested here: this run's embedder "
+            "and the similar APIs crowding that tool's neighbourhood in the registry")
 
 
 def _misses(cells: Cells, md: str) -> str:
@@ -102,6 +104,9 @@ def _divergence(cells: Cells, md: str) -> str:
 
 def _routing(cells: Cells, md: str) -> str:
     mix = _sentence(md, "Always RtP, which calls no LLM")
+    ci = re.search(r"against always rtp [\d.]+, difference ([-+][\d.]+) \[95% CI ([-+][\d.]+), "
+                   r"([-+][\d.]+)\]", md)  # the routing claim's line above it, for a reader without it
+    mix = mix.replace("the CI above", f"routed − always RtP {ci[1]} [{ci[2]}, {ci[3]}]") if ci else mix
     auroc = cells.get("g1_top1_cosine_routing_auroc")
     ci = _bounds(auroc[3]) if auroc else None
     if not mix or ci is None:

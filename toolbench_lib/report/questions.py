@@ -65,7 +65,8 @@ def endpoint(c: TableCache, family: str, column: str, subset: str) -> float:
 def bm25_tests(c: TableCache) -> str:
     runs, n, groups, p_runs, p, p_holm = (endpoint(c, "bm25", col, "G1") for col in (
         "n_runs", "n_queries", "n_groups", "p_runs_robustness", "p", "p_holm"))
-    return (f"BM25 on G1, the paper's test over {fmt_count(runs)} runs {fmt_p(p_runs, NO_P)}, the paired "
+    return (f"BM25 (word matching, beyond the paper: [Retriever families](report.md#retriever-families)) "
+            f"on G1, the paper's test over {fmt_count(runs)} runs {fmt_p(p_runs, NO_P)}, the paired "
             f"t-test over {fmt_count(n)} queries clustered in {fmt_count(groups)} API samples "
             f"{fmt_p(p, NO_P)}, both unadjusted (Holm over the sets: {fmt_p(p_holm, NO_P)}) "
             "(`primary_endpoint_families`: p_runs_robustness, p, n_groups, p_holm)")
@@ -206,15 +207,18 @@ def ceiling_note(c: TableCache) -> str:
 
 
 def leader_note(c: TableCache) -> str:
-    cis, clear = [], []
+    cis, clear, signs = [], [], set()
     for gt in ("candidates", "relevant"):
         d, lo, hi = (value(c, "paired_tests", col, subset="G3", gt=gt, metric="recall")
                      for col in ("diff", "ci_low_holm", "ci_high_holm"))
         cis.append(f"{fmt_signed(d)} {fmt_ci(lo, hi)} on `{gt}`")
         clear += [gt] if lo > 0 or hi < 0 else []
-    said = ("the CI excludes 0 on neither" if not clear else "the CI excludes 0 on both" if len(clear) == 2
-            else f"only on `{clear[0]}` does the CI exclude 0, so on G3 the definition decides whether this "
-                 "run supports a G3 difference")
+        signs.add("PtR" if d > 0 else "RtP")
+    by = f"{signs.pop()} leads by estimate under both" if len(signs) == 1 else "the estimate's sign changes"
+    said = (f"{by}, significantly under neither (the CI holds 0 on both)" if not clear else
+            f"{by}, significantly under both" if len(clear) == 2 else
+            f"only on `{clear[0]}` does the CI exclude 0, so on G3 the definition decides whether this run "
+            "supports a G3 difference")
     return (f"dense G3 PtR − RtP recall is {' and '.join(cis)} (`paired_tests`, each CI adjusted as its "
             f"Holm p): {said}{flipped_sets(c)}")
 
@@ -308,23 +312,7 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
     passes = [paper(f"{s.lower()}_{m}_pass_rate") for s in SETS for m in ("rtp", "ptr")]
     recalls = [paper(f"{s.lower()}_{m}_recall") for s in SETS for m in ("rtp", "ptr")]
     setup = sec("g1_query_count")
-    return [  # the session's four first: ground truth, BM25's fairness, the two tests, pass rates
-        ("Which ground truth?",
-         f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
-         f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
-         (g3_ground_truths,),
-         "Does the leader change with the definition? Which definition matches the paper's words, and which "
-         "its numbers?", leader_note),
-        ("Is BM25's win a fair comparison?",
-         f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
-         "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
-         "that test the architectures or how lexical the queries are? What would make the dense side a fair "
-         "opponent?", families_note),
-        ("The test over runs against the test over queries",
-         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
-         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
-         "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
-         "independent observations does G3 hold?", tests_note),
+    return [  # the session's four first, each on a section the plan walks through
         ("Pass rate against recall",
          f"It reports pass rates of {fmt_number(min(passes))}–{fmt_number(max(passes))} while recall is at "
          f"most {fmt_number(max(recalls))} ({sec('g1_rtp_pass_rate')}), and says “{QUOTES['upper']}” "
@@ -332,12 +320,11 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          (objective_pass_rates, recall_ceiling),
          "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
          "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
-        ("Which G2?",
-         f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
-         f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
-         (g2_sets, g2_dense),
-         "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
-         "choice, and which set would you pre-register?", g2_note),
+        ("The test over runs against the test over queries",
+         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
+         "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
+         "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
+         "independent observations does G3 hold?", tests_note),
         ("What would a stronger stub writer change?",
          f"Its stubs match a relevant API for {fmt_number(paper('g1_stub_hit_share'))} of G1 stubs and "
          f"{fmt_number(paper('g3_stub_hit_share'))} of G3 stubs ({sec('g1_stub_hit_share')}).",
@@ -354,6 +341,23 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "This run removes the query's brand words from the stubs, then from the query too. What does each "
          "drop say about where the hits come from? Does RtP's G1 lead outlive its brand words?",
          brand_note),
+        ("Which ground truth?",
+         f"It scores retrieval “{QUOTE_GT}” ({setup}); its G3 recall is RtP "
+         f"{fmt_number(paper('g3_rtp_recall'))}, PtR {fmt_number(paper('g3_ptr_recall'))}.",
+         (g3_ground_truths,),
+         "Does the leader change with the definition? Which definition matches the paper's words, and which "
+         "its numbers?", leader_note),
+        ("Is BM25's win a fair comparison?",
+         f"It uses one retriever: “{QUOTE_RETRIEVER}” ({setup}).", (bm25_against_dense,),
+         "BM25 indexes the same API texts, and queries often name tools and brands. Where BM25 leads, does "
+         "that test the architectures or how lexical the queries are? What would make the dense side a fair "
+         "opponent?", families_note),
+        ("Which G2?",
+         f"Its G2 holds {fmt_count(paper('g2_query_count'))} “{QUOTE_G2}” queries ({setup}) with a mean "
+         f"of {refs.get('g2_gt_size', {}).get('paper', 'n/a')} ground-truth APIs ({sec('g2_gt_size')}).",
+         (g2_sets, g2_dense),
+         "Which set fits the paper's count, and which its ground truth? Does the G2 answer depend on the "
+         "choice, and which set would you pre-register?", g2_note),
         ("The paper's G1 difference, twice",
          f"It gives PtR − RtP recall on G1 as {fmt_signed(paper('g1_ptr_minus_rtp_recall'))} "
          f"({sec('g1_ptr_minus_rtp_recall')}), while its own recalls ({sec('g1_ptr_recall')}) give "

@@ -32,18 +32,19 @@ PLAN = (
                              "Intent-Registry Coupling) and its claims, with this section's query sets, "
                              "registry and two pipelines",
      "which difference from the paper's setup could change who wins?", ("registry_size", "g1_query_count")),
-    (("Which architecture finds more tools", "A larger retrieval budget"), 15,
-     "the main claim: recall per set (Figure R4; pass rates and precision are for later); then the paper's "
-     "answer to \"PtR only searches more\": RtP at k = 10 against PtR at k = 5 (Figure R6)",
-     "first, is G2's result a failed replication or an untested one? Then, does a larger k for RtP buy as "
-     "much as PtR's stubs?", ("g1_ptr_recall", "g2_ptr_recall", "g2_instruction_ptr_recall",
-                               "g2_budget_rtp10_vs_ptr5")),
+    (("Which architecture finds more tools",), 10,
+     "the main claim: recall per set (Figure R4; pass rates and precision are for later)",
+     "is G2's result a failed replication or an untested one?", ("g1_ptr_recall", "g2_ptr_recall",
+                                                                  "g2_instruction_ptr_recall")),
+    (("A larger retrieval budget",), 7, "the paper's answer to \"PtR only searches more\": RtP at k = 10 "
+                                         "against PtR at k = 5 (Figure R6; the curves over k for later)",
+     "does a larger k for RtP buy as much as PtR's stubs?", ("g2_budget_rtp10_vs_ptr5",)),
     (("Stubs and Intent-Registry Coupling",), 10, "its explanation: stubs, a [worked query](#worked-queries),"
                                                  " a [Table 2 example](#the-papers-table-2-examples)",
      "would you have written the worked query's stubs, and where stubs already name the paper's tools yet "
      "miss, what is left to explain the miss?", ("g1_stub_hit_share", "g1_stub_hit_share_topk",
                                                  "g1_gt_size")),
-    (("Registry scale",), 8, "divergence as the registry grows and which reading fits the paper",
+    (("Registry scale",), 6, "divergence as the registry grows and which reading fits the paper",
      "which definition of divergence gives the paper's 88% and 98%?",
      ("divergence_smallest_disjoint_g1g2", "divergence_smallest_non_identical_g1g2")),
     (("Trajectories", "Cost and routing"), 10,
