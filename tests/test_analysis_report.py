@@ -1757,8 +1757,8 @@ def test_the_scale_section_says_each_set_has_sub_registries_of_its_own(tmp_path)
 
     cfg = SimpleNamespace(tables_dir=tmp_path)
     assert subregistry_lines(cfg) == []
-    t = pd.DataFrame({"subset": ["G1", "G3", "G1"], "size": [1000, 1000, 5000], "gt_share": [0.82, 0.05, 0.2],
-                      "keeps_all_gt": True, "n_seeds": 5})
+    t = pd.DataFrame({"subset": ["G1", "G3", "G1"], "size": [1000, 1000, 5000],
+                      "gt_share": [0.82, 0.05, 0.2], "keeps_all_gt": True, "n_seeds": 5})
     t.to_csv(tmp_path / "scale_claim.csv", index=False)
     assert subregistry_lines(cfg) == [
         "Each set is searched in sub-registries of its own: every ground-truth API of the set plus a "
