@@ -1762,7 +1762,7 @@ def test_the_scale_section_says_each_set_has_sub_registries_of_its_own(tmp_path)
     t.to_csv(tmp_path / "scale_claim.csv", index=False)
     assert subregistry_lines(cfg) == [
         "Each set is searched in sub-registries of its own: every ground-truth API of the set plus a "
-        "proportional draw of the rest (5 seeds per size); ground truth's share of the smallest (1,000 APIs), "
-        "G1 82%, G3 5%, raises recall there where it is large."]
+        "proportional draw of the rest (5 seeds per size); ground truth's share of the smallest (1,000 "
+        "APIs), G1 82%, G3 5%, raises recall there where it is large."]
     t.assign(keeps_all_gt=False).to_csv(tmp_path / "scale_claim.csv", index=False)
     assert subregistry_lines(cfg) == []  # another construction: not this sentence
