@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         folder = stored_study_dir(args.run_name)
         prepare_views(args.run_name)
     except (FileNotFoundError, ViewsFolderError, FolderWriteError) as exc:
-        sys.exit(f"error: {' '.join(str(exc).split())}")
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+        os._exit(1)  # no interpreter teardown: a native library's thread once aborted there, adding a line
     print(f"serving the explorer of {folder} at http://{HOST}:{args.port}/ (Ctrl-C stops it)", flush=True)
     cmd = voila_argv(args.port, args.cull_idle, min(CULL_INTERVAL_S, max(1, args.cull_idle // 2)))
     os.execve(cmd[0], cmd, voila_env(args.run_name, max_pages=args.max_pages))
