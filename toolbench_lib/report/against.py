@@ -10,8 +10,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_bounds
 from ..eval.stats import runs_test_summary, two_sample_summary
-
-ALPHA = 0.05
+from .verdicts import ALPHA
 
 QUOTES = {  # the paper's words that paper_against_itself sets side by side (tests find each in its text)
     "budget": "budget-equivalent",
@@ -37,7 +36,7 @@ def printed_p_lines(refs: dict) -> list[str]:
     value; its two-sample test for pass rates, both sides ± std): more than twice or less than half the
     recomputed p, or over twice a printed bound; then those that do (its G3 recall's "does not reach
     significance" among them), each printed test once."""
-    lines, fine, seen = [], [], set()
+    lines, fine, seen, named = [], [], set(), set()  # named: the tests already quoted in full
     for e in refs["entries"]:
         m = PRINTED_TEST.search(str(e.get("quote", "")))
         if not m or e.get("std") is None or m.group(0) in seen:  # a std: PtR's entry (or a pass rate's)
@@ -54,8 +53,8 @@ def printed_p_lines(refs: dict) -> list[str]:
             fine.append(f"{said} (recomputed {fmt_p(p).removeprefix('p ').removeprefix('= ')}{rounding})")
             continue
         kind = "two_sample" if two else "one_sample"
-        test = "the same test" if kind in seen else f"its *“{QUOTES[kind]}”*"
-        seen.add(kind)
+        test = "the same test" if kind in named else f"its *“{QUOTES[kind]}”*"
+        named.add(kind)
         means = (f"{a} ± {sa} against {b} ± {sb} (its SDs)" if two else
                  f"{a if sa else b} ± {sa or sb} (its SD) over {PAPER_RUNS} runs against {b if sa else a}")
         lines.append(f"Its {said} does not follow from its own numbers by {test}: {means} gives {fmt_p(p)}, "

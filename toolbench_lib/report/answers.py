@@ -104,9 +104,10 @@ def _divergence(cells: Cells, md: str) -> str:
 
 def _routing(cells: Cells, md: str) -> str:
     mix = _sentence(md, "Always RtP, which calls no LLM")
-    ci = re.search(r"against always rtp [\d.]+, difference ([-+][\d.]+) \[95% CI ([-+][\d.]+), "
-                   r"([-+][\d.]+)\]", md)  # the routing claim's line above it, for a reader without it
-    mix = mix.replace("the CI above", f"routed − always RtP {ci[1]} [{ci[2]}, {ci[3]}]") if ci else mix
+    claim = re.search(r"against always rtp [\d.]+, difference ([-+][\d.]+) \[95% CI ([-+][\d.]+), "
+                      r"([-+][\d.]+)\]", md)  # the routing claim's line above it, for a reader without it
+    if claim:
+        mix = mix.replace("the CI above", f"routed − always RtP {claim[1]} [{claim[2]}, {claim[3]}]")
     auroc = cells.get("g1_top1_cosine_routing_auroc")
     ci = _bounds(auroc[3]) if auroc else None
     if not mix or ci is None:

@@ -85,11 +85,15 @@ def plain_words(c: TableCache, report: str = "report.md", intro: bool = True) ->
             f"with itself]({report}#where-the-paper-disagrees-with-itself)).")
 
 
-def _ci(r) -> str:
-    """A dense comparison's PtR − RtP and its Holm CI where it has one, as the tables print them."""
+def _bounds(r) -> tuple[float, float]:
+    """A dense comparison's Holm CI where it has one, else its unadjusted CI."""
     holm = pd.notna(r.get("ci_low_holm"))
-    lo, hi = (r["ci_low_holm"], r["ci_high_holm"]) if holm else (r["ci_low"], r["ci_high"])
-    return f"{fmt_signed(r['diff'])} {fmt_ci(lo, hi)}"
+    return (r["ci_low_holm"], r["ci_high_holm"]) if holm else (r["ci_low"], r["ci_high"])
+
+
+def _ci(r) -> str:
+    """A dense comparison's PtR − RtP and its CI (:func:`_bounds`), as the tables print them."""
+    return f"{fmt_signed(r['diff'])} {fmt_ci(*_bounds(r))}"
 
 
 def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = "") -> str:
@@ -112,9 +116,8 @@ def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = ""
         return (f"{head}neither leads in recall, as in the paper: {_ci(r)} (paper {paper}, *“does not reach "
                 "significance”*).")
     both = g2i is not None and s == "G2"
-    holm = pd.notna(r.get("ci_low_holm"))
-    out = not (r["ci_low_holm"] if holm else r.ci_low) <= r.paper_ptr - r.paper_rtp <= (
-        r["ci_high_holm"] if holm else r.ci_high)
+    lo, hi = _bounds(r)
+    out = not lo <= r.paper_ptr - r.paper_rtp <= hi
     return (f"{head}with this run's stubs, the paper's lead for {r.paper_leader} does not appear"
             + " in either G2 file" * both + f": {_ci(r)}" + f", a CI that excludes the paper's {paper}" * out
             + (f", and {_ci(g2i)} (unadjusted) on {G2_FILE}{FIT}" if both else "")
