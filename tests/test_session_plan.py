@@ -4,7 +4,6 @@ reference numbers; a table the run did not save is said in one line, never repla
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -460,16 +459,13 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
     assert block_answer("Cost and routing", auroc, "no routing sentence") == ""
 
 
-def test_the_test_over_runs_question_says_how_the_runs_were_made(cfg):
+def test_the_test_over_runs_question_says_how_the_runs_were_made():
     """The runs' temperatures and a replayed LLM come from the study's provenance; none, nothing said."""
     from toolbench_lib.report.session import runs_made
 
-    assert runs_made(cfg) == ""
-    path = cfg.out_dir / "runs" / cfg.study_key() / "provenance.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"backend": "replay", "settings": {"temperature": 0.0, "run_temperature": 0.3,
-                                                                  "runs": 4}}))
-    assert runs_made(cfg) == ("Its runs: run 0 at temperature 0 and the later 3 at 0.3 (the paper's at 0), "
-                              "the LLM's outputs replayed from a recording of them.")
-    path.write_text(json.dumps({"backend": "gemini", "settings": {"temperature": 0.0, "runs": 4}}))
-    assert runs_made(cfg) == "Its runs: all 4 at temperature 0 (the paper's at 0)."
+    assert runs_made({}) == ""
+    prov = {"backend": "replay", "settings": {"temperature": 0.0, "run_temperature": 0.3, "runs": 4}}
+    assert runs_made(prov) == ("Its runs: run 0 at temperature 0 and the later 3 at 0.3 (the paper's at 0), "
+                               "the LLM's outputs replayed from a recording of them.")
+    prov = {"backend": "gemini", "settings": {"temperature": 0.0, "runs": 4}}
+    assert runs_made(prov) == "Its runs: all 4 at temperature 0 (the paper's at 0)."

@@ -36,13 +36,17 @@ class Endpoint:
     def text(self, robustness: bool = True, temperatures: Mapping | None = None) -> str:
         """One sentence stating the endpoint, for the top of the report (``robustness``: and its robustness
         test; ``temperatures``: a study's settings, whose runs after the first may sample at another)."""
-        t = temperatures or {}
-        first, later = t.get("temperature"), t.get("run_temperature")
-        mixed = (f" (run 0 at temperature {first:g}, the later runs at {later:g})"
-                 if first is not None and later not in (None, first) else "")
+        first, later = run_temperatures(temperatures)
+        mixed = f" (run 0 at temperature {first:g}, the later runs at {later:g})" if later is not None else ""
         return (f"**Primary endpoint:** {self.metric}@{self.k} on `{self.gt}`, {self.basis}{mixed}; "
                 f"PtR − RtP by a {self.test}, {self.family}."
                 + (f" **Robustness** (no verdict): {self.secondary}." if robustness else ""))
+
+
+def run_temperatures(settings: Mapping | None) -> tuple[float | None, float | None]:
+    """A study's run-0 temperature, and its later runs' where they sample at another (else None)."""
+    first, later = (settings or {}).get("temperature"), (settings or {}).get("run_temperature")
+    return first, later if first is not None and later not in (None, first) else None
 
 
 PRIMARY = Endpoint()

@@ -3,10 +3,11 @@ discussion questions with this run's numbers (a table the run did not save is na
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+from ..analysis.endpoint import run_temperatures
 from ..analysis.numbers import fmt_count
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
 from ..data.markdown import anchor, md_text
@@ -147,25 +148,22 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
             "", f"Total: {total} minutes.", *more, *figure_map], answers
 
 
-def runs_made(cfg: ExperimentConfig) -> str:
+def runs_made(prov: Mapping) -> str:
     """How this run's runs were made, from its study's provenance: the runs' temperatures against the paper's
     0, and whether the LLM's outputs were replayed from a recording; empty without the provenance."""
-    path = cfg.out_dir / "runs" / cfg.study_key() / "provenance.json"
-    prov = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    s = prov.get("settings", {})
-    first, later, runs = s.get("temperature"), s.get("run_temperature"), s.get("runs")
+    (first, later), runs = run_temperatures(prov.get("settings")), prov.get("settings", {}).get("runs")
     if first is None or not runs:
         return ""
-    mixed = later not in (None, first) and runs > 1
-    temps = (f"run 0 at temperature {first:g} and the later {fmt_count(runs - 1)} at {later:g}" if mixed else
-             f"all {fmt_count(runs)} at temperature {first:g}")
+    temps = (f"run 0 at temperature {first:g} and the later {fmt_count(runs - 1)} at {later:g}"
+             if later is not None and runs > 1 else f"all {fmt_count(runs)} at temperature {first:g}")
     replay = ", the LLM's outputs replayed from a recording of them" * (prov.get("backend") == "replay")
     return f"Its runs: {temps} (the paper's at 0){replay}."
 
 
-def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFERENCES_FILE) -> list[str]:
+def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFERENCES_FILE,
+                  prov: Mapping | None = None) -> list[str]:
     """The session plan for ``report_md`` (the written report), then the discussion questions with this
-    run's numbers: the opening lines of ``teaching.md``."""
+    run's numbers (``prov``: the study's provenance): the opening lines of ``teaching.md``."""
     refs = {e["id"]: e for e in load_references(references)["entries"]}
     cache = TableCache(cfg.tables_dir)
     notes: list[str] = []
@@ -180,7 +178,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING), notes=anchor(NOTES_HEADING)), "", *plan, "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
-    made = runs_made(cfg)
+    made = runs_made(prov or {})
     for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
         lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "",
                   run_numbers(cache, makers) + (f" {made}" if bm25_tests in makers and made else ""), "",

@@ -8,6 +8,7 @@ from statistics import NormalDist
 
 import pandas as pd
 
+from ..analysis.endpoint import run_temperatures
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_value
 from ..analysis.routing import MULTI_TOOL
@@ -60,11 +61,11 @@ def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
     if t is None:
         return []
     t = t[t["retriever"] == "dense"] if "retriever" in t else t
-    temp, later = settings.get("temperature"), settings.get("run_temperature")
+    temp, later = run_temperatures(settings)
     none = [subset_alias(s) for s, p in zip(t["subset"], t.get("p_holm_no_largest_cluster_robustness", []),
                                             strict=True) if pd.isna(p)]
     heads = {"run0": f"Run 0 alone, at temperature {temp:g} as in the paper (the later runs at {later:g})"
-                     if temp is not None and later not in (None, temp) else "",
+                     if later is not None else "",
              "no_largest_cluster": "Each set without the API sample that dominates it, the one largest "
              "holding at least a fifth of it (largest: " + ", ".join(
                  f"{subset_alias(r.subset)} {fmt_count(int(r.largest_cluster_n))} of "

@@ -448,11 +448,13 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
     ledger = Ledger()
     path = cfg.out_dir / "report.md"
     material = teaching_material(cfg) if material is None else material
-    text = report_markdown(cfg, report, refs, run_provenance(cfg), material, ledger)
+    provenance = run_provenance(cfg)
+    text = report_markdown(cfg, report, refs, provenance, material, ledger)
+    own = provenance[0] if provenance else {}
     path.write_text(text, encoding="utf-8")
     (cfg.out_dir / TEACHING_FILE).write_text(
         "\n".join([f"# A reading-group session, worked queries and the paper's Table 2 examples: run "
-                   f"`{cfg.run_name}`", "", *session_lines(cfg, text, references),
+                   f"`{cfg.run_name}`", "", *session_lines(cfg, text, references, own),
                    "## Worked queries", "", *material.worked, "## The paper's Table 2 examples", "",
                    *material.examples]).rstrip() + "\n", encoding="utf-8")
     (cfg.out_dir / QUANTITIES_FILE).write_text(json.dumps(ledger.as_dict(), indent=1, ensure_ascii=False),
