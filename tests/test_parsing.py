@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -98,6 +99,13 @@ def test_arbitrary_text_never_raises(text):
     assert isinstance(plan, Plan)
     assert plan.parse_ok or (not plan.steps and not plan.refusal)
     assert parse_verdict(text) in (None, "Solved", "Unsolved")
+
+
+def test_a_reply_with_odd_escapes_parses_without_a_warning():
+    """A Python-literal reply whose string holds ``\\]`` parses, and no warning reaches the console."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert extract_json("[{'name': 'a\\]b', 'ok': True}]") == [{"name": "a\\]b", "ok": True}]
 
 
 @settings(max_examples=200, deadline=None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 
 _MAX_FAILED_STARTS = 64
 _MAX_TRUNCATION_TRIES = 16
@@ -71,8 +72,10 @@ def _loads(text: str, budget: _Budget | None = None) -> object | None:
         return None
     pythonish = _outside_strings(  # JSON literals turned into Python ones (outside strings)
         text, "\"'", lambda s: re.sub(r"\b(true|false|null)\b", lambda m: _PY_LITERALS[m.group(1)], s))
-    try:
-        return _as_container(ast.literal_eval(pythonish))
+    try:  # a reply's odd escapes (``\]``) would warn on the user's console: its text is data, not code
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _as_container(ast.literal_eval(pythonish))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
