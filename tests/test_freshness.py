@@ -187,3 +187,26 @@ def test_every_file_the_run_wrote_is_recorded(tmp_path):
         freshness.write_manifest(out, keys)
         (out / rel).write_text("edited by hand")
         assert freshness.current_notebooks(out, keys) == set(), rel
+
+
+def test_bench_first_run_writes_nothing_into_the_run_folder_it_times(tmp_path, monkeypatch):
+    """A file the bench changed inside the timed run folder would make the warm pass rerun every notebook."""
+    from toolbench_lib.bench import first_run
+
+    seen = []
+
+    def fake_pass(run_name, cache, workers, log):
+        out = tmp_path / "outputs" / run_name
+        seen.append(sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) if out.exists() else [])
+        log.write("a pass's console\n")
+        (out / "notebooks").mkdir(parents=True, exist_ok=True)
+        return first_run.Pass(steps={"reproduce": 1.0}, notebooks={"02_main.ipynb": 1.0}, wall=1.0)
+
+    monkeypatch.setattr(first_run, "OUTPUTS_DIR", tmp_path / "outputs")
+    monkeypatch.setattr(first_run, "cold_cache", lambda folder: folder)
+    monkeypatch.setattr(first_run, "timed_pass", fake_pass)
+    table, path = first_run.bench_first_run("fresh")
+    assert seen == [[], ["notebooks"]]  # no bench/ folder, no log, while either pass runs
+    bench = tmp_path / "outputs" / "fresh" / "bench"
+    assert path == bench / "first_run.md" and "02_main.ipynb" in table
+    assert (bench / "first_run.log").read_text().count("a pass's console") == 2

@@ -127,16 +127,18 @@ def bench_first_run(run_name: str | None = None, workers: int | None = None) -> 
     machine["simd_flags"] = simd_flags(machine["flags"])
     tmp = Path(tempfile.mkdtemp(prefix="first-run-cache-"))
     bench_dir = OUTPUTS_DIR / run_name / "bench"
-    try:
+    try:  # the log stays out of the timed run folder: a file changing there would make the warm pass cold
         cache = cold_cache(tmp / "cache")
-        bench_dir.mkdir(parents=True, exist_ok=True)
-        with open(bench_dir / "first_run.log", "w", encoding="utf-8") as log:
+        with open(tmp / "first_run.log", "w", encoding="utf-8") as log:
             print(f"cold `make run` into outputs/{run_name} (cache {cache}) ...")
             cold = timed_pass(run_name, cache, workers, log)
             print(f"cold: {cold.wall:.1f} s; warm `make run` ...")
             warm = timed_pass(run_name, cache, workers, log)
             print(f"warm: {warm.wall:.1f} s")
     finally:
+        bench_dir.mkdir(parents=True, exist_ok=True)
+        if (tmp / "first_run.log").exists():
+            shutil.move(tmp / "first_run.log", bench_dir / "first_run.log")
         shutil.rmtree(tmp, ignore_errors=True)
     table = format_first_run(cold, warm, machine)
     (bench_dir / "first_run.md").write_text(table + "\n", encoding="utf-8")
