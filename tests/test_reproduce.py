@@ -23,7 +23,6 @@ from toolbench_lib.eval.compare import p_value_conflicts
 from toolbench_lib.report.checks import check_report
 from toolbench_lib.report.kernels import KERNEL_NAME, interpreter_kernel
 from toolbench_lib.report.reproduce import (
-    COLD_SECONDS,
     NOTEBOOKS_DIR,
     NotebookFailure,
     declared_parameters,
@@ -242,13 +241,6 @@ def test_longest_notebooks_start_first_by_their_last_durations(tmp_path):
     # never timed first (notebook order), then the longest last time
     assert [p.name for p in longest_first(stage, durations)] == ["04_c.ipynb", "06_d.ipynb", "03_b.ipynb",
                                                                  "02_a.ipynb"]
-    # a new run folder: the project's notebooks by a cold run's seconds, the longest (12) first
-    project = select_notebooks()
-    assert [p.name for p in longest_first(project, {})][:4] == sorted(
-        COLD_SECONDS, key=COLD_SECONDS.get, reverse=True)[:4] == ["12_retriever_families.ipynb",
-                                                                  "03_k_ablation.ipynb", "11_ablations.ipynb",
-                                                                  "04_scale_study.ipynb"]
-    assert set(COLD_SECONDS) == {p.name for p in project}  # every notebook, no stale name
     assert previous_durations(tmp_path / "missing") == {}
 
 

@@ -213,20 +213,9 @@ def previous_durations(executed_dir: Path) -> dict[str, float]:
     return out
 
 
-# A run folder's first run has no timings: its notebooks start in the order of their seconds in a cold
-# `make run` on the reference machine (`bench first-run`), an order only, never shown as a timing; in
-# notebook order the longest (12) started last.
-COLD_SECONDS = {"01_data_prep.ipynb": 5, "02_main_results.ipynb": 38, "03_k_ablation.ipynb": 112,
-                "04_scale_study.ipynb": 61, "05_trajectory_divergence.ipynb": 7,
-                "06_stub_failure_analysis.ipynb": 7, "07_adaptive_routing.ipynb": 6,
-                "08_query_explorer.ipynb": 27, "09_report.ipynb": 10, "10_beyond_the_paper.ipynb": 49,
-                "11_ablations.ipynb": 84, "12_retriever_families.ipynb": 178}
-
-
 def longest_first(stage: list[Path], durations: dict[str, float]) -> list[Path]:
-    """The stage's notebooks, longest first by their last durations (else :data:`COLD_SECONDS`), those
-    never timed anywhere first; ties keep notebook order."""
-    return sorted(stage, key=lambda p: -durations.get(p.name, COLD_SECONDS.get(p.name, float("inf"))))
+    """The stage's notebooks, never timed first, then the longest last time; ties keep notebook order."""
+    return sorted(stage, key=lambda p: -durations.get(p.name, float("inf")))
 
 
 def _run_stage(stage: list[Path], paths: list[Path], out_dir: Path, params: dict, kernel: str, workers: int,
