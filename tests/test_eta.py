@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 
 import numpy as np
 import pytest
+from tqdm import TqdmWarning
 
 from toolbench_lib.retrieval import eta
 from toolbench_lib.retrieval.eta import (
@@ -199,7 +201,8 @@ def test_estimate_on_a_registry_slice_against_its_real_time(ds, embedder, tmp_pa
     monkeypatch.setattr(eta, "SAMPLE_MIN_TEXTS", 500)  # its timed sample: 8 batches of 32 texts
     rng = np.random.default_rng(0)
     texts = [ds.texts[i] for i in rng.choice(len(ds.texts), ETA_SLICE, replace=False)]
-    with caplog.at_level(logging.INFO, logger="toolbench_lib.retrieval.embedding"):
+    with caplog.at_level(logging.INFO, logger="toolbench_lib.retrieval.embedding"), warnings.catch_warnings():
+        warnings.simplefilter("error", TqdmWarning)  # a bar summed past its total warns on the console
         embed_cached(embedder, texts, "registry", tmp_path, progress=True)
     final = next(r.getMessage() for r in caplog.records if " took " in r.getMessage())
     error = float(re.findall(r"\(([+-][0-9]+)%\)$", final)[0])

@@ -194,14 +194,14 @@ def embed_cached(embedder: Embedder, texts: Sequence[str], kind: str = "registry
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
     weights, padded, tracker = (_progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress
                                 else (np.ones(len(new_texts)), None, None))  # no bar: weights unused
-    bar = tqdm(total=float(weights.sum()), desc=f"embed {kind}", unit="tok", unit_scale=True,
-               disable=not progress)
+    steps = [float(weights[chunk].sum()) for chunk in chunks]  # summed as the bar sums them: never past 100%
+    bar = tqdm(total=sum(steps), desc=f"embed {kind}", unit="tok", unit_scale=True, disable=not progress)
     meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}
     next_log = REFRESH_STEP
-    for chunk in chunks:
+    for chunk, step in zip(chunks, steps, strict=True):
         ck = [new_keys[i] for i in chunk]
         store.put(ck, embedder.encode([new_texts[i] for i in chunk], batch_size=batch_size), meta)
-        bar.update(float(weights[chunk].sum()))
+        bar.update(step)
         if tracker is not None:
             total = tracker.finished(padded[chunk])
             bar.set_postfix_str(f"about {total / 60:.1f} min in all")
