@@ -151,7 +151,8 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
 def runs_made(prov: Mapping) -> str:
     """How this run's runs were made, from its study's provenance: the runs' temperatures against the paper's
     0, and whether the LLM's outputs were replayed from a recording; empty without the provenance."""
-    (first, later), runs = run_temperatures(prov.get("settings")), prov.get("settings", {}).get("runs")
+    settings = prov.get("settings") or {}
+    (first, later), runs = run_temperatures(settings), settings.get("runs")
     if first is None or not runs:
         return ""
     temps = (f"run 0 at temperature {first:g} and the later {fmt_count(runs - 1)} at {later:g}"
