@@ -225,6 +225,9 @@ def test_a_fixed_seed_gives_identical_rankings():
     b, cf_b, _ = ltr.ltr_rankings(runs, study.queries, spec)
     assert a == b and cf_a.fold == cf_b.fold
     np.testing.assert_array_equal(cf_a.scores, cf_b.scores)
+    table = feature_table(runs, spec, ltr.qrels_of(study.queries, "candidates"))
+    one, two = (ltr.crossfit(table, spec, study.queries, workers=w) for w in (1, 2))  # side by side: the same
+    np.testing.assert_array_equal(one.scores, two.scores)
     c, cf_c, _ = ltr.ltr_rankings(runs, study.queries, spec, seed=1)
     assert cf_c.fold != cf_a.fold  # the seed is the one that shuffles the folds
     assert all(list(v.values()) == sorted(v.values(), reverse=True) for v in a.values())  # best first
