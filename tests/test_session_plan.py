@@ -380,10 +380,11 @@ def test_the_g2_note_says_when_both_sets_exclude_the_paper_s_difference(cfg):
         "(a two-sample reading)")
 
 
-def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
+def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     """Each answer reads the block's rows and the report's sentences; change a number's side and the answer
     changes; a block without its rows gets none."""
     from toolbench_lib.report.answers import block_answer
+    from toolbench_lib.report.locate import TableCache
 
     md = ("- **G2 (tools of one category):** the paper's lead for PtR does not appear: x.\n\n**What it rests "
           "on.** Had the paper's lead carried over, a lead of its size would have shown with 99% likelihood. "
@@ -436,10 +437,13 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows():
         "0.499")
     auroc["g1_top1_cosine_routing_auroc"][3] = "\\[0.605, 0.700\\]"
     assert "cosine tells when" in block_answer("Cost and routing", auroc, md)
-    cited = (md.replace("(0.216 against 0.212)", "(0.216 against 0.212, pooled; the CI above)")
-             + "\n- dense: routed 0.212 against always rtp 0.216, difference -0.004 [95% CI -0.021, +0.014]")
+    cited = md.replace("(0.216 against 0.212)", "(0.216 against 0.212, pooled; the CI above)")
+    claim = pd.DataFrame({"against": ["always_ptr", "always_rtp"], "diff": [0.022, -0.0037],
+                          "ci_low": [0.005, -0.0212], "ci_high": [0.039, 0.0137]})
+    claim.to_csv(tmp_path / "routing_claim.csv", index=False)
     assert "(0.216 against 0.212, pooled; routed − always RtP -0.004 [-0.021, +0.014])" in block_answer(
-        "Cost and routing", auroc, cited)  # the routing claim's CI, for a reader of the notes alone
+        "Cost and routing", auroc, cited, TableCache(tmp_path))  # the claim's CI, for a reader of the notes
+    assert "the CI above" in block_answer("Cost and routing", auroc, cited)  # no table: the report's words
     div = {"divergence_smallest_disjoint_g1g2": ["G1, G2", "0.88", "0.093", "x", "differs (below)"],
            "divergence_smallest_non_identical_g1g2": ["G1, G2", "0.88", "0.894", "x", "consistent"]}
     assert block_answer("Registry scale", div, md) == (

@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..analysis.numbers import fmt_signed
+from .locate import TableCache
+
 Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
 
 
@@ -22,7 +25,7 @@ def _bounds(ci: str) -> tuple[float, float] | None:
     return (float(found[0]), float(found[1])) if len(found) >= 2 else None
 
 
-def _testable(cells: Cells, md: str) -> str:
+def _testable(cells: Cells, md: str, cache: TableCache | None) -> str:
     free = re.search(r"All (\d+) measured without an LLM.*? are consistent \((\d+)\) or differ by "
                      r"construction \((\d+)\)", md)
     return (f"the half that needs no LLM: RtP's retrieval and the data's counts ({free[1]} numbers: "
@@ -31,14 +34,14 @@ def _testable(cells: Cells, md: str) -> str:
             "this run's setup only") if free else ""
 
 
-def _setup(cells: Cells, md: str) -> str:
+def _setup(cells: Cells, md: str, cache: TableCache | None) -> str:
     by_design = [f"`{r}`" for r, c in cells.items() if "by construction" in c[4]]
     return ("the LLM's, in the table of what differs from the paper's setup: a small local model writes the "
             "stubs and plans here, not the paper's, and no second one ran"
             + (f"; {' and '.join(by_design)} differ by construction" if by_design else ""))
 
 
-def _g2(cells: Cells, md: str) -> str:
+def _g2(cells: Cells, md: str, cache: TableCache | None) -> str:
     line = re.search(r"^- \*\*G2 \(.*$", md, re.M)
     if not line or "does not appear" not in line[0]:
         return ""
@@ -50,7 +53,7 @@ def _g2(cells: Cells, md: str) -> str:
             f"paper's lead for PtR on G2 does not appear{seen}" + (f"; {other}" if other else ""))
 
 
-def _budget(cells: Cells, md: str) -> str:
+def _budget(cells: Cells, md: str, cache: TableCache | None) -> str:
     c = cells.get("g2_budget_rtp10_vs_ptr5")
     ci = _bounds(c[3]) if c and len(c) > 4 else None
     if ci is None:
@@ -64,7 +67,7 @@ def _budget(cells: Cells, md: str) -> str:
             f"paper has them nearly identical{undecided}")
 
 
-def _stubs(cells: Cells, md: str) -> str:
+def _stubs(cells: Cells, md: str, cache: TableCache | None) -> str:
     if not (c := cells.get("g1_stub_hit_share")):
         return ""
     fewer = "less often" if "(below)" in c[4] else "more often" if "(above)" in c[4] else "about as often"
@@ -81,7 +84,7 @@ def _stubs(cells: Cells, md: str) -> str:
             "and the similar APIs crowding that tool's neighbourhood in the registry")
 
 
-def _misses(cells: Cells, md: str) -> str:
+def _misses(cells: Cells, md: str, cache: TableCache | None) -> str:
     c = cells.get("wrong_tool_on_miss")
     try:
         more = "more" if float(c[2]) > float(c[1]) else "less"
@@ -94,7 +97,7 @@ def _misses(cells: Cells, md: str) -> str:
             f"miss, {said} ({c[1]})")
 
 
-def _divergence(cells: Cells, md: str) -> str:
+def _divergence(cells: Cells, md: str, cache: TableCache | None) -> str:
     name = {r: r.split("smallest_")[-1].rsplit("_", 1)[0].replace("_", "-") for r in cells}
     fits = [r for r, c in cells.items() if c[4].startswith("consistent")]
     return (f"the {' and '.join(name[r] for r in fits)} reading ("
@@ -102,12 +105,13 @@ def _divergence(cells: Cells, md: str) -> str:
             ) if fits else ""
 
 
-def _routing(cells: Cells, md: str) -> str:
+def _routing(cells: Cells, md: str, cache: TableCache | None) -> str:
     mix = _sentence(md, "Always RtP, which calls no LLM")
-    claim = re.search(r"against always rtp [\d.]+, difference ([-+][\d.]+) \[95% CI ([-+][\d.]+), "
-                      r"([-+][\d.]+)\]", md)  # the routing claim's line above it, for a reader without it
-    if claim:
-        mix = mix.replace("the CI above", f"routed − always RtP {claim[1]} [{claim[2]}, {claim[3]}]")
+    claim = cache.having("routing_claim", "against", "diff", "ci_low", "ci_high") if cache else None
+    if claim is not None and len(c := claim[claim["against"] == "always_rtp"]):  # the CI the report cites
+        r = c.iloc[0]
+        mix = mix.replace("the CI above", f"routed − always RtP {fmt_signed(r['diff'])} "
+                                          f"[{fmt_signed(r['ci_low'])}, {fmt_signed(r['ci_high'])}]")
     auroc = cells.get("g1_top1_cosine_routing_auroc")
     ci = _bounds(auroc[3]) if auroc else None
     if not mix or ci is None:
@@ -116,7 +120,7 @@ def _routing(cells: Cells, md: str) -> str:
     return f"not here: {mix}; RtP's top-1 cosine {tell}: AUROC {auroc[2]}"
 
 
-def _ground_truth(cells: Cells, md: str) -> str:
+def _ground_truth(cells: Cells, md: str, cache: TableCache | None) -> str:
     gt = re.search(r"It defines ground truth as \*“(.+?)”\*, yet its mean APIs per query, G1 ([\d.]+) \(here "
                    r"([\d.]+) on `candidates`, ([\d.]+) on `relevant`", md)
     return (f"its ground truth first: it defines it as *“{gt[1]}”*, yet its G1 mean of {gt[2]} APIs "
@@ -125,7 +129,7 @@ def _ground_truth(cells: Cells, md: str) -> str:
             "replication must match") if gt else ""
 
 
-ANSWERS: dict[str, Callable[[Cells, str], str]] = {
+ANSWERS: dict[str, Callable[[Cells, str, TableCache | None], str]] = {
     "The question and the answer": _testable, "Setup and data": _setup,
     "Which architecture finds more tools": _g2, "A larger retrieval budget": _budget,
     "Stubs and Intent-Registry Coupling": _stubs, "Trajectories": _misses, "Registry scale": _divergence,
@@ -133,7 +137,8 @@ ANSWERS: dict[str, Callable[[Cells, str], str]] = {
 }
 
 
-def block_answer(start: str, cells: Cells, report_md: str) -> str:
-    """The model answer for the section whose heading starts with ``start`` (a clause), or empty."""
+def block_answer(start: str, cells: Cells, report_md: str, cache: TableCache | None = None) -> str:
+    """The model answer for the section whose heading starts with ``start`` (a clause), or empty; ``cache``:
+    the run's tables, where an answer reads one."""
     make = ANSWERS.get(start)
-    return make(cells, report_md) if make else ""
+    return make(cells, report_md, cache) if make else ""

@@ -81,11 +81,12 @@ def _status_word(status: str) -> str:
     return said + ")" * (said.count("(") - said.count(")"))
 
 
-def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
+def plan_lines(report_md: str, cache: TableCache | None = None) -> tuple[list[str], list[str]]:
     """The plan: each report section linked by its heading, with its figures' numbers and its minutes; then
     which file each of the report's figures is and which of the paper's figures its section reproduces
     (named in the heading), so that "Figure 2" means one thing in the room. Second, the blocks' model
-    answers, kept for the facilitator's notes (out of the members' sight before the session)."""
+    answers, kept for the facilitator's notes (out of the members' sight before the session), which read
+    ``cache``, the run's tables, where the report's prose does not hold a number."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
     figures_of: dict[str, list[str]] = {}
     figure_rows = []  # every figure of the report, whichever section holds it
@@ -117,7 +118,7 @@ def plan_lines(report_md: str) -> tuple[list[str], list[str]]:
                          f" against the paper's {c[1]}: {_status_word(c[4])}"
                          for r, c in cells.items() if len(c) >= 5 and not c[2].startswith("n/a"))
         links = " and ".join(f"[{md_text(h, False)}]({REPORT_FILE}#{anchor(h)})" for h in headings)
-        if said := "; ".join(a for start in starts if (a := block_answer(start, cells, report_md))):
+        if said := "; ".join(a for start in starts if (a := block_answer(start, cells, report_md, cache))):
             answers.append(f"- **Block {i}.** *{ask[0].upper()}{ask[1:]}* {said[0].upper()}{said[1:]}.")
         lines.append(f"{i}. **{minutes} min**: {links}{shown}: {what}" + (f"; rows {', '.join(rows)}" if rows
                                                                           else "") + f". *Ask*: {ask}"
@@ -168,7 +169,7 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
     refs = {e["id"]: e for e in load_references(references)["entries"]}
     cache = TableCache(cfg.tables_dir)
     notes: list[str] = []
-    plan, answers = plan_lines(report_md)
+    plan, answers = plan_lines(report_md, cache)
     lines = [f"## {SESSION_HEADING}", "",
              f"The sections of [the report]({REPORT_FILE}) in this order, then the questions below; each "
              "states this run's numbers and the table they come from. Besides the paper, the run folder's "
