@@ -389,8 +389,7 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     md = ("- **G2 (tools of one category):** the paper's lead for PtR does not appear: x.\n\n**What it rests "
           "on.** Had the paper's lead carried over, a lead of its size would have shown with 99% likelihood. "
           "All 15 measured without an LLM (RtP's retrieval) are consistent (9) or differ by construction "
-          "(6). Removed from query and stubs alike, they take RtP from 0.346 to 0.221 and PtR from 0.274 to "
-          "0.159.\n"
+          "(6).\n"
           "- Always RtP, which calls no LLM, is not shown to find less than routing by set (0.216 against "
           "0.212).")
     assert block_answer("Which architecture finds more tools", {}, md) == (
@@ -404,13 +403,17 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
         "consistent, 6 differing by construction). Every comparison of the two architectures rests on PtR's "
         "stubs, which a much smaller LLM writes here, so it is tested for this run's setup only")
     stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
+    tables = TableCache(tmp_path)
+    pd.DataFrame({"subset": ["G3", "G1"], "ptr": [0.2, 0.2743], "ptr_nobrand": [0.1, 0.1591]}).to_csv(
+        tmp_path / "ablation_query_coupling.csv", index=False)
     assert ("a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "
             "carry much of what they find (without them PtR's G1 recall falls from 0.274 to 0.159). Where a "
             "stub already names the paper's tool and still misses, what is left is the matching, untested "
-            "here") in block_answer("Stubs and Intent-Registry Coupling", stub, md)
+            "here") in block_answer("Stubs and Intent-Registry Coupling", stub, md, tables)
+    assert "brand words" not in block_answer("Stubs and Intent-Registry Coupling", stub, md)  # no table
     stub["g1_stub_hit_share_topk"] = ["G1", "0.406", "0.425", "\\[0.361, 0.490\\]", "consistent"]
     assert ("(0.293 against 0.406); counted as any of a stub's top five, 0.425 [0.361, 0.490], as in the "
-            "paper; the request's") in block_answer("Stubs and Intent-Registry Coupling", stub, md)
+            "paper; the request's") in block_answer("Stubs and Intent-Registry Coupling", stub, md, tables)
     miss = {"wrong_tool_on_miss": ["all", "0.70", "0.795", "\\[0.741, 0.853\\]", "differs (above; the CI "
                                    "excludes the paper's value, only its end reaching this project's ±0.05 "
                                    "reading of the paper's “~”)"]}
@@ -451,13 +454,13 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     assert block_answer("Registry scale", {k: [*v[:4], "differs"] for k, v in div.items()}, md) == ""
     assert block_answer("Trajectories", {}, md) == "" == block_answer("Where the paper disagrees with itself",
                                                                       {}, md)
-    gt = ("It defines ground truth as *“all APIs executed in the reference solution”*, yet its mean APIs per "
-          "query, G1 5.2 (here 5.288 on `candidates`, 2.276 on `relevant`) and G2 6.5 (...), fit every API.")
-    assert block_answer("Where the paper disagrees with itself", {}, gt) == (
+    pd.DataFrame({"subset": ["G1", "G1", "G2"], "gt": ["candidates", "relevant", "candidates"],
+                  "mean": [5.2884, 2.2756, 6.1]}).to_csv(tmp_path / "data_gt_sizes.csv", index=False)
+    assert block_answer("Where the paper disagrees with itself", {}, md, TableCache(tmp_path)) == (
         "its ground truth first: it defines it as *“all APIs executed in the reference solution”*, yet its "
-        "G1 mean of 5.2 APIs per query fits `candidates` (5.288 here) rather than that definition "
-        "(`relevant`, 2.276); which one it scored decides what every recall and pass rate it reports means, "
-        "and what a replication must match")
+        f"G1 mean of {paper_value('g1_gt_size'):g} APIs per query fits `candidates` (5.288 here) rather than "
+        "that definition (`relevant`, 2.276); which one it scored decides what every recall and pass rate it "
+        "reports means, and what a replication must match")
     missing = {"wrong_tool_on_miss": ["all", "0.70", "n/a", "x", "missing"]}
     assert block_answer("Trajectories", missing, md) == ""  # a row without this run's value: no answer
     assert block_answer("Cost and routing", auroc, "no routing sentence") == ""

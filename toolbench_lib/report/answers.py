@@ -1,13 +1,17 @@
 """A model answer to each session block's question, from the report it plans: its section's rows (the
-paper's value, this run's, the CI, the status) and the front's sentences; a block whose rows the report lacks
-gets none."""
+paper's value, this run's, the CI, the status), the front's sentences and the run's tables; a block whose rows
+the report lacks gets none."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
-from ..analysis.numbers import fmt_signed
+import pandas as pd
+
+from ..analysis.numbers import fmt_number, fmt_signed
+from ..analysis.references import paper_value
+from .against import QUOTES
 from .locate import TableCache
 
 Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
@@ -75,9 +79,9 @@ def _stubs(cells: Cells, md: str, cache: TableCache | None) -> str:
     if o := cells.get("g1_stub_hit_share_topk"):  # the second reading the row's cause names
         same, ci = "as in" if o[4].startswith("consistent") else "unlike", o[3].replace(chr(92), "")
         other = f"; counted as any of a stub's top five, {o[2]} {ci}, {same} the paper"
-    brand = re.search(r"PtR from (\d\.\d+) to (\d\.\d+)", md)
+    g = _g1_row(cache, "ablation_query_coupling", "ptr", "ptr_nobrand")
     kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall falls "
-            f"from {brand[1]} to {brand[2]})") if brand else ""
+            f"from {fmt_number(g['ptr'])} to {fmt_number(g['ptr_nobrand'])})") if g is not None else ""
     return (f"judge them against the paper's Table 2 stubs: a G1 stub's first API is a needed one {fewer} "
             f"here than in the paper ({c[2]} against {c[1]}){other}{kept}. Where a stub already names the "
             "paper's tool and still misses, what is left is the matching, untested here: this run's embedder "
@@ -121,12 +125,22 @@ def _routing(cells: Cells, md: str, cache: TableCache | None) -> str:
 
 
 def _ground_truth(cells: Cells, md: str, cache: TableCache | None) -> str:
-    gt = re.search(r"It defines ground truth as \*“(.+?)”\*, yet its mean APIs per query, G1 ([\d.]+) \(here "
-                   r"([\d.]+) on `candidates`, ([\d.]+) on `relevant`", md)
-    return (f"its ground truth first: it defines it as *“{gt[1]}”*, yet its G1 mean of {gt[2]} APIs "
-            f"per query fits `candidates` ({gt[3]} here) rather than that definition (`relevant`, {gt[4]}); "
-            "which one it scored decides what every recall and pass rate it reports means, and what a "
-            "replication must match") if gt else ""
+    sizes = cache.having("data_gt_sizes", "subset", "gt", "mean") if cache else None
+    mean = sizes.set_index(["subset", "gt"])["mean"] if sizes is not None else pd.Series(dtype=float)
+    if (paper := paper_value("g1_gt_size")) is None or not {("G1", "candidates"), ("G1", "relevant")} <= set(
+            mean.index):
+        return ""
+    return (f"its ground truth first: it defines it as *“{QUOTES['gt']}”*, yet its G1 mean of {paper:g} APIs "
+            f"per query fits `candidates` ({fmt_number(mean[('G1', 'candidates')])} here) rather than that "
+            f"definition (`relevant`, {fmt_number(mean[('G1', 'relevant')])}); which one it scored decides "
+            "what every recall and pass rate it reports means, and what a replication must match")
+
+
+def _g1_row(cache: TableCache | None, name: str, *columns: str) -> pd.Series | None:
+    """G1's row of the table ``name`` saved with ``columns``; None without it."""
+    t = cache.having(name, "subset", *columns) if cache else None
+    g1 = t[t["subset"] == "G1"] if t is not None else ()
+    return g1.iloc[0] if len(g1) else None
 
 
 ANSWERS: dict[str, Callable[[Cells, str, TableCache | None], str]] = {
