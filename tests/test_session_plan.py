@@ -466,7 +466,7 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     assert block_answer("Cost and routing", auroc, "no routing sentence") == ""
 
 
-def test_the_test_over_runs_question_says_how_the_runs_were_made():
+def test_the_test_over_runs_question_says_how_the_runs_were_made(tmp_path):
     """The runs' temperatures and a replayed LLM come from the study's provenance; none, nothing said."""
     from toolbench_lib.report.session import runs_made
 
@@ -476,3 +476,12 @@ def test_the_test_over_runs_question_says_how_the_runs_were_made():
                                "the LLM's outputs replayed from a recording of them.")
     prov = {"backend": "gemini", "settings": {"temperature": 0.0, "runs": 4}}
     assert runs_made(prov) == "Its runs: all 4 at temperature 0 (the paper's at 0)."
+    from toolbench_lib.analysis.references import load_references
+    from toolbench_lib.report.locate import TableCache
+    from toolbench_lib.report.questions import questions, run_numbers
+
+    refs = {e["id"]: e for e in load_references()["entries"]}
+    said = {t: run_numbers(TableCache(tmp_path), m) for t, _, m, _, _ in questions(refs, runs_made(prov))}
+    last = ". Its runs: all 4 at temperature 0 (the paper's at 0)."  # its last clause, in that question alone
+    assert [t for t, line in said.items() if line.endswith(last)] == [
+        "The test over runs against the test over queries"]

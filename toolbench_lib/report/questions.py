@@ -299,9 +299,11 @@ def decomposer_note(c: TableCache) -> str:
 Maker = Callable[[TableCache], str]
 
 
-def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, ...], str, Maker]]:
+def questions(refs: Mapping[str, Mapping],
+              runs_line: str = "") -> list[tuple[str, str, tuple[Maker, ...], str, Maker]]:
     """``(title, the paper's numbers, makers of this run's numbers, what to discuss, the facilitator's note)``
-    per question; the paper's numbers are its reference entries' (``refs``: id to entry)."""
+    per question; the paper's numbers are its reference entries' (``refs``: id to entry); ``runs_line``, how
+    the runs were made, closes the question on the test over runs."""
     def paper(entry: str) -> float:
         return paper_bounds(refs[entry]["paper"]).get("value", math.nan) if entry in refs else math.nan
 
@@ -321,7 +323,8 @@ def questions(refs: Mapping[str, Mapping]) -> list[tuple[str, str, tuple[Maker, 
          "Can both statements hold? Under which ground truth could a plan pass without most of its APIs? "
          "What would you need to know about an LLM judge before trusting its pass rate?", ceiling_note),
         ("The test over runs against the test over queries",
-         f"It uses “a {QUOTES['one_sample']}” ({setup}).", (bm25_tests, g3_clusters),
+         f"It uses “a {QUOTES['one_sample']}” ({setup}).",
+         (bm25_tests, g3_clusters, *((lambda c: runs_line.rstrip("."),) if runs_line else ())),
          "Which p-value is smaller here? A test over a few run means of the same queries treats the queries "
          "as fixed: what variation does it leave out, and what does that do to its p-value? How many "
          "independent observations does G3 hold?", tests_note),

@@ -17,7 +17,7 @@ from .checks import CAPTION, IMAGE, sections
 from .checks import words as count_words
 from .locate import TableCache
 from .primer import PLAIN_HEADING, SUBSTITUTIONS_HEADING, plain_words, session_answer, substitution_lines
-from .questions import bm25_tests, questions, run_numbers
+from .questions import questions, run_numbers
 
 REPORT_FILE = "report.md"
 SESSION_HEADING = "A 90-minute reading-group session"
@@ -180,10 +180,8 @@ def session_lines(cfg: ExperimentConfig, report_md: str, references: Path = REFE
              "### The plan", "",
              ROLES.format(anchor=anchor(SUBSTITUTIONS_HEADING), notes=anchor(NOTES_HEADING)), "", *plan, "",
              *substitution_lines(cache), f"## {QUESTIONS_HEADING}", ""]
-    made = runs_made(prov or {})
-    for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs), 1):
-        lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "",
-                  run_numbers(cache, makers) + (f" {made}" if bm25_tests in makers and made else ""), "",
+    for i, (title, paper_text, makers, ask, note) in enumerate(questions(refs, runs_made(prov or {})), 1):
+        lines += [f"### {i}. {title}", "", f"**The paper.** {paper_text}", "", run_numbers(cache, makers), "",
                   f"**Discuss.** {ask}", ""]
         notes.append(f"- **Question {i}.** {run_numbers(cache, (note,)).removeprefix('**This run.** ')}")
     lead = "The discussion questions: what this run's numbers answer, for whoever leads the discussion:"
