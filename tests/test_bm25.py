@@ -6,7 +6,7 @@ import bm25s
 import numpy as np
 import pytest
 
-from toolbench_lib.retrieval.bm25 import BM25Params, TermCounts, tokens, top_rows
+from toolbench_lib.retrieval.bm25 import BM25Params, TermCounts, term_counts, tokens, top_rows
 from toolbench_lib.retrieval.families import HybridSearcher, HybridSpec, check_family
 from toolbench_lib.retrieval.rankings import TextHits, search_and_merge
 
@@ -74,6 +74,20 @@ def test_subsets_of_term_counts_score_as_bm25s_indexes_of_the_subsets(ds):
     assert sum(len(h.rows) for h in ours) > 1000
     with pytest.raises(ValueError, match="at least one text"):
         counts.index(np.zeros(0, dtype=np.int64))
+
+
+def test_setups_over_the_same_texts_share_one_term_count():
+    """Counted once for the same texts and analyzer (a second setup over the registry reuses them, with the
+    same hits as its own count would give); other texts or another analyzer are counted anew."""
+    first = term_counts(list(CORPUS))
+    assert term_counts(list(CORPUS)) is first
+    own = TermCounts(CORPUS).index().search_texts(["weather alerts", "city"], 3)
+    shared = first.index().search_texts(["weather alerts", "city"], 3)
+    assert [(h.rows.tolist(), h.scores.tolist()) for h in own] == [(h.rows.tolist(), h.scores.tolist())
+                                                                   for h in shared]
+    assert term_counts(list(CORPUS[:2])) is not first
+    assert term_counts(list(CORPUS), BM25Params(k1=1.2)).params.k1 == 1.2
+    assert term_counts(list(CORPUS)) is not first  # only the last collection is kept
 
 
 def test_text_without_indexed_terms_has_no_hits_and_rows_map_to_the_registry():

@@ -19,7 +19,7 @@ from ..data.queries import DEFAULT_GT, subset_alias
 from ..data.tables import cached_tables
 from ..eval.compare import compare, significant
 from ..eval.evaluation import evaluate, recall_at
-from ..retrieval.bm25 import TermCounts
+from ..retrieval.bm25 import term_counts
 from ..retrieval.families import FAMILIES
 from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
@@ -271,7 +271,7 @@ def bm25_scale_study(registry: pd.DataFrame, texts: Sequence[str], queries: pd.D
     """``(scale, divergence)``: the scale study (:func:`~toolbench_lib.analysis.scale.scale_study`'s draws)
     with BM25, each sub-registry an index of its own; RtP searches the query, PtR run ``run``'s stubs."""
     ids = registry["api_id"].to_numpy()
-    counts = TermCounts(texts)  # the registry analysed once; each sub-registry's index slices its counts
+    counts = term_counts(texts)  # the registry analysed once; each sub-registry's index slices its counts
     scale_rows, div_rows = [], []
     for subset in dict.fromkeys(queries["subset"]):
         sq = queries[queries["subset"] == subset]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import math
@@ -73,6 +74,19 @@ class TermCounts:
         """The BM25 index of ``rows`` (default all); hits report ``ids`` (default ``rows``), one per row."""
         rows = np.arange(len(self.lengths)) if rows is None else np.asarray(rows, dtype=np.int64)
         return BM25Index(self, rows, rows if ids is None else np.asarray(ids, dtype=np.int64))
+
+
+_SHARED: dict[tuple[str, BM25Params], TermCounts] = {}  # the last collection counted, by its texts' digest
+
+
+def term_counts(texts: Sequence[str], params: BM25Params = BM25Params()) -> TermCounts:
+    """The term counts of ``texts``: those of the last call when it counted the very same texts (the setups of
+    one process over one registry analyse it once)."""
+    key = (hashlib.sha256("\x00".join(texts).encode()).hexdigest(), params)
+    if key not in _SHARED:
+        _SHARED.clear()
+        _SHARED[key] = TermCounts(texts, params)
+    return _SHARED[key]
 
 
 class BM25Index:

@@ -11,7 +11,7 @@ import pandas as pd
 from ..config import DEFAULT_FAMILY, SEED
 from ..data.dataset import Dataset
 from ..data.queries import query_keys
-from .bm25 import BM25Index, TermCounts
+from .bm25 import BM25Index, term_counts
 from .embedding import Embedder, embed_cached
 from .families import FAMILIES, check_family
 from .index import VectorIndex, build_index
@@ -37,8 +37,8 @@ class RetrievalSetup:
 
     @functools.cached_property
     def bm25(self) -> BM25Index:
-        """BM25 over the API texts of this setup's (sub-)registry, built once."""
-        return TermCounts([self.ds.texts[int(r)] for r in self.index.rows]).index(ids=self.index.rows)
+        """BM25 over the API texts of this setup's (sub-)registry, built once (:func:`~.bm25.term_counts`)."""
+        return term_counts([self.ds.texts[int(r)] for r in self.index.rows]).index(ids=self.index.rows)
 
     def searcher(self, family: str = DEFAULT_FAMILY) -> Searcher:
         """The searcher of a retriever family (a name of :data:`~.families.FAMILIES`)."""
