@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 from toolbench_lib.analysis.ablations import (
     brand_words,
@@ -56,6 +57,13 @@ def test_bootstrap_and_holm():
     assert bootstrap_ci(np.array([0.3, 0.3]), 100) == (0.3, 0.3)
     p = [0.01, 0.04, 0.03]
     assert holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    rng = np.random.default_rng(0)  # statsmodels' Holm is the oracle, bit for bit: ties, ones, any size
+    for n in (1, 2, 3, 9, 40):
+        ps = np.round(rng.uniform(0, 0.6, n), 2)
+        assert holm(ps).tolist() == multipletests(ps, method="holm")[1].tolist()
+    with_nan = holm([0.02, np.nan, 0.01])
+    assert np.isnan(with_nan[1]) and with_nan[[0, 2]].tolist() == [0.02, 0.02]  # NaN: not in the family
+    assert holm([]).tolist() == [] and np.isnan(holm([np.nan])).all()
 
 
 def test_runs_test_by_hand():
