@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pandas as pd
-
 from ..analysis.numbers import fmt_number, fmt_signed
 from ..analysis.references import paper_value
 from .against import QUOTES
 from .locate import TableCache
+from .lookup import NotInRun, value
 
 Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
 
@@ -79,9 +78,13 @@ def _stubs(cells: Cells, md: str, cache: TableCache | None) -> str:
     if o := cells.get("g1_stub_hit_share_topk"):  # the second reading the row's cause names
         same, ci = "as in" if o[4].startswith("consistent") else "unlike", o[3].replace(chr(92), "")
         other = f"; counted as any of a stub's top five, {o[2]} {ci}, {same} the paper"
-    g = _g1_row(cache, "ablation_query_coupling", "ptr", "ptr_nobrand")
-    kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall falls "
-            f"from {fmt_number(g['ptr'])} to {fmt_number(g['ptr_nobrand'])})") if g is not None else ""
+    try:
+        ptr, nobrand = (value(cache, "ablation_query_coupling", col, subset="G1")
+                        for col in ("ptr", "ptr_nobrand"))
+        kept = (f"; the request's brand words carry much of what they find (without them PtR's G1 recall "
+                f"falls from {fmt_number(ptr)} to {fmt_number(nobrand)})")
+    except NotInRun:
+        kept = ""
     return (f"judge them against the paper's Table 2 stubs: a G1 stub's first API is a needed one {fewer} "
             f"here than in the paper ({c[2]} against {c[1]}){other}{kept}. Where a stub already names the "
             "paper's tool and still misses, what is left is the matching, untested here: this run's embedder "
@@ -111,11 +114,13 @@ def _divergence(cells: Cells, md: str, cache: TableCache | None) -> str:
 
 def _routing(cells: Cells, md: str, cache: TableCache | None) -> str:
     mix = _sentence(md, "Always RtP, which calls no LLM")
-    claim = cache.having("routing_claim", "against", "diff", "ci_low", "ci_high") if cache else None
-    if claim is not None and len(c := claim[claim["against"] == "always_rtp"]):  # the CI the report cites
-        r = c.iloc[0]
-        mix = mix.replace("the CI above", f"routed − always RtP {fmt_signed(r['diff'])} "
-                                          f"[{fmt_signed(r['ci_low'])}, {fmt_signed(r['ci_high'])}]")
+    try:  # the CI the report cites above
+        diff, low, high = (value(cache, "routing_claim", col, against="always_rtp")
+                           for col in ("diff", "ci_low", "ci_high"))
+        mix = mix.replace("the CI above", f"routed − always RtP {fmt_signed(diff)} [{fmt_signed(low)}, "
+                                          f"{fmt_signed(high)}]")
+    except NotInRun:
+        pass
     auroc = cells.get("g1_top1_cosine_routing_auroc")
     ci = _bounds(auroc[3]) if auroc else None
     if not mix or ci is None:
@@ -125,22 +130,17 @@ def _routing(cells: Cells, md: str, cache: TableCache | None) -> str:
 
 
 def _ground_truth(cells: Cells, md: str, cache: TableCache | None) -> str:
-    sizes = cache.having("data_gt_sizes", "subset", "gt", "mean") if cache else None
-    mean = sizes.set_index(["subset", "gt"])["mean"] if sizes is not None else pd.Series(dtype=float)
-    if (paper := paper_value("g1_gt_size")) is None or not {("G1", "candidates"), ("G1", "relevant")} <= set(
-            mean.index):
+    try:
+        here, strict = (value(cache, "data_gt_sizes", "mean", subset="G1", gt=gt) for gt in ("candidates",
+                                                                                            "relevant"))
+    except NotInRun:
+        return ""
+    if (paper := paper_value("g1_gt_size")) is None:
         return ""
     return (f"its ground truth first: it defines it as *“{QUOTES['gt']}”*, yet its G1 mean of {paper:g} APIs "
-            f"per query fits `candidates` ({fmt_number(mean[('G1', 'candidates')])} here) rather than that "
-            f"definition (`relevant`, {fmt_number(mean[('G1', 'relevant')])}); which one it scored decides "
-            "what every recall and pass rate it reports means, and what a replication must match")
-
-
-def _g1_row(cache: TableCache | None, name: str, *columns: str) -> pd.Series | None:
-    """G1's row of the table ``name`` saved with ``columns``; None without it."""
-    t = cache.having(name, "subset", *columns) if cache else None
-    g1 = t[t["subset"] == "G1"] if t is not None else ()
-    return g1.iloc[0] if len(g1) else None
+            f"per query fits `candidates` ({fmt_number(here)} here) rather than that definition (`relevant`, "
+            f"{fmt_number(strict)}); which one it scored decides what every recall and pass rate it reports "
+            "means, and what a replication must match")
 
 
 ANSWERS: dict[str, Callable[[Cells, str, TableCache | None], str]] = {

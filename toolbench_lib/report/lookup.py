@@ -20,9 +20,10 @@ class NotInRun(LookupError):
     """A table, or a row of it, that this run did not save."""
 
 
-def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
-    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` without them."""
-    df = cache.get(table)
+def rows(cache: TableCache | None, table: str, **where: str) -> pd.DataFrame:
+    """The rows of a saved table equal to ``where`` (a set by its alias); :class:`NotInRun` without them (or
+    without tables)."""
+    df = cache.get(table) if cache is not None else None
     if df is None or df.empty:
         raise NotInRun(f"no `{table}` table (notebook {SAVED_BY.get(table, '?')} saves it)")
     for col, wanted in where.items():
@@ -33,7 +34,7 @@ def rows(cache: TableCache, table: str, **where: str) -> pd.DataFrame:
     return df
 
 
-def value(cache: TableCache, table: str, column: str, **where: str) -> float:
+def value(cache: TableCache | None, table: str, column: str, **where: str) -> float:
     """One number of a saved table: the first row equal to ``where``."""
     df = rows(cache, table, **where)
     if df.empty or column not in df:
