@@ -78,7 +78,7 @@ def test_api_filters_recounted_from_the_rankings(three_methods, k, run):  # noqa
     assert any(expected.values()), "the design gives at least one filter a query"
 
 
-def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # noqa: F811
+def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path, caplog):  # noqa: F811
     reg, result = study
     folder = tmp_path / "runs" / "key"
     result.save(folder)
@@ -109,6 +109,10 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path):  # n
     moved = with_tables(result, queries=changed)
     moved.save(folder)
     assert "stale" in view_problem(folder) and load_views(folder) is None
+    assert "not used: views of another study (stale)" in caplog.text
+    caplog.clear()
+    study_views(folder, moved, say=False)  # `make explore` has said why, in one line of its own
+    assert view_problem(folder) is None and not caplog.records
 
 
 def test_fused_and_learned_views_store_each_method_scores_and_registry_rows():

@@ -70,7 +70,7 @@ def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
 
 def _compute_views(folders: list[Path]) -> None:
     for folder in folders:  # one after another in one process, sharing the fused runs they have in common
-        study_views(folder)  # written beside the study; nothing large crosses a process boundary
+        study_views(folder, say=False)  # written beside the study; prepare_views said why they are computed
 
 
 def _study_bytes(folders: list[Path]) -> int:

@@ -279,15 +279,16 @@ def view_problem(folder: Path) -> str | None:
     return None
 
 
-def load_views(folder: Path) -> StudyViews | None:
-    """The verified views of a study folder; None (logged) when missing, stale or damaged."""
+def load_views(folder: Path, say: bool = True) -> StudyViews | None:
+    """The verified views of a study folder; None when missing, stale (logged, if ``say``) or damaged."""
     target = Path(folder) / VIEWS
     if not target.exists():
         return None
     with folder_lock(target, shared=True):
         problem = view_problem(folder)
         if problem:
-            log.warning("explorer views of %s not used: %s", folder, problem)
+            if say:
+                log.warning("explorer views of %s not used: %s", folder, problem)
             return None
         manifest = json.loads(read_verified(target / MANIFEST))
         frames = []
@@ -300,11 +301,11 @@ def load_views(folder: Path) -> StudyViews | None:
     return StudyViews(list(manifest["methods"]), *frames)
 
 
-def study_views(folder: Path, result: StudyResult | None = None) -> StudyViews:
-    """The views of a study folder, computed and written first when missing, stale or damaged
-    (:class:`ViewsFolderError` when a file stands where their folder belongs)."""
+def study_views(folder: Path, result: StudyResult | None = None, say: bool = True) -> StudyViews:
+    """The views of a study folder, computed and written first when missing, stale (logged, if ``say``) or
+    damaged (:class:`ViewsFolderError` when a file stands where their folder belongs)."""
     check_views_place(folder)
-    views = load_views(folder)
+    views = load_views(folder, say)
     if views is None:
         write_views(folder, result)
         views = load_views(folder)
