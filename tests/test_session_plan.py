@@ -385,6 +385,7 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     changes; a block without its rows gets none."""
     from toolbench_lib.report.answers import block_answer
     from toolbench_lib.report.locate import TableCache
+    from toolbench_lib.report.scorecard import BY_CONSTRUCTION, SCORECARD_TABLE, SETUP
 
     md = ("- **G2 (tools of one category):** the paper's lead for PtR does not appear: x.\n\n**What it rests "
           "on.** Had the paper's lead carried over, a lead of its size would have shown with 99% likelihood. "
@@ -398,12 +399,22 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
         "paper's lead for PtR on G2 does not appear, though a lead of its size would likely have shown")
     assert "a small model writes, fewer and closer to the request than the paper's:" in block_answer(
         "Which architecture finds more tools", {}, md + "\n- So this tests another PtR than the paper's.")
-    assert block_answer("The question and the answer", {}, md) == (
+    # read from the saved scorecard: its rows measured without an LLM, whatever the report's sentences say
+    scorecard = pd.DataFrame({"status": ["consistent"] * 9 + ["differs"] * 7,
+                              "cause_status": [""] * 9 + [BY_CONSTRUCTION] * 6 + [SETUP],
+                              "metric": ["recall"] * 9 + ["count"] * 6 + ["recall"],
+                              "method": ["rtp"] * 9 + [""] * 6 + ["ptr"]})
+    scorecard.to_csv(tmp_path / f"{SCORECARD_TABLE}.csv", index=False)
+    tables = TableCache(tmp_path)
+    assert block_answer("The question and the answer", {}, "", tables) == (
         "the half that needs no LLM: RtP's retrieval and the data's counts (15 numbers: 9 "
         "consistent, 6 differing by construction). Every comparison of the two architectures rests on PtR's "
         "stubs, which a much smaller LLM writes here, so it is tested for this run's setup only")
+    scorecard.assign(cause_status=[""] * 9 + [SETUP] * 7).to_csv(tmp_path / f"{SCORECARD_TABLE}.csv",
+                                                                    index=False)
+    assert block_answer("The question and the answer", {}, md, TableCache(tmp_path)) == ""  # one is untested
+    assert block_answer("The question and the answer", {}, md) == ""  # no tables
     stub = {"g1_stub_hit_share": ["G1", "0.406", "0.293", "x", "differs (below)"]}
-    tables = TableCache(tmp_path)
     pd.DataFrame({"subset": ["G3", "G1"], "ptr": [0.2, 0.2743], "ptr_nobrand": [0.1, 0.1591]}).to_csv(
         tmp_path / "ablation_query_coupling.csv", index=False)
     assert ("a needed one less often here than in the paper (0.293 against 0.406); the request's brand words "

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..analysis.numbers import fmt_number, fmt_signed
+from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..analysis.references import paper_value
 from .against import QUOTES
+from .front import llm_free
 from .locate import TableCache
 from .lookup import NotInRun, value
+from .scorecard import SCORECARD_TABLE
 
 Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
 
@@ -29,12 +31,12 @@ def _bounds(ci: str) -> tuple[float, float] | None:
 
 
 def _testable(cells: Cells, md: str, cache: TableCache | None) -> str:
-    free = re.search(r"All (\d+) measured without an LLM.*? are consistent \((\d+)\) or differ by "
-                     r"construction \((\d+)\)", md)
-    return (f"the half that needs no LLM: RtP's retrieval and the data's counts ({free[1]} numbers: "
-            f"{free[2]} consistent, {free[3]} differing by construction). Every comparison of the two "
-            "architectures rests on PtR's stubs, which a much smaller LLM writes here, so it is tested for "
-            "this run's setup only") if free else ""
+    scorecard = cache.having(SCORECARD_TABLE, "status") if cache is not None else None
+    free = llm_free(scorecard) if scorecard is not None else None
+    return (f"the half that needs no LLM: RtP's retrieval and the data's counts ({fmt_count(free[0])} "
+            f"numbers: {fmt_count(free[1])} consistent, {fmt_count(free[2])} differing by construction). "
+            "Every comparison of the two architectures rests on PtR's stubs, which a much smaller LLM writes "
+            "here, so it is tested for this run's setup only") if free else ""
 
 
 def _setup(cells: Cells, md: str, cache: TableCache | None) -> str:

@@ -391,13 +391,23 @@ def fare_line(report: pd.DataFrame) -> str:
             f"{fmt_count(every['differs'])} differ: {fmt_count(every[BY_CONSTRUCTION])} by this run's own "
             f"data or definitions, {fmt_count(every[SETUP])} for an untested setup difference (the LLM above "
             "all)" + (f", {fmt_count(other)} for another cause" if other else "") + ".")
+    if free := llm_free(numbers):
+        head += (f" All {fmt_count(free[0])} measured without an LLM (RtP's retrieval with this run's "
+                 f"embedder, the data's counts) are consistent ({fmt_count(free[1])}) or differ by "
+                 f"construction ({fmt_count(free[2])}).")
+    return head
+
+
+def llm_free(report: pd.DataFrame) -> tuple[int, int, int] | None:
+    """The paper's reference numbers this run measures without an LLM (:func:`.scorecard.without_llm`): how
+    many, how many are consistent and how many differ by construction, when that is all of them; else None."""
+    claim, again = row_kinds(report)
+    numbers = report[~claim & ~again]
     free = without_llm(numbers)
     alone = status_counts(numbers[free])
-    if free.any() and alone["differs"] == alone[BY_CONSTRUCTION] and not alone["inconclusive"]:
-        head += (f" All {fmt_count(free.sum())} measured without an LLM (RtP's retrieval with this run's "
-                 f"embedder, the data's counts) are consistent ({fmt_count(alone['consistent'])}) or differ "
-                 f"by construction ({fmt_count(alone[BY_CONSTRUCTION])}).")
-    return head
+    if not free.any() or alone["differs"] != alone[BY_CONSTRUCTION] or alone["inconclusive"]:
+        return None
+    return int(free.sum()), alone["consistent"], alone[BY_CONSTRUCTION]
 
 
 def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:

@@ -59,6 +59,7 @@ NO_CAUSE = {"cause_status": "", "predicted": math.nan, "predicted_ci_low": math.
 CAUSES = (BY_CONSTRUCTION, SETUP, EXPLAINED, READING, PARTLY, INDICATIVE, UNEXPLAINED,
           NOT_TESTED)  # a differing row's cause
 UNTESTED = "cause untested"  # how a row that differs under a setup difference, never tested, is labelled
+SCORECARD_TABLE = "scorecard"  # every reference number's row, saved by report.write under tables/
 
 
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:

@@ -56,7 +56,7 @@ from .front import (
 from .locate import TableCache
 from .primer import plain_words, verdict
 from .rows import margin_lines, right_and_wrong, scorecard_lines, section_sentence, shown, two_sample_lines
-from .scorecard import compare_entries
+from .scorecard import SCORECARD_TABLE, compare_entries
 from .session import SESSION_HEADING, session_lines
 from .setup_table import limits, setup_box
 from .teaching import TITLES, teaching_material
@@ -403,7 +403,6 @@ def contents_line(markdown: str) -> str:
 
 
 QUANTITIES_FILE = "report_quantities.json"
-SCORECARD_FILE = "scorecard.csv"  # under tables/, beside the tables it reads
 LTR_TABLE = "ltr_comparison"  # notebook 12: the learned rankers against the best single architecture
 TEACHING_FILE = "teaching.md"
 
@@ -443,7 +442,7 @@ def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, mate
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)
-    report.to_csv(cfg.tables_dir / SCORECARD_FILE, index=False)
+    report.to_csv(cfg.tables_dir / f"{SCORECARD_TABLE}.csv", index=False)  # beside the tables it reads
     (cfg.out_dir / "report.csv").unlink(missing_ok=True)  # where an older version wrote the scorecard
     ledger = Ledger()
     path = cfg.out_dir / "report.md"
