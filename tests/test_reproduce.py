@@ -16,11 +16,13 @@ import nbformat
 import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from papermill.translators import PythonTranslator
 
 from toolbench_lib.analysis.references import OPTIONAL_TABLES, TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
 from toolbench_lib.eval.compare import p_value_conflicts
 from toolbench_lib.report.checks import check_report
+from toolbench_lib.report.html import NOTEBOOK_PATTERN
 from toolbench_lib.report.kernels import KERNEL_NAME, interpreter_kernel
 from toolbench_lib.report.reproduce import (
     NOTEBOOKS_DIR,
@@ -156,6 +158,13 @@ def test_declared_parameters_only_are_passed(tmp_path):
     assert own_parameters(nb, {"run_name": "r", "smoke": True, "plan_limit": 3}) == {"run_name": "r"}
     nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), nb)
     assert declared_parameters(nb) == set() and own_parameters(nb, {"run_name": "r"}) == {}
+    nbformat.write(new_notebook(cells=[new_code_cell("k = = 5", metadata={"tags": ["parameters"]})]), nb)
+    with pytest.raises(ValueError, match="01_a.ipynb: its parameters cell is not Python"):
+        declared_parameters(nb)
+    for path in sorted(NOTEBOOKS_DIR.glob(NOTEBOOK_PATTERN)):  # papermill's translator: the same names
+        cells = nbformat.read(path, as_version=4).cells
+        cell = next(c for c in cells if "parameters" in c.metadata.get("tags", []))
+        assert declared_parameters(path) == {p.name for p in PythonTranslator.inspect(cell)}, path.name
 
 
 def test_console_is_quiet_when_nothing_fails(tmp_path, run_name):
