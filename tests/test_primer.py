@@ -95,8 +95,11 @@ def test_the_verdict_says_each_set_against_the_paper_in_one_line(tmp_path):
     rel = _tested(significant=False, p_holm=0.077)
     same = _tested(significant=[True, False, False], verdict=["reproduced", "not reproduced",
                                                               "same direction, not significant"])
-    judge = pd.DataFrame({"plans": "all", "kappa": [0.06, 0.01], "evidence_none": [100, 300],
-                          "solved_rate_none": [0.5, 0.7]})
+    # the judge read from every plan of RtP and PtR, as the main section reads it: a kappa on the plans both
+    # judges saw (``same``) does not make this judge's pass rates checkable
+    judge = pd.DataFrame({"plans": ["all", "all", "same"], "subset": "G3", "method": ["rtp", "ptr", "rtp"],
+                          "kappa": [0.06, 0.01, 0.5], "evidence_none": [100, 300, 25],
+                          "solved_rate_none": [0.5, 0.7, 0.1]})
     text = verdict(_tables(tmp_path / "more", primary_endpoint=same, primary_endpoint_relevant=rel,
                            judge_validity=judge))
     assert ("- **G1 (one tool):** RtP finds more, as in the paper: -0.070 [-0.100, -0.040] (paper -0.083), "

@@ -393,10 +393,19 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
           "(6).\n"
           "- Always RtP, which calls no LLM, is not shown to find less than routing by set (0.216 against "
           "0.212).")
-    assert block_answer("Which architecture finds more tools", {}, md) == (
+    # whether a lead of the paper's size would likely have shown: the verdict's power (80% or more)
+    endpoint = pd.DataFrame({"subset": ["G2_category_original"], "ci_low": [-0.02], "ci_high": [0.02],
+                             "paper_rtp": [0.143], "paper_ptr": [0.188]})
+    (tmp_path / "power").mkdir()
+    endpoint.to_csv(tmp_path / "power" / "primary_endpoint.csv", index=False)
+    assert block_answer("Which architecture finds more tools", {}, md, TableCache(tmp_path / "power")) == (
         "untested for the paper's setup, whose stubs come from a much larger model, "
         "matched by a larger embedder; not reproduced with this run's, whose stubs a small model writes: the "
         "paper's lead for PtR on G2 does not appear, though a lead of its size would likely have shown")
+    endpoint.assign(ci_low=-0.06, ci_high=0.06).to_csv(tmp_path / "power" / "primary_endpoint.csv",
+                                                       index=False)
+    assert block_answer("Which architecture finds more tools", {}, md, TableCache(tmp_path / "power")
+                        ).endswith("the paper's lead for PtR on G2 does not appear")  # 31% power: not said
     assert "a small model writes, fewer and closer to the request than the paper's:" in block_answer(
         "Which architecture finds more tools", {}, md + "\n- So this tests another PtR than the paper's.")
     # read from the saved scorecard: its rows measured without an LLM, whatever the report's sentences say

@@ -9,11 +9,13 @@ from collections.abc import Callable
 
 from ..analysis.numbers import fmt_count, fmt_number, fmt_signed
 from ..analysis.references import paper_value
+from ..data.queries import subset_alias
 from .against import QUOTES
 from .front import llm_free
 from .locate import TableCache
 from .lookup import NotInRun, value
 from .scorecard import SCORECARD_TABLE
+from .verdicts import POWER, power_table
 
 Cells = dict[str, list[str]]  # a row's id: its cells after the id (set, paper, this run, CI, status)
 
@@ -50,7 +52,9 @@ def _g2(cells: Cells, md: str, cache: TableCache | None) -> str:
     line = re.search(r"^- \*\*G2 \(.*$", md, re.M)
     if not line or "does not appear" not in line[0]:
         return ""
-    seen = ", though a lead of its size would likely have shown" if "would have shown with" in md else ""
+    power = power_table(cache) if cache is not None else None  # the verdict's own power at the paper's lead
+    seen = ", though a lead of its size would likely have shown" if power is not None and (
+        power.loc[power["subset"].map(subset_alias) == "G2", "power_at_paper"] >= POWER).any() else ""
     other = _sentence(md, "With the same stubs, ")
     weaker = ", fewer and closer to the request than the paper's" * ("tests another PtR" in md)
     return (f"untested for the paper's setup, whose stubs come from a much larger model, matched by a larger "

@@ -14,7 +14,7 @@ from .front import FAMILY_SHORT, LEAD_COLUMNS, _sets, holds_paper, leading_elsew
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
-from .verdicts import ALPHA, FEW, POWER, every_plan, power_table, solved_share
+from .verdicts import ALPHA, FEW, POWER, judge_rows, power_table, solved_share
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"
@@ -167,8 +167,9 @@ def verdict(c: TableCache, llm: str = "") -> str:
         if chance := [f"{at[n]:.0%} ({n})" for n in names if pd.notna(at.get(n))]:
             rests.append(f"had this run's stubs produced a lead of the paper's size, it would have shown "
                          f"with {' and '.join(chance)} likelihood (power at p < {ALPHA:g}, unadjusted)")
-    if (judge := c.having("judge_validity", "evidence_none", "solved_rate_none", "kappa")) is not None:
-        kappa, (blind, _) = judge["kappa"].max(), solved_share(every_plan(judge))
+    judge = judge_rows(c.having("judge_validity", "evidence_none", "solved_rate_none", "kappa"))
+    if judge is not None:  # the rows the main section reads the judge from
+        kappa, (blind, _) = judge["kappa"].max(), solved_share(judge)
         leads = [f"{s}'s, {fmt_number(b)} against {fmt_number(a)}" for s in table.index
                  if holds_paper(table.loc[s]) and not bool(table.loc[s, "significant"])
                  and pd.notna(a := paper_value(f"{s.lower()}_rtp_pass_rate"))

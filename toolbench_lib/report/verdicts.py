@@ -105,13 +105,9 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
     t, traj = cache.having("judge_validity", "ceiling"), cache.having("trajectory", "fidelity")
     fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())}, tool-only and description "
                 "matches counting)" if traj is not None and traj["fidelity"].notna().any() else "")
-    if t is None:
+    if (t := judge_rows(t)) is None:
         return []
-    t = every_plan(t)
-    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
-    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
-    if not sets:
-        return []
+    sets = list(dict.fromkeys(t.index.get_level_values("subset")))
     each = ", ".join(f"{s} {fmt_number(t.at[(s, 'rtp'), 'ceiling'])} (RtP) and "
                      f"{fmt_number(t.at[(s, 'ptr'), 'ceiling'])} (PtR)" for s in sets)
     obj = t.loc[sets, "objective_pass_rate"]
@@ -122,12 +118,22 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
             f"prompt listed every ground-truth (`{t['gt'].iloc[0]}`) API for a share of plans of {each}. The "
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
             + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
-            + " (`judge_validity`: ceiling)."] + judge_lines(t.loc[sets])
+            + " (`judge_validity`: ceiling)."] + judge_lines(t)
 
 
 def every_plan(t: pd.DataFrame | None) -> pd.DataFrame | None:
     """``judge_validity``'s rows over every plan (not only the plans both judges saw)."""
     return t[t["plans"] == "all"] if t is not None and "plans" in t else t
+
+
+def judge_rows(t: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of ``judge_validity`` the report reads the judge and the pass rates from, wherever it says
+    them: every plan of RtP and PtR, on the design sets that have both, by (subset, method); None without."""
+    if (t := every_plan(t)) is None or "method" not in t:
+        return None
+    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
+    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
+    return t.loc[sets] if sets else None
 
 
 def solved_share(t: pd.DataFrame, evidence: str = "none") -> tuple[float, int]:
