@@ -7,11 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .numbers import fmt_p
-
-
-def _lead(rtp: float, ptr: float) -> str:
-    return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
+from .numbers import fmt_p, leader
 
 
 def recall_verdict(rtp: float, ptr: float, p_holm: float, family: str, paper: Mapping[str, float],
@@ -19,10 +15,10 @@ def recall_verdict(rtp: float, ptr: float, p_holm: float, family: str, paper: Ma
     """The one verdict on a set's recall (notebook 02 and the report): ``leader``, ``paper_leader`` (None
     without a paper pair), ``significant`` (``p_holm`` below ``alpha``) and ``verdict``: reproduced, same
     direction but not significant, refuted or not reproduced."""
-    here, sig = _lead(rtp, ptr), bool(np.isfinite(p_holm) and p_holm < alpha)
+    here, sig = leader(rtp, ptr), bool(np.isfinite(p_holm) and p_holm < alpha)
     if not ("rtp" in paper and "ptr" in paper):
         return {"leader": here, "paper_leader": None, "significant": sig, "verdict": "no paper pair"}
-    want = _lead(paper["rtp"], paper["ptr"])
+    want = leader(paper["rtp"], paper["ptr"])
     how = "Holm-corrected" if str(family).startswith("Holm") else "unadjusted"
     same = f"same direction, not significant ({how} {test} {fmt_p(p_holm)})"
     verdict = ("reproduced" if here == want and sig else same if here == want else

@@ -61,3 +61,13 @@ def fmt_ci(low, high, decimals: int = 3) -> str:
     if _missing(low) or _missing(high):
         return NOT_AVAILABLE
     return f"[{fmt_number(low, decimals)}, {fmt_number(high, decimals)}]"
+
+
+def join_words(names: list[str], conjunction: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (or another ``conjunction``)."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
+
+
+def leader(rtp: float, ptr: float) -> str:
+    """Which architecture's value is larger: ``PtR``, ``RtP`` or ``neither``."""
+    return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"

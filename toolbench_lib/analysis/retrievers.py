@@ -24,6 +24,7 @@ from ..retrieval.families import FAMILIES
 from ..retrieval.rankings import search_and_merge
 from ..retrieval.retrievers import get_retriever, method_name, ptr_texts, split_method
 from .k_ablation import k_ablation
+from .numbers import join_words
 from .scale import draw_subregistry
 from .style import FAMILY_HATCH, FAMILY_LINESTYLE, LEGEND_SIZE, METHOD_COLORS, set_panels
 from .summary import summary_table
@@ -98,12 +99,6 @@ def crossover(tests: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _and(names: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    names = list(names)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def crossover_sentence(cross: pd.DataFrame) -> str:
     """Whether the crossover depends on the retriever, in one generated paragraph."""
     if cross.empty:
@@ -116,7 +111,8 @@ def crossover_sentence(cross: pd.DataFrame) -> str:
              for _, r in cross.iterrows()]
     if holds and fails:
         verdict = (f"The answer depends on the retriever: the paper's crossover (RtP ahead on G1, PtR on G2 "
-                   f"and G3) appears at the point estimates with {_and(holds)} but not with {_and(fails)}.")
+                   f"and G3) appears at the point estimates with {join_words(holds)} but not with "
+                   f"{join_words(fails)}.")
     elif holds:
         verdict = "The paper's crossover appears at the point estimates with every retriever family studied."
     else:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.endpoint import PRIMARY
-from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed, join_words
 from ..config import K_MAX
 from ..data.markdown import md_table
 from ..data.queries import subset_alias
@@ -147,10 +147,6 @@ def _short_verdict(verdict: str) -> str:
     return SHORT_VERDICT.get(verdict.split(":")[0].split(" (")[0], verdict)
 
 
-def _sets(names: list[str], conjunction: str = "and") -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
-
-
 def holds_paper(r) -> bool:
     """Whether a set's verdict holds the paper's: reproduced, or in the same direction where the paper's own
     difference is not significant (:data:`PAPER_NOT_SIGNIFICANT`)."""
@@ -188,24 +184,24 @@ def answer_sentence(rows: pd.DataFrame, beyond_test: str = "",
         sig = g[g["significant"].astype(bool)]
         lead = {a: [subset_alias(s) for s in sig.loc[sig["leader"] == a, "subset"]] for a in ("RtP", "PtR")}
         none = [subset_alias(s) for s in g.loc[~g["significant"].astype(bool), "subset"]]
-        said = [f"{a} leads on {_sets(sets)}" for a, sets in lead.items() if sets]
-        said += [f"neither leads significantly on {_sets(none, 'or')}"] if none else []
+        said = [f"{a} leads on {join_words(sets)}" for a, sets in lead.items() if sets]
+        said += [f"neither leads significantly on {join_words(none, 'or')}"] if none else []
         said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
     if list(said_by) == ["dense"]:
         return ""
     fails = sorted({x for f in crossover_families(rows) for x in (limits or {}).get(f, [])},
                    key=lambda x: x != "`relevant`")
-    verdict = (f"the paper's crossover appears with {_sets(holds)} retrieval only"
-               + (f", though not on {_sets(fails, 'or')}" if fails else "")
+    verdict = (f"the paper's crossover appears with {join_words(holds)} retrieval only"
+               + (f", though not on {join_words(fails, 'or')}" if fails else "")
                if holds and len(holds) < len(said_by) else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with every retriever" if holds else
                f"the paper's crossover ({PAPER_CROSSOVER}) holds with no retriever tested")
     lost = {rows.loc[i, "retriever"] for i in overturned(rows)} & set(crossover_families(rows))
     if lost:  # a family's own Holm keeps it; Holm over every comparison at once does not
         verdict += (f". Under Holm over all {fmt_count(len(rows))} comparisons at once it does not appear "
-                    f"even with {_sets([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')}")
+                    f"even with {join_words([FAMILY_SHORT.get(f, f) for f in sorted(lost)], 'or')}")
     if "dense" in said_by:  # the paper's retriever is the verdict's; the others' crossover only
-        others = _sets([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
+        others = join_words([FAMILY_SHORT.get(f, f) for f in said_by if f != "dense"])
         return (f"**Beyond the paper** (exploratory: {others}). {verdict[0].upper()}{verdict[1:]}."
                 + (f" {beyond_test}" if beyond_test else ""))
     text = "; ".join(f"with {FAMILY_FIRST.get(f, f)} retrieval, {said}" for f, said in said_by.items())
@@ -219,7 +215,7 @@ def weak_lead_lines(rows: pd.DataFrame) -> list[str]:
         return []
     held = rows[(rows["retriever"] == "dense") & (rows["verdict"] == "reproduced")
                 & (rows["paper_leader"] == "RtP")]
-    return [f"RtP's {_sets([subset_alias(s) for s in held['subset']])} lead corroborates the paper only "
+    return [f"RtP's {join_words([subset_alias(s) for s in held['subset']])} lead corroborates the paper only "
             "weakly: a smaller stub writer and `candidates` (crediting every endpoint of a named tool) may "
             "both favour RtP."] if len(held) else []
 
@@ -268,8 +264,8 @@ def _risen(rows: pd.DataFrame) -> str:
     (``rows``: one family's crossover tests)."""
     sig = [(subset_alias(r.second), r.diff > 0) for r in rows.itertuples() if significant(r._asdict())]
     up, down = [s for s, rises in sig if rises], [s for s, rises in sig if not rises]
-    said = ([f"significant on {_sets(up)}"] if up else []) + (
-        [f"falls significantly on {_sets(down)}, against the paper"] if down else [])
+    said = ([f"significant on {join_words(up)}"] if up else []) + (
+        [f"falls significantly on {join_words(down)}, against the paper"] if down else [])
     return "; ".join(said) or "none significant"
 
 
@@ -317,8 +313,8 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
         family = rows.loc[i, "retriever"]
         return f"{FAMILY_SHORT.get(family, family)} {subset_alias(rows.loc[i, 'subset'])}"
     kept = [name(i) for i in rows.index[rows["significant"].astype(bool)] if i not in lost]
-    rest = f"; {_sets(kept)} survive{'s' * (len(kept) == 1)}" if kept else ""
-    return f"{test} overturns {_sets([name(i) for i in lost])}{rest}."
+    rest = f"; {join_words(kept)} survive{'s' * (len(kept) == 1)}" if kept else ""
+    return f"{test} overturns {join_words([name(i) for i in lost])}{rest}."
 
 
 def two_questions(rows: pd.DataFrame, ledger: Ledger, later_temperature: float | None = None) -> str:

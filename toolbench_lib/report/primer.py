@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
+from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed, join_words
 from ..analysis.references import paper_value
 from ..config import EMBEDDER, K_MAX
 from ..data.queries import subset_alias
-from .front import FAMILY_SHORT, LEAD_COLUMNS, _sets, holds_paper, leading_elsewhere
+from .front import FAMILY_SHORT, LEAD_COLUMNS, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
 from .lookup import SETS, NotInRun, rows, value
@@ -295,12 +295,12 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
     n, low, high = (by_set("stub_stats", "stubs_per_query", gt="candidates"),
                     *(paper_value(f"{sets[0].lower()}_stubs_per_query", b) for b in ("min", "max")))
     if low is not None and all(s in n for s in sets):
-        said.append(f"fewer ({_sets([f'{s} {fmt_number(n[s])} per query' for s in sets])} against the "
+        said.append(f"fewer ({join_words([f'{s} {fmt_number(n[s])} per query' for s in sets])} against the "
                     f"paper's {low:g}–{high:g})")
     said += [f"close to the request (the best one's cosine to it: "
-             f"{_sets([f'{s} {fmt_number(echo[s])}' for s in sets])})",
+             f"{join_words([f'{s} {fmt_number(echo[s])}' for s in sets])})",
              "keeping its names (without its capitalised words, places included, PtR's run-0 recall falls "
-             f"from {_sets([f'{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}' for s in sets])})"]
+             f"from {join_words([f'{fmt_number(kept[s])} to {fmt_number(gone[s])} on {s}' for s in sets])})"]
     moved = []
     for s in sets:
         try:
@@ -311,8 +311,8 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
         moved.append(f"{s}'s difference by {fmt_signed(d)}, {way} the paper's")
     return ("this run's stubs differ from the paper's: " + ", ".join(said)
             + ", so this tests another PtR than the paper's"
-            + (f"; the one stub change tried, a rule splitter's more stubs, moved {_sets(moved)} (one run, "
-               "unscaled, no CI)" if moved else ""))
+            + (f"; the one stub change tried, a rule splitter's more stubs, moved {join_words(moved)} (one "
+               "run, unscaled, no CI)" if moved else ""))
 
 
 def verdict_block(report_md: str, until: str = TERMS_MARK) -> str:
@@ -350,7 +350,7 @@ def _other_search(c: TableCache, sets: list[str]) -> str:
     n = "n_groups_tool_clusters_robustness"  # few clusters: no support (t on at most G − 1 df)
     kept = "; ".join(f"{FAMILY_SHORT.get(x.retriever, x.retriever)} {fmt_p(getattr(x, col))}"
                      for x in led.itertuples() if getattr(x, col) < ALPHA and getattr(x, n, 0) >= FEW)
-    return (f"With the same stubs, {_sets(each)}" + (" search" if both is None else "")
+    return (f"With the same stubs, {join_words(each)}" + (" search" if both is None else "")
             + f", beyond the paper and exploratory, give{'s' * (len(each) == 1)} PtR a significant lead on "
             f"{' and '.join(where)}" + (f", also with queries sharing any tool in one cluster ({kept})"
                                         if kept else "") + ". ")

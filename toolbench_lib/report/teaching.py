@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from ..analysis.numbers import fmt_count, fmt_number
+from ..analysis.numbers import fmt_count, fmt_number, leader
 from ..analysis.references import REFERENCES_FILE, read_yaml
 from ..analysis.style import METHOD_COLORS
 from ..config import K
@@ -265,10 +265,6 @@ def worked_queries_markdown(result: StudyResult, k: int = K, gt: str = DEFAULT_G
 
 # -- the paper's Table 2 examples ---------------------------------------------------------------------------
 
-def _leader(rtp: float, ptr: float) -> str:
-    return "PtR" if ptr > rtp else "RtP" if rtp > ptr else "neither"
-
-
 def possible(recall: float, n: int, k: int = K) -> bool:
     """Whether a recall@k printed to two decimals can come from a ground truth of ``n`` APIs: some count of
     hits, at most ``k`` and ``n``, divided by ``n`` rounds to it (0.33 from 1 of 3; 0.25 needs 4 or 8)."""
@@ -281,8 +277,8 @@ def example_block(result: StudyResult, x: Mapping, k: int = K, gt: str = DEFAULT
     """One Table 2 example found in ``result``: the paper's words and recalls beside this run's, the query in
     full; and its row of the examples table."""
     wq = worked_query(result, x["qkey"], k, gt, run)
-    paper_leader = _leader(x["rtp_recall"], x["ptr_recall"])
-    ours = _leader(wq.recall("rtp"), wq.recall("ptr"))
+    paper_leader = leader(x["rtp_recall"], x["ptr_recall"])
+    ours = leader(wq.recall("rtp"), wq.recall("ptr"))
     q = result.queries.set_index("qkey").loc[x["qkey"]]
     sizes = {g: len(q[g]) if q[g] is not None else 0 for g in ("candidates", "relevant")}
     fits = [g for g, n in sizes.items() if all(possible(x[m], n, k) for m in ("rtp_recall", "ptr_recall"))]
