@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -134,6 +135,20 @@ def test_every_claim_summary_rests_on_words_of_the_paper():
     assert "API’s name or brand directly" in glossary_markdown(5)
     assert check_paper_quotes("*“stubs echo the registry's naming”*", paper) == [
         "a quote not in the paper: “stubs echo the registry's naming”"]
+
+
+def test_the_reference_file_is_checked_once_per_version_and_each_caller_gets_a_copy(tmp_path):
+    path = tmp_path / "paper.yaml"
+    shutil.copy(REFERENCES_FILE, path)
+    first = load_references(path)
+    first["entries"][0]["paper"] = "changed by a caller"
+    again = load_references(path)
+    assert again == load_references(REFERENCES_FILE) and again["entries"][0]["paper"] != "changed by a caller"
+    refs = yaml.safe_load(path.read_text(encoding="utf-8"))
+    refs["entries"].append(dict(refs["entries"][0]))  # a new version of the file: read and checked again
+    path.write_text(yaml.safe_dump(refs), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"duplicate id {refs['entries'][0]['id']!r}"):
+        load_references(path)
 
 
 def test_a_second_reading_names_the_entry_it_reads_again_and_counts_once(tmp_path):

@@ -5,6 +5,8 @@ of one entry."""
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -168,7 +170,14 @@ def read_yaml(path: str | Path):
 
 
 def load_references(path: Path = REFERENCES_FILE) -> dict:
-    """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids."""
+    """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids; read and checked
+    once per version of the file (its modification time and size), each caller given a copy of its own."""
+    stat = Path(path).stat()
+    return copy.deepcopy(_checked_references(str(path), (stat.st_mtime_ns, stat.st_size)))
+
+
+@functools.lru_cache(maxsize=4)
+def _checked_references(path: str, version: tuple[int, int]) -> dict:
     data = read_yaml(path)
     for key in ("version", "source", "entries"):
         if key not in data:
