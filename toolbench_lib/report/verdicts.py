@@ -306,9 +306,10 @@ def budget_lines(cfg: ExperimentConfig, gt: str = "candidates") -> list[str]:
         lead = "PtR" if b > 0 else "RtP"
         said = (f"{lead}'s lead {'widens' if abs(b) > abs(a) else 'narrows'}" if a * b > 0 else
                 "the estimate changes sign")
-        if {"recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high"} <= set(e) and lo == 1:
-            c_lo, c_hi = e.at[hi, "recall_gain_vs_k1_ci_low"], e.at[hi, "recall_gain_vs_k1_ci_high"]
-            said += f"; the change {fmt_signed(b - a)} {fmt_ci(c_lo, c_hi)}, " + _scanned(
+        change = ("recall_gain_vs_k1", "recall_gain_vs_k1_ci_low", "recall_gain_vs_k1_ci_high")
+        if set(change) <= set(e) and lo == 1:  # the change the table saved, with its CI
+            d, c_lo, c_hi = (e.at[hi, col] for col in change)
+            said += f"; the change {fmt_signed(d)} {fmt_ci(c_lo, c_hi)}, " + _scanned(
                 c_lo > 0 or c_hi < 0, e.at[hi, "recall_gain_vs_k1_p_holm"] if "recall_gain_vs_k1_p_holm" in e
                 else float("nan"))
         return said
