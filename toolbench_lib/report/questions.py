@@ -11,6 +11,7 @@ import pandas as pd
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_p, fmt_signed
 from ..analysis.references import paper_bounds
 from ..data.queries import subset_alias
+from ..eval.compare import significant
 from .against import QUOTES
 from .locate import TableCache, two_sample
 from .lookup import SETS, NotInRun, architectures, per_set, value
@@ -224,8 +225,8 @@ def leader_note(c: TableCache) -> str:
 
 
 def flipped_sets(c: TableCache) -> str:
-    """The sets whose dense verdict (Holm p below 0.05) the ground-truth definition changes, with both
-    estimates and p: a verdict can flip while the estimate hardly moves."""
+    """The sets whose dense verdict (Holm p below 0.05, :func:`.eval.compare.significant`) the ground-truth
+    definition changes, with both estimates and p: a verdict can flip while the estimate hardly moves."""
     flips = []
     for s in SETS:
         try:
@@ -237,7 +238,7 @@ def flipped_sets(c: TableCache) -> str:
         still = "; the estimate hardly moves, its CI does" * (abs(d["candidates"] - d["relevant"]) < .01)
         flips += [f"{s} ({fmt_signed(d['candidates'])}, Holm {fmt_p(p['candidates'])}, on `candidates`; "
                   f"{fmt_signed(d['relevant'])}, {fmt_p(p['relevant'])}, on `relevant`{still})"] * (
-            (p["candidates"] < 0.05) != (p["relevant"] < 0.05))
+            significant({"p_holm": p["candidates"]}) != significant({"p_holm": p["relevant"]}))
     return f"; the definition changes the dense verdict on {', '.join(flips)}" if flips else ""
 
 
