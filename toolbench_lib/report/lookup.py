@@ -3,6 +3,7 @@ did not save raises :class:`NotInRun`, whose message names it (and the notebook 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pandas as pd
@@ -64,3 +65,26 @@ def per_set(make: Callable[[str], str]) -> str:
     if not parts:
         raise missing
     return "; ".join(parts)
+
+
+def every_plan(t: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``judge_validity``'s rows over every plan (not only the plans both judges saw)."""
+    return t[t["plans"] == "all"] if t is not None and "plans" in t else t
+
+
+def judge_rows(t: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of ``judge_validity`` the report reads the judge and the pass rates from, wherever it says
+    them: every plan of RtP and PtR, on the design sets that have both, by (subset, method); None without."""
+    if (t := every_plan(t)) is None or "method" not in t:
+        return None
+    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
+    sets = [s for s in SETS if (s, "rtp") in t.index and (s, "ptr") in t.index]
+    return t.loc[sets] if sets else None
+
+
+def solved_share(t: pd.DataFrame, evidence: str = "none") -> tuple[float, int]:
+    """The judge's "Solved" share of the plans whose ground-truth evidence is ``evidence`` (none, some,
+    all), pooled over ``judge_validity``'s rows, and how many plans that is."""
+    n = t[f"evidence_{evidence}"].where(t[f"solved_rate_{evidence}"].notna(), 0)
+    share = float((t[f"solved_rate_{evidence}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
+    return share, int(n.sum())

@@ -13,8 +13,8 @@ from ..data.queries import subset_alias
 from .front import FAMILY_SHORT, LEAD_COLUMNS, holds_paper, leading_elsewhere
 from .glossary import MIN_KAPPA
 from .locate import TableCache
-from .lookup import SETS, NotInRun, rows, value
-from .verdicts import ALPHA, FEW, POWER, judge_rows, power_table, solved_share
+from .lookup import SETS, NotInRun, judge_rows, rows, solved_share, value
+from .verdicts import ALPHA, FEW, POWER, power_table
 
 PLAIN_HEADING = "The answer in plain words"
 SUBSTITUTIONS_HEADING = "Which way each substitution pushes PtR − RtP"

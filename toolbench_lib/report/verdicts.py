@@ -17,6 +17,7 @@ from ..study.experiment import ExperimentConfig
 from .appendix import APPENDIX_TABLES_HEADING
 from .glossary import MIN_KAPPA
 from .locate import TableCache
+from .lookup import judge_rows, solved_share
 
 # Generated verdicts of the paper's claims, by report section: (table, filter column, filter value); a filter
 # of None keeps every row's ``text``.
@@ -119,29 +120,6 @@ def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
             f"objective rates ({fmt_number(obj.min())}–{fmt_number(obj.max())}) sit under it"
             + (f"; on {' and '.join(multi)} no more than {most} of plans could pass" if multi else "")
             + " (`judge_validity`: ceiling)."] + judge_lines(t)
-
-
-def every_plan(t: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``judge_validity``'s rows over every plan (not only the plans both judges saw)."""
-    return t[t["plans"] == "all"] if t is not None and "plans" in t else t
-
-
-def judge_rows(t: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The rows of ``judge_validity`` the report reads the judge and the pass rates from, wherever it says
-    them: every plan of RtP and PtR, on the design sets that have both, by (subset, method); None without."""
-    if (t := every_plan(t)) is None or "method" not in t:
-        return None
-    t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
-    sets = [s for s in ("G1", "G2", "G3") if (s, "rtp") in t.index and (s, "ptr") in t.index]
-    return t.loc[sets] if sets else None
-
-
-def solved_share(t: pd.DataFrame, evidence: str = "none") -> tuple[float, int]:
-    """The judge's "Solved" share of the plans whose ground-truth evidence is ``evidence`` (none, some,
-    all), pooled over ``judge_validity``'s rows, and how many plans that is."""
-    n = t[f"evidence_{evidence}"].where(t[f"solved_rate_{evidence}"].notna(), 0)
-    share = float((t[f"solved_rate_{evidence}"].fillna(0) * n).sum() / n.sum()) if n.sum() else math.nan
-    return share, int(n.sum())
 
 
 def judge_lines(t: pd.DataFrame) -> list[str]:
