@@ -34,7 +34,7 @@ def _bounds(ci: str) -> tuple[float, float] | None:
 
 def _testable(cells: Cells, md: str, cache: TableCache | None) -> str:
     scorecard = cache.having(SCORECARD_TABLE, "status") if cache is not None else None
-    free = llm_free(scorecard.astype(object)) if scorecard is not None else None  # an empty text column: NaN
+    free = llm_free(scorecard.astype(object)) if scorecard is not None else None  # an all-empty column: NaN
     return (f"the half that needs no LLM: RtP's retrieval and the data's counts ({fmt_count(free[0])} "
             f"numbers: {fmt_count(free[1])} consistent, {fmt_count(free[2])} differing by construction). "
             "Every comparison of the two architectures rests on PtR's stubs, which a much smaller LLM writes "

@@ -186,7 +186,7 @@ def answer_sentence(rows: pd.DataFrame, beyond_test: str = "",
         none = [subset_alias(s) for s in g.loc[~g["significant"].astype(bool), "subset"]]
         said = [f"{a} leads on {join_words(sets)}" for a, sets in lead.items() if sets]
         said += [f"neither leads significantly on {join_words(none, 'or')}"] if none else []
-        said_by[family] = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+        said_by[family] = join_words(said)
     if list(said_by) == ["dense"]:
         return ""
     fails = sorted({x for f in crossover_families(rows) for x in (limits or {}).get(f, [])},
