@@ -172,8 +172,13 @@ def read_yaml(path: str | Path):
 def load_references(path: Path = REFERENCES_FILE) -> dict:
     """The reference file, checked: ``version``, ``source`` and ``entries`` with unique ids; read and checked
     once per version of the file (its modification time and size), each caller given a copy of its own."""
+    return copy.deepcopy(_shared_references(path))
+
+
+def _shared_references(path: Path) -> dict:
+    """The checked reference file shared by every caller of this version of it: read it, never change it."""
     stat = Path(path).stat()
-    return copy.deepcopy(_checked_references(str(path), (stat.st_mtime_ns, stat.st_size)))
+    return _checked_references(str(path), (stat.st_mtime_ns, stat.st_size))
 
 
 @functools.lru_cache(maxsize=4)
@@ -252,7 +257,7 @@ def printed_rounding(value: float, quote: str) -> float | None:
 
 def paper_value(entry_id: str, bound: str = "value", path: Path = REFERENCES_FILE) -> float | None:
     """The paper's value of one reference entry, or its ``min``/``max`` bound (``None`` when absent)."""
-    for e in load_references(path)["entries"]:
+    for e in _shared_references(path)["entries"]:  # read only: paper_bounds makes a dict of its own
         if e["id"] == entry_id:
             return paper_bounds(e["paper"]).get(bound)
     return None
