@@ -33,7 +33,7 @@ from toolbench_lib.study.experiment import ExperimentConfig, get_study, stored_s
 from toolbench_lib.study.stored import StudyResult
 
 from .axe import axe_violations, format_violations
-from .test_browser import SHOTS, TIMEOUT_MS, _launch, _set_k, chromium, serve  # noqa: F401 (chromium: the fixture)
+from .test_browser import SHOTS, TIMEOUT_MS, _launch, _set_k, _show, chromium, serve  # noqa: F401 (chromium: the fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -129,15 +129,13 @@ def test_three_tasks_through_the_page(chromium, family, tmp_path):  # noqa: F811
                                timeout=TIMEOUT_MS)
         timings.append((label, time.perf_counter() - t0))
 
-    with serve(main_name, tmp_path / "voila.log") as (url, _proc, log), sync_playwright() as p:
+    with serve(main_name, tmp_path / "voila.log") as (url, proc, log), sync_playwright() as p:
         profile = SHOTS / f".profile-{uuid.uuid4().hex[:8]}"
         ctx = _launch(p, chromium, profile)
         try:
-            page = ctx.new_page()
-            page.on("request", lambda r: requests.append(r.url))
+            ctx.on("request", lambda r: requests.append(r.url))
             # one run, as the tasks below recount it (the default view is the mean of runs)
-            page.goto(url + ("&" if "?" in url else "?") + "run=0", timeout=TIMEOUT_MS)
-            page.wait_for_selector(".qx-output .qx", timeout=TIMEOUT_MS)
+            page = _show(ctx, url + ("&" if "?" in url else "?") + "run=0", proc, log, "the page")
             expect(page.locator(".qx-study select")).to_have_count(1)
             options = page.locator(".qx-study select option").all_inner_texts()
             studies = [t.replace("\xa0", " ") for t in options]
@@ -289,12 +287,10 @@ def test_task_c_where_ltr_loses_to_the_best_single_architecture(chromium, family
     want = sorted(k for k in best_r if best_r[k] > ltr_r[k])
     cats = Counter(category_of(a) for k in want for a in sorted(rel[k])).most_common(3)
 
-    with serve(main_name, tmp_path / "voila.log") as (url, _proc, _log), sync_playwright() as p:
+    with serve(main_name, tmp_path / "voila.log") as (url, proc, log), sync_playwright() as p:
         ctx = _launch(p, chromium, tmp_path / "profile")
         try:
-            page = ctx.new_page()
-            page.goto(url + "?run=0", timeout=TIMEOUT_MS)
-            page.wait_for_selector(".qx-output .qx", timeout=TIMEOUT_MS)
+            page = _show(ctx, url + "?run=0", proc, log, "the page")
             _select(page, "study", retr_name)
             page.wait_for_function(SHOWS, arg=[".qx-provenance", f"outputs/{retr_name}/"], timeout=TIMEOUT_MS)
             _select(page, "subset", "G2")
