@@ -540,6 +540,11 @@ def test_a_link_opens_the_same_view(study):
     assert other.apply_state(link) == []
     assert other.state_query() == link and other.render() == ex.render()
     assert other.visible_queries() == ex.visible_queries()
+    # A view of every set sorted by its set column (a header click) opens from its link as well.
+    ex.subset.value, ex.bridge.value = "all", "sort|subset|1"
+    assert ex._sort == ("subset", False) and "sort=subset" in (link := ex.state_query())
+    other = _explorer(study)
+    assert other.apply_state(link) == [] and other.visible_queries() == ex.visible_queries()
     # A query outside the link's filter is still shown (its subset chosen, the filter widened).
     other.apply_state("query=G1_instruction:1&filter=a_wins")
     assert other.query.value == "G1_instruction:1" and other.subset.value == "G1"

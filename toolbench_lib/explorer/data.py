@@ -26,7 +26,7 @@ from ..study.validation import check_run_name
 
 API_FILTERS = ("a_found_b_missed", "only_a", "all_missed")  # by the ground-truth APIs each method found
 FILTERS = ("all", "a_wins", "b_wins", "both_missed", "both_hit", *API_FILTERS)
-SORTS = ("query", "text", "a", "b", "gap", "abs_gap", "winner")
+SORTS = ("query", "subset", "text", "a", "b", "gap", "abs_gap", "winner")  # a header click or a link's sort=
 ALL_SUBSETS = "all"
 SHORT_NAMES = {"rtp": "RtP", "ptr": "PtR"}
 LONG_NAMES = {"rtp": "retrieve, then plan", "ptr": "plan, then retrieve"}

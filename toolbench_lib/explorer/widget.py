@@ -19,6 +19,7 @@ from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
 from .data import (
     PAGE_ROWS,
+    SORTS,
     CatalogueEntry,
     _ids,
     api_labels,
@@ -294,7 +295,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         """A click in the table: ``sort|<column>|<nonce>`` or ``pick|<query key>|<nonce>``."""
         act, _, rest = str(change["new"]).partition("|")
         arg = rest.rpartition("|")[0]
-        if act == "sort" and arg in ("query", "subset", "text", "a", "b", "gap", "winner"):
+        if act == "sort" and arg in SORTS:
             self.sort_by(arg)
         elif act == "pick" and arg in self._rows_shown:
             self.query.value = arg
