@@ -22,7 +22,7 @@ from toolbench_lib.analysis.ablations import (
 )
 from toolbench_lib.analysis.main_results import paired_tests
 from toolbench_lib.analysis.summary import summary_table
-from toolbench_lib.eval.stats import bootstrap_ci, holm, paired, runs_test
+from toolbench_lib.eval.stats import grouped_bootstrap_ci, holm, paired, runs_test
 
 from .hand_tables import with_tables
 from .test_analysis_tables import key, study  # noqa: F401 (fixture)
@@ -52,9 +52,9 @@ def test_paired_says_when_it_cannot_decide():
 
 def test_bootstrap_and_holm():
     d = np.array([0.1, 0.2, 0.3, 0.4])
-    lo, hi = bootstrap_ci(d, 5000, seed=0)
-    assert 0.1 <= lo < d.mean() < hi <= 0.4
-    assert bootstrap_ci(np.array([0.3, 0.3]), 100) == (0.3, 0.3)
+    lo, hi, n = grouped_bootstrap_ci(d, None, 5000, seed=0)
+    assert 0.1 <= lo < d.mean() < hi <= 0.4 and n == 4
+    assert grouped_bootstrap_ci(np.array([0.3, 0.3]), None, 100) == (0.3, 0.3, 2)
     p = [0.01, 0.04, 0.03]
     assert holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06])
     rng = np.random.default_rng(0)  # statsmodels' Holm is the oracle, bit for bit: ties, ones, any size
@@ -287,69 +287,33 @@ def test_embedder_ablation_with_one_or_two_embedders(study):  # noqa: F811
     assert len(two) == 2 * len(one) and "same winner by point estimates across embedders" in verdict
 
 
-def test_one_resampling_matrix_gives_each_column_its_own_bootstrap():
-    """bootstrap_cis over several columns equals the percentile bootstrap of each column by fancy indexing
-    with the same draws (the resampling matrix only counts them), and a constant column keeps its value."""
-    from toolbench_lib.eval.stats import bootstrap_cis, resample_counts
+def test_the_bootstrap_of_single_values_is_the_percentile_bootstrap_by_fancy_indexing():
+    """Without groups each value is resampled alone: the percentile bootstrap of the mean by fancy indexing
+    with the same draws (the resampling matrix only counts them); a constant column keeps its value."""
+    from toolbench_lib.eval.stats import resample_counts
 
     rng = np.random.default_rng(7)
-    cols = np.column_stack([rng.normal(size=120).round(2), rng.integers(0, 2, 120), np.full(120, 0.25)])
-    got = bootstrap_cis(cols, 3000, seed=3)
     idx = np.random.default_rng(3).integers(0, 120, size=(3000, 120))
-    for j in range(2):
-        means = cols[:, j][idx].mean(axis=1)
-        assert got[j] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)], abs=1e-12)
-    assert got[2].tolist() == [0.25, 0.25]
+    for col in (rng.normal(size=120).round(2), rng.integers(0, 2, 120)):
+        means = col[idx].mean(axis=1)
+        got = grouped_bootstrap_ci(col, None, 3000, seed=3)
+        assert got == pytest.approx((np.quantile(means, 0.025), np.quantile(means, 0.975), 120), abs=1e-12)
+    assert grouped_bootstrap_ci(np.full(120, 0.25), None, 3000, seed=3) == (0.25, 0.25, 120)
     counts = resample_counts(120, 50, seed=3)
     assert counts.shape == (50, 120) and (counts.sum(axis=1) == 120).all()
 
 
-def test_the_auroc_ci_resamples_each_class_and_brackets_the_auroc():
-    from sklearn.metrics import roc_auc_score
-
-    from toolbench_lib.eval.stats import auroc, auroc_ci, resample_counts
-
-    rng = np.random.default_rng(3)
-    scores, labels = rng.normal(size=120), rng.random(120) < 0.3
-    scores[labels] += 0.6
-    low, high = auroc_ci(scores, labels, n_resamples=500, seed=5)
-    assert low < auroc(scores, labels) < high and low > 0.5
-    pos, neg = scores[labels], scores[~labels]  # the first resample, rebuilt and scored by scikit-learn
-    w, v = resample_counts(pos.size, 500, 5)[0], resample_counts(neg.size, 500, 6)[0]
-    first = roc_auc_score([1] * int(w.sum()) + [0] * int(v.sum()),
-                          np.r_[np.repeat(pos, w), np.repeat(neg, v)])
-    pairs = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
-    assert np.isclose((w @ pairs * v).sum() / (pos.size * neg.size), first)
-    assert all(np.isnan(auroc_ci(scores[:3], [True, False, False])))
-
-
-def test_the_cluster_difference_ci_resamples_whole_clusters():
-    from toolbench_lib.eval.stats import cluster_difference_ci
-
-    rng = np.random.default_rng(4)
-    v, a, q = rng.normal(1.0, 1, 400), rng.random(400) < 0.5, rng.integers(0, 80, 400)
-    v[a] += 0.2
-    low, high = cluster_difference_ci(v, a, q)
-    assert low < v[a].mean() - v[~a].mean() < high and high - low < 0.6
-    assert cluster_difference_ci(v, a, q) == (low, high)  # fixed seed
-    assert all(np.isnan(cluster_difference_ci(v, a, np.zeros(400))))
-    assert all(np.isnan(cluster_difference_ci(v, np.ones(400, bool), q)))
-    shared = v + rng.normal(0, 1, 80)[q]  # items of one cluster are alike: resampling items is too narrow
-    assert np.diff(cluster_difference_ci(shared, q % 2 == 0, q)) > 1.5 * np.diff(
-        cluster_difference_ci(shared, q % 2 == 0, np.arange(400)))
-
-
-def test_the_cluster_mean_ci_resamples_whole_clusters():
-    from toolbench_lib.eval.stats import cluster_mean_ci, wilson_ci
+def test_the_grouped_bootstrap_resamples_whole_clusters():
+    from toolbench_lib.eval.stats import wilson_ci
 
     rng = np.random.default_rng(5)
     q = np.repeat(np.arange(100), 8)  # 100 queries, 8 stubs each (2 stubs x 4 runs)
     hit = rng.random(800) < np.repeat(rng.random(100), 8)  # a query's stubs hit alike
-    low, high = cluster_mean_ci(hit, q)
-    assert low < hit.mean() < high and cluster_mean_ci(hit, q) == (low, high)
+    low, high, n = grouped_bootstrap_ci(hit, q)
+    assert low < hit.mean() < high and n == 100 and grouped_bootstrap_ci(hit, q) == (low, high, n)
     w_low, w_high = wilson_ci(hit.sum(), hit.size)  # stubs as if independent: too narrow
     assert high - low > 1.5 * (w_high - w_low)
-    assert all(np.isnan(cluster_mean_ci(hit, np.zeros(800))))
+    assert grouped_bootstrap_ci(hit, np.zeros(800))[2] == 1  # one cluster: nothing to resample
 
 
 def test_the_test_over_runs_from_a_printed_summary_equals_the_one_from_the_runs():

@@ -4,7 +4,6 @@ tables."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -66,28 +65,17 @@ SENTINELS = [
     r"\b(method|self\.name|\[[\"']method[\"']\])\s*,\s*-\s*1\b",
     r"[\"']run[\"']\].*(>=|<)\s*0\b",
 ]
-CONVERTER = ("study/stored.py", "convert_format_1")  # reads the old format's sentinels, to remove them
-
-
 def _sentinel_lines(path: Path) -> list[str]:
-    """``module:line: text`` of every line of ``path`` that matches a sentinel pattern (the converter's own
-    lines left out)."""
-    source = path.read_text()
-    name = str(path.relative_to(PACKAGE))
-    skip: set[int] = set()
-    if name == CONVERTER[0]:
-        [fn] = [n for n in ast.parse(source).body
-                if isinstance(n, ast.FunctionDef) and n.name == CONVERTER[1]]
-        skip = set(range(fn.lineno, fn.end_lineno + 1))
+    """``module:line: text`` of every line of ``path`` that matches a sentinel pattern."""
     rxs = [re.compile(p) for p in SENTINELS]
-    return [f"{name}:{i}: {line.strip()}" for i, line in enumerate(source.splitlines(), 1)
-            if i not in skip and any(rx.search(line) for rx in rxs)]
+    return [f"{path.relative_to(PACKAGE)}:{i}: {line.strip()}"
+            for i, line in enumerate(path.read_text().splitlines(), 1) if any(rx.search(line) for rx in rxs)]
 
 
 def test_no_minus_one_sentinel_for_text_idx_or_run() -> None:
     """The final rankings and the texts' own are two tables, and every method is stored for every run:
-    nothing in the package reads or writes ``text_idx = -1`` or ``run = -1`` but the one converter of
-    stored studies of the old format."""
+    nothing in the package reads or writes ``text_idx = -1`` or ``run = -1`` (a stored study of the old
+    format, which did, is refused)."""
     found = [hit for p in sorted(PACKAGE.rglob("*.py")) for hit in _sentinel_lines(p)]
     assert found == []
     old = ['final = h[h["text_idx"] == -1]', 'take = rel & ((runs == run) | (runs < 0))',

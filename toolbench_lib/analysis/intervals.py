@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..config import SEED
-from ..eval.stats import bootstrap_ci, grouped_bootstrap_ci, paired
+from ..eval.stats import grouped_bootstrap_ci, paired
 
 N_RESAMPLES = 2000
 # Names of :func:`~toolbench_lib.eval.stats.paired`'s fields in the tables of PtR against RtP.
@@ -27,8 +27,6 @@ def mean_ci(values, groups: Sequence | None = None, n_resamples: int = N_RESAMPL
             seed: int = SEED) -> tuple[float, float]:
     """The percentile bootstrap 95% CI of the mean of ``values``, whole ``groups`` (each value's cluster)
     resampled together when given."""
-    if groups is None:
-        return bootstrap_ci(values, n_resamples, seed)
     return grouped_bootstrap_ci(values, groups, n_resamples, seed)[:2]
 
 

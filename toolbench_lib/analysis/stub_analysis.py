@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..config import K
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, clusters, subset_alias
-from ..eval.stats import cluster_difference_ci, cluster_mean_ci, wilson_ci
+from ..eval.stats import cluster_difference_ci, grouped_bootstrap_ci, wilson_ci
 from ..study.stored import StudyResult
 from .intervals import ci_of, with_ci
 from .main_results import subset_order
@@ -86,7 +86,8 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> d
                                ("stub_hit_share_topk", matched, matched["any_correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
-        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = cluster_mean_ci(values, part["cluster"])
+        low, high, n = grouped_bootstrap_ci(values, part["cluster"])  # clusters of stubs; NaN under 2
+        row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (low, high) if n >= 2 else (np.nan, np.nan)
     row["cos_gap"], row["cos_sd"] = row["cos_correct"] - row["cos_incorrect"], float(matched["score"].std())
     row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(
         matched["score"], matched["correct"], matched["cluster"])

@@ -25,22 +25,6 @@ def resample_counts(n: int, n_resamples: int, seed: int = SEED) -> np.ndarray:
     return np.bincount(rows + idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
 
 
-def bootstrap_cis(columns: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
-                  level: float = 0.95) -> np.ndarray:
-    """``(m, 2)`` percentile bootstrap CIs of the mean of every column of ``columns``, resampled together."""
-    x = np.asarray(columns, dtype=float)
-    x = x[:, None] if x.ndim == 1 else x
-    n, m = x.shape
-    if n == 0:
-        return np.zeros((m, 2))
-    out = np.repeat(x.mean(axis=0)[:, None], 2, axis=1)
-    vary = np.ptp(x, axis=0) > TOL
-    if n == 1 or n_resamples < 1 or not vary.any():
-        return out
-    out[vary] = _percentile_ci(resample_counts(n, n_resamples, seed) @ x[:, vary] / n, level).T
-    return out
-
-
 def _percentile_ci(draws: np.ndarray, level: float) -> np.ndarray:
     """The percentile bounds of bootstrap ``draws`` (one resample a row): ``(2, ...)``, low then high."""
     alpha = (1 - level) / 2
@@ -62,20 +46,14 @@ def ratio_change(a1, b1, a2, b2, n_resamples: int = 10_000, seed: int = SEED,
     return value, float(low), float(high)
 
 
-def bootstrap_ci(diff: np.ndarray, n_resamples: int = 10_000, seed: int = SEED,
-                 level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``diff``: :func:`bootstrap_cis` of one column."""
-    low, high = bootstrap_cis(np.asarray(diff, dtype=float), n_resamples, seed, level)[0]
-    return float(low), float(high)
-
-
-def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence, n_resamples: int = 10_000, seed: int = SEED,
-                         level: float = 0.95) -> tuple[float, float, int]:
-    """``(low, high, n_groups)``: the percentile bootstrap CI of ``diff``'s mean resampling ``groups``."""
-    _, inverse = np.unique(np.asarray(groups), return_inverse=True)
+def grouped_bootstrap_ci(diff: np.ndarray, groups: Sequence | None = None, n_resamples: int = 10_000,
+                         seed: int = SEED, level: float = 0.95) -> tuple[float, float, int]:
+    """``(low, high, n_groups)``: the percentile bootstrap CI of ``diff``'s mean resampling whole ``groups``
+    (default: each value its own); the mean itself where nothing varies or there is nothing to resample."""
     d = np.asarray(diff, dtype=float)
+    _, inverse = np.unique(np.arange(d.size) if groups is None else np.asarray(groups), return_inverse=True)
     sums, sizes = np.bincount(inverse, weights=d), np.bincount(inverse).astype(float)
-    if len(sums) < 2 or n_resamples < 1:  # nothing to resample: the mean itself, as bootstrap_ci gives it
+    if len(sums) < 2 or n_resamples < 1 or np.ptp(d) <= TOL:
         return float(d.mean()), float(d.mean()), len(sums)
     counts = resample_counts(len(sums), n_resamples, seed)
     low, high = _percentile_ci((counts @ sums) / (counts @ sizes), level)
@@ -226,13 +204,6 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
         return float("nan"), float("nan")
     res = stats.spearmanr(a, b)
     return float(res.statistic), float(res.pvalue)
-
-
-def cluster_mean_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 10_000, seed: int = SEED,
-                    level: float = 0.95) -> tuple[float, float]:
-    """:func:`grouped_bootstrap_ci` of ``mean(values)`` by ``clusters``; NaN under 2."""
-    low, high, n = grouped_bootstrap_ci(values, clusters, n_resamples, seed, level)
-    return (low, high) if n >= 2 else (float("nan"), float("nan"))
 
 
 def cluster_difference_ci(values: Sequence[float], in_a: Sequence[bool], clusters: Sequence,

@@ -17,7 +17,7 @@ from ..data.queries import DEFAULT_GT, check_gt
 from ..retrieval.fusion_specs import rankings_by, text_rankings
 from ..retrieval.rankings import Retrieved
 
-FORMAT_VERSION = 2  # the stored layout: rankings and text_rankings (1: one hits table, see convert_format_1)
+FORMAT_VERSION = 2  # the stored layout: rankings and text_rankings (format 1, one hits table, is refused)
 RANKINGS_COLUMNS = ["qkey", "method", "run", "rank", "row", "api_id", "score"]
 TEXT_RANKINGS_COLUMNS = ["qkey", "method", "run", "text_idx", "rank", "row", "api_id", "score"]
 TABLE_CHECKSUMS = "checksums.json"  # sha256 of each stored table and of provenance.json, written before it
@@ -76,19 +76,16 @@ class StudyResult:
             with folder_lock(folder, shared=True):
                 sums = json.loads((folder / TABLE_CHECKSUMS).read_bytes())
                 provenance = json.loads(checked_bytes(folder, PROVENANCE, sums))
-                version = stored_format_version(provenance, folder)
+                check_format(provenance, folder)
                 tables = {name: pd.read_parquet(io.BytesIO(checked_bytes(folder, f"{name}.parquet", sums)))
-                          for name in (cls.TABLES if version == FORMAT_VERSION else FORMAT_1_TABLES)}
+                          for name in cls.TABLES}
         except StoredStudyError:
             raise
         except (OSError, ValueError, AttributeError) as exc:  # missing, unreadable or not JSON / parquet
             raise StoredStudyError(f"stored study {folder} is incomplete or damaged ({type(exc).__name__}: "
                                    f"{exc}); delete the folder to run the study again") from None
-        if version != FORMAT_VERSION:
-            tables, provenance = convert_format_1(tables, provenance)
         result = cls(**tables, provenance=provenance, folder=folder)
-        if version == FORMAT_VERSION:
-            result.__dict__["_rankings_sha256"] = (result.rankings, sums["rankings.parquet"])
+        result.__dict__["_rankings_sha256"] = (result.rankings, sums["rankings.parquet"])
         return result
 
     @property
@@ -163,31 +160,12 @@ def checked_bytes(folder: Path, name: str, sums: dict) -> bytes:
     return data
 
 
-FORMAT_1_TABLES = ("queries", "stubs", "hits", "plans", "calls")  # the tables of a format-1 folder
-
-
-def stored_format_version(provenance: dict, folder: Path) -> int:
-    """The format of a stored study (1 when unnamed); a :class:`StoredStudyError` when not one read here."""
+def check_format(provenance: dict, folder: Path) -> None:
+    """A :class:`StoredStudyError` when a stored study is not of this code's format (1 when unnamed)."""
     version = provenance.get("format_version", 1)
-    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION:
-        return version
+    if isinstance(version, int) and not isinstance(version, bool) and version == FORMAT_VERSION:
+        return
     why = (f"newer than this toolkit reads ({FORMAT_VERSION}); update toolbench_lib to read it"
            if isinstance(version, int) and version > FORMAT_VERSION
-           else f"not one this toolkit reads (1..{FORMAT_VERSION}); run the study again")
+           else f"not the one this toolkit reads ({FORMAT_VERSION}); run the study again")
     raise StoredStudyError(f"stored study {folder} has format version {version!r}, {why}")
-
-
-def convert_format_1(tables: dict[str, pd.DataFrame],
-                     provenance: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A format-1 study in this format: ``hits`` split in two, ``run = -1`` rows repeated per run."""
-    tables = dict(tables)
-    hits = tables.pop("hits")
-    runs = int(provenance.get("settings", {}).get("runs", 1))
-    once = hits["run"] < 0
-    deterministic = [str(m) for m in dict.fromkeys(hits.loc[once, "method"])]
-    repeated = [hits.loc[once].assign(run=r) for r in range(runs)]
-    hits = pd.concat([hits.loc[~once], *repeated], ignore_index=True).astype({"run": "int64"})
-    final = hits["text_idx"] < 0
-    tables["rankings"] = hits.loc[final, RANKINGS_COLUMNS].reset_index(drop=True)
-    tables["text_rankings"] = hits.loc[~final, TEXT_RANKINGS_COLUMNS].reset_index(drop=True)
-    return tables, {**provenance, "format_version": FORMAT_VERSION, "deterministic": deterministic}
