@@ -3,6 +3,8 @@ stored evaluation of a study, and the one comparison."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +14,7 @@ from ranx import evaluate as ranx_evaluate
 from scipy import stats
 
 from toolbench_lib.data.queries import ground_truth_groups
-from toolbench_lib.eval.compare import compare, holm_ci, interactions, p_value_conflicts
+from toolbench_lib.eval.compare import compare, holm_ci, interactions
 from toolbench_lib.eval.evaluation import (
     EVAL_DIR,
     K_MAX,
@@ -38,6 +40,24 @@ def _random(seed: int, n: int = 40) -> tuple[dict[str, list[str]], pd.DataFrame]
     runs = {f"q{i}": rng.permutation(docs)[: rng.integers(1, 30)].tolist() for i in range(n)}
     q = pd.DataFrame({"qkey": list(runs), "subset": "S", "candidates": rel, "relevant": [r[:1] for r in rel]})
     return runs, q
+
+
+
+def p_value_conflicts(tables: Mapping[str, pd.DataFrame], digits: int = 3) -> list[str]:
+    """One line per comparison whose Holm-adjusted p (to ``digits`` digits) differs between ``tables``."""
+    seen: dict[str, dict[str, set]] = {}
+    for name, table in tables.items():
+        if "comparison" not in table or "p_holm" not in table:
+            continue
+        for key, p in zip(table["comparison"], table["p_holm"], strict=True):
+            value = "not testable" if pd.isna(p) else f"{float(p):.{digits}g}"
+            seen.setdefault(str(key), {}).setdefault(value, set()).add(name)
+    out = []
+    for key, values in seen.items():
+        if len(values) > 1:
+            shown = " / ".join(f"{v} ({', '.join(sorted(t))})" for v, t in values.items())
+            out.append(f"{key}: p {shown}")
+    return out
 
 
 def test_relevance_counts_distinct_ids_of_the_first_ranks() -> None:

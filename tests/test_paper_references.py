@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,6 @@ from toolbench_lib.analysis.references import (
     is_claim,
     load_references,
     paper_bounds,
-    paper_numbers,
     printed_rounding,
     quoted_numbers,
 )
@@ -33,6 +33,17 @@ def _collapse(text: str) -> str:
 def number_in_quote(value: float, quote: str) -> bool:
     """``value`` is written in ``quote``, as itself or (for a quote in percent) as ``100 * value``."""
     return printed_rounding(value, quote) is not None
+
+
+
+def paper_numbers(entry: Mapping) -> list[float]:
+    """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
+    a worked example's two recalls."""
+    if is_claim(entry):
+        return []  # a claim of sign (PtR ahead) or of no change: its 0 is not a number the paper writes
+    out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
+    out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
+    return out
 
 
 def test_quoted_numbers_are_read_as_written():

@@ -20,7 +20,6 @@ from papermill.translators import PythonTranslator
 
 from toolbench_lib.analysis.references import OPTIONAL_TABLES, TABLE_SCHEMAS
 from toolbench_lib.data.paths import OUTPUTS_DIR
-from toolbench_lib.eval.compare import p_value_conflicts
 from toolbench_lib.report.checks import check_report
 from toolbench_lib.report.html import NOTEBOOK_PATTERN
 from toolbench_lib.report.kernels import KERNEL_NAME, interpreter_kernel
@@ -42,6 +41,7 @@ from toolbench_lib.retrieval.methods import load_methods
 from .forkcli import run_cli
 from .report_page import page_problems
 from .test_browser import chromium  # noqa: F401 (the fixture)
+from .test_evaluation import p_value_conflicts
 
 SECRET = "sk-test-secret-123"
 ANALYSIS_NOTEBOOKS = [f"{n:02d}" for n in range(1, 8)]

@@ -224,16 +224,6 @@ def is_claim(entry: Mapping) -> bool:
     return bool(entry.get("ordering") or entry.get("stable"))
 
 
-def paper_numbers(entry: Mapping) -> list[float]:
-    """Every number an entry (or worked example) takes from the paper: its value or bounds, its std, and
-    a worked example's two recalls."""
-    if is_claim(entry):
-        return []  # a claim of sign (PtR ahead) or of no change: its 0 is not a number the paper writes
-    out = list(paper_bounds(entry["paper"]).values()) if "paper" in entry else []
-    out += [float(entry[key]) for key in ("std", "ptr_recall", "rtp_recall") if key in entry]
-    return out
-
-
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -104,23 +104,6 @@ def holm_ci(diff, p: float, p_holm: float, unadjusted: tuple[float, float], grou
 def comparison_key(a: str, b: str, metric: str, k: int, gt: str, subset: str) -> str:
     """The name of one comparison, the same in every table that shows it."""
     return f"{b} − {a} · {metric}@{k} · {gt} · {subset}"
-
-
-def p_value_conflicts(tables: Mapping[str, pd.DataFrame], digits: int = 3) -> list[str]:
-    """One line per comparison whose Holm-adjusted p (to ``digits`` digits) differs between ``tables``."""
-    seen: dict[str, dict[str, set]] = {}
-    for name, table in tables.items():
-        if "comparison" not in table or "p_holm" not in table:
-            continue
-        for key, p in zip(table["comparison"], table["p_holm"], strict=True):
-            value = "not testable" if pd.isna(p) else f"{float(p):.{digits}g}"
-            seen.setdefault(str(key), {}).setdefault(value, set()).add(name)
-    out = []
-    for key, values in seen.items():
-        if len(values) > 1:
-            shown = " / ".join(f"{v} ({', '.join(sorted(t))})" for v, t in values.items())
-            out.append(f"{key}: p {shown}")
-    return out
 
 
 def significant(row, alpha: float = 0.05) -> bool:
