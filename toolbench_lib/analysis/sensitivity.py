@@ -32,39 +32,25 @@ def basis(run_name: str, n_runs: int) -> str:
     return f"{run_name}: mean of {n_runs} runs" if n_runs > 1 else f"{run_name}: run 0"
 
 
-def per_query_recall(result: StudyResult, subset: str, ks: Sequence[int],
-                     gt: str = DEFAULT_GT) -> pd.DataFrame:
-    """``qkey, method, k, recall``: each query of ``subset`` at every ``k``, mean over the study's runs."""
-    check_gt(gt)
-    ev = evaluate(result)
-    mask = ev.subsets == subset
-    if not mask.any():
-        raise ValueError(f"the study holds no query of {subset!r}")
-    frames = []
-    for k in ks:
-        v = ev.values("recall", k, gt)[:, :, mask].mean(axis=1)  # (method, query)
-        frames.append(pd.DataFrame({"qkey": np.tile(ev.qkeys[mask], len(ev.methods)),
-                                    "method": np.repeat(ev.methods, mask.sum()), "k": k,
-                                    "recall": v.ravel()}))
-    return pd.concat(frames, ignore_index=True)
-
-
 def g2_sensitivity(sources: Sequence[tuple[str, StudyResult | None, str]], ks: Sequence[int] = range(1, 21),
                    gt: str = DEFAULT_GT, n_resamples: int = 2000, seed: int = SEED) -> pd.DataFrame:
     """Recall@k of RtP and PtR (bootstrap CIs) and the paired PtR − RtP per ``(run_name, study, subset)``
     source, retriever family and ``k``; each query's recall is its mean over runs."""
+    check_gt(gt)
     rows = []
     for run_name, result, subset in sources:
-        pq = per_query_recall(result, subset, ks, gt)
+        ev = evaluate(result)
+        if not (at := np.flatnonzero(ev.subsets == subset)).size:
+            raise ValueError(f"the study holds no query of {subset!r}")
+        at = at[np.argsort(ev.qkeys[at], kind="stable")]  # the set's queries by key
+        cl, methods = clusters(result.queries, ev.qkeys[at]), list(ev.methods)
         for family in families_of(result):
-            a, b = method_name("rtp", family), method_name("ptr", family)
+            pair = [methods.index(method_name(arch, family)) for arch in ("rtp", "ptr")]
             for k in ks:
-                part = pq[pq["k"] == k].pivot(index="qkey", columns="method", values="recall")[[a, b]]
-                x, y = part[a].to_numpy(float), part[b].to_numpy(float)
-                cl = clusters(result.queries, part.index)
+                x, y = ev.values("recall", k, gt)[pair][:, :, at].mean(axis=1)  # each query's mean over runs
                 (rlo, rhi), (plo, phi) = mean_ci(x, cl, n_resamples, seed), mean_ci(y, cl, n_resamples, seed)
                 rows.append({"subset": subset, "basis": basis(run_name, result.n_runs), "retriever": family,
-                             "k": k, "n_queries": len(part), "n_runs": result.n_runs,
+                             "k": k, "n_queries": len(at), "n_runs": result.n_runs,
                              "rtp": float(x.mean()), "rtp_lo": rlo, "rtp_hi": rhi,
                              "ptr": float(y.mean()), "ptr_lo": plo, "ptr_hi": phi,
                              **paired_columns(x, y, {**PTR_VS_RTP, **LO_HI}, cl)})
