@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from .conftest import SLICE_APIS, SLICE_QUERIES
 from .forkcli import run_cli
 
@@ -43,6 +45,8 @@ def test_unknown_subset(tmp_path):
 
 def test_evaluate_json_matches_library(slice_setup):
     from toolbench_lib.analysis.summary import summary_json
+    from toolbench_lib.data.queries import resolve_subset
+    from toolbench_lib.eval.evaluation import METRICS, per_query_runs
     from toolbench_lib.study.result import StudySettings, run_study
 
     out = cli("evaluate", "--method", "rtp", "--subset", "G1", "--subset", "G2", "--subset", "G3",
@@ -60,6 +64,10 @@ def test_evaluate_json_matches_library(slice_setup):
         assert got["n_queries"] == SLICE_QUERIES
         assert abs(got["recall"] - expected["subsets"][name]["recall"]) < 1e-9
         assert abs(got["precision"] - expected["subsets"][name]["precision"]) < 1e-9
+        # every metric of eval, each the mean over runs of its per-run mean, counted again from the queries
+        each = per_query_runs(study, 5, "candidates", METRICS)
+        each = each[each["subset"] == resolve_subset(name)].groupby("run")[list(METRICS)].mean().mean()
+        assert {m: got["methods"]["rtp"][m] for m in METRICS} == pytest.approx(each.to_dict(), abs=1e-12)
 
 
 def test_default_model_is_make_runs_and_the_papers_falls_back_offline():

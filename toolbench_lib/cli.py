@@ -277,7 +277,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
     backend = args.backend or ("replay" if needs_llm else None)
     # one pipeline: run_study (retrieval only when there is no backend), then the one summary
-    from .analysis.beyond import add_extra_metrics
     from .analysis.summary import summary_json
 
     llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
@@ -292,7 +291,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.save:
         study.save(Path(args.save))
     result = summary_json(study, subsets, args.k, args.gt)
-    add_extra_metrics(result, study, subsets, args.k, args.gt)
     for name, counts in unresolved_report(setup.queries, subsets).items():
         result["subsets"][name]["unresolved_gt_pairs"] = counts
     result["method"] = ",".join(methods)

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED, K
-from ..data.queries import DEFAULT_GT, clusters, resolve_subset, subset_alias
+from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..data.tables import cached_tables
-from ..eval.evaluation import metric_values, per_query_runs, recall_at, relevance
+from ..eval.evaluation import metric_values, recall_at, relevance
 from ..retrieval import fused
 from .fusion_board import BASELINES, METRICS, better_reference, metric_wide
 from .style import METHOD_COLORS, OTHER_COLORS, set_panels, side_legend
@@ -243,27 +243,6 @@ def decision_regions(scores: pd.DataFrame, decisions: pd.DataFrame, threshold: f
     fig.suptitle("route-then-fuse: right of the line RtP's list is used (no stub call), left the fused list")
     fig.tight_layout()
     return fig
-
-
-EXTRA_METRICS = ("ndcg", "mrr", "comp")
-
-
-def add_extra_metrics(summary: dict, result, subsets: Sequence[str], k: int,
-                      gt: str = DEFAULT_GT) -> dict:
-    """Add nDCG@k, MRR@k and COMP@k (means over runs of per-run means) to an ``evaluate --json`` summary
-    (``subsets -> name -> methods -> method -> {...}``)."""
-    pq = per_query_runs(result, k, gt, EXTRA_METRICS)
-    means = pq.groupby(["subset", "method", "run"])[list(EXTRA_METRICS)].mean().groupby(["subset", "method"])
-    means = means.mean()
-    for name in subsets:
-        entry = summary["subsets"].get(name)
-        if entry is None:
-            continue
-        subset = resolve_subset(name)
-        for method, values in entry.get("methods", {}).items():
-            if (subset, method) in means.index:
-                values.update({m: float(means.loc[(subset, method), m]) for m in EXTRA_METRICS})
-    return summary
 
 
 def transfer_table(result, k: int = K, gt: str = DEFAULT_GT) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, clusters, resolve_subset, subset_alias
-from ..eval.evaluation import per_query_runs
+from ..eval.evaluation import METRICS, per_query_runs
 from ..eval.pass_rates import pass_rate_table
 from ..eval.stats import grouped_bootstrap_ci
 from ..retrieval.methods import load_methods
@@ -191,8 +191,9 @@ def _clean(value):
 
 
 def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -> dict:
-    """The ``evaluate --json`` object: provenance, then per subset alias and method the summary's row."""
-    table = summary_table(result, k, [gt])
+    """The ``evaluate --json`` object: provenance, then per subset alias and method the summary's row (every
+    metric of eval, its mean over runs under the metric's name)."""
+    table = summary_table(result, k, [gt], METRICS)
     out = {**result.provenance, "k": k, "gt": gt, "subsets": {}}
     skip = {"subset", "subset_name", "method", "gt", "k"}
     for name in subsets:
@@ -202,7 +203,7 @@ def summary_json(result, subsets: Sequence[str], k: int, gt: str = DEFAULT_GT) -
         entry = {"subset": subset, "n_queries": n, "methods": {}}
         for _, row in part.iterrows():
             res = {c: _clean(v) for c, v in row.items() if c not in skip}
-            res["recall"], res["precision"] = res.pop("recall_mean"), res.pop("precision_mean")
+            res.update({m: res.pop(f"{m}_mean") for m in METRICS})
             res["judged_pass_rate"] = res.pop("judged_pass_rate_mean", None)
             entry["methods"][row["method"]] = res
         if len(entry["methods"]) == 1:
