@@ -37,35 +37,6 @@ def test_subset_index_reports_registry_rows():
         sub.vectors[0, 0] = 1.0  # read-only
 
 
-def test_a_batch_is_searched_once_for_every_family():
-    """The dense family's search of a batch (k = 20) and a hybrid's of the same texts (its pool) are one FAISS
-    search: each answer equals a search of its own k, and a caller changing what it got changes nothing."""
-    import faiss
-
-    from toolbench_lib.retrieval.families import HYBRID_POOL
-    from toolbench_lib.retrieval.index import KEPT_SEARCHES, SEARCH_DEPTH
-
-    rng = np.random.default_rng(2)
-    docs, qs = _unit(rng, 500), _unit(rng, 30)
-    index, alone = VectorIndex(docs), faiss.IndexFlatIP(16)
-    alone.add(docs)
-    searched = []
-    search = index.index.search
-    index.index.search = lambda q, k: searched.append(k) or search(q, k)
-    assert HYBRID_POOL == SEARCH_DEPTH
-    for k in (20, HYBRID_POOL, 5):
-        scores, rows = index.search(qs, k)
-        want_scores, want_rows = alone.search(qs, k)
-        np.testing.assert_array_equal(rows, want_rows)
-        np.testing.assert_array_equal(scores, want_scores)
-        scores[:] = 0  # the kept search is not the caller's to change
-    assert searched == [SEARCH_DEPTH]
-    for i in range(1, KEPT_SEARCHES + 1):  # other batches push the first out: it is searched again
-        index.search(qs[i:], 20)
-    index.search(qs, 20)
-    assert searched == [SEARCH_DEPTH] * (KEPT_SEARCHES + 2)
-
-
 def test_max_merge_equals_brute_force():
     rng = np.random.default_rng(2)
     docs, stubs = _unit(rng, 500), _unit(rng, 4)

@@ -10,10 +10,9 @@ import numpy as np
 
 from .bm25 import BM25Params
 from .fuse import combine, top
-from .index import SEARCH_DEPTH
 from .rankings import DenseSearcher, Searcher, TextHits
 
-HYBRID_POOL = SEARCH_DEPTH  # hits of each family a hybrid fuses per text (the dense search's depth)
+HYBRID_POOL = 100  # hits of each family a hybrid fuses per text
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import faiss
@@ -11,9 +10,6 @@ import numpy as np
 from ..data.dataset import Dataset
 from ..data.machine import available_cpus, env_threads
 from .embedding import Embedder, embed_cached
-
-SEARCH_DEPTH = 100  # every search goes this deep (a hybrid family's pool): one search serves each family
-KEPT_SEARCHES = 4  # the last searched batches kept, so a family searching the same texts reads them
 
 
 def search_threads() -> int:
@@ -31,7 +27,6 @@ class VectorIndex:
         self.index = faiss.IndexFlatIP(vectors.shape[1])
         self.index.add(vectors)
         self._vectors = vectors
-        self._kept: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return self.index.ntotal
@@ -48,18 +43,11 @@ class VectorIndex:
         return view
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` (scores, registry rows) for each query vector; ``k`` is capped at the index size. Each
-        batch is searched :data:`SEARCH_DEPTH` deep once: the same batch again (another family's search of
-        the same texts) reads the kept result."""
-        k, queries = min(k, len(self)), np.ascontiguousarray(queries, dtype=np.float32)
-        key = (hashlib.sha256(queries.tobytes()).hexdigest(), queries.shape)
-        if key not in self._kept or self._kept[key][0].shape[1] < k:
-            faiss.omp_set_num_threads(search_threads())
-            self._kept[key] = self.index.search(queries, min(max(k, SEARCH_DEPTH), len(self)))
-            while len(self._kept) > KEPT_SEARCHES:
-                self._kept.pop(next(iter(self._kept)))
-        scores, pos = self._kept[key]
-        return scores[:, :k].copy(), self.rows[pos[:, :k]]
+        """Top-``k`` (scores, registry rows) for each query vector; ``k`` is capped at the index size."""
+        k = min(k, len(self))
+        faiss.omp_set_num_threads(search_threads())
+        scores, pos = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        return scores, self.rows[pos]
 
 
 def registry_vectors(ds: Dataset, embedder: Embedder, rows: np.ndarray | None = None,
