@@ -483,6 +483,61 @@ def three_methods(study):
                             provenance=prov)
 
 
+def test_the_more_methods_picked_stay_when_the_controls_are_bound_again(three_methods):
+    """A study switch binds the method controls to the new study's methods: those picked under "more" that
+    it has stay picked (new options alone would empty the choice)."""
+    reg, result = three_methods
+    ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
+    ex.more.value = ("rtp@bm25",)
+    settings = {**result.provenance["settings"], "methods": ["rtp@bm25", "rtp", "ptr"]}
+    ex._bind(with_tables(result, provenance={**result.provenance, "settings": settings}))  # another study
+    ex._study_controls(*ex.methods, ex.subset.value, ex.run.value)  # as switch_run does
+    assert ex.more.value == ("rtp@bm25",) and "more=rtp@bm25" in ex.state_query()
+
+
+def test_the_best_single_architecture_is_of_the_searched_queries(three_methods):
+    """Under a search the best single architecture is the one of the queries it finds (before the filter),
+    recounted; a search finding nothing names none."""
+    reg, result = three_methods
+    ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
+    ex.search.value = "task number 1"  # the text of one query only
+    keys = ex.visible_queries()
+    assert keys == ["G1_instruction:1"]
+    pq = per_query_runs(result, 5)
+    means = pq[(pq["run"] == 0) & pq["qkey"].isin(keys)].groupby("method")["recall"].mean()
+    best = max(sorted(means.index), key=lambda m: (means[m], -sorted(means.index).index(m)))
+    assert ex.best_single() == (best, pytest.approx(means[best]))
+    assert best == "rtp@bm25"  # recall 1 there, where RtP and PtR's run 0 find none
+    ex.search.value = "no query holds this"
+    assert ex.best_single()[0] is None and "Best single" not in ex.render()
+
+
+def test_equal_recalls_over_runs_tie_whatever_their_order():
+    """The mean over runs of the same per-run recalls in another order (1/3, 2/3, 2/3, 2/3 against
+    2/3, 2/3, 2/3, 1/3: float sums differing by 1e-16) is a tie, never a win."""
+    reg = _registry()
+    ids = reg["api_id"].tolist()
+    gt, others = ids[:3], ids[3:]
+    runs = {"ptr": [[1], [1, 2], [1, 2], [1, 2]], "ptr@bm25": [[1, 2], [1, 2], [1, 2], [1]]}
+    hits = [row for method, per_run in runs.items() for run, ranks in enumerate(per_run)
+            for text_idx in (-1, 0) for row in _hit_rows("G1_instruction:0", method, run, text_idx,
+                                                         _ranking(gt, ranks, others))]
+    stubs = pd.DataFrame([{"qkey": "G1_instruction:0", "run": r, "stub_idx": 0, "name": "Stub",
+                           "reasoning": "", "fell_back": False} for r in range(4)])
+    query = {"qkey": "G1_instruction:0", "subset": "G1_instruction", "query_id": "0", "query": "Do a task.",
+             "candidates": gt, "relevant": gt}
+    prov = {"settings": {"runs": 4, "depth": DEPTH, "k": 5, "methods": list(runs)}}
+    result = study_of_hits(pd.DataFrame([query]), stubs, pd.DataFrame(hits), pd.DataFrame(), pd.DataFrame(),
+                           prov)
+    ex = QueryExplorer(None, result, registry=reg, k=5)
+    ex.method_a.value, ex.method_b.value = runs
+    assert ex.mean_of_runs and ex.methods == ("ptr", "ptr@bm25")
+    frame = ex.table_frame()
+    assert frame["winner"].tolist() == ["tie"] and frame["gap"].tolist() == [0.0]
+    assert (ex.summary().a_wins, ex.summary().ties, ex.summary().b_wins) == (0, 1, 0)
+    assert frame["a"].iloc[0] == pytest.approx(7 / 12)
+
+
 def test_any_two_methods_of_the_study(three_methods):
     reg, result = three_methods
     ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
@@ -588,6 +643,9 @@ def test_pages_of_a_real_study(slice_setup, real_study):
     assert _row_ids(ex)[0] == str(real_study.queries["query_id"].iloc[PAGE_ROWS])
     assert f"rows {PAGE_ROWS + 1}–" in ex.page_label.value and "page=2" in ex.state_query()
     assert ex.prev_page.disabled is False
+    other = QueryExplorer(slice_setup, real_study)  # the turned page's link opens that page, its query kept
+    assert other.apply_state(ex.state_query()) == [] and other.state_query() == ex.state_query()
+    assert _row_ids(other) == _row_ids(ex) and other.page_label.value == ex.page_label.value
 
 
 def test_the_page_says_it_is_busy_while_a_change_is_computed(study):

@@ -131,7 +131,8 @@ def _recalls(result, k: int, a: str = "rtp", b: str = "ptr") -> pd.DataFrame:
     """Per query (study order), each method's recall averaged over the study's runs (the page's default
     view): ``qkey, query_id, subset, a, b, gap``, scored by eval.runs."""
     pq = per_query_runs(result, k)
-    wide = pq.pivot_table(index="qkey", columns="method", values="recall", aggfunc="mean")
+    # rounded as the page rounds: equal recalls summed in another order tie
+    wide = pq.pivot_table(index="qkey", columns="method", values="recall", aggfunc="mean").round(12)
     q = result.queries
     out = pd.DataFrame({"qkey": q["qkey"], "query_id": q["query_id"].astype(str),
                         "subset": q["subset"].map(ALIAS), "text": q["query"].astype(str)})

@@ -47,9 +47,10 @@ class QueryNavigation:
         methods = list(self.result.methods)
         subsets = list(dict.fromkeys(self._base["subset"]))
         with self._quiet():
-            self.more.value = tuple(m for m in self.more.value if m in methods)
+            more = tuple(m for m in self.more.value if m in methods)
             for control in (self.method_a, self.method_b, self.more):
                 control.options = [(method_label(m), m) for m in methods]
+            self.more.value = more  # (new options empty a multiple choice)
             self.method_a.value = a if a in methods else methods[0]
             self.method_b.value = b if b in methods else methods[min(1, len(methods) - 1)]
             self.subset.options = [*subsets, ALL_SUBSETS]
@@ -156,7 +157,7 @@ class QueryNavigation:
         self._refresh(prefer=wanted)
         if wanted is not None and self.query.value != wanted:
             self.select(wanted)
-        if "page" in given and wanted is None:
+        if "page" in given:  # a turned page keeps its query selected: the page comes after it
             try:
                 self.turn_page(int(given["page"]) - 1 - self._page)
             except ValueError:

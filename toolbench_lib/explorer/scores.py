@@ -84,7 +84,8 @@ class QueryScores:
         key = (method, MEAN_RUNS, int(self.k.value), str(self.gt.value))
         if key not in self._scores:
             per_run = [self._run_scores(method, r) for r in self._study_runs]
-            self._scores[key] = sum(per_run[1:], per_run[0]) / len(per_run)
+            # rounded: the same runs' recalls summed in another order must tie, not win by 1e-16
+            self._scores[key] = (sum(per_run[1:], per_run[0]) / len(per_run)).round(12)
         return self._scores[key]
 
     def _run_scores(self, method: str, run: int) -> pd.DataFrame:
@@ -154,11 +155,14 @@ class QueryScores:
                        int((ra > rb).sum()), int((ra == rb).sum()), int((rb > ra).sum()))
 
     def best_single(self) -> tuple[str | None, float]:
-        """The single architecture (RtP or PtR with any retriever family) of best mean recall in the subset
-        (ties: the first name in order) and that mean; ``(None, nan)`` when the study has none."""
-        rows = (self._base["subset"] == self.subset.value).to_numpy() | self._multi_subset()
+        """The single architecture (RtP or PtR with any retriever family) of best mean recall over the view's
+        queries before the filter (the search's, else the subset's; ties: the first name in order) and that
+        mean; ``(None, nan)`` when the study has none or the view no query."""
+        term = str(self.search.value).strip()
+        rows = self._searched(term) if term else (self._base["subset"] == self.subset.value).to_numpy() | (
+            self.subset.value == ALL_SUBSETS)
         singles = sorted(m for m in self.result.methods if split_method(m)[0] in ARCHITECTURES)
-        if not singles:
+        if not singles or not rows.any():
             return None, float("nan")
         means = {m: float(self._method_scores(m).iloc[rows, 0].mean()) for m in singles}
         best = max(singles, key=lambda m: (means[m], -singles.index(m)))
