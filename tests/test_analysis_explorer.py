@@ -538,6 +538,19 @@ def test_equal_recalls_over_runs_tie_whatever_their_order():
     assert frame["a"].iloc[0] == pytest.approx(7 / 12)
 
 
+def test_the_digest_names_ranks_by_the_studys_depth(study):
+    """The digest's rank columns are bounded by the depth the study stored, not a fixed 20."""
+    reg, result = study
+    ex = _explorer(study)
+    ex.k.value = 20
+    assert "<th scope='col'>after rank 20</th>" in ex.digest_box.value and "21–20" not in ex.digest_box.value
+    settings = {**result.provenance["settings"], "depth": 10}
+    cut = with_tables(result, provenance={**result.provenance, "settings": settings})
+    ex = QueryExplorer(None, cut, registry=reg, run=0, k=5)
+    assert ex.k.max == 10
+    assert all(f"<th scope='col'>{h}</th>" in ex.digest_box.value for h in ("at ranks 6–10", "beyond 10"))
+
+
 def test_any_two_methods_of_the_study(three_methods):
     reg, result = three_methods
     ex = QueryExplorer(None, result, registry=reg, k=5, run=0)
@@ -626,6 +639,8 @@ def test_a_bad_link_is_named_one_line_each(study):
     assert any("a='bm42'" in p and "rtp, ptr" in p for p in problems)
     assert all(p.startswith("link: ignored") and "\n" not in p for p in problems)
     assert "colour=&#x27;red&#x27;" in ex.message.value
+    assert ex.apply_state("search=" + "x" * 250) == ["link: search shortened to its first 200 characters"]
+    assert ex.search.value == "x" * 200
     assert run_name_of("run_name=smoke&k=3") == "smoke" and run_name_of("k=3") is None
     with pytest.raises(ValueError, match="folder name"):
         run_name_of("run_name=..")

@@ -20,6 +20,8 @@ from .data import (
 )
 from .views import study_views, with_fused
 
+MAX_SEARCH = 200  # characters of a link's search kept
+
 
 class QueryNavigation:
     """State and study family, as methods of :class:`~toolbench_lib.explorer.widget.QueryExplorer`."""
@@ -145,7 +147,9 @@ class QueryNavigation:
                     problems.append(f"link: ignored k={given['k']!r} (a whole number from {self.k.min} to "
                                     f"{self.k.max})")
             if "search" in given:
-                self.search.value = given["search"][:200]
+                self.search.value = given["search"][:MAX_SEARCH]
+                if len(given["search"]) > MAX_SEARCH:
+                    problems.append(f"link: search shortened to its first {MAX_SEARCH} characters")
             if given.get("sort") in SORTS:
                 self._sort = (given["sort"], given.get("desc", "1") != "0")
             elif "sort" in given:

@@ -64,7 +64,7 @@ TOOLTIPS = {
     "subset": "the query set shown (all: every set)",
     "filter": "keep only the queries where the selected methods differ or agree, at this k and run",
     "run": "the mean of every run (the report's basis) or one LLM run",
-    "k": "each ranking is cut at its top k (1 to 20)",
+    "k": "each ranking is cut at its top k (1 to the study's depth, at most 20)",
     "gt": "candidates: the query's whole api_list; relevant: ToolBench's relevant APIs",
     "method_a": "the first method compared (the table's A column)",
     "method_b": "the second method compared (the table's B column)",
