@@ -32,7 +32,7 @@ SHORT_NAMES = {"rtp": "RtP", "ptr": "PtR"}
 LONG_NAMES = {"rtp": "retrieve, then plan", "ptr": "plan, then retrieve"}
 PAGE_ROWS = 12
 NO_PLAN = "no plan recorded for this query"
-NO_QUERY = "no query matches this filter"
+NO_QUERY = "no query in this view (its set, search and filter)"
 LABEL_COLUMNS = ["api_id", "tool_name", "api_name", "category"]
 STATE_KEYS = ("run_name", "run", "subset", "filter", "a", "b", "more", "show", "k", "gt", "search", "sort",
               "desc", "page", "query")
