@@ -98,7 +98,7 @@ def test_index_build_slice():
     assert set(info) == {"model", "model_requested", "apis", "dim", "seconds"}  # nothing written to read back
 
 
-def test_evaluate_both_methods_with_rules_backend(tmp_path):
+def test_evaluate_both_methods_with_rules_backend(tmp_path, capsys):
     out = cli("evaluate", "--method", "rtp,ptr", "--backend", "rules", "--subset", "G1", "--subset", "G2",
               "--subset", "G3", "--max-apis", str(SLICE_APIS), "--limit", str(SLICE_QUERIES),
               "--model", "all-MiniLM-L6-v2", "--runs", "2", "--plan-limit", "2", "--json",
@@ -113,6 +113,11 @@ def test_evaluate_both_methods_with_rules_backend(tmp_path):
             assert key in methods["rtp"] and key in methods["ptr"]
         assert methods["ptr"]["stubs_per_query"] > 0 and methods["ptr"]["fallback_stubs"] == 0
     assert (tmp_path / "run" / "stubs.parquet").exists()
+    from toolbench_lib.cli import _print_result
+
+    _print_result(res)  # the same summary without --json: every method's line names its pass rates
+    lines = [line for line in capsys.readouterr().out.splitlines() if "recall=" in line]
+    assert len(lines) == 6 and all("judged_pass_rate=" in x and "objective_pass_rate=" in x for x in lines)
 
 
 def test_replay_miss_is_a_clear_error(tmp_path):

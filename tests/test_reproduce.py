@@ -77,6 +77,23 @@ def test_select_notebooks_in_order(tmp_path):
         select_notebooks(tmp_path, ["01", "03"])
 
 
+def test_bad_input_is_one_line_before_the_run_folder_is_claimed(tmp_path, run_name):
+    """--notebooks naming none, a --data-dir holding no ToolBench data and a truncated --cassette are each
+    one line (exit 2) before the run folder is claimed, so the same run name runs once they are put right."""
+    import gzip
+
+    _notebook(tmp_path / "01_a.ipynb", "pass")
+    (empty := tmp_path / "empty").mkdir()
+    whole = gzip.compress(b'{"key": "k", "reply": "r"}\n' * 200)
+    (cut := tmp_path / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    for args, said in ((["--notebooks", ","], "names no notebook"), (["--data-dir", str(empty)], str(empty)),
+                       (["--cassette", str(cut)], str(cut))):
+        out = _cli("--run-name", run_name, "--notebooks-dir", str(tmp_path), *args, timeout=300)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+        assert said in lines[0] and not (OUTPUTS_DIR / run_name).exists(), lines[0]
+
+
 def test_parameters_leave_out_what_was_not_given():
     assert notebook_parameters(run_name="r", smoke=True, backend=None, runs=3, plan_limit=None) == \
         {"run_name": "r", "smoke": True, "runs": 3}

@@ -347,9 +347,8 @@ def _print_result(result: dict) -> None:
     for name, r in result["subsets"].items():
         methods = r.get("methods") or {result["method"]: r}
         for m, v in methods.items():
-            rate = v.get("pass_rate")
-            extra = f" pass_rate={rate:.3f}" if rate is not None and rate == rate else ""  # NaN: no plans
-            extra += "".join(f" {x}={v[x]:.3f}" for x in ("ndcg", "mrr", "comp") if v.get(x) is not None)
+            shown = ("judged_pass_rate", "objective_pass_rate", "ndcg", "mrr", "comp")  # None: no plans
+            extra = "".join(f" {x}={v[x]:.3f}" for x in shown if v.get(x) is not None)
             print(f"  {name:4s} {r['subset']:26s} {m:{width}s} n={r['n_queries']:4d} "
                   f"recall={v['recall']:.3f} precision={v['precision']:.3f}{extra}")
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from ..data.machine import available_cpus
 from ..data.paths import NOTEBOOKS_DIR
 from ..explorer.app import prepare_views
+from ..llm.cassettes import unique_records
 from ..llm.factory import BACKENDS
 from ..study.experiment import ExperimentConfig, RunConflict
-from ..study.validation import existing_dir, existing_file, int_at_least, run_name
+from ..study.validation import UsageError, existing_dir, existing_file, int_at_least, run_name
 from . import freshness
 from .checks import FRONT_HEADING
 from .html import NOTEBOOK_PATTERN, write_html_report
@@ -334,6 +335,8 @@ def reproduce(run_name: str | None = None, smoke: bool = False, backend: str | N
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {notebooks_dir}")
     if smoke and (fixed := [k for k in SMOKE_FIXED if params.get(k) is not None]):
         echo(f"note: --smoke fixes {', '.join(fixed)} to the smoke settings; the given value is not used")
+    if cassette:  # read before the run folder is claimed: a damaged one is a line, not a failed notebook
+        unique_records(cassette)
     try:
         cfg.claim_run()
     except RunConflict as exc:
@@ -401,7 +404,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """Run ``reproduce`` from parsed arguments; 1 when a notebook or a check of the report fails."""
-    only = [n for n in args.notebooks.split(",") if n.strip()] if args.notebooks else None
+    only = None if args.notebooks is None else [n for n in args.notebooks.split(",") if n.strip()]
+    if only == []:
+        raise UsageError(f"--notebooks: {args.notebooks!r} names no notebook (numbers or names, commas "
+                         "between them); leave it out to run them all")
     try:
         summary = reproduce(run_name=args.run_name, smoke=args.smoke, backend=args.backend,
                             embedder=args.embedder, cassette=args.cassette, runs=args.runs,

@@ -277,7 +277,9 @@ def validate_config(cfg) -> None:
             check_path(name, value, kind)
     try:  # the data folder's user sets (None when no data folder is found)
         user_sets = list(user_set_files(find_data_dir(cfg.data_dir)))
-    except (DataNotFoundError, OSError):
+    except (DataNotFoundError, OSError) as exc:
+        if cfg.data_dir is not None:  # a folder given that holds no ToolBench data: said now
+            raise UsageError(" ".join(str(exc).split())) from None
         user_sets = None
     # a list given as text (``papermill -p subsets '["G1"]'``) is read as the list ``-y`` would give
     cfg.subsets = check_subsets("subsets", list_from_text(cfg.subsets), user_sets)
