@@ -406,6 +406,10 @@ ERROR_CASES: list[tuple[str, Callable[[Ctx], list], tuple[str, ...]]] = [
     ("plan-limit-text", lambda c: ev(c, "--plan-limit", "all"), ("--plan-limit", "all")),
     # round three: every path option checked without raising (errno 36, non-UTF-8 bytes, permissions)
     ("save-name-too-long", lambda c: ev(c, "--save", str(c.tmp / LONG_NAME)), ("--save", "300 bytes", "255")),
+    ("save-name-with-no-room-for-its-copy", lambda c: ev(c, "--save", str(c.tmp / ("n" * 250))),
+     ("--save", "250 bytes", "at most 231")),
+    ("save-here", lambda c: ev(c, "--save", "."), ("--save", "name the folder")),
+    ("save-parent", lambda c: ev(c, "--save", ".."), ("--save", "name the folder")),
     ("save-path-too-long", lambda c: ev(c, "--save", str(c.tmp / "/".join(["d" * 200] * 25))),
      ("--save", "4095")),
     ("save-not-utf8", lambda c: ev(c, "--save", str(c.tmp / NOT_UTF8)), ("--save", "caf", "UTF-8")),

@@ -22,6 +22,7 @@ from ..retrieval.families import FAMILIES
 MAX_TEMPERATURE = 2.0
 MAX_DEPTH = 1000  # the most APIs scored per query (``k``) and hits kept per searched text (``depth``)
 NAME_MAX_BYTES = 255  # the longest file name most file systems take (ext4, xfs, tmpfs)
+TEMP_SUFFIX_BYTES = 24  # '.<name>.<pid>.tmp.d': an output's temporary copy beside it
 PATH_MAX_BYTES = 4095
 
 
@@ -136,6 +137,11 @@ def check_path(name: str, value: str | os.PathLike[str], kind: str) -> Path:
         elif kind == "dir":
             problem = ("no such folder" if not path.is_dir()
                        else denied if not os.access(path, os.R_OK | os.X_OK) else None)
+        elif kind.startswith("output") and os.path.basename(os.path.normpath(path)) in ("", ".", ".."):
+            problem = "name the folder or file to write (it is written beside that name first)"
+        elif kind.startswith("output") and len(path.name.encode()) > NAME_MAX_BYTES - TEMP_SUFFIX_BYTES:
+            problem = (f"its name is {len(path.name.encode())} bytes long (at most "
+                       f"{NAME_MAX_BYTES - TEMP_SUFFIX_BYTES}: its temporary copy adds a suffix)")
         elif kind == "output_file" and path.is_dir():
             problem = "it is a folder, not a file"
         else:
