@@ -322,6 +322,24 @@ def _port_case(port: str) -> Callable[[Path], str]:
     return case
 
 
+def _explore_run_case(name: str) -> Callable[[Path], str]:
+    def case(tmp: Path) -> str:  # a run name leaving outputs/ is never opened (nor its views written)
+        out = _explore_app("--run-name", name)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--run-name" in out.stderr
+        assert "folder name" in out.stderr and "serving" not in out.stdout
+        return "clear error"
+    return case
+
+
+def case_bench_json_into_a_folder(tmp: Path) -> str:
+    """``bench --json`` naming a folder is one line before anything is measured."""
+    out = subprocess.run([sys.executable, "-m", "toolbench_lib", "bench", "--quick", "--only", "search",
+                          "--json", str(tmp)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--json" in out.stderr
+    assert "measure" not in out.stdout and "not a file" in out.stderr
+    return "clear error"
+
+
 def case_voila_shows_no_tracebacks(tmp: Path) -> str:
     from toolbench_lib.explorer.app import voila_argv
 
@@ -442,6 +460,9 @@ ROUND_FOUR: list[tuple[str, Callable[[Path], str]]] = [
     ("explore-port-99999", _port_case("99999")),
     ("explore-port-0", _port_case("0")),
     ("explore-port-negative", _port_case("-1")),
+    ("explore-run-outside-outputs", _explore_run_case("../../elsewhere")),
+    ("explore-run-empty", _explore_run_case("")),
+    ("bench-json-a-folder", case_bench_json_into_a_folder),
     ("explore-no-tracebacks", case_voila_shows_no_tracebacks),
     ("explore-unknown-run-page", case_explorer_page_for_an_unknown_run),
     ("reproduce-other-checkout", case_kernel_importing_another_checkout),

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
+from ..data.atomic import save_text
 from ..data.dataset import load_dataset
 from ..data.queries import DEFAULT_SUBSETS
 from ..retrieval.embedding import Embedder, cached_complete, embed_cached, load_embedder
@@ -18,7 +19,7 @@ from ..retrieval.index import VectorIndex
 from ..retrieval.onnx_int8 import load_int8_model
 from ..study.experiment import stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
-from ..study.validation import int_at_least
+from ..study.validation import int_at_least, output_file, run_name
 from .core import BenchLine, format_table, machine_info, run_bench
 from .embed import bench_embedding, bench_eta, fixed_sample
 from .first_run import bench_first_run, bench_warm
@@ -42,7 +43,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     b = sub.add_parser("bench", parents=[common], help="speed figures of this machine as side-by-side ratios")
     b.add_argument("target", nargs="?", choices=["first-run"], default=None,
                    help="first-run: time `make run` cold (new run folder and caches) and warm, per notebook")
-    b.add_argument("--run-name", default=None,
+    b.add_argument("--run-name", default=None, type=run_name,
                    help="first-run: the new run folder (default first-run-<time>)")
     b.add_argument("--workers", type=int_at_least(1), default=None,
                    help="first-run: notebooks at once (default: reproduce's)")
@@ -54,7 +55,8 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                    help="file to hold an exclusive flock on while the local model runs (shared with others)")
     b.add_argument("--llm-lock-timeout", type=float, default=120.0,
                    help="seconds to wait for --llm-lock before the local-model line is skipped")
-    b.add_argument("--json", default=None, help="also write the lines and the machine as JSON to this file")
+    b.add_argument("--json", default=None, type=output_file,
+                   help="also write the lines and the machine as JSON to this file")
 
 
 def _parts(args: argparse.Namespace, sizes: dict) -> dict:
@@ -137,6 +139,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     lines = run_bench({name: parts[name] for name in only}, skip_on=(LockBusy,))
     print(format_table(lines, machine))
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine, "quick": args.quick,
-                                               "lines": [ln.to_dict() for ln in lines]}, indent=2))
+        save_text(args.json, json.dumps({"machine": machine, "quick": args.quick,
+                                         "lines": [ln.to_dict() for ln in lines]}, indent=2))
     return 0

@@ -5,7 +5,6 @@ It opens the study a run stored (``--run-name``); idle kernels of closed pages a
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -17,6 +16,7 @@ from tornado.web import HTTPError
 from ..data.atomic import FolderWriteError
 from ..data.paths import NOTEBOOKS_DIR
 from ..study.experiment import stored_study_dir
+from ..study.validation import OneLineParser, int_at_least, int_in_range, run_name
 from .data import catalogue
 from .views import ViewsFolderError, check_views_place, study_views, view_problem
 
@@ -97,19 +97,15 @@ def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the explorer until interrupted (replaces this process with Voilà)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run-name", default="default", help="the run whose stored study to open")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--cull-idle", type=int, default=CULL_IDLE_S,
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-name", default="default", type=run_name,
+                        help="the run whose stored study to open")
+    parser.add_argument("--port", type=int_in_range(1, 65535), default=DEFAULT_PORT)
+    parser.add_argument("--cull-idle", type=int_at_least(1), default=CULL_IDLE_S,
                         help="seconds after which an idle kernel (closed page) is shut down")
-    parser.add_argument("--max-pages", type=int, default=MAX_PAGES,
+    parser.add_argument("--max-pages", type=int_at_least(1), default=MAX_PAGES,
                         help="pages (kernels) served at once; one more is refused in one line")
     args = parser.parse_args(argv)
-    for flag, value, ok, rule in (("--port", args.port, 1 <= args.port <= 65535, "a TCP port is 1 to 65535"),
-                                  ("--cull-idle", args.cull_idle, args.cull_idle >= 1, "at least 1 second"),
-                                  ("--max-pages", args.max_pages, args.max_pages >= 1, "at least 1 page")):
-        if not ok:
-            parser.error(f"{flag} {value}: {rule}")
 
     try:
         folder = stored_study_dir(args.run_name)
