@@ -228,6 +228,14 @@ def test_rejudge_command(ds, tmp_path, capsys):
     assert len(table) == 6 and set(table["judge_version"]) == {"judge-v2"}  # 3 sets x 2 methods
     assert main(["--backend", "rules", "--per-subset", "1", "--export", *data]) == 2
     assert "--export needs a live backend" in capsys.readouterr().err
+    # an unknown set is one line, not an empty table; a bad count or output path is refused before judging
+    assert main(["--backend", "rules", "--subset", "NOPE", *data]) == 2
+    assert "unknown query set 'NOPE'" in capsys.readouterr().err
+    for args, said in ((["--per-subset", "0"], "--per-subset: 0"), (["--out", str(tmp_path)], "not a file")):
+        with pytest.raises(SystemExit) as exc:
+            main(["--backend", "rules", *args, *data])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and len(err) == 1 and said in err[0]
 
 
 def test_coverage_and_lax_kappa():

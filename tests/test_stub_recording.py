@@ -177,6 +177,27 @@ def test_both_entry_points_record_through_one_function(mini_toolbench, tmp_path,
         s.close()
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--subset", "NOPE"], "unknown query set 'NOPE'"),
+    (["--data-dir", "{tmp}"], "not a ToolBench data folder"),
+    (["--backend", "rules"], "invalid choice"), (["--limit", "0"], "--limit: 0"),
+    (["--export-every", "-1"], "--export-every: -1"), (["--store", "{tmp}"], "a folder, not a file")])
+def test_bad_input_to_the_recording_entry_point_is_one_line(args, said, mini_toolbench, tmp_path, capsys):
+    """``python -m ...stub_recording``: every bad option, set or data folder is one line (exit 2), nothing
+    recorded."""
+    from toolbench_lib.study import stub_recording
+
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    data = [] if "--data-dir" in args else ["--data-dir", str(mini_toolbench)]
+    try:
+        code = stub_recording.main([*args, *data, "--cassette", str(tmp_path / "c.jsonl.gz")])
+    except SystemExit as exc:  # argparse's own line
+        code = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and said in err[0] and "Traceback" not in err[0], err
+    assert not (tmp_path / "c.jsonl.gz").exists()
+
+
 def test_recorded_search_texts_hold_every_text_a_replayed_ptr_searches() -> None:
     """The stubs the replay backend gives for the cassette's first queries, in runs 0 and 1, as PtR searches
     them: every such text (and every query) is among the texts `index build --with-recorded` embeds."""

@@ -3,7 +3,6 @@ A cassette's plans (recorded by ``python -m toolbench_lib.study.rejudge --export
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..data.atomic import atomic_path
 from ..data.dataset import load_dataset
 from ..data.queries import DEFAULT_SUBSETS, resolve_subset
 from ..llm.base import LLMBackend
@@ -25,6 +25,7 @@ from ..llm.prompts import PLAN_PROMPT, extract_section, format_api_docs, judge_p
 from .result import StudySettings, _api_docs, judge_plan
 from .stored import StudyResult
 from .stub_recording import merge_export
+from .validation import OneLineParser, data_dir, existing_file, int_at_least, output_file, report, subset_name
 
 log = logging.getLogger(__name__)
 
@@ -116,22 +117,23 @@ def recorded_judge_versions(cassette: str | Path) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Record verdicts of one judge version on a cassette's plans (see the module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m toolbench_lib.study.rejudge",
-                                 description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m toolbench_lib.study.rejudge", description=__doc__.split("\n")[0])
     ap.add_argument("--judge", default="judge-v2", help="judge prompt version")
-    ap.add_argument("--cassette", default=str(DEFAULT_CASSETTE), help="cassette holding the plans")
-    ap.add_argument("--per-subset", type=int, default=50, help="first N queries of each subset")
-    ap.add_argument("--subset", action="append", default=None, help="subset (repeatable; default G1, G2, G3)")
+    ap.add_argument("--cassette", default=str(DEFAULT_CASSETTE), type=existing_file,
+                    help="cassette holding the plans")
+    ap.add_argument("--per-subset", type=int_at_least(1), default=50, help="first N queries of each subset")
+    ap.add_argument("--subset", action="append", default=None, type=subset_name,
+                    help="subset (repeatable; default G1, G2, G3)")
     ap.add_argument("--backend", default="local", help="backend of the judge (behind the call cache)")
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--out", default=None, help="CSV of the verdicts")
+    ap.add_argument("--data-dir", default=None, type=data_dir)
+    ap.add_argument("--out", default=None, type=output_file, help="CSV of the verdicts")
     ap.add_argument("--export", action="store_true",
                     help="then merge the call cache (this model) into the cassette, keeping all its records")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    try:
+    try:  # one line for any bad input, before any judging where it can be
         ds = load_dataset(args.data_dir)
-        subsets = args.subset or list(DEFAULT_SUBSETS)
+        subsets = [str(ds.subset_queries(s, 1)["subset"].iloc[0]) for s in args.subset or DEFAULT_SUBSETS]
         plans = cassette_plans(args.cassette, ds.queries, args.per_subset, subsets)
         log.info("%d recorded plans to judge with %s", len(plans), args.judge)
         llm = make_backend(args.backend)
@@ -141,11 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.export:
             before, after = merge_export(llm.store, args.cassette, llm.model)
             log.info("cassette %s: %d -> %d records", args.cassette, before, after)
-    except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        table.to_csv(args.out, index=False)
+        if args.out:
+            with atomic_path(args.out) as tmp:
+                table.to_csv(tmp, index=False)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        return report(exc)
     summary = table.groupby("subset")["verdict"].value_counts().unstack(fill_value=0) if len(table) else table
     print(summary.to_string())
     return 0

@@ -21,7 +21,6 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.dataset import load_dataset
-from ..data.queries import resolve_subset
 from ..llm import factory
 from ..llm.base import LLMBackend
 from ..llm.cassettes import export_cassette, import_cassette, read_cassette
@@ -30,6 +29,7 @@ from ..llm.prompts import STUB_PROMPT, extract_section
 from ..llm.store import CallStore
 from ..retrieval.setup import select_queries
 from .result import StudySettings, generate_stubs
+from .validation import OneLineParser, data_dir, int_at_least, output_file, report, subset_name
 
 log = logging.getLogger(__name__)
 
@@ -136,37 +136,43 @@ def record_stubs(llm: LLMBackend, queries: pd.DataFrame, runs: Sequence[int] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m toolbench_lib.study.stub_recording", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--subset", action="append", default=None,
+    p = OneLineParser(prog="python -m toolbench_lib.study.stub_recording", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--subset", action="append", default=None, type=subset_name,
                    help=f"query set (repeatable; default the validation sets {', '.join(VALIDATION_SETS)})")
-    p.add_argument("--backend", default="local", help="live backend (local or gemini)")
-    p.add_argument("--cassette", default=None, help="cassette to merge into (default: the committed one)")
-    p.add_argument("--store", default=None, help="call cache (default data/cache/llm/calls.sqlite)")
-    p.add_argument("--limit", type=int, default=None, help="first N queries of each set")
-    p.add_argument("--export-every", type=int, default=20, help="merge into the cassette every N new calls")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--backend", default="local", choices=("local", "gemini"), help="live backend")
+    p.add_argument("--cassette", default=None, type=output_file,
+                   help="cassette to merge into (default: the committed one)")
+    p.add_argument("--store", default=None, type=output_file,
+                   help="call cache (default data/cache/llm/calls.sqlite)")
+    p.add_argument("--limit", type=int_at_least(1), default=None, help="first N queries of each set")
+    p.add_argument("--export-every", type=int_at_least(1), default=20,
+                   help="merge into the cassette every N new calls")
+    p.add_argument("--data-dir", default=None, type=data_dir)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    sets = [resolve_subset(s) for s in (args.subset or VALIDATION_SETS)]
-    queries = select_queries(load_dataset(args.data_dir), sets, args.limit)
-    cassette = Path(args.cassette) if args.cassette else factory.DEFAULT_CASSETTE
-    store_path = Path(args.store) if args.store else factory.DEFAULT_STORE
-    llm = factory.make_backend(args.backend, store=store_path)
-    store = llm.store
-    if cassette.exists():
-        added = import_cassette(cassette, store)
-        print(f"imported {added} records of {cassette} into {store_path}", flush=True)
-    have = recorded_stub_queries(cassette, llm.model)
-    print(f"{len(queries)} queries of {', '.join(sets)}; {queries['query'].isin(have).sum()} already in the "
-          f"cassette", flush=True)
-    record_stubs(llm, queries, runs=(0,), chunk=1, store=store, cassette=cassette,
-                 export_every=args.export_every,
-                 echo=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True))
+    try:  # a bad set, data folder, key or cassette: one line, nothing recorded
+        wanted = list(args.subset or VALIDATION_SETS)
+        queries = select_queries(load_dataset(args.data_dir), wanted, args.limit)
+        sets = list(dict.fromkeys(queries["subset"]))
+        cassette = Path(args.cassette) if args.cassette else factory.DEFAULT_CASSETTE
+        store_path = Path(args.store) if args.store else factory.DEFAULT_STORE
+        llm = factory.make_backend(args.backend, store=store_path)
+        if cassette.exists():
+            added = import_cassette(cassette, llm.store)
+            print(f"imported {added} records of {cassette} into {store_path}", flush=True)
+        have = recorded_stub_queries(cassette, llm.model)
+        print(f"{len(queries)} queries of {', '.join(sets)}; {queries['query'].isin(have).sum()} already in "
+              "the cassette", flush=True)
+        record_stubs(llm, queries, runs=(0,), chunk=1, store=llm.store, cassette=cassette,
+                     export_every=args.export_every,
+                     echo=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True))
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        return report(exc)
     return 0
 
 
