@@ -500,6 +500,24 @@ def test_bad_input_is_one_clear_line(case, small_data, made_folders, tmp_path):
     OUTCOMES[name] = "clear error"
 
 
+
+def test_a_cassette_command_changes_no_file_it_refuses(tmp_path):
+    """``cassette export`` only reads its store: a SQLite file of other tables is refused in one line and
+    left byte for byte; ``cassette import`` of a truncated cassette refuses before it makes a store."""
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE foo (y TEXT)")
+    before = other.read_bytes()
+    out = cli("cassette", "export", "--store", other, "--out", tmp_path / "o.jsonl.gz")
+    lines = problem_lines(out.stderr)
+    assert out.returncode == 2 and len(lines) == 1 and "no calls table" in lines[0], out.stderr
+    assert other.read_bytes() == before and not (tmp_path / "o.jsonl.gz").exists()
+    whole = gzip.compress(b'{"key": "k"}\n' * 200)
+    (cut := tmp_path / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    out = cli("cassette", "import", cut, "--store", tmp_path / "new.sqlite")
+    assert out.returncode == 2 and len(problem_lines(out.stderr)) == 1, out.stderr
+    assert not (tmp_path / "new.sqlite").exists()
+
 # --------------------------------------------------------------------------- repaired damage
 
 

@@ -113,17 +113,22 @@ def _validate_record(record: dict) -> dict:
 class CallStore:
     """SQLite store of LLM calls (WAL journal, synchronous commits), safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], read_only: bool = False) -> None:
+        """The store at ``path``, made when missing; ``read_only``: an existing one opened to read, never
+        changed (an export)."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+        where = self.path.resolve().as_uri() + "?mode=ro" if read_only else str(self.path)
+        self._conn = sqlite3.connect(where, uri=read_only, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
         self._conn.row_factory = sqlite3.Row
         try:  # no other thread holds the store yet: no lock needed
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+            if not read_only:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
             problem = self._check()
         except sqlite3.DatabaseError as exc:
             if _is_lock(exc):
@@ -166,7 +171,8 @@ class CallStore:
             return f"damaged ({verdict})"
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
         missing = [name for name in RECORD_FIELDS if name not in columns]
-        return f"its calls table lacks columns {missing}" if missing else None
+        return ("it holds no calls table" if not columns else
+                f"its calls table lacks columns {missing}" if missing else None)
 
     def _record(self, row: sqlite3.Row) -> dict:
         """A row as a plain record (``json_schema`` parsed, ``is_llm`` a bool)."""
