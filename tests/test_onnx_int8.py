@@ -50,26 +50,29 @@ def test_length_sorted_batches_keep_the_input_order(int8):
 def test_manifest_records_quantisation_and_versions(int8):
     m = int8.manifest
     assert m["quant"] == {"weights": "QInt8", "per_channel": True, "reduce_range": True}
-    assert int8.variant == "qint8-pc-rr-v1"
+    assert int8.variant == "qint8-pc-rr-v2"
     assert m["max_seq_length"] == 256 and m["dim"] == 384
     assert {"onnxruntime", "torch", "transformers"} <= set(m["versions"])
     assert export_folder("all-MiniLM-L6-v2") == int8.folder
 
 
-def test_tampered_model_file_is_refused(int8, tmp_path):
+@pytest.mark.parametrize("name", ["model_int8.onnx", "tokenizer.json", "manifest.json"])
+def test_a_tampered_export_file_is_refused(int8, tmp_path, name):
+    """One flipped byte in any file of the export (the model, the tokenizer, the manifest) is refused."""
     copy = tmp_path / "export"
     shutil.copytree(int8.folder, copy)
-    path = copy / "model_int8.onnx"
+    path = copy / name
     data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="delete"):
         OnnxSentenceEncoder(copy)
+    assert "tokenizer.json" in int8.manifest["files"]
 
 
 def test_load_embedder_int8_backend(embedder):
     emb = load_embedder("all-MiniLM-L6-v2", backend="int8")
-    assert (emb.name, emb.backend, emb.cache_key) == ("all-MiniLM-L6-v2", "int8", "int8-qint8-pc-rr-v1-s256")
+    assert (emb.name, emb.backend, emb.cache_key) == ("all-MiniLM-L6-v2", "int8", "int8-qint8-pc-rr-v2-s256")
     assert emb.dim == 384
     with pytest.raises(ValueError, match="embedding backend"):
         load_embedder("all-MiniLM-L6-v2", backend="fp16")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.atomic import file_sha256
+from ..data.atomic import file_sha256, read_verified, write_checksum
 from ..data.paths import CACHE_DIR
 
 log = logging.getLogger(__name__)
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: every exported file's sha256 in the manifest, the manifest's in its sidecar
 OPSET = 17
 
 
@@ -95,10 +95,11 @@ def export_int8(st_model, folder: Path, dim: int, quant: QuantSettings = DEFAULT
                          reduce_range=quant.reduce_range)
         manifest = {"export_version": EXPORT_VERSION, "quant": asdict(quant), "inputs": inputs,
                     "max_seq_length": max_len, "dim": int(dim),
-                    "files": {f: file_sha256(tmp / f) for f in ("model_fp32.onnx", "model_int8.onnx")},
+                    "files": {f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if f.is_file()},
                     "versions": {"onnxruntime": onnxruntime.__version__, "torch": torch.__version__,
                                  "transformers": transformers.__version__}}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        write_checksum(tmp / "manifest.json")
         try:
             os.replace(tmp, folder)
         except OSError:  # another process finished the same export first
@@ -115,12 +116,15 @@ class OnnxSentenceEncoder:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
-        self.folder = Path(folder)
-        self.manifest = json.loads((self.folder / "manifest.json").read_text())
-        path = self.folder / file
-        if file_sha256(path) != self.manifest["files"][file]:
-            raise ValueError(f"{path} does not match its recorded sha256: delete {self.folder} to export "
-                             "it again")
+        self.folder, path = Path(folder), Path(folder) / file
+        data = read_verified(self.folder / "manifest.json")  # then every file it lists, tokenizer included
+        self.manifest = json.loads(data) if data is not None else {}
+        listed = self.manifest.get("files", {})
+        here = {p.name for p in self.folder.iterdir() if p.is_file() and not p.name.startswith("manifest")}
+        if data is None or set(listed) != here or any(file_sha256(self.folder / f) != sha
+                                                      for f, sha in listed.items()):
+            raise ValueError(f"the int8 export {self.folder} does not match its recorded sha256s (or was "
+                             f"made by an older version): delete {self.folder} to export it again")
         self.tokenizer = AutoTokenizer.from_pretrained(self.folder)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or 0
