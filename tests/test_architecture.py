@@ -217,9 +217,9 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "optim
          "nbformat", "nbconvert", "papermill", "matplotlib", "seaborn", "IPython")
 MAX_FUNCTION_IMPORTS = 40
 # Project modules imported inside a function besides the doc's exceptions, each because importing it loads a
-# heavy library (eval imports SciPy, statsmodels and scikit-learn at its top, analysis.beyond matplotlib):
-# they move to the top once those modules import their heavy libraries where they use them.
-LAZY_PROJECT = {("cli", "analysis.beyond"), ("cli", "analysis.summary")}
+# heavy library (eval imports SciPy, statsmodels and scikit-learn at its top): it moves to the top once that
+# module imports its heavy libraries where it uses them.
+LAZY_PROJECT = {("cli", "analysis.summary")}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
