@@ -109,11 +109,13 @@ def test_export_command_reads_the_runs_stored_study(study, tmp_path, monkeypatch
 
     monkeypatch.setattr(experiment, "OUTPUTS_DIR", tmp_path / "outputs")
     study.save(tmp_path / "outputs" / "hand" / "runs" / "abc123")
-    args = ["export", "trec", "--run-name", "hand", "--out", str(tmp_path / "trec"), "--gt", "relevant"]
+    args = ["export", "trec", "--run-name", "hand", "--out", str(tmp_path / "trec"),
+            "--gt", "relevant", "--gt", "relevant"]  # named twice, written once
     assert main(args) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["run_files"] == 8 and printed["qrels_files"] == 2
     assert sorted(p.name for p in (tmp_path / "trec" / "qrels").iterdir())[0].endswith(".relevant.qrels")
+    assert len(json.loads((tmp_path / "trec" / "manifest.json").read_text())["files"]) == 10
     assert main(["export", "trec", "--run-name", "nothing", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no stored study under")

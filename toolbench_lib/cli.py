@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_export(args: argparse.Namespace) -> int:
     """``export trec``: read the run's stored study, write its TREC files, print the manifest's summary."""
     folder = stored_study_dir(check_run_name(args.run_name), args.study)
-    manifest = export_trec(StudyResult.load(folder), args.out, args.gt or GT_DEFINITIONS, source=str(folder))
+    gts = list(dict.fromkeys(args.gt or GT_DEFINITIONS))  # a ground truth named twice is written once
+    manifest = export_trec(StudyResult.load(folder), args.out, gts, source=str(folder))
     kinds = [f["kind"] for f in manifest["files"]]
     print(json.dumps({"study": str(folder), "out": str(Path(args.out)), "run_files": kinds.count("run"),
                       "qrels_files": kinds.count("qrels"), "manifest": str(Path(args.out) / MANIFEST)}))
