@@ -551,6 +551,15 @@ def test_the_digest_names_ranks_by_the_studys_depth(study):
     assert all(f"<th scope='col'>{h}</th>" in ex.digest_box.value for h in ("at ranks 6–10", "beyond 10"))
 
 
+def test_the_study_picker_names_the_methods_a_study_stored():
+    """The picker's label counts the stored methods; the method lists add the fused ones its views compute."""
+    from toolbench_lib.explorer.data import CatalogueEntry
+
+    sets = ("G1_instruction", "G2_category_original")
+    entry = CatalogueEntry("demo", Path("runs/k"), sets, ("rtp", "ptr"), 4, 9)
+    assert entry.label() == "demo (G1, G2; 2 stored methods; 4 runs)"
+
+
 def test_any_two_methods_of_the_study(three_methods):
     reg, result = three_methods
     ex = QueryExplorer(None, result, registry=reg, k=5, run=0)

@@ -180,10 +180,11 @@ class CatalogueEntry:
     n_queries: int
 
     def label(self) -> str:
-        """The study picker's label: run name, sets, methods and runs."""
+        """The study picker's label: run name, sets, the methods it stored (the method lists add the fused
+        ones its views compute) and runs."""
         sets = ", ".join(subset_alias(s) for s in self.subsets)
         runs = f"{self.runs} run{'s' * (self.runs > 1)}"
-        return f"{self.run_name} ({sets}; {len(self.methods)} methods; {runs})"
+        return f"{self.run_name} ({sets}; {len(self.methods)} stored methods; {runs})"
 
 
 def family_base(run_name: str) -> str:
