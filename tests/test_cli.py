@@ -70,6 +70,17 @@ def test_evaluate_json_matches_library(slice_setup):
         assert {m: got["methods"]["rtp"][m] for m in METRICS} == pytest.approx(each.to_dict(), abs=1e-12)
 
 
+def test_options_of_an_llm_are_said_to_be_unused_without_one(tmp_path):
+    """``evaluate --method rtp`` needs no LLM: a --cassette or --plan-limit given is named as not used."""
+    cassette = tmp_path / "c.jsonl.gz"
+    cassette.write_bytes(b"")
+    out = cli("evaluate", "--method", "rtp", "--subset", "G3", "--limit", "2", "--max-apis", "300", "--json",
+              "--cassette", str(cassette), "--plan-limit", "3")
+    assert out.returncode == 0, out.stderr
+    assert "note: --cassette, --plan-limit not used: rtp search without an LLM" in out.stderr
+    assert json.loads(out.stdout)["subsets"]["G3"]["n_queries"] == 2
+
+
 def test_default_model_is_make_runs_and_the_papers_falls_back_offline():
     """evaluate's default embedder is `make run`'s (config.EMBEDDER); the paper's GTE-base, asked for while
     offline and not cached, falls back to the packaged all-MiniLM-L6-v2 and says so."""

@@ -282,6 +282,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .analysis.summary import summary_json
 
     llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
+    given = [f for f, v in (("--cassette", args.cassette), ("--llm-model", args.llm_model),
+                            ("--plan-limit", args.plan_limit)) if v is not None]
+    if llm is None and given:  # said, not silently dropped
+        print(f"note: {', '.join(given)} not used: {', '.join(methods)} search without an LLM (give "
+              "--backend to plan and judge)", file=sys.stderr)
     setup = prepare(ds, load_embedder(args.model), subsets, args.max_apis, args.limit, args.seed)
     settings = StudySettings(
         k=args.k, depth=args.depth, runs=args.runs if llm is not None else 1, temperature=args.temperature,
