@@ -79,6 +79,9 @@ def test_options_of_an_llm_are_said_to_be_unused_without_one(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "note: --cassette, --plan-limit not used: rtp search without an LLM" in out.stderr
     assert json.loads(out.stdout)["subsets"]["G3"]["n_queries"] == 2
+    small = cli("evaluate", "--method", "rtp", "--subset", "G3", "--limit", "1", "--max-apis", "10", "--json")
+    assert small.returncode == 0, small.stderr  # the default depth (20) follows a smaller sub-registry
+    assert json.loads(small.stdout)["settings"]["depth"] == 10
 
 
 def test_default_model_is_make_runs_and_the_papers_falls_back_offline():

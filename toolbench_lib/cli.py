@@ -133,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
     ev.add_argument("--workers", type=int_at_least(1), default=None,
                     help="concurrent LLM calls (default 16 for gemini, else 1)")
-    ev.add_argument("--depth", type=int_in_range(1, MAX_DEPTH), default=config.DEPTH,
-                    help=f"hits kept per searched text (>= k, at most {MAX_DEPTH})")
+    ev.add_argument("--depth", type=int_in_range(1, MAX_DEPTH), default=None,
+                    help=f"hits kept per searched text (>= k, at most {MAX_DEPTH}; default "
+                         f"{config.DEPTH}, or --max-apis when that is smaller)")
     ev.add_argument("--save", default=None, type=output_dir, help="folder for the run's tables (parquet)")
     ev.add_argument("--subset", action="append", default=None, type=subset_name,
                     help=f"query set or alias ({', '.join(DEFAULT_SUBSETS)}, or the name of a "
@@ -275,6 +276,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(f"--method: unknown method(s) in {args.method!r}; "
                          f"choose from {', '.join(RETRIEVERS)}")
     ds = load_dataset(args.data_dir, query_files=args.queries or ())
+    args.depth = args.depth or min(config.DEPTH, args.max_apis or config.DEPTH)  # a default never refused
     check_dataset(ds, args.max_apis, subsets, args.k, args.depth)
     needs_llm = any(RETRIEVERS[m].uses_stubs for m in methods)
     backend = args.backend or ("replay" if needs_llm else None)
