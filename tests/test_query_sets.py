@@ -98,8 +98,16 @@ def test_set_names_are_checked(mini_toolbench, tmp_path, caplog):
         (tmp_path / name).write_text("[]")
         with pytest.raises(ValueError, match=message):
             external_sets(mini_toolbench, [tmp_path / name])
-    # The folder's own file given by path is that set, not a second one.
+    # The folder's own file given by path is that set, not a second one; one file given twice is one set,
+    # two files of one name are refused.
     assert external_sets(mini_toolbench, [folder / "mine.json"]) == {}
+    (tmp_path / "extra.json").write_text("[]")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "extra.json").write_text("[]")
+    twice = [tmp_path / "extra.json", str(tmp_path / "sub" / ".." / "extra.json")]
+    assert external_sets(mini_toolbench, twice) == {"extra": tmp_path / "extra.json"}
+    with pytest.raises(ValueError, match="another --queries file"):
+        external_sets(mini_toolbench, [tmp_path / "extra.json", tmp_path / "sub" / "extra.json"])
     assert query_file_sets(mini_toolbench, [folder / "mine.json", folder / "G1_instruction.json"]) == \
         ["mine", "G1_instruction"]
     ds = load_dataset(mini_toolbench, processed_dir=tmp_path / "p")

@@ -185,7 +185,7 @@ def external_sets(data_dir: Path, files: Iterable[str | Path]) -> dict[str, Path
     out: dict[str, Path] = {}
     for f in files:
         path = Path(f).resolve()
-        if path in own:
+        if path in own or out.get(path.stem) == path:  # the data folder's own file, or one given twice
             continue
         name = path.stem
         if not USER_SET_NAME.match(name):
