@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from toolbench_lib.data.atomic import atomic_path
-from toolbench_lib.data.dataset import load_dataset, verified_cache
+from toolbench_lib.data.dataset import _read_cache, load_dataset
 
 
 def _write_many(start, path: str, tag: int, times: int) -> None:
@@ -67,7 +67,7 @@ def test_concurrent_dataset_builds_do_not_collide(mini_toolbench, tmp_path):
     folder = processed / ds.fingerprint
     names = ["checksums.json", "queries.parquet", "registry.parquet", "stats.json"]
     assert sorted(p.name for p in folder.iterdir()) == names
-    assert verified_cache(folder) is None  # the checksums describe the files that won
+    assert _read_cache(mini_toolbench, ds.fingerprint, folder) is not None  # checksums of the files that won
     assert len(pd.read_parquet(folder / "registry.parquet")) == len(ds.registry)
 
 

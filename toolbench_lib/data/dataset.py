@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import io
 import json
 import logging
 import os
@@ -112,31 +113,19 @@ class Dataset:
         return q.head(limit) if limit else q
 
 
-def verified_cache(out: Path) -> str | None:
-    """None when every cached file of ``out`` matches its checksum, else what is wrong (for the log)."""
+def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
+    """The cached dataset of ``out`` when every file matches its checksum and loads (the bytes checked are the
+    bytes parsed), else None (the reason is logged)."""
     try:
         expected = json.loads((out / CHECKSUMS).read_text())
-    except (OSError, ValueError) as exc:
-        return f"no readable {CHECKSUMS} ({type(exc).__name__})"
-    for name in CACHED_FILES:
-        path = out / name
-        if not path.is_file():
-            return f"{name} is missing"
-        if not isinstance(expected, dict) or file_sha256(path) != expected.get(name):
-            return f"{name} does not match its checksum"
-    return None
-
-
-def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
-    """The cached dataset of ``out`` when it verifies and loads, else None (the reason is logged)."""
-    problem = verified_cache(out)
-    if problem is None:
-        try:
-            return Dataset(root, fp, pd.read_parquet(out / "registry.parquet"),
-                           pd.read_parquet(out / "queries.parquet"),
-                           json.loads((out / "stats.json").read_text()))
-        except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors too
-            problem = f"unreadable ({type(exc).__name__}: {exc})"
+        data = {name: (out / name).read_bytes() for name in CACHED_FILES}
+        if bad := [n for n, b in data.items() if hashlib.sha256(b).hexdigest() != dict(expected).get(n)]:
+            problem = f"{bad[0]} does not match its checksum"
+        else:
+            return Dataset(root, fp, pd.read_parquet(io.BytesIO(data["registry.parquet"])),
+                           pd.read_parquet(io.BytesIO(data["queries.parquet"])), json.loads(data["stats.json"]))
+    except (OSError, ValueError, TypeError) as exc:  # missing or unreadable (pyarrow's errors are ValueErrors)
+        problem = f"missing or unreadable ({type(exc).__name__}: {exc})"
     if (out / CHECKSUMS).exists() or any((out / n).exists() for n in CACHED_FILES):
         log.warning("processed dataset cache %s: %s; rebuilding it", out, problem)
     return None
