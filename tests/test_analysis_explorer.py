@@ -548,6 +548,11 @@ def test_the_digest_names_ranks_by_the_studys_depth(study):
     cut = with_tables(result, provenance={**result.provenance, "settings": settings})
     ex = QueryExplorer(None, cut, registry=reg, run=0, k=5)
     assert ex.k.max == 10
+    wide = _explorer(study)  # a study switch binds k to the new study's depth
+    wide.k.value = 20
+    wide._bind(cut)
+    wide._study_controls(*wide.methods, wide.subset.value, wide.run.value)
+    assert (wide.k.max, wide.k.value) == (10, 10)
     assert all(f"<th scope='col'>{h}</th>" in ex.digest_box.value for h in ("at ranks 6–10", "beyond 10"))
 
 

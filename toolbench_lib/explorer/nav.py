@@ -18,7 +18,7 @@ from .data import (
     search_queries,
     stored_registry,
 )
-from .views import study_views, with_fused
+from .views import MAX_K, study_views, with_fused
 
 MAX_SEARCH = 200  # characters of a link's search kept
 
@@ -60,6 +60,8 @@ class QueryNavigation:
             self.run.options = run_options(self._study_runs)
             values = [v for _, v in self.run.options]
             self.run.value = run if run in values else values[0]
+            depth = int(self.result.provenance.get("settings", {}).get("depth", MAX_K))
+            self.k.max = min(MAX_K, depth)  # k beyond the study's depth is moved down to it
 
     def _on_study_change(self, _change) -> None:
         if not self._updating and self.study.value != self.run_name:
