@@ -60,8 +60,7 @@ class QueryNavigation:
             self.run.options = run_options(self._study_runs)
             values = [v for _, v in self.run.options]
             self.run.value = run if run in values else values[0]
-            depth = int(self.result.provenance.get("settings", {}).get("depth", MAX_K))
-            self.k.max = min(MAX_K, depth)  # k beyond the study's depth is moved down to it
+            self.k.max = min(MAX_K, self.depth)  # k beyond the study's depth is moved down to it
 
     def _on_study_change(self, _change) -> None:
         if not self._updating and self.study.value != self.run_name:

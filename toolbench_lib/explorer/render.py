@@ -8,7 +8,6 @@ import json
 
 import pandas as pd
 
-from ..config import DEPTH
 from ..data.markdown import html_text
 from ..data.queries import subset_alias
 from ..retrieval.ltr_features import feature_words
@@ -112,7 +111,7 @@ class QueryRendering:
         table, (cats, tools) = self.digest(frame)
         k = int(self.k.value)
         runs = f", pooled over {len(self._scored_runs())} runs" if self.mean_of_runs else ""
-        depth = int(self.result.provenance.get("settings", {}).get("depth", DEPTH))  # the stored rankings
+        depth = self.depth  # of the stored rankings
         heads = ["method", f"ground truth in the top {k}",
                  f"at ranks {k + 1}–{depth}" if k < depth else f"after rank {k}", f"beyond {depth}",
                  "found only by a stub", "wrong APIs of a ground-truth API's tool"]

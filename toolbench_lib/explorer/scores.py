@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ..config import DEPTH
 from ..retrieval.ltr_features import category_of, tool_of
 from ..retrieval.retrievers import ARCHITECTURES, split_method
 from .data import (
@@ -38,6 +39,11 @@ class QueryScores:
     def mean_of_runs(self) -> bool:
         """Whether the scores are the mean over every run (the report's basis) rather than one run's."""
         return self.run.value == MEAN_RUNS
+
+    @property
+    def depth(self) -> int:
+        """The depth of the bound study's stored rankings (its settings; else the default)."""
+        return int(self.result.provenance.get("settings", {}).get("depth", DEPTH))
 
     @property
     def shown_run(self) -> int:

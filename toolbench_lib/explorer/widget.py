@@ -107,15 +107,14 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._last_options: tuple = ()
         self.problems: list[str] = []
 
-        depth = int(result.provenance.get("settings", {}).get("depth", MAX_K))
         style = {"description_width": "initial"}
         wide, hidden = Layout(width="auto", max_width="100%"), Layout(display="none")
         self.subset = widgets.Dropdown(description="Subset", style=style, layout=Layout(width="150px"))
         self.filter = widgets.Dropdown(options=[("all", "all")], description="Filter", style=style,
                                        layout=wide)
         self.run = widgets.Dropdown(description="Run", style=style, layout=Layout(width="190px"))
-        self.k = widgets.IntSlider(value=min(k, depth), min=1, max=min(MAX_K, depth), description="k",
-                                   style=style, layout=Layout(width="260px"))
+        self.k = widgets.IntSlider(value=min(k, self.depth), min=1, max=min(MAX_K, self.depth),
+                                   description="k", style=style, layout=Layout(width="260px"))
         self.gt = widgets.ToggleButtons(options=list(GT_DEFINITIONS), value=gt, description="Ground truth",
                                         style={**style, "button_width": "90px"})
         self.method_a, self.method_b = (widgets.Dropdown(description=f"Method {x}", style=style, layout=wide)
