@@ -29,7 +29,7 @@ from .data.queries import (
 from .eval.export import MANIFEST, export_trec
 from .llm import factory
 from .llm.base import LLMError
-from .llm.cassettes import cassette_info, export_cassette, import_cassette, unique_records
+from .llm.cassettes import cassette_info, export_cassette, import_cassette
 from .llm.factory import BACKENDS, DEFAULT_CASSETTE, DEFAULT_STORE, default_workers
 from .llm.store import CallStore
 from .report.reproduce import add_parser as add_reproduce_parser
@@ -219,9 +219,8 @@ def cmd_cassette(args: argparse.Namespace) -> int:
         print(json.dumps(cassette_info(args.cassette), indent=2))
         return 0
     path = args.store or DEFAULT_STORE
-    if args.action == "import":  # the cassette read whole first: a damaged one leaves no store behind
-        unique_records(args.cassette)
-        print(json.dumps({"store": str(path), "added": import_cassette(args.cassette, CallStore(path))}))
+    if args.action == "import":  # the store is made once the cassette is read: a damaged one leaves none
+        print(json.dumps({"store": str(path), "added": import_cassette(args.cassette, path)}))
         return 0
     if not os.path.isfile(path):  # never an empty store made by a typo
         raise FileNotFoundError(f"call store {path} does not exist: nothing to export, {args.out} "

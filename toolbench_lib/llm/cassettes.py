@@ -102,9 +102,11 @@ def unique_records(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[st
     return [record for record, _ in first.values()]
 
 
-def import_cassette(path: str | os.PathLike[str], store: CallStore) -> int:
-    """Add a cassette's records to ``store`` (none if a reply differs from the store's); returns how many."""
+def import_cassette(path: str | os.PathLike[str], store: CallStore | str | os.PathLike[str]) -> int:
+    """Add a cassette's records to ``store`` (none if a reply differs from the store's); returns how many. A
+    store given by path is opened (made) once the whole cassette has been read."""
     records = unique_records(path)
+    store = store if isinstance(store, CallStore) else CallStore(store)
     for record in records:
         held = store.get_record(record["key"])
         if held is not None and not _same_reply(held, record):
