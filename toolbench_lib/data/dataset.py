@@ -117,9 +117,9 @@ def _read_cache(root: Path, fp: str, out: Path) -> Dataset | None:
     """The cached dataset of ``out`` when every file matches its checksum and loads (the bytes checked are the
     bytes parsed), else None (the reason is logged)."""
     try:
-        expected = json.loads((out / CHECKSUMS).read_text())
+        expected = dict(json.loads((out / CHECKSUMS).read_text()))  # not a mapping: a TypeError or ValueError
         data = {name: (out / name).read_bytes() for name in CACHED_FILES}
-        if bad := [n for n, b in data.items() if hashlib.sha256(b).hexdigest() != dict(expected).get(n)]:
+        if bad := [n for n, b in data.items() if hashlib.sha256(b).hexdigest() != expected.get(n)]:
             problem = f"{bad[0]} does not match its checksum"
         else:
             return Dataset(root, fp, pd.read_parquet(io.BytesIO(data["registry.parquet"])),
