@@ -700,3 +700,19 @@ def test_every_control_has_a_tooltip_and_help_sits_beside_the_controls(study):
     children = list(ex.widget.children)
     assert children.index(ex.help) == 3 and "How to read this page" in ex.help.value  # under the controls
     assert all(getattr(ex, c).layout.width == "auto" for c in ("filter", "method_a", "method_b", "more"))
+
+
+def test_a_switched_study_reads_its_registry_where_the_first_was_read(study, tmp_path):
+    """A study opened with another processed-data folder keeps reading API names from there when the picker
+    switches to another study of its family."""
+    reg, result = study
+    result = with_tables(result, provenance={**result.provenance, "data_fingerprint": "fp"})
+    for name in ("fam", "fam-retrievers"):
+        result.save(tmp_path / "out" / name / "runs" / "study")
+    (tmp_path / "processed" / "fp").mkdir(parents=True)
+    reg.to_parquet(tmp_path / "processed" / "fp" / "registry.parquet")
+    ex = QueryExplorer.from_run("fam", outputs_dir=tmp_path / "out" / "fam",
+                                processed_dir=tmp_path / "processed")
+    assert [e.run_name for e in ex.entries] == ["fam", "fam-retrievers"] and len(ex.labels) == len(reg)
+    ex.study.value = "fam-retrievers"
+    assert ex.run_name == "fam-retrievers" and len(ex.labels) == len(reg)

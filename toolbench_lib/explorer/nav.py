@@ -33,7 +33,7 @@ class QueryNavigation:
         folder = next(e.folder for e in self.entries if e.run_name == name)
         result = StudyResult.load(folder)
         views = study_views(folder, result)
-        self.labels = api_labels(stored_registry(result))
+        self.labels = api_labels(stored_registry(result, self.processed_dir))
         self.views, self.source, self.run_name = views, f"{name}/{folder.parent.name}/{folder.name}", name
         self._bind(with_fused(result, views))
         with self._quiet():
