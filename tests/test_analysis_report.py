@@ -929,6 +929,12 @@ def test_the_worked_queries_link_to_their_views():
     assert lines == ["- PtR's largest win: query `G1_instruction:87632` ([open](http://127.0.0.1:8866/?run_name="
                      "default&run=0&a=rtp&b=ptr&k=5&gt=candidates&query=G1_instruction:87632))", ""]
     assert worked_links(TeachingMaterial("", [], [], picks.iloc[:0]), 5, "default") == []
+    hostile = picks.iloc[:1].assign(qkey="G1_instruction:1` <img src=x onerror=alert(1)> [c](https://e.x/) `")
+    from markdown_it import MarkdownIt
+
+    line = worked_links(TeachingMaterial("", [], [], hostile), 5, "default")[0]
+    shown = MarkdownIt("commonmark").render(line)
+    assert "<img" not in shown and shown.count("<a ") == 1 and "<code>G1_instruction:1` &lt;img" in shown
 
 
 def test_the_scorecard_counts_agreeing_rows_and_tables_the_differing_ones():

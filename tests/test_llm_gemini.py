@@ -282,6 +282,20 @@ def test_malformed_body(fake_gemini: FakeGemini, payload: object) -> None:
     assert len(fake_gemini.requests) == 1
 
 
+@pytest.mark.parametrize("pad", [200, 250, 280, 290])
+def test_a_malformed_reply_quoting_the_key_says_none_of_it(fake_gemini: FakeGemini, pad: int) -> None:
+    """pydantic quotes a malformed field cut short, and the message is cut at 300 characters: no piece of the
+    key of 8 characters or more is left in what is said, wherever it stood."""
+    for quoted in ("x" * pad + API_KEY, API_KEY + "z" * pad):
+        body = {"candidates": [{"content": {"parts": quoted}}], "usageMetadata": {"promptTokenCount": quoted}}
+        fake_gemini.fallback = (200, body)
+        with pytest.raises(LLMError, match="malformed") as info:
+            make_backend().generate("x")
+        said = str(info.value)
+        pieces = [API_KEY[i:i + 8] for i in range(len(API_KEY) - 7)]
+        assert "input_value=" in said and "[redacted]" in said and not any(p in said for p in pieces), said
+
+
 def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)

@@ -41,7 +41,8 @@ from .hand_tables import study_of_hits, with_tables
 from .test_analysis_tables import _calls, _hits, _plans, _queries, _stubs
 
 VERDICTS: dict[str, str] = {}
-PAYLOAD_QUERY = '<iframe src="javascript:alert(1)"></iframe> [x](javascript:alert(2)) find *hotels* | now'
+PAYLOAD_QUERY = ('<iframe src="javascript:alert(1)"></iframe> [x](javascript:alert(2)) find *hotels* | now '
+                 "at https://evil.example/login, www.evil.example or a.b@evil.example")
 PAYLOAD_STUB = "Get` <b onmouseover=alert(3)>x</b> `"
 PAYLOAD_REASON = "<img src=x onerror=alert(4)> ![i](javascript:alert(5))"
 PAYLOAD_LABEL = "Tool <svg onload=alert(6)> / [api](javascript:alert(7))"
@@ -69,7 +70,7 @@ def live_elements(html: str) -> list[str]:
 
 def render(markdown: str) -> str:
     """Markdown as HTML by a renderer that lets raw HTML through (as nbconvert's does)."""
-    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(markdown)
+    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])(markdown)
 
 
 # --------------------------------------------------------------------------- injection
@@ -124,11 +125,15 @@ def case_html_report_sanitised(tmp: Path) -> str:
     dirty = ('<a href="java\nscript:alert(1)">a</a><img src="x" onerror="alert(2)">'
              '<iframe src="data:text/html,x"></iframe><a href="data:text/html;base64,PHNjcmlwdD4=">d</a>'
              '<p onclick="x()">p</p><img src="data:image/png;base64,iVBORw0KGgo=" alt="fig">'
-             '<a href="#top">top</a><table><tr><td>1</td></tr></table><script>alert(3)</script>')
+             '<a href="#top">top</a><table><tr><td>1</td></tr></table><script>alert(3)</script>'
+             '<img src="//evil.example/x.png" alt="far"><a href="//evil.example/">far</a>'
+             '<a href="\\\\h\\s">u</a>')
     clean = sanitise_html(dirty)
     assert live_elements(clean) == []
     soup = BeautifulSoup(clean, "lxml")
     assert soup.find("img", alt="fig") is not None and soup.find("a", href="#top") is not None
+    far = [soup.find("img", alt="far"), *soup.find_all("a", string=("far", "u"))]  # kept, their paths not:
+    assert len(far) == 3 and not any(t.get("src") or t.get("href") for t in far)  # network paths, other hosts
     page = BeautifulSoup(markdown_page("# Report\n\n[a](javascript:alert(1))\n", tmp), "lxml")
     assert page.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"] == CSP
     assert "script-src" not in CSP and "default-src 'none'" in CSP  # no script of any origin
@@ -560,9 +565,10 @@ def test_two_savers_and_a_loader_never_mix_or_lose_a_study(tmp_path):
 
 # --------------------------------------------------------------------------- round five: text stays text
 
-# Bidirectional controls and zero-width characters, listed here (not read from the code under test).
+# Invisible format characters (bidirectional, zero-width, tags), listed here, not read from the code.
 CONTROL_CHARS = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C,
-                                  *range(0x200B, 0x200E), 0x2060, 0xFEFF)]
+                                  *range(0x200B, 0x200E), *range(0x2060, 0x2065), 0xFEFF, 0x00AD, 0x180E,
+                                  *range(0xFFF9, 0xFFFC), 0xE0001, *range(0xE0020, 0xE0080))]  # tags too
 BIDI_QUERY = "find hotels \u202egnp.exe\u202c in \u2067Paris\u2069 now\u200b\u200d\ufeff"
 BIDI_STUB = "Get\u2066Hotel\u2069\u200e"
 BIDI_REASON = "because\u2060 \u061creason\u200f\u202a\u202b\u202d\u2068\u200c"
@@ -590,6 +596,8 @@ def case_bidi_markdown_shown_as_escapes(tmp: Path) -> str:
         assert no_controls(written), ascii(written)
     shown = BeautifulSoup(render(f"> {md_text(BIDI_QUERY)}\n\n1. {md_code(BIDI_STUB)}\n"), "lxml").get_text()
     assert "\\u202e" in shown and "\\u2067" in shown and "\\u200b" in shown and "\\u2066" in shown
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "hi")  # text in tag characters, invisible
+    assert md_text(f"ok{hidden}") == "ok\\\\U000e0068\\\\U000e0069"
     return "correct"
 
 
@@ -621,6 +629,10 @@ def case_bidi_explorer_html(tmp: Path) -> str:
     options = " ".join(label for label, _ in ex.query.options)
     assert no_controls(page) and no_controls(options), ascii(page)
     assert "\\u202e" in BeautifulSoup(page, "lxml").get_text() and "\\u202e" in options
+    ex.family_queries = {"other": pd.DataFrame({"qkey": [f"G1:{BIDI_STUB}"], "subset": ["G1"],
+                                                "query_id": ["1"], "query": ["zebra crossings"]})}
+    ex.search.value = "zebra"  # found in the other study alone: said where, its key's controls shown
+    assert "qx-elsewhere" in ex.message.value and no_controls(ex.message.value), ascii(ex.message.value)
     return "correct"
 
 
@@ -1047,3 +1059,15 @@ def test_round_five_table_is_whole():
     names = [name for name, _ in ROUND_FIVE]
     assert len(set(names)) == len(names) and not set(names) & {name for name, _ in ROUND_FOUR}
     assert set(ROUND_FIVE_TIERS) <= set(names)
+
+
+def test_the_explorer_server_gets_no_llm_api_key(monkeypatch):
+    """The explorer calls no LLM: its server and kernels start without the API key variables."""
+    from toolbench_lib.explorer.app import voila_env
+    from toolbench_lib.llm.gemini import API_KEY_ENV_VARS
+
+    for name in API_KEY_ENV_VARS:
+        monkeypatch.setenv(name, "secret-key-value")
+    env = voila_env("default")
+    assert not set(API_KEY_ENV_VARS) & set(env) and "secret-key-value" not in env.values()
+    assert env["TOOLBENCH_EXPLORE_RUN"] == "default" and env["PATH"] == os.environ["PATH"]

@@ -1,10 +1,12 @@
 """Untrusted text (queries, registry docs, LLM replies) as Markdown or HTML that renders as text, never as
-markup, a link or HTML, with bidirectional and zero-width controls shown as their escapes."""
+markup, a link or HTML, with invisible format characters (bidirectional, zero-width, tags) shown as their
+escapes."""
 
 from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 import pandas as pd
 
@@ -15,13 +17,19 @@ _INLINE = re.compile(r"([\\`*\[\]|~$]|(?<!\w)_|_(?!\w))")
 # Block syntax at the start of a line: a list item, a quote, a heading, a setext rule, a numbered list.
 _LEADING = re.compile(r"^([-+=>#])")
 _NUMBERED = re.compile(r"^(\d+)([.)])")
-# Bidirectional controls and zero-width characters: invisible, they change what a text shows.
-CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]")
+# Format characters (Unicode category Cf: bidirectional controls, zero-width characters, tag characters):
+# invisible, they change what a text shows or hide text in it.
+CONTROLS = re.compile("[" + "".join(re.escape(chr(c)) for c in (*range(0x30000), *range(0xE0000, 0xE1000))
+                                    if unicodedata.category(chr(c)) == "Cf") + "]")
+# What GitHub-flavoured renderers (JupyterLab, nbconvert, GitHub) make a link of without any markup: a URL's
+# scheme, ``www.`` and an e-mail address's ``@``; a backslash before ``:``, ``.`` or ``@`` breaks it.
+_AUTOLINK = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*(?=://)|(?<![\w.-])www(?=\.)|(?=@[\w-]+\.\w))(.)")
 
 
 def visible_controls(text: object) -> str:
     """``text`` with every character of :data:`CONTROLS` written as its escape (U+202E: ``\\u202e``)."""
-    return CONTROLS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
+    return CONTROLS.sub(lambda m: f"\\u{ord(m.group(0)):04x}" if ord(m.group(0)) <= 0xFFFF
+                        else f"\\U{ord(m.group(0)):08x}", str(text))
 
 
 def html_text(text: object, quote: bool = True) -> str:
@@ -32,6 +40,7 @@ def html_text(text: object, quote: bool = True) -> str:
 def md_text(text: object, line_start: bool = True) -> str:
     """``text`` as one line of Markdown rendering as the text (``line_start``: ``-``, ``>``, ``1.`` too)."""
     line = _INLINE.sub(r"\\\1", html.escape(" ".join(visible_controls(text).split()), quote=False))
+    line = _AUTOLINK.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(1), line)
     if line_start:
         line = _NUMBERED.sub(r"\1\\\2", _LEADING.sub(r"\\\1", line))
     return line

@@ -15,6 +15,7 @@ from tornado.web import HTTPError
 
 from ..data.atomic import FolderWriteError
 from ..data.paths import NOTEBOOKS_DIR
+from ..llm.gemini import API_KEY_ENV_VARS
 from ..study.experiment import stored_study_dir
 from ..study.validation import OneLineParser, int_at_least, int_in_range, run_name
 from .data import catalogue
@@ -59,8 +60,9 @@ def voila_argv(port: int = DEFAULT_PORT, cull_idle_s: int = CULL_IDLE_S,
 
 
 def voila_env(run_name: str, max_pages: int = MAX_PAGES) -> dict[str, str]:
-    """The environment of the app: the run to open, the most pages at once, offline, no progress bars."""
-    env = dict(os.environ)
+    """The environment of the app: the run to open, the most pages at once, offline, no progress bars, and no
+    LLM API key (the explorer calls no LLM)."""
+    env = {k: v for k, v in os.environ.items() if k not in API_KEY_ENV_VARS}
     # MIMALLOC_PURGE_DELAY=0: Arrow returns what reading a study freed at once (392 MB a kernel, not 628 MB)
     env.update(TOOLBENCH_EXPLORE_RUN=run_name, TQDM_DISABLE="1", HF_HUB_OFFLINE="1", MIMALLOC_PURGE_DELAY="0",
                **{MAX_PAGES_ENV: str(max_pages)}, PYTHONWARNINGS="ignore",

@@ -3,9 +3,9 @@ loaded when switched to and searched across."""
 
 from __future__ import annotations
 
-import html
 from urllib.parse import parse_qsl, quote, urlencode
 
+from ..data.markdown import html_text
 from ..study.stored import StudyResult
 from .data import (
     ALL_SUBSETS,
@@ -86,10 +86,10 @@ class QueryNavigation:
             return
         name, qkey = self._elsewhere[0]
         runs = sorted({n for n, _ in self._elsewhere})
-        also = f" (also in {html.escape(', '.join(runs[1:]))})" if len(runs) > 1 else ""
+        also = f" (also in {html_text(', '.join(runs[1:]))})" if len(runs) > 1 else ""
         self.message.value = ("<div class='qx'><p class='qx-elsewhere' role='status'>“"
-                              f"{html.escape(term)}” is not in {html.escape(str(self.run_name))}: query "
-                              f"<code>{html.escape(qkey)}</code> is in the study <b>{html.escape(name)}</b>"
+                              f"{html_text(term)}” is not in {html_text(str(self.run_name))}: query "
+                              f"<code>{html_text(qkey)}</code> is in the study <b>{html_text(name)}</b>"
                               f"{also}</p></div>")
         self.switch.description = f"open it in {name}"
         self.switch.layout.display = None
@@ -172,6 +172,6 @@ class QueryNavigation:
         return problems
 
     def _show_problems(self) -> None:
-        self.message.value = "".join(f"<div class='qx'><p class='muted'>{html.escape(p)}</p></div>"
+        self.message.value = "".join(f"<div class='qx'><p class='muted'>{html_text(p)}</p></div>"
                                      for p in self.problems)
 

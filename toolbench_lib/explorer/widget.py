@@ -13,7 +13,7 @@ import pandas as pd
 from ipywidgets import Layout
 
 from ..config import K
-from ..data.markdown import visible_controls
+from ..data.markdown import html_text, visible_controls
 from ..data.queries import DEFAULT_GT, GT_DEFINITIONS, check_gt, subset_alias
 from ..study.experiment import provenance_line, stored_study_dir
 from ..study.stored import StoredStudyError, StudyResult
@@ -207,7 +207,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
             explorer = cls.from_run(named or run_name, study=study, k=k, gt=gt, url_sync=served_by_voila())
         except (FileNotFoundError, StoredStudyError, ViewsFolderError, KeyError, ValueError) as exc:
             line = " ".join(str(exc).split()) or type(exc).__name__
-            return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html.escape(line)}</p>")
+            return widgets.HTML(f"<p class='qx-error' role='alert'>explorer: {html_text(line)}</p>")
         explorer.apply_state(qs)
         if problem:
             explorer.problems.insert(0, problem)
@@ -234,12 +234,12 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._n_unfiltered = 0
 
     def _provenance_html(self) -> str:
-        where = f"; stored in outputs/{html.escape(self.source)}" if self.source else ""
+        where = f"; stored in outputs/{html_text(self.source)}" if self.source else ""
         # the report of the family's main run names the methods and works queries through
         report = (f"<br>How to read it: the report's Glossary (every method's name) and Appendix D "
-                  f"(worked queries), <code>outputs/{html.escape(family_base(str(self.run_name)))}"
+                  f"(worked queries), <code>outputs/{html_text(family_base(str(self.run_name)))}"
                   f"/report.html</code>") if self.run_name else ""
-        return (f"<div class='qx'><p class='muted prov'>{html.escape(provenance_line(self.result))}"
+        return (f"<div class='qx'><p class='muted prov'>{html_text(provenance_line(self.result))}"
                 f"{where}{report}</p></div>")
 
     def _relabel(self) -> None:

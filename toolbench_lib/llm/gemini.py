@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 API_KEY_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV_VAR = "TOOLBENCH_GEMINI_BASE_URL"
+KEY_PIECE = 8  # characters of the API key that are redacted wherever they stand in a message
 DEFAULT_MODEL = "gemini-2.5-flash"
 
 
@@ -108,7 +109,11 @@ class GeminiBackend:
         return f"GeminiBackend(model={self.model!r}, base_url={self.base_url!r})"
 
     def _scrub(self, message: str) -> str:
-        return message.replace(self._api_key, "[redacted]")
+        """``message`` without the API key or any :data:`KEY_PIECE` characters of it (an echo cut short, as
+        pydantic cuts an input it quotes)."""
+        key, n = self._api_key, min(KEY_PIECE, len(self._api_key))
+        pieces = sorted({key[i:j] for i in range(len(key)) for j in range(i + n, len(key) + 1)}, key=len)
+        return re.sub("|".join(map(re.escape, pieces[::-1])), "[redacted]", message)
 
     def _malformed(self, detail: str) -> LLMError:
         return LLMError(f"Gemini returned a malformed reply (model {self.model}): {self._scrub(detail)}")
@@ -139,7 +144,7 @@ class GeminiBackend:
             except transport as err:
                 last, hint = f"network error {type(err).__name__}", None
             except malformed as err:
-                raise self._malformed(f"{type(err).__name__}: {str(err)[:300]}") from None
+                raise self._malformed(f"{type(err).__name__}: {self._scrub(str(err))[:300]}") from None
             if attempt + 1 < attempts:
                 delay = min(max(self.retry_base_delay_s * (2**attempt), hint or 0.0), self.retry_max_delay_s)
                 self._sleep(delay * (1.0 + self.retry_jitter * self._rng.random()))

@@ -122,6 +122,8 @@ def _safe_attribute(tag: str, name: str, value: str) -> str | None:
     if name not in ("src", "href"):
         return value
     v = "".join(value.split()).lower()
+    if v.startswith(("//", "\\\\", "/\\", "\\/")):  # a network path: another host, not a relative file
+        return None
     scheme = re.match(r"([a-z][a-z0-9+.-]*):", v)
     if tag == "img" and name == "src":
         return value if scheme is None or SAFE_IMAGE.match(value.strip()) else None

@@ -15,7 +15,7 @@ from ..analysis.fusion_board import GOAL_TABLE, goal_sentence, goal_summary
 from ..analysis.ltr_study import summary_tables
 from ..analysis.numbers import fmt_ci, fmt_count, fmt_number, fmt_signed
 from ..analysis.references import REFERENCES_FILE, load_references, paper_text_collapsed
-from ..data.markdown import anchor, md_compact, md_table
+from ..data.markdown import anchor, md_code, md_compact, md_table
 from ..explorer.data import SHORT_NAMES, explorer_url
 from ..retrieval.methods import load_methods
 from ..study.experiment import ExperimentConfig, stored_study_dir
@@ -409,7 +409,7 @@ TEACHING_FILE = "teaching.md"
 
 def worked_links(material, k: int, run_name: str) -> list[str]:
     """One line per worked query: its role and a link that opens it in the explorer (``make explore``)."""
-    rows = [f"- {TITLES[p.role]}: query `{p.qkey}` "
+    rows = [f"- {TITLES[p.role]}: query {md_code(p.qkey)} "
             f"([open]({explorer_url(run_name, p.qkey, ('rtp', 'ptr'), k)}))"
             for p in material.picks.itertuples() if isinstance(p.qkey, str)]
     return [*rows, ""] if rows else []
