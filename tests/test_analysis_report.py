@@ -1507,7 +1507,16 @@ def test_the_front_says_how_the_papers_g2_fares_on_the_set_it_fits_and_what_no_c
     assert "one of its G2 recalls lies inside" in said and said.endswith("leaves out the paper's +0.045")
     assert fit_sentence(rows.iloc[3:]) == "" == fit_sentence(pd.DataFrame())
     limit = setup_limit(rows.assign(predicted=[np.nan, np.nan, np.nan, -0.009]))
-    assert "`stub_breadth` and `embedder` were tested only by proxies" in limit
+    assert "`stub_breadth` and `embedder` were tested only by proxies" in limit  # no tables named: both ran
+    (tmp_path / "ablation_decomposition.csv").write_text("x\n1\n")  # the embedder's ablation did not run
+    ran = setup_limit(rows, tmp_path)
+    assert "; `stub_breadth` was tested only by a proxy; the ablation of `embedder` did not run (`make " \
+           "ablations` runs it), so it is untested here, and no tested cause" in ran
+    from toolbench_lib.report.glossary import glossary_markdown
+
+    legend = [x for x in glossary_markdown(5, tables_dir=tmp_path).splitlines() if x.startswith("- **`emb")]
+    assert legend and "its ablation did not run here: untested" in legend[0]
+    assert "did not run" not in glossary_markdown(5)
     assert limit.endswith("no tested cause explains the G2 gap: the nearest, `stub_breadth`, indicative, by "
                           "a proxy, moves PtR − RtP the paper's way by 0.003 of the 0.054 gap to the paper's "
                           "stated +0.042 (its proxy scaled linearly to the paper's setup: a direction only).")

@@ -447,8 +447,8 @@ def test_each_block_ends_on_a_model_answer_that_follows_its_rows(tmp_path):
     budget["g2_budget_rtp10_vs_ptr5"][4] = ("against the claim, its size undecided (the CI excludes 0, "
                                             "crosses the margin)")
     assert block_answer("A larger retrieval budget", budget, md).endswith(
-        "nearly identical; whether by more than this project's margin (±0.023, from the paper's words) is "
-        "undecided")
+        "nearly identical; whether by more than this project's margin (±0.023, half the paper's G2 lead at "
+        "k = 5) is undecided")
     budget["g2_budget_rtp10_vs_ptr5"][3] = "\\[-0.019, 0.063\\]"
     assert "finds about as much as PtR" in block_answer("A larger retrieval budget", budget, md)
     auroc = {"router_overhead_saved": ["all", "36%", "35.4%", "no CI: this project's tolerance ±2",

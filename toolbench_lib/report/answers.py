@@ -69,8 +69,8 @@ def _budget(cells: Cells, md: str, cache: TableCache | None) -> str:
         return ""
     more = "more than" if ci[0] > 0 else "less than" if ci[1] < 0 else "about as much as"
     margin = re.search(r"± ?([\d.]+)", c[1])
-    undecided = (f"; whether by more than this project's margin (±{margin[1]}, from the paper's words) is "
-                 "undecided"
+    undecided = (f"; whether by more than this project's margin (±{margin[1]}, half the paper's G2 lead at "
+                 "k = 5) is undecided"
                  if "undecided" in c[4] and margin and more != "about as much as" else "")
     return (f"on G2, RtP at k = 10 finds {more} PtR at k = 5: {c[2]} {c[3].replace(chr(92), '')}, where the "
             f"paper has them nearly identical{undecided}")

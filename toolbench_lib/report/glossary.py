@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from ..config import K
 from ..retrieval.methods import CHOSEN_FUSIONS, describe_method, load_methods
-from .scorecard import load_causes
+from .scorecard import load_causes, not_run
 
 MIN_KAPPA = 0.4  # below it a judged pass rate is not scored (references/paper.yaml, validity.min_kappa)
 
@@ -196,8 +197,9 @@ def glossary(k: int = K, min_kappa: float = MIN_KAPPA) -> pd.DataFrame:
                           "where": t.where} for t in (*GLOSSARY, *TERMS_MORE)])
 
 
-def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
-    """The glossary as a Markdown definition list (one bullet per term)."""
+def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA, tables_dir: Path | None = None) -> str:
+    """The glossary as a Markdown definition list (one bullet per term); a tested cause whose ablation is not
+    in ``tables_dir`` is said to be untested in this run."""
     terms = "\n".join(f"- **{r.term}**: {r.definition} *(`{r.where}`)*"
                       for r in glossary(k, min_kappa).itertuples())
     names = [*load_methods(), *CHOSEN_FUSIONS]
@@ -207,7 +209,9 @@ def glossary_markdown(k: int = K, min_kappa: float = MIN_KAPPA) -> str:
             "dense without one."] if plain else []
     methods = "\n".join(both + [f"- **`{n}`**: {describe_method(n)}" for n in names if n not in plain])
     causes = "\n".join(f"- **`{cid}`** ({c['kind']}{', by a proxy: ' + c['proxy'] if c.get('proxy') else ''}"
-                       f"{', a reading' if c.get('reading') else ''}): {' '.join(c['title'].split())}"
+                       f"{', a reading' if c.get('reading') else ''}"
+                       f"{'; its ablation did not run here: untested' if not_run(c, tables_dir) else ''}): "
+                       f"{' '.join(c['title'].split())}"
                        for cid, c in load_causes().items())
     return (f"{terms}\n\n**Method names.** {NOTATION}\n\n{methods}\n\n**Cause labels** "
             "(`references/causes.yaml`; *tested* by an ablation (*by a proxy*: through a stand-in, so "

@@ -62,6 +62,12 @@ UNTESTED = "cause untested"  # how a row that differs under a setup difference, 
 SCORECARD_TABLE = "scorecard"  # every reference number's row, saved by report.write under tables/
 
 
+def not_run(cause: dict, tables_dir: Path | None) -> bool:
+    """Whether a tested cause's ablation table is missing from ``tables_dir`` (its ablation did not run)."""
+    table = (cause.get("ablation") or {}).get("table")
+    return tables_dir is not None and bool(table) and not (Path(tables_dir) / f"{table}.csv").is_file()
+
+
 def load_causes(path: Path = CAUSES_FILE) -> dict[str, dict]:
     """``{cause id: cause}`` from the causes file, each checked: ``tested`` (``explains`` rows by metric,
     method and k, each with an ``effect`` on this run's value or a ``predicted`` value) or ``setup``."""

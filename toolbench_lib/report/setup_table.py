@@ -4,6 +4,7 @@ LLM, runs, plans, registry, ground truth and query sets, each beside the paper's
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 
@@ -15,7 +16,7 @@ from ..data.queries import DEFAULT_SUBSETS, subset_alias
 from ..study.experiment import ExperimentConfig
 from .against import QUOTES
 from .locate import TableCache
-from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes
+from .scorecard import EXPLAINED, INDICATIVE, PARTLY, READING, load_causes, not_run
 
 SETUP_HEADING = "What differs from the paper's setup"
 SCALE_VERDICT_TABLE = "scale_claim_verdict"  # notebook 04: the scale claim per set, its ground-truth share
@@ -125,12 +126,17 @@ SET_RULE = ("- Each set is the file nearest the paper's count, chosen before any
 GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rests on
 
 
-def setup_limit(report: pd.DataFrame | None = None) -> str:
-    """What no ablation tested (the LLM), which causes were tested only through a stand-in, and whether a
-    tested cause explains the paper's G2 gap (:data:`GAP_ROW`, from the scorecard)."""
-    proxies = [f"`{cid}`" for cid, c in load_causes().items() if c.get("proxy")]
+def setup_limit(report: pd.DataFrame | None = None, tables_dir: Path | None = None) -> str:
+    """What no ablation tested (the LLM, and causes whose ablation is not in ``tables_dir``), which causes
+    were tested only through a stand-in, and whether a tested cause explains the paper's G2 gap
+    (:data:`GAP_ROW`, from the scorecard)."""
+    causes = [(f"`{cid}`", not_run(c, tables_dir)) for cid, c in load_causes().items() if c.get("proxy")]
+    proxies, skipped = [c for c, no in causes if not no], [c for c, no in causes if no]
     line = "- No second LLM ran, so its effects are *cause untested*" + (
-        f"; {' and '.join(proxies)} were tested only by proxies" if proxies else "")
+        f"; {' and '.join(proxies)} {'was' if len(proxies) == 1 else 'were'} tested only by "
+        f"{'a proxy' if len(proxies) == 1 else 'proxies'}" if proxies else "") + (
+        f"; the ablation of {' and '.join(skipped)} did not run (`make ablations` runs it), so "
+        f"{'it is' if len(skipped) == 1 else 'they are'} untested here" if skipped else "")
     gap = report[report["id"] == GAP_ROW] if report is not None and len(report) else pd.DataFrame()
     if len(gap) and gap.iloc[0]["status"] == "differs":
         r, cause = gap.iloc[0], str(gap.iloc[0].get("cause_status", "") or "")
@@ -149,11 +155,12 @@ def setup_limit(report: pd.DataFrame | None = None) -> str:
     return line + "."
 
 
-def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None) -> list[str]:
+def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None,
+           tables_dir: Path | None = None) -> list[str]:
     """The limits of this reproduction: the setup table's differences, untested, and the scorecard's G2 gap
     (:func:`setup_limit`); how each set was chosen; the clusters of related queries of the primary
     comparisons."""
     grouped = grouped_line(rows) if rows is not None else ""
-    return ["### Limits of this reproduction", "", setup_limit(report), SET_RULE,
+    return ["### Limits of this reproduction", "", setup_limit(report, tables_dir), SET_RULE,
             *([grouped] if grouped else []),
             f"- Every other difference of setup: [{SETUP_HEADING}](#{anchor(SETUP_HEADING)}).", ""]

@@ -371,7 +371,7 @@ def teaching_material(cfg, gt: str = DEFAULT_GT, run: int = 0) -> TeachingMateri
     """The glossary, the worked queries and the Table 2 examples of a run's stored study (rankings cut at
     ``cfg.k``); the glossary alone, with a note, when no study is stored."""
     check_gt(gt)
-    gloss = glossary_markdown(cfg.k)
+    gloss = glossary_markdown(cfg.k, tables_dir=cfg.tables_dir)
     result, note = load_run_study(cfg)
     if result is None:
         return TeachingMaterial(gloss, [f"No worked queries: {note}.", ""], [f"No examples: {note}.", ""],

@@ -316,7 +316,7 @@ def report_markdown(cfg: ExperimentConfig, report: pd.DataFrame, references: dic
         parts += ["No answer: this run saved no primary-endpoint table (notebooks 02 and 12 save it).", ""]
     plan = f"{TEACHING_FILE}#{anchor(SESSION_HEADING)}"
     parts += [f"Reading groups: [a session plan and questions]({plan}).", "",
-              *limits(rows, report)]
+              *limits(rows, report, cfg.tables_dir)]
     against = []  # after the paper's sections, whose numbers it reads
     for title, lines in paper_against_itself(references, cache.get("divergence_readings"),
                                              cache.get("data_gt_sizes"), material.examples_table):
