@@ -19,7 +19,8 @@
 # notebook describes the processed ToolBench data: how the roughly 47,000 RapidAPI endpoints spread over
 # categories and over the sources they were merged from, how long the texts are that get embedded for each
 # API, and how many ground-truth APIs a query has under the two definitions used throughout:
-# *candidates* (the query's whole `api_list`, the paper's definition and the default) and *relevant*
+# *candidates* (the query's whole `api_list`, the default: its sizes fit the paper's numbers, a hypothesis,
+# since the paper's text names the APIs its reference solution executed) and *relevant*
 # (ToolBench's `relevant APIs`, the APIs the query was written to need, a subset of the candidates).
 #
 # It also checks that every ground-truth pair of every query set was found in the registry: a pair that
@@ -89,7 +90,7 @@ from toolbench_lib.analysis.references import paper_value  # noqa: E402
 for name, paper in (("Sports", paper_value("sports_apis")), ("Data", paper_value("data_apis"))):
     here = int(by_cat.get(name, 0))
     rank = categories["category"].tolist().index(name) + 1 if name in by_cat else None
-    print(f"{name}: {here:,} APIs here (rank {rank}), paper {paper:,} ({here / paper:.2f}x)")
+    print(f"{name}: {here:,} APIs here (rank {rank}), paper {paper:,.0f} ({here / paper:.2f}x)")
 fig = data_stats.category_figure(categories, top=15)
 print(f"saved {save_figure(fig, 'data_categories', cfg)}")
 

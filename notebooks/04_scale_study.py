@@ -164,8 +164,8 @@ plt.close(fig)
 # %% [markdown]
 # ## How to read this against the paper
 #
-# - The paper compares both methods at each size with one sampled sub-registry; here every size below the full registry is drawn with several seeds, and the bands in the figure show the spread between draws. A difference between methods smaller than that spread is not a finding about scale.
-# - Which APIs count as correct follows `gt` (the query's whole `api_list`, *candidates*, by default, as in the paper); which APIs are kept in every sub-registry follows `keep_gt`.
+# - The paper draws each size below the full registry with several random seeds (*“5 random seeds, proportional category sampling”*), as this study does (`scale_seeds` draws a size); the bands in the figure show the spread between draws. A difference between methods smaller than that spread is not a finding about scale.
+# - Which APIs count as correct follows `gt` (the query's whole `api_list`, *candidates*, by default: its sizes fit the paper's numbers); which APIs are kept in every sub-registry follows `keep_gt`.
 # - The full-registry row of each set equals the main study's recall at the same k (the top-k is taken from the same cosines, so it reproduces the stored rankings exactly).
 # - With `smoke=True` the "full registry" is the 2,500-API slice the study ran on and the sizes are scaled down to match; the numbers then only show that the pipeline runs.
 

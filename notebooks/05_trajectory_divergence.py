@@ -27,7 +27,8 @@
 # - and what plans do when retrieval **missed completely** (none of the shown APIs is correct): refuse, or name
 #   a wrong tool anyway.
 #
-# Plans exist only for the first `plan_limit` queries of each set (every run); the counts are printed below.
+# Plans exist only for the first `plan_limit` queries of each set, in the first `plan_runs` runs; the counts are
+# printed below.
 
 # %% tags=["parameters"]
 from toolbench_lib import config  # the defaults: `make run`'s
@@ -74,7 +75,8 @@ else:
     planned = with_subset.groupby("subset")["qkey"].nunique()
 for subset, n in per_set.items():
     print(f"{subset_alias(subset)}: plans for {int(planned.get(subset, 0))} of {n} queries")
-print(f"each over {result.provenance['settings'].get('runs')} run(s) and both methods; "
+print(f"each over {result.plans['run'].nunique() if len(result.plans) else 0} run(s) with plans (of "
+      f"{result.provenance['settings'].get('runs')}) and both methods; "
       f"the planner saw the top {result.provenance['settings'].get('k')} APIs")
 
 # %% [markdown]
@@ -128,7 +130,7 @@ if not traj.empty:
 # cannot be right; the honest reaction is to refuse. `refusal_rate_on_miss` is the share of those plans that
 # refused, `wrong_tool_rate_on_miss` the share that named some API anyway (necessarily a wrong one) and
 # `no_api_rate_on_miss` the rest (no refusal, no API named). Counts are over plans, that is queries times
-# runs (`n_miss_queries` counts distinct queries). The second table repeats the analysis under the relevant
+# the runs with plans (`n_miss_queries` counts distinct queries). The second table repeats the analysis under the relevant
 # ground truth, where misses are more frequent.
 
 # %%
@@ -148,8 +150,8 @@ if not miss.empty:
 #
 # Before the planner: do RtP and PtR retrieve the same top-k? Per set and pooled (G1+G2, G1–G3), the share
 # of queries whose two top-k sets are *disjoint* (share no API: the paper's "entirely non-overlapping") and
-# *non-identical* (differ in at least one API), each query's share averaged over PtR's runs, with Wilson
-# 95% intervals over queries (`divergence_full`); `divergence_full_verdict` says which reading the paper's
+# *non-identical* (differ in at least one API), each query's share averaged over PtR's runs, with 95%
+# intervals resampling whole API samples (`divergence_full`); `divergence_full_verdict` says which reading the paper's
 # 98% on the full registry fits.
 
 # %%

@@ -101,8 +101,8 @@ with pd.option_context("display.max_colwidth", 70):
 #
 # Tokens are input plus output tokens of a method's own calls: RtP's plan call; PtR's stub call and plan call.
 # The judge's call is evaluation, not method cost, and is left out. RtP makes its call only for planned
-# queries, so both methods are compared over the same planned queries (first `plan_limit` of each set, every
-# run): `rtp_tokens` and `ptr_tokens` are means per (query, run), and
+# queries, so both methods are compared over the same planned queries (first `plan_limit` of each set, in
+# the runs with plans): `rtp_tokens` and `ptr_tokens` are means per (query, run), and
 # `overhead_pct` = 100 × (PtR − RtP) / RtP. Latencies are seconds per query of the same calls; calls replayed
 # from a cassette carry the latency recorded when they were made, and the rules backend's are near zero.
 

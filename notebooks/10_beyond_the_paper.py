@@ -81,7 +81,7 @@ print(prov)
 # %% [markdown]
 # ## The leaderboard on the design sets
 #
-# Every method at k, with a percentile bootstrap 95% CI over queries (`[lo, hi]`). `recall_reference` is the better of RtP and PtR on that set, `recall_diff` the method's mean recall minus the reference's (paired, same queries) and `recall_p_value` a paired t-test. COMP@k is the share of queries whose whole ground truth is in the top k. PtR-based numbers are means over the study's runs.
+# Every method at k, with a percentile bootstrap 95% CI resampling the queries' API-sample clusters (`[lo, hi]`). `recall_reference` is the better of RtP and PtR on that set, `recall_diff` the method's mean recall minus the reference's (paired, same queries) and `recall_p_value` a paired t-test. COMP@k is the share of queries whose whole ground truth is in the top k. PtR-based numbers are means over the study's runs.
 
 # %%
 methods = fused.methods_over(result.methods)
@@ -168,13 +168,13 @@ fig = beyond.decision_regions(scores, decisions, fitted["route-cv"], cfg.k)
 display(Image(filename=str(save_figure(fig, "beyond_router_regions", cfg))))
 plt.close(fig)
 folds_t = decisions[decisions["method"] == "route-cv"]["param"].drop_duplicates().sort_values()
-print("route-cv thresholds chosen per fold:", ", ".join(f"{t:.3f}" for t in folds_t))
+print("route-cv thresholds chosen (distinct over every run's folds):", ", ".join(f"{t:.3f}" for t in folds_t))
 print("parameters fitted on all design queries:", {m: round(v, 4) for m, v in fitted.items()})
 
 # %% [markdown]
 # ### Does a tuned parameter carry over to another kind of query?
 #
-# Each `-cv` method's parameter fitted on two of the design sets and applied to the third (scikit-learn's leave-one-group-out), beside the 5-fold cross-validated recall of the leaderboard. A large drop means the parameter is specific to the kind of query it was tuned on.
+# Each `-cv` method's parameter fitted on two of the design sets and applied to the third (scikit-learn's leave-one-group-out), beside its 5-fold cross-validated recall on the same run (run 0; the leaderboard averages every run, so its recalls differ slightly). A large drop means the parameter is specific to the kind of query it was tuned on.
 
 # %%
 transfer = beyond.transfer_table(result, cfg.k, gt)

@@ -4,7 +4,10 @@ import json
 import os
 import subprocess
 
+import pandas as pd
 import pytest
+
+from toolbench_lib import config
 
 from .conftest import SLICE_APIS, SLICE_QUERIES
 from .forkcli import run_cli
@@ -132,6 +135,18 @@ def test_evaluate_both_methods_with_rules_backend(tmp_path, capsys):
     _print_result(res)  # the same summary without --json: every method's line names its pass rates
     lines = [line for line in capsys.readouterr().out.splitlines() if "recall=" in line]
     assert len(lines) == 6 and all("judged_pass_rate=" in x and "objective_pass_rate=" in x for x in lines)
+
+
+def test_evaluate_plans_as_make_run_does_by_default(tmp_path):
+    """Without --plan-limit and --plan-runs, evaluate plans what `make run` plans (config's first runs and
+    queries), so the recorded cassette answers it; --plan-runs asks for more runs."""
+    base = ["evaluate", "--method", "rtp,ptr", "--backend", "rules", "--subset", "G1", "--limit", "3",
+            "--max-apis", str(SLICE_APIS), "--model", "all-MiniLM-L6-v2", "--runs", "2", "--no-judge"]
+    for extra, runs in (([], list(range(config.PLAN_RUNS))), (["--plan-runs", "2"], [0, 1])):
+        out = cli(*base, *extra, "--save", str(tmp_path / str(len(extra))))
+        assert out.returncode == 0, out.stderr
+        plans = pd.read_parquet(tmp_path / str(len(extra)) / "plans.parquet")
+        assert sorted(plans["run"].unique()) == runs and plans["qkey"].nunique() == min(3, config.PLAN_LIMIT)
 
 
 def test_replay_miss_is_a_clear_error(tmp_path):

@@ -376,3 +376,29 @@ def test_the_auroc_ci_resamples_clusters_whole():
     assert once == pytest.approx(five)
     apart = auroc_ci(np.repeat(scores, 5), np.repeat(labels, 5))
     assert apart[1] - apart[0] < 0.6 * (five[1] - five[0])
+
+
+def test_differences_cancelling_within_every_cluster_are_not_testable():
+    """Differences that vary but whose clusters all have the overall mean leave a cluster-robust SE of 0: the
+    test says not testable (no t of ±inf, no zero-width CI); a NaN difference is no tie."""
+    from toolbench_lib.eval.stats import mean_se, paired
+
+    d = [0.0, 0.0, 0.0, 0.2, -0.2]
+    assert mean_se(d, [1, 2, 3, 4, 4])[1] == 0.0
+    res = paired(np.zeros(5), d, groups=[1, 2, 3, 4, 4])
+    assert not res["testable"] and "cancel within every cluster" in res["note"]
+    assert np.isnan(res["p"]) and np.isnan(res["ci_low"]) and np.isnan(res["ci_high"])
+    assert (res["wins"], res["ties"], res["losses"]) == (1, 3, 1)
+    nan = paired([0, np.nan, 0, 0], [1, 1, 0, -1])
+    assert (nan["wins"], nan["ties"], nan["losses"], nan["testable"]) == (1, 1, 1, False)
+
+
+def test_two_clusters_a_side_give_a_two_sample_test():
+    """Two clusters a side have df 1 (up to rounding): the two-sample test is computed, with unequal sizes."""
+    from toolbench_lib.eval.stats import mean_se, two_sample
+
+    first, second = [0.1, 0.5, 0.2, 0.9], [0.7, 0.4, 0.8, 0.6]
+    groups_a, groups_b = ["a", "b", "b", "b"], ["c", "d", "d", "d"]
+    assert mean_se(first, groups_a)[2] == pytest.approx(1.0)
+    res = two_sample(first, second, groups_a, groups_b)
+    assert np.isfinite(res["p"]) and res["ci_low"] < res["diff"] < res["ci_high"]

@@ -129,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--run-temperature", type=temperature(True), default=config.RUN_TEMPERATURE,
                     help="temperature of runs 1.. (seed = run); negative: same as --temperature")
     ev.add_argument("--plan-limit", type=int_at_least(0), default=None,
-                    help="plan and judge only the first N queries of each set (0: retrieval only)")
+                    help=f"plan and judge only the first N queries of each set (0: retrieval only; default "
+                         f"{config.PLAN_LIMIT}, as `make run` and the recorded plans)")
+    ev.add_argument("--plan-runs", type=int_at_least(1), default=None,
+                    help=f"plan and judge the first N runs (default {config.PLAN_RUNS}, as `make run`)")
     ev.add_argument("--no-judge", action="store_true", help="skip the pass-rate judge")
     ev.add_argument("--workers", type=int_at_least(1), default=None,
                     help="concurrent LLM calls (default 16 for gemini, else 1)")
@@ -283,8 +286,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .analysis.summary import summary_json
 
     llm = factory.make_backend(backend, cassette=args.cassette, model=args.llm_model) if backend else None
-    given = [f for f, v in (("--cassette", args.cassette), ("--llm-model", args.llm_model),
-                            ("--plan-limit", args.plan_limit)) if v is not None]
+    given = [f for f, v in (("--cassette", args.cassette), ("--llm-model", args.llm_model), ("--plan-limit",
+                            args.plan_limit), ("--plan-runs", args.plan_runs)) if v is not None]
     if llm is None and given:  # said, not silently dropped
         print(f"note: {', '.join(given)} not used: {', '.join(methods)} search without an LLM (give "
               "--backend to plan and judge)", file=sys.stderr)
@@ -292,7 +295,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = StudySettings(
         k=args.k, depth=args.depth, runs=args.runs if llm is not None else 1, temperature=args.temperature,
         run_temperature=None if args.run_temperature < 0 else args.run_temperature,
-        plan_limit=args.plan_limit if llm is not None else 0, methods=tuple(methods),
+        plan_limit=0 if llm is None else config.PLAN_LIMIT if args.plan_limit is None else args.plan_limit,
+        plan_runs=args.plan_runs or config.PLAN_RUNS, methods=tuple(methods),
         workers=args.workers or default_workers(backend or ""), judge=not args.no_judge,
     )
     study = run_study(setup, llm, settings, progress=False)

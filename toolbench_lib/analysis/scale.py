@@ -140,7 +140,7 @@ def scale_summary(scale: pd.DataFrame) -> pd.DataFrame:
 
 def plot_scale_recall(scale: pd.DataFrame, k: int, claim: pd.DataFrame | None = None) -> plt.Figure:
     """Recall@k against sub-registry size (log x), one panel per set, spread over seeds; with ``claim``
-    (``scale_claim``) a second row: PtR − RtP per size with its paired bootstrap 95% CI over queries."""
+    (``scale_claim``) a second row: PtR − RtP per size with its paired 95% CI (cluster-robust t)."""
     sets = list(dict.fromkeys(scale["subset"]))
     rows = 1 if claim is None else 2
     fig, axes = plt.subplots(rows, len(sets), figsize=(4.2 * len(sets), 3.8 if rows == 1 else 6.6),

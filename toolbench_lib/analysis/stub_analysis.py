@@ -86,7 +86,7 @@ def _stub_row(s: pd.DataFrame, subset: str, gt: str, queries: pd.DataFrame) -> d
                                ("stub_hit_share_topk", matched, matched["any_correct"].astype(float)),
                                ("cos_correct", right, right["score"]),
                                ("cos_incorrect", wrong, wrong["score"])):
-        low, high, n = grouped_bootstrap_ci(values, part["cluster"])  # clusters of stubs; NaN under 2
+        low, high, n = grouped_bootstrap_ci(values, part["cluster"])  # clusters of stubs; NaN under 2 (below)
         row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (low, high) if n >= 2 else (np.nan, np.nan)
     row["cos_gap"], row["cos_sd"] = row["cos_correct"] - row["cos_incorrect"], float(matched["score"].std())
     row["cos_gap_ci_low"], row["cos_gap_ci_high"] = cluster_difference_ci(

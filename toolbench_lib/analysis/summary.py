@@ -1,5 +1,5 @@
 """The one summary of a study: per subset, method and ground truth, every metric over runs (std NaN with one
-run; bootstrap CI over queries), pass rate and cost."""
+run; a bootstrap CI resampling the queries' API-sample clusters), pass rate and cost."""
 
 from __future__ import annotations
 

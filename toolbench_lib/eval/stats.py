@@ -85,13 +85,16 @@ def t_ci(values: Sequence[float], level: float = 0.95, groups: Sequence | None =
     if np.ptp(v) <= TOL:
         return float(v.mean()), float(v.mean())
     mean, se, df = mean_se(v, groups)
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se if df > 0 else float("nan")
+    if not (df > 0 and se > TOL * np.abs(v).max()):  # differences that cancel within every cluster: no SE
+        return float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     return mean - half, mean + half
 
 
 def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
            groups: Sequence | None = None) -> dict:
-    """The paired t-test of ``b - a``, cluster-robust by ``groups``, with its CI (:func:`t_ci`)."""
+    """The paired t-test of ``b - a``, cluster-robust by ``groups``, with its CI (:func:`t_ci`); its p and
+    the Wilcoxon robustness p are two-sided. NaN differences are neither wins, ties nor losses."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired scores need equal lengths, got {x.size} and {y.size}")
@@ -101,7 +104,7 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
     nan = float("nan")
     wins, losses = int(np.sum(d > TOL)), int(np.sum(d < -TOL))
     out = {"n": n, "n_groups": n_groups, "mean_a": nan, "mean_b": nan, "diff": nan, "ci_low": nan,
-           "ci_high": nan, "t": nan, "df": nan, "p": nan, "wins": wins, "ties": n - wins - losses,
+           "ci_high": nan, "t": nan, "df": nan, "p": nan, "wins": wins, "ties": int(np.sum(np.abs(d) <= TOL)),
            "losses": losses, "p_wilcoxon": nan, "testable": False, "note": ""}
     bad = int(np.isnan(d).sum())
     if bad:
@@ -117,6 +120,9 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
         return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
                                "the CI is that value)"}
     mean, se, df = mean_se(d, groups)
+    if not se > TOL * np.abs(d).max():
+        return {**out, "note": "not testable: the differences cancel within every cluster (a cluster-robust "
+                               "standard error of 0)"}
     with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         t = mean / se
         out.update(t=float(t), df=df, p=float(2 * stats.t.sf(abs(t), df)), testable=True)
@@ -127,11 +133,11 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
 
 def two_sample(first: Sequence[float], second: Sequence[float], groups_first: Sequence | None = None,
                groups_second: Sequence | None = None, level: float = 0.95) -> dict:
-    """``mean(second) − mean(first)`` of independent samples, cluster-robust, on Welch df."""
+    """``mean(second) − mean(first)`` of independent samples, cluster-robust, on Welch df; p two-sided."""
     (m1, se1, df1), (m2, se2, df2) = mean_se(first, groups_first), mean_se(second, groups_second)
     out = {"diff": m2 - m1, "ci_low": np.nan, "ci_high": np.nan, "t": np.nan, "df": np.nan, "p": np.nan}
     var = se1**2 + se2**2
-    if not np.isfinite(var) or var <= 0 or min(df1, df2) < 1:
+    if not np.isfinite(var) or var <= 0 or min(df1, df2) < 1 - 1e-9:  # 2 clusters: df 1, up to rounding
         return out
     df = var**2 / (se1**4 / df1 + se2**4 / df2)
     half, t = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var), out["diff"] / math.sqrt(var)

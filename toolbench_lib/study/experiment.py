@@ -123,7 +123,7 @@ class ExperimentConfig:
         return cls.build(**params).redirected(echo)
 
     def data_fingerprint(self) -> str:
-        """Fingerprint of the ToolBench sources (sizes and times of every file; read once)."""
+        """Fingerprint of the ToolBench sources (their paths and contents; read once)."""
         if getattr(self, "_fingerprint", None) is None:
             self._fingerprint = sources_fingerprint(find_data_dir(self.data_dir))
         return self._fingerprint

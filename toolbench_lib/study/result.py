@@ -98,7 +98,7 @@ def generate_stubs(llm: LLMBackend, queries: pd.DataFrame, run: int, temperature
         rows += [{"qkey": qkey, "run": run, "stub_idx": i, "name": s.name, "reasoning": s.reasoning,
                   "fell_back": fell_back, "dropped": dropped} for i, s in enumerate(stubs)]
     if any(over):
-        log.warning("stubs run %d: %d replies held more than %d stubs; the %d beyond the cap were left out",
+        log.warning("stubs run %d: %d replies held more than %d stubs; %d stubs beyond the cap were left out",
                     run, sum(d > 0 for d in over), MAX_STUBS, sum(over))
     return pd.DataFrame(rows), calls
 
