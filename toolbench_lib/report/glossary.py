@@ -145,7 +145,8 @@ TERMS_MORE: tuple[Term, ...] = (
     Term("design and unseen sets",
          "Design sets (G1-G3) are the queries on which fused methods were chosen and tuned; unseen sets "
          "(G1_category, G1_tool, G2_instruction) share no query text with them and score the chosen methods "
-         "unchanged.",
+         "unchanged. The learned rankers (`ltr`) are cross-fitted over every set instead: each unseen query "
+         "is scored by a model that never saw it but was trained on the other queries of its set.",
          "analysis.fusion_board.unseen_keys"),
     Term("primary endpoint",
          "The one measure the study's answer rests on: recall@{k} (candidates), each query's score the mean "

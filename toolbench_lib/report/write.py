@@ -254,7 +254,10 @@ def unseen_lines(counts: pd.DataFrame | None, ledger: Ledger) -> list[str]:
             f"{ledger.put('validation_queries_repeating_a_design_text', fmt_count(seen))} repeat a design "
             "query's text (case and spacing aside) and are left out, so no fused or learned method is scored "
             "on a text it was fitted on"
-            + (f"; {', '.join(dropped)} kept too few to be scored" if dropped else "") + "."]
+            + (f"; {', '.join(dropped)} kept too few to be scored" if dropped else "") + ". The learned "
+            "rankers are cross-fitted over the design and unseen sets together, so an unseen query is scored "
+            "by a model trained on the other queries of its set, where a fused method comes unchanged from "
+            "the design sets; the learned ranker's ablations measure `ltr` trained on G1–G3 alone."]
 
 
 METHOD_TERM = re.compile(r"^- ((?:\*\*`[^`]+`\*\*(?:, )?)+):")  # one method's bullet, or several's
