@@ -735,7 +735,7 @@ def test_validation_queries_repeating_a_design_text_are_left_out_and_counted_in_
     text = " ".join(unseen_lines(counts, ledger))
     assert "validation sets' 3 queries, 2 repeat a design query's text" in text
     assert "W kept too few to be scored" in text
-    assert "an unseen query is scored by a model trained on the other queries of its set" in text  # ltr's folds
+    assert "an unseen query is scored by a model trained on the other queries of its set" in text  # ltr
     assert ledger.as_dict()["validation_queries_repeating_a_design_text"] == "2"
     assert unseen_lines(None, ledger) == []
 

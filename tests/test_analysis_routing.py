@@ -22,7 +22,7 @@ from toolbench_lib.analysis.routing import (
     routing_table,
     threshold_curve,
 )
-from toolbench_lib.data.folds import fold_ids
+from toolbench_lib.data.folds import query_folds
 from toolbench_lib.eval.evaluation import per_query_runs
 from toolbench_lib.llm.rules import RulesBackend
 from toolbench_lib.study.result import StudySettings, run_study
@@ -61,12 +61,17 @@ def test_best_threshold_maximises_gain_and_prefers_fewer_ptr_routes():
     assert best_threshold(np.array([0.5, 0.5, 0.1]), np.array([1.0, -0.2, -1.0])) == pytest.approx(0.3)
 
 
-def test_fold_ids_are_seeded_balanced_and_stratified():
+def test_query_folds_are_seeded_balanced_stratified_and_keep_related_queries_together():
     strata = np.array(["a"] * 10 + ["b"] * 7)
-    f = fold_ids(strata, 5, seed=0)
-    assert (f == fold_ids(strata, 5, seed=0)).all() and not (f == fold_ids(strata, 5, seed=1)).all()
+    texts, samples = [f"query {i}" for i in range(17)], list(range(17))
+    f = query_folds(strata, texts, samples, 5, seed=0)
+    assert (f == query_folds(strata, texts, samples, 5, seed=0)).all()
+    assert not (f == query_folds(strata, texts, samples, 5, seed=1)).all()
     assert sorted(np.bincount(f[:10])) == [2] * 5  # every fold holds two of stratum a
     assert np.bincount(f).max() - np.bincount(f).min() <= 1
+    texts[3], samples[12] = "Query  0", 5  # a repeated text (case and spacing aside), a shared API sample
+    f = query_folds(strata, texts, samples, 5, seed=0)
+    assert f[3] == f[0] and f[12] == f[5]
 
 
 def test_cv_routes_use_other_folds_only():

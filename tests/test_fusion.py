@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolbench_lib.data.folds import stratified_folds
+from toolbench_lib.data.folds import query_folds
+from toolbench_lib.data.queries import clusters
 from toolbench_lib.retrieval import fused
 from toolbench_lib.retrieval.fuse import combine
 from toolbench_lib.retrieval.fusion_specs import FusionSpec, Ranked, RoundRobin, Run, round_robin
@@ -167,7 +168,9 @@ def test_cv_never_uses_the_query_own_ground_truth() -> None:
     tuned = replace(fused.FUSED["wsum-cv"], folds=3, seed=0)
     _, chosen = tuned.tune(inp, 5)
     keys = inp.keys
-    _, test = stratified_folds([inp.subsets[k] for k in keys], 3, 0)[0]
+    texts = inp.queries.set_index("qkey")["query"].reindex(keys)
+    fold = query_folds([inp.subsets[k] for k in keys], texts, clusters(inp.queries, keys), 3, 0)
+    test = np.flatnonzero(fold == 0)  # the folds tune() makes
     for j in test:
         inp.qrels[keys[j]] = {"nothing"}
     _, chosen2 = tuned.tune(inp, 5)

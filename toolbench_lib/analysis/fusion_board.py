@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED, K
+from ..data.folds import query_folds
 from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..eval.evaluation import per_query_runs, recall_at, score_rankings
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
-from ..retrieval.tuning import best_by_group, candidate_specs, cross_validated
+from ..retrieval.tuning import best_by_group, candidate_specs, held_out_choice
 from .intervals import DIFF_CI, LO_HI, mean_ci, paired_columns
 from .retrievers import ARCH_LABEL, families_of
 
@@ -218,11 +219,13 @@ def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAU
                   seed: int = SEED, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
     """The candidate over ``components`` (RRF, or min-max wsum on a weight grid) with the best recall@k
     averaged within each of the study's sets, then over sets: ``spec`` (chosen on every query),
-    ``cv_recall`` (per query, out of fold, folds stratified by set) and ``n_candidates``."""
+    ``cv_recall`` (per query, out of fold, :func:`~toolbench_lib.data.folds.query_folds`) and
+    ``n_candidates``."""
     specs = candidate_specs(components, values)
     keys, groups = result.queries["qkey"].tolist(), result.queries["subset"].map(subset_alias).to_numpy()
     recall = spec_recalls(specs, result, k, gt)
-    cv = recall[cross_validated(recall, groups, folds, seed), np.arange(len(keys))]
+    fold = query_folds(groups, result.queries["query"], clusters(result.queries), folds, seed)
+    cv = recall[held_out_choice(recall, groups, fold), np.arange(len(keys))]
     return {"spec": specs[best_by_group(recall, groups)], "cv_recall": pd.Series(cv, index=keys),
             "n_candidates": len(specs)}
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED
-from ..data.folds import fold_ids
+from ..data.folds import query_folds
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..eval.evaluation import per_query_runs
 from ..eval.stats import auroc, auroc_ci
@@ -158,7 +158,7 @@ def routing_frame(result: StudyResult, k: int, gt: str = DEFAULT_GT) -> pd.DataF
 
 def route_queries(frame: pd.DataFrame, folds: int = FOLDS, seed: int = SEED, l2: float = 1.0) -> pd.DataFrame:
     """Add cross-validated routes (``route_<policy>``, True = PtR), scores and fold numbers."""
-    fold = fold_ids(frame["subset"].to_numpy(), folds, seed)
+    fold = query_folds(frame["subset"].to_numpy(), frame["query"], frame["cluster"], folds, seed)
     gain = frame["gain"].to_numpy()
     low_cos = -frame["rtp_top1_cosine"].fillna(frame["rtp_top1_cosine"].mean()).to_numpy()
     routes, thresholds = cv_threshold_routes(low_cos, gain, fold)

@@ -1,4 +1,5 @@
-"""The toolkit's one fold maker: seeded, stratified folds over queries (scikit-learn, imported on use)."""
+"""The toolkit's one fold maker: seeded folds over queries, stratified by set and grouped so that related
+queries share a fold (scikit-learn, imported on use); tuning, routing and the learned ranker use it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import FOLDS, SEED
-
-Split = tuple[np.ndarray, np.ndarray]  # (train indices, test indices)
+from .normalize import norm_text
 
 
 def n_folds(groups: Sequence, folds: int) -> int:
@@ -17,31 +17,19 @@ def n_folds(groups: Sequence, folds: int) -> int:
     return max(2, min(folds, int(pd.Series(np.asarray(groups)).value_counts().min())))
 
 
-def stratified_folds(groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> list[Split]:
-    """``(train, test)`` index pairs: ``StratifiedKFold`` by ``groups`` (:func:`n_folds`), seeded."""
-    from sklearn.model_selection import StratifiedKFold
-
-    g = np.asarray(groups)
-    splitter = StratifiedKFold(n_splits=n_folds(g, folds), shuffle=True, random_state=seed)
-    return list(splitter.split(np.zeros(len(g)), g))
+def query_folds(strata: Sequence, texts: Sequence[str], samples: Sequence, folds: int = FOLDS,
+                seed: int = SEED) -> np.ndarray:
+    """The fold of every query: stratified by ``strata`` (its set), and the queries that repeat a text (case
+    and spacing aside) or were written from one sample of APIs (``samples``) in one fold."""
+    return grouped_fold_ids(strata, linked_groups([norm_text(t) for t in texts], samples), folds, seed)
 
 
-def fold_ids(groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
-    """The fold number of every item under :func:`stratified_folds`."""
-    out = np.empty(len(groups), dtype=np.int64)
-    for f, (_, test) in enumerate(stratified_folds(groups, folds, seed)):
-        out[test] = f
-    return out
-
-
-def leave_one_group_out(groups: Sequence) -> list[Split]:
-    """``(train, test)`` index pairs holding out one group at a time (``ValueError`` with fewer than two)."""
-    from sklearn.model_selection import LeaveOneGroupOut
-
-    g = np.asarray(groups)
-    if len(np.unique(g)) < 2:
+def one_group_out(groups: Sequence) -> np.ndarray:
+    """One fold per group (leave one set out; ``ValueError`` with fewer than two groups)."""
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1]
+    if len(np.unique(codes)) < 2:
         raise ValueError("leave-one-set-out needs queries of at least two sets")
-    return list(LeaveOneGroupOut().split(np.zeros(len(g)), groups=g))
+    return codes
 
 
 def linked_groups(*keys: Sequence) -> np.ndarray:
@@ -65,10 +53,13 @@ def linked_groups(*keys: Sequence) -> np.ndarray:
 
 def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
-    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds, at most one per group)."""
+    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds, at most one per group, one
+    fold for a single group)."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     y, g = np.asarray(labels), np.asarray(groups)
+    if len(np.unique(g)) < 2:  # one group: a single fold, nothing to hold out
+        return np.zeros(len(y), dtype=np.int64)
     splits = max(2, min(n_folds(y, folds), len(np.unique(g))))  # never more folds than groups
     splitter = StratifiedGroupKFold(n_splits=splits, shuffle=True, random_state=seed)
     out = np.empty(len(y), dtype=np.int64)

@@ -19,7 +19,7 @@ import pandas as pd
 from .. import config
 from ..config import DEPTH
 from ..data.atomic import checksum_problem, file_sha256, save_text, write_checksum
-from ..data.folds import grouped_fold_ids, linked_groups
+from ..data.folds import query_folds
 from ..data.machine import available_cpus
 from ..data.normalize import norm_text
 from ..data.queries import QUERY_SETS, ground_truth_groups, resolve_subset
@@ -125,14 +125,14 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     per_set = pd.Series([sets[k] for k in design]).value_counts().sort_index()
     # queries that repeat a text or share a ground-truth set (written from one sample of APIs) share a fold
     gt = ground_truth_groups(queries) if "candidates" in queries else {}  # queries of one sample of APIs
-    linked = linked_groups([norm_text(texts[k]) for k in design], [gt.get(k, k) for k in design])
-    if per_set.max() < 2 or len(set(linked.tolist())) < 2:
+    ids = query_folds([sets[k] for k in design], [texts[k] for k in design], [gt.get(k, k) for k in design],
+                      folds, seed)
+    if per_set.max() < 2 or len(set(ids.tolist())) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
         raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the solvable sets' "
                          "queries (split by query text and ground-truth set, stratified by set), which "
                          f"needs 2 unrelated queries; this run has {counts}: evaluate it on more queries "
                          "(--limit 2 or more)")
-    ids = grouped_fold_ids([sets[k] for k in design], linked, folds, seed)
     fold = {k: int(f) for k, f in zip(design, ids, strict=True)}
     scores = np.zeros(len(table.qkeys))
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import FOLDS, SEED
-from ..data.folds import Split, leave_one_group_out, stratified_folds
+from ..data.folds import one_group_out, query_folds
+from ..data.queries import clusters
 from ..eval.evaluation import recall_at
 from .fusion_specs import FusionInputs, FusionSpec, Route, RouteGrid, Run, Spec, cached_ranked
 
@@ -21,18 +22,15 @@ def best_by_group(recall: np.ndarray, groups: np.ndarray) -> int:
     return int(np.flatnonzero(score >= score.max() - 1e-12)[0])
 
 
-def held_out_choice(recall: np.ndarray, groups: np.ndarray, splits: Sequence[Split]) -> np.ndarray:
-    """Per query (column of ``recall``), the candidate chosen on the training part of its split."""
+def held_out_choice(recall: np.ndarray, groups: np.ndarray, fold: np.ndarray) -> np.ndarray:
+    """Per query (column of ``recall``), the candidate chosen on the queries of the other folds."""
     chosen = np.zeros(recall.shape[1], dtype=np.int64)
-    for train, test in splits:
-        chosen[test] = best_by_group(recall[:, train], groups[train])
+    if len(np.unique(fold)) < 2:
+        raise ValueError(f"cross-validation needs queries of two unrelated groups (another text and sample "
+                         f"of APIs); these {recall.shape[1]} queries form one")
+    for f in np.unique(fold):
+        chosen[fold == f] = best_by_group(recall[:, fold != f], groups[fold != f])
     return chosen
-
-
-def cross_validated(recall: np.ndarray, groups: np.ndarray, folds: int = FOLDS,
-                    seed: int = SEED) -> np.ndarray:
-    """Per query, the candidate chosen on the other folds (stratified by group, seeded)."""
-    return held_out_choice(recall, groups, stratified_folds(groups, folds, seed))
 
 
 def recall_matrix(grid: Sequence[Run], keys: Sequence[str], qrels: Mapping[str, set[str]],
@@ -96,15 +94,19 @@ class Tuned:
                 {key: float(specs[i].param) for key, i in zip(inp.keys, chosen, strict=True)})
 
     def tune(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
-        """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold)."""
-        return self._per_query(inp, k, lambda r, g: cross_validated(r, g, self.folds, self.seed))
+        """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold), folds by
+        :func:`~toolbench_lib.data.folds.query_folds`."""
+        texts = inp.queries.drop_duplicates("qkey").set_index("qkey")["query"].reindex(inp.keys).fillna("")
+        fold = query_folds([inp.subsets[key] for key in inp.keys], texts, clusters(inp.queries, inp.keys),
+                           self.folds, self.seed)
+        return self._per_query(inp, k, lambda r, g: held_out_choice(r, g, fold))
 
     def ranked(self, inp: FusionInputs, k: int) -> Run:
         return self.tune(inp, k)[0]
 
     def leave_one_set_out(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
         """The run whose candidate, for each query set, was chosen on the other sets only."""
-        return self._per_query(inp, k, lambda r, g: held_out_choice(r, g, leave_one_group_out(g)))
+        return self._per_query(inp, k, lambda r, g: held_out_choice(r, g, one_group_out(g)))
 
     def fit(self, inp: FusionInputs, k: int) -> Spec:
         """The candidate chosen on every query of ``inp`` (recall@``k``)."""
