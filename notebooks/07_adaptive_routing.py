@@ -22,7 +22,7 @@
 # - **router_top1_cosine**: route to PtR when RtP's top-1 cosine is below a threshold.
 # - **router_features**: a logistic regression on cheap features of the query text (number of words, clauses, conjunctions such as "and"/"also", and requests such as "can you" or question marks) predicting whether PtR will beat RtP on the query; its probability is thresholded.
 #
-# Every threshold and model is chosen by K-fold cross-validation: each query's route comes from a model fit on the other folds only, never on the query itself. The cost of each policy comes from the recorded LLM calls: RtP pays for its plan call, PtR for its stub call plus its plan call.
+# Every threshold and model is chosen by K-fold cross-validation (stratified by set, with the queries that repeat a text or come from one sample of APIs in one fold): each query's route comes from a model fit on the other folds only, never on the query itself or one related to it. The cost of each policy comes from the recorded LLM calls: RtP pays for its plan call, PtR for its stub call plus its plan call.
 
 # %% tags=["parameters"]
 from toolbench_lib import config  # the defaults: `make run`'s

@@ -22,7 +22,7 @@
 # - **max-sim over the query plus the stubs** (HyDE-style: the query is one more stub) and the **mean embedding** of query and stubs searched once (`meanemb`);
 # - **weighted fusion** of RtP's and PtR's lists (`wsum-cv`, `wrrf-cv`) and **route-then-fuse** (`route-cv`: RtP's list when its top-1 cosine is high, else the RRF list; such a query needs no stub call).
 #
-# Every tuned parameter (a weight, a threshold) is chosen by 5-fold cross-validation over queries, folds stratified by set: a query's list always comes from a parameter chosen on other queries. The methods and parameters were designed on the default sets G1, G2 and G3 only; the last section applies them, unchanged (parameters fitted on all of G1–G3), to query sets that played no part in the design.
+# Every tuned parameter (a weight, a threshold) is chosen by 5-fold cross-validation over queries, folds stratified by set with the queries that repeat a text or come from one sample of APIs in one fold: a query's list always comes from a parameter chosen on unrelated queries. The methods and parameters were designed on the default sets G1, G2 and G3 only; the last section applies them, unchanged (parameters fitted on all of G1–G3), to query sets that played no part in the design.
 
 # %% tags=["parameters"]
 from toolbench_lib import config  # the defaults: `make run`'s
@@ -174,7 +174,7 @@ print("parameters fitted on all design queries:", {m: round(v, 4) for m, v in fi
 # %% [markdown]
 # ### Does a tuned parameter carry over to another kind of query?
 #
-# Each `-cv` method's parameter fitted on two of the design sets and applied to the third (scikit-learn's leave-one-group-out), beside its 5-fold cross-validated recall on the same run (run 0; the leaderboard averages every run, so its recalls differ slightly). A large drop means the parameter is specific to the kind of query it was tuned on.
+# Each `-cv` method's parameter fitted on two of the design sets and applied to the third (leave one set out), beside its 5-fold cross-validated recall on the same run (run 0; the leaderboard averages every run, so its recalls differ slightly). A large drop means the parameter is specific to the kind of query it was tuned on.
 
 # %%
 transfer = beyond.transfer_table(result, cfg.k, gt)
