@@ -3,6 +3,7 @@ queries share a fold (scikit-learn, imported on use); tuning, routing and the le
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,8 +21,15 @@ def n_folds(groups: Sequence, folds: int) -> int:
 def query_folds(strata: Sequence, texts: Sequence[str], samples: Sequence, folds: int = FOLDS,
                 seed: int = SEED) -> np.ndarray:
     """The fold of every query: stratified by ``strata`` (its set), and the queries that repeat a text (case
-    and spacing aside) or were written from one sample of APIs (``samples``) in one fold."""
-    return grouped_fold_ids(strata, linked_groups([norm_text(t) for t in texts], samples), folds, seed)
+    and spacing aside) or were written from one sample of APIs (``samples``) in one fold. Made once per
+    query set (every run and tuned method of a study asks for the same folds)."""
+    return _query_folds(tuple(map(str, strata)), tuple(norm_text(t) for t in texts), tuple(map(str, samples)),
+                        folds, seed).copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _query_folds(strata: tuple, texts: tuple, samples: tuple, folds: int, seed: int) -> np.ndarray:
+    return grouped_fold_ids(strata, linked_groups(texts, samples), folds, seed)
 
 
 def one_group_out(groups: Sequence) -> np.ndarray:
