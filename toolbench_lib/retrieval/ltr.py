@@ -126,8 +126,8 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     # queries that repeat a text or share a ground-truth set (written from one sample of APIs) share a fold
     gt = ground_truth_groups(queries) if "candidates" in queries else {}  # queries of one sample of APIs
     ids = query_folds([sets[k] for k in design], [texts[k] for k in design], [gt.get(k, k) for k in design],
-                      folds, seed)
-    if per_set.max() < 2 or len(set(ids.tolist())) < 2:
+                      folds, seed) if per_set.max() >= 2 else np.zeros(len(design))  # (folds need 2 a set)
+    if len(set(ids.tolist())) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
         raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the solvable sets' "
                          "queries (split by query text and ground-truth set, stratified by set), which "
