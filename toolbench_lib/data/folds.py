@@ -34,8 +34,8 @@ def _query_folds(strata: tuple, texts: tuple, samples: tuple, folds: int, seed: 
 
 def one_group_out(groups: Sequence) -> np.ndarray:
     """One fold per group (leave one set out; ``ValueError`` with fewer than two groups)."""
-    codes = np.unique(np.asarray(groups), return_inverse=True)[1]
-    if len(np.unique(codes)) < 2:
+    names, codes = np.unique(np.asarray(groups), return_inverse=True)
+    if len(names) < 2:
         raise ValueError("leave-one-set-out needs queries of at least two sets")
     return codes
 
@@ -61,12 +61,12 @@ def linked_groups(*keys: Sequence) -> np.ndarray:
 
 def grouped_fold_ids(labels: Sequence, groups: Sequence, folds: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold number of every item: stratified by ``labels``, and every item of a group in one fold
-    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds, at most one per group, one
-    fold for a single group)."""
+    (``StratifiedGroupKFold``, shuffled with ``seed``; :func:`n_folds` folds, at most one per group; one
+    fold, nothing to hold out, for a single group or one item per label)."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     y, g = np.asarray(labels), np.asarray(groups)
-    if len(np.unique(g)) < 2:  # one group: a single fold, nothing to hold out
+    if len(np.unique(g)) < 2 or np.unique(y, return_counts=True)[1].max(initial=0) < 2:  # no second fold to make
         return np.zeros(len(y), dtype=np.int64)
     splits = max(2, min(n_folds(y, folds), len(np.unique(g))))  # never more folds than groups
     splitter = StratifiedGroupKFold(n_splits=splits, shuffle=True, random_state=seed)

@@ -119,10 +119,10 @@ def paired(a: Sequence[float], b: Sequence[float], level: float = 0.95,
     if np.ptp(d) <= TOL:
         return {**out, "note": f"not testable: every query's difference is {out['diff']:+.3f} (no variance; "
                                "the CI is that value)"}
-    mean, se, df = mean_se(d, groups)
-    if not se > TOL * np.abs(d).max():
+    if np.isnan(out["ci_low"]):  # t_ci found no standard error
         return {**out, "note": "not testable: the differences cancel within every cluster (a cluster-robust "
                                "standard error of 0)"}
+    mean, se, df = mean_se(d, groups)
     with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         t = mean / se
         out.update(t=float(t), df=df, p=float(2 * stats.t.sf(abs(t), df)), testable=True)

@@ -89,7 +89,8 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
     def __init__(self, setup=None, result: StudyResult | None = None, k: int = K, gt: str = DEFAULT_GT,
                  registry: pd.DataFrame | None = None, source: str | None = None, run_name: str | None = None,
                  url_sync: bool = False, views: StudyViews | None = None,
-                 family: tuple[list[CatalogueEntry], dict] | None = None, run: int | str | None = None):
+                 family: tuple[list[CatalogueEntry], dict] | None = None, run: int | str | None = None,
+                 processed_dir: Path | None = None):
         if result is None:
             raise ValueError("QueryExplorer needs a StudyResult")
         check_gt(gt)
@@ -106,7 +107,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         self._rows_shown: list[str] = []
         self._last_options: tuple = ()
         self.problems: list[str] = []
-        self.processed_dir: Path | None = None
+        self.processed_dir = processed_dir  # where a switched study's API names are read
 
         style = {"description_width": "initial"}
         wide, hidden = Layout(width="auto", max_width="100%"), Layout(display="none")
@@ -186,12 +187,11 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
         """The explorer of the study a run stored (``study``: its key), from its tables and views alone."""
         folder = stored_study_dir(run_name, study, outputs_dir)
         result = StudyResult.load(folder)
-        explorer = cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
-                       source=f"{run_name}/{folder.parent.name}/{folder.name}", run_name=run_name,
-                       url_sync=url_sync, views=study_views(folder, result),
-                       family=catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None))
-        explorer.processed_dir = processed_dir  # a switched study's registry is read from there too
-        return explorer
+        return cls(None, result, k=k, gt=gt, registry=stored_registry(result, processed_dir),
+                   source=f"{run_name}/{folder.parent.name}/{folder.name}", run_name=run_name,
+                   url_sync=url_sync, views=study_views(folder, result),
+                   family=catalogue(run_name, Path(outputs_dir).parent if outputs_dir else None),
+                   processed_dir=processed_dir)
 
     @classmethod
     def for_page(cls, run_name: str = "default", study: str | None = None, k: int = K,

@@ -22,7 +22,7 @@ from ..data.atomic import checksum_problem, file_sha256, save_text, write_checks
 from ..data.folds import query_folds
 from ..data.machine import available_cpus
 from ..data.normalize import norm_text
-from ..data.queries import QUERY_SETS, ground_truth_groups, resolve_subset
+from ..data.queries import QUERY_SETS, clusters, resolve_subset
 from ..data.tables import cached_tables
 from .fusion_specs import Run, qrels_of
 from .ltr_features import FeatureTable, LtrSpec, QueryRuns, feature_table, runs_from_rankings, study_runs
@@ -124,9 +124,8 @@ def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: i
     texts = q["query"].to_dict()
     per_set = pd.Series([sets[k] for k in design]).value_counts().sort_index()
     # queries that repeat a text or share a ground-truth set (written from one sample of APIs) share a fold
-    gt = ground_truth_groups(queries) if "candidates" in queries else {}  # queries of one sample of APIs
-    ids = query_folds([sets[k] for k in design], [texts[k] for k in design], [gt.get(k, k) for k in design],
-                      folds, seed) if per_set.max() >= 2 else np.zeros(len(design))  # (folds need 2 a set)
+    samples = clusters(queries, design) if "candidates" in queries else design  # queries of one API sample
+    ids = query_folds([sets[k] for k in design], [texts[k] for k in design], samples, folds, seed)
     if len(set(ids.tolist())) < 2:
         counts = ", ".join(f"{name} {n}" for name, n in per_set.items())
         raise ValueError(f"the learned ranker is cross-fitted over at least 2 folds of the solvable sets' "
