@@ -220,7 +220,8 @@ save_table(query_wins, "wins", cfg, prov)
 display(query_wins)
 
 # %% [markdown]
-# The paper's Figure 2 in one row: recall and precision (error bars: bootstrap 95% CIs over queries), the pass
+# The paper's Figure 2 in one row: recall and precision (error bars: bootstrap 95% CIs resampling the
+# queries' API samples), the pass
 # rate (the objective one filled, a black line at its ceiling; the judged one outlined and the paper's diamond
 # only where the judge agrees with the objective pass, kappa ≥ 0.4) and the per-query wins, with the paper's
 # values as diamonds.
