@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pandas as pd
 
 from toolbench_lib.retrieval import embedding
-from toolbench_lib.study import lazy_setup
+from toolbench_lib.study import experiment, lazy_setup
 from toolbench_lib.study.experiment import ExperimentConfig, get_study
 from toolbench_lib.study.lazy_setup import LazySetup
 
@@ -45,6 +49,29 @@ def test_stored_study_is_read_without_embedder(mini_toolbench, tmp_path, monkeyp
     monkeypatch.setattr(lazy_setup, "_EMBEDDERS", {})  # a new process loads it once
     fresh, _ = get_study(_cfg(mini_toolbench, tmp_path))
     assert len(fresh.index) == len(setup.index) and len(loads) == 2
+
+
+def test_a_study_asked_for_twice_at_once_is_computed_once(mini_toolbench, tmp_path, monkeypatch, embedder):
+    """Two notebooks asking for one study at the same time (`reproduce` runs two at once): the second waits
+    for the first to store it, then reads it."""
+    monkeypatch.setattr(embedding, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(lazy_setup, "_EMBEDDERS", {})
+    computed, started, run_study = [], threading.Event(), experiment.run_study
+
+    def slow_run(*args, **kwargs):
+        computed.append(1)
+        started.set()
+        time.sleep(1.0)  # the other asks meanwhile
+        return run_study(*args, **kwargs)
+
+    monkeypatch.setattr(experiment, "run_study", slow_run)
+    with ThreadPoolExecutor(2) as pool:  # a flock is per open file: threads stand for processes
+        first = pool.submit(get_study, _cfg(mini_toolbench, tmp_path), progress=False)
+        assert started.wait(120)
+        second = pool.submit(get_study, _cfg(mini_toolbench, tmp_path), progress=False)
+        (_, a), (_, b) = first.result(), second.result()
+    assert len(computed) == 1
+    pd.testing.assert_frame_equal(a.rankings.reset_index(drop=True), b.rankings.reset_index(drop=True))
 
 
 def test_embedder_backend_keys_the_study(mini_toolbench, tmp_path, monkeypatch):

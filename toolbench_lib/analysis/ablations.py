@@ -214,7 +214,9 @@ def _sub_columns(n: int, kept: set[int], size: int, seed: list[int]) -> np.ndarr
     """A sub-registry's columns: ``kept`` and a seeded draw of the other columns up to ``size``."""
     rng = np.random.default_rng(seed)
     kept_arr = np.fromiter(kept, dtype=np.int64, count=len(kept))
-    extra = rng.choice(np.setdiff1d(np.arange(n), kept_arr), size=max(size - len(kept_arr), 0), replace=False)
+    others = np.ones(n, dtype=bool)
+    others[kept_arr] = False  # np.setdiff1d's sorted result, without its sort of n ids
+    extra = rng.choice(np.flatnonzero(others), size=max(size - len(kept_arr), 0), replace=False)
     return np.concatenate([kept_arr, extra])
 
 

@@ -105,10 +105,11 @@ LOCK_NAME = ".lock"  # inside the folder, never removed while the folder stays (
 
 
 @contextmanager
-def folder_lock(folder: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
+def folder_lock(folder: str | os.PathLike[str], shared: bool = False, name: str = LOCK_NAME) -> Iterator[None]:
     """An advisory ``flock`` on ``folder``: :func:`atomic_folder` moves files in under the exclusive lock,
-    readers hold the shared one. Where no lock file can be made (read-only) a reader goes on unlocked."""
-    path = Path(folder) / LOCK_NAME
+    readers hold the shared one (``name``: another lock file, another lock). Where no lock file can be made
+    (read-only) a reader goes on unlocked."""
+    path = Path(folder) / name
     fd = None
     for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
         with suppress(OSError):

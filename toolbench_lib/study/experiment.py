@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import config
-from ..data.atomic import atomic_path, file_sha256
+from ..data.atomic import atomic_path, file_sha256, folder_lock
 from ..data.dataset import load_dataset, sources_fingerprint
 from ..data.markdown import md_table
 from ..data.paths import OUTPUTS_DIR, find_data_dir
@@ -269,25 +269,35 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     model, embed_backend = setup_model(setup)
     key, folder = cfg.study_key(), cfg.study_dir
     places = [folder] + ([cfg.out_dir.parent / cfg.base_run / "runs" / key] if cfg.base_run else [])
+    if (result := _stored_copy(cfg, key, places, model, embed_backend)) is not None:
+        return setup, result
+    folder.mkdir(parents=True, exist_ok=True)
+    with folder_lock(folder, name=".computing"):  # another process computing this study: wait, then read it
+        if (result := _stored_copy(cfg, key, places, model, embed_backend)) is not None:
+            return setup, result
+        llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
+        methods = tuple(cfg.study_methods) if cfg.study_methods else METHODS
+        settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
+                                 run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
+                                 plan_runs=cfg.planned_runs(), methods=methods, plan_methods=METHODS,
+                                 workers=default_workers(cfg.backend))
+        result = run_study(setup, llm, settings, progress=progress)
+        result.provenance.update(config=_plain(asdict(cfg)), study_key=key, study_fields=cfg.study_fields())
+        cfg.claim_run(study=key)
+        result.save(folder)
+    return setup, result
+
+
+def _stored_copy(cfg: ExperimentConfig, key: str, places: list[Path], model: str, embed_backend: str):
+    """The first study of ``places`` stored with this embedder (copied to ``places[0]`` if elsewhere)."""
     for place in places:
-        result = _stored_study(place, model, embed_backend)
-        if result is not None:
+        if (result := _stored_study(place, model, embed_backend)) is not None:
             log.info("study tables from %s", place)
             cfg.claim_run(study=key)
-            if place != folder:
-                result.save(folder)
-            return setup, result
-    llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
-    methods = tuple(cfg.study_methods) if cfg.study_methods else METHODS
-    settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
-                             run_temperature=cfg.run_temperature, plan_limit=cfg.plan_limit,
-                             plan_runs=cfg.planned_runs(), methods=methods, plan_methods=METHODS,
-                             workers=default_workers(cfg.backend))
-    result = run_study(setup, llm, settings, progress=progress)
-    result.provenance.update(config=_plain(asdict(cfg)), study_key=key, study_fields=cfg.study_fields())
-    cfg.claim_run(study=key)
-    result.save(folder)
-    return setup, result
+            if place != places[0]:
+                result.save(places[0])
+            return result
+    return None
 
 
 def runs_limit(cfg: ExperimentConfig, queries: pd.DataFrame, runs: int) -> int | None:
