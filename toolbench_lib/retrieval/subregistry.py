@@ -42,9 +42,10 @@ def sample_subregistry(registry: pd.DataFrame, size: int, seed: int,
         if extra.sum() == 0:
             extra.loc[room.index[0]] = 1
         free = free.add(np.sign(gap) * extra, fill_value=0).astype(int)
-    rows = np.flatnonzero(~is_kept)  # each category's rows not kept, in registry order
+    rows = np.flatnonzero(~is_kept)
+    of_cat = pd.Series(rows).groupby(cats[rows]).indices  # each category's rows not kept, in registry order
     chosen = [np.flatnonzero(is_kept)]
     for cat, m in free.items():
         if m > 0:
-            chosen.append(rng.choice(rows[cats[rows] == cat], size=int(m), replace=False))
+            chosen.append(rng.choice(rows[of_cat[cat]], size=int(m), replace=False))
     return np.sort(np.concatenate(chosen))
