@@ -139,11 +139,16 @@ def test_backend_attributes_without_loading(monkeypatch):
     assert isinstance(backend, LLMBackend)
     assert (backend.name, backend.model, backend.is_llm) == ("local", MODEL_NAME, True)
     assert backend._llama is None
-    kwargs = backend._request("hi", "sys", {"type": "object"}, 0.7, 3)
+    fake = backend._llama = _FakeLlama()
+    backend.generate("hi", "sys", {"type": "object"}, 0.7, 3)
+    kwargs = fake.calls[0]
     assert kwargs["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
     assert (kwargs["temperature"], kwargs["seed"], kwargs["max_tokens"]) == (0.7, 3, 64)
     assert "response_format" not in kwargs
-    assert "response_format" in LocalBackend(use_grammar=True)._request("hi", "", {"type": "object"}, 0, 0)
+    grammar = LocalBackend(use_grammar=True)
+    fake = grammar._llama = _FakeLlama()
+    grammar.generate("hi", "", {"type": "object"}, 0, 0)
+    assert "response_format" in fake.calls[0]
 
 
 def test_bad_model_file_is_an_llm_error(tmp_path):

@@ -271,7 +271,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     RETRIEVERS = load_methods()  # with every fused method (toolbench_lib.retrieval.fused)
-    subsets = _evaluated_sets(args)
+    # --subset names (default: the three, none with --queries) and the --queries files' sets, checked
+    # against the data folder's sets before anything is loaded
+    root, files = find_data_dir(args.data_dir), args.queries or []
+    users = [*user_set_files(root), *external_sets(root, files)]
+    names = (args.subset or ([] if files else list(DEFAULT_SUBSETS))) + query_file_sets(root, files)
+    subsets = check_subsets("--subset", names, users)
     methods = expand_methods([m.strip() for m in args.method.split(",") if m.strip()], args.retriever)
     unknown = [m for m in methods if m not in RETRIEVERS]
     if unknown or not methods:
@@ -319,16 +324,6 @@ def expand_methods(methods: list[str], families: list[str]) -> list[str]:
     for f in families:
         out += [method_name(m, f) if m in ARCHITECTURES else m for m in methods]
     return list(dict.fromkeys(out))
-
-
-def _evaluated_sets(args: argparse.Namespace) -> list[str]:
-    """``--subset`` names (default: the three, none with ``--queries``) and the ``--queries`` files' sets,
-    checked against the data folder's sets before anything is loaded."""
-    root = find_data_dir(args.data_dir)
-    files = args.queries or []
-    users = [*user_set_files(root), *external_sets(root, files)]
-    names = (args.subset or ([] if files else list(DEFAULT_SUBSETS))) + query_file_sets(root, files)
-    return check_subsets("--subset", names, users)
 
 
 def unresolved_report(queries, subsets: list[str]) -> dict[str, dict[str, int]]:

@@ -225,8 +225,7 @@ def divergence_ablation(cache, queries: pd.DataFrame, size: int = 1000, seeds: S
                         run: int = 0) -> tuple[pd.DataFrame, str]:
     """``(table, verdict)``: share of queries whose RtP and PtR top-k share no API, per set and design
     (sub-registries keeping the set's ground truth, ``set_gt``; the query's, ``own_gt``; none, ``no_gt``;
-    ``full``: the whole index), with the share of the sub-registry kept for ground truth (by design: more is
-    drawn by chance) and both recalls."""
+    ``full``: the whole index), with the share kept for ground truth and both recalls."""
     n = cache.n_columns
     lookup = {a: i for i, a in enumerate(cache.api_ids)}
     rows = []

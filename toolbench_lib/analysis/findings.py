@@ -29,9 +29,8 @@ def recall_verdict(rtp: float, ptr: float, p_holm: float, family: str, paper: Ma
 
 def main_findings(main: pd.DataFrame, paired: pd.DataFrame, paper_recall: Mapping[str, Mapping[str, float]],
                   gt: str = "candidates", alpha: float = 0.05, runs: pd.DataFrame | None = None) -> str:
-    """Markdown bullets: per set, both recalls with CIs, the paired difference, its test, and the paper's
-    direction (reproduced, refuted or not significant here); with ``runs`` (``main_results.runs_table``),
-    the paper's test over runs too."""
+    """Markdown bullets: per set, both recalls with CIs, the paired difference, its test and the paper's
+    direction; with ``runs`` (``main_results.runs_table``), the paper's test over runs too."""
     m = main[main["gt"] == gt].set_index(["subset", "method"])
     p = paired[(paired["gt"] == gt) & (paired["metric"] == "recall")].set_index("subset")
     lines = []

@@ -12,7 +12,7 @@ from ..config import FOLDS, SEED, K
 from ..data.folds import query_folds
 from ..data.normalize import norm_text
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
-from ..eval.evaluation import per_query_runs, recall_at, score_rankings
+from ..eval.evaluation import METRICS, per_query_runs, recall_at, score_rankings
 from ..retrieval.fused import METHODS, NAMED
 from ..retrieval.fusion_specs import FusionSpec, study_component_inputs
 from ..retrieval.retrievers import method_name, split_method
@@ -20,7 +20,6 @@ from ..retrieval.tuning import best_by_group, candidate_specs, held_out_choice
 from .intervals import DIFF_CI, LO_HI, mean_ci, paired_columns
 from .retrievers import ARCH_LABEL, families_of
 
-METRICS = ("recall", "precision", "ndcg", "mrr", "comp")
 BASELINES = ("rtp", "ptr")
 VERSUS = {**DIFF_CI, **LO_HI, "p": "p_value", "p_wilcoxon": "p_wilcoxon_robustness", "wins": "wins",
           "losses": "losses", "ties": "ties", "note": "note"}
@@ -35,9 +34,8 @@ def versus(values: np.ndarray, reference: np.ndarray, groups=None) -> dict:
 
 def query_clusters(scores: pd.DataFrame, keys) -> list | None:
     """The cluster of each query of ``keys`` from a scores table's ``cluster`` column (None without it)."""
-    if "cluster" not in scores:
-        return None
-    return scores.drop_duplicates("qkey").set_index("qkey")["cluster"].reindex(list(keys)).tolist()
+    return (scores.drop_duplicates("qkey").set_index("qkey")["cluster"].reindex(list(keys)).tolist()
+            if "cluster" in scores else None)
 
 
 def better_reference(wide: pd.DataFrame, baselines: Sequence[str] = BASELINES) -> str | None:
@@ -218,9 +216,7 @@ def spec_recalls(specs: Sequence[FusionSpec], result, k: int, gt: str = DEFAULT_
 def choose_fusion(result, components: Sequence[str], k: int = K, gt: str = DEFAULT_GT, folds: int = FOLDS,
                   seed: int = SEED, values: Sequence[float] = (0.0, 0.5, 1.0)) -> dict:
     """The candidate over ``components`` (RRF, or min-max wsum on a weight grid) with the best recall@k
-    averaged within each of the study's sets, then over sets: ``spec`` (chosen on every query),
-    ``cv_recall`` (per query, out of fold, :func:`~toolbench_lib.data.folds.query_folds`) and
-    ``n_candidates``."""
+    averaged within each set, then over sets: ``spec``, out-of-fold ``cv_recall`` and ``n_candidates``."""
     specs = candidate_specs(components, values)
     keys, groups = result.queries["qkey"].tolist(), result.queries["subset"].map(subset_alias).to_numpy()
     recall = spec_recalls(specs, result, k, gt)

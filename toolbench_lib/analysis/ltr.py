@@ -200,11 +200,9 @@ def goal_check(cmp: pd.DataFrame, margins: Mapping[str, float] | None = None) ->
     margins = dict(margins or {"candidates": 0.05, "relevant": 0.03})
     rows = []
     for _, r in cmp.iterrows():
-        if r["method"] == "ltr" and r["against"] == "best single" and r["gt"] in margins:
-            need = margins[r["gt"]]
-        elif r["method"] == "ltr-nollm" and r["against"] == "best dense":
-            need = 0.0
-        else:
+        need = {("ltr", "best single"): margins.get(r["gt"]),
+                ("ltr-nollm", "best dense"): 0.0}.get((r["method"], r["against"]))
+        if need is None:
             continue
         rows.append({"gt": r["gt"], "part": r["part"], "subset": r["subset"], "method": r["method"],
                      "against": r["reference"], "diff": r["diff"], "ci_low": r["ci_low"], "margin": need,

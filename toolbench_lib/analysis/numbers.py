@@ -58,9 +58,8 @@ def fmt_percent(x, missing: str = NOT_AVAILABLE) -> str:
 
 def fmt_ci(low, high, decimals: int = 3) -> str:
     """``[0.312, 0.401]``, or n/a when either bound is missing."""
-    if _missing(low) or _missing(high):
-        return NOT_AVAILABLE
-    return f"[{fmt_number(low, decimals)}, {fmt_number(high, decimals)}]"
+    return (NOT_AVAILABLE if _missing(low) or _missing(high)
+            else f"[{fmt_number(low, decimals)}, {fmt_number(high, decimals)}]")
 
 
 def join_words(names: list[str], conjunction: str = "and") -> str:

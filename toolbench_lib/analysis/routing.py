@@ -194,8 +194,7 @@ def routing_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
 
 def routing_signal_table(routed: pd.DataFrame, by_subset: bool = True) -> pd.DataFrame:
     """The ``routing_signal`` table: AUROC of each signal for "PtR beats RtP on this query", with its
-    bootstrap 95% CI resampling API samples (the paired test's clusters), per set (or pooled, ``subset=
-    "all"``)."""
+    clustered bootstrap 95% CI, per set (or pooled, ``subset="all"``)."""
     groups = routed.groupby("subset", sort=False) if by_subset else [("all", routed)]
     return pd.DataFrame([_auroc_row(subset, signal, part["ptr_wins"].to_numpy(bool), part, meaning)
                          for subset, part in groups for signal, meaning in SIGNALS.items()])
@@ -214,13 +213,11 @@ MULTI_TOOL = "G1 vs G2, G3"  # routing_signal's row for the paper's own reading 
 
 
 def set_signal_row(routed: pd.DataFrame, signal: str = "rtp_top1_cosine_low") -> pd.DataFrame:
-    """The paper's own reading of RtP's top-1 cosine (a high one marks a G1-like query, a low one a G2/G3-like
-    one): its AUROC for "a multi-tool query" (not in :data:`RTP_SUBSETS`) over every query, as a
-    ``routing_signal`` row (``subset`` :data:`MULTI_TOOL`); none without both kinds of query."""
+    """The paper's reading of RtP's top-1 cosine: its AUROC for "a multi-tool query" (not in
+    :data:`RTP_SUBSETS`), as a ``routing_signal`` row (:data:`MULTI_TOOL`); none without both kinds."""
     y = ~routed["subset"].astype(str).isin(RTP_SUBSETS).to_numpy()
-    if y.all() or not y.any():
-        return pd.DataFrame()
-    return pd.DataFrame([_auroc_row(MULTI_TOOL, signal, y, routed, "a multi-tool query (G2, G3)")])
+    return (pd.DataFrame() if y.all() or not y.any()
+            else pd.DataFrame([_auroc_row(MULTI_TOOL, signal, y, routed, "a multi-tool query (G2, G3)")]))
 
 
 def threshold_curve(routed: pd.DataFrame, signal: str) -> pd.DataFrame:

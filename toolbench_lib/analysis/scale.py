@@ -95,11 +95,9 @@ def scale_study(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Data
                 sizes: Sequence[int | None], seeds: Sequence[int], k: int = K, gt: str = DEFAULT_GT,
                 keep_gt: str | None = "candidates", runs: Sequence[int] | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``(scale, scale_divergence, divergence_queries)`` over :func:`scale_draws` (the whole index once, seed
-    0), PtR averaged over ``runs`` (default: all), each divergence share with its 95% interval resampling
-    API samples; ``divergence_queries`` holds each query's two readings per draw (its share of PtR's runs
-    whose top-k is disjoint from RtP's, or not identical to it) and its cluster, for intervals that pool
-    sets (:func:`~toolbench_lib.analysis.sensitivity.divergence_readings`)."""
+    """``(scale, scale_divergence, divergence_queries)`` over :func:`scale_draws`, PtR averaged over ``runs``
+    (default: all), divergence shares with clustered 95% intervals; ``divergence_queries``: each query's
+    two readings per draw (disjoint, non-identical) and its cluster, for pooled intervals."""
     check_gt(gt)
     if keep_gt not in KEEP_GT:
         raise ValueError(f"keep_gt must be one of {KEEP_GT}")

@@ -122,8 +122,7 @@ def g2_verdict(sets: pd.DataFrame, sens: pd.DataFrame, paper_diffs: Mapping[int,
 
 def study_divergence(result: StudyResult, k: int = K) -> pd.DataFrame:
     """Per family and query: its shares of PtR's runs whose top-k list is disjoint from RtP's and not
-    identical to it, with its set and cluster (the API sample it was written from); ``size`` is the
-    registry's (0 when unknown)."""
+    identical to it, with its set and cluster; ``size`` is the registry's (0 when unknown)."""
     size = int(result.provenance.get("registry_size") or 0)
     f = top_k_overlaps(result, k).assign(disjoint=lambda x: x["shared"] == 0)
     per_q = (f.groupby(["retriever", "subset", "qkey"], sort=False)[["disjoint", "non_identical"]].mean()
@@ -371,9 +370,8 @@ def scale_tables(cache: SimilarityCache, queries: pd.DataFrame, registry: pd.Dat
                  divergence_queries: pd.DataFrame, sizes: Sequence[int | None], seeds: Sequence[int],
                  k: int = K, gt: str = DEFAULT_GT, keep_gt: str = "candidates", run_name: str = "this run"
                  ) -> dict[str, pd.DataFrame]:
-    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (of the scale study's per-query
-    ``divergence_queries``, at the target sizes) and ``divergence_verdict`` against the paper's two
-    figures."""
+    """``scale_claim``, ``scale_claim_verdict``, ``divergence_readings`` (of ``divergence_queries``, at the
+    target sizes) and ``divergence_verdict`` against the paper's two figures."""
     where = basis(run_name, len(cache.runs)) + f", {len(seeds)} seeds below the full registry"
     claim = scale_claim(cache, queries, registry, sizes, seeds, k, gt, keep_gt).assign(basis=where)
     per_query = divergence_queries

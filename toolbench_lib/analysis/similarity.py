@@ -87,11 +87,8 @@ def max_over_groups(texts_vecs: np.ndarray, group_sizes: Sequence[int], api_vecs
 
 
 def _fingerprint(*parts: object) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(json.dumps(p, default=str).encode())
-        h.update(b"\x00")
-    return h.hexdigest()[:16]
+    blob = b"".join(json.dumps(p, default=str).encode() + b"\x00" for p in parts)
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def _load_or_compute(path: Path | None, compute) -> np.ndarray:

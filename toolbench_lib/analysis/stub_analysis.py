@@ -109,9 +109,8 @@ def stub_examples(result: StudyResult, gt: str = DEFAULT_GT, n: int = 3, run: in
 
 
 def token_overhead(result: StudyResult) -> pd.DataFrame:
-    """Tokens (in + out) and latency per query of each method's own calls (no judge) over the (query, run)
-    pairs with an RtP plan, and ``overhead_pct`` = 100 * (PtR - RtP) / RtP with a bootstrap 95% CI over
-    queries (RtP's mean as a fixed denominator)."""
+    """Tokens (in + out) and latency per query of each method's own calls over the (query, run) pairs with
+    an RtP plan; ``overhead_pct`` = 100 * (PtR - RtP) / RtP, its CI with RtP's mean a fixed denominator."""
     costs = method_calls(result)
     rtp_plans = costs[(costs["method"] == "rtp") & (costs["stage"] == "plan")]
     planned = rtp_plans[["qkey", "run"]].drop_duplicates()

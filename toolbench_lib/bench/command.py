@@ -87,7 +87,6 @@ def _parts(args: argparse.Namespace, sizes: dict) -> dict:
         index = VectorIndex(embed_cached(fp32(), texts, "registry", progress=False))
         def dense(q: list[str]):
             return index.search(embed_cached(fp32(), q, "queries", progress=False), 20)
-
         return bench_bm25(texts, qs, dense, source=f"{len(texts)} registry texts")
 
     def warm() -> BenchLine:

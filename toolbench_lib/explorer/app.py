@@ -75,10 +75,6 @@ def _compute_views(folders: list[Path]) -> None:
         study_views(folder, say=False)  # written beside the study; prepare_views said why they are computed
 
 
-def _study_bytes(folders: list[Path]) -> int:
-    return sum(p.stat().st_size for folder in folders for p in folder.glob("*.parquet"))
-
-
 def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
     """Compute and store the views of every study of the run's family lacking current ones, ``workers`` at
     once in processes of their own, largest first; :class:`ViewsFolderError` when a file is in their way."""
@@ -89,7 +85,8 @@ def prepare_views(run_name: str, echo=print, workers: int = 1) -> None:
         if problem:
             echo(f"explorer views of {entry.run_name}: {problem}; computing them once", flush=True)
             groups.setdefault(entry.run_name.removesuffix("-retrievers"), []).append(entry.folder)
-    todo = sorted(groups.values(), key=_study_bytes, reverse=True)
+    todo = sorted(groups.values(), reverse=True,  # largest (stored tables' bytes) first
+                  key=lambda folders: sum(p.stat().st_size for f in folders for p in f.glob("*.parquet")))
     if workers <= 1 or len(todo) <= 1:
         _compute_views([f for group in todo for f in group])
         return

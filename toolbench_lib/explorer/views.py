@@ -122,8 +122,7 @@ def _pair(result) -> tuple:
     return (partner, result) if is_validation else (result, partner)
 
 
-def learned_views(result, depth: int = DEPTH, seed: int = SEED,
-                  label_gt: str = "candidates") -> tuple[pd.DataFrame, pd.DataFrame]:
+def learned_views(result, depth: int = DEPTH) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(rankings, features)``: each learned ranker's ranking (``rankings`` rows, its out-of-fold score) in
     every run, and the features of each query's top :data:`TOP_EXPLAINED` APIs (:data:`FEATURE_COLUMNS`)."""
     hits, features = [], []
@@ -134,8 +133,8 @@ def learned_views(result, depth: int = DEPTH, seed: int = SEED,
         same_each_run = set(NAMED[name].methods) <= set(design.deterministic)  # RtP's rankings only
         for run in range(result.n_runs):
             try:  # the design study's run (the validation study has one); cached beside it by notebook 12
-                frame = learned_frame(design, validation, NAMED[name], 0 if same_each_run else run, seed,
-                                      label_gt, depth)
+                frame = learned_frame(design, validation, NAMED[name], 0 if same_each_run else run, SEED,
+                                      "candidates", depth)
             except (KeyError, ValueError) as exc:  # too few queries to cross-fit, a run without stubs
                 log.warning("learned ranker %s not computed: %s", name, exc)
                 break

@@ -34,10 +34,8 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
         return ReplayBackend(path, model=model)
     if name == "rules":
         return RulesBackend()
-    if name == "local":
-        backend: LLMBackend = LocalBackend() if model is None else LocalBackend(model_path=Path(model))
-    elif name == "gemini":
-        backend = GeminiBackend(model=model) if model else GeminiBackend()
-    else:
+    live = {"local": lambda: LocalBackend() if model is None else LocalBackend(model_path=Path(model)),
+            "gemini": lambda: GeminiBackend(model=model) if model else GeminiBackend()}
+    if name not in live:
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
-    return backend if store is None else CachedLLM(backend, CallStore(store))
+    return live[name]() if store is None else CachedLLM(live[name](), CallStore(store))

@@ -63,21 +63,15 @@ class LocalBackend:
             raise LLMError(f"Could not load GGUF model {path}: {type(err).__name__}: {err}") from None
         return self._llama
 
-    def _request(self, prompt: str, system: str, json_schema: dict | None, temperature: float,
-                 run: int) -> dict[str, Any]:
-        """Keyword arguments for ``create_chat_completion``."""
+    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
+                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
+        """Reply to ``prompt`` (system + user chat messages); ``run`` seeds the sampler."""
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt})
         kwargs: dict[str, Any] = {"messages": messages, "temperature": float(temperature), "seed": int(run),
                                   "max_tokens": self.max_tokens}
         if self.use_grammar and json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-        return kwargs
-
-    def generate(self, prompt: str, system: str = "", json_schema: dict | None = None,
-                 temperature: float = 0.0, run: int = 0) -> LLMResponse:
-        """Reply to ``prompt`` (system + user chat messages); ``run`` seeds the sampler."""
-        kwargs = self._request(prompt, system, json_schema, temperature, run)
         with self._lock:
             llama = self._load()
             start = time.perf_counter()

@@ -114,8 +114,7 @@ class CallStore:
     """SQLite store of LLM calls (WAL journal, synchronous commits), safe to share between threads."""
 
     def __init__(self, path: str | os.PathLike[str], read_only: bool = False) -> None:
-        """The store at ``path``, made when missing; ``read_only``: an existing one opened to read, never
-        changed (an export)."""
+        """The store at ``path``, made when missing; ``read_only``: an existing one, only read (an export)."""
         self.path = Path(path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)

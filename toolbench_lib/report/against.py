@@ -32,10 +32,8 @@ PRINTED_TEST = re.compile(  # its (p{=}x) or (p{<}x) after "A{\pm}s vs. B" or "B
 
 
 def printed_p_lines(refs: dict) -> list[str]:
-    """Where a p the paper prints does not follow from its own mean ± std (its one-sample test against RtP's
-    value; its two-sample test for pass rates, both sides ± std): more than twice or less than half the
-    recomputed p, or over twice a printed bound; then those that do (its G3 recall's "does not reach
-    significance" among them), each printed test once."""
+    """Where a p the paper prints does not follow from its own mean ± std (over twice, under half or
+    over a printed bound), then those that do; each printed test once."""
     lines, fine, seen, named = [], [], set(), set()  # named: the tests already quoted in full
     for e in refs["entries"]:
         m = PRINTED_TEST.search(str(e.get("quote", "")))
@@ -74,9 +72,8 @@ POSSIBLE = "paper's recalls fit"  # report.teaching's examples column: a ground 
 
 
 def possible_line(examples: pd.DataFrame | None) -> str:
-    """Which ground truth the paper's Table 2 recalls could come from: in how many of its examples found here
-    both recalls are possible with each ground truth's size for that query (``teaching``'s examples table);
-    empty without them."""
+    """In how many Table 2 examples found here both of the paper's recalls fit each ground truth's size
+    (``teaching``'s examples table); empty without them."""
     if examples is None or POSSIBLE not in examples or examples.empty:
         return ""
     fit = examples[POSSIBLE].astype(str)
@@ -95,9 +92,8 @@ def possible_line(examples: pd.DataFrame | None) -> str:
 
 
 def gt_text_line(paper: dict, sizes: pd.DataFrame | None, examples: pd.DataFrame | None = None) -> list[str]:
-    """Its ground truth's words against its counts: the APIs per query it gives (G1, G2) beside this run's
-    on each ground truth (``data_gt_sizes``, ``candidates`` first; G2_instruction's for G2 where saved), and
-    which ground truth its Table 2 recalls could come from (:func:`possible_line`)."""
+    """Its ground truth's words against its counts: APIs per query it gives beside this run's on each
+    ground truth (``data_gt_sizes``), and which ground truth its Table 2 recalls fit."""
     if sizes is None or not {"subset", "gt", "mean"} <= set(sizes):
         return []
     mean = sizes.set_index(["subset", "gt"])["mean"]
@@ -126,10 +122,8 @@ AGAINST_ITSELF = ("Its numbers that do not fit together (some perhaps from runs 
 def paper_against_itself(refs: dict, readings: pd.DataFrame | None = None,
                          gt_sizes: pd.DataFrame | None = None,
                          examples: pd.DataFrame | None = None) -> list[tuple[str, list[str]]]:
-    """Where the paper disagrees with itself, from the reference entries, under the titles of
-    :data:`AGAINST_ITSELF`, by consequence: its numbers that do not fit together (its divergence first); the
-    questions its text leaves open (the divergence definition with this run's two readings at the full
-    registry); its printed p-values that its own mean ± std do not give."""
+    """Where the paper disagrees with itself, under the titles of :data:`AGAINST_ITSELF`: numbers that
+    do not fit together, questions its text leaves open, printed p-values its mean ± std do not give."""
     bounds = {e["id"]: paper_bounds(e["paper"]) for e in refs["entries"]}  # the ids are unique
     v = {i: b.get("value", b.get("max")) for i, b in bounds.items()}
     lines, other, unnamed = [], [], []

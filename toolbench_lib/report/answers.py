@@ -1,6 +1,5 @@
-"""A model answer to each session block's question, from the report it plans: its section's rows (the
-paper's value, this run's, the CI, the status), the front's sentences and the run's tables; a block whose rows
-the report lacks gets none."""
+"""A model answer to each session block's question, from the report it plans: its section's rows, the
+front's sentences and the run's tables; a block whose rows the report lacks gets none."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The report's appendices, named once: their headings, and the wide tables as the report prints them (some
-rows and columns, each value with its interval in one cell, words for column names, p-value columns named
-for their test)."""
+"""The report's appendices, named once: their headings, and the wide tables as the report prints them
+(values with their intervals in one cell, words for column names, p columns named for their test)."""
 
 from __future__ import annotations
 

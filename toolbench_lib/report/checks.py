@@ -79,9 +79,8 @@ def check_quantities(markdown: str, quantities: Mapping[str, object]) -> list[st
 
 
 def check_p_values(markdown: str, quantities: Mapping[str, object]) -> list[str]:
-    """The primary comparison's p-values: each retriever and set has one, and no other p-value of the same
-    comparison (a second ``p`` entry for it) is stated; the paper's retriever's (dense) stand in the front,
-    the other families' in the report."""
+    """The primary comparison's p-values: one per retriever and set, no second ``p`` entry for the same
+    comparison; the dense ones stand in the front, the other families' in the report."""
     names = [n for n in quantities if n.endswith(" p")]
     front, text = plain(front_text(markdown)), plain(markdown)
     return ([f"{n}: {quantities[n]}" for n in names if isinstance(quantities[n], list)]

@@ -15,12 +15,7 @@ from ..eval.compare import significant
 from ..study.experiment import ExperimentConfig
 from .locate import CONSISTENT, TableCache, two_sample
 from .rows import row_kinds, tolerance_only
-from .scorecard import (
-    BY_CONSTRUCTION,
-    SETUP,
-    status_counts,
-    without_llm,
-)
+from .scorecard import BY_CONSTRUCTION, SETUP, status_counts, without_llm
 
 ENDPOINT_TABLE = "primary_endpoint"  # notebook 02: the paper's (dense) retriever, from the main study
 FAMILIES_TABLE = "primary_endpoint_families"  # notebook 12: every retriever family, from the retriever study
@@ -56,9 +51,8 @@ class Ledger:
 
 def endpoint_rows(cfg: ExperimentConfig,
                   tables: tuple[str, str] = (ENDPOINT_TABLE, FAMILIES_TABLE)) -> pd.DataFrame:
-    """The primary comparison per retriever family and set (or ``tables``' rows alike): the dense rows of the
-    main study (notebook 02), the other families' from the retriever study (notebook 12); empty when neither
-    was saved."""
+    """The primary comparison per retriever family and set (or ``tables``' rows alike): dense from
+    notebook 02, the other families from notebook 12; empty when neither was saved."""
     frames = [TableCache(cfg.tables_dir).get(name) for name in tables]
     frames = [t for t in frames if t is not None and not t.empty]
     if len(frames) == 2:  # the main study's own rows, with Holm over every family from the retriever study
@@ -84,9 +78,8 @@ def beside_g2(rows: pd.DataFrame, g2i: pd.DataFrame) -> pd.DataFrame:
 
 def endpoint_table_markdown(rows: pd.DataFrame, ledger: Ledger, relevant: pd.DataFrame | None = None,
                             paper_column: bool = True) -> str:
-    """The answer as a table: every number of the primary comparison, once; with ``relevant`` (the same
-    comparisons on that ground truth, ``primary_endpoint_relevant``) a column of their differences; a
-    retriever column unless every row is dense; the paper's recalls with ``paper_column``."""
+    """The answer as a table, every number once; with ``relevant`` a column of the same comparisons on
+    that ground truth; a retriever column unless all are dense; the paper's recalls with ``paper_column``."""
     rel = {} if relevant is None else {(r.retriever, r.subset): r for r in relevant.itertuples()}
     out, several = [], set(rows["retriever"]) != {"dense"}  # the paper's own family needs no name
     for r in rows.itertuples():
@@ -122,9 +115,8 @@ def holm_over_all(rows: pd.DataFrame) -> np.ndarray | None:
 
 
 def runs_test_table(rows: pd.DataFrame, ledger: Ledger) -> str:
-    """Per family and set, the primary paired test's p (Holm over the family's sets), the same p with Holm
-    over every family and set at once, the paper's test over runs and Wilcoxon's test over queries
-    (robustness columns: they give no verdict); each number as the ledger has it."""
+    """Per family and set, the primary test's p (Holm over the family's sets), with Holm over all at once,
+    the paper's test over runs and Wilcoxon's over queries (robustness columns); each as the ledger has it."""
     over_all, out = holm_over_all(rows), []
     for i, r in enumerate(rows.itertuples()):
         n = f"{r.retriever} {subset_alias(r.subset)}"
@@ -175,10 +167,8 @@ def crossover_families(rows: pd.DataFrame) -> list[str]:
 
 def answer_sentence(rows: pd.DataFrame, beyond_test: str = "",
                     limits: dict[str, list[str]] | None = None) -> str:
-    """Beyond the paper's retriever (dense, :func:`.primer.verdict`): which architecture leads significantly
-    on which sets per other family, where the crossover holds and where it stops holding (``limits``, from
-    :func:`crossover_limits`), and ``beyond_test`` (the other families' shift as one test); without dense
-    rows, the answer per family."""
+    """Beyond dense (:func:`.primer.verdict`): who leads significantly where per other family, where the
+    crossover holds and stops (``limits``), and ``beyond_test``; without dense, the answer per family."""
     holds, said_by = [FAMILY_SHORT.get(f, f) for f in crossover_families(rows)], {}
     for family, g in rows.groupby("retriever", sort=False):
         sig = g[g["significant"].astype(bool)]
@@ -221,9 +211,8 @@ def weak_lead_lines(rows: pd.DataFrame) -> list[str]:
 
 
 def crossover_test(rows: pd.DataFrame, ledger: Ledger, family: str = "dense") -> str:
-    """The shift towards PtR (the crossover as one test) for ``family`` (``rows``: :data:`CROSSOVER_TABLES`'):
-    PtR − RtP's change from G1 to each later set with its CI and p (Holm over those sets, as the answer
-    table's) and the paper's change, then on which sets it rises significantly (the paper's direction)."""
+    """The shift towards PtR as one test for ``family``: PtR − RtP's change from G1 to each later set with
+    its CI and p (Holm over those sets) and the paper's change, then where it rises significantly."""
     mine = rows[rows["retriever"] == family] if len(rows) else rows
     if not len(mine):
         return ""
@@ -271,10 +260,8 @@ def _risen(rows: pd.DataFrame) -> str:
 
 def crossover_limits(rows: pd.DataFrame,
                      alternatives: dict[str, pd.DataFrame | None]) -> dict[str, list[str]]:
-    """``{family: [alternatives]}``: for each family whose crossover holds (every set with a paper leader
-    reproduced), the alternatives (``{name: rows}``: the `relevant` ground truth, G2_instruction) on which it
-    does not, a set where the paper's leader does not lead significantly (families it holds on everywhere
-    left out)."""
+    """``{family: [alternatives]}``: for each family whose crossover holds, the alternatives (``{name:
+    rows}``) on which a set's paper leader does not lead significantly (families with none left out)."""
     out = {}
     for family in crossover_families(rows):
         with_paper = rows[(rows["retriever"] == family) & rows["paper_leader"].notna()]
@@ -318,9 +305,8 @@ def robustness_sentence(rows: pd.DataFrame) -> str:
 
 
 def two_questions(rows: pd.DataFrame, ledger: Ledger, later_temperature: float | None = None) -> str:
-    """Why the paper's test over runs and the paired test over queries differ: they answer different
-    questions; with the paper's test's p for the dense sets (as the table above has them) and, when this
-    run's later runs sampled at ``later_temperature`` > 0, that their spread is not the paper's."""
+    """Why the paper's test over runs and the paired test over queries differ, with the former's p for the
+    dense sets and, when later runs sampled at ``later_temperature`` > 0, that their spread differs."""
     dense = rows[rows["retriever"] == "dense"] if "p_runs_robustness" in rows else rows[:0]
     if not len(dense):
         return ""
@@ -335,9 +321,8 @@ def two_questions(rows: pd.DataFrame, ledger: Ledger, later_temperature: float |
 
 
 def fit_sentence(report: pd.DataFrame, subset: str = "G2_instruction") -> str:
-    """How the paper's G2 numbers fare on ``subset``, the set its G2 fits (the scorecard's rows read again
-    there): its recalls inside this run's CIs or not, and PtR − RtP against the difference of its means, also
-    within both samples' error (:func:`.locate.two_sample`); empty without the rows."""
+    """How the paper's G2 numbers fare on ``subset``, the set its G2 fits: its recalls inside this run's CIs
+    or not, and PtR − RtP against its means' difference (also two-sample); empty without the rows."""
     if not len(report) or "reading_of" not in report:
         return ""
     rows = report[report["subset"] == subset].set_index("reading_of")
@@ -370,9 +355,8 @@ TERMS = ("**Words used below.** `candidates`: every API of the tools a query was
 
 
 def fare_line(report: pd.DataFrame) -> str:
-    """How the paper's reference numbers (not its claims in words, not a reading again) fare here, in two
-    sentences: those that differ split by kind of cause (this run's own data, an untested setup difference,
-    another), then those measured without an LLM."""
+    """How the paper's reference numbers fare here, in two sentences: those that differ by kind of cause,
+    then those measured without an LLM."""
     claim, again = row_kinds(report) if len(report) else (None, None)
     numbers = report[~claim & ~again] if len(report) else report
     if not len(numbers):
@@ -407,10 +391,8 @@ def llm_free(report: pd.DataFrame) -> tuple[int, int, int] | None:
 
 
 def g2_gain_line(cache: TableCache, references: dict, k: int = K_MAX) -> str:
-    """PtR − RtP on G2 as k grows (``k_ablation``): its change from k = 1 to ``k`` on `candidates` (the
-    paper's "grows with k", its paired test) first; then at ``k`` itself, unadjusted, with G2_instruction's
-    beside it (``g2_sensitivity``) and on `relevant`, beside the paper's gain at that k (empty without the
-    table or the paper's numbers)."""
+    """PtR − RtP on G2 as k grows (``k_ablation``): its change from k = 1 to ``k`` on `candidates`, then at
+    ``k`` itself beside G2_instruction's and `relevant`'s and the paper's gain (empty without them)."""
     table, g2i = cache.get("k_ablation"), cache.get("g2_sensitivity")
     paper = {e["id"]: e["paper"] for e in references["entries"]}
     first, last = paper.get("g2_ptr_gain_k1"), paper.get(f"g2_ptr_gain_k{k}")

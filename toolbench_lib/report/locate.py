@@ -161,9 +161,8 @@ def _overlaps(low: float, high: float, a: float, b: float) -> bool:
 
 
 def two_sample(this_run: float, paper: float, ci: tuple[float, float], margin: float = 0.0) -> bool:
-    """Whether the paper's value lies within this run's 95% CI widened by √2 about this run's value, on the
-    paper's side (± ``margin``): a two-sample reading, as if the paper's number were an estimate as uncertain
-    as this run's."""
+    """Whether the paper's value lies within this run's 95% CI widened by √2 on the paper's side (±
+    ``margin``): a two-sample reading, as if the paper's number were as uncertain as this run's."""
     half = (ci[1] - this_run) if paper > this_run else (this_run - ci[0])
     return abs(paper - this_run) <= math.sqrt(2) * max(half, 0.0) + margin + 1e-12
 
@@ -177,12 +176,8 @@ UNADJUSTED_ONLY = "its CI unadjusted only: Holm over the sets"  # a change scann
 def compare(this_run: float, bounds: Mapping[str, float], tolerance: float | None = None,
             ci: tuple[float, float] | None = None, ordering: bool = False,
             rounding: float | None = None, margin: float | None = None) -> tuple[float, str, str, str]:
-    """``(difference, status, direction, basis)`` of this run's value against the paper's: consistent when
-    the 95% ``ci`` meets the paper's value (± its ``rounding``: half a unit of its printed last decimal; a
-    ``tolerance`` this project chose counts only without a CI) or range, or without a CI when the value is
-    within them; a one-sided bound or ``ordering`` whose CI holds the bound is inconclusive. With a
-    ``margin``, a claim of equality read as equivalence: consistent when the CI lies within the paper's
-    value ± margin, differs when it lies outside, else inconclusive."""
+    """``(difference, status, direction, basis)`` of this run's value against the paper's value, range or
+    bound (its ``ci``, ``rounding`` or ``tolerance``); ``ordering`` and ``margin`` read claims in words."""
     if margin is not None and "value" in bounds:
         bounds = {"min": bounds["value"] - margin, "max": bounds["value"] + margin}
     if "value" in bounds:

@@ -67,15 +67,11 @@ def per_set(make: Callable[[str], str]) -> str:
     return "; ".join(parts)
 
 
-def every_plan(t: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``judge_validity``'s rows over every plan (not only the plans both judges saw)."""
-    return t[t["plans"] == "all"] if t is not None and "plans" in t else t
-
-
 def judge_rows(t: pd.DataFrame | None) -> pd.DataFrame | None:
     """The rows of ``judge_validity`` the report reads the judge and the pass rates from, wherever it says
     them: every plan of RtP and PtR, on the design sets that have both, by (subset, method); None without."""
-    if (t := every_plan(t)) is None or "method" not in t:
+    t = t[t["plans"] == "all"] if t is not None and "plans" in t else t  # every plan, not only both judges'
+    if t is None or "method" not in t:
         return None
     t = t[t["method"].isin(["rtp", "ptr"])].set_index(["subset", "method"])
     sets = [s for s in SETS if (s, "rtp") in t.index and (s, "ptr") in t.index]

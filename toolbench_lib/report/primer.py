@@ -1,6 +1,5 @@
-"""The opening of ``teaching.md`` for a room new to the paper: the answer in plain words, and which way each
-of this run's substitutions pushes PtR − RtP (from the ablations it ran; the LLM's effect is untested).
-Every number comes from a saved table; one the run did not save is named, never replaced."""
+"""The opening of ``teaching.md``: the answer in plain words, and which way each of this run's
+substitutions pushes PtR − RtP. Every number comes from a saved table; a missing one is named."""
 
 from __future__ import annotations
 
@@ -53,10 +52,8 @@ G2_FILE = "G2_instruction"  # read beside the primary G2 file: its ground truth 
 
 
 def plain_words(c: TableCache, report: str = "report.md", intro: bool = True) -> str:
-    """The question without the field's words, then per set the share of needed APIs the first five results
-    hold with each architecture, the paper's beside them, and whether the difference stands out (a table);
-    ``report``: the file the note on the paper's ground truth links to (empty: this one); ``intro``: the
-    question in plain words first."""
+    """The question in plain words (with ``intro``), then per set each architecture's share of needed APIs
+    in the first five results beside the paper's (a table); ``report``: the file its note links to."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -97,9 +94,8 @@ def _ci(r) -> str:
 
 
 def _set_line(s: str, r, g2i, power: float = float("nan"), on_relevant: str = "") -> str:
-    """One set's verdict against the paper's, with dense retrieval: who leads, PtR − RtP and its CI, the
-    paper's difference (``on_relevant``: where the lead is lost on the stricter ground truth); a missing lead
-    in both G2 files; a null the test had little ``power`` to avoid is said as such, not as agreement."""
+    """One set's dense verdict against the paper's: who leads, PtR − RtP and its CI, the paper's difference;
+    ``on_relevant`` where the lead is lost there; a null of little ``power`` is said as such."""
     paper, head = fmt_signed(r.paper_ptr - r.paper_rtp), f"- **{SET_WORDS.get(s, s)}:** "
     if holds_paper(r) and bool(r.significant):
         over = r.get("p_holm_all_families_robustness")
@@ -129,9 +125,8 @@ RESTS = "**What it rests on.**"
 
 
 def verdict(c: TableCache, llm: str = "") -> str:
-    """The answer from the saved comparisons: a line per set with a paper leader (dense retrieval, stubs by
-    ``llm``), then what it rests on, a line each: a lead lost on ``relevant``, the shift from G1, another
-    search with the same stubs, the power to see a missing lead, the embedder ablation, the pass rates."""
+    """The answer from the saved comparisons: a line per set with a paper leader (dense, stubs by ``llm``),
+    then what it rests on, a line each."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:
@@ -195,10 +190,8 @@ ANSWER = "**The answer.**"
 
 def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series | None = None,
             lost: dict | None = None) -> str:
-    """The verdict in short plain sentences: set by set from the dense comparisons (``table``), then the other
-    searches that give the same stubs a lead the dense one lacks, then what stays untested; ``weak``: each
-    set's power at the paper's difference (a null below :data:`POWER` is said as untold, not agreed);
-    ``lost``: the sets whose lead is not significant on `relevant` (said in the verdict below it)."""
+    """The verdict in short plain sentences, set by set (``table``; ``weak``: each set's power at the
+    paper's difference), then other searches that give the stubs a lead, then what stays untested."""
     weak = {} if weak is None else weak
     said, beyond = [], []
     for s, r in table.iterrows():
@@ -219,8 +212,6 @@ def _answer(c: TableCache, table: pd.DataFrame, llm: str = "", weak: pd.Series |
 
 
 ARCH_WORDS = {"RtP": "retrieving first (RtP)", "PtR": "planning first (PtR)"}
-
-
 NUMBER_WORDS = {2: "two", 3: "three"}
 
 
@@ -274,10 +265,8 @@ def _relevant_k_line(c: TableCache, table: pd.DataFrame, sets: list[str], k: int
 
 
 def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
-    """What this run's stubs are on ``sets``: how close the best one stays to its request
-    (``ablation_stub_echo``), what their brand words carry (``ablation_stub_text``), how many there are
-    against the paper's (``stub_stats``), and how the one stub change tried, a rule splitter's, moved
-    PtR − RtP (``ablation_decomposition``); empty without the first two."""
+    """What this run's stubs are on ``sets``: closeness to the request, their brand words, their count
+    against the paper's and the rule splitter's shift; empty without the first two tables."""
     def by_set(name: str, col: str, **where) -> pd.Series:
         if (t := c.having(name, "subset", col, *where)) is None:
             return pd.Series(dtype=float)
@@ -316,9 +305,8 @@ def _stubs_line(c: TableCache, table: pd.DataFrame, sets: list[str]) -> str:
 
 
 def verdict_block(report_md: str, until: str = TERMS_MARK) -> str:
-    """The answer, the verdict and what it rests on as a written report has them (from :data:`ANSWER`, or
-    :data:`VERDICT` without it, to ``until``: the terms, or :data:`VERDICT` for the answer alone); empty
-    where either end is missing or out of order."""
+    """The report's answer, verdict and what it rests on, from :data:`ANSWER` (or :data:`VERDICT`) to
+    ``until``; empty where either end is missing or out of order."""
     start, end = report_md.find(ANSWER if ANSWER in report_md else VERDICT), report_md.find(until)
     return report_md[start:end].strip() if 0 <= start < end else ""
 
@@ -332,9 +320,8 @@ def session_answer(report_md: str, report_file: str) -> str:
 
 
 def _other_search(c: TableCache, sets: list[str]) -> str:
-    """Where another search (BM25, hybrid) with the same stubs does give them a significant lead on ``sets``
-    (``primary_endpoint_families``), on G2 also on G2_instruction (``primary_endpoint_g2_instruction``), in
-    a sentence; empty where none does."""
+    """Where another search (BM25, hybrid) with the same stubs gives them a significant lead on ``sets``
+    (on G2 also on G2_instruction), in a sentence; empty where none does."""
     other = c.get("primary_endpoint_families")
     if not (where := [s for s in sets if leading_elsewhere(other, [s], "PtR")]):
         return ""
@@ -398,8 +385,7 @@ NONE = 0.005  # a change of PtR − RtP that rounds to 0.00 moves nothing
 
 def substitution_lines(c: TableCache) -> list[str]:
     """Which way each substitution moves PtR − RtP recall@5 on candidates, set by set, and whether towards
-    the paper's difference: the embedder and the stub breadth from their ablations (point estimates, one run,
-    read as a direction only), the LLM untested."""
+    the paper's: embedder and stub breadth from their ablations (a direction only), the LLM untested."""
     try:
         table = _endpoint(c)
     except NotInRun as missing:

@@ -302,9 +302,8 @@ Maker = Callable[[TableCache], str]
 
 def questions(refs: Mapping[str, Mapping],
               runs_line: str = "") -> list[tuple[str, str, tuple[Maker, ...], str, Maker]]:
-    """``(title, the paper's numbers, makers of this run's numbers, what to discuss, the facilitator's note)``
-    per question; the paper's numbers are its reference entries' (``refs``: id to entry); ``runs_line``, how
-    the runs were made, closes the question on the test over runs."""
+    """``(title, the paper's numbers, makers of this run's numbers, what to discuss, the facilitator's
+    note)`` per question; ``refs``: id to entry; ``runs_line`` closes the question on the test over runs."""
     def paper(entry: str) -> float:
         return paper_bounds(refs[entry]["paper"]).get("value", math.nan) if entry in refs else math.nan
 

@@ -90,9 +90,8 @@ class ReproduceSummary:
 
 
 def report_verdicts(report: Path) -> list[str]:
-    """The answer in a written ``report.md``'s front (its one line, the answer with its list of sets, the
-    robustness line and "Beyond the paper"; not its tables), as plain text wrapped at 100 characters; none
-    without one."""
+    """The answer in a written ``report.md``'s front (its labelled paragraphs and their lists, not its
+    tables) as plain text wrapped at 100 characters; none without one."""
     try:
         text = Path(report).read_text(encoding="utf-8")
     except OSError:

@@ -137,9 +137,8 @@ def margin_lines(rows: pd.DataFrame) -> list[str]:
 
 
 def row_kinds(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """``(claims, again)``: the scorecard rows that are claims in words and those that read a number or
-    claim of the paper again, another way (a claim read again counts with the readings); the rest are its
-    numbers."""
+    """``(claims, again)``: the rows that are claims in words and those that read the paper again another
+    way (a claim read again counts as a reading); the rest are its numbers."""
     again = rows.get("reading_of", pd.Series("", index=rows.index)).fillna("") != ""
     claim = rows.get("claim", pd.Series(False, index=rows.index)).fillna(False).astype(bool)
     return claim & ~again, again
@@ -184,10 +183,8 @@ def two_sample_lines(report: pd.DataFrame) -> list[str]:
 
 
 def scorecard_lines(report: pd.DataFrame) -> list[str]:
-    """Appendix A: the rows not differing, one line per status (the consistent ones counted, their ids left
-    to the sections' tables and ``tables/scorecard.csv``); the differing rows of an untested setup
-    difference or of this run's own construction, one line per cause; then the other differing rows, each
-    with what it measures, its status and its cause with the predicted value."""
+    """Appendix A: the rows not differing, a line per status; those differing by an untested setup or by
+    construction, a line per cause; then the other differing rows with their causes' predictions."""
     how = pd.Series(report.get("cause_status", ""), index=report.index)
     untested = (report["status"] == DIFFERS) & how.isin([SETUP, BY_CONSTRUCTION])
     differs = (report["status"] == DIFFERS) & ~untested
@@ -264,9 +261,8 @@ def right_and_wrong(report: pd.DataFrame) -> list[str]:
 
 
 def consistent_width(rows: pd.DataFrame, alpha: float = 0.05) -> str:
-    """What *consistent* means, with the median width of the CIs of the consistent rows that are shares (a
-    median over mixed units would mean nothing), and how many rows would differ by chance at ``alpha``
-    were every paper number right (each row is judged alone)."""
+    """What *consistent* means, with the median CI width of the consistent shares, and how many rows would
+    differ by chance at ``alpha`` were every paper number right."""
     ok = rows[(rows["status"] == CONSISTENT) & rows["ci_low"].notna()] if "ci_low" in rows else rows[:0]
     ok = ok[(ok["ci_low"].astype(float) >= -1) & (ok["ci_high"].astype(float) <= 1)] if len(ok) else ok
     scored = int(rows["status"].isin([CONSISTENT, DIFFERS, INCONCLUSIVE]).sum())

@@ -269,9 +269,8 @@ def name_cause(entry: Mapping, judged: Mapping, causes: Mapping[str, dict], tabl
 
 
 def every_cell(entry: Mapping, tables: TableCache) -> list[tuple]:
-    """Every cell an ordering "at every k" ranges over, ``(value, ci_low, ci_high, k)`` (k ``None`` in a
-    table without it): the rows its locator selects before it keeps the extreme of its own column; none for
-    any other entry."""
+    """Every cell an ordering "at every k" ranges over, ``(value, ci_low, ci_high, k)`` (k ``None``
+    without one), before the extreme is kept; none for any other entry."""
     loc, ci = entry.get("locator", {}), entry.get("ci", {})
     where = dict(loc.get("where") or {})
     if not entry.get("ordering") or where.get(loc.get("column")) not in EXTREMES or not ci:
@@ -287,9 +286,8 @@ def every_cell(entry: Mapping, tables: TableCache) -> list[tuple]:
 
 def intersection_union(cells: list[tuple], bounds: Mapping[str, float],
                        value: float) -> tuple[float, str, str, str]:
-    """``(difference, status, direction, basis)`` of an ordering claimed at every cell (``value, ci_low,
-    ci_high, k``): consistent when every cell's 95% CI lies on the paper's side, differs when any lies wholly
-    on the other, else inconclusive; the basis names the k of the least favourable cell, ``value``."""
+    """``(difference, status, direction, basis)`` of an ordering claimed at every cell: consistent when
+    every CI is on the paper's side, differs when any is wholly on the other, else inconclusive."""
     low, high = bounds.get("min", -math.inf), bounds.get("max", math.inf)
     held = sum(lo > low and hi < high for _, lo, hi, *_ in cells)
     beyond = sum(hi < low or lo > high for _, lo, hi, *_ in cells)
@@ -382,12 +380,6 @@ def _margin(entry: Mapping, tables: TableCache) -> tuple[float | None, str]:
     return (None, f"no margin: {problem}") if problem else (value, f"margin: {eq['why']}")
 
 
-def _shown_margin(entry: Mapping, tables: TableCache) -> str:
-    """`` ± margin`` after an equality claim read as equivalence (empty otherwise)."""
-    margin = _margin(entry, tables)[0]
-    return "" if margin is None else f" ± {fmt_number(margin)}"
-
-
 def _two_sample(status: str, this_run: float, paper: float, ci: tuple[float, float],
                 margin: float = 0.0) -> str:
     """A differing row's status under :func:`.locate.two_sample` (empty for a row that does not differ)."""
@@ -411,7 +403,7 @@ def compare_entries(entries: list[dict], tables_dir: Path,
                      "metric": entry.get("metric", ""), "method": entry.get("method", ""),
                      "paper": ("claim: " if is_claim(entry) else "")
                      + paper_text(bounds := paper_bounds(entry["paper"]), _printed(entry, bounds))
-                     + _shown_margin(entry, tables),
+                     + ("" if (m := _margin(entry, tables)[0]) is None else f" ± {fmt_number(m)}"),
                      **judged, **named,
                      "quote": entry.get("quote", ""), "source": locator_source(entry["locator"]),
                      "reading_of": entry.get("reading_of", ""), "claim": is_claim(entry)})
@@ -424,9 +416,8 @@ def build_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE) -> p
 
 
 def without_llm(report: pd.DataFrame) -> pd.Series:
-    """The rows this run measures with no LLM in the path: RtP's recall and precision (the query embedded,
-    the index searched) and the data's own counts. Every other row rests on the stub writer, the planner or
-    the judge, all this run's substitute LLM."""
+    """The rows this run measures with no LLM in the path: RtP's recall and precision and the data's own
+    counts; every other row rests on this run's substitute LLM."""
     metric = report.get("metric", pd.Series("", index=report.index)).fillna("").astype(str)
     method = report.get("method", pd.Series("", index=report.index)).fillna("").astype(str)
     return metric.isin(("count", "gt_size")) | ((method == "rtp") & metric.isin(("recall", "precision")))

@@ -82,11 +82,8 @@ def _status_word(status: str) -> str:
 
 
 def plan_lines(report_md: str, cache: TableCache | None = None) -> tuple[list[str], list[str]]:
-    """The plan: each report section linked by its heading, with its figures' numbers and its minutes; then
-    which file each of the report's figures is and which of the paper's figures its section reproduces
-    (named in the heading), so that "Figure 2" means one thing in the room. Second, the blocks' model
-    answers, kept for the facilitator's notes (out of the members' sight before the session), which read
-    ``cache``, the run's tables, where the report's prose does not hold a number."""
+    """The plan: each report section linked with its figures and minutes, which file each figure is and
+    which paper figure it redraws; second, the blocks' model answers for the facilitator's notes."""
     found = {h[3:].strip(): text for h, text in sections(report_md).items() if h}
     figures_of: dict[str, list[str]] = {}
     figure_rows = []  # every figure of the report, whichever section holds it

@@ -43,9 +43,8 @@ def _from_queries(cache: TableCache) -> str:
 
 
 def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
-    """APIs per query on each ground truth beside the paper's count (``data_gt_sizes``; ``paper``: its
-    ``<set>_gt_size`` numbers, as it prints them), G2_instruction's beside G2's: the evidence of which one
-    its numbers fit (empty without the table)."""
+    """APIs per query on each ground truth beside the paper's count (``data_gt_sizes``; ``paper``),
+    G2_instruction's beside G2's: which one its numbers fit (empty without the table)."""
     if (sizes := cache.having("data_gt_sizes", "subset", "gt", "mean")) is None:
         return ""
     mean = sizes.set_index(["subset", "gt"])["mean"]
@@ -65,8 +64,7 @@ def gt_fit(cache: TableCache, paper: dict[str, float]) -> str:
 
 def setup_box(cfg: ExperimentConfig, provenance: list[dict], refs: dict, rows: pd.DataFrame) -> list[str]:
     """What differs from the paper's setup: embedder, LLM, runs, plans, registry, ground truth, query counts
-    with their source and, when the scale study kept every ground-truth API in its sub-registries, how much
-    of the smallest that is."""
+    and their source, and the ground truth's share of the smallest sub-registry."""
     prov, cache = provenance[0] if provenance else {}, TableCache(cfg.tables_dir)
     settings = prov.get("settings", {})
     paper_n = {e["id"]: paper_bounds(e["paper"])["value"] for e in refs["entries"]
@@ -127,9 +125,8 @@ GAP_ROW = "g2_ptr_minus_rtp_recall"  # the gap the paper's multi-tool claim rest
 
 
 def setup_limit(report: pd.DataFrame | None = None, tables_dir: Path | None = None) -> str:
-    """What no ablation tested (the LLM, and causes whose ablation is not in ``tables_dir``), which causes
-    were tested only through a stand-in, and whether a tested cause explains the paper's G2 gap
-    (:data:`GAP_ROW`, from the scorecard)."""
+    """What no ablation tested, which causes were tested only through a stand-in, and whether a tested cause
+    explains the paper's G2 gap (:data:`GAP_ROW`)."""
     causes = [(f"`{cid}`", not_run(c, tables_dir)) for cid, c in load_causes().items() if c.get("proxy")]
     proxies, skipped = [c for c, no in causes if not no], [c for c, no in causes if no]
     line = "- No second LLM ran, so its effects are *cause untested*" + (
@@ -157,9 +154,8 @@ def setup_limit(report: pd.DataFrame | None = None, tables_dir: Path | None = No
 
 def limits(rows: pd.DataFrame | None = None, report: pd.DataFrame | None = None,
            tables_dir: Path | None = None) -> list[str]:
-    """The limits of this reproduction: the setup table's differences, untested, and the scorecard's G2 gap
-    (:func:`setup_limit`); how each set was chosen; the clusters of related queries of the primary
-    comparisons."""
+    """The limits of this reproduction: the untested setup differences and the G2 gap, how each set was
+    chosen, and the clusters of related queries."""
     grouped = grouped_line(rows) if rows is not None else ""
     return ["### Limits of this reproduction", "", setup_limit(report, tables_dir), SET_RULE,
             *([grouped] if grouped else []),

@@ -54,10 +54,8 @@ def fidelity_lines(rows: pd.DataFrame) -> list[str]:
 
 
 def robustness_lines(cfg: ExperimentConfig, settings: dict) -> list[str]:
-    """The dense primary test again as each robustness check reads the study (``primary_endpoint``'s
-    ``*_robustness`` columns, Holm CI and p): run 0 alone (at run 0's temperature, where the later runs
-    sample at another: ``settings``, the study's), each set without the cluster that dominates it, and coarser
-    clusters; whether each verdict holds, and where few clusters leave a check without power."""
+    """The dense primary test under each robustness check (``primary_endpoint``'s ``*_robustness``): run 0
+    alone, without the dominant cluster, coarser clusters; whether each verdict holds, where power is low."""
     t = TableCache(cfg.tables_dir).having("primary_endpoint", "largest_cluster_n", "significant")
     if t is None:
         return []
@@ -99,9 +97,8 @@ FEW = 10  # clusters under which a clustered test (t with at most G − 1 df) ha
 
 
 def pass_ceiling_lines(cfg: ExperimentConfig) -> list[str]:
-    """The objective pass rate's ceiling (``judge_validity``): a plan names almost only APIs its prompt listed
-    (its fidelity, ``trajectory``), so it can pass almost only where the prompt listed every ground-truth
-    API."""
+    """The objective pass rate's ceiling (``judge_validity``): a plan names almost only APIs its prompt
+    listed, so it can pass almost only where the prompt listed every ground-truth API."""
     cache = TableCache(cfg.tables_dir)
     t, traj = cache.having("judge_validity", "ceiling"), cache.having("trajectory", "fidelity")
     fidelity = (f" (fidelity at least {fmt_number(traj['fidelity'].min())}, tool-only and description "
@@ -150,15 +147,12 @@ def _span(values: pd.Series) -> str:
 
 
 POWER, ALPHA = 0.8, 0.05
-
-
 Z_CI = NormalDist().inv_cdf(0.975)  # the saved CIs are 95% ones: their width is 2 × 1.96 standard errors
 
 
 def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
-    """``primary_endpoint``'s rows with ``mde``, the smallest PtR − RtP difference its clustered paired test
-    detects with ``power`` at ``alpha`` (unadjusted, from the unadjusted CI's width by the normal
-    approximation), and ``paper_diff``, the difference of the paper's means; None without the columns."""
+    """``primary_endpoint``'s rows with ``mde`` (the smallest PtR − RtP its test detects with ``power`` at
+    ``alpha``, from the CI's width) and ``paper_diff``; None without the columns."""
     if t is None or not {"ci_low", "ci_high", "paper_rtp", "paper_ptr"} <= set(t):
         return None
     scale = (NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)) / (2 * Z_CI)  # width to mde
@@ -166,9 +160,8 @@ def detectable(t: pd.DataFrame | None, power: float = POWER, alpha: float = ALPH
 
 
 def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> float:
-    """The power at level ``alpha`` of a two-sided test whose unadjusted 95% CI is ``[low, high]`` to
-    detect a true difference ``diff`` (normal approximation, both tails), as :func:`detectable` reads a
-    CI's width."""
+    """The power at ``alpha`` of a two-sided test whose 95% CI is ``[low, high]`` to detect a true
+    difference ``diff`` (normal approximation, both tails)."""
     se, z = (high - low) / (2 * Z_CI), NormalDist().inv_cdf(1 - alpha / 2)
     if not se > 0:
         return math.nan
@@ -176,10 +169,8 @@ def power_at(diff: float, low: float, high: float, alpha: float = ALPHA) -> floa
 
 
 def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame | None:
-    """Per dense primary comparison (``primary_endpoint``, then G2_instruction's, unadjusted): the smallest
-    PtR − RtP difference detected with ``power`` at ``alpha`` and at Holm's strictest level, and the power to
-    detect the paper's difference (``power_at_paper``, and ``power_at_paper_holm`` at Holm's strictest level
-    where the set is of the Holm family); None without the table."""
+    """Per dense primary comparison (then G2_instruction's): the ``mde`` at ``alpha`` and at Holm's strictest
+    level, and the power to detect the paper's difference at each; None without the table."""
     if (t := detectable(c.get("primary_endpoint"), power, alpha)) is None:
         return None
     strict = detectable(c.get("primary_endpoint"), power, alpha / len(t))
@@ -196,9 +187,8 @@ def power_table(c: TableCache, power: float = POWER, alpha: float = ALPHA) -> pd
 
 
 def power_lines(cfg: ExperimentConfig, power: float = POWER, alpha: float = ALPHA) -> list[str]:
-    """The smallest PtR − RtP difference the dense clustered paired test detects with ``power`` at ``alpha``
-    (unadjusted), from each primary CI's width (``primary_endpoint``), against the paper's differences; saves
-    :func:`power_table` as ``primary_power``."""
+    """The smallest PtR − RtP the dense test detects with ``power`` at ``alpha``, against the paper's
+    differences; saves :func:`power_table` as ``primary_power``."""
     if (saved := power_table(TableCache(cfg.tables_dir), power, alpha)) is None:
         return []
     saved.to_csv(cfg.tables_dir / "primary_power.csv", index=False)  # every number of this line, recomputable
@@ -399,9 +389,8 @@ def _sign_word(lo: float, hi: float, below: str, above: str, neither: str) -> st
 
 
 def coupling_lines(cfg: ExperimentConfig) -> list[str]:
-    """The paper's coupling explanation tested on G1's queries (``ablation_query_coupling``): PtR − RtP with
-    the query's brand words removed from query and stubs alike, beside as run; and RtP's top-1 cosine as a
-    predictor of the winner (``routing_signal``), which coupling would make informative."""
+    """The paper's coupling explanation tested on G1 (``ablation_query_coupling``): PtR − RtP without brand
+    words, and RtP's top-1 cosine as a predictor of the winner (``routing_signal``)."""
     cache = TableCache(cfg.tables_dir)
     t, sig = cache.get("ablation_query_coupling"), cache.having("routing_signal", "signal")
     if t is None or "G1" not in set(t["subset"]):

@@ -439,9 +439,8 @@ def examples_lines(material, k: int) -> list[str]:
 
 
 def write_report(cfg: ExperimentConfig, references: Path = REFERENCES_FILE, material=None) -> Path:
-    """Write ``report.md``, ``teaching.md`` and ``report_quantities.json`` (the prose's named numbers) into
-    the run folder and the scorecard (every reference number's row) into ``tables/scorecard.csv`` beside the
-    tables it reads; returns the Markdown path."""
+    """Write ``report.md``, ``teaching.md``, ``report_quantities.json`` and ``tables/scorecard.csv`` into the
+    run folder; returns the Markdown path."""
     refs = load_references(references)
     report = compare_entries(refs["entries"], cfg.tables_dir)
     cfg.tables_dir.mkdir(parents=True, exist_ok=True)

@@ -66,8 +66,7 @@ class EmbeddingStore:
     _cache: dict[Path, tuple] = {}  # path -> (size, mtime, inode), keys, vectors
 
     def __init__(self, folder: Path, dim: int) -> None:
-        self.folder = Path(folder)
-        self.dim = dim
+        self.folder, self.dim = Path(folder), dim
 
     def _pack(self, path: Path) -> tuple[list[bytes], np.ndarray] | None:
         """The verified pack at ``path`` (cached by size and mtime); a corrupt one is removed."""

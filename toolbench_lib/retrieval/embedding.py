@@ -162,18 +162,6 @@ def cached_complete(embedder: Embedder, texts: Sequence[str], cache_dir: Path | 
     return bool(store.get(text_keys(texts))[1].all())
 
 
-def _progress_weights(embedder: Embedder, texts: list[str], kind: str, chunks: list[list[int]],
-                      batch_size: int) -> tuple[np.ndarray, np.ndarray, EtaTracker | None]:
-    """Each text's weight on the progress bar, the padded lengths and a long run's :class:`EtaTracker`."""
-    lengths = token_lengths(embedder, texts)
-    padded = padded_lengths(lengths, chunks, batch_size)
-    if len(texts) < eta.SAMPLE_MIN_TEXTS:
-        return padded, padded, None
-    model, sampled = timed_sample(embedder, texts, lengths, [i for c in chunks for i in c], batch_size)
-    log.info(estimate_line(kind, padded, model, sampled))
-    return model.weights(padded), padded, EtaTracker(model, padded)
-
-
 REFRESH_STEP = 0.1  # a refreshed estimate is logged each time another tenth of the estimated time is done
 
 
@@ -192,8 +180,14 @@ def embed_cached(embedder: Embedder, texts: Sequence[str], kind: str = "registry
              len(texts), kind, embedder.name, embedder.backend, int(found.sum()))
     order = sorted(range(len(new_texts)), key=lambda i: -len(new_texts[i]))  # longest first: chunks pad alike
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
-    weights, padded, tracker = (_progress_weights(embedder, new_texts, kind, chunks, batch_size) if progress
-                                else (np.ones(len(new_texts)), None, None))  # no bar: weights unused
+    weights, padded, tracker = np.ones(len(new_texts)), None, None  # no bar: weights unused
+    if progress:  # each text's weight on the bar: its padded tokens, or a long run's timed cost
+        lengths = token_lengths(embedder, new_texts)
+        weights = padded = padded_lengths(lengths, chunks, batch_size)
+        if len(new_texts) >= eta.SAMPLE_MIN_TEXTS:
+            model, sampled = timed_sample(embedder, new_texts, lengths, order, batch_size)
+            log.info(estimate_line(kind, padded, model, sampled))
+            weights, tracker = model.weights(padded), EtaTracker(model, padded)
     steps = [float(weights[chunk].sum()) for chunk in chunks]  # summed as the bar sums them: never past 100%
     bar = tqdm(total=sum(steps), desc=f"embed {kind}", unit="tok", unit_scale=True, disable=not progress)
     meta = {"model": embedder.name, "backend": embedder.backend, "kind": kind}

@@ -126,8 +126,7 @@ class EtaTracker:
 
     def __init__(self, model: CostModel, padded: np.ndarray, clock=time.perf_counter):
         self.model, self.clock = model, clock
-        self.estimate = model.seconds(padded)
-        self.predicted_left = self.estimate
+        self.estimate = self.predicted_left = model.seconds(padded)
         self.spent, self.predicted_done = 0.0, 0.0
         self.started = clock()
 

@@ -127,28 +127,21 @@ def fused_runs(result, names: Iterable[str], k: int, run: int = 0, gt: str = "ca
     inp = study_inputs(result, run, gt, names, setup)
     if setup is not None:
         return method_runs(inp, names, k, params=params)[0]
-    keys = _content_keys(names, inp, k, params)
-    todo = [n for n in names if keys[n] not in _SHARED]
-    for name, ranked in (method_runs(inp, todo, k, params=params)[0] if todo else {}).items():
-        _SHARED[keys[name]] = ranked
-    out = {n: _SHARED[keys[n]] for n in names}
-    while len(_SHARED) > SHARED_MAX:
-        _SHARED.pop(next(iter(_SHARED)))
-    return out
-
-
-def _content_keys(names: list[str], inp: FusionInputs, k: int, params: Mapping[str, float] | None
-                  ) -> dict[str, str]:
-    """Each method's key: its spec and parameters, and the digests of what it reads (each hashed once)."""
+    # each method's key: its spec and parameters, and the digests of what it reads (each hashed once)
     shared = hashlib.sha256(repr((k, FOLDS, SEED, inp.keys, sorted(inp.subsets.items()),
                                   sorted((q, sorted(r)) for q, r in inp.qrels.items()))).encode())
     if inp.queries is not None:
         shared.update(repr(inp.queries[["qkey", "query"]].to_numpy().tolist()).encode())
-    comps = dict.fromkeys(c for n in names for c in (*spec_of(n).components, TOP1))
     digest = {c: hashlib.sha256(repr(sorted(inp.rankings.get(c, {}).items())).encode()).hexdigest()
-              for c in comps}
-    return {n: hashlib.sha256(repr((n, spec_of(n), (params or {}).get(n), shared.hexdigest(), [
+              for c in dict.fromkeys(c for n in names for c in (*spec_of(n).components, TOP1))}
+    keys = {n: hashlib.sha256(repr((n, spec_of(n), (params or {}).get(n), shared.hexdigest(), [
         digest[c] for c in (*spec_of(n).components, TOP1)])).encode()).hexdigest() for n in names}
+    todo = [n for n in names if keys[n] not in _SHARED]
+    _SHARED.update({keys[n]: ranked for n, ranked in method_runs(inp, todo, k, params=params)[0].items()})
+    out = {n: _SHARED[keys[n]] for n in names}
+    while len(_SHARED) > SHARED_MAX:
+        _SHARED.pop(next(iter(_SHARED)))
+    return out
 
 
 class FusedRetriever(SpecRetriever):

@@ -137,10 +137,9 @@ def study_component_inputs(result: Any, run: int = 0, gt: str = "candidates", co
 class Spec(Protocol):
     """What every fused method is: components, whether it pays the stub call, and its scored run."""
 
-    @property
-    def components(self) -> tuple[str, ...]: ...
-    @property
-    def uses_stubs(self) -> bool: ...
+    components: tuple[str, ...]
+    uses_stubs: bool
+
     def ranked(self, inp: FusionInputs, k: int) -> Run: ...
     def describe(self) -> str: ...
 

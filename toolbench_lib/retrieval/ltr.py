@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .. import config
-from ..config import DEPTH
+from ..config import DEFAULT_GT, DEPTH, FOLDS, SEED
 from ..data.atomic import checksum_problem, file_sha256, save_text, write_checksum
 from ..data.folds import query_folds
 from ..data.machine import available_cpus
@@ -35,9 +34,7 @@ if TYPE_CHECKING:
     import lightgbm as lgb
 
 TRAIN_SETS = tuple(QUERY_SETS)  # the eight solvable sets: every query of theirs is cross-fitted
-LABEL_GT = config.DEFAULT_GT
-FOLDS = 5
-SEED = config.SEED
+LABEL_GT = DEFAULT_GT
 THREADS = 1  # per model: two were 8x slower on a loaded 2-core machine (OpenMP waiting); crossfit runs models
 # side by side instead
 PARAMS = {"objective": "lambdarank", "num_leaves": 15, "learning_rate": 0.05, "min_data_in_leaf": 20,
@@ -111,8 +108,7 @@ def is_training(subset: str) -> bool:
 
 def crossfit(table: FeatureTable, spec: LtrSpec, queries: pd.DataFrame, folds: int = FOLDS, seed: int = SEED,
              label_gt: str = LABEL_GT, workers: int | None = None) -> CrossFit:
-    """Cross-fitted scores of ``table``'s rows (``queries`` gives each query's set and text), fitting
-    ``workers`` models at once (default: the CPUs)."""
+    """Cross-fitted scores of ``table``'s rows, fitting ``workers`` models at once (default: the CPUs)."""
     q = queries.set_index("qkey")
     keys = table.queries
     sets = q["subset"].to_dict()

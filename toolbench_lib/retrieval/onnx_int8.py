@@ -161,11 +161,10 @@ class OnnxSentenceEncoder:
         return out
 
 
-def load_int8_model(embedder, quant: QuantSettings = DEFAULT_QUANT, root: Path | None = None,
-                    file: str = "model_int8.onnx") -> OnnxSentenceEncoder:
+def load_int8_model(embedder) -> OnnxSentenceEncoder:
     """The int8 encoder of an fp32 :class:`~.embedding.Embedder`, exported on first use."""
-    folder = export_folder(embedder.slug, quant, root)
+    folder = export_folder(embedder.slug)
     if not (folder / "manifest.json").exists():
-        log.info("exporting %s to int8 ONNX (%s) in %s", embedder.name, quant.tag, folder)
-        export_int8(embedder.model, folder, embedder.dim, quant)
-    return OnnxSentenceEncoder(folder, file)
+        log.info("exporting %s to int8 ONNX (%s) in %s", embedder.name, DEFAULT_QUANT.tag, folder)
+        export_int8(embedder.model, folder, embedder.dim)
+    return OnnxSentenceEncoder(folder)

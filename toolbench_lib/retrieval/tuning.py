@@ -94,8 +94,7 @@ class Tuned:
                 {key: float(specs[i].param) for key, i in zip(inp.keys, chosen, strict=True)})
 
     def tune(self, inp: FusionInputs, k: int) -> tuple[Run, dict[str, float]]:
-        """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold), folds by
-        :func:`~toolbench_lib.data.folds.query_folds`."""
+        """The out-of-fold top-``k`` run and each query's chosen parameter (a weight, a threshold)."""
         texts = inp.queries.drop_duplicates("qkey").set_index("qkey")["query"].reindex(inp.keys).fillna("")
         fold = query_folds([inp.subsets[key] for key in inp.keys], texts, clusters(inp.queries, inp.keys),
                            self.folds, self.seed)
@@ -135,8 +134,7 @@ def weight_grid(n: int, values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -
                               for w in itertools.product(values, repeat=n) if max(w) > 0))
 
 
-def candidate_specs(components: Sequence[str], values: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)
-                    ) -> tuple[FusionSpec, ...]:
+def candidate_specs(components: Sequence[str], values: Sequence[float]) -> tuple[FusionSpec, ...]:
     """The specs a choice over ``components`` ranges over: RRF, and min-max wsum on every weight vector."""
     comps = tuple(components)
     return (FusionSpec(comps, "rrf", None),

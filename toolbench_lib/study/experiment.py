@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import config
-from ..data.atomic import atomic_path, file_sha256, folder_lock
+from ..data.atomic import file_sha256, folder_lock, save_text
 from ..data.dataset import load_dataset, sources_fingerprint
 from ..data.markdown import md_table
 from ..data.paths import OUTPUTS_DIR, find_data_dir
@@ -225,8 +225,7 @@ class ExperimentConfig:
         path = self.out_dir / RUN_RECORD
         if merged != record["parameters"] or studies != record.get("studies", []):
             record.update(parameters=merged, studies=studies)
-            with atomic_path(path) as tmp:
-                tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+            save_text(path, json.dumps(record, indent=1, sort_keys=True))
         return path
 
     @property
