@@ -11,10 +11,11 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -125,6 +126,20 @@ def folder_lock(folder: str | os.PathLike[str], shared: bool = False, name: str 
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+T = TypeVar("T")
+
+
+def compute_once(folder: str | os.PathLike[str], read: Callable[[], T | None], make: Callable[[], T]) -> T:
+    """``read()``, else ``make()`` (which stores what ``read`` finds) under an exclusive lock in ``folder``
+    (``.computing``), reading again first: one that asks while another computes waits, then reads."""
+    if (found := read()) is not None:
+        return found
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with folder_lock(folder, name=".computing"):
+        found = read()
+        return make() if found is None else found
 
 
 @contextmanager

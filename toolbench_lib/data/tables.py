@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path, folder_lock, read_verified, save_text, write_checksum
+from .atomic import atomic_path, compute_once, read_verified, save_text, write_checksum
 
 TABLES_VERSION = "1"  # bump when a table's content changes for the same study (stored copies are then unused)
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -65,18 +65,16 @@ def cached_tables(folder: Path, key: str, make: Callable[[], dict[str, pd.DataFr
     """Named tables kept as checksummed parquet in ``folder/tables-<key>-<code>/`` (keyed by the code of
     module ``code`` and its imports, else the package): read when they verify, else made by ``make()``."""
     where = folder / f"tables-{key}-v{TABLES_VERSION}-{code_hash(*code_closure(code) if code else ())}"
-    tables = _read_tables(where)
-    if tables is not None or make is None:
-        return tables
-    where.mkdir(parents=True, exist_ok=True)
-    with folder_lock(where):
-        tables = _read_tables(where)
-        if tables is not None:
-            return tables
+    if make is None:
+        return _read_tables(where)
+
+    def made() -> dict[str, pd.DataFrame]:
         tables = make()
         for name, table in tables.items():
             with atomic_path(where / f"{name}.parquet") as tmp:
                 table.to_parquet(tmp, index=False)
             write_checksum(where / f"{name}.parquet")
         save_text(where / "index.json", json.dumps(list(tables)))
-    return tables
+        return tables
+
+    return compute_once(where, lambda: _read_tables(where), made)

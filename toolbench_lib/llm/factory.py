@@ -34,8 +34,10 @@ def make_backend(name: str, cassette: str | Path | None = None, model: str | Non
         return ReplayBackend(path, model=model)
     if name == "rules":
         return RulesBackend()
-    live = {"local": lambda: LocalBackend() if model is None else LocalBackend(model_path=Path(model)),
-            "gemini": lambda: GeminiBackend(model=model) if model else GeminiBackend()}
-    if name not in live:
+    if name == "local":
+        backend: LLMBackend = LocalBackend() if model is None else LocalBackend(model_path=Path(model))
+    elif name == "gemini":
+        backend = GeminiBackend(model=model) if model else GeminiBackend()
+    else:
         raise ValueError(f"unknown backend {name!r}; choose one of {BACKENDS}")
-    return live[name]() if store is None else CachedLLM(live[name](), CallStore(store))
+    return backend if store is None else CachedLLM(backend, CallStore(store))

@@ -123,36 +123,40 @@ def extract_json(text: str | None) -> object | None:
         return None
     budget = _Budget()
     try:
-        whole = text.strip()
-        if whole[0] in "[{":
-            value = _loads(whole, budget)
-            if value is not None:
-                return value
-        best: tuple[int, int, object] | None = None  # (span length, start, value)
-        first_unclosed: int | None = None
-        failed = 0
-        m = _OPEN.search(text)
-        while m is not None and failed < _MAX_FAILED_STARTS:
-            i = m.start()
-            end, stack = _match_end(text, i, budget)
-            value = _loads(text[i:end], budget) if end is not None else None
-            if value is not None:
-                if best is None or end - i > best[0]:
-                    best = (end - i, i, value)
-                    budget.best = value
-                m = _OPEN.search(text, end)
-                continue
-            if end is None and stack and first_unclosed is None:
-                first_unclosed = i
-            failed += 1
-            m = _OPEN.search(text, i + 1)
-        if first_unclosed is not None and (best is None or first_unclosed < best[1]):
-            repaired = _repair_truncated(text, first_unclosed, budget)
-            if repaired is not None:
-                return repaired
-        return best[2] if best is not None else None
+        return _extract(text, budget)
     except _BudgetSpent:
         return budget.best
     except (RecursionError, MemoryError):
         return None
 
+
+def _extract(text: str, budget: _Budget) -> object | None:
+    """:func:`extract_json`'s search, spending ``budget``."""
+    whole = text.strip()
+    if whole[0] in "[{":
+        value = _loads(whole, budget)
+        if value is not None:
+            return value
+    best: tuple[int, int, object] | None = None  # (span length, start, value)
+    first_unclosed: int | None = None
+    failed = 0
+    m = _OPEN.search(text)
+    while m is not None and failed < _MAX_FAILED_STARTS:
+        i = m.start()
+        end, stack = _match_end(text, i, budget)
+        value = _loads(text[i:end], budget) if end is not None else None
+        if value is not None:
+            if best is None or end - i > best[0]:
+                best = (end - i, i, value)
+                budget.best = value
+            m = _OPEN.search(text, end)
+            continue
+        if end is None and stack and first_unclosed is None:
+            first_unclosed = i
+        failed += 1
+        m = _OPEN.search(text, i + 1)
+    if first_unclosed is not None and (best is None or first_unclosed < best[1]):
+        repaired = _repair_truncated(text, first_unclosed, budget)
+        if repaired is not None:
+            return repaired
+    return best[2] if best is not None else None

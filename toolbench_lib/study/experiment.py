@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import config
-from ..data.atomic import file_sha256, folder_lock, save_text
+from ..data.atomic import compute_once, file_sha256, save_text
 from ..data.dataset import load_dataset, sources_fingerprint
 from ..data.markdown import md_table
 from ..data.paths import OUTPUTS_DIR, find_data_dir
@@ -268,12 +268,8 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
     model, embed_backend = setup_model(setup)
     key, folder = cfg.study_key(), cfg.study_dir
     places = [folder] + ([cfg.out_dir.parent / cfg.base_run / "runs" / key] if cfg.base_run else [])
-    if (result := _stored_copy(cfg, key, places, model, embed_backend)) is not None:
-        return setup, result
-    folder.mkdir(parents=True, exist_ok=True)
-    with folder_lock(folder, name=".computing"):  # another process computing this study: wait, then read it
-        if (result := _stored_copy(cfg, key, places, model, embed_backend)) is not None:
-            return setup, result
+
+    def computed():
         llm = make_backend(cfg.backend, cassette=cfg.cassette, model=cfg.llm_model)
         methods = tuple(cfg.study_methods) if cfg.study_methods else METHODS
         settings = StudySettings(k=cfg.plan_k, depth=cfg.depth, runs=cfg.runs, temperature=cfg.temperature,
@@ -284,7 +280,10 @@ def get_study(cfg: ExperimentConfig, setup=None, progress: bool = True):
         result.provenance.update(config=_plain(asdict(cfg)), study_key=key, study_fields=cfg.study_fields())
         cfg.claim_run(study=key)
         result.save(folder)
-    return setup, result
+        return result
+
+    # one computes a study another asks for meanwhile; that one waits, then reads it
+    return setup, compute_once(folder, lambda: _stored_copy(cfg, key, places, model, embed_backend), computed)
 
 
 def _stored_copy(cfg: ExperimentConfig, key: str, places: list[Path], model: str, embed_backend: str):
