@@ -258,13 +258,17 @@ def test_empty_filter_says_so(study):
     assert ex.query.value is None and NO_QUERY in ex.output.value
 
 
-def test_outcomes_agree_with_per_query_runs(study):
+def test_outcomes_agree_with_a_count_by_hand(study):
+    """Each query's hits and recall, read from the evaluation, against a count from the stored rankings."""
     _, result = study
-    pq = per_query_runs(result, 5)
     out = query_outcomes(result, 1, 5).set_index("qkey")
+    truth = dict(zip(result.queries["qkey"], result.queries["candidates"], strict=True))
+    h = result.rankings[(result.rankings["run"] == 1) & (result.rankings["rank"] <= 5)]
     for method in ("rtp", "ptr"):
-        mine = pq[(pq["run"] == 1) & (pq["method"] == method)].set_index("qkey")["recall"]
-        assert np.allclose(out.loc[mine.index, f"{method}_recall"], mine)
+        top = h[h["method"] == method].groupby("qkey")["api_id"].agg(set)
+        hits = {q: len(top.get(q, set()) & set(truth[q])) for q in truth}
+        assert out[f"{method}_hits"].to_dict() == hits and sum(hits.values()) > 0
+        assert np.allclose(out[f"{method}_recall"], [hits[q] / len(truth[q]) for q in out.index])
 
 
 @pytest.fixture(scope="module")

@@ -98,6 +98,8 @@ def test_views_agree_with_the_one_scorer_and_are_verified(study, tmp_path, caplo
                 assert got["hits"].tolist() == mine["hits"].tolist()
                 pairs = views.found_at(method, run, "candidates", k)
                 assert len(pairs) == int(mine["hits"].sum())
+                assert set(zip(pairs["qkey"].astype(str), pairs["api_id"].astype(str), strict=True)) == {
+                    (q, a) for q, apis in _found(result, method, run, k).items() for a in apis}
                 assert fresh.scores(method, run, "candidates", k, mine["qkey"]).equals(got)
     # A damaged file is never used; a study saved again makes the views stale; both are computed again.
     recall = folder / VIEWS / "recall.parquet"

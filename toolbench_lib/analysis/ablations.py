@@ -15,7 +15,7 @@ import pandas as pd
 from ..config import DEPTH, K
 from ..data.queries import DEFAULT_GT, clusters, subset_alias
 from ..data.tables import cached_tables
-from ..eval.evaluation import recall_at, score_rankings
+from ..eval.evaluation import evaluate, recall_at, score_rankings
 from ..eval.stats import cluster_difference_ci, spearman
 from ..retrieval.rankings import DenseSearcher, search_and_merge
 from ..retrieval.retrievers import ptr_texts
@@ -57,15 +57,22 @@ def coverage(result, k: int, gt: str = DEFAULT_GT, run: int = 0) -> pd.Series:
     return pd.Series(recall_at(found, [qrels[q] for q in keys], depth), index=keys)
 
 
+def query_scores(result, method: str, run: int, k: int, gt: str, keys: pd.Series) -> pd.DataFrame:
+    """``recall, precision`` at ``k`` of one method and run for each query of ``keys`` (0 where the study has
+    none), read from the study's evaluation."""
+    s = evaluate(result).scores(k, gt, methods=(method,))
+    return s[s["run"] == run].set_index("qkey").reindex(keys, fill_value=0.0)
+
+
 def decomposition_ablation(llm_result, rules_result, k: int = K, gt: str = DEFAULT_GT,
                            run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """``(table, by_stubs, verdict)``: PtR with the LLM's and the rules' stubs against RtP, per set, with the
     paired comparison (``ptr_minus_rtp``, CI, p, wins); ``by_stubs``: both recalls by stubs (1, 2, 3, 4+)."""
     q = llm_result.queries
-    rtp = score_rankings(llm_result.ranking("rtp"), q, gt, k)
+    rtp = query_scores(llm_result, "rtp", 0, k, gt, q["qkey"])
     rows, by_stub_rows = [], []
     for name, res in (("llm", llm_result), ("rules", rules_result)):
-        ptr = score_rankings(res.ranking("ptr", run), q, gt, k)
+        ptr = query_scores(res, "ptr", run, k, gt, q["qkey"])
         n_stubs = stub_counts(res, run)
         cov = coverage(res, k, gt, run)
         frame = pd.DataFrame({"qkey": q["qkey"], "subset": q["subset"].map(subset_alias),
@@ -335,9 +342,8 @@ def embedder_ablation(studies: dict[str, object], k: int = K,
         if top1 is not None:
             top1 = top1[top1["api_id"].notna()].assign(subset=lambda t: t["subset"].map(subset_alias))
         for method in res.methods:
-            runs = range(res.n_runs)
-            pq = pd.concat([score_rankings(res.ranking(method, r), q, gt, k) for r in runs])
-            pq["subset"] = np.tile(q["subset"].map(subset_alias).to_numpy(), len(runs))
+            pq = evaluate(res).scores(k, gt, methods=(method,))
+            pq["subset"] = pq["subset"].map(subset_alias)
             for subset, g in pq.groupby("subset", sort=False):
                 per_query[(name, method, subset)] = g.groupby("qkey")["recall"].mean()
                 rows.append({"subset": subset, "embedder": name, "method": method,

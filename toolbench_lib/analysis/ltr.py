@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..config import DEFAULT_GT, DEPTH, SEED, K
 from ..data.queries import GT_DEFINITIONS, clusters, subset_alias
-from ..eval.evaluation import recall_at
+from ..eval.evaluation import evaluate, recall_at
 from ..eval.stats import paired
 from ..retrieval.fused import NAMED as FUSED
 from ..retrieval.fusion_specs import study_component_inputs
@@ -58,23 +58,31 @@ def single_methods(result) -> list[str]:
 SCORE_COLUMNS = ["qkey", "subset", "part", "method", "gt", "recall", "cluster"]  # cluster: the paired tests'
 
 
-def _scored(queries, keys, method, gt, runs_lists, k: int) -> pd.DataFrame:
-    """``qkey, subset, method, gt, recall``: recall@k of ``keys`` (of ``queries``) under ``gt``, mean over
-    ``runs_lists`` (one per run)."""
-    qrels = qrels_of(queries, gt)
+def _frame(queries, keys, method: str, gt: str, recall) -> pd.DataFrame:
+    """:data:`SCORE_COLUMNS` but ``part`` of ``keys`` (of ``queries``), given their recall."""
     subsets = dict(zip(queries["qkey"], queries["subset"].map(subset_alias), strict=True))
-    recall = np.mean([recall_at([list(x.get(q, [])) for q in keys], [qrels[q] for q in keys], k)
-                      for x in runs_lists], axis=0)
     return pd.DataFrame({"qkey": list(keys), "subset": [subsets[q] for q in keys], "method": method, "gt": gt,
                          "recall": recall, "cluster": clusters(queries, keys)})
 
 
+def _scored(queries, keys, method, gt, runs_lists, k: int) -> pd.DataFrame:
+    """``qkey, subset, method, gt, recall``: recall@k of ``keys`` (of ``queries``) under ``gt``, mean over
+    ``runs_lists`` (one per run)."""
+    qrels = qrels_of(queries, gt)
+    recall = np.mean([recall_at([list(x.get(q, [])) for q in keys], [qrels[q] for q in keys], k)
+                      for x in runs_lists], axis=0)
+    return _frame(queries, keys, method, gt, recall)
+
+
 def single_scores(result, keys: Sequence[str], k: int = K,
                   gts: Sequence[str] = GT_DEFINITIONS) -> pd.DataFrame:
-    """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs."""
-    lists = {m: [result.ranking(m, r, k) for r in range(result.n_runs)] for m in single_methods(result)}
-    return pd.concat([_scored(result.queries, keys, m, gt, runs_lists, k) for gt in gts
-                      for m, runs_lists in lists.items()], ignore_index=True)
+    """``qkey, subset, method, gt, recall``: recall@k of each single architecture, mean over runs, read from
+    the study's evaluation."""
+    ev = evaluate(result)
+    at = pd.Series(np.arange(len(ev.qkeys)), index=ev.qkeys).loc[list(keys)].to_numpy()
+    return pd.concat([_frame(result.queries, keys, m, gt,
+                             ev.values("recall", k, gt)[ev.methods.index(m)][:, at].mean(axis=0))
+                      for gt in gts for m in single_methods(result)], ignore_index=True)
 
 
 def _unseen(validation, unseen: set[str] | None) -> list[str]:

@@ -202,21 +202,27 @@ def evaluation_key(result) -> str:
     return h.hexdigest()[:20]
 
 
+def _distinct(result, methods: Sequence[str], qkeys: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, ...]:
+    """The final rankings' distinct APIs of ``methods`` and ``qkeys``, with their 0-based rank ``r``, and
+    each row's method and query index."""
+    final = result.rankings.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(
+        ["method", "run", "qkey", "api_id"])
+    final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
+    pos = pd.Series(np.arange(len(qkeys)), index=qkeys)
+    final = final[final["qkey"].isin(pos.index) & final["method"].isin(methods)]
+    return (final, final["method"].map({m: i for i, m in enumerate(methods)}).to_numpy(dtype=np.int64),
+            pos.loc[final["qkey"].to_numpy()].to_numpy(dtype=np.int64))
+
+
 def _compute(result, key: str) -> Evaluation:
     """:func:`evaluate`, computed: one vectorised pass over the final rankings."""
     q = result.queries
     qkeys = q["qkey"].to_numpy().astype(str)
     methods, n_runs = tuple(result.methods), result.n_runs
-    pos = pd.Series(np.arange(len(qkeys)), index=qkeys)
-    final = result.rankings.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(
-        ["method", "run", "qkey", "api_id"])
-    final = final.assign(r=final.groupby(["method", "run", "qkey"], sort=False).cumcount())
-    final = final[final["qkey"].isin(pos.index) & final["method"].isin(methods)]
+    final, m_idx, q_idx = _distinct(result, methods, qkeys)
     depth = max(K_MAX, int(final["r"].max()) + 1 if len(final) else 0)
     flags = np.zeros((len(GT_DEFINITIONS), len(methods), n_runs, len(qkeys), depth), dtype=bool)
     n_gt = np.zeros((len(GT_DEFINITIONS), len(qkeys)), dtype=np.int64)
-    m_idx = final["method"].map({m: i for i, m in enumerate(methods)}).to_numpy()
-    q_idx = pos.loc[final["qkey"].to_numpy()].to_numpy()
     runs, apis, ranks = final["run"].to_numpy(), final["api_id"].tolist(), final["r"].to_numpy()
     for g, gt in enumerate(GT_DEFINITIONS):
         rels = [set() if v is None else set(v) for v in q[gt]]
@@ -250,6 +256,16 @@ def evaluate(result) -> Evaluation:
                 log.warning("could not store the evaluation in %s (%s)", path, exc)
     result.__dict__["_evaluation"] = ev
     return ev
+
+
+def found_apis(result, ev: Evaluation | None = None) -> pd.DataFrame:
+    """``method, run, gt, qkey, api_id, rank``: the ground-truth APIs each final ranking holds, at their rank
+    among its distinct APIs, as the study's evaluation (``ev``, read if not given) marks them."""
+    ev = evaluate(result) if ev is None else ev
+    final, m_idx, q_idx = _distinct(result, ev.methods, ev.qkeys)
+    at = (m_idx, final["run"].to_numpy(dtype=np.int64), q_idx, final["r"].to_numpy())
+    found = pd.concat([final[ev.flags[g][at]].assign(gt=gt) for g, gt in enumerate(ev.gts)])
+    return found.assign(rank=found["r"] + 1)[["method", "run", "gt", "qkey", "api_id", "rank"]]
 
 
 def per_query_runs(result, k: int, gt: str = DEFAULT_GT,

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode
 
-import numpy as np
 import pandas as pd
 
 from ..config import K
 from ..data.paths import OUTPUTS_DIR, PROCESSED_DIR
 from ..data.queries import DEFAULT_GT, check_gt, subset_alias
-from ..eval.evaluation import score_rankings
+from ..eval.evaluation import evaluate
 from ..study.experiment import stored_study_dir
 from ..study.stored import TABLE_CHECKSUMS, StudyResult, checked_bytes
 from ..study.validation import check_run_name
@@ -61,19 +60,16 @@ def method_label(method: str, long: bool = False) -> str:
 
 
 def query_outcomes(result: StudyResult, run: int, k: int, gt: str = DEFAULT_GT,
-                   methods: tuple[str, ...] | list[str] = ("rtp", "ptr"),
-                   rankings: dict | None = None) -> pd.DataFrame:
-    """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run (eval's
-    :func:`~toolbench_lib.eval.evaluation.score_rankings`); ``rankings``: ``{(method, run): ranking}``."""
+                   methods: tuple[str, ...] | list[str] = ("rtp", "ptr")) -> pd.DataFrame:
+    """Per query: ``qkey, subset`` and ``<method>_recall, <method>_hits`` at ``k`` for one run, read from
+    the study's evaluation."""
     check_gt(gt)
-    q = result.queries
-    out = q[["qkey", "subset"]].copy()
+    s = evaluate(result).scores(k, gt, ("recall",), methods)
+    s = s[s["run"] == run]  # each method's rows in the study's query order
+    out = result.queries[["qkey", "subset"]].copy()
     for method in methods:
-        ranking = (rankings or {}).get((method, run)) or result.ranking(method, run)
-        pq = score_rankings(ranking, q, gt, k, ("recall",)).set_index("qkey")
-        recall = out["qkey"].map(pq["recall"]).fillna(0.0).to_numpy()
-        out[f"{method}_recall"] = recall
-        out[f"{method}_hits"] = np.rint(recall * out["qkey"].map(pq["n_gt"]).fillna(0).to_numpy()).astype(int)
+        mine = s[s["method"] == method]
+        out[f"{method}_recall"], out[f"{method}_hits"] = mine["recall"].to_numpy(), mine["hits"].to_numpy()
     return out
 
 

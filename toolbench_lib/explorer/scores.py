@@ -101,8 +101,7 @@ class QueryScores:
             scores = self.views.scores(method, run, gt, k, self._base["qkey"])
             self._scores[key] = scores.add_prefix(f"{method}_")
         if key not in self._scores:
-            self._ranking_of(method, run)
-            pq = query_outcomes(self.result, run, k, gt, (method,), rankings=self._rankings)
+            pq = query_outcomes(self.result, run, k, gt, (method,))
             self._scores[key] = pq[[f"{method}_recall", f"{method}_hits"]]
         return self._scores[key]
 

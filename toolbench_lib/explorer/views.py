@@ -20,7 +20,7 @@ from ..config import DEPTH, SEED
 from ..data.atomic import atomic_folder, folder_lock, read_verified, write_checksum
 from ..data.queries import GT_DEFINITIONS
 from ..data.tables import code_closure, code_hash
-from ..eval.evaluation import evaluate
+from ..eval.evaluation import evaluate, found_apis
 from ..retrieval.fused import BASELINES, fused_runs, methods_over
 from ..retrieval.fusion_specs import component_methods
 from ..retrieval.ltr import NAMED, TOP_EXPLAINED, learned_frame
@@ -217,26 +217,13 @@ def compute_views(result: StudyResult, depth: int = MAX_K) -> tuple[pd.DataFrame
                 "methods": [*result.methods, *dict.fromkeys(fused["method"])]}
     both = replace(result, rankings=pd.concat([result.rankings, fused], ignore_index=True), folder=None,
                    provenance={**result.provenance, "settings": settings})
-    q = result.queries
     ev = evaluate(both)
     recall_parts = [ev.scores(k, gt, ("recall",)).assign(k=k, gt=gt)[["qkey", "k", "method", "run", "gt",
                                                                        "recall", "hits"]]
                     for gt in GT_DEFINITIONS for k in range(1, MAX_K + 1)]
-    truths = {gt: [{str(a) for a in ([] if v is None else v)} for v in q[gt]] for gt in GT_DEFINITIONS}
-    found_parts = []
-    for method in both.methods:
-        for run in range(result.n_runs):
-            ranking = both.ranking(method, run)
-            for gt in GT_DEFINITIONS:
-                rows = [(qkey, api, rank) for qkey, truth in zip(q["qkey"], truths[gt], strict=True)
-                        for rank, api in enumerate(dict.fromkeys(str(a) for a in ranking.get(qkey, [])), 1)
-                        if api in truth]
-                found_parts.append(pd.DataFrame(rows, columns=["qkey", "api_id", "rank"]).assign(
-                    method=method, run=run, gt=gt))
     recall = pd.concat(recall_parts, ignore_index=True).sort_values(  # the order StudyViews slices by
         ["method", "run", "gt", "k", "qkey"], ignore_index=True)
-    found = pd.concat(found_parts, ignore_index=True)[["method", "run", "gt", "qkey", "api_id", "rank"]]
-    return fused, recall, found, learned
+    return fused, recall, found_apis(both, ev).reset_index(drop=True), learned
 
 
 def write_views(folder: Path, result: StudyResult | None = None) -> Path:
