@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import DEPTH
+from ..eval.evaluation import found_apis
 from ..retrieval.ltr_features import category_of, tool_of
 from ..retrieval.retrievers import ARCHITECTURES, split_method
 from .data import (
@@ -78,10 +79,10 @@ class QueryScores:
         k, gt = int(self.k.value), str(self.gt.value)
         if self.views is not None and (method, run, gt) in self.views._found:
             return self.views.found_at(method, run, gt, k)
-        rel = dict(zip(self.queries["qkey"], self.queries[gt], strict=True))
-        pairs = [(q, a) for q, ids in self._ranking_of(method, run).items()
-                 for a in list(dict.fromkeys(ids))[:k] if a in set(_ids(rel.get(q)))]
-        return pd.DataFrame(pairs, columns=["qkey", "api_id"])
+        if self._found is None:  # the study's found APIs, read from its evaluation
+            self._found = dict(tuple(found_apis(self.result).groupby(["method", "run", "gt"])))
+        f = self._found.get((method, run, gt), pd.DataFrame(columns=["qkey", "api_id", "rank"]))
+        return f.loc[f["rank"] <= k, ["qkey", "api_id"]].reset_index(drop=True)
 
     def _method_scores(self, method: str) -> pd.DataFrame:
         """``<method>_recall, <method>_hits`` per query (study order): one run's, or the mean over runs."""
