@@ -202,7 +202,8 @@ def evaluation_key(result) -> str:
     return h.hexdigest()[:20]
 
 
-def _distinct(result, methods: Sequence[str], qkeys: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, ...]:
+def _distinct(result, methods: Sequence[str],
+              qkeys: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The final rankings' distinct APIs of ``methods`` and ``qkeys``, with their 0-based rank ``r``, and
     each row's method and query index."""
     final = result.rankings.sort_values(["method", "run", "qkey", "rank"]).drop_duplicates(

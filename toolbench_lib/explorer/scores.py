@@ -77,11 +77,11 @@ class QueryScores:
 
     def _found_in(self, method: str, run: int) -> pd.DataFrame:
         k, gt = int(self.k.value), str(self.gt.value)
-        if self.views is not None and (method, run, gt) in self.views._found:
-            return self.views.found_at(method, run, gt, k)
-        if self._found is None:  # the study's found APIs, read from its evaluation
-            self._found = dict(tuple(found_apis(self.result).groupby(["method", "run", "gt"])))
-        f = self._found.get((method, run, gt), pd.DataFrame(columns=["qkey", "api_id", "rank"]))
+        if self.views is not None and (method, run, gt) in self.views._recall:  # views holding the method
+            return self.views.found_at(method, run, gt, k)  # (empty where it found nothing)
+        if self._found_apis is None:  # the study's found APIs, read from its evaluation
+            self._found_apis = dict(tuple(found_apis(self.result).groupby(["method", "run", "gt"])))
+        f = self._found_apis.get((method, run, gt), pd.DataFrame(columns=["qkey", "api_id", "rank"]))
         return f.loc[f["rank"] <= k, ["qkey", "api_id"]].reset_index(drop=True)
 
     def _method_scores(self, method: str) -> pd.DataFrame:

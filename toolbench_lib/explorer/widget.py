@@ -229,7 +229,7 @@ class QueryExplorer(QueryNavigation, QueryScores, QueryRendering):
                                    zip(q["candidates"], q["relevant"], strict=True)], index=q.index)
         self._rankings: dict[tuple[str, int], dict[str, list[str]]] = {}
         self._scores: dict[tuple[str, int, int, str], pd.DataFrame] = {}
-        self._found: dict[tuple[str, int, str], pd.DataFrame] | None = None  # without views: read once
+        self._found_apis: dict[tuple[str, int, str], pd.DataFrame] | None = None  # without views
         self._hits_by_query: dict[str, dict[str, pd.DataFrame]] = {}  # table -> qkey -> its rows
         self._texts: dict[str, bool] = {}
         self._n_unfiltered = 0
